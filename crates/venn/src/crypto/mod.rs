@@ -1,0 +1,16 @@
+//! Cryptographic building blocks: 128-bit blocks, fixed-key AES, the AES-CTR PRG,
+//! correlation-robust hashing, the random oracle and bit-matrix transposition.
+
+mod aes;
+mod block;
+mod cr_hash;
+mod prg;
+mod random_oracle;
+mod transpose;
+
+pub use self::aes::Aes;
+pub use block::{block_from_le, Block};
+pub use cr_hash::tccr_hash;
+pub use prg::Prg;
+pub use random_oracle::{RandomOracle, WideHash};
+pub use transpose::transpose128;

@@ -1,0 +1,82 @@
+//! AES-CTR pseudorandom generator, seeded from OS entropy or from a given seed.
+
+use super::{Aes, Block};
+
+/// Blocks generated per AES call; large enough for AES-NI pipelining.
+const BATCH: usize = 64;
+
+/// AES-128 in counter mode. One per party; tests may seed it.
+pub struct Prg {
+    aes: Aes,
+    counter: u128,
+    buf: [Block; BATCH],
+    used: usize,
+}
+
+impl Prg {
+    /// A PRG with the given seed.
+    pub fn from_seed(seed: Block) -> Self {
+        Prg {
+            aes: Aes::new(seed),
+            counter: 0,
+            buf: [0; BATCH],
+            used: BATCH,
+        }
+    }
+
+    /// A PRG seeded from the operating system's entropy source.
+    pub fn from_entropy() -> Self {
+        let mut seed = [0u8; 16];
+        getrandom::getrandom(&mut seed).expect("the operating system has no entropy source");
+        Prg::from_seed(u128::from_le_bytes(seed))
+    }
+
+    /// Fills `out` with pseudorandom blocks.
+    pub fn fill_blocks(&mut self, out: &mut [Block]) {
+        for b in out.iter_mut() {
+            *b = self.counter;
+            self.counter = self.counter.wrapping_add(1);
+        }
+        self.aes.encrypt_blocks(out);
+    }
+
+    /// The next pseudorandom block.
+    pub fn block(&mut self) -> Block {
+        if self.used == BATCH {
+            let mut buf = [0; BATCH];
+            self.fill_blocks(&mut buf);
+            self.buf = buf;
+            self.used = 0;
+        }
+        self.used += 1;
+        self.buf[self.used - 1]
+    }
+
+    /// The next pseudorandom 64-bit word.
+    pub fn u64(&mut self) -> u64 {
+        self.block() as u64
+    }
+
+    /// A uniform integer in `0..bound` (Lemire's multiply-shift; bias ≤ bound / 2^64).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        ((self.u64() as u128 * bound as u128) >> 64) as u64
+    }
+
+    /// Fills `out` with pseudorandom bytes.
+    pub fn fill_bytes(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(16) {
+            let b = self.block().to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
+
+    /// A uniformly random permutation of `0..n` (Fisher–Yates).
+    pub fn permutation(&mut self, n: usize) -> Vec<u32> {
+        let mut p: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            p.swap(i, j);
+        }
+        p
+    }
+}

@@ -1,0 +1,84 @@
+//! The random oracle: SHA-256 (SHA-NI when the CPU has it) with domain separation.
+
+use super::Block;
+use sha2::digest::generic_array::GenericArray;
+use sha2::{Digest, Sha256};
+
+/// A domain-separated random oracle. Every use in Venn names its own domain, so outputs
+/// of different purposes are independent.
+#[derive(Clone)]
+pub struct RandomOracle {
+    prefix: Sha256,
+}
+
+impl RandomOracle {
+    /// The oracle for `domain`; `context` (e.g. a session id) is bound in as well.
+    pub fn new(domain: &str, context: &[u8]) -> Self {
+        let mut prefix = Sha256::new();
+        // Pad the prefix to one SHA-256 block so each call hashes only its own input.
+        let mut block = [0u8; 64];
+        let d = domain.as_bytes();
+        assert!(d.len() + context.len() <= 62, "domain and context fit in one block");
+        block[0] = d.len() as u8;
+        block[1..1 + d.len()].copy_from_slice(d);
+        block[1 + d.len()] = context.len() as u8;
+        block[2 + d.len()..2 + d.len() + context.len()].copy_from_slice(context);
+        prefix.update(block);
+        RandomOracle { prefix }
+    }
+
+    /// The 32-byte digest of the concatenation of `parts` (lengths are bound in).
+    pub fn hash(&self, parts: &[&[u8]]) -> [u8; 32] {
+        let mut h = self.prefix.clone();
+        for p in parts {
+            h.update((p.len() as u64).to_le_bytes());
+            h.update(p);
+        }
+        h.finalize().into()
+    }
+
+    /// The first 128 bits of `hash(&[input])`.
+    pub fn hash_block(&self, input: &[u8]) -> Block {
+        let d = self.hash(&[input]);
+        u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+    }
+}
+
+/// A fixed-input-length hash of up to 60 bytes plus a 32-bit index: one SHA-256
+/// compression (SHA-NI) with a domain-separated IV. Inputs all have the same length within a
+/// domain, so no Merkle–Damgård padding is needed. Used where KKRT16 Fig. 2 needs
+/// `H : [m] × {0,1}^k → {0,1}^v` on k ≤ 480-bit rows.
+#[derive(Clone)]
+pub struct WideHash {
+    iv: [u32; 8],
+}
+
+impl WideHash {
+    /// The longest row this hash accepts, in bytes.
+    pub const MAX_INPUT: usize = 60;
+
+    /// The hash for `domain` bound to `context`.
+    pub fn new(domain: &str, context: &[u8]) -> Self {
+        let d = RandomOracle::new(domain, context).hash(&[b"WideHash IV"]);
+        let mut iv = [0u32; 8];
+        for (w, c) in iv.iter_mut().zip(d.chunks_exact(4)) {
+            *w = u32::from_le_bytes(c.try_into().expect("4 bytes"));
+        }
+        WideHash { iv }
+    }
+
+    /// `H(index, row)`, the first 128 bits of the compression output.
+    #[inline]
+    pub fn hash(&self, index: u32, row: &[u8]) -> Block {
+        debug_assert!(row.len() <= Self::MAX_INPUT);
+        let mut block = GenericArray::<u8, sha2::digest::consts::U64>::default();
+        block[..row.len()].copy_from_slice(row);
+        block[60..].copy_from_slice(&index.to_le_bytes());
+        let mut state = self.iv;
+        sha2::compress256(&mut state, std::slice::from_ref(&block));
+        (state[0] as u128)
+            | (state[1] as u128) << 32
+            | (state[2] as u128) << 64
+            | (state[3] as u128) << 96
+    }
+}

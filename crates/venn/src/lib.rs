@@ -1,0 +1,28 @@
+//! Venn: private set intersection.
+//!
+//! Two parties each hold a set of byte strings; the receiver learns which of its items the
+//! sender also holds, and nothing else. See the README for the protocols, their security
+//! models and the `venn` command-line tool built on this library.
+//!
+//! Layers (nothing imports upwards): [`protocols`] → [`ot`], [`tables`] → [`crypto`],
+//! [`net`]; [`run()`] ties a protocol, a channel and a set together.
+
+pub mod crypto;
+mod error;
+mod items;
+pub mod net;
+pub mod ot;
+pub mod protocols;
+mod run;
+pub mod tables;
+
+pub use error::{Error, Result};
+pub use items::Items;
+pub use run::{run, Report, RunOptions};
+
+/// Computational security parameter κ in bits.
+pub const COMPUTATIONAL_SECURITY: usize = 128;
+/// Statistical security parameter λ (σ in KKRT16) in bits.
+pub const STATISTICAL_SECURITY: usize = 40;
+/// The largest set a party may bring (item indices are 32-bit on the wire).
+pub const MAX_ITEMS: u64 = 1 << 31;

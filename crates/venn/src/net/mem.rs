@@ -1,0 +1,67 @@
+//! An in-memory channel pair for tests: the same framing rules as TCP, no sockets.
+
+use super::{abort_reason, oversized, Channel, Traffic, MAX_FRAME};
+use crate::{Error, Result};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+/// A frame, or an abort notice with its reason.
+type Message = std::result::Result<Vec<u8>, String>;
+
+/// One end of an in-memory pair.
+pub struct MemChannel {
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+    traffic: Traffic,
+    timeout: Duration,
+}
+
+/// Two connected in-memory channels whose receives time out after `timeout`.
+pub fn mem_pair(timeout: Duration) -> (MemChannel, MemChannel) {
+    let (tx_a, rx_b) = channel();
+    let (tx_b, rx_a) = channel();
+    let end = |tx, rx| MemChannel {
+        tx,
+        rx,
+        traffic: Traffic::default(),
+        timeout,
+    };
+    (end(tx_a, rx_a), end(tx_b, rx_b))
+}
+
+impl Channel for MemChannel {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        assert!(frame.len() <= MAX_FRAME, "protocol bug: frame over MAX_FRAME");
+        self.tx
+            .send(Ok(frame.to_vec()))
+            .map_err(|_| Error::PeerClosed(" (in-memory peer dropped)"))?;
+        self.traffic.sent += 4 + frame.len() as u64;
+        Ok(())
+    }
+
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        let frame = self.rx.recv_timeout(self.timeout).map_err(|e| match e {
+            RecvTimeoutError::Timeout => Error::Timeout(self.timeout),
+            RecvTimeoutError::Disconnected => Error::PeerClosed(" in the middle of the protocol"),
+        })?
+        .map_err(Error::PeerAborted)?;
+        if frame.len() > max_len.min(MAX_FRAME) {
+            return Err(oversized(frame.len(), max_len.min(MAX_FRAME)));
+        }
+        self.traffic.received += 4 + frame.len() as u64;
+        *buf = frame;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn traffic(&self) -> Traffic {
+        self.traffic
+    }
+
+    fn abort(&mut self, reason: &str) {
+        let _ = self.tx.send(Err(abort_reason(reason).to_string()));
+    }
+}

@@ -1,0 +1,105 @@
+//! Two-party networking: the [`Channel`] trait, its TCP and in-memory implementations,
+//! message encoding and the session handshake.
+//!
+//! A channel carries *frames*: length-prefixed messages whose length is checked against a
+//! bound given by the caller (derived from the protocol parameters) before anything is
+//! allocated, and never exceeds [`MAX_FRAME`].
+
+mod handshake;
+mod mem;
+mod stream;
+mod tcp;
+mod wire;
+
+pub use handshake::{handshake, Hello, Role, Session};
+pub use mem::mem_pair;
+pub use stream::StreamChannel;
+pub use tcp::{tcp_connect, tcp_listen};
+pub use wire::{Reader, Writer};
+
+use crate::{Error, Result};
+
+/// The largest frame any party will send or accept (64 MiB).
+pub const MAX_FRAME: usize = 1 << 26;
+
+/// Bytes moved over a channel, per direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes this party sent (frame headers included).
+    pub sent: u64,
+    /// Bytes this party received (frame headers included).
+    pub received: u64,
+}
+
+/// A reliable, ordered, framed, bidirectional message channel to the one peer.
+pub trait Channel: Send {
+    /// Queues one frame (buffered; [`Channel::flush`] or the next receive sends it).
+    fn send(&mut self, frame: &[u8]) -> Result<()>;
+
+    /// Receives one frame into `buf` (replacing its contents). A frame longer than
+    /// `max_len` is an error, detected before any allocation. Flushes pending sends first.
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()>;
+
+    /// Sends everything queued.
+    fn flush(&mut self) -> Result<()>;
+
+    /// Bytes moved so far.
+    fn traffic(&self) -> Traffic;
+
+    /// Tells the peer, best effort, that we give up and why; its next receive fails with
+    /// [`Error::PeerAborted`].
+    fn abort(&mut self, reason: &str);
+}
+
+impl dyn Channel + '_ {
+    /// Receives one frame of at most `max_len` bytes.
+    pub fn recv(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.recv_into(&mut buf, max_len)?;
+        Ok(buf)
+    }
+
+    /// Receives one frame that must be exactly `len` bytes long; `what` names it in errors.
+    pub fn recv_exact_into(&mut self, buf: &mut Vec<u8>, len: usize, what: &str) -> Result<()> {
+        self.recv_into(buf, len).map_err(|e| match e {
+            Error::Protocol { got, .. } => Error::protocol(format!("{what} of {len} bytes"), got),
+            e => e,
+        })?;
+        if buf.len() != len {
+            return Err(Error::protocol(
+                format!("{what} of {len} bytes"),
+                format!("{} bytes", buf.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Receives one frame that must be exactly `len` bytes long.
+    pub fn recv_exact(&mut self, len: usize, what: &str) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.recv_exact_into(&mut buf, len, what)?;
+        Ok(buf)
+    }
+}
+
+/// Length prefix that marks an abort notice instead of a frame.
+const ABORT_MARK: u32 = u32::MAX;
+/// The longest abort reason passed on.
+const MAX_ABORT_REASON: usize = 1024;
+
+/// Truncates an abort reason to [`MAX_ABORT_REASON`] bytes on a character boundary.
+fn abort_reason(reason: &str) -> &str {
+    let mut end = reason.len().min(MAX_ABORT_REASON);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
+}
+
+/// The error for a frame whose announced length exceeds the bound.
+fn oversized(len: usize, max_len: usize) -> Error {
+    Error::protocol(
+        format!("a frame of at most {max_len} bytes"),
+        format!("a length prefix of {len} bytes"),
+    )
+}

@@ -1,0 +1,103 @@
+//! A [`Channel`] over any byte stream (TCP in practice): 4-byte little-endian length
+//! prefix, then the payload.
+
+use super::{abort_reason, oversized, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON, MAX_FRAME};
+use crate::{Error, Result};
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
+use std::time::Duration;
+
+/// Framing and byte counting over a reader/writer pair.
+pub struct StreamChannel<R: Read, W: Write> {
+    reader: BufReader<R>,
+    writer: BufWriter<W>,
+    traffic: Traffic,
+    timeout: Duration,
+}
+
+impl<R: Read + Send, W: Write + Send> StreamChannel<R, W> {
+    /// Wraps a stream whose reads time out after `timeout` (reported as [`Error::Timeout`]).
+    pub fn new(reader: R, writer: W, timeout: Duration) -> Self {
+        StreamChannel {
+            reader: BufReader::with_capacity(1 << 16, reader),
+            writer: BufWriter::with_capacity(1 << 16, writer),
+            traffic: Traffic::default(),
+            timeout,
+        }
+    }
+
+    /// Reads the reason of an abort notice whose mark was just read.
+    fn read_abort(&mut self) -> Error {
+        let mut len = [0u8; 2];
+        if self.reader.read_exact(&mut len).is_err() {
+            return Error::PeerAborted("(no reason given)".into());
+        }
+        let len = (u16::from_le_bytes(len) as usize).min(MAX_ABORT_REASON);
+        let mut reason = vec![0u8; len];
+        match self.reader.read_exact(&mut reason) {
+            Ok(()) => Error::PeerAborted(String::from_utf8_lossy(&reason).into_owned()),
+            Err(_) => Error::PeerAborted("(no reason given)".into()),
+        }
+    }
+
+    fn io_error(&self, e: std::io::Error) -> Error {
+        match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::Timeout(self.timeout),
+            ErrorKind::UnexpectedEof => Error::PeerClosed(" in the middle of the protocol"),
+            ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
+                Error::PeerClosed(" (connection reset)")
+            }
+            _ => Error::Io(e),
+        }
+    }
+}
+
+impl<R: Read + Send, W: Write + Send> Channel for StreamChannel<R, W> {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        assert!(frame.len() <= MAX_FRAME, "protocol bug: frame over MAX_FRAME");
+        let header = (frame.len() as u32).to_le_bytes();
+        self.writer
+            .write_all(&header)
+            .and_then(|_| self.writer.write_all(frame))
+            .map_err(|e| self.io_error(e))?;
+        self.traffic.sent += 4 + frame.len() as u64;
+        Ok(())
+    }
+
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        self.flush()?;
+        let mut header = [0u8; 4];
+        self.reader
+            .read_exact(&mut header)
+            .map_err(|e| self.io_error(e))?;
+        if u32::from_le_bytes(header) == ABORT_MARK {
+            return Err(self.read_abort());
+        }
+        let len = u32::from_le_bytes(header) as usize;
+        if len > max_len.min(MAX_FRAME) {
+            return Err(oversized(len, max_len.min(MAX_FRAME)));
+        }
+        buf.clear();
+        buf.resize(len, 0);
+        self.reader.read_exact(buf).map_err(|e| self.io_error(e))?;
+        self.traffic.received += 4 + len as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.writer.flush().map_err(|e| self.io_error(e))
+    }
+
+    fn traffic(&self) -> Traffic {
+        self.traffic
+    }
+
+    fn abort(&mut self, reason: &str) {
+        let reason = abort_reason(reason).as_bytes();
+        let _ = self
+            .writer
+            .write_all(&ABORT_MARK.to_le_bytes())
+            .and_then(|_| self.writer.write_all(&(reason.len() as u16).to_le_bytes()))
+            .and_then(|_| self.writer.write_all(reason))
+            .and_then(|_| self.writer.flush());
+    }
+}

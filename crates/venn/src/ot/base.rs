@@ -1,0 +1,140 @@
+//! Base OTs secure against malicious parties in the random-oracle model: the
+//! Masny–Rindal "endemic OT" (CCS 2019, Fig. 7) over Ristretto255.
+//!
+//! Receiver with choice `b`: `A = a·G`, random `R_{1-b}`, `R_b = A − H(R_{1-b})`; sends
+//! `(R_0, R_1)`. Sender: `B = b'·G`; `m_i = KDF(b'·(R_i + H(R_{1-i})))`; sends `B`.
+//! Receiver: `m_b = KDF(a·B)`. Each OT has its own keys; every hash binds the session id
+//! and the OT index.
+
+use crate::crypto::{Block, Prg, RandomOracle};
+use crate::net::Channel;
+use crate::{Error, Result};
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::scalar::Scalar;
+use sha2::{Digest, Sha512};
+
+/// The number of base OTs (κ).
+pub const BASE_OTS: usize = 128;
+
+fn random_scalar(prg: &mut Prg) -> Scalar {
+    let mut wide = [0u8; 64];
+    prg.fill_bytes(&mut wide);
+    Scalar::from_bytes_mod_order_wide(&wide)
+}
+
+fn random_point(prg: &mut Prg) -> RistrettoPoint {
+    let mut wide = [0u8; 64];
+    prg.fill_bytes(&mut wide);
+    RistrettoPoint::from_uniform_bytes(&wide)
+}
+
+/// The hash onto the group, `H(sid, i, P)`.
+fn hash_to_group(sid: &[u8; 32], i: usize, p: &CompressedRistretto) -> RistrettoPoint {
+    let mut h = Sha512::new();
+    h.update(b"venn/mr19/hash-to-group");
+    h.update(sid);
+    h.update((i as u64).to_le_bytes());
+    h.update(p.as_bytes());
+    RistrettoPoint::from_uniform_bytes(&h.finalize().into())
+}
+
+fn kdf(ro: &RandomOracle, i: usize, p: &RistrettoPoint) -> Block {
+    ro.hash_block(&[&(i as u64).to_le_bytes()[..], p.compress().as_bytes()].concat())
+}
+
+fn decompress(bytes: &[u8]) -> Result<RistrettoPoint> {
+    CompressedRistretto::from_slice(bytes)
+        .ok()
+        .and_then(|c| c.decompress())
+        .ok_or_else(|| Error::protocol("a Ristretto255 point", "an invalid encoding"))
+}
+
+/// The receiver of `choices.len()` base OTs; returns `m_{b_i}` for each.
+pub fn base_ot_receive(
+    chan: &mut dyn Channel,
+    choices: &[bool],
+    prg: &mut Prg,
+    sid: &[u8; 32],
+) -> Result<Vec<Block>> {
+    let mut secrets = Vec::with_capacity(choices.len());
+    let mut msg = Vec::with_capacity(64 * choices.len());
+    for (i, &b) in choices.iter().enumerate() {
+        let a = random_scalar(prg);
+        let big_a = RistrettoPoint::mul_base(&a);
+        let other = random_point(prg).compress();
+        let mine = (big_a - hash_to_group(sid, i, &other)).compress();
+        let (r0, r1) = if b { (other, mine) } else { (mine, other) };
+        msg.extend_from_slice(r0.as_bytes());
+        msg.extend_from_slice(r1.as_bytes());
+        secrets.push(a);
+    }
+    chan.send(&msg)?;
+    let reply = chan.recv_exact(32 * choices.len(), "base-OT sender points")?;
+    let ro = RandomOracle::new("venn/mr19/kdf", sid);
+    secrets
+        .iter()
+        .zip(reply.chunks_exact(32))
+        .enumerate()
+        .map(|(i, (a, b))| Ok(kdf(&ro, i, &(a * decompress(b)?))))
+        .collect()
+}
+
+/// The sender of `count` base OTs; returns `(m_0, m_1)` for each.
+pub fn base_ot_send(
+    chan: &mut dyn Channel,
+    count: usize,
+    prg: &mut Prg,
+    sid: &[u8; 32],
+) -> Result<Vec<[Block; 2]>> {
+    let msg = chan.recv_exact(64 * count, "base-OT receiver points")?;
+    let ro = RandomOracle::new("venn/mr19/kdf", sid);
+    let mut reply = Vec::with_capacity(32 * count);
+    let mut out = Vec::with_capacity(count);
+    for (i, pair) in msg.chunks_exact(64).enumerate() {
+        let (c0, c1) = (&pair[..32], &pair[32..]);
+        let (r0, r1) = (decompress(c0)?, decompress(c1)?);
+        let (c0, c1) = (r0.compress(), r1.compress());
+        let b = random_scalar(prg);
+        reply.extend_from_slice(RistrettoPoint::mul_base(&b).compress().as_bytes());
+        let k0 = b * (r0 + hash_to_group(sid, i, &c1));
+        let k1 = b * (r1 + hash_to_group(sid, i, &c0));
+        out.push([kdf(&ro, i, &k0), kdf(&ro, i, &k1)]);
+    }
+    chan.send(&reply)?;
+    chan.flush()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    #[test]
+    fn receiver_gets_exactly_the_chosen_message() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+        let sid = [3u8; 32];
+        let mut prg = Prg::from_seed(1);
+        let choices: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
+        let c2 = choices.clone();
+        let t = std::thread::spawn(move || {
+            base_ot_receive(&mut b, &c2, &mut Prg::from_seed(2), &sid).unwrap()
+        });
+        let sent = base_ot_send(&mut a, BASE_OTS, &mut Prg::from_seed(3), &sid).unwrap();
+        let got = t.join().unwrap();
+        for i in 0..BASE_OTS {
+            let c = choices[i] as usize;
+            assert_eq!(got[i], sent[i][c]);
+            assert_ne!(got[i], sent[i][1 - c]);
+        }
+    }
+
+    #[test]
+    fn invalid_points_are_rejected() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+        b.send(&[0xff; 64 * 4]).unwrap();
+        let err = base_ot_send(&mut a, 4, &mut Prg::from_seed(3), &[0; 32]).unwrap_err();
+        assert!(matches!(err, Error::Protocol { .. }), "{err}");
+    }
+}

@@ -1,0 +1,146 @@
+//! The row-wise OT-extension step shared by IKNP (KKRT16 §2.1) and the BaRK-OPRF
+//! (KKRT16 Fig. 2): the extension receiver holds seed pairs `(k_i^0, k_i^1)` for each of
+//! the `k` columns and a codeword `c_j` per row; the extension sender holds `k_i^{s_i}`.
+//!
+//! Receiver: `t_j = G0_j`, sends `u_j = G0_j ⊕ G1_j ⊕ c_j`.
+//! Sender:   `q_j = Gs_j ⊕ (u_j ∧ s) = t_j ⊕ (c_j ∧ s)`.
+//!
+//! Rows go over the wire in chunks as soon as they are computed, so both parties work in
+//! parallel; only the first `row_bytes` bytes of a row (the `k` real columns) are sent.
+
+use super::PrgMatrix;
+use crate::crypto::{block_from_le, Block};
+use crate::net::Channel;
+use crate::Result;
+
+/// Rows per chunk (a multiple of 128).
+const CHUNK_ROWS: usize = 4096;
+
+fn chunks(n_rows: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    (0..n_rows).step_by(CHUNK_ROWS).map(move |first| {
+        let real = (n_rows - first).min(CHUNK_ROWS);
+        (first, real, real.next_multiple_of(128))
+    })
+}
+
+fn row_bytes(columns: usize) -> usize {
+    assert_eq!(columns % 8, 0, "extension width is whole bytes");
+    columns / 8
+}
+
+/// The extension receiver (knows both seeds of every column).
+pub struct ExtensionReceiver {
+    g0: PrgMatrix,
+    g1: PrgMatrix,
+    row_bytes: usize,
+}
+
+impl ExtensionReceiver {
+    /// From the seed pairs of the `k` columns.
+    pub fn new(seeds: &[[Block; 2]]) -> Self {
+        let (s0, s1): (Vec<Block>, Vec<Block>) = seeds.iter().map(|p| (p[0], p[1])).unzip();
+        ExtensionReceiver {
+            g0: PrgMatrix::new(&s0),
+            g1: PrgMatrix::new(&s1),
+            row_bytes: row_bytes(seeds.len()),
+        }
+    }
+
+    /// Blocks per row.
+    pub fn row_blocks(&self) -> usize {
+        self.g0.row_blocks()
+    }
+
+    /// Extends `n_rows` rows. `codewords(first_row, rows)` must XOR the codewords of rows
+    /// `first_row..` into `rows` (row-major, [`Self::row_blocks`] blocks per row; it may
+    /// see up to 127 padding rows past `n_rows`). `on_t(first_row, t)` receives the
+    /// receiver's rows `t_j` of each chunk (padding rows included).
+    pub fn extend(
+        &mut self,
+        chan: &mut dyn Channel,
+        n_rows: usize,
+        mut codewords: impl FnMut(usize, &mut [Block]),
+        mut on_t: impl FnMut(usize, &[Block]),
+    ) -> Result<()> {
+        let w = self.row_blocks();
+        let mut t = vec![0; CHUNK_ROWS * w];
+        let mut u = vec![0; CHUNK_ROWS * w];
+        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes);
+        for (first, real, padded) in chunks(n_rows) {
+            let (t, u) = (&mut t[..padded * w], &mut u[..padded * w]);
+            self.g0.next_rows(padded, t);
+            self.g1.next_rows(padded, u);
+            for (u, t) in u.iter_mut().zip(t.iter()) {
+                *u ^= t;
+            }
+            codewords(first, u);
+            frame.clear();
+            for row in u.chunks_exact(w).take(real) {
+                let bytes = row.iter().flat_map(|b| b.to_le_bytes());
+                frame.extend(bytes.take(self.row_bytes));
+            }
+            chan.send(&frame)?;
+            on_t(first, t);
+        }
+        chan.flush()
+    }
+}
+
+/// The extension sender (knows one seed per column, chosen by its secret `s`).
+pub struct ExtensionSender {
+    gs: PrgMatrix,
+    s: Vec<Block>,
+    row_bytes: usize,
+}
+
+impl ExtensionSender {
+    /// From the chosen seeds `k_i^{s_i}` and the choice bits `s`.
+    pub fn new(seeds: &[Block], s: &[bool]) -> Self {
+        assert_eq!(seeds.len(), s.len());
+        let gs = PrgMatrix::new(seeds);
+        let mut s_blocks = vec![0 as Block; gs.row_blocks()];
+        for (i, _) in s.iter().enumerate().filter(|(_, &b)| b) {
+            s_blocks[i / 128] |= 1 << (i % 128);
+        }
+        ExtensionSender {
+            gs,
+            s: s_blocks,
+            row_bytes: row_bytes(seeds.len()),
+        }
+    }
+
+    /// The secret `s` as row blocks.
+    pub fn s(&self) -> &[Block] {
+        &self.s
+    }
+
+    /// Blocks per row.
+    pub fn row_blocks(&self) -> usize {
+        self.s.len()
+    }
+
+    /// Extends `n_rows` rows; `on_q(first_row, q)` receives the rows `q_j` of each chunk
+    /// (only the real rows).
+    pub fn extend(
+        &mut self,
+        chan: &mut dyn Channel,
+        n_rows: usize,
+        mut on_q: impl FnMut(usize, &[Block]),
+    ) -> Result<()> {
+        let w = self.row_blocks();
+        let mut q = vec![0; CHUNK_ROWS * w];
+        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes);
+        for (first, real, padded) in chunks(n_rows) {
+            let q = &mut q[..padded * w];
+            self.gs.next_rows(padded, q);
+            chan.recv_exact_into(&mut frame, real * self.row_bytes, "OT-extension rows")?;
+            for (q_row, u_row) in q.chunks_exact_mut(w).zip(frame.chunks_exact(self.row_bytes)) {
+                for ((q, u), s) in q_row.iter_mut().zip(u_row.chunks(16)).zip(&self.s) {
+                    *q ^= block_from_le(u) & s;
+                }
+            }
+            on_q(first, &q[..real * w]);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,173 @@
+//! The BaRK-OPRF of KKRT16 (Fig. 2): OT extension where the receiver's codeword for row
+//! `j` is `C(r_j)` from a pseudorandom code instead of a repetition code.
+//!
+//! The sender ends with `q_j = t_j ⊕ (C(r_j) ∧ s)` and can evaluate
+//! `F(j, x) = H(j, q_j ⊕ (C(x) ∧ s))` for any `x`; the receiver learns `F(j, r_j) = H(j, t_j)`.
+
+use super::ExtensionReceiver;
+use super::ExtensionSender;
+use crate::crypto::{Aes, Block, RandomOracle, WideHash};
+use crate::net::Channel;
+use crate::Result;
+
+/// Blocks in a code word: k ≤ 512 bits.
+pub const OPRF_BLOCKS: usize = 4;
+
+/// The pseudorandom code of KKRT16 §6.3 / Lemma 3,
+/// `C(x) = AES_{sk_1}(x) ‖ AES_{sk_2}(x) ‖ AES_{sk_3}(x) ‖ AES_{sk_4}(x)`, truncated to
+/// `k` bits by the OT extension. Independent keys per output block make it a PRF of the
+/// 128-bit input (the paper's `AES_sk(i ‖ x)` would need inputs shorter than a block).
+pub struct PseudorandomCode {
+    keys: [Aes; OPRF_BLOCKS],
+}
+
+impl PseudorandomCode {
+    /// The code chosen by the key `sk` (KKRT16 Fig. 2 step 0).
+    pub fn new(sk: Block) -> Self {
+        let ro = RandomOracle::new("venn/kkrt16/code-key", &[]);
+        let key = |i: u8| Aes::new(ro.hash_block(&[&sk.to_le_bytes()[..], &[i]].concat()));
+        PseudorandomCode {
+            keys: [key(0), key(1), key(2), key(3)],
+        }
+    }
+
+    /// Writes `C(inputs[j])` to `out[j*4 .. j*4+4]`.
+    pub fn encode(&self, inputs: &[Block], out: &mut [Block]) {
+        assert_eq!(out.len(), inputs.len() * OPRF_BLOCKS);
+        let mut tmp = vec![0; inputs.len()];
+        for (i, aes) in self.keys.iter().enumerate() {
+            tmp.copy_from_slice(inputs);
+            aes.encrypt_blocks(&mut tmp);
+            for (row, &c) in out.chunks_exact_mut(OPRF_BLOCKS).zip(&tmp) {
+                row[i] = c;
+            }
+        }
+    }
+}
+
+/// The first `len` bytes of a row.
+#[inline]
+fn row_bytes_of(row: &[Block], buf: &mut [u8; 16 * OPRF_BLOCKS], len: usize) {
+    for (chunk, b) in buf.chunks_exact_mut(16).zip(row) {
+        chunk.copy_from_slice(&b.to_le_bytes());
+    }
+    buf[len..].fill(0);
+}
+
+/// The OPRF receiver: for each row `j`, learns `F(j, inputs[j]) = H(j, t_j)`.
+/// `seeds` are the `k` column seed pairs (from random OTs in which it was the sender).
+pub fn oprf_receive(
+    chan: &mut dyn Channel,
+    seeds: &[[Block; 2]],
+    code: &PseudorandomCode,
+    hash: &WideHash,
+    inputs: &[Block],
+) -> Result<Vec<Block>> {
+    let mut ext = ExtensionReceiver::new(seeds);
+    assert_eq!(ext.row_blocks(), OPRF_BLOCKS, "code width in (384, 512] bits");
+    let row_len = seeds.len() / 8;
+    let mut out = Vec::with_capacity(inputs.len());
+    let mut codewords = Vec::new();
+    let mut chunk_inputs = Vec::new();
+    let mut buf = [0u8; 16 * OPRF_BLOCKS];
+    ext.extend(
+        chan,
+        inputs.len(),
+        |first, u| {
+            let rows = u.len() / OPRF_BLOCKS;
+            chunk_inputs.clear();
+            chunk_inputs.extend_from_slice(&inputs[first..(first + rows).min(inputs.len())]);
+            chunk_inputs.resize(rows, 0);
+            codewords.resize(u.len(), 0);
+            code.encode(&chunk_inputs, &mut codewords);
+            for (u, c) in u.iter_mut().zip(&codewords) {
+                *u ^= c;
+            }
+        },
+        |first, t| {
+            let real = (inputs.len() - first).min(t.len() / OPRF_BLOCKS);
+            for (j, row) in t.chunks_exact(OPRF_BLOCKS).take(real).enumerate() {
+                row_bytes_of(row, &mut buf, row_len);
+                out.push(hash.hash((first + j) as u32, &buf[..row_len]));
+            }
+        },
+    )?;
+    Ok(out)
+}
+
+/// The OPRF sender after the extension: holds `s` and every `q_j`, and evaluates
+/// `F(j, x)` for any row `j` and input `x`.
+pub struct OprfSender {
+    s: [Block; OPRF_BLOCKS],
+    q: Vec<Block>,
+    row_len: usize,
+}
+
+impl OprfSender {
+    /// Runs the extension for `rows` rows with the chosen seeds `k_i^{s_i}` of the `k`
+    /// columns and the secret choice bits `s` (KKRT16 Fig. 2 steps 1–3).
+    pub fn extend(chan: &mut dyn Channel, seeds: &[Block], s: &[bool], rows: usize) -> Result<Self> {
+        let mut ext = ExtensionSender::new(seeds, s);
+        assert_eq!(ext.row_blocks(), OPRF_BLOCKS, "code width in (384, 512] bits");
+        let s_blocks = ext.s().try_into().expect("four blocks");
+        let mut q = Vec::with_capacity(rows * OPRF_BLOCKS);
+        ext.extend(chan, rows, |_, chunk| q.extend_from_slice(chunk))?;
+        Ok(OprfSender {
+            s: s_blocks,
+            q,
+            row_len: seeds.len() / 8,
+        })
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.q.len() / OPRF_BLOCKS
+    }
+
+    /// `F(row, x)` given the code word `C(x)`.
+    #[inline]
+    pub fn eval(&self, hash: &WideHash, row: usize, codeword: &[Block]) -> Block {
+        let q = &self.q[row * OPRF_BLOCKS..(row + 1) * OPRF_BLOCKS];
+        let mut y = [0 as Block; OPRF_BLOCKS];
+        for i in 0..OPRF_BLOCKS {
+            y[i] = q[i] ^ (codeword[i] & self.s[i]);
+        }
+        let mut buf = [0u8; 16 * OPRF_BLOCKS];
+        row_bytes_of(&y, &mut buf, self.row_len);
+        hash.hash(row as u32, &buf[..self.row_len])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::Prg;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    #[test]
+    fn sender_evaluation_matches_receiver_output_only_on_its_input() {
+        let k = 448;
+        let mut prg = Prg::from_seed(9);
+        let s: Vec<bool> = (0..k).map(|_| prg.u64() & 1 == 1).collect();
+        let pairs: Vec<[Block; 2]> = (0..k).map(|_| [prg.block(), prg.block()]).collect();
+        let chosen: Vec<Block> = pairs.iter().zip(&s).map(|(p, &b)| p[b as usize]).collect();
+        let inputs: Vec<Block> = (0..5000).map(|_| prg.block()).collect();
+        let code_key = prg.block();
+        let hash = WideHash::new("test", &[]);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+        let (inp, h2) = (inputs.clone(), hash.clone());
+        let t = std::thread::spawn(move || {
+            oprf_receive(&mut b, &pairs, &PseudorandomCode::new(code_key), &h2, &inp).unwrap()
+        });
+        let sender = OprfSender::extend(&mut a, &chosen, &s, inputs.len()).unwrap();
+        let out = t.join().unwrap();
+        let code = PseudorandomCode::new(code_key);
+        let mut cw = vec![0; 2 * OPRF_BLOCKS];
+        for j in 0..inputs.len() {
+            code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
+            assert_eq!(sender.eval(&hash, j, &cw[..4]), out[j], "row {j}");
+            assert_ne!(sender.eval(&hash, j, &cw[4..]), out[j], "row {j} other input");
+        }
+    }
+}

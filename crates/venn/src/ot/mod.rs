@@ -1,0 +1,14 @@
+//! Oblivious transfer: base OTs over Ristretto255, IKNP random-OT extension and the
+//! KKRT16 batched related-key OPRF, all built on one row-wise extension core.
+
+mod base;
+mod extension;
+mod iknp;
+mod kkrt;
+mod prg_matrix;
+
+pub use base::{base_ot_receive, base_ot_send, BASE_OTS};
+pub use extension::{ExtensionReceiver, ExtensionSender};
+pub use iknp::{iknp_receive, iknp_send};
+pub use kkrt::{oprf_receive, OprfSender, PseudorandomCode, OPRF_BLOCKS};
+pub use prg_matrix::PrgMatrix;

@@ -1,0 +1,80 @@
+//! What a running protocol works with: the channel, the agreed session, its randomness
+//! and a log of timed phases.
+
+use crate::crypto::Prg;
+use crate::net::{Channel, Session};
+use std::time::{Duration, Instant};
+
+/// Told when a protocol enters a phase (the CLI shows progress with it).
+pub trait Progress: Sync {
+    /// A new phase begins.
+    fn phase(&self, name: &str);
+}
+
+/// A timed protocol phase.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    /// What happened.
+    pub name: &'static str,
+    /// Whether it is independent of the inputs (offline) or not (online).
+    pub offline: bool,
+    /// How long it took.
+    pub duration: Duration,
+}
+
+/// The environment of one protocol run.
+pub struct Context<'a> {
+    /// The channel to the peer.
+    pub chan: &'a mut dyn Channel,
+    /// What the handshake agreed.
+    pub session: Session,
+    /// This party's randomness.
+    pub prg: Prg,
+    progress: Option<&'a dyn Progress>,
+    phases: Vec<Phase>,
+    current: Option<(&'static str, bool, Instant)>,
+}
+
+impl<'a> Context<'a> {
+    /// A context; the clock of a phase starts with [`Context::phase`].
+    pub fn new(
+        chan: &'a mut dyn Channel,
+        session: Session,
+        prg: Prg,
+        progress: Option<&'a dyn Progress>,
+    ) -> Self {
+        Context {
+            chan,
+            session,
+            prg,
+            progress,
+            phases: Vec::new(),
+            current: None,
+        }
+    }
+
+    /// Ends the current phase and starts `name`.
+    pub fn phase(&mut self, name: &'static str, offline: bool) {
+        self.end_phase();
+        if let Some(p) = self.progress {
+            p.phase(name);
+        }
+        self.current = Some((name, offline, Instant::now()));
+    }
+
+    fn end_phase(&mut self) {
+        if let Some((name, offline, start)) = self.current.take() {
+            self.phases.push(Phase {
+                name,
+                offline,
+                duration: start.elapsed(),
+            });
+        }
+    }
+
+    /// Ends the last phase and returns the log.
+    pub fn finish(mut self) -> Vec<Phase> {
+        self.end_phase();
+        self.phases
+    }
+}

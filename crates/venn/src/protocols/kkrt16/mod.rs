@@ -1,0 +1,184 @@
+//! KKRT16 PSI (Kolesnikov–Kumaresan–Rosulek–Trieu, CCS 2016): the PSSZ15 cuckoo-hashing
+//! PSI with the BaRK-OPRF, including the hash-index optimisation (Fig. 3).
+//!
+//! Roles: the PSI *receiver* (Bob in the paper) is the OPRF receiver and learns the
+//! intersection; the PSI *sender* (Alice) evaluates the OPRF on her items.
+//! Offline (input-independent): 128 Masny–Rindal base OTs (Bob receives), IKNP-extended
+//! to k random OTs (Alice receives with random choice bits s), Alice's code key and Bob's
+//! cuckoo-hash seed. Online: Fig. 3 steps 2–6.
+
+mod params;
+
+pub use params::Kkrt16Params;
+
+use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::{Context, ParamTable, Protocol, ProtocolInfo, Security};
+use crate::crypto::{Block, Prg, RandomOracle, WideHash};
+use crate::items::Items;
+use crate::net::{Reader, Writer};
+use crate::ot::{
+    base_ot_receive, base_ot_send, iknp_receive, iknp_send, oprf_receive, OprfSender,
+    PseudorandomCode, BASE_OTS, OPRF_BLOCKS,
+};
+use crate::tables::{cuckoo_insert, CuckooHash, MatchTable, HASHES};
+use crate::Result;
+
+/// KKRT16 batched-OPRF PSI.
+pub struct Kkrt16;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "kkrt16",
+    paper: "Kolesnikov, Kumaresan, Rosulek, Trieu: Efficient Batched Oblivious PRF with \
+            Applications to PSI (CCS 2016), Fig. 2 and Fig. 3",
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the intersection; the sender learns nothing (with --both, \
+              the sender learns the intersection too). Both learn the other's set size. \
+              Secure only if both parties follow the protocol.",
+    both_allowed: true,
+};
+
+/// Item hashes keep 126 bits; the top two carry the hash index z ∈ {1,2,3} of the
+/// OPRF input `y ‖ z` (z = 0 for stash inputs), so `y ‖ z` is injective.
+const ITEM_MASK: Block = (1 << 126) - 1;
+
+fn with_index(y: Block, z: usize) -> Block {
+    y | (z as Block) << 126
+}
+
+fn item_hashes(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
+    let mut h = items.hash_all(&RandomOracle::new("venn/kkrt16/item", sid));
+    h.iter_mut().for_each(|y| *y &= ITEM_MASK);
+    h
+}
+
+fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
+    (0..n).map(|_| prg.u64() & 1 == 1).collect()
+}
+
+fn session_params(ctx: &Context) -> Result<Kkrt16Params> {
+    Kkrt16Params::new(ctx.session.n_sender, ctx.session.n_receiver)
+}
+
+impl Protocol for Kkrt16 {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
+        Ok(Kkrt16Params::new(n_sender, n_receiver)?.table())
+    }
+
+    /// Alice: OT-extension receiver for the k seeds, OPRF sender, evaluates her items.
+    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
+        let p = session_params(ctx)?;
+        let sid = ctx.session.id;
+        ctx.phase("base OTs and OT extension", true);
+        let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
+        let s = random_bits(&mut ctx.prg, p.code_bits);
+        let seeds = iknp_receive(ctx.chan, &base, &s)?;
+        let code_key = ctx.prg.block();
+        ctx.chan.send(&Writer::new().block(code_key).0)?;
+        let msg = ctx.chan.recv_exact(16, "cuckoo hash seed")?;
+        let hash_seed = Reader::new(&msg, "cuckoo hash seed").block()?;
+
+        ctx.phase("hash items", false);
+        let y = item_hashes(items, &sid);
+        let perm = ctx.prg.permutation(items.len());
+
+        ctx.phase("OPRF extension", false);
+        let oprf = OprfSender::extend(ctx.chan, &seeds, &s, p.rows())?;
+
+        ctx.phase("evaluate and send", false);
+        let code = PseudorandomCode::new(code_key);
+        let out_hash = WideHash::new("venn/kkrt16/oprf", &sid);
+        let cuckoo = CuckooHash::new(hash_seed, p.bins);
+        let groups = HASHES + p.stash;
+        let mask = low_bits(p.out_bits);
+        let (mut batch, mut bins, mut inputs, mut codes) = (vec![], vec![], vec![], vec![]);
+        send_values(ctx.chan, items.len(), groups, p.out_bits / 8, |first, out| {
+            let count = out.len() / groups;
+            batch.clear();
+            batch.extend(perm[first..first + count].iter().map(|&i| y[i as usize]));
+            cuckoo.bins_of(&batch, &mut bins);
+            // Code inputs per item: y‖0 (stash), y‖1, y‖2, y‖3.
+            inputs.clear();
+            inputs.extend(batch.iter().flat_map(|&y| (0..=HASHES).map(move |z| with_index(y, z))));
+            codes.resize(inputs.len() * OPRF_BLOCKS, 0);
+            code.encode(&inputs, &mut codes);
+            let per_item = (HASHES + 1) * OPRF_BLOCKS;
+            for ((o, b), c) in out.chunks_exact_mut(groups).zip(&bins).zip(codes.chunks_exact(per_item)) {
+                let code_of = |z: usize| &c[z * OPRF_BLOCKS..(z + 1) * OPRF_BLOCKS];
+                // H_z: F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3.
+                for z in 0..HASHES {
+                    o[z] = oprf.eval(&out_hash, b[z] as usize, code_of(z + 1)) & mask;
+                }
+                // S_j: F(k_{bins + j}, x) for every stash position j.
+                for j in 0..p.stash {
+                    o[HASHES + j] = oprf.eval(&out_hash, p.bins + j, code_of(0)) & mask;
+                }
+            }
+        })?;
+        if !ctx.session.both {
+            return Ok(None);
+        }
+        ctx.phase("receive intersection", false);
+        receive_positions(ctx.chan, &perm, p.n_receiver as usize).map(Some)
+    }
+
+    /// Bob: base-OT receiver, OT-extension sender for the k seeds, OPRF receiver.
+    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
+        let p = session_params(ctx)?;
+        let sid = ctx.session.id;
+        ctx.phase("base OTs and OT extension", true);
+        let delta = random_bits(&mut ctx.prg, BASE_OTS);
+        let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
+        let seeds = iknp_send(ctx.chan, &delta, &base, p.code_bits)?;
+        let hash_seed = ctx.prg.block();
+        ctx.chan.send(&Writer::new().block(hash_seed).0)?;
+        let msg = ctx.chan.recv_exact(16, "code key")?;
+        let code_key = Reader::new(&msg, "code key").block()?;
+
+        ctx.phase("hash items", false);
+        let y = item_hashes(items, &sid);
+        ctx.phase("cuckoo hashing", false);
+        let cuckoo = CuckooHash::new(hash_seed, p.bins);
+        let mut bins = Vec::new();
+        cuckoo.bins_of(&y, &mut bins);
+        let table = cuckoo_insert(&bins, p.bins, p.stash, &mut ctx.prg)?;
+        // Fig. 3 step 2: r_i = y ‖ z(y) for bin i, y for stash position j, dummies elsewhere.
+        let mut inputs: Vec<Block> = (0..p.rows()).map(|_| ctx.prg.block()).collect();
+        for (i, r) in inputs.iter_mut().enumerate().take(p.bins) {
+            if let Some((item, z)) = table.bin(i) {
+                *r = with_index(y[item], z + 1);
+            }
+        }
+        for (j, &item) in table.stash.iter().enumerate() {
+            inputs[p.bins + j] = y[item as usize];
+        }
+
+        ctx.phase("OPRF extension", false);
+        let code = PseudorandomCode::new(code_key);
+        let out_hash = WideHash::new("venn/kkrt16/oprf", &sid);
+        let outputs = oprf_receive(ctx.chan, &seeds, &code, &out_hash, &inputs)?;
+
+        ctx.phase("receive and match", false);
+        let mask = low_bits(p.out_bits);
+        let mut lookup = MatchTable::with_capacity(items.len());
+        for i in 0..table.len() {
+            if let Some((item, z)) = table.bin(i) {
+                lookup.insert(outputs[i] & mask, z as u32, item as u32);
+            }
+        }
+        for (j, &item) in table.stash.iter().enumerate() {
+            lookup.insert(outputs[p.bins + j] & mask, (HASHES + j) as u32, item);
+        }
+        let groups = HASHES + p.stash;
+        let n_s = p.n_sender as usize;
+        let matches = receive_matches(ctx.chan, n_s, groups, p.out_bits / 8, &lookup)?;
+        if ctx.session.both {
+            ctx.phase("send intersection", false);
+            send_positions(ctx.chan, &matches)?;
+        }
+        Ok(matches.iter().map(|m| m.0 as usize).collect())
+    }
+}

@@ -1,0 +1,132 @@
+//! KKRT16 parameters (§6.1, Table 2): stash size s, pseudorandom-code width k, OPRF output
+//! length v, for any pair of set sizes.
+
+use crate::protocols::{output_bits, round_up_to_byte, ParamTable};
+use crate::tables::pssz15_stash_size;
+use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
+
+/// The receiver's table is never sized for fewer items than this (KKRT16 Table 2 starts
+/// here; below it the stash sizes of PSSZ15 are not tabulated).
+const MIN_TABLE_ITEMS: u64 = 1 << 8;
+/// Widest code the OPRF rows hold (four blocks, less the 32-bit row index of the hash).
+const MAX_CODE_BITS: usize = 480;
+
+/// The parameters of one KKRT16 run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kkrt16Params {
+    /// The sender's set size.
+    pub n_sender: u64,
+    /// The receiver's set size.
+    pub n_receiver: u64,
+    /// Cuckoo bins, 1.2·n_receiver (at least 1.2·2^8).
+    pub bins: usize,
+    /// Maximum stash size s.
+    pub stash: usize,
+    /// Pseudorandom-code width k in bits.
+    pub code_bits: usize,
+    /// OPRF output length v in bits.
+    pub out_bits: usize,
+}
+
+impl Kkrt16Params {
+    /// The parameters for these set sizes.
+    pub fn new(n_sender: u64, n_receiver: u64) -> Result<Self> {
+        let table_items = n_receiver.max(MIN_TABLE_ITEMS);
+        let stash = pssz15_stash_size(table_items);
+        let bins = (table_items * 6).div_ceil(5) as usize;
+        // Lemma 5 / §6.1: the sender evaluates the PRF on m = (3 + s)·n_sender points, so
+        // the code must be a (d = κ, ε = σ + log2 m) pseudorandom code.
+        let evaluations = (3 + stash) as f64 * n_sender.max(1) as f64;
+        let epsilon = STATISTICAL_SECURITY as f64 + evaluations.log2();
+        let code_bits = code_width(COMPUTATIONAL_SECURITY, epsilon);
+        if code_bits > MAX_CODE_BITS {
+            return Err(Error::Params(format!(
+                "a {code_bits}-bit code is wider than the supported {MAX_CODE_BITS} bits (sets too large)"
+            )));
+        }
+        Ok(Kkrt16Params {
+            n_sender,
+            n_receiver,
+            bins,
+            stash,
+            code_bits,
+            out_bits: output_bits(n_sender, n_receiver),
+        })
+    }
+
+    /// OPRF instances: one per bin and one per stash position.
+    pub fn rows(&self) -> usize {
+        self.bins + self.stash
+    }
+
+    /// As a table for `venn params` and the handshake.
+    pub fn table(&self) -> ParamTable {
+        ParamTable(vec![
+            ("s", self.stash.to_string()),
+            ("k", self.code_bits.to_string()),
+            ("v", self.out_bits.to_string()),
+            ("bins", self.bins.to_string()),
+        ])
+    }
+}
+
+/// The smallest k (rounded up to a byte) such that a random function with k output bits is
+/// a (d, ε) pseudorandom code (Lemma 3): `2^-k · Σ_{i<d} C(k, i) ≤ 2^-ε`.
+pub fn code_width(d: usize, epsilon: f64) -> usize {
+    let mut k = d;
+    while log2_binomial_prefix(k, d) - k as f64 > -epsilon {
+        k += 1;
+    }
+    round_up_to_byte(k as f64)
+}
+
+/// `log2 Σ_{i<d} C(k, i)`, summed in log space.
+fn log2_binomial_prefix(k: usize, d: usize) -> f64 {
+    let mut ln_c = 0.0f64; // ln C(k, 0)
+    let mut ln_sum = f64::NEG_INFINITY;
+    for i in 0..d.min(k + 1) {
+        let (hi, lo) = (ln_sum.max(ln_c), ln_sum.min(ln_c));
+        ln_sum = hi + (lo - hi).exp().ln_1p();
+        ln_c += ((k - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    ln_sum / std::f64::consts::LN_2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reproduces_table_2() {
+        // KKRT16 Table 2: n, s, k, v.
+        let table = [
+            (8, 12, 424, 56),
+            (12, 6, 432, 64),
+            (16, 4, 440, 72),
+            (20, 3, 448, 80),
+            (24, 2, 448, 88),
+        ];
+        for (log_n, s, k, v) in table {
+            let n = 1u64 << log_n;
+            let p = Kkrt16Params::new(n, n).unwrap();
+            assert_eq!((p.stash, p.code_bits, p.out_bits), (s, k, v), "n = 2^{log_n}");
+            assert_eq!(p.bins, (n as usize * 6).div_ceil(5));
+        }
+    }
+
+    #[test]
+    fn unequal_and_tiny_sets() {
+        let p = Kkrt16Params::new(1 << 12, 1 << 4).unwrap();
+        assert_eq!(p.stash, 12, "tiny receiver tables are sized as for 2^8 items");
+        assert_eq!(p.bins, 308);
+        assert_eq!(p.out_bits, 56, "40 + 12 + 4 = 56");
+        let p = Kkrt16Params::new(0, 0).unwrap();
+        assert_eq!(p.out_bits, 40);
+    }
+
+    #[test]
+    fn binomial_prefix_is_exact_for_small_cases() {
+        // Σ_{i<3} C(5, i) = 1 + 5 + 10 = 16.
+        assert!((log2_binomial_prefix(5, 3) - 4.0).abs() < 1e-9);
+    }
+}

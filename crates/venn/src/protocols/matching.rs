@@ -1,0 +1,127 @@
+//! The last step shared by hashing-based PSI protocols (KKRT16 Fig. 3 steps 4–6, and the
+//! naive baseline): the sender streams, for each of its items in a random order, one value
+//! per group; the receiver looks each value up among its own. With `--both` the receiver
+//! returns the matching positions and the sender maps them back through its permutation.
+
+use crate::crypto::{block_from_le, Block};
+use crate::net::{Channel, Reader, Writer};
+use crate::tables::MatchTable;
+use crate::{Error, Result};
+
+/// Sender items per frame.
+const CHUNK_ITEMS: usize = 4096;
+/// Positions per frame when returning the intersection.
+const CHUNK_POSITIONS: usize = 1 << 20;
+
+/// The mask keeping the low `bits` bits of a block.
+pub fn low_bits(bits: usize) -> Block {
+    if bits >= 128 {
+        Block::MAX
+    } else {
+        (1 << bits) - 1
+    }
+}
+
+/// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`
+/// computes the values of items `first..first + values.len() / groups`.
+pub fn send_values(
+    chan: &mut dyn Channel,
+    n: usize,
+    groups: usize,
+    bytes: usize,
+    mut fill: impl FnMut(usize, &mut [Block]),
+) -> Result<()> {
+    let mut values = Vec::with_capacity(CHUNK_ITEMS * groups);
+    let mut frame = Vec::with_capacity(CHUNK_ITEMS * groups * bytes);
+    for first in (0..n).step_by(CHUNK_ITEMS) {
+        let count = (n - first).min(CHUNK_ITEMS);
+        values.clear();
+        values.resize(count * groups, 0);
+        fill(first, &mut values);
+        frame.clear();
+        for v in &values {
+            frame.extend_from_slice(&v.to_le_bytes()[..bytes]);
+        }
+        chan.send(&frame)?;
+    }
+    chan.flush()
+}
+
+/// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
+/// `table` under its group. Returns `(receiver item, sender position)` per match, sorted
+/// by receiver item; a receiver item matches at most once.
+pub fn receive_matches(
+    chan: &mut dyn Channel,
+    n_sender: usize,
+    groups: usize,
+    bytes: usize,
+    table: &MatchTable,
+) -> Result<Vec<(u32, u32)>> {
+    let mut matches = Vec::new();
+    let mut frame = Vec::new();
+    for first in (0..n_sender).step_by(CHUNK_ITEMS) {
+        let count = (n_sender - first).min(CHUNK_ITEMS);
+        chan.recv_exact_into(&mut frame, count * groups * bytes, "sender values")?;
+        for (i, item) in frame.chunks_exact(groups * bytes).enumerate() {
+            for (g, v) in item.chunks_exact(bytes).enumerate() {
+                if let Some(r) = table.find(block_from_le(v), g as u32) {
+                    matches.push((r, (first + i) as u32));
+                }
+            }
+        }
+    }
+    matches.sort_unstable();
+    matches.dedup_by_key(|m| m.0);
+    Ok(matches)
+}
+
+/// Sends the sender positions of the matches (KKRT16 Fig. 3 step 6).
+pub fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> Result<()> {
+    chan.send(&Writer::new().u64(matches.len() as u64).0)?;
+    for chunk in matches.chunks(CHUNK_POSITIONS) {
+        let frame: Vec<u8> = chunk.iter().flat_map(|m| m.1.to_le_bytes()).collect();
+        chan.send(&frame)?;
+    }
+    chan.flush()
+}
+
+/// Receives the positions [`send_positions`] sends and maps them through `perm` (position
+/// → own item index). Every position must be in range and distinct. Returns sorted indices.
+pub fn receive_positions(
+    chan: &mut dyn Channel,
+    perm: &[u32],
+    n_receiver: usize,
+) -> Result<Vec<usize>> {
+    let msg = chan.recv_exact(8, "intersection size")?;
+    let mut r = Reader::new(&msg, "intersection size");
+    let count = r.u64()?;
+    r.finish()?;
+    let bound = perm.len().min(n_receiver) as u64;
+    if count > bound {
+        return Err(Error::protocol(
+            format!("an intersection of at most {bound} items"),
+            format!("{count} items"),
+        ));
+    }
+    let mut seen = vec![false; perm.len()];
+    let mut out = Vec::with_capacity(count as usize);
+    let mut frame = Vec::new();
+    let mut left = count as usize;
+    while left > 0 {
+        let n = left.min(CHUNK_POSITIONS);
+        chan.recv_exact_into(&mut frame, 4 * n, "intersection positions")?;
+        for p in frame.chunks_exact(4) {
+            let p = u32::from_le_bytes(p.try_into().expect("4 bytes")) as usize;
+            if p >= perm.len() || std::mem::replace(&mut seen[p], true) {
+                return Err(Error::protocol(
+                    "distinct positions of our items",
+                    format!("position {p} (out of range or repeated)"),
+                ));
+            }
+            out.push(perm[p] as usize);
+        }
+        left -= n;
+    }
+    out.sort_unstable();
+    Ok(out)
+}

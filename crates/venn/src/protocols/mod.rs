@@ -1,0 +1,107 @@
+//! The PSI protocols, all behind one [`Protocol`] interface and one registry. The CLI, the
+//! benchmark and the tests iterate over [`registry`]; a protocol that is not implemented
+//! is simply not in it.
+
+mod context;
+mod kkrt16;
+mod matching;
+mod naive;
+
+pub use context::{Context, Phase, Progress};
+pub use kkrt16::{Kkrt16, Kkrt16Params};
+pub use naive::Naive;
+
+use crate::items::Items;
+use crate::{Error, Result};
+
+/// The security a protocol offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Security {
+    /// No privacy at all: a baseline for measurements.
+    Insecure,
+    /// Secure against parties that follow the protocol but try to learn more.
+    SemiHonest,
+}
+
+impl Security {
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Security::Insecure => "INSECURE",
+            Security::SemiHonest => "semi-honest",
+        }
+    }
+}
+
+/// What the registry knows about a protocol.
+pub struct ProtocolInfo {
+    /// The name used on the command line and in the handshake.
+    pub name: &'static str,
+    /// The paper (and figure) it implements.
+    pub paper: &'static str,
+    /// Its security model.
+    pub security: Security,
+    /// Who learns what.
+    pub leakage: &'static str,
+    /// Whether the sender may learn the intersection too (`--both`).
+    pub both_allowed: bool,
+}
+
+/// Named parameters of a protocol instance, in display order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamTable(pub Vec<(&'static str, String)>);
+
+impl std::fmt::Display for ParamTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// A two-party PSI protocol. The receiver learns the indices of its items in the
+/// intersection; the sender learns its own only when `both` was agreed.
+pub trait Protocol: Sync {
+    /// Registry metadata.
+    fn info(&self) -> &'static ProtocolInfo;
+
+    /// The parameters for these set sizes (the paper's formulas).
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable>;
+
+    /// Runs the sender's side.
+    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>>;
+
+    /// Runs the receiver's side.
+    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>>;
+}
+
+/// Every implemented protocol.
+pub fn registry() -> &'static [&'static dyn Protocol] {
+    &[&Kkrt16, &Naive]
+}
+
+/// The protocol called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Protocol> {
+    registry()
+        .iter()
+        .copied()
+        .find(|p| p.info().name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = registry().iter().map(|p| p.info().name).collect();
+            Error::Params(format!(
+                "unknown protocol '{name}' (available: {})",
+                names.join(", ")
+            ))
+        })
+}
+
+/// `⌈x⌉` rounded up to a multiple of 8 (protocol messages are whole bytes).
+pub(crate) fn round_up_to_byte(bits: f64) -> usize {
+    (bits.ceil() as usize).next_multiple_of(8)
+}
+
+/// The output length `v = σ + log2(n_sender · n_receiver)` bits, rounded up to a byte, that
+/// bounds the chance of any spurious match to 2^-σ (KKRT16 §5.2 / §6.1).
+pub(crate) fn output_bits(n_sender: u64, n_receiver: u64) -> usize {
+    let pairs = n_sender.max(1) as f64 * n_receiver.max(1) as f64;
+    round_up_to_byte(crate::STATISTICAL_SECURITY as f64 + pairs.log2())
+}

@@ -1,0 +1,175 @@
+//! Cuckoo hashing with 3 hash functions and a stash (Pagh–Rodler; KKRT16 §5.2 as used by
+//! PSSZ15), with the hash index `z(y)` kept for every placed item (KKRT16 Fig. 3 step 2).
+
+use crate::crypto::{Aes, Block, Prg};
+use crate::{Error, Result};
+
+/// The number of hash functions.
+pub const HASHES: usize = 3;
+/// Evictions before an item goes to the stash.
+const MAX_EVICTIONS: usize = 500;
+/// A slot holding no item.
+const EMPTY: u32 = u32::MAX;
+
+/// The maximum stash size for `n` items in 1.2n bins with failure probability ≤ 2^-40,
+/// from PSSZ15 as tabulated in KKRT16 Table 2. Between the tabulated sizes the value for
+/// the next *smaller* tabulated n is used: the needed stash shrinks as n grows, so this
+/// errs on the safe side. Below 2^8 items the table is sized as for 2^8 items (see
+/// [`crate::protocols`]' kkrt16 parameters), so s = 12 applies there too.
+pub fn pssz15_stash_size(n: u64) -> usize {
+    match n {
+        0..=0xfff => 12,             // 2^8 ≤ n < 2^12
+        0x1000..=0xffff => 6,        // 2^12
+        0x1_0000..=0xf_ffff => 4,    // 2^16
+        0x10_0000..=0xff_ffff => 3,  // 2^20
+        _ => 2,                      // 2^24 and beyond
+    }
+}
+
+/// The public hash functions `h_1, h_2, h_3 : {0,1}^128 → [bins]`: one fixed-key AES call
+/// under a shared seed, split into three 42-bit values, each mapped to `[bins]` by
+/// multiply-shift (bias ≤ bins / 2^42).
+pub struct CuckooHash {
+    aes: Aes,
+    bins: u64,
+}
+
+impl CuckooHash {
+    /// The functions chosen by `seed` for a table of `bins` bins.
+    pub fn new(seed: Block, bins: usize) -> Self {
+        CuckooHash {
+            aes: Aes::new(seed),
+            bins: bins as u64,
+        }
+    }
+
+    /// The number of bins.
+    pub fn bins(&self) -> usize {
+        self.bins as usize
+    }
+
+    /// Writes `[h_1(x), h_2(x), h_3(x)]` for each item to `out`.
+    pub fn bins_of(&self, items: &[Block], out: &mut Vec<[u32; HASHES]>) {
+        const MASK: u128 = (1 << 42) - 1;
+        let mut buf = [0 as Block; 256];
+        out.clear();
+        for chunk in items.chunks(buf.len()) {
+            let buf = &mut buf[..chunk.len()];
+            buf.copy_from_slice(chunk);
+            self.aes.encrypt_blocks(buf);
+            out.extend(buf.iter().map(|&h| {
+                let f = |i: u32| (((h >> (42 * i)) & MASK) as u64 * self.bins >> 42) as u32;
+                [f(0), f(1), f(2)]
+            }));
+        }
+    }
+}
+
+/// Items placed into bins and a stash.
+pub struct CuckooTable {
+    /// `bins[i]` is the index of the item in bin `i`, if any.
+    bins: Vec<u32>,
+    /// `z[i]` is the hash index (0..3) that maps the item in bin `i` there.
+    z: Vec<u8>,
+    /// Item indices in the stash, in stash order.
+    pub stash: Vec<u32>,
+}
+
+impl CuckooTable {
+    /// The item in bin `i` and its hash index, if the bin is occupied.
+    pub fn bin(&self, i: usize) -> Option<(usize, usize)> {
+        let item = self.bins[i];
+        (item != EMPTY).then(|| (item as usize, self.z[i] as usize))
+    }
+
+    /// The number of bins.
+    pub fn len(&self) -> usize {
+        self.bins.len()
+    }
+
+    /// Whether the table has no bins.
+    pub fn is_empty(&self) -> bool {
+        self.bins.is_empty()
+    }
+}
+
+/// Inserts items with bin candidates `hashes` into `bins` bins, spilling into a stash of at
+/// most `max_stash` items (KKRT16 §5.2: an empty candidate bin if there is one, else evict
+/// the occupant of a random candidate bin and re-insert it).
+pub fn cuckoo_insert(
+    hashes: &[[u32; HASHES]],
+    bins: usize,
+    max_stash: usize,
+    prg: &mut Prg,
+) -> Result<CuckooTable> {
+    let mut table = CuckooTable {
+        bins: vec![EMPTY; bins],
+        z: vec![0; bins],
+        stash: Vec::new(),
+    };
+    for item in 0..hashes.len() as u32 {
+        let mut current = item;
+        let mut placed = false;
+        for _ in 0..MAX_EVICTIONS {
+            let h = &hashes[current as usize];
+            if let Some(z) = (0..HASHES).find(|&z| table.bins[h[z] as usize] == EMPTY) {
+                table.bins[h[z] as usize] = current;
+                table.z[h[z] as usize] = z as u8;
+                placed = true;
+                break;
+            }
+            let z = prg.below(HASHES as u64) as usize;
+            let bin = h[z] as usize;
+            let evicted = std::mem::replace(&mut table.bins[bin], current);
+            table.z[bin] = z as u8;
+            current = evicted;
+        }
+        if !placed {
+            if table.stash.len() == max_stash {
+                return Err(Error::Params(format!(
+                    "cuckoo hashing needed a stash larger than {max_stash} (an event of \
+                     probability below 2^-40); please run again"
+                )));
+            }
+            table.stash.push(current);
+        }
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_is_placed_once_at_one_of_its_bins() {
+        let mut prg = Prg::from_seed(4);
+        let n = 1 << 14;
+        let items: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let bins = n * 6 / 5;
+        let hasher = CuckooHash::new(prg.block(), bins);
+        let mut hashes = Vec::new();
+        hasher.bins_of(&items, &mut hashes);
+        assert!(hashes.iter().flatten().all(|&b| (b as usize) < bins));
+        let table = cuckoo_insert(&hashes, bins, pssz15_stash_size(n as u64), &mut prg).unwrap();
+        let mut seen = vec![0; n];
+        for i in 0..table.len() {
+            if let Some((item, z)) = table.bin(i) {
+                assert_eq!(hashes[item][z] as usize, i, "z(y) names the hash that maps y here");
+                seen[item] += 1;
+            }
+        }
+        for &s in &table.stash {
+            seen[s as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 1), "each item placed exactly once");
+    }
+
+    #[test]
+    fn stash_overflow_is_an_error() {
+        // Ten items that all hash to the same three bins cannot fit with a stash of 2.
+        let hashes = vec![[0, 1, 2]; 10];
+        let err = cuckoo_insert(&hashes, 12, 2, &mut Prg::from_seed(1));
+        assert!(matches!(err, Err(Error::Params(_))));
+    }
+}

@@ -1,0 +1,90 @@
+//! The receiver's table of its own PRF (or hash) values, against which the sender's values
+//! are looked up: open addressing with linear probing on the low 64 bits of the (uniformly
+//! random) values, 16 bytes a slot, full values compared on a hit.
+
+use crate::crypto::Block;
+
+const EMPTY: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Slot {
+    low: u64,
+    item: u32,
+    group: u32,
+}
+
+/// Maps `(value, group)` to the receiver's item index.
+pub struct MatchTable {
+    slots: Vec<Slot>,
+    high: Vec<u64>,
+    mask: usize,
+}
+
+impl MatchTable {
+    /// A table for up to `items` entries (load factor ≤ 1/2).
+    pub fn with_capacity(items: usize) -> Self {
+        let cap = (2 * items).next_power_of_two().max(16);
+        MatchTable {
+            slots: vec![
+                Slot {
+                    low: 0,
+                    item: EMPTY,
+                    group: 0
+                };
+                cap
+            ],
+            high: vec![0; items],
+            mask: cap - 1,
+        }
+    }
+
+    /// Records that `item` has `value` in `group`. Each item is inserted at most once.
+    pub fn insert(&mut self, value: Block, group: u32, item: u32) {
+        self.high[item as usize] = (value >> 64) as u64;
+        let mut i = value as usize & self.mask;
+        while self.slots[i].item != EMPTY {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = Slot {
+            low: value as u64,
+            item,
+            group,
+        };
+    }
+
+    /// The item with `value` in `group`, if any.
+    #[inline]
+    pub fn find(&self, value: Block, group: u32) -> Option<u32> {
+        let (low, high) = (value as u64, (value >> 64) as u64);
+        let mut i = value as usize & self.mask;
+        loop {
+            let s = self.slots[i];
+            if s.item == EMPTY {
+                return None;
+            }
+            if s.low == low && s.group == group && self.high[s.item as usize] == high {
+                return Some(s.item);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_exactly_what_was_inserted() {
+        let mut t = MatchTable::with_capacity(100);
+        for i in 0..100u32 {
+            t.insert((i as u128) << 70 | (i as u128 * 7919), i % 3, i);
+        }
+        for i in 0..100u32 {
+            let v = (i as u128) << 70 | (i as u128 * 7919);
+            assert_eq!(t.find(v, i % 3), Some(i));
+            assert_eq!(t.find(v, (i + 1) % 3), None, "group must match");
+            assert_eq!(t.find(v ^ (1 << 100), i % 3), None, "high bits must match");
+        }
+    }
+}

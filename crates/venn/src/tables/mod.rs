@@ -1,0 +1,8 @@
+//! Hash tables for PSI: three-way cuckoo hashing with a stash (the receiver's side of
+//! KKRT16 Fig. 3) and the table that matches the sender's values against the receiver's.
+
+mod cuckoo;
+mod match_table;
+
+pub use cuckoo::{cuckoo_insert, pssz15_stash_size, CuckooHash, CuckooTable, HASHES};
+pub use match_table::MatchTable;
