@@ -1,0 +1,117 @@
+//! Writing results: the intersecting rows and the statistics, each atomically (a temporary
+//! file in the same directory, renamed into place), so a failed run leaves no file.
+
+use crate::input::{Input, Row};
+use std::io::Write;
+use std::path::Path;
+use venn::{Error, Report, Result};
+
+/// Writes `contents` to `path` atomically.
+pub fn write_atomically(
+    path: &Path,
+    contents: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let fail = |e: std::io::Error| Error::Params(format!("cannot write '{}': {e}", path.display()));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        contents(&mut w).map_err(fail)?;
+        w.flush().map_err(fail)?;
+    }
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+/// Writes the header and every row whose key is in `intersection` (indices of distinct
+/// keys), in input order. Returns the number of rows written.
+pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<usize> {
+    let mut member = vec![false; input.keys.len()];
+    for &i in intersection {
+        member[i] = true;
+    }
+    let matched = input.rows.iter().filter(|(key, _)| member[*key as usize]);
+    let count = matched.clone().count();
+    write_atomically(path, |w| {
+        match &input.header {
+            Some(header) => {
+                let mut out = csv::Writer::from_writer(w);
+                out.write_byte_record(header)?;
+                for (_, row) in matched {
+                    if let Row::Csv(record) = row {
+                        out.write_byte_record(record)?;
+                    }
+                }
+                out.flush()
+            }
+            None => matched.into_iter().try_for_each(|(_, row)| match row {
+                Row::Line(line) => w.write_all(line).and_then(|_| w.write_all(b"\n")),
+                Row::Csv(_) => Ok(()),
+            }),
+        }
+    })?;
+    Ok(count)
+}
+
+/// The machine-readable statistics of a run.
+#[derive(serde::Serialize)]
+pub struct Stats<'a> {
+    pub protocol: &'a str,
+    pub role: &'a str,
+    pub items: usize,
+    pub rows: usize,
+    pub duplicate_rows: usize,
+    pub peer_items: u64,
+    pub intersection: Option<usize>,
+    pub intersection_rows: Option<usize>,
+    pub offline_seconds: f64,
+    pub online_seconds: f64,
+    pub total_seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub threads: usize,
+    pub phases: Vec<PhaseStat<'a>>,
+}
+
+/// One timed phase.
+#[derive(serde::Serialize)]
+pub struct PhaseStat<'a> {
+    pub name: &'a str,
+    pub offline: bool,
+    pub seconds: f64,
+}
+
+impl<'a> Stats<'a> {
+    /// From a report and the input it ran on.
+    pub fn new(report: &'a Report, input: &Input, rows_out: Option<usize>, threads: usize) -> Self {
+        Stats {
+            protocol: report.protocol,
+            role: report.role.name(),
+            items: report.n_self,
+            rows: input.rows.len(),
+            duplicate_rows: input.duplicates,
+            peer_items: report.n_peer,
+            intersection: report.intersection.as_ref().map(Vec::len),
+            intersection_rows: rows_out,
+            offline_seconds: report.offline().as_secs_f64(),
+            online_seconds: report.online().as_secs_f64(),
+            total_seconds: (report.offline() + report.online()).as_secs_f64(),
+            bytes_sent: report.traffic.sent,
+            bytes_received: report.traffic.received,
+            threads,
+            phases: report
+                .phases
+                .iter()
+                .map(|p| PhaseStat {
+                    name: p.name,
+                    offline: p.offline,
+                    seconds: p.duration.as_secs_f64(),
+                })
+                .collect(),
+        }
+    }
+}

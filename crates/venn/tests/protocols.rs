@@ -1,0 +1,171 @@
+//! Every registered protocol, end to end over the in-memory channel, against the true
+//! intersection.
+
+use std::collections::HashSet;
+use std::time::Duration;
+use venn::crypto::Prg;
+use venn::net::{mem_pair, Role};
+use venn::protocols::{registry, Protocol};
+use venn::{run, Error, Items, Report, RunOptions};
+
+fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
+    RunOptions {
+        protocol,
+        role,
+        both,
+        max_peer_items: 1 << 24,
+        threads: 1,
+        seed: None,
+        progress: None,
+    }
+}
+
+/// Runs both parties; returns (sender report, receiver report).
+fn run_pair(
+    protocol: &'static dyn Protocol,
+    sender: &Items,
+    receiver: &Items,
+    both: bool,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| run(&mut b, receiver, &options(protocol, Role::Receiver, both)));
+        let sr = run(&mut a, sender, &options(protocol, Role::Sender, both));
+        (sr, t.join().unwrap())
+    })
+}
+
+/// Random sets of the given sizes sharing `overlap` items; item lengths vary 0..=40 bytes.
+fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (Items, Items) {
+    let mut prg = Prg::from_seed(seed);
+    let item = |prg: &mut Prg| {
+        let len = prg.below(41) as usize;
+        let mut b = vec![0u8; len + 8];
+        prg.fill_bytes(&mut b);
+        b
+    };
+    let shared: Vec<Vec<u8>> = (0..overlap).map(|_| item(&mut prg)).collect();
+    let mut s: Vec<Vec<u8>> = shared.clone();
+    s.extend((overlap..n_sender).map(|_| item(&mut prg)));
+    let mut r: Vec<Vec<u8>> = shared;
+    r.extend((overlap..n_receiver).map(|_| item(&mut prg)));
+    // Shuffle so shared items are not at the same positions.
+    let ps = prg.permutation(s.len());
+    let pr = prg.permutation(r.len());
+    (
+        ps.iter().map(|&i| s[i as usize].clone()).collect(),
+        pr.iter().map(|&i| r[i as usize].clone()).collect(),
+    )
+}
+
+fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
+    let other: HashSet<&[u8]> = (0..theirs.len()).map(|i| theirs.get(i)).collect();
+    (0..mine.len()).filter(|&i| other.contains(mine.get(i))).collect()
+}
+
+fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, both: bool) {
+    let (s, r) = sets(ns, nr, overlap, (ns * 31 + nr * 7 + overlap) as u128);
+    let (sr, rr) = run_pair(protocol, &s, &r, both);
+    let name = protocol.info().name;
+    let (sr, rr) = (sr.unwrap(), rr.unwrap());
+    let got = rr.intersection.unwrap();
+    assert_eq!(got.len(), overlap, "{name}: receiver's intersection size");
+    assert_eq!(got, truth(&r, &s), "{name}: receiver's intersection");
+    if both {
+        assert_eq!(sr.intersection.unwrap(), truth(&s, &r), "{name}: sender's intersection");
+    } else {
+        assert!(sr.intersection.is_none());
+    }
+    assert_eq!(sr.traffic.sent, rr.traffic.received);
+    assert_eq!(sr.traffic.received, rr.traffic.sent);
+}
+
+#[test]
+fn random_sets_of_many_shapes() {
+    for &p in registry() {
+        for (ns, nr, overlap) in [
+            (1000, 1000, 300),
+            (1 << 14, 1 << 14, 1 << 13),
+            (1 << 4, 1 << 12, 10),
+            (1 << 12, 1 << 4, 16),
+            (0, 100, 0),
+            (100, 0, 0),
+            (0, 0, 0),
+            (1, 1, 1),
+            (500, 500, 0),
+            (500, 500, 500),
+        ] {
+            check(p, ns, nr, overlap, false);
+        }
+    }
+}
+
+#[test]
+fn both_parties_learn_the_output_when_asked() {
+    for &p in registry() {
+        check(p, 3000, 2000, 777, true);
+        check(p, 10, 10, 0, true);
+    }
+}
+
+#[test]
+fn protocol_mismatch_is_named() {
+    let (s, r) = sets(10, 10, 5, 1);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let reg = registry();
+    let (p0, p1) = (reg[0], reg[1]);
+    let (e1, e2) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, &r, &options(p1, Role::Receiver, false)));
+        (run(&mut a, &s, &options(p0, Role::Sender, false)), t.join().unwrap())
+    });
+    for e in [e1.unwrap_err(), e2.unwrap_err()] {
+        assert!(matches!(e, Error::Handshake(_)), "{e}");
+        assert!(e.to_string().contains("protocol"), "{e}");
+    }
+}
+
+#[test]
+fn both_mismatch_and_same_roles_are_refused() {
+    let (s, r) = sets(10, 10, 5, 2);
+    let p = registry()[0];
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let (e1, e2) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, &r, &options(p, Role::Receiver, true)));
+        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+    });
+    assert!(e1.unwrap_err().to_string().contains("--both"));
+    assert!(e2.unwrap_err().to_string().contains("--both"));
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let (e1, _) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, &r, &options(p, Role::Sender, false)));
+        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+    });
+    assert!(e1.unwrap_err().to_string().contains("both parties are senders"));
+}
+
+#[test]
+fn oversized_peer_set_is_refused_before_allocation() {
+    let (s, r) = sets(100, 10, 5, 3);
+    let p = registry()[0];
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let (_, e) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            let mut o = options(p, Role::Receiver, false);
+            o.max_peer_items = 50;
+            run(&mut b, &r, &o)
+        });
+        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+    });
+    let e = e.unwrap_err();
+    assert!(e.to_string().contains("--max-peer-items"), "{e}");
+}
+
+#[test]
+fn silent_peer_times_out() {
+    let (_s, r) = sets(10, 10, 5, 4);
+    let (_a, mut b) = mem_pair(Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    let e = run(&mut b, &r, &options(registry()[0], Role::Receiver, false)).unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
