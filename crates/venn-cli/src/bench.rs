@@ -22,6 +22,8 @@ pub struct PartyResult {
     pub peak_rss: Option<u64>,
     pub intersection: Option<usize>,
     pub verified: Option<bool>,
+    /// Seconds per protocol phase, in order.
+    pub phases: Vec<(String, f64)>,
 }
 
 /// One row of the benchmark table.
@@ -119,6 +121,11 @@ pub fn bench_party(
         peak_rss: peak_rss(),
         intersection: report.intersection.as_ref().map(Vec::len),
         verified,
+        phases: report
+            .phases
+            .iter()
+            .map(|p| (p.name.to_string(), p.duration.as_secs_f64()))
+            .collect(),
     };
     println!("{}", serde_json::to_string(&result).expect("serialisable"));
     Ok(())

@@ -6,10 +6,11 @@ mod block;
 mod cr_hash;
 mod prg;
 mod random_oracle;
+mod sha256_lanes;
 mod transpose;
 
 pub use self::aes::Aes;
-pub use block::{block_from_le, Block};
+pub use block::{block_from_le, pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 pub use cr_hash::tccr_hash;
 pub use prg::Prg;
 pub use random_oracle::{RandomOracle, WideHash};

@@ -1,7 +1,7 @@
 //! The random oracle: SHA-256 (SHA-NI when the CPU has it) with domain separation.
 
-use super::Block;
-use sha2::digest::generic_array::GenericArray;
+use super::{row_mask, Block};
+use super::sha256_lanes::{compress_lanes, LANES};
 use sha2::{Digest, Sha256};
 
 /// A domain-separated random oracle. Every use in Venn names its own domain, so outputs
@@ -67,18 +67,33 @@ impl WideHash {
         WideHash { iv }
     }
 
-    /// `H(index, row)`, the first 128 bits of the compression output.
-    #[inline]
-    pub fn hash(&self, index: u32, row: &[u8]) -> Block {
-        debug_assert!(row.len() <= Self::MAX_INPUT);
-        let mut block = GenericArray::<u8, sha2::digest::consts::U64>::default();
-        block[..row.len()].copy_from_slice(row);
-        block[60..].copy_from_slice(&index.to_le_bytes());
-        let mut state = self.iv;
-        sha2::compress256(&mut state, std::slice::from_ref(&block));
-        (state[0] as u128)
-            | (state[1] as u128) << 32
-            | (state[2] as u128) << 64
-            | (state[3] as u128) << 96
+    /// Blocks in one row.
+    pub const ROW_BLOCKS: usize = 4;
+
+    /// `out[e] = H(indices[e], row_e)` where row `e` is `rows[4e..4e+4]`, of which the
+    /// first `len ≤ 60` bytes are hashed (four hashes at a time on SHA-NI; see
+    /// [`super::sha256_lanes`]).
+    pub fn hash_rows(&self, indices: &[u32], rows: &[Block], len: usize, out: &mut [Block]) {
+        assert!(len <= Self::MAX_INPUT);
+        assert_eq!(rows.len(), indices.len() * Self::ROW_BLOCKS);
+        assert_eq!(out.len(), indices.len());
+        let mask = row_mask(Self::ROW_BLOCKS, len);
+        let mut blocks = [[0u8; 64]; LANES];
+        for ((out, idx), rows) in out
+            .chunks_mut(LANES)
+            .zip(indices.chunks(LANES))
+            .zip(rows.chunks(LANES * Self::ROW_BLOCKS))
+        {
+            for ((b, &i), row) in blocks.iter_mut().zip(idx).zip(rows.chunks_exact(Self::ROW_BLOCKS)) {
+                for (k, (x, m)) in row.iter().zip(&mask).enumerate() {
+                    b[16 * k..16 * k + 16].copy_from_slice(&(x & m).to_le_bytes());
+                }
+                b[60..].copy_from_slice(&i.to_le_bytes());
+            }
+            let states = compress_lanes(&self.iv, &blocks);
+            for (o, s) in out.iter_mut().zip(&states) {
+                *o = s[0] as u128 | (s[1] as u128) << 32 | (s[2] as u128) << 64 | (s[3] as u128) << 96;
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! parallel; only the first `row_bytes` bytes of a row (the `k` real columns) are sent.
 
 use super::PrgMatrix;
-use crate::crypto::{block_from_le, Block};
+use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 use crate::net::Channel;
 use crate::Result;
 
@@ -74,11 +74,7 @@ impl ExtensionReceiver {
                 *u ^= t;
             }
             codewords(first, u);
-            frame.clear();
-            for row in u.chunks_exact(w).take(real) {
-                let bytes = row.iter().flat_map(|b| b.to_le_bytes());
-                frame.extend(bytes.take(self.row_bytes));
-            }
+            pack_rows(&u[..real * w], w, self.row_bytes, &mut frame);
             chan.send(&frame)?;
             on_t(first, t);
         }
@@ -128,15 +124,19 @@ impl ExtensionSender {
         mut on_q: impl FnMut(usize, &[Block]),
     ) -> Result<()> {
         let w = self.row_blocks();
+        let mask = row_mask(w, self.row_bytes);
         let mut q = vec![0; CHUNK_ROWS * w];
         let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes);
         for (first, real, padded) in chunks(n_rows) {
             let q = &mut q[..padded * w];
             self.gs.next_rows(padded, q);
             chan.recv_exact_into(&mut frame, real * self.row_bytes, "OT-extension rows")?;
-            for (q_row, u_row) in q.chunks_exact_mut(w).zip(frame.chunks_exact(self.row_bytes)) {
-                for ((q, u), s) in q_row.iter_mut().zip(u_row.chunks(16)).zip(&self.s) {
-                    *q ^= block_from_le(u) & s;
+            frame.resize(frame.len() + UNPACK_SLACK, 0);
+            let mut u = vec![0; w];
+            for (r, q_row) in q.chunks_exact_mut(w).take(real).enumerate() {
+                unpack_row(&frame, r, self.row_bytes, &mask, &mut u);
+                for ((q, u), s) in q_row.iter_mut().zip(&u).zip(&self.s) {
+                    *q ^= u & s;
                 }
             }
             on_q(first, &q[..real * w]);

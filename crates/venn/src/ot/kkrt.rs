@@ -11,7 +11,7 @@ use crate::net::Channel;
 use crate::Result;
 
 /// Blocks in a code word: k ≤ 512 bits.
-pub const OPRF_BLOCKS: usize = 4;
+pub const OPRF_BLOCKS: usize = WideHash::ROW_BLOCKS;
 
 /// The pseudorandom code of KKRT16 §6.3 / Lemma 3,
 /// `C(x) = AES_{sk_1}(x) ‖ AES_{sk_2}(x) ‖ AES_{sk_3}(x) ‖ AES_{sk_4}(x)`, truncated to
@@ -45,15 +45,6 @@ impl PseudorandomCode {
     }
 }
 
-/// The first `len` bytes of a row.
-#[inline]
-fn row_bytes_of(row: &[Block], buf: &mut [u8; 16 * OPRF_BLOCKS], len: usize) {
-    for (chunk, b) in buf.chunks_exact_mut(16).zip(row) {
-        chunk.copy_from_slice(&b.to_le_bytes());
-    }
-    buf[len..].fill(0);
-}
-
 /// The OPRF receiver: for each row `j`, learns `F(j, inputs[j]) = H(j, t_j)`.
 /// `seeds` are the `k` column seed pairs (from random OTs in which it was the sender).
 pub fn oprf_receive(
@@ -69,7 +60,7 @@ pub fn oprf_receive(
     let mut out = Vec::with_capacity(inputs.len());
     let mut codewords = Vec::new();
     let mut chunk_inputs = Vec::new();
-    let mut buf = [0u8; 16 * OPRF_BLOCKS];
+    let mut indices = Vec::new();
     ext.extend(
         chan,
         inputs.len(),
@@ -86,10 +77,11 @@ pub fn oprf_receive(
         },
         |first, t| {
             let real = (inputs.len() - first).min(t.len() / OPRF_BLOCKS);
-            for (j, row) in t.chunks_exact(OPRF_BLOCKS).take(real).enumerate() {
-                row_bytes_of(row, &mut buf, row_len);
-                out.push(hash.hash((first + j) as u32, &buf[..row_len]));
-            }
+            indices.clear();
+            indices.extend(first as u32..(first + real) as u32);
+            let start = out.len();
+            out.resize(start + real, 0);
+            hash.hash_rows(&indices, &t[..real * OPRF_BLOCKS], row_len, &mut out[start..]);
         },
     )?;
     Ok(out)
@@ -124,17 +116,24 @@ impl OprfSender {
         self.q.len() / OPRF_BLOCKS
     }
 
-    /// `F(row, x)` given the code word `C(x)`.
-    #[inline]
-    pub fn eval(&self, hash: &WideHash, row: usize, codeword: &[Block]) -> Block {
-        let q = &self.q[row * OPRF_BLOCKS..(row + 1) * OPRF_BLOCKS];
-        let mut y = [0 as Block; OPRF_BLOCKS];
-        for i in 0..OPRF_BLOCKS {
-            y[i] = q[i] ^ (codeword[i] & self.s[i]);
+    /// `out[e] = F(rows[e], x_e)` given the code words `C(x_e)` (four blocks each).
+    ///
+    /// The rows `q_j` are gathered first, in a loop of independent loads the CPU can
+    /// overlap (they are random accesses into a large table); then masked and hashed.
+    pub fn eval_batch(&self, hash: &WideHash, rows: &[u32], codewords: &[Block], out: &mut [Block]) {
+        assert_eq!(codewords.len(), rows.len() * OPRF_BLOCKS);
+        assert_eq!(out.len(), rows.len());
+        let mut y = Vec::with_capacity(codewords.len());
+        for &r in rows {
+            let r = r as usize * OPRF_BLOCKS;
+            y.extend_from_slice(&self.q[r..r + OPRF_BLOCKS]);
         }
-        let mut buf = [0u8; 16 * OPRF_BLOCKS];
-        row_bytes_of(&y, &mut buf, self.row_len);
-        hash.hash(row as u32, &buf[..self.row_len])
+        for (y, c) in y.chunks_exact_mut(OPRF_BLOCKS).zip(codewords.chunks_exact(OPRF_BLOCKS)) {
+            for i in 0..OPRF_BLOCKS {
+                y[i] ^= c[i] & self.s[i];
+            }
+        }
+        hash.hash_rows(rows, &y, self.row_len, out);
     }
 }
 
@@ -164,10 +163,12 @@ mod tests {
         let out = t.join().unwrap();
         let code = PseudorandomCode::new(code_key);
         let mut cw = vec![0; 2 * OPRF_BLOCKS];
+        let mut got = [0; 2];
         for j in 0..inputs.len() {
             code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
-            assert_eq!(sender.eval(&hash, j, &cw[..4]), out[j], "row {j}");
-            assert_ne!(sender.eval(&hash, j, &cw[4..]), out[j], "row {j} other input");
+            sender.eval_batch(&hash, &[j as u32, j as u32], &cw, &mut got);
+            assert_eq!(got[0], out[j], "row {j}");
+            assert_ne!(got[1], out[j], "row {j} other input");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! per group; the receiver looks each value up among its own. With `--both` the receiver
 //! returns the matching positions and the sender maps them back through its permutation.
 
-use crate::crypto::{block_from_le, Block};
+use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::MatchTable;
 use crate::{Error, Result};
@@ -38,10 +38,7 @@ pub fn send_values(
         values.clear();
         values.resize(count * groups, 0);
         fill(first, &mut values);
-        frame.clear();
-        for v in &values {
-            frame.extend_from_slice(&v.to_le_bytes()[..bytes]);
-        }
+        pack_rows(&values, 1, bytes, &mut frame);
         chan.send(&frame)?;
     }
     chan.flush()
@@ -59,14 +56,16 @@ pub fn receive_matches(
 ) -> Result<Vec<(u32, u32)>> {
     let mut matches = Vec::new();
     let mut frame = Vec::new();
+    let mask = row_mask(1, bytes);
     for first in (0..n_sender).step_by(CHUNK_ITEMS) {
         let count = (n_sender - first).min(CHUNK_ITEMS);
         chan.recv_exact_into(&mut frame, count * groups * bytes, "sender values")?;
-        for (i, item) in frame.chunks_exact(groups * bytes).enumerate() {
-            for (g, v) in item.chunks_exact(bytes).enumerate() {
-                if let Some(r) = table.find(block_from_le(v), g as u32) {
-                    matches.push((r, (first + i) as u32));
-                }
+        frame.resize(frame.len() + UNPACK_SLACK, 0);
+        let mut v = [0];
+        for e in 0..count * groups {
+            unpack_row(&frame, e, bytes, &mask, &mut v);
+            if let Some(r) = table.find(v[0], (e % groups) as u32) {
+                matches.push((r, (first + e / groups) as u32));
             }
         }
     }

@@ -95,6 +95,7 @@ impl Protocol for Kkrt16 {
         let groups = HASHES + p.stash;
         let mask = low_bits(p.out_bits);
         let (mut batch, mut bins, mut inputs, mut codes) = (vec![], vec![], vec![], vec![]);
+        let (mut rows, mut row_codes) = (vec![], vec![]);
         send_values(ctx.chan, items.len(), groups, p.out_bits / 8, |first, out| {
             let count = out.len() / groups;
             batch.clear();
@@ -105,18 +106,22 @@ impl Protocol for Kkrt16 {
             inputs.extend(batch.iter().flat_map(|&y| (0..=HASHES).map(move |z| with_index(y, z))));
             codes.resize(inputs.len() * OPRF_BLOCKS, 0);
             code.encode(&inputs, &mut codes);
+            // Per item, in group order: H_z = F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3, then
+            // S_j = F(k_{bins + j}, x) for every stash position j.
+            rows.clear();
+            row_codes.clear();
             let per_item = (HASHES + 1) * OPRF_BLOCKS;
-            for ((o, b), c) in out.chunks_exact_mut(groups).zip(&bins).zip(codes.chunks_exact(per_item)) {
-                let code_of = |z: usize| &c[z * OPRF_BLOCKS..(z + 1) * OPRF_BLOCKS];
-                // H_z: F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3.
-                for z in 0..HASHES {
-                    o[z] = oprf.eval(&out_hash, b[z] as usize, code_of(z + 1)) & mask;
-                }
-                // S_j: F(k_{bins + j}, x) for every stash position j.
+            for (b, c) in bins.iter().zip(codes.chunks_exact(per_item)) {
+                let (stash_code, hash_codes) = c.split_at(OPRF_BLOCKS);
+                rows.extend_from_slice(b);
+                row_codes.extend_from_slice(hash_codes);
                 for j in 0..p.stash {
-                    o[HASHES + j] = oprf.eval(&out_hash, p.bins + j, code_of(0)) & mask;
+                    rows.push((p.bins + j) as u32);
+                    row_codes.extend_from_slice(stash_code);
                 }
             }
+            oprf.eval_batch(&out_hash, &rows, &row_codes, out);
+            out.iter_mut().for_each(|v| *v &= mask);
         })?;
         if !ctx.session.both {
             return Ok(None);
