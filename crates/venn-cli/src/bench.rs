@@ -62,7 +62,11 @@ pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
         let count = (n - first).min(buf.len());
         for (j, b) in buf[..count].iter_mut().enumerate() {
             let i = (first + j) as u128;
-            *b = if i % 2 == shared_parity { i / 2 } else { own_tag << 64 | i };
+            *b = if i % 2 == shared_parity {
+                i / 2
+            } else {
+                own_tag << 64 | i
+            };
         }
         aes.encrypt_blocks(&mut buf[..count]);
         for b in &buf[..count] {
@@ -98,7 +102,11 @@ pub fn bench_party(
     let mut chan = match (listen, connect) {
         (Some(a), _) => tcp_listen(a, timeout, |addr| println!("listening {addr}"))?,
         (None, Some(a)) => tcp_connect(a, timeout)?,
-        _ => return Err(Error::Params("bench-party needs --listen or --connect".into())),
+        _ => {
+            return Err(Error::Params(
+                "bench-party needs --listen or --connect".into(),
+            ))
+        }
     };
     let opts = RunOptions {
         protocol,
@@ -110,9 +118,10 @@ pub fn bench_party(
         progress: None,
     };
     let report = venn::run(&mut chan, &items, &opts)?;
-    let verified = report.intersection.as_ref().map(|ix| {
-        ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)
-    });
+    let verified = report
+        .intersection
+        .as_ref()
+        .map(|ix| ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k));
     let result = PartyResult {
         offline_s: report.offline().as_secs_f64(),
         online_s: report.online().as_secs_f64(),
@@ -131,11 +140,29 @@ pub fn bench_party(
     Ok(())
 }
 
-fn spawn_party(role: Role, protocol: &str, log2n: u32, seed: Block, threads: usize, endpoint: [&str; 2], timeout: u64) -> Result<std::process::Child> {
+fn spawn_party(
+    role: Role,
+    protocol: &str,
+    log2n: u32,
+    seed: Block,
+    threads: usize,
+    endpoint: [&str; 2],
+    timeout: u64,
+) -> Result<std::process::Child> {
     Ok(Command::new(std::env::current_exe()?)
         .args(["bench-party", "--role", role.name(), "--protocol", protocol])
-        .args(["--log2n", &log2n.to_string(), "--seed", &format!("{seed:032x}")])
-        .args(["--threads", &threads.to_string(), "--timeout", &timeout.to_string()])
+        .args([
+            "--log2n",
+            &log2n.to_string(),
+            "--seed",
+            &format!("{seed:032x}"),
+        ])
+        .args([
+            "--threads",
+            &threads.to_string(),
+            "--timeout",
+            &timeout.to_string(),
+        ])
         .args(endpoint)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -147,7 +174,10 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or_default();
     if !out.status.success() {
-        return Err(Error::Params(format!("benchmark {who} failed ({})", out.status)));
+        return Err(Error::Params(format!(
+            "benchmark {who} failed ({})",
+            out.status
+        )));
     }
     serde_json::from_str(line)
         .map_err(|e| Error::Params(format!("benchmark {who} printed no result: {e}")))
@@ -157,7 +187,15 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
 fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result<Row> {
     let mut prg = venn::crypto::Prg::from_entropy();
     let seed = prg.block();
-    let mut receiver = spawn_party(Role::Receiver, protocol, log2n, seed, threads, ["--listen", "127.0.0.1:0"], timeout)?;
+    let mut receiver = spawn_party(
+        Role::Receiver,
+        protocol,
+        log2n,
+        seed,
+        threads,
+        ["--listen", "127.0.0.1:0"],
+        timeout,
+    )?;
     let mut first = String::new();
     BufReader::new(receiver.stdout.as_mut().expect("piped")).read_line(&mut first)?;
     let addr = first
@@ -165,7 +203,15 @@ fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result
         .map(str::trim)
         .ok_or_else(|| Error::Params("benchmark receiver did not start listening".into()))?
         .to_string();
-    let sender = spawn_party(Role::Sender, protocol, log2n, seed, threads, ["--connect", &addr], timeout)?;
+    let sender = spawn_party(
+        Role::Sender,
+        protocol,
+        log2n,
+        seed,
+        threads,
+        ["--connect", &addr],
+        timeout,
+    )?;
     let s = last_json(sender, "sender")?;
     let r = last_json(receiver, "receiver")?;
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
@@ -187,7 +233,13 @@ fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result
 }
 
 /// `venn bench`.
-pub fn bench(protocols: &[String], log2ns: &[u32], threads: usize, json: bool, timeout: u64) -> Result<()> {
+pub fn bench(
+    protocols: &[String],
+    log2ns: &[u32],
+    threads: usize,
+    json: bool,
+    timeout: u64,
+) -> Result<()> {
     for p in protocols {
         find(p)?;
     }
@@ -195,7 +247,18 @@ pub fn bench(protocols: &[String], log2ns: &[u32], threads: usize, json: bool, t
     if !json {
         println!(
             "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}",
-            "protocol", "log2n", "threads", "offline", "online", "total", "MiB s->r", "MiB r->s", "RSS s MiB", "RSS r MiB", "x naive", "verified"
+            "protocol",
+            "log2n",
+            "threads",
+            "offline",
+            "online",
+            "total",
+            "MiB s->r",
+            "MiB r->s",
+            "RSS s MiB",
+            "RSS r MiB",
+            "x naive",
+            "verified"
         );
     }
     for &log2n in log2ns {
@@ -204,11 +267,15 @@ pub fn bench(protocols: &[String], log2ns: &[u32], threads: usize, json: bool, t
             let row = bench_one(p, log2n, threads, timeout)?;
             at_n.push(row);
         }
-        let naive = at_n.iter().find(|r| r.protocol == "naive").map(|r| r.total_s);
+        let naive = at_n
+            .iter()
+            .find(|r| r.protocol == "naive")
+            .map(|r| r.total_s);
         for mut row in at_n {
             row.ratio_to_naive = naive.map(|t| row.total_s / t);
             if !json {
-                let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+                let opt =
+                    |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
                 println!(
                     "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8}",
                     row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
@@ -227,7 +294,10 @@ pub fn bench(protocols: &[String], log2ns: &[u32], threads: usize, json: bool, t
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("serialisable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("serialisable")
+        );
     }
     Ok(())
 }

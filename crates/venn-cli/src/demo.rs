@@ -55,7 +55,11 @@ pub fn demo() -> Result<()> {
         max_peer_items: 1 << 20,
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    let bob_args = args(bob, Some(out.clone()), Endpoint::Listen("127.0.0.1:0".into()));
+    let bob_args = args(
+        bob,
+        Some(out.clone()),
+        Endpoint::Listen("127.0.0.1:0".into()),
+    );
     let (sent, received) = std::thread::scope(|s| {
         let t = s.spawn(|| {
             run_party(&bob_args, Role::Receiver, |addr| {

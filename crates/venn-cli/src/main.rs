@@ -18,7 +18,11 @@ use venn::net::Role;
 use venn::{Error, Result};
 
 #[derive(Parser)]
-#[command(name = "venn", version, about = "Private set intersection: learn which rows two parties share, and nothing else")]
+#[command(
+    name = "venn",
+    version,
+    about = "Private set intersection: learn which rows two parties share, and nothing else"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -191,7 +195,10 @@ fn parse_sizes(p: &ParamsCli) -> Result<Vec<(u64, u64)>> {
         sizes.push((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
     }
     if sizes.is_empty() {
-        sizes = [8, 12, 16, 20, 24].iter().map(|&k| (1u64 << k, 1u64 << k)).collect();
+        sizes = [8, 12, 16, 20, 24]
+            .iter()
+            .map(|&k| (1u64 << k, 1u64 << k))
+            .collect();
     }
     Ok(sizes)
 }
@@ -205,7 +212,11 @@ fn main() -> ExitCode {
         Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
         Command::Bench(b) => bench::bench(&b.protocol, &b.log2n, b.threads, b.json, b.timeout),
         Command::BenchParty(b) => {
-            let role = if b.role == "sender" { Role::Sender } else { Role::Receiver };
+            let role = if b.role == "sender" {
+                Role::Sender
+            } else {
+                Role::Receiver
+            };
             u128::from_str_radix(&b.seed, 16)
                 .map_err(|_| Error::Params("--seed wants 32 hex digits".into()))
                 .and_then(|seed| {

@@ -36,23 +36,21 @@ pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<
     }
     let matched = input.rows.iter().filter(|(key, _)| member[*key as usize]);
     let count = matched.clone().count();
-    write_atomically(path, |w| {
-        match &input.header {
-            Some(header) => {
-                let mut out = csv::Writer::from_writer(w);
-                out.write_byte_record(header)?;
-                for (_, row) in matched {
-                    if let Row::Csv(record) = row {
-                        out.write_byte_record(record)?;
-                    }
+    write_atomically(path, |w| match &input.header {
+        Some(header) => {
+            let mut out = csv::Writer::from_writer(w);
+            out.write_byte_record(header)?;
+            for (_, row) in matched {
+                if let Row::Csv(record) = row {
+                    out.write_byte_record(record)?;
                 }
-                out.flush()
             }
-            None => matched.into_iter().try_for_each(|(_, row)| match row {
-                Row::Line(line) => w.write_all(line).and_then(|_| w.write_all(b"\n")),
-                Row::Csv(_) => Ok(()),
-            }),
+            out.flush()
         }
+        None => matched.into_iter().try_for_each(|(_, row)| match row {
+            Row::Line(line) => w.write_all(line).and_then(|_| w.write_all(b"\n")),
+            Row::Csv(_) => Ok(()),
+        }),
     })?;
     Ok(count)
 }

@@ -82,7 +82,10 @@ pub fn run_party(
         );
     }
     if input.skipped_empty > 0 {
-        eprintln!("venn: warning: skipped {} rows with an empty key", input.skipped_empty);
+        eprintln!(
+            "venn: warning: skipped {} rows with an empty key",
+            input.skipped_empty
+        );
     }
     let mut chan = match &args.endpoint {
         Endpoint::Listen(a) => tcp_listen(a, args.timeout, on_bound)?,

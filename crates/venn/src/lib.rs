@@ -10,6 +10,7 @@
 pub mod crypto;
 mod error;
 mod items;
+mod memory;
 pub mod net;
 pub mod ot;
 pub mod protocols;

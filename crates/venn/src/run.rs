@@ -47,11 +47,19 @@ pub struct Report {
 impl Report {
     /// Time spent in input-independent phases.
     pub fn offline(&self) -> Duration {
-        self.phases.iter().filter(|p| p.offline).map(|p| p.duration).sum()
+        self.phases
+            .iter()
+            .filter(|p| p.offline)
+            .map(|p| p.duration)
+            .sum()
     }
     /// Time spent in input-dependent phases.
     pub fn online(&self) -> Duration {
-        self.phases.iter().filter(|p| !p.offline).map(|p| p.duration).sum()
+        self.phases
+            .iter()
+            .filter(|p| !p.offline)
+            .map(|p| p.duration)
+            .sum()
     }
 }
 

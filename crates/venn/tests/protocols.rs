@@ -60,7 +60,9 @@ fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (Item
 
 fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
     let other: HashSet<&[u8]> = (0..theirs.len()).map(|i| theirs.get(i)).collect();
-    (0..mine.len()).filter(|&i| other.contains(mine.get(i))).collect()
+    (0..mine.len())
+        .filter(|&i| other.contains(mine.get(i)))
+        .collect()
 }
 
 fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, both: bool) {
@@ -72,7 +74,11 @@ fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, 
     assert_eq!(got.len(), overlap, "{name}: receiver's intersection size");
     assert_eq!(got, truth(&r, &s), "{name}: receiver's intersection");
     if both {
-        assert_eq!(sr.intersection.unwrap(), truth(&s, &r), "{name}: sender's intersection");
+        assert_eq!(
+            sr.intersection.unwrap(),
+            truth(&s, &r),
+            "{name}: sender's intersection"
+        );
     } else {
         assert!(sr.intersection.is_none());
     }
@@ -116,7 +122,10 @@ fn protocol_mismatch_is_named() {
     let (p0, p1) = (reg[0], reg[1]);
     let (e1, e2) = std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, &r, &options(p1, Role::Receiver, false)));
-        (run(&mut a, &s, &options(p0, Role::Sender, false)), t.join().unwrap())
+        (
+            run(&mut a, &s, &options(p0, Role::Sender, false)),
+            t.join().unwrap(),
+        )
     });
     for e in [e1.unwrap_err(), e2.unwrap_err()] {
         assert!(matches!(e, Error::Handshake(_)), "{e}");
@@ -131,16 +140,25 @@ fn both_mismatch_and_same_roles_are_refused() {
     let (mut a, mut b) = mem_pair(Duration::from_secs(10));
     let (e1, e2) = std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, &r, &options(p, Role::Receiver, true)));
-        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+        (
+            run(&mut a, &s, &options(p, Role::Sender, false)),
+            t.join().unwrap(),
+        )
     });
     assert!(e1.unwrap_err().to_string().contains("--both"));
     assert!(e2.unwrap_err().to_string().contains("--both"));
     let (mut a, mut b) = mem_pair(Duration::from_secs(10));
     let (e1, _) = std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, &r, &options(p, Role::Sender, false)));
-        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+        (
+            run(&mut a, &s, &options(p, Role::Sender, false)),
+            t.join().unwrap(),
+        )
     });
-    assert!(e1.unwrap_err().to_string().contains("both parties are senders"));
+    assert!(e1
+        .unwrap_err()
+        .to_string()
+        .contains("both parties are senders"));
 }
 
 #[test]
@@ -154,7 +172,10 @@ fn oversized_peer_set_is_refused_before_allocation() {
             o.max_peer_items = 50;
             run(&mut b, &r, &o)
         });
-        (run(&mut a, &s, &options(p, Role::Sender, false)), t.join().unwrap())
+        (
+            run(&mut a, &s, &options(p, Role::Sender, false)),
+            t.join().unwrap(),
+        )
     });
     let e = e.unwrap_err();
     assert!(e.to_string().contains("--max-peer-items"), "{e}");

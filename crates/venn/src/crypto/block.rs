@@ -65,7 +65,9 @@ mod tests {
 
     #[test]
     fn pack_then_unpack_keeps_exactly_the_row_bytes() {
-        let rows: Vec<Block> = (0..12u128).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834)).collect();
+        let rows: Vec<Block> = (0..12u128)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834))
+            .collect();
         for (w, row_bytes) in [(4, 56), (1, 7), (1, 16), (3, 33)] {
             let mut packed = Vec::new();
             pack_rows(&rows[..rows.len() / w * w], w, row_bytes, &mut packed);

@@ -1,7 +1,7 @@
 //! The random oracle: SHA-256 (SHA-NI when the CPU has it) with domain separation.
 
-use super::{row_mask, Block};
 use super::sha256_lanes::{compress_lanes, LANES};
+use super::{row_mask, Block};
 use sha2::{Digest, Sha256};
 
 /// A domain-separated random oracle. Every use in Venn names its own domain, so outputs
@@ -18,7 +18,10 @@ impl RandomOracle {
         // Pad the prefix to one SHA-256 block so each call hashes only its own input.
         let mut block = [0u8; 64];
         let d = domain.as_bytes();
-        assert!(d.len() + context.len() <= 62, "domain and context fit in one block");
+        assert!(
+            d.len() + context.len() <= 62,
+            "domain and context fit in one block"
+        );
         block[0] = d.len() as u8;
         block[1..1 + d.len()].copy_from_slice(d);
         block[1 + d.len()] = context.len() as u8;
@@ -84,7 +87,11 @@ impl WideHash {
             .zip(indices.chunks(LANES))
             .zip(rows.chunks(LANES * Self::ROW_BLOCKS))
         {
-            for ((b, &i), row) in blocks.iter_mut().zip(idx).zip(rows.chunks_exact(Self::ROW_BLOCKS)) {
+            for ((b, &i), row) in blocks
+                .iter_mut()
+                .zip(idx)
+                .zip(rows.chunks_exact(Self::ROW_BLOCKS))
+            {
                 for (k, (x, m)) in row.iter().zip(&mask).enumerate() {
                     b[16 * k..16 * k + 16].copy_from_slice(&(x & m).to_le_bytes());
                 }
@@ -92,7 +99,10 @@ impl WideHash {
             }
             let states = compress_lanes(&self.iv, &blocks);
             for (o, s) in out.iter_mut().zip(&states) {
-                *o = s[0] as u128 | (s[1] as u128) << 32 | (s[2] as u128) << 64 | (s[3] as u128) << 96;
+                *o = s[0] as u128
+                    | (s[1] as u128) << 32
+                    | (s[2] as u128) << 64
+                    | (s[3] as u128) << 96;
             }
         }
     }

@@ -3,30 +3,78 @@
 
 use super::Block;
 
+/// The swap masks of rounds `j = 32, 16, …, 1`, per 64-bit half.
+const MASKS: [(u32, u64); 6] = [
+    (32, 0x0000_0000_ffff_ffff),
+    (16, 0x0000_ffff_0000_ffff),
+    (8, 0x00ff_00ff_00ff_00ff),
+    (4, 0x0f0f_0f0f_0f0f_0f0f),
+    (2, 0x3333_3333_3333_3333),
+    (1, 0x5555_5555_5555_5555),
+];
+
 /// Transposes the 128×128 bit matrix `m` in place: afterwards bit `c` of row `r` is what
 /// bit `r` of row `c` was.
 ///
-/// Seven rounds; round `j` swaps the off-diagonal `j×j` sub-blocks of every `2j×2j` block
-/// with one masked shift-xor per row pair.
+/// Seven rounds (Eklundh); round `j` swaps the off-diagonal `j×j` sub-blocks of every
+/// `2j×2j` block with one masked shift-xor per row pair. Round 64 exchanges 64-bit halves;
+/// in rounds `j ≤ 32` no bit crosses a half, so a row is shifted as two 64-bit lanes of one
+/// SSE2 register.
 pub fn transpose128(m: &mut [Block; 128]) {
-    const MASKS: [(usize, Block); 7] = [
-        (64, 0x0000_0000_0000_0000_ffff_ffff_ffff_ffff),
-        (32, 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff),
-        (16, 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff),
-        (8, 0x00ff_00ff_00ff_00ff_00ff_00ff_00ff_00ff),
-        (4, 0x0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f),
-        (2, 0x3333_3333_3333_3333_3333_3333_3333_3333),
-        (1, 0x5555_5555_5555_5555_5555_5555_5555_5555),
-    ];
+    #[cfg(target_arch = "x86_64")]
+    sse2::transpose128(m);
+    #[cfg(not(target_arch = "x86_64"))]
+    portable_transpose128(m);
+}
+
+/// The same transposition in plain integer code (other architectures; the tests' reference).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn portable_transpose128(m: &mut [Block; 128]) {
+    for r in 0..64 {
+        let (a, b) = (m[r], m[r + 64]);
+        m[r] = (a as u64 as Block) | (b << 64);
+        m[r + 64] = (a >> 64) | ((b >> 64) << 64);
+    }
     for (j, mask) in MASKS {
-        let mut i = 0;
-        while i < 128 {
+        let (j, mask) = (j as usize, mask as Block | (mask as Block) << 64);
+        for i in (0..128).step_by(2 * j) {
             for r in i..i + j {
                 let t = ((m[r] >> j) ^ m[r + j]) & mask;
                 m[r + j] ^= t;
                 m[r] ^= t << j;
             }
-            i += 2 * j;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use super::{Block, MASKS};
+    use std::arch::x86_64::*;
+
+    pub fn transpose128(m: &mut [Block; 128]) {
+        // SAFETY: SSE2 is part of the x86_64 baseline; `Block` and `__m128i` have the same
+        // size, and unaligned loads/stores are used throughout.
+        unsafe {
+            let p = m.as_mut_ptr().cast::<__m128i>();
+            for r in 0..64 {
+                let (a, b) = (_mm_loadu_si128(p.add(r)), _mm_loadu_si128(p.add(r + 64)));
+                _mm_storeu_si128(p.add(r), _mm_unpacklo_epi64(a, b));
+                _mm_storeu_si128(p.add(r + 64), _mm_unpackhi_epi64(a, b));
+            }
+            for (j, mask) in MASKS {
+                let shift = _mm_cvtsi32_si128(j as i32);
+                let mask = _mm_set1_epi64x(mask as i64);
+                let j = j as usize;
+                for i in (0..128).step_by(2 * j) {
+                    for r in i..i + j {
+                        let (x, y) = (_mm_loadu_si128(p.add(r)), _mm_loadu_si128(p.add(r + j)));
+                        let t = _mm_and_si128(_mm_xor_si128(_mm_srl_epi64(x, shift), y), mask);
+                        _mm_storeu_si128(p.add(r + j), _mm_xor_si128(y, t));
+                        _mm_storeu_si128(p.add(r), _mm_xor_si128(x, _mm_sll_epi64(t, shift)));
+                    }
+                }
+            }
         }
     }
 }
@@ -43,12 +91,16 @@ mod tests {
         prg.fill_blocks(&mut m);
         let orig = m;
         transpose128(&mut m);
-        for r in 0..128 {
-            for c in 0..128 {
-                assert_eq!((m[r] >> c) & 1, (orig[c] >> r) & 1, "bit ({r},{c})");
+        for (r, row) in m.iter().enumerate() {
+            for (c, col) in orig.iter().enumerate() {
+                assert_eq!((row >> c) & 1, (col >> r) & 1, "bit ({r},{c})");
             }
         }
         transpose128(&mut m);
         assert_eq!(m, orig, "transpose is an involution");
+        let mut p = orig;
+        portable_transpose128(&mut p);
+        transpose128(&mut m);
+        assert_eq!(m, p, "portable and SSE2 versions agree");
     }
 }

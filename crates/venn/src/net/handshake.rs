@@ -118,7 +118,9 @@ pub fn handshake(
     }
     let role = r.u8()?;
     if role > 1 {
-        return Err(Error::Handshake(format!("the peer announced unknown role {role}")));
+        return Err(Error::Handshake(format!(
+            "the peer announced unknown role {role}"
+        )));
     }
     if role == ours.role.code() {
         return Err(Error::Handshake(format!(

@@ -31,7 +31,10 @@ pub fn mem_pair(timeout: Duration) -> (MemChannel, MemChannel) {
 
 impl Channel for MemChannel {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
-        assert!(frame.len() <= MAX_FRAME, "protocol bug: frame over MAX_FRAME");
+        assert!(
+            frame.len() <= MAX_FRAME,
+            "protocol bug: frame over MAX_FRAME"
+        );
         self.tx
             .send(Ok(frame.to_vec()))
             .map_err(|_| Error::PeerClosed(" (in-memory peer dropped)"))?;
@@ -40,11 +43,16 @@ impl Channel for MemChannel {
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        let frame = self.rx.recv_timeout(self.timeout).map_err(|e| match e {
-            RecvTimeoutError::Timeout => Error::Timeout(self.timeout),
-            RecvTimeoutError::Disconnected => Error::PeerClosed(" in the middle of the protocol"),
-        })?
-        .map_err(Error::PeerAborted)?;
+        let frame = self
+            .rx
+            .recv_timeout(self.timeout)
+            .map_err(|e| match e {
+                RecvTimeoutError::Timeout => Error::Timeout(self.timeout),
+                RecvTimeoutError::Disconnected => {
+                    Error::PeerClosed(" in the middle of the protocol")
+                }
+            })?
+            .map_err(Error::PeerAborted)?;
         if frame.len() > max_len.min(MAX_FRAME) {
             return Err(oversized(frame.len(), max_len.min(MAX_FRAME)));
         }

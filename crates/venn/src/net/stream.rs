@@ -53,7 +53,10 @@ impl<R: Read + Send, W: Write + Send> StreamChannel<R, W> {
 
 impl<R: Read + Send, W: Write + Send> Channel for StreamChannel<R, W> {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
-        assert!(frame.len() <= MAX_FRAME, "protocol bug: frame over MAX_FRAME");
+        assert!(
+            frame.len() <= MAX_FRAME,
+            "protocol bug: frame over MAX_FRAME"
+        );
         let header = (frame.len() as u32).to_le_bytes();
         self.writer
             .write_all(&header)

@@ -65,7 +65,11 @@ mod tests {
         let mut prg = Prg::from_seed(5);
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
         let pairs: Vec<[Block; 2]> = (0..BASE_OTS).map(|_| [prg.block(), prg.block()]).collect();
-        let chosen: Vec<Block> = pairs.iter().zip(&delta).map(|(p, &d)| p[d as usize]).collect();
+        let chosen: Vec<Block> = pairs
+            .iter()
+            .zip(&delta)
+            .map(|(p, &d)| p[d as usize])
+            .collect();
         let count = 1000;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));

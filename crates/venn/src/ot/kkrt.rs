@@ -7,7 +7,9 @@
 use super::ExtensionReceiver;
 use super::ExtensionSender;
 use crate::crypto::{Aes, Block, RandomOracle, WideHash};
+use crate::memory::advise_huge_pages;
 use crate::net::Channel;
+use crate::tables::prefetch;
 use crate::Result;
 
 /// Blocks in a code word: k ≤ 512 bits.
@@ -55,7 +57,11 @@ pub fn oprf_receive(
     inputs: &[Block],
 ) -> Result<Vec<Block>> {
     let mut ext = ExtensionReceiver::new(seeds);
-    assert_eq!(ext.row_blocks(), OPRF_BLOCKS, "code width in (384, 512] bits");
+    assert_eq!(
+        ext.row_blocks(),
+        OPRF_BLOCKS,
+        "code width in (384, 512] bits"
+    );
     let row_len = seeds.len() / 8;
     let mut out = Vec::with_capacity(inputs.len());
     let mut codewords = Vec::new();
@@ -81,7 +87,12 @@ pub fn oprf_receive(
             indices.extend(first as u32..(first + real) as u32);
             let start = out.len();
             out.resize(start + real, 0);
-            hash.hash_rows(&indices, &t[..real * OPRF_BLOCKS], row_len, &mut out[start..]);
+            hash.hash_rows(
+                &indices,
+                &t[..real * OPRF_BLOCKS],
+                row_len,
+                &mut out[start..],
+            );
         },
     )?;
     Ok(out)
@@ -98,11 +109,21 @@ pub struct OprfSender {
 impl OprfSender {
     /// Runs the extension for `rows` rows with the chosen seeds `k_i^{s_i}` of the `k`
     /// columns and the secret choice bits `s` (KKRT16 Fig. 2 steps 1–3).
-    pub fn extend(chan: &mut dyn Channel, seeds: &[Block], s: &[bool], rows: usize) -> Result<Self> {
+    pub fn extend(
+        chan: &mut dyn Channel,
+        seeds: &[Block],
+        s: &[bool],
+        rows: usize,
+    ) -> Result<Self> {
         let mut ext = ExtensionSender::new(seeds, s);
-        assert_eq!(ext.row_blocks(), OPRF_BLOCKS, "code width in (384, 512] bits");
+        assert_eq!(
+            ext.row_blocks(),
+            OPRF_BLOCKS,
+            "code width in (384, 512] bits"
+        );
         let s_blocks = ext.s().try_into().expect("four blocks");
         let mut q = Vec::with_capacity(rows * OPRF_BLOCKS);
+        advise_huge_pages(&q);
         ext.extend(chan, rows, |_, chunk| q.extend_from_slice(chunk))?;
         Ok(OprfSender {
             s: s_blocks,
@@ -116,21 +137,28 @@ impl OprfSender {
         self.q.len() / OPRF_BLOCKS
     }
 
-    /// `out[e] = F(rows[e], x_e)` given the code words `C(x_e)` (four blocks each).
+    /// `out[e] = F(rows[e], x_e)` where `codeword(e)` is `C(x_e)` (four blocks).
     ///
-    /// The rows `q_j` are gathered first, in a loop of independent loads the CPU can
-    /// overlap (they are random accesses into a large table); then masked and hashed.
-    pub fn eval_batch(&self, hash: &WideHash, rows: &[u32], codewords: &[Block], out: &mut [Block]) {
-        assert_eq!(codewords.len(), rows.len() * OPRF_BLOCKS);
+    /// One pass gathers each `q_j` (random accesses into a large table, independent of each
+    /// other so the CPU overlaps them) and masks in the code word; then all are hashed.
+    pub fn eval_batch<'c>(
+        &self,
+        hash: &WideHash,
+        rows: &[u32],
+        codeword: impl Fn(usize) -> &'c [Block],
+        out: &mut [Block],
+    ) {
         assert_eq!(out.len(), rows.len());
-        let mut y = Vec::with_capacity(codewords.len());
-        for &r in rows {
+        const AHEAD: usize = 16;
+        let mut y = vec![0; rows.len() * OPRF_BLOCKS];
+        for (e, (y, &r)) in y.chunks_exact_mut(OPRF_BLOCKS).zip(rows).enumerate() {
+            if let Some(&next) = rows.get(e + AHEAD) {
+                prefetch(&self.q[next as usize * OPRF_BLOCKS]);
+            }
             let r = r as usize * OPRF_BLOCKS;
-            y.extend_from_slice(&self.q[r..r + OPRF_BLOCKS]);
-        }
-        for (y, c) in y.chunks_exact_mut(OPRF_BLOCKS).zip(codewords.chunks_exact(OPRF_BLOCKS)) {
+            let (q, c) = (&self.q[r..r + OPRF_BLOCKS], codeword(e));
             for i in 0..OPRF_BLOCKS {
-                y[i] ^= c[i] & self.s[i];
+                y[i] = q[i] ^ (c[i] & self.s[i]);
             }
         }
         hash.hash_rows(rows, &y, self.row_len, out);
@@ -166,7 +194,12 @@ mod tests {
         let mut got = [0; 2];
         for j in 0..inputs.len() {
             code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
-            sender.eval_batch(&hash, &[j as u32, j as u32], &cw, &mut got);
+            sender.eval_batch(
+                &hash,
+                &[j as u32, j as u32],
+                |e| &cw[4 * e..4 * e + 4],
+                &mut got,
+            );
             assert_eq!(got[0], out[j], "row {j}");
             assert_ne!(got[1], out[j], "row {j} other input");
         }

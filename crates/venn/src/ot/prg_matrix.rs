@@ -78,6 +78,9 @@ mod tests {
                 assert_eq!((rows[r] >> c) & 1, (col[r / 128] >> (r % 128)) & 1);
             }
         }
-        assert!(rows.iter().all(|r| r >> 3 == 0), "bits past the columns are zero");
+        assert!(
+            rows.iter().all(|r| r >> 3 == 0),
+            "bits past the columns are zero"
+        );
     }
 }

@@ -10,6 +10,8 @@ use crate::{Error, Result};
 
 /// Sender items per frame.
 const CHUNK_ITEMS: usize = 4096;
+/// How many values ahead table slots are prefetched.
+const PREFETCH_AHEAD: usize = 16;
 /// Positions per frame when returning the intersection.
 const CHUNK_POSITIONS: usize = 1 << 20;
 
@@ -61,8 +63,12 @@ pub fn receive_matches(
         let count = (n_sender - first).min(CHUNK_ITEMS);
         chan.recv_exact_into(&mut frame, count * groups * bytes, "sender values")?;
         frame.resize(frame.len() + UNPACK_SLACK, 0);
-        let mut v = [0];
+        let (mut v, mut ahead) = ([0], [0]);
         for e in 0..count * groups {
+            if e + PREFETCH_AHEAD < count * groups {
+                unpack_row(&frame, e + PREFETCH_AHEAD, bytes, &mask, &mut ahead);
+                table.prefetch(ahead[0]);
+            }
             unpack_row(&frame, e, bytes, &mask, &mut v);
             if let Some(r) = table.find(v[0], (e % groups) as u32) {
                 matches.push((r, (first + e / groups) as u32));

@@ -1,7 +1,9 @@
 //! Cuckoo hashing with 3 hash functions and a stash (Pagh–Rodler; KKRT16 §5.2 as used by
 //! PSSZ15), with the hash index `z(y)` kept for every placed item (KKRT16 Fig. 3 step 2).
 
+use super::prefetch;
 use crate::crypto::{Aes, Block, Prg};
+use crate::memory::huge_vec;
 use crate::{Error, Result};
 
 /// The number of hash functions.
@@ -10,6 +12,8 @@ pub const HASHES: usize = 3;
 const MAX_EVICTIONS: usize = 500;
 /// A slot holding no item.
 const EMPTY: u32 = u32::MAX;
+/// How many items ahead the candidate bins are prefetched.
+const PREFETCH_AHEAD: usize = 16;
 
 /// The maximum stash size for `n` items in 1.2n bins with failure probability ≤ 2^-40,
 /// from PSSZ15 as tabulated in KKRT16 Table 2. Between the tabulated sizes the value for
@@ -18,11 +22,11 @@ const EMPTY: u32 = u32::MAX;
 /// [`crate::protocols`]' kkrt16 parameters), so s = 12 applies there too.
 pub fn pssz15_stash_size(n: u64) -> usize {
     match n {
-        0..=0xfff => 12,             // 2^8 ≤ n < 2^12
-        0x1000..=0xffff => 6,        // 2^12
-        0x1_0000..=0xf_ffff => 4,    // 2^16
-        0x10_0000..=0xff_ffff => 3,  // 2^20
-        _ => 2,                      // 2^24 and beyond
+        0..=0xfff => 12,            // 2^8 ≤ n < 2^12
+        0x1000..=0xffff => 6,       // 2^12
+        0x1_0000..=0xf_ffff => 4,   // 2^16
+        0x10_0000..=0xff_ffff => 3, // 2^20
+        _ => 2,                     // 2^24 and beyond
     }
 }
 
@@ -58,7 +62,7 @@ impl CuckooHash {
             buf.copy_from_slice(chunk);
             self.aes.encrypt_blocks(buf);
             out.extend(buf.iter().map(|&h| {
-                let f = |i: u32| (((h >> (42 * i)) & MASK) as u64 * self.bins >> 42) as u32;
+                let f = |i: u32| ((((h >> (42 * i)) & MASK) as u64 * self.bins) >> 42) as u32;
                 [f(0), f(1), f(2)]
             }));
         }
@@ -103,11 +107,16 @@ pub fn cuckoo_insert(
     prg: &mut Prg,
 ) -> Result<CuckooTable> {
     let mut table = CuckooTable {
-        bins: vec![EMPTY; bins],
-        z: vec![0; bins],
+        bins: huge_vec(bins, EMPTY),
+        z: huge_vec(bins, 0),
         stash: Vec::new(),
     };
     for item in 0..hashes.len() as u32 {
+        if let Some(ahead) = hashes.get(item as usize + PREFETCH_AHEAD) {
+            for &b in ahead {
+                prefetch(&table.bins[b as usize]);
+            }
+        }
         let mut current = item;
         let mut placed = false;
         for _ in 0..MAX_EVICTIONS {
@@ -155,14 +164,20 @@ mod tests {
         let mut seen = vec![0; n];
         for i in 0..table.len() {
             if let Some((item, z)) = table.bin(i) {
-                assert_eq!(hashes[item][z] as usize, i, "z(y) names the hash that maps y here");
+                assert_eq!(
+                    hashes[item][z] as usize, i,
+                    "z(y) names the hash that maps y here"
+                );
                 seen[item] += 1;
             }
         }
         for &s in &table.stash {
             seen[s as usize] += 1;
         }
-        assert!(seen.iter().all(|&c| c == 1), "each item placed exactly once");
+        assert!(
+            seen.iter().all(|&c| c == 1),
+            "each item placed exactly once"
+        );
     }
 
     #[test]

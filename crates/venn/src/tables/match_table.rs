@@ -2,7 +2,9 @@
 //! are looked up: open addressing with linear probing on the low 64 bits of the (uniformly
 //! random) values, 16 bytes a slot, full values compared on a hit.
 
+use super::prefetch;
 use crate::crypto::Block;
+use crate::memory::huge_vec;
 
 const EMPTY: u32 = u32::MAX;
 
@@ -25,15 +27,15 @@ impl MatchTable {
     pub fn with_capacity(items: usize) -> Self {
         let cap = (2 * items).next_power_of_two().max(16);
         MatchTable {
-            slots: vec![
+            slots: huge_vec(
+                cap,
                 Slot {
                     low: 0,
                     item: EMPTY,
-                    group: 0
-                };
-                cap
-            ],
-            high: vec![0; items],
+                    group: 0,
+                },
+            ),
+            high: huge_vec(items, 0),
             mask: cap - 1,
         }
     }
@@ -50,6 +52,12 @@ impl MatchTable {
             item,
             group,
         };
+    }
+
+    /// Starts loading the slot where a lookup of `value` begins.
+    #[inline]
+    pub fn prefetch(&self, value: Block) {
+        prefetch(&self.slots[value as usize & self.mask]);
     }
 
     /// The item with `value` in `group`, if any.

@@ -95,34 +95,43 @@ impl Protocol for Kkrt16 {
         let groups = HASHES + p.stash;
         let mask = low_bits(p.out_bits);
         let (mut batch, mut bins, mut inputs, mut codes) = (vec![], vec![], vec![], vec![]);
-        let (mut rows, mut row_codes) = (vec![], vec![]);
-        send_values(ctx.chan, items.len(), groups, p.out_bits / 8, |first, out| {
-            let count = out.len() / groups;
-            batch.clear();
-            batch.extend(perm[first..first + count].iter().map(|&i| y[i as usize]));
-            cuckoo.bins_of(&batch, &mut bins);
-            // Code inputs per item: y‖0 (stash), y‖1, y‖2, y‖3.
-            inputs.clear();
-            inputs.extend(batch.iter().flat_map(|&y| (0..=HASHES).map(move |z| with_index(y, z))));
-            codes.resize(inputs.len() * OPRF_BLOCKS, 0);
-            code.encode(&inputs, &mut codes);
-            // Per item, in group order: H_z = F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3, then
-            // S_j = F(k_{bins + j}, x) for every stash position j.
-            rows.clear();
-            row_codes.clear();
-            let per_item = (HASHES + 1) * OPRF_BLOCKS;
-            for (b, c) in bins.iter().zip(codes.chunks_exact(per_item)) {
-                let (stash_code, hash_codes) = c.split_at(OPRF_BLOCKS);
-                rows.extend_from_slice(b);
-                row_codes.extend_from_slice(hash_codes);
-                for j in 0..p.stash {
-                    rows.push((p.bins + j) as u32);
-                    row_codes.extend_from_slice(stash_code);
+        let mut rows = vec![];
+        send_values(
+            ctx.chan,
+            items.len(),
+            groups,
+            p.out_bits / 8,
+            |first, out| {
+                let count = out.len() / groups;
+                batch.clear();
+                batch.extend(perm[first..first + count].iter().map(|&i| y[i as usize]));
+                cuckoo.bins_of(&batch, &mut bins);
+                // Code inputs per item: y‖0 (stash), y‖1, y‖2, y‖3.
+                inputs.clear();
+                inputs.extend(
+                    batch
+                        .iter()
+                        .flat_map(|&y| (0..=HASHES).map(move |z| with_index(y, z))),
+                );
+                codes.resize(inputs.len() * OPRF_BLOCKS, 0);
+                code.encode(&inputs, &mut codes);
+                // Per item, in group order: H_z = F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3, then
+                // S_j = F(k_{bins + j}, x) for every stash position j.
+                rows.clear();
+                for b in &bins {
+                    rows.extend_from_slice(b);
+                    rows.extend(p.bins as u32..(p.bins + p.stash) as u32);
                 }
-            }
-            oprf.eval_batch(&out_hash, &rows, &row_codes, out);
-            out.iter_mut().for_each(|v| *v &= mask);
-        })?;
+                let code_of = |e: usize| {
+                    let (item, group) = (e / groups, e % groups);
+                    let z = if group < HASHES { group + 1 } else { 0 };
+                    let at = (item * (HASHES + 1) + z) * OPRF_BLOCKS;
+                    &codes[at..at + OPRF_BLOCKS]
+                };
+                oprf.eval_batch(&out_hash, &rows, code_of, out);
+                out.iter_mut().for_each(|v| *v &= mask);
+            },
+        )?;
         if !ctx.session.both {
             return Ok(None);
         }
@@ -169,9 +178,9 @@ impl Protocol for Kkrt16 {
         ctx.phase("receive and match", false);
         let mask = low_bits(p.out_bits);
         let mut lookup = MatchTable::with_capacity(items.len());
-        for i in 0..table.len() {
+        for (i, out) in outputs.iter().enumerate().take(table.len()) {
             if let Some((item, z)) = table.bin(i) {
-                lookup.insert(outputs[i] & mask, z as u32, item as u32);
+                lookup.insert(out & mask, z as u32, item as u32);
             }
         }
         for (j, &item) in table.stash.iter().enumerate() {

@@ -109,7 +109,11 @@ mod tests {
         for (log_n, s, k, v) in table {
             let n = 1u64 << log_n;
             let p = Kkrt16Params::new(n, n).unwrap();
-            assert_eq!((p.stash, p.code_bits, p.out_bits), (s, k, v), "n = 2^{log_n}");
+            assert_eq!(
+                (p.stash, p.code_bits, p.out_bits),
+                (s, k, v),
+                "n = 2^{log_n}"
+            );
             assert_eq!(p.bins, (n as usize * 6).div_ceil(5));
         }
     }
@@ -117,7 +121,10 @@ mod tests {
     #[test]
     fn unequal_and_tiny_sets() {
         let p = Kkrt16Params::new(1 << 12, 1 << 4).unwrap();
-        assert_eq!(p.stash, 12, "tiny receiver tables are sized as for 2^8 items");
+        assert_eq!(
+            p.stash, 12,
+            "tiny receiver tables are sized as for 2^8 items"
+        );
         assert_eq!(p.bins, 308);
         assert_eq!(p.out_bits, 56, "40 + 12 + 4 = 56");
         let p = Kkrt16Params::new(0, 0).unwrap();

@@ -1,0 +1,389 @@
+//! The `venn` binary end to end: two OS processes over TCP on real files.
+
+mod common;
+
+use common::*;
+use std::collections::HashSet;
+
+/// A CSV with a key column and a payload column; `keys` in order.
+fn csv(keys: &[String]) -> String {
+    let mut s = String::from("id,payload\n");
+    for (i, k) in keys.iter().enumerate() {
+        s += &format!("{},row {i}\n", quote(k));
+    }
+    s
+}
+
+fn quote(k: &str) -> String {
+    format!("\"{}\"", k.replace('"', "\"\""))
+}
+
+fn keys(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("{prefix}{i}@example.org")).collect()
+}
+
+/// Runs kkrt16 on two key lists; returns the keys in the receiver's output, in order.
+fn intersect(sender: &[String], receiver: &[String], extra: &[&str]) -> Vec<String> {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", &csv(sender));
+    let r = write(dir.path(), "r.csv", &csv(receiver));
+    let out = dir.path().join("out.csv");
+    let (so, ro) = run_pair(
+        &[
+            &[
+                "--input",
+                r.to_str().unwrap(),
+                "--output",
+                out.to_str().unwrap(),
+            ],
+            extra,
+        ]
+        .concat(),
+        &[&["--input", s.to_str().unwrap()], extra].concat(),
+    );
+    assert!(so.status.success(), "sender: {}", stderr(&so));
+    assert!(ro.status.success(), "receiver: {}", stderr(&ro));
+    let mut rdr = csv::Reader::from_path(&out).unwrap();
+    assert_eq!(rdr.headers().unwrap(), vec!["id", "payload"]);
+    rdr.records().map(|r| r.unwrap()[0].to_string()).collect()
+}
+
+fn expected(sender: &[String], receiver: &[String]) -> Vec<String> {
+    let s: HashSet<&String> = sender.iter().collect();
+    receiver.iter().filter(|k| s.contains(k)).cloned().collect()
+}
+
+#[test]
+fn random_sets_give_exactly_the_intersection_in_input_order() {
+    let s: Vec<String> = [keys("a", 0..1500), keys("shared", 0..700)].concat();
+    let mut r: Vec<String> = [keys("shared", 0..700), keys("b", 0..900)].concat();
+    r.reverse();
+    assert_eq!(intersect(&s, &r, &[]), expected(&s, &r));
+}
+
+#[test]
+fn empty_disjoint_identical_and_unbalanced_sets() {
+    let a = keys("x", 0..300);
+    assert_eq!(intersect(&[], &a, &[]), Vec::<String>::new());
+    assert_eq!(intersect(&a, &[], &[]), Vec::<String>::new());
+    assert_eq!(intersect(&a, &keys("y", 0..300), &[]), Vec::<String>::new());
+    assert_eq!(intersect(&a, &a, &[]), a);
+    let big = keys("u", 0..4096);
+    let small: Vec<String> = [keys("u", 100..108), keys("v", 0..8)].concat();
+    assert_eq!(intersect(&big, &small, &[]), expected(&big, &small));
+    assert_eq!(intersect(&small, &big, &[]), expected(&small, &big));
+}
+
+#[test]
+fn long_unicode_and_quoted_keys() {
+    let weird: Vec<String> = vec![
+        "x".repeat(1000),
+        "y".repeat(999) + "é",
+        "grüße, \"quoted\"".into(),
+        "line\nbreak".into(),
+        "日本語のキー".into(),
+        "🙂".into(),
+        " leading and trailing ".into(),
+        "a".into(),
+    ];
+    let s: Vec<String> = [weird.clone(), keys("s", 0..50)].concat();
+    let r: Vec<String> = [keys("r", 0..50), weird[..5].to_vec(), vec!["b".into()]].concat();
+    assert_eq!(intersect(&s, &r, &[]), expected(&s, &r));
+}
+
+#[test]
+fn both_parties_learn_the_output_with_both() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        &csv(&[keys("k", 0..40), keys("s", 0..10)].concat()),
+    );
+    let r = write(
+        dir.path(),
+        "r.csv",
+        &csv(&[keys("r", 0..5), keys("k", 30..60)].concat()),
+    );
+    let (so_path, ro_path) = (dir.path().join("so.csv"), dir.path().join("ro.csv"));
+    let (so, ro) = run_pair(
+        &[
+            "--both",
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            ro_path.to_str().unwrap(),
+        ],
+        &[
+            "--both",
+            "--input",
+            s.to_str().unwrap(),
+            "--output",
+            so_path.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        so.status.success() && ro.status.success(),
+        "{} / {}",
+        stderr(&so),
+        stderr(&ro)
+    );
+    let rows = |p: &std::path::Path| std::fs::read_to_string(p).unwrap().lines().count() - 1;
+    assert_eq!(rows(&so_path), 10);
+    assert_eq!(rows(&ro_path), 10);
+}
+
+#[test]
+fn normalisation_duplicates_columns_and_line_format() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        "name,email\nA, Ada@Example.org \nB,bob@example.org\n",
+    );
+    let r = write(
+        dir.path(),
+        "r.csv",
+        "email,note\nada@example.org,first\nzed@example.org,x\nADA@example.org,second\n",
+    );
+    let out = dir.path().join("out.csv");
+    let (so, ro) = run_pair(
+        &[
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--lowercase",
+            "--trim",
+        ],
+        &[
+            "--input",
+            s.to_str().unwrap(),
+            "--column",
+            "email",
+            "--lowercase",
+            "--trim",
+        ],
+    );
+    assert!(so.status.success(), "{}", stderr(&so));
+    assert!(ro.status.success(), "{}", stderr(&ro));
+    assert!(
+        stderr(&ro).contains("1 rows repeat an earlier key"),
+        "{}",
+        stderr(&ro)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "email,note\nada@example.org,first\nADA@example.org,second\n"
+    );
+    // Byte-exact comparison without the flags: nothing matches.
+    let (_, ro) = run_pair(
+        &[
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        &["--input", s.to_str().unwrap(), "--column", "email"],
+    );
+    assert!(ro.status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "email,note\n");
+    // Plain lines.
+    let s = write(dir.path(), "s.txt", "one\ntwo\nthree\n");
+    let r = write(dir.path(), "r.txt", "three\r\nfour\none");
+    let (so, ro) = run_pair(
+        &[
+            "--format",
+            "lines",
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        &["--format", "lines", "--input", s.to_str().unwrap()],
+    );
+    assert!(
+        so.status.success() && ro.status.success(),
+        "{}",
+        stderr(&ro)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "three\none\n");
+}
+
+#[test]
+fn empty_keys_are_refused_or_skipped() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\na\n\"\"\nb\n");
+    let out = dir.path().join("out.csv");
+    let o = venn()
+        .args([
+            "send",
+            "--connect",
+            "127.0.0.1:1",
+            "--input",
+            s.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "input line 3: empty key");
+    let r = write(dir.path(), "r.csv", "k\nb\nc\n");
+    let (so, ro) = run_pair(
+        &[
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        &["--input", s.to_str().unwrap(), "--skip-empty"],
+    );
+    assert!(
+        so.status.success() && ro.status.success(),
+        "{}",
+        stderr(&so)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "k\nb\n");
+}
+
+#[test]
+fn user_errors_are_one_clear_line() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\na\n");
+    let p = s.to_str().unwrap();
+    let run = |args: &[&str]| venn().args(args).output().unwrap();
+    assert_clean_failure(
+        &run(&[
+            "send",
+            "--protocol",
+            "naive",
+            "--connect",
+            "127.0.0.1:1",
+            "--input",
+            p,
+        ]),
+        "INSECURE",
+    );
+    assert_clean_failure(
+        &run(&[
+            "send",
+            "--protocol",
+            "nope",
+            "--connect",
+            "127.0.0.1:1",
+            "--input",
+            p,
+        ]),
+        "unknown protocol 'nope'",
+    );
+    assert_clean_failure(
+        &run(&[
+            "send",
+            "--column",
+            "zzz",
+            "--connect",
+            "127.0.0.1:1",
+            "--input",
+            p,
+        ]),
+        "no column named 'zzz'",
+    );
+    assert_clean_failure(
+        &run(&["receive", "--connect", "127.0.0.1:1", "--input", p]),
+        "--output",
+    );
+    assert_clean_failure(
+        &run(&[
+            "send",
+            "--connect",
+            "127.0.0.1:1",
+            "--input",
+            "/nonexistent.csv",
+        ]),
+        "cannot open input",
+    );
+    // Nobody listening: connecting gives up after the timeout.
+    let o = within(std::time::Duration::from_secs(10), || {
+        run(&[
+            "send",
+            "--connect",
+            "127.0.0.1:9",
+            "--timeout",
+            "1",
+            "--input",
+            p,
+        ])
+    });
+    assert_clean_failure(&o, "timed out");
+}
+
+#[test]
+fn naive_runs_with_insecure_and_says_so() {
+    let s: Vec<String> = keys("n", 0..100);
+    let r: Vec<String> = keys("n", 50..150);
+    assert_eq!(
+        intersect(&s, &r, &["--protocol", "naive", "--insecure"]),
+        expected(&s, &r)
+    );
+}
+
+#[test]
+fn stats_json_records_the_run() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", &csv(&keys("k", 0..100)));
+    let r = write(dir.path(), "r.csv", &csv(&keys("k", 50..120)));
+    let (out, stats) = (dir.path().join("o.csv"), dir.path().join("stats.json"));
+    let (so, ro) = run_pair(
+        &[
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
+        &["--input", s.to_str().unwrap()],
+    );
+    assert!(so.status.success() && ro.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["protocol"], "kkrt16");
+    assert_eq!(v["role"], "receiver");
+    assert_eq!(v["items"], 70);
+    assert_eq!(v["peer_items"], 100);
+    assert_eq!(v["intersection"], 50);
+    assert!(v["bytes_sent"].as_u64().unwrap() > 0);
+    let summary = stderr(&ro);
+    assert!(
+        summary.contains("intersection 50 keys, 50 rows written"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn demo_and_params_run() {
+    let o = venn().arg("demo").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("GRACE@example.org ,Arlington") && text.contains("ada@example.org,London")
+    );
+    let o = venn()
+        .args(["params", "--protocol", "kkrt16", "--log2n", "8,12,16,20,24"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    for row in [
+        "2^8 12 424 56",
+        "2^12 6 432 64",
+        "2^16 4 440 72",
+        "2^20 3 448 80",
+        "2^24 2 448 88",
+    ] {
+        let want: Vec<&str> = row.split(' ').collect();
+        assert!(
+            text.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() >= 5 && f[0] == want[0] && f[2..5] == want[1..4]
+            }),
+            "Table 2 row {row} missing in:\n{text}"
+        );
+    }
+}

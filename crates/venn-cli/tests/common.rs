@@ -1,0 +1,110 @@
+//! Helpers for driving the real `venn` binary.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn venn() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_venn"))
+}
+
+/// Starts `venn receive`/`send` listening on an ephemeral port; returns it and the address.
+pub fn spawn_listening(args: &[&str]) -> (Child, String) {
+    let mut child = venn()
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn venn");
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut before = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("stderr line") == 0 {
+            panic!("venn exited before listening: {before}");
+        }
+        match line.trim().strip_prefix("venn: listening on ") {
+            Some(addr) => break addr.to_string(),
+            None => before += &line,
+        }
+    };
+    // Keep draining stderr so the pipe never fills up.
+    let rest = std::thread::spawn(move || {
+        let mut s = before;
+        reader.read_to_string(&mut s).ok();
+        s
+    });
+    STDERR.with(|m| m.borrow_mut().push((child.id(), rest)));
+    (child, addr)
+}
+
+thread_local! {
+    static STDERR: std::cell::RefCell<Vec<(u32, std::thread::JoinHandle<String>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Waits for a child started by [`spawn_listening`]; its stderr is what followed the
+/// "listening" line.
+pub fn wait_listening(child: Child) -> Output {
+    let id = child.id();
+    let mut out = child.wait_with_output().expect("wait");
+    let handle = STDERR.with(|m| {
+        let mut v = m.borrow_mut();
+        let i = v.iter().position(|(p, _)| *p == id).expect("known child");
+        v.remove(i).1
+    });
+    out.stderr = handle.join().expect("stderr thread").into_bytes();
+    out
+}
+
+/// Runs a receiver (listening) and a sender (connecting) to completion.
+pub fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
+    let (r, addr) = spawn_listening(&[&["receive"], receiver].concat());
+    let s = venn()
+        .arg("send")
+        .args(sender)
+        .args(["--connect", &addr])
+        .output()
+        .expect("run sender");
+    (s, wait_listening(r))
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a clean failure: non-zero exit and an error line mentioning `needle`.
+pub fn assert_clean_failure(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("venn: error: "))
+        .unwrap_or_else(|| panic!("no error line in: {err}"));
+    assert!(
+        line.contains(needle),
+        "error line '{line}' does not mention '{needle}'"
+    );
+    assert!(!err.contains("panicked"), "panic: {err}");
+}
+
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+pub fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, contents).expect("write input");
+    p
+}
+
+/// Fails the test if `f` takes longer than `limit`.
+pub fn within<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let v = f();
+    assert!(start.elapsed() < limit, "took {:?}", start.elapsed());
+    v
+}

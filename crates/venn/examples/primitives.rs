@@ -1,0 +1,72 @@
+//! Throughput of the building blocks on this machine: `cargo run --release --example primitives`.
+
+use std::time::Instant;
+use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
+use venn::tables::{cuckoo_insert, CuckooHash, MatchTable};
+
+fn time(name: &str, per: usize, f: impl FnOnce()) {
+    let t = Instant::now();
+    f();
+    let e = t.elapsed();
+    println!(
+        "{name:<28} {:>8.2} ns each  ({:.1} ms total)",
+        e.as_nanos() as f64 / per as f64,
+        e.as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    let n = 1 << 20;
+    let mut prg = Prg::from_seed(1);
+    let mut m = [0 as Block; 128];
+    prg.fill_blocks(&mut m);
+    time("transpose128", 40_000, || {
+        for _ in 0..40_000 {
+            transpose128(&mut m);
+        }
+    });
+    let aes = Aes::new(5);
+    let mut blocks = vec![0 as Block; n];
+    time("aes (batched)", n, || aes.encrypt_blocks(&mut blocks));
+    let ro = RandomOracle::new("bench", &[]);
+    let items: Vec<[u8; 16]> = (0..n).map(|i| (i as u128).to_le_bytes()).collect();
+    time("random oracle, 16-byte item", n, || {
+        for it in &items {
+            std::hint::black_box(ro.hash_block(it));
+        }
+    });
+    let wh = WideHash::new("bench", &[]);
+    let rows: Vec<Block> = (0..4 * n as u128).collect();
+    let idx: Vec<u32> = (0..n as u32).collect();
+    let mut out = vec![0; n];
+    time("wide hash (4 lanes)", n, || {
+        wh.hash_rows(&idx, &rows, 56, &mut out)
+    });
+    let hasher = CuckooHash::new(7, n * 6 / 5);
+    let ys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+    let mut bins = Vec::new();
+    time("cuckoo bins_of", n, || hasher.bins_of(&ys, &mut bins));
+    time("cuckoo insert", n, || {
+        std::hint::black_box(cuckoo_insert(&bins, n * 6 / 5, 3, &mut prg).unwrap());
+    });
+    let mut table = MatchTable::with_capacity(n);
+    time("match table insert", n, || {
+        for (i, &y) in ys.iter().enumerate() {
+            table.insert(y, 0, i as u32);
+        }
+    });
+    let probes: Vec<Block> = (0..6 * n).map(|_| prg.block()).collect();
+    time("match table miss (no pf)", 6 * n, || {
+        for &p in &probes {
+            std::hint::black_box(table.find(p, 0));
+        }
+    });
+    time("match table miss (pf 16)", 6 * n, || {
+        for (i, &p) in probes.iter().enumerate() {
+            if let Some(&a) = probes.get(i + 16) {
+                table.prefetch(a);
+            }
+            std::hint::black_box(table.find(p, 0));
+        }
+    });
+}

@@ -1,0 +1,34 @@
+//! Memory placement for the large tables that hot loops access at random (the OPRF rows,
+//! the match table, the cuckoo table): backing them with 2 MiB transparent huge pages
+//! removes most TLB misses, which otherwise serialise those accesses.
+
+/// Asks the kernel to back `v`'s allocation with huge pages. Call it before the memory is
+/// first written. A hint only: without Linux THP it does nothing.
+pub fn advise_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 1 << 21 {
+            return;
+        }
+        let start = v.as_ptr() as usize;
+        let aligned = start.next_multiple_of(PAGE);
+        let len = (start + bytes - aligned) / PAGE * PAGE;
+        // SAFETY: the range lies inside `v`'s allocation, and MADV_HUGEPAGE changes no
+        // contents or permissions; failure (e.g. THP disabled) is harmless.
+        unsafe {
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// A vector of `len` copies of `value`, on huge pages where available.
+pub fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(len);
+    advise_huge_pages(&v);
+    v.resize(len, value);
+    v
+}
