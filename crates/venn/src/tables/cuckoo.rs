@@ -62,7 +62,7 @@ impl CuckooHash {
             buf.copy_from_slice(chunk);
             self.aes.encrypt_blocks(buf);
             out.extend(buf.iter().map(|&h| {
-                let f = |i: u32| ((((h >> (42 * i)) & MASK) as u64 * self.bins) >> 42) as u32;
+                let f = |i: u32| ((((h >> (42 * i)) & MASK) * self.bins as u128) >> 42) as u32;
                 [f(0), f(1), f(2)]
             }));
         }
@@ -178,6 +178,23 @@ mod tests {
             seen.iter().all(|&c| c == 1),
             "each item placed exactly once"
         );
+    }
+
+    #[test]
+    fn bins_cover_large_tables_uniformly() {
+        // 1.2 · 2^31 bins: the largest table a receiver may need.
+        let bins = (1usize << 31) / 5 * 6;
+        let hasher = CuckooHash::new(3, bins);
+        let items: Vec<Block> = (0..1u128 << 16).collect();
+        let mut out = Vec::new();
+        hasher.bins_of(&items, &mut out);
+        for i in 0..HASHES {
+            let quarter = |q: usize| out.iter().filter(|h| h[i] as usize * 4 / bins == q).count();
+            for q in 0..4 {
+                let c = quarter(q);
+                assert!((15_000..17_800).contains(&c), "h_{i}: quarter {q} got {c} of 65536");
+            }
+        }
     }
 
     #[test]
