@@ -36,11 +36,11 @@ fn main() {
         }
     });
     let wh = WideHash::new("bench", &[]);
-    let rows: Vec<Block> = (0..4 * n as u128).collect();
+    let mut rows: Vec<Block> = (0..4 * n as u128).collect();
     let idx: Vec<u32> = (0..n as u32).collect();
     let mut out = vec![0; n];
     time("wide hash (4 lanes)", n, || {
-        wh.hash_rows(&idx, &rows, 56, &mut out)
+        wh.hash_rows(&idx, &mut rows, 56, &mut out)
     });
     let hasher = CuckooHash::new(7, n * 6 / 5);
     let ys: Vec<Block> = (0..n).map(|_| prg.block()).collect();

@@ -74,36 +74,50 @@ impl WideHash {
     pub const ROW_BLOCKS: usize = 4;
 
     /// `out[e] = H(indices[e], row_e)` where row `e` is `rows[4e..4e+4]`, of which the
-    /// first `len ≤ 60` bytes are hashed (four hashes at a time on SHA-NI; see
-    /// [`super::sha256_lanes`]).
-    pub fn hash_rows(&self, indices: &[u32], rows: &[Block], len: usize, out: &mut [Block]) {
+    /// first `len ≤ 60` bytes are hashed. The rows are used as the hash input in place:
+    /// their bytes past `len` are overwritten (zeros, then the index). Four hashes run at a
+    /// time on SHA-NI (see [`super::sha256_lanes`]).
+    pub fn hash_rows(&self, indices: &[u32], rows: &mut [Block], len: usize, out: &mut [Block]) {
         assert!(len <= Self::MAX_INPUT);
         assert_eq!(rows.len(), indices.len() * Self::ROW_BLOCKS);
         assert_eq!(out.len(), indices.len());
         let mask = row_mask(Self::ROW_BLOCKS, len);
-        let mut blocks = [[0u8; 64]; LANES];
-        for ((out, idx), rows) in out
-            .chunks_mut(LANES)
-            .zip(indices.chunks(LANES))
-            .zip(rows.chunks(LANES * Self::ROW_BLOCKS))
+        for (row, &i) in rows.chunks_exact_mut(Self::ROW_BLOCKS).zip(indices) {
+            for (x, m) in row.iter_mut().zip(&mask) {
+                *x &= m;
+            }
+            row[Self::ROW_BLOCKS - 1] |= (i as Block) << 96;
+        }
+        let as_bytes = |r: &[Block]| -> [u8; 64] {
+            let mut b = [0u8; 64];
+            for (c, x) in b.chunks_exact_mut(16).zip(r) {
+                c.copy_from_slice(&x.to_le_bytes());
+            }
+            b
+        };
+        let word = |s: &[u32; 8]| {
+            s[0] as u128 | (s[1] as u128) << 32 | (s[2] as u128) << 64 | (s[3] as u128) << 96
+        };
+        let full = indices.len() / LANES * LANES;
+        for (out, rows) in out[..full]
+            .chunks_exact_mut(LANES)
+            .zip(rows.chunks_exact(LANES * Self::ROW_BLOCKS))
         {
-            for ((b, &i), row) in blocks
-                .iter_mut()
-                .zip(idx)
-                .zip(rows.chunks_exact(Self::ROW_BLOCKS))
-            {
-                for (k, (x, m)) in row.iter().zip(&mask).enumerate() {
-                    b[16 * k..16 * k + 16].copy_from_slice(&(x & m).to_le_bytes());
-                }
-                b[60..].copy_from_slice(&i.to_le_bytes());
-            }
-            let states = compress_lanes(&self.iv, &blocks);
+            // SAFETY: a row is four `u128`s (64 bytes, little-endian = its byte encoding);
+            // `[u8; 64]` has no alignment requirement.
+            let lane =
+                |l: usize| unsafe { &*rows[l * Self::ROW_BLOCKS..].as_ptr().cast::<[u8; 64]>() };
+            let states = compress_lanes(&self.iv, [lane(0), lane(1), lane(2), lane(3)]);
             for (o, s) in out.iter_mut().zip(&states) {
-                *o = s[0] as u128
-                    | (s[1] as u128) << 32
-                    | (s[2] as u128) << 64
-                    | (s[3] as u128) << 96;
+                *o = word(s);
             }
+        }
+        for (o, row) in out[full..]
+            .iter_mut()
+            .zip(rows[full * Self::ROW_BLOCKS..].chunks_exact(Self::ROW_BLOCKS))
+        {
+            let b = as_bytes(row);
+            *o = word(&compress_lanes(&self.iv, [&b, &b, &b, &b])[0]);
         }
     }
 }

@@ -9,7 +9,7 @@ use sha2::digest::generic_array::GenericArray;
 pub const LANES: usize = 4;
 
 /// `out[l] = compress256(iv, blocks[l])` for each lane.
-pub fn compress_lanes(iv: &[u32; 8], blocks: &[[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+pub fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("sha")
         && std::is_x86_feature_detected!("sse4.1")
@@ -20,7 +20,7 @@ pub fn compress_lanes(iv: &[u32; 8], blocks: &[[u8; 64]; LANES]) -> [[u32; 8]; L
     }
     blocks.map(|b| {
         let mut state = *iv;
-        sha2::compress256(&mut state, &[GenericArray::clone_from_slice(&b)]);
+        sha2::compress256(&mut state, &[GenericArray::clone_from_slice(b)]);
         state
     })
 }
@@ -47,7 +47,7 @@ mod shani {
     /// The Intel SHA-extensions compression (as in the `sha2` crate's x86 backend), with
     /// every step applied to all lanes before the next so their latencies overlap.
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-    pub unsafe fn compress_lanes(iv: &[u32; 8], blocks: &[[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+    pub unsafe fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
         let byte_swap = _mm_set_epi64x(0x0C0D_0E0F_0809_0A0B, 0x0405_0607_0001_0203);
         let iv_ptr = iv.as_ptr().cast::<__m128i>();
         let cdab = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr), 0xB1);
@@ -106,7 +106,7 @@ mod tests {
                 *x = (i * 7 + l * 31) as u8;
             }
         }
-        let got = compress_lanes(&iv, &blocks);
+        let got = compress_lanes(&iv, [&blocks[0], &blocks[1], &blocks[2], &blocks[3]]);
         for l in 0..LANES {
             let mut s = iv;
             sha2::compress256(&mut s, &[GenericArray::clone_from_slice(&blocks[l])]);

@@ -54,13 +54,14 @@ impl ExtensionReceiver {
     /// Extends `n_rows` rows. `codewords(first_row, rows)` must XOR the codewords of rows
     /// `first_row..` into `rows` (row-major, [`Self::row_blocks`] blocks per row; it may
     /// see up to 127 padding rows past `n_rows`). `on_t(first_row, t)` receives the
-    /// receiver's rows `t_j` of each chunk (padding rows included).
+    /// receiver's rows `t_j` of each chunk (padding rows included; a scratch buffer the
+    /// callback may overwrite).
     pub fn extend(
         &mut self,
         chan: &mut dyn Channel,
         n_rows: usize,
         mut codewords: impl FnMut(usize, &mut [Block]),
-        mut on_t: impl FnMut(usize, &[Block]),
+        mut on_t: impl FnMut(usize, &mut [Block]),
     ) -> Result<()> {
         let w = self.row_blocks();
         let mut t = vec![0; CHUNK_ROWS * w];

@@ -89,7 +89,7 @@ pub fn oprf_receive(
             out.resize(start + real, 0);
             hash.hash_rows(
                 &indices,
-                &t[..real * OPRF_BLOCKS],
+                &mut t[..real * OPRF_BLOCKS],
                 row_len,
                 &mut out[start..],
             );
@@ -137,31 +137,38 @@ impl OprfSender {
         self.q.len() / OPRF_BLOCKS
     }
 
-    /// `out[e] = F(rows[e], x_e)` where `codeword(e)` is `C(x_e)` (four blocks).
+    /// `out[e] = F(rows[e], x_e)` where `C(x_e)` is the code word at block offset
+    /// `codes[e]` of `codewords` (four blocks).
     ///
-    /// One pass gathers each `q_j` (random accesses into a large table, independent of each
-    /// other so the CPU overlaps them) and masks in the code word; then all are hashed.
-    pub fn eval_batch<'c>(
+    /// One pass gathers each `q_j` (random accesses into a large table, prefetched ahead
+    /// and independent of each other so the CPU overlaps them) and masks in the code word;
+    /// then all are hashed.
+    pub fn eval_batch(
         &self,
         hash: &WideHash,
         rows: &[u32],
-        codeword: impl Fn(usize) -> &'c [Block],
+        codewords: &[Block],
+        codes: &[u32],
         out: &mut [Block],
     ) {
-        assert_eq!(out.len(), rows.len());
         const AHEAD: usize = 16;
+        assert!(out.len() == rows.len() && codes.len() == rows.len());
         let mut y = vec![0; rows.len() * OPRF_BLOCKS];
-        for (e, (y, &r)) in y.chunks_exact_mut(OPRF_BLOCKS).zip(rows).enumerate() {
+        for (e, (y, (&r, &c))) in y
+            .chunks_exact_mut(OPRF_BLOCKS)
+            .zip(rows.iter().zip(codes))
+            .enumerate()
+        {
             if let Some(&next) = rows.get(e + AHEAD) {
                 prefetch(&self.q[next as usize * OPRF_BLOCKS]);
             }
-            let r = r as usize * OPRF_BLOCKS;
-            let (q, c) = (&self.q[r..r + OPRF_BLOCKS], codeword(e));
+            let (r, c) = (r as usize * OPRF_BLOCKS, c as usize);
+            let (q, c) = (&self.q[r..r + OPRF_BLOCKS], &codewords[c..c + OPRF_BLOCKS]);
             for i in 0..OPRF_BLOCKS {
                 y[i] = q[i] ^ (c[i] & self.s[i]);
             }
         }
-        hash.hash_rows(rows, &y, self.row_len, out);
+        hash.hash_rows(rows, &mut y, self.row_len, out);
     }
 }
 
@@ -194,12 +201,7 @@ mod tests {
         let mut got = [0; 2];
         for j in 0..inputs.len() {
             code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
-            sender.eval_batch(
-                &hash,
-                &[j as u32, j as u32],
-                |e| &cw[4 * e..4 * e + 4],
-                &mut got,
-            );
+            sender.eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 4], &mut got);
             assert_eq!(got[0], out[j], "row {j}");
             assert_ne!(got[1], out[j], "row {j} other input");
         }

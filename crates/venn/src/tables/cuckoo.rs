@@ -192,7 +192,10 @@ mod tests {
             let quarter = |q: usize| out.iter().filter(|h| h[i] as usize * 4 / bins == q).count();
             for q in 0..4 {
                 let c = quarter(q);
-                assert!((15_000..17_800).contains(&c), "h_{i}: quarter {q} got {c} of 65536");
+                assert!(
+                    (15_000..17_800).contains(&c),
+                    "h_{i}: quarter {q} got {c} of 65536"
+                );
             }
         }
     }

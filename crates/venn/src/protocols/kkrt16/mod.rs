@@ -95,7 +95,7 @@ impl Protocol for Kkrt16 {
         let groups = HASHES + p.stash;
         let mask = low_bits(p.out_bits);
         let (mut batch, mut bins, mut inputs, mut codes) = (vec![], vec![], vec![], vec![]);
-        let mut rows = vec![];
+        let (mut rows, mut code_at) = (vec![], vec![]);
         send_values(
             ctx.chan,
             items.len(),
@@ -118,17 +118,19 @@ impl Protocol for Kkrt16 {
                 // Per item, in group order: H_z = F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3, then
                 // S_j = F(k_{bins + j}, x) for every stash position j.
                 rows.clear();
-                for b in &bins {
-                    rows.extend_from_slice(b);
-                    rows.extend(p.bins as u32..(p.bins + p.stash) as u32);
+                code_at.clear();
+                for (item, b) in bins.iter().enumerate() {
+                    let code = |z: usize| ((item * (HASHES + 1) + z) * OPRF_BLOCKS) as u32;
+                    for (z, &bin) in b.iter().enumerate() {
+                        rows.push(bin);
+                        code_at.push(code(z + 1));
+                    }
+                    for j in 0..p.stash {
+                        rows.push((p.bins + j) as u32);
+                        code_at.push(code(0));
+                    }
                 }
-                let code_of = |e: usize| {
-                    let (item, group) = (e / groups, e % groups);
-                    let z = if group < HASHES { group + 1 } else { 0 };
-                    let at = (item * (HASHES + 1) + z) * OPRF_BLOCKS;
-                    &codes[at..at + OPRF_BLOCKS]
-                };
-                oprf.eval_batch(&out_hash, &rows, code_of, out);
+                oprf.eval_batch(&out_hash, &rows, &codes, &code_at, out);
                 out.iter_mut().for_each(|v| *v &= mask);
             },
         )?;
