@@ -5,6 +5,7 @@
 //! bound given by the caller (derived from the protocol parameters) before anything is
 //! allocated, and never exceeds [`MAX_FRAME`].
 
+mod async_writer;
 mod handshake;
 mod mem;
 mod stream;
@@ -33,14 +34,14 @@ pub struct Traffic {
 
 /// A reliable, ordered, framed, bidirectional message channel to the one peer.
 pub trait Channel: Send {
-    /// Queues one frame (buffered; [`Channel::flush`] or the next receive sends it).
+    /// Queues one frame for sending (it goes out in the background).
     fn send(&mut self, frame: &[u8]) -> Result<()>;
 
     /// Receives one frame into `buf` (replacing its contents). A frame longer than
-    /// `max_len` is an error, detected before any allocation. Flushes pending sends first.
+    /// `max_len` is an error, detected before any allocation.
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()>;
 
-    /// Sends everything queued.
+    /// Waits until everything queued has been sent.
     fn flush(&mut self) -> Result<()>;
 
     /// Bytes moved so far.

@@ -1,25 +1,27 @@
 //! A [`Channel`] over any byte stream (TCP in practice): 4-byte little-endian length
 //! prefix, then the payload.
 
+use super::async_writer::AsyncWriter;
 use super::{abort_reason, oversized, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON, MAX_FRAME};
 use crate::{Error, Result};
-use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
+use std::io::{BufReader, ErrorKind, Read, Write};
 use std::time::Duration;
 
-/// Framing and byte counting over a reader/writer pair.
-pub struct StreamChannel<R: Read, W: Write> {
+/// Framing and byte counting over a reader/writer pair; writes happen on a background
+/// thread (see [`AsyncWriter`]).
+pub struct StreamChannel<R: Read> {
     reader: BufReader<R>,
-    writer: BufWriter<W>,
+    writer: AsyncWriter,
     traffic: Traffic,
     timeout: Duration,
 }
 
-impl<R: Read + Send, W: Write + Send> StreamChannel<R, W> {
+impl<R: Read + Send> StreamChannel<R> {
     /// Wraps a stream whose reads time out after `timeout` (reported as [`Error::Timeout`]).
-    pub fn new(reader: R, writer: W, timeout: Duration) -> Self {
+    pub fn new<W: Write + Send + 'static>(reader: R, writer: W, timeout: Duration) -> Self {
         StreamChannel {
             reader: BufReader::with_capacity(1 << 16, reader),
-            writer: BufWriter::with_capacity(1 << 16, writer),
+            writer: AsyncWriter::new(writer),
             traffic: Traffic::default(),
             timeout,
         }
@@ -51,23 +53,21 @@ impl<R: Read + Send, W: Write + Send> StreamChannel<R, W> {
     }
 }
 
-impl<R: Read + Send, W: Write + Send> Channel for StreamChannel<R, W> {
+impl<R: Read + Send> Channel for StreamChannel<R> {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
         assert!(
             frame.len() <= MAX_FRAME,
             "protocol bug: frame over MAX_FRAME"
         );
-        let header = (frame.len() as u32).to_le_bytes();
-        self.writer
-            .write_all(&header)
-            .and_then(|_| self.writer.write_all(frame))
-            .map_err(|e| self.io_error(e))?;
+        let mut bytes = Vec::with_capacity(4 + frame.len());
+        bytes.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(frame);
+        self.writer.push(bytes).map_err(|e| self.io_error(e))?;
         self.traffic.sent += 4 + frame.len() as u64;
         Ok(())
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        self.flush()?;
         let mut header = [0u8; 4];
         self.reader
             .read_exact(&mut header)
@@ -96,11 +96,9 @@ impl<R: Read + Send, W: Write + Send> Channel for StreamChannel<R, W> {
 
     fn abort(&mut self, reason: &str) {
         let reason = abort_reason(reason).as_bytes();
-        let _ = self
-            .writer
-            .write_all(&ABORT_MARK.to_le_bytes())
-            .and_then(|_| self.writer.write_all(&(reason.len() as u16).to_le_bytes()))
-            .and_then(|_| self.writer.write_all(reason))
-            .and_then(|_| self.writer.flush());
+        let mut notice = ABORT_MARK.to_le_bytes().to_vec();
+        notice.extend_from_slice(&(reason.len() as u16).to_le_bytes());
+        notice.extend_from_slice(reason);
+        let _ = self.writer.push(notice).and_then(|_| self.writer.flush());
     }
 }

@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 /// A framed channel over TCP.
-pub type TcpChannel = StreamChannel<TcpStream, TcpStream>;
+pub type TcpChannel = StreamChannel<TcpStream>;
 
 fn wrap(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
     stream.set_nodelay(true)?;

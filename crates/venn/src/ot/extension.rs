@@ -30,6 +30,7 @@ fn row_bytes(columns: usize) -> usize {
 
 /// The extension receiver (knows both seeds of every column).
 pub struct ExtensionReceiver {
+    seeds0: Vec<Block>,
     g0: PrgMatrix,
     g1: PrgMatrix,
     row_bytes: usize,
@@ -41,6 +42,7 @@ impl ExtensionReceiver {
         let (s0, s1): (Vec<Block>, Vec<Block>) = seeds.iter().map(|p| (p[0], p[1])).unzip();
         ExtensionReceiver {
             g0: PrgMatrix::new(&s0),
+            seeds0: s0,
             g1: PrgMatrix::new(&s1),
             row_bytes: row_bytes(seeds.len()),
         }
@@ -49,6 +51,12 @@ impl ExtensionReceiver {
     /// Blocks per row.
     pub fn row_blocks(&self) -> usize {
         self.g0.row_blocks()
+    }
+
+    /// The receiver's rows `t_j` again from the start, regenerated from the seeds (for
+    /// using them after the extension without having kept them).
+    pub fn replay_t(&self) -> PrgMatrix {
+        PrgMatrix::new(&self.seeds0)
     }
 
     /// Extends `n_rows` rows. `codewords(first_row, rows)` must XOR the codewords of rows
@@ -116,32 +124,42 @@ impl ExtensionSender {
         self.s.len()
     }
 
-    /// Extends `n_rows` rows; `on_q(first_row, q)` receives the rows `q_j` of each chunk
-    /// (only the real rows).
+    /// Extends `n_rows` rows into `q` (row-major, [`Self::row_blocks`] blocks a row).
+    ///
+    /// All of the sender's own PRG rows are expanded into `q` first — work that needs
+    /// nothing from the receiver, so it overlaps whatever the receiver is doing before it
+    /// sends — then each chunk the receiver sends is folded in as it arrives, and
+    /// `after_chunk(q_so_far)` runs with every row received so far (it can do work that
+    /// would otherwise wait for the whole extension).
     pub fn extend(
         &mut self,
         chan: &mut dyn Channel,
         n_rows: usize,
-        mut on_q: impl FnMut(usize, &[Block]),
+        q: &mut Vec<Block>,
+        mut after_chunk: impl FnMut(&[Block]),
     ) -> Result<()> {
         let w = self.row_blocks();
         let mask = row_mask(w, self.row_bytes);
-        let mut q = vec![0; CHUNK_ROWS * w];
-        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes);
-        for (first, real, padded) in chunks(n_rows) {
-            let q = &mut q[..padded * w];
-            self.gs.next_rows(padded, q);
+        q.clear();
+        q.resize(n_rows.next_multiple_of(128) * w, 0);
+        for rows in q.chunks_mut(CHUNK_ROWS * w) {
+            self.gs.next_rows(rows.len() / w, rows);
+        }
+        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes + UNPACK_SLACK);
+        let mut u = vec![0; w];
+        for (first, real, _) in chunks(n_rows) {
             chan.recv_exact_into(&mut frame, real * self.row_bytes, "OT-extension rows")?;
             frame.resize(frame.len() + UNPACK_SLACK, 0);
-            let mut u = vec![0; w];
-            for (r, q_row) in q.chunks_exact_mut(w).take(real).enumerate() {
+            let rows = &mut q[first * w..(first + real) * w];
+            for (r, q_row) in rows.chunks_exact_mut(w).enumerate() {
                 unpack_row(&frame, r, self.row_bytes, &mask, &mut u);
                 for ((q, u), s) in q_row.iter_mut().zip(&u).zip(&self.s) {
                     *q ^= u & s;
                 }
             }
-            on_q(first, &q[..real * w]);
+            after_chunk(&q[..(first + real) * w]);
         }
+        q.truncate(n_rows * w);
         Ok(())
     }
 }

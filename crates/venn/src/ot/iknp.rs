@@ -22,8 +22,8 @@ pub fn iknp_send(
     assert_eq!(delta.len(), BASE_OTS);
     let mut ext = ExtensionSender::new(base_keys, delta);
     let d = ext.s()[0];
-    let mut q = Vec::with_capacity(count);
-    ext.extend(chan, count, |_, rows| q.extend_from_slice(rows))?;
+    let mut q = Vec::new();
+    ext.extend(chan, count, &mut q, |_| {})?;
     let mut q1: Vec<Block> = q.iter().map(|r| r ^ d).collect();
     tccr_hash(0, &mut q);
     tccr_hash(0, &mut q1);

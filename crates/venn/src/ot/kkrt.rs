@@ -47,26 +47,28 @@ impl PseudorandomCode {
     }
 }
 
-/// The OPRF receiver: for each row `j`, learns `F(j, inputs[j]) = H(j, t_j)`.
+/// The OPRF receiver after the extension, holding what it needs to compute its outputs.
+pub struct OprfReceiver {
+    ext: ExtensionReceiver,
+    rows: usize,
+    row_len: usize,
+}
+
+/// Runs the receiver's side of the extension for rows `inputs` (KKRT16 Fig. 2 steps 2–3).
 /// `seeds` are the `k` column seed pairs (from random OTs in which it was the sender).
 pub fn oprf_receive(
     chan: &mut dyn Channel,
     seeds: &[[Block; 2]],
     code: &PseudorandomCode,
-    hash: &WideHash,
     inputs: &[Block],
-) -> Result<Vec<Block>> {
+) -> Result<OprfReceiver> {
     let mut ext = ExtensionReceiver::new(seeds);
     assert_eq!(
         ext.row_blocks(),
         OPRF_BLOCKS,
         "code width in (384, 512] bits"
     );
-    let row_len = seeds.len() / 8;
-    let mut out = Vec::with_capacity(inputs.len());
-    let mut codewords = Vec::new();
-    let mut chunk_inputs = Vec::new();
-    let mut indices = Vec::new();
+    let (mut codewords, mut chunk_inputs) = (Vec::new(), Vec::new());
     ext.extend(
         chan,
         inputs.len(),
@@ -81,58 +83,54 @@ pub fn oprf_receive(
                 *u ^= c;
             }
         },
-        |first, t| {
-            let real = (inputs.len() - first).min(t.len() / OPRF_BLOCKS);
-            indices.clear();
-            indices.extend(first as u32..(first + real) as u32);
-            let start = out.len();
-            out.resize(start + real, 0);
-            hash.hash_rows(
-                &indices,
-                &mut t[..real * OPRF_BLOCKS],
-                row_len,
-                &mut out[start..],
-            );
-        },
+        |_, _| {},
     )?;
-    Ok(out)
+    Ok(OprfReceiver {
+        ext,
+        rows: inputs.len(),
+        row_len: seeds.len() / 8,
+    })
 }
 
-/// The OPRF sender after the extension: holds `s` and every `q_j`, and evaluates
-/// `F(j, x)` for any row `j` and input `x`.
-pub struct OprfSender {
-    s: [Block; OPRF_BLOCKS],
-    q: Vec<Block>,
+impl OprfReceiver {
+    /// `F(j, r_j) = H(j, t_j)` for every row. The outputs depend only on the receiver's
+    /// rows `t_j`, so they are computed here, after the extension, from the replayed PRG
+    /// matrix: the extension's critical path stays short and this work overlaps the
+    /// sender's evaluation.
+    pub fn outputs(&self, hash: &WideHash) -> Vec<Block> {
+        const CHUNK: usize = 4096;
+        let mut t_matrix = self.ext.replay_t();
+        let mut out = vec![0; self.rows];
+        let mut t = vec![0; CHUNK * OPRF_BLOCKS];
+        let mut indices = Vec::with_capacity(CHUNK);
+        for (c, out) in out.chunks_mut(CHUNK).enumerate() {
+            let padded = out.len().next_multiple_of(128);
+            let t = &mut t[..padded * OPRF_BLOCKS];
+            t_matrix.next_rows(padded, t);
+            let first = c * CHUNK;
+            indices.clear();
+            indices.extend(first as u32..(first + out.len()) as u32);
+            hash.hash_rows(
+                &indices,
+                &mut t[..out.len() * OPRF_BLOCKS],
+                self.row_len,
+                out,
+            );
+        }
+        out
+    }
+}
+
+/// The OPRF sender's rows `q_j` (all of them, or those received so far) with its secret
+/// `s`: evaluates `F(j, x) = H(j, q_j ⊕ (C(x) ∧ s))` for any row `j` it has and any `x`.
+pub struct OprfRows<'a> {
+    s: &'a [Block; OPRF_BLOCKS],
+    q: &'a [Block],
     row_len: usize,
 }
 
-impl OprfSender {
-    /// Runs the extension for `rows` rows with the chosen seeds `k_i^{s_i}` of the `k`
-    /// columns and the secret choice bits `s` (KKRT16 Fig. 2 steps 1–3).
-    pub fn extend(
-        chan: &mut dyn Channel,
-        seeds: &[Block],
-        s: &[bool],
-        rows: usize,
-    ) -> Result<Self> {
-        let mut ext = ExtensionSender::new(seeds, s);
-        assert_eq!(
-            ext.row_blocks(),
-            OPRF_BLOCKS,
-            "code width in (384, 512] bits"
-        );
-        let s_blocks = ext.s().try_into().expect("four blocks");
-        let mut q = Vec::with_capacity(rows * OPRF_BLOCKS);
-        advise_huge_pages(&q);
-        ext.extend(chan, rows, |_, chunk| q.extend_from_slice(chunk))?;
-        Ok(OprfSender {
-            s: s_blocks,
-            q,
-            row_len: seeds.len() / 8,
-        })
-    }
-
-    /// The number of rows.
+impl OprfRows<'_> {
+    /// The number of rows available.
     pub fn rows(&self) -> usize {
         self.q.len() / OPRF_BLOCKS
     }
@@ -172,6 +170,51 @@ impl OprfSender {
     }
 }
 
+/// The OPRF sender after the extension.
+pub struct OprfSender {
+    s: [Block; OPRF_BLOCKS],
+    q: Vec<Block>,
+    row_len: usize,
+}
+
+impl OprfSender {
+    /// Runs the extension for `rows` rows with the chosen seeds `k_i^{s_i}` of the `k`
+    /// columns and the secret choice bits `s` (KKRT16 Fig. 2 steps 1–3).
+    /// `after_chunk(rows_so_far)` may evaluate on the rows received so far while the
+    /// receiver computes the next ones.
+    pub fn extend(
+        chan: &mut dyn Channel,
+        seeds: &[Block],
+        s: &[bool],
+        rows: usize,
+        mut after_chunk: impl FnMut(&OprfRows),
+    ) -> Result<Self> {
+        let mut ext = ExtensionSender::new(seeds, s);
+        assert_eq!(
+            ext.row_blocks(),
+            OPRF_BLOCKS,
+            "code width in (384, 512] bits"
+        );
+        let s: [Block; OPRF_BLOCKS] = ext.s().try_into().expect("four blocks");
+        let row_len = seeds.len() / 8;
+        let mut q = Vec::with_capacity(rows.next_multiple_of(128) * OPRF_BLOCKS);
+        advise_huge_pages(&q);
+        ext.extend(chan, rows, &mut q, |q| {
+            after_chunk(&OprfRows { s: &s, q, row_len })
+        })?;
+        Ok(OprfSender { s, q, row_len })
+    }
+
+    /// Evaluation on all rows.
+    pub fn rows(&self) -> OprfRows<'_> {
+        OprfRows {
+            s: &self.s,
+            q: &self.q,
+            row_len: self.row_len,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,16 +235,19 @@ mod tests {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let (inp, h2) = (inputs.clone(), hash.clone());
         let t = std::thread::spawn(move || {
-            oprf_receive(&mut b, &pairs, &PseudorandomCode::new(code_key), &h2, &inp).unwrap()
+            let r = oprf_receive(&mut b, &pairs, &PseudorandomCode::new(code_key), &inp).unwrap();
+            r.outputs(&h2)
         });
-        let sender = OprfSender::extend(&mut a, &chosen, &s, inputs.len()).unwrap();
+        let sender = OprfSender::extend(&mut a, &chosen, &s, inputs.len(), |_| {}).unwrap();
         let out = t.join().unwrap();
         let code = PseudorandomCode::new(code_key);
         let mut cw = vec![0; 2 * OPRF_BLOCKS];
         let mut got = [0; 2];
         for j in 0..inputs.len() {
             code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
-            sender.eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 4], &mut got);
+            sender
+                .rows()
+                .eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 4], &mut got);
             assert_eq!(got[0], out[j], "row {j}");
             assert_ne!(got[1], out[j], "row {j} other input");
         }

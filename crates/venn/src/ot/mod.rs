@@ -10,5 +10,5 @@ mod prg_matrix;
 pub use base::{base_ot_receive, base_ot_send, BASE_OTS};
 pub use extension::{ExtensionReceiver, ExtensionSender};
 pub use iknp::{iknp_receive, iknp_send};
-pub use kkrt::{oprf_receive, OprfSender, PseudorandomCode, OPRF_BLOCKS};
+pub use kkrt::{oprf_receive, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS};
 pub use prg_matrix::PrgMatrix;

@@ -7,7 +7,10 @@
 //! to k random OTs (Alice receives with random choice bits s), Alice's code key and Bob's
 //! cuckoo-hash seed. Online: Fig. 3 steps 2–6.
 
+mod evaluate;
 mod params;
+
+use evaluate::Evaluator;
 
 pub use params::Kkrt16Params;
 
@@ -15,10 +18,11 @@ use super::matching::{low_bits, receive_matches, receive_positions, send_positio
 use super::{Context, ParamTable, Protocol, ProtocolInfo, Security};
 use crate::crypto::{Block, Prg, RandomOracle, WideHash};
 use crate::items::Items;
+use crate::memory::huge_vec;
 use crate::net::{Reader, Writer};
 use crate::ot::{
     base_ot_receive, base_ot_send, iknp_receive, iknp_send, oprf_receive, OprfSender,
-    PseudorandomCode, BASE_OTS, OPRF_BLOCKS,
+    PseudorandomCode, BASE_OTS,
 };
 use crate::tables::{cuckoo_insert, CuckooHash, MatchTable, HASHES};
 use crate::Result;
@@ -84,56 +88,47 @@ impl Protocol for Kkrt16 {
         ctx.phase("hash items", false);
         let y = item_hashes(items, &sid);
         let perm = ctx.prg.permutation(items.len());
+        let mut eval = Evaluator::new(
+            &p,
+            &y,
+            &perm,
+            PseudorandomCode::new(code_key),
+            WideHash::new("venn/kkrt16/oprf", &sid),
+            CuckooHash::new(hash_seed, p.bins),
+        );
 
         ctx.phase("OPRF extension", false);
-        let oprf = OprfSender::extend(ctx.chan, &seeds, &s, p.rows())?;
+        // The S_j values need only the stash rows, which come first: compute them while
+        // the receiver sends the rest, in step with the rows received.
+        let n = items.len();
+        let mut stash_values = huge_vec(n * p.stash, 0);
+        let mut done = 0;
+        let oprf = OprfSender::extend(ctx.chan, &seeds, &s, p.rows(), |rows| {
+            if rows.rows() < p.stash {
+                return;
+            }
+            let target = (n as u128 * rows.rows() as u128 / p.rows() as u128) as usize;
+            let out = &mut stash_values[done * p.stash..target * p.stash];
+            eval.stash_values(rows, done..target, out);
+            done = target;
+        })?;
+        debug_assert_eq!(done, n);
 
         ctx.phase("evaluate and send", false);
-        let code = PseudorandomCode::new(code_key);
-        let out_hash = WideHash::new("venn/kkrt16/oprf", &sid);
-        let cuckoo = CuckooHash::new(hash_seed, p.bins);
         let groups = HASHES + p.stash;
         let mask = low_bits(p.out_bits);
-        let (mut batch, mut bins, mut inputs, mut codes) = (vec![], vec![], vec![], vec![]);
-        let (mut rows, mut code_at) = (vec![], vec![]);
-        send_values(
-            ctx.chan,
-            items.len(),
-            groups,
-            p.out_bits / 8,
-            |first, out| {
-                let count = out.len() / groups;
-                batch.clear();
-                batch.extend(perm[first..first + count].iter().map(|&i| y[i as usize]));
-                cuckoo.bins_of(&batch, &mut bins);
-                // Code inputs per item: y‖0 (stash), y‖1, y‖2, y‖3.
-                inputs.clear();
-                inputs.extend(
-                    batch
-                        .iter()
-                        .flat_map(|&y| (0..=HASHES).map(move |z| with_index(y, z))),
-                );
-                codes.resize(inputs.len() * OPRF_BLOCKS, 0);
-                code.encode(&inputs, &mut codes);
-                // Per item, in group order: H_z = F(k_{h_z(x)}, x ‖ z) for z = 1, 2, 3, then
-                // S_j = F(k_{bins + j}, x) for every stash position j.
-                rows.clear();
-                code_at.clear();
-                for (item, b) in bins.iter().enumerate() {
-                    let code = |z: usize| ((item * (HASHES + 1) + z) * OPRF_BLOCKS) as u32;
-                    for (z, &bin) in b.iter().enumerate() {
-                        rows.push(bin);
-                        code_at.push(code(z + 1));
-                    }
-                    for j in 0..p.stash {
-                        rows.push((p.bins + j) as u32);
-                        code_at.push(code(0));
-                    }
-                }
-                oprf.eval_batch(&out_hash, &rows, &codes, &code_at, out);
-                out.iter_mut().for_each(|v| *v &= mask);
-            },
-        )?;
+        let mut hash_values = Vec::new();
+        send_values(ctx.chan, n, groups, p.out_bits / 8, |first, out| {
+            let count = out.len() / groups;
+            hash_values.resize(count * HASHES, 0);
+            eval.hash_values(&oprf.rows(), first..first + count, &mut hash_values);
+            let stash = &stash_values[first * p.stash..(first + count) * p.stash];
+            for (i, o) in out.chunks_exact_mut(groups).enumerate() {
+                o[..HASHES].copy_from_slice(&hash_values[i * HASHES..(i + 1) * HASHES]);
+                o[HASHES..].copy_from_slice(&stash[i * p.stash..(i + 1) * p.stash]);
+                o.iter_mut().for_each(|v| *v &= mask);
+            }
+        })?;
         if !ctx.session.both {
             return Ok(None);
         }
@@ -161,32 +156,32 @@ impl Protocol for Kkrt16 {
         let mut bins = Vec::new();
         cuckoo.bins_of(&y, &mut bins);
         let table = cuckoo_insert(&bins, p.bins, p.stash, &mut ctx.prg)?;
-        // Fig. 3 step 2: r_i = y ‖ z(y) for bin i, y for stash position j, dummies elsewhere.
+        // Fig. 3 step 2: r = y for stash position j (row j), y ‖ z(y) for bin i (row s + i),
+        // random dummies for empty positions.
         let mut inputs: Vec<Block> = (0..p.rows()).map(|_| ctx.prg.block()).collect();
-        for (i, r) in inputs.iter_mut().enumerate().take(p.bins) {
+        for (j, &item) in table.stash.iter().enumerate() {
+            inputs[j] = y[item as usize];
+        }
+        for (i, r) in inputs[p.stash..].iter_mut().enumerate() {
             if let Some((item, z)) = table.bin(i) {
                 *r = with_index(y[item], z + 1);
             }
         }
-        for (j, &item) in table.stash.iter().enumerate() {
-            inputs[p.bins + j] = y[item as usize];
-        }
 
         ctx.phase("OPRF extension", false);
-        let code = PseudorandomCode::new(code_key);
-        let out_hash = WideHash::new("venn/kkrt16/oprf", &sid);
-        let outputs = oprf_receive(ctx.chan, &seeds, &code, &out_hash, &inputs)?;
+        let oprf = oprf_receive(ctx.chan, &seeds, &PseudorandomCode::new(code_key), &inputs)?;
 
         ctx.phase("receive and match", false);
+        let outputs = oprf.outputs(&WideHash::new("venn/kkrt16/oprf", &sid));
         let mask = low_bits(p.out_bits);
         let mut lookup = MatchTable::with_capacity(items.len());
-        for (i, out) in outputs.iter().enumerate().take(table.len()) {
+        for (j, &item) in table.stash.iter().enumerate() {
+            lookup.insert(outputs[j] & mask, (HASHES + j) as u32, item);
+        }
+        for (i, out) in outputs[p.stash..].iter().enumerate() {
             if let Some((item, z)) = table.bin(i) {
                 lookup.insert(out & mask, z as u32, item as u32);
             }
-        }
-        for (j, &item) in table.stash.iter().enumerate() {
-            lookup.insert(outputs[p.bins + j] & mask, (HASHES + j) as u32, item);
         }
         let groups = HASHES + p.stash;
         let n_s = p.n_sender as usize;
