@@ -69,31 +69,44 @@ impl CuckooHash {
     }
 }
 
+/// A bin: the item in it (or [`EMPTY`]) and that item's candidate bins, kept together so
+/// an eviction finds where the evicted item may go without another memory access.
+#[derive(Clone, Copy)]
+struct Slot {
+    item: u32,
+    bins: [u32; HASHES],
+}
+
 /// Items placed into bins and a stash.
 pub struct CuckooTable {
-    /// `bins[i]` is the index of the item in bin `i`, if any.
-    bins: Vec<u32>,
-    /// `z[i]` is the hash index (0..3) that maps the item in bin `i` there.
-    z: Vec<u8>,
+    slots: Vec<Slot>,
     /// Item indices in the stash, in stash order.
     pub stash: Vec<u32>,
 }
 
 impl CuckooTable {
-    /// The item in bin `i` and its hash index, if the bin is occupied.
+    /// The item in bin `i` and its hash index `z` (`h_z(item) = i`), if the bin is
+    /// occupied. When two hash functions map the item to `i`, the first is named.
     pub fn bin(&self, i: usize) -> Option<(usize, usize)> {
-        let item = self.bins[i];
-        (item != EMPTY).then(|| (item as usize, self.z[i] as usize))
+        let s = &self.slots[i];
+        (s.item != EMPTY).then(|| {
+            let z = s
+                .bins
+                .iter()
+                .position(|&b| b as usize == i)
+                .expect("item is in one of its bins");
+            (s.item as usize, z)
+        })
     }
 
     /// The number of bins.
     pub fn len(&self) -> usize {
-        self.bins.len()
+        self.slots.len()
     }
 
     /// Whether the table has no bins.
     pub fn is_empty(&self) -> bool {
-        self.bins.is_empty()
+        self.slots.is_empty()
     }
 }
 
@@ -106,32 +119,35 @@ pub fn cuckoo_insert(
     max_stash: usize,
     prg: &mut Prg,
 ) -> Result<CuckooTable> {
+    let empty = Slot {
+        item: EMPTY,
+        bins: [0; HASHES],
+    };
     let mut table = CuckooTable {
-        bins: huge_vec(bins, EMPTY),
-        z: huge_vec(bins, 0),
+        slots: huge_vec(bins, empty),
         stash: Vec::new(),
     };
-    for item in 0..hashes.len() as u32 {
-        if let Some(ahead) = hashes.get(item as usize + PREFETCH_AHEAD) {
+    let slots = &mut table.slots;
+    for (item, h) in hashes.iter().enumerate() {
+        if let Some(ahead) = hashes.get(item + PREFETCH_AHEAD) {
             for &b in ahead {
-                prefetch(&table.bins[b as usize]);
+                prefetch(&slots[b as usize]);
             }
         }
-        let mut current = item;
+        let mut current = Slot {
+            item: item as u32,
+            bins: *h,
+        };
         let mut placed = false;
         for _ in 0..MAX_EVICTIONS {
-            let h = &hashes[current as usize];
-            if let Some(z) = (0..HASHES).find(|&z| table.bins[h[z] as usize] == EMPTY) {
-                table.bins[h[z] as usize] = current;
-                table.z[h[z] as usize] = z as u8;
+            let h = current.bins;
+            if let Some(&b) = h.iter().find(|&&b| slots[b as usize].item == EMPTY) {
+                slots[b as usize] = current;
                 placed = true;
                 break;
             }
-            let z = prg.below(HASHES as u64) as usize;
-            let bin = h[z] as usize;
-            let evicted = std::mem::replace(&mut table.bins[bin], current);
-            table.z[bin] = z as u8;
-            current = evicted;
+            let bin = h[prg.below(HASHES as u64) as usize] as usize;
+            current = std::mem::replace(&mut slots[bin], current);
         }
         if !placed {
             if table.stash.len() == max_stash {
@@ -140,7 +156,7 @@ pub fn cuckoo_insert(
                      probability below 2^-40); please run again"
                 )));
             }
-            table.stash.push(current);
+            table.stash.push(current.item);
         }
     }
     Ok(table)
