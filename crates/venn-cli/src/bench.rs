@@ -232,11 +232,22 @@ fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result
     })
 }
 
-/// `venn bench`.
+/// The run with the median total time of `runs` (all verified, or the first that is not).
+fn median(mut runs: Vec<Row>) -> Row {
+    if let Some(bad) = runs.iter().position(|r| !r.verified) {
+        return runs.swap_remove(bad);
+    }
+    runs.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
+    let mid = runs.len() / 2;
+    runs.swap_remove(mid)
+}
+
+/// `venn bench`: each row is the median of `repeat` runs.
 pub fn bench(
     protocols: &[String],
     log2ns: &[u32],
     threads: usize,
+    repeat: usize,
     json: bool,
     timeout: u64,
 ) -> Result<()> {
@@ -264,8 +275,10 @@ pub fn bench(
     for &log2n in log2ns {
         let mut at_n: Vec<Row> = Vec::new();
         for p in protocols {
-            let row = bench_one(p, log2n, threads, timeout)?;
-            at_n.push(row);
+            let runs = (0..repeat.max(1))
+                .map(|_| bench_one(p, log2n, threads, timeout))
+                .collect::<Result<Vec<_>>>()?;
+            at_n.push(median(runs));
         }
         let naive = at_n
             .iter()

@@ -122,6 +122,9 @@ struct BenchCli {
     /// Threads per party.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Runs per row; the row shows the run with the median total time.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -210,7 +213,14 @@ fn main() -> ExitCode {
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Demo => demo::demo(),
         Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
-        Command::Bench(b) => bench::bench(&b.protocol, &b.log2n, b.threads, b.json, b.timeout),
+        Command::Bench(b) => bench::bench(
+            &b.protocol,
+            &b.log2n,
+            b.threads,
+            b.repeat,
+            b.json,
+            b.timeout,
+        ),
         Command::BenchParty(b) => {
             let role = if b.role == "sender" {
                 Role::Sender

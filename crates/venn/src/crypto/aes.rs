@@ -34,6 +34,23 @@ impl Aes {
         self.0.encrypt_blocks(view);
     }
 
+    /// Writes the encryptions of `input` to `output` (same length).
+    #[inline]
+    pub fn encrypt_blocks_to(&self, input: &[Block], output: &mut [Block]) {
+        assert_eq!(input.len(), output.len());
+        // SAFETY: as in `encrypt_blocks`.
+        let (i, o) = unsafe {
+            (
+                std::slice::from_raw_parts(input.as_ptr().cast::<::aes::Block>(), input.len()),
+                std::slice::from_raw_parts_mut(
+                    output.as_mut_ptr().cast::<::aes::Block>(),
+                    output.len(),
+                ),
+            )
+        };
+        self.0.encrypt_blocks_b2b(i, o).expect("equal lengths");
+    }
+
     /// Encrypts one block. Avoid in hot loops; see the module docs.
     #[inline]
     pub fn encrypt(&self, block: Block) -> Block {

@@ -33,16 +33,16 @@ impl PseudorandomCode {
         }
     }
 
-    /// Writes `C(inputs[j])` to `out[j*4 .. j*4+4]`.
+    /// Writes `C(inputs[j])` block-major: block `i` of code word `j` is
+    /// `out[i * inputs.len() + j]`.
     pub fn encode(&self, inputs: &[Block], out: &mut [Block]) {
         assert_eq!(out.len(), inputs.len() * OPRF_BLOCKS);
-        let mut tmp = vec![0; inputs.len()];
-        for (i, aes) in self.keys.iter().enumerate() {
-            tmp.copy_from_slice(inputs);
-            aes.encrypt_blocks(&mut tmp);
-            for (row, &c) in out.chunks_exact_mut(OPRF_BLOCKS).zip(&tmp) {
-                row[i] = c;
-            }
+        for (aes, out) in self
+            .keys
+            .iter()
+            .zip(out.chunks_exact_mut(inputs.len().max(1)))
+        {
+            aes.encrypt_blocks_to(inputs, out);
         }
     }
 }
@@ -79,8 +79,10 @@ pub fn oprf_receive(
             chunk_inputs.resize(rows, 0);
             codewords.resize(u.len(), 0);
             code.encode(&chunk_inputs, &mut codewords);
-            for (u, c) in u.iter_mut().zip(&codewords) {
-                *u ^= c;
+            for (j, u) in u.chunks_exact_mut(OPRF_BLOCKS).enumerate() {
+                for (i, u) in u.iter_mut().enumerate() {
+                    *u ^= codewords[i * rows + j];
+                }
             }
         },
         |_, _| {},
@@ -135,8 +137,8 @@ impl OprfRows<'_> {
         self.q.len() / OPRF_BLOCKS
     }
 
-    /// `out[e] = F(rows[e], x_e)` where `C(x_e)` is the code word at block offset
-    /// `codes[e]` of `codewords` (four blocks).
+    /// `out[e] = F(rows[e], x_e)` where `C(x_e)` is code word number `codes[e]` of
+    /// `codewords`, laid out block-major as [`PseudorandomCode::encode`] writes them.
     ///
     /// One pass gathers each `q_j` (random accesses into a large table, prefetched ahead
     /// and independent of each other so the CPU overlaps them) and masks in the code word;
@@ -151,20 +153,21 @@ impl OprfRows<'_> {
     ) {
         const AHEAD: usize = 16;
         assert!(out.len() == rows.len() && codes.len() == rows.len());
-        let mut y = vec![0; rows.len() * OPRF_BLOCKS];
-        for (e, (y, (&r, &c))) in y
-            .chunks_exact_mut(OPRF_BLOCKS)
-            .zip(rows.iter().zip(codes))
-            .enumerate()
-        {
+        let n_codes = codewords.len() / OPRF_BLOCKS;
+        let mut y = Vec::with_capacity(rows.len() * OPRF_BLOCKS);
+        for (e, (&r, &c)) in rows.iter().zip(codes).enumerate() {
             if let Some(&next) = rows.get(e + AHEAD) {
                 prefetch(&self.q[next as usize * OPRF_BLOCKS]);
             }
             let (r, c) = (r as usize * OPRF_BLOCKS, c as usize);
-            let (q, c) = (&self.q[r..r + OPRF_BLOCKS], &codewords[c..c + OPRF_BLOCKS]);
-            for i in 0..OPRF_BLOCKS {
-                y[i] = q[i] ^ (c[i] & self.s[i]);
-            }
+            let q = &self.q[r..r + OPRF_BLOCKS];
+            let code = |i: usize| codewords[i * n_codes + c] & self.s[i];
+            y.extend_from_slice(&[
+                q[0] ^ code(0),
+                q[1] ^ code(1),
+                q[2] ^ code(2),
+                q[3] ^ code(3),
+            ]);
         }
         hash.hash_rows(rows, &mut y, self.row_len, out);
     }
@@ -247,7 +250,7 @@ mod tests {
             code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
             sender
                 .rows()
-                .eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 4], &mut got);
+                .eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 1], &mut got);
             assert_eq!(got[0], out[j], "row {j}");
             assert_ne!(got[1], out[j], "row {j} other input");
         }

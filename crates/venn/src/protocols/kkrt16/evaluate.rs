@@ -53,7 +53,8 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Code words `C(y ‖ z)` for each item at `positions` and each `z` in `zs`, item-major.
+    /// Code words `C(y ‖ z)` for each item at `positions` and each `z` in `zs`; code word
+    /// number `item·|zs| + (z − zs.start)`.
     fn encode(&mut self, positions: Range<usize>, zs: Range<usize>) {
         let perm = &self.perm[positions];
         let y = self.y;
@@ -76,7 +77,7 @@ impl<'a> Evaluator<'a> {
         for item in 0..positions.len() {
             for j in 0..s {
                 self.rows.push(j as u32);
-                self.code_at.push((item * OPRF_BLOCKS) as u32);
+                self.code_at.push(item as u32);
             }
         }
         oprf.eval_batch(&self.hash, &self.rows, &self.codes, &self.code_at, out);
@@ -98,8 +99,7 @@ impl<'a> Evaluator<'a> {
         for (item, b) in self.bins.iter().enumerate() {
             for (z, &bin) in b.iter().enumerate() {
                 self.rows.push((self.p.stash + bin as usize) as u32);
-                self.code_at
-                    .push(((item * HASHES + z) * OPRF_BLOCKS) as u32);
+                self.code_at.push((item * HASHES + z) as u32);
             }
         }
         oprf.eval_batch(&self.hash, &self.rows, &self.codes, &self.code_at, out);
