@@ -18,7 +18,7 @@ mod run;
 pub mod tables;
 
 pub use error::{Error, Result};
-pub use items::Items;
+pub use items::{BlockEncoder, Items};
 pub use run::{run, Report, RunOptions};
 
 /// Computational security parameter κ in bits.

@@ -16,8 +16,8 @@ pub use params::Kkrt16Params;
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{Context, ParamTable, Protocol, ProtocolInfo, Security};
-use crate::crypto::{Block, Prg, RandomOracle, WideHash};
-use crate::items::Items;
+use crate::crypto::{Block, Prg, WideHash};
+use crate::items::{BlockEncoder, Items};
 use crate::memory::huge_vec;
 use crate::net::{Reader, Writer};
 use crate::ot::{
@@ -41,16 +41,17 @@ static INFO: ProtocolInfo = ProtocolInfo {
     both_allowed: true,
 };
 
-/// Item hashes keep 126 bits; the top two carry the hash index z ∈ {1,2,3} of the
-/// OPRF input `y ‖ z` (z = 0 for stash inputs), so `y ‖ z` is injective.
+/// Item values keep 126 bits; the top two carry the hash index z ∈ {1,2,3} of the
+/// OPRF input `y ‖ z` (z = 0 for stash inputs), so `y ‖ z` is injective. Distinct items
+/// collide with probability ≤ n_s·n_r·2^-126, within λ = 40 for sets up to 2^43.
 const ITEM_MASK: Block = (1 << 126) - 1;
 
 fn with_index(y: Block, z: usize) -> Block {
     y | (z as Block) << 126
 }
 
-fn item_hashes(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
-    let mut h = items.hash_all(&RandomOracle::new("venn/kkrt16/item", sid));
+fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
+    let mut h = items.encode_all(&BlockEncoder::new("venn/kkrt16/item", sid));
     h.iter_mut().for_each(|y| *y &= ITEM_MASK);
     h
 }
@@ -85,8 +86,8 @@ impl Protocol for Kkrt16 {
         let msg = ctx.chan.recv_exact(16, "cuckoo hash seed")?;
         let hash_seed = Reader::new(&msg, "cuckoo hash seed").block()?;
 
-        ctx.phase("hash items", false);
-        let y = item_hashes(items, &sid);
+        ctx.phase("encode items", false);
+        let y = item_values(items, &sid);
         let perm = ctx.prg.permutation(items.len());
         let mut eval = Evaluator::new(
             &p,
@@ -149,8 +150,8 @@ impl Protocol for Kkrt16 {
         let msg = ctx.chan.recv_exact(16, "code key")?;
         let code_key = Reader::new(&msg, "code key").block()?;
 
-        ctx.phase("hash items", false);
-        let y = item_hashes(items, &sid);
+        ctx.phase("encode items", false);
+        let y = item_values(items, &sid);
         ctx.phase("cuckoo hashing", false);
         let cuckoo = CuckooHash::new(hash_seed, p.bins);
         let mut bins = Vec::new();
