@@ -60,7 +60,7 @@ pub fn tcp_listen(
                 if Instant::now() >= deadline {
                     return Err(Error::Timeout(timeout));
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(1));
             }
             Err(e) => return Err(e.into()),
         }
