@@ -41,8 +41,7 @@ fn intersect(sender: &[String], receiver: &[String], extra: &[&str]) -> Vec<Stri
         .concat(),
         &[&["--input", s.to_str().unwrap()], extra].concat(),
     );
-    assert!(so.status.success(), "sender: {}", stderr(&so));
-    assert!(ro.status.success(), "receiver: {}", stderr(&ro));
+    assert_success(&[&so, &ro]);
     let mut rdr = csv::Reader::from_path(&out).unwrap();
     assert_eq!(rdr.headers().unwrap(), vec!["id", "payload"]);
     rdr.records().map(|r| r.unwrap()[0].to_string()).collect()
@@ -121,12 +120,7 @@ fn both_parties_learn_the_output_with_both() {
             so_path.to_str().unwrap(),
         ],
     );
-    assert!(
-        so.status.success() && ro.status.success(),
-        "{} / {}",
-        stderr(&so),
-        stderr(&ro)
-    );
+    assert_success(&[&so, &ro]);
     let rows = |p: &std::path::Path| std::fs::read_to_string(p).unwrap().lines().count() - 1;
     assert_eq!(rows(&so_path), 10);
     assert_eq!(rows(&ro_path), 10);
@@ -164,8 +158,7 @@ fn normalisation_duplicates_columns_and_line_format() {
             "--trim",
         ],
     );
-    assert!(so.status.success(), "{}", stderr(&so));
-    assert!(ro.status.success(), "{}", stderr(&ro));
+    assert_success(&[&so, &ro]);
     assert!(
         stderr(&ro).contains("1 rows repeat an earlier key"),
         "{}",
@@ -201,11 +194,7 @@ fn normalisation_duplicates_columns_and_line_format() {
         ],
         &["--format", "lines", "--input", s.to_str().unwrap()],
     );
-    assert!(
-        so.status.success() && ro.status.success(),
-        "{}",
-        stderr(&ro)
-    );
+    assert_success(&[&so, &ro]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "three\none\n");
 }
 
@@ -235,11 +224,7 @@ fn empty_keys_are_refused_or_skipped() {
         ],
         &["--input", s.to_str().unwrap(), "--skip-empty"],
     );
-    assert!(
-        so.status.success() && ro.status.success(),
-        "{}",
-        stderr(&so)
-    );
+    assert_success(&[&so, &ro]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "k\nb\n");
 }
 
@@ -341,7 +326,7 @@ fn stats_json_records_the_run() {
         ],
         &["--input", s.to_str().unwrap()],
     );
-    assert!(so.status.success() && ro.status.success());
+    assert_success(&[&so, &ro]);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(v["protocol"], "kkrt16");

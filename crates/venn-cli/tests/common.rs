@@ -72,6 +72,13 @@ pub fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
     (s, wait_listening(r))
 }
 
+/// Asserts that every run succeeded, showing its stderr otherwise.
+pub fn assert_success(runs: &[&Output]) {
+    for o in runs {
+        assert!(o.status.success(), "run failed: {}", stderr(o));
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -46,12 +46,12 @@ impl Items {
         &self.data[start..self.ends[i]]
     }
 
-    /// `oracle(item)` for every item, in parallel on the current rayon pool.
-    pub fn hash_all(&self, oracle: &RandomOracle) -> Vec<Block> {
+    /// `f(item)` for every item, in parallel on the current rayon pool.
+    pub fn map_all(&self, f: impl Fn(&[u8]) -> Block + Sync) -> Vec<Block> {
         (0..self.len())
             .into_par_iter()
             .with_min_len(4096)
-            .map(|i| oracle.hash_block(self.get(i)))
+            .map(|i| f(self.get(i)))
             .collect()
     }
 }
@@ -97,17 +97,6 @@ impl BlockEncoder {
                 .encrypt(u128::from_le_bytes(item.try_into().expect("16 bytes"))),
             _ => self.long.hash_block(item),
         }
-    }
-}
-
-impl Items {
-    /// `encoder.encode(item)` for every item, in parallel on the current rayon pool.
-    pub fn encode_all(&self, encoder: &BlockEncoder) -> Vec<Block> {
-        (0..self.len())
-            .into_par_iter()
-            .with_min_len(4096)
-            .map(|i| encoder.encode(self.get(i)))
-            .collect()
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 /// Bytes that may wait in the queue before `push` blocks.
-const QUEUE_LIMIT: usize = 64 << 20;
+const QUEUE_LIMIT: usize = 16 << 20;
 
 #[derive(Default)]
 struct Queue {

@@ -24,7 +24,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
 
 fn hashes(items: &Items, bits: usize) -> Vec<Block> {
     let mask = low_bits(bits);
-    let mut h = items.hash_all(&RandomOracle::new("venn/naive/item", &[]));
+    let oracle = RandomOracle::new("venn/naive/item", &[]);
+    let mut h = items.map_all(|item| oracle.hash_block(item));
     h.iter_mut().for_each(|v| *v &= mask);
     h
 }

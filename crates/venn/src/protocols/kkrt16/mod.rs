@@ -51,13 +51,24 @@ fn with_index(y: Block, z: usize) -> Block {
 }
 
 fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
-    let mut h = items.encode_all(&BlockEncoder::new("venn/kkrt16/item", sid));
+    let encoder = BlockEncoder::new("venn/kkrt16/item", sid);
+    let mut h = items.map_all(|item| encoder.encode(item));
     h.iter_mut().for_each(|y| *y &= ITEM_MASK);
     h
 }
 
 fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
     (0..n).map(|_| prg.u64() & 1 == 1).collect()
+}
+
+/// Sends a fresh random seed of ours and receives the peer's, named `theirs` in errors.
+/// The sender chooses the pseudorandom code (Fig. 2 step 0), the receiver the cuckoo hash
+/// functions (Fig. 3 step 1); both are public once sent.
+fn exchange_seeds(ctx: &mut Context, theirs: &str) -> Result<(Block, Block)> {
+    let ours = ctx.prg.block();
+    ctx.chan.send(&Writer::new().block(ours).0)?;
+    let msg = ctx.chan.recv_exact(16, theirs)?;
+    Ok((ours, Reader::new(&msg, "seed").block()?))
 }
 
 fn session_params(ctx: &Context) -> Result<Kkrt16Params> {
@@ -81,10 +92,7 @@ impl Protocol for Kkrt16 {
         let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
         let s = random_bits(&mut ctx.prg, p.code_bits);
         let seeds = iknp_receive(ctx.chan, &base, &s)?;
-        let code_key = ctx.prg.block();
-        ctx.chan.send(&Writer::new().block(code_key).0)?;
-        let msg = ctx.chan.recv_exact(16, "cuckoo hash seed")?;
-        let hash_seed = Reader::new(&msg, "cuckoo hash seed").block()?;
+        let (code_key, hash_seed) = exchange_seeds(ctx, "cuckoo hash seed")?;
 
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);
@@ -145,10 +153,7 @@ impl Protocol for Kkrt16 {
         let delta = random_bits(&mut ctx.prg, BASE_OTS);
         let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
         let seeds = iknp_send(ctx.chan, &delta, &base, p.code_bits)?;
-        let hash_seed = ctx.prg.block();
-        ctx.chan.send(&Writer::new().block(hash_seed).0)?;
-        let msg = ctx.chan.recv_exact(16, "code key")?;
-        let code_key = Reader::new(&msg, "code key").block()?;
+        let (hash_seed, code_key) = exchange_seeds(ctx, "code key")?;
 
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);
