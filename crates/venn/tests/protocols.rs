@@ -190,3 +190,43 @@ fn silent_peer_times_out() {
     assert!(matches!(e, Error::Timeout(_)), "{e}");
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn items_of_every_length_class_including_empty() {
+    // 0..=15 bytes are encoded, 16 bytes taken as they are, longer ones hashed.
+    let lengths = [2usize, 14, 15, 16, 17, 31, 32, 100, 1000];
+    let mk = |tag: u8| -> Vec<Vec<u8>> {
+        lengths
+            .iter()
+            .flat_map(|&l| (0..3u8).map(move |v| [vec![tag, v], vec![0xAA; l - 2]].concat()))
+            .collect()
+    };
+    // The empty item and a one-byte item are shared; the rest are distinct by prefix.
+    let shared: Vec<Vec<u8>> = [vec![vec![], vec![7]], mk(0x40)].concat();
+    let sender: Items = shared.iter().chain(mk(0x10).iter()).collect();
+    let receiver: Items = mk(0x20).iter().chain(shared.iter()).collect();
+    for &p in registry() {
+        let (_, rr) = run_pair(p, &sender, &receiver, false);
+        let got = rr.unwrap().intersection.unwrap();
+        assert_eq!(got, truth(&receiver, &sender), "{}", p.info().name);
+    }
+}
+
+#[test]
+fn more_threads_give_the_same_result() {
+    let (s, r) = sets(5000, 4000, 1234, 9);
+    for &p in registry() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        let (_, rr) = std::thread::scope(|sc| {
+            let t = sc.spawn(|| {
+                let mut o = options(p, Role::Receiver, false);
+                o.threads = 2;
+                run(&mut b, &r, &o)
+            });
+            let mut o = options(p, Role::Sender, false);
+            o.threads = 2;
+            (run(&mut a, &s, &o), t.join().unwrap())
+        });
+        assert_eq!(rr.unwrap().intersection.unwrap(), truth(&r, &s));
+    }
+}

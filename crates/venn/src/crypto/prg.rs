@@ -80,3 +80,39 @@ impl Prg {
         p
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_streams_are_reproducible_and_distinct() {
+        let (mut a, mut b, mut c) = (Prg::from_seed(1), Prg::from_seed(1), Prg::from_seed(2));
+        let xs: Vec<Block> = (0..1000).map(|_| a.block()).collect();
+        let ys: Vec<Block> = (0..1000).map(|_| b.block()).collect();
+        let zs: Vec<Block> = (0..1000).map(|_| c.block()).collect();
+        assert_eq!(xs, ys);
+        assert_ne!(xs, zs);
+        let distinct: std::collections::HashSet<_> = xs.iter().collect();
+        assert_eq!(distinct.len(), 1000);
+        let mut bulk = vec![0; 1000];
+        Prg::from_seed(1).fill_blocks(&mut bulk);
+        assert_eq!(bulk, xs, "block-wise and bulk output agree");
+        // Bits are balanced (a loose check that would catch a stuck or zero stream).
+        let ones: u32 = xs.iter().map(|x| x.count_ones()).sum();
+        assert!(
+            (60_000..68_000).contains(&ones),
+            "{ones} ones in 128000 bits"
+        );
+    }
+
+    #[test]
+    fn below_and_permutation() {
+        let mut prg = Prg::from_seed(3);
+        assert!((0..10_000).all(|_| prg.below(7) < 7));
+        let mut p = prg.permutation(1000);
+        assert_ne!(p, (0..1000).collect::<Vec<u32>>(), "shuffled");
+        p.sort_unstable();
+        assert_eq!(p, (0..1000).collect::<Vec<u32>>(), "a permutation");
+    }
+}
