@@ -109,6 +109,14 @@ fn version_protocol_and_size_mismatches_are_named() {
     );
     assert_clean_failure(&o, "more than the 1000 we accept");
     assert!(!out.exists());
+    // Above the supported maximum even when the user raises the limit.
+    let (o, out, _d) = against_fake_sender(
+        hello("kkrt16", 1, 1 << 40),
+        false,
+        &["--max-peer-items", "1099511627776"],
+    );
+    assert_clean_failure(&o, "more than the 2147483648 we accept");
+    assert!(!out.exists());
 }
 
 #[test]

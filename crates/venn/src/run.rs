@@ -15,7 +15,7 @@ pub struct RunOptions<'a> {
     pub role: Role,
     /// Whether the sender learns the intersection too.
     pub both: bool,
-    /// The largest set size we accept from the peer.
+    /// The largest set size we accept from the peer (never more than [`MAX_ITEMS`]).
     pub max_peer_items: u64,
     /// Worker threads for this party.
     pub threads: usize,
@@ -103,7 +103,8 @@ fn run_in_pool(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Resu
         both: opts.both,
         set_size: items.len() as u64,
     };
-    let session = handshake(chan, &hello, opts.max_peer_items, &mut prg, |ns, nr| {
+    let max_peer = opts.max_peer_items.min(MAX_ITEMS);
+    let session = handshake(chan, &hello, max_peer, &mut prg, |ns, nr| {
         Ok(opts.protocol.params(ns, nr)?.to_string())
     })?;
     let handshake_phase = Phase {
