@@ -4,6 +4,7 @@
 mod aes;
 mod block;
 mod cr_hash;
+pub mod gf128;
 mod prg;
 mod random_oracle;
 mod sha256_lanes;
@@ -11,7 +12,7 @@ mod transpose;
 
 pub use self::aes::Aes;
 pub use block::{block_from_le, pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
-pub use cr_hash::tccr_hash;
+pub use cr_hash::{tccr_hash, tccr_hash_with};
 pub use prg::Prg;
 pub use random_oracle::{RandomOracle, WideHash};
 pub use transpose::transpose128;

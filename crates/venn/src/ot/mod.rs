@@ -1,14 +1,16 @@
-//! Oblivious transfer: base OTs over Ristretto255, IKNP random-OT extension and the
-//! KKRT16 batched related-key OPRF, all built on one row-wise extension core.
+//! Oblivious transfer: base OTs over Ristretto255, IKNP and KOS15 random-OT extension and
+//! the KKRT16 batched related-key OPRF, all built on one row-wise extension core.
 
 mod base;
 mod extension;
 mod iknp;
 mod kkrt;
+mod kos15;
 mod prg_matrix;
 
 pub use base::{base_ot_receive, base_ot_send, BASE_OTS};
 pub use extension::{ExtensionReceiver, ExtensionSender};
 pub use iknp::{iknp_receive, iknp_send};
 pub use kkrt::{oprf_receive, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS};
+pub use kos15::{kos_receive, kos_send, KosReceiver, KosSender};
 pub use prg_matrix::PrgMatrix;
