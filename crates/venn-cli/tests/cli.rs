@@ -310,6 +310,16 @@ fn naive_runs_with_insecure_and_says_so() {
 }
 
 #[test]
+fn dkt10_through_the_binary() {
+    let s: Vec<String> = keys("d", 0..300);
+    let r: Vec<String> = [keys("d", 200..400), keys("e", 0..10)].concat();
+    assert_eq!(
+        intersect(&s, &r, &["--protocol", "dkt10"]),
+        expected(&s, &r)
+    );
+}
+
+#[test]
 fn stats_json_records_the_run() {
     let dir = tmp();
     let s = write(dir.path(), "s.csv", &csv(&keys("k", 0..100)));

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Role};
-use venn::protocols::{registry, Protocol};
+use venn::protocols::{registry, Protocol, Security};
 use venn::{run, Error, Items, Report, RunOptions};
 
 fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
@@ -108,9 +108,28 @@ fn random_sets_of_many_shapes() {
 
 #[test]
 fn both_parties_learn_the_output_when_asked() {
-    for &p in registry() {
+    for &p in registry().iter().filter(|p| p.info().both_allowed) {
         check(p, 3000, 2000, 777, true);
         check(p, 10, 10, 0, true);
+    }
+}
+
+#[test]
+fn malicious_protocols_refuse_both() {
+    // RR17 §6.7: giving the sender the output too needs more than these protocols do.
+    let (s, r) = sets(10, 10, 5, 5);
+    for &p in registry()
+        .iter()
+        .filter(|p| p.info().security == Security::Malicious)
+    {
+        assert!(!p.info().both_allowed);
+        let (sr, rr) = run_pair(p, &s, &r, true);
+        for e in [sr.unwrap_err(), rr.unwrap_err()] {
+            assert!(
+                matches!(e, Error::Params(_)) && e.to_string().contains("--both"),
+                "{e}"
+            );
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod aes;
 mod block;
 mod cr_hash;
 pub mod gf128;
+pub mod group;
 mod prg;
 mod random_oracle;
 mod sha256_lanes;

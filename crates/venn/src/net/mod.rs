@@ -13,7 +13,7 @@ mod tcp;
 mod wire;
 
 pub use handshake::{handshake, Hello, Role, Session};
-pub use mem::mem_pair;
+pub use mem::{mem_pair, MemChannel};
 pub use stream::StreamChannel;
 pub use tcp::{tcp_connect, tcp_listen};
 pub use wire::{Reader, Writer};

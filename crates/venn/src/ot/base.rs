@@ -6,47 +6,25 @@
 //! Receiver: `m_b = KDF(a·B)`. Each OT has its own keys; every hash binds the session id
 //! and the OT index.
 
+use crate::crypto::group::{decode_point, hash_to_point, random_point, random_scalar};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::net::Channel;
-use crate::{Error, Result};
+use crate::Result;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
-use curve25519_dalek::scalar::Scalar;
-use sha2::{Digest, Sha512};
 
 /// The number of base OTs (κ).
 pub const BASE_OTS: usize = 128;
 
-fn random_scalar(prg: &mut Prg) -> Scalar {
-    let mut wide = [0u8; 64];
-    prg.fill_bytes(&mut wide);
-    Scalar::from_bytes_mod_order_wide(&wide)
-}
-
-fn random_point(prg: &mut Prg) -> RistrettoPoint {
-    let mut wide = [0u8; 64];
-    prg.fill_bytes(&mut wide);
-    RistrettoPoint::from_uniform_bytes(&wide)
-}
-
 /// The hash onto the group, `H(sid, i, P)`.
 fn hash_to_group(sid: &[u8; 32], i: usize, p: &CompressedRistretto) -> RistrettoPoint {
-    let mut h = Sha512::new();
-    h.update(b"venn/mr19/hash-to-group");
-    h.update(sid);
-    h.update((i as u64).to_le_bytes());
-    h.update(p.as_bytes());
-    RistrettoPoint::from_uniform_bytes(&h.finalize().into())
+    hash_to_point(
+        "venn/mr19/hash-to-group",
+        &[sid, &(i as u64).to_le_bytes(), p.as_bytes()],
+    )
 }
 
 fn kdf(ro: &RandomOracle, i: usize, p: &RistrettoPoint) -> Block {
     ro.hash_block(&[&(i as u64).to_le_bytes()[..], p.compress().as_bytes()].concat())
-}
-
-fn decompress(bytes: &[u8]) -> Result<RistrettoPoint> {
-    CompressedRistretto::from_slice(bytes)
-        .ok()
-        .and_then(|c| c.decompress())
-        .ok_or_else(|| Error::protocol("a Ristretto255 point", "an invalid encoding"))
 }
 
 /// The receiver of `choices.len()` base OTs; returns `m_{b_i}` for each.
@@ -75,7 +53,7 @@ pub fn base_ot_receive(
         .iter()
         .zip(reply.chunks_exact(32))
         .enumerate()
-        .map(|(i, (a, b))| Ok(kdf(&ro, i, &(a * decompress(b)?))))
+        .map(|(i, (a, b))| Ok(kdf(&ro, i, &(a * decode_point(b)?))))
         .collect()
 }
 
@@ -92,7 +70,7 @@ pub fn base_ot_send(
     let mut out = Vec::with_capacity(count);
     for (i, pair) in msg.chunks_exact(64).enumerate() {
         let (c0, c1) = (&pair[..32], &pair[32..]);
-        let (r0, r1) = (decompress(c0)?, decompress(c1)?);
+        let (r0, r1) = (decode_point(c0)?, decode_point(c1)?);
         let (c0, c1) = (r0.compress(), r1.compress());
         let b = random_scalar(prg);
         reply.extend_from_slice(RistrettoPoint::mul_base(&b).compress().as_bytes());
@@ -135,6 +113,6 @@ mod tests {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         b.send(&[0xff; 64 * 4]).unwrap();
         let err = base_ot_send(&mut a, 4, &mut Prg::from_seed(3), &[0; 32]).unwrap_err();
-        assert!(matches!(err, Error::Protocol { .. }), "{err}");
+        assert!(matches!(err, crate::Error::Protocol { .. }), "{err}");
     }
 }

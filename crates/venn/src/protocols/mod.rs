@@ -3,11 +3,13 @@
 //! is simply not in it.
 
 mod context;
+mod dkt10;
 mod kkrt16;
 mod matching;
 mod naive;
 
 pub use context::{Context, Phase, Progress};
+pub use dkt10::Dkt10;
 pub use kkrt16::{Kkrt16, Kkrt16Params};
 pub use naive::Naive;
 
@@ -21,6 +23,8 @@ pub enum Security {
     Insecure,
     /// Secure against parties that follow the protocol but try to learn more.
     SemiHonest,
+    /// Secure against parties that deviate from the protocol arbitrarily.
+    Malicious,
 }
 
 impl Security {
@@ -29,6 +33,7 @@ impl Security {
         match self {
             Security::Insecure => "INSECURE",
             Security::SemiHonest => "semi-honest",
+            Security::Malicious => "malicious",
         }
     }
 }
@@ -76,7 +81,7 @@ pub trait Protocol: Sync {
 
 /// Every implemented protocol.
 pub fn registry() -> &'static [&'static dyn Protocol] {
-    &[&Kkrt16, &Naive]
+    &[&Kkrt16, &Dkt10, &Naive]
 }
 
 /// The protocol called `name`.
