@@ -40,6 +40,7 @@ pub struct Row {
     pub peak_rss_sender_mib: Option<f64>,
     pub peak_rss_receiver_mib: Option<f64>,
     pub ratio_to_naive: Option<f64>,
+    pub ratio_to_kkrt16: Option<f64>,
     pub intersection: usize,
     pub verified: bool,
 }
@@ -227,6 +228,7 @@ fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result
         peak_rss_sender_mib: s.peak_rss.map(mib),
         peak_rss_receiver_mib: r.peak_rss.map(mib),
         ratio_to_naive: None,
+        ratio_to_kkrt16: None,
         intersection: r.intersection.unwrap_or(0),
         verified: r.verified == Some(true),
     })
@@ -257,7 +259,7 @@ pub fn bench(
     let mut rows = Vec::new();
     if !json {
         println!(
-            "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}",
+            "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
             "protocol",
             "log2n",
             "threads",
@@ -269,6 +271,7 @@ pub fn bench(
             "RSS s MiB",
             "RSS r MiB",
             "x naive",
+            "x kkrt16",
             "verified"
         );
     }
@@ -280,21 +283,21 @@ pub fn bench(
                 .collect::<Result<Vec<_>>>()?;
             at_n.push(median(runs));
         }
-        let naive = at_n
-            .iter()
-            .find(|r| r.protocol == "naive")
-            .map(|r| r.total_s);
+        let total_of = |name: &str| at_n.iter().find(|r| r.protocol == name).map(|r| r.total_s);
+        let (naive, kkrt16) = (total_of("naive"), total_of("kkrt16"));
         for mut row in at_n {
             row.ratio_to_naive = naive.map(|t| row.total_s / t);
+            row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
             if !json {
                 let opt =
                     |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
                 println!(
-                    "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8}",
+                    "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}",
                     row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
                     row.mib_sender_to_receiver, row.mib_receiver_to_sender,
                     opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
-                    opt(row.ratio_to_naive, 2), if row.verified { "yes" } else { "NO" }
+                    opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),
+                    if row.verified { "yes" } else { "NO" }
                 );
             }
             if !row.verified {
