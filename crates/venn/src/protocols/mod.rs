@@ -3,12 +3,14 @@
 //! is simply not in it.
 
 mod context;
+mod dcw13;
 mod dkt10;
 mod kkrt16;
 mod matching;
 mod naive;
 
 pub use context::{Context, Phase, Progress};
+pub use dcw13::Dcw13;
 pub use dkt10::Dkt10;
 pub use kkrt16::{Kkrt16, Kkrt16Params};
 pub use naive::Naive;
@@ -81,7 +83,7 @@ pub trait Protocol: Sync {
 
 /// Every implemented protocol.
 pub fn registry() -> &'static [&'static dyn Protocol] {
-    &[&Kkrt16, &Dkt10, &Naive]
+    &[&Kkrt16, &Dkt10, &Dcw13, &Naive]
 }
 
 /// The protocol called `name`.

@@ -1,0 +1,147 @@
+//! DCW13 (Dong, Chen, Wen, CCS 2013), the *semi-honest* garbled-Bloom-filter protocol as
+//! RR17 §3 describes it, with the random-GBF optimisation of PSZ14 (RR17 §4.1). The
+//! malicious variant's N/2-out-of-N secret sharing is left out: RR17 §3.1 shows it
+//! insecure.
+//!
+//! The receiver (Bob) puts its items in a Bloom filter `B` and uses its bits as choice bits
+//! of `N` random OTs (IKNP); the sender's choice-1 messages form a random garbled Bloom
+//! filter `G`, so Bob learns `G[j]` exactly where `B[j] = 1`. The sender (Alice) sends, in
+//! random order, the summary `K_x = ⊕_{j ∈ h*(x)} G[j]` of each item over the *set* of its
+//! positions (RR17 footnote 3); Bob computes `K_y` for his items and matches.
+//!
+//! Parameters: `k = λ = 40` hash functions and `N = k·n_r / ln 2` bits, so a Bloom-filter
+//! false positive — which would let Bob test a guessed item of Alice's — has probability
+//! at most 2^-40 per item.
+
+use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
+use crate::crypto::Block;
+use crate::items::{BlockEncoder, Items};
+use crate::net::{Reader, Writer};
+use crate::ot::{base_ot_receive, base_ot_send, iknp_receive, iknp_send, BASE_OTS};
+use crate::tables::{bloom_bits, BloomHash, MatchTable};
+use crate::{Result, STATISTICAL_SECURITY};
+
+/// DCW13 semi-honest PSI with a random garbled Bloom filter.
+pub struct Dcw13;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "dcw13",
+    paper: "Dong, Chen, Wen: When Private Set Intersection Meets Big Data (CCS 2013), \
+            semi-honest GBF protocol with the random-GBF optimisation, as in RR17 §3 and §4.1",
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the intersection; the sender learns nothing (with --both, \
+              the sender learns the intersection too). Both learn the other's set size. \
+              Secure only if both parties follow the protocol.",
+    both_allowed: true,
+};
+
+/// Bloom-filter hash functions: `k = λ`.
+const BLOOM_HASHES: usize = STATISTICAL_SECURITY;
+
+struct Params {
+    bits: usize,
+    out_bits: usize,
+}
+
+fn params(n_sender: u64, n_receiver: u64) -> Params {
+    Params {
+        bits: bloom_bits(n_receiver, BLOOM_HASHES),
+        out_bits: output_bits(n_sender, n_receiver),
+    }
+}
+
+/// `⊕_{j ∈ h*(x)} G[j]` for each item value, truncated to `bits`.
+fn summaries(
+    hash: &BloomHash,
+    values: &[Block],
+    g: impl Fn(usize) -> Block,
+    bits: usize,
+) -> Vec<Block> {
+    let mut pos = Vec::new();
+    values
+        .iter()
+        .map(|&x| {
+            hash.positions(x, &mut pos);
+            pos.iter().fold(0, |acc, &j| acc ^ g(j as usize)) & low_bits(bits)
+        })
+        .collect()
+}
+
+fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
+    let encoder = BlockEncoder::new("venn/dcw13/item", sid);
+    items.map_all(|item| encoder.encode(item))
+}
+
+impl Protocol for Dcw13 {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
+        let p = params(n_sender, n_receiver);
+        Ok(ParamTable(vec![
+            ("k", BLOOM_HASHES.to_string()),
+            ("N_bf", p.bits.to_string()),
+            ("v", p.out_bits.to_string()),
+        ]))
+    }
+
+    /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
+    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
+        let p = params(ctx.session.n_sender, ctx.session.n_receiver);
+        let sid = ctx.session.id;
+        ctx.phase("base OTs", true);
+        let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
+        let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
+        let msg = ctx.chan.recv_exact(16, "Bloom-filter seed")?;
+        let hash = BloomHash::new(Reader::new(&msg, "seed").block()?, p.bits, BLOOM_HASHES);
+
+        ctx.phase("hash items", false);
+        let values = item_values(items, &sid);
+        ctx.phase("OT extension", false);
+        let pairs = iknp_send(ctx.chan, &delta, &base, p.bits)?;
+        ctx.phase("send summaries", false);
+        let perm = ctx.prg.permutation(items.len());
+        let permuted: Vec<Block> = perm.iter().map(|&i| values[i as usize]).collect();
+        let k = summaries(&hash, &permuted, |j| pairs[j][1], p.out_bits);
+        send_values(ctx.chan, items.len(), 1, p.out_bits / 8, |first, out| {
+            out.copy_from_slice(&k[first..first + out.len()]);
+        })?;
+        if !ctx.session.both {
+            return Ok(None);
+        }
+        ctx.phase("receive intersection", false);
+        receive_positions(ctx.chan, &perm, ctx.session.n_receiver as usize).map(Some)
+    }
+
+    /// Bob: the OT-extension receiver with his Bloom filter as choice bits.
+    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
+        let p = params(ctx.session.n_sender, ctx.session.n_receiver);
+        let sid = ctx.session.id;
+        ctx.phase("base OTs", true);
+        let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
+        let seed = ctx.prg.block();
+        ctx.chan.send(&Writer::new().block(seed).0)?;
+        let hash = BloomHash::new(seed, p.bits, BLOOM_HASHES);
+
+        ctx.phase("hash items", false);
+        let values = item_values(items, &sid);
+        ctx.phase("Bloom filter and OT extension", false);
+        let bf = hash.filter(&values);
+        let g = iknp_receive(ctx.chan, &base, &bf)?;
+        ctx.phase("receive and match", false);
+        let mine = summaries(&hash, &values, |j| g[j], p.out_bits);
+        let mut table = MatchTable::with_capacity(items.len());
+        for (i, &k) in mine.iter().enumerate() {
+            table.insert(k, 0, i as u32);
+        }
+        let n_s = ctx.session.n_sender as usize;
+        let matches = receive_matches(ctx.chan, n_s, 1, p.out_bits / 8, &table)?;
+        if ctx.session.both {
+            ctx.phase("send intersection", false);
+            send_positions(ctx.chan, &matches)?;
+        }
+        Ok(matches.iter().map(|m| m.0 as usize).collect())
+    }
+}
