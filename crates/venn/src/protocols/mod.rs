@@ -8,12 +8,14 @@ mod dkt10;
 mod kkrt16;
 mod matching;
 mod naive;
+mod rr17_bloom;
 
 pub use context::{Context, Phase, Progress};
 pub use dcw13::Dcw13;
 pub use dkt10::Dkt10;
 pub use kkrt16::{Kkrt16, Kkrt16Params};
 pub use naive::Naive;
+pub use rr17_bloom::Rr17BloomParams;
 
 use crate::items::Items;
 use crate::{Error, Result};
