@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
-use venn::net::{mem_pair, Role};
+use venn::net::{mem_pair, Channel, MemChannel, Role, Traffic};
 use venn::protocols::{registry, Protocol, Security};
 use venn::{run, Error, Items, Report, RunOptions};
 
@@ -247,5 +247,114 @@ fn more_threads_give_the_same_result() {
             (run(&mut a, &s, &o), t.join().unwrap())
         });
         assert_eq!(rr.unwrap().intersection.unwrap(), truth(&r, &s));
+    }
+}
+
+/// A channel that lets a test rewrite (or cut off at) the frames one party sends.
+struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
+    inner: MemChannel,
+    sent: usize,
+    tamper: F,
+}
+
+impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
+    fn send(&mut self, frame: &[u8]) -> venn::Result<()> {
+        let mut f = frame.to_vec();
+        self.sent += 1;
+        if !(self.tamper)(self.sent, &mut f) {
+            return Err(Error::PeerClosed(" (test: cut off)"));
+        }
+        self.inner.send(&f)
+    }
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> venn::Result<()> {
+        self.inner.recv_into(buf, max_len)
+    }
+    fn flush(&mut self) -> venn::Result<()> {
+        self.inner.flush()
+    }
+    fn traffic(&self) -> Traffic {
+        self.inner.traffic()
+    }
+    fn abort(&mut self, reason: &str) {
+        self.inner.abort(reason)
+    }
+}
+
+/// Runs `p` with the sender's frames passed through `tamper`; returns the receiver's result.
+fn tampered_run(
+    p: &'static dyn Protocol,
+    s: &Items,
+    r: &Items,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> venn::Result<Report> {
+    let (a, mut b) = mem_pair(Duration::from_secs(5));
+    let mut a = Tampered {
+        inner: a,
+        sent: 0,
+        tamper,
+    };
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, false)));
+        let _ = run(&mut a, s, &options(p, Role::Sender, false));
+        drop(a);
+        t.join().unwrap()
+    })
+}
+
+#[test]
+fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
+    let (s, r) = sets(300, 200, 50, 11);
+    for &p in registry() {
+        let name = p.info().name;
+        for k in [1, 2, 3, 4, 5, 6, 8, 10, 13, 17, 25, 40, 70] {
+            let start = std::time::Instant::now();
+            // Cut off before frame k: the receiver must fail cleanly.
+            let cut = tampered_run(p, &s, &r, |i, _| i < k);
+            if let Err(e) = &cut {
+                assert!(!e.to_string().is_empty());
+            }
+            // Flip a byte of frame k: no panic, and an answer (any) in bounded time.
+            let _ = tampered_run(p, &s, &r, |i, f| {
+                if i == k && !f.is_empty() {
+                    let at = f.len() / 2;
+                    f[at] ^= 0x40;
+                }
+                true
+            });
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "{name}: frame {k} took too long"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_sender_with_more_values_than_its_set_size_is_refused() {
+    let (s, r) = sets(300, 200, 50, 12);
+    for &p in registry() {
+        let bytes = p.params(300, 200).unwrap();
+        let v = bytes
+            .0
+            .iter()
+            .find(|(k, _)| *k == "v")
+            .map(|(_, v)| v.parse::<usize>().unwrap() / 8)
+            .unwrap();
+        let groups = if p.info().name == "kkrt16" { 3 + 12 } else { 1 };
+        // The final frame carries the 300 values: append one more.
+        let result = tampered_run(p, &s, &r, |_, f| {
+            if f.len() == 300 * groups * v {
+                f.extend(vec![0x55; groups * v]);
+            }
+            true
+        });
+        let e = result
+            .err()
+            .unwrap_or_else(|| panic!("{}: surplus values accepted", p.info().name));
+        assert!(
+            matches!(e, Error::Protocol { .. }),
+            "{}: {e}",
+            p.info().name
+        );
     }
 }

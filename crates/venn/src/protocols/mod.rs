@@ -15,7 +15,7 @@ pub use dcw13::Dcw13;
 pub use dkt10::Dkt10;
 pub use kkrt16::{Kkrt16, Kkrt16Params};
 pub use naive::Naive;
-pub use rr17_bloom::Rr17BloomParams;
+pub use rr17_bloom::{Rr17Bloom, Rr17BloomParams};
 
 use crate::items::Items;
 use crate::{Error, Result};
@@ -85,7 +85,7 @@ pub trait Protocol: Sync {
 
 /// Every implemented protocol.
 pub fn registry() -> &'static [&'static dyn Protocol] {
-    &[&Kkrt16, &Dkt10, &Dcw13, &Naive]
+    &[&Kkrt16, &Rr17Bloom, &Dkt10, &Dcw13, &Naive]
 }
 
 /// The protocol called `name`.

@@ -1,0 +1,89 @@
+//! Fig. 4 steps 3–4: the sender opens a random p_chk fraction C of the OTs (sent as a seed);
+//! the receiver names the opened OTs R ⊆ C in which it used choice bit 0 and proves it with
+//! the aggregate `r* = ⊕_{i∈R} m_{i,0}` (§4.1, "aggregating proofs of choice bits").
+
+use super::Rr17BloomParams;
+use crate::crypto::{Block, Prg};
+use crate::net::{Channel, Reader, Writer};
+use crate::ot::{KosReceiver, KosSender};
+use crate::{Error, Result};
+
+/// `C`: each of the `n_ot` OTs independently with probability `p_chk`, derived from `seed`
+/// with integer comparisons only, so both sides derive the same set on any platform.
+pub fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<usize> {
+    let threshold = (p.p_chk * 2f64.powi(64)) as u64;
+    let mut prg = Prg::from_seed(seed);
+    (0..p.n_ot as usize)
+        .filter(|_| prg.u64() < threshold)
+        .collect()
+}
+
+fn xor_all(messages: Vec<Block>) -> Block {
+    messages.into_iter().fold(0, |a, m| a ^ m)
+}
+
+/// The sender's side: sends the challenge, checks the response. Returns C.
+pub fn challenge(
+    chan: &mut dyn Channel,
+    ot: &KosSender,
+    p: &Rr17BloomParams,
+    prg: &mut Prg,
+) -> Result<Vec<usize>> {
+    let seed = prg.block();
+    chan.send(&Writer::new().block(seed).0)?;
+    let c = challenge_set(seed, p);
+    let msg = chan.recv_exact(c.len().div_ceil(8) + 16, "cut-and-choose response")?;
+    let (bits, proof) = msg.split_at(c.len().div_ceil(8));
+    let r: Vec<usize> = c
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| bits[i / 8] >> (i % 8) & 1 == 1)
+        .map(|(_, &j)| j)
+        .collect();
+    let ones = (c.len() - r.len()) as u64;
+    if ones > p.n_maxones {
+        return Err(Error::CheatingDetected(format!(
+            "the receiver used choice bit 1 in {ones} of the {} opened OTs; at most {} are allowed",
+            c.len(),
+            p.n_maxones
+        )));
+    }
+    let r_star = Reader::new(proof, "r*").block()?;
+    if r_star != xor_all(ot.messages(&r, false)) {
+        return Err(Error::CheatingDetected(
+            "the receiver's proof r* of its zero choice bits is wrong".into(),
+        ));
+    }
+    Ok(c)
+}
+
+/// The receiver's side: derives C from the seed, answers with R and r*. Returns C.
+pub fn respond(
+    chan: &mut dyn Channel,
+    ot: &KosReceiver,
+    p: &Rr17BloomParams,
+) -> Result<Vec<usize>> {
+    let msg = chan.recv_exact(16, "cut-and-choose seed")?;
+    let c = challenge_set(Reader::new(&msg, "seed").block()?, p);
+    if c.len() as u64 > p.n_ot - p.n_bf {
+        return Err(Error::Protocol {
+            expected: format!("at most {} opened OTs", p.n_ot - p.n_bf),
+            got: format!(
+                "{} (an event of probability ≤ 2^-40 for an honest sender)",
+                c.len()
+            ),
+        });
+    }
+    let mut bits = vec![0u8; c.len().div_ceil(8)];
+    let mut r = Vec::new();
+    for (i, &j) in c.iter().enumerate() {
+        if !ot.choice(j) {
+            bits[i / 8] |= 1 << (i % 8);
+            r.push(j);
+        }
+    }
+    let proof = xor_all(ot.messages(&r));
+    chan.send(&Writer::new().bytes(&bits).block(proof).0)?;
+    chan.flush()?;
+    Ok(c)
+}

@@ -1,0 +1,137 @@
+//! Fig. 4 step 5: the receiver's injective map π from Bloom-filter positions to unopened
+//! OTs with `BF[i] = b_{π(i)}`, sent as `N_bf` entries of ⌈log2 N_ot⌉ bits, and the
+//! sender's checks that it is in range, injective and avoids the opened set C.
+
+use crate::crypto::Prg;
+use crate::net::Channel;
+use crate::{Error, Result};
+
+/// Entries per frame.
+const CHUNK: usize = 1 << 16;
+
+/// Bits per entry for `n_ot` OTs.
+pub fn entry_bits(n_ot: u64) -> usize {
+    (64 - (n_ot.max(2) - 1).leading_zeros()) as usize
+}
+
+/// The receiver's π: each filter position gets a distinct unopened OT whose choice bit
+/// equals the filter bit, chosen at random.
+///
+/// The unopened OTs hold more ones than a filter of n·k insertions has set bits (the
+/// parameters leave slack for the check, and hash collisions set fewer bits), and fewer
+/// zeros than it has clear bits. So random clear positions are first set to one until the
+/// filter has exactly as many ones as there are unopened one-OTs: a filter with extra ones
+/// still contains every item, and §5.2 already bounds the receiver to N_1 ones.
+pub fn build(
+    bf: &mut [bool],
+    choice: impl Fn(usize) -> bool,
+    n_ot: usize,
+    opened: &[usize],
+    prg: &mut Prg,
+) -> Result<Vec<u32>> {
+    let mut is_opened = vec![false; n_ot];
+    for &j in opened {
+        is_opened[j] = true;
+    }
+    let (mut ones, mut zeros): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    for j in (0..n_ot).filter(|&j| !is_opened[j]) {
+        if choice(j) {
+            ones.push(j as u32)
+        } else {
+            zeros.push(j as u32)
+        }
+    }
+    let mut shuffle = |v: &mut Vec<u32>| {
+        for i in (1..v.len()).rev() {
+            v.swap(i, prg.below(i as u64 + 1) as usize);
+        }
+    };
+    shuffle(&mut ones);
+    shuffle(&mut zeros);
+    let set = bf.iter().filter(|&&b| b).count();
+    if set > ones.len() {
+        return Err(Error::Params(format!(
+            "the Bloom filter has {set} ones but only {} unopened OTs have choice bit 1 (probability ≤ 2^-40)",
+            ones.len()
+        )));
+    }
+    let mut clear: Vec<u32> = (0..bf.len() as u32).filter(|&i| !bf[i as usize]).collect();
+    shuffle(&mut clear);
+    for &i in clear.iter().take(ones.len() - set) {
+        bf[i as usize] = true;
+    }
+    bf.iter()
+        .map(|&bit| if bit { ones.pop() } else { zeros.pop() })
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| {
+            Error::Params("fewer unopened OTs than Bloom-filter bits (probability ≤ 2^-40)".into())
+        })
+}
+
+/// Sends π packed at [`entry_bits`] bits per entry.
+pub fn send(chan: &mut dyn Channel, pi: &[u32], n_ot: u64) -> Result<()> {
+    let w = entry_bits(n_ot);
+    for chunk in pi.chunks(CHUNK) {
+        let mut bytes = vec![0u8; (chunk.len() * w).div_ceil(8)];
+        for (e, &v) in chunk.iter().enumerate() {
+            for b in 0..w {
+                if v >> b & 1 == 1 {
+                    let bit = e * w + b;
+                    bytes[bit / 8] |= 1 << (bit % 8);
+                }
+            }
+        }
+        chan.send(&bytes)?;
+    }
+    chan.flush()
+}
+
+/// Receives π for a filter of `n_bf` bits and checks it: every entry below `n_ot`, no entry
+/// twice, none in the opened set.
+pub fn receive(
+    chan: &mut dyn Channel,
+    n_bf: usize,
+    n_ot: u64,
+    opened: &[usize],
+) -> Result<Vec<u32>> {
+    let w = entry_bits(n_ot);
+    const FREE: u8 = 0;
+    const OPENED: u8 = 1;
+    const TAKEN: u8 = 2;
+    let mut state = vec![FREE; n_ot as usize];
+    for &j in opened {
+        state[j] = OPENED;
+    }
+    let mut pi = Vec::with_capacity(n_bf);
+    let mut frame = Vec::new();
+    for first in (0..n_bf).step_by(CHUNK) {
+        let count = (n_bf - first).min(CHUNK);
+        chan.recv_exact_into(&mut frame, (count * w).div_ceil(8), "permutation π")?;
+        for e in 0..count {
+            let v = (0..w).fold(0u64, |acc, b| {
+                let bit = e * w + b;
+                acc | (((frame[bit / 8] >> (bit % 8)) & 1) as u64) << b
+            });
+            if v >= n_ot {
+                return Err(Error::CheatingDetected(format!(
+                    "π maps a filter position to OT {v}, out of range"
+                )));
+            }
+            match std::mem::replace(&mut state[v as usize], TAKEN) {
+                OPENED => {
+                    return Err(Error::CheatingDetected(format!(
+                        "π points into the opened set (OT {v})"
+                    )))
+                }
+                TAKEN => {
+                    return Err(Error::CheatingDetected(format!(
+                        "π is not injective (OT {v} twice)"
+                    )))
+                }
+                _ => {}
+            }
+            pi.push(v as u32);
+        }
+    }
+    Ok(pi)
+}
