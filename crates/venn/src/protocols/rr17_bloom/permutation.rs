@@ -55,10 +55,13 @@ pub fn build(
             ones.len()
         )));
     }
+    // A uniformly random subset of the clear positions (partial Fisher–Yates).
     let mut clear: Vec<u32> = (0..bf.len() as u32).filter(|&i| !bf[i as usize]).collect();
-    shuffle(&mut clear);
-    for &i in clear.iter().take(ones.len() - set) {
-        bf[i as usize] = true;
+    let extra = (ones.len() - set).min(clear.len());
+    for i in 0..extra {
+        let j = i + prg.below((clear.len() - i) as u64) as usize;
+        clear.swap(i, j);
+        bf[clear[i] as usize] = true;
     }
     bf.iter()
         .map(|&bit| if bit { ones.pop() } else { zeros.pop() })
@@ -72,14 +75,19 @@ pub fn build(
 pub fn send(chan: &mut dyn Channel, pi: &[u32], n_ot: u64) -> Result<()> {
     let w = entry_bits(n_ot);
     for chunk in pi.chunks(CHUNK) {
-        let mut bytes = vec![0u8; (chunk.len() * w).div_ceil(8)];
-        for (e, &v) in chunk.iter().enumerate() {
-            for b in 0..w {
-                if v >> b & 1 == 1 {
-                    let bit = e * w + b;
-                    bytes[bit / 8] |= 1 << (bit % 8);
-                }
+        let mut bytes = Vec::with_capacity((chunk.len() * w).div_ceil(8));
+        let (mut acc, mut held) = (0u64, 0);
+        for &v in chunk {
+            acc |= (v as u64) << held;
+            held += w;
+            while held >= 8 {
+                bytes.push(acc as u8);
+                acc >>= 8;
+                held -= 8;
             }
+        }
+        if held > 0 {
+            bytes.push(acc as u8);
         }
         chan.send(&bytes)?;
     }
@@ -107,11 +115,16 @@ pub fn receive(
     for first in (0..n_bf).step_by(CHUNK) {
         let count = (n_bf - first).min(CHUNK);
         chan.recv_exact_into(&mut frame, (count * w).div_ceil(8), "permutation π")?;
-        for e in 0..count {
-            let v = (0..w).fold(0u64, |acc, b| {
-                let bit = e * w + b;
-                acc | (((frame[bit / 8] >> (bit % 8)) & 1) as u64) << b
-            });
+        let (mut acc, mut held, mut next) = (0u64, 0, 0);
+        for _ in 0..count {
+            while held < w {
+                acc |= (frame[next] as u64) << held;
+                next += 1;
+                held += 8;
+            }
+            let v = acc & ((1 << w) - 1);
+            acc >>= w;
+            held -= w;
             if v >= n_ot {
                 return Err(Error::CheatingDetected(format!(
                     "π maps a filter position to OT {v}, out of range"
@@ -134,4 +147,33 @@ pub fn receive(
         }
     }
     Ok(pi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    #[test]
+    fn packed_entries_round_trip_and_build_matches_the_filter() {
+        let mut prg = Prg::from_seed(3);
+        let n_ot = 5000usize;
+        let choices: Vec<bool> = (0..n_ot).map(|_| prg.below(3) == 0).collect();
+        let opened: Vec<usize> = (0..n_ot).filter(|i| i % 17 == 0).collect();
+        let mut bf: Vec<bool> = (0..3000).map(|_| prg.below(5) == 0).collect();
+        let before = bf.clone();
+        let pi = build(&mut bf, |j| choices[j], n_ot, &opened, &mut prg).unwrap();
+        assert!(
+            before.iter().zip(&bf).all(|(&b, &a)| !b || a),
+            "padding only adds ones"
+        );
+        for (i, &j) in pi.iter().enumerate() {
+            assert_eq!(choices[j as usize], bf[i]);
+            assert!(j % 17 != 0, "avoids the opened set");
+        }
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        send(&mut a, &pi, n_ot as u64).unwrap();
+        assert_eq!(receive(&mut b, pi.len(), n_ot as u64, &opened).unwrap(), pi);
+    }
 }
