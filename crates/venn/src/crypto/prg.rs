@@ -70,14 +70,42 @@ impl Prg {
         }
     }
 
-    /// A uniformly random permutation of `0..n` (Fisher–Yates).
+    /// A uniformly random permutation of `0..n`.
     pub fn permutation(&mut self, n: usize) -> Vec<u32> {
         let mut p: Vec<u32> = (0..n as u32).collect();
-        for i in (1..n).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            p.swap(i, j);
-        }
+        self.shuffle(&mut p);
         p
+    }
+
+    /// Shuffles `v` uniformly at random. Small slices use Fisher–Yates; large ones the
+    /// Rao–Sandelius method (each element to one of 256 random buckets, each bucket
+    /// shuffled, buckets concatenated — exactly uniform), whose memory accesses stay within
+    /// cache-sized buckets instead of jumping across the whole array.
+    pub fn shuffle(&mut self, v: &mut [u32]) {
+        const IN_CACHE: usize = 1 << 18;
+        const BUCKETS: usize = 256;
+        if v.len() <= IN_CACHE {
+            for i in (1..v.len()).rev() {
+                let j = self.below(i as u64 + 1) as usize;
+                v.swap(i, j);
+            }
+            return;
+        }
+        let mut buckets: Vec<Vec<u32>> = (0..BUCKETS)
+            .map(|_| Vec::with_capacity(v.len() / BUCKETS * 9 / 8))
+            .collect();
+        for chunk in v.chunks(16) {
+            let r = self.block();
+            for (k, &x) in chunk.iter().enumerate() {
+                buckets[(r >> (8 * k)) as usize & (BUCKETS - 1)].push(x);
+            }
+        }
+        let mut at = 0;
+        for mut b in buckets {
+            self.shuffle(&mut b);
+            v[at..at + b.len()].copy_from_slice(&b);
+            at += b.len();
+        }
     }
 }
 
@@ -103,6 +131,30 @@ mod tests {
         assert!(
             (60_000..68_000).contains(&ones),
             "{ones} ones in 128000 bits"
+        );
+    }
+
+    #[test]
+    fn large_shuffles_are_permutations_and_look_uniform() {
+        let mut prg = Prg::from_seed(8);
+        let n = 1 << 19;
+        let mut v: Vec<u32> = (0..n).collect();
+        prg.shuffle(&mut v);
+        // Where element 0 lands, over many shuffles of a large array, is spread evenly.
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n).collect::<Vec<u32>>());
+        let fixed = v
+            .iter()
+            .enumerate()
+            .filter(|(i, &x)| *i as u32 == x)
+            .count();
+        assert!(fixed < 10, "{fixed} fixed points (expected about 1)");
+        let quarter = v[..(n as usize) / 4].iter().filter(|&&x| x < n / 4).count() as f64;
+        let expect = n as f64 / 16.0;
+        assert!(
+            (quarter - expect).abs() < 5.0 * expect.sqrt(),
+            "{quarter} vs {expect}"
         );
     }
 

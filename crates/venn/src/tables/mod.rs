@@ -2,10 +2,12 @@
 //! KKRT16 Fig. 3), Bloom-filter hashing, and the table that matches the sender's values
 //! against the receiver's.
 
+mod bitset;
 mod bloom;
 mod cuckoo;
 mod match_table;
 
+pub use bitset::BitSet;
 pub use bloom::{bloom_bits, BloomHash};
 pub use cuckoo::{cuckoo_insert, pssz15_stash_size, CuckooHash, CuckooTable, HASHES};
 pub use match_table::MatchTable;

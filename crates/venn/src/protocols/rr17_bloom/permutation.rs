@@ -4,6 +4,7 @@
 
 use crate::crypto::Prg;
 use crate::net::Channel;
+use crate::tables::BitSet;
 use crate::{Error, Result};
 
 /// Entries per frame.
@@ -29,25 +30,21 @@ pub fn build(
     opened: &[usize],
     prg: &mut Prg,
 ) -> Result<Vec<u32>> {
-    let mut is_opened = vec![false; n_ot];
+    let mut is_opened = BitSet::new(n_ot);
     for &j in opened {
-        is_opened[j] = true;
+        is_opened.set(j);
     }
     let (mut ones, mut zeros): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-    for j in (0..n_ot).filter(|&j| !is_opened[j]) {
+    for j in (0..n_ot).filter(|&j| !is_opened.get(j)) {
         if choice(j) {
             ones.push(j as u32)
         } else {
             zeros.push(j as u32)
         }
     }
-    let mut shuffle = |v: &mut Vec<u32>| {
-        for i in (1..v.len()).rev() {
-            v.swap(i, prg.below(i as u64 + 1) as usize);
-        }
-    };
-    shuffle(&mut ones);
-    shuffle(&mut zeros);
+    drop(is_opened);
+    prg.shuffle(&mut ones);
+    prg.shuffle(&mut zeros);
     let set = bf.iter().filter(|&&b| b).count();
     if set > ones.len() {
         return Err(Error::Params(format!(
@@ -55,13 +52,14 @@ pub fn build(
             ones.len()
         )));
     }
-    // A uniformly random subset of the clear positions (partial Fisher–Yates).
-    let mut clear: Vec<u32> = (0..bf.len() as u32).filter(|&i| !bf[i as usize]).collect();
-    let extra = (ones.len() - set).min(clear.len());
-    for i in 0..extra {
-        let j = i + prg.below((clear.len() - i) as u64) as usize;
-        clear.swap(i, j);
-        bf[clear[i] as usize] = true;
+    // A uniformly random set of clear positions, by rejection (few compared to the filter).
+    let mut extra = (ones.len() - set).min(bf.len() - set);
+    while extra > 0 {
+        let i = prg.below(bf.len() as u64) as usize;
+        if !bf[i] {
+            bf[i] = true;
+            extra -= 1;
+        }
     }
     bf.iter()
         .map(|&bit| if bit { ones.pop() } else { zeros.pop() })
@@ -103,12 +101,9 @@ pub fn receive(
     opened: &[usize],
 ) -> Result<Vec<u32>> {
     let w = entry_bits(n_ot);
-    const FREE: u8 = 0;
-    const OPENED: u8 = 1;
-    const TAKEN: u8 = 2;
-    let mut state = vec![FREE; n_ot as usize];
+    let (mut is_opened, mut taken) = (BitSet::new(n_ot as usize), BitSet::new(n_ot as usize));
     for &j in opened {
-        state[j] = OPENED;
+        is_opened.set(j);
     }
     let mut pi = Vec::with_capacity(n_bf);
     let mut frame = Vec::new();
@@ -130,18 +125,15 @@ pub fn receive(
                     "π maps a filter position to OT {v}, out of range"
                 )));
             }
-            match std::mem::replace(&mut state[v as usize], TAKEN) {
-                OPENED => {
-                    return Err(Error::CheatingDetected(format!(
-                        "π points into the opened set (OT {v})"
-                    )))
-                }
-                TAKEN => {
-                    return Err(Error::CheatingDetected(format!(
-                        "π is not injective (OT {v} twice)"
-                    )))
-                }
-                _ => {}
+            if is_opened.get(v as usize) {
+                return Err(Error::CheatingDetected(format!(
+                    "π points into the opened set (OT {v})"
+                )));
+            }
+            if taken.set(v as usize) {
+                return Err(Error::CheatingDetected(format!(
+                    "π is not injective (OT {v} twice)"
+                )));
             }
             pi.push(v as u32);
         }
