@@ -11,6 +11,8 @@ pub struct Prg {
     counter: u128,
     buf: [Block; BATCH],
     used: usize,
+    /// The high half of the last block `u64` drew from, if not yet used.
+    spare: Option<u64>,
 }
 
 impl Prg {
@@ -21,6 +23,7 @@ impl Prg {
             counter: 0,
             buf: [0; BATCH],
             used: BATCH,
+            spare: None,
         }
     }
 
@@ -52,14 +55,28 @@ impl Prg {
         self.buf[self.used - 1]
     }
 
-    /// The next pseudorandom 64-bit word.
+    /// The next pseudorandom 64-bit word (both halves of each block are used).
     pub fn u64(&mut self) -> u64 {
-        self.block() as u64
+        if let Some(x) = self.spare.take() {
+            return x;
+        }
+        let b = self.block();
+        self.spare = Some((b >> 64) as u64);
+        b as u64
     }
 
-    /// A uniform integer in `0..bound` (Lemire's multiply-shift; bias ≤ bound / 2^64).
+    /// An exactly uniform integer in `0..bound` (Lemire's multiply-shift with rejection of
+    /// the biased low products), for `bound > 0`.
     pub fn below(&mut self, bound: u64) -> u64 {
-        ((self.u64() as u128 * bound as u128) >> 64) as u64
+        assert!(bound > 0);
+        let mut m = self.u64() as u128 * bound as u128;
+        if (m as u64) < bound {
+            let threshold = bound.wrapping_neg() % bound;
+            while (m as u64) < threshold {
+                m = self.u64() as u128 * bound as u128;
+            }
+        }
+        (m >> 64) as u64
     }
 
     /// Fills `out` with pseudorandom bytes.
@@ -162,6 +179,10 @@ mod tests {
     fn below_and_permutation() {
         let mut prg = Prg::from_seed(3);
         assert!((0..10_000).all(|_| prg.below(7) < 7));
+        // Exactly uniform even for a bound near 2^64: both halves of the range equally often.
+        let big = (1u64 << 63) + (1 << 62);
+        let low = (0..20_000).filter(|_| prg.below(big) < big / 2).count();
+        assert!((9_500..10_500).contains(&low), "{low}");
         let mut p = prg.permutation(1000);
         assert_ne!(p, (0..1000).collect::<Vec<u32>>(), "shuffled");
         p.sort_unstable();

@@ -13,6 +13,7 @@
 
 use super::{ExtensionReceiver, ExtensionSender, BASE_OTS};
 use crate::crypto::{gf128, tccr_hash_with, Block, Prg, RandomOracle};
+use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
@@ -108,7 +109,8 @@ pub fn kos_send(
         .expect("32 bytes");
     let mut ext = ExtensionSender::new(base_keys, delta);
     let delta = ext.s()[0];
-    let mut q = Vec::new();
+    let mut q = Vec::with_capacity((count + CHECK_PADDING).next_multiple_of(128));
+    advise_huge_pages(&q);
     ext.extend(chan, count + CHECK_PADDING, &mut q, |_| {})?;
     let seed_s = prg.block();
     chan.send(&Writer::new().block(seed_s).0)?;
@@ -165,6 +167,7 @@ fn extend_rows(
 ) -> Result<Vec<Block>> {
     let mut ext = ExtensionReceiver::new(base_keys);
     let mut t = Vec::with_capacity(choices.len());
+    advise_huge_pages(&t);
     ext.extend(
         chan,
         choices.len(),

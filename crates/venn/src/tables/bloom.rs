@@ -27,11 +27,16 @@ impl BloomHash {
         self.bits as usize
     }
 
-    /// Writes `h*(x)`, the sorted set of distinct positions of the item value `x`.
-    pub fn positions(&self, x: Block, out: &mut Vec<u32>) {
+    /// Writes `h_1(x), …, h_k(x)` for the item value `x` (with repeats, in order).
+    fn hashes(&self, x: Block, out: &mut Vec<u32>) {
         let mut prg = Prg::from_seed(x ^ self.seed);
         out.clear();
         out.extend((0..self.k).map(|_| prg.below(self.bits) as u32));
+    }
+
+    /// Writes `h*(x)`, the sorted set of distinct positions of the item value `x`.
+    pub fn positions(&self, x: Block, out: &mut Vec<u32>) {
+        self.hashes(x, out);
         out.sort_unstable();
         out.dedup();
     }
@@ -41,7 +46,7 @@ impl BloomHash {
         let mut bf = vec![false; self.bits()];
         let mut pos = Vec::with_capacity(self.k);
         for &x in values {
-            self.positions(x, &mut pos);
+            self.hashes(x, &mut pos);
             for &p in &pos {
                 bf[p as usize] = true;
             }

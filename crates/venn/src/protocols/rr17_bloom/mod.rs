@@ -125,13 +125,17 @@ fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Resu
     })
 }
 
-/// `count` choice bits of which exactly `ones` are 1, in random positions.
+/// `count` choice bits of which exactly `ones` are 1, every such string equally likely
+/// (selection sampling, Knuth's Algorithm S: one sequential pass).
 fn choice_bits(count: usize, ones: usize, prg: &mut Prg) -> Vec<bool> {
-    let mut b: Vec<bool> = (0..count).map(|i| i < ones).collect();
-    for i in (1..count).rev() {
-        b.swap(i, prg.below(i as u64 + 1) as usize);
-    }
-    b
+    let mut needed = ones.min(count) as u64;
+    (0..count)
+        .map(|i| {
+            let take = prg.below((count - i) as u64) < needed;
+            needed -= take as u64;
+            take
+        })
+        .collect()
 }
 
 impl Protocol for Rr17Bloom {
@@ -259,6 +263,21 @@ mod tests {
 
     fn is_cheating(r: &Result<Option<Vec<usize>>>, what: &str) -> bool {
         matches!(r, Err(Error::CheatingDetected(w)) if w.contains(what))
+    }
+
+    #[test]
+    fn choice_bits_have_exactly_the_requested_ones() {
+        let mut prg = Prg::from_seed(1);
+        for (count, ones) in [(1000, 0), (1000, 1000), (1000, 367), (1, 1)] {
+            let b = choice_bits(count, ones, &mut prg);
+            assert_eq!((b.len(), b.iter().filter(|&&x| x).count()), (count, ones));
+        }
+        let b = choice_bits(10_000, 5_000, &mut prg);
+        let first_half = b[..5_000].iter().filter(|&&x| x).count();
+        assert!(
+            (2_300..2_700).contains(&first_half),
+            "spread evenly: {first_half}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! sender's checks that it is in range, injective and avoids the opened set C.
 
 use crate::crypto::Prg;
+use crate::memory::advise_huge_pages;
 use crate::net::Channel;
 use crate::tables::BitSet;
 use crate::{Error, Result};
@@ -73,20 +74,20 @@ pub fn build(
 pub fn send(chan: &mut dyn Channel, pi: &[u32], n_ot: u64) -> Result<()> {
     let w = entry_bits(n_ot);
     for chunk in pi.chunks(CHUNK) {
-        let mut bytes = Vec::with_capacity((chunk.len() * w).div_ceil(8));
-        let (mut acc, mut held) = (0u64, 0);
+        let len = (chunk.len() * w).div_ceil(8);
+        let mut bytes = Vec::with_capacity(len + 8);
+        let (mut acc, mut held) = (0u128, 0);
         for &v in chunk {
-            acc |= (v as u64) << held;
+            acc |= (v as u128) << held;
             held += w;
-            while held >= 8 {
-                bytes.push(acc as u8);
-                acc >>= 8;
-                held -= 8;
+            if held >= 64 {
+                bytes.extend_from_slice(&(acc as u64).to_le_bytes());
+                acc >>= 64;
+                held -= 64;
             }
         }
-        if held > 0 {
-            bytes.push(acc as u8);
-        }
+        bytes.extend_from_slice(&(acc as u64).to_le_bytes());
+        bytes.truncate(len);
         chan.send(&bytes)?;
     }
     chan.flush()
@@ -106,6 +107,7 @@ pub fn receive(
         is_opened.set(j);
     }
     let mut pi = Vec::with_capacity(n_bf);
+    advise_huge_pages(&pi);
     let mut frame = Vec::new();
     for first in (0..n_bf).step_by(CHUNK) {
         let count = (n_bf - first).min(CHUNK);
