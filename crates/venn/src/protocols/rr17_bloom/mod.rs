@@ -144,7 +144,16 @@ impl Protocol for Rr17Bloom {
     }
 
     fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
-        let mut t = Rr17BloomParams::new(n_receiver.max(1)).table();
+        let p = Rr17BloomParams::new(n_receiver.max(1));
+        // OT indices are 32-bit on the wire (π) and in memory; this also keeps a peer from
+        // announcing a set that would make us allocate hundreds of gigabytes.
+        if p.n_ot > u32::MAX as u64 {
+            return Err(Error::Params(format!(
+                "a receiver set of {n_receiver} items needs {} OTs, more than the supported 2^32",
+                p.n_ot
+            )));
+        }
+        let mut t = p.table();
         t.0.push(("v", output_bits(n_sender, n_receiver).to_string()));
         Ok(t)
     }
@@ -263,6 +272,16 @@ mod tests {
 
     fn is_cheating(r: &Result<Option<Vec<usize>>>, what: &str) -> bool {
         matches!(r, Err(Error::CheatingDetected(w)) if w.contains(what))
+    }
+
+    #[test]
+    fn sets_needing_more_than_2_32_ots_are_refused() {
+        assert!(Rr17Bloom.params(1 << 20, 1 << 20).is_ok());
+        let e = Rr17Bloom.params(1, 1 << 26).unwrap_err();
+        assert!(
+            matches!(e, Error::Params(_)) && e.to_string().contains("2^32"),
+            "{e}"
+        );
     }
 
     #[test]
