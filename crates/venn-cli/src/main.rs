@@ -94,7 +94,7 @@ struct PartyCli {
     #[arg(long)]
     both: bool,
     /// The largest set size accepted from the peer (bounds our memory).
-    #[arg(long, default_value_t = 1 << 26)]
+    #[arg(long, default_value_t = 1 << 24)]
     max_peer_items: u64,
 }
 
