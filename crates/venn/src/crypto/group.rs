@@ -27,11 +27,6 @@ pub fn hash_to_point(domain: &str, parts: &[&[u8]]) -> RistrettoPoint {
     RistrettoPoint::from_uniform_bytes(&wide_hash(domain, parts))
 }
 
-/// A random oracle onto the scalars (Fiat–Shamir challenges).
-pub fn hash_to_scalar(domain: &str, parts: &[&[u8]]) -> Scalar {
-    Scalar::from_bytes_mod_order_wide(&wide_hash(domain, parts))
-}
-
 fn wide_hash(domain: &str, parts: &[&[u8]]) -> [u8; 64] {
     let mut h = Sha512::new();
     h.update((domain.len() as u64).to_le_bytes());

@@ -12,7 +12,7 @@ mod sha256_lanes;
 mod transpose;
 
 pub use self::aes::Aes;
-pub use block::{block_from_le, pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
+pub use block::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 pub use cr_hash::{tccr_hash, tccr_hash_with};
 pub use prg::Prg;
 pub use random_oracle::{RandomOracle, WideHash};

@@ -140,6 +140,8 @@ struct Blinded {
     head: Vec<u8>,
     /// `M_i ‖ N_i ‖ B_i` per item, `B_i = d_i·(g₁+g₂)`.
     rows: Vec<u8>,
+    /// The points `M_i` (kept for checking the sender's proof).
+    m: Vec<RistrettoPoint>,
     r_c: Scalar,
     d: Scalar,
     r_i: Vec<Scalar>,
@@ -158,24 +160,25 @@ fn blind(gens: &Generators, h: &[RistrettoPoint], prg: &mut Prg) -> Blinded {
         *(&d * &gens.g).compress().as_bytes(),
     ]
     .concat();
-    let rows = (0..n)
+    let (m, rows): (Vec<RistrettoPoint>, Vec<[u8; 3 * POINT]>) = (0..n)
         .into_par_iter()
         .with_min_len(64)
-        .flat_map_iter(|i| {
+        .map(|i| {
             let m = h[i] + &r_i[i] * &gens.g1;
             let nn = (total - h[i]) + &r_i[i] * &gens.g2;
             let b = &d_i[i] * &gens.g12;
-            [
-                *m.compress().as_bytes(),
-                *nn.compress().as_bytes(),
-                *b.compress().as_bytes(),
-            ]
+            let mut row = [0u8; 3 * POINT];
+            for (chunk, p) in row.chunks_exact_mut(POINT).zip([m, nn, b]) {
+                chunk.copy_from_slice(p.compress().as_bytes());
+            }
+            (m, row)
         })
-        .flatten()
-        .collect();
+        .unzip();
+    let rows = rows.concat();
     Blinded {
         head,
         rows,
+        m,
         r_c,
         d,
         r_i,
@@ -377,7 +380,12 @@ impl Protocol for Dkt10 {
         ctx.phase("blind and prove", false);
         let blinded = blind(&gens, &h, &mut ctx.prg);
         blinded.send(ctx.chan, &sid)?;
-        let (rows, r_i) = (blinded.rows, blinded.r_i);
+        let Blinded {
+            rows,
+            m: m_points,
+            r_i,
+            ..
+        } = blinded;
 
         ctx.phase("verify sender's proof", false);
         let head = ctx.chan.recv_exact(2 * POINT, "sender's key commitment")?;
@@ -397,12 +405,6 @@ impl Protocol for Dkt10 {
         let rho = scalars(&mut ctx.prg, n + 1);
         let mut sc = vec![rho[n] * phi2, -rho[n], -(rho[n] * c)];
         let mut pts = vec![gens.g1_point, a2, z];
-        let m_points = decode_points(
-            &rows
-                .chunks(3 * POINT)
-                .flat_map(|r| r[..POINT].to_vec())
-                .collect::<Vec<u8>>(),
-        )?;
         for ((r, m), ans) in rho.iter().zip(&m_points).zip(answer_points.chunks(2)) {
             sc.extend([r * phi2, -r, -(r * c)]);
             pts.extend([*m, ans[1], ans[0]]);

@@ -1,8 +1,6 @@
 //! A fixed-size set of bits, one bit per element (the per-OT flags of RR17 run to 2^28
 //! entries, where a byte each would cost 260 MB and most of the cache).
 
-use super::prefetch;
-
 /// `len` bits, all clear at first.
 pub struct BitSet(Vec<u64>);
 
@@ -25,11 +23,5 @@ impl BitSet {
         let was = self.0[w] & b != 0;
         self.0[w] |= b;
         was
-    }
-
-    /// Starts loading the word holding bit `i`.
-    #[inline]
-    pub fn prefetch(&self, i: usize) {
-        prefetch(&self.0[i / 64]);
     }
 }
