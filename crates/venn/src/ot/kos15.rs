@@ -15,12 +15,15 @@ use super::{ExtensionReceiver, ExtensionSender, BASE_OTS};
 use crate::crypto::{gf128, tccr_hash_with, Block, Prg, RandomOracle};
 use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
+use crate::tables::prefetch;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
 /// Extra random OTs the receiver adds to hide its choices from the check (κ + λ).
 const CHECK_PADDING: usize = COMPUTATIONAL_SECURITY + STATISTICAL_SECURITY;
 /// Rows whose χ are generated at a time during the check.
 const CHECK_CHUNK: usize = 1 << 16;
+/// OT indices are 32-bit (in the messages' tweaks' callers and on the wire).
+const MAX_OTS: usize = 1 << 32;
 
 fn commitment(sid: &[u8; 32], seed: Block) -> [u8; 32] {
     RandomOracle::new("venn/kos15/commit", sid).hash(&[&seed.to_le_bytes()])
@@ -62,13 +65,30 @@ impl KosSender {
         self.q.is_empty()
     }
 
-    /// `m_{j, bit}` for each `j` in `indices`, hashed now.
-    pub fn messages(&self, indices: &[usize], bit: bool) -> Vec<Block> {
+    /// Appends `m_{j, bit}` for each `j` in `indices` to `out`, hashed now. The rows are
+    /// read ahead of use, so scattered indices cost little more than sequential ones.
+    pub fn messages(&self, indices: &[u32], bit: bool, out: &mut Vec<Block>) {
         let offset = if bit { self.delta } else { 0 };
-        let mut m: Vec<Block> = indices.iter().map(|&j| self.q[j] ^ offset).collect();
-        let tweaks: Vec<u64> = indices.iter().map(|&j| j as u64).collect();
-        tccr_hash_with(&tweaks, &mut m);
-        m
+        hash_messages(indices, &self.q, offset, out);
+    }
+}
+
+/// Appends `H(j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`.
+fn hash_messages(indices: &[u32], rows: &[Block], offset: Block, out: &mut Vec<Block>) {
+    const AHEAD: usize = 32;
+    let mut tweaks = [0u64; 128];
+    for (c, chunk) in indices.chunks(tweaks.len()).enumerate() {
+        let start = out.len();
+        for (i, &j) in chunk.iter().enumerate() {
+            if let Some(&next) = indices.get(c * tweaks.len() + i + AHEAD) {
+                prefetch(&rows[next as usize]);
+            }
+            out.push(rows[j as usize] ^ offset);
+        }
+        for (t, &j) in tweaks.iter_mut().zip(chunk) {
+            *t = j as u64;
+        }
+        tccr_hash_with(&tweaks[..chunk.len()], &mut out[start..]);
     }
 }
 
@@ -85,11 +105,34 @@ impl KosReceiver {
     }
 
     /// `m_{j, r_j}` for each `j` in `indices`, hashed now.
-    pub fn messages(&self, indices: &[usize]) -> Vec<Block> {
-        let mut m: Vec<Block> = indices.iter().map(|&j| self.t[j]).collect();
-        let tweaks: Vec<u64> = indices.iter().map(|&j| j as u64).collect();
-        tccr_hash_with(&tweaks, &mut m);
-        m
+    pub fn messages(&self, indices: &[u32]) -> Vec<Block> {
+        let mut out = Vec::with_capacity(indices.len());
+        hash_messages(indices, &self.t, 0, &mut out);
+        out
+    }
+
+    /// Consumes the receiver and keeps only the OTs `j` with `keep(j, r_j)`: their indices
+    /// and messages `m_{j, r_j}` (hashed), in index order, in the memory the rows used.
+    pub fn into_messages(self, keep: impl Fn(usize, bool) -> bool) -> (Vec<u32>, Vec<Block>) {
+        let KosReceiver { choices, mut t } = self;
+        let mut indices = Vec::new();
+        for j in 0..t.len() {
+            if keep(j, choices[j]) {
+                t[indices.len()] = t[j];
+                indices.push(j as u32);
+            }
+        }
+        drop(choices);
+        t.truncate(indices.len());
+        t.shrink_to_fit();
+        let mut tweaks = [0u64; 128];
+        for (rows, js) in t.chunks_mut(tweaks.len()).zip(indices.chunks(tweaks.len())) {
+            for (t, &j) in tweaks.iter_mut().zip(js) {
+                *t = j as u64;
+            }
+            tccr_hash_with(&tweaks[..js.len()], rows);
+        }
+        (indices, t)
     }
 }
 
@@ -104,6 +147,7 @@ pub fn kos_send(
     sid: &[u8; 32],
 ) -> Result<KosSender> {
     assert_eq!(delta.len(), BASE_OTS);
+    assert!(count <= MAX_OTS, "at most 2^32 OTs");
     let committed: [u8; 32] = chan.recv_exact(32, "check-seed commitment")?[..]
         .try_into()
         .expect("32 bytes");
@@ -138,23 +182,21 @@ pub fn kos_send(
 pub fn kos_receive(
     chan: &mut dyn Channel,
     base_keys: &[[Block; 2]],
-    choices: &[bool],
+    mut choices: Vec<bool>,
     prg: &mut Prg,
     sid: &[u8; 32],
 ) -> Result<KosReceiver> {
     assert_eq!(base_keys.len(), BASE_OTS);
-    let mut padded = choices.to_vec();
-    padded.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
+    let count = choices.len();
+    assert!(count <= MAX_OTS, "at most 2^32 OTs");
+    choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
     let seed_r = prg.block();
     chan.send(&commitment(sid, seed_r))?;
-    let t = extend_rows(chan, base_keys, &padded, |_| {})?;
-    answer_check(chan, seed_r, &padded, &t)?;
-    let mut t = t;
-    t.truncate(choices.len());
-    Ok(KosReceiver {
-        choices: choices.to_vec(),
-        t,
-    })
+    let mut t = extend_rows(chan, base_keys, &choices, |_| {})?;
+    answer_check(chan, seed_r, &choices, &t)?;
+    t.truncate(count);
+    choices.truncate(count);
+    Ok(KosReceiver { choices, t })
 }
 
 /// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(u)` may alter the rows sent
@@ -223,7 +265,7 @@ mod tests {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let c2 = choices.clone();
         let t = std::thread::spawn(move || {
-            kos_receive(&mut b, &pairs, &c2, &mut Prg::from_seed(5), &[1; 32]).unwrap()
+            kos_receive(&mut b, &pairs, c2, &mut Prg::from_seed(5), &[1; 32]).unwrap()
         });
         let sender = kos_send(
             &mut a,
@@ -236,12 +278,11 @@ mod tests {
         .unwrap();
         let receiver = t.join().unwrap();
         assert_eq!(sender.len(), count);
-        let all: Vec<usize> = (0..count).collect();
-        let (m0, m1, got) = (
-            sender.messages(&all, false),
-            sender.messages(&all, true),
-            receiver.messages(&all),
-        );
+        let all: Vec<u32> = (0..count as u32).collect();
+        let (mut m0, mut m1) = (vec![], vec![]);
+        sender.messages(&all, false, &mut m0);
+        sender.messages(&all, true, &mut m1);
+        let got = receiver.messages(&all);
         for j in 0..count {
             assert_eq!(receiver.choice(j), choices[j]);
             let (mine, other) = if choices[j] {
@@ -253,7 +294,17 @@ mod tests {
             assert_ne!(got[j], other, "OT {j}");
         }
         // On demand: any subset, in any order, gives the same messages.
-        assert_eq!(sender.messages(&[17, 3], true), vec![m1[17], m1[3]]);
+        let mut some = vec![];
+        sender.messages(&[17, 3], true, &mut some);
+        assert_eq!(some, vec![m1[17], m1[3]]);
+        // Keeping a subset keeps exactly those messages, in index order.
+        let (kept, messages) = receiver.into_messages(|j, c| c && j % 3 == 0);
+        let expected: Vec<u32> = (0..count as u32)
+            .filter(|&j| choices[j as usize] && j % 3 == 0)
+            .collect();
+        assert_eq!(kept, expected);
+        let wanted: Vec<Block> = kept.iter().map(|&j| got[j as usize]).collect();
+        assert_eq!(messages, wanted);
     }
 
     /// A receiver whose rows carry a codeword that is not all-zero or all-one (the

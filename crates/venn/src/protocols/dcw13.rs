@@ -20,7 +20,7 @@ use crate::items::{BlockEncoder, Items};
 use crate::net::{Reader, Writer};
 use crate::ot::{base_ot_receive, base_ot_send, iknp_receive, iknp_send, BASE_OTS};
 use crate::tables::{bloom_bits, BloomHash, MatchTable};
-use crate::{Result, STATISTICAL_SECURITY};
+use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// DCW13 semi-honest PSI with a random garbled Bloom filter.
 pub struct Dcw13;
@@ -80,6 +80,12 @@ impl Protocol for Dcw13 {
 
     fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
         let p = params(n_sender, n_receiver);
+        if p.bits as u64 > 1 << 32 {
+            return Err(Error::Params(format!(
+                "a receiver set of {n_receiver} items needs a {}-bit filter, more than the supported 2^32",
+                p.bits
+            )));
+        }
         Ok(ParamTable(vec![
             ("k", BLOOM_HASHES.to_string()),
             ("N_bf", p.bits.to_string()),
@@ -128,7 +134,7 @@ impl Protocol for Dcw13 {
         ctx.phase("hash items", false);
         let values = item_values(items, &sid);
         ctx.phase("Bloom filter and OT extension", false);
-        let bf = hash.filter(&values);
+        let bf: Vec<bool> = hash.filter(&values).iter().collect();
         let g = iknp_receive(ctx.chan, &base, &bf)?;
         ctx.phase("receive and match", false);
         let mine = summaries(&hash, &values, |j| g[j], p.out_bits);

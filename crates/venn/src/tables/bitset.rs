@@ -1,27 +1,79 @@
-//! A fixed-size set of bits, one bit per element (the per-OT flags of RR17 run to 2^28
-//! entries, where a byte each would cost 260 MB and most of the cache).
+//! A fixed-size set of bits, one bit per element (the per-OT flags and the Bloom filter of
+//! RR17 run to 2^28 entries, where a byte each would cost 260 MB and most of the cache).
+//! Large sets live on huge pages: they are read at random.
+
+use crate::memory::huge_vec;
 
 /// `len` bits, all clear at first.
-pub struct BitSet(Vec<u64>);
+pub struct BitSet {
+    words: Vec<u64>,
+    len: usize,
+}
 
 impl BitSet {
     /// A set of `len` clear bits.
     pub fn new(len: usize) -> Self {
-        BitSet(vec![0; len.div_ceil(64)])
+        BitSet {
+            words: huge_vec(len.div_ceil(64), 0),
+            len,
+        }
+    }
+
+    /// The number of bits.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set has no bits at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Bit `i`.
     #[inline]
     pub fn get(&self, i: usize) -> bool {
-        self.0[i / 64] >> (i % 64) & 1 == 1
+        self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
     /// Sets bit `i`; returns whether it was already set.
     #[inline]
     pub fn set(&mut self, i: usize) -> bool {
         let (w, b) = (i / 64, 1u64 << (i % 64));
-        let was = self.0[w] & b != 0;
-        self.0[w] |= b;
+        let was = self.words[w] & b != 0;
+        self.words[w] |= b;
         was
+    }
+
+    /// The number of set bits.
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The bits in order.
+    pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// The 64-bit words, bit `i` at bit `i % 64` of word `i / 64`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_and_count() {
+        let mut b = BitSet::new(1000);
+        let set = [0, 5, 63, 64, 65, 500, 999];
+        for &i in &set {
+            assert!(!b.set(i));
+        }
+        assert!(b.set(5), "already set");
+        assert_eq!(b.count_ones(), set.len());
+        assert_eq!(b.iter().filter(|&x| x).count(), set.len());
+        assert!((0..1000).all(|i| b.get(i) == set.contains(&i)));
     }
 }

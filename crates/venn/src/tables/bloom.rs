@@ -3,7 +3,12 @@
 //! positions. Protocols use the *set* `h*(x)` of distinct positions (RR17 §4.1, footnote
 //! 3), so colliding hash functions cannot cancel out of a summary value.
 
-use crate::crypto::{Block, Prg};
+use super::BitSet;
+use crate::crypto::{Aes, Block};
+use rayon::prelude::*;
+
+/// Items whose hashes are computed in parallel before their bits are set.
+const FILTER_BATCH: usize = 1 << 14;
 
 /// `k` hash functions into `[bits]`, keyed by a shared seed.
 pub struct BloomHash {
@@ -13,8 +18,13 @@ pub struct BloomHash {
 }
 
 impl BloomHash {
-    /// The functions chosen by `seed` for a filter of `bits` bits with `k` functions.
+    /// The functions chosen by `seed` for a filter of `bits` bits (at most 2^32) with `k`
+    /// functions.
     pub fn new(seed: Block, bits: usize, k: usize) -> Self {
+        assert!(
+            bits > 0 && bits as u64 <= 1 << 32,
+            "Bloom filters have 1 to 2^32 bits"
+        );
         BloomHash {
             seed,
             bits: bits as u64,
@@ -27,28 +37,73 @@ impl BloomHash {
         self.bits as usize
     }
 
-    /// Writes `h_1(x), …, h_k(x)` for the item value `x` (with repeats, in order).
+    /// Writes `h_1(x), …, h_k(x)` for the item value `x` (with repeats, in order): AES-CTR
+    /// keyed by `x ⊕ seed`, each 32-bit lane mapped exactly uniformly onto `[bits]`
+    /// (Lemire's multiply-shift, rejecting the biased low products).
     fn hashes(&self, x: Block, out: &mut Vec<u32>) {
-        let mut prg = Prg::from_seed(x ^ self.seed);
+        let aes = Aes::new(x ^ self.seed);
+        let n = self.bits;
+        let reject_below = ((1u64 << 32) - n) % n;
+        let mut blocks = [0 as Block; 32];
+        let mut counter = 0;
         out.clear();
-        out.extend((0..self.k).map(|_| prg.below(self.bits) as u32));
+        while out.len() < self.k {
+            let need = (self.k - out.len()).div_ceil(4).min(blocks.len());
+            for b in &mut blocks[..need] {
+                *b = counter;
+                counter += 1;
+            }
+            aes.encrypt_blocks(&mut blocks[..need]);
+            for &b in &blocks[..need] {
+                for lane in 0..4 {
+                    let m = (b >> (32 * lane)) as u32 as u64 * n;
+                    if (m as u32 as u64) >= reject_below && out.len() < self.k {
+                        out.push((m >> 32) as u32);
+                    }
+                }
+            }
+        }
     }
 
-    /// Writes `h*(x)`, the sorted set of distinct positions of the item value `x`.
+    /// Writes `h*(x)`, the set of distinct positions of the item value `x`, in the order
+    /// of their first occurrence (summaries XOR over the set, so order does not matter).
     pub fn positions(&self, x: Block, out: &mut Vec<u32>) {
         self.hashes(x, out);
-        out.sort_unstable();
-        out.dedup();
+        // Repeats are rare (about k²/2N per item): a 4096-bit filter on the low bits of the
+        // positions kept so far finds the candidates, which a scan then confirms.
+        let mut seen = [0u64; 64];
+        let mut kept = 0;
+        for i in 0..out.len() {
+            let p = out[i];
+            let (w, b) = ((p as usize >> 6) & 63, 1u64 << (p & 63));
+            if seen[w] & b != 0 && out[..kept].contains(&p) {
+                continue;
+            }
+            seen[w] |= b;
+            out[kept] = p;
+            kept += 1;
+        }
+        out.truncate(kept);
     }
 
-    /// Sets the bits of every item in `values` in a filter.
-    pub fn filter(&self, values: &[Block]) -> Vec<bool> {
-        let mut bf = vec![false; self.bits()];
-        let mut pos = Vec::with_capacity(self.k);
-        for &x in values {
-            self.hashes(x, &mut pos);
-            for &p in &pos {
-                bf[p as usize] = true;
+    /// Sets the bits of every item in `values` in a filter. The hashing runs on the
+    /// current thread pool; the bits are set in one thread.
+    pub fn filter(&self, values: &[Block]) -> BitSet {
+        let mut bf = BitSet::new(self.bits());
+        for batch in values.chunks(FILTER_BATCH) {
+            let hashes: Vec<Vec<u32>> = batch
+                .par_chunks(1024)
+                .map(|items| {
+                    let (mut all, mut pos) = (Vec::with_capacity(items.len() * self.k), vec![]);
+                    for &x in items {
+                        self.hashes(x, &mut pos);
+                        all.extend_from_slice(&pos);
+                    }
+                    all
+                })
+                .collect();
+            for &p in hashes.iter().flatten() {
+                bf.set(p as usize);
             }
         }
         bf
@@ -72,13 +127,24 @@ mod tests {
         h.positions(77, &mut a);
         h.positions(77, &mut b);
         assert_eq!(a, b);
-        assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted, distinct");
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), a.len(), "distinct");
         assert!(a.iter().all(|&p| p < 1000));
         assert!(a.len() > 30, "40 draws from 1000 rarely collide much");
         h.positions(78, &mut b);
         assert_ne!(a, b);
         let bf = h.filter(&[77]);
-        assert_eq!(bf.iter().filter(|&&x| x).count(), a.len());
+        assert_eq!(bf.count_ones(), a.len());
+        // Repeated hashes appear once: a tiny filter forces many.
+        let tiny = BloomHash::new(5, 50, 40);
+        tiny.positions(77, &mut a);
+        tiny.hashes(77, &mut b);
+        b.sort_unstable();
+        b.dedup();
+        assert_eq!(a.len(), b.len());
+        assert!(b.iter().all(|p| a.contains(p)));
     }
 
     #[test]
@@ -92,7 +158,7 @@ mod tests {
         let fp = (0..trials)
             .filter(|&t| {
                 h.positions(1 << 64 | t, &mut pos);
-                pos.iter().all(|&p| bf[p as usize])
+                pos.iter().all(|&p| bf.get(p as usize))
             })
             .count();
         let rate = fp as f64 / trials as f64;

@@ -10,16 +10,18 @@ use crate::{Error, Result};
 
 /// `C`: each of the `n_ot` OTs independently with probability `p_chk`, derived from `seed`
 /// with integer comparisons only, so both sides derive the same set on any platform.
-pub fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<usize> {
+/// Sorted, as are all the sets of OT indices here.
+pub fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
     let threshold = (p.p_chk * 2f64.powi(64)) as u64;
     let mut prg = Prg::from_seed(seed);
-    (0..p.n_ot as usize)
+    (0..p.n_ot)
         .filter(|_| prg.u64() < threshold)
+        .map(|j| j as u32)
         .collect()
 }
 
-fn xor_all(messages: Vec<Block>) -> Block {
-    messages.into_iter().fold(0, |a, m| a ^ m)
+fn xor_all(messages: &[Block]) -> Block {
+    messages.iter().fold(0, |a, m| a ^ m)
 }
 
 /// The sender's side: sends the challenge, checks the response. Returns C.
@@ -28,13 +30,13 @@ pub fn challenge(
     ot: &KosSender,
     p: &Rr17BloomParams,
     prg: &mut Prg,
-) -> Result<Vec<usize>> {
+) -> Result<Vec<u32>> {
     let seed = prg.block();
     chan.send(&Writer::new().block(seed).0)?;
     let c = challenge_set(seed, p);
     let msg = chan.recv_exact(c.len().div_ceil(8) + 16, "cut-and-choose response")?;
     let (bits, proof) = msg.split_at(c.len().div_ceil(8));
-    let r: Vec<usize> = c
+    let r: Vec<u32> = c
         .iter()
         .enumerate()
         .filter(|(i, _)| bits[i / 8] >> (i % 8) & 1 == 1)
@@ -49,7 +51,9 @@ pub fn challenge(
         )));
     }
     let r_star = Reader::new(proof, "r*").block()?;
-    if r_star != xor_all(ot.messages(&r, false)) {
+    let mut zeros = Vec::with_capacity(r.len());
+    ot.messages(&r, false, &mut zeros);
+    if r_star != xor_all(&zeros) {
         return Err(Error::CheatingDetected(
             "the receiver's proof r* of its zero choice bits is wrong".into(),
         ));
@@ -58,11 +62,7 @@ pub fn challenge(
 }
 
 /// The receiver's side: derives C from the seed, answers with R and r*. Returns C.
-pub fn respond(
-    chan: &mut dyn Channel,
-    ot: &KosReceiver,
-    p: &Rr17BloomParams,
-) -> Result<Vec<usize>> {
+pub fn respond(chan: &mut dyn Channel, ot: &KosReceiver, p: &Rr17BloomParams) -> Result<Vec<u32>> {
     let msg = chan.recv_exact(16, "cut-and-choose seed")?;
     let c = challenge_set(Reader::new(&msg, "seed").block()?, p);
     if c.len() as u64 > p.n_ot - p.n_bf {
@@ -77,12 +77,12 @@ pub fn respond(
     let mut bits = vec![0u8; c.len().div_ceil(8)];
     let mut r = Vec::new();
     for (i, &j) in c.iter().enumerate() {
-        if !ot.choice(j) {
+        if !ot.choice(j as usize) {
             bits[i / 8] |= 1 << (i % 8);
             r.push(j);
         }
     }
-    let proof = xor_all(ot.messages(&r));
+    let proof = xor_all(&ot.messages(&r));
     chan.send(&Writer::new().bytes(&bits).block(proof).0)?;
     chan.flush()?;
     Ok(c)

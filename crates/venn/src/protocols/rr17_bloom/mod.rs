@@ -12,12 +12,15 @@
 //! into the k positions, §6.1): the proof extracts Bob's input by observing those queries.
 
 mod cut_and_choose;
+mod pairs;
 mod params;
 mod permutation;
+mod summaries;
+mod unopened;
 
 pub use params::Rr17BloomParams;
 
-use super::matching::{low_bits, receive_matches, send_values};
+use super::matching::{receive_matches, send_values};
 use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
@@ -25,6 +28,10 @@ use crate::net::{Reader, Writer};
 use crate::ot::{base_ot_receive, base_ot_send, kos_receive, kos_send, KosReceiver, BASE_OTS};
 use crate::tables::{BloomHash, MatchTable};
 use crate::{Error, Result};
+use pairs::PositionPairs;
+use permutation::FRAME;
+use summaries::Sums;
+use unopened::{Unopened, Used};
 
 /// RR17 malicious-secure Bloom-filter PSI.
 pub struct Rr17Bloom;
@@ -59,49 +66,11 @@ fn item_values(items: &Items, sid: &[u8; 32], seed: Block) -> Vec<Block> {
     items.map_all(|x| ro.hash_block(x))
 }
 
-/// `K_x = H(x ‖ ⊕_{j ∈ h*(x)} m_{π(j)})` truncated to `bits`, for item values `values`;
-/// `messages(indices)` hashes the OT messages it is asked for (on demand, §4.1).
-fn summaries(
-    values: &[Block],
-    hash: &BloomHash,
-    pi: &[u32],
-    sid: &[u8; 32],
-    bits: usize,
-    messages: impl Fn(&[usize]) -> Vec<Block>,
-) -> Vec<Block> {
-    let ro = RandomOracle::new("venn/rr17/summary", sid);
-    let mut pos = Vec::new();
-    values
-        .chunks(1024)
-        .flat_map(|chunk| {
-            let mut indices = Vec::new();
-            let mut ends = Vec::with_capacity(chunk.len());
-            for &x in chunk {
-                hash.positions(x, &mut pos);
-                indices.extend(pos.iter().map(|&j| pi[j as usize] as usize));
-                ends.push(indices.len());
-            }
-            let m = messages(&indices);
-            let mut start = 0;
-            chunk
-                .iter()
-                .zip(ends)
-                .map(|(&x, end)| {
-                    let sum = m[start..end].iter().fold(0, |a, b| a ^ b);
-                    start = end;
-                    let d = ro.hash(&[&x.to_le_bytes(), &sum.to_le_bytes()]);
-                    u128::from_le_bytes(d[..16].try_into().expect("16 bytes")) & low_bits(bits)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// What the receiver holds after the offline phase.
 struct Offline {
     seed: Block,
     ot: KosReceiver,
-    opened: Vec<usize>,
+    opened: Vec<u32>,
 }
 
 /// The receiver's offline phase (Fig. 4 steps 1–4) with `ones` choice bits set to 1.
@@ -115,7 +84,7 @@ fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Resu
     ctx.chan.send(&Writer::new().block(share).0)?;
     let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
     let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-    let ot = kos_receive(ctx.chan, &base, &choices, &mut ctx.prg, &sid)?;
+    let ot = kos_receive(ctx.chan, &base, choices, &mut ctx.prg, &sid)?;
     ctx.phase("cut-and-choose", true);
     let opened = cut_and_choose::respond(ctx.chan, &ot, p)?;
     Ok(Offline {
@@ -179,15 +148,30 @@ impl Protocol for Rr17Bloom {
         let ot = kos_send(ctx.chan, &delta, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
         ctx.phase("cut-and-choose", true);
         let opened = cut_and_choose::challenge(ctx.chan, &ot, &p, &mut ctx.prg)?;
+        let mut pairs = PositionPairs::with_capacity(items.len(), p.k);
+        ctx.phase("wait for the receiver's offline work", true);
+        ctx.chan
+            .recv_exact(1, "end of the receiver's offline phase")?;
 
         ctx.phase("receive permutation", false);
-        let pi = permutation::receive(ctx.chan, p.n_bf as usize, p.n_ot, &opened)?;
-        ctx.phase("summaries", false);
         let hash = BloomHash::new(share ^ theirs, p.n_bf as usize, p.k);
         let values = item_values(items, &sid, share ^ theirs);
         let perm = ctx.prg.permutation(items.len());
         let permuted: Vec<Block> = perm.iter().map(|&i| values[i as usize]).collect();
-        let k = summaries(&permuted, &hash, &pi, &sid, v, |idx| ot.messages(idx, true));
+        pairs.fill(&permuted, &hash);
+        let mut sums = Sums::new(items.len());
+        let (mut wanted, mut messages) = (vec![], vec![]);
+        permutation::receive(ctx.chan, p.n_bf as usize, p.n_ot, &opened, |first, pi| {
+            let frame = pairs.frame(first / FRAME);
+            wanted.clear();
+            wanted.extend(frame.iter().map(|q| pi[q.position as usize - first]));
+            messages.clear();
+            ot.messages(&wanted, true, &mut messages);
+            sums.add(frame, &messages);
+        })?;
+        drop(ot);
+        ctx.phase("summaries", false);
+        let k = sums.finish(&permuted, &sid, v);
         send_values(ctx.chan, items.len(), 1, v / 8, |first, out| {
             out.copy_from_slice(&k[first..first + out.len()]);
         })?;
@@ -201,21 +185,40 @@ impl Protocol for Rr17Bloom {
         let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
         let ones = (p.alpha * p.n_ot as f64).round() as usize;
         let Offline { seed, ot, opened } = receiver_offline(ctx, &p, ones)?;
+        ctx.phase("arrange unopened OTs", true);
+        let ots = Unopened::new(ot, p.n_ot as usize, &opened, &mut ctx.prg);
+        let mut pairs = PositionPairs::with_capacity(items.len(), p.k);
+        // The online phase starts when both parties are done with the offline one.
+        ctx.chan.send(&[1])?;
+        ctx.chan.flush()?;
 
         ctx.phase("Bloom filter and permutation", false);
         let hash = BloomHash::new(seed, p.n_bf as usize, p.k);
         let values = item_values(items, &sid, seed);
-        let mut bf = hash.filter(&values);
-        let pi = permutation::build(
-            &mut bf,
-            |j| ot.choice(j),
-            p.n_ot as usize,
-            &opened,
-            &mut ctx.prg,
+        pairs.fill(&values, &hash);
+        let mut bf = pairs.filter(p.n_bf as usize);
+        ots.fit(&mut bf, &mut ctx.prg)?;
+        let (mut sums, mut used, mut messages) = (Sums::new(items.len()), Used::default(), vec![]);
+        permutation::send(
+            ctx.chan,
+            p.n_bf as usize,
+            p.n_ot,
+            |first, count, entries| {
+                let frame = pairs.frame(first / FRAME);
+                messages.clear();
+                ots.frame(
+                    &bf,
+                    (first, count),
+                    &mut used,
+                    entries,
+                    frame,
+                    &mut messages,
+                );
+                sums.add(frame, &messages);
+            },
         )?;
-        permutation::send(ctx.chan, &pi, p.n_ot)?;
         ctx.phase("receive and match", false);
-        let mine = summaries(&values, &hash, &pi, &sid, v, |idx| ot.messages(idx));
+        let mine = sums.finish(&values, &sid, v);
         let mut table = MatchTable::with_capacity(items.len());
         for (i, &k) in mine.iter().enumerate() {
             table.insert(k, 0, i as u32);
@@ -323,44 +326,52 @@ mod tests {
             let p = Rr17BloomParams::new(N);
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let off = receiver_offline(ctx, &p, ones)?;
+            ctx.chan.send(&[1])?;
             online(ctx, &p, off)
         })
     }
 
     /// A valid π for a filter of `items("x")`, as the honest receiver would send.
-    fn honest_pi(ctx: &mut Context, p: &Rr17BloomParams, off: &Offline) -> Vec<u32> {
+    fn honest_pi(ctx: &mut Context, p: &Rr17BloomParams, off: Offline) -> Vec<u32> {
         let hash = BloomHash::new(off.seed, p.n_bf as usize, p.k);
         let mut bf = hash.filter(&item_values(&items("x"), &ctx.session.id, off.seed));
-        permutation::build(
-            &mut bf,
-            |j| off.ot.choice(j),
-            p.n_ot as usize,
-            &off.opened,
-            &mut ctx.prg,
-        )
-        .unwrap()
+        let ots = Unopened::new(off.ot, p.n_ot as usize, &off.opened, &mut ctx.prg);
+        ots.fit(&mut bf, &mut ctx.prg).unwrap();
+        let (mut pi, mut used) = (vec![], Used::default());
+        for first in (0..bf.len()).step_by(FRAME) {
+            let count = (bf.len() - first).min(FRAME);
+            ots.frame(&bf, (first, count), &mut used, &mut pi, &[], &mut vec![]);
+        }
+        pi
+    }
+
+    fn send_pi(ctx: &mut Context, p: &Rr17BloomParams, pi: &[u32]) -> Result<()> {
+        permutation::send(ctx.chan, pi.len(), p.n_ot, |first, count, out| {
+            out.extend_from_slice(&pi[first..first + count])
+        })
     }
 
     #[test]
     fn bad_permutations_are_caught() {
         let r = cheat_online(1, |ctx, p, off| {
-            let mut pi = honest_pi(ctx, p, &off);
+            let mut pi = honest_pi(ctx, p, off);
             pi[7] = pi[3];
-            permutation::send(ctx.chan, &pi, p.n_ot)
+            send_pi(ctx, p, &pi)
         });
         assert!(is_cheating(&r, "not injective"), "{r:?}");
         let r = cheat_online(2, |ctx, p, off| {
-            let mut pi = honest_pi(ctx, p, &off);
-            pi[0] = off.opened[0] as u32;
-            permutation::send(ctx.chan, &pi, p.n_ot)
+            let opened = off.opened[0];
+            let mut pi = honest_pi(ctx, p, off);
+            pi[0] = opened;
+            send_pi(ctx, p, &pi)
         });
         assert!(is_cheating(&r, "opened set"), "{r:?}");
         let r = cheat_online(3, |ctx, p, off| {
-            let mut pi = honest_pi(ctx, p, &off);
+            let mut pi = honest_pi(ctx, p, off);
             let w = permutation::entry_bits(p.n_ot);
             pi[0] = ((1u64 << w) - 1) as u32;
             assert!((1u64 << w) > p.n_ot, "the test needs a value out of range");
-            permutation::send(ctx.chan, &pi, p.n_ot)
+            send_pi(ctx, p, &pi)
         });
         assert!(is_cheating(&r, "out of range"), "{r:?}");
     }
@@ -377,7 +388,7 @@ mod tests {
             let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-            let ot = kos_receive(ctx.chan, &base, &choices, &mut ctx.prg, &sid)?;
+            let ot = kos_receive(ctx.chan, &base, choices, &mut ctx.prg, &sid)?;
             // Claim every opened OT used choice bit 0, with a made-up aggregate.
             let msg = ctx.chan.recv_exact(16, "seed")?;
             let c = cut_and_choose::challenge_set(Reader::new(&msg, "seed").block()?, &p);

@@ -1,83 +1,40 @@
-//! Fig. 4 step 5: the receiver's injective map π from Bloom-filter positions to unopened
-//! OTs with `BF[i] = b_{π(i)}`, sent as `N_bf` entries of ⌈log2 N_ot⌉ bits, and the
-//! sender's checks that it is in range, injective and avoids the opened set C.
+//! Fig. 4 step 5 on the wire: the receiver's injective map π from Bloom-filter positions to
+//! unopened OTs, sent in frames of [`FRAME`] positions, each entry ⌈log2 N_ot⌉ bits, while
+//! it is being built; and the sender's checks that it is in range, injective and avoids
+//! the opened set C.
 
-use crate::crypto::Prg;
-use crate::memory::advise_huge_pages;
 use crate::net::Channel;
-use crate::tables::BitSet;
+use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result};
 
-/// Entries per frame.
-const CHUNK: usize = 1 << 16;
+/// Filter positions per frame.
+pub const FRAME: usize = 1 << 18;
+/// Prefetch distance of the injectivity check.
+const AHEAD: usize = 32;
 
 /// Bits per entry for `n_ot` OTs.
 pub fn entry_bits(n_ot: u64) -> usize {
     (64 - (n_ot.max(2) - 1).leading_zeros()) as usize
 }
 
-/// The receiver's π: each filter position gets a distinct unopened OT whose choice bit
-/// equals the filter bit, chosen at random.
-///
-/// The unopened OTs hold more ones than a filter of n·k insertions has set bits (the
-/// parameters leave slack for the check, and hash collisions set fewer bits), and fewer
-/// zeros than it has clear bits. So random clear positions are first set to one until the
-/// filter has exactly as many ones as there are unopened one-OTs: a filter with extra ones
-/// still contains every item, and §5.2 already bounds the receiver to N_1 ones.
-pub fn build(
-    bf: &mut [bool],
-    choice: impl Fn(usize) -> bool,
-    n_ot: usize,
-    opened: &[usize],
-    prg: &mut Prg,
-) -> Result<Vec<u32>> {
-    let mut is_opened = BitSet::new(n_ot);
-    for &j in opened {
-        is_opened.set(j);
-    }
-    let (mut ones, mut zeros): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-    for j in (0..n_ot).filter(|&j| !is_opened.get(j)) {
-        if choice(j) {
-            ones.push(j as u32)
-        } else {
-            zeros.push(j as u32)
-        }
-    }
-    drop(is_opened);
-    prg.shuffle(&mut ones);
-    prg.shuffle(&mut zeros);
-    let set = bf.iter().filter(|&&b| b).count();
-    if set > ones.len() {
-        return Err(Error::Params(format!(
-            "the Bloom filter has {set} ones but only {} unopened OTs have choice bit 1 (probability ≤ 2^-40)",
-            ones.len()
-        )));
-    }
-    // A uniformly random set of clear positions, by rejection (few compared to the filter).
-    let mut extra = (ones.len() - set).min(bf.len() - set);
-    while extra > 0 {
-        let i = prg.below(bf.len() as u64) as usize;
-        if !bf[i] {
-            bf[i] = true;
-            extra -= 1;
-        }
-    }
-    bf.iter()
-        .map(|&bit| if bit { ones.pop() } else { zeros.pop() })
-        .collect::<Option<Vec<u32>>>()
-        .ok_or_else(|| {
-            Error::Params("fewer unopened OTs than Bloom-filter bits (probability ≤ 2^-40)".into())
-        })
-}
-
-/// Sends π packed at [`entry_bits`] bits per entry.
-pub fn send(chan: &mut dyn Channel, pi: &[u32], n_ot: u64) -> Result<()> {
+/// Sends π for a filter of `n_bf` bits, packed at [`entry_bits`] bits an entry.
+/// `fill(first, count, entries)` appends the entries of positions `first..first + count`.
+pub fn send(
+    chan: &mut dyn Channel,
+    n_bf: usize,
+    n_ot: u64,
+    mut fill: impl FnMut(usize, usize, &mut Vec<u32>),
+) -> Result<()> {
     let w = entry_bits(n_ot);
-    for chunk in pi.chunks(CHUNK) {
-        let len = (chunk.len() * w).div_ceil(8);
-        let mut bytes = Vec::with_capacity(len + 8);
+    let (mut entries, mut bytes) = (Vec::with_capacity(FRAME), Vec::new());
+    for first in (0..n_bf).step_by(FRAME) {
+        let count = (n_bf - first).min(FRAME);
+        entries.clear();
+        fill(first, count, &mut entries);
+        assert_eq!(entries.len(), count, "one entry per position");
+        bytes.clear();
         let (mut acc, mut held) = (0u128, 0);
-        for &v in chunk {
+        for &v in &entries {
             acc |= (v as u128) << held;
             held += w;
             if held >= 64 {
@@ -87,87 +44,106 @@ pub fn send(chan: &mut dyn Channel, pi: &[u32], n_ot: u64) -> Result<()> {
             }
         }
         bytes.extend_from_slice(&(acc as u64).to_le_bytes());
-        bytes.truncate(len);
+        bytes.truncate((count * w).div_ceil(8));
         chan.send(&bytes)?;
     }
     chan.flush()
 }
 
 /// Receives π for a filter of `n_bf` bits and checks it: every entry below `n_ot`, no entry
-/// twice, none in the opened set.
+/// twice, none in `opened` (sorted). `on_frame(first, entries)` gets each frame's entries,
+/// for positions `first..`, once they are in range; injectivity and C are checked over the
+/// whole of π, so the caller must not reveal anything until this returns `Ok`.
 pub fn receive(
     chan: &mut dyn Channel,
     n_bf: usize,
     n_ot: u64,
-    opened: &[usize],
-) -> Result<Vec<u32>> {
+    opened: &[u32],
+    mut on_frame: impl FnMut(usize, &[u32]),
+) -> Result<()> {
     let w = entry_bits(n_ot);
-    let (mut is_opened, mut taken) = (BitSet::new(n_ot as usize), BitSet::new(n_ot as usize));
+    let mask = (1u64 << w) - 1;
+    // Opened OTs count as taken, so one test-and-set per entry does both checks.
+    let mut taken = BitSet::new(n_ot as usize);
     for &j in opened {
-        is_opened.set(j);
+        taken.set(j as usize);
     }
-    let mut pi = Vec::with_capacity(n_bf);
-    advise_huge_pages(&pi);
-    let mut frame = Vec::new();
-    for first in (0..n_bf).step_by(CHUNK) {
-        let count = (n_bf - first).min(CHUNK);
+    let (mut frame, mut entries) = (Vec::new(), Vec::with_capacity(FRAME));
+    for first in (0..n_bf).step_by(FRAME) {
+        let count = (n_bf - first).min(FRAME);
         chan.recv_exact_into(&mut frame, (count * w).div_ceil(8), "permutation π")?;
-        let (mut acc, mut held, mut next) = (0u64, 0, 0);
-        for _ in 0..count {
-            while held < w {
-                acc |= (frame[next] as u64) << held;
-                next += 1;
-                held += 8;
-            }
-            let v = acc & ((1 << w) - 1);
-            acc >>= w;
-            held -= w;
-            if v >= n_ot {
-                return Err(Error::CheatingDetected(format!(
-                    "π maps a filter position to OT {v}, out of range"
-                )));
-            }
-            if is_opened.get(v as usize) {
-                return Err(Error::CheatingDetected(format!(
-                    "π points into the opened set (OT {v})"
-                )));
+        frame.extend_from_slice(&[0; 8]);
+        entries.clear();
+        entries.extend((0..count).map(|i| {
+            let bit = i * w;
+            let word = u64::from_le_bytes(frame[bit / 8..bit / 8 + 8].try_into().expect("8"));
+            (word >> (bit % 8) & mask) as u32
+        }));
+        if let Some(&v) = entries.iter().find(|&&v| v as u64 >= n_ot) {
+            return Err(Error::CheatingDetected(format!(
+                "π maps a filter position to OT {v}, out of range"
+            )));
+        }
+        on_frame(first, &entries);
+        for (i, &v) in entries.iter().enumerate() {
+            if let Some(&ahead) = entries.get(i + AHEAD) {
+                prefetch(&taken.words()[ahead as usize / 64]);
             }
             if taken.set(v as usize) {
-                return Err(Error::CheatingDetected(format!(
-                    "π is not injective (OT {v} twice)"
-                )));
+                return Err(Error::CheatingDetected(
+                    if opened.binary_search(&v).is_ok() {
+                        format!("π points into the opened set (OT {v})")
+                    } else {
+                        format!("π is not injective (OT {v} twice)")
+                    },
+                ));
             }
-            pi.push(v as u32);
         }
     }
-    Ok(pi)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Prg;
     use crate::net::mem_pair;
     use std::time::Duration;
 
     #[test]
-    fn packed_entries_round_trip_and_build_matches_the_filter() {
-        let mut prg = Prg::from_seed(3);
-        let n_ot = 5000usize;
-        let choices: Vec<bool> = (0..n_ot).map(|_| prg.below(3) == 0).collect();
-        let opened: Vec<usize> = (0..n_ot).filter(|i| i % 17 == 0).collect();
-        let mut bf: Vec<bool> = (0..3000).map(|_| prg.below(5) == 0).collect();
-        let before = bf.clone();
-        let pi = build(&mut bf, |j| choices[j], n_ot, &opened, &mut prg).unwrap();
-        assert!(
-            before.iter().zip(&bf).all(|(&b, &a)| !b || a),
-            "padding only adds ones"
-        );
-        for (i, &j) in pi.iter().enumerate() {
-            assert_eq!(choices[j as usize], bf[i]);
-            assert!(j % 17 != 0, "avoids the opened set");
+    fn packed_entries_round_trip_and_every_bad_entry_is_named() {
+        let n_ot = 200_000u64;
+        let opened: Vec<u32> = (0..n_ot as u32).filter(|i| i % 17 == 0).collect();
+        let mut pi: Vec<u32> = (0..n_ot as u32).filter(|i| i % 17 != 0).collect();
+        Prg::from_seed(3).shuffle(&mut pi);
+        pi.truncate(150_000);
+        let run = |pi: &[u32]| {
+            let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+            send(&mut a, pi.len(), n_ot, |first, count, out| {
+                out.extend_from_slice(&pi[first..first + count]);
+            })
+            .unwrap();
+            let mut got = vec![];
+            receive(&mut b, pi.len(), n_ot, &opened, |first, chunk| {
+                assert_eq!(first, got.len());
+                got.extend_from_slice(chunk);
+            })
+            .map(|()| got)
+        };
+        assert_eq!(run(&pi).unwrap(), pi);
+        let cases: [(usize, u32, &str); 3] = [
+            (100_000, pi[5], "not injective"),
+            (70_000, 34, "opened set"),
+            (3, (1 << entry_bits(n_ot)) - 1, "out of range"),
+        ];
+        for (at, value, what) in cases {
+            let mut bad = pi.clone();
+            bad[at] = value;
+            let e = run(&bad).unwrap_err();
+            assert!(
+                matches!(e, Error::CheatingDetected(ref w) if w.contains(what)),
+                "{e}"
+            );
         }
-        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
-        send(&mut a, &pi, n_ot as u64).unwrap();
-        assert_eq!(receive(&mut b, pi.len(), n_ot as u64, &opened).unwrap(), pi);
     }
 }

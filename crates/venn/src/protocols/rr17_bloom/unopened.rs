@@ -1,0 +1,143 @@
+//! The receiver's unopened OTs after the cut-and-choose, arranged for Fig. 4 step 5 and
+//! for its summaries. All of this depends only on the OTs and C, not on the input, so it
+//! is offline work:
+//! - the unopened OTs with choice bit 1, in random order, with their messages `m_{j,1}`
+//!   already hashed (§4.1 "hash only on demand": the receiver uses every one of them)
+//!   and laid out in that same order;
+//! - the unopened OTs with choice bit 0, in random order.
+//!
+//! π then assigns the r-th set bit of the filter the r-th one-OT and the r-th clear bit the
+//! r-th zero-OT — a uniformly random injection with `BF[i] = b_{π(i)}` — and the message
+//! of filter position i is `messages[rank(i)]`, found in the frame of π being sent: the
+//! receiver never stores π, nor the rows of the OTs it will not use (4.2 GB of rows at
+//! n = 2^20 shrink to 1.5 GB).
+
+use super::pairs::Pair;
+use crate::crypto::{Block, Prg};
+use crate::memory::advise_huge_pages;
+use crate::ot::KosReceiver;
+use crate::tables::{prefetch, BitSet};
+use crate::{Error, Result};
+
+/// Prefetch distance when gathering rows into their shuffled order.
+const AHEAD: usize = 16;
+
+/// The receiver's unopened OTs, shuffled and split by choice bit.
+pub struct Unopened {
+    ones: Vec<u32>,
+    messages: Vec<Block>,
+    zeros: Vec<u32>,
+}
+
+impl Unopened {
+    /// Arranges the OTs not in `opened` (sorted), consuming the rows.
+    pub fn new(ot: KosReceiver, n_ot: usize, opened: &[u32], prg: &mut Prg) -> Self {
+        let mut is_opened = BitSet::new(n_ot);
+        for &j in opened {
+            is_opened.set(j as usize);
+        }
+        let mut zeros: Vec<u32> = (0..n_ot)
+            .filter(|&j| !is_opened.get(j) && !ot.choice(j))
+            .map(|j| j as u32)
+            .collect();
+        let (sorted, hashed) = ot.into_messages(|j, choice| choice && !is_opened.get(j));
+        drop(is_opened);
+        prg.shuffle(&mut zeros);
+        let order = prg.permutation(sorted.len());
+        let (mut ones, mut messages) = (
+            Vec::with_capacity(sorted.len()),
+            Vec::with_capacity(sorted.len()),
+        );
+        advise_huge_pages(&messages);
+        for (r, &c) in order.iter().enumerate() {
+            if let Some(&ahead) = order.get(r + AHEAD) {
+                prefetch(&hashed[ahead as usize]);
+                prefetch(&sorted[ahead as usize]);
+            }
+            ones.push(sorted[c as usize]);
+            messages.push(hashed[c as usize]);
+        }
+        Unopened {
+            ones,
+            messages,
+            zeros,
+        }
+    }
+
+    /// Pads the filter to exactly as many set bits as there are one-OTs, by setting random
+    /// clear bits.
+    ///
+    /// The unopened OTs hold more ones than a filter of n·k insertions has set bits (the
+    /// parameters leave slack for the check, and hash collisions set fewer bits), and
+    /// fewer zeros than it has clear bits. A filter with extra ones still contains every
+    /// item, and §5.2 already bounds the receiver to N_1 ones.
+    pub fn fit(&self, bf: &mut BitSet, prg: &mut Prg) -> Result<()> {
+        let set = bf.count_ones();
+        if set > self.ones.len() {
+            return Err(Error::Params(format!(
+                "the Bloom filter has {set} ones but only {} unopened OTs have choice bit 1 (probability ≤ 2^-40)",
+                self.ones.len()
+            )));
+        }
+        if bf.len() - self.ones.len().min(bf.len()) > self.zeros.len() {
+            return Err(Error::Params(
+                "fewer unopened OTs than Bloom-filter bits (probability ≤ 2^-40)".into(),
+            ));
+        }
+        // A uniformly random set of clear positions, by rejection (few compared to the filter).
+        let mut extra = (self.ones.len() - set).min(bf.len() - set);
+        while extra > 0 {
+            let i = prg.below(bf.len() as u64) as usize;
+            if !bf.set(i) {
+                extra -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// One frame of π for the filter `bf` that [`Unopened::fit`] has padded: appends the
+    /// entries of positions `first..first + count` to `entries` (the r-th set bit of the
+    /// filter gets the r-th one-OT, the r-th clear bit the r-th zero-OT; `used` counts what
+    /// earlier frames took), and appends to `messages` the message `m_{π(j),1}` of each
+    /// pair's position j, all of which lie in this frame and are set in `bf`.
+    pub fn frame(
+        &self,
+        bf: &BitSet,
+        (first, count): (usize, usize),
+        used: &mut Used,
+        entries: &mut Vec<u32>,
+        pairs: &[Pair],
+        messages: &mut Vec<Block>,
+    ) {
+        debug_assert_eq!(first % 64, 0);
+        let words = &bf.words()[first / 64..(first + count).div_ceil(64)];
+        let mut before = Vec::with_capacity(words.len());
+        let mut ones = used.ones;
+        for (w, &word) in words.iter().enumerate() {
+            before.push(ones);
+            let bits = (count - 64 * w).min(64);
+            for i in 0..bits {
+                if word >> i & 1 == 1 {
+                    entries.push(self.ones[ones]);
+                    ones += 1;
+                } else {
+                    entries.push(self.zeros[used.zeros]);
+                    used.zeros += 1;
+                }
+            }
+        }
+        messages.extend(pairs.iter().map(|p| {
+            let local = p.position as usize - first;
+            let below = words[local / 64] & ((1u64 << (local % 64)) - 1);
+            self.messages[before[local / 64] + below.count_ones() as usize]
+        }));
+        used.ones = ones;
+    }
+}
+
+/// How many one- and zero-OTs the frames of π sent so far have used.
+#[derive(Default)]
+pub struct Used {
+    ones: usize,
+    zeros: usize,
+}
