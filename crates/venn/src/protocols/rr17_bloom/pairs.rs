@@ -13,7 +13,7 @@ use crate::memory::huge_vec;
 use crate::tables::{BitSet, BloomHash};
 use rayon::prelude::*;
 
-/// Items whose positions one parallel task counts.
+/// Items whose positions one parallel task computes.
 const TASK: usize = 1 << 12;
 
 /// A filter position and the index of an item that hashes to it.
@@ -25,6 +25,10 @@ pub struct Pair {
 
 /// The pairs of `h*(x)` for every item value `x`, grouped by frame.
 pub struct PositionPairs {
+    k: usize,
+    /// `h*(x_i)` at `positions[i·k..i·k + counts[i]]`.
+    positions: Vec<u32>,
+    counts: Vec<u8>,
     /// Pairs of frame f are `pairs[starts[f]..starts[f + 1]]`.
     starts: Vec<usize>,
     pairs: Vec<Pair>,
@@ -35,42 +39,46 @@ impl PositionPairs {
     /// the size depends only on the set size, so this is offline work, and first-touch
     /// page faults on a gigabyte would otherwise cost the online phase about a second.
     pub fn with_capacity(n: usize, k: usize) -> Self {
+        assert!(k <= u8::MAX as usize);
         PositionPairs {
+            k,
+            positions: huge_vec(n * k, 0),
+            counts: vec![0; n],
             starts: Vec::new(),
             pairs: huge_vec(n * k, Pair::default()),
         }
     }
 
     /// Fills in the pairs of `values` (at most the `n` of [`Self::with_capacity`]) under
-    /// `hash`: positions are counted per frame in parallel, then placed in one pass.
+    /// `hash`: the positions of each item are computed in parallel, then the pairs placed
+    /// by frame in one pass.
     pub fn fill(&mut self, values: &[Block], hash: &BloomHash) {
+        let (k, n) = (self.k, values.len());
         let frames = hash.bits().div_ceil(FRAME);
-        let counts: Vec<Vec<usize>> = values
-            .par_chunks(TASK)
-            .map(|items| {
-                let (mut counts, mut pos) = (vec![0; frames], vec![]);
-                for &x in items {
+        let per_task: Vec<Vec<usize>> = self.positions[..n * k]
+            .par_chunks_mut(TASK * k)
+            .zip(self.counts[..n].par_chunks_mut(TASK))
+            .zip(values.par_chunks(TASK))
+            .map(|((positions, counts), values)| {
+                let (mut pos, mut per_frame) = (Vec::with_capacity(k), vec![0; frames]);
+                for ((slots, count), &x) in positions.chunks_mut(k).zip(counts).zip(values) {
                     hash.positions(x, &mut pos);
+                    slots[..pos.len()].copy_from_slice(&pos);
+                    *count = pos.len() as u8;
                     for &p in &pos {
-                        counts[p as usize / FRAME] += 1;
+                        per_frame[p as usize / FRAME] += 1;
                     }
                 }
-                counts
+                per_frame
             })
             .collect();
         let mut starts = vec![0usize; frames + 1];
         for f in 0..frames {
-            starts[f + 1] = starts[f] + counts.iter().map(|c| c[f]).sum::<usize>();
+            starts[f + 1] = starts[f] + per_task.iter().map(|c| c[f]).sum::<usize>();
         }
-        assert!(
-            starts[frames] <= self.pairs.len(),
-            "at most k positions an item"
-        );
         let mut next = starts.clone();
-        let mut pos = vec![];
-        for (item, &x) in values.iter().enumerate() {
-            hash.positions(x, &mut pos);
-            for &position in &pos {
+        for (item, (slots, &count)) in self.positions.chunks(k).zip(&self.counts[..n]).enumerate() {
+            for &position in &slots[..count as usize] {
                 let slot = &mut next[position as usize / FRAME];
                 self.pairs[*slot] = Pair {
                     position,
@@ -87,7 +95,8 @@ impl PositionPairs {
         &self.pairs[self.starts[f]..self.starts[f + 1]]
     }
 
-    /// The Bloom filter of the items: every pair's position set.
+    /// The Bloom filter of the items: every pair's position set (frame by frame, so the
+    /// bits set stay in cache).
     pub fn filter(&self, bits: usize) -> BitSet {
         let mut bf = BitSet::new(bits);
         for p in &self.pairs[..*self.starts.last().unwrap_or(&0)] {
