@@ -76,19 +76,27 @@ impl KosSender {
 /// Appends `H(j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`.
 fn hash_messages(indices: &[u32], rows: &[Block], offset: Block, out: &mut Vec<Block>) {
     const AHEAD: usize = 32;
-    let mut tweaks = [0u64; 128];
-    for (c, chunk) in indices.chunks(tweaks.len()).enumerate() {
-        let start = out.len();
-        for (i, &j) in chunk.iter().enumerate() {
-            if let Some(&next) = indices.get(c * tweaks.len() + i + AHEAD) {
-                prefetch(&rows[next as usize]);
-            }
-            out.push(rows[j as usize] ^ offset);
+    let start = out.len();
+    for (i, &j) in indices.iter().enumerate() {
+        if let Some(&next) = indices.get(i + AHEAD) {
+            prefetch(&rows[next as usize]);
         }
-        for (t, &j) in tweaks.iter_mut().zip(chunk) {
+        out.push(rows[j as usize] ^ offset);
+    }
+    hash_indexed(indices, &mut out[start..]);
+}
+
+/// Replaces each `rows[i]` by `H(indices[i], rows[i])`.
+fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
+    let mut tweaks = [0u64; 128];
+    for (rows, js) in rows
+        .chunks_mut(tweaks.len())
+        .zip(indices.chunks(tweaks.len()))
+    {
+        for (t, &j) in tweaks.iter_mut().zip(js) {
             *t = j as u64;
         }
-        tccr_hash_with(&tweaks[..chunk.len()], &mut out[start..]);
+        tccr_hash_with(&tweaks[..js.len()], rows);
     }
 }
 
@@ -125,13 +133,7 @@ impl KosReceiver {
         drop(choices);
         t.truncate(indices.len());
         t.shrink_to_fit();
-        let mut tweaks = [0u64; 128];
-        for (rows, js) in t.chunks_mut(tweaks.len()).zip(indices.chunks(tweaks.len())) {
-            for (t, &j) in tweaks.iter_mut().zip(js) {
-                *t = j as u64;
-            }
-            tccr_hash_with(&tweaks[..js.len()], rows);
-        }
+        hash_indexed(&indices, &mut t);
         (indices, t)
     }
 }

@@ -112,18 +112,15 @@ impl Unopened {
         debug_assert_eq!(first % 64, 0);
         let words = &bf.words()[first / 64..(first + count).div_ceil(64)];
         let mut before = Vec::with_capacity(words.len());
-        let mut ones = used.ones;
+        // Cursors into the zero- and one-OTs, indexed by the filter bit: no branch on
+        // the (unpredictable) bit.
+        let (lists, mut at) = ([&self.zeros, &self.ones], [used.zeros, used.ones]);
         for (w, &word) in words.iter().enumerate() {
-            before.push(ones);
-            let bits = (count - 64 * w).min(64);
-            for i in 0..bits {
-                if word >> i & 1 == 1 {
-                    entries.push(self.ones[ones]);
-                    ones += 1;
-                } else {
-                    entries.push(self.zeros[used.zeros]);
-                    used.zeros += 1;
-                }
+            before.push(at[1]);
+            for i in 0..(count - 64 * w).min(64) {
+                let bit = (word >> i & 1) as usize;
+                entries.push(lists[bit][at[bit]]);
+                at[bit] += 1;
             }
         }
         messages.extend(pairs.iter().map(|p| {
@@ -131,7 +128,7 @@ impl Unopened {
             let below = words[local / 64] & ((1u64 << (local % 64)) - 1);
             self.messages[before[local / 64] + below.count_ones() as usize]
         }));
-        used.ones = ones;
+        [used.zeros, used.ones] = at;
     }
 }
 
