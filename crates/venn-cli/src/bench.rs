@@ -5,10 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use venn::crypto::{Aes, Block};
-use venn::net::{tcp_connect, tcp_listen, Role};
+use venn::net::{tcp_connect, tcp_listen, Recording, Replay, Role};
 use venn::protocols::find;
 use venn::{Error, Items, Result, RunOptions};
 
@@ -85,40 +86,71 @@ pub fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The hidden `venn bench-party` command: one party of one benchmark run.
-#[allow(clippy::too_many_arguments)]
+/// How a benchmark party reaches its peer.
+pub enum Link {
+    /// Over TCP (listening or connecting at `addr`), writing what it receives to `record`
+    /// if given.
+    Tcp {
+        listen: bool,
+        addr: String,
+        record: Option<PathBuf>,
+    },
+    /// Alone: the peer is played from the recorded run (see [`venn::net::Replay`]).
+    Replay { inbound: PathBuf, outbound: PathBuf },
+}
+
+/// The hidden `venn bench-party` command: one party of one benchmark run. A recorded or
+/// replayed run seeds the party's PRG from `seed`, so that the replay repeats it exactly.
 pub fn bench_party(
     role: Role,
     protocol: &str,
     log2n: u32,
     seed: Block,
     threads: usize,
-    listen: Option<&str>,
-    connect: Option<&str>,
+    link: Link,
     timeout: Duration,
 ) -> Result<()> {
     let protocol = find(protocol)?;
     let n = 1usize << log2n;
     let items = bench_items(seed, role, n);
-    let mut chan = match (listen, connect) {
-        (Some(a), _) => tcp_listen(a, timeout, |addr| println!("listening {addr}"))?,
-        (None, Some(a)) => tcp_connect(a, timeout)?,
-        _ => {
-            return Err(Error::Params(
-                "bench-party needs --listen or --connect".into(),
-            ))
-        }
-    };
+    let deterministic = !matches!(link, Link::Tcp { record: None, .. });
     let opts = RunOptions {
         protocol,
         role,
         both: false,
         max_peer_items: n as u64,
         threads,
-        seed: None,
+        seed: deterministic.then(|| Aes::new(seed).encrypt(role as Block)),
         progress: None,
     };
-    let report = venn::run(&mut chan, &items, &opts)?;
+    let report = match link {
+        Link::Tcp {
+            listen,
+            addr,
+            record,
+        } => {
+            let mut chan = if listen {
+                tcp_listen(&addr, timeout, |addr| println!("listening {addr}"))?
+            } else {
+                tcp_connect(&addr, timeout)?
+            };
+            match record {
+                None => venn::run(&mut chan, &items, &opts)?,
+                Some(path) => {
+                    let mut chan = Recording::new(chan, &path)?;
+                    let report = venn::run(&mut chan, &items, &opts)?;
+                    chan.finish()?;
+                    report
+                }
+            }
+        }
+        Link::Replay { inbound, outbound } => {
+            let mut chan = Replay::open(&inbound, &outbound)?;
+            let report = venn::run(&mut chan, &items, &opts)?;
+            chan.finish()?;
+            report
+        }
+    };
     let verified = report
         .intersection
         .as_ref()
@@ -147,7 +179,7 @@ fn spawn_party(
     log2n: u32,
     seed: Block,
     threads: usize,
-    endpoint: [&str; 2],
+    link: &[String],
     timeout: u64,
 ) -> Result<std::process::Child> {
     Ok(Command::new(std::env::current_exe()?)
@@ -164,7 +196,7 @@ fn spawn_party(
             "--timeout",
             &timeout.to_string(),
         ])
-        .args(endpoint)
+        .args(link)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?)
@@ -184,17 +216,37 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
         .map_err(|e| Error::Params(format!("benchmark {who} printed no result: {e}")))
 }
 
-/// Runs one protocol at one n.
-fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result<Row> {
-    let mut prg = venn::crypto::Prg::from_entropy();
-    let seed = prg.block();
+/// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
+fn transcript(dir: &Path, role: Role) -> String {
+    dir.join(format!("{}.in", role.name()))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs one protocol at one n on items drawn from `seed`, each party recording what it
+/// receives into `record` if given.
+fn bench_one(
+    protocol: &str,
+    log2n: u32,
+    threads: usize,
+    timeout: u64,
+    seed: Block,
+    record: Option<&Path>,
+) -> Result<Row> {
+    let link = |endpoint: [&str; 2], role| -> Vec<String> {
+        let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
+        if let Some(dir) = record {
+            v.extend(["--record".to_string(), transcript(dir, role)]);
+        }
+        v
+    };
     let mut receiver = spawn_party(
         Role::Receiver,
         protocol,
         log2n,
         seed,
         threads,
-        ["--listen", "127.0.0.1:0"],
+        &link(["--listen", "127.0.0.1:0"], Role::Receiver),
         timeout,
     )?;
     let mut first = String::new();
@@ -210,7 +262,7 @@ fn bench_one(protocol: &str, log2n: u32, threads: usize, timeout: u64) -> Result
         log2n,
         seed,
         threads,
-        ["--connect", &addr],
+        &link(["--connect", &addr], Role::Sender),
         timeout,
     )?;
     let s = last_json(sender, "sender")?;
@@ -244,20 +296,154 @@ fn median(mut runs: Vec<Row>) -> Row {
     runs.swap_remove(mid)
 }
 
-/// `venn bench`: each row is the median of `repeat` runs.
-pub fn bench(
-    protocols: &[String],
-    log2ns: &[u32],
-    threads: usize,
+/// One party run alone (`--solo`) at one thread count: the replay with the median time.
+#[derive(Serialize, Clone, Debug)]
+pub struct SoloRow {
+    pub protocol: String,
+    pub log2n: u32,
+    pub party: String,
+    pub threads: usize,
+    pub total_s: f64,
+    /// Seconds per protocol phase, in order.
+    pub phases: Vec<(String, f64)>,
+}
+
+/// A scratch directory removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Result<Self> {
+        let tag = venn::crypto::Prg::from_entropy().block() as u64;
+        let dir = std::env::temp_dir().join(format!("venn-solo-{}-{tag:016x}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `--solo`: records one run, then replays each party by itself at each thread count. Both
+/// parties share this machine in a normal run, so only alone does a party show what its
+/// own threads buy. Each replay must send exactly what the recorded party sent (checked
+/// frame by frame), and the receiver must still find the right intersection.
+fn bench_solo(
+    protocol: &str,
+    log2n: u32,
+    threads: &[usize],
     repeat: usize,
-    json: bool,
     timeout: u64,
-) -> Result<()> {
-    for p in protocols {
-        find(p)?;
+) -> Result<Vec<SoloRow>> {
+    let dir = ScratchDir::new()?;
+    let seed = venn::crypto::Prg::from_entropy().block();
+    let recorded = bench_one(protocol, log2n, threads[0], timeout, seed, Some(&dir.0))?;
+    if !recorded.verified {
+        return Err(Error::Params(format!(
+            "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
+        )));
     }
     let mut rows = Vec::new();
-    if !json {
+    for &t in threads {
+        for (role, peer) in [
+            (Role::Sender, Role::Receiver),
+            (Role::Receiver, Role::Sender),
+        ] {
+            let (inbound, outbound) = (transcript(&dir.0, role), transcript(&dir.0, peer));
+            let link = ["--replay", &inbound, "--expect", &outbound].map(String::from);
+            let mut runs = (0..repeat.max(1))
+                .map(|_| {
+                    let r = last_json(
+                        spawn_party(role, protocol, log2n, seed, t, &link, timeout)?,
+                        role.name(),
+                    )?;
+                    if role == Role::Receiver && r.verified != Some(true) {
+                        return Err(Error::Params(format!(
+                            "{protocol} at n = 2^{log2n}: the replayed receiver found a wrong intersection"
+                        )));
+                    }
+                    Ok(r)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            runs.sort_by(|a, b| (a.offline_s + a.online_s).total_cmp(&(b.offline_s + b.online_s)));
+            let mid = runs.swap_remove(runs.len() / 2);
+            rows.push(SoloRow {
+                protocol: protocol.to_string(),
+                log2n,
+                party: role.name().to_string(),
+                threads: t,
+                total_s: mid.offline_s + mid.online_s,
+                phases: mid.phases,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Prints the `--solo` rows of one protocol at one n: each phase's time at each thread
+/// count, and the speed-up from the first count to the last.
+fn print_solo(rows: &[SoloRow], threads: &[usize]) {
+    for party in ["sender", "receiver"] {
+        let of: Vec<&SoloRow> = threads
+            .iter()
+            .filter_map(|&t| rows.iter().find(|r| r.party == party && r.threads == t))
+            .collect();
+        let Some(first) = of.first() else { continue };
+        let mut lines: Vec<(String, Vec<f64>)> = first
+            .phases
+            .iter()
+            .filter(|(name, _)| name != "handshake")
+            .map(|(name, _)| {
+                let times = of
+                    .iter()
+                    .map(|r| {
+                        r.phases
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map_or(0.0, |p| p.1)
+                    })
+                    .collect();
+                (name.clone(), times)
+            })
+            .collect();
+        lines.push(("total".into(), of.iter().map(|r| r.total_s).collect()));
+        for (name, times) in lines {
+            let cols: String = times.iter().map(|t| format!(" {t:>9.3}")).collect();
+            let speedup = times[0] / times[times.len() - 1].max(1e-9);
+            println!(
+                "{:<10} {:>5} {:<8} {:<38}{cols} {:>8.2}",
+                first.protocol, first.log2n, party, name, speedup
+            );
+        }
+    }
+}
+
+/// What `venn bench` measures.
+pub struct BenchOptions<'a> {
+    pub protocols: &'a [String],
+    pub log2ns: &'a [u32],
+    /// Threads per party; one row per count.
+    pub threads: &'a [usize],
+    /// Runs per row; the row shows the run with the median total time.
+    pub repeat: usize,
+    /// Also time each party alone at each thread count.
+    pub solo: bool,
+    pub json: bool,
+    pub timeout: u64,
+}
+
+/// `venn bench`: each row is the median of `repeat` runs.
+pub fn bench(o: &BenchOptions) -> Result<()> {
+    for p in o.protocols {
+        find(p)?;
+    }
+    if o.threads.is_empty() || o.threads.contains(&0) {
+        return Err(Error::Params("--threads wants counts of at least 1".into()));
+    }
+    let (mut rows, mut solo) = (Vec::new(), Vec::new());
+    if !o.json {
         println!(
             "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
             "protocol",
@@ -275,45 +461,76 @@ pub fn bench(
             "verified"
         );
     }
-    for &log2n in log2ns {
-        let mut at_n: Vec<Row> = Vec::new();
-        for p in protocols {
-            let runs = (0..repeat.max(1))
-                .map(|_| bench_one(p, log2n, threads, timeout))
-                .collect::<Result<Vec<_>>>()?;
-            at_n.push(median(runs));
-        }
-        let total_of = |name: &str| at_n.iter().find(|r| r.protocol == name).map(|r| r.total_s);
-        let (naive, kkrt16) = (total_of("naive"), total_of("kkrt16"));
-        for mut row in at_n {
-            row.ratio_to_naive = naive.map(|t| row.total_s / t);
-            row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
-            if !json {
-                let opt =
-                    |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
-                println!(
-                    "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}",
-                    row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
-                    row.mib_sender_to_receiver, row.mib_receiver_to_sender,
-                    opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
-                    opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),
-                    if row.verified { "yes" } else { "NO" }
-                );
+    for &log2n in o.log2ns {
+        for &threads in o.threads {
+            let mut at_n: Vec<Row> = Vec::new();
+            for p in o.protocols {
+                let runs = (0..o.repeat.max(1))
+                    .map(|_| {
+                        let seed = venn::crypto::Prg::from_entropy().block();
+                        bench_one(p, log2n, threads, o.timeout, seed, None)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                at_n.push(median(runs));
             }
-            if !row.verified {
-                return Err(Error::Params(format!(
-                    "{} at n = 2^{} returned a wrong intersection ({} items)",
-                    row.protocol, row.log2n, row.intersection
-                )));
+            let total_of = |name: &str| at_n.iter().find(|r| r.protocol == name).map(|r| r.total_s);
+            let (naive, kkrt16) = (total_of("naive"), total_of("kkrt16"));
+            for mut row in at_n {
+                row.ratio_to_naive = naive.map(|t| row.total_s / t);
+                row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
+                if !o.json {
+                    print_row(&row);
+                }
+                if !row.verified {
+                    return Err(Error::Params(format!(
+                        "{} at n = 2^{} returned a wrong intersection ({} items)",
+                        row.protocol, row.log2n, row.intersection
+                    )));
+                }
+                rows.push(row);
             }
-            rows.push(row);
         }
     }
-    if json {
+    if o.solo {
+        if !o.json {
+            let heads: String = o
+                .threads
+                .iter()
+                .map(|t| format!(" {:>9}", format!("{t} thr")))
+                .collect();
+            println!(
+                "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<10} {:>5} {:<8} {:<38}{heads} {:>8}",
+                "protocol", "log2n", "party", "phase (seconds)", "speed-up"
+            );
+        }
+        for &log2n in o.log2ns {
+            for p in o.protocols {
+                let at = bench_solo(p, log2n, o.threads, o.repeat, o.timeout)?;
+                if !o.json {
+                    print_solo(&at, o.threads);
+                }
+                solo.extend(at);
+            }
+        }
+    }
+    if o.json {
+        let out = serde_json::json!({ "rows": rows, "solo": solo });
         println!(
             "{}",
-            serde_json::to_string_pretty(&rows).expect("serialisable")
+            serde_json::to_string_pretty(&out).expect("serialisable")
         );
     }
     Ok(())
+}
+
+fn print_row(row: &Row) {
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+    println!(
+        "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}",
+        row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
+        row.mib_sender_to_receiver, row.mib_receiver_to_sender,
+        opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
+        opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),
+        if row.verified { "yes" } else { "NO" }
+    );
 }

@@ -119,12 +119,16 @@ struct BenchCli {
     /// Set sizes 2^k (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
     log2n: Vec<u32>,
-    /// Threads per party.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    /// Threads per party (comma-separated: a row for each count).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    threads: Vec<usize>,
     /// Runs per row; the row shows the run with the median total time.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Also time each party alone at each thread count: record one run, then replay each
+    /// party by itself against it (its messages are checked byte for byte).
+    #[arg(long)]
+    solo: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -149,8 +153,43 @@ struct BenchPartyCli {
     listen: Option<String>,
     #[arg(long)]
     connect: Option<String>,
+    /// Write the frames received to this transcript file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Run alone against this transcript of received frames...
+    #[arg(long, requires = "expect")]
+    replay: Option<PathBuf>,
+    /// ...checking what is sent against this one (the peer's).
+    #[arg(long)]
+    expect: Option<PathBuf>,
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+}
+
+impl BenchPartyCli {
+    fn link(&mut self) -> Result<bench::Link> {
+        let record = self.record.take();
+        Ok(match (self.replay.take(), self.expect.take()) {
+            (Some(inbound), Some(outbound)) => bench::Link::Replay { inbound, outbound },
+            _ => match (self.listen.take(), self.connect.take()) {
+                (Some(addr), _) => bench::Link::Tcp {
+                    listen: true,
+                    addr,
+                    record,
+                },
+                (None, Some(addr)) => bench::Link::Tcp {
+                    listen: false,
+                    addr,
+                    record,
+                },
+                (None, None) => {
+                    return Err(Error::Params(
+                        "bench-party needs --listen, --connect or --replay".into(),
+                    ))
+                }
+            },
+        })
+    }
 }
 
 impl PartyCli {
@@ -213,15 +252,16 @@ fn main() -> ExitCode {
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Demo => demo::demo(),
         Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
-        Command::Bench(b) => bench::bench(
-            &b.protocol,
-            &b.log2n,
-            b.threads,
-            b.repeat,
-            b.json,
-            b.timeout,
-        ),
-        Command::BenchParty(b) => {
+        Command::Bench(b) => bench::bench(&bench::BenchOptions {
+            protocols: &b.protocol,
+            log2ns: &b.log2n,
+            threads: &b.threads,
+            repeat: b.repeat,
+            solo: b.solo,
+            json: b.json,
+            timeout: b.timeout,
+        }),
+        Command::BenchParty(mut b) => {
             let role = if b.role == "sender" {
                 Role::Sender
             } else {
@@ -230,14 +270,14 @@ fn main() -> ExitCode {
             u128::from_str_radix(&b.seed, 16)
                 .map_err(|_| Error::Params("--seed wants 32 hex digits".into()))
                 .and_then(|seed| {
+                    let link = b.link()?;
                     bench::bench_party(
                         role,
                         &b.protocol,
                         b.log2n,
                         seed,
                         b.threads,
-                        b.listen.as_deref(),
-                        b.connect.as_deref(),
+                        link,
                         Duration::from_secs(b.timeout),
                     )
                 })

@@ -382,3 +382,41 @@ fn demo_and_params_run() {
         );
     }
 }
+
+#[test]
+fn bench_verifies_every_row_and_replays_each_party_alone() {
+    let tmp = tmp();
+    let o = venn()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "bench",
+            "--protocol",
+            "rr17-bloom,kkrt16,naive",
+            "--log2n",
+            "8",
+        ])
+        .args(["--threads", "1,2", "--solo", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "3 protocols × 2 thread counts");
+    for r in rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["intersection"], 128, "{r}");
+        assert!(r["ratio_to_naive"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Each party of each protocol alone at 1 and 2 threads, every replay having repeated
+    // the recorded messages exactly (a mismatch fails the whole command).
+    let solo = v["solo"].as_array().unwrap();
+    assert_eq!(solo.len(), 12);
+    for s in solo {
+        assert!(!s["phases"].as_array().unwrap().is_empty(), "{s}");
+    }
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "the recorded transcripts are removed"
+    );
+}

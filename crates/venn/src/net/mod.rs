@@ -10,12 +10,14 @@ mod handshake;
 mod mem;
 mod stream;
 mod tcp;
+mod transcript;
 mod wire;
 
 pub use handshake::{handshake, Hello, Role, Session};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::StreamChannel;
 pub use tcp::{tcp_connect, tcp_listen};
+pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 
 use crate::{Error, Result};

@@ -8,19 +8,18 @@
 //! Rows go over the wire in chunks as soon as they are computed, so both parties work in
 //! parallel; only the first `row_bytes` bytes of a row (the `k` real columns) are sent.
 
+use super::prg_matrix::TASK_ROWS;
 use super::PrgMatrix;
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
+use crate::memory::advise_huge_pages;
 use crate::net::Channel;
 use crate::Result;
+use rayon::prelude::*;
 
-/// Rows per chunk (a multiple of 128).
-const CHUNK_ROWS: usize = 4096;
-
-fn chunks(n_rows: usize) -> impl Iterator<Item = (usize, usize, usize)> {
-    (0..n_rows).step_by(CHUNK_ROWS).map(move |first| {
-        let real = (n_rows - first).min(CHUNK_ROWS);
-        (first, real, real.next_multiple_of(128))
-    })
+/// Rows per batch: one chunk of [`TASK_ROWS`] rows (one frame on the wire) per thread of
+/// the current rayon pool, computed in parallel.
+fn batch_rows() -> usize {
+    TASK_ROWS * rayon::current_num_threads()
 }
 
 fn row_bytes(columns: usize) -> usize {
@@ -53,39 +52,64 @@ impl ExtensionReceiver {
         self.g0.row_blocks()
     }
 
-    /// The receiver's rows `t_j` again from the start, regenerated from the seeds (for
-    /// using them after the extension without having kept them).
+    /// The receiver's rows `t_j` again, regenerated from the seeds (for using them after
+    /// the extension without having kept them).
     pub fn replay_t(&self) -> PrgMatrix {
         PrgMatrix::new(&self.seeds0)
     }
 
     /// Extends `n_rows` rows. `codewords(first_row, rows)` must XOR the codewords of rows
     /// `first_row..` into `rows` (row-major, [`Self::row_blocks`] blocks per row; it may
-    /// see up to 127 padding rows past `n_rows`). `on_t(first_row, t)` receives the
-    /// receiver's rows `t_j` of each chunk (padding rows included; a scratch buffer the
-    /// callback may overwrite).
+    /// see up to 127 padding rows past `n_rows`); it runs on the rayon pool, one call per
+    /// chunk of rows. With `keep_t`, the receiver's rows `t_j` end up there.
     pub fn extend(
-        &mut self,
+        &self,
         chan: &mut dyn Channel,
         n_rows: usize,
-        mut codewords: impl FnMut(usize, &mut [Block]),
-        mut on_t: impl FnMut(usize, &mut [Block]),
+        codewords: impl Fn(usize, &mut [Block]) + Sync,
+        keep_t: Option<&mut Vec<Block>>,
     ) -> Result<()> {
-        let w = self.row_blocks();
-        let mut t = vec![0; CHUNK_ROWS * w];
-        let mut u = vec![0; CHUNK_ROWS * w];
-        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes);
-        for (first, real, padded) in chunks(n_rows) {
-            let (t, u) = (&mut t[..padded * w], &mut u[..padded * w]);
-            self.g0.next_rows(padded, t);
-            self.g1.next_rows(padded, u);
-            for (u, t) in u.iter_mut().zip(t.iter()) {
-                *u ^= t;
+        let (w, batch) = (self.row_blocks(), batch_rows());
+        let keep = keep_t.is_some();
+        let mut scratch = Vec::new();
+        let t_all = keep_t.unwrap_or(&mut scratch);
+        // Zeroed on first touch, by the threads that write the rows.
+        *t_all = vec![
+            0;
+            if keep {
+                n_rows.next_multiple_of(128)
+            } else {
+                batch
+            } * w
+        ];
+        advise_huge_pages(t_all);
+        let mut u = vec![0; batch * w];
+        let mut frames = vec![Vec::new(); batch / TASK_ROWS];
+        for first in (0..n_rows).step_by(batch) {
+            let padded = (n_rows - first).min(batch).next_multiple_of(128);
+            let at = if keep { first } else { 0 };
+            t_all[at * w..(at + padded) * w]
+                .par_chunks_mut(TASK_ROWS * w)
+                .zip(u[..padded * w].par_chunks_mut(TASK_ROWS * w))
+                .zip(frames.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, ((t, u), frame))| {
+                    let row = first + c * TASK_ROWS;
+                    self.g0.rows(row, t);
+                    self.g1.rows(row, u);
+                    for (u, t) in u.iter_mut().zip(t.iter()) {
+                        *u ^= t;
+                    }
+                    codewords(row, u);
+                    let real = (n_rows - row).min(TASK_ROWS);
+                    pack_rows(&u[..real * w], w, self.row_bytes, frame);
+                });
+            for frame in &frames[..padded.div_ceil(TASK_ROWS)] {
+                chan.send(frame)?;
             }
-            codewords(first, u);
-            pack_rows(&u[..real * w], w, self.row_bytes, &mut frame);
-            chan.send(&frame)?;
-            on_t(first, t);
+        }
+        if keep {
+            t_all.truncate(n_rows * w);
         }
         chan.flush()
     }
@@ -124,42 +148,49 @@ impl ExtensionSender {
         self.s.len()
     }
 
-    /// Extends `n_rows` rows into `q` (row-major, [`Self::row_blocks`] blocks a row).
+    /// Extends `n_rows` rows and returns them (`q`, row-major, [`Self::row_blocks`] blocks
+    /// a row).
     ///
-    /// All of the sender's own PRG rows are expanded into `q` first — work that needs
+    /// All of the sender's own PRG rows are expanded first, in parallel — work that needs
     /// nothing from the receiver, so it overlaps whatever the receiver is doing before it
-    /// sends — then each chunk the receiver sends is folded in as it arrives, and
+    /// sends — then the chunks the receiver sends are folded in a batch at a time, and
     /// `after_chunk(q_so_far)` runs with every row received so far (it can do work that
     /// would otherwise wait for the whole extension).
     pub fn extend(
-        &mut self,
+        &self,
         chan: &mut dyn Channel,
         n_rows: usize,
-        q: &mut Vec<Block>,
         mut after_chunk: impl FnMut(&[Block]),
-    ) -> Result<()> {
-        let w = self.row_blocks();
+    ) -> Result<Vec<Block>> {
+        let (w, batch) = (self.row_blocks(), batch_rows());
         let mask = row_mask(w, self.row_bytes);
-        q.clear();
-        q.resize(n_rows.next_multiple_of(128) * w, 0);
-        for rows in q.chunks_mut(CHUNK_ROWS * w) {
-            self.gs.next_rows(rows.len() / w, rows);
-        }
-        let mut frame = Vec::with_capacity(CHUNK_ROWS * self.row_bytes + UNPACK_SLACK);
-        let mut u = vec![0; w];
-        for (first, real, _) in chunks(n_rows) {
-            chan.recv_exact_into(&mut frame, real * self.row_bytes, "OT-extension rows")?;
-            frame.resize(frame.len() + UNPACK_SLACK, 0);
-            let rows = &mut q[first * w..(first + real) * w];
-            for (r, q_row) in rows.chunks_exact_mut(w).enumerate() {
-                unpack_row(&frame, r, self.row_bytes, &mask, &mut u);
-                for ((q, u), s) in q_row.iter_mut().zip(&u).zip(&self.s) {
-                    *q ^= u & s;
-                }
+        let mut q = vec![0; n_rows.next_multiple_of(128) * w];
+        advise_huge_pages(&q);
+        self.gs.par_rows(0, &mut q);
+        let mut frames = vec![Vec::new(); batch / TASK_ROWS];
+        for first in (0..n_rows).step_by(batch) {
+            let real = (n_rows - first).min(batch);
+            let chunks = real.div_ceil(TASK_ROWS);
+            for (c, frame) in frames[..chunks].iter_mut().enumerate() {
+                let rows = (real - c * TASK_ROWS).min(TASK_ROWS);
+                chan.recv_exact_into(frame, rows * self.row_bytes, "OT-extension rows")?;
+                frame.resize(frame.len() + UNPACK_SLACK, 0);
             }
+            q[first * w..(first + real) * w]
+                .par_chunks_mut(TASK_ROWS * w)
+                .zip(&frames[..chunks])
+                .for_each(|(rows, frame)| {
+                    let mut u = vec![0; w];
+                    for (r, q_row) in rows.chunks_exact_mut(w).enumerate() {
+                        unpack_row(frame, r, self.row_bytes, &mask, &mut u);
+                        for ((q, u), s) in q_row.iter_mut().zip(&u).zip(&self.s) {
+                            *q ^= u & s;
+                        }
+                    }
+                });
             after_chunk(&q[..(first + real) * w]);
         }
         q.truncate(n_rows * w);
-        Ok(())
+        Ok(q)
     }
 }

@@ -20,10 +20,9 @@ pub fn iknp_send(
     count: usize,
 ) -> Result<Vec<[Block; 2]>> {
     assert_eq!(delta.len(), BASE_OTS);
-    let mut ext = ExtensionSender::new(base_keys, delta);
+    let ext = ExtensionSender::new(base_keys, delta);
     let d = ext.s()[0];
-    let mut q = Vec::new();
-    ext.extend(chan, count, &mut q, |_| {})?;
+    let mut q = ext.extend(chan, count, |_| {})?;
     let mut q1: Vec<Block> = q.iter().map(|r| r ^ d).collect();
     tccr_hash(0, &mut q);
     tccr_hash(0, &mut q1);
@@ -37,9 +36,8 @@ pub fn iknp_receive(
     choices: &[bool],
 ) -> Result<Vec<Block>> {
     assert_eq!(base_keys.len(), BASE_OTS);
-    let mut ext = ExtensionReceiver::new(base_keys);
-    let mut t = Vec::with_capacity(choices.len());
-    ext.extend(
+    let mut t = Vec::new();
+    ExtensionReceiver::new(base_keys).extend(
         chan,
         choices.len(),
         |first, u| {
@@ -47,7 +45,7 @@ pub fn iknp_receive(
                 *u ^= if c { Block::MAX } else { 0 };
             }
         },
-        |first, rows| t.extend_from_slice(&rows[..rows.len().min(choices.len() - first)]),
+        Some(&mut t),
     )?;
     tccr_hash(0, &mut t);
     Ok(t)

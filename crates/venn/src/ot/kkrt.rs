@@ -7,7 +7,6 @@
 use super::ExtensionReceiver;
 use super::ExtensionSender;
 use crate::crypto::{Aes, Block, RandomOracle, WideHash};
-use crate::memory::advise_huge_pages;
 use crate::net::Channel;
 use crate::tables::prefetch;
 use crate::Result;
@@ -62,22 +61,20 @@ pub fn oprf_receive(
     code: &PseudorandomCode,
     inputs: &[Block],
 ) -> Result<OprfReceiver> {
-    let mut ext = ExtensionReceiver::new(seeds);
+    let ext = ExtensionReceiver::new(seeds);
     assert_eq!(
         ext.row_blocks(),
         OPRF_BLOCKS,
         "code width in (384, 512] bits"
     );
-    let (mut codewords, mut chunk_inputs) = (Vec::new(), Vec::new());
     ext.extend(
         chan,
         inputs.len(),
         |first, u| {
             let rows = u.len() / OPRF_BLOCKS;
-            chunk_inputs.clear();
-            chunk_inputs.extend_from_slice(&inputs[first..(first + rows).min(inputs.len())]);
+            let mut chunk_inputs = inputs[first..(first + rows).min(inputs.len())].to_vec();
             chunk_inputs.resize(rows, 0);
-            codewords.resize(u.len(), 0);
+            let mut codewords = vec![0; u.len()];
             code.encode(&chunk_inputs, &mut codewords);
             for (j, u) in u.chunks_exact_mut(OPRF_BLOCKS).enumerate() {
                 for (i, u) in u.iter_mut().enumerate() {
@@ -85,7 +82,7 @@ pub fn oprf_receive(
                 }
             }
         },
-        |_, _| {},
+        None,
     )?;
     Ok(OprfReceiver {
         ext,
@@ -101,15 +98,15 @@ impl OprfReceiver {
     /// sender's evaluation.
     pub fn outputs(&self, hash: &WideHash) -> Vec<Block> {
         const CHUNK: usize = 4096;
-        let mut t_matrix = self.ext.replay_t();
+        let t_matrix = self.ext.replay_t();
         let mut out = vec![0; self.rows];
         let mut t = vec![0; CHUNK * OPRF_BLOCKS];
         let mut indices = Vec::with_capacity(CHUNK);
         for (c, out) in out.chunks_mut(CHUNK).enumerate() {
             let padded = out.len().next_multiple_of(128);
             let t = &mut t[..padded * OPRF_BLOCKS];
-            t_matrix.next_rows(padded, t);
             let first = c * CHUNK;
+            t_matrix.rows(first, t);
             indices.clear();
             indices.extend(first as u32..(first + out.len()) as u32);
             hash.hash_rows(
@@ -192,7 +189,7 @@ impl OprfSender {
         rows: usize,
         mut after_chunk: impl FnMut(&OprfRows),
     ) -> Result<Self> {
-        let mut ext = ExtensionSender::new(seeds, s);
+        let ext = ExtensionSender::new(seeds, s);
         assert_eq!(
             ext.row_blocks(),
             OPRF_BLOCKS,
@@ -200,11 +197,7 @@ impl OprfSender {
         );
         let s: [Block; OPRF_BLOCKS] = ext.s().try_into().expect("four blocks");
         let row_len = seeds.len() / 8;
-        let mut q = Vec::with_capacity(rows.next_multiple_of(128) * OPRF_BLOCKS);
-        advise_huge_pages(&q);
-        ext.extend(chan, rows, &mut q, |q| {
-            after_chunk(&OprfRows { s: &s, q, row_len })
-        })?;
+        let q = ext.extend(chan, rows, |q| after_chunk(&OprfRows { s: &s, q, row_len }))?;
         Ok(OprfSender { s, q, row_len })
     }
 

@@ -12,11 +12,11 @@
 //! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver.
 
 use super::{ExtensionReceiver, ExtensionSender, BASE_OTS};
-use crate::crypto::{gf128, tccr_hash_with, Block, Prg, RandomOracle};
-use crate::memory::advise_huge_pages;
+use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg, RandomOracle};
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::prefetch;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
+use rayon::prelude::*;
 
 /// Extra random OTs the receiver adds to hide its choices from the check (κ + λ).
 const CHECK_PADDING: usize = COMPUTATIONAL_SECURITY + STATISTICAL_SECURITY;
@@ -29,23 +29,27 @@ fn commitment(sid: &[u8; 32], seed: Block) -> [u8; 32] {
     RandomOracle::new("venn/kos15/commit", sid).hash(&[&seed.to_le_bytes()])
 }
 
-/// `Σ χ_j · rows_j` and `Σ_{j : bit_j} χ_j` for `χ = PRG(seed)`, in chunks.
+/// `Σ χ_j · rows_j` and `Σ_{j : bit_j} χ_j` for `χ_j = AES_seed(j)` (the AES-CTR PRG's
+/// j-th block), in chunks on the rayon pool; XOR is associative, so the sums do not depend
+/// on how the chunks are split among threads.
 fn check_sums(seed: Block, rows: &[Block], bits: Option<&[bool]>) -> (Block, Block) {
-    let mut prg = Prg::from_seed(seed);
-    let mut chi = vec![0; CHECK_CHUNK];
-    let (mut product, mut selected) = (0, 0);
-    for (c, rows) in rows.chunks(CHECK_CHUNK).enumerate() {
-        let chi = &mut chi[..rows.len()];
-        prg.fill_blocks(chi);
-        product ^= gf128::inner_product(chi, rows);
-        if let Some(bits) = bits {
-            let bits = &bits[c * CHECK_CHUNK..c * CHECK_CHUNK + rows.len()];
-            for (&x, _) in chi.iter().zip(bits).filter(|(_, &b)| b) {
-                selected ^= x;
-            }
-        }
-    }
-    (product, selected)
+    let aes = Aes::new(seed);
+    rows.par_chunks(CHECK_CHUNK)
+        .enumerate()
+        .map(|(c, rows)| {
+            let first = c * CHECK_CHUNK;
+            let mut chi: Vec<Block> = (first..first + rows.len()).map(|j| j as Block).collect();
+            aes.encrypt_blocks(&mut chi);
+            let product = gf128::inner_product(&chi, rows);
+            let selected = bits.map_or(0, |bits| {
+                chi.iter()
+                    .zip(&bits[first..first + rows.len()])
+                    .filter(|(_, &b)| b)
+                    .fold(0, |acc, (x, _)| acc ^ x)
+            });
+            (product, selected)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 ^ b.0, a.1 ^ b.1))
 }
 
 /// The sender's outputs: `Δ` and the rows `q_j`.
@@ -73,31 +77,42 @@ impl KosSender {
     }
 }
 
-/// Appends `H(j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`.
+/// OTs per parallel task when gathering and hashing messages.
+const HASH_TASK: usize = 1 << 13;
+
+/// Appends `H(j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`, in parallel tasks
+/// on the rayon pool.
 fn hash_messages(indices: &[u32], rows: &[Block], offset: Block, out: &mut Vec<Block>) {
     const AHEAD: usize = 32;
     let start = out.len();
-    for (i, &j) in indices.iter().enumerate() {
-        if let Some(&next) = indices.get(i + AHEAD) {
-            prefetch(&rows[next as usize]);
-        }
-        out.push(rows[j as usize] ^ offset);
-    }
-    hash_indexed(indices, &mut out[start..]);
+    out.resize(start + indices.len(), 0);
+    out[start..]
+        .par_chunks_mut(HASH_TASK)
+        .zip(indices.par_chunks(HASH_TASK))
+        .for_each(|(out, js)| {
+            for (i, (o, &j)) in out.iter_mut().zip(js).enumerate() {
+                if let Some(&next) = js.get(i + AHEAD) {
+                    prefetch(&rows[next as usize]);
+                }
+                *o = rows[j as usize] ^ offset;
+            }
+            hash_indexed(js, out);
+        });
 }
 
-/// Replaces each `rows[i]` by `H(indices[i], rows[i])`.
+/// Replaces each `rows[i]` by `H(indices[i], rows[i])`, in parallel tasks.
 fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
-    let mut tweaks = [0u64; 128];
-    for (rows, js) in rows
-        .chunks_mut(tweaks.len())
-        .zip(indices.chunks(tweaks.len()))
-    {
-        for (t, &j) in tweaks.iter_mut().zip(js) {
-            *t = j as u64;
-        }
-        tccr_hash_with(&tweaks[..js.len()], rows);
-    }
+    rows.par_chunks_mut(HASH_TASK)
+        .zip(indices.par_chunks(HASH_TASK))
+        .for_each(|(rows, js)| {
+            let mut tweaks = [0u64; 128];
+            for (rows, js) in rows.chunks_mut(tweaks.len()).zip(js.chunks(tweaks.len())) {
+                for (t, &j) in tweaks.iter_mut().zip(js) {
+                    *t = j as u64;
+                }
+                tccr_hash_with(&tweaks[..js.len()], rows);
+            }
+        });
 }
 
 /// The receiver's outputs: its choice bits and the rows `t_j`.
@@ -153,11 +168,9 @@ pub fn kos_send(
     let committed: [u8; 32] = chan.recv_exact(32, "check-seed commitment")?[..]
         .try_into()
         .expect("32 bytes");
-    let mut ext = ExtensionSender::new(base_keys, delta);
+    let ext = ExtensionSender::new(base_keys, delta);
     let delta = ext.s()[0];
-    let mut q = Vec::with_capacity((count + CHECK_PADDING).next_multiple_of(128));
-    advise_huge_pages(&q);
-    ext.extend(chan, count + CHECK_PADDING, &mut q, |_| {})?;
+    let mut q = ext.extend(chan, count + CHECK_PADDING, |_| {})?;
     let seed_s = prg.block();
     chan.send(&Writer::new().block(seed_s).0)?;
     let msg = chan.recv_exact(48, "correlation check")?;
@@ -194,34 +207,32 @@ pub fn kos_receive(
     choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
     let seed_r = prg.block();
     chan.send(&commitment(sid, seed_r))?;
-    let mut t = extend_rows(chan, base_keys, &choices, |_| {})?;
+    let mut t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
     answer_check(chan, seed_r, &choices, &t)?;
     t.truncate(count);
     choices.truncate(count);
     Ok(KosReceiver { choices, t })
 }
 
-/// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(u)` may alter the rows sent
-/// (tests play a cheating receiver with it). Returns the receiver's rows `t_j`.
+/// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(first_row, u)` may alter the
+/// rows sent (tests play a cheating receiver with it). Returns the receiver's rows `t_j`.
 fn extend_rows(
     chan: &mut dyn Channel,
     base_keys: &[[Block; 2]],
     choices: &[bool],
-    mut tamper: impl FnMut(&mut [Block]),
+    tamper: impl Fn(usize, &mut [Block]) + Sync,
 ) -> Result<Vec<Block>> {
-    let mut ext = ExtensionReceiver::new(base_keys);
-    let mut t = Vec::with_capacity(choices.len());
-    advise_huge_pages(&t);
-    ext.extend(
+    let mut t = Vec::new();
+    ExtensionReceiver::new(base_keys).extend(
         chan,
         choices.len(),
         |first, u| {
             for (u, &c) in u.iter_mut().zip(&choices[first..]) {
                 *u ^= if c { Block::MAX } else { 0 };
             }
-            tamper(u);
+            tamper(first, u);
         },
-        |first, rows| t.extend_from_slice(&rows[..rows.len().min(choices.len() - first)]),
+        Some(&mut t),
     )?;
     Ok(t)
 }
@@ -309,6 +320,42 @@ mod tests {
         assert_eq!(messages, wanted);
     }
 
+    #[test]
+    fn outputs_do_not_depend_on_the_thread_count() {
+        // Several batches of several chunks, with a partial last chunk.
+        let count = 5 * 4096 + 1000;
+        // One pool per party, as in a real run.
+        let pool = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+        };
+        let run = |threads: usize| {
+            let (pool, p2) = (pool(threads), pool(threads));
+            let mut prg = Prg::from_seed(77);
+            let (delta, chosen, pairs) = base(&mut prg);
+            let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+            let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+            let t = std::thread::spawn(move || {
+                p2.install(|| {
+                    let mut prg = Prg::from_seed(5);
+                    kos_receive(&mut b, &pairs, choices, &mut prg, &[1; 32]).unwrap()
+                })
+            });
+            let sender = pool.install(|| {
+                let mut prg = Prg::from_seed(6);
+                kos_send(&mut a, &delta, &chosen, count, &mut prg, &[1; 32]).unwrap()
+            });
+            let receiver = t.join().unwrap();
+            let all: Vec<u32> = (0..count as u32).collect();
+            let mut m1 = vec![];
+            pool.install(|| sender.messages(&all, true, &mut m1));
+            (m1, pool.install(|| receiver.messages(&all)))
+        };
+        assert!(run(1) == run(3));
+    }
+
     /// A receiver whose rows carry a codeword that is not all-zero or all-one (the
     /// classic attack that would let it learn bits of Δ). Returns Δ's bit 9 and the result.
     fn cheating_run(seed: u128) -> (bool, Result<KosSender>) {
@@ -325,11 +372,9 @@ mod tests {
             let seed_r = prg.block();
             b.send(&commitment(&[2; 32], seed_r))?;
             // Flip one column bit in one row: that row's choice is inconsistent.
-            let mut first_chunk = true;
-            let t = extend_rows(&mut b, &pairs, &choices, |u| {
-                if first_chunk {
+            let t = extend_rows(&mut b, &pairs, &choices, |first, u| {
+                if first == 0 {
                     u[5] ^= 1 << 9;
-                    first_chunk = false;
                 }
             })?;
             answer_check(&mut b, seed_r, &choices, &t)
@@ -378,7 +423,7 @@ mod tests {
         let t = std::thread::spawn(move || {
             let choices = vec![true; 10 + CHECK_PADDING];
             b.send(&commitment(&[3; 32], 1))?;
-            let t = extend_rows(&mut b, &pairs, &choices, |_| {})?;
+            let t = extend_rows(&mut b, &pairs, &choices, |_, _| {})?;
             answer_check(&mut b, 2, &choices, &t)
         });
         let err = kos_send(&mut a, &delta, &chosen, 10, &mut prg, &[3; 32])
@@ -399,7 +444,7 @@ mod tests {
         let t = std::thread::spawn(move || {
             let choices = vec![false; 10 + CHECK_PADDING];
             b.send(&commitment(&[4; 32], 1))?;
-            extend_rows(&mut b, &pairs, &choices, |_| {})?;
+            extend_rows(&mut b, &pairs, &choices, |_, _| {})?;
             (&mut b as &mut dyn Channel).recv(16)?;
             b.send(&[0; 40])
         });

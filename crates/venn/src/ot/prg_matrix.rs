@@ -2,12 +2,16 @@
 //! IKNP-style OT extension (column `i` is `G(seed_i)`; the protocols need its rows).
 
 use crate::crypto::{transpose128, Aes, Block};
+use rayon::prelude::*;
 
-/// `seeds.len()` columns of pseudorandom bits, read out 128 rows at a time.
+/// Rows one task of [`PrgMatrix::par_rows`] produces (a multiple of 128).
+pub const TASK_ROWS: usize = 4096;
+
+/// `seeds.len()` columns of pseudorandom bits, read out 128 rows at a time. Row block `b`
+/// (rows `128b..128b + 128`) comes from counter `b` of every column's AES-CTR stream, so
+/// any range of rows can be produced on its own, in any order, on any thread.
 pub struct PrgMatrix {
     columns: Vec<Aes>,
-    counter: u128,
-    scratch: Vec<Block>,
 }
 
 impl PrgMatrix {
@@ -15,8 +19,6 @@ impl PrgMatrix {
     pub fn new(seeds: &[Block]) -> Self {
         PrgMatrix {
             columns: seeds.iter().map(|&s| Aes::new(s)).collect(),
-            counter: 0,
-            scratch: Vec::new(),
         }
     }
 
@@ -25,29 +27,28 @@ impl PrgMatrix {
         self.columns.len().div_ceil(128)
     }
 
-    /// Writes the next `rows` rows (a multiple of 128) into `out`, row-major with
-    /// [`PrgMatrix::row_blocks`] blocks per row; bits past the last column are zero.
-    pub fn next_rows(&mut self, rows: usize, out: &mut [Block]) {
-        assert_eq!(rows % 128, 0);
+    /// Writes rows `first_row..` into `out` (row-major, [`PrgMatrix::row_blocks`] blocks per
+    /// row; `first_row` and the number of rows are multiples of 128); bits past the last
+    /// column are zero.
+    pub fn rows(&self, first_row: usize, out: &mut [Block]) {
         let w = self.row_blocks();
-        assert_eq!(out.len(), rows * w);
-        let per_col = rows / 128;
-        self.scratch.resize(self.columns.len() * per_col, 0);
-        for (c, aes) in self.columns.iter().enumerate() {
-            let col = &mut self.scratch[c * per_col..(c + 1) * per_col];
+        assert!(first_row.is_multiple_of(128) && out.len().is_multiple_of(128 * w));
+        let per_col = out.len() / w / 128;
+        let counter = (first_row / 128) as u128;
+        let mut columns = vec![0 as Block; self.columns.len() * per_col];
+        for (col, aes) in columns.chunks_exact_mut(per_col).zip(&self.columns) {
             for (t, b) in col.iter_mut().enumerate() {
-                *b = self.counter + t as u128;
+                *b = counter + t as u128;
             }
             aes.encrypt_blocks(col);
         }
-        self.counter += per_col as u128;
         let mut m = [0 as Block; 128];
         for rb in 0..per_col {
             for g in 0..w {
                 for (i, row) in m.iter_mut().enumerate() {
                     let c = g * 128 + i;
                     *row = if c < self.columns.len() {
-                        self.scratch[c * per_col + rb]
+                        columns[c * per_col + rb]
                     } else {
                         0
                     };
@@ -59,6 +60,14 @@ impl PrgMatrix {
             }
         }
     }
+
+    /// [`PrgMatrix::rows`] in tasks of [`TASK_ROWS`] rows on the current rayon pool.
+    pub fn par_rows(&self, first_row: usize, out: &mut [Block]) {
+        let w = self.row_blocks();
+        out.par_chunks_mut(TASK_ROWS * w)
+            .enumerate()
+            .for_each(|(c, rows)| self.rows(first_row + c * TASK_ROWS, rows));
+    }
 }
 
 #[cfg(test)]
@@ -68,9 +77,9 @@ mod tests {
     #[test]
     fn rows_are_transposed_columns() {
         let seeds = [11, 22, 33];
-        let mut m = PrgMatrix::new(&seeds);
+        let m = PrgMatrix::new(&seeds);
         let mut rows = vec![0; 256];
-        m.next_rows(256, &mut rows);
+        m.rows(0, &mut rows);
         for (c, &s) in seeds.iter().enumerate() {
             let aes = Aes::new(s);
             let col = [aes.encrypt(0), aes.encrypt(1)];
@@ -82,5 +91,25 @@ mod tests {
             rows.iter().all(|r| r >> 3 == 0),
             "bits past the columns are zero"
         );
+    }
+
+    #[test]
+    fn any_range_of_rows_matches_the_whole_matrix() {
+        let seeds: Vec<Block> = (0..200).collect();
+        let m = PrgMatrix::new(&seeds);
+        let w = m.row_blocks();
+        let n = 3 * TASK_ROWS + 384;
+        let mut whole = vec![0; n * w];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| m.par_rows(0, &mut whole));
+        let mut part = vec![0; 256 * w];
+        m.rows(TASK_ROWS + 128, &mut part);
+        assert_eq!(part, whole[(TASK_ROWS + 128) * w..(TASK_ROWS + 384) * w]);
+        let mut serial = vec![0; n * w];
+        m.rows(0, &mut serial);
+        assert_eq!(serial, whole);
     }
 }
