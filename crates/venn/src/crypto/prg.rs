@@ -1,6 +1,7 @@
 //! AES-CTR pseudorandom generator, seeded from OS entropy or from a given seed.
 
 use super::{Aes, Block};
+use rayon::prelude::*;
 
 /// Blocks generated per AES call; large enough for AES-NI pipelining.
 const BATCH: usize = 64;
@@ -97,7 +98,9 @@ impl Prg {
     /// Shuffles `v` uniformly at random. Small slices use Fisher–Yates; large ones the
     /// Rao–Sandelius method (each element to one of 256 random buckets, each bucket
     /// shuffled, buckets concatenated — exactly uniform), whose memory accesses stay within
-    /// cache-sized buckets instead of jumping across the whole array.
+    /// cache-sized buckets instead of jumping across the whole array. The buckets are
+    /// shuffled in parallel on the rayon pool, each by a PRG seeded from this one in bucket
+    /// order, so the result does not depend on the number of threads.
     pub fn shuffle(&mut self, v: &mut [u32]) {
         const IN_CACHE: usize = 1 << 18;
         const BUCKETS: usize = 256;
@@ -117,12 +120,20 @@ impl Prg {
                 buckets[(r >> (8 * k)) as usize & (BUCKETS - 1)].push(x);
             }
         }
-        let mut at = 0;
-        for mut b in buckets {
-            self.shuffle(&mut b);
-            v[at..at + b.len()].copy_from_slice(&b);
-            at += b.len();
+        let mut parts = Vec::with_capacity(BUCKETS);
+        let mut rest = v;
+        for b in &buckets {
+            let (here, after) = rest.split_at_mut(b.len());
+            parts.push((here, Prg::from_seed(self.block())));
+            rest = after;
         }
+        parts
+            .into_par_iter()
+            .zip(buckets)
+            .for_each(|((out, mut prg), mut b)| {
+                prg.shuffle(&mut b);
+                out.copy_from_slice(&b);
+            });
     }
 }
 
@@ -173,6 +184,18 @@ mod tests {
             (quarter - expect).abs() < 5.0 * expect.sqrt(),
             "{quarter} vs {expect}"
         );
+    }
+
+    #[test]
+    fn large_shuffles_do_not_depend_on_the_thread_count() {
+        let shuffled = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| Prg::from_seed(4).permutation(1 << 20))
+        };
+        assert_eq!(shuffled(1), shuffled(3));
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //! Outputs are hashed only when used (RR17 §4.1, "hash only on demand"):
 //! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver.
 
-use super::{ExtensionReceiver, ExtensionSender, BASE_OTS};
+use super::prg_matrix::TASK_ROWS;
+use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, BASE_OTS};
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg, RandomOracle};
+use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::prefetch;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
@@ -29,21 +31,44 @@ fn commitment(sid: &[u8; 32], seed: Block) -> [u8; 32] {
     RandomOracle::new("venn/kos15/commit", sid).hash(&[&seed.to_le_bytes()])
 }
 
-/// `Σ χ_j · rows_j` and `Σ_{j : bit_j} χ_j` for `χ_j = AES_seed(j)` (the AES-CTR PRG's
-/// j-th block), in chunks on the rayon pool; XOR is associative, so the sums do not depend
-/// on how the chunks are split among threads.
-fn check_sums(seed: Block, rows: &[Block], bits: Option<&[bool]>) -> (Block, Block) {
+/// Where the correlation check reads the rows: kept in memory (the sender's `q_j`) or
+/// regenerated from the seeds (the receiver's `t_j`).
+enum Rows<'a> {
+    Kept(&'a [Block]),
+    Regenerated(&'a PrgMatrix),
+}
+
+impl Rows<'_> {
+    /// Rows `first..first + len` (`first` a multiple of 128), regenerated into `buf` if
+    /// need be.
+    fn get<'b>(&'b self, first: usize, len: usize, buf: &'b mut Vec<Block>) -> &'b [Block] {
+        match self {
+            Rows::Kept(rows) => &rows[first..first + len],
+            Rows::Regenerated(matrix) => {
+                buf.resize(len.next_multiple_of(128), 0);
+                matrix.rows(first, buf);
+                &buf[..len]
+            }
+        }
+    }
+}
+
+/// `Σ χ_j · rows_j` and `Σ_{j : bit_j} χ_j` over the first `n` rows, for `χ_j = AES_seed(j)`
+/// (the AES-CTR PRG's j-th block), in chunks on the rayon pool; XOR is associative, so the
+/// sums do not depend on how the chunks are split among threads.
+fn check_sums(seed: Block, rows: Rows, n: usize, bits: Option<&[bool]>) -> (Block, Block) {
     let aes = Aes::new(seed);
-    rows.par_chunks(CHECK_CHUNK)
-        .enumerate()
-        .map(|(c, rows)| {
+    (0..n.div_ceil(CHECK_CHUNK))
+        .into_par_iter()
+        .map_init(Vec::new, |buf, c| {
             let first = c * CHECK_CHUNK;
-            let mut chi: Vec<Block> = (first..first + rows.len()).map(|j| j as Block).collect();
+            let len = (n - first).min(CHECK_CHUNK);
+            let mut chi: Vec<Block> = (first..first + len).map(|j| j as Block).collect();
             aes.encrypt_blocks(&mut chi);
-            let product = gf128::inner_product(&chi, rows);
+            let product = gf128::inner_product(&chi, rows.get(first, len, buf));
             let selected = bits.map_or(0, |bits| {
                 chi.iter()
-                    .zip(&bits[first..first + rows.len()])
+                    .zip(&bits[first..first + len])
                     .filter(|(_, &b)| b)
                     .fold(0, |acc, (x, _)| acc ^ x)
             });
@@ -115,10 +140,13 @@ fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
         });
 }
 
-/// The receiver's outputs: its choice bits and the rows `t_j`.
+/// The receiver's outputs: its choice bits, and the rows `t_j` as the PRG matrix they came
+/// from. The rows are not kept: regenerating one costs about as much as reading it back
+/// from memory would, and keeping them would take 16 bytes per OT (4.2 GB at RR17's
+/// n = 2^20) — so the receiver's messages are computed, not just hashed, on demand.
 pub struct KosReceiver {
     choices: Vec<bool>,
-    t: Vec<Block>,
+    t: PrgMatrix,
 }
 
 impl KosReceiver {
@@ -127,29 +155,77 @@ impl KosReceiver {
         self.choices[j]
     }
 
-    /// `m_{j, r_j}` for each `j` in `indices`, hashed now.
-    pub fn messages(&self, indices: &[u32]) -> Vec<Block> {
-        let mut out = Vec::with_capacity(indices.len());
-        hash_messages(indices, &self.t, 0, &mut out);
-        out
+    /// The OTs `j` without `skip(j)`, split by their choice bit `r_j` (`[zeros, ones]`),
+    /// each in increasing order: a parallel pass counts each chunk's share, a second one
+    /// writes every chunk's indices straight into its place, branch-free.
+    pub fn partition(&self, skip: impl Fn(usize) -> bool + Sync) -> [Vec<u32>; 2] {
+        let counts: Vec<[usize; 2]> = self
+            .choices
+            .par_chunks(TASK_ROWS)
+            .enumerate()
+            .map(|(c, chunk)| {
+                let mut n = [0, 0];
+                for (i, &r) in chunk.iter().enumerate() {
+                    n[r as usize] += !skip(c * TASK_ROWS + i) as usize;
+                }
+                n
+            })
+            .collect();
+        [0, 1].map(|b| {
+            let mut out = vec![0u32; counts.iter().map(|n| n[b]).sum()];
+            let mut slices = Vec::with_capacity(counts.len());
+            let mut rest = &mut out[..];
+            for n in &counts {
+                let (here, after) = rest.split_at_mut(n[b]);
+                slices.push(here);
+                rest = after;
+            }
+            slices
+                .into_par_iter()
+                .zip(self.choices.par_chunks(TASK_ROWS))
+                .enumerate()
+                .for_each(|(c, (out, chunk))| {
+                    let mut k = 0;
+                    for (i, &r) in chunk.iter().enumerate() {
+                        let j = c * TASK_ROWS + i;
+                        if let Some(slot) = out.get_mut(k) {
+                            *slot = j as u32;
+                        }
+                        k += (r as usize == b && !skip(j)) as usize;
+                    }
+                });
+            out
+        })
     }
 
-    /// Consumes the receiver and keeps only the OTs `j` with `keep(j, r_j)`: their indices
-    /// and messages `m_{j, r_j}` (hashed), in index order, in the memory the rows used.
-    pub fn into_messages(self, keep: impl Fn(usize, bool) -> bool) -> (Vec<u32>, Vec<Block>) {
-        let KosReceiver { choices, mut t } = self;
-        let mut indices = Vec::new();
-        for j in 0..t.len() {
-            if keep(j, choices[j]) {
-                t[indices.len()] = t[j];
-                indices.push(j as u32);
-            }
+    /// `m_{j, r_j} = H(j, t_j)` for each `j` in `indices` (increasing), in that order: each
+    /// chunk of rows that holds a wanted index is regenerated, on the rayon pool.
+    pub fn messages(&self, indices: &[u32]) -> Vec<Block> {
+        assert!(indices.is_sorted(), "indices in increasing order");
+        let mut out = vec![0; indices.len()];
+        advise_huge_pages(&out);
+        let mut parts = Vec::new();
+        let (mut rest, mut todo) = (&mut out[..], indices);
+        while let Some(&j) = todo.first() {
+            let c = j as usize / TASK_ROWS;
+            let k = todo.partition_point(|&i| (i as usize) < (c + 1) * TASK_ROWS);
+            let (here, after) = rest.split_at_mut(k);
+            parts.push((c, &todo[..k], here));
+            (rest, todo) = (after, &todo[k..]);
         }
-        drop(choices);
-        t.truncate(indices.len());
-        t.shrink_to_fit();
-        hash_indexed(&indices, &mut t);
-        (indices, t)
+        parts
+            .into_par_iter()
+            .for_each_init(Vec::new, |rows, (c, js, out)| {
+                let first = c * TASK_ROWS;
+                rows.resize(TASK_ROWS, 0);
+                let len = (self.choices.len() - first).min(TASK_ROWS);
+                self.t.rows(first, &mut rows[..len.next_multiple_of(128)]);
+                for (o, &j) in out.iter_mut().zip(js) {
+                    *o = rows[j as usize - first];
+                }
+                hash_indexed(js, out);
+            });
+        out
     }
 }
 
@@ -182,7 +258,7 @@ pub fn kos_send(
                 .into(),
         ));
     }
-    let (q_sum, _) = check_sums(seed_s ^ seed_r, &q, None);
+    let (q_sum, _) = check_sums(seed_s ^ seed_r, Rows::Kept(&q), q.len(), None);
     if q_sum != t ^ gf128::mul(x, delta) {
         return Err(Error::CheatingDetected(
             "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
@@ -207,23 +283,23 @@ pub fn kos_receive(
     choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
     let seed_r = prg.block();
     chan.send(&commitment(sid, seed_r))?;
-    let mut t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
+    let t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
     answer_check(chan, seed_r, &choices, &t)?;
-    t.truncate(count);
     choices.truncate(count);
     Ok(KosReceiver { choices, t })
 }
 
 /// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(first_row, u)` may alter the
-/// rows sent (tests play a cheating receiver with it). Returns the receiver's rows `t_j`.
+/// rows sent (tests play a cheating receiver with it). Returns the matrix of the
+/// receiver's rows `t_j`.
 fn extend_rows(
     chan: &mut dyn Channel,
     base_keys: &[[Block; 2]],
     choices: &[bool],
     tamper: impl Fn(usize, &mut [Block]) + Sync,
-) -> Result<Vec<Block>> {
-    let mut t = Vec::new();
-    ExtensionReceiver::new(base_keys).extend(
+) -> Result<PrgMatrix> {
+    let ext = ExtensionReceiver::new(base_keys);
+    ext.extend(
         chan,
         choices.len(),
         |first, u| {
@@ -232,9 +308,9 @@ fn extend_rows(
             }
             tamper(first, u);
         },
-        Some(&mut t),
+        None,
     )?;
-    Ok(t)
+    Ok(ext.replay_t())
 }
 
 /// The receiver's half of the check: open the seed, send `x` and `t`.
@@ -242,11 +318,16 @@ fn answer_check(
     chan: &mut dyn Channel,
     seed_r: Block,
     choices: &[bool],
-    t: &[Block],
+    t: &PrgMatrix,
 ) -> Result<()> {
     let msg = chan.recv_exact(16, "check seed")?;
     let seed_s = Reader::new(&msg, "check seed").block()?;
-    let (t_sum, x) = check_sums(seed_s ^ seed_r, t, Some(choices));
+    let (t_sum, x) = check_sums(
+        seed_s ^ seed_r,
+        Rows::Regenerated(t),
+        choices.len(),
+        Some(choices),
+    );
     chan.send(&Writer::new().block(seed_r).block(x).block(t_sum).0)?;
     chan.flush()
 }
@@ -310,8 +391,11 @@ mod tests {
         let mut some = vec![];
         sender.messages(&[17, 3], true, &mut some);
         assert_eq!(some, vec![m1[17], m1[3]]);
-        // Keeping a subset keeps exactly those messages, in index order.
-        let (kept, messages) = receiver.into_messages(|j, c| c && j % 3 == 0);
+        // Selecting a subset gives exactly those messages, in index order.
+        let [zeros, kept] = receiver.partition(|j| j % 3 != 0);
+        assert_eq!(zeros.len() + kept.len(), count.div_ceil(3));
+        assert!(zeros.iter().all(|&j| !choices[j as usize] && j % 3 == 0));
+        let messages = receiver.messages(&kept);
         let expected: Vec<u32> = (0..count as u32)
             .filter(|&j| choices[j as usize] && j % 3 == 0)
             .collect();

@@ -3,21 +3,39 @@
 //! the aggregate `r* = ⊕_{i∈R} m_{i,0}` (§4.1, "aggregating proofs of choice bits").
 
 use super::Rr17BloomParams;
-use crate::crypto::{Block, Prg};
+use crate::crypto::{Aes, Block, Prg};
 use crate::net::{Channel, Reader, Writer};
 use crate::ot::{KosReceiver, KosSender};
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// `C`: each of the `n_ot` OTs independently with probability `p_chk`, derived from `seed`
-/// with integer comparisons only, so both sides derive the same set on any platform.
-/// Sorted, as are all the sets of OT indices here.
+/// with integer comparisons only, so both sides derive the same set on any platform: OT
+/// `j` is opened when the j-th 64-bit word of the AES-CTR stream under `seed` (the low
+/// half of block j/2 for even j, the high half for odd j) is below `p_chk · 2^64`.
+/// Computed in parallel chunks. Sorted, as are all the sets of OT indices here.
 pub fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
+    const BLOCKS: usize = 1 << 14;
     let threshold = (p.p_chk * 2f64.powi(64)) as u64;
-    let mut prg = Prg::from_seed(seed);
-    (0..p.n_ot)
-        .filter(|_| prg.u64() < threshold)
-        .map(|j| j as u32)
-        .collect()
+    let aes = Aes::new(seed);
+    let n = p.n_ot as usize;
+    let parts: Vec<Vec<u32>> = (0..n.div_ceil(2 * BLOCKS))
+        .into_par_iter()
+        .map(|c| {
+            let first = c * 2 * BLOCKS;
+            let count = (n - first).min(2 * BLOCKS);
+            let mut words: Vec<Block> = (0..count.div_ceil(2))
+                .map(|b| (first / 2 + b) as Block)
+                .collect();
+            aes.encrypt_blocks(&mut words);
+            let word = |i: usize| (words[i / 2] >> (64 * (i % 2))) as u64;
+            (0..count)
+                .filter(|&i| word(i) < threshold)
+                .map(|i| (first + i) as u32)
+                .collect()
+        })
+        .collect();
+    parts.concat()
 }
 
 fn xor_all(messages: &[Block]) -> Block {

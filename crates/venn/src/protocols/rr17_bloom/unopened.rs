@@ -9,8 +9,8 @@
 //! π then assigns the r-th set bit of the filter the r-th one-OT and the r-th clear bit the
 //! r-th zero-OT — a uniformly random injection with `BF[i] = b_{π(i)}` — and the message
 //! of filter position i is `messages[rank(i)]`, found in the frame of π being sent: the
-//! receiver never stores π, nor the rows of the OTs it will not use (4.2 GB of rows at
-//! n = 2^20 shrink to 1.5 GB).
+//! receiver never stores π, nor any OT rows: the messages it needs are regenerated from
+//! the extension's seeds (1.5 GB at n = 2^20, where all rows would take 4.2 GB).
 
 use super::pairs::Pair;
 use crate::crypto::{Block, Prg};
@@ -18,9 +18,12 @@ use crate::memory::advise_huge_pages;
 use crate::ot::KosReceiver;
 use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// Prefetch distance when gathering rows into their shuffled order.
 const AHEAD: usize = 16;
+/// One-OTs per parallel task of that gathering.
+const GATHER_TASK: usize = 1 << 16;
 
 /// The receiver's unopened OTs, shuffled and split by choice bit.
 pub struct Unopened {
@@ -30,33 +33,34 @@ pub struct Unopened {
 }
 
 impl Unopened {
-    /// Arranges the OTs not in `opened` (sorted), consuming the rows.
+    /// Arranges the OTs not in `opened` (sorted).
     pub fn new(ot: KosReceiver, n_ot: usize, opened: &[u32], prg: &mut Prg) -> Self {
         let mut is_opened = BitSet::new(n_ot);
         for &j in opened {
             is_opened.set(j as usize);
         }
-        let mut zeros: Vec<u32> = (0..n_ot)
-            .filter(|&j| !is_opened.get(j) && !ot.choice(j))
-            .map(|j| j as u32)
-            .collect();
-        let (sorted, hashed) = ot.into_messages(|j, choice| choice && !is_opened.get(j));
+        let [mut zeros, sorted] = ot.partition(|j| is_opened.get(j));
         drop(is_opened);
+        let hashed = ot.messages(&sorted);
+        drop(ot);
         prg.shuffle(&mut zeros);
         let order = prg.permutation(sorted.len());
-        let (mut ones, mut messages) = (
-            Vec::with_capacity(sorted.len()),
-            Vec::with_capacity(sorted.len()),
-        );
+        let mut ones = vec![0; sorted.len()];
+        let mut messages = vec![0; sorted.len()];
         advise_huge_pages(&messages);
-        for (r, &c) in order.iter().enumerate() {
-            if let Some(&ahead) = order.get(r + AHEAD) {
-                prefetch(&hashed[ahead as usize]);
-                prefetch(&sorted[ahead as usize]);
-            }
-            ones.push(sorted[c as usize]);
-            messages.push(hashed[c as usize]);
-        }
+        ones.par_chunks_mut(GATHER_TASK)
+            .zip(messages.par_chunks_mut(GATHER_TASK))
+            .zip(order.par_chunks(GATHER_TASK))
+            .for_each(|((ones, messages), order)| {
+                for (r, &c) in order.iter().enumerate() {
+                    if let Some(&ahead) = order.get(r + AHEAD) {
+                        prefetch(&hashed[ahead as usize]);
+                        prefetch(&sorted[ahead as usize]);
+                    }
+                    ones[r] = sorted[c as usize];
+                    messages[r] = hashed[c as usize];
+                }
+            });
         Unopened {
             ones,
             messages,
