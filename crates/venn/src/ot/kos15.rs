@@ -16,7 +16,7 @@ use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, BASE_OTS};
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg, RandomOracle};
 use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
-use crate::tables::prefetch;
+use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 use rayon::prelude::*;
 
@@ -145,55 +145,71 @@ fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
 /// from memory would, and keeping them would take 16 bytes per OT (4.2 GB at RR17's
 /// n = 2^20) — so the receiver's messages are computed, not just hashed, on demand.
 pub struct KosReceiver {
-    choices: Vec<bool>,
+    choices: BitSet,
     t: PrgMatrix,
 }
 
 impl KosReceiver {
     /// The choice bit of OT `j`.
     pub fn choice(&self, j: usize) -> bool {
-        self.choices[j]
+        self.choices.get(j)
     }
 
-    /// The OTs `j` without `skip(j)`, split by their choice bit `r_j` (`[zeros, ones]`),
-    /// each in increasing order: a parallel pass counts each chunk's share, a second one
-    /// writes every chunk's indices straight into its place, branch-free.
-    pub fn partition(&self, skip: impl Fn(usize) -> bool + Sync) -> [Vec<u32>; 2] {
-        let counts: Vec<[usize; 2]> = self
-            .choices
-            .par_chunks(TASK_ROWS)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let mut n = [0, 0];
-                for (i, &r) in chunk.iter().enumerate() {
-                    n[r as usize] += !skip(c * TASK_ROWS + i) as usize;
-                }
-                n
+    /// The OTs not in `skip`, split by their choice bit (`[zeros, ones]`), each in
+    /// increasing order: a parallel pass counts each stretch's share by popcount, a second
+    /// one writes every stretch's indices straight into its place.
+    pub fn partition(&self, skip: &BitSet) -> [Vec<u32>; 2] {
+        const WORDS: usize = 1 << 10;
+        let (choices, skip) = (
+            self.choices.words(),
+            &skip.words()[..self.choices.words().len()],
+        );
+        let tail = match self.choices.len() % 64 {
+            0 => u64::MAX,
+            r => (1 << r) - 1,
+        };
+        // The members of [zeros, ones] among the 64 OTs of word w.
+        let word = |b: usize, w: usize| {
+            let mine = if b == 1 { choices[w] } else { !choices[w] };
+            let valid = if w + 1 == choices.len() {
+                tail
+            } else {
+                u64::MAX
+            };
+            mine & !skip[w] & valid
+        };
+        let counts: Vec<[usize; 2]> = (0..choices.len().div_ceil(WORDS))
+            .into_par_iter()
+            .map(|c| {
+                let words = c * WORDS..((c + 1) * WORDS).min(choices.len());
+                [0, 1].map(|b| {
+                    words
+                        .clone()
+                        .map(|w| word(b, w).count_ones() as usize)
+                        .sum()
+                })
             })
             .collect();
         [0, 1].map(|b| {
             let mut out = vec![0u32; counts.iter().map(|n| n[b]).sum()];
-            let mut slices = Vec::with_capacity(counts.len());
+            let mut parts = Vec::with_capacity(counts.len());
             let mut rest = &mut out[..];
             for n in &counts {
                 let (here, after) = rest.split_at_mut(n[b]);
-                slices.push(here);
+                parts.push(here);
                 rest = after;
             }
-            slices
-                .into_par_iter()
-                .zip(self.choices.par_chunks(TASK_ROWS))
-                .enumerate()
-                .for_each(|(c, (out, chunk))| {
-                    let mut k = 0;
-                    for (i, &r) in chunk.iter().enumerate() {
-                        let j = c * TASK_ROWS + i;
-                        if let Some(slot) = out.get_mut(k) {
-                            *slot = j as u32;
-                        }
-                        k += (r as usize == b && !skip(j)) as usize;
+            parts.into_par_iter().enumerate().for_each(|(c, out)| {
+                let mut k = 0;
+                for w in c * WORDS..((c + 1) * WORDS).min(choices.len()) {
+                    let mut x = word(b, w);
+                    while x != 0 {
+                        out[k] = (64 * w) as u32 + x.trailing_zeros();
+                        k += 1;
+                        x &= x - 1;
                     }
-                });
+                }
+            });
             out
         })
     }
@@ -286,7 +302,10 @@ pub fn kos_receive(
     let t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
     answer_check(chan, seed_r, &choices, &t)?;
     choices.truncate(count);
-    Ok(KosReceiver { choices, t })
+    Ok(KosReceiver {
+        choices: BitSet::from_bools(&choices),
+        t,
+    })
 }
 
 /// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(first_row, u)` may alter the
@@ -392,7 +411,8 @@ mod tests {
         sender.messages(&[17, 3], true, &mut some);
         assert_eq!(some, vec![m1[17], m1[3]]);
         // Selecting a subset gives exactly those messages, in index order.
-        let [zeros, kept] = receiver.partition(|j| j % 3 != 0);
+        let not_third: Vec<bool> = (0..count).map(|j| j % 3 != 0).collect();
+        let [zeros, kept] = receiver.partition(&BitSet::from_bools(&not_third));
         assert_eq!(zeros.len() + kept.len(), count.div_ceil(3));
         assert!(zeros.iter().all(|&j| !choices[j as usize] && j % 3 == 0));
         let messages = receiver.messages(&kept);

@@ -3,6 +3,7 @@
 //! Large sets live on huge pages: they are read at random.
 
 use crate::memory::huge_vec;
+use rayon::prelude::*;
 
 /// `len` bits, all clear at first.
 pub struct BitSet {
@@ -16,6 +17,17 @@ impl BitSet {
         BitSet {
             words: huge_vec(len.div_ceil(64), 0),
             len,
+        }
+    }
+
+    /// The set whose bit `i` is `bits[i]` (packed in parallel on the rayon pool).
+    pub fn from_bools(bits: &[bool]) -> Self {
+        BitSet {
+            words: bits
+                .par_chunks(64)
+                .map(|c| c.iter().rev().fold(0, |w, &b| w << 1 | b as u64))
+                .collect(),
+            len: bits.len(),
         }
     }
 
@@ -62,6 +74,14 @@ impl BitSet {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn packing_bools_keeps_every_bit() {
+        let bools: Vec<bool> = (0..1000).map(|i| i % 3 == 0 || i % 7 == 1).collect();
+        let b = super::BitSet::from_bools(&bools);
+        assert_eq!(b.len(), 1000);
+        assert!(b.iter().eq(bools.iter().copied()));
+    }
+
     use super::*;
 
     #[test]

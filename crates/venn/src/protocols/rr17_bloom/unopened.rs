@@ -39,7 +39,7 @@ impl Unopened {
         for &j in opened {
             is_opened.set(j as usize);
         }
-        let [mut zeros, sorted] = ot.partition(|j| is_opened.get(j));
+        let [mut zeros, sorted] = ot.partition(&is_opened);
         drop(is_opened);
         let hashed = ot.messages(&sorted);
         drop(ot);
