@@ -59,7 +59,7 @@ pub fn receive(
     n_bf: usize,
     n_ot: u64,
     opened: &[u32],
-    mut on_frame: impl FnMut(usize, &[u32]),
+    mut on_frame: impl FnMut(usize, &[u32]) + Send,
 ) -> Result<()> {
     let w = entry_bits(n_ot);
     let mask = (1u64 << w) - 1;
@@ -84,20 +84,31 @@ pub fn receive(
                 "π maps a filter position to OT {v}, out of range"
             )));
         }
-        on_frame(first, &entries);
-        for (i, &v) in entries.iter().enumerate() {
-            if let Some(&ahead) = entries.get(i + AHEAD) {
-                prefetch(&taken.words()[ahead as usize / 64]);
-            }
-            if taken.set(v as usize) {
-                return Err(Error::CheatingDetected(
-                    if opened.binary_search(&v).is_ok() {
-                        format!("π points into the opened set (OT {v})")
-                    } else {
-                        format!("π is not injective (OT {v} twice)")
-                    },
-                ));
-            }
+        // The caller's work on the frame and the checks are independent: on two threads
+        // they overlap.
+        let (_, checked) = rayon::join(
+            || on_frame(first, &entries),
+            || take_all(&mut taken, &entries, opened),
+        );
+        checked?;
+    }
+    Ok(())
+}
+
+/// Marks every entry as taken; an entry already taken is in C or repeats an earlier one.
+fn take_all(taken: &mut BitSet, entries: &[u32], opened: &[u32]) -> Result<()> {
+    for (i, &v) in entries.iter().enumerate() {
+        if let Some(&ahead) = entries.get(i + AHEAD) {
+            prefetch(&taken.words()[ahead as usize / 64]);
+        }
+        if taken.set(v as usize) {
+            return Err(Error::CheatingDetected(
+                if opened.binary_search(&v).is_ok() {
+                    format!("π points into the opened set (OT {v})")
+                } else {
+                    format!("π is not injective (OT {v} twice)")
+                },
+            ));
         }
     }
     Ok(())
