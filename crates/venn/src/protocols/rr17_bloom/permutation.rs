@@ -18,36 +18,57 @@ pub fn entry_bits(n_ot: u64) -> usize {
 }
 
 /// Sends π for a filter of `n_bf` bits, packed at [`entry_bits`] bits an entry.
-/// `fill(first, count, entries)` appends the entries of positions `first..first + count`.
+/// `fill(first, count, entries)` appends the entries of positions `first..first + count`;
+/// on two threads it builds the next frame while the previous one is packed and sent.
 pub fn send(
     chan: &mut dyn Channel,
     n_bf: usize,
     n_ot: u64,
-    mut fill: impl FnMut(usize, usize, &mut Vec<u32>),
+    mut fill: impl FnMut(usize, usize, &mut Vec<u32>) + Send,
 ) -> Result<()> {
     let w = entry_bits(n_ot);
-    let (mut entries, mut bytes) = (Vec::with_capacity(FRAME), Vec::new());
-    for first in (0..n_bf).step_by(FRAME) {
-        let count = (n_bf - first).min(FRAME);
-        entries.clear();
-        fill(first, count, &mut entries);
-        assert_eq!(entries.len(), count, "one entry per position");
-        bytes.clear();
-        let (mut acc, mut held) = (0u128, 0);
-        for &v in &entries {
-            acc |= (v as u128) << held;
-            held += w;
-            if held >= 64 {
-                bytes.extend_from_slice(&(acc as u64).to_le_bytes());
-                acc >>= 64;
-                held -= 64;
-            }
+    let frames: Vec<(usize, usize)> = (0..n_bf)
+        .step_by(FRAME)
+        .map(|first| (first, (n_bf - first).min(FRAME)))
+        .collect();
+    let mut fill_frame = |f: usize, entries: &mut Vec<u32>| {
+        if let Some(&(first, count)) = frames.get(f) {
+            entries.clear();
+            fill(first, count, entries);
+            assert_eq!(entries.len(), count, "one entry per position");
         }
-        bytes.extend_from_slice(&(acc as u64).to_le_bytes());
-        bytes.truncate((count * w).div_ceil(8));
-        chan.send(&bytes)?;
+    };
+    let (mut ready, mut next, mut bytes) = (Vec::with_capacity(FRAME), Vec::new(), Vec::new());
+    fill_frame(0, &mut ready);
+    for f in 0..frames.len() {
+        let (sent, ()) = rayon::join(
+            || {
+                pack(&ready, w, &mut bytes);
+                chan.send(&bytes)
+            },
+            || fill_frame(f + 1, &mut next),
+        );
+        sent?;
+        std::mem::swap(&mut ready, &mut next);
     }
     chan.flush()
+}
+
+/// `entries` at `w` bits each, little-endian, into `bytes`.
+fn pack(entries: &[u32], w: usize, bytes: &mut Vec<u8>) {
+    bytes.clear();
+    let (mut acc, mut held) = (0u128, 0);
+    for &v in entries {
+        acc |= (v as u128) << held;
+        held += w;
+        if held >= 64 {
+            bytes.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            held -= 64;
+        }
+    }
+    bytes.extend_from_slice(&(acc as u64).to_le_bytes());
+    bytes.truncate((entries.len() * w).div_ceil(8));
 }
 
 /// Receives π for a filter of `n_bf` bits and checks it: every entry below `n_ot`, no entry

@@ -24,6 +24,10 @@ use rayon::prelude::*;
 const AHEAD: usize = 16;
 /// One-OTs per parallel task of that gathering.
 const GATHER_TASK: usize = 1 << 16;
+/// Filter words (64 positions each) per parallel task when building a frame of π.
+const FRAME_TASK_WORDS: usize = 512;
+/// Pairs per parallel task when looking up their messages.
+const PAIR_TASK: usize = 1 << 14;
 
 /// The receiver's unopened OTs, shuffled and split by choice bit.
 pub struct Unopened {
@@ -115,24 +119,47 @@ impl Unopened {
     ) {
         debug_assert_eq!(first % 64, 0);
         let words = &bf.words()[first / 64..(first + count).div_ceil(64)];
+        // One-OTs used before each word (bits past the filter's end are clear), so that
+        // the frame splits into tasks that each know where their cursors start.
         let mut before = Vec::with_capacity(words.len());
-        // Cursors into the zero- and one-OTs, indexed by the filter bit: no branch on
-        // the (unpredictable) bit.
-        let (lists, mut at) = ([&self.zeros, &self.ones], [used.zeros, used.ones]);
-        for (w, &word) in words.iter().enumerate() {
-            before.push(at[1]);
-            for i in 0..(count - 64 * w).min(64) {
-                let bit = (word >> i & 1) as usize;
-                entries.push(lists[bit][at[bit]]);
-                at[bit] += 1;
-            }
+        let mut ones = used.ones;
+        for &word in words {
+            before.push(ones);
+            ones += word.count_ones() as usize;
         }
-        messages.extend(pairs.iter().map(|p| {
-            let local = p.position as usize - first;
-            let below = words[local / 64] & ((1u64 << (local % 64)) - 1);
-            self.messages[before[local / 64] + below.count_ones() as usize]
-        }));
-        [used.zeros, used.ones] = at;
+        let start = entries.len();
+        entries.resize(start + count, 0);
+        entries[start..]
+            .par_chunks_mut(64 * FRAME_TASK_WORDS)
+            .enumerate()
+            .for_each(|(t, out)| {
+                let w0 = t * FRAME_TASK_WORDS;
+                // Cursors into the zero- and one-OTs, indexed by the filter bit: no branch
+                // on the (unpredictable) bit.
+                let lists = [&self.zeros, &self.ones];
+                let mut at = [used.zeros + 64 * w0 - (before[w0] - used.ones), before[w0]];
+                for (out, &word) in out.chunks_mut(64).zip(&words[w0..]) {
+                    for (i, e) in out.iter_mut().enumerate() {
+                        let bit = (word >> i & 1) as usize;
+                        *e = lists[bit][at[bit]];
+                        at[bit] += 1;
+                    }
+                }
+            });
+        let start = messages.len();
+        messages.resize(start + pairs.len(), 0);
+        messages[start..]
+            .par_chunks_mut(PAIR_TASK)
+            .zip(pairs.par_chunks(PAIR_TASK))
+            .for_each(|(out, pairs)| {
+                for (m, p) in out.iter_mut().zip(pairs) {
+                    let local = p.position as usize - first;
+                    let below = words[local / 64] & ((1u64 << (local % 64)) - 1);
+                    *m = self.messages[before[local / 64] + below.count_ones() as usize];
+                }
+            });
+        used.zeros += count - (ones - used.ones);
+        used.ones = ones;
     }
 }
 
