@@ -1,6 +1,6 @@
 //! An in-memory channel pair for tests: the same framing rules as TCP, no sockets.
 
-use super::{abort_reason, oversized, Channel, Traffic, MAX_FRAME};
+use super::{abort_reason, check_frame_len, Channel, Traffic, MAX_FRAME};
 use crate::{Error, Result};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
@@ -53,9 +53,7 @@ impl Channel for MemChannel {
                 }
             })?
             .map_err(Error::PeerAborted)?;
-        if frame.len() > max_len.min(MAX_FRAME) {
-            return Err(oversized(frame.len(), max_len.min(MAX_FRAME)));
-        }
+        check_frame_len(frame.len(), max_len)?;
         self.traffic.received += 4 + frame.len() as u64;
         *buf = frame;
         Ok(())

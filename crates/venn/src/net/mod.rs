@@ -99,10 +99,15 @@ fn abort_reason(reason: &str) -> &str {
     &reason[..end]
 }
 
-/// The error for a frame whose announced length exceeds the bound.
-fn oversized(len: usize, max_len: usize) -> Error {
-    Error::protocol(
-        format!("a frame of at most {max_len} bytes"),
-        format!("a length prefix of {len} bytes"),
-    )
+/// Checks a frame's announced length against the caller's bound (and [`MAX_FRAME`]) before
+/// anything is allocated for it.
+fn check_frame_len(len: usize, max_len: usize) -> Result<()> {
+    let max_len = max_len.min(MAX_FRAME);
+    if len > max_len {
+        return Err(Error::protocol(
+            format!("a frame of at most {max_len} bytes"),
+            format!("a length prefix of {len} bytes"),
+        ));
+    }
+    Ok(())
 }

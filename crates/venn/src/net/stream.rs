@@ -2,7 +2,9 @@
 //! prefix, then the payload.
 
 use super::async_writer::AsyncWriter;
-use super::{abort_reason, oversized, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON, MAX_FRAME};
+use super::{
+    abort_reason, check_frame_len, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON, MAX_FRAME,
+};
 use crate::{Error, Result};
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::time::Duration;
@@ -76,9 +78,7 @@ impl<R: Read + Send> Channel for StreamChannel<R> {
             return Err(self.read_abort());
         }
         let len = u32::from_le_bytes(header) as usize;
-        if len > max_len.min(MAX_FRAME) {
-            return Err(oversized(len, max_len.min(MAX_FRAME)));
-        }
+        check_frame_len(len, max_len)?;
         buf.clear();
         buf.resize(len, 0);
         self.reader.read_exact(buf).map_err(|e| self.io_error(e))?;

@@ -10,7 +10,7 @@
 //! A transcript file is the received frames back to back, each as a 4-byte little-endian
 //! length and its bytes. It is written to `<path>.partial` and renamed when complete.
 
-use super::{oversized, Channel, Traffic, MAX_FRAME};
+use super::{check_frame_len, Channel, Traffic};
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -163,9 +163,7 @@ impl Channel for Replay {
             .inbound
             .next()?
             .ok_or(Error::PeerClosed(" (the recorded transcript ended)"))?;
-        if frame.len() > max_len.min(MAX_FRAME) {
-            return Err(oversized(frame.len(), max_len.min(MAX_FRAME)));
-        }
+        check_frame_len(frame.len(), max_len)?;
         buf.clear();
         buf.extend_from_slice(frame);
         self.traffic.received += 4 + frame.len() as u64;
