@@ -15,6 +15,7 @@ pub mod net;
 pub mod ot;
 pub mod protocols;
 mod run;
+mod slices;
 pub mod tables;
 
 pub use error::{Error, Result};

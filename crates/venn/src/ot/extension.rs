@@ -61,34 +61,20 @@ impl ExtensionReceiver {
     /// Extends `n_rows` rows. `codewords(first_row, rows)` must XOR the codewords of rows
     /// `first_row..` into `rows` (row-major, [`Self::row_blocks`] blocks per row; it may
     /// see up to 127 padding rows past `n_rows`); it runs on the rayon pool, one call per
-    /// chunk of rows. With `keep_t`, the receiver's rows `t_j` end up there.
+    /// chunk of rows. The receiver's own rows `t_j` are not kept: [`Self::replay_t`]
+    /// gives them again.
     pub fn extend(
         &self,
         chan: &mut dyn Channel,
         n_rows: usize,
         codewords: impl Fn(usize, &mut [Block]) + Sync,
-        keep_t: Option<&mut Vec<Block>>,
     ) -> Result<()> {
         let (w, batch) = (self.row_blocks(), batch_rows());
-        let keep = keep_t.is_some();
-        let mut scratch = Vec::new();
-        let t_all = keep_t.unwrap_or(&mut scratch);
-        // Zeroed on first touch, by the threads that write the rows.
-        *t_all = vec![
-            0;
-            if keep {
-                n_rows.next_multiple_of(128)
-            } else {
-                batch
-            } * w
-        ];
-        advise_huge_pages(t_all);
-        let mut u = vec![0; batch * w];
+        let (mut t, mut u) = (vec![0; batch * w], vec![0; batch * w]);
         let mut frames = vec![Vec::new(); batch / TASK_ROWS];
         for first in (0..n_rows).step_by(batch) {
             let padded = (n_rows - first).min(batch).next_multiple_of(128);
-            let at = if keep { first } else { 0 };
-            t_all[at * w..(at + padded) * w]
+            t[..padded * w]
                 .par_chunks_mut(TASK_ROWS * w)
                 .zip(u[..padded * w].par_chunks_mut(TASK_ROWS * w))
                 .zip(frames.par_iter_mut())
@@ -107,9 +93,6 @@ impl ExtensionReceiver {
             for frame in &frames[..padded.div_ceil(TASK_ROWS)] {
                 chan.send(frame)?;
             }
-        }
-        if keep {
-            t_all.truncate(n_rows * w);
         }
         chan.flush()
     }

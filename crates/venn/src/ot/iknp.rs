@@ -6,7 +6,7 @@
 //! correlation-robust hash: `m_{j,0} = H(j, q_j)`, `m_{j,1} = H(j, q_j ⊕ Δ)`,
 //! receiver `m_{j,r_j} = H(j, t_j)`.
 
-use super::{ExtensionReceiver, ExtensionSender, BASE_OTS};
+use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, BASE_OTS};
 use crate::crypto::{tccr_hash, Block};
 use crate::net::Channel;
 use crate::Result;
@@ -36,19 +36,31 @@ pub fn iknp_receive(
     choices: &[bool],
 ) -> Result<Vec<Block>> {
     assert_eq!(base_keys.len(), BASE_OTS);
-    let mut t = Vec::new();
-    ExtensionReceiver::new(base_keys).extend(
-        chan,
-        choices.len(),
-        |first, u| {
-            for (u, &c) in u.iter_mut().zip(&choices[first..]) {
-                *u ^= if c { Block::MAX } else { 0 };
-            }
-        },
-        Some(&mut t),
-    )?;
+    let matrix = extend_rows(chan, base_keys, choices, |_, _| {})?;
+    let mut t = vec![0; choices.len().next_multiple_of(128)];
+    matrix.par_rows(0, &mut t);
+    t.truncate(choices.len());
     tccr_hash(0, &mut t);
     Ok(t)
+}
+
+/// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(first_row, u)` may alter the
+/// rows sent (tests play a cheating receiver with it). Returns the matrix of the
+/// receiver's rows `t_j`.
+pub(super) fn extend_rows(
+    chan: &mut dyn Channel,
+    base_keys: &[[Block; 2]],
+    choices: &[bool],
+    tamper: impl Fn(usize, &mut [Block]) + Sync,
+) -> Result<PrgMatrix> {
+    let ext = ExtensionReceiver::new(base_keys);
+    ext.extend(chan, choices.len(), |first, u| {
+        for (u, &c) in u.iter_mut().zip(&choices[first..]) {
+            *u ^= if c { Block::MAX } else { 0 };
+        }
+        tamper(first, u);
+    })?;
+    Ok(ext.replay_t())
 }
 
 #[cfg(test)]

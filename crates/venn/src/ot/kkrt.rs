@@ -67,23 +67,18 @@ pub fn oprf_receive(
         OPRF_BLOCKS,
         "code width in (384, 512] bits"
     );
-    ext.extend(
-        chan,
-        inputs.len(),
-        |first, u| {
-            let rows = u.len() / OPRF_BLOCKS;
-            let mut chunk_inputs = inputs[first..(first + rows).min(inputs.len())].to_vec();
-            chunk_inputs.resize(rows, 0);
-            let mut codewords = vec![0; u.len()];
-            code.encode(&chunk_inputs, &mut codewords);
-            for (j, u) in u.chunks_exact_mut(OPRF_BLOCKS).enumerate() {
-                for (i, u) in u.iter_mut().enumerate() {
-                    *u ^= codewords[i * rows + j];
-                }
+    ext.extend(chan, inputs.len(), |first, u| {
+        let rows = u.len() / OPRF_BLOCKS;
+        let mut chunk_inputs = inputs[first..(first + rows).min(inputs.len())].to_vec();
+        chunk_inputs.resize(rows, 0);
+        let mut codewords = vec![0; u.len()];
+        code.encode(&chunk_inputs, &mut codewords);
+        for (j, u) in u.chunks_exact_mut(OPRF_BLOCKS).enumerate() {
+            for (i, u) in u.iter_mut().enumerate() {
+                *u ^= codewords[i * rows + j];
             }
-        },
-        None,
-    )?;
+        }
+    })?;
     Ok(OprfReceiver {
         ext,
         rows: inputs.len(),

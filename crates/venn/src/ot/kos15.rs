@@ -11,11 +11,13 @@
 //! Outputs are hashed only when used (RR17 §4.1, "hash only on demand"):
 //! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver.
 
+use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
-use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, BASE_OTS};
+use super::{ExtensionSender, PrgMatrix, BASE_OTS};
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg, RandomOracle};
 use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
+use crate::slices::split_lengths;
 use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 use rayon::prelude::*;
@@ -60,20 +62,24 @@ fn check_sums(seed: Block, rows: Rows, n: usize, bits: Option<&[bool]>) -> (Bloc
     let aes = Aes::new(seed);
     (0..n.div_ceil(CHECK_CHUNK))
         .into_par_iter()
-        .map_init(Vec::new, |buf, c| {
-            let first = c * CHECK_CHUNK;
-            let len = (n - first).min(CHECK_CHUNK);
-            let mut chi: Vec<Block> = (first..first + len).map(|j| j as Block).collect();
-            aes.encrypt_blocks(&mut chi);
-            let product = gf128::inner_product(&chi, rows.get(first, len, buf));
-            let selected = bits.map_or(0, |bits| {
-                chi.iter()
-                    .zip(&bits[first..first + len])
-                    .filter(|(_, &b)| b)
-                    .fold(0, |acc, (x, _)| acc ^ x)
-            });
-            (product, selected)
-        })
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(chi, buf), c| {
+                let first = c * CHECK_CHUNK;
+                let len = (n - first).min(CHECK_CHUNK);
+                chi.clear();
+                chi.extend((first..first + len).map(|j| j as Block));
+                aes.encrypt_blocks(chi);
+                let product = gf128::inner_product(chi, rows.get(first, len, buf));
+                let selected = bits.map_or(0, |bits| {
+                    chi.iter()
+                        .zip(&bits[first..first + len])
+                        .filter(|(_, &b)| b)
+                        .fold(0, |acc, (x, _)| acc ^ x)
+                });
+                (product, selected)
+            },
+        )
         .reduce(|| (0, 0), |a, b| (a.0 ^ b.0, a.1 ^ b.1))
 }
 
@@ -192,13 +198,7 @@ impl KosReceiver {
             .collect();
         [0, 1].map(|b| {
             let mut out = vec![0u32; counts.iter().map(|n| n[b]).sum()];
-            let mut parts = Vec::with_capacity(counts.len());
-            let mut rest = &mut out[..];
-            for n in &counts {
-                let (here, after) = rest.split_at_mut(n[b]);
-                parts.push(here);
-                rest = after;
-            }
+            let parts = split_lengths(&mut out, counts.iter().map(|n| n[b]));
             parts.into_par_iter().enumerate().for_each(|(c, out)| {
                 let mut k = 0;
                 for w in c * WORDS..((c + 1) * WORDS).min(choices.len()) {
@@ -220,18 +220,20 @@ impl KosReceiver {
         assert!(indices.is_sorted(), "indices in increasing order");
         let mut out = vec![0; indices.len()];
         advise_huge_pages(&out);
-        let mut parts = Vec::new();
-        let (mut rest, mut todo) = (&mut out[..], indices);
+        // The wanted indices chunk by chunk of rows: (chunk, its indices).
+        let mut groups = Vec::new();
+        let mut todo = indices;
         while let Some(&j) = todo.first() {
             let c = j as usize / TASK_ROWS;
             let k = todo.partition_point(|&i| (i as usize) < (c + 1) * TASK_ROWS);
-            let (here, after) = rest.split_at_mut(k);
-            parts.push((c, &todo[..k], here));
-            (rest, todo) = (after, &todo[k..]);
+            groups.push((c, &todo[..k]));
+            todo = &todo[k..];
         }
-        parts
+        let parts = split_lengths(&mut out, groups.iter().map(|g| g.1.len()));
+        groups
             .into_par_iter()
-            .for_each_init(Vec::new, |rows, (c, js, out)| {
+            .zip(parts)
+            .for_each_init(Vec::new, |rows, ((c, js), out)| {
                 let first = c * TASK_ROWS;
                 rows.resize(TASK_ROWS, 0);
                 let len = (self.choices.len() - first).min(TASK_ROWS);
@@ -306,30 +308,6 @@ pub fn kos_receive(
         choices: BitSet::from_bools(&choices),
         t,
     })
-}
-
-/// The IKNP step with codeword `r_j · 1^κ` per row; `tamper(first_row, u)` may alter the
-/// rows sent (tests play a cheating receiver with it). Returns the matrix of the
-/// receiver's rows `t_j`.
-fn extend_rows(
-    chan: &mut dyn Channel,
-    base_keys: &[[Block; 2]],
-    choices: &[bool],
-    tamper: impl Fn(usize, &mut [Block]) + Sync,
-) -> Result<PrgMatrix> {
-    let ext = ExtensionReceiver::new(base_keys);
-    ext.extend(
-        chan,
-        choices.len(),
-        |first, u| {
-            for (u, &c) in u.iter_mut().zip(&choices[first..]) {
-                *u ^= if c { Block::MAX } else { 0 };
-            }
-            tamper(first, u);
-        },
-        None,
-    )?;
-    Ok(ext.replay_t())
 }
 
 /// The receiver's half of the check: open the seed, send `x` and `t`.

@@ -111,30 +111,22 @@ mod tests {
         (20, 0.010, 90, 260_252_093, 257_635_123, 0.366, 962_092),
     ];
 
-    fn close(a: u64, b: u64, tolerance: f64) -> bool {
-        (a as f64 / b as f64 - 1.0).abs() <= tolerance
+    /// Asserts that `got` is within `tolerance` (relative) of Fig. 5's `want`.
+    fn assert_close(log_n: u32, what: &str, got: u64, want: u64, tolerance: f64) {
+        assert!(
+            (got as f64 / want as f64 - 1.0).abs() <= tolerance,
+            "2^{log_n}: {what} {got} vs {want}"
+        );
     }
 
     #[test]
     fn the_derivation_reproduces_figure_5_at_the_papers_choices() {
         for (log_n, p, k, n_ot, n_bf, alpha, maxones) in FIG5 {
             let d = Rr17BloomParams::derive(1 << log_n, k, p);
-            assert!(
-                close(d.n_ot, n_ot, 0.001),
-                "2^{log_n}: N_ot {} vs {n_ot}",
-                d.n_ot
-            );
-            assert!(
-                close(d.n_bf, n_bf, 0.001),
-                "2^{log_n}: N_bf {} vs {n_bf}",
-                d.n_bf
-            );
+            assert_close(log_n, "N_ot", d.n_ot, n_ot, 0.001);
+            assert_close(log_n, "N_bf", d.n_bf, n_bf, 0.001);
             assert!((d.alpha - alpha).abs() < 0.001, "2^{log_n}: α {}", d.alpha);
-            assert!(
-                close(d.n_maxones, maxones, 0.001),
-                "2^{log_n}: N_maxones {}",
-                d.n_maxones
-            );
+            assert_close(log_n, "N_maxones", d.n_maxones, maxones, 0.001);
         }
     }
 
@@ -142,16 +134,8 @@ mod tests {
     fn the_search_is_within_two_percent_of_figure_5() {
         for (log_n, _, _, n_ot, n_bf, _, _) in FIG5 {
             let p = Rr17BloomParams::new(1 << log_n);
-            assert!(
-                close(p.n_ot, n_ot, 0.02),
-                "2^{log_n}: N_ot {} vs {n_ot}",
-                p.n_ot
-            );
-            assert!(
-                close(p.n_bf, n_bf, 0.02),
-                "2^{log_n}: N_bf {} vs {n_bf}",
-                p.n_bf
-            );
+            assert_close(log_n, "N_ot", p.n_ot, n_ot, 0.02);
+            assert_close(log_n, "N_bf", p.n_bf, n_bf, 0.02);
             assert!(
                 p.n_ot <= n_ot,
                 "the search never does worse than the paper's choice"
