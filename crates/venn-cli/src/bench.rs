@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use venn::crypto::{Aes, Block};
-use venn::net::{tcp_connect, tcp_listen, Recording, Replay, Role};
+use venn::net::{tcp_connect, tcp_listen, Recording, Replay};
 use venn::protocols::find;
+use venn::session::Role;
 use venn::{Error, Items, Result, RunOptions};
 
 /// What one benchmark party prints as its last stdout line.
@@ -207,13 +208,13 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or_default();
     if !out.status.success() {
-        return Err(Error::Params(format!(
+        return Err(Error::Bench(format!(
             "benchmark {who} failed ({})",
             out.status
         )));
     }
     serde_json::from_str(line)
-        .map_err(|e| Error::Params(format!("benchmark {who} printed no result: {e}")))
+        .map_err(|e| Error::Bench(format!("benchmark {who} printed no result: {e}")))
 }
 
 /// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
@@ -254,7 +255,7 @@ fn bench_one(
     let addr = first
         .strip_prefix("listening ")
         .map(str::trim)
-        .ok_or_else(|| Error::Params("benchmark receiver did not start listening".into()))?
+        .ok_or_else(|| Error::Bench("benchmark receiver did not start listening".into()))?
         .to_string();
     let sender = spawn_party(
         Role::Sender,
@@ -341,7 +342,7 @@ fn bench_solo(
     let seed = venn::crypto::Prg::from_entropy().block();
     let recorded = bench_one(protocol, log2n, threads[0], timeout, seed, Some(&dir.0))?;
     if !recorded.verified {
-        return Err(Error::Params(format!(
+        return Err(Error::Bench(format!(
             "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
         )));
     }
@@ -360,7 +361,7 @@ fn bench_solo(
                         role.name(),
                     )?;
                     if role == Role::Receiver && r.verified != Some(true) {
-                        return Err(Error::Params(format!(
+                        return Err(Error::Bench(format!(
                             "{protocol} at n = 2^{log2n}: the replayed receiver found a wrong intersection"
                         )));
                     }
@@ -440,7 +441,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         find(p)?;
     }
     if o.threads.is_empty() || o.threads.contains(&0) {
-        return Err(Error::Params("--threads wants counts of at least 1".into()));
+        return Err(Error::Bench("--threads wants counts of at least 1".into()));
     }
     let (mut rows, mut solo) = (Vec::new(), Vec::new());
     if !o.json {
@@ -482,7 +483,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                     print_row(&row);
                 }
                 if !row.verified {
-                    return Err(Error::Params(format!(
+                    return Err(Error::Bench(format!(
                         "{} at n = 2^{} returned a wrong intersection ({} items)",
                         row.protocol, row.log2n, row.intersection
                     )));

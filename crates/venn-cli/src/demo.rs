@@ -4,7 +4,7 @@
 use crate::input::{Format, KeyOptions};
 use crate::party::{run_party, summary, Endpoint, PartyArgs};
 use std::time::Duration;
-use venn::net::Role;
+use venn::session::Role;
 use venn::{Error, Result};
 
 const ALICE: &str = "email,name,plan\n\

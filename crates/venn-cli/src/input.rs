@@ -98,8 +98,7 @@ impl Builder<'_> {
 
 /// Reads and parses `path`.
 pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::Params(format!("cannot open input '{}': {e}", path.display())))?;
+    let file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
     let mut b = Builder {
         opts,
         index: HashMap::new(),

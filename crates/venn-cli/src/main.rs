@@ -14,7 +14,7 @@ use party::{run_party, summary, Endpoint, PartyArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use venn::net::Role;
+use venn::session::Role;
 use venn::{Error, Result};
 
 #[derive(Parser)]
@@ -183,7 +183,7 @@ impl BenchPartyCli {
                     record,
                 },
                 (None, None) => {
-                    return Err(Error::Params(
+                    return Err(Error::Usage(
                         "bench-party needs --listen, --connect or --replay".into(),
                     ))
                 }
@@ -232,7 +232,7 @@ fn party(cli: PartyCli, role: Role) -> Result<()> {
 fn parse_sizes(p: &ParamsCli) -> Result<Vec<(u64, u64)>> {
     let mut sizes: Vec<(u64, u64)> = p.log2n.iter().map(|&k| (1u64 << k, 1u64 << k)).collect();
     for s in &p.sizes {
-        let bad = || Error::Params(format!("--sizes wants SENDER:RECEIVER, got '{s}'"));
+        let bad = || Error::Usage(format!("--sizes wants SENDER:RECEIVER, got '{s}'"));
         let (a, b) = s.split_once(':').ok_or_else(bad)?;
         sizes.push((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
     }
@@ -268,7 +268,7 @@ fn main() -> ExitCode {
                 Role::Receiver
             };
             u128::from_str_radix(&b.seed, 16)
-                .map_err(|_| Error::Params("--seed wants 32 hex digits".into()))
+                .map_err(|_| Error::Usage("--seed wants 32 hex digits".into()))
                 .and_then(|seed| {
                     let link = b.link()?;
                     bench::bench_party(

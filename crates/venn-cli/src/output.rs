@@ -15,7 +15,7 @@ pub fn write_atomically(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let fail = |e: std::io::Error| Error::Params(format!("cannot write '{}': {e}", path.display()));
+    let fail = |e| Error::file("write", path)(e);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());

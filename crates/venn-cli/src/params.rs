@@ -22,7 +22,7 @@ pub fn print_params(protocols: &[String], sizes: &[(u64, u64)]) -> Result<()> {
         );
         let tables: Vec<_> = sizes
             .iter()
-            .map(|&(ns, nr)| p.params(ns, nr).map(|t| (ns, nr, t)))
+            .map(|&(ns, nr)| p.params(ns, nr).map(|t| (ns, nr, t.table())))
             .collect::<Result<_>>()?;
         if let Some((_, _, first)) = tables.first() {
             let mut header = format!("  {:>12} {:>12}", "n_sender", "n_receiver");

@@ -6,8 +6,9 @@ use crate::progress::Spinner;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use venn::net::{tcp_connect, tcp_listen, Role};
+use venn::net::{tcp_connect, tcp_listen};
 use venn::protocols::{find, Progress, Security};
+use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
@@ -50,22 +51,22 @@ pub fn run_party(
     let protocol = find(&args.protocol)?;
     let info = protocol.info();
     if info.security == Security::Insecure && !args.insecure {
-        return Err(Error::Params(format!(
+        return Err(Error::Usage(format!(
             "protocol '{}' is INSECURE (a benchmark baseline that reveals hashes of all items); \
              pass --insecure if you really mean it",
             info.name
         )));
     }
     if role == Role::Receiver && args.output.is_none() {
-        return Err(Error::Params("receive needs --output FILE".into()));
+        return Err(Error::Usage("receive needs --output FILE".into()));
     }
     if let Some(out) = &args.output {
         if out == &args.input {
-            return Err(Error::Params("--output must not be the input file".into()));
+            return Err(Error::Usage("--output must not be the input file".into()));
         }
         if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.is_dir() {
-                return Err(Error::Params(format!(
+                return Err(Error::Usage(format!(
                     "output directory '{}' does not exist",
                     dir.display()
                 )));

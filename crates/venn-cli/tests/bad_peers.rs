@@ -15,7 +15,7 @@ fn frame(payload: &[u8]) -> Vec<u8> {
     [&(payload.len() as u32).to_le_bytes()[..], payload].concat()
 }
 
-/// A sender's hello as the wire format defines it (net/handshake.rs).
+/// A sender's hello as the wire format defines it (session/handshake.rs).
 fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     let mut h = b"VENN/PSI".to_vec();
     h.extend_from_slice(&version.to_le_bytes());
@@ -28,18 +28,59 @@ fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     frame(&h)
 }
 
-fn params_frame(text: &str) -> Vec<u8> {
-    frame(&[&(text.len() as u16).to_le_bytes()[..], text.as_bytes()].concat())
+/// The second handshake frame: a parameter encoding and a (here made-up) session id.
+fn params_frame(encoding: &[u8]) -> Vec<u8> {
+    frame(
+        &[
+            &(encoding.len() as u16).to_le_bytes()[..],
+            encoding,
+            &[0; 32],
+        ]
+        .concat(),
+    )
 }
 
-fn honest_params() -> String {
-    let p = venn::protocols::find("kkrt16").unwrap();
-    p.params(N, N).unwrap().to_string()
+const VERSION: u16 = venn::session::VERSION;
+
+/// What the fake sender does on the connection.
+enum Script {
+    /// Writes these bytes at once.
+    Raw(Vec<u8>),
+    /// Runs an honest kkrt16 sender handshake for `n` items, then writes these bytes.
+    AfterHandshake(u64, Vec<u8>),
 }
 
-/// Runs `venn receive` against a fake sender that writes `script` (then lingers or closes).
+/// A real sender handshake over `stream`, as the library runs it.
+fn honest_handshake(stream: &TcpStream, n: u64) {
+    use venn::net::{Channel, StreamChannel};
+    use venn::session::{handshake, Hello, Role, WireParams};
+    let mut chan = StreamChannel::new(
+        stream.try_clone().unwrap(),
+        stream.try_clone().unwrap(),
+        Duration::from_secs(10),
+    );
+    let ours = Hello {
+        protocol: "kkrt16".into(),
+        role: Role::Sender,
+        both: false,
+        set_size: n,
+    };
+    let kkrt16 = venn::protocols::find("kkrt16").unwrap();
+    let mut prg = venn::crypto::Prg::from_seed(1);
+    handshake(&mut chan, &ours, n, &mut prg, |ns, nr| {
+        let p = kkrt16.params(ns, nr)?;
+        Ok(WireParams {
+            encoding: p.encode(),
+            shown: p.table().to_string(),
+        })
+    })
+    .unwrap();
+    chan.flush().unwrap();
+}
+
+/// Runs `venn receive` against a fake sender that plays `script` (then lingers or closes).
 fn against_fake_sender(
-    script: Vec<u8>,
+    script: Script,
     close: bool,
     extra: &[&str],
 ) -> (std::process::Output, PathBuf, tempfile::TempDir) {
@@ -51,7 +92,14 @@ fn against_fake_sender(
     let addr = listener.local_addr().unwrap().to_string();
     let peer = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&script).ok();
+        let bytes = match script {
+            Script::Raw(bytes) => bytes,
+            Script::AfterHandshake(n, bytes) => {
+                honest_handshake(&s, n);
+                bytes
+            }
+        };
+        s.write_all(&bytes).ok();
         if close {
             drop(s);
         } else {
@@ -78,7 +126,7 @@ fn against_fake_sender(
     (o, out, dir)
 }
 
-fn check(script: Vec<u8>, close: bool, needle: &str) {
+fn check(script: Script, close: bool, needle: &str) {
     let (o, out, _dir) = against_fake_sender(script, close, &[]);
     assert_clean_failure(&o, needle);
     assert!(!out.exists(), "a failed run must leave no output file");
@@ -87,23 +135,36 @@ fn check(script: Vec<u8>, close: bool, needle: &str) {
 #[test]
 fn garbage_instead_of_a_handshake() {
     check(
-        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        Script::Raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
         false,
         "not a venn endpoint",
     );
-    check(frame(&[0xAB; 40]), false, "not a venn endpoint");
+    check(
+        Script::Raw(frame(&[0xAB; 40])),
+        false,
+        "not a venn endpoint",
+    );
 }
 
 #[test]
 fn version_protocol_and_size_mismatches_are_named() {
-    check(hello("kkrt16", 99, N), false, "wire version 99");
     check(
-        hello("naive", 1, N),
+        Script::Raw(hello("kkrt16", 99, N)),
+        false,
+        "wire version 99",
+    );
+    check(
+        Script::Raw(hello("naive", VERSION, N)),
         false,
         "the peer runs protocol 'naive'",
     );
+    check(
+        Script::Raw(hello("\x1b[2Jfake\nvenn: ok", VERSION, N)),
+        false,
+        "the peer runs protocol '\\u{1b}[2Jfake\\u{a}venn: ok'",
+    );
     let (o, out, _d) = against_fake_sender(
-        hello("kkrt16", 1, 1 << 40),
+        Script::Raw(hello("kkrt16", VERSION, 1 << 40)),
         false,
         &["--max-peer-items", "1000"],
     );
@@ -111,7 +172,7 @@ fn version_protocol_and_size_mismatches_are_named() {
     assert!(!out.exists());
     // Above the supported maximum even when the user raises the limit.
     let (o, out, _d) = against_fake_sender(
-        hello("kkrt16", 1, 1 << 40),
+        Script::Raw(hello("kkrt16", VERSION, 1 << 40)),
         false,
         &["--max-peer-items", "1099511627776"],
     );
@@ -121,40 +182,33 @@ fn version_protocol_and_size_mismatches_are_named() {
 
 #[test]
 fn parameter_mismatch_is_named() {
-    let script = [hello("kkrt16", 1, N), params_frame("s=12 k=128 v=8 bins=1")].concat();
-    check(script, false, "parameter mismatch");
+    let script = [hello("kkrt16", VERSION, N), params_frame(&[1; 32])].concat();
+    check(Script::Raw(script), false, "parameter mismatch");
 }
 
 #[test]
 fn disconnect_truncation_and_oversized_frames() {
-    let handshake = [hello("kkrt16", 1, N), params_frame(&honest_params())].concat();
+    let after = |bytes: Vec<u8>| Script::AfterHandshake(N, bytes);
     // Disconnect right after the handshake.
-    check(handshake.clone(), true, "closed the connection");
+    check(after(vec![]), true, "closed the connection");
     // A frame announced as 4096 bytes (the base-OT reply) but cut after 10.
-    let truncated = [
-        handshake.clone(),
-        4096u32.to_le_bytes().to_vec(),
-        vec![1; 10],
-    ]
-    .concat();
-    check(truncated, true, "closed the connection");
+    let truncated = [4096u32.to_le_bytes().to_vec(), vec![1; 10]].concat();
+    check(after(truncated), true, "closed the connection");
     // A length prefix far beyond what the step allows: refused before allocating.
-    let oversized = [handshake.clone(), 0xFFFF_FFF0u32.to_le_bytes().to_vec()].concat();
     check(
-        oversized,
+        after(0xFFFF_FFF0u32.to_le_bytes().to_vec()),
         false,
         "expected base-OT sender points of 4096 bytes, got a length prefix of 4294967280 bytes",
     );
     // A base-OT reply of the right size whose points are not valid group elements.
-    let bad_points = [handshake, frame(&[0xFF; 32 * 128])].concat();
-    check(bad_points, false, "Ristretto255 point");
+    check(after(frame(&[0xFF; 32 * 128])), false, "Ristretto255 point");
 }
 
 #[test]
 fn silent_peer_times_out() {
-    check(Vec::new(), false, "timed out after 3 s");
-    let just_hello = hello("kkrt16", 1, N);
-    check(just_hello, false, "timed out after 3 s");
+    check(Script::Raw(Vec::new()), false, "timed out after 3 s");
+    let just_hello = hello("kkrt16", VERSION, N);
+    check(Script::Raw(just_hello), false, "timed out after 3 s");
 }
 
 #[test]
@@ -173,14 +227,8 @@ fn a_killed_peer_is_reported_by_the_survivor() {
         "--output",
         out.to_str().unwrap(),
     ]);
-    let mut stream = TcpStream::connect(&addr).unwrap();
-    stream.write_all(&hello("kkrt16", 1, 20000)).unwrap();
-    let text = venn::protocols::find("kkrt16")
-        .unwrap()
-        .params(20000, 20000)
-        .unwrap()
-        .to_string();
-    stream.write_all(&params_frame(&text)).unwrap();
+    let stream = TcpStream::connect(&addr).unwrap();
+    honest_handshake(&stream, 20000);
     std::thread::sleep(Duration::from_millis(200));
     drop(stream);
     let o = within(Duration::from_secs(10), || wait_listening(r));

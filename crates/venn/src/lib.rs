@@ -4,8 +4,8 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`ot`], [`tables`] → [`crypto`],
-//! [`net`]; [`run()`] ties a protocol, a channel and a set together.
+//! Layers (nothing imports upwards): [`protocols`] → [`ot`], [`tables`] → [`session`] →
+//! [`crypto`], [`net`]; [`run()`] ties a protocol, a channel and a set together.
 
 pub mod crypto;
 mod error;
@@ -15,10 +15,11 @@ pub mod net;
 pub mod ot;
 pub mod protocols;
 mod run;
+pub mod session;
 mod slices;
 pub mod tables;
 
-pub use error::{Error, Result};
+pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};
 pub use run::{run, Report, RunOptions};
 

@@ -2,8 +2,9 @@
 
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
-use crate::net::{handshake, Channel, Hello, Role, Traffic};
+use crate::net::{Channel, Traffic};
 use crate::protocols::{Context, Phase, Progress, Protocol};
+use crate::session::{handshake, Confirming, Hello, Role, WireParams};
 use crate::{Error, Result, MAX_ITEMS};
 use std::time::{Duration, Instant};
 
@@ -67,13 +68,13 @@ impl Report {
 pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
     let info = opts.protocol.info();
     if opts.both && !info.both_allowed {
-        return Err(Error::Params(format!(
+        return Err(Error::Usage(format!(
             "protocol '{}' cannot give the output to both parties (--both)",
             info.name
         )));
     }
     if items.len() as u64 > MAX_ITEMS {
-        return Err(Error::Params(format!(
+        return Err(Error::Usage(format!(
             "{} items is more than the supported {MAX_ITEMS}",
             items.len()
         )));
@@ -81,20 +82,18 @@ pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<R
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.max(1))
         .build()
-        .map_err(|e| Error::Params(format!("cannot start {} threads: {e}", opts.threads)))?;
-    let result = pool.install(|| run_in_pool(chan, items, opts));
+        .map_err(|e| Error::Usage(format!("cannot start {} threads: {e}", opts.threads)))?;
+    let mut chan = Confirming::new(chan);
+    let result = pool.install(|| run_in_pool(&mut chan, items, opts));
     if let Err(e) = &result {
-        if !matches!(
-            e,
-            Error::PeerAborted(_) | Error::PeerClosed(_) | Error::Timeout(_) | Error::Io(_)
-        ) {
+        if !e.is_link_failure() {
             chan.abort(&e.to_string());
         }
     }
     result
 }
 
-fn run_in_pool(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
+fn run_in_pool(chan: &mut Confirming, items: &Items, opts: &RunOptions) -> Result<Report> {
     let mut prg = opts.seed.map_or_else(Prg::from_entropy, Prg::from_seed);
     let start = Instant::now();
     let hello = Hello {
@@ -105,7 +104,11 @@ fn run_in_pool(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Resu
     };
     let max_peer = opts.max_peer_items.min(MAX_ITEMS);
     let session = handshake(chan, &hello, max_peer, &mut prg, |ns, nr| {
-        Ok(opts.protocol.params(ns, nr)?.to_string())
+        let p = opts.protocol.params(ns, nr)?;
+        Ok(WireParams {
+            encoding: p.encode(),
+            shown: p.table().to_string(),
+        })
     })?;
     let handshake_phase = Phase {
         name: "handshake",
@@ -120,6 +123,14 @@ fn run_in_pool(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Resu
     };
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());
+    // Nothing is output before both parties agree on everything that was sent.
+    let confirm_start = Instant::now();
+    chan.confirm()?;
+    phases.push(Phase {
+        name: "confirm transcript",
+        offline: false,
+        duration: confirm_start.elapsed(),
+    });
     Ok(Report {
         protocol: opts.protocol.info().name,
         role: opts.role,

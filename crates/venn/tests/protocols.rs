@@ -4,8 +4,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
-use venn::net::{mem_pair, Channel, MemChannel, Role, Traffic};
+use venn::net::{mem_pair, Channel, MemChannel, Traffic};
 use venn::protocols::{registry, Protocol, Security};
+use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
 fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
@@ -126,7 +127,7 @@ fn malicious_protocols_refuse_both() {
         let (sr, rr) = run_pair(p, &s, &r, true);
         for e in [sr.unwrap_err(), rr.unwrap_err()] {
             assert!(
-                matches!(e, Error::Params(_)) && e.to_string().contains("--both"),
+                matches!(e, Error::Usage(_)) && e.to_string().contains("--both"),
                 "{e}"
             );
         }
@@ -250,24 +251,36 @@ fn more_threads_give_the_same_result() {
     }
 }
 
-/// A channel that lets a test rewrite (or cut off at) the frames one party sends.
+/// A channel that lets a test rewrite (or cut off at) the frames one party sends, or
+/// (with `incoming`) those it receives: a meddling network on that party's link.
 struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
     inner: MemChannel,
-    sent: usize,
+    incoming: bool,
+    frames: usize,
     tamper: F,
 }
 
 impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
     fn send(&mut self, frame: &[u8]) -> venn::Result<()> {
+        if self.incoming {
+            return self.inner.send(frame);
+        }
         let mut f = frame.to_vec();
-        self.sent += 1;
-        if !(self.tamper)(self.sent, &mut f) {
+        self.frames += 1;
+        if !(self.tamper)(self.frames, &mut f) {
             return Err(Error::PeerClosed(" (test: cut off)"));
         }
         self.inner.send(&f)
     }
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> venn::Result<()> {
-        self.inner.recv_into(buf, max_len)
+        self.inner.recv_into(buf, max_len)?;
+        if self.incoming {
+            self.frames += 1;
+            if !(self.tamper)(self.frames, buf) {
+                return Err(Error::PeerClosed(" (test: cut off)"));
+            }
+        }
+        Ok(())
     }
     fn flush(&mut self) -> venn::Result<()> {
         self.inner.flush()
@@ -280,25 +293,39 @@ impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
     }
 }
 
-/// Runs `p` with the sender's frames passed through `tamper`; returns the receiver's result.
+/// Runs `p` with the frames on the sender's link passed through `tamper` (those the sender
+/// sends, or with `incoming` those it receives); returns both parties' results.
+fn tampered_pair(
+    p: &'static dyn Protocol,
+    s: &Items,
+    r: &Items,
+    both: bool,
+    incoming: bool,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (a, mut b) = mem_pair(Duration::from_secs(5));
+    let mut a = Tampered {
+        inner: a,
+        incoming,
+        frames: 0,
+        tamper,
+    };
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
+        let sr = run(&mut a, s, &options(p, Role::Sender, both));
+        drop(a);
+        (sr, t.join().unwrap())
+    })
+}
+
+/// The receiver's result when the sender's frames pass through `tamper`.
 fn tampered_run(
     p: &'static dyn Protocol,
     s: &Items,
     r: &Items,
     tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
 ) -> venn::Result<Report> {
-    let (a, mut b) = mem_pair(Duration::from_secs(5));
-    let mut a = Tampered {
-        inner: a,
-        sent: 0,
-        tamper,
-    };
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, false)));
-        let _ = run(&mut a, s, &options(p, Role::Sender, false));
-        drop(a);
-        t.join().unwrap()
-    })
+    tampered_pair(p, s, r, false, false, tamper).1
 }
 
 #[test]
@@ -333,8 +360,8 @@ fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
 fn a_sender_with_more_values_than_its_set_size_is_refused() {
     let (s, r) = sets(300, 200, 50, 12);
     for &p in registry() {
-        let bytes = p.params(300, 200).unwrap();
-        let v = bytes
+        let table = p.params(300, 200).unwrap().table();
+        let v = table
             .0
             .iter()
             .find(|(k, _)| *k == "v")
@@ -356,5 +383,99 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             "{}: {e}",
             p.info().name
         );
+    }
+}
+
+/// Issue 8: a relay that flips one bit of any one frame, in either direction, must never let
+/// a party finish with a wrong output; the party that received the altered frame fails.
+#[test]
+fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
+    let (s, r) = sets(200, 150, 40, 13);
+    let (want_s, want_r) = (truth(&s, &r), truth(&r, &s));
+    for &p in registry() {
+        let name = p.info().name;
+        let both = p.info().both_allowed;
+        for incoming in [false, true] {
+            let mut frames = 0;
+            let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |_, _| {
+                frames += 1;
+                true
+            });
+            assert!(sr.is_ok() && rr.is_ok(), "{name}: honest run failed");
+            for k in 1..=frames {
+                let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |i, f| {
+                    if i == k && !f.is_empty() {
+                        let bit = (k * 7919 + 13) % (8 * f.len());
+                        f[bit / 8] ^= 1 << (bit % 8);
+                    }
+                    true
+                });
+                let what = format!(
+                    "{name}: bit flipped in frame {k} to the {}",
+                    if incoming { "sender" } else { "receiver" }
+                );
+                if let Ok(rep) = &rr {
+                    assert_eq!(
+                        rep.intersection.as_ref(),
+                        Some(&want_r),
+                        "{what}: receiver output"
+                    );
+                }
+                if let Ok(rep) = &sr {
+                    if both {
+                        assert_eq!(
+                            rep.intersection.as_ref(),
+                            Some(&want_s),
+                            "{what}: sender output"
+                        );
+                    }
+                }
+                let victim = if incoming { &sr } else { &rr };
+                assert!(victim.is_err(), "{what}: the altered frame went unnoticed");
+            }
+        }
+    }
+}
+
+/// Issue 8: frames recorded in one session and replayed into another are refused.
+#[test]
+fn a_replayed_session_is_refused() {
+    let (s, r) = sets(50, 50, 10, 14);
+    for &p in registry() {
+        for replay_sender in [true, false] {
+            // Record what one party sends in an honest session.
+            let mut recorded = Vec::new();
+            let (sr, rr) = tampered_pair(p, &s, &r, false, !replay_sender, |_, f| {
+                recorded.push(f.clone());
+                true
+            });
+            assert!(sr.is_ok() && rr.is_ok());
+            // Replay it, blindly, to a fresh party of the other role.
+            let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+            let (role, items) = if replay_sender {
+                (Role::Receiver, &r)
+            } else {
+                (Role::Sender, &s)
+            };
+            let result = std::thread::scope(|sc| {
+                let t = sc.spawn(|| run(&mut b, items, &options(p, role, false)));
+                for f in &recorded {
+                    if a.send(f).is_err() {
+                        break;
+                    }
+                }
+                let result = t.join().unwrap();
+                drop(a);
+                result
+            });
+            let e = result.err().unwrap_or_else(|| {
+                panic!(
+                    "{}: a replayed {} was accepted",
+                    p.info().name,
+                    if replay_sender { "sender" } else { "receiver" }
+                )
+            });
+            assert!(matches!(e, Error::Integrity(_)), "{}: {e}", p.info().name);
+        }
     }
 }

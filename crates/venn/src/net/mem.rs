@@ -1,6 +1,6 @@
 //! An in-memory channel pair for tests: the same framing rules as TCP, no sockets.
 
-use super::{abort_reason, check_frame_len, Channel, Traffic, MAX_FRAME};
+use super::{abort_reason, check_frame_len, check_outgoing, Channel, Traffic};
 use crate::{Error, Result};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
@@ -31,10 +31,7 @@ pub fn mem_pair(timeout: Duration) -> (MemChannel, MemChannel) {
 
 impl Channel for MemChannel {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
-        assert!(
-            frame.len() <= MAX_FRAME,
-            "protocol bug: frame over MAX_FRAME"
-        );
+        check_outgoing(frame)?;
         self.tx
             .send(Ok(frame.to_vec()))
             .map_err(|_| Error::PeerClosed(" (in-memory peer dropped)"))?;
@@ -52,7 +49,7 @@ impl Channel for MemChannel {
                     Error::PeerClosed(" in the middle of the protocol")
                 }
             })?
-            .map_err(Error::PeerAborted)?;
+            .map_err(|reason| Error::peer_aborted(&reason))?;
         check_frame_len(frame.len(), max_len)?;
         self.traffic.received += 4 + frame.len() as u64;
         *buf = frame;

@@ -1,19 +1,18 @@
 //! Two-party networking: the [`Channel`] trait, its TCP and in-memory implementations,
-//! message encoding and the session handshake.
+//! message encoding and recorded transcripts. What a session agrees on lives one layer up,
+//! in [`crate::session`].
 //!
 //! A channel carries *frames*: length-prefixed messages whose length is checked against a
 //! bound given by the caller (derived from the protocol parameters) before anything is
 //! allocated, and never exceeds [`MAX_FRAME`].
 
 mod async_writer;
-mod handshake;
 mod mem;
 mod stream;
 mod tcp;
 mod transcript;
 mod wire;
 
-pub use handshake::{handshake, Hello, Role, Session};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::StreamChannel;
 pub use tcp::{tcp_connect, tcp_listen};
@@ -97,6 +96,17 @@ fn abort_reason(reason: &str) -> &str {
         end -= 1;
     }
     &reason[..end]
+}
+
+/// A frame of ours over [`MAX_FRAME`] is an error (a parameter bug), never a panic.
+fn check_outgoing(frame: &[u8]) -> Result<()> {
+    if frame.len() > MAX_FRAME {
+        return Err(Error::Oversized {
+            len: frame.len(),
+            max: MAX_FRAME,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a frame's announced length against the caller's bound (and [`MAX_FRAME`]) before

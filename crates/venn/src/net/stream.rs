@@ -3,7 +3,7 @@
 
 use super::async_writer::AsyncWriter;
 use super::{
-    abort_reason, check_frame_len, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON, MAX_FRAME,
+    abort_reason, check_frame_len, check_outgoing, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON,
 };
 use crate::{Error, Result};
 use std::io::{BufReader, ErrorKind, Read, Write};
@@ -38,7 +38,7 @@ impl<R: Read + Send> StreamChannel<R> {
         let len = (u16::from_le_bytes(len) as usize).min(MAX_ABORT_REASON);
         let mut reason = vec![0u8; len];
         match self.reader.read_exact(&mut reason) {
-            Ok(()) => Error::PeerAborted(String::from_utf8_lossy(&reason).into_owned()),
+            Ok(()) => Error::peer_aborted(&String::from_utf8_lossy(&reason)),
             Err(_) => Error::PeerAborted("(no reason given)".into()),
         }
     }
@@ -57,10 +57,7 @@ impl<R: Read + Send> StreamChannel<R> {
 
 impl<R: Read + Send> Channel for StreamChannel<R> {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
-        assert!(
-            frame.len() <= MAX_FRAME,
-            "protocol bug: frame over MAX_FRAME"
-        );
+        check_outgoing(frame)?;
         let mut bytes = Vec::with_capacity(4 + frame.len());
         bytes.extend_from_slice(&(frame.len() as u32).to_le_bytes());
         bytes.extend_from_slice(frame);

@@ -23,7 +23,7 @@ pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpChannel> {
     loop {
         let attempt = addr
             .to_socket_addrs()
-            .map_err(|e| Error::Params(format!("cannot resolve '{addr}': {e}")))?
+            .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
             .find_map(|a| {
                 let left = deadline.saturating_duration_since(Instant::now());
                 TcpStream::connect_timeout(&a, left.max(Duration::from_millis(10))).ok()
@@ -46,7 +46,7 @@ pub fn tcp_listen(
     on_bound: impl FnOnce(std::net::SocketAddr),
 ) -> Result<TcpChannel> {
     let listener = TcpListener::bind(addr)
-        .map_err(|e| Error::Params(format!("cannot listen on '{addr}': {e}")))?;
+        .map_err(|e| Error::Address(format!("cannot listen on '{addr}': {e}")))?;
     on_bound(listener.local_addr()?);
     listener.set_nonblocking(true)?;
     let deadline = Instant::now() + timeout;

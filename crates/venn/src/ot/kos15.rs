@@ -14,9 +14,10 @@
 use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
 use super::{ExtensionSender, PrgMatrix, BASE_OTS};
-use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg, RandomOracle};
+use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg};
 use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
+use crate::session::{CoinToss, CoinTossReply};
 use crate::slices::split_lengths;
 use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
@@ -29,9 +30,9 @@ const CHECK_CHUNK: usize = 1 << 16;
 /// OT indices are 32-bit (in the messages' tweaks' callers and on the wire).
 const MAX_OTS: usize = 1 << 32;
 
-fn commitment(sid: &[u8; 32], seed: Block) -> [u8; 32] {
-    RandomOracle::new("venn/kos15/commit", sid).hash(&[&seed.to_le_bytes()])
-}
+/// The coin toss for the seed of the χ_j: the receiver commits before the extension, the
+/// sender answers only after it, so neither knows χ while its rows can still change.
+const CHECK_TOSS: &str = "KOS15 check seed";
 
 /// Where the correlation check reads the rows: kept in memory (the sender's `q_j`) or
 /// regenerated from the seeds (the receiver's `t_j`).
@@ -259,24 +260,15 @@ pub fn kos_send(
 ) -> Result<KosSender> {
     assert_eq!(delta.len(), BASE_OTS);
     assert!(count <= MAX_OTS, "at most 2^32 OTs");
-    let committed: [u8; 32] = chan.recv_exact(32, "check-seed commitment")?[..]
-        .try_into()
-        .expect("32 bytes");
+    let toss = CoinTossReply::receive(chan, sid, CHECK_TOSS)?;
     let ext = ExtensionSender::new(base_keys, delta);
     let delta = ext.s()[0];
     let mut q = ext.extend(chan, count + CHECK_PADDING, |_| {})?;
-    let seed_s = prg.block();
-    chan.send(&Writer::new().block(seed_s).0)?;
-    let msg = chan.recv_exact(48, "correlation check")?;
+    let [seed, _] = toss.answer(chan, prg)?;
+    let msg = chan.recv_exact(32, "correlation check")?;
     let mut r = Reader::new(&msg, "correlation check");
-    let (seed_r, x, t) = (r.block()?, r.block()?, r.block()?);
-    if commitment(sid, seed_r) != committed {
-        return Err(Error::CheatingDetected(
-            "the OT-extension receiver opened its check-seed commitment to a different value"
-                .into(),
-        ));
-    }
-    let (q_sum, _) = check_sums(seed_s ^ seed_r, Rows::Kept(&q), q.len(), None);
+    let (x, t) = (r.block()?, r.block()?);
+    let (q_sum, _) = check_sums(seed, Rows::Kept(&q), q.len(), None);
     if q_sum != t ^ gf128::mul(x, delta) {
         return Err(Error::CheatingDetected(
             "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
@@ -299,10 +291,9 @@ pub fn kos_receive(
     let count = choices.len();
     assert!(count <= MAX_OTS, "at most 2^32 OTs");
     choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
-    let seed_r = prg.block();
-    chan.send(&commitment(sid, seed_r))?;
+    let toss = CoinToss::commit(chan, sid, CHECK_TOSS, prg)?;
     let t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
-    answer_check(chan, seed_r, &choices, &t)?;
+    answer_check(chan, toss, &choices, &t)?;
     choices.truncate(count);
     Ok(KosReceiver {
         choices: BitSet::from_bools(&choices),
@@ -313,19 +304,13 @@ pub fn kos_receive(
 /// The receiver's half of the check: open the seed, send `x` and `t`.
 fn answer_check(
     chan: &mut dyn Channel,
-    seed_r: Block,
+    toss: CoinToss,
     choices: &[bool],
     t: &PrgMatrix,
 ) -> Result<()> {
-    let msg = chan.recv_exact(16, "check seed")?;
-    let seed_s = Reader::new(&msg, "check seed").block()?;
-    let (t_sum, x) = check_sums(
-        seed_s ^ seed_r,
-        Rows::Regenerated(t),
-        choices.len(),
-        Some(choices),
-    );
-    chan.send(&Writer::new().block(seed_r).block(x).block(t_sum).0)?;
+    let [seed, _] = toss.open(chan)?;
+    let (t_sum, x) = check_sums(seed, Rows::Regenerated(t), choices.len(), Some(choices));
+    chan.send(&Writer::new().block(x).block(t_sum).0)?;
     chan.flush()
 }
 
@@ -451,15 +436,14 @@ mod tests {
             let choices: Vec<bool> = (0..count + CHECK_PADDING)
                 .map(|_| prg.u64() & 1 == 1)
                 .collect();
-            let seed_r = prg.block();
-            b.send(&commitment(&[2; 32], seed_r))?;
+            let toss = CoinToss::commit(&mut b, &[2; 32], CHECK_TOSS, &mut prg)?;
             // Flip one column bit in one row: that row's choice is inconsistent.
             let t = extend_rows(&mut b, &pairs, &choices, |first, u| {
                 if first == 0 {
                     u[5] ^= 1 << 9;
                 }
             })?;
-            answer_check(&mut b, seed_r, &choices, &t)
+            answer_check(&mut b, toss, &choices, &t)
         });
         let result = kos_send(
             &mut a,
@@ -498,34 +482,13 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_commitment_opening_is_caught() {
-        let mut prg = Prg::from_seed(31);
-        let (delta, chosen, pairs) = base(&mut prg);
-        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
-        let t = std::thread::spawn(move || {
-            let choices = vec![true; 10 + CHECK_PADDING];
-            b.send(&commitment(&[3; 32], 1))?;
-            let t = extend_rows(&mut b, &pairs, &choices, |_, _| {})?;
-            answer_check(&mut b, 2, &choices, &t)
-        });
-        let err = kos_send(&mut a, &delta, &chosen, 10, &mut prg, &[3; 32])
-            .err()
-            .unwrap();
-        let _ = t.join().unwrap();
-        assert!(
-            matches!(err, Error::CheatingDetected(ref w) if w.contains("commitment")),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn a_truncated_check_message_is_a_clean_error() {
         let mut prg = Prg::from_seed(41);
         let (delta, chosen, pairs) = base(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
             let choices = vec![false; 10 + CHECK_PADDING];
-            b.send(&commitment(&[4; 32], 1))?;
+            CoinToss::commit(&mut b, &[4; 32], CHECK_TOSS, &mut Prg::from_seed(1))?;
             extend_rows(&mut b, &pairs, &choices, |_, _| {})?;
             (&mut b as &mut dyn Channel).recv(16)?;
             b.send(&[0; 40])

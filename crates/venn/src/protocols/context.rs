@@ -2,7 +2,8 @@
 //! and a log of timed phases.
 
 use crate::crypto::Prg;
-use crate::net::{Channel, Session};
+use crate::net::Channel;
+use crate::session::Session;
 use std::time::{Duration, Instant};
 
 /// Told when a protocol enters a phase (the CLI shows progress with it).

@@ -14,11 +14,12 @@
 //! at most 2^-40 per item.
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
+use super::{output_bits, Context, ParamTable, Parameters, Protocol, ProtocolInfo, Security};
 use crate::crypto::Block;
 use crate::items::{BlockEncoder, Items};
-use crate::net::{Reader, Writer};
+use crate::net::Writer;
 use crate::ot::{base_ot_receive, base_ot_send, iknp_receive, iknp_send, BASE_OTS};
+use crate::session::{CoinToss, CoinTossReply};
 use crate::tables::{bloom_bits, BloomHash, MatchTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
@@ -36,12 +37,33 @@ static INFO: ProtocolInfo = ProtocolInfo {
     both_allowed: true,
 };
 
+/// The Bloom-filter hash seed is coin-tossed (receiver commits, sender answers), so
+/// neither party picks the functions the other's items are hashed with.
+const SEED_TOSS: &str = "Bloom-filter seed";
+
 /// Bloom-filter hash functions: `k = λ`.
 const BLOOM_HASHES: usize = STATISTICAL_SECURITY;
 
 struct Params {
     bits: usize,
     out_bits: usize,
+}
+
+impl Parameters for Params {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .u64(BLOOM_HASHES as u64)
+            .u64(self.bits as u64)
+            .u64(self.out_bits as u64)
+            .0
+    }
+    fn table(&self) -> ParamTable {
+        ParamTable(vec![
+            ("k", BLOOM_HASHES.to_string()),
+            ("N_bf", self.bits.to_string()),
+            ("v", self.out_bits.to_string()),
+        ])
+    }
 }
 
 fn params(n_sender: u64, n_receiver: u64) -> Params {
@@ -78,7 +100,7 @@ impl Protocol for Dcw13 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
         let p = params(n_sender, n_receiver);
         if p.bits as u64 > 1 << 32 {
             return Err(Error::Params(format!(
@@ -86,11 +108,7 @@ impl Protocol for Dcw13 {
                 p.bits
             )));
         }
-        Ok(ParamTable(vec![
-            ("k", BLOOM_HASHES.to_string()),
-            ("N_bf", p.bits.to_string()),
-            ("v", p.out_bits.to_string()),
-        ]))
+        Ok(Box::new(p))
     }
 
     /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
@@ -100,8 +118,9 @@ impl Protocol for Dcw13 {
         ctx.phase("base OTs", true);
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
         let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
-        let msg = ctx.chan.recv_exact(16, "Bloom-filter seed")?;
-        let hash = BloomHash::new(Reader::new(&msg, "seed").block()?, p.bits, BLOOM_HASHES);
+        let [seed, _] =
+            CoinTossReply::receive(ctx.chan, &sid, SEED_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
+        let hash = BloomHash::new(seed, p.bits, BLOOM_HASHES);
 
         ctx.phase("hash items", false);
         let values = item_values(items, &sid);
@@ -127,8 +146,8 @@ impl Protocol for Dcw13 {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
         let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
-        let seed = ctx.prg.block();
-        ctx.chan.send(&Writer::new().block(seed).0)?;
+        let [seed, _] =
+            CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
         let hash = BloomHash::new(seed, p.bits, BLOOM_HASHES);
 
         ctx.phase("hash items", false);

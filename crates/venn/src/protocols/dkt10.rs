@@ -20,7 +20,7 @@
 //! session id.
 
 use super::matching::{low_bits, receive_matches, send_values};
-use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
+use super::{output_bits, Context, OutputBits, Parameters, Protocol, ProtocolInfo, Security};
 use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, Transcript};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
@@ -284,11 +284,8 @@ impl Protocol for Dkt10 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
-        Ok(ParamTable(vec![
-            ("group", "Ristretto255".to_string()),
-            ("v", output_bits(n_sender, n_receiver).to_string()),
-        ]))
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(OutputBits(output_bits(n_sender, n_receiver))))
     }
 
     /// The paper's server.
@@ -438,7 +435,8 @@ impl Protocol for Dkt10 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{mem_pair, MemChannel, Role, Session};
+    use crate::net::{mem_pair, MemChannel};
+    use crate::session::{Role, Session};
     use std::time::Duration;
 
     const N: usize = 50;

@@ -18,6 +18,7 @@ pub use naive::Naive;
 pub use rr17_bloom::{Rr17Bloom, Rr17BloomParams};
 
 use crate::items::Items;
+use crate::net::Writer;
 use crate::{Error, Result};
 
 /// The security a protocol offers.
@@ -67,6 +68,16 @@ impl std::fmt::Display for ParamTable {
     }
 }
 
+/// A protocol's parameters for one pair of set sizes, typed by each protocol (its paper's
+/// formulas).
+pub trait Parameters: Send + Sync {
+    /// The canonical encoding: the handshake compares it byte for byte and binds it into
+    /// the session id.
+    fn encode(&self) -> Vec<u8>;
+    /// Named values in display order (`venn params`, mismatch messages).
+    fn table(&self) -> ParamTable;
+}
+
 /// A two-party PSI protocol. The receiver learns the indices of its items in the
 /// intersection; the sender learns its own only when `both` was agreed.
 pub trait Protocol: Sync {
@@ -74,7 +85,7 @@ pub trait Protocol: Sync {
     fn info(&self) -> &'static ProtocolInfo;
 
     /// The parameters for these set sizes (the paper's formulas).
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable>;
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>>;
 
     /// Runs the sender's side.
     fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>>;
@@ -96,7 +107,7 @@ pub fn find(name: &str) -> Result<&'static dyn Protocol> {
         .find(|p| p.info().name == name)
         .ok_or_else(|| {
             let names: Vec<&str> = registry().iter().map(|p| p.info().name).collect();
-            Error::Params(format!(
+            Error::Usage(format!(
                 "unknown protocol '{name}' (available: {})",
                 names.join(", ")
             ))
@@ -106,6 +117,18 @@ pub fn find(name: &str) -> Result<&'static dyn Protocol> {
 /// `⌈x⌉` rounded up to a multiple of 8 (protocol messages are whole bytes).
 pub(crate) fn round_up_to_byte(bits: f64) -> usize {
     (bits.ceil() as usize).next_multiple_of(8)
+}
+
+/// Parameters that are only the output length `v` in bits (hash-based protocols).
+pub(crate) struct OutputBits(pub usize);
+
+impl Parameters for OutputBits {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new().u64(self.0 as u64).0
+    }
+    fn table(&self) -> ParamTable {
+        ParamTable(vec![("v", self.0.to_string())])
+    }
 }
 
 /// The output length `v = σ + log2(n_sender · n_receiver)` bits, rounded up to a byte, that

@@ -4,7 +4,7 @@
 //! any guess against the sender's hashes. It exists so every benchmark row has a floor.
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
+use super::{output_bits, Context, OutputBits, Parameters, Protocol, ProtocolInfo, Security};
 use crate::crypto::{Block, RandomOracle};
 use crate::items::Items;
 use crate::tables::MatchTable;
@@ -35,11 +35,8 @@ impl Protocol for Naive {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
-        Ok(ParamTable(vec![(
-            "v",
-            output_bits(n_sender, n_receiver).to_string(),
-        )]))
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(OutputBits(output_bits(n_sender, n_receiver))))
     }
 
     fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {

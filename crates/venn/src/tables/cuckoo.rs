@@ -151,9 +151,9 @@ pub fn cuckoo_insert(
         }
         if !placed {
             if table.stash.len() == max_stash {
-                return Err(Error::Params(format!(
+                return Err(Error::Unlucky(format!(
                     "cuckoo hashing needed a stash larger than {max_stash} (an event of \
-                     probability below 2^-40); please run again"
+                     probability below 2^-40)"
                 )));
             }
             table.stash.push(current.item);
@@ -221,6 +221,6 @@ mod tests {
         // Ten items that all hash to the same three bins cannot fit with a stash of 2.
         let hashes = vec![[0, 1, 2]; 10];
         let err = cuckoo_insert(&hashes, 12, 2, &mut Prg::from_seed(1));
-        assert!(matches!(err, Err(Error::Params(_))));
+        assert!(matches!(err, Err(Error::Unlucky(_))));
     }
 }

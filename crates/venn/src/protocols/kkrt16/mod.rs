@@ -15,15 +15,15 @@ use evaluate::Evaluator;
 pub use params::Kkrt16Params;
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{Context, ParamTable, Protocol, ProtocolInfo, Security};
+use super::{Context, Parameters, Protocol, ProtocolInfo, Security};
 use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
 use crate::memory::huge_vec;
-use crate::net::{Reader, Writer};
 use crate::ot::{
     base_ot_receive, base_ot_send, iknp_receive, iknp_send, oprf_receive, OprfSender,
     PseudorandomCode, BASE_OTS,
 };
+use crate::session::{CoinToss, CoinTossReply};
 use crate::tables::{cuckoo_insert, CuckooHash, MatchTable, HASHES};
 use crate::Result;
 
@@ -61,15 +61,10 @@ fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
     (0..n).map(|_| prg.u64() & 1 == 1).collect()
 }
 
-/// Sends a fresh random seed of ours and receives the peer's, named `theirs` in errors.
-/// The sender chooses the pseudorandom code (Fig. 2 step 0), the receiver the cuckoo hash
-/// functions (Fig. 3 step 1); both are public once sent.
-fn exchange_seeds(ctx: &mut Context, theirs: &str) -> Result<(Block, Block)> {
-    let ours = ctx.prg.block();
-    ctx.chan.send(&Writer::new().block(ours).0)?;
-    let msg = ctx.chan.recv_exact(16, theirs)?;
-    Ok((ours, Reader::new(&msg, "seed").block()?))
-}
+/// The key of the pseudorandom code (Fig. 2 step 0) and the seed of the cuckoo hash
+/// functions (Fig. 3 step 1) are coin-tossed in one go: the receiver commits, the sender
+/// answers, the receiver opens. Both are public from then on.
+const SEEDS_TOSS: &str = "KKRT16 code key and cuckoo seed";
 
 fn session_params(ctx: &Context) -> Result<Kkrt16Params> {
     Kkrt16Params::new(ctx.session.n_sender, ctx.session.n_receiver)
@@ -80,8 +75,8 @@ impl Protocol for Kkrt16 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
-        Ok(Kkrt16Params::new(n_sender, n_receiver)?.table())
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Kkrt16Params::new(n_sender, n_receiver)?))
     }
 
     /// Alice: OT-extension receiver for the k seeds, OPRF sender, evaluates her items.
@@ -92,7 +87,8 @@ impl Protocol for Kkrt16 {
         let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
         let s = random_bits(&mut ctx.prg, p.code_bits);
         let seeds = iknp_receive(ctx.chan, &base, &s)?;
-        let (code_key, hash_seed) = exchange_seeds(ctx, "cuckoo hash seed")?;
+        let [code_key, hash_seed] =
+            CoinTossReply::receive(ctx.chan, &sid, SEEDS_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
 
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);
@@ -153,7 +149,8 @@ impl Protocol for Kkrt16 {
         let delta = random_bits(&mut ctx.prg, BASE_OTS);
         let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
         let seeds = iknp_send(ctx.chan, &delta, &base, p.code_bits)?;
-        let (hash_seed, code_key) = exchange_seeds(ctx, "code key")?;
+        let [code_key, hash_seed] =
+            CoinToss::commit(ctx.chan, &sid, SEEDS_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
 
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);

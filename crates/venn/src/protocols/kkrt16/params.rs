@@ -1,7 +1,8 @@
 //! KKRT16 parameters (§6.1, Table 2): stash size s, pseudorandom-code width k, OPRF output
 //! length v, for any pair of set sizes.
 
-use crate::protocols::{output_bits, round_up_to_byte, ParamTable};
+use crate::net::Writer;
+use crate::protocols::{output_bits, round_up_to_byte, ParamTable, Parameters};
 use crate::tables::pssz15_stash_size;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
@@ -58,9 +59,19 @@ impl Kkrt16Params {
     pub fn rows(&self) -> usize {
         self.bins + self.stash
     }
+}
 
-    /// As a table for `venn params` and the handshake.
-    pub fn table(&self) -> ParamTable {
+impl Parameters for Kkrt16Params {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .u64(self.stash as u64)
+            .u64(self.code_bits as u64)
+            .u64(self.out_bits as u64)
+            .u64(self.bins as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
         ParamTable(vec![
             ("s", self.stash.to_string()),
             ("k", self.code_bits.to_string()),

@@ -21,13 +21,13 @@ mod unopened;
 pub use params::Rr17BloomParams;
 
 use super::matching::{receive_matches, send_values};
-use super::{output_bits, Context, ParamTable, Protocol, ProtocolInfo, Security};
+use super::{output_bits, Context, Parameters, Protocol, ProtocolInfo, Security};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
-use crate::net::{Reader, Writer};
 use crate::ot::{base_ot_receive, base_ot_send, kos_receive, kos_send, KosReceiver, BASE_OTS};
+use crate::session::{CoinToss, CoinTossReply};
 use crate::tables::{BloomHash, MatchTable};
-use crate::{Error, Result};
+use crate::Result;
 use pairs::PositionPairs;
 use permutation::FRAME;
 use summaries::Sums;
@@ -52,11 +52,9 @@ fn params(ctx: &Context) -> Rr17BloomParams {
     Rr17BloomParams::new(ctx.session.n_receiver.max(1))
 }
 
-/// Fig. 4 step 1: seeds for the Bloom-filter hash functions by coin tossing. The receiver
+/// Fig. 4 step 1: the seed of the Bloom-filter hash functions is coin-tossed; the receiver
 /// commits to its share, the sender answers with its own, the receiver opens.
-fn commitment(sid: &[u8; 32], share: Block) -> [u8; 32] {
-    RandomOracle::new("venn/rr17/coin-commit", sid).hash(&[&share.to_le_bytes()])
-}
+const SEED_TOSS: &str = "Bloom-filter seed";
 
 /// The item values the Bloom hashes and the summaries use: one random-oracle call per item,
 /// bound to the session and the coin-tossed seed.
@@ -77,21 +75,13 @@ struct Offline {
 fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Result<Offline> {
     let sid = ctx.session.id;
     ctx.phase("coin tossing and random OTs", true);
-    let share = ctx.prg.block();
-    ctx.chan.send(&commitment(&sid, share))?;
-    let msg = ctx.chan.recv_exact(16, "seed share")?;
-    let theirs = Reader::new(&msg, "seed").block()?;
-    ctx.chan.send(&Writer::new().block(share).0)?;
+    let [seed, _] = CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
     let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
     let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
     let ot = kos_receive(ctx.chan, &base, choices, &mut ctx.prg, &sid)?;
     ctx.phase("cut-and-choose", true);
     let opened = cut_and_choose::respond(ctx.chan, &ot, p)?;
-    Ok(Offline {
-        seed: share ^ theirs,
-        ot,
-        opened,
-    })
+    Ok(Offline { seed, ot, opened })
 }
 
 /// `count` choice bits of which exactly `ones` are 1, every such string equally likely
@@ -112,19 +102,10 @@ impl Protocol for Rr17Bloom {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<ParamTable> {
-        let p = Rr17BloomParams::new(n_receiver.max(1));
-        // OT indices are 32-bit on the wire (π) and in memory; this also keeps a peer from
-        // announcing a set that would make us allocate hundreds of gigabytes.
-        if p.n_ot > u32::MAX as u64 {
-            return Err(Error::Params(format!(
-                "a receiver set of {n_receiver} items needs {} OTs, more than the supported 2^32",
-                p.n_ot
-            )));
-        }
-        let mut t = p.table();
-        t.0.push(("v", output_bits(n_sender, n_receiver).to_string()));
-        Ok(t)
+    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr17BloomParams::with_output(
+            n_sender, n_receiver,
+        )?))
     }
 
     /// Alice: the OT sender, who checks and then sends summaries.
@@ -133,16 +114,8 @@ impl Protocol for Rr17Bloom {
         let sid = ctx.session.id;
         let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
         ctx.phase("coin tossing and random OTs", true);
-        let committed = ctx.chan.recv_exact(32, "seed commitment")?;
-        let share = ctx.prg.block();
-        ctx.chan.send(&Writer::new().block(share).0)?;
-        let msg = ctx.chan.recv_exact(16, "seed opening")?;
-        let theirs = Reader::new(&msg, "seed").block()?;
-        if commitment(&sid, theirs) != committed[..] {
-            return Err(Error::CheatingDetected(
-                "the receiver opened its seed commitment to a different value".into(),
-            ));
-        }
+        let [seed, _] =
+            CoinTossReply::receive(ctx.chan, &sid, SEED_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
         let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
         let ot = kos_send(ctx.chan, &delta, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
@@ -154,8 +127,8 @@ impl Protocol for Rr17Bloom {
             .recv_exact(1, "end of the receiver's offline phase")?;
 
         ctx.phase("receive permutation", false);
-        let hash = BloomHash::new(share ^ theirs, p.n_bf as usize, p.k);
-        let values = item_values(items, &sid, share ^ theirs);
+        let hash = BloomHash::new(seed, p.n_bf as usize, p.k);
+        let values = item_values(items, &sid, seed);
         let perm = ctx.prg.permutation(items.len());
         let permuted: Vec<Block> = perm.iter().map(|&i| values[i as usize]).collect();
         pairs.fill(&permuted, &hash);
@@ -232,7 +205,10 @@ impl Protocol for Rr17Bloom {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{mem_pair, Role, Session};
+    use crate::net::mem_pair;
+    use crate::net::{Reader, Writer};
+    use crate::session::{Role, Session};
+    use crate::Error;
     use std::time::Duration;
 
     const N: u64 = 1 << 10;
@@ -280,7 +256,9 @@ mod tests {
     #[test]
     fn sets_needing_more_than_2_32_ots_are_refused() {
         assert!(Rr17Bloom.params(1 << 20, 1 << 20).is_ok());
-        let e = Rr17Bloom.params(1, 1 << 26).unwrap_err();
+        let Err(e) = Rr17Bloom.params(1, 1 << 26) else {
+            panic!("accepted")
+        };
         assert!(
             matches!(e, Error::Params(_)) && e.to_string().contains("2^32"),
             "{e}"
@@ -381,10 +359,7 @@ mod tests {
         let r = honest_sender_vs(4, |ctx| {
             let p = Rr17BloomParams::new(N);
             let sid = ctx.session.id;
-            let share = ctx.prg.block();
-            ctx.chan.send(&commitment(&sid, share))?;
-            ctx.chan.recv_exact(16, "share")?;
-            ctx.chan.send(&Writer::new().block(share).0)?;
+            CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
             let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);

@@ -17,7 +17,9 @@
 //! the one that reproduces Fig. 5 (to 0.02%), so it is the one used here.
 //! k ∈ [80, 100] and p_chk ∈ {0.001, 0.002, …, 0.100} are searched for the smallest N_ot.
 
-use crate::protocols::ParamTable;
+use crate::net::Writer;
+use crate::protocols::{output_bits, ParamTable, Parameters};
+use crate::{Error, Result};
 use crate::{COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
 /// The parameters of one RR17 Bloom-filter run.
@@ -86,15 +88,48 @@ impl Rr17BloomParams {
             .expect("a non-empty search space")
     }
 
-    /// As a table for `venn params` and the handshake.
-    pub fn table(&self) -> ParamTable {
+    /// The parameters with the output length `v` for these set sizes.
+    pub fn with_output(n_sender: u64, n_receiver: u64) -> Result<WithOutput> {
+        let p = Rr17BloomParams::new(n_receiver.max(1));
+        // OT indices are 32-bit on the wire (π) and in memory; this also keeps a peer from
+        // announcing a set that would make us allocate hundreds of gigabytes.
+        if p.n_ot > u32::MAX as u64 {
+            return Err(Error::Params(format!(
+                "a receiver set of {n_receiver} items needs {} OTs, more than the supported 2^32",
+                p.n_ot
+            )));
+        }
+        Ok(WithOutput(p, output_bits(n_sender, n_receiver)))
+    }
+}
+
+/// [`Rr17BloomParams`] and the output length `v` of the summaries.
+pub struct WithOutput(pub Rr17BloomParams, pub usize);
+
+impl Parameters for WithOutput {
+    fn encode(&self) -> Vec<u8> {
+        let p = &self.0;
+        Writer::new()
+            .u64(p.k as u64)
+            .u64(p.p_chk.to_bits())
+            .u64(p.n_ot)
+            .u64(p.n_bf)
+            .u64(p.alpha.to_bits())
+            .u64(p.n_maxones)
+            .u64(self.1 as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
+        let p = &self.0;
         ParamTable(vec![
-            ("p_chk", format!("{:.3}", self.p_chk)),
-            ("k", self.k.to_string()),
-            ("N_ot", self.n_ot.to_string()),
-            ("N_bf", self.n_bf.to_string()),
-            ("alpha", format!("{:.3}", self.alpha)),
-            ("N_maxones", self.n_maxones.to_string()),
+            ("p_chk", format!("{:.3}", p.p_chk)),
+            ("k", p.k.to_string()),
+            ("N_ot", p.n_ot.to_string()),
+            ("N_bf", p.n_bf.to_string()),
+            ("alpha", format!("{:.3}", p.alpha)),
+            ("N_maxones", p.n_maxones.to_string()),
+            ("v", self.1.to_string()),
         ])
     }
 }

@@ -82,13 +82,13 @@ impl Unopened {
     pub fn fit(&self, bf: &mut BitSet, prg: &mut Prg) -> Result<()> {
         let set = bf.count_ones();
         if set > self.ones.len() {
-            return Err(Error::Params(format!(
+            return Err(Error::Unlucky(format!(
                 "the Bloom filter has {set} ones but only {} unopened OTs have choice bit 1 (probability ≤ 2^-40)",
                 self.ones.len()
             )));
         }
         if bf.len() - self.ones.len().min(bf.len()) > self.zeros.len() {
-            return Err(Error::Params(
+            return Err(Error::Unlucky(
                 "fewer unopened OTs than Bloom-filter bits (probability ≤ 2^-40)".into(),
             ));
         }
