@@ -2,7 +2,7 @@
 //! with the same code paths as `venn send` / `venn receive`.
 
 use crate::input::{Format, KeyOptions};
-use crate::party::{run_party, summary, Endpoint, PartyArgs};
+use crate::party::{run_party, summary, Endpoint, Link, PartyArgs};
 use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
@@ -36,8 +36,16 @@ pub fn demo() -> Result<()> {
     println!("Bob (receiver) holds {}:\n{BOB}", bob.display());
     println!("Both run kkrt16 over loopback TCP; keys are trimmed and lower-cased.\n");
     let args = |input, output, endpoint| PartyArgs {
-        protocol: "kkrt16".into(),
-        endpoint,
+        link: Link {
+            protocol: "kkrt16".into(),
+            endpoint,
+            threads: 1,
+            timeout: Duration::from_secs(30),
+            insecure: false,
+            max_peer_items: 1 << 20,
+            max_memory: 1 << 30,
+            stats_json: None,
+        },
         input,
         output,
         keys: KeyOptions {
@@ -47,12 +55,8 @@ pub fn demo() -> Result<()> {
             lowercase: true,
             skip_empty: false,
         },
-        threads: 1,
-        timeout: Duration::from_secs(30),
-        stats_json: None,
-        insecure: false,
         both: false,
-        max_peer_items: 1 << 20,
+        state: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let bob_args = args(

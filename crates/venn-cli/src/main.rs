@@ -10,7 +10,10 @@ mod progress;
 
 use clap::{Args, Parser, Subcommand};
 use input::{Format, KeyOptions};
-use party::{run_party, summary, Endpoint, PartyArgs};
+use party::{
+    precompute_party, precompute_summary, run_party, summary, Endpoint, Link, PartyArgs,
+    PrecomputeArgs,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,6 +37,9 @@ enum Command {
     Send(PartyCli),
     /// Learn which of your rows the sender also has.
     Receive(PartyCli),
+    /// Run the input-independent offline phase now, with the peer, and save its state for
+    /// a later `venn send/receive --state FILE`.
+    Precompute(PrecomputeCli),
     /// Intersect two small sample files over loopback and show the result.
     Demo,
     /// Show each protocol's security model and parameters for given set sizes.
@@ -45,9 +51,10 @@ enum Command {
     BenchParty(BenchPartyCli),
 }
 
+/// How a party reaches its peer and what it accepts from it.
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
-struct PartyCli {
+struct LinkCli {
     /// Protocol to run (see `venn params`).
     #[arg(long, default_value = "kkrt16")]
     protocol: String,
@@ -57,10 +64,36 @@ struct PartyCli {
     /// Connect to the peer at ADDR, retrying until --timeout.
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
+    /// Worker threads for this party.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seconds to wait for the peer (connecting and each message).
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Write timings and traffic as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Allow an insecure protocol (the naive baseline).
+    #[arg(long)]
+    insecure: bool,
+    /// The largest set size accepted from the peer.
+    #[arg(long, default_value_t = 1 << 24)]
+    max_peer_items: u64,
+    /// The most memory this party may need (e.g. 8G, 512M; default: half of physical
+    /// memory). A peer whose set would need more is refused before anything is allocated.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_memory: Option<u64>,
+}
+
+#[derive(Args)]
+struct PartyCli {
+    #[command(flatten)]
+    link: LinkCli,
     /// Input file.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Where to write the intersecting rows (required to receive; with --both, to send).
+    /// Where to write the intersecting rows (required to receive; with --both, to send), or
+    /// the JSON result of a protocol that outputs a count or a sum.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Input format: csv (with a header row) or lines.
@@ -78,24 +111,80 @@ struct PartyCli {
     /// Skip rows with an empty key instead of failing.
     #[arg(long)]
     skip_empty: bool,
-    /// Worker threads for this party.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Seconds to wait for the peer (connecting and each message).
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
-    /// Write timings and traffic as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    stats_json: Option<PathBuf>,
-    /// Allow an insecure protocol (the naive baseline).
-    #[arg(long)]
-    insecure: bool,
     /// Both parties learn the intersection (both must pass it).
     #[arg(long)]
     both: bool,
-    /// The largest set size accepted from the peer (bounds our memory).
-    #[arg(long, default_value_t = 1 << 24)]
-    max_peer_items: u64,
+    /// Run only the online phase, with the state `venn precompute` wrote (both parties pass
+    /// theirs); the state is used up.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct PrecomputeCli {
+    #[command(flatten)]
+    link: LinkCli,
+    /// The role this party will play online.
+    #[arg(long, value_enum)]
+    role: RoleArg,
+    /// The most items this party will bring to the online run.
+    #[arg(long, value_name = "N")]
+    max_items: u64,
+    /// Where to write the state (a new file, owner-only; used up by one online run).
+    #[arg(long, value_name = "FILE")]
+    state: PathBuf,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoleArg {
+    Sender,
+    Receiver,
+}
+
+impl From<RoleArg> for Role {
+    fn from(r: RoleArg) -> Role {
+        match r {
+            RoleArg::Sender => Role::Sender,
+            RoleArg::Receiver => Role::Receiver,
+        }
+    }
+}
+
+/// `8G`, `512M`, `64K` or a number of bytes.
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => s.split_at(i),
+        None => (s, ""),
+    };
+    let shift = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("'{s}' is not a size like 8G, 512M or 1048576")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("'{s}' is not a size like 8G, 512M or 1048576"))
+}
+
+/// Half of physical memory (from /proc/meminfo), or 4 GiB where that cannot be read.
+fn default_max_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024 / 2)
+        })
+        .unwrap_or(4 << 30)
 }
 
 #[derive(Args)]
@@ -129,6 +218,10 @@ struct BenchCli {
     /// party by itself against it (its messages are checked byte for byte).
     #[arg(long)]
     solo: bool,
+    /// Precompute the offline phase into state files, then time the online phase alone,
+    /// run from them in a second session.
+    #[arg(long, conflicts_with = "solo")]
+    precompute: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -162,6 +255,9 @@ struct BenchPartyCli {
     /// ...checking what is sent against this one (the peer's).
     #[arg(long)]
     expect: Option<PathBuf>,
+    /// Precompute into a state file in this directory, then run online from it.
+    #[arg(long)]
+    precompute: Option<PathBuf>,
     #[arg(long, default_value_t = 600)]
     timeout: u64,
 }
@@ -192,16 +288,30 @@ impl BenchPartyCli {
     }
 }
 
-impl PartyCli {
-    fn into_args(self) -> PartyArgs {
+impl LinkCli {
+    fn into_link(self) -> Link {
         let endpoint = match (self.listen, self.connect) {
             (Some(a), _) => Endpoint::Listen(a),
             (None, Some(a)) => Endpoint::Connect(a),
             (None, None) => unreachable!("clap requires one of --listen/--connect"),
         };
-        PartyArgs {
+        Link {
             protocol: self.protocol,
             endpoint,
+            threads: self.threads,
+            timeout: Duration::from_secs(self.timeout),
+            insecure: self.insecure,
+            max_peer_items: self.max_peer_items,
+            max_memory: self.max_memory.unwrap_or_else(default_max_memory),
+            stats_json: self.stats_json,
+        }
+    }
+}
+
+impl PartyCli {
+    fn into_args(self) -> PartyArgs {
+        PartyArgs {
+            link: self.link.into_link(),
             input: self.input,
             output: self.output,
             keys: KeyOptions {
@@ -211,12 +321,8 @@ impl PartyCli {
                 lowercase: self.lowercase,
                 skip_empty: self.skip_empty,
             },
-            threads: self.threads,
-            timeout: Duration::from_secs(self.timeout),
-            stats_json: self.stats_json,
-            insecure: self.insecure,
             both: self.both,
-            max_peer_items: self.max_peer_items,
+            state: self.state,
         }
     }
 }
@@ -226,6 +332,20 @@ fn party(cli: PartyCli, role: Role) -> Result<()> {
         eprintln!("venn: listening on {addr}");
     })?;
     eprintln!("{}", summary(&outcome));
+    Ok(())
+}
+
+fn precompute(cli: PrecomputeCli) -> Result<()> {
+    let role = cli.role.into();
+    let args = PrecomputeArgs {
+        link: cli.link.into_link(),
+        max_items: cli.max_items,
+        state: cli.state,
+    };
+    let report = precompute_party(&args, role, |addr| {
+        eprintln!("venn: listening on {addr}");
+    })?;
+    eprintln!("{}", precompute_summary(&report, &args.state));
     Ok(())
 }
 
@@ -250,6 +370,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
+        Command::Precompute(p) => precompute(p),
         Command::Demo => demo::demo(),
         Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
         Command::Bench(b) => bench::bench(&bench::BenchOptions {
@@ -258,6 +379,7 @@ fn main() -> ExitCode {
             threads: &b.threads,
             repeat: b.repeat,
             solo: b.solo,
+            precompute: b.precompute,
             json: b.json,
             timeout: b.timeout,
         }),
@@ -270,16 +392,17 @@ fn main() -> ExitCode {
             u128::from_str_radix(&b.seed, 16)
                 .map_err(|_| Error::Usage("--seed wants 32 hex digits".into()))
                 .and_then(|seed| {
-                    let link = b.link()?;
-                    bench::bench_party(
+                    bench::BenchParty {
                         role,
-                        &b.protocol,
-                        b.log2n,
+                        link: b.link()?,
+                        protocol: b.protocol,
+                        log2n: b.log2n,
                         seed,
-                        b.threads,
-                        link,
-                        Duration::from_secs(b.timeout),
-                    )
+                        threads: b.threads,
+                        precompute: b.precompute,
+                        timeout: Duration::from_secs(b.timeout),
+                    }
+                    .run()
                 })
         }
     };

@@ -4,6 +4,7 @@
 use crate::input::{Input, Row};
 use std::io::Write;
 use std::path::Path;
+use venn::protocols::Output;
 use venn::{Error, Report, Result};
 
 /// Writes `contents` to `path` atomically.
@@ -25,6 +26,49 @@ pub fn write_atomically(
     tmp.as_file().sync_all().map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
+}
+
+/// What was written to `--output`.
+#[derive(Clone, Copy, Debug)]
+pub enum Written {
+    /// The matching rows (their number).
+    Rows(usize),
+    /// A JSON object with the count or sum.
+    Json,
+}
+
+/// Writes a party's output: the matching rows for indices, a JSON object for a count or a
+/// sum (also when no file is given: it then goes to stdout). Nothing for no output.
+pub fn write_output(
+    path: Option<&Path>,
+    input: &Input,
+    output: &Output,
+) -> Result<Option<Written>> {
+    let json = match output {
+        Output::Nothing => return Ok(None),
+        Output::Indices(ix) => {
+            return match path {
+                Some(p) => Ok(Some(Written::Rows(write_rows(p, input, ix)?))),
+                None => Ok(None),
+            }
+        }
+        Output::Count(c) => serde_json::json!({ "intersection_size": c }),
+        // A u128 does not fit a JSON number exactly: written as a decimal string.
+        Output::Sum(s) => serde_json::json!({ "intersection_sum": s.to_string() }),
+    };
+    match path {
+        Some(p) => {
+            write_atomically(p, |w| {
+                serde_json::to_writer_pretty(&mut *w, &json)?;
+                w.write_all(b"\n")
+            })?;
+            Ok(Some(Written::Json))
+        }
+        None => {
+            println!("{json}");
+            Ok(None)
+        }
+    }
 }
 
 /// Writes the header and every row whose key is in `intersection` (indices of distinct
@@ -60,11 +104,14 @@ pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<
 pub struct Stats<'a> {
     pub protocol: &'a str,
     pub role: &'a str,
-    pub items: usize,
-    pub rows: usize,
-    pub duplicate_rows: usize,
+    pub items: u64,
+    pub rows: Option<usize>,
+    pub duplicate_rows: Option<usize>,
     pub peer_items: u64,
+    pub output: &'static str,
     pub intersection: Option<usize>,
+    pub intersection_size: Option<u64>,
+    pub intersection_sum: Option<String>,
     pub intersection_rows: Option<usize>,
     pub offline_seconds: f64,
     pub online_seconds: f64,
@@ -84,17 +131,36 @@ pub struct PhaseStat<'a> {
 }
 
 impl<'a> Stats<'a> {
-    /// From a report and the input it ran on.
-    pub fn new(report: &'a Report, input: &Input, rows_out: Option<usize>, threads: usize) -> Self {
+    /// From a report, the input it ran on (none for a precomputation) and what was
+    /// written.
+    pub fn new(
+        report: &'a Report,
+        input: Option<&Input>,
+        written: Option<&Written>,
+        threads: usize,
+    ) -> Self {
+        let out = &report.output;
         Stats {
             protocol: report.protocol,
             role: report.role.name(),
             items: report.n_self,
-            rows: input.rows.len(),
-            duplicate_rows: input.duplicates,
+            rows: input.map(|i| i.rows.len()),
+            duplicate_rows: input.map(|i| i.duplicates),
             peer_items: report.n_peer,
-            intersection: report.intersection.as_ref().map(Vec::len),
-            intersection_rows: rows_out,
+            output: out.kind().name(),
+            intersection: out.indices().map(<[usize]>::len),
+            intersection_size: match out {
+                Output::Count(c) => Some(*c),
+                _ => None,
+            },
+            intersection_sum: match out {
+                Output::Sum(s) => Some(s.to_string()),
+                _ => None,
+            },
+            intersection_rows: match written {
+                Some(Written::Rows(n)) => Some(*n),
+                _ => None,
+            },
             offline_seconds: report.offline().as_secs_f64(),
             online_seconds: report.online().as_secs_f64(),
             total_seconds: (report.offline() + report.online()).as_secs_f64(),

@@ -1,6 +1,6 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Protocol};
+use venn::protocols::{find, registry, Protocol, Sizes};
 use venn::Result;
 
 /// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`.
@@ -22,7 +22,10 @@ pub fn print_params(protocols: &[String], sizes: &[(u64, u64)]) -> Result<()> {
         );
         let tables: Vec<_> = sizes
             .iter()
-            .map(|&(ns, nr)| p.params(ns, nr).map(|t| (ns, nr, t.table())))
+            .map(|&(sender, receiver)| {
+                p.params(Sizes { sender, receiver })
+                    .map(|t| (sender, receiver, t.table()))
+            })
             .collect::<Result<_>>()?;
         if let Some((_, _, first)) = tables.first() {
             let mut header = format!("  {:>12} {:>12}", "n_sender", "n_receiver");

@@ -1,13 +1,14 @@
-//! `venn send` and `venn receive`: one party of a PSI run on a file, over TCP.
+//! `venn send`, `venn receive` and `venn precompute`: one party of a PSI run over TCP, on a
+//! file or (precompute) on nothing but the most items it will bring.
 
 use crate::input::{read_input, KeyOptions};
-use crate::output::{write_atomically, write_rows, Stats};
+use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use venn::net::{tcp_connect, tcp_listen};
-use venn::protocols::{find, Progress, Security};
+use venn::net::{tcp_connect, tcp_listen, TcpChannel};
+use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
@@ -20,26 +21,111 @@ pub enum Endpoint {
     Connect(String),
 }
 
-/// Everything one party needs.
+/// What every party needs to reach its peer and run a protocol.
 #[derive(Clone, Debug)]
-pub struct PartyArgs {
+pub struct Link {
     pub protocol: String,
     pub endpoint: Endpoint,
+    pub threads: usize,
+    pub timeout: Duration,
+    pub insecure: bool,
+    pub max_peer_items: u64,
+    pub max_memory: u64,
+    pub stats_json: Option<PathBuf>,
+}
+
+/// A party of `venn send` / `venn receive`.
+#[derive(Clone, Debug)]
+pub struct PartyArgs {
+    pub link: Link,
     pub input: PathBuf,
     pub output: Option<PathBuf>,
     pub keys: KeyOptions,
-    pub threads: usize,
-    pub timeout: Duration,
-    pub stats_json: Option<PathBuf>,
-    pub insecure: bool,
     pub both: bool,
-    pub max_peer_items: u64,
+    /// Run only the online phase with this precomputed state.
+    pub state: Option<PathBuf>,
+}
+
+/// A party of `venn precompute`.
+#[derive(Clone, Debug)]
+pub struct PrecomputeArgs {
+    pub link: Link,
+    pub max_items: u64,
+    pub state: PathBuf,
 }
 
 /// What a finished party reports.
 pub struct Outcome {
     pub report: Report,
-    pub rows_written: Option<usize>,
+    pub written: Option<Written>,
+}
+
+impl Link {
+    /// The protocol, refusing an insecure one unless `--insecure` was given.
+    fn protocol(&self) -> Result<&'static dyn Protocol> {
+        let protocol = find(&self.protocol)?;
+        let info = protocol.info();
+        if info.security == Security::Insecure && !self.insecure {
+            return Err(Error::Usage(format!(
+                "protocol '{}' is INSECURE (a benchmark baseline that reveals hashes of all items); \
+                 pass --insecure if you really mean it",
+                info.name
+            )));
+        }
+        Ok(protocol)
+    }
+
+    fn options<'a>(
+        &self,
+        protocol: &'static dyn Protocol,
+        role: Role,
+        both: bool,
+        progress: Option<&'a dyn Progress>,
+    ) -> RunOptions<'a> {
+        RunOptions {
+            protocol,
+            role,
+            both,
+            max_peer_items: self.max_peer_items,
+            max_memory: self.max_memory,
+            threads: self.threads,
+            seed: None,
+            progress,
+        }
+    }
+
+    fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<TcpChannel> {
+        match &self.endpoint {
+            Endpoint::Listen(a) => tcp_listen(a, self.timeout, on_bound),
+            Endpoint::Connect(a) => tcp_connect(a, self.timeout),
+        }
+    }
+
+    fn write_stats(&self, stats: &Stats) -> Result<()> {
+        match &self.stats_json {
+            Some(path) => write_atomically(path, |w| {
+                serde_json::to_writer_pretty(&mut *w, stats)?;
+                w.write_all(b"\n")
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks that `path` can be written: not the input, and in an existing directory.
+fn check_output_path(path: &std::path::Path, input: Option<&std::path::Path>) -> Result<()> {
+    if input == Some(path) {
+        return Err(Error::Usage("--output must not be the input file".into()));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "directory '{}' does not exist",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs one party; `on_bound` is told the listening address (with `--listen`).
@@ -48,30 +134,13 @@ pub fn run_party(
     role: Role,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
-    let protocol = find(&args.protocol)?;
-    let info = protocol.info();
-    if info.security == Security::Insecure && !args.insecure {
-        return Err(Error::Usage(format!(
-            "protocol '{}' is INSECURE (a benchmark baseline that reveals hashes of all items); \
-             pass --insecure if you really mean it",
-            info.name
-        )));
-    }
-    if role == Role::Receiver && args.output.is_none() {
+    let protocol = args.link.protocol()?;
+    let learns_rows = protocol.info().role(role).output == OutputKind::Indices;
+    if role == Role::Receiver && learns_rows && args.output.is_none() {
         return Err(Error::Usage("receive needs --output FILE".into()));
     }
     if let Some(out) = &args.output {
-        if out == &args.input {
-            return Err(Error::Usage("--output must not be the input file".into()));
-        }
-        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.is_dir() {
-                return Err(Error::Usage(format!(
-                    "output directory '{}' does not exist",
-                    dir.display()
-                )));
-            }
-        }
+        check_output_path(out, Some(&args.input))?;
     }
     let input = read_input(&args.input, &args.keys)?;
     if input.duplicates > 0 {
@@ -88,54 +157,83 @@ pub fn run_party(
             input.skipped_empty
         );
     }
-    let mut chan = match &args.endpoint {
-        Endpoint::Listen(a) => tcp_listen(a, args.timeout, on_bound)?,
-        Endpoint::Connect(a) => tcp_connect(a, args.timeout)?,
-    };
     let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
-    let opts = RunOptions {
+    let opts = args.link.options(
         protocol,
         role,
-        both: args.both,
-        max_peer_items: args.max_peer_items,
-        threads: args.threads,
-        seed: None,
-        progress: spinner.as_ref().map(|s| s as &dyn Progress),
+        args.both,
+        spinner.as_ref().map(|s| s as &dyn Progress),
+    );
+    // A state is read and checked before the peer is contacted; it is used up only once
+    // the peer has confirmed the online session.
+    let loaded = args
+        .state
+        .as_ref()
+        .map(|path| venn::load_state(path, &opts))
+        .transpose()?;
+    let mut chan = args.link.connect(on_bound)?;
+    let report = match loaded {
+        Some(state) => venn::run_online(&mut chan, &input.keys, state, &opts)?,
+        None => venn::run(&mut chan, &input.keys, &opts)?,
     };
-    let report = venn::run(&mut chan, &input.keys, &opts)?;
     drop(spinner);
-    let rows_written = match (&report.intersection, &args.output) {
-        (Some(ix), Some(path)) => Some(write_rows(path, &input, ix)?),
-        _ => None,
-    };
-    if let Some(path) = &args.stats_json {
-        let stats = Stats::new(&report, &input, rows_written, args.threads);
-        write_atomically(path, |w| {
-            serde_json::to_writer_pretty(&mut *w, &stats)?;
-            w.write_all(b"\n")
-        })?;
-    }
-    Ok(Outcome {
-        report,
-        rows_written,
-    })
+    let written = write_output(args.output.as_deref(), &input, &report.output)?;
+    args.link.write_stats(&Stats::new(
+        &report,
+        Some(&input),
+        written.as_ref(),
+        args.link.threads,
+    ))?;
+    Ok(Outcome { report, written })
 }
 
-/// The one-line summary printed on stderr.
+/// Runs the offline phase with the peer for at most `max_items` items of ours and saves
+/// the state (`venn precompute`).
+pub fn precompute_party(
+    args: &PrecomputeArgs,
+    role: Role,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<Report> {
+    let protocol = args.link.protocol()?;
+    check_output_path(&args.state, None)?;
+    if args.state.exists() {
+        return Err(Error::Usage(format!(
+            "'{}' already exists; a state file is never overwritten",
+            args.state.display()
+        )));
+    }
+    let spinner = Spinner::if_terminal(&format!("venn {} precompute", role.name()));
+    let opts = args.link.options(
+        protocol,
+        role,
+        false,
+        spinner.as_ref().map(|s| s as &dyn Progress),
+    );
+    let mut chan = args.link.connect(on_bound)?;
+    let pre = venn::precompute(&mut chan, args.max_items, &opts)?;
+    drop(spinner);
+    pre.save(&args.state)?;
+    args.link
+        .write_stats(&Stats::new(&pre.report, None, None, args.link.threads))?;
+    Ok(pre.report)
+}
+
+/// The one-line summary of a run printed on stderr.
 pub fn summary(o: &Outcome) -> String {
     let r = &o.report;
-    let insecure = match find(r.protocol).map(|p| p.info().security) {
-        Ok(Security::Insecure) => " (INSECURE)",
-        _ => "",
-    };
-    let result = match (&r.intersection, o.rows_written) {
-        (Some(ix), Some(rows)) => format!("intersection {} keys, {rows} rows written", ix.len()),
-        (Some(ix), None) => format!("intersection {} keys", ix.len()),
-        (None, _) => "intersection sent to the receiver only".to_string(),
+    let result = match (&r.output, &o.written) {
+        (venn::protocols::Output::Nothing, _) => {
+            "intersection sent to the receiver only".to_string()
+        }
+        (out, Some(Written::Rows(rows))) => {
+            format!("{}, {rows} rows written", describe(out))
+        }
+        (out, _) => describe(out),
     };
     format!(
-        "venn {}{insecure} {}: {} keys, peer {} keys, {result} | offline {:.3} s, online {:.3} s | sent {:.2} MB, received {:.2} MB",
+        "venn {}{} {}: {} keys, peer {} keys, {result} | offline {:.3} s, online {:.3} s | sent {:.2} MB, received {:.2} MB",
         r.protocol,
+        insecure_tag(r.protocol),
         r.role.name(),
         r.n_self,
         r.n_peer,
@@ -144,4 +242,37 @@ pub fn summary(o: &Outcome) -> String {
         r.traffic.sent as f64 / 1e6,
         r.traffic.received as f64 / 1e6,
     )
+}
+
+/// The summary of a precomputation.
+pub fn precompute_summary(r: &Report, state: &std::path::Path) -> String {
+    format!(
+        "venn {}{} {} precompute: up to {} keys, peer up to {} keys | offline {:.3} s | sent {:.2} MB, received {:.2} MB | state in '{}' (single use)",
+        r.protocol,
+        insecure_tag(r.protocol),
+        r.role.name(),
+        r.n_self,
+        r.n_peer,
+        r.offline().as_secs_f64(),
+        r.traffic.sent as f64 / 1e6,
+        r.traffic.received as f64 / 1e6,
+        state.display()
+    )
+}
+
+fn describe(out: &venn::protocols::Output) -> String {
+    use venn::protocols::Output;
+    match out {
+        Output::Indices(ix) => format!("intersection {} keys", ix.len()),
+        Output::Count(c) => format!("intersection size {c}"),
+        Output::Sum(s) => format!("sum over the intersection {s}"),
+        Output::Nothing => "nothing".into(),
+    }
+}
+
+fn insecure_tag(protocol: &str) -> &'static str {
+    match find(protocol).map(|p| p.info().security) {
+        Ok(Security::Insecure) => " (INSECURE)",
+        _ => "",
+    }
 }

@@ -25,6 +25,7 @@ fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     h.push(0); // no --both
     h.extend_from_slice(&set_size.to_le_bytes());
     h.extend_from_slice(&[7u8; 16]);
+    h.push(0); // no precomputed state
     frame(&h)
 }
 
@@ -64,11 +65,12 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         role: Role::Sender,
         both: false,
         set_size: n,
+        resume: None,
     };
     let kkrt16 = venn::protocols::find("kkrt16").unwrap();
     let mut prg = venn::crypto::Prg::from_seed(1);
-    handshake(&mut chan, &ours, n, &mut prg, |ns, nr| {
-        let p = kkrt16.params(ns, nr)?;
+    handshake(&mut chan, &ours, n, &mut prg, |sizes| {
+        let p = kkrt16.params(sizes)?;
         Ok(WireParams {
             encoding: p.encode(),
             shown: p.table().to_string(),

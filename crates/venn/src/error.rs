@@ -90,6 +90,11 @@ pub enum Error {
         max: usize,
     },
 
+    /// A precomputed state cannot be used (missing, used before, corrupted, or from
+    /// another session, protocol or role).
+    #[error("state: {0}")]
+    State(String),
+
     /// A row of the input could not be used.
     #[error("input line {line}: {reason}")]
     Input {

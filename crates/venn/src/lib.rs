@@ -17,11 +17,14 @@ pub mod protocols;
 mod run;
 pub mod session;
 mod slices;
+pub mod state;
 pub mod tables;
 
 pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};
-pub use run::{run, Report, RunOptions};
+pub use run::{
+    load_state, precompute, run, run_online, LoadedState, Precomputed, Report, RunOptions,
+};
 
 /// Computational security parameter κ in bits.
 pub const COMPUTATIONAL_SECURITY: usize = 128;

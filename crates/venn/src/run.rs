@@ -1,12 +1,24 @@
-//! Running one party of a protocol end to end: handshake, protocol, report.
+//! Running one party end to end. Every run is one session: the handshake, the party's
+//! steps, and the transcript confirmation before anything is returned. Three lifecycles:
+//! - [`run`]: offline, a barrier, online — one session;
+//! - [`precompute`]: offline only, for at most `max_items` items of ours; the state is then
+//!   [saved](Precomputed::save) to a single-use file;
+//! - [`run_online`]: the online step from a [loaded](load_state) state, in a new session
+//!   bound to the one that produced it.
 
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
-use crate::protocols::{Context, Phase, Progress, Protocol};
-use crate::session::{handshake, Confirming, Hello, Role, WireParams};
+use crate::protocols::{Context, Output, Phase, Progress, Protocol};
+use crate::session::{handshake, Confirming, Hello, Resume, Role, Session, Sizes, WireParams};
+use crate::state::file::{self, Header, StateFile};
 use crate::{Error, Result, MAX_ITEMS};
+use std::any::Any;
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// Memory a run needs besides what scales with the sets (code, buffers, thread stacks).
+const BASE_MEMORY: u64 = 64 << 20;
 
 /// How to run one party.
 pub struct RunOptions<'a> {
@@ -18,6 +30,9 @@ pub struct RunOptions<'a> {
     pub both: bool,
     /// The largest set size we accept from the peer (never more than [`MAX_ITEMS`]).
     pub max_peer_items: u64,
+    /// The most memory this party may need, in bytes; a peer whose set would need more is
+    /// refused in the handshake, before anything is allocated for it.
+    pub max_memory: u64,
     /// Worker threads for this party.
     pub threads: usize,
     /// A fixed PRG seed (tests only); `None` draws from the OS.
@@ -33,12 +48,12 @@ pub struct Report {
     pub protocol: &'static str,
     /// Our role.
     pub role: Role,
-    /// Our set size.
-    pub n_self: usize,
-    /// The peer's set size.
+    /// Our set size (for a precomputation: the most we may bring).
+    pub n_self: u64,
+    /// The peer's set size (for a precomputation: the most it may bring).
     pub n_peer: u64,
-    /// Sorted indices of our items in the intersection, if we learn it.
-    pub intersection: Option<Vec<usize>>,
+    /// What we learned.
+    pub output: Output,
     /// Timed phases, in order.
     pub phases: Vec<Phase>,
     /// Bytes moved.
@@ -64,8 +79,166 @@ impl Report {
     }
 }
 
-/// Runs one party over `chan` on `items` (distinct items; the CLI deduplicates).
+/// Runs one party over `chan` on `items` (distinct items; the CLI deduplicates): offline
+/// and online in one session.
 pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
+    let party = opts.protocol.party(opts.role);
+    let (output, report) = session(chan, items.len() as u64, None, opts, |ctx| {
+        let state = party.offline(ctx)?;
+        barrier(ctx)?;
+        party.online(ctx, state, items)
+    })?;
+    Ok(Report { output, ..report })
+}
+
+/// A finished offline phase, to be saved for a later [`run_online`].
+pub struct Precomputed {
+    header: Header,
+    state: Box<dyn Any + Send>,
+    protocol: &'static dyn Protocol,
+    /// What the offline session measured.
+    pub report: Report,
+}
+
+/// Runs only the offline phase, for sets of up to `max_items` items of ours (the peer
+/// announces its own maximum).
+pub fn precompute(
+    chan: &mut dyn Channel,
+    max_items: u64,
+    opts: &RunOptions,
+) -> Result<Precomputed> {
+    let party = opts.protocol.party(opts.role);
+    let (state, report) = session(chan, max_items, None, opts, |ctx| {
+        let state = party.offline(ctx)?;
+        let sizes = ctx.session.sized;
+        let params = opts.protocol.params(sizes)?.encode();
+        Ok((state, ctx.session.id, sizes, params))
+    })?;
+    let (state, session, sizes, params) = state;
+    let mut report = report;
+    for p in &mut report.phases {
+        p.offline = true;
+    }
+    Ok(Precomputed {
+        header: Header {
+            protocol: opts.protocol.info().name.into(),
+            role: opts.role,
+            sizes,
+            session,
+            params,
+        },
+        state,
+        protocol: opts.protocol,
+        report,
+    })
+}
+
+impl Precomputed {
+    /// Writes the state to a new file at `path` (owner-only, never over an existing file).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let party = self.protocol.party(self.header.role);
+        file::write(path, &self.header, |w| party.save(self.state.as_ref(), w))
+    }
+}
+
+/// A state read back from its file, not yet claimed.
+pub struct LoadedState {
+    file: StateFile,
+    state: Box<dyn Any + Send>,
+}
+
+impl LoadedState {
+    /// The most items our side may bring with this state.
+    pub fn max_items(&self) -> u64 {
+        let s = self.file.header.sizes;
+        match self.file.header.role {
+            Role::Sender => s.sender,
+            Role::Receiver => s.receiver,
+        }
+    }
+}
+
+/// Reads the state at `path` for the party `opts` describes, checking that it was made
+/// for this protocol and role by this release, and that it is intact.
+pub fn load_state(path: &Path, opts: &RunOptions) -> Result<LoadedState> {
+    let mut file = StateFile::open(path)?;
+    let h = &file.header;
+    let name = opts.protocol.info().name;
+    if h.protocol != name || h.role != opts.role {
+        return Err(Error::State(format!(
+            "'{}' holds a {} state of protocol '{}', not a {} state of '{name}'",
+            path.display(),
+            h.role.name(),
+            crate::peer_text(&h.protocol),
+            opts.role.name()
+        )));
+    }
+    if opts.protocol.params(h.sizes)?.encode() != h.params {
+        return Err(Error::State(format!(
+            "'{}' was made with other parameters (by another venn release)",
+            path.display()
+        )));
+    }
+    let sizes = h.sizes;
+    let party = opts.protocol.party(opts.role);
+    let state = file.read(|r| party.load(sizes, r))?;
+    Ok(LoadedState { file, state })
+}
+
+/// Runs the online phase on `items` with a precomputed state, which is used up (its file
+/// deleted) once the peer has confirmed the session.
+pub fn run_online(
+    chan: &mut dyn Channel,
+    items: &Items,
+    loaded: LoadedState,
+    opts: &RunOptions,
+) -> Result<Report> {
+    if items.len() as u64 > loaded.max_items() {
+        return Err(Error::Usage(format!(
+            "{} items, more than the {} this state was precomputed for (--max-items)",
+            items.len(),
+            loaded.max_items()
+        )));
+    }
+    let resume = Resume {
+        session: loaded.file.header.session,
+        sizes: loaded.file.header.sizes,
+    };
+    let party = opts.protocol.party(opts.role);
+    let LoadedState { file, state } = loaded;
+    let (output, mut report) = session(chan, items.len() as u64, Some(resume), opts, |ctx| {
+        file.claim()?;
+        party.online(ctx, state, items)
+    })?;
+    for p in &mut report.phases {
+        p.offline = false;
+    }
+    Ok(Report { output, ..report })
+}
+
+/// The end of the offline phase: each party waits for the other, so the online phase
+/// starts together on both sides (and its time is the online work alone).
+fn barrier(ctx: &mut Context) -> Result<()> {
+    ctx.phase("wait for the peer's offline phase", true);
+    ctx.peer.send(&[])?;
+    ctx.peer.flush()?;
+    ctx.peer
+        .recv_exact(0, "the end of the peer's offline phase")?;
+    Ok(())
+}
+
+/// One session: checks, a thread pool, the handshake, `body`, the transcript confirmation.
+/// On failure, tells the peer why (unless the link itself failed).
+fn session<T>(
+    chan: &mut dyn Channel,
+    set_size: u64,
+    resume: Option<Resume>,
+    opts: &RunOptions,
+    body: impl FnOnce(&mut Context) -> Result<T> + Send,
+) -> Result<(T, Report)>
+where
+    T: Send,
+{
     let info = opts.protocol.info();
     if opts.both && !info.both_allowed {
         return Err(Error::Usage(format!(
@@ -73,10 +246,9 @@ pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<R
             info.name
         )));
     }
-    if items.len() as u64 > MAX_ITEMS {
+    if set_size > MAX_ITEMS {
         return Err(Error::Usage(format!(
-            "{} items is more than the supported {MAX_ITEMS}",
-            items.len()
+            "{set_size} items is more than the supported {MAX_ITEMS}"
         )));
     }
     let pool = rayon::ThreadPoolBuilder::new()
@@ -84,7 +256,7 @@ pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<R
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {} threads: {e}", opts.threads)))?;
     let mut chan = Confirming::new(chan);
-    let result = pool.install(|| run_in_pool(&mut chan, items, opts));
+    let result = pool.install(|| session_in_pool(&mut chan, set_size, resume, opts, body));
     if let Err(e) = &result {
         if !e.is_link_failure() {
             chan.abort(&e.to_string());
@@ -93,18 +265,26 @@ pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<R
     result
 }
 
-fn run_in_pool(chan: &mut Confirming, items: &Items, opts: &RunOptions) -> Result<Report> {
+fn session_in_pool<T>(
+    chan: &mut Confirming,
+    set_size: u64,
+    resume: Option<Resume>,
+    opts: &RunOptions,
+    body: impl FnOnce(&mut Context) -> Result<T>,
+) -> Result<(T, Report)> {
     let mut prg = opts.seed.map_or_else(Prg::from_entropy, Prg::from_seed);
     let start = Instant::now();
     let hello = Hello {
         protocol: opts.protocol.info().name.to_string(),
         role: opts.role,
         both: opts.both,
-        set_size: items.len() as u64,
+        set_size,
+        resume,
     };
     let max_peer = opts.max_peer_items.min(MAX_ITEMS);
-    let session = handshake(chan, &hello, max_peer, &mut prg, |ns, nr| {
-        let p = opts.protocol.params(ns, nr)?;
+    let session = handshake(chan, &hello, max_peer, &mut prg, |sizes| {
+        check_memory(opts, sizes)?;
+        let p = opts.protocol.params(sizes)?;
         Ok(WireParams {
             encoding: p.encode(),
             shown: p.table().to_string(),
@@ -115,15 +295,12 @@ fn run_in_pool(chan: &mut Confirming, items: &Items, opts: &RunOptions) -> Resul
         offline: true,
         duration: start.elapsed(),
     };
-    let n_peer = session.n_peer();
+    let (n_self, n_peer) = own_and_peer(&session);
     let mut ctx = Context::new(chan, session, prg, opts.progress);
-    let intersection = match opts.role {
-        Role::Sender => opts.protocol.send(&mut ctx, items)?,
-        Role::Receiver => Some(opts.protocol.receive(&mut ctx, items)?),
-    };
+    let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());
-    // Nothing is output before both parties agree on everything that was sent.
+    // Nothing is returned before both parties agree on everything that was sent.
     let confirm_start = Instant::now();
     chan.confirm()?;
     phases.push(Phase {
@@ -131,13 +308,49 @@ fn run_in_pool(chan: &mut Confirming, items: &Items, opts: &RunOptions) -> Resul
         offline: false,
         duration: confirm_start.elapsed(),
     });
-    Ok(Report {
+    let report = Report {
         protocol: opts.protocol.info().name,
         role: opts.role,
-        n_self: items.len(),
+        n_self,
         n_peer,
-        intersection,
+        output: Output::Nothing,
         phases,
         traffic: chan.traffic(),
-    })
+    };
+    Ok((value, report))
+}
+
+fn own_and_peer(s: &Session) -> (u64, u64) {
+    match s.role {
+        Role::Sender => (s.n_sender, s.n_receiver),
+        Role::Receiver => (s.n_receiver, s.n_sender),
+    }
+}
+
+/// Refuses sizes whose run would need more than `--max-memory` here (issue 8: a peer
+/// announcing 2^24 items made an rr17-bloom sender try to allocate 61 GiB).
+fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
+    let cost = opts.protocol.info().role(opts.role);
+    let (own, peer) = match opts.role {
+        Role::Sender => (sizes.sender, sizes.receiver),
+        Role::Receiver => (sizes.receiver, sizes.sender),
+    };
+    let need = BASE_MEMORY
+        .saturating_add(cost.own_item_bytes.saturating_mul(own))
+        .saturating_add(cost.peer_item_bytes.saturating_mul(peer));
+    if need > opts.max_memory {
+        return Err(Error::Memory(format!(
+            "a {} run of {} with {peer} peer items and {own} of ours needs about {} here, \
+             more than the {} allowed (--max-memory)",
+            opts.protocol.info().name,
+            opts.role.name(),
+            gib(need),
+            gib(opts.max_memory)
+        )));
+    }
+    Ok(())
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }

@@ -15,7 +15,7 @@ mod wire;
 
 pub use mem::{mem_pair, MemChannel};
 pub use stream::StreamChannel;
-pub use tcp::{tcp_connect, tcp_listen};
+pub use tcp::{tcp_connect, tcp_listen, TcpChannel};
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 

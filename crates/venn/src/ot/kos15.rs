@@ -19,6 +19,7 @@ use crate::memory::advise_huge_pages;
 use crate::net::{Channel, Reader, Writer};
 use crate::session::{CoinToss, CoinTossReply};
 use crate::slices::split_lengths;
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 use rayon::prelude::*;
@@ -99,6 +100,20 @@ impl KosSender {
     /// Whether there are no OTs.
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
+    }
+
+    /// Writes Δ and the rows (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.block(self.delta)?;
+        out.blocks(&self.q)
+    }
+
+    /// Reads what [`KosSender::save`] wrote for `count` OTs.
+    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+        let delta = input.block()?;
+        let q = exactly(input.blocks(count, "OT rows")?, count)?;
+        advise_huge_pages(&q);
+        Ok(KosSender { delta, q })
     }
 
     /// Appends `m_{j, bit}` for each `j` in `indices` to `out`, hashed now. The rows are

@@ -1,4 +1,4 @@
-//! What a running protocol works with: the channel, the agreed session, its randomness
+//! What a running party works with: its named links, the agreed session, its randomness
 //! and a log of timed phases.
 
 use crate::crypto::Prg;
@@ -25,8 +25,8 @@ pub struct Phase {
 
 /// The environment of one protocol run.
 pub struct Context<'a> {
-    /// The channel to the peer.
-    pub chan: &'a mut dyn Channel,
+    /// The link to the other party of the protocol.
+    pub peer: &'a mut dyn Channel,
     /// What the handshake agreed.
     pub session: Session,
     /// This party's randomness.
@@ -39,13 +39,13 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// A context; the clock of a phase starts with [`Context::phase`].
     pub fn new(
-        chan: &'a mut dyn Channel,
+        peer: &'a mut dyn Channel,
         session: Session,
         prg: Prg,
         progress: Option<&'a dyn Progress>,
     ) -> Self {
         Context {
-            chan,
+            peer,
             session,
             prg,
             progress,

@@ -14,17 +14,25 @@
 //! at most 2^-40 per item.
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{output_bits, Context, ParamTable, Parameters, Protocol, ProtocolInfo, Security};
+use super::{
+    output_bits, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
+    ProtocolInfo, RoleInfo, Security, Sizes,
+};
 use crate::crypto::Block;
 use crate::items::{BlockEncoder, Items};
 use crate::net::Writer;
 use crate::ot::{base_ot_receive, base_ot_send, iknp_receive, iknp_send, BASE_OTS};
-use crate::session::{CoinToss, CoinTossReply};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::tables::{bloom_bits, BloomHash, MatchTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// DCW13 semi-honest PSI with a random garbled Bloom filter.
 pub struct Dcw13;
+/// Alice, the sender.
+struct Dcw13Sender;
+/// Bob, the receiver.
+struct Dcw13Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "dcw13",
@@ -35,6 +43,22 @@ static INFO: ProtocolInfo = ProtocolInfo {
               the sender learns the intersection too). Both learn the other's set size. \
               Secure only if both parties follow the protocol.",
     both_allowed: true,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 4096,
+            own_item_bytes: 256,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output: OutputKind::Indices,
+            peer_item_bytes: 64,
+            own_item_bytes: 2048,
+        },
+    ],
 };
 
 /// The Bloom-filter hash seed is coin-tossed (receiver commits, sender answers), so
@@ -66,10 +90,10 @@ impl Parameters for Params {
     }
 }
 
-fn params(n_sender: u64, n_receiver: u64) -> Params {
+fn params(sizes: Sizes) -> Params {
     Params {
-        bits: bloom_bits(n_receiver, BLOOM_HASHES),
-        out_bits: output_bits(n_sender, n_receiver),
+        bits: bloom_bits(sizes.receiver, BLOOM_HASHES),
+        out_bits: output_bits(sizes),
     }
 }
 
@@ -100,61 +124,113 @@ impl Protocol for Dcw13 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
-        let p = params(n_sender, n_receiver);
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        let p = params(sizes);
         if p.bits as u64 > 1 << 32 {
             return Err(Error::Params(format!(
-                "a receiver set of {n_receiver} items needs a {}-bit filter, more than the supported 2^32",
-                p.bits
+                "a receiver set of {} items needs a {}-bit filter, more than the supported 2^32",
+                sizes.receiver, p.bits
             )));
         }
         Ok(Box::new(p))
     }
 
-    /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
-        let p = params(ctx.session.n_sender, ctx.session.n_receiver);
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Dcw13Sender,
+            Role::Receiver => &Dcw13Receiver,
+        }
+    }
+}
+
+/// The sender's offline state: its base-OT choices Δ and keys, and the Bloom seed.
+pub struct SenderState {
+    delta: Vec<bool>,
+    base: Vec<Block>,
+    seed: Block,
+}
+
+/// The receiver's offline state: its base-OT key pairs and the Bloom seed.
+pub struct ReceiverState {
+    base: Vec<[Block; 2]>,
+    seed: Block,
+}
+
+impl Party for Dcw13Sender {
+    type State = SenderState;
+
+    /// Alice receives the base OTs (she is the IKNP sender) and tosses the Bloom seed.
+    fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
-        let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
+        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
         let [seed, _] =
-            CoinTossReply::receive(ctx.chan, &sid, SEED_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
-        let hash = BloomHash::new(seed, p.bits, BLOOM_HASHES);
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
+        Ok(SenderState { delta, base, seed })
+    }
 
+    /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
+    fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
+        let p = params(ctx.session.sized);
+        let sid = ctx.session.id;
+        let hash = BloomHash::new(state.seed, p.bits, BLOOM_HASHES);
         ctx.phase("hash items", false);
         let values = item_values(items, &sid);
         ctx.phase("OT extension", false);
-        let pairs = iknp_send(ctx.chan, &delta, &base, p.bits)?;
+        let pairs = iknp_send(ctx.peer, &state.delta, &state.base, p.bits)?;
         ctx.phase("send summaries", false);
         let perm = ctx.prg.permutation(items.len());
         let permuted: Vec<Block> = perm.iter().map(|&i| values[i as usize]).collect();
         let k = summaries(&hash, &permuted, |j| pairs[j][1], p.out_bits);
-        send_values(ctx.chan, items.len(), 1, p.out_bits / 8, |first, out| {
+        send_values(ctx.peer, items.len(), 1, p.out_bits / 8, |first, out| {
             out.copy_from_slice(&k[first..first + out.len()]);
         })?;
         if !ctx.session.both {
-            return Ok(None);
+            return Ok(Output::Nothing);
         }
         ctx.phase("receive intersection", false);
-        receive_positions(ctx.chan, &perm, ctx.session.n_receiver as usize).map(Some)
+        receive_positions(ctx.peer, &perm, ctx.session.n_receiver as usize).map(Output::Indices)
+    }
+
+    fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
+        out.bits(&state.delta)?;
+        out.blocks(&state.base)?;
+        out.block(state.seed)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<SenderState> {
+        Ok(SenderState {
+            delta: exactly(input.bits(BASE_OTS, "base-OT choices")?, BASE_OTS)?,
+            base: exactly(input.blocks(BASE_OTS, "base-OT keys")?, BASE_OTS)?,
+            seed: input.block()?,
+        })
+    }
+}
+
+impl Party for Dcw13Receiver {
+    type State = ReceiverState;
+
+    /// Bob sends the base OTs (he is the IKNP receiver) and tosses the Bloom seed.
+    fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
+        let sid = ctx.session.id;
+        ctx.phase("base OTs", true);
+        let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
+        let [seed, _] =
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+        Ok(ReceiverState { base, seed })
     }
 
     /// Bob: the OT-extension receiver with his Bloom filter as choice bits.
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
-        let p = params(ctx.session.n_sender, ctx.session.n_receiver);
+    fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
+        let p = params(ctx.session.sized);
         let sid = ctx.session.id;
-        ctx.phase("base OTs", true);
-        let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
-        let [seed, _] =
-            CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
-        let hash = BloomHash::new(seed, p.bits, BLOOM_HASHES);
-
+        let hash = BloomHash::new(state.seed, p.bits, BLOOM_HASHES);
         ctx.phase("hash items", false);
         let values = item_values(items, &sid);
         ctx.phase("Bloom filter and OT extension", false);
         let bf: Vec<bool> = hash.filter(&values).iter().collect();
-        let g = iknp_receive(ctx.chan, &base, &bf)?;
+        let g = iknp_receive(ctx.peer, &state.base, &bf)?;
         ctx.phase("receive and match", false);
         let mine = summaries(&hash, &values, |j| g[j], p.out_bits);
         let mut table = MatchTable::with_capacity(items.len());
@@ -162,11 +238,29 @@ impl Protocol for Dcw13 {
             table.insert(k, 0, i as u32);
         }
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.chan, n_s, 1, p.out_bits / 8, &table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &table)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
-            send_positions(ctx.chan, &matches)?;
+            send_positions(ctx.peer, &matches)?;
         }
-        Ok(matches.iter().map(|m| m.0 as usize).collect())
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
+    }
+
+    fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
+        out.blocks(state.base.as_flattened())?;
+        out.block(state.seed)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
+        let keys = exactly(
+            input.blocks(2 * BASE_OTS, "base-OT key pairs")?,
+            2 * BASE_OTS,
+        )?;
+        Ok(ReceiverState {
+            base: keys.chunks_exact(2).map(|k| [k[0], k[1]]).collect(),
+            seed: input.block()?,
+        })
     }
 }

@@ -20,11 +20,15 @@
 //! session id.
 
 use super::matching::{low_bits, receive_matches, send_values};
-use super::{output_bits, Context, OutputBits, Parameters, Protocol, ProtocolInfo, Security};
+use super::{
+    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
+    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+};
 use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, Transcript};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
 use crate::net::Channel;
+use crate::session::Role;
 use crate::tables::MatchTable;
 use crate::{Error, Result};
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
@@ -35,6 +39,10 @@ use rayon::prelude::*;
 
 /// DKT10 malicious-secure DH-based PSI.
 pub struct Dkt10;
+/// The paper's server.
+struct Dkt10Sender;
+/// The paper's client.
+struct Dkt10Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "dkt10",
@@ -45,6 +53,22 @@ static INFO: ProtocolInfo = ProtocolInfo {
               other's set size. Secure against a malicious party in the random-oracle model \
               (one-more-DH and DDH in Ristretto255); every proof is checked and a bad one aborts.",
     both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 1024,
+            own_item_bytes: 512,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            peer_item_bytes: 64,
+            own_item_bytes: 1024,
+        },
+    ],
 };
 
 /// Items per frame.
@@ -284,27 +308,37 @@ impl Protocol for Dkt10 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(OutputBits(output_bits(n_sender, n_receiver))))
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 
-    /// The paper's server.
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Dkt10Sender,
+            Role::Receiver => &Dkt10Receiver,
+        }
+    }
+}
+
+impl Party for Dkt10Sender {
+    no_offline_state!();
+
+    fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
         let sid = ctx.session.id;
         let n_r = ctx.session.n_receiver as usize;
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
+        let v = output_bits(ctx.session.sized);
         let gens = generators();
         ctx.phase("hash items", false);
         let h = item_points(items, &sid);
 
         ctx.phase("verify receiver's proof", false);
         let head = ctx
-            .chan
+            .peer
             .recv_exact(2 * POINT, "commitment X and proof nonce")?;
         let (x, sigma_a) = (decode_point(&head[..POINT])?, decode_point(&head[POINT..])?);
         let mut rows = Vec::new();
         recv_rows(
-            ctx.chan,
+            ctx.peer,
             n_r,
             3 * POINT,
             "receiver's blinded items",
@@ -314,9 +348,9 @@ impl Protocol for Dkt10 {
         transcript.append(&head);
         transcript.append(&rows);
         let e = transcript.challenge();
-        let phi = decode_scalar(&ctx.chan.recv_exact(POINT, "proof response")?)?;
+        let phi = decode_scalar(&ctx.peer.recv_exact(POINT, "proof response")?)?;
         let mut phis = Vec::new();
-        recv_rows(ctx.chan, n_r, POINT, "proof responses", &mut phis)?;
+        recv_rows(ctx.peer, n_r, POINT, "proof responses", &mut phis)?;
         let points = decode_points(&rows)?;
         let phis: Vec<Scalar> = phis
             .chunks(POINT)
@@ -345,7 +379,7 @@ impl Protocol for Dkt10 {
         ctx.phase("blind and prove", false);
         let k = random_scalar(&mut ctx.prg);
         let answers = answer(&gens, &points, &k, &mut ctx.prg);
-        answers.send(ctx.chan, &sid, &rows)?;
+        answers.send(ctx.peer, &sid, &rows)?;
 
         ctx.phase("send tags", false);
         let ro = RandomOracle::new("venn/dkt10/tag", &sid);
@@ -358,25 +392,28 @@ impl Protocol for Dkt10 {
                 tag(&ro, &(answers.k * h[j]), &h[j], items.get(j), v)
             })
             .collect();
-        send_values(ctx.chan, items.len(), 1, v / 8, |first, out| {
+        send_values(ctx.peer, items.len(), 1, v / 8, |first, out| {
             out.copy_from_slice(&tags[first..first + out.len()]);
         })?;
-        Ok(None)
+        Ok(Output::Nothing)
     }
+}
 
-    /// The paper's client.
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
+impl Party for Dkt10Receiver {
+    no_offline_state!();
+
+    fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
         let sid = ctx.session.id;
         let n = items.len();
         let n_s = ctx.session.n_sender as usize;
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
+        let v = output_bits(ctx.session.sized);
         let gens = generators();
         ctx.phase("hash items", false);
         let h = item_points(items, &sid);
 
         ctx.phase("blind and prove", false);
         let blinded = blind(&gens, &h, &mut ctx.prg);
-        blinded.send(ctx.chan, &sid)?;
+        blinded.send(ctx.peer, &sid)?;
         let Blinded {
             rows,
             m: m_points,
@@ -385,17 +422,17 @@ impl Protocol for Dkt10 {
         } = blinded;
 
         ctx.phase("verify sender's proof", false);
-        let head = ctx.chan.recv_exact(2 * POINT, "sender's key commitment")?;
+        let head = ctx.peer.recv_exact(2 * POINT, "sender's key commitment")?;
         let (z, a2) = (decode_point(&head[..POINT])?, decode_point(&head[POINT..])?);
         let mut answers = Vec::new();
         recv_rows(
-            ctx.chan,
+            ctx.peer,
             n,
             2 * POINT,
             "sender's blinded answers",
             &mut answers,
         )?;
-        let phi2 = decode_scalar(&ctx.chan.recv_exact(POINT, "sender's proof response")?)?;
+        let phi2 = decode_scalar(&ctx.peer.recv_exact(POINT, "sender's proof response")?)?;
         let c = sender_challenge(&sid, &head, &rows, &answers);
         let answer_points = decode_points(&answers)?;
         // φ₂·g₁ − A₂ − c·Z = 0 and, for every i, φ₂·M_i − A₂_i − c·M'_i = 0.
@@ -427,8 +464,10 @@ impl Protocol for Dkt10 {
         for (i, &t) in mine.iter().enumerate() {
             table.insert(t, 0, i as u32);
         }
-        let matches = receive_matches(ctx.chan, n_s, 1, v / 8, &table)?;
-        Ok(matches.iter().map(|m| m.0 as usize).collect())
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
     }
 }
 
@@ -436,7 +475,7 @@ impl Protocol for Dkt10 {
 mod tests {
     use super::*;
     use crate::net::{mem_pair, MemChannel};
-    use crate::session::{Role, Session};
+    use crate::session::Session;
     use std::time::Duration;
 
     const N: usize = 50;
@@ -451,6 +490,10 @@ mod tests {
             role,
             n_sender: N as u64,
             n_receiver: N as u64,
+            sized: Sizes {
+                sender: N as u64,
+                receiver: N as u64,
+            },
             both: false,
         }
     }
@@ -459,14 +502,14 @@ mod tests {
     fn against<T: Send>(
         role: Role,
         cheater: impl FnOnce(&mut MemChannel) -> Result<T> + Send,
-    ) -> Result<Option<Vec<usize>>> {
+    ) -> Result<Output> {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         std::thread::scope(|s| {
             let t = s.spawn(move || cheater(&mut b));
             let mut ctx = Context::new(&mut a, session(role), Prg::from_seed(1), None);
             let result = match role {
-                Role::Sender => Dkt10.send(&mut ctx, &items("s")),
-                Role::Receiver => Dkt10.receive(&mut ctx, &items("s")).map(Some),
+                Role::Sender => Party::online(&Dkt10Sender, &mut ctx, (), &items("s")),
+                Role::Receiver => Party::online(&Dkt10Receiver, &mut ctx, (), &items("s")),
             };
             drop(ctx);
             drop(a);
@@ -532,7 +575,7 @@ mod tests {
             let gens = generators();
             answer(&gens, &points, &random_scalar(&mut prg), &mut prg)
                 .send(chan, &[9; 32], &rows)?;
-            let v = output_bits(N as u64, N as u64) / 8;
+            let v = output_bits(session(Role::Sender).sized) / 8;
             chan.send(&vec![7u8; (N + 1) * v])
         });
         assert!(matches!(result, Err(Error::Protocol { .. })), "{result:?}");

@@ -1,7 +1,8 @@
-//! The PSI protocols, all behind one [`Protocol`] interface and one registry. The CLI, the
-//! benchmark and the tests iterate over [`registry`]; a protocol that is not implemented
-//! is simply not in it.
+//! The PSI protocols, all behind one [`Protocol`] interface ([`api`]) and one registry.
+//! The CLI, the benchmark and the tests iterate over [`registry`]; a protocol that is not
+//! implemented is simply not in it. Adding one is its own module and one line there.
 
+mod api;
 mod context;
 mod dcw13;
 mod dkt10;
@@ -10,6 +11,11 @@ mod matching;
 mod naive;
 mod rr17_bloom;
 
+pub use crate::session::Sizes;
+use api::no_offline_state;
+pub use api::{
+    AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
+};
 pub use context::{Context, Phase, Progress};
 pub use dcw13::Dcw13;
 pub use dkt10::Dkt10;
@@ -17,11 +23,10 @@ pub use kkrt16::{Kkrt16, Kkrt16Params};
 pub use naive::Naive;
 pub use rr17_bloom::{Rr17Bloom, Rr17BloomParams};
 
-use crate::items::Items;
 use crate::net::Writer;
 use crate::{Error, Result};
 
-/// The security a protocol offers.
+/// The security a protocol (or one of its roles) offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Security {
     /// No privacy at all: a baseline for measurements.
@@ -41,57 +46,6 @@ impl Security {
             Security::Malicious => "malicious",
         }
     }
-}
-
-/// What the registry knows about a protocol.
-pub struct ProtocolInfo {
-    /// The name used on the command line and in the handshake.
-    pub name: &'static str,
-    /// The paper (and figure) it implements.
-    pub paper: &'static str,
-    /// Its security model.
-    pub security: Security,
-    /// Who learns what.
-    pub leakage: &'static str,
-    /// Whether the sender may learn the intersection too (`--both`).
-    pub both_allowed: bool,
-}
-
-/// Named parameters of a protocol instance, in display order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamTable(pub Vec<(&'static str, String)>);
-
-impl std::fmt::Display for ParamTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        f.write_str(&parts.join(" "))
-    }
-}
-
-/// A protocol's parameters for one pair of set sizes, typed by each protocol (its paper's
-/// formulas).
-pub trait Parameters: Send + Sync {
-    /// The canonical encoding: the handshake compares it byte for byte and binds it into
-    /// the session id.
-    fn encode(&self) -> Vec<u8>;
-    /// Named values in display order (`venn params`, mismatch messages).
-    fn table(&self) -> ParamTable;
-}
-
-/// A two-party PSI protocol. The receiver learns the indices of its items in the
-/// intersection; the sender learns its own only when `both` was agreed.
-pub trait Protocol: Sync {
-    /// Registry metadata.
-    fn info(&self) -> &'static ProtocolInfo;
-
-    /// The parameters for these set sizes (the paper's formulas).
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>>;
-
-    /// Runs the sender's side.
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>>;
-
-    /// Runs the receiver's side.
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>>;
 }
 
 /// Every implemented protocol.
@@ -133,7 +87,7 @@ impl Parameters for OutputBits {
 
 /// The output length `v = σ + log2(n_sender · n_receiver)` bits, rounded up to a byte, that
 /// bounds the chance of any spurious match to 2^-σ (KKRT16 §5.2 / §6.1).
-pub(crate) fn output_bits(n_sender: u64, n_receiver: u64) -> usize {
-    let pairs = n_sender.max(1) as f64 * n_receiver.max(1) as f64;
+pub(crate) fn output_bits(sizes: Sizes) -> usize {
+    let pairs = sizes.sender.max(1) as f64 * sizes.receiver.max(1) as f64;
     round_up_to_byte(crate::STATISTICAL_SECURITY as f64 + pairs.log2())
 }

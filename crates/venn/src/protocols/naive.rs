@@ -4,14 +4,22 @@
 //! any guess against the sender's hashes. It exists so every benchmark row has a floor.
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{output_bits, Context, OutputBits, Parameters, Protocol, ProtocolInfo, Security};
+use super::{
+    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
+    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+};
 use crate::crypto::{Block, RandomOracle};
 use crate::items::Items;
+use crate::session::Role;
 use crate::tables::MatchTable;
 use crate::Result;
 
 /// The naive-hashing baseline.
 pub struct Naive;
+/// Its sender.
+struct NaiveSender;
+/// Its receiver.
+struct NaiveReceiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "naive",
@@ -20,6 +28,22 @@ static INFO: ProtocolInfo = ProtocolInfo {
     leakage: "INSECURE: the receiver gets a plain hash of every sender item and can test any \
               guess against it. A benchmark floor only; the CLI refuses it without --insecure.",
     both_allowed: true,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Insecure,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 16,
+            own_item_bytes: 128,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Insecure,
+            output: OutputKind::Indices,
+            peer_item_bytes: 16,
+            own_item_bytes: 128,
+        },
+    ],
 };
 
 fn hashes(items: &Items, bits: usize) -> Vec<Block> {
@@ -35,31 +59,46 @@ impl Protocol for Naive {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(OutputBits(output_bits(n_sender, n_receiver))))
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &NaiveSender,
+            Role::Receiver => &NaiveReceiver,
+        }
+    }
+}
+
+impl Party for NaiveSender {
+    no_offline_state!();
+
+    fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
+        let v = output_bits(ctx.session.sized);
         ctx.phase("hash items", false);
         let h = hashes(items, v);
         let perm = ctx.prg.permutation(items.len());
         ctx.phase("send hashes", false);
-        send_values(ctx.chan, items.len(), 1, v / 8, |first, out| {
+        send_values(ctx.peer, items.len(), 1, v / 8, |first, out| {
             for (o, &p) in out.iter_mut().zip(&perm[first..]) {
                 *o = h[p as usize];
             }
         })?;
         if !ctx.session.both {
-            return Ok(None);
+            return Ok(Output::Nothing);
         }
         ctx.phase("receive intersection", false);
         let n_r = ctx.session.n_receiver as usize;
-        receive_positions(ctx.chan, &perm, n_r).map(Some)
+        receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
     }
+}
 
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
+impl Party for NaiveReceiver {
+    no_offline_state!();
+
+    fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
+        let v = output_bits(ctx.session.sized);
         ctx.phase("hash items", false);
         let h = hashes(items, v);
         let mut table = MatchTable::with_capacity(items.len());
@@ -68,11 +107,13 @@ impl Protocol for Naive {
         }
         ctx.phase("match hashes", false);
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.chan, n_s, 1, v / 8, &table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
-            send_positions(ctx.chan, &matches)?;
+            send_positions(ctx.peer, &matches)?;
         }
-        Ok(matches.iter().map(|m| m.0 as usize).collect())
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
     }
 }

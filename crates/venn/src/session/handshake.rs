@@ -6,7 +6,7 @@
 //! way (a flipped nonce, size or flag) are caught by the hash. That hash is the session id,
 //! so every later derivation is bound to exactly what both parties saw.
 
-use super::Role;
+use super::{Role, Sizes};
 use crate::crypto::{Prg, RandomOracle};
 use crate::net::{Channel, Reader, Writer};
 use crate::{peer_text, Error, Result};
@@ -14,7 +14,7 @@ use crate::{peer_text, Error, Result};
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Wire-format version; bumped on any incompatible change.
 pub const VERSION: u16 = 2;
-const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 8 + 16;
+const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 8 + 16 + 1 + 32;
 /// The longest parameter encoding accepted from the peer.
 const MAX_PARAMS: usize = 1024;
 
@@ -29,19 +29,34 @@ pub struct Hello {
     pub both: bool,
     /// The number of (distinct) items we bring.
     pub set_size: u64,
+    /// The precomputed offline phase this online run continues, if any.
+    pub resume: Option<Resume>,
+}
+
+/// The offline session a precomputed state comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// Its session id.
+    pub session: [u8; 32],
+    /// The set sizes it was run for: the most each party may bring now.
+    pub sizes: Sizes,
 }
 
 impl Hello {
     fn encode(&self, nonce: &[u8; 16]) -> Vec<u8> {
-        Writer::new()
+        let w = Writer::new()
             .bytes(MAGIC)
             .u16(VERSION)
             .str8(&self.protocol)
             .u8(self.role.code())
             .u8(self.both as u8)
             .u64(self.set_size)
-            .bytes(nonce)
-            .0
+            .bytes(nonce);
+        match &self.resume {
+            None => w.u8(0),
+            Some(r) => w.u8(1).bytes(&r.session),
+        }
+        .0
     }
 }
 
@@ -61,10 +76,13 @@ pub struct Session {
     pub id: [u8; 32],
     /// Our role.
     pub role: Role,
-    /// The sender's set size.
+    /// The sender's set size in this run.
     pub n_sender: u64,
-    /// The receiver's set size.
+    /// The receiver's set size in this run.
     pub n_receiver: u64,
+    /// The sizes the parameters are computed for: the actual ones, or those of the
+    /// precomputed offline phase (at least the actual ones).
+    pub sized: Sizes,
     /// Whether both parties learn the intersection.
     pub both: bool,
 }
@@ -80,14 +98,14 @@ impl Session {
 }
 
 /// Runs the handshake. `max_peer_items` bounds the set size we accept from the peer (it
-/// decides how much memory we allocate); `params(n_sender, n_receiver)` computes the
-/// parameters both sides must agree on.
+/// decides how much memory we allocate); `params(sizes)` computes the parameters both
+/// sides must agree on (and may refuse sizes, e.g. for memory).
 pub fn handshake(
     chan: &mut dyn Channel,
     ours: &Hello,
     max_peer_items: u64,
     prg: &mut Prg,
-    params: impl Fn(u64, u64) -> Result<WireParams>,
+    params: impl Fn(Sizes) -> Result<WireParams>,
 ) -> Result<Session> {
     let mut nonce = [0u8; 16];
     prg.fill_bytes(&mut nonce);
@@ -100,7 +118,14 @@ pub fn handshake(
         Role::Sender => (ours.set_size, peer_size),
         Role::Receiver => (peer_size, ours.set_size),
     };
-    let params = params(n_sender, n_receiver)?;
+    let sized = match &ours.resume {
+        Some(r) => r.sizes,
+        None => Sizes {
+            sender: n_sender,
+            receiver: n_receiver,
+        },
+    };
+    let params = params(sized)?;
     let (sender_hello, receiver_hello) = match ours.role {
         Role::Sender => (&our_hello, &peer_hello),
         Role::Receiver => (&peer_hello, &our_hello),
@@ -140,6 +165,7 @@ pub fn handshake(
         role: ours.role,
         n_sender,
         n_receiver,
+        sized,
         both: ours.both,
     })
 }
@@ -197,7 +223,41 @@ fn check_peer_hello(msg: &[u8], ours: &Hello, max_peer_items: u64) -> Result<u64
         )));
     }
     r.array::<16>()?;
+    let peer_resume = match r.u8()? {
+        0 => None,
+        1 => Some(r.array::<32>()?),
+        b => return Err(Error::protocol("a state flag of 0 or 1", b.to_string())),
+    };
     r.finish()?;
+    match (&ours.resume, peer_resume) {
+        (None, None) => {}
+        (Some(_), None) => return Err(Error::Handshake(
+            "we continue a precomputed state and the peer does not (pass --state on both sides)"
+                .into(),
+        )),
+        (None, Some(_)) => {
+            return Err(Error::Handshake(
+                "the peer continues a precomputed state and we do not (pass --state on both sides)"
+                    .into(),
+            ))
+        }
+        (Some(r), Some(id)) => {
+            if r.session != id {
+                return Err(Error::Handshake(
+                    "the peer's state comes from a different precomputation than ours".into(),
+                ));
+            }
+            let most = match ours.role {
+                Role::Sender => r.sizes.receiver,
+                Role::Receiver => r.sizes.sender,
+            };
+            if peer_size > most {
+                return Err(Error::Handshake(format!(
+                    "the peer brings {peer_size} items, more than the {most} it precomputed for"
+                )));
+            }
+        }
+    }
     Ok(peer_size)
 }
 

@@ -15,9 +15,18 @@ mod handshake;
 
 pub use coin_toss::{CoinToss, CoinTossReply};
 pub use confirmation::Confirming;
-pub use handshake::{handshake, Hello, Session, WireParams, VERSION};
+pub use handshake::{handshake, Hello, Resume, Session, WireParams, VERSION};
 
 use crate::{Error, Result};
+
+/// The set sizes a run's parameters are computed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// The sender's set size (or, for a precomputed state, the most it may bring).
+    pub sender: u64,
+    /// The receiver's set size (or, for a precomputed state, the most it may bring).
+    pub receiver: u64,
+}
 
 /// Which side of a two-party protocol a party plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +38,7 @@ pub enum Role {
 }
 
 impl Role {
-    fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             Role::Sender => 0,
             Role::Receiver => 1,

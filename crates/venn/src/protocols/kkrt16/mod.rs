@@ -15,7 +15,10 @@ use evaluate::Evaluator;
 pub use params::Kkrt16Params;
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
-use super::{Context, Parameters, Protocol, ProtocolInfo, Security};
+use super::{
+    AnyParty, Context, Output, OutputKind, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
+    Security, Sizes,
+};
 use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
 use crate::memory::huge_vec;
@@ -23,12 +26,17 @@ use crate::ot::{
     base_ot_receive, base_ot_send, iknp_receive, iknp_send, oprf_receive, OprfSender,
     PseudorandomCode, BASE_OTS,
 };
-use crate::session::{CoinToss, CoinTossReply};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::tables::{cuckoo_insert, CuckooHash, MatchTable, HASHES};
 use crate::Result;
 
 /// KKRT16 batched-OPRF PSI.
 pub struct Kkrt16;
+/// Alice, the sender.
+struct Kkrt16Sender;
+/// Bob, the receiver.
+struct Kkrt16Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "kkrt16",
@@ -39,6 +47,22 @@ static INFO: ProtocolInfo = ProtocolInfo {
               the sender learns the intersection too). Both learn the other's set size. \
               Secure only if both parties follow the protocol.",
     both_allowed: true,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 96,
+            own_item_bytes: 192,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output: OutputKind::Indices,
+            peer_item_bytes: 16,
+            own_item_bytes: 256,
+        },
+    ],
 };
 
 /// Item values keep 126 bits; the top two carry the hash index z ∈ {1,2,3} of the
@@ -67,7 +91,7 @@ fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
 const SEEDS_TOSS: &str = "KKRT16 code key and cuckoo seed";
 
 fn session_params(ctx: &Context) -> Result<Kkrt16Params> {
-    Kkrt16Params::new(ctx.session.n_sender, ctx.session.n_receiver)
+    Kkrt16Params::new(ctx.session.sized.sender, ctx.session.sized.receiver)
 }
 
 impl Protocol for Kkrt16 {
@@ -75,21 +99,65 @@ impl Protocol for Kkrt16 {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Kkrt16Params::new(n_sender, n_receiver)?))
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Kkrt16Params::new(sizes.sender, sizes.receiver)?))
     }
 
-    /// Alice: OT-extension receiver for the k seeds, OPRF sender, evaluates her items.
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Kkrt16Sender,
+            Role::Receiver => &Kkrt16Receiver,
+        }
+    }
+}
+
+/// Alice's offline state: her k random OTs (choice bits s, chosen seeds) and the tossed
+/// code key and cuckoo seed.
+pub struct SenderState {
+    s: Vec<bool>,
+    seeds: Vec<Block>,
+    code_key: Block,
+    hash_seed: Block,
+}
+
+/// Bob's offline state: his k random OT seed pairs and the tossed code key and cuckoo seed.
+pub struct ReceiverState {
+    seeds: Vec<[Block; 2]>,
+    code_key: Block,
+    hash_seed: Block,
+}
+
+impl Party for Kkrt16Sender {
+    type State = SenderState;
+
+    /// Alice: base-OT sender, then IKNP receiver of the k seeds with random choices s.
+    fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let p = session_params(ctx)?;
         let sid = ctx.session.id;
         ctx.phase("base OTs and OT extension", true);
-        let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
+        let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
         let s = random_bits(&mut ctx.prg, p.code_bits);
-        let seeds = iknp_receive(ctx.chan, &base, &s)?;
+        let seeds = iknp_receive(ctx.peer, &base, &s)?;
         let [code_key, hash_seed] =
-            CoinTossReply::receive(ctx.chan, &sid, SEEDS_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
+            CoinTossReply::receive(ctx.peer, &sid, SEEDS_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
+        Ok(SenderState {
+            s,
+            seeds,
+            code_key,
+            hash_seed,
+        })
+    }
 
+    /// Alice: OPRF sender, evaluates her items.
+    fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
+        let p = session_params(ctx)?;
+        let sid = ctx.session.id;
+        let SenderState {
+            s,
+            seeds,
+            code_key,
+            hash_seed,
+        } = state;
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);
         let perm = ctx.prg.permutation(items.len());
@@ -108,7 +176,7 @@ impl Protocol for Kkrt16 {
         let n = items.len();
         let mut stash_values = huge_vec(n * p.stash, 0);
         let mut done = 0;
-        let oprf = OprfSender::extend(ctx.chan, &seeds, &s, p.rows(), |rows| {
+        let oprf = OprfSender::extend(ctx.peer, &seeds, &s, p.rows(), |rows| {
             if rows.rows() < p.stash {
                 return;
             }
@@ -123,7 +191,7 @@ impl Protocol for Kkrt16 {
         let groups = HASHES + p.stash;
         let mask = low_bits(p.out_bits);
         let mut hash_values = Vec::new();
-        send_values(ctx.chan, n, groups, p.out_bits / 8, |first, out| {
+        send_values(ctx.peer, n, groups, p.out_bits / 8, |first, out| {
             let count = out.len() / groups;
             hash_values.resize(count * HASHES, 0);
             eval.hash_values(&oprf.rows(), first..first + count, &mut hash_values);
@@ -135,23 +203,59 @@ impl Protocol for Kkrt16 {
             }
         })?;
         if !ctx.session.both {
-            return Ok(None);
+            return Ok(Output::Nothing);
         }
         ctx.phase("receive intersection", false);
-        receive_positions(ctx.chan, &perm, p.n_receiver as usize).map(Some)
+        receive_positions(ctx.peer, &perm, ctx.session.n_receiver as usize).map(Output::Indices)
     }
 
-    /// Bob: base-OT receiver, OT-extension sender for the k seeds, OPRF receiver.
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
+    fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
+        out.bits(&state.s)?;
+        out.blocks(&state.seeds)?;
+        out.block(state.code_key)?;
+        out.block(state.hash_seed)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
+        let k = Kkrt16Params::new(sizes.sender, sizes.receiver)?.code_bits;
+        Ok(SenderState {
+            s: exactly(input.bits(k, "code bits")?, k)?,
+            seeds: exactly(input.blocks(k, "OT seeds")?, k)?,
+            code_key: input.block()?,
+            hash_seed: input.block()?,
+        })
+    }
+}
+
+impl Party for Kkrt16Receiver {
+    type State = ReceiverState;
+
+    /// Bob: base-OT receiver, then IKNP sender of the k seed pairs.
+    fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let p = session_params(ctx)?;
         let sid = ctx.session.id;
         ctx.phase("base OTs and OT extension", true);
         let delta = random_bits(&mut ctx.prg, BASE_OTS);
-        let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
-        let seeds = iknp_send(ctx.chan, &delta, &base, p.code_bits)?;
+        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
+        let seeds = iknp_send(ctx.peer, &delta, &base, p.code_bits)?;
         let [code_key, hash_seed] =
-            CoinToss::commit(ctx.chan, &sid, SEEDS_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
+            CoinToss::commit(ctx.peer, &sid, SEEDS_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+        Ok(ReceiverState {
+            seeds,
+            code_key,
+            hash_seed,
+        })
+    }
 
+    /// Bob: OPRF receiver for his cuckoo table.
+    fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
+        let p = session_params(ctx)?;
+        let sid = ctx.session.id;
+        let ReceiverState {
+            seeds,
+            code_key,
+            hash_seed,
+        } = state;
         ctx.phase("encode items", false);
         let y = item_values(items, &sid);
         ctx.phase("cuckoo hashing", false);
@@ -172,7 +276,7 @@ impl Protocol for Kkrt16 {
         }
 
         ctx.phase("OPRF extension", false);
-        let oprf = oprf_receive(ctx.chan, &seeds, &PseudorandomCode::new(code_key), &inputs)?;
+        let oprf = oprf_receive(ctx.peer, &seeds, &PseudorandomCode::new(code_key), &inputs)?;
 
         ctx.phase("receive and match", false);
         let outputs = oprf.outputs(&WideHash::new("venn/kkrt16/oprf", &sid));
@@ -187,12 +291,30 @@ impl Protocol for Kkrt16 {
             }
         }
         let groups = HASHES + p.stash;
-        let n_s = p.n_sender as usize;
-        let matches = receive_matches(ctx.chan, n_s, groups, p.out_bits / 8, &lookup)?;
+        let n_s = ctx.session.n_sender as usize;
+        let matches = receive_matches(ctx.peer, n_s, groups, p.out_bits / 8, &lookup)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
-            send_positions(ctx.chan, &matches)?;
+            send_positions(ctx.peer, &matches)?;
         }
-        Ok(matches.iter().map(|m| m.0 as usize).collect())
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
+    }
+
+    fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
+        out.blocks(state.seeds.as_flattened())?;
+        out.block(state.code_key)?;
+        out.block(state.hash_seed)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
+        let k = Kkrt16Params::new(sizes.sender, sizes.receiver)?.code_bits;
+        let seeds = exactly(input.blocks(2 * k, "OT seed pairs")?, 2 * k)?;
+        Ok(ReceiverState {
+            seeds: seeds.chunks_exact(2).map(|p| [p[0], p[1]]).collect(),
+            code_key: input.block()?,
+            hash_seed: input.block()?,
+        })
     }
 }

@@ -2,7 +2,7 @@
 //! length v, for any pair of set sizes.
 
 use crate::net::Writer;
-use crate::protocols::{output_bits, round_up_to_byte, ParamTable, Parameters};
+use crate::protocols::{output_bits, round_up_to_byte, ParamTable, Parameters, Sizes};
 use crate::tables::pssz15_stash_size;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
@@ -51,7 +51,10 @@ impl Kkrt16Params {
             bins,
             stash,
             code_bits,
-            out_bits: output_bits(n_sender, n_receiver),
+            out_bits: output_bits(Sizes {
+                sender: n_sender,
+                receiver: n_receiver,
+            }),
         })
     }
 

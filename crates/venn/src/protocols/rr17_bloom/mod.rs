@@ -21,13 +21,19 @@ mod unopened;
 pub use params::Rr17BloomParams;
 
 use super::matching::{receive_matches, send_values};
-use super::{output_bits, Context, Parameters, Protocol, ProtocolInfo, Security};
+use super::{
+    output_bits, AnyParty, Context, Output, OutputKind, Parameters, Party, Protocol, ProtocolInfo,
+    RoleInfo, Security, Sizes,
+};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
-use crate::ot::{base_ot_receive, base_ot_send, kos_receive, kos_send, KosReceiver, BASE_OTS};
-use crate::session::{CoinToss, CoinTossReply};
+use crate::ot::{
+    base_ot_receive, base_ot_send, kos_receive, kos_send, KosReceiver, KosSender, BASE_OTS,
+};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{StateReader, StateWriter};
 use crate::tables::{BloomHash, MatchTable};
-use crate::Result;
+use crate::{Error, Result};
 use pairs::PositionPairs;
 use permutation::FRAME;
 use summaries::Sums;
@@ -35,6 +41,10 @@ use unopened::{Unopened, Used};
 
 /// RR17 malicious-secure Bloom-filter PSI.
 pub struct Rr17Bloom;
+/// Alice, the sender.
+struct Rr17Sender;
+/// Bob, the receiver.
+struct Rr17Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-bloom",
@@ -46,10 +56,26 @@ static INFO: ProtocolInfo = ProtocolInfo {
               hashes and H as non-programmable random oracles); cheating is caught by the \
               cut-and-choose and the KOS15 check, or costs the cheater 2^-κ.",
     both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 6400,
+            own_item_bytes: 1024,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            peer_item_bytes: 64,
+            own_item_bytes: 6400,
+        },
+    ],
 };
 
 fn params(ctx: &Context) -> Rr17BloomParams {
-    Rr17BloomParams::new(ctx.session.n_receiver.max(1))
+    Rr17BloomParams::new(ctx.session.sized.receiver.max(1))
 }
 
 /// Fig. 4 step 1: the seed of the Bloom-filter hash functions is coin-tossed; the receiver
@@ -71,16 +97,28 @@ struct Offline {
     opened: Vec<u32>,
 }
 
+/// The opened set C read from a state: sorted, distinct and in range, as the sender's
+/// checks of π assume.
+fn opened_set(c: Vec<u32>, n_ot: u64) -> Result<Vec<u32>> {
+    let ordered = c.windows(2).all(|w| w[0] < w[1]);
+    if !ordered || c.last().is_some_and(|&j| j as u64 >= n_ot) {
+        return Err(Error::State(
+            "the opened OTs are not a set of OT indices".into(),
+        ));
+    }
+    Ok(c)
+}
+
 /// The receiver's offline phase (Fig. 4 steps 1–4) with `ones` choice bits set to 1.
 fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Result<Offline> {
     let sid = ctx.session.id;
     ctx.phase("coin tossing and random OTs", true);
-    let [seed, _] = CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
-    let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
+    let [seed, _] = CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+    let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
     let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-    let ot = kos_receive(ctx.chan, &base, choices, &mut ctx.prg, &sid)?;
+    let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;
     ctx.phase("cut-and-choose", true);
-    let opened = cut_and_choose::respond(ctx.chan, &ot, p)?;
+    let opened = cut_and_choose::respond(ctx.peer, &ot, p)?;
     Ok(Offline { seed, ot, opened })
 }
 
@@ -102,30 +140,73 @@ impl Protocol for Rr17Bloom {
         &INFO
     }
 
-    fn params(&self, n_sender: u64, n_receiver: u64) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr17BloomParams::with_output(
-            n_sender, n_receiver,
+            sizes.sender,
+            sizes.receiver,
         )?))
     }
 
-    /// Alice: the OT sender, who checks and then sends summaries.
-    fn send(&self, ctx: &mut Context, items: &Items) -> Result<Option<Vec<usize>>> {
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Rr17Sender,
+            Role::Receiver => &Rr17Receiver,
+        }
+    }
+}
+
+/// Alice's offline state: the Bloom seed, her checked random OTs, the opened set C, and
+/// room for her items' filter positions (allocated offline: it only depends on the size).
+pub struct SenderState {
+    seed: Block,
+    ot: KosSender,
+    opened: Vec<u32>,
+    pairs: PositionPairs,
+}
+
+/// Bob's offline state: the Bloom seed, his unopened OTs arranged for π, and room for his
+/// items' filter positions.
+pub struct ReceiverState {
+    seed: Block,
+    ots: Unopened,
+    pairs: PositionPairs,
+}
+
+impl Party for Rr17Sender {
+    type State = SenderState;
+
+    /// Fig. 4 steps 1–4 on Alice's side: the seed, the random OTs, the cut-and-choose.
+    fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let p = params(ctx);
         let sid = ctx.session.id;
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
         ctx.phase("coin tossing and random OTs", true);
         let [seed, _] =
-            CoinTossReply::receive(ctx.chan, &sid, SEED_TOSS)?.answer(ctx.chan, &mut ctx.prg)?;
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
-        let base = base_ot_receive(ctx.chan, &delta, &mut ctx.prg, &sid)?;
-        let ot = kos_send(ctx.chan, &delta, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
+        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
+        let ot = kos_send(ctx.peer, &delta, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
         ctx.phase("cut-and-choose", true);
-        let opened = cut_and_choose::challenge(ctx.chan, &ot, &p, &mut ctx.prg)?;
-        let mut pairs = PositionPairs::with_capacity(items.len(), p.k);
-        ctx.phase("wait for the receiver's offline work", true);
-        ctx.chan
-            .recv_exact(1, "end of the receiver's offline phase")?;
+        let opened = cut_and_choose::challenge(ctx.peer, &ot, &p, &mut ctx.prg)?;
+        let pairs = PositionPairs::with_capacity(ctx.session.sized.sender as usize, p.k);
+        Ok(SenderState {
+            seed,
+            ot,
+            opened,
+            pairs,
+        })
+    }
 
+    /// Fig. 4 steps 5–6 on Alice's side: check π, send the summaries.
+    fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
+        let p = params(ctx);
+        let sid = ctx.session.id;
+        let v = output_bits(ctx.session.sized);
+        let SenderState {
+            seed,
+            ot,
+            opened,
+            mut pairs,
+        } = state;
         ctx.phase("receive permutation", false);
         let hash = BloomHash::new(seed, p.n_bf as usize, p.k);
         let values = item_values(items, &sid, seed);
@@ -134,7 +215,7 @@ impl Protocol for Rr17Bloom {
         pairs.fill(&permuted, &hash);
         let mut sums = Sums::new(items.len());
         let (mut wanted, mut messages) = (vec![], vec![]);
-        permutation::receive(ctx.chan, p.n_bf as usize, p.n_ot, &opened, |first, pi| {
+        permutation::receive(ctx.peer, p.n_bf as usize, p.n_ot, &opened, |first, pi| {
             let frame = pairs.frame(first / FRAME);
             wanted.clear();
             wanted.extend(frame.iter().map(|q| pi[q.position as usize - first]));
@@ -145,26 +226,53 @@ impl Protocol for Rr17Bloom {
         drop(ot);
         ctx.phase("summaries", false);
         let k = sums.finish(&permuted, &sid, v);
-        send_values(ctx.chan, items.len(), 1, v / 8, |first, out| {
+        send_values(ctx.peer, items.len(), 1, v / 8, |first, out| {
             out.copy_from_slice(&k[first..first + out.len()]);
         })?;
-        Ok(None)
+        Ok(Output::Nothing)
     }
 
-    /// Bob: the OT receiver, who passes the check and learns the intersection.
-    fn receive(&self, ctx: &mut Context, items: &Items) -> Result<Vec<usize>> {
+    fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
+        out.block(state.seed)?;
+        state.ot.save(out)?;
+        out.u32s(&state.opened)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
+        let p = Rr17BloomParams::with_output(sizes.sender, sizes.receiver)?.0;
+        Ok(SenderState {
+            seed: input.block()?,
+            ot: KosSender::load(input, p.n_ot as usize)?,
+            opened: opened_set(input.u32s(p.n_ot as usize, "opened OTs")?, p.n_ot)?,
+            pairs: PositionPairs::with_capacity(sizes.sender as usize, p.k),
+        })
+    }
+}
+
+impl Party for Rr17Receiver {
+    type State = ReceiverState;
+
+    /// Fig. 4 steps 1–4 on Bob's side, then his unopened OTs arranged for π.
+    fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let p = params(ctx);
-        let sid = ctx.session.id;
-        let v = output_bits(ctx.session.n_sender, ctx.session.n_receiver);
         let ones = (p.alpha * p.n_ot as f64).round() as usize;
         let Offline { seed, ot, opened } = receiver_offline(ctx, &p, ones)?;
         ctx.phase("arrange unopened OTs", true);
         let ots = Unopened::new(ot, p.n_ot as usize, &opened, &mut ctx.prg);
-        let mut pairs = PositionPairs::with_capacity(items.len(), p.k);
-        // The online phase starts when both parties are done with the offline one.
-        ctx.chan.send(&[1])?;
-        ctx.chan.flush()?;
+        let pairs = PositionPairs::with_capacity(ctx.session.sized.receiver as usize, p.k);
+        Ok(ReceiverState { seed, ots, pairs })
+    }
 
+    /// Fig. 4 steps 5–6 on Bob's side: send π, match the summaries.
+    fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
+        let p = params(ctx);
+        let sid = ctx.session.id;
+        let v = output_bits(ctx.session.sized);
+        let ReceiverState {
+            seed,
+            ots,
+            mut pairs,
+        } = state;
         ctx.phase("Bloom filter and permutation", false);
         let hash = BloomHash::new(seed, p.n_bf as usize, p.k);
         let values = item_values(items, &sid, seed);
@@ -173,7 +281,7 @@ impl Protocol for Rr17Bloom {
         ots.fit(&mut bf, &mut ctx.prg)?;
         let (mut sums, mut used, mut messages) = (Sums::new(items.len()), Used::default(), vec![]);
         permutation::send(
-            ctx.chan,
+            ctx.peer,
             p.n_bf as usize,
             p.n_ot,
             |first, count, entries| {
@@ -197,8 +305,24 @@ impl Protocol for Rr17Bloom {
             table.insert(k, 0, i as u32);
         }
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.chan, n_s, 1, v / 8, &table)?;
-        Ok(matches.iter().map(|m| m.0 as usize).collect())
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
+    }
+
+    fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
+        out.block(state.seed)?;
+        state.ots.save(out)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
+        let p = Rr17BloomParams::with_output(sizes.sender, sizes.receiver)?.0;
+        Ok(ReceiverState {
+            seed: input.block()?,
+            ots: Unopened::load(input, p.n_ot as usize)?,
+            pairs: PositionPairs::with_capacity(sizes.receiver as usize, p.k),
+        })
     }
 }
 
@@ -207,7 +331,7 @@ mod tests {
     use super::*;
     use crate::net::mem_pair;
     use crate::net::{Reader, Writer};
-    use crate::session::{Role, Session};
+    use crate::session::Session;
     use crate::Error;
     use std::time::Duration;
 
@@ -221,12 +345,16 @@ mod tests {
     fn honest_sender_vs(
         seed: u128,
         cheater: impl FnOnce(&mut Context) -> Result<()> + Send,
-    ) -> Result<Option<Vec<usize>>> {
+    ) -> Result<Output> {
         let session = |role| Session {
             id: [5; 32],
             role,
             n_sender: N,
             n_receiver: N,
+            sized: Sizes {
+                sender: N,
+                receiver: N,
+            },
             both: false,
         };
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
@@ -241,7 +369,8 @@ mod tests {
                 let _ = cheater(&mut ctx);
             });
             let mut ctx = Context::new(&mut a, session(Role::Sender), Prg::from_seed(seed), None);
-            let result = Rr17Bloom.send(&mut ctx, &items("x"));
+            let result = Party::offline(&Rr17Sender, &mut ctx)
+                .and_then(|state| Party::online(&Rr17Sender, &mut ctx, state, &items("x")));
             drop(ctx);
             drop(a);
             let _ = t.join();
@@ -249,14 +378,15 @@ mod tests {
         })
     }
 
-    fn is_cheating(r: &Result<Option<Vec<usize>>>, what: &str) -> bool {
+    fn is_cheating(r: &Result<Output>, what: &str) -> bool {
         matches!(r, Err(Error::CheatingDetected(w)) if w.contains(what))
     }
 
     #[test]
     fn sets_needing_more_than_2_32_ots_are_refused() {
-        assert!(Rr17Bloom.params(1 << 20, 1 << 20).is_ok());
-        let Err(e) = Rr17Bloom.params(1, 1 << 26) else {
+        let sizes = |sender, receiver| Sizes { sender, receiver };
+        assert!(Rr17Bloom.params(sizes(1 << 20, 1 << 20)).is_ok());
+        let Err(e) = Rr17Bloom.params(sizes(1, 1 << 26)) else {
             panic!("accepted")
         };
         assert!(
@@ -299,12 +429,11 @@ mod tests {
     fn cheat_online(
         seed: u128,
         online: impl FnOnce(&mut Context, &Rr17BloomParams, Offline) -> Result<()> + Send,
-    ) -> Result<Option<Vec<usize>>> {
+    ) -> Result<Output> {
         honest_sender_vs(seed, |ctx| {
             let p = Rr17BloomParams::new(N);
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let off = receiver_offline(ctx, &p, ones)?;
-            ctx.chan.send(&[1])?;
             online(ctx, &p, off)
         })
     }
@@ -324,7 +453,7 @@ mod tests {
     }
 
     fn send_pi(ctx: &mut Context, p: &Rr17BloomParams, pi: &[u32]) -> Result<()> {
-        permutation::send(ctx.chan, pi.len(), p.n_ot, |first, count, out| {
+        permutation::send(ctx.peer, pi.len(), p.n_ot, |first, count, out| {
             out.extend_from_slice(&pi[first..first + count])
         })
     }
@@ -359,17 +488,17 @@ mod tests {
         let r = honest_sender_vs(4, |ctx| {
             let p = Rr17BloomParams::new(N);
             let sid = ctx.session.id;
-            CoinToss::commit(ctx.chan, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.chan)?;
-            let base = base_ot_send(ctx.chan, BASE_OTS, &mut ctx.prg, &sid)?;
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+            let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-            let ot = kos_receive(ctx.chan, &base, choices, &mut ctx.prg, &sid)?;
+            let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;
             // Claim every opened OT used choice bit 0, with a made-up aggregate.
-            let msg = ctx.chan.recv_exact(16, "seed")?;
+            let msg = ctx.peer.recv_exact(16, "seed")?;
             let c = cut_and_choose::challenge_set(Reader::new(&msg, "seed").block()?, &p);
             let _ = &ot;
             let bits = vec![0xFFu8; c.len().div_ceil(8)];
-            ctx.chan.send(&Writer::new().bytes(&bits).block(12345).0)
+            ctx.peer.send(&Writer::new().bytes(&bits).block(12345).0)
         });
         assert!(is_cheating(&r, "r*"), "{r:?}");
     }

@@ -18,7 +18,7 @@
 //! k ∈ [80, 100] and p_chk ∈ {0.001, 0.002, …, 0.100} are searched for the smallest N_ot.
 
 use crate::net::Writer;
-use crate::protocols::{output_bits, ParamTable, Parameters};
+use crate::protocols::{output_bits, ParamTable, Parameters, Sizes};
 use crate::{Error, Result};
 use crate::{COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
@@ -99,7 +99,11 @@ impl Rr17BloomParams {
                 p.n_ot
             )));
         }
-        Ok(WithOutput(p, output_bits(n_sender, n_receiver)))
+        let sizes = Sizes {
+            sender: n_sender,
+            receiver: n_receiver,
+        };
+        Ok(WithOutput(p, output_bits(sizes)))
     }
 }
 

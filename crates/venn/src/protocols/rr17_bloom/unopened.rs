@@ -16,6 +16,7 @@ use super::pairs::Pair;
 use crate::crypto::{Block, Prg};
 use crate::memory::advise_huge_pages;
 use crate::ot::KosReceiver;
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -70,6 +71,25 @@ impl Unopened {
             messages,
             zeros,
         }
+    }
+
+    /// Writes the arrangement (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.u32s(&self.ones)?;
+        out.blocks(&self.messages)?;
+        out.u32s(&self.zeros)
+    }
+
+    /// Reads what [`Unopened::save`] wrote for `n_ot` OTs.
+    pub fn load(input: &mut StateReader, n_ot: usize) -> Result<Self> {
+        let ones = input.u32s(n_ot, "one-OTs")?;
+        let messages = exactly(input.blocks(n_ot, "one-OT messages")?, ones.len())?;
+        let zeros = input.u32s(n_ot - ones.len(), "zero-OTs")?;
+        Ok(Unopened {
+            ones,
+            messages,
+            zeros,
+        })
     }
 
     /// Pads the filter to exactly as many set bits as there are one-OTs, by setting random

@@ -1,0 +1,326 @@
+//! `venn bench`: each protocol at each n, both parties as separate OS processes (so peak
+//! RSS is per party) over loopback TCP, one thread each unless told otherwise. Items are
+//! random 16-byte strings with half of them shared; the receiver checks its output against
+//! the known intersection, and a run that does not verify is reported as failed.
+
+mod party;
+mod solo;
+
+use party::PartyResult;
+pub use party::{BenchParty, Link};
+use serde::Serialize;
+use solo::{bench_solo, print_solo, transcript};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use venn::crypto::Block;
+use venn::protocols::find;
+use venn::session::Role;
+use venn::{Error, Result};
+
+/// One row of the benchmark table.
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub protocol: String,
+    pub log2n: u32,
+    pub threads: usize,
+    pub offline_s: f64,
+    pub online_s: f64,
+    pub total_s: f64,
+    pub mib_sender_to_receiver: f64,
+    pub mib_receiver_to_sender: f64,
+    pub peak_rss_sender_mib: Option<f64>,
+    pub peak_rss_receiver_mib: Option<f64>,
+    pub ratio_to_naive: Option<f64>,
+    pub ratio_to_kkrt16: Option<f64>,
+    pub intersection: usize,
+    pub verified: bool,
+    /// Whether the online phase ran from a precomputed state (`--precompute`).
+    pub precomputed: bool,
+    pub state_mib_sender: Option<f64>,
+    pub state_mib_receiver: Option<f64>,
+}
+
+fn spawn_party(
+    role: Role,
+    protocol: &str,
+    log2n: u32,
+    seed: Block,
+    threads: usize,
+    link: &[String],
+    timeout: u64,
+) -> Result<std::process::Child> {
+    Ok(Command::new(std::env::current_exe()?)
+        .args(["bench-party", "--role", role.name(), "--protocol", protocol])
+        .args([
+            "--log2n",
+            &log2n.to_string(),
+            "--seed",
+            &format!("{seed:032x}"),
+        ])
+        .args([
+            "--threads",
+            &threads.to_string(),
+            "--timeout",
+            &timeout.to_string(),
+        ])
+        .args(link)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?)
+}
+
+fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
+    let out = child.wait_with_output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    if !out.status.success() {
+        return Err(Error::Bench(format!(
+            "benchmark {who} failed ({})",
+            out.status
+        )));
+    }
+    serde_json::from_str(line)
+        .map_err(|e| Error::Bench(format!("benchmark {who} printed no result: {e}")))
+}
+
+/// A scratch directory removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Result<Self> {
+        let tag = venn::crypto::Prg::from_entropy().block() as u64;
+        let dir =
+            std::env::temp_dir().join(format!("venn-bench-{}-{tag:016x}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What each party of a benchmark run does besides the run itself.
+#[derive(Clone, Copy)]
+enum Attached<'a> {
+    Nothing,
+    /// Writes what it receives into transcripts in this directory (for `--solo`).
+    Record(&'a Path),
+    /// Precomputes into a state file in this directory and runs online from it.
+    Precompute(&'a Path),
+}
+
+/// Runs one protocol at one n on items drawn from `seed`, each party doing `attached`
+/// besides.
+fn bench_one(
+    protocol: &str,
+    log2n: u32,
+    threads: usize,
+    timeout: u64,
+    seed: Block,
+    attached: Attached,
+) -> Result<Row> {
+    let link = |endpoint: [&str; 2], role| -> Vec<String> {
+        let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
+        match attached {
+            Attached::Nothing => {}
+            Attached::Record(dir) => v.extend(["--record".to_string(), transcript(dir, role)]),
+            Attached::Precompute(dir) => v.extend([
+                "--precompute".to_string(),
+                dir.to_string_lossy().into_owned(),
+            ]),
+        }
+        v
+    };
+    let mut receiver = spawn_party(
+        Role::Receiver,
+        protocol,
+        log2n,
+        seed,
+        threads,
+        &link(["--listen", "127.0.0.1:0"], Role::Receiver),
+        timeout,
+    )?;
+    let mut first = String::new();
+    BufReader::new(receiver.stdout.as_mut().expect("piped")).read_line(&mut first)?;
+    let addr = first
+        .strip_prefix("listening ")
+        .map(str::trim)
+        .ok_or_else(|| Error::Bench("benchmark receiver did not start listening".into()))?
+        .to_string();
+    let sender = spawn_party(
+        Role::Sender,
+        protocol,
+        log2n,
+        seed,
+        threads,
+        &link(["--connect", &addr], Role::Sender),
+        timeout,
+    )?;
+    let s = last_json(sender, "sender")?;
+    let r = last_json(receiver, "receiver")?;
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    Ok(Row {
+        protocol: protocol.to_string(),
+        log2n,
+        threads,
+        offline_s: s.offline_s.max(r.offline_s),
+        online_s: s.online_s.max(r.online_s),
+        total_s: (s.offline_s + s.online_s).max(r.offline_s + r.online_s),
+        mib_sender_to_receiver: mib(s.sent),
+        mib_receiver_to_sender: mib(r.sent),
+        peak_rss_sender_mib: s.peak_rss.map(mib),
+        peak_rss_receiver_mib: r.peak_rss.map(mib),
+        ratio_to_naive: None,
+        ratio_to_kkrt16: None,
+        intersection: r.intersection.unwrap_or(0),
+        verified: r.verified == Some(true),
+        precomputed: matches!(attached, Attached::Precompute(_)),
+        state_mib_sender: s.state_bytes.map(mib),
+        state_mib_receiver: r.state_bytes.map(mib),
+    })
+}
+
+/// The run with the median total time of `runs` (all verified, or the first that is not).
+fn median(mut runs: Vec<Row>) -> Row {
+    if let Some(bad) = runs.iter().position(|r| !r.verified) {
+        return runs.swap_remove(bad);
+    }
+    runs.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
+    let mid = runs.len() / 2;
+    runs.swap_remove(mid)
+}
+
+/// What `venn bench` measures.
+pub struct BenchOptions<'a> {
+    pub protocols: &'a [String],
+    pub log2ns: &'a [u32],
+    /// Threads per party; one row per count.
+    pub threads: &'a [usize],
+    /// Runs per row; the row shows the run with the median total time.
+    pub repeat: usize,
+    /// Also time each party alone at each thread count.
+    pub solo: bool,
+    /// Run the offline phase into state files first, and the online phase from them in a
+    /// second session (the online column is then that session alone).
+    pub precompute: bool,
+    pub json: bool,
+    pub timeout: u64,
+}
+
+/// `venn bench`: each row is the median of `repeat` runs.
+pub fn bench(o: &BenchOptions) -> Result<()> {
+    for p in o.protocols {
+        find(p)?;
+    }
+    if o.threads.is_empty() || o.threads.contains(&0) {
+        return Err(Error::Bench("--threads wants counts of at least 1".into()));
+    }
+    let (mut rows, mut solo) = (Vec::new(), Vec::new());
+    let scratch = ScratchDir::new()?;
+    let attached = if o.precompute {
+        Attached::Precompute(&scratch.0)
+    } else {
+        Attached::Nothing
+    };
+    if !o.json {
+        if o.precompute {
+            println!("online: a second session from the precomputed states (their size at the end of each row)");
+        }
+        println!(
+            "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
+            "protocol",
+            "log2n",
+            "threads",
+            "offline",
+            "online",
+            "total",
+            "MiB s->r",
+            "MiB r->s",
+            "RSS s MiB",
+            "RSS r MiB",
+            "x naive",
+            "x kkrt16",
+            "verified"
+        );
+    }
+    for &log2n in o.log2ns {
+        for &threads in o.threads {
+            let mut at_n: Vec<Row> = Vec::new();
+            for p in o.protocols {
+                let runs = (0..o.repeat.max(1))
+                    .map(|_| {
+                        let seed = venn::crypto::Prg::from_entropy().block();
+                        bench_one(p, log2n, threads, o.timeout, seed, attached)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                at_n.push(median(runs));
+            }
+            let total_of = |name: &str| at_n.iter().find(|r| r.protocol == name).map(|r| r.total_s);
+            let (naive, kkrt16) = (total_of("naive"), total_of("kkrt16"));
+            for mut row in at_n {
+                row.ratio_to_naive = naive.map(|t| row.total_s / t);
+                row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
+                if !o.json {
+                    print_row(&row);
+                }
+                if !row.verified {
+                    return Err(Error::Bench(format!(
+                        "{} at n = 2^{} returned a wrong intersection ({} items)",
+                        row.protocol, row.log2n, row.intersection
+                    )));
+                }
+                rows.push(row);
+            }
+        }
+    }
+    if o.solo {
+        if !o.json {
+            let heads: String = o
+                .threads
+                .iter()
+                .map(|t| format!(" {:>9}", format!("{t} thr")))
+                .collect();
+            println!(
+                "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<10} {:>5} {:<8} {:<38}{heads} {:>8}",
+                "protocol", "log2n", "party", "phase (seconds)", "speed-up"
+            );
+        }
+        for &log2n in o.log2ns {
+            for p in o.protocols {
+                let at = bench_solo(p, log2n, o.threads, o.repeat, o.timeout)?;
+                if !o.json {
+                    print_solo(&at, o.threads);
+                }
+                solo.extend(at);
+            }
+        }
+    }
+    if o.json {
+        let out = serde_json::json!({ "rows": rows, "solo": solo });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serialisable")
+        );
+    }
+    Ok(())
+}
+
+fn print_row(row: &Row) {
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+    let state = match (row.state_mib_sender, row.state_mib_receiver) {
+        (Some(s), Some(r)) => format!("  state {s:.1} / {r:.1} MiB"),
+        _ => String::new(),
+    };
+    println!(
+        "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{state}",
+        row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
+        row.mib_sender_to_receiver, row.mib_receiver_to_sender,
+        opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
+        opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),
+        if row.verified { "yes" } else { "NO" }
+    );
+}

@@ -1,0 +1,203 @@
+//! The hidden `venn bench-party` command: one party of one benchmark run, in its own
+//! process, on a synthetic set whose intersection with the peer's is known.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use venn::crypto::{Aes, Block};
+use venn::net::{tcp_connect, tcp_listen, Recording, Replay, TcpChannel};
+use venn::protocols::find;
+use venn::session::Role;
+use venn::{Error, Items, Report, Result, RunOptions};
+
+/// What one benchmark party prints as its last stdout line.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct PartyResult {
+    pub offline_s: f64,
+    pub online_s: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub peak_rss: Option<u64>,
+    pub intersection: Option<usize>,
+    pub verified: Option<bool>,
+    /// With `--precompute`: the state file's size and the seconds spent writing and
+    /// reading it (outside both phases).
+    pub state_bytes: Option<u64>,
+    pub state_io_s: Option<f64>,
+    /// Seconds per protocol phase, in order.
+    pub phases: Vec<(String, f64)>,
+}
+
+/// Item `i` of a party's benchmark set: receiver items at even, sender items at odd
+/// positions are shared (`shared(i / 2)`); the rest are the party's own.
+pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
+    let aes = Aes::new(seed);
+    let shared_parity = match role {
+        Role::Receiver => 0,
+        Role::Sender => 1,
+    };
+    let own_tag: u128 = match role {
+        Role::Receiver => 2,
+        Role::Sender => 1,
+    };
+    let mut items = Items::with_capacity(n, 16 * n);
+    let mut buf = vec![0 as Block; 4096];
+    for first in (0..n).step_by(buf.len()) {
+        let count = (n - first).min(buf.len());
+        for (j, b) in buf[..count].iter_mut().enumerate() {
+            let i = (first + j) as u128;
+            *b = if i % 2 == shared_parity {
+                i / 2
+            } else {
+                own_tag << 64 | i
+            };
+        }
+        aes.encrypt_blocks(&mut buf[..count]);
+        for b in &buf[..count] {
+            items.push(&b.to_le_bytes());
+        }
+    }
+    items
+}
+
+/// Peak resident set size of this process, from /proc (Linux only).
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// How a benchmark party reaches its peer.
+pub enum Link {
+    /// Over TCP (listening or connecting at `addr`), writing what it receives to `record`
+    /// if given.
+    Tcp {
+        listen: bool,
+        addr: String,
+        record: Option<PathBuf>,
+    },
+    /// Alone: the peer is played from the recorded run (see [`venn::net::Replay`]).
+    Replay { inbound: PathBuf, outbound: PathBuf },
+}
+
+/// One benchmark party.
+pub struct BenchParty {
+    pub role: Role,
+    pub protocol: String,
+    pub log2n: u32,
+    pub seed: Block,
+    pub threads: usize,
+    pub link: Link,
+    /// Precompute the offline phase into a state file in this directory, then run the
+    /// online phase from it in a second session.
+    pub precompute: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+/// Opens a TCP link; the listening side prints its address for the spawner.
+fn open(listen: bool, addr: &str, timeout: Duration) -> Result<(TcpChannel, String)> {
+    if listen {
+        let mut bound = addr.to_string();
+        let chan = tcp_listen(addr, timeout, |a| {
+            bound = a.to_string();
+            println!("listening {a}");
+        })?;
+        Ok((chan, bound))
+    } else {
+        Ok((tcp_connect(addr, timeout)?, addr.to_string()))
+    }
+}
+
+impl BenchParty {
+    /// Runs the party and prints its [`PartyResult`] as the last line of stdout. A
+    /// recorded or replayed run seeds the PRG from `seed`, so that the replay repeats it.
+    pub fn run(self) -> Result<()> {
+        let protocol = find(&self.protocol)?;
+        let n = 1usize << self.log2n;
+        let items = bench_items(self.seed, self.role, n);
+        let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
+        let opts = RunOptions {
+            protocol,
+            role: self.role,
+            both: false,
+            max_peer_items: n as u64,
+            max_memory: u64::MAX,
+            threads: self.threads,
+            seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
+            progress: None,
+        };
+        let mut state = None;
+        let report = match self.link {
+            Link::Tcp {
+                listen,
+                addr,
+                record,
+            } => match (record, &self.precompute) {
+                (None, None) => {
+                    venn::run(&mut open(listen, &addr, self.timeout)?.0, &items, &opts)?
+                }
+                (Some(path), None) => {
+                    let mut chan = Recording::new(open(listen, &addr, self.timeout)?.0, &path)?;
+                    let report = venn::run(&mut chan, &items, &opts)?;
+                    chan.finish()?;
+                    report
+                }
+                (None, Some(dir)) => {
+                    let (mut chan, bound) = open(listen, &addr, self.timeout)?;
+                    let pre = venn::precompute(&mut chan, n as u64, &opts)?;
+                    drop(chan);
+                    let path = dir.join(format!("{}.state", self.role.name()));
+                    let io = Instant::now();
+                    pre.save(&path)?;
+                    let bytes = std::fs::metadata(&path)?.len();
+                    let loaded = venn::load_state(&path, &opts)?;
+                    state = Some((bytes, io.elapsed().as_secs_f64()));
+                    // The second session on the same address: the listener binds it again.
+                    let (mut chan, _) = open(listen, &bound, self.timeout)?;
+                    let online = venn::run_online(&mut chan, &items, loaded, &opts)?;
+                    Report {
+                        phases: [pre.report.phases, online.phases].concat(),
+                        traffic: venn::net::Traffic {
+                            sent: pre.report.traffic.sent + online.traffic.sent,
+                            received: pre.report.traffic.received + online.traffic.received,
+                        },
+                        ..online
+                    }
+                }
+                (Some(_), Some(_)) => {
+                    return Err(Error::Usage(
+                        "a recorded run cannot also be precomputed".into(),
+                    ))
+                }
+            },
+            Link::Replay { inbound, outbound } => {
+                let mut chan = Replay::open(&inbound, &outbound)?;
+                let report = venn::run(&mut chan, &items, &opts)?;
+                chan.finish()?;
+                report
+            }
+        };
+        let ix = report.output.indices();
+        let verified = ix
+            .map(|ix| ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k));
+        let result = PartyResult {
+            offline_s: report.offline().as_secs_f64(),
+            online_s: report.online().as_secs_f64(),
+            sent: report.traffic.sent,
+            received: report.traffic.received,
+            peak_rss: peak_rss(),
+            intersection: ix.map(<[usize]>::len),
+            verified,
+            state_bytes: state.map(|s| s.0),
+            state_io_s: state.map(|s| s.1),
+            phases: report
+                .phases
+                .iter()
+                .map(|p| (p.name.to_string(), p.duration.as_secs_f64()))
+                .collect(),
+        };
+        println!("{}", serde_json::to_string(&result).expect("serialisable"));
+        Ok(())
+    }
+}

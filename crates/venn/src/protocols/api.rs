@@ -1,0 +1,238 @@
+//! The protocol API: what a protocol says about itself, its typed parameters, and a party
+//! per role with an offline and an online step.
+//!
+//! ```text
+//!   handshake ──► offline(ctx) ──► State ──► online(ctx, State, items) ──► Output
+//!                (no inputs)        │  ▲
+//!                              save ▼  │ load        (venn precompute / --state FILE)
+//!                                 state file
+//! ```
+//!
+//! The offline step may use the session (set sizes, parameters, randomness, links) but
+//! never the inputs; its state can be written to a file and read back, so the online step
+//! can run later, in another session bound to the one that produced it.
+
+use super::{Context, Security};
+use crate::items::Items;
+use crate::session::{Role, Sizes};
+use crate::state::{StateReader, StateWriter};
+use crate::Result;
+use std::any::Any;
+
+/// What a party learns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// The indices of its items in the intersection.
+    Indices,
+    /// The size of the intersection.
+    Count,
+    /// A sum over values associated with the items in the intersection.
+    Sum,
+    /// Nothing.
+    Nothing,
+}
+
+impl OutputKind {
+    /// A short description.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputKind::Indices => "the intersection",
+            OutputKind::Count => "the size of the intersection",
+            OutputKind::Sum => "a sum over the intersection",
+            OutputKind::Nothing => "nothing",
+        }
+    }
+}
+
+/// What a party learned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Sorted indices of this party's items in the intersection.
+    Indices(Vec<usize>),
+    /// The size of the intersection.
+    Count(u64),
+    /// A sum over values associated with the items in the intersection.
+    Sum(u128),
+    /// Nothing.
+    Nothing,
+}
+
+impl Output {
+    /// Its kind.
+    pub fn kind(&self) -> OutputKind {
+        match self {
+            Output::Indices(_) => OutputKind::Indices,
+            Output::Count(_) => OutputKind::Count,
+            Output::Sum(_) => OutputKind::Sum,
+            Output::Nothing => OutputKind::Nothing,
+        }
+    }
+
+    /// The indices, for an output of that kind.
+    pub fn indices(&self) -> Option<&[usize]> {
+        match self {
+            Output::Indices(ix) => Some(ix),
+            _ => None,
+        }
+    }
+}
+
+/// What a protocol says about one of its roles.
+pub struct RoleInfo {
+    /// The role.
+    pub role: Role,
+    /// The adversary this role's privacy holds against.
+    pub security: Security,
+    /// What this role learns (without `--both`).
+    pub output: OutputKind,
+    /// Memory this role needs per item of the peer's set, in bytes (an upper bound for
+    /// sets of 2^8 items and more; refusing a peer before allocating relies on it).
+    pub peer_item_bytes: u64,
+    /// Memory this role needs per item of its own set, in bytes.
+    pub own_item_bytes: u64,
+}
+
+/// What the registry knows about a protocol.
+pub struct ProtocolInfo {
+    /// The name used on the command line and in the handshake.
+    pub name: &'static str,
+    /// The paper (and figure) it implements.
+    pub paper: &'static str,
+    /// Its security model: that of its weakest role.
+    pub security: Security,
+    /// Who learns what.
+    pub leakage: &'static str,
+    /// Whether the sender may learn the intersection too (`--both`).
+    pub both_allowed: bool,
+    /// Its roles.
+    pub roles: &'static [RoleInfo],
+}
+
+impl ProtocolInfo {
+    /// What the protocol says about `role`.
+    pub fn role(&self, role: Role) -> &RoleInfo {
+        self.roles
+            .iter()
+            .find(|r| r.role == role)
+            .expect("every protocol lists each of its roles")
+    }
+}
+
+/// Named parameters of a protocol instance, in display order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamTable(pub Vec<(&'static str, String)>);
+
+impl std::fmt::Display for ParamTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// A protocol's parameters for one pair of set sizes, typed by each protocol (its paper's
+/// formulas).
+pub trait Parameters: Send + Sync {
+    /// The canonical encoding: the handshake compares it byte for byte and binds it into
+    /// the session id.
+    fn encode(&self) -> Vec<u8>;
+    /// Named values in display order (`venn params`, mismatch messages).
+    fn table(&self) -> ParamTable;
+}
+
+/// One role of a protocol.
+pub trait Party: Sync {
+    /// What the offline step leaves for the online one.
+    type State: Send + 'static;
+
+    /// The offline step: input-independent work with the peer (base OTs, OT extension,
+    /// cut-and-choose, ...). It sees the session's set sizes, never the items.
+    fn offline(&self, ctx: &mut Context) -> Result<Self::State>;
+
+    /// The online step on this party's distinct items.
+    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output>;
+
+    /// Writes `state` so that a later session can run the online step.
+    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()>;
+
+    /// Reads back what [`Party::save`] wrote. Every length is checked against what the
+    /// parameters for `sizes` allow before anything is allocated.
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State>;
+}
+
+/// A [`Party`] with its state type erased, as the registry hands it out.
+pub trait AnyParty: Sync {
+    /// [`Party::offline`].
+    fn offline(&self, ctx: &mut Context) -> Result<Box<dyn Any + Send>>;
+    /// [`Party::online`].
+    fn online(
+        &self,
+        ctx: &mut Context,
+        state: Box<dyn Any + Send>,
+        items: &Items,
+    ) -> Result<Output>;
+    /// [`Party::save`].
+    fn save(&self, state: &(dyn Any + Send), out: &mut StateWriter) -> Result<()>;
+    /// [`Party::load`].
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Box<dyn Any + Send>>;
+}
+
+/// A state handed to a party other than the one that made it: a bug in the runner.
+const FOREIGN_STATE: &str = "a party's state goes back to the same party";
+
+impl<P: Party> AnyParty for P {
+    fn offline(&self, ctx: &mut Context) -> Result<Box<dyn Any + Send>> {
+        Ok(Box::new(Party::offline(self, ctx)?))
+    }
+
+    fn online(
+        &self,
+        ctx: &mut Context,
+        state: Box<dyn Any + Send>,
+        items: &Items,
+    ) -> Result<Output> {
+        let state = state.downcast::<P::State>().expect(FOREIGN_STATE);
+        Party::online(self, ctx, *state, items)
+    }
+
+    fn save(&self, state: &(dyn Any + Send), out: &mut StateWriter) -> Result<()> {
+        let state = state.downcast_ref::<P::State>().expect(FOREIGN_STATE);
+        Party::save(self, state, out)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Box<dyn Any + Send>> {
+        Ok(Box::new(Party::load(self, sizes, input)?))
+    }
+}
+
+/// A PSI protocol: metadata, parameters, and a party per role.
+pub trait Protocol: Sync {
+    /// Registry metadata.
+    fn info(&self) -> &'static ProtocolInfo;
+
+    /// The parameters for these set sizes (the paper's formulas).
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>>;
+
+    /// The party that plays `role`.
+    fn party(&self, role: Role) -> &'static dyn AnyParty;
+}
+
+/// The [`Party`] items of a party with nothing to do offline (its state is `()`).
+macro_rules! no_offline_state {
+    () => {
+        type State = ();
+        fn offline(&self, _: &mut $crate::protocols::Context) -> $crate::Result<()> {
+            Ok(())
+        }
+        fn save(&self, _: &(), _: &mut $crate::state::StateWriter) -> $crate::Result<()> {
+            Ok(())
+        }
+        fn load(
+            &self,
+            _: $crate::session::Sizes,
+            _: &mut $crate::state::StateReader,
+        ) -> $crate::Result<()> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use no_offline_state;

@@ -1,0 +1,285 @@
+//! The state file of `venn precompute`: a header saying what the state is for, the party's
+//! state, and a BLAKE3 digest of both.
+//!
+//! ```text
+//! "VENN/ST1" | protocol (str8) | role (u8) | sender size | receiver size (u64)
+//!            | offline session id (32) | parameter encoding (u16 length + bytes)
+//!            | party state ... | BLAKE3(everything before) (32)
+//! ```
+//!
+//! A state is **single-use**: reusing OT material in two online runs would leak the
+//! inputs of both. The file is written atomically with owner-only permissions, never over
+//! an existing file, and [`StateFile::claim`] deletes it when the online phase starts, so a
+//! second use, or a second process racing for it, finds nothing. A file whose digest does
+//! not match (truncated, corrupted) is refused before anything is sent.
+
+use super::{StateReader, StateWriter};
+use crate::session::{Role, Sizes};
+use crate::{Error, Result};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"VENN/ST1";
+const MAX_PARAMS: usize = 1024;
+
+/// What a state is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The protocol's registry name.
+    pub protocol: String,
+    /// The role of the party that wrote it.
+    pub role: Role,
+    /// The set sizes the offline phase was run for (each party's announced maximum).
+    pub sizes: Sizes,
+    /// The session id of the offline phase; the online session is bound to it.
+    pub session: [u8; 32],
+    /// The parameter encoding of the offline phase.
+    pub params: Vec<u8>,
+}
+
+/// Hashes what passes through to the inner writer or reader.
+struct Hashing<T> {
+    inner: T,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+fn hashing<T>(inner: T) -> Hashing<T> {
+    Hashing {
+        inner,
+        hasher: blake3::Hasher::new_derive_key("venn/state-file"),
+    }
+}
+
+/// Writes a state file at `path` (which must not exist): the header, then what `payload`
+/// writes, then the digest. Nothing appears under `path` unless all of it was written.
+pub fn write(
+    path: &Path,
+    header: &Header,
+    payload: impl FnOnce(&mut StateWriter) -> Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // tempfile creates the file with mode 0600 on Unix.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(Error::file("write", path))?;
+    {
+        let mut out = hashing(BufWriter::with_capacity(1 << 20, tmp.as_file_mut()));
+        let mut w = StateWriter::new(&mut out);
+        w.raw(MAGIC)?;
+        w.raw(&[header.protocol.len() as u8])?;
+        w.raw(header.protocol.as_bytes())?;
+        w.raw(&[header.role.code()])?;
+        w.u64(header.sizes.sender)?;
+        w.u64(header.sizes.receiver)?;
+        w.raw(&header.session)?;
+        w.raw(&(header.params.len() as u16).to_le_bytes())?;
+        w.raw(&header.params)?;
+        payload(&mut w)?;
+        let digest = *out.hasher.finalize().as_bytes();
+        out.inner
+            .write_all(&digest)
+            .map_err(Error::file("write", path))?;
+        out.inner.flush().map_err(Error::file("write", path))?;
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(Error::file("write", path))?;
+    tmp.persist_noclobber(path).map_err(|e| {
+        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+            Error::Usage(format!(
+                "'{}' already exists; a state file is never overwritten",
+                path.display()
+            ))
+        } else {
+            Error::file("write", path)(e.error)
+        }
+    })?;
+    Ok(())
+}
+
+/// An opened state file, its header read.
+pub struct StateFile {
+    path: PathBuf,
+    identity: (u64, u64),
+    input: Hashing<BufReader<File>>,
+    /// What the state is for.
+    pub header: Header,
+}
+
+impl StateFile {
+    /// Opens `path` and reads its header.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::State(format!(
+                    "'{}' does not exist (a state is used up by the online run that uses it)",
+                    path.display()
+                ))
+            } else {
+                Error::file("open", path)(e)
+            }
+        })?;
+        let meta = file.metadata().map_err(Error::file("open", path))?;
+        let mut input = hashing(BufReader::with_capacity(1 << 20, file));
+        let header = read_header(&mut StateReader::new(&mut input))?;
+        Ok(StateFile {
+            path: path.to_owned(),
+            identity: (meta.dev(), meta.ino()),
+            input,
+            header,
+        })
+    }
+
+    /// Reads the party's state with `payload` and checks the digest over the whole file.
+    pub fn read<T>(&mut self, payload: impl FnOnce(&mut StateReader) -> Result<T>) -> Result<T> {
+        let state = payload(&mut StateReader::new(&mut self.input))?;
+        let digest = *self.input.hasher.finalize().as_bytes();
+        let mut stored = [0u8; 32];
+        let mut rest = Vec::new();
+        let intact = self.input.inner.read_exact(&mut stored).is_ok()
+            && self.input.inner.read_to_end(&mut rest).is_ok()
+            && rest.is_empty()
+            && stored == digest;
+        if !intact {
+            return Err(Error::State(format!(
+                "'{}' is corrupted (its digest does not match)",
+                self.path.display()
+            )));
+        }
+        Ok(state)
+    }
+
+    /// Takes the state for this run: deletes the file, so that nobody can use it again.
+    /// Fails if it was deleted or replaced since it was opened.
+    pub fn claim(self) -> Result<()> {
+        let used = || {
+            Error::State(format!(
+                "'{}' was used or replaced by another run",
+                self.path.display()
+            ))
+        };
+        let meta = std::fs::metadata(&self.path).map_err(|_| used())?;
+        if (meta.dev(), meta.ino()) != self.identity {
+            return Err(used());
+        }
+        std::fs::remove_file(&self.path).map_err(|_| used())
+    }
+}
+
+fn read_header(r: &mut StateReader) -> Result<Header> {
+    if r.raw(8)? != MAGIC {
+        return Err(Error::State("not a venn state file".into()));
+    }
+    let len = r.raw(1)?[0] as usize;
+    let protocol = String::from_utf8(r.raw(len)?)
+        .map_err(|_| Error::State("not a venn state file (protocol name)".into()))?;
+    let role = match r.raw(1)?[0] {
+        0 => Role::Sender,
+        1 => Role::Receiver,
+        _ => return Err(Error::State("not a venn state file (role)".into())),
+    };
+    let sizes = Sizes {
+        sender: r.u64()?,
+        receiver: r.u64()?,
+    };
+    let session: [u8; 32] = r.raw(32)?.try_into().expect("32 bytes");
+    let len = u16::from_le_bytes(r.raw(2)?.try_into().expect("2 bytes")) as usize;
+    if len > MAX_PARAMS {
+        return Err(Error::State("not a venn state file (parameters)".into()));
+    }
+    let params = r.raw(len)?;
+    Ok(Header {
+        protocol,
+        role,
+        sizes,
+        session,
+        params,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn header() -> Header {
+        Header {
+            protocol: "kkrt16".into(),
+            role: Role::Receiver,
+            sizes: Sizes {
+                sender: 100,
+                receiver: 200,
+            },
+            session: [4; 32],
+            params: vec![1, 2, 3],
+        }
+    }
+
+    #[test]
+    fn a_state_file_is_private_checked_and_single_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.state");
+        write(&path, &header(), |w| w.blocks(&[1, 2, 3])).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "owner-only");
+        let e = write(&path, &header(), |w| w.u64(1)).unwrap_err();
+        assert!(e.to_string().contains("never overwritten"), "{e}");
+
+        let mut f = StateFile::open(&path).unwrap();
+        assert_eq!(f.header, header());
+        assert_eq!(f.read(|r| r.blocks(3, "rows")).unwrap(), vec![1, 2, 3]);
+        f.claim().unwrap();
+        assert!(!path.exists());
+        let e = StateFile::open(&path).err().unwrap();
+        assert!(e.to_string().contains("used up"), "{e}");
+    }
+
+    #[test]
+    fn corrupted_and_truncated_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.state");
+        write(&path, &header(), |w| w.blocks(&[7; 100])).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        for (i, bytes) in [
+            [&good[..good.len() - 200], &good[good.len() - 1..]].concat(),
+            {
+                let mut b = good.clone();
+                b[good.len() / 2] ^= 4;
+                b
+            },
+            [&good[..], b"x"].concat(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let p = dir.path().join(format!("bad{i}"));
+            std::fs::write(&p, bytes).unwrap();
+            let e = StateFile::open(&p)
+                .and_then(|mut f| f.read(|r| r.blocks(100, "rows")))
+                .unwrap_err();
+            assert!(matches!(e, Error::State(_)), "{e}");
+        }
+    }
+}
