@@ -179,3 +179,38 @@ impl<'a> Stats<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{read_input, Format, KeyOptions};
+
+    #[test]
+    fn counts_and_sums_are_written_as_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("in.csv");
+        std::fs::write(&csv, "k\na\nb\n").unwrap();
+        let keys = KeyOptions {
+            format: Format::Csv,
+            column: None,
+            trim: false,
+            lowercase: false,
+            skip_empty: false,
+        };
+        let input = read_input(&csv, &keys).unwrap();
+        let path = dir.path().join("out.json");
+        let w = write_output(Some(&path), &input, &Output::Count(42)).unwrap();
+        assert!(matches!(w, Some(Written::Json)));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["intersection_size"], 42);
+        std::fs::remove_file(&path).unwrap();
+        write_output(Some(&path), &input, &Output::Sum(u128::MAX)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["intersection_sum"], u128::MAX.to_string());
+        let w = write_output(Some(&path), &input, &Output::Indices(vec![1])).unwrap();
+        assert!(matches!(w, Some(Written::Rows(1))));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "k\nb\n");
+    }
+}

@@ -171,6 +171,16 @@ pub fn run_party(
         .as_ref()
         .map(|path| venn::load_state(path, &opts))
         .transpose()?;
+    if let Some(state) = &loaded {
+        if input.keys.len() as u64 > state.max_items() {
+            return Err(Error::Usage(format!(
+                "'{}' has {} keys, more than the {} its state was precomputed for (--max-items)",
+                args.input.display(),
+                input.keys.len(),
+                state.max_items()
+            )));
+        }
+    }
     let mut chan = args.link.connect(on_bound)?;
     let report = match loaded {
         Some(state) => venn::run_online(&mut chan, &input.keys, state, &opts)?,

@@ -183,6 +183,22 @@ fn version_protocol_and_size_mismatches_are_named() {
 }
 
 #[test]
+fn a_peer_needing_more_than_max_memory_is_refused() {
+    let (o, out, _d) = against_fake_sender(
+        Script::Raw(hello("kkrt16", VERSION, 1 << 30)),
+        false,
+        &["--max-peer-items", "2147483648", "--max-memory", "1G"],
+    );
+    assert_clean_failure(&o, "more than the 1.00 GiB allowed (--max-memory)");
+    assert!(
+        stderr(&o).contains("with 1073741824 peer items"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn parameter_mismatch_is_named() {
     let script = [hello("kkrt16", VERSION, N), params_frame(&[1; 32])].concat();
     check(Script::Raw(script), false, "parameter mismatch");

@@ -81,11 +81,7 @@ fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, 
     assert_eq!(got.len(), overlap, "{name}: receiver's intersection size");
     assert_eq!(got, truth(&r, &s), "{name}: receiver's intersection");
     if both {
-        assert_eq!(
-            indices(&sr),
-            truth(&s, &r),
-            "{name}: sender's intersection"
-        );
+        assert_eq!(indices(&sr), truth(&s, &r), "{name}: sender's intersection");
     } else {
         assert_eq!(sr.output, Output::Nothing);
     }
@@ -492,4 +488,233 @@ fn a_replayed_session_is_refused() {
             assert!(matches!(e, Error::Integrity(_)), "{}: {e}", p.info().name);
         }
     }
+}
+
+/// Issue 8: a peer whose announced set would make this party need more than
+/// `--max-memory` is refused in the handshake, before anything is allocated for it, for
+/// every protocol and role.
+#[test]
+fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
+    use venn::session::{handshake, Hello, WireParams};
+    let mine: Items = (0..10).map(|i| format!("x{i}")).collect();
+    for &p in registry() {
+        for role in [Role::Sender, Role::Receiver] {
+            let peer_role = match role {
+                Role::Sender => Role::Receiver,
+                Role::Receiver => Role::Sender,
+            };
+            let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+            let result = std::thread::scope(|sc| {
+                // The peer only announces 2^24 items: it never holds them.
+                sc.spawn(move || {
+                    let hello = Hello {
+                        protocol: p.info().name.into(),
+                        role: peer_role,
+                        both: false,
+                        set_size: 1 << 24,
+                        resume: None,
+                    };
+                    let mut prg = Prg::from_seed(3);
+                    let _ = handshake(&mut b, &hello, 1 << 24, &mut prg, |sizes| {
+                        let params = p.params(sizes)?;
+                        Ok(WireParams {
+                            encoding: params.encode(),
+                            shown: String::new(),
+                        })
+                    });
+                });
+                let mut o = options(p, role, false);
+                o.max_peer_items = 1 << 25;
+                o.max_memory = 256 << 20;
+                run(&mut a, &mine, &o)
+            });
+            let e = result
+                .err()
+                .unwrap_or_else(|| panic!("{}: accepted", p.info().name));
+            assert!(
+                matches!(e, Error::Memory(_))
+                    && e.to_string()
+                        .contains("GiB here, more than the 0.25 GiB allowed"),
+                "{} {}: {e}",
+                p.info().name,
+                role.name()
+            );
+        }
+    }
+}
+
+/// A test-only protocol whose receiver learns only how many items the sets share: it
+/// carries [`Output::Count`] through the runner and a saved state through a file, which
+/// no registered protocol needs yet.
+mod counting {
+    use venn::crypto::{Block, RandomOracle};
+    use venn::protocols::{
+        AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
+        ProtocolInfo, RoleInfo, Security, Sizes,
+    };
+    use venn::session::Role;
+    use venn::state::{StateReader, StateWriter};
+    use venn::{Items, Result};
+
+    pub struct Counting;
+    struct Sender;
+    struct Receiver;
+
+    static INFO: ProtocolInfo = ProtocolInfo {
+        name: "test-counting",
+        paper: "none (a test of the runner)",
+        security: Security::Insecure,
+        leakage: "the receiver learns keyed hashes of the sender's items",
+        both_allowed: false,
+        roles: &[
+            RoleInfo {
+                role: Role::Sender,
+                security: Security::Insecure,
+                output: OutputKind::Nothing,
+                peer_item_bytes: 0,
+                own_item_bytes: 64,
+            },
+            RoleInfo {
+                role: Role::Receiver,
+                security: Security::Insecure,
+                output: OutputKind::Count,
+                peer_item_bytes: 16,
+                own_item_bytes: 64,
+            },
+        ],
+    };
+
+    struct NoParams;
+    impl Parameters for NoParams {
+        fn encode(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn table(&self) -> ParamTable {
+            ParamTable(Vec::new())
+        }
+    }
+
+    impl Protocol for Counting {
+        fn info(&self) -> &'static ProtocolInfo {
+            &INFO
+        }
+        fn params(&self, _: Sizes) -> Result<Box<dyn Parameters>> {
+            Ok(Box::new(NoParams))
+        }
+        fn party(&self, role: Role) -> &'static dyn AnyParty {
+            match role {
+                Role::Sender => &Sender,
+                Role::Receiver => &Receiver,
+            }
+        }
+    }
+
+    fn tags(key: Block, items: &Items) -> Vec<Block> {
+        let ro = RandomOracle::new("test-counting", &key.to_le_bytes());
+        (0..items.len())
+            .map(|i| ro.hash_block(items.get(i)))
+            .collect()
+    }
+
+    /// Offline, the sender picks the hash key and sends it.
+    fn key(ctx: &mut Context, prg_owner: bool) -> Result<Block> {
+        if prg_owner {
+            let key = ctx.prg.block();
+            ctx.peer.send(&key.to_le_bytes())?;
+            Ok(key)
+        } else {
+            let k = ctx.peer.recv_exact(16, "key")?;
+            Ok(Block::from_le_bytes(k.try_into().unwrap()))
+        }
+    }
+
+    impl Party for Sender {
+        type State = Block;
+        fn offline(&self, ctx: &mut Context) -> Result<Block> {
+            key(ctx, true)
+        }
+        fn online(&self, ctx: &mut Context, key: Block, items: &Items) -> Result<Output> {
+            let t = tags(key, items);
+            let order = ctx.prg.permutation(t.len());
+            let bytes: Vec<u8> = order
+                .iter()
+                .flat_map(|&i| t[i as usize].to_le_bytes())
+                .collect();
+            ctx.peer.send(&bytes)?;
+            Ok(Output::Nothing)
+        }
+        fn save(&self, key: &Block, out: &mut StateWriter) -> Result<()> {
+            out.block(*key)
+        }
+        fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Block> {
+            input.block()
+        }
+    }
+
+    impl Party for Receiver {
+        type State = Block;
+        fn offline(&self, ctx: &mut Context) -> Result<Block> {
+            key(ctx, false)
+        }
+        fn online(&self, ctx: &mut Context, key: Block, items: &Items) -> Result<Output> {
+            let mine: std::collections::HashSet<Block> = tags(key, items).into_iter().collect();
+            let n = ctx.session.n_sender as usize;
+            let theirs = ctx.peer.recv_exact(16 * n, "tags")?;
+            let count = theirs
+                .chunks_exact(16)
+                .filter(|c| mine.contains(&Block::from_le_bytes((*c).try_into().unwrap())))
+                .count();
+            Ok(Output::Count(count as u64))
+        }
+        fn save(&self, key: &Block, out: &mut StateWriter) -> Result<()> {
+            out.block(*key)
+        }
+        fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Block> {
+            input.block()
+        }
+    }
+}
+
+static COUNTING: counting::Counting = counting::Counting;
+
+#[test]
+fn outputs_beyond_indices_and_states_through_files() {
+    let (s, r) = sets(300, 200, 77, 21);
+    let (sr, rr) = run_pair(&COUNTING, &s, &r, false);
+    assert_eq!(sr.unwrap().output, Output::Nothing);
+    assert_eq!(rr.unwrap().output, Output::Count(77));
+
+    // The same through precompute, state files and the online run.
+    let dir = tempfile::tempdir().unwrap();
+    let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let opts = |role| options(&COUNTING, role, false);
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver)));
+        let pre = venn::precompute(&mut a, 400, &opts(Role::Sender)).unwrap();
+        pre.save(&paths[0]).unwrap();
+        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
+    });
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let (sr, rr) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            let o = opts(Role::Receiver);
+            venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o)?, &o)
+        });
+        let o = opts(Role::Sender);
+        let sr =
+            venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, &s, st, &o));
+        (sr, t.join().unwrap())
+    });
+    assert_eq!(sr.unwrap().output, Output::Nothing);
+    let rr = rr.unwrap();
+    assert_eq!(rr.output, Output::Count(77));
+    assert!(
+        rr.phases.iter().all(|p| !p.offline),
+        "the run from a state is all online"
+    );
+    assert!(
+        !paths[0].exists() && !paths[1].exists(),
+        "both states used up"
+    );
 }
