@@ -7,6 +7,7 @@
 //! Layers (nothing imports upwards): [`protocols`] → [`ot`], [`tables`] → [`session`] →
 //! [`crypto`], [`net`]; [`run()`] ties a protocol, a channel and a set together.
 
+mod bits;
 pub mod crypto;
 mod error;
 mod items;

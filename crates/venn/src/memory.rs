@@ -1,6 +1,7 @@
 //! Memory placement for the large tables that hot loops access at random (the OPRF rows,
 //! the match table, the cuckoo table): backing them with 2 MiB transparent huge pages
-//! removes most TLB misses, which otherwise serialise those accesses.
+//! removes most TLB misses, which otherwise serialise those accesses; and prefetching,
+//! which lets those loops ask for a line before they need it.
 
 /// Asks the kernel to back `v`'s allocation with huge pages. Call it before the memory is
 /// first written. A hint only: without Linux THP it does nothing.
@@ -31,4 +32,18 @@ pub fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
     advise_huge_pages(&v);
     v.resize(len, value);
     v
+}
+
+/// Asks the CPU to start loading the cache line of `x` (a hint; no effect on results).
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching never faults and reads nothing observable; SSE is part of
+        // the x86_64 baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }

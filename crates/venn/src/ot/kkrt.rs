@@ -7,8 +7,8 @@
 use super::ExtensionReceiver;
 use super::ExtensionSender;
 use crate::crypto::{Aes, Block, RandomOracle, WideHash};
+use crate::memory::prefetch;
 use crate::net::Channel;
-use crate::tables::prefetch;
 use crate::Result;
 
 /// Blocks in a code word: k ≤ 512 bits.

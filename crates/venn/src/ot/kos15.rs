@@ -14,13 +14,14 @@
 use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
 use super::{ExtensionSender, PrgMatrix, BASE_OTS};
+use crate::bits::BitSet;
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg};
 use crate::memory::advise_huge_pages;
+use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
 use crate::session::{CoinToss, CoinTossReply};
 use crate::slices::split_lengths;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 use rayon::prelude::*;
 
@@ -177,57 +178,9 @@ impl KosReceiver {
         self.choices.get(j)
     }
 
-    /// The OTs not in `skip`, split by their choice bit (`[zeros, ones]`), each in
-    /// increasing order: a parallel pass counts each stretch's share by popcount, a second
-    /// one writes every stretch's indices straight into its place.
-    pub fn partition(&self, skip: &BitSet) -> [Vec<u32>; 2] {
-        const WORDS: usize = 1 << 10;
-        let (choices, skip) = (
-            self.choices.words(),
-            &skip.words()[..self.choices.words().len()],
-        );
-        let tail = match self.choices.len() % 64 {
-            0 => u64::MAX,
-            r => (1 << r) - 1,
-        };
-        // The members of [zeros, ones] among the 64 OTs of word w.
-        let word = |b: usize, w: usize| {
-            let mine = if b == 1 { choices[w] } else { !choices[w] };
-            let valid = if w + 1 == choices.len() {
-                tail
-            } else {
-                u64::MAX
-            };
-            mine & !skip[w] & valid
-        };
-        let counts: Vec<[usize; 2]> = (0..choices.len().div_ceil(WORDS))
-            .into_par_iter()
-            .map(|c| {
-                let words = c * WORDS..((c + 1) * WORDS).min(choices.len());
-                [0, 1].map(|b| {
-                    words
-                        .clone()
-                        .map(|w| word(b, w).count_ones() as usize)
-                        .sum()
-                })
-            })
-            .collect();
-        [0, 1].map(|b| {
-            let mut out = vec![0u32; counts.iter().map(|n| n[b]).sum()];
-            let parts = split_lengths(&mut out, counts.iter().map(|n| n[b]));
-            parts.into_par_iter().enumerate().for_each(|(c, out)| {
-                let mut k = 0;
-                for w in c * WORDS..((c + 1) * WORDS).min(choices.len()) {
-                    let mut x = word(b, w);
-                    while x != 0 {
-                        out[k] = (64 * w) as u32 + x.trailing_zeros();
-                        k += 1;
-                        x &= x - 1;
-                    }
-                }
-            });
-            out
-        })
+    /// Every choice bit.
+    pub fn choices(&self) -> &BitSet {
+        &self.choices
     }
 
     /// `m_{j, r_j} = H(j, t_j)` for each `j` in `indices` (increasing), in that order: each
@@ -388,16 +341,11 @@ mod tests {
         let mut some = vec![];
         sender.messages(&[17, 3], true, &mut some);
         assert_eq!(some, vec![m1[17], m1[3]]);
-        // Selecting a subset gives exactly those messages, in index order.
-        let not_third: Vec<bool> = (0..count).map(|j| j % 3 != 0).collect();
-        let [zeros, kept] = receiver.partition(&BitSet::from_bools(&not_third));
-        assert_eq!(zeros.len() + kept.len(), count.div_ceil(3));
-        assert!(zeros.iter().all(|&j| !choices[j as usize] && j % 3 == 0));
-        let messages = receiver.messages(&kept);
-        let expected: Vec<u32> = (0..count as u32)
+        // A subset gives exactly those messages, in the order asked.
+        let kept: Vec<u32> = (0..count as u32)
             .filter(|&j| choices[j as usize] && j % 3 == 0)
             .collect();
-        assert_eq!(kept, expected);
+        let messages = receiver.messages(&kept);
         let wanted: Vec<Block> = kept.iter().map(|&j| got[j as usize]).collect();
         assert_eq!(messages, wanted);
     }

@@ -3,7 +3,7 @@
 //! positions. Protocols use the *set* `h*(x)` of distinct positions (RR17 §4.1, footnote
 //! 3), so colliding hash functions cannot cancel out of a summary value.
 
-use super::BitSet;
+use crate::bits::BitSet;
 use crate::crypto::{Aes, Block};
 use rayon::prelude::*;
 

@@ -1,9 +1,9 @@
 //! Cuckoo hashing with 3 hash functions and a stash (Pagh–Rodler; KKRT16 §5.2 as used by
 //! PSSZ15), with the hash index `z(y)` kept for every placed item (KKRT16 Fig. 3 step 2).
 
-use super::prefetch;
 use crate::crypto::{Aes, Block, Prg};
 use crate::memory::huge_vec;
+use crate::memory::prefetch;
 use crate::{Error, Result};
 
 /// The number of hash functions.

@@ -2,9 +2,9 @@
 //! are looked up: open addressing with linear probing on the low 64 bits of the (uniformly
 //! random) values, 16 bytes a slot, full values compared on a hit.
 
-use super::prefetch;
 use crate::crypto::Block;
 use crate::memory::huge_vec;
+use crate::memory::prefetch;
 
 const EMPTY: u32 = u32::MAX;
 

@@ -8,9 +8,10 @@
 //! sender), instead of costing a wait on a random read into gigabytes per position.
 
 use super::permutation::FRAME;
+use crate::bits::BitSet;
 use crate::crypto::Block;
 use crate::memory::huge_vec;
-use crate::tables::{BitSet, BloomHash};
+use crate::tables::BloomHash;
 use rayon::prelude::*;
 
 /// Items whose positions one parallel task computes.

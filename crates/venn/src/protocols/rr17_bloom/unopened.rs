@@ -13,11 +13,13 @@
 //! the extension's seeds (1.5 GB at n = 2^20, where all rows would take 4.2 GB).
 
 use super::pairs::Pair;
+use crate::bits::BitSet;
 use crate::crypto::{Block, Prg};
 use crate::memory::advise_huge_pages;
+use crate::memory::prefetch;
 use crate::ot::KosReceiver;
+use crate::slices::split_lengths;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::tables::{prefetch, BitSet};
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -29,6 +31,57 @@ const GATHER_TASK: usize = 1 << 16;
 const FRAME_TASK_WORDS: usize = 512;
 /// Pairs per parallel task when looking up their messages.
 const PAIR_TASK: usize = 1 << 14;
+
+/// The OTs not in `skip`, split by their `choices` bit (`[zeros, ones]`), each in
+/// increasing order: a parallel pass counts each stretch's share by popcount, a second
+/// one writes every stretch's indices straight into its place.
+fn partition(choices: &BitSet, skip: &BitSet) -> [Vec<u32>; 2] {
+    const WORDS: usize = 1 << 10;
+    let n = choices.len();
+    let (choices, skip) = (choices.words(), &skip.words()[..choices.words().len()]);
+    let tail = match n % 64 {
+        0 => u64::MAX,
+        r => (1 << r) - 1,
+    };
+    // The members of [zeros, ones] among the 64 OTs of word w.
+    let word = |b: usize, w: usize| {
+        let mine = if b == 1 { choices[w] } else { !choices[w] };
+        let valid = if w + 1 == choices.len() {
+            tail
+        } else {
+            u64::MAX
+        };
+        mine & !skip[w] & valid
+    };
+    let counts: Vec<[usize; 2]> = (0..choices.len().div_ceil(WORDS))
+        .into_par_iter()
+        .map(|c| {
+            let words = c * WORDS..((c + 1) * WORDS).min(choices.len());
+            [0, 1].map(|b| {
+                words
+                    .clone()
+                    .map(|w| word(b, w).count_ones() as usize)
+                    .sum()
+            })
+        })
+        .collect();
+    [0, 1].map(|b| {
+        let mut out = vec![0u32; counts.iter().map(|n| n[b]).sum()];
+        let parts = split_lengths(&mut out, counts.iter().map(|n| n[b]));
+        parts.into_par_iter().enumerate().for_each(|(c, out)| {
+            let mut k = 0;
+            for w in c * WORDS..((c + 1) * WORDS).min(choices.len()) {
+                let mut x = word(b, w);
+                while x != 0 {
+                    out[k] = (64 * w) as u32 + x.trailing_zeros();
+                    k += 1;
+                    x &= x - 1;
+                }
+            }
+        });
+        out
+    })
+}
 
 /// The receiver's unopened OTs, shuffled and split by choice bit.
 pub struct Unopened {
@@ -44,7 +97,7 @@ impl Unopened {
         for &j in opened {
             is_opened.set(j as usize);
         }
-        let [mut zeros, sorted] = ot.partition(&is_opened);
+        let [mut zeros, sorted] = partition(ot.choices(), &is_opened);
         drop(is_opened);
         let hashed = ot.messages(&sorted);
         drop(ot);
@@ -188,4 +241,26 @@ impl Unopened {
 pub struct Used {
     ones: usize,
     zeros: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_splits_the_unskipped_ots_by_choice_bit_in_order() {
+        for n in [1, 63, 64, 65, 1000, 70_000] {
+            let choices: Vec<bool> = (0..n).map(|j| (j * 7 + j / 5) % 3 == 0).collect();
+            let skip: Vec<bool> = (0..n).map(|j| j % 4 == 1).collect();
+            let [zeros, ones] =
+                partition(&BitSet::from_bools(&choices), &BitSet::from_bools(&skip));
+            let want = |b: bool| -> Vec<u32> {
+                (0..n as u32)
+                    .filter(|&j| !skip[j as usize] && choices[j as usize] == b)
+                    .collect()
+            };
+            assert_eq!(zeros, want(false), "n = {n}");
+            assert_eq!(ones, want(true), "n = {n}");
+        }
+    }
 }

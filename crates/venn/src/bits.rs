@@ -74,15 +74,15 @@ impl BitSet {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn packing_bools_keeps_every_bit() {
         let bools: Vec<bool> = (0..1000).map(|i| i % 3 == 0 || i % 7 == 1).collect();
-        let b = super::BitSet::from_bools(&bools);
+        let b = BitSet::from_bools(&bools);
         assert_eq!(b.len(), 1000);
         assert!(b.iter().eq(bools.iter().copied()));
     }
-
-    use super::*;
 
     #[test]
     fn set_get_and_count() {
