@@ -15,6 +15,48 @@ use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 /// The number of base OTs (κ).
 pub const BASE_OTS: usize = 128;
 
+/// A base-OT protocol: the few public-key OTs that seed an OT extension.
+pub trait BaseOt {
+    /// The receiver of `choices.len()` OTs; returns `m_{b_i}` for each.
+    fn receive(
+        chan: &mut dyn Channel,
+        choices: &[bool],
+        prg: &mut Prg,
+        sid: &[u8; 32],
+    ) -> Result<Vec<Block>>;
+
+    /// The sender of `count` OTs; returns `(m_0, m_1)` for each.
+    fn send(
+        chan: &mut dyn Channel,
+        count: usize,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+    ) -> Result<Vec<[Block; 2]>>;
+}
+
+/// The Masny–Rindal endemic OT of this module.
+pub struct MasnyRindal;
+
+impl BaseOt for MasnyRindal {
+    fn receive(
+        chan: &mut dyn Channel,
+        choices: &[bool],
+        prg: &mut Prg,
+        sid: &[u8; 32],
+    ) -> Result<Vec<Block>> {
+        base_ot_receive(chan, choices, prg, sid)
+    }
+
+    fn send(
+        chan: &mut dyn Channel,
+        count: usize,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+    ) -> Result<Vec<[Block; 2]>> {
+        base_ot_send(chan, count, prg, sid)
+    }
+}
+
 /// The hash onto the group, `H(sid, i, P)`.
 fn hash_to_group(sid: &[u8; 32], i: usize, p: &CompressedRistretto) -> RistrettoPoint {
     hash_to_point(
@@ -28,7 +70,7 @@ fn kdf(ro: &RandomOracle, i: usize, p: &RistrettoPoint) -> Block {
 }
 
 /// The receiver of `choices.len()` base OTs; returns `m_{b_i}` for each.
-pub fn base_ot_receive(
+fn base_ot_receive(
     chan: &mut dyn Channel,
     choices: &[bool],
     prg: &mut Prg,
@@ -58,7 +100,7 @@ pub fn base_ot_receive(
 }
 
 /// The sender of `count` base OTs; returns `(m_0, m_1)` for each.
-pub fn base_ot_send(
+fn base_ot_send(
     chan: &mut dyn Channel,
     count: usize,
     prg: &mut Prg,

@@ -6,21 +6,18 @@
 //! correlation-robust hash: `m_{j,0} = H(j, q_j)`, `m_{j,1} = H(j, q_j ⊕ Δ)`,
 //! receiver `m_{j,r_j} = H(j, t_j)`.
 
-use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, BASE_OTS};
+use super::{ExtensionReceiver, ExtensionSender, PrgMatrix, ReceiverSeeds, SenderSeeds};
 use crate::crypto::{tccr_hash, Block};
 use crate::net::Channel;
 use crate::Result;
 
-/// IKNP sender: from the base-OT receiver's choice bits `delta` and its keys, produces
-/// `count` random OT message pairs.
+/// IKNP sender: from its base-OT seeds, produces `count` random OT message pairs.
 pub fn iknp_send(
     chan: &mut dyn Channel,
-    delta: &[bool],
-    base_keys: &[Block],
+    seeds: &SenderSeeds,
     count: usize,
 ) -> Result<Vec<[Block; 2]>> {
-    assert_eq!(delta.len(), BASE_OTS);
-    let ext = ExtensionSender::new(base_keys, delta);
+    let ext = ExtensionSender::new(&seeds.keys, &seeds.delta);
     let d = ext.s()[0];
     let mut q = ext.extend(chan, count, |_| {})?;
     let mut q1: Vec<Block> = q.iter().map(|r| r ^ d).collect();
@@ -29,14 +26,13 @@ pub fn iknp_send(
     Ok(q.into_iter().zip(q1).map(|(a, b)| [a, b]).collect())
 }
 
-/// IKNP receiver: from the base-OT sender's key pairs, receives `m_{j, choices_j}`.
+/// IKNP receiver: from its base-OT seeds, receives `m_{j, choices_j}`.
 pub fn iknp_receive(
     chan: &mut dyn Channel,
-    base_keys: &[[Block; 2]],
+    seeds: &ReceiverSeeds,
     choices: &[bool],
 ) -> Result<Vec<Block>> {
-    assert_eq!(base_keys.len(), BASE_OTS);
-    let matrix = extend_rows(chan, base_keys, choices, |_, _| {})?;
+    let matrix = extend_rows(chan, &seeds.keys, choices, |_, _| {})?;
     let mut t = vec![0; choices.len().next_multiple_of(128)];
     matrix.par_rows(0, &mut t);
     t.truncate(choices.len());
@@ -73,19 +69,13 @@ mod tests {
     #[test]
     fn receiver_gets_exactly_the_chosen_message() {
         let mut prg = Prg::from_seed(5);
-        let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
-        let pairs: Vec<[Block; 2]> = (0..BASE_OTS).map(|_| [prg.block(), prg.block()]).collect();
-        let chosen: Vec<Block> = pairs
-            .iter()
-            .zip(&delta)
-            .map(|(p, &d)| p[d as usize])
-            .collect();
+        let (sender_seeds, receiver_seeds) = super::super::seeds::test_seeds(&mut prg);
         let count = 1000;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let c2 = choices.clone();
-        let t = std::thread::spawn(move || iknp_receive(&mut b, &pairs, &c2).unwrap());
-        let sent = iknp_send(&mut a, &delta, &chosen, count).unwrap();
+        let t = std::thread::spawn(move || iknp_receive(&mut b, &receiver_seeds, &c2).unwrap());
+        let sent = iknp_send(&mut a, &sender_seeds, count).unwrap();
         let got = t.join().unwrap();
         assert_eq!(got.len(), count);
         for j in 0..count {

@@ -13,7 +13,7 @@
 
 use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
-use super::{ExtensionSender, PrgMatrix, BASE_OTS};
+use super::{ExtensionSender, PrgMatrix, ReceiverSeeds, SenderSeeds};
 use crate::bits::BitSet;
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg};
 use crate::memory::advise_huge_pages;
@@ -220,16 +220,14 @@ impl KosReceiver {
 /// extends to `count` random OTs and verifies the receiver's correlation check.
 pub fn kos_send(
     chan: &mut dyn Channel,
-    delta: &[bool],
-    base_keys: &[Block],
+    seeds: &SenderSeeds,
     count: usize,
     prg: &mut Prg,
     sid: &[u8; 32],
 ) -> Result<KosSender> {
-    assert_eq!(delta.len(), BASE_OTS);
     assert!(count <= MAX_OTS, "at most 2^32 OTs");
     let toss = CoinTossReply::receive(chan, sid, CHECK_TOSS)?;
-    let ext = ExtensionSender::new(base_keys, delta);
+    let ext = ExtensionSender::new(&seeds.keys, &seeds.delta);
     let delta = ext.s()[0];
     let mut q = ext.extend(chan, count + CHECK_PADDING, |_| {})?;
     let [seed, _] = toss.answer(chan, prg)?;
@@ -246,21 +244,20 @@ pub fn kos_send(
     Ok(KosSender { delta, q })
 }
 
-/// The KOS15 receiver (it was the sender of the base OTs, holding `base_keys`): receives
+/// The KOS15 receiver (it was the sender of the base OTs, holding `seeds`): receives
 /// `m_{j, choices_j}` for every `j`.
 pub fn kos_receive(
     chan: &mut dyn Channel,
-    base_keys: &[[Block; 2]],
+    seeds: &ReceiverSeeds,
     mut choices: Vec<bool>,
     prg: &mut Prg,
     sid: &[u8; 32],
 ) -> Result<KosReceiver> {
-    assert_eq!(base_keys.len(), BASE_OTS);
     let count = choices.len();
     assert!(count <= MAX_OTS, "at most 2^32 OTs");
     choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
     let toss = CoinToss::commit(chan, sid, CHECK_TOSS, prg)?;
-    let t = extend_rows(chan, base_keys, &choices, |_, _| {})?;
+    let t = extend_rows(chan, &seeds.keys, &choices, |_, _| {})?;
     answer_check(chan, toss, &choices, &t)?;
     choices.truncate(count);
     Ok(KosReceiver {
@@ -288,22 +285,12 @@ mod tests {
     use crate::net::mem_pair;
     use std::time::Duration;
 
-    /// Random base OTs: (sender's Δ bits and chosen keys, receiver's key pairs).
-    fn base(prg: &mut Prg) -> (Vec<bool>, Vec<Block>, Vec<[Block; 2]>) {
-        let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
-        let pairs: Vec<[Block; 2]> = (0..BASE_OTS).map(|_| [prg.block(), prg.block()]).collect();
-        let chosen = pairs
-            .iter()
-            .zip(&delta)
-            .map(|(p, &d)| p[d as usize])
-            .collect();
-        (delta, chosen, pairs)
-    }
+    use super::super::seeds::test_seeds as base;
 
     #[test]
     fn honest_receiver_gets_exactly_its_messages() {
         let mut prg = Prg::from_seed(21);
-        let (delta, chosen, pairs) = base(&mut prg);
+        let (sender_seeds, pairs) = base(&mut prg);
         let count = 3000;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
@@ -313,8 +300,7 @@ mod tests {
         });
         let sender = kos_send(
             &mut a,
-            &delta,
-            &chosen,
+            &sender_seeds,
             count,
             &mut Prg::from_seed(6),
             &[1; 32],
@@ -364,7 +350,7 @@ mod tests {
         let run = |threads: usize| {
             let (pool, p2) = (pool(threads), pool(threads));
             let mut prg = Prg::from_seed(77);
-            let (delta, chosen, pairs) = base(&mut prg);
+            let (sender_seeds, pairs) = base(&mut prg);
             let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
             let (mut a, mut b) = mem_pair(Duration::from_secs(10));
             let t = std::thread::spawn(move || {
@@ -375,7 +361,7 @@ mod tests {
             });
             let sender = pool.install(|| {
                 let mut prg = Prg::from_seed(6);
-                kos_send(&mut a, &delta, &chosen, count, &mut prg, &[1; 32]).unwrap()
+                kos_send(&mut a, &sender_seeds, count, &mut prg, &[1; 32]).unwrap()
             });
             let receiver = t.join().unwrap();
             let all: Vec<u32> = (0..count as u32).collect();
@@ -390,8 +376,8 @@ mod tests {
     /// classic attack that would let it learn bits of Δ). Returns Δ's bit 9 and the result.
     fn cheating_run(seed: u128) -> (bool, Result<KosSender>) {
         let mut prg = Prg::from_seed(seed);
-        let (delta, chosen, pairs) = base(&mut prg);
-        let flipped_delta_bit = delta[9];
+        let (sender_seeds, pairs) = base(&mut prg);
+        let flipped_delta_bit = sender_seeds.delta[9];
         let count = 1000;
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
@@ -401,7 +387,7 @@ mod tests {
                 .collect();
             let toss = CoinToss::commit(&mut b, &[2; 32], CHECK_TOSS, &mut prg)?;
             // Flip one column bit in one row: that row's choice is inconsistent.
-            let t = extend_rows(&mut b, &pairs, &choices, |first, u| {
+            let t = extend_rows(&mut b, &pairs.keys, &choices, |first, u| {
                 if first == 0 {
                     u[5] ^= 1 << 9;
                 }
@@ -410,8 +396,7 @@ mod tests {
         });
         let result = kos_send(
             &mut a,
-            &delta,
-            &chosen,
+            &sender_seeds,
             count,
             &mut Prg::from_seed(seed + 2),
             &[2; 32],
@@ -447,16 +432,16 @@ mod tests {
     #[test]
     fn a_truncated_check_message_is_a_clean_error() {
         let mut prg = Prg::from_seed(41);
-        let (delta, chosen, pairs) = base(&mut prg);
+        let (sender_seeds, pairs) = base(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
             let choices = vec![false; 10 + CHECK_PADDING];
             CoinToss::commit(&mut b, &[4; 32], CHECK_TOSS, &mut Prg::from_seed(1))?;
-            extend_rows(&mut b, &pairs, &choices, |_, _| {})?;
+            extend_rows(&mut b, &pairs.keys, &choices, |_, _| {})?;
             (&mut b as &mut dyn Channel).recv(16)?;
             b.send(&[0; 40])
         });
-        let err = kos_send(&mut a, &delta, &chosen, 10, &mut prg, &[4; 32])
+        let err = kos_send(&mut a, &sender_seeds, 10, &mut prg, &[4; 32])
             .err()
             .unwrap();
         let _ = t.join().unwrap();

@@ -7,10 +7,12 @@ mod iknp;
 mod kkrt;
 mod kos15;
 mod prg_matrix;
+mod seeds;
 
-pub use base::{base_ot_receive, base_ot_send, BASE_OTS};
+pub use base::{BaseOt, MasnyRindal, BASE_OTS};
 pub use extension::{ExtensionReceiver, ExtensionSender};
 pub use iknp::{iknp_receive, iknp_send};
 pub use kkrt::{oprf_receive, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS};
 pub use kos15::{kos_receive, kos_send, KosReceiver, KosSender};
 pub use prg_matrix::PrgMatrix;
+pub use seeds::{ReceiverSeeds, SenderSeeds};

@@ -21,9 +21,9 @@ use super::{
 use crate::crypto::Block;
 use crate::items::{BlockEncoder, Items};
 use crate::net::Writer;
-use crate::ot::{base_ot_receive, base_ot_send, iknp_receive, iknp_send, BASE_OTS};
+use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
-use crate::state::{exactly, StateReader, StateWriter};
+use crate::state::{StateReader, StateWriter};
 use crate::tables::{bloom_bits, BloomHash, MatchTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
@@ -143,16 +143,15 @@ impl Protocol for Dcw13 {
     }
 }
 
-/// The sender's offline state: its base-OT choices Δ and keys, and the Bloom seed.
+/// The sender's offline state: its OT-extension seeds and the Bloom seed.
 pub struct SenderState {
-    delta: Vec<bool>,
-    base: Vec<Block>,
+    base: SenderSeeds,
     seed: Block,
 }
 
-/// The receiver's offline state: its base-OT key pairs and the Bloom seed.
+/// The receiver's offline state: its OT-extension seeds and the Bloom seed.
 pub struct ReceiverState {
-    base: Vec<[Block; 2]>,
+    base: ReceiverSeeds,
     seed: Block,
 }
 
@@ -163,11 +162,10 @@ impl Party for Dcw13Sender {
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
-        let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
-        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
+        let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        Ok(SenderState { delta, base, seed })
+        Ok(SenderState { base, seed })
     }
 
     /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
@@ -178,7 +176,7 @@ impl Party for Dcw13Sender {
         ctx.phase("hash items", false);
         let values = item_values(items, &sid);
         ctx.phase("OT extension", false);
-        let pairs = iknp_send(ctx.peer, &state.delta, &state.base, p.bits)?;
+        let pairs = iknp_send(ctx.peer, &state.base, p.bits)?;
         ctx.phase("send summaries", false);
         let perm = ctx.prg.permutation(items.len());
         let permuted: Vec<Block> = perm.iter().map(|&i| values[i as usize]).collect();
@@ -194,15 +192,13 @@ impl Party for Dcw13Sender {
     }
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
-        out.bits(&state.delta)?;
-        out.blocks(&state.base)?;
+        state.base.save(out)?;
         out.block(state.seed)
     }
 
     fn load(&self, _: Sizes, input: &mut StateReader) -> Result<SenderState> {
         Ok(SenderState {
-            delta: exactly(input.bits(BASE_OTS, "base-OT choices")?, BASE_OTS)?,
-            base: exactly(input.blocks(BASE_OTS, "base-OT keys")?, BASE_OTS)?,
+            base: SenderSeeds::load(input)?,
             seed: input.block()?,
         })
     }
@@ -215,7 +211,7 @@ impl Party for Dcw13Receiver {
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
-        let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
+        let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
         let [seed, _] =
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
         Ok(ReceiverState { base, seed })
@@ -249,17 +245,13 @@ impl Party for Dcw13Receiver {
     }
 
     fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
-        out.blocks(state.base.as_flattened())?;
+        state.base.save(out)?;
         out.block(state.seed)
     }
 
     fn load(&self, _: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
-        let keys = exactly(
-            input.blocks(2 * BASE_OTS, "base-OT key pairs")?,
-            2 * BASE_OTS,
-        )?;
         Ok(ReceiverState {
-            base: keys.chunks_exact(2).map(|k| [k[0], k[1]]).collect(),
+            base: ReceiverSeeds::load(input)?,
             seed: input.block()?,
         })
     }

@@ -23,8 +23,8 @@ use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
 use crate::memory::huge_vec;
 use crate::ot::{
-    base_ot_receive, base_ot_send, iknp_receive, iknp_send, oprf_receive, OprfSender,
-    PseudorandomCode, BASE_OTS,
+    iknp_receive, iknp_send, oprf_receive, MasnyRindal, OprfSender, PseudorandomCode,
+    ReceiverSeeds, SenderSeeds,
 };
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{exactly, StateReader, StateWriter};
@@ -130,12 +130,12 @@ pub struct ReceiverState {
 impl Party for Kkrt16Sender {
     type State = SenderState;
 
-    /// Alice: base-OT sender, then IKNP receiver of the k seeds with random choices s.
+    /// Alice: IKNP receiver (so base-OT sender) of the k seeds with random choices s.
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let p = session_params(ctx)?;
         let sid = ctx.session.id;
         ctx.phase("base OTs and OT extension", true);
-        let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
+        let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
         let s = random_bits(&mut ctx.prg, p.code_bits);
         let seeds = iknp_receive(ctx.peer, &base, &s)?;
         let [code_key, hash_seed] =
@@ -230,14 +230,13 @@ impl Party for Kkrt16Sender {
 impl Party for Kkrt16Receiver {
     type State = ReceiverState;
 
-    /// Bob: base-OT receiver, then IKNP sender of the k seed pairs.
+    /// Bob: IKNP sender (so base-OT receiver) of the k seed pairs.
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let p = session_params(ctx)?;
         let sid = ctx.session.id;
         ctx.phase("base OTs and OT extension", true);
-        let delta = random_bits(&mut ctx.prg, BASE_OTS);
-        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
-        let seeds = iknp_send(ctx.peer, &delta, &base, p.code_bits)?;
+        let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        let seeds = iknp_send(ctx.peer, &base, p.code_bits)?;
         let [code_key, hash_seed] =
             CoinToss::commit(ctx.peer, &sid, SEEDS_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
         Ok(ReceiverState {

@@ -28,7 +28,7 @@ use super::{
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
 use crate::ot::{
-    base_ot_receive, base_ot_send, kos_receive, kos_send, KosReceiver, KosSender, BASE_OTS,
+    kos_receive, kos_send, KosReceiver, KosSender, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
@@ -114,7 +114,7 @@ fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Resu
     let sid = ctx.session.id;
     ctx.phase("coin tossing and random OTs", true);
     let [seed, _] = CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-    let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
+    let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
     let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
     let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;
     ctx.phase("cut-and-choose", true);
@@ -182,9 +182,8 @@ impl Party for Rr17Sender {
         ctx.phase("coin tossing and random OTs", true);
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        let delta: Vec<bool> = (0..BASE_OTS).map(|_| ctx.prg.u64() & 1 == 1).collect();
-        let base = base_ot_receive(ctx.peer, &delta, &mut ctx.prg, &sid)?;
-        let ot = kos_send(ctx.peer, &delta, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
+        let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        let ot = kos_send(ctx.peer, &base, p.n_ot as usize, &mut ctx.prg, &sid)?;
         ctx.phase("cut-and-choose", true);
         let opened = cut_and_choose::challenge(ctx.peer, &ot, &p, &mut ctx.prg)?;
         let pairs = PositionPairs::with_capacity(ctx.session.sized.sender as usize, p.k);
@@ -489,7 +488,7 @@ mod tests {
             let p = Rr17BloomParams::new(N);
             let sid = ctx.session.id;
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-            let base = base_ot_send(ctx.peer, BASE_OTS, &mut ctx.prg, &sid)?;
+            let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
             let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;

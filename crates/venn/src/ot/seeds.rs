@@ -1,0 +1,89 @@
+//! What an OT extension starts from: κ base OTs, run once with a [`BaseOt`] of the
+//! caller's choice and kept (or saved in a precomputed state) until the extension runs.
+//!
+//! The roles cross over: the extension *sender* is the base-OT *receiver*, with random
+//! choice bits Δ; the extension *receiver* is the base-OT *sender*.
+
+use super::{BaseOt, BASE_OTS};
+use crate::crypto::{Block, Prg};
+use crate::net::Channel;
+use crate::state::{exactly, StateReader, StateWriter};
+use crate::Result;
+
+/// The extension sender's seeds: its base-OT choices Δ and the keys `k_i^{Δ_i}`.
+pub struct SenderSeeds {
+    pub(super) delta: Vec<bool>,
+    pub(super) keys: Vec<Block>,
+}
+
+impl SenderSeeds {
+    /// Runs κ base OTs of kind `B` as their receiver, with fresh random Δ.
+    pub fn new<B: BaseOt>(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
+        let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
+        let keys = B::receive(chan, &delta, prg, sid)?;
+        Ok(SenderSeeds { delta, keys })
+    }
+
+    /// Writes the seeds (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.bits(&self.delta)?;
+        out.blocks(&self.keys)
+    }
+
+    /// Reads what [`SenderSeeds::save`] wrote.
+    pub fn load(input: &mut StateReader) -> Result<Self> {
+        Ok(SenderSeeds {
+            delta: exactly(input.bits(BASE_OTS, "base-OT choices")?, BASE_OTS)?,
+            keys: exactly(input.blocks(BASE_OTS, "base-OT keys")?, BASE_OTS)?,
+        })
+    }
+}
+
+/// The extension receiver's seeds: the base-OT key pairs `(k_i^0, k_i^1)`.
+pub struct ReceiverSeeds {
+    pub(super) keys: Vec<[Block; 2]>,
+}
+
+impl ReceiverSeeds {
+    /// Runs κ base OTs of kind `B` as their sender.
+    pub fn new<B: BaseOt>(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
+        Ok(ReceiverSeeds {
+            keys: B::send(chan, BASE_OTS, prg, sid)?,
+        })
+    }
+
+    /// Writes the seeds (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.blocks(self.keys.as_flattened())
+    }
+
+    /// Reads what [`ReceiverSeeds::save`] wrote.
+    pub fn load(input: &mut StateReader) -> Result<Self> {
+        let keys = exactly(
+            input.blocks(2 * BASE_OTS, "base-OT key pairs")?,
+            2 * BASE_OTS,
+        )?;
+        Ok(ReceiverSeeds {
+            keys: keys.chunks_exact(2).map(|k| [k[0], k[1]]).collect(),
+        })
+    }
+}
+
+/// Correlated seeds for both sides without running base OTs (tests of the extensions).
+#[cfg(test)]
+pub(super) fn test_seeds(prg: &mut Prg) -> (SenderSeeds, ReceiverSeeds) {
+    let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
+    let keys: Vec<[Block; 2]> = (0..BASE_OTS).map(|_| [prg.block(), prg.block()]).collect();
+    let chosen = keys
+        .iter()
+        .zip(&delta)
+        .map(|(k, &d)| k[d as usize])
+        .collect();
+    (
+        SenderSeeds {
+            delta,
+            keys: chosen,
+        },
+        ReceiverSeeds { keys },
+    )
+}
