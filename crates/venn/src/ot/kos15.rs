@@ -10,6 +10,19 @@
 //!
 //! Outputs are hashed only when used (RR17 §4.1, "hash only on demand"):
 //! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver.
+//!
+//! **One check, not four (a decision).** libOTe runs this correlation check four times
+//! over independent χ "to mitigate the uncertainty surrounding the KOS security" (its
+//! proof was found to have a gap, and later analyses such as SoftSpokenOT's re-derive the
+//! check's soundness). Venn runs it once, as KOS15 Fig. 7 and RR17 (which sets its
+//! parameters for exactly this extension) specify: over GF(2^128) with κ + λ padding rows,
+//! a receiver whose rows carry an inconsistent codeword passes with probability about
+//! 2^-128 per guess of the Δ bits it targets, and what it can learn by guessing is the
+//! selective-failure leakage that KOS15's proof and RR17's cut-and-choose already account
+//! for. Four checks would cost four times the check (about a tenth of the extension at
+//! 2^20) for no attack known against one. Should a concrete weakness of the single check
+//! appear, the remedy is local to [`check_sums`]: toss one seed per repetition and compare
+//! each sum.
 
 use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
