@@ -1,6 +1,7 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
 use venn::protocols::{find, registry, Protocol, Sizes};
+use venn::session::Role;
 use venn::Result;
 
 /// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`.
@@ -15,6 +16,21 @@ pub fn print_params(protocols: &[String], sizes: &[(u64, u64)]) -> Result<()> {
         println!("{} — {}", info.name, info.paper);
         println!("  security: {}", info.security.name());
         println!("  who learns what: {}", info.leakage);
+        for r in info.roles {
+            println!(
+                "  {}: {}, learns {}{}; memory about {} B per peer item and {} B per own item",
+                r.role.name(),
+                r.security.name(),
+                r.output.name(),
+                if r.role == Role::Sender && info.both_allowed {
+                    " (the intersection too with --both)"
+                } else {
+                    ""
+                },
+                r.peer_item_bytes,
+                r.own_item_bytes
+            );
+        }
         println!(
             "  parameters: κ = {}, λ = {}",
             venn::COMPUTATIONAL_SECURITY,

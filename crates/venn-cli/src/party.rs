@@ -222,10 +222,10 @@ pub fn precompute_party(
     let mut chan = args.link.connect(on_bound)?;
     let pre = venn::precompute(&mut chan, args.max_items, &opts)?;
     drop(spinner);
-    pre.save(&args.state)?;
+    let report = pre.save(&args.state)?;
     args.link
-        .write_stats(&Stats::new(&pre.report, None, None, args.link.threads))?;
-    Ok(pre.report)
+        .write_stats(&Stats::new(&report, None, None, args.link.threads))?;
+    Ok(report)
 }
 
 /// The one-line summary of a run printed on stderr.

@@ -381,6 +381,10 @@ fn demo_and_params_run() {
             "Table 2 row {row} missing in:\n{text}"
         );
     }
+    assert!(
+        text.contains("receiver: semi-honest, learns the intersection;"),
+        "roles are listed: {text}"
+    );
 }
 
 #[test]

@@ -134,10 +134,12 @@ pub fn precompute(
 }
 
 impl Precomputed {
-    /// Writes the state to a new file at `path` (owner-only, never over an existing file).
-    pub fn save(&self, path: &Path) -> Result<()> {
+    /// Writes the state to a new file at `path` (owner-only, never over an existing file)
+    /// and frees it; returns what the offline session measured.
+    pub fn save(self, path: &Path) -> Result<Report> {
         let party = self.protocol.party(self.header.role);
-        file::write(path, &self.header, |w| party.save(self.state.as_ref(), w))
+        file::write(path, &self.header, |w| party.save(self.state.as_ref(), w))?;
+        Ok(self.report)
     }
 }
 

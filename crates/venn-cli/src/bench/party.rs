@@ -149,7 +149,7 @@ impl BenchParty {
                     drop(chan);
                     let path = dir.join(format!("{}.state", self.role.name()));
                     let io = Instant::now();
-                    pre.save(&path)?;
+                    let offline = pre.save(&path)?;
                     let bytes = std::fs::metadata(&path)?.len();
                     let loaded = venn::load_state(&path, &opts)?;
                     state = Some((bytes, io.elapsed().as_secs_f64()));
@@ -157,10 +157,10 @@ impl BenchParty {
                     let (mut chan, _) = open(listen, &bound, self.timeout)?;
                     let online = venn::run_online(&mut chan, &items, loaded, &opts)?;
                     Report {
-                        phases: [pre.report.phases, online.phases].concat(),
+                        phases: [offline.phases, online.phases].concat(),
                         traffic: venn::net::Traffic {
-                            sent: pre.report.traffic.sent + online.traffic.sent,
-                            received: pre.report.traffic.received + online.traffic.received,
+                            sent: offline.traffic.sent + online.traffic.sent,
+                            received: offline.traffic.received + online.traffic.received,
                         },
                         ..online
                     }
