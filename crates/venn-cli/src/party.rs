@@ -172,14 +172,9 @@ pub fn run_party(
         .map(|path| venn::load_state(path, &opts))
         .transpose()?;
     if let Some(state) = &loaded {
-        if input.keys.len() as u64 > state.max_items() {
-            return Err(Error::Usage(format!(
-                "'{}' has {} keys, more than the {} its state was precomputed for (--max-items)",
-                args.input.display(),
-                input.keys.len(),
-                state.max_items()
-            )));
-        }
+        state
+            .check_items(input.keys.len())
+            .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
     let mut chan = args.link.connect(on_bound)?;
     let report = match loaded {

@@ -54,7 +54,7 @@ enum Script {
 /// A real sender handshake over `stream`, as the library runs it.
 fn honest_handshake(stream: &TcpStream, n: u64) {
     use venn::net::{Channel, StreamChannel};
-    use venn::session::{handshake, Hello, Role, WireParams};
+    use venn::session::{handshake, Hello, Mode, Role, WireParams};
     let mut chan = StreamChannel::new(
         stream.try_clone().unwrap(),
         stream.try_clone().unwrap(),
@@ -65,7 +65,7 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         role: Role::Sender,
         both: false,
         set_size: n,
-        resume: None,
+        mode: Mode::Run,
     };
     let kkrt16 = venn::protocols::find("kkrt16").unwrap();
     let mut prg = venn::crypto::Prg::from_seed(1);
@@ -179,6 +179,28 @@ fn version_protocol_and_size_mismatches_are_named() {
         &["--max-peer-items", "1099511627776"],
     );
     assert_clean_failure(&o, "more than the 2147483648 we accept");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_peer_abort_reason_is_shown_escaped() {
+    let reason = "\x1b[2J\x1b[31mfake\nvenn: done\r\u{202e}";
+    let notice = [
+        &u32::MAX.to_le_bytes()[..],
+        &(reason.len() as u16).to_le_bytes(),
+        reason.as_bytes(),
+    ]
+    .concat();
+    let (o, out, _d) = against_fake_sender(Script::Raw(notice), false, &[]);
+    assert_clean_failure(
+        &o,
+        "the peer aborted: \\u{1b}[2J\\u{1b}[31mfake\\u{a}venn: done\\u{d}\\u{202e}",
+    );
+    let err = stderr(&o);
+    assert!(
+        !err.contains('\x1b') && !err.contains('\r') && err.lines().count() == 1,
+        "raw control text reached the terminal: {err:?}"
+    );
     assert!(!out.exists());
 }
 

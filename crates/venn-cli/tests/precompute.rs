@@ -212,7 +212,7 @@ fn inputs_larger_than_precomputed_are_refused() {
     let (pr, ps) = precompute("kkrt16", [&r, &s], [100, 10]);
     assert_success(&[&pr, &ps]);
     let o = alone("send", "kkrt16", dir.path(), &s);
-    assert_clean_failure(&o, "has 11 keys, more than the 10");
+    assert_clean_failure(&o, "11 items, more than the 10 this state");
     assert!(s.exists(), "a refused run uses nothing up");
 }
 

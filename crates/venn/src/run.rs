@@ -10,7 +10,9 @@ use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
 use crate::protocols::{Context, Output, Phase, Progress, Protocol};
-use crate::session::{handshake, Confirming, Hello, Resume, Role, Session, Sizes, WireParams};
+use crate::session::{
+    agree_secret, handshake, Confirming, Hello, Mode, Resume, Role, Session, Sizes, WireParams,
+};
 use crate::state::file::{self, Header, StateFile};
 use crate::{Error, Result, MAX_ITEMS};
 use std::any::Any;
@@ -83,7 +85,7 @@ impl Report {
 /// and online in one session.
 pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
     let party = opts.protocol.party(opts.role);
-    let (output, report) = session(chan, items.len() as u64, None, opts, |ctx| {
+    let (output, report) = session(chan, items.len() as u64, Mode::Run, opts, |ctx| {
         let state = party.offline(ctx)?;
         barrier(ctx)?;
         party.online(ctx, state, items)
@@ -108,13 +110,15 @@ pub fn precompute(
     opts: &RunOptions,
 ) -> Result<Precomputed> {
     let party = opts.protocol.party(opts.role);
-    let (state, report) = session(chan, max_items, None, opts, |ctx| {
+    let (state, report) = session(chan, max_items, Mode::Precompute, opts, |ctx| {
+        let sid = ctx.session.id;
+        let secret = agree_secret(ctx.peer, &sid, &mut ctx.prg)?;
         let state = party.offline(ctx)?;
         let sizes = ctx.session.sized;
         let params = opts.protocol.params(sizes)?.encode();
-        Ok((state, ctx.session.id, sizes, params))
+        Ok((state, sid, secret, sizes, params))
     })?;
-    let (state, session, sizes, params) = state;
+    let (state, session, secret, sizes, params) = state;
     let mut report = report;
     for p in &mut report.phases {
         p.offline = true;
@@ -125,6 +129,7 @@ pub fn precompute(
             role: opts.role,
             sizes,
             session,
+            secret,
             params,
         },
         state,
@@ -150,13 +155,19 @@ pub struct LoadedState {
 }
 
 impl LoadedState {
-    /// The most items our side may bring with this state.
-    pub fn max_items(&self) -> u64 {
+    /// Refuses `n` items if this state was precomputed for fewer.
+    pub fn check_items(&self, n: usize) -> Result<()> {
         let s = self.file.header.sizes;
-        match self.file.header.role {
+        let most = match self.file.header.role {
             Role::Sender => s.sender,
             Role::Receiver => s.receiver,
+        };
+        if n as u64 > most {
+            return Err(Error::Usage(format!(
+                "{n} items, more than the {most} this state was precomputed for (--max-items)"
+            )));
         }
+        Ok(())
     }
 }
 
@@ -175,6 +186,7 @@ pub fn load_state(path: &Path, opts: &RunOptions) -> Result<LoadedState> {
             opts.role.name()
         )));
     }
+    check_memory(opts, h.sizes)?;
     if opts.protocol.params(h.sizes)?.encode() != h.params {
         return Err(Error::State(format!(
             "'{}' was made with other parameters (by another venn release)",
@@ -195,20 +207,21 @@ pub fn run_online(
     loaded: LoadedState,
     opts: &RunOptions,
 ) -> Result<Report> {
-    if items.len() as u64 > loaded.max_items() {
-        return Err(Error::Usage(format!(
-            "{} items, more than the {} this state was precomputed for (--max-items)",
-            items.len(),
-            loaded.max_items()
-        )));
+    let h = &loaded.file.header;
+    if h.protocol != opts.protocol.info().name || h.role != opts.role {
+        return Err(Error::Usage(
+            "the state was loaded for another protocol or role than this run's".into(),
+        ));
     }
-    let resume = Resume {
-        session: loaded.file.header.session,
-        sizes: loaded.file.header.sizes,
-    };
+    loaded.check_items(items.len())?;
+    let resume = Mode::Resume(Resume {
+        session: h.session,
+        sizes: h.sizes,
+        secret: h.secret,
+    });
     let party = opts.protocol.party(opts.role);
     let LoadedState { file, state } = loaded;
-    let (output, mut report) = session(chan, items.len() as u64, Some(resume), opts, |ctx| {
+    let (output, mut report) = session(chan, items.len() as u64, resume, opts, |ctx| {
         file.claim()?;
         party.online(ctx, state, items)
     })?;
@@ -234,7 +247,7 @@ fn barrier(ctx: &mut Context) -> Result<()> {
 fn session<T>(
     chan: &mut dyn Channel,
     set_size: u64,
-    resume: Option<Resume>,
+    mode: Mode,
     opts: &RunOptions,
     body: impl FnOnce(&mut Context) -> Result<T> + Send,
 ) -> Result<(T, Report)>
@@ -258,19 +271,31 @@ where
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {} threads: {e}", opts.threads)))?;
     let mut chan = Confirming::new(chan);
-    let result = pool.install(|| session_in_pool(&mut chan, set_size, resume, opts, body));
+    let result = pool.install(|| session_in_pool(&mut chan, set_size, mode, opts, body));
     if let Err(e) = &result {
         if !e.is_link_failure() {
-            chan.abort(&e.to_string());
+            chan.abort(&abort_reason(e));
         }
     }
     result
 }
 
+/// What the peer is told when we give up: the error if it is about the joint run; for a
+/// local failure only its kind, so no paths or local limits leave this machine.
+fn abort_reason(e: &Error) -> String {
+    match e {
+        Error::Memory(_) => "the run would need more memory than the peer allows".into(),
+        Error::File { .. } | Error::State(_) | Error::Usage(_) | Error::Address(_) => {
+            "the peer stopped on a local error".into()
+        }
+        e => e.to_string(),
+    }
+}
+
 fn session_in_pool<T>(
     chan: &mut Confirming,
     set_size: u64,
-    resume: Option<Resume>,
+    mode: Mode,
     opts: &RunOptions,
     body: impl FnOnce(&mut Context) -> Result<T>,
 ) -> Result<(T, Report)> {
@@ -281,7 +306,7 @@ fn session_in_pool<T>(
         role: opts.role,
         both: opts.both,
         set_size,
-        resume,
+        mode,
     };
     let max_peer = opts.max_peer_items.min(MAX_ITEMS);
     let session = handshake(chan, &hello, max_peer, &mut prg, |sizes| {
@@ -298,13 +323,14 @@ fn session_in_pool<T>(
         duration: start.elapsed(),
     };
     let (n_self, n_peer) = own_and_peer(&session);
+    let key = session.key;
     let mut ctx = Context::new(chan, session, prg, opts.progress);
     let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());
     // Nothing is returned before both parties agree on everything that was sent.
     let confirm_start = Instant::now();
-    chan.confirm()?;
+    chan.confirm(&key)?;
     phases.push(Phase {
         name: "confirm transcript",
         offline: false,

@@ -495,7 +495,7 @@ fn a_replayed_session_is_refused() {
 /// every protocol and role.
 #[test]
 fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
-    use venn::session::{handshake, Hello, WireParams};
+    use venn::session::{handshake, Hello, Mode, WireParams};
     let mine: Items = (0..10).map(|i| format!("x{i}")).collect();
     for &p in registry() {
         for role in [Role::Sender, Role::Receiver] {
@@ -512,7 +512,7 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
                         role: peer_role,
                         both: false,
                         set_size: 1 << 24,
-                        resume: None,
+                        mode: Mode::Run,
                     };
                     let mut prg = Prg::from_seed(3);
                     let _ = handshake(&mut b, &hello, 1 << 24, &mut prg, |sizes| {
@@ -717,4 +717,56 @@ fn outputs_beyond_indices_and_states_through_files() {
         !paths[0].exists() && !paths[1].exists(),
         "both states used up"
     );
+}
+
+/// Issue 8 review: the online run of a precomputation is keyed with the secret agreed in
+/// it, so a stranger who echoes the (public) offline session id cannot start it, and the
+/// state is not used up by the attempt.
+#[test]
+fn a_stranger_cannot_use_up_a_precomputed_state() {
+    use venn::session::{handshake, Hello, Mode, Resume, WireParams};
+    let (s, r) = sets(30, 20, 5, 22);
+    let dir = tempfile::tempdir().unwrap();
+    let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
+    let opts = |role| options(&COUNTING, role, false);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| venn::precompute(&mut b, 20, &opts(Role::Receiver)));
+        let pre = venn::precompute(&mut a, 30, &opts(Role::Sender)).unwrap();
+        pre.save(&paths[0]).unwrap();
+        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
+    });
+    let header = venn::state::file::StateFile::open(&paths[1])
+        .unwrap()
+        .header
+        .clone();
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let result = std::thread::scope(|sc| {
+        sc.spawn(move || {
+            // Everything public about the precomputation, but not its secret.
+            let hello = Hello {
+                protocol: COUNTING.info().name.into(),
+                role: Role::Sender,
+                both: false,
+                set_size: 30,
+                mode: Mode::Resume(Resume {
+                    session: header.session,
+                    sizes: header.sizes,
+                    secret: [0; 32],
+                }),
+            };
+            let _ = handshake(&mut a, &hello, 20, &mut Prg::from_seed(1), |sizes| {
+                Ok(WireParams {
+                    encoding: COUNTING.params(sizes)?.encode(),
+                    shown: String::new(),
+                })
+            });
+        });
+        let o = opts(Role::Receiver);
+        venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o).unwrap(), &o)
+    });
+    let e = result.expect_err("a stranger was accepted");
+    assert!(matches!(e, Error::Integrity(_)), "{e}");
+    assert!(paths[1].exists(), "the state survives the attempt");
+    let _ = s;
 }

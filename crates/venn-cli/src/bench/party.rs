@@ -147,7 +147,7 @@ impl BenchParty {
                     let (mut chan, bound) = open(listen, &addr, self.timeout)?;
                     let pre = venn::precompute(&mut chan, n as u64, &opts)?;
                     drop(chan);
-                    let path = dir.join(format!("{}.state", self.role.name()));
+                    let path = dir.join(format!("{:032x}-{}.state", self.seed, self.role.name()));
                     let io = Instant::now();
                     let offline = pre.save(&path)?;
                     let bytes = std::fs::metadata(&path)?.len();

@@ -68,3 +68,17 @@ impl Channel for MemChannel {
         let _ = self.tx.send(Err(abort_reason(reason).to_string()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::MAX_FRAME;
+
+    #[test]
+    fn a_frame_over_the_limit_is_an_error_not_a_panic() {
+        let (mut a, _b) = mem_pair(Duration::from_secs(1));
+        let e = a.send(&vec![0; MAX_FRAME + 1]).unwrap_err();
+        assert!(matches!(e, Error::Oversized { .. }), "{e}");
+        a.send(&vec![0; MAX_FRAME]).unwrap();
+    }
+}

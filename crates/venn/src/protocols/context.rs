@@ -1,5 +1,6 @@
-//! What a running party works with: its named links, the agreed session, its randomness
-//! and a log of timed phases.
+//! What a running party works with: its link to the peer (a protocol with a dealer will
+//! add a second, named link), the agreed session, its randomness and a log of timed
+//! phases.
 
 use crate::crypto::Prg;
 use crate::net::Channel;

@@ -58,7 +58,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::Malicious,
             output: OutputKind::Nothing,
-            peer_item_bytes: 1024,
+            peer_item_bytes: 2048,
             own_item_bytes: 512,
         },
         RoleInfo {
@@ -66,7 +66,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             security: Security::Malicious,
             output: OutputKind::Indices,
             peer_item_bytes: 64,
-            own_item_bytes: 1024,
+            own_item_bytes: 2048,
         },
     ],
 };
@@ -495,6 +495,7 @@ mod tests {
                 receiver: N as u64,
             },
             both: false,
+            key: [0; 32],
         }
     }
 

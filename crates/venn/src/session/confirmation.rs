@@ -28,14 +28,29 @@ impl<'a> Confirming<'a> {
     }
 
     /// Exchanges digests with the peer and checks that what each side received is what
-    /// the other sent. The exchange itself is the one message left out of the digests.
-    pub fn confirm(&mut self) -> Result<()> {
+    /// the other sent. The digests travel with a MAC under the session's `key`, so where
+    /// that key is secret (a run from a precomputed state) nobody else can forge them.
+    /// The exchange itself is the one message left out of the digests.
+    pub fn confirm(&mut self, key: &[u8; 32]) -> Result<()> {
         let sent = *self.sent.finalize().as_bytes();
         let received = *self.received.finalize().as_bytes();
-        self.inner.send(&[sent, received].concat())?;
+        let mac = |a: &[u8], b: &[u8]| {
+            let mut h = blake3::Hasher::new_keyed(key);
+            h.update(a);
+            h.update(b);
+            *h.finalize().as_bytes()
+        };
+        self.inner
+            .send(&[sent, received, mac(&sent, &received)].concat())?;
         self.inner.flush()?;
-        let theirs = self.inner.recv_exact(64, "transcript digests")?;
-        let (their_sent, their_received) = theirs.split_at(32);
+        let theirs = self.inner.recv_exact(96, "transcript digests")?;
+        let (their_sent, rest) = theirs.split_at(32);
+        let (their_received, their_mac) = rest.split_at(32);
+        if mac(their_sent, their_received) != their_mac {
+            return Err(Error::Integrity(
+                "the peer's transcript digests were not made with this session's key".into(),
+            ));
+        }
         let mut differ = Vec::new();
         if their_sent != received {
             differ.push("what we received is not what the peer sent");
@@ -47,7 +62,8 @@ impl<'a> Confirming<'a> {
             Ok(())
         } else {
             Err(Error::Integrity(format!(
-                "{}: the connection altered, dropped or replayed a frame; no output is written",
+                "{}: a frame was altered, dropped or replayed between the parties; no output is \
+                 written",
                 differ.join(", and ")
             )))
         }
@@ -104,12 +120,12 @@ mod tests {
                     absorb(&mut b.received, &got);
                 }
                 b.send(b"back").unwrap();
-                b.confirm()
+                b.confirm(&[3; 32])
             });
             let mut a = Confirming::new(&mut a);
             a.send(b"hello").unwrap();
             (&mut a as &mut dyn Channel).recv(10).unwrap();
-            (a.confirm(), t.join().unwrap())
+            (a.confirm(&[3; 32]), t.join().unwrap())
         })
     }
 

@@ -1,13 +1,20 @@
 //! The session handshake on one link. Both parties announce magic, version, protocol,
-//! role, output mode, set size and a fresh nonce (the *hellos*); each computes the
-//! protocol parameters from the two set sizes and sends their canonical encoding with a
-//! hash over both hellos and that encoding. Each side checks the peer's encoding and hash
-//! against its own: a mismatch in the announced setup is named, and hellos altered on the
-//! way (a flipped nonce, size or flag) are caught by the hash. That hash is the session id,
-//! so every later derivation is bound to exactly what both parties saw.
+//! role, output mode, set size, what kind of run this is and a fresh nonce (the
+//! *hellos*); each computes the protocol parameters from the set sizes and sends their
+//! canonical encoding with a hash over both hellos and that encoding. Each side checks the
+//! peer's encoding and hash against its own: a mismatch in the announced setup is named,
+//! and hellos altered on the way (a flipped nonce, size or flag) are caught by the hash.
+//! That hash is the session id, so every later derivation is bound to exactly what both
+//! parties saw.
+//!
+//! The hash is keyed: with a public key for a fresh run, and with the secret the two
+//! parties agreed on in the offline session for a run that continues a precomputed state
+//! ([`Resume`]). Only the party that took part in that precomputation can then produce
+//! the session id — checked before the state is used up — and the session key derived
+//! from it authenticates the transcript confirmation.
 
 use super::{Role, Sizes};
-use crate::crypto::{Prg, RandomOracle};
+use crate::crypto::Prg;
 use crate::net::{Channel, Reader, Writer};
 use crate::{peer_text, Error, Result};
 
@@ -15,6 +22,8 @@ const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Wire-format version; bumped on any incompatible change.
 pub const VERSION: u16 = 2;
 const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 8 + 16 + 1 + 32;
+/// The key of the session-id hash when the parties share no secret.
+const PUBLIC_KEY: [u8; 32] = *b"venn/session-id/public-key/v2...";
 /// The longest parameter encoding accepted from the peer.
 const MAX_PARAMS: usize = 1024;
 
@@ -29,8 +38,29 @@ pub struct Hello {
     pub both: bool,
     /// The number of (distinct) items we bring.
     pub set_size: u64,
-    /// The precomputed offline phase this online run continues, if any.
-    pub resume: Option<Resume>,
+    /// What kind of run this is.
+    pub mode: Mode,
+}
+
+/// What kind of run a session is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Offline and online in one session.
+    Run,
+    /// The offline phase only (`venn precompute`).
+    Precompute,
+    /// The online phase, continuing a precomputed state.
+    Resume(Resume),
+}
+
+impl Mode {
+    fn name(&self) -> &'static str {
+        match self {
+            Mode::Run => "a full run",
+            Mode::Precompute => "a precomputation (venn precompute)",
+            Mode::Resume(_) => "an online run from a precomputed state (--state)",
+        }
+    }
 }
 
 /// The offline session a precomputed state comes from.
@@ -40,6 +70,8 @@ pub struct Resume {
     pub session: [u8; 32],
     /// The set sizes it was run for: the most each party may bring now.
     pub sizes: Sizes,
+    /// The secret both parties agreed on in it (see [`super::agree_secret`]).
+    pub secret: [u8; 32],
 }
 
 impl Hello {
@@ -52,9 +84,10 @@ impl Hello {
             .u8(self.both as u8)
             .u64(self.set_size)
             .bytes(nonce);
-        match &self.resume {
-            None => w.u8(0),
-            Some(r) => w.u8(1).bytes(&r.session),
+        match &self.mode {
+            Mode::Run => w.u8(0),
+            Mode::Precompute => w.u8(1),
+            Mode::Resume(r) => w.u8(2).bytes(&r.session),
         }
         .0
     }
@@ -85,16 +118,9 @@ pub struct Session {
     pub sized: Sizes,
     /// Whether both parties learn the intersection.
     pub both: bool,
-}
-
-impl Session {
-    /// The peer's set size.
-    pub fn n_peer(&self) -> u64 {
-        match self.role {
-            Role::Sender => self.n_receiver,
-            Role::Receiver => self.n_sender,
-        }
-    }
+    /// The key that authenticates this session's transcript confirmation: derived from
+    /// the session id, and from the precomputation's secret when there is one.
+    pub key: [u8; 32],
 }
 
 /// Runs the handshake. `max_peer_items` bounds the set size we accept from the peer (it
@@ -118,23 +144,30 @@ pub fn handshake(
         Role::Sender => (ours.set_size, peer_size),
         Role::Receiver => (peer_size, ours.set_size),
     };
-    let sized = match &ours.resume {
-        Some(r) => r.sizes,
-        None => Sizes {
-            sender: n_sender,
-            receiver: n_receiver,
-        },
+    let (sized, id_key) = match &ours.mode {
+        Mode::Resume(r) => (
+            r.sizes,
+            blake3::derive_key("venn/session-id/key", &r.secret),
+        ),
+        _ => (
+            Sizes {
+                sender: n_sender,
+                receiver: n_receiver,
+            },
+            PUBLIC_KEY,
+        ),
     };
     let params = params(sized)?;
     let (sender_hello, receiver_hello) = match ours.role {
         Role::Sender => (&our_hello, &peer_hello),
         Role::Receiver => (&peer_hello, &our_hello),
     };
-    let id = RandomOracle::new("venn/session-id", &[]).hash(&[
-        sender_hello,
-        receiver_hello,
-        &params.encoding,
-    ]);
+    let mut h = blake3::Hasher::new_keyed(&id_key);
+    for part in [sender_hello, receiver_hello, &params.encoding] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    let id = *h.finalize().as_bytes();
     chan.send(
         &Writer::new()
             .u16(params.encoding.len() as u16)
@@ -156,10 +189,17 @@ pub fn handshake(
         )));
     }
     if peer_id != id {
-        return Err(Error::Integrity(
-            "the hellos were altered in transit: the two parties saw different handshakes".into(),
-        ));
+        return Err(Error::Integrity(match ours.mode {
+            Mode::Resume(_) => "the peer does not hold the secret of our precomputation (or \
+                                the hellos were altered in transit)"
+                .into(),
+            _ => "the hellos were altered in transit: the two parties saw different handshakes"
+                .into(),
+        }));
     }
+    let mut key = blake3::Hasher::new_keyed(&id_key);
+    key.update(b"venn/session-key");
+    key.update(&id);
     Ok(Session {
         id,
         role: ours.role,
@@ -167,6 +207,7 @@ pub fn handshake(
         n_receiver,
         sized,
         both: ours.both,
+        key: *key.finalize().as_bytes(),
     })
 }
 
@@ -223,26 +264,25 @@ fn check_peer_hello(msg: &[u8], ours: &Hello, max_peer_items: u64) -> Result<u64
         )));
     }
     r.array::<16>()?;
-    let peer_resume = match r.u8()? {
-        0 => None,
-        1 => Some(r.array::<32>()?),
-        b => return Err(Error::protocol("a state flag of 0 or 1", b.to_string())),
+    let peer_mode = match r.u8()? {
+        0 => Mode::Run,
+        1 => Mode::Precompute,
+        // What the peer precomputed for is not on the wire: our own state says it.
+        2 => Mode::Resume(Resume {
+            session: r.array()?,
+            sizes: Sizes {
+                sender: 0,
+                receiver: 0,
+            },
+            secret: [0; 32],
+        }),
+        b => return Err(Error::protocol("a run mode of 0, 1 or 2", b.to_string())),
     };
     r.finish()?;
-    match (&ours.resume, peer_resume) {
-        (None, None) => {}
-        (Some(_), None) => return Err(Error::Handshake(
-            "we continue a precomputed state and the peer does not (pass --state on both sides)"
-                .into(),
-        )),
-        (None, Some(_)) => {
-            return Err(Error::Handshake(
-                "the peer continues a precomputed state and we do not (pass --state on both sides)"
-                    .into(),
-            ))
-        }
-        (Some(r), Some(id)) => {
-            if r.session != id {
+    match (&ours.mode, &peer_mode) {
+        (Mode::Run, Mode::Run) | (Mode::Precompute, Mode::Precompute) => {}
+        (Mode::Resume(r), Mode::Resume(peer)) => {
+            if r.session != peer.session {
                 return Err(Error::Handshake(
                     "the peer's state comes from a different precomputation than ours".into(),
                 ));
@@ -256,6 +296,19 @@ fn check_peer_hello(msg: &[u8], ours: &Hello, max_peer_items: u64) -> Result<u64
                     "the peer brings {peer_size} items, more than the {most} it precomputed for"
                 )));
             }
+        }
+        (ours, theirs) => {
+            let resuming = matches!(ours, Mode::Resume(_)) || matches!(theirs, Mode::Resume(_));
+            return Err(Error::Handshake(format!(
+                "we run {} and the peer runs {}{}",
+                ours.name(),
+                theirs.name(),
+                if resuming {
+                    " (pass --state on both sides)"
+                } else {
+                    ""
+                }
+            )));
         }
     }
     Ok(peer_size)

@@ -3,19 +3,25 @@
 //! coin tossing, and the confirmation that both parties saw the same transcript before any
 //! output is used.
 //!
-//! What this layer guarantees is integrity against a faulty or meddling network between
-//! two honest parties: a frame altered, dropped, reordered or replayed from another
-//! session makes both handshake hashes or transcript digests differ, and the run fails
-//! without output. It does not authenticate the peer: a party in the middle that plays
-//! both ends is stopped only by an authenticated channel (TLS with pinned keys).
+//! What this layer guarantees, over a plain link, is integrity against a faulty network or
+//! a relay that alters frames without rewriting the checks: a frame altered, dropped,
+//! reordered or replayed from another session makes the handshake hashes or the
+//! transcript digests differ, and the run fails without output. An active attacker on an
+//! unauthenticated link sees every frame and can rewrite those checks too (or play both
+//! ends); only an authenticated channel (TLS with pinned keys) stops that. One exception:
+//! the online run of a precomputation is keyed with the secret the two parties agreed on
+//! in it, so there the checks hold against anyone who was not in the middle of the
+//! precomputation.
 
 mod coin_toss;
 mod confirmation;
 mod handshake;
+mod key_agreement;
 
 pub use coin_toss::{CoinToss, CoinTossReply};
 pub use confirmation::Confirming;
-pub use handshake::{handshake, Hello, Resume, Session, WireParams, VERSION};
+pub use handshake::{handshake, Hello, Mode, Resume, Session, WireParams, VERSION};
+pub use key_agreement::agree_secret;
 
 use crate::{Error, Result};
 

@@ -2,26 +2,37 @@
 //! state, and a BLAKE3 digest of both.
 //!
 //! ```text
-//! "VENN/ST1" | protocol (str8) | role (u8) | sender size | receiver size (u64)
-//!            | offline session id (32) | parameter encoding (u16 length + bytes)
+//! "VENN/STA" | format (u16) | wire version (u16) | protocol (str8) | role (u8)
+//!            | sender size | receiver size (u64, at most MAX_ITEMS)
+//!            | offline session id (32) | shared secret (32)
+//!            | parameter encoding (u16 length + bytes) | BLAKE3(header) (32)
 //!            | party state ... | BLAKE3(everything before) (32)
 //! ```
 //!
+//! The header has its own digest, checked before any of it is used (its sizes decide what
+//! is allocated); the digest at the end covers everything.
+//!
 //! A state is **single-use**: reusing OT material in two online runs would leak the
-//! inputs of both. The file is written atomically with owner-only permissions, never over
-//! an existing file, and [`StateFile::claim`] deletes it when the online phase starts, so a
-//! second use, or a second process racing for it, finds nothing. A file whose digest does
-//! not match (truncated, corrupted) is refused before anything is sent.
+//! inputs of both. The file is written atomically with owner-only permissions (it holds
+//! the secret that binds the online run to the peer of the precomputation), never over an
+//! existing file. It is opened without following a symbolic link and only while it has
+//! one name, and [`StateFile::claim`] takes it by renaming it away and deleting it when
+//! the online phase starts, so a second use, or a second process racing for it, finds
+//! nothing. (A *copy* made by hand cannot be told apart; do not copy state files.) A file
+//! whose digest does not match (truncated, corrupted) is refused before anything is sent.
 
 use super::{StateReader, StateWriter};
-use crate::session::{Role, Sizes};
-use crate::{Error, Result};
+use crate::net::Writer;
+use crate::session::{Role, Sizes, VERSION};
+use crate::{Error, Result, MAX_ITEMS};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"VENN/ST1";
+const MAGIC: &[u8; 8] = b"VENN/STA";
+/// The layout of state files; bumped on any change to it or to a party's state.
+const FORMAT: u16 = 1;
 const MAX_PARAMS: usize = 1024;
 
 /// What a state is for.
@@ -35,6 +46,8 @@ pub struct Header {
     pub sizes: Sizes,
     /// The session id of the offline phase; the online session is bound to it.
     pub session: [u8; 32],
+    /// The secret the two parties agreed on in the offline session.
+    pub secret: [u8; 32],
     /// The parameter encoding of the offline phase.
     pub params: Vec<u8>,
 }
@@ -87,15 +100,8 @@ pub fn write(
     {
         let mut out = hashing(BufWriter::with_capacity(1 << 20, tmp.as_file_mut()));
         let mut w = StateWriter::new(&mut out);
-        w.raw(MAGIC)?;
-        w.raw(&[header.protocol.len() as u8])?;
-        w.raw(header.protocol.as_bytes())?;
-        w.raw(&[header.role.code()])?;
-        w.u64(header.sizes.sender)?;
-        w.u64(header.sizes.receiver)?;
-        w.raw(&header.session)?;
-        w.raw(&(header.params.len() as u16).to_le_bytes())?;
-        w.raw(&header.params)?;
+        w.raw(&encode_header(header))?;
+        w.raw(blake3::hash(&encode_header(header)).as_bytes())?;
         payload(&mut w)?;
         let digest = *out.hasher.finalize().as_bytes();
         out.inner
@@ -129,19 +135,32 @@ pub struct StateFile {
 }
 
 impl StateFile {
-    /// Opens `path` and reads its header.
+    /// Opens `path` (not through a symbolic link, and only while it has one name) and
+    /// reads and checks its header.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::State(format!(
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::State(format!(
                     "'{}' does not exist (a state is used up by the online run that uses it)",
                     path.display()
-                ))
-            } else {
-                Error::file("open", path)(e)
-            }
-        })?;
+                )),
+                _ if e.raw_os_error() == Some(libc::ELOOP) => Error::State(format!(
+                    "'{}' is a symbolic link; pass the state file itself",
+                    path.display()
+                )),
+                _ => Error::file("open", path)(e),
+            })?;
         let meta = file.metadata().map_err(Error::file("open", path))?;
+        if meta.nlink() != 1 {
+            return Err(Error::State(format!(
+                "'{}' has {} names (hard links); a single-use state must have one",
+                path.display(),
+                meta.nlink()
+            )));
+        }
         let mut input = hashing(BufReader::with_capacity(1 << 20, file));
         let header = read_header(&mut StateReader::new(&mut input))?;
         Ok(StateFile {
@@ -157,10 +176,9 @@ impl StateFile {
         let state = payload(&mut StateReader::new(&mut self.input))?;
         let digest = *self.input.hasher.finalize().as_bytes();
         let mut stored = [0u8; 32];
-        let mut rest = Vec::new();
+        let mut more = [0u8; 1];
         let intact = self.input.inner.read_exact(&mut stored).is_ok()
-            && self.input.inner.read_to_end(&mut rest).is_ok()
-            && rest.is_empty()
+            && matches!(self.input.inner.read(&mut more), Ok(0))
             && stored == digest;
         if !intact {
             return Err(Error::State(format!(
@@ -171,8 +189,9 @@ impl StateFile {
         Ok(state)
     }
 
-    /// Takes the state for this run: deletes the file, so that nobody can use it again.
-    /// Fails if it was deleted or replaced since it was opened.
+    /// Takes the state for this run: renames the file to a name of its own (atomic:
+    /// of two runs racing for it, one wins), checks it is the file that was opened, and
+    /// deletes it, so that nobody can use it again.
     pub fn claim(self) -> Result<()> {
         let used = || {
             Error::State(format!(
@@ -180,17 +199,58 @@ impl StateFile {
                 self.path.display()
             ))
         };
-        let meta = std::fs::metadata(&self.path).map_err(|_| used())?;
-        if (meta.dev(), meta.ino()) != self.identity {
-            return Err(used());
+        let mut taken = self.path.as_os_str().to_owned();
+        taken.push(format!(".claimed-{}", std::process::id()));
+        let taken = PathBuf::from(taken);
+        std::fs::rename(&self.path, &taken).map_err(|_| used())?;
+        let meta = std::fs::symlink_metadata(&taken).map_err(|_| used())?;
+        let same = (meta.dev(), meta.ino()) == self.identity;
+        std::fs::remove_file(&taken).map_err(Error::file("delete", &taken))?;
+        if same {
+            Ok(())
+        } else {
+            Err(used())
         }
-        std::fs::remove_file(&self.path).map_err(|_| used())
     }
 }
 
+fn encode_header(h: &Header) -> Vec<u8> {
+    Writer::new()
+        .bytes(MAGIC)
+        .u16(FORMAT)
+        .u16(VERSION)
+        .str8(&h.protocol)
+        .u8(h.role.code())
+        .u64(h.sizes.sender)
+        .u64(h.sizes.receiver)
+        .bytes(&h.session)
+        .bytes(&h.secret)
+        .u16(h.params.len() as u16)
+        .bytes(&h.params)
+        .0
+}
+
 fn read_header(r: &mut StateReader) -> Result<Header> {
+    let header = parse_header(r)?;
+    if r.raw(32)? != blake3::hash(&encode_header(&header)).as_bytes() {
+        return Err(Error::State(
+            "the state file's header is corrupted (its digest does not match)".into(),
+        ));
+    }
+    Ok(header)
+}
+
+fn parse_header(r: &mut StateReader) -> Result<Header> {
     if r.raw(8)? != MAGIC {
         return Err(Error::State("not a venn state file".into()));
+    }
+    let u16_of = |b: Vec<u8>| u16::from_le_bytes(b.try_into().expect("2 bytes"));
+    let (format, version) = (u16_of(r.raw(2)?), u16_of(r.raw(2)?));
+    if (format, version) != (FORMAT, VERSION) {
+        return Err(Error::State(format!(
+            "the state was written by another venn release (format {format}, wire version \
+             {version}; this one reads {FORMAT}, {VERSION})"
+        )));
     }
     let len = r.raw(1)?[0] as usize;
     let protocol = String::from_utf8(r.raw(len)?)
@@ -204,7 +264,11 @@ fn read_header(r: &mut StateReader) -> Result<Header> {
         sender: r.u64()?,
         receiver: r.u64()?,
     };
+    if sizes.sender > MAX_ITEMS || sizes.receiver > MAX_ITEMS {
+        return Err(Error::State("not a venn state file (set sizes)".into()));
+    }
     let session: [u8; 32] = r.raw(32)?.try_into().expect("32 bytes");
+    let secret: [u8; 32] = r.raw(32)?.try_into().expect("32 bytes");
     let len = u16::from_le_bytes(r.raw(2)?.try_into().expect("2 bytes")) as usize;
     if len > MAX_PARAMS {
         return Err(Error::State("not a venn state file (parameters)".into()));
@@ -215,6 +279,7 @@ fn read_header(r: &mut StateReader) -> Result<Header> {
         role,
         sizes,
         session,
+        secret,
         params,
     })
 }
@@ -233,6 +298,7 @@ mod tests {
                 receiver: 200,
             },
             session: [4; 32],
+            secret: [5; 32],
             params: vec![1, 2, 3],
         }
     }
@@ -254,6 +320,30 @@ mod tests {
         assert!(!path.exists());
         let e = StateFile::open(&path).err().unwrap();
         assert!(e.to_string().contains("used up"), "{e}");
+    }
+
+    #[test]
+    fn links_to_a_state_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.state");
+        write(&path, &header(), |w| w.u64(1)).unwrap();
+        let link = dir.path().join("link.state");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let e = StateFile::open(&link).err().unwrap();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let hard = dir.path().join("hard.state");
+        std::fs::hard_link(&path, &hard).unwrap();
+        let e = StateFile::open(&path).err().unwrap();
+        assert!(e.to_string().contains("2 names"), "{e}");
+        std::fs::remove_file(&hard).unwrap();
+        let mut f = StateFile::open(&path).unwrap();
+        f.read(|r| r.u64()).unwrap();
+        f.claim().unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "only the dangling link"
+        );
     }
 
     #[test]

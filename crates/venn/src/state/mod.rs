@@ -4,6 +4,7 @@
 pub mod file;
 
 use crate::crypto::Block;
+use crate::memory::advise_huge_pages;
 use crate::{Error, Result};
 use std::io::{Read, Write};
 
@@ -154,6 +155,8 @@ impl<'a> StateReader<'a> {
     ) -> Result<Vec<T>> {
         let n = self.count(max, what)?;
         let mut out = Vec::with_capacity(n);
+        // Large arrays are OT rows and messages that the online phase reads at random.
+        advise_huge_pages(&out);
         while out.len() < n {
             let take = (n - out.len()).min(CHUNK / N);
             self.fill(take * N)?;

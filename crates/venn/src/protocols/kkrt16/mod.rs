@@ -53,7 +53,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             security: Security::SemiHonest,
             output: OutputKind::Nothing,
             peer_item_bytes: 96,
-            own_item_bytes: 192,
+            own_item_bytes: 384,
         },
         RoleInfo {
             role: Role::Receiver,

@@ -15,10 +15,6 @@ const MAX_CODE_BITS: usize = 480;
 /// The parameters of one KKRT16 run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kkrt16Params {
-    /// The sender's set size.
-    pub n_sender: u64,
-    /// The receiver's set size.
-    pub n_receiver: u64,
     /// Cuckoo bins, 1.2·n_receiver (at least 1.2·2^8).
     pub bins: usize,
     /// Maximum stash size s.
@@ -46,8 +42,6 @@ impl Kkrt16Params {
             )));
         }
         Ok(Kkrt16Params {
-            n_sender,
-            n_receiver,
             bins,
             stash,
             code_bits,

@@ -62,7 +62,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             security: Security::Malicious,
             output: OutputKind::Nothing,
             peer_item_bytes: 6400,
-            own_item_bytes: 1024,
+            own_item_bytes: 1536,
         },
         RoleInfo {
             role: Role::Receiver,
@@ -355,6 +355,7 @@ mod tests {
                 receiver: N,
             },
             both: false,
+            key: [0; 32],
         };
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
         std::thread::scope(|s| {

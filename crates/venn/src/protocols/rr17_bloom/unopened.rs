@@ -138,6 +138,9 @@ impl Unopened {
         let ones = input.u32s(n_ot, "one-OTs")?;
         let messages = exactly(input.blocks(n_ot, "one-OT messages")?, ones.len())?;
         let zeros = input.u32s(n_ot - ones.len(), "zero-OTs")?;
+        if ones.iter().chain(&zeros).any(|&j| j as usize >= n_ot) {
+            return Err(Error::State("an OT index out of range".into()));
+        }
         Ok(Unopened {
             ones,
             messages,
