@@ -222,6 +222,7 @@ pub fn run_online(
     let party = opts.protocol.party(opts.role);
     let LoadedState { file, state } = loaded;
     let (output, mut report) = session(chan, items.len() as u64, resume, opts, |ctx| {
+        ctx.phase("use up the state", false);
         file.claim()?;
         party.online(ctx, state, items)
     })?;
