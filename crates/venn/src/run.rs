@@ -369,8 +369,8 @@ fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
         .saturating_add(cost.peer_item_bytes.saturating_mul(peer));
     if need > opts.max_memory {
         return Err(Error::Memory(format!(
-            "a {} run of {} with {peer} peer items and {own} of ours needs about {} here, \
-             more than the {} allowed (--max-memory)",
+            "as the {} {}, with {peer} peer items and {own} of ours, this run would need \
+             about {} here, more than the {} allowed (--max-memory)",
             opts.protocol.info().name,
             opts.role.name(),
             gib(need),
