@@ -331,7 +331,7 @@ fn session_in_pool<T>(
     phases.extend(ctx.finish());
     // Nothing is returned before both parties agree on everything that was sent.
     let confirm_start = Instant::now();
-    chan.confirm(&key)?;
+    chan.confirm(&key, opts.role)?;
     phases.push(Phase {
         name: "confirm transcript",
         offline: false,

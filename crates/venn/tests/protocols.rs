@@ -768,5 +768,28 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
     let e = result.expect_err("a stranger was accepted");
     assert!(matches!(e, Error::Integrity(_)), "{e}");
     assert!(paths[1].exists(), "the state survives the attempt");
+
+    // A stranger that reflects our own hello (its role flipped) and our own proof.
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let result = std::thread::scope(|sc| {
+        sc.spawn(move || {
+            let chan = &mut a as &mut dyn Channel;
+            let Ok(mut hello) = chan.recv(1 << 10) else {
+                return;
+            };
+            let role_at = 8 + 2 + 1 + COUNTING.info().name.len();
+            hello[role_at] ^= 1;
+            let _ = chan.send(&hello);
+            if let Ok(proof) = chan.recv(1 << 12) {
+                let _ = chan.send(&proof);
+            }
+            let _ = chan.recv(1 << 12);
+        });
+        let o = opts(Role::Receiver);
+        venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o).unwrap(), &o)
+    });
+    let e = result.expect_err("a reflected handshake was accepted");
+    assert!(matches!(e, Error::Integrity(_)), "{e}");
+    assert!(paths[1].exists(), "the state survives a reflection");
     let _ = s;
 }

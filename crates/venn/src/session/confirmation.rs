@@ -8,6 +8,7 @@
 //! checks the peer's pair crosswise; any difference is [`Error::Integrity`].
 
 use crate::net::{Channel, Traffic};
+use crate::session::Role;
 use crate::{Error, Result};
 
 /// A channel that keeps a digest of the frames in each direction.
@@ -31,22 +32,26 @@ impl<'a> Confirming<'a> {
     /// the other sent. The digests travel with a MAC under the session's `key`, so where
     /// that key is secret (a run from a precomputed state) nobody else can forge them.
     /// The exchange itself is the one message left out of the digests.
-    pub fn confirm(&mut self, key: &[u8; 32]) -> Result<()> {
+    pub fn confirm(&mut self, key: &[u8; 32], role: Role) -> Result<()> {
         let sent = *self.sent.finalize().as_bytes();
         let received = *self.received.finalize().as_bytes();
-        let mac = |a: &[u8], b: &[u8]| {
+        // The MAC names the role that sends it, so our own message reflected back fails.
+        let mac = |role: Role, a: &[u8], b: &[u8]| {
             let mut h = blake3::Hasher::new_keyed(key);
+            h.update(&[role.code()]);
             h.update(a);
             h.update(b);
-            *h.finalize().as_bytes()
+            h.finalize()
         };
+        let ours = mac(role, &sent, &received);
         self.inner
-            .send(&[sent, received, mac(&sent, &received)].concat())?;
+            .send(&[&sent[..], &received, ours.as_bytes()].concat())?;
         self.inner.flush()?;
         let theirs = self.inner.recv_exact(96, "transcript digests")?;
         let (their_sent, rest) = theirs.split_at(32);
         let (their_received, their_mac) = rest.split_at(32);
-        if mac(their_sent, their_received) != their_mac {
+        let their_mac = blake3::Hash::from_bytes(their_mac.try_into().expect("32 bytes"));
+        if mac(role.other(), their_sent, their_received) != their_mac {
             return Err(Error::Integrity(
                 "the peer's transcript digests were not made with this session's key".into(),
             ));
@@ -120,12 +125,12 @@ mod tests {
                     absorb(&mut b.received, &got);
                 }
                 b.send(b"back").unwrap();
-                b.confirm(&[3; 32])
+                b.confirm(&[3; 32], Role::Receiver)
             });
             let mut a = Confirming::new(&mut a);
             a.send(b"hello").unwrap();
             (&mut a as &mut dyn Channel).recv(10).unwrap();
-            (a.confirm(&[3; 32]), t.join().unwrap())
+            (a.confirm(&[3; 32], Role::Sender), t.join().unwrap())
         })
     }
 

@@ -64,7 +64,7 @@ impl Mode {
 }
 
 /// The offline session a precomputed state comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Resume {
     /// Its session id.
     pub session: [u8; 32],
@@ -72,6 +72,15 @@ pub struct Resume {
     pub sizes: Sizes,
     /// The secret both parties agreed on in it (see [`super::agree_secret`]).
     pub secret: [u8; 32],
+}
+
+impl std::fmt::Debug for Resume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resume")
+            .field("session", &self.session)
+            .field("sizes", &self.sizes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Hello {
@@ -102,7 +111,7 @@ pub struct WireParams {
 }
 
 /// What both parties agreed on.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Session {
     /// The hash of both hellos and the parameter encoding; binds every hash and key
     /// derivation of the run to this session.
@@ -121,6 +130,19 @@ pub struct Session {
     /// The key that authenticates this session's transcript confirmation: derived from
     /// the session id, and from the precomputation's secret when there is one.
     pub key: [u8; 32],
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("role", &self.role)
+            .field("n_sender", &self.n_sender)
+            .field("n_receiver", &self.n_receiver)
+            .field("sized", &self.sized)
+            .field("both", &self.both)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Runs the handshake. `max_peer_items` bounds the set size we accept from the peer (it
@@ -144,11 +166,8 @@ pub fn handshake(
         Role::Sender => (ours.set_size, peer_size),
         Role::Receiver => (peer_size, ours.set_size),
     };
-    let (sized, id_key) = match &ours.mode {
-        Mode::Resume(r) => (
-            r.sizes,
-            blake3::derive_key("venn/session-id/key", &r.secret),
-        ),
+    let (sized, base) = match &ours.mode {
+        Mode::Resume(r) => (r.sizes, r.secret),
         _ => (
             Sizes {
                 sender: n_sender,
@@ -157,12 +176,13 @@ pub fn handshake(
             PUBLIC_KEY,
         ),
     };
+    let keys = Keys::new(&base);
     let params = params(sized)?;
     let (sender_hello, receiver_hello) = match ours.role {
         Role::Sender => (&our_hello, &peer_hello),
         Role::Receiver => (&peer_hello, &our_hello),
     };
-    let mut h = blake3::Hasher::new_keyed(&id_key);
+    let mut h = blake3::Hasher::new_keyed(&keys.id);
     for part in [sender_hello, receiver_hello, &params.encoding] {
         h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
@@ -172,14 +192,14 @@ pub fn handshake(
         &Writer::new()
             .u16(params.encoding.len() as u16)
             .bytes(&params.encoding)
-            .bytes(&id)
+            .bytes(keys.proof(ours.role, &id).as_bytes())
             .0,
     )?;
     let msg = chan.recv(2 + MAX_PARAMS + 32)?;
     let mut r = Reader::new(&msg, "parameter confirmation");
     let len = r.u16()? as usize;
     let peer_encoding = r.bytes(len)?;
-    let peer_id: [u8; 32] = r.array()?;
+    let peer_proof: [u8; 32] = r.array()?;
     r.finish()?;
     if peer_encoding != params.encoding {
         return Err(Error::Handshake(format!(
@@ -188,7 +208,8 @@ pub fn handshake(
             params.shown
         )));
     }
-    if peer_id != id {
+    // The peer's proof is made for *its* role, so our own message reflected back fails.
+    if keys.proof(ours.role.other(), &id) != blake3::Hash::from_bytes(peer_proof) {
         return Err(Error::Integrity(match ours.mode {
             Mode::Resume(_) => "the peer does not hold the secret of our precomputation (or \
                                 the hellos were altered in transit)"
@@ -197,9 +218,6 @@ pub fn handshake(
                 .into(),
         }));
     }
-    let mut key = blake3::Hasher::new_keyed(&id_key);
-    key.update(b"venn/session-key");
-    key.update(&id);
     Ok(Session {
         id,
         role: ours.role,
@@ -207,8 +225,39 @@ pub fn handshake(
         n_receiver,
         sized,
         both: ours.both,
-        key: *key.finalize().as_bytes(),
+        key: keys.session(&id),
     })
+}
+
+/// The keys of one handshake, each derived for its own purpose from the base key (the
+/// public constant, or the precomputation's secret).
+struct Keys {
+    id: [u8; 32],
+    proof: [u8; 32],
+    session: [u8; 32],
+}
+
+impl Keys {
+    fn new(base: &[u8; 32]) -> Self {
+        Keys {
+            id: blake3::derive_key("venn/session-id", base),
+            proof: blake3::derive_key("venn/handshake-proof", base),
+            session: blake3::derive_key("venn/session-key", base),
+        }
+    }
+
+    /// What `role` sends to show it computed `id` with the base key.
+    fn proof(&self, role: Role, id: &[u8; 32]) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.proof);
+        h.update(&[role.code()]);
+        h.update(id);
+        h.finalize()
+    }
+
+    /// The session's key, for the transcript confirmation.
+    fn session(&self, id: &[u8; 32]) -> [u8; 32] {
+        *blake3::keyed_hash(&self.session, id).as_bytes()
+    }
 }
 
 /// Checks the peer's hello against ours; returns the peer's set size.

@@ -61,6 +61,14 @@ impl Role {
         }
     }
 
+    /// The other role.
+    pub fn other(self) -> Role {
+        match self {
+            Role::Sender => Role::Receiver,
+            Role::Receiver => Role::Sender,
+        }
+    }
+
     /// The lower-case name.
     pub fn name(self) -> &'static str {
         match self {

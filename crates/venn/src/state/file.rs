@@ -36,7 +36,7 @@ const FORMAT: u16 = 1;
 const MAX_PARAMS: usize = 1024;
 
 /// What a state is for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Header {
     /// The protocol's registry name.
     pub protocol: String,
@@ -50,6 +50,17 @@ pub struct Header {
     pub secret: [u8; 32],
     /// The parameter encoding of the offline phase.
     pub params: Vec<u8>,
+}
+
+impl std::fmt::Debug for Header {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Header")
+            .field("protocol", &self.protocol)
+            .field("role", &self.role)
+            .field("sizes", &self.sizes)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Hashes what passes through to the inner writer or reader.
@@ -140,7 +151,8 @@ impl StateFile {
     pub fn open(path: &Path) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            // Not through a link; and a FIFO must not block the open.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => Error::State(format!(
@@ -154,6 +166,12 @@ impl StateFile {
                 _ => Error::file("open", path)(e),
             })?;
         let meta = file.metadata().map_err(Error::file("open", path))?;
+        if !meta.is_file() {
+            return Err(Error::State(format!(
+                "'{}' is not a regular file",
+                path.display()
+            )));
+        }
         if meta.nlink() != 1 {
             return Err(Error::State(format!(
                 "'{}' has {} names (hard links); a single-use state must have one",
@@ -189,9 +207,10 @@ impl StateFile {
         Ok(state)
     }
 
-    /// Takes the state for this run: renames the file to a name of its own (atomic:
-    /// of two runs racing for it, one wins), checks it is the file that was opened, and
-    /// deletes it, so that nobody can use it again.
+    /// Takes the state for this run: renames the file to a fresh name (atomic: of two
+    /// runs racing for it, one wins), checks that it is the file that was opened, deletes
+    /// it, and checks through the still-open handle that no other name for it is left (a
+    /// hard link made since it was opened would let the material be used twice).
     pub fn claim(self) -> Result<()> {
         let used = || {
             Error::State(format!(
@@ -200,17 +219,34 @@ impl StateFile {
             ))
         };
         let mut taken = self.path.as_os_str().to_owned();
-        taken.push(format!(".claimed-{}", std::process::id()));
+        taken.push(format!(
+            ".claimed-{:032x}",
+            crate::crypto::Prg::from_entropy().block()
+        ));
         let taken = PathBuf::from(taken);
         std::fs::rename(&self.path, &taken).map_err(|_| used())?;
         let meta = std::fs::symlink_metadata(&taken).map_err(|_| used())?;
-        let same = (meta.dev(), meta.ino()) == self.identity;
-        std::fs::remove_file(&taken).map_err(Error::file("delete", &taken))?;
-        if same {
-            Ok(())
-        } else {
-            Err(used())
+        if (meta.dev(), meta.ino()) != self.identity {
+            // Not ours: leave the other file as it was found.
+            let _ = std::fs::rename(&taken, &self.path);
+            return Err(used());
         }
+        std::fs::remove_file(&taken).map_err(Error::file("delete", &taken))?;
+        let left = self.input.inner.get_ref().metadata()?.nlink();
+        if left != 0 {
+            return Err(Error::State(format!(
+                "'{}' gained another name (a hard link) after it was opened; not used",
+                self.path.display()
+            )));
+        }
+        // Make the deletion durable before the material is used.
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(Error::file("sync", dir))
     }
 }
 
