@@ -144,8 +144,11 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
             b.input.header = Some(header);
         }
         Format::Lines => {
-            let data = std::fs::read(path)?;
-            let mut lines: Vec<&[u8]> = data.split(|&c| c == b'\n').collect();
+            let data = std::fs::read(path).map_err(Error::file("read input", path))?;
+            // A UTF-8 byte-order mark is not part of the first key (the CSV reader drops it
+            // too).
+            let text = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&data);
+            let mut lines: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
             if lines.last().is_some_and(|l| l.is_empty()) {
                 lines.pop();
             }

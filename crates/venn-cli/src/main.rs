@@ -67,8 +67,9 @@ struct LinkCli {
     /// Worker threads for this party.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Seconds to wait for the peer (connecting and each message).
-    #[arg(long, default_value_t = 60)]
+    /// Seconds to wait for the peer: to connect, and for each whole message (a deadline
+    /// per message, however the peer trickles its bytes).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     /// Write timings and traffic as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -226,7 +227,7 @@ struct BenchCli {
     #[arg(long)]
     json: bool,
     /// Seconds each party waits for the other.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
 }
 

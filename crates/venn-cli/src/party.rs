@@ -5,11 +5,11 @@ use crate::input::{read_input, KeyOptions};
 use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-use venn::net::{tcp_connect, tcp_listen, TcpChannel};
+use venn::net::{tcp_connect, tcp_listen, Screen, TcpChannel};
 use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
-use venn::session::Role;
+use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
@@ -96,7 +96,7 @@ impl Link {
 
     fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<TcpChannel> {
         match &self.endpoint {
-            Endpoint::Listen(a) => tcp_listen(a, self.timeout, on_bound),
+            Endpoint::Listen(a) => listen(a, self.timeout, on_bound),
             Endpoint::Connect(a) => tcp_connect(a, self.timeout),
         }
     }
@@ -112,19 +112,64 @@ impl Link {
     }
 }
 
-/// Checks that `path` can be written: not the input, and in an existing directory.
-fn check_output_path(path: &std::path::Path, input: Option<&std::path::Path>) -> Result<()> {
-    if input == Some(path) {
-        return Err(Error::Usage("--output must not be the input file".into()));
+/// Listens on `addr` for the peer. Only a connection that opens like a venn hello is
+/// taken; others (port scans, HTTP probes) are logged on stderr and dropped.
+pub fn listen(
+    addr: &str,
+    timeout: Duration,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<TcpChannel> {
+    let mut reject = |from: SocketAddr, why: &str| {
+        eprintln!("venn: warning: rejected a connection from {from}: {why}");
+    };
+    let screen = Screen {
+        len: HELLO_PREFIX,
+        accept: &looks_like_hello,
+        reject: &mut reject,
+    };
+    tcp_listen(addr, timeout, on_bound, screen)
+}
+
+/// Whether `a` and `b` name the same existing file (however they are spelled).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(Error::Usage(format!(
-                "directory '{}' does not exist",
-                dir.display()
-            )));
-        }
+}
+
+/// Checks, before the peer is contacted, that `path` can be written: not one of the
+/// `inputs`, not a directory, and in a directory where we may create files.
+fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
+    if inputs.iter().any(|i| same_file(i, path)) {
+        return Err(Error::Usage(format!(
+            "{what} '{}' is an input file: it would be overwritten",
+            path.display()
+        )));
     }
+    if path.is_dir() {
+        return Err(Error::Usage(format!(
+            "{what} '{}' is a directory",
+            path.display()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "directory '{}' does not exist",
+            dir.display()
+        )));
+    }
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        Error::Usage(format!(
+            "{what} '{}' cannot be written: {e}",
+            path.display()
+        ))
+    })?;
     Ok(())
 }
 
@@ -139,8 +184,15 @@ pub fn run_party(
     if role == Role::Receiver && learns_rows && args.output.is_none() {
         return Err(Error::Usage("receive needs --output FILE".into()));
     }
+    let inputs: Vec<&Path> = [Some(args.input.as_path()), args.state.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
     if let Some(out) = &args.output {
-        check_output_path(out, Some(&args.input))?;
+        check_output_path(out, "--output", &inputs)?;
+    }
+    if let Some(stats) = &args.link.stats_json {
+        check_output_path(stats, "--stats-json", &inputs)?;
     }
     let input = read_input(&args.input, &args.keys)?;
     if input.duplicates > 0 {
@@ -200,7 +252,7 @@ pub fn precompute_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Report> {
     let protocol = args.link.protocol()?;
-    check_output_path(&args.state, None)?;
+    check_output_path(&args.state, "--state", &[])?;
     if args.state.exists() {
         return Err(Error::Usage(format!(
             "'{}' already exists; a state file is never overwritten",

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
-use venn::net::{tcp_connect, tcp_listen, Recording, Replay, TcpChannel};
+use venn::net::{tcp_connect, Recording, Replay, TcpChannel};
 use venn::protocols::find;
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
@@ -99,7 +99,7 @@ pub struct BenchParty {
 fn open(listen: bool, addr: &str, timeout: Duration) -> Result<(TcpChannel, String)> {
     if listen {
         let mut bound = addr.to_string();
-        let chan = tcp_listen(addr, timeout, |a| {
+        let chan = crate::party::listen(addr, timeout, |a| {
             bound = a.to_string();
             println!("listening {a}");
         })?;

@@ -14,8 +14,8 @@ mod transcript;
 mod wire;
 
 pub use mem::{mem_pair, MemChannel};
-pub use stream::StreamChannel;
-pub use tcp::{tcp_connect, tcp_listen, TcpChannel};
+pub use stream::{StreamChannel, TimedRead};
+pub use tcp::{tcp_connect, tcp_listen, Screen, TcpChannel};
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 

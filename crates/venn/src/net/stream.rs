@@ -1,5 +1,6 @@
 //! A [`Channel`] over any byte stream (TCP in practice): 4-byte little-endian length
-//! prefix, then the payload.
+//! prefix, then the payload. Each received message has a deadline of one timeout from the
+//! moment we start waiting for it, however the peer trickles its bytes.
 
 use super::async_writer::AsyncWriter;
 use super::{
@@ -7,20 +8,61 @@ use super::{
 };
 use crate::{Error, Result};
 use std::io::{BufReader, ErrorKind, Read, Write};
-use std::time::Duration;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// A byte stream whose blocking reads can be bounded in time.
+pub trait TimedRead: Read {
+    /// Bounds each following blocking read to `limit` (at least a millisecond).
+    fn set_read_limit(&mut self, limit: Duration) -> std::io::Result<()>;
+}
+
+impl TimedRead for TcpStream {
+    fn set_read_limit(&mut self, limit: Duration) -> std::io::Result<()> {
+        self.set_read_timeout(Some(limit.max(Duration::from_millis(1))))
+    }
+}
+
+/// Reads that fail once `deadline` has passed: before each read the stream's own limit is
+/// lowered to the time left whenever it would overshoot by more than a tenth.
+struct Deadlined<R> {
+    inner: R,
+    deadline: Instant,
+    limit: Duration,
+}
+
+impl<R: TimedRead> Read for Deadlined<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        if left > self.limit || left < self.limit.mul_f64(0.9) {
+            self.inner.set_read_limit(left)?;
+            self.limit = left;
+        }
+        self.inner.read(buf)
+    }
+}
 
 /// Framing and byte counting over a reader/writer pair; writes happen on a background
 /// thread (see [`AsyncWriter`]).
-pub struct StreamChannel<R: Read> {
-    reader: BufReader<R>,
+pub struct StreamChannel<R: TimedRead> {
+    reader: BufReader<Deadlined<R>>,
     writer: AsyncWriter,
     traffic: Traffic,
     timeout: Duration,
 }
 
-impl<R: Read + Send> StreamChannel<R> {
-    /// Wraps a stream whose reads time out after `timeout` (reported as [`Error::Timeout`]).
+impl<R: TimedRead + Send> StreamChannel<R> {
+    /// Wraps a stream; each message must arrive within `timeout` of our starting to wait
+    /// for it (else [`Error::Timeout`]).
     pub fn new<W: Write + Send + 'static>(reader: R, writer: W, timeout: Duration) -> Self {
+        let reader = Deadlined {
+            inner: reader,
+            deadline: Instant::now() + timeout,
+            limit: Duration::ZERO,
+        };
         StreamChannel {
             reader: BufReader::with_capacity(1 << 16, reader),
             writer: AsyncWriter::new(writer),
@@ -55,7 +97,7 @@ impl<R: Read + Send> StreamChannel<R> {
     }
 }
 
-impl<R: Read + Send> Channel for StreamChannel<R> {
+impl<R: TimedRead + Send> Channel for StreamChannel<R> {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
         check_outgoing(frame)?;
         let mut bytes = Vec::with_capacity(4 + frame.len());
@@ -67,6 +109,7 @@ impl<R: Read + Send> Channel for StreamChannel<R> {
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        self.reader.get_mut().deadline = Instant::now() + self.timeout;
         let mut header = [0u8; 4];
         self.reader
             .read_exact(&mut header)

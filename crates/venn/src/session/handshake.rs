@@ -27,6 +27,17 @@ const PUBLIC_KEY: [u8; 32] = *b"venn/session-id/public-key/v2...";
 /// The longest parameter encoding accepted from the peer.
 const MAX_PARAMS: usize = 1024;
 
+/// How many opening bytes of a connection [`looks_like_hello`] needs.
+pub const HELLO_PREFIX: usize = 4 + MAGIC.len();
+
+/// Whether a connection's opening bytes (a frame length and the magic) can be a peer's
+/// hello: what a listener checks before it takes a connection.
+pub fn looks_like_hello(first: &[u8]) -> bool {
+    first.len() >= HELLO_PREFIX
+        && (u32::from_le_bytes(first[..4].try_into().expect("4 bytes")) as usize) <= MAX_HELLO
+        && &first[4..HELLO_PREFIX] == MAGIC
+}
+
 /// What a party announces about itself.
 #[derive(Clone, Debug)]
 pub struct Hello {

@@ -20,7 +20,9 @@ mod key_agreement;
 
 pub use coin_toss::{CoinToss, CoinTossReply};
 pub use confirmation::Confirming;
-pub use handshake::{handshake, Hello, Mode, Resume, Session, WireParams, VERSION};
+pub use handshake::{
+    handshake, looks_like_hello, Hello, Mode, Resume, Session, WireParams, HELLO_PREFIX, VERSION,
+};
 pub use key_agreement::agree_secret;
 
 use crate::{Error, Result};
