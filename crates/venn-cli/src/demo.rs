@@ -50,7 +50,7 @@ pub fn demo() -> Result<()> {
         output,
         keys: KeyOptions {
             format: Format::Csv,
-            column: Some("email".into()),
+            columns: vec!["email".into()],
             trim: true,
             lowercase: true,
             skip_empty: false,

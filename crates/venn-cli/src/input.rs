@@ -1,8 +1,16 @@
 //! Reading a party's input file: CSV with a header row (default) or plain lines; keys are
 //! normalised only when asked, empty keys are refused unless skipped, and duplicate keys
 //! are run once while all their rows are kept for the output.
+//!
+//! At disk speed: the file is read into one buffer and rows are byte ranges in it (the
+//! output copies them back verbatim). A CSV body without any quote character is split by
+//! hand; one with quotes goes through the `csv` crate, which handles quoting and embedded
+//! line breaks. Duplicates are found with a table of key indices under a fast hash that is
+//! keyed afresh each run (so a crafted file cannot make it slow).
 
-use std::collections::HashMap;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+use std::ops::Range;
 use std::path::Path;
 use venn::{Error, Items, Result};
 
@@ -19,25 +27,30 @@ pub enum Format {
 #[derive(Clone, Debug)]
 pub struct KeyOptions {
     pub format: Format,
-    /// CSV column holding the key (default: the first).
-    pub column: Option<String>,
+    /// CSV columns making up the key (default: the first column). With several, the key
+    /// is their values together, each prefixed by its length.
+    pub columns: Vec<String>,
     pub trim: bool,
     pub lowercase: bool,
     pub skip_empty: bool,
 }
 
-/// One row of the input, as it will be written back out.
-pub enum Row {
-    Csv(csv::ByteRecord),
-    Line(Vec<u8>),
+/// A kept row: the index of its key among `Input::keys`, and its bytes in the file (line
+/// ending included, if it had one).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub key: u32,
+    pub bytes: Range<usize>,
 }
 
 /// A parsed input file.
 pub struct Input {
-    /// The CSV header, if any.
-    pub header: Option<csv::ByteRecord>,
-    /// Every kept row with the index of its key among `keys`.
-    pub rows: Vec<(u32, Row)>,
+    /// The file, without a leading byte-order mark.
+    data: Vec<u8>,
+    /// The CSV header row's bytes, if any.
+    pub header: Option<Range<usize>>,
+    /// Every kept row, in file order.
+    pub rows: Vec<Row>,
     /// The distinct keys, in order of first appearance.
     pub keys: Items,
     /// Rows whose key had already appeared.
@@ -46,36 +59,68 @@ pub struct Input {
     pub skipped_empty: usize,
 }
 
-fn normalise(raw: &[u8], opts: &KeyOptions) -> Vec<u8> {
+impl Input {
+    /// The bytes of a row or the header, as they are in the file.
+    pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
+        &self.data[range.clone()]
+    }
+}
+
+/// Normalises `raw` as `opts` asks, into `out` when it changes, and returns the key.
+fn normalise<'a>(raw: &'a [u8], opts: &KeyOptions, out: &'a mut Vec<u8>) -> &'a [u8] {
     let mut key = raw;
     if opts.trim {
         key = key.trim_ascii();
-        if let Ok(s) = std::str::from_utf8(key) {
-            key = s.trim().as_bytes();
+        if !key.is_ascii() {
+            if let Ok(s) = std::str::from_utf8(key) {
+                key = s.trim().as_bytes();
+            }
         }
     }
-    if opts.lowercase {
-        match std::str::from_utf8(key) {
-            Ok(s) => s.to_lowercase().into_bytes(),
-            Err(_) => key.to_ascii_lowercase(),
-        }
-    } else {
-        key.to_vec()
+    if !opts.lowercase {
+        return key;
     }
+    out.clear();
+    match std::str::from_utf8(key) {
+        Ok(s) if !s.is_ascii() => out.extend_from_slice(s.to_lowercase().as_bytes()),
+        _ => out.extend(key.iter().map(u8::to_ascii_lowercase)),
+    }
+    out
 }
 
+/// Collects rows and distinct keys.
 struct Builder<'a> {
     opts: &'a KeyOptions,
-    index: HashMap<Vec<u8>, u32>,
-    input: Input,
+    hasher: hashbrown::DefaultHashBuilder,
+    index: HashTable<u32>,
+    keys: Items,
+    rows: Vec<Row>,
+    duplicates: usize,
+    skipped_empty: usize,
+    scratch: Vec<u8>,
+    field_scratch: Vec<u8>,
 }
 
-impl Builder<'_> {
-    fn add(&mut self, line: u64, raw: &[u8], row: Row) -> Result<()> {
-        let key = normalise(raw, self.opts);
+impl<'a> Builder<'a> {
+    fn new(opts: &'a KeyOptions, expected_rows: usize) -> Self {
+        Builder {
+            opts,
+            hasher: hashbrown::DefaultHashBuilder::default(),
+            index: HashTable::with_capacity(expected_rows),
+            keys: Items::with_capacity(expected_rows, 32 * expected_rows),
+            rows: Vec::with_capacity(expected_rows),
+            duplicates: 0,
+            skipped_empty: 0,
+            scratch: Vec::new(),
+            field_scratch: Vec::new(),
+        }
+    }
+
+    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised).
+    fn add_key(&mut self, line: u64, key: &[u8], bytes: Range<usize>) -> Result<()> {
         if key.is_empty() {
             if self.opts.skip_empty {
-                self.input.skipped_empty += 1;
+                self.skipped_empty += 1;
                 return Ok(());
             }
             return Err(Error::Input {
@@ -83,48 +128,144 @@ impl Builder<'_> {
                 reason: "empty key (pass --skip-empty to skip such rows)".into(),
             });
         }
-        let next = self.index.len() as u32;
-        let idx = *self.index.entry(key).or_insert_with_key(|k| {
-            self.input.keys.push(k);
-            next
-        });
-        if idx != next {
-            self.input.duplicates += 1;
-        }
-        self.input.rows.push((idx, row));
+        let hash = self.hasher.hash_one(key);
+        let keys = &self.keys;
+        let idx = match self.index.find(hash, |&i| keys.get(i as usize) == key) {
+            Some(&i) => {
+                self.duplicates += 1;
+                i
+            }
+            None => {
+                let i = self.keys.len() as u32;
+                self.keys.push(key);
+                let (keys, hasher) = (&self.keys, &self.hasher);
+                self.index
+                    .insert_unique(hash, i, |&j| hasher.hash_one(keys.get(j as usize)));
+                i
+            }
+        };
+        self.rows.push(Row { key: idx, bytes });
         Ok(())
     }
+
+    /// Adds a row whose key is made of `fields` (raw), normalising each.
+    fn add_fields(&mut self, line: u64, fields: &[&[u8]], bytes: Range<usize>) -> Result<()> {
+        let (mut key_buf, mut field_buf) = (
+            std::mem::take(&mut self.scratch),
+            std::mem::take(&mut self.field_scratch),
+        );
+        let result = match fields {
+            [one] => {
+                let key = normalise(one, self.opts, &mut key_buf);
+                self.add_key(line, key, bytes)
+            }
+            _ => {
+                key_buf.clear();
+                let mut all_empty = true;
+                for f in fields {
+                    let v = normalise(f, self.opts, &mut field_buf);
+                    all_empty &= v.is_empty();
+                    key_buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    key_buf.extend_from_slice(v);
+                }
+                let key = if all_empty { &[][..] } else { &key_buf[..] };
+                self.add_key(line, key, bytes)
+            }
+        };
+        (self.scratch, self.field_scratch) = (key_buf, field_buf);
+        result
+    }
+
+    fn finish(self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+        Input {
+            data,
+            header,
+            rows: self.rows,
+            keys: self.keys,
+            duplicates: self.duplicates,
+            skipped_empty: self.skipped_empty,
+        }
+    }
+}
+
+/// The ranges of the lines of `data[from..]`, each with its line ending.
+fn lines(data: &[u8], from: usize) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut start = from;
+    std::iter::from_fn(move || {
+        if start >= data.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i + 1);
+        let line = start..end;
+        start = end;
+        Some(line)
+    })
+}
+
+/// A line's content without its line ending.
+fn content<'a>(data: &'a [u8], line: &Range<usize>) -> &'a [u8] {
+    let l = &data[line.clone()];
+    let l = l.strip_suffix(b"\n").unwrap_or(l);
+    l.strip_suffix(b"\r").unwrap_or(l)
 }
 
 /// Reads and parses `path`.
 pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
-    let file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
-    let mut b = Builder {
-        opts,
-        index: HashMap::new(),
-        input: Input {
-            header: None,
-            rows: Vec::new(),
-            keys: Items::new(),
-            duplicates: 0,
-            skipped_empty: 0,
-        },
-    };
+    let mut data = std::fs::read(path).map_err(Error::file("open input", path))?;
+    // A UTF-8 byte-order mark belongs to neither the header nor the first key.
+    if data.starts_with(b"\xEF\xBB\xBF") {
+        data.drain(..3);
+    }
+    let expected_rows = memchr::memchr_iter(b'\n', &data).count() + 1;
+    let mut b = Builder::new(opts, expected_rows);
     match opts.format {
+        Format::Lines => {
+            for (i, line) in lines(&data, 0).enumerate() {
+                let key = content(&data, &line);
+                b.add_fields(i as u64 + 1, &[key], line)?;
+            }
+            Ok(b.finish(data, None))
+        }
         Format::Csv => {
-            let mut reader = csv::ReaderBuilder::new()
-                .has_headers(true)
-                .from_reader(std::io::BufReader::new(file));
-            let header = reader.byte_headers().map_err(csv_error)?.clone();
-            let column = match &opts.column {
-                None if header.is_empty() => {
-                    return Err(Error::Input {
-                        line: 1,
-                        reason: "the CSV file has no header row".into(),
-                    })
-                }
-                None => 0,
-                Some(name) => header
+            let h = csv_header(&data, opts)?;
+            if memchr::memchr(b'"', &data[h.end..]).is_none() {
+                csv_plain_body(&data, h.end, &h.columns, h.width, &mut b)?;
+            } else {
+                csv_quoted_body(&data, h.end, &h.columns, &mut b)?;
+            }
+            Ok(b.finish(data, Some(0..h.end)))
+        }
+    }
+}
+
+/// The header row of a CSV file: where it ends (the body starts), how many fields it
+/// has, and which of them make up the key.
+struct Header {
+    end: usize,
+    width: usize,
+    columns: Vec<usize>,
+}
+
+/// Parses the header row.
+fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(data);
+    let header = reader.byte_headers().map_err(csv_error)?.clone();
+    let body = past_line_end(data, (reader.position().byte() as usize).min(data.len()));
+    if header.is_empty() {
+        return Err(Error::Input {
+            line: 1,
+            reason: "the CSV file has no header row".into(),
+        });
+    }
+    let columns = if opts.columns.is_empty() {
+        vec![0]
+    } else {
+        opts.columns
+            .iter()
+            .map(|name| {
+                header
                     .iter()
                     .position(|h| h == name.as_bytes())
                     .ok_or_else(|| Error::Input {
@@ -133,32 +274,93 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
                             "no column named '{name}' (columns: {})",
                             header_list(&header)
                         ),
-                    })?,
-            };
-            let mut record = csv::ByteRecord::new();
-            while reader.read_byte_record(&mut record).map_err(csv_error)? {
-                let line = record.position().map_or(0, |p| p.line());
-                let raw = record.get(column).unwrap_or_default().to_vec();
-                b.add(line, &raw, Row::Csv(record.clone()))?;
-            }
-            b.input.header = Some(header);
+                    })
+            })
+            .collect::<Result<_>>()?
+    };
+    Ok(Header {
+        end: body,
+        width: header.len(),
+        columns,
+    })
+}
+
+/// A body with no quote character: split at line breaks and commas.
+fn csv_plain_body(
+    data: &[u8],
+    body: usize,
+    columns: &[usize],
+    width: usize,
+    b: &mut Builder,
+) -> Result<()> {
+    let mut commas: Vec<usize> = Vec::with_capacity(width);
+    let mut key: Vec<&[u8]> = Vec::with_capacity(columns.len());
+    for (i, line) in lines(data, body).enumerate() {
+        let text = content(data, &line);
+        if text.is_empty() {
+            continue;
         }
-        Format::Lines => {
-            let data = std::fs::read(path).map_err(Error::file("read input", path))?;
-            // A UTF-8 byte-order mark is not part of the first key (the CSV reader drops it
-            // too).
-            let text = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&data);
-            let mut lines: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
-            if lines.last().is_some_and(|l| l.is_empty()) {
-                lines.pop();
-            }
-            for (i, line) in lines.into_iter().enumerate() {
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                b.add(i as u64 + 1, line, Row::Line(line.to_vec()))?;
-            }
+        commas.clear();
+        commas.extend(memchr::memchr_iter(b',', text));
+        let number = i as u64 + 2;
+        if commas.len() + 1 != width {
+            return Err(Error::Input {
+                line: number,
+                reason: format!(
+                    "malformed CSV: {} fields where the header has {width}",
+                    commas.len() + 1
+                ),
+            });
         }
+        let field = |c: usize| {
+            let start = if c == 0 { 0 } else { commas[c - 1] + 1 };
+            let end = commas.get(c).copied().unwrap_or(text.len());
+            &text[start..end]
+        };
+        key.clear();
+        key.extend(columns.iter().map(|&c| field(c)));
+        b.add_fields(number, &key, line)?;
     }
-    Ok(b.input)
+    Ok(())
+}
+
+/// Where a line ending that starts at `at` ends (a `\r` the `csv` reader stopped at may
+/// be followed by its `\n`).
+fn past_line_end(data: &[u8], at: usize) -> usize {
+    if at > 0 && data[at - 1] == b'\r' && data.get(at) == Some(&b'\n') {
+        at + 1
+    } else {
+        at
+    }
+}
+
+/// A body with quotes: the `csv` crate parses it; rows keep their original bytes.
+fn csv_quoted_body(data: &[u8], body: usize, columns: &[usize], b: &mut Builder) -> Result<()> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(&data[body..]);
+    let mut record = csv::ByteRecord::new();
+    let mut key: Vec<Vec<u8>> = Vec::with_capacity(columns.len());
+    while reader.read_byte_record(&mut record).map_err(csv_error)? {
+        let pos = record
+            .position()
+            .expect("records read from a reader have a position");
+        // The reported start may include the ends of earlier (blank) lines.
+        let mut start = body + pos.byte() as usize;
+        while matches!(data.get(start), Some(b'\r' | b'\n')) {
+            start += 1;
+        }
+        let end = past_line_end(data, body + reader.position().byte() as usize);
+        key.clear();
+        key.extend(
+            columns
+                .iter()
+                .map(|&c| record.get(c).unwrap_or_default().to_vec()),
+        );
+        let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
+        b.add_fields(pos.line() + 1, &fields, start..end.max(start))?;
+    }
+    Ok(())
 }
 
 fn header_list(header: &csv::ByteRecord) -> String {
@@ -174,5 +376,92 @@ fn csv_error(e: csv::Error) -> Error {
     Error::Input {
         line,
         reason: format!("malformed CSV: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(format: Format, columns: &[&str]) -> KeyOptions {
+        KeyOptions {
+            format,
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            trim: true,
+            lowercase: true,
+            skip_empty: false,
+        }
+    }
+
+    fn read(text: &str, o: &KeyOptions) -> Input {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, text).unwrap();
+        read_input(&p, o).unwrap()
+    }
+
+    fn rows(input: &Input) -> Vec<String> {
+        input
+            .rows
+            .iter()
+            .map(|r| String::from_utf8_lossy(input.bytes(&r.bytes)).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn plain_and_quoted_csv_give_the_same_keys_and_keep_row_bytes() {
+        let plain = "k,v\r\nA ,1\r\nb,2\r\na,3\r\n\r\nc,4";
+        let quoted = "k,v\r\n\"A \",1\r\nb,\"2\"\r\na,3\r\n\r\nc,\"x\ny\"";
+        for text in [plain, quoted] {
+            let input = read(text, &opts(Format::Csv, &[]));
+            let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+            assert_eq!(keys, vec![&b"a"[..], b"b", b"c"], "{text:?}");
+            assert_eq!(input.duplicates, 1);
+            assert_eq!(
+                input.rows.iter().map(|r| r.key).collect::<Vec<_>>(),
+                [0, 1, 0, 2]
+            );
+            assert_eq!(input.bytes(input.header.as_ref().unwrap()), b"k,v\r\n");
+        }
+        assert_eq!(
+            rows(&read(plain, &opts(Format::Csv, &[]))),
+            ["A ,1\r\n", "b,2\r\n", "a,3\r\n", "c,4"]
+        );
+        assert_eq!(
+            rows(&read(quoted, &opts(Format::Csv, &[]))),
+            ["\"A \",1\r\n", "b,\"2\"\r\n", "a,3\r\n", "c,\"x\ny\""]
+        );
+    }
+
+    #[test]
+    fn several_columns_make_one_key_that_cannot_be_confused() {
+        let text = "a,b\nx,yz\nxy,z\nx,yz\n";
+        let input = read(text, &opts(Format::Csv, &["a", "b"]));
+        assert_eq!(input.keys.len(), 2, "x|yz and xy|z differ");
+        assert_eq!(input.duplicates, 1);
+        let e = read_input(
+            &{
+                let d = tempfile::tempdir().unwrap().keep();
+                let p = d.join("in");
+                std::fs::write(&p, text).unwrap();
+                p
+            },
+            &opts(Format::Csv, &["a", "nope"]),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("no column named 'nope'"), "{e}");
+    }
+
+    #[test]
+    fn ragged_rows_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, "a,b\n1,2\n3\n").unwrap();
+        let e = read_input(&p, &opts(Format::Csv, &[])).err().unwrap();
+        assert!(
+            e.to_string().contains("line 3") && e.to_string().contains("malformed"),
+            "{e}"
+        );
     }
 }

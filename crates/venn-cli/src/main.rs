@@ -100,9 +100,10 @@ struct PartyCli {
     /// Input format: csv (with a header row) or lines.
     #[arg(long, value_enum, default_value = "csv")]
     format: Format,
-    /// CSV column holding the key (default: the first column).
-    #[arg(long, value_name = "NAME")]
-    column: Option<String>,
+    /// CSV column holding the key (default: the first column); several, comma-separated
+    /// (`--column email,dob`), make one key of their values together.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    column: Vec<String>,
     /// Strip leading and trailing white space from keys.
     #[arg(long)]
     trim: bool,
@@ -317,7 +318,7 @@ impl PartyCli {
             output: self.output,
             keys: KeyOptions {
                 format: self.format,
-                column: self.column,
+                columns: self.column,
                 trim: self.trim,
                 lowercase: self.lowercase,
                 skip_empty: self.skip_empty,

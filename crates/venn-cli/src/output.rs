@@ -1,7 +1,7 @@
 //! Writing results: the intersecting rows and the statistics, each atomically (a temporary
 //! file in the same directory, renamed into place), so a failed run leaves no file.
 
-use crate::input::{Input, Row};
+use crate::input::Input;
 use std::io::Write;
 use std::path::Path;
 use venn::protocols::Output;
@@ -72,29 +72,32 @@ pub fn write_output(
 }
 
 /// Writes the header and every row whose key is in `intersection` (indices of distinct
-/// keys), in input order. Returns the number of rows written.
+/// keys), in input order, each exactly as it is in the input file. Returns the number of
+/// rows written.
 pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<usize> {
     let mut member = vec![false; input.keys.len()];
     for &i in intersection {
         member[i] = true;
     }
-    let matched = input.rows.iter().filter(|(key, _)| member[*key as usize]);
-    let count = matched.clone().count();
-    write_atomically(path, |w| match &input.header {
-        Some(header) => {
-            let mut out = csv::Writer::from_writer(w);
-            out.write_byte_record(header)?;
-            for (_, row) in matched {
-                if let Row::Csv(record) = row {
-                    out.write_byte_record(record)?;
-                }
-            }
-            out.flush()
+    let mut count = 0;
+    write_atomically(path, |w| {
+        if let Some(header) = &input.header {
+            w.write_all(input.bytes(header))?;
         }
-        None => matched.into_iter().try_for_each(|(_, row)| match row {
-            Row::Line(line) => w.write_all(line).and_then(|_| w.write_all(b"\n")),
-            Row::Csv(_) => Ok(()),
-        }),
+        let mut ends_line = true;
+        for row in input.rows.iter().filter(|r| member[r.key as usize]) {
+            if !ends_line {
+                w.write_all(b"\n")?;
+            }
+            let bytes = input.bytes(&row.bytes);
+            w.write_all(bytes)?;
+            ends_line = bytes.ends_with(b"\n");
+            count += 1;
+        }
+        if !ends_line {
+            w.write_all(b"\n")?;
+        }
+        Ok(())
     })?;
     Ok(count)
 }
@@ -119,6 +122,10 @@ pub struct Stats<'a> {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub threads: usize,
+    /// Seconds spent reading (parsing, normalising, deduplicating) the input and writing
+    /// the output, outside the protocol's phases.
+    pub input_seconds: Option<f64>,
+    pub output_seconds: Option<f64>,
     pub phases: Vec<PhaseStat<'a>>,
 }
 
@@ -167,6 +174,8 @@ impl<'a> Stats<'a> {
             bytes_sent: report.traffic.sent,
             bytes_received: report.traffic.received,
             threads,
+            input_seconds: None,
+            output_seconds: None,
             phases: report
                 .phases
                 .iter()
@@ -192,7 +201,7 @@ mod tests {
         std::fs::write(&csv, "k\na\nb\n").unwrap();
         let keys = KeyOptions {
             format: Format::Csv,
-            column: None,
+            columns: Vec::new(),
             trim: false,
             lowercase: false,
             skip_empty: false,

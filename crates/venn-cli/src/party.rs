@@ -58,6 +58,8 @@ pub struct PrecomputeArgs {
 pub struct Outcome {
     pub report: Report,
     pub written: Option<Written>,
+    /// Seconds spent reading the input and writing the output.
+    pub files: Option<(f64, f64)>,
 }
 
 impl Link {
@@ -194,7 +196,9 @@ pub fn run_party(
     if let Some(stats) = &args.link.stats_json {
         check_output_path(stats, "--stats-json", &inputs)?;
     }
+    let started = std::time::Instant::now();
     let input = read_input(&args.input, &args.keys)?;
+    let input_seconds = started.elapsed().as_secs_f64();
     if input.duplicates > 0 {
         eprintln!(
             "venn: warning: {} rows repeat an earlier key in '{}'; each key is run once and all \
@@ -234,14 +238,17 @@ pub fn run_party(
         None => venn::run(&mut chan, &input.keys, &opts)?,
     };
     drop(spinner);
+    let started = std::time::Instant::now();
     let written = write_output(args.output.as_deref(), &input, &report.output)?;
-    args.link.write_stats(&Stats::new(
-        &report,
-        Some(&input),
-        written.as_ref(),
-        args.link.threads,
-    ))?;
-    Ok(Outcome { report, written })
+    let files = (input_seconds, started.elapsed().as_secs_f64());
+    let mut stats = Stats::new(&report, Some(&input), written.as_ref(), args.link.threads);
+    (stats.input_seconds, stats.output_seconds) = (Some(files.0), Some(files.1));
+    args.link.write_stats(&stats)?;
+    Ok(Outcome {
+        report,
+        written,
+        files: Some(files),
+    })
 }
 
 /// Runs the offline phase with the peer for at most `max_items` items of ours and saves
@@ -287,8 +294,11 @@ pub fn summary(o: &Outcome) -> String {
         }
         (out, _) => describe(out),
     };
+    let files = o.files.map_or(String::new(), |(i, w)| {
+        format!(" | files: read {i:.3} s, written {w:.3} s")
+    });
     format!(
-        "venn {}{} {}: {} keys, peer {} keys, {result} | offline {:.3} s, online {:.3} s | sent {:.2} MB, received {:.2} MB",
+        "venn {}{} {}: {} keys, peer {} keys, {result} | offline {:.3} s, online {:.3} s | sent {:.2} MB, received {:.2} MB{files}",
         r.protocol,
         insecure_tag(r.protocol),
         r.role.name(),
