@@ -228,10 +228,14 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
         }
         Format::Csv => {
             let h = csv_header(&data, opts)?;
-            if memchr::memchr(b'"', &data[h.end..]).is_none() {
+            let body = &data[h.end..];
+            // The fast path splits at `\n` only: quotes, and a `\r` that ends a line on its
+            // own (old Mac files), go to the csv crate.
+            let bare_cr = memchr::memchr_iter(b'\r', body).any(|i| body.get(i + 1) != Some(&b'\n'));
+            if memchr::memchr(b'"', body).is_none() && !bare_cr {
                 csv_plain_body(&data, h.end, &h.columns, h.width, &mut b)?;
             } else {
-                csv_quoted_body(&data, h.end, &h.columns, &mut b)?;
+                csv_quoted_body(&data, h.end, &h, &mut b)?;
             }
             Ok(b.finish(data, Some(0..h.end)))
         }
@@ -335,16 +339,28 @@ fn past_line_end(data: &[u8], at: usize) -> usize {
 }
 
 /// A body with quotes: the `csv` crate parses it; rows keep their original bytes.
-fn csv_quoted_body(data: &[u8], body: usize, columns: &[usize], b: &mut Builder) -> Result<()> {
+fn csv_quoted_body(data: &[u8], body: usize, h: &Header, b: &mut Builder) -> Result<()> {
+    // Row widths are checked against the header below, not against the first row.
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
+        .flexible(true)
         .from_reader(&data[body..]);
     let mut record = csv::ByteRecord::new();
-    let mut key: Vec<Vec<u8>> = Vec::with_capacity(columns.len());
+    let mut key: Vec<Vec<u8>> = Vec::with_capacity(h.columns.len());
     while reader.read_byte_record(&mut record).map_err(csv_error)? {
         let pos = record
             .position()
             .expect("records read from a reader have a position");
+        if record.len() != h.width {
+            return Err(Error::Input {
+                line: pos.line() + 1,
+                reason: format!(
+                    "malformed CSV: {} fields where the header has {}",
+                    record.len(),
+                    h.width
+                ),
+            });
+        }
         // The reported start may include the ends of earlier (blank) lines.
         let mut start = body + pos.byte() as usize;
         while matches!(data.get(start), Some(b'\r' | b'\n')) {
@@ -352,11 +368,7 @@ fn csv_quoted_body(data: &[u8], body: usize, columns: &[usize], b: &mut Builder)
         }
         let end = past_line_end(data, body + reader.position().byte() as usize);
         key.clear();
-        key.extend(
-            columns
-                .iter()
-                .map(|&c| record.get(c).unwrap_or_default().to_vec()),
-        );
+        key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
         b.add_fields(pos.line() + 1, &fields, start..end.max(start))?;
     }
@@ -454,14 +466,22 @@ mod tests {
     }
 
     #[test]
-    fn ragged_rows_are_named() {
+    fn ragged_rows_are_named_on_both_paths() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("in");
-        std::fs::write(&p, "a,b\n1,2\n3\n").unwrap();
-        let e = read_input(&p, &opts(Format::Csv, &[])).err().unwrap();
-        assert!(
-            e.to_string().contains("line 3") && e.to_string().contains("malformed"),
-            "{e}"
-        );
+        for text in ["a,b\n1,2\n3\n", "a,b\n\"1\",2\n3\n"] {
+            std::fs::write(&p, text).unwrap();
+            let e = read_input(&p, &opts(Format::Csv, &[])).err().unwrap();
+            assert!(
+                e.to_string().contains("line 3") && e.to_string().contains("1 fields"),
+                "{text:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn old_mac_line_endings_split_rows() {
+        let input = read("k,v\ra,1\rb,2\r", &opts(Format::Csv, &[]));
+        assert_eq!(input.keys.len(), 2, "two rows, not one");
     }
 }

@@ -69,7 +69,7 @@ struct LinkCli {
     threads: usize,
     /// Seconds to wait for the peer: to connect, and for each whole message (a deadline
     /// per message, however the peer trickles its bytes).
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
     /// Write timings and traffic as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -152,6 +152,9 @@ impl From<RoleArg> for Role {
     }
 }
 
+/// The longest `--timeout` (a year): deadlines are computed as now + timeout.
+const MAX_TIMEOUT: u64 = 365 * 24 * 3600;
+
 /// `8G`, `512M`, `64K` or a number of bytes.
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -228,7 +231,7 @@ struct BenchCli {
     #[arg(long)]
     json: bool,
     /// Seconds each party waits for the other.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
 }
 
@@ -260,7 +263,7 @@ struct BenchPartyCli {
     /// Precompute into a state file in this directory, then run online from it.
     #[arg(long)]
     precompute: Option<PathBuf>,
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
 }
 

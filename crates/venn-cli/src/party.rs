@@ -194,7 +194,17 @@ pub fn run_party(
         check_output_path(out, "--output", &inputs)?;
     }
     if let Some(stats) = &args.link.stats_json {
-        check_output_path(stats, "--stats-json", &inputs)?;
+        if args.output.as_deref() == Some(stats.as_path()) {
+            return Err(Error::Usage(
+                "--stats-json must not be the --output file".into(),
+            ));
+        }
+        let taken: Vec<&Path> = inputs
+            .iter()
+            .copied()
+            .chain(args.output.as_deref())
+            .collect();
+        check_output_path(stats, "--stats-json", &taken)?;
     }
     let started = std::time::Instant::now();
     let input = read_input(&args.input, &args.keys)?;
@@ -260,6 +270,14 @@ pub fn precompute_party(
 ) -> Result<Report> {
     let protocol = args.link.protocol()?;
     check_output_path(&args.state, "--state", &[])?;
+    if let Some(stats) = &args.link.stats_json {
+        if stats == &args.state {
+            return Err(Error::Usage(
+                "--stats-json must not be the --state file".into(),
+            ));
+        }
+        check_output_path(stats, "--stats-json", &[])?;
+    }
     if args.state.exists() {
         return Err(Error::Usage(format!(
             "'{}' already exists; a state file is never overwritten",

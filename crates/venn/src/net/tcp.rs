@@ -68,6 +68,9 @@ pub fn tcp_listen(
     listener.set_nonblocking(true)?;
     let deadline = Instant::now() + timeout;
     loop {
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout(timeout));
+        }
         match listener.accept() {
             Ok((stream, from)) => {
                 stream.set_nonblocking(false)?;
