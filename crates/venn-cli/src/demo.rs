@@ -1,11 +1,11 @@
 //! `venn demo`: two small customer lists, intersected by two parties over loopback TCP
 //! with the same code paths as `venn send` / `venn receive`.
 
-use crate::input::{Format, KeyOptions};
 use crate::party::{run_party, summary, Endpoint, Link, PartyArgs};
 use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
+use venn_cli::input::{Format, KeyOptions};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\

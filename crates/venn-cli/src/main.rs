@@ -2,14 +2,12 @@
 
 mod bench;
 mod demo;
-mod input;
 mod output;
 mod params;
 mod party;
 mod progress;
 
 use clap::{Args, Parser, Subcommand};
-use input::{Format, KeyOptions};
 use party::{
     precompute_party, precompute_summary, run_party, summary, Endpoint, Link, PartyArgs,
     PrecomputeArgs,
@@ -19,6 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
+use venn_cli::input::{Format, KeyOptions};
 
 #[derive(Parser)]
 #[command(

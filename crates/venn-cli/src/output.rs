@@ -1,11 +1,11 @@
 //! Writing results: the intersecting rows and the statistics, each atomically (a temporary
 //! file in the same directory, renamed into place), so a failed run leaves no file.
 
-use crate::input::Input;
 use std::io::Write;
 use std::path::Path;
 use venn::protocols::Output;
 use venn::{Error, Report, Result};
+use venn_cli::input::Input;
 
 /// Writes `contents` to `path` atomically.
 pub fn write_atomically(
@@ -192,7 +192,7 @@ impl<'a> Stats<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{read_input, Format, KeyOptions};
+    use venn_cli::input::{read_input, Format, KeyOptions};
 
     #[test]
     fn counts_and_sums_are_written_as_json() {

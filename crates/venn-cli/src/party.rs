@@ -1,7 +1,6 @@
 //! `venn send`, `venn receive` and `venn precompute`: one party of a PSI run over TCP, on a
 //! file or (precompute) on nothing but the most items it will bring.
 
-use crate::input::{read_input, KeyOptions};
 use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
 use std::net::SocketAddr;
@@ -11,6 +10,7 @@ use venn::net::{tcp_connect, tcp_listen, Screen, TcpChannel};
 use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Report, Result, RunOptions};
+use venn_cli::input::{read_input, KeyOptions};
 
 /// Where the peer is.
 #[derive(Clone, Debug)]

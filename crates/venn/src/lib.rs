@@ -10,6 +10,7 @@
 mod bits;
 pub mod crypto;
 mod error;
+pub mod fuzz;
 mod items;
 mod memory;
 pub mod net;

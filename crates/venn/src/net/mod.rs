@@ -111,7 +111,7 @@ fn check_outgoing(frame: &[u8]) -> Result<()> {
 
 /// Checks a frame's announced length against the caller's bound (and [`MAX_FRAME`]) before
 /// anything is allocated for it.
-fn check_frame_len(len: usize, max_len: usize) -> Result<()> {
+pub(crate) fn check_frame_len(len: usize, max_len: usize) -> Result<()> {
     let max_len = max_len.min(MAX_FRAME);
     if len > max_len {
         return Err(Error::protocol(

@@ -14,6 +14,8 @@ use std::ops::Range;
 use std::path::Path;
 use venn::{Error, Items, Result};
 
+pub mod fuzz;
+
 /// Input file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -211,7 +213,14 @@ fn content<'a>(data: &'a [u8], line: &Range<usize>) -> &'a [u8] {
 
 /// Reads and parses `path`.
 pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
-    let mut data = std::fs::read(path).map_err(Error::file("open input", path))?;
+    parse_input(
+        std::fs::read(path).map_err(Error::file("open input", path))?,
+        opts,
+    )
+}
+
+/// Parses a whole input file's bytes.
+pub fn parse_input(mut data: Vec<u8>, opts: &KeyOptions) -> Result<Input> {
     // A UTF-8 byte-order mark belongs to neither the header nor the first key.
     if data.starts_with(b"\xEF\xBB\xBF") {
         data.drain(..3);
@@ -229,10 +238,7 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
         Format::Csv => {
             let h = csv_header(&data, opts)?;
             let body = &data[h.end..];
-            // The fast path splits at `\n` only: quotes, and a `\r` that ends a line on its
-            // own (old Mac files), go to the csv crate.
-            let bare_cr = memchr::memchr_iter(b'\r', body).any(|i| body.get(i + 1) != Some(&b'\n'));
-            if memchr::memchr(b'"', body).is_none() && !bare_cr {
+            if uses_fast_path(body) {
                 csv_plain_body(&data, h.end, &h.columns, h.width, &mut b)?;
             } else {
                 csv_quoted_body(&data, h.end, &h, &mut b)?;
@@ -240,6 +246,13 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
             Ok(b.finish(data, Some(0..h.end)))
         }
     }
+}
+
+/// Whether a CSV body can be split by hand: the fast path splits at `\n` only, so quotes,
+/// and a `\r` that ends a line on its own (old Mac files), go to the csv crate.
+fn uses_fast_path(body: &[u8]) -> bool {
+    let bare_cr = memchr::memchr_iter(b'\r', body).any(|i| body.get(i + 1) != Some(&b'\n'));
+    memchr::memchr(b'"', body).is_none() && !bare_cr
 }
 
 /// The header row of a CSV file: where it ends (the body starts), how many fields it
@@ -351,9 +364,17 @@ fn csv_quoted_body(data: &[u8], body: usize, h: &Header, b: &mut Builder) -> Res
         let pos = record
             .position()
             .expect("records read from a reader have a position");
+        // The reported start may include the ends of earlier (blank) lines, and its line
+        // number is then theirs.
+        let mut start = body + pos.byte() as usize;
+        let mut line = pos.line() + 1;
+        while let Some(&c @ (b'\r' | b'\n')) = data.get(start) {
+            line += (c == b'\n' || data.get(start + 1) != Some(&b'\n')) as u64;
+            start += 1;
+        }
         if record.len() != h.width {
             return Err(Error::Input {
-                line: pos.line() + 1,
+                line,
                 reason: format!(
                     "malformed CSV: {} fields where the header has {}",
                     record.len(),
@@ -361,16 +382,11 @@ fn csv_quoted_body(data: &[u8], body: usize, h: &Header, b: &mut Builder) -> Res
                 ),
             });
         }
-        // The reported start may include the ends of earlier (blank) lines.
-        let mut start = body + pos.byte() as usize;
-        while matches!(data.get(start), Some(b'\r' | b'\n')) {
-            start += 1;
-        }
         let end = past_line_end(data, body + reader.position().byte() as usize);
         key.clear();
         key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
-        b.add_fields(pos.line() + 1, &fields, start..end.max(start))?;
+        b.add_fields(line, &fields, start..end.max(start))?;
     }
     Ok(())
 }

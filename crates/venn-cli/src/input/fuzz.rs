@@ -1,0 +1,82 @@
+//! Entry point of the `csv_input` fuzz target (and of the replay of its corpus in
+//! `tests/fuzz_corpus.rs`): the input reader on arbitrary bytes under options picked by
+//! the first byte. Besides "no panic", it checks what every parse must satisfy, and that the
+//! hand-written fast path agrees with the `csv` crate on every body the fast path takes.
+
+use super::{
+    csv_header, csv_plain_body, csv_quoted_body, parse_input, uses_fast_path, Builder, Format,
+    Input, KeyOptions,
+};
+
+/// Options from one byte: format, normalisation, and which columns make the key.
+fn options(pick: u8) -> KeyOptions {
+    const COLUMNS: [&[&str]; 4] = [&[], &["b"], &["a", "b"], &["b", "a"]];
+    KeyOptions {
+        format: if pick & 1 == 0 {
+            Format::Csv
+        } else {
+            Format::Lines
+        },
+        columns: COLUMNS[(pick >> 4) as usize % COLUMNS.len()]
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+        trim: pick & 2 != 0,
+        lowercase: pick & 4 != 0,
+        skip_empty: pick & 8 != 0,
+    }
+}
+
+/// What a parse must satisfy: rows in file order, inside the file and apart; every key
+/// index valid; every distinct key counted once.
+fn check(input: &Input, len: usize) {
+    let mut end = input.header.as_ref().map_or(0, |h| h.end);
+    for row in &input.rows {
+        assert!(row.bytes.start >= end && row.bytes.end <= len, "rows apart");
+        assert!((row.key as usize) < input.keys.len());
+        end = row.bytes.end;
+    }
+    assert_eq!(input.rows.len() - input.duplicates, input.keys.len());
+}
+
+/// Parses `data` under options from its first byte.
+pub fn csv_input(data: &[u8]) {
+    let Some((&pick, data)) = data.split_first() else {
+        return;
+    };
+    let opts = options(pick);
+    let parsed = parse_input(data.to_vec(), &opts);
+    if let Ok(input) = &parsed {
+        check(input, data.len());
+    }
+    // The differential check: a body the fast path took, through the csv crate too.
+    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+    if opts.format != Format::Csv {
+        return;
+    }
+    let Ok(h) = csv_header(data, &opts) else {
+        return;
+    };
+    if !uses_fast_path(&data[h.end..]) {
+        return;
+    }
+    let outcome = |quoted: bool| {
+        let mut b = Builder::new(&opts, 16);
+        let result = if quoted {
+            csv_quoted_body(data, h.end, &h, &mut b)
+        } else {
+            csv_plain_body(data, h.end, &h.columns, h.width, &mut b)
+        };
+        result.map(|()| {
+            let keys: Vec<Vec<u8>> = (0..b.keys.len()).map(|i| b.keys.get(i).to_vec()).collect();
+            let rows: Vec<(u32, std::ops::Range<usize>)> =
+                b.rows.iter().map(|r| (r.key, r.bytes.clone())).collect();
+            (keys, rows, b.duplicates, b.skipped_empty)
+        })
+    };
+    match (outcome(false), outcome(true)) {
+        (Ok(plain), Ok(quoted)) => assert_eq!(plain, quoted, "the two CSV paths disagree"),
+        (Err(plain), Err(quoted)) => assert_eq!(plain.to_string(), quoted.to_string()),
+        (plain, quoted) => panic!("the two CSV paths disagree: {plain:?} / {quoted:?}"),
+    }
+}

@@ -1,0 +1,42 @@
+//! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the fuzz entry
+//! points on stable: every input a campaign kept, and every crash it found (added to the
+//! corpus once fixed), stays a regression test.
+
+use std::path::PathBuf;
+
+/// Runs `entry` on every file of the corpus of `target`; returns how many there were.
+fn replay(target: &str, entry: impl Fn(&[u8])) -> usize {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in &files {
+        let data = std::fs::read(f).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry(&data)));
+        assert!(caught.is_ok(), "{} fails", f.display());
+    }
+    assert!(!files.is_empty(), "the {target} corpus is empty");
+    files.len()
+}
+
+#[test]
+fn frame_decoder_corpus() {
+    replay("frames", venn::fuzz::frames);
+}
+
+#[test]
+fn handshake_corpus() {
+    replay("handshake", venn::fuzz::handshake);
+}
+
+#[test]
+fn protocol_message_corpora() {
+    for p in venn::protocols::registry() {
+        let name = p.info().name;
+        replay(name, |data| venn::fuzz::tampered_run(name, data));
+    }
+}
