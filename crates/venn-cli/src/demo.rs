@@ -45,6 +45,7 @@ pub fn demo() -> Result<()> {
             max_peer_items: 1 << 20,
             max_memory: 1 << 30,
             stats_json: None,
+            transport: crate::transport::Transport::loopback(),
         },
         input,
         output,

@@ -2,10 +2,12 @@
 
 mod bench;
 mod demo;
+mod keygen;
 mod output;
 mod params;
 mod party;
 mod progress;
+mod transport;
 
 use clap::{Args, Parser, Subcommand};
 use party::{
@@ -15,6 +17,7 @@ use party::{
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use transport::TlsArgs;
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
@@ -41,6 +44,9 @@ enum Command {
     Precompute(PrecomputeCli),
     /// Intersect two small sample files over loopback and show the result.
     Demo,
+    /// Make a private key and a self-signed certificate for TLS, and print the
+    /// certificate's fingerprint for the peer's --peer-fingerprint.
+    Keygen(KeygenCli),
     /// Show each protocol's security model and parameters for given set sizes.
     Params(ParamsCli),
     /// Measure protocols against the insecure naive-hashing baseline.
@@ -83,6 +89,8 @@ struct LinkCli {
     /// memory). A peer whose set would need more is refused before anything is allocated.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_memory: Option<u64>,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 #[derive(Args)]
@@ -192,6 +200,17 @@ fn default_max_memory() -> u64 {
 }
 
 #[derive(Args)]
+struct KeygenCli {
+    /// Directory to write venn.crt and venn.key into (made if missing; existing files are
+    /// never replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Days the certificate is valid.
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=36500))]
+    days: u32,
+}
+
+#[derive(Args)]
 struct ParamsCli {
     /// Protocols (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
@@ -226,6 +245,10 @@ struct BenchCli {
     /// run from them in a second session.
     #[arg(long, conflicts_with = "solo")]
     precompute: bool,
+    /// Also run each protocol over TLS 1.3 (mutually authenticated, as between two
+    /// organisations), interleaved with the plaintext runs, and show the cost.
+    #[arg(long, conflicts_with = "solo")]
+    tls: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -262,6 +285,9 @@ struct BenchPartyCli {
     /// Precompute into a state file in this directory, then run online from it.
     #[arg(long)]
     precompute: Option<PathBuf>,
+    /// Run over TLS with the identities `venn bench --tls` made in this directory.
+    #[arg(long)]
+    tls_dir: Option<PathBuf>,
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
 }
@@ -293,13 +319,14 @@ impl BenchPartyCli {
 }
 
 impl LinkCli {
-    fn into_link(self) -> Link {
+    fn into_link(self) -> Result<Link> {
         let endpoint = match (self.listen, self.connect) {
             (Some(a), _) => Endpoint::Listen(a),
             (None, Some(a)) => Endpoint::Connect(a),
             (None, None) => unreachable!("clap requires one of --listen/--connect"),
         };
-        Link {
+        Ok(Link {
+            transport: self.tls.load()?,
             protocol: self.protocol,
             endpoint,
             threads: self.threads,
@@ -308,14 +335,14 @@ impl LinkCli {
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory.unwrap_or_else(default_max_memory),
             stats_json: self.stats_json,
-        }
+        })
     }
 }
 
 impl PartyCli {
-    fn into_args(self) -> PartyArgs {
-        PartyArgs {
-            link: self.link.into_link(),
+    fn into_args(self) -> Result<PartyArgs> {
+        Ok(PartyArgs {
+            link: self.link.into_link()?,
             input: self.input,
             output: self.output,
             keys: KeyOptions {
@@ -327,12 +354,12 @@ impl PartyCli {
             },
             both: self.both,
             state: self.state,
-        }
+        })
     }
 }
 
 fn party(cli: PartyCli, role: Role) -> Result<()> {
-    let outcome = run_party(&cli.into_args(), role, |addr| {
+    let outcome = run_party(&cli.into_args()?, role, |addr| {
         eprintln!("venn: listening on {addr}");
     })?;
     eprintln!("{}", summary(&outcome));
@@ -342,7 +369,7 @@ fn party(cli: PartyCli, role: Role) -> Result<()> {
 fn precompute(cli: PrecomputeCli) -> Result<()> {
     let role = cli.role.into();
     let args = PrecomputeArgs {
-        link: cli.link.into_link(),
+        link: cli.link.into_link()?,
         max_items: cli.max_items,
         state: cli.state,
     };
@@ -376,6 +403,7 @@ fn main() -> ExitCode {
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
         Command::Demo => demo::demo(),
+        Command::Keygen(k) => keygen::keygen(&k.out, k.days),
         Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
         Command::Bench(b) => bench::bench(&bench::BenchOptions {
             protocols: &b.protocol,
@@ -384,6 +412,7 @@ fn main() -> ExitCode {
             repeat: b.repeat,
             solo: b.solo,
             precompute: b.precompute,
+            tls: b.tls,
             json: b.json,
             timeout: b.timeout,
         }),
@@ -405,6 +434,10 @@ fn main() -> ExitCode {
                         threads: b.threads,
                         precompute: b.precompute,
                         timeout: Duration::from_secs(b.timeout),
+                        transport: match &b.tls_dir {
+                            Some(dir) => transport::Transport::bench_tls(dir, role)?,
+                            None => transport::Transport::loopback(),
+                        },
                     }
                     .run()
                 })

@@ -3,12 +3,13 @@
 
 use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
+use crate::transport::Transport;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use venn::net::{tcp_connect, tcp_listen, Screen, TcpChannel};
+use venn::net::Channel;
 use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
-use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
+use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 use venn_cli::input::{read_input, KeyOptions};
 
@@ -32,6 +33,7 @@ pub struct Link {
     pub max_peer_items: u64,
     pub max_memory: u64,
     pub stats_json: Option<PathBuf>,
+    pub transport: Transport,
 }
 
 /// A party of `venn send` / `venn receive`.
@@ -96,10 +98,10 @@ impl Link {
         }
     }
 
-    fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<TcpChannel> {
+    fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
         match &self.endpoint {
-            Endpoint::Listen(a) => listen(a, self.timeout, on_bound),
-            Endpoint::Connect(a) => tcp_connect(a, self.timeout),
+            Endpoint::Listen(a) => self.transport.listen(a, self.timeout, on_bound),
+            Endpoint::Connect(a) => self.transport.connect(a, self.timeout),
         }
     }
 
@@ -112,24 +114,6 @@ impl Link {
             None => Ok(()),
         }
     }
-}
-
-/// Listens on `addr` for the peer. Only a connection that opens like a venn hello is
-/// taken; others (port scans, HTTP probes) are logged on stderr and dropped.
-pub fn listen(
-    addr: &str,
-    timeout: Duration,
-    on_bound: impl FnOnce(SocketAddr),
-) -> Result<TcpChannel> {
-    let mut reject = |from: SocketAddr, why: &str| {
-        eprintln!("venn: warning: rejected a connection from {from}: {why}");
-    };
-    let screen = Screen {
-        len: HELLO_PREFIX,
-        accept: &looks_like_hello,
-        reject: &mut reject,
-    };
-    tcp_listen(addr, timeout, on_bound, screen)
 }
 
 /// Whether `a` and `b` name the same existing file (however they are spelled).
@@ -244,8 +228,8 @@ pub fn run_party(
     }
     let mut chan = args.link.connect(on_bound)?;
     let report = match loaded {
-        Some(state) => venn::run_online(&mut chan, &input.keys, state, &opts)?,
-        None => venn::run(&mut chan, &input.keys, &opts)?,
+        Some(state) => venn::run_online(&mut *chan, &input.keys, state, &opts)?,
+        None => venn::run(&mut *chan, &input.keys, &opts)?,
     };
     drop(spinner);
     let started = std::time::Instant::now();
@@ -292,7 +276,7 @@ pub fn precompute_party(
         spinner.as_ref().map(|s| s as &dyn Progress),
     );
     let mut chan = args.link.connect(on_bound)?;
-    let pre = venn::precompute(&mut chan, args.max_items, &opts)?;
+    let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;
     drop(spinner);
     let report = pre.save(&args.state)?;
     args.link

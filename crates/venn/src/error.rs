@@ -48,6 +48,11 @@ pub enum Error {
         got: String,
     },
 
+    /// The TLS connection could not be set up or broke (a certificate refused, a peer
+    /// without TLS, a record that does not decrypt).
+    #[error("TLS: {0}")]
+    Tls(String),
+
     /// The two parties disagree on the setup (protocol, version, parameters, ...).
     #[error("handshake failed: {0}")]
     Handshake(String),
@@ -140,7 +145,11 @@ impl Error {
     pub(crate) fn is_link_failure(&self) -> bool {
         matches!(
             self,
-            Error::PeerAborted(_) | Error::PeerClosed(_) | Error::Timeout(_) | Error::Io(_)
+            Error::PeerAborted(_)
+                | Error::PeerClosed(_)
+                | Error::Timeout(_)
+                | Error::Io(_)
+                | Error::Tls(_)
         )
     }
 }

@@ -22,6 +22,8 @@ use venn::{Error, Result};
 #[derive(Serialize, Clone, Debug)]
 pub struct Row {
     pub protocol: String,
+    /// Whether the link was TLS 1.3 (`--tls`) rather than plain TCP.
+    pub tls: bool,
     pub log2n: u32,
     pub threads: usize,
     pub offline_s: f64,
@@ -33,6 +35,8 @@ pub struct Row {
     pub peak_rss_receiver_mib: Option<f64>,
     pub ratio_to_naive: Option<f64>,
     pub ratio_to_kkrt16: Option<f64>,
+    /// For a TLS row: its total over the same protocol's plaintext row.
+    pub ratio_to_plaintext: Option<f64>,
     pub intersection: usize,
     pub verified: bool,
     /// Whether the online phase ran from a precomputed state (`--precompute`).
@@ -113,8 +117,21 @@ enum Attached<'a> {
     Precompute(&'a Path),
 }
 
+/// Makes a key and certificate for each role in `dir`, each pinning the other's: what
+/// `bench-party --tls-dir` reads.
+fn tls_identities(dir: &Path) -> Result<()> {
+    for role in [Role::Sender, Role::Receiver] {
+        let made = venn::net::tls::Identity::generate(1)?;
+        let file = |ext: &str| dir.join(format!("{}.{ext}", role.name()));
+        std::fs::write(file("crt"), made.cert_pem)?;
+        std::fs::write(file("key"), made.key_pem)?;
+        std::fs::write(file("fp"), made.fingerprint)?;
+    }
+    Ok(())
+}
+
 /// Runs one protocol at one n on items drawn from `seed`, each party doing `attached`
-/// besides.
+/// besides; over TLS with the identities in `tls` if given.
 fn bench_one(
     protocol: &str,
     log2n: u32,
@@ -122,9 +139,13 @@ fn bench_one(
     timeout: u64,
     seed: Block,
     attached: Attached,
+    tls: Option<&Path>,
 ) -> Result<Row> {
     let link = |endpoint: [&str; 2], role| -> Vec<String> {
         let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
+        if let Some(dir) = tls {
+            v.extend(["--tls-dir".to_string(), dir.to_string_lossy().into_owned()]);
+        }
         match attached {
             Attached::Nothing => {}
             Attached::Record(dir) => v.extend(["--record".to_string(), transcript(dir, role)]),
@@ -165,6 +186,7 @@ fn bench_one(
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     Ok(Row {
         protocol: protocol.to_string(),
+        tls: tls.is_some(),
         log2n,
         threads,
         offline_s: s.offline_s.max(r.offline_s),
@@ -176,6 +198,7 @@ fn bench_one(
         peak_rss_receiver_mib: r.peak_rss.map(mib),
         ratio_to_naive: None,
         ratio_to_kkrt16: None,
+        ratio_to_plaintext: None,
         intersection: r.intersection.unwrap_or(0),
         verified: r.verified == Some(true),
         precomputed: matches!(attached, Attached::Precompute(_)),
@@ -207,6 +230,8 @@ pub struct BenchOptions<'a> {
     /// Run the offline phase into state files first, and the online phase from them in a
     /// second session (the online column is then that session alone).
     pub precompute: bool,
+    /// Also run each protocol over TLS, interleaved with the plaintext runs.
+    pub tls: bool,
     pub json: bool,
     pub timeout: u64,
 }
@@ -221,6 +246,16 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     }
     let (mut rows, mut solo) = (Vec::new(), Vec::new());
     let scratch = ScratchDir::new()?;
+    let tls_dir = scratch.0.join("tls");
+    if o.tls {
+        std::fs::create_dir(&tls_dir)?;
+        tls_identities(&tls_dir)?;
+    }
+    let variants: &[Option<&Path>] = if o.tls {
+        &[None, Some(&tls_dir)]
+    } else {
+        &[None]
+    };
     let attached = if o.precompute {
         Attached::Precompute(&scratch.0)
     } else {
@@ -246,24 +281,39 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             "x kkrt16",
             "verified"
         );
+        if o.tls {
+            println!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
+        }
     }
     for &log2n in o.log2ns {
         for &threads in o.threads {
             let mut at_n: Vec<Row> = Vec::new();
             for p in o.protocols {
-                let runs = (0..o.repeat.max(1))
-                    .map(|_| {
+                let mut runs: Vec<Vec<Row>> = vec![Vec::new(); variants.len()];
+                for _ in 0..o.repeat.max(1) {
+                    for (i, tls) in variants.iter().enumerate() {
                         let seed = venn::crypto::Prg::from_entropy().block();
-                        bench_one(p, log2n, threads, o.timeout, seed, attached)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                at_n.push(median(runs));
+                        let run = bench_one(p, log2n, threads, o.timeout, seed, attached, *tls);
+                        runs[i].push(run?);
+                    }
+                }
+                at_n.extend(runs.into_iter().map(median));
             }
-            let total_of = |name: &str| at_n.iter().find(|r| r.protocol == name).map(|r| r.total_s);
-            let (naive, kkrt16) = (total_of("naive"), total_of("kkrt16"));
-            for mut row in at_n {
-                row.ratio_to_naive = naive.map(|t| row.total_s / t);
-                row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
+            let total_of = |name: &str, tls: bool| {
+                at_n.iter()
+                    .find(|r| r.protocol == name && r.tls == tls)
+                    .map(|r| r.total_s)
+            };
+            let (naive, kkrt16) = (total_of("naive", false), total_of("kkrt16", false));
+            let plain: Vec<Option<f64>> =
+                at_n.iter().map(|r| total_of(&r.protocol, false)).collect();
+            for (mut row, plain) in at_n.into_iter().zip(plain) {
+                if !row.tls {
+                    row.ratio_to_naive = naive.map(|t| row.total_s / t);
+                    row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);
+                } else {
+                    row.ratio_to_plaintext = plain.map(|t| row.total_s / t);
+                }
                 if !o.json {
                     print_row(&row);
                 }
@@ -311,13 +361,21 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
 
 fn print_row(row: &Row) {
     let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
-    let state = match (row.state_mib_sender, row.state_mib_receiver) {
+    let mut extra = match (row.state_mib_sender, row.state_mib_receiver) {
         (Some(s), Some(r)) => format!("  state {s:.1} / {r:.1} MiB"),
         _ => String::new(),
     };
+    if let Some(x) = row.ratio_to_plaintext {
+        extra += &format!("  x plain {x:.3}");
+    }
+    let name = if row.tls {
+        format!("{}+tls", row.protocol)
+    } else {
+        row.protocol.clone()
+    };
     println!(
-        "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{state}",
-        row.protocol, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
+        "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{extra}",
+        name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,
         opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
         opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),

@@ -1,11 +1,12 @@
 //! The hidden `venn bench-party` command: one party of one benchmark run, in its own
 //! process, on a synthetic set whose intersection with the peer's is known.
 
+use crate::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
-use venn::net::{tcp_connect, Recording, Replay, TcpChannel};
+use venn::net::{Channel, Recording, Replay};
 use venn::protocols::find;
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
@@ -93,19 +94,26 @@ pub struct BenchParty {
     /// online phase from it in a second session.
     pub precompute: Option<PathBuf>,
     pub timeout: Duration,
+    /// Plain TCP, or TLS with identities made by the benchmark.
+    pub transport: Transport,
 }
 
-/// Opens a TCP link; the listening side prints its address for the spawner.
-fn open(listen: bool, addr: &str, timeout: Duration) -> Result<(TcpChannel, String)> {
+/// Opens a link; the listening side prints its address for the spawner.
+fn open(
+    transport: &Transport,
+    listen: bool,
+    addr: &str,
+    timeout: Duration,
+) -> Result<(Box<dyn Channel>, String)> {
     if listen {
         let mut bound = addr.to_string();
-        let chan = crate::party::listen(addr, timeout, |a| {
+        let chan = transport.listen(addr, timeout, |a| {
             bound = a.to_string();
             println!("listening {a}");
         })?;
         Ok((chan, bound))
     } else {
-        Ok((tcp_connect(addr, timeout)?, addr.to_string()))
+        Ok((transport.connect(addr, timeout)?, addr.to_string()))
     }
 }
 
@@ -134,17 +142,22 @@ impl BenchParty {
                 addr,
                 record,
             } => match (record, &self.precompute) {
-                (None, None) => {
-                    venn::run(&mut open(listen, &addr, self.timeout)?.0, &items, &opts)?
-                }
+                (None, None) => venn::run(
+                    &mut open(&self.transport, listen, &addr, self.timeout)?.0,
+                    &items,
+                    &opts,
+                )?,
                 (Some(path), None) => {
-                    let mut chan = Recording::new(open(listen, &addr, self.timeout)?.0, &path)?;
+                    let mut chan = Recording::new(
+                        open(&self.transport, listen, &addr, self.timeout)?.0,
+                        &path,
+                    )?;
                     let report = venn::run(&mut chan, &items, &opts)?;
                     chan.finish()?;
                     report
                 }
                 (None, Some(dir)) => {
-                    let (mut chan, bound) = open(listen, &addr, self.timeout)?;
+                    let (mut chan, bound) = open(&self.transport, listen, &addr, self.timeout)?;
                     let pre = venn::precompute(&mut chan, n as u64, &opts)?;
                     drop(chan);
                     let path = dir.join(format!("{:032x}-{}.state", self.seed, self.role.name()));
@@ -154,7 +167,7 @@ impl BenchParty {
                     let loaded = venn::load_state(&path, &opts)?;
                     state = Some((bytes, io.elapsed().as_secs_f64()));
                     // The second session on the same address: the listener binds it again.
-                    let (mut chan, _) = open(listen, &bound, self.timeout)?;
+                    let (mut chan, _) = open(&self.transport, listen, &bound, self.timeout)?;
                     let online = venn::run_online(&mut chan, &items, loaded, &opts)?;
                     Report {
                         phases: [offline.phases, online.phases].concat(),

@@ -46,6 +46,7 @@ pub fn bench_solo(
         timeout,
         seed,
         Attached::Record(&dir.0),
+        None,
     )?;
     if !recorded.verified {
         return Err(Error::Bench(format!(

@@ -10,12 +10,13 @@ mod async_writer;
 mod mem;
 mod stream;
 mod tcp;
+pub mod tls;
 mod transcript;
 mod wire;
 
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
-pub use tcp::{tcp_connect, tcp_listen, Screen, TcpChannel};
+pub use tcp::{tcp_channel, tcp_connect, tcp_listen, Screen, TcpChannel, PROBE};
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 
@@ -51,6 +52,35 @@ pub trait Channel: Send {
     /// Tells the peer, best effort, that we give up and why; its next receive fails with
     /// [`Error::PeerAborted`].
     fn abort(&mut self, reason: &str);
+
+    /// A value unique to this connection that both ends know and nobody between them can
+    /// choose (keying material exported from TLS), if the channel has one. The session
+    /// handshake binds the session to it.
+    fn binding(&self) -> Option<[u8; 32]> {
+        None
+    }
+}
+
+/// A boxed channel (the kind picked at run time: TCP or TLS) is a channel.
+impl<C: Channel + ?Sized> Channel for Box<C> {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        (**self).send(frame)
+    }
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        (**self).recv_into(buf, max_len)
+    }
+    fn flush(&mut self) -> Result<()> {
+        (**self).flush()
+    }
+    fn traffic(&self) -> Traffic {
+        (**self).traffic()
+    }
+    fn abort(&mut self, reason: &str) {
+        (**self).abort(reason)
+    }
+    fn binding(&self) -> Option<[u8; 32]> {
+        (**self).binding()
+    }
 }
 
 impl dyn Channel + '_ {

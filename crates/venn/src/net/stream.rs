@@ -52,6 +52,7 @@ pub struct StreamChannel<R: TimedRead> {
     writer: AsyncWriter,
     traffic: Traffic,
     timeout: Duration,
+    binding: Option<[u8; 32]>,
 }
 
 impl<R: TimedRead + Send> StreamChannel<R> {
@@ -68,7 +69,14 @@ impl<R: TimedRead + Send> StreamChannel<R> {
             writer: AsyncWriter::new(writer),
             traffic: Traffic::default(),
             timeout,
+            binding: None,
         }
+    }
+
+    /// Marks the channel as bound to `binding` (see [`Channel::binding`]).
+    pub fn with_binding(mut self, binding: [u8; 32]) -> Self {
+        self.binding = Some(binding);
+        self
     }
 
     /// Reads the reason of an abort notice whose mark was just read.
@@ -92,6 +100,8 @@ impl<R: TimedRead + Send> StreamChannel<R> {
             ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
                 Error::PeerClosed(" (connection reset)")
             }
+            // Only the TLS record layer reports malformed data.
+            ErrorKind::InvalidData => Error::Tls(e.to_string()),
             _ => Error::Io(e),
         }
     }
@@ -140,5 +150,9 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
         notice.extend_from_slice(&(reason.len() as u16).to_le_bytes());
         notice.extend_from_slice(reason);
         let _ = self.writer.push(notice).and_then(|_| self.writer.flush());
+    }
+
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.binding
     }
 }

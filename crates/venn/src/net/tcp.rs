@@ -12,21 +12,27 @@ use std::time::{Duration, Instant};
 /// A framed channel over TCP.
 pub type TcpChannel = StreamChannel<TcpStream>;
 
-/// The longest a listener waits for one connection's opening bytes.
-const PROBE: Duration = Duration::from_secs(5);
+/// The longest a listener waits for one connection's opening bytes (and its TLS
+/// handshake).
+pub const PROBE: Duration = Duration::from_secs(5);
 
-/// What a listener accepts: connections whose first `len` bytes (peeked, not consumed)
-/// `accept` approves. Others are reported to `reject` with why, and dropped.
-pub struct Screen<'a> {
+/// Makes a channel of an accepted connection given its opening bytes, or says why not.
+pub type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
+
+/// What a listener takes: each connection's first `len` bytes are peeked (not consumed)
+/// and `take` either makes the connection a channel or says why not; refused connections
+/// are reported to `reject`, dropped, and the listener waits on.
+pub struct Screen<'a, C> {
     /// How many opening bytes to look at.
     pub len: usize,
-    /// Whether they look like a peer.
-    pub accept: &'a dyn Fn(&[u8]) -> bool,
-    /// Told of each rejected connection.
+    /// Makes a channel of a connection with these opening bytes, or says why not.
+    pub take: &'a mut Take<'a, C>,
+    /// Told of each refused connection.
     pub reject: &'a mut dyn FnMut(SocketAddr, &str),
 }
 
-fn wrap(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
+/// A framed channel over a connected socket, each message within `timeout`.
+pub fn tcp_channel(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(timeout))?;
     let reader = stream.try_clone()?;
@@ -34,7 +40,7 @@ fn wrap(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
 }
 
 /// Connects to `addr`, retrying every 100 ms until `timeout` has passed.
-pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpChannel> {
+pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
     let deadline = Instant::now() + timeout;
     loop {
         let attempt = addr
@@ -45,7 +51,8 @@ pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpChannel> {
                 TcpStream::connect_timeout(&a, left.max(Duration::from_millis(10))).ok()
             });
         if let Some(stream) = attempt {
-            return wrap(stream, timeout);
+            stream.set_nodelay(true)?;
+            return Ok(stream);
         }
         if Instant::now() >= deadline {
             return Err(Error::Timeout(timeout));
@@ -54,14 +61,14 @@ pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpChannel> {
     }
 }
 
-/// Listens on `addr` and accepts one peer that passes `screen` within `timeout`, one
+/// Listens on `addr` and takes one peer that passes `screen` within `timeout`, one
 /// connection at a time. `on_bound` is told the bound address (useful with port 0).
-pub fn tcp_listen(
+pub fn tcp_listen<C>(
     addr: &str,
     timeout: Duration,
     on_bound: impl FnOnce(SocketAddr),
-    screen: Screen,
-) -> Result<TcpChannel> {
+    screen: Screen<C>,
+) -> Result<C> {
     let listener = TcpListener::bind(addr)
         .map_err(|e| Error::Address(format!("cannot listen on '{addr}': {e}")))?;
     on_bound(listener.local_addr()?);
@@ -74,17 +81,19 @@ pub fn tcp_listen(
         match listener.accept() {
             Ok((stream, from)) => {
                 stream.set_nonblocking(false)?;
-                match opening(&stream, screen.len, deadline) {
-                    Ok(first) if (screen.accept)(&first) => return wrap(stream, timeout),
-                    Ok(first) if first.is_empty() => {
-                        (screen.reject)(from, "closed or sent nothing")
-                    }
+                stream.set_nodelay(true)?;
+                let refused = match opening(&stream, screen.len, deadline) {
+                    Ok(first) if first.is_empty() => "closed or sent nothing".to_string(),
                     Ok(first) if first.len() < screen.len => {
-                        (screen.reject)(from, "sent too little before going quiet")
+                        "sent too little before going quiet".to_string()
                     }
-                    Ok(_) => (screen.reject)(from, "not a venn peer"),
-                    Err(e) => (screen.reject)(from, &e.to_string()),
-                }
+                    Ok(first) => match (screen.take)(stream, &first) {
+                        Ok(chan) => return Ok(chan),
+                        Err(why) => why,
+                    },
+                    Err(e) => e.to_string(),
+                };
+                (screen.reject)(from, &refused);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {

@@ -71,6 +71,10 @@ impl<C: Channel> Channel for Recording<C> {
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
     }
+
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.inner.binding()
+    }
 }
 
 /// Frames read back from a transcript file.

@@ -104,6 +104,10 @@ impl Channel for Confirming<'_> {
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
     }
+
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.inner.binding()
+    }
 }
 
 #[cfg(test)]

@@ -194,6 +194,12 @@ pub fn handshake(
         Role::Receiver => (&peer_hello, &our_hello),
     };
     let mut h = blake3::Hasher::new_keyed(&keys.id);
+    // Over TLS, the session is bound to the TLS channel: frames relayed from another TLS
+    // session give another id, and the proofs below fail.
+    if let Some(binding) = chan.binding() {
+        h.update(b"tls-exporter");
+        h.update(&binding);
+    }
     for part in [sender_hello, receiver_hello, &params.encoding] {
         h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
@@ -381,5 +387,85 @@ fn garbage(e: Error) -> Error {
             "the peer is not a venn endpoint (its first message was {got})"
         )),
         e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{mem_pair, MemChannel, Traffic};
+    use std::time::Duration;
+
+    /// An in-memory channel that claims a channel binding, as TLS gives.
+    struct Bound(MemChannel, [u8; 32]);
+
+    impl Channel for Bound {
+        fn send(&mut self, frame: &[u8]) -> Result<()> {
+            self.0.send(frame)
+        }
+        fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+            self.0.recv_into(buf, max_len)
+        }
+        fn flush(&mut self) -> Result<()> {
+            self.0.flush()
+        }
+        fn traffic(&self) -> Traffic {
+            self.0.traffic()
+        }
+        fn abort(&mut self, reason: &str) {
+            self.0.abort(reason)
+        }
+        fn binding(&self) -> Option<[u8; 32]> {
+            Some(self.1)
+        }
+    }
+
+    fn run(bindings: [[u8; 32]; 2]) -> [Result<Session>; 2] {
+        let (a, b) = mem_pair(Duration::from_secs(5));
+        let params = |_| {
+            Ok(WireParams {
+                encoding: b"params".to_vec(),
+                shown: "params".into(),
+            })
+        };
+        let hello = |role| Hello {
+            protocol: "kkrt16".into(),
+            role,
+            both: false,
+            set_size: 4,
+            mode: Mode::Run,
+        };
+        std::thread::scope(|s| {
+            let t = s.spawn(move || {
+                let mut b = Bound(b, bindings[1]);
+                handshake(
+                    &mut b,
+                    &hello(Role::Receiver),
+                    8,
+                    &mut Prg::from_seed(2),
+                    params,
+                )
+            });
+            let mut a = Bound(a, bindings[0]);
+            let ours = handshake(
+                &mut a,
+                &hello(Role::Sender),
+                8,
+                &mut Prg::from_seed(1),
+                params,
+            );
+            [ours, t.join().unwrap()]
+        })
+    }
+
+    #[test]
+    fn the_session_is_bound_to_the_channel() {
+        let [a, b] = run([[7; 32], [7; 32]]);
+        assert_eq!(a.unwrap().id, b.unwrap().id);
+        // Two TLS sessions with a relay between them: each end has its own binding, so
+        // frames passed along unchanged still fail the proofs.
+        for r in run([[7; 32], [8; 32]]) {
+            assert!(matches!(r, Err(Error::Integrity(_))), "{r:?}");
+        }
     }
 }

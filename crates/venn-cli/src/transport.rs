@@ -1,0 +1,195 @@
+//! How a party reaches its peer: TCP, with TLS 1.3 and mutual authentication unless both
+//! run on this machine. The secure default: a party whose peer may be on another machine
+//! (it connects to, or listens on, an address that is not loopback) refuses to run
+//! without TLS unless `--plaintext` is given, and then warns.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use venn::net::tls::{
+    looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
+};
+use venn::net::{tcp_channel, tcp_connect, tcp_listen, Channel, Screen, PROBE};
+use venn::session::{looks_like_hello, HELLO_PREFIX};
+use venn::{Error, Result};
+
+/// The TLS options of a party, as given.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct TlsArgs {
+    /// This party's certificate (PEM), e.g. made by `venn keygen`. Turns on TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Trust a peer whose certificate chains to a CA certificate in FILE (PEM); when
+    /// connecting, the certificate must also name the host connected to.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
+    /// Trust only the peer certificate with this SHA-256 fingerprint (what `venn keygen`
+    /// printed on the peer's machine).
+    #[arg(
+        long,
+        value_name = "SHA256",
+        requires = "tls_cert",
+        conflicts_with = "tls_ca"
+    )]
+    pub peer_fingerprint: Option<String>,
+    /// Run without TLS although the peer may be on another machine: anyone on the path can
+    /// then read the traffic and play either party. Not needed on loopback.
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub plaintext: bool,
+}
+
+/// A party's transport: TLS settings, if any.
+#[derive(Clone, Debug)]
+pub struct Transport {
+    tls: Option<Arc<Tls>>,
+    plaintext: bool,
+}
+
+impl TlsArgs {
+    /// Loads the certificate, key and trust.
+    pub fn load(self) -> Result<Transport> {
+        let tls = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => {
+                let trust = match (self.tls_ca, self.peer_fingerprint) {
+                    (Some(ca), None) => Trust::ca_file(&ca)?,
+                    (None, Some(fp)) => Trust::Pinned(parse_fingerprint(&fp)?),
+                    _ => {
+                        return Err(Error::Usage(
+                            "--tls-cert needs a way to check the peer: --peer-fingerprint \
+                             SHA256 or --tls-ca FILE"
+                                .into(),
+                        ))
+                    }
+                };
+                Some(Arc::new(Tls {
+                    identity: Identity::load(&cert, &key)?,
+                    trust,
+                }))
+            }
+            _ => None,
+        };
+        Ok(Transport {
+            tls,
+            plaintext: self.plaintext,
+        })
+    }
+}
+
+/// Whether every address `addr` resolves to is on this machine.
+fn is_loopback(addr: &str) -> bool {
+    addr.to_socket_addrs()
+        .map(|mut all| all.all(|a| a.ip().is_loopback()))
+        .unwrap_or(false)
+}
+
+impl Transport {
+    /// No TLS: for a benchmark's loopback links.
+    pub fn loopback() -> Self {
+        Transport {
+            tls: None,
+            plaintext: false,
+        }
+    }
+
+    /// TLS with the identity of `role` in a directory made by `venn bench --tls`, pinning
+    /// the other role's certificate.
+    pub fn bench_tls(dir: &std::path::Path, role: venn::session::Role) -> Result<Self> {
+        let file =
+            |role: venn::session::Role, ext: &str| dir.join(format!("{}.{ext}", role.name()));
+        let fp = std::fs::read_to_string(file(role.other(), "fp"))?;
+        Ok(Transport {
+            tls: Some(Arc::new(Tls {
+                identity: Identity::load(&file(role, "crt"), &file(role, "key"))?,
+                trust: Trust::Pinned(parse_fingerprint(&fp)?),
+            })),
+            plaintext: false,
+        })
+    }
+
+    /// Refuses a link that may leave this machine without TLS, unless `--plaintext`.
+    fn check(&self, addr: &str) -> Result<()> {
+        if self.tls.is_some() || is_loopback(addr) {
+            return Ok(());
+        }
+        if !self.plaintext {
+            return Err(Error::Usage(format!(
+                "'{addr}' is not on this machine, so the link needs TLS: pass --tls-cert, \
+                 --tls-key and --peer-fingerprint (see `venn keygen`) or --tls-ca; \
+                 --plaintext runs without it, insecurely"
+            )));
+        }
+        eprintln!(
+            "venn: warning: running without TLS (--plaintext): anyone on the path can read \
+             the traffic and play either party"
+        );
+        Ok(())
+    }
+
+    /// Connects to the peer at `addr` (retrying until `timeout`).
+    pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Channel>> {
+        self.check(addr)?;
+        let socket = tcp_connect(addr, timeout)?;
+        Ok(match &self.tls {
+            Some(tls) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let side = Side::Client { host };
+                Box::new(tls_channel(socket, side, tls, timeout, timeout)?)
+            }
+            None => Box::new(tcp_channel(socket, timeout)?),
+        })
+    }
+
+    /// Listens on `addr` for the peer. Only a connection that opens as this side expects (a
+    /// TLS handshake that succeeds, or a venn hello) is taken; others (port scans, HTTP
+    /// probes, a peer with the wrong certificate or without TLS) are logged on stderr and
+    /// dropped. `on_bound` is told the bound address.
+    pub fn listen(
+        &self,
+        addr: &str,
+        timeout: Duration,
+        on_bound: impl FnOnce(SocketAddr),
+    ) -> Result<Box<dyn Channel>> {
+        self.check(addr)?;
+        let mut reject = |from: SocketAddr, why: &str| {
+            eprintln!("venn: warning: rejected a connection from {from}: {why}");
+        };
+        let tls = self.tls.clone();
+        let mut take = move |socket, first: &[u8]| -> std::result::Result<Box<dyn Channel>, _> {
+            match &tls {
+                Some(tls) if looks_like_tls(first) => {
+                    match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
+                        Ok(chan) => Ok(Box::new(chan)),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                Some(_) if looks_like_hello(first) => {
+                    // Tell the peer why, so its error says what to fix.
+                    let why = "this peer requires TLS (--tls-cert)";
+                    if let Ok(mut plain) = tcp_channel(socket, PROBE) {
+                        plain.abort(why);
+                    }
+                    Err("a venn peer without TLS, and this side requires it".into())
+                }
+                None if looks_like_hello(first) => match tcp_channel(socket, timeout) {
+                    Ok(chan) => Ok(Box::new(chan)),
+                    Err(e) => Err(e.to_string()),
+                },
+                None if looks_like_tls(first) => {
+                    Err("a TLS client, and this side runs without TLS (no --tls-cert)".into())
+                }
+                _ => Err("not a venn peer".into()),
+            }
+        };
+        let screen = Screen {
+            len: TLS_PREFIX.max(HELLO_PREFIX),
+            take: &mut take,
+            reject: &mut reject,
+        };
+        tcp_listen(addr, timeout, on_bound, screen)
+    }
+}
