@@ -249,6 +249,10 @@ struct BenchCli {
     /// organisations), interleaved with the plaintext runs, and show the cost.
     #[arg(long, conflicts_with = "solo")]
     tls: bool,
+    /// Emulate a network: lan, wan (40 Mbit/s, 80 ms round trip), kkrt16-wan, rr17-wan,
+    /// or RATE,RTT such as 100mbit,80ms. Each party's sending is shaped.
+    #[arg(long, value_name = "NET", value_parser = bench::parse_net_arg, conflicts_with = "solo")]
+    net: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -288,6 +292,9 @@ struct BenchPartyCli {
     /// Run over TLS with the identities `venn bench --tls` made in this directory.
     #[arg(long)]
     tls_dir: Option<PathBuf>,
+    /// Shape what this party sends (see `venn bench --net`).
+    #[arg(long, value_parser = bench::parse_net)]
+    net: Option<venn::net::Shaping>,
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
 }
@@ -413,6 +420,7 @@ fn main() -> ExitCode {
             solo: b.solo,
             precompute: b.precompute,
             tls: b.tls,
+            net: b.net.as_deref(),
             json: b.json,
             timeout: b.timeout,
         }),
@@ -437,7 +445,8 @@ fn main() -> ExitCode {
                         transport: match &b.tls_dir {
                             Some(dir) => transport::Transport::bench_tls(dir, role)?,
                             None => transport::Transport::loopback(),
-                        },
+                        }
+                        .shaped(b.net),
                     }
                     .run()
                 })

@@ -10,7 +10,9 @@ use std::time::Duration;
 use venn::net::tls::{
     looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
 };
-use venn::net::{tcp_channel, tcp_connect, tcp_listen, Channel, Screen, PROBE};
+use venn::net::{
+    tcp_channel, tcp_connect, tcp_listen, Channel, Screen, Shaping, StreamChannel, TimedRead, PROBE,
+};
 use venn::session::{looks_like_hello, HELLO_PREFIX};
 use venn::{Error, Result};
 
@@ -47,6 +49,8 @@ pub struct TlsArgs {
 pub struct Transport {
     tls: Option<Arc<Tls>>,
     plaintext: bool,
+    /// An emulated network for what we send (benchmarks only).
+    shaping: Option<Shaping>,
 }
 
 impl TlsArgs {
@@ -75,6 +79,7 @@ impl TlsArgs {
         Ok(Transport {
             tls,
             plaintext: self.plaintext,
+            shaping: None,
         })
     }
 }
@@ -92,6 +97,7 @@ impl Transport {
         Transport {
             tls: None,
             plaintext: false,
+            shaping: None,
         }
     }
 
@@ -107,6 +113,20 @@ impl Transport {
                 trust: Trust::Pinned(parse_fingerprint(&fp)?),
             })),
             plaintext: false,
+            shaping: None,
+        })
+    }
+
+    /// Sends as over the emulated network `shaping`, if given (benchmarks).
+    pub fn shaped(self, shaping: Option<Shaping>) -> Self {
+        Transport { shaping, ..self }
+    }
+
+    /// A stream channel, shaped if asked.
+    fn finish<R: TimedRead + Send + 'static>(&self, chan: StreamChannel<R>) -> Box<dyn Channel> {
+        Box::new(match self.shaping {
+            Some(s) => chan.with_shaping(s),
+            None => chan,
         })
     }
 
@@ -138,9 +158,9 @@ impl Transport {
                 let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
                 let host = host.trim_start_matches('[').trim_end_matches(']');
                 let side = Side::Client { host };
-                Box::new(tls_channel(socket, side, tls, timeout, timeout)?)
+                self.finish(tls_channel(socket, side, tls, timeout, timeout)?)
             }
-            None => Box::new(tcp_channel(socket, timeout)?),
+            None => self.finish(tcp_channel(socket, timeout)?),
         })
     }
 
@@ -159,11 +179,12 @@ impl Transport {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
         };
         let tls = self.tls.clone();
+        let this = self.clone();
         let mut take = move |socket, first: &[u8]| -> std::result::Result<Box<dyn Channel>, _> {
             match &tls {
                 Some(tls) if looks_like_tls(first) => {
                     match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
-                        Ok(chan) => Ok(Box::new(chan)),
+                        Ok(chan) => Ok(this.finish(chan)),
                         Err(e) => Err(e.to_string()),
                     }
                 }
@@ -176,7 +197,7 @@ impl Transport {
                     Err("a venn peer without TLS, and this side requires it".into())
                 }
                 None if looks_like_hello(first) => match tcp_channel(socket, timeout) {
-                    Ok(chan) => Ok(Box::new(chan)),
+                    Ok(chan) => Ok(this.finish(chan)),
                     Err(e) => Err(e.to_string()),
                 },
                 None if looks_like_tls(first) => {

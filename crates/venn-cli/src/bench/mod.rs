@@ -3,9 +3,11 @@
 //! random 16-byte strings with half of them shared; the receiver checks its output against
 //! the known intersection, and a run that does not verify is reported as failed.
 
+mod network;
 mod party;
 mod solo;
 
+pub use network::{parse_net, parse_net_arg};
 use party::PartyResult;
 pub use party::{BenchParty, Link};
 use serde::Serialize;
@@ -45,15 +47,26 @@ pub struct Row {
     pub state_mib_receiver: Option<f64>,
 }
 
-fn spawn_party(
-    role: Role,
-    protocol: &str,
+/// What both parties of one benchmark run are started with.
+#[derive(Clone, Copy)]
+struct Spawn<'a> {
+    protocol: &'a str,
     log2n: u32,
     seed: Block,
     threads: usize,
-    link: &[String],
     timeout: u64,
-) -> Result<std::process::Child> {
+    net: Option<&'a str>,
+}
+
+fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::Child> {
+    let Spawn {
+        protocol,
+        log2n,
+        seed,
+        threads,
+        timeout,
+        net,
+    } = *s;
     Ok(Command::new(std::env::current_exe()?)
         .args(["bench-party", "--role", role.name(), "--protocol", protocol])
         .args([
@@ -69,6 +82,7 @@ fn spawn_party(
             &timeout.to_string(),
         ])
         .args(link)
+        .args(net.iter().flat_map(|n| ["--net", n]))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?)
@@ -132,15 +146,8 @@ fn tls_identities(dir: &Path) -> Result<()> {
 
 /// Runs one protocol at one n on items drawn from `seed`, each party doing `attached`
 /// besides; over TLS with the identities in `tls` if given.
-fn bench_one(
-    protocol: &str,
-    log2n: u32,
-    threads: usize,
-    timeout: u64,
-    seed: Block,
-    attached: Attached,
-    tls: Option<&Path>,
-) -> Result<Row> {
+fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Row> {
+    let (protocol, log2n, threads) = (spawn.protocol, spawn.log2n, spawn.threads);
     let link = |endpoint: [&str; 2], role| -> Vec<String> {
         let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
         if let Some(dir) = tls {
@@ -158,12 +165,8 @@ fn bench_one(
     };
     let mut receiver = spawn_party(
         Role::Receiver,
-        protocol,
-        log2n,
-        seed,
-        threads,
+        spawn,
         &link(["--listen", "127.0.0.1:0"], Role::Receiver),
-        timeout,
     )?;
     let mut first = String::new();
     BufReader::new(receiver.stdout.as_mut().expect("piped")).read_line(&mut first)?;
@@ -174,12 +177,8 @@ fn bench_one(
         .to_string();
     let sender = spawn_party(
         Role::Sender,
-        protocol,
-        log2n,
-        seed,
-        threads,
+        spawn,
         &link(["--connect", &addr], Role::Sender),
-        timeout,
     )?;
     let s = last_json(sender, "sender")?;
     let r = last_json(receiver, "receiver")?;
@@ -232,6 +231,8 @@ pub struct BenchOptions<'a> {
     pub precompute: bool,
     /// Also run each protocol over TLS, interleaved with the plaintext runs.
     pub tls: bool,
+    /// An emulated network (`--net`), as given.
+    pub net: Option<&'a str>,
     pub json: bool,
     pub timeout: u64,
 }
@@ -292,9 +293,15 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                 let mut runs: Vec<Vec<Row>> = vec![Vec::new(); variants.len()];
                 for _ in 0..o.repeat.max(1) {
                     for (i, tls) in variants.iter().enumerate() {
-                        let seed = venn::crypto::Prg::from_entropy().block();
-                        let run = bench_one(p, log2n, threads, o.timeout, seed, attached, *tls);
-                        runs[i].push(run?);
+                        let spawn = Spawn {
+                            protocol: p,
+                            log2n,
+                            seed: venn::crypto::Prg::from_entropy().block(),
+                            threads,
+                            timeout: o.timeout,
+                            net: o.net,
+                        };
+                        runs[i].push(bench_one(&spawn, attached, *tls)?);
                     }
                 }
                 at_n.extend(runs.into_iter().map(median));

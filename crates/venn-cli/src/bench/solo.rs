@@ -1,7 +1,7 @@
 //! `venn bench --solo`: each party alone against a recorded run, to see what its own
 //! threads buy while the peer does not compete for the machine.
 
-use super::{bench_one, last_json, spawn_party, Attached, ScratchDir};
+use super::{bench_one, last_json, spawn_party, Attached, ScratchDir, Spawn};
 use serde::Serialize;
 use std::path::Path;
 use venn::session::Role;
@@ -39,15 +39,15 @@ pub fn bench_solo(
 ) -> Result<Vec<SoloRow>> {
     let dir = ScratchDir::new()?;
     let seed = venn::crypto::Prg::from_entropy().block();
-    let recorded = bench_one(
+    let spawn = Spawn {
         protocol,
         log2n,
-        threads[0],
-        timeout,
         seed,
-        Attached::Record(&dir.0),
-        None,
-    )?;
+        threads: threads[0],
+        timeout,
+        net: None,
+    };
+    let recorded = bench_one(&spawn, Attached::Record(&dir.0), None)?;
     if !recorded.verified {
         return Err(Error::Bench(format!(
             "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
@@ -64,7 +64,7 @@ pub fn bench_solo(
             let mut runs = (0..repeat.max(1))
                 .map(|_| {
                     let r = last_json(
-                        spawn_party(role, protocol, log2n, seed, t, &link, timeout)?,
+                        spawn_party(role, &Spawn { threads: t, ..spawn }, &link)?,
                         role.name(),
                     )?;
                     if role == Role::Receiver && r.verified != Some(true) {

@@ -2,18 +2,38 @@
 //! background thread writes them out. The protocol thread blocks only when more than
 //! [`QUEUE_LIMIT`] bytes are waiting, so computing the next message overlaps sending the
 //! previous ones even when the peer is momentarily busy.
+//!
+//! For benchmarks the writer can also play a slower network ([`Shaping`]): each frame
+//! then reaches the socket when its last byte would arrive over a link of the given rate
+//! and one-way delay.
 
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// An emulated link in one direction: frames are serialised onto it one after another at
+/// `bytes_per_second` (a frame waits while the link is busy with earlier ones) and arrive
+/// `one_way` after their last byte was sent. Frames are whole messages, so delivering one
+/// at its last byte's arrival is what a receiver waiting for whole frames would see; TCP's
+/// slow start and losses are not modelled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shaping {
+    /// Link rate.
+    pub bytes_per_second: f64,
+    /// Delay from the sending of a byte to its arrival (half the round trip).
+    pub one_way: Duration,
+}
 
 /// Bytes that may wait in the queue before `push` blocks.
 const QUEUE_LIMIT: usize = 16 << 20;
 
 #[derive(Default)]
 struct Queue {
-    frames: VecDeque<Vec<u8>>,
+    /// Frames with the time they were queued.
+    frames: VecDeque<(Vec<u8>, Instant)>,
+    shaping: Option<Shaping>,
     bytes: usize,
     /// The writer is writing a frame it already took from the queue.
     busy: bool,
@@ -57,9 +77,14 @@ impl AsyncWriter {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
         q.bytes += bytes.len();
-        q.frames.push_back(bytes);
+        q.frames.push_back((bytes, Instant::now()));
         self.shared.1.notify_all();
         Ok(())
+    }
+
+    /// Plays `shaping` from now on (before anything is queued).
+    pub fn shape(&self, shaping: Shaping) {
+        lock(&self.shared).shaping = Some(shaping);
     }
 
     /// Waits until everything queued has been written.
@@ -76,14 +101,16 @@ impl AsyncWriter {
 }
 
 fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
+    // When the emulated link is free again.
+    let mut link_free = Instant::now();
     loop {
         let frame = {
             let mut q = lock(shared);
             loop {
-                if let Some(f) = q.frames.pop_front() {
+                if let Some((f, queued)) = q.frames.pop_front() {
                     q.bytes -= f.len();
                     q.busy = true;
-                    break Some(f);
+                    break Some((f, queued, q.shaping));
                 }
                 q.busy = false;
                 shared.1.notify_all();
@@ -104,11 +131,21 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
                 }
             }
         };
-        let Some(frame) = frame else {
+        let Some((frame, queued, shaping)) = frame else {
             let _ = w.flush();
             return;
         };
-        if let Err(e) = w.write_all(&frame) {
+        let written = match shaping {
+            None => w.write_all(&frame),
+            Some(link) => {
+                let on_link = Duration::from_secs_f64(frame.len() as f64 / link.bytes_per_second);
+                link_free = link_free.max(queued) + on_link;
+                let arrival = link_free + link.one_way;
+                std::thread::sleep(arrival.saturating_duration_since(Instant::now()));
+                w.write_all(&frame).and_then(|()| w.flush())
+            }
+        };
+        if let Err(e) = written {
             let mut q = lock(shared);
             q.error = Some(e);
             q.busy = false;

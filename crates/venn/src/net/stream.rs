@@ -2,7 +2,7 @@
 //! prefix, then the payload. Each received message has a deadline of one timeout from the
 //! moment we start waiting for it, however the peer trickles its bytes.
 
-use super::async_writer::AsyncWriter;
+use super::async_writer::{AsyncWriter, Shaping};
 use super::{
     abort_reason, check_frame_len, check_outgoing, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON,
 };
@@ -71,6 +71,12 @@ impl<R: TimedRead + Send> StreamChannel<R> {
             timeout,
             binding: None,
         }
+    }
+
+    /// Sends as over the emulated link `shaping` (benchmarks).
+    pub fn with_shaping(self, shaping: Shaping) -> Self {
+        self.writer.shape(shaping);
+        self
     }
 
     /// Marks the channel as bound to `binding` (see [`Channel::binding`]).
