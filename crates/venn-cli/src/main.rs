@@ -72,8 +72,9 @@ struct LinkCli {
     /// Worker threads for this party.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Seconds to wait for the peer: to connect, and for each whole message (a deadline
-    /// per message, however the peer trickles its bytes).
+    /// Seconds to wait for the peer: to connect, and for each whole message in either
+    /// direction (a deadline per message, however the peer trickles its bytes or takes
+    /// ours).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
     /// Write timings and traffic as JSON to FILE.

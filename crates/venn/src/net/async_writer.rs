@@ -3,6 +3,10 @@
 //! [`QUEUE_LIMIT`] bytes are waiting, so computing the next message overlaps sending the
 //! previous ones even when the peer is momentarily busy.
 //!
+//! Each frame must be taken by the peer within one timeout of when the writer starts on it
+//! (a [`TimedWrite`] stream's limit is lowered to the time left before each write), so a
+//! peer that reads a byte now and then cannot keep a party waiting to send or flush.
+//!
 //! For benchmarks the writer can also play a slower network ([`Shaping`]): each frame
 //! then reaches the socket when its last byte would arrive over a link of the given rate
 //! and one-way delay.
@@ -12,6 +16,50 @@ use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// A byte stream whose blocking writes can be bounded in time.
+pub trait TimedWrite: Write {
+    /// Bounds each following blocking write to `limit` (at least a millisecond).
+    fn set_write_limit(&mut self, limit: Duration) -> io::Result<()>;
+}
+
+impl TimedWrite for std::net::TcpStream {
+    fn set_write_limit(&mut self, limit: Duration) -> io::Result<()> {
+        self.set_write_timeout(Some(limit.max(Duration::from_millis(1))))
+    }
+}
+
+impl TimedWrite for io::Sink {
+    fn set_write_limit(&mut self, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes that fail once `deadline` has passed (the writing side of
+/// [`super::stream`]'s deadlined reads).
+struct Deadlined<W> {
+    inner: W,
+    deadline: Instant,
+    limit: Duration,
+}
+
+impl<W: TimedWrite> Write for Deadlined<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        if left > self.limit || left < self.limit.mul_f64(0.9) {
+            self.inner.set_write_limit(left)?;
+            self.limit = left;
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
 
 /// An emulated link in one direction: frames are serialised onto it one after another at
 /// `bytes_per_second` (a frame waits while the link is busy with earlier ones) and arrive
@@ -38,6 +86,8 @@ struct Queue {
     /// The writer is writing a frame it already took from the queue.
     busy: bool,
     closed: bool,
+    /// Once closed: when whatever is still queued must have been written.
+    drain_by: Option<Instant>,
     error: Option<io::Error>,
 }
 
@@ -47,6 +97,7 @@ type Shared = Arc<(Mutex<Queue>, Condvar)>;
 pub struct AsyncWriter {
     shared: Shared,
     thread: Option<JoinHandle<()>>,
+    timeout: Duration,
 }
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Queue> {
@@ -54,14 +105,21 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Queue> {
 }
 
 impl AsyncWriter {
-    /// Starts the writer thread for `w`.
-    pub fn new<W: Write + Send + 'static>(w: W) -> Self {
+    /// Starts the writer thread for `w`; each frame must be written within `timeout`.
+    pub fn new<W: TimedWrite + Send + 'static>(w: W, timeout: Duration) -> Self {
         let shared: Shared = Arc::default();
         let s = shared.clone();
-        let thread =
-            std::thread::spawn(move || writer_loop(BufWriter::with_capacity(1 << 16, w), &s));
+        let w = Deadlined {
+            inner: w,
+            deadline: Instant::now(),
+            limit: Duration::ZERO,
+        };
+        let thread = std::thread::spawn(move || {
+            writer_loop(BufWriter::with_capacity(1 << 16, w), timeout, &s)
+        });
         AsyncWriter {
             shared,
+            timeout,
             thread: Some(thread),
         }
     }
@@ -100,7 +158,7 @@ impl AsyncWriter {
     }
 }
 
-fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
+fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration, shared: &Shared) {
     // When the emulated link is free again.
     let mut link_free = Instant::now();
     loop {
@@ -110,7 +168,7 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
                 if let Some((f, queued)) = q.frames.pop_front() {
                     q.bytes -= f.len();
                     q.busy = true;
-                    break Some((f, queued, q.shaping));
+                    break Some((f, queued, q.shaping, q.drain_by));
                 }
                 q.busy = false;
                 shared.1.notify_all();
@@ -119,6 +177,7 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
                 }
                 drop(q);
                 // Nothing queued: push out what is buffered before sleeping.
+                w.get_mut().deadline = Instant::now() + timeout;
                 let flushed = w.flush();
                 q = lock(shared);
                 if let Err(e) = flushed {
@@ -131,10 +190,12 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
                 }
             }
         };
-        let Some((frame, queued, shaping)) = frame else {
+        let Some((frame, queued, shaping, drain_by)) = frame else {
             let _ = w.flush();
             return;
         };
+        let by = |t: Instant| drain_by.map_or(t, |d| d.min(t));
+        w.get_mut().deadline = by(Instant::now() + timeout);
         let written = match shaping {
             None => w.write_all(&frame),
             Some(link) => {
@@ -142,6 +203,7 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
                 link_free = link_free.max(queued) + on_link;
                 let arrival = link_free + link.one_way;
                 std::thread::sleep(arrival.saturating_duration_since(Instant::now()));
+                w.get_mut().deadline = by(Instant::now() + timeout);
                 w.write_all(&frame).and_then(|()| w.flush())
             }
         };
@@ -157,7 +219,12 @@ fn writer_loop<W: Write>(mut w: BufWriter<W>, shared: &Shared) {
 
 impl Drop for AsyncWriter {
     fn drop(&mut self) {
-        lock(&self.shared).closed = true;
+        // What is still queued gets one timeout in all, not one per frame.
+        {
+            let mut q = lock(&self.shared);
+            q.closed = true;
+            q.drain_by = Some(Instant::now() + self.timeout);
+        }
         self.shared.1.notify_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

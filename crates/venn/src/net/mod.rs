@@ -14,7 +14,7 @@ pub mod tls;
 mod transcript;
 mod wire;
 
-pub use async_writer::Shaping;
+pub use async_writer::{Shaping, TimedWrite};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
 pub use tcp::{tcp_channel, tcp_connect, tcp_listen, Screen, TcpChannel, PROBE};

@@ -2,12 +2,12 @@
 //! prefix, then the payload. Each received message has a deadline of one timeout from the
 //! moment we start waiting for it, however the peer trickles its bytes.
 
-use super::async_writer::{AsyncWriter, Shaping};
+use super::async_writer::{AsyncWriter, Shaping, TimedWrite};
 use super::{
     abort_reason, check_frame_len, check_outgoing, Channel, Traffic, ABORT_MARK, MAX_ABORT_REASON,
 };
 use crate::{Error, Result};
-use std::io::{BufReader, ErrorKind, Read, Write};
+use std::io::{BufReader, ErrorKind, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ pub struct StreamChannel<R: TimedRead> {
 impl<R: TimedRead + Send> StreamChannel<R> {
     /// Wraps a stream; each message must arrive within `timeout` of our starting to wait
     /// for it (else [`Error::Timeout`]).
-    pub fn new<W: Write + Send + 'static>(reader: R, writer: W, timeout: Duration) -> Self {
+    pub fn new<W: TimedWrite + Send + 'static>(reader: R, writer: W, timeout: Duration) -> Self {
         let reader = Deadlined {
             inner: reader,
             deadline: Instant::now() + timeout,
@@ -66,7 +66,7 @@ impl<R: TimedRead + Send> StreamChannel<R> {
         };
         StreamChannel {
             reader: BufReader::with_capacity(1 << 16, reader),
-            writer: AsyncWriter::new(writer),
+            writer: AsyncWriter::new(writer, timeout),
             traffic: Traffic::default(),
             timeout,
             binding: None,
@@ -160,5 +160,45 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
 
     fn binding(&self) -> Option<[u8; 32]> {
         self.binding
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::tcp_channel;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn a_peer_reading_a_trickle_cannot_keep_us_sending() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            // Take a little now and then: every write of ours makes some progress.
+            let mut byte = [0u8; 4096];
+            for _ in 0..100 {
+                if peer.read(&mut byte).unwrap_or(0) == 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let timeout = Duration::from_secs(1);
+        let mut chan = tcp_channel(TcpStream::connect(addr).unwrap(), timeout).unwrap();
+        let started = Instant::now();
+        let frame = vec![0u8; 8 << 20];
+        let result = chan
+            .send(&frame)
+            .and_then(|()| chan.send(&frame))
+            .and_then(|()| chan.flush());
+        assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        drop(chan);
+        reader.join().unwrap();
     }
 }

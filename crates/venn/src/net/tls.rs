@@ -510,6 +510,12 @@ impl Write for TlsWriter {
     }
 }
 
+impl super::TimedWrite for TlsWriter {
+    fn set_write_limit(&mut self, limit: Duration) -> std::io::Result<()> {
+        lock(&self.shared.out).set_write_timeout(Some(limit.max(Duration::from_millis(1))))
+    }
+}
+
 /// A framed channel over TLS.
 pub type TlsChannel = StreamChannel<TlsReader>;
 
