@@ -49,6 +49,7 @@ pub fn demo() -> Result<()> {
         },
         input,
         output,
+        bucket_rows: None,
         keys: KeyOptions {
             format: Format::Csv,
             columns: vec!["email".into()],

@@ -1,6 +1,7 @@
 //! `venn`: private set intersection on CSV files between two machines.
 
 mod bench;
+mod buckets;
 mod demo;
 mod keygen;
 mod output;
@@ -128,6 +129,10 @@ struct PartyCli {
     /// theirs); the state is used up.
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+    /// Split the input into hash buckets of about N rows on disk and run them one by one,
+    /// in bounded memory (done by itself for a file over an eighth of --max-memory).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "state")]
+    bucket_rows: Option<u64>,
 }
 
 #[derive(Args)]
@@ -362,6 +367,7 @@ impl PartyCli {
             },
             both: self.both,
             state: self.state,
+            bucket_rows: self.bucket_rows,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! `venn send`, `venn receive` and `venn precompute`: one party of a PSI run over TCP, on a
 //! file or (precompute) on nothing but the most items it will bring.
 
+use crate::buckets::{self, Plan};
 use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
 use crate::transport::Transport;
@@ -8,10 +9,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::net::Channel;
+use venn::protocols::Output;
 use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
-use venn_cli::input::{read_input, KeyOptions};
+use venn_cli::input::{read_input, Input, KeyOptions};
 
 /// Where the peer is.
 #[derive(Clone, Debug)]
@@ -46,6 +48,8 @@ pub struct PartyArgs {
     pub both: bool,
     /// Run only the online phase with this precomputed state.
     pub state: Option<PathBuf>,
+    /// Split the input into hash buckets of about this many rows on disk.
+    pub bucket_rows: Option<u64>,
 }
 
 /// A party of `venn precompute`.
@@ -191,21 +195,50 @@ pub fn run_party(
         check_output_path(stats, "--stats-json", &taken)?;
     }
     let started = std::time::Instant::now();
-    let input = read_input(&args.input, &args.keys)?;
+    let bucket_rows = args
+        .bucket_rows
+        .or_else(|| auto_bucket_rows(args, protocol, role));
+    let read = match bucket_rows {
+        None => Read::Whole(read_input(&args.input, &args.keys)?),
+        Some(per) => {
+            if args.state.is_some() {
+                return Err(Error::Usage(
+                    "a precomputed state (--state) cannot run in buckets (--bucket-rows)".into(),
+                ));
+            }
+            let size = std::fs::metadata(&args.input)
+                .map_err(Error::file("open input", &args.input))?
+                .len();
+            // Bucket files of at most about `per` rows, for rows of 16 bytes or more.
+            let files = size
+                .div_ceil(per.max(1) * 16)
+                .next_power_of_two()
+                .min(1 << 12);
+            Read::Split(buckets::split(
+                &args.input,
+                &args.keys,
+                files.trailing_zeros() as u8,
+            )?)
+        }
+    };
     let input_seconds = started.elapsed().as_secs_f64();
-    if input.duplicates > 0 {
+    let (rows, duplicates, skipped) = match &read {
+        Read::Whole(i) => (
+            i.rows.len() as u64,
+            i.duplicates as u64,
+            i.skipped_empty as u64,
+        ),
+        Read::Split(s) => (s.rows, s.duplicates, s.skipped_empty),
+    };
+    if duplicates > 0 {
         eprintln!(
-            "venn: warning: {} rows repeat an earlier key in '{}'; each key is run once and all \
-             its rows are output",
-            input.duplicates,
+            "venn: warning: {duplicates} rows repeat an earlier key in '{}'; each key is run \
+             once and all its rows are output",
             args.input.display()
         );
     }
-    if input.skipped_empty > 0 {
-        eprintln!(
-            "venn: warning: skipped {} rows with an empty key",
-            input.skipped_empty
-        );
+    if skipped > 0 {
+        eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
     let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
     let opts = args.link.options(
@@ -221,21 +254,79 @@ pub fn run_party(
         .as_ref()
         .map(|path| venn::load_state(path, &opts))
         .transpose()?;
-    if let Some(state) = &loaded {
+    if let (Some(state), Read::Whole(input)) = (&loaded, &read) {
         state
             .check_items(input.keys.len())
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
     let mut chan = args.link.connect(on_bound)?;
-    let report = match loaded {
-        Some(state) => venn::run_online(&mut *chan, &input.keys, state, &opts)?,
-        None => venn::run(&mut *chan, &input.keys, &opts)?,
+    let plan = Plan {
+        rows,
+        log2_buckets: buckets::log2_buckets(rows, bucket_rows),
     };
-    drop(spinner);
-    let started = std::time::Instant::now();
-    let written = write_output(args.output.as_deref(), &input, &report.output)?;
-    let files = (input_seconds, started.elapsed().as_secs_f64());
-    let mut stats = Stats::new(&report, Some(&input), written.as_ref(), args.link.threads);
+    let agreed = buckets::exchange(&mut *chan, plan, role, args.link.max_peer_items)?;
+    let progress = |done: u64, all: u64| {
+        if let Some(s) = &spinner {
+            s.message(&format!("bucket {done} of {all}"));
+        }
+    };
+    let (report, written, output_seconds) = match (read, loaded) {
+        (Read::Whole(input), loaded) if agreed.log2_buckets() == 0 => {
+            let report = match loaded {
+                Some(state) => venn::run_online(&mut *chan, &input.keys, state, &opts)?,
+                None => venn::run(&mut *chan, &input.keys, &opts)?,
+            };
+            drop(spinner);
+            let started = std::time::Instant::now();
+            let written = write_output(args.output.as_deref(), &input, &report.output)?;
+            (report, written, started.elapsed().as_secs_f64())
+        }
+        (_, Some(_)) => {
+            return Err(Error::Usage(
+                "the peer splits its input into buckets (a large input or --bucket-rows), \
+                 and a precomputed state (--state) cannot run in buckets"
+                    .into(),
+            ))
+        }
+        (Read::Whole(input), None) => {
+            let source = buckets::Source::memory(&input);
+            let (report, matches) =
+                buckets::run_buckets(&mut *chan, &agreed, &source, &opts, progress)?;
+            drop(spinner);
+            let started = std::time::Instant::now();
+            let written = if report.output == Output::Nothing {
+                None
+            } else {
+                let keys = (0..input.keys.len() as u64).filter(|&k| matches.has(k));
+                let ix = Output::Indices(keys.map(|k| k as usize).collect());
+                write_output(args.output.as_deref(), &input, &ix)?
+            };
+            (report, written, started.elapsed().as_secs_f64())
+        }
+        (Read::Split(split), None) => {
+            let source = buckets::Source::Disk(split);
+            let (report, matches) =
+                buckets::run_buckets(&mut *chan, &agreed, &source, &opts, progress)?;
+            drop(spinner);
+            let started = std::time::Instant::now();
+            let buckets::Source::Disk(split) = &source else {
+                unreachable!("made above")
+            };
+            let written = match (&args.output, &report.output) {
+                (Some(out), Output::Count(_)) if learns_rows => Some(Written::Rows(
+                    buckets::write_split_rows(out, &args.input, &args.keys, split, &matches)?,
+                )),
+                (out, output) if !learns_rows => {
+                    write_output(out.as_deref(), &Input::empty(), output)?
+                }
+                _ => None,
+            };
+            (report, written, started.elapsed().as_secs_f64())
+        }
+    };
+    let files = (input_seconds, output_seconds);
+    let mut stats = Stats::new(&report, None, written.as_ref(), args.link.threads);
+    (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     (stats.input_seconds, stats.output_seconds) = (Some(files.0), Some(files.1));
     args.link.write_stats(&stats)?;
     Ok(Outcome {
@@ -243,6 +334,26 @@ pub fn run_party(
         written,
         files: Some(files),
     })
+}
+
+/// A party's input: read whole, or split into bucket files on disk.
+enum Read {
+    Whole(Input),
+    Split(buckets::Split),
+}
+
+/// Rows per bucket when the input file is too large to read whole within --max-memory
+/// (more than an eighth of it: the file, its rows and keys, and the protocol's memory for
+/// both sets): what half the budget holds at the role's memory per own and peer item.
+fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Option<u64> {
+    let size = std::fs::metadata(&args.input).ok()?.len();
+    let budget = args.link.max_memory;
+    if size <= budget / 8 || args.state.is_some() {
+        return None;
+    }
+    let info = protocol.info();
+    let r = info.role(role);
+    Some((budget / 2 / (r.own_item_bytes + r.peer_item_bytes + 256)).max(1))
 }
 
 /// Runs the offline phase with the peer for at most `max_items` items of ours and saves

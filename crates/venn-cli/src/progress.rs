@@ -48,6 +48,15 @@ impl Spinner {
     }
 }
 
+impl Spinner {
+    /// Changes what the current spinner says, keeping its clock.
+    pub fn message(&self, text: &str) {
+        if let Some(cur) = self.current.lock().expect("spinner lock").as_ref() {
+            cur.bar.set_message(text.to_string());
+        }
+    }
+}
+
 impl Progress for Spinner {
     fn phase(&self, name: &str) {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());

@@ -3,15 +3,16 @@
 //! (it connects to, or listens on, an address that is not loopback) refuses to run
 //! without TLS unless `--plaintext` is given, and then warns.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use venn::net::tls::{
     looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
 };
 use venn::net::{
-    tcp_channel, tcp_connect, tcp_listen, Channel, Screen, Shaping, StreamChannel, TimedRead, PROBE,
+    resolve, tcp_channel, tcp_connect, tcp_listen, Channel, Screen, Shaping, StreamChannel,
+    TimedRead, PROBE,
 };
 use venn::session::{looks_like_hello, HELLO_PREFIX};
 use venn::{Error, Result};
@@ -84,13 +85,6 @@ impl TlsArgs {
     }
 }
 
-/// Whether every address `addr` resolves to is on this machine.
-fn is_loopback(addr: &str) -> bool {
-    addr.to_socket_addrs()
-        .map(|mut all| all.all(|a| a.ip().is_loopback()))
-        .unwrap_or(false)
-}
-
 impl Transport {
     /// No TLS: for a benchmark's loopback links.
     pub fn loopback() -> Self {
@@ -130,9 +124,10 @@ impl Transport {
         })
     }
 
-    /// Refuses a link that may leave this machine without TLS, unless `--plaintext`.
-    fn check(&self, addr: &str) -> Result<()> {
-        if self.tls.is_some() || is_loopback(addr) {
+    /// Refuses a link to (or listening on) `addrs` that may leave this machine without
+    /// TLS, unless `--plaintext`.
+    fn check(&self, addr: &str, addrs: &[SocketAddr]) -> Result<()> {
+        if self.tls.is_some() || addrs.iter().all(|a| a.ip().is_loopback()) {
             return Ok(());
         }
         if !self.plaintext {
@@ -151,8 +146,9 @@ impl Transport {
 
     /// Connects to the peer at `addr` (retrying until `timeout`).
     pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Channel>> {
-        self.check(addr)?;
-        let socket = tcp_connect(addr, timeout)?;
+        let addrs = resolve(addr)?;
+        self.check(addr, &addrs)?;
+        let socket = tcp_connect(&addrs, timeout)?;
         Ok(match &self.tls {
             Some(tls) => {
                 let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
@@ -174,7 +170,10 @@ impl Transport {
         timeout: Duration,
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<Box<dyn Channel>> {
-        self.check(addr)?;
+        // Listening on a name: what it resolves to now is what is bound.
+        let addrs = resolve(addr)?;
+        self.check(addr, &addrs)?;
+        let deadline = Instant::now() + timeout;
         let mut reject = |from: SocketAddr, why: &str| {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
         };
@@ -183,7 +182,8 @@ impl Transport {
         let mut take = move |socket, first: &[u8]| -> std::result::Result<Box<dyn Channel>, _> {
             match &tls {
                 Some(tls) if looks_like_tls(first) => {
-                    match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match tls_channel(socket, Side::Server, tls, PROBE.min(left), timeout) {
                         Ok(chan) => Ok(this.finish(chan)),
                         Err(e) => Err(e.to_string()),
                     }

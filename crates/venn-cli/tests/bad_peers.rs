@@ -15,6 +15,21 @@ fn frame(payload: &[u8]) -> Vec<u8> {
     [&(payload.len() as u32).to_le_bytes()[..], payload].concat()
 }
 
+/// A run plan (venn-cli's buckets.rs) for `rows` rows in one bucket: what every CLI party
+/// sends before its session hello.
+fn plan(rows: u64) -> Vec<u8> {
+    let mut p = b"VENN/PSI".to_vec();
+    p.extend_from_slice(&0xFFFEu16.to_le_bytes());
+    p.extend_from_slice(&rows.to_le_bytes());
+    p.push(0);
+    frame(&p)
+}
+
+/// A plan for `N` rows, then `bytes`.
+fn planned(bytes: Vec<u8>) -> Script {
+    Script::Raw([plan(N), bytes].concat())
+}
+
 /// A sender's hello as the wire format defines it (session/handshake.rs).
 fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     let mut h = b"VENN/PSI".to_vec();
@@ -60,6 +75,9 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         stream.try_clone().unwrap(),
         Duration::from_secs(10),
     );
+    chan.send(&plan(n)[4..]).unwrap();
+    let chan_dyn: &mut dyn Channel = &mut chan;
+    chan_dyn.recv(64).unwrap();
     let ours = Hello {
         protocol: "kkrt16".into(),
         role: Role::Sender,
@@ -150,23 +168,19 @@ fn garbage_instead_of_a_handshake() {
 
 #[test]
 fn version_protocol_and_size_mismatches_are_named() {
+    check(planned(hello("kkrt16", 99, N)), false, "wire version 99");
     check(
-        Script::Raw(hello("kkrt16", 99, N)),
-        false,
-        "wire version 99",
-    );
-    check(
-        Script::Raw(hello("naive", VERSION, N)),
+        planned(hello("naive", VERSION, N)),
         false,
         "the peer runs protocol 'naive'",
     );
     check(
-        Script::Raw(hello("\x1b[2Jfake\nvenn: ok", VERSION, N)),
+        planned(hello("\x1b[2Jfake\nvenn: ok", VERSION, N)),
         false,
         "the peer runs protocol '\\u{1b}[2Jfake\\u{a}venn: ok'",
     );
     let (o, out, _d) = against_fake_sender(
-        Script::Raw(hello("kkrt16", VERSION, 1 << 40)),
+        planned(hello("kkrt16", VERSION, 1 << 40)),
         false,
         &["--max-peer-items", "1000"],
     );
@@ -174,7 +188,7 @@ fn version_protocol_and_size_mismatches_are_named() {
     assert!(!out.exists());
     // Above the supported maximum even when the user raises the limit.
     let (o, out, _d) = against_fake_sender(
-        Script::Raw(hello("kkrt16", VERSION, 1 << 40)),
+        planned(hello("kkrt16", VERSION, 1 << 40)),
         false,
         &["--max-peer-items", "1099511627776"],
     );
@@ -207,7 +221,7 @@ fn a_peer_abort_reason_is_shown_escaped() {
 #[test]
 fn a_peer_needing_more_than_max_memory_is_refused() {
     let (o, out, _d) = against_fake_sender(
-        Script::Raw(hello("kkrt16", VERSION, 1 << 30)),
+        planned(hello("kkrt16", VERSION, 1 << 30)),
         false,
         &["--max-peer-items", "2147483648", "--max-memory", "1G"],
     );
@@ -223,7 +237,7 @@ fn a_peer_needing_more_than_max_memory_is_refused() {
 #[test]
 fn parameter_mismatch_is_named() {
     let script = [hello("kkrt16", VERSION, N), params_frame(&[1; 32])].concat();
-    check(Script::Raw(script), false, "parameter mismatch");
+    check(planned(script), false, "parameter mismatch");
 }
 
 #[test]
@@ -247,8 +261,12 @@ fn disconnect_truncation_and_oversized_frames() {
 #[test]
 fn silent_peer_times_out() {
     check(Script::Raw(Vec::new()), false, "timed out after 3 s");
-    let just_hello = hello("kkrt16", VERSION, N);
-    check(Script::Raw(just_hello), false, "timed out after 3 s");
+    check(planned(Vec::new()), false, "timed out after 3 s");
+    check(
+        planned(hello("kkrt16", VERSION, N)),
+        false,
+        "timed out after 3 s",
+    );
 }
 
 #[test]

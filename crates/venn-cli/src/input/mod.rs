@@ -15,6 +15,7 @@ use std::path::Path;
 use venn::{Error, Items, Result};
 
 pub mod fuzz;
+pub mod segments;
 
 /// Input file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -62,6 +63,18 @@ pub struct Input {
 }
 
 impl Input {
+    /// No rows at all.
+    pub fn empty() -> Self {
+        Input {
+            data: Vec::new(),
+            header: None,
+            rows: Vec::new(),
+            keys: Items::new(),
+            duplicates: 0,
+            skipped_empty: 0,
+        }
+    }
+
     /// The bytes of a row or the header, as they are in the file.
     pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
         &self.data[range.clone()]

@@ -39,17 +39,27 @@ pub fn tcp_channel(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
     Ok(StreamChannel::new(reader, stream, timeout))
 }
 
-/// Connects to `addr`, retrying every 100 ms until `timeout` has passed.
-pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
+/// The addresses `addr` (`host:port`) resolves to.
+pub fn resolve(addr: &str) -> Result<Vec<SocketAddr>> {
+    let all: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
+        .collect();
+    if all.is_empty() {
+        return Err(Error::Address(format!("'{addr}' resolves to no address")));
+    }
+    Ok(all)
+}
+
+/// Connects to one of `addrs` (resolved once, by [`resolve`], so what was checked is what
+/// is connected to), retrying every 100 ms until `timeout` has passed.
+pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream> {
     let deadline = Instant::now() + timeout;
     loop {
-        let attempt = addr
-            .to_socket_addrs()
-            .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
-            .find_map(|a| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                TcpStream::connect_timeout(&a, left.max(Duration::from_millis(10))).ok()
-            });
+        let attempt = addrs.iter().find_map(|a| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            TcpStream::connect_timeout(a, left.max(Duration::from_millis(10))).ok()
+        });
         if let Some(stream) = attempt {
             stream.set_nodelay(true)?;
             return Ok(stream);

@@ -123,10 +123,14 @@ impl Identity {
         }
         let key = PrivateKeyDer::from_pem_slice(key)
             .map_err(|e| (1, format!("no PEM private key in it ({e})")))?;
-        provider()
-            .key_provider
-            .load_private_key(key.clone_key())
-            .map_err(|e| (1, format!("not a usable private key ({e})")))?;
+        rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider()).map_err(
+            |e| {
+                (
+                    1,
+                    format!("not the key of the certificate, or unusable ({e})"),
+                )
+            },
+        )?;
         Ok(Identity { chain, key })
     }
 
@@ -279,7 +283,10 @@ impl PeerCheck {
                 let mut roots = RootCertStore::empty();
                 if let Err(e) = roots.add(cert.clone().into_owned()) {
                     return refuse(
-                        format!("the peer's certificate sha256:{seen} is unusable: {e}"),
+                        format!(
+                            "the peer's certificate sha256:{seen} is unusable: {}",
+                            peer_text(&e.to_string())
+                        ),
                         e,
                     );
                 }
@@ -313,8 +320,12 @@ impl PeerCheck {
         };
         match result {
             Ok(()) => Ok(()),
+            // webpki quotes names from the certificate: the peer's text.
             Err(e) => refuse(
-                format!("the peer's certificate sha256:{seen} is refused: {e}"),
+                format!(
+                    "the peer's certificate sha256:{seen} is refused: {}",
+                    peer_text(&e.to_string())
+                ),
                 e,
             ),
         }
@@ -436,6 +447,8 @@ pub struct TlsReader {
     raw: Vec<u8>,
     plain: Vec<u8>,
     at: usize,
+    /// The peer sent close_notify: nothing more will come.
+    closed: bool,
     binding: [u8; 32],
     /// Our certificate's fingerprint, for error messages.
     ours: String,
@@ -449,40 +462,62 @@ impl TlsReader {
 }
 
 impl Read for TlsReader {
+    /// Plaintext if any is ready; otherwise one read of ciphertext from the socket. A read
+    /// that brings no whole record yet returns `Interrupted`, so the caller's deadline is
+    /// checked again before the next (a peer cannot trickle a record byte by byte past it).
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            if self.at < self.plain.len() {
-                let n = buf.len().min(self.plain.len() - self.at);
-                buf[..n].copy_from_slice(&self.plain[self.at..self.at + n]);
-                self.at += n;
-                return Ok(n);
+        if self.at < self.plain.len() {
+            let n = buf.len().min(self.plain.len() - self.at);
+            buf[..n].copy_from_slice(&self.plain[self.at..self.at + n]);
+            self.at += n;
+            return Ok(n);
+        }
+        if self.closed {
+            return Ok(0);
+        }
+        let n = self.socket.read(&mut self.raw)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut conn = lock(&self.shared.conn);
+        let mut ciphertext = &self.raw[..n];
+        self.plain.clear();
+        self.at = 0;
+        while !ciphertext.is_empty() && !self.closed {
+            if conn.read_tls(&mut ciphertext)? == 0 {
+                // After close_notify nothing more is taken.
+                self.closed = true;
             }
-            let n = self.socket.read(&mut self.raw)?;
-            if n == 0 {
-                return Ok(0);
-            }
-            let mut conn = lock(&self.shared.conn);
-            let mut ciphertext = &self.raw[..n];
-            self.plain.clear();
-            self.at = 0;
-            let mut closed = false;
-            while !ciphertext.is_empty() {
-                conn.read_tls(&mut ciphertext)?;
-                let state = conn.process_new_packets().map_err(|e| {
-                    std::io::Error::new(ErrorKind::InvalidData, describe(&e, &self.ours))
-                })?;
-                let ready = state.plaintext_bytes_to_read();
-                let start = self.plain.len();
-                self.plain.resize(start + ready, 0);
-                conn.reader().read_exact(&mut self.plain[start..])?;
-                closed |= state.peer_has_closed();
-            }
-            send_records(&self.shared, conn)?;
-            if closed && self.plain.is_empty() {
-                return Ok(0);
+            match drain(&mut conn, &mut self.plain) {
+                Ok(closed) => self.closed |= closed,
+                Err(e) => {
+                    // Tell the peer (best effort) before giving up.
+                    let _ = send_records(&self.shared, conn);
+                    return Err(std::io::Error::new(
+                        ErrorKind::InvalidData,
+                        describe(&e, &self.ours),
+                    ));
+                }
             }
         }
+        send_records(&self.shared, conn)?;
+        if self.plain.is_empty() && !self.closed {
+            return Err(ErrorKind::Interrupted.into());
+        }
+        self.read(buf)
     }
+}
+
+/// Processes what rustls has read and moves the plaintext into `plain`; returns whether
+/// the peer has closed.
+fn drain(conn: &mut Connection, plain: &mut Vec<u8>) -> Result<bool, rustls::Error> {
+    let state = conn.process_new_packets()?;
+    let start = plain.len();
+    plain.resize(start + state.plaintext_bytes_to_read(), 0);
+    conn.reader()
+        .read_exact(&mut plain[start..])
+        .expect("rustls holds the plaintext it announced");
+    Ok(state.peer_has_closed())
 }
 
 impl super::TimedRead for TlsReader {
@@ -561,9 +596,20 @@ pub fn tls_channel(
                 .with_client_auth_cert(chain, key)
                 .map_err(tls_error)?;
             config.resumption = rustls::client::Resumption::disabled();
-            let name = ServerName::try_from(host.to_string())
-                .or_else(|_| ServerName::try_from(GENERATED_NAME.to_string()))
-                .expect("a valid name");
+            // A pinned certificate is checked by its fingerprint, not a name; a CA's
+            // must name the host we connected to.
+            let name = match (&tls.trust, ServerName::try_from(host.to_string())) {
+                (_, Ok(name)) => name,
+                (Trust::Pinned(_), Err(_)) => ServerName::try_from(GENERATED_NAME)
+                    .expect("a valid name")
+                    .to_owned(),
+                (Trust::Ca(_), Err(_)) => {
+                    return Err(Error::Usage(format!(
+                        "'{host}' is not a name a certificate can hold; connect by host name \
+                         or address, or pin the peer's fingerprint"
+                    )))
+                }
+            };
             ClientConnection::new(Arc::new(config), name)
                 .map_err(tls_error)?
                 .into()
@@ -582,22 +628,16 @@ pub fn tls_channel(
         }
     };
     let mut socket = socket;
-    let deadline = Instant::now() + handshake_within;
-    while conn.is_handshaking() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Error::Timeout(handshake_within));
-        }
-        socket.set_read_timeout(Some(left))?;
-        socket.set_write_timeout(Some(left))?;
-        if let Err(e) = conn.complete_io(&mut socket) {
-            return Err(handshake_error(e, &check, &tls.identity, handshake_within));
-        }
+    if let Err(e) = drive_handshake(&mut conn, &mut socket, Instant::now() + handshake_within) {
+        return Err(handshake_error(e, &check, &tls.identity, handshake_within));
     }
     // A refusal by our own check ends the handshake above; this catches any other path.
     if let Some(why) = lock(&check.seen).refusal.take() {
         return Err(Error::Tls(why));
     }
+    // The peer's first application data may have come with its last handshake message.
+    let mut plain = Vec::new();
+    let closed = drain(&mut conn, &mut plain).map_err(tls_error)?;
     let mut binding = [0u8; 32];
     conn.export_keying_material(&mut binding, BINDING_LABEL, None)
         .map_err(tls_error)?;
@@ -610,12 +650,53 @@ pub fn tls_channel(
         shared: shared.clone(),
         socket,
         raw: vec![0; 1 << 16],
-        plain: Vec::new(),
+        plain,
         at: 0,
+        closed,
         binding,
         ours: tls.identity.fingerprint(),
     };
     Ok(StreamChannel::new(reader, TlsWriter { shared }, timeout).with_binding(binding))
+}
+
+/// Runs the handshake to its end or `deadline`, one socket read at a time (rustls's
+/// `complete_io` would keep reading past the deadline for a peer that trickles). On a
+/// failure the alert rustls queued is sent, best effort.
+fn drive_handshake(
+    conn: &mut Connection,
+    socket: &mut TcpStream,
+    deadline: Instant,
+) -> std::io::Result<()> {
+    let left = || {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(std::io::Error::from(ErrorKind::TimedOut))
+        } else {
+            Ok(left)
+        }
+    };
+    let flush = |conn: &mut Connection, socket: &mut TcpStream| -> std::io::Result<()> {
+        while conn.wants_write() {
+            socket.set_write_timeout(Some(left()?))?;
+            conn.write_tls(socket)?;
+        }
+        Ok(())
+    };
+    while conn.is_handshaking() {
+        flush(conn, socket)?;
+        if !conn.is_handshaking() {
+            break;
+        }
+        socket.set_read_timeout(Some(left()?))?;
+        if conn.read_tls(socket)? == 0 {
+            return Err(ErrorKind::UnexpectedEof.into());
+        }
+        if let Err(e) = conn.process_new_packets() {
+            let _ = flush(conn, socket);
+            return Err(std::io::Error::new(ErrorKind::InvalidData, e));
+        }
+    }
+    flush(conn, socket)
 }
 
 /// A one-line account of a failed TLS handshake.
@@ -670,6 +751,7 @@ mod tests {
     use super::*;
     use crate::net::{tcp_channel, Channel};
     use std::net::TcpListener;
+    use std::sync::mpsc;
 
     fn identity(days: u32) -> (Identity, [u8; 32]) {
         let g = Identity::generate(days).unwrap();
@@ -837,5 +919,203 @@ mod tests {
         assert_eq!(parse_fingerprint(&colons.join(":")).unwrap(), want);
         assert!(parse_fingerprint(&fp[..62]).is_err());
         assert!(parse_fingerprint(&"zz".repeat(32)).is_err());
+    }
+
+    fn raw_client(id: &Identity, pin: [u8; 32]) -> ClientConnection {
+        let check = Arc::new(PeerCheck::new(Trust::Pinned(pin)));
+        let mut config = ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(check)
+            .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+            .unwrap();
+        config.resumption = rustls::client::Resumption::disabled();
+        ClientConnection::new(Arc::new(config), ServerName::try_from("venn").unwrap()).unwrap()
+    }
+
+    /// Starts a venn TLS server; returns its address and a receiver of (recv result, elapsed).
+    fn server(
+        b: Identity,
+        fa: [u8; 32],
+        t: Duration,
+    ) -> (
+        std::net::SocketAddr,
+        mpsc::Receiver<(std::result::Result<Vec<u8>, String>, Duration)>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            let tls = Tls {
+                identity: b,
+                trust: Trust::Pinned(fa),
+            };
+            let mut chan = tls_channel(socket, Side::Server, &tls, t, t).unwrap();
+            let start = Instant::now();
+            let r = (&mut chan as &mut dyn Channel)
+                .recv(64)
+                .map_err(|e| e.to_string());
+            let _ = tx.send((r, start.elapsed()));
+        });
+        (addr, rx)
+    }
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut f = (payload.len() as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn data_sent_with_the_last_handshake_message_is_delivered() {
+        let ((a, fa), (b, fb)) = (identity(1), identity(1));
+        let (addr, rx) = server(b, fa, Duration::from_secs(2));
+        let mut sock = TcpStream::connect(addr).unwrap();
+        let mut conn = raw_client(&a, fb);
+        // Queued before the handshake ends: leaves in the same write as the client's Finished.
+        conn.writer().write_all(&frame(b"hello")).unwrap();
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).unwrap();
+        }
+        while conn.wants_write() {
+            conn.write_tls(&mut sock).unwrap();
+        }
+        let (r, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(r.unwrap(), b"hello");
+    }
+
+    #[test]
+    fn bytes_after_close_notify_do_not_hang_the_reader() {
+        let ((a, fa), (b, fb)) = (identity(1), identity(1));
+        let (addr, rx) = server(b, fa, Duration::from_secs(1));
+        let mut sock = TcpStream::connect(addr).unwrap();
+        let mut conn = raw_client(&a, fb);
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        conn.send_close_notify();
+        let mut out = Vec::new();
+        while conn.wants_write() {
+            conn.write_tls(&mut out).unwrap();
+        }
+        out.extend(std::iter::repeat(0u8).take(10000));
+        sock.write_all(&out).unwrap();
+        let got = rx.recv_timeout(Duration::from_secs(6));
+        assert!(
+            got.is_ok(),
+            "the server's recv never returned (spinning under the lock)"
+        );
+    }
+
+    #[test]
+    fn a_handshake_trickled_byte_by_byte_meets_its_deadline() {
+        let (b, _) = identity(1);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            let tls = Tls {
+                identity: b,
+                trust: Trust::Pinned([0; 32]),
+            };
+            let start = Instant::now();
+            let r = tls_channel(
+                socket,
+                Side::Server,
+                &tls,
+                Duration::from_secs(1),
+                Duration::from_secs(1),
+            );
+            (r.err().map(|e| e.to_string()), start.elapsed())
+        });
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.write_all(&[0x16, 3, 1, 1, 0]).unwrap();
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(600));
+            if sock.write_all(&[0]).is_err() {
+                break; // the server gave up, as it should
+            }
+        }
+        drop(sock);
+        let (e, took) = h.join().unwrap();
+        assert!(e.is_some());
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[test]
+    fn a_record_trickled_byte_by_byte_meets_the_message_deadline() {
+        let ((a, fa), (b, fb)) = (identity(1), identity(1));
+        let (addr, rx) = server(b, fa, Duration::from_secs(1));
+        let mut sock = TcpStream::connect(addr).unwrap();
+        let mut conn = raw_client(&a, fb);
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).unwrap();
+        }
+        conn.writer().write_all(&frame(b"late")).unwrap();
+        let mut out = Vec::new();
+        while conn.wants_write() {
+            conn.write_tls(&mut out).unwrap();
+        }
+        for byte in out {
+            std::thread::sleep(Duration::from_millis(300));
+            if sock.write_all(&[byte]).is_err() {
+                break; // the server gave up, as it should
+            }
+        }
+        let (r, took) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[test]
+    fn names_in_a_refused_certificate_are_escaped() {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let leaf = |name: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+                .unwrap()
+                .signed_by(&key, &issuer)
+                .unwrap();
+            Identity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
+        };
+        let mut roots = RootCertStore::empty();
+        roots.add(ca_cert.der().clone()).unwrap();
+        let trust = Trust::Ca(Arc::new(roots));
+        let (a, b) = (leaf("localhost"), leaf("evil\x1b[2J\x1b]0;pwned\x07"));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let t = Duration::from_secs(3);
+        let trust2 = trust.clone();
+        std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            let _ = tls_channel(
+                socket,
+                Side::Server,
+                &Tls {
+                    identity: b,
+                    trust: trust2,
+                },
+                t,
+                t,
+            );
+        });
+        let socket = TcpStream::connect(addr).unwrap();
+        let e = tls_channel(
+            socket,
+            Side::Client { host: "localhost" },
+            &Tls { identity: a, trust },
+            t,
+            t,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(!e.contains('\x1b'), "raw escape in error: {e:?}");
     }
 }

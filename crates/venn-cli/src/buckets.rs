@@ -1,0 +1,543 @@
+//! Runs on inputs larger than memory: both parties split their keys into the same hash
+//! buckets and run the protocol bucket by bucket over one connection; the output is the
+//! same rows, in input order, as one run over everything would give.
+//!
+//! **The run plan.** Every `venn send/receive` run opens with one plan frame each way:
+//! the number of rows a party brings and how many buckets it needs for its memory
+//! (`--bucket-rows`, or automatically for a file too large to hold at once). Both take
+//! the larger bucket count, a power of two, so each side's buckets are unions or splits
+//! of its own. One bucket is an ordinary run (as without buckets).
+//!
+//! **Nothing leaks through bucket sizes.** A key's bucket is a public hash of it, so the
+//! number of keys in each bucket says something about the set; each bucket is therefore
+//! padded with random dummy keys to one size fixed by the row count and the bucket count
+//! alone ([`padded_size`]), and the peer sees only that size. A bucket holding more keys
+//! than that bound fails the run (probability at most 2^-40 for any set of distinct keys).
+//! The peer learns the number of rows (not of distinct keys, which only the buckets'
+//! contents would tell).
+//!
+//! Each bucket's session is bound to the plan both parties sent and to the bucket's
+//! number (through the channel binding the session id hashes), so a plan altered in
+//! transit or sessions reordered fail the handshake.
+
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use venn::net::{Channel, Reader, Traffic, Writer};
+use venn::protocols::{Output, Phase};
+use venn::session::Role;
+use venn::{Error, Items, Report, Result, RunOptions};
+use venn_cli::input::segments::for_each_segment;
+use venn_cli::input::{Input, KeyOptions};
+
+const MAGIC: &[u8; 8] = b"VENN/PSI";
+/// Where a session hello has its wire version, a plan has this mark.
+const PLAN_MARK: u16 = 0xFFFE;
+/// The most buckets a run may have (2^20).
+const MAX_LOG2_BUCKETS: u8 = 20;
+/// Bytes of input read and parsed at a time when splitting a file.
+const SEGMENT_BYTES: usize = 64 << 20;
+
+/// What a party says of its side of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Rows brought (after skipping empty keys).
+    pub rows: u64,
+    /// log2 of the buckets this party needs.
+    pub log2_buckets: u8,
+}
+
+impl Plan {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .bytes(MAGIC)
+            .u16(PLAN_MARK)
+            .u64(self.rows)
+            .u8(self.log2_buckets)
+            .0
+    }
+
+    fn decode(frame: &[u8], max_rows: u64) -> Result<Plan> {
+        let mut r = Reader::new(frame, "run plan");
+        let not_venn = || Error::Handshake("the peer is not a venn endpoint (no run plan)".into());
+        if r.bytes(MAGIC.len()).map_err(|_| not_venn())? != MAGIC {
+            return Err(not_venn());
+        }
+        if r.u16()? != PLAN_MARK {
+            return Err(Error::Handshake(
+                "the peer runs another venn release (it sent no run plan); run the same \
+                 release on both sides"
+                    .into(),
+            ));
+        }
+        let plan = Plan {
+            rows: r.u64()?,
+            log2_buckets: r.u8()?,
+        };
+        r.finish()?;
+        if plan.rows > max_rows || plan.log2_buckets > MAX_LOG2_BUCKETS {
+            return Err(Error::Handshake(format!(
+                "the peer brings {} rows in 2^{} buckets; at most {max_rows} rows in 2^{MAX_LOG2_BUCKETS} \
+                 are accepted (--max-peer-items)",
+                plan.rows, plan.log2_buckets
+            )));
+        }
+        Ok(plan)
+    }
+}
+
+/// The buckets needed for `rows` rows with at most about `bucket_rows` in each: log2.
+pub fn log2_buckets(rows: u64, bucket_rows: Option<u64>) -> u8 {
+    match bucket_rows {
+        None => 0,
+        Some(per) => {
+            let b = rows.div_ceil(per.max(1)).max(1).next_power_of_two();
+            (b.trailing_zeros() as u8).min(MAX_LOG2_BUCKETS)
+        }
+    }
+}
+
+/// Both plans, as sent: what the buckets' sessions are bound to.
+pub struct Agreed {
+    pub ours: Plan,
+    pub peer: Plan,
+    digest: [u8; 32],
+}
+
+impl Agreed {
+    /// log2 of the bucket count both use.
+    pub fn log2_buckets(&self) -> u8 {
+        self.ours.log2_buckets.max(self.peer.log2_buckets)
+    }
+}
+
+/// Sends our plan and receives the peer's.
+pub fn exchange(
+    chan: &mut dyn Channel,
+    ours: Plan,
+    role: Role,
+    max_peer_rows: u64,
+) -> Result<Agreed> {
+    chan.send(&ours.encode())?;
+    chan.flush()?;
+    let frame = chan.recv(64).map_err(|e| match e {
+        Error::Protocol { .. } => {
+            Error::Handshake("the peer is not a venn endpoint (no run plan)".into())
+        }
+        e => e,
+    })?;
+    let peer = Plan::decode(&frame, max_peer_rows)?;
+    let (sender, receiver) = match role {
+        Role::Sender => (ours, peer),
+        Role::Receiver => (peer, ours),
+    };
+    let mut h = blake3::Hasher::new_derive_key("venn 2026-11 run plan");
+    h.update(&sender.encode());
+    h.update(&receiver.encode());
+    Ok(Agreed {
+        ours,
+        peer,
+        digest: *h.finalize().as_bytes(),
+    })
+}
+
+/// The public bucket hash of a key.
+fn key_hash(key: &[u8]) -> u64 {
+    let h = blake3::Hasher::new_derive_key("venn 2026-11 bucket of a key")
+        .update(key)
+        .finalize();
+    u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The size every bucket is padded to: the smallest P with P ≥ μ = rows/B such that, for
+/// `rows` distinct keys thrown into B = 2^log2 buckets, B·Pr[Bin(rows, 1/B) > P] ≤ 2^-40,
+/// by the Chernoff bound Pr[X ≥ (1+δ)μ] ≤ exp(−δ²μ/(2+δ)).
+pub fn padded_size(rows: u64, log2: u8) -> u64 {
+    if log2 == 0 || rows == 0 {
+        return rows;
+    }
+    let mu = rows as f64 / (1u64 << log2) as f64;
+    let c = (log2 as f64 + venn::STATISTICAL_SECURITY as f64) * std::f64::consts::LN_2;
+    let delta = (c + (c * c + 8.0 * c * mu).sqrt()) / (2.0 * mu);
+    (((1.0 + delta) * mu).ceil() as u64).min(rows)
+}
+
+/// A channel whose binding (hashed into each session id) adds the plan and the bucket.
+struct Bucketed<'a> {
+    inner: &'a mut dyn Channel,
+    binding: [u8; 32],
+}
+
+impl Channel for Bucketed<'_> {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        self.inner.send(frame)
+    }
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        self.inner.recv_into(buf, max_len)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn traffic(&self) -> Traffic {
+        self.inner.traffic()
+    }
+    fn abort(&mut self, reason: &str) {
+        self.inner.abort(reason)
+    }
+    fn binding(&self) -> Option<[u8; 32]> {
+        Some(self.binding)
+    }
+}
+
+/// Where a party's keys come from, bucket by bucket.
+pub enum Source<'a> {
+    /// An input read whole.
+    Memory {
+        input: &'a Input,
+        /// The bucket hash of each distinct key.
+        hashes: Vec<u64>,
+    },
+    /// A file split into `2^log2_files` bucket files on disk by [`split`].
+    Disk(Split),
+}
+
+impl<'a> Source<'a> {
+    /// Buckets over an input read whole.
+    pub fn memory(input: &'a Input) -> Self {
+        let hashes = (0..input.keys.len())
+            .map(|i| key_hash(input.keys.get(i)))
+            .collect();
+        Source::Memory { input, hashes }
+    }
+}
+
+/// A file split into bucket files.
+pub struct Split {
+    dir: tempfile::TempDir,
+    log2_files: u8,
+    /// Rows in the file (kept: not skipped as empty).
+    pub rows: u64,
+    /// Rows whose key repeats an earlier one.
+    pub duplicates: u64,
+    pub skipped_empty: u64,
+    header: Option<Vec<u8>>,
+}
+
+fn file_of(dir: &Path, f: u64) -> PathBuf {
+    dir.join(format!("{f:06}.bucket"))
+}
+
+/// Splits the keys of `path` into `2^log2_files` bucket files in a new temporary directory
+/// beside the system's others: each record is the row's number, the key's length and
+/// the key.
+pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
+    let dir = tempfile::Builder::new()
+        .prefix("venn-buckets-")
+        .tempdir()
+        .map_err(Error::file(
+            "create a bucket directory in",
+            &std::env::temp_dir(),
+        ))?;
+    let files = 1u64 << log2_files;
+    let mut out: Vec<BufWriter<std::fs::File>> = (0..files)
+        .map(|f| {
+            let p = file_of(dir.path(), f);
+            std::fs::File::create(&p)
+                .map(|file| BufWriter::with_capacity(1 << 14, file))
+                .map_err(Error::file("create", &p))
+        })
+        .collect::<Result<_>>()?;
+    let (mut rows, mut duplicates, mut skipped) = (0, 0, 0);
+    let header = for_each_segment(path, opts, SEGMENT_BYTES, |s| {
+        for (i, row) in s.input.rows.iter().enumerate() {
+            let key = s.input.keys.get(row.key as usize);
+            let f = key_hash(key) & (files - 1);
+            let w = &mut out[f as usize];
+            let record = Writer::new()
+                .u64(s.rows_before + i as u64)
+                .u64(key.len() as u64)
+                .bytes(key);
+            w.write_all(&record.0)
+                .map_err(Error::file("write", &file_of(dir.path(), f)))?;
+        }
+        rows = s.rows_before + s.input.rows.len() as u64;
+        duplicates += s.input.duplicates as u64;
+        skipped += s.input.skipped_empty as u64;
+        Ok(())
+    })?;
+    for (f, mut w) in out.into_iter().enumerate() {
+        w.flush()
+            .map_err(Error::file("write", &file_of(dir.path(), f as u64)))?;
+    }
+    Ok(Split {
+        dir,
+        log2_files,
+        rows,
+        duplicates,
+        skipped_empty: skipped,
+        header,
+    })
+}
+
+impl Split {
+    /// The records of bucket `c` of `2^log2` as (row, key).
+    fn bucket(&self, c: u64, log2: u8) -> Result<Vec<(u64, Vec<u8>)>> {
+        let files = 1u64 << self.log2_files;
+        let buckets = 1u64 << log2;
+        let wanted: Vec<u64> = if buckets <= files {
+            (c..files).step_by(buckets as usize).collect()
+        } else {
+            vec![c & (files - 1)]
+        };
+        let mut records = Vec::new();
+        for f in wanted {
+            let p = file_of(self.dir.path(), f);
+            let mut bytes = Vec::new();
+            std::fs::File::open(&p)
+                .and_then(|mut file| file.read_to_end(&mut bytes))
+                .map_err(Error::file("read", &p))?;
+            let mut r = Reader::new(&bytes, "bucket file");
+            while let Ok(row) = r.u64() {
+                let len = r.u64()? as usize;
+                let key = r.bytes(len)?;
+                if buckets <= files || key_hash(key) & (buckets - 1) == c {
+                    records.push((row, key.to_vec()));
+                }
+            }
+        }
+        Ok(records)
+    }
+}
+
+/// What a bucketed run learned: which rows (by number) are in the intersection.
+pub struct Matches {
+    bits: Vec<u64>,
+    /// How many distinct keys of ours are in the intersection.
+    pub keys: u64,
+}
+
+impl Matches {
+    fn new(rows: u64) -> Self {
+        Matches {
+            bits: vec![0; rows.div_ceil(64) as usize],
+            keys: 0,
+        }
+    }
+    fn set(&mut self, row: u64) {
+        self.bits[(row / 64) as usize] |= 1 << (row % 64);
+    }
+    /// Whether row `row` is in the intersection.
+    pub fn has(&self, row: u64) -> bool {
+        self.bits[(row / 64) as usize] >> (row % 64) & 1 == 1
+    }
+}
+
+/// Runs the protocol bucket by bucket. Returns a report summing the buckets' and, for a
+/// party that learns indices, the matching rows.
+pub fn run_buckets(
+    chan: &mut dyn Channel,
+    agreed: &Agreed,
+    source: &Source,
+    opts: &RunOptions,
+    mut on_bucket: impl FnMut(u64, u64),
+) -> Result<(Report, Matches)> {
+    let log2 = agreed.log2_buckets();
+    let buckets = 1u64 << log2;
+    let rows = agreed.ours.rows;
+    let pad = padded_size(rows, log2);
+    let mut matches = Matches::new(rows);
+    let mut total: Option<Report> = None;
+    let mut distinct = 0u64;
+    let tls = chan.binding();
+    for c in 0..buckets {
+        // The bucket's distinct keys, and the rows (or key indices) each stands for.
+        let (mut items, back): (Items, Vec<Vec<u64>>) = match source {
+            Source::Memory { input, hashes } => {
+                let mut items = Items::new();
+                let mut back = Vec::new();
+                for (k, &h) in hashes.iter().enumerate() {
+                    if h & (buckets - 1) == c {
+                        items.push(input.keys.get(k));
+                        back.push(vec![k as u64]);
+                    }
+                }
+                (items, back)
+            }
+            Source::Disk(split) => dedup(split.bucket(c, log2)?),
+        };
+        distinct += items.len() as u64;
+        if items.len() as u64 > pad {
+            return Err(Error::Unlucky(format!(
+                "bucket {c} of {buckets} holds {} distinct keys, more than the {pad} every \
+                 bucket is padded to (this happens with probability below 2^-40 for distinct \
+                 keys); run again with a different --bucket-rows",
+                items.len()
+            )));
+        }
+        let real = items.len();
+        let mut prg = venn::crypto::Prg::from_entropy();
+        while (items.len() as u64) < pad {
+            let mut dummy = [0u8; 32];
+            prg.fill_bytes(&mut dummy);
+            items.push(&dummy);
+        }
+        let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
+        h.update(&tls.unwrap_or_default());
+        h.update(&agreed.digest);
+        h.update(&c.to_le_bytes());
+        let mut bound = Bucketed {
+            inner: &mut *chan,
+            binding: *h.finalize().as_bytes(),
+        };
+        let report = venn::run(&mut bound, &items, opts)?;
+        if let Output::Indices(ix) = &report.output {
+            for &i in ix.iter().filter(|&&i| i < real) {
+                matches.keys += 1;
+                for &row in &back[i] {
+                    matches.set(row);
+                }
+            }
+        }
+        total = Some(match total {
+            None => report,
+            Some(t) => add(t, report),
+        });
+        on_bucket(c + 1, buckets);
+    }
+    let mut report = total.expect("at least one bucket");
+    report.n_self = distinct;
+    report.n_peer = agreed.peer.rows;
+    if report.output.indices().is_some() {
+        report.output = Output::Count(matches.keys);
+    }
+    Ok((report, matches))
+}
+
+/// A bucket's records as distinct keys, each with its rows.
+fn dedup(mut records: Vec<(u64, Vec<u8>)>) -> (Items, Vec<Vec<u64>>) {
+    records.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+    let mut items = Items::new();
+    let mut back: Vec<Vec<u64>> = Vec::new();
+    for (i, (row, key)) in records.iter().enumerate() {
+        if i > 0 && records[i - 1].1 == *key {
+            back.last_mut().expect("a previous key").push(*row);
+        } else {
+            items.push(key);
+            back.push(vec![*row]);
+        }
+    }
+    (items, back)
+}
+
+/// Two buckets' reports as one: phases summed by name, the later traffic (the channel's
+/// running total), outputs summed.
+fn add(mut a: Report, b: Report) -> Report {
+    for p in b.phases {
+        match a.phases.iter_mut().find(|q| q.name == p.name) {
+            Some(q) => q.duration += p.duration,
+            None => a.phases.push(Phase { ..p }),
+        }
+    }
+    a.traffic = b.traffic;
+    a.output = match (a.output, b.output) {
+        (Output::Count(x), Output::Count(y)) => Output::Count(x + y),
+        (Output::Sum(x), Output::Sum(y)) => Output::Sum(x.wrapping_add(y)),
+        (Output::Indices(x), Output::Indices(y)) => Output::Indices([x, y].concat()),
+        (_, other) => other,
+    };
+    a
+}
+
+/// Writes the header and every matching row of a split file, in input order and byte for
+/// byte, by reading the file again. Returns the number of rows written.
+pub fn write_split_rows(
+    out: &Path,
+    input: &Path,
+    opts: &KeyOptions,
+    split: &Split,
+    matches: &Matches,
+) -> Result<usize> {
+    let mut count = 0;
+    let mut failed = None;
+    crate::output::write_atomically(out, |w| {
+        if let Some(h) = &split.header {
+            w.write_all(h)?;
+        }
+        let mut ends_line = true;
+        let result = for_each_segment(input, opts, SEGMENT_BYTES, |s| {
+            for (i, row) in s.input.rows.iter().enumerate() {
+                if matches.has(s.rows_before + i as u64) {
+                    let bytes = s.input.bytes(&row.bytes);
+                    if !ends_line {
+                        w.write_all(b"\n")?;
+                    }
+                    w.write_all(bytes)?;
+                    ends_line = bytes.ends_with(b"\n");
+                    count += 1;
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            failed = Some(e);
+            return Err(std::io::Error::other("input changed while it was read"));
+        }
+        if !ends_line {
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+    .map_err(|e| failed.take().unwrap_or(e))?;
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_bounds_the_fullest_bucket_and_costs_little() {
+        assert_eq!(padded_size(1000, 0), 1000, "one bucket is not padded");
+        for (rows, log2) in [(100u64, 3u8), (1 << 20, 4), (100_000_000, 7)] {
+            let p = padded_size(rows, log2);
+            let mu = rows as f64 / (1u64 << log2) as f64;
+            assert!(p as f64 >= mu && p <= rows, "{rows} in 2^{log2}: {p}");
+            if mu >= 1e6 {
+                assert!(
+                    (p as f64) < mu * 1.01,
+                    "under 1% padding at 10^6 a bucket: {p}"
+                );
+            }
+        }
+        // Throwing keys at random never overfills a bucket in practice.
+        let mut prg = venn::crypto::Prg::from_seed(9);
+        let (rows, log2) = (20_000u64, 5u8);
+        let mut load = vec![0u64; 1 << log2];
+        for _ in 0..rows {
+            load[(prg.block() as u64 & ((1 << log2) - 1)) as usize] += 1;
+        }
+        assert!(load.iter().all(|&l| l <= padded_size(rows, log2)));
+    }
+
+    #[test]
+    fn plans_are_bounded_and_named() {
+        let plan = Plan {
+            rows: 10,
+            log2_buckets: 2,
+        };
+        assert_eq!(Plan::decode(&plan.encode(), 10).unwrap(), plan);
+        let e = Plan::decode(&plan.encode(), 9).unwrap_err().to_string();
+        assert!(e.contains("--max-peer-items"), "{e}");
+        let mut deep = plan.encode();
+        *deep.last_mut().unwrap() = MAX_LOG2_BUCKETS + 1;
+        assert!(Plan::decode(&deep, 10).is_err());
+        let mut old = plan.encode();
+        old[8] = 2;
+        let e = Plan::decode(&old, 10).unwrap_err().to_string();
+        assert!(e.contains("another venn release"), "{e}");
+        assert!(Plan::decode(b"GET / HTTP/1.1", 10).is_err());
+        assert_eq!(log2_buckets(1000, None), 0);
+        assert_eq!(log2_buckets(1000, Some(1000)), 0);
+        assert_eq!(log2_buckets(1001, Some(1000)), 1);
+        assert_eq!(log2_buckets(100_000_000, Some(1 << 20)), 7);
+    }
+}
