@@ -1065,7 +1065,7 @@ mod tests {
                 break; // the server gave up, as it should
             }
         }
-        let (r, took) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let (_, took) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert!(took < Duration::from_secs(2), "took {took:?}");
     }
 
