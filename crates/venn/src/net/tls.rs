@@ -934,15 +934,11 @@ mod tests {
         ClientConnection::new(Arc::new(config), ServerName::try_from("venn").unwrap()).unwrap()
     }
 
-    /// Starts a venn TLS server; returns its address and a receiver of (recv result, elapsed).
-    fn server(
-        b: Identity,
-        fa: [u8; 32],
-        t: Duration,
-    ) -> (
-        std::net::SocketAddr,
-        mpsc::Receiver<(std::result::Result<Vec<u8>, String>, Duration)>,
-    ) {
+    /// What the server's first receive gave, and how long it took.
+    type Received = mpsc::Receiver<(std::result::Result<Vec<u8>, String>, Duration)>;
+
+    /// Starts a venn TLS server; returns its address and what its first receive gives.
+    fn server(b: Identity, fa: [u8; 32], t: Duration) -> (std::net::SocketAddr, Received) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = mpsc::channel();
