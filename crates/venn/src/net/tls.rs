@@ -997,7 +997,7 @@ mod tests {
         while conn.wants_write() {
             conn.write_tls(&mut out).unwrap();
         }
-        out.extend(std::iter::repeat(0u8).take(10000));
+        out.extend(std::iter::repeat_n(0u8, 10000));
         sock.write_all(&out).unwrap();
         let got = rx.recv_timeout(Duration::from_secs(6));
         assert!(
