@@ -63,7 +63,7 @@ pub fn csv_input(data: &[u8]) {
     let outcome = |quoted: bool| {
         let mut b = Builder::new(&opts, 16);
         let result = if quoted {
-            csv_quoted_body(data, h.end, &h, &mut b)
+            csv_quoted_body(data, &h, &mut b)
         } else {
             csv_plain_body(data, h.end, &h.columns, h.width, &mut b)
         };

@@ -254,7 +254,7 @@ pub fn parse_input(mut data: Vec<u8>, opts: &KeyOptions) -> Result<Input> {
             if uses_fast_path(body) {
                 csv_plain_body(&data, h.end, &h.columns, h.width, &mut b)?;
             } else {
-                csv_quoted_body(&data, h.end, &h, &mut b)?;
+                csv_quoted_body(&data, &h, &mut b)?;
             }
             Ok(b.finish(data, Some(0..h.end)))
         }
@@ -325,6 +325,8 @@ fn csv_plain_body(
 ) -> Result<()> {
     let mut commas: Vec<usize> = Vec::with_capacity(width);
     let mut key: Vec<&[u8]> = Vec::with_capacity(columns.len());
+    // The header may span lines (a quoted name with a line break, a bare CR ending).
+    let first = 1 + line_breaks(data, 0, body);
     for (i, line) in lines(data, body).enumerate() {
         let text = content(data, &line);
         if text.is_empty() {
@@ -332,7 +334,7 @@ fn csv_plain_body(
         }
         commas.clear();
         commas.extend(memchr::memchr_iter(b',', text));
-        let number = i as u64 + 2;
+        let number = first + i as u64;
         if commas.len() + 1 != width {
             return Err(Error::Input {
                 line: number,
@@ -354,6 +356,16 @@ fn csv_plain_body(
     Ok(())
 }
 
+/// The line breaks in `data[from..to]`: each `\n`, and each `\r` not followed by one.
+fn line_breaks(data: &[u8], from: usize, to: usize) -> u64 {
+    let part = &data[from..to];
+    let lf = memchr::memchr_iter(b'\n', part).count();
+    let bare_cr = memchr::memchr_iter(b'\r', part)
+        .filter(|&i| data.get(from + i + 1) != Some(&b'\n'))
+        .count();
+    (lf + bare_cr) as u64
+}
+
 /// Where a line ending that starts at `at` ends (a `\r` the `csv` reader stopped at may
 /// be followed by its `\n`).
 fn past_line_end(data: &[u8], at: usize) -> usize {
@@ -365,26 +377,30 @@ fn past_line_end(data: &[u8], at: usize) -> usize {
 }
 
 /// A body with quotes: the `csv` crate parses it; rows keep their original bytes.
-fn csv_quoted_body(data: &[u8], body: usize, h: &Header, b: &mut Builder) -> Result<()> {
-    // Row widths are checked against the header below, not against the first row.
+fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
+    // Row widths are checked against the header below, not against the first row. The
+    // reader starts at the header, not the body: the csv crate drops a byte-order mark at
+    // the start of what it reads, and one at the start of the first row is part of a key.
     let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
+        .has_headers(true)
         .flexible(true)
-        .from_reader(&data[body..]);
+        .from_reader(data);
+    reader.byte_headers().map_err(csv_error)?;
     let mut record = csv::ByteRecord::new();
+    let (mut line, mut counted) = (1, 0);
     let mut key: Vec<Vec<u8>> = Vec::with_capacity(h.columns.len());
     while reader.read_byte_record(&mut record).map_err(csv_error)? {
         let pos = record
             .position()
             .expect("records read from a reader have a position");
-        // The reported start may include the ends of earlier (blank) lines, and its line
-        // number is then theirs.
-        let mut start = body + pos.byte() as usize;
-        let mut line = pos.line() + 1;
-        while let Some(&c @ (b'\r' | b'\n')) = data.get(start) {
-            line += (c == b'\n' || data.get(start + 1) != Some(&b'\n')) as u64;
+        // The reported start may include the ends of earlier (blank) lines.
+        let mut start = pos.byte() as usize;
+        while matches!(data.get(start), Some(b'\r' | b'\n')) {
             start += 1;
         }
+        // Lines as the fast path counts them (the csv crate does not count a bare CR).
+        line += line_breaks(data, counted, start);
+        counted = start;
         if record.len() != h.width {
             return Err(Error::Input {
                 line,
@@ -395,7 +411,7 @@ fn csv_quoted_body(data: &[u8], body: usize, h: &Header, b: &mut Builder) -> Res
                 ),
             });
         }
-        let end = past_line_end(data, body + reader.position().byte() as usize);
+        let end = past_line_end(data, reader.position().byte() as usize);
         key.clear();
         key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
