@@ -34,6 +34,9 @@ const MAGIC: &[u8; 8] = b"VENN/PSI";
 const PLAN_MARK: u16 = 0xFFFE;
 /// The most buckets a run may have (2^20).
 const MAX_LOG2_BUCKETS: u8 = 20;
+/// The most rows a plan may announce (2^40): they cost us nothing but the sessions their
+/// buckets take; each bucket's size is checked against --max-peer-items.
+const MAX_ROWS: u64 = 1 << 40;
 /// Bytes of input read and parsed at a time when splitting a file.
 const SEGMENT_BYTES: usize = 64 << 20;
 
@@ -56,7 +59,7 @@ impl Plan {
             .0
     }
 
-    fn decode(frame: &[u8], max_rows: u64) -> Result<Plan> {
+    fn decode(frame: &[u8]) -> Result<Plan> {
         let mut r = Reader::new(frame, "run plan");
         let not_venn = || Error::Handshake("the peer is not a venn endpoint (no run plan)".into());
         if r.bytes(MAGIC.len()).map_err(|_| not_venn())? != MAGIC {
@@ -74,10 +77,10 @@ impl Plan {
             log2_buckets: r.u8()?,
         };
         r.finish()?;
-        if plan.rows > max_rows || plan.log2_buckets > MAX_LOG2_BUCKETS {
+        if plan.rows > MAX_ROWS || plan.log2_buckets > MAX_LOG2_BUCKETS {
             return Err(Error::Handshake(format!(
-                "the peer brings {} rows in 2^{} buckets; at most {max_rows} rows in 2^{MAX_LOG2_BUCKETS} \
-                 are accepted (--max-peer-items)",
+                "the peer brings {} rows in 2^{} buckets; at most {MAX_ROWS} rows in \
+                 2^{MAX_LOG2_BUCKETS} buckets are supported",
                 plan.rows, plan.log2_buckets
             )));
         }
@@ -115,7 +118,7 @@ pub fn exchange(
     chan: &mut dyn Channel,
     ours: Plan,
     role: Role,
-    max_peer_rows: u64,
+    max_peer_items: u64,
 ) -> Result<Agreed> {
     chan.send(&ours.encode())?;
     chan.flush()?;
@@ -125,7 +128,17 @@ pub fn exchange(
         }
         e => e,
     })?;
-    let peer = Plan::decode(&frame, max_peer_rows)?;
+    let peer = Plan::decode(&frame)?;
+    let log2 = ours.log2_buckets.max(peer.log2_buckets);
+    let peer_bucket = padded_size(peer.rows, log2);
+    if peer_bucket > max_peer_items {
+        return Err(Error::Handshake(format!(
+            "the peer brings {} rows: {peer_bucket} a bucket in 2^{log2} buckets, more than \
+             the {max_peer_items} we accept (--max-peer-items; --bucket-rows makes buckets \
+             smaller)",
+            peer.rows
+        )));
+    }
     let (sender, receiver) = match role {
         Role::Sender => (ours, peer),
         Role::Receiver => (peer, ours),
@@ -252,11 +265,10 @@ pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
             let key = s.input.keys.get(row.key as usize);
             let f = key_hash(key) & (files - 1);
             let w = &mut out[f as usize];
-            let record = Writer::new()
-                .u64(s.rows_before + i as u64)
-                .u64(key.len() as u64)
-                .bytes(key);
-            w.write_all(&record.0)
+            let row = s.rows_before + i as u64;
+            w.write_all(&row.to_le_bytes())
+                .and_then(|()| w.write_all(&(key.len() as u64).to_le_bytes()))
+                .and_then(|()| w.write_all(key))
                 .map_err(Error::file("write", &file_of(dir.path(), f)))?;
         }
         rows = s.rows_before + s.input.rows.len() as u64;
@@ -524,17 +536,23 @@ mod tests {
             rows: 10,
             log2_buckets: 2,
         };
-        assert_eq!(Plan::decode(&plan.encode(), 10).unwrap(), plan);
-        let e = Plan::decode(&plan.encode(), 9).unwrap_err().to_string();
-        assert!(e.contains("--max-peer-items"), "{e}");
+        assert_eq!(Plan::decode(&plan.encode()).unwrap(), plan);
         let mut deep = plan.encode();
         *deep.last_mut().unwrap() = MAX_LOG2_BUCKETS + 1;
-        assert!(Plan::decode(&deep, 10).is_err());
+        assert!(Plan::decode(&deep).is_err());
+        let mut huge = Plan {
+            rows: MAX_ROWS + 1,
+            ..plan
+        }
+        .encode();
+        assert!(Plan::decode(&huge).is_err());
+        huge.push(0);
+        assert!(Plan::decode(&huge).is_err(), "trailing bytes");
         let mut old = plan.encode();
         old[8] = 2;
-        let e = Plan::decode(&old, 10).unwrap_err().to_string();
+        let e = Plan::decode(&old).unwrap_err().to_string();
         assert!(e.contains("another venn release"), "{e}");
-        assert!(Plan::decode(b"GET / HTTP/1.1", 10).is_err());
+        assert!(Plan::decode(b"GET / HTTP/1.1").is_err());
         assert_eq!(log2_buckets(1000, None), 0);
         assert_eq!(log2_buckets(1000, Some(1000)), 0);
         assert_eq!(log2_buckets(1001, Some(1000)), 1);
