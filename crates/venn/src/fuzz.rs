@@ -240,14 +240,19 @@ impl Channel for Tampered {
     }
 }
 
-/// Sets of up to 16 items each from two bytes: sizes and overlap.
+/// Sets of up to 16 distinct items each (as the CLI hands the protocols: deduplicated) from
+/// two bytes: sizes and overlap.
 fn sets(a: u8, b: u8) -> (Items, Items) {
     let (ns, nr) = (1 + (a % 16) as usize, 1 + (b % 16) as usize);
     let overlap = (a >> 4) as usize % (ns.min(nr) + 1);
     let mut prg = Prg::from_seed(((a as u128) << 8) | b as u128);
+    // A distinct first byte for every item made; random bytes after it.
+    let mut made = 0u8;
     let mut item = || {
         let mut v = vec![0u8; 1 + prg.below(24) as usize];
         prg.fill_bytes(&mut v);
+        v[0] = made;
+        made += 1;
         v
     };
     let shared: Vec<Vec<u8>> = (0..overlap).map(|_| item()).collect();
