@@ -129,14 +129,20 @@ pub fn exchange(
         e => e,
     })?;
     let peer = Plan::decode(&frame)?;
-    let log2 = ours.log2_buckets.max(peer.log2_buckets);
-    let peer_bucket = padded_size(peer.rows, log2);
-    if peer_bucket > max_peer_items {
+    // The peer's whole set is what --max-peer-items bounds (each bucket's session then
+    // accepts no more than that set's padded share), and it may ask for no more buckets
+    // than its rows justify: buckets cost us a session each.
+    if peer.rows > max_peer_items {
         return Err(Error::Handshake(format!(
-            "the peer brings {} rows: {peer_bucket} a bucket in 2^{log2} buckets, more than \
-             the {max_peer_items} we accept (--max-peer-items; --bucket-rows makes buckets \
-             smaller)",
+            "the peer brings {} rows, more than the {max_peer_items} we accept \
+             (--max-peer-items)",
             peer.rows
+        )));
+    }
+    if 1u64 << peer.log2_buckets > peer.rows.max(1).next_power_of_two() {
+        return Err(Error::Handshake(format!(
+            "the peer asks for 2^{} buckets for {} rows",
+            peer.log2_buckets, peer.rows
         )));
     }
     let (sender, receiver) = match role {
@@ -337,9 +343,12 @@ impl Matches {
     fn set(&mut self, row: u64) {
         self.bits[(row / 64) as usize] |= 1 << (row % 64);
     }
-    /// Whether row `row` is in the intersection.
+    /// Whether row `row` is in the intersection (a row past the end is not: the file
+    /// grew, which the writer reports).
     pub fn has(&self, row: u64) -> bool {
-        self.bits[(row / 64) as usize] >> (row % 64) & 1 == 1
+        self.bits
+            .get((row / 64) as usize)
+            .is_some_and(|w| w >> (row % 64) & 1 == 1)
     }
 }
 
@@ -360,19 +369,29 @@ pub fn run_buckets(
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
     let tls = chan.binding();
+    // Each bucket's session accepts from the peer no more than its padded share.
+    let opts = RunOptions {
+        max_peer_items: opts.max_peer_items.min(padded_size(agreed.peer.rows, log2)),
+        ..*opts
+    };
+    // Keys read whole, grouped by bucket once.
+    let groups: Vec<Vec<u32>> = match source {
+        Source::Memory { hashes, .. } => {
+            let mut groups = vec![Vec::new(); buckets as usize];
+            for (k, &h) in hashes.iter().enumerate() {
+                groups[(h & (buckets - 1)) as usize].push(k as u32);
+            }
+            groups
+        }
+        Source::Disk(_) => Vec::new(),
+    };
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
         let (mut items, back): (Items, Vec<Vec<u64>>) = match source {
-            Source::Memory { input, hashes } => {
-                let mut items = Items::new();
-                let mut back = Vec::new();
-                for (k, &h) in hashes.iter().enumerate() {
-                    if h & (buckets - 1) == c {
-                        items.push(input.keys.get(k));
-                        back.push(vec![k as u64]);
-                    }
-                }
-                (items, back)
+            Source::Memory { input, .. } => {
+                let group = &groups[c as usize];
+                let items = group.iter().map(|&k| input.keys.get(k as usize)).collect();
+                (items, group.iter().map(|&k| vec![k as u64]).collect())
             }
             Source::Disk(split) => dedup(split.bucket(c, log2)?),
         };
@@ -386,21 +405,26 @@ pub fn run_buckets(
             )));
         }
         let real = items.len();
-        let mut prg = venn::crypto::Prg::from_entropy();
-        while (items.len() as u64) < pad {
-            let mut dummy = [0u8; 32];
-            prg.fill_bytes(&mut dummy);
-            items.push(&dummy);
-        }
-        let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
-        h.update(&tls.unwrap_or_default());
-        h.update(&agreed.digest);
-        h.update(&c.to_le_bytes());
-        let mut bound = Bucketed {
-            inner: &mut *chan,
-            binding: *h.finalize().as_bytes(),
+        let report = if buckets == 1 {
+            // One bucket is an ordinary run, as the peer may make it from a file read whole.
+            venn::run(&mut *chan, &items, &opts)?
+        } else {
+            let mut prg = venn::crypto::Prg::from_entropy();
+            while (items.len() as u64) < pad {
+                let mut dummy = [0u8; 32];
+                prg.fill_bytes(&mut dummy);
+                items.push(&dummy);
+            }
+            let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
+            h.update(&tls.unwrap_or_default());
+            h.update(&agreed.digest);
+            h.update(&c.to_le_bytes());
+            let mut bound = Bucketed {
+                inner: &mut *chan,
+                binding: *h.finalize().as_bytes(),
+            };
+            venn::run(&mut bound, &items, &opts)?
         };
-        let report = venn::run(&mut bound, &items, opts)?;
         if let Output::Indices(ix) = &report.output {
             for &i in ix.iter().filter(|&&i| i < real) {
                 matches.keys += 1;
@@ -475,7 +499,9 @@ pub fn write_split_rows(
             w.write_all(h)?;
         }
         let mut ends_line = true;
+        let mut seen = 0;
         let result = for_each_segment(input, opts, SEGMENT_BYTES, |s| {
+            seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
                 if matches.has(s.rows_before + i as u64) {
                     let bytes = s.input.bytes(&row.bytes);
@@ -489,9 +515,19 @@ pub fn write_split_rows(
             }
             Ok(())
         });
+        // Matches are kept by row number: a file that changed since it was split cannot
+        // be written from them.
+        let result = result.and_then(|_| match seen == split.rows {
+            true => Ok(()),
+            false => Err(Error::Usage(format!(
+                "'{}' changed while venn ran ({} rows when split, {seen} now); nothing written",
+                input.display(),
+                split.rows
+            ))),
+        });
         if let Err(e) = result {
             failed = Some(e);
-            return Err(std::io::Error::other("input changed while it was read"));
+            return Err(std::io::Error::other("stopped"));
         }
         if !ends_line {
             w.write_all(b"\n")?;

@@ -170,7 +170,8 @@ pub fn run_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
-    let learns_rows = protocol.info().role(role).output == OutputKind::Indices;
+    let learns_rows = protocol.info().role(role).output == OutputKind::Indices
+        || (role == Role::Sender && args.both);
     if role == Role::Receiver && learns_rows && args.output.is_none() {
         return Err(Error::Usage("receive needs --output FILE".into()));
     }
@@ -210,10 +211,11 @@ pub fn run_party(
                 .map_err(Error::file("open input", &args.input))?
                 .len();
             // Bucket files of at most about `per` rows, for rows of 16 bytes or more.
+            // (At most 256 files open at once.)
             let files = size
-                .div_ceil(per.max(1) * 16)
+                .div_ceil(per.max(1).saturating_mul(16))
                 .next_power_of_two()
-                .min(1 << 12);
+                .min(1 << 8);
             Read::Split(buckets::split(
                 &args.input,
                 &args.keys,
@@ -260,9 +262,15 @@ pub fn run_party(
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
     let mut chan = args.link.connect(on_bound)?;
+    // A file read whole announces its distinct keys (as the session hello does); a split
+    // one its rows (its distinct keys are known only bucket by bucket).
+    let announced = match &read {
+        Read::Whole(input) => input.keys.len() as u64,
+        Read::Split(s) => s.rows,
+    };
     let plan = Plan {
-        rows,
-        log2_buckets: buckets::log2_buckets(rows, bucket_rows),
+        rows: announced,
+        log2_buckets: buckets::log2_buckets(announced, bucket_rows),
     };
     let agreed = buckets::exchange(&mut *chan, plan, role, args.link.max_peer_items)?;
     let progress = |done: u64, all: u64| {

@@ -61,6 +61,8 @@ fn bucketed_runs_give_the_rows_of_one_run() {
             &["--bucket-rows", "700"][..],
             "both",
         ),
+        // Split on disk, but into one bucket: an ordinary run against a whole read.
+        (&["--bucket-rows", "100000"][..], &[][..], "one bucket"),
     ] {
         let got = receive_rows(dir.path(), &s, &r, sender, receiver, tag);
         assert!(got == whole, "bucketed by the {tag} differs from one run");
@@ -97,6 +99,8 @@ fn both_parties_learn_the_rows_of_lines_files_in_buckets() {
             "--output",
             so_path.to_str().unwrap(),
         ],
+        // A sender that learns rows (--both) and splits its file.
+        &["--bucket-rows", "50"],
     ]
     .concat();
     let (so, ro) = run_pair(&recv, &send);

@@ -233,9 +233,15 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
 }
 
 /// Parses a whole input file's bytes.
-pub fn parse_input(mut data: Vec<u8>, opts: &KeyOptions) -> Result<Input> {
+pub fn parse_input(data: Vec<u8>, opts: &KeyOptions) -> Result<Input> {
+    parse_bytes(data, opts, true)
+}
+
+/// Parses bytes that are a whole file (`file_start`: a byte-order mark may lead them) or a
+/// later part of one (where those bytes belong to a key).
+fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result<Input> {
     // A UTF-8 byte-order mark belongs to neither the header nor the first key.
-    if data.starts_with(b"\xEF\xBB\xBF") {
+    if file_start && data.starts_with(b"\xEF\xBB\xBF") {
         data.drain(..3);
     }
     let expected_rows = memchr::memchr_iter(b'\n', &data).count() + 1;

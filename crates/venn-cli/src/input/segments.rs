@@ -7,24 +7,43 @@
 //! line break inside a quoted field always follows an odd number of them). CSV segments
 //! after the first are parsed behind a copy of the header row.
 
-use super::{parse_input, Format, Input, KeyOptions};
+use super::{parse_bytes, Format, Input, KeyOptions};
 use std::io::Read;
 use std::path::Path;
 use venn::{Error, Result};
 
-/// Where the last row-ending line break in `buf` is (the index after it), if any.
+/// Where the last row-ending line break in `buf` is (the index after it), if any. For CSV
+/// this follows the csv crate's reading of quotes: a quote opens a quoted field only at the
+/// start of a field; inside one, `""` is a quote and a lone `"` closes it; anywhere else a
+/// quote is an ordinary character.
 fn last_row_end(buf: &[u8], format: Format) -> Option<usize> {
     match format {
         Format::Lines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
         Format::Csv => {
-            let mut quoted = false;
-            let mut end = None;
-            for i in memchr::memchr2_iter(b'"', b'\n', buf) {
-                if buf[i] == b'"' {
-                    quoted = !quoted;
-                } else if !quoted {
-                    end = Some(i + 1);
+            let (mut quoted, mut field_start, mut end) = (false, true, None);
+            let mut i = 0;
+            while i < buf.len() {
+                let c = buf[i];
+                if quoted {
+                    if c == b'"' {
+                        if buf.get(i + 1) == Some(&b'"') {
+                            i += 1;
+                        } else {
+                            quoted = false;
+                        }
+                    }
+                } else {
+                    match c {
+                        b'"' if field_start => quoted = true,
+                        b'\n' => end = Some(i + 1),
+                        _ => {}
+                    }
+                    field_start = matches!(c, b',' | b'\n' | b'\r');
+                    if quoted {
+                        field_start = false;
+                    }
                 }
+                i += 1;
             }
             end
         }
@@ -60,7 +79,8 @@ pub fn for_each_segment(
     let mut first = true;
     while !eof || !buf.is_empty() {
         // Fill up to `size`, or more while no whole row is in the buffer.
-        let want = size.max(buf.len() + size.clamp(1, 1 << 16));
+        // Grows geometrically while no whole row fits.
+        let want = size.max(buf.len() + (buf.len() / 2).max(size.clamp(1, 1 << 16)));
         while buf.len() < want && !eof {
             let at = buf.len();
             buf.resize(want, 0);
@@ -84,7 +104,7 @@ pub fn for_each_segment(
             (Some(h), Format::Csv) => ([h.as_slice(), &buf].concat(), 1),
             _ => (std::mem::take(&mut buf), 0),
         };
-        let input = parse_input(data, opts).map_err(|e| match e {
+        let input = parse_bytes(data, opts, first).map_err(|e| match e {
             Error::Input { line, reason } => Error::Input {
                 line: line + lines_before - shift,
                 reason,
@@ -156,8 +176,9 @@ mod tests {
 
     #[test]
     fn segments_see_the_rows_a_whole_read_sees() {
-        let csv = "k,v\n\"a\nb\",1\nc,\"x\"\"\n\"\n\nd,2\r\ne,3";
-        let lines = "\u{feff}a\nb\r\n\nc\nd";
+        // Quotes inside a field are ordinary characters: they must not flip the cut rule.
+        let csv = "k,v\n\"a\nb\",1\nf,5\" screen\nc,\"x\"\"\n\"\n\"ab\"c\"d,4\n\nd,2\r\ne,3";
+        let lines = "\u{feff}a\nb\r\n\nc\n\u{feff}d\ne";
         for size in [1, 2, 3, 5, 8, 13, 1000] {
             let (whole, parts) = both(csv, Format::Csv, size);
             assert_eq!(whole, parts, "csv, segments of {size}");
