@@ -235,8 +235,6 @@ pub struct Split {
     log2_files: u8,
     /// Rows in the file (kept: not skipped as empty).
     pub rows: u64,
-    /// Rows whose key repeats an earlier one.
-    pub duplicates: u64,
     pub skipped_empty: u64,
     header: Option<Vec<u8>>,
 }
@@ -265,7 +263,7 @@ pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
                 .map_err(Error::file("create", &p))
         })
         .collect::<Result<_>>()?;
-    let (mut rows, mut duplicates, mut skipped) = (0, 0, 0);
+    let (mut rows, mut skipped) = (0, 0);
     let header = for_each_segment(path, opts, SEGMENT_BYTES, |s| {
         for (i, row) in s.input.rows.iter().enumerate() {
             let key = s.input.keys.get(row.key as usize);
@@ -278,7 +276,6 @@ pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
                 .map_err(Error::file("write", &file_of(dir.path(), f)))?;
         }
         rows = s.rows_before + s.input.rows.len() as u64;
-        duplicates += s.input.duplicates as u64;
         skipped += s.input.skipped_empty as u64;
         Ok(())
     })?;
@@ -290,7 +287,6 @@ pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
         dir,
         log2_files,
         rows,
-        duplicates,
         skipped_empty: skipped,
         header,
     })

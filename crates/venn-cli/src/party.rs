@@ -224,20 +224,23 @@ pub fn run_party(
         }
     };
     let input_seconds = started.elapsed().as_secs_f64();
-    let (rows, duplicates, skipped) = match &read {
-        Read::Whole(i) => (
-            i.rows.len() as u64,
-            i.duplicates as u64,
-            i.skipped_empty as u64,
-        ),
-        Read::Split(s) => (s.rows, s.duplicates, s.skipped_empty),
+    // A split file's duplicates are known once its buckets are deduplicated (a key may
+    // repeat in another segment), so it is warned about after the run.
+    let (rows, skipped) = match &read {
+        Read::Whole(i) => (i.rows.len() as u64, i.skipped_empty as u64),
+        Read::Split(s) => (s.rows, s.skipped_empty),
     };
-    if duplicates > 0 {
-        eprintln!(
-            "venn: warning: {duplicates} rows repeat an earlier key in '{}'; each key is run \
-             once and all its rows are output",
-            args.input.display()
-        );
+    let warn_duplicates = |duplicates: u64| {
+        if duplicates > 0 {
+            eprintln!(
+                "venn: warning: {duplicates} rows repeat an earlier key in '{}'; each key is \
+                 run once and all its rows are output",
+                args.input.display()
+            );
+        }
+    };
+    if let Read::Whole(i) = &read {
+        warn_duplicates(i.duplicates as u64);
     }
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
@@ -278,6 +281,7 @@ pub fn run_party(
             s.message(&format!("bucket {done} of {all}"));
         }
     };
+    let split = matches!(read, Read::Split(_));
     let (report, written, output_seconds) = match (read, loaded) {
         (Read::Whole(input), loaded) if agreed.log2_buckets() == 0 => {
             let report = match loaded {
@@ -333,6 +337,11 @@ pub fn run_party(
         }
     };
     let files = (input_seconds, output_seconds);
+    // Every row is a distinct key or repeats one (n_self: our distinct keys).
+    let duplicates = rows - report.n_self.min(rows);
+    if split {
+        warn_duplicates(duplicates);
+    }
     let mut stats = Stats::new(&report, None, written.as_ref(), args.link.threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     (stats.input_seconds, stats.output_seconds) = (Some(files.0), Some(files.1));

@@ -40,6 +40,12 @@ fn receive_rows(
     let send = [&["--input", s][..], sender].concat();
     let (so, ro) = run_pair(&recv, &send);
     assert_success(&[&so, &ro]);
+    // The sender's one repeated key is counted however its file was read.
+    assert!(
+        stderr(&so).contains("1 rows repeat"),
+        "{tag}: {}",
+        stderr(&so)
+    );
     std::fs::read_to_string(out).unwrap()
 }
 
