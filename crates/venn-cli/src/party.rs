@@ -282,6 +282,7 @@ pub fn run_party(
         }
     };
     let split = matches!(read, Read::Split(_));
+    let bucketed = split || agreed.log2_buckets() > 0;
     let (report, written, output_seconds) = match (read, loaded) {
         (Read::Whole(input), loaded) if agreed.log2_buckets() == 0 => {
             let report = match loaded {
@@ -344,6 +345,14 @@ pub fn run_party(
     }
     let mut stats = Stats::new(&report, None, written.as_ref(), args.link.threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
+    // Buckets report the matched keys as a count (their indices are not kept); the stats
+    // say what the run computed, as one run would.
+    if let (true, Output::Count(k)) = (bucketed, &report.output) {
+        if protocol.info().role(role).output == OutputKind::Indices {
+            stats.output = OutputKind::Indices.name();
+            (stats.intersection, stats.intersection_size) = (Some(*k as usize), None);
+        }
+    }
     (stats.input_seconds, stats.output_seconds) = (Some(files.0), Some(files.1));
     args.link.write_stats(&stats)?;
     Ok(Outcome {

@@ -144,6 +144,7 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
         .collect();
     let s = write(dir.path(), "s.csv", &format!("k\n{s}"));
     let out = dir.path().join("out.csv");
+    let stats = dir.path().join("stats.json");
     let recv = [
         "--input",
         r.to_str().unwrap(),
@@ -151,6 +152,8 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
         out.to_str().unwrap(),
         "--max-memory",
         "80M",
+        "--stats-json",
+        stats.to_str().unwrap(),
     ];
     let (so, ro) = run_pair(&recv, &["--input", s.to_str().unwrap()]);
     assert_success(&[&so, &ro]);
@@ -160,4 +163,9 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
         stderr(&ro)
     );
     assert_eq!(std::fs::read_to_string(out).unwrap().lines().count(), 2001);
+    let stats = std::fs::read_to_string(stats).unwrap();
+    assert!(
+        stats.contains("\"intersection\": 2000") && stats.contains("\"intersection_size\": null"),
+        "{stats}"
+    );
 }
