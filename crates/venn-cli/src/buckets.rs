@@ -246,7 +246,13 @@ fn file_of(dir: &Path, f: u64) -> PathBuf {
 /// Splits the keys of `path` into `2^log2_files` bucket files in a new temporary directory
 /// beside the system's others: each record is the row's number, the key's length and
 /// the key.
-pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
+/// `progress` is told the rows split so far after each segment.
+pub fn split(
+    path: &Path,
+    opts: &KeyOptions,
+    log2_files: u8,
+    mut progress: impl FnMut(u64),
+) -> Result<Split> {
     let dir = tempfile::Builder::new()
         .prefix("venn-buckets-")
         .tempdir()
@@ -276,6 +282,7 @@ pub fn split(path: &Path, opts: &KeyOptions, log2_files: u8) -> Result<Split> {
                 .map_err(Error::file("write", &file_of(dir.path(), f)))?;
         }
         rows = s.rows_before + s.input.rows.len() as u64;
+        progress(rows);
         skipped += s.input.skipped_empty as u64;
         Ok(())
     })?;
@@ -348,7 +355,8 @@ impl Matches {
     }
 }
 
-/// Runs the protocol bucket by bucket. Returns a report summing the buckets' and, for a
+/// Runs the protocol bucket by bucket, telling `on_bucket` how many are done of how many
+/// (before the first and after each). Returns a report summing the buckets' and, for a
 /// party that learns indices, the matching rows.
 pub fn run_buckets(
     chan: &mut dyn Channel,
@@ -381,6 +389,7 @@ pub fn run_buckets(
         }
         Source::Disk(_) => Vec::new(),
     };
+    on_bucket(0, buckets);
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
         let (mut items, back): (Items, Vec<Vec<u64>>) = match source {

@@ -195,6 +195,7 @@ pub fn run_party(
             .collect();
         check_output_path(stats, "--stats-json", &taken)?;
     }
+    let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
     let started = std::time::Instant::now();
     let bucket_rows = args
         .bucket_rows
@@ -216,10 +217,24 @@ pub fn run_party(
                 .div_ceil(per.max(1).saturating_mul(16))
                 .next_power_of_two()
                 .min(1 << 8);
+            if let Some(s) = &spinner {
+                s.phase("splitting the input into buckets");
+            }
+            let progress = |rows: u64| {
+                if let Some(s) = &spinner {
+                    let rate = rows as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                    s.message(&format!(
+                        "splitting the input into buckets: {:.1} M rows, {:.1} M rows/s",
+                        rows as f64 / 1e6,
+                        rate / 1e6
+                    ));
+                }
+            };
             Read::Split(buckets::split(
                 &args.input,
                 &args.keys,
                 files.trailing_zeros() as u8,
+                progress,
             )?)
         }
     };
@@ -245,7 +260,6 @@ pub fn run_party(
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
-    let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
     let opts = args.link.options(
         protocol,
         role,
@@ -278,7 +292,7 @@ pub fn run_party(
     let agreed = buckets::exchange(&mut *chan, plan, role, args.link.max_peer_items)?;
     let progress = |done: u64, all: u64| {
         if let Some(s) = &spinner {
-            s.message(&format!("bucket {done} of {all}"));
+            s.context(&format!("bucket {} of {all}: ", (done + 1).min(all)));
         }
     };
     let split = matches!(read, Read::Split(_));

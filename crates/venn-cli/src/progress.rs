@@ -20,6 +20,8 @@ struct Current {
 pub struct Spinner {
     current: Arc<Mutex<Option<Current>>>,
     stop: Arc<Mutex<bool>>,
+    /// Said before every phase's name (e.g. which bucket of a bucketed run).
+    context: Mutex<String>,
 }
 
 impl Spinner {
@@ -44,11 +46,20 @@ impl Spinner {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        Some(Spinner { current, stop })
+        Some(Spinner {
+            current,
+            stop,
+            context: Mutex::default(),
+        })
     }
 }
 
 impl Spinner {
+    /// Says `text` before every following phase's name.
+    pub fn context(&self, text: &str) {
+        *self.context.lock().expect("spinner lock") = text.to_string();
+    }
+
     /// Changes what the current spinner says, keeping its clock.
     pub fn message(&self, text: &str) {
         if let Some(cur) = self.current.lock().expect("spinner lock").as_ref() {
@@ -64,7 +75,10 @@ impl Progress for Spinner {
             ProgressStyle::with_template("{prefix} {spinner} {msg} ({elapsed})")
                 .expect("valid template"),
         );
-        bar.set_message(name.to_string());
+        bar.set_message(format!(
+            "{}{name}",
+            self.context.lock().expect("spinner lock")
+        ));
         let old = self.current.lock().expect("spinner lock").replace(Current {
             bar,
             started: Instant::now(),
