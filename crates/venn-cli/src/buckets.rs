@@ -22,7 +22,7 @@
 
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use venn::net::{Channel, Reader, Traffic, Writer};
+use venn::net::{Channel, Reader, Rebound, Writer};
 use venn::protocols::{Output, Phase};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
@@ -178,33 +178,6 @@ pub fn padded_size(rows: u64, log2: u8) -> u64 {
     let c = (log2 as f64 + venn::STATISTICAL_SECURITY as f64) * std::f64::consts::LN_2;
     let delta = (c + (c * c + 8.0 * c * mu).sqrt()) / (2.0 * mu);
     (((1.0 + delta) * mu).ceil() as u64).min(rows)
-}
-
-/// A channel whose binding (hashed into each session id) adds the plan and the bucket.
-struct Bucketed<'a> {
-    inner: &'a mut dyn Channel,
-    binding: [u8; 32],
-}
-
-impl Channel for Bucketed<'_> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)
-    }
-    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        self.inner.recv_into(buf, max_len)
-    }
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-    fn binding(&self) -> Option<[u8; 32]> {
-        Some(self.binding)
-    }
 }
 
 /// Where a party's keys come from, bucket by bucket.
@@ -424,7 +397,7 @@ pub fn run_buckets(
             h.update(&tls.unwrap_or_default());
             h.update(&agreed.digest);
             h.update(&c.to_le_bytes());
-            let mut bound = Bucketed {
+            let mut bound = Rebound {
                 inner: &mut *chan,
                 binding: *h.finalize().as_bytes(),
             };

@@ -62,25 +62,62 @@ pub trait Channel: Send {
     }
 }
 
-/// A boxed channel (the kind picked at run time: TCP or TLS) is a channel.
-impl<C: Channel + ?Sized> Channel for Box<C> {
+/// A channel behind a box (the kind picked at run time: TCP or TLS) or a mutable
+/// reference is a channel.
+macro_rules! through {
+    ($($t:ty),*) => {$(
+        impl<C: Channel + ?Sized> Channel for $t {
+            fn send(&mut self, frame: &[u8]) -> Result<()> {
+                (**self).send(frame)
+            }
+            fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+                (**self).recv_into(buf, max_len)
+            }
+            fn flush(&mut self) -> Result<()> {
+                (**self).flush()
+            }
+            fn traffic(&self) -> Traffic {
+                (**self).traffic()
+            }
+            fn abort(&mut self, reason: &str) {
+                (**self).abort(reason)
+            }
+            fn binding(&self) -> Option<[u8; 32]> {
+                (**self).binding()
+            }
+        }
+    )*};
+}
+through!(Box<C>, &mut C);
+
+/// A channel whose binding is `binding` instead of its own: what the parties agreed
+/// before a session (a run plan, a bucket's number, the TLS channel's own binding) joins
+/// the session id this way.
+pub struct Rebound<C> {
+    /// The channel carrying the frames.
+    pub inner: C,
+    /// The binding the session hashes.
+    pub binding: [u8; 32],
+}
+
+impl<C: Channel> Channel for Rebound<C> {
     fn send(&mut self, frame: &[u8]) -> Result<()> {
-        (**self).send(frame)
+        self.inner.send(frame)
     }
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        (**self).recv_into(buf, max_len)
+        self.inner.recv_into(buf, max_len)
     }
     fn flush(&mut self) -> Result<()> {
-        (**self).flush()
+        self.inner.flush()
     }
     fn traffic(&self) -> Traffic {
-        (**self).traffic()
+        self.inner.traffic()
     }
     fn abort(&mut self, reason: &str) {
-        (**self).abort(reason)
+        self.inner.abort(reason)
     }
     fn binding(&self) -> Option<[u8; 32]> {
-        (**self).binding()
+        Some(self.binding)
     }
 }
 

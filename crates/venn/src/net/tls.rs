@@ -736,6 +736,14 @@ mod tests {
         (id, parse_fingerprint(&g.fingerprint).unwrap())
     }
 
+    /// `identity`, trusting only the certificate with fingerprint `pin`.
+    fn pinned(identity: Identity, pin: [u8; 32]) -> Tls {
+        Tls {
+            identity,
+            trust: Trust::Pinned(pin),
+        }
+    }
+
     /// Runs a client (`a`) and a server (`b`) over loopback; returns both results.
     fn pair(a: Tls, b: Tls) -> (Result<TlsChannel>, Result<TlsChannel>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -755,16 +763,7 @@ mod tests {
     #[test]
     fn pinned_peers_talk_full_duplex_over_one_bound_channel() {
         let ((a, fa), (b, fb)) = (identity(1), identity(1));
-        let (ca, cb) = pair(
-            Tls {
-                identity: a,
-                trust: Trust::Pinned(fb),
-            },
-            Tls {
-                identity: b,
-                trust: Trust::Pinned(fa),
-            },
-        );
+        let (ca, cb) = pair(pinned(a, fb), pinned(b, fa));
         let (mut ca, mut cb) = (ca.unwrap(), cb.unwrap());
         assert_eq!(ca.binding(), cb.binding());
         assert!(ca.binding().is_some());
@@ -792,16 +791,7 @@ mod tests {
     fn a_wrong_pin_names_the_certificate_seen_on_both_sides() {
         let ((a, fa), (b, _), (_, other)) = (identity(1), identity(1), identity(1));
         let seen_b = fingerprint(&b.chain[0]);
-        let (ca, cb) = pair(
-            Tls {
-                identity: a,
-                trust: Trust::Pinned(other),
-            },
-            Tls {
-                identity: b,
-                trust: Trust::Pinned(fa),
-            },
-        );
+        let (ca, cb) = pair(pinned(a, other), pinned(b, fa));
         let e = ca.err().unwrap().to_string();
         assert!(e.contains(&seen_b) && e.contains("not the pinned"), "{e}");
         assert!(cb.is_err());
@@ -811,16 +801,7 @@ mod tests {
     fn the_server_refusing_the_client_is_reported_to_the_client() {
         let ((a, fa), (b, fb), (_, other)) = (identity(1), identity(1), identity(1));
         let seen_a = fingerprint(&a.chain[0]);
-        let (ca, cb) = pair(
-            Tls {
-                identity: a,
-                trust: Trust::Pinned(fb),
-            },
-            Tls {
-                identity: b,
-                trust: Trust::Pinned(other),
-            },
-        );
+        let (ca, cb) = pair(pinned(a, fb), pinned(b, other));
         let e = cb.err().unwrap().to_string();
         assert!(e.contains(&seen_a), "the server names what it saw: {e}");
         // The client finished its half of the handshake; the refusal reaches it as an
@@ -841,16 +822,7 @@ mod tests {
     fn an_expired_certificate_is_refused_even_when_pinned() {
         let ((a, fa), (b, fb)) = (identity(0), identity(1));
         std::thread::sleep(Duration::from_millis(1100));
-        let (ca, cb) = pair(
-            Tls {
-                identity: a,
-                trust: Trust::Pinned(fb),
-            },
-            Tls {
-                identity: b,
-                trust: Trust::Pinned(fa),
-            },
-        );
+        let (ca, cb) = pair(pinned(a, fb), pinned(b, fa));
         let e = cb.err().unwrap().to_string();
         assert!(e.to_lowercase().contains("expired"), "{e}");
         drop(ca);
@@ -871,10 +843,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(200));
             });
             let socket = TcpStream::connect(addr).unwrap();
-            let tls = Tls {
-                identity: a,
-                trust: Trust::Pinned([0; 32]),
-            };
+            let tls = pinned(a, [0; 32]);
             let e = tls_channel(socket, Side::Client { host: "x" }, &tls, t, t)
                 .err()
                 .unwrap()
@@ -921,10 +890,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let (socket, _) = listener.accept().unwrap();
-            let tls = Tls {
-                identity: b,
-                trust: Trust::Pinned(fa),
-            };
+            let tls = pinned(b, fa);
             let mut chan = tls_channel(socket, Side::Server, &tls, t, t).unwrap();
             let start = Instant::now();
             let r = (&mut chan as &mut dyn Channel)
@@ -990,10 +956,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let h = std::thread::spawn(move || {
             let (socket, _) = listener.accept().unwrap();
-            let tls = Tls {
-                identity: b,
-                trust: Trust::Pinned([0; 32]),
-            };
+            let tls = pinned(b, [0; 32]);
             let start = Instant::now();
             let r = tls_channel(
                 socket,

@@ -393,32 +393,8 @@ fn garbage(e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{mem_pair, MemChannel, Traffic};
+    use crate::net::{mem_pair, Rebound};
     use std::time::Duration;
-
-    /// An in-memory channel that claims a channel binding, as TLS gives.
-    struct Bound(MemChannel, [u8; 32]);
-
-    impl Channel for Bound {
-        fn send(&mut self, frame: &[u8]) -> Result<()> {
-            self.0.send(frame)
-        }
-        fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-            self.0.recv_into(buf, max_len)
-        }
-        fn flush(&mut self) -> Result<()> {
-            self.0.flush()
-        }
-        fn traffic(&self) -> Traffic {
-            self.0.traffic()
-        }
-        fn abort(&mut self, reason: &str) {
-            self.0.abort(reason)
-        }
-        fn binding(&self) -> Option<[u8; 32]> {
-            Some(self.1)
-        }
-    }
 
     fn run(bindings: [[u8; 32]; 2]) -> [Result<Session>; 2] {
         let (a, b) = mem_pair(Duration::from_secs(5));
@@ -437,7 +413,11 @@ mod tests {
         };
         std::thread::scope(|s| {
             let t = s.spawn(move || {
-                let mut b = Bound(b, bindings[1]);
+                // A binding as TLS gives one.
+                let mut b = Rebound {
+                    inner: b,
+                    binding: bindings[1],
+                };
                 handshake(
                     &mut b,
                     &hello(Role::Receiver),
@@ -446,7 +426,10 @@ mod tests {
                     params,
                 )
             });
-            let mut a = Bound(a, bindings[0]);
+            let mut a = Rebound {
+                inner: a,
+                binding: bindings[0],
+            };
             let ours = handshake(
                 &mut a,
                 &hello(Role::Sender),
