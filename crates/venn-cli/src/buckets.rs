@@ -273,8 +273,8 @@ pub fn split(
 }
 
 impl Split {
-    /// The records of bucket `c` of `2^log2` as (row, key).
-    fn bucket(&self, c: u64, log2: u8) -> Result<Vec<(u64, Vec<u8>)>> {
+    /// The records of bucket `c` of `2^log2`: their keys (in one store) and rows.
+    fn bucket(&self, c: u64, log2: u8) -> Result<(Items, Vec<u64>)> {
         let files = 1u64 << self.log2_files;
         let buckets = 1u64 << log2;
         let wanted: Vec<u64> = if buckets <= files {
@@ -282,7 +282,7 @@ impl Split {
         } else {
             vec![c & (files - 1)]
         };
-        let mut records = Vec::new();
+        let (mut keys, mut rows) = (Items::new(), Vec::new());
         for f in wanted {
             let p = file_of(self.dir.path(), f);
             let mut bytes = Vec::new();
@@ -294,11 +294,12 @@ impl Split {
                 let len = r.u64()? as usize;
                 let key = r.bytes(len)?;
                 if buckets <= files || key_hash(key) & (buckets - 1) == c {
-                    records.push((row, key.to_vec()));
+                    keys.push(key);
+                    rows.push(row);
                 }
             }
         }
-        Ok(records)
+        Ok((keys, rows))
     }
 }
 
@@ -365,13 +366,23 @@ pub fn run_buckets(
     on_bucket(0, buckets);
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
-        let (mut items, back): (Items, Vec<Vec<u64>>) = match source {
+        let Bucket {
+            mut items,
+            marks,
+            starts,
+        } = match source {
             Source::Memory { input, .. } => {
                 let group = &groups[c as usize];
-                let items = group.iter().map(|&k| input.keys.get(k as usize)).collect();
-                (items, group.iter().map(|&k| vec![k as u64]).collect())
+                Bucket {
+                    items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),
+                    marks: group.iter().map(|&k| k as u64).collect(),
+                    starts: (0..=group.len()).collect(),
+                }
             }
-            Source::Disk(split) => dedup(split.bucket(c, log2)?),
+            Source::Disk(split) => {
+                let (keys, rows) = split.bucket(c, log2)?;
+                dedup(&keys, &rows)
+            }
         };
         distinct += items.len() as u64;
         if items.len() as u64 > pad {
@@ -406,8 +417,8 @@ pub fn run_buckets(
         if let Output::Indices(ix) = &report.output {
             for &i in ix.iter().filter(|&&i| i < real) {
                 matches.keys += 1;
-                for &row in &back[i] {
-                    matches.set(row);
+                for &mark in &marks[starts[i]..starts[i + 1]] {
+                    matches.set(mark);
                 }
             }
         }
@@ -426,20 +437,34 @@ pub fn run_buckets(
     Ok((report, matches))
 }
 
-/// A bucket's records as distinct keys, each with its rows.
-fn dedup(mut records: Vec<(u64, Vec<u8>)>) -> (Items, Vec<Vec<u64>>) {
-    records.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
-    let mut items = Items::new();
-    let mut back: Vec<Vec<u64>> = Vec::new();
-    for (i, (row, key)) in records.iter().enumerate() {
-        if i > 0 && records[i - 1].1 == *key {
-            back.last_mut().expect("a previous key").push(*row);
-        } else {
-            items.push(key);
-            back.push(vec![*row]);
+/// A bucket's distinct keys, and what each stands for: `marks[starts[i]..starts[i + 1]]`
+/// are the rows (of a split file) or the key index (of a file read whole) of key `i`.
+struct Bucket {
+    items: Items,
+    marks: Vec<u64>,
+    starts: Vec<usize>,
+}
+
+/// A split bucket's records (key `i` on row `rows[i]`) as distinct keys, each with its
+/// rows in file order.
+fn dedup(keys: &Items, rows: &[u64]) -> Bucket {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_unstable_by(|&a, &b| keys.get(a).cmp(keys.get(b)).then(rows[a].cmp(&rows[b])));
+    let mut bucket = Bucket {
+        items: Items::new(),
+        marks: Vec::with_capacity(rows.len()),
+        starts: Vec::new(),
+    };
+    for (n, &i) in order.iter().enumerate() {
+        let key = keys.get(i);
+        if n == 0 || keys.get(order[n - 1]) != key {
+            bucket.starts.push(bucket.marks.len());
+            bucket.items.push(key);
         }
+        bucket.marks.push(rows[i]);
     }
-    (items, back)
+    bucket.starts.push(bucket.marks.len());
+    bucket
 }
 
 /// Two buckets' reports as one: phases summed by name, the later traffic (the channel's
