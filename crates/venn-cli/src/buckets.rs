@@ -161,9 +161,10 @@ pub fn exchange(
 
 /// The public bucket hash of a key.
 fn key_hash(key: &[u8]) -> u64 {
-    let h = blake3::Hasher::new_derive_key("venn 2026-11 bucket of a key")
-        .update(key)
-        .finalize();
+    // The hash key is derived once, not for every key hashed.
+    static BUCKET_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let k = BUCKET_KEY.get_or_init(|| blake3::derive_key("venn 2026-11 bucket of a key", &[]));
+    let h = blake3::keyed_hash(k, key);
     u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
