@@ -1,7 +1,9 @@
 //! A party's input set: arbitrary byte strings, stored in one arena.
 
 use crate::crypto::{Aes, Block, RandomOracle};
+use crate::memory::{huge_vec, prefetch, with_huge_capacity};
 use rayon::prelude::*;
+use std::hash::BuildHasher;
 
 /// Byte-string items in one allocation (no per-item heap object, so 2^24 items are cheap).
 #[derive(Clone, Default, Debug)]
@@ -16,11 +18,13 @@ impl Items {
         Items::default()
     }
 
-    /// Room for `items` items of `bytes` bytes in all.
+    /// Room for `items` items of `bytes` bytes in all (on huge pages where available:
+    /// the room is filled in one go, and page faults would otherwise cost more than
+    /// the filling).
     pub fn with_capacity(items: usize, bytes: usize) -> Self {
         Items {
-            data: Vec::with_capacity(bytes),
-            ends: Vec::with_capacity(items),
+            data: with_huge_capacity(bytes),
+            ends: with_huge_capacity(items),
         }
     }
 
@@ -44,6 +48,67 @@ impl Items {
     pub fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.data[start..self.ends[i]]
+    }
+
+    /// Removes every item equal to an earlier one, keeping first appearances in order, and
+    /// returns, for each item as it was, the index of its value afterwards.
+    ///
+    /// One pass of an open-addressing table of item hashes (linear probing, half full)
+    /// under a hash keyed afresh on each call, so that no input can be crafted to collide;
+    /// the table's line for an item is prefetched a few items ahead, which hides most of
+    /// the cache misses a table larger than the cache costs. The kept items are moved down
+    /// in place.
+    ///
+    /// # Panics
+    /// With 2^32 - 1 items or more (callers bound their inputs well below).
+    pub fn deduplicate(&mut self) -> Vec<u32> {
+        /// How many items ahead a table line is prefetched.
+        const AHEAD: usize = 16;
+        let n = self.len();
+        assert!(n < u32::MAX as usize, "too many items to deduplicate");
+        let hasher = foldhash::fast::RandomState::default();
+        let mut hashes = with_huge_capacity(n);
+        hashes.extend((0..n).map(|i| hasher.hash_one(self.get(i))));
+        let mask = (2 * n).next_power_of_two().max(16) - 1;
+        // A slot holds the hash's upper half and 1 + the kept index (0: empty).
+        let mut slots = huge_vec(mask + 1, 0u64);
+        let mut index = with_huge_capacity(n);
+        let (mut kept, mut kept_bytes, mut start) = (0usize, 0usize, 0usize);
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD) {
+                prefetch(&slots[ahead as usize & mask]);
+            }
+            let end = self.ends[i];
+            let tag = h >> 32;
+            let mut pos = h as usize & mask;
+            let found = loop {
+                let slot = slots[pos];
+                if slot == 0 {
+                    slots[pos] = tag << 32 | (kept as u64 + 1);
+                    break None;
+                }
+                if slot >> 32 == tag {
+                    let k = (slot as u32 - 1) as usize;
+                    // Kept items lie below `kept_bytes` <= `start`: both are intact.
+                    let k_start = if k == 0 { 0 } else { self.ends[k - 1] };
+                    if self.data[k_start..self.ends[k]] == self.data[start..end] {
+                        break Some(k as u32);
+                    }
+                }
+                pos = (pos + 1) & mask;
+            };
+            index.push(found.unwrap_or_else(|| {
+                self.data.copy_within(start..end, kept_bytes);
+                kept_bytes += end - start;
+                self.ends[kept] = kept_bytes;
+                kept += 1;
+                kept as u32 - 1
+            }));
+            start = end;
+        }
+        self.data.truncate(kept_bytes);
+        self.ends.truncate(kept);
+        index
     }
 
     /// `f(item)` for every item, in parallel on the current rayon pool.
@@ -139,5 +204,29 @@ mod tests {
             e.encode(&[1]),
             "bound to the session"
         );
+    }
+
+    proptest::proptest! {
+        /// Deduplication keeps first appearances in order and maps each item to its value.
+        #[test]
+        fn deduplicate_keeps_first_appearances(
+            items in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..4), 0..200)
+        ) {
+            let mut store: Items = items.iter().collect();
+            let index = store.deduplicate();
+            let mut expected: Vec<&Vec<u8>> = Vec::new();
+            for i in &items {
+                if !expected.contains(&i) {
+                    expected.push(i);
+                }
+            }
+            proptest::prop_assert_eq!(store.len(), expected.len());
+            for (k, e) in expected.iter().enumerate() {
+                proptest::prop_assert_eq!(store.get(k), e.as_slice());
+            }
+            for (i, item) in items.iter().enumerate() {
+                proptest::prop_assert_eq!(store.get(index[i] as usize), item.as_slice());
+            }
+        }
     }
 }

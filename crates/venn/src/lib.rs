@@ -12,7 +12,7 @@ pub mod crypto;
 mod error;
 pub mod fuzz;
 mod items;
-mod memory;
+pub mod memory;
 pub mod net;
 pub mod ot;
 pub mod protocols;

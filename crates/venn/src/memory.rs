@@ -26,10 +26,16 @@ pub fn advise_huge_pages<T>(v: &Vec<T>) {
     let _ = v;
 }
 
+/// An empty vector with room for `capacity` elements, on huge pages where available.
+pub fn with_huge_capacity<T>(capacity: usize) -> Vec<T> {
+    let v = Vec::with_capacity(capacity);
+    advise_huge_pages(&v);
+    v
+}
+
 /// A vector of `len` copies of `value`, on huge pages where available.
 pub fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
-    let mut v = Vec::with_capacity(len);
-    advise_huge_pages(&v);
+    let mut v = with_huge_capacity(len);
     v.resize(len, value);
     v
 }

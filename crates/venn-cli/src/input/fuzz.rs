@@ -61,17 +61,26 @@ pub fn csv_input(data: &[u8]) {
         return;
     }
     let outcome = |quoted: bool| {
-        let mut b = Builder::new(&opts, 16);
+        let mut b = Builder::new(&opts, 16, 0);
         let result = if quoted {
             csv_quoted_body(data, &h, &mut b)
         } else {
             csv_plain_body(data, h.end, &h.columns, h.width, &mut b)
         };
         result.map(|()| {
-            let keys: Vec<Vec<u8>> = (0..b.keys.len()).map(|i| b.keys.get(i).to_vec()).collect();
-            let rows: Vec<(u32, std::ops::Range<usize>)> =
-                b.rows.iter().map(|r| (r.key, r.bytes.clone())).collect();
-            (keys, rows, b.duplicates, b.skipped_empty)
+            let input = b.finish(Vec::new(), None);
+            let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+            let rows: Vec<(u32, std::ops::Range<usize>)> = input
+                .rows
+                .iter()
+                .map(|r| (r.key, r.bytes.clone()))
+                .collect();
+            (
+                keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(),
+                rows,
+                input.duplicates,
+                input.skipped_empty,
+            )
         })
     };
     match (outcome(false), outcome(true)) {

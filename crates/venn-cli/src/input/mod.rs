@@ -8,13 +8,14 @@
 //! line breaks. Duplicates are found with a table of key indices under a fast hash that is
 //! keyed afresh each run (so a crafted file cannot make it slow).
 
-use hashbrown::HashTable;
-use std::hash::BuildHasher;
+use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
+use venn::memory::with_huge_capacity;
 use venn::{Error, Items, Result};
 
 pub mod fuzz;
+mod scan;
 pub mod segments;
 
 /// Input file format.
@@ -103,28 +104,24 @@ fn normalise<'a>(raw: &'a [u8], opts: &KeyOptions, out: &'a mut Vec<u8>) -> &'a 
     out
 }
 
-/// Collects rows and distinct keys.
+/// Collects rows and their keys; the keys are deduplicated once all are in.
 struct Builder<'a> {
     opts: &'a KeyOptions,
-    hasher: hashbrown::DefaultHashBuilder,
-    index: HashTable<u32>,
+    /// The key of each row in `rows`, repeats included (until `finish`).
     keys: Items,
     rows: Vec<Row>,
-    duplicates: usize,
     skipped_empty: usize,
     scratch: Vec<u8>,
     field_scratch: Vec<u8>,
 }
 
 impl<'a> Builder<'a> {
-    fn new(opts: &'a KeyOptions, expected_rows: usize) -> Self {
+    /// Room for `expected_rows` rows whose keys take at most `key_bytes` bytes in all.
+    fn new(opts: &'a KeyOptions, expected_rows: usize, key_bytes: usize) -> Self {
         Builder {
             opts,
-            hasher: hashbrown::DefaultHashBuilder::default(),
-            index: HashTable::with_capacity(expected_rows),
-            keys: Items::with_capacity(expected_rows, 32 * expected_rows),
-            rows: Vec::with_capacity(expected_rows),
-            duplicates: 0,
+            keys: Items::with_capacity(expected_rows, key_bytes),
+            rows: with_huge_capacity(expected_rows),
             skipped_empty: 0,
             scratch: Vec::new(),
             field_scratch: Vec::new(),
@@ -143,23 +140,17 @@ impl<'a> Builder<'a> {
                 reason: "empty key (pass --skip-empty to skip such rows)".into(),
             });
         }
-        let hash = self.hasher.hash_one(key);
-        let keys = &self.keys;
-        let idx = match self.index.find(hash, |&i| keys.get(i as usize) == key) {
-            Some(&i) => {
-                self.duplicates += 1;
-                i
-            }
-            None => {
-                let i = self.keys.len() as u32;
-                self.keys.push(key);
-                let (keys, hasher) = (&self.keys, &self.hasher);
-                self.index
-                    .insert_unique(hash, i, |&j| hasher.hash_one(keys.get(j as usize)));
-                i
+        let index = match u32::try_from(self.rows.len()) {
+            Ok(i) if i < u32::MAX - 1 => i,
+            _ => {
+                return Err(Error::Input {
+                    line,
+                    reason: "more rows than can be read at once (use --bucket-rows)".into(),
+                })
             }
         };
-        self.rows.push(Row { key: idx, bytes });
+        self.keys.push(key);
+        self.rows.push(Row { key: index, bytes });
         Ok(())
     }
 
@@ -191,30 +182,21 @@ impl<'a> Builder<'a> {
         result
     }
 
-    fn finish(self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+    /// The input, with each distinct key once (in order of first appearance).
+    fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+        let distinct = self.keys.deduplicate();
+        for row in &mut self.rows {
+            row.key = distinct[row.key as usize];
+        }
         Input {
             data,
             header,
+            duplicates: self.rows.len() - self.keys.len(),
             rows: self.rows,
             keys: self.keys,
-            duplicates: self.duplicates,
             skipped_empty: self.skipped_empty,
         }
     }
-}
-
-/// The ranges of the lines of `data[from..]`, each with its line ending.
-fn lines(data: &[u8], from: usize) -> impl Iterator<Item = Range<usize>> + '_ {
-    let mut start = from;
-    std::iter::from_fn(move || {
-        if start >= data.len() {
-            return None;
-        }
-        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i + 1);
-        let line = start..end;
-        start = end;
-        Some(line)
-    })
 }
 
 /// A line's content without its line ending.
@@ -226,10 +208,16 @@ fn content<'a>(data: &'a [u8], line: &Range<usize>) -> &'a [u8] {
 
 /// Reads and parses `path`.
 pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
-    parse_input(
-        std::fs::read(path).map_err(Error::file("open input", path))?,
-        opts,
-    )
+    let mut file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
+    let len = file
+        .metadata()
+        .map_err(Error::file("open input", path))?
+        .len();
+    // Room for the whole file (plus one byte, to see the end), then read in one go.
+    let mut data = with_huge_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut data)
+        .map_err(Error::file("read input", path))?;
+    parse_input(data, opts)
 }
 
 /// Parses a whole input file's bytes.
@@ -245,13 +233,14 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
         data.drain(..3);
     }
     let expected_rows = memchr::memchr_iter(b'\n', &data).count() + 1;
-    let mut b = Builder::new(opts, expected_rows);
+    let mut b = Builder::new(opts, expected_rows, data.len());
     match opts.format {
         Format::Lines => {
-            for (i, line) in lines(&data, 0).enumerate() {
-                let key = content(&data, &line);
-                b.add_fields(i as u64 + 1, &[key], line)?;
-            }
+            let mut number = 0;
+            scan::for_each_line(&data, 0, None, |line, _| {
+                number += 1;
+                b.add_fields(number, &[content(&data, &line)], line)
+            })?;
             Ok(b.finish(data, None))
         }
         Format::Csv => {
@@ -329,18 +318,15 @@ fn csv_plain_body(
     width: usize,
     b: &mut Builder,
 ) -> Result<()> {
-    let mut commas: Vec<usize> = Vec::with_capacity(width);
     let mut key: Vec<&[u8]> = Vec::with_capacity(columns.len());
     // The header may span lines (a quoted name with a line break, a bare CR ending).
-    let first = 1 + line_breaks(data, 0, body);
-    for (i, line) in lines(data, body).enumerate() {
+    let mut number = line_breaks(data, 0, body);
+    scan::for_each_line(data, body, Some(b','), |line, commas| {
+        number += 1;
         let text = content(data, &line);
         if text.is_empty() {
-            continue;
+            return Ok(());
         }
-        commas.clear();
-        commas.extend(memchr::memchr_iter(b',', text));
-        let number = first + i as u64;
         if commas.len() + 1 != width {
             return Err(Error::Input {
                 line: number,
@@ -350,16 +336,20 @@ fn csv_plain_body(
                 ),
             });
         }
+        // Commas lie before the line's ending (a `\r` is only ever right before `\n`).
+        let text_end = line.start + text.len();
         let field = |c: usize| {
-            let start = if c == 0 { 0 } else { commas[c - 1] + 1 };
-            let end = commas.get(c).copied().unwrap_or(text.len());
-            &text[start..end]
+            let start = if c == 0 {
+                line.start
+            } else {
+                commas[c - 1] + 1
+            };
+            &data[start..commas.get(c).copied().unwrap_or(text_end)]
         };
         key.clear();
         key.extend(columns.iter().map(|&c| field(c)));
-        b.add_fields(number, &key, line)?;
-    }
-    Ok(())
+        b.add_fields(number, &key, line)
+    })
 }
 
 /// The line breaks in `data[from..to]`: each `\n`, and each `\r` not followed by one.
