@@ -20,6 +20,7 @@
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
 
+use crate::output::{write_atomically, write_row};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use venn::net::{Channel, Reader, Rebound, Writer};
@@ -498,22 +499,16 @@ pub fn write_split_rows(
 ) -> Result<usize> {
     let mut count = 0;
     let mut failed = None;
-    crate::output::write_atomically(out, |w| {
+    write_atomically(out, |w| {
         if let Some(h) = &split.header {
             w.write_all(h)?;
         }
-        let mut ends_line = true;
         let mut seen = 0;
         let result = for_each_segment(input, opts, SEGMENT_BYTES, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
                 if matches.has(s.rows_before + i as u64) {
-                    let bytes = s.input.bytes(&row.bytes);
-                    if !ends_line {
-                        w.write_all(b"\n")?;
-                    }
-                    w.write_all(bytes)?;
-                    ends_line = bytes.ends_with(b"\n");
+                    write_row(w, s.input.bytes(&row.bytes))?;
                     count += 1;
                 }
             }
@@ -532,9 +527,6 @@ pub fn write_split_rows(
         if let Err(e) = result {
             failed = Some(e);
             return Err(std::io::Error::other("stopped"));
-        }
-        if !ends_line {
-            w.write_all(b"\n")?;
         }
         Ok(())
     })

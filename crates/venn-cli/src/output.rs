@@ -19,7 +19,7 @@ pub fn write_atomically(
     let fail = |e| Error::file("write", path)(e);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         contents(&mut w).map_err(fail)?;
         w.flush().map_err(fail)?;
     }
@@ -84,22 +84,29 @@ pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<
         if let Some(header) = &input.header {
             w.write_all(input.bytes(header))?;
         }
-        let mut ends_line = true;
+        // Rows that follow each other in the file go out as one slice.
+        let mut run = 0..0;
         for row in input.rows.iter().filter(|r| member[r.key as usize]) {
-            if !ends_line {
-                w.write_all(b"\n")?;
-            }
-            let bytes = input.bytes(&row.bytes);
-            w.write_all(bytes)?;
-            ends_line = bytes.ends_with(b"\n");
             count += 1;
+            if row.bytes.start == run.end && input.bytes(&run).ends_with(b"\n") {
+                run.end = row.bytes.end;
+                continue;
+            }
+            write_row(w, input.bytes(&run))?;
+            run = row.bytes.clone();
         }
-        if !ends_line {
-            w.write_all(b"\n")?;
-        }
-        Ok(())
+        write_row(w, input.bytes(&run))
     })?;
     Ok(count)
+}
+
+/// Writes rows (as in the input file), ending the last with a line break if it has none.
+pub fn write_row(w: &mut dyn Write, rows: &[u8]) -> std::io::Result<()> {
+    w.write_all(rows)?;
+    if rows.is_empty() || rows.ends_with(b"\n") {
+        return Ok(());
+    }
+    w.write_all(b"\n")
 }
 
 /// The machine-readable statistics of a run.

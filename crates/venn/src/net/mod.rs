@@ -17,7 +17,7 @@ mod wire;
 pub use async_writer::{Shaping, TimedWrite};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
-pub use tcp::{resolve, tcp_channel, tcp_connect, tcp_listen, Screen, TcpChannel, PROBE};
+pub use tcp::{resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Screen, TcpChannel, PROBE};
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 

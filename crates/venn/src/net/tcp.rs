@@ -52,9 +52,11 @@ pub fn resolve(addr: &str) -> Result<Vec<SocketAddr>> {
 }
 
 /// Connects to one of `addrs` (resolved once, by [`resolve`], so what was checked is what
-/// is connected to), retrying every 100 ms until `timeout` has passed.
+/// is connected to), retrying until `timeout` has passed: soon at first (a peer about to
+/// listen), then every 100 ms.
 pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream> {
     let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(5);
     loop {
         let attempt = addrs.iter().find_map(|a| {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -67,21 +69,22 @@ pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream>
         if Instant::now() >= deadline {
             return Err(Error::Timeout(timeout));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 
-/// Listens on `addr` and takes one peer that passes `screen` within `timeout`, one
-/// connection at a time. `on_bound` is told the bound address (useful with port 0).
-pub fn tcp_listen<C>(
-    addr: &str,
-    timeout: Duration,
-    on_bound: impl FnOnce(SocketAddr),
-    screen: Screen<C>,
-) -> Result<C> {
-    let listener = TcpListener::bind(addr)
-        .map_err(|e| Error::Address(format!("cannot listen on '{addr}': {e}")))?;
-    on_bound(listener.local_addr()?);
+/// Binds a listening socket on `addr`. Peers that connect are queued by the kernel
+/// until [`tcp_accept`] takes them, so a party can bind before a long preparation (reading
+/// its input) and its peer need not retry meanwhile.
+/// `addrs` are what `name` resolved to (by [`resolve`]: what was checked is what is bound).
+pub fn tcp_bind(name: &str, addrs: &[SocketAddr]) -> Result<TcpListener> {
+    TcpListener::bind(addrs).map_err(|e| Error::Address(format!("cannot listen on '{name}': {e}")))
+}
+
+/// Takes one peer from `listener` that passes `screen` within `timeout`, one connection
+/// at a time.
+pub fn tcp_accept<C>(listener: &TcpListener, timeout: Duration, screen: Screen<C>) -> Result<C> {
     listener.set_nonblocking(true)?;
     let deadline = Instant::now() + timeout;
     loop {
