@@ -383,7 +383,7 @@ pub fn run_buckets(
             }
             Source::Disk(split) => {
                 let (keys, rows) = split.bucket(c, log2)?;
-                dedup(&keys, &rows)
+                dedup(keys, &rows)
             }
         };
         distinct += items.len() as u64;
@@ -448,25 +448,27 @@ struct Bucket {
 }
 
 /// A split bucket's records (key `i` on row `rows[i]`) as distinct keys, each with its
-/// rows in file order.
-fn dedup(keys: &Items, rows: &[u64]) -> Bucket {
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_unstable_by(|&a, &b| keys.get(a).cmp(keys.get(b)).then(rows[a].cmp(&rows[b])));
-    let mut bucket = Bucket {
-        items: Items::new(),
-        marks: Vec::with_capacity(rows.len()),
-        starts: Vec::new(),
-    };
-    for (n, &i) in order.iter().enumerate() {
-        let key = keys.get(i);
-        if n == 0 || keys.get(order[n - 1]) != key {
-            bucket.starts.push(bucket.marks.len());
-            bucket.items.push(key);
-        }
-        bucket.marks.push(rows[i]);
+/// rows (grouped by a counting sort, in record order).
+fn dedup(mut keys: Items, rows: &[u64]) -> Bucket {
+    let index = keys.deduplicate();
+    let mut starts = vec![0; keys.len() + 1];
+    for &k in &index {
+        starts[k as usize + 1] += 1;
     }
-    bucket.starts.push(bucket.marks.len());
-    bucket
+    for k in 0..keys.len() {
+        starts[k + 1] += starts[k];
+    }
+    let mut next = starts.clone();
+    let mut marks = vec![0; rows.len()];
+    for (&k, &row) in index.iter().zip(rows) {
+        marks[next[k as usize]] = row;
+        next[k as usize] += 1;
+    }
+    Bucket {
+        items: keys,
+        marks,
+        starts,
+    }
 }
 
 /// Two buckets' reports as one: phases summed by name, the later traffic (the channel's
