@@ -259,6 +259,11 @@ struct BenchCli {
     /// or RATE,RTT such as 100mbit,80ms. Each party's sending is shaped.
     #[arg(long, value_name = "NET", value_parser = bench::parse_net_arg, conflicts_with = "solo")]
     net: Option<String>,
+    /// Instead, run `venn send` and `venn receive` end to end on generated CSV files (a
+    /// 32-hex-digit key and two payload columns, half shared) with the output written:
+    /// each party's read time, the protocol's own total, and the wall time of both.
+    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net"])]
+    files: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -428,6 +433,7 @@ fn main() -> ExitCode {
             precompute: b.precompute,
             tls: b.tls,
             net: b.net.as_deref(),
+            files: b.files,
             json: b.json,
             timeout: b.timeout,
         }),

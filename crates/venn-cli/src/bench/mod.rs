@@ -3,6 +3,7 @@
 //! random 16-byte strings with half of them shared; the receiver checks its output against
 //! the known intersection, and a run that does not verify is reported as failed.
 
+mod files;
 mod network;
 mod party;
 mod solo;
@@ -233,6 +234,8 @@ pub struct BenchOptions<'a> {
     pub tls: bool,
     /// An emulated network (`--net`), as given.
     pub net: Option<&'a str>,
+    /// Run `venn send` and `venn receive` end to end on CSV files instead.
+    pub files: bool,
     pub json: bool,
     pub timeout: u64,
 }
@@ -241,6 +244,9 @@ pub struct BenchOptions<'a> {
 pub fn bench(o: &BenchOptions) -> Result<()> {
     for p in o.protocols {
         find(p)?;
+    }
+    if o.files {
+        return files::bench_files(o.protocols, o.log2ns, o.repeat, o.json);
     }
     if o.threads.is_empty() || o.threads.contains(&0) {
         return Err(Error::Bench("--threads wants counts of at least 1".into()));

@@ -1,0 +1,255 @@
+//! `venn bench --files`: the whole product on CSV files, as two organisations run it. For
+//! each n, a sender and a receiver file of n rows each (a 32-hex-digit key and two payload
+//! columns, as `scripts/gen-rows.py` writes them; half of the keys shared, the shared rows
+//! scattered through the receiver's file), then `venn send` and `venn receive` as two
+//! processes of this binary over loopback, the receiver writing its output. Reported: each
+//! party's time to read its file (parse, deduplicate), the protocol's own total as the
+//! receiver reports it, the wall time of the two processes, and their ratio. The output
+//! file must be exactly the receiver's shared rows, in input order, byte for byte.
+
+use super::ScratchDir;
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+use venn::{Error, Result};
+
+/// Keys are a bijection of the row's number k (k · MUL mod 2^128, MUL odd), as in
+/// `scripts/gen-rows.py`.
+const MUL: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
+
+/// One row of `--files`.
+#[derive(Serialize, Clone, Debug)]
+pub struct FilesRow {
+    pub protocol: String,
+    pub log2n: u32,
+    pub read_sender_s: f64,
+    pub read_receiver_s: f64,
+    /// The protocol's offline + online time, as the receiver reports it.
+    pub protocol_s: f64,
+    pub written_s: f64,
+    /// From starting the two processes until both have exited.
+    pub end_to_end_s: f64,
+    pub ratio: f64,
+    pub rows_written: usize,
+    pub verified: bool,
+}
+
+/// The number behind the receiver's row `j` of `n`: a permutation of n/2 .. n/2 + n, so
+/// the shared numbers (below n) fall all through the file.
+fn receiver_number(j: u64, n: u64) -> u64 {
+    n / 2 + (j.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (n - 1))
+}
+
+fn write_row(out: &mut impl Write, k: u64) -> std::io::Result<()> {
+    let key = (k as u128).wrapping_mul(MUL);
+    writeln!(out, "{key:032x},{},r{}", k % 100_000, k % 97)
+}
+
+/// Writes both parties' files for n = 2^log2n, and the receiver's expected output.
+fn make_files(dir: &Path, log2n: u32) -> Result<()> {
+    let n = 1u64 << log2n;
+    let file = |name: &str| -> Result<std::io::BufWriter<std::fs::File>> {
+        Ok(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(dir.join(name))?,
+        ))
+    };
+    let (mut s, mut r, mut expected) = (file("s.csv")?, file("r.csv")?, file("expected.csv")?);
+    for w in [&mut s, &mut r, &mut expected] {
+        w.write_all(b"key,amount,region\n")?;
+    }
+    for k in 0..n {
+        write_row(&mut s, k)?;
+    }
+    for j in 0..n {
+        let k = receiver_number(j, n);
+        write_row(&mut r, k)?;
+        if k < n {
+            write_row(&mut expected, k)?;
+        }
+    }
+    for w in [s, r, expected] {
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Starts `venn ROLE` on the files in `dir`.
+fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<Child> {
+    let (input, stats) = match role {
+        "send" => ("s.csv", "s.json"),
+        _ => ("r.csv", "r.json"),
+    };
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.current_dir(dir)
+        .args([role, "--protocol", protocol, "--input", input])
+        .args(["--stats-json", stats])
+        .args(endpoint)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if role == "receive" {
+        cmd.args(["--output", "out.csv"]);
+    }
+    if protocol == "naive" {
+        cmd.arg("--insecure");
+    }
+    Ok(cmd.spawn()?)
+}
+
+/// Waits for `child`, failing with its stderr if it failed; `seen` is what was already
+/// read of its stderr.
+fn finish(mut child: Child, seen: String, who: &str) -> Result<()> {
+    let mut err = seen;
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err)?;
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(Error::Bench(format!("{who} failed ({status}): {err}")));
+    }
+    Ok(())
+}
+
+/// The statistics a party wrote.
+fn stats(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| Error::Bench(format!("{}: {e}", path.display())))
+}
+
+/// One end-to-end run in `dir` (which holds the files).
+fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
+    let _ = std::fs::remove_file(dir.join("out.csv"));
+    let began = Instant::now();
+    let mut receiver = start(dir, "receive", protocol, ["--listen", "127.0.0.1:0"])?;
+    let mut stderr = BufReader::new(receiver.stderr.take().expect("piped"));
+    let mut first = String::new();
+    stderr.read_line(&mut first)?;
+    let Some(addr) = first.trim().strip_prefix("venn: listening on ") else {
+        let _ = receiver.kill();
+        return Err(Error::Bench(format!(
+            "the receiver did not listen: {first}"
+        )));
+    };
+    let sender = start(dir, "send", protocol, ["--connect", addr])?;
+    receiver.stderr = Some(stderr.into_inner());
+    let sent = finish(sender, String::new(), "venn send");
+    let received = finish(receiver, first.clone(), "venn receive");
+    let end_to_end_s = began.elapsed().as_secs_f64();
+    sent.and(received)?;
+    let (s, r) = (stats(&dir.join("s.json"))?, stats(&dir.join("r.json"))?);
+    let seconds = |v: &serde_json::Value, field: &str| v[field].as_f64().unwrap_or(f64::NAN);
+    let protocol_s = seconds(&r, "total_seconds");
+    let out = std::fs::read(dir.join("out.csv"))?;
+    let verified = out == std::fs::read(dir.join("expected.csv"))?;
+    Ok(FilesRow {
+        protocol: protocol.to_string(),
+        log2n,
+        read_sender_s: seconds(&s, "input_seconds"),
+        read_receiver_s: seconds(&r, "input_seconds"),
+        protocol_s,
+        written_s: seconds(&r, "output_seconds"),
+        end_to_end_s,
+        ratio: end_to_end_s / protocol_s,
+        rows_written: r["intersection_rows"].as_u64().unwrap_or(0) as usize,
+        verified,
+    })
+}
+
+/// `venn bench --files`: each row the run with the median ratio of `repeat` (protocols
+/// interleaved within each repetition).
+pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bool) -> Result<()> {
+    let scratch = ScratchDir::new()?;
+    if !json {
+        println!(
+            "end to end on CSV files (`venn send` + `venn receive`, output written)\n\
+             {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+            "protocol",
+            "log2n",
+            "read s",
+            "read r",
+            "protocol",
+            "written",
+            "wall",
+            "ratio",
+            "verified"
+        );
+    }
+    let mut rows = Vec::new();
+    for &log2n in log2ns {
+        if !(2..=30).contains(&log2n) {
+            return Err(Error::Bench(format!(
+                "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
+            )));
+        }
+        make_files(&scratch.0, log2n)?;
+        let mut runs: Vec<Vec<FilesRow>> = vec![Vec::new(); protocols.len()];
+        for _ in 0..repeat.max(1) {
+            for (p, runs) in protocols.iter().zip(&mut runs) {
+                runs.push(run_once(&scratch.0, p, log2n)?);
+            }
+        }
+        for mut at in runs {
+            let row = match at.iter().position(|r| !r.verified) {
+                Some(bad) => at.swap_remove(bad),
+                None => {
+                    at.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+                    at.swap_remove(at.len() / 2)
+                }
+            };
+            if !json {
+                println!(
+                    "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
+                    row.protocol,
+                    row.log2n,
+                    row.read_sender_s,
+                    row.read_receiver_s,
+                    row.protocol_s,
+                    row.written_s,
+                    row.end_to_end_s,
+                    row.ratio,
+                    if row.verified { "yes" } else { "NO" }
+                );
+            }
+            if !row.verified {
+                return Err(Error::Bench(format!(
+                    "{} at n = 2^{}: the output file is not the shared rows",
+                    row.protocol, row.log2n
+                )));
+            }
+            rows.push(row);
+        }
+    }
+    if json {
+        let out = serde_json::json!({ "files": rows });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serialisable")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_the_receivers_rows_are_shared_and_scattered() {
+        let n = 1u64 << 10;
+        let numbers: Vec<u64> = (0..n).map(|j| receiver_number(j, n)).collect();
+        let mut sorted = numbers.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (n / 2..n / 2 + n).collect::<Vec<_>>(),
+            "a permutation"
+        );
+        let shared_in_first_half = numbers[..n as usize / 2].iter().filter(|&&k| k < n).count();
+        assert!(
+            (200..312).contains(&shared_in_first_half),
+            "{shared_in_first_half}"
+        );
+    }
+}
