@@ -16,6 +16,15 @@
 //! The peer learns the number of rows (not of distinct keys, which only the buckets'
 //! contents would tell).
 //!
+//! **Why the bucket hash is fixed, not keyed per run.** Both parties must put a key in
+//! the same bucket, and each splits its file before the peer is reached (splitting 10^8
+//! rows takes minutes, longer than a peer would wait for a coin toss), so the hash cannot
+//! depend on anything agreed in the run. The 2^-40 bound holds for any set chosen
+//! without regard to the hash; a set crafted to crowd one bucket (by whoever supplies a
+//! party's rows) can make that party's run fail, and the failure tells the peer only
+//! that some bucket of ours overflowed. It cannot make a key's rows go missing or turn
+//! up elsewhere: a failed run writes nothing.
+//!
 //! Each bucket's session is bound to the plan both parties sent and to the bucket's
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
@@ -218,23 +227,22 @@ fn file_of(dir: &Path, f: u64) -> PathBuf {
     dir.join(format!("{f:06}.bucket"))
 }
 
-/// Splits the keys of `path` into `2^log2_files` bucket files in a new temporary directory
-/// beside the system's others: each record is the row's number, the key's length and
-/// the key.
+/// Splits the keys of `path` into `2^log2_files` bucket files in a new directory inside
+/// `parent` (default: the system's temporary directory), removed when the split is
+/// dropped: each record is the row's number, the key's length and the key.
 /// `progress` is told the rows split so far after each segment.
 pub fn split(
     path: &Path,
     opts: &KeyOptions,
+    parent: Option<&Path>,
     log2_files: u8,
     mut progress: impl FnMut(u64),
 ) -> Result<Split> {
+    let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
     let dir = tempfile::Builder::new()
         .prefix("venn-buckets-")
-        .tempdir()
-        .map_err(Error::file(
-            "create a bucket directory in",
-            &std::env::temp_dir(),
-        ))?;
+        .tempdir_in(&parent)
+        .map_err(Error::file("create a bucket directory in", &parent))?;
     let files = 1u64 << log2_files;
     let mut out: Vec<BufWriter<std::fs::File>> = (0..files)
         .map(|f| {

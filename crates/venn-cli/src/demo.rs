@@ -50,6 +50,7 @@ pub fn demo() -> Result<()> {
         input,
         output,
         bucket_rows: None,
+        bucket_dir: None,
         keys: KeyOptions {
             format: Format::Csv,
             columns: vec!["email".into()],

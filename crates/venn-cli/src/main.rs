@@ -133,6 +133,11 @@ struct PartyCli {
     /// in bounded memory (done by itself for a file over an eighth of --max-memory).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "state")]
     bucket_rows: Option<u64>,
+    /// Where bucket files go (a directory made for the run inside it, removed after):
+    /// about the input's size is needed. Default: the system's temporary directory
+    /// ($TMPDIR), which may be in memory.
+    #[arg(long, value_name = "DIR", conflicts_with = "state")]
+    bucket_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -373,6 +378,7 @@ impl PartyCli {
             both: self.both,
             state: self.state,
             bucket_rows: self.bucket_rows,
+            bucket_dir: self.bucket_dir,
         })
     }
 }

@@ -50,6 +50,8 @@ pub struct PartyArgs {
     pub state: Option<PathBuf>,
     /// Split the input into hash buckets of about this many rows on disk.
     pub bucket_rows: Option<u64>,
+    /// Where bucket files go (default: the system's temporary directory).
+    pub bucket_dir: Option<PathBuf>,
 }
 
 /// A party of `venn precompute`.
@@ -242,6 +244,7 @@ pub fn run_party(
             Read::Split(buckets::split(
                 &args.input,
                 &args.keys,
+                args.bucket_dir.as_deref(),
                 files.trailing_zeros() as u8,
                 progress,
             )?)

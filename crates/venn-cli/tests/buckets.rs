@@ -85,6 +85,8 @@ fn both_parties_learn_the_rows_of_lines_files_in_buckets() {
         write(dir.path(), "r.txt", &r),
     );
     let (so_path, ro_path) = (dir.path().join("so"), dir.path().join("ro"));
+    let bucket_dir = dir.path().join("buckets");
+    std::fs::create_dir(&bucket_dir).unwrap();
     let common = ["--format", "lines", "--both"];
     let recv = [
         &common[..],
@@ -105,12 +107,22 @@ fn both_parties_learn_the_rows_of_lines_files_in_buckets() {
             "--output",
             so_path.to_str().unwrap(),
         ],
-        // A sender that learns rows (--both) and splits its file.
-        &["--bucket-rows", "50"],
+        // A sender that learns rows (--both) and splits its file, in a directory of ours.
+        &[
+            "--bucket-rows",
+            "50",
+            "--bucket-dir",
+            bucket_dir.to_str().unwrap(),
+        ],
     ]
     .concat();
     let (so, ro) = run_pair(&recv, &send);
     assert_success(&[&so, &ro]);
+    assert_eq!(
+        std::fs::read_dir(&bucket_dir).unwrap().count(),
+        0,
+        "bucket files are removed"
+    );
     let want_r: String = (0..600)
         .map(|i| i * 3)
         .filter(|v| v % 5 == 0)
@@ -168,4 +180,19 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
         stats.contains("\"intersection\": 2000") && stats.contains("\"intersection_size\": null"),
         "{stats}"
     );
+}
+
+#[test]
+fn bucket_files_go_where_asked() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.txt", "a\nb\nc\n");
+    let missing = dir.path().join("no such dir");
+    let out = venn()
+        .args(["send", "--format", "lines", "--bucket-rows", "1"])
+        .args(["--input", s.to_str().unwrap()])
+        .args(["--bucket-dir", missing.to_str().unwrap()])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "5"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&out, "no such dir");
 }
