@@ -2,6 +2,7 @@
 //! the KKRT16 batched related-key OPRF, all built on one row-wise extension core.
 
 mod base;
+pub mod bch;
 mod extension;
 mod iknp;
 mod kkrt;
