@@ -4,7 +4,7 @@
 use crate::buckets::{self, Plan};
 use crate::output::{write_atomically, write_output, Stats, Written};
 use crate::progress::Spinner;
-use crate::transport::{Opening, Transport};
+use crate::transport::Transport;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -104,19 +104,19 @@ impl Link {
         }
     }
 
-    /// Prepares to meet the peer: binds the listening socket, or resolves and checks the
-    /// peer's address. Done before the input is read, so that a listener's peer is
-    /// queued rather than refused meanwhile, and a refusal comes first.
-    fn open(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Opening> {
+    /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
+    /// the input is read, so that a refusal comes first.
+    fn check_endpoint(&self) -> Result<()> {
         match &self.endpoint {
-            Endpoint::Listen(a) => self.transport.listen_on(a, on_bound),
-            Endpoint::Connect(a) => self.transport.connect_to(a),
+            Endpoint::Listen(a) | Endpoint::Connect(a) => self.transport.check_endpoint(a),
         }
     }
 
-    /// Meets the peer (within the timeout).
-    fn establish(&self, opening: Opening) -> Result<Box<dyn Channel>> {
-        self.transport.establish(opening, self.timeout)
+    fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
+        match &self.endpoint {
+            Endpoint::Listen(a) => self.transport.listen(a, self.timeout, on_bound),
+            Endpoint::Connect(a) => self.transport.connect(a, self.timeout),
+        }
     }
 
     fn write_stats(&self, stats: &Stats) -> Result<()> {
@@ -205,7 +205,7 @@ pub fn run_party(
             .collect();
         check_output_path(stats, "--stats-json", &taken)?;
     }
-    let opening = args.link.open(on_bound)?;
+    args.link.check_endpoint()?;
     let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
     let started = std::time::Instant::now();
     let bucket_rows = args
@@ -290,7 +290,7 @@ pub fn run_party(
             .check_items(input.keys.len())
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
-    let mut chan = args.link.establish(opening)?;
+    let mut chan = args.link.connect(on_bound)?;
     // A file read whole announces its distinct keys (as the session hello does); a split
     // one its rows (its distinct keys are known only bucket by bucket).
     let announced = match &read {
@@ -438,8 +438,7 @@ pub fn precompute_party(
         false,
         spinner.as_ref().map(|s| s as &dyn Progress),
     );
-    let opening = args.link.open(on_bound)?;
-    let mut chan = args.link.establish(opening)?;
+    let mut chan = args.link.connect(on_bound)?;
     let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;
     drop(spinner);
     let report = pre.save(&args.state)?;

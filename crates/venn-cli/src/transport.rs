@@ -3,7 +3,7 @@
 //! (it connects to, or listens on, an address that is not loopback) refuses to run
 //! without TLS unless `--plaintext` is given, and then warns.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,53 +144,51 @@ impl Transport {
         Ok(())
     }
 
-    /// Connects to the peer at `addr` (retrying until `timeout`).
-    pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Channel>> {
-        self.establish(self.connect_to(addr)?, timeout)
+    /// Checks `addr` (to connect to or listen on) against the TLS rule, as [`connect`]
+    /// and [`listen`] will: a party calls it before reading a long input, so that a
+    /// refusal comes first.
+    ///
+    /// [`connect`]: Transport::connect
+    /// [`listen`]: Transport::listen
+    pub fn check_endpoint(&self, addr: &str) -> Result<()> {
+        self.check(addr, &resolve(addr)?)
     }
 
-    /// Listens on `addr` for the peer (see [`Transport::establish`]); `on_bound` is told
-    /// the bound address.
+    /// Connects to the peer at `addr` (retrying until `timeout`).
+    pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Channel>> {
+        let addrs = resolve(addr)?;
+        self.check(addr, &addrs)?;
+        let socket = tcp_connect(&addrs, timeout)?;
+        Ok(match &self.tls {
+            Some(tls) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let side = Side::Client { host };
+                self.finish(tls_channel(socket, side, tls, timeout, timeout)?)
+            }
+            None => self.finish(tcp_channel(socket, timeout)?),
+        })
+    }
+
+    /// Listens on `addr` for the peer (`on_bound` is told the bound address). Only a
+    /// connection that opens as this side expects (a TLS handshake that succeeds, or a venn
+    /// hello) is taken; others (port scans, HTTP probes, a peer with the wrong certificate
+    /// or without TLS) are logged on stderr and dropped.
+    ///
+    /// A party listens only once it is ready to run (its input read): a peer that tries
+    /// earlier is refused and retries, rather than queueing a connection that may be dead
+    /// by the time it is taken.
     pub fn listen(
         &self,
         addr: &str,
         timeout: Duration,
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<Box<dyn Channel>> {
-        self.establish(self.listen_on(addr, on_bound)?, timeout)
-    }
-
-    /// Prepares to connect to the peer at `addr`: resolved once, and checked against the
-    /// TLS rule (so a refusal comes before a long input is read).
-    pub fn connect_to(&self, addr: &str) -> Result<Opening> {
-        let addrs = resolve(addr)?;
-        self.check(addr, &addrs)?;
-        Ok(Opening::Connect {
-            addr: addr.to_string(),
-            addrs,
-        })
-    }
-
-    /// Binds `addr` to listen for the peer (`on_bound` is told the bound address). A peer
-    /// that connects before [`Transport::establish`] is queued by the kernel.
-    pub fn listen_on(&self, addr: &str, on_bound: impl FnOnce(SocketAddr)) -> Result<Opening> {
         // Listening on a name: what it resolves to now is what is bound.
         let addrs = resolve(addr)?;
         self.check(addr, &addrs)?;
         let listener = tcp_bind(addr, &addrs)?;
         on_bound(listener.local_addr()?);
-        Ok(Opening::Listen(listener))
-    }
-
-    /// Meets the peer: connects (retrying until `timeout`), or waits up to `timeout` for
-    /// it. Listening, only a connection that opens as this side expects (a TLS handshake
-    /// that succeeds, or a venn hello) is taken; others (port scans, HTTP probes, a peer
-    /// with the wrong certificate or without TLS) are logged on stderr and dropped.
-    pub fn establish(&self, opening: Opening, timeout: Duration) -> Result<Box<dyn Channel>> {
-        let listener = match opening {
-            Opening::Connect { addr, addrs } => return self.connected(&addr, &addrs, timeout),
-            Opening::Listen(listener) => listener,
-        };
         let deadline = Instant::now() + timeout;
         let mut reject = |from: SocketAddr, why: &str| {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
@@ -231,34 +229,4 @@ impl Transport {
         };
         tcp_accept(&listener, timeout, screen)
     }
-
-    /// Connects to the peer at `addrs` (`addr` resolved).
-    fn connected(
-        &self,
-        addr: &str,
-        addrs: &[SocketAddr],
-        timeout: Duration,
-    ) -> Result<Box<dyn Channel>> {
-        let socket = tcp_connect(addrs, timeout)?;
-        Ok(match &self.tls {
-            Some(tls) => {
-                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-                let host = host.trim_start_matches('[').trim_end_matches(']');
-                let side = Side::Client { host };
-                self.finish(tls_channel(socket, side, tls, timeout, timeout)?)
-            }
-            None => self.finish(tcp_channel(socket, timeout)?),
-        })
-    }
-}
-
-/// Where a party meets its peer, prepared before its input is read.
-pub enum Opening {
-    /// Listening, already bound.
-    Listen(TcpListener),
-    /// Connecting to `addr`, resolved to `addrs`.
-    Connect {
-        addr: String,
-        addrs: Vec<SocketAddr>,
-    },
 }

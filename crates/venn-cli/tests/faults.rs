@@ -196,3 +196,42 @@ fn a_listener_survives_port_scans_and_probes() {
         "rejections are logged: {log}"
     );
 }
+
+/// A connecting party started first keeps trying until --timeout: a listener that is not
+/// up yet, or that fails on its own input, does not end it; the listener started next
+/// meets it (no dead connection is queued for a listener while it reads its input).
+#[test]
+fn a_connector_outlives_a_listener_that_failed() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\na\nb\nc\n");
+    let bad = write(dir.path(), "bad.csv", "k,v\na,1\nb\n");
+    let good = write(dir.path(), "r.csv", "k,v\nb,1\nc,2\nd,3\n");
+    let out = dir.path().join("out.csv");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    within(Duration::from_secs(30), || {
+        let sender = venn()
+            .args(["send", "--input", s.to_str().unwrap(), "--timeout", "20"])
+            .args(["--connect", &addr])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let receive = |input: &std::path::Path| {
+            venn()
+                .args(["receive", "--input", input.to_str().unwrap()])
+                .args(["--output", out.to_str().unwrap(), "--listen", &addr])
+                .output()
+                .unwrap()
+        };
+        assert_clean_failure(&receive(&bad), "line 3");
+        let received = receive(&good);
+        let sent = sender.wait_with_output().unwrap();
+        assert_success(&[&sent, &received]);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "k,v\nb,1\nc,2\n");
+    });
+}

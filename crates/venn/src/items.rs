@@ -108,6 +108,11 @@ impl Items {
         }
         self.data.truncate(kept_bytes);
         self.ends.truncate(kept);
+        // Many repeats: give the room back rather than hold it through a whole run.
+        if 2 * kept < n {
+            self.data.shrink_to_fit();
+            self.ends.shrink_to_fit();
+        }
         index
     }
 

@@ -9,7 +9,7 @@
 
 use super::ScratchDir;
 use serde::Serialize;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -98,10 +98,9 @@ fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<
     Ok(cmd.spawn()?)
 }
 
-/// Waits for `child`, failing with its stderr if it failed; `seen` is what was already
-/// read of its stderr.
-fn finish(mut child: Child, seen: String, who: &str) -> Result<()> {
-    let mut err = seen;
+/// Waits for `child`, failing with its stderr if it failed.
+fn finish(mut child: Child, who: &str) -> Result<()> {
+    let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         e.read_to_string(&mut err)?;
     }
@@ -121,21 +120,16 @@ fn stats(path: &Path) -> Result<serde_json::Value> {
 /// One end-to-end run in `dir` (which holds the files).
 fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
     let _ = std::fs::remove_file(dir.join("out.csv"));
+    // Both start at once, as two organisations would: the port is chosen beforehand (a
+    // free one the system hands out, released just before the receiver takes it).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .to_string();
     let began = Instant::now();
-    let mut receiver = start(dir, "receive", protocol, ["--listen", "127.0.0.1:0"])?;
-    let mut stderr = BufReader::new(receiver.stderr.take().expect("piped"));
-    let mut first = String::new();
-    stderr.read_line(&mut first)?;
-    let Some(addr) = first.trim().strip_prefix("venn: listening on ") else {
-        let _ = receiver.kill();
-        return Err(Error::Bench(format!(
-            "the receiver did not listen: {first}"
-        )));
-    };
-    let sender = start(dir, "send", protocol, ["--connect", addr])?;
-    receiver.stderr = Some(stderr.into_inner());
-    let sent = finish(sender, String::new(), "venn send");
-    let received = finish(receiver, first.clone(), "venn receive");
+    let receiver = start(dir, "receive", protocol, ["--listen", &addr])?;
+    let sender = start(dir, "send", protocol, ["--connect", &addr])?;
+    let sent = finish(sender, "venn send");
+    let received = finish(receiver, "venn receive");
     let end_to_end_s = began.elapsed().as_secs_f64();
     sent.and(received)?;
     let (s, r) = (stats(&dir.join("s.json"))?, stats(&dir.join("r.json"))?);

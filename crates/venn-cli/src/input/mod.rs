@@ -11,7 +11,7 @@
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
-use venn::memory::with_huge_capacity;
+use venn::memory::{advise_huge_pages, with_huge_capacity};
 use venn::{Error, Items, Result};
 
 pub mod fuzz;
@@ -116,7 +116,8 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    /// Room for `expected_rows` rows whose keys take at most `key_bytes` bytes in all.
+    /// Room for `expected_rows` rows whose keys take about `key_bytes` bytes in all (more
+    /// is taken as needed: keys of several columns, or lower-cased text that lengthens).
     fn new(opts: &'a KeyOptions, expected_rows: usize, key_bytes: usize) -> Self {
         Builder {
             opts,
@@ -213,8 +214,12 @@ pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
         .metadata()
         .map_err(Error::file("open input", path))?
         .len();
-    // Room for the whole file (plus one byte, to see the end), then read in one go.
-    let mut data = with_huge_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    // Room for the whole file (plus one byte, to see the end), then read in one go; a
+    // file too large for memory is an error, not an abort.
+    let mut data = Vec::new();
+    data.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1))
+        .map_err(|e| Error::file("read input", path)(std::io::Error::other(e)))?;
+    advise_huge_pages(&data);
     file.read_to_end(&mut data)
         .map_err(Error::file("read input", path))?;
     parse_input(data, opts)

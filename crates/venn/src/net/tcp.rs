@@ -53,7 +53,7 @@ pub fn resolve(addr: &str) -> Result<Vec<SocketAddr>> {
 
 /// Connects to one of `addrs` (resolved once, by [`resolve`], so what was checked is what
 /// is connected to), retrying until `timeout` has passed: soon at first (a peer about to
-/// listen), then every 100 ms.
+/// listen), then every 50 ms.
 pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream> {
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(5);
@@ -70,14 +70,12 @@ pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream>
             return Err(Error::Timeout(timeout));
         }
         std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(100));
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
-/// Binds a listening socket on `addr`. Peers that connect are queued by the kernel
-/// until [`tcp_accept`] takes them, so a party can bind before a long preparation (reading
-/// its input) and its peer need not retry meanwhile.
-/// `addrs` are what `name` resolved to (by [`resolve`]: what was checked is what is bound).
+/// Binds a listening socket on `addrs`, what `name` resolved to (by [`resolve`]: what was
+/// checked is what is bound).
 pub fn tcp_bind(name: &str, addrs: &[SocketAddr]) -> Result<TcpListener> {
     TcpListener::bind(addrs).map_err(|e| Error::Address(format!("cannot listen on '{name}': {e}")))
 }
