@@ -10,17 +10,25 @@ pub const LANES: usize = 4;
 
 /// `out[l] = compress256(iv, blocks[l])` for each lane.
 pub fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+    compress_lanes_from([iv; LANES], blocks)
+}
+
+/// `out[l] = compress256(ivs[l], blocks[l])` for each lane (each its own chaining value).
+pub fn compress_lanes_from(
+    ivs: [&[u32; 8]; LANES],
+    blocks: [&[u8; 64]; LANES],
+) -> [[u32; 8]; LANES] {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("sha")
         && std::is_x86_feature_detected!("sse4.1")
         && std::is_x86_feature_detected!("ssse3")
     {
         // SAFETY: the features the function is compiled for were detected above.
-        return unsafe { shani::compress_lanes(iv, blocks) };
+        return unsafe { shani::compress_lanes(ivs, blocks) };
     }
-    blocks.map(|b| {
-        let mut state = *iv;
-        sha2::compress256(&mut state, &[GenericArray::clone_from_slice(b)]);
+    std::array::from_fn(|l| {
+        let mut state = *ivs[l];
+        sha2::compress256(&mut state, &[GenericArray::clone_from_slice(blocks[l])]);
         state
     })
 }
@@ -47,15 +55,21 @@ mod shani {
     /// The Intel SHA-extensions compression (as in the `sha2` crate's x86 backend), with
     /// every step applied to all lanes before the next so their latencies overlap.
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-    pub unsafe fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+    pub unsafe fn compress_lanes(
+        ivs: [&[u32; 8]; LANES],
+        blocks: [&[u8; 64]; LANES],
+    ) -> [[u32; 8]; LANES] {
         let byte_swap = _mm_set_epi64x(0x0C0D_0E0F_0809_0A0B, 0x0405_0607_0001_0203);
-        let iv_ptr = iv.as_ptr().cast::<__m128i>();
-        let cdab = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr), 0xB1);
-        let efgh = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr.add(1)), 0x1B);
-        let abef0 = _mm_alignr_epi8(cdab, efgh, 8);
-        let cdgh0 = _mm_blend_epi16(efgh, cdab, 0xF0);
-        let mut abef = [abef0; LANES];
-        let mut cdgh = [cdgh0; LANES];
+        let (mut abef0, mut cdgh0) = ([_mm_setzero_si128(); LANES], [_mm_setzero_si128(); LANES]);
+        for l in 0..LANES {
+            let iv_ptr = ivs[l].as_ptr().cast::<__m128i>();
+            let cdab = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr), 0xB1);
+            let efgh = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr.add(1)), 0x1B);
+            abef0[l] = _mm_alignr_epi8(cdab, efgh, 8);
+            cdgh0[l] = _mm_blend_epi16(efgh, cdab, 0xF0);
+        }
+        let mut abef = abef0;
+        let mut cdgh = cdgh0;
         let mut w = [[_mm_setzero_si128(); 4]; LANES];
         for l in 0..LANES {
             let p = blocks[l].as_ptr().cast::<__m128i>();
@@ -83,8 +97,8 @@ mod shani {
         }
         let mut out = [[0u32; 8]; LANES];
         for l in 0..LANES {
-            let feba = _mm_shuffle_epi32(_mm_add_epi32(abef[l], abef0), 0x1B);
-            let dchg = _mm_shuffle_epi32(_mm_add_epi32(cdgh[l], cdgh0), 0xB1);
+            let feba = _mm_shuffle_epi32(_mm_add_epi32(abef[l], abef0[l]), 0x1B);
+            let dchg = _mm_shuffle_epi32(_mm_add_epi32(cdgh[l], cdgh0[l]), 0xB1);
             let o = out[l].as_mut_ptr().cast::<__m128i>();
             _mm_storeu_si128(o, _mm_blend_epi16(feba, dchg, 0xF0));
             _mm_storeu_si128(o.add(1), _mm_alignr_epi8(dchg, feba, 8));
@@ -107,10 +121,18 @@ mod tests {
             }
         }
         let got = compress_lanes(&iv, [&blocks[0], &blocks[1], &blocks[2], &blocks[3]]);
+        let ivs: [[u32; 8]; LANES] = std::array::from_fn(|l| iv.map(|w| w ^ (l as u32 * 0x9E37)));
+        let each = compress_lanes_from(
+            [&ivs[0], &ivs[1], &ivs[2], &ivs[3]],
+            [&blocks[0], &blocks[1], &blocks[2], &blocks[3]],
+        );
         for l in 0..LANES {
             let mut s = iv;
             sha2::compress256(&mut s, &[GenericArray::clone_from_slice(&blocks[l])]);
             assert_eq!(got[l], s, "lane {l}");
+            let mut s = ivs[l];
+            sha2::compress256(&mut s, &[GenericArray::clone_from_slice(&blocks[l])]);
+            assert_eq!(each[l], s, "lane {l}, its own chaining value");
         }
     }
 }

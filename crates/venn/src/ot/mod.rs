@@ -7,6 +7,7 @@ mod extension;
 mod iknp;
 mod kkrt;
 mod kos15;
+pub mod oos16;
 mod prg_matrix;
 mod seeds;
 

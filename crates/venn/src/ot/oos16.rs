@@ -1,0 +1,496 @@
+//! OOS16 actively secure 1-out-of-N OT extension (Orrù–Orsini–Scholl, CT-RSA 2017) over
+//! the BCH-(511, 76, 171) code: RR17's random-oracle F_encode (Fig. 2, §4 and §7). Each
+//! instance j encodes one 76-bit word w_j of the receiver; the sender can then encode any
+//! word in that instance, and the two encodings of w_j agree.
+//!
+//! On the extension core ([`ExtensionReceiver`] / [`ExtensionSender`], 512 columns):
+//! the receiver sends `u_j = T⁰_j ⊕ T¹_j ⊕ C(w_j)`; the sender gets
+//! `q_j = T⁰_j ⊕ (C(w_j) ∧ Δ)`. Encodings are `⟦w⟧_j = H(j, q_j ⊕ (C(w) ∧ Δ))` for the
+//! sender and `⟦w_j⟧_j = H(j, T⁰_j)` for the receiver, `H` a [`RowHash`] (index and
+//! session bound in).
+//!
+//! **The consistency check** (OOS16 §4, as libOTe runs it): the receiver appends
+//! s = λ = 40 rows for random words; only once all rows are in does the sender send a
+//! seed χ, expanded to bits x_j^(l); the receiver answers, for each l,
+//! `t̃ = T⁰_{N+l} ⊕ ⊕_j x_j^(l)·T⁰_j` and `w̃ = w_{N+l} ⊕ ⊕_j x_j^(l)·w_j`, and the sender
+//! accepts iff `q̃ ⊕ t̃ = C(w̃) ∧ Δ` for every l (by linearity an honest receiver always
+//! passes). A receiver whose rows are not `T⁰ ⊕ T¹ ⊕ C(w)` fails each repetition with
+//! probability ≥ 1/2 unless it guesses bits of Δ; encoding a second word in a row would
+//! need `(C(w) ⊕ C(w')) ∧ Δ`, at least d − s = 131 unknown bits of Δ. Each answer is
+//! masked by its own random padding row and word, so the check tells the sender nothing
+//! about the words whatever χ it picks.
+//!
+//! The 512 column seeds must come from a malicious-secure OT ([`OosSenderSeeds::new`],
+//! [`OosReceiverSeeds::new`]: KOS15 random OTs), not from IKNP.
+
+use super::bch::{Bch511, Codeword, CODE_BLOCKS, DIMENSION, LENGTH};
+use super::{
+    kos_receive, kos_send, ExtensionReceiver, ExtensionSender, MasnyRindal, PrgMatrix,
+    ReceiverSeeds, SenderSeeds,
+};
+use crate::crypto::{Block, Prg, RowDigest, RowHash};
+use crate::net::{Channel, Reader, Writer};
+use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// Columns of the extension (the code's 511, rounded up to whole blocks).
+pub const COLUMNS: usize = 128 * CODE_BLOCKS;
+/// Repetitions of the consistency check (s = λ).
+pub const CHECK_ROWS: usize = STATISTICAL_SECURITY;
+/// Rows of the check folded per pass over regenerated rows.
+const FOLD_ROWS: usize = 1 << 12;
+
+const _: () = assert!(LENGTH < COLUMNS && CHECK_ROWS <= 64);
+
+/// The sender's column seeds: random choices Δ and the keys `k_i^{Δ_i}`.
+pub struct OosSenderSeeds {
+    delta: Vec<bool>,
+    keys: Vec<Block>,
+}
+
+impl OosSenderSeeds {
+    /// 512 KOS15 random OTs as their receiver, with random choices Δ (`sid` should name
+    /// this direction).
+    pub fn new(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
+        let base = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        let delta: Vec<bool> = (0..COLUMNS).map(|_| prg.u64() & 1 == 1).collect();
+        let kos = kos_receive(chan, &base, delta.clone(), prg, sid)?;
+        let all: Vec<u32> = (0..COLUMNS as u32).collect();
+        Ok(OosSenderSeeds {
+            keys: kos.messages(&all),
+            delta,
+        })
+    }
+}
+
+/// The receiver's column seeds: both keys `(k_i^0, k_i^1)` of each column.
+pub struct OosReceiverSeeds {
+    keys: Vec<[Block; 2]>,
+}
+
+impl OosReceiverSeeds {
+    /// 512 KOS15 random OTs as their sender (`sid` should name this direction).
+    pub fn new(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
+        let base = SenderSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        let kos = kos_send(chan, &base, COLUMNS, prg, sid)?;
+        let all: Vec<u32> = (0..COLUMNS as u32).collect();
+        let (mut k0, mut k1) = (Vec::new(), Vec::new());
+        kos.messages(&all, false, &mut k0);
+        kos.messages(&all, true, &mut k1);
+        Ok(OosReceiverSeeds {
+            keys: k0.into_iter().zip(k1).map(|(a, b)| [a, b]).collect(),
+        })
+    }
+}
+
+/// A row as a codeword-sized array.
+fn row_of(rows: &[Block], j: usize) -> Codeword {
+    rows[j * CODE_BLOCKS..(j + 1) * CODE_BLOCKS]
+        .try_into()
+        .expect("one row")
+}
+
+fn xor_into(acc: &mut Codeword, row: &Codeword) {
+    for (a, r) in acc.iter_mut().zip(row) {
+        *a ^= r;
+    }
+}
+
+/// The check's bits x_j^(l) (bit l of `bits(j)`), from the sender's seed χ.
+struct Challenge {
+    prg: Prg,
+}
+
+impl Challenge {
+    fn new(seed: Block) -> Self {
+        Challenge {
+            prg: Prg::from_seed(seed),
+        }
+    }
+
+    /// The bits of the next row (rows are taken in order from 0).
+    fn next_row(&mut self) -> u64 {
+        self.prg.u64() & ((1 << CHECK_ROWS) - 1)
+    }
+}
+
+/// Folds rows into the check sums: `sums[l] ^= row_j` where bit l of `x_j` is set.
+fn fold(sums: &mut [Codeword; CHECK_ROWS], row: &Codeword, mut x: u64) {
+    while x != 0 {
+        xor_into(&mut sums[x.trailing_zeros() as usize], row);
+        x &= x - 1;
+    }
+}
+
+/// The OOS16 receiver of one direction.
+pub struct OosReceiver {
+    ext: ExtensionReceiver,
+}
+
+/// What the receiver keeps: its rows `T⁰_j` (regenerated from the seeds, not stored).
+pub struct OosEncoded {
+    t: PrgMatrix,
+    n: usize,
+}
+
+impl OosReceiver {
+    pub fn new(seeds: &OosReceiverSeeds) -> Self {
+        assert_eq!(seeds.keys.len(), COLUMNS);
+        OosReceiver {
+            ext: ExtensionReceiver::new(&seeds.keys),
+        }
+    }
+
+    /// Encodes `words[j]` (each below 2^76) in instance j, then answers the sender's
+    /// consistency check.
+    pub fn encode(
+        &self,
+        chan: &mut dyn Channel,
+        words: &[Block],
+        prg: &mut Prg,
+    ) -> Result<OosEncoded> {
+        self.encode_then(chan, words, prg, |_, _| {})
+    }
+
+    /// [`Self::encode`], with `then(first_row, rows)` applied to each chunk of corrections
+    /// before it is sent (tests play cheating receivers with it).
+    fn encode_then(
+        &self,
+        chan: &mut dyn Channel,
+        words: &[Block],
+        prg: &mut Prg,
+        then: impl Fn(usize, &mut [Block]) + Sync,
+    ) -> Result<OosEncoded> {
+        assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
+        let n = words.len();
+        let mut all = words.to_vec();
+        all.extend((0..CHECK_ROWS).map(|_| prg.block() & ((1 << DIMENSION) - 1)));
+        let code = Bch511::get();
+        self.ext.extend(chan, all.len(), |first, rows| {
+            for (r, row) in rows.chunks_exact_mut(CODE_BLOCKS).enumerate() {
+                if let Some(&w) = all.get(first + r) {
+                    for (x, c) in row.iter_mut().zip(code.encode(w)) {
+                        *x ^= c;
+                    }
+                }
+            }
+            then(first, rows);
+        })?;
+        let seed = Reader::new(
+            &chan.recv_exact(16, "OOS16 check seed")?,
+            "OOS16 check seed",
+        )
+        .block()?;
+        let t = self.ext.replay_t();
+        let mut challenge = Challenge::new(seed);
+        let mut t_sums = [[0; CODE_BLOCKS]; CHECK_ROWS];
+        let mut w_sums = [0 as Block; CHECK_ROWS];
+        let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
+        let total = n + CHECK_ROWS;
+        for first in (0..total).step_by(FOLD_ROWS) {
+            let len = (total - first).min(FOLD_ROWS);
+            t.rows(first, &mut rows[..len.next_multiple_of(128) * CODE_BLOCKS]);
+            for r in 0..len {
+                let (j, row) = (first + r, row_of(&rows, r));
+                if j < n {
+                    let x = challenge.next_row();
+                    fold(&mut t_sums, &row, x);
+                    for l in (0..CHECK_ROWS).filter(|l| x >> l & 1 == 1) {
+                        w_sums[l] ^= all[j];
+                    }
+                } else {
+                    xor_into(&mut t_sums[j - n], &row);
+                    w_sums[j - n] ^= all[j];
+                }
+            }
+        }
+        let mut proof = Writer::new();
+        for (t, w) in t_sums.iter().zip(&w_sums) {
+            for b in t {
+                proof = proof.block(*b);
+            }
+            proof = proof.block(*w);
+        }
+        chan.send(&proof.0)?;
+        chan.flush()?;
+        Ok(OosEncoded { t, n })
+    }
+}
+
+impl OosEncoded {
+    /// The number of instances.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// `⟦w_j⟧_j = H(j, T⁰_j)` for each `j` in `indices` (increasing), in that order.
+    pub fn outputs(&self, hash: &RowHash, indices: &[u32]) -> Vec<RowDigest> {
+        assert!(indices.is_sorted() && indices.last().is_none_or(|&j| (j as usize) < self.n));
+        let mut out = Vec::with_capacity(indices.len());
+        let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
+        let mut todo = indices;
+        while let Some(&j) = todo.first() {
+            let first = j as usize / FOLD_ROWS * FOLD_ROWS;
+            let len = (self.n + CHECK_ROWS - first).min(FOLD_ROWS);
+            self.t
+                .rows(first, &mut rows[..len.next_multiple_of(128) * CODE_BLOCKS]);
+            let k = todo.partition_point(|&i| (i as usize) < first + FOLD_ROWS);
+            let js: Vec<u64> = todo[..k].iter().map(|&i| i as u64).collect();
+            let picked: Vec<Codeword> = todo[..k]
+                .iter()
+                .map(|&i| row_of(&rows, i as usize - first))
+                .collect();
+            hash.hash_indexed(&js, &picked, &mut out);
+            todo = &todo[k..];
+        }
+        out
+    }
+}
+
+/// The OOS16 sender of one direction.
+pub struct OosSender {
+    ext: ExtensionSender,
+}
+
+/// What the sender keeps: its rows `q_j` and Δ, to encode any word in any instance.
+pub struct OosRows {
+    q: Vec<Block>,
+    delta: Codeword,
+    n: usize,
+}
+
+impl OosSender {
+    pub fn new(seeds: &OosSenderSeeds) -> Self {
+        assert_eq!(seeds.keys.len(), COLUMNS);
+        OosSender {
+            ext: ExtensionSender::new(&seeds.keys, &seeds.delta),
+        }
+    }
+
+    /// Receives the corrections of `n` instances and runs the consistency check; a
+    /// receiver whose rows do not each encode one word is caught here
+    /// ([`Error::CheatingDetected`]).
+    pub fn receive(&self, chan: &mut dyn Channel, n: usize, prg: &mut Prg) -> Result<OosRows> {
+        let mut q = self.ext.extend(chan, n + CHECK_ROWS, |_| {})?;
+        let delta: Codeword = self.ext.s().try_into().expect("512 columns");
+        // The seed goes out only now that every row is in.
+        let seed = prg.block();
+        chan.send(&Writer::new().block(seed).0)?;
+        chan.flush()?;
+        let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
+        let proof = chan.recv_exact(len, "OOS16 check")?;
+        let mut r = Reader::new(&proof, "OOS16 check");
+        let mut challenge = Challenge::new(seed);
+        let mut q_sums = [[0; CODE_BLOCKS]; CHECK_ROWS];
+        for j in 0..n {
+            fold(&mut q_sums, &row_of(&q, j), challenge.next_row());
+        }
+        let code = Bch511::get();
+        for (l, q_sum) in q_sums.iter_mut().enumerate() {
+            xor_into(q_sum, &row_of(&q, n + l));
+            let mut t: Codeword = [0; CODE_BLOCKS];
+            for b in t.iter_mut() {
+                *b = r.block()?;
+            }
+            let w = r.block()?;
+            let expected = code.encode(w & ((1 << DIMENSION) - 1));
+            let consistent = w >> DIMENSION == 0
+                && (0..CODE_BLOCKS).all(|b| q_sum[b] ^ t[b] == expected[b] & delta[b]);
+            if !consistent {
+                return Err(Error::CheatingDetected(
+                    "OOS16 consistency check failed: the receiver's rows do not each encode one word"
+                        .into(),
+                ));
+            }
+        }
+        r.finish()?;
+        q.truncate(n * CODE_BLOCKS);
+        Ok(OosRows { q, delta, n })
+    }
+}
+
+impl OosRows {
+    /// The number of instances.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// `⟦w⟧_j = H(j, q_j ⊕ (C(w) ∧ Δ))` for each of `words` (each below 2^76), appended to
+    /// `out` in order.
+    pub fn encode(&self, hash: &RowHash, j: usize, words: &[Block], out: &mut Vec<RowDigest>) {
+        assert!(j < self.n);
+        let code = Bch511::get();
+        let q = row_of(&self.q, j);
+        let rows: Vec<Codeword> = words
+            .iter()
+            .map(|&w| {
+                let c = code.encode(w);
+                std::array::from_fn(|b| q[b] ^ (c[b] & self.delta[b]))
+            })
+            .collect();
+        hash.hash_rows(j as u64, &rows, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    /// Seeds for both sides without running OTs.
+    fn seeds(prg: &mut Prg) -> (OosSenderSeeds, OosReceiverSeeds) {
+        let delta: Vec<bool> = (0..COLUMNS).map(|_| prg.u64() & 1 == 1).collect();
+        let keys: Vec<[Block; 2]> = (0..COLUMNS).map(|_| [prg.block(), prg.block()]).collect();
+        let chosen = keys
+            .iter()
+            .zip(&delta)
+            .map(|(k, &d)| k[d as usize])
+            .collect();
+        (
+            OosSenderSeeds {
+                delta,
+                keys: chosen,
+            },
+            OosReceiverSeeds { keys },
+        )
+    }
+
+    fn words(prg: &mut Prg, n: usize) -> Vec<Block> {
+        (0..n)
+            .map(|_| prg.block() & ((1 << DIMENSION) - 1))
+            .collect()
+    }
+
+    /// What a cheating receiver does to a chunk of its corrections (first row, rows).
+    type Tamper = dyn Fn(usize, &mut [Block]) + Send + Sync;
+
+    /// Runs one direction; `cheat` may change the receiver's corrections before they are
+    /// sent (it then answers the check as for its words).
+    fn run(
+        n: usize,
+        receiver_words: Vec<Block>,
+        cheat: Option<Box<Tamper>>,
+    ) -> (Result<OosRows>, OosEncoded) {
+        let mut prg = Prg::from_seed(3);
+        let (s, r) = seeds(&mut prg);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+        let t = std::thread::spawn(move || {
+            let receiver = OosReceiver::new(&r);
+            let mut prg = Prg::from_seed(4);
+            match cheat {
+                None => receiver.encode(&mut b, &receiver_words, &mut prg),
+                Some(cheat) => receiver.encode_then(&mut b, &receiver_words, &mut prg, cheat),
+            }
+        });
+        let rows = OosSender::new(&s).receive(&mut a, n, &mut Prg::from_seed(5));
+        drop(a);
+        let encoded = t.join().unwrap();
+        (rows, encoded.expect("the receiver finishes"))
+    }
+
+    #[test]
+    fn both_sides_agree_on_the_receivers_words_and_only_on_them() {
+        let n = 5000;
+        let mut prg = Prg::from_seed(9);
+        let w = words(&mut prg, n);
+        let (rows, encoded) = run(n, w.clone(), None);
+        let rows = rows.expect("an honest receiver passes the check");
+        let hash = RowHash::new("test", b"sid");
+        let all: Vec<u32> = (0..n as u32).collect();
+        let mine = encoded.outputs(&hash, &all);
+        for j in [0, 1, 127, 128, 4095, 4096, n - 1] {
+            let mut theirs = Vec::new();
+            rows.encode(&hash, j, &[w[j], w[j] ^ 1, w[(j + 1) % n]], &mut theirs);
+            assert_eq!(theirs[0], mine[j], "instance {j}: the receiver's word");
+            assert_ne!(theirs[1], mine[j], "instance {j}: another word");
+            assert_ne!(theirs[2], mine[j], "instance {j}: another word");
+        }
+        // The index is bound in: equal rows in two instances give different encodings.
+        let mut a = Vec::new();
+        hash.hash_rows(1, &[[7; CODE_BLOCKS]], &mut a);
+        hash.hash_rows(2, &[[7; CODE_BLOCKS]], &mut a);
+        assert_ne!(a[0], a[1]);
+        // Any subset of the receiver's outputs, in order, is the same.
+        assert_eq!(
+            encoded.outputs(&hash, &[3, 4097]),
+            vec![mine[3], mine[4097]]
+        );
+    }
+
+    #[test]
+    fn a_receiver_whose_rows_encode_no_codeword_is_caught() {
+        let n = 3000;
+        let mut prg = Prg::from_seed(10);
+        let w = words(&mut prg, n);
+        // 64 bits flipped in one row: that row is T⁰ ⊕ T¹ ⊕ (a non-codeword). (A flip
+        // where Δ is 0 changes nothing for the sender, so one bit would go unseen half the
+        // time; 64 go unseen only if all 64 bits of Δ there are 0.)
+        let flip = |first: usize, rows: &mut [Block]| {
+            if (first..first + rows.len() / CODE_BLOCKS).contains(&1234) {
+                rows[(1234 - first) * CODE_BLOCKS + 2] ^= (u64::MAX as Block) << 40;
+            }
+        };
+        let (rows, _) = run(n, w, Some(Box::new(flip)));
+        assert!(
+            matches!(rows, Err(Error::CheatingDetected(_))),
+            "{:?}",
+            rows.err()
+        );
+    }
+
+    #[test]
+    fn a_receiver_that_encodes_another_word_than_it_claims_is_caught() {
+        let n = 3000;
+        let mut prg = Prg::from_seed(11);
+        let w = words(&mut prg, n);
+        // Row 17 carries C(w ⊕ 5) although the check is answered for w: rows and
+        // answers disagree by a codeword.
+        let other = Bch511::get().encode(5);
+        let swap = move |first: usize, rows: &mut [Block]| {
+            if first == 0 {
+                for (x, c) in rows[17 * CODE_BLOCKS..18 * CODE_BLOCKS]
+                    .iter_mut()
+                    .zip(other)
+                {
+                    *x ^= c;
+                }
+            }
+        };
+        let (rows, _) = run(n, w, Some(Box::new(swap)));
+        assert!(matches!(rows, Err(Error::CheatingDetected(_))));
+    }
+
+    #[test]
+    fn seeds_from_kos15_make_a_working_extension() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        let t = std::thread::spawn(move || {
+            let mut prg = Prg::from_seed(1);
+            let seeds = OosReceiverSeeds::new(&mut b, &mut prg, &[7; 32]).unwrap();
+            let w = vec![1, 2, 3];
+            let enc = OosReceiver::new(&seeds)
+                .encode(&mut b, &w, &mut prg)
+                .unwrap();
+            enc.outputs(&RowHash::new("t", b""), &[0, 1, 2])
+        });
+        let mut prg = Prg::from_seed(2);
+        let seeds = OosSenderSeeds::new(&mut a, &mut prg, &[7; 32]).unwrap();
+        let rows = OosSender::new(&seeds).receive(&mut a, 3, &mut prg).unwrap();
+        let mine = t.join().unwrap();
+        let hash = RowHash::new("t", b"");
+        for (j, m) in mine.iter().enumerate() {
+            let mut theirs = Vec::new();
+            rows.encode(&hash, j, &[j as Block + 1], &mut theirs);
+            assert_eq!(&theirs[0], m);
+        }
+    }
+}
