@@ -1,0 +1,177 @@
+//! Simple hashing with phasing, as RR17's dual-execution and encode-commit protocols use
+//! it (§3.2, §6.1, §6.6): one hash function, every item in exactly one of m bins, at a
+//! uniformly random unused slot of the bin, every bin padded to exactly μ slots.
+//!
+//! Cuckoo hashing cannot be used against a malicious party (§6.1: whether an item placed
+//! in only one of its bins matches would depend on the honest party's other items), and
+//! slots must be random rather than first-free (spec §3.6: a first-free position would
+//! depend on the other items of the bin).
+
+use crate::crypto::{Block, Prg};
+use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// The bin size μ for n items in m bins: the least μ with
+/// `m · Pr[Binomial(n, 1/m) > μ] ≤ 2^-λ` (RR17 §6.6). Computed for the m in use, never
+/// read from Fig. 5: its LAN row belongs to m = n/3, not the printed n/4 (spec E1).
+pub fn bin_size(n: u64, m: u64) -> usize {
+    assert!(m >= 1);
+    if m == 1 {
+        return n as usize;
+    }
+    let bound = -(STATISTICAL_SECURITY as f64) * std::f64::consts::LN_2 - (m as f64).ln();
+    let p = 1.0 / m as f64;
+    (0..n)
+        .find(|&mu| ln_tail(n, p, mu + 1) <= bound)
+        .map_or(n as usize, |mu| mu as usize)
+}
+
+/// ln Pr[Binomial(n, p) ≥ k], summed term by term from k (the terms fall fast past the
+/// mean, which every k asked about here exceeds).
+fn ln_tail(n: u64, p: f64, k: u64) -> f64 {
+    if k > n {
+        return f64::NEG_INFINITY;
+    }
+    // ln of the k-th term: ln C(n, k) + k ln p + (n − k) ln(1 − p).
+    let ln_choose: f64 = (0..k).map(|t| ((n - t) as f64 / (t + 1) as f64).ln()).sum();
+    let first = ln_choose + k as f64 * p.ln() + (n - k) as f64 * (-p).ln_1p();
+    let (mut term, mut sum) = (1.0f64, 0.0f64);
+    let ratio = p / (1.0 - p);
+    for i in k..=n {
+        sum += term;
+        term *= (n - i) as f64 / (i + 1) as f64 * ratio;
+        if term < sum * 1e-18 {
+            break;
+        }
+    }
+    first + sum.ln()
+}
+
+/// Bits of the hashed item value v (RR17 §7, spec §3.3): the largest length that keeps
+/// the representative below 2^76, at most 128.
+pub fn hashed_bits(m: u64) -> u32 {
+    (76 + m.ilog2()).min(128)
+}
+
+/// Phasing of a hashed value v < 2^hashed_bits(m) (RR17 §3.2 with h ≡ 0, valid since v is
+/// a random-oracle output): bin `v mod m` and representative `⌊v / m⌋ < 2^76`. A
+/// bijection, so distinct values in one bin have distinct representatives.
+pub fn phase(v: Block, m: u64) -> (usize, Block) {
+    ((v % m as Block) as usize, v / m as Block)
+}
+
+/// The inverse of [`phase`] (how a simulator extracts an item from its slot).
+pub fn unphase(bin: usize, z: Block, m: u64) -> Block {
+    z * m as Block + bin as Block
+}
+
+/// Items placed in m bins of μ slots: `slot_of[i]` is item i's slot `b·μ + p`, and
+/// `item_at[s]` the item in slot s (`None` for a dummy).
+pub struct SlotTable {
+    pub bins: usize,
+    pub mu: usize,
+    pub slot_of: Vec<u32>,
+    pub item_at: Vec<Option<u32>>,
+}
+
+impl SlotTable {
+    /// Places item i in bin `bins_of[i]` at a uniformly random unused slot. A bin holding
+    /// more than μ items fails the run (probability ≤ 2^-40 for honest inputs, with μ from
+    /// [`bin_size`]); items are never dropped and μ is never raised.
+    pub fn place(bins_of: &[usize], bins: usize, mu: usize, prg: &mut Prg) -> Result<Self> {
+        assert!(bins >= 1 && bins.checked_mul(mu).is_some_and(|s| s <= u32::MAX as usize));
+        let mut load = vec![0usize; bins];
+        for &b in bins_of {
+            load[b] += 1;
+            if load[b] > mu {
+                return Err(Error::Unlucky(format!(
+                    "a hash bin holds more than its {mu} slots (probability below 2^-40)"
+                )));
+            }
+        }
+        // Each bin's free slots, shuffled; items take them in turn.
+        let mut free: Vec<u32> = (0..(bins * mu) as u32).collect();
+        let mut taken = vec![0usize; bins];
+        let mut item_at = vec![None; bins * mu];
+        let mut slot_of = Vec::with_capacity(bins_of.len());
+        for (i, &b) in bins_of.iter().enumerate() {
+            // A partial Fisher–Yates shuffle of the bin's slots, one step per item.
+            let slots = &mut free[b * mu..(b + 1) * mu];
+            let k = taken[b];
+            let pick = k + prg.below((mu - k) as u64) as usize;
+            slots.swap(k, pick);
+            taken[b] += 1;
+            let s = slots[k];
+            slot_of.push(s);
+            item_at[s as usize] = Some(i as u32);
+        }
+        Ok(SlotTable {
+            bins,
+            mu,
+            slot_of,
+            item_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_sizes_are_the_recomputed_fig5() {
+        // Spec §3.5, recomputed from the exact tail: m = n/4 (RR17's LAN), n/3 (what Fig.
+        // 5's LAN row matches) and n/10 (WAN), n = 2^8 … 2^24.
+        let expect = [
+            (4, [26, 28, 30, 31, 32]),
+            (3, [24, 25, 26, 28, 29]),
+            (10, [41, 43, 45, 47, 49]),
+        ];
+        for (div, mus) in expect {
+            for (k, mu) in [8u32, 12, 16, 20, 24].into_iter().zip(mus) {
+                let n = 1u64 << k;
+                assert_eq!(bin_size(n, n / div), mu, "n = 2^{k}, m = n/{div}");
+            }
+        }
+        // n / log2 n at 2^20: the §6.3 example, μ = 68.
+        assert_eq!(bin_size(1 << 20, (1 << 20) / 20), 68);
+        assert_eq!(bin_size(10, 1), 10, "one bin holds everything");
+    }
+
+    #[test]
+    fn phasing_is_a_bijection_with_short_representatives() {
+        let mut prg = Prg::from_seed(1);
+        for m in [1u64, 3, 1000, 104857, 1 << 18] {
+            let bits = hashed_bits(m);
+            for _ in 0..1000 {
+                let v = prg.block() >> (128 - bits);
+                let (b, z) = phase(v, m);
+                assert!((b as u64) < m && z >> 76 == 0, "m = {m}");
+                assert_eq!(unphase(b, z, m), v);
+            }
+        }
+    }
+
+    #[test]
+    fn slots_are_random_distinct_and_overflow_is_refused() {
+        let mut prg = Prg::from_seed(2);
+        let bins_of: Vec<usize> = (0..300).map(|i| i % 7).collect();
+        let t = SlotTable::place(&bins_of, 7, 50, &mut prg).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for (i, &s) in t.slot_of.iter().enumerate() {
+            assert_eq!(s as usize / 50, bins_of[i], "in its bin");
+            assert!(seen.insert(s), "one item a slot");
+            assert_eq!(t.item_at[s as usize], Some(i as u32));
+        }
+        assert_eq!(t.item_at.iter().flatten().count(), 300);
+        // The first item of bin 0 is not always in the bin's first slot.
+        let firsts: std::collections::HashSet<u32> = (0..20)
+            .map(|_| SlotTable::place(&[0], 1, 30, &mut prg).unwrap().slot_of[0])
+            .collect();
+        assert!(firsts.len() > 5, "{firsts:?}");
+        let full = vec![0; 51];
+        assert!(matches!(
+            SlotTable::place(&full, 7, 50, &mut prg),
+            Err(Error::Unlucky(_))
+        ));
+    }
+}
