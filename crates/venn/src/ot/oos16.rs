@@ -349,19 +349,10 @@ mod tests {
 
     /// Seeds for both sides without running OTs.
     fn seeds(prg: &mut Prg) -> (OosSenderSeeds, OosReceiverSeeds) {
-        let delta: Vec<bool> = (0..COLUMNS).map(|_| prg.u64() & 1 == 1).collect();
-        let keys: Vec<[Block; 2]> = (0..COLUMNS).map(|_| [prg.block(), prg.block()]).collect();
-        let chosen = keys
-            .iter()
-            .zip(&delta)
-            .map(|(k, &d)| k[d as usize])
-            .collect();
+        let (delta, keys, pairs) = super::super::seeds::test_columns(prg, COLUMNS);
         (
-            OosSenderSeeds {
-                delta,
-                keys: chosen,
-            },
-            OosReceiverSeeds { keys },
+            OosSenderSeeds { delta, keys },
+            OosReceiverSeeds { keys: pairs },
         )
     }
 

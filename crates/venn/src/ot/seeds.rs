@@ -69,16 +69,27 @@ impl ReceiverSeeds {
     }
 }
 
-/// Correlated seeds for both sides without running base OTs (tests of the extensions).
+/// Correlated seeds for `columns` columns without running OTs (tests of the extensions):
+/// choices Δ, the chosen keys, and the key pairs.
 #[cfg(test)]
-pub(super) fn test_seeds(prg: &mut Prg) -> (SenderSeeds, ReceiverSeeds) {
-    let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
-    let keys: Vec<[Block; 2]> = (0..BASE_OTS).map(|_| [prg.block(), prg.block()]).collect();
+pub(super) fn test_columns(
+    prg: &mut Prg,
+    columns: usize,
+) -> (Vec<bool>, Vec<Block>, Vec<[Block; 2]>) {
+    let delta: Vec<bool> = (0..columns).map(|_| prg.u64() & 1 == 1).collect();
+    let keys: Vec<[Block; 2]> = (0..columns).map(|_| [prg.block(), prg.block()]).collect();
     let chosen = keys
         .iter()
         .zip(&delta)
         .map(|(k, &d)| k[d as usize])
         .collect();
+    (delta, chosen, keys)
+}
+
+/// Correlated seeds for both sides without running base OTs (tests of the extensions).
+#[cfg(test)]
+pub(super) fn test_seeds(prg: &mut Prg) -> (SenderSeeds, ReceiverSeeds) {
+    let (delta, chosen, keys) = test_columns(prg, BASE_OTS);
     (
         SenderSeeds {
             delta,
