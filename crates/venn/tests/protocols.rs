@@ -373,7 +373,20 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             .find(|(k, _)| *k == "v")
             .map(|(_, v)| v.parse::<usize>().unwrap() / 8)
             .unwrap();
-        let groups = if p.info().name == "kkrt16" { 3 + 12 } else { 1 };
+        let param = |name: &str| {
+            table
+                .0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.parse::<usize>().unwrap())
+        };
+        // Values per sender item: one per cuckoo bin choice and stash slot (kkrt16), one
+        // per slot of the receiver's bin (rr17-de), else one.
+        let groups = match p.info().name {
+            "kkrt16" => 3 + 12,
+            "rr17-de" => param("mu_receiver").unwrap(),
+            _ => 1,
+        };
         // The final frame carries the 300 values: append one more.
         let result = tampered_run(p, &s, &r, |_, f| {
             if f.len() == 300 * groups * v {

@@ -30,6 +30,7 @@ use super::{
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
 use crate::net::{Channel, Reader, Writer};
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Columns of the extension (the code's 511, rounded up to whole blocks).
@@ -60,6 +61,20 @@ impl OosSenderSeeds {
             delta,
         })
     }
+
+    /// Writes the seeds (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.bits(&self.delta)?;
+        out.blocks(&self.keys)
+    }
+
+    /// Reads what [`OosSenderSeeds::save`] wrote.
+    pub fn load(input: &mut StateReader) -> Result<Self> {
+        Ok(OosSenderSeeds {
+            delta: exactly(input.bits(COLUMNS, "OOS16 choices")?, COLUMNS)?,
+            keys: exactly(input.blocks(COLUMNS, "OOS16 keys")?, COLUMNS)?,
+        })
+    }
 }
 
 /// The receiver's column seeds: both keys `(k_i^0, k_i^1)` of each column.
@@ -78,6 +93,19 @@ impl OosReceiverSeeds {
         kos.messages(&all, true, &mut k1);
         Ok(OosReceiverSeeds {
             keys: k0.into_iter().zip(k1).map(|(a, b)| [a, b]).collect(),
+        })
+    }
+
+    /// Writes the seeds (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.blocks(self.keys.as_flattened())
+    }
+
+    /// Reads what [`OosReceiverSeeds::save`] wrote.
+    pub fn load(input: &mut StateReader) -> Result<Self> {
+        let keys = exactly(input.blocks(2 * COLUMNS, "OOS16 key pairs")?, 2 * COLUMNS)?;
+        Ok(OosReceiverSeeds {
+            keys: keys.chunks_exact(2).map(|k| [k[0], k[1]]).collect(),
         })
     }
 }

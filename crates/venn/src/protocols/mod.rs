@@ -11,6 +11,7 @@ mod kkrt16;
 mod matching;
 mod naive;
 mod rr17_bloom;
+mod rr17_de;
 
 pub use crate::session::Sizes;
 use api::no_offline_state;
@@ -49,6 +50,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
     &[
         &kkrt16::Kkrt16,
         &rr17_bloom::Rr17Bloom,
+        &rr17_de::Rr17De,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

@@ -1,0 +1,407 @@
+//! RR17 dual-execution PSI in the random-oracle model (Rindal–Rosulek, "Malicious-secure
+//! private set intersection via dual execution", CCS 2017, Fig. 4 with the §6.2
+//! aggregation), F_encode realised by OOS16 over BCH-(511, 76, 171) ([`crate::ot::oos16`]).
+//!
+//! Offline: the hashing seed by coin tossing; 512 KOS15 random OTs per direction seed the
+//! two OOS16 extensions — direction A (Alice, the sender, is OOS sender; Bob encodes his
+//! slots) and direction B (Bob is OOS sender; Alice encodes hers).
+//!
+//! Online: each party hashes its items to ℓ_h-bit values (a random oracle, keyed by the
+//! session and the seed), phases them into m bins and puts each at a uniformly random
+//! unused slot of μ (zero words in the rest). Alice encodes her slots in direction B and
+//! proves consistency; Bob verifies, then encodes his in direction A and proves; Alice
+//! verifies. Only then does Alice send, for each item x in a random order and each
+//! j ∈ [μ_B], `⟦x'⟧ᴬ_{b,j} ⊕ ⟦x'⟧ᴮ_{b,p}` (her slot p); Bob outputs each y for which some
+//! `⟦y'⟧ᴬ_{b,p} ⊕ ⟦y'⟧ᴮ_{b,j}`, j ∈ [μ_A], is among them. The values have
+//! ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits (Fig. 4's λ + 2 log(nμ) for unequal sizes,
+//! spec §4.9), so a value Alice makes up without encoding matches with probability ≤ 2^-λ.
+//!
+//! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
+//! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
+
+use super::matching::{receive_matches, send_values};
+use super::{
+    round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
+    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+};
+use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
+use crate::items::Items;
+use crate::net::Writer;
+use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, OosSender, OosSenderSeeds, CHECK_ROWS};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{StateReader, StateWriter};
+use crate::tables::simple_hash::{bin_size, hashed_bits, phase, SlotTable};
+use crate::tables::MatchTable;
+use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// RR17 dual-execution PSI (random-oracle model).
+pub struct Rr17De;
+/// Alice, the sender.
+struct DeSender;
+/// Bob, the receiver.
+struct DeReceiver;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "rr17-de",
+    paper: "Rindal, Rosulek: Malicious-Secure Private Set Intersection via Dual Execution \
+            (CCS 2017), Fig. 4 with §6.2, F_encode by OOS16 over BCH-(511,76,171) (§7)",
+    security: Security::Malicious,
+    leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
+              other's set size. Secure against a malicious party in the random-oracle model \
+              (UC, with the paper's relaxation: a cheating party's set may hold up to m·μ \
+              items, about 7.75n at n = 2^20); a party whose OT-extension rows do not each \
+              encode one value is caught by the OOS16 check before anything depends on them.",
+    both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            // Direction A's rows: m·μ_B rows of 64 bytes, m·μ_B ≈ 7.75 n_B.
+            peer_item_bytes: 600,
+            // Her slot words, outputs and item values.
+            own_item_bytes: 600,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
+            peer_item_bytes: 600,
+            // μ_A table entries of 24 bytes per item, slot words and outputs.
+            own_item_bytes: 1400,
+        },
+    ],
+};
+
+/// The parameters of one run (Fig. 4 header, §6.6, spec §4.4 and §4.9).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rr17DeParams {
+    /// Alice's (the sender's) set size.
+    pub n_a: u64,
+    /// Bob's (the receiver's) set size.
+    pub n_b: u64,
+    /// Bins: ⌊n/4⌋ for n the larger set (RR17's LAN setting), at least 1.
+    pub m: u64,
+    /// Slots in Alice's bins (direction B has m·μ_A instances).
+    pub mu_a: usize,
+    /// Slots in Bob's bins (direction A has m·μ_B instances).
+    pub mu_b: usize,
+    /// Bits of an item's hashed value.
+    pub hashed_bits: u32,
+    /// Bytes of a comparison value.
+    pub value_bytes: usize,
+}
+
+impl Rr17DeParams {
+    pub fn new(sizes: Sizes) -> Result<Self> {
+        let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
+        let m = (n_a.max(n_b) / 4).max(1);
+        let (mu_a, mu_b) = (bin_size(n_a, m), bin_size(n_b, m));
+        let lambda = STATISTICAL_SECURITY as f64;
+        let bits = hashed_bits(m);
+        // Distinct items must not share a hashed value (spec §3.3).
+        if (bits as f64) < lambda + (n_a as f64 * n_b as f64).log2() {
+            return Err(Error::Usage(format!(
+                "rr17-de hashes items to {bits} bits, too few for sets of {n_a} and {n_b}"
+            )));
+        }
+        // Slots, check rows and comparison values are counted in 32 bits.
+        let too_many = |count: u128| count + CHECK_ROWS as u128 > u32::MAX as u128;
+        let (ma, mb) = (mu_a as u128, mu_b as u128);
+        if [
+            m as u128 * ma,
+            m as u128 * mb,
+            n_a as u128 * mb,
+            n_b as u128 * ma,
+        ]
+        .into_iter()
+        .any(too_many)
+        {
+            return Err(Error::Usage(
+                "rr17-de runs sets of at most about 2^28 items".into(),
+            ));
+        }
+        let value_bits =
+            lambda + (n_a as f64 * mu_b as f64).log2() + (n_b as f64 * mu_a as f64).log2();
+        let value_bytes = round_up_to_byte(value_bits) / 8;
+        assert!(value_bytes <= 16, "comparison values fit a block");
+        Ok(Rr17DeParams {
+            n_a,
+            n_b,
+            m,
+            mu_a,
+            mu_b,
+            hashed_bits: bits,
+            value_bytes,
+        })
+    }
+}
+
+impl Parameters for Rr17DeParams {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .u64(self.m)
+            .u64(self.mu_a as u64)
+            .u64(self.mu_b as u64)
+            .u64(self.hashed_bits as u64)
+            .u64(self.value_bytes as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
+        ParamTable(vec![
+            ("bins", self.m.to_string()),
+            ("mu_sender", self.mu_a.to_string()),
+            ("mu_receiver", self.mu_b.to_string()),
+            ("hashed_bits", self.hashed_bits.to_string()),
+            ("v", (8 * self.value_bytes).to_string()),
+        ])
+    }
+}
+
+impl Protocol for Rr17De {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr17DeParams::new(sizes)?))
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &DeSender,
+            Role::Receiver => &DeReceiver,
+        }
+    }
+}
+
+/// Fig. 4 step 1: the hashing seed; Bob commits to his share, Alice answers, Bob opens.
+const SEED_TOSS: &str = "rr17-de hashing seed";
+
+/// The session id of one direction's seed OTs.
+fn direction_sid(sid: &[u8; 32], direction: &str) -> [u8; 32] {
+    RandomOracle::new("venn/rr17-de/direction", sid).hash(&[direction.as_bytes()])
+}
+
+/// The output hash of one direction's encodings.
+fn encoding_hash(sid: &[u8; 32], direction: &str) -> RowHash {
+    RowHash::new(&format!("venn/rr17-de/{direction}"), sid)
+}
+
+/// A party's items placed in bins: each item's slot and the slots' words.
+struct Placed {
+    slots: SlotTable,
+    /// The word of each slot (an item's representative; 0 in a dummy slot).
+    words: Vec<Block>,
+}
+
+/// Fig. 4 step 2: hash, phase and place `items` in m bins of μ slots.
+fn place(
+    ctx: &mut Context,
+    p: &Rr17DeParams,
+    seed: Block,
+    items: &Items,
+    mu: usize,
+) -> Result<(Placed, Vec<Block>)> {
+    let key =
+        RandomOracle::new("venn/rr17-de/item-key", &ctx.session.id).hash(&[&seed.to_le_bytes()]);
+    let ro = RandomOracle::new("venn/rr17-de/item", &key);
+    let shift = 128 - p.hashed_bits;
+    let phased: Vec<(usize, Block)> = items
+        .map_all(|x| ro.hash_block(x))
+        .into_iter()
+        .map(|v| phase(v.checked_shr(shift).unwrap_or(0), p.m))
+        .collect();
+    let bins: Vec<usize> = phased.iter().map(|&(b, _)| b).collect();
+    let slots = SlotTable::place(&bins, p.m as usize, mu, &mut ctx.prg)?;
+    let mut words = vec![0; p.m as usize * mu];
+    for (&s, &(_, z)) in slots.slot_of.iter().zip(&phased) {
+        words[s as usize] = z;
+    }
+    let reps = phased.iter().map(|&(_, z)| z).collect();
+    Ok((Placed { slots, words }, reps))
+}
+
+/// The receiver-side encodings of each item's own slot, in item order.
+fn own_encodings(
+    encoded: &crate::ot::oos16::OosEncoded,
+    hash: &RowHash,
+    slots: &SlotTable,
+) -> Vec<RowDigest> {
+    let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
+    let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
+    let outputs = encoded.outputs(hash, &sorted);
+    let mut mine = vec![[0; 8]; order.len()];
+    for (&i, o) in order.iter().zip(outputs) {
+        mine[i as usize] = o;
+    }
+    mine
+}
+
+/// A comparison value: the XOR of two encodings' first 128 bits, cut to `bytes` bytes.
+fn combine(a: &RowDigest, b: &RowDigest, bytes: usize) -> Block {
+    let block = |d: &RowDigest| {
+        d[0] as Block | (d[1] as Block) << 32 | (d[2] as Block) << 64 | (d[3] as Block) << 96
+    };
+    let v = block(a) ^ block(b);
+    if bytes >= 16 {
+        v
+    } else {
+        v & ((1 << (8 * bytes)) - 1)
+    }
+}
+
+/// What both parties keep from the offline phase.
+pub struct DeState {
+    seed: Block,
+    /// Seeds of the direction in which this party is the OOS sender.
+    sending: OosSenderSeeds,
+    /// Seeds of the direction in which it encodes its own slots.
+    encoding: OosReceiverSeeds,
+}
+
+fn save_state(state: &DeState, out: &mut StateWriter) -> Result<()> {
+    out.block(state.seed)?;
+    state.sending.save(out)?;
+    state.encoding.save(out)
+}
+
+fn load_state(input: &mut StateReader) -> Result<DeState> {
+    Ok(DeState {
+        seed: input.block()?,
+        sending: OosSenderSeeds::load(input)?,
+        encoding: OosReceiverSeeds::load(input)?,
+    })
+}
+
+impl Party for DeSender {
+    type State = DeState;
+
+    /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
+    fn offline(&self, ctx: &mut Context) -> Result<DeState> {
+        let sid = ctx.session.id;
+        ctx.phase("coin tossing and seed OTs", true);
+        let [seed, _] =
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
+        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "A"))?;
+        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "B"))?;
+        Ok(DeState {
+            seed,
+            sending,
+            encoding,
+        })
+    }
+
+    fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
+        let p = Rr17DeParams::new(ctx.session.sized)?;
+        let sid = ctx.session.id;
+        ctx.phase("hashing and encoding", false);
+        let (mine, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
+        // Direction B: encode her slots and prove it.
+        let encoded =
+            OosReceiver::new(&state.encoding).encode(ctx.peer, &mine.words, &mut ctx.prg)?;
+        // Direction A: Bob's slots; his proof is checked before anything depends on them.
+        let rows = OosSender::new(&state.sending).receive(
+            ctx.peer,
+            p.m as usize * p.mu_b,
+            &mut ctx.prg,
+        )?;
+        ctx.phase("comparison values", false);
+        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
+        let own = own_encodings(&encoded, &hash_b, &mine.slots);
+        let order = ctx.prg.permutation(items.len());
+        let mut theirs = Vec::with_capacity(p.mu_b);
+        // One group of μ_B values per item: value j is for Bob's slot j of the bin.
+        send_values(
+            ctx.peer,
+            items.len(),
+            p.mu_b,
+            p.value_bytes,
+            |first, out| {
+                for (e, o) in out.iter_mut().enumerate() {
+                    let (k, j) = (first + e / p.mu_b, e % p.mu_b);
+                    let x = order[k] as usize;
+                    let bin = mine.slots.slot_of[x] as usize / p.mu_a;
+                    theirs.clear();
+                    rows.encode(&hash_a, bin * p.mu_b + j, &[reps[x]], &mut theirs);
+                    *o = combine(&theirs[0], &own[x], p.value_bytes);
+                }
+            },
+        )?;
+        Ok(Output::Nothing)
+    }
+
+    fn save(&self, state: &DeState, out: &mut StateWriter) -> Result<()> {
+        save_state(state, out)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<DeState> {
+        load_state(input)
+    }
+}
+
+impl Party for DeReceiver {
+    type State = DeState;
+
+    /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
+    fn offline(&self, ctx: &mut Context) -> Result<DeState> {
+        let sid = ctx.session.id;
+        ctx.phase("coin tossing and seed OTs", true);
+        let [seed, _] =
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "A"))?;
+        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "B"))?;
+        Ok(DeState {
+            seed,
+            sending,
+            encoding,
+        })
+    }
+
+    fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
+        let p = Rr17DeParams::new(ctx.session.sized)?;
+        let sid = ctx.session.id;
+        ctx.phase("hashing and encoding", false);
+        let (mine, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
+        // Direction B: Alice's slots; her proof is checked before anything depends on them.
+        let rows = OosSender::new(&state.sending).receive(
+            ctx.peer,
+            p.m as usize * p.mu_a,
+            &mut ctx.prg,
+        )?;
+        // Direction A: encode his slots and prove it.
+        let encoded =
+            OosReceiver::new(&state.encoding).encode(ctx.peer, &mine.words, &mut ctx.prg)?;
+        ctx.phase("comparison values", false);
+        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
+        let own = own_encodings(&encoded, &hash_a, &mine.slots);
+        let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
+        let mut theirs = Vec::with_capacity(p.mu_a);
+        for (y, (&slot, rep)) in mine.slots.slot_of.iter().zip(&reps).enumerate() {
+            let bin = slot as usize / p.mu_b;
+            for j in 0..p.mu_a {
+                theirs.clear();
+                rows.encode(&hash_b, bin * p.mu_a + j, &[*rep], &mut theirs);
+                let value = combine(&own[y], &theirs[0], p.value_bytes);
+                // Alice's value for y comes in the group of y's slot in its bin.
+                table.insert(value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32);
+            }
+        }
+        let n_a = ctx.session.n_sender as usize;
+        let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &table)?;
+        let mut found: Vec<usize> = matches.iter().map(|&(e, _)| e as usize / p.mu_a).collect();
+        found.dedup();
+        Ok(Output::Indices(found))
+    }
+
+    fn save(&self, state: &DeState, out: &mut StateWriter) -> Result<()> {
+        save_state(state, out)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<DeState> {
+        load_state(input)
+    }
+}
