@@ -806,3 +806,34 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
     assert!(paths[1].exists(), "the state survives a reflection");
     let _ = s;
 }
+
+/// RR17 dual execution: a party whose OT-extension corrections do not each encode one
+/// value (64 bits of one row flipped, as it could send them) is caught by the OOS16
+/// consistency check of the other, which stops before anything depends on those rows (for
+/// Bob: before any output; for Alice: before any comparison value is sent).
+#[test]
+fn rr17_de_catches_corrections_that_encode_no_value() {
+    let p = venn::protocols::find("rr17-de").unwrap();
+    let (s, r) = sets(4096, 4096, 1000, 14);
+    // A full frame of corrections: 4096 rows of 64 bytes.
+    const FRAME: usize = 4096 * 64;
+    for alice_cheats in [true, false] {
+        let mut done = false;
+        let (sr, rr) = tampered_pair(p, &s, &r, false, !alice_cheats, |_, f| {
+            if !done && f.len() == FRAME {
+                f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
+                done = true;
+            }
+            true
+        });
+        assert!(done, "a frame of corrections went by");
+        let victim = if alice_cheats { rr } else { sr };
+        match victim {
+            Err(Error::CheatingDetected(why)) => assert!(why.contains("OOS16"), "{why}"),
+            other => panic!(
+                "alice cheats: {alice_cheats}: {:?}",
+                other.map(|r| r.output)
+            ),
+        }
+    }
+}
