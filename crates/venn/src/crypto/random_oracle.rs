@@ -128,7 +128,7 @@ impl WideHash {
 /// and the second over the row. The index must be hashed in: an OOS16 receiver picks its
 /// own seeds and could make two instances' rows equal, which without `j` would make their
 /// encodings equal too. The first compression depends on `j` alone, so a row evaluated at
-/// several values ([`RowHash::hash_rows`]) pays for it once. Inputs have a fixed length,
+/// several values ([`RowHash::index_states`]) pays for it once. Inputs have a fixed length,
 /// so no Merkle–Damgård padding is needed.
 #[derive(Clone)]
 pub struct RowHash {
@@ -152,37 +152,40 @@ impl RowHash {
         }
     }
 
-    /// `out[e] = H(j, rows[e])` for one index `j` and any number of rows.
-    pub fn hash_rows(&self, j: u64, rows: &[Row512], out: &mut Vec<RowDigest>) {
-        let mut index = [0u8; 64];
-        index[..8].copy_from_slice(&j.to_le_bytes());
-        let state = compress_lanes(&self.iv, [&index; LANES])[0];
-        let bytes: Vec<[u8; 64]> = rows.iter().map(row_bytes).collect();
-        for lanes in bytes.chunks(LANES) {
-            let at = |l: usize| lanes.get(l).unwrap_or(&lanes[0]);
-            let digests = compress_lanes_from([&state; LANES], [at(0), at(1), at(2), at(3)]);
-            out.extend_from_slice(&digests[..lanes.len()]);
-        }
-    }
-
-    /// `out[e] = H(indices[e], rows[e])`: one row per index, four at a time.
-    pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
-        assert_eq!(indices.len(), rows.len());
-        for (js, rows) in indices.chunks(LANES).zip(rows.chunks(LANES)) {
-            let index: [[u8; 64]; LANES] = std::array::from_fn(|l| {
+    /// The chaining values after the index block of each of `indices` (four at a time):
+    /// a row evaluated at several values needs its index state once.
+    pub fn index_states(&self, indices: &[u64]) -> Vec<RowDigest> {
+        let mut out = Vec::with_capacity(indices.len());
+        for js in indices.chunks(LANES) {
+            let blocks: [[u8; 64]; LANES] = std::array::from_fn(|l| {
                 let mut b = [0u8; 64];
                 b[..8].copy_from_slice(&js[l.min(js.len() - 1)].to_le_bytes());
                 b
             });
-            let states = compress_lanes(&self.iv, [&index[0], &index[1], &index[2], &index[3]]);
-            let bytes: [[u8; 64]; LANES] =
-                std::array::from_fn(|l| row_bytes(&rows[l.min(rows.len() - 1)]));
+            let states = compress_lanes(&self.iv, [&blocks[0], &blocks[1], &blocks[2], &blocks[3]]);
+            out.extend_from_slice(&states[..js.len()]);
+        }
+        out
+    }
+
+    /// `out[e] = H(j_e, rows[e])` where `states[e]` is the index state of `j_e`
+    /// ([`RowHash::index_states`]), four at a time.
+    pub fn finish(&self, states: &[RowDigest], rows: &[Row512], out: &mut Vec<RowDigest>) {
+        assert_eq!(states.len(), rows.len());
+        for (st, rows) in states.chunks(LANES).zip(rows.chunks(LANES)) {
+            let at = |l: usize| l.min(rows.len() - 1);
+            let bytes: [[u8; 64]; LANES] = std::array::from_fn(|l| row_bytes(&rows[at(l)]));
             let digests = compress_lanes_from(
-                [&states[0], &states[1], &states[2], &states[3]],
+                [&st[at(0)], &st[at(1)], &st[at(2)], &st[at(3)]],
                 [&bytes[0], &bytes[1], &bytes[2], &bytes[3]],
             );
-            out.extend_from_slice(&digests[..js.len()]);
+            out.extend_from_slice(&digests[..rows.len()]);
         }
+    }
+
+    /// `out[e] = H(indices[e], rows[e])`.
+    pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
+        self.finish(&self.index_states(indices), rows, out);
     }
 }
 
@@ -217,7 +220,8 @@ mod tests {
         let h = RowHash::new("test", b"ctx");
         let rows: Vec<Row512> = (0..7u128).map(|i| [i, i * 3, !i, i << 100]).collect();
         let mut out = Vec::new();
-        h.hash_rows(42, &rows, &mut out);
+        let state = h.index_states(&[42]);
+        h.finish(&vec![state[0]; rows.len()], &rows, &mut out);
         let indices: Vec<u64> = (0..7).map(|i| 1000 + i).collect();
         h.hash_indexed(&indices, &rows, &mut out);
         for (i, row) in rows.iter().enumerate() {

@@ -352,20 +352,38 @@ impl OosRows {
         self.n == 0
     }
 
-    /// `⟦w⟧_j = H(j, q_j ⊕ (C(w) ∧ Δ))` for each of `words` (each below 2^76), appended to
-    /// `out` in order.
-    pub fn encode(&self, hash: &RowHash, j: usize, words: &[Block], out: &mut Vec<RowDigest>) {
-        assert!(j < self.n);
+    /// The encodings of each of `words` (each below 2^76) in each of the `count` instances
+    /// from `first`: `out[j·words.len() + k] = ⟦words[k]⟧_{first + j} =
+    /// H(first + j, q ⊕ (C(words[k]) ∧ Δ))`, appended to `out`. (A bin's rows against the
+    /// bin's items: each codeword is computed once and each row's index hashed once.)
+    pub fn encode(
+        &self,
+        hash: &RowHash,
+        first: usize,
+        count: usize,
+        words: &[Block],
+        out: &mut Vec<RowDigest>,
+    ) {
+        assert!(first + count <= self.n);
         let code = Bch511::get();
-        let q = row_of(&self.q, j);
-        let rows: Vec<Codeword> = words
+        let masked: Vec<Codeword> = words
             .iter()
             .map(|&w| {
                 let c = code.encode(w);
-                std::array::from_fn(|b| q[b] ^ (c[b] & self.delta[b]))
+                std::array::from_fn(|b| c[b] & self.delta[b])
             })
             .collect();
-        hash.hash_rows(j as u64, &rows, out);
+        let indices: Vec<u64> = (first as u64..(first + count) as u64).collect();
+        let index_states = hash.index_states(&indices);
+        let (mut states, mut rows) = (Vec::new(), Vec::new());
+        for (j, state) in index_states.iter().enumerate() {
+            let q = row_of(&self.q, first + j);
+            for m in &masked {
+                states.push(*state);
+                rows.push(std::array::from_fn(|b| q[b] ^ m[b]));
+            }
+        }
+        hash.finish(&states, &rows, out);
     }
 }
 
@@ -429,16 +447,19 @@ mod tests {
         let mine = encoded.outputs(&hash, &all);
         for j in [0, 1, 127, 128, 4095, 4096, n - 1] {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j, &[w[j], w[j] ^ 1, w[(j + 1) % n]], &mut theirs);
+            rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1, w[(j + 1) % n]], &mut theirs);
             assert_eq!(theirs[0], mine[j], "instance {j}: the receiver's word");
             assert_ne!(theirs[1], mine[j], "instance {j}: another word");
             assert_ne!(theirs[2], mine[j], "instance {j}: another word");
         }
         // The index is bound in: equal rows in two instances give different encodings.
         let mut a = Vec::new();
-        hash.hash_rows(1, &[[7; CODE_BLOCKS]], &mut a);
-        hash.hash_rows(2, &[[7; CODE_BLOCKS]], &mut a);
+        hash.hash_indexed(&[1, 2], &[[7; CODE_BLOCKS]; 2], &mut a);
         assert_ne!(a[0], a[1]);
+        // Several instances at once: instance-major, then word.
+        let mut many = Vec::new();
+        rows.encode(&hash, 10, 3, &[w[10], w[11], w[12]], &mut many);
+        assert_eq!([many[0], many[4], many[8]], [mine[10], mine[11], mine[12]]);
         // Any subset of the receiver's outputs, in order, is the same.
         assert_eq!(
             encoded.outputs(&hash, &[3, 4097]),
@@ -508,7 +529,7 @@ mod tests {
         let hash = RowHash::new("t", b"");
         for (j, m) in mine.iter().enumerate() {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j, &[j as Block + 1], &mut theirs);
+            rows.encode(&hash, j, 1, &[j as Block + 1], &mut theirs);
             assert_eq!(&theirs[0], m);
         }
     }

@@ -46,6 +46,20 @@ pub fn send_values(
     chan.flush()
 }
 
+/// Sends what [`send_values`] would for values already packed (`bytes` bytes each, `groups`
+/// per item, items in sending order), in the same frames.
+pub fn send_packed(
+    chan: &mut dyn Channel,
+    groups: usize,
+    bytes: usize,
+    packed: &[u8],
+) -> Result<()> {
+    for frame in packed.chunks(CHUNK_ITEMS * groups * bytes) {
+        chan.send(frame)?;
+    }
+    chan.flush()
+}
+
 /// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
 /// `table` under its group. Returns `(receiver item, sender position)` per match, sorted
 /// by receiver item; a receiver item matches at most once.

@@ -19,7 +19,7 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::matching::{receive_matches, send_values};
+use super::matching::{receive_matches, send_packed};
 use super::{
     round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -312,25 +312,34 @@ impl Party for DeSender {
         ctx.phase("comparison values", false);
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
         let own = own_encodings(&encoded, &hash_b, &mine.slots);
-        let order = ctx.prg.permutation(items.len());
-        let mut theirs = Vec::with_capacity(p.mu_b);
-        // One group of μ_B values per item: value j is for Bob's slot j of the bin.
-        send_values(
-            ctx.peer,
-            items.len(),
-            p.mu_b,
-            p.value_bytes,
-            |first, out| {
-                for (e, o) in out.iter_mut().enumerate() {
-                    let (k, j) = (first + e / p.mu_b, e % p.mu_b);
-                    let x = order[k] as usize;
-                    let bin = mine.slots.slot_of[x] as usize / p.mu_a;
-                    theirs.clear();
-                    rows.encode(&hash_a, bin * p.mu_b + j, &[reps[x]], &mut theirs);
-                    *o = combine(&theirs[0], &own[x], p.value_bytes);
+        // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
+        // j is for Bob's slot j of the bin. Computed bin by bin (a row's index and an
+        // item's codeword hashed or encoded once) into the frames' bytes.
+        let rank = ctx.prg.permutation(items.len());
+        let bytes = p.value_bytes;
+        let mut packed = vec![0u8; items.len() * p.mu_b * bytes];
+        let mut theirs = Vec::new();
+        for b in 0..p.m as usize {
+            let xs: Vec<usize> = mine.slots.item_at[b * p.mu_a..(b + 1) * p.mu_a]
+                .iter()
+                .flatten()
+                .map(|&x| x as usize)
+                .collect();
+            if xs.is_empty() {
+                continue;
+            }
+            let words: Vec<Block> = xs.iter().map(|&x| reps[x]).collect();
+            theirs.clear();
+            rows.encode(&hash_a, b * p.mu_b, p.mu_b, &words, &mut theirs);
+            for j in 0..p.mu_b {
+                for (k, &x) in xs.iter().enumerate() {
+                    let v = combine(&theirs[j * xs.len() + k], &own[x], bytes);
+                    let at = (rank[x] as usize * p.mu_b + j) * bytes;
+                    packed[at..at + bytes].copy_from_slice(&v.to_le_bytes()[..bytes]);
                 }
-            },
-        )?;
+            }
+        }
+        send_packed(ctx.peer, p.mu_b, bytes, &packed)?;
         Ok(Output::Nothing)
     }
 
@@ -379,15 +388,24 @@ impl Party for DeReceiver {
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
         let own = own_encodings(&encoded, &hash_a, &mine.slots);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
-        let mut theirs = Vec::with_capacity(p.mu_a);
-        for (y, (&slot, rep)) in mine.slots.slot_of.iter().zip(&reps).enumerate() {
-            let bin = slot as usize / p.mu_b;
+        let mut theirs = Vec::new();
+        // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
+        for b in 0..p.m as usize {
+            let ys: Vec<(usize, u32)> = (b * p.mu_b..(b + 1) * p.mu_b)
+                .filter_map(|s| mine.slots.item_at[s].map(|y| (y as usize, s as u32)))
+                .collect();
+            if ys.is_empty() {
+                continue;
+            }
+            let words: Vec<Block> = ys.iter().map(|&(y, _)| reps[y]).collect();
+            theirs.clear();
+            rows.encode(&hash_b, b * p.mu_a, p.mu_a, &words, &mut theirs);
             for j in 0..p.mu_a {
-                theirs.clear();
-                rows.encode(&hash_b, bin * p.mu_a + j, &[*rep], &mut theirs);
-                let value = combine(&own[y], &theirs[0], p.value_bytes);
-                // Alice's value for y comes in the group of y's slot in its bin.
-                table.insert(value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32);
+                for (k, &(y, slot)) in ys.iter().enumerate() {
+                    let value = combine(&own[y], &theirs[j * ys.len() + k], p.value_bytes);
+                    // Alice's value for y comes in the group of y's slot in its bin.
+                    table.insert(value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32);
+                }
             }
         }
         let n_a = ctx.session.n_sender as usize;
