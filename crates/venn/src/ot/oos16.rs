@@ -25,8 +25,8 @@
 
 use super::bch::{Bch511, Codeword, CODE_BLOCKS, DIMENSION, LENGTH};
 use super::{
-    kos_receive, kos_send, ExtensionReceiver, ExtensionSender, MasnyRindal, PrgMatrix,
-    ReceiverSeeds, SenderSeeds,
+    kos_receive, kos_send, ExtensionReceiver, ExtensionSender, MasnyRindal, ReceiverSeeds,
+    SenderSeeds,
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
 use crate::net::{Channel, Reader, Writer};
@@ -141,10 +141,14 @@ impl Challenge {
     }
 }
 
-/// Folds rows into the check sums: `sums[l] ^= row_j` where bit l of `x_j` is set.
-fn fold(sums: &mut [Codeword; CHECK_ROWS], row: &Codeword, mut x: u64) {
+/// Folds a row into the check sums: `sums[l] ^= row` for each bit l set in `x` (a
+/// receiver's row carries its word as a fifth block).
+fn fold<const N: usize>(sums: &mut [[Block; N]; CHECK_ROWS], row: &[Block; N], mut x: u64) {
     while x != 0 {
-        xor_into(&mut sums[x.trailing_zeros() as usize], row);
+        let sum = &mut sums[x.trailing_zeros() as usize];
+        for (a, r) in sum.iter_mut().zip(row) {
+            *a ^= r;
+        }
         x &= x - 1;
     }
 }
@@ -152,12 +156,6 @@ fn fold(sums: &mut [Codeword; CHECK_ROWS], row: &Codeword, mut x: u64) {
 /// The OOS16 receiver of one direction.
 pub struct OosReceiver {
     ext: ExtensionReceiver,
-}
-
-/// What the receiver keeps: its rows `T⁰_j` (regenerated from the seeds, not stored).
-pub struct OosEncoded {
-    t: PrgMatrix,
-    n: usize,
 }
 
 impl OosReceiver {
@@ -169,14 +167,18 @@ impl OosReceiver {
     }
 
     /// Encodes `words[j]` (each below 2^76) in instance j, then answers the sender's
-    /// consistency check.
+    /// consistency check. Returns its own encodings `⟦w_j⟧_j = H(j, T⁰_j)` for each `j` of
+    /// `wanted` (increasing), in that order: computed while the check regenerates the
+    /// rows, which are not stored.
     pub fn encode(
         &self,
         chan: &mut dyn Channel,
         words: &[Block],
         prg: &mut Prg,
-    ) -> Result<OosEncoded> {
-        self.encode_then(chan, words, prg, |_, _| {})
+        hash: &RowHash,
+        wanted: &[u32],
+    ) -> Result<Vec<RowDigest>> {
+        self.encode_then(chan, words, prg, hash, wanted, |_, _| {})
     }
 
     /// [`Self::encode`], with `then(first_row, rows)` applied to each chunk of corrections
@@ -186,9 +188,12 @@ impl OosReceiver {
         chan: &mut dyn Channel,
         words: &[Block],
         prg: &mut Prg,
+        hash: &RowHash,
+        wanted: &[u32],
         then: impl Fn(usize, &mut [Block]) + Sync,
-    ) -> Result<OosEncoded> {
+    ) -> Result<Vec<RowDigest>> {
         assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
+        assert!(wanted.is_sorted() && wanted.last().is_none_or(|&j| (j as usize) < words.len()));
         let n = words.len();
         let mut all = words.to_vec();
         all.extend((0..CHECK_ROWS).map(|_| prg.block() & ((1 << DIMENSION) - 1)));
@@ -210,72 +215,41 @@ impl OosReceiver {
         .block()?;
         let t = self.ext.replay_t();
         let mut challenge = Challenge::new(seed);
-        let mut t_sums = [[0; CODE_BLOCKS]; CHECK_ROWS];
-        let mut w_sums = [0 as Block; CHECK_ROWS];
+        // Row and word together: four blocks of T⁰_j, then w_j.
+        let mut sums = [[0; CODE_BLOCKS + 1]; CHECK_ROWS];
         let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
+        let mut outputs = Vec::with_capacity(wanted.len());
+        let mut todo = wanted;
         let total = n + CHECK_ROWS;
         for first in (0..total).step_by(FOLD_ROWS) {
             let len = (total - first).min(FOLD_ROWS);
             t.rows(first, &mut rows[..len.next_multiple_of(128) * CODE_BLOCKS]);
             for r in 0..len {
                 let (j, row) = (first + r, row_of(&rows, r));
+                let both: [Block; CODE_BLOCKS + 1] =
+                    std::array::from_fn(|b| if b < CODE_BLOCKS { row[b] } else { all[j] });
                 if j < n {
-                    let x = challenge.next_row();
-                    fold(&mut t_sums, &row, x);
-                    for l in (0..CHECK_ROWS).filter(|l| x >> l & 1 == 1) {
-                        w_sums[l] ^= all[j];
-                    }
+                    fold(&mut sums, &both, challenge.next_row());
                 } else {
-                    xor_into(&mut t_sums[j - n], &row);
-                    w_sums[j - n] ^= all[j];
+                    fold(&mut sums, &both, 1 << (j - n));
                 }
             }
-        }
-        let mut proof = Writer::new();
-        for (t, w) in t_sums.iter().zip(&w_sums) {
-            for b in t {
-                proof = proof.block(*b);
-            }
-            proof = proof.block(*w);
-        }
-        chan.send(&proof.0)?;
-        chan.flush()?;
-        Ok(OosEncoded { t, n })
-    }
-}
-
-impl OosEncoded {
-    /// The number of instances.
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
-    /// `⟦w_j⟧_j = H(j, T⁰_j)` for each `j` in `indices` (increasing), in that order.
-    pub fn outputs(&self, hash: &RowHash, indices: &[u32]) -> Vec<RowDigest> {
-        assert!(indices.is_sorted() && indices.last().is_none_or(|&j| (j as usize) < self.n));
-        let mut out = Vec::with_capacity(indices.len());
-        let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
-        let mut todo = indices;
-        while let Some(&j) = todo.first() {
-            let first = j as usize / FOLD_ROWS * FOLD_ROWS;
-            let len = (self.n + CHECK_ROWS - first).min(FOLD_ROWS);
-            self.t
-                .rows(first, &mut rows[..len.next_multiple_of(128) * CODE_BLOCKS]);
-            let k = todo.partition_point(|&i| (i as usize) < first + FOLD_ROWS);
+            let k = todo.partition_point(|&i| (i as usize) < first + len);
             let js: Vec<u64> = todo[..k].iter().map(|&i| i as u64).collect();
             let picked: Vec<Codeword> = todo[..k]
                 .iter()
                 .map(|&i| row_of(&rows, i as usize - first))
                 .collect();
-            hash.hash_indexed(&js, &picked, &mut out);
+            hash.hash_indexed(&js, &picked, &mut outputs);
             todo = &todo[k..];
         }
-        out
+        let mut proof = Writer::new();
+        for b in sums.as_flattened() {
+            proof = proof.block(*b);
+        }
+        chan.send(&proof.0)?;
+        chan.flush()?;
+        Ok(outputs)
     }
 }
 
@@ -408,25 +382,32 @@ mod tests {
             .collect()
     }
 
+    fn test_hash() -> RowHash {
+        RowHash::new("test", b"sid")
+    }
+
     /// What a cheating receiver does to a chunk of its corrections (first row, rows).
     type Tamper = dyn Fn(usize, &mut [Block]) + Send + Sync;
 
     /// Runs one direction; `cheat` may change the receiver's corrections before they are
-    /// sent (it then answers the check as for its words).
+    /// sent (it then answers the check as for its words). Returns the sender's rows and the
+    /// receiver's encodings of every instance (under [`test_hash`]).
     fn run(
         n: usize,
         receiver_words: Vec<Block>,
         cheat: Option<Box<Tamper>>,
-    ) -> (Result<OosRows>, OosEncoded) {
+    ) -> (Result<OosRows>, Vec<RowDigest>) {
         let mut prg = Prg::from_seed(3);
         let (s, r) = seeds(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
         let t = std::thread::spawn(move || {
             let receiver = OosReceiver::new(&r);
             let mut prg = Prg::from_seed(4);
+            let all: Vec<u32> = (0..receiver_words.len() as u32).collect();
+            let (w, h) = (&receiver_words, &test_hash());
             match cheat {
-                None => receiver.encode(&mut b, &receiver_words, &mut prg),
-                Some(cheat) => receiver.encode_then(&mut b, &receiver_words, &mut prg, cheat),
+                None => receiver.encode(&mut b, w, &mut prg, h, &all),
+                Some(cheat) => receiver.encode_then(&mut b, w, &mut prg, h, &all, cheat),
             }
         });
         let rows = OosSender::new(&s).receive(&mut a, n, &mut Prg::from_seed(5));
@@ -440,11 +421,9 @@ mod tests {
         let n = 5000;
         let mut prg = Prg::from_seed(9);
         let w = words(&mut prg, n);
-        let (rows, encoded) = run(n, w.clone(), None);
+        let (rows, mine) = run(n, w.clone(), None);
         let rows = rows.expect("an honest receiver passes the check");
-        let hash = RowHash::new("test", b"sid");
-        let all: Vec<u32> = (0..n as u32).collect();
-        let mine = encoded.outputs(&hash, &all);
+        let hash = test_hash();
         for j in [0, 1, 127, 128, 4095, 4096, n - 1] {
             let mut theirs = Vec::new();
             rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1, w[(j + 1) % n]], &mut theirs);
@@ -460,11 +439,6 @@ mod tests {
         let mut many = Vec::new();
         rows.encode(&hash, 10, 3, &[w[10], w[11], w[12]], &mut many);
         assert_eq!([many[0], many[4], many[8]], [mine[10], mine[11], mine[12]]);
-        // Any subset of the receiver's outputs, in order, is the same.
-        assert_eq!(
-            encoded.outputs(&hash, &[3, 4097]),
-            vec![mine[3], mine[4097]]
-        );
     }
 
     #[test]
@@ -517,10 +491,9 @@ mod tests {
             let mut prg = Prg::from_seed(1);
             let seeds = OosReceiverSeeds::new(&mut b, &mut prg, &[7; 32]).unwrap();
             let w = vec![1, 2, 3];
-            let enc = OosReceiver::new(&seeds)
-                .encode(&mut b, &w, &mut prg)
-                .unwrap();
-            enc.outputs(&RowHash::new("t", b""), &[0, 1, 2])
+            OosReceiver::new(&seeds)
+                .encode(&mut b, &w, &mut prg, &RowHash::new("t", b""), &[0, 1, 2])
+                .unwrap()
         });
         let mut prg = Prg::from_seed(2);
         let seeds = OosSenderSeeds::new(&mut a, &mut prg, &[7; 32]).unwrap();

@@ -224,21 +224,25 @@ fn place(
     Ok((Placed { slots, words }, reps))
 }
 
-/// The receiver-side encodings of each item's own slot, in item order.
-fn own_encodings(
-    encoded: &crate::ot::oos16::OosEncoded,
+/// Encodes `mine`'s slots in the direction where this party is the OOS receiver (and
+/// proves it); returns the encoding of each item's own slot, in item order.
+fn encode_own(
+    ctx: &mut Context,
+    seeds: &OosReceiverSeeds,
+    mine: &Placed,
     hash: &RowHash,
-    slots: &SlotTable,
-) -> Vec<RowDigest> {
+) -> Result<Vec<RowDigest>> {
+    let slots = &mine.slots;
     let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
     order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
     let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
-    let outputs = encoded.outputs(hash, &sorted);
-    let mut mine = vec![[0; 8]; order.len()];
+    let outputs =
+        OosReceiver::new(seeds).encode(ctx.peer, &mine.words, &mut ctx.prg, hash, &sorted)?;
+    let mut own = vec![[0; 8]; order.len()];
     for (&i, o) in order.iter().zip(outputs) {
-        mine[i as usize] = o;
+        own[i as usize] = o;
     }
-    mine
+    Ok(own)
 }
 
 /// A comparison value: the XOR of two encodings' first 128 bits, cut to `bytes` bytes.
@@ -300,9 +304,9 @@ impl Party for DeSender {
         let sid = ctx.session.id;
         ctx.phase("hashing and encoding", false);
         let (mine, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
+        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
         // Direction B: encode her slots and prove it.
-        let encoded =
-            OosReceiver::new(&state.encoding).encode(ctx.peer, &mine.words, &mut ctx.prg)?;
+        let own = encode_own(ctx, &state.encoding, &mine, &hash_b)?;
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -310,8 +314,6 @@ impl Party for DeSender {
             &mut ctx.prg,
         )?;
         ctx.phase("comparison values", false);
-        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
-        let own = own_encodings(&encoded, &hash_b, &mine.slots);
         // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
         // j is for Bob's slot j of the bin. Computed bin by bin (a row's index and an
         // item's codeword hashed or encoded once) into the frames' bytes.
@@ -382,11 +384,9 @@ impl Party for DeReceiver {
             &mut ctx.prg,
         )?;
         // Direction A: encode his slots and prove it.
-        let encoded =
-            OosReceiver::new(&state.encoding).encode(ctx.peer, &mine.words, &mut ctx.prg)?;
-        ctx.phase("comparison values", false);
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
-        let own = own_encodings(&encoded, &hash_a, &mine.slots);
+        let own = encode_own(ctx, &state.encoding, &mine, &hash_a)?;
+        ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
         let mut theirs = Vec::new();
         // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
