@@ -177,6 +177,9 @@ impl Protocol for Rr17De {
     }
 }
 
+/// Bob's table entries gathered before they are inserted (so their slots can be prefetched).
+const INSERT_BATCH: usize = 4096;
+
 /// Fig. 4 step 1: the hashing seed; Bob commits to his share, Alice answers, Bob opens.
 const SEED_TOSS: &str = "rr17-de hashing seed";
 
@@ -389,6 +392,7 @@ impl Party for DeReceiver {
         ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
         let mut theirs = Vec::new();
+        let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
         // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
         for b in 0..p.m as usize {
             let ys: Vec<(usize, u32)> = (b * p.mu_b..(b + 1) * p.mu_b)
@@ -404,10 +408,15 @@ impl Party for DeReceiver {
                 for (k, &(y, slot)) in ys.iter().enumerate() {
                     let value = combine(&own[y], &theirs[j * ys.len() + k], p.value_bytes);
                     // Alice's value for y comes in the group of y's slot in its bin.
-                    table.insert(value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32);
+                    pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
                 }
             }
+            if pending.len() >= INSERT_BATCH {
+                table.insert_batch(&pending);
+                pending.clear();
+            }
         }
+        table.insert_batch(&pending);
         let n_a = ctx.session.n_sender as usize;
         let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &table)?;
         let mut found: Vec<usize> = matches.iter().map(|&(e, _)| e as usize / p.mu_a).collect();
