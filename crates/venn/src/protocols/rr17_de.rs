@@ -154,6 +154,9 @@ impl Parameters for Rr17DeParams {
             ("bins", self.m.to_string()),
             ("mu_sender", self.mu_a.to_string()),
             ("mu_receiver", self.mu_b.to_string()),
+            // OOS16 instances per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B).
+            ("ots_A", (self.m * self.mu_b as u64).to_string()),
+            ("ots_B", (self.m * self.mu_a as u64).to_string()),
             ("hashed_bits", self.hashed_bits.to_string()),
             ("v", (8 * self.value_bytes).to_string()),
         ])
