@@ -231,19 +231,20 @@ fn place(
 }
 
 /// Encodes `mine`'s slots in the direction where this party is the OOS receiver (and
-/// proves it); returns the encoding of each item's own slot, in item order.
+/// proves it); returns the encoding of each item's own slot, in item order. The slots'
+/// words are not needed afterwards and are freed (m·μ blocks).
 fn encode_own(
     ctx: &mut Context,
     seeds: &OosReceiverSeeds,
-    mine: &Placed,
+    mine: &mut Placed,
     hash: &RowHash,
 ) -> Result<Vec<RowDigest>> {
     let slots = &mine.slots;
     let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
     order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
     let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
-    let outputs =
-        OosReceiver::new(seeds).encode(ctx.peer, &mine.words, &mut ctx.prg, hash, &sorted)?;
+    let words = std::mem::take(&mut mine.words);
+    let outputs = OosReceiver::new(seeds).encode(ctx.peer, &words, &mut ctx.prg, hash, &sorted)?;
     let mut own = vec![[0; 8]; order.len()];
     for (&i, o) in order.iter().zip(outputs) {
         own[i as usize] = o;
@@ -309,10 +310,10 @@ impl Party for DeSender {
         let p = Rr17DeParams::new(ctx.session.sized)?;
         let sid = ctx.session.id;
         ctx.phase("hashing and encoding", false);
-        let (mine, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
+        let (mut mine, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
         // Direction B: encode her slots and prove it.
-        let own = encode_own(ctx, &state.encoding, &mine, &hash_b)?;
+        let own = encode_own(ctx, &state.encoding, &mut mine, &hash_b)?;
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -382,7 +383,7 @@ impl Party for DeReceiver {
         let p = Rr17DeParams::new(ctx.session.sized)?;
         let sid = ctx.session.id;
         ctx.phase("hashing and encoding", false);
-        let (mine, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
+        let (mut mine, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
         // Direction B: Alice's slots; her proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -391,7 +392,7 @@ impl Party for DeReceiver {
         )?;
         // Direction A: encode his slots and prove it.
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
-        let own = encode_own(ctx, &state.encoding, &mine, &hash_a)?;
+        let own = encode_own(ctx, &state.encoding, &mut mine, &hash_a)?;
         ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
         let mut theirs = Vec::new();
