@@ -168,15 +168,22 @@ impl RowHash {
         out
     }
 
-    /// `out[e] = H(j_e, rows[e])` where `states[e]` is the index state of `j_e`
-    /// ([`RowHash::index_states`]), four at a time.
-    pub fn finish(&self, states: &[RowDigest], rows: &[Row512], out: &mut Vec<RowDigest>) {
-        assert_eq!(states.len(), rows.len());
-        for (st, rows) in states.chunks(LANES).zip(rows.chunks(LANES)) {
+    /// `out[e] = H(j_{e / per}, rows[e])`, four at a time, where `states[i]` is the index
+    /// state of `j_i` ([`RowHash::index_states`]): `per` rows for each index.
+    pub fn finish(
+        &self,
+        states: &[RowDigest],
+        per: usize,
+        rows: &[Row512],
+        out: &mut Vec<RowDigest>,
+    ) {
+        assert_eq!(states.len() * per, rows.len());
+        for (c, rows) in rows.chunks(LANES).enumerate() {
             let at = |l: usize| l.min(rows.len() - 1);
+            let state = |l: usize| &states[(c * LANES + at(l)) / per];
             let bytes: [[u8; 64]; LANES] = std::array::from_fn(|l| row_bytes(&rows[at(l)]));
             let digests = compress_lanes_from(
-                [&st[at(0)], &st[at(1)], &st[at(2)], &st[at(3)]],
+                [state(0), state(1), state(2), state(3)],
                 [&bytes[0], &bytes[1], &bytes[2], &bytes[3]],
             );
             out.extend_from_slice(&digests[..rows.len()]);
@@ -185,7 +192,7 @@ impl RowHash {
 
     /// `out[e] = H(indices[e], rows[e])`.
     pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
-        self.finish(&self.index_states(indices), rows, out);
+        self.finish(&self.index_states(indices), 1, rows, out);
     }
 }
 
@@ -221,7 +228,7 @@ mod tests {
         let rows: Vec<Row512> = (0..7u128).map(|i| [i, i * 3, !i, i << 100]).collect();
         let mut out = Vec::new();
         let state = h.index_states(&[42]);
-        h.finish(&vec![state[0]; rows.len()], &rows, &mut out);
+        h.finish(&state, rows.len(), &rows, &mut out);
         let indices: Vec<u64> = (0..7).map(|i| 1000 + i).collect();
         h.hash_indexed(&indices, &rows, &mut out);
         for (i, row) in rows.iter().enumerate() {

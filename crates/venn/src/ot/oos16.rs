@@ -348,16 +348,15 @@ impl OosRows {
             })
             .collect();
         let indices: Vec<u64> = (first as u64..(first + count) as u64).collect();
-        let index_states = hash.index_states(&indices);
-        let (mut states, mut rows) = (Vec::new(), Vec::new());
-        for (j, state) in index_states.iter().enumerate() {
-            let q = row_of(&self.q, first + j);
-            for m in &masked {
-                states.push(*state);
-                rows.push(std::array::from_fn(|b| q[b] ^ m[b]));
-            }
-        }
-        hash.finish(&states, &rows, out);
+        let rows: Vec<Codeword> = (first..first + count)
+            .flat_map(|j| {
+                let q = row_of(&self.q, j);
+                masked
+                    .iter()
+                    .map(move |m| std::array::from_fn(|b| q[b] ^ m[b]))
+            })
+            .collect();
+        hash.finish(&hash.index_states(&indices), words.len(), &rows, out);
     }
 }
 

@@ -27,7 +27,9 @@ use super::{
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
 use crate::net::Writer;
-use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, OosSender, OosSenderSeeds, CHECK_ROWS};
+use crate::ot::oos16::{
+    OosReceiver, OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds, CHECK_ROWS,
+};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
 use crate::tables::simple_hash::{bin_size, hashed_bits, phase, SlotTable};
@@ -196,60 +198,87 @@ fn encoding_hash(sid: &[u8; 32], direction: &str) -> RowHash {
     RowHash::new(&format!("venn/rr17-de/{direction}"), sid)
 }
 
-/// A party's items placed in bins: each item's slot and the slots' words.
-struct Placed {
-    slots: SlotTable,
-    /// The word of each slot (an item's representative; 0 in a dummy slot).
-    words: Vec<Block>,
-}
-
-/// Fig. 4 step 2: hash, phase and place `items` in m bins of μ slots.
+/// Fig. 4 step 2: hash, phase and place `items` in m bins of μ slots. Returns the slots
+/// and each item's representative (its word in F_encode).
 fn place(
     ctx: &mut Context,
     p: &Rr17DeParams,
     seed: Block,
     items: &Items,
     mu: usize,
-) -> Result<(Placed, Vec<Block>)> {
+) -> Result<(SlotTable, Vec<Block>)> {
     let key =
         RandomOracle::new("venn/rr17-de/item-key", &ctx.session.id).hash(&[&seed.to_le_bytes()]);
     let ro = RandomOracle::new("venn/rr17-de/item", &key);
     let shift = 128 - p.hashed_bits;
-    let phased: Vec<(usize, Block)> = items
+    let (bins, reps): (Vec<usize>, Vec<Block>) = items
         .map_all(|x| ro.hash_block(x))
         .into_iter()
-        .map(|v| phase(v.checked_shr(shift).unwrap_or(0), p.m))
-        .collect();
-    let bins: Vec<usize> = phased.iter().map(|&(b, _)| b).collect();
+        .map(|v| phase(v >> shift, p.m))
+        .unzip();
     let slots = SlotTable::place(&bins, p.m as usize, mu, &mut ctx.prg)?;
-    let mut words = vec![0; p.m as usize * mu];
-    for (&s, &(_, z)) in slots.slot_of.iter().zip(&phased) {
-        words[s as usize] = z;
-    }
-    let reps = phased.iter().map(|&(_, z)| z).collect();
-    Ok((Placed { slots, words }, reps))
+    Ok((slots, reps))
 }
 
-/// Encodes `mine`'s slots in the direction where this party is the OOS receiver (and
-/// proves it); returns the encoding of each item's own slot, in item order. The slots'
-/// words are not needed afterwards and are freed (m·μ blocks).
+/// Encodes this party's slots (its items' representatives, 0 in a dummy slot) in the
+/// direction where it is the OOS receiver, and proves it; returns the encoding of each
+/// item's own slot, in item order.
 fn encode_own(
     ctx: &mut Context,
     seeds: &OosReceiverSeeds,
-    mine: &mut Placed,
+    slots: &SlotTable,
+    reps: &[Block],
     hash: &RowHash,
 ) -> Result<Vec<RowDigest>> {
-    let slots = &mine.slots;
+    let words: Vec<Block> = slots
+        .item_at
+        .iter()
+        .map(|x| x.map_or(0, |x| reps[x as usize]))
+        .collect();
     let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
     order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
     let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
-    let words = std::mem::take(&mut mine.words);
     let outputs = OosReceiver::new(seeds).encode(ctx.peer, &words, &mut ctx.prg, hash, &sorted)?;
     let mut own = vec![[0; 8]; order.len()];
     for (&i, o) in order.iter().zip(outputs) {
         own[i as usize] = o;
     }
     Ok(own)
+}
+
+/// Reused buffers for [`encode_bin`].
+#[derive(Default)]
+struct BinScratch {
+    /// The bin's items of this party, with their slots.
+    items: Vec<(usize, u32)>,
+    words: Vec<Block>,
+    /// `encodings[j·items.len() + k]`: item k in the peer's row j of the bin.
+    encodings: Vec<RowDigest>,
+}
+
+/// This party's items in bin `b` (its slots `b·mu_own ..`), each encoded in every one of
+/// the peer's `mu_peer` rows of the bin (where this party is the OOS sender).
+fn encode_bin(
+    slots: &SlotTable,
+    reps: &[Block],
+    rows: &OosRows,
+    hash: &RowHash,
+    b: usize,
+    mu_peer: usize,
+    s: &mut BinScratch,
+) {
+    let mu_own = slots.mu;
+    s.items.clear();
+    s.items.extend(
+        (b * mu_own..(b + 1) * mu_own)
+            .filter_map(|slot| slots.item_at[slot].map(|x| (x as usize, slot as u32))),
+    );
+    s.words.clear();
+    s.words.extend(s.items.iter().map(|&(x, _)| reps[x]));
+    s.encodings.clear();
+    if !s.items.is_empty() {
+        rows.encode(hash, b * mu_peer, mu_peer, &s.words, &mut s.encodings);
+    }
 }
 
 /// A comparison value: the XOR of two encodings' first 128 bits, cut to `bytes` bytes.
@@ -310,10 +339,10 @@ impl Party for DeSender {
         let p = Rr17DeParams::new(ctx.session.sized)?;
         let sid = ctx.session.id;
         ctx.phase("hashing and encoding", false);
-        let (mut mine, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
+        let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
         // Direction B: encode her slots and prove it.
-        let own = encode_own(ctx, &state.encoding, &mut mine, &hash_b)?;
+        let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_b)?;
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -322,30 +351,18 @@ impl Party for DeSender {
         )?;
         ctx.phase("comparison values", false);
         // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
-        // j is for Bob's slot j of the bin. Computed bin by bin (a row's index and an
-        // item's codeword hashed or encoded once) into the frames' bytes.
+        // j is for Bob's slot j of the bin. Computed bin by bin into the frames' bytes.
         let rank = ctx.prg.permutation(items.len());
         let bytes = p.value_bytes;
         let mut packed = vec![0u8; items.len() * p.mu_b * bytes];
-        let mut theirs = Vec::new();
+        let mut bin = BinScratch::default();
         for b in 0..p.m as usize {
-            let xs: Vec<usize> = mine.slots.item_at[b * p.mu_a..(b + 1) * p.mu_a]
-                .iter()
-                .flatten()
-                .map(|&x| x as usize)
-                .collect();
-            if xs.is_empty() {
-                continue;
-            }
-            let words: Vec<Block> = xs.iter().map(|&x| reps[x]).collect();
-            theirs.clear();
-            rows.encode(&hash_a, b * p.mu_b, p.mu_b, &words, &mut theirs);
-            for j in 0..p.mu_b {
-                for (k, &x) in xs.iter().enumerate() {
-                    let v = combine(&theirs[j * xs.len() + k], &own[x], bytes);
-                    let at = (rank[x] as usize * p.mu_b + j) * bytes;
-                    packed[at..at + bytes].copy_from_slice(&v.to_le_bytes()[..bytes]);
-                }
+            encode_bin(&slots, &reps, &rows, &hash_a, b, p.mu_b, &mut bin);
+            for (e, theirs) in bin.encodings.iter().enumerate() {
+                let (j, x) = (e / bin.items.len(), bin.items[e % bin.items.len()].0);
+                let v = combine(theirs, &own[x], bytes);
+                let at = (rank[x] as usize * p.mu_b + j) * bytes;
+                packed[at..at + bytes].copy_from_slice(&v.to_le_bytes()[..bytes]);
             }
         }
         send_packed(ctx.peer, p.mu_b, bytes, &packed)?;
@@ -383,7 +400,7 @@ impl Party for DeReceiver {
         let p = Rr17DeParams::new(ctx.session.sized)?;
         let sid = ctx.session.id;
         ctx.phase("hashing and encoding", false);
-        let (mut mine, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
+        let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
         // Direction B: Alice's slots; her proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -392,28 +409,19 @@ impl Party for DeReceiver {
         )?;
         // Direction A: encode his slots and prove it.
         let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
-        let own = encode_own(ctx, &state.encoding, &mut mine, &hash_a)?;
+        let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_a)?;
         ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
-        let mut theirs = Vec::new();
         let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
+        let mut bin = BinScratch::default();
         // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
         for b in 0..p.m as usize {
-            let ys: Vec<(usize, u32)> = (b * p.mu_b..(b + 1) * p.mu_b)
-                .filter_map(|s| mine.slots.item_at[s].map(|y| (y as usize, s as u32)))
-                .collect();
-            if ys.is_empty() {
-                continue;
-            }
-            let words: Vec<Block> = ys.iter().map(|&(y, _)| reps[y]).collect();
-            theirs.clear();
-            rows.encode(&hash_b, b * p.mu_a, p.mu_a, &words, &mut theirs);
-            for j in 0..p.mu_a {
-                for (k, &(y, slot)) in ys.iter().enumerate() {
-                    let value = combine(&own[y], &theirs[j * ys.len() + k], p.value_bytes);
-                    // Alice's value for y comes in the group of y's slot in its bin.
-                    pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
-                }
+            encode_bin(&slots, &reps, &rows, &hash_b, b, p.mu_a, &mut bin);
+            for (e, theirs) in bin.encodings.iter().enumerate() {
+                let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
+                let value = combine(&own[y], theirs, p.value_bytes);
+                // Alice's value for y comes in the group of y's slot in its bin.
+                pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
             }
             if pending.len() >= INSERT_BATCH {
                 table.insert_batch(&pending);
