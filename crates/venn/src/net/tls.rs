@@ -880,6 +880,30 @@ mod tests {
         ClientConnection::new(Arc::new(config), ServerName::try_from("venn").unwrap()).unwrap()
     }
 
+    /// A raw client connected to `addr` with its handshake done (tests that then send
+    /// records by hand).
+    fn handshaken(
+        addr: std::net::SocketAddr,
+        id: &Identity,
+        pin: [u8; 32],
+    ) -> (TcpStream, ClientConnection) {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        let mut conn = raw_client(id, pin);
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).unwrap();
+        }
+        (sock, conn)
+    }
+
+    /// The TLS records `conn` has queued, as bytes.
+    fn queued_records(conn: &mut ClientConnection) -> Vec<u8> {
+        let mut out = Vec::new();
+        while conn.wants_write() {
+            conn.write_tls(&mut out).unwrap();
+        }
+        out
+    }
+
     /// What the server's first receive gave, and how long it took.
     type Received = mpsc::Receiver<(std::result::Result<Vec<u8>, String>, Duration)>;
 
@@ -929,17 +953,10 @@ mod tests {
     fn bytes_after_close_notify_do_not_hang_the_reader() {
         let ((a, fa), (b, fb)) = (identity(1), identity(1));
         let (addr, rx) = server(b, fa, Duration::from_secs(1));
-        let mut sock = TcpStream::connect(addr).unwrap();
-        let mut conn = raw_client(&a, fb);
-        while conn.is_handshaking() {
-            conn.complete_io(&mut sock).unwrap();
-        }
+        let (mut sock, mut conn) = handshaken(addr, &a, fb);
         std::thread::sleep(Duration::from_millis(200));
         conn.send_close_notify();
-        let mut out = Vec::new();
-        while conn.wants_write() {
-            conn.write_tls(&mut out).unwrap();
-        }
+        let mut out = queued_records(&mut conn);
         out.extend(std::iter::repeat_n(0u8, 10000));
         sock.write_all(&out).unwrap();
         let got = rx.recv_timeout(Duration::from_secs(6));
@@ -985,17 +1002,9 @@ mod tests {
     fn a_record_trickled_byte_by_byte_meets_the_message_deadline() {
         let ((a, fa), (b, fb)) = (identity(1), identity(1));
         let (addr, rx) = server(b, fa, Duration::from_secs(1));
-        let mut sock = TcpStream::connect(addr).unwrap();
-        let mut conn = raw_client(&a, fb);
-        while conn.is_handshaking() {
-            conn.complete_io(&mut sock).unwrap();
-        }
+        let (mut sock, mut conn) = handshaken(addr, &a, fb);
         conn.writer().write_all(&frame(b"late")).unwrap();
-        let mut out = Vec::new();
-        while conn.wants_write() {
-            conn.write_tls(&mut out).unwrap();
-        }
-        for byte in out {
+        for byte in queued_records(&mut conn) {
             std::thread::sleep(Duration::from_millis(300));
             if sock.write_all(&[byte]).is_err() {
                 break; // the server gave up, as it should
