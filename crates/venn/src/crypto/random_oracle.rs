@@ -95,9 +95,6 @@ impl WideHash {
             }
             b
         };
-        let word = |s: &[u32; 8]| {
-            s[0] as u128 | (s[1] as u128) << 32 | (s[2] as u128) << 64 | (s[3] as u128) << 96
-        };
         let full = indices.len() / LANES * LANES;
         for (out, rows) in out[..full]
             .chunks_exact_mut(LANES)
@@ -109,7 +106,7 @@ impl WideHash {
                 |l: usize| unsafe { &*rows[l * Self::ROW_BLOCKS..].as_ptr().cast::<[u8; 64]>() };
             let states = compress_lanes(&self.iv, [lane(0), lane(1), lane(2), lane(3)]);
             for (o, s) in out.iter_mut().zip(&states) {
-                *o = word(s);
+                *o = first_block(s);
             }
         }
         for (o, row) in out[full..]
@@ -117,7 +114,7 @@ impl WideHash {
             .zip(rows[full * Self::ROW_BLOCKS..].chunks_exact(Self::ROW_BLOCKS))
         {
             let b = as_bytes(row);
-            *o = word(&compress_lanes(&self.iv, [&b, &b, &b, &b])[0]);
+            *o = first_block(&compress_lanes(&self.iv, [&b, &b, &b, &b])[0]);
         }
     }
 }
@@ -194,6 +191,14 @@ impl RowHash {
     pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
         self.finish(&self.index_states(indices), 1, rows, out);
     }
+}
+
+/// The first 128 bits of a SHA-256 state (its first four words, little-endian).
+pub fn first_block(state: &[u32; 8]) -> Block {
+    state[..4]
+        .iter()
+        .rev()
+        .fold(0, |acc, &w| acc << 32 | w as Block)
 }
 
 fn row_bytes(row: &Row512) -> [u8; 64] {

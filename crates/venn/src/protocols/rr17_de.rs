@@ -24,7 +24,7 @@ use super::{
     round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
+use crate::crypto::{first_block, Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
 use crate::net::Writer;
 use crate::ot::oos16::{
@@ -283,10 +283,7 @@ fn encode_bin(
 
 /// A comparison value: the XOR of two encodings' first 128 bits, cut to `bytes` bytes.
 fn combine(a: &RowDigest, b: &RowDigest, bytes: usize) -> Block {
-    let block = |d: &RowDigest| {
-        d[0] as Block | (d[1] as Block) << 32 | (d[2] as Block) << 64 | (d[3] as Block) << 96
-    };
-    let v = block(a) ^ block(b);
+    let v = first_block(a) ^ first_block(b);
     if bytes >= 16 {
         v
     } else {
