@@ -1,76 +1,15 @@
 //! Every registered protocol, end to end over the in-memory channel, against the true
 //! intersection.
 
-use std::collections::HashSet;
+mod common;
+
+use common::{indices, options, run_pair, sets, tampered_pair, tampered_run, truth};
 use std::time::Duration;
 use venn::crypto::Prg;
-use venn::net::{mem_pair, Channel, MemChannel, Traffic};
+use venn::net::{mem_pair, Channel};
 use venn::protocols::{registry, Output, Protocol, Security, Sizes};
 use venn::session::Role;
-use venn::{run, Error, Items, Report, RunOptions};
-
-fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
-    RunOptions {
-        protocol,
-        role,
-        both,
-        max_peer_items: 1 << 24,
-        max_memory: 1 << 32,
-        threads: 1,
-        seed: None,
-        progress: None,
-    }
-}
-
-/// Runs both parties; returns (sender report, receiver report).
-fn run_pair(
-    protocol: &'static dyn Protocol,
-    sender: &Items,
-    receiver: &Items,
-    both: bool,
-) -> (venn::Result<Report>, venn::Result<Report>) {
-    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-    std::thread::scope(|s| {
-        let t = s.spawn(|| run(&mut b, receiver, &options(protocol, Role::Receiver, both)));
-        let sr = run(&mut a, sender, &options(protocol, Role::Sender, both));
-        (sr, t.join().unwrap())
-    })
-}
-
-/// Random sets of the given sizes sharing `overlap` items; item lengths vary 0..=40 bytes.
-fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (Items, Items) {
-    let mut prg = Prg::from_seed(seed);
-    let item = |prg: &mut Prg| {
-        let len = prg.below(41) as usize;
-        let mut b = vec![0u8; len + 8];
-        prg.fill_bytes(&mut b);
-        b
-    };
-    let shared: Vec<Vec<u8>> = (0..overlap).map(|_| item(&mut prg)).collect();
-    let mut s: Vec<Vec<u8>> = shared.clone();
-    s.extend((overlap..n_sender).map(|_| item(&mut prg)));
-    let mut r: Vec<Vec<u8>> = shared;
-    r.extend((overlap..n_receiver).map(|_| item(&mut prg)));
-    // Shuffle so shared items are not at the same positions.
-    let ps = prg.permutation(s.len());
-    let pr = prg.permutation(r.len());
-    (
-        ps.iter().map(|&i| s[i as usize].clone()).collect(),
-        pr.iter().map(|&i| r[i as usize].clone()).collect(),
-    )
-}
-
-/// The indices a report's output holds (it must hold indices).
-fn indices(r: &Report) -> Vec<usize> {
-    r.output.indices().expect("an output of indices").to_vec()
-}
-
-fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
-    let other: HashSet<&[u8]> = (0..theirs.len()).map(|i| theirs.get(i)).collect();
-    (0..mine.len())
-        .filter(|&i| other.contains(mine.get(i)))
-        .collect()
-}
+use venn::{run, Error, Items};
 
 fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, both: bool) {
     let (s, r) = sets(ns, nr, overlap, (ns * 31 + nr * 7 + overlap) as u128);
@@ -253,83 +192,6 @@ fn more_threads_give_the_same_result() {
     }
 }
 
-/// A channel that lets a test rewrite (or cut off at) the frames one party sends, or
-/// (with `incoming`) those it receives: a meddling network on that party's link.
-struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
-    inner: MemChannel,
-    incoming: bool,
-    frames: usize,
-    tamper: F,
-}
-
-impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
-    fn send(&mut self, frame: &[u8]) -> venn::Result<()> {
-        if self.incoming {
-            return self.inner.send(frame);
-        }
-        let mut f = frame.to_vec();
-        self.frames += 1;
-        if !(self.tamper)(self.frames, &mut f) {
-            return Err(Error::PeerClosed(" (test: cut off)"));
-        }
-        self.inner.send(&f)
-    }
-    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> venn::Result<()> {
-        self.inner.recv_into(buf, max_len)?;
-        if self.incoming {
-            self.frames += 1;
-            if !(self.tamper)(self.frames, buf) {
-                return Err(Error::PeerClosed(" (test: cut off)"));
-            }
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> venn::Result<()> {
-        self.inner.flush()
-    }
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-}
-
-/// Runs `p` with the frames on the sender's link passed through `tamper` (those the sender
-/// sends, or with `incoming` those it receives); returns both parties' results.
-fn tampered_pair(
-    p: &'static dyn Protocol,
-    s: &Items,
-    r: &Items,
-    both: bool,
-    incoming: bool,
-    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
-) -> (venn::Result<Report>, venn::Result<Report>) {
-    let (a, mut b) = mem_pair(Duration::from_secs(5));
-    let mut a = Tampered {
-        inner: a,
-        incoming,
-        frames: 0,
-        tamper,
-    };
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
-        let sr = run(&mut a, s, &options(p, Role::Sender, both));
-        drop(a);
-        (sr, t.join().unwrap())
-    })
-}
-
-/// The receiver's result when the sender's frames pass through `tamper`.
-fn tampered_run(
-    p: &'static dyn Protocol,
-    s: &Items,
-    r: &Items,
-    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
-) -> venn::Result<Report> {
-    tampered_pair(p, s, r, false, false, tamper).1
-}
-
 #[test]
 fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
     let (s, r) = sets(300, 200, 50, 11);
@@ -367,30 +229,27 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             receiver: 200,
         };
         let table = p.params(sizes).unwrap().table();
-        let v = table
-            .0
-            .iter()
-            .find(|(k, _)| *k == "v")
-            .map(|(_, v)| v.parse::<usize>().unwrap() / 8)
-            .unwrap();
         let param = |name: &str| {
             table
                 .0
                 .iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.parse::<usize>().unwrap())
+                .unwrap()
         };
-        // Values per sender item: one per cuckoo bin choice and stash slot (kkrt16), one
-        // per slot of the receiver's bin (rr17-de), else one.
-        let groups = match p.info().name {
-            "kkrt16" => 3 + 12,
-            "rr17-de" => param("mu_receiver").unwrap(),
-            _ => 1,
+        // Bytes per sender item: a value per cuckoo bin choice and stash slot (kkrt16), a
+        // value per slot of the receiver's bin (rr17-de), a commitment and a tag and
+        // masked key per slot (rr17-ec), else one value.
+        let item_bytes = match p.info().name {
+            "kkrt16" => (3 + 12) * param("v") / 8,
+            "rr17-de" => param("mu_receiver") * param("v") / 8,
+            "rr17-ec" => param("commitment_bits") / 8 + param("mu_receiver") * 20,
+            _ => param("v") / 8,
         };
-        // The final frame carries the 300 values: append one more.
+        // The final frame carries the 300 items' values: append one more item's.
         let result = tampered_run(p, &s, &r, |_, f| {
-            if f.len() == 300 * groups * v {
-                f.extend(vec![0x55; groups * v]);
+            if f.len() == 300 * item_bytes {
+                f.extend(vec![0x55; item_bytes]);
             }
             true
         });
@@ -805,35 +664,4 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
     assert!(matches!(e, Error::Integrity(_)), "{e}");
     assert!(paths[1].exists(), "the state survives a reflection");
     let _ = s;
-}
-
-/// RR17 dual execution: a party whose OT-extension corrections do not each encode one
-/// value (64 bits of one row flipped, as it could send them) is caught by the OOS16
-/// consistency check of the other, which stops before anything depends on those rows (for
-/// Bob: before any output; for Alice: before any comparison value is sent).
-#[test]
-fn rr17_de_catches_corrections_that_encode_no_value() {
-    let p = venn::protocols::find("rr17-de").unwrap();
-    let (s, r) = sets(4096, 4096, 1000, 14);
-    // A full frame of corrections: 4096 rows of 64 bytes.
-    const FRAME: usize = 4096 * 64;
-    for alice_cheats in [true, false] {
-        let mut done = false;
-        let (sr, rr) = tampered_pair(p, &s, &r, false, !alice_cheats, |_, f| {
-            if !done && f.len() == FRAME {
-                f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
-                done = true;
-            }
-            true
-        });
-        assert!(done, "a frame of corrections went by");
-        let victim = if alice_cheats { rr } else { sr };
-        match victim {
-            Err(Error::CheatingDetected(why)) => assert!(why.contains("OOS16"), "{why}"),
-            other => panic!(
-                "alice cheats: {alice_cheats}: {:?}",
-                other.map(|r| r.output)
-            ),
-        }
-    }
 }

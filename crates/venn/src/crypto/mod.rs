@@ -15,5 +15,7 @@ pub use self::aes::Aes;
 pub use block::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 pub use cr_hash::{tccr_hash, tccr_hash_with};
 pub use prg::Prg;
-pub use random_oracle::{first_block, RandomOracle, Row512, RowDigest, RowHash, WideHash};
+pub use random_oracle::{
+    block_of_words, first_block, RandomOracle, Row512, RowDigest, RowHash, WideHash,
+};
 pub use transpose::transpose128;

@@ -139,6 +139,9 @@ pub type Row512 = [Block; 4];
 pub type RowDigest = [u32; 8];
 
 impl RowHash {
+    /// Rows hashed at a time ([`RowHash::finish`] runs best on a multiple of it).
+    pub const LANES: usize = LANES;
+
     /// The hash for `domain` bound to `context`.
     pub fn new(domain: &str, context: &[u8]) -> Self {
         let d = RandomOracle::new(domain, context).hash(&[b"RowHash IV"]);
@@ -151,16 +154,25 @@ impl RowHash {
 
     /// The chaining values after the index block of each of `indices` (four at a time):
     /// a row evaluated at several values needs its index state once.
-    pub fn index_states(&self, indices: &[u64]) -> Vec<RowDigest> {
-        let mut out = Vec::with_capacity(indices.len());
-        for js in indices.chunks(LANES) {
-            let blocks: [[u8; 64]; LANES] = std::array::from_fn(|l| {
-                let mut b = [0u8; 64];
-                b[..8].copy_from_slice(&js[l.min(js.len() - 1)].to_le_bytes());
-                b
-            });
-            let states = compress_lanes(&self.iv, [&blocks[0], &blocks[1], &blocks[2], &blocks[3]]);
-            out.extend_from_slice(&states[..js.len()]);
+    pub fn index_states(&self, indices: impl IntoIterator<Item = u64>) -> Vec<RowDigest> {
+        let indices = indices.into_iter();
+        let mut out = crate::memory::with_huge_capacity(indices.size_hint().0);
+        let mut lanes = [[0u8; 64]; LANES];
+        let mut k = 0;
+        let compress = |lanes: &[[u8; 64]; LANES], k: usize, out: &mut Vec<RowDigest>| {
+            let states = compress_lanes(&self.iv, [&lanes[0], &lanes[1], &lanes[2], &lanes[3]]);
+            out.extend_from_slice(&states[..k]);
+        };
+        for j in indices {
+            lanes[k][..8].copy_from_slice(&j.to_le_bytes());
+            k += 1;
+            if k == LANES {
+                compress(&lanes, k, &mut out);
+                k = 0;
+            }
+        }
+        if k > 0 {
+            compress(&lanes, k, &mut out);
         }
         out
     }
@@ -189,16 +201,19 @@ impl RowHash {
 
     /// `out[e] = H(indices[e], rows[e])`.
     pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
-        self.finish(&self.index_states(indices), 1, rows, out);
+        self.finish(&self.index_states(indices.iter().copied()), 1, rows, out);
     }
 }
 
 /// The first 128 bits of a SHA-256 state (its first four words, little-endian).
 pub fn first_block(state: &[u32; 8]) -> Block {
-    state[..4]
-        .iter()
-        .rev()
-        .fold(0, |acc, &w| acc << 32 | w as Block)
+    block_of_words(&state[..4])
+}
+
+/// The block whose 32-bit words, least significant first, are `words` (four of them).
+pub fn block_of_words(words: &[u32]) -> Block {
+    assert_eq!(words.len(), 4, "four words make a block");
+    words.iter().rev().fold(0, |acc, &w| acc << 32 | w as Block)
 }
 
 fn row_bytes(row: &Row512) -> [u8; 64] {
@@ -232,7 +247,7 @@ mod tests {
         let h = RowHash::new("test", b"ctx");
         let rows: Vec<Row512> = (0..7u128).map(|i| [i, i * 3, !i, i << 100]).collect();
         let mut out = Vec::new();
-        let state = h.index_states(&[42]);
+        let state = h.index_states([42]);
         h.finish(&state, rows.len(), &rows, &mut out);
         let indices: Vec<u64> = (0..7).map(|i| 1000 + i).collect();
         h.hash_indexed(&indices, &rows, &mut out);

@@ -29,6 +29,7 @@ use super::{
     SenderSeeds,
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
+use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -347,7 +348,7 @@ impl OosRows {
                 std::array::from_fn(|b| c[b] & self.delta[b])
             })
             .collect();
-        let indices: Vec<u64> = (first as u64..(first + count) as u64).collect();
+        let states = hash.index_states(first as u64..(first + count) as u64);
         let rows: Vec<Codeword> = (first..first + count)
             .flat_map(|j| {
                 let q = row_of(&self.q, j);
@@ -356,7 +357,43 @@ impl OosRows {
                     .map(move |m| std::array::from_fn(|b| q[b] ^ m[b]))
             })
             .collect();
-        hash.finish(&hash.index_states(&indices), words.len(), &rows, out);
+        hash.finish(&states, words.len(), &rows, out);
+    }
+
+    /// Starts loading the rows of the instances `first..first + count`.
+    pub fn prefetch(&self, first: usize, count: usize) {
+        let rows = &self.q[first * CODE_BLOCKS..(first + count) * CODE_BLOCKS];
+        // A 64-byte row: one cache line, or two where the rows are not line-aligned.
+        for row in rows.chunks(CODE_BLOCKS) {
+            prefetch(&row[0]);
+            prefetch(&row[CODE_BLOCKS - 1]);
+        }
+    }
+
+    /// The encodings of `word` (below 2^76) in the instances `first..first + states.len()`,
+    /// given those instances' index states ([`RowHash::index_states`]): `⟦word⟧_{first + j}`
+    /// appended to `out` for each j. (One item in each of a bin's rows, when the states of
+    /// every row were computed once beforehand.)
+    pub fn encode_word(
+        &self,
+        hash: &RowHash,
+        states: &[RowDigest],
+        first: usize,
+        word: Block,
+        out: &mut Vec<RowDigest>,
+    ) {
+        assert!(first + states.len() <= self.n);
+        let c = Bch511::get().encode(word);
+        let masked: Codeword = std::array::from_fn(|b| c[b] & self.delta[b]);
+        const LANES: usize = RowHash::LANES;
+        for (k, states) in states.chunks(LANES).enumerate() {
+            let at = first + k * LANES;
+            let rows: [Codeword; LANES] = std::array::from_fn(|l| {
+                let q = row_of(&self.q, (at + l).min(self.n - 1));
+                std::array::from_fn(|b| q[b] ^ masked[b])
+            });
+            hash.finish(states, 1, &rows[..states.len()], out);
+        }
     }
 }
 

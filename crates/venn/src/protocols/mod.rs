@@ -51,6 +51,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &kkrt16::Kkrt16,
         &rr17_bloom::Rr17Bloom,
         &rr17_de::Rr17De,
+        &rr17_de::Rr17Ec,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

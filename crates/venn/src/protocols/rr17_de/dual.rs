@@ -19,22 +19,22 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::matching::{receive_matches, send_packed};
-use super::{
+use super::{encode_own, phased, prefetch_ahead, toss_seed, Domains, Hashing};
+use crate::crypto::{first_block, Block, RowDigest, RowHash};
+use crate::items::Items;
+use crate::memory::{prefetch, with_huge_capacity};
+use crate::net::Writer;
+use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
+use crate::protocols::matching::{pack_values, receive_matches, send_packed};
+use crate::protocols::{
     round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{first_block, Block, RandomOracle, RowDigest, RowHash};
-use crate::items::Items;
-use crate::net::Writer;
-use crate::ot::oos16::{
-    OosReceiver, OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds, CHECK_ROWS,
-};
-use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
-use crate::tables::simple_hash::{bin_size, hashed_bits, phase, SlotTable};
+use crate::tables::simple_hash::{bin_size, SlotTable};
 use crate::tables::MatchTable;
-use crate::{Error, Result, STATISTICAL_SECURITY};
+use crate::{Result, STATISTICAL_SECURITY};
 
 /// RR17 dual-execution PSI (random-oracle model).
 pub struct Rr17De;
@@ -97,46 +97,36 @@ pub struct Rr17DeParams {
 
 impl Rr17DeParams {
     pub fn new(sizes: Sizes) -> Result<Self> {
-        let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
-        let m = (n_a.max(n_b) / 4).max(1);
-        let (mu_a, mu_b) = (bin_size(n_a, m), bin_size(n_b, m));
-        let lambda = STATISTICAL_SECURITY as f64;
-        let bits = hashed_bits(m);
-        // Distinct items must not share a hashed value (spec §3.3).
-        if (bits as f64) < lambda + (n_a as f64 * n_b as f64).log2() {
-            return Err(Error::Usage(format!(
-                "rr17-de hashes items to {bits} bits, too few for sets of {n_a} and {n_b}"
-            )));
-        }
-        // Slots, check rows and comparison values are counted in 32 bits.
-        let too_many = |count: u128| count + CHECK_ROWS as u128 > u32::MAX as u128;
-        let (ma, mb) = (mu_a as u128, mu_b as u128);
-        if [
-            m as u128 * ma,
-            m as u128 * mb,
-            n_a as u128 * mb,
-            n_b as u128 * ma,
-        ]
-        .into_iter()
-        .any(too_many)
-        {
-            return Err(Error::Usage(
-                "rr17-de runs sets of at most about 2^28 items".into(),
-            ));
-        }
-        let value_bits =
-            lambda + (n_a as f64 * mu_b as f64).log2() + (n_b as f64 * mu_a as f64).log2();
+        let h = Hashing::new(INFO.name, sizes, |h| {
+            let (ma, mb) = (bin_size(h.n_a, h.m) as u128, bin_size(h.n_b, h.m) as u128);
+            // Slots of each direction and comparison values of each party.
+            let (m, n_a, n_b) = (h.m as u128, h.n_a as u128, h.n_b as u128);
+            vec![m * ma, m * mb, n_a * mb, n_b * ma]
+        })?;
+        let (mu_a, mu_b) = (bin_size(h.n_a, h.m), bin_size(h.n_b, h.m));
+        let value_bits = STATISTICAL_SECURITY as f64
+            + (h.n_a as f64 * mu_b as f64).log2()
+            + (h.n_b as f64 * mu_a as f64).log2();
         let value_bytes = round_up_to_byte(value_bits) / 8;
         assert!(value_bytes <= 16, "comparison values fit a block");
         Ok(Rr17DeParams {
-            n_a,
-            n_b,
-            m,
+            n_a: h.n_a,
+            n_b: h.n_b,
+            m: h.m,
             mu_a,
             mu_b,
-            hashed_bits: bits,
+            hashed_bits: h.bits,
             value_bytes,
         })
+    }
+
+    fn hashing(&self) -> Hashing {
+        Hashing {
+            n_a: self.n_a,
+            n_b: self.n_b,
+            m: self.m,
+            bits: self.hashed_bits,
+        }
     }
 }
 
@@ -185,19 +175,6 @@ impl Protocol for Rr17De {
 /// Bob's table entries gathered before they are inserted (so their slots can be prefetched).
 const INSERT_BATCH: usize = 4096;
 
-/// Fig. 4 step 1: the hashing seed; Bob commits to his share, Alice answers, Bob opens.
-const SEED_TOSS: &str = "rr17-de hashing seed";
-
-/// The session id of one direction's seed OTs.
-fn direction_sid(sid: &[u8; 32], direction: &str) -> [u8; 32] {
-    RandomOracle::new("venn/rr17-de/direction", sid).hash(&[direction.as_bytes()])
-}
-
-/// The output hash of one direction's encodings.
-fn encoding_hash(sid: &[u8; 32], direction: &str) -> RowHash {
-    RowHash::new(&format!("venn/rr17-de/{direction}"), sid)
-}
-
 /// Fig. 4 step 2: hash, phase and place `items` in m bins of μ slots. Returns the slots
 /// and each item's representative (its word in F_encode).
 fn place(
@@ -207,59 +184,32 @@ fn place(
     items: &Items,
     mu: usize,
 ) -> Result<(SlotTable, Vec<Block>)> {
-    let key =
-        RandomOracle::new("venn/rr17-de/item-key", &ctx.session.id).hash(&[&seed.to_le_bytes()]);
-    let ro = RandomOracle::new("venn/rr17-de/item", &key);
-    let shift = 128 - p.hashed_bits;
-    let (bins, reps): (Vec<usize>, Vec<Block>) = items
-        .map_all(|x| ro.hash_block(x))
-        .into_iter()
-        .map(|v| phase(v >> shift, p.m))
-        .unzip();
+    let values = Domains::new(INFO.name, ctx).hashed(&p.hashing(), seed, items);
+    let (bins, reps) = phased(&values, p.m);
     let slots = SlotTable::place(&bins, p.m as usize, mu, &mut ctx.prg)?;
     Ok((slots, reps))
 }
 
-/// Encodes this party's slots (its items' representatives, 0 in a dummy slot) in the
-/// direction where it is the OOS receiver, and proves it; returns the encoding of each
-/// item's own slot, in item order.
-fn encode_own(
-    ctx: &mut Context,
-    seeds: &OosReceiverSeeds,
-    slots: &SlotTable,
-    reps: &[Block],
-    hash: &RowHash,
-) -> Result<Vec<RowDigest>> {
-    let words: Vec<Block> = slots
-        .item_at
-        .iter()
-        .map(|x| x.map_or(0, |x| reps[x as usize]))
-        .collect();
-    let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
-    let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
-    let outputs = OosReceiver::new(seeds).encode(ctx.peer, &words, &mut ctx.prg, hash, &sorted)?;
-    let mut own = vec![[0; 8]; order.len()];
-    for (&i, o) in order.iter().zip(outputs) {
-        own[i as usize] = o;
-    }
-    Ok(own)
+/// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
+fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
+    (b * slots.mu..(b + 1) * slots.mu)
+        .filter_map(|slot| slots.item_at[slot].map(|x| (x as usize, slot as u32)))
 }
 
 /// Reused buffers for [`encode_bin`].
 #[derive(Default)]
 struct BinScratch {
-    /// The bin's items of this party, with their slots.
+    /// The bin's items of this party, each with its slot.
     items: Vec<(usize, u32)>,
     words: Vec<Block>,
     /// `encodings[j·items.len() + k]`: item k in the peer's row j of the bin.
     encodings: Vec<RowDigest>,
 }
 
-/// This party's items in bin `b` (its slots `b·mu_own ..`), each encoded in every one of
-/// the peer's `mu_peer` rows of the bin (where this party is the OOS sender).
+/// This party's `items` of bin `b` (each with its slot), each encoded in
+/// every one of the peer's `mu_peer` rows of the bin (where this party is the OOS sender).
 fn encode_bin(
-    slots: &SlotTable,
+    items: impl Iterator<Item = (usize, u32)>,
     reps: &[Block],
     rows: &OosRows,
     hash: &RowHash,
@@ -267,12 +217,8 @@ fn encode_bin(
     mu_peer: usize,
     s: &mut BinScratch,
 ) {
-    let mu_own = slots.mu;
     s.items.clear();
-    s.items.extend(
-        (b * mu_own..(b + 1) * mu_own)
-            .filter_map(|slot| slots.item_at[slot].map(|x| (x as usize, slot as u32))),
-    );
+    s.items.extend(items);
     s.words.clear();
     s.words.extend(s.items.iter().map(|&(x, _)| reps[x]));
     s.encodings.clear();
@@ -319,12 +265,11 @@ impl Party for DeSender {
 
     /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        let sid = ctx.session.id;
+        let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let [seed, _] =
-            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "A"))?;
-        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "B"))?;
+        let seed = toss_seed(ctx, Role::Sender)?;
+        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
+        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
         Ok(DeState {
             seed,
             sending,
@@ -334,12 +279,16 @@ impl Party for DeSender {
 
     fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
         let p = Rr17DeParams::new(ctx.session.sized)?;
-        let sid = ctx.session.id;
+        let d = Domains::new(INFO.name, ctx);
         ctx.phase("hashing and encoding", false);
         let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
-        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
+        let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
         // Direction B: encode her slots and prove it.
         let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_b)?;
+        // The index states of all of Bob's rows, computed while his corrections are on
+        // their way: each row is then hashed with each of the bin's items at one
+        // compression each.
+        let states = hash_a.index_states(0..p.m * p.mu_b as u64);
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -347,22 +296,44 @@ impl Party for DeSender {
             &mut ctx.prg,
         )?;
         ctx.phase("comparison values", false);
-        // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
-        // j is for Bob's slot j of the bin. Computed bin by bin into the frames' bytes.
-        let rank = ctx.prg.permutation(items.len());
-        let bytes = p.value_bytes;
-        let mut packed = vec![0u8; items.len() * p.mu_b * bytes];
-        let mut bin = BinScratch::default();
-        for b in 0..p.m as usize {
-            encode_bin(&slots, &reps, &rows, &hash_a, b, p.mu_b, &mut bin);
-            for (e, theirs) in bin.encodings.iter().enumerate() {
-                let (j, x) = (e / bin.items.len(), bin.items[e % bin.items.len()].0);
-                let v = combine(theirs, &own[x], bytes);
-                let at = (rank[x] as usize * p.mu_b + j) * bytes;
-                packed[at..at + bytes].copy_from_slice(&v.to_le_bytes()[..bytes]);
-            }
-        }
-        send_packed(ctx.peer, p.mu_b, bytes, &packed)?;
+        // Items go out in a random order (order[k] is the item sent k-th), each with μ_B
+        // values: value j is for Bob's slot j of the bin.
+        let order = ctx.prg.permutation(items.len());
+        let (mu, bytes) = (p.mu_b, p.value_bytes);
+        let mut encodings = Vec::with_capacity(mu);
+        let bin_of = |y: usize| slots.slot_of[y] as usize / p.mu_a;
+        let touch = |y: usize| {
+            prefetch(&slots.slot_of[y]);
+            prefetch(&reps[y]);
+            prefetch(&own[y]);
+        };
+        // Computed while Bob fills his table, then sent (streamed, Alice would wait for
+        // him to finish it with her values only partly computed).
+        let mut packed = with_huge_capacity(items.len() * mu * bytes);
+        let keep = |frame: &[u8]| {
+            packed.extend_from_slice(frame);
+            Ok(())
+        };
+        pack_values(
+            items.len(),
+            mu,
+            bytes,
+            |first, values| {
+                for (k, values) in (first..).zip(values.chunks_exact_mut(mu)) {
+                    prefetch_ahead(&order, k, (&rows, &states, mu), bin_of, touch);
+                    let x = order[k] as usize;
+                    let b = bin_of(x);
+                    encodings.clear();
+                    let states = &states[b * mu..(b + 1) * mu];
+                    rows.encode_word(&hash_a, states, b * mu, reps[x], &mut encodings);
+                    for (v, theirs) in values.iter_mut().zip(&encodings) {
+                        *v = combine(theirs, &own[x], bytes);
+                    }
+                }
+            },
+            keep,
+        )?;
+        send_packed(ctx.peer, mu, bytes, &packed)?;
         Ok(Output::Nothing)
     }
 
@@ -380,12 +351,11 @@ impl Party for DeReceiver {
 
     /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        let sid = ctx.session.id;
+        let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let [seed, _] =
-            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "A"))?;
-        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &direction_sid(&sid, "B"))?;
+        let seed = toss_seed(ctx, Role::Receiver)?;
+        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
+        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
         Ok(DeState {
             seed,
             sending,
@@ -395,7 +365,7 @@ impl Party for DeReceiver {
 
     fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
         let p = Rr17DeParams::new(ctx.session.sized)?;
-        let sid = ctx.session.id;
+        let d = Domains::new(INFO.name, ctx);
         ctx.phase("hashing and encoding", false);
         let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
         // Direction B: Alice's slots; her proof is checked before anything depends on them.
@@ -405,7 +375,7 @@ impl Party for DeReceiver {
             &mut ctx.prg,
         )?;
         // Direction A: encode his slots and prove it.
-        let (hash_a, hash_b) = (encoding_hash(&sid, "A"), encoding_hash(&sid, "B"));
+        let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
         let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_a)?;
         ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
@@ -413,7 +383,8 @@ impl Party for DeReceiver {
         let mut bin = BinScratch::default();
         // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
         for b in 0..p.m as usize {
-            encode_bin(&slots, &reps, &rows, &hash_b, b, p.mu_a, &mut bin);
+            let items = bin_items(&slots, b);
+            encode_bin(items, &reps, &rows, &hash_b, b, p.mu_a, &mut bin);
             for (e, theirs) in bin.encodings.iter().enumerate() {
                 let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
                 let value = combine(&own[y], theirs, p.value_bytes);

@@ -1,0 +1,504 @@
+//! RR17 encode-commit PSI in the random-oracle model (Rindal–Rosulek CCS 2017, §5.3 and
+//! §6.4; the protocol figure is App. B, "Fig. 9"), F_encode realised by OOS16 over
+//! BCH-(511, 76, 171) ([`crate::ot::oos16`]).
+//!
+//! Offline: the hashing seed by coin tossing; 512 KOS15 random OTs seed one OOS16
+//! extension in which Alice (the sender) is the OOS sender and Bob encodes his slots.
+//!
+//! Online: both hash their items to ℓ_h-bit values v(x) and phase them into m bins. Bob
+//! puts each item at a uniformly random unused slot of his μ (zero words in the rest; a
+//! bin with more than μ items fails his run), encodes his slots and proves it; he keeps,
+//! for each item y at slot p of bin b, the tag `⟦y'⟧^TAG_{b,p}` (32 bits) and key
+//! `⟦y'⟧^ENC_{b,p}` (128 bits), two slices of the encoding (a random-oracle output). Only
+//! once his proof holds does Alice send, for each x in a random order, a commitment
+//! `COMM(v(x); r_x) = H(v(x) ‖ r_x)` (256 bits, fresh r_x of κ = 128 bits) and, for each
+//! j ∈ [μ], `⟦x'⟧^TAG_{b,j} ‖ ⟦x'⟧^ENC_{b,j} ⊕ r_x`. Bob outputs y when the pair at his
+//! slot carries his tag and opens the commitment to v(y): a tag alone is never an output.
+//!
+//! Alice's slots play no part, so her bins need no bound; her commitments bind her to
+//! exactly n_A items (Thm. 3), where a cheating Bob may still hold up to m·μ. Only Bob
+//! learns the intersection and `--both` is refused, as for dual execution (§6.7).
+
+use super::{encode_own, phased, prefetch_ahead, toss_seed, Domains, Hashing};
+use crate::crypto::{block_of_words, Block, RandomOracle, RowDigest};
+use crate::items::Items;
+use crate::memory::prefetch;
+use crate::net::{Channel, Writer};
+use crate::ot::oos16::{OosReceiverSeeds, OosSender, OosSenderSeeds};
+use crate::protocols::matching::CHUNK_ITEMS;
+use crate::protocols::{
+    AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo,
+    RoleInfo, Security, Sizes,
+};
+use crate::session::Role;
+use crate::state::{StateReader, StateWriter};
+use crate::tables::simple_hash::{bin_size, SlotTable};
+use crate::tables::TagTable;
+use crate::Result;
+
+/// RR17 encode-commit PSI (random-oracle model).
+pub struct Rr17Ec;
+/// Alice, the sender.
+struct EcSender;
+/// Bob, the receiver.
+struct EcReceiver;
+
+/// Bytes of a commitment `H(v(x) ‖ r_x)` (spec §5.4: C = 2κ).
+const COMMITMENT_BYTES: usize = 32;
+/// Bytes of a tag τ (spec §5.4: its length trades traffic against trial openings; with
+/// 32 bits Bob expects n_A·n_B·2^-32 tags that match without opening, about 256 at 2^20).
+const TAG_BYTES: usize = 4;
+/// Bytes of a masked decommitment `ENC ⊕ r_x` (κ bits).
+const KEY_BYTES: usize = 16;
+/// Bytes of one pair `tag ‖ ENC ⊕ r_x`.
+const PAIR_BYTES: usize = TAG_BYTES + KEY_BYTES;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "rr17-ec",
+    paper: "Rindal, Rosulek: Malicious-Secure Private Set Intersection via Dual Execution \
+            (CCS 2017), encode-commit: §6.4 and App. B (Fig. 9), F_encode by OOS16 over \
+            BCH-(511,76,171) (§7), commitments H(x‖r)",
+    security: Security::Malicious,
+    leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
+              other's set size. Secure against a malicious party in the random-oracle model \
+              (UC; a cheating receiver's set may hold up to m·μ items, about 7.75n at n = \
+              2^20, a cheating sender's exactly her declared size, one commitment each); a \
+              receiver whose OT-extension rows do not each encode one value is caught by the \
+              OOS16 check before the sender sends anything that depends on them.",
+    both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            // Bob's rows: m·μ rows of 64 bytes, m·μ ≈ 7.75 n_B.
+            peer_item_bytes: 600,
+            // Her tuples (32 + 20μ bytes), values, keys and bins.
+            own_item_bytes: 1400,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            // His slot words (m·μ of 16 bytes) when Alice's set sets m; her tuples stream.
+            peer_item_bytes: 200,
+            // Slot words, encodings, tag table, keys and values.
+            own_item_bytes: 600,
+        },
+    ],
+};
+
+/// The parameters of one run (Fig. 9 header, spec §5.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rr17EcParams {
+    /// Alice's (the sender's) set size.
+    pub n_a: u64,
+    /// Bob's (the receiver's) set size.
+    pub n_b: u64,
+    /// Bins: ⌊n/4⌋ for n the larger set, at least 1.
+    pub m: u64,
+    /// Slots in Bob's bins (there are m·μ OOS16 instances).
+    pub mu: usize,
+    /// Bits of an item's hashed value.
+    pub hashed_bits: u32,
+}
+
+impl Rr17EcParams {
+    pub fn new(sizes: Sizes) -> Result<Self> {
+        let h = Hashing::new(INFO.name, sizes, |h| {
+            let mu = bin_size(h.n_b, h.m) as u128;
+            // Slots, and pairs Alice sends.
+            vec![h.m as u128 * mu, h.n_a as u128 * mu]
+        })?;
+        Ok(Rr17EcParams {
+            n_a: h.n_a,
+            n_b: h.n_b,
+            m: h.m,
+            mu: bin_size(h.n_b, h.m),
+            hashed_bits: h.bits,
+        })
+    }
+
+    fn hashing(&self) -> Hashing {
+        Hashing {
+            n_a: self.n_a,
+            n_b: self.n_b,
+            m: self.m,
+            bits: self.hashed_bits,
+        }
+    }
+
+    /// Bytes of one of Alice's tuples: a commitment and μ pairs.
+    fn tuple_bytes(&self) -> usize {
+        COMMITMENT_BYTES + self.mu * PAIR_BYTES
+    }
+}
+
+impl Parameters for Rr17EcParams {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .u64(self.m)
+            .u64(self.mu as u64)
+            .u64(self.hashed_bits as u64)
+            .u64(self.tuple_bytes() as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
+        ParamTable(vec![
+            ("bins", self.m.to_string()),
+            ("mu_receiver", self.mu.to_string()),
+            // OOS16 instances: Bob encodes his m·μ slots.
+            ("ots", (self.m * self.mu as u64).to_string()),
+            ("hashed_bits", self.hashed_bits.to_string()),
+            ("commitment_bits", (8 * COMMITMENT_BYTES).to_string()),
+            ("tag_bits", (8 * TAG_BYTES).to_string()),
+            ("key_bits", (8 * KEY_BYTES).to_string()),
+        ])
+    }
+}
+
+impl Protocol for Rr17Ec {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr17EcParams::new(sizes)?))
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &EcSender,
+            Role::Receiver => &EcReceiver,
+        }
+    }
+}
+
+/// `COMM(v; r) = H(v ‖ r)`, a random oracle bound to the session (App. A: straight-line
+/// extractable and hiding in the non-programmable random-oracle model).
+fn commitment(oracle: &RandomOracle, v: Block, r: Block) -> [u8; COMMITMENT_BYTES] {
+    oracle.hash(&[&v.to_le_bytes(), &r.to_le_bytes()])
+}
+
+/// `⟦v⟧^TAG` and `⟦v⟧^ENC` (Fig. 9 step 3): disjoint slices of the encoding.
+fn tag_and_key(encoding: &RowDigest) -> (u32, Block) {
+    (encoding[0], block_of_words(&encoding[1..5]))
+}
+
+/// What Alice keeps from the offline phase.
+pub struct EcSenderState {
+    seed: Block,
+    sending: OosSenderSeeds,
+}
+
+/// What Bob keeps from the offline phase.
+pub struct EcReceiverState {
+    seed: Block,
+    encoding: OosReceiverSeeds,
+}
+
+impl Party for EcSender {
+    type State = EcSenderState;
+
+    /// Fig. 9 step 1 and the seed OTs of Bob's slots.
+    fn offline(&self, ctx: &mut Context) -> Result<EcSenderState> {
+        let d = Domains::new(INFO.name, ctx);
+        ctx.phase("coin tossing and seed OTs", true);
+        let seed = toss_seed(ctx, Role::Sender)?;
+        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
+        Ok(EcSenderState { seed, sending })
+    }
+
+    /// Fig. 9 steps 2–4.
+    fn online(&self, ctx: &mut Context, state: EcSenderState, items: &Items) -> Result<Output> {
+        send_tuples(ctx, state, items, |_, _| {})?;
+        Ok(Output::Nothing)
+    }
+
+    fn save(&self, state: &EcSenderState, out: &mut StateWriter) -> Result<()> {
+        out.block(state.seed)?;
+        state.sending.save(out)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<EcSenderState> {
+        Ok(EcSenderState {
+            seed: input.block()?,
+            sending: OosSenderSeeds::load(input)?,
+        })
+    }
+}
+
+/// Alice's Fig. 9 steps 2–4: her tuples, streamed in a random order, each frame passed
+/// through `then(frame, tuple_bytes)` before it is sent (tests play cheating senders with
+/// it).
+fn send_tuples(
+    ctx: &mut Context,
+    state: EcSenderState,
+    items: &Items,
+    mut then: impl FnMut(&mut Vec<u8>, usize),
+) -> Result<()> {
+    let p = Rr17EcParams::new(ctx.session.sized)?;
+    let d = Domains::new(INFO.name, ctx);
+    ctx.phase("hashing and encoding", false);
+    let values = d.hashed(&p.hashing(), state.seed, items);
+    let (bins, reps) = phased(&values, p.m);
+    let hash = d.encoding_hash("A");
+    // The index states of all of Bob's rows, computed while his corrections are on their
+    // way: each row is then hashed with each of the bin's items at one compression each.
+    let states = hash.index_states(0..p.m * p.mu as u64);
+    // Bob's slots; his proof is checked before anything depends on them.
+    let rows =
+        OosSender::new(&state.sending).receive(ctx.peer, p.m as usize * p.mu, &mut ctx.prg)?;
+    ctx.phase("commitments", false);
+    // Tuples go out in a random order: order[k] is the item sent k-th. Pair j of an
+    // item's tuple is for Bob's slot j of its bin.
+    let order = ctx.prg.permutation(items.len());
+    let (tuple, mu) = (p.tuple_bytes(), p.mu);
+    let oracle = d.oracle("commit");
+    let mut encodings = Vec::with_capacity(mu);
+    let mut frame = Vec::with_capacity(CHUNK_ITEMS * tuple);
+    let touch = |y: usize| {
+        prefetch(&bins[y]);
+        prefetch(&reps[y]);
+        prefetch(&values[y]);
+    };
+    for (first, chunk) in (0..).step_by(CHUNK_ITEMS).zip(order.chunks(CHUNK_ITEMS)) {
+        frame.resize(chunk.len() * tuple, 0);
+        for (k, (&x, t)) in (first..).zip(chunk.iter().zip(frame.chunks_exact_mut(tuple))) {
+            let ahead = (&rows, &states[..], mu);
+            prefetch_ahead(&order, k, ahead, |y| bins[y], touch);
+            let (x, b) = (x as usize, bins[x as usize]);
+            let r = ctx.prg.block();
+            t[..COMMITMENT_BYTES].copy_from_slice(&commitment(&oracle, values[x], r));
+            encodings.clear();
+            rows.encode_word(
+                &hash,
+                &states[b * mu..(b + 1) * mu],
+                b * mu,
+                reps[x],
+                &mut encodings,
+            );
+            for (pair, e) in t[COMMITMENT_BYTES..]
+                .chunks_exact_mut(PAIR_BYTES)
+                .zip(&encodings)
+            {
+                let (tag, key) = tag_and_key(e);
+                pair[..TAG_BYTES].copy_from_slice(&tag.to_le_bytes());
+                pair[TAG_BYTES..].copy_from_slice(&(key ^ r).to_le_bytes());
+            }
+        }
+        then(&mut frame, tuple);
+        ctx.peer.send(&frame)?;
+    }
+    ctx.peer.flush()
+}
+
+/// The pairs `(tag, ENC ⊕ r)` of one of Alice's tuples.
+fn pairs(tuple: &[u8]) -> impl Iterator<Item = (u32, Block)> + '_ {
+    tuple[COMMITMENT_BYTES..]
+        .chunks_exact(PAIR_BYTES)
+        .map(|pair| {
+            let (tag, masked) = pair.split_at(TAG_BYTES);
+            let tag = u32::from_le_bytes(tag.try_into().expect("4 bytes"));
+            (
+                tag,
+                Block::from_le_bytes(masked.try_into().expect("16 bytes")),
+            )
+        })
+}
+
+/// Bob's side of Fig. 9 step 4: what he holds to open Alice's commitments.
+struct Openings<'a> {
+    table: TagTable,
+    /// `⟦y'⟧^ENC` of each of his items' slot.
+    keys: Vec<Block>,
+    values: &'a [Block],
+    oracle: RandomOracle,
+}
+
+impl Openings<'_> {
+    /// Receives Alice's `n_a` tuples of `mu` pairs (exactly; a tuple more or less is a
+    /// protocol error) and returns Bob's items whose pair opens the tuple's commitment.
+    fn receive(&self, chan: &mut dyn Channel, n_a: usize, mu: usize) -> Result<Vec<usize>> {
+        // Tuples ahead whose tags' buckets are loaded early.
+        const AHEAD: usize = 2;
+        let tuple = COMMITMENT_BYTES + mu * PAIR_BYTES;
+        let mut found = Vec::new();
+        let mut frame = Vec::new();
+        for first in (0..n_a).step_by(CHUNK_ITEMS) {
+            let count = (n_a - first).min(CHUNK_ITEMS);
+            chan.recv_exact_into(&mut frame, count * tuple, "commitment tuples")?;
+            let tuples: Vec<&[u8]> = frame.chunks_exact(tuple).collect();
+            for (k, t) in tuples.iter().enumerate() {
+                if let Some(later) = tuples.get(k + AHEAD) {
+                    pairs(later).for_each(|(tag, _)| self.table.prefetch(tag));
+                }
+                let committed = &t[..COMMITMENT_BYTES];
+                for (j, (tag, masked)) in pairs(t).enumerate() {
+                    self.table.find(tag, j as u32, |y| {
+                        let y = y as usize;
+                        let r = masked ^ self.keys[y];
+                        if commitment(&self.oracle, self.values[y], r) == committed {
+                            found.push(y);
+                        }
+                    });
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        Ok(found)
+    }
+}
+
+impl Party for EcReceiver {
+    type State = EcReceiverState;
+
+    /// Fig. 9 step 1 and the seed OTs of his slots.
+    fn offline(&self, ctx: &mut Context) -> Result<EcReceiverState> {
+        let d = Domains::new(INFO.name, ctx);
+        ctx.phase("coin tossing and seed OTs", true);
+        let seed = toss_seed(ctx, Role::Receiver)?;
+        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
+        Ok(EcReceiverState { seed, encoding })
+    }
+
+    /// Fig. 9 steps 2–4.
+    fn online(&self, ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Output> {
+        let p = Rr17EcParams::new(ctx.session.sized)?;
+        let d = Domains::new(INFO.name, ctx);
+        ctx.phase("hashing and encoding", false);
+        let values = d.hashed(&p.hashing(), state.seed, items);
+        let (bins, reps) = phased(&values, p.m);
+        let slots = SlotTable::place(&bins, p.m as usize, p.mu, &mut ctx.prg)?;
+        drop(bins);
+        let own = encode_own(ctx, &state.encoding, &slots, &reps, &d.encoding_hash("A"))?;
+        ctx.phase("trial openings", false);
+        let (tags, keys): (Vec<u32>, Vec<Block>) = own.iter().map(tag_and_key).unzip();
+        drop(own);
+        let groups = slots.slot_of.iter().map(|s| s % p.mu as u32);
+        let openings = Openings {
+            table: TagTable::new(tags.into_iter().zip(groups)),
+            keys,
+            values: &values,
+            oracle: d.oracle("commit"),
+        };
+        let n_a = ctx.session.n_sender as usize;
+        Ok(Output::Indices(openings.receive(ctx.peer, n_a, p.mu)?))
+    }
+
+    fn save(&self, state: &EcReceiverState, out: &mut StateWriter) -> Result<()> {
+        out.block(state.seed)?;
+        state.encoding.save(out)
+    }
+
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<EcReceiverState> {
+        Ok(EcReceiverState {
+            seed: input.block()?,
+            encoding: OosReceiverSeeds::load(input)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_parties::{run, sets};
+    use super::*;
+    use crate::Error;
+
+    const N: usize = 300;
+    const SHARED: usize = 60;
+
+    /// Honest Bob's output against an Alice who runs the protocol but changes her tuples
+    /// with `cheat(tuples, tuple_bytes)` before they are sent.
+    fn against_alice(cheat: impl FnMut(&mut Vec<u8>, usize) + Send) -> Result<Output> {
+        let (a, b) = sets(N, N, SHARED);
+        run(
+            (N, N),
+            |ctx| {
+                let state = Party::offline(&EcSender, ctx)?;
+                send_tuples(ctx, state, &a, cheat)
+            },
+            |ctx| {
+                let state = Party::offline(&EcReceiver, ctx)?;
+                Party::online(&EcReceiver, ctx, state, &b)
+            },
+        )
+        .1
+    }
+
+    fn indices(output: Result<Output>) -> Vec<usize> {
+        match output {
+            Ok(Output::Indices(found)) => found,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_honest_alice_gives_the_intersection() {
+        let found = indices(against_alice(|_, _| {}));
+        assert_eq!(found, (0..SHARED).collect::<Vec<_>>());
+    }
+
+    /// Spec §9 item 15: Alice commits to one item and encodes another (each commitment
+    /// moved to the next tuple): nothing opens, nothing is output, and Bob does not abort
+    /// (a failed opening is an input choice, §6.3).
+    #[test]
+    fn commitments_to_other_items_open_nothing() {
+        let found = indices(against_alice(|packed, tuple| {
+            let n = packed.len() / tuple;
+            let commitments: Vec<u8> = (0..n)
+                .flat_map(|k| packed[k * tuple..k * tuple + COMMITMENT_BYTES].to_vec())
+                .collect();
+            for k in 0..n {
+                let from = (k + 1) % n * COMMITMENT_BYTES;
+                packed[k * tuple..k * tuple + COMMITMENT_BYTES]
+                    .copy_from_slice(&commitments[from..from + COMMITMENT_BYTES]);
+            }
+        }));
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// Spec §9 item 16: the right tags with altered masked keys: a tag match alone is never
+    /// an output.
+    #[test]
+    fn a_tag_without_its_key_is_no_output() {
+        let found = indices(against_alice(|packed, tuple| {
+            for t in packed.chunks_exact_mut(tuple) {
+                for pair in t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES) {
+                    pair[TAG_BYTES] ^= 1;
+                }
+            }
+        }));
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    /// Spec §9 item 19: the first half of the tuples sent twice (in place of the second):
+    /// each item of the first half that Bob holds is output once, nothing else.
+    #[test]
+    fn a_tuple_sent_twice_outputs_its_item_once() {
+        let found = indices(against_alice(|packed, tuple| {
+            let half = packed.len() / tuple / 2 * tuple;
+            packed.copy_within(..half, half);
+        }));
+        assert!(
+            !found.is_empty() && found.iter().all(|&y| y < SHARED),
+            "{found:?}"
+        );
+        assert!(found.is_sorted() && found.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// Spec §9 item 17: a tuple fewer or more than Alice's declared size is a protocol
+    /// error, not an output.
+    #[test]
+    fn a_missing_or_surplus_tuple_is_refused() {
+        for more in [false, true] {
+            let r = against_alice(|packed, tuple| {
+                let len = packed.len();
+                packed.resize(if more { len + tuple } else { len - tuple }, 0);
+            });
+            assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        }
+    }
+}

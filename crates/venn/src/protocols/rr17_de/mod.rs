@@ -1,0 +1,228 @@
+//! Rindal–Rosulek, "Malicious-secure private set intersection via dual execution" (CCS
+//! 2017): the dual-execution protocol ([`Rr17De`], Fig. 4) and the encode-commit protocol
+//! ([`Rr17Ec`], §6.4 and App. B), both in the random-oracle model with F_encode realised by
+//! OOS16 over BCH-(511, 76, 171) ([`crate::ot::oos16`]).
+//!
+//! What they share, here: the hashing seed by coin tossing, simple hashing with phasing into
+//! m bins (§6.1, §7), and encoding one's own slots as OOS receiver.
+
+mod commit;
+mod dual;
+
+pub use commit::Rr17Ec;
+pub use dual::Rr17De;
+
+use super::{Context, Sizes};
+use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
+use crate::items::Items;
+use crate::memory::prefetch;
+use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, OosRows, CHECK_ROWS};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::tables::simple_hash::{hashed_bits, phase, SlotTable};
+use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// Fig. 4 and Fig. 9 step 1: the hashing seed, tossed as Bob commits to his share, Alice
+/// answers and Bob opens (the session id binds it to the protocol and the run).
+fn toss_seed(ctx: &mut Context, role: Role) -> Result<Block> {
+    const LABEL: &str = "hashing seed";
+    let sid = ctx.session.id;
+    let [seed, _] = match role {
+        Role::Sender => {
+            CoinTossReply::receive(ctx.peer, &sid, LABEL)?.answer(ctx.peer, &mut ctx.prg)?
+        }
+        Role::Receiver => CoinToss::commit(ctx.peer, &sid, LABEL, &mut ctx.prg)?.open(ctx.peer)?,
+    };
+    Ok(seed)
+}
+
+/// How both protocols hash: set sizes, m bins and the bits of a hashed item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hashing {
+    /// Alice's (the sender's) set size.
+    n_a: u64,
+    /// Bob's (the receiver's) set size.
+    n_b: u64,
+    /// Bins: ⌊n/4⌋ for n the larger set (RR17's LAN setting), at least 1.
+    m: u64,
+    /// Bits of an item's hashed value ([`hashed_bits`]).
+    bits: u32,
+}
+
+impl Hashing {
+    /// The hashing of a run of `name` between sets of `sizes`; `instances` are the counts
+    /// (of slots, OT instances or values) the protocol will index in 32 bits.
+    fn new(name: &str, sizes: Sizes, instances: impl Fn(Hashing) -> Vec<u128>) -> Result<Self> {
+        let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
+        let m = (n_a.max(n_b) / 4).max(1);
+        let bits = hashed_bits(m);
+        // Distinct items must not share a hashed value (spec §3.3).
+        if (bits as f64) < STATISTICAL_SECURITY as f64 + (n_a as f64 * n_b as f64).log2() {
+            return Err(Error::Usage(format!(
+                "{name} hashes items to {bits} bits, too few for sets of {n_a} and {n_b}"
+            )));
+        }
+        let h = Hashing { n_a, n_b, m, bits };
+        if instances(h)
+            .into_iter()
+            .any(|count| count + CHECK_ROWS as u128 > u32::MAX as u128)
+        {
+            return Err(Error::Usage(format!(
+                "{name} runs sets of at most about 2^28 items"
+            )));
+        }
+        Ok(h)
+    }
+}
+
+/// Session ids and hashes of one run, each bound to the protocol's name and the session.
+struct Domains {
+    name: &'static str,
+    sid: [u8; 32],
+}
+
+impl Domains {
+    fn new(name: &'static str, ctx: &Context) -> Self {
+        Domains {
+            name,
+            sid: ctx.session.id,
+        }
+    }
+
+    fn oracle(&self, purpose: &str) -> RandomOracle {
+        RandomOracle::new(&format!("venn/{}/{purpose}", self.name), &self.sid)
+    }
+
+    /// The session id of one direction's seed OTs.
+    fn direction_sid(&self, direction: &str) -> [u8; 32] {
+        self.oracle("direction").hash(&[direction.as_bytes()])
+    }
+
+    /// The output hash of one direction's encodings (the OOS16 random oracle, §2.2.4).
+    fn encoding_hash(&self, direction: &str) -> RowHash {
+        RowHash::new(&format!("venn/{}/{direction}", self.name), &self.sid)
+    }
+
+    /// Each item's hashed value v(x) < 2^bits (§7: hashing to a smaller domain, a random
+    /// oracle keyed by the session and the coin-tossed seed).
+    fn hashed(&self, h: &Hashing, seed: Block, items: &Items) -> Vec<Block> {
+        let key = self.oracle("item-key").hash(&[&seed.to_le_bytes()]);
+        let ro = RandomOracle::new(&format!("venn/{}/item", self.name), &key);
+        let shift = 128 - h.bits;
+        items.map_all(|x| ro.hash_block(x) >> shift)
+    }
+}
+
+/// Each hashed value's bin and representative (its word in F_encode).
+fn phased(values: &[Block], m: u64) -> (Vec<usize>, Vec<Block>) {
+    values.iter().map(|&v| phase(v, m)).unzip()
+}
+
+/// Encodes this party's slots (its items' representatives, 0 in a dummy slot) in the
+/// direction where it is the OOS receiver, and proves it; returns the encoding of each
+/// item's own slot, in item order.
+fn encode_own(
+    ctx: &mut Context,
+    seeds: &OosReceiverSeeds,
+    slots: &SlotTable,
+    reps: &[Block],
+    hash: &RowHash,
+) -> Result<Vec<RowDigest>> {
+    let words: Vec<Block> = slots
+        .item_at
+        .iter()
+        .map(|x| x.map_or(0, |x| reps[x as usize]))
+        .collect();
+    let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
+    let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
+    let outputs = OosReceiver::new(seeds).encode(ctx.peer, &words, &mut ctx.prg, hash, &sorted)?;
+    let mut own = vec![[0; 8]; order.len()];
+    for (&i, o) in order.iter().zip(outputs) {
+        own[i as usize] = o;
+    }
+    Ok(own)
+}
+
+/// How many items ahead Alice's sending loop starts loading what it will need.
+const AHEAD: usize = 4;
+
+/// Alice sends her items in a random order (`order`), so each item's data and its bin's
+/// rows are cache misses: at place `k` of her loop, start loading the data of the item
+/// `2·AHEAD` places later (`touch`) and the rows and index states of the bin (`bin_of`) of
+/// the one `AHEAD` places later.
+fn prefetch_ahead(
+    order: &[u32],
+    k: usize,
+    (rows, states, mu): (&OosRows, &[RowDigest], usize),
+    bin_of: impl Fn(usize) -> usize,
+    touch: impl Fn(usize),
+) {
+    if let Some(&y) = order.get(k + 2 * AHEAD) {
+        touch(y as usize);
+    }
+    if let Some(&y) = order.get(k + AHEAD) {
+        let b = bin_of(y as usize);
+        rows.prefetch(b * mu, mu);
+        // Two 32-byte states a cache line.
+        for state in states[b * mu..(b + 1) * mu].iter().step_by(2) {
+            prefetch(state);
+        }
+    }
+}
+
+/// Runs an Alice and a Bob, honest or cheating, against each other.
+#[cfg(test)]
+mod test_parties {
+    use super::*;
+    use crate::crypto::Prg;
+    use crate::net::mem_pair;
+    use crate::session::Session;
+    use std::time::Duration;
+
+    /// Alice's `n_a` and Bob's `n_b` items; Bob's first `shared` are also Alice's (her
+    /// last ones).
+    pub fn sets(n_a: usize, n_b: usize, shared: usize) -> (Items, Items) {
+        let alice = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
+            Some(k) => format!("shared {k}"),
+            None => format!("alice {i}"),
+        });
+        let bob = (0..n_b).map(|i| match i < shared {
+            true => format!("shared {i}"),
+            false => format!("bob {i}"),
+        });
+        (alice.collect(), bob.collect())
+    }
+
+    /// Runs `alice` and `bob`, each given its context, over an in-memory link.
+    pub fn run<A: Send, B: Send>(
+        sizes: (usize, usize),
+        alice: impl FnOnce(&mut Context) -> Result<A> + Send,
+        bob: impl FnOnce(&mut Context) -> Result<B> + Send,
+    ) -> (Result<A>, Result<B>) {
+        let session = |role| Session {
+            id: [7; 32],
+            role,
+            n_sender: sizes.0 as u64,
+            n_receiver: sizes.1 as u64,
+            sized: Sizes {
+                sender: sizes.0 as u64,
+                receiver: sizes.1 as u64,
+            },
+            both: false,
+            key: [0; 32],
+        };
+        let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+        std::thread::scope(|s| {
+            let t = s.spawn(move || {
+                let mut ctx =
+                    Context::new(&mut b, session(Role::Receiver), Prg::from_seed(2), None);
+                bob(&mut ctx)
+            });
+            let mut ctx = Context::new(&mut a, session(Role::Sender), Prg::from_seed(1), None);
+            let alice = alice(&mut ctx);
+            drop(ctx);
+            drop(a);
+            (alice, t.join().expect("bob finishes"))
+        })
+    }
+}

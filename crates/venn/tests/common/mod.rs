@@ -1,0 +1,151 @@
+//! What the protocol tests share: options, random sets with a known intersection, and a
+//! meddling channel that rewrites or cuts off one party's frames.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::collections::HashSet;
+use std::time::Duration;
+use venn::crypto::Prg;
+use venn::net::{mem_pair, Channel, MemChannel, Traffic};
+use venn::protocols::Protocol;
+use venn::session::Role;
+use venn::{run, Error, Items, Report, RunOptions};
+
+pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
+    RunOptions {
+        protocol,
+        role,
+        both,
+        max_peer_items: 1 << 24,
+        max_memory: 1 << 32,
+        threads: 1,
+        seed: None,
+        progress: None,
+    }
+}
+
+/// Runs both parties; returns (sender report, receiver report).
+pub fn run_pair(
+    protocol: &'static dyn Protocol,
+    sender: &Items,
+    receiver: &Items,
+    both: bool,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|s| {
+        let t = s.spawn(|| run(&mut b, receiver, &options(protocol, Role::Receiver, both)));
+        let sr = run(&mut a, sender, &options(protocol, Role::Sender, both));
+        (sr, t.join().unwrap())
+    })
+}
+
+/// Random sets of the given sizes sharing `overlap` items; item lengths vary 0..=40 bytes.
+pub fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (Items, Items) {
+    let mut prg = Prg::from_seed(seed);
+    let item = |prg: &mut Prg| {
+        let len = prg.below(41) as usize;
+        let mut b = vec![0u8; len + 8];
+        prg.fill_bytes(&mut b);
+        b
+    };
+    let shared: Vec<Vec<u8>> = (0..overlap).map(|_| item(&mut prg)).collect();
+    let mut s: Vec<Vec<u8>> = shared.clone();
+    s.extend((overlap..n_sender).map(|_| item(&mut prg)));
+    let mut r: Vec<Vec<u8>> = shared;
+    r.extend((overlap..n_receiver).map(|_| item(&mut prg)));
+    // Shuffle so shared items are not at the same positions.
+    let ps = prg.permutation(s.len());
+    let pr = prg.permutation(r.len());
+    (
+        ps.iter().map(|&i| s[i as usize].clone()).collect(),
+        pr.iter().map(|&i| r[i as usize].clone()).collect(),
+    )
+}
+
+/// The indices a report's output holds (it must hold indices).
+pub fn indices(r: &Report) -> Vec<usize> {
+    r.output.indices().expect("an output of indices").to_vec()
+}
+
+pub fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
+    let other: HashSet<&[u8]> = (0..theirs.len()).map(|i| theirs.get(i)).collect();
+    (0..mine.len())
+        .filter(|&i| other.contains(mine.get(i)))
+        .collect()
+}
+
+/// A channel that lets a test rewrite (or cut off at) the frames one party sends, or
+/// (with `incoming`) those it receives: a meddling network on that party's link.
+pub struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
+    inner: MemChannel,
+    incoming: bool,
+    frames: usize,
+    tamper: F,
+}
+
+impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
+    fn send(&mut self, frame: &[u8]) -> venn::Result<()> {
+        if self.incoming {
+            return self.inner.send(frame);
+        }
+        let mut f = frame.to_vec();
+        self.frames += 1;
+        if !(self.tamper)(self.frames, &mut f) {
+            return Err(Error::PeerClosed(" (test: cut off)"));
+        }
+        self.inner.send(&f)
+    }
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> venn::Result<()> {
+        self.inner.recv_into(buf, max_len)?;
+        if self.incoming {
+            self.frames += 1;
+            if !(self.tamper)(self.frames, buf) {
+                return Err(Error::PeerClosed(" (test: cut off)"));
+            }
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> venn::Result<()> {
+        self.inner.flush()
+    }
+    fn traffic(&self) -> Traffic {
+        self.inner.traffic()
+    }
+    fn abort(&mut self, reason: &str) {
+        self.inner.abort(reason)
+    }
+}
+
+/// Runs `p` with the frames on the sender's link passed through `tamper` (those the sender
+/// sends, or with `incoming` those it receives); returns both parties' results.
+pub fn tampered_pair(
+    p: &'static dyn Protocol,
+    s: &Items,
+    r: &Items,
+    both: bool,
+    incoming: bool,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (a, mut b) = mem_pair(Duration::from_secs(5));
+    let mut a = Tampered {
+        inner: a,
+        incoming,
+        frames: 0,
+        tamper,
+    };
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
+        let sr = run(&mut a, s, &options(p, Role::Sender, both));
+        drop(a);
+        (sr, t.join().unwrap())
+    })
+}
+
+/// The receiver's result when the sender's frames pass through `tamper`.
+pub fn tampered_run(
+    p: &'static dyn Protocol,
+    s: &Items,
+    r: &Items,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> venn::Result<Report> {
+    tampered_pair(p, s, r, false, false, tamper).1
+}

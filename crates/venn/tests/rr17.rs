@@ -1,0 +1,44 @@
+//! RR17 dual execution and encode-commit against a cheating party on the real runner (spec
+//! `rr17-de.md` §9): rows of an OT extension that do not each encode one value are caught by
+//! the OOS16 check. (Cheats the session's transcript check would also catch — altered
+//! values, commitments or tuples — are tested against the protocol code directly, in the
+//! protocols' own modules.)
+
+mod common;
+
+use common::{sets, tampered_pair};
+use venn::protocols::find;
+use venn::Error;
+
+/// A party whose OT-extension corrections do not each encode one value (64 bits of one row
+/// flipped, as it could send them) is caught by the OOS16 consistency check of the other,
+/// which stops before anything depends on those rows (for Bob: before any output; for
+/// Alice: before any comparison value or commitment is sent). Spec §9 items 1, 9 and 20.
+#[test]
+fn corrections_that_encode_no_value_are_caught() {
+    let (s, r) = sets(4096, 4096, 1000, 14);
+    // A full frame of corrections: 4096 rows of 64 bytes.
+    const FRAME: usize = 4096 * 64;
+    // (protocol, whether Alice is the cheat): in encode-commit only Bob encodes.
+    for (name, alice_cheats) in [("rr17-de", true), ("rr17-de", false), ("rr17-ec", false)] {
+        let p = find(name).unwrap();
+        let mut done = false;
+        let (sr, rr) = tampered_pair(p, &s, &r, false, !alice_cheats, |_, f| {
+            if !done && f.len() == FRAME {
+                f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
+                done = true;
+            }
+            true
+        });
+        assert!(done, "{name}: a frame of corrections went by");
+        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
+        match victim {
+            Err(Error::CheatingDetected(why)) => assert!(why.contains("OOS16"), "{why}"),
+            other => panic!(
+                "{name}, alice cheats: {alice_cheats}: {:?}",
+                other.map(|r| r.output)
+            ),
+        }
+        assert!(cheat.is_err(), "{name}: the cheat got an answer");
+    }
+}
