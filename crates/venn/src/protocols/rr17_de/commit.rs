@@ -19,10 +19,9 @@
 //! exactly n_A items (Thm. 3), where a cheating Bob may still hold up to m·μ. Only Bob
 //! learns the intersection and `--both` is refused, as for dual execution (§6.7).
 
-use super::{encode_own, phased, prefetch_ahead, toss_seed, Domains, Hashing};
+use super::{encode_own, gathered, phased, prefetch_bin, toss_seed, Domains, Hashing, AHEAD};
 use crate::crypto::{block_of_words, Block, RandomOracle, RowDigest};
 use crate::items::Items;
-use crate::memory::prefetch;
 use crate::net::{Channel, Writer};
 use crate::ot::oos16::{OosReceiverSeeds, OosSender, OosSenderSeeds};
 use crate::protocols::matching::CHUNK_ITEMS;
@@ -241,7 +240,10 @@ fn send_tuples(
     let p = Rr17EcParams::new(ctx.session.sized)?;
     let d = Domains::new(INFO.name, ctx);
     ctx.phase("hashing and encoding", false);
+    // Tuples go out in a random order, so her items are put in that order now (her output
+    // is nothing: the order need not be kept): value k is of the item sent k-th.
     let values = d.hashed(&p.hashing(), state.seed, items);
+    let values = gathered(&ctx.prg.permutation(values.len()), &values);
     let (bins, reps) = phased(&values, p.m);
     let hash = d.encoding_hash("A");
     // The index states of all of Bob's rows, computed while his corrections are on their
@@ -251,38 +253,25 @@ fn send_tuples(
     let rows =
         OosSender::new(&state.sending).receive(ctx.peer, p.m as usize * p.mu, &mut ctx.prg)?;
     ctx.phase("commitments", false);
-    // Tuples go out in a random order: order[k] is the item sent k-th. Pair j of an
-    // item's tuple is for Bob's slot j of its bin.
-    let order = ctx.prg.permutation(items.len());
+    // Pair j of an item's tuple is for Bob's slot j of its bin.
     let (tuple, mu) = (p.tuple_bytes(), p.mu);
     let oracle = d.oracle("commit");
     let mut encodings = Vec::with_capacity(mu);
     let mut frame = Vec::with_capacity(CHUNK_ITEMS * tuple);
-    let touch = |y: usize| {
-        prefetch(&bins[y]);
-        prefetch(&reps[y]);
-        prefetch(&values[y]);
-    };
-    for (first, chunk) in (0..).step_by(CHUNK_ITEMS).zip(order.chunks(CHUNK_ITEMS)) {
-        frame.resize(chunk.len() * tuple, 0);
-        for (k, (&x, t)) in (first..).zip(chunk.iter().zip(frame.chunks_exact_mut(tuple))) {
-            let ahead = (&rows, &states[..], mu);
-            prefetch_ahead(&order, k, ahead, |y| bins[y], touch);
-            let (x, b) = (x as usize, bins[x as usize]);
-            let r = ctx.prg.block();
-            t[..COMMITMENT_BYTES].copy_from_slice(&commitment(&oracle, values[x], r));
+    for first in (0..values.len()).step_by(CHUNK_ITEMS) {
+        let count = (values.len() - first).min(CHUNK_ITEMS);
+        frame.resize(count * tuple, 0);
+        for (k, t) in (first..).zip(frame.chunks_exact_mut(tuple)) {
+            if let Some(&b) = bins.get(k + AHEAD) {
+                prefetch_bin(&rows, &states, mu, b);
+            }
+            let (b, r) = (bins[k], ctx.prg.block());
+            t[..COMMITMENT_BYTES].copy_from_slice(&commitment(&oracle, values[k], r));
             encodings.clear();
-            rows.encode_word(
-                &hash,
-                &states[b * mu..(b + 1) * mu],
-                b * mu,
-                reps[x],
-                &mut encodings,
-            );
-            for (pair, e) in t[COMMITMENT_BYTES..]
-                .chunks_exact_mut(PAIR_BYTES)
-                .zip(&encodings)
-            {
+            let states = &states[b * mu..(b + 1) * mu];
+            rows.encode_word(&hash, states, b * mu, reps[k], &mut encodings);
+            let pairs = t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES);
+            for (pair, e) in pairs.zip(&encodings) {
                 let (tag, key) = tag_and_key(e);
                 pair[..TAG_BYTES].copy_from_slice(&tag.to_le_bytes());
                 pair[TAG_BYTES..].copy_from_slice(&(key ^ r).to_le_bytes());
@@ -331,11 +320,14 @@ impl Openings<'_> {
             chan.recv_exact_into(&mut frame, count * tuple, "commitment tuples")?;
             let tuples: Vec<&[u8]> = frame.chunks_exact(tuple).collect();
             for (k, t) in tuples.iter().enumerate() {
-                if let Some(later) = tuples.get(k + AHEAD) {
-                    pairs(later).for_each(|(tag, _)| self.table.prefetch(tag));
-                }
+                // Pair j of the tuple AHEAD later, loaded as pair j of this one is looked up
+                // (one at a time: a burst of loads would overflow the miss buffers).
+                let mut later = tuples.get(k + AHEAD).map(|t| pairs(t));
                 let committed = &t[..COMMITMENT_BYTES];
                 for (j, (tag, masked)) in pairs(t).enumerate() {
+                    if let Some((tag, _)) = later.as_mut().and_then(Iterator::next) {
+                        self.table.prefetch(tag);
+                    }
                     self.table.find(tag, j as u32, |y| {
                         let y = y as usize;
                         let r = masked ^ self.keys[y];

@@ -19,10 +19,10 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::{encode_own, phased, prefetch_ahead, toss_seed, Domains, Hashing};
+use super::{encode_own, gathered, phased, prefetch_bin, toss_seed, Domains, Hashing, AHEAD};
 use crate::crypto::{first_block, Block, RowDigest, RowHash};
 use crate::items::Items;
-use crate::memory::{prefetch, with_huge_capacity};
+use crate::memory::with_huge_capacity;
 use crate::net::Writer;
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
 use crate::protocols::matching::{pack_values, receive_matches, send_packed};
@@ -285,6 +285,15 @@ impl Party for DeSender {
         let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
         // Direction B: encode her slots and prove it.
         let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_b)?;
+        // Items go out in a random order, so what is sent of them is put in that order
+        // now: entry k is of the item sent k-th.
+        let order = ctx.prg.permutation(items.len());
+        let bins: Vec<usize> = order
+            .iter()
+            .map(|&x| slots.slot_of[x as usize] as usize / p.mu_a)
+            .collect();
+        let (reps, own) = (gathered(&order, &reps), gathered(&order, &own));
+        drop((order, slots));
         // The index states of all of Bob's rows, computed while his corrections are on
         // their way: each row is then hashed with each of the bin's items at one
         // compression each.
@@ -296,17 +305,9 @@ impl Party for DeSender {
             &mut ctx.prg,
         )?;
         ctx.phase("comparison values", false);
-        // Items go out in a random order (order[k] is the item sent k-th), each with μ_B
-        // values: value j is for Bob's slot j of the bin.
-        let order = ctx.prg.permutation(items.len());
+        // Each item has μ_B values: value j is for Bob's slot j of the bin.
         let (mu, bytes) = (p.mu_b, p.value_bytes);
         let mut encodings = Vec::with_capacity(mu);
-        let bin_of = |y: usize| slots.slot_of[y] as usize / p.mu_a;
-        let touch = |y: usize| {
-            prefetch(&slots.slot_of[y]);
-            prefetch(&reps[y]);
-            prefetch(&own[y]);
-        };
         // Computed while Bob fills his table, then sent (streamed, Alice would wait for
         // him to finish it with her values only partly computed).
         let mut packed = with_huge_capacity(items.len() * mu * bytes);
@@ -320,14 +321,15 @@ impl Party for DeSender {
             bytes,
             |first, values| {
                 for (k, values) in (first..).zip(values.chunks_exact_mut(mu)) {
-                    prefetch_ahead(&order, k, (&rows, &states, mu), bin_of, touch);
-                    let x = order[k] as usize;
-                    let b = bin_of(x);
+                    if let Some(&b) = bins.get(k + AHEAD) {
+                        prefetch_bin(&rows, &states, mu, b);
+                    }
+                    let b = bins[k];
                     encodings.clear();
                     let states = &states[b * mu..(b + 1) * mu];
-                    rows.encode_word(&hash_a, states, b * mu, reps[x], &mut encodings);
+                    rows.encode_word(&hash_a, states, b * mu, reps[k], &mut encodings);
                     for (v, theirs) in values.iter_mut().zip(&encodings) {
-                        *v = combine(theirs, &own[x], bytes);
+                        *v = combine(theirs, &own[k], bytes);
                     }
                 }
             },

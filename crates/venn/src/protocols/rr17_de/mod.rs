@@ -143,31 +143,23 @@ fn encode_own(
     Ok(own)
 }
 
-/// How many items ahead Alice's sending loop starts loading what it will need.
+/// How many items ahead Alice's sending loop loads the bin rows it will need.
 const AHEAD: usize = 4;
 
-/// Alice sends her items in a random order (`order`), so each item's data and its bin's
-/// rows are cache misses: at place `k` of her loop, start loading the data of the item
-/// `2·AHEAD` places later (`touch`) and the rows and index states of the bin (`bin_of`) of
-/// the one `AHEAD` places later.
-fn prefetch_ahead(
-    order: &[u32],
-    k: usize,
-    (rows, states, mu): (&OosRows, &[RowDigest], usize),
-    bin_of: impl Fn(usize) -> usize,
-    touch: impl Fn(usize),
-) {
-    if let Some(&y) = order.get(k + 2 * AHEAD) {
-        touch(y as usize);
+/// Starts loading the rows and index states of bin `b` (`mu` instances each). Alice's
+/// items go out in a random order, so the rows of the bin of each are a cache miss; her
+/// sending loop asks for them [`AHEAD`] items early.
+fn prefetch_bin(rows: &OosRows, states: &[RowDigest], mu: usize, b: usize) {
+    rows.prefetch(b * mu, mu);
+    // Two 32-byte states a cache line.
+    for state in states[b * mu..(b + 1) * mu].iter().step_by(2) {
+        prefetch(state);
     }
-    if let Some(&y) = order.get(k + AHEAD) {
-        let b = bin_of(y as usize);
-        rows.prefetch(b * mu, mu);
-        // Two 32-byte states a cache line.
-        for state in states[b * mu..(b + 1) * mu].iter().step_by(2) {
-            prefetch(state);
-        }
-    }
+}
+
+/// `values` in the order `order` (`order[k]` is the index of the k-th).
+fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
+    order.iter().map(|&x| values[x as usize]).collect()
 }
 
 /// Runs an Alice and a Bob, honest or cheating, against each other.
