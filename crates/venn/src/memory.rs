@@ -43,13 +43,33 @@ pub fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
 /// Asks the CPU to start loading the cache line of `x` (a hint; no effect on results).
 #[inline(always)]
 pub fn prefetch<T>(x: &T) {
+    prefetch_address((x as *const T).cast::<u8>());
+}
+
+/// Starts loading every cache line that `items` spans.
+#[inline]
+pub fn prefetch_range<T>(items: &[T]) {
+    const LINE: usize = 64;
+    let (start, len) = (items.as_ptr().cast::<u8>(), std::mem::size_of_val(items));
+    if len == 0 {
+        return;
+    }
+    // Steps of one line from the start meet every line but perhaps the last.
+    for offset in (0..len).step_by(LINE) {
+        prefetch_address(start.wrapping_add(offset));
+    }
+    prefetch_address(start.wrapping_add(len - 1));
+}
+
+#[inline(always)]
+fn prefetch_address(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: prefetching never faults and reads nothing observable; SSE is part of
         // the x86_64 baseline.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast::<i8>()) };
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    let _ = at;
 }

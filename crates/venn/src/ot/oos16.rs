@@ -29,7 +29,7 @@ use super::{
     SenderSeeds,
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
-use crate::memory::prefetch;
+use crate::memory::prefetch_range;
 use crate::net::{Channel, Reader, Writer};
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -402,12 +402,7 @@ impl OosRows {
 
     /// Starts loading the rows of the instances `first..first + count`.
     pub fn prefetch(&self, first: usize, count: usize) {
-        let rows = &self.q[first * CODE_BLOCKS..(first + count) * CODE_BLOCKS];
-        // A 64-byte row: one cache line, or two where the rows are not line-aligned.
-        for row in rows.chunks(CODE_BLOCKS) {
-            prefetch(&row[0]);
-            prefetch(&row[CODE_BLOCKS - 1]);
-        }
+        prefetch_range(&self.q[first * CODE_BLOCKS..(first + count) * CODE_BLOCKS]);
     }
 
     /// The encodings of `word` (below 2^76) in the instances `first..first + states.len()`,

@@ -15,7 +15,7 @@ pub use dual::Rr17De;
 use super::{Context, Sizes};
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
-use crate::memory::prefetch;
+use crate::memory::prefetch_range;
 use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, OosRows, CHECK_ROWS};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::tables::simple_hash::{hashed_bits, phase, SlotTable};
@@ -151,10 +151,7 @@ const AHEAD: usize = 4;
 /// sending loop asks for them [`AHEAD`] items early.
 fn prefetch_bin(rows: &OosRows, states: &[RowDigest], mu: usize, b: usize) {
     rows.prefetch(b * mu, mu);
-    // Two 32-byte states a cache line.
-    for state in states[b * mu..(b + 1) * mu].iter().step_by(2) {
-        prefetch(state);
-    }
+    prefetch_range(&states[b * mu..(b + 1) * mu]);
 }
 
 /// `values` in the order `order` (`order[k]` is the index of the k-th).
