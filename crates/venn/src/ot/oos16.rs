@@ -421,12 +421,13 @@ impl OosRows {
         let c = Bch511::get().encode(word);
         let masked: Codeword = std::array::from_fn(|b| c[b] & self.delta[b]);
         const LANES: usize = RowHash::LANES;
+        let mut rows = [[0; CODE_BLOCKS]; LANES];
         for (k, states) in states.chunks(LANES).enumerate() {
             let at = first + k * LANES;
-            let rows: [Codeword; LANES] = std::array::from_fn(|l| {
-                let q = row_of(&self.q, (at + l).min(self.n - 1));
-                std::array::from_fn(|b| q[b] ^ masked[b])
-            });
+            for (l, row) in rows[..states.len()].iter_mut().enumerate() {
+                let q = row_of(&self.q, at + l);
+                *row = std::array::from_fn(|b| q[b] ^ masked[b]);
+            }
             hash.finish(states, 1, &rows[..states.len()], out);
         }
     }

@@ -24,15 +24,14 @@ pub fn low_bits(bits: usize) -> Block {
     }
 }
 
-/// Computes `groups` values of `bytes` bytes for each of `n` items, a frame at a time:
-/// `fill(first, values)` computes the values of items `first..first + values.len() / groups`
-/// and `emit` takes the frame they pack into.
-pub fn pack_values(
+/// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`
+/// computes the values of items `first..first + values.len() / groups`.
+pub fn send_values(
+    chan: &mut dyn Channel,
     n: usize,
     groups: usize,
     bytes: usize,
     mut fill: impl FnMut(usize, &mut [Block]),
-    mut emit: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut values = Vec::with_capacity(CHUNK_ITEMS * groups);
     let mut frame = Vec::with_capacity(CHUNK_ITEMS * groups * bytes);
@@ -42,26 +41,13 @@ pub fn pack_values(
         values.resize(count * groups, 0);
         fill(first, &mut values);
         pack_rows(&values, 1, bytes, &mut frame);
-        emit(&frame)?;
+        chan.send(&frame)?;
     }
-    Ok(())
-}
-
-/// Sends `groups` values of `bytes` bytes for each of `n` items, computed by `fill` as in
-/// [`pack_values`].
-pub fn send_values(
-    chan: &mut dyn Channel,
-    n: usize,
-    groups: usize,
-    bytes: usize,
-    fill: impl FnMut(usize, &mut [Block]),
-) -> Result<()> {
-    pack_values(n, groups, bytes, fill, |frame| chan.send(frame))?;
     chan.flush()
 }
 
-/// Sends what [`send_values`] would for values already packed by [`pack_values`] (`bytes`
-/// bytes each, `groups` per item, items in sending order), in the same frames.
+/// Sends what [`send_values`] would for values already packed (`bytes` bytes each,
+/// `groups` per item, items in sending order), in the same frames.
 pub fn send_packed(
     chan: &mut dyn Channel,
     groups: usize,

@@ -19,11 +19,12 @@
 //! exactly n_A items (Thm. 3), where a cheating Bob may still hold up to m·μ. Only Bob
 //! learns the intersection and `--both` is refused, as for dual execution (§6.7).
 
-use super::{encode_own, gathered, phased, prefetch_bin, toss_seed, Domains, Hashing, AHEAD};
+use super::{encode_own, phased, toss_seed, Domains, Hashing};
 use crate::crypto::{block_of_words, Block, RandomOracle, RowDigest};
 use crate::items::Items;
+use crate::memory::prefetch_range;
 use crate::net::{Channel, Writer};
-use crate::ot::oos16::{OosReceiverSeeds, OosSender, OosSenderSeeds};
+use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
 use crate::protocols::matching::CHUNK_ITEMS;
 use crate::protocols::{
     AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo,
@@ -52,6 +53,9 @@ const KEY_BYTES: usize = 16;
 /// Bytes of one pair `tag ‖ ENC ⊕ r_x`.
 const PAIR_BYTES: usize = TAG_BYTES + KEY_BYTES;
 
+/// The label of the hashing seed's coin toss.
+const SEED_TOSS: &str = "rr17-ec hashing seed";
+
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-ec",
     paper: "Rindal, Rosulek: Malicious-Secure Private Set Intersection via Dual Execution \
@@ -70,10 +74,11 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::Malicious,
             output: OutputKind::Nothing,
-            // Bob's rows: m·μ rows of 64 bytes, m·μ ≈ 7.75 n_B.
-            peer_item_bytes: 600,
-            // Her tuples (32 + 20μ bytes), values, keys and bins.
-            own_item_bytes: 1400,
+            // Bob's rows and their index states: m·μ of 64 + 32 bytes, m·μ ≈ 8 n_B.
+            peer_item_bytes: 800,
+            // Her values, keys and bins in item and sending order (tuples are streamed);
+            // Bob's rows when her set sets m (m·μ ≈ 3.25 n_A at worst).
+            own_item_bytes: 400,
         },
         RoleInfo {
             role: Role::Receiver,
@@ -105,9 +110,8 @@ pub struct Rr17EcParams {
 impl Rr17EcParams {
     pub fn new(sizes: Sizes) -> Result<Self> {
         let h = Hashing::new(INFO.name, sizes, |h| {
-            let mu = bin_size(h.n_b, h.m) as u128;
-            // Slots, and pairs Alice sends.
-            vec![h.m as u128 * mu, h.n_a as u128 * mu]
+            // Bob's slots (OOS16 instances).
+            vec![h.m as u128 * bin_size(h.n_b, h.m) as u128]
         })?;
         Ok(Rr17EcParams {
             n_a: h.n_a,
@@ -185,6 +189,22 @@ fn tag_and_key(encoding: &RowDigest) -> (u32, Block) {
     (encoding[0], block_of_words(&encoding[1..5]))
 }
 
+/// How many items ahead Alice's sending loop loads the bin rows it will need.
+const AHEAD: usize = 4;
+
+/// Starts loading the rows and index states of bin `b` (`mu` instances each). Alice's
+/// items go out in a random order, so the rows of the bin of each are a cache miss; her
+/// sending loop asks for them [`AHEAD`] items early.
+fn prefetch_bin(rows: &OosRows, states: &[RowDigest], mu: usize, b: usize) {
+    rows.prefetch(b * mu, mu);
+    prefetch_range(&states[b * mu..(b + 1) * mu]);
+}
+
+/// `values` in the order `order` (`order[k]` is the index of the k-th).
+fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
+    order.iter().map(|&x| values[x as usize]).collect()
+}
+
 /// What Alice keeps from the offline phase.
 pub struct EcSenderState {
     seed: Block,
@@ -204,7 +224,7 @@ impl Party for EcSender {
     fn offline(&self, ctx: &mut Context) -> Result<EcSenderState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Sender)?;
+        let seed = toss_seed(ctx, Role::Sender, SEED_TOSS)?;
         let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
         Ok(EcSenderState { seed, sending })
     }
@@ -246,8 +266,9 @@ fn send_tuples(
     let values = gathered(&ctx.prg.permutation(values.len()), &values);
     let (bins, reps) = phased(&values, p.m);
     let hash = d.encoding_hash("A");
-    // The index states of all of Bob's rows, computed while his corrections are on their
-    // way: each row is then hashed with each of the bin's items at one compression each.
+    // The index states of all of Bob's rows, computed before his corrections are read
+    // (while the first are in flight): each row is then hashed with each item of its bin at
+    // one compression each.
     let states = hash.index_states(0..p.m * p.mu as u64);
     // Bob's slots; his proof is checked before anything depends on them.
     let rows =
@@ -298,22 +319,51 @@ fn pairs(tuple: &[u8]) -> impl Iterator<Item = (u32, Block)> + '_ {
 }
 
 /// Bob's side of Fig. 9 step 4: what he holds to open Alice's commitments.
-struct Openings<'a> {
+struct Openings {
     table: TagTable,
     /// `⟦y'⟧^ENC` of each of his items' slot.
     keys: Vec<Block>,
-    values: &'a [Block],
+    /// His items' hashed values.
+    values: Vec<Block>,
     oracle: RandomOracle,
+    mu: usize,
 }
 
-impl Openings<'_> {
-    /// Receives Alice's `n_a` tuples of `mu` pairs (exactly; a tuple more or less is a
-    /// protocol error) and returns Bob's items whose pair opens the tuple's commitment.
-    fn receive(&self, chan: &mut dyn Channel, n_a: usize, mu: usize) -> Result<Vec<usize>> {
+impl Openings {
+    /// Fig. 9 steps 2 and 3 for Bob: his slots encoded and proved, and his tags and keys.
+    fn new(ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Self> {
+        let p = Rr17EcParams::new(ctx.session.sized)?;
+        let d = Domains::new(INFO.name, ctx);
+        ctx.phase("hashing and encoding", false);
+        let values = d.hashed(&p.hashing(), state.seed, items);
+        let (bins, reps) = phased(&values, p.m);
+        let slots = SlotTable::place(&bins, p.m as usize, p.mu, &mut ctx.prg)?;
+        drop(bins);
+        let own = encode_own(ctx, &state.encoding, &slots, &reps, &d.encoding_hash("A"))?;
+        let (tags, keys): (Vec<u32>, Vec<Block>) = own.iter().map(tag_and_key).unzip();
+        let groups = slots.slot_of.iter().map(|s| s % p.mu as u32);
+        Ok(Openings {
+            table: TagTable::new(tags.into_iter().zip(groups)),
+            keys,
+            values,
+            oracle: d.oracle("commit"),
+            mu: p.mu,
+        })
+    }
+
+    /// Receives Alice's `n_a` tuples of μ pairs (exactly; a tuple more or less is a
+    /// protocol error) and calls `opened(y, r, k)` for each of Bob's items y whose pair
+    /// opens the commitment, with r, of the k-th tuple.
+    fn receive(
+        &self,
+        chan: &mut dyn Channel,
+        n_a: usize,
+        mut opened: impl FnMut(usize, Block, usize),
+    ) -> Result<()> {
+        let mu = self.mu;
         // Tuples ahead whose tags' buckets are loaded early.
         const AHEAD: usize = 2;
         let tuple = COMMITMENT_BYTES + mu * PAIR_BYTES;
-        let mut found = Vec::new();
         let mut frame = Vec::new();
         for first in (0..n_a).step_by(CHUNK_ITEMS) {
             let count = (n_a - first).min(CHUNK_ITEMS);
@@ -332,15 +382,13 @@ impl Openings<'_> {
                         let y = y as usize;
                         let r = masked ^ self.keys[y];
                         if commitment(&self.oracle, self.values[y], r) == committed {
-                            found.push(y);
+                            opened(y, r, first + k);
                         }
                     });
                 }
             }
         }
-        found.sort_unstable();
-        found.dedup();
-        Ok(found)
+        Ok(())
     }
 }
 
@@ -351,33 +399,21 @@ impl Party for EcReceiver {
     fn offline(&self, ctx: &mut Context) -> Result<EcReceiverState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Receiver)?;
+        let seed = toss_seed(ctx, Role::Receiver, SEED_TOSS)?;
         let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
         Ok(EcReceiverState { seed, encoding })
     }
 
     /// Fig. 9 steps 2–4.
     fn online(&self, ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Output> {
-        let p = Rr17EcParams::new(ctx.session.sized)?;
-        let d = Domains::new(INFO.name, ctx);
-        ctx.phase("hashing and encoding", false);
-        let values = d.hashed(&p.hashing(), state.seed, items);
-        let (bins, reps) = phased(&values, p.m);
-        let slots = SlotTable::place(&bins, p.m as usize, p.mu, &mut ctx.prg)?;
-        drop(bins);
-        let own = encode_own(ctx, &state.encoding, &slots, &reps, &d.encoding_hash("A"))?;
+        let openings = Openings::new(ctx, state, items)?;
         ctx.phase("trial openings", false);
-        let (tags, keys): (Vec<u32>, Vec<Block>) = own.iter().map(tag_and_key).unzip();
-        drop(own);
-        let groups = slots.slot_of.iter().map(|s| s % p.mu as u32);
-        let openings = Openings {
-            table: TagTable::new(tags.into_iter().zip(groups)),
-            keys,
-            values: &values,
-            oracle: d.oracle("commit"),
-        };
+        let mut found = Vec::new();
         let n_a = ctx.session.n_sender as usize;
-        Ok(Output::Indices(openings.receive(ctx.peer, n_a, p.mu)?))
+        openings.receive(ctx.peer, n_a, |y, _, _| found.push(y))?;
+        found.sort_unstable();
+        found.dedup();
+        Ok(Output::Indices(found))
     }
 
     fn save(&self, state: &EcReceiverState, out: &mut StateWriter) -> Result<()> {
@@ -491,6 +527,95 @@ mod tests {
                 packed.resize(if more { len + tuple } else { len - tuple }, 0);
             });
             assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        }
+    }
+
+    /// Spec §9 item 18: every pair of every tuple given the tag of the first tuple's pair
+    /// (the same j): Bob's work stays one lookup a pair, and only the first tuple's item can
+    /// open.
+    #[test]
+    fn tags_copied_into_every_tuple_open_at_most_the_original() {
+        let found = indices(against_alice(|packed, tuple| {
+            let first = packed[..tuple].to_vec();
+            for t in packed.chunks_exact_mut(tuple) {
+                let pairs = t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES);
+                let originals = first[COMMITMENT_BYTES..].chunks_exact(PAIR_BYTES);
+                for (pair, original) in pairs.zip(originals) {
+                    pair[..TAG_BYTES].copy_from_slice(&original[..TAG_BYTES]);
+                }
+            }
+        }));
+        assert!(
+            found.len() <= 1 && found.iter().all(|&y| y < SHARED),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn tags_and_keys_are_disjoint_slices_of_the_encoding() {
+        let base: RowDigest = [1, 2, 3, 4, 5, 6, 7, 8];
+        let (tag, key) = tag_and_key(&base);
+        for w in 0..8 {
+            let mut e = base;
+            e[w] ^= 0x8000_0001;
+            let (t, k) = tag_and_key(&e);
+            assert_eq!(
+                (t != tag, k != key),
+                (w == 0, (1..5).contains(&w)),
+                "word {w}"
+            );
+        }
+    }
+
+    /// The Pearson correlation of two equally long sequences.
+    fn correlation(a: &[f64], b: &[f64]) -> f64 {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (ma, mb) = (mean(a), mean(b));
+        let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+        let var = |v: &[f64], m: f64| v.iter().map(|x| (x - m) * (x - m)).sum::<f64>();
+        cov / (var(a, ma) * var(b, mb)).sqrt()
+    }
+
+    /// Spec §9 items 6 and 21, against a Bob who holds all of Alice's items: he opens every
+    /// tuple, but each with its own r (a reused r would let him test guesses against the
+    /// other commitments offline), and a tuple's place says nothing of its item's place in
+    /// Alice's input or of its bin.
+    #[test]
+    fn a_bob_holding_everything_sees_fresh_randomness_in_a_random_order() {
+        let (a, _) = sets(N, N, 0);
+        let (opened, bins) = run(
+            (N, N),
+            |ctx| {
+                let state = Party::offline(&EcSender, ctx)?;
+                send_tuples(ctx, state, &a, |_, _| {})
+            },
+            |ctx| {
+                let state = Party::offline(&EcReceiver, ctx)?;
+                let p = Rr17EcParams::new(ctx.session.sized)?;
+                let values = Domains::new(INFO.name, ctx).hashed(&p.hashing(), state.seed, &a);
+                let bins = phased(&values, p.m).0;
+                let openings = Openings::new(ctx, state, &a)?;
+                let mut opened = Vec::new();
+                openings.receive(ctx.peer, N, |y, r, k| opened.push((y, r, k)))?;
+                Ok((opened, bins))
+            },
+        )
+        .1
+        .expect("an honest run");
+        assert_eq!(opened.len(), N, "each tuple opens once");
+        let mut rs: Vec<Block> = opened.iter().map(|o| o.1).collect();
+        rs.sort_unstable();
+        rs.dedup();
+        assert_eq!(rs.len(), N, "a fresh r for each item");
+        let place: Vec<f64> = opened.iter().map(|o| o.2 as f64).collect();
+        let input: Vec<f64> = opened.iter().map(|o| o.0 as f64).collect();
+        let bin: Vec<f64> = opened.iter().map(|o| bins[o.0] as f64).collect();
+        // For a uniform order the correlation has standard deviation 1/sqrt(N - 1) ≈ 0.06.
+        for (what, c) in [
+            ("input", correlation(&place, &input)),
+            ("bin", correlation(&place, &bin)),
+        ] {
+            assert!(c.abs() < 0.25, "the order follows the {what} order: {c}");
         }
     }
 }

@@ -19,13 +19,13 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::{encode_own, gathered, phased, prefetch_bin, toss_seed, Domains, Hashing, AHEAD};
+use super::{encode_own, phased, toss_seed, Domains, Hashing};
 use crate::crypto::{first_block, Block, RowDigest, RowHash};
 use crate::items::Items;
-use crate::memory::with_huge_capacity;
+use crate::memory::huge_vec;
 use crate::net::Writer;
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
-use crate::protocols::matching::{pack_values, receive_matches, send_packed};
+use crate::protocols::matching::{receive_matches, send_packed};
 use crate::protocols::{
     round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -42,6 +42,9 @@ pub struct Rr17De;
 struct DeSender;
 /// Bob, the receiver.
 struct DeReceiver;
+
+/// The label of the hashing seed's coin toss.
+const SEED_TOSS: &str = "rr17-de hashing seed";
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-de",
@@ -267,7 +270,7 @@ impl Party for DeSender {
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Sender)?;
+        let seed = toss_seed(ctx, Role::Sender, SEED_TOSS)?;
         let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
         let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
         Ok(DeState {
@@ -285,19 +288,6 @@ impl Party for DeSender {
         let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
         // Direction B: encode her slots and prove it.
         let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_b)?;
-        // Items go out in a random order, so what is sent of them is put in that order
-        // now: entry k is of the item sent k-th.
-        let order = ctx.prg.permutation(items.len());
-        let bins: Vec<usize> = order
-            .iter()
-            .map(|&x| slots.slot_of[x as usize] as usize / p.mu_a)
-            .collect();
-        let (reps, own) = (gathered(&order, &reps), gathered(&order, &own));
-        drop((order, slots));
-        // The index states of all of Bob's rows, computed while his corrections are on
-        // their way: each row is then hashed with each of the bin's items at one
-        // compression each.
-        let states = hash_a.index_states(0..p.m * p.mu_b as u64);
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
@@ -305,36 +295,26 @@ impl Party for DeSender {
             &mut ctx.prg,
         )?;
         ctx.phase("comparison values", false);
-        // Each item has μ_B values: value j is for Bob's slot j of the bin.
+        // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
+        // j is for Bob's slot j of the bin. They are computed bin by bin (the bin's rows
+        // read once, in order) into the frames' bytes, an item's values side by side, while
+        // Bob fills his table; then sent.
+        let rank = ctx.prg.permutation(items.len());
         let (mu, bytes) = (p.mu_b, p.value_bytes);
-        let mut encodings = Vec::with_capacity(mu);
-        // Computed while Bob fills his table, then sent (streamed, Alice would wait for
-        // him to finish it with her values only partly computed).
-        let mut packed = with_huge_capacity(items.len() * mu * bytes);
-        let keep = |frame: &[u8]| {
-            packed.extend_from_slice(frame);
-            Ok(())
-        };
-        pack_values(
-            items.len(),
-            mu,
-            bytes,
-            |first, values| {
-                for (k, values) in (first..).zip(values.chunks_exact_mut(mu)) {
-                    if let Some(&b) = bins.get(k + AHEAD) {
-                        prefetch_bin(&rows, &states, mu, b);
-                    }
-                    let b = bins[k];
-                    encodings.clear();
-                    let states = &states[b * mu..(b + 1) * mu];
-                    rows.encode_word(&hash_a, states, b * mu, reps[k], &mut encodings);
-                    for (v, theirs) in values.iter_mut().zip(&encodings) {
-                        *v = combine(theirs, &own[k], bytes);
-                    }
+        let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
+        let mut bin = BinScratch::default();
+        for b in 0..p.m as usize {
+            encode_bin(bin_items(&slots, b), &reps, &rows, &hash_a, b, mu, &mut bin);
+            let k = bin.items.len();
+            for (i, &(x, _)) in bin.items.iter().enumerate() {
+                let at = rank[x] as usize * mu * bytes;
+                let values = packed[at..at + mu * bytes].chunks_exact_mut(bytes);
+                for (j, v) in values.enumerate() {
+                    let value = combine(&bin.encodings[j * k + i], &own[x], bytes);
+                    v.copy_from_slice(&value.to_le_bytes()[..bytes]);
                 }
-            },
-            keep,
-        )?;
+            }
+        }
         send_packed(ctx.peer, mu, bytes, &packed)?;
         Ok(Output::Nothing)
     }
@@ -355,7 +335,7 @@ impl Party for DeReceiver {
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Receiver)?;
+        let seed = toss_seed(ctx, Role::Receiver, SEED_TOSS)?;
         let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
         let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
         Ok(DeState {

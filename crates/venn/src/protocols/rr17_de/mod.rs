@@ -15,22 +15,20 @@ pub use dual::Rr17De;
 use super::{Context, Sizes};
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
-use crate::memory::prefetch_range;
-use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, OosRows, CHECK_ROWS};
+use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, CHECK_ROWS};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::tables::simple_hash::{hashed_bits, phase, SlotTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Fig. 4 and Fig. 9 step 1: the hashing seed, tossed as Bob commits to his share, Alice
-/// answers and Bob opens (the session id binds it to the protocol and the run).
-fn toss_seed(ctx: &mut Context, role: Role) -> Result<Block> {
-    const LABEL: &str = "hashing seed";
+/// answers and Bob opens; `label` names the protocol's toss.
+fn toss_seed(ctx: &mut Context, role: Role, label: &'static str) -> Result<Block> {
     let sid = ctx.session.id;
     let [seed, _] = match role {
         Role::Sender => {
-            CoinTossReply::receive(ctx.peer, &sid, LABEL)?.answer(ctx.peer, &mut ctx.prg)?
+            CoinTossReply::receive(ctx.peer, &sid, label)?.answer(ctx.peer, &mut ctx.prg)?
         }
-        Role::Receiver => CoinToss::commit(ctx.peer, &sid, LABEL, &mut ctx.prg)?.open(ctx.peer)?,
+        Role::Receiver => CoinToss::commit(ctx.peer, &sid, label, &mut ctx.prg)?.open(ctx.peer)?,
     };
     Ok(seed)
 }
@@ -141,22 +139,6 @@ fn encode_own(
         own[i as usize] = o;
     }
     Ok(own)
-}
-
-/// How many items ahead Alice's sending loop loads the bin rows it will need.
-const AHEAD: usize = 4;
-
-/// Starts loading the rows and index states of bin `b` (`mu` instances each). Alice's
-/// items go out in a random order, so the rows of the bin of each are a cache miss; her
-/// sending loop asks for them [`AHEAD`] items early.
-fn prefetch_bin(rows: &OosRows, states: &[RowDigest], mu: usize, b: usize) {
-    rows.prefetch(b * mu, mu);
-    prefetch_range(&states[b * mu..(b + 1) * mu]);
-}
-
-/// `values` in the order `order` (`order[k]` is the index of the k-th).
-fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
-    order.iter().map(|&x| values[x as usize]).collect()
 }
 
 /// Runs an Alice and a Bob, honest or cheating, against each other.
