@@ -88,21 +88,31 @@ impl SlotTable {
                 )));
             }
         }
-        // Each bin's free slots, shuffled; items take them in turn.
-        let mut free: Vec<u32> = (0..(bins * mu) as u32).collect();
-        let mut taken = vec![0usize; bins];
-        let mut item_at = vec![None; bins * mu];
-        let mut slot_of = Vec::with_capacity(bins_of.len());
+        // Bin by bin (the items grouped by bin, a counting sort), each bin's items take
+        // distinct uniformly random slots: a partial Fisher–Yates shuffle of its μ slots,
+        // one step per item.
+        let mut start = vec![0usize; bins + 1];
+        for b in 0..bins {
+            start[b + 1] = start[b] + load[b];
+        }
+        let mut by_bin = vec![0u32; bins_of.len()];
         for (i, &b) in bins_of.iter().enumerate() {
-            // A partial Fisher–Yates shuffle of the bin's slots, one step per item.
-            let slots = &mut free[b * mu..(b + 1) * mu];
-            let k = taken[b];
-            let pick = k + prg.below((mu - k) as u64) as usize;
-            slots.swap(k, pick);
-            taken[b] += 1;
-            let s = slots[k];
-            slot_of.push(s);
-            item_at[s as usize] = Some(i as u32);
+            by_bin[start[b]] = i as u32;
+            start[b] += 1;
+        }
+        let mut item_at = vec![None; bins * mu];
+        let mut slot_of = vec![0; bins_of.len()];
+        let mut slots: Vec<u32> = (0..mu as u32).collect();
+        let mut first = 0;
+        for (b, &k) in load.iter().enumerate() {
+            for (t, &i) in by_bin[first..first + k].iter().enumerate() {
+                let pick = t + prg.below((mu - t) as u64) as usize;
+                slots.swap(t, pick);
+                let s = (b * mu) as u32 + slots[t];
+                slot_of[i as usize] = s;
+                item_at[s as usize] = Some(i);
+            }
+            first += k;
         }
         Ok(SlotTable {
             bins,
@@ -173,5 +183,26 @@ mod tests {
             SlotTable::place(&full, 7, 50, &mut prg),
             Err(Error::Unlucky(_))
         ));
+    }
+
+    /// Every item, in every bin, is at each of its bin's μ slots equally often.
+    #[test]
+    fn slots_are_uniform_in_every_bin() {
+        let mut prg = Prg::from_seed(3);
+        let bins_of = [1, 0, 1, 0, 1];
+        let mut counts = [[0u32; 4]; 5];
+        for _ in 0..4000 {
+            let t = SlotTable::place(&bins_of, 2, 4, &mut prg).unwrap();
+            for (i, &s) in t.slot_of.iter().enumerate() {
+                counts[i][s as usize % 4] += 1;
+            }
+        }
+        // 1000 expected each, standard deviation about 27.
+        for (i, c) in counts.iter().enumerate() {
+            assert!(
+                c.iter().all(|&n| (880..1120).contains(&n)),
+                "item {i}: {c:?}"
+            );
+        }
     }
 }
