@@ -6,9 +6,26 @@
 
 mod common;
 
-use common::{sets, tampered_pair};
-use venn::protocols::find;
+use common::{sets, tampered_pair_traffic};
+use venn::protocols::{find, Sizes};
 use venn::Error;
+
+/// A named entry of a protocol's parameter table at 4096 items a side.
+fn param(protocol: &str, name: &str) -> usize {
+    let sizes = Sizes {
+        sender: 4096,
+        receiver: 4096,
+    };
+    let table = find(protocol).unwrap().params(sizes).unwrap().table();
+    let value = table
+        .0
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.parse());
+    value
+        .unwrap_or_else(|| panic!("{protocol} has no {name}"))
+        .unwrap()
+}
 
 /// A party whose OT-extension corrections do not each encode one value (64 bits of one row
 /// flipped, as it could send them) is caught by the OOS16 consistency check of the other,
@@ -23,7 +40,7 @@ fn corrections_that_encode_no_value_are_caught() {
     for (name, alice_cheats) in [("rr17-de", true), ("rr17-de", false), ("rr17-ec", false)] {
         let p = find(name).unwrap();
         let mut done = false;
-        let (sr, rr) = tampered_pair(p, &s, &r, false, !alice_cheats, |_, f| {
+        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
             if !done && f.len() == FRAME {
                 f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
                 done = true;
@@ -40,5 +57,20 @@ fn corrections_that_encode_no_value_are_caught() {
             ),
         }
         assert!(cheat.is_err(), "{name}: the cheat got an answer");
+        if !alice_cheats {
+            // Alice sent nothing that depends on Bob's rows: her values or tuples (at least
+            // 4096 · 28 · 10 bytes) would be over 1 MB beside her coin toss and seed OTs
+            // (about 30 kB) and, in dual execution, her own corrections (m·μ_A rows of 64
+            // bytes).
+            let own_rows = match name {
+                "rr17-de" => param(name, "ots_B") * 64,
+                _ => 0,
+            };
+            assert!(
+                (sent.sent as usize) < own_rows + 100_000,
+                "{name}: Alice sent {} bytes after a failed check",
+                sent.sent
+            );
+        }
     }
 }

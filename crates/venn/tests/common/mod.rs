@@ -125,6 +125,20 @@ pub fn tampered_pair(
     incoming: bool,
     tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
 ) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (sr, rr, _) = tampered_pair_traffic(p, s, r, both, incoming, tamper);
+    (sr, rr)
+}
+
+/// [`tampered_pair`], also returning the sender's traffic on its link (what it sent
+/// whether or not it finished).
+pub fn tampered_pair_traffic(
+    p: &'static dyn Protocol,
+    s: &Items,
+    r: &Items,
+    both: bool,
+    incoming: bool,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> (venn::Result<Report>, venn::Result<Report>, Traffic) {
     let (a, mut b) = mem_pair(Duration::from_secs(5));
     let mut a = Tampered {
         inner: a,
@@ -135,8 +149,9 @@ pub fn tampered_pair(
     std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
         let sr = run(&mut a, s, &options(p, Role::Sender, both));
+        let traffic = a.traffic();
         drop(a);
-        (sr, t.join().unwrap())
+        (sr, t.join().unwrap(), traffic)
     })
 }
 
