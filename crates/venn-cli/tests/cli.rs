@@ -389,6 +389,51 @@ fn demo_and_params_run() {
     );
 }
 
+/// Issue 10: `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ
+/// from the recomputed Fig. 5 (spec §3.5: the paper's LAN row belongs to m = n/3), the OT
+/// counts m·μ, ℓ_h = 76 + log2 m and, for dual execution, v = λ + 2 log2(nμ) in bytes.
+#[test]
+fn rr17_params_print_the_recomputed_fig5_bins() {
+    let mus = [26u64, 28, 30, 31, 32];
+    for protocol in ["rr17-de", "rr17-ec"] {
+        let o = venn()
+            .args(["params", "--protocol", protocol, "--log2n", "8,12,16,20,24"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let header: Vec<&str> = text
+            .lines()
+            .find(|l| l.contains("n_sender"))
+            .expect("a header")
+            .split_whitespace()
+            .collect();
+        let column = |row: &[&str], name: &str| -> u64 {
+            let at = header.iter().position(|h| *h == name).expect(name);
+            row[at].parse().unwrap()
+        };
+        for (k, mu) in [8u32, 12, 16, 20, 24].into_iter().zip(mus) {
+            let row: Vec<&str> = text
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|f| f.first() == Some(&format!("2^{k}").as_str()))
+                .unwrap_or_else(|| panic!("{protocol}: no row 2^{k} in\n{text}"));
+            let m = 1u64 << (k - 2);
+            assert_eq!(column(&row, "bins"), m, "{protocol} 2^{k}");
+            assert_eq!(column(&row, "mu_receiver"), mu, "{protocol} 2^{k}");
+            assert_eq!(column(&row, "hashed_bits"), 76 + k as u64 - 2);
+            if protocol == "rr17-de" {
+                assert_eq!(column(&row, "mu_sender"), mu);
+                assert_eq!(column(&row, "ots_A"), m * mu);
+                let bits = 40.0 + 2.0 * ((1u64 << k) as f64 * mu as f64).log2();
+                assert_eq!(column(&row, "v"), (bits.ceil() as u64).next_multiple_of(8));
+            } else {
+                assert_eq!(column(&row, "ots"), m * mu);
+            }
+        }
+    }
+}
+
 #[test]
 fn bench_verifies_every_row_and_replays_each_party_alone() {
     let tmp = tmp();
