@@ -59,11 +59,6 @@ pub fn phase(v: Block, m: u64) -> (usize, Block) {
     ((v % m as Block) as usize, v / m as Block)
 }
 
-/// The inverse of [`phase`] (how a simulator extracts an item from its slot).
-pub fn unphase(bin: usize, z: Block, m: u64) -> Block {
-    z * m as Block + bin as Block
-}
-
 /// Items placed in m bins of μ slots: `slot_of[i]` is item i's slot `b·μ + p`, and
 /// `item_at[s]` the item in slot s (`None` for a dummy).
 pub struct SlotTable {
@@ -126,6 +121,11 @@ impl SlotTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inverse of [`phase`] (how a simulator extracts an item from its slot).
+    fn unphase(bin: usize, z: Block, m: u64) -> Block {
+        z * m as Block + bin as Block
+    }
 
     #[test]
     fn bin_sizes_are_the_recomputed_fig5() {

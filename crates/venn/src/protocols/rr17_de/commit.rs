@@ -95,40 +95,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// The parameters of one run (Fig. 9 header, spec §5.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rr17EcParams {
-    /// Alice's (the sender's) set size.
-    pub n_a: u64,
-    /// Bob's (the receiver's) set size.
-    pub n_b: u64,
-    /// Bins: ⌊n/4⌋ for n the larger set, at least 1.
-    pub m: u64,
+    /// Set sizes, m bins (⌊n/4⌋ for n the larger set) and hashed-item bits.
+    hashing: Hashing,
     /// Slots in Bob's bins (there are m·μ OOS16 instances).
     pub mu: usize,
-    /// Bits of an item's hashed value.
-    pub hashed_bits: u32,
 }
 
 impl Rr17EcParams {
     pub fn new(sizes: Sizes) -> Result<Self> {
-        let h = Hashing::new(INFO.name, sizes, |h| {
-            // Bob's slots (OOS16 instances).
-            vec![h.m as u128 * bin_size(h.n_b, h.m) as u128]
-        })?;
-        Ok(Rr17EcParams {
-            n_a: h.n_a,
-            n_b: h.n_b,
-            m: h.m,
-            mu: bin_size(h.n_b, h.m),
-            hashed_bits: h.bits,
-        })
-    }
-
-    fn hashing(&self) -> Hashing {
-        Hashing {
-            n_a: self.n_a,
-            n_b: self.n_b,
-            m: self.m,
-            bits: self.hashed_bits,
-        }
+        let hashing = Hashing::new(INFO.name, sizes)?;
+        let mu = bin_size(hashing.n_b, hashing.m);
+        // Bob's slots (OOS16 instances).
+        Hashing::fit_32_bits(INFO.name, &[hashing.m as u128 * mu as u128])?;
+        Ok(Rr17EcParams { hashing, mu })
     }
 
     /// Bytes of one of Alice's tuples: a commitment and μ pairs.
@@ -140,20 +119,20 @@ impl Rr17EcParams {
 impl Parameters for Rr17EcParams {
     fn encode(&self) -> Vec<u8> {
         Writer::new()
-            .u64(self.m)
+            .u64(self.hashing.m)
             .u64(self.mu as u64)
-            .u64(self.hashed_bits as u64)
+            .u64(self.hashing.bits as u64)
             .u64(self.tuple_bytes() as u64)
             .0
     }
 
     fn table(&self) -> ParamTable {
         ParamTable(vec![
-            ("bins", self.m.to_string()),
+            ("bins", self.hashing.m.to_string()),
             ("mu_receiver", self.mu.to_string()),
             // OOS16 instances: Bob encodes his m·μ slots.
-            ("ots", (self.m * self.mu as u64).to_string()),
-            ("hashed_bits", self.hashed_bits.to_string()),
+            ("ots", (self.hashing.m * self.mu as u64).to_string()),
+            ("hashed_bits", self.hashing.bits.to_string()),
             ("commitment_bits", (8 * COMMITMENT_BYTES).to_string()),
             ("tag_bits", (8 * TAG_BYTES).to_string()),
             ("key_bits", (8 * KEY_BYTES).to_string()),
@@ -262,17 +241,20 @@ fn send_tuples(
     ctx.phase("hashing and encoding", false);
     // Tuples go out in a random order, so her items are put in that order now (her output
     // is nothing: the order need not be kept): value k is of the item sent k-th.
-    let values = d.hashed(&p.hashing(), state.seed, items);
+    let values = d.hashed(&p.hashing, state.seed, items);
     let values = gathered(&ctx.prg.permutation(values.len()), &values);
-    let (bins, reps) = phased(&values, p.m);
+    let (bins, reps) = phased(&values, p.hashing.m);
     let hash = d.encoding_hash("A");
     // The index states of all of Bob's rows, computed before his corrections are read
     // (while the first are in flight): each row is then hashed with each item of its bin at
     // one compression each.
-    let states = hash.index_states(0..p.m * p.mu as u64);
+    let states = hash.index_states(0..p.hashing.m * p.mu as u64);
     // Bob's slots; his proof is checked before anything depends on them.
-    let rows =
-        OosSender::new(&state.sending).receive(ctx.peer, p.m as usize * p.mu, &mut ctx.prg)?;
+    let rows = OosSender::new(&state.sending).receive(
+        ctx.peer,
+        p.hashing.m as usize * p.mu,
+        &mut ctx.prg,
+    )?;
     ctx.phase("commitments", false);
     // Pair j of an item's tuple is for Bob's slot j of its bin.
     let (tuple, mu) = (p.tuple_bytes(), p.mu);
@@ -335,9 +317,9 @@ impl Openings {
         let p = Rr17EcParams::new(ctx.session.sized)?;
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("hashing and encoding", false);
-        let values = d.hashed(&p.hashing(), state.seed, items);
-        let (bins, reps) = phased(&values, p.m);
-        let slots = SlotTable::place(&bins, p.m as usize, p.mu, &mut ctx.prg)?;
+        let values = d.hashed(&p.hashing, state.seed, items);
+        let (bins, reps) = phased(&values, p.hashing.m);
+        let slots = SlotTable::place(&bins, p.hashing.m as usize, p.mu, &mut ctx.prg)?;
         drop(bins);
         let own = encode_own(ctx, &state.encoding, &slots, &reps, &d.encoding_hash("A"))?;
         let (tags, keys): (Vec<u32>, Vec<Block>) = own.iter().map(tag_and_key).unzip();
@@ -592,8 +574,8 @@ mod tests {
             |ctx| {
                 let state = Party::offline(&EcReceiver, ctx)?;
                 let p = Rr17EcParams::new(ctx.session.sized)?;
-                let values = Domains::new(INFO.name, ctx).hashed(&p.hashing(), state.seed, &a);
-                let bins = phased(&values, p.m).0;
+                let values = Domains::new(INFO.name, ctx).hashed(&p.hashing, state.seed, &a);
+                let bins = phased(&values, p.hashing.m).0;
                 let openings = Openings::new(ctx, state, &a)?;
                 let mut opened = Vec::new();
                 openings.receive(ctx.peer, N, |y, r, k| opened.push((y, r, k)))?;

@@ -82,77 +82,58 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// The parameters of one run (Fig. 4 header, §6.6, spec §4.4 and §4.9).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rr17DeParams {
-    /// Alice's (the sender's) set size.
-    pub n_a: u64,
-    /// Bob's (the receiver's) set size.
-    pub n_b: u64,
-    /// Bins: ⌊n/4⌋ for n the larger set (RR17's LAN setting), at least 1.
-    pub m: u64,
+    /// Set sizes, m bins (⌊n/4⌋ for n the larger set) and hashed-item bits.
+    hashing: Hashing,
     /// Slots in Alice's bins (direction B has m·μ_A instances).
     pub mu_a: usize,
     /// Slots in Bob's bins (direction A has m·μ_B instances).
     pub mu_b: usize,
-    /// Bits of an item's hashed value.
-    pub hashed_bits: u32,
     /// Bytes of a comparison value.
     pub value_bytes: usize,
 }
 
 impl Rr17DeParams {
     pub fn new(sizes: Sizes) -> Result<Self> {
-        let h = Hashing::new(INFO.name, sizes, |h| {
-            let (ma, mb) = (bin_size(h.n_a, h.m) as u128, bin_size(h.n_b, h.m) as u128);
-            // Slots of each direction and comparison values of each party.
-            let (m, n_a, n_b) = (h.m as u128, h.n_a as u128, h.n_b as u128);
-            vec![m * ma, m * mb, n_a * mb, n_b * ma]
-        })?;
+        let h = Hashing::new(INFO.name, sizes)?;
         let (mu_a, mu_b) = (bin_size(h.n_a, h.m), bin_size(h.n_b, h.m));
+        // Slots of each direction and comparison values of each party.
+        let (ma, mb) = (mu_a as u64, mu_b as u64);
+        let counts = [(h.m, ma), (h.m, mb), (h.n_a, mb), (h.n_b, ma)];
+        Hashing::fit_32_bits(INFO.name, &counts.map(|(a, b)| a as u128 * b as u128))?;
         let value_bits = STATISTICAL_SECURITY as f64
             + (h.n_a as f64 * mu_b as f64).log2()
             + (h.n_b as f64 * mu_a as f64).log2();
         let value_bytes = round_up_to_byte(value_bits) / 8;
         assert!(value_bytes <= 16, "comparison values fit a block");
         Ok(Rr17DeParams {
-            n_a: h.n_a,
-            n_b: h.n_b,
-            m: h.m,
+            hashing: h,
             mu_a,
             mu_b,
-            hashed_bits: h.bits,
             value_bytes,
         })
-    }
-
-    fn hashing(&self) -> Hashing {
-        Hashing {
-            n_a: self.n_a,
-            n_b: self.n_b,
-            m: self.m,
-            bits: self.hashed_bits,
-        }
     }
 }
 
 impl Parameters for Rr17DeParams {
     fn encode(&self) -> Vec<u8> {
         Writer::new()
-            .u64(self.m)
+            .u64(self.hashing.m)
             .u64(self.mu_a as u64)
             .u64(self.mu_b as u64)
-            .u64(self.hashed_bits as u64)
+            .u64(self.hashing.bits as u64)
             .u64(self.value_bytes as u64)
             .0
     }
 
     fn table(&self) -> ParamTable {
         ParamTable(vec![
-            ("bins", self.m.to_string()),
+            ("bins", self.hashing.m.to_string()),
             ("mu_sender", self.mu_a.to_string()),
             ("mu_receiver", self.mu_b.to_string()),
             // OOS16 instances per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B).
-            ("ots_A", (self.m * self.mu_b as u64).to_string()),
-            ("ots_B", (self.m * self.mu_a as u64).to_string()),
-            ("hashed_bits", self.hashed_bits.to_string()),
+            ("ots_A", (self.hashing.m * self.mu_b as u64).to_string()),
+            ("ots_B", (self.hashing.m * self.mu_a as u64).to_string()),
+            ("hashed_bits", self.hashing.bits.to_string()),
             ("v", (8 * self.value_bytes).to_string()),
         ])
     }
@@ -187,9 +168,9 @@ fn place(
     items: &Items,
     mu: usize,
 ) -> Result<(SlotTable, Vec<Block>)> {
-    let values = Domains::new(INFO.name, ctx).hashed(&p.hashing(), seed, items);
-    let (bins, reps) = phased(&values, p.m);
-    let slots = SlotTable::place(&bins, p.m as usize, mu, &mut ctx.prg)?;
+    let values = Domains::new(INFO.name, ctx).hashed(&p.hashing, seed, items);
+    let (bins, reps) = phased(&values, p.hashing.m);
+    let slots = SlotTable::place(&bins, p.hashing.m as usize, mu, &mut ctx.prg)?;
     Ok((slots, reps))
 }
 
@@ -249,6 +230,36 @@ pub struct DeState {
     encoding: OosReceiverSeeds,
 }
 
+/// Fig. 4 step 1 and the seed OTs of both directions, A first: in A Alice is the OOS
+/// sender and Bob encodes his slots, in B the other way round.
+fn offline(ctx: &mut Context, role: Role) -> Result<DeState> {
+    let d = Domains::new(INFO.name, ctx);
+    ctx.phase("coin tossing and seed OTs", true);
+    let seed = toss_seed(ctx, role, SEED_TOSS)?;
+    let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
+    let (sending, encoding) = match role {
+        Role::Sender => {
+            let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
+            (
+                sending,
+                OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?,
+            )
+        }
+        Role::Receiver => {
+            let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
+            (
+                OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?,
+                encoding,
+            )
+        }
+    };
+    Ok(DeState {
+        seed,
+        sending,
+        encoding,
+    })
+}
+
 fn save_state(state: &DeState, out: &mut StateWriter) -> Result<()> {
     out.block(state.seed)?;
     state.sending.save(out)?;
@@ -266,18 +277,8 @@ fn load_state(input: &mut StateReader) -> Result<DeState> {
 impl Party for DeSender {
     type State = DeState;
 
-    /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        let d = Domains::new(INFO.name, ctx);
-        ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Sender, SEED_TOSS)?;
-        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
-        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
-        Ok(DeState {
-            seed,
-            sending,
-            encoding,
-        })
+        offline(ctx, Role::Sender)
     }
 
     fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
@@ -291,7 +292,7 @@ impl Party for DeSender {
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
-            p.m as usize * p.mu_b,
+            p.hashing.m as usize * p.mu_b,
             &mut ctx.prg,
         )?;
         ctx.phase("comparison values", false);
@@ -303,7 +304,7 @@ impl Party for DeSender {
         let (mu, bytes) = (p.mu_b, p.value_bytes);
         let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
         let mut bin = BinScratch::default();
-        for b in 0..p.m as usize {
+        for b in 0..p.hashing.m as usize {
             encode_bin(bin_items(&slots, b), &reps, &rows, &hash_a, b, mu, &mut bin);
             let k = bin.items.len();
             for (i, &(x, _)) in bin.items.iter().enumerate() {
@@ -331,18 +332,8 @@ impl Party for DeSender {
 impl Party for DeReceiver {
     type State = DeState;
 
-    /// Fig. 4 step 1 and the seed OTs of both directions (A first, then B).
     fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        let d = Domains::new(INFO.name, ctx);
-        ctx.phase("coin tossing and seed OTs", true);
-        let seed = toss_seed(ctx, Role::Receiver, SEED_TOSS)?;
-        let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("A"))?;
-        let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &d.direction_sid("B"))?;
-        Ok(DeState {
-            seed,
-            sending,
-            encoding,
-        })
+        offline(ctx, Role::Receiver)
     }
 
     fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
@@ -353,7 +344,7 @@ impl Party for DeReceiver {
         // Direction B: Alice's slots; her proof is checked before anything depends on them.
         let rows = OosSender::new(&state.sending).receive(
             ctx.peer,
-            p.m as usize * p.mu_a,
+            p.hashing.m as usize * p.mu_a,
             &mut ctx.prg,
         )?;
         // Direction A: encode his slots and prove it.
@@ -364,7 +355,7 @@ impl Party for DeReceiver {
         let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
         let mut bin = BinScratch::default();
         // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
-        for b in 0..p.m as usize {
+        for b in 0..p.hashing.m as usize {
             let items = bin_items(&slots, b);
             encode_bin(items, &reps, &rows, &hash_b, b, p.mu_a, &mut bin);
             for (e, theirs) in bin.encodings.iter().enumerate() {

@@ -47,9 +47,8 @@ struct Hashing {
 }
 
 impl Hashing {
-    /// The hashing of a run of `name` between sets of `sizes`; `instances` are the counts
-    /// (of slots, OT instances or values) the protocol will index in 32 bits.
-    fn new(name: &str, sizes: Sizes, instances: impl Fn(Hashing) -> Vec<u128>) -> Result<Self> {
+    /// The hashing of a run of `name` between sets of `sizes`.
+    fn new(name: &str, sizes: Sizes) -> Result<Self> {
         let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
         let m = (n_a.max(n_b) / 4).max(1);
         let bits = hashed_bits(m);
@@ -59,16 +58,21 @@ impl Hashing {
                 "{name} hashes items to {bits} bits, too few for sets of {n_a} and {n_b}"
             )));
         }
-        let h = Hashing { n_a, n_b, m, bits };
-        if instances(h)
-            .into_iter()
-            .any(|count| count + CHECK_ROWS as u128 > u32::MAX as u128)
+        Ok(Hashing { n_a, n_b, m, bits })
+    }
+
+    /// Refuses a run of `name` whose `counts` (of slots, OT instances or values), which it
+    /// indexes in 32 bits, do not fit with the OOS16 check rows.
+    fn fit_32_bits(name: &str, counts: &[u128]) -> Result<()> {
+        if counts
+            .iter()
+            .any(|&count| count + CHECK_ROWS as u128 > u32::MAX as u128)
         {
             return Err(Error::Usage(format!(
                 "{name} runs sets of at most about 2^28 items"
             )));
         }
-        Ok(h)
+        Ok(())
     }
 }
 
