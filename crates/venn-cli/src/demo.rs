@@ -37,6 +37,7 @@ pub fn demo() -> Result<()> {
     println!("Both run kkrt16 over loopback TCP; keys are trimmed and lower-cased.\n");
     let args = |input, output, endpoint| PartyArgs {
         link: Link {
+            protocol_options: Default::default(),
             protocol: "kkrt16".into(),
             endpoint,
             threads: 1,

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use transport::TlsArgs;
+use venn::protocols::{Bins, Options};
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
@@ -57,6 +58,27 @@ enum Command {
     BenchParty(BenchPartyCli),
 }
 
+/// The options of a protocol that has them (both parties must pass the same).
+#[derive(Args)]
+struct OptionsCli {
+    /// RR17's bins: lan (m = n/4, less computation) or wan (m = n/10, less traffic).
+    #[arg(long, value_name = "lan|wan", value_parser = Bins::parse)]
+    bins: Option<Bins>,
+    /// Bit length of the items of a standard-model protocol (rr17-de-sm: 32 or 64); the
+    /// keys must then be integers below 2^SIGMA, in decimal.
+    #[arg(long)]
+    sigma: Option<u32>,
+}
+
+impl OptionsCli {
+    fn options(&self) -> Options {
+        Options {
+            bins: self.bins.unwrap_or_default(),
+            sigma: self.sigma,
+        }
+    }
+}
+
 /// How a party reaches its peer and what it accepts from it.
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
@@ -64,6 +86,8 @@ struct LinkCli {
     /// Protocol to run (see `venn params`).
     #[arg(long, default_value = "kkrt16")]
     protocol: String,
+    #[command(flatten)]
+    options: OptionsCli,
     /// Wait for the peer on ADDR (e.g. 0.0.0.0:7766).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
@@ -226,6 +250,13 @@ struct ParamsCli {
     /// Protocols (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     protocol: Vec<String>,
+    /// RR17's bins (comma-separated; default: every choice a protocol takes).
+    #[arg(long, value_delimiter = ',', value_parser = Bins::parse)]
+    bins: Vec<Bins>,
+    /// Item bit lengths for protocols on σ-bit integers (comma-separated; default: each
+    /// the protocol takes).
+    #[arg(long, value_delimiter = ',')]
+    sigma: Vec<u32>,
     /// Equal set sizes 2^k for each k (comma-separated).
     #[arg(long, value_delimiter = ',')]
     log2n: Vec<u32>,
@@ -239,6 +270,13 @@ struct BenchCli {
     /// Protocols (comma-separated); `naive` gives every row its ratio.
     #[arg(long, value_delimiter = ',', default_value = "kkrt16,naive")]
     protocol: Vec<String>,
+    /// RR17's bins for the protocols that take them (comma-separated: a row for each).
+    #[arg(long, value_delimiter = ',', value_parser = Bins::parse, default_value = "lan")]
+    bins: Vec<Bins>,
+    /// Item bit lengths for protocols on σ-bit integers (comma-separated: a row for each;
+    /// default: each the protocol takes).
+    #[arg(long, value_delimiter = ',')]
+    sigma: Vec<u32>,
     /// Set sizes 2^k (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
     log2n: Vec<u32>,
@@ -283,6 +321,8 @@ struct BenchPartyCli {
     role: String,
     #[arg(long)]
     protocol: String,
+    #[command(flatten)]
+    options: OptionsCli,
     #[arg(long)]
     log2n: u32,
     #[arg(long)]
@@ -351,6 +391,7 @@ impl LinkCli {
         Ok(Link {
             transport: self.tls.load()?,
             protocol: self.protocol,
+            protocol_options: self.options.options(),
             endpoint,
             threads: self.threads,
             timeout: Duration::from_secs(self.timeout),
@@ -429,9 +470,13 @@ fn main() -> ExitCode {
         Command::Precompute(p) => precompute(p),
         Command::Demo => demo::demo(),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
-        Command::Params(p) => parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &s)),
+        Command::Params(p) => {
+            parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &p.bins, &p.sigma, &s))
+        }
         Command::Bench(b) => bench::bench(&bench::BenchOptions {
             protocols: &b.protocol,
+            bins: &b.bins,
+            sigmas: &b.sigma,
             log2ns: &b.log2n,
             threads: &b.threads,
             repeat: b.repeat,
@@ -456,6 +501,7 @@ fn main() -> ExitCode {
                         role,
                         link: b.link()?,
                         protocol: b.protocol,
+                        options: b.options.options(),
                         log2n: b.log2n,
                         seed,
                         threads: b.threads,

@@ -1,11 +1,36 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Protocol, Sizes};
+use venn::protocols::{find, registry, Bins, Options, Protocol, Sizes};
 use venn::session::Role;
 use venn::Result;
 
-/// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`.
-pub fn print_params(protocols: &[String], sizes: &[(u64, u64)]) -> Result<()> {
+/// The option sets to show or run `p` with: each of `bins` and `sigmas` it takes (all it
+/// takes where these are empty).
+pub fn variants(p: &dyn Protocol, bins: &[Bins], sigmas: &[u32]) -> Vec<Options> {
+    let accepts = p.accepts();
+    let bins = match (accepts.bins, bins.is_empty()) {
+        (false, _) => vec![Bins::Lan],
+        (true, true) => vec![Bins::Lan, Bins::Wan],
+        (true, false) => bins.to_vec(),
+    };
+    let sigmas: Vec<Option<u32>> = match (accepts.sigma, sigmas.is_empty()) {
+        ([], _) => vec![None],
+        (all, true) => all.iter().copied().map(Some).collect(),
+        (_, false) => sigmas.iter().copied().map(Some).collect(),
+    };
+    bins.iter()
+        .flat_map(|&bins| sigmas.iter().map(move |&sigma| Options { bins, sigma }))
+        .collect()
+}
+
+/// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`,
+/// with each of `bins` and `sigmas` a protocol takes (all it takes if empty).
+pub fn print_params(
+    protocols: &[String],
+    bins: &[Bins],
+    sigmas: &[u32],
+    sizes: &[(u64, u64)],
+) -> Result<()> {
     let list: Vec<&'static dyn Protocol> = if protocols.is_empty() {
         registry().to_vec()
     } else {
@@ -36,28 +61,53 @@ pub fn print_params(protocols: &[String], sizes: &[(u64, u64)]) -> Result<()> {
             venn::COMPUTATIONAL_SECURITY,
             venn::STATISTICAL_SECURITY
         );
-        let tables: Vec<_> = sizes
-            .iter()
-            .map(|&(sender, receiver)| {
-                p.params(Sizes { sender, receiver })
-                    .map(|t| (sender, receiver, t.table()))
-            })
-            .collect::<Result<_>>()?;
-        if let Some((_, _, first)) = tables.first() {
-            let mut header = format!("  {:>12} {:>12}", "n_sender", "n_receiver");
-            for (k, _) in &first.0 {
-                header += &format!(" {k:>10}");
+        for options in variants(p, bins, sigmas) {
+            options.check(info, p.accepts())?;
+            if !options.flags().is_empty() {
+                println!("  with {}:", options.flags());
             }
-            println!("{header}");
-            for (ns, nr, t) in &tables {
-                let mut line = format!("  {:>12} {:>12}", size(*ns), size(*nr));
+            print_table(p, options, sizes)?;
+        }
+        println!();
+    }
+    Ok(())
+}
+
+/// One table of `p`'s parameters with `options`, a row per pair of sizes (a size the
+/// protocol refuses says why in its row).
+fn print_table(p: &dyn Protocol, options: Options, sizes: &[(u64, u64)]) -> Result<()> {
+    let rows: Vec<_> = sizes
+        .iter()
+        .map(|&(sender, receiver)| {
+            let table = p
+                .params(Sizes { sender, receiver }, options)
+                .map(|t| t.table());
+            (sender, receiver, table)
+        })
+        .collect();
+    let Some(first) = rows.iter().find_map(|(_, _, t)| t.as_ref().ok()) else {
+        // Every size refused: say why once.
+        return rows
+            .into_iter()
+            .next()
+            .map_or(Ok(()), |(_, _, t)| t.map(|_| ()));
+    };
+    let mut header = format!("  {:>12} {:>12}", "n_sender", "n_receiver");
+    for (k, _) in &first.0 {
+        header += &format!(" {k:>10}");
+    }
+    println!("{header}");
+    for (ns, nr, t) in &rows {
+        let mut line = format!("  {:>12} {:>12}", size(*ns), size(*nr));
+        match t {
+            Ok(t) => {
                 for (_, v) in &t.0 {
                     line += &format!(" {v:>10}");
                 }
-                println!("{line}");
             }
+            Err(e) => line += &format!("  refused: {e}"),
         }
-        println!();
+        println!("{line}");
     }
     Ok(())
 }

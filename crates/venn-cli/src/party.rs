@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::net::Channel;
 use venn::protocols::Output;
-use venn::protocols::{find, OutputKind, Progress, Protocol, Security};
+use venn::protocols::{find, Options, OutputKind, Progress, Protocol, Security};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 use venn_cli::input::{read_input, Input, KeyOptions};
@@ -28,6 +28,8 @@ pub enum Endpoint {
 #[derive(Clone, Debug)]
 pub struct Link {
     pub protocol: String,
+    /// `--bins` and `--sigma`.
+    pub protocol_options: Options,
     pub endpoint: Endpoint,
     pub threads: usize,
     pub timeout: Duration,
@@ -82,6 +84,7 @@ impl Link {
                 info.name
             )));
         }
+        self.protocol_options.check(info, protocol.accepts())?;
         Ok(protocol)
     }
 
@@ -96,6 +99,7 @@ impl Link {
             protocol,
             role,
             both,
+            options: self.protocol_options,
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory,
             threads: self.threads,
@@ -288,6 +292,13 @@ pub fn run_party(
     if let (Some(state), Read::Whole(input)) = (&loaded, &read) {
         state
             .check_items(input.keys.len())
+            .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
+    }
+    // Keys a protocol cannot run on (not σ-bit integers) are refused before the peer is
+    // contacted (a split input's buckets are checked as they run).
+    if let Read::Whole(input) = &read {
+        protocol
+            .check_items(opts.options, &input.keys)
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
     let mut chan = args.link.connect(on_bound)?;

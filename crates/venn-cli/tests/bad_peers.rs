@@ -38,6 +38,7 @@ fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     h.extend_from_slice(protocol.as_bytes());
     h.push(0); // role: sender
     h.push(0); // no --both
+    h.extend_from_slice(&[0, 0]); // the default options: LAN bins, no σ
     h.extend_from_slice(&set_size.to_le_bytes());
     h.extend_from_slice(&[7u8; 16]);
     h.push(0); // no precomputed state
@@ -82,13 +83,14 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         protocol: "kkrt16".into(),
         role: Role::Sender,
         both: false,
+        options: Default::default(),
         set_size: n,
         mode: Mode::Run,
     };
     let kkrt16 = venn::protocols::find("kkrt16").unwrap();
     let mut prg = venn::crypto::Prg::from_seed(1);
     handshake(&mut chan, &ours, n, &mut prg, |sizes| {
-        let p = kkrt16.params(sizes)?;
+        let p = kkrt16.params(sizes, Default::default())?;
         Ok(WireParams {
             encoding: p.encode(),
             shown: p.table().to_string(),

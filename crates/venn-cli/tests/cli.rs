@@ -322,6 +322,69 @@ fn dkt10_through_the_binary() {
 }
 
 #[test]
+fn rr17_options_through_the_binary() {
+    // rr17-de with WAN bins, on any keys.
+    let s: Vec<String> = keys("w", 0..400);
+    let r: Vec<String> = [keys("w", 300..500), keys("z", 0..20)].concat();
+    let wan = ["--protocol", "rr17-de", "--bins", "wan"];
+    assert_eq!(intersect(&s, &r, &wan), expected(&s, &r));
+    // rr17-de-sm on 32-bit integers, spread up to 2^32 − 1.
+    let int = |i: u64| (u32::MAX as u64 - i * 10_007).to_string();
+    let s: Vec<String> = (0..300).map(int).collect();
+    let r: Vec<String> = (250..400).chain([0]).map(int).collect();
+    let sm = ["--protocol", "rr17-de-sm", "--sigma", "32"];
+    assert_eq!(intersect(&s, &r, &sm), expected(&s, &r));
+
+    let dir = tmp();
+    let ints = write(dir.path(), "ints.csv", "k\n17\n4294967295\n");
+    let words = write(dir.path(), "words.csv", "k\n17\n007\n");
+    let send = |input: &std::path::Path, extra: &[&str]| {
+        let input = input.to_str().unwrap();
+        let args = [
+            &["send", "--connect", "127.0.0.1:1", "--input", input],
+            extra,
+        ]
+        .concat();
+        venn().args(&args).output().unwrap()
+    };
+    assert_clean_failure(&send(&words, &sm), "key number 2 is not one");
+    assert_clean_failure(
+        &send(&ints, &["--protocol", "rr17-de-sm"]),
+        "pass --sigma 32|64",
+    );
+    assert_clean_failure(
+        &send(&ints, &["--protocol", "rr17-de-sm", "--sigma", "16"]),
+        "not 16",
+    );
+    assert_clean_failure(&send(&ints, &["--sigma", "32"]), "no --sigma");
+    assert_clean_failure(&send(&ints, &["--bins", "wan"]), "--bins");
+    // The parties must pass the same options: each is told which differ.
+    let out = dir.path().join("out.csv");
+    let (so, ro) = run_pair(
+        &[
+            "--protocol",
+            "rr17-de",
+            "--input",
+            ints.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        &[
+            "--protocol",
+            "rr17-de",
+            "--bins",
+            "wan",
+            "--input",
+            ints.to_str().unwrap(),
+        ],
+    );
+    for o in [&so, &ro] {
+        assert_clean_failure(o, "both must pass the same options");
+    }
+    assert!(!out.exists());
+}
+
+#[test]
 fn stats_json_records_the_run() {
     let dir = tmp();
     let s = write(dir.path(), "s.csv", &csv(&keys("k", 0..100)));
@@ -394,12 +457,25 @@ fn demo_and_params_run() {
 /// counts m·μ, ℓ_h = 76 + log2 m and, for dual execution, v = λ + 2 log2(nμ) in bytes.
 #[test]
 fn rr17_params_print_the_recomputed_fig5_bins() {
-    let mus = [26u64, 28, 30, 31, 32];
-    for protocol in ["rr17-de", "rr17-ec"] {
-        let o = venn()
-            .args(["params", "--protocol", protocol, "--log2n", "8,12,16,20,24"])
-            .output()
-            .unwrap();
+    // Spec §3.5: μ recomputed for m = n/4 (LAN) and m = ⌊n/10⌋ (WAN).
+    let lan = [26u64, 28, 30, 31, 32];
+    let wan = [41u64, 43, 45, 47, 49];
+    let cases = [
+        ("rr17-de", "lan", None),
+        ("rr17-ec", "lan", None),
+        ("rr17-de", "wan", None),
+        ("rr17-ec", "wan", None),
+        ("rr17-de-sm", "lan", Some(32)),
+        ("rr17-de-sm", "wan", Some(64)),
+    ];
+    for (protocol, bins, sigma) in cases {
+        let mut args = vec!["params", "--protocol", protocol, "--bins", bins];
+        let sigma_text = sigma.map(|s: u64| s.to_string());
+        if let Some(s) = &sigma_text {
+            args.extend(["--sigma", s]);
+        }
+        args.extend(["--log2n", "8,12,16,20"]);
+        let o = venn().args(&args).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let text = String::from_utf8_lossy(&o.stdout);
         let header: Vec<&str> = text
@@ -412,23 +488,37 @@ fn rr17_params_print_the_recomputed_fig5_bins() {
             let at = header.iter().position(|h| *h == name).expect(name);
             row[at].parse().unwrap()
         };
-        for (k, mu) in [8u32, 12, 16, 20, 24].into_iter().zip(mus) {
+        let mus = if bins == "lan" { lan } else { wan };
+        let case = format!("{protocol} --bins {bins}");
+        for (k, mu) in [8u32, 12, 16, 20].into_iter().zip(mus) {
             let row: Vec<&str> = text
                 .lines()
                 .map(|l| l.split_whitespace().collect::<Vec<_>>())
                 .find(|f| f.first() == Some(&format!("2^{k}").as_str()))
-                .unwrap_or_else(|| panic!("{protocol}: no row 2^{k} in\n{text}"));
-            let m = 1u64 << (k - 2);
-            assert_eq!(column(&row, "bins"), m, "{protocol} 2^{k}");
-            assert_eq!(column(&row, "mu_receiver"), mu, "{protocol} 2^{k}");
-            assert_eq!(column(&row, "hashed_bits"), 76 + k as u64 - 2);
-            if protocol == "rr17-de" {
-                assert_eq!(column(&row, "mu_sender"), mu);
-                assert_eq!(column(&row, "ots_A"), m * mu);
-                let bits = 40.0 + 2.0 * ((1u64 << k) as f64 * mu as f64).log2();
-                assert_eq!(column(&row, "v"), (bits.ceil() as u64).next_multiple_of(8));
+                .unwrap_or_else(|| panic!("{case}: no row 2^{k} in\n{text}"));
+            let n = 1u64 << k;
+            let m = if bins == "lan" { n / 4 } else { n / 10 };
+            assert_eq!(column(&row, "bins"), m, "{case} 2^{k}");
+            assert_eq!(column(&row, "mu_receiver"), mu, "{case} 2^{k}");
+            // OTs of one instance: one OOS16 OT, or σ' = σ − ⌊log2 m⌋ chosen-message OTs.
+            let per = match sigma {
+                Some(s) => {
+                    assert_eq!(column(&row, "word_bits"), s - m.ilog2() as u64, "{case}");
+                    s - m.ilog2() as u64
+                }
+                None => {
+                    assert_eq!(column(&row, "hashed_bits"), 76 + m.ilog2() as u64, "{case}");
+                    1
+                }
+            };
+            if protocol == "rr17-ec" {
+                assert_eq!(column(&row, "ots"), m * mu, "{case}");
             } else {
-                assert_eq!(column(&row, "ots"), m * mu);
+                assert_eq!(column(&row, "mu_sender"), mu, "{case}");
+                assert_eq!(column(&row, "ots_A"), m * mu * per, "{case}");
+                let bits = 40.0 + 2.0 * (n as f64 * mu as f64).log2();
+                let v = (bits.ceil() as u64).next_multiple_of(8);
+                assert_eq!(column(&row, "v"), v, "{case}");
             }
         }
     }

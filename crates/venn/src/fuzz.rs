@@ -9,7 +9,7 @@ use crate::crypto::Prg;
 use crate::net::{
     check_frame_len, mem_pair, Channel, MemChannel, StreamChannel, TimedRead, Traffic,
 };
-use crate::protocols::{find, registry, Output};
+use crate::protocols::{find, registry, Options, Output};
 use crate::session::Role;
 use crate::{run, Items, Result, RunOptions};
 use std::io::Read;
@@ -85,11 +85,18 @@ impl Channel for Scripted<'_> {
     fn abort(&mut self, _reason: &str) {}
 }
 
+/// The options a fuzzed run uses: the defaults, and the smallest σ of a protocol on σ-bit
+/// integers.
 fn options(protocol: &str, role: Role) -> RunOptions<'static> {
+    let protocol = find(protocol).expect("a registered protocol");
     RunOptions {
-        protocol: find(protocol).expect("a registered protocol"),
+        protocol,
         role,
         both: false,
+        options: Options {
+            sigma: protocol.accepts().sigma.iter().min().copied(),
+            ..Options::default()
+        },
         max_peer_items: 1 << 10,
         max_memory: 1 << 30,
         threads: 1,
@@ -114,7 +121,8 @@ pub fn handshake(data: &[u8]) {
     } else {
         Role::Receiver
     };
-    let items: Items = [b"a".as_slice(), b"b"].into_iter().collect();
+    // Integers, so that a protocol on σ-bit integers takes them too.
+    let items: Items = [b"1".as_slice(), b"2"].into_iter().collect();
     let mut peer = Scripted {
         data: rest,
         traffic: Traffic::default(),
@@ -241,8 +249,8 @@ impl Channel for Tampered {
 }
 
 /// Sets of up to 16 distinct items each (as the CLI hands the protocols: deduplicated) from
-/// two bytes: sizes and overlap.
-fn sets(a: u8, b: u8) -> (Items, Items) {
+/// two bytes: sizes and overlap; decimal integers below 2^32 if `integers`.
+fn sets(a: u8, b: u8, integers: bool) -> (Items, Items) {
     let (ns, nr) = (1 + (a % 16) as usize, 1 + (b % 16) as usize);
     let overlap = (a >> 4) as usize % (ns.min(nr) + 1);
     let mut prg = Prg::from_seed(((a as u128) << 8) | b as u128);
@@ -253,6 +261,13 @@ fn sets(a: u8, b: u8) -> (Items, Items) {
         prg.fill_bytes(&mut v);
         v[0] = made;
         made += 1;
+        if integers {
+            // Distinct items, distinct integers: the first byte times an odd number.
+            v = (v[0] as u32)
+                .wrapping_mul(0x9e37_79b1)
+                .to_string()
+                .into_bytes();
+        }
         v
     };
     let shared: Vec<Vec<u8>> = (0..overlap).map(|_| item()).collect();
@@ -284,7 +299,12 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
     let [a, b, rest @ ..] = data else {
         return;
     };
-    let (sender, receiver) = sets(*a, *b);
+    let integers = !find(protocol)
+        .expect("a registered protocol")
+        .accepts()
+        .sigma
+        .is_empty();
+    let (sender, receiver) = sets(*a, *b, integers);
     let edits = Edit::parse(rest);
     let (s, r) = mem_pair(Duration::from_secs(10));
     let (s, r) = (

@@ -9,7 +9,7 @@
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
-use crate::protocols::{Context, Output, Phase, Progress, Protocol};
+use crate::protocols::{Context, Options, Output, Phase, Progress, Protocol};
 use crate::session::{
     agree_secret, handshake, Confirming, Hello, Mode, Resume, Role, Session, Sizes, WireParams,
 };
@@ -30,6 +30,8 @@ pub struct RunOptions<'a> {
     pub role: Role,
     /// Whether the sender learns the intersection too.
     pub both: bool,
+    /// The protocol's options (`--bins`, `--sigma`).
+    pub options: Options,
     /// The largest set size we accept from the peer (never more than [`MAX_ITEMS`]).
     pub max_peer_items: u64,
     /// The most memory this party may need, in bytes; a peer whose set would need more is
@@ -84,6 +86,7 @@ impl Report {
 /// Runs one party over `chan` on `items` (distinct items; the CLI deduplicates): offline
 /// and online in one session.
 pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
+    opts.protocol.check_items(opts.options, items)?;
     let party = opts.protocol.party(opts.role);
     let (output, report) = session(chan, items.len() as u64, Mode::Run, opts, |ctx| {
         let state = party.offline(ctx)?;
@@ -115,7 +118,7 @@ pub fn precompute(
         let secret = agree_secret(ctx.peer, &sid, &mut ctx.prg)?;
         let state = party.offline(ctx)?;
         let sizes = ctx.session.sized;
-        let params = opts.protocol.params(sizes)?.encode();
+        let params = opts.protocol.params(sizes, opts.options)?.encode();
         Ok((state, sid, secret, sizes, params))
     })?;
     let (state, session, secret, sizes, params) = state;
@@ -187,9 +190,9 @@ pub fn load_state(path: &Path, opts: &RunOptions) -> Result<LoadedState> {
         )));
     }
     check_memory(opts, h.sizes)?;
-    if opts.protocol.params(h.sizes)?.encode() != h.params {
+    if opts.protocol.params(h.sizes, opts.options)?.encode() != h.params {
         return Err(Error::State(format!(
-            "'{}' was made with other parameters (by another venn release)",
+            "'{}' was made with other parameters (other options, or another venn release)",
             path.display()
         )));
     }
@@ -214,6 +217,7 @@ pub fn run_online(
         ));
     }
     loaded.check_items(items.len())?;
+    opts.protocol.check_items(opts.options, items)?;
     let resume = Mode::Resume(Resume {
         session: h.session,
         sizes: h.sizes,
@@ -256,6 +260,7 @@ where
     T: Send,
 {
     let info = opts.protocol.info();
+    opts.options.check(info, opts.protocol.accepts())?;
     if opts.both && !info.both_allowed {
         return Err(Error::Usage(format!(
             "protocol '{}' cannot give the output to both parties (--both)",
@@ -306,13 +311,14 @@ fn session_in_pool<T>(
         protocol: opts.protocol.info().name.to_string(),
         role: opts.role,
         both: opts.both,
+        options: opts.options,
         set_size,
         mode,
     };
     let max_peer = opts.max_peer_items.min(MAX_ITEMS);
     let session = handshake(chan, &hello, max_peer, &mut prg, |sizes| {
         check_memory(opts, sizes)?;
-        let p = opts.protocol.params(sizes)?;
+        let p = opts.protocol.params(sizes, opts.options)?;
         Ok(WireParams {
             encoding: p.encode(),
             shown: p.table().to_string(),

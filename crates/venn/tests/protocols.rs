@@ -3,11 +3,13 @@
 
 mod common;
 
-use common::{indices, options, run_pair, sets, tampered_pair, tampered_run, truth};
+use common::{
+    fit, indices, options, run_pair, sets, tampered_pair, tampered_run, test_options, truth,
+};
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Channel};
-use venn::protocols::{registry, Output, Protocol, Security, Sizes};
+use venn::protocols::{registry, Options, Output, Protocol, Security, Sizes};
 use venn::session::Role;
 use venn::{run, Error, Items};
 
@@ -177,6 +179,7 @@ fn items_of_every_length_class_including_empty() {
 fn more_threads_give_the_same_result() {
     let (s, r) = sets(5000, 4000, 1234, 9);
     for &p in registry() {
+        let (s, r) = (fit(p, &s), fit(p, &r));
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let (_, rr) = std::thread::scope(|sc| {
             let t = sc.spawn(|| {
@@ -228,7 +231,7 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             sender: 300,
             receiver: 200,
         };
-        let table = p.params(sizes).unwrap().table();
+        let table = p.params(sizes, test_options(p)).unwrap().table();
         let param = |name: &str| {
             table
                 .0
@@ -242,7 +245,7 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
         // masked key per slot (rr17-ec), else one value.
         let item_bytes = match p.info().name {
             "kkrt16" => (3 + 12) * param("v") / 8,
-            "rr17-de" => param("mu_receiver") * param("v") / 8,
+            "rr17-de" | "rr17-de-sm" => param("mu_receiver") * param("v") / 8,
             "rr17-ec" => param("commitment_bits") / 8 + param("mu_receiver") * 20,
             _ => param("v") / 8,
         };
@@ -335,12 +338,12 @@ fn a_replayed_session_is_refused() {
             // Replay it, blindly, to a fresh party of the other role.
             let (mut a, mut b) = mem_pair(Duration::from_secs(5));
             let (role, items) = if replay_sender {
-                (Role::Receiver, &r)
+                (Role::Receiver, fit(p, &r))
             } else {
-                (Role::Sender, &s)
+                (Role::Sender, fit(p, &s))
             };
             let result = std::thread::scope(|sc| {
-                let t = sc.spawn(|| run(&mut b, items, &options(p, role, false)));
+                let t = sc.spawn(|| run(&mut b, &items, &options(p, role, false)));
                 for f in &recorded {
                     if a.send(f).is_err() {
                         break;
@@ -383,12 +386,13 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
                         protocol: p.info().name.into(),
                         role: peer_role,
                         both: false,
+                        options: test_options(p),
                         set_size: 1 << 24,
                         mode: Mode::Run,
                     };
                     let mut prg = Prg::from_seed(3);
                     let _ = handshake(&mut b, &hello, 1 << 24, &mut prg, |sizes| {
-                        let params = p.params(sizes)?;
+                        let params = p.params(sizes, test_options(p))?;
                         Ok(WireParams {
                             encoding: params.encode(),
                             shown: String::new(),
@@ -398,7 +402,7 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
                 let mut o = options(p, role, false);
                 o.max_peer_items = 1 << 25;
                 o.max_memory = 256 << 20;
-                run(&mut a, &mine, &o)
+                run(&mut a, &fit(p, &mine), &o)
             });
             let e = result
                 .err()
@@ -421,7 +425,7 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
 mod counting {
     use venn::crypto::{Block, RandomOracle};
     use venn::protocols::{
-        AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
+        AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
         ProtocolInfo, RoleInfo, Security, Sizes,
     };
     use venn::session::Role;
@@ -470,7 +474,7 @@ mod counting {
         fn info(&self) -> &'static ProtocolInfo {
             &INFO
         }
-        fn params(&self, _: Sizes) -> Result<Box<dyn Parameters>> {
+        fn params(&self, _: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
             Ok(Box::new(NoParams))
         }
         fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -620,6 +624,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
                 protocol: COUNTING.info().name.into(),
                 role: Role::Sender,
                 both: false,
+                options: Default::default(),
                 set_size: 30,
                 mode: Mode::Resume(Resume {
                     session: header.session,
@@ -629,7 +634,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
             };
             let _ = handshake(&mut a, &hello, 20, &mut Prg::from_seed(1), |sizes| {
                 Ok(WireParams {
-                    encoding: COUNTING.params(sizes)?.encode(),
+                    encoding: COUNTING.params(sizes, Options::default())?.encode(),
                     shown: String::new(),
                 })
             });

@@ -6,17 +6,19 @@
 
 mod common;
 
-use common::{sets, tampered_pair_traffic};
-use venn::protocols::{find, Sizes};
+use common::{fit, indices, run_pair_with, sets, tampered_pair_traffic, test_options, truth};
+use venn::protocols::{find, Bins, Options, Sizes};
 use venn::Error;
 
-/// A named entry of a protocol's parameter table at 4096 items a side.
+/// A named entry of a protocol's parameter table at 4096 items a side (with the tests'
+/// options).
 fn param(protocol: &str, name: &str) -> usize {
     let sizes = Sizes {
         sender: 4096,
         receiver: 4096,
     };
-    let table = find(protocol).unwrap().params(sizes).unwrap().table();
+    let p = find(protocol).unwrap();
+    let table = p.params(sizes, test_options(p)).unwrap().table();
     let value = table
         .0
         .iter()
@@ -72,5 +74,66 @@ fn corrections_that_encode_no_value_are_caught() {
                 sent.sent
             );
         }
+    }
+}
+
+/// In the standard model, a party whose KOS15 rows do not each carry one choice bit (bytes
+/// of one row flipped) is caught by the other's KOS15 correlation check, before any masked
+/// key is sent (spec §4.8: the KOS15 check covers the OTs).
+#[test]
+fn standard_model_rows_that_carry_no_choice_are_caught() {
+    let p = find("rr17-de-sm").unwrap();
+    let (s, r) = sets(4096, 4096, 300, 15);
+    // A full frame of extension rows: 4096 rows of 16 bytes.
+    const FRAME: usize = 4096 * 16;
+    for alice_cheats in [true, false] {
+        let mut done = false;
+        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
+            if !done && f.len() == FRAME {
+                f[1600..1608].iter_mut().for_each(|b| *b ^= 0xFF);
+                done = true;
+            }
+            true
+        });
+        assert!(done, "a frame of rows went by");
+        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
+        match victim {
+            Err(Error::CheatingDetected(why)) => assert!(why.contains("KOS15"), "{why}"),
+            other => panic!(
+                "alice cheats: {alice_cheats}: {:?}",
+                other.map(|r| r.output)
+            ),
+        }
+        assert!(cheat.is_err(), "the cheat got an answer");
+        if !alice_cheats {
+            // Alice's own rows (16 bytes per OT of direction B), no masked keys (32 bytes
+            // per OT of direction A).
+            let own_rows = param("rr17-de-sm", "ots_B") * 16;
+            assert!(
+                (sent.sent as usize) < own_rows + 100_000,
+                "Alice sent {} bytes after a failed check",
+                sent.sent
+            );
+        }
+    }
+}
+
+/// RR17's WAN bins (m = ⌊n/10⌋) give the same intersection as the LAN ones.
+#[test]
+fn wan_bins_give_the_intersection() {
+    let (s, r) = sets(2000, 1500, 400, 16);
+    for name in ["rr17-de", "rr17-ec", "rr17-de-sm"] {
+        let p = find(name).unwrap();
+        let wan = Options {
+            bins: Bins::Wan,
+            ..test_options(p)
+        };
+        let (sr, rr) = run_pair_with(p, wan, &s, &r, false);
+        sr.unwrap();
+        assert_eq!(
+            indices(&rr.unwrap()),
+            truth(&fit(p, &r), &fit(p, &s)),
+            "{name}"
+        );
     }
 }

@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use venn::crypto::Block;
-use venn::protocols::find;
+use venn::protocols::{find, Bins, Options};
 use venn::session::Role;
 use venn::{Error, Result};
 
@@ -48,10 +48,43 @@ pub struct Row {
     pub state_mib_receiver: Option<f64>,
 }
 
+/// A protocol with the options of its rows.
+#[derive(Clone, Copy, Debug)]
+pub struct Variant<'a> {
+    pub name: &'a str,
+    pub options: Options,
+}
+
+impl Variant<'_> {
+    /// The protocol column: its name, `/wan` for WAN bins and `/sσ` for σ-bit items.
+    fn label(&self) -> String {
+        let mut label = self.name.to_string();
+        if self.options.bins == Bins::Wan {
+            label += "/wan";
+        }
+        if let Some(sigma) = self.options.sigma {
+            label += &format!("/s{sigma}");
+        }
+        label
+    }
+
+    /// The bench-party flags of its options.
+    fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        if self.options.bins != Bins::Lan {
+            flags.extend(["--bins".to_string(), self.options.bins.name().to_string()]);
+        }
+        if let Some(sigma) = self.options.sigma {
+            flags.extend(["--sigma".to_string(), sigma.to_string()]);
+        }
+        flags
+    }
+}
+
 /// What both parties of one benchmark run are started with.
 #[derive(Clone, Copy)]
 struct Spawn<'a> {
-    protocol: &'a str,
+    variant: Variant<'a>,
     log2n: u32,
     seed: Block,
     threads: usize,
@@ -61,7 +94,7 @@ struct Spawn<'a> {
 
 fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::Child> {
     let Spawn {
-        protocol,
+        variant,
         log2n,
         seed,
         threads,
@@ -69,7 +102,14 @@ fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::C
         net,
     } = *s;
     Ok(Command::new(std::env::current_exe()?)
-        .args(["bench-party", "--role", role.name(), "--protocol", protocol])
+        .args([
+            "bench-party",
+            "--role",
+            role.name(),
+            "--protocol",
+            variant.name,
+        ])
+        .args(variant.flags())
         .args([
             "--log2n",
             &log2n.to_string(),
@@ -148,7 +188,7 @@ fn tls_identities(dir: &Path) -> Result<()> {
 /// Runs one protocol at one n on items drawn from `seed`, each party doing `attached`
 /// besides; over TLS with the identities in `tls` if given.
 fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Row> {
-    let (protocol, log2n, threads) = (spawn.protocol, spawn.log2n, spawn.threads);
+    let (protocol, log2n, threads) = (spawn.variant.label(), spawn.log2n, spawn.threads);
     let link = |endpoint: [&str; 2], role| -> Vec<String> {
         let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
         if let Some(dir) = tls {
@@ -185,7 +225,7 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
     let r = last_json(receiver, "receiver")?;
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     Ok(Row {
-        protocol: protocol.to_string(),
+        protocol,
         tls: tls.is_some(),
         log2n,
         threads,
@@ -220,6 +260,11 @@ fn median(mut runs: Vec<Row>) -> Row {
 /// What `venn bench` measures.
 pub struct BenchOptions<'a> {
     pub protocols: &'a [String],
+    /// RR17's bins, a row for each (for protocols that take them).
+    pub bins: &'a [Bins],
+    /// Item bit lengths, a row for each (for protocols on σ-bit integers; empty: all they
+    /// take).
+    pub sigmas: &'a [u32],
     pub log2ns: &'a [u32],
     /// Threads per party; one row per count.
     pub threads: &'a [usize],
@@ -242,10 +287,21 @@ pub struct BenchOptions<'a> {
 
 /// `venn bench`: each row is the median of `repeat` runs.
 pub fn bench(o: &BenchOptions) -> Result<()> {
-    for p in o.protocols {
-        find(p)?;
+    let mut protocols = Vec::new();
+    for name in o.protocols {
+        let p = find(name)?;
+        for options in crate::params::variants(p, o.bins, o.sigmas) {
+            options.check(p.info(), p.accepts())?;
+            protocols.push(Variant { name, options });
+        }
     }
     if o.files {
+        if let Some(v) = protocols.iter().find(|v| v.options != Options::default()) {
+            return Err(Error::Usage(format!(
+                "--files runs protocols on generated hex keys with their default options,                  not {}",
+                v.label()
+            )));
+        }
         return files::bench_files(o.protocols, o.log2ns, o.repeat, o.json);
     }
     if o.threads.is_empty() || o.threads.contains(&0) {
@@ -295,12 +351,12 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     for &log2n in o.log2ns {
         for &threads in o.threads {
             let mut at_n: Vec<Row> = Vec::new();
-            for p in o.protocols {
+            for &p in &protocols {
                 let mut runs: Vec<Vec<Row>> = vec![Vec::new(); variants.len()];
                 for _ in 0..o.repeat.max(1) {
                     for (i, tls) in variants.iter().enumerate() {
                         let spawn = Spawn {
-                            protocol: p,
+                            variant: p,
                             log2n,
                             seed: venn::crypto::Prg::from_entropy().block(),
                             threads,
@@ -353,7 +409,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             );
         }
         for &log2n in o.log2ns {
-            for p in o.protocols {
+            for &p in &protocols {
                 let at = bench_solo(p, log2n, o.threads, o.repeat, o.timeout)?;
                 if !o.json {
                     print_solo(&at, o.threads);

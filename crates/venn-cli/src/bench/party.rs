@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::find;
+use venn::protocols::{find, Options};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
@@ -61,6 +61,39 @@ pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
     items
 }
 
+/// [`bench_items`] for a protocol on σ-bit integers: item `i` is the decimal integer
+/// `π(3k)` for shared item k and `π(3i + 1)` (receiver) or `π(3i + 2)` (sender) for its own,
+/// π a bijection of the σ-bit integers drawn from `seed` (odd multipliers and an
+/// xor-shift, so the items spread over the whole range).
+pub fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
+    let mask = if sigma >= 64 {
+        u64::MAX
+    } else {
+        (1 << sigma) - 1
+    };
+    let aes = Aes::new(seed);
+    let [a, b, c] = [1u128, 2, 3].map(|k| aes.encrypt(k) as u64 | 1);
+    let pi = |v: u64| {
+        let x = v.wrapping_mul(a).wrapping_add(b) & mask;
+        let x = (x ^ (x >> (sigma / 2))) & mask;
+        x.wrapping_mul(c) & mask
+    };
+    let (shared_parity, own) = match role {
+        Role::Receiver => (0, 1),
+        Role::Sender => (1, 2),
+    };
+    let mut items = Items::with_capacity(n, 20 * n);
+    for i in 0..n as u64 {
+        let v = if i % 2 == shared_parity {
+            3 * (i / 2)
+        } else {
+            3 * i + own
+        };
+        items.push(pi(v).to_string().as_bytes());
+    }
+    items
+}
+
 /// Peak resident set size of this process, from /proc (Linux only).
 pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -86,6 +119,7 @@ pub enum Link {
 pub struct BenchParty {
     pub role: Role,
     pub protocol: String,
+    pub options: Options,
     pub log2n: u32,
     pub seed: Block,
     pub threads: usize,
@@ -123,12 +157,16 @@ impl BenchParty {
     pub fn run(self) -> Result<()> {
         let protocol = find(&self.protocol)?;
         let n = 1usize << self.log2n;
-        let items = bench_items(self.seed, self.role, n);
+        let items = match self.options.sigma {
+            Some(sigma) => bench_integers(self.seed, self.role, n, sigma),
+            None => bench_items(self.seed, self.role, n),
+        };
         let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
         let opts = RunOptions {
             protocol,
             role: self.role,
             both: false,
+            options: self.options,
             max_peer_items: n as u64,
             max_memory: u64::MAX,
             threads: self.threads,

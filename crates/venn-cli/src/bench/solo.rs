@@ -1,7 +1,7 @@
 //! `venn bench --solo`: each party alone against a recorded run, to see what its own
 //! threads buy while the peer does not compete for the machine.
 
-use super::{bench_one, last_json, spawn_party, Attached, ScratchDir, Spawn};
+use super::{bench_one, last_json, spawn_party, Attached, ScratchDir, Spawn, Variant};
 use serde::Serialize;
 use std::path::Path;
 use venn::session::Role;
@@ -31,7 +31,7 @@ pub struct SoloRow {
 /// own threads buy. Each replay must send exactly what the recorded party sent (checked
 /// frame by frame), and the receiver must still find the right intersection.
 pub fn bench_solo(
-    protocol: &str,
+    variant: Variant,
     log2n: u32,
     threads: &[usize],
     repeat: usize,
@@ -39,8 +39,9 @@ pub fn bench_solo(
 ) -> Result<Vec<SoloRow>> {
     let dir = ScratchDir::new()?;
     let seed = venn::crypto::Prg::from_entropy().block();
+    let protocol = variant.label();
     let spawn = Spawn {
-        protocol,
+        variant,
         log2n,
         seed,
         threads: threads[0],
@@ -78,7 +79,7 @@ pub fn bench_solo(
             runs.sort_by(|a, b| (a.offline_s + a.online_s).total_cmp(&(b.offline_s + b.online_s)));
             let mid = runs.swap_remove(runs.len() / 2);
             rows.push(SoloRow {
-                protocol: protocol.to_string(),
+                protocol: protocol.clone(),
                 log2n,
                 party: role.name().to_string(),
                 threads: t,

@@ -2,6 +2,7 @@
 //! correlation-robust hashing, the random oracle and bit-matrix transposition.
 
 mod aes;
+mod aes_many_keys;
 mod block;
 mod cr_hash;
 pub mod gf128;
@@ -12,6 +13,7 @@ mod sha256_lanes;
 mod transpose;
 
 pub use self::aes::Aes;
+pub use aes_many_keys::encrypt_under_keys;
 pub use block::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 pub use cr_hash::{tccr_hash, tccr_hash_with};
 pub use prg::Prg;

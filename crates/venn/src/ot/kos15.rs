@@ -73,10 +73,17 @@ impl Rows<'_> {
 
 /// `Σ χ_j · rows_j` and `Σ_{j : bit_j} χ_j` over the first `n` rows, for `χ_j = AES_seed(j)`
 /// (the AES-CTR PRG's j-th block), in chunks on the rayon pool; XOR is associative, so the
-/// sums do not depend on how the chunks are split among threads.
-fn check_sums(seed: Block, rows: Rows, n: usize, bits: Option<&[bool]>) -> (Block, Block) {
+/// sums do not depend on how the chunks are split among threads. Also returns the rows at
+/// `keep` (increasing indices), read on the way.
+fn check_sums(
+    seed: Block,
+    rows: Rows,
+    n: usize,
+    bits: Option<&[bool]>,
+    keep: &[u32],
+) -> (Block, Block, Vec<Block>) {
     let aes = Aes::new(seed);
-    (0..n.div_ceil(CHECK_CHUNK))
+    let chunks: Vec<_> = (0..n.div_ceil(CHECK_CHUNK))
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new()),
@@ -86,17 +93,32 @@ fn check_sums(seed: Block, rows: Rows, n: usize, bits: Option<&[bool]>) -> (Bloc
                 chi.clear();
                 chi.extend((first..first + len).map(|j| j as Block));
                 aes.encrypt_blocks(chi);
-                let product = gf128::inner_product(chi, rows.get(first, len, buf));
+                let rows = rows.get(first, len, buf);
+                let product = gf128::inner_product(chi, rows);
                 let selected = bits.map_or(0, |bits| {
                     chi.iter()
                         .zip(&bits[first..first + len])
                         .filter(|(_, &b)| b)
                         .fold(0, |acc, (x, _)| acc ^ x)
                 });
-                (product, selected)
+                let from = keep.partition_point(|&j| (j as usize) < first);
+                let to = keep.partition_point(|&j| (j as usize) < first + len);
+                let kept: Vec<Block> = keep[from..to]
+                    .iter()
+                    .map(|&j| rows[j as usize - first])
+                    .collect();
+                (product, selected, kept)
             },
         )
-        .reduce(|| (0, 0), |a, b| (a.0 ^ b.0, a.1 ^ b.1))
+        .collect();
+    let (mut product, mut selected) = (0, 0);
+    let mut kept = Vec::with_capacity(keep.len());
+    for (p, s, k) in chunks {
+        product ^= p;
+        selected ^= s;
+        kept.extend(k);
+    }
+    (product, selected, kept)
 }
 
 /// The sender's outputs: `Δ` and the rows `q_j`.
@@ -183,6 +205,9 @@ fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
 pub struct KosReceiver {
     choices: BitSet,
     t: PrgMatrix,
+    /// The rows `t_j` the caller asked to keep, unhashed.
+    kept: Vec<u32>,
+    kept_rows: Vec<Block>,
 }
 
 impl KosReceiver {
@@ -194,6 +219,14 @@ impl KosReceiver {
     /// Every choice bit.
     pub fn choices(&self) -> &BitSet {
         &self.choices
+    }
+
+    /// `m_{j, r_j} = H(j, t_j)` for each `j` the extension was asked to keep, in order (read
+    /// during the correlation check: nothing is regenerated).
+    pub fn into_kept_messages(self) -> Vec<Block> {
+        let mut out = self.kept_rows;
+        hash_indexed(&self.kept, &mut out);
+        out
     }
 
     /// `m_{j, r_j} = H(j, t_j)` for each `j` in `indices` (increasing), in that order: each
@@ -247,7 +280,7 @@ pub fn kos_send(
     let msg = chan.recv_exact(32, "correlation check")?;
     let mut r = Reader::new(&msg, "correlation check");
     let (x, t) = (r.block()?, r.block()?);
-    let (q_sum, _) = check_sums(seed, Rows::Kept(&q), q.len(), None);
+    let (q_sum, _, _) = check_sums(seed, Rows::Kept(&q), q.len(), None, &[]);
     if q_sum != t ^ gf128::mul(x, delta) {
         return Err(Error::CheatingDetected(
             "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
@@ -258,38 +291,47 @@ pub fn kos_send(
 }
 
 /// The KOS15 receiver (it was the sender of the base OTs, holding `seeds`): receives
-/// `m_{j, choices_j}` for every `j`.
+/// `m_{j, choices_j}` for every `j`, keeping the rows of the OTs in `keep` (increasing) for
+/// [`KosReceiver::kept_messages`].
 pub fn kos_receive(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
     mut choices: Vec<bool>,
     prg: &mut Prg,
     sid: &[u8; 32],
+    keep: Vec<u32>,
 ) -> Result<KosReceiver> {
     let count = choices.len();
     assert!(count <= MAX_OTS, "at most 2^32 OTs");
     choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
     let toss = CoinToss::commit(chan, sid, CHECK_TOSS, prg)?;
+    assert!(keep.is_sorted() && keep.last().is_none_or(|&j| (j as usize) < count));
     let t = extend_rows(chan, &seeds.keys, &choices, |_, _| {})?;
-    answer_check(chan, toss, &choices, &t)?;
+    let kept_rows = answer_check(chan, toss, &choices, &t, &keep)?;
     choices.truncate(count);
     Ok(KosReceiver {
         choices: BitSet::from_bools(&choices),
         t,
+        kept: keep,
+        kept_rows,
     })
 }
 
-/// The receiver's half of the check: open the seed, send `x` and `t`.
+/// The receiver's half of the check: open the seed, send `x` and `t`. Returns the rows at
+/// `keep`, read on the way.
 fn answer_check(
     chan: &mut dyn Channel,
     toss: CoinToss,
     choices: &[bool],
     t: &PrgMatrix,
-) -> Result<()> {
+    keep: &[u32],
+) -> Result<Vec<Block>> {
     let [seed, _] = toss.open(chan)?;
-    let (t_sum, x) = check_sums(seed, Rows::Regenerated(t), choices.len(), Some(choices));
+    let n = choices.len();
+    let (t_sum, x, kept) = check_sums(seed, Rows::Regenerated(t), n, Some(choices), keep);
     chan.send(&Writer::new().block(x).block(t_sum).0)?;
-    chan.flush()
+    chan.flush()?;
+    Ok(kept)
 }
 
 #[cfg(test)]
@@ -308,8 +350,10 @@ mod tests {
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let c2 = choices.clone();
+        let keep: Vec<u32> = (0..count as u32).step_by(7).collect();
+        let k2 = keep.clone();
         let t = std::thread::spawn(move || {
-            kos_receive(&mut b, &pairs, c2, &mut Prg::from_seed(5), &[1; 32]).unwrap()
+            kos_receive(&mut b, &pairs, c2, &mut Prg::from_seed(5), &[1; 32], k2).unwrap()
         });
         let sender = kos_send(
             &mut a,
@@ -347,6 +391,9 @@ mod tests {
         let messages = receiver.messages(&kept);
         let wanted: Vec<Block> = kept.iter().map(|&j| got[j as usize]).collect();
         assert_eq!(messages, wanted);
+        // The rows kept during the check are the messages of those OTs.
+        let wanted: Vec<Block> = keep.iter().map(|&j| got[j as usize]).collect();
+        assert_eq!(receiver.into_kept_messages(), wanted);
     }
 
     #[test]
@@ -369,7 +416,7 @@ mod tests {
             let t = std::thread::spawn(move || {
                 p2.install(|| {
                     let mut prg = Prg::from_seed(5);
-                    kos_receive(&mut b, &pairs, choices, &mut prg, &[1; 32]).unwrap()
+                    kos_receive(&mut b, &pairs, choices, &mut prg, &[1; 32], Vec::new()).unwrap()
                 })
             });
             let sender = pool.install(|| {
@@ -405,7 +452,7 @@ mod tests {
                     u[5] ^= 1 << 9;
                 }
             })?;
-            answer_check(&mut b, toss, &choices, &t)
+            answer_check(&mut b, toss, &choices, &t, &[]).map(|_| ())
         });
         let result = kos_send(
             &mut a,

@@ -55,7 +55,7 @@ impl OosSenderSeeds {
     pub fn new(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
         let base = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
         let delta: Vec<bool> = (0..COLUMNS).map(|_| prg.u64() & 1 == 1).collect();
-        let kos = kos_receive(chan, &base, delta.clone(), prg, sid)?;
+        let kos = kos_receive(chan, &base, delta.clone(), prg, sid, Vec::new())?;
         let all: Vec<u32> = (0..COLUMNS as u32).collect();
         Ok(OosSenderSeeds {
             keys: kos.messages(&all),

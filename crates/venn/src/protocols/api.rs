@@ -12,7 +12,7 @@
 //! never the inputs; its state can be written to a file and read back, so the online step
 //! can run later, in another session bound to the one that produced it.
 
-use super::{Context, Security};
+use super::{Accepts, Context, Options, Security};
 use crate::items::Items;
 use crate::session::{Role, Sizes};
 use crate::state::{StateReader, StateWriter};
@@ -209,8 +209,19 @@ pub trait Protocol: Sync {
     /// Registry metadata.
     fn info(&self) -> &'static ProtocolInfo;
 
-    /// The parameters for these set sizes (the paper's formulas).
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>>;
+    /// The parameters for these set sizes and options (the paper's formulas).
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>>;
+
+    /// The options it takes (`--bins`, `--sigma`).
+    fn accepts(&self) -> Accepts {
+        Accepts::NOTHING
+    }
+
+    /// Refuses `items` it cannot run on with `options`, before anything is sent (for a
+    /// protocol on σ-bit integers: anything else).
+    fn check_items(&self, _options: Options, _items: &Items) -> Result<()> {
+        Ok(())
+    }
 
     /// The party that plays `role`.
     fn party(&self, role: Role) -> &'static dyn AnyParty;

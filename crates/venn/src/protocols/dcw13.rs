@@ -15,8 +15,8 @@
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{
-    output_bits, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
+    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::Block;
 use crate::items::{BlockEncoder, Items};
@@ -124,7 +124,7 @@ impl Protocol for Dcw13 {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
         let p = params(sizes);
         if p.bits as u64 > 1 << 32 {
             return Err(Error::Params(format!(

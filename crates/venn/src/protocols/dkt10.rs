@@ -21,8 +21,8 @@
 
 use super::matching::{low_bits, receive_matches, send_values};
 use super::{
-    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
-    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
+    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, Transcript};
 use crate::crypto::{Block, Prg, RandomOracle};
@@ -308,7 +308,7 @@ impl Protocol for Dkt10 {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 
@@ -495,6 +495,7 @@ mod tests {
                 receiver: N as u64,
             },
             both: false,
+            options: Default::default(),
             key: [0; 32],
         }
     }

@@ -10,6 +10,7 @@ mod dkt10;
 mod kkrt16;
 mod matching;
 mod naive;
+mod options;
 mod rr17_bloom;
 mod rr17_de;
 
@@ -19,6 +20,7 @@ pub use api::{
     AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
 };
 pub use context::{Context, Phase, Progress};
+pub use options::{Accepts, Bins, Options};
 
 use crate::net::Writer;
 use crate::{Error, Result};
@@ -52,6 +54,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_bloom::Rr17Bloom,
         &rr17_de::Rr17De,
         &rr17_de::Rr17Ec,
+        &rr17_de::Rr17DeSm,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

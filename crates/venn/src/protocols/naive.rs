@@ -5,8 +5,8 @@
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{
-    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
-    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
+    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::{Block, RandomOracle};
 use crate::items::Items;
@@ -59,7 +59,7 @@ impl Protocol for Naive {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 

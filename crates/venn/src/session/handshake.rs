@@ -16,11 +16,12 @@
 use super::{Role, Sizes};
 use crate::crypto::Prg;
 use crate::net::{Channel, Reader, Writer};
+use crate::protocols::Options;
 use crate::{peer_text, Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Wire-format version; bumped on any incompatible change.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 8 + 16 + 1 + 32;
 /// The key of the session-id hash when the parties share no secret.
 const PUBLIC_KEY: [u8; 32] = *b"venn/session-id/public-key/v2...";
@@ -47,6 +48,8 @@ pub struct Hello {
     pub role: Role,
     /// Whether both parties learn the intersection.
     pub both: bool,
+    /// The protocol's options (`--bins`, `--sigma`).
+    pub options: Options,
     /// The number of (distinct) items we bring.
     pub set_size: u64,
     /// What kind of run this is.
@@ -101,9 +104,8 @@ impl Hello {
             .u16(VERSION)
             .str8(&self.protocol)
             .u8(self.role.code())
-            .u8(self.both as u8)
-            .u64(self.set_size)
-            .bytes(nonce);
+            .u8(self.both as u8);
+        let w = self.options.write(w).u64(self.set_size).bytes(nonce);
         match &self.mode {
             Mode::Run => w.u8(0),
             Mode::Precompute => w.u8(1),
@@ -138,6 +140,8 @@ pub struct Session {
     pub sized: Sizes,
     /// Whether both parties learn the intersection.
     pub both: bool,
+    /// The protocol's options.
+    pub options: Options,
     /// The key that authenticates this session's transcript confirmation: derived from
     /// the session id, and from the precomputation's secret when there is one.
     pub key: [u8; 32],
@@ -152,6 +156,7 @@ impl std::fmt::Debug for Session {
             .field("n_receiver", &self.n_receiver)
             .field("sized", &self.sized)
             .field("both", &self.both)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -242,6 +247,7 @@ pub fn handshake(
         n_receiver,
         sized,
         both: ours.both,
+        options: ours.options,
         key: keys.session(&id),
     })
 }
@@ -321,6 +327,15 @@ fn check_peer_hello(msg: &[u8], ours: &Hello, max_peer_items: u64) -> Result<u64
             "output mode differs: we {} --both, the peer {}",
             if ours.both { "passed" } else { "did not pass" },
             if both { "did" } else { "did not" }
+        )));
+    }
+    let options = Options::read(&mut r)?;
+    if options != ours.options {
+        return Err(Error::Handshake(format!(
+            "the peer runs {} with [{}], we with [{}]: both must pass the same options",
+            ours.protocol,
+            options.flags(),
+            ours.options.flags()
         )));
     }
     let peer_size = r.u64()?;
@@ -408,6 +423,7 @@ mod tests {
             protocol: "kkrt16".into(),
             role,
             both: false,
+            options: Default::default(),
             set_size: 4,
             mode: Mode::Run,
         };

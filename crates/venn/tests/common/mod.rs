@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Channel, MemChannel, Traffic};
-use venn::protocols::Protocol;
+use venn::protocols::{Options, Protocol};
 use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
@@ -15,12 +15,39 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
         protocol,
         role,
         both,
+        options: test_options(protocol),
         max_peer_items: 1 << 24,
         max_memory: 1 << 32,
         threads: 1,
         seed: None,
         progress: None,
     }
+}
+
+/// The options the tests run `protocol` with: the defaults, and the largest σ of a
+/// protocol on σ-bit integers.
+pub fn test_options(protocol: &'static dyn Protocol) -> Options {
+    Options {
+        sigma: protocol.accepts().sigma.iter().max().copied(),
+        ..Options::default()
+    }
+}
+
+/// `items` as `protocol` takes them: unchanged, or for a protocol on σ-bit integers each
+/// item's 64-bit FNV-1a hash in decimal (distinct for the tests' sets of distinct items,
+/// with overwhelming probability).
+pub fn fit(protocol: &'static dyn Protocol, items: &Items) -> Items {
+    if protocol.accepts().sigma.is_empty() {
+        return items.clone();
+    }
+    (0..items.len())
+        .map(|i| {
+            let h = items.get(i).iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+            });
+            h.to_string()
+        })
+        .collect()
 }
 
 /// Runs both parties; returns (sender report, receiver report).
@@ -30,10 +57,26 @@ pub fn run_pair(
     receiver: &Items,
     both: bool,
 ) -> (venn::Result<Report>, venn::Result<Report>) {
+    run_pair_with(protocol, test_options(protocol), sender, receiver, both)
+}
+
+/// [`run_pair`] with the protocol's `options`.
+pub fn run_pair_with(
+    protocol: &'static dyn Protocol,
+    options: Options,
+    sender: &Items,
+    receiver: &Items,
+    both: bool,
+) -> (venn::Result<Report>, venn::Result<Report>) {
     let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    let (sender, receiver) = (&fit(protocol, sender), &fit(protocol, receiver));
+    let opts = |role| RunOptions {
+        options,
+        ..self::options(protocol, role, both)
+    };
     std::thread::scope(|s| {
-        let t = s.spawn(|| run(&mut b, receiver, &options(protocol, Role::Receiver, both)));
-        let sr = run(&mut a, sender, &options(protocol, Role::Sender, both));
+        let t = s.spawn(|| run(&mut b, receiver, &opts(Role::Receiver)));
+        let sr = run(&mut a, sender, &opts(Role::Sender));
         (sr, t.join().unwrap())
     })
 }
@@ -146,6 +189,7 @@ pub fn tampered_pair_traffic(
         frames: 0,
         tamper,
     };
+    let (s, r) = (&fit(p, s), &fit(p, r));
     std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
         let sr = run(&mut a, s, &options(p, Role::Sender, both));

@@ -16,8 +16,8 @@ pub use params::Kkrt16Params;
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{
-    AnyParty, Context, Output, OutputKind, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
-    Security, Sizes,
+    AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol, ProtocolInfo,
+    RoleInfo, Security, Sizes,
 };
 use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
@@ -99,7 +99,7 @@ impl Protocol for Kkrt16 {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Kkrt16Params::new(sizes.sender, sizes.receiver)?))
     }
 

@@ -22,8 +22,8 @@ pub use params::Rr17BloomParams;
 
 use super::matching::{receive_matches, send_values};
 use super::{
-    output_bits, AnyParty, Context, Output, OutputKind, Parameters, Party, Protocol, ProtocolInfo,
-    RoleInfo, Security, Sizes,
+    output_bits, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
@@ -120,7 +120,7 @@ fn receiver_offline(ctx: &mut Context, p: &Rr17BloomParams, ones: usize) -> Resu
     let [seed, _] = CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
     let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
     let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-    let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;
+    let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid, Vec::new())?;
     ctx.phase("cut-and-choose", true);
     let opened = cut_and_choose::respond(ctx.peer, &ot, p)?;
     Ok(Offline { seed, ot, opened })
@@ -144,7 +144,7 @@ impl Protocol for Rr17Bloom {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr17BloomParams::with_output(
             sizes.sender,
             sizes.receiver,
@@ -359,6 +359,7 @@ mod tests {
                 receiver: N,
             },
             both: false,
+            options: Default::default(),
             key: [0; 32],
         };
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
@@ -389,8 +390,10 @@ mod tests {
     #[test]
     fn sets_needing_more_than_2_32_ots_are_refused() {
         let sizes = |sender, receiver| Sizes { sender, receiver };
-        assert!(Rr17Bloom.params(sizes(1 << 20, 1 << 20)).is_ok());
-        let Err(e) = Rr17Bloom.params(sizes(1, 1 << 26)) else {
+        assert!(Rr17Bloom
+            .params(sizes(1 << 20, 1 << 20), Options::default())
+            .is_ok());
+        let Err(e) = Rr17Bloom.params(sizes(1, 1 << 26), Options::default()) else {
             panic!("accepted")
         };
         assert!(
@@ -496,7 +499,7 @@ mod tests {
             let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
             let ones = (p.alpha * p.n_ot as f64).round() as usize;
             let choices = choice_bits(p.n_ot as usize, ones, &mut ctx.prg);
-            let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid)?;
+            let ot = kos_receive(ctx.peer, &base, choices, &mut ctx.prg, &sid, Vec::new())?;
             // Claim every opened OT used choice bit 0, with a made-up aggregate.
             let msg = ctx.peer.recv_exact(16, "seed")?;
             let c = cut_and_choose::challenge_set(Reader::new(&msg, "seed").block()?, &p);

@@ -27,8 +27,8 @@ use crate::net::{Channel, Writer};
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
 use crate::protocols::matching::CHUNK_ITEMS;
 use crate::protocols::{
-    AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo,
-    RoleInfo, Security, Sizes,
+    Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
+    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
@@ -95,15 +95,15 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// The parameters of one run (Fig. 9 header, spec §5.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rr17EcParams {
-    /// Set sizes, m bins (⌊n/4⌋ for n the larger set) and hashed-item bits.
+    /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and hashed-item bits.
     hashing: Hashing,
     /// Slots in Bob's bins (there are m·μ OOS16 instances).
     pub mu: usize,
 }
 
 impl Rr17EcParams {
-    pub fn new(sizes: Sizes) -> Result<Self> {
-        let hashing = Hashing::new(INFO.name, sizes)?;
+    pub fn new(sizes: Sizes, options: Options) -> Result<Self> {
+        let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
         let mu = bin_size(hashing.n_b, hashing.m);
         // Bob's slots (OOS16 instances).
         Hashing::fit_32_bits(INFO.name, &[hashing.m as u128 * mu as u128])?;
@@ -145,8 +145,15 @@ impl Protocol for Rr17Ec {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Rr17EcParams::new(sizes)?))
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr17EcParams::new(sizes, options)?))
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            bins: true,
+            sigma: &[],
+        }
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -236,7 +243,7 @@ fn send_tuples(
     items: &Items,
     mut then: impl FnMut(&mut Vec<u8>, usize),
 ) -> Result<()> {
-    let p = Rr17EcParams::new(ctx.session.sized)?;
+    let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
     let d = Domains::new(INFO.name, ctx);
     ctx.phase("hashing and encoding", false);
     // Tuples go out in a random order, so her items are put in that order now (her output
@@ -314,7 +321,7 @@ struct Openings {
 impl Openings {
     /// Fig. 9 steps 2 and 3 for Bob: his slots encoded and proved, and his tags and keys.
     fn new(ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Self> {
-        let p = Rr17EcParams::new(ctx.session.sized)?;
+        let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("hashing and encoding", false);
         let values = d.hashed(&p.hashing, state.seed, items);
@@ -426,6 +433,7 @@ mod tests {
         let (a, b) = sets(N, N, SHARED);
         run(
             (N, N),
+            Options::default(),
             |ctx| {
                 let state = Party::offline(&EcSender, ctx)?;
                 send_tuples(ctx, state, &a, cheat)
@@ -567,13 +575,14 @@ mod tests {
         let (a, _) = sets(N, N, 0);
         let (opened, bins) = run(
             (N, N),
+            Options::default(),
             |ctx| {
                 let state = Party::offline(&EcSender, ctx)?;
                 send_tuples(ctx, state, &a, |_, _| {})
             },
             |ctx| {
                 let state = Party::offline(&EcReceiver, ctx)?;
-                let p = Rr17EcParams::new(ctx.session.sized)?;
+                let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
                 let values = Domains::new(INFO.name, ctx).hashed(&p.hashing, state.seed, &a);
                 let bins = phased(&values, p.hashing.m).0;
                 let openings = Openings::new(ctx, state, &a)?;

@@ -1,13 +1,16 @@
-//! RR17 dual-execution PSI in the random-oracle model (Rindal–Rosulek, "Malicious-secure
-//! private set intersection via dual execution", CCS 2017, Fig. 4 with the §6.2
-//! aggregation), F_encode realised by OOS16 over BCH-(511, 76, 171) ([`crate::ot::oos16`]).
+//! RR17 dual-execution PSI (Rindal–Rosulek, "Malicious-secure private set intersection via
+//! dual execution", CCS 2017, Fig. 4 with the §6.2 aggregation), generic over how
+//! F_encode is realised ([`Realisation`]): here in the random-oracle model by OOS16 over
+//! BCH-(511, 76, 171) ([`crate::ot::oos16`], protocol `rr17-de`), in
+//! [`super::standard`] in the standard model (`rr17-de-sm`).
 //!
-//! Offline: the hashing seed by coin tossing; 512 KOS15 random OTs per direction seed the
-//! two OOS16 extensions — direction A (Alice, the sender, is OOS sender; Bob encodes his
-//! slots) and direction B (Bob is OOS sender; Alice encodes hers).
+//! Offline: the hashing seed by coin tossing; the base OTs of both directions — direction
+//! A (Alice, the sender, is the F_encode sender; Bob encodes his slots) and direction B
+//! (Bob is the F_encode sender; Alice encodes hers). For OOS16, 512 KOS15 random OTs per
+//! direction seed the two extensions.
 //!
-//! Online: each party hashes its items to ℓ_h-bit values (a random oracle, keyed by the
-//! session and the seed), phases them into m bins and puts each at a uniformly random
+//! Online: each party turns its items into words — in the random-oracle model by hashing
+//! them to ℓ_h-bit values (keyed by the session and the seed) — phases them into m bins and puts each at a uniformly random
 //! unused slot of μ (zero words in the rest). Alice encodes her slots in direction B and
 //! proves consistency; Bob verifies, then encodes his in direction A and proves; Alice
 //! verifies. Only then does Alice send, for each item x in a random order and each
@@ -27,24 +30,18 @@ use crate::net::Writer;
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
 use crate::protocols::matching::{receive_matches, send_packed};
 use crate::protocols::{
-    round_up_to_byte, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
-    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    round_up_to_byte, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable,
+    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::tables::simple_hash::{bin_size, SlotTable};
 use crate::tables::MatchTable;
 use crate::{Result, STATISTICAL_SECURITY};
+use std::marker::PhantomData;
 
 /// RR17 dual-execution PSI (random-oracle model).
 pub struct Rr17De;
-/// Alice, the sender.
-struct DeSender;
-/// Bob, the receiver.
-struct DeReceiver;
-
-/// The label of the hashing seed's coin toss.
-const SEED_TOSS: &str = "rr17-de hashing seed";
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-de",
@@ -79,11 +76,14 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
-/// The parameters of one run (Fig. 4 header, §6.6, spec §4.4 and §4.9).
+/// The parameters of one run (Fig. 4 header, §6.6, spec §4.4, §4.8 and §4.9).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rr17DeParams {
-    /// Set sizes, m bins (⌊n/4⌋ for n the larger set) and hashed-item bits.
-    hashing: Hashing,
+    /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and item bits.
+    pub(super) hashing: Hashing,
+    /// The items' bit length σ in the standard model (`None`: hashed to `hashing.bits` by
+    /// a random oracle).
+    pub(super) sigma: Option<u32>,
     /// Slots in Alice's bins (direction B has m·μ_A instances).
     pub mu_a: usize,
     /// Slots in Bob's bins (direction A has m·μ_B instances).
@@ -93,13 +93,19 @@ pub struct Rr17DeParams {
 }
 
 impl Rr17DeParams {
-    pub fn new(sizes: Sizes) -> Result<Self> {
-        let h = Hashing::new(INFO.name, sizes)?;
+    /// The parameters of `name` for `hashing`; `ots_per_slot` is the OTs one F_encode
+    /// instance takes (1 for OOS16, σ' for the standard model).
+    pub(super) fn new(name: &str, hashing: Hashing, sigma: Option<u32>) -> Result<Self> {
+        let h = hashing;
         let (mu_a, mu_b) = (bin_size(h.n_a, h.m), bin_size(h.n_b, h.m));
-        // Slots of each direction and comparison values of each party.
-        let (ma, mb) = (mu_a as u64, mu_b as u64);
-        let counts = [(h.m, ma), (h.m, mb), (h.n_a, mb), (h.n_b, ma)];
-        Hashing::fit_32_bits(INFO.name, &counts.map(|(a, b)| a as u128 * b as u128))?;
+        let ots = match sigma {
+            Some(_) => h.word_bits() as u128,
+            None => 1,
+        };
+        // OTs of each direction and comparison values of each party.
+        let (ma, mb) = (mu_a as u128, mu_b as u128);
+        let (m, n_a, n_b) = (h.m as u128, h.n_a as u128, h.n_b as u128);
+        Hashing::fit_32_bits(name, &[m * ma * ots, m * mb * ots, n_a * mb, n_b * ma])?;
         let value_bits = STATISTICAL_SECURITY as f64
             + (h.n_a as f64 * mu_b as f64).log2()
             + (h.n_b as f64 * mu_a as f64).log2();
@@ -107,10 +113,19 @@ impl Rr17DeParams {
         assert!(value_bytes <= 16, "comparison values fit a block");
         Ok(Rr17DeParams {
             hashing: h,
+            sigma,
             mu_a,
             mu_b,
             value_bytes,
         })
+    }
+
+    /// OTs of one F_encode instance.
+    fn ots_per_slot(&self) -> u64 {
+        match self.sigma {
+            Some(_) => self.hashing.word_bits() as u64,
+            None => 1,
+        }
     }
 }
 
@@ -121,21 +136,32 @@ impl Parameters for Rr17DeParams {
             .u64(self.mu_a as u64)
             .u64(self.mu_b as u64)
             .u64(self.hashing.bits as u64)
+            .u64(self.sigma.unwrap_or(0) as u64)
             .u64(self.value_bytes as u64)
             .0
     }
 
     fn table(&self) -> ParamTable {
-        ParamTable(vec![
-            ("bins", self.hashing.m.to_string()),
+        let h = &self.hashing;
+        let per_slot = self.ots_per_slot();
+        let mut table = vec![
+            ("bins", h.m.to_string()),
             ("mu_sender", self.mu_a.to_string()),
             ("mu_receiver", self.mu_b.to_string()),
-            // OOS16 instances per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B).
-            ("ots_A", (self.hashing.m * self.mu_b as u64).to_string()),
-            ("ots_B", (self.hashing.m * self.mu_a as u64).to_string()),
-            ("hashed_bits", self.hashing.bits.to_string()),
-            ("v", (8 * self.value_bytes).to_string()),
-        ])
+            // OTs per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B); an OOS16
+            // instance is one OT, a standard-model one σ' chosen-message OTs.
+            ("ots_A", (h.m * self.mu_b as u64 * per_slot).to_string()),
+            ("ots_B", (h.m * self.mu_a as u64 * per_slot).to_string()),
+        ];
+        match self.sigma {
+            Some(sigma) => {
+                table.push(("sigma", sigma.to_string()));
+                table.push(("word_bits", h.word_bits().to_string()));
+            }
+            None => table.push(("hashed_bits", h.bits.to_string())),
+        }
+        table.push(("v", (8 * self.value_bytes).to_string()));
+        ParamTable(table)
     }
 }
 
@@ -144,35 +170,190 @@ impl Protocol for Rr17De {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Rr17DeParams::new(sizes)?))
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rom::params(sizes, options)?))
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            bins: true,
+            sigma: &[],
+        }
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
         match role {
-            Role::Sender => &DeSender,
-            Role::Receiver => &DeReceiver,
+            Role::Sender => &DeSender::<Rom>::NEW,
+            Role::Receiver => &DeReceiver::<Rom>::NEW,
         }
     }
 }
 
+/// How a dual execution realises F_encode (Fig. 2) and turns items into bins and words:
+/// [`Rom`] (OOS16, items hashed by a random oracle) or the standard model
+/// ([`super::standard::Standard`]: chosen-message OTs on σ-bit integers).
+pub(super) trait Realisation: Sync + Send + 'static {
+    /// The protocol's registry entry.
+    const INFO: &'static ProtocolInfo;
+    /// The label of the hashing seed's coin toss.
+    const SEED_TOSS: &'static str;
+    /// What the offline phase leaves for both directions (base OTs).
+    type Seeds: Send + 'static;
+    /// One direction's F_encode sender, once the peer has encoded its slots in it.
+    type Sending: Sync;
+    /// Buffers [`Realisation::encode_bin`] reuses.
+    type Scratch: Default;
+
+    /// The parameters for `sizes` and `options`.
+    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams>;
+    /// The seeds of both directions (direction A: Alice is the F_encode sender).
+    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<Self::Seeds>;
+    fn save(seeds: &Self::Seeds, out: &mut StateWriter) -> Result<()>;
+    fn load(input: &mut StateReader) -> Result<Self::Seeds>;
+    /// Each item's bin and word (Fig. 4 step 2), with the coin-tossed `seed`.
+    fn phased(
+        d: &Domains,
+        p: &Rr17DeParams,
+        seed: Block,
+        items: &Items,
+    ) -> Result<(Vec<usize>, Vec<Block>)>;
+    /// Encodes this party's slots (item `x`'s word `words[x]`, 0 in a dummy slot) in
+    /// `direction`, where it is the F_encode receiver; the encoding of each item's own
+    /// slot, in item order.
+    fn encode_own(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &Self::Seeds,
+        direction: &str,
+        slots: &SlotTable,
+        words: &[Block],
+    ) -> Result<Vec<Block>>;
+    /// Takes the peer's `instances` encodings in `direction`, where this party is the
+    /// F_encode sender, and checks them before anything depends on them.
+    fn receive(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &Self::Seeds,
+        direction: &str,
+        instances: usize,
+    ) -> Result<Self::Sending>;
+    /// Appends the encoding of each of `words` in each instance `first..first + count`:
+    /// `out[j·words.len() + k]` is word k in instance `first + j`.
+    fn encode_bin(
+        sending: &Self::Sending,
+        first: usize,
+        count: usize,
+        words: &[Block],
+        scratch: &mut Self::Scratch,
+        out: &mut Vec<Block>,
+    );
+}
+
+/// The random-oracle realisation: OOS16 over BCH-(511, 76, 171), items hashed to
+/// [`Hashing::bits`] bits (§7).
+pub struct Rom;
+
+impl Realisation for Rom {
+    const INFO: &'static ProtocolInfo = &INFO;
+    const SEED_TOSS: &'static str = "rr17-de hashing seed";
+    type Seeds = OosSeeds;
+    type Sending = (OosRows, RowHash);
+    type Scratch = Vec<RowDigest>;
+
+    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
+        let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
+        Rr17DeParams::new(INFO.name, hashing, None)
+    }
+
+    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<OosSeeds> {
+        let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
+        Ok(match role {
+            Role::Sender => {
+                let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
+                let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?;
+                OosSeeds { sending, encoding }
+            }
+            Role::Receiver => {
+                let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
+                let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?;
+                OosSeeds { sending, encoding }
+            }
+        })
+    }
+
+    fn save(seeds: &OosSeeds, out: &mut StateWriter) -> Result<()> {
+        seeds.sending.save(out)?;
+        seeds.encoding.save(out)
+    }
+
+    fn load(input: &mut StateReader) -> Result<OosSeeds> {
+        Ok(OosSeeds {
+            sending: OosSenderSeeds::load(input)?,
+            encoding: OosReceiverSeeds::load(input)?,
+        })
+    }
+
+    fn phased(
+        d: &Domains,
+        p: &Rr17DeParams,
+        seed: Block,
+        items: &Items,
+    ) -> Result<(Vec<usize>, Vec<Block>)> {
+        Ok(phased(&d.hashed(&p.hashing, seed, items), p.hashing.m))
+    }
+
+    fn encode_own(
+        ctx: &mut Context,
+        _: &Rr17DeParams,
+        d: &Domains,
+        seeds: &OosSeeds,
+        direction: &str,
+        slots: &SlotTable,
+        words: &[Block],
+    ) -> Result<Vec<Block>> {
+        let hash = d.encoding_hash(direction);
+        let own = encode_own(ctx, &seeds.encoding, slots, words, &hash)?;
+        Ok(own.iter().map(first_block).collect())
+    }
+
+    fn receive(
+        ctx: &mut Context,
+        _: &Rr17DeParams,
+        d: &Domains,
+        seeds: &OosSeeds,
+        direction: &str,
+        instances: usize,
+    ) -> Result<(OosRows, RowHash)> {
+        let rows = OosSender::new(&seeds.sending).receive(ctx.peer, instances, &mut ctx.prg)?;
+        Ok((rows, d.encoding_hash(direction)))
+    }
+
+    fn encode_bin(
+        (rows, hash): &(OosRows, RowHash),
+        first: usize,
+        count: usize,
+        words: &[Block],
+        digests: &mut Vec<RowDigest>,
+        out: &mut Vec<Block>,
+    ) {
+        digests.clear();
+        rows.encode(hash, first, count, words, digests);
+        out.extend(digests.iter().map(first_block));
+    }
+}
+
+/// The OOS16 seeds of both directions.
+pub struct OosSeeds {
+    /// Seeds of the direction in which this party is the OOS sender.
+    sending: OosSenderSeeds,
+    /// Seeds of the direction in which it encodes its own slots.
+    encoding: OosReceiverSeeds,
+}
+
 /// Bob's table entries gathered before they are inserted (so their slots can be prefetched).
 const INSERT_BATCH: usize = 4096;
-
-/// Fig. 4 step 2: hash, phase and place `items` in m bins of μ slots. Returns the slots
-/// and each item's representative (its word in F_encode).
-fn place(
-    ctx: &mut Context,
-    p: &Rr17DeParams,
-    seed: Block,
-    items: &Items,
-    mu: usize,
-) -> Result<(SlotTable, Vec<Block>)> {
-    let values = Domains::new(INFO.name, ctx).hashed(&p.hashing, seed, items);
-    let (bins, reps) = phased(&values, p.hashing.m);
-    let slots = SlotTable::place(&bins, p.hashing.m as usize, mu, &mut ctx.prg)?;
-    Ok((slots, reps))
-}
 
 /// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
 fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
@@ -181,39 +362,57 @@ fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> 
 }
 
 /// Reused buffers for [`encode_bin`].
-#[derive(Default)]
-struct BinScratch {
+struct BinScratch<R: Realisation> {
     /// The bin's items of this party, each with its slot.
     items: Vec<(usize, u32)>,
     words: Vec<Block>,
     /// `encodings[j·items.len() + k]`: item k in the peer's row j of the bin.
-    encodings: Vec<RowDigest>,
+    encodings: Vec<Block>,
+    realisation: R::Scratch,
 }
 
-/// This party's `items` of bin `b` (each with its slot), each encoded in
-/// every one of the peer's `mu_peer` rows of the bin (where this party is the OOS sender).
-fn encode_bin(
+impl<R: Realisation> Default for BinScratch<R> {
+    fn default() -> Self {
+        BinScratch {
+            items: Vec::new(),
+            words: Vec::new(),
+            encodings: Vec::new(),
+            realisation: R::Scratch::default(),
+        }
+    }
+}
+
+/// This party's `items` of bin `b` (each with its slot), each encoded in every one of the
+/// peer's `mu_peer` instances of the bin (where this party is the F_encode sender).
+fn encode_bin<R: Realisation>(
     items: impl Iterator<Item = (usize, u32)>,
-    reps: &[Block],
-    rows: &OosRows,
-    hash: &RowHash,
+    words: &[Block],
+    sending: &R::Sending,
     b: usize,
     mu_peer: usize,
-    s: &mut BinScratch,
+    s: &mut BinScratch<R>,
 ) {
     s.items.clear();
     s.items.extend(items);
     s.words.clear();
-    s.words.extend(s.items.iter().map(|&(x, _)| reps[x]));
+    s.words.extend(s.items.iter().map(|&(x, _)| words[x]));
     s.encodings.clear();
     if !s.items.is_empty() {
-        rows.encode(hash, b * mu_peer, mu_peer, &s.words, &mut s.encodings);
+        let (words, scratch) = (&s.words, &mut s.realisation);
+        R::encode_bin(
+            sending,
+            b * mu_peer,
+            mu_peer,
+            words,
+            scratch,
+            &mut s.encodings,
+        );
     }
 }
 
-/// A comparison value: the XOR of two encodings' first 128 bits, cut to `bytes` bytes.
-fn combine(a: &RowDigest, b: &RowDigest, bytes: usize) -> Block {
-    let v = first_block(a) ^ first_block(b);
+/// A comparison value: the XOR of two encodings, cut to `bytes` bytes.
+fn combine(a: Block, b: Block, bytes: usize) -> Block {
+    let v = a ^ b;
     if bytes >= 16 {
         v
     } else {
@@ -222,79 +421,80 @@ fn combine(a: &RowDigest, b: &RowDigest, bytes: usize) -> Block {
 }
 
 /// What both parties keep from the offline phase.
-pub struct DeState {
+pub struct DeState<S> {
     seed: Block,
-    /// Seeds of the direction in which this party is the OOS sender.
-    sending: OosSenderSeeds,
-    /// Seeds of the direction in which it encodes its own slots.
-    encoding: OosReceiverSeeds,
+    seeds: S,
 }
 
-/// Fig. 4 step 1 and the seed OTs of both directions, A first: in A Alice is the OOS
-/// sender and Bob encodes his slots, in B the other way round.
-fn offline(ctx: &mut Context, role: Role) -> Result<DeState> {
-    let d = Domains::new(INFO.name, ctx);
+/// Fig. 4 step 1 and the base OTs of both directions.
+fn offline<R: Realisation>(ctx: &mut Context, role: Role) -> Result<DeState<R::Seeds>> {
+    let d = Domains::new(R::INFO.name, ctx);
     ctx.phase("coin tossing and seed OTs", true);
-    let seed = toss_seed(ctx, role, SEED_TOSS)?;
-    let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
-    let (sending, encoding) = match role {
-        Role::Sender => {
-            let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
-            (
-                sending,
-                OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?,
-            )
-        }
-        Role::Receiver => {
-            let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
-            (
-                OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?,
-                encoding,
-            )
-        }
-    };
-    Ok(DeState {
-        seed,
-        sending,
-        encoding,
-    })
+    let seed = toss_seed(ctx, role, R::SEED_TOSS)?;
+    let seeds = R::seeds(ctx, role, &d)?;
+    Ok(DeState { seed, seeds })
 }
 
-fn save_state(state: &DeState, out: &mut StateWriter) -> Result<()> {
+fn save_state<R: Realisation>(state: &DeState<R::Seeds>, out: &mut StateWriter) -> Result<()> {
     out.block(state.seed)?;
-    state.sending.save(out)?;
-    state.encoding.save(out)
+    R::save(&state.seeds, out)
 }
 
-fn load_state(input: &mut StateReader) -> Result<DeState> {
+fn load_state<R: Realisation>(input: &mut StateReader) -> Result<DeState<R::Seeds>> {
     Ok(DeState {
         seed: input.block()?,
-        sending: OosSenderSeeds::load(input)?,
-        encoding: OosReceiverSeeds::load(input)?,
+        seeds: R::load(input)?,
     })
 }
 
-impl Party for DeSender {
-    type State = DeState;
+/// Fig. 4 step 2: the parameters, and `items` hashed, phased and placed in m bins of μ
+/// slots (`mu_a` for Alice, `mu_b` for Bob). Returns the parameters, the slots and each
+/// item's word.
+fn place<R: Realisation>(
+    ctx: &mut Context,
+    seed: Block,
+    items: &Items,
+    role: Role,
+) -> Result<(Rr17DeParams, Domains, SlotTable, Vec<Block>)> {
+    let p = R::params(ctx.session.sized, ctx.session.options)?;
+    let d = Domains::new(R::INFO.name, ctx);
+    ctx.phase("hashing and encoding", false);
+    let (bins, words) = R::phased(&d, &p, seed, items)?;
+    let mu = match role {
+        Role::Sender => p.mu_a,
+        Role::Receiver => p.mu_b,
+    };
+    let slots = SlotTable::place(&bins, p.hashing.m as usize, mu, &mut ctx.prg)?;
+    Ok((p, d, slots, words))
+}
 
-    fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        offline(ctx, Role::Sender)
+/// Alice, the sender, of a dual execution realised by `R`.
+pub(super) struct DeSender<R>(PhantomData<fn() -> R>);
+/// Bob, the receiver.
+pub(super) struct DeReceiver<R>(PhantomData<fn() -> R>);
+
+impl<R> DeSender<R> {
+    pub(super) const NEW: Self = DeSender(PhantomData);
+}
+
+impl<R> DeReceiver<R> {
+    pub(super) const NEW: Self = DeReceiver(PhantomData);
+}
+
+impl<R: Realisation> Party for DeSender<R> {
+    type State = DeState<R::Seeds>;
+
+    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
+        offline::<R>(ctx, Role::Sender)
     }
 
-    fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
-        let p = Rr17DeParams::new(ctx.session.sized)?;
-        let d = Domains::new(INFO.name, ctx);
-        ctx.phase("hashing and encoding", false);
-        let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_a)?;
-        let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
+    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
+        let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
         // Direction B: encode her slots and prove it.
-        let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_b)?;
+        let own = R::encode_own(ctx, &p, &d, &state.seeds, "B", &slots, &words)?;
         // Direction A: Bob's slots; his proof is checked before anything depends on them.
-        let rows = OosSender::new(&state.sending).receive(
-            ctx.peer,
-            p.hashing.m as usize * p.mu_b,
-            &mut ctx.prg,
-        )?;
+        let instances = p.hashing.m as usize * p.mu_b;
+        let sending = R::receive(ctx, &p, &d, &state.seeds, "A", instances)?;
         ctx.phase("comparison values", false);
         // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
         // j is for Bob's slot j of the bin. They are computed bin by bin (the bin's rows
@@ -303,15 +503,15 @@ impl Party for DeSender {
         let rank = ctx.prg.permutation(items.len());
         let (mu, bytes) = (p.mu_b, p.value_bytes);
         let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
-        let mut bin = BinScratch::default();
+        let mut bin = BinScratch::<R>::default();
         for b in 0..p.hashing.m as usize {
-            encode_bin(bin_items(&slots, b), &reps, &rows, &hash_a, b, mu, &mut bin);
+            encode_bin(bin_items(&slots, b), &words, &sending, b, mu, &mut bin);
             let k = bin.items.len();
             for (i, &(x, _)) in bin.items.iter().enumerate() {
                 let at = rank[x] as usize * mu * bytes;
                 let values = packed[at..at + mu * bytes].chunks_exact_mut(bytes);
                 for (j, v) in values.enumerate() {
-                    let value = combine(&bin.encodings[j * k + i], &own[x], bytes);
+                    let value = combine(bin.encodings[j * k + i], own[x], bytes);
                     v.copy_from_slice(&value.to_le_bytes()[..bytes]);
                 }
             }
@@ -320,47 +520,40 @@ impl Party for DeSender {
         Ok(Output::Nothing)
     }
 
-    fn save(&self, state: &DeState, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out)
+    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
+        save_state::<R>(state, out)
     }
 
-    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<DeState> {
-        load_state(input)
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Self::State> {
+        load_state::<R>(input)
     }
 }
 
-impl Party for DeReceiver {
-    type State = DeState;
+impl<R: Realisation> Party for DeReceiver<R> {
+    type State = DeState<R::Seeds>;
 
-    fn offline(&self, ctx: &mut Context) -> Result<DeState> {
-        offline(ctx, Role::Receiver)
+    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
+        offline::<R>(ctx, Role::Receiver)
     }
 
-    fn online(&self, ctx: &mut Context, state: DeState, items: &Items) -> Result<Output> {
-        let p = Rr17DeParams::new(ctx.session.sized)?;
-        let d = Domains::new(INFO.name, ctx);
-        ctx.phase("hashing and encoding", false);
-        let (slots, reps) = place(ctx, &p, state.seed, items, p.mu_b)?;
+    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
+        let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
         // Direction B: Alice's slots; her proof is checked before anything depends on them.
-        let rows = OosSender::new(&state.sending).receive(
-            ctx.peer,
-            p.hashing.m as usize * p.mu_a,
-            &mut ctx.prg,
-        )?;
+        let instances = p.hashing.m as usize * p.mu_a;
+        let sending = R::receive(ctx, &p, &d, &state.seeds, "B", instances)?;
         // Direction A: encode his slots and prove it.
-        let (hash_a, hash_b) = (d.encoding_hash("A"), d.encoding_hash("B"));
-        let own = encode_own(ctx, &state.encoding, &slots, &reps, &hash_a)?;
+        let own = R::encode_own(ctx, &p, &d, &state.seeds, "A", &slots, &words)?;
         ctx.phase("comparison values", false);
         let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
         let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
-        let mut bin = BinScratch::default();
-        // Bin by bin: each of Alice's rows of the bin against each of Bob's items in it.
+        let mut bin = BinScratch::<R>::default();
+        // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
         for b in 0..p.hashing.m as usize {
             let items = bin_items(&slots, b);
-            encode_bin(items, &reps, &rows, &hash_b, b, p.mu_a, &mut bin);
-            for (e, theirs) in bin.encodings.iter().enumerate() {
+            encode_bin(items, &words, &sending, b, p.mu_a, &mut bin);
+            for (e, &theirs) in bin.encodings.iter().enumerate() {
                 let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
-                let value = combine(&own[y], theirs, p.value_bytes);
+                let value = combine(own[y], theirs, p.value_bytes);
                 // Alice's value for y comes in the group of y's slot in its bin.
                 pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
             }
@@ -377,11 +570,11 @@ impl Party for DeReceiver {
         Ok(Output::Indices(found))
     }
 
-    fn save(&self, state: &DeState, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out)
+    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
+        save_state::<R>(state, out)
     }
 
-    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<DeState> {
-        load_state(input)
+    fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Self::State> {
+        load_state::<R>(input)
     }
 }

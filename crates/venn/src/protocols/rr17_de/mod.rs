@@ -8,11 +8,13 @@
 
 mod commit;
 mod dual;
+mod standard;
 
 pub use commit::Rr17Ec;
 pub use dual::Rr17De;
+pub use standard::Rr17DeSm;
 
-use super::{Context, Sizes};
+use super::{Bins, Context, Sizes};
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
 use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, CHECK_ROWS};
@@ -33,32 +35,50 @@ fn toss_seed(ctx: &mut Context, role: Role, label: &'static str) -> Result<Block
     Ok(seed)
 }
 
-/// How both protocols hash: set sizes, m bins and the bits of a hashed item.
+/// How the protocols hash: set sizes, m bins and the bits of a hashed item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Hashing {
     /// Alice's (the sender's) set size.
     n_a: u64,
     /// Bob's (the receiver's) set size.
     n_b: u64,
-    /// Bins: ⌊n/4⌋ for n the larger set (RR17's LAN setting), at least 1.
+    /// Bins: ⌊n/4⌋ (LAN) or ⌊n/10⌋ (WAN) for n the larger set, at least 1 (§6.6).
     m: u64,
-    /// Bits of an item's hashed value ([`hashed_bits`]).
+    /// Bits of an item's hashed value ([`hashed_bits`]), or of a σ-bit item.
     bits: u32,
 }
 
 impl Hashing {
-    /// The hashing of a run of `name` between sets of `sizes`.
-    fn new(name: &str, sizes: Sizes) -> Result<Self> {
-        let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
-        let m = (n_a.max(n_b) / 4).max(1);
-        let bits = hashed_bits(m);
+    /// The hashing of a run of `name` in the random-oracle model between sets of `sizes`:
+    /// items hashed to [`hashed_bits`] bits.
+    fn new(name: &str, sizes: Sizes, bins: Bins) -> Result<Self> {
+        let h = Hashing::of_bits(sizes, bins, hashed_bits);
         // Distinct items must not share a hashed value (spec §3.3).
+        let (n_a, n_b, bits) = (h.n_a, h.n_b, h.bits);
         if (bits as f64) < STATISTICAL_SECURITY as f64 + (n_a as f64 * n_b as f64).log2() {
             return Err(Error::Usage(format!(
                 "{name} hashes items to {bits} bits, too few for sets of {n_a} and {n_b}"
             )));
         }
-        Ok(Hashing { n_a, n_b, m, bits })
+        Ok(h)
+    }
+
+    /// Sets of `sizes` in m bins (by `bins`), items of `bits(m)` bits.
+    fn of_bits(sizes: Sizes, bins: Bins, bits: impl Fn(u64) -> u32) -> Self {
+        let (n_a, n_b) = (sizes.sender.max(1), sizes.receiver.max(1));
+        let m = bins.count(n_a.max(n_b));
+        Hashing {
+            n_a,
+            n_b,
+            m,
+            bits: bits(m),
+        }
+    }
+
+    /// Bits of a representative, the word a slot encodes: ⌊v/m⌋ < 2^bits / m (spec §3.2,
+    /// E5).
+    fn word_bits(&self) -> u32 {
+        self.bits - self.m.ilog2()
     }
 
     /// Refuses a run of `name` whose `counts` (of slots, OT instances or values), which it
@@ -69,7 +89,7 @@ impl Hashing {
             .any(|&count| count + CHECK_ROWS as u128 > u32::MAX as u128)
         {
             return Err(Error::Usage(format!(
-                "{name} runs sets of at most about 2^28 items"
+                "{name} would count more than 2^32 OTs, slots or values: the sets are too large"
             )));
         }
         Ok(())
@@ -151,6 +171,7 @@ mod test_parties {
     use super::*;
     use crate::crypto::Prg;
     use crate::net::mem_pair;
+    use crate::protocols::Options;
     use crate::session::Session;
     use std::time::Duration;
 
@@ -171,6 +192,7 @@ mod test_parties {
     /// Runs `alice` and `bob`, each given its context, over an in-memory link.
     pub fn run<A: Send, B: Send>(
         sizes: (usize, usize),
+        options: Options,
         alice: impl FnOnce(&mut Context) -> Result<A> + Send,
         bob: impl FnOnce(&mut Context) -> Result<B> + Send,
     ) -> (Result<A>, Result<B>) {
@@ -184,6 +206,7 @@ mod test_parties {
                 receiver: sizes.1 as u64,
             },
             both: false,
+            options,
             key: [0; 32],
         };
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));

@@ -1,0 +1,188 @@
+//! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
+//! (RR17's number of bins, §6.6) and `--sigma 32|64` (the bit length of the items of a
+//! standard-model protocol, RR17 §7). Both parties must make the same choices: they are
+//! announced in the handshake, and a peer that made others is refused by name.
+
+use super::ProtocolInfo;
+use crate::net::{Reader, Writer};
+use crate::{Error, Result};
+
+/// How many bins RR17's hashing uses (§6.6: "m = n/10 minimises communication", used for
+/// the WAN; m = n/4 costs less computation, used on the LAN).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Bins {
+    /// m = ⌊n/4⌋.
+    #[default]
+    Lan,
+    /// m = ⌊n/10⌋.
+    Wan,
+}
+
+impl Bins {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bins::Lan => "lan",
+            Bins::Wan => "wan",
+        }
+    }
+
+    /// The bins for sets of at most `n` items: ⌊n/4⌋ or ⌊n/10⌋, at least 1.
+    pub fn count(self, n: u64) -> u64 {
+        let per_bin = match self {
+            Bins::Lan => 4,
+            Bins::Wan => 10,
+        };
+        (n / per_bin).max(1)
+    }
+
+    /// `lan` or `wan`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "lan" => Ok(Bins::Lan),
+            "wan" => Ok(Bins::Wan),
+            _ => Err(Error::Usage(format!("--bins wants lan or wan, got '{s}'"))),
+        }
+    }
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Which options a protocol takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepts {
+    /// Whether it hashes into RR17's bins (`--bins`).
+    pub bins: bool,
+    /// The item lengths it runs on (`--sigma`); empty: it takes any items and no `--sigma`,
+    /// otherwise `--sigma` is required.
+    pub sigma: &'static [u32],
+}
+
+impl Accepts {
+    /// No options.
+    pub const NOTHING: Accepts = Accepts {
+        bins: false,
+        sigma: &[],
+    };
+}
+
+/// The options of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// RR17's number of bins.
+    pub bins: Bins,
+    /// The bit length of the items, for a protocol that runs on σ-bit integers.
+    pub sigma: Option<u32>,
+}
+
+impl Options {
+    /// Refuses options `info`'s protocol does not take (or a missing `--sigma` it needs).
+    pub fn check(&self, info: &ProtocolInfo, accepts: Accepts) -> Result<()> {
+        let name = info.name;
+        if self.bins != Bins::Lan && !accepts.bins {
+            return Err(Error::Usage(format!(
+                "protocol '{name}' has no bins to choose (--bins)"
+            )));
+        }
+        match (self.sigma, accepts.sigma) {
+            (Some(_), []) => Err(Error::Usage(format!(
+                "protocol '{name}' takes items of any length (no --sigma)"
+            ))),
+            (None, [_, ..]) => Err(Error::Usage(format!(
+                "protocol '{name}' runs on integers of a fixed bit length: pass --sigma {}",
+                join(accepts.sigma, "|")
+            ))),
+            (Some(s), sigmas) if !sigmas.contains(&s) => Err(Error::Usage(format!(
+                "protocol '{name}' runs on items of {} bits, not {s} (--sigma)",
+                join(sigmas, " or ")
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The flags that give these options, as a user would type them (empty for the
+    /// defaults).
+    pub fn flags(&self) -> String {
+        let mut parts = Vec::new();
+        if self.bins != Bins::Lan {
+            parts.push(format!("--bins {}", self.bins.name()));
+        }
+        if let Some(s) = self.sigma {
+            parts.push(format!("--sigma {s}"));
+        }
+        parts.join(" ")
+    }
+
+    /// Appends the options to a handshake message.
+    pub(crate) fn write(&self, w: Writer) -> Writer {
+        w.u8(self.bins.code()).u8(self.sigma.unwrap_or(0) as u8)
+    }
+
+    /// Reads what [`Options::write`] wrote.
+    pub(crate) fn read(r: &mut Reader) -> Result<Self> {
+        let bins = match r.u8()? {
+            0 => Bins::Lan,
+            1 => Bins::Wan,
+            b => return Err(Error::protocol("a bins code of 0 or 1", b.to_string())),
+        };
+        let sigma = match r.u8()? {
+            0 => None,
+            s => Some(s as u32),
+        };
+        Ok(Options { bins, sigma })
+    }
+}
+
+fn join(values: &[u32], separator: &str) -> String {
+    let parts: Vec<String> = values.iter().map(u32::to_string).collect();
+    parts.join(separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::find;
+
+    #[test]
+    fn options_survive_the_wire() {
+        for bins in [Bins::Lan, Bins::Wan] {
+            for sigma in [None, Some(32), Some(64)] {
+                let o = Options { bins, sigma };
+                let bytes = o.write(Writer::new()).0;
+                let mut r = Reader::new(&bytes, "options");
+                assert_eq!(Options::read(&mut r).unwrap(), o);
+                r.finish().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn protocols_refuse_options_they_do_not_take() {
+        let kkrt16 = find("kkrt16").unwrap();
+        let check = |o: Options| o.check(kkrt16.info(), kkrt16.accepts());
+        assert!(check(Options::default()).is_ok());
+        let wan = Options {
+            bins: Bins::Wan,
+            sigma: None,
+        };
+        assert!(check(wan).unwrap_err().to_string().contains("--bins"));
+        let sigma = Options {
+            bins: Bins::Lan,
+            sigma: Some(32),
+        };
+        assert!(check(sigma).unwrap_err().to_string().contains("--sigma"));
+        let de = find("rr17-de").unwrap();
+        assert!(wan.check(de.info(), de.accepts()).is_ok());
+    }
+
+    #[test]
+    fn bins_are_a_quarter_or_a_tenth() {
+        assert_eq!(Bins::Lan.count(1 << 20), 1 << 18);
+        assert_eq!(Bins::Wan.count(1 << 20), 104_857);
+        assert_eq!(Bins::Wan.count(5), 1);
+        assert_eq!(Bins::parse("wan").unwrap(), Bins::Wan);
+        assert!(Bins::parse("WAN").is_err());
+    }
+}

@@ -1,0 +1,532 @@
+//! RR17 dual execution in the standard model (`rr17-de-sm`, §4 "In the standard model",
+//! §7, spec §2.3, §3.4 and §4.8): the dual execution of [`super::dual`] with F_encode
+//! realised by σ' chosen-message 1-out-of-2 OTs per instance and a PRF, on items that are
+//! σ-bit integers (σ = 32 or 64, `--sigma`).
+//!
+//! **Items.** Each item must be an integer below 2^σ written in decimal, without sign or
+//! leading zeros, so that distinct items are distinct integers; anything else is refused
+//! before the session starts. Hashing to a smaller domain would need a random oracle to
+//! extract a cheating party's items (§7), so there is none: x is phased directly,
+//! `phase(x) = ((h(⌊x/m⌋) + x mod m) mod m, ⌊x/m⌋)` with `h(z) = AES_k(z) mod m` keyed by
+//! the coin-tossed seed (§3.2 with the sign of phase⁻¹ corrected, spec E3): the word an
+//! instance encodes is the representative `z < 2^σ'`, σ' = σ − ⌊log₂ m⌋ (spec E5).
+//!
+//! **F_encode** (§4): for an instance whose receiver holds the word c, the sender draws
+//! 2σ' random κ-bit keys `m[i, b]`; in σ' OTs the receiver, choosing the bits `c_i`, gets
+//! `m[i, c_i]` and outputs `⊕_i PRF(m[i, c_i], c)`; the sender encodes any c' as
+//! `⊕_i PRF(m[i, c'_i], c')`. The OTs are KOS15 (its correlation check runs before the
+//! sender uses its rows) with *chosen* messages: the sender sends
+//! `m[i, b] ⊕ H(j, q_j ⊕ b·Δ)` for both b (32 bytes per OT). Random-message OTs would
+//! save that traffic but need a programmable random oracle (footnote 1); like Fig. 6's
+//! "(CRH)" label, the masking hash H is a correlation-robust hash (spec E19: KOS15 itself
+//! is proven in the random-oracle model). PRF(k, c) = AES-128_k(c): a fresh key per OT,
+//! so no domain is needed. There is no OOS16 consistency check: the KOS15 check covers
+//! the OTs, and any keys a cheating sender chooses define a valid encoding function.
+
+use super::dual::{DeReceiver, DeSender, Realisation, Rr17DeParams};
+use super::{Domains, Hashing};
+use crate::crypto::{encrypt_under_keys, Aes, Block};
+use crate::items::Items;
+use crate::net::Channel;
+use crate::ot::{kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::protocols::{
+    Accepts, AnyParty, Context, Options, OutputKind, Parameters, Protocol, ProtocolInfo, RoleInfo,
+    Security, Sizes,
+};
+use crate::session::Role;
+use crate::state::{StateReader, StateWriter};
+use crate::tables::simple_hash::SlotTable;
+use crate::{Error, Result};
+
+/// RR17 dual-execution PSI in the standard model, on σ-bit integers.
+pub struct Rr17DeSm;
+
+/// The item lengths it runs on (§7: "PSI over strings of length 32 and 64 bits").
+const SIGMAS: &[u32] = &[32, 64];
+
+/// OTs whose masked messages go in one frame (at most 2 MiB; frames hold whole
+/// instances).
+const FRAME_OTS: usize = 1 << 16;
+
+/// The instances of one frame of masked keys, for σ' OTs per instance.
+fn frame_instances(per: usize) -> usize {
+    (FRAME_OTS / per).max(1)
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "rr17-de-sm",
+    paper: "Rindal, Rosulek: Malicious-Secure Private Set Intersection via Dual Execution \
+            (CCS 2017), Fig. 4 with §6.2, F_encode from chosen-message KOS15 OTs and a PRF \
+            (§4, standard model), items of σ = 32 or 64 bits (§7)",
+    security: Security::Malicious,
+    leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
+              other's set size. Items are integers below 2^σ (--sigma 32|64). Secure against \
+              a malicious party without a random oracle for hashing items (the paper's \
+              standard-model protocol; the OT extension, KOS15, is proven with a \
+              correlation-robust hash), with the paper's relaxation: a cheating party's set \
+              may hold up to m·μ items.",
+    both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            // Direction A's KOS15 rows: m·μ_B·σ' rows of 16 bytes, about 7.5·46·16 per
+            // peer item at σ = 64.
+            peer_item_bytes: 6000,
+            // Her choice bits (one byte each while they are sent), outputs and values.
+            own_item_bytes: 1500,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            peer_item_bytes: 6000,
+            // Choice bits, μ_A table entries of 24 bytes per item, outputs.
+            own_item_bytes: 2500,
+        },
+    ],
+};
+
+impl Protocol for Rr17DeSm {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Standard::params(sizes, options)?))
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            bins: true,
+            sigma: SIGMAS,
+        }
+    }
+
+    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
+        let sigma = sigma(options)?;
+        match (0..items.len()).find(|&i| integer(items.get(i), sigma).is_none()) {
+            None => Ok(()),
+            Some(i) => Err(Error::Usage(format!(
+                "rr17-de-sm runs on integers below 2^{sigma} written in decimal (no sign, no \
+                 leading zeros); key number {} is not one",
+                i + 1
+            ))),
+        }
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &DeSender::<Standard>::NEW,
+            Role::Receiver => &DeReceiver::<Standard>::NEW,
+        }
+    }
+}
+
+/// σ from the options (the run refuses a missing one before any protocol code runs).
+fn sigma(options: Options) -> Result<u32> {
+    options
+        .sigma
+        .filter(|s| SIGMAS.contains(s))
+        .ok_or_else(|| Error::Usage("rr17-de-sm needs --sigma 32 or 64".into()))
+}
+
+/// The integer an item stands for: canonical decimal below 2^σ.
+fn integer(item: &[u8], sigma: u32) -> Option<u64> {
+    let canonical = !item.is_empty()
+        && item.len() <= 20
+        && item.iter().all(u8::is_ascii_digit)
+        && (item[0] != b'0' || item.len() == 1);
+    let x: u64 = std::str::from_utf8(item)
+        .ok()
+        .filter(|_| canonical)?
+        .parse()
+        .ok()?;
+    (sigma >= 64 || x >> sigma == 0).then_some(x)
+}
+
+/// `phase_{h,m}(x) = ((h(⌊x/m⌋) + x mod m) mod m, ⌊x/m⌋)` (§3.2; a bijection between
+/// integers and (bin, representative) pairs, see [`unphase`]).
+fn phase(x: u64, m: u64, h: &Aes) -> (usize, Block) {
+    let z = x / m;
+    let bin = ((h.encrypt(z as Block) % m as Block) as u64 + x % m) % m;
+    (bin as usize, z as Block)
+}
+
+/// `phase⁻¹_{h,m}(b, z) = z·m + ((b − h(z)) mod m)` (the paper prints `+ h(z)`: E3).
+#[cfg(test)]
+fn unphase(bin: usize, z: Block, m: u64, h: &Aes) -> u64 {
+    let hz = (h.encrypt(z) % m as Block) as u64;
+    z as u64 * m + (bin as u64 + m - hz) % m
+}
+
+/// The standard-model realisation of F_encode.
+pub struct Standard;
+
+/// The base OTs of both directions.
+pub struct KosSeeds {
+    /// Of the direction in which this party is the F_encode (and KOS15) sender.
+    sending: SenderSeeds,
+    /// Of the direction in which it encodes its own slots.
+    encoding: ReceiverSeeds,
+}
+
+/// The F_encode sender's side of one direction: its keys `m[j, b]` = AES_key(2j + b) for
+/// OT j, regenerated when needed; σ' OTs per instance.
+pub struct Keys {
+    aes: Aes,
+    per_instance: usize,
+}
+
+/// Buffers of the PRF calls of a bin (or a frame), made in one batch.
+#[derive(Default)]
+pub struct PrfBatch {
+    pairs: Vec<Block>,
+    keys: Vec<Block>,
+    inputs: Vec<Block>,
+    outputs: Vec<Block>,
+}
+
+impl PrfBatch {
+    /// Prepares `per` calls for each of `words` (word k is the input of calls
+    /// `k·per..(k + 1)·per`) and returns their keys, to be filled in.
+    fn prepare(&mut self, per: usize, words: impl Iterator<Item = Block>) -> &mut [Block] {
+        self.inputs.clear();
+        for c in words {
+            self.inputs.extend(std::iter::repeat_n(c, per));
+        }
+        self.keys.resize(self.inputs.len(), 0);
+        &mut self.keys
+    }
+
+    /// Runs the prepared calls and appends the XOR of each `per` consecutive outputs (one
+    /// encoding each) to `out`.
+    fn sums(&mut self, per: usize, out: &mut Vec<Block>) {
+        self.outputs.resize(self.keys.len(), 0);
+        encrypt_under_keys(&self.keys, &self.inputs, &mut self.outputs);
+        out.extend(
+            self.outputs
+                .chunks_exact(per)
+                .map(|prfs| prfs.iter().fold(0, |acc, v| acc ^ v)),
+        );
+    }
+}
+
+impl Realisation for Standard {
+    const INFO: &'static ProtocolInfo = &INFO;
+    const SEED_TOSS: &'static str = "rr17-de-sm hashing seed";
+    type Seeds = KosSeeds;
+    type Sending = Keys;
+    type Scratch = PrfBatch;
+
+    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
+        let sigma = sigma(options)?;
+        let hashing = Hashing::of_bits(sizes, options.bins, |_| sigma);
+        let most = hashing.n_a.max(hashing.n_b);
+        if sigma < 64 && most > 1 << sigma {
+            return Err(Error::Usage(format!(
+                "{most} distinct {sigma}-bit integers cannot exist (--sigma)"
+            )));
+        }
+        Rr17DeParams::new(INFO.name, hashing, Some(sigma))
+    }
+
+    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<KosSeeds> {
+        let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
+        let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
+        Ok(match role {
+            Role::Sender => {
+                let sending = SenderSeeds::new::<MasnyRindal>(chan, prg, &sid_a)?;
+                let encoding = ReceiverSeeds::new::<MasnyRindal>(chan, prg, &sid_b)?;
+                KosSeeds { sending, encoding }
+            }
+            Role::Receiver => {
+                let encoding = ReceiverSeeds::new::<MasnyRindal>(chan, prg, &sid_a)?;
+                let sending = SenderSeeds::new::<MasnyRindal>(chan, prg, &sid_b)?;
+                KosSeeds { sending, encoding }
+            }
+        })
+    }
+
+    fn save(seeds: &KosSeeds, out: &mut StateWriter) -> Result<()> {
+        seeds.sending.save(out)?;
+        seeds.encoding.save(out)
+    }
+
+    fn load(input: &mut StateReader) -> Result<KosSeeds> {
+        Ok(KosSeeds {
+            sending: SenderSeeds::load(input)?,
+            encoding: ReceiverSeeds::load(input)?,
+        })
+    }
+
+    fn phased(
+        _: &Domains,
+        p: &Rr17DeParams,
+        seed: Block,
+        items: &Items,
+    ) -> Result<(Vec<usize>, Vec<Block>)> {
+        let sigma = p.sigma.expect("standard-model parameters have σ");
+        // The seed is uniform and used for nothing else: it keys h directly.
+        let h = Aes::new(seed);
+        let m = p.hashing.m;
+        (0..items.len())
+            .map(|i| {
+                integer(items.get(i), sigma)
+                    .map(|x| phase(x, m, &h))
+                    .ok_or_else(|| {
+                        Error::Usage(format!("key number {} is not a {sigma}-bit integer", i + 1))
+                    })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|pairs| pairs.into_iter().unzip())
+    }
+
+    fn encode_own(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &KosSeeds,
+        direction: &str,
+        slots: &SlotTable,
+        words: &[Block],
+    ) -> Result<Vec<Block>> {
+        let per = p.hashing.word_bits() as usize;
+        let n = slots.item_at.len();
+        let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
+        let choices: Vec<bool> = (0..n * per)
+            .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
+            .collect();
+        let sid = d.direction_sid(direction);
+        // The OTs of the slots that hold an item: only their messages are needed.
+        let held = (0..n).filter(|&s| slots.item_at[s].is_some());
+        let keep = held
+            .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
+            .collect();
+        let kos = kos_receive(ctx.peer, &seeds.encoding, choices, &mut ctx.prg, &sid, keep)?;
+        let pads = kos.into_kept_messages();
+        let mut own = vec![0; slots.slot_of.len()];
+        receive_keys(ctx.peer, &pads, slots, words, per, &mut own)?;
+        Ok(own)
+    }
+
+    fn receive(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &KosSeeds,
+        direction: &str,
+        instances: usize,
+    ) -> Result<Keys> {
+        let per = p.hashing.word_bits() as usize;
+        let ots = instances * per;
+        debug_assert_eq!(ots % per, 0);
+        let sid = d.direction_sid(direction);
+        // The KOS15 check runs inside, before the rows are used.
+        let kos = kos_send(ctx.peer, &seeds.sending, ots, &mut ctx.prg, &sid)?;
+        let keys = Keys {
+            aes: Aes::new(ctx.prg.block()),
+            per_instance: per,
+        };
+        let (mut h0, mut h1, mut m) = (Vec::new(), Vec::new(), Vec::new());
+        let mut frame = Vec::new();
+        for first in (0..ots).step_by(frame_instances(per) * per) {
+            let len = (ots - first).min(frame_instances(per) * per);
+            let js: Vec<u32> = (first as u32..(first + len) as u32).collect();
+            h0.clear();
+            h1.clear();
+            kos.messages(&js, false, &mut h0);
+            kos.messages(&js, true, &mut h1);
+            m.clear();
+            m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
+            keys.aes.encrypt_blocks(&mut m);
+            frame.clear();
+            for ((pair, a), b) in m.chunks_exact(2).zip(&h0).zip(&h1) {
+                frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
+                frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
+            }
+            ctx.peer.send(&frame)?;
+        }
+        ctx.peer.flush()?;
+        Ok(keys)
+    }
+
+    /// `⊕_i PRF(m[i, c_i], c)` for each word c in each instance (PRF(k, c) = AES_k(c)).
+    fn encode_bin(
+        keys: &Keys,
+        first: usize,
+        count: usize,
+        words: &[Block],
+        batch: &mut PrfBatch,
+        out: &mut Vec<Block>,
+    ) {
+        let per = keys.per_instance;
+        // m[j, b] for the instances' OTs j: pairs[2·(instance − first)·σ' + 2i + b].
+        let ots = first * per..(first + count) * per;
+        batch.pairs.clear();
+        batch
+            .pairs
+            .extend((2 * ots.start..2 * ots.end).map(|c| c as Block));
+        keys.aes.encrypt_blocks(&mut batch.pairs);
+        let all = (0..count).flat_map(|_| words.iter().copied());
+        let pairs = std::mem::take(&mut batch.pairs);
+        let keys = batch.prepare(per, all);
+        for (instance, keys) in keys.chunks_exact_mut(per * words.len()).enumerate() {
+            let pairs = &pairs[2 * instance * per..2 * (instance + 1) * per];
+            for (keys, &c) in keys.chunks_exact_mut(per).zip(words) {
+                for (i, (key, pair)) in keys.iter_mut().zip(pairs.chunks_exact(2)).enumerate() {
+                    *key = pair[(c >> i) as usize & 1];
+                }
+            }
+        }
+        batch.pairs = pairs;
+        batch.sums(per, out);
+    }
+}
+
+/// The receiver's side of the chosen-message OTs: takes the masked keys frame by frame,
+/// unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots that hold its items
+/// (`pads`: their `H(j, t_j)`, in order) and sets `own[x]` to the encoding of item x's
+/// word in its slot.
+fn receive_keys(
+    chan: &mut dyn Channel,
+    pads: &[Block],
+    slots: &SlotTable,
+    words: &[Block],
+    per: usize,
+    own: &mut [Block],
+) -> Result<()> {
+    let n = slots.item_at.len();
+    let step = frame_instances(per);
+    let (mut frame, mut batch, mut encodings) = (Vec::new(), PrfBatch::default(), Vec::new());
+    let mut pads = pads.chunks_exact(per);
+    for first in (0..n).step_by(step) {
+        let count = (n - first).min(step);
+        chan.recv_exact_into(&mut frame, 32 * per * count, "chosen-message OT keys")?;
+        let held = (first..first + count).filter_map(|s| slots.item_at[s].map(|x| (s, x)));
+        let keys = batch.prepare(per, held.clone().map(|(_, x)| words[x as usize]));
+        for ((keys, pads), (s, x)) in keys.chunks_exact_mut(per).zip(&mut pads).zip(held.clone()) {
+            let c = words[x as usize];
+            for (i, (key, pad)) in keys.iter_mut().zip(pads).enumerate() {
+                let at = 32 * ((s - first) * per + i) + 16 * ((c >> i) as usize & 1);
+                let mask = Block::from_le_bytes(frame[at..at + 16].try_into().expect("16 bytes"));
+                *key = mask ^ pad;
+            }
+        }
+        encodings.clear();
+        batch.sums(per, &mut encodings);
+        for ((_, x), e) in held.zip(&encodings) {
+            own[x as usize] = *e;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_parties::run;
+    use super::*;
+    use crate::protocols::{Output, Party};
+
+    fn options(sigma: u32) -> Options {
+        Options {
+            sigma: Some(sigma),
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn only_canonical_decimal_integers_below_two_to_sigma_are_items() {
+        assert_eq!(integer(b"0", 32), Some(0));
+        assert_eq!(integer(b"4294967295", 32), Some(u32::MAX as u64));
+        assert_eq!(integer(b"4294967296", 32), None);
+        assert_eq!(integer(b"4294967296", 64), Some(1 << 32));
+        assert_eq!(integer(b"18446744073709551615", 64), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"007",
+            b"+7",
+            b"-7",
+            b" 7",
+            b"7 ",
+            b"0x10",
+            b"1e3",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(integer(bad, 64), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn phasing_is_inverted_exactly() {
+        let h = Aes::new(99);
+        for m in [1, 3, 1000, 1 << 18, 104_857] {
+            let mut seen = std::collections::HashSet::new();
+            for x in (0..2000u64).chain([u32::MAX as u64, u64::MAX, u64::MAX - 1]) {
+                let (bin, z) = phase(x, m, &h);
+                assert!((bin as u64) < m);
+                assert!(z <= (u64::MAX / m) as Block);
+                assert_eq!(unphase(bin, z, m, &h), x, "m = {m}, x = {x}");
+                assert!(seen.insert((bin, z)));
+            }
+        }
+    }
+
+    /// Integers as items: Alice's `n_a`, Bob's `n_b`; Bob's first `shared` are also
+    /// Alice's (in another order).
+    fn integer_sets(n_a: u64, n_b: u64, shared: u64, sigma: u32) -> (Items, Items) {
+        let top = if sigma == 64 {
+            u64::MAX
+        } else {
+            (1 << sigma) - 1
+        };
+        // Spread over the whole range, and a few at its ends.
+        let value = |k: u64| top - k.wrapping_mul(0x9e37_79b9_7f4a_7c15) % (top / 2);
+        let alice = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
+            Some(k) => value(2 * k),
+            None => value(2 * i + 1),
+        });
+        let bob = (0..n_b).map(|i| {
+            if i < shared {
+                value(2 * i)
+            } else {
+                value(2 * (n_a + i) + 1)
+            }
+        });
+        let text = |x: u64| x.to_string();
+        (alice.map(text).collect(), bob.map(text).collect())
+    }
+
+    fn run_sm(sigma: u32, n_a: u64, n_b: u64, shared: u64) -> Vec<usize> {
+        let (a, b) = integer_sets(n_a, n_b, shared, sigma);
+        let o = options(sigma);
+        let (alice, bob) = run(
+            (n_a as usize, n_b as usize),
+            o,
+            |ctx| {
+                let p = DeSender::<Standard>::NEW;
+                let state = Party::offline(&p, ctx)?;
+                Party::online(&p, ctx, state, &a)
+            },
+            |ctx| {
+                let p = DeReceiver::<Standard>::NEW;
+                let state = Party::offline(&p, ctx)?;
+                Party::online(&p, ctx, state, &b)
+            },
+        );
+        assert_eq!(alice.unwrap(), Output::Nothing);
+        match bob.unwrap() {
+            Output::Indices(ix) => ix,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bob_learns_exactly_the_shared_integers() {
+        for sigma in [32, 64] {
+            assert_eq!(run_sm(sigma, 300, 200, 70), (0..70).collect::<Vec<_>>());
+            assert_eq!(run_sm(sigma, 50, 400, 50), (0..50).collect::<Vec<_>>());
+        }
+    }
+}
