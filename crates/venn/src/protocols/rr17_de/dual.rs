@@ -468,6 +468,100 @@ fn place<R: Realisation>(
     Ok((p, d, slots, words))
 }
 
+/// Alice's online step (Fig. 4 steps 2–5). A test plays a cheating Alice through the last
+/// two arguments: `valued` (if given) replaces her items where her values are computed
+/// (item k's values then combine its direction-A encodings with the direction-B encoding
+/// of `items[k]`), and `then(values, bytes_per_item)` may change the values before they
+/// are sent.
+fn alice<R: Realisation>(
+    ctx: &mut Context,
+    state: DeState<R::Seeds>,
+    items: &Items,
+    valued: Option<&Items>,
+    then: impl FnOnce(&mut [u8], usize),
+) -> Result<()> {
+    let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
+    // Direction B: encode her slots and prove it.
+    let own = R::encode_own(ctx, &p, &d, &state.seeds, "B", &slots, &words)?;
+    // Direction A: Bob's slots; his proof is checked before anything depends on them.
+    let instances = p.hashing.m as usize * p.mu_b;
+    let sending = R::receive(ctx, &p, &d, &state.seeds, "A", instances)?;
+    let (slots, words) = match valued {
+        Some(valued) => {
+            let (bins, words) = R::phased(&d, &p, state.seed, valued)?;
+            let m = p.hashing.m as usize;
+            (SlotTable::place(&bins, m, p.mu_a, &mut ctx.prg)?, words)
+        }
+        None => (slots, words),
+    };
+    ctx.phase("comparison values", false);
+    // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
+    // j is for Bob's slot j of the bin. They are computed bin by bin (the bin's rows read
+    // once, in order) into the frames' bytes, an item's values side by side, while Bob
+    // fills his table; then sent.
+    let rank = ctx.prg.permutation(items.len());
+    let (mu, bytes) = (p.mu_b, p.value_bytes);
+    let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
+    let mut bin = BinScratch::<R>::default();
+    for b in 0..p.hashing.m as usize {
+        encode_bin(bin_items(&slots, b), &words, &sending, b, mu, &mut bin);
+        let k = bin.items.len();
+        for (i, &(x, _)) in bin.items.iter().enumerate() {
+            let at = rank[x] as usize * mu * bytes;
+            let values = packed[at..at + mu * bytes].chunks_exact_mut(bytes);
+            for (j, v) in values.enumerate() {
+                let value = combine(bin.encodings[j * k + i], own[x], bytes);
+                v.copy_from_slice(&value.to_le_bytes()[..bytes]);
+            }
+        }
+    }
+    then(&mut packed, mu * bytes);
+    send_packed(ctx.peer, mu, bytes, &packed)
+}
+
+/// Bob's online step (Fig. 4 steps 2–6): each match as (his item, the position among
+/// Alice's values of the item that matched it), sorted by his item.
+fn bob<R: Realisation>(
+    ctx: &mut Context,
+    state: DeState<R::Seeds>,
+    items: &Items,
+) -> Result<Vec<(u32, u32)>> {
+    let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
+    // Direction B: Alice's slots; her proof is checked before anything depends on them.
+    let instances = p.hashing.m as usize * p.mu_a;
+    let sending = R::receive(ctx, &p, &d, &state.seeds, "B", instances)?;
+    // Direction A: encode his slots and prove it.
+    let own = R::encode_own(ctx, &p, &d, &state.seeds, "A", &slots, &words)?;
+    ctx.phase("comparison values", false);
+    let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
+    let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
+    let mut bin = BinScratch::<R>::default();
+    // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
+    for b in 0..p.hashing.m as usize {
+        let items = bin_items(&slots, b);
+        encode_bin(items, &words, &sending, b, p.mu_a, &mut bin);
+        for (e, &theirs) in bin.encodings.iter().enumerate() {
+            let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
+            let value = combine(own[y], theirs, p.value_bytes);
+            // Alice's value for y comes in the group of y's slot in its bin.
+            pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
+        }
+        if pending.len() >= INSERT_BATCH {
+            table.insert_batch(&pending);
+            pending.clear();
+        }
+    }
+    table.insert_batch(&pending);
+    let n_a = ctx.session.n_sender as usize;
+    let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &table)?;
+    let mut found: Vec<(u32, u32)> = matches
+        .iter()
+        .map(|&(e, at)| (e / p.mu_a as u32, at))
+        .collect();
+    found.dedup_by_key(|f| f.0);
+    Ok(found)
+}
+
 /// Alice, the sender, of a dual execution realised by `R`.
 pub(super) struct DeSender<R>(PhantomData<fn() -> R>);
 /// Bob, the receiver.
@@ -489,34 +583,7 @@ impl<R: Realisation> Party for DeSender<R> {
     }
 
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
-        // Direction B: encode her slots and prove it.
-        let own = R::encode_own(ctx, &p, &d, &state.seeds, "B", &slots, &words)?;
-        // Direction A: Bob's slots; his proof is checked before anything depends on them.
-        let instances = p.hashing.m as usize * p.mu_b;
-        let sending = R::receive(ctx, &p, &d, &state.seeds, "A", instances)?;
-        ctx.phase("comparison values", false);
-        // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
-        // j is for Bob's slot j of the bin. They are computed bin by bin (the bin's rows
-        // read once, in order) into the frames' bytes, an item's values side by side, while
-        // Bob fills his table; then sent.
-        let rank = ctx.prg.permutation(items.len());
-        let (mu, bytes) = (p.mu_b, p.value_bytes);
-        let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
-        let mut bin = BinScratch::<R>::default();
-        for b in 0..p.hashing.m as usize {
-            encode_bin(bin_items(&slots, b), &words, &sending, b, mu, &mut bin);
-            let k = bin.items.len();
-            for (i, &(x, _)) in bin.items.iter().enumerate() {
-                let at = rank[x] as usize * mu * bytes;
-                let values = packed[at..at + mu * bytes].chunks_exact_mut(bytes);
-                for (j, v) in values.enumerate() {
-                    let value = combine(bin.encodings[j * k + i], own[x], bytes);
-                    v.copy_from_slice(&value.to_le_bytes()[..bytes]);
-                }
-            }
-        }
-        send_packed(ctx.peer, mu, bytes, &packed)?;
+        alice::<R>(ctx, state, items, None, |_, _| {})?;
         Ok(Output::Nothing)
     }
 
@@ -537,37 +604,10 @@ impl<R: Realisation> Party for DeReceiver<R> {
     }
 
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
-        // Direction B: Alice's slots; her proof is checked before anything depends on them.
-        let instances = p.hashing.m as usize * p.mu_a;
-        let sending = R::receive(ctx, &p, &d, &state.seeds, "B", instances)?;
-        // Direction A: encode his slots and prove it.
-        let own = R::encode_own(ctx, &p, &d, &state.seeds, "A", &slots, &words)?;
-        ctx.phase("comparison values", false);
-        let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
-        let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
-        let mut bin = BinScratch::<R>::default();
-        // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
-        for b in 0..p.hashing.m as usize {
-            let items = bin_items(&slots, b);
-            encode_bin(items, &words, &sending, b, p.mu_a, &mut bin);
-            for (e, &theirs) in bin.encodings.iter().enumerate() {
-                let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
-                let value = combine(own[y], theirs, p.value_bytes);
-                // Alice's value for y comes in the group of y's slot in its bin.
-                pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
-            }
-            if pending.len() >= INSERT_BATCH {
-                table.insert_batch(&pending);
-                pending.clear();
-            }
-        }
-        table.insert_batch(&pending);
-        let n_a = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &table)?;
-        let mut found: Vec<usize> = matches.iter().map(|&(e, _)| e as usize / p.mu_a).collect();
-        found.dedup();
-        Ok(Output::Indices(found))
+        let found = bob::<R>(ctx, state, items)?;
+        Ok(Output::Indices(
+            found.iter().map(|&(y, _)| y as usize).collect(),
+        ))
     }
 
     fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
@@ -576,5 +616,107 @@ impl<R: Realisation> Party for DeReceiver<R> {
 
     fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Self::State> {
         load_state::<R>(input)
+    }
+}
+
+/// A cheating Alice against an honest Bob (spec §9, items 6, 11–13).
+#[cfg(test)]
+mod tests {
+    use super::super::test_parties::{run, sets};
+    use super::*;
+    use crate::crypto::Prg;
+
+    const N: usize = 1000;
+    const SHARED: usize = 300;
+
+    /// Bob's matches (his item, its value's position among Alice's) when Alice runs
+    /// [`alice`] with `valued` and `then`.
+    fn against_alice(
+        valued: Option<&Items>,
+        then: impl FnOnce(&mut [u8], usize) + Send,
+    ) -> Vec<(u32, u32)> {
+        let (a, b) = sets(N, N, SHARED);
+        let (alice, bob) = run(
+            (N, N),
+            Options::default(),
+            |ctx| {
+                let state = offline::<Rom>(ctx, Role::Sender)?;
+                super::alice::<Rom>(ctx, state, &a, valued, then)
+            },
+            |ctx| {
+                let state = offline::<Rom>(ctx, Role::Receiver)?;
+                super::bob::<Rom>(ctx, state, &b)
+            },
+        );
+        alice.unwrap();
+        bob.unwrap()
+    }
+
+    /// Bob's items in the matches.
+    fn items(matches: &[(u32, u32)]) -> Vec<usize> {
+        matches.iter().map(|&(y, _)| y as usize).collect()
+    }
+
+    #[test]
+    fn an_honest_alice_gives_the_intersection_in_a_random_order() {
+        let found = against_alice(None, |_, _| {});
+        assert_eq!(items(&found), (0..SHARED).collect::<Vec<_>>());
+        // Alice's shared items are her last SHARED: in input order their values would all
+        // come after position N − SHARED (item 6: the order must not leak her input order).
+        let first = found.iter().map(|&(_, at)| at).min().unwrap();
+        assert!((first as usize) < N - SHARED - 100, "values in input order");
+    }
+
+    #[test]
+    fn an_alice_encoding_other_items_in_her_values_gets_none_of_them() {
+        // Item 13 / the "different sets in the two executions": for the first half
+        // of the shared items (Bob's 0..150) her values use another shared item's
+        // direction-A encodings than the one she encoded in direction B.
+        let (a, _) = sets(N, N, SHARED);
+        let half = SHARED / 2;
+        let valued: Items = (0..N)
+            .map(|i| match i.checked_sub(N - SHARED) {
+                Some(k) if k < half => format!("shared {}", (k + 1) % half).into_bytes(),
+                _ => a.get(i).to_vec(),
+            })
+            .collect();
+        let found = against_alice(Some(&valued), |_, _| {});
+        assert_eq!(items(&found), (half..SHARED).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn random_values_find_nothing() {
+        // Item 11.
+        let found = against_alice(None, |values, _| Prg::from_seed(9).fill_bytes(values));
+        assert_eq!(found, []);
+    }
+
+    #[test]
+    fn values_for_one_slot_find_about_one_item_in_mu() {
+        // Item 12: Alice keeps only value j = 0 of each item (the rest random). Bob's item
+        // is in a uniformly random slot of its bin, whatever else is there, so each shared
+        // item is found with probability 1/μ_B.
+        let p = Rom::params(
+            Sizes {
+                sender: N as u64,
+                receiver: N as u64,
+            },
+            Options::default(),
+        )
+        .unwrap();
+        let bytes = p.value_bytes;
+        let found = against_alice(None, |values, per_item| {
+            let mut prg = Prg::from_seed(10);
+            for item in values.chunks_exact_mut(per_item) {
+                prg.fill_bytes(&mut item[bytes..]);
+            }
+        });
+        let expected = SHARED / p.mu_b;
+        assert!(
+            found.len() > expected / 3 && found.len() < 3 * expected,
+            "{} found, about {expected} expected",
+            found.len()
+        );
+        assert!(found.iter().all(|&(y, _)| (y as usize) < SHARED));
     }
 }
