@@ -459,6 +459,30 @@ mod tests {
     }
 
     #[test]
+    fn phasing_is_a_bijection_on_all_20_bit_integers() {
+        // Spec §9 item 25: exhaustively, for a bin count that is not a power of two and
+        // one that is; each bin holds exactly the integers its representatives allow.
+        let h = Aes::new(7);
+        for m in [1000u64, 1 << 10] {
+            let mut seen = vec![false; ((1 << 20) / m as usize + 1) * m as usize];
+            let mut load = vec![0u32; m as usize];
+            for x in 0..1u64 << 20 {
+                let (bin, z) = phase(x, m, &h);
+                assert_eq!(unphase(bin, z, m, &h), x);
+                assert!(z < (1 << 20) / m as Block + 1);
+                let at = z as usize * m as usize + bin;
+                assert!(
+                    !std::mem::replace(&mut seen[at], true),
+                    "m = {m}: x = {x} collides"
+                );
+                load[bin] += 1;
+            }
+            let (least, most) = (load.iter().min().unwrap(), load.iter().max().unwrap());
+            assert!(most - least <= 1, "m = {m}: loads {least}..{most}");
+        }
+    }
+
+    #[test]
     fn phasing_is_inverted_exactly() {
         let h = Aes::new(99);
         for m in [1, 3, 1000, 1 << 18, 104_857] {
