@@ -329,7 +329,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             println!("online: a second session from the precomputed states (their size at the end of each row)");
         }
         println!(
-            "{:<10} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
+            "{:<18} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
             "protocol",
             "log2n",
             "threads",
@@ -404,7 +404,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                 .map(|t| format!(" {:>9}", format!("{t} thr")))
                 .collect();
             println!(
-                "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<10} {:>5} {:<8} {:<38}{heads} {:>8}",
+                "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<18} {:>5} {:<8} {:<38}{heads} {:>8}",
                 "protocol", "log2n", "party", "phase (seconds)", "speed-up"
             );
         }
@@ -443,7 +443,7 @@ fn print_row(row: &Row) {
         row.protocol.clone()
     };
     println!(
-        "{:<10} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{extra}",
+        "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{extra}",
         name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,
         opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),

@@ -122,7 +122,7 @@ pub fn print_solo(rows: &[SoloRow], threads: &[usize]) {
             let cols: String = times.iter().map(|t| format!(" {t:>9.3}")).collect();
             let speedup = times[0] / times[times.len() - 1].max(1e-9);
             println!(
-                "{:<10} {:>5} {:<8} {:<38}{cols} {:>8.2}",
+                "{:<18} {:>5} {:<8} {:<38}{cols} {:>8.2}",
                 first.protocol, first.log2n, party, name, speedup
             );
         }
