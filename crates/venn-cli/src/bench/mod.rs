@@ -67,18 +67,6 @@ impl Variant<'_> {
         }
         label
     }
-
-    /// The bench-party flags of its options.
-    fn flags(&self) -> Vec<String> {
-        let mut flags = Vec::new();
-        if self.options.bins != Bins::Lan {
-            flags.extend(["--bins".to_string(), self.options.bins.name().to_string()]);
-        }
-        if let Some(sigma) = self.options.sigma {
-            flags.extend(["--sigma".to_string(), sigma.to_string()]);
-        }
-        flags
-    }
 }
 
 /// What both parties of one benchmark run are started with.
@@ -109,7 +97,7 @@ fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::C
             "--protocol",
             variant.name,
         ])
-        .args(variant.flags())
+        .args(variant.options.args())
         .args([
             "--log2n",
             &log2n.to_string(),
@@ -298,7 +286,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     if o.files {
         if let Some(v) = protocols.iter().find(|v| v.options != Options::default()) {
             return Err(Error::Usage(format!(
-                "--files runs protocols on generated hex keys with their default options,                  not {}",
+                "--files runs protocols on generated hex keys with their default options, not {}",
                 v.label()
             )));
         }

@@ -4,7 +4,7 @@
 //! Expanding a key is as much work as the encryption, and the `aes` crate expands both
 //! the encryption and the decryption schedule and moves them about (more than half the
 //! time of `rr17-de-sm` went there). Here each round key is derived just before the round
-//! that uses it (FIPS 197 §5.2 with AESKEYGENASSIST), and eight keys go through the rounds
+//! that uses it (FIPS 197 §5.2, `SubWord(RotWord(·))` by AESENCLAST), and eight keys go through the rounds
 //! side by side so the AES unit's latency is hidden. Falls back to the `aes` crate on CPUs
 //! without AES-NI. Checked against [`super::Aes`] in the tests.
 
@@ -66,8 +66,9 @@ mod ni {
     use super::Block;
     use std::arch::x86_64::*;
 
-    /// The next round key from `key` and `assist = AESKEYGENASSIST(key, rcon)` (FIPS 197
-    /// §5.2: `w[i] = w[i−1] ⊕ w[i−4]` folded into prefix XORs of the four words).
+    /// The next round key from `key` and `assist`, which holds `SubWord(RotWord(w3)) ⊕
+    /// rcon` in every word (FIPS 197 §5.2: `w[i] = w[i−1] ⊕ w[i−4]` folded into prefix
+    /// XORs of the four words).
     #[inline(always)]
     unsafe fn next_key(key: __m128i, assist: __m128i) -> __m128i {
         let mut k = key;
@@ -149,6 +150,8 @@ mod vaes {
     /// `out[i] = AES-128_{keys[i]}(inputs[i])` for `2P` keys.
     #[target_feature(enable = "avx2,vaes")]
     pub unsafe fn encrypt<const P: usize>(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
+        // The 256-bit loads and stores below read and write two blocks from each start.
+        assert!(keys.len() >= 2 * P && inputs.len() >= 2 * P && out.len() >= 2 * P);
         let load = |b: &[Block]| _mm256_loadu_si256(b.as_ptr().cast());
         let mut k: [__m256i; P] = std::array::from_fn(|l| load(&keys[2 * l..]));
         let mut s: [__m256i; P] =
@@ -190,6 +193,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each implementation on its own (the dispatcher picks one per machine).
+    #[test]
+    fn every_path_matches_aes() {
+        let mut prg = Prg::from_seed(5);
+        let keys: Vec<Block> = (0..8).map(|_| prg.block()).collect();
+        let inputs: Vec<Block> = (0..8).map(|_| prg.block()).collect();
+        let want: Vec<Block> = (0..8)
+            .map(|i| Aes::new(keys[i]).encrypt(inputs[i]))
+            .collect();
+        let mut out = vec![0; 8];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("aes") && std::is_x86_feature_detected!("ssse3") {
+                // SAFETY: the features were detected.
+                unsafe { ni::encrypt::<8>(&keys, &inputs, &mut out) };
+                assert_eq!(out, want, "AES-NI, 8 lanes");
+                unsafe { ni::encrypt::<1>(&keys[3..4], &inputs[3..4], &mut out[..1]) };
+                assert_eq!(out[0], want[3], "AES-NI, 1 lane");
+            }
+            if std::is_x86_feature_detected!("vaes") && std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the features were detected.
+                unsafe { vaes::encrypt::<4>(&keys, &inputs, &mut out) };
+                assert_eq!(out, want, "VAES");
+            }
+        }
+        encrypt_narrow(&keys, &inputs, &mut out);
+        assert_eq!(out, want, "the narrow path");
     }
 
     #[test]

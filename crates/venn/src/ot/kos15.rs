@@ -292,7 +292,7 @@ pub fn kos_send(
 
 /// The KOS15 receiver (it was the sender of the base OTs, holding `seeds`): receives
 /// `m_{j, choices_j}` for every `j`, keeping the rows of the OTs in `keep` (increasing) for
-/// [`KosReceiver::kept_messages`].
+/// [`KosReceiver::into_kept_messages`].
 pub fn kos_receive(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
@@ -346,7 +346,8 @@ mod tests {
     fn honest_receiver_gets_exactly_its_messages() {
         let mut prg = Prg::from_seed(21);
         let (sender_seeds, pairs) = base(&mut prg);
-        let count = 3000;
+        // More than one chunk of the check, so the kept rows span chunks.
+        let count = CHECK_CHUNK + 3000;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let c2 = choices.clone();

@@ -102,22 +102,28 @@ impl Options {
         }
     }
 
-    /// The flags that give these options, as a user would type them (empty for the
-    /// defaults).
-    pub fn flags(&self) -> String {
-        let mut parts = Vec::new();
+    /// The command-line arguments that give these options (none for the defaults).
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
         if self.bins != Bins::Lan {
-            parts.push(format!("--bins {}", self.bins.name()));
+            args.extend(["--bins".to_string(), self.bins.name().to_string()]);
         }
         if let Some(s) = self.sigma {
-            parts.push(format!("--sigma {s}"));
+            args.extend(["--sigma".to_string(), s.to_string()]);
         }
-        parts.join(" ")
+        args
+    }
+
+    /// [`Options::args`] as a user would type them (empty for the defaults).
+    pub fn flags(&self) -> String {
+        self.args().join(" ")
     }
 
     /// Appends the options to a handshake message.
     pub(crate) fn write(&self, w: Writer) -> Writer {
-        w.u8(self.bins.code()).u8(self.sigma.unwrap_or(0) as u8)
+        let sigma = self.sigma.unwrap_or(0);
+        assert!(sigma <= u16::MAX as u32, "σ fits 16 bits");
+        w.u8(self.bins.code()).u16(sigma as u16)
     }
 
     /// Reads what [`Options::write`] wrote.
@@ -127,7 +133,7 @@ impl Options {
             1 => Bins::Wan,
             b => return Err(Error::protocol("a bins code of 0 or 1", b.to_string())),
         };
-        let sigma = match r.u8()? {
+        let sigma = match r.u16()? {
             0 => None,
             s => Some(s as u32),
         };

@@ -70,8 +70,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Indices,
             // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
             peer_item_bytes: 600,
-            // μ_A table entries of 24 bytes per item, slot words and outputs.
-            own_item_bytes: 1400,
+            // μ_A table entries of 24 bytes per item, slot words and outputs: 1.9 GiB at
+            // 2^20 with LAN bins, 2.8 GiB with WAN bins (μ about 1.5 times larger).
+            own_item_bytes: 2200,
         },
     ],
 };
@@ -93,15 +94,12 @@ pub struct Rr17DeParams {
 }
 
 impl Rr17DeParams {
-    /// The parameters of `name` for `hashing`; `ots_per_slot` is the OTs one F_encode
-    /// instance takes (1 for OOS16, σ' for the standard model).
+    /// The parameters of `name` for `hashing`, on σ-bit items in the standard model if
+    /// `sigma` is given (an instance then takes σ' OTs, else one OOS16 OT).
     pub(super) fn new(name: &str, hashing: Hashing, sigma: Option<u32>) -> Result<Self> {
         let h = hashing;
         let (mu_a, mu_b) = (bin_size(h.n_a, h.m), bin_size(h.n_b, h.m));
-        let ots = match sigma {
-            Some(_) => h.word_bits() as u128,
-            None => 1,
-        };
+        let ots = ots_per_slot(&h, sigma) as u128;
         // OTs of each direction and comparison values of each party.
         let (ma, mb) = (mu_a as u128, mu_b as u128);
         let (m, n_a, n_b) = (h.m as u128, h.n_a as u128, h.n_b as u128);
@@ -122,10 +120,16 @@ impl Rr17DeParams {
 
     /// OTs of one F_encode instance.
     fn ots_per_slot(&self) -> u64 {
-        match self.sigma {
-            Some(_) => self.hashing.word_bits() as u64,
-            None => 1,
-        }
+        ots_per_slot(&self.hashing, self.sigma)
+    }
+}
+
+/// OTs of one F_encode instance: σ' chosen-message OTs in the standard model (`sigma`
+/// given), one OOS16 OT otherwise.
+fn ots_per_slot(h: &Hashing, sigma: Option<u32>) -> u64 {
+    match sigma {
+        Some(_) => h.word_bits() as u64,
+        None => 1,
     }
 }
 
@@ -619,9 +623,10 @@ impl<R: Realisation> Party for DeReceiver<R> {
     }
 }
 
-/// A cheating Alice against an honest Bob (spec §9, items 6, 11–13).
+/// A cheating Alice against an honest Bob (spec §9, items 6, 11–13), in both realisations.
 #[cfg(test)]
 mod tests {
+    use super::super::standard::Standard;
     use super::super::test_parties::{run, sets};
     use super::*;
     use crate::crypto::Prg;
@@ -629,23 +634,52 @@ mod tests {
     const N: usize = 1000;
     const SHARED: usize = 300;
 
+    /// How each realisation runs the tests: its options and its items.
+    trait UnderTest: Realisation {
+        const OPTIONS: Options;
+        /// `items` as the realisation takes them.
+        fn items(items: &Items) -> Items;
+    }
+
+    impl UnderTest for Rom {
+        const OPTIONS: Options = Options {
+            bins: super::super::Bins::Lan,
+            sigma: None,
+        };
+        fn items(items: &Items) -> Items {
+            items.clone()
+        }
+    }
+
+    impl UnderTest for Standard {
+        const OPTIONS: Options = Options {
+            bins: super::super::Bins::Lan,
+            sigma: Some(64),
+        };
+        fn items(items: &Items) -> Items {
+            super::super::test_parties::integers(items)
+        }
+    }
+
     /// Bob's matches (his item, its value's position among Alice's) when Alice runs
     /// [`alice`] with `valued` and `then`.
-    fn against_alice(
+    fn against_alice<R: UnderTest>(
         valued: Option<&Items>,
         then: impl FnOnce(&mut [u8], usize) + Send,
     ) -> Vec<(u32, u32)> {
         let (a, b) = sets(N, N, SHARED);
+        let (a, b) = (R::items(&a), R::items(&b));
+        let valued = valued.map(R::items);
         let (alice, bob) = run(
             (N, N),
-            Options::default(),
+            R::OPTIONS,
             |ctx| {
-                let state = offline::<Rom>(ctx, Role::Sender)?;
-                super::alice::<Rom>(ctx, state, &a, valued, then)
+                let state = offline::<R>(ctx, Role::Sender)?;
+                super::alice::<R>(ctx, state, &a, valued.as_ref(), then)
             },
             |ctx| {
-                let state = offline::<Rom>(ctx, Role::Receiver)?;
-                super::bob::<Rom>(ctx, state, &b)
+                let state = offline::<R>(ctx, Role::Receiver)?;
+                super::bob::<R>(ctx, state, &b)
             },
         );
         alice.unwrap();
@@ -657,9 +691,8 @@ mod tests {
         matches.iter().map(|&(y, _)| y as usize).collect()
     }
 
-    #[test]
-    fn an_honest_alice_gives_the_intersection_in_a_random_order() {
-        let found = against_alice(None, |_, _| {});
+    fn an_honest_alice_gives_the_intersection_in_a_random_order<R: UnderTest>() {
+        let found = against_alice::<R>(None, |_, _| {});
         assert_eq!(items(&found), (0..SHARED).collect::<Vec<_>>());
         // Alice's shared items are her last SHARED: in input order their values would all
         // come after position N − SHARED (item 6: the order must not leak her input order).
@@ -667,8 +700,7 @@ mod tests {
         assert!((first as usize) < N - SHARED - 100, "values in input order");
     }
 
-    #[test]
-    fn an_alice_encoding_other_items_in_her_values_gets_none_of_them() {
+    fn an_alice_encoding_other_items_in_her_values_gets_none_of_them<R: UnderTest>() {
         // Item 13 / the "different sets in the two executions": for the first half
         // of the shared items (Bob's 0..150) her values use another shared item's
         // direction-A encodings than the one she encoded in direction B.
@@ -680,32 +712,27 @@ mod tests {
                 _ => a.get(i).to_vec(),
             })
             .collect();
-        let found = against_alice(Some(&valued), |_, _| {});
+        let found = against_alice::<R>(Some(&valued), |_, _| {});
         assert_eq!(items(&found), (half..SHARED).collect::<Vec<_>>());
     }
 
-    #[test]
-    fn random_values_find_nothing() {
+    fn random_values_find_nothing<R: UnderTest>() {
         // Item 11.
-        let found = against_alice(None, |values, _| Prg::from_seed(9).fill_bytes(values));
+        let found = against_alice::<R>(None, |values, _| Prg::from_seed(9).fill_bytes(values));
         assert_eq!(found, []);
     }
 
-    #[test]
-    fn values_for_one_slot_find_about_one_item_in_mu() {
+    fn values_for_one_slot_find_about_one_item_in_mu<R: UnderTest>() {
         // Item 12: Alice keeps only value j = 0 of each item (the rest random). Bob's item
         // is in a uniformly random slot of its bin, whatever else is there, so each shared
         // item is found with probability 1/μ_B.
-        let p = Rom::params(
-            Sizes {
-                sender: N as u64,
-                receiver: N as u64,
-            },
-            Options::default(),
-        )
-        .unwrap();
+        let sizes = Sizes {
+            sender: N as u64,
+            receiver: N as u64,
+        };
+        let p = R::params(sizes, R::OPTIONS).unwrap();
         let bytes = p.value_bytes;
-        let found = against_alice(None, |values, per_item| {
+        let found = against_alice::<R>(None, |values, per_item| {
             let mut prg = Prg::from_seed(10);
             for item in values.chunks_exact_mut(per_item) {
                 prg.fill_bytes(&mut item[bytes..]);
@@ -719,4 +746,23 @@ mod tests {
         );
         assert!(found.iter().all(|&(y, _)| (y as usize) < SHARED));
     }
+
+    /// Each test above, for the random-oracle and the standard-model realisation.
+    macro_rules! in_both {
+        ($($test:ident),*) => {
+            mod rom {
+                $(#[test] fn $test() { super::$test::<super::Rom>() })*
+            }
+            mod standard {
+                $(#[test] fn $test() { super::$test::<super::Standard>() })*
+            }
+        };
+    }
+
+    in_both!(
+        an_honest_alice_gives_the_intersection_in_a_random_order,
+        an_alice_encoding_other_items_in_her_values_gets_none_of_them,
+        random_values_find_nothing,
+        values_for_one_slot_find_about_one_item_in_mu
+    );
 }

@@ -189,6 +189,19 @@ mod test_parties {
         (alice.collect(), bob.collect())
     }
 
+    /// Each item as a 64-bit integer in decimal (its FNV-1a hash: distinct for distinct
+    /// test items with overwhelming probability), for the standard-model protocol.
+    pub fn integers(items: &Items) -> Items {
+        let hash = |item: &[u8]| {
+            item.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+            })
+        };
+        (0..items.len())
+            .map(|i| hash(items.get(i)).to_string())
+            .collect()
+    }
+
     /// Runs `alice` and `bob`, each given its context, over an in-memory link.
     pub fn run<A: Send, B: Send>(
         sizes: (usize, usize),

@@ -22,6 +22,14 @@
 //! is proven in the random-oracle model). PRF(k, c) = AES-128_k(c): a fresh key per OT,
 //! so no domain is needed. There is no OOS16 consistency check: the KOS15 check covers
 //! the OTs, and any keys a cheating sender chooses define a valid encoding function.
+//!
+//! **Online, not offline (a departure from spec §2.3's recipe).** The spec suggests the
+//! Beaver-style precomputation libOTe uses: random-choice OTs and the masked keys offline,
+//! then the correction bits `d = c ⊕ r` online. Venn runs the OTs on the actual choice bits
+//! once the items are known: the same OTs, messages and checks, one round fewer and no
+//! correction bits — but `venn precompute` keeps only the base OTs and the hashing seed, so
+//! a precomputed run saves little of this protocol's time. (The masked keys, 32 bytes per
+//! OT, would also make a precomputed state of several GB at 2^20.)
 
 use super::dual::{DeReceiver, DeSender, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
@@ -61,10 +69,11 @@ static INFO: ProtocolInfo = ProtocolInfo {
     security: Security::Malicious,
     leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
               other's set size. Items are integers below 2^σ (--sigma 32|64). Secure against \
-              a malicious party without a random oracle for hashing items (the paper's \
-              standard-model protocol; the OT extension, KOS15, is proven with a \
-              correlation-robust hash), with the paper's relaxation: a cheating party's set \
-              may hold up to m·μ items.",
+              a malicious party with no random oracle on the items (the paper's \
+              standard-model protocol: PRF = AES, chosen-message OTs; the OT extension is \
+              KOS15 with a correlation-robust hash, as in the paper's Fig. 6 \"(CRH)\", \
+              although KOS15's own proof uses a random oracle), with the paper's \
+              relaxation: a cheating party's set may hold up to m·μ items.",
     both_allowed: false,
     roles: &[
         RoleInfo {
@@ -321,7 +330,6 @@ impl Realisation for Standard {
     ) -> Result<Keys> {
         let per = p.hashing.word_bits() as usize;
         let ots = instances * per;
-        debug_assert_eq!(ots % per, 0);
         let sid = d.direction_sid(direction);
         // The KOS15 check runs inside, before the rows are used.
         let kos = kos_send(ctx.peer, &seeds.sending, ots, &mut ctx.prg, &sid)?;
