@@ -230,13 +230,16 @@ fn file_of(dir: &Path, f: u64) -> PathBuf {
 /// Splits the keys of `path` into `2^log2_files` bucket files in a new directory inside
 /// `parent` (default: the system's temporary directory), removed when the split is
 /// dropped: each record is the row's number, the key's length and the key.
-/// `progress` is told the rows split so far after each segment.
+/// `progress` is told the rows split so far after each segment; `check(keys)` may refuse
+/// a segment's keys (a protocol on σ-bit integers: anything else), before the peer is
+/// contacted rather than in the middle of the buckets' runs.
 pub fn split(
     path: &Path,
     opts: &KeyOptions,
     parent: Option<&Path>,
     log2_files: u8,
     mut progress: impl FnMut(u64),
+    check: impl Fn(&venn::Items) -> Result<()>,
 ) -> Result<Split> {
     let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
     let dir = tempfile::Builder::new()
@@ -254,6 +257,10 @@ pub fn split(
         .collect::<Result<_>>()?;
     let (mut rows, mut skipped) = (0, 0);
     let header = for_each_segment(path, opts, SEGMENT_BYTES, |s| {
+        check(&s.input.keys).map_err(|e| match e {
+            Error::Usage(why) => Error::Usage(format!("after row {}: {why}", s.rows_before)),
+            e => e,
+        })?;
         for (i, row) in s.input.rows.iter().enumerate() {
             let key = s.input.keys.get(row.key as usize);
             let f = key_hash(key) & (files - 1);

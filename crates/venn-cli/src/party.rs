@@ -251,6 +251,7 @@ pub fn run_party(
                 args.bucket_dir.as_deref(),
                 files.trailing_zeros() as u8,
                 progress,
+                |keys| protocol.check_items(args.link.protocol_options, keys),
             )?)
         }
     };
@@ -295,7 +296,7 @@ pub fn run_party(
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
     // Keys a protocol cannot run on (not σ-bit integers) are refused before the peer is
-    // contacted (a split input's buckets are checked as they run).
+    // contacted (a split input's were checked as it was split).
     if let Read::Whole(input) = &read {
         protocol
             .check_items(opts.options, &input.keys)

@@ -348,6 +348,11 @@ fn rr17_options_through_the_binary() {
         venn().args(&args).output().unwrap()
     };
     assert_clean_failure(&send(&words, &sm), "key number 2 is not one");
+    // Split into buckets, a bad key far down is still refused before the peer is contacted.
+    let keys: String = (0..5000).map(|i| format!("{i}\n")).collect();
+    let late = write(dir.path(), "late.csv", &format!("k\n{keys}12x\n"));
+    let bucketed = [&sm[..], &["--bucket-rows", "500"]].concat();
+    assert_clean_failure(&send(&late, &bucketed), "key number 5001 is not one");
     assert_clean_failure(
         &send(&ints, &["--protocol", "rr17-de-sm"]),
         "pass --sigma 32|64",
