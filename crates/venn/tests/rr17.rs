@@ -1,6 +1,6 @@
 //! RR17 dual execution and encode-commit against a cheating party on the real runner (spec
 //! `rr17-de.md` §9): rows of an OT extension that do not each encode one value are caught by
-//! the OOS16 check. (Cheats the session's transcript check would also catch — altered
+//! the OOS16 (or, in the standard model, KOS15) check. (Cheats the session's transcript check would also catch — altered
 //! values, commitments or tuples — are tested against the protocol code directly, in the
 //! protocols' own modules.)
 
@@ -29,30 +29,40 @@ fn param(protocol: &str, name: &str) -> usize {
         .unwrap()
 }
 
-/// A party whose OT-extension corrections do not each encode one value (64 bits of one row
-/// flipped, as it could send them) is caught by the OOS16 consistency check of the other,
+/// A party whose OT-extension rows do not each encode one value (8 bytes of one row flipped,
+/// as it could send them) is caught by the other's consistency check — OOS16's in the
+/// random-oracle protocols, KOS15's in the standard model (spec §4.8: it covers the OTs) —
 /// which stops before anything depends on those rows (for Bob: before any output; for
-/// Alice: before any comparison value or commitment is sent). Spec §9 items 1, 9 and 20.
+/// Alice: before any comparison value, commitment or masked key is sent). Spec §9 items 1,
+/// 9 and 20.
 #[test]
-fn corrections_that_encode_no_value_are_caught() {
+fn rows_that_encode_no_value_are_caught() {
     let (s, r) = sets(4096, 4096, 1000, 14);
-    // A full frame of corrections: 4096 rows of 64 bytes.
-    const FRAME: usize = 4096 * 64;
-    // (protocol, whether Alice is the cheat): in encode-commit only Bob encodes.
-    for (name, alice_cheats) in [("rr17-de", true), ("rr17-de", false), ("rr17-ec", false)] {
+    // (protocol, whether Alice is the cheat, bytes of a row, the check that catches it): in
+    // encode-commit only Bob encodes.
+    let cases = [
+        ("rr17-de", true, 64, "OOS16"),
+        ("rr17-de", false, 64, "OOS16"),
+        ("rr17-ec", false, 64, "OOS16"),
+        ("rr17-de-sm", true, 16, "KOS15"),
+        ("rr17-de-sm", false, 16, "KOS15"),
+    ];
+    for (name, alice_cheats, row_bytes, check) in cases {
         let p = find(name).unwrap();
+        // A full frame of rows: 4096 of them.
+        let frame = 4096 * row_bytes;
         let mut done = false;
         let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
-            if !done && f.len() == FRAME {
+            if !done && f.len() == frame {
                 f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
                 done = true;
             }
             true
         });
-        assert!(done, "{name}: a frame of corrections went by");
+        assert!(done, "{name}: a frame of rows went by");
         let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
         match victim {
-            Err(Error::CheatingDetected(why)) => assert!(why.contains("OOS16"), "{why}"),
+            Err(Error::CheatingDetected(why)) => assert!(why.contains(check), "{why}"),
             other => panic!(
                 "{name}, alice cheats: {alice_cheats}: {:?}",
                 other.map(|r| r.output)
@@ -60,58 +70,17 @@ fn corrections_that_encode_no_value_are_caught() {
         }
         assert!(cheat.is_err(), "{name}: the cheat got an answer");
         if !alice_cheats {
-            // Alice sent nothing that depends on Bob's rows: her values or tuples (at least
-            // 4096 · 28 · 10 bytes) would be over 1 MB beside her coin toss and seed OTs
-            // (about 30 kB) and, in dual execution, her own corrections (m·μ_A rows of 64
-            // bytes).
+            // Alice sent nothing that depends on Bob's rows: her values, tuples or masked
+            // keys (at least 4096 · 28 · 10 bytes) would be over 1 MB beside her coin toss
+            // and seed OTs (about 30 kB) and, in dual execution, her own rows (one per OT of
+            // direction B).
             let own_rows = match name {
-                "rr17-de" => param(name, "ots_B") * 64,
-                _ => 0,
+                "rr17-ec" => 0,
+                _ => param(name, "ots_B") * row_bytes,
             };
             assert!(
                 (sent.sent as usize) < own_rows + 100_000,
                 "{name}: Alice sent {} bytes after a failed check",
-                sent.sent
-            );
-        }
-    }
-}
-
-/// In the standard model, a party whose KOS15 rows do not each carry one choice bit (bytes
-/// of one row flipped) is caught by the other's KOS15 correlation check, before any masked
-/// key is sent (spec §4.8: the KOS15 check covers the OTs).
-#[test]
-fn standard_model_rows_that_carry_no_choice_are_caught() {
-    let p = find("rr17-de-sm").unwrap();
-    let (s, r) = sets(4096, 4096, 300, 15);
-    // A full frame of extension rows: 4096 rows of 16 bytes.
-    const FRAME: usize = 4096 * 16;
-    for alice_cheats in [true, false] {
-        let mut done = false;
-        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
-            if !done && f.len() == FRAME {
-                f[1600..1608].iter_mut().for_each(|b| *b ^= 0xFF);
-                done = true;
-            }
-            true
-        });
-        assert!(done, "a frame of rows went by");
-        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
-        match victim {
-            Err(Error::CheatingDetected(why)) => assert!(why.contains("KOS15"), "{why}"),
-            other => panic!(
-                "alice cheats: {alice_cheats}: {:?}",
-                other.map(|r| r.output)
-            ),
-        }
-        assert!(cheat.is_err(), "the cheat got an answer");
-        if !alice_cheats {
-            // Alice's own rows (16 bytes per OT of direction B), no masked keys (32 bytes
-            // per OT of direction A).
-            let own_rows = param("rr17-de-sm", "ots_B") * 16;
-            assert!(
-                (sent.sent as usize) < own_rows + 100_000,
-                "Alice sent {} bytes after a failed check",
                 sent.sent
             );
         }

@@ -52,9 +52,9 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
     &[
         &kkrt16::Kkrt16,
         &rr17_bloom::Rr17Bloom,
-        &rr17_de::Rr17De,
+        &rr17_de::Rr17De::NEW,
         &rr17_de::Rr17Ec,
-        &rr17_de::Rr17DeSm,
+        &rr17_de::Rr17DeSm::NEW,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

@@ -23,11 +23,14 @@
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
 use super::{encode_own, phased, toss_seed, Domains, Hashing};
+use crate::crypto::Prg;
 use crate::crypto::{first_block, Block, RowDigest, RowHash};
 use crate::items::Items;
 use crate::memory::huge_vec;
+use crate::net::Channel;
 use crate::net::Writer;
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
+use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::protocols::matching::{receive_matches, send_packed};
 use crate::protocols::{
     round_up_to_byte, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable,
@@ -40,8 +43,15 @@ use crate::tables::MatchTable;
 use crate::{Result, STATISTICAL_SECURITY};
 use std::marker::PhantomData;
 
-/// RR17 dual-execution PSI (random-oracle model).
-pub struct Rr17De;
+/// RR17 dual-execution PSI with F_encode realised by `R`.
+pub struct DualExecution<R>(PhantomData<fn() -> R>);
+
+impl<R> DualExecution<R> {
+    pub const NEW: Self = DualExecution(PhantomData);
+}
+
+/// RR17 dual-execution PSI in the random-oracle model (`rr17-de`).
+pub type Rr17De = DualExecution<Rom>;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-de",
@@ -117,11 +127,6 @@ impl Rr17DeParams {
             value_bytes,
         })
     }
-
-    /// OTs of one F_encode instance.
-    fn ots_per_slot(&self) -> u64 {
-        ots_per_slot(&self.hashing, self.sigma)
-    }
 }
 
 /// OTs of one F_encode instance: σ' chosen-message OTs in the standard model (`sigma`
@@ -147,7 +152,7 @@ impl Parameters for Rr17DeParams {
 
     fn table(&self) -> ParamTable {
         let h = &self.hashing;
-        let per_slot = self.ots_per_slot();
+        let per_slot = ots_per_slot(h, self.sigma);
         let mut table = vec![
             ("bins", h.m.to_string()),
             ("mu_sender", self.mu_a.to_string()),
@@ -169,26 +174,27 @@ impl Parameters for Rr17DeParams {
     }
 }
 
-impl Protocol for Rr17De {
+impl<R: Realisation> Protocol for DualExecution<R> {
     fn info(&self) -> &'static ProtocolInfo {
-        &INFO
+        R::INFO
     }
 
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Rom::params(sizes, options)?))
+        Ok(Box::new(R::params(sizes, options)?))
     }
 
     fn accepts(&self) -> Accepts {
-        Accepts {
-            bins: true,
-            sigma: &[],
-        }
+        R::ACCEPTS
+    }
+
+    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
+        R::check_items(options, items)
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
         match role {
-            Role::Sender => &DeSender::<Rom>::NEW,
-            Role::Receiver => &DeReceiver::<Rom>::NEW,
+            Role::Sender => &DeSender::<R>::NEW,
+            Role::Receiver => &DeReceiver::<R>::NEW,
         }
     }
 }
@@ -201,8 +207,10 @@ pub(super) trait Realisation: Sync + Send + 'static {
     const INFO: &'static ProtocolInfo;
     /// The label of the hashing seed's coin toss.
     const SEED_TOSS: &'static str;
-    /// What the offline phase leaves for both directions (base OTs).
-    type Seeds: Send + 'static;
+    /// The seeds of the direction in which this party is the F_encode sender.
+    type SendingSeeds: DirectionSeeds;
+    /// The seeds of the direction in which it encodes its own slots.
+    type EncodingSeeds: DirectionSeeds;
     /// One direction's F_encode sender, once the peer has encoded its slots in it.
     type Sending: Sync;
     /// Buffers [`Realisation::encode_bin`] reuses.
@@ -210,10 +218,12 @@ pub(super) trait Realisation: Sync + Send + 'static {
 
     /// The parameters for `sizes` and `options`.
     fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams>;
-    /// The seeds of both directions (direction A: Alice is the F_encode sender).
-    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<Self::Seeds>;
-    fn save(seeds: &Self::Seeds, out: &mut StateWriter) -> Result<()>;
-    fn load(input: &mut StateReader) -> Result<Self::Seeds>;
+    /// The options it takes.
+    const ACCEPTS: Accepts;
+    /// Refuses items it cannot run on with `options` ([`Protocol::check_items`]).
+    fn check_items(_options: Options, _items: &Items) -> Result<()> {
+        Ok(())
+    }
     /// Each item's bin and word (Fig. 4 step 2), with the coin-tossed `seed`.
     fn phased(
         d: &Domains,
@@ -228,7 +238,7 @@ pub(super) trait Realisation: Sync + Send + 'static {
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &Self::Seeds,
+        seeds: &Self::EncodingSeeds,
         direction: &str,
         slots: &SlotTable,
         words: &[Block],
@@ -239,7 +249,7 @@ pub(super) trait Realisation: Sync + Send + 'static {
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &Self::Seeds,
+        seeds: &Self::SendingSeeds,
         direction: &str,
         instances: usize,
     ) -> Result<Self::Sending>;
@@ -262,7 +272,8 @@ pub struct Rom;
 impl Realisation for Rom {
     const INFO: &'static ProtocolInfo = &INFO;
     const SEED_TOSS: &'static str = "rr17-de hashing seed";
-    type Seeds = OosSeeds;
+    type SendingSeeds = OosSenderSeeds;
+    type EncodingSeeds = OosReceiverSeeds;
     type Sending = (OosRows, RowHash);
     type Scratch = Vec<RowDigest>;
 
@@ -271,33 +282,10 @@ impl Realisation for Rom {
         Rr17DeParams::new(INFO.name, hashing, None)
     }
 
-    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<OosSeeds> {
-        let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
-        Ok(match role {
-            Role::Sender => {
-                let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
-                let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?;
-                OosSeeds { sending, encoding }
-            }
-            Role::Receiver => {
-                let encoding = OosReceiverSeeds::new(ctx.peer, &mut ctx.prg, &sid_a)?;
-                let sending = OosSenderSeeds::new(ctx.peer, &mut ctx.prg, &sid_b)?;
-                OosSeeds { sending, encoding }
-            }
-        })
-    }
-
-    fn save(seeds: &OosSeeds, out: &mut StateWriter) -> Result<()> {
-        seeds.sending.save(out)?;
-        seeds.encoding.save(out)
-    }
-
-    fn load(input: &mut StateReader) -> Result<OosSeeds> {
-        Ok(OosSeeds {
-            sending: OosSenderSeeds::load(input)?,
-            encoding: OosReceiverSeeds::load(input)?,
-        })
-    }
+    const ACCEPTS: Accepts = Accepts {
+        bins: true,
+        sigma: &[],
+    };
 
     fn phased(
         d: &Domains,
@@ -312,13 +300,13 @@ impl Realisation for Rom {
         ctx: &mut Context,
         _: &Rr17DeParams,
         d: &Domains,
-        seeds: &OosSeeds,
+        seeds: &OosReceiverSeeds,
         direction: &str,
         slots: &SlotTable,
         words: &[Block],
     ) -> Result<Vec<Block>> {
         let hash = d.encoding_hash(direction);
-        let own = encode_own(ctx, &seeds.encoding, slots, words, &hash)?;
+        let own = encode_own(ctx, seeds, slots, words, &hash)?;
         Ok(own.iter().map(first_block).collect())
     }
 
@@ -326,11 +314,11 @@ impl Realisation for Rom {
         ctx: &mut Context,
         _: &Rr17DeParams,
         d: &Domains,
-        seeds: &OosSeeds,
+        seeds: &OosSenderSeeds,
         direction: &str,
         instances: usize,
     ) -> Result<(OosRows, RowHash)> {
-        let rows = OosSender::new(&seeds.sending).receive(ctx.peer, instances, &mut ctx.prg)?;
+        let rows = OosSender::new(seeds).receive(ctx.peer, instances, &mut ctx.prg)?;
         Ok((rows, d.encoding_hash(direction)))
     }
 
@@ -348,13 +336,38 @@ impl Realisation for Rom {
     }
 }
 
-/// The OOS16 seeds of both directions.
-pub struct OosSeeds {
-    /// Seeds of the direction in which this party is the OOS sender.
-    sending: OosSenderSeeds,
-    /// Seeds of the direction in which it encodes its own slots.
-    encoding: OosReceiverSeeds,
+/// The seeds of one direction, as both realisations' kinds of seeds are made, saved
+/// and read back.
+pub(super) trait DirectionSeeds: Sized + Send + 'static {
+    /// Runs the seed OTs of the direction named by `sid`.
+    fn new(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self>;
+    fn save(&self, out: &mut StateWriter) -> Result<()>;
+    fn load(input: &mut StateReader) -> Result<Self>;
 }
+
+/// Implements [`DirectionSeeds`] for seeds with `new(chan, prg, sid)`, `save`, `load`.
+macro_rules! direction_seeds {
+    ($($seeds:ty => $new:path),*) => {$(
+        impl DirectionSeeds for $seeds {
+            fn new(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
+                $new(chan, prg, sid)
+            }
+            fn save(&self, out: &mut StateWriter) -> Result<()> {
+                <$seeds>::save(self, out)
+            }
+            fn load(input: &mut StateReader) -> Result<Self> {
+                <$seeds>::load(input)
+            }
+        }
+    )*};
+}
+
+direction_seeds!(
+    OosSenderSeeds => OosSenderSeeds::new,
+    OosReceiverSeeds => OosReceiverSeeds::new,
+    SenderSeeds => SenderSeeds::new::<MasnyRindal>,
+    ReceiverSeeds => ReceiverSeeds::new::<MasnyRindal>
+);
 
 /// Bob's table entries gathered before they are inserted (so their slots can be prefetched).
 const INSERT_BATCH: usize = 4096;
@@ -424,30 +437,50 @@ fn combine(a: Block, b: Block, bytes: usize) -> Block {
     }
 }
 
-/// What both parties keep from the offline phase.
-pub struct DeState<S> {
+/// What both parties keep from the offline phase: the hashing seed and the seeds of both
+/// directions.
+pub struct DeState<R: Realisation> {
     seed: Block,
-    seeds: S,
+    sending: R::SendingSeeds,
+    encoding: R::EncodingSeeds,
 }
 
-/// Fig. 4 step 1 and the base OTs of both directions.
-fn offline<R: Realisation>(ctx: &mut Context, role: Role) -> Result<DeState<R::Seeds>> {
+/// Fig. 4 step 1 and the seed OTs of both directions, A first: in A Alice is the F_encode
+/// sender and Bob encodes his slots, in B the other way round.
+fn offline<R: Realisation>(ctx: &mut Context, role: Role) -> Result<DeState<R>> {
     let d = Domains::new(R::INFO.name, ctx);
     ctx.phase("coin tossing and seed OTs", true);
     let seed = toss_seed(ctx, role, R::SEED_TOSS)?;
-    let seeds = R::seeds(ctx, role, &d)?;
-    Ok(DeState { seed, seeds })
+    let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
+    let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
+    let (sending, encoding) = match role {
+        Role::Sender => {
+            let sending = R::SendingSeeds::new(chan, prg, &sid_a)?;
+            (sending, R::EncodingSeeds::new(chan, prg, &sid_b)?)
+        }
+        Role::Receiver => {
+            let encoding = R::EncodingSeeds::new(chan, prg, &sid_a)?;
+            (R::SendingSeeds::new(chan, prg, &sid_b)?, encoding)
+        }
+    };
+    Ok(DeState {
+        seed,
+        sending,
+        encoding,
+    })
 }
 
-fn save_state<R: Realisation>(state: &DeState<R::Seeds>, out: &mut StateWriter) -> Result<()> {
+fn save_state<R: Realisation>(state: &DeState<R>, out: &mut StateWriter) -> Result<()> {
     out.block(state.seed)?;
-    R::save(&state.seeds, out)
+    state.sending.save(out)?;
+    state.encoding.save(out)
 }
 
-fn load_state<R: Realisation>(input: &mut StateReader) -> Result<DeState<R::Seeds>> {
+fn load_state<R: Realisation>(input: &mut StateReader) -> Result<DeState<R>> {
     Ok(DeState {
         seed: input.block()?,
-        seeds: R::load(input)?,
+        sending: R::SendingSeeds::load(input)?,
+        encoding: R::EncodingSeeds::load(input)?,
     })
 }
 
@@ -479,17 +512,17 @@ fn place<R: Realisation>(
 /// are sent.
 fn alice<R: Realisation>(
     ctx: &mut Context,
-    state: DeState<R::Seeds>,
+    state: DeState<R>,
     items: &Items,
     valued: Option<&Items>,
     then: impl FnOnce(&mut [u8], usize),
 ) -> Result<()> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
     // Direction B: encode her slots and prove it.
-    let own = R::encode_own(ctx, &p, &d, &state.seeds, "B", &slots, &words)?;
+    let own = R::encode_own(ctx, &p, &d, &state.encoding, "B", &slots, &words)?;
     // Direction A: Bob's slots; his proof is checked before anything depends on them.
     let instances = p.hashing.m as usize * p.mu_b;
-    let sending = R::receive(ctx, &p, &d, &state.seeds, "A", instances)?;
+    let sending = R::receive(ctx, &p, &d, &state.sending, "A", instances)?;
     let (slots, words) = match valued {
         Some(valued) => {
             let (bins, words) = R::phased(&d, &p, state.seed, valued)?;
@@ -527,15 +560,15 @@ fn alice<R: Realisation>(
 /// Alice's values of the item that matched it), sorted by his item.
 fn bob<R: Realisation>(
     ctx: &mut Context,
-    state: DeState<R::Seeds>,
+    state: DeState<R>,
     items: &Items,
 ) -> Result<Vec<(u32, u32)>> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
     // Direction B: Alice's slots; her proof is checked before anything depends on them.
     let instances = p.hashing.m as usize * p.mu_a;
-    let sending = R::receive(ctx, &p, &d, &state.seeds, "B", instances)?;
+    let sending = R::receive(ctx, &p, &d, &state.sending, "B", instances)?;
     // Direction A: encode his slots and prove it.
-    let own = R::encode_own(ctx, &p, &d, &state.seeds, "A", &slots, &words)?;
+    let own = R::encode_own(ctx, &p, &d, &state.encoding, "A", &slots, &words)?;
     ctx.phase("comparison values", false);
     let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
     let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
@@ -580,7 +613,7 @@ impl<R> DeReceiver<R> {
 }
 
 impl<R: Realisation> Party for DeSender<R> {
-    type State = DeState<R::Seeds>;
+    type State = DeState<R>;
 
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
         offline::<R>(ctx, Role::Sender)
@@ -601,7 +634,7 @@ impl<R: Realisation> Party for DeSender<R> {
 }
 
 impl<R: Realisation> Party for DeReceiver<R> {
-    type State = DeState<R::Seeds>;
+    type State = DeState<R>;
 
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
         offline::<R>(ctx, Role::Receiver)

@@ -31,23 +31,21 @@
 //! a precomputed run saves little of this protocol's time. (The masked keys, 32 bytes per
 //! OT, would also make a precomputed state of several GB at 2^20.)
 
-use super::dual::{DeReceiver, DeSender, Realisation, Rr17DeParams};
+use super::dual::{DualExecution, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, Aes, Block};
 use crate::items::Items;
 use crate::net::Channel;
-use crate::ot::{kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::ot::{kos_receive, kos_send, ReceiverSeeds, SenderSeeds};
 use crate::protocols::{
-    Accepts, AnyParty, Context, Options, OutputKind, Parameters, Protocol, ProtocolInfo, RoleInfo,
-    Security, Sizes,
+    Accepts, Context, Options, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
-use crate::state::{StateReader, StateWriter};
 use crate::tables::simple_hash::SlotTable;
 use crate::{Error, Result};
 
-/// RR17 dual-execution PSI in the standard model, on σ-bit integers.
-pub struct Rr17DeSm;
+/// RR17 dual-execution PSI in the standard model, on σ-bit integers (`rr17-de-sm`).
+pub type Rr17DeSm = DualExecution<Standard>;
 
 /// The item lengths it runs on (§7: "PSI over strings of length 32 and 64 bits").
 const SIGMAS: &[u32] = &[32, 64];
@@ -97,42 +95,6 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
-impl Protocol for Rr17DeSm {
-    fn info(&self) -> &'static ProtocolInfo {
-        &INFO
-    }
-
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Standard::params(sizes, options)?))
-    }
-
-    fn accepts(&self) -> Accepts {
-        Accepts {
-            bins: true,
-            sigma: SIGMAS,
-        }
-    }
-
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        let sigma = sigma(options)?;
-        match (0..items.len()).find(|&i| integer(items.get(i), sigma).is_none()) {
-            None => Ok(()),
-            Some(i) => Err(Error::Usage(format!(
-                "rr17-de-sm runs on integers below 2^{sigma} written in decimal (no sign, no \
-                 leading zeros); key number {} is not one",
-                i + 1
-            ))),
-        }
-    }
-
-    fn party(&self, role: Role) -> &'static dyn AnyParty {
-        match role {
-            Role::Sender => &DeSender::<Standard>::NEW,
-            Role::Receiver => &DeReceiver::<Standard>::NEW,
-        }
-    }
-}
-
 /// σ from the options (the run refuses a missing one before any protocol code runs).
 fn sigma(options: Options) -> Result<u32> {
     options
@@ -173,14 +135,6 @@ fn unphase(bin: usize, z: Block, m: u64, h: &Aes) -> u64 {
 /// The standard-model realisation of F_encode.
 pub struct Standard;
 
-/// The base OTs of both directions.
-pub struct KosSeeds {
-    /// Of the direction in which this party is the F_encode (and KOS15) sender.
-    sending: SenderSeeds,
-    /// Of the direction in which it encodes its own slots.
-    encoding: ReceiverSeeds,
-}
-
 /// The F_encode sender's side of one direction: its keys `m[j, b]` = AES_key(2j + b) for
 /// OT j, regenerated when needed; σ' OTs per instance.
 pub struct Keys {
@@ -191,7 +145,6 @@ pub struct Keys {
 /// Buffers of the PRF calls of a bin (or a frame), made in one batch.
 #[derive(Default)]
 pub struct PrfBatch {
-    pairs: Vec<Block>,
     keys: Vec<Block>,
     inputs: Vec<Block>,
     outputs: Vec<Block>,
@@ -225,9 +178,11 @@ impl PrfBatch {
 impl Realisation for Standard {
     const INFO: &'static ProtocolInfo = &INFO;
     const SEED_TOSS: &'static str = "rr17-de-sm hashing seed";
-    type Seeds = KosSeeds;
+    type SendingSeeds = SenderSeeds;
+    type EncodingSeeds = ReceiverSeeds;
     type Sending = Keys;
-    type Scratch = PrfBatch;
+    /// The key pairs of a bin's instances, and its PRF calls.
+    type Scratch = (Vec<Block>, PrfBatch);
 
     fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
         let sigma = sigma(options)?;
@@ -241,33 +196,21 @@ impl Realisation for Standard {
         Rr17DeParams::new(INFO.name, hashing, Some(sigma))
     }
 
-    fn seeds(ctx: &mut Context, role: Role, d: &Domains) -> Result<KosSeeds> {
-        let (sid_a, sid_b) = (d.direction_sid("A"), d.direction_sid("B"));
-        let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
-        Ok(match role {
-            Role::Sender => {
-                let sending = SenderSeeds::new::<MasnyRindal>(chan, prg, &sid_a)?;
-                let encoding = ReceiverSeeds::new::<MasnyRindal>(chan, prg, &sid_b)?;
-                KosSeeds { sending, encoding }
-            }
-            Role::Receiver => {
-                let encoding = ReceiverSeeds::new::<MasnyRindal>(chan, prg, &sid_a)?;
-                let sending = SenderSeeds::new::<MasnyRindal>(chan, prg, &sid_b)?;
-                KosSeeds { sending, encoding }
-            }
-        })
-    }
+    const ACCEPTS: Accepts = Accepts {
+        bins: true,
+        sigma: SIGMAS,
+    };
 
-    fn save(seeds: &KosSeeds, out: &mut StateWriter) -> Result<()> {
-        seeds.sending.save(out)?;
-        seeds.encoding.save(out)
-    }
-
-    fn load(input: &mut StateReader) -> Result<KosSeeds> {
-        Ok(KosSeeds {
-            sending: SenderSeeds::load(input)?,
-            encoding: ReceiverSeeds::load(input)?,
-        })
+    fn check_items(options: Options, items: &Items) -> Result<()> {
+        let sigma = sigma(options)?;
+        match (0..items.len()).find(|&i| integer(items.get(i), sigma).is_none()) {
+            None => Ok(()),
+            Some(i) => Err(Error::Usage(format!(
+                "rr17-de-sm runs on integers below 2^{sigma} written in decimal (no sign, no \
+                 leading zeros); key number {} is not one",
+                i + 1
+            ))),
+        }
     }
 
     fn phased(
@@ -296,7 +239,7 @@ impl Realisation for Standard {
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &KosSeeds,
+        seeds: &ReceiverSeeds,
         direction: &str,
         slots: &SlotTable,
         words: &[Block],
@@ -313,7 +256,7 @@ impl Realisation for Standard {
         let keep = held
             .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
             .collect();
-        let kos = kos_receive(ctx.peer, &seeds.encoding, choices, &mut ctx.prg, &sid, keep)?;
+        let kos = kos_receive(ctx.peer, seeds, choices, &mut ctx.prg, &sid, keep)?;
         let pads = kos.into_kept_messages();
         let mut own = vec![0; slots.slot_of.len()];
         receive_keys(ctx.peer, &pads, slots, words, per, &mut own)?;
@@ -324,7 +267,7 @@ impl Realisation for Standard {
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &KosSeeds,
+        seeds: &SenderSeeds,
         direction: &str,
         instances: usize,
     ) -> Result<Keys> {
@@ -332,16 +275,17 @@ impl Realisation for Standard {
         let ots = instances * per;
         let sid = d.direction_sid(direction);
         // The KOS15 check runs inside, before the rows are used.
-        let kos = kos_send(ctx.peer, &seeds.sending, ots, &mut ctx.prg, &sid)?;
+        let kos = kos_send(ctx.peer, seeds, ots, &mut ctx.prg, &sid)?;
         let keys = Keys {
             aes: Aes::new(ctx.prg.block()),
             per_instance: per,
         };
         let (mut h0, mut h1, mut m) = (Vec::new(), Vec::new(), Vec::new());
-        let mut frame = Vec::new();
+        let (mut frame, mut js) = (Vec::new(), Vec::new());
         for first in (0..ots).step_by(frame_instances(per) * per) {
             let len = (ots - first).min(frame_instances(per) * per);
-            let js: Vec<u32> = (first as u32..(first + len) as u32).collect();
+            js.clear();
+            js.extend(first as u32..(first + len) as u32);
             h0.clear();
             h1.clear();
             kos.messages(&js, false, &mut h0);
@@ -366,19 +310,16 @@ impl Realisation for Standard {
         first: usize,
         count: usize,
         words: &[Block],
-        batch: &mut PrfBatch,
+        (pairs, batch): &mut (Vec<Block>, PrfBatch),
         out: &mut Vec<Block>,
     ) {
         let per = keys.per_instance;
         // m[j, b] for the instances' OTs j: pairs[2·(instance − first)·σ' + 2i + b].
         let ots = first * per..(first + count) * per;
-        batch.pairs.clear();
-        batch
-            .pairs
-            .extend((2 * ots.start..2 * ots.end).map(|c| c as Block));
-        keys.aes.encrypt_blocks(&mut batch.pairs);
+        pairs.clear();
+        pairs.extend((2 * ots.start..2 * ots.end).map(|c| c as Block));
+        keys.aes.encrypt_blocks(pairs);
         let all = (0..count).flat_map(|_| words.iter().copied());
-        let pairs = std::mem::take(&mut batch.pairs);
         let keys = batch.prepare(per, all);
         for (instance, keys) in keys.chunks_exact_mut(per * words.len()).enumerate() {
             let pairs = &pairs[2 * instance * per..2 * (instance + 1) * per];
@@ -388,7 +329,6 @@ impl Realisation for Standard {
                 }
             }
         }
-        batch.pairs = pairs;
         batch.sums(per, out);
     }
 }
@@ -433,6 +373,7 @@ fn receive_keys(
 
 #[cfg(test)]
 mod tests {
+    use super::super::dual::{DeReceiver, DeSender};
     use super::super::test_parties::run;
     use super::*;
     use crate::protocols::{Output, Party};
