@@ -13,10 +13,17 @@ pub fn variants(p: &dyn Protocol, bins: &[Bins], sigmas: &[u32]) -> Vec<Options>
         (true, true) => vec![Bins::Lan, Bins::Wan],
         (true, false) => bins.to_vec(),
     };
-    let sigmas: Vec<Option<u32>> = match (accepts.sigma, sigmas.is_empty()) {
-        ([], _) => vec![None],
-        (all, true) => all.iter().copied().map(Some).collect(),
-        (_, false) => sigmas.iter().copied().map(Some).collect(),
+    let chosen = if sigmas.is_empty() {
+        accepts.sigma
+    } else {
+        sigmas
+    };
+    let sigmas: Vec<Option<u32>> = match accepts.sigma {
+        [] => vec![None],
+        _ => (accepts.any_items.then_some(None))
+            .into_iter()
+            .chain(chosen.iter().copied().map(Some))
+            .collect(),
     };
     bins.iter()
         .flat_map(|&bins| sigmas.iter().map(move |&sigma| Options { bins, sigma }))

@@ -2,6 +2,7 @@
 
 use crate::crypto::{Aes, Block, RandomOracle};
 use crate::memory::{huge_vec, prefetch, with_huge_capacity};
+use crate::{Error, Result};
 use rayon::prelude::*;
 use std::hash::BuildHasher;
 
@@ -37,6 +38,19 @@ impl Items {
     /// The number of items.
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Refuses the items unless each is a [`decimal_integer`] below 2^σ, naming the first
+    /// that is not (for `protocol`, which runs on such integers).
+    pub fn check_integers(&self, protocol: &str, sigma: u32) -> Result<()> {
+        match (0..self.len()).find(|&i| decimal_integer(self.get(i), sigma).is_none()) {
+            None => Ok(()),
+            Some(i) => Err(Error::Usage(format!(
+                "{protocol} with --sigma {sigma} runs on integers below 2^{sigma} written in \
+                 decimal (no sign, no leading zeros); key number {} is not one",
+                i + 1
+            ))),
+        }
     }
 
     /// Whether there are no items.
@@ -170,6 +184,21 @@ impl BlockEncoder {
     }
 }
 
+/// The integer an item stands for, if it is one below 2^σ written in canonical decimal
+/// (digits only, no sign, no leading zeros): the items of protocols on σ-bit integers.
+pub fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
+    let canonical = !item.is_empty()
+        && item.len() <= 20
+        && item.iter().all(u8::is_ascii_digit)
+        && (item[0] != b'0' || item.len() == 1);
+    let x: u64 = std::str::from_utf8(item)
+        .ok()
+        .filter(|_| canonical)?
+        .parse()
+        .ok()?;
+    (sigma >= 64 || x >> sigma == 0).then_some(x)
+}
+
 impl<T: AsRef<[u8]>> FromIterator<T> for Items {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         let mut items = Items::new();
@@ -183,6 +212,33 @@ impl<T: AsRef<[u8]>> FromIterator<T> for Items {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_canonical_decimal_integers_below_two_to_sigma_are_items() {
+        assert_eq!(decimal_integer(b"0", 32), Some(0));
+        assert_eq!(decimal_integer(b"4294967295", 32), Some(u32::MAX as u64));
+        assert_eq!(decimal_integer(b"4294967296", 32), None);
+        assert_eq!(decimal_integer(b"4294967296", 64), Some(1 << 32));
+        assert_eq!(decimal_integer(b"18446744073709551615", 64), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"007",
+            b"+7",
+            b"-7",
+            b" 7",
+            b"7 ",
+            b"0x10",
+            b"1e3",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(
+                decimal_integer(bad, 64),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 
     #[test]
     fn encoding_separates_lengths_and_classes() {

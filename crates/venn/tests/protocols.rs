@@ -4,7 +4,8 @@
 mod common;
 
 use common::{
-    fit, indices, options, run_pair, sets, tampered_pair, tampered_run, test_options, truth,
+    fit, fit_sigma, indices, options, run_pair, run_pair_with, sets, tampered_pair, tampered_run,
+    test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
@@ -46,6 +47,25 @@ fn random_sets_of_many_shapes() {
             (500, 500, 500),
         ] {
             check(p, ns, nr, overlap, false);
+        }
+    }
+}
+
+#[test]
+fn every_item_length_a_protocol_takes_gives_the_intersection() {
+    for &p in registry() {
+        for &sigma in p.accepts().sigma {
+            let options = Options {
+                sigma: Some(sigma),
+                ..Options::default()
+            };
+            let (s, r) = sets(700, 500, 123, sigma as u128);
+            let (sr, rr) = run_pair_with(p, options, &s, &r, false);
+            let name = format!("{} --sigma {sigma}", p.info().name);
+            sr.unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = indices(&rr.unwrap_or_else(|e| panic!("{name}: {e}")));
+            let (s, r) = (fit_sigma(Some(sigma), &s), fit_sigma(Some(sigma), &r));
+            assert_eq!(got, truth(&r, &s), "{name}");
         }
     }
 }
@@ -240,11 +260,12 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
                 .map(|(_, v)| v.parse::<usize>().unwrap())
                 .unwrap()
         };
-        // Bytes per sender item: a value per cuckoo bin choice and stash slot (kkrt16), a
+        // Bytes per sender item: a value per cuckoo bin choice and stash slot (kkrt16,
+        // pssz15), a
         // value per slot of the receiver's bin (rr17-de), a commitment and a tag and
         // masked key per slot (rr17-ec), else one value.
         let item_bytes = match p.info().name {
-            "kkrt16" => (3 + 12) * param("v") / 8,
+            "kkrt16" | "pssz15" => (3 + param("s")) * param("v") / 8,
             "rr17-de" | "rr17-de-sm" => param("mu_receiver") * param("v") / 8,
             "rr17-ec" => param("commitment_bits") / 8 + param("mu_receiver") * 20,
             _ => param("v") / 8,

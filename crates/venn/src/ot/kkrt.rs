@@ -1,8 +1,11 @@
-//! The BaRK-OPRF of KKRT16 (Fig. 2): OT extension where the receiver's codeword for row
-//! `j` is `C(r_j)` from a pseudorandom code instead of a repetition code.
+//! OT extension in KK13's coding view (KKRT16 §2): the receiver's codeword for row `j` is
+//! `C(r_j)` from a code `C` instead of IKNP's repetition code. With a pseudorandom code
+//! this is the BaRK-OPRF of KKRT16 (Fig. 2); with the Walsh–Hadamard code on bytes it is
+//! KK13's 1-out-of-256 random OT, which PSSZ15 uses.
 //!
 //! The sender ends with `q_j = t_j ⊕ (C(r_j) ∧ s)` and can evaluate
 //! `F(j, x) = H(j, q_j ⊕ (C(x) ∧ s))` for any `x`; the receiver learns `F(j, r_j) = H(j, t_j)`.
+//! Other values stay hidden as long as any two code words differ in at least κ bits.
 
 use super::ExtensionReceiver;
 use super::ExtensionSender;
@@ -11,8 +14,20 @@ use crate::memory::prefetch;
 use crate::net::Channel;
 use crate::Result;
 
-/// Blocks in a code word: k ≤ 512 bits.
+/// Blocks in a BaRK-OPRF code word: k ≤ 512 bits.
 pub const OPRF_BLOCKS: usize = WideHash::ROW_BLOCKS;
+
+/// The code the receiver encodes its rows' inputs with.
+pub trait Code: Sync {
+    /// Blocks in a code word (the extension width, rounded up to blocks).
+    const BLOCKS: usize;
+    /// What it encodes.
+    type Input: Copy + Default + Sync;
+
+    /// Writes `C(inputs[j])` block-major: block `i` of code word `j` is
+    /// `out[i * inputs.len() + j]`.
+    fn encode(&self, inputs: &[Self::Input], out: &mut [Block]);
+}
 
 /// The pseudorandom code of KKRT16 §6.3 / Lemma 3,
 /// `C(x) = AES_{sk_1}(x) ‖ AES_{sk_2}(x) ‖ AES_{sk_3}(x) ‖ AES_{sk_4}(x)`, truncated to
@@ -31,10 +46,13 @@ impl PseudorandomCode {
             keys: [key(0), key(1), key(2), key(3)],
         }
     }
+}
 
-    /// Writes `C(inputs[j])` block-major: block `i` of code word `j` is
-    /// `out[i * inputs.len() + j]`.
-    pub fn encode(&self, inputs: &[Block], out: &mut [Block]) {
+impl Code for PseudorandomCode {
+    const BLOCKS: usize = OPRF_BLOCKS;
+    type Input = Block;
+
+    fn encode(&self, inputs: &[Block], out: &mut [Block]) {
         assert_eq!(out.len(), inputs.len() * OPRF_BLOCKS);
         for (aes, out) in self
             .keys
@@ -55,25 +73,21 @@ pub struct OprfReceiver {
 
 /// Runs the receiver's side of the extension for rows `inputs` (KKRT16 Fig. 2 steps 2–3).
 /// `seeds` are the `k` column seed pairs (from random OTs in which it was the sender).
-pub fn oprf_receive(
+pub fn oprf_receive<C: Code>(
     chan: &mut dyn Channel,
     seeds: &[[Block; 2]],
-    code: &PseudorandomCode,
-    inputs: &[Block],
+    code: &C,
+    inputs: &[C::Input],
 ) -> Result<OprfReceiver> {
     let ext = ExtensionReceiver::new(seeds);
-    assert_eq!(
-        ext.row_blocks(),
-        OPRF_BLOCKS,
-        "code width in (384, 512] bits"
-    );
+    assert_eq!(ext.row_blocks(), C::BLOCKS, "code width fits the columns");
     ext.extend(chan, inputs.len(), |first, u| {
-        let rows = u.len() / OPRF_BLOCKS;
+        let rows = u.len() / C::BLOCKS;
         let mut chunk_inputs = inputs[first..(first + rows).min(inputs.len())].to_vec();
-        chunk_inputs.resize(rows, 0);
+        chunk_inputs.resize(rows, C::Input::default());
         let mut codewords = vec![0; u.len()];
         code.encode(&chunk_inputs, &mut codewords);
-        for (j, u) in u.chunks_exact_mut(OPRF_BLOCKS).enumerate() {
+        for (j, u) in u.chunks_exact_mut(C::BLOCKS).enumerate() {
             for (i, u) in u.iter_mut().enumerate() {
                 *u ^= codewords[i * rows + j];
             }
@@ -93,23 +107,30 @@ impl OprfReceiver {
     /// sender's evaluation.
     pub fn outputs(&self, hash: &WideHash) -> Vec<Block> {
         const CHUNK: usize = 4096;
+        const HASHED: usize = WideHash::ROW_BLOCKS;
         let t_matrix = self.ext.replay_t();
+        let w = self.ext.row_blocks();
         let mut out = vec![0; self.rows];
-        let mut t = vec![0; CHUNK * OPRF_BLOCKS];
+        let mut t = vec![0; CHUNK * w];
+        // Narrower rows are spread out to the hash's row width first.
+        let mut wide = vec![0; if w < HASHED { CHUNK * HASHED } else { 0 }];
         let mut indices = Vec::with_capacity(CHUNK);
         for (c, out) in out.chunks_mut(CHUNK).enumerate() {
             let padded = out.len().next_multiple_of(128);
-            let t = &mut t[..padded * OPRF_BLOCKS];
+            let t = &mut t[..padded * w];
             let first = c * CHUNK;
             t_matrix.rows(first, t);
             indices.clear();
             indices.extend(first as u32..(first + out.len()) as u32);
-            hash.hash_rows(
-                &indices,
-                &mut t[..out.len() * OPRF_BLOCKS],
-                self.row_len,
-                out,
-            );
+            let rows = if w < HASHED {
+                for (wide, t) in wide.chunks_exact_mut(HASHED).zip(t.chunks_exact(w)) {
+                    wide[..w].copy_from_slice(t);
+                }
+                &mut wide[..out.len() * HASHED]
+            } else {
+                &mut t[..out.len() * HASHED]
+            };
+            hash.hash_rows(&indices, rows, self.row_len, out);
         }
         out
     }
@@ -118,7 +139,7 @@ impl OprfReceiver {
 /// The OPRF sender's rows `q_j` (all of them, or those received so far) with its secret
 /// `s`: evaluates `F(j, x) = H(j, q_j ⊕ (C(x) ∧ s))` for any row `j` it has and any `x`.
 pub struct OprfRows<'a> {
-    s: &'a [Block; OPRF_BLOCKS],
+    s: &'a [Block],
     q: &'a [Block],
     row_len: usize,
 }
@@ -126,11 +147,11 @@ pub struct OprfRows<'a> {
 impl OprfRows<'_> {
     /// The number of rows available.
     pub fn rows(&self) -> usize {
-        self.q.len() / OPRF_BLOCKS
+        self.q.len() / self.s.len()
     }
 
     /// `out[e] = F(rows[e], x_e)` where `C(x_e)` is code word number `codes[e]` of
-    /// `codewords`, laid out block-major as [`PseudorandomCode::encode`] writes them.
+    /// `codewords`, laid out block-major as [`Code::encode`] writes them.
     ///
     /// One pass gathers each `q_j` (random accesses into a large table, prefetched ahead
     /// and independent of each other so the CPU overlaps them) and masks in the code word;
@@ -145,21 +166,27 @@ impl OprfRows<'_> {
     ) {
         const AHEAD: usize = 16;
         assert!(out.len() == rows.len() && codes.len() == rows.len());
-        let n_codes = codewords.len() / OPRF_BLOCKS;
-        let mut y = Vec::with_capacity(rows.len() * OPRF_BLOCKS);
-        for (e, (&r, &c)) in rows.iter().zip(codes).enumerate() {
+        const HASHED: usize = WideHash::ROW_BLOCKS;
+        let w = self.s.len();
+        let n_codes = codewords.len() / w;
+        let mut y = vec![0; rows.len() * HASHED];
+        for (e, ((&r, &c), y)) in rows
+            .iter()
+            .zip(codes)
+            .zip(y.chunks_exact_mut(HASHED))
+            .enumerate()
+        {
             if let Some(&next) = rows.get(e + AHEAD) {
-                prefetch(&self.q[next as usize * OPRF_BLOCKS]);
+                prefetch(&self.q[next as usize * w]);
             }
-            let (r, c) = (r as usize * OPRF_BLOCKS, c as usize);
-            let q = &self.q[r..r + OPRF_BLOCKS];
-            let code = |i: usize| codewords[i * n_codes + c] & self.s[i];
-            y.extend_from_slice(&[
-                q[0] ^ code(0),
-                q[1] ^ code(1),
-                q[2] ^ code(2),
-                q[3] ^ code(3),
-            ]);
+            let (r, c) = (r as usize * w, c as usize);
+            for (i, (y, (q, s))) in y
+                .iter_mut()
+                .zip(self.q[r..r + w].iter().zip(self.s))
+                .enumerate()
+            {
+                *y = q ^ (codewords[i * n_codes + c] & s);
+            }
         }
         hash.hash_rows(rows, &mut y, self.row_len, out);
     }
@@ -167,7 +194,7 @@ impl OprfRows<'_> {
 
 /// The OPRF sender after the extension.
 pub struct OprfSender {
-    s: [Block; OPRF_BLOCKS],
+    s: Vec<Block>,
     q: Vec<Block>,
     row_len: usize,
 }
@@ -185,12 +212,11 @@ impl OprfSender {
         mut after_chunk: impl FnMut(&OprfRows),
     ) -> Result<Self> {
         let ext = ExtensionSender::new(seeds, s);
-        assert_eq!(
-            ext.row_blocks(),
-            OPRF_BLOCKS,
-            "code width in (384, 512] bits"
+        assert!(
+            ext.row_blocks() <= WideHash::ROW_BLOCKS,
+            "rows fit the hash"
         );
-        let s: [Block; OPRF_BLOCKS] = ext.s().try_into().expect("four blocks");
+        let s = ext.s().to_vec();
         let row_len = seeds.len() / 8;
         let q = ext.extend(chan, rows, |q| after_chunk(&OprfRows { s: &s, q, row_len }))?;
         Ok(OprfSender { s, q, row_len })

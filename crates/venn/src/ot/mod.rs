@@ -1,5 +1,6 @@
-//! Oblivious transfer: base OTs over Ristretto255, IKNP and KOS15 random-OT extension and
-//! the KKRT16 batched related-key OPRF, all built on one row-wise extension core.
+//! Oblivious transfer: base OTs over Ristretto255, IKNP and KOS15 random-OT extension,
+//! KK13 1-out-of-256 OT and the KKRT16 batched related-key OPRF, all built on one row-wise
+//! extension core.
 
 mod base;
 pub mod bch;
@@ -10,11 +11,15 @@ mod kos15;
 pub mod oos16;
 mod prg_matrix;
 mod seeds;
+mod walsh_hadamard;
 
 pub use base::{BaseOt, MasnyRindal, BASE_OTS};
 pub use extension::{ExtensionReceiver, ExtensionSender};
 pub use iknp::{iknp_receive, iknp_send};
-pub use kkrt::{oprf_receive, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS};
+pub use kkrt::{
+    oprf_receive, Code, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS,
+};
 pub use kos15::{kos_receive, kos_send, KosReceiver, KosSender};
 pub use prg_matrix::PrgMatrix;
 pub use seeds::{ReceiverSeeds, SenderSeeds};
+pub use walsh_hadamard::WalshHadamard;

@@ -7,9 +7,9 @@ mod api;
 mod context;
 mod dcw13;
 mod dkt10;
-mod kkrt16;
 mod matching;
 mod naive;
+mod oprf_psi;
 mod options;
 mod rr17_bloom;
 mod rr17_de;
@@ -50,7 +50,8 @@ impl Security {
 /// Every implemented protocol.
 pub fn registry() -> &'static [&'static dyn Protocol] {
     &[
-        &kkrt16::Kkrt16,
+        &oprf_psi::Kkrt16::NEW,
+        &oprf_psi::Pssz15::NEW,
         &rr17_bloom::Rr17Bloom,
         &rr17_de::Rr17De::NEW,
         &rr17_de::Rr17Ec,

@@ -55,9 +55,10 @@ impl Bins {
 pub struct Accepts {
     /// Whether it hashes into RR17's bins (`--bins`).
     pub bins: bool,
-    /// The item lengths it runs on (`--sigma`); empty: it takes any items and no `--sigma`,
-    /// otherwise `--sigma` is required.
+    /// The integer lengths it can run on (`--sigma`); empty: it takes no `--sigma`.
     pub sigma: &'static [u32],
+    /// Whether it takes items of any length, without `--sigma`.
+    pub any_items: bool,
 }
 
 impl Accepts {
@@ -65,6 +66,7 @@ impl Accepts {
     pub const NOTHING: Accepts = Accepts {
         bins: false,
         sigma: &[],
+        any_items: true,
     };
 }
 
@@ -90,7 +92,7 @@ impl Options {
             (Some(_), []) => Err(Error::Usage(format!(
                 "protocol '{name}' takes items of any length (no --sigma)"
             ))),
-            (None, [_, ..]) => Err(Error::Usage(format!(
+            (None, [_, ..]) if !accepts.any_items => Err(Error::Usage(format!(
                 "protocol '{name}' runs on integers of a fixed bit length: pass --sigma {}",
                 join(accepts.sigma, "|")
             ))),

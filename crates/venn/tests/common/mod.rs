@@ -24,28 +24,37 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
     }
 }
 
-/// The options the tests run `protocol` with: the defaults, and the largest σ of a
-/// protocol on σ-bit integers.
+/// The options the tests run `protocol` with: the defaults, and for a protocol that only
+/// runs on σ-bit integers the largest σ.
 pub fn test_options(protocol: &'static dyn Protocol) -> Options {
+    let accepts = protocol.accepts();
     Options {
-        sigma: protocol.accepts().sigma.iter().max().copied(),
+        sigma: (!accepts.any_items)
+            .then(|| accepts.sigma.iter().max().copied())
+            .flatten(),
         ..Options::default()
     }
 }
 
-/// `items` as `protocol` takes them: unchanged, or for a protocol on σ-bit integers each
-/// item's 64-bit FNV-1a hash in decimal (distinct for the tests' sets of distinct items,
-/// with overwhelming probability).
+/// `items` as `protocol` takes them with [`test_options`] (see [`fit_sigma`]).
 pub fn fit(protocol: &'static dyn Protocol, items: &Items) -> Items {
-    if protocol.accepts().sigma.is_empty() {
+    fit_sigma(test_options(protocol).sigma, items)
+}
+
+/// `items` unchanged, or for a run on σ-bit integers each item's 64-bit FNV-1a hash cut
+/// to σ bits, in decimal (distinct for the tests' sets of distinct items, with
+/// overwhelming probability at σ = 64 and about 1 − n²/2^33 at σ = 32).
+pub fn fit_sigma(sigma: Option<u32>, items: &Items) -> Items {
+    let Some(sigma) = sigma else {
         return items.clone();
-    }
+    };
+    let mask = u64::MAX >> (64 - sigma);
     (0..items.len())
         .map(|i| {
             let h = items.get(i).iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
                 (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
             });
-            h.to_string()
+            (h & mask).to_string()
         })
         .collect()
 }
@@ -69,7 +78,10 @@ pub fn run_pair_with(
     both: bool,
 ) -> (venn::Result<Report>, venn::Result<Report>) {
     let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-    let (sender, receiver) = (&fit(protocol, sender), &fit(protocol, receiver));
+    let (sender, receiver) = (
+        &fit_sigma(options.sigma, sender),
+        &fit_sigma(options.sigma, receiver),
+    );
     let opts = |role| RunOptions {
         options,
         ..self::options(protocol, role, both)

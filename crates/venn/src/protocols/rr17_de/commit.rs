@@ -153,6 +153,7 @@ impl Protocol for Rr17Ec {
         Accepts {
             bins: true,
             sigma: &[],
+            any_items: true,
         }
     }
 

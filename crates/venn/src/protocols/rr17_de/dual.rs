@@ -285,6 +285,7 @@ impl Realisation for Rom {
     const ACCEPTS: Accepts = Accepts {
         bins: true,
         sigma: &[],
+        any_items: true,
     };
 
     fn phased(

@@ -34,7 +34,7 @@
 use super::dual::{DualExecution, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, Aes, Block};
-use crate::items::Items;
+use crate::items::{decimal_integer, Items};
 use crate::net::Channel;
 use crate::ot::{kos_receive, kos_send, ReceiverSeeds, SenderSeeds};
 use crate::protocols::{
@@ -101,20 +101,6 @@ fn sigma(options: Options) -> Result<u32> {
         .sigma
         .filter(|s| SIGMAS.contains(s))
         .ok_or_else(|| Error::Usage("rr17-de-sm needs --sigma 32 or 64".into()))
-}
-
-/// The integer an item stands for: canonical decimal below 2^σ.
-fn integer(item: &[u8], sigma: u32) -> Option<u64> {
-    let canonical = !item.is_empty()
-        && item.len() <= 20
-        && item.iter().all(u8::is_ascii_digit)
-        && (item[0] != b'0' || item.len() == 1);
-    let x: u64 = std::str::from_utf8(item)
-        .ok()
-        .filter(|_| canonical)?
-        .parse()
-        .ok()?;
-    (sigma >= 64 || x >> sigma == 0).then_some(x)
 }
 
 /// `phase_{h,m}(x) = ((h(⌊x/m⌋) + x mod m) mod m, ⌊x/m⌋)` (§3.2; a bijection between
@@ -199,18 +185,11 @@ impl Realisation for Standard {
     const ACCEPTS: Accepts = Accepts {
         bins: true,
         sigma: SIGMAS,
+        any_items: false,
     };
 
     fn check_items(options: Options, items: &Items) -> Result<()> {
-        let sigma = sigma(options)?;
-        match (0..items.len()).find(|&i| integer(items.get(i), sigma).is_none()) {
-            None => Ok(()),
-            Some(i) => Err(Error::Usage(format!(
-                "rr17-de-sm runs on integers below 2^{sigma} written in decimal (no sign, no \
-                 leading zeros); key number {} is not one",
-                i + 1
-            ))),
-        }
+        items.check_integers(INFO.name, sigma(options)?)
     }
 
     fn phased(
@@ -225,7 +204,7 @@ impl Realisation for Standard {
         let m = p.hashing.m;
         (0..items.len())
             .map(|i| {
-                integer(items.get(i), sigma)
+                decimal_integer(items.get(i), sigma)
                     .map(|x| phase(x, m, &h))
                     .ok_or_else(|| {
                         Error::Usage(format!("key number {} is not a {sigma}-bit integer", i + 1))
@@ -382,28 +361,6 @@ mod tests {
         Options {
             sigma: Some(sigma),
             ..Options::default()
-        }
-    }
-
-    #[test]
-    fn only_canonical_decimal_integers_below_two_to_sigma_are_items() {
-        assert_eq!(integer(b"0", 32), Some(0));
-        assert_eq!(integer(b"4294967295", 32), Some(u32::MAX as u64));
-        assert_eq!(integer(b"4294967296", 32), None);
-        assert_eq!(integer(b"4294967296", 64), Some(1 << 32));
-        assert_eq!(integer(b"18446744073709551615", 64), Some(u64::MAX));
-        for bad in [
-            &b""[..],
-            b"007",
-            b"+7",
-            b"-7",
-            b" 7",
-            b"7 ",
-            b"0x10",
-            b"1e3",
-            b"18446744073709551616",
-        ] {
-            assert_eq!(integer(bad, 64), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
 
