@@ -556,6 +556,66 @@ mod tests {
         assert!(matches!(rows, Err(Error::CheatingDetected(_))));
     }
 
+    /// Spec §9 test 5: the verifier picks the check's seed, so a malicious one may pick
+    /// any (here the zero seed). The proof stays independent of the receiver's words: each
+    /// answer carries one padding row, fresh and uniform, with coefficient exactly one, so
+    /// `w̃_l = Σ_j x_j^(l)·w_j ⊕ w_{n+l}` — for all-zero words the padding word itself.
+    #[test]
+    fn the_proof_is_masked_by_a_fresh_padding_row_whatever_the_seed() {
+        let n = 1000;
+        for zero_words in [true, false] {
+            let mut prg = Prg::from_seed(12);
+            let w = match zero_words {
+                true => vec![0; n],
+                false => words(&mut prg, n),
+            };
+            let (s, r) = seeds(&mut prg);
+            let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+            let words = w.clone();
+            let t = std::thread::spawn(move || {
+                let mut prg = Prg::from_seed(4);
+                OosReceiver::new(&r).encode(&mut b, &words, &mut prg, &test_hash(), &[])
+            });
+            let verifier: &mut dyn Channel = &mut a;
+            OosSender::new(&s)
+                .ext
+                .extend(verifier, n + CHECK_ROWS, |_| {})
+                .unwrap();
+            verifier.send(&Writer::new().block(0).0).unwrap();
+            verifier.flush().unwrap();
+            let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
+            let proof = verifier.recv_exact(len, "proof").unwrap();
+            t.join().unwrap().unwrap();
+            // The receiver's padding words are the first draws of its PRG.
+            let mut padding_prg = Prg::from_seed(4);
+            let padding: Vec<Block> = (0..CHECK_ROWS)
+                .map(|_| padding_prg.block() & ((1 << DIMENSION) - 1))
+                .collect();
+            let mut sums = [0 as Block; CHECK_ROWS];
+            let mut challenge = Challenge::new(0);
+            for &w in &w {
+                let x = challenge.next_row();
+                for (l, sum) in sums.iter_mut().enumerate() {
+                    if x >> l & 1 == 1 {
+                        *sum ^= w;
+                    }
+                }
+            }
+            let mut r = Reader::new(&proof, "proof");
+            for l in 0..CHECK_ROWS {
+                for _ in 0..CODE_BLOCKS {
+                    r.block().unwrap();
+                }
+                let answer = r.block().unwrap();
+                assert_eq!(answer, sums[l] ^ padding[l], "answer {l}");
+                if zero_words {
+                    assert_eq!(answer, padding[l], "answer {l} is the padding word");
+                }
+            }
+            assert!(padding.iter().all(|&p| p != 0));
+        }
+    }
+
     #[test]
     fn seeds_from_kos15_make_a_working_extension() {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
