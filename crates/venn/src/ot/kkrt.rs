@@ -168,25 +168,23 @@ impl OprfRows<'_> {
         assert!(out.len() == rows.len() && codes.len() == rows.len());
         const HASHED: usize = WideHash::ROW_BLOCKS;
         let w = self.s.len();
+        debug_assert_eq!(codewords.len() % w, 0, "code words as wide as the rows");
         let n_codes = codewords.len() / w;
-        let mut y = vec![0; rows.len() * HASHED];
-        for (e, ((&r, &c), y)) in rows
-            .iter()
-            .zip(codes)
-            .zip(y.chunks_exact_mut(HASHED))
-            .enumerate()
-        {
+        let mut y = Vec::with_capacity(rows.len() * HASHED);
+        for (e, (&r, &c)) in rows.iter().zip(codes).enumerate() {
             if let Some(&next) = rows.get(e + AHEAD) {
                 prefetch(&self.q[next as usize * w]);
             }
             let (r, c) = (r as usize * w, c as usize);
-            for (i, (y, (q, s))) in y
+            let mut row = [0; HASHED];
+            for (i, (y, (q, s))) in row
                 .iter_mut()
                 .zip(self.q[r..r + w].iter().zip(self.s))
                 .enumerate()
             {
                 *y = q ^ (codewords[i * n_codes + c] & s);
             }
+            y.extend_from_slice(&row);
         }
         hash.hash_rows(rows, &mut y, self.row_len, out);
     }

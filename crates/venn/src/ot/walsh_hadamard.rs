@@ -12,11 +12,8 @@ pub struct WalshHadamard {
 }
 
 impl WalshHadamard {
-    /// Blocks in a code word.
-    pub const BLOCKS: usize = 2;
-
     /// The extension width: 256 columns.
-    pub const COLUMNS: usize = 128 * Self::BLOCKS;
+    pub const COLUMNS: usize = 256;
 
     /// Tabulates the code.
     pub fn new() -> Self {
@@ -34,6 +31,17 @@ impl WalshHadamard {
     }
 }
 
+impl WalshHadamard {
+    /// All 256 code words, block-major as [`Code::encode`] writes them: a table the
+    /// sender evaluates any choice against.
+    pub fn all_words(&self) -> Vec<Block> {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let mut words = vec![0; 256 * <Self as Code>::BLOCKS];
+        self.encode(&bytes, &mut words);
+        words
+    }
+}
+
 impl Default for WalshHadamard {
     fn default() -> Self {
         Self::new()
@@ -41,11 +49,11 @@ impl Default for WalshHadamard {
 }
 
 impl Code for WalshHadamard {
-    const BLOCKS: usize = Self::BLOCKS;
+    const BLOCKS: usize = 2;
     type Input = u8;
 
     fn encode(&self, inputs: &[u8], out: &mut [Block]) {
-        assert_eq!(out.len(), inputs.len() * Self::BLOCKS);
+        assert_eq!(out.len(), inputs.len() * 2);
         let (low, high) = out.split_at_mut(inputs.len());
         for ((&v, l), h) in inputs.iter().zip(low).zip(high) {
             let [a, b] = self.words[usize::from(v)];
@@ -80,10 +88,7 @@ mod tests {
         });
         let sender = OprfSender::extend(&mut a, &chosen, &s, choices.len(), |_| {}).unwrap();
         let got = t.join().unwrap();
-        let wh = WalshHadamard::new();
-        let all: Vec<u8> = (0..=255).collect();
-        let mut words = vec![0; 512];
-        wh.encode(&all, &mut words);
+        let words = WalshHadamard::new().all_words();
         let codes: Vec<u32> = (0..256).collect();
         let mut values = vec![0; 256];
         for (j, &c) in choices.iter().enumerate() {

@@ -22,7 +22,7 @@ pub struct Evaluator<'a, O, H> {
     bins: Vec<[u32; HASHES]>,
     instances: Vec<u32>,
     input_at: Vec<u32>,
-    values: Vec<Block>,
+    items: Vec<Block>,
 }
 
 impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
@@ -44,7 +44,7 @@ impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
             bins: Vec::new(),
             instances: Vec::new(),
             input_at: Vec::new(),
-            values: Vec::new(),
+            items: Vec::new(),
         }
     }
 
@@ -53,8 +53,12 @@ impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
         let s = self.l.stash;
         assert_eq!(out.len(), positions.len() * s);
         self.inputs.clear();
-        self.inputs
-            .extend(self.perm[positions].iter().map(|&i| self.y[i as usize]));
+        let (y, hashing) = (self.y, self.hashing);
+        self.inputs.extend(
+            self.perm[positions]
+                .iter()
+                .map(|&i| hashing.stash_input(y[i as usize])),
+        );
         self.instances.clear();
         self.input_at.clear();
         for item in 0..self.inputs.len() {
@@ -70,13 +74,13 @@ impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
     /// `out[i·3 + z-1] = H_z` of the item at position `positions.start + i`.
     pub fn hash_values(&mut self, ot: &OprfRows, positions: Range<usize>, out: &mut [Block]) {
         assert_eq!(out.len(), positions.len() * HASHES);
-        self.values.clear();
-        self.values
+        self.items.clear();
+        self.items
             .extend(self.perm[positions].iter().map(|&i| self.y[i as usize]));
-        self.hashing.bins_of(&self.values, &mut self.bins);
+        self.hashing.bins_of(&self.items, &mut self.bins);
         self.inputs.clear();
         self.instances.clear();
-        for (&y, b) in self.values.iter().zip(&self.bins) {
+        for (&y, b) in self.items.iter().zip(&self.bins) {
             for (z, &bin) in b.iter().enumerate() {
                 self.inputs.push(self.hashing.input(y, z + 1));
                 self.instances.push((self.l.stash + bin as usize) as u32);

@@ -3,7 +3,7 @@
 //! pseudorandom-code width k, OPRF output length v, for any pair of set sizes.
 
 use super::{BatchedOprf, Hashing, Layout, OprfPsi, Variant};
-use crate::crypto::{Block, WideHash};
+use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
 use crate::net::{Channel, Writer};
 use crate::ot::{oprf_receive, Code, OprfRows, PseudorandomCode, OPRF_BLOCKS};
@@ -52,7 +52,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
 };
 
 /// Item values keep 126 bits; the top two carry the hash index z ∈ {1,2,3} of the
-/// OPRF input `y ‖ z` (z = 0 for stash inputs), so `y ‖ z` is injective. Distinct items
+/// OPRF input `y ‖ z` (z = 0 for stash inputs, and for dummies in bins), so `y ‖ z` is
+/// injective. Distinct items
 /// collide with probability ≤ n_s·n_r·2^-126, within λ = 40 for sets up to 2^43.
 const ITEM_MASK: Block = (1 << 126) - 1;
 
@@ -66,6 +67,16 @@ impl Hashing for Cuckoo {
 
     fn input(&self, y: Block, z: usize) -> Block {
         y | (z as Block) << 126
+    }
+
+    fn stash_input(&self, y: Block) -> Block {
+        y
+    }
+
+    /// In a bin z = 0, in the stash z = 3: inputs the sender never evaluates there.
+    fn dummy(&self, prg: &mut Prg, stash: bool) -> Block {
+        let z = if stash { 3 } else { 0 };
+        self.input(prg.block() & ITEM_MASK, z)
     }
 }
 
@@ -246,6 +257,23 @@ fn log2_binomial_prefix(k: usize, d: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dummies_are_never_inputs_the_sender_evaluates() {
+        let h = Cuckoo(CuckooHash::new(1, 1000));
+        let mut prg = Prg::from_seed(2);
+        let y = prg.block() & ITEM_MASK;
+        for _ in 0..100 {
+            assert_eq!(
+                h.dummy(&mut prg, false) >> 126,
+                0,
+                "bins evaluate z = 1, 2, 3"
+            );
+            assert_eq!(h.dummy(&mut prg, true) >> 126, 3, "stash inputs have z = 0");
+        }
+        assert_eq!(h.stash_input(y) >> 126, 0);
+        assert!((1..=3).all(|z| h.input(y, z) >> 126 == z as Block));
+    }
 
     #[test]
     fn reproduces_table_2() {

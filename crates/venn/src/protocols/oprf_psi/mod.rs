@@ -63,8 +63,18 @@ pub trait Hashing: Sync {
     fn bins_of(&self, y: &[Block], out: &mut Vec<[u32; HASHES]>);
 
     /// The OPRF input of item value `y` in bin `h_z(y)`, `z ∈ {1, 2, 3}` (Fig. 3 step 2:
-    /// it names `z`, so one item's inputs are distinct). In the stash the input is `y`.
+    /// it names `z`, so one item's inputs are distinct).
     fn input(&self, y: Block, z: usize) -> Block;
+
+    /// The OPRF input of item value `y` in the stash (Fig. 3: `y` itself, or `y` in a form
+    /// that [`Hashing::dummy`] never takes).
+    fn stash_input(&self, y: Block) -> Block;
+
+    /// A random input for an empty bin (or, with `stash`, stash position) that no input
+    /// the sender evaluates there can equal: the receiver sees the sender's values for
+    /// every instance, so a dummy that hit one of the sender's inputs would show the
+    /// receiver an item outside the intersection.
+    fn dummy(&self, prg: &mut Prg, stash: bool) -> Block;
 }
 
 /// A batched OPRF: instance `j` is a PRF `F(k_j, ·)` of which the receiver learns the value
@@ -112,7 +122,8 @@ pub trait Variant: Sync + 'static {
     fn params(sizes: Sizes, options: Options) -> Result<Self::Params>;
     /// The shape of a run with these parameters.
     fn layout(p: &Self::Params) -> Layout;
-    /// The OT-extension width for these sizes (options do not change it).
+    /// The OT-extension width for these sizes (options do not change it): what a saved
+    /// state is read back with, where only the sizes are known.
     fn columns(sizes: Sizes) -> Result<usize>;
     /// Refuses items the protocol cannot run on, before the peer is contacted.
     fn check_items(options: Options, items: &Items) -> Result<()>;
@@ -329,10 +340,12 @@ impl<V: Variant> Party for Receiver<V> {
         hashing.bins_of(&y, &mut bins);
         let table = cuckoo_insert(&bins, l.bins, l.stash, &mut ctx.prg)?;
         // Fig. 3 step 2: r = y for stash position j (instance j), the input of y in its
-        // bin i (instance s + i), random dummies for empty positions.
-        let mut inputs: Vec<Block> = (0..l.instances()).map(|_| ctx.prg.block()).collect();
+        // bin i (instance s + i), dummies for empty positions.
+        let mut inputs: Vec<Block> = (0..l.instances())
+            .map(|j| hashing.dummy(&mut ctx.prg, j < l.stash))
+            .collect();
         for (j, &item) in table.stash.iter().enumerate() {
-            inputs[j] = y[item as usize];
+            inputs[j] = hashing.stash_input(y[item as usize]);
         }
         for (i, r) in inputs[l.stash..].iter_mut().enumerate() {
             if let Some((item, z)) = table.bin(i) {

@@ -21,14 +21,25 @@
 //! outer hash H' is the random oracle of §5.1's `F(x) = H(⊕ m_{i, x[i]})`: without it the
 //! sender's values would be XOR-related (four items spanning a "rectangle" of byte values
 //! in one bin would XOR to zero), which the receiver could see. The stash compares
-//! whole items: ⌈ℓ/8⌉ OTs per stash position, ⌈(ℓ − ⌊log2 b⌋ + 2)/8⌉ per bin.
+//! whole items, with a marker bit: ⌈(ℓ + 1)/8⌉ OTs per stash position,
+//! ⌈(ℓ − ⌊log2 b⌋ + 2)/8⌉ per bin.
+//!
+//! **Dummies.** The receiver fills empty bins and stash positions with inputs the sender
+//! never evaluates there (z = 0 in a bin; no marker bit in the stash). Inputs are only a
+//! few bytes long, so random dummies would often be one of the sender's inputs — at
+//! σ = 32 and 2^20 items a bin input has 14 bits — and the receiver, who sees the sender's
+//! values of every instance, would find an item outside the intersection.
+//!
+//! **Cost of naming z.** The two bits of z take one OT more per bin than KKRT16 Table 5's
+//! `⌈(ℓ − log n)/8⌉` when `ℓ − ⌊log2 b⌋` is 7 or 0 mod 8 (for instance σ = 32 at 2^16
+//! items: 3 OTs instead of 2); at the sizes of Table 3's 2^20 column they cost nothing.
 
 use super::kkrt16::cuckoo_table;
 use super::{BatchedOprf, Hashing, Layout, OprfPsi, Variant};
-use crate::crypto::{Aes, Block, WideHash};
+use crate::crypto::{Aes, Block, Prg, WideHash};
 use crate::items::{decimal_integer, BlockEncoder, Items};
 use crate::net::{Channel, Writer};
-use crate::ot::{oprf_receive, Code, OprfRows, WalshHadamard};
+use crate::ot::{oprf_receive, OprfRows, WalshHadamard};
 use crate::protocols::matching::low_bits;
 use crate::protocols::{
     output_bits, Accepts, Options, OutputKind, ParamTable, Parameters, ProtocolInfo, RoleInfo,
@@ -63,8 +74,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::SemiHonest,
             output: OutputKind::Nothing,
-            // Her extension rows: 1.2 bins per peer item, up to 11 OTs of 32 bytes each.
-            peer_item_bytes: 450,
+            // Her extension rows: 1.2 bins per peer item, up to 16 OTs of 32 bytes each.
+            peer_item_bytes: 650,
             own_item_bytes: 400,
         },
         RoleInfo {
@@ -72,8 +83,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
             security: Security::SemiHonest,
             output: OutputKind::Indices,
             peer_item_bytes: 16,
-            // 1.2 bins per item, up to 11 OTs each: a choice byte and a 16-byte output.
-            own_item_bytes: 600,
+            // 1.2 bins per item, up to 16 OTs each: a choice byte and a 16-byte output.
+            own_item_bytes: 800,
         },
     ],
 };
@@ -99,7 +110,8 @@ impl Pssz15Params {
         let (bins, stash) = cuckoo_table(sizes.receiver);
         let items = (sizes.sender + sizes.receiver).max(2) as f64;
         let hash_bits = (STATISTICAL_SECURITY as f64 + (items * (items - 1.0) / 2.0).log2()).ceil();
-        if hash_bits > 128.0 {
+        // One bit above the item marks stash inputs (see `stash_input`).
+        if hash_bits > 127.0 {
             return Err(Error::Params(format!(
                 "{hash_bits}-bit item hashes would be needed (sets too large)"
             )));
@@ -107,7 +119,7 @@ impl Pssz15Params {
         let hash_bits = hash_bits as u32;
         let item_bits = options.sigma.map_or(hash_bits, |s| s.min(hash_bits));
         let rep_bits = item_bits.saturating_sub(bins.ilog2());
-        Ok(Pssz15Params {
+        let p = Pssz15Params {
             layout: Layout {
                 bins,
                 stash,
@@ -118,17 +130,54 @@ impl Pssz15Params {
             item_bits,
             hashed: options.sigma.is_none_or(|s| s > item_bits),
             rep_bits,
-        })
+        };
+        // OT rows are numbered with 32 bits (the hash's index).
+        let rows = p.ot_layout().ot_rows(p.layout.instances());
+        if rows > u32::MAX as usize {
+            return Err(Error::Params(format!(
+                "{rows} OTs are more than 2^32 (the receiver's set is too large)"
+            )));
+        }
+        Ok(p)
     }
 
-    /// OTs (bytes compared) per stash position: ⌈ℓ/8⌉.
-    pub fn stash_bytes(&self) -> usize {
-        self.item_bits.div_ceil(8) as usize
+    /// How the OPRF instances map to OTs.
+    pub fn ot_layout(&self) -> OtLayout {
+        OtLayout {
+            stash: self.layout.stash,
+            // The item and the stash marker bit: ⌈(ℓ + 1)/8⌉.
+            stash_bytes: (self.item_bits + 1).div_ceil(8) as usize,
+            // x_R and z: ⌈(|x_R| + 2)/8⌉.
+            bin_bytes: (self.rep_bits + 2).div_ceil(8) as usize,
+        }
+    }
+}
+
+/// The OTs of the OPRF instances, stash positions first: one per byte of the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OtLayout {
+    /// Stash positions s.
+    pub stash: usize,
+    /// OTs per stash position.
+    pub stash_bytes: usize,
+    /// OTs per bin.
+    pub bin_bytes: usize,
+}
+
+impl OtLayout {
+    /// The OTs of instances `0..instances` (so the first OT of instance `instances`).
+    pub fn ot_rows(&self, instances: usize) -> usize {
+        instances.min(self.stash) * self.stash_bytes
+            + instances.saturating_sub(self.stash) * self.bin_bytes
     }
 
-    /// OTs per bin: ⌈(|x_R| + 2)/8⌉.
-    pub fn bin_bytes(&self) -> usize {
-        (self.rep_bits + 2).div_ceil(8) as usize
+    /// The OTs (bytes) of instance `j`.
+    fn bytes(&self, j: usize) -> usize {
+        if j < self.stash {
+            self.stash_bytes
+        } else {
+            self.bin_bytes
+        }
     }
 }
 
@@ -145,8 +194,7 @@ impl Parameters for Pssz15Params {
     }
 
     fn table(&self) -> ParamTable {
-        let l = &self.layout;
-        let ots = ByteOts::new(self, &[0; 32]).ot_rows(l.instances());
+        let (l, ots) = (&self.layout, self.ot_layout());
         let mut table = vec![("l", self.item_bits.to_string())];
         if let Some(s) = self.sigma {
             table.push(("sigma", s.to_string()));
@@ -154,9 +202,9 @@ impl Parameters for Pssz15Params {
         table.extend([
             ("hashed", if self.hashed { "yes" } else { "no" }.to_string()),
             ("bin_input_bits", (self.rep_bits + 2).to_string()),
-            ("ots_per_bin", self.bin_bytes().to_string()),
-            ("ots_per_stash", self.stash_bytes().to_string()),
-            ("ots", ots.to_string()),
+            ("ots_per_bin", ots.bin_bytes.to_string()),
+            ("ots_per_stash", ots.stash_bytes.to_string()),
+            ("ots", ots.ot_rows(l.instances()).to_string()),
             ("s", l.stash.to_string()),
             ("k", l.columns.to_string()),
             ("v", l.out_bits.to_string()),
@@ -170,6 +218,7 @@ impl Parameters for Pssz15Params {
 pub struct Phasing {
     f: Aes,
     bins: u64,
+    item_bits: u32,
     rep_bits: u32,
 }
 
@@ -202,18 +251,30 @@ impl Hashing for Phasing {
     fn input(&self, y: Block, z: usize) -> Block {
         self.split(y).1 | (z as Block) << self.rep_bits
     }
+
+    /// The item with bit ℓ set, which dummies leave clear.
+    fn stash_input(&self, y: Block) -> Block {
+        y | 1 << self.item_bits
+    }
+
+    /// In a bin a random x_R with z = 0, in the stash a random ℓ-bit value without the
+    /// stash marker: both shorter than a byte-aligned random block would be, and of a form
+    /// the sender never evaluates (an ℓ-bit dummy could otherwise be one of its items,
+    /// with probability n_s/2^ℓ: 2^-12 at σ = 32 and 2^20 items).
+    fn dummy(&self, prg: &mut Prg, stash: bool) -> Block {
+        let bits = if stash { self.item_bits } else { self.rep_bits };
+        prg.block() & low_bits(bits as usize)
+    }
 }
 
 /// PSSZ15's OPRF from KK13 1-out-of-256 OTs, one per byte of the input.
 pub struct ByteOts {
+    code: WalshHadamard,
     /// All 256 code words, block-major.
     words: Vec<Block>,
-    code: WalshHadamard,
     ot_hash: WideHash,
     outer: WideHash,
-    stash: usize,
-    stash_bytes: usize,
-    bin_bytes: usize,
+    ots: OtLayout,
     /// The sender's outputs of the stash OTs for all 256 choices, OT by OT: every item is
     /// evaluated on every stash position, so the s·⌈ℓ/8⌉ stash OTs are best tabulated
     /// whole (PSZ14's sender computes all messages of its OTs), once their rows arrived.
@@ -223,27 +284,13 @@ pub struct ByteOts {
 impl ByteOts {
     fn new(p: &Pssz15Params, sid: &[u8; 32]) -> Self {
         let code = WalshHadamard::new();
-        let bytes: Vec<u8> = (0..=255).collect();
-        let mut words = vec![0; 256 * WalshHadamard::BLOCKS];
-        code.encode(&bytes, &mut words);
         ByteOts {
-            words,
+            words: code.all_words(),
             code,
             ot_hash: WideHash::new("venn/pssz15/ot", sid),
             outer: WideHash::new("venn/pssz15/oprf", sid),
-            stash: p.layout.stash,
-            stash_bytes: p.stash_bytes(),
-            bin_bytes: p.bin_bytes(),
+            ots: p.ot_layout(),
             stash_table: OnceLock::new(),
-        }
-    }
-
-    /// The bytes (OTs) of instance `j`.
-    fn bytes(&self, j: usize) -> usize {
-        if j < self.stash {
-            self.stash_bytes
-        } else {
-            self.bin_bytes
         }
     }
 
@@ -256,7 +303,7 @@ impl ByteOts {
     /// computed from `ot` on first use.
     fn stash_table(&self, ot: &OprfRows) -> &[Block] {
         self.stash_table.get_or_init(|| {
-            let rows = self.ot_rows(self.stash) as u32;
+            let rows = self.ots.ot_rows(self.ots.stash) as u32;
             let ot_rows: Vec<u32> = (0..rows).flat_map(|r| [r; 256]).collect();
             let codes: Vec<u32> = (0..rows).flat_map(|_| 0..256).collect();
             let mut table = vec![0; ot_rows.len()];
@@ -277,8 +324,7 @@ impl ByteOts {
 
 impl BatchedOprf for ByteOts {
     fn ot_rows(&self, instances: usize) -> usize {
-        instances.min(self.stash) * self.stash_bytes
-            + instances.saturating_sub(self.stash) * self.bin_bytes
+        self.ots.ot_rows(instances)
     }
 
     fn receive(
@@ -289,13 +335,13 @@ impl BatchedOprf for ByteOts {
     ) -> Result<Vec<Block>> {
         let mut choices = Vec::with_capacity(self.ot_rows(inputs.len()));
         for (j, &x) in inputs.iter().enumerate() {
-            choices.extend((0..self.bytes(j)).map(|c| Self::byte(x, c)));
+            choices.extend((0..self.ots.bytes(j)).map(|c| Self::byte(x, c)));
         }
         let ot = oprf_receive(chan, seeds, &self.code, &choices)?.outputs(&self.ot_hash);
         let mut rest = &ot[..];
         let folded: Vec<Block> = (0..inputs.len())
             .map(|j| {
-                let (mine, next) = rest.split_at(self.bytes(j));
+                let (mine, next) = rest.split_at(self.ots.bytes(j));
                 rest = next;
                 mine.iter().fold(0, |a, &m| a ^ m)
             })
@@ -319,9 +365,9 @@ impl BatchedOprf for ByteOts {
         let input = |e: usize| inputs[input_at[e] as usize];
         let (mut rows, mut codes) = (Vec::new(), Vec::new());
         for (e, &j) in instances.iter().enumerate() {
-            let (j, first) = (j as usize, self.ot_rows(j as usize));
-            if j >= self.stash {
-                for c in 0..self.bin_bytes {
+            let (j, first) = (j as usize, self.ots.ot_rows(j as usize));
+            if j >= self.ots.stash {
+                for c in 0..self.ots.bin_bytes {
                     rows.push((first + c) as u32);
                     codes.push(Self::byte(input(e), c) as u32);
                 }
@@ -329,17 +375,17 @@ impl BatchedOprf for ByteOts {
         }
         let mut values = vec![0; rows.len()];
         ot.eval_batch(&self.ot_hash, &rows, &self.words, &codes, &mut values);
-        let stash_table = match instances.iter().any(|&j| (j as usize) < self.stash) {
+        let stash_table = match instances.iter().any(|&j| (j as usize) < self.ots.stash) {
             true => self.stash_table(ot),
             false => &[],
         };
-        let mut bins = values.chunks_exact(self.bin_bytes);
+        let mut bins = values.chunks_exact(self.ots.bin_bytes);
         let folded: Vec<Block> = (0..instances.len())
             .map(|e| {
                 let j = instances[e] as usize;
-                if j < self.stash {
-                    let first = self.ot_rows(j);
-                    (0..self.stash_bytes)
+                if j < self.ots.stash {
+                    let first = self.ots.ot_rows(j);
+                    (0..self.ots.stash_bytes)
                         .map(|c| stash_table[(first + c) * 256 + Self::byte(input(e), c) as usize])
                         .fold(0, |a, m| a ^ m)
                 } else {
@@ -413,6 +459,7 @@ impl Variant for ByteOts {
         Phasing {
             f: Aes::new(seed),
             bins: p.layout.bins as u64,
+            item_bits: p.item_bits,
             rep_bits: p.rep_bits,
         }
     }
@@ -438,20 +485,21 @@ mod tests {
 
     #[test]
     fn ots_per_bin_follow_kkrt16_table_5() {
-        // KKRT16 Table 5: ⌈(min(v', ℓ) − log n)/8⌉ OTs per bin. Two more bits name z here
-        // (module doc), which at these sizes needs no extra OT for integers.
+        // KKRT16 Table 5: ⌈(min(v', ℓ) − log n)/8⌉ OTs per bin, here with two more bits
+        // for z (module doc): the same at 2^20; one more at 2^16, where ℓ − 16 is 0 mod 8.
         for (log_n, sigma, per_bin) in [(20, 32, 2), (20, 64, 6), (16, 32, 3), (16, 64, 7)] {
             let p = params(log_n, Some(sigma));
             assert!(!p.hashed);
-            assert_eq!(p.bin_bytes(), per_bin, "2^{log_n}, σ = {sigma}");
-            assert_eq!(p.stash_bytes(), sigma as usize / 8);
+            let ots = p.ot_layout();
+            assert_eq!(ots.bin_bytes, per_bin, "2^{log_n}, σ = {sigma}");
+            assert_eq!(ots.stash_bytes, sigma as usize / 8 + 1, "the marker bit");
         }
         // Hashed items: λ + log2 C(2^21, 2) = 81 bits, 61 of them compared in a bin.
         let p = params(20, None);
-        assert_eq!(
-            (p.item_bits, p.rep_bits, p.bin_bytes(), p.stash_bytes()),
-            (81, 61, 8, 11)
-        );
+        let ots = p.ot_layout();
+        assert_eq!((p.item_bits, p.rep_bits), (81, 61));
+        assert_eq!((ots.bin_bytes, ots.stash_bytes), (8, 11));
+        assert_eq!(ots.ot_rows(p.layout.instances()), 3 * 11 + 1_258_292 * 8);
         assert_eq!(p.layout.out_bits, 80);
         assert_eq!((p.layout.bins, p.layout.stash), (1_258_292, 3));
         // Where the hash is shorter than σ, the items are hashed.
@@ -482,6 +530,31 @@ mod tests {
                 let low = (bin as Block + b - fz) % b;
                 assert_eq!(rep * b + low, x);
             }
+        }
+    }
+
+    #[test]
+    fn dummies_are_never_inputs_the_sender_evaluates() {
+        for sigma in [Some(32), Some(64), None] {
+            let p = params(16, sigma);
+            let h = ByteOts::hashing(&p, 5);
+            let ots = p.ot_layout();
+            let mut prg = Prg::from_seed(6);
+            let x = prg.block() & low_bits(p.item_bits as usize);
+            for _ in 0..1000 {
+                let bin = h.dummy(&mut prg, false);
+                assert_eq!(bin >> p.rep_bits, 0, "z = 0");
+                assert!(bin < 1 << (8 * ots.bin_bytes));
+                let stash = h.dummy(&mut prg, true);
+                assert_eq!(stash >> p.item_bits, 0, "no marker");
+                assert!(stash < 1 << (8 * ots.stash_bytes));
+            }
+            for z in 1..=3 {
+                assert_ne!(h.input(x, z) >> p.rep_bits, 0);
+                assert!(h.input(x, z) < 1 << (8 * ots.bin_bytes));
+            }
+            assert_eq!(h.stash_input(x) >> p.item_bits, 1);
+            assert!(h.stash_input(x) < 1 << (8 * ots.stash_bytes));
         }
     }
 
