@@ -571,7 +571,7 @@ fn bob<R: Realisation>(
     // Direction A: encode his slots and prove it.
     let own = R::encode_own(ctx, &p, &d, &state.encoding, "A", &slots, &words)?;
     ctx.phase("comparison values", false);
-    let mut table = MatchTable::with_capacity(items.len() * p.mu_a);
+    let mut table = MatchTable::compact(items.len() * p.mu_a);
     let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
     let mut bin = BinScratch::<R>::default();
     // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
