@@ -80,8 +80,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Indices,
             // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
             peer_item_bytes: 600,
-            // μ_A table entries of 24 bytes per item, slot words and outputs: 1.9 GiB at
-            // 2^20 with LAN bins, 2.8 GiB with WAN bins (μ about 1.5 times larger).
+            // μ_A table entries per item (a 16-byte slot at load 2/3 and the value's high
+            // 8 bytes), slot words and outputs: 1.6 GiB at 2^20 with LAN bins, more with
+            // WAN bins (μ about 1.5 times larger; 2.8 GiB at load 1/2).
             own_item_bytes: 2200,
         },
     ],
