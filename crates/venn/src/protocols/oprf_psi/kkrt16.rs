@@ -5,11 +5,11 @@
 use super::{BatchedOprf, Hashing, Layout, OprfPsi, Variant};
 use crate::crypto::{Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
-use crate::net::{Channel, Writer};
+use crate::net::Channel;
 use crate::ot::{oprf_receive, Code, OprfRows, PseudorandomCode, OPRF_BLOCKS};
 use crate::protocols::{
-    output_bits, round_up_to_byte, Accepts, Options, OutputKind, ParamTable, Parameters,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, round_up_to_byte, Accepts, Options, OutputKind, ProtocolInfo, RoleInfo, Security,
+    Sizes,
 };
 use crate::session::Role;
 use crate::tables::{pssz15_stash_size, CuckooHash, HASHES};
@@ -115,46 +115,41 @@ impl Variant for Bark {
     /// functions (Fig. 3 step 1) are coin-tossed in one go: the receiver commits, the
     /// sender answers, the receiver opens. Both are public from then on.
     const SEEDS_TOSS: &'static str = "KKRT16 code key and cuckoo seed";
-    type Params = Kkrt16Params;
+    type Params = Layout;
     type Oprf = Bark;
     type Hashing = Cuckoo;
 
-    fn params(sizes: Sizes, _: Options) -> Result<Kkrt16Params> {
-        Kkrt16Params::new(sizes.sender, sizes.receiver)
+    fn params(sizes: Sizes, _: Options) -> Result<Layout> {
+        kkrt16_layout(sizes.sender, sizes.receiver)
     }
 
-    fn layout(p: &Kkrt16Params) -> Layout {
-        Layout {
-            bins: p.bins,
-            stash: p.stash,
-            columns: p.code_bits,
-            out_bits: p.out_bits,
-        }
+    fn layout(p: &Layout) -> Layout {
+        *p
     }
 
     fn columns(sizes: Sizes) -> Result<usize> {
-        Ok(Kkrt16Params::new(sizes.sender, sizes.receiver)?.code_bits)
+        Ok(kkrt16_layout(sizes.sender, sizes.receiver)?.columns)
     }
 
     fn check_items(_: Options, _: &Items) -> Result<()> {
         Ok(())
     }
 
-    fn values(_: &Kkrt16Params, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>> {
+    fn values(_: &Layout, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>> {
         let encoder = BlockEncoder::new("venn/kkrt16/item", sid);
         let mut h = items.map_all(|item| encoder.encode(item));
         h.iter_mut().for_each(|y| *y &= ITEM_MASK);
         Ok(h)
     }
 
-    fn oprf(_: &Kkrt16Params, code_key: Block, sid: &[u8; 32]) -> Bark {
+    fn oprf(_: &Layout, code_key: Block, sid: &[u8; 32]) -> Bark {
         Bark {
             code: PseudorandomCode::new(code_key),
             hash: WideHash::new("venn/kkrt16/oprf", sid),
         }
     }
 
-    fn hashing(p: &Kkrt16Params, seed: Block) -> Cuckoo {
+    fn hashing(p: &Layout, seed: Block) -> Cuckoo {
         Cuckoo(CuckooHash::new(seed, p.bins))
     }
 }
@@ -165,63 +160,29 @@ const MIN_TABLE_ITEMS: u64 = 1 << 8;
 /// Widest code the OPRF rows hold (four blocks, less the 32-bit row index of the hash).
 const MAX_CODE_BITS: usize = 480;
 
-/// The parameters of one KKRT16 run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kkrt16Params {
-    /// Cuckoo bins, 1.2·n_receiver (at least 1.2·2^8).
-    pub bins: usize,
-    /// Maximum stash size s.
-    pub stash: usize,
-    /// Pseudorandom-code width k in bits.
-    pub code_bits: usize,
-    /// OPRF output length v in bits.
-    pub out_bits: usize,
-}
-
-impl Kkrt16Params {
-    /// The parameters for these set sizes.
-    pub fn new(n_sender: u64, n_receiver: u64) -> Result<Self> {
-        let (bins, stash) = cuckoo_table(n_receiver);
-        // Lemma 5 / §6.1: the sender evaluates the PRF on m = (3 + s)·n_sender points, so
-        // the code must be a (d = κ, ε = σ + log2 m) pseudorandom code.
-        let evaluations = (3 + stash) as f64 * n_sender.max(1) as f64;
-        let epsilon = STATISTICAL_SECURITY as f64 + evaluations.log2();
-        let code_bits = code_width(COMPUTATIONAL_SECURITY, epsilon);
-        if code_bits > MAX_CODE_BITS {
-            return Err(Error::Params(format!(
-                "a {code_bits}-bit code is wider than the supported {MAX_CODE_BITS} bits (sets too large)"
-            )));
-        }
-        Ok(Kkrt16Params {
-            bins,
-            stash,
-            code_bits,
-            out_bits: output_bits(Sizes {
-                sender: n_sender,
-                receiver: n_receiver,
-            }),
-        })
+/// The parameters of one KKRT16 run (§6.1): the cuckoo table for the receiver's set, and
+/// the pseudorandom code wide enough for the sender's (3 + s)·n_sender evaluations.
+pub fn kkrt16_layout(n_sender: u64, n_receiver: u64) -> Result<Layout> {
+    let (bins, stash) = cuckoo_table(n_receiver);
+    // Lemma 5 / §6.1: the sender evaluates the PRF on m = (3 + s)·n_sender points, so
+    // the code must be a (d = κ, ε = σ + log2 m) pseudorandom code.
+    let evaluations = (3 + stash) as f64 * n_sender.max(1) as f64;
+    let epsilon = STATISTICAL_SECURITY as f64 + evaluations.log2();
+    let columns = code_width(COMPUTATIONAL_SECURITY, epsilon);
+    if columns > MAX_CODE_BITS {
+        return Err(Error::Params(format!(
+            "a {columns}-bit code is wider than the supported {MAX_CODE_BITS} bits (sets too large)"
+        )));
     }
-}
-
-impl Parameters for Kkrt16Params {
-    fn encode(&self) -> Vec<u8> {
-        Writer::new()
-            .u64(self.stash as u64)
-            .u64(self.code_bits as u64)
-            .u64(self.out_bits as u64)
-            .u64(self.bins as u64)
-            .0
-    }
-
-    fn table(&self) -> ParamTable {
-        ParamTable(vec![
-            ("s", self.stash.to_string()),
-            ("k", self.code_bits.to_string()),
-            ("v", self.out_bits.to_string()),
-            ("bins", self.bins.to_string()),
-        ])
-    }
+    Ok(Layout {
+        bins,
+        stash,
+        columns,
+        out_bits: output_bits(Sizes {
+            sender: n_sender,
+            receiver: n_receiver,
+        }),
+    })
 }
 
 /// The receiver's cuckoo table for `n_receiver` items: 1.2·n bins (n at least 2^8) and
@@ -287,26 +248,22 @@ mod tests {
         ];
         for (log_n, s, k, v) in table {
             let n = 1u64 << log_n;
-            let p = Kkrt16Params::new(n, n).unwrap();
-            assert_eq!(
-                (p.stash, p.code_bits, p.out_bits),
-                (s, k, v),
-                "n = 2^{log_n}"
-            );
+            let p = kkrt16_layout(n, n).unwrap();
+            assert_eq!((p.stash, p.columns, p.out_bits), (s, k, v), "n = 2^{log_n}");
             assert_eq!(p.bins, (n as usize * 6).div_ceil(5));
         }
     }
 
     #[test]
     fn unequal_and_tiny_sets() {
-        let p = Kkrt16Params::new(1 << 12, 1 << 4).unwrap();
+        let p = kkrt16_layout(1 << 12, 1 << 4).unwrap();
         assert_eq!(
             p.stash, 12,
             "tiny receiver tables are sized as for 2^8 items"
         );
         assert_eq!(p.bins, 308);
         assert_eq!(p.out_bits, 56, "40 + 12 + 4 = 56");
-        let p = Kkrt16Params::new(0, 0).unwrap();
+        let p = kkrt16_layout(0, 0).unwrap();
         assert_eq!(p.out_bits, 40);
     }
 

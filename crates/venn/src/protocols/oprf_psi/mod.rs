@@ -23,12 +23,13 @@ pub use pssz15::Pssz15;
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{
-    Accepts, AnyParty, Context, Options, Output, Parameters, Party, Protocol, ProtocolInfo, Sizes,
+    Accepts, AnyParty, Context, Options, Output, ParamTable, Parameters, Party, Protocol,
+    ProtocolInfo, Sizes,
 };
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::memory::huge_vec;
-use crate::net::Channel;
+use crate::net::{Channel, Writer};
 use crate::ot::{iknp_receive, iknp_send, MasnyRindal, OprfRows, OprfSender};
 use crate::ot::{ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
@@ -54,6 +55,27 @@ impl Layout {
     /// OPRF instances: one per stash position, then one per bin.
     pub fn instances(&self) -> usize {
         self.stash + self.bins
+    }
+}
+
+/// KKRT16's parameters are the layout itself (Table 2: s, k, v, and the bins).
+impl Parameters for Layout {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .u64(self.stash as u64)
+            .u64(self.columns as u64)
+            .u64(self.out_bits as u64)
+            .u64(self.bins as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
+        ParamTable(vec![
+            ("s", self.stash.to_string()),
+            ("k", self.columns.to_string()),
+            ("v", self.out_bits.to_string()),
+            ("bins", self.bins.to_string()),
+        ])
     }
 }
 

@@ -183,14 +183,14 @@ impl OtLayout {
 
 impl Parameters for Pssz15Params {
     fn encode(&self) -> Vec<u8> {
-        let l = &self.layout;
-        Writer::new()
-            .u64(l.stash as u64)
-            .u64(l.out_bits as u64)
-            .u64(l.bins as u64)
-            .u64(self.sigma.unwrap_or(0) as u64)
-            .u64(self.item_bits as u64)
-            .0
+        let mut out = self.layout.encode();
+        out.extend(
+            Writer::new()
+                .u64(self.sigma.unwrap_or(0) as u64)
+                .u64(self.item_bits as u64)
+                .0,
+        );
+        out
     }
 
     fn table(&self) -> ParamTable {
