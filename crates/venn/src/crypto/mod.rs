@@ -3,6 +3,7 @@
 
 mod aes;
 mod aes_many_keys;
+mod blake3_lanes;
 mod block;
 mod cr_hash;
 pub mod gf128;

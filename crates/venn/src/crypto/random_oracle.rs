@@ -1,7 +1,7 @@
 //! The random oracle: SHA-256 (SHA-NI when the CPU has it) with domain separation.
 
-use super::sha256_lanes::{compress_lanes, compress_lanes_from, LANES};
-use super::{row_mask, Block};
+use super::sha256_lanes::{compress_lanes, LANES};
+use super::{blake3_lanes, row_mask, Block};
 use sha2::{Digest, Sha256};
 
 /// A domain-separated random oracle. Every use in Venn names its own domain, so outputs
@@ -121,91 +121,54 @@ impl WideHash {
 
 /// The random-oracle hash `H(j, row)` of 64-byte rows with a 64-bit index, OOS16's output
 /// hash as RR17 §7 requires it ("the OT-extension hash function [is] modeled as a
-/// random-oracle"): two SHA-256 compressions from a domain-separated IV, the first over `j`
-/// and the second over the row. The index must be hashed in: an OOS16 receiver picks its
+/// random-oracle"): output block `j` of BLAKE3's keyed XOF on the row, the key derived
+/// from the domain and context. The index must be hashed in: an OOS16 receiver picks its
 /// own seeds and could make two instances' rows equal, which without `j` would make their
-/// encodings equal too. The first compression depends on `j` alone, so a row evaluated at
-/// several values ([`RowHash::index_states`]) pays for it once. Inputs have a fixed length,
-/// so no Merkle–Damgård padding is needed.
+/// encodings equal too. Block j of the XOF is one compression with `j` as its counter
+/// ([`super::blake3_lanes`]), so the index costs nothing; BLAKE3's XOF is a standard
+/// random-oracle instantiation like SHA-256 (which spec D4 names, at two compressions:
+/// one over `j` and one over the row), and its output blocks for distinct (row, j) are as
+/// independent as the oracle's outputs on distinct inputs.
 #[derive(Clone)]
 pub struct RowHash {
-    iv: [u32; 8],
+    key: [u32; 8],
 }
 
 /// A 64-byte row, as four blocks (bit 8i + b of the row is bit b of byte i).
 pub type Row512 = [Block; 4];
 
-/// The full 256-bit output of [`RowHash`].
+/// The first 256 bits of [`RowHash`]'s output block, as little-endian words.
 pub type RowDigest = [u32; 8];
 
 impl RowHash {
-    /// Rows hashed at a time ([`RowHash::finish`] runs best on a multiple of it).
-    pub const LANES: usize = LANES;
+    /// Rows hashed at a time ([`RowHash::hash`] runs best on a multiple of it).
+    pub const LANES: usize = blake3_lanes::LANES;
 
     /// The hash for `domain` bound to `context`.
     pub fn new(domain: &str, context: &[u8]) -> Self {
-        let d = RandomOracle::new(domain, context).hash(&[b"RowHash IV"]);
+        let d = RandomOracle::new(domain, context).hash(&[b"RowHash key"]);
         RowHash {
-            iv: std::array::from_fn(|i| {
+            key: std::array::from_fn(|i| {
                 u32::from_le_bytes(d[4 * i..4 * i + 4].try_into().expect("4 bytes"))
             }),
         }
     }
 
-    /// The chaining values after the index block of each of `indices` (four at a time):
-    /// a row evaluated at several values needs its index state once.
-    pub fn index_states(&self, indices: impl IntoIterator<Item = u64>) -> Vec<RowDigest> {
-        let indices = indices.into_iter();
-        let mut out = crate::memory::with_huge_capacity(indices.size_hint().0);
-        let mut lanes = [[0u8; 64]; LANES];
-        let mut k = 0;
-        let compress = |lanes: &[[u8; 64]; LANES], k: usize, out: &mut Vec<RowDigest>| {
-            let states = compress_lanes(&self.iv, [&lanes[0], &lanes[1], &lanes[2], &lanes[3]]);
-            out.extend_from_slice(&states[..k]);
-        };
-        for j in indices {
-            lanes[k][..8].copy_from_slice(&j.to_le_bytes());
-            k += 1;
-            if k == LANES {
-                compress(&lanes, k, &mut out);
-                k = 0;
+    /// `out[e] = H(index(e), rows[e])` appended for each row, eight at a time.
+    pub fn hash(&self, rows: &[Row512], index: impl Fn(usize) -> u64, out: &mut Vec<RowDigest>) {
+        for (c, rows) in rows.chunks(Self::LANES).enumerate() {
+            let at = c * Self::LANES;
+            let mut counters = [0; Self::LANES];
+            for (l, t) in counters[..rows.len()].iter_mut().enumerate() {
+                *t = index(at + l);
             }
-        }
-        if k > 0 {
-            compress(&lanes, k, &mut out);
-        }
-        out
-    }
-
-    /// `out[e] = H(j_{e / per}, rows[e])`, four at a time, where `states[i]` is the index
-    /// state of `j_i` ([`RowHash::index_states`]): `per` rows for each index.
-    pub fn finish(
-        &self,
-        states: &[RowDigest],
-        per: usize,
-        rows: &[Row512],
-        out: &mut Vec<RowDigest>,
-    ) {
-        assert_eq!(states.len() * per, rows.len());
-        for (c, rows) in rows.chunks(LANES).enumerate() {
-            let at = |l: usize| l.min(rows.len() - 1);
-            let state = |l: usize| &states[(c * LANES + at(l)) / per];
-            let bytes: [[u8; 64]; LANES] = std::array::from_fn(|l| row_bytes(&rows[at(l)]));
-            let digests = compress_lanes_from(
-                [state(0), state(1), state(2), state(3)],
-                [&bytes[0], &bytes[1], &bytes[2], &bytes[3]],
-            );
+            let digests = blake3_lanes::xof_blocks(&self.key, rows, &counters[..rows.len()]);
             out.extend_from_slice(&digests[..rows.len()]);
         }
     }
-
-    /// `out[e] = H(indices[e], rows[e])`.
-    pub fn hash_indexed(&self, indices: &[u64], rows: &[Row512], out: &mut Vec<RowDigest>) {
-        self.finish(&self.index_states(indices.iter().copied()), 1, rows, out);
-    }
 }
 
-/// The first 128 bits of a SHA-256 state (its first four words, little-endian).
+/// The first 128 bits of a digest (its first four words, little-endian).
 pub fn first_block(state: &[u32; 8]) -> Block {
     block_of_words(&state[..4])
 }
@@ -216,45 +179,35 @@ pub fn block_of_words(words: &[u32]) -> Block {
     words.iter().rev().fold(0, |acc, &w| acc << 32 | w as Block)
 }
 
-fn row_bytes(row: &Row512) -> [u8; 64] {
-    let mut b = [0u8; 64];
-    for (c, x) in b.chunks_exact_mut(16).zip(row) {
-        c.copy_from_slice(&x.to_le_bytes());
-    }
-    b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sha2::digest::generic_array::GenericArray;
 
-    /// Two plain compressions: over the index block, then over the row.
+    /// Output block `j` of the keyed XOF, through the `blake3` crate.
     fn reference(h: &RowHash, j: u64, row: &Row512) -> RowDigest {
-        let mut state = h.iv;
-        let mut index = [0u8; 64];
-        index[..8].copy_from_slice(&j.to_le_bytes());
-        sha2::compress256(&mut state, &[GenericArray::clone_from_slice(&index)]);
-        sha2::compress256(
-            &mut state,
-            &[GenericArray::clone_from_slice(&row_bytes(row))],
-        );
-        state
+        let key: Vec<u8> = h.key.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let message: Vec<u8> = row.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut reader = blake3::Hasher::new_keyed(&key.try_into().expect("32 bytes"))
+            .update(&message)
+            .finalize_xof();
+        reader.set_position(64 * j);
+        let mut bytes = [0u8; 32];
+        reader.fill(&mut bytes);
+        std::array::from_fn(|i| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap()))
     }
 
     #[test]
-    fn row_hash_is_two_compressions_in_every_batching() {
+    fn row_hash_is_the_keyed_xof_block_at_the_index_in_every_batching() {
         let h = RowHash::new("test", b"ctx");
-        let rows: Vec<Row512> = (0..7u128).map(|i| [i, i * 3, !i, i << 100]).collect();
+        let rows: Vec<Row512> = (0..19u128).map(|i| [i, i * 3, !i, i << 100]).collect();
         let mut out = Vec::new();
-        let state = h.index_states([42]);
-        h.finish(&state, rows.len(), &rows, &mut out);
-        let indices: Vec<u64> = (0..7).map(|i| 1000 + i).collect();
-        h.hash_indexed(&indices, &rows, &mut out);
+        h.hash(&rows, |_| 42, &mut out);
+        h.hash(&rows, |e| 1000 + e as u64, &mut out);
         for (i, row) in rows.iter().enumerate() {
             assert_eq!(out[i], reference(&h, 42, row), "row {i} at index 42");
-            assert_eq!(out[7 + i], reference(&h, 1000 + i as u64, row), "row {i}");
+            assert_eq!(out[19 + i], reference(&h, 1000 + i as u64, row), "row {i}");
         }
+        assert_ne!(out[0], out[19], "the index is hashed in");
         let other = RowHash::new("test", b"other ctx");
         assert_ne!(
             reference(&other, 42, &rows[0]),

@@ -214,7 +214,7 @@ impl OosReceiver {
     pub fn encode(
         &self,
         chan: &mut dyn Channel,
-        words: &[Block],
+        words: Vec<Block>,
         prg: &mut Prg,
         hash: &RowHash,
         wanted: &[u32],
@@ -227,7 +227,7 @@ impl OosReceiver {
     fn encode_then(
         &self,
         chan: &mut dyn Channel,
-        words: &[Block],
+        words: Vec<Block>,
         prg: &mut Prg,
         hash: &RowHash,
         wanted: &[u32],
@@ -236,7 +236,7 @@ impl OosReceiver {
         assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
         assert!(wanted.is_sorted() && wanted.last().is_none_or(|&j| (j as usize) < words.len()));
         let n = words.len();
-        let mut all = words.to_vec();
+        let mut all = words;
         all.extend((0..CHECK_ROWS).map(|_| prg.block() & ((1 << DIMENSION) - 1)));
         let code = Bch511::get();
         self.ext.extend(chan, all.len(), |first, rows| {
@@ -276,12 +276,11 @@ impl OosReceiver {
                 }
             }
             let k = todo.partition_point(|&i| (i as usize) < first + len);
-            let js: Vec<u64> = todo[..k].iter().map(|&i| i as u64).collect();
             let picked: Vec<Codeword> = todo[..k]
                 .iter()
                 .map(|&i| row_of(&rows, i as usize - first))
                 .collect();
-            hash.hash_indexed(&js, &picked, &mut outputs);
+            hash.hash(&picked, |e| todo[e] as u64, &mut outputs);
             todo = &todo[k..];
         }
         let mut proof = Writer::new();
@@ -324,14 +323,16 @@ impl OosSender {
         let seed = prg.block();
         chan.send(&Writer::new().block(seed).0)?;
         chan.flush()?;
-        let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
-        let proof = chan.recv_exact(len, "OOS16 check")?;
-        let mut r = Reader::new(&proof, "OOS16 check");
+        // Her side of the check needs only her rows and the seed: it is folded while the
+        // receiver folds his.
         let mut challenge = Challenge::new(seed);
         let mut q_sums = CheckSums::new();
         for j in 0..n {
             q_sums.fold(&row_of(&q, j), challenge.next_row());
         }
+        let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
+        let proof = chan.recv_exact(len, "OOS16 check")?;
+        let mut r = Reader::new(&proof, "OOS16 check");
         let code = Bch511::get();
         for (l, q_sum) in q_sums.sums().iter_mut().enumerate() {
             xor_into(q_sum, &row_of(&q, n + l));
@@ -370,7 +371,7 @@ impl OosRows {
     /// The encodings of each of `words` (each below 2^76) in each of the `count` instances
     /// from `first`: `out[j·words.len() + k] = ⟦words[k]⟧_{first + j} =
     /// H(first + j, q ⊕ (C(words[k]) ∧ Δ))`, appended to `out`. (A bin's rows against the
-    /// bin's items: each codeword is computed once and each row's index hashed once.)
+    /// bin's items: each codeword is computed once.)
     pub fn encode(
         &self,
         hash: &RowHash,
@@ -388,7 +389,6 @@ impl OosRows {
                 std::array::from_fn(|b| c[b] & self.delta[b])
             })
             .collect();
-        let states = hash.index_states(first as u64..(first + count) as u64);
         let rows: Vec<Codeword> = (first..first + count)
             .flat_map(|j| {
                 let q = row_of(&self.q, j);
@@ -397,7 +397,8 @@ impl OosRows {
                     .map(move |m| std::array::from_fn(|b| q[b] ^ m[b]))
             })
             .collect();
-        hash.finish(&states, words.len(), &rows, out);
+        let per = words.len();
+        hash.hash(&rows, |e| (first + e / per) as u64, out);
     }
 
     /// Starts loading the rows of the instances `first..first + count`.
@@ -405,30 +406,29 @@ impl OosRows {
         prefetch_range(&self.q[first * CODE_BLOCKS..(first + count) * CODE_BLOCKS]);
     }
 
-    /// The encodings of `word` (below 2^76) in the instances `first..first + states.len()`,
-    /// given those instances' index states ([`RowHash::index_states`]): `⟦word⟧_{first + j}`
-    /// appended to `out` for each j. (One item in each of a bin's rows, when the states of
-    /// every row were computed once beforehand.)
+    /// The encodings of `word` (below 2^76) in the `count` instances from `first`:
+    /// `⟦word⟧_{first + j}` appended to `out` for each j. (One item in each of a bin's
+    /// rows.)
     pub fn encode_word(
         &self,
         hash: &RowHash,
-        states: &[RowDigest],
         first: usize,
+        count: usize,
         word: Block,
         out: &mut Vec<RowDigest>,
     ) {
-        assert!(first + states.len() <= self.n);
+        assert!(first + count <= self.n);
         let c = Bch511::get().encode(word);
         let masked: Codeword = std::array::from_fn(|b| c[b] & self.delta[b]);
         const LANES: usize = RowHash::LANES;
         let mut rows = [[0; CODE_BLOCKS]; LANES];
-        for (k, states) in states.chunks(LANES).enumerate() {
-            let at = first + k * LANES;
-            for (l, row) in rows[..states.len()].iter_mut().enumerate() {
+        for at in (first..first + count).step_by(LANES) {
+            let len = (first + count - at).min(LANES);
+            for (l, row) in rows[..len].iter_mut().enumerate() {
                 let q = row_of(&self.q, at + l);
                 *row = std::array::from_fn(|b| q[b] ^ masked[b]);
             }
-            hash.finish(states, 1, &rows[..states.len()], out);
+            hash.hash(&rows[..len], |e| (at + e) as u64, out);
         }
     }
 }
@@ -476,7 +476,7 @@ mod tests {
             let receiver = OosReceiver::new(&r);
             let mut prg = Prg::from_seed(4);
             let all: Vec<u32> = (0..receiver_words.len() as u32).collect();
-            let (w, h) = (&receiver_words, &test_hash());
+            let (w, h) = (receiver_words, &test_hash());
             match cheat {
                 None => receiver.encode(&mut b, w, &mut prg, h, &all),
                 Some(cheat) => receiver.encode_then(&mut b, w, &mut prg, h, &all, cheat),
@@ -505,12 +505,20 @@ mod tests {
         }
         // The index is bound in: equal rows in two instances give different encodings.
         let mut a = Vec::new();
-        hash.hash_indexed(&[1, 2], &[[7; CODE_BLOCKS]; 2], &mut a);
+        hash.hash(&[[7; CODE_BLOCKS]; 2], |e| e as u64 + 1, &mut a);
         assert_ne!(a[0], a[1]);
         // Several instances at once: instance-major, then word.
         let mut many = Vec::new();
         rows.encode(&hash, 10, 3, &[w[10], w[11], w[12]], &mut many);
         assert_eq!([many[0], many[4], many[8]], [mine[10], mine[11], mine[12]]);
+        // One word in a run of instances longer than a batch of hashes.
+        let mut one = Vec::new();
+        rows.encode_word(&hash, 3, 11, w[12], &mut one);
+        assert_eq!(one.len(), 11);
+        assert_eq!(one[9], mine[12]);
+        let mut each = Vec::new();
+        rows.encode(&hash, 3, 11, &[w[12]], &mut each);
+        assert_eq!(one, each);
     }
 
     #[test]
@@ -574,7 +582,7 @@ mod tests {
             let words = w.clone();
             let t = std::thread::spawn(move || {
                 let mut prg = Prg::from_seed(4);
-                OosReceiver::new(&r).encode(&mut b, &words, &mut prg, &test_hash(), &[])
+                OosReceiver::new(&r).encode(&mut b, words, &mut prg, &test_hash(), &[])
             });
             let verifier: &mut dyn Channel = &mut a;
             OosSender::new(&s)
@@ -624,7 +632,7 @@ mod tests {
             let seeds = OosReceiverSeeds::new(&mut b, &mut prg, &[7; 32]).unwrap();
             let w = vec![1, 2, 3];
             OosReceiver::new(&seeds)
-                .encode(&mut b, &w, &mut prg, &RowHash::new("t", b""), &[0, 1, 2])
+                .encode(&mut b, w, &mut prg, &RowHash::new("t", b""), &[0, 1, 2])
                 .unwrap()
         });
         let mut prg = Prg::from_seed(2);

@@ -22,9 +22,8 @@
 use super::{encode_own, phased, toss_seed, Domains, Hashing};
 use crate::crypto::{block_of_words, Block, RandomOracle, RowDigest};
 use crate::items::Items;
-use crate::memory::prefetch_range;
 use crate::net::{Channel, Writer};
-use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
+use crate::ot::oos16::{OosReceiverSeeds, OosSender, OosSenderSeeds};
 use crate::protocols::matching::CHUNK_ITEMS;
 use crate::protocols::{
     Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
@@ -74,8 +73,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::Malicious,
             output: OutputKind::Nothing,
-            // Bob's rows and their index states: m·μ of 64 + 32 bytes, m·μ ≈ 8 n_B.
-            peer_item_bytes: 800,
+            // Bob's rows: m·μ of 64 bytes, m·μ ≈ 8 n_B.
+            peer_item_bytes: 600,
             // Her values, keys and bins in item and sending order (tuples are streamed);
             // Bob's rows when her set sets m (m·μ ≈ 3.25 n_A at worst).
             own_item_bytes: 400,
@@ -176,16 +175,8 @@ fn tag_and_key(encoding: &RowDigest) -> (u32, Block) {
     (encoding[0], block_of_words(&encoding[1..5]))
 }
 
-/// How many items ahead Alice's sending loop loads the bin rows it will need.
+/// How many items ahead Alice's sending loop loads the rows of the bin it will need.
 const AHEAD: usize = 4;
-
-/// Starts loading the rows and index states of bin `b` (`mu` instances each). Alice's
-/// items go out in a random order, so the rows of the bin of each are a cache miss; her
-/// sending loop asks for them [`AHEAD`] items early.
-fn prefetch_bin(rows: &OosRows, states: &[RowDigest], mu: usize, b: usize) {
-    rows.prefetch(b * mu, mu);
-    prefetch_range(&states[b * mu..(b + 1) * mu]);
-}
 
 /// `values` in the order `order` (`order[k]` is the index of the k-th).
 fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
@@ -253,10 +244,6 @@ fn send_tuples(
     let values = gathered(&ctx.prg.permutation(values.len()), &values);
     let (bins, reps) = phased(&values, p.hashing.m);
     let hash = d.encoding_hash("A");
-    // The index states of all of Bob's rows, computed before his corrections are read
-    // (while the first are in flight): each row is then hashed with each item of its bin at
-    // one compression each.
-    let states = hash.index_states(0..p.hashing.m * p.mu as u64);
     // Bob's slots; his proof is checked before anything depends on them.
     let rows = OosSender::new(&state.sending).receive(
         ctx.peer,
@@ -273,14 +260,15 @@ fn send_tuples(
         let count = (values.len() - first).min(CHUNK_ITEMS);
         frame.resize(count * tuple, 0);
         for (k, t) in (first..).zip(frame.chunks_exact_mut(tuple)) {
+            // Her items go out in a random order, so the rows of the bin of each are a
+            // cache miss: they are asked for AHEAD items early.
             if let Some(&b) = bins.get(k + AHEAD) {
-                prefetch_bin(&rows, &states, mu, b);
+                rows.prefetch(b * mu, mu);
             }
             let (b, r) = (bins[k], ctx.prg.block());
             t[..COMMITMENT_BYTES].copy_from_slice(&commitment(&oracle, values[k], r));
             encodings.clear();
-            let states = &states[b * mu..(b + 1) * mu];
-            rows.encode_word(&hash, states, b * mu, reps[k], &mut encodings);
+            rows.encode_word(&hash, b * mu, mu, reps[k], &mut encodings);
             let pairs = t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES);
             for (pair, e) in pairs.zip(&encodings) {
                 let (tag, key) = tag_and_key(e);

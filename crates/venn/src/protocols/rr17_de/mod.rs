@@ -149,17 +149,22 @@ fn encode_own(
     reps: &[Block],
     hash: &RowHash,
 ) -> Result<Vec<RowDigest>> {
-    let words: Vec<Block> = slots
-        .item_at
-        .iter()
-        .map(|x| x.map_or(0, |x| reps[x as usize]))
-        .collect();
-    let mut order: Vec<u32> = (0..slots.slot_of.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| slots.slot_of[i as usize]);
-    let sorted: Vec<u32> = order.iter().map(|&i| slots.slot_of[i as usize]).collect();
-    let outputs = OosReceiver::new(seeds).encode(ctx.peer, &words, &mut ctx.prg, hash, &sorted)?;
-    let mut own = vec![[0; 8]; order.len()];
-    for (&i, o) in order.iter().zip(outputs) {
+    // Room for the check's rows, which the encoding appends.
+    let mut words = Vec::with_capacity(slots.item_at.len() + CHECK_ROWS);
+    words.extend(
+        slots
+            .item_at
+            .iter()
+            .map(|x| x.map_or(0, |x| reps[x as usize])),
+    );
+    // The filled slots in slot order, and the item in each.
+    let (filled, items): (Vec<u32>, Vec<u32>) = (0..)
+        .zip(&slots.item_at)
+        .filter_map(|(j, x)| Some((j, (*x)?)))
+        .unzip();
+    let outputs = OosReceiver::new(seeds).encode(ctx.peer, words, &mut ctx.prg, hash, &filled)?;
+    let mut own = vec![[0; 8]; items.len()];
+    for (&i, o) in items.iter().zip(outputs) {
         own[i as usize] = o;
     }
     Ok(own)
