@@ -25,19 +25,7 @@ pub struct MatchTable {
 impl MatchTable {
     /// A table for up to `items` entries, at load factor ≤ 1/2.
     pub fn with_capacity(items: usize) -> Self {
-        Self::with_slots(items, 2 * items)
-    }
-
-    /// A table for up to `items` entries at load factor ≤ 2/3: a quarter less memory for
-    /// somewhat longer probes. For tables of many entries per item (rr17-de's n·μ), where
-    /// the memory first touched costs as much as the probes save (at 2^20 items: the
-    /// same time, 280 MiB less peak RSS); kkrt16's table at load 2/3 was 8–13 % slower.
-    pub fn compact(items: usize) -> Self {
-        Self::with_slots(items, items + items / 2)
-    }
-
-    fn with_slots(items: usize, cap: usize) -> Self {
-        let cap = cap.max(16);
+        let cap = (2 * items).max(16);
         MatchTable {
             slots: huge_vec(
                 cap,

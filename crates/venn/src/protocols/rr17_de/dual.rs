@@ -31,7 +31,7 @@ use crate::net::Channel;
 use crate::net::Writer;
 use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::protocols::matching::{receive_matches, send_packed};
+use crate::protocols::matching::{receive_matches, send_packed, Lookup};
 use crate::protocols::{
     round_up_to_byte, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable,
     Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -39,7 +39,7 @@ use crate::protocols::{
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::tables::simple_hash::{bin_size, SlotTable};
-use crate::tables::MatchTable;
+use crate::tables::FingerprintTable;
 use crate::{Result, STATISTICAL_SECURITY};
 use std::marker::PhantomData;
 
@@ -80,10 +80,10 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Indices,
             // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
             peer_item_bytes: 600,
-            // μ_A table entries per item (a 16-byte slot at load 2/3 and the value's high
-            // 8 bytes), slot words and outputs: 1.6 GiB at 2^20 with LAN bins, more with
-            // WAN bins (μ about 1.5 times larger; 2.8 GiB at load 1/2).
-            own_item_bytes: 2200,
+            // μ_A table entries per item (an 8-byte slot at load 2/3), slot words and
+            // outputs: about 500 bytes an item with LAN bins, μ about 1.5 times larger with
+            // WAN bins.
+            own_item_bytes: 1000,
         },
     ],
 };
@@ -572,7 +572,7 @@ fn bob<R: Realisation>(
     // Direction A: encode his slots and prove it.
     let own = R::encode_own(ctx, &p, &d, &state.encoding, "A", &slots, &words)?;
     ctx.phase("comparison values", false);
-    let mut table = MatchTable::compact(items.len() * p.mu_a);
+    let mut table = FingerprintTable::new(items.len() * p.mu_a);
     let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
     let mut bin = BinScratch::<R>::default();
     // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
@@ -591,14 +591,68 @@ fn bob<R: Realisation>(
         }
     }
     table.insert_batch(&pending);
+    let mut values = BobsValues::<R> {
+        table,
+        p: &p,
+        slots: &slots,
+        words: &words,
+        own: &own,
+        sending: &sending,
+        scratch: R::Scratch::default(),
+        encoding: Vec::new(),
+    };
     let n_a = ctx.session.n_sender as usize;
-    let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &table)?;
+    let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &mut values)?;
     let mut found: Vec<(u32, u32)> = matches
         .iter()
         .map(|&(e, at)| (e / p.mu_a as u32, at))
         .collect();
     found.dedup_by_key(|f| f.0);
     Ok(found)
+}
+
+/// Bob's comparison values (Fig. 4 step 6) by their fingerprints: entry `y·μ_A + j` is
+/// his item y against Alice's instance j of y's bin, in the group of y's slot. A
+/// fingerprint hit is confirmed by computing the entry's value again.
+struct BobsValues<'a, R: Realisation> {
+    table: FingerprintTable,
+    p: &'a Rr17DeParams,
+    slots: &'a SlotTable,
+    words: &'a [Block],
+    own: &'a [Block],
+    sending: &'a R::Sending,
+    scratch: R::Scratch,
+    encoding: Vec<Block>,
+}
+
+impl<R: Realisation> Lookup for BobsValues<'_, R> {
+    fn prefetch(&self, value: Block, group: u32) {
+        self.table.prefetch(value, group);
+    }
+
+    fn find(&mut self, value: Block, group: u32) -> Option<u32> {
+        let BobsValues {
+            table,
+            p,
+            slots,
+            words,
+            own,
+            sending,
+            scratch,
+            encoding,
+        } = self;
+        table.find(value, group, |e| {
+            let (y, j) = (e as usize / p.mu_a, e as usize % p.mu_a);
+            let slot = slots.slot_of[y] as usize;
+            if slot % p.mu_b != group as usize {
+                return false;
+            }
+            encoding.clear();
+            let first = slot / p.mu_b * p.mu_a + j;
+            R::encode_bin(sending, first, 1, &words[y..y + 1], scratch, encoding);
+            combine(own[y], encoding[0], p.value_bytes) == value
+        })
+    }
 }
 
 /// Alice, the sender, of a dual execution realised by `R`.
