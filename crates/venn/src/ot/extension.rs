@@ -70,22 +70,17 @@ impl ExtensionReceiver {
         codewords: impl Fn(usize, &mut [Block]) + Sync,
     ) -> Result<()> {
         let (w, batch) = (self.row_blocks(), batch_rows());
-        let (mut t, mut u) = (vec![0; batch * w], vec![0; batch * w]);
+        let mut u = vec![0; batch * w];
         let mut frames = vec![Vec::new(); batch / TASK_ROWS];
         for first in (0..n_rows).step_by(batch) {
             let padded = (n_rows - first).min(batch).next_multiple_of(128);
-            t[..padded * w]
+            u[..padded * w]
                 .par_chunks_mut(TASK_ROWS * w)
-                .zip(u[..padded * w].par_chunks_mut(TASK_ROWS * w))
                 .zip(frames.par_iter_mut())
                 .enumerate()
-                .for_each(|(c, ((t, u), frame))| {
+                .for_each(|(c, (u, frame))| {
                     let row = first + c * TASK_ROWS;
-                    self.g0.rows(row, t);
-                    self.g1.rows(row, u);
-                    for (u, t) in u.iter_mut().zip(t.iter()) {
-                        *u ^= t;
-                    }
+                    self.g0.xor_rows(&self.g1, row, u);
                     codewords(row, u);
                     let real = (n_rows - row).min(TASK_ROWS);
                     pack_rows(&u[..real * w], w, self.row_bytes, frame);

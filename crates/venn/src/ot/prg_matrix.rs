@@ -31,6 +31,24 @@ impl PrgMatrix {
     /// row; `first_row` and the number of rows are multiples of 128); bits past the last
     /// column are zero.
     pub fn rows(&self, first_row: usize, out: &mut [Block]) {
+        let columns = self.columns(first_row, out);
+        self.transpose(&columns, out);
+    }
+
+    /// Writes the rows of the XOR of this matrix and `other` (of as many columns) as
+    /// [`PrgMatrix::rows`] would: the columns are XORed before the one transposition.
+    pub fn xor_rows(&self, other: &PrgMatrix, first_row: usize, out: &mut [Block]) {
+        assert_eq!(self.columns.len(), other.columns.len());
+        let mut columns = self.columns(first_row, out);
+        for (c, d) in columns.iter_mut().zip(other.columns(first_row, out)) {
+            *c ^= d;
+        }
+        self.transpose(&columns, out);
+    }
+
+    /// The blocks of each column for the rows `out` will hold from `first_row`, column by
+    /// column.
+    fn columns(&self, first_row: usize, out: &[Block]) -> Vec<Block> {
         let w = self.row_blocks();
         assert!(first_row.is_multiple_of(128) && out.len().is_multiple_of(128 * w));
         let per_col = out.len() / w / 128;
@@ -42,6 +60,13 @@ impl PrgMatrix {
             }
             aes.encrypt_blocks(col);
         }
+        columns
+    }
+
+    /// Writes the rows of `columns` ([`PrgMatrix::columns`]) into `out`.
+    fn transpose(&self, columns: &[Block], out: &mut [Block]) {
+        let w = self.row_blocks();
+        let per_col = out.len() / w / 128;
         let mut m = [0 as Block; 128];
         for rb in 0..per_col {
             for g in 0..w {
@@ -111,5 +136,16 @@ mod tests {
         let mut serial = vec![0; n * w];
         m.rows(0, &mut serial);
         assert_eq!(serial, whole);
+    }
+
+    #[test]
+    fn xor_rows_are_the_xor_of_the_rows() {
+        let (a, b) = (PrgMatrix::new(&[1, 2, 3, 4]), PrgMatrix::new(&[5, 6, 7, 8]));
+        let (mut x, mut y, mut both) = (vec![0; 256], vec![0; 256], vec![0; 256]);
+        a.rows(128, &mut x);
+        b.rows(128, &mut y);
+        a.xor_rows(&b, 128, &mut both);
+        let expect: Vec<Block> = x.iter().zip(&y).map(|(x, y)| x ^ y).collect();
+        assert_eq!(both, expect);
     }
 }
