@@ -94,22 +94,23 @@ mod avx2 {
         _mm256_xor_si256(a, b)
     }
 
-    #[inline(always)]
-    unsafe fn rot16(x: __m256i) -> __m256i {
-        let m = _mm256_set_epi8(
-            13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5,
-            4, 7, 6, 1, 0, 3, 2,
-        );
-        _mm256_shuffle_epi8(x, m)
+    /// The byte order that rotates each 32-bit word right by `bytes` bytes (a shuffle
+    /// within each word, in both 128-bit halves).
+    const fn byte_rotation(bytes: usize) -> [u8; 32] {
+        let mut order = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            order[i] = (i % 16 / 4 * 4 + (i % 4 + bytes) % 4) as u8;
+            i += 1;
+        }
+        order
     }
+    const ROT16: [u8; 32] = byte_rotation(2);
+    const ROT8: [u8; 32] = byte_rotation(1);
 
     #[inline(always)]
-    unsafe fn rot8(x: __m256i) -> __m256i {
-        let m = _mm256_set_epi8(
-            12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4,
-            7, 6, 5, 0, 3, 2, 1,
-        );
-        _mm256_shuffle_epi8(x, m)
+    unsafe fn rotate_bytes(x: __m256i, order: &[u8; 32]) -> __m256i {
+        _mm256_shuffle_epi8(x, _mm256_loadu_si256(order.as_ptr().cast()))
     }
 
     #[inline(always)]
@@ -126,11 +127,11 @@ mod avx2 {
     #[inline(always)]
     unsafe fn g(v: &mut [__m256i; 16], [a, b, c, d]: [usize; 4], x: __m256i, y: __m256i) {
         v[a] = add(add(v[a], v[b]), x);
-        v[d] = rot16(xor(v[d], v[a]));
+        v[d] = rotate_bytes(xor(v[d], v[a]), &ROT16);
         v[c] = add(v[c], v[d]);
         v[b] = rot12(xor(v[b], v[c]));
         v[a] = add(add(v[a], v[b]), y);
-        v[d] = rot8(xor(v[d], v[a]));
+        v[d] = rotate_bytes(xor(v[d], v[a]), &ROT8);
         v[c] = add(v[c], v[d]);
         v[b] = rot7(xor(v[b], v[c]));
     }
