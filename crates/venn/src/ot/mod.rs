@@ -14,7 +14,7 @@ mod seeds;
 mod walsh_hadamard;
 
 pub use base::{BaseOt, MasnyRindal, BASE_OTS};
-pub use extension::{ExtensionReceiver, ExtensionSender};
+pub use extension::{ExtensionReceiver, ExtensionSender, IncomingRows, OutgoingRows};
 pub use iknp::{iknp_receive, iknp_send};
 pub use kkrt::{
     oprf_receive, Code, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS,

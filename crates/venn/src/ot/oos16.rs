@@ -25,8 +25,8 @@
 
 use super::bch::{Bch511, Codeword, CODE_BLOCKS, DIMENSION, LENGTH};
 use super::{
-    kos_receive, kos_send, ExtensionReceiver, ExtensionSender, MasnyRindal, ReceiverSeeds,
-    SenderSeeds,
+    kos_receive, kos_send, ExtensionReceiver, ExtensionSender, IncomingRows, MasnyRindal,
+    OutgoingRows, ReceiverSeeds, SenderSeeds,
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
 use crate::memory::prefetch_range;
@@ -233,13 +233,59 @@ impl OosReceiver {
         wanted: &[u32],
         then: impl Fn(usize, &mut [Block]) + Sync,
     ) -> Result<Vec<RowDigest>> {
+        let mut encoding = self.start(words, prg);
+        while !encoding.done() {
+            encoding.send_batch_then(chan, &then)?;
+        }
+        chan.flush()?;
+        encoding.prove(chan, hash, wanted)
+    }
+
+    /// Starts encoding `words[j]` (each below 2^76) in instance j: the corrections then go
+    /// out a batch at a time ([`OosEncoding::send_batch`]), then [`OosEncoding::prove`]
+    /// answers the check.
+    pub fn start(&self, words: Vec<Block>, prg: &mut Prg) -> OosEncoding<'_> {
         assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
-        assert!(wanted.is_sorted() && wanted.last().is_none_or(|&j| (j as usize) < words.len()));
         let n = words.len();
         let mut all = words;
         all.extend((0..CHECK_ROWS).map(|_| prg.block() & ((1 << DIMENSION) - 1)));
-        let code = Bch511::get();
-        self.ext.extend(chan, all.len(), |first, rows| {
+        OosEncoding {
+            ext: &self.ext,
+            rows: self.ext.start(all.len()),
+            words: all,
+            n,
+        }
+    }
+}
+
+/// An OOS16 receiver's encoding in progress ([`OosReceiver::start`]).
+pub struct OosEncoding<'a> {
+    ext: &'a ExtensionReceiver,
+    rows: OutgoingRows<'a>,
+    /// The words, then the check's padding words.
+    words: Vec<Block>,
+    /// Instances (without the check's rows).
+    n: usize,
+}
+
+impl OosEncoding<'_> {
+    /// Whether every correction has been sent.
+    pub fn done(&self) -> bool {
+        self.rows.done()
+    }
+
+    /// Computes the next batch of corrections `u_j = T⁰_j ⊕ T¹_j ⊕ C(w_j)` and queues it.
+    pub fn send_batch(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        self.send_batch_then(chan, &|_, _| {})
+    }
+
+    fn send_batch_then(
+        &mut self,
+        chan: &mut dyn Channel,
+        then: &(impl Fn(usize, &mut [Block]) + Sync),
+    ) -> Result<()> {
+        let (all, code) = (&self.words, Bch511::get());
+        self.rows.send_batch(chan, &|first, rows: &mut [Block]| {
             for (r, row) in rows.chunks_exact_mut(CODE_BLOCKS).enumerate() {
                 if let Some(&w) = all.get(first + r) {
                     for (x, c) in row.iter_mut().zip(code.encode(w)) {
@@ -248,7 +294,21 @@ impl OosReceiver {
                 }
             }
             then(first, rows);
-        })?;
+        })
+    }
+
+    /// Once every correction is sent: takes the sender's seed and answers the check.
+    /// Returns the encodings of the instances in `wanted` (increasing), as
+    /// [`OosReceiver::encode`] does.
+    pub fn prove(
+        self,
+        chan: &mut dyn Channel,
+        hash: &RowHash,
+        wanted: &[u32],
+    ) -> Result<Vec<RowDigest>> {
+        assert!(self.done(), "every correction sent");
+        let (n, all) = (self.n, &self.words);
+        assert!(wanted.is_sorted() && wanted.last().is_none_or(|&j| (j as usize) < n));
         let seed = Reader::new(
             &chan.recv_exact(16, "OOS16 check seed")?,
             "OOS16 check seed",
@@ -317,14 +377,77 @@ impl OosSender {
     /// receiver whose rows do not each encode one word is caught here
     /// ([`Error::CheatingDetected`]).
     pub fn receive(&self, chan: &mut dyn Channel, n: usize, prg: &mut Prg) -> Result<OosRows> {
-        let mut q = self.ext.extend(chan, n + CHECK_ROWS, |_| {})?;
-        let delta: Codeword = self.ext.s().try_into().expect("512 columns");
-        // The seed goes out only now that every row is in.
+        let mut incoming = self.start(n, true);
+        while !incoming.done() {
+            incoming.receive_batch(chan)?;
+        }
+        incoming.challenge(chan, prg)?.verify(chan)
+    }
+
+    /// Starts receiving the corrections of `n` instances a batch at a time
+    /// ([`OosIncoming::receive_batch`]; `ahead` as for [`ExtensionSender::start`]); then
+    /// [`OosIncoming::challenge`] and [`OosChallenge::verify`] run the check.
+    pub fn start(&self, n: usize, ahead: bool) -> OosIncoming<'_> {
+        OosIncoming {
+            rows: self.ext.start(n + CHECK_ROWS, ahead),
+            delta: self.ext.s().try_into().expect("512 columns"),
+            n,
+        }
+    }
+}
+
+/// An OOS16 sender's instances being received ([`OosSender::start`]).
+pub struct OosIncoming<'a> {
+    rows: IncomingRows<'a>,
+    delta: Codeword,
+    /// Instances (without the check's rows).
+    n: usize,
+}
+
+impl OosIncoming<'_> {
+    /// Whether every row (the check's included) is in.
+    pub fn done(&self) -> bool {
+        self.rows.done()
+    }
+
+    /// Receives the next batch of corrections.
+    pub fn receive_batch(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        self.rows.receive_batch(chan)
+    }
+
+    /// Once every row is in: sends the check's seed (only now, so the receiver's rows
+    /// cannot depend on it).
+    pub fn challenge(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<OosChallenge> {
         let seed = prg.block();
         chan.send(&Writer::new().block(seed).0)?;
         chan.flush()?;
-        // Her side of the check needs only her rows and the seed: it is folded while the
-        // receiver folds his.
+        Ok(OosChallenge {
+            q: self.rows.finish(),
+            delta: self.delta,
+            n: self.n,
+            seed,
+        })
+    }
+}
+
+/// The sender's side of the check, its seed sent ([`OosIncoming::challenge`]).
+pub struct OosChallenge {
+    q: Vec<Block>,
+    delta: Codeword,
+    n: usize,
+    seed: Block,
+}
+
+impl OosChallenge {
+    /// Folds the sender's side of the check (it needs only her rows and the seed, so it
+    /// runs while the receiver folds his), then takes the proof and checks it.
+    pub fn verify(self, chan: &mut dyn Channel) -> Result<OosRows> {
+        let OosChallenge {
+            mut q,
+            delta,
+            n,
+            seed,
+        } = self;
         let mut challenge = Challenge::new(seed);
         let mut q_sums = CheckSums::new();
         for j in 0..n {
@@ -355,6 +478,37 @@ impl OosSender {
         q.truncate(n * CODE_BLOCKS);
         Ok(OosRows { q, delta, n })
     }
+}
+
+/// Both directions of a dual execution at once (RR17 Fig. 4 step 3; spec §4.3 N2 and N4,
+/// "concurrently"): encodes this party's words as the receiver of one extension
+/// (`encoding`) while taking the peer's instances as the sender of the other
+/// (`incoming`), a batch of each in turn, so that neither party waits for the other's
+/// direction; then both checks. The peer runs the same with the two extensions' roles
+/// swapped. Returns this party's encodings of the instances in `wanted` (as
+/// [`OosReceiver::encode`]) and the peer's checked rows. The peer's rows are used for
+/// nothing before its check has passed, and this party's words were fixed before any of
+/// the peer's rows arrived.
+pub fn both_ways(
+    chan: &mut dyn Channel,
+    mut encoding: OosEncoding,
+    mut incoming: OosIncoming,
+    prg: &mut Prg,
+    hash: &RowHash,
+    wanted: &[u32],
+) -> Result<(Vec<RowDigest>, OosRows)> {
+    while !encoding.done() || !incoming.done() {
+        if !encoding.done() {
+            encoding.send_batch(chan)?;
+        }
+        if !incoming.done() {
+            incoming.receive_batch(chan)?;
+        }
+    }
+    chan.flush()?;
+    let challenge = incoming.challenge(chan, prg)?;
+    let own = encoding.prove(chan, hash, wanted)?;
+    Ok((own, challenge.verify(chan)?))
 }
 
 impl OosRows {
@@ -519,6 +673,79 @@ mod tests {
         let mut each = Vec::new();
         rows.encode(&hash, 3, 11, &[w[12]], &mut each);
         assert_eq!(one, each);
+    }
+
+    /// Two parties running [`both_ways`] against each other, each the receiver of one
+    /// extension and the sender of the other, with unequal instance counts; `cheat` may
+    /// change the second party's corrections. Returns what each party got.
+    #[allow(clippy::type_complexity)]
+    fn both_ways_run(
+        words: [Vec<Block>; 2],
+        cheat: Option<Box<Tamper>>,
+    ) -> [Result<(Vec<RowDigest>, OosRows)>; 2] {
+        let mut prg = Prg::from_seed(20);
+        let (s_ab, r_ab) = seeds(&mut prg);
+        let (s_ba, r_ba) = seeds(&mut prg);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+        let [wa, wb] = words;
+        let (na, nb) = (wa.len(), wb.len());
+        let t = std::thread::spawn(move || {
+            // Party b: receiver of b→a (its words wb), sender of a→b (na instances).
+            let (receiver, sender) = (OosReceiver::new(&r_ba), OosSender::new(&s_ab));
+            let mut prg = Prg::from_seed(22);
+            let all: Vec<u32> = (0..nb as u32).collect();
+            let mut encoding = receiver.start(wb, &mut prg);
+            let incoming = sender.start(na, false);
+            if let Some(cheat) = cheat {
+                while !encoding.done() {
+                    encoding.send_batch_then(&mut b, &cheat)?;
+                }
+            }
+            both_ways(&mut b, encoding, incoming, &mut prg, &test_hash(), &all)
+        });
+        let (receiver, sender) = (OosReceiver::new(&r_ab), OosSender::new(&s_ba));
+        let mut prg = Prg::from_seed(21);
+        let all: Vec<u32> = (0..na as u32).collect();
+        let encoding = receiver.start(wa, &mut prg);
+        let incoming = sender.start(nb, false);
+        let first = both_ways(&mut a, encoding, incoming, &mut prg, &test_hash(), &all);
+        drop(a);
+        [first, t.join().unwrap()]
+    }
+
+    #[test]
+    fn both_ways_agree_in_each_direction() {
+        let mut prg = Prg::from_seed(23);
+        let (wa, wb) = (words(&mut prg, 9000), words(&mut prg, 5000));
+        let [a, b] = both_ways_run([wa.clone(), wb.clone()], None);
+        let ((mine_a, rows_from_b), (mine_b, rows_from_a)) = (a.unwrap(), b.unwrap());
+        assert_eq!((rows_from_a.len(), rows_from_b.len()), (9000, 5000));
+        let hash = test_hash();
+        for (mine, rows, w) in [(&mine_a, &rows_from_a, &wa), (&mine_b, &rows_from_b, &wb)] {
+            for j in [0, 4095, 4096, w.len() - 1] {
+                let mut theirs = Vec::new();
+                rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1], &mut theirs);
+                assert_eq!(theirs[0], mine[j], "instance {j}");
+                assert_ne!(theirs[1], mine[j], "instance {j}: another word");
+            }
+        }
+    }
+
+    #[test]
+    fn both_ways_catch_a_cheating_receiver() {
+        let mut prg = Prg::from_seed(24);
+        let (wa, wb) = (words(&mut prg, 5000), words(&mut prg, 5000));
+        let flip = |first: usize, rows: &mut [Block]| {
+            if first == 4096 {
+                rows[3 * CODE_BLOCKS + 1] ^= (u64::MAX as Block) << 30;
+            }
+        };
+        let [a, _] = both_ways_run([wa, wb], Some(Box::new(flip)));
+        assert!(
+            matches!(a, Err(Error::CheatingDetected(_))),
+            "{:?}",
+            a.err()
+        );
     }
 
     #[test]
