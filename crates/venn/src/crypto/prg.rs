@@ -102,7 +102,7 @@ impl Prg {
     /// cache-sized buckets instead of jumping across the whole array. The buckets are
     /// shuffled in parallel on the rayon pool, each by a PRG seeded from this one in bucket
     /// order, so the result does not depend on the number of threads.
-    pub fn shuffle(&mut self, v: &mut [u32]) {
+    pub fn shuffle<T: Copy + Send + Sync>(&mut self, v: &mut [T]) {
         const IN_CACHE: usize = 1 << 18;
         const BUCKETS: usize = 256;
         if v.len() <= IN_CACHE {
@@ -112,7 +112,7 @@ impl Prg {
             }
             return;
         }
-        let mut buckets: Vec<Vec<u32>> = (0..BUCKETS)
+        let mut buckets: Vec<Vec<T>> = (0..BUCKETS)
             .map(|_| Vec::with_capacity(v.len() / BUCKETS * 9 / 8))
             .collect();
         for chunk in v.chunks(16) {

@@ -234,7 +234,7 @@ impl Party for Dcw13Receiver {
             table.insert(k, 0, i as u32);
         }
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &mut table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &table)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
             send_positions(ctx.peer, &matches)?;

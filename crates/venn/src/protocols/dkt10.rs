@@ -464,7 +464,7 @@ impl Party for Dkt10Receiver {
         for (i, &t) in mine.iter().enumerate() {
             table.insert(t, 0, i as u32);
         }
-        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &mut table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         Ok(Output::Indices(
             matches.iter().map(|m| m.0 as usize).collect(),
         ))

@@ -46,38 +46,6 @@ pub fn send_values(
     chan.flush()
 }
 
-/// Sends what [`send_values`] would for values already packed (`bytes` bytes each,
-/// `groups` per item, items in sending order), in the same frames.
-pub fn send_packed(
-    chan: &mut dyn Channel,
-    groups: usize,
-    bytes: usize,
-    packed: &[u8],
-) -> Result<()> {
-    for frame in packed.chunks(CHUNK_ITEMS * groups * bytes) {
-        chan.send(frame)?;
-    }
-    chan.flush()
-}
-
-/// The receiver's table its values are looked up in.
-pub trait Lookup {
-    /// Starts loading where the lookup of `(value, group)` begins.
-    fn prefetch(&self, value: Block, group: u32);
-    /// The receiver's entry with `value` in `group`, if any.
-    fn find(&mut self, value: Block, group: u32) -> Option<u32>;
-}
-
-impl Lookup for MatchTable {
-    fn prefetch(&self, value: Block, _: u32) {
-        MatchTable::prefetch(self, value)
-    }
-
-    fn find(&mut self, value: Block, group: u32) -> Option<u32> {
-        MatchTable::find(self, value, group)
-    }
-}
-
 /// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
 /// `table` under its group. Returns `(receiver entry, sender position)` per match, sorted
 /// by receiver entry; a receiver entry matches at most once.
@@ -86,7 +54,7 @@ pub fn receive_matches(
     n_sender: usize,
     groups: usize,
     bytes: usize,
-    table: &mut impl Lookup,
+    table: &MatchTable,
 ) -> Result<Vec<(u32, u32)>> {
     let mut matches = Vec::new();
     let mut frame = Vec::new();
@@ -99,7 +67,7 @@ pub fn receive_matches(
         for e in 0..count * groups {
             if e + PREFETCH_AHEAD < count * groups {
                 unpack_row(&frame, e + PREFETCH_AHEAD, bytes, &mask, &mut ahead);
-                table.prefetch(ahead[0], ((e + PREFETCH_AHEAD) % groups) as u32);
+                table.prefetch(ahead[0]);
             }
             unpack_row(&frame, e, bytes, &mask, &mut v);
             if let Some(r) = table.find(v[0], (e % groups) as u32) {

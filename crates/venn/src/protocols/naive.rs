@@ -107,7 +107,7 @@ impl Party for NaiveReceiver {
         }
         ctx.phase("match hashes", false);
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &mut table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
             send_positions(ctx.peer, &matches)?;

@@ -392,7 +392,7 @@ impl<V: Variant> Party for Receiver<V> {
         }
         let groups = HASHES + l.stash;
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, groups, l.out_bits / 8, &mut lookup)?;
+        let matches = receive_matches(ctx.peer, n_s, groups, l.out_bits / 8, &lookup)?;
         if ctx.session.both {
             ctx.phase("send intersection", false);
             send_positions(ctx.peer, &matches)?;

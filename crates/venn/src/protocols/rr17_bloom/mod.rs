@@ -308,7 +308,7 @@ impl Party for Rr17Receiver {
             table.insert(k, 0, i as u32);
         }
         let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &mut table)?;
+        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         Ok(Output::Indices(
             matches.iter().map(|m| m.0 as usize).collect(),
         ))

@@ -22,16 +22,18 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::{encode_own, phased, toss_seed, Domains, Hashing};
+use super::join::{partition_bits, AlicesValues, BobsValues};
+use super::{phased, toss_seed, Domains, Hashing, OwnSlots};
 use crate::crypto::Prg;
 use crate::crypto::{first_block, Block, RowDigest, RowHash};
 use crate::items::Items;
-use crate::memory::huge_vec;
 use crate::net::Channel;
 use crate::net::Writer;
-use crate::ot::oos16::{OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds};
+use crate::ot::oos16::{
+    both_ways, OosReceiver, OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds,
+};
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::protocols::matching::{receive_matches, send_packed, Lookup};
+use crate::protocols::matching::low_bits;
 use crate::protocols::{
     round_up_to_byte, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable,
     Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -39,7 +41,6 @@ use crate::protocols::{
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::tables::simple_hash::{bin_size, SlotTable};
-use crate::tables::FingerprintTable;
 use crate::{Result, STATISTICAL_SECURITY};
 use std::marker::PhantomData;
 
@@ -130,6 +131,24 @@ impl Rr17DeParams {
     }
 }
 
+impl Rr17DeParams {
+    /// The F_encode instances of the peer of `role`: Bob's m·μ_B slots for Alice, Alice's
+    /// m·μ_A for Bob.
+    pub(super) fn peer_instances(&self, role: Role) -> usize {
+        let mu = match role {
+            Role::Sender => self.mu_b,
+            Role::Receiver => self.mu_a,
+        };
+        self.hashing.m as usize * mu
+    }
+
+    /// The bits P of the partitions of the comparison values ([`super::join`]), from Bob's
+    /// count of them.
+    pub(super) fn partition_bits(&self) -> u32 {
+        partition_bits(self.hashing.n_b * self.mu_a as u64)
+    }
+}
+
 /// OTs of one F_encode instance: σ' chosen-message OTs in the standard model (`sigma`
 /// given), one OOS16 OT otherwise.
 fn ots_per_slot(h: &Hashing, sigma: Option<u32>) -> u64 {
@@ -203,7 +222,7 @@ impl<R: Realisation> Protocol for DualExecution<R> {
 /// How a dual execution realises F_encode (Fig. 2) and turns items into bins and words:
 /// [`Rom`] (OOS16, items hashed by a random oracle) or the standard model
 /// ([`super::standard::Standard`]: chosen-message OTs on σ-bit integers).
-pub(super) trait Realisation: Sync + Send + 'static {
+pub(super) trait Realisation: Sized + Sync + Send + 'static {
     /// The protocol's registry entry.
     const INFO: &'static ProtocolInfo;
     /// The label of the hashing seed's coin toss.
@@ -232,28 +251,20 @@ pub(super) trait Realisation: Sync + Send + 'static {
         seed: Block,
         items: &Items,
     ) -> Result<(Vec<usize>, Vec<Block>)>;
-    /// Encodes this party's slots (item `x`'s word `words[x]`, 0 in a dummy slot) in
-    /// `direction`, where it is the F_encode receiver; the encoding of each item's own
-    /// slot, in item order.
-    fn encode_own(
+    /// Fig. 4 step 3 for this party (`role`): encodes its slots (item `x`'s word
+    /// `words[x]`, 0 in a dummy slot) in its own direction ([`directions`]), where it is
+    /// the F_encode receiver, and takes the peer's encodings in the other ([`Rr17DeParams::peer_instances`]),
+    /// where it is the sender, checking them before anything depends on them. Returns the
+    /// encoding of each item's own slot, in item order, and the peer's instances.
+    fn encode_both(
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &Self::EncodingSeeds,
-        direction: &str,
+        state: &DeState<Self>,
+        role: Role,
         slots: &SlotTable,
         words: &[Block],
-    ) -> Result<Vec<Block>>;
-    /// Takes the peer's `instances` encodings in `direction`, where this party is the
-    /// F_encode sender, and checks them before anything depends on them.
-    fn receive(
-        ctx: &mut Context,
-        p: &Rr17DeParams,
-        d: &Domains,
-        seeds: &Self::SendingSeeds,
-        direction: &str,
-        instances: usize,
-    ) -> Result<Self::Sending>;
+    ) -> Result<(Vec<Block>, Self::Sending)>;
     /// Appends the encoding of each of `words` in each instance `first..first + count`:
     /// `out[j·words.len() + k]` is word k in instance `first + j`.
     fn encode_bin(
@@ -298,30 +309,35 @@ impl Realisation for Rom {
         Ok(phased(&d.hashed(&p.hashing, seed, items), p.hashing.m))
     }
 
-    fn encode_own(
+    /// Both directions at once, a batch of each in turn ([`both_ways`]).
+    fn encode_both(
         ctx: &mut Context,
-        _: &Rr17DeParams,
+        p: &Rr17DeParams,
         d: &Domains,
-        seeds: &OosReceiverSeeds,
-        direction: &str,
+        state: &DeState<Self>,
+        role: Role,
         slots: &SlotTable,
         words: &[Block],
-    ) -> Result<Vec<Block>> {
-        let hash = d.encoding_hash(direction);
-        let own = encode_own(ctx, seeds, slots, words, &hash)?;
-        Ok(own.iter().map(first_block).collect())
-    }
-
-    fn receive(
-        ctx: &mut Context,
-        _: &Rr17DeParams,
-        d: &Domains,
-        seeds: &OosSenderSeeds,
-        direction: &str,
-        instances: usize,
-    ) -> Result<(OosRows, RowHash)> {
-        let rows = OosSender::new(seeds).receive(ctx.peer, instances, &mut ctx.prg)?;
-        Ok((rows, d.encoding_hash(direction)))
+    ) -> Result<(Vec<Block>, (OosRows, RowHash))> {
+        let (own_direction, peer_direction) = directions(role);
+        let (own_words, own) = OwnSlots::new(slots, words);
+        let (receiver, sender) = (
+            OosReceiver::new(&state.encoding),
+            OosSender::new(&state.sending),
+        );
+        let encoding = receiver.start(own_words, &mut ctx.prg);
+        let incoming = sender.start(p.peer_instances(role), false);
+        let hash = d.encoding_hash(own_direction);
+        let (outputs, rows) = both_ways(
+            ctx.peer,
+            encoding,
+            incoming,
+            &mut ctx.prg,
+            &hash,
+            &own.filled,
+        )?;
+        let own = own.by_item(outputs).iter().map(first_block).collect();
+        Ok((own, (rows, d.encoding_hash(peer_direction))))
     }
 
     fn encode_bin(
@@ -370,9 +386,6 @@ direction_seeds!(
     SenderSeeds => SenderSeeds::new::<MasnyRindal>,
     ReceiverSeeds => ReceiverSeeds::new::<MasnyRindal>
 );
-
-/// Bob's table entries gathered before they are inserted (so their slots can be prefetched).
-const INSERT_BATCH: usize = 4096;
 
 /// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
 fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
@@ -429,13 +442,12 @@ fn encode_bin<R: Realisation>(
     }
 }
 
-/// A comparison value: the XOR of two encodings, cut to `bytes` bytes.
-fn combine(a: Block, b: Block, bytes: usize) -> Block {
-    let v = a ^ b;
-    if bytes >= 16 {
-        v
-    } else {
-        v & ((1 << (8 * bytes)) - 1)
+/// The directions of a party: the one where it encodes its own slots, and the peer's. In
+/// A Alice is the F_encode sender and Bob encodes his slots; in B the other way round.
+pub(super) fn directions(role: Role) -> (&'static str, &'static str) {
+    match role {
+        Role::Sender => ("B", "A"),
+        Role::Receiver => ("A", "B"),
     }
 }
 
@@ -443,8 +455,8 @@ fn combine(a: Block, b: Block, bytes: usize) -> Block {
 /// directions.
 pub struct DeState<R: Realisation> {
     seed: Block,
-    sending: R::SendingSeeds,
-    encoding: R::EncodingSeeds,
+    pub(super) sending: R::SendingSeeds,
+    pub(super) encoding: R::EncodingSeeds,
 }
 
 /// Fig. 4 step 1 and the seed OTs of both directions, A first: in A Alice is the F_encode
@@ -510,21 +522,19 @@ fn place<R: Realisation>(
 /// Alice's online step (Fig. 4 steps 2–5). A test plays a cheating Alice through the last
 /// two arguments: `valued` (if given) replaces her items where her values are computed
 /// (item k's values then combine its direction-A encodings with the direction-B encoding
-/// of `items[k]`), and `then(values, bytes_per_item)` may change the values before they
-/// are sent.
+/// of `items[k]`), and `then(values)` may change each item's μ_B values before they are
+/// sent.
 fn alice<R: Realisation>(
     ctx: &mut Context,
     state: DeState<R>,
     items: &Items,
     valued: Option<&Items>,
-    then: impl FnOnce(&mut [u8], usize),
+    mut then: impl FnMut(&mut [Block]),
 ) -> Result<()> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
-    // Direction B: encode her slots and prove it.
-    let own = R::encode_own(ctx, &p, &d, &state.encoding, "B", &slots, &words)?;
-    // Direction A: Bob's slots; his proof is checked before anything depends on them.
-    let instances = p.hashing.m as usize * p.mu_b;
-    let sending = R::receive(ctx, &p, &d, &state.sending, "A", instances)?;
+    // Her slots in direction B, Bob's in A (his proof checked before anything depends on
+    // them).
+    let (own, sending) = R::encode_both(ctx, &p, &d, &state, Role::Sender, &slots, &words)?;
     let (slots, words) = match valued {
         Some(valued) => {
             let (bins, words) = R::phased(&d, &p, state.seed, valued)?;
@@ -534,125 +544,78 @@ fn alice<R: Realisation>(
         None => (slots, words),
     };
     ctx.phase("comparison values", false);
-    // Items go out in a random order (rank[x] = x's place), each with μ_B values: value
-    // j is for Bob's slot j of the bin. They are computed bin by bin (the bin's rows read
-    // once, in order) into the frames' bytes, an item's values side by side, while Bob
-    // fills his table; then sent.
-    let rank = ctx.prg.permutation(items.len());
+    // Each item's μ_B values (value j for Bob's slot j of the bin), computed bin by bin
+    // (the bin's rows read once, in order) while Bob computes his; sent by partition
+    // ([`join`]).
     let (mu, bytes) = (p.mu_b, p.value_bytes);
-    let mut packed = huge_vec(items.len() * mu * bytes, 0u8);
+    let mut values = AlicesValues::new(p.partition_bits(), items.len() * mu);
     let mut bin = BinScratch::<R>::default();
+    let mut item = vec![0; mu];
     for b in 0..p.hashing.m as usize {
         encode_bin(bin_items(&slots, b), &words, &sending, b, mu, &mut bin);
         let k = bin.items.len();
         for (i, &(x, _)) in bin.items.iter().enumerate() {
-            let at = rank[x] as usize * mu * bytes;
-            let values = packed[at..at + mu * bytes].chunks_exact_mut(bytes);
-            for (j, v) in values.enumerate() {
-                let value = combine(bin.encodings[j * k + i], own[x], bytes);
-                v.copy_from_slice(&value.to_le_bytes()[..bytes]);
+            for (j, v) in item.iter_mut().enumerate() {
+                *v = bin.encodings[j * k + i] ^ own[x];
+            }
+            then(&mut item);
+            for &v in &item {
+                values.push(v & low_bits(8 * bytes));
             }
         }
     }
-    then(&mut packed, mu * bytes);
-    send_packed(ctx.peer, mu, bytes, &packed)
+    drop(sending);
+    values.send(ctx.peer, bytes, &mut ctx.prg)
 }
 
 /// Bob's online step (Fig. 4 steps 2–6): each match as (his item, the position among
-/// Alice's values of the item that matched it), sorted by his item.
+/// Alice's values of the value that matched it), sorted by his item.
 fn bob<R: Realisation>(
     ctx: &mut Context,
     state: DeState<R>,
     items: &Items,
 ) -> Result<Vec<(u32, u32)>> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
-    // Direction B: Alice's slots; her proof is checked before anything depends on them.
-    let instances = p.hashing.m as usize * p.mu_a;
-    let sending = R::receive(ctx, &p, &d, &state.sending, "B", instances)?;
-    // Direction A: encode his slots and prove it.
-    let own = R::encode_own(ctx, &p, &d, &state.encoding, "A", &slots, &words)?;
+    // His slots in direction A, Alice's in B (her proof checked before anything depends
+    // on them).
+    let (own, sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
     ctx.phase("comparison values", false);
-    let mut table = FingerprintTable::new(items.len() * p.mu_a);
-    let mut pending = Vec::with_capacity(INSERT_BATCH + p.mu_a * p.mu_b);
+    // Entry y·μ_A + j: his item y against Alice's instance j of y's bin.
+    let bytes = p.value_bytes;
+    let mut values = BobsValues::new(p.partition_bits(), items.len() * p.mu_a);
     let mut bin = BinScratch::<R>::default();
-    // Bin by bin: each of Alice's instances of the bin against each of Bob's items in it.
     for b in 0..p.hashing.m as usize {
-        let items = bin_items(&slots, b);
-        encode_bin(items, &words, &sending, b, p.mu_a, &mut bin);
+        encode_bin(bin_items(&slots, b), &words, &sending, b, p.mu_a, &mut bin);
         for (e, &theirs) in bin.encodings.iter().enumerate() {
-            let (j, (y, slot)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
-            let value = combine(own[y], theirs, p.value_bytes);
-            // Alice's value for y comes in the group of y's slot in its bin.
-            pending.push((value, slot % p.mu_b as u32, (y * p.mu_a + j) as u32));
-        }
-        if pending.len() >= INSERT_BATCH {
-            table.insert_batch(&pending);
-            pending.clear();
+            let (j, (y, _)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
+            let value = (own[y] ^ theirs) & low_bits(8 * bytes);
+            values.push(value, (y * p.mu_a + j) as u32);
         }
     }
-    table.insert_batch(&pending);
-    let mut values = BobsValues::<R> {
-        table,
-        p: &p,
-        slots: &slots,
-        words: &words,
-        own: &own,
-        sending: &sending,
-        scratch: R::Scratch::default(),
-        encoding: Vec::new(),
+    // A fingerprint hit is confirmed by computing the entry's value again.
+    let (mut scratch, mut encoding) = (R::Scratch::default(), Vec::new());
+    let confirm = |e: u32, value: Block| {
+        let (y, j) = (e as usize / p.mu_a, e as usize % p.mu_a);
+        let first = slots.slot_of[y] as usize / p.mu_b * p.mu_a + j;
+        encoding.clear();
+        R::encode_bin(
+            &sending,
+            first,
+            1,
+            &words[y..y + 1],
+            &mut scratch,
+            &mut encoding,
+        );
+        (own[y] ^ encoding[0]) & low_bits(8 * bytes) == value
     };
     let n_a = ctx.session.n_sender as usize;
-    let matches = receive_matches(ctx.peer, n_a, p.mu_b, p.value_bytes, &mut values)?;
+    let matches = values.join(ctx.peer, n_a * p.mu_b, bytes, confirm)?;
     let mut found: Vec<(u32, u32)> = matches
         .iter()
         .map(|&(e, at)| (e / p.mu_a as u32, at))
         .collect();
     found.dedup_by_key(|f| f.0);
     Ok(found)
-}
-
-/// Bob's comparison values (Fig. 4 step 6) by their fingerprints: entry `y·μ_A + j` is
-/// his item y against Alice's instance j of y's bin, in the group of y's slot. A
-/// fingerprint hit is confirmed by computing the entry's value again.
-struct BobsValues<'a, R: Realisation> {
-    table: FingerprintTable,
-    p: &'a Rr17DeParams,
-    slots: &'a SlotTable,
-    words: &'a [Block],
-    own: &'a [Block],
-    sending: &'a R::Sending,
-    scratch: R::Scratch,
-    encoding: Vec<Block>,
-}
-
-impl<R: Realisation> Lookup for BobsValues<'_, R> {
-    fn prefetch(&self, value: Block, group: u32) {
-        self.table.prefetch(value, group);
-    }
-
-    fn find(&mut self, value: Block, group: u32) -> Option<u32> {
-        let BobsValues {
-            table,
-            p,
-            slots,
-            words,
-            own,
-            sending,
-            scratch,
-            encoding,
-        } = self;
-        table.find(value, group, |e| {
-            let (y, j) = (e as usize / p.mu_a, e as usize % p.mu_a);
-            let slot = slots.slot_of[y] as usize;
-            if slot % p.mu_b != group as usize {
-                return false;
-            }
-            encoding.clear();
-            let first = slot / p.mu_b * p.mu_a + j;
-            R::encode_bin(sending, first, 1, &words[y..y + 1], scratch, encoding);
-            combine(own[y], encoding[0], p.value_bytes) == value
-        })
-    }
 }
 
 /// Alice, the sender, of a dual execution realised by `R`.
@@ -676,7 +639,7 @@ impl<R: Realisation> Party for DeSender<R> {
     }
 
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        alice::<R>(ctx, state, items, None, |_, _| {})?;
+        alice::<R>(ctx, state, items, None, |_| {})?;
         Ok(Output::Nothing)
     }
 
@@ -722,6 +685,10 @@ mod tests {
 
     const N: usize = 1000;
     const SHARED: usize = 300;
+    const SIZES: Sizes = Sizes {
+        sender: N as u64,
+        receiver: N as u64,
+    };
 
     /// How each realisation runs the tests: its options and its items.
     trait UnderTest: Realisation {
@@ -751,10 +718,10 @@ mod tests {
     }
 
     /// Bob's matches (his item, its value's position among Alice's) when Alice runs
-    /// [`alice`] with `valued` and `then`.
+    /// [`alice`] with `valued` and `then` (given each item's values).
     fn against_alice<R: UnderTest>(
         valued: Option<&Items>,
-        then: impl FnOnce(&mut [u8], usize) + Send,
+        then: impl FnMut(&mut [Block]) + Send,
     ) -> Vec<(u32, u32)> {
         let (a, b) = sets(N, N, SHARED);
         let (a, b) = (R::items(&a), R::items(&b));
@@ -781,12 +748,20 @@ mod tests {
     }
 
     fn an_honest_alice_gives_the_intersection_in_a_random_order<R: UnderTest>() {
-        let found = against_alice::<R>(None, |_, _| {});
+        let found = against_alice::<R>(None, |_| {});
         assert_eq!(items(&found), (0..SHARED).collect::<Vec<_>>());
         // Alice's shared items are her last SHARED: in input order their values would all
-        // come after position N − SHARED (item 6: the order must not leak her input order).
-        let first = found.iter().map(|&(_, at)| at).min().unwrap();
-        assert!((first as usize) < N - SHARED - 100, "values in input order");
+        // come after her other items' (item 6: the order must not leak her input order),
+        // in bin order they would follow their bins. The matches must be spread over all
+        // of her values.
+        let p = R::params(SIZES, R::OPTIONS).unwrap();
+        let mut at: Vec<usize> = found.iter().map(|&(_, at)| at as usize).collect();
+        at.sort_unstable();
+        let all = N * p.mu_b;
+        assert!(
+            at[0] < all / 10 && at[SHARED - 1] > all - all / 10,
+            "{at:?}"
+        );
     }
 
     fn an_alice_encoding_other_items_in_her_values_gets_none_of_them<R: UnderTest>() {
@@ -801,13 +776,14 @@ mod tests {
                 _ => a.get(i).to_vec(),
             })
             .collect();
-        let found = against_alice::<R>(Some(&valued), |_, _| {});
+        let found = against_alice::<R>(Some(&valued), |_| {});
         assert_eq!(items(&found), (half..SHARED).collect::<Vec<_>>());
     }
 
     fn random_values_find_nothing<R: UnderTest>() {
         // Item 11.
-        let found = against_alice::<R>(None, |values, _| Prg::from_seed(9).fill_bytes(values));
+        let mut prg = Prg::from_seed(9);
+        let found = against_alice::<R>(None, |values| prg.fill_blocks(values));
         assert_eq!(found, []);
     }
 
@@ -815,18 +791,9 @@ mod tests {
         // Item 12: Alice keeps only value j = 0 of each item (the rest random). Bob's item
         // is in a uniformly random slot of its bin, whatever else is there, so each shared
         // item is found with probability 1/μ_B.
-        let sizes = Sizes {
-            sender: N as u64,
-            receiver: N as u64,
-        };
-        let p = R::params(sizes, R::OPTIONS).unwrap();
-        let bytes = p.value_bytes;
-        let found = against_alice::<R>(None, |values, per_item| {
-            let mut prg = Prg::from_seed(10);
-            for item in values.chunks_exact_mut(per_item) {
-                prg.fill_bytes(&mut item[bytes..]);
-            }
-        });
+        let p = R::params(SIZES, R::OPTIONS).unwrap();
+        let mut prg = Prg::from_seed(10);
+        let found = against_alice::<R>(None, |values| prg.fill_blocks(&mut values[1..]));
         let expected = SHARED / p.mu_b;
         assert!(
             found.len() > expected / 3 && found.len() < 3 * expected,

@@ -8,6 +8,7 @@
 
 mod commit;
 mod dual;
+mod join;
 mod standard;
 
 pub use commit::Rr17Ec;
@@ -139,9 +140,45 @@ fn phased(values: &[Block], m: u64) -> (Vec<usize>, Vec<Block>) {
     values.iter().map(|&v| phase(v, m)).unzip()
 }
 
-/// Encodes this party's slots (its items' representatives, 0 in a dummy slot) in the
-/// direction where it is the OOS receiver, and proves it; returns the encoding of each
-/// item's own slot, in item order.
+/// Which of this party's slots hold an item.
+struct OwnSlots {
+    /// The filled slots in slot order ...
+    filled: Vec<u32>,
+    /// ... and the item in each.
+    items: Vec<u32>,
+}
+
+impl OwnSlots {
+    /// The slots' OOS16 words (its items' representatives, 0 in a dummy slot; with room
+    /// for the check's rows, which the encoding appends) and the filled slots.
+    fn new(slots: &SlotTable, reps: &[Block]) -> (Vec<Block>, Self) {
+        let mut words = Vec::with_capacity(slots.item_at.len() + CHECK_ROWS);
+        words.extend(
+            slots
+                .item_at
+                .iter()
+                .map(|x| x.map_or(0, |x| reps[x as usize])),
+        );
+        let (filled, items) = (0..)
+            .zip(&slots.item_at)
+            .filter_map(|(j, x)| Some((j, (*x)?)))
+            .unzip();
+        (words, OwnSlots { filled, items })
+    }
+
+    /// The encoding of each item's own slot, in item order, from the encodings of the
+    /// filled slots (in slot order).
+    fn by_item(&self, outputs: Vec<RowDigest>) -> Vec<RowDigest> {
+        let mut own = vec![[0; 8]; self.items.len()];
+        for (&i, o) in self.items.iter().zip(outputs) {
+            own[i as usize] = o;
+        }
+        own
+    }
+}
+
+/// Encodes this party's slots in the direction where it is the OOS receiver, and proves
+/// it; returns the encoding of each item's own slot, in item order.
 fn encode_own(
     ctx: &mut Context,
     seeds: &OosReceiverSeeds,
@@ -149,25 +186,10 @@ fn encode_own(
     reps: &[Block],
     hash: &RowHash,
 ) -> Result<Vec<RowDigest>> {
-    // Room for the check's rows, which the encoding appends.
-    let mut words = Vec::with_capacity(slots.item_at.len() + CHECK_ROWS);
-    words.extend(
-        slots
-            .item_at
-            .iter()
-            .map(|x| x.map_or(0, |x| reps[x as usize])),
-    );
-    // The filled slots in slot order, and the item in each.
-    let (filled, items): (Vec<u32>, Vec<u32>) = (0..)
-        .zip(&slots.item_at)
-        .filter_map(|(j, x)| Some((j, (*x)?)))
-        .unzip();
-    let outputs = OosReceiver::new(seeds).encode(ctx.peer, words, &mut ctx.prg, hash, &filled)?;
-    let mut own = vec![[0; 8]; items.len()];
-    for (&i, o) in items.iter().zip(outputs) {
-        own[i as usize] = o;
-    }
-    Ok(own)
+    let (words, own) = OwnSlots::new(slots, reps);
+    let receiver = OosReceiver::new(seeds);
+    let outputs = receiver.encode(ctx.peer, words, &mut ctx.prg, hash, &own.filled)?;
+    Ok(own.by_item(outputs))
 }
 
 /// Runs an Alice and a Bob, honest or cheating, against each other.

@@ -31,7 +31,7 @@
 //! a precomputed run saves little of this protocol's time. (The masked keys, 32 bytes per
 //! OT, would also make a precomputed state of several GB at 2^20.)
 
-use super::dual::{DualExecution, Realisation, Rr17DeParams};
+use super::dual::{directions, DeState, DualExecution, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, Aes, Block};
 use crate::items::{decimal_integer, Items};
@@ -161,6 +161,81 @@ impl PrfBatch {
     }
 }
 
+impl Standard {
+    /// Encodes this party's slots in `direction` (KOS15 chosen-message OTs, σ' per slot):
+    /// the encoding of each item's own slot, in item order.
+    fn encode_own(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &ReceiverSeeds,
+        direction: &str,
+        slots: &SlotTable,
+        words: &[Block],
+    ) -> Result<Vec<Block>> {
+        let per = p.hashing.word_bits() as usize;
+        let n = slots.item_at.len();
+        let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
+        let choices: Vec<bool> = (0..n * per)
+            .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
+            .collect();
+        let sid = d.direction_sid(direction);
+        // The OTs of the slots that hold an item: only their messages are needed.
+        let held = (0..n).filter(|&s| slots.item_at[s].is_some());
+        let keep = held
+            .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
+            .collect();
+        let kos = kos_receive(ctx.peer, seeds, choices, &mut ctx.prg, &sid, keep)?;
+        let pads = kos.into_kept_messages();
+        let mut own = vec![0; slots.slot_of.len()];
+        receive_keys(ctx.peer, &pads, slots, words, per, &mut own)?;
+        Ok(own)
+    }
+
+    /// Takes the peer's `instances` encodings in `direction`: sends the masked keys of
+    /// every OT, after the KOS15 check.
+    fn receive(
+        ctx: &mut Context,
+        p: &Rr17DeParams,
+        d: &Domains,
+        seeds: &SenderSeeds,
+        direction: &str,
+        instances: usize,
+    ) -> Result<Keys> {
+        let per = p.hashing.word_bits() as usize;
+        let ots = instances * per;
+        let sid = d.direction_sid(direction);
+        // The KOS15 check runs inside, before the rows are used.
+        let kos = kos_send(ctx.peer, seeds, ots, &mut ctx.prg, &sid)?;
+        let keys = Keys {
+            aes: Aes::new(ctx.prg.block()),
+            per_instance: per,
+        };
+        let (mut h0, mut h1, mut m) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut frame, mut js) = (Vec::new(), Vec::new());
+        for first in (0..ots).step_by(frame_instances(per) * per) {
+            let len = (ots - first).min(frame_instances(per) * per);
+            js.clear();
+            js.extend(first as u32..(first + len) as u32);
+            h0.clear();
+            h1.clear();
+            kos.messages(&js, false, &mut h0);
+            kos.messages(&js, true, &mut h1);
+            m.clear();
+            m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
+            keys.aes.encrypt_blocks(&mut m);
+            frame.clear();
+            for ((pair, a), b) in m.chunks_exact(2).zip(&h0).zip(&h1) {
+                frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
+                frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
+            }
+            ctx.peer.send(&frame)?;
+        }
+        ctx.peer.flush()?;
+        Ok(keys)
+    }
+}
+
 impl Realisation for Standard {
     const INFO: &'static ProtocolInfo = &INFO;
     const SEED_TOSS: &'static str = "rr17-de-sm hashing seed";
@@ -214,73 +289,30 @@ impl Realisation for Standard {
             .map(|pairs| pairs.into_iter().unzip())
     }
 
-    fn encode_own(
+    /// One direction after the other: Alice encodes hers (B) first, then Bob his (A).
+    fn encode_both(
         ctx: &mut Context,
         p: &Rr17DeParams,
         d: &Domains,
-        seeds: &ReceiverSeeds,
-        direction: &str,
+        state: &DeState<Self>,
+        role: Role,
         slots: &SlotTable,
         words: &[Block],
-    ) -> Result<Vec<Block>> {
-        let per = p.hashing.word_bits() as usize;
-        let n = slots.item_at.len();
-        let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
-        let choices: Vec<bool> = (0..n * per)
-            .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
-            .collect();
-        let sid = d.direction_sid(direction);
-        // The OTs of the slots that hold an item: only their messages are needed.
-        let held = (0..n).filter(|&s| slots.item_at[s].is_some());
-        let keep = held
-            .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
-            .collect();
-        let kos = kos_receive(ctx.peer, seeds, choices, &mut ctx.prg, &sid, keep)?;
-        let pads = kos.into_kept_messages();
-        let mut own = vec![0; slots.slot_of.len()];
-        receive_keys(ctx.peer, &pads, slots, words, per, &mut own)?;
-        Ok(own)
-    }
-
-    fn receive(
-        ctx: &mut Context,
-        p: &Rr17DeParams,
-        d: &Domains,
-        seeds: &SenderSeeds,
-        direction: &str,
-        instances: usize,
-    ) -> Result<Keys> {
-        let per = p.hashing.word_bits() as usize;
-        let ots = instances * per;
-        let sid = d.direction_sid(direction);
-        // The KOS15 check runs inside, before the rows are used.
-        let kos = kos_send(ctx.peer, seeds, ots, &mut ctx.prg, &sid)?;
-        let keys = Keys {
-            aes: Aes::new(ctx.prg.block()),
-            per_instance: per,
+    ) -> Result<(Vec<Block>, Keys)> {
+        let (own_direction, peer_direction) = directions(role);
+        let instances = p.peer_instances(role);
+        let encode = |ctx: &mut Context| {
+            Self::encode_own(ctx, p, d, &state.encoding, own_direction, slots, words)
         };
-        let (mut h0, mut h1, mut m) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut frame, mut js) = (Vec::new(), Vec::new());
-        for first in (0..ots).step_by(frame_instances(per) * per) {
-            let len = (ots - first).min(frame_instances(per) * per);
-            js.clear();
-            js.extend(first as u32..(first + len) as u32);
-            h0.clear();
-            h1.clear();
-            kos.messages(&js, false, &mut h0);
-            kos.messages(&js, true, &mut h1);
-            m.clear();
-            m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
-            keys.aes.encrypt_blocks(&mut m);
-            frame.clear();
-            for ((pair, a), b) in m.chunks_exact(2).zip(&h0).zip(&h1) {
-                frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
-                frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
+        let receive =
+            |ctx: &mut Context| Self::receive(ctx, p, d, &state.sending, peer_direction, instances);
+        match role {
+            Role::Sender => Ok((encode(ctx)?, receive(ctx)?)),
+            Role::Receiver => {
+                let keys = receive(ctx)?;
+                Ok((encode(ctx)?, keys))
             }
-            ctx.peer.send(&frame)?;
         }
-        ctx.peer.flush()?;
-        Ok(keys)
     }
 
     /// `⊕_i PRF(m[i, c_i], c)` for each word c in each instance (PRF(k, c) = AES_k(c)).

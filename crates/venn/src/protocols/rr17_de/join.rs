@@ -1,0 +1,371 @@
+//! The last step of RR17 dual execution (Fig. 4 step 4, with the §6.2 aggregation) as a
+//! partitioned hash join.
+//!
+//! Bob outputs each of his items one of whose n_B·μ_A comparison values is among Alice's
+//! n_A·μ_B. The values are ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits long, so that a
+//! spurious match among *all* those pairs has probability at most 2^-λ: no value needs
+//! to be compared with fewer than all of the other side's. A table of Bob's values larger
+//! than the cache would cost a memory access per insertion and per lookup (about 2^25 of
+//! each at n = 2^20, the most expensive part of the protocol). Instead both sides spread
+//! their values over 2^P partitions by the top P bits of a public 64-bit key of the value
+//! ([`key`]); Alice sends hers partition by partition, **in a uniformly random order
+//! within each partition**, and Bob joins each partition of hers with his own in a table
+//! that fits in the cache.
+//!
+//! What Bob sees is the multiset of Alice's values, in an order that depends only on the
+//! values and on her coins: no more than Fig. 4's items in a random order with each item's
+//! μ values side by side (from which the multiset follows), and it does not tell which
+//! values belong to one item. The order within a partition must be random, not the order
+//! of computation, which follows Alice's bins.
+//!
+//! Bob keeps 8 bytes per value: the key's low 32 bits (a fingerprint) and the entry's
+//! index. A fingerprint hit is confirmed by the caller, who recomputes the entry's value.
+//! Alice chooses her values, but Bob's are random-oracle outputs: whatever she sends, his
+//! tables have the probe lengths of random keys, and each of her values costs at most one
+//! probe sequence plus a confirmation per fingerprint it hits.
+
+use crate::crypto::{pack_rows, row_mask, unpack_row, Block, Prg, UNPACK_SLACK};
+use crate::net::Channel;
+use crate::tables::Partitions;
+use crate::{Error, Result};
+
+/// Values per frame of Alice's.
+const FRAME_VALUES: usize = 1 << 16;
+/// Bob's values per partition, about: a partition's table (twice as many slots of 8 bytes)
+/// then stays in the L2 cache.
+const PER_PARTITION: u64 = 1 << 13;
+
+/// The public key of a comparison value: its 128 bits folded to 64 and mixed by an
+/// odd multiplier (a bijection of the folded bits). Its top [`partition_bits`] bits name
+/// the partition, its low 32 bits are Bob's fingerprint.
+#[inline]
+pub(super) fn key(value: Block) -> u64 {
+    let folded = value as u64 ^ ((value >> 64) as u64).rotate_left(32);
+    (folded ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+/// P for Bob's `entries` values (both parties compute it from the public sizes).
+pub(super) fn partition_bits(entries: u64) -> u32 {
+    (entries / PER_PARTITION)
+        .max(1)
+        .next_power_of_two()
+        .ilog2()
+        .min(20)
+}
+
+fn partition(key: u64, bits: u32) -> usize {
+    key.checked_shr(64 - bits).unwrap_or(0) as usize
+}
+
+/// Alice's comparison values by partition, as she computes them.
+pub(super) struct AlicesValues {
+    parts: Partitions<Block>,
+    bits: u32,
+}
+
+impl AlicesValues {
+    /// Room for `count` values in 2^`bits` partitions.
+    pub(super) fn new(bits: u32, count: usize) -> Self {
+        AlicesValues {
+            parts: Partitions::new(1 << bits, count),
+            bits,
+        }
+    }
+
+    pub(super) fn push(&mut self, value: Block) {
+        self.parts.push(partition(key(value), self.bits), value);
+    }
+
+    /// Sends every value, `bytes` bytes each, partition by partition, each partition
+    /// shuffled with `prg`; in frames of [`FRAME_VALUES`] values (the last one shorter).
+    pub(super) fn send(self, chan: &mut dyn Channel, bytes: usize, prg: &mut Prg) -> Result<()> {
+        let mut pending: Vec<Block> = Vec::with_capacity(2 * FRAME_VALUES);
+        let mut frame = Vec::with_capacity(FRAME_VALUES * bytes);
+        let mut shuffled = Vec::new();
+        for p in 0..self.parts.count() {
+            shuffled.clear();
+            shuffled.extend(self.parts.records(p));
+            prg.shuffle(&mut shuffled);
+            pending.extend_from_slice(&shuffled);
+            if pending.len() >= FRAME_VALUES {
+                let whole = pending.len() / FRAME_VALUES * FRAME_VALUES;
+                for values in pending[..whole].chunks_exact(FRAME_VALUES) {
+                    pack_rows(values, 1, bytes, &mut frame);
+                    chan.send(&frame)?;
+                }
+                pending.drain(..whole);
+            }
+        }
+        if !pending.is_empty() {
+            pack_rows(&pending, 1, bytes, &mut frame);
+            chan.send(&frame)?;
+        }
+        chan.flush()
+    }
+}
+
+/// Bob's comparison values by partition, each as its fingerprint and his entry index.
+pub(super) struct BobsValues {
+    parts: Partitions<u64>,
+    bits: u32,
+}
+
+impl BobsValues {
+    /// Room for `count` values (fewer than 2^32 − 1) in 2^`bits` partitions.
+    pub(super) fn new(bits: u32, count: usize) -> Self {
+        assert!(count < u32::MAX as usize, "entries have 32-bit indices");
+        BobsValues {
+            parts: Partitions::new(1 << bits, count),
+            bits,
+        }
+    }
+
+    #[inline]
+    pub(super) fn push(&mut self, value: Block, entry: u32) {
+        let k = key(value);
+        self.parts.push(
+            partition(k, self.bits),
+            (k as u32 as u64) << 32 | entry as u64,
+        );
+    }
+
+    /// Receives Alice's `n` values of `bytes` bytes ([`AlicesValues::send`]) and joins
+    /// them with his, partition by partition; `confirm(entry, value)` says whether an entry
+    /// whose fingerprint a value has is that value. Returns `(entry, position of Alice's
+    /// value)` for each match, sorted by entry, each entry once. Values out of partition
+    /// order are a protocol error.
+    pub(super) fn join(
+        &self,
+        chan: &mut dyn Channel,
+        n: usize,
+        bytes: usize,
+        mut confirm: impl FnMut(u32, Block) -> bool,
+    ) -> Result<Vec<(u32, u32)>> {
+        let most = (0..self.parts.count()).map(|p| self.parts.len(p)).max();
+        let mut table = PartitionTable::new(most.unwrap_or(0));
+        let mut current = None;
+        let (mut matches, mut frame, mask, mut v) =
+            (Vec::new(), Vec::new(), row_mask(1, bytes), [0]);
+        for first in (0..n).step_by(FRAME_VALUES) {
+            let count = (n - first).min(FRAME_VALUES);
+            chan.recv_exact_into(&mut frame, count * bytes, "comparison values")?;
+            frame.resize(frame.len() + UNPACK_SLACK, 0);
+            for e in 0..count {
+                unpack_row(&frame, e, bytes, &mask, &mut v);
+                let k = key(v[0]);
+                let p = partition(k, self.bits);
+                if current != Some(p) {
+                    if current > Some(p) {
+                        return Err(Error::protocol(
+                            "comparison values in partition order",
+                            format!(
+                                "value {} in partition {p} after partition {current:?}",
+                                first + e
+                            ),
+                        ));
+                    }
+                    table.fill(self.parts.len(p), self.parts.records(p));
+                    current = Some(p);
+                }
+                if let Some(entry) = table.find(k as u32, |entry| confirm(entry, v[0])) {
+                    matches.push((entry, (first + e) as u32));
+                }
+            }
+        }
+        matches.sort_unstable();
+        matches.dedup_by_key(|m| m.0);
+        Ok(matches)
+    }
+}
+
+/// One partition of Bob's values by fingerprint: open addressing at load 1/3 to 2/3, the
+/// probe starting at the fingerprint's top bits.
+struct PartitionTable {
+    /// `fingerprint << 32 | entry`, or [`EMPTY`]; the first `len` are in use.
+    slots: Vec<u64>,
+    len: usize,
+    shift: u32,
+}
+
+/// An empty slot (no entry has this index).
+const EMPTY: u64 = u64::MAX;
+
+/// Slots for `records` records.
+fn table_len(records: usize) -> usize {
+    (records + records / 2 + 1).next_power_of_two().max(16)
+}
+
+impl PartitionTable {
+    /// A table for partitions of up to `most` records.
+    fn new(most: usize) -> Self {
+        PartitionTable {
+            slots: vec![EMPTY; table_len(most)],
+            len: 0,
+            shift: 0,
+        }
+    }
+
+    /// Holds the `len` `records` (and nothing else).
+    fn fill(&mut self, len: usize, records: impl Iterator<Item = u64>) {
+        self.len = table_len(len);
+        self.shift = 32 - self.len.ilog2();
+        let (slots, mask) = (&mut self.slots[..self.len], self.len - 1);
+        slots.fill(EMPTY);
+        for r in records {
+            let mut i = (r >> 32 >> self.shift) as usize;
+            while slots[i] != EMPTY {
+                i = (i + 1) & mask;
+            }
+            slots[i] = r;
+        }
+    }
+
+    /// The first entry with fingerprint `fp` that `confirm` accepts.
+    #[inline]
+    fn find(&self, fp: u32, mut confirm: impl FnMut(u32) -> bool) -> Option<u32> {
+        let mask = self.len - 1;
+        let mut i = (fp >> self.shift) as usize;
+        loop {
+            let s = self.slots[i];
+            if s == EMPTY {
+                return None;
+            }
+            if (s >> 32) as u32 == fp && confirm(s as u32) {
+                return Some(s as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::{unpack_row, Block};
+    use crate::net::{mem_pair, Writer};
+    use std::time::Duration;
+
+    const BYTES: usize = 12;
+
+    fn value(i: u64) -> Block {
+        (i as Block + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) & low(BYTES)
+    }
+
+    fn low(bytes: usize) -> Block {
+        (1 << (8 * bytes)) - 1
+    }
+
+    /// Alice's values as Bob receives them.
+    fn sent(values: &[Block], bits: u32, seed: Block) -> Vec<Block> {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        let b: &mut dyn Channel = &mut b;
+        let mut alice = AlicesValues::new(bits, values.len());
+        values.iter().for_each(|&v| alice.push(v));
+        alice
+            .send(&mut a, BYTES, &mut Prg::from_seed(seed))
+            .unwrap();
+        let mask = row_mask(1, BYTES);
+        let mut out = Vec::new();
+        while out.len() < values.len() {
+            let mut frame = b
+                .recv_exact(FRAME_VALUES.min(values.len() - out.len()) * BYTES, "v")
+                .unwrap();
+            let count = frame.len() / BYTES;
+            frame.resize(frame.len() + UNPACK_SLACK, 0);
+            let mut v = [0];
+            for e in 0..count {
+                unpack_row(&frame, e, BYTES, &mask, &mut v);
+                out.push(v[0]);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn alice_sends_each_value_once_by_partition_in_a_random_order_within() {
+        let bits = 3;
+        let values: Vec<Block> = (0..100_000).map(value).collect();
+        let (one, two) = (sent(&values, bits, 1), sent(&values, bits, 2));
+        let parts: Vec<usize> = one.iter().map(|&v| partition(key(v), bits)).collect();
+        assert!(parts.is_sorted() && parts[0] == 0 && parts[parts.len() - 1] == 7);
+        let (mut a, mut b, mut c) = (one.clone(), two.clone(), values.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        c.sort_unstable();
+        assert!(a == c && b == c, "the same values");
+        assert_ne!(one, two, "another order with other coins");
+        // Within a partition, not in the order they were computed.
+        let first: Vec<Block> = values
+            .iter()
+            .copied()
+            .filter(|&v| partition(key(v), bits) == 0)
+            .collect();
+        assert_ne!(one[..first.len()], first[..]);
+    }
+
+    /// Bob's `entries` against Alice's values sent as `frames` (each a list of values),
+    /// confirming by the entry's value.
+    fn joined(entries: &[Block], bits: u32, frames: Vec<Vec<Block>>) -> Result<Vec<(u32, u32)>> {
+        let mut bob = BobsValues::new(bits, entries.len());
+        for (e, &v) in entries.iter().enumerate() {
+            bob.push(v, e as u32);
+        }
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        let n = frames.iter().map(Vec::len).sum();
+        let mut frame = Vec::new();
+        for values in frames {
+            pack_rows(&values, 1, BYTES, &mut frame);
+            a.send(&frame).unwrap();
+        }
+        bob.join(&mut b, n, BYTES, |e, v| entries[e as usize] == v)
+    }
+
+    #[test]
+    fn bob_finds_the_values_he_has_whatever_their_fingerprints() {
+        let bits = 4;
+        let entries: Vec<Block> = (0..50_000).map(value).collect();
+        // Alice: every third of his values, others, and one with the fingerprint and
+        // partition of his entry 7 but another value (the confirmation must refuse it).
+        let mut alice: Vec<Block> = (0..150_000)
+            .map(|i| {
+                if i % 9 == 0 {
+                    value(i / 3)
+                } else {
+                    value(10_000_000 + i)
+                }
+            })
+            .collect();
+        // (The key folds the high half onto the low: d moved into both keeps it.)
+        let d: Block = 0x1234_5678;
+        let twin = entries[7] ^ d << 64 ^ d << 32;
+        assert_eq!(key(twin), key(entries[7]));
+        alice.push(twin);
+        alice.sort_by_key(|&v| partition(key(v), bits));
+        let frames: Vec<Vec<Block>> = alice.chunks(FRAME_VALUES).map(<[Block]>::to_vec).collect();
+        let found = joined(&entries, bits, frames).unwrap();
+        let expected: Vec<u32> = (0..50_000).filter(|e| e % 3 == 0).collect();
+        assert_eq!(found.iter().map(|m| m.0).collect::<Vec<_>>(), expected);
+        for &(e, at) in &found {
+            assert_eq!(alice[at as usize], entries[e as usize]);
+        }
+    }
+
+    #[test]
+    fn values_out_of_partition_order_are_refused() {
+        let bits = 4;
+        let entries: Vec<Block> = (0..1000).map(value).collect();
+        let mut alice: Vec<Block> = (0..1000).map(value).collect();
+        alice.sort_by_key(|&v| std::cmp::Reverse(partition(key(v), bits)));
+        let e = joined(&entries, bits, vec![alice]).unwrap_err();
+        assert!(matches!(e, Error::Protocol { .. }), "{e}");
+    }
+
+    #[test]
+    fn short_frames_are_refused_before_anything_is_read() {
+        let mut bob = BobsValues::new(2, 10);
+        bob.push(value(1), 0);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        a.send(&Writer::new().u64(5).0).unwrap();
+        assert!(bob.join(&mut b, 100, BYTES, |_, _| true).is_err());
+    }
+}
