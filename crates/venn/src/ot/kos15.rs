@@ -24,15 +24,17 @@
 //! appear, the remedy is local to [`check_sums`]: toss one seed per repetition and compare
 //! each sum.
 
-use super::iknp::extend_rows;
 use super::prg_matrix::TASK_ROWS;
-use super::{ExtensionSender, PrgMatrix, ReceiverSeeds, SenderSeeds};
+use super::{
+    ExtensionReceiver, ExtensionSender, IncomingRows, OutgoingRows, PrgMatrix, ReceiverSeeds,
+    SenderSeeds,
+};
 use crate::bits::BitSet;
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg};
 use crate::memory::advise_huge_pages;
 use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
-use crate::session::{CoinToss, CoinTossReply};
+use crate::session::{CoinToss, CoinTossReply, ShareSent};
 use crate::slices::split_lengths;
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
@@ -271,23 +273,96 @@ pub fn kos_send(
     prg: &mut Prg,
     sid: &[u8; 32],
 ) -> Result<KosSender> {
-    assert!(count <= MAX_OTS, "at most 2^32 OTs");
-    let toss = CoinTossReply::receive(chan, sid, CHECK_TOSS)?;
-    let ext = ExtensionSender::new(&seeds.keys, &seeds.delta);
-    let delta = ext.s()[0];
-    let mut q = ext.extend(chan, count + CHECK_PADDING, |_| {})?;
-    let [seed, _] = toss.answer(chan, prg)?;
-    let msg = chan.recv_exact(32, "correlation check")?;
-    let mut r = Reader::new(&msg, "correlation check");
-    let (x, t) = (r.block()?, r.block()?);
-    let (q_sum, _, _) = check_sums(seed, Rows::Kept(&q), q.len(), None, &[]);
-    if q_sum != t ^ gf128::mul(x, delta) {
-        return Err(Error::CheatingDetected(
-            "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
-        ));
+    let ext = seeds.extension();
+    let mut sending = KosSending::start(chan, &ext, count, sid, true)?;
+    while !sending.done() {
+        sending.receive_batch(chan)?;
     }
-    q.truncate(count);
-    Ok(KosSender { delta, q })
+    sending.challenge(chan, prg)?.verify(chan)
+}
+
+/// A KOS15 sender's extension being received a batch at a time (so that a party can run
+/// the other side of another extension in between).
+pub struct KosSending<'a> {
+    rows: IncomingRows<'a>,
+    toss: CoinTossReply,
+    delta: Block,
+    count: usize,
+}
+
+impl<'a> KosSending<'a> {
+    /// Takes the receiver's commitment to its half of the check seed and starts an
+    /// extension of `count` OTs on `ext` (`ahead` as for [`ExtensionSender::start`]).
+    pub fn start(
+        chan: &mut dyn Channel,
+        ext: &'a ExtensionSender,
+        count: usize,
+        sid: &[u8; 32],
+        ahead: bool,
+    ) -> Result<Self> {
+        assert!(count <= MAX_OTS, "at most 2^32 OTs");
+        let toss = CoinTossReply::receive(chan, sid, CHECK_TOSS)?;
+        Ok(KosSending {
+            rows: ext.start(count + CHECK_PADDING, ahead),
+            toss,
+            delta: ext.s()[0],
+            count,
+        })
+    }
+
+    /// Whether every row is in.
+    pub fn done(&self) -> bool {
+        self.rows.done()
+    }
+
+    /// Receives the next batch of rows.
+    pub fn receive_batch(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        self.rows.receive_batch(chan)
+    }
+
+    /// Once every row is in: sends this side's half of the check seed.
+    pub fn challenge(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<KosChallenge> {
+        let toss = self.toss.send_share(chan, prg)?;
+        chan.flush()?;
+        Ok(KosChallenge {
+            q: self.rows.finish(),
+            toss,
+            delta: self.delta,
+            count: self.count,
+        })
+    }
+}
+
+/// The sender's side of the correlation check, its half of the seed sent.
+pub struct KosChallenge {
+    q: Vec<Block>,
+    toss: ShareSent,
+    delta: Block,
+    count: usize,
+}
+
+impl KosChallenge {
+    /// Takes the receiver's opening and its check, and verifies the check.
+    pub fn verify(self, chan: &mut dyn Channel) -> Result<KosSender> {
+        let KosChallenge {
+            mut q,
+            toss,
+            delta,
+            count,
+        } = self;
+        let [seed, _] = toss.receive_opening(chan)?;
+        let msg = chan.recv_exact(32, "correlation check")?;
+        let mut r = Reader::new(&msg, "correlation check");
+        let (x, t) = (r.block()?, r.block()?);
+        let (q_sum, _, _) = check_sums(seed, Rows::Kept(&q), q.len(), None, &[]);
+        if q_sum != t ^ gf128::mul(x, delta) {
+            return Err(Error::CheatingDetected(
+                "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
+            ));
+        }
+        q.truncate(count);
+        Ok(KosSender { delta, q })
+    }
 }
 
 /// The KOS15 receiver (it was the sender of the base OTs, holding `seeds`): receives
@@ -296,25 +371,91 @@ pub fn kos_send(
 pub fn kos_receive(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
-    mut choices: Vec<bool>,
+    choices: Vec<bool>,
     prg: &mut Prg,
     sid: &[u8; 32],
     keep: Vec<u32>,
 ) -> Result<KosReceiver> {
-    let count = choices.len();
-    assert!(count <= MAX_OTS, "at most 2^32 OTs");
-    choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
-    let toss = CoinToss::commit(chan, sid, CHECK_TOSS, prg)?;
-    assert!(keep.is_sorted() && keep.last().is_none_or(|&j| (j as usize) < count));
-    let t = extend_rows(chan, &seeds.keys, &choices, |_, _| {})?;
-    let kept_rows = answer_check(chan, toss, &choices, &t, &keep)?;
-    choices.truncate(count);
-    Ok(KosReceiver {
-        choices: BitSet::from_bools(&choices),
-        t,
-        kept: keep,
-        kept_rows,
-    })
+    let ext = seeds.extension();
+    let mut receiving = KosReceiving::start(chan, &ext, choices, prg, sid, keep)?;
+    while !receiving.done() {
+        receiving.send_batch(chan)?;
+    }
+    chan.flush()?;
+    receiving.answer_check(chan)
+}
+
+/// A KOS15 receiver's extension being sent a batch at a time.
+pub struct KosReceiving<'a> {
+    ext: &'a ExtensionReceiver,
+    rows: OutgoingRows<'a>,
+    /// The choices, then the check's padding.
+    choices: Vec<bool>,
+    toss: CoinToss,
+    keep: Vec<u32>,
+}
+
+impl<'a> KosReceiving<'a> {
+    /// Commits to this side's half of the check seed and starts an extension on `ext`
+    /// for `choices` (see [`kos_receive`]).
+    pub fn start(
+        chan: &mut dyn Channel,
+        ext: &'a ExtensionReceiver,
+        mut choices: Vec<bool>,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        keep: Vec<u32>,
+    ) -> Result<Self> {
+        let count = choices.len();
+        assert!(count <= MAX_OTS, "at most 2^32 OTs");
+        assert!(keep.is_sorted() && keep.last().is_none_or(|&j| (j as usize) < count));
+        choices.extend((0..CHECK_PADDING).map(|_| prg.u64() & 1 == 1));
+        let toss = CoinToss::commit(chan, sid, CHECK_TOSS, prg)?;
+        Ok(KosReceiving {
+            ext,
+            rows: ext.start(choices.len()),
+            choices,
+            toss,
+            keep,
+        })
+    }
+
+    /// Whether every row has been sent.
+    pub fn done(&self) -> bool {
+        self.rows.done()
+    }
+
+    /// Computes and queues the next batch of rows (codeword `r_j · 1^κ`).
+    pub fn send_batch(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        let choices = &self.choices;
+        self.rows.send_batch(chan, &|first, u: &mut [Block]| {
+            for (u, &c) in u.iter_mut().zip(&choices[first..]) {
+                *u ^= if c { Block::MAX } else { 0 };
+            }
+        })
+    }
+
+    /// Once every row is sent: the receiver's half of the check (open the seed, send `x`
+    /// and `t`).
+    pub fn answer_check(self, chan: &mut dyn Channel) -> Result<KosReceiver> {
+        let KosReceiving {
+            ext,
+            mut choices,
+            toss,
+            keep,
+            ..
+        } = self;
+        let count = choices.len() - CHECK_PADDING;
+        let t = ext.replay_t();
+        let kept_rows = answer_check(chan, toss, &choices, &t, &keep)?;
+        choices.truncate(count);
+        Ok(KosReceiver {
+            choices: BitSet::from_bools(&choices),
+            t,
+            kept: keep,
+            kept_rows,
+        })
+    }
 }
 
 /// The receiver's half of the check: open the seed, send `x` and `t`. Returns the rows at
@@ -336,6 +477,7 @@ fn answer_check(
 
 #[cfg(test)]
 mod tests {
+    use super::super::iknp::extend_rows;
     use super::*;
     use crate::net::mem_pair;
     use std::time::Duration;

@@ -19,7 +19,9 @@ pub use iknp::{iknp_receive, iknp_send};
 pub use kkrt::{
     oprf_receive, Code, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS,
 };
-pub use kos15::{kos_receive, kos_send, KosReceiver, KosSender};
+pub use kos15::{
+    kos_receive, kos_send, KosChallenge, KosReceiver, KosReceiving, KosSender, KosSending,
+};
 pub use prg_matrix::PrgMatrix;
 pub use seeds::{ReceiverSeeds, SenderSeeds};
 pub use walsh_hadamard::WalshHadamard;

@@ -4,7 +4,7 @@
 //! The roles cross over: the extension *sender* is the base-OT *receiver*, with random
 //! choice bits Δ; the extension *receiver* is the base-OT *sender*.
 
-use super::{BaseOt, BASE_OTS};
+use super::{BaseOt, ExtensionReceiver, ExtensionSender, BASE_OTS};
 use crate::crypto::{Block, Prg};
 use crate::net::Channel;
 use crate::state::{exactly, StateReader, StateWriter};
@@ -17,6 +17,11 @@ pub struct SenderSeeds {
 }
 
 impl SenderSeeds {
+    /// The OT extension these seeds key, as its sender.
+    pub fn extension(&self) -> ExtensionSender {
+        ExtensionSender::new(&self.keys, &self.delta)
+    }
+
     /// Runs κ base OTs of kind `B` as their receiver, with fresh random Δ.
     pub fn new<B: BaseOt>(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
         let delta: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
@@ -45,6 +50,11 @@ pub struct ReceiverSeeds {
 }
 
 impl ReceiverSeeds {
+    /// The OT extension these seeds key, as its receiver.
+    pub fn extension(&self) -> ExtensionReceiver {
+        ExtensionReceiver::new(&self.keys)
+    }
+
     /// Runs κ base OTs of kind `B` as their sender.
     pub fn new<B: BaseOt>(chan: &mut dyn Channel, prg: &mut Prg, sid: &[u8; 32]) -> Result<Self> {
         Ok(ReceiverSeeds {

@@ -86,17 +86,41 @@ impl CoinTossReply {
 
     /// Sends our share, receives the opening and checks it against the commitment.
     pub fn answer(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<[Block; 2]> {
+        let sent = self.send_share(chan, prg)?;
+        chan.flush()?;
+        sent.receive_opening(chan)
+    }
+
+    /// Sends our share ([`Self::answer`] in two steps, so that other messages can come
+    /// between them).
+    pub fn send_share(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<ShareSent> {
         let share = prg.block();
         chan.send(&Writer::new().block(share).0)?;
-        chan.flush()?;
-        let theirs = receive_share(chan, self.label)?;
-        if commitment(&self.sid, self.label, theirs) != self.committed {
+        Ok(ShareSent { reply: self, share })
+    }
+}
+
+/// The answering side of a toss whose share is sent ([`CoinTossReply::send_share`]).
+pub struct ShareSent {
+    reply: CoinTossReply,
+    share: Block,
+}
+
+impl ShareSent {
+    /// Receives the opening and checks it against the commitment.
+    pub fn receive_opening(self, chan: &mut dyn Channel) -> Result<[Block; 2]> {
+        let CoinTossReply {
+            sid,
+            label,
+            committed,
+        } = self.reply;
+        let theirs = receive_share(chan, label)?;
+        if commitment(&sid, label, theirs) != committed {
             return Err(Error::CheatingDetected(format!(
-                "the peer opened its {} commitment to a different value",
-                self.label
+                "the peer opened its {label} commitment to a different value"
             )));
         }
-        Ok(outcome(&self.sid, self.label, theirs, share))
+        Ok(outcome(&sid, label, theirs, self.share))
     }
 }
 

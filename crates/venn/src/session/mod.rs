@@ -18,7 +18,7 @@ mod confirmation;
 mod handshake;
 mod key_agreement;
 
-pub use coin_toss::{CoinToss, CoinTossReply};
+pub use coin_toss::{CoinToss, CoinTossReply, ShareSent};
 pub use confirmation::Confirming;
 pub use handshake::{
     handshake, looks_like_hello, Hello, Mode, Resume, Session, WireParams, HELLO_PREFIX, VERSION,

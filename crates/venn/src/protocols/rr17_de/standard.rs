@@ -36,7 +36,7 @@ use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, Aes, Block};
 use crate::items::{decimal_integer, Items};
 use crate::net::Channel;
-use crate::ot::{kos_receive, kos_send, ReceiverSeeds, SenderSeeds};
+use crate::ot::{KosReceiving, KosSender, KosSending, ReceiverSeeds, SenderSeeds};
 use crate::protocols::{
     Accepts, Context, Options, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
 };
@@ -161,78 +161,139 @@ impl PrfBatch {
     }
 }
 
-impl Standard {
-    /// Encodes this party's slots in `direction` (KOS15 chosen-message OTs, σ' per slot):
-    /// the encoding of each item's own slot, in item order.
-    fn encode_own(
-        ctx: &mut Context,
-        p: &Rr17DeParams,
-        d: &Domains,
-        seeds: &ReceiverSeeds,
-        direction: &str,
-        slots: &SlotTable,
-        words: &[Block],
-    ) -> Result<Vec<Block>> {
-        let per = p.hashing.word_bits() as usize;
-        let n = slots.item_at.len();
-        let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
-        let choices: Vec<bool> = (0..n * per)
-            .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
-            .collect();
-        let sid = d.direction_sid(direction);
-        // The OTs of the slots that hold an item: only their messages are needed.
-        let held = (0..n).filter(|&s| slots.item_at[s].is_some());
-        let keep = held
-            .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
-            .collect();
-        let kos = kos_receive(ctx.peer, seeds, choices, &mut ctx.prg, &sid, keep)?;
-        let pads = kos.into_kept_messages();
-        let mut own = vec![0; slots.slot_of.len()];
-        receive_keys(ctx.peer, &pads, slots, words, per, &mut own)?;
-        Ok(own)
+/// The OT choices of this party's slots (the bits of each slot's word, 0 in a dummy
+/// slot), and the OTs of the slots that hold an item (only their messages are needed).
+fn own_choices(slots: &SlotTable, words: &[Block], per: usize) -> (Vec<bool>, Vec<u32>) {
+    let n = slots.item_at.len();
+    let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
+    let choices = (0..n * per)
+        .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
+        .collect();
+    let held = (0..n).filter(|&s| slots.item_at[s].is_some());
+    let keep = held
+        .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
+        .collect();
+    (choices, keep)
+}
+
+/// The chosen-message OTs' sender in one direction, its KOS15 check passed: sends the
+/// key pairs `m[j, b]` masked by `H(j, q_j ⊕ b·Δ)`, a frame at a time.
+struct KeySending {
+    kos: KosSender,
+    keys: Keys,
+    /// The first OT not yet sent.
+    next: usize,
+    buffers: [Vec<Block>; 3],
+    js: Vec<u32>,
+    frame: Vec<u8>,
+}
+
+impl KeySending {
+    fn new(kos: KosSender, keys: Keys) -> Self {
+        KeySending {
+            kos,
+            keys,
+            next: 0,
+            buffers: Default::default(),
+            js: Vec::new(),
+            frame: Vec::new(),
+        }
     }
 
-    /// Takes the peer's `instances` encodings in `direction`: sends the masked keys of
-    /// every OT, after the KOS15 check.
-    fn receive(
-        ctx: &mut Context,
-        p: &Rr17DeParams,
-        d: &Domains,
-        seeds: &SenderSeeds,
-        direction: &str,
-        instances: usize,
-    ) -> Result<Keys> {
-        let per = p.hashing.word_bits() as usize;
-        let ots = instances * per;
-        let sid = d.direction_sid(direction);
-        // The KOS15 check runs inside, before the rows are used.
-        let kos = kos_send(ctx.peer, seeds, ots, &mut ctx.prg, &sid)?;
-        let keys = Keys {
-            aes: Aes::new(ctx.prg.block()),
-            per_instance: per,
-        };
-        let (mut h0, mut h1, mut m) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut frame, mut js) = (Vec::new(), Vec::new());
-        for first in (0..ots).step_by(frame_instances(per) * per) {
-            let len = (ots - first).min(frame_instances(per) * per);
-            js.clear();
-            js.extend(first as u32..(first + len) as u32);
-            h0.clear();
-            h1.clear();
-            kos.messages(&js, false, &mut h0);
-            kos.messages(&js, true, &mut h1);
-            m.clear();
-            m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
-            keys.aes.encrypt_blocks(&mut m);
-            frame.clear();
-            for ((pair, a), b) in m.chunks_exact(2).zip(&h0).zip(&h1) {
-                frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
-                frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
-            }
-            ctx.peer.send(&frame)?;
+    fn done(&self) -> bool {
+        self.next >= self.kos.len()
+    }
+
+    fn send_frame(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        let per = self.keys.per_instance;
+        let (first, ots) = (self.next, self.kos.len());
+        let len = (ots - first).min(frame_instances(per) * per);
+        let [h0, h1, m] = &mut self.buffers;
+        self.js.clear();
+        self.js.extend(first as u32..(first + len) as u32);
+        h0.clear();
+        h1.clear();
+        self.kos.messages(&self.js, false, h0);
+        self.kos.messages(&self.js, true, h1);
+        m.clear();
+        m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
+        self.keys.aes.encrypt_blocks(m);
+        self.frame.clear();
+        for ((pair, a), b) in m.chunks_exact(2).zip(h0.iter()).zip(h1.iter()) {
+            self.frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
+            self.frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
         }
-        ctx.peer.flush()?;
-        Ok(keys)
+        self.next = first + len;
+        chan.send(&self.frame)
+    }
+}
+
+/// The chosen-message OTs' receiver in one direction: takes the masked keys a frame at a
+/// time, unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots that hold its items
+/// (`pads`: their `H(j, t_j)`, in order) and sets `own[x]` to the encoding of item x's
+/// word in its slot.
+struct KeyReceiving<'a> {
+    pads: Vec<Block>,
+    /// The pads used so far.
+    used: usize,
+    slots: &'a SlotTable,
+    words: &'a [Block],
+    per: usize,
+    own: Vec<Block>,
+    /// The first instance not yet received.
+    next: usize,
+    frame: Vec<u8>,
+    batch: PrfBatch,
+    encodings: Vec<Block>,
+}
+
+impl<'a> KeyReceiving<'a> {
+    fn new(pads: Vec<Block>, slots: &'a SlotTable, words: &'a [Block], per: usize) -> Self {
+        KeyReceiving {
+            pads,
+            used: 0,
+            slots,
+            words,
+            per,
+            own: vec![0; slots.slot_of.len()],
+            next: 0,
+            frame: Vec::new(),
+            batch: PrfBatch::default(),
+            encodings: Vec::new(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.next >= self.slots.item_at.len()
+    }
+
+    fn receive_frame(&mut self, chan: &mut dyn Channel) -> Result<()> {
+        let (slots, words, per) = (self.slots, self.words, self.per);
+        let (first, n) = (self.next, slots.item_at.len());
+        let count = (n - first).min(frame_instances(per));
+        chan.recv_exact_into(&mut self.frame, 32 * per * count, "chosen-message OT keys")?;
+        let held = (first..first + count).filter_map(|s| slots.item_at[s].map(|x| (s, x)));
+        let keys = self
+            .batch
+            .prepare(per, held.clone().map(|(_, x)| words[x as usize]));
+        let pads = self.pads[self.used * per..].chunks_exact(per);
+        for ((keys, pads), (s, x)) in keys.chunks_exact_mut(per).zip(pads).zip(held.clone()) {
+            let c = words[x as usize];
+            for (i, (key, pad)) in keys.iter_mut().zip(pads).enumerate() {
+                let at = 32 * ((s - first) * per + i) + 16 * ((c >> i) as usize & 1);
+                let mask =
+                    Block::from_le_bytes(self.frame[at..at + 16].try_into().expect("16 bytes"));
+                *key = mask ^ pad;
+            }
+            self.used += 1;
+        }
+        self.encodings.clear();
+        self.batch.sums(per, &mut self.encodings);
+        for ((_, x), e) in held.zip(&self.encodings) {
+            self.own[x as usize] = *e;
+        }
+        self.next = first + count;
+        Ok(())
     }
 }
 
@@ -289,7 +350,11 @@ impl Realisation for Standard {
             .map(|pairs| pairs.into_iter().unzip())
     }
 
-    /// One direction after the other: Alice encodes hers (B) first, then Bob his (A).
+    /// Both directions at once, like OOS16's [`crate::ot::oos16::both_ways`]: the KOS15
+    /// extensions of both a batch of each in turn, both correlation checks, then the
+    /// masked keys of both a frame of each in turn. The peer's rows are used for nothing
+    /// before its check has passed (the keys this party sends are masked by them only
+    /// after), and this party's choices were fixed before any of the peer's rows arrived.
     fn encode_both(
         ctx: &mut Context,
         p: &Rr17DeParams,
@@ -300,19 +365,43 @@ impl Realisation for Standard {
         words: &[Block],
     ) -> Result<(Vec<Block>, Keys)> {
         let (own_direction, peer_direction) = directions(role);
-        let instances = p.peer_instances(role);
-        let encode = |ctx: &mut Context| {
-            Self::encode_own(ctx, p, d, &state.encoding, own_direction, slots, words)
-        };
-        let receive =
-            |ctx: &mut Context| Self::receive(ctx, p, d, &state.sending, peer_direction, instances);
-        match role {
-            Role::Sender => Ok((encode(ctx)?, receive(ctx)?)),
-            Role::Receiver => {
-                let keys = receive(ctx)?;
-                Ok((encode(ctx)?, keys))
+        let per = p.hashing.word_bits() as usize;
+        let (choices, keep) = own_choices(slots, words, per);
+        let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
+        let (receiver, sender) = (state.encoding.extension(), state.sending.extension());
+        let own_sid = d.direction_sid(own_direction);
+        let mut receiving = KosReceiving::start(chan, &receiver, choices, prg, &own_sid, keep)?;
+        let ots = p.peer_instances(role) * per;
+        let peer_sid = d.direction_sid(peer_direction);
+        let mut sending = KosSending::start(chan, &sender, ots, &peer_sid, false)?;
+        while !receiving.done() || !sending.done() {
+            if !receiving.done() {
+                receiving.send_batch(chan)?;
+            }
+            if !sending.done() {
+                sending.receive_batch(chan)?;
             }
         }
+        chan.flush()?;
+        let challenge = sending.challenge(chan, prg)?;
+        let pads = receiving.answer_check(chan)?.into_kept_messages();
+        // The peer's check holds before any key is sent.
+        let keys = Keys {
+            aes: Aes::new(prg.block()),
+            per_instance: per,
+        };
+        let mut sending = KeySending::new(challenge.verify(chan)?, keys);
+        let mut receiving = KeyReceiving::new(pads, slots, words, per);
+        while !sending.done() || !receiving.done() {
+            if !sending.done() {
+                sending.send_frame(chan)?;
+            }
+            if !receiving.done() {
+                receiving.receive_frame(chan)?;
+            }
+        }
+        chan.flush()?;
+        Ok((receiving.own, sending.keys))
     }
 
     /// `⊕_i PRF(m[i, c_i], c)` for each word c in each instance (PRF(k, c) = AES_k(c)).
@@ -342,44 +431,6 @@ impl Realisation for Standard {
         }
         batch.sums(per, out);
     }
-}
-
-/// The receiver's side of the chosen-message OTs: takes the masked keys frame by frame,
-/// unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots that hold its items
-/// (`pads`: their `H(j, t_j)`, in order) and sets `own[x]` to the encoding of item x's
-/// word in its slot.
-fn receive_keys(
-    chan: &mut dyn Channel,
-    pads: &[Block],
-    slots: &SlotTable,
-    words: &[Block],
-    per: usize,
-    own: &mut [Block],
-) -> Result<()> {
-    let n = slots.item_at.len();
-    let step = frame_instances(per);
-    let (mut frame, mut batch, mut encodings) = (Vec::new(), PrfBatch::default(), Vec::new());
-    let mut pads = pads.chunks_exact(per);
-    for first in (0..n).step_by(step) {
-        let count = (n - first).min(step);
-        chan.recv_exact_into(&mut frame, 32 * per * count, "chosen-message OT keys")?;
-        let held = (first..first + count).filter_map(|s| slots.item_at[s].map(|x| (s, x)));
-        let keys = batch.prepare(per, held.clone().map(|(_, x)| words[x as usize]));
-        for ((keys, pads), (s, x)) in keys.chunks_exact_mut(per).zip(&mut pads).zip(held.clone()) {
-            let c = words[x as usize];
-            for (i, (key, pad)) in keys.iter_mut().zip(pads).enumerate() {
-                let at = 32 * ((s - first) * per + i) + 16 * ((c >> i) as usize & 1);
-                let mask = Block::from_le_bytes(frame[at..at + 16].try_into().expect("16 bytes"));
-                *key = mask ^ pad;
-            }
-        }
-        encodings.clear();
-        batch.sums(per, &mut encodings);
-        for ((_, x), e) in held.zip(&encodings) {
-            own[x as usize] = *e;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
