@@ -15,10 +15,20 @@ use crate::net::Channel;
 use crate::Result;
 use rayon::prelude::*;
 
+/// Most chunks of [`TASK_ROWS`] rows in one batch. Two parties each running one
+/// extension's receiver and another's sender send a whole batch before reading one
+/// ([`crate::ot::oos16::both_ways`]), so a batch must fit in the send queue with room to
+/// spare whatever the thread count: 16 chunks of 512-bit rows are 4 MiB.
+const MAX_BATCH_TASKS: usize = 16;
+const _: () = assert!(
+    TASK_ROWS * MAX_BATCH_TASKS * 64 <= 8 << 20,
+    "half the 16 MiB queue"
+);
+
 /// Rows per batch: one chunk of [`TASK_ROWS`] rows (one frame on the wire) per thread of
-/// the current rayon pool, computed in parallel.
+/// the current rayon pool (at most [`MAX_BATCH_TASKS`]), computed in parallel.
 fn batch_rows() -> usize {
-    TASK_ROWS * rayon::current_num_threads()
+    TASK_ROWS * rayon::current_num_threads().min(MAX_BATCH_TASKS)
 }
 
 fn row_bytes(columns: usize) -> usize {

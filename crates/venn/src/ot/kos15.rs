@@ -322,6 +322,10 @@ impl<'a> KosSending<'a> {
 
     /// Once every row is in: sends this side's half of the check seed.
     pub fn challenge(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<KosChallenge> {
+        assert!(
+            self.done(),
+            "the seed share goes out only after every row is in"
+        );
         let toss = self.toss.send_share(chan, prg)?;
         chan.flush()?;
         Ok(KosChallenge {

@@ -418,6 +418,7 @@ impl OosIncoming<'_> {
     /// Once every row is in: sends the check's seed (only now, so the receiver's rows
     /// cannot depend on it).
     pub fn challenge(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<OosChallenge> {
+        assert!(self.done(), "the seed goes out only after every row is in");
         let seed = prg.block();
         chan.send(&Writer::new().block(seed).0)?;
         chan.flush()?;
@@ -715,18 +716,22 @@ mod tests {
 
     #[test]
     fn both_ways_agree_in_each_direction() {
-        let mut prg = Prg::from_seed(23);
-        let (wa, wb) = (words(&mut prg, 9000), words(&mut prg, 5000));
-        let [a, b] = both_ways_run([wa.clone(), wb.clone()], None);
-        let ((mine_a, rows_from_b), (mine_b, rows_from_a)) = (a.unwrap(), b.unwrap());
-        assert_eq!((rows_from_a.len(), rows_from_b.len()), (9000, 5000));
-        let hash = test_hash();
-        for (mine, rows, w) in [(&mine_a, &rows_from_a, &wa), (&mine_b, &rows_from_b, &wb)] {
-            for j in [0, 4095, 4096, w.len() - 1] {
-                let mut theirs = Vec::new();
-                rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1], &mut theirs);
-                assert_eq!(theirs[0], mine[j], "instance {j}");
-                assert_ne!(theirs[1], mine[j], "instance {j}: another word");
+        // Unequal counts; with the check's 40 rows, 8192 rows are whole batches and
+        // 8320 one row block past them.
+        for (na, nb) in [(9000, 5000), (8192 - CHECK_ROWS, 8320 - CHECK_ROWS)] {
+            let mut prg = Prg::from_seed(23);
+            let (wa, wb) = (words(&mut prg, na), words(&mut prg, nb));
+            let [a, b] = both_ways_run([wa.clone(), wb.clone()], None);
+            let ((mine_a, rows_from_b), (mine_b, rows_from_a)) = (a.unwrap(), b.unwrap());
+            assert_eq!((rows_from_a.len(), rows_from_b.len()), (na, nb));
+            let hash = test_hash();
+            for (mine, rows, w) in [(&mine_a, &rows_from_a, &wa), (&mine_b, &rows_from_b, &wb)] {
+                for j in 0..w.len() {
+                    let mut theirs = Vec::new();
+                    rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1], &mut theirs);
+                    assert_eq!(theirs[0], mine[j], "instance {j}");
+                    assert_ne!(theirs[1], mine[j], "instance {j}: another word");
+                }
             }
         }
     }

@@ -98,6 +98,20 @@ mod tests {
     }
 
     #[test]
+    fn partitions_of_whole_chunks() {
+        for len in [CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK] {
+            let mut parts = Partitions::new(2, 2 * len);
+            for i in 0..len as u64 {
+                parts.push(1, i);
+                parts.push(0, i + 1000);
+            }
+            assert_eq!((parts.len(0), parts.len(1)), (len, len));
+            assert!(parts.records(1).eq(0..len as u64));
+            assert!(parts.records(0).eq(1000..1000 + len as u64));
+        }
+    }
+
+    #[test]
     #[should_panic(expected = "past the capacity")]
     fn more_records_than_the_capacity_panic() {
         let mut parts = Partitions::new(1, CHUNK);

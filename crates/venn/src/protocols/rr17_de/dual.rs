@@ -10,14 +10,17 @@
 //! direction seed the two extensions.
 //!
 //! Online: each party turns its items into words — in the random-oracle model by hashing
-//! them to ℓ_h-bit values (keyed by the session and the seed) — phases them into m bins and puts each at a uniformly random
-//! unused slot of μ (zero words in the rest). Alice encodes her slots in direction B and
-//! proves consistency; Bob verifies, then encodes his in direction A and proves; Alice
-//! verifies. Only then does Alice send, for each item x in a random order and each
-//! j ∈ [μ_B], `⟦x'⟧ᴬ_{b,j} ⊕ ⟦x'⟧ᴮ_{b,p}` (her slot p); Bob outputs each y for which some
+//! them to ℓ_h-bit values (keyed by the session and the seed) — phases them into m bins
+//! and puts each at a uniformly random unused slot of μ (zero words in the rest). Each
+//! encodes its slots in its own direction while it takes the other's in the other (Alice
+//! hers in B, Bob his in A, a batch of each in turn), and each verifies the other's proof
+//! before anything depends on those rows. Only then does Alice send, for each item x and
+//! each j ∈ [μ_B], `⟦x'⟧ᴬ_{b,j} ⊕ ⟦x'⟧ᴮ_{b,p}` (her slot p) — as a set, partition by
+//! partition ([`super::join`]); Bob outputs each y for which some
 //! `⟦y'⟧ᴬ_{b,p} ⊕ ⟦y'⟧ᴮ_{b,j}`, j ∈ [μ_A], is among them. The values have
 //! ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits (Fig. 4's λ + 2 log(nμ) for unequal sizes,
-//! spec §4.9), so a value Alice makes up without encoding matches with probability ≤ 2^-λ.
+//! spec §4.9), so a value Alice makes up without encoding matches any of Bob's with
+//! probability ≤ 2^-λ.
 //!
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
@@ -72,8 +75,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Nothing,
             // Direction A's rows: m·μ_B rows of 64 bytes, m·μ_B ≈ 7.75 n_B.
             peer_item_bytes: 600,
-            // Her slot words, outputs and item values.
-            own_item_bytes: 600,
+            // Her slot words and outputs, and her μ_B values of 16 bytes (μ_B about 31
+            // with LAN bins, 47 with WAN bins at 2^20).
+            own_item_bytes: 1000,
         },
         RoleInfo {
             role: Role::Receiver,

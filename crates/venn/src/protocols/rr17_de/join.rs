@@ -35,9 +35,11 @@ const FRAME_VALUES: usize = 1 << 16;
 /// then stays in the L2 cache.
 const PER_PARTITION: u64 = 1 << 13;
 
-/// The public key of a comparison value: its 128 bits folded to 64 and mixed by an
-/// odd multiplier (a bijection of the folded bits). Its top [`partition_bits`] bits name
-/// the partition, its low 32 bits are Bob's fingerprint.
+/// The public key of a comparison value: its 128 bits folded to 64 and multiplied by an
+/// odd constant (a bijection of the folded bits). Its top [`partition_bits`] bits name
+/// the partition, which depend on all the folded bits; its low 32 bits, Bob's
+/// fingerprint, depend only on the folded value's low 32 bits — enough, as Bob's values
+/// are random-oracle outputs and a fingerprint hit is only a candidate.
 #[inline]
 pub(super) fn key(value: Block) -> u64 {
     let folded = value as u64 ^ ((value >> 64) as u64).rotate_left(32);
@@ -351,6 +353,26 @@ mod tests {
     }
 
     #[test]
+    fn one_partition_and_repeated_keys() {
+        // P = 0; Bob's entries 0 and 1 share their key (the second is found past the
+        // first, which the confirmation refuses); Alice sends entry 1's value three times
+        // (the first position is reported) and entry 2's once.
+        let d: Block = 0xabcd;
+        let entries = [value(1), value(1) ^ d << 64 ^ d << 32, value(2)];
+        assert_eq!(key(entries[0]), key(entries[1]));
+        let alice = vec![
+            value(9),
+            entries[1],
+            value(8),
+            entries[1],
+            entries[2],
+            entries[1],
+        ];
+        let found = joined(&entries, 0, vec![alice]).unwrap();
+        assert_eq!(found, [(1, 1), (2, 4)]);
+    }
+
+    #[test]
     fn values_out_of_partition_order_are_refused() {
         let bits = 4;
         let entries: Vec<Block> = (0..1000).map(value).collect();
@@ -361,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn short_frames_are_refused_before_anything_is_read() {
+    fn a_frame_shorter_than_announced_is_refused() {
         let mut bob = BobsValues::new(2, 10);
         bob.push(value(1), 0);
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
