@@ -33,7 +33,7 @@
 
 use super::dual::{directions, DeState, DualExecution, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
-use crate::crypto::{encrypt_under_keys, Aes, Block};
+use crate::crypto::{encrypt_under_keys, pack_rows, Aes, Block};
 use crate::items::{decimal_integer, Items};
 use crate::net::Channel;
 use crate::ot::{KosReceiving, KosSender, KosSending, ReceiverSeeds, SenderSeeds};
@@ -218,11 +218,11 @@ impl KeySending {
         m.clear();
         m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
         self.keys.aes.encrypt_blocks(m);
-        self.frame.clear();
-        for ((pair, a), b) in m.chunks_exact(2).zip(h0.iter()).zip(h1.iter()) {
-            self.frame.extend_from_slice(&(pair[0] ^ a).to_le_bytes());
-            self.frame.extend_from_slice(&(pair[1] ^ b).to_le_bytes());
+        for ((pair, a), b) in m.chunks_exact_mut(2).zip(h0.iter()).zip(h1.iter()) {
+            pair[0] ^= a;
+            pair[1] ^= b;
         }
+        pack_rows(m, 1, 16, &mut self.frame);
         self.next = first + len;
         chan.send(&self.frame)
     }
