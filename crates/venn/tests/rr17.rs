@@ -106,3 +106,60 @@ fn wan_bins_give_the_intersection() {
         );
     }
 }
+
+/// rr17-de-sm runs each direction's KOS15 extension in segments of about 2^21 OTs (whole
+/// slots of σ' OTs), each with its own check before its keys go out. At 2^14 items a side
+/// (σ = 64 under the tests' options) each direction has three segments; rows the cheat
+/// sends in the second are caught by that segment's check, and the honest party has sent
+/// the rows of two segments and the masked keys (32 bytes an OT) of the first only.
+#[test]
+fn rows_that_encode_no_value_in_a_later_segment_are_caught() {
+    let (s, r) = sets(1 << 14, 1 << 14, 1000, 17);
+    let p = find("rr17-de-sm").unwrap();
+    let sizes = Sizes {
+        sender: 1 << 14,
+        receiver: 1 << 14,
+    };
+    let table = p.params(sizes, test_options(p)).unwrap().table();
+    let param = |name: &str| -> usize {
+        let (_, v) = table.0.iter().find(|(k, _)| *k == name).unwrap();
+        v.parse().unwrap()
+    };
+    let per = param("word_bits");
+    let segment = (1 << 21) / per * per;
+    assert_eq!(param("ots_B").div_ceil(segment), 3);
+    for alice_cheats in [true, false] {
+        // Rows go in frames of 4096 (64 KiB); a segment has 513 of them.
+        let (mut frames, mut done) = (0, false);
+        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
+            if f.len() == 4096 * 16 {
+                frames += 1;
+                if frames == 700 {
+                    f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
+                    done = true;
+                }
+            }
+            true
+        });
+        assert!(done, "the second segment's rows went by");
+        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
+        match victim {
+            Err(Error::CheatingDetected(why)) => assert!(why.contains("KOS15"), "{why}"),
+            other => panic!(
+                "alice cheats: {alice_cheats}: {:?}",
+                other.map(|r| r.output)
+            ),
+        }
+        assert!(cheat.is_err(), "the cheat got an answer");
+        if !alice_cheats {
+            // Two segments' rows (16 bytes an OT) and one segment's keys, and the coin
+            // tosses, seed OTs and checks.
+            let expected = segment * (2 * 16 + 32);
+            let sent = sent.sent as usize;
+            assert!(
+                (expected..expected + 100_000).contains(&sent),
+                "Alice sent {sent} bytes, {expected} expected"
+            );
+        }
+    }
+}

@@ -127,6 +127,8 @@ fn check_sums(
 pub struct KosSender {
     delta: Block,
     q: Vec<Block>,
+    /// The session-wide index of OT 0, added to every hash tweak (see [`KosSending::start`]).
+    first: u64,
 }
 
 impl KosSender {
@@ -140,8 +142,9 @@ impl KosSender {
         self.q.is_empty()
     }
 
-    /// Writes Δ and the rows (for a precomputed state).
+    /// Writes Δ and the rows (for a precomputed state; an extension numbered from 0).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        assert_eq!(self.first, 0, "only whole extensions are saved");
         out.block(self.delta)?;
         out.blocks(&self.q)
     }
@@ -151,23 +154,24 @@ impl KosSender {
         let delta = input.block()?;
         let q = exactly(input.blocks(count, "OT rows")?, count)?;
         advise_huge_pages(&q);
-        Ok(KosSender { delta, q })
+        Ok(KosSender { delta, q, first: 0 })
     }
 
-    /// Appends `m_{j, bit}` for each `j` in `indices` to `out`, hashed now. The rows are
-    /// read ahead of use, so scattered indices cost little more than sequential ones.
+    /// Appends `m_{j, bit}` for each `j` in `indices` to `out`, hashed now (with the tweak
+    /// `first + j`). The rows are read ahead of use, so scattered indices cost little more
+    /// than sequential ones.
     pub fn messages(&self, indices: &[u32], bit: bool, out: &mut Vec<Block>) {
         let offset = if bit { self.delta } else { 0 };
-        hash_messages(indices, &self.q, offset, out);
+        hash_messages(indices, self.first, &self.q, offset, out);
     }
 }
 
 /// OTs per parallel task when gathering and hashing messages.
 const HASH_TASK: usize = 1 << 13;
 
-/// Appends `H(j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`, in parallel tasks
-/// on the rayon pool.
-fn hash_messages(indices: &[u32], rows: &[Block], offset: Block, out: &mut Vec<Block>) {
+/// Appends `H(first + j, rows[j] ⊕ offset)` for each `j` in `indices` to `out`, in
+/// parallel tasks on the rayon pool.
+fn hash_messages(indices: &[u32], first: u64, rows: &[Block], offset: Block, out: &mut Vec<Block>) {
     const AHEAD: usize = 32;
     let start = out.len();
     out.resize(start + indices.len(), 0);
@@ -181,19 +185,19 @@ fn hash_messages(indices: &[u32], rows: &[Block], offset: Block, out: &mut Vec<B
                 }
                 *o = rows[j as usize] ^ offset;
             }
-            hash_indexed(js, out);
+            hash_indexed(js, first, out);
         });
 }
 
-/// Replaces each `rows[i]` by `H(indices[i], rows[i])`, in parallel tasks.
-fn hash_indexed(indices: &[u32], rows: &mut [Block]) {
+/// Replaces each `rows[i]` by `H(first + indices[i], rows[i])`, in parallel tasks.
+fn hash_indexed(indices: &[u32], first: u64, rows: &mut [Block]) {
     rows.par_chunks_mut(HASH_TASK)
         .zip(indices.par_chunks(HASH_TASK))
         .for_each(|(rows, js)| {
             let mut tweaks = [0u64; 128];
             for (rows, js) in rows.chunks_mut(tweaks.len()).zip(js.chunks(tweaks.len())) {
                 for (t, &j) in tweaks.iter_mut().zip(js) {
-                    *t = j as u64;
+                    *t = first + j as u64;
                 }
                 tccr_hash_with(&tweaks[..js.len()], rows);
             }
@@ -210,6 +214,8 @@ pub struct KosReceiver {
     /// The rows `t_j` the caller asked to keep, unhashed.
     kept: Vec<u32>,
     kept_rows: Vec<Block>,
+    /// The session-wide index of OT 0 (see [`KosReceiving::start`]).
+    first: u64,
 }
 
 impl KosReceiver {
@@ -227,7 +233,7 @@ impl KosReceiver {
     /// during the correlation check: nothing is regenerated).
     pub fn into_kept_messages(self) -> Vec<Block> {
         let mut out = self.kept_rows;
-        hash_indexed(&self.kept, &mut out);
+        hash_indexed(&self.kept, self.first, &mut out);
         out
     }
 
@@ -258,7 +264,7 @@ impl KosReceiver {
                 for (o, &j) in out.iter_mut().zip(js) {
                     *o = rows[j as usize - first];
                 }
-                hash_indexed(js, out);
+                hash_indexed(js, self.first, out);
             });
         out
     }
@@ -274,7 +280,7 @@ pub fn kos_send(
     sid: &[u8; 32],
 ) -> Result<KosSender> {
     let ext = seeds.extension();
-    let mut sending = KosSending::start(chan, &ext, count, sid, true)?;
+    let mut sending = KosSending::start(chan, &ext, count, 0, sid, true)?;
     while !sending.done() {
         sending.receive_batch(chan)?;
     }
@@ -288,15 +294,22 @@ pub struct KosSending<'a> {
     toss: CoinTossReply,
     delta: Block,
     count: usize,
+    first: u64,
 }
 
 impl<'a> KosSending<'a> {
     /// Takes the receiver's commitment to its half of the check seed and starts an
     /// extension of `count` OTs on `ext` (`ahead` as for [`ExtensionSender::start`]).
+    ///
+    /// The OTs are numbered from `first` in the hash tweaks: an extension run in segments
+    /// (one Δ, a fresh `ext` and `sid` and its own check per segment, KOS15 Fig. 7's
+    /// Extend called again) numbers each segment's OTs after the last one's, so that no
+    /// two OTs under one Δ share a tweak.
     pub fn start(
         chan: &mut dyn Channel,
         ext: &'a ExtensionSender,
         count: usize,
+        first: u64,
         sid: &[u8; 32],
         ahead: bool,
     ) -> Result<Self> {
@@ -307,6 +320,7 @@ impl<'a> KosSending<'a> {
             toss,
             delta: ext.s()[0],
             count,
+            first,
         })
     }
 
@@ -333,6 +347,7 @@ impl<'a> KosSending<'a> {
             toss,
             delta: self.delta,
             count: self.count,
+            first: self.first,
         })
     }
 }
@@ -343,6 +358,7 @@ pub struct KosChallenge {
     toss: ShareSent,
     delta: Block,
     count: usize,
+    first: u64,
 }
 
 impl KosChallenge {
@@ -353,6 +369,7 @@ impl KosChallenge {
             toss,
             delta,
             count,
+            first,
         } = self;
         let [seed, _] = toss.receive_opening(chan)?;
         let msg = chan.recv_exact(32, "correlation check")?;
@@ -365,7 +382,7 @@ impl KosChallenge {
             ));
         }
         q.truncate(count);
-        Ok(KosSender { delta, q })
+        Ok(KosSender { delta, q, first })
     }
 }
 
@@ -381,7 +398,7 @@ pub fn kos_receive(
     keep: Vec<u32>,
 ) -> Result<KosReceiver> {
     let ext = seeds.extension();
-    let mut receiving = KosReceiving::start(chan, &ext, choices, prg, sid, keep)?;
+    let mut receiving = KosReceiving::start(chan, &ext, choices, 0, prg, sid, keep)?;
     while !receiving.done() {
         receiving.send_batch(chan)?;
     }
@@ -397,15 +414,18 @@ pub struct KosReceiving<'a> {
     choices: Vec<bool>,
     toss: CoinToss,
     keep: Vec<u32>,
+    first: u64,
 }
 
 impl<'a> KosReceiving<'a> {
     /// Commits to this side's half of the check seed and starts an extension on `ext`
-    /// for `choices` (see [`kos_receive`]).
+    /// for `choices` (see [`kos_receive`]), its OTs numbered from `first` (see
+    /// [`KosSending::start`]).
     pub fn start(
         chan: &mut dyn Channel,
         ext: &'a ExtensionReceiver,
         mut choices: Vec<bool>,
+        first: u64,
         prg: &mut Prg,
         sid: &[u8; 32],
         keep: Vec<u32>,
@@ -421,6 +441,7 @@ impl<'a> KosReceiving<'a> {
             choices,
             toss,
             keep,
+            first,
         })
     }
 
@@ -447,6 +468,7 @@ impl<'a> KosReceiving<'a> {
             mut choices,
             toss,
             keep,
+            first,
             ..
         } = self;
         let count = choices.len() - CHECK_PADDING;
@@ -458,6 +480,7 @@ impl<'a> KosReceiving<'a> {
             t,
             kept: keep,
             kept_rows,
+            first,
         })
     }
 }
@@ -541,6 +564,83 @@ mod tests {
         // The rows kept during the check are the messages of those OTs.
         let wanted: Vec<Block> = keep.iter().map(|&j| got[j as usize]).collect();
         assert_eq!(receiver.into_kept_messages(), wanted);
+    }
+
+    #[test]
+    fn segments_are_fresh_extensions_under_one_delta() {
+        // Two segments of one extension, the second numbered on from the first: each gives
+        // the receiver exactly its messages, and no message repeats across segments (fresh
+        // column streams, distinct tweaks) although Δ is the same.
+        let mut prg = Prg::from_seed(31);
+        let (sender_seeds, pairs) = base(&mut prg);
+        let count = 3000;
+        let rows = |ext: ExtensionReceiver| {
+            let mut rows = vec![0; 128 * ext.row_blocks()];
+            ext.replay_t().rows(0, &mut rows);
+            rows
+        };
+        let streams = [pairs.extension(), pairs.segment(0), pairs.segment(1)].map(rows);
+        assert!(streams[0] != streams[1] && streams[1] != streams[2] && streams[0] != streams[2]);
+        let mut seen = std::collections::HashSet::new();
+        for k in 0..2u64 {
+            let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+            let first = k * count as u64;
+            let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+            let (c2, p2) = (choices.clone(), &pairs);
+            let (sender, receiver) = std::thread::scope(|scope| {
+                let t = scope.spawn(move || {
+                    let ext = p2.segment(k);
+                    let mut prg = Prg::from_seed(5 + k as u128);
+                    let keep = (0..count as u32).collect();
+                    let mut r = KosReceiving::start(
+                        &mut b,
+                        &ext,
+                        c2,
+                        first,
+                        &mut prg,
+                        &[k as u8; 32],
+                        keep,
+                    )
+                    .unwrap();
+                    while !r.done() {
+                        r.send_batch(&mut b).unwrap();
+                    }
+                    b.flush().unwrap();
+                    r.answer_check(&mut b).unwrap()
+                });
+                let ext = sender_seeds.segment(k);
+                let mut s =
+                    KosSending::start(&mut a, &ext, count, first, &[k as u8; 32], false).unwrap();
+                while !s.done() {
+                    s.receive_batch(&mut a).unwrap();
+                }
+                let mut prg = Prg::from_seed(6);
+                let sender = s
+                    .challenge(&mut a, &mut prg)
+                    .unwrap()
+                    .verify(&mut a)
+                    .unwrap();
+                (sender, t.join().unwrap())
+            });
+            let all: Vec<u32> = (0..count as u32).collect();
+            let (mut m0, mut m1) = (vec![], vec![]);
+            sender.messages(&all, false, &mut m0);
+            sender.messages(&all, true, &mut m1);
+            let got = receiver.into_kept_messages();
+            for j in 0..count {
+                let (mine, other) = if choices[j] {
+                    (m1[j], m0[j])
+                } else {
+                    (m0[j], m1[j])
+                };
+                assert_eq!(got[j], mine, "segment {k}, OT {j}");
+                assert_ne!(got[j], other);
+                assert!(
+                    seen.insert(m0[j]) && seen.insert(m1[j]),
+                    "a message repeats"
+                );
+            }
+        }
     }
 
     #[test]

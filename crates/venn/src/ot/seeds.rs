@@ -5,7 +5,7 @@
 //! choice bits Δ; the extension *receiver* is the base-OT *sender*.
 
 use super::{BaseOt, ExtensionReceiver, ExtensionSender, BASE_OTS};
-use crate::crypto::{Block, Prg};
+use crate::crypto::{Aes, Block, Prg};
 use crate::net::Channel;
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::Result;
@@ -16,10 +16,24 @@ pub struct SenderSeeds {
     pub(super) keys: Vec<Block>,
 }
 
+/// The column seed of segment `k` of an extension run in segments:
+/// `AES_seed(2^127 + k)`, a block of the column's AES-CTR stream far past the counters of
+/// any row (those are below 2^32), so every segment's columns are fresh PRG streams.
+fn segment_seed(seed: Block, k: u64) -> Block {
+    Aes::new(seed).encrypt((1 << 127) | k as Block)
+}
+
 impl SenderSeeds {
     /// The OT extension these seeds key, as its sender.
     pub fn extension(&self) -> ExtensionSender {
         ExtensionSender::new(&self.keys, &self.delta)
+    }
+
+    /// The sender of segment `k` of an extension run in segments (KOS15 Fig. 7's Extend
+    /// called again with the same Δ): the same Δ, fresh column streams.
+    pub fn segment(&self, k: u64) -> ExtensionSender {
+        let keys: Vec<Block> = self.keys.iter().map(|&s| segment_seed(s, k)).collect();
+        ExtensionSender::new(&keys, &self.delta)
     }
 
     /// Runs κ base OTs of kind `B` as their receiver, with fresh random Δ.
@@ -53,6 +67,16 @@ impl ReceiverSeeds {
     /// The OT extension these seeds key, as its receiver.
     pub fn extension(&self) -> ExtensionReceiver {
         ExtensionReceiver::new(&self.keys)
+    }
+
+    /// The receiver of segment `k` (see [`SenderSeeds::segment`]).
+    pub fn segment(&self, k: u64) -> ExtensionReceiver {
+        let keys: Vec<[Block; 2]> = self
+            .keys
+            .iter()
+            .map(|pair| pair.map(|s| segment_seed(s, k)))
+            .collect();
+        ExtensionReceiver::new(&keys)
     }
 
     /// Runs κ base OTs of kind `B` as their sender.

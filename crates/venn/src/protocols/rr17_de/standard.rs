@@ -43,6 +43,7 @@ use crate::protocols::{
 use crate::session::Role;
 use crate::tables::simple_hash::SlotTable;
 use crate::{Error, Result};
+use std::ops::Range;
 
 /// RR17 dual-execution PSI in the standard model, on σ-bit integers (`rr17-de-sm`).
 pub type Rr17DeSm = DualExecution<Standard>;
@@ -53,6 +54,12 @@ const SIGMAS: &[u32] = &[32, 64];
 /// OTs whose masked messages go in one frame (at most 2 MiB; frames hold whole
 /// instances).
 const FRAME_OTS: usize = 1 << 16;
+
+/// OTs of a direction per segment (see [`Realisation::encode_both`]): the sender's rows of
+/// a segment take 32 MiB. Each segment costs two round trips (its check, then its keys),
+/// 2 × 53 of them at n = 2^20 and σ = 32. Unit tests use small segments, so that every
+/// test run crosses several and leaves one direction to finish alone.
+const SEGMENT_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 21 };
 
 /// The instances of one frame of masked keys, for σ' OTs per instance.
 fn frame_instances(per: usize) -> usize {
@@ -78,19 +85,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::Malicious,
             output: OutputKind::Nothing,
-            // Direction A's KOS15 rows: m·μ_B·σ' rows of 16 bytes, about 7.5·46·16 per
-            // peer item at σ = 64.
-            peer_item_bytes: 6000,
-            // Her choice bits (one byte each while they are sent), outputs and values.
-            own_item_bytes: 1500,
+            // The KOS15 rows are held a segment at a time (32 MiB, whatever n): little
+            // grows with the peer's set.
+            peer_item_bytes: 100,
+            // Her slot words, outputs and μ_B values of 16 bytes (as in rr17-de).
+            own_item_bytes: 1000,
         },
         RoleInfo {
             role: Role::Receiver,
             security: Security::Malicious,
             output: OutputKind::Indices,
-            peer_item_bytes: 6000,
-            // Choice bits, μ_A table entries of 24 bytes per item, outputs.
-            own_item_bytes: 2500,
+            peer_item_bytes: 100,
+            // μ_A join entries per item, slot words and outputs (as in rr17-de).
+            own_item_bytes: 1000,
         },
     ],
 };
@@ -161,26 +168,35 @@ impl PrfBatch {
     }
 }
 
-/// The OT choices of this party's slots (the bits of each slot's word, 0 in a dummy
-/// slot), and the OTs of the slots that hold an item (only their messages are needed).
-fn own_choices(slots: &SlotTable, words: &[Block], per: usize) -> (Vec<bool>, Vec<u32>) {
-    let n = slots.item_at.len();
+/// The OT choices of this party's slots `instances` (the bits of each slot's word, 0 in a
+/// dummy slot), and the OTs of the slots that hold an item (only their messages are
+/// needed), numbered from the first slot's first OT.
+fn own_choices(
+    slots: &SlotTable,
+    words: &[Block],
+    per: usize,
+    instances: Range<usize>,
+) -> (Vec<bool>, Vec<u32>) {
     let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
-    let choices = (0..n * per)
-        .map(|j| (word_at(j / per) >> (j % per)) & 1 == 1)
+    let first = instances.start;
+    let choices = (0..instances.len() * per)
+        .map(|j| (word_at(first + j / per) >> (j % per)) & 1 == 1)
         .collect();
-    let held = (0..n).filter(|&s| slots.item_at[s].is_some());
+    let held = instances.filter(|&s| slots.item_at[s].is_some());
     let keep = held
-        .flat_map(|s| (s * per..(s + 1) * per).map(|j| j as u32))
+        .flat_map(|s| ((s - first) * per..(s - first + 1) * per).map(|j| j as u32))
         .collect();
     (choices, keep)
 }
 
-/// The chosen-message OTs' sender in one direction, its KOS15 check passed: sends the
-/// key pairs `m[j, b]` masked by `H(j, q_j ⊕ b·Δ)`, a frame at a time.
+/// The chosen-message OTs' sender in one direction: sends the key pairs `m[j, b]` masked
+/// by `H(j, q_j ⊕ b·Δ)`, a frame at a time, segment by segment, each segment's KOS15
+/// check passed before its first frame.
 struct KeySending {
-    kos: KosSender,
     keys: Keys,
+    /// The current segment's OTs, OT `first + i` in row `i`.
+    kos: Option<KosSender>,
+    first: usize,
     /// The first OT not yet sent.
     next: usize,
     buffers: [Vec<Block>; 3],
@@ -189,10 +205,11 @@ struct KeySending {
 }
 
 impl KeySending {
-    fn new(kos: KosSender, keys: Keys) -> Self {
+    fn new(keys: Keys) -> Self {
         KeySending {
-            kos,
             keys,
+            kos: None,
+            first: 0,
             next: 0,
             buffers: Default::default(),
             js: Vec::new(),
@@ -200,21 +217,30 @@ impl KeySending {
         }
     }
 
+    /// The next segment's OTs, from the OT after the last segment's.
+    fn segment(&mut self, kos: KosSender) {
+        self.first = self.next;
+        self.kos = Some(kos);
+    }
+
     fn done(&self) -> bool {
-        self.next >= self.kos.len()
+        self.kos
+            .as_ref()
+            .is_none_or(|kos| self.next >= self.first + kos.len())
     }
 
     fn send_frame(&mut self, chan: &mut dyn Channel) -> Result<()> {
         let per = self.keys.per_instance;
-        let (first, ots) = (self.next, self.kos.len());
-        let len = (ots - first).min(frame_instances(per) * per);
+        let kos = self.kos.as_ref().expect("a segment");
+        let (first, from) = (self.next, self.next - self.first);
+        let len = (kos.len() - from).min(frame_instances(per) * per);
         let [h0, h1, m] = &mut self.buffers;
         self.js.clear();
-        self.js.extend(first as u32..(first + len) as u32);
+        self.js.extend(from as u32..(from + len) as u32);
         h0.clear();
         h1.clear();
-        self.kos.messages(&self.js, false, h0);
-        self.kos.messages(&self.js, true, h1);
+        kos.messages(&self.js, false, h0);
+        kos.messages(&self.js, true, h1);
         m.clear();
         m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
         self.keys.aes.encrypt_blocks(m);
@@ -229,9 +255,9 @@ impl KeySending {
 }
 
 /// The chosen-message OTs' receiver in one direction: takes the masked keys a frame at a
-/// time, unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots that hold its items
-/// (`pads`: their `H(j, t_j)`, in order) and sets `own[x]` to the encoding of item x's
-/// word in its slot.
+/// time, segment by segment, unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots
+/// that hold its items (`pads`: the segment's `H(j, t_j)` of those slots, in order) and
+/// sets `own[x]` to the encoding of item x's word in its slot.
 struct KeyReceiving<'a> {
     pads: Vec<Block>,
     /// The pads used so far.
@@ -240,37 +266,44 @@ struct KeyReceiving<'a> {
     words: &'a [Block],
     per: usize,
     own: Vec<Block>,
-    /// The first instance not yet received.
+    /// The first instance not yet received, and the end of the segment.
     next: usize,
+    end: usize,
     frame: Vec<u8>,
     batch: PrfBatch,
     encodings: Vec<Block>,
 }
 
 impl<'a> KeyReceiving<'a> {
-    fn new(pads: Vec<Block>, slots: &'a SlotTable, words: &'a [Block], per: usize) -> Self {
+    fn new(slots: &'a SlotTable, words: &'a [Block], per: usize) -> Self {
         KeyReceiving {
-            pads,
+            pads: Vec::new(),
             used: 0,
             slots,
             words,
             per,
             own: vec![0; slots.slot_of.len()],
             next: 0,
+            end: 0,
             frame: Vec::new(),
             batch: PrfBatch::default(),
             encodings: Vec::new(),
         }
     }
 
+    /// The next segment: its instances up to `end`, and its pads.
+    fn segment(&mut self, end: usize, pads: Vec<Block>) {
+        (self.end, self.pads, self.used) = (end, pads, 0);
+    }
+
     fn done(&self) -> bool {
-        self.next >= self.slots.item_at.len()
+        self.next >= self.end
     }
 
     fn receive_frame(&mut self, chan: &mut dyn Channel) -> Result<()> {
         let (slots, words, per) = (self.slots, self.words, self.per);
-        let (first, n) = (self.next, slots.item_at.len());
-        let count = (n - first).min(frame_instances(per));
+        let first = self.next;
+        let count = (self.end - first).min(frame_instances(per));
         chan.recv_exact_into(&mut self.frame, 32 * per * count, "chosen-message OT keys")?;
         let held = (first..first + count).filter_map(|s| slots.item_at[s].map(|x| (s, x)));
         let keys = self
@@ -295,6 +328,81 @@ impl<'a> KeyReceiving<'a> {
         self.next = first + count;
         Ok(())
     }
+}
+
+/// The instances of one segment of a direction's OTs (see [`Realisation::encode_both`]
+/// below): about [`SEGMENT_OTS`] OTs, whole instances.
+fn segment_instances(per: usize) -> usize {
+    (SEGMENT_OTS / per).max(1)
+}
+
+/// One segment of both directions: `mine` the instances of this party's slots it
+/// encodes now (as the OT receiver), `theirs` the peer's (as the OT sender); either may be
+/// empty once a direction is done.
+#[allow(clippy::too_many_arguments)]
+fn encode_segment(
+    ctx: &mut Context,
+    d: &Domains,
+    state: &DeState<Standard>,
+    role: Role,
+    k: usize,
+    (mine, theirs): (Range<usize>, Range<usize>),
+    receiving: &mut KeyReceiving,
+    sending: &mut KeySending,
+) -> Result<()> {
+    let per = receiving.per;
+    let (own_direction, peer_direction) = directions(role);
+    let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
+    let (receiver, sender) = (
+        state.encoding.segment(k as u64),
+        state.sending.segment(k as u64),
+    );
+    let sid = |direction: &str| d.direction_sid(&format!("{direction}, segment {k}"));
+    let mut kos_receiving = if mine.is_empty() {
+        None
+    } else {
+        let (choices, keep) = own_choices(receiving.slots, receiving.words, per, mine.clone());
+        let (first, sid) = ((mine.start * per) as u64, sid(own_direction));
+        Some(KosReceiving::start(
+            chan, &receiver, choices, first, prg, &sid, keep,
+        )?)
+    };
+    let mut kos_sending = if theirs.is_empty() {
+        None
+    } else {
+        let (ots, first) = (theirs.len() * per, (theirs.start * per) as u64);
+        let sid = sid(peer_direction);
+        Some(KosSending::start(chan, &sender, ots, first, &sid, false)?)
+    };
+    let done = |r: &Option<KosReceiving>, s: &Option<KosSending>| {
+        r.as_ref().is_none_or(|r| r.done()) && s.as_ref().is_none_or(|s| s.done())
+    };
+    while !done(&kos_receiving, &kos_sending) {
+        if let Some(r) = kos_receiving.as_mut().filter(|r| !r.done()) {
+            r.send_batch(chan)?;
+        }
+        if let Some(s) = kos_sending.as_mut().filter(|s| !s.done()) {
+            s.receive_batch(chan)?;
+        }
+    }
+    chan.flush()?;
+    let challenge = kos_sending.map(|s| s.challenge(chan, prg)).transpose()?;
+    if let Some(r) = kos_receiving {
+        receiving.segment(mine.end, r.answer_check(chan)?.into_kept_messages());
+    }
+    // The peer's check holds before any key of the segment is sent.
+    if let Some(c) = challenge {
+        sending.segment(c.verify(chan)?);
+    }
+    while !sending.done() || !receiving.done() {
+        if !sending.done() {
+            sending.send_frame(chan)?;
+        }
+        if !receiving.done() {
+            receiving.receive_frame(chan)?;
+        }
+    }
+    chan.flush()
 }
 
 impl Realisation for Standard {
@@ -350,11 +458,23 @@ impl Realisation for Standard {
             .map(|pairs| pairs.into_iter().unzip())
     }
 
-    /// Both directions at once, like OOS16's [`crate::ot::oos16::both_ways`]: the KOS15
-    /// extensions of both a batch of each in turn, both correlation checks, then the
-    /// masked keys of both a frame of each in turn. The peer's rows are used for nothing
-    /// before its check has passed (the keys this party sends are masked by them only
-    /// after), and this party's choices were fixed before any of the peer's rows arrived.
+    /// Both directions at once, like OOS16's [`crate::ot::oos16::both_ways`], in
+    /// segments of about [`SEGMENT_OTS`] OTs: in each, the KOS15 extensions of both a
+    /// batch of each in turn, both correlation checks, then the masked keys of both a
+    /// frame of each in turn. The peer's rows are used for nothing before their check has
+    /// passed (the keys this party sends are masked by them only after), and this party's
+    /// choices were fixed before any of the peer's rows arrived.
+    ///
+    /// **Segments.** A party holds its KOS15 sender rows until their check passes: 16
+    /// bytes for each of the peer's m·μ·σ' OTs, 1.7 GB at n = 2^20 and σ = 32, 5.5 GB at
+    /// σ = 64. So each direction's extension runs as KOS15 Fig. 7 allows, Extend after
+    /// Extend under the one Δ of the base OTs: segment k has fresh column streams (the
+    /// base seeds' PRG at a counter no row uses, [`SenderSeeds::segment`]), its own
+    /// coin-tossed check seed under its own session id, κ + λ padding OTs of its own, and
+    /// its OTs numbered on from the last segment's in the output hash, so no two OTs under
+    /// Δ share a tweak. A cheating receiver's selective failure on Δ gains nothing from
+    /// the repetition: any failed check aborts the run, and each bit it guesses still
+    /// halves its chance of passing.
     fn encode_both(
         ctx: &mut Context,
         p: &Rr17DeParams,
@@ -364,43 +484,20 @@ impl Realisation for Standard {
         slots: &SlotTable,
         words: &[Block],
     ) -> Result<(Vec<Block>, Keys)> {
-        let (own_direction, peer_direction) = directions(role);
         let per = p.hashing.word_bits() as usize;
-        let (choices, keep) = own_choices(slots, words, per);
-        let (chan, prg) = (&mut *ctx.peer, &mut ctx.prg);
-        let (receiver, sender) = (state.encoding.extension(), state.sending.extension());
-        let own_sid = d.direction_sid(own_direction);
-        let mut receiving = KosReceiving::start(chan, &receiver, choices, prg, &own_sid, keep)?;
-        let ots = p.peer_instances(role) * per;
-        let peer_sid = d.direction_sid(peer_direction);
-        let mut sending = KosSending::start(chan, &sender, ots, &peer_sid, false)?;
-        while !receiving.done() || !sending.done() {
-            if !receiving.done() {
-                receiving.send_batch(chan)?;
-            }
-            if !sending.done() {
-                sending.receive_batch(chan)?;
-            }
-        }
-        chan.flush()?;
-        let challenge = sending.challenge(chan, prg)?;
-        let pads = receiving.answer_check(chan)?.into_kept_messages();
-        // The peer's check holds before any key is sent.
         let keys = Keys {
-            aes: Aes::new(prg.block()),
+            aes: Aes::new(ctx.prg.block()),
             per_instance: per,
         };
-        let mut sending = KeySending::new(challenge.verify(chan)?, keys);
-        let mut receiving = KeyReceiving::new(pads, slots, words, per);
-        while !sending.done() || !receiving.done() {
-            if !sending.done() {
-                sending.send_frame(chan)?;
-            }
-            if !receiving.done() {
-                receiving.receive_frame(chan)?;
-            }
+        let (mut sending, mut receiving) =
+            (KeySending::new(keys), KeyReceiving::new(slots, words, per));
+        let (own, peer) = (slots.item_at.len(), p.peer_instances(role));
+        let step = segment_instances(per);
+        for k in 0..own.max(peer).div_ceil(step) {
+            let range = |n: usize| (k * step).min(n)..((k + 1) * step).min(n);
+            let ranges = (range(own), range(peer));
+            encode_segment(ctx, d, state, role, k, ranges, &mut receiving, &mut sending)?;
         }
-        chan.flush()?;
         Ok((receiving.own, sending.keys))
     }
 
