@@ -9,7 +9,9 @@
 //! `x = Σ χ_j·r_j` and `t = Σ χ_j·t_j`, and the sender checks `Σ χ_j·q_j = t ⊕ x·Δ`.
 //!
 //! Outputs are hashed only when used (RR17 §4.1, "hash only on demand"):
-//! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver.
+//! `m_{j,b} = H(j, q_j ⊕ b·Δ)` for the sender and `m_{j,r_j} = H(j, t_j)` for the receiver,
+//! j counted from the extension's `first` OT (an extension run in segments numbers each
+//! segment on from the last: [`KosSending::start`]).
 //!
 //! **One check, not four (a decision).** libOTe runs this correlation check four times
 //! over independent χ "to mitigate the uncertainty surrounding the KOS security" (its
@@ -44,7 +46,8 @@ use rayon::prelude::*;
 const CHECK_PADDING: usize = COMPUTATIONAL_SECURITY + STATISTICAL_SECURITY;
 /// Rows whose χ are generated at a time during the check.
 const CHECK_CHUNK: usize = 1 << 16;
-/// OT indices are 32-bit (in the messages' tweaks' callers and on the wire).
+/// OT indices within one extension (or one segment) are 32-bit (the callers' index lists);
+/// the hash tweaks `first + j` are 64-bit.
 const MAX_OTS: usize = 1 << 32;
 
 /// The coin toss for the seed of the χ_j: the receiver commits before the extension, the

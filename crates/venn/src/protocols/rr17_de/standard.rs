@@ -256,8 +256,8 @@ impl KeySending {
 
 /// The chosen-message OTs' receiver in one direction: takes the masked keys a frame at a
 /// time, segment by segment, unmasks `m[j, c_j] = mask_{j, c_j} ⊕ H(j, t_j)` for the slots
-/// that hold its items (`pads`: the segment's `H(j, t_j)` of those slots, in order) and
-/// sets `own[x]` to the encoding of item x's word in its slot.
+/// that hold its items (`pads`: the segment's `H(j, t_j)` of those slots, in order, j the
+/// direction's OT index) and sets `own[x]` to the encoding of item x's word in its slot.
 struct KeyReceiving<'a> {
     pads: Vec<Block>,
     /// The pads used so far.
@@ -402,6 +402,9 @@ fn encode_segment(
             receiving.receive_frame(chan)?;
         }
     }
+    // The segment's rows and pads are spent: at most one segment's are held.
+    sending.kos = None;
+    receiving.pads = Vec::new();
     chan.flush()
 }
 
@@ -467,14 +470,23 @@ impl Realisation for Standard {
     ///
     /// **Segments.** A party holds its KOS15 sender rows until their check passes: 16
     /// bytes for each of the peer's m·μ·σ' OTs, 1.7 GB at n = 2^20 and σ = 32, 5.5 GB at
-    /// σ = 64. So each direction's extension runs as KOS15 Fig. 7 allows, Extend after
-    /// Extend under the one Δ of the base OTs: segment k has fresh column streams (the
-    /// base seeds' PRG at a counter no row uses, [`SenderSeeds::segment`]), its own
+    /// σ = 64. So each direction runs several KOS15 random-OT extensions, each with its own
+    /// check, on the one set of base OTs (one Δ) — KOS15's correlated-OT functionality
+    /// initialised once and extended repeatedly, each extension leaking to a cheating
+    /// receiver only what its guesses about Δ reveal. Segment k has fresh column streams
+    /// (the base seeds' PRG at a counter no row uses, [`SenderSeeds::segment`]), its own
     /// coin-tossed check seed under its own session id, κ + λ padding OTs of its own, and
     /// its OTs numbered on from the last segment's in the output hash, so no two OTs under
-    /// Δ share a tweak. A cheating receiver's selective failure on Δ gains nothing from
-    /// the repetition: any failed check aborts the run, and each bit it guesses still
-    /// halves its chance of passing.
+    /// Δ share a tweak.
+    ///
+    /// What the repetition costs: a cheating receiver gets one chance per check, so the
+    /// soundness error adds up over the checks (2 × 53 at n = 2^20 and σ = 32: about 7
+    /// bits off a per-check bound near 2^-128), and it learns whether its guesses in one
+    /// segment were right before it guesses in the next — but any failed check aborts
+    /// the run, and each new bit of Δ it guesses still halves its chance of passing. An
+    /// abort in segment k comes after the keys of the segments before it were sent; that is
+    /// harmless under security with abort, since neither the keys nor Δ depend on any
+    /// party's items.
     fn encode_both(
         ctx: &mut Context,
         p: &Rr17DeParams,
