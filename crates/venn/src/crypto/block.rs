@@ -14,7 +14,9 @@ pub const UNPACK_SLACK: usize = 64;
 pub fn pack_rows(rows: &[Block], w: usize, row_bytes: usize, out: &mut Vec<u8>) {
     assert!(row_bytes <= 16 * w && w > 0);
     let n = rows.len() / w;
-    out.clear();
+    // Every byte is written below: only bytes `out` never held are zeroed (callers reuse
+    // their frames).
+    out.truncate(n * row_bytes + 16 * w);
     out.resize(n * row_bytes + 16 * w, 0);
     for (r, row) in rows.chunks_exact(w).enumerate() {
         // Each row writes 16·w bytes; the next row overwrites the tail past row_bytes.
@@ -59,8 +61,10 @@ mod tests {
         let rows: Vec<Block> = (0..12u128)
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834))
             .collect();
-        for (w, row_bytes) in [(4, 56), (1, 7), (1, 16), (3, 33)] {
-            let mut packed = Vec::new();
+        // One buffer for every case, as callers reuse theirs: what it held before (other
+        // rows, the 0xff slack) must not show through.
+        let mut packed = vec![0xaa; 1000];
+        for (w, row_bytes) in [(4, 56), (1, 7), (1, 16), (3, 33), (1, 7)] {
             pack_rows(&rows[..rows.len() / w * w], w, row_bytes, &mut packed);
             assert_eq!(packed.len(), rows.len() / w * row_bytes);
             packed.resize(packed.len() + UNPACK_SLACK, 0xff);

@@ -135,7 +135,10 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
         }
         let len = u32::from_le_bytes(header) as usize;
         check_frame_len(len, max_len)?;
-        buf.clear();
+        // Every byte is overwritten: only bytes the buffer never held are zeroed first
+        // (callers reuse their buffers, and zeroing each frame cost about 4 % of the CPU
+        // time of rr17-de-sm, which moves gigabytes).
+        buf.truncate(len);
         buf.resize(len, 0);
         self.reader.read_exact(buf).map_err(|e| self.io_error(e))?;
         self.traffic.received += 4 + len as u64;

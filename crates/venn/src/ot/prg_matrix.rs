@@ -53,11 +53,13 @@ impl PrgMatrix {
         assert!(first_row.is_multiple_of(128) && out.len().is_multiple_of(128 * w));
         let per_col = out.len() / w / 128;
         let counter = (first_row / 128) as u128;
-        let mut columns = vec![0 as Block; self.columns.len() * per_col];
+        // Written once, counters then ciphertexts (a zeroed allocation first cost a memset
+        // of every byte the extensions produce).
+        let mut columns = Vec::with_capacity(self.columns.len() * per_col);
+        for _ in &self.columns {
+            columns.extend((0..per_col).map(|t| counter + t as u128));
+        }
         for (col, aes) in columns.chunks_exact_mut(per_col).zip(&self.columns) {
-            for (t, b) in col.iter_mut().enumerate() {
-                *b = counter + t as u128;
-            }
             aes.encrypt_blocks(col);
         }
         columns
