@@ -523,6 +523,16 @@ impl OosRows {
         self.n == 0
     }
 
+    /// Frees the rows of the instances from `from` on: a caller done with them gets their
+    /// memory back (the rows are one allocation, shrunk in place).
+    pub fn release(&mut self, from: usize) {
+        if from < self.n {
+            self.n = from;
+            self.q.truncate(from * CODE_BLOCKS);
+            self.q.shrink_to_fit();
+        }
+    }
+
     /// The encodings of each of `words` (each below 2^76) in each of the `count` instances
     /// from `first`: `out[j·words.len() + k] = ⟦words[k]⟧_{first + j} =
     /// H(first + j, q ⊕ (C(words[k]) ∧ Δ))`, appended to `out`. (A bin's rows against the
@@ -674,6 +684,17 @@ mod tests {
         let mut each = Vec::new();
         rows.encode(&hash, 3, 11, &[w[12]], &mut each);
         assert_eq!(one, each);
+        // Rows freed from an instance on leave the others as they were.
+        let mut rows = rows;
+        rows.release(n + 1);
+        assert_eq!(rows.len(), n);
+        rows.release(4097);
+        assert_eq!(rows.len(), 4097);
+        for j in [0, 4095, 4096] {
+            let mut theirs = Vec::new();
+            rows.encode(&hash, j, 1, &[w[j]], &mut theirs);
+            assert_eq!(theirs[0], mine[j], "instance {j} after a release");
+        }
     }
 
     /// Two parties running [`both_ways`] against each other, each the receiver of one

@@ -279,6 +279,10 @@ pub(super) trait Realisation: Sized + Sync + Send + 'static {
         scratch: &mut Self::Scratch,
         out: &mut Vec<Block>,
     );
+    /// Frees what `sending` holds for the instances from `from` on, which are not encoded
+    /// again (Alice's values loop runs from the last bin down, freeing the rows as it goes:
+    /// Bob keeps his to confirm a fingerprint hit).
+    fn release(sending: &mut Self::Sending, from: usize);
 }
 
 /// The random-oracle realisation: OOS16 over BCH-(511, 76, 171), items hashed to
@@ -356,6 +360,10 @@ impl Realisation for Rom {
         rows.encode(hash, first, count, words, digests);
         out.extend(digests.iter().map(first_block));
     }
+
+    fn release((rows, _): &mut (OosRows, RowHash), from: usize) {
+        rows.release(from);
+    }
 }
 
 /// The seeds of one direction, as both realisations' kinds of seeds are made, saved
@@ -390,6 +398,9 @@ direction_seeds!(
     SenderSeeds => SenderSeeds::new::<MasnyRindal>,
     ReceiverSeeds => ReceiverSeeds::new::<MasnyRindal>
 );
+
+/// Bins whose rows Alice frees at once as her values loop goes down.
+const RELEASE_BINS: usize = 1 << 12;
 
 /// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
 fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
@@ -538,7 +549,7 @@ fn alice<R: Realisation>(
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
     // Her slots in direction B, Bob's in A (his proof checked before anything depends on
     // them).
-    let (own, sending) = R::encode_both(ctx, &p, &d, &state, Role::Sender, &slots, &words)?;
+    let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Sender, &slots, &words)?;
     let (slots, words) = match valued {
         Some(valued) => {
             let (bins, words) = R::phased(&d, &p, state.seed, valued)?;
@@ -549,13 +560,16 @@ fn alice<R: Realisation>(
     };
     ctx.phase("comparison values", false);
     // Each item's μ_B values (value j for Bob's slot j of the bin), computed bin by bin
-    // (the bin's rows read once, in order) while Bob computes his; sent by partition
-    // ([`join`]).
+    // from the last (the bin's rows read once, then freed: her values take their place)
+    // while Bob computes his; sent by partition ([`join`]).
     let (mu, bytes) = (p.mu_b, p.value_bytes);
     let mut values = AlicesValues::new(p.partition_bits(), items.len() * mu);
     let mut bin = BinScratch::<R>::default();
     let mut item = vec![0; mu];
-    for b in 0..p.hashing.m as usize {
+    for b in (0..p.hashing.m as usize).rev() {
+        if b % RELEASE_BINS == 0 {
+            R::release(&mut sending, (b + 1) * mu);
+        }
         encode_bin(bin_items(&slots, b), &words, &sending, b, mu, &mut bin);
         let k = bin.items.len();
         for (i, &(x, _)) in bin.items.iter().enumerate() {

@@ -540,6 +540,9 @@ impl Realisation for Standard {
         }
         batch.sums(per, out);
     }
+
+    /// The keys are regenerated for each bin: nothing is held.
+    fn release(_: &mut Keys, _: usize) {}
 }
 
 #[cfg(test)]
