@@ -85,9 +85,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Indices,
             // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
             peer_item_bytes: 600,
-            // μ_A table entries per item (an 8-byte slot at load 2/3), slot words and
-            // outputs: about 500 bytes an item with LAN bins, μ about 1.5 times larger with
-            // WAN bins.
+            // μ_A values per item, each 8 bytes in its partition and 4 to 12 kept by
+            // entry, slot words and outputs: about 600 bytes an item with LAN bins, μ about
+            // 1.5 times larger with WAN bins.
             own_item_bytes: 1000,
         },
     ],
@@ -280,8 +280,8 @@ pub(super) trait Realisation: Sized + Sync + Send + 'static {
         out: &mut Vec<Block>,
     );
     /// Frees what `sending` holds for the instances from `from` on, which are not encoded
-    /// again (Alice's values loop runs from the last bin down, freeing the rows as it goes:
-    /// Bob keeps his to confirm a fingerprint hit).
+    /// again (the values loops run from the last bin down to free a direction's rows as
+    /// they are used).
     fn release(sending: &mut Self::Sending, from: usize);
 }
 
@@ -399,7 +399,7 @@ direction_seeds!(
     ReceiverSeeds => ReceiverSeeds::new::<MasnyRindal>
 );
 
-/// Bins whose rows Alice frees at once as her values loop goes down.
+/// Bins whose rows are freed at once as the values loops go down.
 const RELEASE_BINS: usize = 1 << 12;
 
 /// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
@@ -596,38 +596,30 @@ fn bob<R: Realisation>(
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
     // His slots in direction A, Alice's in B (her proof checked before anything depends
     // on them).
-    let (own, sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
+    let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
     ctx.phase("comparison values", false);
-    // Entry y·μ_A + j: his item y against Alice's instance j of y's bin.
+    // Entry y·μ_A + j: his item y against Alice's instance j of y's bin; bin by bin from
+    // the last, each bin's rows freed once read (his values, kept, confirm a fingerprint
+    // hit).
     let bytes = p.value_bytes;
-    let mut values = BobsValues::new(p.partition_bits(), items.len() * p.mu_a);
+    let mut values = BobsValues::new(p.partition_bits(), items.len() * p.mu_a, bytes);
     let mut bin = BinScratch::<R>::default();
-    for b in 0..p.hashing.m as usize {
+    for b in (0..p.hashing.m as usize).rev() {
+        if b % RELEASE_BINS == 0 {
+            R::release(&mut sending, (b + 1) * p.mu_a);
+        }
         encode_bin(bin_items(&slots, b), &words, &sending, b, p.mu_a, &mut bin);
-        for (e, &theirs) in bin.encodings.iter().enumerate() {
-            let (j, (y, _)) = (e / bin.items.len(), bin.items[e % bin.items.len()]);
-            let value = (own[y] ^ theirs) & low_bits(8 * bytes);
-            values.push(value, (y * p.mu_a + j) as u32);
+        let k = bin.items.len();
+        for (i, &(y, _)) in bin.items.iter().enumerate() {
+            for j in 0..p.mu_a {
+                let value = (own[y] ^ bin.encodings[j * k + i]) & low_bits(8 * bytes);
+                values.push(value, (y * p.mu_a + j) as u32);
+            }
         }
     }
-    // A fingerprint hit is confirmed by computing the entry's value again.
-    let (mut scratch, mut encoding) = (R::Scratch::default(), Vec::new());
-    let confirm = |e: u32, value: Block| {
-        let (y, j) = (e as usize / p.mu_a, e as usize % p.mu_a);
-        let first = slots.slot_of[y] as usize / p.mu_b * p.mu_a + j;
-        encoding.clear();
-        R::encode_bin(
-            &sending,
-            first,
-            1,
-            &words[y..y + 1],
-            &mut scratch,
-            &mut encoding,
-        );
-        (own[y] ^ encoding[0]) & low_bits(8 * bytes) == value
-    };
+    drop((own, sending));
     let n_a = ctx.session.n_sender as usize;
-    let matches = values.join(ctx.peer, n_a * p.mu_b, bytes, confirm)?;
+    let matches = values.join(ctx.peer, n_a * p.mu_b)?;
     let mut found: Vec<(u32, u32)> = matches
         .iter()
         .map(|&(e, at)| (e / p.mu_a as u32, at))

@@ -18,11 +18,15 @@
 //! values belong to one item. The order within a partition must be random, not the order
 //! of computation, which follows Alice's bins.
 //!
-//! Bob keeps 8 bytes per value: the key's low 32 bits (a fingerprint) and the entry's
-//! index. A fingerprint hit is confirmed by the caller, who recomputes the entry's value.
-//! Alice chooses her values, but Bob's are random-oracle outputs: whatever she sends, his
-//! tables have the probe lengths of random keys, and each of her values costs at most one
-//! probe sequence plus a confirmation per fingerprint it hits.
+//! Bob keeps 8 bytes per value in its partition — the key's low 32 bits (a fingerprint)
+//! and the entry's index — and, by entry, the rest of the value: the key's high 32 bits
+//! and the value's bytes above its low 8 ([`Rest`]), which confirm a fingerprint hit. (The
+//! key is a bijection of the folded value, and the folded value with the high bytes gives
+//! the value: equal keys and high bytes are equal values.) His encodings are then no
+//! longer needed once his values are computed. Alice chooses her values, but Bob's are
+//! random-oracle outputs: whatever she sends, his tables have the probe lengths of random
+//! keys, and each of her values costs at most one probe sequence plus a comparison per
+//! fingerprint it hits.
 
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, Prg, UNPACK_SLACK};
 use crate::net::Channel;
@@ -106,22 +110,27 @@ impl AlicesValues {
     }
 }
 
-/// Bob's comparison values by partition, each as its fingerprint and his entry index.
+/// Bob's comparison values by partition, each as its fingerprint and his entry index,
+/// and the rest of each by entry.
 pub(super) struct BobsValues {
     parts: Partitions<u64>,
     bits: u32,
+    rest: Rest,
 }
 
 impl BobsValues {
-    /// Room for `count` values (fewer than 2^32 − 1) in 2^`bits` partitions.
-    pub(super) fn new(bits: u32, count: usize) -> Self {
+    /// Room for `count` values (fewer than 2^32 − 1) of `bytes` bytes in 2^`bits`
+    /// partitions.
+    pub(super) fn new(bits: u32, count: usize, bytes: usize) -> Self {
         assert!(count < u32::MAX as usize, "entries have 32-bit indices");
         BobsValues {
             parts: Partitions::new(1 << bits, count),
             bits,
+            rest: Rest::new(count, bytes),
         }
     }
 
+    /// Records `value` (below 2^(8·bytes)) as entry `entry`'s.
     #[inline]
     pub(super) fn push(&mut self, value: Block, entry: u32) {
         let k = key(value);
@@ -129,20 +138,15 @@ impl BobsValues {
             partition(k, self.bits),
             (k as u32 as u64) << 32 | entry as u64,
         );
+        self.rest.set(entry, value, k);
     }
 
-    /// Receives Alice's `n` values of `bytes` bytes ([`AlicesValues::send`]) and joins
-    /// them with his, partition by partition; `confirm(entry, value)` says whether an entry
-    /// whose fingerprint a value has is that value. Returns `(entry, position of Alice's
-    /// value)` for each match, sorted by entry, each entry once. Values out of partition
-    /// order are a protocol error.
-    pub(super) fn join(
-        &self,
-        chan: &mut dyn Channel,
-        n: usize,
-        bytes: usize,
-        mut confirm: impl FnMut(u32, Block) -> bool,
-    ) -> Result<Vec<(u32, u32)>> {
+    /// Receives Alice's `n` values ([`AlicesValues::send`]) and joins them with his,
+    /// partition by partition. Returns `(entry, position of Alice's value)` for each
+    /// match, sorted by entry, each entry once. Values out of partition order are a
+    /// protocol error.
+    pub(super) fn join(&self, chan: &mut dyn Channel, n: usize) -> Result<Vec<(u32, u32)>> {
+        let bytes = self.rest.bytes;
         let most = (0..self.parts.count()).map(|p| self.parts.len(p)).max();
         let mut table = PartitionTable::new(most.unwrap_or(0));
         let mut current = None;
@@ -169,7 +173,7 @@ impl BobsValues {
                     table.fill(self.parts.len(p), self.parts.records(p));
                     current = Some(p);
                 }
-                if let Some(entry) = table.find(k as u32, |entry| confirm(entry, v[0])) {
+                if let Some(entry) = table.find(k as u32, |e| self.rest.is(e, v[0], k)) {
                     matches.push((entry, (first + e) as u32));
                 }
             }
@@ -177,6 +181,50 @@ impl BobsValues {
         matches.sort_unstable();
         matches.dedup_by_key(|m| m.0);
         Ok(matches)
+    }
+}
+
+/// What a value's fingerprint leaves out, by entry: the key's high 32 bits and the
+/// value's bytes above its low 8 (none for values of up to 8 bytes), `4 + (bytes − 8)`
+/// bytes in all.
+struct Rest {
+    data: Vec<u8>,
+    bytes: usize,
+    stride: usize,
+}
+
+impl Rest {
+    fn new(count: usize, bytes: usize) -> Self {
+        let stride = 4 + bytes.saturating_sub(8);
+        Rest {
+            data: vec![0; count * stride],
+            bytes,
+            stride,
+        }
+    }
+
+    /// The rest of `value`, whose key is `k`.
+    #[inline]
+    fn of(&self, value: Block, k: u64) -> ([u8; 12], usize) {
+        let mut rest = [0; 12];
+        rest[..4].copy_from_slice(&((k >> 32) as u32).to_le_bytes());
+        rest[4..self.stride].copy_from_slice(&value.to_le_bytes()[8..self.bytes.max(8)]);
+        (rest, self.stride)
+    }
+
+    #[inline]
+    fn set(&mut self, entry: u32, value: Block, k: u64) {
+        let (rest, len) = self.of(value, k);
+        let at = entry as usize * self.stride;
+        self.data[at..at + len].copy_from_slice(&rest[..len]);
+    }
+
+    /// Whether `value` (key `k`, whose fingerprint is entry `entry`'s) is entry `entry`'s.
+    #[inline]
+    fn is(&self, entry: u32, value: Block, k: u64) -> bool {
+        let (rest, len) = self.of(value, k);
+        let at = entry as usize * self.stride;
+        self.data[at..at + len] == rest[..len]
     }
 }
 
@@ -305,10 +353,9 @@ mod tests {
         assert_ne!(one[..first.len()], first[..]);
     }
 
-    /// Bob's `entries` against Alice's values sent as `frames` (each a list of values),
-    /// confirming by the entry's value.
+    /// Bob's `entries` against Alice's values sent as `frames` (each a list of values).
     fn joined(entries: &[Block], bits: u32, frames: Vec<Vec<Block>>) -> Result<Vec<(u32, u32)>> {
-        let mut bob = BobsValues::new(bits, entries.len());
+        let mut bob = BobsValues::new(bits, entries.len(), BYTES);
         for (e, &v) in entries.iter().enumerate() {
             bob.push(v, e as u32);
         }
@@ -319,7 +366,7 @@ mod tests {
             pack_rows(&values, 1, BYTES, &mut frame);
             a.send(&frame).unwrap();
         }
-        bob.join(&mut b, n, BYTES, |e, v| entries[e as usize] == v)
+        bob.join(&mut b, n)
     }
 
     #[test]
@@ -349,6 +396,28 @@ mod tests {
         assert_eq!(found.iter().map(|m| m.0).collect::<Vec<_>>(), expected);
         for &(e, at) in &found {
             assert_eq!(alice[at as usize], entries[e as usize]);
+        }
+    }
+
+    #[test]
+    fn a_fingerprint_hit_is_confirmed_by_all_of_the_value() {
+        // Values with entry 0's fingerprint (the key's low 32 bits): one with its whole key
+        // and other high bytes, one with other key bits and its high bytes.
+        for bytes in [6, 12, 16] {
+            let v = value(7) & low(bytes);
+            let (k, d) = (key(v), 0x1234_5678 as Block);
+            let same_key = v ^ d << 64 ^ d << 32;
+            let same_high = v ^ 0x55 << 40;
+            assert_eq!(key(same_high) as u32, k as u32);
+            assert_ne!(key(same_high), k);
+            let mut rest = Rest::new(2, bytes);
+            rest.set(1, v, k);
+            assert!(rest.is(1, v, k));
+            assert!(!rest.is(1, same_high, key(same_high)), "{bytes} bytes");
+            if bytes > 8 {
+                assert_eq!(key(same_key), k);
+                assert!(!rest.is(1, same_key, k), "{bytes} bytes");
+            }
         }
     }
 
@@ -384,10 +453,10 @@ mod tests {
 
     #[test]
     fn a_frame_shorter_than_announced_is_refused() {
-        let mut bob = BobsValues::new(2, 10);
+        let mut bob = BobsValues::new(2, 10, BYTES);
         bob.push(value(1), 0);
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         a.send(&Writer::new().u64(5).0).unwrap();
-        assert!(bob.join(&mut b, 100, BYTES, |_, _| true).is_err());
+        assert!(bob.join(&mut b, 100).is_err());
     }
 }
