@@ -194,6 +194,36 @@ impl<const N: usize> CheckSums<N> {
     }
 }
 
+/// The words an OOS16 receiver encodes, one per instance: `words[k]` in instance `at[k]`
+/// and the zero word in each of the other instances below `n` — in a table of hash bins
+/// most slots are empty, and their words need not be stored.
+pub struct Words {
+    n: usize,
+    at: Vec<u32>,
+    words: Vec<Block>,
+}
+
+impl Words {
+    /// `words[k]` (below 2^76) in instance `at[k]` (increasing, below `n`).
+    pub fn new(n: usize, at: Vec<u32>, words: Vec<Block>) -> Self {
+        assert!(at.len() == words.len() && at.is_sorted_by(|a, b| a < b));
+        assert!(at.last().is_none_or(|&j| (j as usize) < n));
+        assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
+        Words { n, at, words }
+    }
+
+    /// `words[j]` in instance j.
+    pub fn dense(words: Vec<Block>) -> Self {
+        Self::new(words.len(), (0..words.len() as u32).collect(), words)
+    }
+
+    /// The instances from `first` that hold a word: `(k, at[k])` for each, increasing.
+    fn from(&self, first: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let k = self.at.partition_point(|&j| (j as usize) < first);
+        (k..self.at.len()).map(|k| (k, self.at[k] as usize))
+    }
+}
+
 /// The OOS16 receiver of one direction.
 pub struct OosReceiver {
     ext: ExtensionReceiver,
@@ -207,19 +237,18 @@ impl OosReceiver {
         }
     }
 
-    /// Encodes `words[j]` (each below 2^76) in instance j, then answers the sender's
-    /// consistency check. Returns its own encodings `⟦w_j⟧_j = H(j, T⁰_j)` for each `j` of
-    /// `wanted` (increasing), in that order: computed while the check regenerates the
-    /// rows, which are not stored.
+    /// Encodes `words` in their instances, then answers the sender's consistency check.
+    /// Returns its own encodings `⟦w_j⟧_j = H(j, T⁰_j)` of the instances j that hold a
+    /// word, in order: computed while the check regenerates the rows, which are not
+    /// stored.
     pub fn encode(
         &self,
         chan: &mut dyn Channel,
-        words: Vec<Block>,
+        words: Words,
         prg: &mut Prg,
         hash: &RowHash,
-        wanted: &[u32],
     ) -> Result<Vec<RowDigest>> {
-        self.encode_then(chan, words, prg, hash, wanted, |_, _| {})
+        self.encode_then(chan, words, prg, hash, |_, _| {})
     }
 
     /// [`Self::encode`], with `then(first_row, rows)` applied to each chunk of corrections
@@ -227,10 +256,9 @@ impl OosReceiver {
     fn encode_then(
         &self,
         chan: &mut dyn Channel,
-        words: Vec<Block>,
+        words: Words,
         prg: &mut Prg,
         hash: &RowHash,
-        wanted: &[u32],
         then: impl Fn(usize, &mut [Block]) + Sync,
     ) -> Result<Vec<RowDigest>> {
         let mut encoding = self.start(words, prg);
@@ -238,22 +266,21 @@ impl OosReceiver {
             encoding.send_batch_then(chan, &then)?;
         }
         chan.flush()?;
-        encoding.prove(chan, hash, wanted)
+        encoding.prove(chan, hash)
     }
 
-    /// Starts encoding `words[j]` (each below 2^76) in instance j: the corrections then go
-    /// out a batch at a time ([`OosEncoding::send_batch`]), then [`OosEncoding::prove`]
-    /// answers the check.
-    pub fn start(&self, words: Vec<Block>, prg: &mut Prg) -> OosEncoding<'_> {
-        assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
-        let n = words.len();
-        let mut all = words;
-        all.extend((0..CHECK_ROWS).map(|_| prg.block() & ((1 << DIMENSION) - 1)));
+    /// Starts encoding `words` in their instances: the corrections then go out a batch
+    /// at a time ([`OosEncoding::send_batch`]), then [`OosEncoding::prove`] answers the
+    /// check.
+    pub fn start(&self, words: Words, prg: &mut Prg) -> OosEncoding<'_> {
+        let padding = (0..CHECK_ROWS)
+            .map(|_| prg.block() & ((1 << DIMENSION) - 1))
+            .collect();
         OosEncoding {
             ext: &self.ext,
-            rows: self.ext.start(all.len()),
-            words: all,
-            n,
+            rows: self.ext.start(words.n + CHECK_ROWS),
+            words,
+            padding,
         }
     }
 }
@@ -262,10 +289,9 @@ impl OosReceiver {
 pub struct OosEncoding<'a> {
     ext: &'a ExtensionReceiver,
     rows: OutgoingRows<'a>,
-    /// The words, then the check's padding words.
-    words: Vec<Block>,
-    /// Instances (without the check's rows).
-    n: usize,
+    words: Words,
+    /// The check's padding words, in the instances after the words'.
+    padding: Vec<Block>,
 }
 
 impl OosEncoding<'_> {
@@ -284,13 +310,23 @@ impl OosEncoding<'_> {
         chan: &mut dyn Channel,
         then: &(impl Fn(usize, &mut [Block]) + Sync),
     ) -> Result<()> {
-        let (all, code) = (&self.words, Bch511::get());
+        let (words, padding, code) = (&self.words, &self.padding, Bch511::get());
         self.rows.send_batch(chan, &|first, rows: &mut [Block]| {
-            for (r, row) in rows.chunks_exact_mut(CODE_BLOCKS).enumerate() {
-                if let Some(&w) = all.get(first + r) {
-                    for (x, c) in row.iter_mut().zip(code.encode(w)) {
-                        *x ^= c;
-                    }
+            let end = first + rows.len() / CODE_BLOCKS;
+            let mut add = |j: usize, w: Block| {
+                let row = &mut rows[(j - first) * CODE_BLOCKS..][..CODE_BLOCKS];
+                for (x, c) in row.iter_mut().zip(code.encode(w)) {
+                    *x ^= c;
+                }
+            };
+            // The words' instances among these rows, then the padding's (C(0) = 0 in
+            // the others).
+            for (k, j) in words.from(first).take_while(|&(_, j)| j < end) {
+                add(j, words.words[k]);
+            }
+            for (j, &w) in (words.n..).zip(padding) {
+                if (first..end).contains(&j) {
+                    add(j, w);
                 }
             }
             then(first, rows);
@@ -298,17 +334,11 @@ impl OosEncoding<'_> {
     }
 
     /// Once every correction is sent: takes the sender's seed and answers the check.
-    /// Returns the encodings of the instances in `wanted` (increasing), as
-    /// [`OosReceiver::encode`] does.
-    pub fn prove(
-        self,
-        chan: &mut dyn Channel,
-        hash: &RowHash,
-        wanted: &[u32],
-    ) -> Result<Vec<RowDigest>> {
+    /// Returns the encodings of the instances that hold a word, as [`OosReceiver::encode`]
+    /// does.
+    pub fn prove(self, chan: &mut dyn Channel, hash: &RowHash) -> Result<Vec<RowDigest>> {
         assert!(self.done(), "every correction sent");
-        let (n, all) = (self.n, &self.words);
-        assert!(wanted.is_sorted() && wanted.last().is_none_or(|&j| (j as usize) < n));
+        let (n, words) = (self.words.n, &self.words);
         let seed = Reader::new(
             &chan.recv_exact(16, "OOS16 check seed")?,
             "OOS16 check seed",
@@ -319,16 +349,24 @@ impl OosEncoding<'_> {
         // Row and word together: four blocks of T⁰_j, then w_j.
         let mut sums = CheckSums::new();
         let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
-        let mut outputs = Vec::with_capacity(wanted.len());
-        let mut todo = wanted;
+        let mut outputs = Vec::with_capacity(words.at.len());
+        let (mut todo, mut next) = (&words.at[..], 0);
         let total = n + CHECK_ROWS;
         for first in (0..total).step_by(FOLD_ROWS) {
             let len = (total - first).min(FOLD_ROWS);
             t.rows(first, &mut rows[..len.next_multiple_of(128) * CODE_BLOCKS]);
             for r in 0..len {
                 let (j, row) = (first + r, row_of(&rows, r));
+                let w = if j >= n {
+                    self.padding[j - n]
+                } else if words.at.get(next) == Some(&(j as u32)) {
+                    next += 1;
+                    words.words[next - 1]
+                } else {
+                    0
+                };
                 let both: [Block; CODE_BLOCKS + 1] =
-                    std::array::from_fn(|b| if b < CODE_BLOCKS { row[b] } else { all[j] });
+                    std::array::from_fn(|b| if b < CODE_BLOCKS { row[b] } else { w });
                 if j < n {
                     sums.fold(&both, challenge.next_row());
                 } else {
@@ -486,8 +524,8 @@ impl OosChallenge {
 /// (`encoding`) while taking the peer's instances as the sender of the other
 /// (`incoming`), a batch of each in turn, so that neither party waits for the other's
 /// direction; then both checks. The peer runs the same with the two extensions' roles
-/// swapped. Returns this party's encodings of the instances in `wanted` (as
-/// [`OosReceiver::encode`]) and the peer's checked rows. The peer's rows are used for
+/// swapped. Returns this party's encodings of its words (as [`OosReceiver::encode`]) and
+/// the peer's checked rows. The peer's rows are used for
 /// nothing before its check has passed, and this party's words were fixed before any of
 /// the peer's rows arrived.
 pub fn both_ways(
@@ -496,7 +534,6 @@ pub fn both_ways(
     mut incoming: OosIncoming,
     prg: &mut Prg,
     hash: &RowHash,
-    wanted: &[u32],
 ) -> Result<(Vec<RowDigest>, OosRows)> {
     while !encoding.done() || !incoming.done() {
         if !encoding.done() {
@@ -508,7 +545,7 @@ pub fn both_ways(
     }
     chan.flush()?;
     let challenge = incoming.challenge(chan, prg)?;
-    let own = encoding.prove(chan, hash, wanted)?;
+    let own = encoding.prove(chan, hash)?;
     Ok((own, challenge.verify(chan)?))
 }
 
@@ -631,7 +668,7 @@ mod tests {
     /// receiver's encodings of every instance (under [`test_hash`]).
     fn run(
         n: usize,
-        receiver_words: Vec<Block>,
+        receiver_words: Words,
         cheat: Option<Box<Tamper>>,
     ) -> (Result<OosRows>, Vec<RowDigest>) {
         let mut prg = Prg::from_seed(3);
@@ -640,11 +677,10 @@ mod tests {
         let t = std::thread::spawn(move || {
             let receiver = OosReceiver::new(&r);
             let mut prg = Prg::from_seed(4);
-            let all: Vec<u32> = (0..receiver_words.len() as u32).collect();
             let (w, h) = (receiver_words, &test_hash());
             match cheat {
-                None => receiver.encode(&mut b, w, &mut prg, h, &all),
-                Some(cheat) => receiver.encode_then(&mut b, w, &mut prg, h, &all, cheat),
+                None => receiver.encode(&mut b, w, &mut prg, h),
+                Some(cheat) => receiver.encode_then(&mut b, w, &mut prg, h, cheat),
             }
         });
         let rows = OosSender::new(&s).receive(&mut a, n, &mut Prg::from_seed(5));
@@ -658,7 +694,7 @@ mod tests {
         let n = 5000;
         let mut prg = Prg::from_seed(9);
         let w = words(&mut prg, n);
-        let (rows, mine) = run(n, w.clone(), None);
+        let (rows, mine) = run(n, Words::dense(w.clone()), None);
         let rows = rows.expect("an honest receiver passes the check");
         let hash = test_hash();
         for j in [0, 1, 127, 128, 4095, 4096, n - 1] {
@@ -697,6 +733,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn instances_without_a_word_hold_the_zero_word() {
+        // Words in a few instances, across batch and fold boundaries; the rest hold 0.
+        let n = 9000;
+        let at: Vec<u32> = vec![0, 5, 127, 128, 4095, 4096, 8191, 8192, 8999];
+        let mut prg = Prg::from_seed(13);
+        let w = words(&mut prg, at.len());
+        let (rows, mine) = run(n, Words::new(n, at.clone(), w.clone()), None);
+        let rows = rows.expect("an honest receiver passes the check");
+        assert_eq!(mine.len(), at.len(), "an encoding for each word");
+        let hash = test_hash();
+        for (k, &j) in at.iter().enumerate() {
+            let mut theirs = Vec::new();
+            rows.encode(&hash, j as usize, 1, &[w[k], 0], &mut theirs);
+            assert_eq!(theirs[0], mine[k], "instance {j}");
+            assert_ne!(theirs[1], mine[k], "instance {j}");
+        }
+        // An empty instance holds the zero word: the same seeds and receiver coins with
+        // dense zero words give the same receiver rows T⁰_j, so the sender's encoding of 0
+        // there is the dense receiver's own encoding.
+        let (_, zeros) = run(n, Words::dense(vec![0; n]), None);
+        for j in [1, 126, 129, 4097, 8998] {
+            let mut theirs = Vec::new();
+            rows.encode(&hash, j, 1, &[0, w[0]], &mut theirs);
+            assert_eq!(theirs[0], zeros[j], "instance {j}");
+            assert_ne!(theirs[1], zeros[j], "instance {j}");
+        }
+    }
+
     /// Two parties running [`both_ways`] against each other, each the receiver of one
     /// extension and the sender of the other, with unequal instance counts; `cheat` may
     /// change the second party's corrections. Returns what each party got.
@@ -715,22 +780,20 @@ mod tests {
             // Party b: receiver of b→a (its words wb), sender of a→b (na instances).
             let (receiver, sender) = (OosReceiver::new(&r_ba), OosSender::new(&s_ab));
             let mut prg = Prg::from_seed(22);
-            let all: Vec<u32> = (0..nb as u32).collect();
-            let mut encoding = receiver.start(wb, &mut prg);
+            let mut encoding = receiver.start(Words::dense(wb), &mut prg);
             let incoming = sender.start(na, false);
             if let Some(cheat) = cheat {
                 while !encoding.done() {
                     encoding.send_batch_then(&mut b, &cheat)?;
                 }
             }
-            both_ways(&mut b, encoding, incoming, &mut prg, &test_hash(), &all)
+            both_ways(&mut b, encoding, incoming, &mut prg, &test_hash())
         });
         let (receiver, sender) = (OosReceiver::new(&r_ab), OosSender::new(&s_ba));
         let mut prg = Prg::from_seed(21);
-        let all: Vec<u32> = (0..na as u32).collect();
-        let encoding = receiver.start(wa, &mut prg);
+        let encoding = receiver.start(Words::dense(wa), &mut prg);
         let incoming = sender.start(nb, false);
-        let first = both_ways(&mut a, encoding, incoming, &mut prg, &test_hash(), &all);
+        let first = both_ways(&mut a, encoding, incoming, &mut prg, &test_hash());
         drop(a);
         [first, t.join().unwrap()]
     }
@@ -787,7 +850,7 @@ mod tests {
                 rows[(1234 - first) * CODE_BLOCKS + 2] ^= (u64::MAX as Block) << 40;
             }
         };
-        let (rows, _) = run(n, w, Some(Box::new(flip)));
+        let (rows, _) = run(n, Words::dense(w), Some(Box::new(flip)));
         assert!(
             matches!(rows, Err(Error::CheatingDetected(_))),
             "{:?}",
@@ -813,7 +876,7 @@ mod tests {
                 }
             }
         };
-        let (rows, _) = run(n, w, Some(Box::new(swap)));
+        let (rows, _) = run(n, Words::dense(w), Some(Box::new(swap)));
         assert!(matches!(rows, Err(Error::CheatingDetected(_))));
     }
 
@@ -832,10 +895,14 @@ mod tests {
             };
             let (s, r) = seeds(&mut prg);
             let (mut a, mut b) = mem_pair(Duration::from_secs(20));
-            let words = w.clone();
+            // All-zero words as a table with no item in it.
+            let words = match zero_words {
+                true => Words::new(n, Vec::new(), Vec::new()),
+                false => Words::dense(w.clone()),
+            };
             let t = std::thread::spawn(move || {
                 let mut prg = Prg::from_seed(4);
-                OosReceiver::new(&r).encode(&mut b, words, &mut prg, &test_hash(), &[])
+                OosReceiver::new(&r).encode(&mut b, words, &mut prg, &test_hash())
             });
             let verifier: &mut dyn Channel = &mut a;
             OosSender::new(&s)
@@ -883,9 +950,9 @@ mod tests {
         let t = std::thread::spawn(move || {
             let mut prg = Prg::from_seed(1);
             let seeds = OosReceiverSeeds::new(&mut b, &mut prg, &[7; 32]).unwrap();
-            let w = vec![1, 2, 3];
+            let w = Words::dense(vec![1, 2, 3]);
             OosReceiver::new(&seeds)
-                .encode(&mut b, w, &mut prg, &RowHash::new("t", b""), &[0, 1, 2])
+                .encode(&mut b, w, &mut prg, &RowHash::new("t", b""))
                 .unwrap()
         });
         let mut prg = Prg::from_seed(2);

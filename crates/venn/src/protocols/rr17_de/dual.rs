@@ -336,14 +336,7 @@ impl Realisation for Rom {
         let encoding = receiver.start(own_words, &mut ctx.prg);
         let incoming = sender.start(p.peer_instances(role), false);
         let hash = d.encoding_hash(own_direction);
-        let (outputs, rows) = both_ways(
-            ctx.peer,
-            encoding,
-            incoming,
-            &mut ctx.prg,
-            &hash,
-            &own.filled,
-        )?;
+        let (outputs, rows) = both_ways(ctx.peer, encoding, incoming, &mut ctx.prg, &hash)?;
         let own = own.by_item(outputs).iter().map(first_block).collect();
         Ok((own, (rows, d.encoding_hash(peer_direction))))
     }
@@ -598,11 +591,13 @@ fn bob<R: Realisation>(
     // on them).
     let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
     ctx.phase("comparison values", false);
-    // Entry y·μ_A + j: his item y against Alice's instance j of y's bin; bin by bin from
-    // the last, each bin's rows freed once read (his values, kept, confirm a fingerprint
-    // hit).
+    // Bin by bin from the last, each bin's rows freed once read (his values, kept,
+    // confirm a fingerprint hit). Entry r·μ_A + j: the r-th item in that order,
+    // `order[r]`, against Alice's instance j of its bin — numbered as computed, so that
+    // what is kept by entry is written in order, its pages touched as the rows go.
     let bytes = p.value_bytes;
     let mut values = BobsValues::new(p.partition_bits(), items.len() * p.mu_a, bytes);
+    let mut order = Vec::with_capacity(items.len());
     let mut bin = BinScratch::<R>::default();
     for b in (0..p.hashing.m as usize).rev() {
         if b % RELEASE_BINS == 0 {
@@ -611,9 +606,11 @@ fn bob<R: Realisation>(
         encode_bin(bin_items(&slots, b), &words, &sending, b, p.mu_a, &mut bin);
         let k = bin.items.len();
         for (i, &(y, _)) in bin.items.iter().enumerate() {
+            let first = order.len() * p.mu_a;
+            order.push(y as u32);
             for j in 0..p.mu_a {
                 let value = (own[y] ^ bin.encodings[j * k + i]) & low_bits(8 * bytes);
-                values.push(value, (y * p.mu_a + j) as u32);
+                values.push(value, (first + j) as u32);
             }
         }
     }
@@ -622,8 +619,9 @@ fn bob<R: Realisation>(
     let matches = values.join(ctx.peer, n_a * p.mu_b)?;
     let mut found: Vec<(u32, u32)> = matches
         .iter()
-        .map(|&(e, at)| (e / p.mu_a as u32, at))
+        .map(|&(e, at)| (order[e as usize / p.mu_a], at))
         .collect();
+    found.sort_unstable();
     found.dedup_by_key(|f| f.0);
     Ok(found)
 }

@@ -18,7 +18,7 @@ pub use standard::Rr17DeSm;
 use super::{Bins, Context, Sizes};
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
 use crate::items::Items;
-use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, CHECK_ROWS};
+use crate::ot::oos16::{OosReceiver, OosReceiverSeeds, Words, CHECK_ROWS};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::tables::simple_hash::{hashed_bits, phase, SlotTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -140,30 +140,22 @@ fn phased(values: &[Block], m: u64) -> (Vec<usize>, Vec<Block>) {
     values.iter().map(|&v| phase(v, m)).unzip()
 }
 
-/// Which of this party's slots hold an item.
+/// The items in this party's filled slots, in slot order.
 struct OwnSlots {
-    /// The filled slots in slot order ...
-    filled: Vec<u32>,
-    /// ... and the item in each.
     items: Vec<u32>,
 }
 
 impl OwnSlots {
-    /// The slots' OOS16 words (its items' representatives, 0 in a dummy slot; with room
-    /// for the check's rows, which the encoding appends) and the filled slots.
-    fn new(slots: &SlotTable, reps: &[Block]) -> (Vec<Block>, Self) {
-        let mut words = Vec::with_capacity(slots.item_at.len() + CHECK_ROWS);
-        words.extend(
-            slots
-                .item_at
-                .iter()
-                .map(|x| x.map_or(0, |x| reps[x as usize])),
-        );
-        let (filled, items) = (0..)
+    /// The slots' OOS16 words (each filled slot's item's representative; the empty slots
+    /// hold the zero word), and the items in the filled slots.
+    fn new(slots: &SlotTable, reps: &[Block]) -> (Words, Self) {
+        let (filled, items): (Vec<u32>, Vec<u32>) = (0..)
             .zip(&slots.item_at)
             .filter_map(|(j, x)| Some((j, (*x)?)))
             .unzip();
-        (words, OwnSlots { filled, items })
+        let words = items.iter().map(|&x| reps[x as usize]).collect();
+        let words = Words::new(slots.item_at.len(), filled, words);
+        (words, OwnSlots { items })
     }
 
     /// The encoding of each item's own slot, in item order, from the encodings of the
@@ -188,7 +180,7 @@ fn encode_own(
 ) -> Result<Vec<RowDigest>> {
     let (words, own) = OwnSlots::new(slots, reps);
     let receiver = OosReceiver::new(seeds);
-    let outputs = receiver.encode(ctx.peer, words, &mut ctx.prg, hash, &own.filled)?;
+    let outputs = receiver.encode(ctx.peer, words, &mut ctx.prg, hash)?;
     Ok(own.by_item(outputs))
 }
 
