@@ -1,31 +1,44 @@
-//! BLAKE3 keyed-XOF output blocks of 64-byte messages, eight at a time with AVX2.
+//! BLAKE3 keyed-XOF output blocks of 64-byte messages, sixteen at a time with AVX-512 or
+//! eight at a time with AVX2.
 //!
 //! For a one-block message M and key K, output block t of BLAKE3's keyed XOF is one
 //! compression: `compress(K, M, t, 64, CHUNK_START | CHUNK_END | ROOT | KEYED_HASH)`
 //! (BLAKE3 specification §2.6: the root's output blocks differ only in the counter).
-//! [`xof_blocks`] returns the first 32 bytes of that block for up to eight pairs (M, t),
-//! one compression per 32-bit lane of eight. Without AVX2 it asks the `blake3` crate for
-//! the same bytes; the tests check both against the crate.
+//! [`xof_blocks`] returns the first 32 bytes of that block for up to sixteen pairs (M, t),
+//! one compression per 32-bit lane. Without AVX2 it asks the `blake3` crate for the same
+//! bytes; the tests check every path against the crate.
 
 use super::Row512;
 
 /// Messages per call.
-pub const LANES: usize = 8;
+pub const LANES: usize = 16;
 
 /// The first 32 bytes of output block `counters[l]` of BLAKE3-keyed(`key`, `rows[l]`), as
 /// little-endian words, for each of the `rows.len() ≤ LANES` rows.
 pub fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8]; LANES] {
     assert!(rows.len() <= LANES && rows.len() == counters.len());
+    let mut out = [[0u32; 8]; LANES];
     #[cfg(target_arch = "x86_64")]
-    if !rows.is_empty() && std::is_x86_feature_detected!("avx2") {
+    if !rows.is_empty() {
         // Lanes past the rows repeat the last; their outputs are ignored.
         let at = |l: usize| l.min(rows.len() - 1);
-        let lanes = std::array::from_fn(|l| &rows[at(l)]);
-        let counters = std::array::from_fn(|l| counters[at(l)]);
-        // SAFETY: the feature the function is compiled for was detected above.
-        return unsafe { avx2::compress(key, lanes, counters) };
+        if std::is_x86_feature_detected!("avx512f") {
+            let lanes = std::array::from_fn(|l| &rows[at(l)]);
+            let counters = std::array::from_fn(|l| counters[at(l)]);
+            // SAFETY: the feature the function is compiled for was detected above.
+            return unsafe { simd::compress16(key, lanes, counters) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            for half in 0..rows.len().div_ceil(8) {
+                let lanes = std::array::from_fn(|l| &rows[at(8 * half + l)]);
+                let counters = std::array::from_fn(|l| counters[at(8 * half + l)]);
+                // SAFETY: as above.
+                let eight = unsafe { simd::compress8(key, lanes, counters) };
+                out[8 * half..8 * half + 8].copy_from_slice(&eight);
+            }
+            return out;
+        }
     }
-    let mut out = [[0u32; 8]; LANES];
     for ((o, row), &t) in out.iter_mut().zip(rows).zip(counters) {
         *o = with_crate(key, row, t);
     }
@@ -52,8 +65,8 @@ fn with_crate(key: &[u32; 8], row: &Row512, t: u64) -> [u32; 8] {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{Row512, LANES};
+mod simd {
+    use super::Row512;
     use std::arch::x86_64::*;
 
     /// The BLAKE3 IV (SHA-256's), specification §2.2.
@@ -84,14 +97,14 @@ mod avx2 {
     }
     const SCHEDULE: [[usize; 16]; 7] = schedule();
 
-    #[inline(always)]
-    unsafe fn add(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_add_epi32(a, b)
-    }
-
-    #[inline(always)]
-    unsafe fn xor(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_xor_si256(a, b)
+    /// A register of 32-bit lanes, one compression in each: what a round needs of it.
+    /// (Called only from functions compiled for the register's instruction set.)
+    trait Lanes: Copy {
+        unsafe fn splat(x: u32) -> Self;
+        unsafe fn add(self, b: Self) -> Self;
+        unsafe fn xor(self, b: Self) -> Self;
+        /// Each lane rotated right by `N` bits (16, 12, 8 or 7).
+        unsafe fn ror<const N: i32>(self) -> Self;
     }
 
     /// The byte order that rotates each 32-bit word right by `bytes` bytes (a shuffle
@@ -108,38 +121,71 @@ mod avx2 {
     const ROT16: [u8; 32] = byte_rotation(2);
     const ROT8: [u8; 32] = byte_rotation(1);
 
-    #[inline(always)]
-    unsafe fn rotate_bytes(x: __m256i, order: &[u8; 32]) -> __m256i {
-        _mm256_shuffle_epi8(x, _mm256_loadu_si256(order.as_ptr().cast()))
+    /// AVX2: rotations by whole bytes as shuffles, the others as two shifts.
+    impl Lanes for __m256i {
+        #[inline(always)]
+        unsafe fn splat(x: u32) -> Self {
+            _mm256_set1_epi32(x as i32)
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            _mm256_add_epi32(self, b)
+        }
+        #[inline(always)]
+        unsafe fn xor(self, b: Self) -> Self {
+            _mm256_xor_si256(self, b)
+        }
+        #[inline(always)]
+        unsafe fn ror<const N: i32>(self) -> Self {
+            let bytes = |order: &[u8; 32]| {
+                _mm256_shuffle_epi8(self, _mm256_loadu_si256(order.as_ptr().cast()))
+            };
+            match N {
+                16 => bytes(&ROT16),
+                8 => bytes(&ROT8),
+                12 => _mm256_or_si256(_mm256_srli_epi32::<12>(self), _mm256_slli_epi32::<20>(self)),
+                _ => _mm256_or_si256(_mm256_srli_epi32::<7>(self), _mm256_slli_epi32::<25>(self)),
+            }
+        }
     }
 
-    #[inline(always)]
-    unsafe fn rot12(x: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_srli_epi32::<12>(x), _mm256_slli_epi32::<20>(x))
-    }
-
-    #[inline(always)]
-    unsafe fn rot7(x: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_srli_epi32::<7>(x), _mm256_slli_epi32::<25>(x))
+    /// AVX-512: rotations are one instruction.
+    impl Lanes for __m512i {
+        #[inline(always)]
+        unsafe fn splat(x: u32) -> Self {
+            _mm512_set1_epi32(x as i32)
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            _mm512_add_epi32(self, b)
+        }
+        #[inline(always)]
+        unsafe fn xor(self, b: Self) -> Self {
+            _mm512_xor_si512(self, b)
+        }
+        #[inline(always)]
+        unsafe fn ror<const N: i32>(self) -> Self {
+            _mm512_ror_epi32::<N>(self)
+        }
     }
 
     /// The quarter-round G on columns or diagonals (a, b, c, d) with message words x, y.
     #[inline(always)]
-    unsafe fn g(v: &mut [__m256i; 16], [a, b, c, d]: [usize; 4], x: __m256i, y: __m256i) {
-        v[a] = add(add(v[a], v[b]), x);
-        v[d] = rotate_bytes(xor(v[d], v[a]), &ROT16);
-        v[c] = add(v[c], v[d]);
-        v[b] = rot12(xor(v[b], v[c]));
-        v[a] = add(add(v[a], v[b]), y);
-        v[d] = rotate_bytes(xor(v[d], v[a]), &ROT8);
-        v[c] = add(v[c], v[d]);
-        v[b] = rot7(xor(v[b], v[c]));
+    unsafe fn g<V: Lanes>(v: &mut [V; 16], [a, b, c, d]: [usize; 4], x: V, y: V) {
+        v[a] = v[a].add(v[b]).add(x);
+        v[d] = v[d].xor(v[a]).ror::<16>();
+        v[c] = v[c].add(v[d]);
+        v[b] = v[b].xor(v[c]).ror::<12>();
+        v[a] = v[a].add(v[b]).add(y);
+        v[d] = v[d].xor(v[a]).ror::<8>();
+        v[c] = v[c].add(v[d]);
+        v[b] = v[b].xor(v[c]).ror::<7>();
     }
 
     /// Round `R`: G on the columns, then on the diagonals (specification §2.2), with the
     /// message words in round R's order (a constant, so the rounds unroll).
     #[inline(always)]
-    unsafe fn round<const R: usize>(v: &mut [__m256i; 16], m: &[__m256i; 16]) {
+    unsafe fn round<V: Lanes, const R: usize>(v: &mut [V; 16], m: &[V; 16]) {
         let s = &SCHEDULE[R];
         g(v, [0, 4, 8, 12], m[s[0]], m[s[1]]);
         g(v, [1, 5, 9, 13], m[s[2]], m[s[3]]);
@@ -151,9 +197,31 @@ mod avx2 {
         g(v, [3, 4, 9, 14], m[s[14]], m[s[15]]);
     }
 
+    /// The compressions of message words `m` (word i of every lane in `m[i]`) under `key`
+    /// with each lane's counter halves `(low, high)`; returns `v[i] ⊕ v[i + 8]`, i < 8.
+    #[inline(always)]
+    unsafe fn rounds<V: Lanes>(key: &[u32; 8], m: &[V; 16], low: V, high: V) -> [V; 8] {
+        let mut v: [V; 16] = std::array::from_fn(|i| match i {
+            0..=7 => V::splat(key[i]),
+            8..=11 => V::splat(IV[i - 8]),
+            12 => low,
+            13 => high,
+            14 => V::splat(64),
+            _ => V::splat(FLAGS),
+        });
+        round::<V, 0>(&mut v, m);
+        round::<V, 1>(&mut v, m);
+        round::<V, 2>(&mut v, m);
+        round::<V, 3>(&mut v, m);
+        round::<V, 4>(&mut v, m);
+        round::<V, 5>(&mut v, m);
+        round::<V, 6>(&mut v, m);
+        std::array::from_fn(|i| v[i].xor(v[i + 8]))
+    }
+
     /// Transposes the 8×8 matrix of 32-bit words whose rows are `r`.
     #[inline(always)]
-    unsafe fn transpose(r: [__m256i; 8]) -> [__m256i; 8] {
+    unsafe fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
         let t: [__m256i; 8] = std::array::from_fn(|i| {
             let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
             if i % 2 == 0 {
@@ -181,44 +249,99 @@ mod avx2 {
         })
     }
 
-    /// The eight compressions, lane l on `rows[l]` with counter `counters[l]`.
+    /// The lanes' counters' low and high words.
+    #[inline(always)]
+    unsafe fn counter_words<const L: usize>(counters: [u64; L]) -> ([u32; L], [u32; L]) {
+        (
+            std::array::from_fn(|l| counters[l] as u32),
+            std::array::from_fn(|l| (counters[l] >> 32) as u32),
+        )
+    }
+
+    /// Eight compressions, lane l on `rows[l]` with counter `counters[l]`.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn compress(
+    pub unsafe fn compress8(
         key: &[u32; 8],
-        rows: [&Row512; LANES],
-        counters: [u64; LANES],
-    ) -> [[u32; 8]; LANES] {
+        rows: [&Row512; 8],
+        counters: [u64; 8],
+    ) -> [[u32; 8]; 8] {
         // A row's 64 bytes are its 16 message words (little-endian, as x86 stores them).
         let half = |h: usize| -> [__m256i; 8] {
             std::array::from_fn(|l| _mm256_loadu_si256((rows[l].as_ptr() as *const __m256i).add(h)))
         };
-        let (low, high) = (transpose(half(0)), transpose(half(1)));
+        let (low, high) = (transpose8(half(0)), transpose8(half(1)));
         let m: [__m256i; 16] = std::array::from_fn(|i| if i < 8 { low[i] } else { high[i - 8] });
-        let lane_words = |f: fn(u64) -> u32| {
-            let w: [u32; LANES] = std::array::from_fn(|l| f(counters[l]));
-            _mm256_loadu_si256(w.as_ptr() as *const __m256i)
-        };
-        let mut v: [__m256i; 16] = std::array::from_fn(|i| match i {
-            0..=7 => _mm256_set1_epi32(key[i] as i32),
-            8..=11 => _mm256_set1_epi32(IV[i - 8] as i32),
-            12 => lane_words(|t| t as u32),
-            13 => lane_words(|t| (t >> 32) as u32),
-            14 => _mm256_set1_epi32(64),
-            _ => _mm256_set1_epi32(FLAGS as i32),
-        });
-        round::<0>(&mut v, &m);
-        round::<1>(&mut v, &m);
-        round::<2>(&mut v, &m);
-        round::<3>(&mut v, &m);
-        round::<4>(&mut v, &m);
-        round::<5>(&mut v, &m);
-        round::<6>(&mut v, &m);
-        let words = transpose(std::array::from_fn(|i| xor(v[i], v[i + 8])));
-        let mut out = [[0u32; 8]; LANES];
+        let (t0, t1) = counter_words(counters);
+        let load = |w: &[u32; 8]| _mm256_loadu_si256(w.as_ptr().cast());
+        let words = transpose8(rounds(key, &m, load(&t0), load(&t1)));
+        let mut out = [[0u32; 8]; 8];
         for (o, w) in out.iter_mut().zip(words) {
-            _mm256_storeu_si256(o.as_mut_ptr() as *mut __m256i, w);
+            _mm256_storeu_si256(o.as_mut_ptr().cast(), w);
         }
         out
+    }
+
+    /// Transposes the 16×16 matrix of 32-bit words whose rows are `r`: within each 128-bit
+    /// lane by 32- then 64-bit unpacks, then the 4×4 matrix of 128-bit lanes.
+    #[inline(always)]
+    unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+        let t: [__m512i; 16] = std::array::from_fn(|i| {
+            let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+            if i % 2 == 0 {
+                _mm512_unpacklo_epi32(a, b)
+            } else {
+                _mm512_unpackhi_epi32(a, b)
+            }
+        });
+        // u[4q + i], 128-bit lane k: word 4k + i of rows 4q..4q + 4.
+        let u: [__m512i; 16] = std::array::from_fn(|x| {
+            let (q, i) = (x / 4, x % 4);
+            let (a, b) = (t[4 * q + i / 2], t[4 * q + i / 2 + 2]);
+            if i % 2 == 0 {
+                _mm512_unpacklo_epi64(a, b)
+            } else {
+                _mm512_unpackhi_epi64(a, b)
+            }
+        });
+        // Word 4k + i of all rows: lane k of u[i], u[4 + i], u[8 + i], u[12 + i].
+        let mut out = [_mm512_setzero_si512(); 16];
+        for i in 0..4 {
+            let (a, b, c, d) = (u[i], u[4 + i], u[8 + i], u[12 + i]);
+            let (ab01, ab23) = (
+                _mm512_shuffle_i32x4::<0x44>(a, b),
+                _mm512_shuffle_i32x4::<0xEE>(a, b),
+            );
+            let (cd01, cd23) = (
+                _mm512_shuffle_i32x4::<0x44>(c, d),
+                _mm512_shuffle_i32x4::<0xEE>(c, d),
+            );
+            out[i] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+            out[4 + i] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+            out[8 + i] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+            out[12 + i] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+        }
+        out
+    }
+
+    /// Sixteen compressions, lane l on `rows[l]` with counter `counters[l]`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn compress16(
+        key: &[u32; 8],
+        rows: [&Row512; 16],
+        counters: [u64; 16],
+    ) -> [[u32; 8]; 16] {
+        let m = transpose16(std::array::from_fn(|l| {
+            _mm512_loadu_si512(rows[l].as_ptr().cast())
+        }));
+        let (t0, t1) = counter_words(counters);
+        let load = |w: &[u32; 16]| _mm512_loadu_si512(w.as_ptr().cast());
+        let words = rounds(key, &m, load(&t0), load(&t1));
+        // Word i of every lane to each lane's eight words.
+        let mut by_word = [[0u32; 16]; 8];
+        for (b, w) in by_word.iter_mut().zip(words) {
+            _mm512_storeu_si512(b.as_mut_ptr().cast(), w);
+        }
+        std::array::from_fn(|l| std::array::from_fn(|i| by_word[i][l]))
     }
 }
 
@@ -229,11 +352,11 @@ mod tests {
     #[test]
     fn every_lane_is_the_crates_xof_block_at_its_counter() {
         let key: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
-        let rows: Vec<Row512> = (0..11u128)
+        let rows: Vec<Row512> = (0..19u128)
             .map(|i| [i, i.wrapping_mul(0x1234_5678_9abc_def1) ^ !0, i << 77, !i])
             .collect();
-        let counters: Vec<u64> = (0..11u64).map(|i| i * 0x1_0000_0001 + 3).collect();
-        for n in [1, 5, 8] {
+        let counters: Vec<u64> = (0..19u64).map(|i| i * 0x1_0000_0001 + 3).collect();
+        for n in [1, 5, 8, 9, 16] {
             for first in [0, 3] {
                 let out = xof_blocks(&key, &rows[first..first + n], &counters[first..first + n]);
                 for l in 0..n {
@@ -241,6 +364,35 @@ mod tests {
                     assert_eq!(out[l], reference, "{n} lanes from {first}, lane {l}");
                 }
             }
+        }
+    }
+
+    /// Each instruction set this machine has, called directly (xof_blocks takes only the
+    /// widest).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn each_instruction_set_agrees_with_the_crate() {
+        let key: [u32; 8] = std::array::from_fn(|i| 0x85eb_ca6bu32.rotate_left(i as u32));
+        let rows: [Row512; 16] =
+            std::array::from_fn(|i| [i as u128, !(i as u128) << 3, 1 << (i * 7), 0]);
+        let counters: [u64; 16] = std::array::from_fn(|i| (i as u64) << 33 | 5);
+        let expected: Vec<[u32; 8]> = (0..16)
+            .map(|l| with_crate(&key, &rows[l], counters[l]))
+            .collect();
+        if std::is_x86_feature_detected!("avx2") {
+            for half in 0..2 {
+                let lanes = std::array::from_fn(|l| &rows[8 * half + l]);
+                let c = std::array::from_fn(|l| counters[8 * half + l]);
+                // SAFETY: AVX2 was detected.
+                let out = unsafe { simd::compress8(&key, lanes, c) };
+                assert_eq!(out[..], expected[8 * half..8 * half + 8], "AVX2");
+            }
+        }
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F was detected.
+            let out =
+                unsafe { simd::compress16(&key, std::array::from_fn(|l| &rows[l]), counters) };
+            assert_eq!(out[..], expected[..], "AVX-512");
         }
     }
 
