@@ -561,7 +561,8 @@ impl OosRows {
     }
 
     /// Frees the rows of the instances from `from` on: a caller done with them gets their
-    /// memory back (the rows are one allocation, shrunk in place).
+    /// memory back. (The rows are one large allocation, which glibc shrinks in place with
+    /// `mremap`; an allocator that moved it would copy the rows that remain.)
     pub fn release(&mut self, from: usize) {
         if from < self.n {
             self.n = from;
@@ -665,7 +666,7 @@ mod tests {
 
     /// Runs one direction; `cheat` may change the receiver's corrections before they are
     /// sent (it then answers the check as for its words). Returns the sender's rows and the
-    /// receiver's encodings of every instance (under [`test_hash`]).
+    /// receiver's encodings of the instances that hold a word (under [`test_hash`]).
     fn run(
         n: usize,
         receiver_words: Words,
@@ -720,12 +721,14 @@ mod tests {
         let mut each = Vec::new();
         rows.encode(&hash, 3, 11, &[w[12]], &mut each);
         assert_eq!(one, each);
-        // Rows freed from an instance on leave the others as they were.
+        // Rows freed from an instance on give their memory back and leave the others as
+        // they were.
         let mut rows = rows;
         rows.release(n + 1);
         assert_eq!(rows.len(), n);
         rows.release(4097);
         assert_eq!(rows.len(), 4097);
+        assert_eq!(rows.q.capacity(), 4097 * CODE_BLOCKS);
         for j in [0, 4095, 4096] {
             let mut theirs = Vec::new();
             rows.encode(&hash, j, 1, &[w[j]], &mut theirs);

@@ -553,7 +553,7 @@ fn alice<R: Realisation>(
     };
     ctx.phase("comparison values", false);
     // Each item's μ_B values (value j for Bob's slot j of the bin), computed bin by bin
-    // from the last (the bin's rows read once, then freed: her values take their place)
+    // from the last (the rows read once and freed as she goes: her values take their place)
     // while Bob computes his; sent by partition ([`join`]).
     let (mu, bytes) = (p.mu_b, p.value_bytes);
     let mut values = AlicesValues::new(p.partition_bits(), items.len() * mu);
@@ -591,7 +591,7 @@ fn bob<R: Realisation>(
     // on them).
     let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
     ctx.phase("comparison values", false);
-    // Bin by bin from the last, each bin's rows freed once read (his values, kept,
+    // Bin by bin from the last, the rows freed as they are read (his values, kept,
     // confirm a fingerprint hit). Entry r·μ_A + j: the r-th item in that order,
     // `order[r]`, against Alice's instance j of its bin — numbered as computed, so that
     // what is kept by entry is written in order, its pages touched as the rows go.

@@ -302,7 +302,7 @@ mod tests {
     }
 
     fn low(bytes: usize) -> Block {
-        (1 << (8 * bytes)) - 1
+        crate::protocols::matching::low_bits(8 * bytes)
     }
 
     /// Alice's values as Bob receives them.
