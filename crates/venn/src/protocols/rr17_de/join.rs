@@ -30,6 +30,7 @@
 
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, Prg, UNPACK_SLACK};
 use crate::net::Channel;
+use crate::protocols::matching::low_bits;
 use crate::tables::Partitions;
 use crate::{Error, Result};
 
@@ -116,6 +117,7 @@ pub(super) struct BobsValues {
     parts: Partitions<u64>,
     bits: u32,
     rest: Rest,
+    bytes: usize,
 }
 
 impl BobsValues {
@@ -127,10 +129,12 @@ impl BobsValues {
             parts: Partitions::new(1 << bits, count),
             bits,
             rest: Rest::new(count, bytes),
+            bytes,
         }
     }
 
-    /// Records `value` (below 2^(8·bytes)) as entry `entry`'s.
+    /// Records `value` (below 2^(8·bytes)) as entry `entry`'s; entries come in order
+    /// (0, 1, …).
     #[inline]
     pub(super) fn push(&mut self, value: Block, entry: u32) {
         let k = key(value);
@@ -146,7 +150,7 @@ impl BobsValues {
     /// match, sorted by entry, each entry once. Values out of partition order are a
     /// protocol error.
     pub(super) fn join(&self, chan: &mut dyn Channel, n: usize) -> Result<Vec<(u32, u32)>> {
-        let bytes = self.rest.bytes;
+        let bytes = self.bytes;
         let most = (0..self.parts.count()).map(|p| self.parts.len(p)).max();
         let mut table = PartitionTable::new(most.unwrap_or(0));
         let mut current = None;
@@ -186,45 +190,46 @@ impl BobsValues {
 
 /// What a value's fingerprint leaves out, by entry: the key's high 32 bits and the
 /// value's bytes above its low 8 (none for values of up to 8 bytes), `4 + (bytes − 8)`
-/// bytes in all.
+/// bytes in all. Entries are set in order, each as 16 bytes whose tail (zeros) the next
+/// ones overwrite: fixed-size stores and loads, not a copy of a run-time length.
 struct Rest {
     data: Vec<u8>,
-    bytes: usize,
     stride: usize,
+    /// The next entry to set.
+    next: usize,
 }
 
 impl Rest {
     fn new(count: usize, bytes: usize) -> Self {
         let stride = 4 + bytes.saturating_sub(8);
         Rest {
-            data: vec![0; count * stride],
-            bytes,
+            data: vec![0; count * stride + 16],
             stride,
+            next: 0,
         }
     }
 
-    /// The rest of `value`, whose key is `k`.
+    /// The rest of `value`, whose key is `k`: below 2^(8·stride) for a value of `bytes`
+    /// bytes.
     #[inline]
-    fn of(&self, value: Block, k: u64) -> ([u8; 12], usize) {
-        let mut rest = [0; 12];
-        rest[..4].copy_from_slice(&((k >> 32) as u32).to_le_bytes());
-        rest[4..self.stride].copy_from_slice(&value.to_le_bytes()[8..self.bytes.max(8)]);
-        (rest, self.stride)
+    fn of(value: Block, k: u64) -> Block {
+        (value >> 64) << 32 | (k >> 32) as Block
     }
 
     #[inline]
     fn set(&mut self, entry: u32, value: Block, k: u64) {
-        let (rest, len) = self.of(value, k);
+        assert_eq!(entry as usize, self.next, "entries in order");
+        self.next += 1;
         let at = entry as usize * self.stride;
-        self.data[at..at + len].copy_from_slice(&rest[..len]);
+        self.data[at..at + 16].copy_from_slice(&Self::of(value, k).to_le_bytes());
     }
 
     /// Whether `value` (key `k`, whose fingerprint is entry `entry`'s) is entry `entry`'s.
     #[inline]
     fn is(&self, entry: u32, value: Block, k: u64) -> bool {
-        let (rest, len) = self.of(value, k);
         let at = entry as usize * self.stride;
-        self.data[at..at + len] == rest[..len]
+        let stored = Block::from_le_bytes(self.data[at..at + 16].try_into().expect("16 bytes"));
+        stored & low_bits(8 * self.stride) == Self::of(value, k)
     }
 }
 
@@ -302,7 +307,7 @@ mod tests {
     }
 
     fn low(bytes: usize) -> Block {
-        crate::protocols::matching::low_bits(8 * bytes)
+        low_bits(8 * bytes)
     }
 
     /// Alice's values as Bob receives them.
@@ -410,8 +415,12 @@ mod tests {
             let same_high = v ^ 0x55 << 40;
             assert_eq!(key(same_high) as u32, k as u32);
             assert_ne!(key(same_high), k);
-            let mut rest = Rest::new(2, bytes);
+            let mut rest = Rest::new(3, bytes);
+            let (before, after) = (!v & low(bytes), v ^ 1 << 70 & low(bytes));
+            rest.set(0, before, key(before));
             rest.set(1, v, k);
+            rest.set(2, after, key(after));
+            assert!(rest.is(0, before, key(before)) && rest.is(2, after, key(after)));
             assert!(rest.is(1, v, k));
             assert!(!rest.is(1, same_high, key(same_high)), "{bytes} bytes");
             if bytes > 8 {
