@@ -105,6 +105,11 @@ mod simd {
         unsafe fn xor(self, b: Self) -> Self;
         /// Each lane rotated right by `N` bits (16, 12, 8 or 7).
         unsafe fn ror<const N: i32>(self) -> Self;
+        /// Within each 128-bit lane, the low (or `high`) 32-bit words of `self` and `b`
+        /// interleaved.
+        unsafe fn unpack32(self, b: Self, high: bool) -> Self;
+        /// The same for 64-bit words.
+        unsafe fn unpack64(self, b: Self, high: bool) -> Self;
     }
 
     /// The byte order that rotates each 32-bit word right by `bytes` bytes (a shuffle
@@ -147,6 +152,20 @@ mod simd {
                 _ => _mm256_or_si256(_mm256_srli_epi32::<7>(self), _mm256_slli_epi32::<25>(self)),
             }
         }
+        #[inline(always)]
+        unsafe fn unpack32(self, b: Self, high: bool) -> Self {
+            match high {
+                false => _mm256_unpacklo_epi32(self, b),
+                true => _mm256_unpackhi_epi32(self, b),
+            }
+        }
+        #[inline(always)]
+        unsafe fn unpack64(self, b: Self, high: bool) -> Self {
+            match high {
+                false => _mm256_unpacklo_epi64(self, b),
+                true => _mm256_unpackhi_epi64(self, b),
+            }
+        }
     }
 
     /// AVX-512: rotations are one instruction.
@@ -166,6 +185,20 @@ mod simd {
         #[inline(always)]
         unsafe fn ror<const N: i32>(self) -> Self {
             _mm512_ror_epi32::<N>(self)
+        }
+        #[inline(always)]
+        unsafe fn unpack32(self, b: Self, high: bool) -> Self {
+            match high {
+                false => _mm512_unpacklo_epi32(self, b),
+                true => _mm512_unpackhi_epi32(self, b),
+            }
+        }
+        #[inline(always)]
+        unsafe fn unpack64(self, b: Self, high: bool) -> Self {
+            match high {
+                false => _mm512_unpacklo_epi64(self, b),
+                true => _mm512_unpackhi_epi64(self, b),
+            }
         }
     }
 
@@ -219,27 +252,23 @@ mod simd {
         std::array::from_fn(|i| v[i].xor(v[i + 8]))
     }
 
+    /// The 4×4 transposes within each 128-bit lane of each four rows: `u[4q + i]` holds,
+    /// in 128-bit lane k, word 4k + i of rows 4q..4q + 4 of `r`.
+    #[inline(always)]
+    unsafe fn within_lanes<V: Lanes, const N: usize>(r: [V; N]) -> [V; N] {
+        let t: [V; N] =
+            std::array::from_fn(|i| r[i / 2 * 2].unpack32(r[i / 2 * 2 + 1], i % 2 == 1));
+        std::array::from_fn(|x| {
+            let (q, i) = (x / 4, x % 4);
+            t[4 * q + i / 2].unpack64(t[4 * q + i / 2 + 2], i % 2 == 1)
+        })
+    }
+
     /// Transposes the 8×8 matrix of 32-bit words whose rows are `r`.
     #[inline(always)]
     unsafe fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
-        let t: [__m256i; 8] = std::array::from_fn(|i| {
-            let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
-            if i % 2 == 0 {
-                _mm256_unpacklo_epi32(a, b)
-            } else {
-                _mm256_unpackhi_epi32(a, b)
-            }
-        });
         // u[4h + k]: word k (and k + 4) of rows 4h..4h + 4.
-        let u: [__m256i; 8] = std::array::from_fn(|i| {
-            let (h, k) = (i / 4, i % 4);
-            let (a, b) = (t[4 * h + k / 2], t[4 * h + k / 2 + 2]);
-            if k % 2 == 0 {
-                _mm256_unpacklo_epi64(a, b)
-            } else {
-                _mm256_unpackhi_epi64(a, b)
-            }
-        });
+        let u = within_lanes(r);
         std::array::from_fn(|w| {
             if w < 4 {
                 _mm256_permute2x128_si256::<0x20>(u[w], u[4 + w])
@@ -285,24 +314,7 @@ mod simd {
     /// lane by 32- then 64-bit unpacks, then the 4×4 matrix of 128-bit lanes.
     #[inline(always)]
     unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
-        let t: [__m512i; 16] = std::array::from_fn(|i| {
-            let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
-            if i % 2 == 0 {
-                _mm512_unpacklo_epi32(a, b)
-            } else {
-                _mm512_unpackhi_epi32(a, b)
-            }
-        });
-        // u[4q + i], 128-bit lane k: word 4k + i of rows 4q..4q + 4.
-        let u: [__m512i; 16] = std::array::from_fn(|x| {
-            let (q, i) = (x / 4, x % 4);
-            let (a, b) = (t[4 * q + i / 2], t[4 * q + i / 2 + 2]);
-            if i % 2 == 0 {
-                _mm512_unpacklo_epi64(a, b)
-            } else {
-                _mm512_unpackhi_epi64(a, b)
-            }
-        });
+        let u = within_lanes(r);
         // Word 4k + i of all rows: lane k of u[i], u[4 + i], u[8 + i], u[12 + i].
         let mut out = [_mm512_setzero_si512(); 16];
         for i in 0..4 {
