@@ -60,13 +60,18 @@ pub fn phase(v: Block, m: u64) -> (usize, Block) {
 }
 
 /// Items placed in m bins of μ slots: `slot_of[i]` is item i's slot `b·μ + p`, and
-/// `item_at[s]` the item in slot s (`None` for a dummy).
+/// [`SlotTable::item_at`] the item in a slot.
 pub struct SlotTable {
     pub bins: usize,
     pub mu: usize,
     pub slot_of: Vec<u32>,
-    pub item_at: Vec<Option<u32>>,
+    /// The item in each slot, [`EMPTY`] in a dummy (4 bytes a slot, not an `Option`'s 8:
+    /// most slots are empty).
+    items: Vec<u32>,
 }
+
+/// An empty slot (no item has this index: there are fewer than 2^32 − 1).
+const EMPTY: u32 = u32::MAX;
 
 impl SlotTable {
     /// Places item i in bin `bins_of[i]` at a uniformly random unused slot. A bin holding
@@ -74,6 +79,7 @@ impl SlotTable {
     /// [`bin_size`]); items are never dropped and μ is never raised.
     pub fn place(bins_of: &[usize], bins: usize, mu: usize, prg: &mut Prg) -> Result<Self> {
         assert!(bins >= 1 && bins.checked_mul(mu).is_some_and(|s| s <= u32::MAX as usize));
+        assert!(bins_of.len() < EMPTY as usize, "items have 32-bit indices");
         let mut load = vec![0usize; bins];
         for &b in bins_of {
             load[b] += 1;
@@ -95,7 +101,7 @@ impl SlotTable {
             by_bin[start[b]] = i as u32;
             start[b] += 1;
         }
-        let mut item_at = vec![None; bins * mu];
+        let mut items = vec![EMPTY; bins * mu];
         let mut slot_of = vec![0; bins_of.len()];
         let mut slots: Vec<u32> = (0..mu as u32).collect();
         let mut first = 0;
@@ -105,7 +111,7 @@ impl SlotTable {
                 slots.swap(t, pick);
                 let s = (b * mu) as u32 + slots[t];
                 slot_of[i as usize] = s;
-                item_at[s as usize] = Some(i);
+                items[s as usize] = i;
             }
             first += k;
         }
@@ -113,8 +119,24 @@ impl SlotTable {
             bins,
             mu,
             slot_of,
-            item_at,
+            items,
         })
+    }
+
+    /// The number of slots, m·μ.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none (never: a table has at least one bin).
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The item in slot `s` (`None` for a dummy).
+    #[inline]
+    pub fn item_at(&self, s: usize) -> Option<u32> {
+        Some(self.items[s]).filter(|&x| x != EMPTY)
     }
 }
 
@@ -170,9 +192,9 @@ mod tests {
         for (i, &s) in t.slot_of.iter().enumerate() {
             assert_eq!(s as usize / 50, bins_of[i], "in its bin");
             assert!(seen.insert(s), "one item a slot");
-            assert_eq!(t.item_at[s as usize], Some(i as u32));
+            assert_eq!(t.item_at(s as usize), Some(i as u32));
         }
-        assert_eq!(t.item_at.iter().flatten().count(), 300);
+        assert_eq!((0..t.len()).filter_map(|s| t.item_at(s)).count(), 300);
         // The first item of bin 0 is not always in the bin's first slot.
         let firsts: std::collections::HashSet<u32> = (0..20)
             .map(|_| SlotTable::place(&[0], 1, 30, &mut prg).unwrap().slot_of[0])

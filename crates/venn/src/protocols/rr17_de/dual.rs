@@ -398,7 +398,7 @@ const RELEASE_BINS: usize = 1 << 12;
 /// This party's items in bin `b` (its slots `b·μ_own ..`, each kept with its slot).
 fn bin_items(slots: &SlotTable, b: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
     (b * slots.mu..(b + 1) * slots.mu)
-        .filter_map(|slot| slots.item_at[slot].map(|x| (x as usize, slot as u32)))
+        .filter_map(|slot| slots.item_at(slot).map(|x| (x as usize, slot as u32)))
 }
 
 /// Reused buffers for [`encode_bin`].

@@ -149,12 +149,11 @@ impl OwnSlots {
     /// The slots' OOS16 words (each filled slot's item's representative; the empty slots
     /// hold the zero word), and the items in the filled slots.
     fn new(slots: &SlotTable, reps: &[Block]) -> (Words, Self) {
-        let (filled, items): (Vec<u32>, Vec<u32>) = (0..)
-            .zip(&slots.item_at)
-            .filter_map(|(j, x)| Some((j, (*x)?)))
+        let (filled, items): (Vec<u32>, Vec<u32>) = (0..slots.len())
+            .filter_map(|j| Some((j as u32, slots.item_at(j)?)))
             .unzip();
         let words = items.iter().map(|&x| reps[x as usize]).collect();
-        let words = Words::new(slots.item_at.len(), filled, words);
+        let words = Words::new(slots.len(), filled, words);
         (words, OwnSlots { items })
     }
 

@@ -177,12 +177,12 @@ fn own_choices(
     per: usize,
     instances: Range<usize>,
 ) -> (Vec<bool>, Vec<u32>) {
-    let word_at = |slot: usize| slots.item_at[slot].map_or(0, |x| words[x as usize]);
+    let word_at = |slot: usize| slots.item_at(slot).map_or(0, |x| words[x as usize]);
     let first = instances.start;
     let choices = (0..instances.len() * per)
         .map(|j| (word_at(first + j / per) >> (j % per)) & 1 == 1)
         .collect();
-    let held = instances.filter(|&s| slots.item_at[s].is_some());
+    let held = instances.filter(|&s| slots.item_at(s).is_some());
     let keep = held
         .flat_map(|s| ((s - first) * per..(s - first + 1) * per).map(|j| j as u32))
         .collect();
@@ -305,7 +305,7 @@ impl<'a> KeyReceiving<'a> {
         let first = self.next;
         let count = (self.end - first).min(frame_instances(per));
         chan.recv_exact_into(&mut self.frame, 32 * per * count, "chosen-message OT keys")?;
-        let held = (first..first + count).filter_map(|s| slots.item_at[s].map(|x| (s, x)));
+        let held = (first..first + count).filter_map(|s| slots.item_at(s).map(|x| (s, x)));
         let keys = self
             .batch
             .prepare(per, held.clone().map(|(_, x)| words[x as usize]));
@@ -503,7 +503,7 @@ impl Realisation for Standard {
         };
         let (mut sending, mut receiving) =
             (KeySending::new(keys), KeyReceiving::new(slots, words, per));
-        let (own, peer) = (slots.item_at.len(), p.peer_instances(role));
+        let (own, peer) = (slots.len(), p.peer_instances(role));
         let step = segment_instances(per);
         for k in 0..own.max(peer).div_ceil(step) {
             let range = |n: usize| (k * step).min(n)..((k + 1) * step).min(n);
