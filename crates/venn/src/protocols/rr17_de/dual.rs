@@ -606,11 +606,10 @@ fn bob<R: Realisation>(
         encode_bin(bin_items(&slots, b), &words, &sending, b, p.mu_a, &mut bin);
         let k = bin.items.len();
         for (i, &(y, _)) in bin.items.iter().enumerate() {
-            let first = order.len() * p.mu_a;
             order.push(y as u32);
             for j in 0..p.mu_a {
                 let value = (own[y] ^ bin.encodings[j * k + i]) & low_bits(8 * bytes);
-                values.push(value, (first + j) as u32);
+                values.push(value);
             }
         }
     }

@@ -133,16 +133,16 @@ impl BobsValues {
         }
     }
 
-    /// Records `value` (below 2^(8·bytes)) as entry `entry`'s; entries come in order
-    /// (0, 1, …).
+    /// Records `value` (below 2^(8·bytes)) as the next entry (0, 1, … in order of the
+    /// calls).
     #[inline]
-    pub(super) fn push(&mut self, value: Block, entry: u32) {
+    pub(super) fn push(&mut self, value: Block) {
         let k = key(value);
+        let entry = self.rest.push(value, k);
         self.parts.push(
             partition(k, self.bits),
             (k as u32 as u64) << 32 | entry as u64,
         );
-        self.rest.set(entry, value, k);
     }
 
     /// Receives Alice's `n` values ([`AlicesValues::send`]) and joins them with his,
@@ -190,13 +190,13 @@ impl BobsValues {
 
 /// What a value's fingerprint leaves out, by entry: the key's high 32 bits and the
 /// value's bytes above its low 8 (none for values of up to 8 bytes), `4 + (bytes − 8)`
-/// bytes in all. Entries are set in order, each as 16 bytes whose tail (zeros) the next
-/// ones overwrite: fixed-size stores and loads, not a copy of a run-time length.
+/// bytes in all. Entries are appended, each as 16 bytes whose tail (zeros) the next ones
+/// overwrite: fixed-size stores and loads, not a copy of a run-time length.
 struct Rest {
     data: Vec<u8>,
     stride: usize,
-    /// The next entry to set.
-    next: usize,
+    /// The entries so far.
+    len: usize,
 }
 
 impl Rest {
@@ -205,7 +205,7 @@ impl Rest {
         Rest {
             data: vec![0; count * stride + 16],
             stride,
-            next: 0,
+            len: 0,
         }
     }
 
@@ -216,12 +216,13 @@ impl Rest {
         (value >> 64) << 32 | (k >> 32) as Block
     }
 
+    /// Appends the rest of `value` (key `k`); returns its entry.
     #[inline]
-    fn set(&mut self, entry: u32, value: Block, k: u64) {
-        assert_eq!(entry as usize, self.next, "entries in order");
-        self.next += 1;
-        let at = entry as usize * self.stride;
+    fn push(&mut self, value: Block, k: u64) -> u32 {
+        let at = self.len * self.stride;
         self.data[at..at + 16].copy_from_slice(&Self::of(value, k).to_le_bytes());
+        self.len += 1;
+        (self.len - 1) as u32
     }
 
     /// Whether `value` (key `k`, whose fingerprint is entry `entry`'s) is entry `entry`'s.
@@ -361,8 +362,8 @@ mod tests {
     /// Bob's `entries` against Alice's values sent as `frames` (each a list of values).
     fn joined(entries: &[Block], bits: u32, frames: Vec<Vec<Block>>) -> Result<Vec<(u32, u32)>> {
         let mut bob = BobsValues::new(bits, entries.len(), BYTES);
-        for (e, &v) in entries.iter().enumerate() {
-            bob.push(v, e as u32);
+        for &v in entries {
+            bob.push(v);
         }
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         let n = frames.iter().map(Vec::len).sum();
@@ -417,9 +418,9 @@ mod tests {
             assert_ne!(key(same_high), k);
             let mut rest = Rest::new(3, bytes);
             let (before, after) = (!v & low(bytes), v ^ 1 << 70 & low(bytes));
-            rest.set(0, before, key(before));
-            rest.set(1, v, k);
-            rest.set(2, after, key(after));
+            rest.push(before, key(before));
+            rest.push(v, k);
+            rest.push(after, key(after));
             assert!(rest.is(0, before, key(before)) && rest.is(2, after, key(after)));
             assert!(rest.is(1, v, k));
             assert!(!rest.is(1, same_high, key(same_high)), "{bytes} bytes");
@@ -463,7 +464,7 @@ mod tests {
     #[test]
     fn a_frame_shorter_than_announced_is_refused() {
         let mut bob = BobsValues::new(2, 10, BYTES);
-        bob.push(value(1), 0);
+        bob.push(value(1));
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         a.send(&Writer::new().u64(5).0).unwrap();
         assert!(bob.join(&mut b, 100).is_err());
