@@ -331,6 +331,7 @@ fn session_in_pool<T>(
     };
     let (n_self, n_peer) = own_and_peer(&session);
     let key = session.key;
+    chan.key(&key);
     let mut ctx = Context::new(chan, session, prg, opts.progress);
     let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];

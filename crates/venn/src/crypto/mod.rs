@@ -1,5 +1,6 @@
 //! Cryptographic building blocks: 128-bit blocks, fixed-key AES, the AES-CTR PRG,
-//! correlation-robust hashing, the random oracle and bit-matrix transposition.
+//! correlation-robust hashing, the random oracle, a polynomial universal hash and bit-matrix
+//! transposition.
 
 mod aes;
 mod aes_many_keys;
@@ -8,6 +9,7 @@ mod block;
 mod cr_hash;
 pub mod gf128;
 pub mod group;
+mod poly_hash;
 mod prg;
 mod random_oracle;
 mod sha256_lanes;
@@ -17,6 +19,7 @@ pub use self::aes::Aes;
 pub use aes_many_keys::encrypt_under_keys;
 pub use block::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 pub use cr_hash::{tccr_hash, tccr_hash_with};
+pub use poly_hash::PolyHash;
 pub use prg::Prg;
 pub use random_oracle::{
     block_of_words, first_block, RandomOracle, Row512, RowDigest, RowHash, WideHash,
