@@ -261,19 +261,25 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
                 .unwrap()
         };
         // Bytes per sender item: a value per cuckoo bin choice and stash slot (kkrt16,
-        // pssz15), a
-        // value per slot of the receiver's bin (rr17-de), a commitment and a tag and
-        // masked key per slot (rr17-ec), else one value.
-        let item_bytes = match p.info().name {
-            "kkrt16" | "pssz15" => (3 + param("s")) * param("v") / 8,
-            "rr17-de" | "rr17-de-sm" => param("mu_receiver") * param("v") / 8,
-            "rr17-ec" => param("commitment_bits") / 8 + param("mu_receiver") * 20,
-            _ => param("v") / 8,
+        // pssz15), a value per slot of the receiver's bin (rr17-de), a commitment and a
+        // tag and masked key per slot (rr17-ec), else one value. The final frame carries
+        // the 300 items' values: append one more item's. kbm23's carries a value of ℓ bits
+        // for each of the α·β comparisons: append one more.
+        let per_item = |item_bytes: usize| (300 * item_bytes, item_bytes);
+        let (last, extra) = match p.info().name {
+            "kkrt16" | "pssz15" => per_item((3 + param("s")) * param("v") / 8),
+            "rr17-de" | "rr17-de-sm" => per_item(param("mu_receiver") * param("v") / 8),
+            "rr17-ec" => per_item(param("commitment_bits") / 8 + param("mu_receiver") * 20),
+            "kbm23" => {
+                let bits = param("log2Q");
+                let comparisons = param("alpha") * param("beta");
+                ((comparisons * bits).div_ceil(8), bits.div_ceil(8))
+            }
+            _ => per_item(param("v") / 8),
         };
-        // The final frame carries the 300 items' values: append one more item's.
         let result = tampered_run(p, &s, &r, |_, f| {
-            if f.len() == 300 * item_bytes {
-                f.extend(vec![0x55; item_bytes]);
+            if f.len() == last {
+                f.extend(vec![0x55; extra]);
             }
             true
         });

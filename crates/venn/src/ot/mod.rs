@@ -23,5 +23,7 @@ pub use kos15::{
     kos_receive, kos_send, KosChallenge, KosReceiver, KosReceiving, KosSender, KosSending,
 };
 pub use prg_matrix::PrgMatrix;
+#[cfg(test)]
+pub(crate) use seeds::test_seeds;
 pub use seeds::{ReceiverSeeds, SenderSeeds};
 pub use walsh_hadamard::WalshHadamard;

@@ -122,7 +122,7 @@ pub(super) fn test_columns(
 
 /// Correlated seeds for both sides without running base OTs (tests of the extensions).
 #[cfg(test)]
-pub(super) fn test_seeds(prg: &mut Prg) -> (SenderSeeds, ReceiverSeeds) {
+pub(crate) fn test_seeds(prg: &mut Prg) -> (SenderSeeds, ReceiverSeeds) {
     let (delta, chosen, keys) = test_columns(prg, BASE_OTS);
     (
         SenderSeeds {

@@ -7,6 +7,7 @@ mod api;
 mod context;
 mod dcw13;
 mod dkt10;
+mod kbm23;
 mod matching;
 mod naive;
 mod oprf_psi;
@@ -56,6 +57,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_de::Rr17De::NEW,
         &rr17_de::Rr17Ec,
         &rr17_de::Rr17DeSm::NEW,
+        &kbm23::Kbm23,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

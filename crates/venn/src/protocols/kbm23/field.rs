@@ -1,0 +1,391 @@
+//! The prime field 𝔽_Q of KBM23's comparisons (§III-A: "a finite field 𝔽_Q"), for primes
+//! Q < 2^63, and vectors of its elements packed at ℓ = ⌈log₂ Q⌉ bits each — the layout of
+//! the wire (§V-A counts αβ·log Q bits) and of the stored tuples.
+
+use crate::crypto::Prg;
+use crate::{Error, Result};
+
+/// 𝔽_Q.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    q: u64,
+    bits: u32,
+    /// `⌊(2^64 − 1) / q⌋`, for Barrett reduction of products below 2^64 (Q < 2^32).
+    barrett: u64,
+}
+
+impl Field {
+    /// The field of the prime `q` (2 < q < 2^63; primality is the caller's:
+    /// [`next_prime`] makes it).
+    pub fn new(q: u64) -> Self {
+        assert!(q > 2 && q < 1 << 63, "Q = {q} out of range");
+        Field {
+            q,
+            bits: 64 - (q - 1).leading_zeros(),
+            barrett: u64::MAX / q,
+        }
+    }
+
+    /// Q.
+    pub fn modulus(&self) -> u64 {
+        self.q
+    }
+
+    /// ℓ = ⌈log₂ Q⌉, the bits of an element on the wire.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// `a + b` (without branches: the operands are uniform, a branch on them would be
+    /// mispredicted half the time).
+    #[inline(always)]
+    pub fn add(&self, a: u64, b: u64) -> u64 {
+        self.reduce_once(a + b)
+    }
+
+    /// `a − b`.
+    #[inline(always)]
+    pub fn sub(&self, a: u64, b: u64) -> u64 {
+        let (d, borrow) = a.overflowing_sub(b);
+        d.wrapping_add(self.q & (borrow as u64).wrapping_neg())
+    }
+
+    /// `x mod Q` for `x < 2Q`.
+    #[inline(always)]
+    fn reduce_once(&self, x: u64) -> u64 {
+        let (d, borrow) = x.overflowing_sub(self.q);
+        d.wrapping_add(self.q & (borrow as u64).wrapping_neg())
+    }
+
+    /// `a · b`.
+    #[inline(always)]
+    pub fn mul(&self, a: u64, b: u64) -> u64 {
+        if self.bits <= 32 {
+            // x < Q² < 2^64; the Barrett quotient is at most 2 short, so r < 3Q.
+            let x = a * b;
+            let quotient = ((x as u128 * self.barrett as u128) >> 64) as u64;
+            let r = x - quotient * self.q;
+            self.reduce_once(self.reduce_once_of_three(r))
+        } else {
+            (a as u128 * b as u128 % self.q as u128) as u64
+        }
+    }
+
+    /// `x − Q` if `x ≥ 2Q`, for `x < 3Q`.
+    #[inline(always)]
+    fn reduce_once_of_three(&self, x: u64) -> u64 {
+        let (d, borrow) = x.overflowing_sub(2 * self.q);
+        let keep = (borrow as u64).wrapping_neg();
+        (x & keep) | (d.wrapping_add(self.q) & !keep)
+    }
+
+    /// `a^e`.
+    pub fn pow(&self, mut a: u64, mut e: u64) -> u64 {
+        let mut r = 1;
+        while e > 0 {
+            if e & 1 == 1 {
+                r = self.mul(r, a);
+            }
+            a = self.mul(a, a);
+            e >>= 1;
+        }
+        r
+    }
+
+    /// `a⁻¹` for `a ≠ 0` (Fermat).
+    pub fn inv(&self, a: u64) -> u64 {
+        assert!(a != 0 && a < self.q, "no inverse of {a}");
+        self.pow(a, self.q - 2)
+    }
+
+    /// A uniform element of 𝔽_Q.
+    pub fn random(&self, prg: &mut Prg) -> u64 {
+        prg.below(self.q)
+    }
+
+    /// A uniform element of 𝔽*_Q.
+    pub fn random_nonzero(&self, prg: &mut Prg) -> u64 {
+        1 + prg.below(self.q - 1)
+    }
+}
+
+/// Whether `n` is prime: Miller–Rabin with the first twelve primes as bases, which is
+/// exact for every n < 3.3·10^24 (Sorenson–Webster), so for every u64.
+pub fn is_prime(n: u64) -> bool {
+    const BASES: [u64; 12] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
+    if n < 2 {
+        return false;
+    }
+    if let Some(&p) = BASES.iter().find(|&&p| n.is_multiple_of(p)) {
+        return n == p;
+    }
+    let mul = |a: u64, b: u64| (a as u128 * b as u128 % n as u128) as u64;
+    let pow = |mut a: u64, mut e: u64| {
+        let mut r = 1;
+        while e > 0 {
+            if e & 1 == 1 {
+                r = mul(r, a);
+            }
+            a = mul(a, a);
+            e >>= 1;
+        }
+        r
+    };
+    let (s, d) = (
+        (n - 1).trailing_zeros(),
+        (n - 1) >> (n - 1).trailing_zeros(),
+    );
+    BASES.iter().all(|&a| {
+        let mut x = pow(a, d);
+        if x == 1 || x == n - 1 {
+            return true;
+        }
+        (1..s).any(|_| {
+            x = mul(x, x);
+            x == n - 1
+        })
+    })
+}
+
+/// The smallest prime `≥ n`.
+pub fn next_prime(n: u64) -> u64 {
+    (n.max(2)..)
+        .find(|&p| is_prime(p))
+        .expect("a prime below 2^64")
+}
+
+/// Elements of a field packed at `bits` bits each, little-endian: element `i` is bits
+/// `i·bits .. (i + 1)·bits` of the byte string.
+pub struct Packed {
+    bits: u32,
+    len: usize,
+    /// The packed bytes, with 15 bytes of slack so any element is one unaligned 16-byte
+    /// read.
+    bytes: Vec<u8>,
+}
+
+/// Bytes of slack after the packed elements.
+const SLACK: usize = 15;
+
+impl Packed {
+    /// `len` zero elements of `bits` bits (1 ≤ bits ≤ 64).
+    pub fn zeros(bits: u32, len: usize) -> Self {
+        assert!((1..=64).contains(&bits));
+        Packed {
+            bits,
+            len,
+            bytes: vec![0; packed_bytes(bits, len) + SLACK],
+        }
+    }
+
+    /// The elements of `values`, each below 2^bits.
+    pub fn from_values(bits: u32, values: impl ExactSizeIterator<Item = u64>) -> Self {
+        let mut w = PackedWriter::new(bits, values.len());
+        values.for_each(|v| w.push(v));
+        w.finish()
+    }
+
+    /// Reads `len` elements of `field` from `bytes` (as [`Packed::as_bytes`] wrote them),
+    /// refusing a wrong length, an element `≥ Q` or set bits past the last element.
+    pub fn parse(field: &Field, len: usize, bytes: &[u8], what: &str) -> Result<Self> {
+        let bits = field.bits();
+        if bytes.len() != packed_bytes(bits, len) {
+            return Err(Error::protocol(
+                format!(
+                    "{what}: {} bytes for {len} elements of {bits} bits",
+                    packed_bytes(bits, len)
+                ),
+                format!("{} bytes", bytes.len()),
+            ));
+        }
+        let mut packed = Packed::zeros(bits, len);
+        packed.bytes[..bytes.len()].copy_from_slice(bytes);
+        let tail = (len * bits as usize) % 8;
+        if tail != 0 && bytes[bytes.len() - 1] >> tail != 0 {
+            return Err(Error::protocol(
+                format!("{what}: zero bits past the last element"),
+                "bits set",
+            ));
+        }
+        if let Some(i) = (0..len).find(|&i| packed.get(i) >= field.modulus()) {
+            return Err(Error::protocol(
+                format!("{what}: elements below Q = {}", field.modulus()),
+                format!("element {i} = {}", packed.get(i)),
+            ));
+        }
+        Ok(packed)
+    }
+
+    /// Element `i`.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> u64 {
+        debug_assert!(i < self.len);
+        let bit = i * self.bits as usize;
+        let at = &self.bytes[bit / 8..bit / 8 + 16];
+        let word = u128::from_le_bytes(at.try_into().expect("16 bytes"));
+        ((word >> (bit % 8)) as u64) & mask(self.bits)
+    }
+
+    /// Sets element `i` to `v < 2^bits`.
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, v: u64) {
+        debug_assert!(i < self.len && v <= mask(self.bits));
+        let bit = i * self.bits as usize;
+        let at = &mut self.bytes[bit / 8..bit / 8 + 16];
+        let mut word = u128::from_le_bytes((&*at).try_into().expect("16 bytes"));
+        let shift = bit % 8;
+        word &= !((mask(self.bits) as u128) << shift);
+        word |= (v as u128) << shift;
+        at.copy_from_slice(&word.to_le_bytes());
+    }
+
+    /// The packed elements, `⌈len·bits / 8⌉` bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..packed_bytes(self.bits, self.len)]
+    }
+}
+
+/// Writes elements one after another (where [`Packed::set`] on consecutive elements
+/// would read back bytes it has just stored).
+pub struct PackedWriter {
+    bits: u32,
+    len: usize,
+    bytes: Vec<u8>,
+    /// Bits not yet written, the first `filled` of `acc`.
+    acc: u128,
+    filled: u32,
+}
+
+impl PackedWriter {
+    /// A writer of elements of `bits` bits, with room for `capacity`.
+    pub fn new(bits: u32, capacity: usize) -> Self {
+        assert!((1..=64).contains(&bits));
+        PackedWriter {
+            bits,
+            len: 0,
+            bytes: Vec::with_capacity(packed_bytes(bits, capacity) + SLACK),
+            acc: 0,
+            filled: 0,
+        }
+    }
+
+    /// Appends `v < 2^bits`.
+    #[inline(always)]
+    pub fn push(&mut self, v: u64) {
+        debug_assert!(v <= mask(self.bits));
+        self.acc |= (v as u128) << self.filled;
+        self.filled += self.bits;
+        self.len += 1;
+        if self.filled >= 64 {
+            self.bytes
+                .extend_from_slice(&(self.acc as u64).to_le_bytes());
+            self.acc >>= 64;
+            self.filled -= 64;
+        }
+    }
+
+    /// The elements written.
+    pub fn finish(mut self) -> Packed {
+        let tail = self.filled.div_ceil(8) as usize;
+        self.bytes
+            .extend_from_slice(&self.acc.to_le_bytes()[..tail]);
+        self.bytes.extend_from_slice(&[0; SLACK]);
+        Packed {
+            bits: self.bits,
+            len: self.len,
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// The bytes of `len` elements of `bits` bits.
+pub fn packed_bytes(bits: u32, len: usize) -> usize {
+    (len * bits as usize).div_ceil(8)
+}
+
+fn mask(bits: u32) -> u64 {
+    u64::MAX >> (64 - bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primes_and_the_papers_moduli() {
+        let small: Vec<u64> = (0..50).filter(|&n| is_prime(n)).collect();
+        assert_eq!(
+            small,
+            [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47]
+        );
+        // The authors' MODULUS constants: nextprime(3·2^σ₂ + 2) (spec §4).
+        for (sigma2, q) in [(12, 12301), (10, 3079), (8, 773), (6, 197)] {
+            assert_eq!(next_prime(3 * (1 << sigma2) + 2), q);
+        }
+        assert!(is_prime(65537) && is_prime((1 << 61) - 1));
+        assert!(
+            !is_prime(3_215_031_751),
+            "a strong pseudoprime to bases 2, 3, 5, 7"
+        );
+        assert!(!is_prime(((1u64 << 32) - 5) * ((1 << 31) - 1)));
+    }
+
+    #[test]
+    fn arithmetic_agrees_with_wide_integers() {
+        let mut prg = Prg::from_seed(1);
+        for q in [
+            3,
+            9689,
+            65537,
+            4_294_967_291,
+            next_prime(1 << 61),
+            (1 << 62) + 135,
+        ] {
+            let f = Field::new(q);
+            for _ in 0..2000 {
+                let (a, b) = (f.random(&mut prg), f.random(&mut prg));
+                let wide = |x: u128| (x % q as u128) as u64;
+                assert_eq!(f.add(a, b), wide(a as u128 + b as u128));
+                assert_eq!(f.sub(a, b), wide(a as u128 + q as u128 - b as u128));
+                assert_eq!(f.mul(a, b), wide(a as u128 * b as u128));
+            }
+            assert_eq!(f.mul(q - 1, q - 1), 1);
+            if is_prime(q) {
+                let a = f.random_nonzero(&mut prg);
+                assert_eq!(f.mul(a, f.inv(a)), 1);
+            }
+        }
+        assert_eq!(Field::new(9689).bits(), 14);
+        assert_eq!(Field::new(8191).bits(), 13);
+        assert_eq!(Field::new(65537).bits(), 17);
+    }
+
+    #[test]
+    fn packing_round_trips_and_refuses_what_is_not_elements() {
+        let mut prg = Prg::from_seed(2);
+        for q in [5, 9689, 65537, next_prime(1 << 61)] {
+            let f = Field::new(q);
+            for len in [0, 1, 7, 8, 9, 100] {
+                let values: Vec<u64> = (0..len).map(|_| f.random(&mut prg)).collect();
+                let packed = Packed::from_values(f.bits(), values.iter().copied());
+                assert_eq!(packed.as_bytes().len(), packed_bytes(f.bits(), len));
+                let back = Packed::parse(&f, len, packed.as_bytes(), "test").unwrap();
+                assert!((0..len).all(|i| back.get(i) == values[i]), "Q = {q}, {len}");
+                assert!(Packed::parse(&f, len + 8, packed.as_bytes(), "test").is_err());
+            }
+        }
+        let f = Field::new(9689);
+        let mut too_big = Packed::zeros(14, 3);
+        too_big.set(1, 9689);
+        let Err(e) = Packed::parse(&f, 3, too_big.as_bytes(), "d") else {
+            panic!("an element ≥ Q is refused")
+        };
+        assert!(e.to_string().contains("element 1"), "{e}");
+        let mut stray = Packed::zeros(14, 3).as_bytes().to_vec();
+        *stray.last_mut().unwrap() |= 0x80;
+        assert!(
+            Packed::parse(&f, 3, &stray, "d").is_err(),
+            "bits past the last element"
+        );
+    }
+}

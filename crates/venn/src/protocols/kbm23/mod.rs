@@ -1,0 +1,374 @@
+//! KBM23 (Kerschbaum, Blass, Mahdavi: *Faster Secure Comparisons with Offline Phase for
+//! Efficient Private Set Intersection*, NDSS 2023), Algorithm 1 with set OLE tuples
+//! (§III-C5): PSI whose online phase is one field element per bin from Alice and one per
+//! comparison from Bob, with four field operations per comparison.
+//!
+//! Roles: the paper's Alice, who cuckoo-hashes and learns the intersection, is Venn's
+//! receiver; Bob, who simple-hashes and learns nothing, is the sender.
+//!
+//! **Offline** (no inputs): base OTs, the coin-tossed hashing seed, and α set tuples from
+//! Gilboa product sharing on IKNP OTs ([`tuples`], §IV-D).
+//!
+//! **Online** (Algorithm 1): Alice puts her items in α bins by 3-way cuckoo hashing with
+//! permutation-based hashing ([`tables`]) and sends `c_i = s_A,i − T_A[i]` for every bin;
+//! Bob puts each of his items in all three of its bins, β values a bin in random order,
+//! and answers `d_i,j = (c_i + T_B[i,j] + s_B,i,j) · w_i,j`; Alice's item in bin i is in
+//! the intersection exactly when some `d_i,j = r_A,i,j` (Thm 1: `(d − r_A)·r_B = T_B −
+//! T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a time, one range in
+//! flight.
+
+mod field;
+mod params;
+mod tables;
+mod tuples;
+
+use super::{
+    Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    ProtocolInfo, RoleInfo, Security, Sizes,
+};
+use crate::crypto::Block;
+use crate::items::{decimal_integer, BlockEncoder, Items};
+use crate::net::Channel;
+use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{StateReader, StateWriter};
+use crate::{Error, Result};
+use field::{packed_bytes, Packed, PackedWriter};
+pub use params::Kbm23Params;
+use tables::{alices_table, bobs_table, Hashing, Placed};
+use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
+
+/// KBM23 PSI with OT-made tuples.
+pub struct Kbm23;
+/// Bob, the sender.
+struct Kbm23Sender;
+/// Alice, the receiver.
+struct Kbm23Receiver;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "kbm23",
+    paper: "Kerschbaum, Blass, Mahdavi: Faster Secure Comparisons with Offline Phase for \
+            Efficient Private Set Intersection (NDSS 2023), Algorithm 1 with set OLE tuples \
+            (§III-C5), tuples by Gilboa product sharing on IKNP OTs (§IV-D)",
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
+              other's set size. Secure only if both parties follow the protocol (Thm 2, 3; \
+              the OT offline phase assumes a correlation-robust hash and the base OTs' DDH). \
+              With --sigma 32 the keys are 32-bit integers compared exactly; other keys are \
+              hashed with a per-session key to λ + log2(n_s·n_r) bits, so two distinct keys \
+              match with probability at most 2^-40.",
+    both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            // Per bin (1.27–1.35 per peer item), β ≤ 32 comparisons of three field
+            // elements of at most 8 bytes (table, s_B, w), the outgoing d.
+            peer_item_bytes: 1100,
+            own_item_bytes: 64,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output: OutputKind::Indices,
+            peer_item_bytes: 16,
+            // r_A for β comparisons a bin, s_A, the cuckoo table and the d received.
+            own_item_bytes: 800,
+        },
+    ],
+};
+
+/// The hashing seed is coin-tossed: neither party picks the functions its peer's items
+/// are hashed with.
+const SEED_TOSS: &str = "kbm23 hashing seed";
+
+/// Bins per online frame.
+const FRAME_BINS: usize = if cfg!(test) { 1 << 6 } else { 1 << 16 };
+
+impl Protocol for Kbm23 {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Kbm23Params::new(sizes, options.sigma)?))
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            bins: false,
+            sigma: &[32],
+            any_items: true,
+        }
+    }
+
+    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
+        match options.sigma {
+            Some(sigma) => items.check_integers(INFO.name, sigma),
+            None => Ok(()),
+        }
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Kbm23Sender,
+            Role::Receiver => &Kbm23Receiver,
+        }
+    }
+}
+
+/// The session's parameters, which must be those the state was made with.
+fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> {
+    let p = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+    if p != *made_for {
+        return Err(Error::State(
+            "the precomputed tuples were made for other parameters".into(),
+        ));
+    }
+    Ok(p)
+}
+
+/// Each item's bins and suffix: σ-bit integers as they are, other keys hashed to σ bits
+/// under a key bound to the session.
+fn place_items(p: &Kbm23Params, seed: Block, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
+    let h = Hashing::new(p, seed);
+    if !p.hashed {
+        return (0..items.len())
+            .map(|i| {
+                decimal_integer(items.get(i), p.sigma)
+                    .map(|x| h.place(x as u128))
+                    .ok_or_else(|| {
+                        Error::Usage(format!(
+                            "key number {} is not a {}-bit integer",
+                            i + 1,
+                            p.sigma
+                        ))
+                    })
+            })
+            .collect();
+    }
+    let encoder = BlockEncoder::new("venn/kbm23/item", sid);
+    let mask = Block::MAX >> (128 - p.sigma);
+    Ok(items
+        .map_all(|item| encoder.encode(item) & mask)
+        .into_iter()
+        .map(|x| h.place(x))
+        .collect())
+}
+
+/// Writes the parameters' σ choice and packed arrays of a state.
+fn save_arrays(
+    p: &Kbm23Params,
+    seed: Block,
+    arrays: &[&Packed],
+    out: &mut StateWriter,
+) -> Result<()> {
+    out.u64(if p.hashed { 0 } else { p.sigma as u64 })?;
+    out.block(seed)?;
+    for a in arrays {
+        out.raw(a.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Reads what [`save_arrays`] wrote: the parameters for `sizes`, the seed and arrays of
+/// the given lengths (each element checked to be below Q).
+fn load_arrays(
+    sizes: Sizes,
+    input: &mut StateReader,
+    lengths: impl Fn(&Kbm23Params) -> Vec<usize>,
+) -> Result<(Kbm23Params, Block, Vec<Packed>)> {
+    let sigma = match input.u64()? {
+        0 => None,
+        32 => Some(32),
+        s => return Err(Error::State(format!("a kbm23 state for σ = {s}"))),
+    };
+    let p = Kbm23Params::new(sizes, sigma)?;
+    let seed = input.block()?;
+    let arrays = lengths(&p)
+        .into_iter()
+        .map(|len| {
+            let bytes = input.raw(packed_bytes(p.field.bits(), len))?;
+            Packed::parse(&p.field, len, &bytes, "tuples")
+                .map_err(|e| Error::State(format!("the state's tuples are damaged: {e}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((p, seed, arrays))
+}
+
+/// Bob's state: the parameters, the hashing seed and his halves of the tuples.
+pub struct SenderState {
+    params: Kbm23Params,
+    seed: Block,
+    tuples: BobsTuples,
+}
+
+/// Alice's state: the parameters, the hashing seed and her halves of the tuples.
+pub struct ReceiverState {
+    params: Kbm23Params,
+    seed: Block,
+    tuples: AlicesTuples,
+}
+
+impl Party for Kbm23Sender {
+    type State = SenderState;
+
+    /// Bob sends the base OTs (he is the IKNP receiver: his choices are the bits of r_B),
+    /// answers the seed toss and makes his halves of the tuples.
+    fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
+        let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+        let sid = ctx.session.id;
+        ctx.phase("base OTs", true);
+        let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        let [seed, _] =
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
+        ctx.phase("OLE tuples (Gilboa, IKNP)", true);
+        let tuples = bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
+        Ok(SenderState {
+            params,
+            seed,
+            tuples,
+        })
+    }
+
+    /// Bob: his simple table, then `d` for each range of bins as its `c` arrives.
+    fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
+        let p = session_params(ctx, &state.params)?;
+        let (f, beta) = (p.field, p.beta);
+        ctx.phase("hash items", false);
+        let placed = place_items(&p, state.seed, &ctx.session.id, items)?;
+        let h = Hashing::new(&p, state.seed);
+        let table = bobs_table(&p, &h, &placed, &mut ctx.prg)?;
+        ctx.phase("compare", false);
+        let (s, w) = (&state.tuples.s, &state.tuples.w);
+        let mut frame = Vec::new();
+        for first in (0..p.alpha as usize).step_by(FRAME_BINS) {
+            let bins = FRAME_BINS.min(p.alpha as usize - first);
+            ctx.peer
+                .recv_exact_into(&mut frame, packed_bytes(f.bits(), bins), "c")?;
+            let c = Packed::parse(&f, bins, &frame, "c")?;
+            let mut d = PackedWriter::new(f.bits(), bins * beta);
+            for b in 0..bins {
+                let c = c.get(b);
+                for at in (first + b) * beta..(first + b + 1) * beta {
+                    let sum = f.add(f.add(c, table.get(at)), s.get(at));
+                    d.push(f.mul(sum, w.get(at)));
+                }
+            }
+            ctx.peer.send(d.finish().as_bytes())?;
+            ctx.peer.flush()?;
+        }
+        Ok(Output::Nothing)
+    }
+
+    fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
+        let t = &state.tuples;
+        save_arrays(&state.params, state.seed, &[&t.s, &t.w], out)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
+        let (params, seed, arrays) =
+            load_arrays(sizes, input, |p| vec![p.comparisons(), p.comparisons()])?;
+        let [s, w] =
+            <[Packed; 2]>::try_from(arrays).map_err(|_| Error::State("two arrays".into()))?;
+        Ok(SenderState {
+            params,
+            seed,
+            tuples: BobsTuples { s, w },
+        })
+    }
+}
+
+/// Sends `c` for the bins `first..first + count`.
+fn send_c(
+    chan: &mut dyn Channel,
+    p: &Kbm23Params,
+    s: &Packed,
+    values: &[u64],
+    first: usize,
+) -> Result<()> {
+    let count = FRAME_BINS.min(p.alpha as usize - first);
+    let c = Packed::from_values(
+        p.field.bits(),
+        (first..first + count).map(|i| p.field.sub(s.get(i), values[i])),
+    );
+    chan.send(c.as_bytes())?;
+    chan.flush()
+}
+
+impl Party for Kbm23Receiver {
+    type State = ReceiverState;
+
+    /// Alice receives the base OTs (she is the IKNP sender, with r_A in her messages),
+    /// commits to the seed toss and makes her halves of the tuples.
+    fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
+        let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+        let sid = ctx.session.id;
+        ctx.phase("base OTs", true);
+        let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        let [seed, _] =
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+        ctx.phase("OLE tuples (Gilboa, IKNP)", true);
+        let tuples = alices_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
+        Ok(ReceiverState {
+            params,
+            seed,
+            tuples,
+        })
+    }
+
+    /// Alice: her cuckoo table, `c` a range of bins ahead, and the matches in each range
+    /// of `d`.
+    fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
+        let p = session_params(ctx, &state.params)?;
+        let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
+        ctx.phase("hash items", false);
+        let placed = place_items(&p, state.seed, &ctx.session.id, items)?;
+        let h = Hashing::new(&p, state.seed);
+        let table = alices_table(&h, &placed, &mut ctx.prg)?;
+        ctx.phase("compare", false);
+        let (s, r) = (&state.tuples.s, &state.tuples.r);
+        send_c(ctx.peer, &p, s, &table.values, 0)?;
+        let mut found = Vec::new();
+        let mut frame = Vec::new();
+        for first in (0..alpha).step_by(FRAME_BINS) {
+            if first + FRAME_BINS < alpha {
+                send_c(ctx.peer, &p, s, &table.values, first + FRAME_BINS)?;
+            }
+            let bins = FRAME_BINS.min(alpha - first);
+            ctx.peer
+                .recv_exact_into(&mut frame, packed_bytes(f.bits(), bins * beta), "d")?;
+            let d = Packed::parse(&f, bins * beta, &frame, "d")?;
+            for b in 0..bins {
+                let item = table.items[first + b];
+                if item == u32::MAX {
+                    continue;
+                }
+                let at = (first + b) * beta;
+                if (0..beta).any(|j| d.get(b * beta + j) == r.get(at + j)) {
+                    found.push(item as usize);
+                }
+            }
+        }
+        found.sort_unstable();
+        Ok(Output::Indices(found))
+    }
+
+    fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
+        let t = &state.tuples;
+        save_arrays(&state.params, state.seed, &[&t.s, &t.r], out)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
+        let (params, seed, arrays) =
+            load_arrays(sizes, input, |p| vec![p.alpha as usize, p.comparisons()])?;
+        let [s, r] =
+            <[Packed; 2]>::try_from(arrays).map_err(|_| Error::State("two arrays".into()))?;
+        Ok(ReceiverState {
+            params,
+            seed,
+            tuples: AlicesTuples { s, r },
+        })
+    }
+}

@@ -1,0 +1,267 @@
+//! KBM23's hashing (§III-C1, §III-C2, §III-C4): permutation-based hashing of σ-bit items,
+//! Alice's cuckoo table with one value per bin and Bob's simple table of β values per bin,
+//! each bin in uniformly random order.
+//!
+//! **Permutation-based hashing, additively** (spec §2.2 with E4): with D = ⌈2^σ/α⌉ an
+//! item x splits into `x_R = x mod D` and `x_L = ⌊x/D⌋ < α`; hash function j puts x in bin
+//! `(h_j(x_R) + x_L) mod α` and stores `j·D + x_R`. Within a bin the stored value and the
+//! bin give back x (`x_L = (bin − h_j(x_R)) mod α`), so equal values in one bin are equal
+//! items, and the range `j·D..(j+1)·D` keeps values stored by different functions apart.
+//! The h_j are a per-session PRF (AES under the coin-tossed seed), not the authors' fixed
+//! tables, with h_1(x_R), h_2(x_R), h_3(x_R) made pairwise distinct by re-drawing, so an
+//! item's bins are distinct.
+//!
+//! **Bob's bins in random order** (spec §2.4, missing from the paper and the authors'
+//! code): the slot of a match is what Alice sees, so each of Bob's values goes to a
+//! uniformly random free slot of its bin and the rest hold his dummy — the same
+//! distribution as a shuffle of the padded bin, since the dummies are alike.
+
+use super::field::Packed;
+use super::params::{Kbm23Params, K};
+use crate::crypto::{Aes, Block, Prg};
+use crate::tables::{cuckoo_insert, HASHES};
+use crate::{Error, Result};
+
+const _: () = assert!(K == HASHES, "the cuckoo table's functions are KBM23's k");
+
+/// The split and the hash functions of one session.
+pub struct Hashing {
+    alpha: u64,
+    d: u64,
+    h: Aes,
+}
+
+/// Where an item goes: its k bins and its suffix `x_R`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub bins: [u32; K],
+    pub suffix: u64,
+}
+
+impl Hashing {
+    /// The hashing of `p` with the coin-tossed `seed`.
+    pub fn new(p: &Kbm23Params, seed: Block) -> Self {
+        Hashing {
+            alpha: p.alpha,
+            d: p.d,
+            h: Aes::new(seed),
+        }
+    }
+
+    /// `h_1(x_R), …, h_k(x_R)`: 42-bit pieces of `AES(x_R ‖ t)` mapped to `[0, α)` by
+    /// multiply-shift (bias ≤ α/2^42), for the least t that makes them pairwise distinct.
+    fn functions(&self, suffix: u64) -> [u64; K] {
+        const MASK: u128 = (1 << 42) - 1;
+        (0u128..)
+            .map(|t| {
+                let h = self.h.encrypt(suffix as Block | t << 64);
+                std::array::from_fn(|i| {
+                    ((((h >> (42 * i)) & MASK) * self.alpha as u128) >> 42) as u64
+                })
+            })
+            .find(|h: &[u64; K]| h[0] != h[1] && h[0] != h[2] && h[1] != h[2])
+            .expect("distinct values for some t")
+    }
+
+    /// The bins and suffix of item `x < 2^σ`.
+    pub fn place(&self, x: u128) -> Placed {
+        let (left, suffix) = ((x / self.d as u128) as u64, (x % self.d as u128) as u64);
+        debug_assert!(left < self.alpha, "D = ⌈2^σ/α⌉ keeps x_L a bin");
+        let h = self.functions(suffix);
+        Placed {
+            bins: h.map(|h| ((h + left) % self.alpha) as u32),
+            suffix,
+        }
+    }
+
+    /// The value stored for an item with `suffix` placed by function `j`.
+    pub fn value(&self, j: usize, suffix: u64) -> u64 {
+        j as u64 * self.d + suffix
+    }
+
+    /// Alice's dummy, `k·D`.
+    pub fn alices_dummy(&self) -> u64 {
+        K as u64 * self.d
+    }
+
+    /// Bob's dummy, `k·D + 1`.
+    pub fn bobs_dummy(&self) -> u64 {
+        K as u64 * self.d + 1
+    }
+}
+
+/// Alice's table: one value per bin, and the item in each bin.
+pub struct AlicesTable {
+    /// `T_A[i]`: the value of the item in bin i, or Alice's dummy.
+    pub values: Vec<u64>,
+    /// The item in each bin, or `u32::MAX`.
+    pub items: Vec<u32>,
+}
+
+/// Cuckoo-hashes `placed` (§III-C1) into α bins with no stash.
+pub fn alices_table(h: &Hashing, placed: &[Placed], prg: &mut Prg) -> Result<AlicesTable> {
+    let bins: Vec<[u32; K]> = placed.iter().map(|p| p.bins).collect();
+    let table = cuckoo_insert(&bins, h.alpha as usize, 0, prg)?;
+    let (mut values, mut items) = (
+        Vec::with_capacity(table.len()),
+        Vec::with_capacity(table.len()),
+    );
+    for i in 0..table.len() {
+        match table.bin(i) {
+            Some((item, j)) => {
+                values.push(h.value(j, placed[item].suffix));
+                items.push(item as u32);
+            }
+            None => {
+                values.push(h.alices_dummy());
+                items.push(u32::MAX);
+            }
+        }
+    }
+    Ok(AlicesTable { values, items })
+}
+
+/// Bob's table (§III-C2): each item's value under every function in that function's bin,
+/// at a uniformly random free slot; β slots per bin, bin-major, packed at the field's
+/// width.
+pub fn bobs_table(
+    p: &Kbm23Params,
+    h: &Hashing,
+    placed: &[Placed],
+    prg: &mut Prg,
+) -> Result<Packed> {
+    let beta = p.beta;
+    let dummy = h.bobs_dummy();
+    let mut table =
+        Packed::from_values(p.field.bits(), std::iter::repeat_n(dummy, p.comparisons()));
+    let mut load = vec![0u32; p.alpha as usize];
+    for item in placed {
+        for (j, &bin) in item.bins.iter().enumerate() {
+            let bin = bin as usize;
+            if load[bin] as usize == beta {
+                return Err(Error::Unlucky(format!(
+                    "a bin of the sender's table overflowed its {beta} slots (an event of \
+                     probability below 2^-40)"
+                )));
+            }
+            load[bin] += 1;
+            let slot = loop {
+                let s = bin * beta + prg.below(beta as u64) as usize;
+                if table.get(s) == dummy {
+                    break s;
+                }
+            };
+            table.set(slot, h.value(j, item.suffix));
+        }
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::Sizes;
+    use std::collections::HashMap;
+
+    fn params(n: u64) -> Kbm23Params {
+        Kbm23Params::new(
+            Sizes {
+                sender: n,
+                receiver: n,
+            },
+            Some(32),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn value_and_bin_give_back_the_item_even_at_the_top_of_the_domain() {
+        let p = params(1 << 12);
+        let h = Hashing::new(&p, 7);
+        let mut seen = HashMap::new();
+        let top = (1u128 << 32) - 1;
+        let items = (0..20_000u128)
+            .chain(top - 20_000..=top)
+            .chain((0..20_000).map(|i| i * 214_749));
+        for x in items {
+            let placed = h.place(x);
+            let distinct: std::collections::HashSet<_> = placed.bins.iter().collect();
+            assert_eq!(distinct.len(), K, "an item's bins are distinct");
+            for (j, &bin) in placed.bins.iter().enumerate() {
+                assert!((bin as u64) < p.alpha);
+                let v = h.value(j, placed.suffix);
+                assert!(v < h.alices_dummy(), "values stay below the dummies");
+                if let Some(&y) = seen.get(&(bin, v)) {
+                    assert_eq!(y, x, "(bin, value) of {x} and {y}");
+                }
+                seen.insert((bin, v), x);
+            }
+        }
+        assert!(h.bobs_dummy() < p.field.modulus());
+    }
+
+    #[test]
+    fn alices_bins_hold_each_item_once_and_bobs_all_three() {
+        let mut prg = Prg::from_seed(3);
+        let n = 5000;
+        let p = params(n);
+        let h = Hashing::new(&p, 11);
+        let xs: Vec<Placed> = (0..n).map(|_| h.place(prg.u64() as u128 >> 32)).collect();
+        let a = alices_table(&h, &xs, &mut prg).unwrap();
+        let mut count = vec![0; n as usize];
+        for (i, (&v, &item)) in a.values.iter().zip(&a.items).enumerate() {
+            if item == u32::MAX {
+                assert_eq!(v, h.alices_dummy());
+                continue;
+            }
+            count[item as usize] += 1;
+            let x = &xs[item as usize];
+            let j = x.bins.iter().position(|&b| b as usize == i).unwrap();
+            assert_eq!(v, h.value(j, x.suffix));
+        }
+        assert!(count.iter().all(|&c| c == 1));
+        let b = bobs_table(&p, &h, &xs, &mut prg).unwrap();
+        for x in &xs {
+            for (j, &bin) in x.bins.iter().enumerate() {
+                let bin = bin as usize;
+                let slots = (bin * p.beta..(bin + 1) * p.beta).map(|s| b.get(s));
+                assert_eq!(slots.filter(|&v| v == h.value(j, x.suffix)).count(), 1);
+            }
+        }
+        let filled = (0..p.comparisons())
+            .filter(|&s| b.get(s) != h.bobs_dummy())
+            .count();
+        assert_eq!(filled, K * n as usize);
+    }
+
+    #[test]
+    fn a_lone_value_lands_in_every_slot_alike() {
+        // Spec §9: the slot of a match must not depend on Bob's other items.
+        let p = params(16);
+        let h = Hashing::new(&p, 5);
+        let x = h.place(12345);
+        let mut prg = Prg::from_seed(9);
+        let mut at = vec![0u32; p.beta];
+        let runs = 100 * p.beta;
+        for _ in 0..runs {
+            let b = bobs_table(&p, &h, &[x], &mut prg).unwrap();
+            let bin = x.bins[0] as usize;
+            let s = (0..p.beta)
+                .find(|&s| b.get(bin * p.beta + s) != h.bobs_dummy())
+                .unwrap();
+            at[s] += 1;
+        }
+        // 100 expected per slot; 5.5 standard deviations either way.
+        assert!(at.iter().all(|&c| (45..=155).contains(&c)), "{at:?}");
+    }
+
+    #[test]
+    fn an_overfull_bin_is_an_error() {
+        let p = params(16);
+        let h = Hashing::new(&p, 5);
+        let x = h.place(1);
+        let same = vec![x; p.beta + 1];
+        let e = bobs_table(&p, &h, &same, &mut Prg::from_seed(1));
+        assert!(matches!(e, Err(Error::Unlucky(_))));
+    }
+}
