@@ -185,6 +185,16 @@ impl Packed {
         w.finish()
     }
 
+    /// `len` copies of `v < 2^bits`: eight elements fill exactly `bits` bytes, so the
+    /// bytes of eight are repeated.
+    pub fn repeat(bits: u32, len: usize, v: u64) -> Self {
+        let eight = Packed::from_values(bits, std::iter::repeat_n(v, 8));
+        let mut bytes = eight.as_bytes().repeat(len / 8);
+        let rest = Packed::from_values(bits, std::iter::repeat_n(v, len % 8));
+        bytes.extend_from_slice(&rest.bytes);
+        Packed { bits, len, bytes }
+    }
+
     /// Reads `len` elements of `field` from `bytes` (as [`Packed::as_bytes`] wrote them),
     /// refusing a wrong length, an element `≥ Q` or set bits past the last element.
     pub fn parse(field: &Field, len: usize, bytes: &[u8], what: &str) -> Result<Self> {
@@ -373,6 +383,12 @@ mod tests {
                 assert!((0..len).all(|i| back.get(i) == values[i]), "Q = {q}, {len}");
                 assert!(Packed::parse(&f, len + 8, packed.as_bytes(), "test").is_err());
             }
+        }
+        for (bits, len) in [(14, 0), (14, 7), (14, 8), (14, 1001), (62, 17), (1, 9)] {
+            let v = (1u64 << bits) - 3 % (1u64 << bits);
+            let r = Packed::repeat(bits, len, v);
+            assert_eq!(r.as_bytes().len(), packed_bytes(bits, len));
+            assert!((0..len).all(|i| r.get(i) == v), "{bits} bits, {len}");
         }
         let f = Field::new(9689);
         let mut too_big = Packed::zeros(14, 3);

@@ -19,7 +19,7 @@
 use super::field::Packed;
 use super::params::{Kbm23Params, K};
 use crate::crypto::{Aes, Block, Prg};
-use crate::tables::{cuckoo_insert, HASHES};
+use crate::tables::{cuckoo_insert, Partitions, HASHES};
 use crate::{Error, Result};
 
 const _: () = assert!(K == HASHES, "the cuckoo table's functions are KBM23's k");
@@ -121,9 +121,14 @@ pub fn alices_table(h: &Hashing, placed: &[Placed], prg: &mut Prg) -> Result<Ali
     Ok(AlicesTable { values, items })
 }
 
+/// Bins of Bob's table filled together: about 180 KB of table at 2^20, so the random
+/// slots of a region's values are looked up in cache.
+const REGION_BINS: usize = 1 << 12;
+
 /// Bob's table (§III-C2): each item's value under every function in that function's bin,
 /// at a uniformly random free slot; β slots per bin, bin-major, packed at the field's
-/// width.
+/// width. The values are first partitioned by region of bins (the order in which a bin's
+/// values take their random slots does not change the distribution).
 pub fn bobs_table(
     p: &Kbm23Params,
     h: &Hashing,
@@ -132,11 +137,16 @@ pub fn bobs_table(
 ) -> Result<Packed> {
     let beta = p.beta;
     let dummy = h.bobs_dummy();
-    let mut table =
-        Packed::from_values(p.field.bits(), std::iter::repeat_n(dummy, p.comparisons()));
-    let mut load = vec![0u32; p.alpha as usize];
+    let mut table = Packed::repeat(p.field.bits(), p.comparisons(), dummy);
+    let mut regions = Partitions::new((p.alpha as usize).div_ceil(REGION_BINS), K * placed.len());
     for item in placed {
         for (j, &bin) in item.bins.iter().enumerate() {
+            regions.push(bin as usize / REGION_BINS, (bin, h.value(j, item.suffix)));
+        }
+    }
+    let mut load = vec![0u32; p.alpha as usize];
+    for r in 0..regions.count() {
+        for (bin, value) in regions.records(r) {
             let bin = bin as usize;
             if load[bin] as usize == beta {
                 return Err(Error::Unlucky(format!(
@@ -151,7 +161,7 @@ pub fn bobs_table(
                     break s;
                 }
             };
-            table.set(slot, h.value(j, item.suffix));
+            table.set(slot, value);
         }
     }
     Ok(table)
