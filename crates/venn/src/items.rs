@@ -53,6 +53,18 @@ impl Items {
         }
     }
 
+    /// Each item as the [`decimal_integer`] below 2^σ it stands for, naming the first that
+    /// is not one.
+    pub fn integers(&self, sigma: u32) -> Result<Vec<u64>> {
+        (0..self.len())
+            .map(|i| {
+                decimal_integer(self.get(i), sigma).ok_or_else(|| {
+                    Error::Usage(format!("key number {} is not a {sigma}-bit integer", i + 1))
+                })
+            })
+            .collect()
+    }
+
     /// Whether there are no items.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()

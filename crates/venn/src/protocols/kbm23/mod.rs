@@ -27,7 +27,7 @@ use super::{
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::Block;
-use crate::items::{decimal_integer, BlockEncoder, Items};
+use crate::items::{BlockEncoder, Items};
 use crate::net::Channel;
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
@@ -131,22 +131,10 @@ fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> 
 
 /// Each item's bins and suffix: σ-bit integers as they are, other keys hashed to σ bits
 /// under a key bound to the session.
-fn place_items(p: &Kbm23Params, seed: Block, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
-    let h = Hashing::new(p, seed);
+fn place_items(p: &Kbm23Params, h: &Hashing, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
     if !p.hashed {
-        return (0..items.len())
-            .map(|i| {
-                decimal_integer(items.get(i), p.sigma)
-                    .map(|x| h.place(x as u128))
-                    .ok_or_else(|| {
-                        Error::Usage(format!(
-                            "key number {} is not a {}-bit integer",
-                            i + 1,
-                            p.sigma
-                        ))
-                    })
-            })
-            .collect();
+        let integers = items.integers(p.sigma)?;
+        return Ok(integers.into_iter().map(|x| h.place(x as u128)).collect());
     }
     let encoder = BlockEncoder::new("venn/kbm23/item", sid);
     let mask = Block::MAX >> (128 - p.sigma);
@@ -161,7 +149,7 @@ fn place_items(p: &Kbm23Params, seed: Block, sid: &[u8; 32], items: &Items) -> R
 fn save_arrays(
     p: &Kbm23Params,
     seed: Block,
-    arrays: &[&Packed],
+    arrays: [&Packed; 2],
     out: &mut StateWriter,
 ) -> Result<()> {
     out.u64(if p.hashed { 0 } else { p.sigma as u64 })?;
@@ -172,13 +160,13 @@ fn save_arrays(
     Ok(())
 }
 
-/// Reads what [`save_arrays`] wrote: the parameters for `sizes`, the seed and arrays of
-/// the given lengths (each element checked to be below Q).
+/// Reads what [`save_arrays`] wrote: the parameters for `sizes`, the seed and the two
+/// arrays of the given lengths (each element checked to be below Q).
 fn load_arrays(
     sizes: Sizes,
     input: &mut StateReader,
-    lengths: impl Fn(&Kbm23Params) -> Vec<usize>,
-) -> Result<(Kbm23Params, Block, Vec<Packed>)> {
+    lengths: impl Fn(&Kbm23Params) -> [usize; 2],
+) -> Result<(Kbm23Params, Block, [Packed; 2])> {
     let sigma = match input.u64()? {
         0 => None,
         32 => Some(32),
@@ -186,14 +174,13 @@ fn load_arrays(
     };
     let p = Kbm23Params::new(sizes, sigma)?;
     let seed = input.block()?;
-    let arrays = lengths(&p)
-        .into_iter()
-        .map(|len| {
-            let bytes = input.raw(packed_bytes(p.field.bits(), len))?;
-            Packed::parse(&p.field, len, &bytes, "tuples")
-                .map_err(|e| Error::State(format!("the state's tuples are damaged: {e}")))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut array = |len| {
+        let bytes = input.raw(packed_bytes(p.field.bits(), len))?;
+        Packed::parse(&p.field, len, &bytes, "tuples")
+            .map_err(|e| Error::State(format!("the state's tuples are damaged: {e}")))
+    };
+    let [first, second] = lengths(&p);
+    let arrays = [array(first)?, array(second)?];
     Ok((p, seed, arrays))
 }
 
@@ -237,8 +224,8 @@ impl Party for Kbm23Sender {
         let p = session_params(ctx, &state.params)?;
         let (f, beta) = (p.field, p.beta);
         ctx.phase("hash items", false);
-        let placed = place_items(&p, state.seed, &ctx.session.id, items)?;
         let h = Hashing::new(&p, state.seed);
+        let placed = place_items(&p, &h, &ctx.session.id, items)?;
         let table = bobs_table(&p, &h, &placed, &mut ctx.prg)?;
         ctx.phase("compare", false);
         let (s, w) = (&state.tuples.s, &state.tuples.w);
@@ -264,14 +251,12 @@ impl Party for Kbm23Sender {
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
         let t = &state.tuples;
-        save_arrays(&state.params, state.seed, &[&t.s, &t.w], out)
+        save_arrays(&state.params, state.seed, [&t.s, &t.w], out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
-        let (params, seed, arrays) =
-            load_arrays(sizes, input, |p| vec![p.comparisons(), p.comparisons()])?;
-        let [s, w] =
-            <[Packed; 2]>::try_from(arrays).map_err(|_| Error::State("two arrays".into()))?;
+        let (params, seed, [s, w]) =
+            load_arrays(sizes, input, |p| [p.comparisons(), p.comparisons()])?;
         Ok(SenderState {
             params,
             seed,
@@ -280,7 +265,7 @@ impl Party for Kbm23Sender {
     }
 }
 
-/// Sends `c` for the bins `first..first + count`.
+/// Sends `c_i = s_A,i − T_A[i]` for the frame of bins from `first`.
 fn send_c(
     chan: &mut dyn Channel,
     p: &Kbm23Params,
@@ -324,8 +309,8 @@ impl Party for Kbm23Receiver {
         let p = session_params(ctx, &state.params)?;
         let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
         ctx.phase("hash items", false);
-        let placed = place_items(&p, state.seed, &ctx.session.id, items)?;
         let h = Hashing::new(&p, state.seed);
+        let placed = place_items(&p, &h, &ctx.session.id, items)?;
         let table = alices_table(&h, &placed, &mut ctx.prg)?;
         ctx.phase("compare", false);
         let (s, r) = (&state.tuples.s, &state.tuples.r);
@@ -357,14 +342,12 @@ impl Party for Kbm23Receiver {
 
     fn save(&self, state: &ReceiverState, out: &mut StateWriter) -> Result<()> {
         let t = &state.tuples;
-        save_arrays(&state.params, state.seed, &[&t.s, &t.r], out)
+        save_arrays(&state.params, state.seed, [&t.s, &t.r], out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<ReceiverState> {
-        let (params, seed, arrays) =
-            load_arrays(sizes, input, |p| vec![p.alpha as usize, p.comparisons()])?;
-        let [s, r] =
-            <[Packed; 2]>::try_from(arrays).map_err(|_| Error::State("two arrays".into()))?;
+        let (params, seed, [s, r]) =
+            load_arrays(sizes, input, |p| [p.alpha as usize, p.comparisons()])?;
         Ok(ReceiverState {
             params,
             seed,

@@ -37,7 +37,7 @@
 use super::kkrt16::cuckoo_table;
 use super::{BatchedOprf, Hashing, Layout, OprfPsi, Variant};
 use crate::crypto::{Aes, Block, Prg, WideHash};
-use crate::items::{decimal_integer, BlockEncoder, Items};
+use crate::items::{BlockEncoder, Items};
 use crate::net::{Channel, Writer};
 use crate::ot::{oprf_receive, OprfRows, WalshHadamard};
 use crate::protocols::matching::low_bits;
@@ -433,18 +433,11 @@ impl Variant for ByteOts {
 
     fn values(p: &Pssz15Params, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>> {
         if let (Some(sigma), false) = (p.sigma, p.hashed) {
-            return (0..items.len())
-                .map(|i| {
-                    decimal_integer(items.get(i), sigma)
-                        .map(Block::from)
-                        .ok_or_else(|| {
-                            Error::Usage(format!(
-                                "key number {} is not a {sigma}-bit integer",
-                                i + 1
-                            ))
-                        })
-                })
-                .collect();
+            return Ok(items
+                .integers(sigma)?
+                .into_iter()
+                .map(Block::from)
+                .collect());
         }
         let encoder = BlockEncoder::new("venn/pssz15/item", sid);
         let mask = low_bits(p.item_bits as usize);

@@ -34,7 +34,7 @@
 use super::dual::{directions, DeState, DualExecution, Realisation, Rr17DeParams};
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, pack_rows, Aes, Block};
-use crate::items::{decimal_integer, Items};
+use crate::items::Items;
 use crate::net::Channel;
 use crate::ot::{KosReceiving, KosSender, KosSending, ReceiverSeeds, SenderSeeds};
 use crate::protocols::{
@@ -449,16 +449,11 @@ impl Realisation for Standard {
         // The seed is uniform and used for nothing else: it keys h directly.
         let h = Aes::new(seed);
         let m = p.hashing.m;
-        (0..items.len())
-            .map(|i| {
-                decimal_integer(items.get(i), sigma)
-                    .map(|x| phase(x, m, &h))
-                    .ok_or_else(|| {
-                        Error::Usage(format!("key number {} is not a {sigma}-bit integer", i + 1))
-                    })
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(|pairs| pairs.into_iter().unzip())
+        Ok(items
+            .integers(sigma)?
+            .into_iter()
+            .map(|x| phase(x, m, &h))
+            .unzip())
     }
 
     /// Both directions at once, like OOS16's [`crate::ot::oos16::both_ways`], in
