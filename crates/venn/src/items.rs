@@ -199,15 +199,14 @@ impl BlockEncoder {
 /// The integer an item stands for, if it is one below 2^σ written in canonical decimal
 /// (digits only, no sign, no leading zeros): the items of protocols on σ-bit integers.
 pub fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
-    let canonical = !item.is_empty()
-        && item.len() <= 20
-        && item.iter().all(u8::is_ascii_digit)
-        && (item[0] != b'0' || item.len() == 1);
-    let x: u64 = std::str::from_utf8(item)
-        .ok()
-        .filter(|_| canonical)?
-        .parse()
-        .ok()?;
+    if item.is_empty() || (item[0] == b'0' && item.len() > 1) {
+        return None;
+    }
+    let x = item.iter().try_fold(0u64, |x, &b| {
+        let digit = b.wrapping_sub(b'0');
+        (digit < 10).then_some(())?;
+        x.checked_mul(10)?.checked_add(digit as u64)
+    })?;
     (sigma >= 64 || x >> sigma == 0).then_some(x)
 }
 

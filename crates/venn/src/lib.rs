@@ -21,6 +21,7 @@ pub mod session;
 mod slices;
 pub mod state;
 pub mod tables;
+mod wide_cpu;
 
 pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};

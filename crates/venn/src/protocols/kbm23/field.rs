@@ -3,6 +3,7 @@
 //! the wire (§V-A counts αβ·log Q bits) and of the stored tuples.
 
 use crate::crypto::Prg;
+use crate::wide_cpu::with_avx512;
 use crate::{Error, Result};
 
 /// 𝔽_Q.
@@ -12,6 +13,8 @@ pub struct Field {
     bits: u32,
     /// `⌊(2^64 − 1) / q⌋`, for Barrett reduction of products below 2^64 (Q < 2^32).
     barrett: u64,
+    /// `⌊2^32 / q⌋`, for Barrett reduction below 2^32 (Q ≤ 2^16).
+    barrett32: u32,
 }
 
 impl Field {
@@ -23,6 +26,7 @@ impl Field {
             q,
             bits: 64 - (q - 1).leading_zeros(),
             barrett: u64::MAX / q,
+            barrett32: ((1 << 32) / q).min(u32::MAX as u64) as u32,
         }
     }
 
@@ -71,6 +75,24 @@ impl Field {
         }
     }
 
+    /// `a·b + c`.
+    #[inline(always)]
+    pub fn mul_add(&self, a: u64, b: u64, c: u64) -> u64 {
+        match self.narrow() {
+            Some(n) => n.mul_add(a as u32, b as u32, c as u32) as u64,
+            None => self.add(self.mul(a, b), c),
+        }
+    }
+
+    /// The field in 32-bit arithmetic, for ℓ ≤ 16.
+    #[inline(always)]
+    pub fn narrow(&self) -> Option<Narrow> {
+        (self.bits <= 16).then_some(Narrow {
+            q: self.q as u32,
+            barrett: self.barrett32,
+        })
+    }
+
     /// `x − Q` if `x ≥ 2Q`, for `x < 3Q`.
     #[inline(always)]
     fn reduce_once_of_three(&self, x: u64) -> u64 {
@@ -106,6 +128,33 @@ impl Field {
     /// A uniform element of 𝔽*_Q.
     pub fn random_nonzero(&self, prg: &mut Prg) -> u64 {
         1 + prg.below(self.q - 1)
+    }
+}
+
+/// 𝔽_Q for Q ≤ 2^16 in 32-bit integers, whose products the compiler vectorises.
+#[derive(Clone, Copy)]
+pub struct Narrow {
+    q: u32,
+    /// `⌊2^32 / q⌋` (at most `2^32 − 1`).
+    barrett: u32,
+}
+
+impl Narrow {
+    /// `a + b`.
+    #[inline(always)]
+    pub fn add(&self, a: u32, b: u32) -> u32 {
+        let x = a + b;
+        x.min(x.wrapping_sub(self.q))
+    }
+
+    /// `a·b + c`: `x = a·b + c < Q² ≤ 2^32`, and the quotient `⌊x·⌊2^32/Q⌋ / 2^32⌋` is at
+    /// most one short of `⌊x/Q⌋`.
+    #[inline(always)]
+    pub fn mul_add(&self, a: u32, b: u32, c: u32) -> u32 {
+        let x = a * b + c;
+        let quotient = ((x as u64 * self.barrett as u64) >> 32) as u32;
+        let r = x - quotient * self.q;
+        r.min(r.wrapping_sub(self.q))
     }
 }
 
@@ -168,16 +217,6 @@ pub struct Packed {
 const SLACK: usize = 15;
 
 impl Packed {
-    /// `len` zero elements of `bits` bits (1 ≤ bits ≤ 64).
-    pub fn zeros(bits: u32, len: usize) -> Self {
-        assert!((1..=64).contains(&bits));
-        Packed {
-            bits,
-            len,
-            bytes: vec![0; packed_bytes(bits, len) + SLACK],
-        }
-    }
-
     /// The elements of `values`, each below 2^bits.
     pub fn from_values(bits: u32, values: impl ExactSizeIterator<Item = u64>) -> Self {
         let mut w = PackedWriter::new(bits, values.len());
@@ -185,19 +224,10 @@ impl Packed {
         w.finish()
     }
 
-    /// `len` copies of `v < 2^bits`: eight elements fill exactly `bits` bytes, so the
-    /// bytes of eight are repeated.
-    pub fn repeat(bits: u32, len: usize, v: u64) -> Self {
-        let eight = Packed::from_values(bits, std::iter::repeat_n(v, 8));
-        let mut bytes = eight.as_bytes().repeat(len / 8);
-        let rest = Packed::from_values(bits, std::iter::repeat_n(v, len % 8));
-        bytes.extend_from_slice(&rest.bytes);
-        Packed { bits, len, bytes }
-    }
-
     /// Reads `len` elements of `field` from `bytes` (as [`Packed::as_bytes`] wrote them),
-    /// refusing a wrong length, an element `≥ Q` or set bits past the last element.
-    pub fn parse(field: &Field, len: usize, bytes: &[u8], what: &str) -> Result<Self> {
+    /// refusing a wrong length, an element `≥ Q` or set bits past the last element. The
+    /// buffer becomes the vector's (and [`Packed::into_bytes`] gives it back for reuse).
+    pub fn parse(field: &Field, len: usize, mut bytes: Vec<u8>, what: &str) -> Result<Self> {
         let bits = field.bits();
         if bytes.len() != packed_bytes(bits, len) {
             return Err(Error::protocol(
@@ -208,8 +238,6 @@ impl Packed {
                 format!("{} bytes", bytes.len()),
             ));
         }
-        let mut packed = Packed::zeros(bits, len);
-        packed.bytes[..bytes.len()].copy_from_slice(bytes);
         let tail = (len * bits as usize) % 8;
         if tail != 0 && bytes[bytes.len() - 1] >> tail != 0 {
             return Err(Error::protocol(
@@ -217,13 +245,65 @@ impl Packed {
                 "bits set",
             ));
         }
-        if let Some(i) = (0..len).find(|&i| packed.get(i) >= field.modulus()) {
-            return Err(Error::protocol(
-                format!("{what}: elements below Q = {}", field.modulus()),
-                format!("element {i} = {}", packed.get(i)),
-            ));
+        bytes.resize(bytes.len() + SLACK, 0);
+        let packed = Packed { bits, len, bytes };
+        let mut chunk = [0; 1024];
+        for start in (0..len).step_by(chunk.len()) {
+            let chunk = &mut chunk[..(len - start).min(1024)];
+            packed.unpack(start, chunk);
+            // A branch-free scan first: the rare bad input pays for finding the element.
+            let max = with_avx512(
+                #[inline(always)]
+                || chunk.iter().fold(0, |m, &v| m.max(v)),
+            );
+            if max >= field.modulus() {
+                let i = chunk
+                    .iter()
+                    .position(|&v| v >= field.modulus())
+                    .expect("one");
+                return Err(Error::protocol(
+                    format!("{what}: elements below Q = {}", field.modulus()),
+                    format!("element {} = {}", start + i, chunk[i]),
+                ));
+            }
         }
         Ok(packed)
+    }
+
+    /// Elements `start..start + out.len()` into `out`. Eight elements from an index that
+    /// is a multiple of eight fill exactly `bits` whole bytes, so for `bits ≤ 16` they
+    /// come from one 16-byte read.
+    pub fn unpack(&self, start: usize, out: &mut [u64]) {
+        assert!(start + out.len() <= self.len, "elements past the end");
+        let aligned = start.next_multiple_of(8).min(start + out.len());
+        let (head, rest) = out.split_at_mut(aligned - start);
+        for (i, v) in head.iter_mut().enumerate() {
+            *v = self.get(start + i);
+        }
+        let (bits, m) = (self.bits as usize, mask(self.bits));
+        let mut done = aligned;
+        if bits <= 16 {
+            let rest_len = rest.len();
+            let mut groups = rest.chunks_exact_mut(8);
+            let mut byte = aligned / 8 * bits;
+            // The second four start `4·bits` bits in: `bits / 2` bytes and 4 bits for odd
+            // `bits`, which leaves them room in a 64-bit word (4·15 + 4 ≤ 64).
+            let (second, shift) = (bits / 2, 4 * bits % 8);
+            let word =
+                |at: usize| u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8"));
+            for group in &mut groups {
+                let (lo, hi) = (word(byte), word(byte + second) >> shift);
+                for k in 0..4 {
+                    group[k] = lo >> (k * bits) & m;
+                    group[k + 4] = hi >> (k * bits) & m;
+                }
+                byte += bits;
+            }
+            done += rest_len - groups.into_remainder().len();
+        }
+        for (i, v) in out[done - start..].iter_mut().enumerate() {
+            *v = self.get(done + i);
+        }
     }
 
     /// Element `i`.
@@ -236,17 +316,9 @@ impl Packed {
         ((word >> (bit % 8)) as u64) & mask(self.bits)
     }
 
-    /// Sets element `i` to `v < 2^bits`.
-    #[inline(always)]
-    pub fn set(&mut self, i: usize, v: u64) {
-        debug_assert!(i < self.len && v <= mask(self.bits));
-        let bit = i * self.bits as usize;
-        let at = &mut self.bytes[bit / 8..bit / 8 + 16];
-        let mut word = u128::from_le_bytes((&*at).try_into().expect("16 bytes"));
-        let shift = bit % 8;
-        word &= !((mask(self.bits) as u128) << shift);
-        word |= (v as u128) << shift;
-        at.copy_from_slice(&word.to_le_bytes());
+    /// The buffer, for reuse.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 
     /// The packed elements, `⌈len·bits / 8⌉` bytes.
@@ -292,6 +364,43 @@ impl PackedWriter {
             self.acc >>= 64;
             self.filled -= 64;
         }
+    }
+
+    /// Appends `values`, each below 2^bits: eight at a time, as `bits` whole bytes, while
+    /// the writer is at a multiple of eight elements and `bits ≤ 16`.
+    pub fn extend(&mut self, values: &[u64]) {
+        let mut values = values;
+        if self.bits <= 16 {
+            while !self.len.is_multiple_of(8) && !values.is_empty() {
+                self.push(values[0]);
+                values = &values[1..];
+            }
+            if self.len.is_multiple_of(8) {
+                // At a multiple of eight elements the accumulator holds whole bytes.
+                let whole = self.filled as usize / 8;
+                self.bytes
+                    .extend_from_slice(&self.acc.to_le_bytes()[..whole]);
+                (self.acc, self.filled) = (0, 0);
+                let bits = self.bits as usize;
+                let mut groups = values.chunks_exact(8);
+                self.bytes.reserve(groups.len() * bits + 16);
+                for group in &mut groups {
+                    debug_assert!(group.iter().all(|&v| v <= mask(self.bits)));
+                    let (mut lo, mut hi) = (0, 0);
+                    for k in 0..4 {
+                        lo |= group[k] << (k * bits);
+                        hi |= group[k + 4] << (k * bits);
+                    }
+                    let word = lo as u128 | (hi as u128) << (4 * bits);
+                    // Sixteen bytes stored, the `16 − bits` past the group dropped.
+                    self.bytes.extend_from_slice(&word.to_le_bytes());
+                    self.bytes.truncate(self.bytes.len() - (16 - bits));
+                }
+                self.len += values.len() - groups.remainder().len();
+                values = groups.remainder();
+            }
+        }
+        values.iter().for_each(|&v| self.push(v));
     }
 
     /// The elements written.
@@ -346,6 +455,7 @@ mod tests {
         for q in [
             3,
             9689,
+            65521,
             65537,
             4_294_967_291,
             next_prime(1 << 61),
@@ -358,8 +468,11 @@ mod tests {
                 assert_eq!(f.add(a, b), wide(a as u128 + b as u128));
                 assert_eq!(f.sub(a, b), wide(a as u128 + q as u128 - b as u128));
                 assert_eq!(f.mul(a, b), wide(a as u128 * b as u128));
+                let c = f.random(&mut prg);
+                assert_eq!(f.mul_add(a, b, c), wide(a as u128 * b as u128 + c as u128));
             }
             assert_eq!(f.mul(q - 1, q - 1), 1);
+            assert_eq!(f.mul_add(q - 1, q - 1, q - 1), 0);
             if is_prime(q) {
                 let a = f.random_nonzero(&mut prg);
                 assert_eq!(f.mul(a, f.inv(a)), 1);
@@ -379,28 +492,57 @@ mod tests {
                 let values: Vec<u64> = (0..len).map(|_| f.random(&mut prg)).collect();
                 let packed = Packed::from_values(f.bits(), values.iter().copied());
                 assert_eq!(packed.as_bytes().len(), packed_bytes(f.bits(), len));
-                let back = Packed::parse(&f, len, packed.as_bytes(), "test").unwrap();
+                let back = Packed::parse(&f, len, packed.as_bytes().to_vec(), "test").unwrap();
                 assert!((0..len).all(|i| back.get(i) == values[i]), "Q = {q}, {len}");
-                assert!(Packed::parse(&f, len + 8, packed.as_bytes(), "test").is_err());
+                assert!(Packed::parse(&f, len + 8, packed.as_bytes().to_vec(), "test").is_err());
             }
         }
-        for (bits, len) in [(14, 0), (14, 7), (14, 8), (14, 1001), (62, 17), (1, 9)] {
-            let v = (1u64 << bits) - 3 % (1u64 << bits);
-            let r = Packed::repeat(bits, len, v);
-            assert_eq!(r.as_bytes().len(), packed_bytes(bits, len));
-            assert!((0..len).all(|i| r.get(i) == v), "{bits} bits, {len}");
+        for bits in [3, 14, 16, 17, 62] {
+            let values: Vec<u64> = (0..200).map(|_| prg.u64() >> (64 - bits)).collect();
+            let one_by_one = Packed::from_values(bits, values.iter().copied());
+            let mut pieces = PackedWriter::new(bits, 0);
+            let mut at = 0;
+            for (k, len) in [3, 8, 1, 16, 0, 9, 40].into_iter().cycle().enumerate() {
+                let len = len.min(values.len() - at);
+                if k % 3 == 0 {
+                    values[at..at + len].iter().for_each(|&v| pieces.push(v));
+                } else {
+                    pieces.extend(&values[at..at + len]);
+                }
+                at += len;
+                if at == values.len() {
+                    break;
+                }
+            }
+            assert_eq!(
+                pieces.finish().as_bytes(),
+                one_by_one.as_bytes(),
+                "{bits} bits"
+            );
+            for start in 0..20 {
+                for len in [0, 1, 7, 8, 9, 33, 180 - start] {
+                    let mut out = vec![0; len];
+                    one_by_one.unpack(start, &mut out);
+                    assert_eq!(
+                        out,
+                        values[start..start + len],
+                        "{bits} bits, {start}+{len}"
+                    );
+                }
+            }
         }
         let f = Field::new(9689);
-        let mut too_big = Packed::zeros(14, 3);
-        too_big.set(1, 9689);
-        let Err(e) = Packed::parse(&f, 3, too_big.as_bytes(), "d") else {
+        let too_big = Packed::from_values(14, [0, 9689, 0].into_iter());
+        let Err(e) = Packed::parse(&f, 3, too_big.as_bytes().to_vec(), "d") else {
             panic!("an element ≥ Q is refused")
         };
         assert!(e.to_string().contains("element 1"), "{e}");
-        let mut stray = Packed::zeros(14, 3).as_bytes().to_vec();
+        let mut stray = Packed::from_values(14, [0; 3].into_iter())
+            .as_bytes()
+            .to_vec();
         *stray.last_mut().unwrap() |= 0x80;
         assert!(
-            Packed::parse(&f, 3, &stray, "d").is_err(),
+            Packed::parse(&f, 3, stray, "d").is_err(),
             "bits past the last element"
         );
     }

@@ -32,10 +32,11 @@ use crate::net::Channel;
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
+use crate::wide_cpu::with_avx512;
 use crate::{Error, Result};
-use field::{packed_bytes, Packed, PackedWriter};
+use field::{packed_bytes, Field, Packed, PackedWriter};
 pub use params::Kbm23Params;
-use tables::{alices_table, bobs_table, Hashing, Placed};
+use tables::{alices_table, BobsValues, Hashing, Placed, REGION_BINS};
 use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
 
 /// KBM23 PSI with OT-made tuples.
@@ -83,8 +84,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// are hashed with.
 const SEED_TOSS: &str = "kbm23 hashing seed";
 
-/// Bins per online frame.
-const FRAME_BINS: usize = if cfg!(test) { 1 << 6 } else { 1 << 16 };
+/// Bins per online frame: whole regions of Bob's table.
+const FRAME_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
 
 impl Protocol for Kbm23 {
     fn info(&self) -> &'static ProtocolInfo {
@@ -132,17 +133,15 @@ fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> 
 /// Each item's bins and suffix: σ-bit integers as they are, other keys hashed to σ bits
 /// under a key bound to the session.
 fn place_items(p: &Kbm23Params, h: &Hashing, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
-    if !p.hashed {
+    let xs: Vec<u128> = if p.hashed {
+        let encoder = BlockEncoder::new("venn/kbm23/item", sid);
+        let mask = Block::MAX >> (128 - p.sigma);
+        items.map_all(|item| encoder.encode(item) & mask)
+    } else {
         let integers = items.integers(p.sigma)?;
-        return Ok(integers.into_iter().map(|x| h.place(x as u128)).collect());
-    }
-    let encoder = BlockEncoder::new("venn/kbm23/item", sid);
-    let mask = Block::MAX >> (128 - p.sigma);
-    Ok(items
-        .map_all(|item| encoder.encode(item) & mask)
-        .into_iter()
-        .map(|x| h.place(x))
-        .collect())
+        integers.into_iter().map(u128::from).collect()
+    };
+    Ok(h.place_all(&xs))
 }
 
 /// Writes the parameters' σ choice and packed arrays of a state.
@@ -176,7 +175,7 @@ fn load_arrays(
     let seed = input.block()?;
     let mut array = |len| {
         let bytes = input.raw(packed_bytes(p.field.bits(), len))?;
-        Packed::parse(&p.field, len, &bytes, "tuples")
+        Packed::parse(&p.field, len, bytes, "tuples")
             .map_err(|e| Error::State(format!("the state's tuples are damaged: {e}")))
     };
     let [first, second] = lengths(&p);
@@ -184,11 +183,35 @@ fn load_arrays(
     Ok((p, seed, arrays))
 }
 
-/// Bob's state: the parameters, the hashing seed and his halves of the tuples.
+/// Bob's state: the parameters, the hashing seed and his halves of the tuples, as
+/// `w_ij = r_B,ij⁻¹` and `u_ij = (k·D + 1 + s_B,ij)·w_ij`. Bob's table is mostly his
+/// dummy `k·D + 1`: writing `T_B = k·D + 1 + δ`, his answer `(c_i + T_B + s_B)·w` is
+/// `(c_i + δ)·w + u`, and s_B itself is not needed.
 pub struct SenderState {
     params: Kbm23Params,
     seed: Block,
-    tuples: BobsTuples,
+    w: Packed,
+    u: Packed,
+}
+
+/// Elements of packed arrays handled at once.
+const BATCH: usize = 1 << 12;
+
+/// Bob's `u = (dummy + s_B)·w` (see [`SenderState`]).
+fn premultiply(p: &Kbm23Params, dummy: u64, t: &BobsTuples) -> Packed {
+    let f = p.field;
+    let mut u = PackedWriter::new(f.bits(), p.comparisons());
+    let (mut s, mut w) = (vec![0; BATCH], vec![0; BATCH]);
+    for start in (0..p.comparisons()).step_by(BATCH) {
+        let len = BATCH.min(p.comparisons() - start);
+        t.s.unpack(start, &mut s[..len]);
+        t.w.unpack(start, &mut w[..len]);
+        for (s, &w) in s[..len].iter_mut().zip(&w[..len]) {
+            *s = f.mul(f.add(dummy, *s), w);
+        }
+        u.extend(&s[..len]);
+    }
+    u.finish()
 }
 
 /// Alice's state: the parameters, the hashing seed and her halves of the tuples.
@@ -212,37 +235,44 @@ impl Party for Kbm23Sender {
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
         ctx.phase("OLE tuples (Gilboa, IKNP)", true);
         let tuples = bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
+        let u = premultiply(&params, Hashing::new(&params, seed).bobs_dummy(), &tuples);
         Ok(SenderState {
             params,
             seed,
-            tuples,
+            w: tuples.w,
+            u,
         })
     }
 
-    /// Bob: his simple table, then `d` for each range of bins as its `c` arrives.
+    /// Bob: his values by region, then for each range of bins as its `c` arrives, each
+    /// region's random slots and its `d`.
     fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state.params)?;
-        let (f, beta) = (p.field, p.beta);
+        let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
         ctx.phase("hash items", false);
         let h = Hashing::new(&p, state.seed);
-        let placed = place_items(&p, &h, &ctx.session.id, items)?;
-        let table = bobs_table(&p, &h, &placed, &mut ctx.prg)?;
+        let values = BobsValues::new(&p, &h, &place_items(&p, &h, &ctx.session.id, items)?);
         ctx.phase("compare", false);
-        let (s, w) = (&state.tuples.s, &state.tuples.w);
+        let slots = REGION_BINS.min(alpha) * beta;
+        let [mut delta, mut w, mut u, mut c] = [(); 4].map(|_| vec![0; slots]);
         let mut frame = Vec::new();
-        for first in (0..p.alpha as usize).step_by(FRAME_BINS) {
-            let bins = FRAME_BINS.min(p.alpha as usize - first);
+        for first in (0..alpha).step_by(FRAME_BINS) {
+            let bins = FRAME_BINS.min(alpha - first);
             ctx.peer
                 .recv_exact_into(&mut frame, packed_bytes(f.bits(), bins), "c")?;
-            let c = Packed::parse(&f, bins, &frame, "c")?;
+            let c_frame = Packed::parse(&f, bins, std::mem::take(&mut frame), "c")?;
             let mut d = PackedWriter::new(f.bits(), bins * beta);
-            for b in 0..bins {
-                let c = c.get(b);
-                for at in (first + b) * beta..(first + b + 1) * beta {
-                    let sum = f.add(f.add(c, table.get(at)), s.get(at));
-                    d.push(f.mul(sum, w.get(at)));
-                }
+            for region in (first..first + bins).step_by(REGION_BINS) {
+                let bins = REGION_BINS.min(first + bins - region);
+                let len = bins * beta;
+                values.offsets(&f, region / REGION_BINS, bins, &mut ctx.prg, &mut delta)?;
+                state.w.unpack(region * beta, &mut w[..len]);
+                state.u.unpack(region * beta, &mut u[..len]);
+                c_frame.unpack(region - first, &mut c[..bins]);
+                answer(&f, beta, &c[..bins], &mut delta, &w[..len], &u[..len]);
+                d.extend(&delta);
             }
+            frame = c_frame.into_bytes();
             ctx.peer.send(d.finish().as_bytes())?;
             ctx.peer.flush()?;
         }
@@ -250,19 +280,62 @@ impl Party for Kbm23Sender {
     }
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
-        let t = &state.tuples;
-        save_arrays(&state.params, state.seed, [&t.s, &t.w], out)
+        save_arrays(&state.params, state.seed, [&state.w, &state.u], out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
-        let (params, seed, [s, w]) =
+        let (params, seed, [w, u]) =
             load_arrays(sizes, input, |p| [p.comparisons(), p.comparisons()])?;
-        Ok(SenderState {
-            params,
-            seed,
-            tuples: BobsTuples { s, w },
-        })
+        Ok(SenderState { params, seed, w, u })
     }
+}
+
+/// Bob's answers for consecutive bins, in place of the offsets δ of his table:
+/// `d_ij = (c_i + δ_ij)·w_ij + u_ij` (see [`SenderState`]).
+fn answer(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u: &[u64]) {
+    with_avx512(
+        #[inline(always)]
+        || answer_any(f, beta, c, delta, w, u),
+    )
+}
+
+#[inline(always)]
+fn answer_any(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u: &[u64]) {
+    let slots = delta
+        .chunks_exact_mut(beta)
+        .zip(w.chunks_exact(beta).zip(u.chunks_exact(beta)));
+    match f.narrow() {
+        Some(n) => {
+            for (&c, (delta, (w, u))) in c.iter().zip(slots) {
+                for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
+                    *d = n.mul_add(n.add(c as u32, *d as u32), w as u32, u as u32) as u64;
+                }
+            }
+        }
+        None => {
+            for (&c, (delta, (w, u))) in c.iter().zip(slots) {
+                for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
+                    *d = f.mul_add(f.add(c, *d), w, u);
+                }
+            }
+        }
+    }
+}
+
+/// Alice's items (`u32::MAX` for none) of consecutive bins whose answers `d` include
+/// the `r_A` of their bin (Algorithm 1, line 11).
+fn matches(beta: usize, d: &[u64], r: &[u64], items: &[u32], found: &mut Vec<usize>) {
+    with_avx512(
+        #[inline(always)]
+        || {
+            let bins = d.chunks_exact(beta).zip(r.chunks_exact(beta));
+            for (&item, (d, r)) in items.iter().zip(bins) {
+                if item != u32::MAX && d.iter().zip(r).fold(false, |m, (d, r)| m | (d == r)) {
+                    found.push(item as usize);
+                }
+            }
+        },
+    )
 }
 
 /// Sends `c_i = s_A,i − T_A[i]` for the frame of bins from `first`.
@@ -317,6 +390,8 @@ impl Party for Kbm23Receiver {
         send_c(ctx.peer, &p, s, &table.values, 0)?;
         let mut found = Vec::new();
         let mut frame = Vec::new();
+        let slots = REGION_BINS.min(alpha) * beta;
+        let (mut d_region, mut r_region) = (vec![0; slots], vec![0; slots]);
         for first in (0..alpha).step_by(FRAME_BINS) {
             if first + FRAME_BINS < alpha {
                 send_c(ctx.peer, &p, s, &table.values, first + FRAME_BINS)?;
@@ -324,17 +399,16 @@ impl Party for Kbm23Receiver {
             let bins = FRAME_BINS.min(alpha - first);
             ctx.peer
                 .recv_exact_into(&mut frame, packed_bytes(f.bits(), bins * beta), "d")?;
-            let d = Packed::parse(&f, bins * beta, &frame, "d")?;
-            for b in 0..bins {
-                let item = table.items[first + b];
-                if item == u32::MAX {
-                    continue;
-                }
-                let at = (first + b) * beta;
-                if (0..beta).any(|j| d.get(b * beta + j) == r.get(at + j)) {
-                    found.push(item as usize);
-                }
+            let d = Packed::parse(&f, bins * beta, std::mem::take(&mut frame), "d")?;
+            for region in (0..bins).step_by(REGION_BINS) {
+                let len = REGION_BINS.min(bins - region) * beta;
+                let (d_region, r_region) = (&mut d_region[..len], &mut r_region[..len]);
+                d.unpack(region * beta, d_region);
+                r.unpack((first + region) * beta, r_region);
+                let items = &table.items[first + region..];
+                matches(beta, d_region, r_region, items, &mut found);
             }
+            frame = d.into_bytes();
         }
         found.sort_unstable();
         Ok(Output::Indices(found))

@@ -16,7 +16,7 @@
 //! uniformly random free slot of its bin and the rest hold his dummy — the same
 //! distribution as a shuffle of the padded bin, since the dummies are alike.
 
-use super::field::Packed;
+use super::field::Field;
 use super::params::{Kbm23Params, K};
 use crate::crypto::{Aes, Block, Prg};
 use crate::tables::{cuckoo_insert, Partitions, HASHES};
@@ -49,29 +49,56 @@ impl Hashing {
     }
 
     /// `h_1(x_R), …, h_k(x_R)`: 42-bit pieces of `AES(x_R ‖ t)` mapped to `[0, α)` by
-    /// multiply-shift (bias ≤ α/2^42), for the least t that makes them pairwise distinct.
-    fn functions(&self, suffix: u64) -> [u64; K] {
+    /// multiply-shift (bias ≤ α/2^42), for the least t that makes them pairwise distinct;
+    /// `first` is the block for t = 0.
+    fn functions(&self, suffix: u64, first: Block) -> [u64; K] {
         const MASK: u128 = (1 << 42) - 1;
-        (0u128..)
-            .map(|t| {
-                let h = self.h.encrypt(suffix as Block | t << 64);
-                std::array::from_fn(|i| {
-                    ((((h >> (42 * i)) & MASK) * self.alpha as u128) >> 42) as u64
-                })
-            })
-            .find(|h: &[u64; K]| h[0] != h[1] && h[0] != h[2] && h[1] != h[2])
+        let split = |h: Block| -> [u64; K] {
+            std::array::from_fn(|i| ((((h >> (42 * i)) & MASK) * self.alpha as u128) >> 42) as u64)
+        };
+        std::iter::once(first)
+            .chain((1u128..).map(|t| self.h.encrypt(suffix as Block | t << 64)))
+            .map(split)
+            .find(|h| h[0] != h[1] && h[0] != h[2] && h[1] != h[2])
             .expect("distinct values for some t")
     }
 
-    /// The bins and suffix of item `x < 2^σ`.
-    pub fn place(&self, x: u128) -> Placed {
-        let (left, suffix) = ((x / self.d as u128) as u64, (x % self.d as u128) as u64);
-        debug_assert!(left < self.alpha, "D = ⌈2^σ/α⌉ keeps x_L a bin");
-        let h = self.functions(suffix);
-        Placed {
-            bins: h.map(|h| ((h + left) % self.alpha) as u32),
-            suffix,
+    /// The bins and suffix of each item `x < 2^σ`, the first AES blocks of a batch of
+    /// items encrypted together.
+    pub fn place_all(&self, xs: &[u128]) -> Vec<Placed> {
+        let mut placed = Vec::with_capacity(xs.len());
+        let mut blocks = [0; 256];
+        for batch in xs.chunks(blocks.len()) {
+            let split: Vec<(u64, u64)> = batch.iter().map(|&x| self.split(x)).collect();
+            let blocks = &mut blocks[..batch.len()];
+            for (b, &(_, suffix)) in blocks.iter_mut().zip(&split) {
+                *b = suffix as Block;
+            }
+            self.h.encrypt_blocks(blocks);
+            placed.extend(
+                split
+                    .iter()
+                    .zip(blocks.iter())
+                    .map(|(&(left, suffix), &first)| {
+                        let h = self.functions(suffix, first);
+                        Placed {
+                            bins: h.map(|h| ((h + left) % self.alpha) as u32),
+                            suffix,
+                        }
+                    }),
+            );
         }
+        placed
+    }
+
+    /// `(x_L, x_R)` of item `x < 2^σ` (in 64-bit arithmetic where x allows).
+    fn split(&self, x: u128) -> (u64, u64) {
+        let (left, suffix) = match u64::try_from(x) {
+            Ok(x) => (x / self.d, x % self.d),
+            Err(_) => ((x / self.d as u128) as u64, (x % self.d as u128) as u64),
+        };
+        debug_assert!(left < self.alpha, "D = ⌈2^σ/α⌉ keeps x_L a bin");
+        (left, suffix)
     }
 
     /// The value stored for an item with `suffix` placed by function `j`.
@@ -121,50 +148,72 @@ pub fn alices_table(h: &Hashing, placed: &[Placed], prg: &mut Prg) -> Result<Ali
     Ok(AlicesTable { values, items })
 }
 
-/// Bins of Bob's table filled together: about 180 KB of table at 2^20, so the random
-/// slots of a region's values are looked up in cache.
-const REGION_BINS: usize = 1 << 12;
+/// Bins of a region of Bob's table: its values take their random slots, and its answers
+/// are computed, region by region, so each region's slots stay in cache (at 2^20 and
+/// β = 25, 26K slots).
+pub const REGION_BINS: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
 
-/// Bob's table (§III-C2): each item's value under every function in that function's bin,
-/// at a uniformly random free slot; β slots per bin, bin-major, packed at the field's
-/// width. The values are first partitioned by region of bins (the order in which a bin's
-/// values take their random slots does not change the distribution).
-pub fn bobs_table(
-    p: &Kbm23Params,
-    h: &Hashing,
-    placed: &[Placed],
-    prg: &mut Prg,
-) -> Result<Packed> {
-    let beta = p.beta;
-    let dummy = h.bobs_dummy();
-    let mut table = Packed::repeat(p.field.bits(), p.comparisons(), dummy);
-    let mut regions = Partitions::new((p.alpha as usize).div_ceil(REGION_BINS), K * placed.len());
-    for item in placed {
-        for (j, &bin) in item.bins.iter().enumerate() {
-            regions.push(bin as usize / REGION_BINS, (bin, h.value(j, item.suffix)));
+/// Bob's values (§III-C2): each item's value under every function, grouped by the region
+/// of that function's bin.
+pub struct BobsValues {
+    beta: usize,
+    dummy: u64,
+    regions: Partitions<(u32, u64)>,
+}
+
+impl BobsValues {
+    /// The values of the items `placed`.
+    pub fn new(p: &Kbm23Params, h: &Hashing, placed: &[Placed]) -> Self {
+        let mut regions =
+            Partitions::new((p.alpha as usize).div_ceil(REGION_BINS), K * placed.len());
+        for item in placed {
+            for (j, &bin) in item.bins.iter().enumerate() {
+                regions.push(bin as usize / REGION_BINS, (bin, h.value(j, item.suffix)));
+            }
+        }
+        BobsValues {
+            beta: p.beta,
+            dummy: h.bobs_dummy(),
+            regions,
         }
     }
-    let mut load = vec![0u32; p.alpha as usize];
-    for r in 0..regions.count() {
-        for (bin, value) in regions.records(r) {
-            let bin = bin as usize;
-            if load[bin] as usize == beta {
+
+    /// Region `r` of Bob's table, as offsets from his dummy: bins `r·REGION_BINS..` (up
+    /// to `bins` of them), β slots each, and each value at a uniformly random free slot
+    /// of its bin, written `v − dummy` (never 0: values are below the dummy); 0 in the
+    /// other slots, which hold the dummy. The order in which a bin's values take their
+    /// slots does not change the distribution (spec §2.4: a shuffled padded bin).
+    pub fn offsets(
+        &self,
+        f: &Field,
+        r: usize,
+        bins: usize,
+        prg: &mut Prg,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
+        let beta = self.beta;
+        out.clear();
+        out.resize(bins * beta, 0);
+        let mut load = [0u32; REGION_BINS];
+        for (bin, value) in self.regions.records(r) {
+            let local = bin as usize % REGION_BINS;
+            if load[local] as usize == beta {
                 return Err(Error::Unlucky(format!(
                     "a bin of the sender's table overflowed its {beta} slots (an event of \
                      probability below 2^-40)"
                 )));
             }
-            load[bin] += 1;
+            load[local] += 1;
             let slot = loop {
-                let s = bin * beta + prg.below(beta as u64) as usize;
-                if table.get(s) == dummy {
+                let s = local * beta + prg.below(beta as u64) as usize;
+                if out[s] == 0 {
                     break s;
                 }
             };
-            table.set(slot, value);
+            out[slot] = f.sub(value, self.dummy);
         }
+        Ok(())
     }
-    Ok(table)
 }
 
 #[cfg(test)]
@@ -172,6 +221,28 @@ mod tests {
     use super::*;
     use crate::protocols::Sizes;
     use std::collections::HashMap;
+
+    fn place(h: &Hashing, x: u128) -> Placed {
+        h.place_all(&[x])[0]
+    }
+
+    /// Bob's whole table, region by region.
+    fn bobs_table(
+        p: &Kbm23Params,
+        h: &Hashing,
+        placed: &[Placed],
+        prg: &mut Prg,
+    ) -> Result<Vec<u64>> {
+        let values = BobsValues::new(p, h, placed);
+        let mut table = Vec::new();
+        let mut offsets = Vec::new();
+        for first in (0..p.alpha as usize).step_by(REGION_BINS) {
+            let bins = REGION_BINS.min(p.alpha as usize - first);
+            values.offsets(&p.field, first / REGION_BINS, bins, prg, &mut offsets)?;
+            table.extend(offsets.iter().map(|&o| p.field.add(h.bobs_dummy(), o)));
+        }
+        Ok(table)
+    }
 
     fn params(n: u64) -> Kbm23Params {
         Kbm23Params::new(
@@ -193,8 +264,10 @@ mod tests {
         let items = (0..20_000u128)
             .chain(top - 20_000..=top)
             .chain((0..20_000).map(|i| i * 214_749));
-        for x in items {
-            let placed = h.place(x);
+        let items: Vec<u128> = items.collect();
+        let all = h.place_all(&items);
+        for (&x, &placed) in items.iter().zip(&all) {
+            assert_eq!(placed, place(&h, x), "placed alone and in a batch");
             let distinct: std::collections::HashSet<_> = placed.bins.iter().collect();
             assert_eq!(distinct.len(), K, "an item's bins are distinct");
             for (j, &bin) in placed.bins.iter().enumerate() {
@@ -216,7 +289,7 @@ mod tests {
         let n = 5000;
         let p = params(n);
         let h = Hashing::new(&p, 11);
-        let xs: Vec<Placed> = (0..n).map(|_| h.place(prg.u64() as u128 >> 32)).collect();
+        let xs: Vec<Placed> = (0..n).map(|_| place(&h, prg.u64() as u128 >> 32)).collect();
         let a = alices_table(&h, &xs, &mut prg).unwrap();
         let mut count = vec![0; n as usize];
         for (i, (&v, &item)) in a.values.iter().zip(&a.items).enumerate() {
@@ -234,12 +307,12 @@ mod tests {
         for x in &xs {
             for (j, &bin) in x.bins.iter().enumerate() {
                 let bin = bin as usize;
-                let slots = (bin * p.beta..(bin + 1) * p.beta).map(|s| b.get(s));
+                let slots = (bin * p.beta..(bin + 1) * p.beta).map(|s| b[s]);
                 assert_eq!(slots.filter(|&v| v == h.value(j, x.suffix)).count(), 1);
             }
         }
         let filled = (0..p.comparisons())
-            .filter(|&s| b.get(s) != h.bobs_dummy())
+            .filter(|&s| b[s] != h.bobs_dummy())
             .count();
         assert_eq!(filled, K * n as usize);
     }
@@ -249,7 +322,7 @@ mod tests {
         // Spec §9: the slot of a match must not depend on Bob's other items.
         let p = params(16);
         let h = Hashing::new(&p, 5);
-        let x = h.place(12345);
+        let x = place(&h, 12345);
         let mut prg = Prg::from_seed(9);
         let mut at = vec![0u32; p.beta];
         let runs = 100 * p.beta;
@@ -257,7 +330,7 @@ mod tests {
             let b = bobs_table(&p, &h, &[x], &mut prg).unwrap();
             let bin = x.bins[0] as usize;
             let s = (0..p.beta)
-                .find(|&s| b.get(bin * p.beta + s) != h.bobs_dummy())
+                .find(|&s| b[bin * p.beta + s] != h.bobs_dummy())
                 .unwrap();
             at[s] += 1;
         }
@@ -269,7 +342,7 @@ mod tests {
     fn an_overfull_bin_is_an_error() {
         let p = params(16);
         let h = Hashing::new(&p, 5);
-        let x = h.place(1);
+        let x = place(&h, 1);
         let same = vec![x; p.beta + 1];
         let e = bobs_table(&p, &h, &same, &mut Prg::from_seed(1));
         assert!(matches!(e, Err(Error::Unlucky(_))));

@@ -153,10 +153,10 @@ pub fn bobs_tuples(
         t.truncate(ots);
         tccr_hash((first * ell) as u64, &mut t);
         chan.recv_exact_into(&mut frame, packed_bytes(f.bits(), ots), "τ")?;
-        let tau = Packed::parse(&f, ots, &frame, "τ")?;
+        let tau = Packed::parse(&f, ots, std::mem::take(&mut frame), "τ")?;
         let kappas = bins.len() * (beta - 1);
         chan.recv_exact_into(&mut frame, packed_bytes(f.bits(), kappas), "κ")?;
-        let kappa = Packed::parse(&f, kappas, &frame, "κ")?;
+        let kappa = Packed::parse(&f, kappas, std::mem::take(&mut frame), "κ")?;
         for (c, (t, &r)) in t.chunks_exact(ell).zip(&r).enumerate() {
             // Σ_ι x_{b_ι} − b_ι·τ_ι, minus κ after a bin's first comparison.
             let mut s = 0;
@@ -179,6 +179,7 @@ pub fn bobs_tuples(
             s_all.push(s);
         }
         inverses(&f, &r).into_iter().for_each(|w| w_all.push(w));
+        frame = tau.into_bytes();
     }
     Ok(BobsTuples {
         s: s_all.finish(),
