@@ -38,6 +38,7 @@ pub fn demo() -> Result<()> {
     let args = |input, output, endpoint| PartyArgs {
         link: Link {
             protocol_options: Default::default(),
+            dealer: None,
             protocol: "kkrt16".into(),
             endpoint,
             threads: 1,

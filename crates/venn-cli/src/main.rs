@@ -2,6 +2,7 @@
 
 mod bench;
 mod buckets;
+mod dealer;
 mod demo;
 mod keygen;
 mod output;
@@ -12,14 +13,14 @@ mod transport;
 
 use clap::{Args, Parser, Subcommand};
 use party::{
-    precompute_party, precompute_summary, run_party, summary, Endpoint, Link, PartyArgs,
-    PrecomputeArgs,
+    precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
+    PartyArgs, PrecomputeArgs,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use transport::TlsArgs;
-use venn::protocols::{Bins, Options};
+use venn::protocols::{Bins, Offline, Options};
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
@@ -49,6 +50,10 @@ enum Command {
     /// Make a private key and a self-signed certificate for TLS, and print the
     /// certificate's fingerprint for the peer's --peer-fingerprint.
     Keygen(KeygenCli),
+    /// Serve kbm23's offline phase as its trusted dealer (for `--offline dealer`): each
+    /// session's two parties connect here and get their tuples. It never sees an input,
+    /// but must not collude with either party.
+    Dealer(DealerCli),
     /// Show each protocol's security model and parameters for given set sizes.
     Params(ParamsCli),
     /// Measure protocols against the insecure naive-hashing baseline.
@@ -68,6 +73,11 @@ struct OptionsCli {
     /// keys must then be integers below 2^SIGMA, in decimal.
     #[arg(long)]
     sigma: Option<u32>,
+    /// Where kbm23's offline phase gets its tuples: ot (between the two parties, the
+    /// default) or dealer (a `venn dealer` trusted not to collude with either party; see
+    /// --dealer).
+    #[arg(long, value_name = "ot|dealer", value_parser = Offline::parse)]
+    offline: Option<Offline>,
 }
 
 impl OptionsCli {
@@ -75,6 +85,7 @@ impl OptionsCli {
         Options {
             bins: self.bins.unwrap_or_default(),
             sigma: self.sigma,
+            offline: self.offline.unwrap_or_default(),
         }
     }
 }
@@ -117,6 +128,18 @@ struct LinkCli {
     max_memory: Option<u64>,
     #[command(flatten)]
     tls: TlsArgs,
+    /// The dealer's address, for --offline dealer (where `venn dealer --listen` runs).
+    #[arg(long, value_name = "ADDR")]
+    dealer: Option<String>,
+    /// With TLS, trust only the dealer certificate with this SHA-256 fingerprint (without
+    /// it, the dealer's certificate must chain to --tls-ca).
+    #[arg(
+        long,
+        value_name = "SHA256",
+        requires = "tls_cert",
+        requires = "dealer"
+    )]
+    dealer_fingerprint: Option<String>,
 }
 
 #[derive(Args)]
@@ -246,6 +269,25 @@ struct KeygenCli {
 }
 
 #[derive(Args)]
+struct DealerCli {
+    /// Where to wait for the parties (e.g. 0.0.0.0:7767).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// The largest set size tuples are made for.
+    #[arg(long, value_name = "N", default_value_t = 1 << 24)]
+    max_items: u64,
+    /// Seconds a party may take to send its request, and wait for the other party.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    timeout: u64,
+    /// Stop after dealing this many sessions (default: serve until stopped).
+    #[arg(long, value_name = "N")]
+    sessions: Option<u64>,
+    /// The parties are trusted by --peer-fingerprint (both, comma-separated) or --tls-ca.
+    #[command(flatten)]
+    tls: TlsArgs,
+}
+
+#[derive(Args)]
 struct ParamsCli {
     /// Protocols (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
@@ -298,6 +340,10 @@ struct BenchCli {
     /// organisations), interleaved with the plaintext runs, and show the cost.
     #[arg(long, conflicts_with = "solo")]
     tls: bool,
+    /// Where kbm23's tuples come from (comma-separated: a row for each): ot, dealer (a
+    /// `venn dealer` process started for each run).
+    #[arg(long, value_delimiter = ',', value_parser = Offline::parse)]
+    offline: Vec<Offline>,
     /// Emulate a network: lan, wan (40 Mbit/s, 80 ms round trip), kkrt16-wan, rr17-wan,
     /// or RATE,RTT such as 100mbit,80ms. Each party's sending is shaped.
     #[arg(long, value_name = "NET", value_parser = bench::parse_net_arg, conflicts_with = "solo")]
@@ -351,6 +397,9 @@ struct BenchPartyCli {
     /// Shape what this party sends (see `venn bench --net`).
     #[arg(long, value_parser = bench::parse_net)]
     net: Option<venn::net::Shaping>,
+    /// The dealer the benchmark started, for --offline dealer.
+    #[arg(long)]
+    dealer: Option<String>,
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
 }
@@ -388,10 +437,42 @@ impl LinkCli {
             (None, Some(a)) => Endpoint::Connect(a),
             (None, None) => unreachable!("clap requires one of --listen/--connect"),
         };
+        let protocol_options = self.options.options();
+        let dealer = match (protocol_options.offline, self.dealer) {
+            (Offline::Dealer, Some(addr)) => {
+                let tls = match self.dealer_fingerprint {
+                    Some(fp) => TlsArgs {
+                        peer_fingerprint: vec![fp],
+                        tls_ca: None,
+                        ..self.tls.clone()
+                    },
+                    None => TlsArgs {
+                        peer_fingerprint: Vec::new(),
+                        ..self.tls.clone()
+                    },
+                };
+                let transport = tls.load().map_err(|e| {
+                    Error::Usage(format!(
+                        "the link to the dealer: {e} (pass --dealer-fingerprint or --tls-ca)"
+                    ))
+                })?;
+                Some(DealerAddr { addr, transport })
+            }
+            (Offline::Dealer, None) => {
+                return Err(Error::Usage(
+                    "--offline dealer needs the dealer's address: --dealer ADDR".into(),
+                ))
+            }
+            (Offline::Ot, Some(_)) => {
+                return Err(Error::Usage("--dealer is for --offline dealer".into()))
+            }
+            (Offline::Ot, None) => None,
+        };
         Ok(Link {
             transport: self.tls.load()?,
             protocol: self.protocol,
-            protocol_options: self.options.options(),
+            protocol_options,
+            dealer,
             endpoint,
             threads: self.threads,
             timeout: Duration::from_secs(self.timeout),
@@ -446,6 +527,21 @@ fn precompute(cli: PrecomputeCli) -> Result<()> {
     Ok(())
 }
 
+fn serve_dealer(d: DealerCli) -> Result<()> {
+    let args = dealer::DealerArgs {
+        listen: d.listen,
+        transport: d.tls.load()?,
+        timeout: Duration::from_secs(d.timeout),
+        max_items: d.max_items,
+        sessions: d.sessions,
+    };
+    dealer::serve(args, |addr| {
+        // Machine-readable first (a benchmark reads it), then for people.
+        println!("listening {addr}");
+        eprintln!("venn dealer: listening on {addr}");
+    })
+}
+
 fn parse_sizes(p: &ParamsCli) -> Result<Vec<(u64, u64)>> {
     let mut sizes: Vec<(u64, u64)> = p.log2n.iter().map(|&k| (1u64 << k, 1u64 << k)).collect();
     for s in &p.sizes {
@@ -470,6 +566,7 @@ fn main() -> ExitCode {
         Command::Precompute(p) => precompute(p),
         Command::Demo => demo::demo(),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
+        Command::Dealer(d) => serve_dealer(d),
         Command::Params(p) => {
             parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &p.bins, &p.sigma, &s))
         }
@@ -484,6 +581,7 @@ fn main() -> ExitCode {
             precompute: b.precompute,
             tls: b.tls,
             net: b.net.as_deref(),
+            offlines: &b.offline,
             files: b.files,
             json: b.json,
             timeout: b.timeout,
@@ -512,6 +610,7 @@ fn main() -> ExitCode {
                             None => transport::Transport::loopback(),
                         }
                         .shaped(b.net),
+                        dealer: b.dealer.clone(),
                     }
                     .run()
                 })

@@ -1,13 +1,26 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Bins, Options, Protocol, Sizes};
+use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes};
 use venn::session::Role;
 use venn::Result;
 
 /// The option sets to show or run `p` with: each of `bins` and `sigmas` it takes (all it
-/// takes where these are empty).
-pub fn variants(p: &dyn Protocol, bins: &[Bins], sigmas: &[u32]) -> Vec<Options> {
+/// takes where these are empty), and each of `offlines` it takes (the default where none).
+pub fn variants(
+    p: &dyn Protocol,
+    bins: &[Bins],
+    sigmas: &[u32],
+    offlines: &[Offline],
+) -> Vec<Options> {
     let accepts = p.accepts();
+    let mut offlines: Vec<Offline> = (offlines.iter())
+        .filter(|o| accepts.offline.contains(o))
+        .copied()
+        .collect();
+    if offlines.is_empty() {
+        offlines.push(Offline::default());
+    }
+    let offlines = &offlines;
     let bins = match (accepts.bins, bins.is_empty()) {
         (false, _) => vec![Bins::Lan],
         (true, true) => vec![Bins::Lan, Bins::Wan],
@@ -26,7 +39,15 @@ pub fn variants(p: &dyn Protocol, bins: &[Bins], sigmas: &[u32]) -> Vec<Options>
             .collect(),
     };
     bins.iter()
-        .flat_map(|&bins| sigmas.iter().map(move |&sigma| Options { bins, sigma }))
+        .flat_map(|&bins| {
+            sigmas.iter().flat_map(move |&sigma| {
+                offlines.iter().map(move |&offline| Options {
+                    bins,
+                    sigma,
+                    offline,
+                })
+            })
+        })
         .collect()
 }
 
@@ -68,7 +89,7 @@ pub fn print_params(
             venn::COMPUTATIONAL_SECURITY,
             venn::STATISTICAL_SECURITY
         );
-        for options in variants(p, bins, sigmas) {
+        for options in variants(p, bins, sigmas, &[]) {
             options.check(info, p.accepts())?;
             if !options.flags().is_empty() {
                 println!("  with {}:", options.flags());

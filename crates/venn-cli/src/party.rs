@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::net::Channel;
 use venn::protocols::Output;
-use venn::protocols::{find, Options, OutputKind, Progress, Protocol, Security};
+use venn::protocols::{find, DealerLink, Options, OutputKind, Progress, Protocol, Security};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 use venn_cli::input::{read_input, Input, KeyOptions};
@@ -24,12 +24,21 @@ pub enum Endpoint {
     Connect(String),
 }
 
+/// Where the dealer is and how its link is secured (`--dealer`).
+#[derive(Clone, Debug)]
+pub struct DealerAddr {
+    pub addr: String,
+    pub transport: Transport,
+}
+
 /// What every party needs to reach its peer and run a protocol.
 #[derive(Clone, Debug)]
 pub struct Link {
     pub protocol: String,
-    /// `--bins` and `--sigma`.
+    /// `--bins`, `--sigma` and `--offline`.
     pub protocol_options: Options,
+    /// The dealer, for `--offline dealer`.
+    pub dealer: Option<DealerAddr>,
     pub endpoint: Endpoint,
     pub threads: usize,
     pub timeout: Duration,
@@ -94,6 +103,7 @@ impl Link {
         role: Role,
         both: bool,
         progress: Option<&'a dyn Progress>,
+        dealer: Option<&'a DealerLink<'a>>,
     ) -> RunOptions<'a> {
         RunOptions {
             protocol,
@@ -105,7 +115,16 @@ impl Link {
             threads: self.threads,
             seed: None,
             progress,
+            dealer,
         }
+    }
+
+    /// Opens the link to the dealer (`--dealer`).
+    fn connect_dealer(&self) -> Result<Box<dyn Channel>> {
+        let d = self.dealer.as_ref().ok_or_else(|| {
+            Error::Usage("--offline dealer needs the dealer's address: --dealer ADDR".into())
+        })?;
+        d.transport.connect(&d.addr, self.timeout)
     }
 
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
@@ -277,11 +296,13 @@ pub fn run_party(
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
+    let dealer = || args.link.connect_dealer();
     let opts = args.link.options(
         protocol,
         role,
         args.both,
         spinner.as_ref().map(|s| s as &dyn Progress),
+        Some(&dealer),
     );
     // A state is read and checked before the peer is contacted; it is used up only once
     // the peer has confirmed the online session.
@@ -444,11 +465,13 @@ pub fn precompute_party(
         )));
     }
     let spinner = Spinner::if_terminal(&format!("venn {} precompute", role.name()));
+    let dealer = || args.link.connect_dealer();
     let opts = args.link.options(
         protocol,
         role,
         false,
         spinner.as_ref().map(|s| s as &dyn Progress),
+        Some(&dealer),
     );
     let mut chan = args.link.connect(on_bound)?;
     let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;

@@ -3,7 +3,7 @@
 //! (it connects to, or listens on, an address that is not loopback) refuses to run
 //! without TLS unless `--plaintext` is given, and then warns.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,14 +31,15 @@ pub struct TlsArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_ca: Option<PathBuf>,
     /// Trust only the peer certificate with this SHA-256 fingerprint (what `venn keygen`
-    /// printed on the peer's machine).
+    /// printed on the peer's machine); for `venn dealer`, the two parties' (comma-separated).
     #[arg(
         long,
         value_name = "SHA256",
+        value_delimiter = ',',
         requires = "tls_cert",
         conflicts_with = "tls_ca"
     )]
-    pub peer_fingerprint: Option<String>,
+    pub peer_fingerprint: Vec<String>,
     /// Run without TLS although the peer may be on another machine: anyone on the path can
     /// then read the traffic and play either party. Not needed on loopback.
     #[arg(long, conflicts_with = "tls_cert")]
@@ -59,9 +60,13 @@ impl TlsArgs {
     pub fn load(self) -> Result<Transport> {
         let tls = match (self.tls_cert, self.tls_key) {
             (Some(cert), Some(key)) => {
-                let trust = match (self.tls_ca, self.peer_fingerprint) {
-                    (Some(ca), None) => Trust::ca_file(&ca)?,
-                    (None, Some(fp)) => Trust::Pinned(parse_fingerprint(&fp)?),
+                let trust = match (self.tls_ca, &self.peer_fingerprint[..]) {
+                    (Some(ca), []) => Trust::ca_file(&ca)?,
+                    (None, [_, ..]) => Trust::Pinned(
+                        (self.peer_fingerprint.iter())
+                            .map(|fp| parse_fingerprint(fp))
+                            .collect::<Result<_>>()?,
+                    ),
                     _ => {
                         return Err(Error::Usage(
                             "--tls-cert needs a way to check the peer: --peer-fingerprint \
@@ -104,7 +109,7 @@ impl Transport {
         Ok(Transport {
             tls: Some(Arc::new(Tls {
                 identity: Identity::load(&file(role, "crt"), &file(role, "key"))?,
-                trust: Trust::Pinned(parse_fingerprint(&fp)?),
+                trust: Trust::Pinned(vec![parse_fingerprint(&fp)?]),
             })),
             plaintext: false,
             shaping: None,
@@ -184,11 +189,29 @@ impl Transport {
         timeout: Duration,
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<Box<dyn Channel>> {
+        let listener = self.bind(addr)?;
+        on_bound(listener.local_addr()?);
+        self.accept(&listener, timeout, (HELLO_PREFIX, looks_like_hello))
+    }
+
+    /// Binds `addr` (checked against the TLS rule) to listen on.
+    pub fn bind(&self, addr: &str) -> Result<TcpListener> {
         // Listening on a name: what it resolves to now is what is bound.
         let addrs = resolve(addr)?;
         self.check(addr, &addrs)?;
-        let listener = tcp_bind(addr, &addrs)?;
-        on_bound(listener.local_addr()?);
+        tcp_bind(addr, &addrs)
+    }
+
+    /// Takes the next connection on `listener` that opens with a TLS handshake that
+    /// succeeds, or (without TLS) with the opening `plain` recognises in its first
+    /// `plain.0` bytes; others are logged on stderr and dropped.
+    pub fn accept(
+        &self,
+        listener: &TcpListener,
+        timeout: Duration,
+        plain: (usize, fn(&[u8]) -> bool),
+    ) -> Result<Box<dyn Channel>> {
+        let (opening_len, opens_right) = plain;
         let deadline = Instant::now() + timeout;
         let mut reject = |from: SocketAddr, why: &str| {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
@@ -204,7 +227,7 @@ impl Transport {
                         Err(e) => Err(e.to_string()),
                     }
                 }
-                Some(_) if looks_like_hello(first) => {
+                Some(_) if opens_right(first) => {
                     // Tell the peer why, so its error says what to fix.
                     let why = "this peer requires TLS (--tls-cert)";
                     if let Ok(mut plain) = tcp_channel(socket, PROBE) {
@@ -212,7 +235,7 @@ impl Transport {
                     }
                     Err("a venn peer without TLS, and this side requires it".into())
                 }
-                None if looks_like_hello(first) => match tcp_channel(socket, timeout) {
+                None if opens_right(first) => match tcp_channel(socket, timeout) {
                     Ok(chan) => Ok(this.finish(chan)),
                     Err(e) => Err(e.to_string()),
                 },
@@ -223,10 +246,10 @@ impl Transport {
             }
         };
         let screen = Screen {
-            len: TLS_PREFIX.max(HELLO_PREFIX),
+            len: TLS_PREFIX.max(opening_len),
             take: &mut take,
             reject: &mut reject,
         };
-        tcp_accept(&listener, timeout, screen)
+        tcp_accept(listener, timeout, screen)
     }
 }

@@ -107,6 +107,7 @@ fn options(protocol: &str, role: Role) -> RunOptions<'static> {
             Role::Receiver => 0x5eed_0002,
         }),
         progress: None,
+        dealer: None,
     }
 }
 

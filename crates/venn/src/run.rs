@@ -9,7 +9,7 @@
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
-use crate::protocols::{Context, Options, Output, Phase, Progress, Protocol};
+use crate::protocols::{Context, DealerLink, Options, Output, Phase, Progress, Protocol};
 use crate::session::{
     agree_secret, handshake, Confirming, Hello, Mode, Resume, Role, Session, Sizes, WireParams,
 };
@@ -43,6 +43,8 @@ pub struct RunOptions<'a> {
     pub seed: Option<Block>,
     /// Told about phase changes.
     pub progress: Option<&'a dyn Progress>,
+    /// How to reach the dealer, for `--offline dealer`.
+    pub dealer: Option<&'a DealerLink<'a>>,
 }
 
 /// What one party measured and learned.
@@ -332,7 +334,7 @@ fn session_in_pool<T>(
     let (n_self, n_peer) = own_and_peer(&session);
     let key = session.key;
     chan.key(&key);
-    let mut ctx = Context::new(chan, session, prg, opts.progress);
+    let mut ctx = Context::new(chan, session, prg, opts.progress).with_dealer(opts.dealer);
     let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());

@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use venn::crypto::Block;
-use venn::protocols::{find, Bins, Options};
+use venn::protocols::{find, Bins, Offline, Options};
 use venn::session::Role;
 use venn::{Error, Result};
 
@@ -64,6 +64,9 @@ impl Variant<'_> {
         }
         if let Some(sigma) = self.options.sigma {
             label += &format!("/s{sigma}");
+        }
+        if self.options.offline != Offline::Ot {
+            label += &format!("/{}", self.options.offline.name());
         }
         label
     }
@@ -115,6 +118,29 @@ fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::C
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?)
+}
+
+/// The address a spawned process printed first (`listening ADDR`).
+fn listening_at(child: &mut std::process::Child, who: &str) -> Result<String> {
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().expect("piped")).read_line(&mut first)?;
+    Ok(first
+        .strip_prefix("listening ")
+        .map(str::trim)
+        .ok_or_else(|| Error::Bench(format!("benchmark {who} did not start listening")))?
+        .to_string())
+}
+
+/// A `venn dealer` for one session on loopback, and its address.
+fn spawn_dealer(timeout: u64) -> Result<(std::process::Child, String)> {
+    let mut dealer = Command::new(std::env::current_exe()?)
+        .args(["dealer", "--listen", "127.0.0.1:0", "--sessions", "1"])
+        .args(["--timeout", &timeout.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let addr = listening_at(&mut dealer, "dealer")?;
+    Ok((dealer, addr))
 }
 
 fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
@@ -192,25 +218,36 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
         }
         v
     };
+    let dealer = match spawn.variant.options.offline {
+        Offline::Ot => None,
+        Offline::Dealer => Some(spawn_dealer(spawn.timeout)?),
+    };
+    let dealer_args: Vec<String> = match &dealer {
+        Some((_, addr)) => vec!["--dealer".into(), addr.clone()],
+        None => Vec::new(),
+    };
+    let with_dealer = |mut v: Vec<String>| {
+        v.extend(dealer_args.iter().cloned());
+        v
+    };
     let mut receiver = spawn_party(
         Role::Receiver,
         spawn,
-        &link(["--listen", "127.0.0.1:0"], Role::Receiver),
+        &with_dealer(link(["--listen", "127.0.0.1:0"], Role::Receiver)),
     )?;
-    let mut first = String::new();
-    BufReader::new(receiver.stdout.as_mut().expect("piped")).read_line(&mut first)?;
-    let addr = first
-        .strip_prefix("listening ")
-        .map(str::trim)
-        .ok_or_else(|| Error::Bench("benchmark receiver did not start listening".into()))?
-        .to_string();
+    let addr = listening_at(&mut receiver, "receiver")?;
     let sender = spawn_party(
         Role::Sender,
         spawn,
-        &link(["--connect", &addr], Role::Sender),
+        &with_dealer(link(["--connect", &addr], Role::Sender)),
     )?;
     let s = last_json(sender, "sender")?;
     let r = last_json(receiver, "receiver")?;
+    if let Some((mut dealer, _)) = dealer {
+        if !dealer.wait()?.success() {
+            return Err(Error::Bench("the benchmark's dealer failed".into()));
+        }
+    }
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     Ok(Row {
         protocol,
@@ -267,6 +304,8 @@ pub struct BenchOptions<'a> {
     pub tls: bool,
     /// An emulated network (`--net`), as given.
     pub net: Option<&'a str>,
+    /// Where kbm23's tuples come from, a row for each (for protocols that choose).
+    pub offlines: &'a [Offline],
     /// Run `venn send` and `venn receive` end to end on CSV files instead.
     pub files: bool,
     pub json: bool,
@@ -278,7 +317,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     let mut protocols = Vec::new();
     for name in o.protocols {
         let p = find(name)?;
-        for options in crate::params::variants(p, o.bins, o.sigmas) {
+        for options in crate::params::variants(p, o.bins, o.sigmas, o.offlines) {
             options.check(p.info(), p.accepts())?;
             protocols.push(Variant { name, options });
         }

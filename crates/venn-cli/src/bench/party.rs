@@ -130,6 +130,8 @@ pub struct BenchParty {
     pub timeout: Duration,
     /// Plain TCP, or TLS with identities made by the benchmark.
     pub transport: Transport,
+    /// The dealer's address, for `--offline dealer` (plain TCP on loopback).
+    pub dealer: Option<String>,
 }
 
 /// Opens a link; the listening side prints its address for the spawner.
@@ -162,6 +164,12 @@ impl BenchParty {
             None => bench_items(self.seed, self.role, n),
         };
         let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
+        let timeout = self.timeout;
+        let dealer_addr = self.dealer.clone();
+        let dealer = move || match &dealer_addr {
+            Some(addr) => Transport::loopback().connect(addr, timeout),
+            None => Err(Error::Usage("no dealer was started".into())),
+        };
         let opts = RunOptions {
             protocol,
             role: self.role,
@@ -172,6 +180,7 @@ impl BenchParty {
             threads: self.threads,
             seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
             progress: None,
+            dealer: Some(&dealer),
         };
         let mut state = None;
         let report = match self.link {

@@ -168,8 +168,9 @@ impl Identity {
 /// How the peer's certificate is checked.
 #[derive(Clone)]
 pub enum Trust {
-    /// It must be exactly the certificate with this SHA-256 fingerprint (and in date).
-    Pinned([u8; 32]),
+    /// It must be exactly a certificate with one of these SHA-256 fingerprints (and in
+    /// date): the peer's, or for a dealer, its two parties'.
+    Pinned(Vec<[u8; 32]>),
     /// It must chain to one of these CA certificates (and, when we connect, name the host
     /// we connect to).
     Ca(Arc<RootCertStore>),
@@ -228,7 +229,10 @@ struct PeerCheck {
 impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Trust::Pinned(fp) => write!(f, "Pinned({})", fingerprint_hex(fp)),
+            Trust::Pinned(pins) => {
+                let pins: Vec<String> = pins.iter().map(fingerprint_hex).collect();
+                write!(f, "Pinned({})", pins.join(", "))
+            }
             Trust::Ca(roots) => write!(f, "Ca({} roots)", roots.len()),
         }
     }
@@ -268,12 +272,17 @@ impl PeerCheck {
         // A pinned certificate is its own trust anchor: the check below then verifies its
         // signature and dates (and, for a server, ignores names: the pin is the identity).
         let roots = match &self.trust {
-            Trust::Pinned(pin) => {
-                if Sha256::digest(cert).as_slice() != pin {
+            Trust::Pinned(pins) => {
+                let digest = Sha256::digest(cert);
+                if !pins.iter().any(|pin| digest.as_slice() == pin) {
+                    let pins: Vec<String> = pins
+                        .iter()
+                        .map(|p| format!("sha256:{}", fingerprint_hex(p)))
+                        .collect();
                     return refuse(
                         format!(
-                            "the peer's certificate sha256:{seen} is not the pinned sha256:{}",
-                            fingerprint_hex(pin)
+                            "the peer's certificate sha256:{seen} is not the pinned {}",
+                            pins.join(" or ")
                         ),
                         rustls::Error::InvalidCertificate(
                             CertificateError::ApplicationVerificationFailure,
@@ -740,7 +749,7 @@ mod tests {
     fn pinned(identity: Identity, pin: [u8; 32]) -> Tls {
         Tls {
             identity,
-            trust: Trust::Pinned(pin),
+            trust: Trust::Pinned(vec![pin]),
         }
     }
 
@@ -868,7 +877,7 @@ mod tests {
     }
 
     fn raw_client(id: &Identity, pin: [u8; 32]) -> ClientConnection {
-        let check = Arc::new(PeerCheck::new(Trust::Pinned(pin)));
+        let check = Arc::new(PeerCheck::new(Trust::Pinned(vec![pin])));
         let mut config = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .unwrap()

@@ -1,10 +1,11 @@
-//! What a running party works with: its link to the peer (a protocol with a dealer will
-//! add a second, named link), the agreed session, its randomness and a log of timed
-//! phases.
+//! What a running party works with: its link to the peer, a way to reach a dealer (for
+//! an offline phase that takes its randomness from one), the agreed session, its
+//! randomness and a log of timed phases.
 
 use crate::crypto::Prg;
 use crate::net::Channel;
 use crate::session::Session;
+use crate::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// Told when a protocol enters a phase (the CLI shows progress with it).
@@ -24,6 +25,9 @@ pub struct Phase {
     pub duration: Duration,
 }
 
+/// Opens a link to the dealer (`venn dealer`), authenticated as the user configured it.
+pub type DealerLink<'a> = dyn Fn() -> Result<Box<dyn Channel>> + Sync + 'a;
+
 /// The environment of one protocol run.
 pub struct Context<'a> {
     /// The link to the other party of the protocol.
@@ -33,6 +37,7 @@ pub struct Context<'a> {
     /// This party's randomness.
     pub prg: Prg,
     progress: Option<&'a dyn Progress>,
+    dealer: Option<&'a DealerLink<'a>>,
     phases: Vec<Phase>,
     current: Option<(&'static str, bool, Instant)>,
 }
@@ -50,9 +55,23 @@ impl<'a> Context<'a> {
             session,
             prg,
             progress,
+            dealer: None,
             phases: Vec::new(),
             current: None,
         }
+    }
+
+    /// The context with a way to reach a dealer.
+    pub fn with_dealer(self, dealer: Option<&'a DealerLink<'a>>) -> Self {
+        Context { dealer, ..self }
+    }
+
+    /// A link to the dealer.
+    pub fn dealer(&self) -> Result<Box<dyn Channel>> {
+        let connect = self.dealer.ok_or_else(|| {
+            Error::Usage("--offline dealer needs the dealer's address: --dealer ADDR".into())
+        })?;
+        connect()
     }
 
     /// Ends the current phase and starts `name`.

@@ -7,7 +7,7 @@ mod api;
 mod context;
 mod dcw13;
 mod dkt10;
-mod kbm23;
+pub mod kbm23;
 mod matching;
 mod naive;
 mod oprf_psi;
@@ -20,8 +20,8 @@ use api::no_offline_state;
 pub use api::{
     AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
 };
-pub use context::{Context, Phase, Progress};
-pub use options::{Accepts, Bins, Options};
+pub use context::{Context, DealerLink, Phase, Progress};
+pub use options::{Accepts, Bins, Offline, Options};
 
 use crate::net::Writer;
 use crate::{Error, Result};

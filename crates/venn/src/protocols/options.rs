@@ -1,6 +1,7 @@
 //! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
-//! (RR17's number of bins, §6.6) and `--sigma 32|64` (the bit length of the items of a
-//! standard-model protocol, RR17 §7). Both parties must make the same choices: they are
+//! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
+//! standard-model protocol, RR17 §7) and `--offline ot|dealer` (where KBM23's tuples come
+//! from, §IV). Both parties must make the same choices: they are
 //! announced in the handshake, and a peer that made others is refused by name.
 
 use super::ProtocolInfo;
@@ -50,6 +51,43 @@ impl Bins {
     }
 }
 
+/// Where a protocol's offline phase gets its correlated randomness (KBM23 §IV): from OT
+/// between the two parties, or from a trusted dealer, a third process that never sees the
+/// inputs but must not collude with either party.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Offline {
+    /// Oblivious transfer between the parties (KBM23 §IV-D): no one else is trusted.
+    #[default]
+    Ot,
+    /// A trusted dealer (`venn dealer`, KBM23 §IV-A).
+    Dealer,
+}
+
+impl Offline {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Offline::Ot => "ot",
+            Offline::Dealer => "dealer",
+        }
+    }
+
+    /// `ot` or `dealer`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "ot" => Ok(Offline::Ot),
+            "dealer" => Ok(Offline::Dealer),
+            _ => Err(Error::Usage(format!(
+                "--offline wants ot or dealer, got '{s}'"
+            ))),
+        }
+    }
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+}
+
 /// Which options a protocol takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepts {
@@ -59,6 +97,9 @@ pub struct Accepts {
     pub sigma: &'static [u32],
     /// Whether it takes items of any length, without `--sigma`.
     pub any_items: bool,
+    /// The sources of its offline phase's randomness it can use (`--offline`); empty: it
+    /// makes no such choice (its offline phase, if any, is its own).
+    pub offline: &'static [Offline],
 }
 
 impl Accepts {
@@ -67,6 +108,7 @@ impl Accepts {
         bins: false,
         sigma: &[],
         any_items: true,
+        offline: &[],
     };
 }
 
@@ -77,6 +119,8 @@ pub struct Options {
     pub bins: Bins,
     /// The bit length of the items, for a protocol that runs on σ-bit integers.
     pub sigma: Option<u32>,
+    /// Where the offline phase's randomness comes from.
+    pub offline: Offline,
 }
 
 impl Options {
@@ -86,6 +130,12 @@ impl Options {
         if self.bins != Bins::Lan && !accepts.bins {
             return Err(Error::Usage(format!(
                 "protocol '{name}' has no bins to choose (--bins)"
+            )));
+        }
+        if self.offline != Offline::Ot && !accepts.offline.contains(&self.offline) {
+            return Err(Error::Usage(format!(
+                "protocol '{name}' cannot take its offline phase from --offline {}",
+                self.offline.name()
             )));
         }
         match (self.sigma, accepts.sigma) {
@@ -113,6 +163,9 @@ impl Options {
         if let Some(s) = self.sigma {
             args.extend(["--sigma".to_string(), s.to_string()]);
         }
+        if self.offline != Offline::Ot {
+            args.extend(["--offline".to_string(), self.offline.name().to_string()]);
+        }
         args
     }
 
@@ -125,7 +178,9 @@ impl Options {
     pub(crate) fn write(&self, w: Writer) -> Writer {
         let sigma = self.sigma.unwrap_or(0);
         assert!(sigma <= u16::MAX as u32, "σ fits 16 bits");
-        w.u8(self.bins.code()).u16(sigma as u16)
+        w.u8(self.bins.code())
+            .u16(sigma as u16)
+            .u8(self.offline.code())
     }
 
     /// Reads what [`Options::write`] wrote.
@@ -139,7 +194,16 @@ impl Options {
             0 => None,
             s => Some(s as u32),
         };
-        Ok(Options { bins, sigma })
+        let offline = match r.u8()? {
+            0 => Offline::Ot,
+            1 => Offline::Dealer,
+            o => return Err(Error::protocol("an offline code of 0 or 1", o.to_string())),
+        };
+        Ok(Options {
+            bins,
+            sigma,
+            offline,
+        })
     }
 }
 
@@ -157,11 +221,17 @@ mod tests {
     fn options_survive_the_wire() {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
-                let o = Options { bins, sigma };
-                let bytes = o.write(Writer::new()).0;
-                let mut r = Reader::new(&bytes, "options");
-                assert_eq!(Options::read(&mut r).unwrap(), o);
-                r.finish().unwrap();
+                for offline in [Offline::Ot, Offline::Dealer] {
+                    let o = Options {
+                        bins,
+                        sigma,
+                        offline,
+                    };
+                    let bytes = o.write(Writer::new()).0;
+                    let mut r = Reader::new(&bytes, "options");
+                    assert_eq!(Options::read(&mut r).unwrap(), o);
+                    r.finish().unwrap();
+                }
             }
         }
     }
@@ -173,14 +243,21 @@ mod tests {
         assert!(check(Options::default()).is_ok());
         let wan = Options {
             bins: Bins::Wan,
-            sigma: None,
+            ..Options::default()
         };
         assert!(check(wan).unwrap_err().to_string().contains("--bins"));
         let sigma = Options {
-            bins: Bins::Lan,
             sigma: Some(32),
+            ..Options::default()
         };
         assert!(check(sigma).unwrap_err().to_string().contains("--sigma"));
+        let dealer = Options {
+            offline: Offline::Dealer,
+            ..Options::default()
+        };
+        assert!(check(dealer).unwrap_err().to_string().contains("--offline"));
+        let kbm23 = find("kbm23").unwrap();
+        assert!(dealer.check(kbm23.info(), kbm23.accepts()).is_ok());
         let de = find("rr17-de").unwrap();
         assert!(wan.check(de.info(), de.accepts()).is_ok());
     }

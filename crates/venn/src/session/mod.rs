@@ -53,7 +53,7 @@ impl Role {
         }
     }
 
-    fn from_code(code: u8) -> Result<Self> {
+    pub(crate) fn from_code(code: u8) -> Result<Self> {
         match code {
             0 => Ok(Role::Sender),
             1 => Ok(Role::Receiver),

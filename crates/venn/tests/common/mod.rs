@@ -21,6 +21,7 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
         threads: 1,
         seed: None,
         progress: None,
+        dealer: None,
     }
 }
 

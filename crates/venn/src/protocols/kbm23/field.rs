@@ -403,6 +403,25 @@ impl PackedWriter {
         values.iter().for_each(|&v| self.push(v));
     }
 
+    /// Appends the elements of `other`: its bytes as they are while this writer is at a
+    /// multiple of eight elements (where whole bytes end).
+    pub fn append(&mut self, other: &Packed) {
+        debug_assert_eq!(self.bits, other.bits);
+        if !self.len.is_multiple_of(8) {
+            (0..other.len).for_each(|i| self.push(other.get(i)));
+            return;
+        }
+        let whole = self.filled as usize / 8;
+        self.bytes
+            .extend_from_slice(&self.acc.to_le_bytes()[..whole]);
+        (self.acc, self.filled) = (0, 0);
+        let groups = other.len / 8 * 8;
+        self.bytes
+            .extend_from_slice(&other.bytes[..packed_bytes(self.bits, groups)]);
+        self.len += groups;
+        (groups..other.len).for_each(|i| self.push(other.get(i)));
+    }
+
     /// The elements written.
     pub fn finish(mut self) -> Packed {
         let tail = self.filled.div_ceil(8) as usize;

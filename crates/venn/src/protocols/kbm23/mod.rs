@@ -6,8 +6,9 @@
 //! Roles: the paper's Alice, who cuckoo-hashes and learns the intersection, is Venn's
 //! receiver; Bob, who simple-hashes and learns nothing, is the sender.
 //!
-//! **Offline** (no inputs): base OTs, the coin-tossed hashing seed, and α set tuples from
-//! Gilboa product sharing on IKNP OTs ([`tuples`], §IV-D).
+//! **Offline** (no inputs): the coin-tossed hashing seed, and α set tuples — from Gilboa
+//! product sharing on IKNP OTs after base OTs ([`tuples`], §IV-D, `--offline ot`), or from
+//! a trusted dealer ([`dealer`], §IV-A, `--offline dealer`).
 //!
 //! **Online** (Algorithm 1): Alice puts her items in α bins by 3-way cuckoo hashing with
 //! permutation-based hashing ([`tables`]) and sends `c_i = s_A,i − T_A[i]` for every bin;
@@ -17,13 +18,14 @@
 //! T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a time, one range in
 //! flight.
 
+pub mod dealer;
 mod field;
 mod params;
 mod tables;
 mod tuples;
 
 use super::{
-    Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::Block;
@@ -50,11 +52,15 @@ static INFO: ProtocolInfo = ProtocolInfo {
     name: "kbm23",
     paper: "Kerschbaum, Blass, Mahdavi: Faster Secure Comparisons with Offline Phase for \
             Efficient Private Set Intersection (NDSS 2023), Algorithm 1 with set OLE tuples \
-            (§III-C5), tuples by Gilboa product sharing on IKNP OTs (§IV-D)",
+            (§III-C5), tuples by Gilboa product sharing on IKNP OTs (§IV-D, --offline ot) or \
+            from a trusted dealer (§IV-A, --offline dealer)",
     security: Security::SemiHonest,
     leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
               other's set size. Secure only if both parties follow the protocol (Thm 2, 3; \
               the OT offline phase assumes a correlation-robust hash and the base OTs' DDH). \
+              With --offline dealer the tuples come from `venn dealer`, which sees no input \
+              but knows every tuple: a dealer that colludes with either party, or reads the \
+              parties' link, learns the other's set. \
               With --sigma 32 the keys are 32-bit integers compared exactly; other keys are \
               hashed with a per-session key to λ + log2(n_s·n_r) bits, so two distinct keys \
               match with probability at most 2^-40.",
@@ -101,6 +107,7 @@ impl Protocol for Kbm23 {
             bins: false,
             sigma: &[32],
             any_items: true,
+            offline: &[Offline::Ot, Offline::Dealer],
         }
     }
 
@@ -229,19 +236,24 @@ impl Party for Kbm23Sender {
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
         let sid = ctx.session.id;
-        ctx.phase("base OTs", true);
-        let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        ctx.phase("hashing seed", true);
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        ctx.phase("OLE tuples (Gilboa, IKNP)", true);
-        let tuples = bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
-        let u = premultiply(&params, Hashing::new(&params, seed).bobs_dummy(), &tuples);
-        Ok(SenderState {
-            params,
-            seed,
-            w: tuples.w,
-            u,
-        })
+        let (w, u) = match ctx.session.options.offline {
+            Offline::Ot => {
+                ctx.phase("base OTs", true);
+                let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+                ctx.phase("OLE tuples (Gilboa, IKNP)", true);
+                let tuples = bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
+                let u = premultiply(&params, params.bobs_dummy(), &tuples);
+                (tuples.w, u)
+            }
+            Offline::Dealer => {
+                ctx.phase("OLE tuples from the dealer", true);
+                dealer::bobs_tuples(&mut *ctx.dealer()?, sid, &params)?
+            }
+        };
+        Ok(SenderState { params, seed, w, u })
     }
 
     /// Bob: his values by region, then for each range of bins as its `c` arrives, each
@@ -363,12 +375,22 @@ impl Party for Kbm23Receiver {
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
         let sid = ctx.session.id;
-        ctx.phase("base OTs", true);
-        let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+        ctx.phase("hashing seed", true);
         let [seed, _] =
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-        ctx.phase("OLE tuples (Gilboa, IKNP)", true);
-        let tuples = alices_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
+        let tuples = match ctx.session.options.offline {
+            Offline::Ot => {
+                ctx.phase("base OTs", true);
+                let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
+                ctx.phase("OLE tuples (Gilboa, IKNP)", true);
+                alices_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
+            }
+            Offline::Dealer => {
+                ctx.phase("OLE tuples from the dealer", true);
+                let (s, r) = dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?;
+                AlicesTuples { s, r }
+            }
+        };
         Ok(ReceiverState {
             params,
             seed,
@@ -384,7 +406,7 @@ impl Party for Kbm23Receiver {
         ctx.phase("hash items", false);
         let h = Hashing::new(&p, state.seed);
         let placed = place_items(&p, &h, &ctx.session.id, items)?;
-        let table = alices_table(&h, &placed, &mut ctx.prg)?;
+        let table = alices_table(&p, &h, &placed, &mut ctx.prg)?;
         ctx.phase("compare", false);
         let (s, r) = (&state.tuples.s, &state.tuples.r);
         send_c(ctx.peer, &p, s, &table.values, 0)?;

@@ -103,6 +103,16 @@ impl Kbm23Params {
         })
     }
 
+    /// Alice's dummy, `k·D`, above every value an item is stored as.
+    pub fn alices_dummy(&self) -> u64 {
+        K as u64 * self.d
+    }
+
+    /// Bob's dummy, `k·D + 1`.
+    pub fn bobs_dummy(&self) -> u64 {
+        K as u64 * self.d + 1
+    }
+
     /// The comparisons of a run, α·β.
     pub fn comparisons(&self) -> usize {
         self.alpha as usize * self.beta

@@ -105,16 +105,6 @@ impl Hashing {
     pub fn value(&self, j: usize, suffix: u64) -> u64 {
         j as u64 * self.d + suffix
     }
-
-    /// Alice's dummy, `k·D`.
-    pub fn alices_dummy(&self) -> u64 {
-        K as u64 * self.d
-    }
-
-    /// Bob's dummy, `k·D + 1`.
-    pub fn bobs_dummy(&self) -> u64 {
-        K as u64 * self.d + 1
-    }
 }
 
 /// Alice's table: one value per bin, and the item in each bin.
@@ -126,7 +116,12 @@ pub struct AlicesTable {
 }
 
 /// Cuckoo-hashes `placed` (§III-C1) into α bins with no stash.
-pub fn alices_table(h: &Hashing, placed: &[Placed], prg: &mut Prg) -> Result<AlicesTable> {
+pub fn alices_table(
+    p: &Kbm23Params,
+    h: &Hashing,
+    placed: &[Placed],
+    prg: &mut Prg,
+) -> Result<AlicesTable> {
     let bins: Vec<[u32; K]> = placed.iter().map(|p| p.bins).collect();
     let table = cuckoo_insert(&bins, h.alpha as usize, 0, prg)?;
     let (mut values, mut items) = (
@@ -140,7 +135,7 @@ pub fn alices_table(h: &Hashing, placed: &[Placed], prg: &mut Prg) -> Result<Ali
                 items.push(item as u32);
             }
             None => {
-                values.push(h.alices_dummy());
+                values.push(p.alices_dummy());
                 items.push(u32::MAX);
             }
         }
@@ -173,7 +168,7 @@ impl BobsValues {
         }
         BobsValues {
             beta: p.beta,
-            dummy: h.bobs_dummy(),
+            dummy: p.bobs_dummy(),
             regions,
         }
     }
@@ -239,7 +234,7 @@ mod tests {
         for first in (0..p.alpha as usize).step_by(REGION_BINS) {
             let bins = REGION_BINS.min(p.alpha as usize - first);
             values.offsets(&p.field, first / REGION_BINS, bins, prg, &mut offsets)?;
-            table.extend(offsets.iter().map(|&o| p.field.add(h.bobs_dummy(), o)));
+            table.extend(offsets.iter().map(|&o| p.field.add(p.bobs_dummy(), o)));
         }
         Ok(table)
     }
@@ -273,14 +268,14 @@ mod tests {
             for (j, &bin) in placed.bins.iter().enumerate() {
                 assert!((bin as u64) < p.alpha);
                 let v = h.value(j, placed.suffix);
-                assert!(v < h.alices_dummy(), "values stay below the dummies");
+                assert!(v < p.alices_dummy(), "values stay below the dummies");
                 if let Some(&y) = seen.get(&(bin, v)) {
                     assert_eq!(y, x, "(bin, value) of {x} and {y}");
                 }
                 seen.insert((bin, v), x);
             }
         }
-        assert!(h.bobs_dummy() < p.field.modulus());
+        assert!(p.bobs_dummy() < p.field.modulus());
     }
 
     #[test]
@@ -290,11 +285,11 @@ mod tests {
         let p = params(n);
         let h = Hashing::new(&p, 11);
         let xs: Vec<Placed> = (0..n).map(|_| place(&h, prg.u64() as u128 >> 32)).collect();
-        let a = alices_table(&h, &xs, &mut prg).unwrap();
+        let a = alices_table(&p, &h, &xs, &mut prg).unwrap();
         let mut count = vec![0; n as usize];
         for (i, (&v, &item)) in a.values.iter().zip(&a.items).enumerate() {
             if item == u32::MAX {
-                assert_eq!(v, h.alices_dummy());
+                assert_eq!(v, p.alices_dummy());
                 continue;
             }
             count[item as usize] += 1;
@@ -312,7 +307,7 @@ mod tests {
             }
         }
         let filled = (0..p.comparisons())
-            .filter(|&s| b[s] != h.bobs_dummy())
+            .filter(|&s| b[s] != p.bobs_dummy())
             .count();
         assert_eq!(filled, K * n as usize);
     }
@@ -330,7 +325,7 @@ mod tests {
             let b = bobs_table(&p, &h, &[x], &mut prg).unwrap();
             let bin = x.bins[0] as usize;
             let s = (0..p.beta)
-                .find(|&s| b[bin * p.beta + s] != h.bobs_dummy())
+                .find(|&s| b[bin * p.beta + s] != p.bobs_dummy())
                 .unwrap();
             at[s] += 1;
         }

@@ -404,6 +404,7 @@ impl Variant for ByteOts {
         bins: false,
         sigma: SIGMAS,
         any_items: true,
+        offline: &[],
     };
     /// The toss gives a code key and a hash seed, as for kkrt16; the Walsh–Hadamard code
     /// has no key, so only the seed is used.

@@ -153,6 +153,7 @@ impl Protocol for Rr17Ec {
             bins: true,
             sigma: &[],
             any_items: true,
+            offline: &[],
         }
     }
 

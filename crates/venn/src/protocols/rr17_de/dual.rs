@@ -306,6 +306,7 @@ impl Realisation for Rom {
         bins: true,
         sigma: &[],
         any_items: true,
+        offline: &[],
     };
 
     fn phased(
@@ -708,6 +709,7 @@ mod tests {
         const OPTIONS: Options = Options {
             bins: super::super::Bins::Lan,
             sigma: None,
+            offline: crate::protocols::Offline::Ot,
         };
         fn items(items: &Items) -> Items {
             items.clone()
@@ -718,6 +720,7 @@ mod tests {
         const OPTIONS: Options = Options {
             bins: super::super::Bins::Lan,
             sigma: Some(64),
+            offline: crate::protocols::Offline::Ot,
         };
         fn items(items: &Items) -> Items {
             super::super::test_parties::integers(items)

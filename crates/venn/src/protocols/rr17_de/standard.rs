@@ -433,6 +433,7 @@ impl Realisation for Standard {
         bins: true,
         sigma: SIGMAS,
         any_items: false,
+        offline: &[],
     };
 
     fn check_items(options: Options, items: &Items) -> Result<()> {

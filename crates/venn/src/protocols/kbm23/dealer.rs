@@ -1,0 +1,528 @@
+//! KBM23's trusted dealer (§IV-A): a third process, which never sees an input, makes the
+//! set OLE tuples of one run and hands each party its half.
+//!
+//! **What the dealer sends** (spec §5.1, with the reading the spec recommends: r_B⁻¹ is
+//! sampled directly, and only what is not a seed is sent). Bob gets a seed from which he
+//! expands `w_ij` (uniform in 𝔽*_Q, his `r_B⁻¹`) and `u_ij` (uniform in 𝔽_Q, his
+//! premultiplied share, see [`super::SenderState`]); Alice gets a seed from which she
+//! expands `s_A,i`, and the dealer streams her
+//! `r_A,ij = (s_A,i − k·D − 1)·w_ij + u_ij`. Then with `s_B = u·w⁻¹ − k·D − 1` the tuples
+//! satisfy Eq. 11, `r_A·r_B = s_A + s_B`, and they are uniform: s_A, u and w are, and r_A
+//! is their function. Traffic: 16 bytes to Bob, `αβ·ℓ` bits to Alice (Table IV).
+//!
+//! **Who must be trusted**: the dealer knows every tuple, so a dealer that colludes with
+//! either party, or reads the Alice–Bob link, learns the other's set (a dealer with Bob's
+//! tuples turns Alice's `c` into her table; with Alice's, Bob's `d` into his). It learns
+//! nothing from the parties: they send it only their session id, role and set sizes.
+//!
+//! **Pairing**: both parties announce the id of their Alice–Bob session, which the dealer
+//! uses to pair their connections, and the sizes and σ they agreed, which must match.
+
+use super::field::{Field, Packed, PackedWriter};
+use super::{answer, Kbm23Params};
+use crate::crypto::{Block, Prg};
+use crate::net::{Channel, Reader, Writer};
+use crate::session::{Role, Sizes};
+use crate::wide_cpu::with_avx512;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"VENN/DLR";
+/// The dealer's wire version.
+const VERSION: u16 = 1;
+/// The length of a request: magic, version, role, session id, two sizes, σ.
+const REQUEST_LEN: usize = 8 + 2 + 1 + 32 + 8 + 8 + 2;
+
+/// How many opening bytes of a connection [`looks_like_request`] needs.
+pub const REQUEST_PREFIX: usize = 4 + MAGIC.len();
+
+/// Whether a connection's opening bytes (a frame length and the magic) can be a party's
+/// request to the dealer: what the dealer checks before it takes a connection.
+pub fn looks_like_request(first: &[u8]) -> bool {
+    first.len() >= REQUEST_PREFIX
+        && u32::from_le_bytes(first[..4].try_into().expect("4 bytes")) as usize == REQUEST_LEN
+        && &first[4..REQUEST_PREFIX] == MAGIC
+}
+
+/// What a party asks the dealer for: the tuples of its role in one session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The party's role.
+    pub role: Role,
+    /// The id of the parties' session, which pairs their requests.
+    pub session: [u8; 32],
+    /// The set sizes the tuples are for.
+    pub sizes: Sizes,
+    /// `Some(32)` for 32-bit integer keys, `None` for hashed keys.
+    pub sigma: Option<u32>,
+}
+
+impl Request {
+    fn encode(&self) -> Vec<u8> {
+        Writer::new()
+            .bytes(MAGIC)
+            .u16(VERSION)
+            .u8(self.role.code())
+            .bytes(&self.session)
+            .u64(self.sizes.sender)
+            .u64(self.sizes.receiver)
+            .u16(self.sigma.unwrap_or(0) as u16)
+            .0
+    }
+
+    /// Reads a party's request, refusing set sizes above `max_items` and parameters
+    /// kbm23 does not run with.
+    pub fn read(chan: &mut dyn Channel, max_items: u64) -> Result<Request> {
+        let bytes = chan.recv(REQUEST_LEN)?;
+        let mut r = Reader::new(&bytes, "dealer request");
+        if r.array::<8>()? != *MAGIC {
+            return Err(Error::protocol("a venn dealer request", "other bytes"));
+        }
+        let version = r.u16()?;
+        if version != VERSION {
+            return Err(Error::Handshake(format!(
+                "the party speaks dealer version {version}, this dealer {VERSION}: run the \
+                 same venn release"
+            )));
+        }
+        let role = Role::from_code(r.u8()?)?;
+        let session = r.array::<32>()?;
+        let sizes = Sizes {
+            sender: r.u64()?,
+            receiver: r.u64()?,
+        };
+        let sigma = match r.u16()? {
+            0 => None,
+            32 => Some(32),
+            s => return Err(Error::protocol("σ = 32 or hashed keys", format!("σ = {s}"))),
+        };
+        r.finish()?;
+        if sizes.sender.max(sizes.receiver) > max_items {
+            return Err(Error::Usage(format!(
+                "tuples for {} and {} items, above this dealer's --max-items {max_items}",
+                sizes.sender, sizes.receiver
+            )));
+        }
+        Kbm23Params::new(sizes, sigma)?;
+        Ok(Request {
+            role,
+            session,
+            sizes,
+            sigma,
+        })
+    }
+}
+
+/// Uniform elements of 𝔽_Q (or of 𝔽*_Q) from a seed, the same sequence however it is
+/// asked for: the dealer expands a party's seed frame by frame, the party all at once.
+/// Lemire's multiply-shift with rejection of the biased low products, so exactly
+/// uniform; 32-bit words for Q < 2^32 (the products then vectorise).
+struct Sampler {
+    prg: Prg,
+    /// Elements are `offset + (below range)`.
+    range: u64,
+    offset: u64,
+    buf: Vec<u64>,
+    used: usize,
+}
+
+/// Elements a [`Sampler`] makes at a time.
+const SAMPLES: usize = 1 << 10;
+
+impl Sampler {
+    /// Elements of `f` (non-zero ones if `nonzero`) from `seed`.
+    fn new(f: &Field, seed: Block, nonzero: bool) -> Self {
+        Sampler {
+            prg: Prg::from_seed(seed),
+            range: f.modulus() - nonzero as u64,
+            offset: nonzero as u64,
+            buf: vec![0; SAMPLES],
+            used: SAMPLES,
+        }
+    }
+
+    /// The next `out.len()` elements.
+    fn fill(&mut self, out: &mut [u64]) {
+        let mut at = 0;
+        while at < out.len() {
+            if self.used == SAMPLES {
+                self.refill();
+            }
+            let take = (SAMPLES - self.used).min(out.len() - at);
+            out[at..at + take].copy_from_slice(&self.buf[self.used..self.used + take]);
+            (self.used, at) = (self.used + take, at + take);
+        }
+    }
+
+    /// [`SAMPLES`] more elements; a word in the biased low range (probability below
+    /// Q/2^32 each) is replaced by the PRG's exact [`Prg::below`], after the batch.
+    fn refill(&mut self) {
+        const REJECTED: u64 = u64::MAX;
+        let range = self.range;
+        if range <= 1 << 32 {
+            let mut blocks = [0 as Block; SAMPLES / 4];
+            self.prg.fill_blocks(&mut blocks);
+            let mut words = [0u32; SAMPLES];
+            for (w, b) in words.chunks_exact_mut(4).zip(&blocks) {
+                for (k, w) in w.iter_mut().enumerate() {
+                    *w = (b >> (32 * k)) as u32;
+                }
+            }
+            let threshold = ((1u64 << 32) % range) as u32;
+            with_avx512(
+                #[inline(always)]
+                || {
+                    for (v, &x) in self.buf.iter_mut().zip(&words) {
+                        let m = x as u64 * range;
+                        *v = if (m as u32) < threshold {
+                            REJECTED
+                        } else {
+                            m >> 32
+                        };
+                    }
+                },
+            );
+        } else {
+            let mut blocks = [0 as Block; SAMPLES / 2];
+            self.prg.fill_blocks(&mut blocks);
+            let threshold = range.wrapping_neg() % range;
+            for (i, v) in self.buf.iter_mut().enumerate() {
+                let x = (blocks[i / 2] >> (64 * (i % 2))) as u64;
+                let m = x as u128 * range as u128;
+                *v = if (m as u64) < threshold {
+                    REJECTED
+                } else {
+                    (m >> 64) as u64
+                };
+            }
+        }
+        if self.buf.contains(&REJECTED) {
+            for v in self.buf.iter_mut().filter(|v| **v == REJECTED) {
+                *v = self.prg.below(range);
+            }
+        }
+        if self.offset != 0 {
+            self.buf.iter_mut().for_each(|v| *v += self.offset);
+        }
+        self.used = 0;
+    }
+}
+
+/// Bob's seeds for w and u, from the one the dealer sends.
+fn bobs_seeds(seed: Block) -> (Block, Block) {
+    let mut prg = Prg::from_seed(seed);
+    (prg.block(), prg.block())
+}
+
+/// Bins of r_A in a frame from the dealer to Alice: about 2^20 comparisons, in a
+/// multiple of eight bins, so that the frames' packed bytes join end to end.
+fn frame_bins(p: &Kbm23Params) -> usize {
+    ((1 << 20) / p.beta).next_multiple_of(8)
+}
+
+/// Expands `len` elements of `sampler` into a packed vector.
+fn expand(f: &Field, sampler: &mut Sampler, len: usize) -> Packed {
+    let mut out = PackedWriter::new(f.bits(), len);
+    let mut buf = vec![0; SAMPLES.min(len)];
+    for start in (0..len).step_by(SAMPLES) {
+        let buf = &mut buf[..SAMPLES.min(len - start)];
+        sampler.fill(buf);
+        out.extend(buf);
+    }
+    out.finish()
+}
+
+/// Connects a party to the dealer and sends its request.
+fn request(
+    dealer: &mut dyn Channel,
+    role: Role,
+    session: [u8; 32],
+    p: &Kbm23Params,
+) -> Result<Block> {
+    let sizes = Sizes {
+        sender: p.n_b,
+        receiver: p.n_a,
+    };
+    let sigma = (!p.hashed).then_some(p.sigma);
+    let req = Request {
+        role,
+        session,
+        sizes,
+        sigma,
+    };
+    dealer.send(&req.encode())?;
+    dealer.flush()?;
+    let seed = dealer.recv_exact(16, "the dealer's seed")?;
+    Ok(Block::from_le_bytes(seed.try_into().expect("16 bytes")))
+}
+
+/// Bob's `(w, u)` from the dealer.
+pub(super) fn bobs_tuples(
+    dealer: &mut dyn Channel,
+    session: [u8; 32],
+    p: &Kbm23Params,
+) -> Result<(Packed, Packed)> {
+    let (w_seed, u_seed) = bobs_seeds(request(dealer, Role::Sender, session, p)?);
+    let f = p.field;
+    let w = expand(&f, &mut Sampler::new(&f, w_seed, true), p.comparisons());
+    let u = expand(&f, &mut Sampler::new(&f, u_seed, false), p.comparisons());
+    Ok((w, u))
+}
+
+/// Alice's `(s_A, r_A)` from the dealer: her seed, then r_A a frame at a time.
+pub(super) fn alices_tuples(
+    dealer: &mut dyn Channel,
+    session: [u8; 32],
+    p: &Kbm23Params,
+) -> Result<(Packed, Packed)> {
+    let seed = request(dealer, Role::Receiver, session, p)?;
+    let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
+    let s = expand(&f, &mut Sampler::new(&f, seed, false), alpha);
+    let mut r = PackedWriter::new(f.bits(), p.comparisons());
+    let mut frame = Vec::new();
+    for first in (0..alpha).step_by(frame_bins(p)) {
+        let len = frame_bins(p).min(alpha - first) * beta;
+        let bytes = super::field::packed_bytes(f.bits(), len);
+        dealer.recv_exact_into(&mut frame, bytes, "r_A from the dealer")?;
+        let part = Packed::parse(&f, len, std::mem::take(&mut frame), "r_A from the dealer")?;
+        r.append(&part);
+        frame = part.into_bytes();
+    }
+    Ok((s, r.finish()))
+}
+
+/// Deals the tuples of one session to its two parties (`links[0]` asked with
+/// `requests[0]`), which the caller has paired: same session, both roles, same sizes and σ.
+/// Returns the bytes sent to each.
+pub fn deal(
+    links: [&mut dyn Channel; 2],
+    requests: [Request; 2],
+    prg: &mut Prg,
+) -> Result<[u64; 2]> {
+    let [a, b] = requests;
+    if a.session != b.session || a.role == b.role || a.sizes != b.sizes || a.sigma != b.sigma {
+        return Err(Error::Usage(
+            "the two requests are not the two parties of one session".into(),
+        ));
+    }
+    let p = Kbm23Params::new(a.sizes, a.sigma)?;
+    let [first, second] = links;
+    let (alice, bob) = match a.role {
+        Role::Receiver => (first, second),
+        Role::Sender => (second, first),
+    };
+    let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
+    let (alices_seed, bobs_seed) = (prg.block(), prg.block());
+    bob.send(&bobs_seed.to_le_bytes())?;
+    bob.flush()?;
+    alice.send(&alices_seed.to_le_bytes())?;
+    let (w_seed, u_seed) = bobs_seeds(bobs_seed);
+    let mut s = Sampler::new(&f, alices_seed, false);
+    let (mut w, mut u) = (
+        Sampler::new(&f, w_seed, true),
+        Sampler::new(&f, u_seed, false),
+    );
+    let bins = frame_bins(&p);
+    let dummy = p.bobs_dummy();
+    let (mut c, mut zero, mut w_buf, mut u_buf) = (
+        vec![0; bins],
+        vec![0; bins * beta],
+        vec![0; bins * beta],
+        vec![0; bins * beta],
+    );
+    let mut sent = 16;
+    for first in (0..alpha).step_by(bins) {
+        let bins = bins.min(alpha - first);
+        let len = bins * beta;
+        s.fill(&mut c[..bins]);
+        c[..bins].iter_mut().for_each(|s| *s = f.sub(*s, dummy));
+        w.fill(&mut w_buf[..len]);
+        u.fill(&mut u_buf[..len]);
+        // r_A = (s_A − dummy + 0)·w + u: Bob's answer to a bin where the tables agree.
+        let r = &mut zero[..len];
+        r.fill(0);
+        answer(&f, beta, &c[..bins], r, &w_buf[..len], &u_buf[..len]);
+        let mut packed = PackedWriter::new(f.bits(), len);
+        packed.extend(r);
+        let packed = packed.finish();
+        alice.send(packed.as_bytes())?;
+        sent += packed.as_bytes().len() as u64;
+    }
+    alice.flush()?;
+    Ok(match a.role {
+        Role::Receiver => [sent, 16],
+        Role::Sender => [16, sent],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    #[test]
+    fn samples_are_the_same_however_asked_for_and_in_range() {
+        for q in [3, 9337, 65537, (1 << 40) + 15] {
+            let f = Field::new(q);
+            for nonzero in [false, true] {
+                let mut whole = vec![0; 5000];
+                Sampler::new(&f, 7, nonzero).fill(&mut whole);
+                let mut pieces = Vec::new();
+                let mut s = Sampler::new(&f, 7, nonzero);
+                for len in [1, 1023, 1, 2000, 1975] {
+                    let mut part = vec![0; len];
+                    s.fill(&mut part);
+                    pieces.extend(part);
+                }
+                let first = whole.iter().zip(&pieces).position(|(a, b)| a != b);
+                assert!(whole == pieces, "Q = {q}: first difference at {first:?}");
+                assert!(whole.iter().all(|&v| v < q && (v > 0 || !nonzero)));
+            }
+        }
+        // Every element of a small field turns up, in about equal numbers.
+        let mut counts = [0u32; 3];
+        let mut v = vec![0; 30_000];
+        Sampler::new(&Field::new(3), 1, false).fill(&mut v);
+        v.iter().for_each(|&x| counts[x as usize] += 1);
+        assert!(
+            counts.iter().all(|&c| (9_500..10_500).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn dealt_tuples_satisfy_eq_11() {
+        for sigma in [Some(32), None] {
+            let sizes = Sizes {
+                sender: 3000,
+                receiver: 2000,
+            };
+            let p = Kbm23Params::new(sizes, sigma).unwrap();
+            let session = [9; 32];
+            let (mut alice, mut alice_dealer) = mem_pair(Duration::from_secs(10));
+            let (mut bob, mut bob_dealer) = mem_pair(Duration::from_secs(10));
+            let ((s_a, r_a), (w, u), sent) = std::thread::scope(|scope| {
+                let a = scope.spawn(|| alices_tuples(&mut alice, session, &p).unwrap());
+                let b = scope.spawn(|| bobs_tuples(&mut bob, session, &p).unwrap());
+                let requests = [
+                    Request::read(&mut alice_dealer, 1 << 20).unwrap(),
+                    Request::read(&mut bob_dealer, 1 << 20).unwrap(),
+                ];
+                let links: [&mut dyn Channel; 2] = [&mut alice_dealer, &mut bob_dealer];
+                let sent = deal(links, requests, &mut Prg::from_seed(3)).unwrap();
+                (a.join().unwrap(), b.join().unwrap(), sent)
+            });
+            let f = p.field;
+            let dummy = p.bobs_dummy();
+            for bin in 0..p.alpha as usize {
+                for at in bin * p.beta..(bin + 1) * p.beta {
+                    // r_B = w⁻¹ and s_B = u·w⁻¹ − dummy.
+                    let r_b = f.inv(w.get(at));
+                    let s_b = f.sub(f.mul(u.get(at), r_b), dummy);
+                    assert_eq!(f.mul(r_a.get(at), r_b), f.add(s_a.get(bin), s_b));
+                }
+            }
+            let bytes = super::super::field::packed_bytes(f.bits(), p.comparisons());
+            assert!(sent[0] >= 16 + bytes as u64 && sent[1] == 16, "{sent:?}");
+        }
+    }
+
+    /// What a party gets from a dealer that answers its request with `frames`, then
+    /// hangs up.
+    fn against(role: Role, frames: Vec<Vec<u8>>) -> Result<()> {
+        let p = Kbm23Params::new(
+            Sizes {
+                sender: 500,
+                receiver: 400,
+            },
+            Some(32),
+        )
+        .unwrap();
+        let (mut party, mut dealer) = mem_pair(Duration::from_secs(5));
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                if Request::read(&mut dealer, 1 << 20).is_ok() {
+                    for f in frames {
+                        let _ = dealer.send(&f);
+                    }
+                    let _ = dealer.flush();
+                }
+            });
+            match role {
+                Role::Receiver => alices_tuples(&mut party, [1; 32], &p).map(drop),
+                Role::Sender => bobs_tuples(&mut party, [1; 32], &p).map(drop),
+            }
+        })
+    }
+
+    #[test]
+    fn a_dealer_that_sends_too_little_or_bad_elements_is_an_error() {
+        let p = Kbm23Params::new(
+            Sizes {
+                sender: 500,
+                receiver: 400,
+            },
+            Some(32),
+        )
+        .unwrap();
+        let seed = 5u128.to_le_bytes().to_vec();
+        let bits = p.field.bits();
+        let all = |v: u64| Packed::from_values(bits, (0..p.comparisons()).map(|_| v));
+        assert!(frame_bins(&p) as u64 >= p.alpha, "one frame at this size");
+        let good = all(1).as_bytes().to_vec();
+        assert!(against(Role::Receiver, vec![seed.clone(), good.clone()]).is_ok());
+        for (what, frames) in [
+            ("no seed", vec![]),
+            ("a short seed", vec![seed[..15].to_vec()]),
+            ("no r_A", vec![seed.clone()]),
+            (
+                "r_A cut short",
+                vec![seed.clone(), good[..good.len() - 1].to_vec()],
+            ),
+            (
+                "r_A with an element ≥ Q",
+                vec![seed.clone(), all(p.field.modulus()).as_bytes().to_vec()],
+            ),
+        ] {
+            let e = against(Role::Receiver, frames).expect_err(what);
+            assert!(!matches!(e, Error::Usage(_)), "{what}: {e}");
+        }
+        assert!(against(Role::Sender, vec![seed.clone()]).is_ok());
+        assert!(
+            against(Role::Sender, vec![]).is_err(),
+            "a dealer gone before the seed"
+        );
+    }
+
+    #[test]
+    fn requests_that_are_not_one_session_are_refused() {
+        let req = |role, session, sender| Request {
+            role,
+            session: [session; 32],
+            sizes: Sizes {
+                sender,
+                receiver: 100,
+            },
+            sigma: Some(32),
+        };
+        for (a, b) in [
+            (req(Role::Receiver, 1, 100), req(Role::Receiver, 1, 100)),
+            (req(Role::Receiver, 1, 100), req(Role::Sender, 2, 100)),
+            (req(Role::Receiver, 1, 100), req(Role::Sender, 1, 101)),
+        ] {
+            let ((mut x, _), (mut y, _)) = (
+                mem_pair(Duration::from_secs(10)),
+                mem_pair(Duration::from_secs(10)),
+            );
+            let e = deal([&mut x, &mut y], [a, b], &mut Prg::from_seed(1)).unwrap_err();
+            assert!(e.to_string().contains("one session"), "{e}");
+        }
+        let (mut x, mut y) = mem_pair(Duration::from_secs(10));
+        let mut big = req(Role::Sender, 1, 1 << 30).encode();
+        x.send(&big).unwrap();
+        assert!(Request::read(&mut y, 1 << 24).is_err(), "too many items");
+        big[8] = 9;
+        x.send(&big).unwrap();
+        assert!(Request::read(&mut y, 1 << 30).is_err(), "another version");
+    }
+}
