@@ -295,10 +295,10 @@ struct ParamsCli {
     /// RR17's bins (comma-separated; default: every choice a protocol takes).
     #[arg(long, value_delimiter = ',', value_parser = Bins::parse)]
     bins: Vec<Bins>,
-    /// Item bit lengths for protocols on σ-bit integers (comma-separated; default: each
-    /// the protocol takes).
-    #[arg(long, value_delimiter = ',')]
-    sigma: Vec<u32>,
+    /// Item bit lengths for protocols on σ-bit integers, `any` for keys of any length
+    /// (comma-separated; default: each the protocol takes).
+    #[arg(long, value_delimiter = ',', value_parser = params::SigmaRow::parse)]
+    sigma: Vec<params::SigmaRow>,
     /// Equal set sizes 2^k for each k (comma-separated).
     #[arg(long, value_delimiter = ',')]
     log2n: Vec<u32>,
@@ -315,10 +315,10 @@ struct BenchCli {
     /// RR17's bins for the protocols that take them (comma-separated: a row for each).
     #[arg(long, value_delimiter = ',', value_parser = Bins::parse, default_value = "lan")]
     bins: Vec<Bins>,
-    /// Item bit lengths for protocols on σ-bit integers (comma-separated: a row for each;
-    /// default: each the protocol takes).
-    #[arg(long, value_delimiter = ',')]
-    sigma: Vec<u32>,
+    /// Item bit lengths for protocols on σ-bit integers, `any` for keys of any length
+    /// (comma-separated: a row for each; default: each the protocol takes).
+    #[arg(long, value_delimiter = ',', value_parser = params::SigmaRow::parse)]
+    sigma: Vec<params::SigmaRow>,
     /// Set sizes 2^k (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
     log2n: Vec<u32>,

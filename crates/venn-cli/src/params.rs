@@ -2,14 +2,31 @@
 
 use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes};
 use venn::session::Role;
-use venn::Result;
+use venn::{Error, Result};
+
+/// A `--sigma` row of `venn bench` and `venn params`: σ-bit integers, or `any` for keys of
+/// any length (hashed by the protocol).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SigmaRow(pub Option<u32>);
+
+impl SigmaRow {
+    /// `any`, or a bit length.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "any" => Ok(SigmaRow(None)),
+            _ => s.parse().map(|s| SigmaRow(Some(s))).map_err(|_| {
+                Error::Usage(format!("--sigma wants bit lengths or 'any', got '{s}'"))
+            }),
+        }
+    }
+}
 
 /// The option sets to show or run `p` with: each of `bins` and `sigmas` it takes (all it
 /// takes where these are empty), and each of `offlines` it takes (the default where none).
 pub fn variants(
     p: &dyn Protocol,
     bins: &[Bins],
-    sigmas: &[u32],
+    sigmas: &[SigmaRow],
     offlines: &[Offline],
 ) -> Vec<Options> {
     let accepts = p.accepts();
@@ -26,17 +43,13 @@ pub fn variants(
         (true, true) => vec![Bins::Lan, Bins::Wan],
         (true, false) => bins.to_vec(),
     };
-    let chosen = if sigmas.is_empty() {
-        accepts.sigma
-    } else {
-        sigmas
-    };
     let sigmas: Vec<Option<u32>> = match accepts.sigma {
         [] => vec![None],
-        _ => (accepts.any_items.then_some(None))
+        _ if sigmas.is_empty() => (accepts.any_items.then_some(None))
             .into_iter()
-            .chain(chosen.iter().copied().map(Some))
+            .chain(accepts.sigma.iter().copied().map(Some))
             .collect(),
+        _ => sigmas.iter().map(|s| s.0).collect(),
     };
     bins.iter()
         .flat_map(|&bins| {
@@ -56,7 +69,7 @@ pub fn variants(
 pub fn print_params(
     protocols: &[String],
     bins: &[Bins],
-    sigmas: &[u32],
+    sigmas: &[SigmaRow],
     sizes: &[(u64, u64)],
 ) -> Result<()> {
     let list: Vec<&'static dyn Protocol> = if protocols.is_empty() {

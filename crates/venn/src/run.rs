@@ -368,14 +368,11 @@ fn own_and_peer(s: &Session) -> (u64, u64) {
 /// Refuses sizes whose run would need more than `--max-memory` here (issue 8: a peer
 /// announcing 2^24 items made an rr17-bloom sender try to allocate 61 GiB).
 fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
-    let cost = opts.protocol.info().role(opts.role);
     let (own, peer) = match opts.role {
         Role::Sender => (sizes.sender, sizes.receiver),
         Role::Receiver => (sizes.receiver, sizes.sender),
     };
-    let need = BASE_MEMORY
-        .saturating_add(cost.own_item_bytes.saturating_mul(own))
-        .saturating_add(cost.peer_item_bytes.saturating_mul(peer));
+    let need = BASE_MEMORY.saturating_add(opts.protocol.memory(opts.role, sizes, opts.options));
     if need > opts.max_memory {
         return Err(Error::Memory(format!(
             "as the {} {}, with {peer} peer items and {own} of ours, this run would need \

@@ -289,7 +289,7 @@ pub struct BenchOptions<'a> {
     pub bins: &'a [Bins],
     /// Item bit lengths, a row for each (for protocols on σ-bit integers; empty: all they
     /// take).
-    pub sigmas: &'a [u32],
+    pub sigmas: &'a [crate::params::SigmaRow],
     pub log2ns: &'a [u32],
     /// Threads per party; one row per count.
     pub threads: &'a [usize],

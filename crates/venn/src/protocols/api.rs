@@ -212,7 +212,20 @@ pub trait Protocol: Sync {
     /// The parameters for these set sizes and options (the paper's formulas).
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>>;
 
-    /// The options it takes (`--bins`, `--sigma`).
+    /// Memory `role` needs for a run of these sizes and options, in bytes: an upper
+    /// bound, on which refusing a peer before allocating relies. By default from the
+    /// role's per-item figures ([`RoleInfo`]).
+    fn memory(&self, role: Role, sizes: Sizes, _options: Options) -> u64 {
+        let cost = self.info().role(role);
+        let (own, peer) = match role {
+            Role::Sender => (sizes.sender, sizes.receiver),
+            Role::Receiver => (sizes.receiver, sizes.sender),
+        };
+        (cost.own_item_bytes.saturating_mul(own))
+            .saturating_add(cost.peer_item_bytes.saturating_mul(peer))
+    }
+
+    /// The options it takes (`--bins`, `--sigma`, `--offline`).
     fn accepts(&self) -> Accepts {
         Accepts::NOTHING
     }

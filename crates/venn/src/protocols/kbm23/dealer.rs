@@ -329,7 +329,7 @@ pub fn deal(
         vec![0; bins * beta],
         vec![0; bins * beta],
     );
-    let mut sent = 16;
+    let (mut sent, mut buf) = (16, Vec::new());
     for first in (0..alpha).step_by(bins) {
         let bins = bins.min(alpha - first);
         let len = bins * beta;
@@ -341,11 +341,12 @@ pub fn deal(
         let r = &mut zero[..len];
         r.fill(0);
         answer(&f, beta, &c[..bins], r, &w_buf[..len], &u_buf[..len]);
-        let mut packed = PackedWriter::new(f.bits(), len);
+        let mut packed = PackedWriter::reusing(f.bits(), len, buf);
         packed.extend(r);
         let packed = packed.finish();
         alice.send(packed.as_bytes())?;
         sent += packed.as_bytes().len() as u64;
+        buf = packed.into_bytes();
     }
     alice.flush()?;
     Ok(match a.role {

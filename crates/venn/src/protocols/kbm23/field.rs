@@ -341,11 +341,19 @@ pub struct PackedWriter {
 impl PackedWriter {
     /// A writer of elements of `bits` bits, with room for `capacity`.
     pub fn new(bits: u32, capacity: usize) -> Self {
+        PackedWriter::reusing(bits, capacity, Vec::new())
+    }
+
+    /// A writer into `buf` (emptied first): the memory of a frame sent before, rather than
+    /// fresh pages, which the kernel must clear on first touch (about 0.6 s a GiB here).
+    pub fn reusing(bits: u32, capacity: usize, mut buf: Vec<u8>) -> Self {
         assert!((1..=64).contains(&bits));
+        buf.clear();
+        buf.reserve(packed_bytes(bits, capacity) + SLACK);
         PackedWriter {
             bits,
             len: 0,
-            bytes: Vec::with_capacity(packed_bytes(bits, capacity) + SLACK),
+            bytes: buf,
             acc: 0,
             filled: 0,
         }

@@ -38,7 +38,7 @@ use crate::wide_cpu::with_avx512;
 use crate::{Error, Result};
 use field::{packed_bytes, Field, Packed, PackedWriter};
 pub use params::Kbm23Params;
-use tables::{alices_table, BobsValues, Hashing, Placed, REGION_BINS};
+use tables::{alices_table, BobsValues, Hashing, Placed, GROUP_BINS, REGION_BINS};
 use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
 
 /// KBM23 PSI with OT-made tuples.
@@ -90,8 +90,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// are hashed with.
 const SEED_TOSS: &str = "kbm23 hashing seed";
 
-/// Bins per online frame: whole regions of Bob's table.
-const FRAME_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
+/// Bins per online frame: a group of regions of Bob's table.
+const FRAME_BINS: usize = GROUP_BINS;
 
 impl Protocol for Kbm23 {
     fn info(&self) -> &'static ProtocolInfo {
@@ -100,6 +100,28 @@ impl Protocol for Kbm23 {
 
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Kbm23Params::new(sizes, options.sigma)?))
+    }
+
+    /// From the parameters: the packed tuples (Bob's w and u, and s_B while the OT phase
+    /// makes u; Alice's s_A and r_A), a frame of each direction, and per item its places
+    /// and Bob's three values. A quarter more for what the allocator keeps.
+    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
+        let Ok(p) = Kbm23Params::new(sizes, options.sigma) else {
+            return 0; // refused by the parameters before anything is allocated
+        };
+        let packed = |len: usize| packed_bytes(p.field.bits(), len) as u64;
+        let frame = packed(FRAME_BINS * p.beta) + 4 * (REGION_BINS * p.beta * 8) as u64;
+        let need = match role {
+            Role::Sender => 3 * packed(p.comparisons()) + 96 * p.n_b + frame,
+            Role::Receiver => {
+                2 * packed(p.comparisons())
+                    + packed(p.alpha as usize)
+                    + 56 * p.n_a
+                    + 24 * p.alpha
+                    + frame
+            }
+        };
+        need + need / 4
     }
 
     fn accepts(&self) -> Accepts {
@@ -140,15 +162,17 @@ fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> 
 /// Each item's bins and suffix: σ-bit integers as they are, other keys hashed to σ bits
 /// under a key bound to the session.
 fn place_items(p: &Kbm23Params, h: &Hashing, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
-    let xs: Vec<u128> = if p.hashed {
+    Ok(if p.hashed {
         let encoder = BlockEncoder::new("venn/kbm23/item", sid);
         let mask = Block::MAX >> (128 - p.sigma);
-        items.map_all(|item| encoder.encode(item) & mask)
+        h.place_all(
+            items
+                .map_all(|item| encoder.encode(item) & mask)
+                .into_iter(),
+        )
     } else {
-        let integers = items.integers(p.sigma)?;
-        integers.into_iter().map(u128::from).collect()
-    };
-    Ok(h.place_all(&xs))
+        h.place_all(items.integers(p.sigma)?.into_iter().map(u128::from))
+    })
 }
 
 /// Writes the parameters' σ choice and packed arrays of a state.
@@ -263,17 +287,17 @@ impl Party for Kbm23Sender {
         let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
         ctx.phase("hash items", false);
         let h = Hashing::new(&p, state.seed);
-        let values = BobsValues::new(&p, &h, &place_items(&p, &h, &ctx.session.id, items)?);
+        let mut values = BobsValues::new(&p, &h, &place_items(&p, &h, &ctx.session.id, items)?);
         ctx.phase("compare", false);
         let slots = REGION_BINS.min(alpha) * beta;
         let [mut delta, mut w, mut u, mut c] = [(); 4].map(|_| vec![0; slots]);
-        let mut frame = Vec::new();
+        let (mut frame, mut sent) = (Vec::new(), Vec::new());
         for first in (0..alpha).step_by(FRAME_BINS) {
             let bins = FRAME_BINS.min(alpha - first);
             ctx.peer
                 .recv_exact_into(&mut frame, packed_bytes(f.bits(), bins), "c")?;
             let c_frame = Packed::parse(&f, bins, std::mem::take(&mut frame), "c")?;
-            let mut d = PackedWriter::new(f.bits(), bins * beta);
+            let mut d = PackedWriter::reusing(f.bits(), bins * beta, sent);
             for region in (first..first + bins).step_by(REGION_BINS) {
                 let bins = REGION_BINS.min(first + bins - region);
                 let len = bins * beta;
@@ -285,8 +309,10 @@ impl Party for Kbm23Sender {
                 d.extend(&delta);
             }
             frame = c_frame.into_bytes();
-            ctx.peer.send(d.finish().as_bytes())?;
+            let d = d.finish();
+            ctx.peer.send(d.as_bytes())?;
             ctx.peer.flush()?;
+            sent = d.into_bytes();
         }
         Ok(Output::Nothing)
     }

@@ -19,6 +19,7 @@
 use super::field::Field;
 use super::params::{Kbm23Params, K};
 use crate::crypto::{Aes, Block, Prg};
+use crate::memory::prefetch;
 use crate::tables::{cuckoo_insert, Partitions, HASHES};
 use crate::{Error, Result};
 
@@ -65,30 +66,34 @@ impl Hashing {
 
     /// The bins and suffix of each item `x < 2^σ`, the first AES blocks of a batch of
     /// items encrypted together.
-    pub fn place_all(&self, xs: &[u128]) -> Vec<Placed> {
+    pub fn place_all(&self, mut xs: impl ExactSizeIterator<Item = u128>) -> Vec<Placed> {
+        const BATCH: usize = 256;
         let mut placed = Vec::with_capacity(xs.len());
-        let mut blocks = [0; 256];
-        for batch in xs.chunks(blocks.len()) {
-            let split: Vec<(u64, u64)> = batch.iter().map(|&x| self.split(x)).collect();
-            let blocks = &mut blocks[..batch.len()];
-            for (b, &(_, suffix)) in blocks.iter_mut().zip(&split) {
-                *b = suffix as Block;
+        let (mut split, mut blocks) = ([(0, 0); BATCH], [0; BATCH]);
+        loop {
+            let mut len = 0;
+            for (s, x) in split.iter_mut().zip(xs.by_ref()) {
+                *s = self.split(x);
+                blocks[len] = s.1 as Block;
+                len += 1;
             }
-            self.h.encrypt_blocks(blocks);
-            placed.extend(
-                split
-                    .iter()
-                    .zip(blocks.iter())
-                    .map(|(&(left, suffix), &first)| {
-                        let h = self.functions(suffix, first);
-                        Placed {
-                            bins: h.map(|h| ((h + left) % self.alpha) as u32),
-                            suffix,
-                        }
+            if len == 0 {
+                return placed;
+            }
+            self.h.encrypt_blocks(&mut blocks[..len]);
+            let batch = split[..len].iter().zip(&blocks[..len]);
+            placed.extend(batch.map(|(&(left, suffix), &first)| {
+                let h = self.functions(suffix, first);
+                // h, x_L < α, so one subtraction reduces their sum.
+                Placed {
+                    bins: h.map(|h| {
+                        let b = h + left;
+                        b.min(b.wrapping_sub(self.alpha)) as u32
                     }),
-            );
+                    suffix,
+                }
+            }));
         }
-        placed
     }
 
     /// `(x_L, x_R)` of item `x < 2^σ` (in 64-bit arithmetic where x allows).
@@ -128,7 +133,16 @@ pub fn alices_table(
         Vec::with_capacity(table.len()),
         Vec::with_capacity(table.len()),
     );
+    // The items of the bins are in random order: each one's suffix is asked for a few
+    // bins ahead, so that the reads overlap.
+    const AHEAD: usize = 16;
     for i in 0..table.len() {
+        if let Some((item, _)) = (i + AHEAD < table.len())
+            .then(|| table.bin(i + AHEAD))
+            .flatten()
+        {
+            prefetch(&placed[item]);
+        }
         match table.bin(i) {
             Some((item, j)) => {
                 values.push(h.value(j, placed[item].suffix));
@@ -148,29 +162,68 @@ pub fn alices_table(
 /// β = 25, 26K slots).
 pub const REGION_BINS: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
 
-/// Bob's values (§III-C2): each item's value under every function, grouped by the region
-/// of that function's bin.
+/// Bins of a group of regions: Bob's values are first partitioned by group (a few hundred
+/// groups even at 2^24, whose write streams stay in cache), and a group's values by
+/// region when the group is reached.
+pub const GROUP_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
+
+/// Bob's values (§III-C2): each item's value under every function, grouped by the group
+/// of regions of that function's bin.
 pub struct BobsValues {
     beta: usize,
     dummy: u64,
-    regions: Partitions<(u32, u64)>,
+    groups: Partitions<(u32, u64)>,
+    /// The group last reached, its values in region order, and where each region's start.
+    current: Option<usize>,
+    sorted: Vec<(u32, u64)>,
+    starts: Vec<usize>,
 }
 
 impl BobsValues {
     /// The values of the items `placed`.
     pub fn new(p: &Kbm23Params, h: &Hashing, placed: &[Placed]) -> Self {
-        let mut regions =
-            Partitions::new((p.alpha as usize).div_ceil(REGION_BINS), K * placed.len());
+        let mut groups = Partitions::new((p.alpha as usize).div_ceil(GROUP_BINS), K * placed.len());
         for item in placed {
             for (j, &bin) in item.bins.iter().enumerate() {
-                regions.push(bin as usize / REGION_BINS, (bin, h.value(j, item.suffix)));
+                groups.push(bin as usize / GROUP_BINS, (bin, h.value(j, item.suffix)));
             }
         }
         BobsValues {
             beta: p.beta,
             dummy: p.bobs_dummy(),
-            regions,
+            groups,
+            current: None,
+            sorted: Vec::new(),
+            starts: Vec::new(),
         }
+    }
+
+    /// The values of region `r`, its group sorted by region first if not yet.
+    fn region(&mut self, r: usize) -> &[(u32, u64)] {
+        const REGIONS: usize = GROUP_BINS / REGION_BINS;
+        let group = r / REGIONS;
+        if self.current != Some(group) {
+            let local = |bin: u32| bin as usize % GROUP_BINS / REGION_BINS;
+            let mut starts = [0usize; REGIONS + 1];
+            for (bin, _) in self.groups.records(group) {
+                starts[local(bin) + 1] += 1;
+            }
+            for i in 0..REGIONS {
+                starts[i + 1] += starts[i];
+            }
+            self.sorted.clear();
+            self.sorted.resize(self.groups.len(group), (0, 0));
+            let mut at = starts;
+            for record in self.groups.records(group) {
+                let i = &mut at[local(record.0)];
+                self.sorted[*i] = record;
+                *i += 1;
+            }
+            self.starts = starts.to_vec();
+            self.current = Some(group);
+        }
+        let i = r % REGIONS;
+        &self.sorted[self.starts[i]..self.starts[i + 1]]
     }
 
     /// Region `r` of Bob's table, as offsets from his dummy: bins `r·REGION_BINS..` (up
@@ -178,19 +231,20 @@ impl BobsValues {
     /// of its bin, written `v − dummy` (never 0: values are below the dummy); 0 in the
     /// other slots, which hold the dummy. The order in which a bin's values take their
     /// slots does not change the distribution (spec §2.4: a shuffled padded bin).
+    /// Regions are reached in order.
     pub fn offsets(
-        &self,
+        &mut self,
         f: &Field,
         r: usize,
         bins: usize,
         prg: &mut Prg,
         out: &mut Vec<u64>,
     ) -> Result<()> {
-        let beta = self.beta;
+        let (beta, dummy) = (self.beta, self.dummy);
         out.clear();
         out.resize(bins * beta, 0);
         let mut load = [0u32; REGION_BINS];
-        for (bin, value) in self.regions.records(r) {
+        for &(bin, value) in self.region(r) {
             let local = bin as usize % REGION_BINS;
             if load[local] as usize == beta {
                 return Err(Error::Unlucky(format!(
@@ -205,7 +259,7 @@ impl BobsValues {
                     break s;
                 }
             };
-            out[slot] = f.sub(value, self.dummy);
+            out[slot] = f.sub(value, dummy);
         }
         Ok(())
     }
@@ -218,7 +272,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn place(h: &Hashing, x: u128) -> Placed {
-        h.place_all(&[x])[0]
+        h.place_all([x].into_iter())[0]
     }
 
     /// Bob's whole table, region by region.
@@ -228,7 +282,7 @@ mod tests {
         placed: &[Placed],
         prg: &mut Prg,
     ) -> Result<Vec<u64>> {
-        let values = BobsValues::new(p, h, placed);
+        let mut values = BobsValues::new(p, h, placed);
         let mut table = Vec::new();
         let mut offsets = Vec::new();
         for first in (0..p.alpha as usize).step_by(REGION_BINS) {
@@ -260,7 +314,7 @@ mod tests {
             .chain(top - 20_000..=top)
             .chain((0..20_000).map(|i| i * 214_749));
         let items: Vec<u128> = items.collect();
-        let all = h.place_all(&items);
+        let all = h.place_all(items.iter().copied());
         for (&x, &placed) in items.iter().zip(&all) {
             assert_eq!(placed, place(&h, x), "placed alone and in a batch");
             let distinct: std::collections::HashSet<_> = placed.bins.iter().collect();

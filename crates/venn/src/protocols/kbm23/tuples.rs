@@ -78,19 +78,20 @@ pub fn alices_tuples(
     let (f, beta, ell) = (p.field, p.beta, p.field.bits() as usize);
     let mut s_all = PackedWriter::new(f.bits(), p.alpha as usize);
     let mut r_all = PackedWriter::new(f.bits(), p.comparisons());
-    let mut q1 = Vec::new();
+    let (mut q0_buf, mut q1) = (Vec::new(), Vec::new());
+    let (mut tau_buf, mut kappa_buf) = (Vec::new(), Vec::new());
     for (k, bins) in chunks(p).enumerate() {
         let first = bins.start * beta;
         let comparisons = bins.len() * beta;
         let ext = seeds.segment(k as u64);
         let delta = ext.s()[0];
-        let mut q0 = ext.extend(chan, comparisons * ell, |_| {})?;
+        let mut q0 = ext.extend_into(chan, comparisons * ell, q0_buf, |_| {})?;
         q1.clear();
         q1.extend(q0.iter().map(|q| q ^ delta));
         tccr_hash((first * ell) as u64, &mut q0);
         tccr_hash((first * ell) as u64, &mut q1);
-        let mut tau = PackedWriter::new(f.bits(), comparisons * ell);
-        let mut kappa = PackedWriter::new(f.bits(), bins.len() * (beta - 1));
+        let mut tau = PackedWriter::reusing(f.bits(), comparisons * ell, tau_buf);
+        let mut kappa = PackedWriter::reusing(f.bits(), bins.len() * (beta - 1), kappa_buf);
         let mut s_bin = 0;
         let rows = q0.chunks_exact(ell).zip(q1.chunks_exact(ell));
         for (c, (q0, q1)) in rows.enumerate() {
@@ -111,9 +112,12 @@ pub fn alices_tuples(
                 kappa.push(f.sub(s_bin, s));
             }
         }
-        chan.send(tau.finish().as_bytes())?;
-        chan.send(kappa.finish().as_bytes())?;
+        let (tau, kappa) = (tau.finish(), kappa.finish());
+        chan.send(tau.as_bytes())?;
+        chan.send(kappa.as_bytes())?;
         chan.flush()?;
+        (tau_buf, kappa_buf) = (tau.into_bytes(), kappa.into_bytes());
+        q0_buf = q0;
     }
     Ok(AlicesTuples {
         s: s_all.finish(),
