@@ -115,3 +115,17 @@ pub fn within<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
     assert!(start.elapsed() < limit, "took {:?}", start.elapsed());
     v
 }
+
+/// `venn keygen --out dir/name`; returns (cert, key, fingerprint).
+pub fn keygen(dir: &Path, name: &str) -> (String, String, String) {
+    let out = venn()
+        .args(["keygen", "--out"])
+        .arg(dir.join(name))
+        .output()
+        .unwrap();
+    assert_success(&[&out]);
+    let fp = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(fp.len(), 64, "{fp}");
+    let path = |f: &str| dir.join(name).join(f).to_str().unwrap().to_string();
+    (path("venn.crt"), path("venn.key"), fp)
+}

@@ -86,19 +86,6 @@ fn as_str(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-/// `venn keygen --out dir/name`; returns (cert, key, fingerprint).
-fn keygen(dir: &Path, name: &str) -> (String, String, String) {
-    let out = venn()
-        .args(["keygen", "--out"])
-        .arg(dir.join(name))
-        .output()
-        .unwrap();
-    assert_success(&[&out]);
-    let fp = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let path = |f: &str| dir.join(name).join(f).to_str().unwrap().to_string();
-    (path("venn.crt"), path("venn.key"), fp)
-}
-
 #[test]
 fn every_link_can_be_pinned_and_a_wrong_dealer_is_refused() {
     let dir = tmp();
@@ -109,16 +96,15 @@ fn every_link_can_be_pinned_and_a_wrong_dealer_is_refused() {
     let r = integers(dir.path(), "r.csv", 50..90);
     let out = dir.path().join("out.csv");
     let pins = format!("{fa},{fb}");
-    let (mut dealer, addr) = spawn_dealer(&[
-        "--sessions",
-        "1",
+    let dealer_tls = [
         "--tls-cert",
         &cd,
         "--tls-key",
         &kd,
         "--peer-fingerprint",
         &pins,
-    ]);
+    ];
+    let (mut dealer, addr) = spawn_dealer(&[&["--sessions", "1"][..], &dealer_tls].concat());
     let party = |cert: &str, key: &str, peer: &str, dealer_fp: &str| -> Vec<String> {
         [
             "--protocol",
@@ -156,14 +142,7 @@ fn every_link_can_be_pinned_and_a_wrong_dealer_is_refused() {
     assert!(dealer.wait().unwrap().success());
 
     // A dealer whose certificate is not the pinned one is refused, and nothing written.
-    let (mut dealer, addr2) = spawn_dealer(&[
-        "--tls-cert",
-        &cd,
-        "--tls-key",
-        &kd,
-        "--peer-fingerprint",
-        &pins,
-    ]);
+    let (mut dealer, addr2) = spawn_dealer(&dealer_tls);
     let swap = |v: Vec<String>| -> Vec<String> {
         v.into_iter()
             .map(|a| {

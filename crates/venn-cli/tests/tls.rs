@@ -7,20 +7,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// `venn keygen --out dir/name`; returns (cert, key, fingerprint).
-fn keygen(dir: &Path, name: &str) -> (String, String, String) {
-    let out = venn()
-        .args(["keygen", "--out"])
-        .arg(dir.join(name))
-        .output()
-        .unwrap();
-    assert_success(&[&out]);
-    let fp = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    assert_eq!(fp.len(), 64, "{fp}");
-    let path = |f: &str| dir.join(name).join(f).to_str().unwrap().to_string();
-    (path("venn.crt"), path("venn.key"), fp)
-}
-
 fn tls_args<'a>(cert: &'a str, key: &'a str, trust: &'a str, value: &'a str) -> Vec<&'a str> {
     vec!["--tls-cert", cert, "--tls-key", key, trust, value]
 }

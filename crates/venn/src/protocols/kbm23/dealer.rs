@@ -428,17 +428,18 @@ mod tests {
         }
     }
 
+    fn small() -> Kbm23Params {
+        let sizes = Sizes {
+            sender: 500,
+            receiver: 400,
+        };
+        Kbm23Params::new(sizes, Some(32)).unwrap()
+    }
+
     /// What a party gets from a dealer that answers its request with `frames`, then
     /// hangs up.
     fn against(role: Role, frames: Vec<Vec<u8>>) -> Result<()> {
-        let p = Kbm23Params::new(
-            Sizes {
-                sender: 500,
-                receiver: 400,
-            },
-            Some(32),
-        )
-        .unwrap();
+        let p = small();
         let (mut party, mut dealer) = mem_pair(Duration::from_secs(5));
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -458,14 +459,7 @@ mod tests {
 
     #[test]
     fn a_dealer_that_sends_too_little_or_bad_elements_is_an_error() {
-        let p = Kbm23Params::new(
-            Sizes {
-                sender: 500,
-                receiver: 400,
-            },
-            Some(32),
-        )
-        .unwrap();
+        let p = small();
         let seed = 5u128.to_le_bytes().to_vec();
         let bits = p.field.bits();
         let all = |v: u64| Packed::from_values(bits, (0..p.comparisons()).map(|_| v));
