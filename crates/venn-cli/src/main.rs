@@ -73,10 +73,10 @@ struct OptionsCli {
     /// keys must then be integers below 2^SIGMA, in decimal.
     #[arg(long)]
     sigma: Option<u32>,
-    /// Where kbm23's offline phase gets its tuples: ot (between the two parties, the
-    /// default) or dealer (a `venn dealer` trusted not to collude with either party; see
-    /// --dealer).
-    #[arg(long, value_name = "ot|dealer", value_parser = Offline::parse)]
+    /// Where kbm23's offline phase gets its tuples: ot (OT between the two parties, the
+    /// default), bfv (homomorphic encryption between them; --sigma 32) or dealer (a `venn
+    /// dealer` trusted not to collude with either party; see --dealer).
+    #[arg(long, value_name = "ot|dealer|bfv", value_parser = Offline::parse)]
     offline: Option<Offline>,
 }
 
@@ -340,8 +340,8 @@ struct BenchCli {
     /// organisations), interleaved with the plaintext runs, and show the cost.
     #[arg(long, conflicts_with = "solo")]
     tls: bool,
-    /// Where kbm23's tuples come from (comma-separated: a row for each): ot, dealer (a
-    /// `venn dealer` process started for each run).
+    /// Where kbm23's tuples come from (comma-separated: a row for each): ot, bfv, dealer
+    /// (a `venn dealer` process started for each run).
     #[arg(long, value_delimiter = ',', value_parser = Offline::parse)]
     offline: Vec<Offline>,
     /// Emulate a network: lan, wan (40 Mbit/s, 80 ms round trip), kkrt16-wan, rr17-wan,
@@ -463,10 +463,10 @@ impl LinkCli {
                     "--offline dealer needs the dealer's address: --dealer ADDR".into(),
                 ))
             }
-            (Offline::Ot, Some(_)) => {
+            (Offline::Ot | Offline::Bfv, Some(_)) => {
                 return Err(Error::Usage("--dealer is for --offline dealer".into()))
             }
-            (Offline::Ot, None) => None,
+            (Offline::Ot | Offline::Bfv, None) => None,
         };
         Ok(Link {
             transport: self.tls.load()?,

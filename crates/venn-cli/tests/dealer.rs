@@ -1,6 +1,6 @@
-//! `venn dealer` and kbm23's `--offline dealer` through the real binary: runs on integer
-//! and hashed keys, over TLS with every link pinned, and each way the dealer can be missing
-//! or misconfigured, each a clean error.
+//! kbm23's offline phases other than OT through the real binary: `venn dealer` with
+//! `--offline dealer` on integer and hashed keys, over TLS with every link pinned, and each
+//! way the dealer can be missing or misconfigured, each a clean error; and `--offline bfv`.
 
 mod common;
 
@@ -229,4 +229,44 @@ fn a_missing_dealer_or_a_dealer_for_the_wrong_protocol_is_a_clean_error() {
         assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
     }
     assert!(!Path::new(out).exists(), "nothing written without tuples");
+}
+
+#[test]
+fn bfv_tuples_give_the_intersection_and_hashed_keys_are_refused() {
+    let dir = tmp();
+    let s = integers(dir.path(), "s.csv", (0..400).map(|k| k * 2));
+    let r = integers(dir.path(), "r.csv", (0..300).map(|k| k * 3));
+    let out = dir.path().join("out.csv");
+    let bfv = ["--protocol", "kbm23", "--sigma", "32", "--offline", "bfv"];
+    let (so, ro) = run_pair(
+        &[
+            &bfv[..],
+            &["--input", &r, "--output", out.to_str().unwrap()],
+        ]
+        .concat(),
+        &[&bfv[..], &["--input", &s]].concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let want: String = (0..300u32)
+        .map(|k| k * 3)
+        .filter(|k| k % 2 == 0 && *k < 800)
+        .map(|k| format!("{k}\n"))
+        .collect();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("id\n{want}")
+    );
+    let hashed = venn()
+        .args(["receive", "--connect", "127.0.0.1:9", "--protocol", "kbm23"])
+        .args([
+            "--offline",
+            "bfv",
+            "--input",
+            &r,
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_clean_failure(&hashed, "--sigma 32");
 }

@@ -219,7 +219,7 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
         v
     };
     let dealer = match spawn.variant.options.offline {
-        Offline::Ot => None,
+        Offline::Ot | Offline::Bfv => None,
         Offline::Dealer => Some(spawn_dealer(spawn.timeout)?),
     };
     let dealer_args: Vec<String> = match &dealer {

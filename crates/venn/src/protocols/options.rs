@@ -1,6 +1,6 @@
 //! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
 //! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
-//! standard-model protocol, RR17 §7) and `--offline ot|dealer` (where KBM23's tuples come
+//! standard-model protocol, RR17 §7) and `--offline ot|dealer|bfv` (where KBM23's tuples come
 //! from, §IV). Both parties must make the same choices: they are
 //! announced in the handshake, and a peer that made others is refused by name.
 
@@ -51,9 +51,9 @@ impl Bins {
     }
 }
 
-/// Where a protocol's offline phase gets its correlated randomness (KBM23 §IV): from OT
-/// between the two parties, or from a trusted dealer, a third process that never sees the
-/// inputs but must not collude with either party.
+/// Where a protocol's offline phase gets its correlated randomness (KBM23 §IV): from OT or
+/// homomorphic encryption between the two parties, or from a trusted dealer, a third
+/// process that never sees the inputs but must not collude with either party.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Offline {
     /// Oblivious transfer between the parties (KBM23 §IV-D): no one else is trusted.
@@ -61,6 +61,9 @@ pub enum Offline {
     Ot,
     /// A trusted dealer (`venn dealer`, KBM23 §IV-A).
     Dealer,
+    /// BFV homomorphic encryption between the parties (KBM23 §IV-B): no one else is
+    /// trusted.
+    Bfv,
 }
 
 impl Offline {
@@ -69,16 +72,18 @@ impl Offline {
         match self {
             Offline::Ot => "ot",
             Offline::Dealer => "dealer",
+            Offline::Bfv => "bfv",
         }
     }
 
-    /// `ot` or `dealer`.
+    /// `ot`, `dealer` or `bfv`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "ot" => Ok(Offline::Ot),
             "dealer" => Ok(Offline::Dealer),
+            "bfv" => Ok(Offline::Bfv),
             _ => Err(Error::Usage(format!(
-                "--offline wants ot or dealer, got '{s}'"
+                "--offline wants ot, dealer or bfv, got '{s}'"
             ))),
         }
     }
@@ -197,7 +202,13 @@ impl Options {
         let offline = match r.u8()? {
             0 => Offline::Ot,
             1 => Offline::Dealer,
-            o => return Err(Error::protocol("an offline code of 0 or 1", o.to_string())),
+            2 => Offline::Bfv,
+            o => {
+                return Err(Error::protocol(
+                    "an offline code of 0, 1 or 2",
+                    o.to_string(),
+                ))
+            }
         };
         Ok(Options {
             bins,
@@ -221,7 +232,7 @@ mod tests {
     fn options_survive_the_wire() {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
-                for offline in [Offline::Ot, Offline::Dealer] {
+                for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv] {
                     let o = Options {
                         bins,
                         sigma,

@@ -13,20 +13,28 @@ pub struct Field {
     bits: u32,
     /// `⌊(2^64 − 1) / q⌋`, for Barrett reduction of products below 2^64 (Q < 2^32).
     barrett: u64,
-    /// `⌊2^32 / q⌋`, for Barrett reduction below 2^32 (Q ≤ 2^16).
-    barrett32: u32,
+    /// `⌊2^(2ℓ) / q⌋`, for Barrett reduction of products below Q² (ℓ ≤ 21).
+    barrett_narrow: u64,
 }
+
+/// The widest ℓ of [`Narrow`]: `x·⌊2^(2ℓ)/Q⌋ < 2^(3ℓ + 1)` must fit 64 bits.
+const NARROW_BITS: u32 = 21;
 
 impl Field {
     /// The field of the prime `q` (2 < q < 2^63; primality is the caller's:
     /// [`next_prime`] makes it).
     pub fn new(q: u64) -> Self {
         assert!(q > 2 && q < 1 << 63, "Q = {q} out of range");
+        let bits = 64 - (q - 1).leading_zeros();
         Field {
             q,
-            bits: 64 - (q - 1).leading_zeros(),
+            bits,
             barrett: u64::MAX / q,
-            barrett32: ((1 << 32) / q).min(u32::MAX as u64) as u32,
+            barrett_narrow: if bits <= NARROW_BITS {
+                ((1u128 << (2 * bits)) / q as u128) as u64
+            } else {
+                0
+            },
         }
     }
 
@@ -79,17 +87,18 @@ impl Field {
     #[inline(always)]
     pub fn mul_add(&self, a: u64, b: u64, c: u64) -> u64 {
         match self.narrow() {
-            Some(n) => n.mul_add(a as u32, b as u32, c as u32) as u64,
+            Some(n) => n.mul_add(a, b, c),
             None => self.add(self.mul(a, b), c),
         }
     }
 
-    /// The field in 32-bit arithmetic, for ℓ ≤ 16.
+    /// The field with products reduced in 64-bit lanes, for ℓ ≤ 21.
     #[inline(always)]
     pub fn narrow(&self) -> Option<Narrow> {
-        (self.bits <= 16).then_some(Narrow {
-            q: self.q as u32,
-            barrett: self.barrett32,
+        (self.bits <= NARROW_BITS).then_some(Narrow {
+            q: self.q,
+            barrett: self.barrett_narrow,
+            shift: 2 * self.bits,
         })
     }
 
@@ -131,28 +140,31 @@ impl Field {
     }
 }
 
-/// 𝔽_Q for Q ≤ 2^16 in 32-bit integers, whose products the compiler vectorises.
+/// 𝔽_Q for ℓ ≤ 21, its products reduced by a Barrett quotient that needs only 64-bit
+/// products, which the compiler vectorises.
 #[derive(Clone, Copy)]
 pub struct Narrow {
-    q: u32,
-    /// `⌊2^32 / q⌋` (at most `2^32 − 1`).
-    barrett: u32,
+    q: u64,
+    /// `⌊2^shift / q⌋`.
+    barrett: u64,
+    /// `2ℓ`.
+    shift: u32,
 }
 
 impl Narrow {
     /// `a + b`.
     #[inline(always)]
-    pub fn add(&self, a: u32, b: u32) -> u32 {
+    pub fn add(&self, a: u64, b: u64) -> u64 {
         let x = a + b;
         x.min(x.wrapping_sub(self.q))
     }
 
-    /// `a·b + c`: `x = a·b + c < Q² ≤ 2^32`, and the quotient `⌊x·⌊2^32/Q⌋ / 2^32⌋` is at
-    /// most one short of `⌊x/Q⌋`.
+    /// `a·b + c`: `x = a·b + c < Q² ≤ 2^(2ℓ)`, so the quotient `⌊x·⌊2^(2ℓ)/Q⌋ / 2^(2ℓ)⌋`
+    /// is at most one short of `⌊x/Q⌋`, and `x·⌊2^(2ℓ)/Q⌋ < 2^(3ℓ+1)` fits.
     #[inline(always)]
-    pub fn mul_add(&self, a: u32, b: u32, c: u32) -> u32 {
+    pub fn mul_add(&self, a: u64, b: u64, c: u64) -> u64 {
         let x = a * b + c;
-        let quotient = ((x as u64 * self.barrett as u64) >> 32) as u32;
+        let quotient = (x * self.barrett) >> self.shift;
         let r = x - quotient * self.q;
         r.min(r.wrapping_sub(self.q))
     }
@@ -483,6 +495,8 @@ mod tests {
             3,
             9689,
             65521,
+            65537,
+            2_097_143,
             65537,
             4_294_967_291,
             next_prime(1 << 61),

@@ -7,8 +7,9 @@
 //! receiver; Bob, who simple-hashes and learns nothing, is the sender.
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed, and α set tuples — from Gilboa
-//! product sharing on IKNP OTs after base OTs ([`tuples`], §IV-D, `--offline ot`), or from
-//! a trusted dealer ([`dealer`], §IV-A, `--offline dealer`).
+//! product sharing on IKNP OTs after base OTs ([`tuples`], §IV-D, `--offline ot`), from BFV
+//! ([`bfv`], §IV-B, `--offline bfv`), or from a trusted dealer ([`dealer`], §IV-A,
+//! `--offline dealer`).
 //!
 //! **Online** (Algorithm 1): Alice puts her items in α bins by 3-way cuckoo hashing with
 //! permutation-based hashing ([`tables`]) and sends `c_i = s_A,i − T_A[i]` for every bin;
@@ -18,6 +19,7 @@
 //! T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a time, one range in
 //! flight.
 
+mod bfv;
 pub mod dealer;
 mod field;
 mod params;
@@ -52,12 +54,15 @@ static INFO: ProtocolInfo = ProtocolInfo {
     name: "kbm23",
     paper: "Kerschbaum, Blass, Mahdavi: Faster Secure Comparisons with Offline Phase for \
             Efficient Private Set Intersection (NDSS 2023), Algorithm 1 with set OLE tuples \
-            (§III-C5), tuples by Gilboa product sharing on IKNP OTs (§IV-D, --offline ot) or \
-            from a trusted dealer (§IV-A, --offline dealer)",
+            (§III-C5), tuples by Gilboa product sharing on IKNP OTs (§IV-D, --offline ot), \
+            BFV homomorphic encryption (§IV-B, --offline bfv) or a trusted dealer (§IV-A, \
+            --offline dealer)",
     security: Security::SemiHonest,
     leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
               other's set size. Secure only if both parties follow the protocol (Thm 2, 3; \
-              the OT offline phase assumes a correlation-robust hash and the base OTs' DDH). \
+              the OT offline phase assumes a correlation-robust hash and the base OTs' DDH; \
+              the BFV one RLWE at 128-bit security, its results flooded so that they say \
+              nothing of the sender's tuples but with probability 2^-40). \
               With --offline dealer the tuples come from `venn dealer`, which sees no input \
               but knows every tuple: a dealer that colludes with either party, or reads the \
               parties' link, learns the other's set. \
@@ -99,14 +104,14 @@ impl Protocol for Kbm23 {
     }
 
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Kbm23Params::new(sizes, options.sigma)?))
+        Ok(Box::new(Kbm23Params::for_options(sizes, options)?))
     }
 
     /// From the parameters: the packed tuples (Bob's w and u, and s_B while the OT phase
     /// makes u; Alice's s_A and r_A), a frame of each direction, and per item its places
     /// and Bob's three values. A quarter more for what the allocator keeps.
     fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        let Ok(p) = Kbm23Params::new(sizes, options.sigma) else {
+        let Ok(p) = Kbm23Params::for_options(sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
         let packed = |len: usize| packed_bytes(p.field.bits(), len) as u64;
@@ -129,14 +134,17 @@ impl Protocol for Kbm23 {
             bins: false,
             sigma: &[32],
             any_items: true,
-            offline: &[Offline::Ot, Offline::Dealer],
+            offline: &[Offline::Ot, Offline::Dealer, Offline::Bfv],
         }
     }
 
     fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        match options.sigma {
-            Some(sigma) => items.check_integers(INFO.name, sigma),
-            None => Ok(()),
+        match (options.sigma, options.offline) {
+            (Some(sigma), _) => items.check_integers(INFO.name, sigma),
+            (None, Offline::Bfv) => Err(Error::Usage(
+                "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
+            )),
+            (None, _) => Ok(()),
         }
     }
 
@@ -150,7 +158,7 @@ impl Protocol for Kbm23 {
 
 /// The session's parameters, which must be those the state was made with.
 fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> {
-    let p = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+    let p = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
     if p != *made_for {
         return Err(Error::State(
             "the precomputed tuples were made for other parameters".into(),
@@ -183,6 +191,7 @@ fn save_arrays(
     out: &mut StateWriter,
 ) -> Result<()> {
     out.u64(if p.hashed { 0 } else { p.sigma as u64 })?;
+    out.u64(p.field.modulus())?;
     out.block(seed)?;
     for a in arrays {
         out.raw(a.as_bytes())?;
@@ -202,7 +211,20 @@ fn load_arrays(
         32 => Some(32),
         s => return Err(Error::State(format!("a kbm23 state for σ = {s}"))),
     };
-    let p = Kbm23Params::new(sizes, sigma)?;
+    // The field tells the offline phases apart: BFV's is its plaintext space.
+    let q = input.u64()?;
+    let p = [Offline::Ot, Offline::Bfv]
+        .into_iter()
+        .filter_map(|offline| {
+            let options = Options {
+                sigma,
+                offline,
+                ..Options::default()
+            };
+            Kbm23Params::for_options(sizes, options).ok()
+        })
+        .find(|p| p.field.modulus() == q)
+        .ok_or_else(|| Error::State(format!("a kbm23 state for a field of {q} elements")))?;
     let seed = input.block()?;
     let mut array = |len| {
         let bytes = input.raw(packed_bytes(p.field.bits(), len))?;
@@ -258,7 +280,7 @@ impl Party for Kbm23Sender {
     /// Bob sends the base OTs (he is the IKNP receiver: his choices are the bits of r_B),
     /// answers the seed toss and makes his halves of the tuples.
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
-        let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+        let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
         let sid = ctx.session.id;
         ctx.phase("hashing seed", true);
         let [seed, _] =
@@ -275,6 +297,10 @@ impl Party for Kbm23Sender {
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
                 dealer::bobs_tuples(&mut *ctx.dealer()?, sid, &params)?
+            }
+            Offline::Bfv => {
+                ctx.phase("OLE tuples (BFV)", true);
+                bfv::bobs_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
         };
         Ok(SenderState { params, seed, w, u })
@@ -346,7 +372,7 @@ fn answer_any(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u
         Some(n) => {
             for (&c, (delta, (w, u))) in c.iter().zip(slots) {
                 for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
-                    *d = n.mul_add(n.add(c as u32, *d as u32), w as u32, u as u32) as u64;
+                    *d = n.mul_add(n.add(c, *d), w, u);
                 }
             }
         }
@@ -399,7 +425,7 @@ impl Party for Kbm23Receiver {
     /// Alice receives the base OTs (she is the IKNP sender, with r_A in her messages),
     /// commits to the seed toss and makes her halves of the tuples.
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
-        let params = Kbm23Params::new(ctx.session.sized, ctx.session.options.sigma)?;
+        let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
         let sid = ctx.session.id;
         ctx.phase("hashing seed", true);
         let [seed, _] =
@@ -414,6 +440,11 @@ impl Party for Kbm23Receiver {
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
                 let (s, r) = dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?;
+                AlicesTuples { s, r }
+            }
+            Offline::Bfv => {
+                ctx.phase("OLE tuples (BFV)", true);
+                let (s, r) = bfv::alices_tuples(ctx.peer, &params, &mut ctx.prg)?;
                 AlicesTuples { s, r }
             }
         };

@@ -31,7 +31,7 @@
 
 use super::field::{next_prime, Field};
 use crate::net::Writer;
-use crate::protocols::{ParamTable, Parameters, Sizes};
+use crate::protocols::{Offline, Options, ParamTable, Parameters, Sizes};
 use crate::tables::simple_hash::bin_size;
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
@@ -101,6 +101,21 @@ impl Kbm23Params {
             d: d as u64,
             field: Field::new(next_prime(least as u64)),
         })
+    }
+
+    /// The parameters for `sizes` and the run's options: under `--offline bfv` the field is
+    /// BFV's plaintext space (see [`super::bfv`]), and only 32-bit integer keys.
+    pub fn for_options(sizes: Sizes, options: Options) -> Result<Self> {
+        let mut p = Kbm23Params::new(sizes, options.sigma)?;
+        if options.offline == Offline::Bfv {
+            if p.hashed {
+                return Err(Error::Usage(
+                    "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
+                ));
+            }
+            p.field = Field::new(super::bfv::plaintext_modulus(p.alices_dummy() + 2));
+        }
+        Ok(p)
     }
 
     /// Alice's dummy, `k·D`, above every value an item is stored as.
