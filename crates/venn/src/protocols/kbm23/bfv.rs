@@ -205,6 +205,10 @@ pub fn bobs_tuples(
         w_block.resize(bins.len() * beta, 0);
         u_block.clear();
         u_block.resize(bins.len() * beta, 0);
+        // Slots past the last bin multiply by 0: left holding an earlier bin's s_B and w,
+        // they would hand Alice (0 + s_B)·w beside her r_A = (s_A + s_B)·w, and so w.
+        s_slots.fill(0);
+        w_slots.fill(0);
         for j in 0..beta {
             for i in 0..bins.len() {
                 let (s, w) = (f.random(prg), f.random_nonzero(prg));
@@ -330,6 +334,46 @@ mod tests {
                 let s_b = f.sub(f.mul(u.get(at), r_b), p.bobs_dummy());
                 assert_eq!(f.mul(r_a.get(at), r_b), f.add(s_a.get(bin), s_b), "{at}");
             }
+        }
+    }
+
+    #[test]
+    fn slots_past_the_last_bin_say_nothing() {
+        // Two blocks: the second's unused slots must not hold the first's tuples.
+        let p = params(12_000, 7_000);
+        assert_eq!(blocks(&p).count(), 2);
+        let par = parameters(&p).unwrap();
+        let mut rng = rng(&mut Prg::from_seed(4));
+        let sk = SecretKey::random(&par, &mut rng);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(60));
+        let (used, beta) = (blocks(&p).last().unwrap().len(), p.beta);
+        let alice = std::thread::spawn(move || {
+            let a: &mut dyn Channel = &mut a;
+            a.send(&PublicKey::new(&sk, &mut rng).to_bytes()).unwrap();
+            let zeros = Plaintext::try_encode(&[0u64; DEGREE], Encoding::simd(), &par).unwrap();
+            let mut last = Vec::new();
+            for block in 0..2 {
+                let ct: Ciphertext = sk.try_encrypt(&zeros, &mut rng).unwrap();
+                a.send(&ct.to_bytes()).unwrap();
+                a.flush().unwrap();
+                for _ in 0..beta {
+                    let bytes = a.recv(MAX_MESSAGE).unwrap();
+                    let ct = Ciphertext::from_bytes(&bytes, &par).unwrap();
+                    let v = Vec::<u64>::try_decode(&sk.try_decrypt(&ct).unwrap(), Encoding::simd());
+                    if block == 1 {
+                        last.push(v.unwrap());
+                    }
+                }
+            }
+            last
+        });
+        bobs_tuples(&mut b, &p, &mut Prg::from_seed(5)).unwrap();
+        for v in alice.join().unwrap() {
+            assert!(
+                v[..used].iter().any(|&x| x != 0),
+                "the used slots hold s_B·w"
+            );
+            assert!(v[used..].iter().all(|&x| x == 0), "the others nothing");
         }
     }
 
