@@ -5,7 +5,8 @@
 //!
 //! Every connection is untrusted: its request is bounded and checked (set sizes up to
 //! `--max-items`), a connection whose partner does not come within `--timeout` is dropped
-//! with a reason, and a pair that does not match (sizes, σ, roles) is refused.
+//! with a reason, at most [`MAX_WAITING`] parties wait at once, and a pair that does not
+//! match (sizes, σ, roles) is refused.
 
 use crate::transport::Transport;
 use std::collections::HashMap;
@@ -30,6 +31,10 @@ pub struct DealerArgs {
     /// Stop after this many sessions (benchmarks and tests); `None`: serve until killed.
     pub sessions: Option<u64>,
 }
+
+/// The most parties left waiting for their partners at once: a flood of lone requests
+/// (from anyone the TLS settings let in) is refused, not held.
+const MAX_WAITING: usize = 256;
 
 /// A party waiting for its partner.
 struct Waiting {
@@ -114,6 +119,12 @@ fn take(
         let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
         match waiting.remove(&request.session) {
             Some(w) if w.since.elapsed() < timeout => w,
+            _ if waiting.len() >= MAX_WAITING => {
+                drop(waiting);
+                eprintln!("venn dealer: refused a request: {MAX_WAITING} parties already wait");
+                chan.abort("the dealer has too many parties waiting for their partners");
+                return None;
+            }
             _ => {
                 let since = Instant::now();
                 waiting.insert(

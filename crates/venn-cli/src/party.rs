@@ -119,12 +119,10 @@ impl Link {
         }
     }
 
-    /// Opens the link to the dealer (`--dealer`).
-    fn connect_dealer(&self) -> Result<Box<dyn Channel>> {
-        let d = self.dealer.as_ref().ok_or_else(|| {
-            Error::Usage("--offline dealer needs the dealer's address: --dealer ADDR".into())
-        })?;
-        d.transport.connect(&d.addr, self.timeout)
+    /// How to open the link to the dealer, if `--dealer` was given.
+    fn dealer_link(&self) -> Option<impl Fn() -> Result<Box<dyn Channel>> + Sync + '_> {
+        let d = self.dealer.as_ref()?;
+        Some(move || d.transport.connect(&d.addr, self.timeout))
     }
 
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
@@ -296,13 +294,13 @@ pub fn run_party(
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
-    let dealer = || args.link.connect_dealer();
+    let dealer = args.link.dealer_link();
     let opts = args.link.options(
         protocol,
         role,
         args.both,
         spinner.as_ref().map(|s| s as &dyn Progress),
-        Some(&dealer),
+        dealer.as_ref().map(|d| d as &DealerLink),
     );
     // A state is read and checked before the peer is contacted; it is used up only once
     // the peer has confirmed the online session.
@@ -465,13 +463,13 @@ pub fn precompute_party(
         )));
     }
     let spinner = Spinner::if_terminal(&format!("venn {} precompute", role.name()));
-    let dealer = || args.link.connect_dealer();
+    let dealer = args.link.dealer_link();
     let opts = args.link.options(
         protocol,
         role,
         false,
         spinner.as_ref().map(|s| s as &dyn Progress),
-        Some(&dealer),
+        dealer.as_ref().map(|d| d as &DealerLink),
     );
     let mut chan = args.link.connect(on_bound)?;
     let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::{find, Options};
+use venn::protocols::{find, DealerLink, Options};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
@@ -165,11 +165,8 @@ impl BenchParty {
         };
         let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
         let timeout = self.timeout;
-        let dealer_addr = self.dealer.clone();
-        let dealer = move || match &dealer_addr {
-            Some(addr) => Transport::loopback().connect(addr, timeout),
-            None => Err(Error::Usage("no dealer was started".into())),
-        };
+        let dealer =
+            (self.dealer.as_ref()).map(|addr| move || Transport::loopback().connect(addr, timeout));
         let opts = RunOptions {
             protocol,
             role: self.role,
@@ -180,7 +177,7 @@ impl BenchParty {
             threads: self.threads,
             seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
             progress: None,
-            dealer: Some(&dealer),
+            dealer: dealer.as_ref().map(|d| d as &DealerLink),
         };
         let mut state = None;
         let report = match self.link {

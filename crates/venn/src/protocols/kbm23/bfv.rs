@@ -17,7 +17,7 @@
 //!
 //! **Circuit privacy** (spec §5.3, 3): the returned ciphertext's `c₁` and noise would
 //! otherwise depend on w. `Enc_pk(0)` re-randomises `c₁`; to `c₀` Bob adds noise uniform in
-//! `[−2^FLOOD, 2^FLOOD]`, `2^(λ + ⌈log₂(N·results)⌉)` times a bound on every noise term that
+//! `[−2^FLOOD, 2^FLOOD)`, `2^(λ + ⌈log₂(N·results)⌉)` times a bound on every noise term that
 //! depends on his values. That bound: Alice's fresh noise times w is at most `N·t·6σ` before
 //! the switch, which divides it by the dropped modulus (2^62), and the switch's rounding is
 //! at most `(1 + N·‖s‖∞)/2`; 2^16 covers both at N = 8192 (the measured total is 2^17 with
@@ -31,6 +31,7 @@
 
 use super::field::{Packed, PackedWriter};
 use super::params::Kbm23Params;
+use super::tuples::{AlicesTuples, BobsTuples};
 use crate::crypto::Prg;
 use crate::net::Channel;
 use crate::{Error, Result};
@@ -114,7 +115,7 @@ pub fn alices_tuples(
     chan: &mut dyn Channel,
     p: &Kbm23Params,
     prg: &mut Prg,
-) -> Result<(Packed, Packed)> {
+) -> Result<AlicesTuples> {
     let par = parameters(p)?;
     let f = p.field;
     let mut rng = rng(prg);
@@ -156,15 +157,11 @@ pub fn alices_tuples(
         r.extend(&block);
     }
     let s = Packed::from_values(f.bits(), s.into_iter());
-    Ok((s, r.finish()))
+    Ok(AlicesTuples { s, r: r.finish() })
 }
 
 /// Bob's `(w, u)` (u as in [`super::SenderState`]).
-pub fn bobs_tuples(
-    chan: &mut dyn Channel,
-    p: &Kbm23Params,
-    prg: &mut Prg,
-) -> Result<(Packed, Packed)> {
+pub fn bobs_tuples(chan: &mut dyn Channel, p: &Kbm23Params, prg: &mut Prg) -> Result<BobsTuples> {
     let par = parameters(p)?;
     let (f, beta) = (p.field, p.beta);
     let mut rng = rng(prg);
@@ -237,10 +234,14 @@ pub fn bobs_tuples(
         w_all.extend(&w_block);
         u_all.extend(&u_block);
     }
-    Ok((w_all.finish(), u_all.finish()))
+    Ok(BobsTuples {
+        w: w_all.finish(),
+        u: u_all.finish(),
+    })
 }
 
-/// A polynomial with coefficients uniform in `[−2^bits, 2^bits]`, in NTT form over `moduli`.
+/// A polynomial with coefficients uniform in `[−2^bits, 2^bits)`, in NTT form over
+/// `moduli`: the low `bits + 1` bits of a PRG block, less `2^bits`.
 fn flooding(
     ctx: &Arc<fhe_math::rq::Context>,
     moduli: &[u64],
@@ -248,10 +249,10 @@ fn flooding(
     prg: &mut Prg,
 ) -> Result<Poly> {
     assert!(bits < 126, "flooding fits an i128");
-    let span = (1u128 << (bits + 1)) + 1;
+    let mask = (1u128 << (bits + 1)) - 1;
     let mut residues = ndarray::Array2::<u64>::zeros((moduli.len(), DEGREE));
     for k in 0..DEGREE {
-        let x = below(prg, span) as i128 - (1i128 << bits);
+        let x = (prg.block() & mask) as i128 - (1i128 << bits);
         for (m, &q) in moduli.iter().enumerate() {
             residues[[m, k]] = x.rem_euclid(q as i128) as u64;
         }
@@ -262,19 +263,9 @@ fn flooding(
     Ok(poly)
 }
 
-/// A uniform integer below `bound` (rejection sampling on 128-bit words).
-fn below(prg: &mut Prg, bound: u128) -> u128 {
-    let limit = u128::MAX - u128::MAX % bound;
-    loop {
-        let x = prg.block();
-        if x < limit {
-            return x % bound;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::tuples::tests::assert_tuples;
     use super::*;
     use crate::net::mem_pair;
     use crate::protocols::{Offline, Options, Sizes};
@@ -321,20 +312,12 @@ mod tests {
     fn bfv_tuples_satisfy_eq_11() {
         let p = params(3000, 2000);
         let (mut a, mut b) = mem_pair(Duration::from_secs(60));
-        let ((s_a, r_a), (w, u)) = std::thread::scope(|scope| {
+        let (a, b) = std::thread::scope(|scope| {
             let alice = scope.spawn(|| alices_tuples(&mut a, &p, &mut Prg::from_seed(1)).unwrap());
             let bob = bobs_tuples(&mut b, &p, &mut Prg::from_seed(2)).unwrap();
             (alice.join().unwrap(), bob)
         });
-        let f = p.field;
-        for bin in 0..p.alpha as usize {
-            for at in bin * p.beta..(bin + 1) * p.beta {
-                // r_B = w⁻¹ and s_B = u·w⁻¹ − dummy.
-                let r_b = f.inv(w.get(at));
-                let s_b = f.sub(f.mul(u.get(at), r_b), p.bobs_dummy());
-                assert_eq!(f.mul(r_a.get(at), r_b), f.add(s_a.get(bin), s_b), "{at}");
-            }
-        }
+        assert_tuples(&p, &a, &b);
     }
 
     #[test]

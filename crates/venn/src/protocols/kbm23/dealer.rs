@@ -19,6 +19,7 @@
 //! uses to pair their connections, and the sizes and σ they agreed, which must match.
 
 use super::field::{Field, Packed, PackedWriter};
+use super::tuples::{AlicesTuples, BobsTuples};
 use super::{answer, Kbm23Params};
 use crate::crypto::{Block, Prg};
 use crate::net::{Channel, Reader, Writer};
@@ -260,12 +261,12 @@ pub(super) fn bobs_tuples(
     dealer: &mut dyn Channel,
     session: [u8; 32],
     p: &Kbm23Params,
-) -> Result<(Packed, Packed)> {
+) -> Result<BobsTuples> {
     let (w_seed, u_seed) = bobs_seeds(request(dealer, Role::Sender, session, p)?);
     let f = p.field;
     let w = expand(&f, &mut Sampler::new(&f, w_seed, true), p.comparisons());
     let u = expand(&f, &mut Sampler::new(&f, u_seed, false), p.comparisons());
-    Ok((w, u))
+    Ok(BobsTuples { w, u })
 }
 
 /// Alice's `(s_A, r_A)` from the dealer: her seed, then r_A a frame at a time.
@@ -273,7 +274,7 @@ pub(super) fn alices_tuples(
     dealer: &mut dyn Channel,
     session: [u8; 32],
     p: &Kbm23Params,
-) -> Result<(Packed, Packed)> {
+) -> Result<AlicesTuples> {
     let seed = request(dealer, Role::Receiver, session, p)?;
     let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
     let s = expand(&f, &mut Sampler::new(&f, seed, false), alpha);
@@ -287,7 +288,7 @@ pub(super) fn alices_tuples(
         r.append(&part);
         frame = part.into_bytes();
     }
-    Ok((s, r.finish()))
+    Ok(AlicesTuples { s, r: r.finish() })
 }
 
 /// Deals the tuples of one session to its two parties (`links[0]` asked with
@@ -323,7 +324,7 @@ pub fn deal(
     );
     let bins = frame_bins(&p);
     let dummy = p.bobs_dummy();
-    let (mut c, mut zero, mut w_buf, mut u_buf) = (
+    let (mut c, mut r_buf, mut w_buf, mut u_buf) = (
         vec![0; bins],
         vec![0; bins * beta],
         vec![0; bins * beta],
@@ -338,7 +339,7 @@ pub fn deal(
         w.fill(&mut w_buf[..len]);
         u.fill(&mut u_buf[..len]);
         // r_A = (s_A − dummy + 0)·w + u: Bob's answer to a bin where the tables agree.
-        let r = &mut zero[..len];
+        let r = &mut r_buf[..len];
         r.fill(0);
         answer(&f, beta, &c[..bins], r, &w_buf[..len], &u_buf[..len]);
         let mut packed = PackedWriter::reusing(f.bits(), len, buf);
@@ -357,6 +358,7 @@ pub fn deal(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tuples::tests::assert_tuples;
     use super::*;
     use crate::net::mem_pair;
     use std::time::Duration;
@@ -402,7 +404,7 @@ mod tests {
             let session = [9; 32];
             let (mut alice, mut alice_dealer) = mem_pair(Duration::from_secs(10));
             let (mut bob, mut bob_dealer) = mem_pair(Duration::from_secs(10));
-            let ((s_a, r_a), (w, u), sent) = std::thread::scope(|scope| {
+            let (a, b, sent) = std::thread::scope(|scope| {
                 let a = scope.spawn(|| alices_tuples(&mut alice, session, &p).unwrap());
                 let b = scope.spawn(|| bobs_tuples(&mut bob, session, &p).unwrap());
                 let requests = [
@@ -413,16 +415,8 @@ mod tests {
                 let sent = deal(links, requests, &mut Prg::from_seed(3)).unwrap();
                 (a.join().unwrap(), b.join().unwrap(), sent)
             });
+            assert_tuples(&p, &a, &b);
             let f = p.field;
-            let dummy = p.bobs_dummy();
-            for bin in 0..p.alpha as usize {
-                for at in bin * p.beta..(bin + 1) * p.beta {
-                    // r_B = w⁻¹ and s_B = u·w⁻¹ − dummy.
-                    let r_b = f.inv(w.get(at));
-                    let s_b = f.sub(f.mul(u.get(at), r_b), dummy);
-                    assert_eq!(f.mul(r_a.get(at), r_b), f.add(s_a.get(bin), s_b));
-                }
-            }
             let bytes = super::super::field::packed_bytes(f.bits(), p.comparisons());
             assert!(sent[0] >= 16 + bytes as u64 && sent[1] == 16, "{sent:?}");
         }

@@ -339,8 +339,7 @@ impl Packed {
     }
 }
 
-/// Writes elements one after another (where [`Packed::set`] on consecutive elements
-/// would read back bytes it has just stored).
+/// Writes elements one after another, into a byte string that only grows.
 pub struct PackedWriter {
     bits: u32,
     len: usize,
@@ -396,11 +395,7 @@ impl PackedWriter {
                 values = &values[1..];
             }
             if self.len.is_multiple_of(8) {
-                // At a multiple of eight elements the accumulator holds whole bytes.
-                let whole = self.filled as usize / 8;
-                self.bytes
-                    .extend_from_slice(&self.acc.to_le_bytes()[..whole]);
-                (self.acc, self.filled) = (0, 0);
+                self.flush_whole_bytes();
                 let bits = self.bits as usize;
                 let mut groups = values.chunks_exact(8);
                 self.bytes.reserve(groups.len() * bits + 16);
@@ -431,15 +426,22 @@ impl PackedWriter {
             (0..other.len).for_each(|i| self.push(other.get(i)));
             return;
         }
-        let whole = self.filled as usize / 8;
-        self.bytes
-            .extend_from_slice(&self.acc.to_le_bytes()[..whole]);
-        (self.acc, self.filled) = (0, 0);
+        self.flush_whole_bytes();
         let groups = other.len / 8 * 8;
         self.bytes
             .extend_from_slice(&other.bytes[..packed_bytes(self.bits, groups)]);
         self.len += groups;
         (groups..other.len).for_each(|i| self.push(other.get(i)));
+    }
+
+    /// Writes out the accumulator, which at a multiple of eight elements holds whole
+    /// bytes.
+    fn flush_whole_bytes(&mut self) {
+        debug_assert!(self.len.is_multiple_of(8));
+        let whole = self.filled as usize / 8;
+        self.bytes
+            .extend_from_slice(&self.acc.to_le_bytes()[..whole]);
+        (self.acc, self.filled) = (0, 0);
     }
 
     /// The elements written.

@@ -43,7 +43,7 @@ pub use params::Kbm23Params;
 use tables::{alices_table, BobsValues, Hashing, Placed, GROUP_BINS, REGION_BINS};
 use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
 
-/// KBM23 PSI with OT-made tuples.
+/// KBM23 PSI, its tuples made by OT, BFV or a dealer (`--offline`).
 pub struct Kbm23;
 /// Bob, the sender.
 struct Kbm23Sender;
@@ -75,8 +75,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::SemiHonest,
             output: OutputKind::Nothing,
-            // Per bin (1.27–1.35 per peer item), β ≤ 32 comparisons of three field
-            // elements of at most 8 bytes (table, s_B, w), the outgoing d.
+            // Per bin (1.27–1.35 per peer item), β ≤ 32 comparisons of field elements of at
+            // most 8 bytes (w, u, and s_B while the OT phase makes u), the outgoing d: the
+            // bound for bucket sizes; a run's own estimate is `memory` below.
             peer_item_bytes: 1100,
             own_item_bytes: 64,
         },
@@ -243,28 +244,7 @@ fn load_arrays(
 pub struct SenderState {
     params: Kbm23Params,
     seed: Block,
-    w: Packed,
-    u: Packed,
-}
-
-/// Elements of packed arrays handled at once.
-const BATCH: usize = 1 << 12;
-
-/// Bob's `u = (dummy + s_B)·w` (see [`SenderState`]).
-fn premultiply(p: &Kbm23Params, dummy: u64, t: &BobsTuples) -> Packed {
-    let f = p.field;
-    let mut u = PackedWriter::new(f.bits(), p.comparisons());
-    let (mut s, mut w) = (vec![0; BATCH], vec![0; BATCH]);
-    for start in (0..p.comparisons()).step_by(BATCH) {
-        let len = BATCH.min(p.comparisons() - start);
-        t.s.unpack(start, &mut s[..len]);
-        t.w.unpack(start, &mut w[..len]);
-        for (s, &w) in s[..len].iter_mut().zip(&w[..len]) {
-            *s = f.mul(f.add(dummy, *s), w);
-        }
-        u.extend(&s[..len]);
-    }
-    u.finish()
+    tuples: BobsTuples,
 }
 
 /// Alice's state: the parameters, the hashing seed and her halves of the tuples.
@@ -277,22 +257,20 @@ pub struct ReceiverState {
 impl Party for Kbm23Sender {
     type State = SenderState;
 
-    /// Bob sends the base OTs (he is the IKNP receiver: his choices are the bits of r_B),
-    /// answers the seed toss and makes his halves of the tuples.
+    /// Bob answers the seed toss and makes his halves of the tuples: with OT he sends the
+    /// base OTs (he is the IKNP receiver: his choices are the bits of r_B).
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
         let sid = ctx.session.id;
         ctx.phase("hashing seed", true);
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        let (w, u) = match ctx.session.options.offline {
+        let tuples = match ctx.session.options.offline {
             Offline::Ot => {
                 ctx.phase("base OTs", true);
                 let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
                 ctx.phase("OLE tuples (Gilboa, IKNP)", true);
-                let tuples = bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?;
-                let u = premultiply(&params, params.bobs_dummy(), &tuples);
-                (tuples.w, u)
+                bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
             }
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
@@ -303,7 +281,11 @@ impl Party for Kbm23Sender {
                 bfv::bobs_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
         };
-        Ok(SenderState { params, seed, w, u })
+        Ok(SenderState {
+            params,
+            seed,
+            tuples,
+        })
     }
 
     /// Bob: his values by region, then for each range of bins as its `c` arrives, each
@@ -328,8 +310,8 @@ impl Party for Kbm23Sender {
                 let bins = REGION_BINS.min(first + bins - region);
                 let len = bins * beta;
                 values.offsets(&f, region / REGION_BINS, bins, &mut ctx.prg, &mut delta)?;
-                state.w.unpack(region * beta, &mut w[..len]);
-                state.u.unpack(region * beta, &mut u[..len]);
+                state.tuples.w.unpack(region * beta, &mut w[..len]);
+                state.tuples.u.unpack(region * beta, &mut u[..len]);
                 c_frame.unpack(region - first, &mut c[..bins]);
                 answer(&f, beta, &c[..bins], &mut delta, &w[..len], &u[..len]);
                 d.extend(&delta);
@@ -344,13 +326,18 @@ impl Party for Kbm23Sender {
     }
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {
-        save_arrays(&state.params, state.seed, [&state.w, &state.u], out)
+        let t = &state.tuples;
+        save_arrays(&state.params, state.seed, [&t.w, &t.u], out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<SenderState> {
         let (params, seed, [w, u]) =
             load_arrays(sizes, input, |p| [p.comparisons(), p.comparisons()])?;
-        Ok(SenderState { params, seed, w, u })
+        Ok(SenderState {
+            params,
+            seed,
+            tuples: BobsTuples { w, u },
+        })
     }
 }
 
@@ -365,23 +352,33 @@ fn answer(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u: &[
 
 #[inline(always)]
 fn answer_any(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u: &[u64]) {
+    match f.narrow() {
+        Some(n) => answer_with(beta, c, delta, w, u, |a, b, w, u| {
+            n.mul_add(n.add(a, b), w, u)
+        }),
+        None => answer_with(beta, c, delta, w, u, |a, b, w, u| {
+            f.mul_add(f.add(a, b), w, u)
+        }),
+    }
+}
+
+/// `d = op(c_i, δ, w, u)` for each slot of consecutive bins (each caller's `op` its own
+/// copy of the loop, for the compiler to vectorise).
+#[inline(always)]
+fn answer_with(
+    beta: usize,
+    c: &[u64],
+    delta: &mut [u64],
+    w: &[u64],
+    u: &[u64],
+    op: impl Fn(u64, u64, u64, u64) -> u64,
+) {
     let slots = delta
         .chunks_exact_mut(beta)
         .zip(w.chunks_exact(beta).zip(u.chunks_exact(beta)));
-    match f.narrow() {
-        Some(n) => {
-            for (&c, (delta, (w, u))) in c.iter().zip(slots) {
-                for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
-                    *d = n.mul_add(n.add(c, *d), w, u);
-                }
-            }
-        }
-        None => {
-            for (&c, (delta, (w, u))) in c.iter().zip(slots) {
-                for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
-                    *d = f.mul_add(f.add(c, *d), w, u);
-                }
-            }
+    for (&c, (delta, (w, u))) in c.iter().zip(slots) {
+        for (d, (&w, &u)) in delta.iter_mut().zip(w.iter().zip(u)) {
+            *d = op(c, *d, w, u);
         }
     }
 }
@@ -422,8 +419,8 @@ fn send_c(
 impl Party for Kbm23Receiver {
     type State = ReceiverState;
 
-    /// Alice receives the base OTs (she is the IKNP sender, with r_A in her messages),
-    /// commits to the seed toss and makes her halves of the tuples.
+    /// Alice commits to the seed toss and makes her halves of the tuples: with OT she
+    /// receives the base OTs (she is the IKNP sender, with r_A in her messages).
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
         let sid = ctx.session.id;
@@ -439,13 +436,11 @@ impl Party for Kbm23Receiver {
             }
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
-                let (s, r) = dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?;
-                AlicesTuples { s, r }
+                dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?
             }
             Offline::Bfv => {
                 ctx.phase("OLE tuples (BFV)", true);
-                let (s, r) = bfv::alices_tuples(ctx.peer, &params, &mut ctx.prg)?;
-                AlicesTuples { s, r }
+                bfv::alices_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
         };
         Ok(ReceiverState {

@@ -46,12 +46,13 @@ pub struct AlicesTuples {
     pub r: Packed,
 }
 
-/// Bob's halves of the set tuples, bin-major.
+/// Bob's halves of the set tuples, bin-major, as he uses them online: `w = r_B⁻¹` and
+/// `u = (k·D + 1 + s_B)·w`, from which s_B is not needed (see [`super::SenderState`]).
 pub struct BobsTuples {
-    /// `s_B,i,j` for each comparison.
-    pub s: Packed,
     /// `w_i,j = r_B,i,j⁻¹` for each comparison.
     pub w: Packed,
+    /// `u_i,j = (k·D + 1 + s_B,i,j)·w_i,j` for each comparison.
+    pub u: Packed,
 }
 
 /// The chunks of a run: consecutive ranges of bins.
@@ -132,10 +133,10 @@ pub fn bobs_tuples(
     p: &Kbm23Params,
     prg: &mut Prg,
 ) -> Result<BobsTuples> {
-    let (f, beta, ell) = (p.field, p.beta, p.field.bits() as usize);
-    let mut s_all = PackedWriter::new(f.bits(), p.comparisons());
+    let (f, beta, ell, dummy) = (p.field, p.beta, p.field.bits() as usize, p.bobs_dummy());
     let mut w_all = PackedWriter::new(f.bits(), p.comparisons());
-    let (mut frame, mut t) = (Vec::new(), Vec::new());
+    let mut u_all = PackedWriter::new(f.bits(), p.comparisons());
+    let (mut frame, mut t, mut s_chunk) = (Vec::new(), Vec::new(), Vec::new());
     for (k, bins) in chunks(p).enumerate() {
         let first = bins.start * beta;
         let comparisons = bins.len() * beta;
@@ -161,6 +162,7 @@ pub fn bobs_tuples(
         let kappas = bins.len() * (beta - 1);
         chan.recv_exact_into(&mut frame, packed_bytes(f.bits(), kappas), "κ")?;
         let kappa = Packed::parse(&f, kappas, std::mem::take(&mut frame), "κ")?;
+        s_chunk.clear();
         for (c, (t, &r)) in t.chunks_exact(ell).zip(&r).enumerate() {
             // Σ_ι x_{b_ι} − b_ι·τ_ι, minus κ after a bin's first comparison.
             let mut s = 0;
@@ -180,14 +182,17 @@ pub fn bobs_tuples(
             if j > 0 {
                 s = f.sub(s, kappa.get(bin * (beta - 1) + j - 1));
             }
-            s_all.push(s);
+            s_chunk.push(s);
         }
-        inverses(&f, &r).into_iter().for_each(|w| w_all.push(w));
+        for (w, &s) in inverses(&f, &r).into_iter().zip(&s_chunk) {
+            w_all.push(w);
+            u_all.push(f.mul(f.add(dummy, s), w));
+        }
         frame = tau.into_bytes();
     }
     Ok(BobsTuples {
-        s: s_all.finish(),
         w: w_all.finish(),
+        u: u_all.finish(),
     })
 }
 
@@ -210,25 +215,24 @@ fn inverses(f: &Field, v: &[u64]) -> Vec<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::net::mem_pair;
     use crate::ot::test_seeds;
     use crate::protocols::Sizes;
     use std::time::Duration;
 
-    /// Eq. 11 for every comparison: `r_A · w⁻¹ = s_A + s_B`.
+    /// Eq. 11 for every comparison: `r_A·r_B = s_A + s_B`, with `r_B = w⁻¹` and
+    /// `s_B = u·w⁻¹ − (k·D + 1)`.
     pub(crate) fn assert_tuples(p: &Kbm23Params, a: &AlicesTuples, b: &BobsTuples) {
         let f = p.field;
         for c in 0..p.comparisons() {
             let w = b.w.get(c);
             assert_ne!(w, 0);
-            let left = f.mul(a.r.get(c), f.inv(w));
-            assert_eq!(
-                left,
-                f.add(a.s.get(c / p.beta), b.s.get(c)),
-                "comparison {c}"
-            );
+            let r_b = f.inv(w);
+            let s_b = f.sub(f.mul(b.u.get(c), r_b), p.bobs_dummy());
+            let left = f.mul(a.r.get(c), r_b);
+            assert_eq!(left, f.add(a.s.get(c / p.beta), s_b), "comparison {c}");
         }
     }
 
