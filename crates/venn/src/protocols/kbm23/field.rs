@@ -5,6 +5,7 @@
 use crate::crypto::Prg;
 use crate::wide_cpu::with_avx512;
 use crate::{Error, Result};
+use std::hint::select_unpredictable;
 
 /// 𝔽_Q.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl Field {
     }
 
     /// `a + b` (without branches: the operands are uniform, a branch on them would be
-    /// mispredicted half the time).
+    /// mispredicted half the time, and the compiler made one of a masked add).
     #[inline(always)]
     pub fn add(&self, a: u64, b: u64) -> u64 {
         self.reduce_once(a + b)
@@ -59,14 +60,14 @@ impl Field {
     #[inline(always)]
     pub fn sub(&self, a: u64, b: u64) -> u64 {
         let (d, borrow) = a.overflowing_sub(b);
-        d.wrapping_add(self.q & (borrow as u64).wrapping_neg())
+        select_unpredictable(borrow, d.wrapping_add(self.q), d)
     }
 
     /// `x mod Q` for `x < 2Q`.
     #[inline(always)]
     fn reduce_once(&self, x: u64) -> u64 {
         let (d, borrow) = x.overflowing_sub(self.q);
-        d.wrapping_add(self.q & (borrow as u64).wrapping_neg())
+        select_unpredictable(borrow, x, d)
     }
 
     /// `a · b`.

@@ -31,7 +31,8 @@ use super::field::{packed_bytes, Field, Packed, PackedWriter};
 use super::params::Kbm23Params;
 use crate::crypto::{tccr_hash, Block, Prg};
 use crate::net::Channel;
-use crate::ot::{ReceiverSeeds, SenderSeeds};
+use crate::ot::{ExtensionReceiver, ReceiverSeeds, SenderSeeds};
+use crate::wide_cpu::with_avx512;
 use crate::Result;
 
 /// OTs per chunk, about: 16 MiB of rows (chunks of 2^16 OTs, whose rows would stay in
@@ -69,6 +70,64 @@ fn element(field: &Field, h: Block) -> u64 {
     (high >> 64) as u64
 }
 
+/// [`element`] of each `h` into `out`. For Q < 2^32 the product is taken in 32-bit pieces
+/// of `h`, each `piece·Q + carry` below 2^64, with the carry into the next piece exact:
+/// 64-bit lane arithmetic the compiler vectorises.
+fn elements(field: &Field, h: &[Block], out: &mut [u64]) {
+    with_avx512(
+        #[inline(always)]
+        || elements_any(field, h, out),
+    )
+}
+
+#[inline(always)]
+fn elements_any(field: &Field, h: &[Block], out: &mut [u64]) {
+    let q = field.modulus();
+    if q >> 32 != 0 {
+        out.iter_mut()
+            .zip(h)
+            .for_each(|(o, &h)| *o = element(field, h));
+        return;
+    }
+    let mut groups = out.chunks_exact_mut(8).zip(h.chunks_exact(8));
+    for (out, h) in &mut groups {
+        let mut carry = [0u64; 8];
+        for piece in 0..4 {
+            for (carry, &h) in carry.iter_mut().zip(h) {
+                *carry = ((h >> (32 * piece)) as u32 as u64 * q + *carry) >> 32;
+            }
+        }
+        out.copy_from_slice(&carry);
+    }
+    let done = out.len() / 8 * 8;
+    for (o, &h) in out[done..].iter_mut().zip(&h[done..]) {
+        *o = element(field, h);
+    }
+}
+
+/// Comparisons whose OTs one pass over a chunk's rows handles at a time: their hashes
+/// and elements stay in cache.
+const TILE: usize = 256;
+
+/// A tile's buffers, reused from tile to tile.
+#[derive(Default)]
+struct Tile {
+    /// The hashed rows (Alice: of `q`).
+    hashes: Vec<Block>,
+    /// Alice: the hashes of `q ⊕ Δ`.
+    more_hashes: Vec<Block>,
+    /// Three arrays of elements, one per OT: Alice's x0, x1 and τ; Bob's x, τ and masks.
+    x: Vec<u64>,
+    y: Vec<u64>,
+    z: Vec<u64>,
+}
+
+/// `v` resized to `len` (its memory reused).
+fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    v.resize(len, T::default());
+    &mut v[..len]
+}
+
 /// Alice's side (the IKNP sender, seeds from the base OTs she received).
 pub fn alices_tuples(
     chan: &mut dyn Channel,
@@ -79,46 +138,56 @@ pub fn alices_tuples(
     let (f, beta, ell) = (p.field, p.beta, p.field.bits() as usize);
     let mut s_all = PackedWriter::new(f.bits(), p.alpha as usize);
     let mut r_all = PackedWriter::new(f.bits(), p.comparisons());
-    let (mut q0_buf, mut q1) = (Vec::new(), Vec::new());
+    let (mut q_buf, mut tile) = (Vec::new(), Tile::default());
     let (mut tau_buf, mut kappa_buf) = (Vec::new(), Vec::new());
     for (k, bins) in chunks(p).enumerate() {
         let first = bins.start * beta;
         let comparisons = bins.len() * beta;
         let ext = seeds.segment(k as u64);
         let delta = ext.s()[0];
-        let mut q0 = ext.extend_into(chan, comparisons * ell, q0_buf, |_| {})?;
-        q1.clear();
-        q1.extend(q0.iter().map(|q| q ^ delta));
-        tccr_hash((first * ell) as u64, &mut q0);
-        tccr_hash((first * ell) as u64, &mut q1);
+        let q = ext.extend_into(chan, comparisons * ell, q_buf, |_| {})?;
         let mut tau = PackedWriter::reusing(f.bits(), comparisons * ell, tau_buf);
         let mut kappa = PackedWriter::reusing(f.bits(), bins.len() * (beta - 1), kappa_buf);
         let mut s_bin = 0;
-        let rows = q0.chunks_exact(ell).zip(q1.chunks_exact(ell));
-        for (c, (q0, q1)) in rows.enumerate() {
-            let r = f.random(prg);
-            r_all.push(r);
-            // Σ_ι −x0, and τ_ι = x1 − x0 − r·2^ι.
-            let (mut s, mut r_shifted) = (0, r);
-            for (&q0, &q1) in q0.iter().zip(q1) {
-                let (x0, x1) = (element(&f, q0), element(&f, q1));
-                s = f.sub(s, x0);
-                tau.push(f.sub(f.sub(x1, x0), r_shifted));
-                r_shifted = f.add(r_shifted, r_shifted);
+        for (t, rows) in q.chunks(TILE * ell).enumerate() {
+            let tweak = ((first + t * TILE) * ell) as u64;
+            let h0 = sized(&mut tile.hashes, rows.len());
+            h0.copy_from_slice(rows);
+            let h1 = sized(&mut tile.more_hashes, rows.len());
+            h1.iter_mut().zip(rows).for_each(|(h, q)| *h = q ^ delta);
+            tccr_hash(tweak, h0);
+            tccr_hash(tweak, h1);
+            let x0 = sized(&mut tile.x, rows.len());
+            elements(&f, h0, x0);
+            let x1 = sized(&mut tile.y, rows.len());
+            elements(&f, h1, x1);
+            let taus = sized(&mut tile.z, rows.len());
+            let ots = x0.chunks_exact(ell).zip(x1.chunks_exact(ell));
+            for (c, ((x0, x1), taus)) in ots.zip(taus.chunks_exact_mut(ell)).enumerate() {
+                let r = f.random(prg);
+                r_all.push(r);
+                // Σ_ι −x0, and τ_ι = x1 − x0 − r·2^ι.
+                let (mut s, mut r_shifted) = (0, r);
+                for ((&x0, &x1), tau) in x0.iter().zip(x1).zip(taus) {
+                    s = f.sub(s, x0);
+                    *tau = f.sub(f.sub(x1, x0), r_shifted);
+                    r_shifted = f.add(r_shifted, r_shifted);
+                }
+                if (t * TILE + c).is_multiple_of(beta) {
+                    s_bin = s;
+                    s_all.push(s);
+                } else {
+                    kappa.push(f.sub(s_bin, s));
+                }
             }
-            if c % beta == 0 {
-                s_bin = s;
-                s_all.push(s);
-            } else {
-                kappa.push(f.sub(s_bin, s));
-            }
+            tau.extend(taus);
         }
         let (tau, kappa) = (tau.finish(), kappa.finish());
         chan.send(tau.as_bytes())?;
         chan.send(kappa.as_bytes())?;
         chan.flush()?;
         (tau_buf, kappa_buf) = (tau.into_bytes(), kappa.into_bytes());
-        q0_buf = q0;
+        q_buf = q;
     }
     Ok(AlicesTuples {
         s: s_all.finish(),
@@ -126,74 +195,162 @@ pub fn alices_tuples(
     })
 }
 
-/// Bob's side (the IKNP receiver, seeds from the base OTs he sent).
+/// A chunk of Bob's OTs whose rows he has sent: his `r_B` and his rows `t`.
+struct BobsChunk {
+    bins: std::ops::Range<usize>,
+    r: Vec<u64>,
+    t: Vec<Block>,
+}
+
+/// Bob's side (the IKNP receiver, seeds from the base OTs he sent). He sends a chunk's
+/// rows before he reads Alice's answer to the one before, so that she computes that
+/// chunk while he finishes the last.
 pub fn bobs_tuples(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
     p: &Kbm23Params,
     prg: &mut Prg,
 ) -> Result<BobsTuples> {
-    let (f, beta, ell, dummy) = (p.field, p.beta, p.field.bits() as usize, p.bobs_dummy());
-    let mut w_all = PackedWriter::new(f.bits(), p.comparisons());
-    let mut u_all = PackedWriter::new(f.bits(), p.comparisons());
-    let (mut frame, mut t, mut s_chunk) = (Vec::new(), Vec::new(), Vec::new());
-    for (k, bins) in chunks(p).enumerate() {
-        let first = bins.start * beta;
-        let comparisons = bins.len() * beta;
-        let r: Vec<u64> = (0..comparisons).map(|_| f.random_nonzero(prg)).collect();
-        let choice = |o: usize| (r[o / ell] >> (o % ell)) & 1 == 1;
-        let ext = seeds.segment(k as u64);
-        let ots = comparisons * ell;
-        ext.extend(chan, ots, |from, u| {
-            // The last chunk of rows runs past the OTs.
-            for (o, u) in (from..ots).zip(u.iter_mut()) {
-                if choice(o) {
-                    *u ^= Block::MAX;
-                }
-            }
-        })?;
-        t.clear();
-        t.resize(ots.next_multiple_of(128), 0);
-        ext.replay_t().par_rows(0, &mut t);
-        t.truncate(ots);
-        tccr_hash((first * ell) as u64, &mut t);
-        chan.recv_exact_into(&mut frame, packed_bytes(f.bits(), ots), "τ")?;
-        let tau = Packed::parse(&f, ots, std::mem::take(&mut frame), "τ")?;
-        let kappas = bins.len() * (beta - 1);
-        chan.recv_exact_into(&mut frame, packed_bytes(f.bits(), kappas), "κ")?;
-        let kappa = Packed::parse(&f, kappas, std::mem::take(&mut frame), "κ")?;
-        s_chunk.clear();
-        for (c, (t, &r)) in t.chunks_exact(ell).zip(&r).enumerate() {
-            // Σ_ι x_{b_ι} − b_ι·τ_ι, minus κ after a bin's first comparison.
-            let mut s = 0;
-            for (i, &t) in t.iter().enumerate() {
-                let x = element(&f, t);
-                let bit = (r >> i) & 1 == 1;
-                s = f.add(
-                    s,
-                    if bit {
-                        f.sub(x, tau.get(c * ell + i))
-                    } else {
-                        x
-                    },
-                );
-            }
-            let (bin, j) = (c / beta, c % beta);
-            if j > 0 {
-                s = f.sub(s, kappa.get(bin * (beta - 1) + j - 1));
-            }
-            s_chunk.push(s);
-        }
-        for (w, &s) in inverses(&f, &r).into_iter().zip(&s_chunk) {
-            w_all.push(w);
-            u_all.push(f.mul(f.add(dummy, s), w));
-        }
-        frame = tau.into_bytes();
+    let f = p.field;
+    let mut out = BobsWriter {
+        w: PackedWriter::new(f.bits(), p.comparisons()),
+        u: PackedWriter::new(f.bits(), p.comparisons()),
+        frame: Vec::new(),
+        tile: Tile::default(),
+        s: Vec::new(),
+    };
+    let (mut sent, mut spare): (Option<BobsChunk>, Vec<Block>) = (None, Vec::new());
+    for (k, bins) in chunks(p).map(Some).chain([None]).enumerate() {
+        let next = match bins {
+            Some(bins) => Some(bobs_rows(
+                chan,
+                seeds.segment(k as u64),
+                p,
+                bins,
+                spare,
+                prg,
+            )?),
+            None => None,
+        };
+        spare = match sent {
+            Some(chunk) => out.finish_chunk(chan, p, chunk)?,
+            None => Vec::new(),
+        };
+        sent = next;
     }
     Ok(BobsTuples {
-        w: w_all.finish(),
-        u: u_all.finish(),
+        w: out.w.finish(),
+        u: out.u.finish(),
     })
+}
+
+/// Draws Bob's `r_B` for the comparisons of `bins`, sends the chunk's rows with the bits
+/// of `r_B` as choices (OT ι of comparison c chooses bit ι of `r_B,c`), and keeps his
+/// rows `t`, in the memory of `t`.
+fn bobs_rows(
+    chan: &mut dyn Channel,
+    ext: ExtensionReceiver,
+    p: &Kbm23Params,
+    bins: std::ops::Range<usize>,
+    mut t: Vec<Block>,
+    prg: &mut Prg,
+) -> Result<BobsChunk> {
+    let (f, ell) = (p.field, p.field.bits() as usize);
+    let comparisons = bins.len() * p.beta;
+    let r: Vec<u64> = (0..comparisons).map(|_| f.random_nonzero(prg)).collect();
+    let ots = comparisons * ell;
+    ext.extend(chan, ots, |from, u| {
+        // The last chunk of rows runs past the OTs.
+        let (mut c, mut bit) = (from / ell, from % ell);
+        for u in u.iter_mut().take(ots.saturating_sub(from)) {
+            if (r[c] >> bit) & 1 == 1 {
+                *u ^= Block::MAX;
+            }
+            bit += 1;
+            if bit == ell {
+                (c, bit) = (c + 1, 0);
+            }
+        }
+    })?;
+    t.clear();
+    t.resize(ots.next_multiple_of(128), 0);
+    ext.replay_t().par_rows(0, &mut t);
+    t.truncate(ots);
+    Ok(BobsChunk { bins, r, t })
+}
+
+/// Bob's tuples as they are made, and his reused buffers.
+struct BobsWriter {
+    w: PackedWriter,
+    u: PackedWriter,
+    frame: Vec<u8>,
+    tile: Tile,
+    s: Vec<u64>,
+}
+
+impl BobsWriter {
+    /// Reads Alice's τ and κ for `chunk` and appends its tuples; returns the chunk's row
+    /// memory for reuse.
+    fn finish_chunk(
+        &mut self,
+        chan: &mut dyn Channel,
+        p: &Kbm23Params,
+        chunk: BobsChunk,
+    ) -> Result<Vec<Block>> {
+        let (f, beta, ell, dummy) = (p.field, p.beta, p.field.bits() as usize, p.bobs_dummy());
+        let BobsChunk { bins, r, mut t } = chunk;
+        let first = bins.start * beta;
+        let ots = t.len();
+        let frame = &mut self.frame;
+        chan.recv_exact_into(frame, packed_bytes(f.bits(), ots), "τ")?;
+        let tau = Packed::parse(&f, ots, std::mem::take(frame), "τ")?;
+        let kappas = bins.len() * (beta - 1);
+        chan.recv_exact_into(frame, packed_bytes(f.bits(), kappas), "κ")?;
+        let kappa = Packed::parse(&f, kappas, std::mem::take(frame), "κ")?;
+        let (tile, s_chunk) = (&mut self.tile, &mut self.s);
+        s_chunk.clear();
+        for (i, rows) in t.chunks_mut(TILE * ell).enumerate() {
+            let start = i * TILE * ell;
+            tccr_hash((first * ell + start) as u64, rows);
+            let x = sized(&mut tile.x, rows.len());
+            elements(&f, rows, x);
+            let taus = sized(&mut tile.y, rows.len());
+            tau.unpack(start, taus);
+            // x_{b_ι} − b_ι·τ_ι for each OT, with b_ι as a mask.
+            let masks = sized(&mut tile.z, rows.len());
+            let comparisons = r[i * TILE..].iter().zip(masks.chunks_exact_mut(ell));
+            for (&r, masks) in comparisons {
+                for (bit, m) in masks.iter_mut().enumerate() {
+                    *m = ((r >> bit) & 1).wrapping_neg();
+                }
+            }
+            with_avx512(
+                #[inline(always)]
+                || {
+                    for ((x, &tau), &m) in x.iter_mut().zip(&*taus).zip(&*masks) {
+                        *x = f.sub(*x, tau & m);
+                    }
+                },
+            );
+            for (c, x) in x.chunks_exact(ell).enumerate() {
+                let s = x.iter().fold(0, |s, &x| f.add(s, x));
+                // Minus κ after a bin's first comparison.
+                let c = i * TILE + c;
+                let (bin, j) = (c / beta, c % beta);
+                s_chunk.push(if j > 0 {
+                    f.sub(s, kappa.get(bin * (beta - 1) + j - 1))
+                } else {
+                    s
+                });
+            }
+        }
+        for (w, &s) in inverses(&f, &r).into_iter().zip(&*s_chunk) {
+            self.w.push(w);
+            self.u.push(f.mul(f.add(dummy, s), w));
+        }
+        *frame = tau.into_bytes();
+        Ok(t)
+    }
 }
 
 /// `v⁻¹` for each non-zero `v`, with one inversion (Montgomery's trick: prefix products,
@@ -270,5 +427,13 @@ pub(crate) mod tests {
         assert_eq!(element(&f, 0), 0);
         assert_eq!(element(&f, Block::MAX), 9688);
         assert_eq!(element(&f, 1 << 127), 9689 / 2);
+        for q in [9689, (1 << 31) - 1, (1 << 61) - 1] {
+            let f = Field::new(q);
+            let mut h: Vec<Block> = (0..100).map(|_| prg.block()).collect();
+            h.extend([0, Block::MAX, u128::MAX >> 1, u64::MAX as Block]);
+            let mut x = vec![0; h.len()];
+            elements(&f, &h, &mut x);
+            assert!(h.iter().zip(&x).all(|(&h, &x)| x == element(&f, h)));
+        }
     }
 }
