@@ -4,13 +4,14 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`ot`], [`tables`] → [`session`] →
+//! Layers (nothing imports upwards): [`protocols`] → [`gmw`] → [`ot`], [`tables`] → [`session`] →
 //! [`crypto`], [`net`]; [`run()`] ties a protocol, a channel and a set together.
 
 mod bits;
 pub mod crypto;
 mod error;
 pub mod fuzz;
+pub mod gmw;
 mod items;
 pub mod memory;
 pub mod net;

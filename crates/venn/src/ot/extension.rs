@@ -228,7 +228,7 @@ impl ExtensionSender {
     }
 
     /// [`Self::start`] with the rows in the memory of `q`.
-    fn start_in(&self, n_rows: usize, ahead: bool, mut q: Vec<Block>) -> IncomingRows<'_> {
+    pub fn start_in(&self, n_rows: usize, ahead: bool, mut q: Vec<Block>) -> IncomingRows<'_> {
         let w = self.row_blocks();
         q.clear();
         q.resize(n_rows.next_multiple_of(128) * w, 0);
