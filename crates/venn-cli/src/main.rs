@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use transport::TlsArgs;
-use venn::protocols::{Bins, Offline, Options};
+use venn::protocols::{Bins, Offline, Options, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
@@ -78,6 +78,14 @@ struct OptionsCli {
     /// dealer` trusted not to collude with either party; see --dealer).
     #[arg(long, value_name = "ot|dealer|bfv", value_parser = Offline::parse)]
     offline: Option<Offline>,
+    /// psww18-ca's stash for the items that fit in neither of the cuckoo side's tables:
+    /// combined (one for both, the default) or separate (one per table).
+    #[arg(long, value_name = "combined|separate", value_parser = Stash::parse)]
+    stash: Option<Stash>,
+    /// For a cardinality protocol (psww18-ca): learn only whether the intersection has at
+    /// least T items, not its size.
+    #[arg(long, value_name = "T")]
+    threshold: Option<u64>,
 }
 
 impl OptionsCli {
@@ -86,6 +94,8 @@ impl OptionsCli {
             bins: self.bins.unwrap_or_default(),
             sigma: self.sigma,
             offline: self.offline.unwrap_or_default(),
+            stash: self.stash.unwrap_or_default(),
+            threshold: self.threshold,
         }
     }
 }

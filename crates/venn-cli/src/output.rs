@@ -55,6 +55,9 @@ pub fn write_output(
         Output::Count(c) => serde_json::json!({ "intersection_size": c }),
         // A u128 does not fit a JSON number exactly: written as a decimal string.
         Output::Sum(s) => serde_json::json!({ "intersection_sum": s.to_string() }),
+        Output::Threshold { threshold, reached } => {
+            serde_json::json!({ "threshold": threshold, "reached": reached })
+        }
     };
     match path {
         Some(p) => {

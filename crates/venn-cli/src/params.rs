@@ -1,6 +1,6 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes};
+use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
 
@@ -51,13 +51,21 @@ pub fn variants(
             .collect(),
         _ => sigmas.iter().map(|s| s.0).collect(),
     };
+    let stashes: &[Stash] = match accepts.stash {
+        true => &[Stash::Combined, Stash::Separate],
+        false => &[Stash::Combined],
+    };
     bins.iter()
         .flat_map(|&bins| {
             sigmas.iter().flat_map(move |&sigma| {
-                offlines.iter().map(move |&offline| Options {
-                    bins,
-                    sigma,
-                    offline,
+                offlines.iter().flat_map(move |&offline| {
+                    stashes.iter().map(move |&stash| Options {
+                        bins,
+                        sigma,
+                        offline,
+                        stash,
+                        threshold: None,
+                    })
                 })
             })
         })

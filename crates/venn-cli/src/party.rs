@@ -531,6 +531,10 @@ fn describe(out: &venn::protocols::Output) -> String {
         Output::Indices(ix) => format!("intersection {} keys", ix.len()),
         Output::Count(c) => format!("intersection size {c}"),
         Output::Sum(s) => format!("sum over the intersection {s}"),
+        Output::Threshold { threshold, reached } => format!(
+            "intersection size {} {threshold}",
+            if *reached { "at least" } else { "below" }
+        ),
         Output::Nothing => "nothing".into(),
     }
 }

@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use venn::crypto::Block;
-use venn::protocols::{find, Bins, Offline, Options};
+use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
 
@@ -67,6 +67,9 @@ impl Variant<'_> {
         }
         if self.options.offline != Offline::Ot {
             label += &format!("/{}", self.options.offline.name());
+        }
+        if self.options.stash != Stash::Combined {
+            label += &format!("/{}", self.options.stash.name());
         }
         label
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::{find, DealerLink, Options};
+use venn::protocols::{find, DealerLink, Options, Output};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
@@ -235,16 +235,22 @@ impl BenchParty {
                 report
             }
         };
-        let ix = report.output.indices();
-        let verified = ix
-            .map(|ix| ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k));
+        // The receiver's even items are the intersection: its indices, or their number.
+        let (intersection, verified) = match &report.output {
+            Output::Indices(ix) => (
+                Some(ix.len()),
+                Some(ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
+            ),
+            Output::Count(c) => (Some(*c as usize), Some(*c as usize == n.div_ceil(2))),
+            _ => (None, None),
+        };
         let result = PartyResult {
             offline_s: report.offline().as_secs_f64(),
             online_s: report.online().as_secs_f64(),
             sent: report.traffic.sent,
             received: report.traffic.received,
             peak_rss: peak_rss(),
-            intersection: ix.map(<[usize]>::len),
+            intersection,
             verified,
             state_bytes: state.map(|s| s.0),
             state_io_s: state.map(|s| s.1),

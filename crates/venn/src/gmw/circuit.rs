@@ -173,3 +173,47 @@ fn running_out_of_triples_is_an_error() {
     assert!(g.and(&[(&v, &v)]).is_err());
     assert!(other.join().unwrap());
 }
+
+#[test]
+fn and_all_reduces_each_group() {
+    let mut prg = Prg::from_seed(9);
+    let lens = [(3usize, 70usize), (1, 5), (0, 10), (8, 64), (13, 200)];
+    let plain: Vec<Vec<Shared>> = lens
+        .iter()
+        .map(|&(k, len)| {
+            (0..k)
+                .map(|_| Shared::from_bools((0..len).map(|_| !prg.u64().is_multiple_of(4))))
+                .collect()
+        })
+        .collect();
+    let expected: Vec<Option<Shared>> = plain
+        .iter()
+        .map(|g| g.iter().cloned().reduce(|a, b| a.and(&b)))
+        .collect();
+    let words: usize = lens
+        .iter()
+        .map(|&(k, len)| k.saturating_sub(1) * len.div_ceil(64))
+        .sum();
+    let (t0, t1) = triple_pair(words);
+    // Party 0 holds the vectors, party 1 zeros.
+    let zeros: Vec<Vec<Shared>> = plain
+        .iter()
+        .map(|g| g.iter().map(|v| Shared::zeros(v.len())).collect())
+        .collect();
+    let (mut x, mut y) = mem_pair(Duration::from_secs(30));
+    let other = std::thread::spawn(move || {
+        let mut g = Gmw::new(&mut y, false, t1);
+        let shares = g.and_all(zeros).unwrap();
+        (shares, g.triples_left())
+    });
+    let mut g = Gmw::new(&mut x, true, t0);
+    let mine = g.and_all(plain).unwrap();
+    let (theirs, left) = other.join().unwrap();
+    assert_eq!(left, 0, "k − 1 ANDs a group");
+    let opened: Vec<Option<Shared>> = mine
+        .iter()
+        .zip(&theirs)
+        .map(|(a, b)| a.as_ref().map(|a| a.xor(b.as_ref().expect("both"))))
+        .collect();
+    assert_eq!(opened, expected);
+}

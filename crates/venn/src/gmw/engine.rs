@@ -146,6 +146,28 @@ impl<'a> Gmw<'a> {
         Ok(out)
     }
 
+    /// Shares of the AND of each group's vectors (of one length within a group), by a tree
+    /// of depth ⌈log₂ k⌉ for k vectors: the groups' ANDs of one depth in one exchange.
+    /// `k − 1` ANDs of a vector's length a group; an empty group gives `None`.
+    pub fn and_all(&mut self, mut groups: Vec<Vec<Shared>>) -> Result<Vec<Option<Shared>>> {
+        while groups.iter().any(|g| g.len() > 1) {
+            let pairs: Vec<(&Shared, &Shared)> = groups
+                .iter()
+                .flat_map(|g| g.chunks_exact(2).map(|p| (&p[0], &p[1])))
+                .collect();
+            let mut products = self.and(&pairs)?.into_iter();
+            groups = groups
+                .into_iter()
+                .map(|g| {
+                    let odd = (g.len() % 2 == 1).then(|| g.last().cloned()).flatten();
+                    let halves = products.by_ref().take(g.len() / 2);
+                    halves.chain(odd).collect()
+                })
+                .collect();
+        }
+        Ok(groups.into_iter().map(|g| g.into_iter().next()).collect())
+    }
+
     /// Opens `x` to both parties.
     pub fn reveal(&mut self, x: &Shared) -> Result<Shared> {
         let theirs = exchange(self.chan, x.words())?;

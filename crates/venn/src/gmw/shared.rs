@@ -153,6 +153,24 @@ impl Shared {
         }
     }
 
+    /// The XOR of each run of `k` consecutive bits (`len` a multiple of `k ≥ 1`).
+    pub fn xor_groups(&self, k: usize) -> Shared {
+        assert!(k >= 1 && self.len.is_multiple_of(k), "whole groups");
+        if k == 2 {
+            // Each pair's XOR lands on its even bit; gather the even bits.
+            let mut out = Shared::zeros(self.len / 2);
+            for (i, &w) in self.words.iter().enumerate() {
+                let x = w ^ (w >> 1);
+                let even = (0..32).fold(0u64, |acc, b| acc | (x >> (2 * b) & 1) << b);
+                out.words[i / 2] |= even << (32 * (i % 2));
+            }
+            return out;
+        }
+        Shared::from_bools(
+            (0..self.len / k).map(|g| (g * k..(g + 1) * k).fold(false, |acc, i| acc ^ self.get(i))),
+        )
+    }
+
     /// The bits at `positions`, in that order (a public permutation or selection).
     pub fn gather(&self, positions: &[u32]) -> Shared {
         Shared::from_bools(positions.iter().map(|&p| self.get(p as usize)))
@@ -189,6 +207,16 @@ mod tests {
                 both.gather(&positions),
                 Shared::from_bools(reversed.into_iter())
             );
+        }
+    }
+
+    #[test]
+    fn groups_fold_by_xor() {
+        let mut prg = Prg::from_seed(4);
+        for (k, groups) in [(2, 1), (2, 33), (2, 100), (3, 50), (1, 7), (70, 3)] {
+            let (x, bits) = random(&mut prg, k * groups);
+            let expect = bits.chunks(k).map(|g| g.iter().fold(false, |a, &b| a ^ b));
+            assert_eq!(x.xor_groups(k), Shared::from_bools(expect), "k = {k}");
         }
     }
 

@@ -28,6 +28,8 @@ pub enum OutputKind {
     Count,
     /// A sum over values associated with the items in the intersection.
     Sum,
+    /// Whether the intersection's size reaches a threshold.
+    Threshold,
     /// Nothing.
     Nothing,
 }
@@ -39,6 +41,7 @@ impl OutputKind {
             OutputKind::Indices => "the intersection",
             OutputKind::Count => "the size of the intersection",
             OutputKind::Sum => "a sum over the intersection",
+            OutputKind::Threshold => "whether the intersection's size reaches a threshold",
             OutputKind::Nothing => "nothing",
         }
     }
@@ -53,6 +56,8 @@ pub enum Output {
     Count(u64),
     /// A sum over values associated with the items in the intersection.
     Sum(u128),
+    /// Whether the intersection has at least `threshold` items.
+    Threshold { threshold: u64, reached: bool },
     /// Nothing.
     Nothing,
 }
@@ -64,6 +69,7 @@ impl Output {
             Output::Indices(_) => OutputKind::Indices,
             Output::Count(_) => OutputKind::Count,
             Output::Sum(_) => OutputKind::Sum,
+            Output::Threshold { .. } => OutputKind::Threshold,
             Output::Nothing => OutputKind::Nothing,
         }
     }

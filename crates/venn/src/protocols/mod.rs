@@ -12,6 +12,7 @@ mod matching;
 mod naive;
 mod oprf_psi;
 mod options;
+mod psww18;
 mod rr17_bloom;
 mod rr17_de;
 
@@ -21,7 +22,7 @@ pub use api::{
     AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
 };
 pub use context::{Context, DealerLink, Phase, Progress};
-pub use options::{Accepts, Bins, Offline, Options};
+pub use options::{Accepts, Bins, Offline, Options, Stash};
 
 use crate::net::Writer;
 use crate::{Error, Result};
@@ -58,6 +59,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_de::Rr17Ec,
         &rr17_de::Rr17DeSm::NEW,
         &kbm23::Kbm23,
+        &psww18::Psww18Ca,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

@@ -1,7 +1,8 @@
 //! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
 //! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
-//! standard-model protocol, RR17 §7) and `--offline ot|dealer|bfv` (where KBM23's tuples come
-//! from, §IV). Both parties must make the same choices: they are
+//! standard-model protocol, RR17 §7), `--offline ot|dealer|bfv` (where KBM23's tuples come
+//! from, §IV), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
+//! cardinality protocol's answer reduced to "at least T or not"). Both parties must make the same choices: they are
 //! announced in the handshake, and a peer that made others is refused by name.
 
 use super::ProtocolInfo;
@@ -93,6 +94,38 @@ impl Offline {
     }
 }
 
+/// Where PSWW18's cuckoo side puts the items that fit in neither table: one stash for both
+/// tables (the slides' best variant, the default) or one per table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Stash {
+    /// One stash for both tables.
+    #[default]
+    Combined,
+    /// A stash per table.
+    Separate,
+}
+
+impl Stash {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stash::Combined => "combined",
+            Stash::Separate => "separate",
+        }
+    }
+
+    /// `combined` or `separate`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "combined" => Ok(Stash::Combined),
+            "separate" => Ok(Stash::Separate),
+            _ => Err(Error::Usage(format!(
+                "--stash wants combined or separate, got '{s}'"
+            ))),
+        }
+    }
+}
+
 /// Which options a protocol takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepts {
@@ -105,6 +138,10 @@ pub struct Accepts {
     /// The sources of its offline phase's randomness it can use (`--offline`); empty: it
     /// makes no such choice (its offline phase, if any, is its own).
     pub offline: &'static [Offline],
+    /// Whether it has a stash to choose (`--stash`).
+    pub stash: bool,
+    /// Whether it can output only whether a count reaches a threshold (`--threshold`).
+    pub threshold: bool,
 }
 
 impl Accepts {
@@ -114,6 +151,8 @@ impl Accepts {
         sigma: &[],
         any_items: true,
         offline: &[],
+        stash: false,
+        threshold: false,
     };
 }
 
@@ -126,6 +165,10 @@ pub struct Options {
     pub sigma: Option<u32>,
     /// Where the offline phase's randomness comes from.
     pub offline: Offline,
+    /// PSWW18's stash.
+    pub stash: Stash,
+    /// Output only whether the intersection has at least this many items.
+    pub threshold: Option<u64>,
 }
 
 impl Options {
@@ -141,6 +184,16 @@ impl Options {
             return Err(Error::Usage(format!(
                 "protocol '{name}' cannot take its offline phase from --offline {}",
                 self.offline.name()
+            )));
+        }
+        if self.stash != Stash::Combined && !accepts.stash {
+            return Err(Error::Usage(format!(
+                "protocol '{name}' has no stash to choose (--stash)"
+            )));
+        }
+        if self.threshold.is_some() && !accepts.threshold {
+            return Err(Error::Usage(format!(
+                "protocol '{name}' cannot output a threshold's answer alone (--threshold)"
             )));
         }
         match (self.sigma, accepts.sigma) {
@@ -171,6 +224,12 @@ impl Options {
         if self.offline != Offline::Ot {
             args.extend(["--offline".to_string(), self.offline.name().to_string()]);
         }
+        if self.stash != Stash::Combined {
+            args.extend(["--stash".to_string(), self.stash.name().to_string()]);
+        }
+        if let Some(t) = self.threshold {
+            args.extend(["--threshold".to_string(), t.to_string()]);
+        }
         args
     }
 
@@ -186,6 +245,9 @@ impl Options {
         w.u8(self.bins.code())
             .u16(sigma as u16)
             .u8(self.offline.code())
+            .u8(self.stash as u8)
+            .u8(self.threshold.is_some() as u8)
+            .u64(self.threshold.unwrap_or(0))
     }
 
     /// Reads what [`Options::write`] wrote.
@@ -210,10 +272,27 @@ impl Options {
                 ))
             }
         };
+        let stash = match r.u8()? {
+            0 => Stash::Combined,
+            1 => Stash::Separate,
+            s => return Err(Error::protocol("a stash code of 0 or 1", s.to_string())),
+        };
+        let threshold = match (r.u8()?, r.u64()?) {
+            (0, 0) => None,
+            (1, t) => Some(t),
+            (f, t) => {
+                return Err(Error::protocol(
+                    "a threshold flag of 0 (with 0) or 1",
+                    format!("{f} with {t}"),
+                ))
+            }
+        };
         Ok(Options {
             bins,
             sigma,
             offline,
+            stash,
+            threshold,
         })
     }
 }
@@ -233,10 +312,17 @@ mod tests {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
                 for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv] {
+                    let (stash, threshold) = match offline {
+                        Offline::Ot => (Stash::Combined, None),
+                        Offline::Dealer => (Stash::Separate, Some(0)),
+                        Offline::Bfv => (Stash::Combined, Some(u64::MAX)),
+                    };
                     let o = Options {
                         bins,
                         sigma,
                         offline,
+                        stash,
+                        threshold,
                     };
                     let bytes = o.write(Writer::new()).0;
                     let mut r = Reader::new(&bytes, "options");

@@ -69,22 +69,22 @@ impl CuckooHash {
     }
 }
 
-/// A bin: the item in it (or [`EMPTY`]) and that item's candidate bins, kept together so
-/// an eviction finds where the evicted item may go without another memory access.
+/// A bin: the item in it (or [`EMPTY`]) and that item's `K` candidate bins, kept together
+/// so an eviction finds where the evicted item may go without another memory access.
 #[derive(Clone, Copy)]
-struct Slot {
+struct Slot<const K: usize> {
     item: u32,
-    bins: [u32; HASHES],
+    bins: [u32; K],
 }
 
-/// Items placed into bins and a stash.
-pub struct CuckooTable {
-    slots: Vec<Slot>,
+/// Items placed into bins and a stash, each item with `K` candidate bins.
+pub struct CuckooTable<const K: usize = HASHES> {
+    slots: Vec<Slot<K>>,
     /// Item indices in the stash, in stash order.
     pub stash: Vec<u32>,
 }
 
-impl CuckooTable {
+impl<const K: usize> CuckooTable<K> {
     /// The item in bin `i` and its hash index `z` (`h_z(item) = i`), if the bin is
     /// occupied. When two hash functions map the item to `i`, the first is named.
     pub fn bin(&self, i: usize) -> Option<(usize, usize)> {
@@ -97,6 +97,18 @@ impl CuckooTable {
                 .expect("item is in one of its bins");
             (s.item as usize, z)
         })
+    }
+
+    /// Empties the bin holding `item`, one of its candidate `bins`; whether it held it.
+    pub fn remove(&mut self, item: usize, bins: &[u32; K]) -> bool {
+        let slot = bins
+            .iter()
+            .map(|&b| b as usize)
+            .find(|&b| self.slots[b].item as usize == item);
+        if let Some(b) = slot {
+            self.slots[b].item = EMPTY;
+        }
+        slot.is_some()
     }
 
     /// The number of bins.
@@ -112,16 +124,16 @@ impl CuckooTable {
 
 /// Inserts items with bin candidates `hashes` into `bins` bins, spilling into a stash of at
 /// most `max_stash` items (KKRT16 §5.2: an empty candidate bin if there is one, else evict
-/// the occupant of a random candidate bin and re-insert it).
-pub fn cuckoo_insert(
-    hashes: &[[u32; HASHES]],
+/// the occupant of a random candidate bin other than the one just left, and re-insert it).
+pub fn cuckoo_insert<const K: usize>(
+    hashes: &[[u32; K]],
     bins: usize,
     max_stash: usize,
     prg: &mut Prg,
-) -> Result<CuckooTable> {
+) -> Result<CuckooTable<K>> {
     let empty = Slot {
         item: EMPTY,
-        bins: [0; HASHES],
+        bins: [0; K],
     };
     let mut table = CuckooTable {
         slots: huge_vec(bins, empty),
@@ -139,6 +151,9 @@ pub fn cuckoo_insert(
             bins: *h,
         };
         let mut placed = false;
+        // The bin the current item was just evicted from: the walk does not go back there
+        // (with two functions a random choice would undo half its steps).
+        let mut left: Option<u32> = None;
         for _ in 0..MAX_EVICTIONS {
             let h = current.bins;
             if let Some(&b) = h.iter().find(|&&b| slots[b as usize].item == EMPTY) {
@@ -146,8 +161,19 @@ pub fn cuckoo_insert(
                 placed = true;
                 break;
             }
-            let bin = h[prg.below(HASHES as u64) as usize] as usize;
-            current = std::mem::replace(&mut slots[bin], current);
+            let onward = h.iter().filter(|&&b| Some(b) != left).count();
+            let bin = match onward {
+                0 => h[prg.below(K as u64) as usize],
+                _ => {
+                    let k = prg.below(onward as u64) as usize;
+                    *h.iter()
+                        .filter(|&&b| Some(b) != left)
+                        .nth(k)
+                        .expect("k < onward")
+                }
+            };
+            current = std::mem::replace(&mut slots[bin as usize], current);
+            left = Some(bin);
         }
         if !placed {
             if table.stash.len() == max_stash {

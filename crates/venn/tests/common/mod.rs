@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Channel, MemChannel, Traffic};
-use venn::protocols::{Options, Protocol};
+use venn::protocols::{Options, Output, Protocol};
 use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
@@ -120,6 +120,15 @@ pub fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (
 /// The indices a report's output holds (it must hold indices).
 pub fn indices(r: &Report) -> Vec<usize> {
     r.output.indices().expect("an output of indices").to_vec()
+}
+
+/// The receiver's output against the true intersection (as indices of its items): those
+/// indices, or their number from a protocol that outputs only the count.
+pub fn assert_output(r: &Report, truth: &[usize], what: &str) {
+    match &r.output {
+        Output::Count(c) => assert_eq!(*c as usize, truth.len(), "{what}: the count"),
+        out => assert_eq!(out.indices().expect("indices or a count"), truth, "{what}"),
+    }
 }
 
 pub fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {

@@ -136,6 +136,7 @@ impl Protocol for Kbm23 {
             sigma: &[32],
             any_items: true,
             offline: &[Offline::Ot, Offline::Dealer, Offline::Bfv],
+            ..Accepts::NOTHING
         }
     }
 

@@ -405,6 +405,7 @@ impl Variant for ByteOts {
         sigma: SIGMAS,
         any_items: true,
         offline: &[],
+        ..Accepts::NOTHING
     };
     /// The toss gives a code key and a hash seed, as for kkrt16; the Walsh–Hadamard code
     /// has no key, so only the seed is used.

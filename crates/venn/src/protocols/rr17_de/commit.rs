@@ -154,6 +154,7 @@ impl Protocol for Rr17Ec {
             sigma: &[],
             any_items: true,
             offline: &[],
+            ..Accepts::NOTHING
         }
     }
 

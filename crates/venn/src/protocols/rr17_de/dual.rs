@@ -307,6 +307,7 @@ impl Realisation for Rom {
         sigma: &[],
         any_items: true,
         offline: &[],
+        ..Accepts::NOTHING
     };
 
     fn phased(
@@ -710,6 +711,8 @@ mod tests {
             bins: super::super::Bins::Lan,
             sigma: None,
             offline: crate::protocols::Offline::Ot,
+            stash: crate::protocols::Stash::Combined,
+            threshold: None,
         };
         fn items(items: &Items) -> Items {
             items.clone()
@@ -721,6 +724,8 @@ mod tests {
             bins: super::super::Bins::Lan,
             sigma: Some(64),
             offline: crate::protocols::Offline::Ot,
+            stash: crate::protocols::Stash::Combined,
+            threshold: None,
         };
         fn items(items: &Items) -> Items {
             super::super::test_parties::integers(items)

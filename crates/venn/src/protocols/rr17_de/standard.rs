@@ -434,6 +434,7 @@ impl Realisation for Standard {
         sigma: SIGMAS,
         any_items: false,
         offline: &[],
+        ..Accepts::NOTHING
     };
 
     fn check_items(options: Options, items: &Items) -> Result<()> {

@@ -1,0 +1,251 @@
+//! From the circuit's shared bits to a count (spec B.3, the [R] alternative to a Hamming-
+//! weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with `v_i` known
+//! to Bob (1 for a count), from one random OT per bit made offline — one round and
+//! k + 1 bits a bit online, where the slides' Hamming-weight circuit spends about one AND
+//! gate a bit and ~log² depth.
+//!
+//! **Derandomised correlated OT.** Offline, Bob holds random `(r_0, r_1)` and Alice a random
+//! choice c with `r_c`. Online Alice sends `e = m_A ⊕ c`; Bob relabels `y_0 = r_e`,
+//! `y_1 = r_{1⊕e}` (so Alice holds `y_{m_A}`), sends `τ = y_1 − y_0 − Δ` with
+//! `Δ = (1 − 2·m_B)·v`, and keeps `m_B·v − y_0`. Alice takes `y_{m_A} − m_A·τ = y_0 + m_A·Δ`.
+//! The two add to `(m_A + m_B − 2·m_A·m_B)·v = (m_A ⊕ m_B)·v`. Bob sees e, uniform for a
+//! uniform c; Alice sees τ, uniform because she lacks the other `y`.
+//!
+//! **Threshold.** Only whether the count reaches T: each party inputs its share to a GMW
+//! circuit — Alice `s_A − T`, Bob `s_B` — that computes the top bit of their k-bit sum by a
+//! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
+//! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
+
+use super::params::Psww18Params;
+use crate::crypto::Prg;
+use crate::gmw::{Gmw, Shared};
+use crate::net::Channel;
+use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::state::{StateReader, StateWriter};
+use crate::{Error, Result};
+
+/// Bits of the counting ring: 32 while the outputs fit below 2^31, else 64.
+pub fn ring_bits(p: &Psww18Params) -> u32 {
+    if p.outputs() < 1 << 31 {
+        32
+    } else {
+        64
+    }
+}
+
+fn mask(bits: u32) -> u64 {
+    u64::MAX >> (64 - bits)
+}
+
+/// Words of triples the threshold's comparison uses.
+pub fn threshold_words(p: &Psww18Params) -> usize {
+    ring_bits(p) as usize - 1
+}
+
+/// Bob's random OTs: both messages of each.
+pub struct SendersOts(Vec<[u64; 2]>);
+
+/// Alice's random OTs: her choice and message of each.
+pub struct ReceiversOts {
+    choices: Vec<bool>,
+    messages: Vec<u64>,
+}
+
+impl SendersOts {
+    /// Makes `count` random OTs with Alice, as their sender (IKNP after base OTs).
+    pub fn generate(
+        chan: &mut dyn Channel,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        count: usize,
+    ) -> Result<Self> {
+        let seeds = SenderSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        let pairs = iknp_send(chan, &seeds, count)?;
+        Ok(SendersOts(
+            pairs
+                .into_iter()
+                .map(|[a, b]| [a as u64, b as u64])
+                .collect(),
+        ))
+    }
+
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        let words: Vec<u64> = self.0.iter().flatten().copied().collect();
+        save_words(out, &words)
+    }
+
+    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+        let words = load_words(input, 2 * count)?;
+        Ok(SendersOts(
+            words.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
+        ))
+    }
+}
+
+impl ReceiversOts {
+    /// Makes `count` random OTs with Bob, as their receiver, with random choices.
+    pub fn generate(
+        chan: &mut dyn Channel,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        count: usize,
+    ) -> Result<Self> {
+        let seeds = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+        let messages = iknp_receive(chan, &seeds, &choices)?;
+        Ok(ReceiversOts {
+            choices,
+            messages: messages.into_iter().map(|m| m as u64).collect(),
+        })
+    }
+
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.bits(&self.choices)?;
+        save_words(out, &self.messages)
+    }
+
+    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+        let choices = input.bits(count, "OT choices")?;
+        if choices.len() != count {
+            return Err(Error::State(format!(
+                "{} OT choices, not {count}",
+                choices.len()
+            )));
+        }
+        Ok(ReceiversOts {
+            choices,
+            messages: load_words(input, count)?,
+        })
+    }
+}
+
+fn save_words(out: &mut StateWriter, words: &[u64]) -> Result<()> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    out.raw(&bytes)
+}
+
+fn load_words(input: &mut StateReader, count: usize) -> Result<Vec<u64>> {
+    let bytes = input.raw(count * 8)?;
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
+pub fn bobs_share(
+    chan: &mut dyn Channel,
+    ots: &SendersOts,
+    m_b: &Shared,
+    value: impl Fn(usize) -> u64,
+    bits: u32,
+) -> Result<u64> {
+    let n = m_b.len();
+    assert_eq!(ots.0.len(), n, "one OT per bit");
+    let mut e = Vec::new();
+    chan.recv_exact_into(&mut e, n.div_ceil(8), "choice corrections")?;
+    if !n.is_multiple_of(8) && e[n / 8] >> (n % 8) != 0 {
+        return Err(Error::protocol(
+            "zero bits past the last correction",
+            "bits set",
+        ));
+    }
+    let bytes = (bits / 8) as usize;
+    let mut tau = Vec::with_capacity(n * bytes);
+    let mut share = 0u64;
+    for (i, r) in ots.0.iter().enumerate() {
+        let e = (e[i / 8] >> (i % 8) & 1) as usize;
+        let (y0, y1) = (r[e], r[1 - e]);
+        let v = value(i);
+        let m = m_b.get(i);
+        let delta = if m { v.wrapping_neg() } else { v };
+        let t = y1.wrapping_sub(y0).wrapping_sub(delta) & mask(bits);
+        tau.extend_from_slice(&t.to_le_bytes()[..bytes]);
+        share = share.wrapping_add(if m { v } else { 0 }).wrapping_sub(y0);
+    }
+    chan.send(&tau)?;
+    Ok(share & mask(bits))
+}
+
+/// Alice's side: her share, `m_A` her share of the bits.
+pub fn alices_share(
+    chan: &mut dyn Channel,
+    ots: &ReceiversOts,
+    m_a: &Shared,
+    bits: u32,
+) -> Result<u64> {
+    let n = m_a.len();
+    assert_eq!(ots.choices.len(), n, "one OT per bit");
+    let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
+    let e_bytes: Vec<u8> = e
+        .words()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .take(n.div_ceil(8))
+        .collect();
+    chan.send(&e_bytes)?;
+    let bytes = (bits / 8) as usize;
+    let mut tau = Vec::new();
+    chan.recv_exact_into(&mut tau, n * bytes, "OT corrections")?;
+    let mut share = 0u64;
+    for (i, t) in tau.chunks_exact(bytes).enumerate() {
+        let mut word = [0u8; 8];
+        word[..bytes].copy_from_slice(t);
+        let t = u64::from_le_bytes(word);
+        let z = if m_a.get(i) {
+            ots.messages[i].wrapping_sub(t)
+        } else {
+            ots.messages[i]
+        };
+        share = share.wrapping_add(z);
+    }
+    Ok(share & mask(bits))
+}
+
+/// Whether `s_A + s_B mod 2^bits`, a count below 2^(bits − 1), is at least `threshold`:
+/// Alice's side (she learns the answer).
+pub fn alice_reaches(
+    gmw: &mut Gmw,
+    share: u64,
+    threshold: u64,
+    bits: u32,
+    prg: &mut Prg,
+) -> Result<bool> {
+    let mine = share.wrapping_sub(threshold) & mask(bits);
+    let a = gmw.share_input(&word_bits(mine, bits), prg)?;
+    let b = gmw.peers_input(bits as usize)?;
+    let below = top_bit_of_sum(gmw, &a, &b, bits)?;
+    let mut theirs = Vec::new();
+    gmw.channel()
+        .recv_exact_into(&mut theirs, 1, "threshold share")?;
+    if theirs[0] > 1 {
+        return Err(Error::protocol("a share bit", theirs[0].to_string()));
+    }
+    Ok(!(below.get(0) ^ (theirs[0] == 1)))
+}
+
+/// Bob's side of [`alice_reaches`].
+pub fn bob_reaches(gmw: &mut Gmw, share: u64, bits: u32, prg: &mut Prg) -> Result<()> {
+    let a = gmw.peers_input(bits as usize)?;
+    let b = gmw.share_input(&word_bits(share, bits), prg)?;
+    let below = top_bit_of_sum(gmw, &a, &b, bits)?;
+    gmw.channel().send(&[below.get(0) as u8])
+}
+
+fn word_bits(w: u64, bits: u32) -> Shared {
+    Shared::from_words(vec![w], bits as usize)
+}
+
+/// A share of the top bit of `a + b` (shares of two `bits`-bit numbers): the carries by a
+/// ripple, `c_{i+1} = c_i ⊕ ((a_i ⊕ c_i) ∧ (b_i ⊕ c_i))`.
+fn top_bit_of_sum(gmw: &mut Gmw, a: &Shared, b: &Shared, bits: u32) -> Result<Shared> {
+    let bit = |x: &Shared, i: u32| x.slice(i as usize, 1);
+    let mut carry = Shared::zeros(1);
+    for i in 0..bits - 1 {
+        let (x, y) = (bit(a, i).xor(&carry), bit(b, i).xor(&carry));
+        let product = gmw.and(&[(&x, &y)])?.remove(0);
+        carry = carry.xor(&product);
+    }
+    let top = bits - 1;
+    Ok(bit(a, top).xor(&bit(b, top)).xor(&carry))
+}

@@ -1,0 +1,428 @@
+//! PSWW18 circuit PSI (Pinkas, Schneider, Weinert, Wieder: *Efficient Circuit-Based PSI via
+//! Cuckoo Hashing*, Eurocrypt 2018; the talk's slides and ABY's `psi_2D_CH`, spec Part B):
+//! the intersection is computed inside a generic two-party circuit, so its parties learn
+//! only a function of it — here its size (`psww18-ca`), or whether that reaches a threshold.
+//!
+//! Roles: Bob, the cuckoo side, is Venn's sender and learns nothing; Alice, the simple side,
+//! is the receiver and learns the output.
+//!
+//! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
+//! ([`crate::gmw::Triples`], two IKNP random OTs each); one random OT per output bit for the
+//! count ([`convert`]).
+//!
+//! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
+//! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
+//! per bin and stash slot, set where a common item is. The bits become additive shares of
+//! their sum with the random OTs; Bob sends his share (or, with `--threshold`, the two
+//! compare the sum with T in a small circuit and Alice learns only the answer).
+
+mod circuit;
+mod convert;
+mod hashing;
+mod params;
+
+use super::{
+    Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    ProtocolInfo, RoleInfo, Security, Sizes,
+};
+use crate::crypto::{Block, RandomOracle};
+use crate::gmw::{Gmw, Triples};
+use crate::items::{BlockEncoder, Items};
+use crate::session::{CoinToss, CoinTossReply, Role};
+use crate::state::{StateReader, StateWriter};
+use crate::{Error, Result};
+use convert::{ReceiversOts, SendersOts};
+use hashing::{alices_tables, bobs_tables, Hashing};
+pub use params::Psww18Params;
+
+/// PSWW18's cardinality protocol.
+pub struct Psww18Ca;
+/// Bob, the sender.
+struct Sender;
+/// Alice, the receiver.
+struct Receiver;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "psww18-ca",
+    paper: "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based PSI via Cuckoo \
+            Hashing (Eurocrypt 2018), two-dimensional cuckoo hashing into a GMW circuit \
+            with OT-based triples (as in the talk's slides and ABY's psi_2D_CH)",
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the size of the intersection (with --threshold T only \
+              whether it is at least T); the sender learns nothing. Neither learns which \
+              items are common. Both learn the other's set size. Secure only if both \
+              parties follow the protocol (GMW with OT-extension triples: a \
+              correlation-robust hash and the base OTs' DDH). A placement that fails (an \
+              event of probability at most 2^-40) ends the run with an error, which the \
+              peer sees. With --sigma 32 the keys are 32-bit integers compared exactly; \
+              other keys are hashed with a per-session key to λ + log2(n_s·n_r) bits, so \
+              two distinct keys match with probability at most 2^-40.",
+    both_allowed: false,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 1024,
+            own_item_bytes: 1024,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output: OutputKind::Count,
+            peer_item_bytes: 1024,
+            own_item_bytes: 1024,
+        },
+    ],
+};
+
+/// Neither party picks the functions its peer's items are hashed with.
+const SEED_TOSS: &str = "psww18 hashing seed";
+
+impl Protocol for Psww18Ca {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Psww18Params::new(sizes, options)?))
+    }
+
+    /// From the parameters: triples (3 bits an AND gate), the random OTs, both inputs'
+    /// planes as bits and twice as shares, and per item its places and tables. A quarter
+    /// more for what the allocator keeps.
+    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
+        let Ok(p) = Psww18Params::new(sizes, options) else {
+            return 0; // refused by the parameters before anything is allocated
+        };
+        let triples = 3 * 8 * triple_words(&p) as u64;
+        let ots = 16 * p.outputs();
+        let inputs = 5
+            * (p.ell() as u64 * p.table_comparisons()
+                + p.stash_width() as u64 * p.stash_comparisons())
+            / 8;
+        let own = match role {
+            Role::Sender => p.n_b,
+            Role::Receiver => p.n_a,
+        };
+        let tables = 40 * p.bins + 96 * own;
+        let need = triples + ots + inputs + tables;
+        need + need / 4
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            sigma: &[32],
+            stash: true,
+            threshold: true,
+            ..Accepts::NOTHING
+        }
+    }
+
+    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
+        match options.sigma {
+            Some(sigma) => items.check_integers(INFO.name, sigma),
+            None => Ok(()),
+        }
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Sender,
+            Role::Receiver => &Receiver,
+        }
+    }
+}
+
+/// Words of triples a run uses: the circuit's, and the threshold's comparison.
+fn triple_words(p: &Psww18Params) -> usize {
+    circuit::triple_words(p)
+        + match p.threshold {
+            Some(_) => convert::threshold_words(p),
+            None => 0,
+        }
+}
+
+/// What the offline phase leaves for the online one (either party).
+pub struct State<O> {
+    params: Psww18Params,
+    seed: Block,
+    triples: Triples,
+    ots: O,
+}
+
+/// The parameters of the session, which must be those the state was made for, with the
+/// run's actual set sizes: a state made for larger sets sizes the tables, and the stash
+/// is compared with the receiver's actual items (a circuit smaller than the triples
+/// were made for: the rest go unused).
+fn session_params<O>(ctx: &Context, state: &State<O>) -> Result<Psww18Params> {
+    let mut p = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
+    if p != state.params {
+        return Err(Error::State(
+            "the precomputed triples were made for other parameters".into(),
+        ));
+    }
+    (p.n_a, p.n_b) = (ctx.session.n_receiver, ctx.session.n_sender);
+    Ok(p)
+}
+
+/// The session ids of the triples' and the random OTs' base OTs.
+fn sids(ctx: &Context) -> [[u8; 32]; 2] {
+    let oracle = RandomOracle::new("venn/psww18/base-ots", &ctx.session.id);
+    [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])]
+}
+
+/// Each item as a σ-bit number: integers as they are, other keys hashed to σ bits under
+/// a key bound to the session.
+fn item_values(p: &Psww18Params, sid: &[u8; 32], items: &Items) -> Result<Vec<u128>> {
+    Ok(if p.hashed {
+        let encoder = BlockEncoder::new("venn/psww18/item", sid);
+        let mask = Block::MAX >> (128 - p.sigma);
+        items.map_all(|item| encoder.encode(item) & mask)
+    } else {
+        items
+            .integers(p.sigma)?
+            .into_iter()
+            .map(u128::from)
+            .collect()
+    })
+}
+
+/// Writes a state: the parameters' encoding and options, the seed, the triples, the OTs.
+fn save_state<O>(
+    state: &State<O>,
+    out: &mut StateWriter,
+    ots: impl FnOnce(&O, &mut StateWriter) -> Result<()>,
+) -> Result<()> {
+    write_header(out, &state.params)?;
+    out.block(state.seed)?;
+    state.triples.save(out)?;
+    ots(&state.ots, out)
+}
+
+/// Reads what [`save_state`] wrote, for `sizes`.
+fn load_state<O>(
+    sizes: Sizes,
+    input: &mut StateReader,
+    ots: impl FnOnce(&mut StateReader, usize) -> Result<O>,
+) -> Result<State<O>> {
+    let len = input_len(input)?;
+    let encoded = input.raw(len)?;
+    let params = Psww18Params::new(sizes, read_options(input)?)?;
+    if params.encode() != encoded {
+        return Err(Error::State("a psww18 state for other parameters".into()));
+    }
+    let seed = input.block()?;
+    let triples = Triples::load(input, triple_words(&params))?;
+    let ots = ots(input, params.outputs() as usize)?;
+    Ok(State {
+        params,
+        seed,
+        triples,
+        ots,
+    })
+}
+
+fn input_len(input: &mut StateReader) -> Result<usize> {
+    let len = input.u64()?;
+    if len > 64 {
+        return Err(Error::State(format!("parameters of {len} bytes")));
+    }
+    Ok(len as usize)
+}
+
+fn read_options(input: &mut StateReader) -> Result<Options> {
+    let sigma = match input.u64()? {
+        0 => None,
+        32 => Some(32),
+        s => return Err(Error::State(format!("a psww18 state for σ = {s}"))),
+    };
+    let stash = match input.u64()? {
+        0 => super::Stash::Combined,
+        1 => super::Stash::Separate,
+        s => return Err(Error::State(format!("a psww18 state with stash code {s}"))),
+    };
+    let threshold = match input.u64()? {
+        0 => None,
+        1 => Some(input.u64()?),
+        t => {
+            return Err(Error::State(format!(
+                "a psww18 state with threshold flag {t}"
+            )))
+        }
+    };
+    Ok(Options {
+        sigma,
+        stash,
+        threshold,
+        ..Options::default()
+    })
+}
+
+/// Writes the parameters' encoding and the options [`read_options`] reads.
+fn write_header(out: &mut StateWriter, p: &Psww18Params) -> Result<()> {
+    let encoded = p.encode();
+    out.u64(encoded.len() as u64)?;
+    out.raw(&encoded)?;
+    out.u64(if p.hashed { 0 } else { p.sigma as u64 })?;
+    out.u64(p.stash as u64)?;
+    match p.threshold {
+        None => out.u64(0),
+        Some(t) => {
+            out.u64(1)?;
+            out.u64(t)
+        }
+    }
+}
+
+impl Party for Sender {
+    type State = State<SendersOts>;
+
+    /// Bob answers the seed toss, makes triples with Alice (she leads) and the counting
+    /// OTs as their sender.
+    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
+        let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
+        let [triple_sid, ot_sid] = sids(ctx);
+        ctx.phase("hashing seed", true);
+        let sid = ctx.session.id;
+        let [seed, _] =
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
+        ctx.phase("triples", true);
+        let words = triple_words(&params);
+        let triples = Triples::generate(ctx.peer, false, words, &mut ctx.prg, &triple_sid)?;
+        ctx.phase("counting OTs", true);
+        let count = params.outputs() as usize;
+        let ots = SendersOts::generate(ctx.peer, &mut ctx.prg, &ot_sid, count)?;
+        Ok(State {
+            params,
+            seed,
+            triples,
+            ots,
+        })
+    }
+
+    /// Bob: his tables, the circuit, his share of the count.
+    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
+        let p = session_params(ctx, &state)?;
+        ctx.phase("hash items", false);
+        let values = item_values(&p, &ctx.session.id, items)?;
+        let placed = Hashing::new(&p, state.seed).place_all(&values);
+        let tables = bobs_tables(&p, &placed, &mut ctx.prg)?;
+        let stash_values: Vec<u128> = tables
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(slot, item)| match item {
+                Some(y) => {
+                    let table = (slot / p.stash_size) as u128;
+                    let tagged = p.stash == super::Stash::Separate;
+                    values[*y as usize] | (tagged as u128 * table) << p.sigma
+                }
+                None => 0,
+            })
+            .collect();
+        let input = circuit::bobs_input(&p, &tables, &stash_values);
+        ctx.phase("circuit and count", false);
+        let mut gmw = Gmw::new(ctx.peer, false, state.triples);
+        let bob = gmw.share_input(&input, &mut ctx.prg)?;
+        let alice = gmw.peers_input(circuit::alices_bits(&p))?;
+        let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
+        let bits = convert::ring_bits(&p);
+        let share = convert::bobs_share(gmw.channel(), &state.ots, &found, |_| 1, bits)?;
+        match p.threshold {
+            Some(_) => convert::bob_reaches(&mut gmw, share, bits, &mut ctx.prg)?,
+            None => gmw.channel().send(&share.to_le_bytes())?,
+        }
+        Ok(Output::Nothing)
+    }
+
+    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
+        save_state(state, out, SendersOts::save)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
+        load_state(sizes, input, SendersOts::load)
+    }
+}
+
+impl Party for Receiver {
+    type State = State<ReceiversOts>;
+
+    /// Alice commits to the seed toss, makes triples with Bob (leading) and the counting
+    /// OTs as their receiver.
+    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
+        let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
+        let [triple_sid, ot_sid] = sids(ctx);
+        ctx.phase("hashing seed", true);
+        let sid = ctx.session.id;
+        let [seed, _] =
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
+        ctx.phase("triples", true);
+        let words = triple_words(&params);
+        let triples = Triples::generate(ctx.peer, true, words, &mut ctx.prg, &triple_sid)?;
+        ctx.phase("counting OTs", true);
+        let count = params.outputs() as usize;
+        let ots = ReceiversOts::generate(ctx.peer, &mut ctx.prg, &ot_sid, count)?;
+        Ok(State {
+            params,
+            seed,
+            triples,
+            ots,
+        })
+    }
+
+    /// Alice: her tables, the circuit, the count (or whether it reaches the threshold).
+    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
+        let p = session_params(ctx, &state)?;
+        ctx.phase("hash items", false);
+        let values = item_values(&p, &ctx.session.id, items)?;
+        let placed = Hashing::new(&p, state.seed).place_all(&values);
+        let tables = alices_tables(&p, &placed, &mut ctx.prg)?;
+        let stash_items: Vec<u128> = values
+            .iter()
+            .zip(&tables.table_of)
+            .map(|(&x, &k)| match p.stash {
+                super::Stash::Separate => x | (k as u128) << p.sigma,
+                super::Stash::Combined => x,
+            })
+            .collect();
+        let input = circuit::alices_input(&p, &tables, &stash_items);
+        ctx.phase("circuit and count", false);
+        let mut gmw = Gmw::new(ctx.peer, true, state.triples);
+        let bob = gmw.peers_input(circuit::bobs_bits(&p))?;
+        let alice = gmw.share_input(&input, &mut ctx.prg)?;
+        let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
+        let bits = convert::ring_bits(&p);
+        let share = convert::alices_share(gmw.channel(), &state.ots, &found, bits)?;
+        match p.threshold {
+            Some(threshold) => {
+                // The count is at most the outputs, so a larger T is never reached.
+                let t = threshold.min(p.outputs() + 1);
+                let reached = convert::alice_reaches(&mut gmw, share, t, bits, &mut ctx.prg)?;
+                Ok(Output::Threshold { threshold, reached })
+            }
+            None => {
+                let mut theirs = Vec::new();
+                gmw.channel()
+                    .recv_exact_into(&mut theirs, 8, "the sender's share")?;
+                let theirs = u64::from_le_bytes(theirs.try_into().expect("8 bytes"));
+                let count = share.wrapping_add(theirs) & (u64::MAX >> (64 - bits));
+                if count > p.n_a.min(p.n_b) {
+                    return Err(Error::protocol(
+                        format!("a count of at most {}", p.n_a.min(p.n_b)),
+                        count.to_string(),
+                    ));
+                }
+                Ok(Output::Count(count))
+            }
+        }
+    }
+
+    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
+        save_state(state, out, ReceiversOts::save)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
+        load_state(sizes, input, ReceiversOts::load)
+    }
+}

@@ -1,0 +1,99 @@
+//! PSWW18's cardinality protocol beyond the registry-wide tests: its options (the stash,
+//! `--threshold`) and its precomputed states.
+
+mod common;
+
+use common::{options, run_pair_with, sets};
+use std::time::Duration;
+use venn::net::mem_pair;
+use venn::protocols::{find, Options, Output, Stash};
+use venn::session::Role;
+use venn::RunOptions;
+
+#[test]
+fn thresholds_and_stashes_give_the_right_answer() {
+    let p = find("psww18-ca").unwrap();
+    let (s, r) = sets(900, 700, 321, 5);
+    for (sigma, stash) in [(Some(32), Stash::Separate), (None, Stash::Combined)] {
+        let count = Options {
+            sigma,
+            stash,
+            ..Options::default()
+        };
+        let (_, rr) = run_pair_with(p, count, &s, &r, false);
+        assert_eq!(rr.unwrap().output, Output::Count(321), "{stash:?}");
+        for (threshold, reached) in [
+            (0, true),
+            (320, true),
+            (321, true),
+            (322, false),
+            (u64::MAX, false),
+        ] {
+            let o = Options {
+                threshold: Some(threshold),
+                ..count
+            };
+            let (sr, rr) = run_pair_with(p, o, &s, &r, false);
+            assert_eq!(sr.unwrap().output, Output::Nothing);
+            assert_eq!(
+                rr.unwrap().output,
+                Output::Threshold { threshold, reached },
+                "{stash:?}, T = {threshold}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_precomputed_state_runs_once_with_the_options_it_was_made_for() {
+    let p = find("psww18-ca").unwrap();
+    let (s, r) = sets(300, 200, 77, 21);
+    let made_for = Options {
+        sigma: None,
+        stash: Stash::Separate,
+        threshold: Some(77),
+        ..Options::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
+    let opts = |role, chosen| RunOptions {
+        options: chosen,
+        ..options(p, role, false)
+    };
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver, made_for)));
+        let pre = venn::precompute(&mut a, 400, &opts(Role::Sender, made_for)).unwrap();
+        pre.save(&paths[0]).unwrap();
+        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
+    });
+    // Other options than the state's are refused before anything is used up.
+    let other = Options {
+        threshold: Some(78),
+        ..made_for
+    };
+    let refused = venn::load_state(&paths[1], &opts(Role::Receiver, other)).and_then(|st| {
+        let (mut x, _y) = mem_pair(Duration::from_secs(1));
+        venn::run_online(&mut x, &r, st, &opts(Role::Receiver, other))
+    });
+    assert!(refused.is_err());
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    let (sr, rr) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            let o = opts(Role::Receiver, made_for);
+            venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o)?, &o)
+        });
+        let o = opts(Role::Sender, made_for);
+        let sr =
+            venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, &s, st, &o));
+        (sr, t.join().unwrap())
+    });
+    assert_eq!(sr.unwrap().output, Output::Nothing);
+    assert_eq!(
+        rr.unwrap().output,
+        Output::Threshold {
+            threshold: 77,
+            reached: true
+        }
+    );
+}
