@@ -23,6 +23,10 @@ use crate::{Error, Result};
 /// OTs of each direction per chunk: 16 MiB of rows.
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
+/// Batches of rows a party sends ahead of the peer's it has received (8 MiB at one thread:
+/// a 1 Gbit/s link's bytes in flight over 64 ms, and half the sending queue).
+const WINDOW: usize = 128;
+
 /// One party's halves of a run's triples, 64 to a word.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Triples {
@@ -86,14 +90,19 @@ impl Triples {
                     }
                 }
             };
-            // A batch of each direction in turn: neither party's sending waits for the
-            // other to stop sending.
+            // Both directions at once, up to WINDOW batches sent ahead of those received:
+            // in lockstep (a batch each way in turn) each batch waited a one-way delay for
+            // the peer's, 1.2 MB/s on a 40 Mbit/s, 80 ms link; within the sending queue, so
+            // neither party's sending waits for the other to stop sending.
+            let mut ahead = 0;
             while !incoming.done() || !outgoing.done() {
-                if !outgoing.done() {
+                while !outgoing.done() && (ahead < WINDOW || incoming.done()) {
                     outgoing.send_batch(chan, &codewords)?;
+                    ahead += 1;
                 }
                 if !incoming.done() {
                     incoming.receive_batch(chan)?;
+                    ahead -= 1;
                 }
             }
             let tweak = |sends| direction(sends) | first as u64;

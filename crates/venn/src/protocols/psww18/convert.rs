@@ -69,11 +69,13 @@ impl SendersOts {
         ))
     }
 
+    /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         let words: Vec<u64> = self.0.iter().flatten().copied().collect();
         save_words(out, &words)
     }
 
+    /// Reads what [`SendersOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         let words = load_words(input, 2 * count)?;
         Ok(SendersOts(
@@ -99,11 +101,13 @@ impl ReceiversOts {
         })
     }
 
+    /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.bits(&self.choices)?;
         save_words(out, &self.messages)
     }
 
+    /// Reads what [`ReceiversOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         let choices = input.bits(count, "OT choices")?;
         if choices.len() != count {

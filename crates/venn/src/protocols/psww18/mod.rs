@@ -25,9 +25,10 @@ use super::{
     Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{Block, RandomOracle};
+use crate::crypto::{Block, Prg, RandomOracle};
 use crate::gmw::{Gmw, Triples};
 use crate::items::{BlockEncoder, Items};
+use crate::net::Channel;
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
@@ -166,6 +167,37 @@ fn session_params<O>(ctx: &Context, state: &State<O>) -> Result<Psww18Params> {
     Ok(p)
 }
 
+/// Either party's offline phase: the seed toss (Alice commits), the triples (Alice leads),
+/// and the counting OTs by `make_ots`.
+fn offline<O>(ctx: &mut Context, make_ots: MakeOts<O>) -> Result<State<O>> {
+    let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
+    let [triple_sid, ot_sid] = sids(ctx);
+    ctx.phase("hashing seed", true);
+    let (sid, role) = (ctx.session.id, ctx.session.role);
+    let [seed, _] = match role {
+        Role::Sender => {
+            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?
+        }
+        Role::Receiver => {
+            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?
+        }
+    };
+    ctx.phase("triples", true);
+    let (leader, words) = (role == Role::Receiver, triple_words(&params));
+    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid)?;
+    ctx.phase("counting OTs", true);
+    let ots = make_ots(ctx.peer, &mut ctx.prg, &ot_sid, params.outputs() as usize)?;
+    Ok(State {
+        params,
+        seed,
+        triples,
+        ots,
+    })
+}
+
+/// How a party makes its counting OTs.
+type MakeOts<O> = fn(&mut dyn Channel, &mut Prg, &[u8; 32], usize) -> Result<O>;
+
 /// The session ids of the triples' and the random OTs' base OTs.
 fn sids(ctx: &Context) -> [[u8; 32]; 2] {
     let oracle = RandomOracle::new("venn/psww18/base-ots", &ctx.session.id);
@@ -281,24 +313,7 @@ impl Party for Sender {
     /// Bob answers the seed toss, makes triples with Alice (she leads) and the counting
     /// OTs as their sender.
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
-        let [triple_sid, ot_sid] = sids(ctx);
-        ctx.phase("hashing seed", true);
-        let sid = ctx.session.id;
-        let [seed, _] =
-            CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        ctx.phase("triples", true);
-        let words = triple_words(&params);
-        let triples = Triples::generate(ctx.peer, false, words, &mut ctx.prg, &triple_sid)?;
-        ctx.phase("counting OTs", true);
-        let count = params.outputs() as usize;
-        let ots = SendersOts::generate(ctx.peer, &mut ctx.prg, &ot_sid, count)?;
-        Ok(State {
-            params,
-            seed,
-            triples,
-            ots,
-        })
+        offline(ctx, SendersOts::generate)
     }
 
     /// Bob: his tables, the circuit, his share of the count.
@@ -351,24 +366,7 @@ impl Party for Receiver {
     /// Alice commits to the seed toss, makes triples with Bob (leading) and the counting
     /// OTs as their receiver.
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
-        let [triple_sid, ot_sid] = sids(ctx);
-        ctx.phase("hashing seed", true);
-        let sid = ctx.session.id;
-        let [seed, _] =
-            CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-        ctx.phase("triples", true);
-        let words = triple_words(&params);
-        let triples = Triples::generate(ctx.peer, true, words, &mut ctx.prg, &triple_sid)?;
-        ctx.phase("counting OTs", true);
-        let count = params.outputs() as usize;
-        let ots = ReceiversOts::generate(ctx.peer, &mut ctx.prg, &ot_sid, count)?;
-        Ok(State {
-            params,
-            seed,
-            triples,
-            ots,
-        })
+        offline(ctx, ReceiversOts::generate)
     }
 
     /// Alice: her tables, the circuit, the count (or whether it reaches the threshold).
