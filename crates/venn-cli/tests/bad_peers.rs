@@ -38,9 +38,7 @@ fn hello(protocol: &str, version: u16, set_size: u64) -> Vec<u8> {
     h.extend_from_slice(protocol.as_bytes());
     h.push(0); // role: sender
     h.push(0); // no --both
-    // The default options: LAN bins (1 byte), no σ (2), OT offline (1), combined stash
-    // (1), no threshold (1 + 8).
-    h.extend_from_slice(&[0; 14]);
+    h.extend_from_slice(&[0; 14]); // default options: bins, σ, offline, stash, threshold (1+2+1+1+1+8)
     h.extend_from_slice(&set_size.to_le_bytes());
     h.extend_from_slice(&[7u8; 16]);
     h.push(0); // no precomputed state
