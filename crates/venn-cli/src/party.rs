@@ -340,6 +340,16 @@ pub fn run_party(
     };
     let split = matches!(read, Read::Split(_));
     let bucketed = split || agreed.log2_buckets() > 0;
+    if bucketed && protocol.info().role(Role::Receiver).output != OutputKind::Indices {
+        // Bucket by bucket, a count (or a threshold's answer) would be learned per bucket:
+        // how the common keys fall into hash buckets, more than the protocol's output.
+        return Err(Error::Usage(format!(
+            "'{}' outputs a function of the whole intersection and cannot run bucket by \
+             bucket (--bucket-rows, or an input too large to read whole): each bucket's \
+             count would tell the receiver more than the total",
+            protocol.info().name
+        )));
+    }
     let (report, written, output_seconds) = match (read, loaded) {
         (Read::Whole(input), loaded) if agreed.log2_buckets() == 0 => {
             let report = match loaded {

@@ -196,3 +196,26 @@ fn bucket_files_go_where_asked() {
         .unwrap();
     assert_clean_failure(&out, "no such dir");
 }
+
+/// A count learned bucket by bucket would tell the receiver how the common keys fall into
+/// the buckets: a protocol whose output is not the intersection itself is refused there.
+#[test]
+fn a_count_is_never_computed_bucket_by_bucket() {
+    let dir = tmp();
+    let (s, r) = inputs(dir.path(), 300);
+    let count = ["--protocol", "psww18-ca", "--plaintext"];
+    let (so, ro) = run_pair(
+        &[&["--input", &r][..], &count, &["--bucket-rows", "100"]].concat(),
+        &[&["--input", &s][..], &count].concat(),
+    );
+    for o in [&so, &ro] {
+        assert_clean_failure(o, "cannot run bucket by bucket");
+    }
+    // Read whole, the same run gives the count.
+    let (so, ro) = run_pair(
+        &[&["--input", &r][..], &count].concat(),
+        &[&["--input", &s][..], &count].concat(),
+    );
+    assert_success(&[&so, &ro]);
+    assert!(String::from_utf8_lossy(&ro.stdout).contains("\"intersection_size\":100"));
+}
