@@ -65,6 +65,26 @@ impl Items {
             .collect()
     }
 
+    /// Each item as a number below 2^σ, as the protocols on σ-bit numbers compare them:
+    /// with `hashed`, any key hashed to σ bits under `domain` and `context` (the session
+    /// id, so that the hash is fresh for each run); otherwise the decimal σ-bit integer it
+    /// is ([`Items::integers`]).
+    pub fn numbers(
+        &self,
+        sigma: u32,
+        hashed: bool,
+        domain: &str,
+        context: &[u8],
+    ) -> Result<Vec<u128>> {
+        if hashed {
+            let encoder = BlockEncoder::new(domain, context);
+            let mask = Block::MAX >> (128 - sigma);
+            Ok(self.map_all(|item| encoder.encode(item) & mask))
+        } else {
+            Ok(self.integers(sigma)?.into_iter().map(u128::from).collect())
+        }
+    }
+
     /// Whether there are no items.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()

@@ -75,28 +75,20 @@ impl Shared {
 
     /// `self ⊕ other` (a share of the XOR of the two shared vectors).
     pub fn xor(&self, other: &Shared) -> Shared {
-        assert_eq!(self.len, other.len, "XOR of vectors of different lengths");
-        Shared {
-            words: self
-                .words
-                .iter()
-                .zip(&other.words)
-                .map(|(a, b)| a ^ b)
-                .collect(),
-            len: self.len,
-        }
+        self.word_by_word(other, |a, b| a ^ b)
     }
 
     /// `self ∧ other` of two vectors in the clear (or of a share with a public vector).
     pub fn and(&self, other: &Shared) -> Shared {
-        assert_eq!(self.len, other.len, "AND of vectors of different lengths");
+        self.word_by_word(other, |a, b| a & b)
+    }
+
+    /// `f` of the two vectors' words (of equal lengths; `f(0, 0) = 0`).
+    fn word_by_word(&self, other: &Shared, f: impl Fn(u64, u64) -> u64) -> Shared {
+        assert_eq!(self.len, other.len, "vectors of different lengths");
+        let words = self.words.iter().zip(&other.words).map(|(&a, &b)| f(a, b));
         Shared {
-            words: self
-                .words
-                .iter()
-                .zip(&other.words)
-                .map(|(a, b)| a & b)
-                .collect(),
+            words: words.collect(),
             len: self.len,
         }
     }

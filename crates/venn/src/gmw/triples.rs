@@ -17,8 +17,8 @@
 use crate::crypto::{tccr_hash, Block, Prg, RandomOracle};
 use crate::net::Channel;
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::state::{StateReader, StateWriter};
-use crate::{Error, Result};
+use crate::state::{exactly, StateReader, StateWriter};
+use crate::Result;
 
 /// OTs of each direction per chunk: 16 MiB of rows.
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
@@ -134,29 +134,14 @@ impl Triples {
 
     /// Writes the triples (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
-        out.u64(self.words() as u64)?;
-        for v in [&self.a, &self.b, &self.c] {
-            let bytes: Vec<u8> = v.iter().flat_map(|w| w.to_le_bytes()).collect();
-            out.raw(&bytes)?;
-        }
-        Ok(())
+        [&self.a, &self.b, &self.c]
+            .into_iter()
+            .try_for_each(|v| out.u64s(v))
     }
 
     /// Reads what [`Triples::save`] wrote: exactly `words` words of each.
     pub fn load(input: &mut StateReader, words: usize) -> Result<Triples> {
-        let stored = input.u64()?;
-        if stored != words as u64 {
-            return Err(Error::State(format!(
-                "{stored} words of triples where the parameters need {words}"
-            )));
-        }
-        let mut read = || -> Result<Vec<u64>> {
-            let bytes = input.raw(words * 8)?;
-            Ok(bytes
-                .chunks_exact(8)
-                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-                .collect())
-        };
+        let mut read = || exactly(input.u64s(words, "triples")?, words);
         Ok(Triples {
             a: read()?,
             b: read()?,
@@ -185,6 +170,7 @@ fn low_bits(blocks: &[Block]) -> Vec<u64> {
 pub(crate) mod tests {
     use super::*;
     use crate::net::mem_pair;
+    use crate::Error;
     use std::time::Duration;
 
     /// Both parties' triples for `words` words, made over an in-memory channel.

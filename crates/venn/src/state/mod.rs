@@ -77,6 +77,11 @@ impl<'a> StateWriter<'a> {
         self.array(v, u32::to_le_bytes)
     }
 
+    /// u64s, prefixed by their count.
+    pub fn u64s(&mut self, v: &[u64]) -> Result<()> {
+        self.array(v, u64::to_le_bytes)
+    }
+
     /// Bits, packed eight to a byte, prefixed by their count.
     pub fn bits(&mut self, v: &[bool]) -> Result<()> {
         self.u64(v.len() as u64)?;
@@ -177,6 +182,11 @@ impl<'a> StateReader<'a> {
     /// At most `max` u32s.
     pub fn u32s(&mut self, max: usize, what: &str) -> Result<Vec<u32>> {
         self.array(max, what, u32::from_le_bytes)
+    }
+
+    /// At most `max` u64s.
+    pub fn u64s(&mut self, max: usize, what: &str) -> Result<Vec<u64>> {
+        self.array(max, what, u64::from_le_bytes)
     }
 
     /// At most `max` bits.

@@ -31,7 +31,7 @@ use super::{
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::Block;
-use crate::items::{BlockEncoder, Items};
+use crate::items::Items;
 use crate::net::Channel;
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
@@ -172,17 +172,8 @@ fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> 
 /// Each item's bins and suffix: σ-bit integers as they are, other keys hashed to σ bits
 /// under a key bound to the session.
 fn place_items(p: &Kbm23Params, h: &Hashing, sid: &[u8; 32], items: &Items) -> Result<Vec<Placed>> {
-    Ok(if p.hashed {
-        let encoder = BlockEncoder::new("venn/kbm23/item", sid);
-        let mask = Block::MAX >> (128 - p.sigma);
-        h.place_all(
-            items
-                .map_all(|item| encoder.encode(item) & mask)
-                .into_iter(),
-        )
-    } else {
-        h.place_all(items.integers(p.sigma)?.into_iter().map(u128::from))
-    })
+    let numbers = items.numbers(p.sigma, p.hashed, "venn/kbm23/item", sid)?;
+    Ok(h.place_all(numbers.into_iter()))
 }
 
 /// Writes the parameters' σ choice and packed arrays of a state.

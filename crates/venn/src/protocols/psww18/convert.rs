@@ -21,7 +21,7 @@ use crate::crypto::Prg;
 use crate::gmw::{Gmw, Shared};
 use crate::net::Channel;
 use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::state::{StateReader, StateWriter};
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result};
 
 /// Bits of the counting ring: 32 while the outputs fit below 2^31, else 64.
@@ -71,13 +71,12 @@ impl SendersOts {
 
     /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
-        let words: Vec<u64> = self.0.iter().flatten().copied().collect();
-        save_words(out, &words)
+        out.u64s(self.0.as_flattened())
     }
 
     /// Reads what [`SendersOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
-        let words = load_words(input, 2 * count)?;
+        let words = exactly(input.u64s(2 * count, "OT messages")?, 2 * count)?;
         Ok(SendersOts(
             words.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
         ))
@@ -104,36 +103,16 @@ impl ReceiversOts {
     /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.bits(&self.choices)?;
-        save_words(out, &self.messages)
+        out.u64s(&self.messages)
     }
 
     /// Reads what [`ReceiversOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
-        let choices = input.bits(count, "OT choices")?;
-        if choices.len() != count {
-            return Err(Error::State(format!(
-                "{} OT choices, not {count}",
-                choices.len()
-            )));
-        }
         Ok(ReceiversOts {
-            choices,
-            messages: load_words(input, count)?,
+            choices: exactly(input.bits(count, "OT choices")?, count)?,
+            messages: exactly(input.u64s(count, "OT messages")?, count)?,
         })
     }
-}
-
-fn save_words(out: &mut StateWriter, words: &[u64]) -> Result<()> {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    out.raw(&bytes)
-}
-
-fn load_words(input: &mut StateReader, count: usize) -> Result<Vec<u64>> {
-    let bytes = input.raw(count * 8)?;
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-        .collect())
 }
 
 /// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.

@@ -26,8 +26,8 @@ use super::{
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::{Block, Prg, RandomOracle};
-use crate::gmw::{Gmw, Triples};
-use crate::items::{BlockEncoder, Items};
+use crate::gmw::{Gmw, Shared, Triples};
+use crate::items::Items;
 use crate::net::Channel;
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
@@ -198,26 +198,20 @@ fn offline<O>(ctx: &mut Context, make_ots: MakeOts<O>) -> Result<State<O>> {
 /// How a party makes its counting OTs.
 type MakeOts<O> = fn(&mut dyn Channel, &mut Prg, &[u8; 32], usize) -> Result<O>;
 
+/// Shares of this party's input vectors.
+fn share(gmw: &mut Gmw, input: &[Shared], prg: &mut Prg) -> Result<Vec<Shared>> {
+    input.iter().map(|x| gmw.share_input(x, prg)).collect()
+}
+
+/// Shares of the peer's input vectors of these lengths.
+fn peers(gmw: &mut Gmw, lengths: &[usize]) -> Result<Vec<Shared>> {
+    lengths.iter().map(|&n| gmw.peers_input(n)).collect()
+}
+
 /// The session ids of the triples' and the random OTs' base OTs.
 fn sids(ctx: &Context) -> [[u8; 32]; 2] {
     let oracle = RandomOracle::new("venn/psww18/base-ots", &ctx.session.id);
     [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])]
-}
-
-/// Each item as a σ-bit number: integers as they are, other keys hashed to σ bits under
-/// a key bound to the session.
-fn item_values(p: &Psww18Params, sid: &[u8; 32], items: &Items) -> Result<Vec<u128>> {
-    Ok(if p.hashed {
-        let encoder = BlockEncoder::new("venn/psww18/item", sid);
-        let mask = Block::MAX >> (128 - p.sigma);
-        items.map_all(|item| encoder.encode(item) & mask)
-    } else {
-        items
-            .integers(p.sigma)?
-            .into_iter()
-            .map(u128::from)
-            .collect()
-    })
 }
 
 /// Writes a state: the parameters' encoding and options, the seed, the triples, the OTs.
@@ -320,7 +314,7 @@ impl Party for Sender {
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state)?;
         ctx.phase("hash items", false);
-        let values = item_values(&p, &ctx.session.id, items)?;
+        let values = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
         let placed = Hashing::new(&p, state.seed).place_all(&values);
         let tables = bobs_tables(&p, &placed, &mut ctx.prg)?;
         let stash_values: Vec<u128> = tables
@@ -339,8 +333,8 @@ impl Party for Sender {
         let input = circuit::bobs_input(&p, &tables, &stash_values);
         ctx.phase("circuit and count", false);
         let mut gmw = Gmw::new(ctx.peer, false, state.triples);
-        let bob = gmw.share_input(&input, &mut ctx.prg)?;
-        let alice = gmw.peers_input(circuit::alices_bits(&p))?;
+        let bob = share(&mut gmw, &input, &mut ctx.prg)?;
+        let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
         let bits = convert::ring_bits(&p);
         let share = convert::bobs_share(gmw.channel(), &state.ots, &found, |_| 1, bits)?;
@@ -373,7 +367,7 @@ impl Party for Receiver {
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state)?;
         ctx.phase("hash items", false);
-        let values = item_values(&p, &ctx.session.id, items)?;
+        let values = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
         let placed = Hashing::new(&p, state.seed).place_all(&values);
         let tables = alices_tables(&p, &placed, &mut ctx.prg)?;
         let stash_items: Vec<u128> = values
@@ -387,8 +381,8 @@ impl Party for Receiver {
         let input = circuit::alices_input(&p, &tables, &stash_items);
         ctx.phase("circuit and count", false);
         let mut gmw = Gmw::new(ctx.peer, true, state.triples);
-        let bob = gmw.peers_input(circuit::bobs_bits(&p))?;
-        let alice = gmw.share_input(&input, &mut ctx.prg)?;
+        let bob = peers(&mut gmw, &circuit::input_lengths(&p, true))?;
+        let alice = share(&mut gmw, &input, &mut ctx.prg)?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
         let bits = convert::ring_bits(&p);
         let share = convert::alices_share(gmw.channel(), &state.ots, &found, bits)?;
