@@ -487,7 +487,8 @@ fn dedup(mut keys: Items, rows: &[u64]) -> Bucket {
 }
 
 /// Two buckets' reports as one: phases summed by name, the later traffic (the channel's
-/// running total), outputs summed.
+/// running total), intersections joined (only protocols whose output is the intersection
+/// run bucket by bucket).
 fn add(mut a: Report, b: Report) -> Report {
     for p in b.phases {
         match a.phases.iter_mut().find(|q| q.name == p.name) {
@@ -497,8 +498,6 @@ fn add(mut a: Report, b: Report) -> Report {
     }
     a.traffic = b.traffic;
     a.output = match (a.output, b.output) {
-        (Output::Count(x), Output::Count(y)) => Output::Count(x + y),
-        (Output::Sum(x), Output::Sum(y)) => Output::Sum(x.wrapping_add(y)),
         (Output::Indices(x), Output::Indices(y)) => Output::Indices([x, y].concat()),
         (_, other) => other,
     };

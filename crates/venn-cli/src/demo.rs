@@ -59,6 +59,7 @@ pub fn demo() -> Result<()> {
             trim: true,
             lowercase: true,
             skip_empty: false,
+            value_column: None,
         },
         both: false,
         state: None,

@@ -179,6 +179,11 @@ struct PartyCli {
     /// Skip rows with an empty key instead of failing.
     #[arg(long)]
     skip_empty: bool,
+    /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
+    /// of a protocol that sums them over the intersection (psww18-sum); a repeated key's
+    /// rows' values are added.
+    #[arg(long, value_name = "NAME")]
+    value_column: Option<String>,
     /// Both parties learn the intersection (both must pass it).
     #[arg(long)]
     both: bool,
@@ -506,6 +511,7 @@ impl PartyCli {
                 trim: self.trim,
                 lowercase: self.lowercase,
                 skip_empty: self.skip_empty,
+                value_column: self.value_column,
             },
             both: self.both,
             state: self.state,

@@ -53,8 +53,11 @@ pub fn write_output(
             }
         }
         Output::Count(c) => serde_json::json!({ "intersection_size": c }),
-        // A u128 does not fit a JSON number exactly: written as a decimal string.
-        Output::Sum(s) => serde_json::json!({ "intersection_sum": s.to_string() }),
+        // A u64 above 2^53 does not fit a JSON number exactly: written as a decimal string.
+        Output::Sum { count, sum } => serde_json::json!({
+            "intersection_size": count,
+            "intersection_sum": sum.to_string(),
+        }),
         Output::Threshold { threshold, reached } => {
             serde_json::json!({ "threshold": threshold, "reached": reached })
         }
@@ -167,11 +170,11 @@ impl<'a> Stats<'a> {
             output: out.kind().name(),
             intersection: out.indices().map(<[usize]>::len),
             intersection_size: match out {
-                Output::Count(c) => Some(*c),
+                Output::Count(c) | Output::Sum { count: c, .. } => Some(*c),
                 _ => None,
             },
             intersection_sum: match out {
-                Output::Sum(s) => Some(s.to_string()),
+                Output::Sum { sum, .. } => Some(sum.to_string()),
                 _ => None,
             },
             intersection_rows: match written {
@@ -215,6 +218,7 @@ mod tests {
             trim: false,
             lowercase: false,
             skip_empty: false,
+            value_column: None,
         };
         let input = read_input(&csv, &keys).unwrap();
         let path = dir.path().join("out.json");
@@ -224,10 +228,19 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["intersection_size"], 42);
         std::fs::remove_file(&path).unwrap();
-        write_output(Some(&path), &input, &Output::Sum(u128::MAX)).unwrap();
+        write_output(
+            Some(&path),
+            &input,
+            &Output::Sum {
+                count: 3,
+                sum: u64::MAX,
+            },
+        )
+        .unwrap();
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v["intersection_sum"], u128::MAX.to_string());
+        assert_eq!(v["intersection_sum"], u64::MAX.to_string());
+        assert_eq!(v["intersection_size"], 3);
         let w = write_output(Some(&path), &input, &Output::Indices(vec![1])).unwrap();
         assert!(matches!(w, Some(Written::Rows(1))));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "k\nb\n");

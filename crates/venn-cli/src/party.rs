@@ -201,6 +201,7 @@ pub fn run_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
+    protocol.check_values(role, args.keys.value_column.is_some())?;
     let learns_rows = protocol.info().role(role).output == OutputKind::Indices
         || (role == Role::Sender && args.both);
     if role == Role::Receiver && learns_rows && args.output.is_none() {
@@ -540,7 +541,9 @@ fn describe(out: &venn::protocols::Output) -> String {
     match out {
         Output::Indices(ix) => format!("intersection {} keys", ix.len()),
         Output::Count(c) => format!("intersection size {c}"),
-        Output::Sum(s) => format!("sum over the intersection {s}"),
+        Output::Sum { count, sum } => {
+            format!("intersection size {count}, sum over the intersection {sum}")
+        }
         Output::Threshold { threshold, reached } => format!(
             "intersection size {} {threshold}",
             if *reached { "at least" } else { "below" }

@@ -566,3 +566,69 @@ fn bench_verifies_every_row_and_replays_each_party_alone() {
         "the recorded transcripts are removed"
     );
 }
+
+/// `psww18-sum`: the receiver learns the number of common keys and the sum of the values
+/// the sender's rows with those keys carry (a repeated key's rows all count); values are
+/// checked as the file is read, and only the sender of a sum may have them.
+#[test]
+fn a_sum_over_the_intersection_from_a_value_column() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        "revenue,customer\n10,ann\n 4294967295 ,bob\n7,ann\n1000,zoe\n0,cat\n",
+    );
+    let r = write(dir.path(), "r.csv", "customer\nbob\nann\ncat\ndan\n");
+    let out = dir.path().join("sum.json");
+    let (s, r, out) = (
+        s.to_str().unwrap(),
+        r.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let sum = ["--protocol", "psww18-sum", "--plaintext"];
+    let sender = [&sum[..], &["--input", s, "--column", "customer"]].concat();
+    let (so, ro) = run_pair(
+        &[&sum[..], &["--input", r, "--output", out]].concat(),
+        &[&sender[..], &["--value-column", "revenue"]].concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    assert_eq!(v["intersection_size"], 3);
+    assert_eq!(v["intersection_sum"], (4294967295u64 + 17).to_string());
+
+    // A value that is not an integer below 2^32 names its line; no value column, or one on
+    // the receiver's side, is refused before the peer is contacted.
+    let bad = write(
+        dir.path(),
+        "bad.csv",
+        "customer,revenue\nann,1\nbob,4294967296\n",
+    );
+    let o = venn()
+        .arg("send")
+        .args(sum)
+        .args([
+            "--input",
+            bad.to_str().unwrap(),
+            "--value-column",
+            "revenue",
+        ])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "5"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "line 3");
+    for (role, extra) in [
+        ("send", &[][..]),
+        ("receive", &["--value-column", "revenue"][..]),
+    ] {
+        let o = venn()
+            .arg(role)
+            .args(sum)
+            .args(["--input", s, "--column", "customer", "--output", out])
+            .args(extra)
+            .args(["--connect", "127.0.0.1:9", "--timeout", "5"])
+            .output()
+            .unwrap();
+        assert_clean_failure(&o, "--value-column");
+    }
+}

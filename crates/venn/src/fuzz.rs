@@ -286,6 +286,12 @@ fn sets(a: u8, b: u8, integers: bool) -> (Items, Items) {
     (sender, receiver)
 }
 
+/// The value of a sender's item, for a protocol that sums them: its bytes as a number,
+/// cut to 32 bits.
+fn value(item: &[u8]) -> u64 {
+    item.iter().fold(0u32, |v, &b| v.rotate_left(8) ^ b as u32) as u64
+}
+
 /// Runs one party and hands back its channel, closed, with what the edits did.
 fn party(mut chan: Tampered, items: &Items, opts: RunOptions) -> (Result<Output>, Tampered) {
     let out = run(&mut chan, items, &opts).map(|r| r.output);
@@ -305,12 +311,15 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
     let [a, b, rest @ ..] = data else {
         return;
     };
-    let integers = !find(protocol)
-        .expect("a registered protocol")
-        .accepts()
-        .sigma
-        .is_empty();
-    let (sender, receiver) = sets(*a, *b, integers);
+    let accepts = find(protocol).expect("a registered protocol").accepts();
+    let (sender, receiver) = sets(*a, *b, !accepts.sigma.is_empty());
+    let sender = match accepts.values {
+        true => {
+            let values = (0..sender.len()).map(|i| value(sender.get(i))).collect();
+            sender.with_values(values).expect("a value per item")
+        }
+        false => sender,
+    };
     let edits = Edit::parse(rest);
     let (s, r) = mem_pair(Duration::from_secs(10));
     let (s, r) = (
@@ -340,6 +349,7 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
         let truth: Vec<usize> = (0..receiver.len())
             .filter(|&i| (0..sender.len()).any(|j| sender.get(j) == receiver.get(i)))
             .collect();
+        let sum = truth.iter().map(|&i| value(receiver.get(i))).sum::<u64>();
         match output {
             Output::Indices(got) => assert_eq!(
                 got, &truth,
@@ -349,6 +359,11 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
                 *c as usize,
                 truth.len(),
                 "an untouched run computed a wrong count"
+            ),
+            Output::Sum { count, sum: got } => assert_eq!(
+                (*count as usize, *got),
+                (truth.len(), sum),
+                "an untouched run computed a wrong sum"
             ),
             _ => {}
         }

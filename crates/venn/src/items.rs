@@ -1,4 +1,5 @@
-//! A party's input set: arbitrary byte strings, stored in one arena.
+//! A party's input set: arbitrary byte strings, stored in one arena, each optionally with
+//! a value (the numbers a sum over the intersection adds up).
 
 use crate::crypto::{Aes, Block, RandomOracle};
 use crate::memory::{huge_vec, prefetch, with_huge_capacity};
@@ -11,6 +12,8 @@ use std::hash::BuildHasher;
 pub struct Items {
     data: Vec<u8>,
     ends: Vec<usize>,
+    /// A value per item, if the items carry values.
+    values: Option<Vec<u64>>,
 }
 
 impl Items {
@@ -26,13 +29,36 @@ impl Items {
         Items {
             data: with_huge_capacity(bytes),
             ends: with_huge_capacity(items),
+            values: None,
         }
     }
 
     /// Appends an item.
+    ///
+    /// # Panics
+    /// If the items carry values (add those with [`Items::with_values`] once all are in).
     pub fn push(&mut self, item: &[u8]) {
+        assert!(self.values.is_none(), "an item without a value");
         self.data.extend_from_slice(item);
         self.ends.push(self.data.len());
+    }
+
+    /// The items with `values[i]` the value of item `i` (one value per item).
+    pub fn with_values(mut self, values: Vec<u64>) -> Result<Self> {
+        if values.len() != self.len() {
+            return Err(Error::Usage(format!(
+                "{} values for {} items",
+                values.len(),
+                self.len()
+            )));
+        }
+        self.values = Some(values);
+        Ok(self)
+    }
+
+    /// The items' values, if they carry any.
+    pub fn values(&self) -> Option<&[u64]> {
+        self.values.as_deref()
     }
 
     /// The number of items.
@@ -97,7 +123,8 @@ impl Items {
     }
 
     /// Removes every item equal to an earlier one, keeping first appearances in order, and
-    /// returns, for each item as it was, the index of its value afterwards.
+    /// returns, for each item as it was, the index of its value afterwards. Values of
+    /// equal items are added (modulo 2^64) into the one kept.
     ///
     /// One pass of an open-addressing table of item hashes (linear probing, half full)
     /// under a hash keyed afresh on each call, so that no input can be crafted to collide;
@@ -143,17 +170,33 @@ impl Items {
                 }
                 pos = (pos + 1) & mask;
             };
-            index.push(found.unwrap_or_else(|| {
-                self.data.copy_within(start..end, kept_bytes);
-                kept_bytes += end - start;
-                self.ends[kept] = kept_bytes;
-                kept += 1;
-                kept as u32 - 1
-            }));
+            let k = match found {
+                Some(k) => k as usize,
+                None => {
+                    self.data.copy_within(start..end, kept_bytes);
+                    kept_bytes += end - start;
+                    self.ends[kept] = kept_bytes;
+                    kept += 1;
+                    kept - 1
+                }
+            };
+            if let Some(values) = &mut self.values {
+                // Kept values lie at `kept` <= `i`: the one at `i` is intact, and the one
+                // a new item overwrites was moved down when its own item was seen.
+                let v = values[i];
+                values[k] = match found {
+                    Some(_) => values[k].wrapping_add(v),
+                    None => v,
+                };
+            }
+            index.push(k as u32);
             start = end;
         }
         self.data.truncate(kept_bytes);
         self.ends.truncate(kept);
+        if let Some(values) = &mut self.values {
+            values.truncate(kept);
+        }
         // Many repeats: give the room back rather than hold it through a whole run.
         if 2 * kept < n {
             self.data.shrink_to_fit();
@@ -319,6 +362,24 @@ mod tests {
             for (i, item) in items.iter().enumerate() {
                 proptest::prop_assert_eq!(store.get(index[i] as usize), item.as_slice());
             }
+        }
+
+        /// Values of equal items are added into the one kept.
+        #[test]
+        fn deduplicate_adds_the_values_of_equal_items(
+            rows in proptest::collection::vec((0u8..4, 0u64..1 << 40), 0..100)
+        ) {
+            let items: Items = rows.iter().map(|(k, _)| [*k]).collect();
+            let values: Vec<u64> = rows.iter().map(|(_, v)| *v).collect();
+            let mut store = items.with_values(values).unwrap();
+            store.deduplicate();
+            let sums: Vec<u64> = (0..store.len())
+                .map(|k| {
+                    let key = store.get(k)[0];
+                    rows.iter().filter(|(r, _)| *r == key).map(|(_, v)| v).sum()
+                })
+                .collect();
+            proptest::prop_assert_eq!(store.values().unwrap(), &sums[..]);
         }
     }
 }

@@ -88,7 +88,7 @@ impl Report {
 /// Runs one party over `chan` on `items` (distinct items; the CLI deduplicates): offline
 /// and online in one session.
 pub fn run(chan: &mut dyn Channel, items: &Items, opts: &RunOptions) -> Result<Report> {
-    opts.protocol.check_items(opts.options, items)?;
+    check_input(opts, items)?;
     let party = opts.protocol.party(opts.role);
     let (output, report) = session(chan, items.len() as u64, Mode::Run, opts, |ctx| {
         let state = party.offline(ctx)?;
@@ -219,7 +219,7 @@ pub fn run_online(
         ));
     }
     loaded.check_items(items.len())?;
-    opts.protocol.check_items(opts.options, items)?;
+    check_input(opts, items)?;
     let resume = Mode::Resume(Resume {
         session: h.session,
         sizes: h.sizes,
@@ -247,6 +247,13 @@ fn barrier(ctx: &mut Context) -> Result<()> {
     ctx.peer
         .recv_exact(0, "the end of the peer's offline phase")?;
     Ok(())
+}
+
+/// Refuses items the protocol cannot run on, before the peer is contacted.
+fn check_input(opts: &RunOptions, items: &Items) -> Result<()> {
+    let protocol = opts.protocol;
+    protocol.check_values(opts.role, items.values().is_some())?;
+    protocol.check_items(opts.options, items)
 }
 
 /// One session: checks, a thread pool, the handshake, `body`, the transcript confirmation.

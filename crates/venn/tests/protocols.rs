@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    assert_output, fit, fit_sigma, indices, options, run_pair, run_pair_with, sets, tampered_pair,
-    tampered_run, test_options, truth,
+    assert_output, fit, fit_sender, fit_sigma, indices, options, run_pair, run_pair_with, sets,
+    tampered_pair, tampered_run, test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
@@ -21,7 +21,12 @@ fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, 
     let (sr, rr) = (sr.unwrap(), rr.unwrap());
     let expected = truth(&r, &s);
     assert_eq!(expected.len(), overlap);
-    assert_output(&rr, &expected, &format!("{name}: receiver's intersection"));
+    assert_output(
+        &rr,
+        &r,
+        &expected,
+        &format!("{name}: receiver's intersection"),
+    );
     if both {
         assert_eq!(indices(&sr), truth(&s, &r), "{name}: sender's intersection");
     } else {
@@ -64,8 +69,8 @@ fn every_item_length_a_protocol_takes_gives_the_intersection() {
             let name = format!("{} --sigma {sigma}", p.info().name);
             sr.unwrap_or_else(|e| panic!("{name}: {e}"));
             let rr = rr.unwrap_or_else(|e| panic!("{name}: {e}"));
-            let (s, r) = (fit_sigma(Some(sigma), &s), fit_sigma(Some(sigma), &r));
-            assert_output(&rr, &truth(&r, &s), &name);
+            let (fs, fr) = (fit_sigma(Some(sigma), &s), fit_sigma(Some(sigma), &r));
+            assert_output(&rr, &r, &truth(&fr, &fs), &name);
         }
     }
 }
@@ -190,7 +195,12 @@ fn items_of_every_length_class_including_empty() {
     let receiver: Items = mk(0x20).iter().chain(shared.iter()).collect();
     for &p in registry() {
         let (_, rr) = run_pair(p, &sender, &receiver, false);
-        assert_output(&rr.unwrap(), &truth(&receiver, &sender), p.info().name);
+        assert_output(
+            &rr.unwrap(),
+            &receiver,
+            &truth(&receiver, &sender),
+            p.info().name,
+        );
     }
 }
 
@@ -198,19 +208,19 @@ fn items_of_every_length_class_including_empty() {
 fn more_threads_give_the_same_result() {
     let (s, r) = sets(5000, 4000, 1234, 9);
     for &p in registry() {
-        let (s, r) = (fit(p, &s), fit(p, &r));
+        let (fs, fr) = (fit_sender(p, test_options(p), &s), fit(p, &r));
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let (_, rr) = std::thread::scope(|sc| {
             let t = sc.spawn(|| {
                 let mut o = options(p, Role::Receiver, false);
                 o.threads = 2;
-                run(&mut b, &r, &o)
+                run(&mut b, &fr, &o)
             });
             let mut o = options(p, Role::Sender, false);
             o.threads = 2;
-            (run(&mut a, &s, &o), t.join().unwrap())
+            (run(&mut a, &fs, &o), t.join().unwrap())
         });
-        assert_output(&rr.unwrap(), &truth(&r, &s), p.info().name);
+        assert_output(&rr.unwrap(), &r, &truth(&fr, &fs), p.info().name);
     }
 }
 
@@ -269,8 +279,10 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             "kkrt16" | "pssz15" => per_item((3 + param("s")) * param("v") / 8),
             "rr17-de" | "rr17-de-sm" => per_item(param("mu_receiver") * param("v") / 8),
             "rr17-ec" => per_item(param("commitment_bits") / 8 + param("mu_receiver") * 20),
-            // psww18-ca's last frame is the sender's 8-byte share of the count.
-            "psww18-ca" => (8, 1),
+            // psww18's last frame is the sender's share: of the count, 4 bytes; of the sum
+            // and count, 16.
+            "psww18-ca" => (4, 1),
+            "psww18-sum" => (16, 1),
             "kbm23" => {
                 let bits = param("log2Q");
                 let comparisons = param("alpha") * param("beta");
@@ -332,7 +344,7 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
                     if incoming { "sender" } else { "receiver" }
                 );
                 if let Ok(rep) = &rr {
-                    assert_output(rep, &want_r, &format!("{what}: receiver output"));
+                    assert_output(rep, &r, &want_r, &format!("{what}: receiver output"));
                 }
                 if let Ok(rep) = &sr {
                     if both {
@@ -368,7 +380,7 @@ fn a_replayed_session_is_refused() {
             let (role, items) = if replay_sender {
                 (Role::Receiver, fit(p, &r))
             } else {
-                (Role::Sender, fit(p, &s))
+                (Role::Sender, fit_sender(p, test_options(p), &s))
             };
             let result = std::thread::scope(|sc| {
                 let t = sc.spawn(|| run(&mut b, &items, &options(p, role, false)));
@@ -430,7 +442,11 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
                 let mut o = options(p, role, false);
                 o.max_peer_items = 1 << 25;
                 o.max_memory = 256 << 20;
-                run(&mut a, &fit(p, &mine), &o)
+                let mine = match role {
+                    Role::Sender => fit_sender(p, test_options(p), &mine),
+                    Role::Receiver => fit(p, &mine),
+                };
+                run(&mut a, &mine, &o)
             });
             let e = result
                 .err()

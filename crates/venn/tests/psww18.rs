@@ -1,14 +1,14 @@
-//! PSWW18's cardinality protocol beyond the registry-wide tests: its options (the stash,
-//! `--threshold`) and its precomputed states.
+//! PSWW18's cardinality and sum protocols beyond the registry-wide tests: their options
+//! (the stash, `--threshold`), the sender's values, and precomputed states.
 
 mod common;
 
-use common::{options, run_pair_with, sets};
+use common::{fit_sigma, options, run_pair_with, sets};
 use std::time::Duration;
 use venn::net::mem_pair;
 use venn::protocols::{find, Options, Output, Stash};
 use venn::session::Role;
-use venn::RunOptions;
+use venn::{Error, Items, RunOptions};
 
 #[test]
 fn thresholds_and_stashes_give_the_right_answer() {
@@ -96,4 +96,71 @@ fn a_precomputed_state_runs_once_with_the_options_it_was_made_for() {
             reached: true
         }
     );
+}
+
+#[test]
+fn sums_add_up_the_senders_values_over_the_intersection() {
+    let p = find("psww18-sum").unwrap();
+    let (s, r) = sets(900, 700, 321, 8);
+    // The largest values a row may carry, so that a wrong carry would show.
+    let top: Vec<u64> = (0..s.len() as u64)
+        .map(|i| u32::MAX as u64 - i % 3)
+        .collect();
+    let expected = |values: &[u64]| -> u64 {
+        let mine: std::collections::HashSet<&[u8]> = (0..r.len()).map(|i| r.get(i)).collect();
+        (0..s.len())
+            .filter(|&i| mine.contains(s.get(i)))
+            .map(|i| values[i])
+            .sum()
+    };
+    for (sigma, stash) in [(Some(32), Stash::Combined), (None, Stash::Separate)] {
+        let o = Options {
+            sigma,
+            stash,
+            ..Options::default()
+        };
+        let (fs, fr) = (fit_sigma(sigma, &s), fit_sigma(sigma, &r));
+        let valued = fs.with_values(top.clone()).unwrap();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        let opts = |role| RunOptions {
+            options: o,
+            ..options(p, role, false)
+        };
+        let (sr, rr) = std::thread::scope(|sc| {
+            let t = sc.spawn(|| venn::run(&mut b, &fr, &opts(Role::Receiver)));
+            (
+                venn::run(&mut a, &valued, &opts(Role::Sender)),
+                t.join().unwrap(),
+            )
+        });
+        assert_eq!(sr.unwrap().output, Output::Nothing);
+        assert_eq!(
+            rr.unwrap().output,
+            Output::Sum {
+                count: 321,
+                sum: expected(&top)
+            },
+            "{stash:?}"
+        );
+    }
+}
+
+#[test]
+fn values_belong_to_the_sender_of_a_sum_alone() {
+    let (s, r) = sets(50, 40, 10, 3);
+    let valued = |items: &Items| {
+        let values = vec![1; items.len()];
+        items.clone().with_values(values).unwrap()
+    };
+    let refused = |p: &'static str, role: Role, items: &Items| {
+        let (mut a, _b) = mem_pair(Duration::from_secs(1));
+        let e = venn::run(&mut a, items, &options(find(p).unwrap(), role, false)).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{p} {role:?}: {e}");
+        e.to_string()
+    };
+    let e = refused("psww18-sum", Role::Sender, &s);
+    assert!(e.contains("--value-column"), "{e}");
+    refused("psww18-sum", Role::Receiver, &valued(&r));
+    refused("psww18-ca", Role::Sender, &valued(&s));
+    refused("kkrt16", Role::Sender, &valued(&s));
 }

@@ -94,6 +94,30 @@ pub fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
     items
 }
 
+/// The value of the sender's benchmark item `i` (below 2^32), for a protocol that sums
+/// values over the intersection.
+fn bench_value(aes: &Aes, i: usize) -> u64 {
+    aes.encrypt(i as Block) as u32 as u64
+}
+
+/// Values for the sender's benchmark items (a fresh one per item).
+fn bench_values(seed: Block, n: usize) -> Vec<u64> {
+    let aes = Aes::new(seed ^ VALUE_KEY);
+    (0..n).map(|i| bench_value(&aes, i)).collect()
+}
+
+/// The sum (mod 2^64) of the sender's values over the intersection: its odd items are
+/// the shared ones.
+fn bench_sum(seed: Block, n: usize) -> u64 {
+    let aes = Aes::new(seed ^ VALUE_KEY);
+    (1..n)
+        .step_by(2)
+        .fold(0u64, |s, i| s.wrapping_add(bench_value(&aes, i)))
+}
+
+/// Separates the values' key from the items'.
+const VALUE_KEY: Block = 0x5641_4c55_4553;
+
 /// Peak resident set size of this process, from /proc (Linux only).
 pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -162,6 +186,11 @@ impl BenchParty {
         let items = match self.options.sigma {
             Some(sigma) => bench_integers(self.seed, self.role, n, sigma),
             None => bench_items(self.seed, self.role, n),
+        };
+        let items = if protocol.accepts().values && self.role == Role::Sender {
+            items.with_values(bench_values(self.seed, n))?
+        } else {
+            items
         };
         let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
         let timeout = self.timeout;
@@ -242,6 +271,10 @@ impl BenchParty {
                 Some(ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
             ),
             Output::Count(c) => (Some(*c as usize), Some(*c as usize == n.div_ceil(2))),
+            Output::Sum { count, sum } => (
+                Some(*count as usize),
+                Some(*count as usize == n.div_ceil(2) && *sum == bench_sum(self.seed, n)),
+            ),
             _ => (None, None),
         };
         let result = PartyResult {

@@ -8,7 +8,8 @@ use super::{
     Input, KeyOptions,
 };
 
-/// Options from one byte: format, normalisation, and which columns make the key.
+/// Options from one byte: format, normalisation, which columns make the key, and whether
+/// column c holds values.
 fn options(pick: u8) -> KeyOptions {
     const COLUMNS: [&[&str]; 4] = [&[], &["b"], &["a", "b"], &["b", "a"]];
     KeyOptions {
@@ -24,12 +25,17 @@ fn options(pick: u8) -> KeyOptions {
         trim: pick & 2 != 0,
         lowercase: pick & 4 != 0,
         skip_empty: pick & 8 != 0,
+        value_column: (pick & 64 != 0).then(|| "c".to_string()),
     }
 }
 
 /// What a parse must satisfy: rows in file order, inside the file and apart; every key
-/// index valid; every distinct key counted once.
-fn check(input: &Input, len: usize) {
+/// index valid; every distinct key counted once; a value per key where asked for.
+fn check(input: &Input, len: usize, values: bool) {
+    assert_eq!(
+        input.keys.values().map(<[u64]>::len),
+        values.then_some(input.keys.len())
+    );
     let mut end = input.header.as_ref().map_or(0, |h| h.end);
     for row in &input.rows {
         assert!(row.bytes.start >= end && row.bytes.end <= len, "rows apart");
@@ -47,7 +53,7 @@ pub fn csv_input(data: &[u8]) {
     let opts = options(pick);
     let parsed = parse_input(data.to_vec(), &opts);
     if let Ok(input) = &parsed {
-        check(input, data.len());
+        check(input, data.len(), opts.value_column.is_some());
     }
     // The differential check: a body the fast path took, through the csv crate too.
     let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
@@ -65,7 +71,7 @@ pub fn csv_input(data: &[u8]) {
         let result = if quoted {
             csv_quoted_body(data, &h, &mut b)
         } else {
-            csv_plain_body(data, h.end, &h.columns, h.width, &mut b)
+            csv_plain_body(data, &h, &mut b)
         };
         result.map(|()| {
             let input = b.finish(Vec::new(), None);
@@ -77,6 +83,7 @@ pub fn csv_input(data: &[u8]) {
                 .collect();
             (
                 keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(),
+                input.keys.values().map(<[u64]>::to_vec),
                 rows,
                 input.duplicates,
                 input.skipped_empty,

@@ -1,6 +1,8 @@
 //! Reading a party's input file: CSV with a header row (default) or plain lines; keys are
 //! normalised only when asked, empty keys are refused unless skipped, and duplicate keys
-//! are run once while all their rows are kept for the output.
+//! are run once while all their rows are kept for the output. A CSV file may give each
+//! row a value (`--value-column`, for a sum over the intersection): the values of a
+//! repeated key's rows are added.
 //!
 //! At disk speed: the file is read into one buffer and rows are byte ranges in it (the
 //! output copies them back verbatim). A CSV body without any quote character is split by
@@ -37,7 +39,13 @@ pub struct KeyOptions {
     pub trim: bool,
     pub lowercase: bool,
     pub skip_empty: bool,
+    /// The CSV column holding each row's value, if the rows carry values.
+    pub value_column: Option<String>,
 }
+
+/// The largest value a row may carry: with fewer than 2^32 rows their sum stays below
+/// 2^64, where a sum over the intersection is taken.
+pub const MAX_VALUE: u64 = u32::MAX as u64;
 
 /// A kept row: the index of its key among `Input::keys`, and its bytes in the file (line
 /// ending included, if it had one).
@@ -109,6 +117,8 @@ struct Builder<'a> {
     opts: &'a KeyOptions,
     /// The key of each row in `rows`, repeats included (until `finish`).
     keys: Items,
+    /// The value of each row in `rows`, if the rows carry values.
+    values: Option<Vec<u64>>,
     rows: Vec<Row>,
     skipped_empty: usize,
     scratch: Vec<u8>,
@@ -122,6 +132,10 @@ impl<'a> Builder<'a> {
         Builder {
             opts,
             keys: Items::with_capacity(expected_rows, key_bytes),
+            values: opts
+                .value_column
+                .is_some()
+                .then(|| with_huge_capacity(expected_rows)),
             rows: with_huge_capacity(expected_rows),
             skipped_empty: 0,
             scratch: Vec::new(),
@@ -129,8 +143,15 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised).
-    fn add_key(&mut self, line: u64, key: &[u8], bytes: Range<usize>) -> Result<()> {
+    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised) and
+    /// whose value field is `value`, if the rows carry values.
+    fn add_key(
+        &mut self,
+        line: u64,
+        key: &[u8],
+        value: Option<&[u8]>,
+        bytes: Range<usize>,
+    ) -> Result<()> {
         if key.is_empty() {
             if self.opts.skip_empty {
                 self.skipped_empty += 1;
@@ -150,13 +171,29 @@ impl<'a> Builder<'a> {
                 })
             }
         };
+        if let (Some(values), Some(field)) = (&mut self.values, value) {
+            values.push(parse_value(field).ok_or_else(|| Error::Input {
+                line,
+                reason: format!(
+                    "the value '{}' is not an integer from 0 to {MAX_VALUE}",
+                    String::from_utf8_lossy(field)
+                ),
+            })?);
+        }
         self.keys.push(key);
         self.rows.push(Row { key: index, bytes });
         Ok(())
     }
 
-    /// Adds a row whose key is made of `fields` (raw), normalising each.
-    fn add_fields(&mut self, line: u64, fields: &[&[u8]], bytes: Range<usize>) -> Result<()> {
+    /// Adds a row whose key is made of `fields` (raw), normalising each, and whose value
+    /// field is `value`.
+    fn add_fields(
+        &mut self,
+        line: u64,
+        fields: &[&[u8]],
+        value: Option<&[u8]>,
+        bytes: Range<usize>,
+    ) -> Result<()> {
         let (mut key_buf, mut field_buf) = (
             std::mem::take(&mut self.scratch),
             std::mem::take(&mut self.field_scratch),
@@ -164,7 +201,7 @@ impl<'a> Builder<'a> {
         let result = match fields {
             [one] => {
                 let key = normalise(one, self.opts, &mut key_buf);
-                self.add_key(line, key, bytes)
+                self.add_key(line, key, value, bytes)
             }
             _ => {
                 key_buf.clear();
@@ -176,15 +213,20 @@ impl<'a> Builder<'a> {
                     key_buf.extend_from_slice(v);
                 }
                 let key = if all_empty { &[][..] } else { &key_buf[..] };
-                self.add_key(line, key, bytes)
+                self.add_key(line, key, value, bytes)
             }
         };
         (self.scratch, self.field_scratch) = (key_buf, field_buf);
         result
     }
 
-    /// The input, with each distinct key once (in order of first appearance).
+    /// The input, with each distinct key once (in order of first appearance) and the
+    /// values of its rows added.
     fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+        if let Some(values) = self.values.take() {
+            let keys = std::mem::take(&mut self.keys);
+            self.keys = keys.with_values(values).expect("a value per row");
+        }
         let distinct = self.keys.deduplicate();
         for row in &mut self.rows {
             row.key = distinct[row.key as usize];
@@ -198,6 +240,19 @@ impl<'a> Builder<'a> {
             skipped_empty: self.skipped_empty,
         }
     }
+}
+
+/// A row's value: an unsigned decimal integer up to [`MAX_VALUE`], white space around it
+/// ignored.
+fn parse_value(field: &[u8]) -> Option<u64> {
+    let digits = field.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value = digits.iter().try_fold(0u64, |v, &d| {
+        v.checked_mul(10)?.checked_add((d - b'0') as u64)
+    })?;
+    (value <= MAX_VALUE).then_some(value)
 }
 
 /// A line's content without its line ending.
@@ -241,10 +296,15 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
     let mut b = Builder::new(opts, expected_rows, data.len());
     match opts.format {
         Format::Lines => {
+            if opts.value_column.is_some() {
+                return Err(Error::Usage(
+                    "values (--value-column) are read from a CSV file (--format csv)".into(),
+                ));
+            }
             let mut number = 0;
             scan::for_each_line(&data, 0, None, |line, _| {
                 number += 1;
-                b.add_fields(number, &[content(&data, &line)], line)
+                b.add_fields(number, &[content(&data, &line)], None, line)
             })?;
             Ok(b.finish(data, None))
         }
@@ -252,7 +312,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
             let h = csv_header(&data, opts)?;
             let body = &data[h.end..];
             if uses_fast_path(body) {
-                csv_plain_body(&data, h.end, &h.columns, h.width, &mut b)?;
+                csv_plain_body(&data, &h, &mut b)?;
             } else {
                 csv_quoted_body(&data, &h, &mut b)?;
             }
@@ -269,11 +329,12 @@ fn uses_fast_path(body: &[u8]) -> bool {
 }
 
 /// The header row of a CSV file: where it ends (the body starts), how many fields it
-/// has, and which of them make up the key.
+/// has, which of them make up the key, and which holds the value.
 struct Header {
     end: usize,
     width: usize,
     columns: Vec<usize>,
+    value: Option<usize>,
 }
 
 /// Parses the header row.
@@ -289,41 +350,42 @@ fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
             reason: "the CSV file has no header row".into(),
         });
     }
+    let column = |name: &String| {
+        header
+            .iter()
+            .position(|h| h == name.as_bytes())
+            .ok_or_else(|| Error::Input {
+                line: 1,
+                reason: format!(
+                    "no column named '{name}' (columns: {})",
+                    header_list(&header)
+                ),
+            })
+    };
     let columns = if opts.columns.is_empty() {
         vec![0]
     } else {
-        opts.columns
-            .iter()
-            .map(|name| {
-                header
-                    .iter()
-                    .position(|h| h == name.as_bytes())
-                    .ok_or_else(|| Error::Input {
-                        line: 1,
-                        reason: format!(
-                            "no column named '{name}' (columns: {})",
-                            header_list(&header)
-                        ),
-                    })
-            })
-            .collect::<Result<_>>()?
+        opts.columns.iter().map(column).collect::<Result<_>>()?
     };
+    let value = opts.value_column.as_ref().map(column).transpose()?;
+    if let Some(v) = value.filter(|v| columns.contains(v)) {
+        return Err(Error::Usage(format!(
+            "the value column '{}' is also a key column",
+            String::from_utf8_lossy(&header[v])
+        )));
+    }
     Ok(Header {
         end: body,
         width: header.len(),
         columns,
+        value,
     })
 }
 
 /// A body with no quote character: split at line breaks and commas.
-fn csv_plain_body(
-    data: &[u8],
-    body: usize,
-    columns: &[usize],
-    width: usize,
-    b: &mut Builder,
-) -> Result<()> {
-    let mut key: Vec<&[u8]> = Vec::with_capacity(columns.len());
+fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
+    let (body, width) = (h.end, h.width);
+    let mut key: Vec<&[u8]> = Vec::with_capacity(h.columns.len());
     // The header may span lines (a quoted name with a line break, a bare CR ending).
     let mut number = line_breaks(data, 0, body);
     scan::for_each_line(data, body, Some(b','), |line, commas| {
@@ -352,8 +414,8 @@ fn csv_plain_body(
             &data[start..commas.get(c).copied().unwrap_or(text_end)]
         };
         key.clear();
-        key.extend(columns.iter().map(|&c| field(c)));
-        b.add_fields(number, &key, line)
+        key.extend(h.columns.iter().map(|&c| field(c)));
+        b.add_fields(number, &key, h.value.map(field), line)
     })
 }
 
@@ -416,7 +478,8 @@ fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
         key.clear();
         key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
-        b.add_fields(line, &fields, start..end.max(start))?;
+        let value = h.value.map(|c| &record[c]);
+        b.add_fields(line, &fields, value, start..end.max(start))?;
     }
     Ok(())
 }
@@ -448,6 +511,7 @@ mod tests {
             trim: true,
             lowercase: true,
             skip_empty: false,
+            value_column: None,
         }
     }
 

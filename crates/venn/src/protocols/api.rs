@@ -16,7 +16,7 @@ use super::{Accepts, Context, Options, Security};
 use crate::items::Items;
 use crate::session::{Role, Sizes};
 use crate::state::{StateReader, StateWriter};
-use crate::Result;
+use crate::{Error, Result};
 use std::any::Any;
 
 /// What a party learns.
@@ -54,8 +54,9 @@ pub enum Output {
     Indices(Vec<usize>),
     /// The size of the intersection.
     Count(u64),
-    /// A sum over values associated with the items in the intersection.
-    Sum(u128),
+    /// The sum (mod 2^64) of the values the sender associated with the items in the
+    /// intersection, and their number.
+    Sum { count: u64, sum: u64 },
     /// Whether the intersection has at least `threshold` items.
     Threshold { threshold: u64, reached: bool },
     /// Nothing.
@@ -68,7 +69,7 @@ impl Output {
         match self {
             Output::Indices(_) => OutputKind::Indices,
             Output::Count(_) => OutputKind::Count,
-            Output::Sum(_) => OutputKind::Sum,
+            Output::Sum { .. } => OutputKind::Sum,
             Output::Threshold { .. } => OutputKind::Threshold,
             Output::Nothing => OutputKind::Nothing,
         }
@@ -240,6 +241,24 @@ pub trait Protocol: Sync {
     /// protocol on σ-bit integers: anything else).
     fn check_items(&self, _options: Options, _items: &Items) -> Result<()> {
         Ok(())
+    }
+
+    /// Refuses values with the items of a role that takes none, and items without values
+    /// where `role` has its values summed ([`Accepts::values`]: the sender's).
+    fn check_values(&self, role: Role, has_values: bool) -> Result<()> {
+        let name = self.info().name;
+        match (self.accepts().values && role == Role::Sender, has_values) {
+            (true, false) => Err(Error::Usage(format!(
+                "{name} sums a value per key of the sender's: give the sender a value \
+                 column (--value-column)"
+            ))),
+            (false, true) => Err(Error::Usage(format!(
+                "values per key (--value-column) are only for the sender of a protocol \
+                 that sums them, not for the {} of {name}",
+                role.name()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The party that plays `role`.

@@ -6,6 +6,7 @@
 mod api;
 mod context;
 mod dcw13;
+mod dgt12;
 mod dkt10;
 pub mod kbm23;
 mod matching;
@@ -59,7 +60,9 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_de::Rr17Ec,
         &rr17_de::Rr17DeSm::NEW,
         &kbm23::Kbm23,
-        &psww18::Psww18Ca,
+        &psww18::Psww18::CA,
+        &psww18::Psww18::SUM,
+        &dgt12::Dgt12,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,

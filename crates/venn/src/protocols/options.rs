@@ -142,6 +142,8 @@ pub struct Accepts {
     pub stash: bool,
     /// Whether it can output only whether a count reaches a threshold (`--threshold`).
     pub threshold: bool,
+    /// Whether it sums a value per item of the sender's (`--value-column`).
+    pub values: bool,
 }
 
 impl Accepts {
@@ -153,6 +155,7 @@ impl Accepts {
         offline: &[],
         stash: false,
         threshold: false,
+        values: false,
     };
 }
 

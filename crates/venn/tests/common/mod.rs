@@ -60,6 +60,26 @@ pub fn fit_sigma(sigma: Option<u32>, items: &Items) -> Items {
         .collect()
 }
 
+/// The value the tests give an item (below 2^32), for a protocol that sums the sender's
+/// values: a hash of the item as the tests made it (before [`fit_sigma`]).
+pub fn value_of(item: &[u8]) -> u64 {
+    let h = item.iter().fold(0x84222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    h >> 32
+}
+
+/// The sender's `items` as `protocol` takes them with `options`: [`fit_sigma`], and each
+/// with its [`value_of`] where the protocol sums the sender's values.
+pub fn fit_sender(protocol: &'static dyn Protocol, options: Options, items: &Items) -> Items {
+    let fitted = fit_sigma(options.sigma, items);
+    if !protocol.accepts().values {
+        return fitted;
+    }
+    let values = (0..items.len()).map(|i| value_of(items.get(i))).collect();
+    fitted.with_values(values).expect("a value per item")
+}
+
 /// Runs both parties; returns (sender report, receiver report).
 pub fn run_pair(
     protocol: &'static dyn Protocol,
@@ -80,7 +100,7 @@ pub fn run_pair_with(
 ) -> (venn::Result<Report>, venn::Result<Report>) {
     let (mut a, mut b) = mem_pair(Duration::from_secs(30));
     let (sender, receiver) = (
-        &fit_sigma(options.sigma, sender),
+        &fit_sender(protocol, options, sender),
         &fit_sigma(options.sigma, receiver),
     );
     let opts = |role| RunOptions {
@@ -122,11 +142,17 @@ pub fn indices(r: &Report) -> Vec<usize> {
     r.output.indices().expect("an output of indices").to_vec()
 }
 
-/// The receiver's output against the true intersection (as indices of its items): those
-/// indices, or their number from a protocol that outputs only the count.
-pub fn assert_output(r: &Report, truth: &[usize], what: &str) {
+/// The receiver's output against the true intersection (as indices of its items `mine`):
+/// those indices, or their number from a protocol that outputs only the count, or with it
+/// the sum of their [`value_of`].
+pub fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &str) {
     match &r.output {
         Output::Count(c) => assert_eq!(*c as usize, truth.len(), "{what}: the count"),
+        Output::Sum { count, sum } => {
+            assert_eq!(*count as usize, truth.len(), "{what}: the count");
+            let expected = truth.iter().map(|&i| value_of(mine.get(i))).sum::<u64>();
+            assert_eq!(*sum, expected, "{what}: the sum");
+        }
         out => assert_eq!(out.indices().expect("indices or a count"), truth, "{what}"),
     }
 }
@@ -211,7 +237,7 @@ pub fn tampered_pair_traffic(
         frames: 0,
         tamper,
     };
-    let (s, r) = (&fit(p, s), &fit(p, r));
+    let (s, r) = (&fit_sender(p, test_options(p), s), &fit(p, r));
     std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, r, &options(p, Role::Receiver, both)));
         let sr = run(&mut a, s, &options(p, Role::Sender, both));

@@ -1,8 +1,11 @@
-//! From the circuit's shared bits to a count (spec B.3, the [R] alternative to a Hamming-
-//! weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with `v_i` known
-//! to Bob (1 for a count), from one random OT per bit made offline — one round and
-//! k + 1 bits a bit online, where the slides' Hamming-weight circuit spends about one AND
-//! gate a bit and ~log² depth.
+//! From the circuit's shared bits to a count or a sum (spec B.3, the [R] alternative to a
+//! Hamming-weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with `v_i`
+//! known to Bob, from one random OT per bit made offline — one round and k + 1 bits a bit
+//! online, where the slides' Hamming-weight circuit spends about one AND gate a bit and
+//! ~log² depth. For a count `v_i = 1` (k = 32 or 64); for a sum with its count
+//! `v_i = 2^64·w_i + 1` in k = 128 bits, `w_i` the value of the item Bob placed in slot i:
+//! the low half adds up the count (below 2^64, so it never carries into the high half) and
+//! the high half the sum of the values mod 2^64.
 //!
 //! **Derandomised correlated OT.** Offline, Bob holds random `(r_0, r_1)` and Alice a random
 //! choice c with `r_c`. Online Alice sends `e = m_A ⊕ c`; Bob relabels `y_0 = r_e`,
@@ -24,8 +27,8 @@ use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result};
 
-/// Bits of the counting ring: 32 while the outputs fit below 2^31, else 64.
-pub fn ring_bits(p: &Psww18Params) -> u32 {
+/// Bits of the ring a count is taken in: 32 while the outputs fit below 2^31, else 64.
+pub fn counting_bits(p: &Psww18Params) -> u32 {
     if p.outputs() < 1 << 31 {
         32
     } else {
@@ -33,22 +36,25 @@ pub fn ring_bits(p: &Psww18Params) -> u32 {
     }
 }
 
-fn mask(bits: u32) -> u64 {
-    u64::MAX >> (64 - bits)
+/// Bits of the ring a sum and its count are taken in.
+pub const SUM_BITS: u32 = 128;
+
+fn mask(bits: u32) -> u128 {
+    u128::MAX >> (128 - bits)
 }
 
 /// Words of triples the threshold's comparison uses.
 pub fn threshold_words(p: &Psww18Params) -> usize {
-    ring_bits(p) as usize - 1
+    counting_bits(p) as usize - 1
 }
 
 /// Bob's random OTs: both messages of each.
-pub struct SendersOts(Vec<[u64; 2]>);
+pub struct SendersOts(Vec<[u128; 2]>);
 
 /// Alice's random OTs: her choice and message of each.
 pub struct ReceiversOts {
     choices: Vec<bool>,
-    messages: Vec<u64>,
+    messages: Vec<u128>,
 }
 
 impl SendersOts {
@@ -60,25 +66,19 @@ impl SendersOts {
         count: usize,
     ) -> Result<Self> {
         let seeds = SenderSeeds::new::<MasnyRindal>(chan, prg, sid)?;
-        let pairs = iknp_send(chan, &seeds, count)?;
-        Ok(SendersOts(
-            pairs
-                .into_iter()
-                .map(|[a, b]| [a as u64, b as u64])
-                .collect(),
-        ))
+        Ok(SendersOts(iknp_send(chan, &seeds, count)?))
     }
 
     /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
-        out.u64s(self.0.as_flattened())
+        out.blocks(self.0.as_flattened())
     }
 
     /// Reads what [`SendersOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
-        let words = exactly(input.u64s(2 * count, "OT messages")?, 2 * count)?;
+        let blocks = exactly(input.blocks(2 * count, "OT messages")?, 2 * count)?;
         Ok(SendersOts(
-            words.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
+            blocks.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
         ))
     }
 }
@@ -94,35 +94,35 @@ impl ReceiversOts {
         let seeds = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
         let messages = iknp_receive(chan, &seeds, &choices)?;
-        Ok(ReceiversOts {
-            choices,
-            messages: messages.into_iter().map(|m| m as u64).collect(),
-        })
+        Ok(ReceiversOts { choices, messages })
     }
 
     /// Writes the OTs (for a precomputed state).
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.bits(&self.choices)?;
-        out.u64s(&self.messages)
+        out.blocks(&self.messages)
     }
 
     /// Reads what [`ReceiversOts::save`] wrote: `count` OTs.
     pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         Ok(ReceiversOts {
             choices: exactly(input.bits(count, "OT choices")?, count)?,
-            messages: exactly(input.u64s(count, "OT messages")?, count)?,
+            messages: exactly(input.blocks(count, "OT messages")?, count)?,
         })
     }
 }
+
+/// Outputs whose corrections τ go in one frame.
+const FRAME_OUTPUTS: usize = 1 << 16;
 
 /// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
 pub fn bobs_share(
     chan: &mut dyn Channel,
     ots: &SendersOts,
     m_b: &Shared,
-    value: impl Fn(usize) -> u64,
+    value: impl Fn(usize) -> u128,
     bits: u32,
-) -> Result<u64> {
+) -> Result<u128> {
     let n = m_b.len();
     assert_eq!(ots.0.len(), n, "one OT per bit");
     let mut e = Vec::new();
@@ -134,8 +134,8 @@ pub fn bobs_share(
         ));
     }
     let bytes = (bits / 8) as usize;
-    let mut tau = Vec::with_capacity(n * bytes);
-    let mut share = 0u64;
+    let mut tau = Vec::with_capacity(FRAME_OUTPUTS.min(n) * bytes);
+    let mut share = 0u128;
     for (i, r) in ots.0.iter().enumerate() {
         let e = (e[i / 8] >> (i % 8) & 1) as usize;
         let (y0, y1) = (r[e], r[1 - e]);
@@ -145,8 +145,11 @@ pub fn bobs_share(
         let t = y1.wrapping_sub(y0).wrapping_sub(delta) & mask(bits);
         tau.extend_from_slice(&t.to_le_bytes()[..bytes]);
         share = share.wrapping_add(if m { v } else { 0 }).wrapping_sub(y0);
+        if tau.len() == FRAME_OUTPUTS * bytes || i + 1 == n {
+            chan.send(&tau)?;
+            tau.clear();
+        }
     }
-    chan.send(&tau)?;
     Ok(share & mask(bits))
 }
 
@@ -156,7 +159,7 @@ pub fn alices_share(
     ots: &ReceiversOts,
     m_a: &Shared,
     bits: u32,
-) -> Result<u64> {
+) -> Result<u128> {
     let n = m_a.len();
     assert_eq!(ots.choices.len(), n, "one OT per bit");
     let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
@@ -169,18 +172,21 @@ pub fn alices_share(
     chan.send(&e_bytes)?;
     let bytes = (bits / 8) as usize;
     let mut tau = Vec::new();
-    chan.recv_exact_into(&mut tau, n * bytes, "OT corrections")?;
-    let mut share = 0u64;
-    for (i, t) in tau.chunks_exact(bytes).enumerate() {
-        let mut word = [0u8; 8];
-        word[..bytes].copy_from_slice(t);
-        let t = u64::from_le_bytes(word);
-        let z = if m_a.get(i) {
-            ots.messages[i].wrapping_sub(t)
-        } else {
-            ots.messages[i]
-        };
-        share = share.wrapping_add(z);
+    let mut share = 0u128;
+    for first in (0..n).step_by(FRAME_OUTPUTS) {
+        let count = FRAME_OUTPUTS.min(n - first);
+        chan.recv_exact_into(&mut tau, count * bytes, "OT corrections")?;
+        for (i, t) in (first..).zip(tau.chunks_exact(bytes)) {
+            let mut word = [0u8; 16];
+            word[..bytes].copy_from_slice(t);
+            let t = u128::from_le_bytes(word);
+            let z = if m_a.get(i) {
+                ots.messages[i].wrapping_sub(t)
+            } else {
+                ots.messages[i]
+            };
+            share = share.wrapping_add(z);
+        }
     }
     Ok(share & mask(bits))
 }
@@ -194,7 +200,7 @@ pub fn alice_reaches(
     bits: u32,
     prg: &mut Prg,
 ) -> Result<bool> {
-    let mine = share.wrapping_sub(threshold) & mask(bits);
+    let mine = share.wrapping_sub(threshold) & mask(bits) as u64;
     let a = gmw.share_input(&word_bits(mine, bits), prg)?;
     let b = gmw.peers_input(bits as usize)?;
     let below = top_bit_of_sum(gmw, &a, &b, bits)?;

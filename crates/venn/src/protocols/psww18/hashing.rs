@@ -121,8 +121,9 @@ impl Hashing {
     }
 }
 
-/// Bob's tables: the value of each bin of L then R, and his stash.
+/// Bob's tables: the item in each bin of L then R and its value, and his stash.
 pub struct BobsTables {
+    pub items: Vec<Option<u32>>,
     pub values: Vec<u128>,
     /// The stash's slots, each with an item or none (for separate stashes L's first).
     pub slots: Vec<Option<u32>>,
@@ -173,15 +174,19 @@ pub fn bobs_tables(p: &Psww18Params, placed: &[Placed], prg: &mut Prg) -> Result
             }
         }
     }
-    let values = (tables.iter().enumerate())
-        .flat_map(|(k, t)| {
-            (0..b).map(move |i| match t.bin(i) {
-                Some((y, j)) => placed[y].values[k][j],
-                None => BOBS_EMPTY,
-            })
+    let bins = || (tables.iter().enumerate()).flat_map(|(k, t)| (0..b).map(move |i| (k, t.bin(i))));
+    let items = bins().map(|(_, bin)| bin.map(|(y, _)| y as u32)).collect();
+    let values = bins()
+        .map(|(k, bin)| match bin {
+            Some((y, j)) => placed[y].values[k][j],
+            None => BOBS_EMPTY,
         })
         .collect();
-    Ok(BobsTables { values, slots })
+    Ok(BobsTables {
+        items,
+        values,
+        slots,
+    })
 }
 
 /// Alice's tables: the values of both slots of each bin of L then R (`2·2b`, a bin's two

@@ -1,7 +1,9 @@
 //! PSWW18 circuit PSI (Pinkas, Schneider, Weinert, Wieder: *Efficient Circuit-Based PSI via
 //! Cuckoo Hashing*, Eurocrypt 2018; the talk's slides and ABY's `psi_2D_CH`, spec Part B):
 //! the intersection is computed inside a generic two-party circuit, so its parties learn
-//! only a function of it — here its size (`psww18-ca`), or whether that reaches a threshold.
+//! only a function of it — here its size (`psww18-ca`) or whether that reaches a threshold,
+//! or the sum of values the sender attached to its common items, with their number
+//! (`psww18-sum`).
 //!
 //! Roles: Bob, the cuckoo side, is Venn's sender and learns nothing; Alice, the simple side,
 //! is the receiver and learns the output.
@@ -13,8 +15,9 @@
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
 //! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
 //! per bin and stash slot, set where a common item is. The bits become additive shares of
-//! their sum with the random OTs; Bob sends his share (or, with `--threshold`, the two
-//! compare the sum with T in a small circuit and Alice learns only the answer).
+//! their sum — weighted by the values of Bob's items in those slots, for a sum — with the
+//! random OTs; Bob sends his share (or, with `--threshold`, the two compare the count with
+//! T in a small circuit and Alice learns only the answer).
 
 mod circuit;
 mod convert;
@@ -36,18 +39,64 @@ use convert::{ReceiversOts, SendersOts};
 use hashing::{alices_tables, bobs_tables, Hashing};
 pub use params::Psww18Params;
 
-/// PSWW18's cardinality protocol.
-pub struct Psww18Ca;
-/// Bob, the sender.
-struct Sender;
-/// Alice, the receiver.
-struct Receiver;
+/// PSWW18's circuit PSI with the function of the intersection it computes.
+pub struct Psww18 {
+    function: Function,
+}
 
-static INFO: ProtocolInfo = ProtocolInfo {
+impl Psww18 {
+    /// The intersection's size (`psww18-ca`).
+    pub const CA: Psww18 = Psww18 {
+        function: Function::Count,
+    };
+    /// The sum of the sender's values over the intersection, and its size (`psww18-sum`).
+    pub const SUM: Psww18 = Psww18 {
+        function: Function::Sum,
+    };
+}
+
+/// What the circuit's bits are added up to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Function {
+    /// The number of common items.
+    Count,
+    /// The sum of the values of Bob's common items (mod 2^64), and their number.
+    Sum,
+}
+
+/// Bob, the sender.
+struct Sender(Function);
+/// Alice, the receiver.
+struct Receiver(Function);
+
+const PAPER: &str = "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based PSI via \
+                     Cuckoo Hashing (Eurocrypt 2018), two-dimensional cuckoo hashing into a \
+                     GMW circuit with OT-based triples (as in the talk's slides and ABY's \
+                     psi_2D_CH)";
+
+/// The roles of either function: Bob learns nothing, Alice `output`.
+const fn roles(output: OutputKind) -> [RoleInfo; 2] {
+    [
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 1024,
+            own_item_bytes: 1024,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output,
+            peer_item_bytes: 1024,
+            own_item_bytes: 1024,
+        },
+    ]
+}
+
+static CA_INFO: ProtocolInfo = ProtocolInfo {
     name: "psww18-ca",
-    paper: "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based PSI via Cuckoo \
-            Hashing (Eurocrypt 2018), two-dimensional cuckoo hashing into a GMW circuit \
-            with OT-based triples (as in the talk's slides and ABY's psi_2D_CH)",
+    paper: PAPER,
     security: Security::SemiHonest,
     leakage: "The receiver learns the size of the intersection (with --threshold T only \
               whether it is at least T); the sender learns nothing. Neither learns which \
@@ -59,30 +108,39 @@ static INFO: ProtocolInfo = ProtocolInfo {
               other keys are hashed with a per-session key to λ + log2(n_s·n_r) bits, so \
               two distinct keys match with probability at most 2^-40.",
     both_allowed: false,
-    roles: &[
-        RoleInfo {
-            role: Role::Sender,
-            security: Security::SemiHonest,
-            output: OutputKind::Nothing,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-        RoleInfo {
-            role: Role::Receiver,
-            security: Security::SemiHonest,
-            output: OutputKind::Count,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-    ],
+    roles: &roles(OutputKind::Count),
+};
+
+static SUM_INFO: ProtocolInfo = ProtocolInfo {
+    name: "psww18-sum",
+    paper: PAPER,
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the size of the intersection and the sum (mod 2^64) of \
+              the values the sender gave its common keys (--value-column: an integer below \
+              2^32 per row, the rows of a repeated key added, so that the sum is exact \
+              below 2^32 rows); the sender learns nothing. Neither \
+              learns which items are common, and the receiver learns no single value \
+              unless the intersection has one item (or the sum alone determines it). Both \
+              learn the other's set size. Secure only if both parties follow the protocol \
+              (GMW with OT-extension triples: a correlation-robust hash and the base OTs' \
+              DDH). A placement that fails (an event of probability at most 2^-40) ends \
+              the run with an error, which the peer sees. With --sigma 32 the keys are \
+              32-bit integers compared exactly; other keys are hashed with a per-session \
+              key to λ + log2(n_s·n_r) bits, so two distinct keys match with probability \
+              at most 2^-40.",
+    both_allowed: false,
+    roles: &roles(OutputKind::Sum),
 };
 
 /// Neither party picks the functions its peer's items are hashed with.
 const SEED_TOSS: &str = "psww18 hashing seed";
 
-impl Protocol for Psww18Ca {
+impl Protocol for Psww18 {
     fn info(&self) -> &'static ProtocolInfo {
-        &INFO
+        match self.function {
+            Function::Count => &CA_INFO,
+            Function::Sum => &SUM_INFO,
+        }
     }
 
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
@@ -97,7 +155,7 @@ impl Protocol for Psww18Ca {
             return 0; // refused by the parameters before anything is allocated
         };
         let triples = 3 * 8 * triple_words(&p) as u64;
-        let ots = 16 * p.outputs();
+        let ots = 32 * p.outputs();
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
                 + p.stash_width() as u64 * p.stash_comparisons())
@@ -106,7 +164,7 @@ impl Protocol for Psww18Ca {
             Role::Sender => p.n_b,
             Role::Receiver => p.n_a,
         };
-        let tables = 40 * p.bins + 96 * own;
+        let tables = 56 * p.bins + 96 * own;
         let need = triples + ots + inputs + tables;
         need + need / 4
     }
@@ -115,23 +173,34 @@ impl Protocol for Psww18Ca {
         Accepts {
             sigma: &[32],
             stash: true,
-            threshold: true,
+            threshold: self.function == Function::Count,
+            values: self.function == Function::Sum,
             ..Accepts::NOTHING
         }
     }
 
     fn check_items(&self, options: Options, items: &Items) -> Result<()> {
         match options.sigma {
-            Some(sigma) => items.check_integers(INFO.name, sigma),
+            Some(sigma) => items.check_integers(self.info().name, sigma),
             None => Ok(()),
         }
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
-        match role {
-            Role::Sender => &Sender,
-            Role::Receiver => &Receiver,
+        match (role, self.function) {
+            (Role::Sender, Function::Count) => &Sender(Function::Count),
+            (Role::Sender, Function::Sum) => &Sender(Function::Sum),
+            (Role::Receiver, Function::Count) => &Receiver(Function::Count),
+            (Role::Receiver, Function::Sum) => &Receiver(Function::Sum),
         }
+    }
+}
+
+/// Bits of the ring the circuit's bits are added up in ([`convert`]).
+fn ring_bits(p: &Psww18Params, function: Function) -> u32 {
+    match function {
+        Function::Count => convert::counting_bits(p),
+        Function::Sum => convert::SUM_BITS,
     }
 }
 
@@ -310,12 +379,12 @@ impl Party for Sender {
         offline(ctx, SendersOts::generate)
     }
 
-    /// Bob: his tables, the circuit, his share of the count.
+    /// Bob: his tables, the circuit, his share of the count or sum.
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state)?;
         ctx.phase("hash items", false);
-        let values = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
-        let placed = Hashing::new(&p, state.seed).place_all(&values);
+        let keys = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
+        let placed = Hashing::new(&p, state.seed).place_all(&keys);
         let tables = bobs_tables(&p, &placed, &mut ctx.prg)?;
         let stash_values: Vec<u128> = tables
             .slots
@@ -325,7 +394,7 @@ impl Party for Sender {
                 Some(y) => {
                     let table = (slot / p.stash_size) as u128;
                     let tagged = p.stash == super::Stash::Separate;
-                    values[*y as usize] | (tagged as u128 * table) << p.sigma
+                    keys[*y as usize] | (tagged as u128 * table) << p.sigma
                 }
                 None => 0,
             })
@@ -336,11 +405,27 @@ impl Party for Sender {
         let bob = share(&mut gmw, &input, &mut ctx.prg)?;
         let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let bits = convert::ring_bits(&p);
-        let share = convert::bobs_share(gmw.channel(), &state.ots, &found, |_| 1, bits)?;
+        let bits = ring_bits(&p, self.0);
+        let share = match self.0 {
+            Function::Count => convert::bobs_share(gmw.channel(), &state.ots, &found, |_| 1, bits)?,
+            Function::Sum => {
+                let values = items.values().ok_or_else(|| {
+                    Error::Usage("psww18-sum's sender needs a value per item".into())
+                })?;
+                // Output i is bin i of L then R, then stash slot i − 2b.
+                let item = |i: usize| match tables.items.get(i) {
+                    Some(&bin) => bin,
+                    None => tables.slots[i - tables.items.len()],
+                };
+                let weight = |i| 1 | (item(i).map_or(0, |y| values[y as usize]) as u128) << 64;
+                convert::bobs_share(gmw.channel(), &state.ots, &found, weight, bits)?
+            }
+        };
         match p.threshold {
-            Some(_) => convert::bob_reaches(&mut gmw, share, bits, &mut ctx.prg)?,
-            None => gmw.channel().send(&share.to_le_bytes())?,
+            Some(_) => convert::bob_reaches(&mut gmw, share as u64, bits, &mut ctx.prg)?,
+            None => gmw
+                .channel()
+                .send(&share.to_le_bytes()[..bits as usize / 8])?,
         }
         Ok(Output::Nothing)
     }
@@ -363,14 +448,15 @@ impl Party for Receiver {
         offline(ctx, ReceiversOts::generate)
     }
 
-    /// Alice: her tables, the circuit, the count (or whether it reaches the threshold).
+    /// Alice: her tables, the circuit, the count or sum (or whether the count reaches the
+    /// threshold).
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state)?;
         ctx.phase("hash items", false);
-        let values = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
-        let placed = Hashing::new(&p, state.seed).place_all(&values);
+        let keys = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
+        let placed = Hashing::new(&p, state.seed).place_all(&keys);
         let tables = alices_tables(&p, &placed, &mut ctx.prg)?;
-        let stash_items: Vec<u128> = values
+        let stash_items: Vec<u128> = keys
             .iter()
             .zip(&tables.table_of)
             .map(|(&x, &k)| match p.stash {
@@ -384,30 +470,36 @@ impl Party for Receiver {
         let bob = peers(&mut gmw, &circuit::input_lengths(&p, true))?;
         let alice = share(&mut gmw, &input, &mut ctx.prg)?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let bits = convert::ring_bits(&p);
+        let bits = ring_bits(&p, self.0);
         let share = convert::alices_share(gmw.channel(), &state.ots, &found, bits)?;
-        match p.threshold {
-            Some(threshold) => {
-                // The count is at most the outputs, so a larger T is never reached.
-                let t = threshold.min(p.outputs() + 1);
-                let reached = convert::alice_reaches(&mut gmw, share, t, bits, &mut ctx.prg)?;
-                Ok(Output::Threshold { threshold, reached })
-            }
-            None => {
-                let mut theirs = Vec::new();
-                gmw.channel()
-                    .recv_exact_into(&mut theirs, 8, "the sender's share")?;
-                let theirs = u64::from_le_bytes(theirs.try_into().expect("8 bytes"));
-                let count = share.wrapping_add(theirs) & (u64::MAX >> (64 - bits));
-                if count > p.n_a.min(p.n_b) {
-                    return Err(Error::protocol(
-                        format!("a count of at most {}", p.n_a.min(p.n_b)),
-                        count.to_string(),
-                    ));
-                }
-                Ok(Output::Count(count))
-            }
+        if let Some(threshold) = p.threshold {
+            // The count is at most the outputs, so a larger T is never reached.
+            let t = threshold.min(p.outputs() + 1);
+            let share = share as u64;
+            let reached = convert::alice_reaches(&mut gmw, share, t, bits, &mut ctx.prg)?;
+            return Ok(Output::Threshold { threshold, reached });
         }
+        let bytes = bits as usize / 8;
+        let mut theirs = Vec::new();
+        gmw.channel()
+            .recv_exact_into(&mut theirs, bytes, "the sender's share")?;
+        theirs.resize(16, 0);
+        let theirs = u128::from_le_bytes(theirs.try_into().expect("16 bytes"));
+        let total = share.wrapping_add(theirs) & (u128::MAX >> (128 - bits));
+        let count = total as u64 & (u64::MAX >> (64 - bits.min(64)));
+        if count > p.n_a.min(p.n_b) {
+            return Err(Error::protocol(
+                format!("a count of at most {}", p.n_a.min(p.n_b)),
+                count.to_string(),
+            ));
+        }
+        Ok(match self.0 {
+            Function::Count => Output::Count(count),
+            Function::Sum => Output::Sum {
+                count,
+                sum: (total >> 64) as u64,
+            },
+        })
     }
 
     fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
