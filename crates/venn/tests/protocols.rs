@@ -279,9 +279,9 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             "kkrt16" | "pssz15" => per_item((3 + param("s")) * param("v") / 8),
             "rr17-de" | "rr17-de-sm" => per_item(param("mu_receiver") * param("v") / 8),
             "rr17-ec" => per_item(param("commitment_bits") / 8 + param("mu_receiver") * 20),
-            // psww18's last frame is the sender's share: of the count, 4 bytes; of the sum
-            // and count, 16.
-            "psww18-ca" => (4, 1),
+            // The circuits' last frame is the sender's share: of the count, 4 bytes; of the
+            // sum and count, 16.
+            "psww18-ca" | "hek12-ca" => (4, 1),
             "psww18-sum" => (16, 1),
             "kbm23" => {
                 let bits = param("log2Q");
@@ -463,144 +463,17 @@ fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
     }
 }
 
-/// A test-only protocol whose receiver learns only how many items the sets share: it
-/// carries [`Output::Count`] through the runner and a saved state through a file, which
-/// no registered protocol needs yet.
-mod counting {
-    use venn::crypto::{Block, RandomOracle};
-    use venn::protocols::{
-        AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party, Protocol,
-        ProtocolInfo, RoleInfo, Security, Sizes,
-    };
-    use venn::session::Role;
-    use venn::state::{StateReader, StateWriter};
-    use venn::{Items, Result};
-
-    pub struct Counting;
-    struct Sender;
-    struct Receiver;
-
-    static INFO: ProtocolInfo = ProtocolInfo {
-        name: "test-counting",
-        paper: "none (a test of the runner)",
-        security: Security::Insecure,
-        leakage: "the receiver learns keyed hashes of the sender's items",
-        both_allowed: false,
-        roles: &[
-            RoleInfo {
-                role: Role::Sender,
-                security: Security::Insecure,
-                output: OutputKind::Nothing,
-                peer_item_bytes: 0,
-                own_item_bytes: 64,
-            },
-            RoleInfo {
-                role: Role::Receiver,
-                security: Security::Insecure,
-                output: OutputKind::Count,
-                peer_item_bytes: 16,
-                own_item_bytes: 64,
-            },
-        ],
-    };
-
-    struct NoParams;
-    impl Parameters for NoParams {
-        fn encode(&self) -> Vec<u8> {
-            Vec::new()
-        }
-        fn table(&self) -> ParamTable {
-            ParamTable(Vec::new())
-        }
-    }
-
-    impl Protocol for Counting {
-        fn info(&self) -> &'static ProtocolInfo {
-            &INFO
-        }
-        fn params(&self, _: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
-            Ok(Box::new(NoParams))
-        }
-        fn party(&self, role: Role) -> &'static dyn AnyParty {
-            match role {
-                Role::Sender => &Sender,
-                Role::Receiver => &Receiver,
-            }
-        }
-    }
-
-    fn tags(key: Block, items: &Items) -> Vec<Block> {
-        let ro = RandomOracle::new("test-counting", &key.to_le_bytes());
-        (0..items.len())
-            .map(|i| ro.hash_block(items.get(i)))
-            .collect()
-    }
-
-    /// Offline, the sender picks the hash key and sends it.
-    fn key(ctx: &mut Context, prg_owner: bool) -> Result<Block> {
-        if prg_owner {
-            let key = ctx.prg.block();
-            ctx.peer.send(&key.to_le_bytes())?;
-            Ok(key)
-        } else {
-            let k = ctx.peer.recv_exact(16, "key")?;
-            Ok(Block::from_le_bytes(k.try_into().unwrap()))
-        }
-    }
-
-    impl Party for Sender {
-        type State = Block;
-        fn offline(&self, ctx: &mut Context) -> Result<Block> {
-            key(ctx, true)
-        }
-        fn online(&self, ctx: &mut Context, key: Block, items: &Items) -> Result<Output> {
-            let t = tags(key, items);
-            let order = ctx.prg.permutation(t.len());
-            let bytes: Vec<u8> = order
-                .iter()
-                .flat_map(|&i| t[i as usize].to_le_bytes())
-                .collect();
-            ctx.peer.send(&bytes)?;
-            Ok(Output::Nothing)
-        }
-        fn save(&self, key: &Block, out: &mut StateWriter) -> Result<()> {
-            out.block(*key)
-        }
-        fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Block> {
-            input.block()
-        }
-    }
-
-    impl Party for Receiver {
-        type State = Block;
-        fn offline(&self, ctx: &mut Context) -> Result<Block> {
-            key(ctx, false)
-        }
-        fn online(&self, ctx: &mut Context, key: Block, items: &Items) -> Result<Output> {
-            let mine: std::collections::HashSet<Block> = tags(key, items).into_iter().collect();
-            let n = ctx.session.n_sender as usize;
-            let theirs = ctx.peer.recv_exact(16 * n, "tags")?;
-            let count = theirs
-                .chunks_exact(16)
-                .filter(|c| mine.contains(&Block::from_le_bytes((*c).try_into().unwrap())))
-                .count();
-            Ok(Output::Count(count as u64))
-        }
-        fn save(&self, key: &Block, out: &mut StateWriter) -> Result<()> {
-            out.block(*key)
-        }
-        fn load(&self, _: Sizes, input: &mut StateReader) -> Result<Block> {
-            input.block()
-        }
-    }
+/// A protocol whose receiver learns only how many items the sets share, with a state to
+/// precompute: HEK12's sorting network.
+fn counting() -> &'static dyn Protocol {
+    venn::protocols::find("hek12-ca").unwrap()
 }
 
-static COUNTING: counting::Counting = counting::Counting;
-
+/// A count goes through the runner, and a saved state through a file.
 #[test]
 fn outputs_beyond_indices_and_states_through_files() {
     let (s, r) = sets(300, 200, 77, 21);
-    let (sr, rr) = run_pair(&COUNTING, &s, &r, false);
+    let (sr, rr) = run_pair(counting(), &s, &r, false);
     assert_eq!(sr.unwrap().output, Output::Nothing);
     assert_eq!(rr.unwrap().output, Output::Count(77));
 
@@ -608,7 +481,7 @@ fn outputs_beyond_indices_and_states_through_files() {
     let dir = tempfile::tempdir().unwrap();
     let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
     let (mut a, mut b) = mem_pair(Duration::from_secs(10));
-    let opts = |role| options(&COUNTING, role, false);
+    let opts = |role| options(counting(), role, false);
     std::thread::scope(|sc| {
         let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver)));
         let pre = venn::precompute(&mut a, 400, &opts(Role::Sender)).unwrap();
@@ -648,7 +521,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
     let (s, r) = sets(30, 20, 5, 22);
     let dir = tempfile::tempdir().unwrap();
     let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
-    let opts = |role| options(&COUNTING, role, false);
+    let opts = |role| options(counting(), role, false);
     let (mut a, mut b) = mem_pair(Duration::from_secs(10));
     std::thread::scope(|sc| {
         let t = sc.spawn(|| venn::precompute(&mut b, 20, &opts(Role::Receiver)));
@@ -665,7 +538,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
         sc.spawn(move || {
             // Everything public about the precomputation, but not its secret.
             let hello = Hello {
-                protocol: COUNTING.info().name.into(),
+                protocol: counting().info().name.into(),
                 role: Role::Sender,
                 both: false,
                 options: Default::default(),
@@ -678,7 +551,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
             };
             let _ = handshake(&mut a, &hello, 20, &mut Prg::from_seed(1), |sizes| {
                 Ok(WireParams {
-                    encoding: COUNTING.params(sizes, Options::default())?.encode(),
+                    encoding: counting().params(sizes, Options::default())?.encode(),
                     shown: String::new(),
                 })
             });
@@ -698,7 +571,7 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
             let Ok(mut hello) = chan.recv(1 << 10) else {
                 return;
             };
-            let role_at = 8 + 2 + 1 + COUNTING.info().name.len();
+            let role_at = 8 + 2 + 1 + counting().info().name.len();
             hello[role_at] ^= 1;
             let _ = chan.send(&hello);
             if let Ok(proof) = chan.recv(1 << 12) {

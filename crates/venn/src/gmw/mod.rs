@@ -14,4 +14,6 @@ mod triples;
 
 pub use engine::Gmw;
 pub use shared::Shared;
+#[cfg(test)]
+pub(crate) use triples::tests::triple_pair;
 pub use triples::Triples;

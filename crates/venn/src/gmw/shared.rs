@@ -167,6 +167,16 @@ impl Shared {
     pub fn gather(&self, positions: &[u32]) -> Shared {
         Shared::from_bools(positions.iter().map(|&p| self.get(p as usize)))
     }
+
+    /// XORs bit k of `bits` into the bit at `positions[k]`, for each k (the inverse of
+    /// [`Shared::gather`] for changes: positions distinct).
+    pub fn xor_at(&mut self, positions: &[u32], bits: &Shared) {
+        assert_eq!(positions.len(), bits.len(), "a position per bit");
+        for (k, &p) in positions.iter().enumerate() {
+            let p = p as usize;
+            self.words[p / 64] ^= (bits.get(k) as u64) << (p % 64);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +209,10 @@ mod tests {
                 both.gather(&positions),
                 Shared::from_bools(reversed.into_iter())
             );
+            // XORing what was gathered back in clears every bit.
+            let mut cleared = both.clone();
+            cleared.xor_at(&positions, &both.gather(&positions));
+            assert_eq!(cleared, Shared::zeros(a + b));
         }
     }
 

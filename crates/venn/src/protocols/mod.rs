@@ -4,10 +4,12 @@
 //! [`registry`]; nothing in the runner, the CLI or the benchmark names a protocol.
 
 mod api;
+mod circuit_psi;
 mod context;
 mod dcw13;
 mod dgt12;
 mod dkt10;
+mod hek12;
 pub mod kbm23;
 mod matching;
 mod naive;
@@ -62,6 +64,7 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &kbm23::Kbm23,
         &psww18::Psww18::CA,
         &psww18::Psww18::SUM,
+        &hek12::Hek12,
         &dgt12::Dgt12,
         &dkt10::Dkt10,
         &dcw13::Dcw13,

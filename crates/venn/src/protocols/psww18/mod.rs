@@ -20,22 +20,20 @@
 //! T in a small circuit and Alice learns only the answer).
 
 mod circuit;
-mod convert;
 mod hashing;
 mod params;
 
+use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
 use super::{
     Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{Block, Prg, RandomOracle};
-use crate::gmw::{Gmw, Shared, Triples};
+use crate::crypto::{Block, Prg};
+use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
-use crate::net::Channel;
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
-use convert::{ReceiversOts, SendersOts};
 use hashing::{alices_tables, bobs_tables, Hashing};
 pub use params::Psww18Params;
 
@@ -53,15 +51,6 @@ impl Psww18 {
     pub const SUM: Psww18 = Psww18 {
         function: Function::Sum,
     };
-}
-
-/// What the circuit's bits are added up to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Function {
-    /// The number of common items.
-    Count,
-    /// The sum of the values of Bob's common items (mod 2^64), and their number.
-    Sum,
 }
 
 /// Bob, the sender.
@@ -196,29 +185,16 @@ impl Protocol for Psww18 {
     }
 }
 
-/// Bits of the ring the circuit's bits are added up in ([`convert`]).
-fn ring_bits(p: &Psww18Params, function: Function) -> u32 {
-    match function {
-        Function::Count => convert::counting_bits(p),
-        Function::Sum => convert::SUM_BITS,
-    }
-}
-
 /// Words of triples a run uses: the circuit's, and the threshold's comparison.
 fn triple_words(p: &Psww18Params) -> usize {
-    circuit::triple_words(p)
-        + match p.threshold {
-            Some(_) => convert::threshold_words(p),
-            None => 0,
-        }
+    circuit::triple_words(p) + circuit_psi::threshold_words(p.outputs(), p.threshold)
 }
 
 /// What the offline phase leaves for the online one (either party).
 pub struct State<O> {
     params: Psww18Params,
     seed: Block,
-    triples: Triples,
-    ots: O,
+    prepared: Prepared<O>,
 }
 
 /// The parameters of the session, which must be those the state was made for, with the
@@ -236,14 +212,13 @@ fn session_params<O>(ctx: &Context, state: &State<O>) -> Result<Psww18Params> {
     Ok(p)
 }
 
-/// Either party's offline phase: the seed toss (Alice commits), the triples (Alice leads),
-/// and the counting OTs by `make_ots`.
-fn offline<O>(ctx: &mut Context, make_ots: MakeOts<O>) -> Result<State<O>> {
+/// Either party's offline phase: the seed toss (Alice commits), then the triples (Alice
+/// leads) and the counting OTs.
+fn offline<O: Ots>(ctx: &mut Context) -> Result<State<O>> {
     let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
-    let [triple_sid, ot_sid] = sids(ctx);
     ctx.phase("hashing seed", true);
-    let (sid, role) = (ctx.session.id, ctx.session.role);
-    let [seed, _] = match role {
+    let sid = ctx.session.id;
+    let [seed, _] = match ctx.session.role {
         Role::Sender => {
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?
         }
@@ -251,21 +226,14 @@ fn offline<O>(ctx: &mut Context, make_ots: MakeOts<O>) -> Result<State<O>> {
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?
         }
     };
-    ctx.phase("triples", true);
-    let (leader, words) = (role == Role::Receiver, triple_words(&params));
-    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid)?;
-    ctx.phase("counting OTs", true);
-    let ots = make_ots(ctx.peer, &mut ctx.prg, &ot_sid, params.outputs() as usize)?;
+    let (words, outputs) = (triple_words(&params), params.outputs());
+    let prepared = circuit_psi::prepare(ctx, "venn/psww18/base-ots", words, outputs)?;
     Ok(State {
         params,
         seed,
-        triples,
-        ots,
+        prepared,
     })
 }
-
-/// How a party makes its counting OTs.
-type MakeOts<O> = fn(&mut dyn Channel, &mut Prg, &[u8; 32], usize) -> Result<O>;
 
 /// Shares of this party's input vectors.
 fn share(gmw: &mut Gmw, input: &[Shared], prg: &mut Prg) -> Result<Vec<Shared>> {
@@ -277,97 +245,28 @@ fn peers(gmw: &mut Gmw, lengths: &[usize]) -> Result<Vec<Shared>> {
     lengths.iter().map(|&n| gmw.peers_input(n)).collect()
 }
 
-/// The session ids of the triples' and the random OTs' base OTs.
-fn sids(ctx: &Context) -> [[u8; 32]; 2] {
-    let oracle = RandomOracle::new("venn/psww18/base-ots", &ctx.session.id);
-    [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])]
-}
-
-/// Writes a state: the parameters' encoding and options, the seed, the triples, the OTs.
-fn save_state<O>(
-    state: &State<O>,
-    out: &mut StateWriter,
-    ots: impl FnOnce(&O, &mut StateWriter) -> Result<()>,
-) -> Result<()> {
-    write_header(out, &state.params)?;
+/// Writes a state: the header, the seed, the triples and OTs.
+fn save_state<O: Ots>(state: &State<O>, out: &mut StateWriter) -> Result<()> {
+    let p = &state.params;
+    circuit_psi::save_header(out, &p.encode(), p.options())?;
     out.block(state.seed)?;
-    state.triples.save(out)?;
-    ots(&state.ots, out)
+    state.prepared.save(out)
 }
 
 /// Reads what [`save_state`] wrote, for `sizes`.
-fn load_state<O>(
-    sizes: Sizes,
-    input: &mut StateReader,
-    ots: impl FnOnce(&mut StateReader, usize) -> Result<O>,
-) -> Result<State<O>> {
-    let len = input_len(input)?;
-    let encoded = input.raw(len)?;
-    let params = Psww18Params::new(sizes, read_options(input)?)?;
+fn load_state<O: Ots>(sizes: Sizes, input: &mut StateReader) -> Result<State<O>> {
+    let (encoded, options) = circuit_psi::load_header(input)?;
+    let params = Psww18Params::new(sizes, options)?;
     if params.encode() != encoded {
         return Err(Error::State("a psww18 state for other parameters".into()));
     }
     let seed = input.block()?;
-    let triples = Triples::load(input, triple_words(&params))?;
-    let ots = ots(input, params.outputs() as usize)?;
+    let prepared = Prepared::load(input, triple_words(&params), params.outputs() as usize)?;
     Ok(State {
         params,
         seed,
-        triples,
-        ots,
+        prepared,
     })
-}
-
-fn input_len(input: &mut StateReader) -> Result<usize> {
-    let len = input.u64()?;
-    if len > 64 {
-        return Err(Error::State(format!("parameters of {len} bytes")));
-    }
-    Ok(len as usize)
-}
-
-fn read_options(input: &mut StateReader) -> Result<Options> {
-    let sigma = match input.u64()? {
-        0 => None,
-        32 => Some(32),
-        s => return Err(Error::State(format!("a psww18 state for σ = {s}"))),
-    };
-    let stash = match input.u64()? {
-        0 => super::Stash::Combined,
-        1 => super::Stash::Separate,
-        s => return Err(Error::State(format!("a psww18 state with stash code {s}"))),
-    };
-    let threshold = match input.u64()? {
-        0 => None,
-        1 => Some(input.u64()?),
-        t => {
-            return Err(Error::State(format!(
-                "a psww18 state with threshold flag {t}"
-            )))
-        }
-    };
-    Ok(Options {
-        sigma,
-        stash,
-        threshold,
-        ..Options::default()
-    })
-}
-
-/// Writes the parameters' encoding and the options [`read_options`] reads.
-fn write_header(out: &mut StateWriter, p: &Psww18Params) -> Result<()> {
-    let encoded = p.encode();
-    out.u64(encoded.len() as u64)?;
-    out.raw(&encoded)?;
-    out.u64(if p.hashed { 0 } else { p.sigma as u64 })?;
-    out.u64(p.stash as u64)?;
-    match p.threshold {
-        None => out.u64(0),
-        Some(t) => {
-            out.u64(1)?;
-            out.u64(t)
-        }
-    }
 }
 
 impl Party for Sender {
@@ -376,7 +275,7 @@ impl Party for Sender {
     /// Bob answers the seed toss, makes triples with Alice (she leads) and the counting
     /// OTs as their sender.
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx, SendersOts::generate)
+        offline(ctx)
     }
 
     /// Bob: his tables, the circuit, his share of the count or sum.
@@ -401,41 +300,37 @@ impl Party for Sender {
             .collect();
         let input = circuit::bobs_input(&p, &tables, &stash_values);
         ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, false, state.triples);
+        let mut gmw = Gmw::new(ctx.peer, false, state.prepared.triples);
         let bob = share(&mut gmw, &input, &mut ctx.prg)?;
         let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let bits = ring_bits(&p, self.0);
-        let share = match self.0 {
-            Function::Count => convert::bobs_share(gmw.channel(), &state.ots, &found, |_| 1, bits)?,
-            Function::Sum => {
-                let values = items.values().ok_or_else(|| {
-                    Error::Usage("psww18-sum's sender needs a value per item".into())
-                })?;
-                // Output i is bin i of L then R, then stash slot i − 2b.
-                let item = |i: usize| match tables.items.get(i) {
-                    Some(&bin) => bin,
-                    None => tables.slots[i - tables.items.len()],
-                };
-                let weight = |i| 1 | (item(i).map_or(0, |y| values[y as usize]) as u128) << 64;
-                convert::bobs_share(gmw.channel(), &state.ots, &found, weight, bits)?
-            }
+        let ots = &state.prepared.ots;
+        let value = |values: &[u64], i: usize| {
+            // Output i is bin i of L then R, then stash slot i − 2b.
+            let item = match tables.items.get(i) {
+                Some(&bin) => bin,
+                None => tables.slots[i - tables.items.len()],
+            };
+            item.map_or(0, |y| values[y as usize])
         };
-        match p.threshold {
-            Some(_) => convert::bob_reaches(&mut gmw, share as u64, bits, &mut ctx.prg)?,
-            None => gmw
-                .channel()
-                .send(&share.to_le_bytes()[..bits as usize / 8])?,
+        let weight = match self.0 {
+            Function::Count => None,
+            Function::Sum => Some(items.values().ok_or_else(|| {
+                Error::Usage("psww18-sum's sender needs a value per item".into())
+            })?),
         }
+        .map(|values| move |i| value(values, i));
+        let weight = weight.as_ref().map(|w| w as &dyn Fn(usize) -> u64);
+        circuit_psi::send_output(&mut gmw, ots, &found, weight, p.threshold, &mut ctx.prg)?;
         Ok(Output::Nothing)
     }
 
     fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out, SendersOts::save)
+        save_state(state, out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(sizes, input, SendersOts::load)
+        load_state(sizes, input)
     }
 }
 
@@ -445,7 +340,7 @@ impl Party for Receiver {
     /// Alice commits to the seed toss, makes triples with Bob (leading) and the counting
     /// OTs as their receiver.
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx, ReceiversOts::generate)
+        offline(ctx)
     }
 
     /// Alice: her tables, the circuit, the count or sum (or whether the count reaches the
@@ -466,47 +361,26 @@ impl Party for Receiver {
             .collect();
         let input = circuit::alices_input(&p, &tables, &stash_items);
         ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, true, state.triples);
+        let mut gmw = Gmw::new(ctx.peer, true, state.prepared.triples);
         let bob = peers(&mut gmw, &circuit::input_lengths(&p, true))?;
         let alice = share(&mut gmw, &input, &mut ctx.prg)?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let bits = ring_bits(&p, self.0);
-        let share = convert::alices_share(gmw.channel(), &state.ots, &found, bits)?;
-        if let Some(threshold) = p.threshold {
-            // The count is at most the outputs, so a larger T is never reached.
-            let t = threshold.min(p.outputs() + 1);
-            let share = share as u64;
-            let reached = convert::alice_reaches(&mut gmw, share, t, bits, &mut ctx.prg)?;
-            return Ok(Output::Threshold { threshold, reached });
-        }
-        let bytes = bits as usize / 8;
-        let mut theirs = Vec::new();
-        gmw.channel()
-            .recv_exact_into(&mut theirs, bytes, "the sender's share")?;
-        theirs.resize(16, 0);
-        let theirs = u128::from_le_bytes(theirs.try_into().expect("16 bytes"));
-        let total = share.wrapping_add(theirs) & (u128::MAX >> (128 - bits));
-        let count = total as u64 & (u64::MAX >> (64 - bits.min(64)));
-        if count > p.n_a.min(p.n_b) {
-            return Err(Error::protocol(
-                format!("a count of at most {}", p.n_a.min(p.n_b)),
-                count.to_string(),
-            ));
-        }
-        Ok(match self.0 {
-            Function::Count => Output::Count(count),
-            Function::Sum => Output::Sum {
-                count,
-                sum: (total >> 64) as u64,
-            },
-        })
+        circuit_psi::receive_output(
+            &mut gmw,
+            &state.prepared.ots,
+            &found,
+            self.0,
+            p.threshold,
+            p.n_a.min(p.n_b),
+            &mut ctx.prg,
+        )
     }
 
     fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out, ReceiversOts::save)
+        save_state(state, out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(sizes, input, ReceiversOts::load)
+        load_state(sizes, input)
     }
 }

@@ -112,6 +112,16 @@ impl Psww18Params {
         })
     }
 
+    /// The options these parameters were made with.
+    pub fn options(&self) -> Options {
+        Options {
+            sigma: (!self.hashed).then_some(self.sigma),
+            stash: self.stash,
+            threshold: self.threshold,
+            ..Options::default()
+        }
+    }
+
     /// ℓ = σ − a + 3: bits of a stored value.
     pub fn ell(&self) -> u32 {
         self.sigma - self.a + 3

@@ -1,0 +1,234 @@
+//! From the circuit's shared bits to a count or a sum (spec B.3, the [R] alternative to a
+//! Hamming-weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with `v_i`
+//! known to Bob (the sender), from one random OT per bit made offline — one round and k + 1 bits a bit
+//! online, where the slides' Hamming-weight circuit spends about one AND gate a bit and
+//! ~log² depth. For a count `v_i = 1` (k = 32 or 64); for a sum with its count
+//! `v_i = 2^64·w_i + 1` in k = 128 bits, `w_i` the value of the item Bob placed in slot i:
+//! the low half adds up the count (below 2^64, so it never carries into the high half) and
+//! the high half the sum of the values mod 2^64.
+//!
+//! Here Alice is the receiver and Bob the sender, whatever their roles in the circuit.
+//!
+//! **Derandomised correlated OT.** Offline, Bob holds random `(r_0, r_1)` and Alice a random
+//! choice c with `r_c`. Online Alice sends `e = m_A ⊕ c`; Bob relabels `y_0 = r_e`,
+//! `y_1 = r_{1⊕e}` (so Alice holds `y_{m_A}`), sends `τ = y_1 − y_0 − Δ` with
+//! `Δ = (1 − 2·m_B)·v`, and keeps `m_B·v − y_0`. Alice takes `y_{m_A} − m_A·τ = y_0 + m_A·Δ`.
+//! The two add to `(m_A + m_B − 2·m_A·m_B)·v = (m_A ⊕ m_B)·v`. Bob sees e, uniform for a
+//! uniform c; Alice sees τ, uniform because she lacks the other `y`.
+//!
+//! **Threshold.** Only whether the count reaches T: each party inputs its share to a GMW
+//! circuit — Alice `s_A − T`, Bob `s_B` — that computes the top bit of their k-bit sum by a
+//! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
+//! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
+
+use super::Ots;
+use crate::crypto::Prg;
+use crate::gmw::{Gmw, Shared};
+use crate::net::Channel;
+use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::state::{exactly, StateReader, StateWriter};
+use crate::{Error, Result};
+
+/// Bits of the ring a count of `outputs` bits is taken in: 32 while they fit below 2^31,
+/// else 64.
+pub fn counting_bits(outputs: u64) -> u32 {
+    if outputs < 1 << 31 {
+        32
+    } else {
+        64
+    }
+}
+
+/// Bits of the ring a sum and its count are taken in.
+pub const SUM_BITS: u32 = 128;
+
+fn mask(bits: u32) -> u128 {
+    u128::MAX >> (128 - bits)
+}
+
+/// Bob's random OTs: both messages of each.
+pub struct SendersOts(Vec<[u128; 2]>);
+
+/// Alice's random OTs: her choice and message of each.
+pub struct ReceiversOts {
+    choices: Vec<bool>,
+    messages: Vec<u128>,
+}
+
+impl Ots for SendersOts {
+    /// Makes `count` random OTs with Alice, as their sender (IKNP after base OTs).
+    fn generate(
+        chan: &mut dyn Channel,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        count: usize,
+    ) -> Result<Self> {
+        let seeds = SenderSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        Ok(SendersOts(iknp_send(chan, &seeds, count)?))
+    }
+
+    fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.blocks(self.0.as_flattened())
+    }
+
+    fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+        let blocks = exactly(input.blocks(2 * count, "OT messages")?, 2 * count)?;
+        Ok(SendersOts(
+            blocks.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
+        ))
+    }
+}
+
+impl Ots for ReceiversOts {
+    /// Makes `count` random OTs with Bob, as their receiver, with random choices.
+    fn generate(
+        chan: &mut dyn Channel,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        count: usize,
+    ) -> Result<Self> {
+        let seeds = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
+        let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+        let messages = iknp_receive(chan, &seeds, &choices)?;
+        Ok(ReceiversOts { choices, messages })
+    }
+
+    fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.bits(&self.choices)?;
+        out.blocks(&self.messages)
+    }
+
+    fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+        Ok(ReceiversOts {
+            choices: exactly(input.bits(count, "OT choices")?, count)?,
+            messages: exactly(input.blocks(count, "OT messages")?, count)?,
+        })
+    }
+}
+
+/// Outputs whose corrections τ go in one frame.
+const FRAME_OUTPUTS: usize = 1 << 16;
+
+/// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
+pub fn senders_share(
+    chan: &mut dyn Channel,
+    ots: &SendersOts,
+    m_b: &Shared,
+    value: impl Fn(usize) -> u128,
+    bits: u32,
+) -> Result<u128> {
+    let n = m_b.len();
+    assert_eq!(ots.0.len(), n, "one OT per bit");
+    let mut e = Vec::new();
+    chan.recv_exact_into(&mut e, n.div_ceil(8), "choice corrections")?;
+    if !n.is_multiple_of(8) && e[n / 8] >> (n % 8) != 0 {
+        return Err(Error::protocol(
+            "zero bits past the last correction",
+            "bits set",
+        ));
+    }
+    let bytes = (bits / 8) as usize;
+    let mut tau = Vec::with_capacity(FRAME_OUTPUTS.min(n) * bytes);
+    let mut share = 0u128;
+    for (i, r) in ots.0.iter().enumerate() {
+        let e = (e[i / 8] >> (i % 8) & 1) as usize;
+        let (y0, y1) = (r[e], r[1 - e]);
+        let v = value(i);
+        let m = m_b.get(i);
+        let delta = if m { v.wrapping_neg() } else { v };
+        let t = y1.wrapping_sub(y0).wrapping_sub(delta) & mask(bits);
+        tau.extend_from_slice(&t.to_le_bytes()[..bytes]);
+        share = share.wrapping_add(if m { v } else { 0 }).wrapping_sub(y0);
+        if tau.len() == FRAME_OUTPUTS * bytes || i + 1 == n {
+            chan.send(&tau)?;
+            tau.clear();
+        }
+    }
+    Ok(share & mask(bits))
+}
+
+/// Alice's side: her share, `m_A` her share of the bits.
+pub fn receivers_share(
+    chan: &mut dyn Channel,
+    ots: &ReceiversOts,
+    m_a: &Shared,
+    bits: u32,
+) -> Result<u128> {
+    let n = m_a.len();
+    assert_eq!(ots.choices.len(), n, "one OT per bit");
+    let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
+    let e_bytes: Vec<u8> = e
+        .words()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .take(n.div_ceil(8))
+        .collect();
+    chan.send(&e_bytes)?;
+    let bytes = (bits / 8) as usize;
+    let mut tau = Vec::new();
+    let mut share = 0u128;
+    for first in (0..n).step_by(FRAME_OUTPUTS) {
+        let count = FRAME_OUTPUTS.min(n - first);
+        chan.recv_exact_into(&mut tau, count * bytes, "OT corrections")?;
+        for (i, t) in (first..).zip(tau.chunks_exact(bytes)) {
+            let mut word = [0u8; 16];
+            word[..bytes].copy_from_slice(t);
+            let t = u128::from_le_bytes(word);
+            let z = if m_a.get(i) {
+                ots.messages[i].wrapping_sub(t)
+            } else {
+                ots.messages[i]
+            };
+            share = share.wrapping_add(z);
+        }
+    }
+    Ok(share & mask(bits))
+}
+
+/// Whether `s_A + s_B mod 2^bits`, a count below 2^(bits − 1), is at least `threshold`:
+/// Alice's side (she learns the answer).
+pub fn receiver_reaches(
+    gmw: &mut Gmw,
+    share: u64,
+    threshold: u64,
+    bits: u32,
+    prg: &mut Prg,
+) -> Result<bool> {
+    let mine = share.wrapping_sub(threshold) & mask(bits) as u64;
+    let a = gmw.share_input(&word_bits(mine, bits), prg)?;
+    let b = gmw.peers_input(bits as usize)?;
+    let below = top_bit_of_sum(gmw, &a, &b, bits)?;
+    let mut theirs = Vec::new();
+    gmw.channel()
+        .recv_exact_into(&mut theirs, 1, "threshold share")?;
+    if theirs[0] > 1 {
+        return Err(Error::protocol("a share bit", theirs[0].to_string()));
+    }
+    Ok(!(below.get(0) ^ (theirs[0] == 1)))
+}
+
+/// Bob's side of [`receiver_reaches`].
+pub fn sender_reaches(gmw: &mut Gmw, share: u64, bits: u32, prg: &mut Prg) -> Result<()> {
+    let a = gmw.peers_input(bits as usize)?;
+    let b = gmw.share_input(&word_bits(share, bits), prg)?;
+    let below = top_bit_of_sum(gmw, &a, &b, bits)?;
+    gmw.channel().send(&[below.get(0) as u8])
+}
+
+fn word_bits(w: u64, bits: u32) -> Shared {
+    Shared::from_words(vec![w], bits as usize)
+}
+
+/// A share of the top bit of `a + b` (shares of two `bits`-bit numbers): the carries by a
+/// ripple, `c_{i+1} = c_i ⊕ ((a_i ⊕ c_i) ∧ (b_i ⊕ c_i))`.
+fn top_bit_of_sum(gmw: &mut Gmw, a: &Shared, b: &Shared, bits: u32) -> Result<Shared> {
+    let bit = |x: &Shared, i: u32| x.slice(i as usize, 1);
+    let mut carry = Shared::zeros(1);
+    for i in 0..bits - 1 {
+        let (x, y) = (bit(a, i).xor(&carry), bit(b, i).xor(&carry));
+        let product = gmw.and(&[(&x, &y)])?.remove(0);
+        carry = carry.xor(&product);
+    }
+    let top = bits - 1;
+    Ok(bit(a, top).xor(&bit(b, top)).xor(&carry))
+}

@@ -1,0 +1,221 @@
+//! What the circuit-PSI protocols (PSWW18's two-dimensional cuckoo hashing, HEK12's
+//! sorting network) share around their circuits: the offline phase — the circuit's Beaver
+//! triples and one random OT per output bit — and its state, and the end of the online
+//! phase, where the circuit's XOR-shared match bits become the receiver's output
+//! ([`convert`]: a count, a sum of the sender's values with its count, or only whether the
+//! count reaches a threshold).
+//!
+//! Roles: the receiver leads the triples and learns the output; the sender sends the
+//! random OTs (and holds any values) and learns nothing.
+
+mod convert;
+
+use super::{Context, Options, Output, Stash};
+use crate::crypto::{Prg, RandomOracle};
+use crate::gmw::{Gmw, Shared, Triples};
+use crate::net::Channel;
+use crate::session::Role;
+use crate::state::{StateReader, StateWriter};
+use crate::{Error, Result};
+pub use convert::{ReceiversOts, SendersOts};
+
+/// What the circuit's match bits add up to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    /// The number of common items.
+    Count,
+    /// The sum of the values of the sender's common items (mod 2^64), and their number.
+    Sum,
+}
+
+/// Bits of the ring the match bits are added up in ([`convert`]).
+fn ring_bits(outputs: u64, function: Function) -> u32 {
+    match function {
+        Function::Count => convert::counting_bits(outputs),
+        Function::Sum => convert::SUM_BITS,
+    }
+}
+
+/// Words of triples a threshold's comparison uses, for a circuit of `outputs` match bits.
+pub fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
+    match threshold {
+        Some(_) => convert::counting_bits(outputs) as usize - 1,
+        None => 0,
+    }
+}
+
+/// A party's random OTs for the conversion: made, saved and loaded.
+pub trait Ots: Sized + Send + 'static {
+    /// Makes `count` OTs with the peer after base OTs under `sid`.
+    fn generate(
+        chan: &mut dyn Channel,
+        prg: &mut Prg,
+        sid: &[u8; 32],
+        count: usize,
+    ) -> Result<Self>;
+    /// Writes them (for a precomputed state).
+    fn save(&self, out: &mut StateWriter) -> Result<()>;
+    /// Reads what `save` wrote: `count` OTs.
+    fn load(input: &mut StateReader, count: usize) -> Result<Self>;
+}
+
+/// What the offline phase leaves for the online one.
+pub struct Prepared<O> {
+    pub triples: Triples,
+    pub ots: O,
+}
+
+/// The offline phase: `words` words of triples (the receiver leads) and `outputs` random
+/// OTs, each on base OTs of their own, under session ids from `domain` and the session.
+pub fn prepare<O: Ots>(
+    ctx: &mut Context,
+    domain: &str,
+    words: usize,
+    outputs: u64,
+) -> Result<Prepared<O>> {
+    let oracle = RandomOracle::new(domain, &ctx.session.id);
+    let [triple_sid, ot_sid] = [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])];
+    ctx.phase("triples", true);
+    let leader = ctx.session.role == Role::Receiver;
+    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid)?;
+    ctx.phase("counting OTs", true);
+    let ots = O::generate(ctx.peer, &mut ctx.prg, &ot_sid, outputs as usize)?;
+    Ok(Prepared { triples, ots })
+}
+
+impl<O: Ots> Prepared<O> {
+    /// Writes the triples and the OTs.
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        self.triples.save(out)?;
+        self.ots.save(out)
+    }
+
+    /// Reads what [`Prepared::save`] wrote: `words` words of triples, `outputs` OTs.
+    pub fn load(input: &mut StateReader, words: usize, outputs: usize) -> Result<Self> {
+        Ok(Prepared {
+            triples: Triples::load(input, words)?,
+            ots: O::load(input, outputs)?,
+        })
+    }
+}
+
+/// Writes a state's header: the parameters' encoding and the options they were made with
+/// (so that [`load_header`] can make them again for the sizes the state is for).
+pub fn save_header(out: &mut StateWriter, encoded: &[u8], options: Options) -> Result<()> {
+    out.u64(encoded.len() as u64)?;
+    out.raw(encoded)?;
+    out.u64(options.sigma.unwrap_or(0) as u64)?;
+    out.u64(options.stash as u64)?;
+    match options.threshold {
+        None => out.u64(0),
+        Some(t) => {
+            out.u64(1)?;
+            out.u64(t)
+        }
+    }
+}
+
+/// Reads what [`save_header`] wrote: the parameters' encoding and the options.
+pub fn load_header(input: &mut StateReader) -> Result<(Vec<u8>, Options)> {
+    let len = input.u64()?;
+    if len > 64 {
+        return Err(Error::State(format!("parameters of {len} bytes")));
+    }
+    let encoded = input.raw(len as usize)?;
+    let sigma = match input.u64()? {
+        0 => None,
+        32 => Some(32),
+        s => return Err(Error::State(format!("a circuit state for σ = {s}"))),
+    };
+    let stash = match input.u64()? {
+        0 => Stash::Combined,
+        1 => Stash::Separate,
+        s => return Err(Error::State(format!("a state with stash code {s}"))),
+    };
+    let threshold = match input.u64()? {
+        0 => None,
+        1 => Some(input.u64()?),
+        t => return Err(Error::State(format!("a state with threshold flag {t}"))),
+    };
+    let options = Options {
+        sigma,
+        stash,
+        threshold,
+        ..Options::default()
+    };
+    Ok((encoded, options))
+}
+
+/// The sender's end of the circuit: its share of the match bits `found` added up — each
+/// weighted by `value(i)` for a sum, by 1 for a count — sent to the receiver, or with a
+/// threshold its share put into the comparison.
+pub fn send_output(
+    gmw: &mut Gmw,
+    ots: &SendersOts,
+    found: &Shared,
+    value: Option<&dyn Fn(usize) -> u64>,
+    threshold: Option<u64>,
+    prg: &mut Prg,
+) -> Result<()> {
+    let function = match value {
+        Some(_) => Function::Sum,
+        None => Function::Count,
+    };
+    let bits = ring_bits(found.len() as u64, function);
+    // A sum's weight carries the count in its low half (see [`convert`]).
+    let weight = |i| match value {
+        Some(v) => 1 | (v(i) as u128) << 64,
+        None => 1,
+    };
+    let share = convert::senders_share(gmw.channel(), ots, found, weight, bits)?;
+    match threshold {
+        Some(_) => convert::sender_reaches(gmw, share as u64, bits, prg),
+        None => gmw
+            .channel()
+            .send(&share.to_le_bytes()[..bits as usize / 8]),
+    }
+}
+
+/// The receiver's end of the circuit: the count, or the sum and the count, of the match
+/// bits `found` — of which at most `most` can be set — or with a threshold only whether
+/// the count reaches it.
+pub fn receive_output(
+    gmw: &mut Gmw,
+    ots: &ReceiversOts,
+    found: &Shared,
+    function: Function,
+    threshold: Option<u64>,
+    most: u64,
+    prg: &mut Prg,
+) -> Result<Output> {
+    let outputs = found.len() as u64;
+    let bits = ring_bits(outputs, function);
+    let share = convert::receivers_share(gmw.channel(), ots, found, bits)?;
+    if let Some(threshold) = threshold {
+        // The count is at most the outputs, so a larger T is never reached.
+        let t = threshold.min(outputs + 1);
+        let reached = convert::receiver_reaches(gmw, share as u64, t, bits, prg)?;
+        return Ok(Output::Threshold { threshold, reached });
+    }
+    let bytes = bits as usize / 8;
+    let mut theirs = Vec::new();
+    gmw.channel()
+        .recv_exact_into(&mut theirs, bytes, "the sender's share")?;
+    theirs.resize(16, 0);
+    let theirs = u128::from_le_bytes(theirs.try_into().expect("16 bytes"));
+    let total = share.wrapping_add(theirs) & (u128::MAX >> (128 - bits));
+    let count = total as u64 & (u64::MAX >> (64 - bits.min(64)));
+    if count > most {
+        return Err(Error::protocol(
+            format!("a count of at most {most}"),
+            count.to_string(),
+        ));
+    }
+    Ok(match function {
+        Function::Count => Output::Count(count),
+        Function::Sum => Output::Sum {
+            count,
+            sum: (total >> 64) as u64,
+        },
+    })
+}

@@ -1,0 +1,213 @@
+//! The circuit-PSI protocols (PSWW18's cardinality and sum, HEK12's sorting network) beyond
+//! the registry-wide tests: their options (the stash, `--threshold`), the sender's values,
+//! and precomputed states.
+
+mod common;
+
+use common::{fit_sigma, options, run_pair_with, sets};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use venn::net::mem_pair;
+use venn::protocols::{find, Options, Output, Protocol, Stash};
+use venn::session::Role;
+use venn::{Error, Items, Report, RunOptions};
+
+#[test]
+fn thresholds_and_stashes_give_the_right_answer() {
+    let (s, r) = sets(900, 700, 321, 5);
+    for (name, sigma, stash) in [
+        ("psww18-ca", Some(32), Stash::Separate),
+        ("psww18-ca", None, Stash::Combined),
+        ("hek12-ca", Some(32), Stash::Combined),
+        ("hek12-ca", None, Stash::Combined),
+    ] {
+        let p = find(name).unwrap();
+        let count = Options {
+            sigma,
+            stash,
+            ..Options::default()
+        };
+        let (_, rr) = run_pair_with(p, count, &s, &r, false);
+        assert_eq!(rr.unwrap().output, Output::Count(321), "{name} {stash:?}");
+        for (threshold, reached) in [
+            (0, true),
+            (320, true),
+            (321, true),
+            (322, false),
+            (u64::MAX, false),
+        ] {
+            let o = Options {
+                threshold: Some(threshold),
+                ..count
+            };
+            let (sr, rr) = run_pair_with(p, o, &s, &r, false);
+            assert_eq!(sr.unwrap().output, Output::Nothing);
+            assert_eq!(
+                rr.unwrap().output,
+                Output::Threshold { threshold, reached },
+                "{name} {stash:?}, T = {threshold}"
+            );
+        }
+    }
+}
+
+/// The options a test runs `p` with.
+fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions<'static> {
+    RunOptions {
+        options: chosen,
+        ..options(p, role, false)
+    }
+}
+
+/// Precomputes both parties' states of `p` for at most `most = [sender, receiver]` items,
+/// saved in `dir`; returns their paths (sender's first).
+fn precompute(p: &'static dyn Protocol, o: Options, most: [u64; 2], dir: &Path) -> [PathBuf; 2] {
+    let paths = [dir.join("s.state"), dir.join("r.state")];
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| venn::precompute(&mut b, most[1], &with(p, Role::Receiver, o)));
+        let pre = venn::precompute(&mut a, most[0], &with(p, Role::Sender, o)).unwrap();
+        pre.save(&paths[0]).unwrap();
+        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
+    });
+    paths
+}
+
+/// Runs both parties' online phases from the states at `paths`.
+fn online(
+    p: &'static dyn Protocol,
+    o: Options,
+    paths: &[PathBuf; 2],
+    s: &Items,
+    r: &Items,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            let o = with(p, Role::Receiver, o);
+            venn::run_online(&mut b, r, venn::load_state(&paths[1], &o)?, &o)
+        });
+        let o = with(p, Role::Sender, o);
+        let sr = venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, s, st, &o));
+        (sr, t.join().unwrap())
+    })
+}
+
+#[test]
+fn a_precomputed_state_runs_once_with_the_options_it_was_made_for() {
+    let p = find("psww18-ca").unwrap();
+    let (s, r) = sets(300, 200, 77, 21);
+    let made_for = Options {
+        sigma: None,
+        stash: Stash::Separate,
+        threshold: Some(77),
+        ..Options::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let paths = precompute(p, made_for, [400, 250], dir.path());
+    // Other options than the state's are refused before anything is used up.
+    let other = Options {
+        threshold: Some(78),
+        ..made_for
+    };
+    let refused = venn::load_state(&paths[1], &with(p, Role::Receiver, other)).and_then(|st| {
+        let (mut x, _y) = mem_pair(Duration::from_secs(1));
+        venn::run_online(&mut x, &r, st, &with(p, Role::Receiver, other))
+    });
+    assert!(refused.is_err());
+    let (sr, rr) = online(p, made_for, &paths, &s, &r);
+    assert_eq!(sr.unwrap().output, Output::Nothing);
+    assert_eq!(
+        rr.unwrap().output,
+        Output::Threshold {
+            threshold: 77,
+            reached: true
+        }
+    );
+}
+
+/// HEK12 pads smaller sets to its runs with dummies: a state made for sets of exactly a
+/// power of two has no room for them and refuses smaller ones before anything is used.
+#[test]
+fn a_sorting_network_state_pads_smaller_sets_only_where_it_has_room() {
+    let p = find("hek12-ca").unwrap();
+    let o = Options::default();
+    let dir = tempfile::tempdir().unwrap();
+    let (s, r) = sets(200, 120, 45, 30);
+    let paths = precompute(p, o, [300, 256], dir.path());
+    let (_, rr) = online(p, o, &paths, &s, &r);
+    assert_eq!(rr.unwrap().output, Output::Count(45));
+    let exact = tempfile::tempdir().unwrap();
+    let paths = precompute(p, o, [256, 256], exact.path());
+    let (sr, rr) = online(p, o, &paths, &s, &r);
+    for e in [sr.unwrap_err(), rr.unwrap_err()] {
+        assert!(e.to_string().contains("exactly 256"), "{e}");
+    }
+}
+
+#[test]
+fn sums_add_up_the_senders_values_over_the_intersection() {
+    let p = find("psww18-sum").unwrap();
+    let (s, r) = sets(900, 700, 321, 8);
+    // The largest values a row may carry, so that a wrong carry would show.
+    let top: Vec<u64> = (0..s.len() as u64)
+        .map(|i| u32::MAX as u64 - i % 3)
+        .collect();
+    let expected = |values: &[u64]| -> u64 {
+        let mine: std::collections::HashSet<&[u8]> = (0..r.len()).map(|i| r.get(i)).collect();
+        (0..s.len())
+            .filter(|&i| mine.contains(s.get(i)))
+            .map(|i| values[i])
+            .sum()
+    };
+    for (sigma, stash) in [(Some(32), Stash::Combined), (None, Stash::Separate)] {
+        let o = Options {
+            sigma,
+            stash,
+            ..Options::default()
+        };
+        let (fs, fr) = (fit_sigma(sigma, &s), fit_sigma(sigma, &r));
+        let valued = fs.with_values(top.clone()).unwrap();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        let opts = |role| RunOptions {
+            options: o,
+            ..options(p, role, false)
+        };
+        let (sr, rr) = std::thread::scope(|sc| {
+            let t = sc.spawn(|| venn::run(&mut b, &fr, &opts(Role::Receiver)));
+            (
+                venn::run(&mut a, &valued, &opts(Role::Sender)),
+                t.join().unwrap(),
+            )
+        });
+        assert_eq!(sr.unwrap().output, Output::Nothing);
+        assert_eq!(
+            rr.unwrap().output,
+            Output::Sum {
+                count: 321,
+                sum: expected(&top)
+            },
+            "{stash:?}"
+        );
+    }
+}
+
+#[test]
+fn values_belong_to_the_sender_of_a_sum_alone() {
+    let (s, r) = sets(50, 40, 10, 3);
+    let valued = |items: &Items| {
+        let values = vec![1; items.len()];
+        items.clone().with_values(values).unwrap()
+    };
+    let refused = |p: &'static str, role: Role, items: &Items| {
+        let (mut a, _b) = mem_pair(Duration::from_secs(1));
+        let e = venn::run(&mut a, items, &options(find(p).unwrap(), role, false)).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{p} {role:?}: {e}");
+        e.to_string()
+    };
+    let e = refused("psww18-sum", Role::Sender, &s);
+    assert!(e.contains("--value-column"), "{e}");
+    refused("psww18-sum", Role::Receiver, &valued(&r));
+    refused("psww18-ca", Role::Sender, &valued(&s));
+    refused("kkrt16", Role::Sender, &valued(&s));
+}
