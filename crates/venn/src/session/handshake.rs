@@ -20,8 +20,9 @@ use crate::protocols::Options;
 use crate::{peer_text, Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
-/// Wire-format version; bumped on any incompatible change.
-pub const VERSION: u16 = 5;
+/// Wire-format version; bumped on any incompatible change (6: psww18's conversion in
+/// frames, and its states' OTs of 128 bits).
+pub const VERSION: u16 = 6;
 const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 4 + 8 + 16 + 1 + 32;
 /// The key of the session-id hash when the parties share no secret.
 const PUBLIC_KEY: [u8; 32] = *b"venn/session-id/public-key/v2...";

@@ -108,6 +108,8 @@ impl Ots for ReceiversOts {
 
 /// Outputs whose corrections τ go in one frame.
 const FRAME_OUTPUTS: usize = 1 << 16;
+/// Outputs whose choice corrections e go in one frame (8 MiB).
+const FRAME_CHOICES: usize = 1 << 26;
 
 /// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
 pub fn senders_share(
@@ -119,8 +121,13 @@ pub fn senders_share(
 ) -> Result<u128> {
     let n = m_b.len();
     assert_eq!(ots.0.len(), n, "one OT per bit");
-    let mut e = Vec::new();
-    chan.recv_exact_into(&mut e, n.div_ceil(8), "choice corrections")?;
+    let mut e = Vec::with_capacity(n.div_ceil(8));
+    let mut frame = Vec::new();
+    for first in (0..n).step_by(FRAME_CHOICES) {
+        let bytes = FRAME_CHOICES.min(n - first).div_ceil(8);
+        chan.recv_exact_into(&mut frame, bytes, "choice corrections")?;
+        e.extend_from_slice(&frame);
+    }
     if !n.is_multiple_of(8) && e[n / 8] >> (n % 8) != 0 {
         return Err(Error::protocol(
             "zero bits past the last correction",
@@ -163,7 +170,9 @@ pub fn receivers_share(
         .flat_map(|w| w.to_le_bytes())
         .take(n.div_ceil(8))
         .collect();
-    chan.send(&e_bytes)?;
+    for frame in e_bytes.chunks(FRAME_CHOICES / 8) {
+        chan.send(frame)?;
+    }
     let bytes = (bits / 8) as usize;
     let mut tau = Vec::new();
     let mut share = 0u128;

@@ -146,6 +146,16 @@ pub fn load_header(input: &mut StateReader) -> Result<(Vec<u8>, Options)> {
     Ok((encoded, options))
 }
 
+/// A threshold compares a count: a sum has none (the options refuse it before a run).
+fn refuse_threshold_of_sum(function: Function, threshold: Option<u64>) -> Result<()> {
+    match (function, threshold) {
+        (Function::Sum, Some(_)) => Err(Error::Usage(
+            "a threshold applies to a count, not to a sum".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The sender's end of the circuit: its share of the match bits `found` added up — each
 /// weighted by `value(i)` for a sum, by 1 for a count — sent to the receiver, or with a
 /// threshold its share put into the comparison.
@@ -161,6 +171,7 @@ pub fn send_output(
         Some(_) => Function::Sum,
         None => Function::Count,
     };
+    refuse_threshold_of_sum(function, threshold)?;
     let bits = ring_bits(found.len() as u64, function);
     // A sum's weight carries the count in its low half (see [`convert`]).
     let weight = |i| match value {
@@ -188,6 +199,7 @@ pub fn receive_output(
     most: u64,
     prg: &mut Prg,
 ) -> Result<Output> {
+    refuse_threshold_of_sum(function, threshold)?;
     let outputs = found.len() as u64;
     let bits = ring_bits(outputs, function);
     let share = convert::receivers_share(gmw.channel(), ots, found, bits)?;

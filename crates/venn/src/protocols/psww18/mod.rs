@@ -10,7 +10,7 @@
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
 //! ([`crate::gmw::Triples`], two IKNP random OTs each); one random OT per output bit for the
-//! count ([`convert`]).
+//! count ([`super::circuit_psi`]).
 //!
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
 //! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit

@@ -1,0 +1,342 @@
+//! Thunder's cryptography (Pinkas–Riva, "PSI in the cloud" in the talk's slides, as spec
+//! A.2–A.5 reconstructs it) on BLS12-381 with blst.
+//!
+//! A client holding dataset key K_i uploads each key x as `c = H(x)^{K_i}` in G1 (H: RFC 9380
+//! hash to G1, one suite and DST for every client, so equal keys of different clients meet).
+//! Two clients that agree on a run key K the server never sees each hand it a token
+//! `T_i = h^{K/K_i}` in G2; the server pairs every stored item with its owner's token,
+//! `e(c, T_i) = e(H(x), h)^K`, and joins the two sides on digests of those values. A token
+//! re-keys one dataset to one run's K: values under (i, j)'s K and (j, k)'s K' cannot be
+//! compared, so the server cannot intersect i with k from runs (i, j) and (j, k).
+//!
+//! **Orientation** (spec A.2): the slides hash items into G2 and tokens into G1; here items
+//! are in G1 and tokens in G2, so a token's Miller-loop lines are computed once
+//! ([`G2Prepared`]) and evaluated at every item — the slides' "batching pairings with the
+//! same element", and items hash 3× faster and store in 48 bytes. SXDH is symmetric in the
+//! two groups, and a type-III pairing has no efficient map between them, so nothing is lost.
+//!
+//! **Three parties** (spec A.5): tokens `h^{R_1/K_1}`, `h^{R_2/K_2}`, `h^{−(R_1+R_2)/K_3}`
+//! give values whose product is 1 exactly for a key all three hold.
+//!
+//! Every point that arrives from outside is decoded with the subgroup check and the
+//! identity refused ([`decode_item`], [`decode_token`]): with either factor the identity the
+//! pairing is 1 whatever the key.
+
+use blstrs::{
+    Bls12, Compress, G1Affine, G1Projective, G2Affine, G2Prepared, G2Projective, Gt, Scalar,
+};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use pairing::{MillerLoopResult, MultiMillerLoop};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256, Sha512};
+use venn::{Error, Items, Result};
+
+/// RFC 9380's hash-to-curve suite for G1, under Venn's one domain-separation tag.
+pub const DST: &[u8] = b"VENN-THUNDER-V01-CS01-with-BLS12381G1_XMD:SHA-256_SSWU_RO_";
+/// Bytes of a stored item (a compressed G1 point).
+pub const ITEM_BYTES: usize = 48;
+/// Bytes of a token (a compressed G2 point).
+pub const TOKEN_BYTES: usize = 96;
+/// Bytes of a digest of a paired value: false matches below n_i·n_j / 2^128.
+pub const DIGEST_BYTES: usize = 16;
+
+/// A stored item.
+pub type Ciphertext = [u8; ITEM_BYTES];
+/// A digest of an item's value in one run.
+pub type ValueDigest = [u8; DIGEST_BYTES];
+
+/// A secret exponent: a dataset's key K_i, a run's key K, a three-party share R. Never
+/// zero.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Scalar);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// A fresh uniformly random secret from the operating system's generator.
+    pub fn random() -> Self {
+        loop {
+            let s = Scalar::random(rand_core::OsRng);
+            if !bool::from(s.is_zero()) {
+                return Secret(s);
+            }
+        }
+    }
+
+    /// The secret these 32 bytes encode (little-endian, canonical, not zero).
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<Self> {
+        Option::<Scalar>::from(Scalar::from_bytes_le(bytes))
+            .filter(|s| !bool::from(s.is_zero()))
+            .map(Secret)
+            .ok_or_else(|| Error::protocol("a nonzero scalar below r", "another 32 bytes"))
+    }
+
+    /// Its encoding.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0.to_bytes_le()
+    }
+
+    /// A secret derived from `parts` under `domain` (each length-prefixed): SHA-512 read
+    /// as a 512-bit number and reduced mod r, so uniform within 2^-257.
+    pub fn derive(domain: &str, parts: &[&[u8]]) -> Self {
+        let mut counter = 0u64;
+        loop {
+            let mut h = Sha512::new();
+            for p in [domain.as_bytes(), &counter.to_le_bytes()]
+                .iter()
+                .chain(parts)
+            {
+                h.update((p.len() as u64).to_le_bytes());
+                h.update(p);
+            }
+            let wide = h.finalize();
+            // Horner in base 2^64 from the most significant limb.
+            let base = Scalar::from(1u64 << 32).square();
+            let s = wide.chunks_exact(8).rev().fold(Scalar::ZERO, |s, limb| {
+                s * base + Scalar::from(u64::from_le_bytes(limb.try_into().expect("8 bytes")))
+            });
+            if !bool::from(s.is_zero()) {
+                return Secret(s);
+            }
+            counter += 1;
+        }
+    }
+
+    /// `−(a + b)`: the third party's share when the first two hold `a` and `b`.
+    pub fn negated_sum(a: &Secret, b: &Secret) -> Result<Self> {
+        let s = -(a.0 + b.0);
+        match bool::from(s.is_zero()) {
+            true => Err(Error::Usage("three-party shares that cancel".into())),
+            false => Ok(Secret(s)),
+        }
+    }
+}
+
+/// `H(x)`: the key's point in G1 (the normalised key bytes, length-prefixed).
+pub fn item_point(key: &[u8]) -> G1Projective {
+    let mut msg = Vec::with_capacity(8 + key.len());
+    msg.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    msg.extend_from_slice(key);
+    G1Projective::hash_to_curve(&msg, DST, &[])
+}
+
+/// The ciphertexts `H(x)^{K_i}` of `keys` under a dataset's key, in parallel.
+pub fn encrypt(keys: &Items, dataset: &Secret) -> Vec<Ciphertext> {
+    (0..keys.len())
+        .into_par_iter()
+        .with_min_len(64)
+        .map(|i| {
+            (item_point(keys.get(i)) * dataset.0)
+                .to_affine()
+                .to_compressed()
+        })
+        .collect()
+}
+
+/// The token `h^{run/K_i}` handing a dataset keyed with `dataset` to a run keyed with
+/// `run` (K for two parties, a party's share R for three).
+pub fn token(run: &Secret, dataset: &Secret) -> [u8; TOKEN_BYTES] {
+    let inverse = dataset.0.invert().expect("secrets are nonzero");
+    (G2Projective::generator() * (run.0 * inverse))
+        .to_affine()
+        .to_compressed()
+}
+
+/// A stored item from outside: a compressed G1 point in the prime-order subgroup, not the
+/// identity.
+pub fn decode_item(bytes: &Ciphertext) -> Result<G1Affine> {
+    Option::<G1Affine>::from(G1Affine::from_compressed(bytes))
+        .filter(|p| !bool::from(p.is_identity()))
+        .ok_or_else(|| Error::protocol("a G1 point of the subgroup", "another 48 bytes"))
+}
+
+/// A token from outside: a compressed G2 point in the prime-order subgroup, not the
+/// identity.
+pub fn decode_token(bytes: &[u8; TOKEN_BYTES]) -> Result<G2Affine> {
+    Option::<G2Affine>::from(G2Affine::from_compressed(bytes))
+        .filter(|p| !bool::from(p.is_identity()))
+        .ok_or_else(|| Error::protocol("a G2 point of the subgroup", "another 96 bytes"))
+}
+
+/// A token prepared for pairing with many items.
+pub struct PreparedToken(G2Prepared);
+
+impl PreparedToken {
+    /// Prepares a decoded token (its Miller-loop lines, once).
+    pub fn new(token: &G2Affine) -> Self {
+        PreparedToken(G2Prepared::from(*token))
+    }
+}
+
+/// `e(c, T)` for a stored item, which was checked when it was stored (so decoded here
+/// without the subgroup check; an encoding that is no point at all is still refused).
+pub fn value(item: &Ciphertext, token: &PreparedToken) -> Result<Gt> {
+    let point = Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(item))
+        .ok_or_else(|| Error::State("a stored item that is not a G1 point".into()))?;
+    Ok(Bls12::multi_miller_loop(&[(&point, &token.0)]).final_exponentiation())
+}
+
+/// The digest of a value in run `run`: SHA-256 of the run and the value's canonical
+/// 288-byte torus encoding, cut to [`DIGEST_BYTES`]. The identity (which no pair of a valid
+/// item and token gives) is refused: it has no such encoding.
+pub fn digest(run: &[u8], value: &Gt) -> Result<ValueDigest> {
+    if bool::from(value.is_identity()) {
+        return Err(Error::State(
+            "a paired value of 1: an item or token is the identity".into(),
+        ));
+    }
+    let mut encoded = Vec::with_capacity(288);
+    value
+        .write_compressed(&mut encoded)
+        .expect("writing to memory");
+    let mut h = Sha256::new();
+    h.update(b"venn-thunder-digest");
+    h.update((run.len() as u64).to_le_bytes());
+    h.update(run);
+    h.update(&encoded);
+    Ok(h.finalize()[..DIGEST_BYTES].try_into().expect("16 bytes"))
+}
+
+/// The digests of stored items under a token in run `run`, in parallel.
+pub fn digests(
+    items: &[Ciphertext],
+    token: &PreparedToken,
+    run: &[u8],
+) -> Result<Vec<ValueDigest>> {
+    items
+        .par_iter()
+        .with_min_len(16)
+        .map(|c| digest(run, &value(c, token)?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(names: &[&str]) -> Items {
+        names.iter().collect()
+    }
+
+    /// Digests of a dataset's items in a run.
+    fn side(names: &[&str], dataset: &Secret, run: &Secret, id: &[u8]) -> Vec<ValueDigest> {
+        let stored = encrypt(&keys(names), dataset);
+        let t = decode_token(&token(run, dataset)).unwrap();
+        digests(&stored, &PreparedToken::new(&t), id).unwrap()
+    }
+
+    #[test]
+    fn two_parties_meet_on_equal_keys_only() {
+        let (ki, kj, k) = (Secret::random(), Secret::random(), Secret::random());
+        let a = side(&["ann", "bob", "cat"], &ki, &k, b"run 1");
+        let b = side(&["dan", "cat", "ann", "eve"], &kj, &k, b"run 1");
+        let common: Vec<(usize, usize)> = (0..a.len())
+            .flat_map(|x| (0..b.len()).map(move |y| (x, y)))
+            .filter(|&(x, y)| a[x] == b[y])
+            .collect();
+        assert_eq!(common, [(0, 2), (2, 1)]);
+        // Another run key, or a token made with the wrong dataset key: nothing meets.
+        let other = side(&["ann", "bob", "cat"], &ki, &Secret::random(), b"run 1");
+        assert!(other.iter().all(|d| !b.contains(d)));
+        let stored = encrypt(&keys(&["ann"]), &ki);
+        let wrong = decode_token(&token(&k, &kj)).unwrap();
+        let d = digests(&stored, &PreparedToken::new(&wrong), b"run 1").unwrap();
+        assert!(!b.contains(&d[0]));
+    }
+
+    /// Runs (i, j) under K and (j, k) under K' leave the server values of i under K and
+    /// of k under K': they never meet, so i and k are not intersected.
+    #[test]
+    fn tokens_of_two_runs_do_not_intersect_a_third_pair() {
+        let (ki, kk) = (Secret::random(), Secret::random());
+        let (k_ij, k_jk) = (Secret::random(), Secret::random());
+        let shared = ["ann", "bob"];
+        let i = side(&shared, &ki, &k_ij, b"r");
+        let k = side(&shared, &kk, &k_jk, b"r");
+        assert!(i.iter().all(|d| !k.contains(d)));
+        // The same run id too, and i's token of run (i, j) used on k's items: nothing.
+        let stored_k = encrypt(&keys(&shared), &kk);
+        let t_i = decode_token(&token(&k_ij, &ki)).unwrap();
+        let mixed = digests(&stored_k, &PreparedToken::new(&t_i), b"r").unwrap();
+        assert!(mixed.iter().all(|d| !i.contains(d)));
+    }
+
+    #[test]
+    fn three_parties_multiply_to_one_on_common_keys() {
+        let ks = [Secret::random(), Secret::random(), Secret::random()];
+        let (r1, r2) = (Secret::random(), Secret::random());
+        let r3 = Secret::negated_sum(&r1, &r2).unwrap();
+        let sets = [
+            &["ann", "bob", "cat"][..],
+            &["cat", "bob"],
+            &["bob", "dan", "cat"],
+        ];
+        let values: Vec<Vec<Gt>> = (0..3)
+            .map(|p| {
+                let run = [&r1, &r2, &r3][p];
+                let t = PreparedToken::new(&decode_token(&token(run, &ks[p])).unwrap());
+                let stored = encrypt(&keys(sets[p]), &ks[p]);
+                stored.iter().map(|c| value(c, &t).unwrap()).collect()
+            })
+            .collect();
+        let mut triples = Vec::new();
+        for (a, x) in values[0].iter().enumerate() {
+            for (b, y) in values[1].iter().enumerate() {
+                for (c, z) in values[2].iter().enumerate() {
+                    if bool::from((x + y + z).is_identity()) {
+                        triples.push((a, b, c));
+                    }
+                }
+            }
+        }
+        assert_eq!(triples, [(1, 1, 0), (2, 0, 2)]);
+    }
+
+    #[test]
+    fn points_from_outside_are_checked() {
+        let k = Secret::random();
+        let good = encrypt(&keys(&["x"]), &k)[0];
+        assert!(decode_item(&good).is_ok());
+        let identity = G1Affine::identity().to_compressed();
+        assert!(decode_item(&identity).is_err(), "the identity");
+        assert!(decode_item(&[0xff; 48]).is_err(), "not an encoding");
+        let t = token(&Secret::random(), &k);
+        assert!(decode_token(&t).is_ok());
+        assert!(decode_token(&G2Affine::identity().to_compressed()).is_err());
+        assert!(decode_token(&[0x80; 96]).is_err());
+        // A point on the curve outside the prime-order subgroup (as almost every curve
+        // point is: the cofactor is about 2^125): the first small x that is on the curve.
+        let outside = (1u8..)
+            .map(|x| {
+                let mut bytes = [0u8; 48];
+                bytes[0] = 0x80; // compressed, not the identity
+                bytes[47] = x;
+                bytes
+            })
+            .find(|b| bool::from(G1Affine::from_compressed_unchecked(b).is_some()))
+            .unwrap();
+        assert!(decode_item(&outside).is_err(), "outside the subgroup");
+    }
+
+    #[test]
+    fn secrets_are_nonzero_and_encoded_canonically() {
+        assert!(Secret::from_bytes(&[0; 32]).is_err());
+        assert!(Secret::from_bytes(&[0xff; 32]).is_err(), "not below r");
+        let s = Secret::random();
+        assert_eq!(Secret::from_bytes(&s.to_bytes()).unwrap(), s);
+        let d = Secret::derive("test", &[b"a", b"bc"]);
+        assert_eq!(d, Secret::derive("test", &[b"a", b"bc"]));
+        assert_ne!(
+            d,
+            Secret::derive("test", &[b"ab", b"c"]),
+            "parts are length-prefixed"
+        );
+        assert_eq!(format!("{s:?}"), "Secret(..)");
+    }
+}
