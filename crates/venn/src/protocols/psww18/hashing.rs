@@ -129,6 +129,17 @@ pub struct BobsTables {
     pub slots: Vec<Option<u32>>,
 }
 
+impl BobsTables {
+    /// Bob's item behind the circuit's output bit `i` (bin i of L then R, then stash slot
+    /// i − 2b), if any.
+    pub fn item_of_output(&self, i: usize) -> Option<u32> {
+        match self.items.get(i) {
+            Some(&bin) => bin,
+            None => self.slots[i - self.items.len()],
+        }
+    }
+}
+
 /// Bob's placement: a cuckoo table for L and one for R, the items that do not fit in one
 /// stash (an item that fails either table leaves both) or in each table's own.
 pub fn bobs_tables(p: &Psww18Params, placed: &[Placed], prg: &mut Prg) -> Result<BobsTables> {
@@ -464,6 +475,48 @@ mod tests {
                 2 * n
             );
         }
+    }
+
+    /// Items that all want the same two bins of both tables: two fit in each table, the
+    /// rest go to the stash, and every output bit names the item it stands for.
+    #[test]
+    fn each_output_bit_names_its_item_stash_slots_too() {
+        let sizes = Sizes {
+            sender: 6,
+            receiver: 6,
+        };
+        let p = Psww18Params::new(sizes, Default::default()).unwrap();
+        let placed: Vec<Placed> = (0..6u128)
+            .map(|y| Placed {
+                bins: [[0, 1], [0, 1]],
+                values: [[y << 2 | 1, y << 2 | 2], [y << 2 | 1, y << 2 | 2]],
+            })
+            .collect();
+        let t = bobs_tables(&p, &placed, &mut Prg::from_seed(3)).unwrap();
+        let b = p.bins as usize;
+        let outputs: Vec<Option<u32>> = (0..p.outputs() as usize)
+            .map(|i| t.item_of_output(i))
+            .collect();
+        let stashed: Vec<u32> = t.slots.iter().flatten().copied().collect();
+        assert!(stashed.len() >= 2, "at most two of six fit a table");
+        for y in 0..6u32 {
+            let at: Vec<usize> = (0..outputs.len())
+                .filter(|&i| outputs[i] == Some(y))
+                .collect();
+            if stashed.contains(&y) {
+                assert!(
+                    at.len() == 1 && at[0] >= 2 * b,
+                    "item {y} once, in the stash"
+                );
+            } else {
+                assert!(at.len() == 2 && at[0] < b && (b..2 * b).contains(&at[1]));
+                for &i in &at {
+                    let value = (y as u128) << 2;
+                    assert!([value | 1, value | 2].contains(&t.values[i]), "bin {i}");
+                }
+            }
+        }
+        assert!(outputs.iter().flatten().count() == 2 * (6 - stashed.len()) + stashed.len());
     }
 
     #[test]

@@ -305,14 +305,8 @@ impl Party for Sender {
         let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
         let ots = &state.prepared.ots;
-        let value = |values: &[u64], i: usize| {
-            // Output i is bin i of L then R, then stash slot i − 2b.
-            let item = match tables.items.get(i) {
-                Some(&bin) => bin,
-                None => tables.slots[i - tables.items.len()],
-            };
-            item.map_or(0, |y| values[y as usize])
-        };
+        let value =
+            |values: &[u64], i: usize| (tables.item_of_output(i)).map_or(0, |y| values[y as usize]);
         let weight = match self.0 {
             Function::Count => None,
             Function::Sum => Some(items.values().ok_or_else(|| {
