@@ -163,6 +163,27 @@ impl Shared {
         )
     }
 
+    /// The bit planes of `n` values of `bits` bits each, `value(i)` the i-th: plane j holds
+    /// bit j of every value (built a group of 64 values at a time).
+    pub fn planes(n: usize, bits: u32, value: impl Fn(usize) -> u128) -> Vec<Shared> {
+        let mut words = vec![Vec::with_capacity(n.div_ceil(64)); bits as usize];
+        let mut group = [0u128; 64];
+        for start in (0..n).step_by(64) {
+            let group = &mut group[..64.min(n - start)];
+            for (i, v) in group.iter_mut().enumerate() {
+                *v = value(start + i);
+            }
+            for (j, plane) in words.iter_mut().enumerate() {
+                let bit = |(i, &v): (usize, &u128)| ((v >> j) as u64 & 1) << i;
+                plane.push(group.iter().enumerate().map(bit).fold(0, |w, b| w | b));
+            }
+        }
+        words
+            .into_iter()
+            .map(|w| Shared::from_words(w, n))
+            .collect()
+    }
+
     /// The bits at `positions`, in that order (a public permutation or selection).
     pub fn gather(&self, positions: &[u32]) -> Shared {
         Shared::from_bools(positions.iter().map(|&p| self.get(p as usize)))

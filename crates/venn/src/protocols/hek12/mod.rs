@@ -162,13 +162,6 @@ fn sorted_run(p: &Hek12Params, ctx: &Context, items: &Items, odd: bool) -> Resul
     Ok(values)
 }
 
-/// The planes of the values (least significant bit first).
-fn planes(values: &[u128], width: u32) -> Vec<Shared> {
-    (0..width)
-        .map(|j| Shared::from_bools(values.iter().map(|v| v >> j & 1 == 1)))
-        .collect()
-}
-
 /// The circuit on both runs' shared planes (the receiver's first): a share of the equality
 /// of each adjacent pair of the merged run.
 fn evaluate(gmw: &mut Gmw, p: &Hek12Params, first: &[Shared], second: &[Shared]) -> Result<Shared> {
@@ -224,7 +217,8 @@ fn online<O>(
     let p = session_params(ctx, &params)?;
     let sender = ctx.session.role == Role::Sender;
     ctx.phase("sort", false);
-    let mine = planes(&sorted_run(&p, ctx, items, sender)?, p.width());
+    let run = sorted_run(&p, ctx, items, sender)?;
+    let mine = Shared::planes(run.len(), p.width(), |i| run[i]);
     ctx.phase("network and count", false);
     let mut gmw = Gmw::new(ctx.peer, !sender, prepared.triples);
     let [ours, theirs] = share_runs(&mut gmw, &mine, p.n as usize, &mut ctx.prg)?;

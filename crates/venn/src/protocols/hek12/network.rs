@@ -135,13 +135,6 @@ mod tests {
         assert_eq!(comparators(1 << 20), 20 * (1 << 20) + 1);
     }
 
-    /// The planes of `values` (`width` bits each).
-    fn planes(values: &[u64], width: u32) -> Vec<Shared> {
-        (0..width)
-            .map(|j| Shared::from_bools(values.iter().map(|v| v >> j & 1 == 1)))
-            .collect()
-    }
-
     #[test]
     fn the_shared_network_sorts_like_the_plain_one() {
         use crate::gmw::triple_pair;
@@ -161,7 +154,7 @@ mod tests {
         let party = |chan: &mut dyn crate::net::Channel, leader: bool, triples, mine: &[u64]| {
             let mut gmw = Gmw::new(chan, leader, triples);
             let mut prg = Prg::from_seed(leader as u128);
-            let shared: Vec<Shared> = planes(mine, width)
+            let shared: Vec<Shared> = Shared::planes(mine.len(), width, |i| mine[i] as u128)
                 .iter()
                 .map(|p| gmw.share_input(p, &mut prg).unwrap())
                 .collect();

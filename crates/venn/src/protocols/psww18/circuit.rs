@@ -18,27 +18,6 @@ use super::params::Psww18Params;
 use crate::gmw::{Gmw, Shared};
 use crate::Result;
 
-/// The planes of `n` values of `bits` bits each: plane j holds bit j of every value (a
-/// group of 64 values at a time).
-fn planes(n: usize, bits: u32, value: impl Fn(usize) -> u128) -> Vec<Shared> {
-    let mut words = vec![Vec::with_capacity(n.div_ceil(64)); bits as usize];
-    let mut group = [0u128; 64];
-    for start in (0..n).step_by(64) {
-        let group = &mut group[..64.min(n - start)];
-        for (i, v) in group.iter_mut().enumerate() {
-            *v = value(start + i);
-        }
-        for (j, plane) in words.iter_mut().enumerate() {
-            let bit = |(i, &v): (usize, &u128)| ((v >> j) as u64 & 1) << i;
-            plane.push(group.iter().enumerate().map(bit).fold(0, |w, b| w | b));
-        }
-    }
-    words
-        .into_iter()
-        .map(|w| Shared::from_words(w, n))
-        .collect()
-}
-
 /// The lengths of a party's input vectors: ℓ table planes, the stash planes, and for
 /// Bob the stash's valid bits.
 pub fn input_lengths(p: &Psww18Params, bobs: bool) -> Vec<usize> {
@@ -59,8 +38,8 @@ pub fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]) -> Ve
         p.table_comparisons() as usize,
         p.stash_comparisons() as usize,
     );
-    let mut input = planes(comparisons.0, p.ell(), |i| t.values[i / 2]);
-    input.extend(planes(comparisons.1, p.stash_width(), |i| {
+    let mut input = Shared::planes(comparisons.0, p.ell(), |i| t.values[i / 2]);
+    input.extend(Shared::planes(comparisons.1, p.stash_width(), |i| {
         stash_values[i / n_a]
     }));
     input.push(Shared::from_bools(t.slots.iter().map(Option::is_some)));
@@ -74,8 +53,10 @@ pub fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -> Vec<S
         p.table_comparisons() as usize,
         p.stash_comparisons() as usize,
     );
-    let mut input = planes(comparisons.0, p.ell(), |i| t.values[i]);
-    input.extend(planes(comparisons.1, p.stash_width(), |i| items[i % n_a]));
+    let mut input = Shared::planes(comparisons.0, p.ell(), |i| t.values[i]);
+    input.extend(Shared::planes(comparisons.1, p.stash_width(), |i| {
+        items[i % n_a]
+    }));
     input
 }
 
