@@ -2,6 +2,7 @@
 
 mod bench;
 mod buckets;
+mod cloud;
 mod dealer;
 mod demo;
 mod keygen;
@@ -58,6 +59,9 @@ enum Command {
     Params(ParamsCli),
     /// Measure protocols against the insecure naive-hashing baseline.
     Bench(BenchCli),
+    /// Thunder: PSI over encrypted data kept by a service (`venn cloud --help`).
+    #[command(subcommand)]
+    Cloud(cloud::CloudCommand),
     /// One party of a benchmark run (used by `venn bench`).
     #[command(hide = true)]
     BenchParty(BenchPartyCli),
@@ -152,17 +156,12 @@ struct LinkCli {
     dealer_fingerprint: Option<String>,
 }
 
+/// An input file and how its keys are taken.
 #[derive(Args)]
-struct PartyCli {
-    #[command(flatten)]
-    link: LinkCli,
+struct KeysCli {
     /// Input file.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Where to write the intersecting rows (required to receive; with --both, to send), or
-    /// the JSON result of a protocol that outputs a count or a sum.
-    #[arg(long, value_name = "FILE")]
-    output: Option<PathBuf>,
     /// Input format: csv (with a header row) or lines.
     #[arg(long, value_enum, default_value = "csv")]
     format: Format,
@@ -179,6 +178,31 @@ struct PartyCli {
     /// Skip rows with an empty key instead of failing.
     #[arg(long)]
     skip_empty: bool,
+}
+
+impl KeysCli {
+    fn options(&self, value_column: Option<String>) -> KeyOptions {
+        KeyOptions {
+            format: self.format,
+            columns: self.column.clone(),
+            trim: self.trim,
+            lowercase: self.lowercase,
+            skip_empty: self.skip_empty,
+            value_column,
+        }
+    }
+}
+
+#[derive(Args)]
+struct PartyCli {
+    #[command(flatten)]
+    link: LinkCli,
+    #[command(flatten)]
+    keys: KeysCli,
+    /// Where to write the intersecting rows (required to receive; with --both, to send), or
+    /// the JSON result of a protocol that outputs a count or a sum.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
     /// of a protocol that sums them over the intersection (psww18-sum); a repeated key's
     /// rows' values are added.
@@ -503,16 +527,9 @@ impl PartyCli {
     fn into_args(self) -> Result<PartyArgs> {
         Ok(PartyArgs {
             link: self.link.into_link()?,
-            input: self.input,
+            keys: self.keys.options(self.value_column),
+            input: self.keys.input,
             output: self.output,
-            keys: KeyOptions {
-                format: self.format,
-                columns: self.column,
-                trim: self.trim,
-                lowercase: self.lowercase,
-                skip_empty: self.skip_empty,
-                value_column: self.value_column,
-            },
             both: self.both,
             state: self.state,
             bucket_rows: self.bucket_rows,
@@ -581,6 +598,7 @@ fn main() -> ExitCode {
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
         Command::Demo => demo::demo(),
+        Command::Cloud(c) => cloud::cloud(c),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
         Command::Dealer(d) => serve_dealer(d),
         Command::Params(p) => {

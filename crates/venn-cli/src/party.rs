@@ -162,7 +162,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Checks, before the peer is contacted, that `path` can be written: not one of the
 /// `inputs`, not a directory, and in a directory where we may create files.
-fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
+pub fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
     if inputs.iter().any(|i| same_file(i, path)) {
         return Err(Error::Usage(format!(
             "{what} '{}' is an input file: it would be overwritten",

@@ -2,5 +2,22 @@
 //! outsourced to a cloud service. Clients upload their sets once, each under its own key;
 //! any two (or three) that later agree on a run key hand the service tokens, and the service
 //! intersects the stored sets without learning the items or the keys.
+//!
+//! - [`crypto`]: the pairing-based scheme;
+//! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
+//!   coordinator's join;
+//! - [`worker`]: the workers that pair stored items with tokens;
+//! - [`client`]: what a data owner runs (register, upload, pair, result).
 
+pub mod api;
+pub mod auth;
+pub mod client;
 pub mod crypto;
+pub mod error;
+pub mod http;
+pub mod join;
+pub mod server;
+pub mod store;
+pub mod worker;
+
+pub use error::{Error, Result};

@@ -1,0 +1,408 @@
+//! `venn cloud`: Thunder's service, its workers and its clients (see `venn-cloud`).
+
+use crate::output::write_rows;
+use crate::party::check_output_path;
+use crate::progress::Spinner;
+use crate::transport::TlsArgs;
+use crate::{KeysCli, MAX_TIMEOUT};
+use clap::{Args, Subcommand};
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use venn::net::Channel;
+use venn::{Error, Result};
+use venn_cli::input::read_input;
+use venn_cloud::auth::{Identity, WorkerSecret};
+use venn_cloud::client::{looks_like_pair, Client, DatasetKey, PAIR_PREFIX};
+use venn_cloud::server::{self, Config, Setup};
+use venn_cloud::worker::{self, WorkerConfig};
+
+#[derive(Subcommand)]
+pub enum CloudCommand {
+    /// Run the service: the HTTP API, its store and its own pool of workers.
+    Serve(ServeCli),
+    /// Pair stored items with tokens for a service (any number, on any machine).
+    Worker(WorkerCli),
+    /// Make an identity (a signing key, owner-only file) and register it with a service.
+    Register(RegisterCli),
+    /// Encrypt a file's keys under a new dataset key (kept in --key-file) and upload them.
+    Upload(UploadCli),
+    /// Agree on a run with a partner (or two) over a Venn link and give the service this
+    /// dataset's token; prints the run's id.
+    Pair(PairCli),
+    /// Show a run.
+    Status(StatusCli),
+    /// Write the rows of your file that matched in a run.
+    Result(ResultCli),
+    /// List your datasets.
+    Datasets(ClientCli),
+    /// Delete a dataset of yours (its stored points are removed).
+    Delete(DeleteCli),
+}
+
+#[derive(Args)]
+pub struct ServeCli {
+    /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// The data directory (stored points, answers, results; and the SQLite store).
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The metadata store: sqlite://FILE or postgres://USER@HOST:PORT/DB (default: SQLite
+    /// in the data directory).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+    /// Threads of the service's own workers (0: only external `venn cloud worker`s).
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Seconds a worker holds a task before another may take it.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    lease_seconds: u64,
+    /// The most items of a dataset.
+    #[arg(long, default_value_t = 1 << 24)]
+    max_items: u64,
+    /// The workers' secret (made, owner-only, if missing; default: in the data directory).
+    #[arg(long, value_name = "FILE")]
+    worker_secret: Option<PathBuf>,
+    /// Serve plain HTTP on an address other machines can reach (clients' requests are
+    /// signed, but anyone on the path sees points, tokens and results).
+    #[arg(long)]
+    plain_http: bool,
+}
+
+#[derive(Args)]
+pub struct WorkerCli {
+    /// The service, e.g. http://127.0.0.1:7780.
+    #[arg(long, value_name = "URL")]
+    server: String,
+    /// The service's worker secret.
+    #[arg(long, value_name = "FILE")]
+    worker_secret: PathBuf,
+    /// Threads for pairing.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Exit after this many seconds without work (default: run until stopped).
+    #[arg(long, value_name = "SECONDS")]
+    idle_exit: Option<u64>,
+    /// Talk plain HTTP to a service on another machine.
+    #[arg(long)]
+    plain_http: bool,
+}
+
+/// How a client reaches the service.
+#[derive(Args)]
+pub struct ClientCli {
+    /// The service, e.g. http://127.0.0.1:7780.
+    #[arg(long, value_name = "URL")]
+    server: String,
+    /// Your identity file (made by `venn cloud register`).
+    #[arg(long, value_name = "FILE")]
+    identity: PathBuf,
+    /// Talk plain HTTP to a service on another machine.
+    #[arg(long)]
+    plain_http: bool,
+}
+
+#[derive(Args)]
+pub struct RegisterCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// Your name at the service (letters, digits, '-', '_', '.').
+    #[arg(long)]
+    name: String,
+}
+
+#[derive(Args)]
+pub struct UploadCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The dataset's name (yours; unique among your datasets).
+    #[arg(long)]
+    dataset: String,
+    #[command(flatten)]
+    keys: KeysCli,
+    /// Where to keep the dataset's key (a new file, owner-only): without it no run and no
+    /// result is possible.
+    #[arg(long, value_name = "FILE")]
+    key_file: PathBuf,
+    /// Items per uploaded chunk (also the unit of the service's work).
+    #[arg(long, default_value_t = 1 << 14, value_parser = clap::value_parser!(u64).range(1..=1 << 16))]
+    chunk_items: u64,
+}
+
+#[derive(Args)]
+#[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
+pub struct PairCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The key file of your dataset (from `venn cloud upload`).
+    #[arg(long, value_name = "FILE")]
+    key_file: PathBuf,
+    /// Wait for the partners on ADDR and create the run (with --partners 2, a three-party
+    /// run: you are linked to both, they are not linked to each other).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Connect to the partner that listens at ADDR.
+    #[arg(long, value_name = "ADDR")]
+    connect: Option<String>,
+    /// Partners to wait for with --listen: 1 or 2.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=2), requires = "listen")]
+    partners: u64,
+    /// Seconds to wait for the partners.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    timeout: u64,
+    #[command(flatten)]
+    tls: TlsArgs,
+}
+
+#[derive(Args)]
+pub struct StatusCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The run's id.
+    #[arg(long)]
+    run: String,
+}
+
+#[derive(Args)]
+pub struct ResultCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The run's id.
+    #[arg(long)]
+    run: String,
+    /// The key file of your dataset in the run.
+    #[arg(long, value_name = "FILE")]
+    key_file: PathBuf,
+    /// The file you uploaded (the same keys; its rows are what is written).
+    #[command(flatten)]
+    keys: KeysCli,
+    /// Where to write your matching rows.
+    #[arg(long, value_name = "FILE")]
+    output: PathBuf,
+    /// Seconds to wait for the run to finish.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    wait: u64,
+}
+
+#[derive(Args)]
+pub struct DeleteCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The dataset's id.
+    #[arg(long)]
+    dataset: String,
+}
+
+/// Runs a `venn cloud` command.
+pub fn cloud(command: CloudCommand) -> Result<()> {
+    match command {
+        CloudCommand::Serve(s) => serve(s),
+        CloudCommand::Worker(w) => {
+            check_plain_http(&w.server, w.plain_http)?;
+            let secret = WorkerSecret::load(&w.worker_secret)?;
+            let config = WorkerConfig {
+                threads: w.threads.max(1),
+                poll: Duration::from_millis(500),
+                idle_exit: w.idle_exit.map(Duration::from_secs),
+            };
+            let done = worker::run(&w.server, &secret, &config)?;
+            eprintln!("venn cloud worker: {done} tasks done");
+            Ok(())
+        }
+        CloudCommand::Register(r) => {
+            check_plain_http(&r.client.server, r.client.plain_http)?;
+            if r.client.identity.exists() {
+                return Err(Error::Usage(format!(
+                    "'{}' exists: an identity file is never overwritten",
+                    r.client.identity.display()
+                )));
+            }
+            let identity = Identity::generate(&r.name)?;
+            let public_key = identity.public_key();
+            // Saved first: a key registered but not saved would lock the name for good.
+            identity.save(&r.client.identity)?;
+            let registered = Client::new(&r.client.server, identity).and_then(|c| c.register());
+            if let Err(e) = registered {
+                let _ = std::fs::remove_file(&r.client.identity);
+                return Err(e.into());
+            }
+            eprintln!(
+                "venn cloud: registered '{}' (public key {public_key}); identity in '{}'",
+                r.name,
+                r.client.identity.display()
+            );
+            Ok(())
+        }
+        CloudCommand::Upload(u) => upload(u),
+        CloudCommand::Pair(p) => pair(p),
+        CloudCommand::Status(s) => {
+            let run = client(&s.client)?.run(&s.run)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&run).expect("serialisable")
+            );
+            Ok(())
+        }
+        CloudCommand::Result(r) => result(r),
+        CloudCommand::Datasets(c) => {
+            let datasets = client(&c)?.datasets()?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&datasets).expect("serialisable")
+            );
+            Ok(())
+        }
+        CloudCommand::Delete(d) => {
+            let gone = client(&d.client)?.delete(&d.dataset)?;
+            eprintln!("venn cloud: dataset {} ({}) deleted", gone.id, gone.name);
+            Ok(())
+        }
+    }
+}
+
+/// Refuses plain HTTP to a service that is not on this machine, unless `plaintext`.
+fn check_plain_http(server: &str, plaintext: bool) -> Result<()> {
+    let host_port = server
+        .strip_prefix("http://")
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "'{server}' is not a service address (http://HOST:PORT)"
+            ))
+        })?
+        .trim_end_matches('/');
+    check_loopback(host_port, plaintext, "talk plain HTTP to")
+}
+
+/// Refuses `addr` unless every address it names is loopback, or `plaintext`.
+fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
+    if plaintext {
+        return Ok(());
+    }
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
+        .collect();
+    if addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()) {
+        return Err(Error::Usage(format!(
+            "refusing to {what} '{addr}', which may be on another machine: anyone on the \
+             path would see the points, tokens and results (pass --plain-http to accept that)"
+        )));
+    }
+    Ok(())
+}
+
+/// A client of the service from the command line's options.
+fn client(c: &ClientCli) -> Result<Client> {
+    check_plain_http(&c.server, c.plain_http)?;
+    Ok(Client::new(&c.server, Identity::load(&c.identity)?)?)
+}
+
+fn serve(s: ServeCli) -> Result<()> {
+    check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
+    std::fs::create_dir_all(&s.data).map_err(Error::file("create", &s.data))?;
+    let setup = Setup {
+        listen: s.listen,
+        database: s
+            .database
+            .unwrap_or_else(|| format!("sqlite://{}", s.data.join("venn-cloud.db").display())),
+        worker_secret: s
+            .worker_secret
+            .unwrap_or_else(|| s.data.join("worker-secret")),
+        dir: s.data,
+        config: Config {
+            lease_seconds: s.lease_seconds,
+            max_items: s.max_items,
+            threads: s.threads,
+        },
+    };
+    Ok(server::serve(&setup, |addr| {
+        // Machine-readable first (tests and benchmarks read it), then for people.
+        println!("listening {addr}");
+        eprintln!("venn cloud: serving on http://{addr}");
+    })?)
+}
+
+fn upload(u: UploadCli) -> Result<()> {
+    let client = client(&u.client)?;
+    if u.key_file.exists() {
+        return Err(Error::Usage(format!(
+            "'{}' exists: a key file is never overwritten",
+            u.key_file.display()
+        )));
+    }
+    let start = Instant::now();
+    let input = read_input(&u.keys.input, &u.keys.options(None))?;
+    let spinner = Spinner::if_terminal("upload");
+    let key = client.upload(
+        &u.dataset,
+        &input.keys,
+        &u.key_file,
+        u.chunk_items as usize,
+        &|sent, total| {
+            if let Some(s) = &spinner {
+                s.message(&format!("{sent} of {total} items"));
+            }
+        },
+    )?;
+    eprintln!(
+        "venn cloud: uploaded {} items as dataset {} ('{}') in {:.1} s; key in '{}'",
+        key.items,
+        key.dataset,
+        key.name,
+        start.elapsed().as_secs_f64(),
+        u.key_file.display()
+    );
+    println!("{}", key.dataset);
+    Ok(())
+}
+
+fn pair(p: PairCli) -> Result<()> {
+    let client = client(&p.client)?;
+    let key = DatasetKey::load(&p.key_file)?;
+    let transport = p.tls.load()?;
+    let timeout = Duration::from_secs(p.timeout);
+    let mut links: Vec<Box<dyn Channel>> = Vec::new();
+    match (&p.listen, &p.connect) {
+        (Some(addr), _) => {
+            let listener = transport.bind(addr)?;
+            eprintln!("venn cloud: listening on {}", listener.local_addr()?);
+            for _ in 0..p.partners {
+                links.push(transport.accept(&listener, timeout, (PAIR_PREFIX, looks_like_pair))?);
+            }
+        }
+        (None, Some(addr)) => links.push(transport.connect(addr, timeout)?),
+        (None, None) => unreachable!("clap requires one of --listen/--connect"),
+    }
+    let mut refs: Vec<&mut dyn Channel> = links.iter_mut().map(|l| &mut **l as _).collect();
+    let run = client.pair(&key, &mut refs, p.listen.is_some())?;
+    eprintln!(
+        "venn cloud: run {} of {} datasets; token given ({})",
+        run.id,
+        run.sides.len(),
+        run.state
+    );
+    println!("{}", run.id);
+    Ok(())
+}
+
+fn result(r: ResultCli) -> Result<()> {
+    let client = client(&r.client)?;
+    let key = DatasetKey::load(&r.key_file)?;
+    check_output_path(&r.output, "--output", &[&r.keys.input])?;
+    let input = read_input(&r.keys.input, &r.keys.options(None))?;
+    let run = client.wait(&r.run, Duration::from_secs(r.wait))?;
+    let matched = client.result(&key, &r.run, &input.keys)?;
+    let rows = write_rows(&r.output, &input, &matched)?;
+    eprintln!(
+        "venn cloud: run {}: {} of your {} keys matched ({} rows written to '{}'); \
+         the service worked {} s",
+        run.id,
+        matched.len(),
+        input.keys.len(),
+        rows,
+        r.output.display(),
+        run.seconds.unwrap_or(0)
+    );
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The HTTP API's bodies and limits, shared by the service, its workers and its clients.
+//!
+//! Control messages are JSON; points, digests and results travel as raw bytes
+//! (`application/octet-stream`): a chunk is `n` 48-byte compressed G1 points, a task's
+//! answer `n` digests (two parties) or `n` 288-byte paired values (three), a result `m`
+//! little-endian u32 positions.
+
+use serde::{Deserialize, Serialize};
+
+/// The most items in one uploaded chunk (3 MiB of points). A chunk is also the unit of a
+/// worker's task.
+pub const MAX_CHUNK_ITEMS: usize = 1 << 16;
+/// Bytes of a three-party task's answer per item: a paired value's torus encoding.
+pub const VALUE_BYTES: usize = 288;
+/// The longest JSON body accepted.
+pub const MAX_JSON_BYTES: usize = 1 << 16;
+/// How far a request's time may be from the service's, in seconds.
+pub const SIGNATURE_WINDOW: i64 = 300;
+/// Bytes of a dataset or run id (hex-encoded in paths and bodies).
+pub const ID_BYTES: usize = 16;
+
+/// `POST /v1/clients`: registers a name with an Ed25519 public key. The request is
+/// signed with that key (proof of possession).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Register {
+    pub name: String,
+    /// Hex of the 32-byte public key.
+    pub public_key: String,
+}
+
+/// `POST /v1/datasets`: opens a dataset for upload.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewDataset {
+    pub name: String,
+}
+
+/// `POST /v1/datasets/{id}/seal`: what the client uploaded, checked before sealing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Seal {
+    pub chunks: u64,
+    pub items: u64,
+}
+
+/// A dataset as the service describes it to its owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dataset {
+    pub id: String,
+    pub name: String,
+    pub owner: String,
+    /// "open", "sealed" or "deleted".
+    pub state: String,
+    /// Items and chunks (counted when sealed; so far while open).
+    pub items: u64,
+    pub chunks: u64,
+}
+
+/// The answer to a chunk upload.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkReceipt {
+    pub items: u64,
+    /// Hex SHA-256 of the chunk's bytes.
+    pub sha256: String,
+}
+
+/// `POST /v1/runs`: intersects two or three sealed datasets, in this order (sides 0, 1,
+/// 2). The caller must own one of them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewRun {
+    pub datasets: Vec<String>,
+}
+
+/// `POST /v1/runs/{id}/tokens`: a dataset owner's token for the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Token {
+    pub dataset: String,
+    /// Hex of the 96-byte compressed G2 point.
+    pub token: String,
+}
+
+/// A run as the service describes it to the owners of its datasets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    /// "tokens", "computing", "done" or "failed".
+    pub state: String,
+    pub sides: Vec<RunSide>,
+    /// Tasks done and in all (while computing and after).
+    pub tasks_done: u64,
+    pub tasks: u64,
+    /// The intersection's size, once done.
+    pub matches: Option<u64>,
+    /// Seconds from the last token to the result, once done.
+    pub seconds: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// One dataset of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSide {
+    pub dataset: String,
+    pub owner: String,
+    pub items: u64,
+    pub token_given: bool,
+}
+
+/// `POST /v1/tasks/lease`'s answer: a chunk of one side of a run to pair with the side's
+/// token, until `lease_seconds` have passed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Task {
+    pub run: String,
+    pub side: u64,
+    pub chunk: u64,
+    pub items: u64,
+    /// 2 (answer digests) or 3 (answer paired values).
+    pub parties: u64,
+    /// Hex of the side's token.
+    pub token: String,
+    pub lease_seconds: u64,
+}
+
+impl Task {
+    /// The bytes of the answer's items: digests for two parties, values for three.
+    pub fn answer_width(&self) -> usize {
+        answer_width(self.parties)
+    }
+
+    /// The task's path below `/v1/tasks/`.
+    pub fn path(&self) -> String {
+        format!("{}/{}/{}", self.run, self.side, self.chunk)
+    }
+}
+
+/// The bytes of an answer's items in a run of `parties`.
+pub fn answer_width(parties: u64) -> usize {
+    if parties == 3 {
+        VALUE_BYTES
+    } else {
+        crate::crypto::DIGEST_BYTES
+    }
+}
+
+/// A fresh random id, hex-encoded.
+pub fn new_id() -> String {
+    let mut id = [0u8; ID_BYTES];
+    getrandom(&mut id);
+    hex::encode(id)
+}
+
+/// Fills `bytes` from the operating system's generator.
+pub fn getrandom(bytes: &mut [u8]) {
+    use rand_core::{OsRng, RngCore};
+    OsRng.fill_bytes(bytes)
+}
+
+/// Whether `id` is an id's hex form (ids from outside go into paths of files).
+pub fn is_id(id: &str) -> bool {
+    id.len() == 2 * ID_BYTES && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}

@@ -1,0 +1,262 @@
+//! Who is asking: clients sign every request with their Ed25519 key (registered with the
+//! service under a name), workers show the service's worker secret.
+//!
+//! A signature covers the method, the path with its query, the client's name, the time,
+//! a fresh nonce and the SHA-256 of the body, under a domain tag. The service refuses a
+//! time more than [`SIGNATURE_WINDOW`] seconds off its clock and a nonce it has seen
+//! within twice that window, so a captured request cannot be replayed.
+
+use crate::api::SIGNATURE_WINDOW;
+use crate::error::{Error, Result};
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// The header naming the client.
+pub const CLIENT: &str = "x-venn-client";
+/// The header with the request's time (Unix seconds).
+pub const TIME: &str = "x-venn-time";
+/// The header with the request's nonce (hex).
+pub const NONCE: &str = "x-venn-nonce";
+/// The header with the signature (hex).
+pub const SIGNATURE: &str = "x-venn-signature";
+
+/// A client's identity: its registered name and signing key.
+#[derive(Clone)]
+pub struct Identity {
+    pub name: String,
+    key: SigningKey,
+}
+
+/// An identity file's contents.
+#[derive(Serialize, Deserialize)]
+struct IdentityFile {
+    name: String,
+    /// Hex of the 32-byte Ed25519 secret key.
+    secret_key: String,
+}
+
+impl Identity {
+    /// A new identity named `name` with a fresh key.
+    pub fn generate(name: &str) -> Result<Identity> {
+        check_name(name)?;
+        let mut seed = [0u8; 32];
+        crate::api::getrandom(&mut seed);
+        Ok(Identity {
+            name: name.to_owned(),
+            key: SigningKey::from_bytes(&seed),
+        })
+    }
+
+    /// Loads an identity file.
+    pub fn load(path: &Path) -> Result<Identity> {
+        let text = read_secret_file(path)?;
+        let file: IdentityFile = serde_json::from_str(&text)
+            .map_err(|e| Error::BadRequest(format!("identity file '{}': {e}", path.display())))?;
+        let seed: [u8; 32] = hex::decode(&file.secret_key)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                Error::BadRequest(format!("identity file '{}': a bad key", path.display()))
+            })?;
+        check_name(&file.name)?;
+        Ok(Identity {
+            name: file.name,
+            key: SigningKey::from_bytes(&seed),
+        })
+    }
+
+    /// Saves the identity to a new file readable by its owner only; an existing file is
+    /// never overwritten.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let file = IdentityFile {
+            name: self.name.clone(),
+            secret_key: hex::encode(self.key.to_bytes()),
+        };
+        let text = serde_json::to_string_pretty(&file).expect("serialisable");
+        write_secret_file(path, text.as_bytes())
+    }
+
+    /// The public key, hex-encoded.
+    pub fn public_key(&self) -> String {
+        hex::encode(self.key.verifying_key().to_bytes())
+    }
+
+    /// The headers that authenticate a request.
+    pub fn sign(&self, method: &str, path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
+        let time = crate::store::now().to_string();
+        let mut nonce = [0u8; 16];
+        crate::api::getrandom(&mut nonce);
+        let nonce = hex::encode(nonce);
+        let message = signed_message(method, path, &self.name, &time, &nonce, body);
+        let signature = hex::encode(self.key.sign(&message).to_bytes());
+        vec![
+            (CLIENT, self.name.clone()),
+            (TIME, time),
+            (NONCE, nonce),
+            (SIGNATURE, signature),
+        ]
+    }
+}
+
+/// Names are 1 to 64 characters of letters, digits, '-', '_' and '.'.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::BadRequest(format!(
+            "'{}' is not a name: 1 to 64 letters, digits, '-', '_' or '.'",
+            venn::peer_text(name)
+        )))
+    }
+}
+
+/// What a request's signature covers.
+fn signed_message(
+    method: &str,
+    path: &str,
+    client: &str,
+    time: &str,
+    nonce: &str,
+    body: &[u8],
+) -> Vec<u8> {
+    let body_hash = hex::encode(Sha256::digest(body));
+    format!("venn-cloud-v1\n{method}\n{path}\n{client}\n{time}\n{nonce}\n{body_hash}").into_bytes()
+}
+
+/// A request's authentication headers, as received.
+pub struct Claim<'a> {
+    pub client: &'a str,
+    pub time: &'a str,
+    pub nonce: &'a str,
+    pub signature: &'a str,
+}
+
+impl Claim<'_> {
+    /// Checks the signature with the client's `public_key` (hex) and the time against
+    /// `now`; returns the time. The nonce is the caller's to check.
+    pub fn verify(
+        &self,
+        public_key: &str,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        now: i64,
+    ) -> Result<i64> {
+        let bad = |what: &str| Error::Unauthenticated(what.to_owned());
+        let time: i64 = self.time.parse().map_err(|_| bad("a bad request time"))?;
+        if (time - now).abs() > SIGNATURE_WINDOW {
+            return Err(bad(
+                "the request's time is too far from the service's clock",
+            ));
+        }
+        if self.nonce.len() != 32 || hex::decode(self.nonce).is_err() {
+            return Err(bad("a bad nonce"));
+        }
+        let key = hex::decode(public_key)
+            .ok()
+            .and_then(|k| <[u8; 32]>::try_from(k).ok())
+            .and_then(|k| VerifyingKey::from_bytes(&k).ok())
+            .ok_or_else(|| bad("the client's key is not an Ed25519 key"))?;
+        let signature = hex::decode(self.signature)
+            .ok()
+            .and_then(|s| <[u8; 64]>::try_from(s).ok())
+            .map(|s| Signature::from_bytes(&s))
+            .ok_or_else(|| bad("a malformed signature"))?;
+        let message = signed_message(method, path, self.client, self.time, self.nonce, body);
+        key.verify(&message, &signature)
+            .map_err(|_| bad("the signature does not verify"))?;
+        Ok(time)
+    }
+}
+
+/// Whether a public key (hex) is an Ed25519 key.
+pub fn check_public_key(public_key: &str) -> Result<()> {
+    hex::decode(public_key)
+        .ok()
+        .and_then(|k| <[u8; 32]>::try_from(k).ok())
+        .and_then(|k| VerifyingKey::from_bytes(&k).ok())
+        .map(|_| ())
+        .ok_or_else(|| Error::BadRequest("the public key is not an Ed25519 key".into()))
+}
+
+/// The secret that workers show the service (`Authorization: Bearer <hex>`).
+pub struct WorkerSecret(String);
+
+impl WorkerSecret {
+    /// Loads the secret from `path`, or makes one there (owner-only) if there is none.
+    pub fn load_or_create(path: &Path) -> Result<WorkerSecret> {
+        if !path.exists() {
+            let mut bytes = [0u8; 32];
+            crate::api::getrandom(&mut bytes);
+            write_secret_file(path, hex::encode(bytes).as_bytes())?;
+        }
+        Self::load(path)
+    }
+
+    /// Loads the secret from `path`.
+    pub fn load(path: &Path) -> Result<WorkerSecret> {
+        let text = read_secret_file(path)?;
+        let text = text.trim();
+        if text.len() != 64 || hex::decode(text).is_err() {
+            return Err(Error::BadRequest(format!(
+                "'{}' does not hold a worker secret (64 hex digits)",
+                path.display()
+            )));
+        }
+        Ok(WorkerSecret(text.to_owned()))
+    }
+
+    /// The header value.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.0)
+    }
+
+    /// Whether an `Authorization` header shows this secret (compared as hashes, so the
+    /// time taken says nothing about the secret).
+    pub fn admits(&self, header: Option<&str>) -> bool {
+        let shown = header.unwrap_or("");
+        Sha256::digest(shown.as_bytes()) == Sha256::digest(self.bearer().as_bytes())
+    }
+}
+
+/// Reads a file holding a secret, refusing one that others may read.
+pub fn read_secret_file(path: &Path) -> Result<String> {
+    let fail =
+        |e: std::io::Error| Error::BadRequest(format!("cannot read '{}': {e}", path.display()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).map_err(fail)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(Error::BadRequest(format!(
+                "'{}' holds a secret but others may read it (mode {:o}): chmod 600 it",
+                path.display(),
+                mode & 0o777
+            )));
+        }
+    }
+    std::fs::read_to_string(path).map_err(fail)
+}
+
+/// Writes a secret to a new file readable by its owner only (never overwriting one).
+pub fn write_secret_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let fail =
+        |e: std::io::Error| Error::BadRequest(format!("cannot write '{}': {e}", path.display()));
+    // A temporary file is created owner-only (0600); renamed only if nothing is there.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    tmp.write_all(bytes).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist_noclobber(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}

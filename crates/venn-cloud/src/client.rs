@@ -1,0 +1,509 @@
+//! What a data owner runs: register an identity, upload a dataset under its own key,
+//! agree on a run's key with its partners over a Venn link and hand the service its
+//! token, and read back which of its rows matched.
+//!
+//! The dataset key K_i and the order of the upload stay in a key file on the client
+//! (owner-only); the service sees points, tokens and positions only.
+
+use crate::api::{self, ChunkReceipt, Dataset, NewDataset, NewRun, Register, Run, Seal, Token};
+use crate::auth::{read_secret_file, write_secret_file, Identity};
+use crate::crypto::{self, Ciphertext, Secret};
+use crate::error::{Error, Result};
+use crate::http::Http;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use venn::net::Channel;
+use venn::Items;
+
+/// A client of the service, signing as `identity`.
+pub struct Client {
+    http: Http,
+    identity: Identity,
+    server: String,
+}
+
+impl Client {
+    /// A client of the service at `server`.
+    pub fn new(server: &str, identity: Identity) -> Result<Client> {
+        Ok(Client {
+            http: Http::new(server, Duration::from_secs(600))?,
+            identity,
+            server: server.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The client's name.
+    pub fn name(&self) -> &str {
+        &self.identity.name
+    }
+
+    /// The client's identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Sends a signed request; returns the answer's body.
+    pub fn call(&self, method: &str, path: &str, body: &[u8]) -> Result<Vec<u8>> {
+        let headers = self.identity.sign(method, path, body);
+        Ok(self.http.call(method, path, &headers, body)?.1)
+    }
+
+    fn json<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: &str,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T> {
+        let body = serde_json::to_vec(body).expect("serialisable");
+        let answer = self.call(method, path, &body)?;
+        serde_json::from_slice(&answer)
+            .map_err(|e| Error::Transport(format!("an answer to {method} {path}: {e}")))
+    }
+
+    /// Registers the identity's name and public key with the service.
+    pub fn register(&self) -> Result<()> {
+        let r = Register {
+            name: self.identity.name.clone(),
+            public_key: self.identity.public_key(),
+        };
+        self.call(
+            "POST",
+            "/v1/clients",
+            &serde_json::to_vec(&r).expect("serialisable"),
+        )?;
+        Ok(())
+    }
+
+    /// The client's datasets.
+    pub fn datasets(&self) -> Result<Vec<Dataset>> {
+        self.json("GET", "/v1/datasets", &())
+    }
+
+    /// Deletes a dataset of the client's.
+    pub fn delete(&self, dataset: &str) -> Result<Dataset> {
+        check_id(dataset)?;
+        self.json("DELETE", &format!("/v1/datasets/{dataset}"), &())
+    }
+
+    /// A run the client is part of.
+    pub fn run(&self, run: &str) -> Result<Run> {
+        check_id(run)?;
+        self.json("GET", &format!("/v1/runs/{run}"), &())
+    }
+
+    /// Waits until a run is done (or failed), polling; gives up after `timeout`.
+    pub fn wait(&self, run: &str, timeout: Duration) -> Result<Run> {
+        let start = Instant::now();
+        loop {
+            let r = self.run(run)?;
+            match r.state.as_str() {
+                "done" => return Ok(r),
+                "failed" => {
+                    return Err(Error::Conflict(format!(
+                        "run {run} failed: {}",
+                        r.error.unwrap_or_default()
+                    )))
+                }
+                _ if start.elapsed() >= timeout => {
+                    return Err(Error::Conflict(format!(
+                        "run {run} is still {} after {} s ({} of {} tasks done)",
+                        r.state,
+                        timeout.as_secs(),
+                        r.tasks_done,
+                        r.tasks
+                    )))
+                }
+                _ => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// Uploads `keys` (distinct, normalised) as a new dataset named `name`, under a fresh
+    /// key saved first to `key_file` (which must not exist), in chunks of `chunk_items`;
+    /// then seals it. `progress` hears of every chunk (items sent, of all).
+    pub fn upload(
+        &self,
+        name: &str,
+        keys: &Items,
+        key_file: &Path,
+        chunk_items: usize,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<DatasetKey> {
+        if !(1..=api::MAX_CHUNK_ITEMS).contains(&chunk_items) {
+            return Err(Error::BadRequest(format!(
+                "chunks hold 1 to {} items",
+                api::MAX_CHUNK_ITEMS
+            )));
+        }
+        if key_file.exists() {
+            return Err(Error::Conflict(format!(
+                "'{}' exists: a key file is never overwritten",
+                key_file.display()
+            )));
+        }
+        let dataset: Dataset = self.json(
+            "POST",
+            "/v1/datasets",
+            &NewDataset {
+                name: name.to_owned(),
+            },
+        )?;
+        let key = DatasetKey::new(&self.server, &dataset, keys);
+        key.save(key_file)?;
+        let points = key.encrypt(keys)?;
+        let total = points.len() as u64;
+        let mut sent = 0u64;
+        for (k, chunk) in points.chunks(chunk_items).enumerate() {
+            let body: Vec<u8> = chunk.iter().flatten().copied().collect();
+            let path = format!("/v1/datasets/{}/chunks/{k}", dataset.id);
+            let receipt: ChunkReceipt = serde_json::from_slice(&self.call("PUT", &path, &body)?)
+                .map_err(|e| Error::Transport(format!("a chunk receipt: {e}")))?;
+            if receipt.items != chunk.len() as u64
+                || receipt.sha256 != hex::encode(Sha256::digest(&body))
+            {
+                return Err(Error::Transport(format!(
+                    "chunk {k} was not stored as sent"
+                )));
+            }
+            sent += chunk.len() as u64;
+            progress(sent, total);
+        }
+        let seal = Seal {
+            chunks: points.len().div_ceil(chunk_items) as u64,
+            items: total,
+        };
+        let sealed: Dataset =
+            self.json("POST", &format!("/v1/datasets/{}/seal", dataset.id), &seal)?;
+        if sealed.items != total || sealed.state != "sealed" {
+            return Err(Error::Transport(
+                "the dataset was not sealed as sent".into(),
+            ));
+        }
+        Ok(key)
+    }
+
+    /// Agrees on a run with partners over `links` and gives the service this dataset's
+    /// token (spec A.3, A.5).
+    ///
+    /// With `lead`, this client creates the run (its dataset last: with two links it is
+    /// the third party, the only one linked to both others) and tells the partners its id;
+    /// otherwise it waits for the run's id from its one link. Each link gives a secret S
+    /// by an ephemeral Diffie–Hellman exchange bound to the run and the link's TLS
+    /// connection: the service never sees it. Two parties both
+    /// use S as the run key K; of three, each partner uses its link's S and the leader
+    /// −(S_1 + S_2), so the three values of a common key multiply to 1.
+    pub fn pair(
+        &self,
+        key: &DatasetKey,
+        links: &mut [&mut dyn Channel],
+        lead: bool,
+    ) -> Result<Run> {
+        if key.server != self.server {
+            return Err(Error::BadRequest(format!(
+                "the key file is for the service at {}, not {}",
+                key.server, self.server
+            )));
+        }
+        match (lead, links.len()) {
+            (true, 1 | 2) | (false, 1) => {}
+            _ => {
+                return Err(Error::BadRequest(
+                    "a run has two or three parties: lead one or two links, or follow one".into(),
+                ))
+            }
+        }
+        let mut partners = Vec::with_capacity(links.len());
+        for link in links.iter_mut() {
+            partners.push(exchange_hello(&mut **link, &key.dataset)?);
+        }
+        let run = if lead {
+            let mut datasets = partners.clone();
+            datasets.push(key.dataset.clone());
+            let run: Run = self.json("POST", "/v1/runs", &NewRun { datasets })?;
+            for link in links.iter_mut() {
+                send_json(
+                    &mut **link,
+                    &RunAnnounce {
+                        run: run.id.clone(),
+                    },
+                )?;
+            }
+            run
+        } else {
+            let announced: RunAnnounce = recv_json(&mut *links[0])?;
+            let run = self.run(&announced.run)?;
+            let has = |d: &str| run.sides.iter().any(|s| s.dataset == d);
+            if run.state != "tokens" || !has(&key.dataset) || !has(&partners[0]) {
+                return Err(Error::Conflict(format!(
+                    "run {} is not a new run of this dataset and the partner's",
+                    run.id
+                )));
+            }
+            run
+        };
+        let mut secrets = Vec::with_capacity(links.len());
+        for (link, partner) in links.iter_mut().zip(&partners) {
+            let (leader, follower) = if lead {
+                (&key.dataset, partner)
+            } else {
+                (partner, &key.dataset)
+            };
+            secrets.push(link_secret(&mut **link, &run.id, leader, follower)?);
+        }
+        let exponent = match &secrets[..] {
+            [s] => s.clone(),
+            [s1, s2] => Secret::negated_sum(s1, s2)
+                .map_err(|_| Error::Conflict("the run keys cancel: run again".into()))?,
+            _ => unreachable!("one or two links"),
+        };
+        let token = crypto::token(&exponent, &key.secret()?);
+        self.json(
+            "POST",
+            &format!("/v1/runs/{}/tokens", run.id),
+            &Token {
+                dataset: key.dataset.clone(),
+                token: hex::encode(token),
+            },
+        )
+    }
+
+    /// The key indices of `keys` (the dataset's keys as uploaded) that matched in a done
+    /// run, sorted.
+    pub fn result(&self, key: &DatasetKey, run: &str, keys: &Items) -> Result<Vec<usize>> {
+        check_id(run)?;
+        let order = key.order(keys);
+        if key.fingerprint(keys, &order) != key.keys_sha256 || keys.len() as u64 != key.items {
+            return Err(Error::Conflict(
+                "these keys are not the ones uploaded under this key file".into(),
+            ));
+        }
+        let bytes = self.call(
+            "GET",
+            &format!("/v1/runs/{run}/result?dataset={}", key.dataset),
+            b"",
+        )?;
+        if !bytes.len().is_multiple_of(4) || bytes.len() / 4 > keys.len() {
+            return Err(Error::Transport(format!(
+                "a result of {} bytes",
+                bytes.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(bytes.len() / 4);
+        for p in bytes.chunks_exact(4) {
+            let position = u32::from_le_bytes(p.try_into().expect("4 bytes")) as usize;
+            let index = *order
+                .get(position)
+                .ok_or_else(|| Error::Transport(format!("a position {position} out of range")))?;
+            out.push(index);
+        }
+        out.sort_unstable();
+        if out.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::Transport("a result naming a position twice".into()));
+        }
+        Ok(out)
+    }
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if api::is_id(id) {
+        Ok(())
+    } else {
+        Err(Error::BadRequest(format!(
+            "'{}' is not an id (32 hex digits)",
+            venn::peer_text(id)
+        )))
+    }
+}
+
+/// What a client keeps of a dataset it uploaded (a key file, owner-only).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct DatasetKey {
+    /// The service it was uploaded to.
+    pub server: String,
+    /// Its id and name there.
+    pub dataset: String,
+    pub name: String,
+    /// K_i, hex.
+    key: String,
+    /// The seed of the upload's order, hex.
+    order_seed: String,
+    /// How many keys, and a hash of them in upload order (to check, when reading a
+    /// result, that the input is the one uploaded).
+    pub items: u64,
+    keys_sha256: String,
+}
+
+impl std::fmt::Debug for DatasetKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DatasetKey({}, {})", self.dataset, self.name)
+    }
+}
+
+impl DatasetKey {
+    /// A fresh key and order for uploading `keys` as `dataset`.
+    fn new(server: &str, dataset: &Dataset, keys: &Items) -> DatasetKey {
+        let mut seed = [0u8; 32];
+        api::getrandom(&mut seed);
+        let mut k = DatasetKey {
+            server: server.to_owned(),
+            dataset: dataset.id.clone(),
+            name: dataset.name.clone(),
+            key: hex::encode(Secret::random().to_bytes()),
+            order_seed: hex::encode(seed),
+            items: keys.len() as u64,
+            keys_sha256: String::new(),
+        };
+        let order = k.order(keys);
+        k.keys_sha256 = k.fingerprint(keys, &order);
+        k
+    }
+
+    /// Loads a key file (refused if others may read it).
+    pub fn load(path: &Path) -> Result<DatasetKey> {
+        let key: DatasetKey = serde_json::from_str(&read_secret_file(path)?)
+            .map_err(|e| Error::BadRequest(format!("key file '{}': {e}", path.display())))?;
+        key.secret()?;
+        Ok(key)
+    }
+
+    /// Saves the key file, owner-only, never over an existing file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_secret_file(
+            path,
+            serde_json::to_string_pretty(self)
+                .expect("serialisable")
+                .as_bytes(),
+        )
+    }
+
+    /// K_i.
+    pub fn secret(&self) -> Result<Secret> {
+        let bytes: [u8; 32] = hex::decode(&self.key)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| Error::BadRequest("a key file with a bad key".into()))?;
+        Secret::from_bytes(&bytes)
+            .map_err(|_| Error::BadRequest("a key file with a bad key".into()))
+    }
+
+    /// The upload order: key indices sorted by a keyed hash of the key, so the stored
+    /// order says nothing of the file's order and is the same for the same keys in any
+    /// order.
+    fn order(&self, keys: &Items) -> Vec<usize> {
+        let mut tagged: Vec<(u128, usize)> = (0..keys.len())
+            .map(|i| {
+                let mut h = Sha256::new();
+                h.update(self.order_seed.as_bytes());
+                h.update((keys.get(i).len() as u64).to_le_bytes());
+                h.update(keys.get(i));
+                let tag = u128::from_le_bytes(h.finalize()[..16].try_into().expect("16"));
+                (tag, i)
+            })
+            .collect();
+        tagged.sort_unstable();
+        tagged.into_iter().map(|t| t.1).collect()
+    }
+
+    /// The ciphertexts of `keys` in upload order.
+    fn encrypt(&self, keys: &Items) -> Result<Vec<Ciphertext>> {
+        let ordered: Items = self.order(keys).iter().map(|&i| keys.get(i)).collect();
+        Ok(crypto::encrypt(&ordered, &self.secret()?))
+    }
+
+    /// A hash of the keys in upload order.
+    fn fingerprint(&self, keys: &Items, order: &[usize]) -> String {
+        let mut h = Sha256::new();
+        for &i in order {
+            h.update((keys.get(i).len() as u64).to_le_bytes());
+            h.update(keys.get(i));
+        }
+        hex::encode(h.finalize())
+    }
+}
+
+/// The opening of a link's first frame, after its 4-byte length: a listener without TLS
+/// takes only connections that open with it.
+pub const PAIR_MAGIC: &[u8; 16] = b"venn-cloud-pair1";
+/// How many opening bytes [`looks_like_pair`] needs.
+pub const PAIR_PREFIX: usize = 4 + PAIR_MAGIC.len();
+const MAX_LINK_MESSAGE: usize = 4096;
+
+/// Whether a connection's opening bytes can be a partner's hello.
+pub fn looks_like_pair(first: &[u8]) -> bool {
+    first.len() >= PAIR_PREFIX
+        && u32::from_le_bytes(first[..4].try_into().expect("4 bytes")) as usize <= MAX_LINK_MESSAGE
+        && first[4..PAIR_PREFIX] == PAIR_MAGIC[..]
+}
+
+/// The first message on a link: the sender's dataset.
+#[derive(Serialize, Deserialize)]
+struct Hello {
+    dataset: String,
+}
+
+/// The leader's second message: the run's id.
+#[derive(Serialize, Deserialize)]
+struct RunAnnounce {
+    run: String,
+}
+
+fn send_json(link: &mut dyn Channel, value: &impl Serialize) -> Result<()> {
+    link.send(&serde_json::to_vec(value).expect("serialisable"))?;
+    link.flush()?;
+    Ok(())
+}
+
+fn recv_json<T: for<'de> Deserialize<'de>>(link: &mut dyn Channel) -> Result<T> {
+    let mut buf = Vec::new();
+    link.recv_into(&mut buf, MAX_LINK_MESSAGE)?;
+    serde_json::from_slice(&buf).map_err(|e| Error::BadRequest(format!("the partner sent: {e}")))
+}
+
+/// Sends our hello and receives the partner's dataset.
+fn exchange_hello(link: &mut dyn Channel, dataset: &str) -> Result<String> {
+    let mut frame = PAIR_MAGIC.to_vec();
+    serde_json::to_writer(
+        &mut frame,
+        &Hello {
+            dataset: dataset.to_owned(),
+        },
+    )
+    .expect("serialisable");
+    link.send(&frame)?;
+    link.flush()?;
+    let mut buf = Vec::new();
+    link.recv_into(&mut buf, MAX_LINK_MESSAGE)?;
+    let theirs: Hello = buf
+        .strip_prefix(&PAIR_MAGIC[..])
+        .and_then(|json| serde_json::from_slice(json).ok())
+        .ok_or_else(|| {
+            Error::BadRequest("the partner's hello is not a venn cloud pair hello".into())
+        })?;
+    if !api::is_id(&theirs.dataset) || theirs.dataset == dataset {
+        return Err(Error::BadRequest(
+            "the partner named no dataset of its own".into(),
+        ));
+    }
+    Ok(theirs.dataset)
+}
+
+/// The secret of a link: an ephemeral Diffie–Hellman exchange on it, bound to the TLS
+/// connection (if any), the run and both datasets (leader's first).
+fn link_secret(link: &mut dyn Channel, run: &str, leader: &str, follower: &str) -> Result<Secret> {
+    let binding = link.binding().unwrap_or([0; 32]);
+    let mut sid = Sha256::new();
+    for part in [
+        &binding[..],
+        run.as_bytes(),
+        leader.as_bytes(),
+        follower.as_bytes(),
+    ] {
+        sid.update((part.len() as u64).to_le_bytes());
+        sid.update(part);
+    }
+    let sid: [u8; 32] = sid.finalize().into();
+    let shared = venn::session::agree_secret(link, &sid, &mut venn::crypto::Prg::from_entropy())?;
+    Ok(Secret::derive("venn-thunder-K", &[&shared, &sid]))
+}

@@ -1,0 +1,650 @@
+//! `venn cloud serve`: the HTTP API (spec F), its coordinator and its own pool of workers.
+//!
+//! Clients act only on their own datasets; a run's status and results go only to the
+//! owners of its datasets, each getting its own side's positions; workers (the service's
+//! own machines) lease tasks with the worker secret. Every body is bounded before it is
+//! read, every point checked as it arrives.
+
+use crate::api::{self, ChunkReceipt, NewDataset, NewRun, Register, Seal, Token, MAX_CHUNK_ITEMS};
+use crate::auth::{self, Claim, WorkerSecret};
+use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
+use crate::error::{Error, Result};
+use crate::store::{self, Store};
+use crate::{join, worker};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The largest request body: a full chunk of points.
+const MAX_BODY: usize = MAX_CHUNK_ITEMS * ITEM_BYTES;
+
+/// How the service runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How long a worker holds a task before another may take it.
+    pub lease_seconds: u64,
+    /// The most items of a dataset.
+    pub max_items: u64,
+    /// Threads of the service's own pool of workers (0: external workers only).
+    pub threads: usize,
+}
+
+/// The running service.
+pub struct Service {
+    store: Store,
+    workers: WorkerSecret,
+    config: Config,
+    /// Leases and a run's start are serialised: one service process hands out each task
+    /// once and starts each run once (under PostgreSQL's READ COMMITTED, two owners' last
+    /// tokens arriving together would each see the other's missing).
+    transitions: tokio::sync::Mutex<()>,
+    /// Runs being joined now.
+    joining: Mutex<HashSet<String>>,
+    /// Woken when tasks appear.
+    work: tokio::sync::Notify,
+}
+
+impl Service {
+    /// A service over `store`, admitting workers that show `workers`. Runs whose tasks
+    /// all finished before a restart are joined now.
+    pub async fn start(store: Store, workers: WorkerSecret, config: Config) -> Result<Arc<Self>> {
+        let service = Arc::new(Service {
+            store,
+            workers,
+            config,
+            transitions: tokio::sync::Mutex::new(()),
+            joining: Mutex::new(HashSet::new()),
+            work: tokio::sync::Notify::new(),
+        });
+        for run in service.store.runs_in("computing").await? {
+            if service.store.all_done(&run).await? {
+                service.clone().join_in_background(run);
+            }
+        }
+        if service.config.threads > 0 {
+            tokio::spawn(pool(service.clone()));
+        }
+        Ok(service)
+    }
+
+    /// The API's routes.
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route("/v1/health", get(|| async { "ok\n" }))
+            .route("/v1/clients", post(register))
+            .route("/v1/datasets", get(list_datasets).post(create_dataset))
+            .route(
+                "/v1/datasets/{id}",
+                get(show_dataset).delete(delete_dataset),
+            )
+            .route("/v1/datasets/{id}/chunks/{chunk}", put(put_chunk))
+            .route("/v1/datasets/{id}/seal", post(seal))
+            .route("/v1/runs", post(create_run))
+            .route("/v1/runs/{id}", get(show_run))
+            .route("/v1/runs/{id}/tokens", post(give_token))
+            .route("/v1/runs/{id}/result", get(result))
+            .route("/v1/tasks/lease", post(lease))
+            .route("/v1/tasks/{run}/{side}/{chunk}/points", get(task_points))
+            .route("/v1/tasks/{run}/{side}/{chunk}/answer", put(task_answer))
+            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .with_state(self.clone())
+    }
+
+    /// Leases the next task, if any.
+    async fn lease(&self) -> Result<Option<store::Leased>> {
+        let _one = self.transitions.lock().await;
+        self.store.lease(self.config.lease_seconds).await
+    }
+
+    /// Takes a task's answer; joins the run if it was the last.
+    async fn answer(self: &Arc<Self>, leased: &store::Leased, answer: Vec<u8>) -> Result<()> {
+        let t = &leased.task;
+        let expected = t.items as usize * t.answer_width();
+        if answer.len() != expected {
+            return Err(Error::BadRequest(format!(
+                "an answer of {} bytes to a task of {} items (expected {expected})",
+                answer.len(),
+                t.items
+            )));
+        }
+        if self.store.complete(&t.run, t.side, t.chunk, answer).await? {
+            self.clone().join_in_background(t.run.clone());
+        }
+        Ok(())
+    }
+
+    /// Joins a run whose tasks are all done (once, however many answers arrive).
+    fn join_in_background(self: Arc<Self>, run: String) {
+        if !self
+            .joining
+            .lock()
+            .expect("not poisoned")
+            .insert(run.clone())
+        {
+            return;
+        }
+        tokio::spawn(async move {
+            if let Err(e) = join::join(&self.store, &run).await {
+                eprintln!("venn cloud: run {run} failed: {e}");
+                let _ = self.store.fail(&run, &e.to_string()).await;
+            }
+            self.joining.lock().expect("not poisoned").remove(&run);
+        });
+    }
+}
+
+/// The service's own workers: lease, compute on `threads` threads, answer.
+async fn pool(service: Arc<Service>) {
+    let threads = rayon::ThreadPoolBuilder::new()
+        .num_threads(service.config.threads)
+        .thread_name(|i| format!("venn-cloud-pool-{i}"))
+        .build()
+        .map(Arc::new);
+    let threads = match threads {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("venn cloud: no pool of workers: {e}");
+            return;
+        }
+    };
+    loop {
+        let leased = match service.lease().await {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                let _ = tokio::time::timeout(Duration::from_secs(1), service.work.notified()).await;
+                continue;
+            }
+            Err(e) => {
+                eprintln!("venn cloud: leasing: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let path = service.store.chunk_path(&leased.dataset, leased.task.chunk);
+        let task = leased.task.clone();
+        let pool = threads.clone();
+        let answer = tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
+            let points = std::fs::read(&path)?;
+            pool.install(|| worker::answer(&task, &points))
+        })
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))
+        .and_then(|r| r);
+        let done = match answer {
+            Ok(a) => service.answer(&leased, a).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = done {
+            eprintln!("venn cloud: task {}: {e}", leased.task.path());
+        }
+    }
+}
+
+// --- authentication -------------------------------------------------------------------
+
+/// A request signed by a registered client, with its body (at most a chunk's size).
+pub struct Signed {
+    pub client: String,
+    pub body: Bytes,
+}
+
+impl Signed {
+    /// The body as JSON of type `T`.
+    fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        if self.body.len() > api::MAX_JSON_BYTES {
+            return Err(Error::TooLarge("a JSON body over 64 KiB".into()));
+        }
+        serde_json::from_slice(&self.body).map_err(|e| Error::BadRequest(format!("JSON: {e}")))
+    }
+}
+
+impl FromRequest<Arc<Service>> for Signed {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
+        let (parts, body) = req.into_parts();
+        let body = axum::body::to_bytes(body, MAX_BODY)
+            .await
+            .map_err(|_| Error::TooLarge(format!("a body over {MAX_BODY} bytes")))?;
+        let claim = claim(&parts)?;
+        let key = if parts.uri.path() == "/v1/clients" {
+            // Registration is signed with the key being registered.
+            let r: Register = serde_json::from_slice(&body)
+                .map_err(|e| Error::BadRequest(format!("JSON: {e}")))?;
+            if r.name != claim.client {
+                return Err(Error::Unauthenticated("signed under another name".into()));
+            }
+            auth::check_public_key(&r.public_key)?;
+            r.public_key
+        } else {
+            service
+                .store
+                .public_key(claim.client)
+                .await?
+                .ok_or_else(|| Error::Unauthenticated("an unregistered client".into()))?
+        };
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let time = claim.verify(&key, parts.method.as_str(), path, &body, store::now())?;
+        service
+            .store
+            .remember_nonce(claim.client, claim.nonce, time)
+            .await?;
+        Ok(Signed {
+            client: claim.client.to_owned(),
+            body,
+        })
+    }
+}
+
+/// A request's authentication headers.
+fn claim(parts: &Parts) -> Result<Claim<'_>> {
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| Error::Unauthenticated(format!("no {name} header")))
+    };
+    let client = header(auth::CLIENT)?;
+    auth::check_name(client).map_err(|e| Error::Unauthenticated(e.to_string()))?;
+    Ok(Claim {
+        client,
+        time: header(auth::TIME)?,
+        nonce: header(auth::NONCE)?,
+        signature: header(auth::SIGNATURE)?,
+    })
+}
+
+/// A request from one of the service's workers.
+pub struct FromWorker(Bytes);
+
+impl FromRequest<Arc<Service>> for FromWorker {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
+        let shown = req
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if !service.workers.admits(shown) {
+            return Err(Error::Unauthenticated(
+                "not a worker of this service".into(),
+            ));
+        }
+        let limit = MAX_CHUNK_ITEMS * api::VALUE_BYTES;
+        let body = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|_| Error::TooLarge(format!("a body over {limit} bytes")))?;
+        Ok(FromWorker(body))
+    }
+}
+
+// --- clients and datasets -------------------------------------------------------------
+
+async fn register(State(s): State<Arc<Service>>, req: Signed) -> Result<StatusCode> {
+    let r: Register = req.json()?;
+    auth::check_name(&r.name)?;
+    s.store.register(&r.name, &r.public_key).await?;
+    Ok(StatusCode::CREATED)
+}
+
+async fn list_datasets(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
+    Ok(Json(s.store.datasets_of(&req.client).await?).into_response())
+}
+
+async fn create_dataset(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
+    let d: NewDataset = req.json()?;
+    auth::check_name(&d.name)?;
+    Ok(Json(s.store.create_dataset(&req.client, &d.name).await?).into_response())
+}
+
+async fn show_dataset(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    Ok(Json(s.store.own_dataset(&req.client, &id).await?).into_response())
+}
+
+async fn delete_dataset(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    s.store.own_dataset(&req.client, &id).await?;
+    Ok(Json(s.store.delete_dataset(&id).await?).into_response())
+}
+
+/// An open dataset of the caller's.
+async fn open_dataset(s: &Service, client: &str, id: &str) -> Result<api::Dataset> {
+    let d = s.store.own_dataset(client, id).await?;
+    if d.state != "open" {
+        return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
+    }
+    Ok(d)
+}
+
+async fn put_chunk(
+    State(s): State<Arc<Service>>,
+    Path((id, chunk)): Path<(String, u64)>,
+    req: Signed,
+) -> Result<Json<ChunkReceipt>> {
+    let d = open_dataset(&s, &req.client, &id).await?;
+    let n = req.body.len() / ITEM_BYTES;
+    if !req.body.len().is_multiple_of(ITEM_BYTES) || n == 0 {
+        return Err(Error::BadRequest(format!(
+            "a chunk of {} bytes: not a positive number of {ITEM_BYTES}-byte points",
+            req.body.len()
+        )));
+    }
+    if chunk >= s.config.max_items || d.items + n as u64 > s.config.max_items {
+        return Err(Error::TooLarge(format!(
+            "a dataset over this service's {} items",
+            s.config.max_items
+        )));
+    }
+    let body = req.body.clone();
+    tokio::task::spawn_blocking(move || check_points(&body))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    let sha256 = s.store.put_chunk(&id, chunk, &req.body).await?;
+    Ok(Json(ChunkReceipt {
+        items: n as u64,
+        sha256,
+    }))
+}
+
+/// Checks every point of a chunk (on the curve, in the subgroup, not the identity).
+fn check_points(body: &[u8]) -> Result<()> {
+    let bad = body
+        .par_chunks_exact(ITEM_BYTES)
+        .position_any(|p| crypto::decode_item(p.try_into().expect("48 bytes")).is_err());
+    match bad {
+        Some(i) => Err(Error::BadRequest(format!(
+            "point {i} of the chunk is not a G1 point of the subgroup (or is the identity)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+async fn seal(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    let claimed: Seal = req.json()?;
+    open_dataset(&s, &req.client, &id).await?;
+    let chunks = s.store.chunks(&id).await?;
+    let items: u64 = chunks.iter().map(|c| c.0).sum();
+    if chunks.len() as u64 != claimed.chunks || items != claimed.items {
+        return Err(Error::Conflict(format!(
+            "the service has {} chunks of {items} items, the client sent {} of {}",
+            chunks.len(),
+            claimed.chunks,
+            claimed.items
+        )));
+    }
+    let paths: Vec<_> = (0..chunks.len() as u64)
+        .map(|k| s.store.chunk_path(&id, k))
+        .collect();
+    let shas: Vec<String> = chunks.iter().map(|c| c.2.clone()).collect();
+    tokio::task::spawn_blocking(move || check_distinct(&paths, &shas, items))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    let counts: Vec<u64> = chunks.iter().map(|c| c.0).collect();
+    Ok(Json(s.store.seal(&id, &counts).await?).into_response())
+}
+
+/// Checks that the chunk files are the acknowledged ones and that no ciphertext repeats
+/// (a repeat would show the server equal keys; clients deduplicate).
+fn check_distinct(paths: &[std::path::PathBuf], shas: &[String], items: u64) -> Result<()> {
+    use sha2::Digest;
+    let mut seen = hashbrown::HashSet::with_capacity(items as usize);
+    for (path, sha) in paths.iter().zip(shas) {
+        let bytes = std::fs::read(path)?;
+        if hex::encode(sha2::Sha256::digest(&bytes)) != *sha {
+            return Err(Error::Conflict(format!(
+                "chunk '{}' changed while sealing: upload it again",
+                path.display()
+            )));
+        }
+        for p in bytes.chunks_exact(ITEM_BYTES) {
+            // The x coordinate's low 128 bits: distinct points collide with probability
+            // 2^-128 per pair.
+            let key = u128::from_le_bytes(p[32..48].try_into().expect("16 bytes"));
+            if !seen.insert(key) {
+                return Err(Error::Conflict(
+                    "the dataset holds a ciphertext twice: deduplicate the keys".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+// --- runs -----------------------------------------------------------------------------
+
+async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
+    let r: NewRun = req.json()?;
+    if !(2..=3).contains(&r.datasets.len()) {
+        return Err(Error::BadRequest("a run has two or three datasets".into()));
+    }
+    let mut owners = Vec::new();
+    for (i, id) in r.datasets.iter().enumerate() {
+        if r.datasets[..i].contains(id) {
+            return Err(Error::BadRequest(format!("dataset {id} is named twice")));
+        }
+        let d = s.store.dataset(id).await?;
+        if d.state != "sealed" {
+            return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
+        }
+        owners.push(d.owner);
+    }
+    if !owners.contains(&req.client) {
+        return Err(Error::Forbidden(
+            "a run must include a dataset of yours".into(),
+        ));
+    }
+    Ok(Json(s.store.create_run(&req.client, &r.datasets).await?).into_response())
+}
+
+/// A run that the caller may see: one of its datasets is the caller's.
+async fn visible_run(s: &Service, client: &str, id: &str) -> Result<api::Run> {
+    let run = s.store.run(id).await?;
+    if !run.sides.iter().any(|side| side.owner == client) {
+        // Not "forbidden": whether a run exists is none of the caller's business.
+        return Err(Error::NotFound(format!("no run {id}")));
+    }
+    Ok(run)
+}
+
+async fn show_run(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    Ok(Json(visible_run(&s, &req.client, &id).await?).into_response())
+}
+
+async fn give_token(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    let t: Token = req.json()?;
+    let run = visible_run(&s, &req.client, &id).await?;
+    let side = run
+        .sides
+        .iter()
+        .position(|side| side.dataset == t.dataset)
+        .ok_or_else(|| Error::BadRequest(format!("dataset {} is not in run {id}", t.dataset)))?;
+    if run.sides[side].owner != req.client {
+        return Err(Error::Forbidden(format!(
+            "dataset {} is not yours: only its owner gives its token",
+            t.dataset
+        )));
+    }
+    let bytes: [u8; TOKEN_BYTES] = hex::decode(&t.token)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| Error::BadRequest("a token is 96 bytes in hex".into()))?;
+    crypto::decode_token(&bytes)?;
+    let started = {
+        let _one = s.transitions.lock().await;
+        s.store
+            .give_token(&id, side as u64, &hex::encode(bytes))
+            .await?
+    };
+    if started {
+        s.work.notify_waiters();
+        if s.store.all_done(&id).await? {
+            s.clone().join_in_background(id.clone());
+        }
+    }
+    Ok(Json(s.store.run(&id).await?).into_response())
+}
+
+/// `?dataset=ID`: which of the caller's sides (needed only when it owns several).
+#[derive(serde::Deserialize)]
+struct ResultQuery {
+    dataset: Option<String>,
+}
+
+async fn result(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    Query(q): Query<ResultQuery>,
+    req: Signed,
+) -> Result<Response> {
+    let run = visible_run(&s, &req.client, &id).await?;
+    let mine: Vec<usize> = (0..run.sides.len())
+        .filter(|&i| run.sides[i].owner == req.client)
+        .filter(|&i| {
+            q.dataset
+                .as_ref()
+                .is_none_or(|d| *d == run.sides[i].dataset)
+        })
+        .collect();
+    let side = match mine[..] {
+        [side] => side,
+        [] => {
+            return Err(Error::BadRequest(
+                "no dataset of yours by that id in the run".into(),
+            ))
+        }
+        _ => {
+            return Err(Error::BadRequest(
+                "you own several sides: name one with ?dataset=".into(),
+            ))
+        }
+    };
+    if run.state != "done" {
+        return Err(Error::Conflict(format!("run {id} is {}", run.state)));
+    }
+    let bytes = tokio::fs::read(s.store.result_path(&id, side as u64)).await?;
+    Ok(bytes.into_response())
+}
+
+// --- workers --------------------------------------------------------------------------
+
+async fn lease(State(s): State<Arc<Service>>, _w: FromWorker) -> Result<Response> {
+    match s.lease().await? {
+        Some(l) => Ok(Json(l.task).into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+async fn task_points(
+    State(s): State<Arc<Service>>,
+    Path((run, side, chunk)): Path<(String, u64, u64)>,
+    _w: FromWorker,
+) -> Result<Response> {
+    let (leased, _) = s.store.task(&run, side, chunk).await?;
+    let bytes = tokio::fs::read(s.store.chunk_path(&leased.dataset, chunk)).await?;
+    Ok(bytes.into_response())
+}
+
+async fn task_answer(
+    State(s): State<Arc<Service>>,
+    Path((run, side, chunk)): Path<(String, u64, u64)>,
+    w: FromWorker,
+) -> Result<StatusCode> {
+    let (leased, state) = s.store.task(&run, side, chunk).await?;
+    if state != "done" {
+        s.answer(&leased, w.0.to_vec()).await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Where the service keeps things and how it runs.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The address to listen on.
+    pub listen: String,
+    /// The metadata store (`sqlite://FILE` or `postgres://…`).
+    pub database: String,
+    /// The data directory (chunk files, answers, results).
+    pub dir: std::path::PathBuf,
+    /// The worker secret's file (made owner-only if missing).
+    pub worker_secret: std::path::PathBuf,
+    pub config: Config,
+}
+
+/// Runs the service until interrupted (Ctrl-C or SIGTERM); `on_bound` is told the bound
+/// address once the API is up.
+pub fn serve(setup: &Setup, on_bound: impl FnOnce(std::net::SocketAddr)) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(run(setup, on_bound, stopped()))
+}
+
+/// Runs the service on the current tokio runtime until `stop` resolves.
+pub async fn run(
+    setup: &Setup,
+    on_bound: impl FnOnce(std::net::SocketAddr),
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let store = Store::open(&setup.database, &setup.dir).await?;
+    let secret = WorkerSecret::load_or_create(&setup.worker_secret)?;
+    let service = Service::start(store, secret, setup.config.clone()).await?;
+    let listener = tokio::net::TcpListener::bind(&setup.listen)
+        .await
+        .map_err(|e| Error::BadRequest(format!("cannot listen on {}: {e}", setup.listen)))?;
+    on_bound(listener.local_addr()?);
+    axum::serve(listener, service.router())
+        .with_graceful_shutdown(stop)
+        .await?;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stopped() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+}

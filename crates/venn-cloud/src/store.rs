@@ -1,0 +1,729 @@
+//! Where the service keeps things: metadata in SQLite (the embedded default) or PostgreSQL
+//! through one sqlx `Any` code path (runtime queries with `$n` placeholders, which both
+//! accept; the schema in `migrations/`, applied at start), and bytes in files under the
+//! data directory (spec F):
+//!
+//! - `datasets/<id>/<chunk>`: a chunk's points as uploaded and checked;
+//! - `runs/<id>/<side>-<chunk>`: a task's answer;
+//! - `runs/<id>/result-<side>`: a side's matched positions.
+//!
+//! Every file is written to a temporary name, synced and renamed before the row that
+//! acknowledges it is committed, so a crash leaves at worst an unreferenced file: nothing
+//! acknowledged is lost and nothing half-written is read.
+
+use crate::api::{self, Dataset, Run, RunSide};
+use crate::error::{Error, Result};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Executor, Row};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The schema's migrations, compiled in.
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The service's store.
+pub struct Store {
+    pool: AnyPool,
+    dir: PathBuf,
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// A task handed to a worker, with what the service needs to check its answer.
+#[derive(Clone, Debug)]
+pub struct Leased {
+    pub task: api::Task,
+    pub dataset: String,
+}
+
+impl Store {
+    /// Opens (creating if need be) the store: `url` is `sqlite://FILE` or
+    /// `postgres://…`; `dir` holds the files.
+    pub async fn open(url: &str, dir: &Path) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        for sub in ["datasets", "runs"] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        let url = if url.starts_with("sqlite:") && !url.contains('?') {
+            format!("{url}?mode=rwc")
+        } else {
+            url.to_owned()
+        };
+        let sqlite = url.starts_with("sqlite:");
+        let pool = AnyPoolOptions::new()
+            // SQLite takes one writer at a time: one connection avoids "database is locked".
+            .max_connections(if sqlite { 1 } else { 8 })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if sqlite {
+                        // Durable on commit (WAL with full sync): an acknowledged request
+                        // survives a crash of the service or the machine.
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = FULL").await?;
+                        conn.execute("PRAGMA foreign_keys = ON").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await
+            .map_err(|e| Error::Internal(format!("cannot open the store '{url}': {e}")))?;
+        MIGRATIONS.run(&pool).await?;
+        Ok(Store {
+            pool,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    // --- clients and request nonces ---------------------------------------------------
+
+    /// Registers `name` with `public_key` (hex).
+    pub async fn register(&self, name: &str, public_key: &str) -> Result<()> {
+        let taken = sqlx::query("SELECT name FROM clients WHERE name = $1 OR public_key = $2")
+            .bind(name)
+            .bind(public_key)
+            .fetch_optional(&self.pool)
+            .await?;
+        if taken.is_some() {
+            return Err(Error::Conflict(format!(
+                "the client name '{name}' or its key is registered already"
+            )));
+        }
+        sqlx::query("INSERT INTO clients (name, public_key, created) VALUES ($1, $2, $3)")
+            .bind(name)
+            .bind(public_key)
+            .bind(now())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A registered client's public key (hex).
+    pub async fn public_key(&self, name: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT public_key FROM clients WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Records a signed request's nonce; refuses one seen before (a replay). Nonces older
+    /// than the signature window are forgotten: their requests are refused by time.
+    pub async fn remember_nonce(&self, client: &str, nonce: &str, at: i64) -> Result<()> {
+        sqlx::query("DELETE FROM nonces WHERE seen < $1")
+            .bind(at - 2 * api::SIGNATURE_WINDOW)
+            .execute(&self.pool)
+            .await?;
+        let seen = sqlx::query("SELECT seen FROM nonces WHERE client = $1 AND nonce = $2")
+            .bind(client)
+            .bind(nonce)
+            .fetch_optional(&self.pool)
+            .await?;
+        if seen.is_some() {
+            return Err(Error::Unauthenticated("a replayed request".into()));
+        }
+        sqlx::query("INSERT INTO nonces (client, nonce, seen) VALUES ($1, $2, $3)")
+            .bind(client)
+            .bind(nonce)
+            .bind(at)
+            .execute(&self.pool)
+            .await
+            .map_err(|_| Error::Unauthenticated("a replayed request".into()))?;
+        Ok(())
+    }
+
+    // --- datasets -----------------------------------------------------------------------
+
+    /// Opens a dataset named `name` for `owner`'s upload.
+    pub async fn create_dataset(&self, owner: &str, name: &str) -> Result<Dataset> {
+        let id = api::new_id();
+        let exists = sqlx::query("SELECT id FROM datasets WHERE owner = $1 AND name = $2")
+            .bind(owner)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        if exists.is_some() {
+            return Err(Error::Conflict(format!(
+                "you have a dataset named '{name}' already"
+            )));
+        }
+        sqlx::query(
+            "INSERT INTO datasets (id, owner, name, state, items, chunks, created) \
+             VALUES ($1, $2, $3, 'open', 0, 0, $4)",
+        )
+        .bind(&id)
+        .bind(owner)
+        .bind(name)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        std::fs::create_dir_all(self.dataset_dir(&id))?;
+        self.dataset(&id).await
+    }
+
+    /// A dataset by id.
+    pub async fn dataset(&self, id: &str) -> Result<Dataset> {
+        if !api::is_id(id) {
+            return Err(Error::BadRequest(format!("'{id}' is not a dataset id")));
+        }
+        let row =
+            sqlx::query("SELECT id, name, owner, state, items, chunks FROM datasets WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("no dataset {id}")))?;
+        let mut d = dataset_of(&row);
+        if d.state == "open" {
+            let (chunks, items) = self.uploaded(id).await?;
+            d.chunks = chunks;
+            d.items = items;
+        }
+        Ok(d)
+    }
+
+    /// A dataset that `owner` owns.
+    pub async fn own_dataset(&self, owner: &str, id: &str) -> Result<Dataset> {
+        let d = self.dataset(id).await?;
+        if d.owner != owner {
+            return Err(Error::Forbidden(format!("dataset {id} is not yours")));
+        }
+        Ok(d)
+    }
+
+    /// `owner`'s datasets.
+    pub async fn datasets_of(&self, owner: &str) -> Result<Vec<Dataset>> {
+        let rows = sqlx::query("SELECT id FROM datasets WHERE owner = $1 ORDER BY created, id")
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            out.push(self.dataset(&r.get::<String, _>(0)).await?);
+        }
+        Ok(out)
+    }
+
+    /// Chunks and items uploaded so far.
+    async fn uploaded(&self, id: &str) -> Result<(u64, u64)> {
+        let row = sqlx::query(
+            "SELECT COUNT(*), CAST(SUM(items) AS BIGINT) FROM chunks WHERE dataset = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        let chunks: i64 = row.get(0);
+        let items: Option<i64> = row.try_get(1).ok().flatten();
+        Ok((chunks as u64, items.unwrap_or(0) as u64))
+    }
+
+    fn dataset_dir(&self, id: &str) -> PathBuf {
+        self.dir.join("datasets").join(id)
+    }
+
+    /// The file of a dataset's chunk.
+    pub fn chunk_path(&self, dataset: &str, chunk: u64) -> PathBuf {
+        self.dataset_dir(dataset).join(format!("{chunk:08}"))
+    }
+
+    /// Stores chunk `idx` of an open dataset: `points` were checked by the caller. The
+    /// file is in place and synced before the row is committed. A chunk may be uploaded
+    /// again until the dataset is sealed (the last upload counts).
+    pub async fn put_chunk(&self, dataset: &str, idx: u64, points: &[u8]) -> Result<String> {
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(points));
+        let path = self.chunk_path(dataset, idx);
+        let bytes = points.to_vec();
+        let written = path.clone();
+        tokio::task::spawn_blocking(move || write_atomically(&written, &bytes))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+        let mut tx = self.pool.begin().await?;
+        let state: String = sqlx::query("SELECT state FROM datasets WHERE id = $1")
+            .bind(dataset)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if state != "open" {
+            return Err(Error::Conflict(format!("dataset {dataset} is {state}")));
+        }
+        sqlx::query("DELETE FROM chunks WHERE dataset = $1 AND idx = $2")
+            .bind(dataset)
+            .bind(idx as i64)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO chunks (dataset, idx, items, first_item, sha256) \
+             VALUES ($1, $2, $3, 0, $4)",
+        )
+        .bind(dataset)
+        .bind(idx as i64)
+        .bind((points.len() / crate::crypto::ITEM_BYTES) as i64)
+        .bind(&sha)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(sha)
+    }
+
+    /// The chunks of a dataset: (items, first item, sha256) in order.
+    pub async fn chunks(&self, dataset: &str) -> Result<Vec<(u64, u64, String)>> {
+        let rows = sqlx::query(
+            "SELECT idx, items, first_item, sha256 FROM chunks WHERE dataset = $1 ORDER BY idx",
+        )
+        .bind(dataset)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (expected, r) in rows.iter().enumerate() {
+            let idx: i64 = r.get(0);
+            if idx as usize != expected {
+                return Err(Error::Conflict(format!("chunk {expected} is missing")));
+            }
+            out.push((
+                r.get::<i64, _>(1) as u64,
+                r.get::<i64, _>(2) as u64,
+                r.get(3),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Seals a dataset whose chunks were checked by the caller: records each chunk's first
+    /// item and the totals, in one transaction.
+    pub async fn seal(&self, dataset: &str, counts: &[u64]) -> Result<Dataset> {
+        let mut tx = self.pool.begin().await?;
+        let state: String = sqlx::query("SELECT state FROM datasets WHERE id = $1")
+            .bind(dataset)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if state != "open" {
+            return Err(Error::Conflict(format!("dataset {dataset} is {state}")));
+        }
+        let mut first = 0u64;
+        for (idx, &n) in counts.iter().enumerate() {
+            sqlx::query("UPDATE chunks SET first_item = $1 WHERE dataset = $2 AND idx = $3")
+                .bind(first as i64)
+                .bind(dataset)
+                .bind(idx as i64)
+                .execute(&mut *tx)
+                .await?;
+            first += n;
+        }
+        sqlx::query("UPDATE datasets SET state = 'sealed', items = $1, chunks = $2 WHERE id = $3")
+            .bind(first as i64)
+            .bind(counts.len() as i64)
+            .bind(dataset)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.dataset(dataset).await
+    }
+
+    /// Deletes a dataset's files and marks it deleted; runs that still need it fail.
+    pub async fn delete_dataset(&self, dataset: &str) -> Result<Dataset> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE datasets SET state = 'deleted' WHERE id = $1")
+            .bind(dataset)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM chunks WHERE dataset = $1")
+            .bind(dataset)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "UPDATE runs SET state = 'failed', error = 'a dataset was deleted' \
+             WHERE state IN ('tokens', 'computing') \
+             AND id IN (SELECT run FROM run_sides WHERE dataset = $1)",
+        )
+        .bind(dataset)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let dir = self.dataset_dir(dataset);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        self.dataset(dataset).await
+    }
+
+    // --- runs -----------------------------------------------------------------------------
+
+    /// Creates a run over `datasets` (sides in this order).
+    pub async fn create_run(&self, creator: &str, datasets: &[String]) -> Result<Run> {
+        let id = api::new_id();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO runs (id, creator, parties, state, created) \
+             VALUES ($1, $2, $3, 'tokens', $4)",
+        )
+        .bind(&id)
+        .bind(creator)
+        .bind(datasets.len() as i64)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        for (side, d) in datasets.iter().enumerate() {
+            sqlx::query("INSERT INTO run_sides (run, side, dataset) VALUES ($1, $2, $3)")
+                .bind(&id)
+                .bind(side as i64)
+                .bind(d)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        std::fs::create_dir_all(self.run_dir(&id))?;
+        self.run(&id).await
+    }
+
+    /// A run by id.
+    pub async fn run(&self, id: &str) -> Result<Run> {
+        if !api::is_id(id) {
+            return Err(Error::BadRequest(format!("'{id}' is not a run id")));
+        }
+        let row =
+            sqlx::query("SELECT state, started, finished, matches, error FROM runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("no run {id}")))?;
+        let started: Option<i64> = row.try_get(1).ok().flatten();
+        let finished: Option<i64> = row.try_get(2).ok().flatten();
+        let matches: Option<i64> = row.try_get(3).ok().flatten();
+        let sides = sqlx::query(
+            "SELECT s.dataset, d.owner, d.items, s.token FROM run_sides s \
+             JOIN datasets d ON d.id = s.dataset WHERE s.run = $1 ORDER BY s.side",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| RunSide {
+            dataset: r.get(0),
+            owner: r.get(1),
+            items: r.get::<i64, _>(2) as u64,
+            token_given: r.try_get::<Option<String>, _>(3).ok().flatten().is_some(),
+        })
+        .collect();
+        let tasks = sqlx::query(
+            "SELECT COUNT(*), CAST(SUM(CASE WHEN state = 'done' THEN 1 ELSE 0 END) AS BIGINT) \
+             FROM tasks WHERE run = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(Run {
+            id: id.to_owned(),
+            state: row.get(0),
+            sides,
+            tasks: tasks.get::<i64, _>(0) as u64,
+            tasks_done: tasks
+                .try_get::<Option<i64>, _>(1)
+                .ok()
+                .flatten()
+                .unwrap_or(0) as u64,
+            matches: matches.map(|m| m as u64),
+            seconds: started.zip(finished).map(|(s, f)| (f - s).max(0) as u64),
+            error: row.try_get(4).ok().flatten(),
+        })
+    }
+
+    /// The runs in a state.
+    pub async fn runs_in(&self, state: &str) -> Result<Vec<String>> {
+        Ok(sqlx::query("SELECT id FROM runs WHERE state = $1")
+            .bind(state)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Records the token of side `side` (checked by the caller). A side's token is given
+    /// once, and a token once in the life of the service. When the last side's token
+    /// arrives, the run's tasks are created and it starts computing; returns whether it
+    /// did.
+    pub async fn give_token(&self, run: &str, side: u64, token: &str) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if state != "tokens" {
+            return Err(Error::Conflict(format!("run {run} is {state}")));
+        }
+        let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
+            .bind(token)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if used.is_some() {
+            return Err(Error::Conflict(
+                "this token was given before: a token serves one run".into(),
+            ));
+        }
+        let updated = sqlx::query(
+            "UPDATE run_sides SET token = $1 WHERE run = $2 AND side = $3 AND token IS NULL",
+        )
+        .bind(token)
+        .bind(run)
+        .bind(side as i64)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Err(Error::Conflict(format!(
+                "side {side} of run {run} has its token already"
+            )));
+        }
+        let missing: i64 =
+            sqlx::query("SELECT COUNT(*) FROM run_sides WHERE run = $1 AND token IS NULL")
+                .bind(run)
+                .fetch_one(&mut *tx)
+                .await?
+                .get(0);
+        if missing > 0 {
+            tx.commit().await?;
+            return Ok(false);
+        }
+        let sides = sqlx::query(
+            "SELECT s.side, c.idx FROM run_sides s JOIN chunks c ON c.dataset = s.dataset \
+             WHERE s.run = $1 ORDER BY s.side, c.idx",
+        )
+        .bind(run)
+        .fetch_all(&mut *tx)
+        .await?;
+        for r in &sides {
+            sqlx::query(
+                "INSERT INTO tasks (run, side, chunk, state, lease_until, leases) \
+                 VALUES ($1, $2, $3, 'pending', 0, 0)",
+            )
+            .bind(run)
+            .bind(r.get::<i64, _>(0))
+            .bind(r.get::<i64, _>(1))
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("UPDATE runs SET state = 'computing', started = $1 WHERE id = $2")
+            .bind(now())
+            .bind(run)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The datasets of a run by side.
+    pub async fn run_datasets(&self, run: &str) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query("SELECT dataset FROM run_sides WHERE run = $1 ORDER BY side")
+                .bind(run)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect(),
+        )
+    }
+
+    // --- tasks ----------------------------------------------------------------------------
+
+    /// Leases the next task that is pending or whose lease has expired, for
+    /// `lease_seconds`. The caller serialises leasing (one service process).
+    pub async fn lease(&self, lease_seconds: u64) -> Result<Option<Leased>> {
+        let at = now();
+        let row = sqlx::query(
+            "SELECT t.run, t.side, t.chunk, s.dataset, s.token, r.parties, c.items \
+             FROM tasks t \
+             JOIN runs r ON r.id = t.run \
+             JOIN run_sides s ON s.run = t.run AND s.side = t.side \
+             JOIN chunks c ON c.dataset = s.dataset AND c.idx = t.chunk \
+             WHERE r.state = 'computing' \
+             AND (t.state = 'pending' OR (t.state = 'leased' AND t.lease_until < $1)) \
+             ORDER BY r.started, t.run, t.side, t.chunk LIMIT 1",
+        )
+        .bind(at)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let (run, side, chunk): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
+        let updated = sqlx::query(
+            "UPDATE tasks SET state = 'leased', lease_until = $1, leases = leases + 1 \
+             WHERE run = $2 AND side = $3 AND chunk = $4 \
+             AND (state = 'pending' OR (state = 'leased' AND lease_until < $5))",
+        )
+        .bind(at + lease_seconds as i64)
+        .bind(&run)
+        .bind(side)
+        .bind(chunk)
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(None);
+        }
+        Ok(Some(Leased {
+            dataset: row.get(3),
+            task: api::Task {
+                run,
+                side: side as u64,
+                chunk: chunk as u64,
+                token: row.get(4),
+                parties: row.get::<i64, _>(5) as u64,
+                items: row.get::<i64, _>(6) as u64,
+                lease_seconds,
+            },
+        }))
+    }
+
+    /// A task of a computing run, as leased (whoever holds it).
+    pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, String)> {
+        if !api::is_id(run) {
+            return Err(Error::BadRequest(format!("'{run}' is not a run id")));
+        }
+        let row = sqlx::query(
+            "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state \
+             FROM tasks t \
+             JOIN runs r ON r.id = t.run \
+             JOIN run_sides s ON s.run = t.run AND s.side = t.side \
+             JOIN chunks c ON c.dataset = s.dataset AND c.idx = t.chunk \
+             WHERE t.run = $1 AND t.side = $2 AND t.chunk = $3",
+        )
+        .bind(run)
+        .bind(side as i64)
+        .bind(chunk as i64)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no task {run}/{side}/{chunk}")))?;
+        let run_state: String = row.get(5);
+        if run_state != "computing" {
+            return Err(Error::Conflict(format!("run {run} is {run_state}")));
+        }
+        Ok((
+            Leased {
+                dataset: row.get(0),
+                task: api::Task {
+                    run: run.to_owned(),
+                    side,
+                    chunk,
+                    token: row.get(1),
+                    parties: row.get::<i64, _>(2) as u64,
+                    items: row.get::<i64, _>(3) as u64,
+                    lease_seconds: 0,
+                },
+            },
+            row.get(4),
+        ))
+    }
+
+    /// The file of a task's answer.
+    pub fn answer_path(&self, run: &str, side: u64, chunk: u64) -> PathBuf {
+        self.run_dir(run).join(format!("{side}-{chunk:08}"))
+    }
+
+    /// The file of a side's result.
+    pub fn result_path(&self, run: &str, side: u64) -> PathBuf {
+        self.run_dir(run).join(format!("result-{side}"))
+    }
+
+    fn run_dir(&self, run: &str) -> PathBuf {
+        self.dir.join("runs").join(run)
+    }
+
+    /// Stores a task's answer (checked by the caller) and marks the task done; returns
+    /// whether every task of the run is now done. An answer to a task done already is
+    /// dropped (answers are deterministic: any worker's is the same).
+    pub async fn complete(
+        &self,
+        run: &str,
+        side: u64,
+        chunk: u64,
+        answer: Vec<u8>,
+    ) -> Result<bool> {
+        let path = self.answer_path(run, side, chunk);
+        tokio::task::spawn_blocking(move || write_atomically(&path, &answer))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+        sqlx::query("UPDATE tasks SET state = 'done' WHERE run = $1 AND side = $2 AND chunk = $3")
+            .bind(run)
+            .bind(side as i64)
+            .bind(chunk as i64)
+            .execute(&self.pool)
+            .await?;
+        let left: i64 =
+            sqlx::query("SELECT COUNT(*) FROM tasks WHERE run = $1 AND state <> 'done'")
+                .bind(run)
+                .fetch_one(&self.pool)
+                .await?
+                .get(0);
+        Ok(left == 0)
+    }
+
+    /// Whether every task of a computing run is done.
+    pub async fn all_done(&self, run: &str) -> Result<bool> {
+        let left: i64 =
+            sqlx::query("SELECT COUNT(*) FROM tasks WHERE run = $1 AND state <> 'done'")
+                .bind(run)
+                .fetch_one(&self.pool)
+                .await?
+                .get(0);
+        Ok(left == 0)
+    }
+
+    /// Marks a run done with `matches` (its result files are in place).
+    pub async fn finish(&self, run: &str, matches: u64) -> Result<()> {
+        sqlx::query(
+            "UPDATE runs SET state = 'done', matches = $1, finished = $2 \
+             WHERE id = $3 AND state = 'computing'",
+        )
+        .bind(matches as i64)
+        .bind(now())
+        .bind(run)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks a run failed.
+    pub async fn fail(&self, run: &str, error: &str) -> Result<()> {
+        sqlx::query("UPDATE runs SET state = 'failed', error = $1, finished = $2 WHERE id = $3")
+            .bind(error)
+            .bind(now())
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+fn dataset_of(row: &AnyRow) -> Dataset {
+    Dataset {
+        id: row.get(0),
+        name: row.get(1),
+        owner: row.get(2),
+        state: row.get(3),
+        items: row.get::<i64, _>(4) as u64,
+        chunks: row.get::<i64, _>(5) as u64,
+    }
+}
+
+/// Writes `bytes` to `path` through a synced temporary file in the same directory, then
+/// renames it into place and syncs the directory.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
+}

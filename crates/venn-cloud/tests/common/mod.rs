@@ -1,0 +1,326 @@
+//! A service in this process for tests, over SQLite or a real PostgreSQL started here.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use venn::Items;
+use venn_cloud::auth::Identity;
+use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::server::{self, Config, Setup};
+
+/// Where a test's metadata lives.
+#[derive(Clone, Debug)]
+pub enum Db {
+    Sqlite,
+    /// A fresh database in the PostgreSQL cluster at this URL (without the database).
+    Postgres(String),
+}
+
+/// A running service; stopped when dropped.
+pub struct Running {
+    pub url: String,
+    pub dir: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Starts a service on `dir` with `database`.
+    pub fn start(dir: &Path, database: &str, listen: &str, config: Config) -> Running {
+        let setup = Setup {
+            listen: listen.to_owned(),
+            database: database.to_owned(),
+            dir: dir.to_owned(),
+            worker_secret: dir.join("worker-secret"),
+            config,
+        };
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel::<SocketAddr>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(server::run(&setup, |a| bound_tx.send(a).unwrap(), async {
+                let _ = stop_rx.await;
+            }))
+            .unwrap();
+        });
+        let addr = bound_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the service starts");
+        Running {
+            url: format!("http://{addr}"),
+            dir: dir.to_owned(),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// A registered client named `name`.
+    pub fn client(&self, name: &str) -> Client {
+        let c = Client::new(&self.url, Identity::generate(name).unwrap()).unwrap();
+        c.register().unwrap();
+        c
+    }
+
+    /// The worker secret's file.
+    pub fn worker_secret(&self) -> PathBuf {
+        self.dir.join("worker-secret")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The default configuration of a test service: its own pool of two threads.
+pub fn config() -> Config {
+    Config {
+        lease_seconds: 60,
+        max_items: 1 << 20,
+        threads: 2,
+    }
+}
+
+/// A test's world: a data directory and a database.
+pub struct World {
+    pub tmp: tempfile::TempDir,
+    pub database: String,
+}
+
+impl World {
+    pub fn new(db: &Db) -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let database = match db {
+            Db::Sqlite => format!("sqlite://{}", tmp.path().join("store.db").display()),
+            Db::Postgres(base) => {
+                let name = format!("t{}", venn_cloud::api::new_id());
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    sqlx::any::install_default_drivers();
+                    let pool = sqlx::AnyPool::connect(&format!("{base}/postgres"))
+                        .await
+                        .unwrap();
+                    sqlx::query(&format!("CREATE DATABASE {name}"))
+                        .execute(&pool)
+                        .await
+                        .unwrap();
+                });
+                format!("{base}/{name}")
+            }
+        };
+        World { tmp, database }
+    }
+
+    pub fn start(&self, config: Config) -> Running {
+        Running::start(
+            &self.tmp.path().join("data"),
+            &self.database,
+            "127.0.0.1:0",
+            config,
+        )
+    }
+
+    /// Starts the service again where it listened before.
+    pub fn restart(&self, before: Running, config: Config) -> Running {
+        let listen = before.url.trim_start_matches("http://").to_owned();
+        drop(before);
+        Running::start(
+            &self.tmp.path().join("data"),
+            &self.database,
+            &listen,
+            config,
+        )
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+}
+
+/// Keys from names.
+pub fn keys<S: AsRef<[u8]>>(names: &[S]) -> Items {
+    names.iter().collect()
+}
+
+/// `n` keys `prefix0`, `prefix1`, ….
+pub fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// Uploads `names` as dataset `name` of `client`, in chunks of `chunk` items.
+pub fn upload(
+    w: &World,
+    client: &Client,
+    name: &str,
+    names: &[String],
+    chunk: usize,
+) -> DatasetKey {
+    let path = w.path(&format!("{}-{name}.key", client.name()));
+    client
+        .upload(name, &keys(names), &path, chunk, &|_, _| {})
+        .unwrap()
+}
+
+/// Pairs two (or three: the last leads, linked to both) clients' datasets over
+/// in-memory links; returns the run's id.
+pub fn pair(parties: &[(&Client, &DatasetKey)]) -> String {
+    let timeout = Duration::from_secs(60);
+    std::thread::scope(|s| {
+        let (leader, followers) = parties.split_last().unwrap();
+        let mut leader_links = Vec::new();
+        let mut handles = Vec::new();
+        for &(c, k) in followers {
+            let (a, mut b) = venn::net::mem_pair(timeout);
+            leader_links.push(a);
+            handles.push(s.spawn(move || c.pair(k, &mut [&mut b], false).unwrap()));
+        }
+        let mut refs: Vec<&mut dyn venn::net::Channel> =
+            leader_links.iter_mut().map(|l| l as _).collect();
+        let run = leader.0.pair(leader.1, &mut refs, true).unwrap();
+        for h in handles {
+            assert_eq!(h.join().unwrap().id, run.id);
+        }
+        run.id
+    })
+}
+
+/// The keys of `names` that `client` learns matched in `run`.
+pub fn matched(client: &Client, key: &DatasetKey, run: &str, names: &[String]) -> Vec<String> {
+    client.wait(run, Duration::from_secs(120)).unwrap();
+    let ix = client.result(key, run, &keys(names)).unwrap();
+    let mut out: Vec<String> = ix.iter().map(|&i| names[i].clone()).collect();
+    out.sort();
+    out
+}
+
+/// The plaintext intersection, sorted.
+pub fn truth(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = a.iter().filter(|x| b.contains(x)).cloned().collect();
+    out.sort();
+    out
+}
+
+/// A PostgreSQL cluster in a temporary directory, started with Debian's binaries (as the
+/// `postgres` user when we are root: initdb refuses root); stopped when dropped.
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    as_postgres: bool,
+    pub url: String,
+}
+
+impl Postgres {
+    /// Starts a cluster, or says why it cannot.
+    pub fn start() -> Result<Postgres, String> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .map_err(|_| "PostgreSQL is not installed (no /usr/lib/postgresql)".to_string())?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .find(|b| b.join("initdb").exists())
+            .ok_or("PostgreSQL is not installed (no initdb)")?;
+        // SAFETY: geteuid has no preconditions.
+        let as_postgres = unsafe { libc::geteuid() } == 0;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["postgres:", &dir.path().display().to_string()])
+                .status()
+                .map_err(|e| e.to_string())?
+                .success();
+            if !ok {
+                return Err("cannot hand the cluster's directory to the postgres user".into());
+            }
+        }
+        let port = free_port();
+        let pg = Postgres {
+            url: format!("postgres://thunder@127.0.0.1:{port}"),
+            dir,
+            bin,
+            as_postgres,
+        };
+        let data = pg.dir.path().join("data");
+        pg.run(
+            "initdb",
+            &[
+                "-D",
+                &data.display().to_string(),
+                "-U",
+                "thunder",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+            ],
+        )?;
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
+            pg.dir.path().display()
+        );
+        pg.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &data.display().to_string(),
+                "-l",
+                &pg.dir.path().join("log").display().to_string(),
+                "-w",
+                "-o",
+                &options,
+                "start",
+            ],
+        )?;
+        Ok(pg)
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
+        let exe = self.bin.join(tool);
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let out = cmd
+            .args(args)
+            .output()
+            .map_err(|e| format!("{tool}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{tool} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data").display().to_string();
+        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -1,0 +1,468 @@
+//! The service end to end, one suite for both stores: SQLite here, PostgreSQL in
+//! `postgres_store_passes_the_suite` (a real cluster started by the test).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+use venn_cloud::api::{Task, MAX_CHUNK_ITEMS};
+use venn_cloud::auth::WorkerSecret;
+use venn_cloud::crypto::{self, Secret};
+use venn_cloud::http::Http;
+use venn_cloud::worker::{self, WorkerConfig};
+use venn_cloud::Error;
+
+/// Two parties, unequal sizes over several chunks, then the empty and the full
+/// intersection and an empty dataset.
+fn two_parties_get_the_plaintext_intersection(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (alice, bob) = (s.client("alice"), s.client("bob"));
+    let a = numbered("k", 0..300);
+    let b = numbered("k", 250..400);
+    let ka = upload(&w, &alice, "a", &a, 64);
+    let kb = upload(&w, &bob, "b", &b, 50);
+    let run = pair(&[(&alice, &ka), (&bob, &kb)]);
+    assert_eq!(matched(&alice, &ka, &run, &a), truth(&a, &b));
+    assert_eq!(matched(&bob, &kb, &run, &b), truth(&a, &b));
+    let r = alice.run(&run).unwrap();
+    assert_eq!(r.matches, Some(50));
+    assert_eq!((r.tasks, r.tasks_done), (5 + 3, 8));
+
+    let c = numbered("other", 0..40);
+    let kc = upload(&w, &bob, "c", &c, 16);
+    let run = pair(&[(&alice, &ka), (&bob, &kc)]);
+    assert!(matched(&alice, &ka, &run, &a).is_empty());
+    let ka2 = upload(&w, &alice, "a-again", &c, 1000);
+    let run = pair(&[(&bob, &kc), (&alice, &ka2)]);
+    assert_eq!(matched(&bob, &kc, &run, &c), truth(&c, &c));
+    let empty = upload(&w, &alice, "empty", &[], 8);
+    let run = pair(&[(&alice, &empty), (&bob, &kb)]);
+    assert!(matched(&bob, &kb, &run, &b).is_empty());
+}
+
+/// Three parties: only keys all three hold; the two partners never talk.
+fn three_parties_get_the_common_keys(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (p1, p2, p3) = (s.client("p1"), s.client("p2"), s.client("p3"));
+    let a = numbered("k", 0..60);
+    let b = numbered("k", 30..90);
+    let mut c = numbered("k", 40..45);
+    c.extend(numbered("k", 70..80)); // in b only
+    c.extend(numbered("k", 0..5)); // in a only
+    let (k1, k2, k3) = (
+        upload(&w, &p1, "a", &a, 25),
+        upload(&w, &p2, "b", &b, 60),
+        upload(&w, &p3, "c", &c, 7),
+    );
+    let run = pair(&[(&p1, &k1), (&p2, &k2), (&p3, &k3)]);
+    let common = truth(&truth(&a, &b), &c);
+    assert_eq!(common, numbered("k", 40..45));
+    assert_eq!(matched(&p1, &k1, &run, &a), common);
+    assert_eq!(matched(&p2, &k2, &run, &b), common);
+    assert_eq!(matched(&p3, &k3, &run, &c), common);
+}
+
+/// Runs (i, j) and (j, k) give nothing about (i, k): nobody but i and k can make an
+/// (i, k) run, and it needs both their tokens.
+fn runs_need_every_owners_token(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (i, j, k) = (s.client("i"), s.client("j"), s.client("k"));
+    let names = numbered("x", 0..20);
+    let (ki, kj, kk) = (
+        upload(&w, &i, "d", &names, 8),
+        upload(&w, &j, "d", &names, 8),
+        upload(&w, &k, "d", &names, 8),
+    );
+    let r1 = pair(&[(&i, &ki), (&j, &kj)]);
+    let r2 = pair(&[(&j, &kj), (&k, &kk)]);
+    assert_eq!(matched(&i, &ki, &r1, &names).len(), 20);
+    assert_eq!(matched(&k, &kk, &r2, &names).len(), 20);
+    // j may not make a run of i's and k's datasets.
+    let err = post_run(&j, &[&ki.dataset, &kk.dataset]).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    // i may, but nothing happens without k's token: i cannot give it.
+    let run = post_run(&i, &[&ki.dataset, &kk.dataset]).unwrap();
+    let t = crypto::token(&Secret::random(), &Secret::random());
+    let err = give(&i, &run, &kk.dataset, &t).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    give(&i, &run, &ki.dataset, &t).unwrap();
+    let r = i.run(&run).unwrap();
+    assert_eq!(r.state, "tokens");
+    // Runs are visible to their datasets' owners only.
+    assert!(matches!(j.run(&run).unwrap_err(), Error::NotFound(_)));
+}
+
+/// Tokens: replayed (into another run, or twice), malformed or of the identity are
+/// refused; one made with the wrong key gives an empty intersection.
+fn tokens_are_checked(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (a, b) = (s.client("a"), s.client("b"));
+    let names = numbered("x", 0..10);
+    let (ka, kb) = (
+        upload(&w, &a, "d", &names, 8),
+        upload(&w, &b, "d", &names, 8),
+    );
+    let run1 = post_run(&a, &[&kb.dataset, &ka.dataset]).unwrap();
+    let run2 = post_run(&a, &[&kb.dataset, &ka.dataset]).unwrap();
+    let t = crypto::token(&Secret::random(), &Secret::random());
+    give(&a, &run1, &ka.dataset, &t).unwrap();
+    for err in [
+        give(
+            &a,
+            &run1,
+            &ka.dataset,
+            &crypto::token(&Secret::random(), &Secret::random()),
+        ),
+        give(&a, &run2, &ka.dataset, &t),
+    ] {
+        assert!(matches!(err.unwrap_err(), Error::Conflict(_)));
+    }
+    let identity = {
+        use group::prime::PrimeCurveAffine;
+        blstrs::G2Affine::identity().to_compressed()
+    };
+    for bad in [identity.to_vec(), vec![0x80; 96], vec![1; 95]] {
+        let err = give_raw(&a, &run2, &ka.dataset, &hex::encode(&bad)).unwrap_err();
+        assert!(matches!(err, Error::BadRequest(_)), "{err}");
+    }
+    // The right run key but a token for another dataset key: nothing matches.
+    let run3 = post_run(&a, &[&kb.dataset, &ka.dataset]).unwrap();
+    let k = Secret::random();
+    give(
+        &a,
+        &run3,
+        &ka.dataset,
+        &crypto::token(&k, &Secret::random()),
+    )
+    .unwrap();
+    let kb_secret = secret_of(&kb);
+    give(&b, &run3, &kb.dataset, &crypto::token(&k, &kb_secret)).unwrap();
+    assert!(matched(&b, &kb, &run3, &names).is_empty());
+}
+
+/// Chunks: points off the curve, outside the subgroup, the identity, a ragged or
+/// oversized body, duplicates (at sealing), another's dataset, a sealed dataset.
+fn chunks_are_checked(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (a, b) = (s.client("a"), s.client("b"));
+    let d = create(&a, "open");
+    let good = crypto::encrypt(&keys(&["x", "y"]), &Secret::random());
+    let outside = (1u8..)
+        .map(|x| {
+            let mut p = [0u8; 48];
+            p[0] = 0x80;
+            p[47] = x;
+            p
+        })
+        .find(|p| bool::from(blstrs::G1Affine::from_compressed_unchecked(p).is_some()))
+        .unwrap();
+    let identity = {
+        use group::prime::PrimeCurveAffine;
+        blstrs::G1Affine::identity().to_compressed()
+    };
+    for (bad, what) in [
+        ([good[0], [0xff; 48]].concat(), "off the curve"),
+        ([good[0], outside].concat(), "outside the subgroup"),
+        ([good[0], identity].concat(), "the identity"),
+        (good[0][..47].to_vec(), "ragged"),
+        (Vec::new(), "empty"),
+    ] {
+        let err = put(&a, &d, 0, &bad).unwrap_err();
+        assert!(matches!(err, Error::BadRequest(_)), "{what}: {err}");
+    }
+    let big = vec![0u8; (MAX_CHUNK_ITEMS + 1) * 48];
+    assert!(matches!(
+        put(&a, &d, 0, &big).unwrap_err(),
+        Error::TooLarge(_)
+    ));
+    assert!(matches!(
+        put(&b, &d, 0, &good[0]).unwrap_err(),
+        Error::Forbidden(_)
+    ));
+    put(&a, &d, 0, &[good[0], good[1]].concat()).unwrap();
+    put(&a, &d, 1, &good[1]).unwrap();
+    let err = seal(&a, &d, 2, 3).unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref m) if m.contains("twice")),
+        "{err}"
+    );
+    put(&a, &d, 1, &good[0]).unwrap();
+    assert!(
+        matches!(seal(&a, &d, 3, 3).unwrap_err(), Error::Conflict(_)),
+        "a count off"
+    );
+    assert!(
+        matches!(seal(&a, &d, 2, 3).unwrap_err(), Error::Conflict(_)),
+        "still twice"
+    );
+    put(
+        &a,
+        &d,
+        1,
+        &crypto::encrypt(&keys(&["z"]), &Secret::random())[0],
+    )
+    .unwrap();
+    seal(&a, &d, 2, 3).unwrap();
+    assert!(matches!(
+        put(&a, &d, 2, &good[0]).unwrap_err(),
+        Error::Conflict(_)
+    ));
+    // A gap in the chunks.
+    let gap = create(&a, "gap");
+    put(&a, &gap, 1, &good[0]).unwrap();
+    assert!(matches!(
+        seal(&a, &gap, 1, 1).unwrap_err(),
+        Error::Conflict(_)
+    ));
+}
+
+/// Requests: unsigned, forged, stale or replayed ones are refused.
+fn requests_are_authenticated(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let a = s.client("a");
+    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let err = http.call("GET", "/v1/datasets", &[], b"").unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+    let mallory = venn_cloud::auth::Identity::generate("a").unwrap();
+    let headers = mallory.sign("GET", "/v1/datasets", b"");
+    let err = http.call("GET", "/v1/datasets", &headers, b"").unwrap_err();
+    assert!(
+        matches!(err, Error::Unauthenticated(_)),
+        "a forged signature: {err}"
+    );
+    // A request signed for one body, sent with another.
+    let identity = a_identity(&a);
+    let headers = identity.sign("POST", "/v1/datasets", br#"{"name":"x"}"#);
+    let err = http
+        .call("POST", "/v1/datasets", &headers, br#"{"name":"y"}"#)
+        .unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+    // Replayed.
+    let headers = identity.sign("POST", "/v1/datasets", br#"{"name":"x"}"#);
+    http.call("POST", "/v1/datasets", &headers, br#"{"name":"x"}"#)
+        .unwrap();
+    let err = http
+        .call("POST", "/v1/datasets", &headers, br#"{"name":"x"}"#)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Unauthenticated(ref m) if m.contains("replay")),
+        "{err}"
+    );
+    // Stale.
+    let mut headers = identity.sign("GET", "/v1/datasets", b"");
+    headers[1].1 = (venn_cloud::store::now() - 3600).to_string();
+    let err = http.call("GET", "/v1/datasets", &headers, b"").unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+    // Workers need the worker secret.
+    let err = http.call(
+        "POST",
+        "/v1/tasks/lease",
+        &[("authorization", "Bearer 00".into())],
+        b"",
+    );
+    assert!(matches!(err.unwrap_err(), Error::Unauthenticated(_)));
+    // A name is registered once.
+    let again =
+        venn_cloud::client::Client::new(&s.url, venn_cloud::auth::Identity::generate("a").unwrap())
+            .unwrap();
+    assert!(matches!(again.register().unwrap_err(), Error::Conflict(_)));
+}
+
+/// Nothing acknowledged is lost across a restart; an unsealed upload is never used.
+fn a_restart_between_upload_and_run_loses_nothing(db: &Db) {
+    let w = World::new(db);
+    let names = numbered("x", 0..100);
+    let other = numbered("x", 50..120);
+    let s = w.start(config());
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &names, 32);
+    let kb = upload(&w, &b, "d", &other, 32);
+    let half = create(&a, "half");
+    put(
+        &a,
+        &half,
+        0,
+        &crypto::encrypt(&keys(&["q"]), &Secret::random())[0],
+    )
+    .unwrap();
+    let (a, b) = (a_identity(&a), a_identity(&b));
+    let s = w.restart(s, config());
+    let a = venn_cloud::client::Client::new(&s.url, a).unwrap();
+    let b = venn_cloud::client::Client::new(&s.url, b).unwrap();
+    let err = post_run(&a, &[&kb.dataset, &half]).unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref m) if m.contains("open")),
+        "{err}"
+    );
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    assert_eq!(matched(&a, &ka, &run, &names), truth(&names, &other));
+}
+
+/// A worker that takes a task and dies: its lease expires and another worker does the
+/// task; the result is the same as the service's own pool gives.
+fn a_dead_workers_task_is_redone(db: &Db) {
+    let w = World::new(db);
+    let names = numbered("x", 0..90);
+    let other = numbered("x", 60..200);
+    let s = w.start(venn_cloud::server::Config {
+        lease_seconds: 1,
+        threads: 0,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &names, 32);
+    let kb = upload(&w, &b, "d", &other, 32);
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let (_, body) = http
+        .call(
+            "POST",
+            "/v1/tasks/lease",
+            &[("authorization", secret.bearer())],
+            b"",
+        )
+        .unwrap();
+    let abandoned: Task = serde_json::from_slice(&body).unwrap();
+    assert_eq!(abandoned.run, run);
+    // A worker answering a task with the wrong length is refused.
+    let err = http.call(
+        "PUT",
+        &format!("/v1/tasks/{}/answer", abandoned.path()),
+        &[("authorization", secret.bearer())],
+        &[0; 15],
+    );
+    assert!(matches!(err.unwrap_err(), Error::BadRequest(_)));
+    let config = WorkerConfig {
+        threads: 1,
+        poll: Duration::from_millis(100),
+        idle_exit: Some(Duration::from_secs(3)),
+    };
+    let done = worker::run(&s.url, &secret, &config).unwrap();
+    assert_eq!(
+        done,
+        3 + 5,
+        "every task, the abandoned one after its lease expired"
+    );
+    assert_eq!(matched(&a, &ka, &run, &names), truth(&names, &other));
+    assert_eq!(matched(&b, &kb, &run, &other), truth(&names, &other));
+}
+
+// --- helpers ---------------------------------------------------------------------------
+
+fn a_identity(c: &venn_cloud::client::Client) -> venn_cloud::auth::Identity {
+    c.identity().clone()
+}
+
+fn secret_of(k: &venn_cloud::client::DatasetKey) -> Secret {
+    k.secret().unwrap()
+}
+
+fn signed(
+    c: &venn_cloud::client::Client,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Result<Vec<u8>, Error> {
+    c.call(method, path, body)
+}
+
+fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String, Error> {
+    let body = serde_json::json!({ "datasets": datasets }).to_string();
+    let run: serde_json::Value =
+        serde_json::from_slice(&signed(c, "POST", "/v1/runs", body.as_bytes())?).unwrap();
+    Ok(run["id"].as_str().unwrap().to_owned())
+}
+
+fn give(
+    c: &venn_cloud::client::Client,
+    run: &str,
+    dataset: &str,
+    token: &[u8; 96],
+) -> Result<(), Error> {
+    give_raw(c, run, dataset, &hex::encode(token))
+}
+
+fn give_raw(
+    c: &venn_cloud::client::Client,
+    run: &str,
+    dataset: &str,
+    token: &str,
+) -> Result<(), Error> {
+    let body = serde_json::json!({ "dataset": dataset, "token": token }).to_string();
+    signed(
+        c,
+        "POST",
+        &format!("/v1/runs/{run}/tokens"),
+        body.as_bytes(),
+    )
+    .map(|_| ())
+}
+
+fn create(c: &venn_cloud::client::Client, name: &str) -> String {
+    let body = serde_json::json!({ "name": name }).to_string();
+    let d: serde_json::Value =
+        serde_json::from_slice(&signed(c, "POST", "/v1/datasets", body.as_bytes()).unwrap())
+            .unwrap();
+    d["id"].as_str().unwrap().to_owned()
+}
+
+fn put(c: &venn_cloud::client::Client, d: &str, k: u64, body: &[u8]) -> Result<(), Error> {
+    signed(c, "PUT", &format!("/v1/datasets/{d}/chunks/{k}"), body).map(|_| ())
+}
+
+fn seal(c: &venn_cloud::client::Client, d: &str, chunks: u64, items: u64) -> Result<(), Error> {
+    let body = serde_json::json!({ "chunks": chunks, "items": items }).to_string();
+    signed(
+        c,
+        "POST",
+        &format!("/v1/datasets/{d}/seal"),
+        body.as_bytes(),
+    )
+    .map(|_| ())
+}
+
+// --- the suite, on each store ----------------------------------------------------------
+
+/// A scenario of the suite, run on a store.
+type Scenario = fn(&Db);
+
+const SUITE: &[(&str, Scenario)] = &[
+    ("two parties", two_parties_get_the_plaintext_intersection),
+    ("three parties", three_parties_get_the_common_keys),
+    ("every owner's token", runs_need_every_owners_token),
+    ("tokens checked", tokens_are_checked),
+    ("chunks checked", chunks_are_checked),
+    ("requests authenticated", requests_are_authenticated),
+    ("restart", a_restart_between_upload_and_run_loses_nothing),
+    ("dead worker", a_dead_workers_task_is_redone),
+];
+
+#[test]
+fn sqlite_store_passes_the_suite() {
+    for (name, scenario) in SUITE {
+        eprintln!("sqlite: {name}");
+        scenario(&Db::Sqlite);
+    }
+}
+
+#[test]
+fn postgres_store_passes_the_suite() {
+    let pg = match Postgres::start() {
+        Ok(pg) => pg,
+        Err(why) => {
+            eprintln!("SKIPPED: the PostgreSQL store's suite: {why}");
+            return;
+        }
+    };
+    for (name, scenario) in SUITE {
+        eprintln!("postgres: {name}");
+        scenario(&Db::Postgres(pg.url.clone()));
+    }
+}
