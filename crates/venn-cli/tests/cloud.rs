@@ -1,0 +1,224 @@
+//! `venn cloud` through the real binary: a service without its own pool, two clients,
+//! and external workers, one of them killed mid-run.
+
+mod common;
+
+use common::venn;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a command and reads the address from the first line of `stream` that starts
+/// with `prefix`.
+fn spawn_until(cmd: &mut std::process::Command, prefix: &str, stdout: bool) -> (Killed, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn venn");
+    let stream: Box<dyn std::io::Read + Send> = if stdout {
+        Box::new(child.stdout.take().unwrap())
+    } else {
+        Box::new(child.stderr.take().unwrap())
+    };
+    let mut reader = BufReader::new(stream);
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "exited before '{prefix}'"
+        );
+        if let Some(a) = line.trim().strip_prefix(prefix) {
+            break a.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    (Killed(child), addr)
+}
+
+fn ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn client(server: &str, dir: &Path, name: &str, cmd: &str) -> std::process::Command {
+    let mut c = venn();
+    c.args(["cloud", cmd, "--server", server, "--identity"])
+        .arg(dir.join(format!("{name}.id")));
+    c
+}
+
+fn status(server: &str, dir: &Path, run: &str) -> serde_json::Value {
+    serde_json::from_str(&ok(
+        client(server, dir, "alice", "status").args(["--run", run])
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_run_survives_a_killed_worker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let data = dir.join("data");
+    let (_service, addr) = spawn_until(
+        venn()
+            .args([
+                "cloud",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--threads",
+                "0",
+            ])
+            .args(["--lease-seconds", "2", "--data"])
+            .arg(&data),
+        "listening ",
+        true,
+    );
+    let server = format!("http://{addr}");
+    // Alice: 3000 keys, some repeated and padded; Bob: 2000, 1000 of them Alice's.
+    let mut a = String::from("email,n\n");
+    for i in 0..3000 {
+        a += &format!(" user{i}@example.com ,{i}\n");
+    }
+    a += " user2500@example.com ,again\n";
+    let mut b = String::from("id,email\n");
+    for i in 2000..4000 {
+        b += &format!("{i},user{i}@example.com\n");
+    }
+    std::fs::write(dir.join("a.csv"), &a).unwrap();
+    std::fs::write(dir.join("b.csv"), &b).unwrap();
+    for (name, file, column) in [("alice", "a.csv", "email"), ("bob", "b.csv", "email")] {
+        ok(client(&server, dir, name, "register").args(["--name", name]));
+        let id = dir.join(format!("{name}.id"));
+        assert_eq!(
+            std::fs::metadata(&id).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        ok(client(&server, dir, name, "upload")
+            .args([
+                "--dataset",
+                "emails",
+                "--column",
+                column,
+                "--trim",
+                "--chunk-items",
+                "400",
+            ])
+            .arg("--input")
+            .arg(dir.join(file))
+            .arg("--key-file")
+            .arg(dir.join(format!("{name}.key"))));
+        let key = dir.join(format!("{name}.key"));
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    // A key file is never overwritten.
+    let again = client(&server, dir, "alice", "upload")
+        .args(["--dataset", "other", "--input"])
+        .arg(dir.join("a.csv"))
+        .arg("--key-file")
+        .arg(dir.join("alice.key"))
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+
+    let (alice, pair_addr) = spawn_until(
+        client(&server, dir, "alice", "pair")
+            .args(["--listen", "127.0.0.1:0", "--key-file"])
+            .arg(dir.join("alice.key")),
+        "venn cloud: listening on ",
+        false,
+    );
+    let run = ok(client(&server, dir, "bob", "pair")
+        .args(["--connect", &pair_addr, "--key-file"])
+        .arg(dir.join("bob.key")));
+    let run = run.trim().to_owned();
+    drop(alice);
+
+    // A worker that dies once it has done some of the work, holding a lease.
+    let secret = data.join("worker-secret");
+    let worker = |idle: &str| {
+        let mut c = venn();
+        c.args(["cloud", "worker", "--server", &server, "--idle-exit", idle])
+            .arg("--worker-secret")
+            .arg(&secret);
+        c
+    };
+    let mut first = Killed(worker("60").stderr(Stdio::null()).spawn().unwrap());
+    let start = Instant::now();
+    while status(&server, dir, &run)["tasks_done"].as_u64().unwrap() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.0.kill().unwrap();
+    let s = status(&server, dir, &run);
+    assert_ne!(s["state"], "done", "killed mid-run: {s}");
+    let second = worker("4").output().unwrap();
+    assert!(second.status.success());
+
+    for (name, file, expected) in [("alice", "a.csv", 1001), ("bob", "b.csv", 1000)] {
+        let out = dir.join(format!("{name}.out"));
+        ok(client(&server, dir, name, "result")
+            .args(["--run", &run, "--column", "email", "--trim", "--output"])
+            .arg(&out)
+            .arg("--input")
+            .arg(dir.join(file))
+            .arg("--key-file")
+            .arg(dir.join(format!("{name}.key"))));
+        let rows: Vec<String> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            rows.len(),
+            expected,
+            "{name}'s rows (Alice has user2500 twice)"
+        );
+        for r in &rows {
+            let n: u32 = r
+                .split("user")
+                .nth(1)
+                .and_then(|t| t.split('@').next())
+                .and_then(|t| t.parse().ok())
+                .unwrap();
+            assert!((2000..3000).contains(&n), "{r}");
+        }
+    }
+    let s = status(&server, dir, &run);
+    assert_eq!(s["matches"], 1000);
+    // Reading a result with another input is refused.
+    let wrong = client(&server, dir, "bob", "result")
+        .args(["--run", &run, "--column", "email", "--output"])
+        .arg(dir.join("x.out"))
+        .arg("--input")
+        .arg(dir.join("a.csv"))
+        .arg("--key-file")
+        .arg(dir.join("bob.key"))
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("not the ones uploaded"));
+    assert!(!dir.join("x.out").exists());
+}
