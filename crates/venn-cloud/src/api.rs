@@ -152,6 +152,14 @@ pub fn getrandom(bytes: &mut [u8]) {
     OsRng.fill_bytes(bytes)
 }
 
+/// `N` bytes from their hex form (`what` names them in the error).
+pub fn from_hex<const N: usize>(text: &str, what: &str) -> crate::Result<[u8; N]> {
+    let mut out = [0u8; N];
+    hex::decode_to_slice(text, &mut out)
+        .map_err(|_| crate::Error::BadRequest(format!("a {what} is {N} bytes in hex")))?;
+    Ok(out)
+}
+
 /// Whether `id` is an id's hex form (ids from outside go into paths of files).
 pub fn is_id(id: &str) -> bool {
     id.len() == 2 * ID_BYTES && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))

@@ -6,7 +6,7 @@
 //! time more than [`SIGNATURE_WINDOW`] seconds off its clock and a nonce it has seen
 //! within twice that window, so a captured request cannot be replayed.
 
-use crate::api::SIGNATURE_WINDOW;
+use crate::api::{from_hex, SIGNATURE_WINDOW};
 use crate::error::{Error, Result};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
@@ -54,12 +54,9 @@ impl Identity {
         let text = read_secret_file(path)?;
         let file: IdentityFile = serde_json::from_str(&text)
             .map_err(|e| Error::BadRequest(format!("identity file '{}': {e}", path.display())))?;
-        let seed: [u8; 32] = hex::decode(&file.secret_key)
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| {
-                Error::BadRequest(format!("identity file '{}': a bad key", path.display()))
-            })?;
+        let seed = from_hex::<32>(&file.secret_key, "key").map_err(|_| {
+            Error::BadRequest(format!("identity file '{}': a bad key", path.display()))
+        })?;
         check_name(&file.name)?;
         Ok(Identity {
             name: file.name,
@@ -138,16 +135,9 @@ pub struct Claim<'a> {
 }
 
 impl Claim<'_> {
-    /// Checks the signature with the client's `public_key` (hex) and the time against
-    /// `now`; returns the time. The nonce is the caller's to check.
-    pub fn verify(
-        &self,
-        public_key: &str,
-        method: &str,
-        path: &str,
-        body: &[u8],
-        now: i64,
-    ) -> Result<i64> {
+    /// Checks the request's time against `now` and the nonce's form, before the body is
+    /// read; returns the time. Whether the nonce was seen is the caller's to check.
+    pub fn check_fresh(&self, now: i64) -> Result<i64> {
         let bad = |what: &str| Error::Unauthenticated(what.to_owned());
         let time: i64 = self.time.parse().map_err(|_| bad("a bad request time"))?;
         if (time - now).abs() > SIGNATURE_WINDOW {
@@ -155,34 +145,34 @@ impl Claim<'_> {
                 "the request's time is too far from the service's clock",
             ));
         }
-        if self.nonce.len() != 32 || hex::decode(self.nonce).is_err() {
-            return Err(bad("a bad nonce"));
-        }
-        let key = hex::decode(public_key)
-            .ok()
-            .and_then(|k| <[u8; 32]>::try_from(k).ok())
-            .and_then(|k| VerifyingKey::from_bytes(&k).ok())
-            .ok_or_else(|| bad("the client's key is not an Ed25519 key"))?;
-        let signature = hex::decode(self.signature)
-            .ok()
-            .and_then(|s| <[u8; 64]>::try_from(s).ok())
-            .map(|s| Signature::from_bytes(&s))
-            .ok_or_else(|| bad("a malformed signature"))?;
-        let message = signed_message(method, path, self.client, self.time, self.nonce, body);
-        key.verify(&message, &signature)
-            .map_err(|_| bad("the signature does not verify"))?;
+        from_hex::<16>(self.nonce, "nonce").map_err(|_| bad("a bad nonce"))?;
         Ok(time)
     }
+
+    /// Checks the signature with the client's `public_key` (hex).
+    pub fn verify(&self, public_key: &str, method: &str, path: &str, body: &[u8]) -> Result<()> {
+        let bad = |what: &str| Error::Unauthenticated(what.to_owned());
+        let key =
+            verifying_key(public_key).map_err(|_| bad("the client's key is not an Ed25519 key"))?;
+        let signature = from_hex::<64>(self.signature, "signature")
+            .map(|s| Signature::from_bytes(&s))
+            .map_err(|_| bad("a malformed signature"))?;
+        let message = signed_message(method, path, self.client, self.time, self.nonce, body);
+        key.verify(&message, &signature)
+            .map_err(|_| bad("the signature does not verify"))
+    }
+}
+
+fn verifying_key(public_key: &str) -> Result<VerifyingKey> {
+    from_hex::<32>(public_key, "public key")
+        .ok()
+        .and_then(|k| VerifyingKey::from_bytes(&k).ok())
+        .ok_or_else(|| Error::BadRequest("the public key is not an Ed25519 key".into()))
 }
 
 /// Whether a public key (hex) is an Ed25519 key.
 pub fn check_public_key(public_key: &str) -> Result<()> {
-    hex::decode(public_key)
-        .ok()
-        .and_then(|k| <[u8; 32]>::try_from(k).ok())
-        .and_then(|k| VerifyingKey::from_bytes(&k).ok())
-        .map(|_| ())
-        .ok_or_else(|| Error::BadRequest("the public key is not an Ed25519 key".into()))
+    verifying_key(public_key).map(|_| ())
 }
 
 /// The secret that workers show the service (`Authorization: Bearer <hex>`).
@@ -203,7 +193,7 @@ impl WorkerSecret {
     pub fn load(path: &Path) -> Result<WorkerSecret> {
         let text = read_secret_file(path)?;
         let text = text.trim();
-        if text.len() != 64 || hex::decode(text).is_err() {
+        if from_hex::<32>(text, "secret").is_err() {
             return Err(Error::BadRequest(format!(
                 "'{}' does not hold a worker secret (64 hex digits)",
                 path.display()

@@ -150,18 +150,18 @@ impl Client {
                 name: name.to_owned(),
             },
         )?;
-        let key = DatasetKey::new(&self.server, &dataset, keys);
+        let (key, order) = DatasetKey::new(&self.server, &dataset, keys);
         key.save(key_file)?;
-        let points = key.encrypt(keys)?;
+        let points = key.encrypt(keys, &order)?;
         let total = points.len() as u64;
         let mut sent = 0u64;
         for (k, chunk) in points.chunks(chunk_items).enumerate() {
-            let body: Vec<u8> = chunk.iter().flatten().copied().collect();
+            let body = chunk.as_flattened();
             let path = format!("/v1/datasets/{}/chunks/{k}", dataset.id);
-            let receipt: ChunkReceipt = serde_json::from_slice(&self.call("PUT", &path, &body)?)
+            let receipt: ChunkReceipt = serde_json::from_slice(&self.call("PUT", &path, body)?)
                 .map_err(|e| Error::Transport(format!("a chunk receipt: {e}")))?;
             if receipt.items != chunk.len() as u64
-                || receipt.sha256 != hex::encode(Sha256::digest(&body))
+                || receipt.sha256 != hex::encode(Sha256::digest(body))
             {
                 return Err(Error::Transport(format!(
                     "chunk {k} was not stored as sent"
@@ -342,8 +342,8 @@ impl std::fmt::Debug for DatasetKey {
 }
 
 impl DatasetKey {
-    /// A fresh key and order for uploading `keys` as `dataset`.
-    fn new(server: &str, dataset: &Dataset, keys: &Items) -> DatasetKey {
+    /// A fresh key for uploading `keys` as `dataset`, and the upload's order.
+    fn new(server: &str, dataset: &Dataset, keys: &Items) -> (DatasetKey, Vec<usize>) {
         let mut seed = [0u8; 32];
         api::getrandom(&mut seed);
         let mut k = DatasetKey {
@@ -357,7 +357,7 @@ impl DatasetKey {
         };
         let order = k.order(keys);
         k.keys_sha256 = k.fingerprint(keys, &order);
-        k
+        (k, order)
     }
 
     /// Loads a key file (refused if others may read it).
@@ -380,10 +380,8 @@ impl DatasetKey {
 
     /// K_i.
     pub fn secret(&self) -> Result<Secret> {
-        let bytes: [u8; 32] = hex::decode(&self.key)
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| Error::BadRequest("a key file with a bad key".into()))?;
+        let bytes = api::from_hex::<32>(&self.key, "key")
+            .map_err(|_| Error::BadRequest("a key file with a bad key".into()))?;
         Secret::from_bytes(&bytes)
             .map_err(|_| Error::BadRequest("a key file with a bad key".into()))
     }
@@ -406,9 +404,9 @@ impl DatasetKey {
         tagged.into_iter().map(|t| t.1).collect()
     }
 
-    /// The ciphertexts of `keys` in upload order.
-    fn encrypt(&self, keys: &Items) -> Result<Vec<Ciphertext>> {
-        let ordered: Items = self.order(keys).iter().map(|&i| keys.get(i)).collect();
+    /// The ciphertexts of `keys` in upload `order`.
+    fn encrypt(&self, keys: &Items, order: &[usize]) -> Result<Vec<Ciphertext>> {
+        let ordered: Items = order.iter().map(|&i| keys.get(i)).collect();
         Ok(crypto::encrypt(&ordered, &self.secret()?))
     }
 

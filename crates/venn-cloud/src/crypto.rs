@@ -191,15 +191,13 @@ pub fn digest(run: &[u8], value: &Gt) -> Result<ValueDigest> {
             "a paired value of 1: an item or token is the identity".into(),
         ));
     }
-    let mut encoded = Vec::with_capacity(288);
-    value
-        .write_compressed(&mut encoded)
-        .expect("writing to memory");
+    let mut encoded = [0u8; 288];
+    value.write_compressed(&mut encoded[..]).expect("288 bytes");
     let mut h = Sha256::new();
     h.update(b"venn-thunder-digest");
     h.update((run.len() as u64).to_le_bytes());
     h.update(run);
-    h.update(&encoded);
+    h.update(encoded);
     Ok(h.finalize()[..DIGEST_BYTES].try_into().expect("16 bytes"))
 }
 

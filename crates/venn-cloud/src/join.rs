@@ -4,7 +4,7 @@
 use crate::api::VALUE_BYTES;
 use crate::crypto::DIGEST_BYTES;
 use crate::error::{Error, Result};
-use crate::store::{write_atomically, Store};
+use crate::store::{blocking, write_atomically, Store};
 use blstrs::Gt;
 use group::Group;
 use rayon::prelude::*;
@@ -29,7 +29,7 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
         .map(|side| store.result_path(run, side as u64))
         .collect();
     let files: Vec<PathBuf> = answers.iter().flatten().map(|a| a.0.clone()).collect();
-    let matches = tokio::task::spawn_blocking(move || -> Result<u64> {
+    let matches = blocking(move || {
         let matched = if answers.len() == 2 {
             let a = read_answers(&answers[0], DIGEST_BYTES)?;
             let b = read_answers(&answers[1], DIGEST_BYTES)?;
@@ -47,8 +47,7 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
         }
         Ok(matched[0].len() as u64)
     })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))??;
+    .await?;
     store.finish(run, matches).await?;
     for f in files {
         let _ = std::fs::remove_file(f);

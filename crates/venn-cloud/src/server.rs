@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::store::{self, Store};
 use crate::{join, worker};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -94,7 +94,6 @@ impl Service {
             .route("/v1/tasks/lease", post(lease))
             .route("/v1/tasks/{run}/{side}/{chunk}/points", get(task_points))
             .route("/v1/tasks/{run}/{side}/{chunk}/answer", put(task_answer))
-            .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(self.clone())
     }
 
@@ -171,13 +170,11 @@ async fn pool(service: Arc<Service>) {
         let path = service.store.chunk_path(&leased.dataset, leased.task.chunk);
         let task = leased.task.clone();
         let pool = threads.clone();
-        let answer = tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
+        let answer = store::blocking(move || {
             let points = std::fs::read(&path)?;
             pool.install(|| worker::answer(&task, &points))
         })
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))
-        .and_then(|r| r);
+        .await;
         let done = match answer {
             Ok(a) => service.answer(&leased, a).await,
             Err(e) => Err(e),
@@ -190,49 +187,53 @@ async fn pool(service: Arc<Service>) {
 
 // --- authentication -------------------------------------------------------------------
 
-/// A request signed by a registered client, with its body (at most a chunk's size).
-pub struct Signed {
+/// A request signed by a registered client, with its body of at most `LIMIT` bytes (a
+/// JSON body's, or a chunk's for uploads). The headers are checked (a well-formed claim, a
+/// registered client, a time within the window) before the body is read.
+pub struct Signed<const LIMIT: usize = { api::MAX_JSON_BYTES }> {
     pub client: String,
     pub body: Bytes,
 }
 
-impl Signed {
+impl<const LIMIT: usize> Signed<LIMIT> {
     /// The body as JSON of type `T`.
     fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
-        if self.body.len() > api::MAX_JSON_BYTES {
-            return Err(Error::TooLarge("a JSON body over 64 KiB".into()));
-        }
         serde_json::from_slice(&self.body).map_err(|e| Error::BadRequest(format!("JSON: {e}")))
     }
 }
 
-impl FromRequest<Arc<Service>> for Signed {
+impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
     type Rejection = Error;
 
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
         let (parts, body) = req.into_parts();
-        let body = axum::body::to_bytes(body, MAX_BODY)
-            .await
-            .map_err(|_| Error::TooLarge(format!("a body over {MAX_BODY} bytes")))?;
         let claim = claim(&parts)?;
-        let key = if parts.uri.path() == "/v1/clients" {
-            // Registration is signed with the key being registered.
-            let r: Register = serde_json::from_slice(&body)
-                .map_err(|e| Error::BadRequest(format!("JSON: {e}")))?;
-            if r.name != claim.client {
-                return Err(Error::Unauthenticated("signed under another name".into()));
-            }
-            auth::check_public_key(&r.public_key)?;
-            r.public_key
+        let time = claim.check_fresh(store::now())?;
+        let registering = parts.uri.path() == "/v1/clients";
+        let key = if registering {
+            None
         } else {
-            service
-                .store
-                .public_key(claim.client)
-                .await?
-                .ok_or_else(|| Error::Unauthenticated("an unregistered client".into()))?
+            let key = service.store.public_key(claim.client).await?;
+            Some(key.ok_or_else(|| Error::Unauthenticated("an unregistered client".into()))?)
+        };
+        let body = axum::body::to_bytes(body, LIMIT)
+            .await
+            .map_err(|_| Error::TooLarge(format!("a body over {LIMIT} bytes")))?;
+        let key = match key {
+            Some(k) => k,
+            None => {
+                // Registration is signed with the key being registered.
+                let r: Register = serde_json::from_slice(&body)
+                    .map_err(|e| Error::BadRequest(format!("JSON: {e}")))?;
+                if r.name != claim.client {
+                    return Err(Error::Unauthenticated("signed under another name".into()));
+                }
+                auth::check_public_key(&r.public_key)?;
+                r.public_key
+            }
         };
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let time = claim.verify(&key, parts.method.as_str(), path, &body, store::now())?;
+        claim.verify(&key, parts.method.as_str(), path, &body)?;
         service
             .store
             .remember_nonce(claim.client, claim.nonce, time)
@@ -335,7 +336,7 @@ async fn open_dataset(s: &Service, client: &str, id: &str) -> Result<api::Datase
 async fn put_chunk(
     State(s): State<Arc<Service>>,
     Path((id, chunk)): Path<(String, u64)>,
-    req: Signed,
+    req: Signed<MAX_BODY>,
 ) -> Result<Json<ChunkReceipt>> {
     let d = open_dataset(&s, &req.client, &id).await?;
     let n = req.body.len() / ITEM_BYTES;
@@ -352,10 +353,8 @@ async fn put_chunk(
         )));
     }
     let body = req.body.clone();
-    tokio::task::spawn_blocking(move || check_points(&body))
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))??;
-    let sha256 = s.store.put_chunk(&id, chunk, &req.body).await?;
+    store::blocking(move || check_points(&body)).await?;
+    let sha256 = s.store.put_chunk(&id, chunk, req.body).await?;
     Ok(Json(ChunkReceipt {
         items: n as u64,
         sha256,
@@ -365,8 +364,10 @@ async fn put_chunk(
 /// Checks every point of a chunk (on the curve, in the subgroup, not the identity).
 fn check_points(body: &[u8]) -> Result<()> {
     let bad = body
-        .par_chunks_exact(ITEM_BYTES)
-        .position_any(|p| crypto::decode_item(p.try_into().expect("48 bytes")).is_err());
+        .as_chunks::<ITEM_BYTES>()
+        .0
+        .par_iter()
+        .position_any(|p| crypto::decode_item(p).is_err());
     match bad {
         Some(i) => Err(Error::BadRequest(format!(
             "point {i} of the chunk is not a G1 point of the subgroup (or is the identity)"
@@ -396,9 +397,7 @@ async fn seal(
         .map(|k| s.store.chunk_path(&id, k))
         .collect();
     let shas: Vec<String> = chunks.iter().map(|c| c.2.clone()).collect();
-    tokio::task::spawn_blocking(move || check_distinct(&paths, &shas, items))
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))??;
+    store::blocking(move || check_distinct(&paths, &shas, items)).await?;
     let counts: Vec<u64> = chunks.iter().map(|c| c.0).collect();
     Ok(Json(s.store.seal(&id, &counts).await?).into_response())
 }
@@ -492,10 +491,7 @@ async fn give_token(
             t.dataset
         )));
     }
-    let bytes: [u8; TOKEN_BYTES] = hex::decode(&t.token)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| Error::BadRequest("a token is 96 bytes in hex".into()))?;
+    let bytes = api::from_hex::<TOKEN_BYTES>(&t.token, "token")?;
     crypto::decode_token(&bytes)?;
     let started = {
         let _one = s.transitions.lock().await;

@@ -13,6 +13,7 @@
 
 use crate::api::{self, Dataset, Run, RunSide};
 use crate::error::{Error, Result};
+use axum::body::Bytes;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use std::io::Write;
@@ -80,11 +81,6 @@ impl Store {
             pool,
             dir: dir.to_owned(),
         })
-    }
-
-    /// The data directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     // --- clients and request nonces ---------------------------------------------------
@@ -240,14 +236,10 @@ impl Store {
     /// Stores chunk `idx` of an open dataset: `points` were checked by the caller. The
     /// file is in place and synced before the row is committed. A chunk may be uploaded
     /// again until the dataset is sealed (the last upload counts).
-    pub async fn put_chunk(&self, dataset: &str, idx: u64, points: &[u8]) -> Result<String> {
-        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(points));
-        let path = self.chunk_path(dataset, idx);
-        let bytes = points.to_vec();
-        let written = path.clone();
-        tokio::task::spawn_blocking(move || write_atomically(&written, &bytes))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))??;
+    pub async fn put_chunk(&self, dataset: &str, idx: u64, points: Bytes) -> Result<String> {
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&points));
+        let items = points.len() / crate::crypto::ITEM_BYTES;
+        write_in_background(self.chunk_path(dataset, idx), points).await?;
         let mut tx = self.pool.begin().await?;
         let state: String = sqlx::query("SELECT state FROM datasets WHERE id = $1")
             .bind(dataset)
@@ -268,7 +260,7 @@ impl Store {
         )
         .bind(dataset)
         .bind(idx as i64)
-        .bind((points.len() / crate::crypto::ITEM_BYTES) as i64)
+        .bind(items as i64)
         .bind(&sha)
         .execute(&mut *tx)
         .await?;
@@ -650,23 +642,14 @@ impl Store {
         chunk: u64,
         answer: Vec<u8>,
     ) -> Result<bool> {
-        let path = self.answer_path(run, side, chunk);
-        tokio::task::spawn_blocking(move || write_atomically(&path, &answer))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))??;
+        write_in_background(self.answer_path(run, side, chunk), answer).await?;
         sqlx::query("UPDATE tasks SET state = 'done' WHERE run = $1 AND side = $2 AND chunk = $3")
             .bind(run)
             .bind(side as i64)
             .bind(chunk as i64)
             .execute(&self.pool)
             .await?;
-        let left: i64 =
-            sqlx::query("SELECT COUNT(*) FROM tasks WHERE run = $1 AND state <> 'done'")
-                .bind(run)
-                .fetch_one(&self.pool)
-                .await?
-                .get(0);
-        Ok(left == 0)
+        self.all_done(run).await
     }
 
     /// Whether every task of a computing run is done.
@@ -715,6 +698,23 @@ fn dataset_of(row: &AnyRow) -> Dataset {
         items: row.get::<i64, _>(4) as u64,
         chunks: row.get::<i64, _>(5) as u64,
     }
+}
+
+/// Runs `work` (file i/o, hashing, pairing) on tokio's blocking threads.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+}
+
+/// [`write_atomically`] on a blocking thread.
+async fn write_in_background(
+    path: PathBuf,
+    bytes: impl AsRef<[u8]> + Send + 'static,
+) -> Result<()> {
+    blocking(move || Ok(write_atomically(&path, bytes.as_ref())?)).await
 }
 
 /// Writes `bytes` to `path` through a synced temporary file in the same directory, then

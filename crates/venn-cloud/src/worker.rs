@@ -5,7 +5,7 @@
 
 use crate::api::{self, Task, VALUE_BYTES};
 use crate::auth::WorkerSecret;
-use crate::crypto::{self, Ciphertext, PreparedToken, ITEM_BYTES, TOKEN_BYTES};
+use crate::crypto::{self, PreparedToken, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::http::Http;
 use blstrs::Compress;
@@ -21,32 +21,24 @@ pub fn answer(task: &Task, points: &[u8]) -> Result<Vec<u8>> {
             task.items
         )));
     }
-    let token: [u8; TOKEN_BYTES] = hex::decode(&task.token)
-        .ok()
-        .and_then(|t| t.try_into().ok())
-        .ok_or_else(|| Error::BadRequest("a task's token is 96 bytes in hex".into()))?;
+    let token = api::from_hex::<TOKEN_BYTES>(&task.token, "token")?;
     let token = PreparedToken::new(&crypto::decode_token(&token)?);
-    let items: Vec<Ciphertext> = points
-        .chunks_exact(ITEM_BYTES)
-        .map(|p| p.try_into().expect("48 bytes"))
-        .collect();
+    let (items, _) = points.as_chunks::<ITEM_BYTES>();
     if task.parties == 3 {
-        let values = items
-            .par_iter()
+        let mut out = vec![0u8; items.len() * VALUE_BYTES];
+        out.par_chunks_mut(VALUE_BYTES)
+            .zip(items.par_iter())
             .with_min_len(16)
-            .map(|c| {
-                let mut out = Vec::with_capacity(VALUE_BYTES);
+            .try_for_each(|(o, c)| {
                 crypto::value(c, &token)?
-                    .write_compressed(&mut out)
-                    .expect("writing to memory");
-                Ok(out)
-            })
-            .collect::<Result<Vec<_>, venn::Error>>()?;
-        Ok(values.concat())
+                    .write_compressed(o)
+                    .expect("288 bytes");
+                Ok::<_, venn::Error>(())
+            })?;
+        Ok(out)
     } else {
-        let run = hex::decode(&task.run)
-            .map_err(|_| Error::BadRequest(format!("'{}' is not a run id", task.run)))?;
-        Ok(crypto::digests(&items, &token, &run)?.concat())
+        let run = api::from_hex::<{ api::ID_BYTES }>(&task.run, "run id")?;
+        Ok(crypto::digests(items, &token, &run)?.concat())
     }
 }
 

@@ -139,7 +139,7 @@ fn tokens_are_checked(db: &Db) {
         &crypto::token(&k, &Secret::random()),
     )
     .unwrap();
-    let kb_secret = secret_of(&kb);
+    let kb_secret = kb.secret().unwrap();
     give(&b, &run3, &kb.dataset, &crypto::token(&k, &kb_secret)).unwrap();
     assert!(matched(&b, &kb, &run3, &names).is_empty());
 }
@@ -237,7 +237,7 @@ fn requests_are_authenticated(db: &Db) {
         "a forged signature: {err}"
     );
     // A request signed for one body, sent with another.
-    let identity = a_identity(&a);
+    let identity = a.identity().clone();
     let headers = identity.sign("POST", "/v1/datasets", br#"{"name":"x"}"#);
     let err = http
         .call("POST", "/v1/datasets", &headers, br#"{"name":"y"}"#)
@@ -291,7 +291,7 @@ fn a_restart_between_upload_and_run_loses_nothing(db: &Db) {
         &crypto::encrypt(&keys(&["q"]), &Secret::random())[0],
     )
     .unwrap();
-    let (a, b) = (a_identity(&a), a_identity(&b));
+    let (a, b) = (a.identity().clone(), b.identity().clone());
     let s = w.restart(s, config());
     let a = venn_cloud::client::Client::new(&s.url, a).unwrap();
     let b = venn_cloud::client::Client::new(&s.url, b).unwrap();
@@ -356,27 +356,10 @@ fn a_dead_workers_task_is_redone(db: &Db) {
 
 // --- helpers ---------------------------------------------------------------------------
 
-fn a_identity(c: &venn_cloud::client::Client) -> venn_cloud::auth::Identity {
-    c.identity().clone()
-}
-
-fn secret_of(k: &venn_cloud::client::DatasetKey) -> Secret {
-    k.secret().unwrap()
-}
-
-fn signed(
-    c: &venn_cloud::client::Client,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Result<Vec<u8>, Error> {
-    c.call(method, path, body)
-}
-
 fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String, Error> {
     let body = serde_json::json!({ "datasets": datasets }).to_string();
     let run: serde_json::Value =
-        serde_json::from_slice(&signed(c, "POST", "/v1/runs", body.as_bytes())?).unwrap();
+        serde_json::from_slice(&c.call("POST", "/v1/runs", body.as_bytes())?).unwrap();
     Ok(run["id"].as_str().unwrap().to_owned())
 }
 
@@ -396,36 +379,26 @@ fn give_raw(
     token: &str,
 ) -> Result<(), Error> {
     let body = serde_json::json!({ "dataset": dataset, "token": token }).to_string();
-    signed(
-        c,
-        "POST",
-        &format!("/v1/runs/{run}/tokens"),
-        body.as_bytes(),
-    )
-    .map(|_| ())
+    c.call("POST", &format!("/v1/runs/{run}/tokens"), body.as_bytes())
+        .map(|_| ())
 }
 
 fn create(c: &venn_cloud::client::Client, name: &str) -> String {
     let body = serde_json::json!({ "name": name }).to_string();
     let d: serde_json::Value =
-        serde_json::from_slice(&signed(c, "POST", "/v1/datasets", body.as_bytes()).unwrap())
-            .unwrap();
+        serde_json::from_slice(&c.call("POST", "/v1/datasets", body.as_bytes()).unwrap()).unwrap();
     d["id"].as_str().unwrap().to_owned()
 }
 
 fn put(c: &venn_cloud::client::Client, d: &str, k: u64, body: &[u8]) -> Result<(), Error> {
-    signed(c, "PUT", &format!("/v1/datasets/{d}/chunks/{k}"), body).map(|_| ())
+    c.call("PUT", &format!("/v1/datasets/{d}/chunks/{k}"), body)
+        .map(|_| ())
 }
 
 fn seal(c: &venn_cloud::client::Client, d: &str, chunks: u64, items: u64) -> Result<(), Error> {
     let body = serde_json::json!({ "chunks": chunks, "items": items }).to_string();
-    signed(
-        c,
-        "POST",
-        &format!("/v1/datasets/{d}/seal"),
-        body.as_bytes(),
-    )
-    .map(|_| ())
+    c.call("POST", &format!("/v1/datasets/{d}/seal"), body.as_bytes())
+        .map(|_| ())
 }
 
 // --- the suite, on each store ----------------------------------------------------------
