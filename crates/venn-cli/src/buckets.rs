@@ -29,9 +29,10 @@
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
 
-use crate::output::{write_atomically, write_row};
+use crate::output::write_row;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use venn::files::write_atomically;
 use venn::net::{Channel, Reader, Rebound, Writer};
 use venn::protocols::{Output, Phase};
 use venn::session::Role;

@@ -1,9 +1,8 @@
 //! `venn keygen`: a key pair and self-signed certificate for TLS between two parties that
 //! pin each other's certificate by fingerprint.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use venn::files::write_new;
 use venn::net::tls::Identity;
 use venn::{Error, Result};
 
@@ -36,19 +35,5 @@ pub fn keygen(dir: &Path, days: u32) -> Result<()> {
         cert_path.display(),
         key_path.display()
     );
-    Ok(())
-}
-
-/// Writes a new file with `mode`, complete or not at all.
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let fail = |e| Error::file("write", path)(e);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist_noclobber(path).map_err(|e| fail(e.error))?;
     Ok(())
 }

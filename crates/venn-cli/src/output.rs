@@ -3,30 +3,10 @@
 
 use std::io::Write;
 use std::path::Path;
+use venn::files::write_atomically;
 use venn::protocols::Output;
-use venn::{Error, Report, Result};
+use venn::{Report, Result};
 use venn_cli::input::Input;
-
-/// Writes `contents` to `path` atomically.
-pub fn write_atomically(
-    path: &Path,
-    contents: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let fail = |e| Error::file("write", path)(e);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        contents(&mut w).map_err(fail)?;
-        w.flush().map_err(fail)?;
-    }
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
-}
 
 /// What was written to `--output`.
 #[derive(Clone, Copy, Debug)]

@@ -2,12 +2,13 @@
 //! file or (precompute) on nothing but the most items it will bring.
 
 use crate::buckets::{self, Plan};
-use crate::output::{write_atomically, write_output, Stats, Written};
+use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
 use crate::transport::Transport;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use venn::files::write_atomically;
 use venn::net::Channel;
 use venn::protocols::Output;
 use venn::protocols::{find, DealerLink, Options, OutputKind, Progress, Protocol, Security};

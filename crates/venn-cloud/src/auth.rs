@@ -236,17 +236,5 @@ pub fn read_secret_file(path: &Path) -> Result<String> {
 
 /// Writes a secret to a new file readable by its owner only (never overwriting one).
 pub fn write_secret_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let fail =
-        |e: std::io::Error| Error::BadRequest(format!("cannot write '{}': {e}", path.display()));
-    // A temporary file is created owner-only (0600); renamed only if nothing is there.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist_noclobber(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    venn::files::write_new(path, bytes, 0o600).map_err(|e| Error::BadRequest(e.to_string()))
 }

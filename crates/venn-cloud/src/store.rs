@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use axum::body::Bytes;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -714,16 +713,10 @@ async fn write_in_background(
     path: PathBuf,
     bytes: impl AsRef<[u8]> + Send + 'static,
 ) -> Result<()> {
-    blocking(move || Ok(write_atomically(&path, bytes.as_ref())?)).await
+    blocking(move || write_atomically(&path, bytes.as_ref())).await
 }
 
-/// Writes `bytes` to `path` through a synced temporary file in the same directory, then
-/// renames it into place and syncs the directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()
+/// Writes `bytes` to `path`, whole or not at all.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    Ok(venn::files::write_atomically(path, |w| w.write_all(bytes))?)
 }

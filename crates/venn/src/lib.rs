@@ -10,6 +10,7 @@
 mod bits;
 pub mod crypto;
 mod error;
+pub mod files;
 pub mod fuzz;
 pub mod gmw;
 mod items;
