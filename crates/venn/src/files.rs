@@ -83,6 +83,10 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         write_atomically(&path, |w| w.write_all(b"new")).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
     }
 }
