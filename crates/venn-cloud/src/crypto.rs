@@ -164,22 +164,92 @@ pub fn decode_token(bytes: &[u8; TOKEN_BYTES]) -> Result<G2Affine> {
         .ok_or_else(|| Error::protocol("a G2 point of the subgroup", "another 96 bytes"))
 }
 
-/// A token prepared for pairing with many items.
-pub struct PreparedToken(G2Prepared);
+/// A token prepared for pairing with many items: blst's Miller-loop lines, and where the
+/// CPU has AVX-512 IFMA the same lines for pairing eight items at once.
+pub struct PreparedToken {
+    prepared: G2Prepared,
+    #[cfg(target_arch = "x86_64")]
+    lanes: Option<crate::batch_pairing::Lines>,
+}
 
 impl PreparedToken {
     /// Prepares a decoded token (its Miller-loop lines, once).
     pub fn new(token: &G2Affine) -> Self {
-        PreparedToken(G2Prepared::from(*token))
+        PreparedToken {
+            prepared: G2Prepared::from(*token),
+            #[cfg(target_arch = "x86_64")]
+            lanes: crate::batch_pairing::Lines::new(token),
+        }
+    }
+
+    /// `e(c, T)` for up to eight stored items, which were checked when they were stored
+    /// (so decoded here without the subgroup check; an encoding that is no point at all,
+    /// or the identity, is still refused).
+    fn pair(&self, items: &[Ciphertext]) -> Result<Vec<Gt>> {
+        let points = items
+            .iter()
+            .map(|c| {
+                Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(c))
+                    .filter(|p| !bool::from(p.is_identity()))
+                    .ok_or_else(|| Error::State("a stored item that is not a G1 point".into()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        #[cfg(target_arch = "x86_64")]
+        if let Some(lanes) = &self.lanes {
+            use crate::batch_pairing::LANES;
+            assert!(!points.is_empty() && points.len() <= LANES);
+            let batch: [G1Affine; LANES] =
+                std::array::from_fn(|k| *points.get(k).unwrap_or(&points[0]));
+            let values = lanes.pairings(&batch);
+            return Ok(values[..points.len()]
+                .iter()
+                .map(|f| gt_from_limbs(*f))
+                .collect());
+        }
+        Ok(points
+            .iter()
+            .map(|p| Bls12::multi_miller_loop(&[(p, &self.prepared)]).final_exponentiation())
+            .collect())
     }
 }
 
-/// `e(c, T)` for a stored item, which was checked when it was stored (so decoded here
-/// without the subgroup check; an encoding that is no point at all is still refused).
+/// Items paired per step: the lanes of the batch pairing.
+const BATCH: usize = 8;
+
+/// `f(e(c, T))` for every stored item `c`, in order, in parallel.
+pub fn paired<T: Send>(
+    items: &[Ciphertext],
+    token: &PreparedToken,
+    f: impl Fn(&Gt) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let batches = items
+        .par_chunks(BATCH)
+        .with_min_len(2)
+        .map(|batch| token.pair(batch)?.iter().map(&f).collect())
+        .collect::<Result<Vec<Vec<T>>>>()?;
+    Ok(batches.into_iter().flatten().collect())
+}
+
+/// `e(c, T)` for one stored item.
 pub fn value(item: &Ciphertext, token: &PreparedToken) -> Result<Gt> {
-    let point = Option::<G1Affine>::from(G1Affine::from_compressed_unchecked(item))
-        .ok_or_else(|| Error::State("a stored item that is not a G1 point".into()))?;
-    Ok(Bls12::multi_miller_loop(&[(&point, &token.0)]).final_exponentiation())
+    Ok(token.pair(std::slice::from_ref(item))?.remove(0))
+}
+
+// blstrs 0.7 declares `Gt(Fp12)` and `Fp12(blst_fp12)` #[repr(transparent)] but exports
+// no conversion between a Gt and blst's element; these two are the casts that layout allows.
+const _: () = assert!(std::mem::size_of::<Gt>() == std::mem::size_of::<blst::blst_fp12>());
+
+/// A value as blst's element.
+pub(crate) fn gt_limbs(g: &Gt) -> &blst::blst_fp12 {
+    // SAFETY: the same layout (above), and every blst_fp12 bit pattern blstrs makes is one.
+    unsafe { &*(g as *const Gt as *const blst::blst_fp12) }
+}
+
+/// blst's element as a value (`f` must be in G_T).
+#[cfg(target_arch = "x86_64")]
+fn gt_from_limbs(f: blst::blst_fp12) -> Gt {
+    // SAFETY: the same layout (above).
+    unsafe { std::mem::transmute::<blst::blst_fp12, Gt>(f) }
 }
 
 /// The digest of a value in run `run`: SHA-256 of the run and the value's canonical
@@ -207,11 +277,7 @@ pub fn digests(
     token: &PreparedToken,
     run: &[u8],
 ) -> Result<Vec<ValueDigest>> {
-    items
-        .par_iter()
-        .with_min_len(16)
-        .map(|c| digest(run, &value(c, token)?))
-        .collect()
+    paired(items, token, |v| digest(run, v))
 }
 
 #[cfg(test)]
@@ -294,6 +360,30 @@ mod tests {
             }
         }
         assert_eq!(triples, [(1, 1, 0), (2, 0, 2)]);
+    }
+
+    /// Batches of any length (padded to the lanes) give each item's own pairing, in order.
+    #[test]
+    fn batches_pair_every_item_in_order() {
+        let k = Secret::random();
+        let names: Vec<String> = (0..19).map(|i| format!("item {i}")).collect();
+        let stored = encrypt(&names.iter().collect(), &k);
+        let t = decode_token(&token(&Secret::random(), &k)).unwrap();
+        let prepared = G2Prepared::from(t);
+        let token = PreparedToken::new(&t);
+        for n in [1, 7, 8, 9, 19] {
+            let got = paired(&stored[..n], &token, |v| Ok(*v)).unwrap();
+            let want: Vec<Gt> = stored[..n]
+                .iter()
+                .map(|c| {
+                    let p = decode_item(c).unwrap();
+                    Bls12::multi_miller_loop(&[(&p, &prepared)]).final_exponentiation()
+                })
+                .collect();
+            assert_eq!(got, want, "{n} items");
+        }
+        let identity = G1Affine::identity().to_compressed();
+        assert!(paired(&[stored[0], identity], &token, |v| Ok(*v)).is_err());
     }
 
     #[test]

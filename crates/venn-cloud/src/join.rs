@@ -116,13 +116,9 @@ fn values(bytes: &[u8]) -> Result<Vec<Gt>> {
 /// Fp coefficients, which the inverse (a conjugation) leaves alone, so a·b and its inverse
 /// have the same fingerprint.
 fn fingerprint(g: &Gt) -> u64 {
-    // SAFETY: blstrs 0.7 declares `Gt(Fp12)` and `Fp12(blst_fp12)` #[repr(transparent)],
-    // so a Gt is laid out as a blst_fp12 (checked below). blst keeps field elements fully
-    // reduced in Montgomery form and compares them by their bytes, so the limbs are a
-    // canonical encoding.
-    const _: () = assert!(std::mem::size_of::<Gt>() == std::mem::size_of::<blst::blst_fp12>());
-    let raw = unsafe { &*(g as *const Gt as *const blst::blst_fp12) };
-    raw.fp6[0].fp2[0].fp[0].l[0]
+    // blst keeps field elements fully reduced in Montgomery form and compares them by
+    // their bytes, so the limbs are a canonical encoding.
+    crate::crypto::gt_limbs(g).fp6[0].fp2[0].fp[0].l[0]
 }
 
 /// Each side's positions of the triples whose values multiply to 1 (spec A.5): every

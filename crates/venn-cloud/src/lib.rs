@@ -3,7 +3,8 @@
 //! any two (or three) that later agree on a run key hand the service tokens, and the service
 //! intersects the stored sets without learning the items or the keys.
 //!
-//! - [`crypto`]: the pairing-based scheme;
+//! - [`crypto`]: the pairing-based scheme, its hot loop eight items at a time on
+//!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
 //!   coordinator's join;
 //! - [`worker`]: the workers that pair stored items with tokens;
@@ -11,6 +12,8 @@
 
 pub mod api;
 pub mod auth;
+#[cfg(target_arch = "x86_64")]
+mod batch_pairing;
 pub mod client;
 pub mod crypto;
 pub mod error;

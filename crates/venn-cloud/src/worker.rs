@@ -9,7 +9,6 @@ use crate::crypto::{self, PreparedToken, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::http::Http;
 use blstrs::Compress;
-use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 /// The answer to a task over its chunk's `points`, computed on the current rayon pool.
@@ -25,17 +24,12 @@ pub fn answer(task: &Task, points: &[u8]) -> Result<Vec<u8>> {
     let token = PreparedToken::new(&crypto::decode_token(&token)?);
     let (items, _) = points.as_chunks::<ITEM_BYTES>();
     if task.parties == 3 {
-        let mut out = vec![0u8; items.len() * VALUE_BYTES];
-        out.par_chunks_mut(VALUE_BYTES)
-            .zip(items.par_iter())
-            .with_min_len(16)
-            .try_for_each(|(o, c)| {
-                crypto::value(c, &token)?
-                    .write_compressed(o)
-                    .expect("288 bytes");
-                Ok::<_, venn::Error>(())
-            })?;
-        Ok(out)
+        let values = crypto::paired(items, &token, |v| {
+            let mut out = [0u8; VALUE_BYTES];
+            v.write_compressed(&mut out[..]).expect("288 bytes");
+            Ok(out)
+        })?;
+        Ok(values.concat())
     } else {
         let run = api::from_hex::<{ api::ID_BYTES }>(&task.run, "run id")?;
         Ok(crypto::digests(items, &token, &run)?.concat())
