@@ -392,6 +392,17 @@ struct BenchCli {
     /// each party's read time, the protocol's own total, and the wall time of both.
     #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net"])]
     files: bool,
+    /// Instead, run Thunder through `venn cloud` (a service, two clients uploading the
+    /// `--files` CSV files, a run per `--workers` count with worker processes of
+    /// `--threads` threads each): upload, run and CPU times, pairings per second per core.
+    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net", "files"])]
+    thunder: bool,
+    /// Worker processes for --thunder (comma-separated: a run for each count).
+    #[arg(long, value_delimiter = ',', default_value = "2", requires = "thunder")]
+    workers: Vec<usize>,
+    /// Parties of each --thunder run: 2, or 3 (the service's join is then quadratic).
+    #[arg(long, default_value_t = 2, requires = "thunder")]
+    parties: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -604,6 +615,14 @@ fn main() -> ExitCode {
         Command::Params(p) => {
             parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &p.bins, &p.sigma, &s))
         }
+        Command::Bench(b) if b.thunder => match b.threads[..] {
+            [threads] => {
+                bench::bench_thunder(&b.log2n, b.parties, &b.workers, threads, b.timeout, b.json)
+            }
+            _ => Err(Error::Usage(
+                "--thunder takes one --threads count (per worker)".into(),
+            )),
+        },
         Command::Bench(b) => bench::bench(&bench::BenchOptions {
             protocols: &b.protocol,
             bins: &b.bins,

@@ -48,7 +48,7 @@ fn write_row(out: &mut impl Write, k: u64) -> std::io::Result<()> {
 }
 
 /// Writes both parties' files for n = 2^log2n, and the receiver's expected output.
-fn make_files(dir: &Path, log2n: u32) -> Result<()> {
+pub(super) fn make_files(dir: &Path, log2n: u32) -> Result<()> {
     let n = 1u64 << log2n;
     let file = |name: &str| -> Result<std::io::BufWriter<std::fs::File>> {
         Ok(std::io::BufWriter::with_capacity(

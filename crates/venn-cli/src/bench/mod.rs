@@ -7,6 +7,7 @@ mod files;
 mod network;
 mod party;
 mod solo;
+mod thunder;
 
 pub use network::{parse_net, parse_net_arg};
 use party::PartyResult;
@@ -16,6 +17,7 @@ use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+pub use thunder::bench_thunder;
 use venn::crypto::Block;
 use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::Role;
