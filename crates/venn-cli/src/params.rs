@@ -80,10 +80,15 @@ pub fn print_params(
     sigmas: &[SigmaRow],
     sizes: &[(u64, u64)],
 ) -> Result<()> {
+    let thunder = protocols.is_empty() || protocols.iter().any(|p| p == THUNDER);
     let list: Vec<&'static dyn Protocol> = if protocols.is_empty() {
         registry().to_vec()
     } else {
-        protocols.iter().map(|p| find(p)).collect::<Result<_>>()?
+        protocols
+            .iter()
+            .filter(|p| *p != THUNDER)
+            .map(|p| find(p))
+            .collect::<Result<_>>()?
     };
     for p in list {
         let info = p.info();
@@ -119,7 +124,50 @@ pub fn print_params(
         }
         println!();
     }
+    if thunder {
+        print_thunder(sizes);
+    }
     Ok(())
+}
+
+/// Thunder's name in `--protocol` (it runs through `venn cloud`, not `send`/`receive`).
+const THUNDER: &str = "thunder";
+
+/// Thunder's model and, per pair of dataset sizes, what the service stores and computes.
+fn print_thunder(sizes: &[(u64, u64)]) {
+    use venn_cloud::crypto::{DIGEST_BYTES, ITEM_BYTES, TOKEN_BYTES};
+    println!("{THUNDER} — {}", venn_cloud::PAPER);
+    println!("  security: {}", venn_cloud::SECURITY);
+    println!("  who learns what: {}", venn_cloud::LEAKAGE);
+    println!(
+        "  per item: the client hashes to G1 and multiplies once at upload ({ITEM_BYTES} B \
+         stored); per run the service pairs it once with its owner's token ({TOKEN_BYTES} B) \
+         into a {DIGEST_BYTES}-byte digest"
+    );
+    println!(
+        "  three parties: n_1 + n_2 + n_3 pairings, then a search of all n_1·n_2 pairs \
+         (3SUM in a group without structure: quadratic; 2^14 per party is ~2.7·10^8 steps)"
+    );
+    println!(
+        "  {:>12} {:>12} {:>12} {:>12} {:>14} {:>16}",
+        "n_1", "n_2", "stored MiB", "pairings", "false match", "3-party pairs"
+    );
+    for &(n1, n2) in sizes {
+        let mib = ((n1 + n2) * ITEM_BYTES as u64) as f64 / (1 << 20) as f64;
+        // A false match needs two of the n_1·n_2 digests to collide.
+        let bound =
+            (n1.max(1) as f64).log2() + (n2.max(1) as f64).log2() - 8.0 * DIGEST_BYTES as f64;
+        println!(
+            "  {:>12} {:>12} {:>12.1} {:>12} {:>14} {:>16}",
+            size(n1),
+            size(n2),
+            mib,
+            n1 + n2,
+            format!("2^{bound:.0}"),
+            format!("{:.1e}", n1 as f64 * n2 as f64)
+        );
+    }
+    println!();
 }
 
 /// One table of `p`'s parameters with `options`, a row per pair of sizes (a size the

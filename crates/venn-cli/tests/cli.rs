@@ -455,6 +455,22 @@ fn demo_and_params_run() {
         text.contains("receiver: semi-honest, learns the intersection;"),
         "roles are listed: {text}"
     );
+    // Thunder (through `venn cloud`): its model, who learns what, and its costs per size.
+    let o = venn()
+        .args(["params", "--protocol", "thunder", "--log2n", "20"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("security: semi-honest service"), "{text}");
+    assert!(text.contains("cannot intersect i with k"), "{text}");
+    assert!(
+        text.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f == ["2^20", "2^20", "96.0", "2097152", "2^-88", "1.1e12"]
+        }),
+        "the 2^20 row: {text}"
+    );
 }
 
 /// Issue 10: `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ

@@ -24,3 +24,22 @@ pub mod store;
 pub mod worker;
 
 pub use error::{Error, Result};
+
+/// The scheme's source.
+pub const PAPER: &str = "Pinkas, Riva: Thunder, PSI over encrypted data outsourced to a \
+    cloud service (the talk's slides, as ../shared/specs/thunder-circuit.md Part A \
+    reconstructs it), on BLS12-381";
+
+/// Its security model.
+pub const SECURITY: &str = "semi-honest service; clients do not collude with it; SXDH on \
+    BLS12-381 (about 117-bit security against today's best attacks on its F_p^12, below \
+    κ = 128: the curve the ecosystem standardised on), H a random oracle (RFC 9380 hash to \
+    G1); clients' requests signed with Ed25519";
+
+/// Who learns what.
+pub const LEAKAGE: &str = "The service learns every dataset's size and, for each run, \
+    which stored positions match (the whole pattern, also across runs of the same \
+    dataset), never a key, a dataset key K_i or a run key K. Each client learns its own \
+    matched rows and the sizes. Values of runs (i, j) and (j, k) never meet, so the service \
+    cannot intersect i with k; only i and k together can make an (i, k) run. A malicious \
+    service can drop or invent matches.";
