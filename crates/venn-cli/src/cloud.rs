@@ -61,6 +61,12 @@ pub struct ServeCli {
     /// The most items of a dataset.
     #[arg(long, default_value_t = 1 << 24)]
     max_items: u64,
+    /// The most datasets a client keeps.
+    #[arg(long, default_value_t = 64)]
+    max_datasets: u64,
+    /// The most items a client keeps over all its datasets (48 bytes each on disk).
+    #[arg(long, default_value_t = 1 << 26)]
+    max_client_items: u64,
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
@@ -313,6 +319,8 @@ fn serve(s: ServeCli) -> Result<()> {
         config: Config {
             lease_seconds: s.lease_seconds,
             max_items: s.max_items,
+            max_datasets: s.max_datasets,
+            max_client_items: s.max_client_items,
             threads: s.threads,
         },
     };

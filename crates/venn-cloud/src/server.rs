@@ -33,6 +33,11 @@ pub struct Config {
     pub lease_seconds: u64,
     /// The most items of a dataset.
     pub max_items: u64,
+    /// The most datasets a client keeps (open or sealed).
+    pub max_datasets: u64,
+    /// The most items a client keeps over all its datasets (checked per chunk: uploads
+    /// running at once may each pass it by one chunk).
+    pub max_client_items: u64,
     /// Threads of the service's own pool of workers (0: external workers only).
     pub threads: usize,
 }
@@ -304,6 +309,13 @@ async fn list_datasets(State(s): State<Arc<Service>>, req: Signed) -> Result<Res
 async fn create_dataset(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
     let d: NewDataset = req.json()?;
     auth::check_name(&d.name)?;
+    let (datasets, _) = s.store.usage(&req.client).await?;
+    if datasets >= s.config.max_datasets {
+        return Err(Error::TooLarge(format!(
+            "a client keeps at most {} datasets here: delete one first",
+            s.config.max_datasets
+        )));
+    }
     Ok(Json(s.store.create_dataset(&req.client, &d.name).await?).into_response())
 }
 
@@ -350,6 +362,13 @@ async fn put_chunk(
         return Err(Error::TooLarge(format!(
             "a dataset over this service's {} items",
             s.config.max_items
+        )));
+    }
+    let (_, kept) = s.store.usage(&req.client).await?;
+    if kept + n as u64 > s.config.max_client_items {
+        return Err(Error::TooLarge(format!(
+            "a client keeps at most {} items here (you keep {kept})",
+            s.config.max_client_items
         )));
     }
     let body = req.body.clone();

@@ -141,6 +141,20 @@ impl Store {
 
     // --- datasets -----------------------------------------------------------------------
 
+    /// The datasets `owner` keeps (open or sealed) and their items in all.
+    pub async fn usage(&self, owner: &str) -> Result<(u64, u64)> {
+        let row = sqlx::query(
+            "SELECT COUNT(DISTINCT d.id), CAST(SUM(c.items) AS BIGINT) FROM datasets d \
+             LEFT JOIN chunks c ON c.dataset = d.id WHERE d.owner = $1 AND d.state <> 'deleted'",
+        )
+        .bind(owner)
+        .fetch_one(&self.pool)
+        .await?;
+        let datasets: i64 = row.get(0);
+        let items: Option<i64> = row.try_get(1).ok().flatten();
+        Ok((datasets as u64, items.unwrap_or(0) as u64))
+    }
+
     /// Opens a dataset named `name` for `owner`'s upload.
     pub async fn create_dataset(&self, owner: &str, name: &str) -> Result<Dataset> {
         let id = api::new_id();

@@ -9,6 +9,7 @@ use venn_cloud::api::{Task, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerSecret;
 use venn_cloud::crypto::{self, Secret};
 use venn_cloud::http::Http;
+use venn_cloud::server::Config;
 use venn_cloud::worker::{self, WorkerConfig};
 use venn_cloud::Error;
 
@@ -221,6 +222,38 @@ fn chunks_are_checked(db: &Db) {
     ));
 }
 
+/// A client's datasets and items are bounded; deleting a dataset frees its share.
+fn quotas_are_kept(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        max_datasets: 2,
+        max_client_items: 3,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let points = crypto::encrypt(&keys(&["w", "x", "y", "z"]), &Secret::random());
+    let (first, second) = (create(&a, "first"), create(&a, "second"));
+    let body = serde_json::json!({ "name": "third" }).to_string();
+    let err = a.call("POST", "/v1/datasets", body.as_bytes()).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("2 datasets")),
+        "{err}"
+    );
+    put(&a, &first, 0, &points[..2].concat()).unwrap();
+    put(&a, &second, 0, &points[2]).unwrap();
+    let err = put(&a, &second, 1, &points[3]).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("3 items")),
+        "{err}"
+    );
+    // Another client has its own share.
+    put(&b, &create(&b, "own"), 0, &points[..3].concat()).unwrap();
+    a.call("DELETE", &format!("/v1/datasets/{first}"), b"")
+        .unwrap();
+    let third = create(&a, "third");
+    put(&a, &third, 0, &points[..2].concat()).unwrap();
+}
+
 /// Requests: unsigned, forged, stale or replayed ones are refused.
 fn requests_are_authenticated(db: &Db) {
     let w = World::new(db);
@@ -412,6 +445,7 @@ const SUITE: &[(&str, Scenario)] = &[
     ("every owner's token", runs_need_every_owners_token),
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),
+    ("quotas", quotas_are_kept),
     ("requests authenticated", requests_are_authenticated),
     ("restart", a_restart_between_upload_and_run_loses_nothing),
     ("dead worker", a_dead_workers_task_is_redone),

@@ -90,6 +90,8 @@ pub fn config() -> Config {
     Config {
         lease_seconds: 60,
         max_items: 1 << 20,
+        max_datasets: 16,
+        max_client_items: 1 << 20,
         threads: 2,
     }
 }
