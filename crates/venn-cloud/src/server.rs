@@ -59,7 +59,8 @@ pub struct Service {
 
 impl Service {
     /// A service over `store`, admitting workers that show `workers`. Runs whose tasks
-    /// all finished before a restart are joined now.
+    /// all finished before a restart are joined now, and answers failed runs left behind
+    /// (an answer racing its run's failure) are removed.
     pub async fn start(store: Store, workers: WorkerSecret, config: Config) -> Result<Arc<Self>> {
         let service = Arc::new(Service {
             store,
@@ -69,6 +70,9 @@ impl Service {
             joining: Mutex::new(HashSet::new()),
             work: tokio::sync::Notify::new(),
         });
+        for run in service.store.runs_in("failed").await? {
+            service.store.remove_answers(&run)?;
+        }
         for run in service.store.runs_in("computing").await? {
             if service.store.all_done(&run).await? {
                 service.clone().join_in_background(run);

@@ -347,11 +347,18 @@ impl Store {
             .bind(dataset)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
-            "UPDATE runs SET state = 'failed', error = 'a dataset was deleted' \
-             WHERE state IN ('tokens', 'computing') \
-             AND id IN (SELECT run FROM run_sides WHERE dataset = $1)",
-        )
+        let open = "state IN ('tokens', 'computing') \
+                    AND id IN (SELECT run FROM run_sides WHERE dataset = $1)";
+        let failed: Vec<String> = sqlx::query(&format!("SELECT id FROM runs WHERE {open}"))
+            .bind(dataset)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        sqlx::query(&format!(
+            "UPDATE runs SET state = 'failed', error = 'a dataset was deleted' WHERE {open}"
+        ))
         .bind(dataset)
         .execute(&mut *tx)
         .await?;
@@ -359,6 +366,9 @@ impl Store {
         let dir = self.dataset_dir(dataset);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
+        }
+        for run in failed {
+            self.remove_answers(&run)?;
         }
         self.dataset(dataset).await
     }
@@ -655,6 +665,10 @@ impl Store {
         chunk: u64,
         answer: Vec<u8>,
     ) -> Result<bool> {
+        if self.run(run).await?.state != "computing" {
+            // The run failed meanwhile (a dataset deleted): its answers are not kept.
+            return Ok(false);
+        }
         write_in_background(self.answer_path(run, side, chunk), answer).await?;
         sqlx::query("UPDATE tasks SET state = 'done' WHERE run = $1 AND side = $2 AND chunk = $3")
             .bind(run)
@@ -690,7 +704,7 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a run failed.
+    /// Marks a run failed and removes its answers.
     pub async fn fail(&self, run: &str, error: &str) -> Result<()> {
         sqlx::query("UPDATE runs SET state = 'failed', error = $1, finished = $2 WHERE id = $3")
             .bind(error)
@@ -698,7 +712,15 @@ impl Store {
             .bind(run)
             .execute(&self.pool)
             .await?;
-        Ok(())
+        self.remove_answers(run)
+    }
+
+    /// Removes what a failed run left on disk (its answers; it has no results).
+    pub fn remove_answers(&self, run: &str) -> Result<()> {
+        match std::fs::remove_dir_all(self.run_dir(run)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -387,6 +387,49 @@ fn a_dead_workers_task_is_redone(db: &Db) {
     assert_eq!(matched(&b, &kb, &run, &other), truth(&names, &other));
 }
 
+/// Deleting a dataset fails its open runs; their answers are removed, and an answer that
+/// arrives afterwards is dropped, not stored.
+fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        threads: 0,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..40), 16);
+    let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let auth = [("authorization", secret.bearer())];
+    let lease = || {
+        let (_, body) = http.call("POST", "/v1/tasks/lease", &auth, b"").unwrap();
+        let task: Task = serde_json::from_slice(&body).unwrap();
+        let path = format!("/v1/tasks/{}", task.path());
+        let (_, points) = http
+            .call("GET", &format!("{path}/points"), &auth, b"")
+            .unwrap();
+        (path, worker::answer(&task, &points).unwrap())
+    };
+    let (first, second) = (lease(), lease());
+    http.call("PUT", &format!("{}/answer", first.0), &auth, &first.1)
+        .unwrap();
+    let answers = s.dir.join("runs").join(&run);
+    assert_eq!(std::fs::read_dir(&answers).unwrap().count(), 1);
+    a.call("DELETE", &format!("/v1/datasets/{}", ka.dataset), b"")
+        .unwrap();
+    assert_eq!(a.run(&run).unwrap().state, "failed");
+    assert!(!answers.exists(), "the failed run's answers are gone");
+    // A late answer is refused, and not stored.
+    let late = http.call("PUT", &format!("{}/answer", second.0), &auth, &second.1);
+    assert!(matches!(late.unwrap_err(), Error::NotFound(_)));
+    assert!(!answers.exists(), "a late answer is not stored");
+    // Nothing is leased for a failed run.
+    let (status, _) = http.call("POST", "/v1/tasks/lease", &auth, b"").unwrap();
+    assert_eq!(status, 204);
+    assert!(!answers.exists());
+}
+
 // --- helpers ---------------------------------------------------------------------------
 
 fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String, Error> {
@@ -449,6 +492,10 @@ const SUITE: &[(&str, Scenario)] = &[
     ("requests authenticated", requests_are_authenticated),
     ("restart", a_restart_between_upload_and_run_loses_nothing),
     ("dead worker", a_dead_workers_task_is_redone),
+    (
+        "deleted dataset",
+        a_deleted_dataset_fails_its_run_and_leaves_nothing,
+    ),
 ];
 
 #[test]
