@@ -9,11 +9,13 @@ use clap::{Args, Subcommand};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use venn::net::tls::{api_server_config, parse_fingerprint, Identity as TlsIdentity, Trust};
 use venn::net::Channel;
 use venn::{Error, Result};
 use venn_cli::input::read_input;
 use venn_cloud::auth::{Identity, WorkerSecret};
 use venn_cloud::client::{looks_like_pair, Client, DatasetKey, PAIR_PREFIX};
+use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
 
@@ -70,17 +72,66 @@ pub struct ServeCli {
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
+    /// The service's certificate (PEM; e.g. from `venn keygen`): serve HTTPS (TLS 1.3).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Serve plain HTTP on an address other machines can reach (clients' requests are
     /// signed, but anyone on the path sees points, tokens and results).
+    #[arg(long, conflicts_with = "tls_cert")]
+    plain_http: bool,
+}
+
+/// Where the service is and how its certificate is checked.
+#[derive(Args)]
+pub struct ServiceCli {
+    /// The service: https://HOST:PORT, or http://HOST:PORT on this machine.
+    #[arg(long, value_name = "URL")]
+    server: String,
+    /// Trust only the service certificate with this SHA-256 fingerprint (what `venn
+    /// keygen` and `venn cloud serve` print).
+    #[arg(long, value_name = "SHA256", conflicts_with = "server_ca")]
+    server_fingerprint: Option<String>,
+    /// Trust a service certificate that chains to a CA in this PEM file (and names the
+    /// host).
+    #[arg(long, value_name = "FILE")]
+    server_ca: Option<PathBuf>,
+    /// Talk plain HTTP to a service on another machine.
     #[arg(long)]
     plain_http: bool,
 }
 
+impl ServiceCli {
+    /// The service's endpoint; plain HTTP only to this machine unless --plain-http.
+    fn endpoint(&self) -> Result<Endpoint> {
+        let trust = match (&self.server_fingerprint, &self.server_ca) {
+            (Some(fp), _) => Some(Trust::Pinned(vec![parse_fingerprint(fp)?])),
+            (None, Some(ca)) => Some(Trust::ca_file(ca)?),
+            (None, None) => None,
+        };
+        if let Some(host_port) = self.server.strip_prefix("http://") {
+            check_loopback(
+                host_port.trim_end_matches('/'),
+                self.plain_http,
+                "talk plain HTTP to",
+            )?;
+        }
+        let endpoint = Endpoint {
+            url: self.server.clone(),
+            trust,
+        };
+        // The address and its checks are validated once here, not at the first request.
+        venn_cloud::http::Http::new(&endpoint, Duration::from_secs(1))?;
+        Ok(endpoint)
+    }
+}
+
 #[derive(Args)]
 pub struct WorkerCli {
-    /// The service, e.g. http://127.0.0.1:7780.
-    #[arg(long, value_name = "URL")]
-    server: String,
+    #[command(flatten)]
+    service: ServiceCli,
     /// The service's worker secret.
     #[arg(long, value_name = "FILE")]
     worker_secret: PathBuf,
@@ -90,23 +141,16 @@ pub struct WorkerCli {
     /// Exit after this many seconds without work (default: run until stopped).
     #[arg(long, value_name = "SECONDS")]
     idle_exit: Option<u64>,
-    /// Talk plain HTTP to a service on another machine.
-    #[arg(long)]
-    plain_http: bool,
 }
 
 /// How a client reaches the service.
 #[derive(Args)]
 pub struct ClientCli {
-    /// The service, e.g. http://127.0.0.1:7780.
-    #[arg(long, value_name = "URL")]
-    server: String,
+    #[command(flatten)]
+    service: ServiceCli,
     /// Your identity file (made by `venn cloud register`).
     #[arg(long, value_name = "FILE")]
     identity: PathBuf,
-    /// Talk plain HTTP to a service on another machine.
-    #[arg(long)]
-    plain_http: bool,
 }
 
 #[derive(Args)]
@@ -205,19 +249,19 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
     match command {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {
-            check_plain_http(&w.server, w.plain_http)?;
+            let server = w.service.endpoint()?;
             let secret = WorkerSecret::load(&w.worker_secret)?;
             let config = WorkerConfig {
                 threads: w.threads.max(1),
                 poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
             };
-            let done = worker::run(&w.server, &secret, &config)?;
+            let done = worker::run(&server, &secret, &config)?;
             eprintln!("venn cloud worker: {done} tasks done");
             Ok(())
         }
         CloudCommand::Register(r) => {
-            check_plain_http(&r.client.server, r.client.plain_http)?;
+            let server = r.client.service.endpoint()?;
             if r.client.identity.exists() {
                 return Err(Error::Usage(format!(
                     "'{}' exists: an identity file is never overwritten",
@@ -228,7 +272,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
             let public_key = identity.public_key();
             // Saved first: a key registered but not saved would lock the name for good.
             identity.save(&r.client.identity)?;
-            let registered = Client::new(&r.client.server, identity).and_then(|c| c.register());
+            let registered = Client::new(&server, identity).and_then(|c| c.register());
             if let Err(e) = registered {
                 let _ = std::fs::remove_file(&r.client.identity);
                 return Err(e.into());
@@ -267,19 +311,6 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
     }
 }
 
-/// Refuses plain HTTP to a service that is not on this machine, unless `plaintext`.
-fn check_plain_http(server: &str, plaintext: bool) -> Result<()> {
-    let host_port = server
-        .strip_prefix("http://")
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "'{server}' is not a service address (http://HOST:PORT)"
-            ))
-        })?
-        .trim_end_matches('/');
-    check_loopback(host_port, plaintext, "talk plain HTTP to")
-}
-
 /// Refuses `addr` unless every address it names is loopback, or `plaintext`.
 fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
     if plaintext {
@@ -300,12 +331,22 @@ fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
 
 /// A client of the service from the command line's options.
 fn client(c: &ClientCli) -> Result<Client> {
-    check_plain_http(&c.server, c.plain_http)?;
-    Ok(Client::new(&c.server, Identity::load(&c.identity)?)?)
+    Ok(Client::new(
+        &c.service.endpoint()?,
+        Identity::load(&c.identity)?,
+    )?)
 }
 
 fn serve(s: ServeCli) -> Result<()> {
-    check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
+    let tls = match (&s.tls_cert, &s.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
+        _ => {
+            check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
+            None
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let fingerprint = tls.as_ref().map(|t| t.fingerprint());
     std::fs::create_dir_all(&s.data).map_err(Error::file("create", &s.data))?;
     let setup = Setup {
         listen: s.listen,
@@ -316,6 +357,7 @@ fn serve(s: ServeCli) -> Result<()> {
             .worker_secret
             .unwrap_or_else(|| s.data.join("worker-secret")),
         dir: s.data,
+        tls: tls.as_ref().map(api_server_config).transpose()?,
         config: Config {
             lease_seconds: s.lease_seconds,
             max_items: s.max_items,
@@ -327,7 +369,13 @@ fn serve(s: ServeCli) -> Result<()> {
     Ok(server::serve(&setup, |addr| {
         // Machine-readable first (tests and benchmarks read it), then for people.
         println!("listening {addr}");
-        eprintln!("venn cloud: serving on http://{addr}");
+        match &fingerprint {
+            Some(fp) => eprintln!(
+                "venn cloud: serving on {scheme}://{addr} (certificate sha256:{fp}: \
+                 clients and workers pass --server-fingerprint {fp})"
+            ),
+            None => eprintln!("venn cloud: serving on {scheme}://{addr}"),
+        }
     })?)
 }
 

@@ -58,14 +58,34 @@ fn ok(cmd: &mut std::process::Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn client(server: &str, dir: &Path, name: &str, cmd: &str) -> std::process::Command {
+/// The service's address and its certificate's fingerprint.
+struct Server {
+    url: String,
+    fingerprint: String,
+}
+
+impl Server {
+    /// `--server URL --server-fingerprint FP`.
+    fn args(&self) -> [&str; 4] {
+        [
+            "--server",
+            &self.url,
+            "--server-fingerprint",
+            &self.fingerprint,
+        ]
+    }
+}
+
+fn client(server: &Server, dir: &Path, name: &str, cmd: &str) -> std::process::Command {
     let mut c = venn();
-    c.args(["cloud", cmd, "--server", server, "--identity"])
+    c.args(["cloud", cmd])
+        .args(server.args())
+        .arg("--identity")
         .arg(dir.join(format!("{name}.id")));
     c
 }
 
-fn status(server: &str, dir: &Path, run: &str) -> serde_json::Value {
+fn status(server: &Server, dir: &Path, run: &str) -> serde_json::Value {
     serde_json::from_str(&ok(
         client(server, dir, "alice", "status").args(["--run", run])
     ))
@@ -77,6 +97,8 @@ fn a_run_survives_a_killed_worker() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let data = dir.join("data");
+    // The API over TLS, its certificate pinned by every client and worker.
+    let fingerprint = ok(venn().args(["keygen", "--out"]).arg(dir.join("tls")));
     let (_service, addr) = spawn_until(
         venn()
             .args([
@@ -88,11 +110,40 @@ fn a_run_survives_a_killed_worker() {
                 "0",
             ])
             .args(["--lease-seconds", "2", "--data"])
-            .arg(&data),
+            .arg(&data)
+            .arg("--tls-cert")
+            .arg(dir.join("tls/venn.crt"))
+            .arg("--tls-key")
+            .arg(dir.join("tls/venn.key")),
         "listening ",
         true,
     );
-    let server = format!("http://{addr}");
+    let server = Server {
+        url: format!("https://{addr}"),
+        fingerprint: fingerprint.trim().to_owned(),
+    };
+    // Another certificate's fingerprint, plain HTTP to the TLS port, or no way to check
+    // the certificate: refused before anything is registered.
+    let other = ok(venn().args(["keygen", "--out"]).arg(dir.join("other")));
+    let impostor = Server {
+        url: server.url.clone(),
+        fingerprint: other.trim().to_owned(),
+    };
+    let plain = format!("http://{addr}");
+    for (args, what) in [
+        (impostor.args().to_vec(), "another certificate"),
+        (vec!["--server", &plain], "plain HTTP"),
+        (vec!["--server", &server.url], "no fingerprint"),
+    ] {
+        let out = venn()
+            .args(["cloud", "register", "--name", "mallory", "--identity"])
+            .arg(dir.join("mallory.id"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{what}");
+        assert!(!dir.join("mallory.id").exists(), "{what}");
+    }
     // Alice: 3000 keys, some repeated and padded; Bob: 2000, 1000 of them Alice's.
     let mut a = String::from("email,n\n");
     for i in 0..3000 {
@@ -159,7 +210,8 @@ fn a_run_survives_a_killed_worker() {
     let secret = data.join("worker-secret");
     let worker = |idle: &str| {
         let mut c = venn();
-        c.args(["cloud", "worker", "--server", &server, "--idle-exit", idle])
+        c.args(["cloud", "worker", "--idle-exit", idle])
+            .args(server.args())
             .arg("--worker-secret")
             .arg(&secret);
         c

@@ -9,7 +9,7 @@ use crate::api::{self, ChunkReceipt, Dataset, NewDataset, NewRun, Register, Run,
 use crate::auth::{read_secret_file, write_secret_file, Identity};
 use crate::crypto::{self, Ciphertext, Secret};
 use crate::error::{Error, Result};
-use crate::http::Http;
+use crate::http::{Endpoint, Http};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -26,11 +26,11 @@ pub struct Client {
 
 impl Client {
     /// A client of the service at `server`.
-    pub fn new(server: &str, identity: Identity) -> Result<Client> {
+    pub fn new(server: &Endpoint, identity: Identity) -> Result<Client> {
         Ok(Client {
             http: Http::new(server, Duration::from_secs(600))?,
             identity,
-            server: server.trim_end_matches('/').to_owned(),
+            server: server.url.trim_end_matches('/').to_owned(),
         })
     }
 

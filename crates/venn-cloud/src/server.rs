@@ -614,8 +614,16 @@ pub struct Setup {
     pub dir: std::path::PathBuf,
     /// The worker secret's file (made owner-only if missing).
     pub worker_secret: std::path::PathBuf,
+    /// TLS for the API (`None`: plain HTTP).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     pub config: Config,
 }
+
+/// How long a connection may take for its TLS handshake, and for a request's head.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// How long requests under way may take to finish once the service is stopped.
+const DRAIN: Duration = Duration::from_secs(30);
 
 /// Runs the service until interrupted (Ctrl-C or SIGTERM); `on_bound` is told the bound
 /// address once the API is up.
@@ -640,10 +648,53 @@ pub async fn run(
         .await
         .map_err(|e| Error::BadRequest(format!("cannot listen on {}: {e}", setup.listen)))?;
     on_bound(listener.local_addr()?);
-    axum::serve(listener, service.router())
-        .with_graceful_shutdown(stop)
-        .await?;
+    let router = service.router();
+    let acceptor = setup.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                // Out of descriptors and the like: pause rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let (router, watcher) = (router.clone(), graceful.watcher());
+        match acceptor.clone() {
+            Some(acceptor) => {
+                tokio::spawn(async move {
+                    if let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await
+                    {
+                        connection(tls, router, watcher).await;
+                    }
+                });
+            }
+            None => {
+                tokio::spawn(connection(tcp, router, watcher));
+            }
+        }
+    }
+    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
     Ok(())
+}
+
+/// Serves HTTP/1.1 requests on one connection until it closes or the service stops.
+async fn connection<Io>(io: Io, router: Router, watcher: hyper_util::server::graceful::Watcher)
+where
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HANDSHAKE)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    let _ = watcher.watch(conn).await;
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

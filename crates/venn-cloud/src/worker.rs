@@ -7,7 +7,7 @@ use crate::api::{self, Task, VALUE_BYTES};
 use crate::auth::WorkerSecret;
 use crate::crypto::{self, PreparedToken, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
-use crate::http::Http;
+use crate::http::{Endpoint, Http};
 use blstrs::Compress;
 use std::time::{Duration, Instant};
 
@@ -50,7 +50,7 @@ pub struct WorkerConfig {
 /// `venn cloud worker`: leases tasks from the service at `server` until stopped; returns
 /// the number of tasks done. Failed requests are retried after a pause (the service may
 /// be restarting); a task it cannot finish is left to its lease's expiry.
-pub fn run(server: &str, secret: &WorkerSecret, config: &WorkerConfig) -> Result<u64> {
+pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> Result<u64> {
     let http = Http::new(server, Duration::from_secs(300))?;
     let threads = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads)

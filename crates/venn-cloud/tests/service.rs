@@ -8,7 +8,7 @@ use std::time::Duration;
 use venn_cloud::api::{Task, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerSecret;
 use venn_cloud::crypto::{self, Secret};
-use venn_cloud::http::Http;
+use venn_cloud::http::{Endpoint, Http};
 use venn_cloud::server::Config;
 use venn_cloud::worker::{self, WorkerConfig};
 use venn_cloud::Error;
@@ -259,7 +259,7 @@ fn requests_are_authenticated(db: &Db) {
     let w = World::new(db);
     let s = w.start(config());
     let a = s.client("a");
-    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
     let err = http.call("GET", "/v1/datasets", &[], b"").unwrap_err();
     assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
     let mallory = venn_cloud::auth::Identity::generate("a").unwrap();
@@ -301,9 +301,11 @@ fn requests_are_authenticated(db: &Db) {
     );
     assert!(matches!(err.unwrap_err(), Error::Unauthenticated(_)));
     // A name is registered once.
-    let again =
-        venn_cloud::client::Client::new(&s.url, venn_cloud::auth::Identity::generate("a").unwrap())
-            .unwrap();
+    let again = venn_cloud::client::Client::new(
+        &Endpoint::plain(&s.url),
+        venn_cloud::auth::Identity::generate("a").unwrap(),
+    )
+    .unwrap();
     assert!(matches!(again.register().unwrap_err(), Error::Conflict(_)));
 }
 
@@ -326,8 +328,8 @@ fn a_restart_between_upload_and_run_loses_nothing(db: &Db) {
     .unwrap();
     let (a, b) = (a.identity().clone(), b.identity().clone());
     let s = w.restart(s, config());
-    let a = venn_cloud::client::Client::new(&s.url, a).unwrap();
-    let b = venn_cloud::client::Client::new(&s.url, b).unwrap();
+    let a = venn_cloud::client::Client::new(&Endpoint::plain(&s.url), a).unwrap();
+    let b = venn_cloud::client::Client::new(&Endpoint::plain(&s.url), b).unwrap();
     let err = post_run(&a, &[&kb.dataset, &half]).unwrap_err();
     assert!(
         matches!(err, Error::Conflict(ref m) if m.contains("open")),
@@ -353,7 +355,7 @@ fn a_dead_workers_task_is_redone(db: &Db) {
     let kb = upload(&w, &b, "d", &other, 32);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
     let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
-    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
     let (_, body) = http
         .call(
             "POST",
@@ -377,7 +379,7 @@ fn a_dead_workers_task_is_redone(db: &Db) {
         poll: Duration::from_millis(100),
         idle_exit: Some(Duration::from_secs(3)),
     };
-    let done = worker::run(&s.url, &secret, &config).unwrap();
+    let done = worker::run(&Endpoint::plain(&s.url), &secret, &config).unwrap();
     assert_eq!(
         done,
         3 + 5,
@@ -400,7 +402,7 @@ fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
     let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
     let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
-    let http = Http::new(&s.url, Duration::from_secs(30)).unwrap();
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
     let auth = [("authorization", secret.bearer())];
     let lease = || {
         let (_, body) = http.call("POST", "/v1/tasks/lease", &auth, b"").unwrap();

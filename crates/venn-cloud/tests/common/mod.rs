@@ -9,6 +9,7 @@ use std::time::Duration;
 use venn::Items;
 use venn_cloud::auth::Identity;
 use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Setup};
 
 /// Where a test's metadata lives.
@@ -35,6 +36,7 @@ impl Running {
             database: database.to_owned(),
             dir: dir.to_owned(),
             worker_secret: dir.join("worker-secret"),
+            tls: None,
             config,
         };
         let (bound_tx, bound_rx) = std::sync::mpsc::channel::<SocketAddr>();
@@ -63,7 +65,11 @@ impl Running {
 
     /// A registered client named `name`.
     pub fn client(&self, name: &str) -> Client {
-        let c = Client::new(&self.url, Identity::generate(name).unwrap()).unwrap();
+        let c = Client::new(
+            &Endpoint::plain(&self.url),
+            Identity::generate(name).unwrap(),
+        )
+        .unwrap();
         c.register().unwrap();
         c
     }

@@ -559,6 +559,51 @@ pub fn looks_like_tls(first: &[u8]) -> bool {
     matches!(first, [0x16, 0x03, 0x01..=0x04, ..])
 }
 
+/// The name a client presents for `host`: a pinned certificate is checked by its
+/// fingerprint, not a name; a CA's must name the host we connected to.
+fn server_name(trust: &Trust, host: &str) -> Result<ServerName<'static>> {
+    match (trust, ServerName::try_from(host.to_string())) {
+        (_, Ok(name)) => Ok(name),
+        (Trust::Pinned(_), Err(_)) => Ok(ServerName::try_from(GENERATED_NAME)
+            .expect("a valid name")
+            .to_owned()),
+        (Trust::Ca(_), Err(_)) => Err(Error::Usage(format!(
+            "'{host}' is not a name a certificate can hold; connect by host name or \
+             address, or pin the peer's fingerprint"
+        ))),
+    }
+}
+
+/// TLS 1.3 for a server whose clients show no certificate (an HTTP API whose clients sign
+/// each request instead).
+pub fn api_server_config(identity: &Identity) -> Result<Arc<ServerConfig>> {
+    let tls_error = |e: rustls::Error| Error::Tls(e.to_string());
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls_error)?
+        .with_no_client_auth()
+        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
+        .map_err(tls_error)?;
+    config.send_tls13_tickets = 0;
+    Ok(Arc::new(config))
+}
+
+/// TLS 1.3 for a client of such a server at `host`, checking it as `trust` says and
+/// showing no certificate: the configuration and the name to present.
+pub fn api_client_config(
+    trust: &Trust,
+    host: &str,
+) -> Result<(Arc<ClientConfig>, ServerName<'static>)> {
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(PeerCheck::new(trust.clone())))
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok((Arc::new(config), server_name(trust, host)?))
+}
+
 /// Runs the TLS handshake on `socket` within `handshake_within` and wraps it as a channel
 /// whose messages each have `timeout`. Errors name the certificate seen.
 pub fn tls_channel(
@@ -582,21 +627,7 @@ pub fn tls_channel(
                 .with_client_auth_cert(chain, key)
                 .map_err(tls_error)?;
             config.resumption = rustls::client::Resumption::disabled();
-            // A pinned certificate is checked by its fingerprint, not a name; a CA's
-            // must name the host we connected to.
-            let name = match (&tls.trust, ServerName::try_from(host.to_string())) {
-                (_, Ok(name)) => name,
-                (Trust::Pinned(_), Err(_)) => ServerName::try_from(GENERATED_NAME)
-                    .expect("a valid name")
-                    .to_owned(),
-                (Trust::Ca(_), Err(_)) => {
-                    return Err(Error::Usage(format!(
-                        "'{host}' is not a name a certificate can hold; connect by host name \
-                         or address, or pin the peer's fingerprint"
-                    )))
-                }
-            };
-            ClientConnection::new(Arc::new(config), name)
+            ClientConnection::new(Arc::new(config), server_name(&tls.trust, host)?)
                 .map_err(tls_error)?
                 .into()
         }
