@@ -347,3 +347,144 @@ mod tests {
         );
     }
 }
+
+/// Measuring A.4's online step before building it (not yet part of the service): `a^k`
+/// for the same 255-bit `k` in every lane, with width-5 signed digits, cyclotomic
+/// squarings, and conjugation for negative digits.
+#[cfg(test)]
+mod preprocessing_probe {
+    use super::*;
+    use blstrs::{G2Projective, Gt, Scalar};
+    use ff::Field;
+    use group::{Curve, Group};
+
+    /// Width-`w` non-adjacent digits of `k` (least significant first).
+    fn wnaf(k: &[u64; 4], w: u32) -> Vec<i32> {
+        let mut k: Vec<u64> = k.to_vec();
+        k.push(0);
+        let mut out = Vec::new();
+        let is_zero = |k: &[u64]| k.iter().all(|&l| l == 0);
+        while !is_zero(&k) {
+            let mut d = 0i32;
+            if k[0] & 1 == 1 {
+                let m = (k[0] & ((1 << w) - 1)) as i32;
+                d = if m >= 1 << (w - 1) { m - (1 << w) } else { m };
+                // k -= d
+                if d > 0 {
+                    let mut borrow = d as u64;
+                    for l in k.iter_mut() {
+                        let (v, b) = l.overflowing_sub(borrow);
+                        *l = v;
+                        borrow = b as u64;
+                    }
+                } else {
+                    let mut carry = (-d) as u64;
+                    for l in k.iter_mut() {
+                        let (v, c) = l.overflowing_add(carry);
+                        *l = v;
+                        carry = c as u64;
+                    }
+                }
+            }
+            out.push(d);
+            for i in 0..k.len() {
+                k[i] = (k[i] >> 1) | if i + 1 < k.len() { k[i + 1] << 63 } else { 0 };
+            }
+        }
+        out
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn cyclotomic_pow(a: &Fp12, k: &[u64; 4]) -> Fp12 {
+        let a2 = a.cyclotomic_sqr();
+        let mut table = [*a; 8];
+        for i in 1..8 {
+            table[i] = table[i - 1].mul(&a2);
+        }
+        let mut r: Option<Fp12> = None;
+        let mut squarings = 0;
+        for &d in wnaf(k, 5).iter().rev() {
+            if let Some(x) = r.as_mut() {
+                *x = x.cyclotomic_sqr();
+                squarings += 1;
+                if squarings % 4 == 0 {
+                    *x = x.reduce();
+                }
+            }
+            if d != 0 {
+                let t = table[(d.unsigned_abs() as usize - 1) / 2];
+                let t = if d < 0 { t.conjugate() } else { t };
+                r = Some(match r {
+                    None => t,
+                    Some(x) => x.mul(&t),
+                });
+                squarings = 0;
+            }
+        }
+        r.expect("k is not zero")
+    }
+
+    #[test]
+    #[ignore]
+    fn gt_exponentiation_against_a_pairing() {
+        if !available() {
+            return;
+        }
+        // SAFETY: the CPU was checked.
+        unsafe { probe() }
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn probe() {
+        let mut rng = rand_core::OsRng;
+        let q = G2Projective::random(&mut rng).to_affine();
+        let lines = Lines::new(&q).unwrap();
+        let b = &lines.bridge;
+        let gts: [Gt; LANES] = std::array::from_fn(|_| Gt::random(&mut rng));
+        let x = Fp12(std::array::from_fn(|i| {
+            Fp6(std::array::from_fn(|j| {
+                Fp2(std::array::from_fn(|c| {
+                    b.load(std::array::from_fn(|l| {
+                        &crate::crypto::gt_limbs(&gts[l]).fp6[i].fp2[j].fp[c].l
+                    }))
+                }))
+            }))
+        }));
+        let s = Scalar::random(&mut rng);
+        let bytes = s.to_bytes_le();
+        let k: [u64; 4] = std::array::from_fn(|i| {
+            u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap())
+        });
+        let got = lines.to_blst(&cyclotomic_pow(&x, &k));
+        for l in 0..LANES {
+            assert!(got[l] == *crate::crypto::gt_limbs(&(gts[l] * s)));
+        }
+        let n = 50;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(cyclotomic_pow(&x, &k));
+        }
+        let exp = t.elapsed() / (n * LANES as u32);
+        let points: [blstrs::G1Affine; LANES] =
+            std::array::from_fn(|_| blstrs::G1Projective::random(&mut rng).to_affine());
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(lines.pairings(&points));
+        }
+        let pairing = t.elapsed() / (n * LANES as u32);
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(x.cyclotomic_sqr());
+        }
+        let sqr = t.elapsed() / (n * LANES as u32);
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(x.mul(&x));
+        }
+        let mul = t.elapsed() / (n * LANES as u32);
+        println!(
+            "per lane: G_T exponentiation {exp:?}, pairing {pairing:?}, cyclotomic squaring \
+             {sqr:?}, F_p12 product {mul:?}"
+        );
+    }
+}

@@ -347,19 +347,20 @@ const ONE: [u64; 6] = [
 
 const ZERO: [u64; 6] = [0; 6];
 
+/// The imaginary part of (u + 1)^((p − 1) / 3) (its real part is 0), which is also
+/// (u + 1)^((2p^2 − 2) / 3).
+const XI_P_MINUS_1_OVER_3: [u64; 6] = [
+    0xcd03_c9e4_8671_f071,
+    0x5dab_2246_1fcd_a5d2,
+    0x5870_42af_d385_1b95,
+    0x8eb6_0ebe_01ba_cb9e,
+    0x03f9_7d6e_83d0_50d2,
+    0x18f0_2065_5463_8741,
+];
+
 /// (u + 1)^((p^n − 1) / 3), n = 1, 2, 3.
 const FP6_C1: [[[u64; 6]; 2]; 3] = [
-    [
-        ZERO,
-        [
-            0xcd03_c9e4_8671_f071,
-            0x5dab_2246_1fcd_a5d2,
-            0x5870_42af_d385_1b95,
-            0x8eb6_0ebe_01ba_cb9e,
-            0x03f9_7d6e_83d0_50d2,
-            0x18f0_2065_5463_8741,
-        ],
-    ],
+    [ZERO, XI_P_MINUS_1_OVER_3],
     [
         [
             0x30f1_361b_798a_64e8,
@@ -384,14 +385,7 @@ const FP6_C2: [[u64; 6]; 3] = [
         0x14e4_f04f_e2db_9068,
         0x14e5_6d3f_1564_853a,
     ],
-    [
-        0xcd03_c9e4_8671_f071,
-        0x5dab_2246_1fcd_a5d2,
-        0x5870_42af_d385_1b95,
-        0x8eb6_0ebe_01ba_cb9e,
-        0x03f9_7d6e_83d0_50d2,
-        0x18f0_2065_5463_8741,
-    ],
+    XI_P_MINUS_1_OVER_3,
     [
         0x43f5_ffff_fffc_aaae,
         0x32b7_fff2_ed47_fffd,
