@@ -235,6 +235,53 @@ pub fn value(item: &Ciphertext, token: &PreparedToken) -> Result<Gt> {
     Ok(token.pair(std::slice::from_ref(item))?.remove(0))
 }
 
+// --- A.4: runs from precomputed values ---------------------------------------------------
+//
+// Offline, a client hands the service a *pre-token* `h^{R/K_i}` for a fresh share R (made
+// like a token: [`token`]`(R, K_i)`), and the service stores its items' values
+// `e(H(x), h)^R` ([`paired`]). Online, the two clients agree on K as for a run and each
+// hands over only the scalar `δ = K / R` ([`delta`]); the service raises the smaller
+// side's values to `δ_i / δ_j = R_j / R_i` ([`ratio`], [`raised`]) and compares them with
+// the other side's: a G_T exponentiation for one side instead of a pairing for both.
+// Its view is the base protocol's (a pre-token raised to δ is the token `h^{K/K_i}`), as
+// long as each pre-token serves one run: with R_i used in runs (i, j) and (i, k), the
+// scalars give R_k / R_j and the service could intersect j with k (see the tests).
+
+/// A.4's online scalar `K / R` for a run keyed `run` and the pre-token of share `share`.
+pub fn delta(run: &Secret, share: &Secret) -> Secret {
+    Secret(run.0 * share.0.invert().expect("secrets are nonzero"))
+}
+
+/// The exponent that takes side i's precomputed values to side j's: `δ_i / δ_j`.
+pub fn ratio(delta_i: &Secret, delta_j: &Secret) -> Secret {
+    delta(delta_i, delta_j)
+}
+
+/// `v^e` for every value, in order, in parallel (eight at a time on AVX-512 IFMA).
+pub fn raised(values: &[Gt], e: &Secret) -> Vec<Gt> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::batch_pairing::available() {
+        use crate::batch_pairing::{powers, Exponent, LANES};
+        let bytes = e.0.to_bytes_le();
+        let limbs: [u64; 4] =
+            std::array::from_fn(|i| u64::from_le_bytes(bytes[8 * i..][..8].try_into().expect("8")));
+        let exponent = Exponent::new(&limbs);
+        let batches: Vec<Vec<Gt>> = values
+            .par_chunks(LANES)
+            .with_min_len(2)
+            .map(|batch| {
+                let lanes = std::array::from_fn(|k| *gt_limbs(batch.get(k).unwrap_or(&batch[0])));
+                powers(&lanes, &exponent)[..batch.len()]
+                    .iter()
+                    .map(|f| gt_from_limbs(*f))
+                    .collect()
+            })
+            .collect();
+        return batches.into_iter().flatten().collect();
+    }
+    values.par_iter().map(|v| v * e.0).collect()
+}
+
 // blstrs 0.7 declares `Gt(Fp12)` and `Fp12(blst_fp12)` #[repr(transparent)] but exports
 // no conversion between a Gt and blst's element; these two are the casts that layout allows.
 const _: () = assert!(std::mem::size_of::<Gt>() == std::mem::size_of::<blst::blst_fp12>());
@@ -384,6 +431,57 @@ mod tests {
         }
         let identity = G1Affine::identity().to_compressed();
         assert!(paired(&[stored[0], identity], &token, |v| Ok(*v)).is_err());
+    }
+
+    /// A.4: precomputed values raised to the ratio of the two scalars meet the other
+    /// side's on the common keys — and a pre-token used twice lets the service intersect
+    /// two datasets that never had a run together, which is why each serves one run.
+    #[test]
+    fn precomputed_runs_match_and_pre_tokens_serve_one_run() {
+        let sets = [
+            &["ann", "bob", "cat"][..],
+            &["cat", "dan", "ann"],
+            &["eve", "cat"],
+        ];
+        let ks = [Secret::random(), Secret::random(), Secret::random()];
+        let stored: Vec<Vec<Ciphertext>> =
+            (0..3).map(|p| encrypt(&keys(sets[p]), &ks[p])).collect();
+        // Each client's pre-token for a share R; the service's values under it.
+        let precomputed = |p: usize, share: &Secret| {
+            let t = PreparedToken::new(&decode_token(&token(share, &ks[p])).unwrap());
+            paired(&stored[p], &t, |v| Ok(*v)).unwrap()
+        };
+        let meet = |a: &[Gt], b: &[Gt]| -> Vec<(usize, usize)> {
+            (0..a.len())
+                .flat_map(|x| (0..b.len()).map(move |y| (x, y)))
+                .filter(|&(x, y)| a[x] == b[y])
+                .collect()
+        };
+        let shares = [Secret::random(), Secret::random(), Secret::random()];
+        let w: Vec<Vec<Gt>> = (0..3).map(|p| precomputed(p, &shares[p])).collect();
+        // Run (0, 1) under K.
+        let k = Secret::random();
+        let (d0, d1) = (delta(&k, &shares[0]), delta(&k, &shares[1]));
+        let raised0 = raised(&w[0], &ratio(&d0, &d1));
+        assert_eq!(meet(&raised0, &w[1]), [(0, 2), (2, 0)]);
+        // Run (0, 2) under K', the pre-token of 0 used again: the scalars of both runs
+        // take 1's values to 2's, and 1 and 2 meet on "cat".
+        let k2 = Secret::random();
+        let (d0_again, d2) = (delta(&k2, &shares[0]), delta(&k2, &shares[2]));
+        let link = Secret(ratio(&d0_again, &d0).0 * ratio(&d1, &d2).0);
+        assert_eq!(meet(&raised(&w[1], &link), &w[2]), [(0, 1)]);
+        // With a fresh pre-token for the second run, the same computation finds nothing.
+        let fresh = Secret::random();
+        let d0_fresh = delta(&k2, &fresh);
+        let link = Secret(ratio(&d0_fresh, &d0).0 * ratio(&d1, &d2).0);
+        assert!(meet(&raised(&w[1], &link), &w[2]).is_empty());
+        // Raising on the lanes equals blstrs for every batch length.
+        let e = Secret::random();
+        for n in [1, 3, 8, 9] {
+            let values: Vec<Gt> = (0..n).map(|_| Gt::random(rand_core::OsRng)).collect();
+            let want: Vec<Gt> = values.iter().map(|v| v * e.0).collect();
+            assert_eq!(raised(&values, &e), want);
+        }
     }
 
     #[test]

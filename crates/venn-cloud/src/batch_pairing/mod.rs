@@ -16,7 +16,7 @@
 mod fp;
 mod tower;
 
-use blst::{blst_fp, blst_fp12, blst_fp2, blst_fp6, blst_p2_affine};
+use blst::{blst_fp12, blst_fp2, blst_fp6, blst_p2_affine};
 use blstrs::{G1Affine, G2Affine};
 use fp::{Bridge, Fp, Limbs};
 use group::prime::PrimeCurveAffine;
@@ -85,7 +85,7 @@ impl Lines {
         let y = self.bridge.load(affine.map(|p| &p.y.l));
         let f = self.miller_loop(&x.double().neg(), &y.double());
         let f = final_exponentiation(&f, &self.bridge, &self.constants);
-        self.to_blst(&f)
+        f.store(&self.bridge)
     }
 
     /// The line `k` evaluated at P, given −2·x_P and 2·y_P (blst's `post_line_by_Px2`).
@@ -123,21 +123,82 @@ impl Lines {
         debug_assert_eq!(k, LINES);
         f.conjugate()
     }
+}
 
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    fn to_blst(&self, f: &Fp12) -> [blst_fp12; LANES] {
-        let mut out = [blst_fp12::default(); LANES];
-        for (i, c6) in f.0.iter().enumerate() {
-            for (j, c2) in c6.0.iter().enumerate() {
-                for (k, c) in c2.0.iter().enumerate() {
-                    for (lane, l) in self.bridge.store(c).into_iter().enumerate() {
-                        out[lane].fp6[i].fp2[j].fp[k] = blst_fp { l };
-                    }
+/// An exponent of G_T in width-5 non-adjacent form, for [`powers`]: every lane is raised
+/// to the same exponent, so the digits are computed once.
+pub struct Exponent(Vec<i8>);
+
+impl Exponent {
+    /// The digits of `e` (little-endian 64-bit limbs), least significant first.
+    pub fn new(e: &[u64; 4]) -> Exponent {
+        const WIDTH: u32 = 5;
+        let mut k = [e[0], e[1], e[2], e[3], 0];
+        let mut digits = Vec::with_capacity(257);
+        while k.iter().any(|&l| l != 0) {
+            let mut d = 0i64;
+            if k[0] & 1 == 1 {
+                let m = (k[0] & ((1 << WIDTH) - 1)) as i64;
+                d = if m >= 1 << (WIDTH - 1) {
+                    m - (1 << WIDTH)
+                } else {
+                    m
+                };
+                // k −= d, as a 320-bit number.
+                let (mut carry, negative) = (d.unsigned_abs(), d < 0);
+                for limb in k.iter_mut() {
+                    let (v, c) = match negative {
+                        true => limb.overflowing_add(carry),
+                        false => limb.overflowing_sub(carry),
+                    };
+                    (*limb, carry) = (v, c as u64);
                 }
             }
+            digits.push(d as i8);
+            for i in 0..k.len() {
+                k[i] = (k[i] >> 1) | k.get(i + 1).map_or(0, |h| h << 63);
+            }
         }
-        out
+        Exponent(digits)
     }
+}
+
+/// `v^e` for eight values of G_T (A.4's online step: a side's stored values raised to
+/// the run's ratio): cyclotomic squarings, a table of the odd powers up to 15, negative
+/// digits by conjugation (the inverse in G_T). `e` must not be zero.
+pub fn powers(values: &[blst_fp12; LANES], e: &Exponent) -> [blst_fp12; LANES] {
+    assert!(available() && !e.0.is_empty());
+    // SAFETY: the CPU was checked.
+    unsafe { powers_ifma(values, e) }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn powers_ifma(values: &[blst_fp12; LANES], e: &Exponent) -> [blst_fp12; LANES] {
+    let bridge = Bridge::new();
+    let a = Fp12::load(&bridge, values);
+    let a2 = a.cyclotomic_sqr();
+    let mut odd = [a; 8];
+    for i in 1..odd.len() {
+        odd[i] = odd[i - 1].mul(&a2);
+    }
+    let mut r: Option<Fp12> = None;
+    let mut squarings = 0;
+    for &d in e.0.iter().rev() {
+        if let Some(x) = r.as_mut() {
+            *x = x.cyclotomic_sqr();
+            squarings += 1;
+            if squarings % 4 == 0 {
+                *x = x.reduce();
+            }
+        }
+        if d != 0 {
+            let t = odd[(d.unsigned_abs() as usize - 1) / 2];
+            let t = if d < 0 { t.conjugate() } else { t };
+            r = Some(r.map_or(t, |x| x.mul(&t)));
+            squarings = 0;
+        }
+    }
+    r.expect("a nonzero exponent").store(&bridge)
 }
 
 /// `a^{|z|/2}` conjugated (z < 0), for `a` in the cyclotomic subgroup (blst's
@@ -230,6 +291,38 @@ mod tests {
         }
     }
 
+    /// Powers of eight values against blstrs's exponentiation in G_T, for exponents of
+    /// every size (one bit, all ones, random).
+    #[test]
+    fn powers_equal_blstrs() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX-512 IFMA");
+            return;
+        }
+        let mut rng = rand_core::OsRng;
+        let gts: [Gt; LANES] = std::array::from_fn(|_| Gt::random(&mut rng));
+        let values = gts.map(|g| *crate::crypto::gt_limbs(&g));
+        let random = {
+            use ff::Field;
+            Scalar::random(&mut rng)
+        };
+        for s in [
+            Scalar::from(1u64),
+            Scalar::from(u64::MAX),
+            -Scalar::from(1u64),
+            random,
+        ] {
+            let bytes = s.to_bytes_le();
+            let e: [u64; 4] = std::array::from_fn(|i| {
+                u64::from_le_bytes(bytes[8 * i..][..8].try_into().unwrap())
+            });
+            let got = powers(&values, &Exponent::new(&e));
+            for (g, v) in gts.iter().zip(got) {
+                assert!(v == *crate::crypto::gt_limbs(&(g * s)));
+            }
+        }
+    }
+
     #[test]
     fn every_step_equals_blst() {
         if !available() {
@@ -250,19 +343,11 @@ mod tests {
         let raw = |i: usize| -> [blst_fp12; LANES] {
             std::array::from_fn(|l| *crate::crypto::gt_limbs(&gts[(l + i) % LANES]))
         };
-        let into = |x: &[blst_fp12; LANES]| {
-            Fp12(std::array::from_fn(|i| {
-                Fp6(std::array::from_fn(|j| {
-                    Fp2(std::array::from_fn(|c| {
-                        b.load(std::array::from_fn(|l| &x[l].fp6[i].fp2[j].fp[c].l))
-                    }))
-                }))
-            }))
-        };
+        let into = |x: &[blst_fp12; LANES]| Fp12::load(b, x);
         let (xs, ys) = (raw(0), raw(3));
         let (x, y) = (into(&xs), into(&ys));
         let check = |got: Fp12, want: &dyn Fn(&mut blst_fp12, &blst_fp12, &blst_fp12), what| {
-            let got = lines.to_blst(&got);
+            let got = got.store(b);
             for l in 0..LANES {
                 assert!(got[l] == blst(|o| want(o, &xs[l], &ys[l])), "{what}");
             }
@@ -306,7 +391,7 @@ mod tests {
         // against blstrs's exponentiation in G_T, and blst's final exponentiation.
         let z = 0xd201_0000_0001_0000u64;
         let chain = |got: Fp12, e: u64, what| {
-            let got = lines.to_blst(&got);
+            let got = got.store(b);
             for l in 0..LANES {
                 let want = -(gts[l] * Scalar::from(e));
                 assert!(got[l] == *crate::crypto::gt_limbs(&want), "{what}");
@@ -321,7 +406,7 @@ mod tests {
             "final exp",
         );
         // The largest representations (limbs p − 1 everywhere), through a long chain.
-        let mut p_minus_1 = blst_fp { l: fp::P64 };
+        let mut p_minus_1 = blst::blst_fp { l: fp::P64 };
         p_minus_1.l[0] -= 1;
         let mut big = blst_fp12::default();
         for c in big
@@ -341,150 +426,6 @@ mod tests {
             }
             want = blst(|o| unsafe { blst::blst_fp12_cyclotomic_sqr(o, &want) });
         }
-        assert!(
-            lines.to_blst(&got).iter().all(|g| *g == want),
-            "a long chain"
-        );
-    }
-}
-
-/// Measuring A.4's online step before building it (not yet part of the service): `a^k`
-/// for the same 255-bit `k` in every lane, with width-5 signed digits, cyclotomic
-/// squarings, and conjugation for negative digits.
-#[cfg(test)]
-mod preprocessing_probe {
-    use super::*;
-    use blstrs::{G2Projective, Gt, Scalar};
-    use ff::Field;
-    use group::{Curve, Group};
-
-    /// Width-`w` non-adjacent digits of `k` (least significant first).
-    fn wnaf(k: &[u64; 4], w: u32) -> Vec<i32> {
-        let mut k: Vec<u64> = k.to_vec();
-        k.push(0);
-        let mut out = Vec::new();
-        let is_zero = |k: &[u64]| k.iter().all(|&l| l == 0);
-        while !is_zero(&k) {
-            let mut d = 0i32;
-            if k[0] & 1 == 1 {
-                let m = (k[0] & ((1 << w) - 1)) as i32;
-                d = if m >= 1 << (w - 1) { m - (1 << w) } else { m };
-                // k -= d
-                if d > 0 {
-                    let mut borrow = d as u64;
-                    for l in k.iter_mut() {
-                        let (v, b) = l.overflowing_sub(borrow);
-                        *l = v;
-                        borrow = b as u64;
-                    }
-                } else {
-                    let mut carry = (-d) as u64;
-                    for l in k.iter_mut() {
-                        let (v, c) = l.overflowing_add(carry);
-                        *l = v;
-                        carry = c as u64;
-                    }
-                }
-            }
-            out.push(d);
-            for i in 0..k.len() {
-                k[i] = (k[i] >> 1) | if i + 1 < k.len() { k[i + 1] << 63 } else { 0 };
-            }
-        }
-        out
-    }
-
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    fn cyclotomic_pow(a: &Fp12, k: &[u64; 4]) -> Fp12 {
-        let a2 = a.cyclotomic_sqr();
-        let mut table = [*a; 8];
-        for i in 1..8 {
-            table[i] = table[i - 1].mul(&a2);
-        }
-        let mut r: Option<Fp12> = None;
-        let mut squarings = 0;
-        for &d in wnaf(k, 5).iter().rev() {
-            if let Some(x) = r.as_mut() {
-                *x = x.cyclotomic_sqr();
-                squarings += 1;
-                if squarings % 4 == 0 {
-                    *x = x.reduce();
-                }
-            }
-            if d != 0 {
-                let t = table[(d.unsigned_abs() as usize - 1) / 2];
-                let t = if d < 0 { t.conjugate() } else { t };
-                r = Some(match r {
-                    None => t,
-                    Some(x) => x.mul(&t),
-                });
-                squarings = 0;
-            }
-        }
-        r.expect("k is not zero")
-    }
-
-    #[test]
-    #[ignore]
-    fn gt_exponentiation_against_a_pairing() {
-        if !available() {
-            return;
-        }
-        // SAFETY: the CPU was checked.
-        unsafe { probe() }
-    }
-
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    fn probe() {
-        let mut rng = rand_core::OsRng;
-        let q = G2Projective::random(&mut rng).to_affine();
-        let lines = Lines::new(&q).unwrap();
-        let b = &lines.bridge;
-        let gts: [Gt; LANES] = std::array::from_fn(|_| Gt::random(&mut rng));
-        let x = Fp12(std::array::from_fn(|i| {
-            Fp6(std::array::from_fn(|j| {
-                Fp2(std::array::from_fn(|c| {
-                    b.load(std::array::from_fn(|l| {
-                        &crate::crypto::gt_limbs(&gts[l]).fp6[i].fp2[j].fp[c].l
-                    }))
-                }))
-            }))
-        }));
-        let s = Scalar::random(&mut rng);
-        let bytes = s.to_bytes_le();
-        let k: [u64; 4] = std::array::from_fn(|i| {
-            u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap())
-        });
-        let got = lines.to_blst(&cyclotomic_pow(&x, &k));
-        for l in 0..LANES {
-            assert!(got[l] == *crate::crypto::gt_limbs(&(gts[l] * s)));
-        }
-        let n = 50;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(cyclotomic_pow(&x, &k));
-        }
-        let exp = t.elapsed() / (n * LANES as u32);
-        let points: [blstrs::G1Affine; LANES] =
-            std::array::from_fn(|_| blstrs::G1Projective::random(&mut rng).to_affine());
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(lines.pairings(&points));
-        }
-        let pairing = t.elapsed() / (n * LANES as u32);
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(x.cyclotomic_sqr());
-        }
-        let sqr = t.elapsed() / (n * LANES as u32);
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(x.mul(&x));
-        }
-        let mul = t.elapsed() / (n * LANES as u32);
-        println!(
-            "per lane: G_T exponentiation {exp:?}, pairing {pairing:?}, cyclotomic squaring \
-             {sqr:?}, F_p12 product {mul:?}"
-        );
+        assert!(got.store(b).iter().all(|g| *g == want), "a long chain");
     }
 }

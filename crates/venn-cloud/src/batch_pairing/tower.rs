@@ -297,6 +297,34 @@ impl Fp12 {
         ])
     }
 
+    /// Eight of blst's elements, one per lane.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn load(bridge: &Bridge, x: &[blst::blst_fp12; 8]) -> Fp12 {
+        Fp12(std::array::from_fn(|i| {
+            Fp6(std::array::from_fn(|j| {
+                Fp2(std::array::from_fn(|k| {
+                    bridge.load(std::array::from_fn(|lane| &x[lane].fp6[i].fp2[j].fp[k].l))
+                }))
+            }))
+        }))
+    }
+
+    /// Each lane as blst's element (fully reduced).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn store(&self, bridge: &Bridge) -> [blst::blst_fp12; 8] {
+        let mut out = [blst::blst_fp12::default(); 8];
+        for (i, c6) in self.0.iter().enumerate() {
+            for (j, c2) in c6.0.iter().enumerate() {
+                for (k, c) in c2.0.iter().enumerate() {
+                    for (lane, l) in bridge.store(c).into_iter().enumerate() {
+                        out[lane].fp6[i].fp2[j].fp[k] = blst::blst_fp { l };
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Every coefficient below 4p ([`Fp::reduce`]).
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub fn reduce(&self) -> Fp12 {
