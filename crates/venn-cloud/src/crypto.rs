@@ -418,8 +418,16 @@ mod tests {
         let t = decode_token(&token(&Secret::random(), &k)).unwrap();
         let prepared = G2Prepared::from(t);
         let token = PreparedToken::new(&t);
+        // The same token without the lanes: blst one item at a time, as where the CPU
+        // lacks IFMA.
+        let one_by_one = PreparedToken {
+            prepared: G2Prepared::from(t),
+            #[cfg(target_arch = "x86_64")]
+            lanes: None,
+        };
         for n in [1, 7, 8, 9, 19] {
             let got = paired(&stored[..n], &token, |v| Ok(*v)).unwrap();
+            assert_eq!(paired(&stored[..n], &one_by_one, |v| Ok(*v)).unwrap(), got);
             let want: Vec<Gt> = stored[..n]
                 .iter()
                 .map(|c| {
