@@ -9,7 +9,7 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use venn::net::tls::{api_client_config, Trust};
 
 /// The longest answer read: a three-party task's values or a result of 2^26 positions.
@@ -47,7 +47,8 @@ pub struct Http {
 }
 
 impl Http {
-    /// A client of the service at `endpoint`. Every call gives up after `timeout`.
+    /// A client of the service at `endpoint`. Every call gives up after `timeout`, all
+    /// of it (connecting, sending, the answer) counted.
     pub fn new(endpoint: &Endpoint, timeout: Duration) -> Result<Http> {
         let (base, trust) = (endpoint.url.trim_end_matches('/'), endpoint.trust.as_ref());
         let bad = || {
@@ -119,10 +120,15 @@ impl Http {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.authority)?
             .next()
             .ok_or_else(|| std::io::Error::other("the name has no address"))?;
+        let deadline = Instant::now() + self.timeout;
         let tcp = TcpStream::connect_timeout(&addr, self.timeout)?;
-        tcp.set_read_timeout(Some(self.timeout))?;
-        tcp.set_write_timeout(Some(self.timeout))?;
         tcp.set_nodelay(true)?;
+        let timer = tcp.try_clone()?;
+        let tcp = Deadline {
+            inner: tcp,
+            timer,
+            deadline,
+        };
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
              Content-Length: {}\r\n",
@@ -144,6 +150,46 @@ impl Http {
             }
             None => exchange_on(tcp, &head, body),
         }
+    }
+}
+
+/// A connection that fails once `deadline` has passed: every read and write may take only
+/// what is left (a service that trickles its answer cannot hold a worker for ever).
+struct Deadline {
+    inner: TcpStream,
+    /// The same socket, for its timeouts.
+    timer: TcpStream,
+    deadline: Instant,
+}
+
+impl Deadline {
+    fn arm(&self, read: bool) -> std::io::Result<()> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        match read {
+            true => self.timer.set_read_timeout(Some(left)),
+            false => self.timer.set_write_timeout(Some(left)),
+        }
+    }
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.arm(true)?;
+        self.inner.read(buf)
+    }
+}
+
+impl Write for Deadline {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.arm(false)?;
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -293,6 +339,34 @@ mod tests {
         let mut huge_head = b"HTTP/1.1 200 OK\r\nx: ".to_vec();
         huge_head.extend(vec![b'a'; MAX_HEAD]);
         assert!(answer(&huge_head).is_err(), "a head over the limit");
+    }
+
+    /// A service that answers a byte at a time cannot hold a call past its deadline.
+    #[test]
+    fn a_trickling_answer_is_cut_at_the_deadline() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            for b in b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n"
+                .iter()
+                .cycle()
+            {
+                if s.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let http = Http::new(&Endpoint::plain(&url), Duration::from_millis(500)).unwrap();
+        let start = Instant::now();
+        let err = http.call("GET", "/", &[], b"").unwrap_err();
+        assert!(matches!(err, Error::Transport(_)), "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
