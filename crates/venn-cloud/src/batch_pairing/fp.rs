@@ -8,9 +8,11 @@
 //! (−2^16·p, 2^16·p). Additions and subtractions are therefore single vector adds; only
 //! [`Fp::mul`] normalises, by adding 2^16·p and propagating carries, so that its operands
 //! are non-negative 52-bit limbs below 2^398 — and then the Montgomery product
-//! `(a·b + m·p) / 2^416 < 2^796 / 2^416 + p < 2p` is back in range. The tower above
-//! never adds more than a few dozen such products, far inside both the value bound and the
-//! 63-bit limb headroom (a product's limbs are below 2^57).
+//! `(a·b + m·p) / 2^416 < 2^796 / 2^416 + p < 2p` is back in range, its limbs below 2^53
+//! after one parallel carry step. The tower above never adds more than a few dozen such
+//! products, far inside both the value bound and the 63-bit limb headroom — except chains of
+//! cyclotomic squarings, whose result holds ±2·(the operand), so that values and limbs
+//! double each step: those call [`Fp::reduce`] every fourth step.
 
 use std::arch::x86_64::*;
 

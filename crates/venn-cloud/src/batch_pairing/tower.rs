@@ -1,7 +1,7 @@
 //! The BLS12-381 extension tower over eight lanes, formula for formula as blst's
 //! `fp12_tower.c` (its non-lazy variants), so that every intermediate value matches blst's:
 //!
-//! F_p2 = F_p[u] / (u² + 1), F_p6 = F_p2[v] / (v³ − (u + 1)), F_p12 = F_p6[w] / (w² − v).
+//! `F_p2 = F_p[u] / (u² + 1)`, `F_p6 = F_p2[v] / (v³ − (u + 1))`, `F_p12 = F_p6[w] / (w² − v)`.
 
 use super::fp::{Bridge, Fp, Limbs};
 
@@ -343,7 +343,7 @@ impl Fp12 {
     }
 }
 
-/// `(a0 + a1·t)²` in F_p4 = F_p2[t] / (t² − (u + 1)).
+/// `(a0 + a1·t)²` in `F_p4 = F_p2[t] / (t² − (u + 1))`.
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline]
 fn sqr_fp4(a0: &Fp2, a1: &Fp2) -> [Fp2; 2] {
