@@ -164,3 +164,14 @@ pub fn from_hex<const N: usize>(text: &str, what: &str) -> crate::Result<[u8; N]
 pub fn is_id(id: &str) -> bool {
     id.len() == 2 * ID_BYTES && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
+
+/// Refuses anything but an id's hex form.
+pub fn check_id(id: &str) -> crate::Result<()> {
+    match is_id(id) {
+        true => Ok(()),
+        false => Err(crate::Error::BadRequest(format!(
+            "'{}' is not an id (32 hex digits)",
+            venn::peer_text(id)
+        ))),
+    }
+}

@@ -83,13 +83,13 @@ impl Client {
 
     /// Deletes a dataset of the client's.
     pub fn delete(&self, dataset: &str) -> Result<Dataset> {
-        check_id(dataset)?;
+        api::check_id(dataset)?;
         self.json("DELETE", &format!("/v1/datasets/{dataset}"), &())
     }
 
     /// A run the client is part of.
     pub fn run(&self, run: &str) -> Result<Run> {
-        check_id(run)?;
+        api::check_id(run)?;
         self.json("GET", &format!("/v1/runs/{run}"), &())
     }
 
@@ -272,7 +272,7 @@ impl Client {
     /// The key indices of `keys` (the dataset's keys as uploaded) that matched in a done
     /// run, sorted.
     pub fn result(&self, key: &DatasetKey, run: &str, keys: &Items) -> Result<Vec<usize>> {
-        check_id(run)?;
+        api::check_id(run)?;
         let order = key.order(keys);
         if key.fingerprint(keys, &order) != key.keys_sha256 || keys.len() as u64 != key.items {
             return Err(Error::Conflict(
@@ -303,17 +303,6 @@ impl Client {
             return Err(Error::Transport("a result naming a position twice".into()));
         }
         Ok(out)
-    }
-}
-
-fn check_id(id: &str) -> Result<()> {
-    if api::is_id(id) {
-        Ok(())
-    } else {
-        Err(Error::BadRequest(format!(
-            "'{}' is not an id (32 hex digits)",
-            venn::peer_text(id)
-        )))
     }
 }
 

@@ -184,9 +184,7 @@ impl Store {
 
     /// A dataset by id.
     pub async fn dataset(&self, id: &str) -> Result<Dataset> {
-        if !api::is_id(id) {
-            return Err(Error::BadRequest(format!("'{id}' is not a dataset id")));
-        }
+        api::check_id(id)?;
         let row =
             sqlx::query("SELECT id, name, owner, state, items, chunks FROM datasets WHERE id = $1")
                 .bind(id)
@@ -404,9 +402,7 @@ impl Store {
 
     /// A run by id.
     pub async fn run(&self, id: &str) -> Result<Run> {
-        if !api::is_id(id) {
-            return Err(Error::BadRequest(format!("'{id}' is not a run id")));
-        }
+        api::check_id(id)?;
         let row =
             sqlx::query("SELECT state, started, finished, matches, error FROM runs WHERE id = $1")
                 .bind(id)
@@ -603,9 +599,7 @@ impl Store {
 
     /// A task of a computing run, as leased (whoever holds it).
     pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, String)> {
-        if !api::is_id(run) {
-            return Err(Error::BadRequest(format!("'{run}' is not a run id")));
-        }
+        api::check_id(run)?;
         let row = sqlx::query(
             "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state \
              FROM tasks t \
@@ -665,10 +659,6 @@ impl Store {
         chunk: u64,
         answer: Vec<u8>,
     ) -> Result<bool> {
-        if self.run(run).await?.state != "computing" {
-            // The run failed meanwhile (a dataset deleted): its answers are not kept.
-            return Ok(false);
-        }
         write_in_background(self.answer_path(run, side, chunk), answer).await?;
         sqlx::query("UPDATE tasks SET state = 'done' WHERE run = $1 AND side = $2 AND chunk = $3")
             .bind(run)

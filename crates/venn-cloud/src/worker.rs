@@ -29,10 +29,10 @@ pub fn answer(task: &Task, points: &[u8]) -> Result<Vec<u8>> {
             v.write_compressed(&mut out[..]).expect("288 bytes");
             Ok(out)
         })?;
-        Ok(values.concat())
+        Ok(values.into_flattened())
     } else {
         let run = api::from_hex::<{ api::ID_BYTES }>(&task.run, "run id")?;
-        Ok(crypto::digests(items, &token, &run)?.concat())
+        Ok(crypto::digests(items, &token, &run)?.into_flattened())
     }
 }
 

@@ -138,17 +138,19 @@ impl Fp {
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
     fn normalized(&self) -> [__m512i; LIMBS] {
+        self.add(&Fp::splat(&OFFSET)).carried()
+    }
+
+    /// The same non-negative value with its carries propagated: 52-bit limbs, the top one
+    /// holding the rest.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn carried(&self) -> [__m512i; LIMBS] {
         let mask = splat(MASK);
-        let mut out = [_mm512_setzero_si512(); LIMBS];
-        let mut carry = _mm512_setzero_si512();
-        for i in 0..LIMBS {
-            let v = _mm512_add_epi64(_mm512_add_epi64(self.0[i], splat(OFFSET[i])), carry);
-            if i + 1 < LIMBS {
-                carry = _mm512_srai_epi64::<52>(v);
-                out[i] = _mm512_and_si512(v, mask);
-            } else {
-                out[i] = v;
-            }
+        let mut out = self.0;
+        for i in 0..LIMBS - 1 {
+            out[i + 1] = _mm512_add_epi64(out[i + 1], _mm512_srai_epi64::<52>(out[i]));
+            out[i] = _mm512_and_si512(out[i], mask);
         }
         out
     }
@@ -239,11 +241,11 @@ impl Fp {
         }))
     }
 
-    /// Each lane's non-negative normalised limbs (the value plus 2^16·p).
+    /// Each lane's 52-bit limbs of a non-negative value.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
     fn to_lanes(self) -> [Limbs; 8] {
-        let limbs = self.normalized();
+        let limbs = self.carried();
         let mut columns = [[0u64; 8]; LIMBS];
         for (column, limb) in columns.iter_mut().zip(limbs) {
             // SAFETY: eight u64 are written.
@@ -313,33 +315,14 @@ impl Bridge {
 }
 
 impl Fp {
-    /// Each lane reduced below p, in radix 2^52.
+    /// Each lane of a product (non-negative, below 2p) reduced below p, in radix 2^52.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    fn canonical(x: Fp) -> [Limbs; 8] {
-        x.to_lanes().map(|mut l| {
-            // Below 2^398 ≈ 2^17.3·p: take away p while it fits (greatest multiple first).
-            for shift in (0..18).rev() {
-                let m = shifted(shift);
-                if !less(&l, &m) {
-                    l = minus(&l, &m);
-                }
-            }
-            l
-        })
+    fn canonical(product: Fp) -> [Limbs; 8] {
+        product
+            .to_lanes()
+            .map(|l| if less(&l, &P) { l } else { minus(&l, &P) })
     }
-}
-
-/// 2^shift·p in radix 2^52 (shift ≤ 17).
-fn shifted(shift: u32) -> Limbs {
-    let mut w = [0u64; 7];
-    for i in 0..6 {
-        w[i] |= P64[i] << shift;
-        if shift > 0 {
-            w[i + 1] = P64[i] >> (64 - shift);
-        }
-    }
-    radix52(w)
 }
 
 fn less(a: &Limbs, b: &Limbs) -> bool {

@@ -577,15 +577,7 @@ fn server_name(trust: &Trust, host: &str) -> Result<ServerName<'static>> {
 /// TLS 1.3 for a server whose clients show no certificate (an HTTP API whose clients sign
 /// each request instead).
 pub fn api_server_config(identity: &Identity) -> Result<Arc<ServerConfig>> {
-    let tls_error = |e: rustls::Error| Error::Tls(e.to_string());
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls_error)?
-        .with_no_client_auth()
-        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
-        .map_err(tls_error)?;
-    config.send_tls13_tickets = 0;
-    Ok(Arc::new(config))
+    Ok(Arc::new(server_config(identity, None)?))
 }
 
 /// TLS 1.3 for a client of such a server at `host`, checking it as `trust` says and
@@ -594,14 +586,47 @@ pub fn api_client_config(
     trust: &Trust,
     host: &str,
 ) -> Result<(Arc<ClientConfig>, ServerName<'static>)> {
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(PeerCheck::new(trust.clone())))
-        .with_no_client_auth();
-    config.resumption = rustls::client::Resumption::disabled();
+    let config = client_config(Arc::new(PeerCheck::new(trust.clone())), None)?;
     Ok((Arc::new(config), server_name(trust, host)?))
+}
+
+fn tls_error(e: rustls::Error) -> Error {
+    Error::Tls(e.to_string())
+}
+
+/// TLS 1.3 only, without resumption, the server checked by `check`; `identity` shown if
+/// the server asks for a certificate.
+fn client_config(check: Arc<PeerCheck>, identity: Option<&Identity>) -> Result<ClientConfig> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls_error)?
+        .dangerous()
+        .with_custom_certificate_verifier(check);
+    let mut config = match identity {
+        Some(id) => builder
+            .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+            .map_err(tls_error)?,
+        None => builder.with_no_client_auth(),
+    };
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(config)
+}
+
+/// TLS 1.3 only, without session tickets, as `identity`; clients must show a
+/// certificate `check` accepts, if given.
+fn server_config(identity: &Identity, check: Option<Arc<PeerCheck>>) -> Result<ServerConfig> {
+    let builder = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls_error)?;
+    let builder = match check {
+        Some(check) => builder.with_client_cert_verifier(check),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder
+        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
+        .map_err(tls_error)?;
+    config.send_tls13_tickets = 0;
+    Ok(config)
 }
 
 /// Runs the TLS handshake on `socket` within `handshake_within` and wraps it as a channel
@@ -614,31 +639,15 @@ pub fn tls_channel(
     timeout: Duration,
 ) -> Result<TlsChannel> {
     let check = Arc::new(PeerCheck::new(tls.trust.clone()));
-    let chain = tls.identity.chain.clone();
-    let key = tls.identity.key.clone_key();
-    let tls_error = |e: rustls::Error| Error::Tls(e.to_string());
     let mut conn: Connection = match side {
         Side::Client { host } => {
-            let mut config = ClientConfig::builder_with_provider(provider())
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .map_err(tls_error)?
-                .dangerous()
-                .with_custom_certificate_verifier(check.clone())
-                .with_client_auth_cert(chain, key)
-                .map_err(tls_error)?;
-            config.resumption = rustls::client::Resumption::disabled();
+            let config = client_config(check.clone(), Some(&tls.identity))?;
             ClientConnection::new(Arc::new(config), server_name(&tls.trust, host)?)
                 .map_err(tls_error)?
                 .into()
         }
         Side::Server => {
-            let mut config = ServerConfig::builder_with_provider(provider())
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .map_err(tls_error)?
-                .with_client_cert_verifier(check.clone())
-                .with_single_cert(chain, key)
-                .map_err(tls_error)?;
-            config.send_tls13_tickets = 0;
+            let config = server_config(&tls.identity, Some(check.clone()))?;
             ServerConnection::new(Arc::new(config))
                 .map_err(tls_error)?
                 .into()
