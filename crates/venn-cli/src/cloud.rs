@@ -32,6 +32,11 @@ pub enum CloudCommand {
     /// Agree on a run with a partner (or two) over a Venn link and give the service this
     /// dataset's token; prints the run's id.
     Pair(PairCli),
+    /// Hand the service one-time pre-tokens of a dataset, whose values it precomputes
+    /// while idle: a `pair --preprocessed` run then costs it one exponentiation per item
+    /// of the smaller dataset instead of a pairing per item of both. Prints their ids;
+    /// with --count 0 lists the dataset's pre-tokens.
+    Pretoken(PretokenCli),
     /// Show a run.
     Status(StatusCli),
     /// Write the rows of your file that matched in a run.
@@ -69,6 +74,10 @@ pub struct ServeCli {
     /// The most items a client keeps over all its datasets (48 bytes each on disk).
     #[arg(long, default_value_t = 1 << 26)]
     max_client_items: u64,
+    /// The most pre-tokens of a dataset computing or ready at once (592 bytes per item
+    /// each on disk until a run uses it).
+    #[arg(long, default_value_t = 4)]
+    max_pretokens: u64,
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
@@ -198,8 +207,27 @@ pub struct PairCli {
     /// Seconds to wait for the partners.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
+    /// Use a ready pre-token of your dataset (`venn cloud pretoken`) and give the service
+    /// a scalar instead of a token (two parties; both pass it).
+    #[arg(long)]
+    preprocessed: bool,
     #[command(flatten)]
     tls: TlsArgs,
+}
+
+#[derive(Args)]
+pub struct PretokenCli {
+    #[command(flatten)]
+    client: ClientCli,
+    /// The key file of your dataset (from `venn cloud upload`).
+    #[arg(long, value_name = "FILE")]
+    key_file: PathBuf,
+    /// How many to make (each serves one run).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
+    count: u64,
+    /// Seconds to wait for the service to compute them (0: return at once).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    wait: u64,
 }
 
 #[derive(Args)]
@@ -283,6 +311,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         }
         CloudCommand::Upload(u) => upload(u),
         CloudCommand::Pair(p) => pair(p),
+        CloudCommand::Pretoken(p) => pretoken(p),
         CloudCommand::Status(s) => {
             let run = client(&s.client)?.run(&s.run)?;
             println!(
@@ -360,6 +389,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_items: s.max_items,
             max_datasets: s.max_datasets,
             max_client_items: s.max_client_items,
+            max_pretokens: s.max_pretokens,
             threads: s.threads,
         },
     };
@@ -428,14 +458,51 @@ fn pair(p: PairCli) -> Result<()> {
         (None, None) => unreachable!("clap requires one of --listen/--connect"),
     }
     let mut refs: Vec<&mut dyn Channel> = links.iter_mut().map(|l| &mut **l as _).collect();
-    let run = client.pair(&key, &mut refs, p.listen.is_some())?;
+    let run = client.pair(&key, &mut refs, p.listen.is_some(), p.preprocessed)?;
     eprintln!(
-        "venn cloud: run {} of {} datasets; token given ({})",
+        "venn cloud: run {} of {} datasets; {} given ({})",
         run.id,
         run.sides.len(),
+        if p.preprocessed {
+            "pre-token and scalar"
+        } else {
+            "token"
+        },
         run.state
     );
     println!("{}", run.id);
+    Ok(())
+}
+
+fn pretoken(p: PretokenCli) -> Result<()> {
+    let client = client(&p.client)?;
+    let key = DatasetKey::load(&p.key_file)?;
+    if p.count == 0 {
+        for t in client.pretokens(&key)? {
+            println!("{} {}", t.id, t.state);
+        }
+        return Ok(());
+    }
+    let start = Instant::now();
+    let made = client.make_pretokens(&key, p.count as usize)?;
+    for t in &made {
+        println!("{}", t.id);
+    }
+    if p.wait == 0 {
+        eprintln!(
+            "venn cloud: {} pre-token(s) of dataset {} handed over; the service computes them",
+            made.len(),
+            key.dataset
+        );
+        return Ok(());
+    }
+    client.wait_pretokens(&key, &made, Duration::from_secs(p.wait))?;
+    eprintln!(
+        "venn cloud: {} pre-token(s) of dataset {} ready in {:.1} s",
+        made.len(),
+        key.dataset,
+        start.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

@@ -403,6 +403,10 @@ struct BenchCli {
     /// Parties of each --thunder run: 2, or 3 (the service's join is then quadratic).
     #[arg(long, default_value_t = 2, requires = "thunder")]
     parties: usize,
+    /// --thunder runs from pre-tokens (spec A.4): each run's offline phase (the service
+    /// precomputing both datasets' values) timed apart from its online one.
+    #[arg(long, requires = "thunder")]
+    preprocessed: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -616,9 +620,15 @@ fn main() -> ExitCode {
             parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &p.bins, &p.sigma, &s))
         }
         Command::Bench(b) if b.thunder => match b.threads[..] {
-            [threads] => {
-                bench::bench_thunder(&b.log2n, b.parties, &b.workers, threads, b.timeout, b.json)
-            }
+            [threads] => bench::bench_thunder(&bench::ThunderOptions {
+                log2ns: &b.log2n,
+                parties: b.parties,
+                preprocessed: b.preprocessed,
+                workers: &b.workers,
+                threads,
+                timeout: b.timeout,
+                json: b.json,
+            }),
             _ => Err(Error::Usage(
                 "--thunder takes one --threads count (per worker)".into(),
             )),

@@ -273,4 +273,62 @@ fn a_run_survives_a_killed_worker() {
     assert!(!wrong.status.success());
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("not the ones uploaded"));
     assert!(!dir.join("x.out").exists());
+
+    // A preprocessed run (spec A.4): pre-tokens computed by a worker, then a run of
+    // scalars that gives the same rows.
+    let mut precomputing = Killed(worker("4").stderr(Stdio::null()).spawn().unwrap());
+    for name in ["alice", "bob"] {
+        let made = ok(client(&server, dir, name, "pretoken")
+            .args(["--wait", "60", "--key-file"])
+            .arg(dir.join(format!("{name}.key"))));
+        assert_eq!(made.lines().count(), 1, "{made}");
+    }
+    assert!(precomputing.0.wait().unwrap().success());
+    let (alice, pair_addr) = spawn_until(
+        client(&server, dir, "alice", "pair")
+            .args(["--listen", "127.0.0.1:0", "--preprocessed", "--key-file"])
+            .arg(dir.join("alice.key")),
+        "venn cloud: listening on ",
+        false,
+    );
+    let preprocessed = ok(client(&server, dir, "bob", "pair")
+        .args(["--connect", &pair_addr, "--preprocessed", "--key-file"])
+        .arg(dir.join("bob.key")));
+    let preprocessed = preprocessed.trim().to_owned();
+    drop(alice);
+    let used = dir.join("bob.key.used");
+    assert_eq!(
+        std::fs::metadata(&used).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(std::fs::read_to_string(&used).unwrap().lines().count(), 1);
+    assert!(worker("4").output().unwrap().status.success());
+    let out = dir.join("bob-preprocessed.out");
+    ok(client(&server, dir, "bob", "result")
+        .args([
+            "--run",
+            &preprocessed,
+            "--column",
+            "email",
+            "--trim",
+            "--output",
+        ])
+        .arg(&out)
+        .arg("--input")
+        .arg(dir.join("b.csv"))
+        .arg("--key-file")
+        .arg(dir.join("bob.key")));
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(dir.join("bob.out")).unwrap()
+    );
+    let s = status(&server, dir, &preprocessed);
+    assert_eq!(
+        (&s["kind"], &s["matches"]),
+        (&"preprocessed".into(), &1000.into())
+    );
+    let listed = ok(client(&server, dir, "bob", "pretoken")
+        .args(["--count", "0", "--key-file"])
+        .arg(dir.join("bob.key")));
+    assert!(listed.trim().ends_with(" used"), "{listed}");
 }

@@ -2,8 +2,9 @@
 //!
 //! Control messages are JSON; points, digests and results travel as raw bytes
 //! (`application/octet-stream`): a chunk is `n` 48-byte compressed G1 points, a task's
-//! answer `n` digests (two parties) or `n` 288-byte paired values (three), a result `m`
-//! little-endian u32 positions.
+//! answer `n` digests (two parties, or a preprocessed run's raised values), `n` 288-byte
+//! paired values (three) or `n` precomputed values with their digests (a pre-token's), a
+//! result `m` little-endian u32 positions.
 
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +68,42 @@ pub struct ChunkReceipt {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewRun {
     pub datasets: Vec<String>,
+    /// Two datasets intersected from pre-tokens' values (spec A.4): each owner gives a
+    /// pre-token and a scalar ([`Scalar`]) instead of a token.
+    #[serde(default)]
+    pub preprocessed: bool,
+}
+
+/// `POST /v1/datasets/{id}/pretokens`: a one-time pre-token `h^{R/K_i}` (spec A.4) for
+/// the service to precompute the dataset's values under. Its precomputation is a run of
+/// one side, so the pre-token's id is that run's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewPretoken {
+    /// Hex of the 96-byte compressed G2 point.
+    pub token: String,
+    /// Hex of 32 bytes the client derives R from (kept here for it, meaningless to the
+    /// service).
+    pub label: String,
+}
+
+/// A pre-token as the service describes it to the dataset's owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pretoken {
+    pub id: String,
+    pub dataset: String,
+    pub label: String,
+    /// "computing", "ready", "used" (by a run: never again) or "failed".
+    pub state: String,
+}
+
+/// `POST /v1/runs/{id}/scalars`: a dataset owner's part of a preprocessed run, `δ = K / R`
+/// for a ready pre-token of the dataset.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Scalar {
+    pub dataset: String,
+    pub pretoken: String,
+    /// Hex of the 32-byte little-endian scalar.
+    pub delta: String,
 }
 
 /// `POST /v1/runs/{id}/tokens`: a dataset owner's token for the run.
@@ -81,7 +118,10 @@ pub struct Token {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
     pub id: String,
-    /// "tokens", "computing", "done" or "failed".
+    /// "pair" (tokens), "preprocessed" (pre-tokens and scalars) or "precompute" (a
+    /// pre-token's values: one side).
+    pub kind: String,
+    /// "tokens" (waiting for tokens or scalars), "computing", "done" or "failed".
     pub state: String,
     pub sides: Vec<RunSide>,
     /// Tasks done and in all (while computing and after).
@@ -100,28 +140,59 @@ pub struct RunSide {
     pub dataset: String,
     pub owner: String,
     pub items: u64,
+    /// Whether its token (or pre-token and scalar) was given.
     pub token_given: bool,
 }
 
-/// `POST /v1/tasks/lease`'s answer: a chunk of one side of a run to pair with the side's
-/// token, until `lease_seconds` have passed.
+/// `POST /v1/tasks/lease`'s answer: a chunk of one side of a run to work on until
+/// `lease_seconds` have passed.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Task {
     pub run: String,
     pub side: u64,
     pub chunk: u64,
     pub items: u64,
-    /// 2 (answer digests) or 3 (answer paired values).
-    pub parties: u64,
-    /// Hex of the side's token.
-    pub token: String,
+    #[serde(flatten)]
+    pub work: Work,
     pub lease_seconds: u64,
 }
 
+/// What a task computes over its input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Work {
+    /// Pairs stored points with a token; answers digests (`parties` 2), values (3) or
+    /// precomputed values with their digests (1: a pre-token's run).
+    Pair {
+        /// Hex of the token.
+        token: String,
+        parties: u64,
+    },
+    /// Raises a pre-token's precomputed values to `exponent` and answers their digests
+    /// under the `target` pre-token's id (spec A.4's online step).
+    Raise {
+        /// Hex of the 32-byte little-endian exponent `δ_i / δ_j`.
+        exponent: String,
+        target: String,
+    },
+}
+
 impl Task {
-    /// The bytes of the answer's items: digests for two parties, values for three.
+    /// The bytes of the input's items: points, or precomputed values.
+    pub fn input_width(&self) -> usize {
+        match self.work {
+            Work::Pair { .. } => crate::crypto::ITEM_BYTES,
+            Work::Raise { .. } => crate::crypto::PRECOMPUTED_BYTES,
+        }
+    }
+
+    /// The bytes of the answer's items.
     pub fn answer_width(&self) -> usize {
-        answer_width(self.parties)
+        match self.work {
+            Work::Pair { parties: 1, .. } => crate::crypto::PRECOMPUTED_BYTES,
+            Work::Pair { parties: 3, .. } => VALUE_BYTES,
+            _ => crate::crypto::DIGEST_BYTES,
+        }
     }
 
     /// The task's path below `/v1/tasks/`.
@@ -130,14 +201,8 @@ impl Task {
     }
 }
 
-/// The bytes of an answer's items in a run of `parties`.
-pub fn answer_width(parties: u64) -> usize {
-    if parties == 3 {
-        VALUE_BYTES
-    } else {
-        crate::crypto::DIGEST_BYTES
-    }
-}
+/// The most bytes of a task's input or answer.
+pub const MAX_TASK_BYTES: usize = MAX_CHUNK_ITEMS * crate::crypto::PRECOMPUTED_BYTES;
 
 /// A fresh random id, hex-encoded.
 pub fn new_id() -> String {

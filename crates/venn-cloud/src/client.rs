@@ -5,14 +5,18 @@
 //! The dataset key K_i and the order of the upload stay in a key file on the client
 //! (owner-only); the service sees points, tokens and positions only.
 
-use crate::api::{self, ChunkReceipt, Dataset, NewDataset, NewRun, Register, Run, Seal, Token};
+use crate::api::{
+    self, ChunkReceipt, Dataset, NewDataset, NewPretoken, NewRun, Pretoken, Register, Run, Scalar,
+    Seal, Token,
+};
 use crate::auth::{read_secret_file, write_secret_file, Identity};
 use crate::crypto::{self, Ciphertext, Secret};
 use crate::error::{Error, Result};
 use crate::http::{Endpoint, Http};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use venn::net::Channel;
 use venn::Items;
@@ -150,7 +154,7 @@ impl Client {
                 name: name.to_owned(),
             },
         )?;
-        let (key, order) = DatasetKey::new(&self.server, &dataset, keys);
+        let (mut key, order) = DatasetKey::new(&self.server, &dataset, keys);
         key.save(key_file)?;
         let points = key.encrypt(keys, &order)?;
         let total = points.len() as u64;
@@ -184,8 +188,90 @@ impl Client {
         Ok(key)
     }
 
+    /// Hands the service `count` fresh pre-tokens of a dataset (spec A.4): each
+    /// `h^{R/K_i}` for a share R derived from the dataset key and a random label. The
+    /// service precomputes the dataset's values under each; a preprocessed run then needs
+    /// only a scalar from this client.
+    pub fn make_pretokens(&self, key: &DatasetKey, count: usize) -> Result<Vec<Pretoken>> {
+        self.check_server(key)?;
+        let secret = key.secret()?;
+        (0..count)
+            .map(|_| {
+                let mut label = [0u8; 32];
+                api::getrandom(&mut label);
+                let token = crypto::token(&key.share(&label)?, &secret);
+                self.json(
+                    "POST",
+                    &format!("/v1/datasets/{}/pretokens", key.dataset),
+                    &NewPretoken {
+                        token: hex::encode(token),
+                        label: hex::encode(label),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// A dataset's pre-tokens as the service lists them.
+    pub fn pretokens(&self, key: &DatasetKey) -> Result<Vec<Pretoken>> {
+        self.json(
+            "GET",
+            &format!("/v1/datasets/{}/pretokens", key.dataset),
+            &(),
+        )
+    }
+
+    /// Waits until the service has computed every pre-token of `made`.
+    pub fn wait_pretokens(
+        &self,
+        key: &DatasetKey,
+        made: &[Pretoken],
+        timeout: Duration,
+    ) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let listed = self.pretokens(key)?;
+            let state = |id: &str| listed.iter().find(|t| t.id == id).map(|t| t.state.as_str());
+            let mut waiting = 0;
+            for t in made {
+                match state(&t.id) {
+                    Some("ready") => {}
+                    Some("computing") => waiting += 1,
+                    other => {
+                        return Err(Error::Conflict(format!(
+                            "pre-token {} is {}",
+                            t.id,
+                            other.unwrap_or("gone")
+                        )))
+                    }
+                }
+            }
+            if waiting == 0 {
+                return Ok(());
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::Conflict(format!(
+                    "{waiting} pre-token(s) still computing after {} s",
+                    timeout.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn check_server(&self, key: &DatasetKey) -> Result<()> {
+        match key.server == self.server {
+            true => Ok(()),
+            false => Err(Error::BadRequest(format!(
+                "the key file is for the service at {}, not {}",
+                key.server, self.server
+            ))),
+        }
+    }
+
     /// Agrees on a run with partners over `links` and gives the service this dataset's
-    /// token (spec A.3, A.5).
+    /// token (spec A.3, A.5), or with `preprocessed` a ready pre-token and its scalar
+    /// (A.4: two parties, both asking for it).
     ///
     /// With `lead`, this client creates the run (its dataset last: with two links it is
     /// the third party, the only one linked to both others) and tells the partners its id;
@@ -199,14 +285,15 @@ impl Client {
         key: &DatasetKey,
         links: &mut [&mut dyn Channel],
         lead: bool,
+        preprocessed: bool,
     ) -> Result<Run> {
-        if key.server != self.server {
-            return Err(Error::BadRequest(format!(
-                "the key file is for the service at {}, not {}",
-                key.server, self.server
-            )));
-        }
+        self.check_server(key)?;
         match (lead, links.len()) {
+            (true, 2) if preprocessed => {
+                return Err(Error::BadRequest(
+                    "a preprocessed run has two parties".into(),
+                ))
+            }
             (true, 1 | 2) | (false, 1) => {}
             _ => {
                 return Err(Error::BadRequest(
@@ -221,7 +308,11 @@ impl Client {
         let run = if lead {
             let mut datasets = partners.clone();
             datasets.push(key.dataset.clone());
-            let run: Run = self.json("POST", "/v1/runs", &NewRun { datasets })?;
+            let new = NewRun {
+                datasets,
+                preprocessed,
+            };
+            let run: Run = self.json("POST", "/v1/runs", &new)?;
             for link in links.iter_mut() {
                 send_json(
                     &mut **link,
@@ -241,6 +332,13 @@ impl Client {
                     run.id
                 )));
             }
+            let kind = if preprocessed { "preprocessed" } else { "pair" };
+            if run.kind != kind {
+                return Err(Error::Conflict(format!(
+                    "run {} is a {} run; this side asked for a {kind} run",
+                    run.id, run.kind
+                )));
+            }
             run
         };
         let mut secrets = Vec::with_capacity(links.len());
@@ -258,6 +356,9 @@ impl Client {
                 .map_err(|_| Error::Conflict("the run keys cancel: run again".into()))?,
             _ => unreachable!("one or two links"),
         };
+        if preprocessed {
+            return self.give_scalar(key, &run.id, &exponent);
+        }
         let token = crypto::token(&exponent, &key.secret()?);
         self.json(
             "POST",
@@ -265,6 +366,39 @@ impl Client {
             &Token {
                 dataset: key.dataset.clone(),
                 token: hex::encode(token),
+            },
+        )
+    }
+
+    /// Gives a preprocessed run a ready pre-token of the dataset and its scalar
+    /// `δ = K / R`. A pre-token is used once: its label goes into the key file's list of
+    /// used labels (synced) before δ leaves, and a label on that list is never used
+    /// again, whatever the service says (with R used in two runs, the service could
+    /// intersect the two partners).
+    fn give_scalar(&self, key: &DatasetKey, run: &str, k: &Secret) -> Result<Run> {
+        let used = key.used_labels()?;
+        let pretoken = self
+            .pretokens(key)?
+            .into_iter()
+            .find(|p| p.state == "ready" && p.dataset == key.dataset && !used.contains(&p.label))
+            .ok_or_else(|| {
+                Error::Conflict(format!(
+                    "dataset {} has no ready pre-token: make some with `venn cloud pretoken` \
+                     (and let the service compute them)",
+                    key.dataset
+                ))
+            })?;
+        let label = api::from_hex::<32>(&pretoken.label, "label")
+            .map_err(|_| Error::Transport("a pre-token with a bad label".into()))?;
+        key.mark_used(&pretoken.label)?;
+        let delta = crypto::delta(k, &key.share(&label)?);
+        self.json(
+            "POST",
+            &format!("/v1/runs/{run}/scalars"),
+            &Scalar {
+                dataset: key.dataset.clone(),
+                pretoken: pretoken.id,
+                delta: hex::encode(delta.to_bytes()),
             },
         )
     }
@@ -322,6 +456,10 @@ pub struct DatasetKey {
     /// result, that the input is the one uploaded).
     pub items: u64,
     keys_sha256: String,
+    /// The file it was loaded from or saved to (its list of used pre-token labels is
+    /// beside it).
+    #[serde(skip)]
+    path: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for DatasetKey {
@@ -343,6 +481,7 @@ impl DatasetKey {
             order_seed: hex::encode(seed),
             items: keys.len() as u64,
             keys_sha256: String::new(),
+            path: None,
         };
         let order = k.order(keys);
         k.keys_sha256 = k.fingerprint(keys, &order);
@@ -351,20 +490,73 @@ impl DatasetKey {
 
     /// Loads a key file (refused if others may read it).
     pub fn load(path: &Path) -> Result<DatasetKey> {
-        let key: DatasetKey = serde_json::from_str(&read_secret_file(path)?)
+        let mut key: DatasetKey = serde_json::from_str(&read_secret_file(path)?)
             .map_err(|e| Error::BadRequest(format!("key file '{}': {e}", path.display())))?;
         key.secret()?;
+        key.path = Some(path.to_owned());
         Ok(key)
     }
 
     /// Saves the key file, owner-only, never over an existing file.
-    pub fn save(&self, path: &Path) -> Result<()> {
+    pub fn save(&mut self, path: &Path) -> Result<()> {
         write_secret_file(
             path,
             serde_json::to_string_pretty(self)
                 .expect("serialisable")
                 .as_bytes(),
-        )
+        )?;
+        self.path = Some(path.to_owned());
+        Ok(())
+    }
+
+    /// The share R of the pre-token labelled `label`: derived from K_i, so the key file
+    /// is all a client keeps.
+    fn share(&self, label: &[u8; 32]) -> Result<Secret> {
+        Ok(Secret::derive(
+            "venn-thunder-R",
+            &[&self.secret()?.to_bytes(), label],
+        ))
+    }
+
+    /// The file of used pre-token labels: the key file's name with `.used` appended.
+    fn used_path(&self) -> Result<PathBuf> {
+        let path = self.path.as_ref().ok_or_else(|| {
+            Error::BadRequest("a dataset key without its file keeps no used pre-tokens".into())
+        })?;
+        let mut name = path.as_os_str().to_owned();
+        name.push(".used");
+        Ok(PathBuf::from(name))
+    }
+
+    /// The labels of the pre-tokens this client used.
+    fn used_labels(&self) -> Result<std::collections::HashSet<String>> {
+        let path = self.used_path()?;
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+            Err(e) => Err(Error::BadRequest(format!(
+                "cannot read '{}': {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Appends a label to the used list, synced before returning.
+    fn mark_used(&self, label: &str) -> Result<()> {
+        let path = self.used_path()?;
+        let fail = |e: std::io::Error| {
+            Error::BadRequest(format!(
+                "cannot record a used pre-token in '{}': {e}",
+                path.display()
+            ))
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(fail)?;
+        writeln!(file, "{label}").map_err(fail)?;
+        file.sync_all().map_err(fail)
     }
 
     /// K_i.

@@ -41,6 +41,10 @@ pub const ITEM_BYTES: usize = 48;
 pub const TOKEN_BYTES: usize = 96;
 /// Bytes of a digest of a paired value: false matches below n_i·n_j / 2^128.
 pub const DIGEST_BYTES: usize = 16;
+/// Bytes of a paired value kept whole: its twelve F_p coefficients, canonical big-endian.
+pub const RAW_VALUE_BYTES: usize = 576;
+/// Bytes of a pre-token's precomputed item (spec A.4): the value, then its digest.
+pub const PRECOMPUTED_BYTES: usize = RAW_VALUE_BYTES + DIGEST_BYTES;
 
 /// A stored item.
 pub type Ciphertext = [u8; ITEM_BYTES];
@@ -239,13 +243,92 @@ pub fn value(item: &Ciphertext, token: &PreparedToken) -> Result<Gt> {
 //
 // Offline, a client hands the service a *pre-token* `h^{R/K_i}` for a fresh share R (made
 // like a token: [`token`]`(R, K_i)`), and the service stores its items' values
-// `e(H(x), h)^R` ([`paired`]). Online, the two clients agree on K as for a run and each
+// `e(H(x), h)^R` ([`precomputed`]). Online, the two clients agree on K as for a run and each
 // hands over only the scalar `δ = K / R` ([`delta`]); the service raises the smaller
 // side's values to `δ_i / δ_j = R_j / R_i` ([`ratio`], [`raised`]) and compares them with
 // the other side's: a G_T exponentiation for one side instead of a pairing for both.
 // Its view is the base protocol's (a pre-token raised to δ is the token `h^{K/K_i}`), as
 // long as each pre-token serves one run: with R_i used in runs (i, j) and (i, k), the
 // scalars give R_k / R_j and the service could intersect j with k (see the tests).
+
+/// The precomputed items of pre-token `pretoken` (its id) for stored `items`: each
+/// value whole, to be raised when its side is the smaller of a run, and its digest under
+/// the pre-token, to be compared with the other side's raised values when it is the larger.
+pub fn precomputed(
+    items: &[Ciphertext],
+    token: &PreparedToken,
+    pretoken: &[u8],
+) -> Result<Vec<[u8; PRECOMPUTED_BYTES]>> {
+    paired(items, token, |v| {
+        let mut out = [0u8; PRECOMPUTED_BYTES];
+        out[..RAW_VALUE_BYTES].copy_from_slice(&value_bytes(v));
+        out[RAW_VALUE_BYTES..].copy_from_slice(&digest(pretoken, v)?);
+        Ok(out)
+    })
+}
+
+/// The digests under pre-token `target` of precomputed items raised to `exponent`
+/// (A.4's online step for the smaller side), in parallel.
+pub fn raised_digests(
+    precomputed: &[[u8; PRECOMPUTED_BYTES]],
+    exponent: &Secret,
+    target: &[u8],
+) -> Result<Vec<ValueDigest>> {
+    let values = precomputed
+        .par_iter()
+        .map(|p| value_from_bytes(p[..RAW_VALUE_BYTES].try_into().expect("576 bytes")))
+        .collect::<Result<Vec<Gt>>>()?;
+    raised(&values, exponent)
+        .par_iter()
+        .map(|v| digest(target, v))
+        .collect()
+}
+
+/// A value's coefficients, canonical big-endian, in blst's order.
+fn value_bytes(g: &Gt) -> [u8; RAW_VALUE_BYTES] {
+    let mut out = [0u8; RAW_VALUE_BYTES];
+    let coefficients = gt_limbs(g)
+        .fp6
+        .iter()
+        .flat_map(|c| &c.fp2)
+        .flat_map(|c| &c.fp);
+    for (slot, c) in out.chunks_exact_mut(48).zip(coefficients) {
+        // SAFETY: 48 bytes out, one element in.
+        unsafe { blst::blst_bendian_from_fp(slot.as_mut_ptr(), c) };
+    }
+    out
+}
+
+/// A value from [`value_bytes`]: every coefficient below p, not the identity. Not
+/// checked to be in G_T (a subgroup check costs about what raising does): the values are
+/// the service's own, computed by its workers.
+fn value_from_bytes(bytes: &[u8; RAW_VALUE_BYTES]) -> Result<Gt> {
+    let mut f = blst::blst_fp12::default();
+    let coefficients = f
+        .fp6
+        .iter_mut()
+        .flat_map(|c| &mut c.fp2)
+        .flat_map(|c| &mut c.fp);
+    for (c, slot) in coefficients.zip(bytes.as_chunks::<48>().0) {
+        let mut back = [0u8; 48];
+        // SAFETY: 48 bytes in, one element out; and back.
+        unsafe {
+            blst::blst_fp_from_bendian(c, slot.as_ptr());
+            blst::blst_bendian_from_fp(back.as_mut_ptr(), c);
+        }
+        // A number from p up comes back reduced.
+        if back != *slot {
+            return Err(Error::State(
+                "a precomputed value that is not in F_p^12".into(),
+            ));
+        }
+    }
+    let g = gt_from_limbs(f);
+    match bool::from(g.is_identity()) {
+        true => Err(Error::State("a precomputed value of 1".into())),
+        false => Ok(g),
+    }
+}
 
 /// A.4's online scalar `K / R` for a run keyed `run` and the pre-token of share `share`.
 pub fn delta(run: &Secret, share: &Secret) -> Secret {
@@ -292,8 +375,8 @@ pub(crate) fn gt_limbs(g: &Gt) -> &blst::blst_fp12 {
     unsafe { &*(g as *const Gt as *const blst::blst_fp12) }
 }
 
-/// blst's element as a value (`f` must be in G_T).
-#[cfg(target_arch = "x86_64")]
+/// blst's element as a value (blstrs assumes `f` is in G_T: a value that is not gives
+/// wrong answers, nothing worse).
 fn gt_from_limbs(f: blst::blst_fp12) -> Gt {
     // SAFETY: the same layout (above).
     unsafe { std::mem::transmute::<blst::blst_fp12, Gt>(f) }
@@ -490,6 +573,36 @@ mod tests {
             let want: Vec<Gt> = values.iter().map(|v| v * e.0).collect();
             assert_eq!(raised(&values, &e), want);
         }
+    }
+
+    /// The service's form of A.4: precomputed items carry their value whole and its
+    /// digest under their pre-token; the smaller side's raised values digest, under the
+    /// other pre-token, to that side's precomputed digests on the common keys.
+    #[test]
+    fn raised_precomputed_items_meet_the_other_sides_digests() {
+        let (ki, kj) = (Secret::random(), Secret::random());
+        let (ri, rj) = (Secret::random(), Secret::random());
+        let side = |names: &[&str], k: &Secret, r: &Secret, id: &[u8]| {
+            let t = PreparedToken::new(&decode_token(&token(r, k)).unwrap());
+            precomputed(&encrypt(&keys(names), k), &t, id).unwrap()
+        };
+        let i = side(&["ann", "bob", "cat"], &ki, &ri, b"pre-token i");
+        let j = side(&["cat", "dan", "ann", "eve"], &kj, &rj, b"pre-token j");
+        let k = Secret::random();
+        let e = ratio(&delta(&k, &ri), &delta(&k, &rj));
+        let raised = raised_digests(&i, &e, b"pre-token j").unwrap();
+        let digests_j: Vec<&[u8]> = j.iter().map(|p| &p[RAW_VALUE_BYTES..]).collect();
+        let meet: Vec<usize> = (0..raised.len())
+            .filter(|&x| digests_j.contains(&&raised[x][..]))
+            .collect();
+        assert_eq!(meet, [0, 2]);
+        // Values survive their encoding; a coefficient from p up, or 1, is refused.
+        let v = Gt::random(rand_core::OsRng);
+        assert_eq!(value_from_bytes(&value_bytes(&v)).unwrap(), v);
+        let mut bad = value_bytes(&v);
+        bad[..48].fill(0xff);
+        assert!(value_from_bytes(&bad).is_err());
+        assert!(value_from_bytes(&value_bytes(&Gt::identity())).is_err());
     }
 
     #[test]

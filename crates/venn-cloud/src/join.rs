@@ -1,10 +1,11 @@
 //! The coordinator's last step: joining the answers of a run's tasks into each side's
-//! matched positions (spec A.3 for two parties, A.5 for three).
+//! matched positions (spec A.3 for two parties, A.4 for a preprocessed run, A.5 for
+//! three).
 
 use crate::api::VALUE_BYTES;
-use crate::crypto::DIGEST_BYTES;
+use crate::crypto::{DIGEST_BYTES, PRECOMPUTED_BYTES};
 use crate::error::{Error, Result};
-use crate::store::{blocking, write_atomically, Store};
+use crate::store::{blocking, raised_side, write_atomically, Store};
 use blst::{blst_fp, blst_fp_add, blst_fp_mul, blst_fp_sub};
 use blstrs::Gt;
 use group::Group;
@@ -12,33 +13,55 @@ use rayon::prelude::*;
 use std::path::PathBuf;
 
 /// Joins a run whose tasks are all done: writes each side's result file, marks the run
-/// done, removes the answers.
+/// done, removes the answers (and a preprocessed run's pre-tokens' values). A pre-token's
+/// run has nothing to join: its answers are kept as the pre-token's values.
 pub async fn join(store: &Store, run: &str) -> Result<()> {
+    let r = store.run(run).await?;
+    if r.kind == "precompute" {
+        return store.finish(run, None).await;
+    }
     let datasets = store.run_datasets(run).await?;
-    let mut answers: Vec<Vec<(PathBuf, u64)>> = Vec::with_capacity(datasets.len());
+    let pretokens = store.run_pretokens(run).await?;
+    let mut inputs: Vec<Input> = Vec::with_capacity(datasets.len());
+    // The run's own answers, removed once joined.
+    let mut own: Vec<PathBuf> = Vec::new();
     for (side, d) in datasets.iter().enumerate() {
         let chunks = store.chunks(d).await?;
-        answers.push(
-            chunks
-                .iter()
-                .enumerate()
-                .map(|(k, c)| (store.answer_path(run, side as u64, k as u64), c.0))
+        // The larger side of a preprocessed run: its digests were precomputed.
+        let target = r.kind == "preprocessed"
+            && side as u64 != raised_side([r.sides[0].items, r.sides[1].items]);
+        let (answers, width) = match target {
+            true => (Some(&pretokens[side]), PRECOMPUTED_BYTES),
+            false => (None, answer_width(r.sides.len())),
+        };
+        inputs.push(Input {
+            files: (0..chunks.len() as u64)
+                .zip(&chunks)
+                .map(|(k, c)| {
+                    let path = match answers {
+                        Some(p) => store.answer_path(p, 0, k),
+                        None => store.answer_path(run, side as u64, k),
+                    };
+                    (path, c.0)
+                })
                 .collect(),
-        );
+            width,
+        });
+        if !target {
+            own.extend(inputs[side].files.iter().map(|f| f.0.clone()));
+        }
     }
     let results: Vec<PathBuf> = (0..datasets.len())
         .map(|side| store.result_path(run, side as u64))
         .collect();
-    let files: Vec<PathBuf> = answers.iter().flatten().map(|a| a.0.clone()).collect();
     let matches = blocking(move || {
-        let matched = if answers.len() == 2 {
-            let a = read_answers(&answers[0], DIGEST_BYTES)?;
-            let b = read_answers(&answers[1], DIGEST_BYTES)?;
-            join_two(&a, &b).to_vec()
+        let matched = if inputs.len() == 2 {
+            let [a, b] = [&inputs[0], &inputs[1]].map(Input::digests);
+            join_two(&a?, &b?).to_vec()
         } else {
-            let sides = answers
+            let sides = inputs
                 .iter()
-                .map(|s| values(&read_answers(s, VALUE_BYTES)?))
+                .map(|s| values(&s.read()?))
                 .collect::<Result<Vec<_>>>()?;
             join_three(&sides[0], &sides[1], &sides[2]).to_vec()
         };
@@ -49,11 +72,49 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
         Ok(matched[0].len() as u64)
     })
     .await?;
-    store.finish(run, matches).await?;
-    for f in files {
+    store.finish(run, Some(matches)).await?;
+    for p in &pretokens {
+        store.remove_files(p)?;
+    }
+    for f in own {
         let _ = std::fs::remove_file(f);
     }
     Ok(())
+}
+
+/// The bytes of a task's answer per item in a run of `parties` that pairs.
+fn answer_width(parties: usize) -> usize {
+    match parties {
+        3 => VALUE_BYTES,
+        _ => DIGEST_BYTES,
+    }
+}
+
+/// One side's answers: a file per chunk with its items, `width` bytes each.
+struct Input {
+    files: Vec<(PathBuf, u64)>,
+    width: usize,
+}
+
+impl Input {
+    /// The answers in position order.
+    fn read(&self) -> Result<Vec<u8>> {
+        read_answers(&self.files, self.width)
+    }
+
+    /// The digests in position order: the answers, or the digests at the end of
+    /// precomputed items.
+    fn digests(&self) -> Result<Vec<u8>> {
+        let bytes = self.read()?;
+        Ok(match self.width {
+            DIGEST_BYTES => bytes,
+            w => bytes
+                .chunks_exact(w)
+                .flat_map(|item| &item[w - DIGEST_BYTES..])
+                .copied()
+                .collect(),
+        })
+    }
 }
 
 /// A side's answers in position order, `width` bytes each.

@@ -7,8 +7,9 @@
 //!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
 //!   coordinator's join;
-//! - [`worker`]: the workers that pair stored items with tokens;
-//! - [`client`]: what a data owner runs (register, upload, pair, result).
+//! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
+//!   precomputed values, spec A.4);
+//! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 
 pub mod api;
 pub mod auth;
@@ -41,5 +42,7 @@ pub const LEAKAGE: &str = "The service learns every dataset's size and, for each
     which stored positions match (the whole pattern, also across runs of the same \
     dataset), never a key, a dataset key K_i or a run key K. Each client learns its own \
     matched rows and the sizes. Values of runs (i, j) and (j, k) never meet, so the service \
-    cannot intersect i with k; only i and k together can make an (i, k) run. A malicious \
-    service can drop or invent matches.";
+    cannot intersect i with k; only i and k together can make an (i, k) run. A preprocessed \
+    run (spec A.4) shows the service the same, plus the ratio R_j/R_i of two fresh one-time \
+    shares, which says nothing as long as each pre-token serves one run (enforced on both \
+    ends). A malicious service can drop or invent matches.";

@@ -5,7 +5,10 @@
 //! own machines) lease tasks with the worker secret. Every body is bounded before it is
 //! read, every point checked as it arrives.
 
-use crate::api::{self, ChunkReceipt, NewDataset, NewRun, Register, Seal, Token, MAX_CHUNK_ITEMS};
+use crate::api::{
+    self, ChunkReceipt, NewDataset, NewPretoken, NewRun, Register, Scalar, Seal, Token,
+    MAX_CHUNK_ITEMS,
+};
 use crate::auth::{self, Claim, WorkerSecret};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
@@ -38,6 +41,9 @@ pub struct Config {
     /// The most items a client keeps over all its datasets (checked per chunk: uploads
     /// running at once may each pass it by one chunk).
     pub max_client_items: u64,
+    /// The most pre-tokens of a dataset computing or ready at once (each keeps 592 bytes
+    /// per item on disk until a run uses it).
+    pub max_pretokens: u64,
     /// Threads of the service's own pool of workers (0: external workers only).
     pub threads: usize,
 }
@@ -71,7 +77,7 @@ impl Service {
             work: tokio::sync::Notify::new(),
         });
         for run in service.store.runs_in("failed").await? {
-            service.store.remove_answers(&run)?;
+            service.store.discard(&run).await?;
         }
         for run in service.store.runs_in("computing").await? {
             if service.store.all_done(&run).await? {
@@ -96,9 +102,14 @@ impl Service {
             )
             .route("/v1/datasets/{id}/chunks/{chunk}", put(put_chunk))
             .route("/v1/datasets/{id}/seal", post(seal))
+            .route(
+                "/v1/datasets/{id}/pretokens",
+                get(list_pretokens).post(create_pretoken),
+            )
             .route("/v1/runs", post(create_run))
             .route("/v1/runs/{id}", get(show_run))
             .route("/v1/runs/{id}/tokens", post(give_token))
+            .route("/v1/runs/{id}/scalars", post(give_scalar))
             .route("/v1/runs/{id}/result", get(result))
             .route("/v1/tasks/lease", post(lease))
             .route("/v1/tasks/{run}/{side}/{chunk}/points", get(task_points))
@@ -176,7 +187,7 @@ async fn pool(service: Arc<Service>) {
                 continue;
             }
         };
-        let path = service.store.chunk_path(&leased.dataset, leased.task.chunk);
+        let path = leased.input.clone();
         let task = leased.task.clone();
         let pool = threads.clone();
         let answer = store::blocking(move || {
@@ -289,7 +300,7 @@ impl FromRequest<Arc<Service>> for FromWorker {
                 "not a worker of this service".into(),
             ));
         }
-        let limit = MAX_CHUNK_ITEMS * api::VALUE_BYTES;
+        let limit = api::MAX_TASK_BYTES;
         let body = axum::body::to_bytes(req.into_body(), limit)
             .await
             .map_err(|_| Error::TooLarge(format!("a body over {limit} bytes")))?;
@@ -459,6 +470,11 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
     if !(2..=3).contains(&r.datasets.len()) {
         return Err(Error::BadRequest("a run has two or three datasets".into()));
     }
+    if r.preprocessed && r.datasets.len() != 2 {
+        return Err(Error::BadRequest(
+            "a preprocessed run has two datasets".into(),
+        ));
+    }
     let mut owners = Vec::new();
     for (i, id) in r.datasets.iter().enumerate() {
         if r.datasets[..i].contains(id) {
@@ -475,7 +491,11 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
             "a run must include a dataset of yours".into(),
         ));
     }
-    Ok(Json(s.store.create_run(&req.client, &r.datasets).await?).into_response())
+    let run = s
+        .store
+        .create_run(&req.client, &r.datasets, r.preprocessed)
+        .await?;
+    Ok(Json(run).into_response())
 }
 
 /// A run that the caller may see: one of its datasets is the caller's.
@@ -502,33 +522,122 @@ async fn give_token(
     req: Signed,
 ) -> Result<Response> {
     let t: Token = req.json()?;
-    let run = visible_run(&s, &req.client, &id).await?;
-    let side = run
-        .sides
-        .iter()
-        .position(|side| side.dataset == t.dataset)
-        .ok_or_else(|| Error::BadRequest(format!("dataset {} is not in run {id}", t.dataset)))?;
-    if run.sides[side].owner != req.client {
-        return Err(Error::Forbidden(format!(
-            "dataset {} is not yours: only its owner gives its token",
-            t.dataset
-        )));
-    }
+    let side = own_side(&s, &req.client, &id, &t.dataset, "pair").await?;
     let bytes = api::from_hex::<TOKEN_BYTES>(&t.token, "token")?;
     crypto::decode_token(&bytes)?;
     let started = {
         let _one = s.transitions.lock().await;
+        s.store.give_token(&id, side, &hex::encode(bytes)).await?
+    };
+    s.clone().started(&id, started).await?;
+    Ok(Json(s.store.run(&id).await?).into_response())
+}
+
+/// The side of run `id` that is the caller's `dataset`, in a run of `kind` ("pair" runs
+/// take tokens, "preprocessed" ones scalars).
+async fn own_side(s: &Service, client: &str, id: &str, dataset: &str, kind: &str) -> Result<u64> {
+    let run = visible_run(s, client, id).await?;
+    let side = run
+        .sides
+        .iter()
+        .position(|side| side.dataset == dataset)
+        .ok_or_else(|| Error::BadRequest(format!("dataset {dataset} is not in run {id}")))?;
+    if run.sides[side].owner != client {
+        return Err(Error::Forbidden(format!(
+            "dataset {dataset} is not yours: only its owner gives its token"
+        )));
+    }
+    if run.kind != kind {
+        return Err(Error::Conflict(format!(
+            "run {id} is a {} run: it takes {}",
+            run.kind,
+            match run.kind.as_str() {
+                "preprocessed" => "pre-tokens and scalars",
+                _ => "tokens",
+            }
+        )));
+    }
+    Ok(side as u64)
+}
+
+impl Service {
+    /// Wakes the workers for a run that `started`, and joins it at once if it has no
+    /// tasks (empty sides).
+    async fn started(self: Arc<Self>, id: &str, started: bool) -> Result<()> {
+        if started {
+            self.work.notify_waiters();
+            if self.store.all_done(id).await? {
+                self.join_in_background(id.to_owned());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Spec A.4's online step: a dataset owner's pre-token and scalar `δ = K / R`.
+async fn give_scalar(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    let g: Scalar = req.json()?;
+    let side = own_side(&s, &req.client, &id, &g.dataset, "preprocessed").await?;
+    let delta = crypto::Secret::from_bytes(&api::from_hex::<32>(&g.delta, "scalar")?)?;
+    let started = {
+        let _one = s.transitions.lock().await;
         s.store
-            .give_token(&id, side as u64, &hex::encode(bytes))
+            .give_scalar(&id, side, &g.pretoken, &hex::encode(delta.to_bytes()))
             .await?
     };
-    if started {
-        s.work.notify_waiters();
-        if s.store.all_done(&id).await? {
-            s.clone().join_in_background(id.clone());
-        }
-    }
+    s.clone().started(&id, started).await?;
     Ok(Json(s.store.run(&id).await?).into_response())
+}
+
+async fn list_pretokens(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    s.store.own_dataset(&req.client, &id).await?;
+    Ok(Json(s.store.pretokens(&id).await?).into_response())
+}
+
+/// Spec A.4's offline step: a pre-token for a sealed dataset of the caller's, whose
+/// values the service's workers precompute.
+async fn create_pretoken(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<Response> {
+    let p: NewPretoken = req.json()?;
+    let d = s.store.own_dataset(&req.client, &id).await?;
+    if d.state != "sealed" {
+        return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
+    }
+    let label = api::from_hex::<32>(&p.label, "label")?;
+    let token = api::from_hex::<TOKEN_BYTES>(&p.token, "token")?;
+    crypto::decode_token(&token)?;
+    let kept = s
+        .store
+        .pretokens(&id)
+        .await?
+        .iter()
+        .filter(|p| matches!(p.state.as_str(), "computing" | "ready"))
+        .count() as u64;
+    if kept >= s.config.max_pretokens {
+        return Err(Error::TooLarge(format!(
+            "a dataset keeps at most {} pre-tokens here: use one first",
+            s.config.max_pretokens
+        )));
+    }
+    let pretoken = {
+        let _one = s.transitions.lock().await;
+        s.store
+            .create_pretoken(&req.client, &id, &hex::encode(token), &hex::encode(label))
+            .await?
+    };
+    s.clone().started(&pretoken.id, true).await?;
+    Ok(Json(pretoken).into_response())
 }
 
 /// `?dataset=ID`: which of the caller's sides (needed only when it owns several).
@@ -587,7 +696,7 @@ async fn task_points(
     _w: FromWorker,
 ) -> Result<Response> {
     let (leased, _) = s.store.task(&run, side, chunk).await?;
-    let bytes = tokio::fs::read(s.store.chunk_path(&leased.dataset, chunk)).await?;
+    let bytes = tokio::fs::read(&leased.input).await?;
     Ok(bytes.into_response())
 }
 

@@ -4,14 +4,16 @@
 //! data directory (spec F):
 //!
 //! - `datasets/<id>/<chunk>`: a chunk's points as uploaded and checked;
-//! - `runs/<id>/<side>-<chunk>`: a task's answer;
+//! - `runs/<id>/<side>-<chunk>`: a task's answer (a pre-token's run keeps its answers as
+//!   the pre-token's values until a run uses them);
 //! - `runs/<id>/result-<side>`: a side's matched positions.
 //!
 //! Every file is written to a temporary name, synced and renamed before the row that
 //! acknowledges it is committed, so a crash leaves at worst an unreferenced file: nothing
 //! acknowledged is lost and nothing half-written is read.
 
-use crate::api::{self, Dataset, Run, RunSide};
+use crate::api::{self, Dataset, Pretoken, Run, RunSide, Work};
+use crate::crypto::{self, Secret};
 use crate::error::{Error, Result};
 use axum::body::Bytes;
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -36,11 +38,26 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-/// A task handed to a worker, with what the service needs to check its answer.
+/// A task handed to a worker, and the file it works on (a chunk's points, or a
+/// pre-token's values for the chunk).
 #[derive(Clone, Debug)]
 pub struct Leased {
     pub task: api::Task,
-    pub dataset: String,
+    pub input: PathBuf,
+}
+
+/// The side of a preprocessed run whose values are raised: the smaller (side 0 on a tie).
+pub fn raised_side(items: [u64; 2]) -> u64 {
+    u64::from(items[1] < items[0])
+}
+
+/// A run's kind as [`Run::kind`] names it.
+fn kind(parties: i64, preprocessed: i64) -> &'static str {
+    match (parties, preprocessed) {
+        (1, _) => "precompute",
+        (_, 0) => "pair",
+        _ => "preprocessed",
+    }
 }
 
 impl Store {
@@ -360,13 +377,26 @@ impl Store {
         .bind(dataset)
         .execute(&mut *tx)
         .await?;
+        let pretokens: Vec<String> = sqlx::query(
+            "SELECT r.id FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.parties = 1 AND s.dataset = $1",
+        )
+        .bind(dataset)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
         tx.commit().await?;
         let dir = self.dataset_dir(dataset);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
-        for run in failed {
-            self.remove_answers(&run)?;
+        for run in &failed {
+            self.discard(run).await?;
+        }
+        for pretoken in &pretokens {
+            self.remove_files(pretoken)?;
         }
         self.dataset(dataset).await
     }
@@ -374,17 +404,23 @@ impl Store {
     // --- runs -----------------------------------------------------------------------------
 
     /// Creates a run over `datasets` (sides in this order).
-    pub async fn create_run(&self, creator: &str, datasets: &[String]) -> Result<Run> {
+    pub async fn create_run(
+        &self,
+        creator: &str,
+        datasets: &[String],
+        preprocessed: bool,
+    ) -> Result<Run> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO runs (id, creator, parties, state, created) \
-             VALUES ($1, $2, $3, 'tokens', $4)",
+            "INSERT INTO runs (id, creator, parties, state, created, preprocessed) \
+             VALUES ($1, $2, $3, 'tokens', $4, $5)",
         )
         .bind(&id)
         .bind(creator)
         .bind(datasets.len() as i64)
         .bind(now())
+        .bind(i64::from(preprocessed))
         .execute(&mut *tx)
         .await?;
         for (side, d) in datasets.iter().enumerate() {
@@ -403,17 +439,19 @@ impl Store {
     /// A run by id.
     pub async fn run(&self, id: &str) -> Result<Run> {
         api::check_id(id)?;
-        let row =
-            sqlx::query("SELECT state, started, finished, matches, error FROM runs WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or_else(|| Error::NotFound(format!("no run {id}")))?;
+        let row = sqlx::query(
+            "SELECT state, started, finished, matches, error, parties, preprocessed \
+             FROM runs WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no run {id}")))?;
         let started: Option<i64> = row.try_get(1).ok().flatten();
         let finished: Option<i64> = row.try_get(2).ok().flatten();
         let matches: Option<i64> = row.try_get(3).ok().flatten();
         let sides = sqlx::query(
-            "SELECT s.dataset, d.owner, d.items, s.token FROM run_sides s \
+            "SELECT s.dataset, d.owner, d.items, COALESCE(s.token, s.delta) FROM run_sides s \
              JOIN datasets d ON d.id = s.dataset WHERE s.run = $1 ORDER BY s.side",
         )
         .bind(id)
@@ -436,6 +474,7 @@ impl Store {
         .await?;
         Ok(Run {
             id: id.to_owned(),
+            kind: kind(row.get(5), row.get(6)).to_owned(),
             state: row.get(0),
             sides,
             tasks: tasks.get::<i64, _>(0) as u64,
@@ -507,29 +546,180 @@ impl Store {
             tx.commit().await?;
             return Ok(false);
         }
+        start(&mut tx, run, None).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Opens a pre-token's run (spec A.4): one side, `dataset` (sealed, checked by the
+    /// caller), paired with `token` (checked; used once in the life of the service, as a
+    /// run's token is), computing at once.
+    pub async fn create_pretoken(
+        &self,
+        creator: &str,
+        dataset: &str,
+        token: &str,
+        label: &str,
+    ) -> Result<Pretoken> {
+        let id = api::new_id();
+        let mut tx = self.pool.begin().await?;
+        let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
+            .bind(token)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if used.is_some() {
+            return Err(Error::Conflict(
+                "this token was given before: a token serves one run".into(),
+            ));
+        }
+        sqlx::query(
+            "INSERT INTO runs (id, creator, parties, state, created, label) \
+             VALUES ($1, $2, 1, 'tokens', $3, $4)",
+        )
+        .bind(&id)
+        .bind(creator)
+        .bind(now())
+        .bind(label)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO run_sides (run, side, dataset, token) VALUES ($1, 0, $2, $3)")
+            .bind(&id)
+            .bind(dataset)
+            .bind(token)
+            .execute(&mut *tx)
+            .await?;
+        start(&mut tx, &id, None).await?;
+        tx.commit().await?;
+        std::fs::create_dir_all(self.run_dir(&id))?;
+        Ok(Pretoken {
+            id,
+            dataset: dataset.to_owned(),
+            label: label.to_owned(),
+            state: "computing".into(),
+        })
+    }
+
+    /// A dataset's pre-tokens, oldest first.
+    pub async fn pretokens(&self, dataset: &str) -> Result<Vec<Pretoken>> {
+        let rows = sqlx::query(
+            "SELECT r.id, r.label, r.state, \
+             (SELECT COUNT(*) FROM run_sides u WHERE u.pretoken = r.id) \
+             FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.parties = 1 AND s.dataset = $1 ORDER BY r.created, r.id",
+        )
+        .bind(dataset)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let state = match (r.get::<String, _>(2).as_str(), r.get::<i64, _>(3)) {
+                    (_, 1..) => "used",
+                    ("done", _) => "ready",
+                    ("failed", _) => "failed",
+                    _ => "computing",
+                };
+                Pretoken {
+                    id: r.get(0),
+                    dataset: dataset.to_owned(),
+                    label: r
+                        .try_get::<Option<String>, _>(1)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                    state: state.into(),
+                }
+            })
+            .collect())
+    }
+
+    /// Records side `side`'s part of a preprocessed run: a ready pre-token of the side's
+    /// dataset, never used before (marked used in the same transaction), and its scalar
+    /// (checked by the caller). When both sides' parts are in, the smaller side's tasks
+    /// are created and the run starts computing; returns whether it did.
+    pub async fn give_scalar(
+        &self,
+        run: &str,
+        side: u64,
+        pretoken: &str,
+        delta: &str,
+    ) -> Result<bool> {
+        api::check_id(pretoken)?;
+        let mut tx = self.pool.begin().await?;
+        let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if state != "tokens" {
+            return Err(Error::Conflict(format!("run {run} is {state}")));
+        }
+        let dataset: String =
+            sqlx::query("SELECT dataset FROM run_sides WHERE run = $1 AND side = $2")
+                .bind(run)
+                .bind(side as i64)
+                .fetch_one(&mut *tx)
+                .await?
+                .get(0);
+        let found = sqlx::query(
+            "SELECT r.state, s.dataset FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.id = $1 AND r.parties = 1",
+        )
+        .bind(pretoken)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no pre-token {pretoken}")))?;
+        if found.get::<String, _>(1) != dataset {
+            return Err(Error::Forbidden(format!(
+                "pre-token {pretoken} is not of dataset {dataset}"
+            )));
+        }
+        let pretoken_state: String = found.get(0);
+        if pretoken_state != "done" {
+            return Err(Error::Conflict(format!(
+                "pre-token {pretoken} is not ready (its run is {pretoken_state})"
+            )));
+        }
+        let used = sqlx::query("SELECT run FROM run_sides WHERE pretoken = $1")
+            .bind(pretoken)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if used.is_some() {
+            return Err(Error::Conflict(format!(
+                "pre-token {pretoken} was used before: a pre-token serves one run"
+            )));
+        }
+        let updated = sqlx::query(
+            "UPDATE run_sides SET pretoken = $1, delta = $2 \
+             WHERE run = $3 AND side = $4 AND token IS NULL AND delta IS NULL",
+        )
+        .bind(pretoken)
+        .bind(delta)
+        .bind(run)
+        .bind(side as i64)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Err(Error::Conflict(format!(
+                "side {side} of run {run} has its scalar already"
+            )));
+        }
         let sides = sqlx::query(
-            "SELECT s.side, c.idx FROM run_sides s JOIN chunks c ON c.dataset = s.dataset \
-             WHERE s.run = $1 ORDER BY s.side, c.idx",
+            "SELECT d.items, s.delta FROM run_sides s JOIN datasets d ON d.id = s.dataset \
+             WHERE s.run = $1 ORDER BY s.side",
         )
         .bind(run)
         .fetch_all(&mut *tx)
         .await?;
-        for r in &sides {
-            sqlx::query(
-                "INSERT INTO tasks (run, side, chunk, state, lease_until, leases) \
-                 VALUES ($1, $2, $3, 'pending', 0, 0)",
-            )
-            .bind(run)
-            .bind(r.get::<i64, _>(0))
-            .bind(r.get::<i64, _>(1))
-            .execute(&mut *tx)
-            .await?;
+        if sides
+            .iter()
+            .any(|r| r.try_get::<Option<String>, _>(1).ok().flatten().is_none())
+        {
+            tx.commit().await?;
+            return Ok(false);
         }
-        sqlx::query("UPDATE runs SET state = 'computing', started = $1 WHERE id = $2")
-            .bind(now())
-            .bind(run)
-            .execute(&mut *tx)
-            .await?;
+        let items: [u64; 2] = [0, 1].map(|i| sides[i].get::<i64, _>(0) as u64);
+        start(&mut tx, run, Some(raised_side(items))).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -547,21 +737,34 @@ impl Store {
         )
     }
 
+    /// The pre-tokens a preprocessed run used, by side.
+    pub async fn run_pretokens(&self, run: &str) -> Result<Vec<String>> {
+        Ok(sqlx::query(
+            "SELECT pretoken FROM run_sides WHERE run = $1 AND pretoken IS NOT NULL \
+             ORDER BY side",
+        )
+        .bind(run)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+    }
+
     // --- tasks ----------------------------------------------------------------------------
 
     /// Leases the next task that is pending or whose lease has expired, for
-    /// `lease_seconds`. The caller serialises leasing (one service process).
+    /// `lease_seconds`: runs' tasks before pre-tokens' (precomputation is what the
+    /// service does while idle), older runs first. The caller serialises leasing (one
+    /// service process).
     pub async fn lease(&self, lease_seconds: u64) -> Result<Option<Leased>> {
         let at = now();
         let row = sqlx::query(
-            "SELECT t.run, t.side, t.chunk, s.dataset, s.token, r.parties, c.items \
-             FROM tasks t \
-             JOIN runs r ON r.id = t.run \
-             JOIN run_sides s ON s.run = t.run AND s.side = t.side \
-             JOIN chunks c ON c.dataset = s.dataset AND c.idx = t.chunk \
+            "SELECT t.run, t.side, t.chunk FROM tasks t JOIN runs r ON r.id = t.run \
              WHERE r.state = 'computing' \
              AND (t.state = 'pending' OR (t.state = 'leased' AND t.lease_until < $1)) \
-             ORDER BY r.started, t.run, t.side, t.chunk LIMIT 1",
+             ORDER BY CASE WHEN r.parties = 1 THEN 1 ELSE 0 END, r.started, t.run, t.side, \
+             t.chunk LIMIT 1",
         )
         .bind(at)
         .fetch_optional(&self.pool)
@@ -583,25 +786,17 @@ impl Store {
         if updated.rows_affected() != 1 {
             return Ok(None);
         }
-        Ok(Some(Leased {
-            dataset: row.get(3),
-            task: api::Task {
-                run,
-                side: side as u64,
-                chunk: chunk as u64,
-                token: row.get(4),
-                parties: row.get::<i64, _>(5) as u64,
-                items: row.get::<i64, _>(6) as u64,
-                lease_seconds,
-            },
-        }))
+        let (mut leased, _) = self.task(&run, side as u64, chunk as u64).await?;
+        leased.task.lease_seconds = lease_seconds;
+        Ok(Some(leased))
     }
 
-    /// A task of a computing run, as leased (whoever holds it).
+    /// A task of a computing run, as leased (whoever holds it), and its state.
     pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, String)> {
         api::check_id(run)?;
         let row = sqlx::query(
-            "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state \
+            "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state, \
+             r.preprocessed, s.pretoken, s.delta \
              FROM tasks t \
              JOIN runs r ON r.id = t.run \
              JOIN run_sides s ON s.run = t.run AND s.side = t.side \
@@ -618,21 +813,40 @@ impl Store {
         if run_state != "computing" {
             return Err(Error::Conflict(format!("run {run} is {run_state}")));
         }
-        Ok((
-            Leased {
-                dataset: row.get(0),
-                task: api::Task {
-                    run: run.to_owned(),
-                    side,
-                    chunk,
-                    token: row.get(1),
-                    parties: row.get::<i64, _>(2) as u64,
-                    items: row.get::<i64, _>(3) as u64,
-                    lease_seconds: 0,
-                },
-            },
-            row.get(4),
-        ))
+        let (work, input) = if row.get::<i64, _>(6) == 0 {
+            let work = Work::Pair {
+                token: row.get(1),
+                parties: row.get::<i64, _>(2) as u64,
+            };
+            (work, self.chunk_path(&row.get::<String, _>(0), chunk))
+        } else {
+            let (pretoken, delta): (String, String) = (row.get(7), row.get(8));
+            let other =
+                sqlx::query("SELECT pretoken, delta FROM run_sides WHERE run = $1 AND side <> $2")
+                    .bind(run)
+                    .bind(side as i64)
+                    .fetch_one(&self.pool)
+                    .await?;
+            let scalar = |hex: &str| {
+                Secret::from_bytes(&api::from_hex::<32>(hex, "scalar")?)
+                    .map_err(|e| Error::Internal(format!("a stored scalar: {e}")))
+            };
+            let exponent = crypto::ratio(&scalar(&delta)?, &scalar(&other.get::<String, _>(1))?);
+            let work = Work::Raise {
+                exponent: hex::encode(exponent.to_bytes()),
+                target: other.get(0),
+            };
+            (work, self.answer_path(&pretoken, 0, chunk))
+        };
+        let task = api::Task {
+            run: run.to_owned(),
+            side,
+            chunk,
+            items: row.get::<i64, _>(3) as u64,
+            work,
+            lease_seconds: 0,
+        };
+        Ok((Leased { task, input }, row.get(4)))
     }
 
     /// The file of a task's answer.
@@ -680,13 +894,14 @@ impl Store {
         Ok(left == 0)
     }
 
-    /// Marks a run done with `matches` (its result files are in place).
-    pub async fn finish(&self, run: &str, matches: u64) -> Result<()> {
+    /// Marks a run done with `matches` (its result files are in place; `None` for a
+    /// pre-token's run, which has none).
+    pub async fn finish(&self, run: &str, matches: Option<u64>) -> Result<()> {
         sqlx::query(
             "UPDATE runs SET state = 'done', matches = $1, finished = $2 \
              WHERE id = $3 AND state = 'computing'",
         )
-        .bind(matches as i64)
+        .bind(matches.map(|m| m as i64))
         .bind(now())
         .bind(run)
         .execute(&self.pool)
@@ -694,7 +909,7 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a run failed and removes its answers.
+    /// Marks a run failed and [`discard`](Self::discard)s what it left.
     pub async fn fail(&self, run: &str, error: &str) -> Result<()> {
         sqlx::query("UPDATE runs SET state = 'failed', error = $1, finished = $2 WHERE id = $3")
             .bind(error)
@@ -702,16 +917,59 @@ impl Store {
             .bind(run)
             .execute(&self.pool)
             .await?;
-        self.remove_answers(run)
+        self.discard(run).await
     }
 
-    /// Removes what a failed run left on disk (its answers; it has no results).
-    pub fn remove_answers(&self, run: &str) -> Result<()> {
+    /// Removes what a failed run left on disk: its answers, and the values of the
+    /// pre-tokens it used (they serve no other run).
+    pub async fn discard(&self, run: &str) -> Result<()> {
+        for pretoken in self.run_pretokens(run).await? {
+            self.remove_files(&pretoken)?;
+        }
+        self.remove_files(run)
+    }
+
+    /// Removes a run's files (answers, results; a pre-token's values).
+    pub fn remove_files(&self, run: &str) -> Result<()> {
         match std::fs::remove_dir_all(self.run_dir(run)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
     }
+}
+
+/// Starts a run whose tokens (or scalars) are all in: a task per chunk of its sides (of
+/// side `only`, if given), and the state `computing`.
+async fn start(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    run: &str,
+    only: Option<u64>,
+) -> Result<()> {
+    let chunks = sqlx::query(
+        "SELECT s.side, c.idx FROM run_sides s JOIN chunks c ON c.dataset = s.dataset \
+         WHERE s.run = $1 AND ($2 < 0 OR s.side = $2) ORDER BY s.side, c.idx",
+    )
+    .bind(run)
+    .bind(only.map_or(-1, |s| s as i64))
+    .fetch_all(&mut **tx)
+    .await?;
+    for r in &chunks {
+        sqlx::query(
+            "INSERT INTO tasks (run, side, chunk, state, lease_until, leases) \
+             VALUES ($1, $2, $3, 'pending', 0, 0)",
+        )
+        .bind(run)
+        .bind(r.get::<i64, _>(0))
+        .bind(r.get::<i64, _>(1))
+        .execute(&mut **tx)
+        .await?;
+    }
+    sqlx::query("UPDATE runs SET state = 'computing', started = $1 WHERE id = $2")
+        .bind(now())
+        .bind(run)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 fn dataset_of(row: &AnyRow) -> Dataset {

@@ -1,38 +1,51 @@
-//! Workers: stateless processes that lease a task (one chunk of one side of a run),
-//! pair its items with the side's token and answer with digests (two parties) or values
-//! (three). A task is a pure function of public inputs, so any worker's answer is the
-//! same and a task whose worker died is simply done again (spec F).
+//! Workers: stateless processes that lease a task (one chunk of one side of a run) and
+//! answer it: stored points paired with the side's token, as digests (two parties),
+//! values (three) or precomputed values (a pre-token's run); or a pre-token's values
+//! raised to a preprocessed run's exponent, as digests. A task is a pure function of
+//! public inputs, so any worker's answer is the same and a task whose worker died is
+//! simply done again (spec F).
 
-use crate::api::{self, Task, VALUE_BYTES};
+use crate::api::{self, Task, Work, VALUE_BYTES};
 use crate::auth::WorkerSecret;
-use crate::crypto::{self, PreparedToken, ITEM_BYTES, TOKEN_BYTES};
+use crate::crypto::{self, PreparedToken, Secret, ITEM_BYTES, PRECOMPUTED_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::http::{Endpoint, Http};
 use blstrs::Compress;
 use std::time::{Duration, Instant};
 
-/// The answer to a task over its chunk's `points`, computed on the current rayon pool.
-pub fn answer(task: &Task, points: &[u8]) -> Result<Vec<u8>> {
-    if points.len() != task.items as usize * ITEM_BYTES {
+/// The answer to a task over its chunk's `input` (points, or precomputed values),
+/// computed on the current rayon pool.
+pub fn answer(task: &Task, input: &[u8]) -> Result<Vec<u8>> {
+    if input.len() != task.items as usize * task.input_width() {
         return Err(Error::BadRequest(format!(
-            "{} bytes of points for a task of {} items",
-            points.len(),
+            "{} bytes of input for a task of {} items",
+            input.len(),
             task.items
         )));
     }
-    let token = api::from_hex::<TOKEN_BYTES>(&task.token, "token")?;
-    let token = PreparedToken::new(&crypto::decode_token(&token)?);
-    let (items, _) = points.as_chunks::<ITEM_BYTES>();
-    if task.parties == 3 {
-        let values = crypto::paired(items, &token, |v| {
-            let mut out = [0u8; VALUE_BYTES];
-            v.write_compressed(&mut out[..]).expect("288 bytes");
-            Ok(out)
-        })?;
-        Ok(values.into_flattened())
-    } else {
-        let run = api::from_hex::<{ api::ID_BYTES }>(&task.run, "run id")?;
-        Ok(crypto::digests(items, &token, &run)?.into_flattened())
+    let run = api::from_hex::<{ api::ID_BYTES }>(&task.run, "run id")?;
+    match &task.work {
+        Work::Pair { token, parties } => {
+            let token = api::from_hex::<TOKEN_BYTES>(token, "token")?;
+            let token = PreparedToken::new(&crypto::decode_token(&token)?);
+            let (items, _) = input.as_chunks::<ITEM_BYTES>();
+            Ok(match parties {
+                1 => crypto::precomputed(items, &token, &run)?.into_flattened(),
+                3 => crypto::paired(items, &token, |v| {
+                    let mut out = [0u8; VALUE_BYTES];
+                    v.write_compressed(&mut out[..]).expect("288 bytes");
+                    Ok(out)
+                })?
+                .into_flattened(),
+                _ => crypto::digests(items, &token, &run)?.into_flattened(),
+            })
+        }
+        Work::Raise { exponent, target } => {
+            let exponent = Secret::from_bytes(&api::from_hex::<32>(exponent, "exponent")?)?;
+            let target = api::from_hex::<{ api::ID_BYTES }>(target, "pre-token id")?;
+            let (values, _) = input.as_chunks::<PRECOMPUTED_BYTES>();
+            Ok(crypto::raised_digests(values, &exponent, &target)?.into_flattened())
+        }
     }
 }
 
@@ -83,8 +96,8 @@ pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> R
         let result = http
             .call("GET", &format!("{path}/points"), &auth, b"")
             .and_then(|(_, points)| {
-                if points.len() > api::MAX_CHUNK_ITEMS * ITEM_BYTES {
-                    return Err(Error::TooLarge("a task's points".into()));
+                if points.len() > api::MAX_TASK_BYTES {
+                    return Err(Error::TooLarge("a task's input".into()));
                 }
                 threads.install(|| answer(&task, &points))
             })

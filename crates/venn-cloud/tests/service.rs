@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use venn_cloud::api::{Task, MAX_CHUNK_ITEMS};
+use venn_cloud::api::{Task, Work, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerSecret;
 use venn_cloud::crypto::{self, Secret};
 use venn_cloud::http::{Endpoint, Http};
@@ -432,6 +432,136 @@ fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
     assert!(!answers.exists());
 }
 
+/// Spec A.4: runs from pre-tokens give the plain runs' results, raising only the smaller
+/// side; a pre-token serves one run, of its own dataset, once ready.
+fn preprocessed_runs_match_plain_runs(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (alice, bob) = (s.client("alice"), s.client("bob"));
+    let a = numbered("k", 0..300);
+    let b = numbered("k", 250..400);
+    let ka = upload(&w, &alice, "a", &a, 64);
+    let kb = upload(&w, &bob, "b", &b, 50);
+    let mine = alice.make_pretokens(&ka, 1).unwrap();
+    let theirs = bob.make_pretokens(&kb, 2).unwrap();
+    alice.wait_pretokens(&ka, &mine, WAIT).unwrap();
+    bob.wait_pretokens(&kb, &theirs, WAIT).unwrap();
+    let run = try_pair(&[(&alice, &ka), (&bob, &kb)], true).unwrap();
+    assert_eq!(matched(&alice, &ka, &run, &a), truth(&a, &b));
+    assert_eq!(matched(&bob, &kb, &run, &b), truth(&a, &b));
+    let r = alice.run(&run).unwrap();
+    assert_eq!((r.kind.as_str(), r.matches), ("preprocessed", Some(50)));
+    assert_eq!(r.tasks, 3, "only bob's smaller side is raised");
+    // Used: listed so, its values gone.
+    assert_eq!(alice.pretokens(&ka).unwrap()[0].state, "used");
+    assert!(!s.dir.join("runs").join(&mine[0].id).exists());
+    // Alice has no pre-token left: her side refuses (and bob's second one is spent).
+    let err = try_pair(&[(&alice, &ka), (&bob, &kb)], true).unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref m) if m.contains("no ready pre-token")),
+        "{err}"
+    );
+    // Through the API: a used pre-token, or another dataset's, is refused.
+    let again = post_preprocessed_run(&alice, &[&ka.dataset, &kb.dataset]);
+    let delta = hex::encode(Secret::random().to_bytes());
+    let err = scalar(&alice, &again, &ka.dataset, &mine[0].id, &delta).unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref m) if m.contains("used before")),
+        "{err}"
+    );
+    let err = scalar(&alice, &again, &ka.dataset, &theirs[0].id, &delta).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    // A side that asked for a plain run refuses a preprocessed one, and the other way.
+    let err = try_pair(&[(&alice, &ka), (&bob, &kb)], false);
+    assert!(err.is_ok(), "a plain run still works: {err:?}");
+}
+
+/// Pre-tokens: checked as tokens are, bounded per dataset, usable only when computed
+/// (a worker that dies while computing one has its task redone), and runs take tokens or
+/// scalars as their kind says.
+fn pretokens_are_checked(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        lease_seconds: 1,
+        threads: 0,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..40), 16);
+    let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
+    let made = a.make_pretokens(&ka, 2).unwrap();
+    assert_eq!(made[0].state, "computing");
+    let err = a.make_pretokens(&ka, 1).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    let err = b.make_pretokens(&ka, 1).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    for (token, label) in [
+        (hex::encode([0x80; 96]), hex::encode([1; 32])),
+        (
+            hex::encode(crypto::token(&Secret::random(), &Secret::random())),
+            "zz".into(),
+        ),
+    ] {
+        let body = serde_json::json!({ "token": token, "label": label }).to_string();
+        let path = format!("/v1/datasets/{}/pretokens", kb.dataset);
+        let err = b.call("POST", &path, body.as_bytes()).unwrap_err();
+        assert!(matches!(err, Error::BadRequest(_)), "{err}");
+    }
+    // Not ready yet: refused.
+    let run = post_preprocessed_run(&a, &[&ka.dataset, &kb.dataset]);
+    let delta = hex::encode(Secret::random().to_bytes());
+    let err = scalar(&a, &run, &ka.dataset, &made[0].id, &delta).unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict(ref m) if m.contains("not ready")),
+        "{err}"
+    );
+    // Runs take what their kind says.
+    let t = crypto::token(&Secret::random(), &Secret::random());
+    let err = give(&a, &run, &ka.dataset, &t).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    let plain = post_run(&a, &[&ka.dataset, &kb.dataset]).unwrap();
+    let err = scalar(&a, &plain, &ka.dataset, &made[0].id, &delta).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    let err = scalar(&a, &run, &ka.dataset, &made[0].id, &hex::encode([0u8; 32])).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)), "{err}");
+    // A worker takes a pre-token's task and dies; another computes everything.
+    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
+    let (_, body) = http
+        .call(
+            "POST",
+            "/v1/tasks/lease",
+            &[("authorization", secret.bearer())],
+            b"",
+        )
+        .unwrap();
+    let abandoned: Task = serde_json::from_slice(&body).unwrap();
+    assert!(made.iter().any(|p| p.id == abandoned.run));
+    assert!(matches!(abandoned.work, Work::Pair { parties: 1, .. }));
+    let config = WorkerConfig {
+        threads: 1,
+        poll: Duration::from_millis(100),
+        idle_exit: Some(Duration::from_secs(3)),
+    };
+    let theirs = b.make_pretokens(&kb, 1).unwrap();
+    let done = worker::run(&Endpoint::plain(&s.url), &secret, &config).unwrap();
+    assert_eq!(done, 3 * 3, "three pre-tokens' three chunks");
+    a.wait_pretokens(&ka, &made, WAIT).unwrap();
+    b.wait_pretokens(&kb, &theirs, WAIT).unwrap();
+    let names = (numbered("x", 0..40), numbered("x", 20..60));
+    std::thread::scope(|scope| {
+        let pairing = scope.spawn(|| try_pair(&[(&a, &ka), (&b, &kb)], true));
+        let done = worker::run(&Endpoint::plain(&s.url), &secret, &config).unwrap();
+        assert_eq!(done, 3, "one side raised");
+        let run = pairing.join().unwrap().unwrap();
+        assert_eq!(matched(&a, &ka, &run, &names.0), truth(&names.0, &names.1));
+    });
+    assert_eq!(b.pretokens(&kb).unwrap()[0].state, "used");
+    // Deleting the dataset removes its pre-tokens' values.
+    a.delete(&ka.dataset).unwrap();
+    assert!(!s.dir.join("runs").join(&made[1].id).exists());
+}
+
 // --- helpers ---------------------------------------------------------------------------
 
 fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String, Error> {
@@ -440,6 +570,33 @@ fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String,
         serde_json::from_slice(&c.call("POST", "/v1/runs", body.as_bytes())?).unwrap();
     Ok(run["id"].as_str().unwrap().to_owned())
 }
+
+fn post_preprocessed_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> String {
+    let body = serde_json::json!({ "datasets": datasets, "preprocessed": true }).to_string();
+    let run: serde_json::Value =
+        serde_json::from_slice(&c.call("POST", "/v1/runs", body.as_bytes()).unwrap()).unwrap();
+    assert_eq!(run["kind"], "preprocessed");
+    run["id"].as_str().unwrap().to_owned()
+}
+
+fn scalar(
+    c: &venn_cloud::client::Client,
+    run: &str,
+    dataset: &str,
+    pretoken: &str,
+    delta: &str,
+) -> Result<(), Error> {
+    let body = serde_json::json!({ "dataset": dataset, "pretoken": pretoken, "delta": delta });
+    c.call(
+        "POST",
+        &format!("/v1/runs/{run}/scalars"),
+        body.to_string().as_bytes(),
+    )
+    .map(|_| ())
+}
+
+/// How long a test waits for pre-tokens.
+const WAIT: Duration = Duration::from_secs(60);
 
 fn give(
     c: &venn_cloud::client::Client,
@@ -498,6 +655,8 @@ const SUITE: &[(&str, Scenario)] = &[
         "deleted dataset",
         a_deleted_dataset_fails_its_run_and_leaves_nothing,
     ),
+    ("preprocessed runs", preprocessed_runs_match_plain_runs),
+    ("pre-tokens checked", pretokens_are_checked),
 ];
 
 #[test]

@@ -17,7 +17,7 @@ use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-pub use thunder::bench_thunder;
+pub use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
 use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::Role;

@@ -7,13 +7,18 @@
 //! of `--threads` threads, and the second client's `venn cloud result`, whose output must
 //! be exactly its shared rows in input order, byte for byte.
 //!
+//! With `--preprocessed` (spec A.4), each run is preceded by its offline phase: W workers
+//! and each client's `venn cloud pretoken --wait` (one pre-token each), timed until every
+//! pre-token is ready; the run is then `pair --preprocessed`, whose online work is one
+//! G_T exponentiation per item of the smaller side.
+//!
 //! Reported: the first two uploads' wall time and all uploads' CPU time; the run's wall
 //! time from the tokens handed over to the rows written (workers start after the tokens,
-//! as they would join a queue); the workers' CPU time and from it the pairings per second
-//! per core (a run is n pairings per party); the service's CPU time over everything (for
-//! three parties, mostly its quadratic join). CPU times are the processes' own
-//! (`getrusage` of the waited-for children), so a shared machine's other load shows in
-//! the wall times only.
+//! as they would join a queue); the workers' CPU time and from it the item operations
+//! (pairings; raises in a preprocessed run) per second per core (a run is n pairings per
+//! party, or n raises); the service's CPU time over everything (for three parties, mostly
+//! its quadratic join). CPU times are the processes' own (`getrusage` of the waited-for
+//! children), so a shared machine's other load shows in the wall times only.
 
 use super::files::make_files;
 use super::ScratchDir;
@@ -37,14 +42,21 @@ pub struct ThunderRow {
     pub upload_a_s: f64,
     pub upload_b_s: f64,
     pub upload_cpu_s: f64,
+    /// A preprocessed run's offline phase: wall time until both pre-tokens were ready,
+    /// and its workers' CPU time.
+    pub precompute_s: Option<f64>,
+    pub precompute_cpu_s: Option<f64>,
     pub run_s: f64,
     pub worker_cpu_s: f64,
-    /// Worker CPU per pairing (n per party in a run), in µs.
-    pub us_per_pairing_per_core: f64,
-    pub pairings_per_s_per_core: f64,
-    /// The run's pairings over its wall time (for three parties the run is mostly the
-    /// service's quadratic join instead).
-    pub pairings_per_s: f64,
+    /// What the run's workers do per item: "pairing" (n per party) or "raise" (n in all:
+    /// the smaller side of a preprocessed run).
+    pub item_op: &'static str,
+    /// Worker CPU per item operation, in µs.
+    pub us_per_op_per_core: f64,
+    pub ops_per_s_per_core: f64,
+    /// The run's item operations over its wall time (for three parties the run is mostly
+    /// the service's quadratic join instead).
+    pub ops_per_s: f64,
     /// The service's CPU over the whole row's uploads and runs (filled in on the last row
     /// of each n).
     pub service_cpu_s: Option<f64>,
@@ -154,7 +166,13 @@ impl Drop for Service {
 
 /// A run between the uploaded datasets (the first client leads, the others connect to
 /// it): its id, once every token is handed over.
-fn pair(dir: &Path, url: &str, clients: &[&str], timeout: u64) -> Result<String> {
+fn pair(
+    dir: &Path,
+    url: &str,
+    clients: &[&str],
+    preprocessed: bool,
+    timeout: u64,
+) -> Result<String> {
     let timeout = timeout.to_string();
     let args = |who: &str, link: [&str; 2], partners: &str| -> Vec<String> {
         let mut args: Vec<String> = [
@@ -173,6 +191,9 @@ fn pair(dir: &Path, url: &str, clients: &[&str], timeout: u64) -> Result<String>
         args.extend(link.map(String::from));
         if !partners.is_empty() {
             args.extend(["--partners".into(), partners.into()]);
+        }
+        if preprocessed {
+            args.push("--preprocessed".into());
         }
         args
     };
@@ -217,40 +238,109 @@ fn pair(dir: &Path, url: &str, clients: &[&str], timeout: u64) -> Result<String>
     Ok(out.trim().to_string())
 }
 
-/// One run with `workers` worker processes: (wall seconds, the workers' CPU seconds, rows
-/// written, verified).
-fn run_with_workers(
+/// Worker processes of `venn cloud worker`, which exit once idle.
+struct Workers(Vec<Child>);
+
+impl Workers {
+    fn spawn(dir: &Path, url: &str, workers: usize, threads: usize) -> Result<Workers> {
+        let (threads, idle) = (threads.to_string(), IDLE_EXIT.to_string());
+        let args = [
+            "worker",
+            "--server",
+            url,
+            "--worker-secret",
+            "data/worker-secret",
+            "--threads",
+            &threads,
+            "--idle-exit",
+            &idle,
+        ];
+        // Workers' messages go to files (a pipe nobody reads while they work would fill).
+        let children = (0..workers)
+            .map(|k| {
+                let log = std::fs::File::create(dir.join(format!("worker-{k}.err")))?;
+                Ok(venn(dir, &args)?
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()?)
+            })
+            .collect::<Result<Vec<Child>>>()?;
+        Ok(Workers(children))
+    }
+
+    /// Waits for every worker to exit: their CPU seconds.
+    fn wait(self, dir: &Path) -> Result<f64> {
+        let cpu = children_cpu();
+        for (k, mut w) in self.0.into_iter().enumerate() {
+            let status = w.wait()?;
+            if !status.success() {
+                let log = std::fs::read_to_string(dir.join(format!("worker-{k}.err")))?;
+                return Err(Error::Bench(format!(
+                    "venn cloud worker {k} failed ({status}): {log}"
+                )));
+            }
+        }
+        Ok(children_cpu() - cpu)
+    }
+}
+
+/// A preprocessed run's offline phase with `workers` workers: one pre-token per client,
+/// waited for. (Wall seconds until all are ready, the workers' CPU seconds.)
+fn precompute(
     dir: &Path,
     url: &str,
     clients: &[&str],
     workers: usize,
     threads: usize,
     timeout: u64,
-) -> Result<(f64, f64, usize, bool)> {
-    let id = pair(dir, url, clients, timeout)?;
+) -> Result<(f64, f64)> {
     let began = Instant::now();
-    let (threads, idle) = (threads.to_string(), IDLE_EXIT.to_string());
-    let worker_args = [
-        "worker",
-        "--server",
-        url,
-        "--worker-secret",
-        "data/worker-secret",
-        "--threads",
-        &threads,
-        "--idle-exit",
-        &idle,
-    ];
-    // Workers' messages go to files (a pipe nobody reads while they work would fill).
-    let children = (0..workers)
-        .map(|k| {
-            let log = std::fs::File::create(dir.join(format!("worker-{k}.err")))?;
-            Ok(venn(dir, &worker_args)?
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()?)
+    let workers = Workers::spawn(dir, url, workers, threads)?;
+    let wait = timeout.to_string();
+    let made = clients
+        .iter()
+        .map(|who| {
+            let (id, key) = (format!("{who}.id"), format!("{who}.key"));
+            let args = [
+                "pretoken",
+                "--server",
+                url,
+                "--identity",
+                &id,
+                "--key-file",
+                &key,
+                "--wait",
+                &wait,
+            ];
+            Ok(venn(dir, &args)?.spawn()?)
         })
         .collect::<Result<Vec<Child>>>()?;
+    let made: Vec<Result<String>> = made
+        .into_iter()
+        .map(|c| finish(c, "venn cloud pretoken"))
+        .collect();
+    let wall = began.elapsed().as_secs_f64();
+    let cpu = workers.wait(dir)?;
+    for m in made {
+        m?;
+    }
+    Ok((wall, cpu))
+}
+
+/// One run with `workers` worker processes: (wall seconds, the workers' CPU seconds, rows
+/// written, verified).
+fn run_with_workers(
+    dir: &Path,
+    url: &str,
+    clients: &[&str],
+    preprocessed: bool,
+    workers: usize,
+    threads: usize,
+    timeout: u64,
+) -> Result<(f64, f64, usize, bool)> {
+    let id = pair(dir, url, clients, preprocessed, timeout)?;
+    let began = Instant::now();
+    let workers = Workers::spawn(dir, url, workers, threads)?;
     let _ = std::fs::remove_file(dir.join("out.csv"));
     let wait = timeout.to_string();
     let result = venn(
@@ -278,17 +368,7 @@ fn run_with_workers(
     .spawn()?;
     let result = finish(result, "venn cloud result");
     let run_s = began.elapsed().as_secs_f64();
-    let cpu = children_cpu();
-    for (k, mut w) in children.into_iter().enumerate() {
-        let status = w.wait()?;
-        if !status.success() {
-            let log = std::fs::read_to_string(dir.join(format!("worker-{k}.err")))?;
-            return Err(Error::Bench(format!(
-                "venn cloud worker {k} failed ({status}): {log}"
-            )));
-        }
-    }
-    let worker_cpu = children_cpu() - cpu;
+    let worker_cpu = workers.wait(dir)?;
     result?;
     let out = std::fs::read(dir.join("out.csv"))?;
     let rows = out
@@ -300,17 +380,29 @@ fn run_with_workers(
     Ok((run_s, worker_cpu, rows, verified))
 }
 
+/// What `venn bench --thunder` runs.
+pub struct ThunderOptions<'a> {
+    pub log2ns: &'a [u32],
+    pub parties: usize,
+    /// Runs from pre-tokens (two parties).
+    pub preprocessed: bool,
+    /// Worker processes of each run (a run per count).
+    pub workers: &'a [usize],
+    /// Threads per worker.
+    pub threads: usize,
+    pub timeout: u64,
+    pub json: bool,
+}
+
 /// `venn bench --thunder`.
-pub fn bench_thunder(
-    log2ns: &[u32],
-    parties: usize,
-    workers: &[usize],
-    threads: usize,
-    timeout: u64,
-    json: bool,
-) -> Result<()> {
+pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
+    let (parties, threads, timeout, json) = (o.parties, o.threads, o.timeout, o.json);
+    let workers = o.workers;
     if !(2..=3).contains(&parties) {
         return Err(Error::Bench("--parties is 2 or 3".into()));
+    }
+    if o.preprocessed && parties != 2 {
+        return Err(Error::Bench("preprocessed runs have two parties".into()));
     }
     if workers.is_empty() || workers.contains(&0) || threads == 0 {
         return Err(Error::Bench(
@@ -319,16 +411,19 @@ pub fn bench_thunder(
     }
     let scratch = ScratchDir::new()?;
     let dir = &scratch.0;
+    let op = if o.preprocessed { "raise" } else { "pair" };
     if !json {
         println!(
-            "Thunder through `venn cloud`, {parties} parties (SQLite; service without a pool; {threads} thread(s) per worker)\n\
-             {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12} {:>11} {:>9} {:>8}",
-            "log2n", "workers", "upload a", "upload b", "up cpu", "run", "wrk cpu",
-            "us/pair", "pair/s/core", "pair/s", "svc cpu", "verified"
+            "Thunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
+             {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12} {:>11} {:>9} {:>8}",
+            if o.preprocessed { ", preprocessed runs" } else { "" },
+            "log2n", "workers", "upload a", "upload b", "up cpu", "precomp", "pre cpu", "run",
+            "wrk cpu", format!("us/{op}"), format!("{op}/s/core"), format!("{op}/s"),
+            "svc cpu", "verified"
         );
     }
     let mut rows = Vec::new();
-    for &log2n in log2ns {
+    for &log2n in o.log2ns {
         if !(2..=24).contains(&log2n) {
             return Err(Error::Bench(format!(
                 "--thunder runs 2^2 to 2^24 items, not 2^{log2n}"
@@ -391,9 +486,16 @@ pub fn bench_thunder(
         }
         let mut at_n = Vec::new();
         for &w in workers {
+            let offline = match o.preprocessed {
+                true => Some(precompute(dir, &url, &names, w, threads, timeout)?),
+                false => None,
+            };
             let (run_s, worker_cpu, rows_written, verified) =
-                run_with_workers(dir, &url, &names, w, threads, timeout)?;
-            let pairings = (parties as u64 * (1u64 << log2n)) as f64;
+                run_with_workers(dir, &url, &names, o.preprocessed, w, threads, timeout)?;
+            let ops = match o.preprocessed {
+                true => (1u64 << log2n) as f64,
+                false => (parties as u64 * (1u64 << log2n)) as f64,
+            };
             at_n.push(ThunderRow {
                 log2n,
                 parties,
@@ -402,11 +504,14 @@ pub fn bench_thunder(
                 upload_a_s: upload[0],
                 upload_b_s: upload[1],
                 upload_cpu_s: upload_cpu,
+                precompute_s: offline.map(|o| o.0),
+                precompute_cpu_s: offline.map(|o| o.1),
                 run_s,
                 worker_cpu_s: worker_cpu,
-                us_per_pairing_per_core: worker_cpu / pairings * 1e6,
-                pairings_per_s_per_core: pairings / worker_cpu,
-                pairings_per_s: pairings / run_s,
+                item_op: if o.preprocessed { "raise" } else { "pairing" },
+                us_per_op_per_core: worker_cpu / ops * 1e6,
+                ops_per_s_per_core: ops / worker_cpu,
+                ops_per_s: ops / run_s,
                 service_cpu_s: None,
                 rows_written,
                 verified,
@@ -420,12 +525,14 @@ pub fn bench_thunder(
         }
         for row in at_n {
             if !json {
+                let optional = |v: Option<f64>| v.map_or("-".into(), |s| format!("{s:.2}"));
                 println!(
-                    "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>9.1} {:>12.0} {:>11.0} {:>9} {:>8}",
+                    "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9.2} {:>10.2} {:>9.1} {:>12.0} {:>11.0} {:>9} {:>8}",
                     row.log2n, row.workers, row.upload_a_s, row.upload_b_s, row.upload_cpu_s,
-                    row.run_s, row.worker_cpu_s, row.us_per_pairing_per_core,
-                    row.pairings_per_s_per_core, row.pairings_per_s,
-                    row.service_cpu_s.map_or("-".into(), |s| format!("{s:.2}")),
+                    optional(row.precompute_s), optional(row.precompute_cpu_s),
+                    row.run_s, row.worker_cpu_s, row.us_per_op_per_core,
+                    row.ops_per_s_per_core, row.ops_per_s,
+                    optional(row.service_cpu_s),
                     if row.verified { "yes" } else { "NO" }
                 );
             }

@@ -98,6 +98,7 @@ pub fn config() -> Config {
         max_items: 1 << 20,
         max_datasets: 16,
         max_client_items: 1 << 20,
+        max_pretokens: 2,
         threads: 2,
     }
 }
@@ -188,6 +189,15 @@ pub fn upload(
 /// Pairs two (or three: the last leads, linked to both) clients' datasets over
 /// in-memory links; returns the run's id.
 pub fn pair(parties: &[(&Client, &DatasetKey)]) -> String {
+    try_pair(parties, false).unwrap()
+}
+
+/// A run between `parties` (the last leads), with or without pre-tokens; the leader's
+/// error, or else a follower's, if one fails.
+pub fn try_pair(
+    parties: &[(&Client, &DatasetKey)],
+    preprocessed: bool,
+) -> venn_cloud::Result<String> {
     let timeout = Duration::from_secs(60);
     std::thread::scope(|s| {
         let (leader, followers) = parties.split_last().unwrap();
@@ -196,15 +206,17 @@ pub fn pair(parties: &[(&Client, &DatasetKey)]) -> String {
         for &(c, k) in followers {
             let (a, mut b) = venn::net::mem_pair(timeout);
             leader_links.push(a);
-            handles.push(s.spawn(move || c.pair(k, &mut [&mut b], false).unwrap()));
+            handles.push(s.spawn(move || c.pair(k, &mut [&mut b], false, preprocessed)));
         }
         let mut refs: Vec<&mut dyn venn::net::Channel> =
             leader_links.iter_mut().map(|l| l as _).collect();
-        let run = leader.0.pair(leader.1, &mut refs, true).unwrap();
+        let run = leader.0.pair(leader.1, &mut refs, true, preprocessed);
+        drop(leader_links);
+        let run = run?;
         for h in handles {
-            assert_eq!(h.join().unwrap().id, run.id);
+            assert_eq!(h.join().unwrap()?.id, run.id);
         }
-        run.id
+        Ok(run.id)
     })
 }
 
