@@ -74,10 +74,13 @@ pub struct ServeCli {
     /// The most items a client keeps over all its datasets (48 bytes each on disk).
     #[arg(long, default_value_t = 1 << 26)]
     max_client_items: u64,
-    /// The most pre-tokens of a dataset computing or ready at once (592 bytes per item
-    /// each on disk until a run uses it).
+    /// The most pre-tokens of a dataset whose values are on disk at once (592 bytes per
+    /// item each, until the run that uses it ends).
     #[arg(long, default_value_t = 4)]
     max_pretokens: u64,
+    /// Seconds a run waits for its tokens or scalars before it fails.
+    #[arg(long, default_value_t = 86400, value_parser = clap::value_parser!(u64).range(1..=30 * 86400))]
+    token_wait: u64,
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
@@ -390,6 +393,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_datasets: s.max_datasets,
             max_client_items: s.max_client_items,
             max_pretokens: s.max_pretokens,
+            token_wait_seconds: s.token_wait,
             threads: s.threads,
         },
     };

@@ -92,8 +92,44 @@ pub struct Pretoken {
     pub id: String,
     pub dataset: String,
     pub label: String,
-    /// "computing", "ready", "used" (by a run: never again) or "failed".
-    pub state: String,
+    pub state: PretokenState,
+}
+
+/// Where a pre-token is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PretokenState {
+    /// Its values are being computed.
+    Computing,
+    /// Computed, unused: a preprocessed run may take it.
+    Ready,
+    /// Taken by a run: never again.
+    Used,
+    /// Its computation failed, its dataset was deleted, or its owner withdrew it.
+    Failed,
+}
+
+impl std::fmt::Display for PretokenState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PretokenState::Computing => "computing",
+            PretokenState::Ready => "ready",
+            PretokenState::Used => "used",
+            PretokenState::Failed => "failed",
+        })
+    }
+}
+
+/// What a run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// Two or three datasets, a token from each owner.
+    Pair,
+    /// Two datasets, a pre-token and a scalar from each owner (spec A.4).
+    Preprocessed,
+    /// A pre-token's values: one side, no result.
+    Precompute,
 }
 
 /// `POST /v1/runs/{id}/scalars`: a dataset owner's part of a preprocessed run, `δ = K / R`
@@ -118,9 +154,7 @@ pub struct Token {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
     pub id: String,
-    /// "pair" (tokens), "preprocessed" (pre-tokens and scalars) or "precompute" (a
-    /// pre-token's values: one side).
-    pub kind: String,
+    pub kind: RunKind,
     /// "tokens" (waiting for tokens or scalars), "computing", "done" or "failed".
     pub state: String,
     pub sides: Vec<RunSide>,
@@ -189,15 +223,24 @@ impl Task {
     /// The bytes of the answer's items.
     pub fn answer_width(&self) -> usize {
         match self.work {
-            Work::Pair { parties: 1, .. } => crate::crypto::PRECOMPUTED_BYTES,
-            Work::Pair { parties: 3, .. } => VALUE_BYTES,
-            _ => crate::crypto::DIGEST_BYTES,
+            Work::Pair { parties, .. } => answer_width(parties),
+            Work::Raise { .. } => crate::crypto::DIGEST_BYTES,
         }
     }
 
     /// The task's path below `/v1/tasks/`.
     pub fn path(&self) -> String {
         format!("{}/{}/{}", self.run, self.side, self.chunk)
+    }
+}
+
+/// The bytes of an item of a pairing task's answer in a run of `parties`: a pre-token's
+/// precomputed item (1), a digest (2), a paired value (3).
+pub fn answer_width(parties: u64) -> usize {
+    match parties {
+        1 => crate::crypto::PRECOMPUTED_BYTES,
+        3 => VALUE_BYTES,
+        _ => crate::crypto::DIGEST_BYTES,
     }
 }
 

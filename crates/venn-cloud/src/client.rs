@@ -6,8 +6,8 @@
 //! (owner-only); the service sees points, tokens and positions only.
 
 use crate::api::{
-    self, ChunkReceipt, Dataset, NewDataset, NewPretoken, NewRun, Pretoken, Register, Run, Scalar,
-    Seal, Token,
+    self, ChunkReceipt, Dataset, NewDataset, NewPretoken, NewRun, Pretoken, PretokenState,
+    Register, Run, RunKind, Scalar, Seal, Token,
 };
 use crate::auth::{read_secret_file, write_secret_file, Identity};
 use crate::crypto::{self, Ciphertext, Secret};
@@ -231,17 +231,17 @@ impl Client {
         let start = Instant::now();
         loop {
             let listed = self.pretokens(key)?;
-            let state = |id: &str| listed.iter().find(|t| t.id == id).map(|t| t.state.as_str());
+            let state = |id: &str| listed.iter().find(|t| t.id == id).map(|t| t.state);
             let mut waiting = 0;
             for t in made {
                 match state(&t.id) {
-                    Some("ready") => {}
-                    Some("computing") => waiting += 1,
+                    Some(PretokenState::Ready) => {}
+                    Some(PretokenState::Computing) => waiting += 1,
                     other => {
                         return Err(Error::Conflict(format!(
                             "pre-token {} is {}",
                             t.id,
-                            other.unwrap_or("gone")
+                            other.map_or("gone".into(), |s| s.to_string())
                         )))
                     }
                 }
@@ -332,10 +332,13 @@ impl Client {
                     run.id
                 )));
             }
-            let kind = if preprocessed { "preprocessed" } else { "pair" };
+            let kind = match preprocessed {
+                true => RunKind::Preprocessed,
+                false => RunKind::Pair,
+            };
             if run.kind != kind {
                 return Err(Error::Conflict(format!(
-                    "run {} is a {} run; this side asked for a {kind} run",
+                    "run {} is a {:?} run; this side asked for a {kind:?} run",
                     run.id, run.kind
                 )));
             }
@@ -376,31 +379,46 @@ impl Client {
     /// again, whatever the service says (with R used in two runs, the service could
     /// intersect the two partners).
     fn give_scalar(&self, key: &DatasetKey, run: &str, k: &Secret) -> Result<Run> {
-        let used = key.used_labels()?;
-        let pretoken = self
-            .pretokens(key)?
-            .into_iter()
-            .find(|p| p.state == "ready" && p.dataset == key.dataset && !used.contains(&p.label))
-            .ok_or_else(|| {
-                Error::Conflict(format!(
-                    "dataset {} has no ready pre-token: make some with `venn cloud pretoken` \
-                     (and let the service compute them)",
-                    key.dataset
-                ))
-            })?;
-        let label = api::from_hex::<32>(&pretoken.label, "label")
-            .map_err(|_| Error::Transport("a pre-token with a bad label".into()))?;
-        key.mark_used(&pretoken.label)?;
+        // Locked from the choice until the label is recorded: two runs at once on one key
+        // file never take the same pre-token.
+        let mut used = UsedLabels::open(&key.used_path()?)?;
+        let (chosen, burned) = choose(&self.pretokens(key)?, &key.dataset, &used);
+        for id in burned {
+            // Recorded as used but never taken by a run (the client stopped after
+            // recording it): withdrawn, so that it stops counting against the quota.
+            let _ = self.withdraw_pretoken(key, &id);
+        }
+        let (id, label) = chosen.ok_or_else(|| {
+            Error::Conflict(format!(
+                "dataset {} has no ready pre-token: make some with `venn cloud pretoken` \
+                 (and let the service compute them)",
+                key.dataset
+            ))
+        })?;
+        used.record(&label)?;
+        drop(used);
         let delta = crypto::delta(k, &key.share(&label)?);
-        self.json(
+        let given = self.json(
             "POST",
             &format!("/v1/runs/{run}/scalars"),
             &Scalar {
                 dataset: key.dataset.clone(),
-                pretoken: pretoken.id,
+                pretoken: id.clone(),
                 delta: hex::encode(delta.to_bytes()),
             },
-        )
+        );
+        if given.is_err() {
+            let _ = self.withdraw_pretoken(key, &id);
+        }
+        given
+    }
+
+    /// Withdraws an unused pre-token of the dataset (the service removes its values).
+    pub fn withdraw_pretoken(&self, key: &DatasetKey, id: &str) -> Result<()> {
+        api::check_id(id)?;
+        let path = format!("/v1/datasets/{}/pretokens/{id}", key.dataset);
+        self.call("DELETE", &path, b"")?;
+        Ok(())
     }
 
     /// The key indices of `keys` (the dataset's keys as uploaded) that matched in a done
@@ -528,37 +546,6 @@ impl DatasetKey {
         Ok(PathBuf::from(name))
     }
 
-    /// The labels of the pre-tokens this client used.
-    fn used_labels(&self) -> Result<std::collections::HashSet<String>> {
-        let path = self.used_path()?;
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-            Err(e) => Err(Error::BadRequest(format!(
-                "cannot read '{}': {e}",
-                path.display()
-            ))),
-        }
-    }
-
-    /// Appends a label to the used list, synced before returning.
-    fn mark_used(&self, label: &str) -> Result<()> {
-        let path = self.used_path()?;
-        let fail = |e: std::io::Error| {
-            Error::BadRequest(format!(
-                "cannot record a used pre-token in '{}': {e}",
-                path.display()
-            ))
-        };
-        let mut options = std::fs::OpenOptions::new();
-        options.append(true).create(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&path).map_err(fail)?;
-        writeln!(file, "{label}").map_err(fail)?;
-        file.sync_all().map_err(fail)
-    }
-
     /// K_i.
     pub fn secret(&self) -> Result<Secret> {
         let bytes = api::from_hex::<32>(&self.key, "key")
@@ -599,6 +586,102 @@ impl DatasetKey {
             h.update(keys.get(i));
         }
         hex::encode(h.finalize())
+    }
+}
+
+/// The pre-token a preprocessed run takes: the first ready one of `dataset` whose label is
+/// not on the used list; and the ready ones whose labels are (burned: to withdraw).
+/// Labels are compared as the bytes they decode to, so no spelling of a used label (upper
+/// case hex, say) passes as a new one.
+fn choose(
+    listed: &[Pretoken],
+    dataset: &str,
+    used: &UsedLabels,
+) -> (Option<(String, [u8; 32])>, Vec<String>) {
+    let ready = listed
+        .iter()
+        .filter(|p| p.state == PretokenState::Ready && p.dataset == dataset);
+    let mut chosen = None;
+    let mut burned = Vec::new();
+    for p in ready {
+        let Ok(label) = api::from_hex::<32>(&p.label, "label") else {
+            continue;
+        };
+        if used.contains(&label) {
+            burned.push(p.id.clone());
+        } else if chosen.is_none() {
+            chosen = Some((p.id.clone(), label));
+        }
+    }
+    (chosen, burned)
+}
+
+/// The labels of the pre-tokens a client used, in a file beside the key file (one hex
+/// label per line, owner-only, append-only), locked while open.
+struct UsedLabels {
+    file: std::fs::File,
+    path: PathBuf,
+    labels: std::collections::HashSet<[u8; 32]>,
+}
+
+impl UsedLabels {
+    /// Opens (creating) and locks the list, and reads it.
+    fn open(path: &Path) -> Result<UsedLabels> {
+        let fail = |e: std::io::Error| {
+            Error::BadRequest(format!(
+                "cannot keep the used pre-tokens in '{}': {e}",
+                path.display()
+            ))
+        };
+        let created = !path.exists();
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(path).map_err(fail)?;
+        file.lock().map_err(fail)?;
+        if created {
+            // The new name itself must survive a crash.
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            std::fs::File::open(dir.unwrap_or(Path::new(".")))
+                .and_then(|d| d.sync_all())
+                .map_err(fail)?;
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).map_err(fail)?;
+        let labels = text
+            .lines()
+            .map(|l| api::from_hex::<32>(l, "used label"))
+            .collect::<Result<_>>()
+            .map_err(|_| {
+                Error::BadRequest(format!(
+                    "'{}' is damaged: it holds a line that is no label",
+                    path.display()
+                ))
+            })?;
+        Ok(UsedLabels {
+            file,
+            path: path.to_owned(),
+            labels,
+        })
+    }
+
+    fn contains(&self, label: &[u8; 32]) -> bool {
+        self.labels.contains(label)
+    }
+
+    /// Appends a label, synced before returning.
+    fn record(&mut self, label: &[u8; 32]) -> Result<()> {
+        writeln!(self.file, "{}", hex::encode(label))
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| {
+                Error::BadRequest(format!(
+                    "cannot record a used pre-token in '{}': {e}",
+                    self.path.display()
+                ))
+            })?;
+        self.labels.insert(*label);
+        Ok(())
     }
 }
 
@@ -685,4 +768,51 @@ fn link_secret(link: &mut dyn Channel, run: &str, leader: &str, follower: &str) 
     let sid: [u8; 32] = sid.finalize().into();
     let shared = venn::session::agree_secret(link, &sid, &mut venn::crypto::Prg::from_entropy())?;
     Ok(Secret::derive("venn-thunder-K", &[&shared, &sid]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A used label is recognised however the service spells it; ready pre-tokens with
+    /// used labels are burned; the list survives reopening and refuses damage.
+    #[test]
+    fn used_labels_are_never_chosen_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("k.used");
+        let pretoken = |id: &str, label: String, state| Pretoken {
+            id: id.into(),
+            dataset: "d".into(),
+            label,
+            state,
+        };
+        let (l1, l2) = ([1u8; 32], [0xab; 32]);
+        {
+            let mut used = UsedLabels::open(&path).unwrap();
+            used.record(&l2).unwrap();
+        }
+        let used = UsedLabels::open(&path).unwrap();
+        let listed = [
+            pretoken("a", hex::encode(l2).to_uppercase(), PretokenState::Ready),
+            pretoken("b", hex::encode(l1), PretokenState::Computing),
+            pretoken("c", hex::encode(l2), PretokenState::Ready),
+            pretoken("d", "not hex".into(), PretokenState::Ready),
+        ];
+        assert_eq!(
+            choose(&listed, "d", &used),
+            (None, vec!["a".into(), "c".into()])
+        );
+        let listed = [
+            pretoken("e", hex::encode(l1), PretokenState::Ready),
+            pretoken("f", hex::encode(l2), PretokenState::Ready),
+        ];
+        assert_eq!(
+            choose(&listed, "d", &used),
+            (Some(("e".into(), l1)), vec!["f".into()])
+        );
+        assert!(choose(&listed, "other", &used).0.is_none());
+        drop(used);
+        std::fs::write(&path, "zz\n").unwrap();
+        assert!(UsedLabels::open(&path).is_err());
+    }
 }

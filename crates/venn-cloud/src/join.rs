@@ -2,7 +2,7 @@
 //! matched positions (spec A.3 for two parties, A.4 for a preprocessed run, A.5 for
 //! three).
 
-use crate::api::VALUE_BYTES;
+use crate::api::{answer_width, RunKind, VALUE_BYTES};
 use crate::crypto::{DIGEST_BYTES, PRECOMPUTED_BYTES};
 use crate::error::{Error, Result};
 use crate::store::{blocking, raised_side, write_atomically, Store};
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 /// run has nothing to join: its answers are kept as the pre-token's values.
 pub async fn join(store: &Store, run: &str) -> Result<()> {
     let r = store.run(run).await?;
-    if r.kind == "precompute" {
+    if r.kind == RunKind::Precompute {
         return store.finish(run, None).await;
     }
     let datasets = store.run_datasets(run).await?;
@@ -28,11 +28,11 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
     for (side, d) in datasets.iter().enumerate() {
         let chunks = store.chunks(d).await?;
         // The larger side of a preprocessed run: its digests were precomputed.
-        let target = r.kind == "preprocessed"
+        let target = r.kind == RunKind::Preprocessed
             && side as u64 != raised_side([r.sides[0].items, r.sides[1].items]);
         let (answers, width) = match target {
             true => (Some(&pretokens[side]), PRECOMPUTED_BYTES),
-            false => (None, answer_width(r.sides.len())),
+            false => (None, answer_width(r.sides.len() as u64)),
         };
         inputs.push(Input {
             files: (0..chunks.len() as u64)
@@ -82,14 +82,6 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of a task's answer per item in a run of `parties` that pairs.
-fn answer_width(parties: usize) -> usize {
-    match parties {
-        3 => VALUE_BYTES,
-        _ => DIGEST_BYTES,
-    }
-}
-
 /// One side's answers: a file per chunk with its items, `width` bytes each.
 struct Input {
     files: Vec<(PathBuf, u64)>,
@@ -103,17 +95,19 @@ impl Input {
     }
 
     /// The digests in position order: the answers, or the digests at the end of
-    /// precomputed items.
+    /// precomputed items (taken a file at a time: the values are 36× their size).
     fn digests(&self) -> Result<Vec<u8>> {
-        let bytes = self.read()?;
-        Ok(match self.width {
-            DIGEST_BYTES => bytes,
-            w => bytes
-                .chunks_exact(w)
-                .flat_map(|item| &item[w - DIGEST_BYTES..])
-                .copied()
-                .collect(),
-        })
+        if self.width == DIGEST_BYTES {
+            return self.read();
+        }
+        let total: u64 = self.files.iter().map(|c| c.1).sum();
+        let mut out = Vec::with_capacity(total as usize * DIGEST_BYTES);
+        for file in &self.files {
+            let bytes = read_answers(std::slice::from_ref(file), self.width)?;
+            let items = bytes.chunks_exact(self.width);
+            out.extend(items.flat_map(|item| &item[self.width - DIGEST_BYTES..]));
+        }
+        Ok(out)
     }
 }
 

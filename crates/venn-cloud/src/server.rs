@@ -6,8 +6,8 @@
 //! read, every point checked as it arrives.
 
 use crate::api::{
-    self, ChunkReceipt, NewDataset, NewPretoken, NewRun, Register, Scalar, Seal, Token,
-    MAX_CHUNK_ITEMS,
+    self, ChunkReceipt, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind, Scalar,
+    Seal, Token, MAX_CHUNK_ITEMS,
 };
 use crate::auth::{self, Claim, WorkerSecret};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
@@ -19,7 +19,7 @@ use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -41,9 +41,12 @@ pub struct Config {
     /// The most items a client keeps over all its datasets (checked per chunk: uploads
     /// running at once may each pass it by one chunk).
     pub max_client_items: u64,
-    /// The most pre-tokens of a dataset computing or ready at once (each keeps 592 bytes
-    /// per item on disk until a run uses it).
+    /// The most pre-tokens of a dataset whose values are on disk at once (592 bytes per
+    /// item each, until the run that uses it ends).
     pub max_pretokens: u64,
+    /// How long a run waits for its tokens or scalars before it fails (and frees the
+    /// pre-tokens given to it).
+    pub token_wait_seconds: u64,
     /// Threads of the service's own pool of workers (0: external workers only).
     pub threads: usize,
 }
@@ -79,6 +82,8 @@ impl Service {
         for run in service.store.runs_in("failed").await? {
             service.store.discard(&run).await?;
         }
+        service.store.sweep_used_pretokens().await?;
+        service.expire_waiting().await?;
         for run in service.store.runs_in("computing").await? {
             if service.store.all_done(&run).await? {
                 service.clone().join_in_background(run);
@@ -106,6 +111,10 @@ impl Service {
                 "/v1/datasets/{id}/pretokens",
                 get(list_pretokens).post(create_pretoken),
             )
+            .route(
+                "/v1/datasets/{id}/pretokens/{pretoken}",
+                delete(withdraw_pretoken),
+            )
             .route("/v1/runs", post(create_run))
             .route("/v1/runs/{id}", get(show_run))
             .route("/v1/runs/{id}/tokens", post(give_token))
@@ -115,6 +124,12 @@ impl Service {
             .route("/v1/tasks/{run}/{side}/{chunk}/points", get(task_points))
             .route("/v1/tasks/{run}/{side}/{chunk}/answer", put(task_answer))
             .with_state(self.clone())
+    }
+
+    /// Fails the runs that waited too long for tokens or scalars.
+    async fn expire_waiting(&self) -> Result<()> {
+        let before = store::now() - self.config.token_wait_seconds as i64;
+        self.store.expire_waiting(before).await
     }
 
     /// Leases the next task, if any.
@@ -522,7 +537,7 @@ async fn give_token(
     req: Signed,
 ) -> Result<Response> {
     let t: Token = req.json()?;
-    let side = own_side(&s, &req.client, &id, &t.dataset, "pair").await?;
+    let side = own_side(&s, &req.client, &id, &t.dataset, RunKind::Pair).await?;
     let bytes = api::from_hex::<TOKEN_BYTES>(&t.token, "token")?;
     crypto::decode_token(&bytes)?;
     let started = {
@@ -533,9 +548,15 @@ async fn give_token(
     Ok(Json(s.store.run(&id).await?).into_response())
 }
 
-/// The side of run `id` that is the caller's `dataset`, in a run of `kind` ("pair" runs
-/// take tokens, "preprocessed" ones scalars).
-async fn own_side(s: &Service, client: &str, id: &str, dataset: &str, kind: &str) -> Result<u64> {
+/// The side of run `id` that is the caller's `dataset`, in a run of `kind` (pairing runs
+/// take tokens, preprocessed ones pre-tokens and scalars).
+async fn own_side(
+    s: &Service,
+    client: &str,
+    id: &str,
+    dataset: &str,
+    kind: RunKind,
+) -> Result<u64> {
     let run = visible_run(s, client, id).await?;
     let side = run
         .sides
@@ -544,15 +565,14 @@ async fn own_side(s: &Service, client: &str, id: &str, dataset: &str, kind: &str
         .ok_or_else(|| Error::BadRequest(format!("dataset {dataset} is not in run {id}")))?;
     if run.sides[side].owner != client {
         return Err(Error::Forbidden(format!(
-            "dataset {dataset} is not yours: only its owner gives its token"
+            "dataset {dataset} is not yours: only its owner speaks for it in a run"
         )));
     }
     if run.kind != kind {
         return Err(Error::Conflict(format!(
-            "run {id} is a {} run: it takes {}",
-            run.kind,
-            match run.kind.as_str() {
-                "preprocessed" => "pre-tokens and scalars",
+            "run {id} takes {}",
+            match run.kind {
+                RunKind::Preprocessed => "pre-tokens and scalars",
                 _ => "tokens",
             }
         )));
@@ -581,7 +601,7 @@ async fn give_scalar(
     req: Signed,
 ) -> Result<Response> {
     let g: Scalar = req.json()?;
-    let side = own_side(&s, &req.client, &id, &g.dataset, "preprocessed").await?;
+    let side = own_side(&s, &req.client, &id, &g.dataset, RunKind::Preprocessed).await?;
     let delta = crypto::Secret::from_bytes(&api::from_hex::<32>(&g.delta, "scalar")?)?;
     let started = {
         let _one = s.transitions.lock().await;
@@ -591,6 +611,33 @@ async fn give_scalar(
     };
     s.clone().started(&id, started).await?;
     Ok(Json(s.store.run(&id).await?).into_response())
+}
+
+/// Withdraws an unused pre-token of the caller's (its values are removed): e.g. one its
+/// client gave up on after recording it as used.
+async fn withdraw_pretoken(
+    State(s): State<Arc<Service>>,
+    Path((id, pretoken)): Path<(String, String)>,
+    req: Signed,
+) -> Result<StatusCode> {
+    s.store.own_dataset(&req.client, &id).await?;
+    let _one = s.transitions.lock().await;
+    let (dataset, state) = s.store.pretoken(&pretoken).await?;
+    if dataset != id {
+        return Err(Error::NotFound(format!(
+            "no pre-token {pretoken} of dataset {id}"
+        )));
+    }
+    match state {
+        PretokenState::Computing | PretokenState::Ready => {
+            s.store.fail(&pretoken, "withdrawn by its owner").await?;
+            Ok(StatusCode::NO_CONTENT)
+        }
+        PretokenState::Failed => Ok(StatusCode::NO_CONTENT),
+        PretokenState::Used => Err(Error::Conflict(format!(
+            "pre-token {pretoken} was used by a run"
+        ))),
+    }
 }
 
 async fn list_pretokens(
@@ -617,21 +664,15 @@ async fn create_pretoken(
     let label = api::from_hex::<32>(&p.label, "label")?;
     let token = api::from_hex::<TOKEN_BYTES>(&p.token, "token")?;
     crypto::decode_token(&token)?;
-    let kept = s
-        .store
-        .pretokens(&id)
-        .await?
-        .iter()
-        .filter(|p| matches!(p.state.as_str(), "computing" | "ready"))
-        .count() as u64;
-    if kept >= s.config.max_pretokens {
-        return Err(Error::TooLarge(format!(
-            "a dataset keeps at most {} pre-tokens here: use one first",
-            s.config.max_pretokens
-        )));
-    }
+    s.expire_waiting().await?;
     let pretoken = {
         let _one = s.transitions.lock().await;
+        if s.store.pretokens_kept(&id).await? >= s.config.max_pretokens {
+            return Err(Error::TooLarge(format!(
+                "a dataset keeps at most {} pre-tokens here: use or withdraw one first",
+                s.config.max_pretokens
+            )));
+        }
         s.store
             .create_pretoken(&req.client, &id, &hex::encode(token), &hex::encode(label))
             .await?

@@ -12,7 +12,7 @@
 //! acknowledges it is committed, so a crash leaves at worst an unreferenced file: nothing
 //! acknowledged is lost and nothing half-written is read.
 
-use crate::api::{self, Dataset, Pretoken, Run, RunSide, Work};
+use crate::api::{self, Dataset, Pretoken, PretokenState, Run, RunKind, RunSide, Work};
 use crate::crypto::{self, Secret};
 use crate::error::{Error, Result};
 use axum::body::Bytes;
@@ -51,14 +51,34 @@ pub fn raised_side(items: [u64; 2]) -> u64 {
     u64::from(items[1] < items[0])
 }
 
-/// A run's kind as [`Run::kind`] names it.
-fn kind(parties: i64, preprocessed: i64) -> &'static str {
+/// A run's kind from its row.
+fn kind(parties: i64, preprocessed: i64) -> RunKind {
     match (parties, preprocessed) {
-        (1, _) => "precompute",
-        (_, 0) => "pair",
-        _ => "preprocessed",
+        (1, _) => RunKind::Precompute,
+        (_, 0) => RunKind::Pair,
+        _ => RunKind::Preprocessed,
     }
 }
+
+/// Refuses a token given before (to a run or as a pre-token): a token serves one run.
+async fn refuse_used_token(tx: &mut sqlx::Transaction<'_, sqlx::Any>, token: &str) -> Result<()> {
+    let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
+        .bind(token)
+        .fetch_optional(&mut **tx)
+        .await?;
+    match used {
+        Some(_) => Err(Error::Conflict(
+            "this token was given before: a token serves one run".into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The condition on a pre-token's run `r` that its values are on disk: computing or
+/// computed, and not used by a run that is over (whose end removed them).
+const VALUES_KEPT: &str = "r.state IN ('tokens', 'computing', 'done') AND NOT EXISTS \
+    (SELECT 1 FROM run_sides u JOIN runs v ON v.id = u.run \
+    WHERE u.pretoken = r.id AND v.state IN ('done', 'failed'))";
 
 impl Store {
     /// Opens (creating if need be) the store: `url` is `sqlite://FILE` or
@@ -377,6 +397,14 @@ impl Store {
         .bind(dataset)
         .execute(&mut *tx)
         .await?;
+        sqlx::query(
+            "UPDATE runs SET state = 'failed', error = 'its dataset was deleted' \
+             WHERE parties = 1 AND state = 'done' \
+             AND id IN (SELECT run FROM run_sides WHERE dataset = $1)",
+        )
+        .bind(dataset)
+        .execute(&mut *tx)
+        .await?;
         let pretokens: Vec<String> = sqlx::query(
             "SELECT r.id FROM runs r JOIN run_sides s ON s.run = r.id \
              WHERE r.parties = 1 AND s.dataset = $1",
@@ -474,7 +502,7 @@ impl Store {
         .await?;
         Ok(Run {
             id: id.to_owned(),
-            kind: kind(row.get(5), row.get(6)).to_owned(),
+            kind: kind(row.get(5), row.get(6)),
             state: row.get(0),
             sides,
             tasks: tasks.get::<i64, _>(0) as u64,
@@ -514,15 +542,7 @@ impl Store {
         if state != "tokens" {
             return Err(Error::Conflict(format!("run {run} is {state}")));
         }
-        let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
-            .bind(token)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if used.is_some() {
-            return Err(Error::Conflict(
-                "this token was given before: a token serves one run".into(),
-            ));
-        }
+        refuse_used_token(&mut tx, token).await?;
         let updated = sqlx::query(
             "UPDATE run_sides SET token = $1 WHERE run = $2 AND side = $3 AND token IS NULL",
         )
@@ -563,15 +583,7 @@ impl Store {
     ) -> Result<Pretoken> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
-        let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
-            .bind(token)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if used.is_some() {
-            return Err(Error::Conflict(
-                "this token was given before: a token serves one run".into(),
-            ));
-        }
+        refuse_used_token(&mut tx, token).await?;
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, label) \
              VALUES ($1, $2, 1, 'tokens', $3, $4)",
@@ -595,8 +607,79 @@ impl Store {
             id,
             dataset: dataset.to_owned(),
             label: label.to_owned(),
-            state: "computing".into(),
+            state: PretokenState::Computing,
         })
+    }
+
+    /// How many pre-tokens of a dataset keep values on disk.
+    pub async fn pretokens_kept(&self, dataset: &str) -> Result<u64> {
+        let kept: i64 = sqlx::query(&format!(
+            "SELECT COUNT(*) FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.parties = 1 AND s.dataset = $1 AND {VALUES_KEPT}"
+        ))
+        .bind(dataset)
+        .fetch_one(&self.pool)
+        .await?
+        .get(0);
+        Ok(kept as u64)
+    }
+
+    /// A pre-token by id: its dataset and state.
+    pub async fn pretoken(&self, id: &str) -> Result<(String, PretokenState)> {
+        api::check_id(id)?;
+        let row = sqlx::query(
+            "SELECT s.dataset FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.id = $1 AND r.parties = 1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no pre-token {id}")))?;
+        let dataset: String = row.get(0);
+        let state = self
+            .pretokens(&dataset)
+            .await?
+            .into_iter()
+            .find(|p| p.id == id)
+            .map_or(PretokenState::Failed, |p| p.state);
+        Ok((dataset, state))
+    }
+
+    /// Fails the runs that have waited for tokens or scalars since before `created`
+    /// (a pre-token given to one would otherwise keep its values on disk for good).
+    pub async fn expire_waiting(&self, created: i64) -> Result<()> {
+        let stale: Vec<String> = sqlx::query(
+            "SELECT id FROM runs WHERE state = 'tokens' AND parties > 1 AND created < $1",
+        )
+        .bind(created)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+        for run in stale {
+            self.fail(&run, "not every token or scalar came in time")
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Removes the values of pre-tokens used by runs that are over (left behind by a
+    /// crash between a run's end and their removal).
+    pub async fn sweep_used_pretokens(&self) -> Result<()> {
+        let used: Vec<String> = sqlx::query(
+            "SELECT s.pretoken FROM run_sides s JOIN runs r ON r.id = s.run \
+             WHERE s.pretoken IS NOT NULL AND r.state IN ('done', 'failed')",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+        for pretoken in used {
+            self.remove_files(&pretoken)?;
+        }
+        Ok(())
     }
 
     /// A dataset's pre-tokens, oldest first.
@@ -614,20 +697,16 @@ impl Store {
             .iter()
             .map(|r| {
                 let state = match (r.get::<String, _>(2).as_str(), r.get::<i64, _>(3)) {
-                    (_, 1..) => "used",
-                    ("done", _) => "ready",
-                    ("failed", _) => "failed",
-                    _ => "computing",
+                    (_, 1..) => PretokenState::Used,
+                    ("done", _) => PretokenState::Ready,
+                    ("failed", _) => PretokenState::Failed,
+                    _ => PretokenState::Computing,
                 };
                 Pretoken {
                     id: r.get(0),
                     dataset: dataset.to_owned(),
-                    label: r
-                        .try_get::<Option<String>, _>(1)
-                        .ok()
-                        .flatten()
-                        .unwrap_or_default(),
-                    state: state.into(),
+                    label: r.get(1),
+                    state,
                 }
             })
             .collect())
@@ -820,22 +899,8 @@ impl Store {
             };
             (work, self.chunk_path(&row.get::<String, _>(0), chunk))
         } else {
-            let (pretoken, delta): (String, String) = (row.get(7), row.get(8));
-            let other =
-                sqlx::query("SELECT pretoken, delta FROM run_sides WHERE run = $1 AND side <> $2")
-                    .bind(run)
-                    .bind(side as i64)
-                    .fetch_one(&self.pool)
-                    .await?;
-            let scalar = |hex: &str| {
-                Secret::from_bytes(&api::from_hex::<32>(hex, "scalar")?)
-                    .map_err(|e| Error::Internal(format!("a stored scalar: {e}")))
-            };
-            let exponent = crypto::ratio(&scalar(&delta)?, &scalar(&other.get::<String, _>(1))?);
-            let work = Work::Raise {
-                exponent: hex::encode(exponent.to_bytes()),
-                target: other.get(0),
-            };
+            let pretoken: String = row.get(7);
+            let work = self.raise(run, side, &row.get::<String, _>(8)).await?;
             (work, self.answer_path(&pretoken, 0, chunk))
         };
         let task = api::Task {
@@ -847,6 +912,27 @@ impl Store {
             lease_seconds: 0,
         };
         Ok((Leased { task, input }, row.get(4)))
+    }
+
+    /// The work of side `side` of a preprocessed run, whose scalar is `delta`: its
+    /// pre-token's values raised to `δ_side / δ_other` (spec A.4), digested under the
+    /// other side's pre-token.
+    async fn raise(&self, run: &str, side: u64, delta: &str) -> Result<Work> {
+        let other =
+            sqlx::query("SELECT pretoken, delta FROM run_sides WHERE run = $1 AND side <> $2")
+                .bind(run)
+                .bind(side as i64)
+                .fetch_one(&self.pool)
+                .await?;
+        let scalar = |hex: &str| {
+            Secret::from_bytes(&api::from_hex::<32>(hex, "scalar")?)
+                .map_err(|e| Error::Internal(format!("a stored scalar: {e}")))
+        };
+        let exponent = crypto::ratio(&scalar(delta)?, &scalar(&other.get::<String, _>(1))?);
+        Ok(Work::Raise {
+            exponent: hex::encode(exponent.to_bytes()),
+            target: other.get(0),
+        })
     }
 
     /// The file of a task's answer.
@@ -938,8 +1024,9 @@ impl Store {
     }
 }
 
-/// Starts a run whose tokens (or scalars) are all in: a task per chunk of its sides (of
-/// side `only`, if given), and the state `computing`.
+/// Starts a run whose tokens (or scalars) are all in: the state `computing` (refused if
+/// it is no longer waiting: a deletion may have failed it meanwhile) and a task per chunk
+/// of its sides (of side `only`, if given).
 async fn start(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     run: &str,
@@ -953,6 +1040,16 @@ async fn start(
     .bind(only.map_or(-1, |s| s as i64))
     .fetch_all(&mut **tx)
     .await?;
+    let started = sqlx::query(
+        "UPDATE runs SET state = 'computing', started = $1 WHERE id = $2 AND state = 'tokens'",
+    )
+    .bind(now())
+    .bind(run)
+    .execute(&mut **tx)
+    .await?;
+    if started.rows_affected() != 1 {
+        return Err(Error::Conflict(format!("run {run} is no longer waiting")));
+    }
     for r in &chunks {
         sqlx::query(
             "INSERT INTO tasks (run, side, chunk, state, lease_until, leases) \
@@ -964,11 +1061,6 @@ async fn start(
         .execute(&mut **tx)
         .await?;
     }
-    sqlx::query("UPDATE runs SET state = 'computing', started = $1 WHERE id = $2")
-        .bind(now())
-        .bind(run)
-        .execute(&mut **tx)
-        .await?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use venn_cloud::api::{Task, Work, MAX_CHUNK_ITEMS};
+use venn_cloud::api::{PretokenState, RunKind, Task, Work, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerSecret;
 use venn_cloud::crypto::{self, Secret};
 use venn_cloud::http::{Endpoint, Http};
@@ -450,10 +450,10 @@ fn preprocessed_runs_match_plain_runs(db: &Db) {
     assert_eq!(matched(&alice, &ka, &run, &a), truth(&a, &b));
     assert_eq!(matched(&bob, &kb, &run, &b), truth(&a, &b));
     let r = alice.run(&run).unwrap();
-    assert_eq!((r.kind.as_str(), r.matches), ("preprocessed", Some(50)));
+    assert_eq!((r.kind, r.matches), (RunKind::Preprocessed, Some(50)));
     assert_eq!(r.tasks, 3, "only bob's smaller side is raised");
     // Used: listed so, its values gone.
-    assert_eq!(alice.pretokens(&ka).unwrap()[0].state, "used");
+    assert_eq!(alice.pretokens(&ka).unwrap()[0].state, PretokenState::Used);
     assert!(!s.dir.join("runs").join(&mine[0].id).exists());
     // Alice has no pre-token left: her side refuses (and bob's second one is spent).
     let err = try_pair(&[(&alice, &ka), (&bob, &kb)], true).unwrap_err();
@@ -471,9 +471,9 @@ fn preprocessed_runs_match_plain_runs(db: &Db) {
     );
     let err = scalar(&alice, &again, &ka.dataset, &theirs[0].id, &delta).unwrap_err();
     assert!(matches!(err, Error::Forbidden(_)), "{err}");
-    // A side that asked for a plain run refuses a preprocessed one, and the other way.
-    let err = try_pair(&[(&alice, &ka), (&bob, &kb)], false);
-    assert!(err.is_ok(), "a plain run still works: {err:?}");
+    // Plain runs between the same datasets still work.
+    let plain = try_pair(&[(&alice, &ka), (&bob, &kb)], false).unwrap();
+    assert_eq!(matched(&alice, &ka, &plain, &a), truth(&a, &b));
 }
 
 /// Pre-tokens: checked as tokens are, bounded per dataset, usable only when computed
@@ -490,7 +490,7 @@ fn pretokens_are_checked(db: &Db) {
     let ka = upload(&w, &a, "d", &numbered("x", 0..40), 16);
     let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
     let made = a.make_pretokens(&ka, 2).unwrap();
-    assert_eq!(made[0].state, "computing");
+    assert_eq!(made[0].state, PretokenState::Computing);
     let err = a.make_pretokens(&ka, 1).unwrap_err();
     assert!(matches!(err, Error::TooLarge(_)), "{err}");
     let err = b.make_pretokens(&ka, 1).unwrap_err();
@@ -556,10 +556,47 @@ fn pretokens_are_checked(db: &Db) {
         let run = pairing.join().unwrap().unwrap();
         assert_eq!(matched(&a, &ka, &run, &names.0), truth(&names.0, &names.1));
     });
-    assert_eq!(b.pretokens(&kb).unwrap()[0].state, "used");
+    assert_eq!(b.pretokens(&kb).unwrap()[0].state, PretokenState::Used);
     // Deleting the dataset removes its pre-tokens' values.
     a.delete(&ka.dataset).unwrap();
     assert!(!s.dir.join("runs").join(&made[1].id).exists());
+}
+
+/// Pre-tokens' values on disk are bounded: one given to a run counts until the run ends,
+/// a run that waits too long for its scalars fails (freeing them), and an unused one can be
+/// withdrawn.
+fn pretokens_on_disk_are_bounded(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        token_wait_seconds: 1,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..20), 8);
+    let kb = upload(&w, &b, "d", &numbered("x", 10..30), 8);
+    let made = a.make_pretokens(&ka, 2).unwrap();
+    a.wait_pretokens(&ka, &made, WAIT).unwrap();
+    let run = post_preprocessed_run(&a, &[&ka.dataset, &kb.dataset]);
+    let delta = hex::encode(Secret::random().to_bytes());
+    scalar(&a, &run, &ka.dataset, &made[0].id, &delta).unwrap();
+    // The used one still counts: its run waits.
+    let err = a.make_pretokens(&ka, 1).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    std::thread::sleep(Duration::from_millis(2200));
+    let third = a.make_pretokens(&ka, 1).unwrap();
+    let r = a.run(&run).unwrap();
+    assert_eq!(r.state, "failed", "{r:?}");
+    assert!(!s.dir.join("runs").join(&made[0].id).exists());
+    // Withdrawn: its values gone, no longer counted; a used one cannot be.
+    a.withdraw_pretoken(&ka, &made[1].id).unwrap();
+    assert!(!s.dir.join("runs").join(&made[1].id).exists());
+    let states: Vec<PretokenState> = a.pretokens(&ka).unwrap().iter().map(|p| p.state).collect();
+    assert_eq!(states[..2], [PretokenState::Used, PretokenState::Failed]);
+    let err = a.withdraw_pretoken(&ka, &made[0].id).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    let err = b.withdraw_pretoken(&kb, &third[0].id).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+    a.make_pretokens(&ka, 1).unwrap();
 }
 
 // --- helpers ---------------------------------------------------------------------------
@@ -657,6 +694,7 @@ const SUITE: &[(&str, Scenario)] = &[
     ),
     ("preprocessed runs", preprocessed_runs_match_plain_runs),
     ("pre-tokens checked", pretokens_are_checked),
+    ("pre-tokens bounded", pretokens_on_disk_are_bounded),
 ];
 
 #[test]

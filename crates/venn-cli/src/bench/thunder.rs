@@ -411,11 +411,11 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     }
     let scratch = ScratchDir::new()?;
     let dir = &scratch.0;
-    let op = if o.preprocessed { "raise" } else { "pair" };
+    let op = if o.preprocessed { "raise" } else { "pairing" };
     if !json {
         println!(
             "Thunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
-             {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12} {:>11} {:>9} {:>8}",
+             {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>14} {:>11} {:>9} {:>8}",
             if o.preprocessed { ", preprocessed runs" } else { "" },
             "log2n", "workers", "upload a", "upload b", "up cpu", "precomp", "pre cpu", "run",
             "wrk cpu", format!("us/{op}"), format!("{op}/s/core"), format!("{op}/s"),
@@ -508,7 +508,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
                 precompute_cpu_s: offline.map(|o| o.1),
                 run_s,
                 worker_cpu_s: worker_cpu,
-                item_op: if o.preprocessed { "raise" } else { "pairing" },
+                item_op: op,
                 us_per_op_per_core: worker_cpu / ops * 1e6,
                 ops_per_s_per_core: ops / worker_cpu,
                 ops_per_s: ops / run_s,
@@ -527,7 +527,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
             if !json {
                 let optional = |v: Option<f64>| v.map_or("-".into(), |s| format!("{s:.2}"));
                 println!(
-                    "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9.2} {:>10.2} {:>9.1} {:>12.0} {:>11.0} {:>9} {:>8}",
+                    "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9.2} {:>10.2} {:>10.1} {:>14.0} {:>11.0} {:>9} {:>8}",
                     row.log2n, row.workers, row.upload_a_s, row.upload_b_s, row.upload_cpu_s,
                     optional(row.precompute_s), optional(row.precompute_cpu_s),
                     row.run_s, row.worker_cpu_s, row.us_per_op_per_core,

@@ -99,6 +99,7 @@ pub fn config() -> Config {
         max_datasets: 16,
         max_client_items: 1 << 20,
         max_pretokens: 2,
+        token_wait_seconds: 3600,
         threads: 2,
     }
 }
