@@ -464,10 +464,13 @@ fn demo_and_params_run() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("security: semi-honest service"), "{text}");
     assert!(text.contains("cannot intersect i with k"), "{text}");
+    assert!(text.contains("A pre-token serves one run"), "{text}");
     assert!(
         text.lines().any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            f == ["2^20", "2^20", "96.0", "2097152", "2^-88", "1.1e12"]
+            f == [
+                "2^20", "2^20", "96.0", "2097152", "2^-88", "1.1e12", "1048576",
+            ]
         }),
         "the 2^20 row: {text}"
     );

@@ -60,6 +60,19 @@ fn kind(parties: i64, preprocessed: i64) -> RunKind {
     }
 }
 
+/// Refuses a run that no longer waits for tokens or scalars.
+async fn refuse_unless_waiting(tx: &mut sqlx::Transaction<'_, sqlx::Any>, run: &str) -> Result<()> {
+    let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&mut **tx)
+        .await?
+        .get(0);
+    match state.as_str() {
+        "tokens" => Ok(()),
+        _ => Err(Error::Conflict(format!("run {run} is {state}"))),
+    }
+}
+
 /// Refuses a token given before (to a run or as a pre-token): a token serves one run.
 async fn refuse_used_token(tx: &mut sqlx::Transaction<'_, sqlx::Any>, token: &str) -> Result<()> {
     let used = sqlx::query("SELECT run FROM run_sides WHERE token = $1")
@@ -534,14 +547,7 @@ impl Store {
     /// did.
     pub async fn give_token(&self, run: &str, side: u64, token: &str) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
-        let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
-            .bind(run)
-            .fetch_one(&mut *tx)
-            .await?
-            .get(0);
-        if state != "tokens" {
-            return Err(Error::Conflict(format!("run {run} is {state}")));
-        }
+        refuse_unless_waiting(&mut tx, run).await?;
         refuse_used_token(&mut tx, token).await?;
         let updated = sqlx::query(
             "UPDATE run_sides SET token = $1 WHERE run = $2 AND side = $3 AND token IS NULL",
@@ -725,14 +731,7 @@ impl Store {
     ) -> Result<bool> {
         api::check_id(pretoken)?;
         let mut tx = self.pool.begin().await?;
-        let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
-            .bind(run)
-            .fetch_one(&mut *tx)
-            .await?
-            .get(0);
-        if state != "tokens" {
-            return Err(Error::Conflict(format!("run {run} is {state}")));
-        }
+        refuse_unless_waiting(&mut tx, run).await?;
         let dataset: String =
             sqlx::query("SELECT dataset FROM run_sides WHERE run = $1 AND side = $2")
                 .bind(run)

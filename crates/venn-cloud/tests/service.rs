@@ -354,17 +354,7 @@ fn a_dead_workers_task_is_redone(db: &Db) {
     let ka = upload(&w, &a, "d", &names, 32);
     let kb = upload(&w, &b, "d", &other, 32);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
-    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
-    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
-    let (_, body) = http
-        .call(
-            "POST",
-            "/v1/tasks/lease",
-            &[("authorization", secret.bearer())],
-            b"",
-        )
-        .unwrap();
-    let abandoned: Task = serde_json::from_slice(&body).unwrap();
+    let (http, secret, abandoned) = lease_by_hand(&s);
     assert_eq!(abandoned.run, run);
     // A worker answering a task with the wrong length is refused.
     let err = http.call(
@@ -525,17 +515,7 @@ fn pretokens_are_checked(db: &Db) {
     let err = scalar(&a, &run, &ka.dataset, &made[0].id, &hex::encode([0u8; 32])).unwrap_err();
     assert!(matches!(err, Error::BadRequest(_)), "{err}");
     // A worker takes a pre-token's task and dies; another computes everything.
-    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
-    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
-    let (_, body) = http
-        .call(
-            "POST",
-            "/v1/tasks/lease",
-            &[("authorization", secret.bearer())],
-            b"",
-        )
-        .unwrap();
-    let abandoned: Task = serde_json::from_slice(&body).unwrap();
+    let (_, secret, abandoned) = lease_by_hand(&s);
     assert!(made.iter().any(|p| p.id == abandoned.run));
     assert!(matches!(abandoned.work, Work::Pair { parties: 1, .. }));
     let config = WorkerConfig {
@@ -590,8 +570,10 @@ fn pretokens_on_disk_are_bounded(db: &Db) {
     // Withdrawn: its values gone, no longer counted; a used one cannot be.
     a.withdraw_pretoken(&ka, &made[1].id).unwrap();
     assert!(!s.dir.join("runs").join(&made[1].id).exists());
-    let states: Vec<PretokenState> = a.pretokens(&ka).unwrap().iter().map(|p| p.state).collect();
-    assert_eq!(states[..2], [PretokenState::Used, PretokenState::Failed]);
+    let listed = a.pretokens(&ka).unwrap();
+    let state = |id: &str| listed.iter().find(|p| p.id == id).unwrap().state;
+    assert_eq!(state(&made[0].id), PretokenState::Used);
+    assert_eq!(state(&made[1].id), PretokenState::Failed);
     let err = a.withdraw_pretoken(&ka, &made[0].id).unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     let err = b.withdraw_pretoken(&kb, &third[0].id).unwrap_err();
@@ -600,6 +582,16 @@ fn pretokens_on_disk_are_bounded(db: &Db) {
 }
 
 // --- helpers ---------------------------------------------------------------------------
+
+/// A task leased as a worker would, by hand: the worker's HTTP client and secret, and
+/// the task.
+fn lease_by_hand(s: &Running) -> (Http, WorkerSecret, Task) {
+    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
+    let auth = [("authorization", secret.bearer())];
+    let (_, body) = http.call("POST", "/v1/tasks/lease", &auth, b"").unwrap();
+    (http, secret, serde_json::from_slice(&body).unwrap())
+}
 
 fn post_run(c: &venn_cloud::client::Client, datasets: &[&str]) -> Result<String, Error> {
     let body = serde_json::json!({ "datasets": datasets }).to_string();
