@@ -29,6 +29,8 @@
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
 
+use crate::input::segments::for_each_segment;
+use crate::input::{Input, KeyOptions};
 use crate::output::write_row;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -37,8 +39,6 @@ use venn::net::{Channel, Reader, Rebound, Writer};
 use venn::protocols::{Output, Phase};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
-use venn_cli::input::segments::for_each_segment;
-use venn_cli::input::{Input, KeyOptions};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Where a session hello has its wire version, a plan has this mark.

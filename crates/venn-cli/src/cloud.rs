@@ -1,9 +1,5 @@
 //! `venn cloud`: Thunder's service, its workers and its clients (see `venn-cloud`).
 
-use crate::output::write_rows;
-use crate::party::check_output_path;
-use crate::progress::Spinner;
-use crate::transport::TlsArgs;
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
 use std::net::ToSocketAddrs;
@@ -13,6 +9,10 @@ use venn::net::tls::{api_server_config, parse_fingerprint, Identity as TlsIdenti
 use venn::net::Channel;
 use venn::{Error, Result};
 use venn_cli::input::read_input;
+use venn_cli::output::write_rows;
+use venn_cli::party::check_output_path;
+use venn_cli::progress::Spinner;
+use venn_cli::transport::TlsArgs;
 use venn_cloud::auth::{Identity, WorkerSecret};
 use venn_cloud::client::{looks_like_pair, Client, DatasetKey, PAIR_PREFIX};
 use venn_cloud::http::Endpoint;

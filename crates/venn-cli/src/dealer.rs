@@ -8,7 +8,6 @@
 //! with a reason, at most [`MAX_WAITING`] parties wait at once, and a pair that does not
 //! match (sizes, σ, roles) is refused.
 
-use crate::transport::Transport;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +18,7 @@ use venn::net::Channel;
 use venn::protocols::kbm23::dealer::{deal, looks_like_request, Request, REQUEST_PREFIX};
 use venn::session::Role;
 use venn::{Error, Result};
+use venn_cli::transport::Transport;
 
 /// What `venn dealer` was asked to do.
 pub struct DealerArgs {

@@ -1,11 +1,11 @@
 //! `venn demo`: two small customer lists, intersected by two parties over loopback TCP
 //! with the same code paths as `venn send` / `venn receive`.
 
-use crate::party::{run_party, summary, Endpoint, Link, PartyArgs};
 use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
+use venn_cli::party::{run_party, summary, Endpoint, Link, PartyArgs};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\
@@ -47,7 +47,7 @@ pub fn demo() -> Result<()> {
             max_peer_items: 1 << 20,
             max_memory: 1 << 30,
             stats_json: None,
-            transport: crate::transport::Transport::loopback(),
+            transport: venn_cli::transport::Transport::loopback(),
         },
         input,
         output,

@@ -1,30 +1,25 @@
 //! `venn`: private set intersection on CSV files between two machines.
 
 mod bench;
-mod buckets;
 mod cloud;
 mod dealer;
 mod demo;
 mod keygen;
-mod output;
 mod params;
-mod party;
-mod progress;
-mod transport;
 
 use clap::{Args, Parser, Subcommand};
-use party::{
-    precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
-    PartyArgs, PrecomputeArgs,
-};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use transport::TlsArgs;
 use venn::protocols::{Bins, Offline, Options, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
+use venn_cli::party::{
+    default_max_memory, precompute_party, precompute_summary, run_party, summary, DealerAddr,
+    Endpoint, Link, PartyArgs, PrecomputeArgs,
+};
+use venn_cli::transport::TlsArgs;
 
 #[derive(Parser)]
 #[command(
@@ -282,18 +277,6 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(1 << shift))
         .ok_or_else(|| format!("'{s}' is not a size like 8G, 512M or 1048576"))
-}
-
-/// Half of physical memory (from /proc/meminfo), or 4 GiB where that cannot be read.
-fn default_max_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024 / 2)
-        })
-        .unwrap_or(4 << 30)
 }
 
 #[derive(Args)]
@@ -669,8 +652,8 @@ fn main() -> ExitCode {
                         precompute: b.precompute,
                         timeout: Duration::from_secs(b.timeout),
                         transport: match &b.tls_dir {
-                            Some(dir) => transport::Transport::bench_tls(dir, role)?,
-                            None => transport::Transport::loopback(),
+                            Some(dir) => venn_cli::transport::Transport::bench_tls(dir, role)?,
+                            None => venn_cli::transport::Transport::loopback(),
                         }
                         .shaped(b.net),
                         dealer: b.dealer.clone(),

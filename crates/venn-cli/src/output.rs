@@ -1,12 +1,12 @@
 //! Writing results: the intersecting rows and the statistics, each atomically (a temporary
 //! file in the same directory, renamed into place), so a failed run leaves no file.
 
+use crate::input::Input;
 use std::io::Write;
 use std::path::Path;
 use venn::files::write_atomically;
 use venn::protocols::Output;
 use venn::{Report, Result};
-use venn_cli::input::Input;
 
 /// What was written to `--output`.
 #[derive(Clone, Copy, Debug)]
@@ -61,10 +61,7 @@ pub fn write_output(
 /// keys), in input order, each exactly as it is in the input file. Returns the number of
 /// rows written.
 pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<usize> {
-    let mut member = vec![false; input.keys.len()];
-    for &i in intersection {
-        member[i] = true;
-    }
+    let member = input.members(intersection);
     let mut count = 0;
     write_atomically(path, |w| {
         if let Some(header) = &input.header {
@@ -185,7 +182,7 @@ impl<'a> Stats<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use venn_cli::input::{read_input, Format, KeyOptions};
+    use crate::input::{read_input, Format, KeyOptions};
 
     #[test]
     fn counts_and_sums_are_written_as_json() {

@@ -2,6 +2,7 @@
 //! file or (precompute) on nothing but the most items it will bring.
 
 use crate::buckets::{self, Plan};
+use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
 use crate::transport::Transport;
@@ -14,7 +15,6 @@ use venn::protocols::Output;
 use venn::protocols::{find, DealerLink, Options, OutputKind, Progress, Protocol, Security};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
-use venn_cli::input::{read_input, Input, KeyOptions};
 
 /// Where the peer is.
 #[derive(Clone, Debug)]
@@ -48,6 +48,19 @@ pub struct Link {
     pub max_memory: u64,
     pub stats_json: Option<PathBuf>,
     pub transport: Transport,
+}
+
+/// Half of physical memory (from /proc/meminfo), or 4 GiB where that cannot be read: a
+/// party's default `--max-memory`.
+pub fn default_max_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024 / 2)
+        })
+        .unwrap_or(4 << 30)
 }
 
 /// A party of `venn send` / `venn receive`.
@@ -342,49 +355,18 @@ pub fn run_party(
     };
     let split = matches!(read, Read::Split(_));
     let bucketed = split || agreed.log2_buckets() > 0;
-    if bucketed && protocol.info().role(Role::Receiver).output != OutputKind::Indices {
-        // Bucket by bucket, a count (or a threshold's answer) would be learned per bucket:
-        // how the common keys fall into hash buckets, more than the protocol's output.
-        return Err(Error::Usage(format!(
-            "'{}' outputs a function of the whole intersection and cannot run bucket by \
-             bucket (--bucket-rows, or an input too large to read whole): each bucket's \
-             count would tell the receiver more than the total",
-            protocol.info().name
-        )));
+    if bucketed {
+        refuse_whole_outputs_in_buckets(protocol)?;
     }
     let (report, written, output_seconds) = match (read, loaded) {
-        (Read::Whole(input), loaded) if agreed.log2_buckets() == 0 => {
-            let report = match loaded {
-                Some(state) => venn::run_online(&mut *chan, &input.keys, state, &opts)?,
-                None => venn::run(&mut *chan, &input.keys, &opts)?,
-            };
+        (Read::Whole(input), loaded) => {
+            let (report, output) = run_whole(&mut *chan, &input, &agreed, loaded, &opts, progress)?;
             drop(spinner);
             let started = std::time::Instant::now();
-            let written = write_output(args.output.as_deref(), &input, &report.output)?;
+            let written = write_output(args.output.as_deref(), &input, &output)?;
             (report, written, started.elapsed().as_secs_f64())
         }
-        (_, Some(_)) => {
-            return Err(Error::Usage(
-                "the peer splits its input into buckets (a large input or --bucket-rows), \
-                 and a precomputed state (--state) cannot run in buckets"
-                    .into(),
-            ))
-        }
-        (Read::Whole(input), None) => {
-            let source = buckets::Source::memory(&input);
-            let (report, matches) =
-                buckets::run_buckets(&mut *chan, &agreed, &source, &opts, progress)?;
-            drop(spinner);
-            let started = std::time::Instant::now();
-            let written = if report.output == Output::Nothing {
-                None
-            } else {
-                let keys = (0..input.keys.len() as u64).filter(|&k| matches.has(k));
-                let ix = Output::Indices(keys.map(|k| k as usize).collect());
-                write_output(args.output.as_deref(), &input, &ix)?
-            };
-            (report, written, started.elapsed().as_secs_f64())
-        }
+        (Read::Split(_), Some(_)) => return Err(state_in_buckets()),
         (Read::Split(split), None) => {
             let source = buckets::Source::Disk(split);
             let (report, matches) =
@@ -429,6 +411,99 @@ pub fn run_party(
         written,
         files: Some(files),
     })
+}
+
+/// Runs the protocol over `chan` on an input held whole, once the bucket plans are
+/// `agreed`: in one run (from a precomputed state, if `loaded`), or bucket by bucket when
+/// the peer splits its input. Returns the report and the output over the input's keys
+/// (bucket by bucket, the matched keys' indices).
+fn run_whole(
+    chan: &mut dyn Channel,
+    input: &Input,
+    agreed: &buckets::Agreed,
+    loaded: Option<venn::LoadedState>,
+    opts: &venn::RunOptions,
+    progress: impl FnMut(u64, u64),
+) -> Result<(Report, Output)> {
+    if agreed.log2_buckets() == 0 {
+        let report = match loaded {
+            Some(state) => venn::run_online(chan, &input.keys, state, opts)?,
+            None => venn::run(chan, &input.keys, opts)?,
+        };
+        let output = report.output.clone();
+        return Ok((report, output));
+    }
+    if loaded.is_some() {
+        return Err(state_in_buckets());
+    }
+    let source = buckets::Source::memory(input);
+    let (report, matches) = buckets::run_buckets(chan, agreed, &source, opts, progress)?;
+    let output = match report.output {
+        Output::Nothing => Output::Nothing,
+        _ => {
+            let keys = (0..input.keys.len() as u64).filter(|&k| matches.has(k));
+            Output::Indices(keys.map(|k| k as usize).collect())
+        }
+    };
+    Ok((report, output))
+}
+
+/// Refuses to run bucket by bucket a protocol whose receiver learns a function of the
+/// whole intersection: a count (or a threshold's answer) per bucket would tell how the
+/// common keys fall into hash buckets, more than the protocol's output.
+fn refuse_whole_outputs_in_buckets(protocol: &dyn Protocol) -> Result<()> {
+    if protocol.info().role(Role::Receiver).output == OutputKind::Indices {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "'{}' outputs a function of the whole intersection and cannot run bucket by bucket \
+         (--bucket-rows, or an input too large to read whole): each bucket's count would \
+         tell the receiver more than the total",
+        protocol.info().name
+    )))
+}
+
+fn state_in_buckets() -> Error {
+    Error::Usage(
+        "the peer splits its input into buckets (a large input or --bucket-rows), and a \
+         precomputed state (--state) cannot run in buckets"
+            .into(),
+    )
+}
+
+/// One party on keys held in memory (`input`, from [`Input::from_keys`]), as `venn send`
+/// or `venn receive` runs on a file read whole: the same checks, transport, bucket
+/// agreement (it never splits its own input; the peer may) and protocol. Returns the
+/// report and, for a party that learns the intersection, the positions of the matched
+/// rows in input order.
+pub fn run_keys(
+    link: &Link,
+    role: Role,
+    both: bool,
+    input: &Input,
+    progress: Option<&dyn Progress>,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(Report, Option<Vec<usize>>)> {
+    let protocol = link.protocol()?;
+    protocol.check_values(role, input.keys.values().is_some())?;
+    link.check_endpoint()?;
+    let opts = link.options(protocol, role, both, progress, None);
+    protocol.check_items(opts.options, &input.keys)?;
+    let mut chan = link.connect(on_bound)?;
+    let plan = Plan {
+        rows: input.keys.len() as u64,
+        log2_buckets: 0,
+    };
+    let agreed = buckets::exchange(&mut *chan, plan, role, link.max_peer_items)?;
+    if agreed.log2_buckets() > 0 {
+        refuse_whole_outputs_in_buckets(protocol)?;
+    }
+    let (report, output) = run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
+    let rows = match &output {
+        Output::Indices(keys) => Some(input.matched_rows(keys)),
+        _ => None,
+    };
+    Ok((report, rows))
 }
 
 /// A party's input: read whole, or split into bucket files on disk.

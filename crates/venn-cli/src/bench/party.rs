@@ -1,7 +1,6 @@
 //! The hidden `venn bench-party` command: one party of one benchmark run, in its own
 //! process, on a synthetic set whose intersection with the peer's is known.
 
-use crate::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -10,6 +9,7 @@ use venn::net::{Channel, Recording, Replay};
 use venn::protocols::{find, DealerLink, Options, Output};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
+use venn_cli::transport::Transport;
 
 /// What one benchmark party prints as its last stdout line.
 #[derive(Serialize, Deserialize, Clone, Debug)]

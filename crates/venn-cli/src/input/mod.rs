@@ -84,6 +84,53 @@ impl Input {
         }
     }
 
+    /// Keys given in memory, one row each in this order (with a value each, if given),
+    /// normalised and deduplicated as a file's keys are: the input of a party whose rows
+    /// are not in a file (the Python package's).
+    pub fn from_keys<K: AsRef<[u8]>>(
+        keys: &[K],
+        values: Option<&[u64]>,
+        opts: &KeyOptions,
+    ) -> Result<Input> {
+        if values.is_some_and(|v| v.len() != keys.len()) {
+            return Err(Error::Usage("one value per key".into()));
+        }
+        let opts = KeyOptions {
+            value_column: values.map(|_| "value".into()),
+            ..opts.clone()
+        };
+        let bytes = keys.iter().map(|k| k.as_ref().len()).sum();
+        let mut b = Builder::new(&opts, keys.len(), bytes);
+        let mut field = String::new();
+        for (i, key) in keys.iter().enumerate() {
+            let value = values.map(|v| {
+                field.clear();
+                field.push_str(&v[i].to_string());
+                field.as_bytes()
+            });
+            b.add_fields(i as u64 + 1, &[key.as_ref()], value, 0..0)?;
+        }
+        Ok(b.finish(Vec::new(), None))
+    }
+
+    /// Which distinct keys `intersection` names (indices into `keys`), as a flag per key.
+    pub fn members(&self, intersection: &[usize]) -> Vec<bool> {
+        let mut member = vec![false; self.keys.len()];
+        for &i in intersection {
+            member[i] = true;
+        }
+        member
+    }
+
+    /// The positions of the rows whose keys `intersection` names, in input order.
+    pub fn matched_rows(&self, intersection: &[usize]) -> Vec<usize> {
+        let member = self.members(intersection);
+        (self.rows.iter().enumerate())
+            .filter(|(_, r)| member[r.key as usize])
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// The bytes of a row or the header, as they are in the file.
     pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
         &self.data[range.clone()]
@@ -520,6 +567,31 @@ mod tests {
         let p = dir.path().join("in");
         std::fs::write(&p, text).unwrap();
         read_input(&p, o).unwrap()
+    }
+
+    /// Keys in memory are normalised and deduplicated as a file's are; the matched rows
+    /// are every row of a matched key.
+    #[test]
+    fn keys_in_memory_are_read_as_a_files_keys() {
+        let o = opts(Format::Lines, &[]);
+        let keys: [&[u8]; 4] = [b" A@x ", b"b", b"a@X", b"\xff"];
+        let input = Input::from_keys(&keys, None, &o).unwrap();
+        let file = read(" A@x \nb\na@X\n", &o);
+        assert_eq!(input.keys.len(), 3);
+        for k in 0..2 {
+            assert_eq!(input.keys.get(k), file.keys.get(k));
+        }
+        assert_eq!(input.duplicates, 1);
+        assert_eq!(input.matched_rows(&[0]), [0, 2]);
+        assert_eq!(input.matched_rows(&[1, 2]), [1, 3]);
+        let valued = Input::from_keys(&keys, Some(&[1, 2, 3, 4]), &o).unwrap();
+        assert_eq!(valued.keys.values().unwrap(), [4, 2, 4]);
+        assert!(Input::from_keys(&keys, Some(&[1]), &o).is_err());
+        let empty: [&[u8]; 1] = [b" "];
+        assert!(
+            Input::from_keys(&empty, None, &o).is_err(),
+            "an empty key after trimming"
+        );
     }
 
     fn rows(input: &Input) -> Vec<String> {

@@ -1,0 +1,223 @@
+"""Private set intersection: two parties learn what their sets share and nothing else.
+
+A Python party is Venn's own: it runs against another Python party or against the
+``venn send`` / ``venn receive`` command line on the other machine, over TCP with TLS 1.3
+(mutual authentication) unless both parties are on this machine. Keys are given as lists
+of ``str`` (encoded as UTF-8) or ``bytes``; repeated keys are run once and every position
+holding a matched key is reported, as the command line reports every matched row.
+
+>>> import venn
+>>> # one process                                  # another
+>>> r = venn.receive(["a@x.org", "b@y.org"],        # venn.send(["b@y.org", "c@z.org"],
+...                  listen="127.0.0.1:7700")       #           connect="127.0.0.1:7700")
+>>> r.matched
+[1]
+
+The GIL is released while a party runs, so other Python threads go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from os import PathLike
+from typing import TYPE_CHECKING, Optional, Union
+
+from ._venn import (
+    CheatingDetected,
+    NetworkError,
+    PeerError,
+    RunResult,
+    UsageError,
+    VennError,
+    __version__,
+    protocols,
+)
+from ._venn import run as _run
+
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = [
+    "CheatingDetected",
+    "NetworkError",
+    "PeerError",
+    "RunResult",
+    "UsageError",
+    "VennError",
+    "__version__",
+    "intersect_frame",
+    "protocols",
+    "receive",
+    "send",
+]
+
+Key = Union[str, bytes]
+Path = Union[str, "PathLike[str]"]
+
+
+def _party(
+    role: str,
+    items: Sequence[Key],
+    *,
+    connect: Optional[str],
+    listen: Optional[str],
+    on_listening: Optional[Callable[[str], None]],
+    protocol: str,
+    both: bool,
+    values: Optional[Sequence[int]],
+    trim: bool,
+    lowercase: bool,
+    skip_empty: bool,
+    tls_cert: Optional[Path],
+    tls_key: Optional[Path],
+    tls_ca: Optional[Path],
+    peer_fingerprint: Union[str, Sequence[str], None],
+    plaintext: bool,
+    insecure: bool,
+    threads: int,
+    timeout: float,
+    max_peer_items: Optional[int],
+    max_memory: Optional[int],
+    progress: Optional[Callable[[str], None]],
+) -> RunResult:
+    if isinstance(items, (str, bytes)):
+        raise TypeError("items is a list of keys, not one key")
+    if isinstance(peer_fingerprint, str):
+        peer_fingerprint = [peer_fingerprint]
+    return _run(
+        role,
+        list(items),
+        values=None if values is None else list(values),
+        connect=connect,
+        listen=listen,
+        on_listening=on_listening,
+        protocol=protocol,
+        both=both,
+        trim=trim,
+        lowercase=lowercase,
+        skip_empty=skip_empty,
+        tls_cert=None if tls_cert is None else str(tls_cert),
+        tls_key=None if tls_key is None else str(tls_key),
+        tls_ca=None if tls_ca is None else str(tls_ca),
+        peer_fingerprint=list(peer_fingerprint or []),
+        plaintext=plaintext,
+        insecure=insecure,
+        threads=threads,
+        timeout=timeout,
+        max_peer_items=max_peer_items,
+        max_memory=max_memory,
+        progress=progress,
+    )
+
+
+def send(
+    items: Sequence[Key],
+    *,
+    connect: Optional[str] = None,
+    listen: Optional[str] = None,
+    on_listening: Optional[Callable[[str], None]] = None,
+    protocol: str = "kkrt16",
+    both: bool = False,
+    values: Optional[Sequence[int]] = None,
+    trim: bool = False,
+    lowercase: bool = False,
+    skip_empty: bool = False,
+    tls_cert: Optional[Path] = None,
+    tls_key: Optional[Path] = None,
+    tls_ca: Optional[Path] = None,
+    peer_fingerprint: Union[str, Sequence[str], None] = None,
+    plaintext: bool = False,
+    insecure: bool = False,
+    threads: int = 0,
+    timeout: float = 60.0,
+    max_peer_items: Optional[int] = None,
+    max_memory: Optional[int] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> RunResult:
+    """Run the sending party of a PSI run: contribute ``items``; learn only the sizes,
+    unless ``both=True`` (and the peer agrees), when the matched positions come back too.
+
+    Exactly one of ``connect="host:port"`` and ``listen="addr:port"`` says how to reach
+    the peer (``on_listening`` hears the bound address, useful with port 0). The options
+    are the command line's: ``protocol`` (see :func:`protocols`), ``trim`` / ``lowercase``
+    / ``skip_empty`` key normalisation, ``values`` (one integer per item, for the sum
+    protocols), TLS through ``tls_cert`` + ``tls_key`` + ``peer_fingerprint`` (what
+    ``venn keygen`` prints) or ``tls_ca``, ``plaintext`` to run without TLS to another
+    machine (insecure), ``insecure`` for the benchmark baseline protocols, ``threads``
+    (0: all cores), ``timeout`` seconds for each wait on the peer, ``max_peer_items`` and
+    ``max_memory`` bytes (the peer's set is refused before anything is allocated for it if
+    it would need more). ``progress`` is called with each phase's name.
+
+    Raises :class:`UsageError`, :class:`NetworkError`, :class:`PeerError` (and its
+    :class:`CheatingDetected`), all :class:`VennError`.
+    """
+    return _party(
+        "send", items, connect=connect, listen=listen, on_listening=on_listening,
+        protocol=protocol, both=both, values=values, trim=trim, lowercase=lowercase,
+        skip_empty=skip_empty, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
+        peer_fingerprint=peer_fingerprint, plaintext=plaintext, insecure=insecure,
+        threads=threads, timeout=timeout, max_peer_items=max_peer_items,
+        max_memory=max_memory, progress=progress,
+    )  # fmt: skip
+
+
+def receive(
+    items: Sequence[Key],
+    *,
+    connect: Optional[str] = None,
+    listen: Optional[str] = None,
+    on_listening: Optional[Callable[[str], None]] = None,
+    protocol: str = "kkrt16",
+    both: bool = False,
+    values: Optional[Sequence[int]] = None,
+    trim: bool = False,
+    lowercase: bool = False,
+    skip_empty: bool = False,
+    tls_cert: Optional[Path] = None,
+    tls_key: Optional[Path] = None,
+    tls_ca: Optional[Path] = None,
+    peer_fingerprint: Union[str, Sequence[str], None] = None,
+    plaintext: bool = False,
+    insecure: bool = False,
+    threads: int = 0,
+    timeout: float = 60.0,
+    max_peer_items: Optional[int] = None,
+    max_memory: Optional[int] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> RunResult:
+    """Run the receiving party of a PSI run: learn which of ``items`` the peer also holds
+    (``RunResult.matched``: ascending positions into ``items``), or what the protocol
+    outputs instead (a count, a sum, a threshold's answer). Options as for :func:`send`.
+    """
+    return _party(
+        "receive", items, connect=connect, listen=listen, on_listening=on_listening,
+        protocol=protocol, both=both, values=values, trim=trim, lowercase=lowercase,
+        skip_empty=skip_empty, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
+        peer_fingerprint=peer_fingerprint, plaintext=plaintext, insecure=insecure,
+        threads=threads, timeout=timeout, max_peer_items=max_peer_items,
+        max_memory=max_memory, progress=progress,
+    )  # fmt: skip
+
+
+def intersect_frame(
+    frame: "pandas.DataFrame",
+    column: str,
+    *,
+    role: str = "receive",
+    **options: object,
+) -> "pandas.DataFrame":
+    """The rows of ``frame`` whose ``column`` value the peer also holds, in frame order
+    (for a party that learns the intersection; otherwise an error). ``role`` is
+    ``"receive"`` or ``"send"`` (with ``both=True``); ``options`` as for :func:`receive`.
+    Values are keys as they are: strings, bytes, or anything else by ``str()``.
+    """
+    if role not in ("send", "receive"):
+        raise UsageError("role is 'send' or 'receive'")
+    keys = [v if isinstance(v, (str, bytes)) else str(v) for v in frame[column].tolist()]
+    party = send if role == "send" else receive
+    result = party(keys, **options)  # type: ignore[arg-type]
+    if result.matched is None:
+        raise UsageError(
+            f"this party learns no rows in protocol {result.protocol!r} as the {role} side"
+        )
+    return frame.iloc[result.matched]

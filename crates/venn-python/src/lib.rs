@@ -1,0 +1,285 @@
+//! `venn` for Python: the native module `venn._venn` behind the pure-Python package in
+//! `python/venn/` (which documents and types the API).
+//!
+//! A Python party is the CLI's party on keys held in memory: the same transport (TCP,
+//! TLS 1.3 with mutual authentication unless both parties are on this machine), the same
+//! key normalisation and deduplication, the same bucket agreement with the peer — so a
+//! Python party runs against a `venn send`/`venn receive` on the other side. The GIL is
+//! released for the whole run; the progress callback takes it back for each phase.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use std::time::Duration;
+use venn::protocols::{Options, Output, Progress};
+use venn::session::Role;
+use venn_cli::input::{Format, Input, KeyOptions};
+use venn_cli::party::{Endpoint, Link};
+use venn_cli::transport::TlsArgs;
+
+create_exception!(venn, VennError, PyException, "Any error of a venn run.");
+create_exception!(
+    venn,
+    UsageError,
+    VennError,
+    "Options or inputs that cannot run (nothing was sent to the peer)."
+);
+create_exception!(
+    venn,
+    NetworkError,
+    VennError,
+    "The peer could not be reached, timed out, closed the link, or TLS failed."
+);
+create_exception!(
+    venn,
+    PeerError,
+    VennError,
+    "The peer disagreed on the setup, broke the protocol, or gave up."
+);
+create_exception!(
+    venn,
+    CheatingDetected,
+    PeerError,
+    "A check that only a cheating peer can fail, failed: nothing is output."
+);
+
+/// A venn error as the Python exception of its kind.
+fn to_py(e: venn::Error) -> PyErr {
+    use venn::Error as E;
+    let text = e.to_string();
+    match e {
+        E::Usage(_) | E::Params(_) | E::Memory(_) | E::Input { .. } | E::File { .. } => {
+            UsageError::new_err(text)
+        }
+        E::Io(_) | E::Address(_) | E::Timeout(_) | E::PeerClosed(_) | E::Tls(_) => {
+            NetworkError::new_err(text)
+        }
+        E::Protocol { .. } | E::Handshake(_) | E::Integrity(_) | E::PeerAborted(_) => {
+            PeerError::new_err(text)
+        }
+        E::CheatingDetected(_) => CheatingDetected::new_err(text),
+        _ => VennError::new_err(text),
+    }
+}
+
+/// A key as Python gives it: text (encoded as UTF-8) or bytes.
+#[derive(FromPyObject)]
+enum Key {
+    Bytes(PyBackedBytes),
+    Str(PyBackedStr),
+}
+
+impl AsRef<[u8]> for Key {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Key::Bytes(b) => b.as_ref(),
+            Key::Str(s) => s.as_bytes(),
+        }
+    }
+}
+
+/// What a party learned and measured.
+#[pyclass(frozen, get_all, module = "venn")]
+struct RunResult {
+    /// The protocol's name.
+    protocol: String,
+    /// "sender" or "receiver".
+    role: String,
+    /// Positions (0-based, ascending) of the items whose keys are in the intersection,
+    /// for a party that learns them; else None.
+    matched: Option<Vec<usize>>,
+    /// The intersection's size, for a party that learns it (or the matched keys' count).
+    count: Option<u64>,
+    /// The sum of the sender's values over the intersection (sum protocols).
+    sum: Option<u64>,
+    /// Whether the intersection reached the threshold (threshold protocols).
+    reached: Option<bool>,
+    /// Distinct keys on this side and the peer's.
+    n_self: u64,
+    n_peer: u64,
+    /// Seconds of the run (both phases), and bytes sent and received.
+    seconds: f64,
+    bytes_sent: u64,
+    bytes_received: u64,
+}
+
+#[pymethods]
+impl RunResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "RunResult(protocol={:?}, role={:?}, matched={}, count={:?}, n_self={}, n_peer={}, \
+             seconds={:.3})",
+            self.protocol,
+            self.role,
+            self.matched
+                .as_ref()
+                .map_or("None".into(), |m| format!("[{} positions]", m.len())),
+            self.count,
+            self.n_self,
+            self.n_peer,
+            self.seconds
+        )
+    }
+}
+
+/// Calls a Python callable with each phase's name.
+struct PyProgress(Py<PyAny>);
+
+impl Progress for PyProgress {
+    fn phase(&self, name: &str) {
+        Python::attach(|py| {
+            if let Err(e) = self.0.call1(py, (name,)) {
+                // A callback's failure does not stop the run; Python hears of it.
+                e.write_unraisable(py, Some(self.0.bind(py)));
+            }
+        });
+    }
+}
+
+/// One party of a run (`venn.send` and `venn.receive` call it; see their documentation).
+#[pyfunction]
+#[pyo3(signature = (
+    role, items, *, values=None, connect=None, listen=None, on_listening=None,
+    protocol="kkrt16", both=false, trim=false, lowercase=false, skip_empty=false,
+    tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(), plaintext=false,
+    insecure=false, threads=0, timeout=60.0, max_peer_items=None, max_memory=None,
+    progress=None,
+))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
+fn run(
+    py: Python<'_>,
+    role: &str,
+    items: Vec<Key>,
+    values: Option<Vec<u64>>,
+    connect: Option<String>,
+    listen: Option<String>,
+    on_listening: Option<Py<PyAny>>,
+    protocol: &str,
+    both: bool,
+    trim: bool,
+    lowercase: bool,
+    skip_empty: bool,
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
+    tls_ca: Option<std::path::PathBuf>,
+    peer_fingerprint: Vec<String>,
+    plaintext: bool,
+    insecure: bool,
+    threads: usize,
+    timeout: f64,
+    max_peer_items: Option<u64>,
+    max_memory: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<RunResult> {
+    let role = match role {
+        "send" => Role::Sender,
+        "receive" => Role::Receiver,
+        _ => return Err(UsageError::new_err("role is 'send' or 'receive'")),
+    };
+    let endpoint = match (connect, listen) {
+        (Some(addr), None) => Endpoint::Connect(addr),
+        (None, Some(addr)) => Endpoint::Listen(addr),
+        _ => return Err(UsageError::new_err("give one of connect= and listen=")),
+    };
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(UsageError::new_err(
+            "timeout is a positive number of seconds",
+        ));
+    }
+    let transport = TlsArgs {
+        tls_cert,
+        tls_key,
+        tls_ca,
+        peer_fingerprint,
+        plaintext,
+    }
+    .load()
+    .map_err(to_py)?;
+    let link = Link {
+        protocol: protocol.to_owned(),
+        protocol_options: Options::default(),
+        dealer: None,
+        endpoint,
+        threads,
+        timeout: Duration::from_secs_f64(timeout),
+        insecure,
+        max_peer_items: max_peer_items.unwrap_or(venn::MAX_ITEMS),
+        max_memory: max_memory.unwrap_or_else(venn_cli::party::default_max_memory),
+        stats_json: None,
+        transport,
+    };
+    let opts = KeyOptions {
+        format: Format::Lines,
+        columns: Vec::new(),
+        trim,
+        lowercase,
+        skip_empty,
+        value_column: None,
+    };
+    let progress = progress.map(PyProgress);
+    let (report, matched) = py
+        .detach(|| {
+            let input = Input::from_keys(&items, values.as_deref(), &opts)?;
+            let on_bound = |addr: std::net::SocketAddr| {
+                if let Some(f) = &on_listening {
+                    Python::attach(|py| {
+                        if let Err(e) = f.call1(py, (addr.to_string(),)) {
+                            e.write_unraisable(py, Some(f.bind(py)));
+                        }
+                    });
+                }
+            };
+            let progress = progress.as_ref().map(|p| p as &dyn Progress);
+            venn_cli::party::run_keys(&link, role, both, &input, progress, on_bound)
+        })
+        .map_err(to_py)?;
+    let (count, sum, reached) = match report.output {
+        Output::Count(c) => (Some(c), None, None),
+        Output::Sum { count, sum } => (Some(count), Some(sum), None),
+        Output::Threshold { reached, .. } => (None, None, Some(reached)),
+        Output::Indices(ref k) => (Some(k.len() as u64), None, None),
+        Output::Nothing => (None, None, None),
+    };
+    Ok(RunResult {
+        protocol: report.protocol.to_owned(),
+        role: role.name().to_owned(),
+        matched,
+        count,
+        sum,
+        reached,
+        n_self: report.n_self,
+        n_peer: report.n_peer,
+        seconds: report.phases.iter().map(|p| p.duration.as_secs_f64()).sum(),
+        bytes_sent: report.traffic.sent,
+        bytes_received: report.traffic.received,
+    })
+}
+
+/// The protocols this build runs: (name, security, paper) for each.
+#[pyfunction]
+fn protocols() -> Vec<(String, String, String)> {
+    venn::protocols::registry()
+        .iter()
+        .map(|p| {
+            let info = p.info();
+            (
+                info.name.to_owned(),
+                info.security.name().to_owned(),
+                info.paper.to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[pymodule]
+mod _venn {
+    #[pymodule_export]
+    use super::{
+        protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, UsageError, VennError,
+    };
+
+    #[allow(non_upper_case_globals)]
+    #[pymodule_export]
+    const __version__: &str = env!("CARGO_PKG_VERSION");
+}

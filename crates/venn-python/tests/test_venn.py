@@ -1,0 +1,182 @@
+"""The Python package end to end: each run's two parties are two Python processes (one
+child, one the test), or a Python party and the ``venn`` command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import venn
+
+# The command line, for runs against it (built by `cargo build`/`cargo test`).
+VENN_BIN = os.environ.get("VENN_BIN") or shutil.which("venn")
+
+
+class Child:
+    """A party in another Python process that listens on a free port: `run(...)` of the
+    module with `items` and `options`; its result on stdout as a repr of a dict."""
+
+    def __init__(self, role: str, items, **options):
+        code = textwrap.dedent(
+            f"""
+            import sys, venn
+            def bound(addr):
+                print("listening", addr, flush=True)
+            try:
+                r = venn.{role}({items!r}, listen="127.0.0.1:0", on_listening=bound,
+                                **{options!r})
+                print("result", repr(dict(matched=r.matched, count=r.count,
+                                         n_self=r.n_self, n_peer=r.n_peer)), flush=True)
+            except venn.VennError as e:
+                print("error", type(e).__name__, e, flush=True)
+            """
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+        )
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening "), line
+        self.addr = line.split()[1]
+
+    def result(self):
+        out, _ = self.proc.communicate(timeout=120)
+        kind, _, rest = out.strip().partition(" ")
+        return kind, (eval(rest) if kind == "result" else rest)
+
+
+def test_two_python_processes_get_the_intersection():
+    ours = ["a@x.org", "b@y.org", b"raw\x00bytes", "b@y.org", "z"]
+    theirs = ["b@y.org", "q", b"raw\x00bytes", "a@x.org "]
+    child = Child("send", theirs)
+    phases = []
+    r = venn.receive(ours, connect=child.addr, progress=phases.append)
+    assert r.matched == [1, 2, 3], "every position of a matched key, repeats included"
+    assert (r.protocol, r.role, r.n_self, r.n_peer) == ("kkrt16", "receiver", 4, 4)
+    assert r.count == 2 and r.bytes_sent > 0 and r.bytes_received > 0
+    assert phases, "progress heard of the phases"
+    kind, sent = child.result()
+    assert kind == "result" and sent["matched"] is None and sent["n_peer"] == 4
+
+
+def test_normalisation_and_both():
+    child = Child("receive", [" A@X.org", "c"], trim=True, lowercase=True, both=True)
+    r = venn.send(["a@x.org", "b"], connect=child.addr, both=True)
+    assert r.matched == [0]
+    kind, got = child.result()
+    assert kind == "result" and got["matched"] == [0]
+
+
+def test_intersect_frame_returns_the_matched_rows():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"email": ["a", "b", "c", "d"], "n": [1, 2, 3, 4]})
+    child = Child("send", ["d", "b", "x"])
+    matched = venn.intersect_frame(frame, "email", connect=child.addr)
+    assert matched["n"].tolist() == [2, 4]
+    assert child.result()[0] == "result"
+
+
+def test_errors_are_typed():
+    with pytest.raises(venn.UsageError, match="protocol"):
+        venn.receive(["a"], connect="127.0.0.1:1", protocol="nope")
+    with pytest.raises(venn.UsageError, match="INSECURE"):
+        venn.receive(["a"], connect="127.0.0.1:1", protocol="naive")
+    with pytest.raises(venn.UsageError, match="needs TLS"):
+        venn.receive(["a"], connect="192.0.2.1:7000")
+    with pytest.raises(venn.UsageError):
+        venn.receive(["a"], connect="127.0.0.1:1", listen="127.0.0.1:0")
+    with pytest.raises(TypeError):
+        venn.receive("abc", connect="127.0.0.1:1")
+    with pytest.raises(TypeError):
+        venn.receive([1, 2], connect="127.0.0.1:1")
+    # Nobody listens: the connection is retried until the timeout.
+    with pytest.raises(venn.NetworkError):
+        venn.receive(["a"], connect="127.0.0.1:9", timeout=1.0)
+    assert issubclass(venn.CheatingDetected, venn.PeerError)
+    assert issubclass(venn.PeerError, venn.VennError)
+
+
+def test_the_gil_is_released_while_a_party_runs():
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    # A party waiting for a peer that never comes: a second of the GIL held would show.
+    with pytest.raises(venn.NetworkError):
+        venn.receive(["a"], listen="127.0.0.1:0", timeout=1.0)
+    stop.set()
+    t.join()
+    assert ticks > 200, ticks
+
+
+def test_protocols_are_listed():
+    names = {name for name, _, _ in venn.protocols()}
+    assert {"kkrt16", "rr17-bloom", "naive"} <= names
+
+
+@pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
+def test_a_python_party_runs_against_the_command_line_over_tls(tmp_path: Path):
+    fps = {}
+    for who in ("py", "cli"):
+        out = subprocess.run(
+            [VENN_BIN, "keygen", "--out", str(tmp_path / who)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        fps[who] = out.stdout.strip()
+    rows = "email\n" + "".join(f"user{i}@x.org\n" for i in range(0, 300, 3))
+    (tmp_path / "cli.csv").write_text(rows)
+    bound = threading.Event()
+    addr = {}
+
+    def on_listening(a):
+        addr["a"] = a
+        bound.set()
+
+    result = {}
+
+    def party():
+        result["r"] = venn.receive(
+            [f"user{i}@x.org" for i in range(200)],
+            listen="127.0.0.1:0",
+            on_listening=on_listening,
+            tls_cert=tmp_path / "py" / "venn.crt",
+            tls_key=tmp_path / "py" / "venn.key",
+            peer_fingerprint=fps["cli"],
+        )
+
+    t = threading.Thread(target=party)
+    t.start()
+    assert bound.wait(30)
+    subprocess.run(
+        [VENN_BIN, "send", "--connect", addr["a"], "--input", str(tmp_path / "cli.csv"),
+         "--column", "email",
+         "--tls-cert", str(tmp_path / "cli" / "venn.crt"),
+         "--tls-key", str(tmp_path / "cli" / "venn.key"),
+         "--peer-fingerprint", fps["py"]],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    t.join(60)
+    assert result["r"].matched == list(range(0, 200, 3))
+
+
+def test_a_sum_over_the_intersection():
+    child = Child("send", ["a", "b", "c", "d"], values=[5, 7, 11, 13], protocol="psww18-sum")
+    r = venn.receive(["b", "d", "x"], connect=child.addr, protocol="psww18-sum")
+    assert (r.count, r.sum, r.matched) == (2, 20, None)
+    assert child.result()[0] == "result"
+    with pytest.raises(venn.UsageError, match="one value per key"):
+        venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol="psww18-sum")
