@@ -12,4 +12,4 @@ python3 -m venv "$venv"
 "$venv/bin/maturin" build --release --locked -m crates/venn-python/Cargo.toml -o target/wheels
 "$venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/venn-*.whl
 cargo build --locked -p venn-cli
-VENN_BIN="$PWD/target/debug/venn" "$venv/bin/python" -m pytest -q crates/venn-python/tests
+VENN_BIN="$PWD/target/debug/venn" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/venn-python/tests
