@@ -96,6 +96,8 @@ def test_errors_are_typed():
         venn.receive("abc", connect="127.0.0.1:1")
     with pytest.raises(TypeError):
         venn.receive([1, 2], connect="127.0.0.1:1")
+    with pytest.raises(TypeError, match="protocl"):
+        venn.receive(["a"], connect="127.0.0.1:1", protocl="kkrt16")  # type: ignore[call-arg]
     # Nobody listens: the connection is retried until the timeout.
     with pytest.raises(venn.NetworkError):
         venn.receive(["a"], connect="127.0.0.1:9", timeout=1.0)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from ._venn import (
     CheatingDetected,
@@ -36,10 +36,12 @@ from ._venn import run as _run
 
 if TYPE_CHECKING:
     import pandas
+    from typing_extensions import Unpack
 
 __all__ = [
     "CheatingDetected",
     "NetworkError",
+    "PartyOptions",
     "PeerError",
     "RunResult",
     "UsageError",
@@ -55,157 +57,84 @@ Key = Union[str, bytes]
 Path = Union[str, "PathLike[str]"]
 
 
-def _party(
-    role: str,
-    items: Sequence[Key],
-    *,
-    connect: Optional[str],
-    listen: Optional[str],
-    on_listening: Optional[Callable[[str], None]],
-    protocol: str,
-    both: bool,
-    values: Optional[Sequence[int]],
-    trim: bool,
-    lowercase: bool,
-    skip_empty: bool,
-    tls_cert: Optional[Path],
-    tls_key: Optional[Path],
-    tls_ca: Optional[Path],
-    peer_fingerprint: Union[str, Sequence[str], None],
-    plaintext: bool,
-    insecure: bool,
-    threads: int,
-    timeout: float,
-    max_peer_items: Optional[int],
-    max_memory: Optional[int],
-    progress: Optional[Callable[[str], None]],
-) -> RunResult:
+class PartyOptions(TypedDict, total=False):
+    """The keyword options of :func:`send` and :func:`receive` (the command line's)."""
+
+    connect: str
+    listen: str
+    on_listening: Callable[[str], None]
+    protocol: str
+    both: bool
+    values: Sequence[int]
+    trim: bool
+    lowercase: bool
+    skip_empty: bool
+    tls_cert: Path
+    tls_key: Path
+    tls_ca: Path
+    peer_fingerprint: Union[str, Sequence[str]]
+    plaintext: bool
+    insecure: bool
+    threads: int
+    timeout: float
+    max_peer_items: int
+    max_memory: int
+    progress: Callable[[str], None]
+
+
+def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
     if isinstance(items, (str, bytes)):
         raise TypeError("items is a list of keys, not one key")
-    if isinstance(peer_fingerprint, str):
-        peer_fingerprint = [peer_fingerprint]
-    return _run(
-        role,
-        list(items),
-        values=None if values is None else list(values),
-        connect=connect,
-        listen=listen,
-        on_listening=on_listening,
-        protocol=protocol,
-        both=both,
-        trim=trim,
-        lowercase=lowercase,
-        skip_empty=skip_empty,
-        tls_cert=None if tls_cert is None else str(tls_cert),
-        tls_key=None if tls_key is None else str(tls_key),
-        tls_ca=None if tls_ca is None else str(tls_ca),
-        peer_fingerprint=list(peer_fingerprint or []),
-        plaintext=plaintext,
-        insecure=insecure,
-        threads=threads,
-        timeout=timeout,
-        max_peer_items=max_peer_items,
-        max_memory=max_memory,
-        progress=progress,
-    )
+    # None stands for the default, as it does in the command line's absent option.
+    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    for path in ("tls_cert", "tls_key", "tls_ca"):
+        if given.get(path) is not None:
+            given[path] = str(given[path])
+    fingerprint = given.get("peer_fingerprint")
+    if fingerprint is not None:
+        given["peer_fingerprint"] = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
+    if given.get("values") is not None:
+        given["values"] = list(given["values"])
+    return _run(role, list(items), **given)
 
 
-def send(
-    items: Sequence[Key],
-    *,
-    connect: Optional[str] = None,
-    listen: Optional[str] = None,
-    on_listening: Optional[Callable[[str], None]] = None,
-    protocol: str = "kkrt16",
-    both: bool = False,
-    values: Optional[Sequence[int]] = None,
-    trim: bool = False,
-    lowercase: bool = False,
-    skip_empty: bool = False,
-    tls_cert: Optional[Path] = None,
-    tls_key: Optional[Path] = None,
-    tls_ca: Optional[Path] = None,
-    peer_fingerprint: Union[str, Sequence[str], None] = None,
-    plaintext: bool = False,
-    insecure: bool = False,
-    threads: int = 0,
-    timeout: float = 60.0,
-    max_peer_items: Optional[int] = None,
-    max_memory: Optional[int] = None,
-    progress: Optional[Callable[[str], None]] = None,
-) -> RunResult:
+def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     """Run the sending party of a PSI run: contribute ``items``; learn only the sizes,
     unless ``both=True`` (and the peer agrees), when the matched positions come back too.
 
     Exactly one of ``connect="host:port"`` and ``listen="addr:port"`` says how to reach
     the peer (``on_listening`` hears the bound address, useful with port 0). The options
-    are the command line's: ``protocol`` (see :func:`protocols`), ``trim`` / ``lowercase``
-    / ``skip_empty`` key normalisation, ``values`` (one integer per item, for the sum
-    protocols), TLS through ``tls_cert`` + ``tls_key`` + ``peer_fingerprint`` (what
-    ``venn keygen`` prints) or ``tls_ca``, ``plaintext`` to run without TLS to another
-    machine (insecure), ``insecure`` for the benchmark baseline protocols, ``threads``
-    (0: all cores), ``timeout`` seconds for each wait on the peer, ``max_peer_items`` and
-    ``max_memory`` bytes (the peer's set is refused before anything is allocated for it if
-    it would need more). ``progress`` is called with each phase's name.
+    are the command line's, with its defaults: ``protocol`` ("kkrt16"; see
+    :func:`protocols`), ``trim`` / ``lowercase`` / ``skip_empty`` key normalisation,
+    ``values`` (one integer per item, for the sum protocols), TLS through ``tls_cert`` +
+    ``tls_key`` + ``peer_fingerprint`` (what ``venn keygen`` prints) or ``tls_ca``,
+    ``plaintext`` to run without TLS to another machine (insecure), ``insecure`` for the
+    benchmark baseline protocols, ``threads`` (0: all cores), ``timeout`` (60 seconds for
+    each wait on the peer), ``max_peer_items`` and ``max_memory`` bytes (the peer's set is
+    refused before anything is allocated for it if it would need more; default half the
+    machine's memory). ``progress`` is called with each phase's name.
 
     Raises :class:`UsageError`, :class:`NetworkError`, :class:`PeerError` (and its
     :class:`CheatingDetected`), all :class:`VennError`.
     """
-    return _party(
-        "send", items, connect=connect, listen=listen, on_listening=on_listening,
-        protocol=protocol, both=both, values=values, trim=trim, lowercase=lowercase,
-        skip_empty=skip_empty, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
-        peer_fingerprint=peer_fingerprint, plaintext=plaintext, insecure=insecure,
-        threads=threads, timeout=timeout, max_peer_items=max_peer_items,
-        max_memory=max_memory, progress=progress,
-    )  # fmt: skip
+    return _party("send", items, options)
 
 
-def receive(
-    items: Sequence[Key],
-    *,
-    connect: Optional[str] = None,
-    listen: Optional[str] = None,
-    on_listening: Optional[Callable[[str], None]] = None,
-    protocol: str = "kkrt16",
-    both: bool = False,
-    values: Optional[Sequence[int]] = None,
-    trim: bool = False,
-    lowercase: bool = False,
-    skip_empty: bool = False,
-    tls_cert: Optional[Path] = None,
-    tls_key: Optional[Path] = None,
-    tls_ca: Optional[Path] = None,
-    peer_fingerprint: Union[str, Sequence[str], None] = None,
-    plaintext: bool = False,
-    insecure: bool = False,
-    threads: int = 0,
-    timeout: float = 60.0,
-    max_peer_items: Optional[int] = None,
-    max_memory: Optional[int] = None,
-    progress: Optional[Callable[[str], None]] = None,
-) -> RunResult:
+def receive(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     """Run the receiving party of a PSI run: learn which of ``items`` the peer also holds
     (``RunResult.matched``: ascending positions into ``items``), or what the protocol
     outputs instead (a count, a sum, a threshold's answer). Options as for :func:`send`.
     """
-    return _party(
-        "receive", items, connect=connect, listen=listen, on_listening=on_listening,
-        protocol=protocol, both=both, values=values, trim=trim, lowercase=lowercase,
-        skip_empty=skip_empty, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
-        peer_fingerprint=peer_fingerprint, plaintext=plaintext, insecure=insecure,
-        threads=threads, timeout=timeout, max_peer_items=max_peer_items,
-        max_memory=max_memory, progress=progress,
-    )  # fmt: skip
+    return _party("receive", items, options)
 
 
 def intersect_frame(
-    frame: "pandas.DataFrame",
+    frame: pandas.DataFrame,
     column: str,
     *,
     role: str = "receive",
-    **options: object,
-) -> "pandas.DataFrame":
+    **options: Unpack[PartyOptions],
+) -> pandas.DataFrame:
     """The rows of ``frame`` whose ``column`` value the peer also holds, in frame order
     (for a party that learns the intersection; otherwise an error). ``role`` is
     ``"receive"`` or ``"send"`` (with ``both=True``); ``options`` as for :func:`receive`.
@@ -215,7 +144,7 @@ def intersect_frame(
         raise UsageError("role is 'send' or 'receive'")
     keys = [v if isinstance(v, (str, bytes)) else str(v) for v in frame[column].tolist()]
     party = send if role == "send" else receive
-    result = party(keys, **options)  # type: ignore[arg-type]
+    result = party(keys, **options)
     if result.matched is None:
         raise UsageError(
             f"this party learns no rows in protocol {result.protocol!r} as the {role} side"

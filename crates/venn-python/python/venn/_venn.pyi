@@ -1,7 +1,10 @@
 """Types of the native module (see ``venn`` for the documented API)."""
 
-from collections.abc import Callable, Sequence
 from typing import Optional, Union
+
+from typing_extensions import Unpack
+
+from . import PartyOptions
 
 __version__: str
 
@@ -37,27 +40,5 @@ class RunResult:
 
 def protocols() -> list[tuple[str, str, str]]: ...
 def run(
-    role: str,
-    items: Sequence[Union[str, bytes]],
-    *,
-    values: Optional[Sequence[int]] = None,
-    connect: Optional[str] = None,
-    listen: Optional[str] = None,
-    on_listening: Optional[Callable[[str], None]] = None,
-    protocol: str = "kkrt16",
-    both: bool = False,
-    trim: bool = False,
-    lowercase: bool = False,
-    skip_empty: bool = False,
-    tls_cert: Optional[str] = None,
-    tls_key: Optional[str] = None,
-    tls_ca: Optional[str] = None,
-    peer_fingerprint: Sequence[str] = (),
-    plaintext: bool = False,
-    insecure: bool = False,
-    threads: int = 0,
-    timeout: float = 60.0,
-    max_peer_items: Optional[int] = None,
-    max_memory: Optional[int] = None,
-    progress: Optional[Callable[[str], None]] = None,
+    role: str, items: list[Union[str, bytes]], **options: Unpack[PartyOptions]
 ) -> RunResult: ...
