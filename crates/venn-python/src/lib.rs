@@ -8,9 +8,10 @@
 //! released for the whole run; the progress callback takes it back for each phase.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::types::{PyBytes, PyString};
 use std::time::Duration;
 use venn::protocols::{Options, Output, Progress};
 use venn::session::Role;
@@ -64,10 +65,28 @@ fn to_py(e: venn::Error) -> PyErr {
 }
 
 /// A key as Python gives it: text (encoded as UTF-8) or bytes.
-#[derive(FromPyObject)]
 enum Key {
     Bytes(PyBackedBytes),
     Str(PyBackedStr),
+}
+
+impl FromPyObject<'_, '_> for Key {
+    type Error = PyErr;
+
+    /// By type checks, text first (a failed extraction makes an error object: trying
+    /// bytes first cost 1.2 µs per text key, more than the protocol's own time per key).
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Key::Str(PyBackedStr::try_from(s.to_owned())?));
+        }
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(Key::Bytes(PyBackedBytes::from(b.to_owned())));
+        }
+        Err(PyTypeError::new_err(format!(
+            "a key is str or bytes, not {}",
+            obj.get_type().name()?
+        )))
+    }
 }
 
 impl AsRef<[u8]> for Key {
