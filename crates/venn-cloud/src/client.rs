@@ -641,11 +641,7 @@ impl UsedLabels {
         let mut file = options.open(path).map_err(fail)?;
         file.lock().map_err(fail)?;
         if created {
-            // The new name itself must survive a crash.
-            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-            std::fs::File::open(dir.unwrap_or(Path::new(".")))
-                .and_then(|d| d.sync_all())
-                .map_err(fail)?;
+            venn::files::sync_dir(path)?;
         }
         let mut text = String::new();
         std::io::Read::read_to_string(&mut file, &mut text).map_err(fail)?;

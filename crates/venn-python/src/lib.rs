@@ -269,7 +269,7 @@ fn run(
         reached,
         n_self: report.n_self,
         n_peer: report.n_peer,
-        seconds: report.phases.iter().map(|p| p.duration.as_secs_f64()).sum(),
+        seconds: (report.offline() + report.online()).as_secs_f64(),
         bytes_sent: report.traffic.sent,
         bytes_received: report.traffic.received,
     })

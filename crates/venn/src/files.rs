@@ -46,8 +46,9 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     sync_dir(path)
 }
 
-/// Syncs the directory of `path`, so that a rename into it survives a crash.
-fn sync_dir(path: &Path) -> Result<()> {
+/// Syncs the directory of `path`, so that a rename into it (or a new file's name)
+/// survives a crash.
+pub fn sync_dir(path: &Path) -> Result<()> {
     let dir = parent(path);
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())

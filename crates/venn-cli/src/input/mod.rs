@@ -105,7 +105,8 @@ impl Input {
         for (i, key) in keys.iter().enumerate() {
             let value = values.map(|v| {
                 field.clear();
-                field.push_str(&v[i].to_string());
+                // Into the one buffer: no string per value.
+                let _ = std::fmt::Write::write_fmt(&mut field, format_args!("{}", v[i]));
                 field.as_bytes()
             });
             b.add_fields(i as u64 + 1, &[key.as_ref()], value, 0..0)?;
