@@ -500,7 +500,7 @@ pub fn run_keys(
     }
     let (report, output) = run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
     let rows = match &output {
-        Output::Indices(keys) => Some(input.matched_rows(keys)),
+        Output::Indices(keys) => Some(input.matched_positions(keys)),
         _ => None,
     };
     Ok((report, rows))

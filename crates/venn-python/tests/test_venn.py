@@ -66,6 +66,22 @@ def test_two_python_processes_get_the_intersection():
     assert kind == "result" and sent["matched"] is None and sent["n_peer"] == 4
 
 
+def test_text_keys_are_their_utf8_bytes():
+    class Email(str):
+        pass
+
+    ours = ["", "café", Email("ß@x.org"), "日本", "plain"]
+    theirs = ["café".encode(), "ß@x.org".encode(), "日本".encode("utf-16")]
+    child = Child("send", theirs)
+    r = venn.receive(ours, connect=child.addr, skip_empty=True)
+    assert r.matched == [1, 2], "UTF-8 meets the same bytes; positions count the skipped key"
+    assert child.result()[0] == "result"
+    with pytest.raises(venn.UsageError, match="key at position 0: empty key"):
+        venn.receive(ours, connect="127.0.0.1:1")
+    with pytest.raises(UnicodeEncodeError):
+        venn.receive(["ok", "lone \udc80 surrogate"], connect="127.0.0.1:1")
+
+
 def test_normalisation_and_both():
     child = Child("receive", [" A@X.org", "c"], trim=True, lowercase=True, both=True)
     r = venn.send(["a@x.org", "b"], connect=child.addr, both=True)

@@ -109,7 +109,13 @@ impl Input {
                 let _ = std::fmt::Write::write_fmt(&mut field, format_args!("{}", v[i]));
                 field.as_bytes()
             });
-            b.add_fields(i as u64 + 1, &[key.as_ref()], value, 0..0)?;
+            b.add_fields(i as u64 + 1, &[key.as_ref()], value, i..i)
+                .map_err(|e| match e {
+                    Error::Input { line, reason } => {
+                        Error::Usage(format!("the key at position {}: {reason}", line - 1))
+                    }
+                    e => e,
+                })?;
         }
         Ok(b.finish(Vec::new(), None))
     }
@@ -123,12 +129,13 @@ impl Input {
         member
     }
 
-    /// The positions of the rows whose keys `intersection` names, in input order.
-    pub fn matched_rows(&self, intersection: &[usize]) -> Vec<usize> {
+    /// For keys given in memory ([`Input::from_keys`]): the positions in the list given of
+    /// the keys that `intersection` names, ascending (skipped empty keys are never named).
+    pub fn matched_positions(&self, intersection: &[usize]) -> Vec<usize> {
         let member = self.members(intersection);
-        (self.rows.iter().enumerate())
-            .filter(|(_, r)| member[r.key as usize])
-            .map(|(i, _)| i)
+        (self.rows.iter())
+            .filter(|r| member[r.key as usize])
+            .map(|r| r.bytes.start)
             .collect()
     }
 
@@ -207,7 +214,8 @@ impl<'a> Builder<'a> {
             }
             return Err(Error::Input {
                 line,
-                reason: "empty key (pass --skip-empty to skip such rows)".into(),
+                reason: "empty key (--skip-empty, in Python skip_empty=True, skips such rows)"
+                    .into(),
             });
         }
         let index = match u32::try_from(self.rows.len()) {
@@ -583,15 +591,29 @@ mod tests {
             assert_eq!(input.keys.get(k), file.keys.get(k));
         }
         assert_eq!(input.duplicates, 1);
-        assert_eq!(input.matched_rows(&[0]), [0, 2]);
-        assert_eq!(input.matched_rows(&[1, 2]), [1, 3]);
+        assert_eq!(input.matched_positions(&[0]), [0, 2]);
+        assert_eq!(input.matched_positions(&[1, 2]), [1, 3]);
         let valued = Input::from_keys(&keys, Some(&[1, 2, 3, 4]), &o).unwrap();
         assert_eq!(valued.keys.values().unwrap(), [4, 2, 4]);
         assert!(Input::from_keys(&keys, Some(&[1]), &o).is_err());
-        let empty: [&[u8]; 1] = [b" "];
+        let empty: [&[u8]; 2] = [b"a", b" "];
+        let Err(e) = Input::from_keys(&empty, None, &o) else {
+            panic!("an empty key is refused")
+        };
         assert!(
-            Input::from_keys(&empty, None, &o).is_err(),
-            "an empty key after trimming"
+            e.to_string().contains("the key at position 1: empty key"),
+            "an empty key after trimming, named by its position: {e}"
+        );
+        let skip = KeyOptions {
+            skip_empty: true,
+            ..o.clone()
+        };
+        let keys: [&[u8]; 4] = [b" ", b"a", b"", b"a"];
+        let input = Input::from_keys(&keys, None, &skip).unwrap();
+        assert_eq!(
+            input.matched_positions(&[0]),
+            [1, 3],
+            "positions in the list given, skipped keys counted"
         );
     }
 
