@@ -2,19 +2,18 @@
 
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use venn::net::tls::{api_server_config, parse_fingerprint, Identity as TlsIdentity, Trust};
-use venn::net::Channel;
+use venn::net::tls::{api_server_config, Identity as TlsIdentity};
 use venn::{Error, Result};
 use venn_cli::input::read_input;
 use venn_cli::output::write_rows;
-use venn_cli::party::check_output_path;
+use venn_cli::party::{check_output_path, Endpoint as PeerEndpoint};
 use venn_cli::progress::Spinner;
+use venn_cli::thunder::{self, Partners};
 use venn_cli::transport::TlsArgs;
 use venn_cloud::auth::{Identity, WorkerSecret};
-use venn_cloud::client::{looks_like_pair, Client, DatasetKey, PAIR_PREFIX};
+use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
@@ -118,22 +117,12 @@ pub struct ServiceCli {
 impl ServiceCli {
     /// The service's endpoint; plain HTTP only to this machine unless --plain-http.
     fn endpoint(&self) -> Result<Endpoint> {
-        let trust = match (&self.server_fingerprint, &self.server_ca) {
-            (Some(fp), _) => Some(Trust::Pinned(vec![parse_fingerprint(fp)?])),
-            (None, Some(ca)) => Some(Trust::ca_file(ca)?),
-            (None, None) => None,
-        };
-        if let Some(host_port) = self.server.strip_prefix("http://") {
-            check_loopback(
-                host_port.trim_end_matches('/'),
-                self.plain_http,
-                "talk plain HTTP to",
-            )?;
-        }
-        Ok(Endpoint {
-            url: self.server.clone(),
-            trust,
-        })
+        thunder::endpoint(
+            &self.server,
+            self.server_fingerprint.as_deref(),
+            self.server_ca.as_deref(),
+            self.plain_http,
+        )
     }
 }
 
@@ -290,24 +279,11 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         }
         CloudCommand::Register(r) => {
             let server = r.client.service.endpoint()?;
-            if r.client.identity.exists() {
-                return Err(Error::Usage(format!(
-                    "'{}' exists: an identity file is never overwritten",
-                    r.client.identity.display()
-                )));
-            }
-            let identity = Identity::generate(&r.name)?;
-            let public_key = identity.public_key();
-            // Saved first: a key registered but not saved would lock the name for good.
-            identity.save(&r.client.identity)?;
-            let registered = Client::new(&server, identity).and_then(|c| c.register());
-            if let Err(e) = registered {
-                let _ = std::fs::remove_file(&r.client.identity);
-                return Err(e.into());
-            }
+            let client = thunder::register(&server, &r.name, &r.client.identity)?;
             eprintln!(
-                "venn cloud: registered '{}' (public key {public_key}); identity in '{}'",
+                "venn cloud: registered '{}' (public key {}); identity in '{}'",
                 r.name,
+                client.identity().public_key(),
                 r.client.identity.display()
             );
             Ok(())
@@ -340,24 +316,6 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
     }
 }
 
-/// Refuses `addr` unless every address it names is loopback, or `plaintext`.
-fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
-    if plaintext {
-        return Ok(());
-    }
-    let addrs: Vec<_> = addr
-        .to_socket_addrs()
-        .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
-        .collect();
-    if addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()) {
-        return Err(Error::Usage(format!(
-            "refusing to {what} '{addr}', which may be on another machine: anyone on the \
-             path would see the points, tokens and results (pass --plain-http to accept that)"
-        )));
-    }
-    Ok(())
-}
-
 /// A client of the service from the command line's options.
 fn client(c: &ClientCli) -> Result<Client> {
     Ok(Client::new(
@@ -370,7 +328,7 @@ fn serve(s: ServeCli) -> Result<()> {
     let tls = match (&s.tls_cert, &s.tls_key) {
         (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
         _ => {
-            check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
+            thunder::check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
             None
         }
     };
@@ -448,21 +406,19 @@ fn pair(p: PairCli) -> Result<()> {
     let client = client(&p.client)?;
     let key = DatasetKey::load(&p.key_file)?;
     let transport = p.tls.load()?;
-    let timeout = Duration::from_secs(p.timeout);
-    let mut links: Vec<Box<dyn Channel>> = Vec::new();
-    match (&p.listen, &p.connect) {
-        (Some(addr), _) => {
-            let listener = transport.bind(addr)?;
-            eprintln!("venn cloud: listening on {}", listener.local_addr()?);
-            for _ in 0..p.partners {
-                links.push(transport.accept(&listener, timeout, (PAIR_PREFIX, looks_like_pair))?);
-            }
-        }
-        (None, Some(addr)) => links.push(transport.connect(addr, timeout)?),
+    let peer = match (p.listen, p.connect) {
+        (Some(addr), _) => PeerEndpoint::Listen(addr),
+        (None, Some(addr)) => PeerEndpoint::Connect(addr),
         (None, None) => unreachable!("clap requires one of --listen/--connect"),
-    }
-    let mut refs: Vec<&mut dyn Channel> = links.iter_mut().map(|l| &mut **l as _).collect();
-    let run = client.pair(&key, &mut refs, p.listen.is_some(), p.preprocessed)?;
+    };
+    let partners = Partners::link(
+        &transport,
+        &peer,
+        p.partners as usize,
+        Duration::from_secs(p.timeout),
+        |addr| eprintln!("venn cloud: listening on {addr}"),
+    )?;
+    let run = partners.pair(&client, &key, p.preprocessed)?;
     eprintln!(
         "venn cloud: run {} of {} datasets; {} given ({})",
         run.id,

@@ -7,4 +7,5 @@ pub mod input;
 pub mod output;
 pub mod party;
 pub mod progress;
+pub mod thunder;
 pub mod transport;

@@ -7,6 +7,8 @@
 //! Python party runs against a `venn send`/`venn receive` on the other side. The GIL is
 //! released for the whole run; the progress callback takes it back for each phase.
 
+mod cloud;
+
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
@@ -39,13 +41,20 @@ create_exception!(
 );
 create_exception!(
     venn,
+    ServiceError,
+    VennError,
+    "A Thunder request refused, by the service or by the client's own checks before it (the \
+     message says why), or the service failed."
+);
+create_exception!(
+    venn,
     CheatingDetected,
     PeerError,
     "A check that only a cheating peer can fail, failed: nothing is output."
 );
 
 /// A venn error as the Python exception of its kind.
-fn to_py(e: venn::Error) -> PyErr {
+pub(crate) fn to_py(e: venn::Error) -> PyErr {
     use venn::Error as E;
     let text = e.to_string();
     match e {
@@ -66,7 +75,7 @@ fn to_py(e: venn::Error) -> PyErr {
 /// A key as Python gives it, borrowed: the object, kept alive, and a view of its bytes —
 /// a `bytes`'s own buffer, or the UTF-8 form of a `str`, which CPython makes once and keeps
 /// inside the object (for ASCII text, the text itself). Nothing is copied per key.
-struct Key {
+pub(crate) struct Key {
     _owner: Py<PyAny>,
     bytes: *const u8,
     len: usize,
@@ -126,6 +135,39 @@ impl AsRef<[u8]> for Key {
     fn as_ref(&self) -> &[u8] {
         // SAFETY: see `Key`: `len` bytes at `bytes`, alive and unchanged while `self` is.
         unsafe { std::slice::from_raw_parts(self.bytes, self.len) }
+    }
+}
+
+/// How keys given in memory are normalised.
+pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyOptions {
+    KeyOptions {
+        format: Format::Lines,
+        columns: Vec::new(),
+        trim,
+        lowercase,
+        skip_empty,
+        value_column: None,
+    }
+}
+
+/// How to reach the peer: exactly one of `connect` and `listen`.
+pub(crate) fn peer_endpoint(connect: Option<String>, listen: Option<String>) -> PyResult<Endpoint> {
+    match (connect, listen) {
+        (Some(addr), None) => Ok(Endpoint::Connect(addr)),
+        (None, Some(addr)) => Ok(Endpoint::Listen(addr)),
+        _ => Err(UsageError::new_err("give one of connect= and listen=")),
+    }
+}
+
+/// Tells the `on_listening` callback, if any, the address listened on.
+pub(crate) fn tell(on_listening: &Option<Py<PyAny>>, addr: std::net::SocketAddr) {
+    if let Some(f) = on_listening {
+        Python::attach(|py| {
+            if let Err(e) = f.call1(py, (addr.to_string(),)) {
+                // A callback's failure does not stop the run; Python hears of it.
+                e.write_unraisable(py, Some(f.bind(py)));
+            }
+        });
     }
 }
 
@@ -227,11 +269,7 @@ fn run(
         "receive" => Role::Receiver,
         _ => return Err(UsageError::new_err("role is 'send' or 'receive'")),
     };
-    let endpoint = match (connect, listen) {
-        (Some(addr), None) => Endpoint::Connect(addr),
-        (None, Some(addr)) => Endpoint::Listen(addr),
-        _ => return Err(UsageError::new_err("give one of connect= and listen=")),
-    };
+    let endpoint = peer_endpoint(connect, listen)?;
     if !(timeout.is_finite() && timeout > 0.0) {
         return Err(UsageError::new_err(
             "timeout is a positive number of seconds",
@@ -259,27 +297,12 @@ fn run(
         stats_json: None,
         transport,
     };
-    let opts = KeyOptions {
-        format: Format::Lines,
-        columns: Vec::new(),
-        trim,
-        lowercase,
-        skip_empty,
-        value_column: None,
-    };
+    let opts = key_options(trim, lowercase, skip_empty);
     let progress = progress.map(PyProgress);
     let (report, matched) = py
         .detach(|| {
             let input = Input::from_keys(&items, values.as_deref(), &opts)?;
-            let on_bound = |addr: std::net::SocketAddr| {
-                if let Some(f) = &on_listening {
-                    Python::attach(|py| {
-                        if let Err(e) = f.call1(py, (addr.to_string(),)) {
-                            e.write_unraisable(py, Some(f.bind(py)));
-                        }
-                    });
-                }
-            };
+            let on_bound = |addr| tell(&on_listening, addr);
             let progress = progress.as_ref().map(|p| p as &dyn Progress);
             venn_cli::party::run_keys(&link, role, both, &input, progress, on_bound)
         })
@@ -325,8 +348,11 @@ fn protocols() -> Vec<(String, String, String)> {
 #[pymodule]
 mod _venn {
     #[pymodule_export]
+    use super::cloud::CloudClient;
+    #[pymodule_export]
     use super::{
-        protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, UsageError, VennError,
+        protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, ServiceError,
+        UsageError, VennError,
     };
 
     #[allow(non_upper_case_globals)]

@@ -13,7 +13,8 @@ holding a matched key is reported, as the command line reports every matched row
 >>> r.matched
 [1]
 
-The GIL is released while a party runs, so other Python threads go on.
+The GIL is released while a party runs, so other Python threads go on. For PSI through
+a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._venn import (
     NetworkError,
     PeerError,
     RunResult,
+    ServiceError,
     UsageError,
     VennError,
     __version__,
@@ -44,9 +46,11 @@ __all__ = [
     "PartyOptions",
     "PeerError",
     "RunResult",
+    "ServiceError",
     "UsageError",
     "VennError",
     "__version__",
+    "cloud",
     "intersect_frame",
     "protocols",
     "receive",
@@ -150,3 +154,6 @@ def intersect_frame(
             f"this party learns no rows in protocol {result.protocol!r} as the {role} side"
         )
     return frame.iloc[result.matched]
+
+
+from . import cloud  # noqa: E402  (it uses the names above)

@@ -1,5 +1,7 @@
 """Types of the native module (see ``venn`` for the documented API)."""
 
+from collections.abc import Callable
+from os import PathLike
 from typing import Optional, Union
 
 from typing_extensions import Unpack
@@ -13,6 +15,7 @@ class UsageError(VennError): ...
 class NetworkError(VennError): ...
 class PeerError(VennError): ...
 class CheatingDetected(PeerError): ...
+class ServiceError(VennError): ...
 
 class RunResult:
     @property
@@ -42,3 +45,73 @@ def protocols() -> list[tuple[str, str, str]]: ...
 def run(
     role: str, items: list[Union[str, bytes]], **options: Unpack[PartyOptions]
 ) -> RunResult: ...
+
+_Path = Union[str, PathLike[str]]
+_Keys = list[Union[str, bytes]]
+
+class CloudClient:
+    def __init__(
+        self,
+        server: str,
+        identity: _Path,
+        *,
+        server_fingerprint: Optional[str] = ...,
+        server_ca: Optional[_Path] = ...,
+        plain_http: bool = ...,
+    ) -> None: ...
+    @staticmethod
+    def register(
+        server: str,
+        identity: _Path,
+        name: str,
+        *,
+        server_fingerprint: Optional[str] = ...,
+        server_ca: Optional[_Path] = ...,
+        plain_http: bool = ...,
+    ) -> CloudClient: ...
+    @property
+    def name(self) -> str: ...
+    def upload(
+        self,
+        items: _Keys,
+        dataset: str,
+        key_file: _Path,
+        *,
+        chunk_items: int = ...,
+        trim: bool = ...,
+        lowercase: bool = ...,
+        skip_empty: bool = ...,
+        progress: Optional[Callable[[int, int], None]] = ...,
+    ) -> str: ...
+    def pair(
+        self,
+        key_file: _Path,
+        *,
+        connect: Optional[str] = ...,
+        listen: Optional[str] = ...,
+        on_listening: Optional[Callable[[str], None]] = ...,
+        partners: int = ...,
+        timeout: float = ...,
+        preprocessed: bool = ...,
+        tls_cert: Optional[_Path] = ...,
+        tls_key: Optional[_Path] = ...,
+        tls_ca: Optional[_Path] = ...,
+        peer_fingerprint: list[str] = ...,
+        plaintext: bool = ...,
+    ) -> str: ...
+    def make_pretokens(self, key_file: _Path, count: int = ..., *, wait: float = ...) -> list[str]: ...
+    def pretokens(self, key_file: _Path) -> str: ...
+    def status(self, run: str, *, wait: float = ...) -> str: ...
+    def result(
+        self,
+        run: str,
+        key_file: _Path,
+        items: _Keys,
+        *,
+        wait: float = ...,
+        trim: bool = ...,
+        lowercase: bool = ...,
+        skip_empty: bool = ...,
+    ) -> list[int]: ...
+    def datasets(self) -> str: ...
+    def delete(self, dataset: str) -> str: ...
