@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Python package's suite, as a new user would meet the package: the wheel built by
-# maturin (release, --locked), installed into a fresh virtual environment with pytest and
-# pandas from PyPI, and crates/venn-python/tests run against it — and against the `venn`
-# command line of `cargo build` (VENN_BIN), for a Python party facing a CLI party.
+# maturin (release, --locked), installed into a fresh virtual environment with pytest,
+# pandas and Ray from PyPI, and crates/venn-python/tests run against it — and against the
+# `venn` command line of `cargo build` (VENN_BIN): a Python party facing a CLI party, the
+# Thunder service, and a local Ray cluster the tests start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/python-venv
 rm -rf "$venv" target/wheels
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest pandas
+"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest pandas "ray>=2.40,<3"
 "$venv/bin/maturin" build --release --locked -m crates/venn-python/Cargo.toml -o target/wheels
 "$venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/venn-*.whl
 cargo build --locked -p venn-cli

@@ -60,25 +60,65 @@ pub struct WorkerConfig {
     pub idle_exit: Option<Duration>,
 }
 
+/// A worker's link to the service: leases tasks, fetches their input, hands in their
+/// answers, authenticated by the workers' secret. Whatever computes the answers — this
+/// module's [`run`], or tasks of a cluster engine fed by a driver — talks through it.
+pub struct WorkerLink {
+    http: Http,
+    auth: [(&'static str, String); 1],
+}
+
+impl WorkerLink {
+    /// A link to the service at `server`, showing `secret`.
+    pub fn new(server: &Endpoint, secret: &WorkerSecret) -> Result<WorkerLink> {
+        Ok(WorkerLink {
+            http: Http::new(server, Duration::from_secs(300))?,
+            auth: [("authorization", secret.bearer())],
+        })
+    }
+
+    /// Leases the next task, if there is one.
+    pub fn lease(&self) -> Result<Option<Task>> {
+        match self.http.call("POST", "/v1/tasks/lease", &self.auth, b"")? {
+            (204, _) => Ok(None),
+            (_, body) => serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| Error::Transport(format!("a lease: {e}"))),
+        }
+    }
+
+    /// A leased task's input: its chunk's points (or precomputed values).
+    pub fn input(&self, task: &Task) -> Result<Vec<u8>> {
+        let path = format!("/v1/tasks/{}/points", task.path());
+        let (_, input) = self.http.call("GET", &path, &self.auth, b"")?;
+        if input.len() > api::MAX_TASK_BYTES {
+            return Err(Error::TooLarge("a task's input".into()));
+        }
+        Ok(input)
+    }
+
+    /// Hands in a leased task's answer.
+    pub fn hand_in(&self, task: &Task, answer: &[u8]) -> Result<()> {
+        let path = format!("/v1/tasks/{}/answer", task.path());
+        self.http.call("PUT", &path, &self.auth, answer)?;
+        Ok(())
+    }
+}
+
 /// `venn cloud worker`: leases tasks from the service at `server` until stopped; returns
 /// the number of tasks done. Failed requests are retried after a pause (the service may
 /// be restarting); a task it cannot finish is left to its lease's expiry.
 pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> Result<u64> {
-    let http = Http::new(server, Duration::from_secs(300))?;
+    let link = WorkerLink::new(server, secret)?;
     let threads = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads)
         .build()
         .map_err(|e| Error::Internal(format!("threads: {e}")))?;
-    let auth = [("authorization", secret.bearer())];
     let mut done = 0u64;
     let mut idle_since = Instant::now();
     loop {
-        let task = match http.call("POST", "/v1/tasks/lease", &auth, b"") {
-            Ok((204, _)) => None,
-            Ok((_, body)) => Some(
-                serde_json::from_slice::<Task>(&body)
-                    .map_err(|e| Error::Transport(format!("a lease: {e}")))?,
-            ),
+        let task = match link.lease() {
+            Ok(task) => task,
             Err(e @ Error::Unauthenticated(_)) => return Err(e),
             Err(e) => {
                 eprintln!("venn cloud worker: {e}");
@@ -92,18 +132,12 @@ pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> R
             std::thread::sleep(config.poll);
             continue;
         };
-        let path = format!("/v1/tasks/{}", task.path());
-        let result = http
-            .call("GET", &format!("{path}/points"), &auth, b"")
-            .and_then(|(_, points)| {
-                if points.len() > api::MAX_TASK_BYTES {
-                    return Err(Error::TooLarge("a task's input".into()));
-                }
-                threads.install(|| answer(&task, &points))
-            })
-            .and_then(|a| http.call("PUT", &format!("{path}/answer"), &auth, &a));
+        let result = link
+            .input(&task)
+            .and_then(|input| threads.install(|| answer(&task, &input)))
+            .and_then(|a| link.hand_in(&task, &a));
         match result {
-            Ok(_) => done += 1,
+            Ok(()) => done += 1,
             Err(e) => eprintln!("venn cloud worker: task {}: {e}", task.path()),
         }
         idle_since = Instant::now();

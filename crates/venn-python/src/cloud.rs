@@ -4,12 +4,15 @@
 
 use crate::{key_options, to_py, Key, NetworkError, ServiceError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::time::Duration;
 use venn_cli::input::Input;
 use venn_cli::party::Endpoint as PeerEndpoint;
 use venn_cli::thunder::{self, Partners};
 use venn_cli::transport::TlsArgs;
+use venn_cloud::api::Task;
+use venn_cloud::auth::WorkerSecret;
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
 
@@ -267,4 +270,75 @@ impl CloudClient {
             .map_err(to_py_cloud)?;
         Ok(serde_json::to_string(&gone).expect("serialisable"))
     }
+}
+
+/// A Thunder worker's link to the service, for a driver that has the answers computed
+/// elsewhere (the Ray job of `venn.ray`): tasks cross as JSON, inputs and answers as bytes.
+#[pyclass(frozen, module = "venn._venn")]
+pub struct WorkerLink {
+    link: venn_cloud::worker::WorkerLink,
+}
+
+fn parse_task(task: &str) -> PyResult<Task> {
+    serde_json::from_str(task).map_err(|e| crate::UsageError::new_err(format!("a task: {e}")))
+}
+
+#[pymethods]
+impl WorkerLink {
+    /// A link to `server`, showing the workers' secret in the file `worker_secret`.
+    #[new]
+    #[pyo3(signature = (server, worker_secret, *, server_fingerprint=None, server_ca=None, plain_http=false))]
+    fn new(
+        server: &str,
+        worker_secret: PathBuf,
+        server_fingerprint: Option<&str>,
+        server_ca: Option<PathBuf>,
+        plain_http: bool,
+    ) -> PyResult<Self> {
+        let endpoint = service(server, server_fingerprint, server_ca, plain_http)?;
+        let secret = WorkerSecret::load(&worker_secret).map_err(to_py_cloud)?;
+        let link = venn_cloud::worker::WorkerLink::new(&endpoint, &secret).map_err(to_py_cloud)?;
+        Ok(WorkerLink { link })
+    }
+
+    /// The next task (JSON), or None while there is none.
+    fn lease(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let task = py.detach(|| self.link.lease()).map_err(to_py_cloud)?;
+        Ok(task.map(|t| serde_json::to_string(&t).expect("serialisable")))
+    }
+
+    /// A leased task's input.
+    fn input<'py>(&self, py: Python<'py>, task: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let task = parse_task(task)?;
+        let input = py.detach(|| self.link.input(&task)).map_err(to_py_cloud)?;
+        Ok(PyBytes::new(py, &input))
+    }
+
+    /// Hands in a leased task's answer.
+    fn hand_in(&self, py: Python<'_>, task: &str, answer: &[u8]) -> PyResult<()> {
+        let task = parse_task(task)?;
+        py.detach(|| self.link.hand_in(&task, answer))
+            .map_err(to_py_cloud)
+    }
+}
+
+/// The answer to a task (JSON) over its input, computed on `threads` threads: the pure
+/// function a Thunder worker computes, the same wherever it runs.
+#[pyfunction]
+#[pyo3(signature = (task, input, *, threads=1))]
+pub fn answer<'py>(
+    py: Python<'py>,
+    task: &str,
+    input: &[u8],
+    threads: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let task = parse_task(task)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| crate::UsageError::new_err(format!("threads: {e}")))?;
+    let answer = py
+        .detach(|| pool.install(|| venn_cloud::worker::answer(&task, input)))
+        .map_err(to_py_cloud)?;
+    Ok(PyBytes::new(py, &answer))
 }

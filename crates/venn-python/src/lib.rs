@@ -348,7 +348,7 @@ fn protocols() -> Vec<(String, String, String)> {
 #[pymodule]
 mod _venn {
     #[pymodule_export]
-    use super::cloud::CloudClient;
+    use super::cloud::{answer, CloudClient, WorkerLink};
     #[pymodule_export]
     use super::{
         protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, ServiceError,

@@ -1,0 +1,115 @@
+"""`venn.ray.thunder_workers` on a real local Ray cluster (2 CPUs, started here): the same
+datasets and runs on a service with its own pool of workers and on one with none, worked
+by Ray; the matches must be the same, and what the keys say they are."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from venn import cloud
+
+ray = pytest.importorskip("ray")
+from venn.ray import thunder_workers  # noqa: E402
+
+VENN_BIN = os.environ.get("VENN_BIN") or shutil.which("venn")
+pytestmark = pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+class Service:
+    """`venn cloud serve` on a free port with `threads` workers of its own."""
+
+    def __init__(self, data: Path, threads: int):
+        self.data = data
+        self.proc = subprocess.Popen(
+            [VENN_BIN, "cloud", "serve", "--listen", "127.0.0.1:0", "--data", str(data),
+             "--threads", str(threads)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening "), line
+        self.url = "http://" + line.split()[1]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+ALICE = [f"user{i}@x.org" for i in range(150)]
+BOB = [f"user{i}@x.org" for i in range(0, 400, 3)]
+EXPECTED = list(range(0, 150, 3))
+
+
+def runs_on(service: Service, dir: Path, work: Callable[[], None]) -> list[list[int]]:
+    """Alice's matches in a plain run and a preprocessed run of the two datasets, `work()`
+    called wherever the service's tasks must be done."""
+    alice = cloud.register(service.url, identity=dir / "alice.id", name="alice")
+    bob = cloud.register(service.url, identity=dir / "bob.id", name="bob")
+    alice.upload(ALICE, dataset="a", key_file=dir / "a.key", chunk_items=40)
+    bob.upload(BOB, dataset="b", key_file=dir / "b.key", chunk_items=40)
+    alice.make_pretokens(dir / "a.key")
+    bob.make_pretokens(dir / "b.key")
+    work()
+    for owner, key in ((alice, dir / "a.key"), (bob, dir / "b.key")):
+        deadline = time.monotonic() + 60
+        while [t["state"] for t in owner.pretokens(key)] != ["ready"]:
+            assert time.monotonic() < deadline, owner.pretokens(key)
+            time.sleep(0.2)
+
+    def pair(**options) -> str:
+        bound: queue.Queue[str] = queue.Queue()
+        runs: dict[str, str] = {}
+        t = threading.Thread(
+            target=lambda: runs.setdefault(
+                "a", alice.pair(dir / "a.key", listen="127.0.0.1:0", on_listening=bound.put,
+                                **options)))  # fmt: skip
+        t.start()
+        bob.pair(dir / "b.key", connect=bound.get(timeout=30), **options)
+        t.join(60)
+        return runs["a"]
+
+    matches = []
+    for options in ({}, {"preprocessed": True}):
+        run = pair(**options)
+        work()
+        matches.append(alice.result(run, dir / "a.key", ALICE, wait=60))
+        assert alice.status(run)["state"] == "done"
+    return matches
+
+
+def test_ray_workers_match_the_services_own_pool(cluster: None, tmp_path: Path):
+    own = Service(tmp_path / "own", threads=2)
+    bare = Service(tmp_path / "bare", threads=0)
+    done: list[int] = []
+    try:
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        by_pool = runs_on(own, tmp_path / "a", lambda: None)
+        by_ray = runs_on(
+            bare,
+            tmp_path / "b",
+            lambda: done.append(
+                thunder_workers(bare.url, bare.data / "worker-secret", idle_exit=1.0)
+            ),
+        )
+    finally:
+        own.stop()
+        bare.stop()
+    assert by_pool == by_ray == [EXPECTED, EXPECTED]
+    # Pre-tokens: 4 + 4 chunks; a plain run: 4 + 4; a preprocessed run: the smaller side's 4.
+    assert done == [8, 8, 4], done
