@@ -118,6 +118,11 @@ pub struct Agreed {
 }
 
 impl Agreed {
+    /// A digest of both plans, as sent.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+
     /// log2 of the bucket count both use.
     pub fn log2_buckets(&self) -> u8 {
         self.ours.log2_buckets.max(self.peer.log2_buckets)
@@ -171,7 +176,7 @@ pub fn exchange(
 }
 
 /// The public bucket hash of a key.
-fn key_hash(key: &[u8]) -> u64 {
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
     // The hash key is derived once, not for every key hashed.
     static BUCKET_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
     let k = BUCKET_KEY.get_or_init(|| blake3::derive_key("venn 2026-11 bucket of a key", &[]));
@@ -364,7 +369,6 @@ pub fn run_buckets(
     let mut matches = Matches::new(rows);
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
-    let tls = chan.binding();
     // Each bucket's session accepts from the peer no more than its padded share.
     let opts = RunOptions {
         max_peer_items: opts.max_peer_items.min(padded_size(agreed.peer.rows, log2)),
@@ -385,7 +389,7 @@ pub fn run_buckets(
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
         let Bucket {
-            mut items,
+            items,
             marks,
             starts,
         } = match source {
@@ -403,34 +407,12 @@ pub fn run_buckets(
             }
         };
         distinct += items.len() as u64;
-        if items.len() as u64 > pad {
-            return Err(Error::Unlucky(format!(
-                "bucket {c} of {buckets} holds {} distinct keys, more than the {pad} every \
-                 bucket is padded to (this happens with probability below 2^-40 for distinct \
-                 keys); run again with a different --bucket-rows",
-                items.len()
-            )));
-        }
         let real = items.len();
         let report = if buckets == 1 {
             // One bucket is an ordinary run, as the peer may make it from a file read whole.
             venn::run(&mut *chan, &items, &opts)?
         } else {
-            let mut prg = venn::crypto::Prg::from_entropy();
-            while (items.len() as u64) < pad {
-                let mut dummy = [0u8; 32];
-                prg.fill_bytes(&mut dummy);
-                items.push(&dummy);
-            }
-            let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
-            h.update(&tls.unwrap_or_default());
-            h.update(&agreed.digest);
-            h.update(&c.to_le_bytes());
-            let mut bound = Rebound {
-                inner: &mut *chan,
-                binding: *h.finalize().as_bytes(),
-            };
-            venn::run(&mut bound, &items, &opts)?
+            run_bucket(&mut *chan, &agreed.digest, c, items, pad, &opts)?
         };
         if let Output::Indices(ix) = &report.output {
             for &i in ix.iter().filter(|&&i| i < real) {
@@ -453,6 +435,43 @@ pub fn run_buckets(
         report.output = Output::Count(matches.keys);
     }
     Ok((report, matches))
+}
+
+/// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
+/// dummy keys to `pad`, in a session bound to the channel's own binding, the plans both
+/// sent (`plans`: their digest) and `c`. A bucket whose keys exceed `pad` is refused
+/// before the session.
+pub fn run_bucket(
+    chan: &mut dyn Channel,
+    plans: &[u8; 32],
+    c: u64,
+    mut items: Items,
+    pad: u64,
+    opts: &RunOptions,
+) -> Result<Report> {
+    if items.len() as u64 > pad {
+        return Err(Error::Unlucky(format!(
+            "bucket {c} holds {} distinct keys, more than the {pad} every bucket is padded to \
+             (this happens with probability below 2^-40 for distinct keys); run again with \
+             a different bucket count (--bucket-rows)",
+            items.len()
+        )));
+    }
+    let mut prg = venn::crypto::Prg::from_entropy();
+    while (items.len() as u64) < pad {
+        let mut dummy = [0u8; 32];
+        prg.fill_bytes(&mut dummy);
+        items.push(&dummy);
+    }
+    let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
+    h.update(&chan.binding().unwrap_or_default());
+    h.update(plans);
+    h.update(&c.to_le_bytes());
+    let mut bound = Rebound {
+        inner: chan,
+        binding: *h.finalize().as_bytes(),
+    };
+    venn::run(&mut bound, &items, opts)
 }
 
 /// A bucket's distinct keys, and what each stands for: `marks[starts[i]..starts[i + 1]]`

@@ -4,6 +4,7 @@
 
 pub mod buckets;
 pub mod input;
+pub mod lanes;
 pub mod output;
 pub mod party;
 pub mod progress;

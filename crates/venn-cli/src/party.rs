@@ -97,7 +97,7 @@ pub struct Outcome {
 
 impl Link {
     /// The protocol, refusing an insecure one unless `--insecure` was given.
-    fn protocol(&self) -> Result<&'static dyn Protocol> {
+    pub(crate) fn protocol(&self) -> Result<&'static dyn Protocol> {
         let protocol = find(&self.protocol)?;
         let info = protocol.info();
         if info.security == Security::Insecure && !self.insecure {
@@ -141,13 +141,13 @@ impl Link {
 
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
     /// the input is read, so that a refusal comes first.
-    fn check_endpoint(&self) -> Result<()> {
+    pub(crate) fn check_endpoint(&self) -> Result<()> {
         match &self.endpoint {
             Endpoint::Listen(a) | Endpoint::Connect(a) => self.transport.check_endpoint(a),
         }
     }
 
-    fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
+    pub(crate) fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
         match &self.endpoint {
             Endpoint::Listen(a) => self.transport.listen(a, self.timeout, on_bound),
             Endpoint::Connect(a) => self.transport.connect(a, self.timeout),
@@ -451,7 +451,7 @@ fn run_whole(
 /// Refuses to run bucket by bucket a protocol whose receiver learns a function of the
 /// whole intersection: a count (or a threshold's answer) per bucket would tell how the
 /// common keys fall into hash buckets, more than the protocol's output.
-fn refuse_whole_outputs_in_buckets(protocol: &dyn Protocol) -> Result<()> {
+pub(crate) fn refuse_whole_outputs_in_buckets(protocol: &dyn Protocol) -> Result<()> {
     if protocol.info().role(Role::Receiver).output == OutputKind::Indices {
         return Ok(());
     }

@@ -1,0 +1,573 @@
+//! A bucketed run spread over lanes, for parties whose work runs on a cluster (the Python
+//! package's `venn.ray`): the two coordinators agree on a run plan and a number of lanes
+//! over their own link; each lane — a worker of each party, on any machine of its
+//! cluster, over a TLS link of their own — runs its share of the buckets (bucket c in lane
+//! c mod L); the coordinators merge what the lanes learned, in input order.
+//!
+//! The buckets, their padding and what they reveal are those of [`crate::buckets`]: the
+//! output is the one run's over all keys, whichever lane runs a bucket. Each bucket's
+//! session is bound to its lane's link, to the plans both coordinators sent, to the
+//! coordinators' link and to c — so a lane's session cannot be moved to another run, lane
+//! or bucket — and a run succeeds only once both coordinators have confirmed that every
+//! lane ran every bucket.
+
+use crate::buckets::{self, key_hash, padded_size, run_bucket, Agreed, Plan};
+use crate::input::Input;
+use crate::party::{refuse_whole_outputs_in_buckets, Link};
+use crate::transport::Transport;
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+use venn::net::{Channel, Reader, Writer};
+use venn::protocols::{find, Options, Output, Protocol};
+use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
+use venn::{Error, Items, Result, RunOptions};
+
+/// The most lanes a run may have.
+pub const MAX_LANES: usize = 1024;
+/// The longest lane address a coordinator accepts from its peer.
+const MAX_ADDRESS: usize = 256;
+const JOB_MAGIC: &[u8; 8] = b"VENNLANE";
+
+/// One party's coordinator of a run in lanes: holds the input and the link to the peer's
+/// coordinator; hands out lane jobs; merges the lanes' results.
+pub struct Coordinator {
+    chan: Box<dyn Channel>,
+    role: Role,
+    both: bool,
+    listens: bool,
+    protocol: &'static dyn Protocol,
+    input: Input,
+    hashes: Vec<u64>,
+    agreed: Agreed,
+    lanes: usize,
+    /// What every bucket's session is bound to besides its lane's link and number.
+    binding: [u8; 32],
+    max_peer_items: u64,
+    max_memory: u64,
+    threads: usize,
+}
+
+/// What the lanes of a run did, summed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Buckets run.
+    pub buckets: u64,
+    /// Our distinct keys, the peer's rows.
+    pub n_self: u64,
+    pub n_peer: u64,
+    /// Seconds the lanes' sessions took, summed.
+    pub seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// The matched keys, for a party that learns them.
+    pub matched_keys: Option<u64>,
+}
+
+impl Coordinator {
+    /// Reaches the peer's coordinator as `link` says and agrees on the run: buckets (at
+    /// least `lanes`, at most about `bucket_rows` keys each) and lanes (the fewer of the
+    /// two parties'). Refused before the peer is contacted: protocols whose receiver
+    /// learns only a function of the whole intersection (a count per bucket would tell
+    /// more), and keys the protocol cannot take.
+    pub fn open(
+        link: &Link,
+        role: Role,
+        both: bool,
+        input: Input,
+        lanes: usize,
+        bucket_rows: Option<u64>,
+        on_bound: impl FnOnce(SocketAddr),
+    ) -> Result<Coordinator> {
+        if !(1..=MAX_LANES).contains(&lanes) {
+            return Err(Error::Usage(format!("a run has 1 to {MAX_LANES} lanes")));
+        }
+        let protocol = link.protocol()?;
+        refuse_whole_outputs_in_buckets(protocol)?;
+        protocol.check_values(role, input.keys.values().is_some())?;
+        protocol.check_items(link.protocol_options, &input.keys)?;
+        link.check_endpoint()?;
+        let rows = input.keys.len() as u64;
+        let hashes = (0..input.keys.len())
+            .map(|k| key_hash(input.keys.get(k)))
+            .collect();
+        let mut chan = link.connect(on_bound)?;
+        // Enough buckets for every lane, but no more than the rows justify (the peer
+        // refuses more).
+        let justified = rows.max(1).next_power_of_two().trailing_zeros() as u8;
+        let for_lanes = lanes.next_power_of_two().trailing_zeros() as u8;
+        let plan = Plan {
+            rows,
+            log2_buckets: buckets::log2_buckets(rows, bucket_rows)
+                .max(for_lanes)
+                .min(justified),
+        };
+        let agreed = buckets::exchange(&mut *chan, plan, role, link.max_peer_items)?;
+        chan.send(&(lanes as u64).to_le_bytes())?;
+        chan.flush()?;
+        let peer_lanes = u64::from_le_bytes(
+            (chan.recv(8)?.try_into())
+                .map_err(|_| Error::Handshake("the peer's lane count is not 8 bytes".into()))?,
+        );
+        if !(1..=MAX_LANES as u64).contains(&peer_lanes) {
+            return Err(Error::Handshake(format!(
+                "the peer asks for {peer_lanes} lanes"
+            )));
+        }
+        let buckets = 1usize << agreed.log2_buckets();
+        let lanes = lanes.min(peer_lanes as usize).min(buckets);
+        let mut h = blake3::Hasher::new_derive_key("venn 2026-11 lanes of a run");
+        h.update(&agreed.digest());
+        h.update(&chan.binding().unwrap_or_default());
+        h.update(&(lanes as u64).to_le_bytes());
+        Ok(Coordinator {
+            chan,
+            role,
+            both,
+            listens: matches!(link.endpoint, crate::party::Endpoint::Listen(_)),
+            protocol,
+            input,
+            hashes,
+            binding: *h.finalize().as_bytes(),
+            agreed,
+            lanes,
+            max_peer_items: link.max_peer_items,
+            max_memory: link.max_memory,
+            threads: link.threads,
+        })
+    }
+
+    /// The lanes agreed on.
+    pub fn lanes(&self) -> usize {
+        self.lanes
+    }
+
+    /// Whether this side's lanes listen (as its coordinator did) and the peer's connect.
+    pub fn listens(&self) -> bool {
+        self.listens
+    }
+
+    /// Lane `lane`'s job: what its worker needs (see [`LaneJob`]), as bytes.
+    pub fn job(&self, lane: usize) -> Vec<u8> {
+        let log2 = self.agreed.log2_buckets();
+        let buckets = 1u64 << log2;
+        let mut groups: Vec<Vec<u32>> =
+            vec![Vec::new(); buckets.div_ceil(self.lanes as u64) as usize];
+        for (k, &h) in self.hashes.iter().enumerate() {
+            let c = h & (buckets - 1);
+            if c % self.lanes as u64 == lane as u64 {
+                groups[(c / self.lanes as u64) as usize].push(k as u32);
+            }
+        }
+        let mut w = Writer::new()
+            .bytes(JOB_MAGIC)
+            .u8(matches!(self.role, Role::Receiver) as u8)
+            .u8(self.both as u8)
+            .str8(self.protocol.info().name)
+            .u64(self.threads as u64)
+            .u64(self.max_memory)
+            .u64(
+                self.max_peer_items
+                    .min(padded_size(self.agreed.peer.rows, log2)),
+            )
+            .u64(padded_size(self.agreed.ours.rows, log2))
+            .bytes(&self.binding)
+            .u64(groups.len() as u64);
+        for (g, keys) in groups.iter().enumerate() {
+            w = w
+                .u64(g as u64 * self.lanes as u64 + lane as u64)
+                .u64(keys.len() as u64);
+            for &k in keys {
+                let key = self.input.keys.get(k as usize);
+                w = w.u64(k as u64).u64(key.len() as u64).bytes(key);
+            }
+        }
+        w.0
+    }
+
+    /// Sends the peer's coordinator the addresses this side's lanes listen on, in lane order.
+    pub fn send_addresses(&mut self, addresses: &[String]) -> Result<()> {
+        if addresses.len() != self.lanes || addresses.iter().any(|a| a.len() > MAX_ADDRESS) {
+            return Err(Error::Usage(format!(
+                "one address (at most {MAX_ADDRESS} bytes) per lane, {} of them",
+                self.lanes
+            )));
+        }
+        let frame = addresses.iter().fold(Writer::new(), |w, a| w.str8(a));
+        self.chan.send(&frame.0)?;
+        self.chan.flush()
+    }
+
+    /// The addresses the peer's lanes listen on, in lane order.
+    pub fn recv_addresses(&mut self) -> Result<Vec<String>> {
+        let frame = self.chan.recv(self.lanes * (MAX_ADDRESS + 1))?;
+        let mut r = Reader::new(&frame, "lane addresses");
+        let addresses = (0..self.lanes).map(|_| r.str8()).collect::<Result<_>>()?;
+        r.finish()?;
+        Ok(addresses)
+    }
+
+    /// Tells the peer's coordinator, best effort, that this side gives up and why.
+    pub fn abort(&mut self, reason: &str) {
+        self.chan.abort(reason);
+    }
+
+    /// Merges the lanes' results (any order, each lane once), confirms with the peer's
+    /// coordinator that both sides' lanes ran every bucket, and returns what the run did
+    /// and, for a party that learns the intersection, the matched positions of the input.
+    pub fn finish(mut self, results: &[Vec<u8>]) -> Result<(Summary, Option<Vec<usize>>)> {
+        let mut seen = vec![false; self.lanes];
+        let mut matched = Vec::new();
+        let mut summary = Summary {
+            n_self: self.input.keys.len() as u64,
+            n_peer: self.agreed.peer.rows,
+            ..Summary::default()
+        };
+        let mut learned = None;
+        for bytes in results {
+            let r = LaneResult::decode(bytes)?;
+            if r.lane >= self.lanes || std::mem::replace(&mut seen[r.lane], true) {
+                return Err(Error::Usage(format!(
+                    "a result of lane {} twice or of none",
+                    r.lane
+                )));
+            }
+            summary.buckets += r.buckets;
+            summary.seconds += r.seconds;
+            summary.bytes_sent += r.bytes_sent;
+            summary.bytes_received += r.bytes_received;
+            if *learned.get_or_insert(r.learned) != r.learned {
+                return Err(Error::Usage(
+                    "lanes that disagree on what was learned".into(),
+                ));
+            }
+            matched.extend(r.matched.iter().map(|&k| k as usize));
+        }
+        let buckets = 1u64 << self.agreed.log2_buckets();
+        if seen.contains(&false) || summary.buckets != buckets {
+            let why = format!(
+                "{} of {} lanes reported, {} of {buckets} buckets run",
+                seen.iter().filter(|&&s| s).count(),
+                self.lanes,
+                summary.buckets
+            );
+            self.chan.abort(&why);
+            return Err(Error::Usage(why));
+        }
+        // Both coordinators confirm every bucket ran on their side.
+        self.chan.send(&buckets.to_le_bytes())?;
+        self.chan.flush()?;
+        if self.chan.recv(8)? != buckets.to_le_bytes() {
+            return Err(Error::Handshake("the peer did not run every bucket".into()));
+        }
+        if matched.iter().any(|&k| k >= self.input.keys.len()) {
+            return Err(Error::Usage(
+                "a lane's result names a key past the input".into(),
+            ));
+        }
+        let positions = learned
+            .unwrap_or(false)
+            .then(|| self.input.matched_positions(&matched));
+        summary.matched_keys = learned.unwrap_or(false).then_some(matched.len() as u64);
+        Ok((summary, positions))
+    }
+}
+
+/// A lane's share of a run: its buckets' keys and what each stands for, and what every
+/// bucket's session needs.
+pub struct LaneJob {
+    role: Role,
+    both: bool,
+    protocol: &'static dyn Protocol,
+    threads: usize,
+    max_memory: u64,
+    /// The most items each bucket's session accepts from the peer (its padded size).
+    max_peer_items: u64,
+    /// The size this side's buckets are padded to.
+    pad: u64,
+    binding: [u8; 32],
+    /// Each bucket: its number, its distinct keys and their indices in the input.
+    buckets: Vec<(u64, Items, Vec<u64>)>,
+}
+
+impl LaneJob {
+    /// A job made by [`Coordinator::job`].
+    pub fn decode(bytes: &[u8]) -> Result<LaneJob> {
+        let mut r = Reader::new(bytes, "lane job");
+        if r.bytes(JOB_MAGIC.len())? != JOB_MAGIC {
+            return Err(Error::Usage("not a lane job".into()));
+        }
+        let role = match r.u8()? {
+            0 => Role::Sender,
+            1 => Role::Receiver,
+            _ => return Err(Error::Usage("a lane job's role".into())),
+        };
+        let both = r.u8()? == 1;
+        let protocol = find(&r.str8()?)?;
+        let threads = r.u64()? as usize;
+        let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
+        let binding = r.array::<32>()?;
+        let count = r.u64()?;
+        let mut buckets = Vec::new();
+        for _ in 0..count {
+            let (c, n) = (r.u64()?, r.u64()?);
+            let (mut keys, mut marks) = (Items::new(), Vec::new());
+            for _ in 0..n {
+                marks.push(r.u64()?);
+                let len = r.u64()? as usize;
+                keys.push(r.bytes(len)?);
+            }
+            buckets.push((c, keys, marks));
+        }
+        r.finish()?;
+        Ok(LaneJob {
+            role,
+            both,
+            protocol,
+            threads,
+            max_memory,
+            max_peer_items,
+            pad,
+            binding,
+            buckets,
+        })
+    }
+
+    /// Runs the lane's buckets, in order, over `chan` (the lane's link to the peer's
+    /// worker of lane `lane`); returns the lane's result as bytes.
+    pub fn run(&self, lane: usize, chan: &mut dyn Channel) -> Result<Vec<u8>> {
+        let opts = RunOptions {
+            protocol: self.protocol,
+            role: self.role,
+            both: self.both,
+            options: Options::default(),
+            max_peer_items: self.max_peer_items,
+            max_memory: self.max_memory,
+            threads: self.threads,
+            seed: None,
+            progress: None,
+            dealer: None,
+        };
+        let mut result = LaneResult {
+            lane,
+            ..LaneResult::default()
+        };
+        for (c, keys, marks) in &self.buckets {
+            let report = run_bucket(chan, &self.binding, *c, keys.clone(), self.pad, &opts)?;
+            result.buckets += 1;
+            result.seconds += (report.offline() + report.online()).as_secs_f64();
+            if let Output::Indices(ix) = &report.output {
+                result.learned = true;
+                let real = ix.iter().filter(|&&i| i < keys.len());
+                result.matched.extend(real.map(|&i| marks[i]));
+            }
+        }
+        let traffic = chan.traffic();
+        (result.bytes_sent, result.bytes_received) = (traffic.sent, traffic.received);
+        Ok(result.encode())
+    }
+}
+
+/// What a lane did and learned.
+#[derive(Default)]
+struct LaneResult {
+    lane: usize,
+    buckets: u64,
+    seconds: f64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    /// Whether this side learns the intersection.
+    learned: bool,
+    /// The input indices of the matched keys.
+    matched: Vec<u64>,
+}
+
+impl LaneResult {
+    fn encode(&self) -> Vec<u8> {
+        let w = Writer::new()
+            .u64(self.lane as u64)
+            .u64(self.buckets)
+            .u64(self.seconds.to_bits())
+            .u64(self.bytes_sent)
+            .u64(self.bytes_received)
+            .u8(self.learned as u8)
+            .u64(self.matched.len() as u64);
+        self.matched.iter().fold(w, |w, &k| w.u64(k)).0
+    }
+
+    fn decode(bytes: &[u8]) -> Result<LaneResult> {
+        let mut r = Reader::new(bytes, "lane result");
+        let mut out = LaneResult {
+            lane: r.u64()? as usize,
+            buckets: r.u64()?,
+            seconds: f64::from_bits(r.u64()?),
+            bytes_sent: r.u64()?,
+            bytes_received: r.u64()?,
+            learned: r.u8()? == 1,
+            matched: Vec::new(),
+        };
+        let n = r.u64()?;
+        if n > bytes.len() as u64 / 8 {
+            return Err(Error::Usage("a lane result's length".into()));
+        }
+        out.matched = (0..n).map(|_| r.u64()).collect::<Result<_>>()?;
+        r.finish()?;
+        Ok(out)
+    }
+}
+
+/// A lane's end of its link to the peer's worker.
+pub enum LaneEnd {
+    /// This side's lanes listen: the next connection that opens as a session does.
+    Listen(TcpListener),
+    /// Connect to the peer's lane at this address.
+    Connect(String),
+}
+
+impl LaneEnd {
+    /// The lane's link, over `transport` (the party's TLS settings), within `timeout`.
+    pub fn link(self, transport: &Transport, timeout: Duration) -> Result<Box<dyn Channel>> {
+        match self {
+            LaneEnd::Listen(l) => transport.accept(&l, timeout, (HELLO_PREFIX, looks_like_hello)),
+            LaneEnd::Connect(addr) => transport.connect(&addr, timeout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Format, KeyOptions};
+    use crate::party::Endpoint;
+
+    fn link(endpoint: Endpoint) -> Link {
+        Link {
+            protocol: "kkrt16".into(),
+            protocol_options: Options::default(),
+            dealer: None,
+            endpoint,
+            threads: 1,
+            timeout: Duration::from_secs(20),
+            insecure: false,
+            max_peer_items: venn::MAX_ITEMS,
+            max_memory: 1 << 32,
+            stats_json: None,
+            transport: Transport::loopback(),
+        }
+    }
+
+    fn input(keys: &[String]) -> Input {
+        let opts = KeyOptions {
+            format: Format::Lines,
+            columns: Vec::new(),
+            trim: false,
+            lowercase: false,
+            skip_empty: false,
+            value_column: None,
+        };
+        Input::from_keys(keys, None, &opts).unwrap()
+    }
+
+    /// One party: its coordinator, and each lane's worker in a thread of its own.
+    fn party(
+        role: Role,
+        endpoint: Endpoint,
+        keys: Vec<String>,
+        lanes: usize,
+        addresses: std::sync::mpsc::Sender<Vec<String>>,
+        peers: std::sync::mpsc::Receiver<Vec<String>>,
+        tamper: bool,
+    ) -> Result<(Summary, Option<Vec<usize>>)> {
+        let link = link(endpoint);
+        let mut coord = Coordinator::open(&link, role, false, input(&keys), lanes, None, |_| {})?;
+        let ends: Vec<LaneEnd> = if coord.listens() {
+            let listeners: Vec<TcpListener> = (0..coord.lanes())
+                .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+                .collect();
+            let addrs = listeners
+                .iter()
+                .map(|l| l.local_addr().unwrap().to_string());
+            coord.send_addresses(&addrs.collect::<Vec<_>>())?;
+            listeners.into_iter().map(LaneEnd::Listen).collect()
+        } else {
+            coord
+                .recv_addresses()?
+                .into_iter()
+                .map(LaneEnd::Connect)
+                .collect()
+        };
+        drop((addresses, peers));
+        let jobs: Vec<Vec<u8>> = (0..coord.lanes()).map(|l| coord.job(l)).collect();
+        let results = std::thread::scope(|s| {
+            let handles: Vec<_> = (ends.into_iter().zip(jobs).enumerate())
+                .map(|(lane, (end, mut job))| {
+                    if tamper && lane == 0 {
+                        // Another run's binding: the session must refuse it.
+                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + 32;
+                        job[at] ^= 1;
+                    }
+                    s.spawn(move || {
+                        let mut chan = end.link(&Transport::loopback(), Duration::from_secs(20))?;
+                        LaneJob::decode(&job)?.run(lane, &mut *chan)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Result<Vec<_>>>()
+        });
+        match results {
+            Ok(results) => coord.finish(&results),
+            Err(e) => {
+                coord.abort(&e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    fn run(lanes: (usize, usize), tamper: bool) -> [Result<(Summary, Option<Vec<usize>>)>; 2] {
+        let ours: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
+        let theirs: Vec<String> = (0..5000).step_by(3).map(|i| format!("k{i}")).collect();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let (a_tx, a_rx) = std::sync::mpsc::channel();
+        let (b_tx, b_rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let listen = Endpoint::Listen(addr.clone());
+            let r = s.spawn(|| party(Role::Receiver, listen, ours, lanes.0, a_tx, b_rx, false));
+            let connect = Endpoint::Connect(addr.clone());
+            let t = s.spawn(|| party(Role::Sender, connect, theirs, lanes.1, b_tx, a_rx, tamper));
+            [r.join().unwrap(), t.join().unwrap()]
+        })
+    }
+
+    /// The matches are the one run's, in input order, whatever the lanes; every bucket ran.
+    #[test]
+    fn lanes_give_the_one_runs_output() {
+        for lanes in [(1, 1), (2, 3), (4, 4)] {
+            let [r, s] = run(lanes, false);
+            let (summary, positions) = r.unwrap();
+            let expected: Vec<usize> = (0..3000).step_by(3).collect();
+            assert_eq!(positions.unwrap(), expected, "lanes {lanes:?}");
+            assert_eq!(summary.matched_keys, Some(1000));
+            assert!(summary.buckets >= lanes.0.min(lanes.1) as u64);
+            let (sent, nothing) = s.unwrap();
+            assert_eq!(
+                (nothing, sent.buckets, sent.n_peer),
+                (None, summary.buckets, 3000)
+            );
+        }
+    }
+
+    /// A lane whose session is bound to anything but this run fails both parties.
+    #[test]
+    fn a_lane_of_another_run_is_refused() {
+        let [r, s] = run((2, 2), true);
+        let (r, s) = (r.err().unwrap().to_string(), s.err().unwrap().to_string());
+        assert!(
+            r.contains("session integrity") || s.contains("session integrity"),
+            "{r} / {s}"
+        );
+    }
+}
