@@ -8,6 +8,7 @@
 //! released for the whole run; the progress callback takes it back for each phase.
 
 mod cloud;
+mod lanes;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
@@ -171,6 +172,51 @@ pub(crate) fn tell(on_listening: &Option<Py<PyAny>>, addr: std::net::SocketAddr)
     }
 }
 
+/// "send" or "receive" as a role.
+pub(crate) fn role_of(role: &str) -> PyResult<Role> {
+    match role {
+        "send" => Ok(Role::Sender),
+        "receive" => Ok(Role::Receiver),
+        _ => Err(UsageError::new_err("role is 'send' or 'receive'")),
+    }
+}
+
+/// A party's options for reaching its peer, as Python gives them.
+pub(crate) struct LinkArgs<'a> {
+    pub protocol: &'a str,
+    pub endpoint: Endpoint,
+    pub tls: TlsArgs,
+    pub insecure: bool,
+    pub threads: usize,
+    pub timeout: f64,
+    pub max_peer_items: Option<u64>,
+    pub max_memory: Option<u64>,
+}
+
+impl LinkArgs<'_> {
+    /// The link, its TLS files loaded and its numbers checked (None: the CLI's default).
+    pub(crate) fn link(self) -> PyResult<Link> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return Err(UsageError::new_err(
+                "timeout is a positive number of seconds",
+            ));
+        }
+        Ok(Link {
+            protocol: self.protocol.to_owned(),
+            protocol_options: Options::default(),
+            dealer: None,
+            endpoint: self.endpoint,
+            threads: self.threads,
+            timeout: Duration::from_secs_f64(self.timeout),
+            insecure: self.insecure,
+            max_peer_items: self.max_peer_items.unwrap_or(venn::MAX_ITEMS),
+            max_memory: (self.max_memory).unwrap_or_else(venn_cli::party::default_max_memory),
+            stats_json: None,
+            transport: self.tls.load().map_err(to_py)?,
+        })
+    }
+}
+
 /// What a party learned and measured.
 #[pyclass(frozen, get_all, module = "venn")]
 struct RunResult {
@@ -264,39 +310,24 @@ fn run(
     max_memory: Option<u64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
-    let role = match role {
-        "send" => Role::Sender,
-        "receive" => Role::Receiver,
-        _ => return Err(UsageError::new_err("role is 'send' or 'receive'")),
-    };
-    let endpoint = peer_endpoint(connect, listen)?;
-    if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(UsageError::new_err(
-            "timeout is a positive number of seconds",
-        ));
-    }
-    let transport = TlsArgs {
-        tls_cert,
-        tls_key,
-        tls_ca,
-        peer_fingerprint,
-        plaintext,
-    }
-    .load()
-    .map_err(to_py)?;
-    let link = Link {
-        protocol: protocol.to_owned(),
-        protocol_options: Options::default(),
-        dealer: None,
-        endpoint,
-        threads,
-        timeout: Duration::from_secs_f64(timeout),
+    let role = role_of(role)?;
+    let link = LinkArgs {
+        protocol,
+        endpoint: peer_endpoint(connect, listen)?,
+        tls: TlsArgs {
+            tls_cert,
+            tls_key,
+            tls_ca,
+            peer_fingerprint,
+            plaintext,
+        },
         insecure,
-        max_peer_items: max_peer_items.unwrap_or(venn::MAX_ITEMS),
-        max_memory: max_memory.unwrap_or_else(venn_cli::party::default_max_memory),
-        stats_json: None,
-        transport,
-    };
+        threads,
+        timeout,
+        max_peer_items,
+        max_memory,
+    }
+    .link()?;
     let opts = key_options(trim, lowercase, skip_empty);
     let progress = progress.map(PyProgress);
     let (report, matched) = py
@@ -349,6 +380,8 @@ fn protocols() -> Vec<(String, String, String)> {
 mod _venn {
     #[pymodule_export]
     use super::cloud::{answer, CloudClient, WorkerLink};
+    #[pymodule_export]
+    use super::lanes::{Lane, LanedRun};
     #[pymodule_export]
     use super::{
         protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, ServiceError,

@@ -1,6 +1,7 @@
-"""`venn.ray.thunder_workers` on a real local Ray cluster (2 CPUs, started here): the same
+"""`venn.ray` on real local Ray clusters (2 CPUs each, started here). Thunder: the same
 datasets and runs on a service with its own pool of workers and on one with none, worked
-by Ray; the matches must be the same, and what the keys say they are."""
+by Ray. Two parties: each with its own cluster (one in a child process), against the same
+run on one machine without Ray. The matches must be the same, and what the keys say."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -113,3 +115,52 @@ def test_ray_workers_match_the_services_own_pool(cluster: None, tmp_path: Path):
     assert by_pool == by_ray == [EXPECTED, EXPECTED]
     # Pre-tokens: 4 + 4 chunks; a plain run: 4 + 4; a preprocessed run: the smaller side's 4.
     assert done == [8, 8, 4], done
+
+
+SENDER = r"""
+import sys, ray, venn, venn.ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+keys = [f"k{i}" for i in range(0, 30000, 3)] + ["k9", "k9 "]
+try:
+    r = venn.ray.send(keys, connect=sys.argv[1], lanes=int(sys.argv[2]), trim=True)
+    print("result", r.n_self, r.n_peer, r.matched, flush=True)
+except venn.VennError as e:
+    print("error", type(e).__name__, e, flush=True)
+"""
+
+
+def test_two_clusters_give_the_one_machine_result(cluster: None, tmp_path: Path):
+    import socket
+
+    import venn
+    import venn.ray
+
+    ours = [f"k{i}" for i in range(20000)] + ["k3"]
+    theirs = [f"k{i}" for i in range(0, 30000, 3)] + ["k9", "k9 "]
+    expected = [i for i in range(20000) if i % 3 == 0] + [20000]
+
+    def free_port() -> str:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return f"127.0.0.1:{s.getsockname()[1]}"
+
+    # One machine, no Ray: the reference.
+    addr = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import venn; venn.send({theirs!r}, connect={addr!r}, trim=True)"],
+    )  # fmt: skip
+    one = venn.receive(ours, listen=addr, trim=True)
+    assert child.wait(60) == 0
+    assert one.matched == expected
+
+    for lanes in (2, 3):  # the sender offers 3: the run takes the fewer, 2
+        addr = free_port()
+        child = subprocess.Popen(
+            [sys.executable, "-c", SENDER, addr, str(lanes)], stdout=subprocess.PIPE, text=True
+        )
+        r = venn.ray.receive(ours, listen=addr, lanes=2)
+        out = child.communicate(timeout=120)[0]
+        assert out.startswith("result "), out
+        assert r.matched == one.matched and r.count == len(range(0, 20000, 3))
+        assert (r.n_self, r.n_peer) == (20000, 10000), "distinct keys, after trimming"

@@ -1,5 +1,15 @@
 """Venn's work spread over a Ray cluster, when one machine is not enough.
 
+:func:`send` and :func:`receive` — one party of a two-party run whose work is spread over
+the party's own Ray cluster (each party has its own): both put their keys into the same
+hash buckets, and the buckets are shared out among *lanes*, each a Ray actor of each
+party, the two joined by a TLS link of their own; the parties' drivers agree on the run
+over their link (the one ``venn.send``/``venn.receive`` would use) and merge what the
+lanes learned, in input order. The output is the one run's — the positions of ``items``
+whose keys the peer holds — and so is what each party learns, as for ``--bucket-rows``
+(see the README: the peer learns the number of distinct keys and nothing from the
+buckets, padded to one size). Protocols whose receiver learns the intersection run so.
+
 :func:`thunder_workers` — a Ray job that works for a Thunder service (``venn cloud serve``,
 with or instead of its own pool and ``venn cloud worker`` processes): this driver leases
 tasks (one chunk of one side of a run each), fetches their input and hands in their
@@ -15,11 +25,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
-from . import NetworkError, Path, _venn
+from . import Key, NetworkError, Path, RunResult, VennError, _venn
 
-__all__ = ["thunder_workers"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from . import PartyOptions
+
+__all__ = ["receive", "send", "thunder_workers"]
 
 
 def _answer(task: str, data: bytes) -> bytes:
@@ -90,3 +106,107 @@ def thunder_workers(
             except Exception as e:  # noqa: BLE001 — reported; the lease's expiry retries it
                 print(f"venn.ray: a task failed: {e}", file=sys.stderr)
         idle_since = time.monotonic()
+
+
+class _LaneWorker:
+    """A lane's worker, as a Ray actor of one CPU (see :func:`send`)."""
+
+    def __init__(self, job: bytes, tls: dict[str, Any]) -> None:
+        from venn import _venn as native
+
+        self.lane = native.Lane(job, **tls)
+
+    def bind(self, host: str) -> str:
+        address = self.lane.bind(host)
+        if host in ("0.0.0.0", "[::]", "::"):
+            import ray
+
+            port = address.rsplit(":", 1)[1]
+            node = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+            address = f"{node}:{port}"
+        return address
+
+    def run(self, lane: int, connect: Optional[str]) -> bytes:
+        return self.lane.run(lane, connect)
+
+
+_TLS = ("tls_cert", "tls_key", "tls_ca", "peer_fingerprint", "plaintext", "timeout")
+
+
+def _laned(
+    role: str,
+    items: Sequence[Key],
+    lanes: Optional[int],
+    bucket_rows: Optional[int],
+    options: PartyOptions,
+) -> RunResult:
+    import ray
+
+    if isinstance(items, (str, bytes)):
+        raise TypeError("items is a list of keys, not one key")
+    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    if given.pop("progress", None) is not None or given.pop("values", None) is not None:
+        raise TypeError("a run on Ray takes neither progress nor values")
+    fingerprint = given.get("peer_fingerprint")
+    if isinstance(fingerprint, str):
+        given["peer_fingerprint"] = [fingerprint]
+    if lanes is None:
+        cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
+        lanes = max(1, int(cpus))
+    given.setdefault("threads", 1)
+    run = _venn.LanedRun(role, list(items), lanes=lanes, bucket_rows=bucket_rows, **given)
+    tls = {k: given[k] for k in _TLS if k in given}
+    worker: Any = ray.remote(num_cpus=1)(_LaneWorker)  # Ray's handles are not typed
+    workers: list[Any] = [worker.remote(run.job(lane), tls) for lane in range(run.lanes)]
+    try:
+        if run.listens:
+            host = given["listen"].rsplit(":", 1)[0]
+            addresses = ray.get([w.bind.remote(host) for w in workers])
+            run.send_addresses(addresses)
+            refs = [w.run.remote(lane, None) for lane, w in enumerate(workers)]
+        else:
+            addresses = run.recv_addresses()
+            refs = [w.run.remote(lane, a) for lane, (w, a) in enumerate(zip(workers, addresses))]
+        results = ray.get(refs)
+    except BaseException as e:
+        run.abort(str(e))
+        cause = getattr(e, "cause", None)  # a Ray task's error: the lane's own, if any
+        if isinstance(cause, VennError):
+            raise cause from e
+        raise
+    finally:
+        for w in workers:
+            ray.kill(w)
+    return run.finish(results)
+
+
+def send(
+    items: Sequence[Key],
+    *,
+    lanes: Optional[int] = None,
+    bucket_rows: Optional[int] = None,
+    **options: Unpack[PartyOptions],
+) -> RunResult:
+    """The sending party of a run spread over this process's Ray cluster (``ray.init``):
+    ``lanes`` Ray actors of one CPU each (default: the cluster's CPUs; the run uses the
+    fewer of the two parties'), the keys in buckets of about ``bucket_rows`` (default:
+    as many buckets as lanes). ``options`` are :func:`venn.send`'s (not ``progress`` or
+    ``values``); ``threads`` (default 1) is per lane. TLS files must be readable at the
+    same paths on every node; the peer's lanes reach this side's on the host of
+    ``listen`` (``0.0.0.0``: each node's address).
+    """
+    return _laned("send", items, lanes, bucket_rows, options)
+
+
+def receive(
+    items: Sequence[Key],
+    *,
+    lanes: Optional[int] = None,
+    bucket_rows: Optional[int] = None,
+    **options: Unpack[PartyOptions],
+) -> RunResult:
+    """The receiving party of a run spread over this process's Ray cluster: the matched
+    positions of ``items`` (``RunResult.matched``), as :func:`venn.receive` gives them.
+    Options as for :func:`send`.
+    """
+    return _laned("receive", items, lanes, bucket_rows, options)

@@ -1,0 +1,260 @@
+//! The native half of `venn.ray`'s two-party runs: a party's coordinator
+//! ([`venn_cli::lanes::Coordinator`]) and a lane's worker ([`venn_cli::lanes::LaneJob`]),
+//! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
+//! Ray actor of the party's cluster.
+
+use crate::{key_options, role_of, to_py, Key, LinkArgs, RunResult, UsageError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+use venn::session::Role;
+use venn_cli::input::Input;
+use venn_cli::lanes::{Coordinator, LaneEnd, LaneJob};
+use venn_cli::transport::{TlsArgs, Transport};
+
+/// A party's coordinator of a run in lanes (used once: `finish` ends it).
+#[pyclass(module = "venn._venn")]
+pub struct LanedRun {
+    /// Behind a lock: a Python object may be reached from any thread.
+    coordinator: Mutex<Option<Coordinator>>,
+    role: Role,
+    protocol: String,
+}
+
+impl LanedRun {
+    /// `f` of the coordinator, unless the run has finished.
+    fn with<R>(&self, f: impl FnOnce(&mut Coordinator) -> R) -> PyResult<R> {
+        let mut c = self.coordinator.lock().unwrap_or_else(|e| e.into_inner());
+        let c = c
+            .as_mut()
+            .ok_or_else(|| UsageError::new_err("this run has finished"))?;
+        Ok(f(c))
+    }
+}
+
+#[pymethods]
+impl LanedRun {
+    /// Reads `items` and agrees on the run with the peer's coordinator (see `venn.ray`).
+    #[new]
+    #[pyo3(signature = (
+        role, items, *, lanes, bucket_rows=None, connect=None, listen=None, on_listening=None,
+        protocol="kkrt16", both=false, trim=false, lowercase=false, skip_empty=false,
+        tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(),
+        plaintext=false, insecure=false, threads=1, timeout=60.0, max_peer_items=None,
+        max_memory=None,
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option.
+    fn new(
+        py: Python<'_>,
+        role: &str,
+        items: Vec<Key>,
+        lanes: usize,
+        bucket_rows: Option<u64>,
+        connect: Option<String>,
+        listen: Option<String>,
+        on_listening: Option<Py<PyAny>>,
+        protocol: &str,
+        both: bool,
+        trim: bool,
+        lowercase: bool,
+        skip_empty: bool,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        tls_ca: Option<PathBuf>,
+        peer_fingerprint: Vec<String>,
+        plaintext: bool,
+        insecure: bool,
+        threads: usize,
+        timeout: f64,
+        max_peer_items: Option<u64>,
+        max_memory: Option<u64>,
+    ) -> PyResult<Self> {
+        let role = role_of(role)?;
+        let link = LinkArgs {
+            protocol,
+            endpoint: crate::peer_endpoint(connect, listen)?,
+            tls: TlsArgs {
+                tls_cert,
+                tls_key,
+                tls_ca,
+                peer_fingerprint,
+                plaintext,
+            },
+            insecure,
+            threads,
+            timeout,
+            max_peer_items,
+            max_memory,
+        }
+        .link()?;
+        let opts = key_options(trim, lowercase, skip_empty);
+        let coordinator = py
+            .detach(|| {
+                let input = Input::from_keys(&items, None, &opts)?;
+                drop(items);
+                Coordinator::open(&link, role, both, input, lanes, bucket_rows, |addr| {
+                    crate::tell(&on_listening, addr)
+                })
+            })
+            .map_err(to_py)?;
+        Ok(LanedRun {
+            coordinator: Mutex::new(Some(coordinator)),
+            role,
+            protocol: protocol.to_owned(),
+        })
+    }
+
+    /// The lanes agreed on.
+    #[getter]
+    fn lanes(&self) -> PyResult<usize> {
+        self.with(|c| c.lanes())
+    }
+
+    /// Whether this side's lanes listen (and send their addresses) or connect.
+    #[getter]
+    fn listens(&self) -> PyResult<bool> {
+        self.with(|c| c.listens())
+    }
+
+    /// Lane `lane`'s job, for its worker.
+    fn job<'py>(&self, py: Python<'py>, lane: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let job = py.detach(|| {
+            self.with(|c| match lane < c.lanes() {
+                true => Ok(c.job(lane)),
+                false => Err(UsageError::new_err(format!(
+                    "lanes are 0 to {}",
+                    c.lanes() - 1
+                ))),
+            })
+        })??;
+        Ok(PyBytes::new(py, &job))
+    }
+
+    /// Sends the peer's coordinator where this side's lanes listen, in lane order.
+    fn send_addresses(&self, py: Python<'_>, addresses: Vec<String>) -> PyResult<()> {
+        py.detach(|| self.with(|c| c.send_addresses(&addresses)))?
+            .map_err(to_py)
+    }
+
+    /// Where the peer's lanes listen, in lane order.
+    fn recv_addresses(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        py.detach(|| self.with(|c| c.recv_addresses()))?
+            .map_err(to_py)
+    }
+
+    /// Tells the peer's coordinator that this side gives up, and why; ends the run.
+    fn abort(&self, reason: &str) {
+        let taken = self
+            .coordinator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(mut c) = taken {
+            c.abort(reason);
+        }
+    }
+
+    /// Merges the lanes' results and confirms the run with the peer's coordinator.
+    fn finish(&self, py: Python<'_>, results: Vec<Vec<u8>>) -> PyResult<RunResult> {
+        let taken = self
+            .coordinator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let c = taken.ok_or_else(|| UsageError::new_err("this run has finished"))?;
+        let (summary, matched) = py.detach(|| c.finish(&results)).map_err(to_py)?;
+        Ok(RunResult {
+            protocol: self.protocol.clone(),
+            role: self.role.name().to_owned(),
+            matched,
+            count: summary.matched_keys,
+            sum: None,
+            reached: None,
+            n_self: summary.n_self,
+            n_peer: summary.n_peer,
+            seconds: summary.seconds,
+            bytes_sent: summary.bytes_sent,
+            bytes_received: summary.bytes_received,
+        })
+    }
+}
+
+/// A lane's worker: its job, and its end of the lane's link.
+#[pyclass(module = "venn._venn")]
+pub struct Lane {
+    job: LaneJob,
+    transport: Transport,
+    timeout: Duration,
+    listener: Option<TcpListener>,
+}
+
+#[pymethods]
+impl Lane {
+    /// A worker for `job` (from `LanedRun.job`), with the party's TLS settings.
+    #[new]
+    #[pyo3(signature = (
+        job, *, tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(),
+        plaintext=false, timeout=60.0,
+    ))]
+    fn new(
+        job: &[u8],
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        tls_ca: Option<PathBuf>,
+        peer_fingerprint: Vec<String>,
+        plaintext: bool,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let timeout = Duration::try_from_secs_f64(timeout)
+            .map_err(|_| UsageError::new_err("timeout is a number of seconds"))?;
+        let transport = TlsArgs {
+            tls_cert,
+            tls_key,
+            tls_ca,
+            peer_fingerprint,
+            plaintext,
+        }
+        .load()
+        .map_err(to_py)?;
+        Ok(Lane {
+            job: LaneJob::decode(job).map_err(to_py)?,
+            transport,
+            timeout,
+            listener: None,
+        })
+    }
+
+    /// Listens on `host` (any free port; TLS unless it is loopback); returns the address.
+    fn bind(&mut self, host: &str) -> PyResult<String> {
+        let listener = self.transport.bind(&format!("{host}:0")).map_err(to_py)?;
+        let addr = listener.local_addr().map_err(|e| to_py(e.into()))?;
+        self.listener = Some(listener);
+        Ok(addr.to_string())
+    }
+
+    /// Runs lane `lane`'s buckets with the peer's worker — accepted where `bind` listens,
+    /// or reached at `connect` — and returns the lane's result, for `LanedRun.finish`.
+    #[pyo3(signature = (lane, connect=None))]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        lane: usize,
+        connect: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let end = match (connect, self.listener.take()) {
+            (Some(addr), None) => LaneEnd::Connect(addr),
+            (None, Some(listener)) => LaneEnd::Listen(listener),
+            _ => return Err(UsageError::new_err("connect, or bind first; not both")),
+        };
+        let result = py
+            .detach(|| {
+                let mut chan = end.link(&self.transport, self.timeout)?;
+                self.job.run(lane, &mut *chan)
+            })
+            .map_err(to_py)?;
+        Ok(PyBytes::new(py, &result))
+    }
+}
