@@ -18,7 +18,7 @@ use crate::transport::Transport;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 use venn::net::{Channel, Reader, Writer};
-use venn::protocols::{find, Options, Output, Protocol};
+use venn::protocols::{find, Bins, Offline, Options, Output, Protocol};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Items, Result, RunOptions};
 
@@ -36,6 +36,7 @@ pub struct Coordinator {
     both: bool,
     listens: bool,
     protocol: &'static dyn Protocol,
+    options: Options,
     input: Input,
     hashes: Vec<u64>,
     agreed: Agreed,
@@ -83,6 +84,13 @@ impl Coordinator {
         }
         let protocol = link.protocol()?;
         refuse_whole_outputs_in_buckets(protocol)?;
+        if link.dealer.is_some() || link.protocol_options.offline != Offline::default() {
+            return Err(Error::Usage(
+                "a run in lanes takes its offline phase from OT between the lanes (the \
+                 default), not from a dealer or BFV"
+                    .into(),
+            ));
+        }
         protocol.check_values(role, input.keys.values().is_some())?;
         protocol.check_items(link.protocol_options, &input.keys)?;
         link.check_endpoint()?;
@@ -125,6 +133,7 @@ impl Coordinator {
             both,
             listens: matches!(link.endpoint, crate::party::Endpoint::Listen(_)),
             protocol,
+            options: link.protocol_options,
             input,
             hashes,
             binding: *h.finalize().as_bytes(),
@@ -163,6 +172,8 @@ impl Coordinator {
             .u8(matches!(self.role, Role::Receiver) as u8)
             .u8(self.both as u8)
             .str8(self.protocol.info().name)
+            .str8(self.options.bins.name())
+            .u64(self.options.sigma.map_or(0, u64::from))
             .u64(self.threads as u64)
             .u64(self.max_memory)
             .u64(
@@ -278,6 +289,7 @@ pub struct LaneJob {
     role: Role,
     both: bool,
     protocol: &'static dyn Protocol,
+    options: Options,
     threads: usize,
     max_memory: u64,
     /// The most items each bucket's session accepts from the peer (its padded size).
@@ -303,6 +315,14 @@ impl LaneJob {
         };
         let both = r.u8()? == 1;
         let protocol = find(&r.str8()?)?;
+        let options = Options {
+            bins: Bins::parse(&r.str8()?)?,
+            sigma: match r.u64()? {
+                0 => None,
+                s => Some(u32::try_from(s).map_err(|_| Error::Usage("a lane job's sigma".into()))?),
+            },
+            ..Options::default()
+        };
         let threads = r.u64()? as usize;
         let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
         let binding = r.array::<32>()?;
@@ -323,6 +343,7 @@ impl LaneJob {
             role,
             both,
             protocol,
+            options,
             threads,
             max_memory,
             max_peer_items,
@@ -339,7 +360,7 @@ impl LaneJob {
             protocol: self.protocol,
             role: self.role,
             both: self.both,
-            options: Options::default(),
+            options: self.options,
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory,
             threads: self.threads,
@@ -502,7 +523,7 @@ mod tests {
                 .map(|(lane, (end, mut job))| {
                     if tamper && lane == 0 {
                         // Another run's binding: the session must refuse it.
-                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + 32;
+                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + 1 + "lan".len() + 40;
                         job[at] ^= 1;
                     }
                     s.spawn(move || {

@@ -475,36 +475,12 @@ impl LinkCli {
             (None, None) => unreachable!("clap requires one of --listen/--connect"),
         };
         let protocol_options = self.options.options();
-        let dealer = match (protocol_options.offline, self.dealer) {
-            (Offline::Dealer, Some(addr)) => {
-                let tls = match self.dealer_fingerprint {
-                    Some(fp) => TlsArgs {
-                        peer_fingerprint: vec![fp],
-                        tls_ca: None,
-                        ..self.tls.clone()
-                    },
-                    None => TlsArgs {
-                        peer_fingerprint: Vec::new(),
-                        ..self.tls.clone()
-                    },
-                };
-                let transport = tls.load().map_err(|e| {
-                    Error::Usage(format!(
-                        "the link to the dealer: {e} (pass --dealer-fingerprint or --tls-ca)"
-                    ))
-                })?;
-                Some(DealerAddr { addr, transport })
-            }
-            (Offline::Dealer, None) => {
-                return Err(Error::Usage(
-                    "--offline dealer needs the dealer's address: --dealer ADDR".into(),
-                ))
-            }
-            (Offline::Ot | Offline::Bfv, Some(_)) => {
-                return Err(Error::Usage("--dealer is for --offline dealer".into()))
-            }
-            (Offline::Ot | Offline::Bfv, None) => None,
-        };
+        let dealer = DealerAddr::new(
+            protocol_options.offline,
+            self.dealer,
+            self.dealer_fingerprint,
+            &self.tls,
+        )?;
         Ok(Link {
             transport: self.tls.load()?,
             protocol: self.protocol,

@@ -5,14 +5,16 @@ use crate::buckets::{self, Plan};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
-use crate::transport::Transport;
+use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::files::write_atomically;
 use venn::net::Channel;
 use venn::protocols::Output;
-use venn::protocols::{find, DealerLink, Options, OutputKind, Progress, Protocol, Security};
+use venn::protocols::{
+    find, DealerLink, Offline, Options, OutputKind, Progress, Protocol, Security,
+};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
@@ -30,6 +32,46 @@ pub enum Endpoint {
 pub struct DealerAddr {
     pub addr: String,
     pub transport: Transport,
+}
+
+impl DealerAddr {
+    /// The dealer for `offline` (only `--offline dealer` has one, and needs it) at `addr`,
+    /// its certificate pinned by `fingerprint` or chained to the party's `tls_ca`.
+    pub fn new(
+        offline: Offline,
+        addr: Option<String>,
+        fingerprint: Option<String>,
+        tls: &TlsArgs,
+    ) -> Result<Option<DealerAddr>> {
+        match (offline, addr) {
+            (Offline::Dealer, Some(addr)) => {
+                let tls = match fingerprint {
+                    Some(fp) => TlsArgs {
+                        peer_fingerprint: vec![fp],
+                        tls_ca: None,
+                        ..tls.clone()
+                    },
+                    None => TlsArgs {
+                        peer_fingerprint: Vec::new(),
+                        ..tls.clone()
+                    },
+                };
+                let transport = tls.load().map_err(|e| {
+                    Error::Usage(format!(
+                        "the link to the dealer: {e} (pass --dealer-fingerprint or --tls-ca)"
+                    ))
+                })?;
+                Ok(Some(DealerAddr { addr, transport }))
+            }
+            (Offline::Dealer, None) => Err(Error::Usage(
+                "--offline dealer needs the dealer's address: --dealer ADDR".into(),
+            )),
+            (Offline::Ot | Offline::Bfv, Some(_)) => {
+                Err(Error::Usage("--dealer is for --offline dealer".into()))
+            }
+            (Offline::Ot | Offline::Bfv, None) => Ok(None),
+        }
+    }
 }
 
 /// What every party needs to reach its peer and run a protocol.

@@ -3,7 +3,7 @@
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
-use crate::{key_options, role_of, to_py, Key, LinkArgs, RunResult, UsageError};
+use crate::{key_options, role_of, to_py, Key, LinkArgs, ProtocolArgs, RunResult, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::net::TcpListener;
@@ -41,7 +41,7 @@ impl LanedRun {
     #[new]
     #[pyo3(signature = (
         role, items, *, lanes, bucket_rows=None, connect=None, listen=None, on_listening=None,
-        protocol="kkrt16", both=false, trim=false, lowercase=false, skip_empty=false,
+        protocol="kkrt16", bins=None, sigma=None, both=false, trim=false, lowercase=false, skip_empty=false,
         tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(),
         plaintext=false, insecure=false, threads=1, timeout=60.0, max_peer_items=None,
         max_memory=None,
@@ -57,6 +57,8 @@ impl LanedRun {
         listen: Option<String>,
         on_listening: Option<Py<PyAny>>,
         protocol: &str,
+        bins: Option<&str>,
+        sigma: Option<u32>,
         both: bool,
         trim: bool,
         lowercase: bool,
@@ -75,6 +77,17 @@ impl LanedRun {
         let role = role_of(role)?;
         let link = LinkArgs {
             protocol,
+            // Only protocols whose receiver learns the intersection run in lanes (none
+            // takes a stash or a threshold), with their default offline phase.
+            options: ProtocolArgs {
+                bins,
+                sigma,
+                offline: None,
+                stash: None,
+                threshold: None,
+                dealer: None,
+                dealer_fingerprint: None,
+            },
             endpoint: crate::peer_endpoint(connect, listen)?,
             tls: TlsArgs {
                 tls_cert,

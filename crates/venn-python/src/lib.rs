@@ -15,10 +15,10 @@ use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::time::Duration;
-use venn::protocols::{Options, Output, Progress};
+use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::Role;
 use venn_cli::input::{Format, Input, KeyOptions};
-use venn_cli::party::{Endpoint, Link};
+use venn_cli::party::{DealerAddr, Endpoint, Link};
 use venn_cli::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -181,9 +181,21 @@ pub(crate) fn role_of(role: &str) -> PyResult<Role> {
     }
 }
 
+/// A protocol's options, as Python gives them (the CLI's `--bins` ... `--dealer`).
+pub(crate) struct ProtocolArgs<'a> {
+    pub bins: Option<&'a str>,
+    pub sigma: Option<u32>,
+    pub offline: Option<&'a str>,
+    pub stash: Option<&'a str>,
+    pub threshold: Option<u64>,
+    pub dealer: Option<String>,
+    pub dealer_fingerprint: Option<String>,
+}
+
 /// A party's options for reaching its peer, as Python gives them.
 pub(crate) struct LinkArgs<'a> {
     pub protocol: &'a str,
+    pub options: ProtocolArgs<'a>,
     pub endpoint: Endpoint,
     pub tls: TlsArgs,
     pub insecure: bool,
@@ -201,10 +213,36 @@ impl LinkArgs<'_> {
                 "timeout is a positive number of seconds",
             ));
         }
+        let o = self.options;
+        let protocol_options = Options {
+            bins: o
+                .bins
+                .map(Bins::parse)
+                .transpose()
+                .map_err(to_py)?
+                .unwrap_or_default(),
+            sigma: o.sigma,
+            offline: (o.offline.map(Offline::parse).transpose().map_err(to_py)?)
+                .unwrap_or_default(),
+            stash: o
+                .stash
+                .map(Stash::parse)
+                .transpose()
+                .map_err(to_py)?
+                .unwrap_or_default(),
+            threshold: o.threshold,
+        };
+        let dealer = DealerAddr::new(
+            protocol_options.offline,
+            o.dealer,
+            o.dealer_fingerprint,
+            &self.tls,
+        )
+        .map_err(to_py)?;
         Ok(Link {
             protocol: self.protocol.to_owned(),
-            protocol_options: Options::default(),
-            dealer: None,
+            protocol_options,
+            dealer,
             endpoint: self.endpoint,
             threads: self.threads,
             timeout: Duration::from_secs_f64(self.timeout),
@@ -279,9 +317,11 @@ impl Progress for PyProgress {
 #[pyfunction]
 #[pyo3(signature = (
     role, items, *, values=None, connect=None, listen=None, on_listening=None,
-    protocol="kkrt16", both=false, trim=false, lowercase=false, skip_empty=false,
+    protocol="kkrt16", bins=None, sigma=None, offline=None, stash=None, threshold=None,
+    dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
+    skip_empty=false,
     tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(), plaintext=false,
-    insecure=false, threads=0, timeout=60.0, max_peer_items=None, max_memory=None,
+    insecure=false, threads=1, timeout=60.0, max_peer_items=None, max_memory=None,
     progress=None,
 ))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
@@ -294,6 +334,13 @@ fn run(
     listen: Option<String>,
     on_listening: Option<Py<PyAny>>,
     protocol: &str,
+    bins: Option<&str>,
+    sigma: Option<u32>,
+    offline: Option<&str>,
+    stash: Option<&str>,
+    threshold: Option<u64>,
+    dealer: Option<String>,
+    dealer_fingerprint: Option<String>,
     both: bool,
     trim: bool,
     lowercase: bool,
@@ -313,6 +360,15 @@ fn run(
     let role = role_of(role)?;
     let link = LinkArgs {
         protocol,
+        options: ProtocolArgs {
+            bins,
+            sigma,
+            offline,
+            stash,
+            threshold,
+            dealer,
+            dealer_fingerprint,
+        },
         endpoint: peer_endpoint(connect, listen)?,
         tls: TlsArgs {
             tls_cert,

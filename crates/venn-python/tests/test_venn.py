@@ -198,3 +198,16 @@ def test_a_sum_over_the_intersection():
     assert child.result()[0] == "result"
     with pytest.raises(venn.UsageError, match="one value per key"):
         venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol="psww18-sum")
+
+
+def test_protocol_options_reach_the_protocol():
+    child = Child("send", ["7", "12", "40000"], protocol="rr17-de-sm", sigma=32)
+    r = venn.receive(["12", "5", "40000"], connect=child.addr, protocol="rr17-de-sm", sigma=32)
+    assert r.matched == [0, 2]
+    assert child.result()[0] == "result"
+    with pytest.raises(venn.UsageError, match="sigma"):
+        venn.receive(["1"], connect="127.0.0.1:1", protocol="rr17-de-sm")
+    with pytest.raises(venn.UsageError, match="wan"):
+        venn.receive(["1"], connect="127.0.0.1:1", protocol="rr17-bloom", bins="wide")
+    with pytest.raises(venn.UsageError, match="dealer"):
+        venn.receive(["1"], connect="127.0.0.1:1", protocol="kbm23", offline="dealer")

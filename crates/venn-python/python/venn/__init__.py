@@ -37,8 +37,14 @@ from ._venn import (
 from ._venn import run as _run
 
 if TYPE_CHECKING:
+    import sys
+
     import pandas
-    from typing_extensions import Unpack
+
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 __all__ = [
     "CheatingDetected",
@@ -68,6 +74,13 @@ class PartyOptions(TypedDict, total=False):
     listen: str
     on_listening: Callable[[str], None]
     protocol: str
+    bins: str
+    sigma: int
+    offline: str
+    stash: str
+    threshold: int
+    dealer: str
+    dealer_fingerprint: str
     both: bool
     values: Sequence[int]
     trim: bool
@@ -107,16 +120,26 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     unless ``both=True`` (and the peer agrees), when the matched positions come back too.
 
     Exactly one of ``connect="host:port"`` and ``listen="addr:port"`` says how to reach
-    the peer (``on_listening`` hears the bound address, useful with port 0). The options
-    are the command line's, with its defaults: ``protocol`` ("kkrt16"; see
-    :func:`protocols`), ``trim`` / ``lowercase`` / ``skip_empty`` key normalisation,
-    ``values`` (one integer per item, for the sum protocols), TLS through ``tls_cert`` +
-    ``tls_key`` + ``peer_fingerprint`` (what ``venn keygen`` prints) or ``tls_ca``,
-    ``plaintext`` to run without TLS to another machine (insecure), ``insecure`` for the
-    benchmark baseline protocols, ``threads`` (0: all cores), ``timeout`` (60 seconds for
-    each wait on the peer), ``max_peer_items`` and ``max_memory`` bytes (the peer's set is
-    refused before anything is allocated for it if it would need more; default half the
-    machine's memory). ``progress`` is called with each phase's name.
+    the peer (``on_listening`` hears the bound address, useful with port 0). The other
+    options are the command line's, with its defaults:
+
+    - ``protocol`` ("kkrt16"; see :func:`protocols` and ``venn params``) and its options
+      ``bins`` ("lan"/"wan"), ``sigma`` (32/64: keys are decimal integers below 2^sigma),
+      ``offline`` ("ot"/"bfv"/"dealer", with ``dealer="host:port"`` and
+      ``dealer_fingerprint``), ``stash`` ("combined"/"separate"), ``threshold`` (int);
+    - ``both``: the sender learns the matched positions too (both sides pass it);
+    - ``values``: one integer per item, for the sum protocols;
+    - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation;
+    - TLS: ``tls_cert`` + ``tls_key`` (from ``venn keygen``) with the peer's
+      ``peer_fingerprint`` (what its ``venn keygen`` printed; a list for several) or
+      ``tls_ca``; ``plaintext=True`` runs without TLS to another machine (insecure; on
+      loopback TLS is optional);
+    - ``insecure=True`` allows the benchmark baseline protocols;
+    - ``threads`` (1), ``timeout`` (60.0 seconds for each wait on the peer; a float),
+      ``max_peer_items`` (2^24) and ``max_memory`` (an int of bytes; default half the
+      machine's memory): the peer's set is refused before anything is allocated for it
+      if it would need more;
+    - ``progress``: called with each phase's name.
 
     Raises :class:`UsageError`, :class:`NetworkError`, :class:`PeerError` (and its
     :class:`CheatingDetected`), all :class:`VennError`.

@@ -1,10 +1,14 @@
 """Types of the native module (see ``venn`` for the documented API)."""
 
+import sys
 from collections.abc import Callable
 from os import PathLike
 from typing import Any, Optional, Union
 
-from typing_extensions import Unpack
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 from . import PartyOptions
 
