@@ -183,13 +183,28 @@ impl Coordinator {
             .u64(padded_size(self.agreed.ours.rows, log2))
             .bytes(&self.binding)
             .u64(groups.len() as u64);
-        for (g, keys) in groups.iter().enumerate() {
+        // Each bucket: its number, its key count and bytes, then its keys' indices in the
+        // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
+        // then the keys' bytes — laid out to be read back in bulk.
+        let keys = &self.input.keys;
+        let bytes: usize = (groups.iter().flatten())
+            .map(|&k| keys.get(k as usize).len() + 8)
+            .sum();
+        w.0.reserve(bytes + groups.len() * 24);
+        for (g, group) in groups.iter().enumerate() {
+            let blob: usize = group.iter().map(|&k| keys.get(k as usize).len()).sum();
             w = w
                 .u64(g as u64 * self.lanes as u64 + lane as u64)
-                .u64(keys.len() as u64);
-            for &k in keys {
-                let key = self.input.keys.get(k as usize);
-                w = w.u64(k as u64).u64(key.len() as u64).bytes(key);
+                .u64(group.len() as u64)
+                .u64(blob as u64);
+            for &k in group {
+                w.0.extend_from_slice(&k.to_le_bytes());
+            }
+            for &k in group {
+                w.0.extend_from_slice(&(keys.get(k as usize).len() as u32).to_le_bytes());
+            }
+            for &k in group {
+                w.0.extend_from_slice(keys.get(k as usize));
             }
         }
         w.0
@@ -328,13 +343,29 @@ impl LaneJob {
         let binding = r.array::<32>()?;
         let count = r.u64()?;
         let mut buckets = Vec::new();
+        let too_long = || Error::Usage("a lane job's bucket is longer than the job".into());
         for _ in 0..count {
-            let (c, n) = (r.u64()?, r.u64()?);
-            let (mut keys, mut marks) = (Items::new(), Vec::new());
-            for _ in 0..n {
-                marks.push(r.u64()?);
-                let len = r.u64()? as usize;
-                keys.push(r.bytes(len)?);
+            let (c, n, blob) = (r.u64()?, r.u64()?, r.u64()?);
+            let n = usize::try_from(n).ok().filter(|&n| n <= bytes.len() / 8);
+            let n = n.ok_or_else(too_long)?;
+            let blob = usize::try_from(blob).map_err(|_| too_long())?;
+            let words = |r: &mut Reader| -> Result<Vec<u32>> {
+                let raw = r.bytes(n * 4)?;
+                Ok((raw.chunks_exact(4))
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                    .collect())
+            };
+            let marks = words(&mut r)?.into_iter().map(u64::from).collect();
+            let lens = words(&mut r)?;
+            let mut data = r.bytes(blob)?;
+            let mut keys = Items::with_capacity(n, blob);
+            for len in lens {
+                let (key, rest) = (data.split_at_checked(len as usize)).ok_or_else(too_long)?;
+                keys.push(key);
+                data = rest;
+            }
+            if !data.is_empty() {
+                return Err(too_long());
             }
             buckets.push((c, keys, marks));
         }
@@ -355,7 +386,7 @@ impl LaneJob {
 
     /// Runs the lane's buckets, in order, over `chan` (the lane's link to the peer's
     /// worker of lane `lane`); returns the lane's result as bytes.
-    pub fn run(&self, lane: usize, chan: &mut dyn Channel) -> Result<Vec<u8>> {
+    pub fn run(self, lane: usize, chan: &mut dyn Channel) -> Result<Vec<u8>> {
         let opts = RunOptions {
             protocol: self.protocol,
             role: self.role,
@@ -372,13 +403,14 @@ impl LaneJob {
             lane,
             ..LaneResult::default()
         };
-        for (c, keys, marks) in &self.buckets {
-            let report = run_bucket(chan, &self.binding, *c, keys.clone(), self.pad, &opts)?;
+        for (c, keys, marks) in self.buckets {
+            let real = keys.len();
+            let report = run_bucket(chan, &self.binding, c, keys, self.pad, &opts)?;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
             if let Output::Indices(ix) = &report.output {
                 result.learned = true;
-                let real = ix.iter().filter(|&&i| i < keys.len());
+                let real = ix.iter().filter(|&&i| i < real);
                 result.matched.extend(real.map(|&i| marks[i]));
             }
         }

@@ -198,7 +198,8 @@ impl LanedRun {
 /// A lane's worker: its job, and its end of the lane's link.
 #[pyclass(module = "venn._venn")]
 pub struct Lane {
-    job: LaneJob,
+    /// Taken by `run`: a lane runs once.
+    job: Option<LaneJob>,
     transport: Transport,
     timeout: Duration,
     listener: Option<TcpListener>,
@@ -233,7 +234,7 @@ impl Lane {
         .load()
         .map_err(to_py)?;
         Ok(Lane {
-            job: LaneJob::decode(job).map_err(to_py)?,
+            job: Some(LaneJob::decode(job).map_err(to_py)?),
             transport,
             timeout,
             listener: None,
@@ -262,10 +263,12 @@ impl Lane {
             (None, Some(listener)) => LaneEnd::Listen(listener),
             _ => return Err(UsageError::new_err("connect, or bind first; not both")),
         };
+        let job = (self.job.take()).ok_or_else(|| UsageError::new_err("this lane has run"))?;
+        let (transport, timeout) = (&self.transport, self.timeout);
         let result = py
             .detach(|| {
-                let mut chan = end.link(&self.transport, self.timeout)?;
-                self.job.run(lane, &mut *chan)
+                let mut chan = end.link(transport, timeout)?;
+                job.run(lane, &mut *chan)
             })
             .map_err(to_py)?;
         Ok(PyBytes::new(py, &result))
