@@ -10,7 +10,6 @@ use std::time::Duration;
 use venn_cli::input::Input;
 use venn_cli::party::Endpoint as PeerEndpoint;
 use venn_cli::thunder::{self, Partners};
-use venn_cli::transport::TlsArgs;
 use venn_cloud::api::Task;
 use venn_cloud::auth::WorkerSecret;
 use venn_cloud::client::{Client, DatasetKey};
@@ -165,15 +164,7 @@ impl CloudClient {
         }
         let timeout = seconds(timeout, "timeout")?;
         let key = load_key(key_file)?;
-        let transport = TlsArgs {
-            tls_cert,
-            tls_key,
-            tls_ca,
-            peer_fingerprint,
-            plaintext,
-        }
-        .load()
-        .map_err(to_py)?;
+        let transport = crate::transport(tls_cert, tls_key, tls_ca, peer_fingerprint, plaintext)?;
         let linked = py.detach(|| {
             Partners::link(&transport, &peer, partners, timeout, |addr| {
                 crate::tell(&on_listening, addr)

@@ -3,7 +3,7 @@
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
-use crate::{key_options, role_of, to_py, Key, LinkArgs, ProtocolArgs, RunResult, UsageError};
+use crate::{to_py, Party, RunResult, Setup, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::net::TcpListener;
@@ -11,9 +11,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::session::Role;
-use venn_cli::input::Input;
 use venn_cli::lanes::{Coordinator, LaneEnd, LaneJob};
-use venn_cli::transport::{TlsArgs, Transport};
+use venn_cli::transport::Transport;
 
 /// A party's coordinator of a run in lanes (used once: `finish` ends it).
 #[pyclass(module = "venn._venn")]
@@ -37,77 +36,28 @@ impl LanedRun {
 
 #[pymethods]
 impl LanedRun {
-    /// Reads `items` and agrees on the run with the peer's coordinator (see `venn.ray`).
+    /// Agrees on the run of `party` (taken) with the peer's coordinator (see `venn.ray`).
     #[new]
-    #[pyo3(signature = (
-        role, items, *, lanes, bucket_rows=None, connect=None, listen=None, on_listening=None,
-        protocol="kkrt16", bins=None, sigma=None, both=false, trim=false, lowercase=false, skip_empty=false,
-        tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(),
-        plaintext=false, insecure=false, threads=1, timeout=60.0, max_peer_items=None,
-        max_memory=None,
-    ))]
-    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option.
+    #[pyo3(signature = (party, *, lanes, bucket_rows=None))]
     fn new(
         py: Python<'_>,
-        role: &str,
-        items: Vec<Key>,
+        party: &Party,
         lanes: usize,
         bucket_rows: Option<u64>,
-        connect: Option<String>,
-        listen: Option<String>,
-        on_listening: Option<Py<PyAny>>,
-        protocol: &str,
-        bins: Option<&str>,
-        sigma: Option<u32>,
-        both: bool,
-        trim: bool,
-        lowercase: bool,
-        skip_empty: bool,
-        tls_cert: Option<PathBuf>,
-        tls_key: Option<PathBuf>,
-        tls_ca: Option<PathBuf>,
-        peer_fingerprint: Vec<String>,
-        plaintext: bool,
-        insecure: bool,
-        threads: usize,
-        timeout: f64,
-        max_peer_items: Option<u64>,
-        max_memory: Option<u64>,
     ) -> PyResult<Self> {
-        let role = role_of(role)?;
-        let link = LinkArgs {
-            protocol,
-            // Only protocols whose receiver learns the intersection run in lanes (none
-            // takes a stash or a threshold), with their default offline phase.
-            options: ProtocolArgs {
-                bins,
-                sigma,
-                offline: None,
-                stash: None,
-                threshold: None,
-                dealer: None,
-                dealer_fingerprint: None,
-            },
-            endpoint: crate::peer_endpoint(connect, listen)?,
-            tls: TlsArgs {
-                tls_cert,
-                tls_key,
-                tls_ca,
-                peer_fingerprint,
-                plaintext,
-            },
-            insecure,
-            threads,
-            timeout,
-            max_peer_items,
-            max_memory,
+        let Setup {
+            link,
+            role,
+            both,
+            input,
+            on_listening,
+            progress,
+        } = party.take()?;
+        if progress.is_some() {
+            return Err(UsageError::new_err("a run in lanes reports no progress"));
         }
-        .link()?;
-        let opts = key_options(trim, lowercase, skip_empty);
         let coordinator = py
             .detach(|| {
-                let input = Input::from_keys(&items, None, &opts)?;
-                drop(items);
                 Coordinator::open(&link, role, both, input, lanes, bucket_rows, |addr| {
                     crate::tell(&on_listening, addr)
                 })
@@ -116,7 +66,7 @@ impl LanedRun {
         Ok(LanedRun {
             coordinator: Mutex::new(Some(coordinator)),
             role,
-            protocol: protocol.to_owned(),
+            protocol: link.protocol,
         })
     }
 
@@ -224,15 +174,7 @@ impl Lane {
     ) -> PyResult<Self> {
         let timeout = Duration::try_from_secs_f64(timeout)
             .map_err(|_| UsageError::new_err("timeout is a number of seconds"))?;
-        let transport = TlsArgs {
-            tls_cert,
-            tls_key,
-            tls_ca,
-            peer_fingerprint,
-            plaintext,
-        }
-        .load()
-        .map_err(to_py)?;
+        let transport = crate::transport(tls_cert, tls_key, tls_ca, peer_fingerprint, plaintext)?;
         Ok(Lane {
             job: Some(LaneJob::decode(job).map_err(to_py)?),
             transport,

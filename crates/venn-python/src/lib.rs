@@ -14,6 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+use std::sync::Mutex;
 use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::Role;
@@ -192,6 +193,24 @@ pub(crate) struct ProtocolArgs<'a> {
     pub dealer_fingerprint: Option<String>,
 }
 
+/// A party's TLS settings for a link of its own, loaded.
+pub(crate) fn transport(
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
+    tls_ca: Option<std::path::PathBuf>,
+    peer_fingerprint: Vec<String>,
+    plaintext: bool,
+) -> PyResult<venn_cli::transport::Transport> {
+    let tls = TlsArgs {
+        tls_cert,
+        tls_key,
+        tls_ca,
+        peer_fingerprint,
+        plaintext,
+    };
+    tls.load().map_err(to_py)
+}
+
 /// A party's options for reaching its peer, as Python gives them.
 pub(crate) struct LinkArgs<'a> {
     pub protocol: &'a str,
@@ -300,7 +319,7 @@ impl RunResult {
 }
 
 /// Calls a Python callable with each phase's name.
-struct PyProgress(Py<PyAny>);
+pub(crate) struct PyProgress(Py<PyAny>);
 
 impl Progress for PyProgress {
     fn phase(&self, name: &str) {
@@ -313,107 +332,159 @@ impl Progress for PyProgress {
     }
 }
 
-/// One party of a run (`venn.send` and `venn.receive` call it; see their documentation).
-#[pyfunction]
-#[pyo3(signature = (
-    role, items, *, values=None, connect=None, listen=None, on_listening=None,
-    protocol="kkrt16", bins=None, sigma=None, offline=None, stash=None, threshold=None,
-    dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
-    skip_empty=false,
-    tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(), plaintext=false,
-    insecure=false, threads=1, timeout=60.0, max_peer_items=None, max_memory=None,
-    progress=None,
-))]
-#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
-fn run(
-    py: Python<'_>,
-    role: &str,
-    items: Vec<Key>,
-    values: Option<Vec<u64>>,
-    connect: Option<String>,
-    listen: Option<String>,
-    on_listening: Option<Py<PyAny>>,
-    protocol: &str,
-    bins: Option<&str>,
-    sigma: Option<u32>,
-    offline: Option<&str>,
-    stash: Option<&str>,
-    threshold: Option<u64>,
-    dealer: Option<String>,
-    dealer_fingerprint: Option<String>,
-    both: bool,
-    trim: bool,
-    lowercase: bool,
-    skip_empty: bool,
-    tls_cert: Option<std::path::PathBuf>,
-    tls_key: Option<std::path::PathBuf>,
-    tls_ca: Option<std::path::PathBuf>,
-    peer_fingerprint: Vec<String>,
-    plaintext: bool,
-    insecure: bool,
-    threads: usize,
-    timeout: f64,
-    max_peer_items: Option<u64>,
-    max_memory: Option<u64>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<RunResult> {
-    let role = role_of(role)?;
-    let link = LinkArgs {
-        protocol,
-        options: ProtocolArgs {
-            bins,
-            sigma,
-            offline,
-            stash,
-            threshold,
-            dealer,
-            dealer_fingerprint,
-        },
-        endpoint: peer_endpoint(connect, listen)?,
-        tls: TlsArgs {
-            tls_cert,
-            tls_key,
-            tls_ca,
-            peer_fingerprint,
-            plaintext,
-        },
-        insecure,
-        threads,
-        timeout,
-        max_peer_items,
-        max_memory,
+/// One party of a run, set up: its options checked, its keys read (`venn.send` and
+/// `venn.receive` make one and `run` it; `venn.ray` runs it in lanes). Used once.
+#[pyclass(module = "venn._venn")]
+pub(crate) struct Party {
+    /// Behind a lock: a Python object may be reached from any thread.
+    setup: Mutex<Option<Setup>>,
+}
+
+/// What a party needs to run.
+pub(crate) struct Setup {
+    pub link: Link,
+    pub role: Role,
+    pub both: bool,
+    pub input: Input,
+    pub on_listening: Option<Py<PyAny>>,
+    pub progress: Option<PyProgress>,
+}
+
+impl Party {
+    /// The setup, taken: a party runs once.
+    pub(crate) fn take(&self) -> PyResult<Setup> {
+        let taken = self.setup.lock().unwrap_or_else(|e| e.into_inner()).take();
+        taken.ok_or_else(|| UsageError::new_err("this party has run"))
     }
-    .link()?;
-    let opts = key_options(trim, lowercase, skip_empty);
-    let progress = progress.map(PyProgress);
-    let (report, matched) = py
-        .detach(|| {
-            let input = Input::from_keys(&items, values.as_deref(), &opts)?;
-            let on_bound = |addr| tell(&on_listening, addr);
-            let progress = progress.as_ref().map(|p| p as &dyn Progress);
-            venn_cli::party::run_keys(&link, role, both, &input, progress, on_bound)
+}
+
+#[pymethods]
+impl Party {
+    /// See `venn.send` for the options.
+    #[new]
+    #[pyo3(signature = (
+        role, items, *, values=None, connect=None, listen=None, on_listening=None,
+        protocol="kkrt16", bins=None, sigma=None, offline=None, stash=None, threshold=None,
+        dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
+        skip_empty=false, tls_cert=None, tls_key=None, tls_ca=None,
+        peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=1,
+        timeout=60.0, max_peer_items=None, max_memory=None, progress=None,
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
+    fn new(
+        py: Python<'_>,
+        role: &str,
+        items: Vec<Key>,
+        values: Option<Vec<u64>>,
+        connect: Option<String>,
+        listen: Option<String>,
+        on_listening: Option<Py<PyAny>>,
+        protocol: &str,
+        bins: Option<&str>,
+        sigma: Option<u32>,
+        offline: Option<&str>,
+        stash: Option<&str>,
+        threshold: Option<u64>,
+        dealer: Option<String>,
+        dealer_fingerprint: Option<String>,
+        both: bool,
+        trim: bool,
+        lowercase: bool,
+        skip_empty: bool,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+        tls_ca: Option<std::path::PathBuf>,
+        peer_fingerprint: Vec<String>,
+        plaintext: bool,
+        insecure: bool,
+        threads: usize,
+        timeout: f64,
+        max_peer_items: Option<u64>,
+        max_memory: Option<u64>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let role = role_of(role)?;
+        let link = LinkArgs {
+            protocol,
+            options: ProtocolArgs {
+                bins,
+                sigma,
+                offline,
+                stash,
+                threshold,
+                dealer,
+                dealer_fingerprint,
+            },
+            endpoint: peer_endpoint(connect, listen)?,
+            tls: TlsArgs {
+                tls_cert,
+                tls_key,
+                tls_ca,
+                peer_fingerprint,
+                plaintext,
+            },
+            insecure,
+            threads,
+            timeout,
+            max_peer_items,
+            max_memory,
+        }
+        .link()?;
+        let opts = key_options(trim, lowercase, skip_empty);
+        let input = py
+            .detach(|| Input::from_keys(&items, values.as_deref(), &opts))
+            .map_err(to_py)?;
+        let setup = Setup {
+            link,
+            role,
+            both,
+            input,
+            on_listening,
+            progress: progress.map(PyProgress),
+        };
+        Ok(Party {
+            setup: Mutex::new(Some(setup)),
         })
-        .map_err(to_py)?;
-    let (count, sum, reached) = match report.output {
-        Output::Count(c) => (Some(c), None, None),
-        Output::Sum { count, sum } => (Some(count), Some(sum), None),
-        Output::Threshold { reached, .. } => (None, None, Some(reached)),
-        Output::Indices(ref k) => (Some(k.len() as u64), None, None),
-        Output::Nothing => (None, None, None),
-    };
-    Ok(RunResult {
-        protocol: report.protocol.to_owned(),
-        role: role.name().to_owned(),
-        matched,
-        count,
-        sum,
-        reached,
-        n_self: report.n_self,
-        n_peer: report.n_peer,
-        seconds: (report.offline() + report.online()).as_secs_f64(),
-        bytes_sent: report.traffic.sent,
-        bytes_received: report.traffic.received,
-    })
+    }
+
+    /// Runs the party with its peer.
+    fn run(&self, py: Python<'_>) -> PyResult<RunResult> {
+        let Setup {
+            link,
+            role,
+            both,
+            input,
+            on_listening,
+            progress,
+        } = self.take()?;
+        let (report, matched) = py
+            .detach(|| {
+                let on_bound = |addr| tell(&on_listening, addr);
+                let progress = progress.as_ref().map(|p| p as &dyn Progress);
+                venn_cli::party::run_keys(&link, role, both, &input, progress, on_bound)
+            })
+            .map_err(to_py)?;
+        let (count, sum, reached) = match report.output {
+            Output::Count(c) => (Some(c), None, None),
+            Output::Sum { count, sum } => (Some(count), Some(sum), None),
+            Output::Threshold { reached, .. } => (None, None, Some(reached)),
+            Output::Indices(ref k) => (Some(k.len() as u64), None, None),
+            Output::Nothing => (None, None, None),
+        };
+        Ok(RunResult {
+            protocol: report.protocol.to_owned(),
+            role: role.name().to_owned(),
+            matched,
+            count,
+            sum,
+            reached,
+            n_self: report.n_self,
+            n_peer: report.n_peer,
+            seconds: (report.offline() + report.online()).as_secs_f64(),
+            bytes_sent: report.traffic.sent,
+            bytes_received: report.traffic.received,
+        })
+    }
 }
 
 /// The protocols this build runs: (name, security, paper) for each.
@@ -440,7 +511,7 @@ mod _venn {
     use super::lanes::{Lane, LanedRun};
     #[pymodule_export]
     use super::{
-        protocols, run, CheatingDetected, NetworkError, PeerError, RunResult, ServiceError,
+        protocols, CheatingDetected, NetworkError, Party, PeerError, RunResult, ServiceError,
         UsageError, VennError,
     };
 

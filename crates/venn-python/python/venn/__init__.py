@@ -34,7 +34,7 @@ from ._venn import (
     __version__,
     protocols,
 )
-from ._venn import run as _run
+from ._venn import Party as _Party
 
 if TYPE_CHECKING:
     import sys
@@ -112,7 +112,7 @@ def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
         given["peer_fingerprint"] = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
     if given.get("values") is not None:
         given["values"] = list(given["values"])
-    return _run(role, list(items), **given)
+    return _Party(role, list(items), **given).run()
 
 
 def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:

@@ -145,16 +145,14 @@ def _laned(
     if isinstance(items, (str, bytes)):
         raise TypeError("items is a list of keys, not one key")
     given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
-    if given.pop("progress", None) is not None or given.pop("values", None) is not None:
-        raise TypeError("a run on Ray takes neither progress nor values")
     fingerprint = given.get("peer_fingerprint")
     if isinstance(fingerprint, str):
         given["peer_fingerprint"] = [fingerprint]
     if lanes is None:
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         lanes = max(1, int(cpus))
-    given.setdefault("threads", 1)
-    run = _venn.LanedRun(role, list(items), lanes=lanes, bucket_rows=bucket_rows, **given)
+    party = _venn.Party(role, list(items), **given)
+    run = _venn.LanedRun(party, lanes=lanes, bucket_rows=bucket_rows)
     tls = {k: given[k] for k in _TLS if k in given}
     worker: Any = ray.remote(num_cpus=1)(_LaneWorker)  # Ray's handles are not typed
     workers: list[Any] = [worker.remote(run.job(lane), tls) for lane in range(run.lanes)]
