@@ -302,15 +302,22 @@ struct RunResult {
 #[pymethods]
 impl RunResult {
     fn __repr__(&self) -> String {
+        /// An optional field as Python writes it.
+        fn py<T: std::fmt::Display>(v: &Option<T>) -> String {
+            v.as_ref().map_or("None".into(), T::to_string)
+        }
+        let reached = self.reached.map(|r| if r { "True" } else { "False" });
         format!(
-            "RunResult(protocol={:?}, role={:?}, matched={}, count={:?}, n_self={}, n_peer={}, \
-             seconds={:.3})",
+            "RunResult(protocol={:?}, role={:?}, matched={}, count={}, sum={}, reached={}, \
+             n_self={}, n_peer={}, seconds={:.3})",
             self.protocol,
             self.role,
             self.matched
                 .as_ref()
                 .map_or("None".into(), |m| format!("[{} positions]", m.len())),
-            self.count,
+            py(&self.count),
+            py(&self.sum),
+            py(&reached),
             self.n_self,
             self.n_peer,
             self.seconds
