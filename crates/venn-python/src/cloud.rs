@@ -45,8 +45,17 @@ fn service(
     thunder::endpoint(server, server_fingerprint, server_ca.as_deref(), plain_http).map_err(to_py)
 }
 
+/// A key file, read (its faults are the caller's: nothing was sent).
 fn load_key(path: PathBuf) -> PyResult<DatasetKey> {
-    DatasetKey::load(&path).map_err(to_py_cloud)
+    DatasetKey::load(&path).map_err(|e| crate::UsageError::new_err(e.to_string()))
+}
+
+/// A client of `endpoint` signing as the identity file `identity` (its faults, and those
+/// of the endpoint's settings, are the caller's: nothing was sent).
+fn client(endpoint: &Endpoint, identity: &std::path::Path) -> PyResult<Client> {
+    let usage = |e: venn_cloud::Error| crate::UsageError::new_err(e.to_string());
+    let identity = venn_cloud::auth::Identity::load(identity).map_err(usage)?;
+    Client::new(endpoint, identity).map_err(usage)
 }
 
 #[pymethods]
@@ -62,9 +71,9 @@ impl CloudClient {
         plain_http: bool,
     ) -> PyResult<Self> {
         let endpoint = service(server, server_fingerprint, server_ca, plain_http)?;
-        let identity = venn_cloud::auth::Identity::load(&identity).map_err(to_py_cloud)?;
-        let client = Client::new(&endpoint, identity).map_err(to_py_cloud)?;
-        Ok(CloudClient { client })
+        Ok(CloudClient {
+            client: client(&endpoint, &identity)?,
+        })
     }
 
     /// Makes an identity `name` (saved to the new file `identity`) and registers it.
@@ -287,8 +296,9 @@ impl WorkerLink {
         plain_http: bool,
     ) -> PyResult<Self> {
         let endpoint = service(server, server_fingerprint, server_ca, plain_http)?;
-        let secret = WorkerSecret::load(&worker_secret).map_err(to_py_cloud)?;
-        let link = venn_cloud::worker::WorkerLink::new(&endpoint, &secret).map_err(to_py_cloud)?;
+        let usage = |e: venn_cloud::Error| crate::UsageError::new_err(e.to_string());
+        let secret = WorkerSecret::load(&worker_secret).map_err(usage)?;
+        let link = venn_cloud::worker::WorkerLink::new(&endpoint, &secret).map_err(usage)?;
         Ok(WorkerLink { link })
     }
 

@@ -99,6 +99,10 @@ def test_two_owners_find_their_matches(service: str, tmp_path: Path):
     gone = alice.delete(alice.datasets()[0]["id"])
     assert gone["name"] == "customers"
     assert [d["state"] for d in alice.datasets()] == ["deleted"]
+    with pytest.raises(venn.UsageError, match="fingerprint"):
+        cloud.Client("https://127.0.0.1:9", tmp_path / "bob.id")
+    with pytest.raises(venn.UsageError):
+        cloud.Client(service, tmp_path / "nobody.id")
     again = cloud.Client(service, tmp_path / "bob.id")
     assert again.name == "bob" and len(again.datasets()) == 1
 

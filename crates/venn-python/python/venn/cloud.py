@@ -39,9 +39,11 @@ class Client:
     prints) or chained to a CA in the PEM file ``server_ca``; ``http://`` only to this
     machine unless ``plain_http=True``.
 
-    Raises :class:`venn.ServiceError` when the service refuses a request (the message
-    says why), :class:`venn.NetworkError` when it cannot be reached, and
-    :class:`venn.UsageError` for options that cannot work.
+    Raises :class:`venn.ServiceError` when the service refuses a request, or the client's
+    own checks do (a key file made for another service address, or one that exists; the
+    message says why), :class:`venn.NetworkError` when the service cannot be reached, and
+    :class:`venn.UsageError` for settings that cannot work (nothing was sent). A key file
+    belongs to the service address it was made with.
     """
 
     def __init__(
