@@ -176,7 +176,7 @@ pub fn exchange(
 }
 
 /// The public bucket hash of a key.
-pub(crate) fn key_hash(key: &[u8]) -> u64 {
+fn key_hash(key: &[u8]) -> u64 {
     // The hash key is derived once, not for every key hashed.
     static BUCKET_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
     let k = BUCKET_KEY.get_or_init(|| blake3::derive_key("venn 2026-11 bucket of a key", &[]));
@@ -200,23 +200,20 @@ pub fn padded_size(rows: u64, log2: u8) -> u64 {
 /// Where a party's keys come from, bucket by bucket.
 pub enum Source<'a> {
     /// An input read whole.
-    Memory {
-        input: &'a Input,
-        /// The bucket hash of each distinct key.
-        hashes: Vec<u64>,
-    },
+    Memory(&'a Input),
     /// A file split into `2^log2_files` bucket files on disk by [`split`].
     Disk(Split),
 }
 
-impl<'a> Source<'a> {
-    /// Buckets over an input read whole.
-    pub fn memory(input: &'a Input) -> Self {
-        let hashes = (0..input.keys.len())
-            .map(|i| key_hash(input.keys.get(i)))
-            .collect();
-        Source::Memory { input, hashes }
+/// The indices of `keys` in each of `2^log2` buckets, in key order: `groups[c]` for
+/// bucket c.
+pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
+    let mask = (1u64 << log2) - 1;
+    let mut groups = vec![Vec::new(); 1 << log2];
+    for k in 0..keys.len() {
+        groups[(key_hash(keys.get(k)) & mask) as usize].push(k as u32);
     }
+    groups
 }
 
 /// A file split into bucket files.
@@ -375,14 +372,8 @@ pub fn run_buckets(
         ..*opts
     };
     // Keys read whole, grouped by bucket once.
-    let groups: Vec<Vec<u32>> = match source {
-        Source::Memory { hashes, .. } => {
-            let mut groups = vec![Vec::new(); buckets as usize];
-            for (k, &h) in hashes.iter().enumerate() {
-                groups[(h & (buckets - 1)) as usize].push(k as u32);
-            }
-            groups
-        }
+    let groups = match source {
+        Source::Memory(input) => group_keys(&input.keys, log2),
         Source::Disk(_) => Vec::new(),
     };
     on_bucket(0, buckets);
@@ -393,7 +384,7 @@ pub fn run_buckets(
             marks,
             starts,
         } = match source {
-            Source::Memory { input, .. } => {
+            Source::Memory(input) => {
                 let group = &groups[c as usize];
                 Bucket {
                     items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),

@@ -11,7 +11,7 @@
 //! or bucket — and a run succeeds only once both coordinators have confirmed that every
 //! lane ran every bucket.
 
-use crate::buckets::{self, key_hash, padded_size, run_bucket, Agreed, Plan};
+use crate::buckets::{self, group_keys, padded_size, run_bucket, Agreed, Plan};
 use crate::input::Input;
 use crate::party::{refuse_whole_outputs_in_buckets, Link};
 use crate::transport::Transport;
@@ -38,7 +38,8 @@ pub struct Coordinator {
     protocol: &'static dyn Protocol,
     options: Options,
     input: Input,
-    hashes: Vec<u64>,
+    /// The input's key indices in each bucket.
+    groups: Vec<Vec<u32>>,
     agreed: Agreed,
     lanes: usize,
     /// What every bucket's session is bound to besides its lane's link and number.
@@ -95,9 +96,6 @@ impl Coordinator {
         protocol.check_items(link.protocol_options, &input.keys)?;
         link.check_endpoint()?;
         let rows = input.keys.len() as u64;
-        let hashes = (0..input.keys.len())
-            .map(|k| key_hash(input.keys.get(k)))
-            .collect();
         let mut chan = link.connect(on_bound)?;
         // Enough buckets for every lane, but no more than the rows justify (the peer
         // refuses more).
@@ -127,6 +125,7 @@ impl Coordinator {
         h.update(&agreed.digest());
         h.update(&chan.binding().unwrap_or_default());
         h.update(&(lanes as u64).to_le_bytes());
+        let groups = group_keys(&input.keys, agreed.log2_buckets());
         Ok(Coordinator {
             chan,
             role,
@@ -135,7 +134,7 @@ impl Coordinator {
             protocol,
             options: link.protocol_options,
             input,
-            hashes,
+            groups,
             binding: *h.finalize().as_bytes(),
             agreed,
             lanes,
@@ -158,15 +157,12 @@ impl Coordinator {
     /// Lane `lane`'s job: what its worker needs (see [`LaneJob`]), as bytes.
     pub fn job(&self, lane: usize) -> Vec<u8> {
         let log2 = self.agreed.log2_buckets();
-        let buckets = 1u64 << log2;
-        let mut groups: Vec<Vec<u32>> =
-            vec![Vec::new(); buckets.div_ceil(self.lanes as u64) as usize];
-        for (k, &h) in self.hashes.iter().enumerate() {
-            let c = h & (buckets - 1);
-            if c % self.lanes as u64 == lane as u64 {
-                groups[(c / self.lanes as u64) as usize].push(k as u32);
-            }
-        }
+        // Bucket c goes to lane c mod L.
+        let mine = || {
+            (self.groups.iter().enumerate())
+                .skip(lane)
+                .step_by(self.lanes)
+        };
         let mut w = Writer::new()
             .bytes(JOB_MAGIC)
             .u8(matches!(self.role, Role::Receiver) as u8)
@@ -182,21 +178,18 @@ impl Coordinator {
             )
             .u64(padded_size(self.agreed.ours.rows, log2))
             .bytes(&self.binding)
-            .u64(groups.len() as u64);
+            .u64(mine().count() as u64);
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
         // then the keys' bytes — laid out to be read back in bulk.
         let keys = &self.input.keys;
-        let bytes: usize = (groups.iter().flatten())
-            .map(|&k| keys.get(k as usize).len() + 8)
-            .sum();
-        w.0.reserve(bytes + groups.len() * 24);
-        for (g, group) in groups.iter().enumerate() {
-            let blob: usize = group.iter().map(|&k| keys.get(k as usize).len()).sum();
-            w = w
-                .u64(g as u64 * self.lanes as u64 + lane as u64)
-                .u64(group.len() as u64)
-                .u64(blob as u64);
+        let blobs: Vec<usize> = mine()
+            .map(|(_, group)| group.iter().map(|&k| keys.get(k as usize).len()).sum())
+            .collect();
+        let keys_in = mine().map(|(_, group)| group.len()).sum::<usize>();
+        w.0.reserve(blobs.iter().sum::<usize>() + keys_in * 8 + blobs.len() * 24);
+        for ((c, group), blob) in mine().zip(blobs) {
+            w = w.u64(c as u64).u64(group.len() as u64).u64(blob as u64);
             for &k in group {
                 w.0.extend_from_slice(&k.to_le_bytes());
             }

@@ -478,7 +478,7 @@ fn run_whole(
     if loaded.is_some() {
         return Err(state_in_buckets());
     }
-    let source = buckets::Source::memory(input);
+    let source = buckets::Source::Memory(input);
     let (report, matches) = buckets::run_buckets(chan, agreed, &source, opts, progress)?;
     let output = match report.output {
         Output::Nothing => Output::Nothing,
