@@ -80,6 +80,16 @@ pub struct ServeCli {
     /// Seconds a run waits for its tokens or scalars before it fails.
     #[arg(long, default_value_t = 86400, value_parser = clap::value_parser!(u64).range(1..=30 * 86400))]
     token_wait: u64,
+    /// Seconds a connection has for its request (TLS handshake, head and body) from the
+    /// moment it is accepted.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    request_timeout: u64,
+    /// The most connections served at once (more are closed as soon as accepted).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_connections: u64,
+    /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_connections_per_peer: u64,
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
@@ -353,6 +363,9 @@ fn serve(s: ServeCli) -> Result<()> {
             max_pretokens: s.max_pretokens,
             token_wait_seconds: s.token_wait,
             threads: s.threads,
+            request_seconds: s.request_timeout,
+            max_connections: s.max_connections as usize,
+            max_connections_per_peer: s.max_connections_per_peer as usize,
         },
     };
     Ok(server::serve(&setup, |addr| {

@@ -15,6 +15,9 @@ pub const MAX_CHUNK_ITEMS: usize = 1 << 16;
 pub const VALUE_BYTES: usize = 288;
 /// The longest JSON body accepted.
 pub const MAX_JSON_BYTES: usize = 1 << 16;
+/// The longest registration body (a name and a key): the one body read from a client that
+/// is not registered yet.
+pub const MAX_REGISTRATION_BYTES: usize = 1 << 10;
 /// How far a request's time may be from the service's, in seconds.
 pub const SIGNATURE_WINDOW: i64 = 300;
 /// Bytes of a dataset or run id (hex-encoded in paths and bodies).

@@ -27,6 +27,9 @@ pub enum Error {
     /// A body over its limit.
     #[error("too large: {0}")]
     TooLarge(String),
+    /// The request did not arrive whole by its deadline.
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// The service failed (its store, its files): not the caller's doing.
     #[error("service: {0}")]
     Internal(String),
@@ -48,6 +51,7 @@ impl Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             Error::Internal(_) | Error::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -60,6 +64,7 @@ impl Error {
             403 => Error::Forbidden(text),
             404 => Error::NotFound(text),
             409 => Error::Conflict(text),
+            408 => Error::Timeout(text),
             413 => Error::TooLarge(text),
             _ => Error::Internal(format!("HTTP {status}: {text}")),
         }
@@ -74,6 +79,7 @@ impl Error {
             | Error::NotFound(m)
             | Error::Conflict(m)
             | Error::TooLarge(m)
+            | Error::Timeout(m)
             | Error::Internal(m)
             | Error::Transport(m) => m,
         }

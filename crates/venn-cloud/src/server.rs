@@ -22,7 +22,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +51,14 @@ pub struct Config {
     pub token_wait_seconds: u64,
     /// Threads of the service's own pool of workers (0: external workers only).
     pub threads: usize,
+    /// How long a connection has for its request, TLS handshake, head and body, from the
+    /// moment it is accepted (one request per connection).
+    pub request_seconds: u64,
+    /// The most connections served at once (more are closed as soon as accepted).
+    pub max_connections: usize,
+    /// The most connections served at once from one peer (an IPv4 address, or an IPv6
+    /// /64 network).
+    pub max_connections_per_peer: usize,
 }
 
 /// The running service.
@@ -95,8 +105,8 @@ impl Service {
         Ok(service)
     }
 
-    /// The API's routes.
-    pub fn router(self: &Arc<Self>) -> Router {
+    /// The API's routes (served by [`run`], which gives each request its deadline).
+    fn router(self: &Arc<Self>) -> Router {
         Router::new()
             .route("/v1/health", get(|| async { "ok\n" }))
             .route("/v1/clients", post(register))
@@ -251,9 +261,7 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
             let key = service.store.public_key(claim.client).await?;
             Some(key.ok_or_else(|| Error::Unauthenticated("an unregistered client".into()))?)
         };
-        let body = axum::body::to_bytes(body, LIMIT)
-            .await
-            .map_err(|_| Error::TooLarge(format!("a body over {LIMIT} bytes")))?;
+        let body = read_body(&parts, body, LIMIT).await?;
         let key = match key {
             Some(k) => k,
             None => {
@@ -277,6 +285,27 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
             client: claim.client.to_owned(),
             body,
         })
+    }
+}
+
+/// When a request must have arrived whole: its connection's deadline, set as it was
+/// accepted.
+#[derive(Clone, Copy, Debug)]
+struct RequestDeadline(tokio::time::Instant);
+
+/// Reads a request's body of at most `limit` bytes by the request's deadline (a body that
+/// trickles holds its connection no longer than its head could).
+async fn read_body(parts: &Parts, body: axum::body::Body, limit: usize) -> Result<Bytes> {
+    let deadline = parts
+        .extensions
+        .get::<RequestDeadline>()
+        .ok_or_else(|| Error::Internal("a request without a deadline".into()))?;
+    match tokio::time::timeout_at(deadline.0, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(_)) => Err(Error::TooLarge(format!("a body over {limit} bytes"))),
+        Err(_) => Err(Error::Timeout(
+            "the request's body did not arrive in time".into(),
+        )),
     }
 }
 
@@ -306,8 +335,9 @@ impl FromRequest<Arc<Service>> for FromWorker {
     type Rejection = Error;
 
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
-        let shown = req
-            .headers()
+        let (parts, body) = req.into_parts();
+        let shown = parts
+            .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         if !service.workers.admits(shown) {
@@ -315,17 +345,18 @@ impl FromRequest<Arc<Service>> for FromWorker {
                 "not a worker of this service".into(),
             ));
         }
-        let limit = api::MAX_TASK_BYTES;
-        let body = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| Error::TooLarge(format!("a body over {limit} bytes")))?;
-        Ok(FromWorker(body))
+        Ok(FromWorker(
+            read_body(&parts, body, api::MAX_TASK_BYTES).await?,
+        ))
     }
 }
 
 // --- clients and datasets -------------------------------------------------------------
 
-async fn register(State(s): State<Arc<Service>>, req: Signed) -> Result<StatusCode> {
+async fn register(
+    State(s): State<Arc<Service>>,
+    req: Signed<{ api::MAX_REGISTRATION_BYTES }>,
+) -> Result<StatusCode> {
     let r: Register = req.json()?;
     auth::check_name(&r.name)?;
     s.store.register(&r.name, &r.public_key).await?;
@@ -769,9 +800,6 @@ pub struct Setup {
     pub config: Config,
 }
 
-/// How long a connection may take for its TLS handshake, and for a request's head.
-const HANDSHAKE: Duration = Duration::from_secs(10);
-
 /// How long requests under way may take to finish once the service is stopped.
 const DRAIN: Duration = Duration::from_secs(30);
 
@@ -786,6 +814,10 @@ pub fn serve(setup: &Setup, on_bound: impl FnOnce(std::net::SocketAddr)) -> Resu
 }
 
 /// Runs the service on the current tokio runtime until `stop` resolves.
+///
+/// A connection serves one request, which must arrive whole (TLS handshake, head and
+/// body) within `request_seconds` of the connection's acceptance; connections past
+/// `max_connections`, in all or from one peer, are closed as soon as accepted.
 pub async fn run(
     setup: &Setup,
     on_bound: impl FnOnce(std::net::SocketAddr),
@@ -800,10 +832,12 @@ pub async fn run(
     on_bound(listener.local_addr()?);
     let router = service.router();
     let acceptor = setup.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let admission = Admission::new(&setup.config);
+    let request_time = Duration::from_secs(setup.config.request_seconds);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(stop);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 // Out of descriptors and the like: pause rather than spin.
@@ -814,37 +848,127 @@ pub async fn run(
             },
             _ = &mut stop => break,
         };
+        // Over the cap, the connection is dropped (closed) here, before any work for it.
+        let Some(permit) = admission.admit(peer.ip()) else {
+            continue;
+        };
+        let deadline = tokio::time::Instant::now() + request_time;
         let _ = tcp.set_nodelay(true);
-        let (router, watcher) = (router.clone(), graceful.watcher());
-        match acceptor.clone() {
-            Some(acceptor) => {
-                tokio::spawn(async move {
-                    if let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await
+        let (router, watcher, acceptor) = (router.clone(), graceful.watcher(), acceptor.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            match acceptor {
+                Some(acceptor) => {
+                    if let Ok(Ok(tls)) =
+                        tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await
                     {
-                        connection(tls, router, watcher).await;
+                        connection(tls, router, watcher, deadline).await;
                     }
-                });
+                }
+                None => connection(tcp, router, watcher, deadline).await,
             }
-            None => {
-                tokio::spawn(connection(tcp, router, watcher));
-            }
-        }
+        });
     }
     let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
     Ok(())
 }
 
-/// Serves HTTP/1.1 requests on one connection until it closes or the service stops.
-async fn connection<Io>(io: Io, router: Router, watcher: hyper_util::server::graceful::Watcher)
-where
+/// Serves one HTTP/1.1 request on a connection, whose head must arrive by `deadline` (and
+/// its body too: [`read_body`] reads it by the [`RequestDeadline`] given to the request).
+async fn connection<Io>(
+    io: Io,
+    router: Router,
+    watcher: hyper_util::server::graceful::Watcher,
+    deadline: tokio::time::Instant,
+) where
     Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper_util::service::TowerToHyperService::new(router);
+    let router = hyper_util::service::TowerToHyperService::new(router);
+    let service =
+        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(RequestDeadline(deadline));
+            hyper::service::Service::call(&router, req)
+        });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HANDSHAKE)
+        .keep_alive(false)
+        .header_read_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()))
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
     let _ = watcher.watch(conn).await;
+}
+
+/// The connections being served, counted in all and per peer, each held by a [`Permit`]
+/// until it closes.
+struct Admission {
+    max_total: usize,
+    max_per_peer: usize,
+    open: Mutex<Open>,
+}
+
+/// How many connections are open, in all and per peer.
+#[derive(Default)]
+struct Open {
+    total: usize,
+    by_peer: HashMap<IpAddr, usize>,
+}
+
+/// A connection admitted by [`Admission::admit`]; counted until dropped.
+struct Permit {
+    admission: Arc<Admission>,
+    peer: IpAddr,
+}
+
+impl Admission {
+    fn new(config: &Config) -> Arc<Admission> {
+        Arc::new(Admission {
+            max_total: config.max_connections,
+            max_per_peer: config.max_connections_per_peer,
+            open: Mutex::new(Open::default()),
+        })
+    }
+
+    /// Admits a connection from `address`, unless the service or its peer is at its cap.
+    fn admit(self: &Arc<Self>, address: IpAddr) -> Option<Permit> {
+        let peer = peer_of(address);
+        let mut open = self.open.lock().expect("not poisoned");
+        let from_peer = open.by_peer.get(&peer).copied().unwrap_or(0);
+        if open.total >= self.max_total || from_peer >= self.max_per_peer {
+            return None;
+        }
+        open.total += 1;
+        open.by_peer.insert(peer, from_peer + 1);
+        Some(Permit {
+            admission: self.clone(),
+            peer,
+        })
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut open = self.admission.open.lock().expect("not poisoned");
+        open.total -= 1;
+        if let Entry::Occupied(mut e) = open.by_peer.entry(self.peer) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+    }
+}
+
+/// The peer a connection from `address` counts against: an IPv4 address (also when
+/// mapped into IPv6), or an IPv6 address's /64 network (what one host is usually given).
+fn peer_of(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from_bits(
+                v6.to_bits() & !((1u128 << 64) - 1),
+            )),
+        },
+        v4 => v4,
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -866,5 +990,44 @@ async fn stopped() {
     tokio::select! {
         _ = interrupt => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admission(max_total: usize, max_per_peer: usize) -> Arc<Admission> {
+        Admission::new(&Config {
+            lease_seconds: 1,
+            max_items: 1,
+            max_datasets: 1,
+            max_client_items: 1,
+            max_pretokens: 1,
+            token_wait_seconds: 1,
+            threads: 0,
+            request_seconds: 1,
+            max_connections: max_total,
+            max_connections_per_peer: max_per_peer,
+        })
+    }
+
+    /// Connections are capped in all and per peer (an IPv6 /64 is one peer); a closed
+    /// connection frees its place.
+    #[test]
+    fn connections_are_capped_in_all_and_per_peer() {
+        let a = admission(5, 2);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let first = a.admit(ip("10.0.0.1")).unwrap();
+        let _second = a.admit(ip("::ffff:10.0.0.1")).unwrap();
+        assert!(a.admit(ip("10.0.0.1")).is_none(), "the peer's cap");
+        drop(first);
+        let _third = a.admit(ip("10.0.0.1")).unwrap();
+        let _v6 = a.admit(ip("2001:db8::1")).unwrap();
+        let _v6_too = a.admit(ip("2001:db8::2:1")).unwrap();
+        assert!(a.admit(ip("2001:db8::ffff")).is_none(), "one /64, one peer");
+        let _last = a.admit(ip("10.0.0.2")).unwrap();
+        assert!(a.admit(ip("10.0.0.3")).is_none(), "the service's cap");
+        assert_eq!(a.open.lock().unwrap().total, 5);
     }
 }

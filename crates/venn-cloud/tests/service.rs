@@ -4,9 +4,12 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 use venn_cloud::api::{PretokenState, RunKind, Task, Work, MAX_CHUNK_ITEMS};
-use venn_cloud::auth::WorkerSecret;
+use venn_cloud::auth::{Identity, WorkerSecret};
+use venn_cloud::client::Client;
 use venn_cloud::crypto::{self, Secret};
 use venn_cloud::http::{Endpoint, Http};
 use venn_cloud::server::Config;
@@ -688,6 +691,95 @@ const SUITE: &[(&str, Scenario)] = &[
     ("pre-tokens checked", pretokens_are_checked),
     ("pre-tokens bounded", pretokens_on_disk_are_bounded),
 ];
+
+// --- connections (the same on either store) --------------------------------------------
+
+/// A request whose body trickles on for ever is cut off at the request's deadline (no
+/// account needed: registration reads its body before any signature can be checked), and
+/// the service serves others meanwhile.
+#[test]
+fn a_trickling_body_is_cut_at_the_deadline() {
+    let w = World::new(&Db::Sqlite);
+    let s = w.start(Config {
+        request_seconds: 2,
+        ..config()
+    });
+    let addr = s.url.trim_start_matches("http://");
+    let mut head = format!("POST /v1/clients HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 999\r\n");
+    for (name, value) in Identity::generate("slow")
+        .unwrap()
+        .sign("POST", "/v1/clients", b"{}")
+    {
+        head += &format!("{name}: {value}\r\n");
+    }
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.write_all(format!("{head}\r\n{{").as_bytes()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let start = Instant::now();
+    let (mut answer, mut others) = (Vec::new(), 0);
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(6),
+            "the body still trickles after {:?}",
+            start.elapsed()
+        );
+        if tcp.write_all(b" ").is_err() {
+            break;
+        }
+        let mut buf = [0u8; 512];
+        match tcp.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                others += 1;
+                s.client(&format!("other{others}"));
+            }
+            Err(_) => break,
+        }
+    }
+    assert!(start.elapsed() > Duration::from_secs(1), "cut early");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+}
+
+/// Connections are capped per peer: past the cap one is closed at once (an idle flood
+/// holds no more), and an honest client gets through once the flood ends.
+#[test]
+fn a_connection_flood_is_refused_past_the_cap() {
+    let w = World::new(&Db::Sqlite);
+    let s = w.start(Config {
+        max_connections_per_peer: 4,
+        ..config()
+    });
+    let addr = s.url.trim_start_matches("http://");
+    let flood: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    for _ in 0..3 {
+        let mut refused = TcpStream::connect(addr).unwrap();
+        refused
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let closed = match refused.read(&mut [0u8; 64]) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        };
+        assert!(closed, "a connection past the cap is closed at once");
+    }
+    drop(flood);
+    let start = Instant::now();
+    let honest = Client::new(
+        &Endpoint::plain(&s.url),
+        Identity::generate("honest").unwrap(),
+    )
+    .unwrap();
+    while let Err(e) = honest.register() {
+        assert!(start.elapsed() < Duration::from_secs(5), "{e}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 #[test]
 fn sqlite_store_passes_the_suite() {

@@ -101,6 +101,9 @@ pub fn config() -> Config {
         max_pretokens: 2,
         token_wait_seconds: 3600,
         threads: 2,
+        request_seconds: 60,
+        max_connections: 256,
+        max_connections_per_peer: 64,
     }
 }
 
