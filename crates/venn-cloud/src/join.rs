@@ -42,7 +42,7 @@ pub async fn join(store: &Store, run: &str) -> Result<()> {
                         Some(p) => store.answer_path(p, 0, k),
                         None => store.answer_path(run, side as u64, k),
                     };
-                    (path, c.0)
+                    (path, c.items)
                 })
                 .collect(),
             width,

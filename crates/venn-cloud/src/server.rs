@@ -40,8 +40,7 @@ pub struct Config {
     pub max_items: u64,
     /// The most datasets a client keeps (open or sealed).
     pub max_datasets: u64,
-    /// The most items a client keeps over all its datasets (checked per chunk: uploads
-    /// running at once may each pass it by one chunk).
+    /// The most items a client keeps over all its datasets.
     pub max_client_items: u64,
     /// The most pre-tokens of a dataset whose values are on disk at once (592 bytes per
     /// item each, until the run that uses it ends).
@@ -59,6 +58,17 @@ pub struct Config {
     /// The most connections served at once from one peer (an IPv4 address, or an IPv6
     /// /64 network).
     pub max_connections_per_peer: usize,
+}
+
+impl Config {
+    /// The limits on what a client keeps.
+    fn quotas(&self) -> store::Quotas {
+        store::Quotas {
+            max_items: self.max_items,
+            max_datasets: self.max_datasets,
+            max_client_items: self.max_client_items,
+        }
+    }
 }
 
 /// The running service.
@@ -370,14 +380,8 @@ async fn list_datasets(State(s): State<Arc<Service>>, req: Signed) -> Result<Res
 async fn create_dataset(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
     let d: NewDataset = req.json()?;
     auth::check_name(&d.name)?;
-    let (datasets, _) = s.store.usage(&req.client).await?;
-    if datasets >= s.config.max_datasets {
-        return Err(Error::TooLarge(format!(
-            "a client keeps at most {} datasets here: delete one first",
-            s.config.max_datasets
-        )));
-    }
-    Ok(Json(s.store.create_dataset(&req.client, &d.name).await?).into_response())
+    let quotas = s.config.quotas();
+    Ok(Json(s.store.create_dataset(&req.client, &d.name, quotas).await?).into_response())
 }
 
 async fn show_dataset(
@@ -411,7 +415,7 @@ async fn put_chunk(
     Path((id, chunk)): Path<(String, u64)>,
     req: Signed<MAX_BODY>,
 ) -> Result<Json<ChunkReceipt>> {
-    let d = open_dataset(&s, &req.client, &id).await?;
+    open_dataset(&s, &req.client, &id).await?;
     let n = req.body.len() / ITEM_BYTES;
     if !req.body.len().is_multiple_of(ITEM_BYTES) || n == 0 {
         return Err(Error::BadRequest(format!(
@@ -419,22 +423,16 @@ async fn put_chunk(
             req.body.len()
         )));
     }
-    if chunk >= s.config.max_items || d.items + n as u64 > s.config.max_items {
+    if chunk >= s.config.max_items {
         return Err(Error::TooLarge(format!(
             "a dataset over this service's {} items",
             s.config.max_items
         )));
     }
-    let (_, kept) = s.store.usage(&req.client).await?;
-    if kept + n as u64 > s.config.max_client_items {
-        return Err(Error::TooLarge(format!(
-            "a client keeps at most {} items here (you keep {kept})",
-            s.config.max_client_items
-        )));
-    }
     let body = req.body.clone();
     store::blocking(move || check_points(&body)).await?;
-    let sha256 = s.store.put_chunk(&id, chunk, req.body).await?;
+    let quotas = s.config.quotas();
+    let sha256 = s.store.put_chunk(&id, chunk, req.body, quotas).await?;
     Ok(Json(ChunkReceipt {
         items: n as u64,
         sha256,
@@ -464,7 +462,7 @@ async fn seal(
     let claimed: Seal = req.json()?;
     open_dataset(&s, &req.client, &id).await?;
     let chunks = s.store.chunks(&id).await?;
-    let items: u64 = chunks.iter().map(|c| c.0).sum();
+    let items: u64 = chunks.iter().map(|c| c.items).sum();
     if chunks.len() as u64 != claimed.chunks || items != claimed.items {
         return Err(Error::Conflict(format!(
             "the service has {} chunks of {items} items, the client sent {} of {}",
@@ -473,26 +471,30 @@ async fn seal(
             claimed.items
         )));
     }
-    let paths: Vec<_> = (0..chunks.len() as u64)
-        .map(|k| s.store.chunk_path(&id, k))
-        .collect();
-    let shas: Vec<String> = chunks.iter().map(|c| c.2.clone()).collect();
-    store::blocking(move || check_distinct(&paths, &shas, items)).await?;
-    let counts: Vec<u64> = chunks.iter().map(|c| c.0).collect();
-    Ok(Json(s.store.seal(&id, &counts).await?).into_response())
+    let checked = chunks.clone();
+    store::blocking(move || check_distinct(&checked, items)).await?;
+    let quotas = s.config.quotas();
+    Ok(Json(s.store.seal(&id, &chunks, quotas).await?).into_response())
 }
 
 /// Checks that the chunk files are the acknowledged ones and that no ciphertext repeats
 /// (a repeat would show the server equal keys; clients deduplicate).
-fn check_distinct(paths: &[std::path::PathBuf], shas: &[String], items: u64) -> Result<()> {
+fn check_distinct(chunks: &[store::Chunk], items: u64) -> Result<()> {
     use sha2::Digest;
     let mut seen = hashbrown::HashSet::with_capacity(items as usize);
-    for (path, sha) in paths.iter().zip(shas) {
-        let bytes = std::fs::read(path)?;
-        if hex::encode(sha2::Sha256::digest(&bytes)) != *sha {
+    for (k, chunk) in chunks.iter().enumerate() {
+        let bytes = match std::fs::read(&chunk.file) {
+            // Uploaded again meanwhile (the old file removed).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::Conflict(
+                    "the dataset changed while it was being sealed: seal it again".into(),
+                ))
+            }
+            read => read?,
+        };
+        if hex::encode(sha2::Sha256::digest(&bytes)) != chunk.sha256 {
             return Err(Error::Conflict(format!(
-                "chunk '{}' changed while sealing: upload it again",
-                path.display()
+                "chunk {k} is not as uploaded: upload it again"
             )));
         }
         for p in bytes.chunks_exact(ITEM_BYTES) {
@@ -688,24 +690,16 @@ async fn create_pretoken(
     req: Signed,
 ) -> Result<Response> {
     let p: NewPretoken = req.json()?;
-    let d = s.store.own_dataset(&req.client, &id).await?;
-    if d.state != "sealed" {
-        return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
-    }
+    s.store.own_dataset(&req.client, &id).await?;
     let label = api::from_hex::<32>(&p.label, "label")?;
     let token = api::from_hex::<TOKEN_BYTES>(&p.token, "token")?;
     crypto::decode_token(&token)?;
     s.expire_waiting().await?;
     let pretoken = {
         let _one = s.transitions.lock().await;
-        if s.store.pretokens_kept(&id).await? >= s.config.max_pretokens {
-            return Err(Error::TooLarge(format!(
-                "a dataset keeps at most {} pre-tokens here: use or withdraw one first",
-                s.config.max_pretokens
-            )));
-        }
+        let (token, label) = (hex::encode(token), hex::encode(label));
         s.store
-            .create_pretoken(&req.client, &id, &hex::encode(token), &hex::encode(label))
+            .create_pretoken(&req.client, &id, &token, &label, s.config.max_pretokens)
             .await?
     };
     s.clone().started(&pretoken.id, true).await?;

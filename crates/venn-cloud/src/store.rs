@@ -3,7 +3,9 @@
 //! accept; the schema in `migrations/`, applied at start), and bytes in files under the
 //! data directory (spec F):
 //!
-//! - `datasets/<id>/<chunk>`: a chunk's points as uploaded and checked;
+//! - `datasets/<id>/<chunk>-<random>`: a chunk's points as uploaded and checked, in a new
+//!   file for every upload (named in the chunk's row), so a sealed chunk's file is never
+//!   written over;
 //! - `runs/<id>/<side>-<chunk>`: a task's answer (a pre-token's run keeps its answers as
 //!   the pre-token's values until a run uses them);
 //! - `runs/<id>/result-<side>`: a side's matched positions.
@@ -11,6 +13,12 @@
 //! Every file is written to a temporary name, synced and renamed before the row that
 //! acknowledges it is committed, so a crash leaves at worst an unreferenced file: nothing
 //! acknowledged is lost and nothing half-written is read.
+//!
+//! Every check of a state or a quota is made in the transaction that acts on it, holding
+//! the rows it depends on: a transaction that changes what a client keeps first takes the
+//! client's row, then the dataset's (`lock_client`, `lock_dataset`); on PostgreSQL an
+//! updated row stays locked until its transaction ends, and SQLite runs one transaction
+//! at a time.
 
 use crate::api::{self, Dataset, Pretoken, PretokenState, Run, RunKind, RunSide, Work};
 use crate::crypto::{self, Secret};
@@ -38,6 +46,54 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// A client's limits, checked in the transactions that change what it keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    /// The most items of a dataset.
+    pub max_items: u64,
+    /// The most datasets a client keeps (open or sealed).
+    pub max_datasets: u64,
+    /// The most items a client keeps over all its datasets.
+    pub max_client_items: u64,
+}
+
+impl Quotas {
+    /// Refuses a dataset of `items` items.
+    fn check_dataset(&self, items: u64) -> Result<()> {
+        match items > self.max_items {
+            true => Err(Error::TooLarge(format!(
+                "a dataset over this service's {} items",
+                self.max_items
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    /// Refuses a client that would keep `items` items, having kept `kept`.
+    fn check_client(&self, items: u64, kept: u64) -> Result<()> {
+        match items > self.max_client_items {
+            true => Err(Error::TooLarge(format!(
+                "a client keeps at most {} items here (you keep {kept})",
+                self.max_client_items
+            ))),
+            false => Ok(()),
+        }
+    }
+}
+
+/// A chunk of a dataset as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Its items.
+    pub items: u64,
+    /// The position of its first item in the dataset (0 until sealed).
+    pub first_item: u64,
+    /// Hex SHA-256 of its points.
+    pub sha256: String,
+    /// Its file.
+    pub file: PathBuf,
+}
+
 /// A task handed to a worker, and the file it works on (a chunk's points, or a
 /// pre-token's values for the chunk).
 #[derive(Clone, Debug)]
@@ -58,6 +114,88 @@ fn kind(parties: i64, preprocessed: i64) -> RunKind {
         (_, 0) => RunKind::Pair,
         _ => RunKind::Preprocessed,
     }
+}
+
+/// Takes `client`'s row until the transaction ends: the transactions that check and change
+/// what a client keeps run one at a time.
+async fn lock_client(tx: &mut sqlx::Transaction<'_, sqlx::Any>, client: &str) -> Result<()> {
+    sqlx::query("UPDATE clients SET created = created WHERE name = $1")
+        .bind(client)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Takes a dataset's row until the transaction ends, refusing unless the dataset is in
+/// `state`: its state cannot change before the transaction ends.
+async fn lock_dataset(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    dataset: &str,
+    state: &str,
+) -> Result<()> {
+    let locked = sqlx::query("UPDATE datasets SET state = state WHERE id = $1 AND state = $2")
+        .bind(dataset)
+        .bind(state)
+        .execute(&mut **tx)
+        .await?;
+    if locked.rows_affected() == 1 {
+        return Ok(());
+    }
+    let found = sqlx::query("SELECT state FROM datasets WHERE id = $1")
+        .bind(dataset)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Err(match found {
+        Some(row) => Error::Conflict(format!("dataset {dataset} is {}", row.get::<String, _>(0))),
+        None => Error::NotFound(format!("no dataset {dataset}")),
+    })
+}
+
+/// Takes the row of a dataset's owner, then the dataset's, refusing unless it is in
+/// `state`; returns the owner.
+async fn lock_owned_dataset(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    dataset: &str,
+    state: &str,
+) -> Result<String> {
+    let owner: String = sqlx::query("SELECT owner FROM datasets WHERE id = $1")
+        .bind(dataset)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no dataset {dataset}")))?
+        .get(0);
+    lock_client(tx, &owner).await?;
+    lock_dataset(tx, dataset, state).await?;
+    Ok(owner)
+}
+
+/// The datasets `owner` keeps (open or sealed) and their items in all.
+async fn usage(tx: &mut sqlx::Transaction<'_, sqlx::Any>, owner: &str) -> Result<(u64, u64)> {
+    let row = sqlx::query(
+        "SELECT COUNT(DISTINCT d.id), CAST(SUM(c.items) AS BIGINT) FROM datasets d \
+         LEFT JOIN chunks c ON c.dataset = d.id WHERE d.owner = $1 AND d.state <> 'deleted'",
+    )
+    .bind(owner)
+    .fetch_one(&mut **tx)
+    .await?;
+    let datasets: i64 = row.get(0);
+    let items: Option<i64> = row.try_get(1).ok().flatten();
+    Ok((datasets as u64, items.unwrap_or(0) as u64))
+}
+
+/// Chunks and items uploaded to a dataset so far.
+async fn uploaded<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    dataset: &str,
+) -> Result<(u64, u64)> {
+    let row =
+        sqlx::query("SELECT COUNT(*), CAST(SUM(items) AS BIGINT) FROM chunks WHERE dataset = $1")
+            .bind(dataset)
+            .fetch_one(db)
+            .await?;
+    let chunks: i64 = row.get(0);
+    let items: Option<i64> = row.try_get(1).ok().flatten();
+    Ok((chunks as u64, items.unwrap_or(0) as u64))
 }
 
 /// Refuses a run that no longer waits for tokens or scalars.
@@ -134,25 +272,23 @@ impl Store {
 
     // --- clients and request nonces ---------------------------------------------------
 
-    /// Registers `name` with `public_key` (hex).
+    /// Registers `name` with `public_key` (hex); a name or a key is registered once.
     pub async fn register(&self, name: &str, public_key: &str) -> Result<()> {
-        let taken = sqlx::query("SELECT name FROM clients WHERE name = $1 OR public_key = $2")
-            .bind(name)
-            .bind(public_key)
-            .fetch_optional(&self.pool)
-            .await?;
-        if taken.is_some() {
-            return Err(Error::Conflict(format!(
+        let inserted = sqlx::query(
+            "INSERT INTO clients (name, public_key, created) VALUES ($1, $2, $3) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(name)
+        .bind(public_key)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        match inserted.rows_affected() {
+            1 => Ok(()),
+            _ => Err(Error::Conflict(format!(
                 "the client name '{name}' or its key is registered already"
-            )));
+            ))),
         }
-        sqlx::query("INSERT INTO clients (name, public_key, created) VALUES ($1, $2, $3)")
-            .bind(name)
-            .bind(public_key)
-            .bind(now())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
     }
 
     /// A registered client's public key (hex).
@@ -171,64 +307,50 @@ impl Store {
             .bind(at - 2 * api::SIGNATURE_WINDOW)
             .execute(&self.pool)
             .await?;
-        let seen = sqlx::query("SELECT seen FROM nonces WHERE client = $1 AND nonce = $2")
-            .bind(client)
-            .bind(nonce)
-            .fetch_optional(&self.pool)
-            .await?;
-        if seen.is_some() {
-            return Err(Error::Unauthenticated("a replayed request".into()));
+        let inserted = sqlx::query(
+            "INSERT INTO nonces (client, nonce, seen) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        )
+        .bind(client)
+        .bind(nonce)
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        match inserted.rows_affected() {
+            1 => Ok(()),
+            _ => Err(Error::Unauthenticated("a replayed request".into())),
         }
-        sqlx::query("INSERT INTO nonces (client, nonce, seen) VALUES ($1, $2, $3)")
-            .bind(client)
-            .bind(nonce)
-            .bind(at)
-            .execute(&self.pool)
-            .await
-            .map_err(|_| Error::Unauthenticated("a replayed request".into()))?;
-        Ok(())
     }
 
     // --- datasets -----------------------------------------------------------------------
 
-    /// The datasets `owner` keeps (open or sealed) and their items in all.
-    pub async fn usage(&self, owner: &str) -> Result<(u64, u64)> {
-        let row = sqlx::query(
-            "SELECT COUNT(DISTINCT d.id), CAST(SUM(c.items) AS BIGINT) FROM datasets d \
-             LEFT JOIN chunks c ON c.dataset = d.id WHERE d.owner = $1 AND d.state <> 'deleted'",
-        )
-        .bind(owner)
-        .fetch_one(&self.pool)
-        .await?;
-        let datasets: i64 = row.get(0);
-        let items: Option<i64> = row.try_get(1).ok().flatten();
-        Ok((datasets as u64, items.unwrap_or(0) as u64))
-    }
-
-    /// Opens a dataset named `name` for `owner`'s upload.
-    pub async fn create_dataset(&self, owner: &str, name: &str) -> Result<Dataset> {
+    /// Opens a dataset named `name` for `owner`'s upload, within `owner`'s quota of
+    /// datasets; a name is used by one dataset at a time.
+    pub async fn create_dataset(&self, owner: &str, name: &str, quotas: Quotas) -> Result<Dataset> {
         let id = api::new_id();
-        let exists = sqlx::query("SELECT id FROM datasets WHERE owner = $1 AND name = $2")
-            .bind(owner)
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?;
-        if exists.is_some() {
-            return Err(Error::Conflict(format!(
-                "you have a dataset named '{name}' already"
+        let mut tx = self.pool.begin().await?;
+        lock_client(&mut tx, owner).await?;
+        if usage(&mut tx, owner).await?.0 >= quotas.max_datasets {
+            return Err(Error::TooLarge(format!(
+                "a client keeps at most {} datasets here: delete one first",
+                quotas.max_datasets
             )));
         }
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO datasets (id, owner, name, state, items, chunks, created) \
-             VALUES ($1, $2, $3, 'open', 0, 0, $4)",
+             VALUES ($1, $2, $3, 'open', 0, 0, $4) ON CONFLICT DO NOTHING",
         )
         .bind(&id)
         .bind(owner)
         .bind(name)
         .bind(now())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        std::fs::create_dir_all(self.dataset_dir(&id))?;
+        if inserted.rows_affected() != 1 {
+            return Err(Error::Conflict(format!(
+                "you have a dataset named '{name}' already"
+            )));
+        }
+        tx.commit().await?;
         self.dataset(&id).await
     }
 
@@ -243,7 +365,7 @@ impl Store {
                 .ok_or_else(|| Error::NotFound(format!("no dataset {id}")))?;
         let mut d = dataset_of(&row);
         if d.state == "open" {
-            let (chunks, items) = self.uploaded(id).await?;
+            let (chunks, items) = uploaded(&self.pool, id).await?;
             d.chunks = chunks;
             d.items = items;
         }
@@ -272,70 +394,131 @@ impl Store {
         Ok(out)
     }
 
-    /// Chunks and items uploaded so far.
-    async fn uploaded(&self, id: &str) -> Result<(u64, u64)> {
-        let row = sqlx::query(
-            "SELECT COUNT(*), CAST(SUM(items) AS BIGINT) FROM chunks WHERE dataset = $1",
-        )
-        .bind(id)
-        .fetch_one(&self.pool)
-        .await?;
-        let chunks: i64 = row.get(0);
-        let items: Option<i64> = row.try_get(1).ok().flatten();
-        Ok((chunks as u64, items.unwrap_or(0) as u64))
-    }
-
     fn dataset_dir(&self, id: &str) -> PathBuf {
         self.dir.join("datasets").join(id)
     }
 
-    /// The file of a dataset's chunk.
-    pub fn chunk_path(&self, dataset: &str, chunk: u64) -> PathBuf {
-        self.dataset_dir(dataset).join(format!("{chunk:08}"))
+    /// Stores chunk `idx` of an open dataset: `points` were checked by the caller. The
+    /// chunk goes to a new file, in place and synced before its row is committed in the
+    /// transaction that checks that the dataset is still open and within `quotas`. A
+    /// chunk may be uploaded again until the dataset is sealed (the last upload counts);
+    /// a refused upload's file is removed.
+    pub async fn put_chunk(
+        &self,
+        dataset: &str,
+        idx: u64,
+        points: Bytes,
+        quotas: Quotas,
+    ) -> Result<String> {
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&points));
+        let items = (points.len() / crate::crypto::ITEM_BYTES) as u64;
+        let file = format!("{idx:08}-{}", api::new_id());
+        let (dir, path) = (
+            self.dataset_dir(dataset),
+            self.dataset_dir(dataset).join(&file),
+        );
+        let target = path.clone();
+        let written = blocking(move || {
+            std::fs::create_dir_all(&dir)?;
+            Ok(venn::files::write_new(&target, &points, 0o600)?)
+        })
+        .await;
+        let recorded = match written {
+            Ok(()) => {
+                self.record_chunk(dataset, idx, items, &sha, &file, quotas)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match recorded {
+            Ok(replaced) => {
+                if let Some(old) = replaced {
+                    let _ = std::fs::remove_file(self.dataset_dir(dataset).join(old));
+                }
+                Ok(sha)
+            }
+            Err(e) => Err(self.refused_upload(dataset, &path, e).await),
+        }
     }
 
-    /// Stores chunk `idx` of an open dataset: `points` were checked by the caller. The
-    /// file is in place and synced before the row is committed. A chunk may be uploaded
-    /// again until the dataset is sealed (the last upload counts).
-    pub async fn put_chunk(&self, dataset: &str, idx: u64, points: Bytes) -> Result<String> {
-        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&points));
-        let items = points.len() / crate::crypto::ITEM_BYTES;
-        write_in_background(self.chunk_path(dataset, idx), points).await?;
+    /// Records an uploaded chunk's row (replacing an earlier upload's, whose file it
+    /// returns), refused unless the dataset is open and stays within `quotas`.
+    async fn record_chunk(
+        &self,
+        dataset: &str,
+        idx: u64,
+        items: u64,
+        sha: &str,
+        file: &str,
+        quotas: Quotas,
+    ) -> Result<Option<String>> {
         let mut tx = self.pool.begin().await?;
-        let state: String = sqlx::query("SELECT state FROM datasets WHERE id = $1")
-            .bind(dataset)
-            .fetch_one(&mut *tx)
-            .await?
-            .get(0);
-        if state != "open" {
-            return Err(Error::Conflict(format!("dataset {dataset} is {state}")));
-        }
+        let owner = lock_owned_dataset(&mut tx, dataset, "open").await?;
+        let replaced =
+            sqlx::query("SELECT items, file FROM chunks WHERE dataset = $1 AND idx = $2")
+                .bind(dataset)
+                .bind(idx as i64)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let replaced_items = replaced.as_ref().map_or(0, |r| r.get::<i64, _>(0) as u64);
+        let (_, so_far) = uploaded(&mut *tx, dataset).await?;
+        quotas.check_dataset(so_far - replaced_items + items)?;
+        let (_, kept) = usage(&mut tx, &owner).await?;
+        quotas.check_client(kept - replaced_items + items, kept)?;
         sqlx::query("DELETE FROM chunks WHERE dataset = $1 AND idx = $2")
             .bind(dataset)
             .bind(idx as i64)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "INSERT INTO chunks (dataset, idx, items, first_item, sha256) \
-             VALUES ($1, $2, $3, 0, $4)",
+            "INSERT INTO chunks (dataset, idx, items, first_item, sha256, file) \
+             VALUES ($1, $2, $3, 0, $4, $5)",
         )
         .bind(dataset)
         .bind(idx as i64)
         .bind(items as i64)
-        .bind(&sha)
+        .bind(sha)
+        .bind(file)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(sha)
+        Ok(replaced.map(|r| r.get(1)))
     }
 
-    /// The chunks of a dataset: (items, first item, sha256) in order.
-    pub async fn chunks(&self, dataset: &str) -> Result<Vec<(u64, u64, String)>> {
+    /// Removes a refused upload's file at `path` and says why it was refused: `error`, or
+    /// that the dataset is no longer open (a deletion may have removed the directory under
+    /// the upload). A deletion leaves its dataset's directory to the last upload out.
+    async fn refused_upload(&self, dataset: &str, path: &Path, error: Error) -> Error {
+        let _ = std::fs::remove_file(path);
+        match self.dataset(dataset).await {
+            Ok(d) if d.state == "open" => error,
+            Ok(d) => {
+                if d.state == "deleted" {
+                    let _ = std::fs::remove_dir(self.dataset_dir(dataset));
+                }
+                Error::Conflict(format!("dataset {dataset} is {}", d.state))
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// The chunks of a dataset, in order.
+    pub async fn chunks(&self, dataset: &str) -> Result<Vec<Chunk>> {
+        self.chunks_in(&self.pool, dataset).await
+    }
+
+    /// The chunks of a dataset, in order, as `db` sees them; refused if one is missing.
+    async fn chunks_in<'e>(
+        &self,
+        db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+        dataset: &str,
+    ) -> Result<Vec<Chunk>> {
         let rows = sqlx::query(
-            "SELECT idx, items, first_item, sha256 FROM chunks WHERE dataset = $1 ORDER BY idx",
+            "SELECT idx, items, first_item, sha256, file FROM chunks WHERE dataset = $1 \
+             ORDER BY idx",
         )
         .bind(dataset)
-        .fetch_all(&self.pool)
+        .fetch_all(db)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for (expected, r) in rows.iter().enumerate() {
@@ -343,40 +526,44 @@ impl Store {
             if idx as usize != expected {
                 return Err(Error::Conflict(format!("chunk {expected} is missing")));
             }
-            out.push((
-                r.get::<i64, _>(1) as u64,
-                r.get::<i64, _>(2) as u64,
-                r.get(3),
-            ));
+            out.push(Chunk {
+                items: r.get::<i64, _>(1) as u64,
+                first_item: r.get::<i64, _>(2) as u64,
+                sha256: r.get(3),
+                file: self.dataset_dir(dataset).join(r.get::<String, _>(4)),
+            });
         }
         Ok(out)
     }
 
-    /// Seals a dataset whose chunks were checked by the caller: records each chunk's first
+    /// Seals an open dataset whose chunks are still the ones `checked` by the caller (their
+    /// files read, no ciphertext twice) and within `quotas`: records each chunk's first
     /// item and the totals, in one transaction.
-    pub async fn seal(&self, dataset: &str, counts: &[u64]) -> Result<Dataset> {
+    pub async fn seal(&self, dataset: &str, checked: &[Chunk], quotas: Quotas) -> Result<Dataset> {
         let mut tx = self.pool.begin().await?;
-        let state: String = sqlx::query("SELECT state FROM datasets WHERE id = $1")
-            .bind(dataset)
-            .fetch_one(&mut *tx)
-            .await?
-            .get(0);
-        if state != "open" {
-            return Err(Error::Conflict(format!("dataset {dataset} is {state}")));
+        let owner = lock_owned_dataset(&mut tx, dataset, "open").await?;
+        if self.chunks_in(&mut *tx, dataset).await? != checked {
+            return Err(Error::Conflict(format!(
+                "dataset {dataset} changed while it was being sealed: seal it again"
+            )));
         }
+        let items: u64 = checked.iter().map(|c| c.items).sum();
+        quotas.check_dataset(items)?;
+        let (_, kept) = usage(&mut tx, &owner).await?;
+        quotas.check_client(kept, kept)?;
         let mut first = 0u64;
-        for (idx, &n) in counts.iter().enumerate() {
+        for (idx, c) in checked.iter().enumerate() {
             sqlx::query("UPDATE chunks SET first_item = $1 WHERE dataset = $2 AND idx = $3")
                 .bind(first as i64)
                 .bind(dataset)
                 .bind(idx as i64)
                 .execute(&mut *tx)
                 .await?;
-            first += n;
+            first += c.items;
         }
         sqlx::query("UPDATE datasets SET state = 'sealed', items = $1, chunks = $2 WHERE id = $3")
             .bind(first as i64)
-            .bind(counts.len() as i64)
+            .bind(checked.len() as i64)
             .bind(dataset)
             .execute(&mut *tx)
             .await?;
@@ -391,6 +578,13 @@ impl Store {
             .bind(dataset)
             .execute(&mut *tx)
             .await?;
+        let files: Vec<String> = sqlx::query("SELECT file FROM chunks WHERE dataset = $1")
+            .bind(dataset)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
         sqlx::query("DELETE FROM chunks WHERE dataset = $1")
             .bind(dataset)
             .execute(&mut *tx)
@@ -429,10 +623,7 @@ impl Store {
         .map(|r| r.get(0))
         .collect();
         tx.commit().await?;
-        let dir = self.dataset_dir(dataset);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
+        self.remove_dataset_files(dataset, &files)?;
         for run in &failed {
             self.discard(run).await?;
         }
@@ -442,9 +633,34 @@ impl Store {
         self.dataset(dataset).await
     }
 
+    /// Removes a deleted dataset's chunk `files` and its directory. An upload refused
+    /// meanwhile may still have its file there: it removes the directory when it goes
+    /// (see [`refused_upload`](Self::refused_upload)).
+    fn remove_dataset_files(&self, dataset: &str, files: &[String]) -> Result<()> {
+        let dir = self.dataset_dir(dataset);
+        for f in files {
+            match std::fs::remove_file(dir.join(f)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                Err(e.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
     // --- runs -----------------------------------------------------------------------------
 
-    /// Creates a run over `datasets` (sides in this order).
+    /// Creates a run over `datasets` (sides in this order), which are sealed (and stay so
+    /// until it is in: a deletion then fails it).
     pub async fn create_run(
         &self,
         creator: &str,
@@ -453,6 +669,12 @@ impl Store {
     ) -> Result<Run> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
+        // In one order, so that two runs over the same datasets do not wait on each other.
+        let mut sorted: Vec<&String> = datasets.iter().collect();
+        sorted.sort();
+        for d in sorted {
+            lock_dataset(&mut tx, d, "sealed").await?;
+        }
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, preprocessed) \
              VALUES ($1, $2, $3, 'tokens', $4, $5)",
@@ -577,18 +799,35 @@ impl Store {
         Ok(true)
     }
 
-    /// Opens a pre-token's run (spec A.4): one side, `dataset` (sealed, checked by the
-    /// caller), paired with `token` (checked; used once in the life of the service, as a
-    /// run's token is), computing at once.
+    /// Opens a pre-token's run (spec A.4): one side, `dataset` (sealed, and kept so until
+    /// the run is in; keeping fewer than `max_pretokens` pre-tokens' values), paired with
+    /// `token` (checked; used once in the life of the service, as a run's token is),
+    /// computing at once.
     pub async fn create_pretoken(
         &self,
         creator: &str,
         dataset: &str,
         token: &str,
         label: &str,
+        max_pretokens: u64,
     ) -> Result<Pretoken> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
+        lock_dataset(&mut tx, dataset, "sealed").await?;
+        let kept: i64 = sqlx::query(&format!(
+            "SELECT COUNT(*) FROM runs r JOIN run_sides s ON s.run = r.id \
+             WHERE r.parties = 1 AND s.dataset = $1 AND {VALUES_KEPT}"
+        ))
+        .bind(dataset)
+        .fetch_one(&mut *tx)
+        .await?
+        .get(0);
+        if kept as u64 >= max_pretokens {
+            return Err(Error::TooLarge(format!(
+                "a dataset keeps at most {max_pretokens} pre-tokens here: use or withdraw one \
+                 first"
+            )));
+        }
         refuse_used_token(&mut tx, token).await?;
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, label) \
@@ -615,19 +854,6 @@ impl Store {
             label: label.to_owned(),
             state: PretokenState::Computing,
         })
-    }
-
-    /// How many pre-tokens of a dataset keep values on disk.
-    pub async fn pretokens_kept(&self, dataset: &str) -> Result<u64> {
-        let kept: i64 = sqlx::query(&format!(
-            "SELECT COUNT(*) FROM runs r JOIN run_sides s ON s.run = r.id \
-             WHERE r.parties = 1 AND s.dataset = $1 AND {VALUES_KEPT}"
-        ))
-        .bind(dataset)
-        .fetch_one(&self.pool)
-        .await?
-        .get(0);
-        Ok(kept as u64)
     }
 
     /// A pre-token by id: its dataset and state.
@@ -874,7 +1100,7 @@ impl Store {
         api::check_id(run)?;
         let row = sqlx::query(
             "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state, \
-             r.preprocessed, s.pretoken, s.delta \
+             r.preprocessed, s.pretoken, s.delta, c.file \
              FROM tasks t \
              JOIN runs r ON r.id = t.run \
              JOIN run_sides s ON s.run = t.run AND s.side = t.side \
@@ -896,7 +1122,11 @@ impl Store {
                 token: row.get(1),
                 parties: row.get::<i64, _>(2) as u64,
             };
-            (work, self.chunk_path(&row.get::<String, _>(0), chunk))
+            let dataset: String = row.get(0);
+            (
+                work,
+                self.dataset_dir(&dataset).join(row.get::<String, _>(9)),
+            )
         } else {
             let pretoken: String = row.get(7);
             let work = self.raise(run, side, &row.get::<String, _>(8)).await?;

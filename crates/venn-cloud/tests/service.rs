@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use venn_cloud::api::{PretokenState, RunKind, Task, Work, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerSecret};
 use venn_cloud::client::Client;
-use venn_cloud::crypto::{self, Secret};
+use venn_cloud::crypto::{self, Secret, ITEM_BYTES};
 use venn_cloud::http::{Endpoint, Http};
 use venn_cloud::server::Config;
 use venn_cloud::worker::{self, WorkerConfig};
@@ -255,6 +255,122 @@ fn quotas_are_kept(db: &Db) {
         .unwrap();
     let third = create(&a, "third");
     put(&a, &third, 0, &points[..2].concat()).unwrap();
+}
+
+/// Requests racing each other: a client or dataset name taken at once is one success and
+/// clean conflicts, and creations and chunks at once keep the quotas; a seal checks the
+/// quotas again (here lowered by a restart).
+fn racing_requests_keep_names_and_quotas(db: &Db) {
+    let w = World::new(db);
+    let config = Config {
+        max_datasets: 2,
+        max_items: 8,
+        max_client_items: 12,
+        ..config()
+    };
+    let s = w.start(config.clone());
+    let conflict = |e: &Error| matches!(e, Error::Conflict(_));
+    let too_large = |e: &Error| matches!(e, Error::TooLarge(_));
+    let registered = at_once(8, |_| {
+        let identity = Identity::generate("same").unwrap();
+        Client::new(&Endpoint::plain(&s.url), identity)?.register()
+    });
+    assert_eq!(successes(registered, conflict), 1);
+    let (a, b) = (s.client("a"), s.client("b"));
+    let named = at_once(8, |_| try_create(&a, "same"));
+    let same = named.iter().find_map(|r| r.as_ref().ok()).unwrap().clone();
+    assert_eq!(successes(named, conflict), 1);
+    let created = at_once(8, |i| try_create(&a, &format!("d{i}")));
+    assert_eq!(successes(created, too_large), 1, "two datasets in all");
+    // Eight chunks of two items at once.
+    let points = crypto::encrypt(&keys(&numbered("p", 0..16)), &Secret::random());
+    let put_all = |d: &str| at_once(8, |k| put(&b, d, k as u64, &points[2 * k..][..2].concat()));
+    let d = create(&b, "d");
+    assert_eq!(
+        successes(put_all(&d), too_large),
+        4,
+        "eight items a dataset"
+    );
+    let e = create(&b, "e");
+    assert_eq!(
+        successes(put_all(&e), too_large),
+        2,
+        "twelve items a client"
+    );
+    for k in 0..4 {
+        put(&a, &same, k, &points[2 * k as usize..][..2].concat()).unwrap();
+    }
+    let (a, s) = (
+        a.identity().clone(),
+        w.restart(
+            s,
+            Config {
+                max_items: 7,
+                ..config
+            },
+        ),
+    );
+    let a = Client::new(&Endpoint::plain(&s.url), a).unwrap();
+    let err = seal(&a, &same, 4, 8).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+}
+
+/// A chunk uploaded again as its dataset is sealed, or as it is deleted, changes nothing:
+/// the sealed chunk's file stays as sealed, and a deleted dataset leaves no file; the
+/// uploads are refused cleanly.
+fn uploads_racing_a_seal_or_a_deletion_change_nothing(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let a = s.client("a");
+    let small = crypto::encrypt(&keys(&["small"]), &Secret::random())[0];
+    let big = crypto::encrypt(&keys(&numbered("big", 0..2000)), &Secret::random()).concat();
+    let files = |d: &str| -> Vec<Vec<u8>> {
+        match std::fs::read_dir(s.dir.join("datasets").join(d)) {
+            Ok(dir) => dir
+                .map(|f| std::fs::read(f.unwrap().path()).unwrap())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    };
+    let clean = |e: &Error| {
+        matches!(e, Error::Conflict(_) | Error::NotFound(_))
+            && !e.to_string().contains(&*s.dir.to_string_lossy())
+    };
+    let mut raced = 0;
+    for attempt in 0..6u64 {
+        let d = create(&a, &format!("sealed{attempt}"));
+        put(&a, &d, 0, &small).unwrap();
+        let outcomes = at_once(2, |i| match i {
+            0 => put(&a, &d, 0, &big),
+            _ => {
+                std::thread::sleep(Duration::from_millis(5 + 5 * attempt));
+                seal(&a, &d, 1, 1)
+            }
+        });
+        if let [Err(e), Ok(())] = &outcomes[..] {
+            assert!(clean(e), "{e}");
+            assert_eq!(
+                files(&d),
+                vec![small.to_vec()],
+                "the sealed chunk as sealed"
+            );
+            raced += 1;
+        }
+    }
+    assert!(raced > 0, "no upload raced a seal");
+    for attempt in 0..3u64 {
+        let d = create(&a, &format!("deleted{attempt}"));
+        let outcomes = at_once(4, |i| match i {
+            0 => {
+                std::thread::sleep(Duration::from_millis(5 * attempt));
+                a.delete(&d).map(|_| ())
+            }
+            k => put(&a, &d, k as u64, &big[..200 * ITEM_BYTES]),
+        });
+        successes(outcomes, clean);
+        assert!(files(&d).is_empty(), "a deleted dataset leaves no file");
+        assert!(!s.dir.join("datasets").join(&d).exists());
+    }
 }
 
 /// Requests: unsigned, forged, stale or replayed ones are refused.
@@ -651,10 +767,43 @@ fn give_raw(
 }
 
 fn create(c: &venn_cloud::client::Client, name: &str) -> String {
+    try_create(c, name).unwrap()
+}
+
+fn try_create(c: &venn_cloud::client::Client, name: &str) -> Result<String, Error> {
     let body = serde_json::json!({ "name": name }).to_string();
     let d: serde_json::Value =
-        serde_json::from_slice(&c.call("POST", "/v1/datasets", body.as_bytes()).unwrap()).unwrap();
-    d["id"].as_str().unwrap().to_owned()
+        serde_json::from_slice(&c.call("POST", "/v1/datasets", body.as_bytes())?).unwrap();
+    Ok(d["id"].as_str().unwrap().to_owned())
+}
+
+/// Runs `f(0)`, …, `f(n - 1)` on `n` threads released together.
+fn at_once<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let barrier = std::sync::Barrier::new(n);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (f, barrier) = (&f, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    f(i)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// How many of `outcomes` succeeded; every other one must be an error that `refused` accepts.
+fn successes<T>(outcomes: Vec<Result<T, Error>>, refused: impl Fn(&Error) -> bool) -> usize {
+    let mut ok = 0;
+    for outcome in outcomes {
+        match outcome {
+            Ok(_) => ok += 1,
+            Err(e) => assert!(refused(&e), "{e}"),
+        }
+    }
+    ok
 }
 
 fn put(c: &venn_cloud::client::Client, d: &str, k: u64, body: &[u8]) -> Result<(), Error> {
@@ -680,6 +829,11 @@ const SUITE: &[(&str, Scenario)] = &[
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),
     ("quotas", quotas_are_kept),
+    ("racing requests", racing_requests_keep_names_and_quotas),
+    (
+        "racing uploads",
+        uploads_racing_a_seal_or_a_deletion_change_nothing,
+    ),
     ("requests authenticated", requests_are_authenticated),
     ("restart", a_restart_between_upload_and_run_loses_nothing),
     ("dead worker", a_dead_workers_task_is_redone),
