@@ -324,7 +324,7 @@ impl Store {
     // --- datasets -----------------------------------------------------------------------
 
     /// Opens a dataset named `name` for `owner`'s upload, within `owner`'s quota of
-    /// datasets; a name is used by one dataset at a time.
+    /// datasets; a name is used by one dataset at a time (a deleted one's is free again).
     pub async fn create_dataset(&self, owner: &str, name: &str, quotas: Quotas) -> Result<Dataset> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
@@ -336,8 +336,8 @@ impl Store {
             )));
         }
         let inserted = sqlx::query(
-            "INSERT INTO datasets (id, owner, name, state, items, chunks, created) \
-             VALUES ($1, $2, $3, 'open', 0, 0, $4) ON CONFLICT DO NOTHING",
+            "INSERT INTO datasets (id, owner, name, live_name, state, items, chunks, created) \
+             VALUES ($1, $2, $3, $3, 'open', 0, 0, $4) ON CONFLICT DO NOTHING",
         )
         .bind(&id)
         .bind(owner)
@@ -574,7 +574,7 @@ impl Store {
     /// Deletes a dataset's files and marks it deleted; runs that still need it fail.
     pub async fn delete_dataset(&self, dataset: &str) -> Result<Dataset> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE datasets SET state = 'deleted' WHERE id = $1")
+        sqlx::query("UPDATE datasets SET state = 'deleted', live_name = '/' || id WHERE id = $1")
             .bind(dataset)
             .execute(&mut *tx)
             .await?;

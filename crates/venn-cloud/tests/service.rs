@@ -257,6 +257,34 @@ fn quotas_are_kept(db: &Db) {
     put(&a, &third, 0, &points[..2].concat()).unwrap();
 }
 
+/// A deleted dataset's name is free again; a live one's is not.
+fn a_deleted_name_is_free_again(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let a = s.client("a");
+    let points = crypto::encrypt(&keys(&["x", "y"]), &Secret::random());
+    let first = create(&a, "d");
+    put(&a, &first, 0, &points[0]).unwrap();
+    seal(&a, &first, 1, 1).unwrap();
+    a.delete(&first).unwrap();
+    let again = create(&a, "d");
+    put(&a, &again, 0, &points[1]).unwrap();
+    seal(&a, &again, 1, 1).unwrap();
+    let err = try_create(&a, "d").unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    let mut listed: Vec<(String, String)> = a
+        .datasets()
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.name, d.state))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [("d", "deleted"), ("d", "sealed")].map(|(n, s)| (n.into(), s.into()))
+    );
+}
+
 /// Requests racing each other: a client or dataset name taken at once is one success and
 /// clean conflicts, and creations and chunks at once keep the quotas; a seal checks the
 /// quotas again (here lowered by a restart).
@@ -829,6 +857,7 @@ const SUITE: &[(&str, Scenario)] = &[
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),
     ("quotas", quotas_are_kept),
+    ("deleted names", a_deleted_name_is_free_again),
     ("racing requests", racing_requests_keep_names_and_quotas),
     (
         "racing uploads",
