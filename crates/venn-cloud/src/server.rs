@@ -112,6 +112,7 @@ impl Service {
         if service.config.threads > 0 {
             tokio::spawn(pool(service.clone()));
         }
+        tokio::spawn(expire_in_background(service.clone()));
         Ok(service)
     }
 
@@ -146,10 +147,15 @@ impl Service {
             .with_state(self.clone())
     }
 
+    /// When runs made before now have waited past `--token-wait` for their tokens or
+    /// scalars.
+    fn expired(&self) -> i64 {
+        store::now() - self.config.token_wait_seconds as i64
+    }
+
     /// Fails the runs that waited too long for tokens or scalars.
     async fn expire_waiting(&self) -> Result<()> {
-        let before = store::now() - self.config.token_wait_seconds as i64;
-        self.store.expire_waiting(before).await
+        self.store.expire_waiting(self.expired()).await
     }
 
     /// Leases the next task, if any.
@@ -192,6 +198,18 @@ impl Service {
             }
             self.joining.lock().expect("not poisoned").remove(&run);
         });
+    }
+}
+
+/// Fails the runs that wait past `--token-wait`, every tenth of it (1 to 60 seconds), so a
+/// run is failed at most that long after its wait whether or not anything else happens.
+async fn expire_in_background(service: Arc<Service>) {
+    let every = Duration::from_secs((service.config.token_wait_seconds / 10).clamp(1, 60));
+    loop {
+        tokio::time::sleep(every).await;
+        if let Err(e) = service.expire_waiting().await {
+            eprintln!("venn cloud: failing runs that waited too long: {e}");
+        }
     }
 }
 
@@ -575,7 +593,9 @@ async fn give_token(
     crypto::decode_token(&bytes)?;
     let started = {
         let _one = s.transitions.lock().await;
-        s.store.give_token(&id, side, &hex::encode(bytes)).await?
+        s.store
+            .give_token(&id, side, &hex::encode(bytes), s.expired())
+            .await?
     };
     s.clone().started(&id, started).await?;
     Ok(Json(s.store.run(&id).await?).into_response())
@@ -639,7 +659,13 @@ async fn give_scalar(
     let started = {
         let _one = s.transitions.lock().await;
         s.store
-            .give_scalar(&id, side, &g.pretoken, &hex::encode(delta.to_bytes()))
+            .give_scalar(
+                &id,
+                side,
+                &g.pretoken,
+                &hex::encode(delta.to_bytes()),
+                s.expired(),
+            )
             .await?
     };
     s.clone().started(&id, started).await?;

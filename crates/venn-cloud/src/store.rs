@@ -198,14 +198,22 @@ async fn uploaded<'e>(
     Ok((chunks as u64, items.unwrap_or(0) as u64))
 }
 
-/// Refuses a run that no longer waits for tokens or scalars.
-async fn refuse_unless_waiting(tx: &mut sqlx::Transaction<'_, sqlx::Any>, run: &str) -> Result<()> {
-    let state: String = sqlx::query("SELECT state FROM runs WHERE id = $1")
+/// Refuses a run that no longer waits for tokens or scalars, or that was created before
+/// `expired` (it waited past the token wait: a late token must not start it).
+async fn refuse_unless_waiting(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    run: &str,
+    expired: i64,
+) -> Result<()> {
+    let row = sqlx::query("SELECT state, created FROM runs WHERE id = $1")
         .bind(run)
         .fetch_one(&mut **tx)
-        .await?
-        .get(0);
+        .await?;
+    let state: String = row.get(0);
     match state.as_str() {
+        "tokens" if row.get::<i64, _>(1) < expired => Err(Error::Conflict(format!(
+            "run {run} waited too long for its tokens or scalars"
+        ))),
         "tokens" => Ok(()),
         _ => Err(Error::Conflict(format!("run {run} is {state}"))),
     }
@@ -763,13 +771,19 @@ impl Store {
             .collect())
     }
 
-    /// Records the token of side `side` (checked by the caller). A side's token is given
-    /// once, and a token once in the life of the service. When the last side's token
-    /// arrives, the run's tasks are created and it starts computing; returns whether it
-    /// did.
-    pub async fn give_token(&self, run: &str, side: u64, token: &str) -> Result<bool> {
+    /// Records the token of side `side` (checked by the caller) of a run created at
+    /// `expired` or later. A side's token is given once, and a token once in the life of
+    /// the service. When the last side's token arrives, the run's tasks are created and it
+    /// starts computing; returns whether it did.
+    pub async fn give_token(
+        &self,
+        run: &str,
+        side: u64,
+        token: &str,
+        expired: i64,
+    ) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
-        refuse_unless_waiting(&mut tx, run).await?;
+        refuse_unless_waiting(&mut tx, run, expired).await?;
         refuse_used_token(&mut tx, token).await?;
         let updated = sqlx::query(
             "UPDATE run_sides SET token = $1 WHERE run = $2 AND side = $3 AND token IS NULL",
@@ -877,21 +891,32 @@ impl Store {
         Ok((dataset, state))
     }
 
-    /// Fails the runs that have waited for tokens or scalars since before `created`
-    /// (a pre-token given to one would otherwise keep its values on disk for good).
-    pub async fn expire_waiting(&self, created: i64) -> Result<()> {
+    /// Fails the runs that have waited for tokens or scalars since before `expired` (a
+    /// pre-token given to one would otherwise keep its values on disk for good); each only
+    /// if it still waits (its last token may have come meanwhile).
+    pub async fn expire_waiting(&self, expired: i64) -> Result<()> {
         let stale: Vec<String> = sqlx::query(
             "SELECT id FROM runs WHERE state = 'tokens' AND parties > 1 AND created < $1",
         )
-        .bind(created)
+        .bind(expired)
         .fetch_all(&self.pool)
         .await?
         .iter()
         .map(|r| r.get(0))
         .collect();
         for run in stale {
-            self.fail(&run, "not every token or scalar came in time")
-                .await?;
+            let failed = sqlx::query(
+                "UPDATE runs SET state = 'failed', error = $1, finished = $2 \
+                 WHERE id = $3 AND state = 'tokens'",
+            )
+            .bind("not every token or scalar came in time")
+            .bind(now())
+            .bind(&run)
+            .execute(&self.pool)
+            .await?;
+            if failed.rows_affected() == 1 {
+                self.discard(&run).await?;
+            }
         }
         Ok(())
     }
@@ -944,20 +969,22 @@ impl Store {
             .collect())
     }
 
-    /// Records side `side`'s part of a preprocessed run: a ready pre-token of the side's
-    /// dataset, never used before (marked used in the same transaction), and its scalar
-    /// (checked by the caller). When both sides' parts are in, the smaller side's tasks
-    /// are created and the run starts computing; returns whether it did.
+    /// Records side `side`'s part of a preprocessed run created at `expired` or later: a
+    /// ready pre-token of the side's dataset, never used before (marked used in the same
+    /// transaction), and its scalar (checked by the caller). When both sides' parts are
+    /// in, the smaller side's tasks are created and the run starts computing; returns
+    /// whether it did.
     pub async fn give_scalar(
         &self,
         run: &str,
         side: u64,
         pretoken: &str,
         delta: &str,
+        expired: i64,
     ) -> Result<bool> {
         api::check_id(pretoken)?;
         let mut tx = self.pool.begin().await?;
-        refuse_unless_waiting(&mut tx, run).await?;
+        refuse_unless_waiting(&mut tx, run, expired).await?;
         let dataset: String =
             sqlx::query("SELECT dataset FROM run_sides WHERE run = $1 AND side = $2")
                 .bind(run)
@@ -1324,4 +1351,41 @@ async fn write_in_background(
 /// Writes `bytes` to `path`, whole or not at all.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(venn::files::write_atomically(path, |w| w.write_all(bytes))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token for a run past its wait is refused, also before a sweep has failed the run.
+    #[test]
+    fn a_token_for_a_run_past_its_wait_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("store.db").display());
+        let quotas = Quotas {
+            max_items: 1,
+            max_datasets: 2,
+            max_client_items: 1,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = Store::open(&url, dir.path()).await.unwrap();
+            store.register("a", "key").await.unwrap();
+            let mut sealed = Vec::new();
+            for name in ["x", "y"] {
+                let d = store.create_dataset("a", name, quotas).await.unwrap();
+                sealed.push(store.seal(&d.id, &[], quotas).await.unwrap().id);
+            }
+            let run = store.create_run("a", &sealed, false).await.unwrap().id;
+            let err = store.give_token(&run, 0, "t", now() + 1).await.unwrap_err();
+            assert!(
+                matches!(err, Error::Conflict(ref m) if m.contains("too long")),
+                "{err}"
+            );
+            assert!(!store.give_token(&run, 0, "t", now() - 60).await.unwrap());
+        });
+    }
 }

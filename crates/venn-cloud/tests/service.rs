@@ -689,6 +689,40 @@ fn pretokens_are_checked(db: &Db) {
     assert!(!s.dir.join("runs").join(&made[1].id).exists());
 }
 
+/// A run that waits past `--token-wait` fails without any request to notice, and a token
+/// that comes later is refused.
+fn a_run_waits_no_longer_than_the_token_wait(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        token_wait_seconds: 1,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..4), 4);
+    let kb = upload(&w, &b, "d", &numbered("x", 2..6), 4);
+    let run = post_run(&a, &[&ka.dataset, &kb.dataset]).unwrap();
+    give(
+        &a,
+        &run,
+        &ka.dataset,
+        &crypto::token(&Secret::random(), &ka.secret().unwrap()),
+    )
+    .unwrap();
+    let start = Instant::now();
+    while a.run(&run).unwrap().state == "tokens" {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the run still waits"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(a.run(&run).unwrap().state, "failed");
+    let late = crypto::token(&Secret::random(), &kb.secret().unwrap());
+    let err = give(&b, &run, &kb.dataset, &late).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    assert_eq!(b.run(&run).unwrap().state, "failed");
+}
+
 /// Pre-tokens' values on disk are bounded: one given to a run counts until the run ends,
 /// a run that waits too long for its scalars fails (freeing them), and an unused one can be
 /// withdrawn.
@@ -873,6 +907,7 @@ const SUITE: &[(&str, Scenario)] = &[
     ("preprocessed runs", preprocessed_runs_match_plain_runs),
     ("pre-tokens checked", pretokens_are_checked),
     ("pre-tokens bounded", pretokens_on_disk_are_bounded),
+    ("token wait", a_run_waits_no_longer_than_the_token_wait),
 ];
 
 // --- connections (the same on either store) --------------------------------------------
