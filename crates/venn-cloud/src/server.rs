@@ -745,6 +745,11 @@ async fn result(
     req: Signed,
 ) -> Result<Response> {
     let run = visible_run(&s, &req.client, &id).await?;
+    if run.kind == RunKind::Precompute {
+        return Err(Error::NotFound(format!(
+            "{id} is a pre-token: its run precomputes values and has no result"
+        )));
+    }
     let mine: Vec<usize> = (0..run.sides.len())
         .filter(|&i| run.sides[i].owner == req.client)
         .filter(|&i| {

@@ -570,7 +570,8 @@ fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
 }
 
 /// Spec A.4: runs from pre-tokens give the plain runs' results, raising only the smaller
-/// side; a pre-token serves one run, of its own dataset, once ready.
+/// side; a pre-token serves one run, of its own dataset, once ready; its own run has no
+/// result.
 fn preprocessed_runs_match_plain_runs(db: &Db) {
     let w = World::new(db);
     let s = w.start(config());
@@ -583,6 +584,12 @@ fn preprocessed_runs_match_plain_runs(db: &Db) {
     let theirs = bob.make_pretokens(&kb, 2).unwrap();
     alice.wait_pretokens(&ka, &mine, WAIT).unwrap();
     bob.wait_pretokens(&kb, &theirs, WAIT).unwrap();
+    let result = format!("/v1/runs/{}/result", mine[0].id);
+    let err = alice.call("GET", &result, b"").unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound(ref m) if m.contains("no result")),
+        "{err}"
+    );
     let run = try_pair(&[(&alice, &ka), (&bob, &kb)], true).unwrap();
     assert_eq!(matched(&alice, &ka, &run, &a), truth(&a, &b));
     assert_eq!(matched(&bob, &kb, &run, &b), truth(&a, &b));
