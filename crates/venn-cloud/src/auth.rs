@@ -140,7 +140,8 @@ impl Claim<'_> {
     pub fn check_fresh(&self, now: i64) -> Result<i64> {
         let bad = |what: &str| Error::Unauthenticated(what.to_owned());
         let time: i64 = self.time.parse().map_err(|_| bad("a bad request time"))?;
-        if (time - now).abs() > SIGNATURE_WINDOW {
+        // Exact for any two times (a difference of i64s can overflow, and wrap to pass).
+        if time.abs_diff(now) > SIGNATURE_WINDOW.unsigned_abs() {
             return Err(bad(
                 "the request's time is too far from the service's clock",
             ));
@@ -237,4 +238,54 @@ pub fn read_secret_file(path: &Path) -> Result<String> {
 /// Writes a secret to a new file readable by its owner only (never overwriting one).
 pub fn write_secret_file(path: &Path, bytes: &[u8]) -> Result<()> {
     venn::files::write_new(path, bytes, 0o600).map_err(|e| Error::BadRequest(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(time: &str) -> Claim<'_> {
+        Claim {
+            client: "a",
+            time,
+            nonce: "00112233445566778899aabbccddeeff",
+            signature: "",
+        }
+    }
+
+    /// A request's time passes only within the window of the service's clock, also for
+    /// times and clocks at the ends of the range (where a difference would wrap).
+    #[test]
+    fn request_times_are_compared_exactly() {
+        for now in [0, 1_700_000_000, i64::MIN, i64::MAX] {
+            let w = SIGNATURE_WINDOW;
+            for fresh in [now.saturating_sub(w), now, now.saturating_add(w)] {
+                assert_eq!(stamped(&fresh.to_string()).check_fresh(now).unwrap(), fresh);
+            }
+            let stale = [
+                now.checked_sub(w + 1),
+                now.checked_add(w + 1),
+                now.checked_add(i64::MIN),
+                now.checked_sub(i64::MAX),
+                now.checked_add(i64::MAX),
+            ];
+            let far = [0, 1, -1, i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1];
+            for time in stale.into_iter().flatten().chain(far) {
+                if time.abs_diff(now) > w as u64 {
+                    let err = stamped(&time.to_string()).check_fresh(now).unwrap_err();
+                    assert!(matches!(err, Error::Unauthenticated(_)), "{time} at {now}");
+                }
+            }
+        }
+        for bad in [
+            &u64::MAX.to_string(),
+            "9223372036854775808",
+            "",
+            "1e9",
+            " 1",
+        ] {
+            let err = stamped(bad).check_fresh(1_700_000_000).unwrap_err();
+            assert!(matches!(err, Error::Unauthenticated(_)), "{bad}");
+        }
+    }
 }
