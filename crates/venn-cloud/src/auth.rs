@@ -5,10 +5,15 @@
 //! a fresh nonce and the SHA-256 of the body, under a domain tag. The service refuses a
 //! time more than [`SIGNATURE_WINDOW`] seconds off its clock and a nonce it has seen
 //! within twice that window, so a captured request cannot be replayed.
+//!
+//! Keys and signatures are checked strictly: a key must be a canonical encoding of a point
+//! of large order (with a key of small order, the identity among them, one signature would
+//! verify many requests), and a signature's R must be canonical and of large order and its
+//! S reduced (`verify_strict`), so no request has a second valid signature.
 
 use crate::api::{from_hex, SIGNATURE_WINDOW};
 use crate::error::{Error, Result};
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -159,19 +164,29 @@ impl Claim<'_> {
             .map(|s| Signature::from_bytes(&s))
             .map_err(|_| bad("a malformed signature"))?;
         let message = signed_message(method, path, self.client, self.time, self.nonce, body);
-        key.verify(&message, &signature)
+        key.verify_strict(&message, &signature)
             .map_err(|_| bad("the signature does not verify"))
     }
 }
 
+/// A public key (hex): the canonical encoding of an Ed25519 point of large order.
 fn verifying_key(public_key: &str) -> Result<VerifyingKey> {
-    from_hex::<32>(public_key, "public key")
-        .ok()
-        .and_then(|k| VerifyingKey::from_bytes(&k).ok())
-        .ok_or_else(|| Error::BadRequest("the public key is not an Ed25519 key".into()))
+    let bad = |why: &str| Error::BadRequest(format!("the public key {why}"));
+    let bytes =
+        from_hex::<32>(public_key, "public key").map_err(|_| bad("is not 32 bytes in hex"))?;
+    let key = VerifyingKey::from_bytes(&bytes).map_err(|_| bad("is not an Ed25519 point"))?;
+    if key.is_weak() {
+        return Err(bad(
+            "is a point of small order: one signature would verify many messages",
+        ));
+    }
+    if key.to_edwards().compress().to_bytes() != bytes {
+        return Err(bad("is not encoded canonically"));
+    }
+    Ok(key)
 }
 
-/// Whether a public key (hex) is an Ed25519 key.
+/// Whether a public key (hex) is an Ed25519 key of large order, canonically encoded.
 pub fn check_public_key(public_key: &str) -> Result<()> {
     verifying_key(public_key).map(|_| ())
 }
@@ -243,7 +258,126 @@ pub fn write_secret_file(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use curve25519_dalek::Scalar;
+    use sha2::Sha512;
 
+    /// The canonical encodings of the eight points of small order (the identity, order 2,
+    /// two of order 4, four of order 8).
+    const SMALL_ORDER: [&str; 8] = [
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    ];
+
+    /// ℓ, the order of the base point, little-endian.
+    const ORDER: &str = "edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010";
+
+    /// `y + p` for `y < 19`: the second, non-canonical, encoding of the point with `y`.
+    fn non_canonical(y: u8) -> [u8; 32] {
+        let mut bytes = [0xff; 32];
+        bytes[0] = 0xed + y;
+        bytes[31] = 0x7f;
+        bytes
+    }
+
+    /// The claim of a request's `headers` (as [`Identity::sign`] makes them).
+    fn claim_of<'a>(headers: &'a [(&str, String)]) -> Claim<'a> {
+        Claim {
+            client: &headers[0].1,
+            time: &headers[1].1,
+            nonce: &headers[2].1,
+            signature: &headers[3].1,
+        }
+    }
+
+    /// Keys of small order and non-canonical encodings are refused, at registration and
+    /// when a signature is checked.
+    #[test]
+    fn weak_or_non_canonical_keys_are_refused() {
+        let mut refused: Vec<[u8; 32]> = SMALL_ORDER
+            .iter()
+            .map(|k| from_hex::<32>(k, "key").unwrap())
+            .collect();
+        for k in &refused {
+            assert!(VerifyingKey::from_bytes(k).unwrap().is_weak());
+        }
+        // A point of large order with a second encoding, and the identity's second one.
+        let large = (2..19)
+            .map(non_canonical)
+            .find(|k| VerifyingKey::from_bytes(k).is_ok_and(|k| !k.is_weak()))
+            .unwrap();
+        refused.extend([large, non_canonical(1)]);
+        let honest = Identity::generate("a").unwrap();
+        assert!(check_public_key(&honest.public_key()).is_ok());
+        let headers = honest.sign("GET", "/", b"");
+        for key in refused {
+            let key = hex::encode(key);
+            let err = check_public_key(&key).unwrap_err();
+            assert!(matches!(err, Error::BadRequest(_)), "{key}: {err}");
+            let err = claim_of(&headers)
+                .verify(&key, "GET", "/", b"")
+                .unwrap_err();
+            assert!(matches!(err, Error::Unauthenticated(_)), "{key}: {err}");
+        }
+    }
+
+    /// A signature of `claim` by `identity` with the given R and `S = k·a` (k = H(R, A,
+    /// message), a the secret scalar), so that `[S]B - [k]A` is the identity: a check
+    /// without the cofactor that compares R's bytes accepts it when R is the identity's
+    /// canonical encoding.
+    fn forged(identity: &Identity, claim: &Claim, r: [u8; 32]) -> String {
+        use sha2::Digest;
+        let a = identity.key.verifying_key().to_bytes();
+        let message = signed_message("GET", "/", claim.client, claim.time, claim.nonce, b"");
+        let h = Sha512::new()
+            .chain_update(r)
+            .chain_update(a)
+            .chain_update(message);
+        let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+        let s = k * identity.key.to_scalar();
+        hex::encode([r, s.to_bytes()].concat())
+    }
+
+    /// Signatures are checked strictly: an R of small order or encoded non-canonically, or
+    /// an S not reduced, is refused.
+    #[test]
+    fn malleable_signatures_are_refused() {
+        let identity = Identity::generate("a").unwrap();
+        let key = identity.public_key();
+        let headers = identity.sign("GET", "/", b"");
+        let claim = claim_of(&headers);
+        claim.verify(&key, "GET", "/", b"").unwrap();
+        // S + ℓ: the same signature, S not reduced (ℓ < 2^253, so S + ℓ < 2^254).
+        let mut unreduced = from_hex::<64>(claim.signature, "signature").unwrap();
+        let mut carry = 0u16;
+        for (byte, l) in unreduced[32..]
+            .iter_mut()
+            .zip(from_hex::<32>(ORDER, "ℓ").unwrap())
+        {
+            let sum = *byte as u16 + l as u16 + carry;
+            (*byte, carry) = (sum as u8, sum >> 8);
+        }
+        let identity_r = from_hex::<32>(SMALL_ORDER[0], "R").unwrap();
+        for signature in [
+            hex::encode(unreduced),
+            forged(&identity, &claim, identity_r),
+            forged(&identity, &claim, non_canonical(1)),
+        ] {
+            let forged = Claim {
+                signature: &signature,
+                ..claim_of(&headers)
+            };
+            let err = forged.verify(&key, "GET", "/", b"").unwrap_err();
+            assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+        }
+    }
+
+    /// A claim stamped `time`.
     fn stamped(time: &str) -> Claim<'_> {
         Claim {
             client: "a",

@@ -401,7 +401,8 @@ fn uploads_racing_a_seal_or_a_deletion_change_nothing(db: &Db) {
     }
 }
 
-/// Requests: unsigned, forged, stale or replayed ones are refused.
+/// Requests: unsigned, forged, stale or replayed ones are refused, and so are keys of
+/// small order.
 fn requests_are_authenticated(db: &Db) {
     let w = World::new(db);
     let s = w.start(config());
@@ -447,6 +448,31 @@ fn requests_are_authenticated(db: &Db) {
         b"",
     );
     assert!(matches!(err.unwrap_err(), Error::Unauthenticated(_)));
+    // Keys of small order are refused: with the identity as its key, the one signature
+    // (R, S) = (identity, 0) would verify every request.
+    let fixed = hex::encode([[1u8].as_slice(), &[0; 63]].concat());
+    let order_8 = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05";
+    let identity_key = hex::encode([[1u8].as_slice(), &[0; 31]].concat());
+    for (name, key) in [("mallory", identity_key.as_str()), ("eve", order_8)] {
+        let body = serde_json::json!({ "name": name, "public_key": key }).to_string();
+        let signed = |method: &str, path: &str, body: &[u8]| {
+            let mut headers = identity.sign(method, path, body);
+            headers[0].1 = name.into();
+            headers[3].1 = fixed.clone();
+            headers
+        };
+        let headers = signed("POST", "/v1/clients", body.as_bytes());
+        let err = http
+            .call("POST", "/v1/clients", &headers, body.as_bytes())
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::BadRequest(ref m) if m.contains("small order")),
+            "{err}"
+        );
+        let headers = signed("GET", "/v1/datasets", b"");
+        let err = http.call("GET", "/v1/datasets", &headers, b"").unwrap_err();
+        assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+    }
     // A name is registered once.
     let again = venn_cloud::client::Client::new(
         &Endpoint::plain(&s.url),
