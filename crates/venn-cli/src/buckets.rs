@@ -137,7 +137,6 @@ pub fn exchange(
     max_peer_items: u64,
 ) -> Result<Agreed> {
     chan.send(&ours.encode())?;
-    chan.flush()?;
     let frame = chan.recv(64).map_err(|e| match e {
         Error::Protocol { .. } => {
             Error::Handshake("the peer is not a venn endpoint (no run plan)".into())

@@ -109,7 +109,6 @@ impl Coordinator {
         };
         let agreed = buckets::exchange(&mut *chan, plan, role, link.max_peer_items)?;
         chan.send(&(lanes as u64).to_le_bytes())?;
-        chan.flush()?;
         let peer_lanes = u64::from_le_bytes(
             (chan.recv(8)?.try_into())
                 .map_err(|_| Error::Handshake("the peer's lane count is not 8 bytes".into()))?,
@@ -213,7 +212,7 @@ impl Coordinator {
         }
         let frame = addresses.iter().fold(Writer::new(), |w, a| w.str8(a));
         self.chan.send(&frame.0)?;
-        self.chan.flush()
+        Ok(())
     }
 
     /// The addresses the peer's lanes listen on, in lane order.
@@ -274,7 +273,6 @@ impl Coordinator {
         }
         // Both coordinators confirm every bucket ran on their side.
         self.chan.send(&buckets.to_le_bytes())?;
-        self.chan.flush()?;
         if self.chan.recv(8)? != buckets.to_le_bytes() {
             return Err(Error::Handshake("the peer did not run every bucket".into()));
         }

@@ -1,6 +1,6 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes, Stash};
+use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes};
 use venn::session::Role;
 use venn::{Error, Result};
 
@@ -21,55 +21,15 @@ impl SigmaRow {
     }
 }
 
-/// The option sets to show or run `p` with: each of `bins` and `sigmas` it takes (all it
-/// takes where these are empty), and each of `offlines` it takes (the default where none).
+/// The option sets to show or run `p` with (see [`venn::protocols::Accepts::variants`]).
 pub fn variants(
     p: &dyn Protocol,
     bins: &[Bins],
     sigmas: &[SigmaRow],
     offlines: &[Offline],
 ) -> Vec<Options> {
-    let accepts = p.accepts();
-    let mut offlines: Vec<Offline> = (offlines.iter())
-        .filter(|o| accepts.offline.contains(o))
-        .copied()
-        .collect();
-    if offlines.is_empty() {
-        offlines.push(Offline::default());
-    }
-    let offlines = &offlines;
-    let bins = match (accepts.bins, bins.is_empty()) {
-        (false, _) => vec![Bins::Lan],
-        (true, true) => vec![Bins::Lan, Bins::Wan],
-        (true, false) => bins.to_vec(),
-    };
-    let sigmas: Vec<Option<u32>> = match accepts.sigma {
-        [] => vec![None],
-        _ if sigmas.is_empty() => (accepts.any_items.then_some(None))
-            .into_iter()
-            .chain(accepts.sigma.iter().copied().map(Some))
-            .collect(),
-        _ => sigmas.iter().map(|s| s.0).collect(),
-    };
-    let stashes: &[Stash] = match accepts.stash {
-        true => &[Stash::Combined, Stash::Separate],
-        false => &[Stash::Combined],
-    };
-    bins.iter()
-        .flat_map(|&bins| {
-            sigmas.iter().flat_map(move |&sigma| {
-                offlines.iter().flat_map(move |&offline| {
-                    stashes.iter().map(move |&stash| Options {
-                        bins,
-                        sigma,
-                        offline,
-                        stash,
-                        threshold: None,
-                    })
-                })
-            })
-        })
-        .collect()
+    let sigmas: Vec<Option<u32>> = sigmas.iter().map(|s| s.0).collect();
+    p.accepts().variants(bins, &sigmas, offlines)
 }
 
 /// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`,

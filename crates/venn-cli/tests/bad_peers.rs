@@ -97,7 +97,6 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         })
     })
     .unwrap();
-    chan.flush().unwrap();
 }
 
 /// Runs `venn receive` against a fake sender that plays `script` (then lingers or closes).

@@ -321,6 +321,19 @@ fn dkt10_through_the_binary() {
     );
 }
 
+/// Issue 32: kbm23 on ordinary keys (hashed, no `--sigma`) hung at 1,000 rows: each party
+/// waited for the other to read what it had sent. At 2^12 a party's offline messages are
+/// tens of megabytes, well past what the sockets hold.
+#[test]
+fn kbm23_on_ordinary_keys_through_the_binary() {
+    let s: Vec<String> = [keys("k", 0..2048), keys("s", 0..2048)].concat();
+    let r: Vec<String> = [keys("r", 0..2048), keys("k", 0..2048)].concat();
+    assert_eq!(
+        intersect(&s, &r, &["--protocol", "kbm23"]),
+        expected(&s, &r)
+    );
+}
+
 #[test]
 fn rr17_options_through_the_binary() {
     // rr17-de with WAN bins, on any keys.

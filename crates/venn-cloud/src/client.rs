@@ -709,7 +709,6 @@ struct RunAnnounce {
 
 fn send_json(link: &mut dyn Channel, value: &impl Serialize) -> Result<()> {
     link.send(&serde_json::to_vec(value).expect("serialisable"))?;
-    link.flush()?;
     Ok(())
 }
 
@@ -730,7 +729,6 @@ fn exchange_hello(link: &mut dyn Channel, dataset: &str) -> Result<String> {
     )
     .expect("serialisable");
     link.send(&frame)?;
-    link.flush()?;
     let mut buf = Vec::new();
     link.recv_into(&mut buf, MAX_LINK_MESSAGE)?;
     let theirs: Hello = buf

@@ -74,10 +74,6 @@ impl Channel for Scripted<'_> {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-
     fn traffic(&self) -> Traffic {
         self.traffic
     }
@@ -241,16 +237,16 @@ impl Channel for Tampered {
         check_frame_len(buf.len(), max_len)
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-
     fn traffic(&self) -> Traffic {
         self.inner.traffic()
     }
 
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
+    }
+
+    fn window(&self) -> usize {
+        self.inner.window()
     }
 }
 

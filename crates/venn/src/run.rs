@@ -243,7 +243,6 @@ pub fn run_online(
 fn barrier(ctx: &mut Context) -> Result<()> {
     ctx.phase("wait for the peer's offline phase", true);
     ctx.peer.send(&[])?;
-    ctx.peer.flush()?;
     ctx.peer
         .recv_exact(0, "the end of the peer's offline phase")?;
     Ok(())

@@ -15,9 +15,6 @@ use crate::{Error, Result};
 
 /// Words of one frame of an exchange (1 MiB).
 const FRAME_WORDS: usize = 1 << 17;
-/// Frames a party sends ahead of those it has received: 4 MiB, within the sending queue,
-/// so neither party's sending can wait for the other's receiving.
-const WINDOW: usize = 4;
 
 /// One party of a GMW evaluation.
 pub struct Gmw<'a> {
@@ -188,9 +185,12 @@ fn stream(seed: Block, len: usize) -> Shared {
 }
 
 /// Sends `mine` and receives as many words from the peer, who does the same: in frames,
-/// at most [`WINDOW`] of them ahead of those received.
+/// as many ahead of those received as the channel's [`Channel::window`] holds (4 MiB at
+/// the default queue; at least one), so neither party's sending can wait for the other's
+/// receiving.
 fn exchange(chan: &mut dyn Channel, mine: &[u64]) -> Result<Vec<u64>> {
     let frames: Vec<&[u64]> = mine.chunks(FRAME_WORDS).collect();
+    let window = (chan.window() / (FRAME_WORDS * 8)).max(1);
     let mut theirs = Vec::with_capacity(mine.len());
     let (mut bytes, mut buf) = (Vec::new(), Vec::new());
     let mut send = |chan: &mut dyn Channel, frame: &[u64]| -> Result<()> {
@@ -198,11 +198,11 @@ fn exchange(chan: &mut dyn Channel, mine: &[u64]) -> Result<Vec<u64>> {
         bytes.extend(frame.iter().flat_map(|w| w.to_le_bytes()));
         chan.send(&bytes)
     };
-    for frame in frames.iter().take(WINDOW) {
+    for frame in frames.iter().take(window) {
         send(chan, frame)?;
     }
     for (k, frame) in frames.iter().enumerate() {
-        if let Some(next) = frames.get(k + WINDOW) {
+        if let Some(next) = frames.get(k + window) {
             send(chan, next)?;
         }
         chan.recv_exact_into(&mut buf, frame.len() * 8, "masked AND inputs")?;

@@ -23,10 +23,6 @@ use crate::Result;
 /// OTs of each direction per chunk: 16 MiB of rows.
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
-/// Batches of rows a party sends ahead of the peer's it has received (8 MiB at one thread:
-/// a 1 Gbit/s link's bytes in flight over 64 ms, and half the sending queue).
-const WINDOW: usize = 128;
-
 /// One party's halves of a run's triples, 64 to a word.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Triples {
@@ -90,13 +86,16 @@ impl Triples {
                     }
                 }
             };
-            // Both directions at once, up to WINDOW batches sent ahead of those received:
-            // in lockstep (a batch each way in turn) each batch waited a one-way delay for
-            // the peer's, 1.2 MB/s on a 40 Mbit/s, 80 ms link; within the sending queue, so
-            // neither party's sending waits for the other to stop sending.
+            // Both directions at once, as many batches sent ahead of those received as the
+            // channel's window holds (8 MiB at the default queue: a 1 Gbit/s link's bytes in
+            // flight over 64 ms; at least one): in lockstep (a batch each way in turn) each
+            // batch waited a one-way delay for the peer's, 1.2 MB/s on a 40 Mbit/s, 80 ms
+            // link; within the window, neither party's sending waits for the other to stop
+            // sending.
+            let window = (chan.window() / outgoing.batch_bytes()).max(1);
             let mut ahead = 0;
             while !incoming.done() || !outgoing.done() {
-                while !outgoing.done() && (ahead < WINDOW || incoming.done()) {
+                while !outgoing.done() && (ahead < window || incoming.done()) {
                     outgoing.send_batch(chan, &codewords)?;
                     ahead += 1;
                 }

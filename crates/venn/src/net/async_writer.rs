@@ -3,9 +3,19 @@
 //! [`QUEUE_LIMIT`] bytes are waiting, so computing the next message overlaps sending the
 //! previous ones even when the peer is momentarily busy.
 //!
+//! **No party waits for its peer to read.** There is no flush: the writer thread sends
+//! whatever is queued as soon as it can, and a party blocks on sending only while more than
+//! its queue limit ([`QUEUE_LIMIT`]) of its own bytes are still unread by the peer. A
+//! flush that waited for the queue to drain deadlocked kbm23 (issue 32): each party,
+//! having sent more than the socket buffers hold, waited for the other to read while the
+//! other waited for it. What remains for the protocols to keep is that the two parties
+//! never *both* send more than a queue's worth ahead of what they have read; the
+//! registry's tests run every protocol over loopback TCP with small socket buffers and a
+//! small queue ([`super::StreamChannel::with_queue_limit`]) to hold them to it.
+//!
 //! Each frame must be taken by the peer within one timeout of when the writer starts on it
 //! (a [`TimedWrite`] stream's limit is lowered to the time left before each write), so a
-//! peer that reads a byte now and then cannot keep a party waiting to send or flush.
+//! peer that reads a byte now and then cannot keep a party waiting to send.
 //!
 //! For benchmarks the writer can also play a slower network ([`Shaping`]): each frame
 //! then reaches the socket when its last byte would arrive over a link of the given rate
@@ -74,21 +84,34 @@ pub struct Shaping {
     pub one_way: Duration,
 }
 
-/// Bytes that may wait in the queue before `push` blocks.
-const QUEUE_LIMIT: usize = 16 << 20;
+/// Bytes that may wait in the queue before `push` blocks, unless set otherwise.
+pub const QUEUE_LIMIT: usize = 16 << 20;
 
-#[derive(Default)]
 struct Queue {
     /// Frames with the time they were queued.
     frames: VecDeque<(Vec<u8>, Instant)>,
     shaping: Option<Shaping>,
     bytes: usize,
-    /// The writer is writing a frame it already took from the queue.
-    busy: bool,
+    /// Bytes that may wait before `push` blocks.
+    limit: usize,
     closed: bool,
     /// Once closed: when whatever is still queued must have been written.
     drain_by: Option<Instant>,
     error: Option<io::Error>,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            frames: VecDeque::new(),
+            shaping: None,
+            bytes: 0,
+            limit: QUEUE_LIMIT,
+            closed: false,
+            drain_by: None,
+            error: None,
+        }
+    }
 }
 
 type Shared = Arc<(Mutex<Queue>, Condvar)>;
@@ -128,7 +151,7 @@ impl AsyncWriter {
     /// that stopped the writer, if any.
     pub fn push(&self, bytes: Vec<u8>) -> io::Result<()> {
         let mut q = lock(&self.shared);
-        while q.bytes > QUEUE_LIMIT && q.error.is_none() {
+        while q.bytes > q.limit && q.error.is_none() {
             q = self.shared.1.wait(q).unwrap_or_else(|e| e.into_inner());
         }
         if let Some(e) = &q.error {
@@ -145,16 +168,14 @@ impl AsyncWriter {
         lock(&self.shared).shaping = Some(shaping);
     }
 
-    /// Waits until everything queued has been written.
-    pub fn flush(&self) -> io::Result<()> {
-        let mut q = lock(&self.shared);
-        while (!q.frames.is_empty() || q.busy) && q.error.is_none() {
-            q = self.shared.1.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
-        match &q.error {
-            Some(e) => Err(io::Error::new(e.kind(), e.to_string())),
-            None => Ok(()),
-        }
+    /// Lets `limit` bytes wait before `push` blocks (tests of flow control).
+    pub fn set_limit(&self, limit: usize) {
+        lock(&self.shared).limit = limit;
+    }
+
+    /// Bytes that may wait before `push` blocks.
+    pub fn limit(&self) -> usize {
+        lock(&self.shared).limit
     }
 }
 
@@ -167,10 +188,10 @@ fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration,
             loop {
                 if let Some((f, queued)) = q.frames.pop_front() {
                     q.bytes -= f.len();
-                    q.busy = true;
+                    // Room for a waiting push.
+                    shared.1.notify_all();
                     break Some((f, queued, q.shaping, q.drain_by));
                 }
-                q.busy = false;
                 shared.1.notify_all();
                 if q.closed {
                     break None;
@@ -210,7 +231,6 @@ fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration,
         if let Err(e) = written {
             let mut q = lock(shared);
             q.error = Some(e);
-            q.busy = false;
             shared.1.notify_all();
             return;
         }

@@ -56,10 +56,6 @@ impl Channel for MemChannel {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-
     fn traffic(&self) -> Traffic {
         self.traffic
     }

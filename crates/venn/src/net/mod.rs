@@ -14,7 +14,7 @@ pub mod tls;
 mod transcript;
 mod wire;
 
-pub use async_writer::{Shaping, TimedWrite};
+pub use async_writer::{Shaping, TimedWrite, QUEUE_LIMIT};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
 pub use tcp::{resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Screen, TcpChannel, PROBE};
@@ -44,15 +44,20 @@ pub trait Channel: Send {
     /// `max_len` is an error, detected before any allocation.
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()>;
 
-    /// Waits until everything queued has been sent.
-    fn flush(&mut self) -> Result<()>;
-
     /// Bytes moved so far.
     fn traffic(&self) -> Traffic;
 
     /// Tells the peer, best effort, that we give up and why; its next receive fails with
     /// [`Error::PeerAborted`].
     fn abort(&mut self, reason: &str);
+
+    /// Bytes a party may have sent beyond what the peer has read, on top of the frame
+    /// being written, without its sending ever waiting: half its send queue. Where both
+    /// parties send at once, each keeps at most this much (and at least one frame) in
+    /// flight, so neither can be left waiting on the other (see the `async_writer` module).
+    fn window(&self) -> usize {
+        QUEUE_LIMIT / 2
+    }
 
     /// A value unique to this connection that both ends know and nobody between them can
     /// choose (keying material exported from TLS), if the channel has one. The session
@@ -73,14 +78,14 @@ macro_rules! through {
             fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
                 (**self).recv_into(buf, max_len)
             }
-            fn flush(&mut self) -> Result<()> {
-                (**self).flush()
-            }
             fn traffic(&self) -> Traffic {
                 (**self).traffic()
             }
             fn abort(&mut self, reason: &str) {
                 (**self).abort(reason)
+            }
+            fn window(&self) -> usize {
+                (**self).window()
             }
             fn binding(&self) -> Option<[u8; 32]> {
                 (**self).binding()
@@ -107,14 +112,14 @@ impl<C: Channel> Channel for Rebound<C> {
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
         self.inner.recv_into(buf, max_len)
     }
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
     fn traffic(&self) -> Traffic {
         self.inner.traffic()
     }
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
+    }
+    fn window(&self) -> usize {
+        self.inner.window()
     }
     fn binding(&self) -> Option<[u8; 32]> {
         Some(self.binding)

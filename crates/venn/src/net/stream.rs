@@ -79,6 +79,13 @@ impl<R: TimedRead + Send> StreamChannel<R> {
         self
     }
 
+    /// Lets at most about `bytes` of ours wait unread before sending blocks (default
+    /// [`super::async_writer::QUEUE_LIMIT`]); the flow-control tests make it small.
+    pub fn with_queue_limit(self, bytes: usize) -> Self {
+        self.writer.set_limit(bytes);
+        self
+    }
+
     /// Marks the channel as bound to `binding` (see [`Channel::binding`]).
     pub fn with_binding(mut self, binding: [u8; 32]) -> Self {
         self.binding = Some(binding);
@@ -145,10 +152,6 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.writer.flush().map_err(|e| self.io_error(e))
-    }
-
     fn traffic(&self) -> Traffic {
         self.traffic
     }
@@ -158,11 +161,16 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
         let mut notice = ABORT_MARK.to_le_bytes().to_vec();
         notice.extend_from_slice(&(reason.len() as u16).to_le_bytes());
         notice.extend_from_slice(reason);
-        let _ = self.writer.push(notice).and_then(|_| self.writer.flush());
+        // Written in the background; dropping the channel gives it one timeout to leave.
+        let _ = self.writer.push(notice);
     }
 
     fn binding(&self) -> Option<[u8; 32]> {
         self.binding
+    }
+
+    fn window(&self) -> usize {
+        self.writer.limit() / 2
     }
 }
 
@@ -191,10 +199,8 @@ mod tests {
         let mut chan = tcp_channel(TcpStream::connect(addr).unwrap(), timeout).unwrap();
         let started = Instant::now();
         let frame = vec![0u8; 8 << 20];
-        let result = chan
-            .send(&frame)
-            .and_then(|()| chan.send(&frame))
-            .and_then(|()| chan.flush());
+        // Once the queue is full, sending waits for the writer, which gives up.
+        let result = (0..4).try_for_each(|_| chan.send(&frame));
         assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
         assert!(
             started.elapsed() < Duration::from_secs(4),

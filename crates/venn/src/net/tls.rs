@@ -830,7 +830,6 @@ mod tests {
                     for _ in 0..4 {
                         assert_eq!(chan.recv(4 << 20).unwrap(), &big[..2 << 20]);
                     }
-                    chan.flush().unwrap();
                 });
             }
         });
@@ -888,7 +887,6 @@ mod tests {
                 let (socket, _) = listener.accept().unwrap();
                 let mut plain = tcp_channel(socket, t).unwrap();
                 let _ = plain.send(b"VENN/PSI hello in the clear");
-                let _ = plain.flush();
                 std::thread::sleep(Duration::from_millis(200));
             });
             let socket = TcpStream::connect(addr).unwrap();

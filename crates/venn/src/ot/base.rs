@@ -121,7 +121,6 @@ fn base_ot_send(
         out.push([kdf(&ro, i, &k0), kdf(&ro, i, &k1)]);
     }
     chan.send(&reply)?;
-    chan.flush()?;
     Ok(out)
 }
 

@@ -82,7 +82,7 @@ impl ExtensionReceiver {
         while !rows.done() {
             rows.send_batch(chan, &codewords)?;
         }
-        chan.flush()
+        Ok(())
     }
 
     /// An extension of `n_rows` rows to be sent a batch at a time (so that a party can
@@ -114,6 +114,11 @@ impl OutgoingRows<'_> {
     /// Whether every row has been sent.
     pub fn done(&self) -> bool {
         self.next >= self.n_rows
+    }
+
+    /// The most bytes one batch puts on the wire.
+    pub fn batch_bytes(&self) -> usize {
+        self.u.len() * std::mem::size_of::<Block>()
     }
 
     /// Computes the next batch of rows (codewords as for [`ExtensionReceiver::extend`])

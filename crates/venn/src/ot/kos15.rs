@@ -344,7 +344,6 @@ impl<'a> KosSending<'a> {
             "the seed share goes out only after every row is in"
         );
         let toss = self.toss.send_share(chan, prg)?;
-        chan.flush()?;
         Ok(KosChallenge {
             q: self.rows.finish(),
             toss,
@@ -405,7 +404,6 @@ pub fn kos_receive(
     while !receiving.done() {
         receiving.send_batch(chan)?;
     }
-    chan.flush()?;
     receiving.answer_check(chan)
 }
 
@@ -501,7 +499,6 @@ fn answer_check(
     let n = choices.len();
     let (t_sum, x, kept) = check_sums(seed, Rows::Regenerated(t), n, Some(choices), keep);
     chan.send(&Writer::new().block(x).block(t_sum).0)?;
-    chan.flush()?;
     Ok(kept)
 }
 
@@ -608,7 +605,6 @@ mod tests {
                     while !r.done() {
                         r.send_batch(&mut b).unwrap();
                     }
-                    b.flush().unwrap();
                     r.answer_check(&mut b).unwrap()
                 });
                 let ext = sender_seeds.segment(k);

@@ -265,7 +265,6 @@ impl OosReceiver {
         while !encoding.done() {
             encoding.send_batch_then(chan, &then)?;
         }
-        chan.flush()?;
         encoding.prove(chan, hash)
     }
 
@@ -386,7 +385,6 @@ impl OosEncoding<'_> {
             proof = proof.block(*b);
         }
         chan.send(&proof.0)?;
-        chan.flush()?;
         Ok(outputs)
     }
 }
@@ -459,7 +457,6 @@ impl OosIncoming<'_> {
         assert!(self.done(), "the seed goes out only after every row is in");
         let seed = prg.block();
         chan.send(&Writer::new().block(seed).0)?;
-        chan.flush()?;
         Ok(OosChallenge {
             q: self.rows.finish(),
             delta: self.delta,
@@ -543,7 +540,6 @@ pub fn both_ways(
             incoming.receive_batch(chan)?;
         }
     }
-    chan.flush()?;
     let challenge = incoming.challenge(chan, prg)?;
     let own = encoding.prove(chan, hash)?;
     Ok((own, challenge.verify(chan)?))
@@ -913,7 +909,6 @@ mod tests {
                 .extend(verifier, n + CHECK_ROWS, |_| {})
                 .unwrap();
             verifier.send(&Writer::new().block(0).0).unwrap();
-            verifier.flush().unwrap();
             let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
             let proof = verifier.recv_exact(len, "proof").unwrap();
             t.join().unwrap().unwrap();

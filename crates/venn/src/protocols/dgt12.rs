@@ -222,7 +222,6 @@ impl Party for Receiver {
                 .collect();
             ctx.peer.send(times(&key, &points).as_flattened())?;
         }
-        ctx.peer.flush()?;
 
         ctx.phase("unblind", false);
         let mut table = MatchTable::with_capacity(n_r);

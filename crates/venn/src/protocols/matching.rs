@@ -43,7 +43,7 @@ pub fn send_values(
         pack_rows(&values, 1, bytes, &mut frame);
         chan.send(&frame)?;
     }
-    chan.flush()
+    Ok(())
 }
 
 /// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
@@ -87,7 +87,7 @@ pub fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> Result<
         let frame: Vec<u8> = chunk.iter().flat_map(|m| m.1.to_le_bytes()).collect();
         chan.send(&frame)?;
     }
-    chan.flush()
+    Ok(())
 }
 
 /// Receives the positions [`send_positions`] sends and maps them through `perm` (position

@@ -157,6 +157,58 @@ impl Accepts {
         threshold: false,
         values: false,
     };
+
+    /// The option sets to show or run a protocol with: each of `bins` and `sigmas` it
+    /// takes (all it takes where these are empty; `None` in `sigmas` is keys of any
+    /// length), each of `offlines` it takes (the default where none), and each stash.
+    /// No threshold: that is a number the user picks.
+    pub fn variants(
+        &self,
+        bins: &[Bins],
+        sigmas: &[Option<u32>],
+        offlines: &[Offline],
+    ) -> Vec<Options> {
+        let mut offlines: Vec<Offline> = (offlines.iter())
+            .filter(|o| self.offline.contains(o))
+            .copied()
+            .collect();
+        if offlines.is_empty() {
+            offlines.push(Offline::default());
+        }
+        let offlines = &offlines;
+        let bins = match (self.bins, bins.is_empty()) {
+            (false, _) => vec![Bins::Lan],
+            (true, true) => vec![Bins::Lan, Bins::Wan],
+            (true, false) => bins.to_vec(),
+        };
+        let sigmas: Vec<Option<u32>> = match self.sigma {
+            [] => vec![None],
+            _ if sigmas.is_empty() => (self.any_items.then_some(None))
+                .into_iter()
+                .chain(self.sigma.iter().copied().map(Some))
+                .collect(),
+            _ => sigmas.to_vec(),
+        };
+        let stashes: &[Stash] = match self.stash {
+            true => &[Stash::Combined, Stash::Separate],
+            false => &[Stash::Combined],
+        };
+        bins.iter()
+            .flat_map(|&bins| {
+                sigmas.iter().flat_map(move |&sigma| {
+                    offlines.iter().flat_map(move |&offline| {
+                        stashes.iter().map(move |&stash| Options {
+                            bins,
+                            sigma,
+                            offline,
+                            stash,
+                            threshold: None,
+                        })
+                    })
+                })
+            })
+            .collect()
+    }
 }
 
 /// The options of one run.

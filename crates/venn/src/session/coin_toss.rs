@@ -87,7 +87,6 @@ impl CoinTossReply {
     /// Sends our share, receives the opening and checks it against the commitment.
     pub fn answer(self, chan: &mut dyn Channel, prg: &mut Prg) -> Result<[Block; 2]> {
         let sent = self.send_share(chan, prg)?;
-        chan.flush()?;
         sent.receive_opening(chan)
     }
 

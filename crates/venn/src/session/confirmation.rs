@@ -112,7 +112,6 @@ impl<'a> Confirming<'a> {
         let ours = mac(role, &sent, &received);
         self.inner
             .send(&[&sent[..], &received, ours.as_bytes()].concat())?;
-        self.inner.flush()?;
         let theirs = self.inner.recv_exact(96, "transcript digests")?;
         let (their_sent, rest) = theirs.split_at(32);
         let (their_received, their_mac) = rest.split_at(32);
@@ -154,16 +153,16 @@ impl Channel for Confirming<'_> {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-
     fn traffic(&self) -> Traffic {
         self.inner.traffic()
     }
 
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
+    }
+
+    fn window(&self) -> usize {
+        self.inner.window()
     }
 
     fn binding(&self) -> Option<[u8; 32]> {

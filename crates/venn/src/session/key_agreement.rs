@@ -20,7 +20,6 @@ pub fn agree_secret(chan: &mut dyn Channel, sid: &[u8; 32], prg: &mut Prg) -> Re
     let a = random_scalar(prg);
     let mine = RistrettoPoint::mul_base(&a).compress();
     chan.send(mine.as_bytes())?;
-    chan.flush()?;
     let msg = chan.recv_exact(32, "key-agreement point")?;
     let theirs = decode_point(&msg)?;
     if theirs.is_identity() {

@@ -195,14 +195,14 @@ impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
         }
         Ok(())
     }
-    fn flush(&mut self) -> venn::Result<()> {
-        self.inner.flush()
-    }
     fn traffic(&self) -> Traffic {
         self.inner.traffic()
     }
     fn abort(&mut self, reason: &str) {
         self.inner.abort(reason)
+    }
+    fn window(&self) -> usize {
+        self.inner.window()
     }
 }
 

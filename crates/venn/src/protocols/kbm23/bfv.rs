@@ -141,7 +141,6 @@ pub fn alices_tuples(
         if let Some(next) = all.get(k + 1) {
             chan.send(&encrypt(next.clone(), &mut rng)?)?;
         }
-        chan.flush()?;
         block.clear();
         block.resize(bins.len() * p.beta, 0);
         for j in 0..p.beta {
@@ -230,7 +229,6 @@ pub fn bobs_tuples(chan: &mut dyn Channel, p: &Kbm23Params, prg: &mut Prg) -> Re
             result[0] += &flooding(ctx, moduli, flood, prg)?;
             chan.send(&result.to_bytes())?;
         }
-        chan.flush()?;
         w_all.extend(&w_block);
         u_all.extend(&u_block);
     }
@@ -338,7 +336,6 @@ mod tests {
             for block in 0..2 {
                 let ct: Ciphertext = sk.try_encrypt(&zeros, &mut rng).unwrap();
                 a.send(&ct.to_bytes()).unwrap();
-                a.flush().unwrap();
                 for _ in 0..beta {
                     let bytes = a.recv(MAX_MESSAGE).unwrap();
                     let ct = Ciphertext::from_bytes(&bytes, &par).unwrap();
@@ -367,7 +364,6 @@ mod tests {
             let (mut a, mut b) = mem_pair(Duration::from_secs(10));
             let sent = std::thread::spawn(move || {
                 a.send(&garbage).unwrap();
-                a.flush().unwrap();
                 a
             });
             let Err(e) = bobs_tuples(&mut b, &p, &mut Prg::from_seed(3)) else {

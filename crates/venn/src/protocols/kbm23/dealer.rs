@@ -251,7 +251,6 @@ fn request(
         sigma,
     };
     dealer.send(&req.encode())?;
-    dealer.flush()?;
     let seed = dealer.recv_exact(16, "the dealer's seed")?;
     Ok(Block::from_le_bytes(seed.try_into().expect("16 bytes")))
 }
@@ -314,7 +313,6 @@ pub fn deal(
     let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
     let (alices_seed, bobs_seed) = (prg.block(), prg.block());
     bob.send(&bobs_seed.to_le_bytes())?;
-    bob.flush()?;
     alice.send(&alices_seed.to_le_bytes())?;
     let (w_seed, u_seed) = bobs_seeds(bobs_seed);
     let mut s = Sampler::new(&f, alices_seed, false);
@@ -349,7 +347,6 @@ pub fn deal(
         sent += packed.as_bytes().len() as u64;
         buf = packed.into_bytes();
     }
-    alice.flush()?;
     Ok(match a.role {
         Role::Receiver => [sent, 16],
         Role::Sender => [16, sent],
@@ -441,7 +438,6 @@ mod tests {
                     for f in frames {
                         let _ = dealer.send(&f);
                     }
-                    let _ = dealer.flush();
                 }
             });
             match role {

@@ -311,7 +311,6 @@ impl Party for Kbm23Sender {
             frame = c_frame.into_bytes();
             let d = d.finish();
             ctx.peer.send(d.as_bytes())?;
-            ctx.peer.flush()?;
             sent = d.into_bytes();
         }
         Ok(Output::Nothing)
@@ -405,7 +404,7 @@ fn send_c(
         (first..first + count).map(|i| p.field.sub(s.get(i), values[i])),
     );
     chan.send(c.as_bytes())?;
-    chan.flush()
+    Ok(())
 }
 
 impl Party for Kbm23Receiver {

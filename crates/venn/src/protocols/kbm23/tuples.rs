@@ -185,7 +185,6 @@ pub fn alices_tuples(
         let (tau, kappa) = (tau.finish(), kappa.finish());
         chan.send(tau.as_bytes())?;
         chan.send(kappa.as_bytes())?;
-        chan.flush()?;
         (tau_buf, kappa_buf) = (tau.into_bytes(), kappa.into_bytes());
         q_buf = q;
     }

@@ -102,6 +102,5 @@ pub fn respond(chan: &mut dyn Channel, ot: &KosReceiver, p: &Rr17BloomParams) ->
     }
     let proof = xor_all(&ot.messages(&r));
     chan.send(&Writer::new().bytes(&bits).block(proof).0)?;
-    chan.flush()?;
     Ok(c)
 }

@@ -385,7 +385,6 @@ fn encode_segment(
             s.receive_batch(chan)?;
         }
     }
-    chan.flush()?;
     let challenge = kos_sending.map(|s| s.challenge(chan, prg)).transpose()?;
     if let Some(r) = kos_receiving {
         receiving.segment(mine.end, r.answer_check(chan)?.into_kept_messages());
@@ -405,7 +404,7 @@ fn encode_segment(
     // The segment's rows and pads are spent: at most one segment's are held.
     sending.kos = None;
     receiving.pads = Vec::new();
-    chan.flush()
+    Ok(())
 }
 
 impl Realisation for Standard {
