@@ -87,11 +87,21 @@ impl Error {
 }
 
 impl IntoResponse for Error {
+    /// The answer: the error's message, except for a failure of the service, whose cause
+    /// (the store's error, a path in the data directory) goes to the log under a request id
+    /// that the answer gives instead.
     fn into_response(self) -> Response {
-        if let Error::Internal(m) = &self {
-            eprintln!("venn cloud: {m}");
-        }
-        let body = serde_json::json!({ "error": self.message() });
+        let message = match &self {
+            Error::Internal(cause) | Error::Transport(cause) => {
+                let mut id = [0u8; 8];
+                crate::api::getrandom(&mut id);
+                let id = hex::encode(id);
+                eprintln!("venn cloud: request {id} failed: {cause}");
+                format!("the service failed (request {id}; its log says why)")
+            }
+            other => other.message().to_owned(),
+        };
+        let body = serde_json::json!({ "error": message });
         (self.status(), axum::Json(body)).into_response()
     }
 }

@@ -795,6 +795,38 @@ fn pretokens_on_disk_are_bounded(db: &Db) {
     a.make_pretokens(&ka, 1).unwrap();
 }
 
+/// A failure inside the service is answered with a request id, never with its cause (a
+/// path in the data directory, the store's error), which goes to the service's log.
+fn internal_failures_are_not_told(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        threads: 0,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..8), 8);
+    let kb = upload(&w, &b, "d", &numbered("x", 4..12), 8);
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    let (http, secret, task) = lease_by_hand(&s);
+    let (auth, path) = ([("authorization", secret.bearer())], task.path());
+    let points = http.call("GET", &format!("/v1/tasks/{path}/points"), &auth, b"");
+    let answer = worker::answer(&task, &points.unwrap().1).unwrap();
+    // The run's directory gone: its answer cannot be written.
+    std::fs::remove_dir_all(s.dir.join("runs").join(&run)).unwrap();
+    let err = http.call("PUT", &format!("/v1/tasks/{path}/answer"), &auth, &answer);
+    let data = s.dir.to_string_lossy().into_owned();
+    let told = |err: &Error, inside: &str| match err {
+        Error::Internal(m) => m.contains("request ") && !m.contains(inside),
+        _ => false,
+    };
+    let err = err.unwrap_err();
+    assert!(told(&err, &data), "{err}");
+    // A table gone: the store fails.
+    w.execute("DROP TABLE tasks");
+    let err = a.run(&run).unwrap_err();
+    assert!(told(&err, "tasks"), "{err}");
+}
+
 // --- helpers ---------------------------------------------------------------------------
 
 /// A task leased as a worker would, by hand: the worker's HTTP client and secret, and
@@ -941,6 +973,7 @@ const SUITE: &[(&str, Scenario)] = &[
     ("pre-tokens checked", pretokens_are_checked),
     ("pre-tokens bounded", pretokens_on_disk_are_bounded),
     ("token wait", a_run_waits_no_longer_than_the_token_wait),
+    ("internal failures", internal_failures_are_not_told),
 ];
 
 // --- connections (the same on either store) --------------------------------------------

@@ -161,6 +161,20 @@ impl World {
         )
     }
 
+    /// Runs `sql` on the world's database, behind its service's back.
+    pub fn execute(&self, sql: &str) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            sqlx::any::install_default_drivers();
+            let pool = sqlx::AnyPool::connect(&self.database).await.unwrap();
+            sqlx::query(sql).execute(&pool).await.unwrap();
+            pool.close().await;
+        });
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
     }
