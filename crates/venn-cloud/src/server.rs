@@ -3,7 +3,8 @@
 //! Clients act only on their own datasets; a run's status and results go only to the
 //! owners of its datasets, each getting its own side's positions; workers (the service's
 //! own machines) lease tasks with the worker secret. Every body is bounded before it is
-//! read, every point checked as it arrives.
+//! read and must arrive by its request's deadline, every point is checked as it arrives,
+//! and connections are capped in all and per peer.
 
 use crate::api::{
     self, ChunkReceipt, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind, Scalar,
