@@ -16,8 +16,8 @@ use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
 use venn_cli::party::{
-    default_max_memory, precompute_party, precompute_summary, run_party, summary, DealerAddr,
-    Endpoint, Link, PartyArgs, PrecomputeArgs,
+    defaults, precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
+    PartyArgs, PrecomputeArgs,
 };
 use venn_cli::transport::TlsArgs;
 
@@ -104,7 +104,7 @@ impl OptionsCli {
 #[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
 struct LinkCli {
     /// Protocol to run (see `venn params`).
-    #[arg(long, default_value = "kkrt16")]
+    #[arg(long, default_value = defaults::PROTOCOL)]
     protocol: String,
     #[command(flatten)]
     options: OptionsCli,
@@ -115,12 +115,12 @@ struct LinkCli {
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
     /// Worker threads for this party.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::THREADS)]
     threads: usize,
     /// Seconds to wait for the peer: to connect, and for each whole message in either
     /// direction (a deadline per message, however the peer trickles its bytes or takes
     /// ours).
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = defaults::TIMEOUT_SECONDS, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
     /// Write timings and traffic as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -129,7 +129,7 @@ struct LinkCli {
     #[arg(long)]
     insecure: bool,
     /// The largest set size accepted from the peer.
-    #[arg(long, default_value_t = 1 << 24)]
+    #[arg(long, default_value_t = defaults::MAX_PEER_ITEMS)]
     max_peer_items: u64,
     /// The most memory this party may need (e.g. 8G, 512M; default: half of physical
     /// memory). A peer whose set would need more is refused before anything is allocated.
@@ -491,7 +491,7 @@ impl LinkCli {
             timeout: Duration::from_secs(self.timeout),
             insecure: self.insecure,
             max_peer_items: self.max_peer_items,
-            max_memory: self.max_memory.unwrap_or_else(default_max_memory),
+            max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: self.stats_json,
         })
     }

@@ -92,17 +92,31 @@ pub struct Link {
     pub transport: Transport,
 }
 
-/// Half of physical memory (from /proc/meminfo), or 4 GiB where that cannot be read: a
-/// party's default `--max-memory`.
-pub fn default_max_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024 / 2)
-        })
-        .unwrap_or(4 << 30)
+/// The defaults of a party's options that both front ends take — the CLI's flags and
+/// the Python package's keywords — in one place (issue 32: Python's `max_peer_items` was
+/// 2^31 where the CLI's was 2^24).
+pub mod defaults {
+    /// `--protocol`.
+    pub const PROTOCOL: &str = "kkrt16";
+    /// `--threads`.
+    pub const THREADS: usize = 1;
+    /// `--timeout`, in seconds.
+    pub const TIMEOUT_SECONDS: u64 = 60;
+    /// `--max-peer-items`.
+    pub const MAX_PEER_ITEMS: u64 = 1 << 24;
+
+    /// `--max-memory`: half of physical memory (from /proc/meminfo), or 4 GiB where that
+    /// cannot be read.
+    pub fn max_memory() -> u64 {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib * 1024 / 2)
+            })
+            .unwrap_or(4 << 30)
+    }
 }
 
 /// A party of `venn send` / `venn receive`.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::Role;
 use venn_cli::input::{Format, Input, KeyOptions};
-use venn_cli::party::{DealerAddr, Endpoint, Link};
+use venn_cli::party::{defaults, DealerAddr, Endpoint, Link};
 use venn_cli::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -213,25 +213,30 @@ pub(crate) fn transport(
 
 /// A party's options for reaching its peer, as Python gives them.
 pub(crate) struct LinkArgs<'a> {
-    pub protocol: &'a str,
+    pub protocol: Option<&'a str>,
     pub options: ProtocolArgs<'a>,
     pub endpoint: Endpoint,
     pub tls: TlsArgs,
     pub insecure: bool,
-    pub threads: usize,
-    pub timeout: f64,
+    pub threads: Option<usize>,
+    pub timeout: Option<f64>,
     pub max_peer_items: Option<u64>,
     pub max_memory: Option<u64>,
 }
 
 impl LinkArgs<'_> {
-    /// The link, its TLS files loaded and its numbers checked (None: the CLI's default).
+    /// The link, its TLS files loaded and its numbers checked (None: the CLI's default,
+    /// from [`defaults`]).
     pub(crate) fn link(self) -> PyResult<Link> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
-            return Err(UsageError::new_err(
-                "timeout is a positive number of seconds",
-            ));
-        }
+        let timeout = match self.timeout {
+            None => Duration::from_secs(defaults::TIMEOUT_SECONDS),
+            Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
+            Some(_) => {
+                return Err(UsageError::new_err(
+                    "timeout is a positive number of seconds",
+                ))
+            }
+        };
         let o = self.options;
         let protocol_options = Options {
             bins: o
@@ -259,19 +264,29 @@ impl LinkArgs<'_> {
         )
         .map_err(to_py)?;
         Ok(Link {
-            protocol: self.protocol.to_owned(),
+            protocol: self.protocol.unwrap_or(defaults::PROTOCOL).to_owned(),
             protocol_options,
             dealer,
             endpoint: self.endpoint,
-            threads: self.threads,
-            timeout: Duration::from_secs_f64(self.timeout),
+            threads: self.threads.unwrap_or(defaults::THREADS),
+            timeout,
             insecure: self.insecure,
-            max_peer_items: self.max_peer_items.unwrap_or(venn::MAX_ITEMS),
-            max_memory: (self.max_memory).unwrap_or_else(venn_cli::party::default_max_memory),
+            max_peer_items: self.max_peer_items.unwrap_or(defaults::MAX_PEER_ITEMS),
+            max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: None,
             transport: self.tls.load().map_err(to_py)?,
         })
     }
+}
+
+/// The settings a party runs with ([`Party::settings`]).
+#[pyclass(frozen, get_all, module = "venn")]
+struct Settings {
+    protocol: String,
+    threads: usize,
+    timeout: f64,
+    max_peer_items: u64,
+    max_memory: u64,
 }
 
 /// What a party learned and measured.
@@ -371,11 +386,11 @@ impl Party {
     #[new]
     #[pyo3(signature = (
         role, items, *, values=None, connect=None, listen=None, on_listening=None,
-        protocol="kkrt16", bins=None, sigma=None, offline=None, stash=None, threshold=None,
+        protocol=None, bins=None, sigma=None, offline=None, stash=None, threshold=None,
         dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
         skip_empty=false, tls_cert=None, tls_key=None, tls_ca=None,
-        peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=1,
-        timeout=60.0, max_peer_items=None, max_memory=None, progress=None,
+        peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=None,
+        timeout=None, max_peer_items=None, max_memory=None, progress=None,
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn new(
@@ -386,7 +401,7 @@ impl Party {
         connect: Option<String>,
         listen: Option<String>,
         on_listening: Option<Py<PyAny>>,
-        protocol: &str,
+        protocol: Option<&str>,
         bins: Option<&str>,
         sigma: Option<u32>,
         offline: Option<&str>,
@@ -404,8 +419,8 @@ impl Party {
         peer_fingerprint: Vec<String>,
         plaintext: bool,
         insecure: bool,
-        threads: usize,
-        timeout: f64,
+        threads: Option<usize>,
+        timeout: Option<f64>,
         max_peer_items: Option<u64>,
         max_memory: Option<u64>,
         progress: Option<Py<PyAny>>,
@@ -451,6 +466,24 @@ impl Party {
         };
         Ok(Party {
             setup: Mutex::new(Some(setup)),
+        })
+    }
+
+    /// The settings this party runs with, its defaults filled in as the CLI fills its
+    /// own: protocol, threads, timeout (seconds), max_peer_items, max_memory (bytes).
+    #[getter]
+    fn settings(&self) -> PyResult<Settings> {
+        let setup = self.setup.lock().unwrap_or_else(|e| e.into_inner());
+        let link = &setup
+            .as_ref()
+            .ok_or_else(|| UsageError::new_err("this party has run"))?
+            .link;
+        Ok(Settings {
+            protocol: link.protocol.clone(),
+            threads: link.threads,
+            timeout: link.timeout.as_secs_f64(),
+            max_peer_items: link.max_peer_items,
+            max_memory: link.max_memory,
         })
     }
 

@@ -212,3 +212,31 @@ def test_protocol_options_reach_the_protocol():
         venn.receive(["1"], connect="127.0.0.1:1", protocol="rr17-bloom", bins="wide")
     with pytest.raises(venn.UsageError, match="dealer"):
         venn.receive(["1"], connect="127.0.0.1:1", protocol="kbm23", offline="dealer")
+
+
+@pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
+def test_defaults_are_the_command_lines():
+    """Issue 32: every default the two front ends share is the same (Python's
+    max_peer_items was 2^31, the CLI's 2^24): a party made with no options runs with what
+    ``venn send --help`` says, and with half of physical memory as its memory cap."""
+    import re
+
+    help_text = subprocess.run(
+        [VENN_BIN, "send", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    flags = {"protocol": "--protocol", "threads": "--threads", "timeout": "--timeout",
+             "max_peer_items": "--max-peer-items"}
+    cli = {}
+    for name, flag in flags.items():
+        # The flag's own help only: it ends where the next option begins.
+        found = re.search(re.escape(flag) + r" <[A-Z_]+>(?:(?!\n\s+-).)*?\[default: ([^\]]+)\]",
+                          help_text, re.S)
+        assert found, f"{flag} has no default in `venn send --help`"
+        cli[name] = found.group(1)
+    settings = venn._venn.Party("send", [b"x"], listen="127.0.0.1:0").settings
+    assert settings.protocol == cli["protocol"]
+    assert settings.threads == int(cli["threads"])
+    assert settings.timeout == float(cli["timeout"])
+    assert settings.max_peer_items == int(cli["max_peer_items"])
+    mem_total_kib = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())[1])
+    assert settings.max_memory == mem_total_kib * 1024 // 2
