@@ -21,7 +21,7 @@ impl SigmaRow {
     }
 }
 
-/// The option sets to show or run `p` with (see [`venn::protocols::Accepts::variants`]).
+/// The option sets to show or run `p` with (see [`Protocol::variants`]).
 pub fn variants(
     p: &dyn Protocol,
     bins: &[Bins],
@@ -29,7 +29,7 @@ pub fn variants(
     offlines: &[Offline],
 ) -> Vec<Options> {
     let sigmas: Vec<Option<u32>> = sigmas.iter().map(|s| s.0).collect();
-    p.accepts().variants(bins, &sigmas, offlines)
+    p.variants(bins, &sigmas, offlines)
 }
 
 /// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`,

@@ -28,7 +28,8 @@ mod wide_cpu;
 pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};
 pub use run::{
-    load_state, precompute, run, run_online, LoadedState, Precomputed, Report, RunOptions,
+    load_state, memory_needed, precompute, run, run_online, LoadedState, Precomputed, Report,
+    RunOptions,
 };
 
 /// Computational security parameter κ in bits.

@@ -371,6 +371,13 @@ fn own_and_peer(s: &Session) -> (u64, u64) {
     }
 }
 
+/// The memory this party's run of `sizes` needs by its protocol's model
+/// ([`crate::protocols::Protocol::memory`]) and the process's base: the figure
+/// `--max-memory` is held to, and `venn bench` shows beside the peak it measures.
+pub fn memory_needed(opts: &RunOptions, sizes: Sizes) -> u64 {
+    BASE_MEMORY.saturating_add(opts.protocol.memory(opts.role, sizes, opts.options))
+}
+
 /// Refuses sizes whose run would need more than `--max-memory` here (issue 8: a peer
 /// announcing 2^24 items made an rr17-bloom sender try to allocate 61 GiB).
 fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
@@ -378,7 +385,7 @@ fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
         Role::Sender => (sizes.sender, sizes.receiver),
         Role::Receiver => (sizes.receiver, sizes.sender),
     };
-    let need = BASE_MEMORY.saturating_add(opts.protocol.memory(opts.role, sizes, opts.options));
+    let need = memory_needed(opts, sizes);
     if need > opts.max_memory {
         return Err(Error::Memory(format!(
             "as the {} {}, with {peer} peer items and {own} of ours, this run would need \

@@ -70,9 +70,6 @@ fn run_tight(p: &'static dyn Protocol, options: Options) {
         options,
         ..self::options(p, role, false)
     };
-    if p.check_items(options, &receiver).is_err() {
-        return; // a combination the protocol refuses before any connection (as the CLI does)
-    }
     let (mut a, mut b) = tight_pair();
     let (sr, rr) = std::thread::scope(|scope| {
         let t = scope.spawn(|| run(&mut b, &receiver, &opts(Role::Receiver)));
@@ -94,12 +91,10 @@ fn run_tight(p: &'static dyn Protocol, options: Options) {
 /// dealer's (a third party: the CLI's dealer tests run it over TCP), and for a protocol
 /// with a threshold, its default options with one.
 fn variants(p: &dyn Protocol) -> Vec<Options> {
-    let accepts = p.accepts();
-    let offlines: Vec<Offline> = accepts.offline.to_vec();
-    let mut all: Vec<Options> = (accepts.variants(&[], &[], &offlines).into_iter())
+    let mut all: Vec<Options> = (p.variants(&[], &[], p.accepts().offline).into_iter())
         .filter(|o| o.offline != Offline::Dealer)
         .collect();
-    if accepts.threshold {
+    if p.accepts().threshold {
         all.push(Options {
             threshold: Some(N as u64 / 3),
             ..all[0]

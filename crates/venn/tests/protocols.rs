@@ -405,64 +405,6 @@ fn a_replayed_session_is_refused() {
     }
 }
 
-/// Issue 8: a peer whose announced set would make this party need more than
-/// `--max-memory` is refused in the handshake, before anything is allocated for it, for
-/// every protocol and role.
-#[test]
-fn a_peer_exceeding_max_memory_is_refused_before_allocation() {
-    use venn::session::{handshake, Hello, Mode, WireParams};
-    let mine: Items = (0..10).map(|i| format!("x{i}")).collect();
-    for &p in registry() {
-        for role in [Role::Sender, Role::Receiver] {
-            let peer_role = match role {
-                Role::Sender => Role::Receiver,
-                Role::Receiver => Role::Sender,
-            };
-            let (mut a, mut b) = mem_pair(Duration::from_secs(5));
-            let result = std::thread::scope(|sc| {
-                // The peer only announces 2^24 items: it never holds them.
-                sc.spawn(move || {
-                    let hello = Hello {
-                        protocol: p.info().name.into(),
-                        role: peer_role,
-                        both: false,
-                        options: test_options(p),
-                        set_size: 1 << 24,
-                        mode: Mode::Run,
-                    };
-                    let mut prg = Prg::from_seed(3);
-                    let _ = handshake(&mut b, &hello, 1 << 24, &mut prg, |sizes| {
-                        let params = p.params(sizes, test_options(p))?;
-                        Ok(WireParams {
-                            encoding: params.encode(),
-                            shown: String::new(),
-                        })
-                    });
-                });
-                let mut o = options(p, role, false);
-                o.max_peer_items = 1 << 25;
-                o.max_memory = 256 << 20;
-                let mine = match role {
-                    Role::Sender => fit_sender(p, test_options(p), &mine),
-                    Role::Receiver => fit(p, &mine),
-                };
-                run(&mut a, &mine, &o)
-            });
-            let e = result
-                .err()
-                .unwrap_or_else(|| panic!("{}: accepted", p.info().name));
-            assert!(
-                matches!(e, Error::Memory(_))
-                    && e.to_string()
-                        .contains("GiB here, more than the 0.25 GiB allowed"),
-                "{} {}: {e}",
-                p.info().name,
-                role.name()
-            );
-        }
-    }
-}
-
 /// A protocol whose receiver learns only how many items the sets share, with a state to
 /// precompute: HEK12's sorting network.
 fn counting() -> &'static dyn Protocol {

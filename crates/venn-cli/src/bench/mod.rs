@@ -38,6 +38,10 @@ pub struct Row {
     pub mib_receiver_to_sender: f64,
     pub peak_rss_sender_mib: Option<f64>,
     pub peak_rss_receiver_mib: Option<f64>,
+    /// What each party's memory model said its run would need (`--max-memory` is held to
+    /// it), beside the peak measured.
+    pub memory_model_sender_mib: f64,
+    pub memory_model_receiver_mib: f64,
     pub ratio_to_naive: Option<f64>,
     pub ratio_to_kkrt16: Option<f64>,
     /// For a TLS row: its total over the same protocol's plaintext row.
@@ -266,6 +270,8 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
         mib_receiver_to_sender: mib(r.sent),
         peak_rss_sender_mib: s.peak_rss.map(mib),
         peak_rss_receiver_mib: r.peak_rss.map(mib),
+        memory_model_sender_mib: mib(s.memory_needed),
+        memory_model_receiver_mib: mib(r.memory_needed),
         ratio_to_naive: None,
         ratio_to_kkrt16: None,
         ratio_to_plaintext: None,
@@ -322,7 +328,13 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     let mut protocols = Vec::new();
     for name in o.protocols {
         let p = find(name)?;
-        for options in crate::params::variants(p, o.bins, o.sigmas, o.offlines) {
+        let variants = crate::params::variants(p, o.bins, o.sigmas, o.offlines);
+        if variants.is_empty() {
+            return Err(Error::Usage(format!(
+                "{name} runs with none of the option combinations asked for"
+            )));
+        }
+        for options in variants {
             options.check(p.info(), p.accepts())?;
             protocols.push(Variant { name, options });
         }
@@ -361,7 +373,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             println!("online: a second session from the precomputed states (their size at the end of each row)");
         }
         println!(
-            "{:<18} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}",
+            "{:<18} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>13} {:>13} {:>8} {:>8} {:>8}",
             "protocol",
             "log2n",
             "threads",
@@ -370,8 +382,8 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             "total",
             "MiB s->r",
             "MiB r->s",
-            "RSS s MiB",
-            "RSS r MiB",
+            "RSS/model s",
+            "RSS/model r",
             "x naive",
             "x kkrt16",
             "verified"
@@ -475,10 +487,12 @@ fn print_row(row: &Row) {
         row.protocol.clone()
     };
     println!(
-        "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>10} {:>10} {:>8} {:>8} {:>8}{extra}",
+        "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>13} {:>13} {:>8} {:>8} {:>8}{extra}",
         name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,
-        opt(row.peak_rss_sender_mib, 0), opt(row.peak_rss_receiver_mib, 0),
+        // Each party's peak RSS over its memory model's figure, in MiB (`87/130`).
+        format!("{}/{:.0}", opt(row.peak_rss_sender_mib, 0), row.memory_model_sender_mib),
+        format!("{}/{:.0}", opt(row.peak_rss_receiver_mib, 0), row.memory_model_receiver_mib),
         opt(row.ratio_to_naive, 2), opt(row.ratio_to_kkrt16, 2),
         if row.verified { "yes" } else { "NO" }
     );

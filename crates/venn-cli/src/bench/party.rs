@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::{find, DealerLink, Options, Output};
+use venn::protocols::{find, DealerLink, Options, Output, Sizes};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 use venn_cli::transport::Transport;
@@ -19,6 +19,8 @@ pub struct PartyResult {
     pub sent: u64,
     pub received: u64,
     pub peak_rss: Option<u64>,
+    /// What the protocol's memory model says the run needs ([`venn::memory_needed`]).
+    pub memory_needed: u64,
     pub intersection: Option<usize>,
     pub verified: Option<bool>,
     /// With `--precompute`: the state file's size and the seconds spent writing and
@@ -283,6 +285,13 @@ impl BenchParty {
             sent: report.traffic.sent,
             received: report.traffic.received,
             peak_rss: peak_rss(),
+            memory_needed: venn::memory_needed(
+                &opts,
+                Sizes {
+                    sender: n as u64,
+                    receiver: n as u64,
+                },
+            ),
             intersection,
             verified,
             state_bytes: state.map(|s| s.0),

@@ -12,7 +12,7 @@
 //! never the inputs; its state can be written to a file and read back, so the online step
 //! can run later, in another session bound to the one that produced it.
 
-use super::{Accepts, Context, Options, Security};
+use super::{Accepts, Bins, Context, Offline, Options, Security};
 use crate::items::Items;
 use crate::session::{Role, Sizes};
 use crate::state::{StateReader, StateWriter};
@@ -241,6 +241,20 @@ pub trait Protocol: Sync {
     /// protocol on σ-bit integers: anything else).
     fn check_items(&self, _options: Options, _items: &Items) -> Result<()> {
         Ok(())
+    }
+
+    /// The option sets it runs with among [`Accepts::variants`] of these choices: those
+    /// it refuses whatever the keys (kbm23's BFV offline phase on keys of any length) are
+    /// left out.
+    fn variants(
+        &self,
+        bins: &[Bins],
+        sigmas: &[Option<u32>],
+        offlines: &[Offline],
+    ) -> Vec<Options> {
+        (self.accepts().variants(bins, sigmas, offlines).into_iter())
+            .filter(|&o| self.check_items(o, &Items::default()).is_ok())
+            .collect()
     }
 
     /// Refuses values with the items of a role that takes none, and items without values

@@ -170,7 +170,7 @@ fn evaluate(gmw: &mut Gmw, p: &Hek12Params, first: &[Shared], second: &[Shared])
         .zip(second)
         .map(|(a, b)| Shared::concat(&[a, b]))
         .collect();
-    network::merge(gmw, &mut run, &network::stages(p.n as usize))?;
+    network::merge(gmw, &mut run, p.n as usize)?;
     let pairs = p.outputs() as usize;
     let equal: Vec<Shared> = run
         .iter()

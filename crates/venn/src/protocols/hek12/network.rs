@@ -14,25 +14,36 @@
 use crate::gmw::{Gmw, Shared};
 use crate::Result;
 
-/// The stages of the network merging positions 0..n and n..2n (n a power of two, or 0):
-/// the comparators `(lo, hi)`, `lo < hi`, of each, disjoint within a stage. Knuth's
-/// iteration for the last merge of odd–even merge sort: distances k = n, n/2, .., 1; the
-/// comparators at distance k start at `j = k mod n`, `j + 2k`, .., each a run of k.
-pub fn stages(n: usize) -> Vec<Vec<(u32, u32)>> {
+/// The distances of the stages of the network merging positions 0..n and n..2n (n a power
+/// of two, or 0): k = n, n/2, .., 1 (Knuth's iteration for the last merge of odd–even
+/// merge sort), one stage each.
+pub fn distances(n: usize) -> impl Iterator<Item = usize> {
     assert!(n == 0 || n.is_power_of_two(), "runs of a power of two");
-    let mut stages = Vec::new();
-    let mut k = n;
-    while k >= 1 {
-        let mut stage = Vec::new();
-        let mut j = k % n;
-        while j + k < 2 * n {
-            stage.extend((j..j + k.min(2 * n - j - k)).map(|i| (i as u32, (i + k) as u32)));
-            j += 2 * k;
-        }
-        stages.push(stage);
-        k /= 2;
+    std::iter::successors((n > 0).then_some(n), |&k| (k > 1).then_some(k / 2))
+}
+
+/// The comparators `(lo, hi)`, `lo < hi`, of the stage at distance `k`, disjoint: they
+/// start at `j = k mod n`, `j + 2k`, .., each a run of k within 2n. Made a stage at a
+/// time, so the network's n·log n comparators are never held at once.
+pub fn stage(n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut lo = Vec::with_capacity(stage_len(n, k));
+    let mut j = k % n;
+    while j + k < 2 * n {
+        lo.extend((j..j + k.min(2 * n - j - k)).map(|i| i as u32));
+        j += 2 * k;
     }
-    stages
+    let hi = lo.iter().map(|&i| i + k as u32).collect();
+    (lo, hi)
+}
+
+/// How many comparators [`stage`] has: n at distance n; below it the runs at k, 3k, ..,
+/// 2n − 3k, n − k in all.
+pub fn stage_len(n: usize, k: usize) -> usize {
+    if k == n {
+        n
+    } else {
+        n - k
+    }
 }
 
 /// Comparators of the network for runs of `n` (`n·log₂ n + 1`, or none for n = 0).
@@ -45,9 +56,9 @@ pub fn comparators(n: usize) -> u64 {
 
 /// Merges the shared values whose bit planes are `planes` (least significant first, each
 /// of 2n bits: two ascending runs of n) in place.
-pub fn merge(gmw: &mut Gmw, planes: &mut [Shared], stages: &[Vec<(u32, u32)>]) -> Result<()> {
-    for stage in stages {
-        let (lo, hi): (Vec<u32>, Vec<u32>) = stage.iter().copied().unzip();
+pub fn merge(gmw: &mut Gmw, planes: &mut [Shared], n: usize) -> Result<()> {
+    for k in distances(n) {
+        let (lo, hi) = stage(n, k);
         let x: Vec<Shared> = planes.iter().map(|p| p.gather(&lo)).collect();
         let y: Vec<Shared> = planes.iter().map(|p| p.gather(&hi)).collect();
         let greater = greater_than(gmw, &x, &y)?;
@@ -75,9 +86,8 @@ fn greater_than(gmw: &mut Gmw, x: &[Shared], y: &[Shared]) -> Result<Shared> {
 /// Words of triples [`merge`] uses on `width`-bit values: 2·width gates a comparator, a
 /// stage's gates of one bit in one vector.
 pub fn triple_words(n: usize, width: u32) -> usize {
-    stages(n)
-        .iter()
-        .map(|s| 2 * width as usize * s.len().div_ceil(64))
+    distances(n)
+        .map(|k| 2 * width as usize * stage_len(n, k).div_ceil(64))
         .sum()
 }
 
@@ -86,10 +96,15 @@ mod tests {
     use super::*;
     use crate::crypto::Prg;
 
+    /// Every stage of the network for runs of `n`.
+    fn stages(n: usize) -> Vec<(Vec<u32>, Vec<u32>)> {
+        distances(n).map(|k| stage(n, k)).collect()
+    }
+
     /// The network on plain values.
-    fn merged(values: &mut [u64], stages: &[Vec<(u32, u32)>]) {
-        for stage in stages {
-            for &(lo, hi) in stage {
+    fn merged(values: &mut [u64], stages: &[(Vec<u32>, Vec<u32>)]) {
+        for (lo, hi) in stages {
+            for (&lo, &hi) in lo.iter().zip(hi) {
                 let (lo, hi) = (lo as usize, hi as usize);
                 if values[lo] > values[hi] {
                     values.swap(lo, hi);
@@ -105,11 +120,12 @@ mod tests {
             let n = 1usize << k;
             let s = stages(n);
             assert_eq!(s.len(), k as usize + 1, "stages for n = {n}");
-            let count: usize = s.iter().map(Vec::len).sum();
+            let count: usize = s.iter().map(|(lo, _)| lo.len()).sum();
             assert_eq!(count as u64, comparators(n));
-            for stage in &s {
+            for (d, (lo, hi)) in distances(n).zip(&s) {
+                assert_eq!(lo.len(), stage_len(n, d));
                 let mut seen = vec![false; 2 * n];
-                for &(lo, hi) in stage {
+                for (&lo, &hi) in lo.iter().zip(hi) {
                     assert!(
                         lo < hi && !seen[lo as usize] && !seen[hi as usize],
                         "disjoint"
@@ -148,7 +164,6 @@ mod tests {
             v
         };
         let (a, b) = (run(&mut prg), run(&mut prg));
-        let s = stages(n);
         let (ta, tb) = triple_pair(triple_words(n, width));
         let (mut x, mut y) = mem_pair(Duration::from_secs(30));
         let party = |chan: &mut dyn crate::net::Channel, leader: bool, triples, mine: &[u64]| {
@@ -167,7 +182,7 @@ mod tests {
             let mut all: Vec<Shared> = (first.iter().zip(&second))
                 .map(|(f, s)| Shared::concat(&[f, s]))
                 .collect();
-            merge(&mut gmw, &mut all, &s).unwrap();
+            merge(&mut gmw, &mut all, n).unwrap();
             assert_eq!(gmw.triples_left(), 0, "exactly the triples counted");
             all.iter()
                 .map(|p| gmw.reveal(p).unwrap())
