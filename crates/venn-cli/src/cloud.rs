@@ -90,6 +90,11 @@ pub struct ServeCli {
     /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_connections_per_peer: u64,
+    /// The most pairs a three-party run's join may compare, n1·n2 for its first two
+    /// datasets' sizes (refused when the run is created; 2^28 take about 1.5 minutes on
+    /// two cores).
+    #[arg(long, default_value_t = 1 << 32)]
+    max_join_work: u64,
     /// The workers' secret (made, owner-only, if missing; default: in the data directory).
     #[arg(long, value_name = "FILE")]
     worker_secret: Option<PathBuf>,
@@ -366,6 +371,7 @@ fn serve(s: ServeCli) -> Result<()> {
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
+            max_join_work: s.max_join_work,
         },
     };
     Ok(server::serve(&setup, |addr| {

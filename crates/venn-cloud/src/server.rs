@@ -59,6 +59,9 @@ pub struct Config {
     /// The most connections served at once from one peer (an IPv4 address, or an IPv6
     /// /64 network).
     pub max_connections_per_peer: usize,
+    /// The most pairs a three-party run's join may compare (n1·n2: every pair of its first
+    /// two sides' values is looked up in a table of the third's).
+    pub max_join_work: u64,
 }
 
 impl Config {
@@ -542,7 +545,7 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
             "a preprocessed run has two datasets".into(),
         ));
     }
-    let mut owners = Vec::new();
+    let (mut owners, mut items) = (Vec::new(), Vec::new());
     for (i, id) in r.datasets.iter().enumerate() {
         if r.datasets[..i].contains(id) {
             return Err(Error::BadRequest(format!("dataset {id} is named twice")));
@@ -552,17 +555,38 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
             return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
         }
         owners.push(d.owner);
+        items.push(d.items);
     }
     if !owners.contains(&req.client) {
         return Err(Error::Forbidden(
             "a run must include a dataset of yours".into(),
         ));
     }
+    // A sealed dataset's items never change: the figure holds when the run is created.
+    check_join_work(&items, s.config.max_join_work)?;
     let run = s
         .store
         .create_run(&req.client, &r.datasets, r.preprocessed)
         .await?;
     Ok(Json(run).into_response())
+}
+
+/// Refuses, before any work, a three-party run of datasets of `items` items whose join
+/// would compare more than `max` pairs: n1·n2, its first two sides' sizes (two-party runs
+/// join in time linear in their sizes).
+fn check_join_work(items: &[u64], max: u64) -> Result<()> {
+    let [n1, n2, _] = items else {
+        return Ok(());
+    };
+    let work = u128::from(*n1) * u128::from(*n2);
+    match work > u128::from(max) {
+        true => Err(Error::TooLarge(format!(
+            "this join would compare n1·n2 = {n1}·{n2} = {work} pairs, more than the \
+             {max} this service allows (--max-join-work); a run whose first two datasets \
+             are the smaller ones compares fewer"
+        ))),
+        false => Ok(()),
+    }
 }
 
 /// A run that the caller may see: one of its datasets is the caller's.
@@ -1035,6 +1059,7 @@ mod tests {
             request_seconds: 1,
             max_connections: max_total,
             max_connections_per_peer: max_per_peer,
+            max_join_work: 1,
         })
     }
 

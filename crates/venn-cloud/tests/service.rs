@@ -68,6 +68,32 @@ fn three_parties_get_the_common_keys(db: &Db) {
     assert_eq!(matched(&p3, &k3, &run, &c), common);
 }
 
+/// A three-party run whose join would compare more pairs than --max-join-work allows is
+/// refused when it is created, the figure named; the same datasets with the smaller two
+/// first, or a join of exactly the cap, are not.
+fn three_party_join_work_is_capped(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        max_join_work: 12,
+        ..config()
+    });
+    let (p1, p2, p3) = (s.client("p1"), s.client("p2"), s.client("p3"));
+    let (k1, k2, k3) = (
+        upload(&w, &p1, "a", &numbered("k", 0..4), 8),
+        upload(&w, &p2, "b", &numbered("k", 0..4), 8),
+        upload(&w, &p3, "c", &numbered("k", 0..3), 8),
+    );
+    let err = post_run(&p1, &[&k1.dataset, &k2.dataset, &k3.dataset]).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("n1·n2 = 4·4 = 16 pairs")
+            && m.contains("the 12 this service allows")),
+        "{err}"
+    );
+    post_run(&p1, &[&k1.dataset, &k3.dataset, &k2.dataset]).unwrap();
+    // Two parties join in linear time: no cap.
+    post_run(&p1, &[&k1.dataset, &k2.dataset]).unwrap();
+}
+
 /// Runs (i, j) and (j, k) give nothing about (i, k): nobody but i and k can make an
 /// (i, k) run, and it needs both their tokens.
 fn runs_need_every_owners_token(db: &Db) {
@@ -952,6 +978,7 @@ type Scenario = fn(&Db);
 const SUITE: &[(&str, Scenario)] = &[
     ("two parties", two_parties_get_the_plaintext_intersection),
     ("three parties", three_parties_get_the_common_keys),
+    ("join work capped", three_party_join_work_is_capped),
     ("every owner's token", runs_need_every_owners_token),
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),

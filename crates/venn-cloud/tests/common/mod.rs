@@ -104,6 +104,7 @@ pub fn config() -> Config {
         request_seconds: 60,
         max_connections: 256,
         max_connections_per_peer: 64,
+        max_join_work: 1 << 20,
     }
 }
 
