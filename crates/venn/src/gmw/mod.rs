@@ -16,4 +16,4 @@ pub use engine::Gmw;
 pub use shared::Shared;
 #[cfg(test)]
 pub(crate) use triples::tests::triple_pair;
-pub use triples::Triples;
+pub use triples::{working_bytes as triple_working_bytes, Triples};

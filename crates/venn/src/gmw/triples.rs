@@ -23,6 +23,15 @@ use crate::Result;
 /// OTs of each direction per chunk: 16 MiB of rows.
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
+/// Bytes [`Triples::generate`] holds besides the triples while making `words` words of
+/// them: a chunk's rows (q, q ⊕ Δ and t, 16 bytes an OT each) and each direction's batch
+/// of rows on its way (at most 4 MiB, and its frames as much again). A memory model's
+/// share for the generator: at small sets it is most of a run's memory.
+pub fn working_bytes(words: usize) -> u64 {
+    let ots = (words * 64).min(CHUNK_OTS) as u64;
+    48 * ots + 2 * 2 * (4 << 20)
+}
+
 /// One party's halves of a run's triples, 64 to a word.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Triples {

@@ -84,14 +84,16 @@ impl Protocol for Hek12 {
         Ok(Box::new(Hek12Params::new(sizes, options)?))
     }
 
-    /// From the parameters: triples (3 bits an AND gate), the random OTs, the 2n values'
+    /// From the parameters: triples (3 bits an AND gate) and their generator's buffers, the
+    /// random OTs, the 2n values'
     /// planes a few times over (shares, and a stage's gathered halves), a quarter more for
     /// what the allocator keeps.
     fn memory(&self, _: Role, sizes: Sizes, options: Options) -> u64 {
         let Ok(p) = Hek12Params::new(sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let triples = 3 * 8 * triple_words(&p) as u64;
+        let words = triple_words(&p);
+        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words);
         let ots = 32 * p.outputs();
         let planes = 6 * 2 * p.n * p.width() as u64 / 8;
         let values = 16 * 2 * p.n;

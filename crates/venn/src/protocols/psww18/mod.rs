@@ -143,7 +143,8 @@ impl Protocol for Psww18 {
         let Ok(p) = Psww18Params::new(sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let triples = 3 * 8 * triple_words(&p) as u64;
+        let words = triple_words(&p);
+        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words);
         let ots = 32 * p.outputs();
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
