@@ -121,20 +121,10 @@ impl World {
             Db::Sqlite => format!("sqlite://{}", tmp.path().join("store.db").display()),
             Db::Postgres(base) => {
                 let name = format!("t{}", venn_cloud::api::new_id());
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
-                    sqlx::any::install_default_drivers();
-                    let pool = sqlx::AnyPool::connect(&format!("{base}/postgres"))
-                        .await
-                        .unwrap();
-                    sqlx::query(&format!("CREATE DATABASE {name}"))
-                        .execute(&pool)
-                        .await
-                        .unwrap();
-                });
+                run_sql(
+                    &format!("{base}/postgres"),
+                    &format!("CREATE DATABASE {name}"),
+                );
                 format!("{base}/{name}")
             }
         };
@@ -164,21 +154,26 @@ impl World {
 
     /// Runs `sql` on the world's database, behind its service's back.
     pub fn execute(&self, sql: &str) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            sqlx::any::install_default_drivers();
-            let pool = sqlx::AnyPool::connect(&self.database).await.unwrap();
-            sqlx::query(sql).execute(&pool).await.unwrap();
-            pool.close().await;
-        });
+        run_sql(&self.database, sql);
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
     }
+}
+
+/// Runs `sql` on the database at `url`.
+fn run_sql(url: &str, sql: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(url).await.unwrap();
+        sqlx::query(sql).execute(&pool).await.unwrap();
+        pool.close().await;
+    });
 }
 
 /// Keys from names.
