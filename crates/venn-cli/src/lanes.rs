@@ -211,8 +211,7 @@ impl Coordinator {
             )));
         }
         let frame = addresses.iter().fold(Writer::new(), |w, a| w.str8(a));
-        self.chan.send(&frame.0)?;
-        Ok(())
+        self.chan.send(&frame.0)
     }
 
     /// The addresses the peer's lanes listen on, in lane order.

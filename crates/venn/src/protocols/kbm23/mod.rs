@@ -403,8 +403,7 @@ fn send_c(
         p.field.bits(),
         (first..first + count).map(|i| p.field.sub(s.get(i), values[i])),
     );
-    chan.send(c.as_bytes())?;
-    Ok(())
+    chan.send(c.as_bytes())
 }
 
 impl Party for Kbm23Receiver {
