@@ -15,7 +15,7 @@ use venn_cli::transport::TlsArgs;
 use venn_cloud::auth::{Identity, WorkerSecret};
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
-use venn_cloud::server::{self, Config, Setup};
+use venn_cloud::server::{self, Config, Registration, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
 
 #[derive(Subcommand)]
@@ -24,6 +24,9 @@ pub enum CloudCommand {
     Serve(ServeCli),
     /// Pair stored items with tokens for a service (any number, on any machine).
     Worker(WorkerCli),
+    /// Make single-use invites to register with the service of a store (printed one a
+    /// line; the store keeps only their hashes).
+    Invite(InviteCli),
     /// Make an identity (a signing key, owner-only file) and register it with a service.
     Register(RegisterCli),
     /// Encrypt a file's keys under a new dataset key (kept in --key-file) and upload them.
@@ -51,13 +54,8 @@ pub struct ServeCli {
     /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
     #[arg(long, value_name = "ADDR")]
     listen: String,
-    /// The data directory (stored points, answers, results; and the SQLite store).
-    #[arg(long, value_name = "DIR")]
-    data: PathBuf,
-    /// The metadata store: sqlite://FILE or postgres://USER@HOST:PORT/DB (default: SQLite
-    /// in the data directory).
-    #[arg(long, value_name = "URL")]
-    database: Option<String>,
+    #[command(flatten)]
+    store: StoreCli,
     /// Threads of the service's own workers (0: only external `venn cloud worker`s).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -90,6 +88,23 @@ pub struct ServeCli {
     /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_connections_per_peer: u64,
+    /// Who may register: `open` (anyone who reaches the service) or `invite` (only with an
+    /// unused `venn cloud invite`). Default: open on a loopback address, invite elsewhere.
+    #[arg(long, value_enum)]
+    registration: Option<RegistrationCli>,
+    /// The most clients registered.
+    #[arg(long, default_value_t = 1024)]
+    max_clients: u64,
+    /// The most datasets kept (open or sealed) by all clients together.
+    #[arg(long, default_value_t = 4096)]
+    max_total_datasets: u64,
+    /// The most items kept by all clients together (48 bytes each on disk).
+    #[arg(long, default_value_t = 1 << 30)]
+    max_total_items: u64,
+    /// The most registrations tried per minute from one peer (an IPv4 address or an IPv6
+    /// /64); more are answered 429.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    registrations_per_minute: u32,
     /// The most pairs a three-party run's join may compare, n1·n2 for its first two
     /// datasets' sizes (refused when the run is created; 2^28 take about 1.5 minutes on
     /// two cores).
@@ -166,6 +181,43 @@ pub struct ClientCli {
     identity: PathBuf,
 }
 
+/// Where a service keeps things.
+#[derive(Args)]
+pub struct StoreCli {
+    /// The data directory (stored points, answers, results; and the SQLite store).
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The metadata store: sqlite://FILE or postgres://USER@HOST:PORT/DB (default: SQLite
+    /// in the data directory).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+}
+
+impl StoreCli {
+    /// The metadata store's URL.
+    fn url(&self) -> String {
+        self.database
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data.join("venn-cloud.db").display()))
+    }
+}
+
+/// Who may register with `venn cloud serve`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RegistrationCli {
+    Open,
+    Invite,
+}
+
+#[derive(Args)]
+pub struct InviteCli {
+    #[command(flatten)]
+    store: StoreCli,
+    /// How many invites to make.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    count: u64,
+}
+
 #[derive(Args)]
 pub struct RegisterCli {
     #[command(flatten)]
@@ -173,6 +225,10 @@ pub struct RegisterCli {
     /// Your name at the service (letters, digits, '-', '_', '.').
     #[arg(long)]
     name: String,
+    /// An invite from the service's operator (`venn cloud invite`), where the service
+    /// registers by invitation.
+    #[arg(long, value_name = "HEX")]
+    invite: Option<String>,
 }
 
 #[derive(Args)]
@@ -292,9 +348,17 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
             eprintln!("venn cloud worker: {done} tasks done");
             Ok(())
         }
+        CloudCommand::Invite(i) => {
+            std::fs::create_dir_all(&i.store.data).map_err(Error::file("create", &i.store.data))?;
+            for invite in server::create_invites(&i.store.url(), &i.store.data, i.count)? {
+                println!("{invite}");
+            }
+            Ok(())
+        }
         CloudCommand::Register(r) => {
             let server = r.client.service.endpoint()?;
-            let client = thunder::register(&server, &r.name, &r.client.identity)?;
+            let client =
+                thunder::register(&server, &r.name, &r.client.identity, r.invite.as_deref())?;
             eprintln!(
                 "venn cloud: registered '{}' (public key {}); identity in '{}'",
                 r.name,
@@ -349,16 +413,29 @@ fn serve(s: ServeCli) -> Result<()> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let fingerprint = tls.as_ref().map(|t| t.fingerprint());
-    std::fs::create_dir_all(&s.data).map_err(Error::file("create", &s.data))?;
+    std::fs::create_dir_all(&s.store.data).map_err(Error::file("create", &s.store.data))?;
+    let registration = match s.registration {
+        Some(RegistrationCli::Open) => Registration::Open,
+        Some(RegistrationCli::Invite) => Registration::Invite,
+        // Open registration on an address others can reach would let anyone fill the
+        // service's client limit and spend its quotas: invitations unless asked otherwise.
+        None if thunder::on_loopback(&s.listen)? => Registration::Open,
+        None => Registration::Invite,
+    };
+    let registering = match registration {
+        Registration::Open => "open to anyone who reaches the service",
+        Registration::Invite => {
+            "by invitation: make invites with `venn cloud invite` and this --data \
+             (and --database)"
+        }
+    };
     let setup = Setup {
-        listen: s.listen,
-        database: s
-            .database
-            .unwrap_or_else(|| format!("sqlite://{}", s.data.join("venn-cloud.db").display())),
+        database: s.store.url(),
         worker_secret: s
             .worker_secret
-            .unwrap_or_else(|| s.data.join("worker-secret")),
-        dir: s.data,
+            .unwrap_or_else(|| s.store.data.join("worker-secret")),
+        listen: s.listen,
+        dir: s.store.data,
         tls: tls.as_ref().map(api_server_config).transpose()?,
         config: Config {
             lease_seconds: s.lease_seconds,
@@ -371,6 +448,11 @@ fn serve(s: ServeCli) -> Result<()> {
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
+            registration,
+            max_clients: s.max_clients,
+            max_total_datasets: s.max_total_datasets,
+            max_total_items: s.max_total_items,
+            registrations_per_minute: s.registrations_per_minute,
             max_join_work: s.max_join_work,
         },
     };
@@ -384,6 +466,7 @@ fn serve(s: ServeCli) -> Result<()> {
             ),
             None => eprintln!("venn cloud: serving on {scheme}://{addr}"),
         }
+        eprintln!("venn cloud: registration {registering}");
     })?)
 }
 

@@ -45,14 +45,7 @@ pub fn endpoint(
 /// Refuses `addr` unless every address it names is loopback, or `plaintext`: points,
 /// tokens and results cross plain HTTP readable by anyone on the path.
 pub fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
-    if plaintext {
-        return Ok(());
-    }
-    let addrs: Vec<_> = addr
-        .to_socket_addrs()
-        .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
-        .collect();
-    if addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()) {
+    if !plaintext && !on_loopback(addr)? {
         return Err(Error::Usage(format!(
             "refusing to {what} '{addr}', which may be on another machine: anyone on the \
              path would see the points, tokens and results (--plain-http, in Python \
@@ -62,10 +55,25 @@ pub fn check_loopback(addr: &str, plaintext: bool, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether every address `addr` resolves to is a loopback address.
+pub fn on_loopback(addr: &str) -> Result<bool> {
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::Address(format!("cannot resolve '{addr}': {e}")))?
+        .collect();
+    Ok(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()))
+}
+
 /// Makes an identity named `name`, saves it to `path` (a new, owner-only file) and
-/// registers it with the service. Saved first — a key registered but not saved would
-/// lock the name for good — and removed again if the service refuses it.
-pub fn register(server: &Endpoint, name: &str, path: &Path) -> Result<Client> {
+/// registers it with the service, showing `invite` if given. Saved first — a key
+/// registered but not saved would lock the name for good — and removed again if the
+/// service refuses it.
+pub fn register(
+    server: &Endpoint,
+    name: &str,
+    path: &Path,
+    invite: Option<&str>,
+) -> Result<Client> {
     if path.exists() {
         return Err(Error::Usage(format!(
             "'{}' exists: an identity file is never overwritten",
@@ -74,7 +82,7 @@ pub fn register(server: &Endpoint, name: &str, path: &Path) -> Result<Client> {
     }
     let identity = Identity::generate(name)?;
     identity.save(path)?;
-    let client = Client::new(server, identity).and_then(|c| c.register().map(|()| c));
+    let client = Client::new(server, identity).and_then(|c| c.register(invite).map(|()| c));
     client.map_err(|e| {
         let _ = std::fs::remove_file(path);
         e.into()

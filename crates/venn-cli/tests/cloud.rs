@@ -332,3 +332,60 @@ fn a_run_survives_a_killed_worker() {
         .arg(dir.join("bob.key")));
     assert!(listed.trim().ends_with(" used"), "{listed}");
 }
+
+/// A service listening beyond loopback registers by invitation unless told otherwise:
+/// without an invite, with an unknown one or with a used one, registration is refused
+/// and leaves no identity file; `venn cloud invite` makes single-use invites.
+#[test]
+fn registration_is_by_invitation_beyond_loopback() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let data = dir.join("data");
+    let fingerprint = ok(venn().args(["keygen", "--out"]).arg(dir.join("tls")));
+    let (_service, addr) = spawn_until(
+        venn()
+            .args(["cloud", "serve", "--listen", "0.0.0.0:0", "--threads", "0"])
+            .arg("--data")
+            .arg(&data)
+            .arg("--tls-cert")
+            .arg(dir.join("tls/venn.crt"))
+            .arg("--tls-key")
+            .arg(dir.join("tls/venn.key")),
+        "listening ",
+        true,
+    );
+    let port = addr.rsplit(':').next().unwrap();
+    let server = Server {
+        url: format!("https://127.0.0.1:{port}"),
+        fingerprint: fingerprint.trim().to_owned(),
+    };
+    let register = |name: &str, invite: Option<&str>| {
+        let mut c = client(&server, dir, name, "register");
+        c.args(["--name", name]);
+        if let Some(invite) = invite {
+            c.args(["--invite", invite]);
+        }
+        c.output().unwrap()
+    };
+    let invites = ok(venn()
+        .args(["cloud", "invite", "--count", "2", "--data"])
+        .arg(&data));
+    let invites: Vec<&str> = invites.lines().collect();
+    assert_eq!(invites.len(), 2, "{invites:?}");
+    let unknown = "0".repeat(64);
+    for (name, invite, why) in [
+        ("none", None, "invitation"),
+        ("unknown", Some(unknown.as_str()), "invite"),
+    ] {
+        let out = register(name, invite);
+        assert!(!out.status.success(), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(why), "{name}: {stderr}");
+        assert!(!dir.join(format!("{name}.id")).exists(), "{name}");
+    }
+    assert!(register("alice", Some(invites[0])).status.success());
+    let reused = register("mallory", Some(invites[0]));
+    assert!(!reused.status.success());
+    assert!(!dir.join("mallory.id").exists());
+    assert!(register("bob", Some(invites[1])).status.success());
+}

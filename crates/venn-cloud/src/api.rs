@@ -22,6 +22,8 @@ pub const MAX_REGISTRATION_BYTES: usize = 1 << 10;
 pub const SIGNATURE_WINDOW: i64 = 300;
 /// Bytes of a dataset or run id (hex-encoded in paths and bodies).
 pub const ID_BYTES: usize = 16;
+/// Bytes of an invite to register (hex-encoded).
+pub const INVITE_BYTES: usize = 32;
 
 /// `POST /v1/clients`: registers a name with an Ed25519 public key. The request is
 /// signed with that key (proof of possession).
@@ -30,6 +32,10 @@ pub struct Register {
     pub name: String,
     /// Hex of the 32-byte public key.
     pub public_key: String,
+    /// An invite from the service's operator (`venn cloud invite`), where registration is
+    /// by invitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invite: Option<String>,
 }
 
 /// `POST /v1/datasets`: opens a dataset for upload.

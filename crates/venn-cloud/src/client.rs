@@ -66,11 +66,14 @@ impl Client {
             .map_err(|e| Error::Transport(format!("an answer to {method} {path}: {e}")))
     }
 
-    /// Registers the identity's name and public key with the service.
-    pub fn register(&self) -> Result<()> {
+    /// Registers the identity's name and public key with the service, showing `invite`
+    /// (one of the operator's, from `venn cloud invite`) where registration is by
+    /// invitation.
+    pub fn register(&self, invite: Option<&str>) -> Result<()> {
         let r = Register {
             name: self.identity.name.clone(),
             public_key: self.identity.public_key(),
+            invite: invite.map(str::to_owned),
         };
         self.call(
             "POST",

@@ -27,6 +27,9 @@ pub enum Error {
     /// A body over its limit.
     #[error("too large: {0}")]
     TooLarge(String),
+    /// Too many requests of this kind from the caller's address: try again later.
+    #[error("too many requests: {0}")]
+    TooMany(String),
     /// The request did not arrive whole by its deadline.
     #[error("timed out: {0}")]
     Timeout(String),
@@ -51,6 +54,7 @@ impl Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             Error::Internal(_) | Error::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -66,6 +70,7 @@ impl Error {
             409 => Error::Conflict(text),
             408 => Error::Timeout(text),
             413 => Error::TooLarge(text),
+            429 => Error::TooMany(text),
             _ => Error::Internal(format!("HTTP {status}: {text}")),
         }
     }
@@ -79,6 +84,7 @@ impl Error {
             | Error::NotFound(m)
             | Error::Conflict(m)
             | Error::TooLarge(m)
+            | Error::TooMany(m)
             | Error::Timeout(m)
             | Error::Internal(m)
             | Error::Transport(m) => m,

@@ -59,6 +59,17 @@ pub struct Config {
     /// The most connections served at once from one peer (an IPv4 address, or an IPv6
     /// /64 network).
     pub max_connections_per_peer: usize,
+    /// Who may register: anyone, or only a client with an operator's invite.
+    pub registration: Registration,
+    /// The most clients registered.
+    pub max_clients: u64,
+    /// The most datasets kept (open or sealed) by all clients together.
+    pub max_total_datasets: u64,
+    /// The most items kept by all clients together.
+    pub max_total_items: u64,
+    /// The most registrations tried per minute from one peer (an IPv4 address, or an IPv6
+    /// /64 network).
+    pub registrations_per_minute: u32,
     /// The most pairs a three-party run's join may compare (n1·n2: every pair of its first
     /// two sides' values is looked up in a table of the third's).
     pub max_join_work: u64,
@@ -71,6 +82,51 @@ impl Config {
             max_items: self.max_items,
             max_datasets: self.max_datasets,
             max_client_items: self.max_client_items,
+            max_total_datasets: self.max_total_datasets,
+            max_total_items: self.max_total_items,
+        }
+    }
+}
+
+/// Who may register with the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// Anyone who reaches the service.
+    Open,
+    /// Only a client presenting an unused invite from the operator (`venn cloud invite`).
+    Invite,
+}
+
+/// Registrations tried per peer in the current minute: a peer over the limit is refused
+/// until the minute is over.
+struct RegistrationRate {
+    per_minute: u32,
+    tried: Mutex<(tokio::time::Instant, HashMap<IpAddr, u32>)>,
+}
+
+impl RegistrationRate {
+    fn new(per_minute: u32) -> RegistrationRate {
+        RegistrationRate {
+            per_minute,
+            tried: Mutex::new((tokio::time::Instant::now(), HashMap::new())),
+        }
+    }
+
+    /// Counts a registration tried from `address`, refusing one over the limit.
+    fn admit(&self, address: IpAddr) -> Result<()> {
+        let mut tried = self.tried.lock().unwrap_or_else(|e| e.into_inner());
+        let (started, counts) = &mut *tried;
+        if started.elapsed() >= Duration::from_secs(60) {
+            (*started, *counts) = (tokio::time::Instant::now(), HashMap::new());
+        }
+        let count = counts.entry(peer_of(address)).or_insert(0);
+        *count += 1;
+        match *count > self.per_minute {
+            true => Err(Error::TooMany(format!(
+                "at most {} registrations a minute from one address: try again later",
+                self.per_minute
+            ))),
+            false => Ok(()),
         }
     }
 }
@@ -80,6 +136,8 @@ pub struct Service {
     store: Store,
     workers: WorkerSecret,
     config: Config,
+    /// Registrations tried per peer.
+    registrations: RegistrationRate,
     /// Leases and a run's start are serialised: one service process hands out each task
     /// once and starts each run once (under PostgreSQL's READ COMMITTED, two owners' last
     /// tokens arriving together would each see the other's missing).
@@ -98,6 +156,7 @@ impl Service {
         let service = Arc::new(Service {
             store,
             workers,
+            registrations: RegistrationRate::new(config.registrations_per_minute),
             config,
             transitions: tokio::sync::Mutex::new(()),
             joining: Mutex::new(HashSet::new()),
@@ -288,6 +347,11 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
         let time = claim.check_fresh(store::now())?;
         let registering = parts.uri.path() == "/v1/clients";
         let key = if registering {
+            let peer = parts
+                .extensions
+                .get::<Peer>()
+                .ok_or_else(|| Error::Internal("a request without a peer".into()))?;
+            service.registrations.admit(peer.0)?;
             None
         } else {
             let key = service.store.public_key(claim.client).await?;
@@ -319,6 +383,10 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
         })
     }
 }
+
+/// The address a request came from.
+#[derive(Clone, Copy, Debug)]
+struct Peer(IpAddr);
 
 /// When a request must have arrived whole: its connection's deadline, set as it was
 /// accepted.
@@ -391,8 +459,34 @@ async fn register(
 ) -> Result<StatusCode> {
     let r: Register = req.json()?;
     auth::check_name(&r.name)?;
-    s.store.register(&r.name, &r.public_key).await?;
+    let invite = match (s.config.registration, r.invite.as_deref()) {
+        (Registration::Open, _) => None,
+        (Registration::Invite, Some(invite)) => Some(check_invite(invite)?),
+        (Registration::Invite, None) => {
+            return Err(Error::Forbidden(
+                "this service registers clients by invitation: ask its operator for an invite"
+                    .into(),
+            ))
+        }
+    };
+    s.store
+        .register(&r.name, &r.public_key, invite, s.config.max_clients)
+        .await?;
     Ok(StatusCode::CREATED)
+}
+
+/// Refuses anything but an invite's hex form.
+fn check_invite(invite: &str) -> Result<&str> {
+    let hex = invite
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    match hex && invite.len() == 2 * api::INVITE_BYTES {
+        true => Ok(invite),
+        false => Err(Error::BadRequest(format!(
+            "an invite is {} bytes in hex",
+            api::INVITE_BYTES
+        ))),
+    }
 }
 
 async fn list_datasets(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
@@ -863,6 +957,20 @@ pub fn serve(setup: &Setup, on_bound: impl FnOnce(std::net::SocketAddr)) -> Resu
         .block_on(run(setup, on_bound, stopped()))
 }
 
+/// Makes `count` single-use invites to register in the store at `database` (files in
+/// `dir`), for the operator to hand out; the store keeps only their hashes.
+pub fn create_invites(database: &str, dir: &std::path::Path, count: u64) -> Result<Vec<String>> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            Store::open(database, dir)
+                .await?
+                .create_invites(count)
+                .await
+        })
+}
+
 /// Runs the service on the current tokio runtime until `stop` resolves.
 ///
 /// A connection serves one request, which must arrive whole (TLS handshake, head and
@@ -912,10 +1020,10 @@ pub async fn run(
                     if let Ok(Ok(tls)) =
                         tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await
                     {
-                        connection(tls, router, watcher, deadline).await;
+                        connection(tls, router, watcher, peer.ip(), deadline).await;
                     }
                 }
-                None => connection(tcp, router, watcher, deadline).await,
+                None => connection(tcp, router, watcher, peer.ip(), deadline).await,
             }
         });
     }
@@ -923,12 +1031,13 @@ pub async fn run(
     Ok(())
 }
 
-/// Serves one HTTP/1.1 request on a connection, whose head must arrive by `deadline` (and
+/// Serves one HTTP/1.1 request from `peer` on a connection, whose head must arrive by `deadline` (and
 /// its body too: [`read_body`] reads it by the [`RequestDeadline`] given to the request).
 async fn connection<Io>(
     io: Io,
     router: Router,
     watcher: hyper_util::server::graceful::Watcher,
+    peer: IpAddr,
     deadline: tokio::time::Instant,
 ) where
     Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -937,6 +1046,7 @@ async fn connection<Io>(
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(RequestDeadline(deadline));
+            req.extensions_mut().insert(Peer(peer));
             hyper::service::Service::call(&router, req)
         });
     let conn = hyper::server::conn::http1::Builder::new()
@@ -1059,6 +1169,11 @@ mod tests {
             request_seconds: 1,
             max_connections: max_total,
             max_connections_per_peer: max_per_peer,
+            registration: Registration::Invite,
+            max_clients: 1,
+            max_total_datasets: 1,
+            max_total_items: 1,
+            registrations_per_minute: 1,
             max_join_work: 1,
         })
     }

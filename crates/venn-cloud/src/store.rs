@@ -55,6 +55,10 @@ pub struct Quotas {
     pub max_datasets: u64,
     /// The most items a client keeps over all its datasets.
     pub max_client_items: u64,
+    /// The most datasets kept (open or sealed) by all clients together.
+    pub max_total_datasets: u64,
+    /// The most items kept by all clients together.
+    pub max_total_items: u64,
 }
 
 impl Quotas {
@@ -64,6 +68,28 @@ impl Quotas {
             true => Err(Error::TooLarge(format!(
                 "a dataset over this service's {} items",
                 self.max_items
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    /// Refuses a service that would keep `datasets` datasets.
+    fn check_total_datasets(&self, datasets: u64) -> Result<()> {
+        match datasets > self.max_total_datasets {
+            true => Err(Error::TooLarge(format!(
+                "this service keeps at most {} datasets in all, and has them",
+                self.max_total_datasets
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    /// Refuses a service that would keep `items` items.
+    fn check_total_items(&self, items: u64) -> Result<()> {
+        match items > self.max_total_items {
+            true => Err(Error::TooLarge(format!(
+                "this service keeps at most {} items in all",
+                self.max_total_items
             ))),
             false => Ok(()),
         }
@@ -169,15 +195,41 @@ async fn lock_owned_dataset(
     Ok(owner)
 }
 
+/// Takes the service's row until the transaction ends: the transactions that check a
+/// service-wide limit run one at a time. Taken before any client's or dataset's row.
+async fn lock_service(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<()> {
+    sqlx::query("UPDATE service SET id = id")
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// The datasets `owner` keeps (open or sealed) and their items in all.
 async fn usage(tx: &mut sqlx::Transaction<'_, sqlx::Any>, owner: &str) -> Result<(u64, u64)> {
-    let row = sqlx::query(
+    kept(tx, "d.owner = $1 AND", Some(owner)).await
+}
+
+/// The datasets all clients keep (open or sealed) and their items in all.
+async fn total_usage(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<(u64, u64)> {
+    kept(tx, "", None).await
+}
+
+/// The datasets kept (open or sealed) and their items, of those meeting `condition`
+/// (followed by AND; `$1` is `owner`).
+async fn kept(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    condition: &str,
+    owner: Option<&str>,
+) -> Result<(u64, u64)> {
+    let sql = format!(
         "SELECT COUNT(DISTINCT d.id), CAST(SUM(c.items) AS BIGINT) FROM datasets d \
-         LEFT JOIN chunks c ON c.dataset = d.id WHERE d.owner = $1 AND d.state <> 'deleted'",
-    )
-    .bind(owner)
-    .fetch_one(&mut **tx)
-    .await?;
+         LEFT JOIN chunks c ON c.dataset = d.id WHERE {condition} d.state <> 'deleted'"
+    );
+    let mut query = sqlx::query(&sql);
+    if let Some(owner) = owner {
+        query = query.bind(owner);
+    }
+    let row = query.fetch_one(&mut **tx).await?;
     let datasets: i64 = row.get(0);
     let items: Option<i64> = row.try_get(1).ok().flatten();
     Ok((datasets as u64, items.unwrap_or(0) as u64))
@@ -196,6 +248,44 @@ async fn uploaded<'e>(
     let chunks: i64 = row.get(0);
     let items: Option<i64> = row.try_get(1).ok().flatten();
     Ok((chunks as u64, items.unwrap_or(0) as u64))
+}
+
+/// The hash under which an invite is kept (hex SHA-256).
+fn invite_hash(invite: &str) -> String {
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(invite.as_bytes()))
+}
+
+/// Refuses an invite that is unknown or used.
+async fn check_invite_unused(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    invite: &str,
+) -> Result<()> {
+    let unused = sqlx::query("SELECT 1 FROM invites WHERE hash = $1 AND used_by IS NULL")
+        .bind(invite_hash(invite))
+        .fetch_optional(&mut **tx)
+        .await?;
+    unused.map(|_| ()).ok_or_else(invite_refused)
+}
+
+fn invite_refused() -> Error {
+    Error::Forbidden("this invite is not one of this service's, or was used".into())
+}
+
+/// Marks `invite` used by `client`, refusing one that is unknown or used.
+async fn use_invite(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    invite: &str,
+    client: &str,
+) -> Result<()> {
+    let used = sqlx::query("UPDATE invites SET used_by = $1 WHERE hash = $2 AND used_by IS NULL")
+        .bind(client)
+        .bind(invite_hash(invite))
+        .execute(&mut **tx)
+        .await?;
+    match used.rows_affected() {
+        1 => Ok(()),
+        _ => Err(invite_refused()),
+    }
 }
 
 /// Refuses a run that no longer waits for tokens or scalars, or that was created before
@@ -280,8 +370,31 @@ impl Store {
 
     // --- clients and request nonces ---------------------------------------------------
 
-    /// Registers `name` with `public_key` (hex); a name or a key is registered once.
-    pub async fn register(&self, name: &str, public_key: &str) -> Result<()> {
+    /// Registers `name` with `public_key` (hex), one of at most `max_clients`, using
+    /// `invite` if given (refused unless it is an invite not used before); a name or a key
+    /// is registered once. All in one transaction: an invite registers one client.
+    pub async fn register(
+        &self,
+        name: &str,
+        public_key: &str,
+        invite: Option<&str>,
+        max_clients: u64,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        lock_service(&mut tx).await?;
+        // The invite first: without one, nothing (not even whether a name is taken) is told.
+        if let Some(invite) = invite {
+            check_invite_unused(&mut tx, invite).await?;
+        }
+        let clients: i64 = sqlx::query("SELECT COUNT(*) FROM clients")
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if clients as u64 >= max_clients {
+            return Err(Error::TooLarge(format!(
+                "this service registers at most {max_clients} clients, and has them"
+            )));
+        }
         let inserted = sqlx::query(
             "INSERT INTO clients (name, public_key, created) VALUES ($1, $2, $3) \
              ON CONFLICT DO NOTHING",
@@ -289,14 +402,37 @@ impl Store {
         .bind(name)
         .bind(public_key)
         .bind(now())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        match inserted.rows_affected() {
-            1 => Ok(()),
-            _ => Err(Error::Conflict(format!(
+        if inserted.rows_affected() != 1 {
+            return Err(Error::Conflict(format!(
                 "the client name '{name}' or its key is registered already"
-            ))),
+            )));
         }
+        if let Some(invite) = invite {
+            use_invite(&mut tx, invite, name).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Makes `count` single-use invites to register, keeping only their hashes.
+    pub async fn create_invites(&self, count: u64) -> Result<Vec<String>> {
+        let mut tx = self.pool.begin().await?;
+        let mut invites = Vec::new();
+        for _ in 0..count {
+            let mut token = [0u8; api::INVITE_BYTES];
+            api::getrandom(&mut token);
+            let token = hex::encode(token);
+            sqlx::query("INSERT INTO invites (hash, created) VALUES ($1, $2)")
+                .bind(invite_hash(&token))
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            invites.push(token);
+        }
+        tx.commit().await?;
+        Ok(invites)
     }
 
     /// A registered client's public key (hex).
@@ -336,7 +472,9 @@ impl Store {
     pub async fn create_dataset(&self, owner: &str, name: &str, quotas: Quotas) -> Result<Dataset> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
+        lock_service(&mut tx).await?;
         lock_client(&mut tx, owner).await?;
+        quotas.check_total_datasets(total_usage(&mut tx).await?.0 + 1)?;
         if usage(&mut tx, owner).await?.0 >= quotas.max_datasets {
             return Err(Error::TooLarge(format!(
                 "a client keeps at most {} datasets here: delete one first",
@@ -461,6 +599,7 @@ impl Store {
         quotas: Quotas,
     ) -> Result<Option<String>> {
         let mut tx = self.pool.begin().await?;
+        lock_service(&mut tx).await?;
         let owner = lock_owned_dataset(&mut tx, dataset, "open").await?;
         let replaced =
             sqlx::query("SELECT items, file FROM chunks WHERE dataset = $1 AND idx = $2")
@@ -473,6 +612,8 @@ impl Store {
         quotas.check_dataset(so_far - replaced_items + items)?;
         let (_, kept) = usage(&mut tx, &owner).await?;
         quotas.check_client(kept - replaced_items + items, kept)?;
+        let (_, total) = total_usage(&mut tx).await?;
+        quotas.check_total_items(total - replaced_items + items)?;
         sqlx::query("DELETE FROM chunks WHERE dataset = $1 AND idx = $2")
             .bind(dataset)
             .bind(idx as i64)
@@ -1366,6 +1507,8 @@ mod tests {
             max_items: 1,
             max_datasets: 2,
             max_client_items: 1,
+            max_total_datasets: 2,
+            max_total_items: 1,
         };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -1373,7 +1516,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let store = Store::open(&url, dir.path()).await.unwrap();
-            store.register("a", "key").await.unwrap();
+            store.register("a", "key", None, 1).await.unwrap();
             let mut sealed = Vec::new();
             for name in ["x", "y"] {
                 let d = store.create_dataset("a", name, quotas).await.unwrap();

@@ -12,7 +12,7 @@ use venn_cloud::auth::{Identity, WorkerSecret};
 use venn_cloud::client::Client;
 use venn_cloud::crypto::{self, Secret, ITEM_BYTES};
 use venn_cloud::http::{Endpoint, Http};
-use venn_cloud::server::Config;
+use venn_cloud::server::{Config, Registration};
 use venn_cloud::worker::{self, WorkerConfig};
 use venn_cloud::Error;
 
@@ -311,6 +311,69 @@ fn a_deleted_name_is_free_again(db: &Db) {
     );
 }
 
+/// Registration by invitation: none or a malformed, unknown or used invite is refused,
+/// and two registrations at once with one invite are one success.
+fn registration_is_by_invitation(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        registration: Registration::Invite,
+        ..config()
+    });
+    let invites = w.invites(2);
+    let newcomer = |name: &str| {
+        Client::new(&Endpoint::plain(&s.url), Identity::generate(name).unwrap()).unwrap()
+    };
+    let err = newcomer("none").register(None).unwrap_err();
+    assert!(
+        matches!(err, Error::Forbidden(ref m) if m.contains("invitation")),
+        "{err}"
+    );
+    let err = newcomer("bad").register(Some("x")).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)), "{err}");
+    let unknown = "0".repeat(2 * venn_cloud::api::INVITE_BYTES);
+    let err = newcomer("unknown").register(Some(&unknown)).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    let raced = at_once(2, |i| {
+        newcomer(&format!("racer{i}")).register(Some(&invites[0]))
+    });
+    assert_eq!(successes(raced, |e| matches!(e, Error::Forbidden(_))), 1);
+    let err = newcomer("late").register(Some(&invites[0])).unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    newcomer("second").register(Some(&invites[1])).unwrap();
+}
+
+/// Service-wide limits on clients, datasets and items, each refused with its figure.
+fn service_wide_limits_are_kept(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        max_clients: 2,
+        max_total_datasets: 2,
+        max_total_items: 3,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let extra = Client::new(&Endpoint::plain(&s.url), Identity::generate("c").unwrap()).unwrap();
+    let err = extra.register(None).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("at most 2 clients")),
+        "{err}"
+    );
+    let points = crypto::encrypt(&keys(&["w", "x", "y", "z"]), &Secret::random());
+    let (da, db_) = (create(&a, "d"), create(&b, "d"));
+    let err = try_create(&a, "more").unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("at most 2 datasets in all")),
+        "{err}"
+    );
+    put(&a, &da, 0, &points[..2].concat()).unwrap();
+    let err = put(&b, &db_, 0, &points[2..].concat()).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("at most 3 items in all")),
+        "{err}"
+    );
+    put(&b, &db_, 0, &points[2]).unwrap();
+}
+
 /// Requests racing each other: a client or dataset name taken at once is one success and
 /// clean conflicts, and creations and chunks at once keep the quotas; a seal checks the
 /// quotas again (here lowered by a restart).
@@ -327,7 +390,7 @@ fn racing_requests_keep_names_and_quotas(db: &Db) {
     let too_large = |e: &Error| matches!(e, Error::TooLarge(_));
     let registered = at_once(8, |_| {
         let identity = Identity::generate("same").unwrap();
-        Client::new(&Endpoint::plain(&s.url), identity)?.register()
+        Client::new(&Endpoint::plain(&s.url), identity)?.register(None)
     });
     assert_eq!(successes(registered, conflict), 1);
     let (a, b) = (s.client("a"), s.client("b"));
@@ -505,7 +568,10 @@ fn requests_are_authenticated(db: &Db) {
         venn_cloud::auth::Identity::generate("a").unwrap(),
     )
     .unwrap();
-    assert!(matches!(again.register().unwrap_err(), Error::Conflict(_)));
+    assert!(matches!(
+        again.register(None).unwrap_err(),
+        Error::Conflict(_)
+    ));
 }
 
 /// Nothing acknowledged is lost across a restart; an unsealed upload is never used.
@@ -983,6 +1049,8 @@ const SUITE: &[(&str, Scenario)] = &[
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),
     ("quotas", quotas_are_kept),
+    ("registration by invitation", registration_is_by_invitation),
+    ("service-wide limits", service_wide_limits_are_kept),
     ("deleted names", a_deleted_name_is_free_again),
     ("racing requests", racing_requests_keep_names_and_quotas),
     (
@@ -1086,10 +1154,29 @@ fn a_connection_flood_is_refused_past_the_cap() {
         Identity::generate("honest").unwrap(),
     )
     .unwrap();
-    while let Err(e) = honest.register() {
+    while let Err(e) = honest.register(None) {
         assert!(start.elapsed() < Duration::from_secs(5), "{e}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Registrations from one address past --registrations-per-minute are refused with a 429,
+/// before their signature is checked.
+#[test]
+fn registrations_are_rate_limited() {
+    let w = World::new(&Db::Sqlite);
+    let s = w.start(Config {
+        registrations_per_minute: 2,
+        ..config()
+    });
+    s.client("a");
+    s.client("b");
+    let late = Client::new(&Endpoint::plain(&s.url), Identity::generate("c").unwrap()).unwrap();
+    let err = late.register(None).unwrap_err();
+    assert!(
+        matches!(err, Error::TooMany(ref m) if m.contains("2 registrations a minute")),
+        "{err}"
+    );
 }
 
 #[test]

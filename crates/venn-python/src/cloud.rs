@@ -76,21 +76,24 @@ impl CloudClient {
         })
     }
 
-    /// Makes an identity `name` (saved to the new file `identity`) and registers it.
+    /// Makes an identity `name` (saved to the new file `identity`) and registers it,
+    /// showing `invite` if given.
     #[staticmethod]
-    #[pyo3(signature = (server, identity, name, *, server_fingerprint=None, server_ca=None, plain_http=false))]
+    #[pyo3(signature = (server, identity, name, *, invite=None, server_fingerprint=None, server_ca=None, plain_http=false))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn register(
         py: Python<'_>,
         server: &str,
         identity: PathBuf,
         name: &str,
+        invite: Option<&str>,
         server_fingerprint: Option<&str>,
         server_ca: Option<PathBuf>,
         plain_http: bool,
     ) -> PyResult<Self> {
         let endpoint = service(server, server_fingerprint, server_ca, plain_http)?;
         let client = py
-            .detach(|| thunder::register(&endpoint, name, &identity))
+            .detach(|| thunder::register(&endpoint, name, &identity, invite))
             .map_err(to_py)?;
         Ok(CloudClient { client })
     }

@@ -112,3 +112,31 @@ def test_plain_http_is_refused_off_this_machine(tmp_path: Path):
         cloud.register("http://192.0.2.1:7780", identity=tmp_path / "x.id", name="x")
     with pytest.raises(venn.NetworkError):
         cloud.register("http://127.0.0.1:9", identity=tmp_path / "y.id", name="y")
+
+
+def test_registration_by_invitation(tmp_path: Path):
+    data = tmp_path / "service"
+    proc = subprocess.Popen(
+        [VENN_BIN, "cloud", "serve", "--listen", "127.0.0.1:0", "--data", str(data),
+         "--threads", "0", "--registration", "invite"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("listening "), line
+        service = "http://" + line.split()[1]
+        made = subprocess.run(
+            [VENN_BIN, "cloud", "invite", "--data", str(data)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        invite = made.stdout.strip()
+        with pytest.raises(venn.UsageError, match="invitation"):
+            cloud.register(service, identity=tmp_path / "a.id", name="a")
+        assert not (tmp_path / "a.id").exists()
+        alice = cloud.register(service, identity=tmp_path / "a.id", name="a", invite=invite)
+        assert alice.name == "a"
+        with pytest.raises(venn.UsageError, match="was used"):
+            cloud.register(service, identity=tmp_path / "b.id", name="b", invite=invite)
+    finally:
+        proc.terminate()
+        proc.wait(30)

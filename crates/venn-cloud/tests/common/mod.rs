@@ -10,7 +10,7 @@ use venn::Items;
 use venn_cloud::auth::Identity;
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
-use venn_cloud::server::{self, Config, Setup};
+use venn_cloud::server::{self, Config, Registration, Setup};
 
 /// Where a test's metadata lives.
 #[derive(Clone, Debug)]
@@ -70,7 +70,7 @@ impl Running {
             Identity::generate(name).unwrap(),
         )
         .unwrap();
-        c.register().unwrap();
+        c.register(None).unwrap();
         c
     }
 
@@ -104,6 +104,11 @@ pub fn config() -> Config {
         request_seconds: 60,
         max_connections: 256,
         max_connections_per_peer: 64,
+        registration: Registration::Open,
+        max_clients: 64,
+        max_total_datasets: 256,
+        max_total_items: 1 << 24,
+        registrations_per_minute: 64,
         max_join_work: 1 << 20,
     }
 }
@@ -150,6 +155,21 @@ impl World {
             &listen,
             config,
         )
+    }
+
+    /// `count` invites to register, made in the world's store as `venn cloud invite` makes
+    /// them.
+    pub fn invites(&self, count: u64) -> Vec<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = venn_cloud::store::Store::open(&self.database, &self.path("data"))
+                .await
+                .unwrap();
+            store.create_invites(count).await.unwrap()
+        })
     }
 
     /// Runs `sql` on the world's database, behind its service's back.

@@ -86,6 +86,7 @@ class CloudClient:
         identity: _Path,
         name: str,
         *,
+        invite: Optional[str] = ...,
         server_fingerprint: Optional[str] = ...,
         server_ca: Optional[_Path] = ...,
         plain_http: bool = ...,

@@ -209,19 +209,23 @@ def register(
     *,
     identity: Path,
     name: str,
+    invite: Optional[str] = None,
     server_fingerprint: Optional[str] = None,
     server_ca: Optional[Path] = None,
     plain_http: bool = False,
 ) -> Client:
     """Make an identity (a signing key saved to the new, owner-only file ``identity``),
     register it with the service as ``name``, and return its :class:`Client`. Keep the
-    file: it is how later sessions sign (``Client(server, identity)``).
+    file: it is how later sessions sign (``Client(server, identity)``). Where the
+    service registers by invitation, ``invite`` is one of its operator's (``venn cloud
+    invite``).
     """
     client = Client.__new__(Client)
     client._native = _Native.register(
         server,
         identity,
         name,
+        invite=invite,
         server_fingerprint=server_fingerprint,
         server_ca=server_ca,
         plain_http=plain_http,
