@@ -72,8 +72,17 @@ pub struct ChunkReceipt {
     pub sha256: String,
 }
 
+/// `POST /v1/datasets/{id}/grants`: the dataset's owner lets `client` see it (its owner
+/// and size) and name it in a run — the partner it paired with, before that partner
+/// creates their run. To anyone else another's dataset is answered as a missing one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Grant {
+    pub client: String,
+}
+
 /// `POST /v1/runs`: intersects two or three sealed datasets, in this order (sides 0, 1,
-/// 2). The caller must own one of them.
+/// 2). The caller must own one of them, and the others' owners must have granted them to
+/// the caller ([`Grant`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewRun {
     pub datasets: Vec<String>,

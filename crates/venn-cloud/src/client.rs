@@ -6,10 +6,10 @@
 //! (owner-only); the service sees points, tokens and positions only.
 
 use crate::api::{
-    self, ChunkReceipt, Dataset, NewDataset, NewPretoken, NewRun, Pretoken, PretokenState,
+    self, ChunkReceipt, Dataset, Grant, NewDataset, NewPretoken, NewRun, Pretoken, PretokenState,
     Register, Run, RunKind, Scalar, Seal, Token,
 };
-use crate::auth::{read_secret_file, write_secret_file, Identity};
+use crate::auth::{self, read_secret_file, write_secret_file, Identity};
 use crate::crypto::{self, Ciphertext, Secret};
 use crate::error::{Error, Result};
 use crate::http::{Endpoint, Http};
@@ -92,6 +92,18 @@ impl Client {
     pub fn delete(&self, dataset: &str) -> Result<Dataset> {
         api::check_id(dataset)?;
         self.json("DELETE", &format!("/v1/datasets/{dataset}"), &())
+    }
+
+    /// Lets `client` see a dataset of this client's and name it in a run (what a partner
+    /// that follows does for the leader; [`Client::pair`] does it).
+    pub fn grant(&self, dataset: &str, client: &str) -> Result<()> {
+        api::check_id(dataset)?;
+        let body = serde_json::to_vec(&Grant {
+            client: client.to_owned(),
+        })
+        .expect("serialisable");
+        self.call("POST", &format!("/v1/datasets/{dataset}/grants"), &body)?;
+        Ok(())
     }
 
     /// A run the client is part of.
@@ -306,7 +318,24 @@ impl Client {
         }
         let mut partners = Vec::with_capacity(links.len());
         for link in links.iter_mut() {
-            partners.push(exchange_hello(&mut **link, &key.dataset)?);
+            let partner = exchange_hello(&mut **link, &key.dataset, &self.identity.name)?;
+            partners.push(partner.dataset);
+            // The service shows a dataset to the owner's partner only: the follower lets
+            // the leader see its dataset (and name it in the run) before the leader asks.
+            if lead {
+                let granted: Granted = recv_json(&mut **link)?;
+                if granted.dataset != partners[partners.len() - 1] {
+                    return Err(Error::BadRequest(
+                        "the partner granted another dataset than its own".into(),
+                    ));
+                }
+            } else {
+                self.grant(&key.dataset, &partner.client)?;
+                let granted = Granted {
+                    dataset: key.dataset.clone(),
+                };
+                send_json(&mut **link, &granted)?;
+            }
         }
         let run = if lead {
             let mut datasets = partners.clone();
@@ -686,7 +715,7 @@ impl UsedLabels {
 
 /// The opening of a link's first frame, after its 4-byte length: a listener without TLS
 /// takes only connections that open with it.
-pub const PAIR_MAGIC: &[u8; 16] = b"venn-cloud-pair1";
+pub const PAIR_MAGIC: &[u8; 16] = b"venn-cloud-pair2";
 /// How many opening bytes [`looks_like_pair`] needs.
 pub const PAIR_PREFIX: usize = 4 + PAIR_MAGIC.len();
 const MAX_LINK_MESSAGE: usize = 4096;
@@ -698,9 +727,17 @@ pub fn looks_like_pair(first: &[u8]) -> bool {
         && first[4..PAIR_PREFIX] == PAIR_MAGIC[..]
 }
 
-/// The first message on a link: the sender's dataset.
+/// The first message on a link: the sender's dataset and name at the service.
 #[derive(Serialize, Deserialize)]
 struct Hello {
+    dataset: String,
+    client: String,
+}
+
+/// A follower's second message: its dataset is granted to the leader, who may now name it
+/// in a run.
+#[derive(Serialize, Deserialize)]
+struct Granted {
     dataset: String,
 }
 
@@ -721,13 +758,14 @@ fn recv_json<T: for<'de> Deserialize<'de>>(link: &mut dyn Channel) -> Result<T> 
     serde_json::from_slice(&buf).map_err(|e| Error::BadRequest(format!("the partner sent: {e}")))
 }
 
-/// Sends our hello and receives the partner's dataset.
-fn exchange_hello(link: &mut dyn Channel, dataset: &str) -> Result<String> {
+/// Sends our hello (our `dataset` and `client` name) and receives the partner's.
+fn exchange_hello(link: &mut dyn Channel, dataset: &str, client: &str) -> Result<Hello> {
     let mut frame = PAIR_MAGIC.to_vec();
     serde_json::to_writer(
         &mut frame,
         &Hello {
             dataset: dataset.to_owned(),
+            client: client.to_owned(),
         },
     )
     .expect("serialisable");
@@ -745,7 +783,9 @@ fn exchange_hello(link: &mut dyn Channel, dataset: &str) -> Result<String> {
             "the partner named no dataset of its own".into(),
         ));
     }
-    Ok(theirs.dataset)
+    auth::check_name(&theirs.client)
+        .map_err(|_| Error::BadRequest("the partner named no client".into()))?;
+    Ok(theirs)
 }
 
 /// The secret of a link: an ephemeral Diffie–Hellman exchange on it, bound to the TLS

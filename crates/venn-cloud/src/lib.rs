@@ -41,7 +41,9 @@ pub const SECURITY: &str = "semi-honest service; clients do not collude with it;
 pub const LEAKAGE: &str = "The service learns every dataset's size and, for each run, \
     which stored positions match (the whole pattern, also across runs of the same \
     dataset), never a key, a dataset key K_i or a run key K. Each client learns its own \
-    matched rows and the sizes. Values of runs (i, j) and (j, k) never meet, so the service \
+    matched rows and the sizes of its runs' datasets; another client's dataset (its \
+    owner, its size, even its existence) is shown only to a client its owner paired with. \
+    Values of runs (i, j) and (j, k) never meet, so the service \
     cannot intersect i with k; only i and k together can make an (i, k) run. A preprocessed \
     run (spec A.4) shows the service the same, plus the ratio R_j/R_i of two fresh one-time \
     shares, which says nothing as long as each pre-token serves one run (enforced on both \

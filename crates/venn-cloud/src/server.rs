@@ -7,8 +7,8 @@
 //! and connections are capped in all and per peer.
 
 use crate::api::{
-    self, ChunkReceipt, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind, Scalar,
-    Seal, Token, MAX_CHUNK_ITEMS,
+    self, ChunkReceipt, Grant, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind,
+    Scalar, Seal, Token, MAX_CHUNK_ITEMS,
 };
 use crate::auth::{self, Claim, WorkerSecret};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
@@ -191,6 +191,7 @@ impl Service {
             )
             .route("/v1/datasets/{id}/chunks/{chunk}", put(put_chunk))
             .route("/v1/datasets/{id}/seal", post(seal))
+            .route("/v1/datasets/{id}/grants", post(grant))
             .route(
                 "/v1/datasets/{id}/pretokens",
                 get(list_pretokens).post(create_pretoken),
@@ -517,6 +518,17 @@ async fn delete_dataset(
     Ok(Json(s.store.delete_dataset(&id).await?).into_response())
 }
 
+async fn grant(
+    State(s): State<Arc<Service>>,
+    Path(id): Path<String>,
+    req: Signed,
+) -> Result<StatusCode> {
+    let g: Grant = req.json()?;
+    auth::check_name(&g.client)?;
+    s.store.grant(&req.client, &id, &g.client).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// An open dataset of the caller's.
 async fn open_dataset(s: &Service, client: &str, id: &str) -> Result<api::Dataset> {
     let d = s.store.own_dataset(client, id).await?;
@@ -644,7 +656,9 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
         if r.datasets[..i].contains(id) {
             return Err(Error::BadRequest(format!("dataset {id} is named twice")));
         }
-        let d = s.store.dataset(id).await?;
+        // Another's dataset is seen (and its state, owner and size told) only once its
+        // owner granted it to the caller: otherwise answered as a missing one.
+        let d = s.store.visible_dataset(&req.client, id).await?;
         if d.state != "sealed" {
             return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
         }

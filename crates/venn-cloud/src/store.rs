@@ -173,8 +173,13 @@ async fn lock_dataset(
         .await?;
     Err(match found {
         Some(row) => Error::Conflict(format!("dataset {dataset} is {}", row.get::<String, _>(0))),
-        None => Error::NotFound(format!("no dataset {dataset}")),
+        None => no_dataset(dataset),
     })
+}
+
+/// What a caller is told of a dataset that is missing, or not theirs to see.
+fn no_dataset(id: &str) -> Error {
+    Error::NotFound(format!("no dataset {id}"))
 }
 
 /// Takes the row of a dataset's owner, then the dataset's, refusing unless it is in
@@ -188,7 +193,7 @@ async fn lock_owned_dataset(
         .bind(dataset)
         .fetch_optional(&mut **tx)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("no dataset {dataset}")))?
+        .ok_or_else(|| no_dataset(dataset))?
         .get(0);
     lock_client(tx, &owner).await?;
     lock_dataset(tx, dataset, state).await?;
@@ -508,7 +513,7 @@ impl Store {
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?
-                .ok_or_else(|| Error::NotFound(format!("no dataset {id}")))?;
+                .ok_or_else(|| no_dataset(id))?;
         let mut d = dataset_of(&row);
         if d.state == "open" {
             let (chunks, items) = uploaded(&self.pool, id).await?;
@@ -518,13 +523,48 @@ impl Store {
         Ok(d)
     }
 
-    /// A dataset that `owner` owns.
+    /// A dataset that `owner` owns. Another's is answered as a missing one is: whether
+    /// an id names a dataset is none of the caller's business.
     pub async fn own_dataset(&self, owner: &str, id: &str) -> Result<Dataset> {
-        let d = self.dataset(id).await?;
-        if d.owner != owner {
-            return Err(Error::Forbidden(format!("dataset {id} is not yours")));
+        match self.dataset(id).await? {
+            d if d.owner == owner => Ok(d),
+            _ => Err(no_dataset(id)),
         }
-        Ok(d)
+    }
+
+    /// A dataset that `client` may see and name in a run: its own, or one whose owner
+    /// granted it to `client` ([`Store::grant`]). Any other is answered as a missing one.
+    pub async fn visible_dataset(&self, client: &str, id: &str) -> Result<Dataset> {
+        let d = self.dataset(id).await?;
+        if d.owner == client {
+            return Ok(d);
+        }
+        let granted = sqlx::query("SELECT 1 FROM grants WHERE dataset = $1 AND client = $2")
+            .bind(id)
+            .bind(client)
+            .fetch_optional(&self.pool)
+            .await?;
+        granted.map(|_| d).ok_or_else(|| no_dataset(id))
+    }
+
+    /// Lets `client` see `owner`'s dataset `id` (its owner and size) and name it in a
+    /// run: what an owner does for the partner it paired with, before that partner
+    /// creates their run. Granting again changes nothing.
+    pub async fn grant(&self, owner: &str, id: &str, client: &str) -> Result<()> {
+        self.own_dataset(owner, id).await?;
+        let inserted = sqlx::query(
+            "INSERT INTO grants (dataset, client, created) \
+             SELECT $1, name, $2 FROM clients WHERE name = $3 ON CONFLICT DO NOTHING",
+        )
+        .bind(id)
+        .bind(now())
+        .bind(client)
+        .execute(&self.pool)
+        .await?;
+        if inserted.rows_affected() == 0 && self.public_key(client).await?.is_none() {
+            return Err(Error::NotFound(format!("no client {client}")));
+        }
+        Ok(())
     }
 
     /// `owner`'s datasets.

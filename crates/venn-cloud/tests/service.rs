@@ -83,6 +83,8 @@ fn three_party_join_work_is_capped(db: &Db) {
         upload(&w, &p2, "b", &numbered("k", 0..4), 8),
         upload(&w, &p3, "c", &numbered("k", 0..3), 8),
     );
+    p2.grant(&k2.dataset, "p1").unwrap();
+    p3.grant(&k3.dataset, "p1").unwrap();
     let err = post_run(&p1, &[&k1.dataset, &k2.dataset, &k3.dataset]).unwrap_err();
     assert!(
         matches!(err, Error::TooLarge(ref m) if m.contains("n1·n2 = 4·4 = 16 pairs")
@@ -92,6 +94,66 @@ fn three_party_join_work_is_capped(db: &Db) {
     post_run(&p1, &[&k1.dataset, &k3.dataset, &k2.dataset]).unwrap();
     // Two parties join in linear time: no cap.
     post_run(&p1, &[&k1.dataset, &k2.dataset]).unwrap();
+}
+
+/// Another client's dataset is answered exactly as a missing id is — shown, named in a run,
+/// written to or granted — until its owner grants it to the caller (as a follower does for
+/// the leader it paired with); then the caller sees it in a run, and only that caller.
+fn datasets_are_seen_only_by_partners(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        max_join_work: 1,
+        ..config()
+    });
+    let (a, b, c) = (s.client("a"), s.client("b"), s.client("c"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..4), 4);
+    let kb = upload(&w, &b, "d", &numbered("x", 2..9), 4);
+    let kc = upload(&w, &c, "d", &numbered("x", 0..3), 4);
+    let open = create(&b, "open");
+    let missing = hex::encode([7u8; venn_cloud::api::ID_BYTES]);
+    // What `a` is told of b's datasets, sealed or open, with its id put for the missing one.
+    let told = |id: &str| {
+        let as_missing = |r: Result<_, Error>| match r {
+            Err(Error::NotFound(m)) => m.replace(id, "ID"),
+            other => panic!("{id}: {other:?}"),
+        };
+        let no_chunk = put(
+            &a,
+            id,
+            0,
+            &crypto::encrypt(&keys(&["q"]), &Secret::random())[0],
+        );
+        [
+            as_missing(a.call("GET", &format!("/v1/datasets/{id}"), b"").map(drop)),
+            as_missing(post_run(&a, &[&ka.dataset, id]).map(drop)),
+            as_missing(post_run(&a, &[&ka.dataset, id, &kc.dataset]).map(drop)),
+            as_missing(no_chunk.map(drop)),
+            as_missing(a.grant(id, "c")),
+        ]
+    };
+    let expected = told(&missing);
+    assert_eq!(told(&kb.dataset), expected);
+    assert_eq!(told(&open), expected);
+    // Granted to `a`: seen in a's run, with its owner and size (and the join's figure),
+    // and still not by c.
+    b.grant(&kb.dataset, "a").unwrap();
+    let err = post_run(&c, &[&kc.dataset, &kb.dataset]).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+    let run = post_run(&a, &[&ka.dataset, &kb.dataset]).unwrap();
+    let sides = a.run(&run).unwrap().sides;
+    assert_eq!((sides[1].owner.as_str(), sides[1].items), ("b", 7));
+    c.grant(&kc.dataset, "a").unwrap();
+    let err = post_run(&a, &[&kb.dataset, &ka.dataset, &kc.dataset]).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge(ref m) if m.contains("7·4")),
+        "{err}"
+    );
+    // A grant names a registered client.
+    let err = b.grant(&kb.dataset, "nobody").unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound(ref m) if m.contains("no client")),
+        "{err}"
+    );
 }
 
 /// Runs (i, j) and (j, k) give nothing about (i, k): nobody but i and k can make an
@@ -110,10 +172,14 @@ fn runs_need_every_owners_token(db: &Db) {
     let r2 = pair(&[(&j, &kj), (&k, &kk)]);
     assert_eq!(matched(&i, &ki, &r1, &names).len(), 20);
     assert_eq!(matched(&k, &kk, &r2, &names).len(), 20);
-    // j may not make a run of i's and k's datasets.
+    // j may not make a run of i's and k's datasets, even granted both.
+    i.grant(&ki.dataset, "j").unwrap();
+    k.grant(&kk.dataset, "j").unwrap();
     let err = post_run(&j, &[&ki.dataset, &kk.dataset]).unwrap_err();
     assert!(matches!(err, Error::Forbidden(_)), "{err}");
-    // i may, but nothing happens without k's token: i cannot give it.
+    // i may, once k granted its dataset to i, but nothing happens without k's token: i
+    // cannot give it.
+    k.grant(&kk.dataset, "i").unwrap();
     let run = post_run(&i, &[&ki.dataset, &kk.dataset]).unwrap();
     let t = crypto::token(&Secret::random(), &Secret::random());
     let err = give(&i, &run, &kk.dataset, &t).unwrap_err();
@@ -136,6 +202,7 @@ fn tokens_are_checked(db: &Db) {
         upload(&w, &a, "d", &names, 8),
         upload(&w, &b, "d", &names, 8),
     );
+    b.grant(&kb.dataset, "a").unwrap();
     let run1 = post_run(&a, &[&kb.dataset, &ka.dataset]).unwrap();
     let run2 = post_run(&a, &[&kb.dataset, &ka.dataset]).unwrap();
     let t = crypto::token(&Secret::random(), &Secret::random());
@@ -212,7 +279,7 @@ fn chunks_are_checked(db: &Db) {
     ));
     assert!(matches!(
         put(&b, &d, 0, &good[0]).unwrap_err(),
-        Error::Forbidden(_)
+        Error::NotFound(_)
     ));
     put(&a, &d, 0, &[good[0], good[1]].concat()).unwrap();
     put(&a, &d, 1, &good[1]).unwrap();
@@ -583,6 +650,7 @@ fn a_restart_between_upload_and_run_loses_nothing(db: &Db) {
     let (a, b) = (s.client("a"), s.client("b"));
     let ka = upload(&w, &a, "d", &names, 32);
     let kb = upload(&w, &b, "d", &other, 32);
+    b.grant(&kb.dataset, "a").unwrap();
     let half = create(&a, "half");
     put(
         &a,
@@ -724,6 +792,7 @@ fn preprocessed_runs_match_plain_runs(db: &Db) {
         "{err}"
     );
     // Through the API: a used pre-token, or another dataset's, is refused.
+    bob.grant(&kb.dataset, "alice").unwrap();
     let again = post_preprocessed_run(&alice, &[&ka.dataset, &kb.dataset]);
     let delta = hex::encode(Secret::random().to_bytes());
     let err = scalar(&alice, &again, &ka.dataset, &mine[0].id, &delta).unwrap_err();
@@ -751,12 +820,13 @@ fn pretokens_are_checked(db: &Db) {
     let (a, b) = (s.client("a"), s.client("b"));
     let ka = upload(&w, &a, "d", &numbered("x", 0..40), 16);
     let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
+    b.grant(&kb.dataset, "a").unwrap();
     let made = a.make_pretokens(&ka, 2).unwrap();
     assert_eq!(made[0].state, PretokenState::Computing);
     let err = a.make_pretokens(&ka, 1).unwrap_err();
     assert!(matches!(err, Error::TooLarge(_)), "{err}");
     let err = b.make_pretokens(&ka, 1).unwrap_err();
-    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
     for (token, label) in [
         (hex::encode([0x80; 96]), hex::encode([1; 32])),
         (
@@ -825,6 +895,7 @@ fn a_run_waits_no_longer_than_the_token_wait(db: &Db) {
     let (a, b) = (s.client("a"), s.client("b"));
     let ka = upload(&w, &a, "d", &numbered("x", 0..4), 4);
     let kb = upload(&w, &b, "d", &numbered("x", 2..6), 4);
+    b.grant(&kb.dataset, "a").unwrap();
     let run = post_run(&a, &[&ka.dataset, &kb.dataset]).unwrap();
     give(
         &a,
@@ -860,6 +931,7 @@ fn pretokens_on_disk_are_bounded(db: &Db) {
     let (a, b) = (s.client("a"), s.client("b"));
     let ka = upload(&w, &a, "d", &numbered("x", 0..20), 8);
     let kb = upload(&w, &b, "d", &numbered("x", 10..30), 8);
+    b.grant(&kb.dataset, "a").unwrap();
     let made = a.make_pretokens(&ka, 2).unwrap();
     a.wait_pretokens(&ka, &made, WAIT).unwrap();
     let run = post_preprocessed_run(&a, &[&ka.dataset, &kb.dataset]);
@@ -1049,6 +1121,10 @@ const SUITE: &[(&str, Scenario)] = &[
     ("tokens checked", tokens_are_checked),
     ("chunks checked", chunks_are_checked),
     ("quotas", quotas_are_kept),
+    (
+        "datasets seen by partners only",
+        datasets_are_seen_only_by_partners,
+    ),
     ("registration by invitation", registration_is_by_invitation),
     ("service-wide limits", service_wide_limits_are_kept),
     ("deleted names", a_deleted_name_is_free_again),
