@@ -16,6 +16,7 @@ pub mod gmw;
 mod items;
 pub mod memory;
 pub mod net;
+pub mod okvs;
 pub mod ot;
 pub mod protocols;
 mod run;

@@ -46,8 +46,29 @@ fn blocks_le(bytes: &[u8]) -> impl Iterator<Item = Block> + '_ {
 }
 
 /// `a · b` in GF(2^128).
+#[inline]
 pub fn mul(a: Block, b: Block) -> Block {
-    inner_product(&[a], &[b])
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("sse2") {
+        // SAFETY: the features the function is compiled for were detected above.
+        let (lo, hi) = unsafe { clmul::mul_wide(a, b) };
+        return reduce(lo, hi);
+    }
+    let (lo, hi) = portable_mul_wide(a, b);
+    reduce(lo, hi)
+}
+
+/// `a^-1` in GF(2^128) (`a^(2^128 − 2)`, by 127 squarings), or `None` for 0.
+pub fn inverse(a: Block) -> Option<Block> {
+    if a == 0 {
+        return None;
+    }
+    // a^(2^k − 1) for k = 1, 2, …, 127, then squared once more: a^(2^128 − 2).
+    let mut ones = a;
+    for _ in 1..127 {
+        ones = mul(mul(ones, ones), a);
+    }
+    Some(mul(ones, ones))
 }
 
 /// The unreduced 256-bit product of `a` and `b` as (low, high) halves, bit by bit.
@@ -91,6 +112,23 @@ fn reduce(lo: Block, hi: Block) -> Block {
 mod clmul {
     use super::Block;
     use std::arch::x86_64::*;
+
+    /// `a·b` as an unreduced (low, high) pair.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
+        let x = _mm_set_epi64x((a >> 64) as i64, a as i64);
+        let y = _mm_set_epi64x((b >> 64) as i64, b as i64);
+        let lo = _mm_clmulepi64_si128(x, y, 0x00);
+        let mid = _mm_xor_si128(
+            _mm_clmulepi64_si128(x, y, 0x10),
+            _mm_clmulepi64_si128(x, y, 0x01),
+        );
+        let hi = _mm_clmulepi64_si128(x, y, 0x11);
+        // SAFETY: both are 16 plain bytes; a Block's are its little-endian halves, low first.
+        let get = |v: __m128i| unsafe { std::mem::transmute::<__m128i, Block>(v) };
+        let (lo, mid, hi) = (get(lo), get(mid), get(hi));
+        (lo ^ (mid << 64), hi ^ (mid >> 64))
+    }
 
     /// `Σ a[i]·b[i]` as an unreduced (low, high) pair, `a[i]` the i-th 16 bytes of `a`.
     #[target_feature(enable = "pclmulqdq,sse2")]
@@ -168,6 +206,11 @@ mod tests {
         );
         // X^127 · X = X^128 = X^7 + X^2 + X + 1.
         assert_eq!(mul(1 << 127, 2), 0x87);
+        for &a in &v[..8] {
+            assert_eq!(mul(a, inverse(a).unwrap()), 1, "inverse");
+        }
+        assert_eq!(inverse(1), Some(1));
+        assert_eq!(inverse(0), None);
         for len in [0, 1, 3, 4, 5, 31, 32] {
             let (a, b) = (&v[..len], &v[32..32 + len]);
             let want = portable_inner_product(a.iter().copied(), b);

@@ -1,0 +1,131 @@
+//! A key's place in the OKVS: its bin, and its row there — three distinct sparse columns
+//! and the dense coefficient d (RR22 §2, Fig. 1: a weight-3 row with the "field row"
+//! (d, d^2, …, d^g) appended).
+//!
+//! Two fixed-key hashes under the session's seed r, h_i(x) = AES_{r_i}(x) + x: the row's
+//! columns come from h_1's two halves and the bin's from h_2's, so a key's bin and its
+//! columns inside the bin are independent (volePSI takes both from one hash, by residues
+//! of overlapping windows; with bins a power of two that ties the bin to low bits that the
+//! columns also depend on). Every index is the high half of a 64×64-bit product (Lemire's
+//! reduction: no division), uniform up to m/2^64.
+
+use super::params::Params;
+use crate::crypto::{Aes, Block};
+
+/// A key's row inside its bin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Row {
+    /// Three distinct sparse columns, each below the bin's m'.
+    pub cols: [u32; 3],
+    /// The dense coefficient: the row's dense part is (d, d^2, …, d^g).
+    pub d: Block,
+}
+
+/// Hashes keys to bins and rows for one encoding.
+pub(super) struct RowHasher {
+    rows: Aes,
+    bins: Aes,
+    bin_count: u64,
+    sparse: u64,
+}
+
+/// Keys hashed at a time (the AES pipelines fill).
+pub(super) const BATCH: usize = 64;
+
+impl RowHasher {
+    /// The hasher of an encoding with these dimensions and seed.
+    pub fn new(params: &Params, seed: Block) -> RowHasher {
+        // Two keys from the seed, fixed apart (the domain of each hash).
+        let key = |i: u64| Aes::fixed().encrypt(seed ^ Block::from(i));
+        RowHasher {
+            rows: Aes::new(key(1)),
+            bins: Aes::new(key(2)),
+            bin_count: params.bins,
+            sparse: params.sparse,
+        }
+    }
+
+    /// The bin of each of `keys` (at most [`BATCH`]).
+    pub fn bins(&self, keys: &[Block], out: &mut [u32]) {
+        let mut h = [0 as Block; BATCH];
+        let h = &mut h[..keys.len()];
+        self.bins.encrypt_blocks_to(keys, h);
+        for ((o, h), k) in out.iter_mut().zip(h.iter()).zip(keys) {
+            *o = below(low(h ^ k), self.bin_count) as u32;
+        }
+    }
+
+    /// The bin and the row inside it of each of `keys` (at most [`BATCH`]).
+    pub fn place(&self, keys: &[Block], bins: &mut [u32], rows: &mut [Row]) {
+        let mut h = [0 as Block; BATCH];
+        let mut g = [0 as Block; BATCH];
+        let (h, g) = (&mut h[..keys.len()], &mut g[..keys.len()]);
+        self.rows.encrypt_blocks_to(keys, h);
+        self.bins.encrypt_blocks_to(keys, g);
+        for (i, k) in keys.iter().enumerate() {
+            let (h, g) = (h[i] ^ k, g[i] ^ k);
+            bins[i] = below(low(g), self.bin_count) as u32;
+            rows[i] = Row {
+                cols: distinct(low(h), (h >> 64) as u64, (g >> 64) as u64, self.sparse),
+                d: h,
+            };
+        }
+    }
+}
+
+fn low(b: Block) -> u64 {
+    b as u64
+}
+
+/// `x` scaled into [0, m): uniform for uniform x, up to m/2^64.
+#[inline]
+fn below(x: u64, m: u64) -> u64 {
+    ((u128::from(x) * u128::from(m)) >> 64) as u64
+}
+
+/// Three distinct columns below `m`, uniform over the ordered triples: the first from m
+/// values, the second from the m−1 others, the third from the m−2 left.
+#[inline]
+fn distinct(a: u64, b: u64, c: u64, m: u64) -> [u32; 3] {
+    let c0 = below(a, m);
+    let mut c1 = below(b, m - 1);
+    if c1 >= c0 {
+        c1 += 1;
+    }
+    let (lo, hi) = if c0 < c1 { (c0, c1) } else { (c1, c0) };
+    let mut c2 = below(c, m - 2);
+    if c2 >= lo {
+        c2 += 1;
+    }
+    if c2 >= hi {
+        c2 += 1;
+    }
+    [c0 as u32, c1 as u32, c2 as u32]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triples_are_distinct_and_uniform() {
+        // Over m = 5, all 60 ordered triples appear about equally often.
+        let mut counts = std::collections::HashMap::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..600_000 {
+            let t = distinct(next(), next(), next(), 5);
+            assert!(t[0] != t[1] && t[1] != t[2] && t[0] != t[2] && t.iter().all(|&c| c < 5));
+            *counts.entry(t).or_insert(0u32) += 1;
+        }
+        assert_eq!(counts.len(), 60);
+        for (t, n) in counts {
+            assert!((9_400..10_600).contains(&n), "{t:?}: {n}");
+        }
+    }
+}
