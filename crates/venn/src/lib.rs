@@ -24,6 +24,7 @@ pub mod session;
 mod slices;
 pub mod state;
 pub mod tables;
+pub mod vole;
 mod wide_cpu;
 
 pub use error::{peer_text, Error, Result};

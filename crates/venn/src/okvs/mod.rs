@@ -16,7 +16,7 @@ mod solve;
 pub use params::{Params, BIN_KEYS};
 
 use crate::crypto::Block;
-use crate::{Error, Result};
+use crate::{memory, Error, Result};
 use rayon::prelude::*;
 use rows::{Row, RowHasher, BATCH};
 
@@ -105,9 +105,9 @@ impl Okvs {
             for (&b, r) in bins.iter().zip(&rows).take(k.len()) {
                 let bin = &encoding[b as usize * bin_len..][..bin_len];
                 for c in r.cols {
-                    prefetch(&bin[c as usize]);
+                    memory::prefetch(&bin[c as usize]);
                 }
-                prefetch(&bin[sparse]);
+                memory::prefetch(&bin[sparse]);
             }
             (bins, rows)
         };
@@ -130,19 +130,6 @@ impl Okvs {
                 }
             });
     }
-}
-
-/// Asks for the cache line holding `x`.
-#[inline]
-fn prefetch(x: &Block) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints; `x` is a valid reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((x as *const Block).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 #[cfg(test)]

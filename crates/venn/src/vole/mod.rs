@@ -1,0 +1,8 @@
+//! Silent VOLE over GF(2^128) (Boyle–Couteau–Gilboa–Ishai–Kohl–Rindal–Scholl, CCS 2019;
+//! as RR22 §4 uses it): the sender S gets Δ and B, the receiver R gets A and C with
+//! C = B + A·Δ, from a few thousand base OTs, a punctured PRF per noise block, and the
+//! dual of a linear code ([`code`]) that compresses the sparse noise.
+
+mod code;
+
+pub use code::{ExConv, Pair, Symbol};
