@@ -4,5 +4,10 @@
 //! dual of a linear code ([`code`]) that compresses the sparse noise.
 
 mod code;
+mod noise;
+pub mod pprf;
+mod silent;
 
 pub use code::{ExConv, Pair, Symbol};
+pub use noise::{Shape, MIN_TREES};
+pub use silent::{receive, send, VoleReceiver, VoleSender};

@@ -1,0 +1,119 @@
+//! The punctured PRF of silent VOLE: a GGM tree per noise block (BCGIKRS19 §5; Ferret's
+//! "regular" form, YWL+20 Fig. 4). The sender expands a random root into 2^h leaves and,
+//! for each level, the sums of its left and of its right children; the receiver, told the
+//! sum of the side off its path at each level (by one OT per level whose choice is the
+//! complement of its path bit), rebuilds every leaf but the one at its point α.
+//!
+//! A node's children are G(x) = (AES_{k0}(x) + x, AES_{k1}(x) + x) under two fixed public
+//! keys (a correlation-robust hash in each half; GKWY20).
+
+use crate::crypto::{Aes, Block};
+
+/// The two fixed keys of the tree's length-doubling PRG.
+fn keys() -> &'static [Aes; 2] {
+    static KEYS: std::sync::OnceLock<[Aes; 2]> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        [
+            Aes::new(0x7070_7266_2d6c_6566_742d_6368_696c_6421),
+            Aes::new(0x7070_7266_2d72_6967_6874_2d63_6869_6c64),
+        ]
+    })
+}
+
+/// The next level of a tree: `children[2i + b] = G_b(parents[i])`.
+fn expand_level(parents: &[Block], children: &mut [Block]) {
+    let (left, right) = (&keys()[0], &keys()[1]);
+    let mut l = vec![0; parents.len()];
+    let mut r = vec![0; parents.len()];
+    left.encrypt_blocks_to(parents, &mut l);
+    right.encrypt_blocks_to(parents, &mut r);
+    for (i, &p) in parents.iter().enumerate() {
+        children[2 * i] = l[i] ^ p;
+        children[2 * i + 1] = r[i] ^ p;
+    }
+}
+
+/// The XORs of a level's left (even) and right (odd) nodes.
+fn side_sums(level: &[Block]) -> [Block; 2] {
+    let mut sums = [0; 2];
+    for pair in level.chunks_exact(2) {
+        sums[0] ^= pair[0];
+        sums[1] ^= pair[1];
+    }
+    sums
+}
+
+/// The sender's tree from `root`: its 2^`depth` leaves into `leaves`, and for each level
+/// 1..=depth the sums of its left and right nodes.
+pub fn expand_sender(root: Block, depth: usize, leaves: &mut [Block]) -> Vec<[Block; 2]> {
+    assert_eq!(leaves.len(), 1 << depth);
+    let mut sums = Vec::with_capacity(depth);
+    let mut level = vec![root];
+    for l in 1..=depth {
+        let next = &mut leaves[..1 << l];
+        expand_level(&level, next);
+        sums.push(side_sums(next));
+        level.clear();
+        level.extend_from_slice(next);
+    }
+    sums
+}
+
+/// The receiver's tree with the point `alpha` (below 2^`depth`; its bits from the top are
+/// the path), from the sum of each level's side off the path (`off_path[l]` for level
+/// l + 1): every leaf but `leaves[alpha]` (left 0) as the sender has it.
+pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
+    let depth = off_path.len();
+    assert_eq!(leaves.len(), 1 << depth);
+    assert!(alpha < leaves.len());
+    let mut level: Vec<Block> = Vec::with_capacity(leaves.len() / 2);
+    for l in 1..=depth {
+        let bit = (alpha >> (depth - l)) & 1;
+        let on_path = alpha >> (depth - l);
+        let next = &mut leaves[..1 << l];
+        if l == 1 {
+            next[1 - bit] = off_path[0];
+        } else {
+            // The punctured parent's children come out wrong; the one off the path is the
+            // side's sum less every other node on that side.
+            expand_level(&level, next);
+            let sibling = on_path ^ 1;
+            next[sibling] = 0;
+            next[sibling] = off_path[l - 1] ^ side_sums(next)[1 - bit];
+        }
+        next[on_path] = 0;
+        level.clear();
+        level.extend_from_slice(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::Prg;
+
+    #[test]
+    fn the_receiver_has_every_leaf_but_its_point() {
+        let mut prg = Prg::from_seed(8);
+        for depth in [1, 2, 5, 10] {
+            for alpha in [0, 1, (1 << depth) - 1, prg.below(1 << depth) as usize] {
+                let root = prg.block();
+                let mut sent = vec![0; 1 << depth];
+                let sums = expand_sender(root, depth, &mut sent);
+                // What the OTs give: at level l, the side whose bit is off the path.
+                let off_path: Vec<Block> = (1..=depth)
+                    .map(|l| sums[l - 1][1 - ((alpha >> (depth - l)) & 1)])
+                    .collect();
+                let mut got = vec![0; 1 << depth];
+                expand_receiver(alpha, &off_path, &mut got);
+                for j in 0..1 << depth {
+                    match j == alpha {
+                        true => assert_eq!(got[j], 0),
+                        false => assert_eq!(got[j], sent[j], "depth {depth}, α {alpha}, j {j}"),
+                    }
+                }
+                assert_ne!(sent[alpha], 0);
+            }
+        }
+    }
+}
