@@ -21,6 +21,7 @@ pub use tcp::{resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Screen, T
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 
+use crate::crypto::Block;
 use crate::{Error, Result};
 
 /// The largest frame any party will send or accept (64 MiB).
@@ -155,7 +156,42 @@ impl dyn Channel + '_ {
         self.recv_exact_into(&mut buf, len, what)?;
         Ok(buf)
     }
+
+    /// Sends `blocks` (16 little-endian bytes each) in frames of at most
+    /// [`FRAME_BLOCKS`].
+    pub fn send_blocks(&mut self, blocks: &[Block]) -> Result<()> {
+        let mut frame = Vec::with_capacity(16 * FRAME_BLOCKS.min(blocks.len()));
+        for chunk in blocks.chunks(FRAME_BLOCKS) {
+            frame.clear();
+            for b in chunk {
+                frame.extend_from_slice(&b.to_le_bytes());
+            }
+            self.send(&frame)?;
+        }
+        Ok(())
+    }
+
+    /// Receives the `n` blocks [`send_blocks`](Self::send_blocks) sends into `out` (`n`
+    /// is the caller's to bound: it is allocated).
+    pub fn recv_blocks(&mut self, n: usize, out: &mut Vec<Block>, what: &str) -> Result<()> {
+        out.clear();
+        out.reserve_exact(n);
+        let mut frame = Vec::new();
+        while out.len() < n {
+            let len = (n - out.len()).min(FRAME_BLOCKS);
+            self.recv_exact_into(&mut frame, 16 * len, what)?;
+            out.extend(
+                frame
+                    .chunks_exact(16)
+                    .map(|b| Block::from_le_bytes(b.try_into().expect("16 bytes"))),
+            );
+        }
+        Ok(())
+    }
 }
+
+/// Blocks in one frame of a long vector of blocks.
+pub const FRAME_BLOCKS: usize = 1 << 16;
 
 /// Length prefix that marks an abort notice instead of a frame.
 const ABORT_MARK: u32 = u32::MAX;

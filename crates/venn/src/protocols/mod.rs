@@ -18,6 +18,7 @@ mod options;
 mod psww18;
 mod rr17_bloom;
 mod rr17_de;
+mod rr22;
 
 pub use crate::session::Sizes;
 use api::no_offline_state;
@@ -56,6 +57,7 @@ impl Security {
 pub fn registry() -> &'static [&'static dyn Protocol] {
     &[
         &oprf_psi::Kkrt16::NEW,
+        &rr22::Rr22,
         &oprf_psi::Pssz15::NEW,
         &rr17_bloom::Rr17Bloom,
         &rr17_de::Rr17De::NEW,

@@ -24,9 +24,6 @@ use crate::Result;
 /// chooses it).
 const CODE_SEED: Block = 0x5665_6e6e_2045_7843_6f6e_7637_7832_3421;
 
-/// Blocks in one frame of a long vector.
-const FRAME_BLOCKS: usize = 1 << 16;
-
 /// S's side of a VOLE: Δ and B.
 pub struct VoleSender {
     pub delta: Block,
@@ -68,7 +65,7 @@ pub fn send(
     let mut beta = vec![0; t];
     let mut d = Vec::new();
     for (j, &m) in chosen.iter().enumerate() {
-        recv_blocks(chan, t, &mut d, "a base-VOLE row")?;
+        chan.recv_blocks(t, &mut d, "a base-VOLE row")?;
         let r = expand_seed(m, t);
         for i in 0..t {
             beta[i] ^= r[i] ^ if delta_bits[j] { d[i] } else { 0 };
@@ -87,7 +84,7 @@ pub fn send(
     for (i, tree) in leaves.chunks_exact(shape.block()).enumerate() {
         message.push(tree.iter().fold(beta[i], |acc, b| acc ^ b));
     }
-    send_blocks(chan, &message)?;
+    chan.send_blocks(&message)?;
     shape.code(CODE_SEED).dual_encode(&mut leaves);
     leaves.truncate(outputs);
     Ok(VoleSender { delta, b: leaves })
@@ -115,13 +112,13 @@ pub fn receive(
         let d: Vec<Block> = (0..t)
             .map(|i| r0[i] ^ r1[i] ^ gf128::mul(y[i], 1 << j))
             .collect();
-        send_blocks(chan, &d)?;
+        chan.send_blocks(&d)?;
         for i in 0..t {
             z[i] ^= r0[i];
         }
     }
     let mut message = Vec::new();
-    recv_blocks(chan, t * (2 * h + 1), &mut message, "the PPRF's sums")?;
+    chan.recv_blocks(t * (2 * h + 1), &mut message, "the PPRF's sums")?;
     let (sums, corrections) = message.split_at(t * 2 * h);
     let mut noise = vec![Pair::default(); shape.noise_len()];
     let mut leaves = vec![0; shape.block()];
@@ -148,36 +145,6 @@ pub fn receive(
         a: noise.iter().map(|p| p.0).collect(),
         c: noise.iter().map(|p| p.1).collect(),
     })
-}
-
-/// Sends `blocks` in frames of at most [`FRAME_BLOCKS`].
-fn send_blocks(chan: &mut dyn Channel, blocks: &[Block]) -> Result<()> {
-    let mut frame = Vec::with_capacity(16 * FRAME_BLOCKS.min(blocks.len()));
-    for chunk in blocks.chunks(FRAME_BLOCKS) {
-        frame.clear();
-        for b in chunk {
-            frame.extend_from_slice(&b.to_le_bytes());
-        }
-        chan.send(&frame)?;
-    }
-    Ok(())
-}
-
-/// Receives the `n` blocks [`send_blocks`] sends into `out`.
-fn recv_blocks(chan: &mut dyn Channel, n: usize, out: &mut Vec<Block>, what: &str) -> Result<()> {
-    out.clear();
-    out.reserve_exact(n);
-    let mut frame = Vec::new();
-    while out.len() < n {
-        let len = (n - out.len()).min(FRAME_BLOCKS);
-        chan.recv_exact_into(&mut frame, 16 * len, what)?;
-        out.extend(
-            frame
-                .chunks_exact(16)
-                .map(|b| Block::from_le_bytes(b.try_into().expect("16 bytes"))),
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,292 @@
+//! VOLE-based PSI, semi-honest (Raghuraman–Rindal, CCS 2022, Fig. 4, "fast" mode): the
+//! field's traffic record. Offline, a silent VOLE of length m (the OKVS's): the sender S
+//! gets Δ and B, the receiver R gets A and C = B + A·Δ. Online, R encodes its items into
+//! an OKVS P with Decode(P, x) = H^B(x) under a fresh seed r and sends r and A' = A + P;
+//! S forms B' = B + Δ·A' = C + Δ·P and sends, shuffled, H^o(Decode(B', y) + Δ·H^B(y)) for
+//! its items y, each cut to v = λ + log2(n_S·n_R) bits; R keeps the x with
+//! H^o(Decode(C, x)) among them. For y ∉ X, Decode(P, y) + H^B(y) ≠ 0 and Δ masks it.
+//!
+//! Departures from the authors' code, each the secure reading (rr22.md §1.1): the answer is
+//! shuffled (volePSI sends it in S's input order, which tells R the order of S's matches);
+//! H^B and H^o are keyed by the session id; the OKVS fails with probability 2^-40 over all
+//! its bins together, not per bin.
+
+use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::{
+    output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
+    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+};
+use crate::crypto::{gf128, Aes, Block, RandomOracle};
+use crate::items::{BlockEncoder, Items};
+use crate::net::Writer;
+use crate::okvs::{self, Okvs};
+use crate::session::Role;
+use crate::state::{exactly, StateReader, StateWriter};
+use crate::tables::MatchTable;
+use crate::vole::{self, Shape, VoleReceiver, VoleSender};
+use crate::{Result, STATISTICAL_SECURITY};
+use rayon::prelude::*;
+
+/// RR22's semi-honest PSI.
+pub struct Rr22;
+/// Its sender (holds Δ; learns nothing, or the intersection with `--both`).
+struct Rr22Sender;
+/// Its receiver (learns the intersection).
+struct Rr22Receiver;
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "rr22",
+    paper: "Raghuraman–Rindal, Blazing Fast PSI from Improved OKVS and Subfield VOLE (CCS \
+            2022), Fig. 4, fast mode: silent VOLE over GF(2^128) (BCGIKRS19, ExConv codes of \
+            RRT23) and the clustered 3H-GCT OKVS",
+    security: Security::SemiHonest,
+    leakage: "The receiver learns the intersection and the sender's set size; the sender \
+              learns the receiver's set size (and the intersection with --both). The \
+              sender's answer is shuffled, so the receiver learns nothing of its order.",
+    both_allowed: true,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            // The VOLE's noise and B, B' over the receiver's OKVS (m ≈ 1.36·n_R).
+            peer_item_bytes: 160,
+            own_item_bytes: 96,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output: OutputKind::Indices,
+            peer_item_bytes: 16,
+            // The VOLE's noise pairs, A and C, the OKVS and its rows, the match table.
+            own_item_bytes: 384,
+        },
+    ],
+};
+
+/// RR22's dimensions for one pair of set sizes.
+struct Rr22Params {
+    okvs: okvs::Params,
+    vole: Shape,
+    out_bits: usize,
+}
+
+impl Rr22Params {
+    fn new(sizes: Sizes) -> Result<Rr22Params> {
+        let okvs = okvs::Params::new(sizes.receiver, STATISTICAL_SECURITY as u32)?;
+        Ok(Rr22Params {
+            vole: Shape::new(okvs.len()),
+            okvs,
+            out_bits: output_bits(sizes),
+        })
+    }
+}
+
+impl Parameters for Rr22Params {
+    fn encode(&self) -> Vec<u8> {
+        let o = &self.okvs;
+        Writer::new()
+            .u64(o.bins)
+            .u64(o.bin_keys)
+            .u64(o.sparse)
+            .u64(o.dense)
+            .u64(self.vole.trees as u64)
+            .u64(self.vole.depth as u64)
+            .u64(self.out_bits as u64)
+            .0
+    }
+
+    fn table(&self) -> ParamTable {
+        let o = &self.okvs;
+        ParamTable(vec![
+            ("m", o.len().to_string()),
+            ("bins", o.bins.to_string()),
+            ("bin_keys", o.bin_keys.to_string()),
+            ("m'", o.sparse.to_string()),
+            ("g", o.dense.to_string()),
+            ("okvs_failure", format!("2^-{}", o.lambda)),
+            ("t", self.vole.trees.to_string()),
+            ("h", self.vole.depth.to_string()),
+            ("v", self.out_bits.to_string()),
+        ])
+    }
+}
+
+impl Protocol for Rr22 {
+    fn info(&self) -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr22Params::new(sizes)?))
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        match role {
+            Role::Sender => &Rr22Sender,
+            Role::Receiver => &Rr22Receiver,
+        }
+    }
+}
+
+/// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
+/// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
+struct Hashes {
+    items: BlockEncoder,
+    h_b: Aes,
+    h_o: Aes,
+}
+
+impl Hashes {
+    fn new(sid: &[u8; 32]) -> Hashes {
+        let key =
+            |what: &str| RandomOracle::new("venn/rr22/hash key", sid).hash_block(what.as_bytes());
+        Hashes {
+            items: BlockEncoder::new("venn/rr22/item", sid),
+            h_b: Aes::new(key("H^B")),
+            h_o: Aes::new(key("H^o")),
+        }
+    }
+
+    fn keys(&self, items: &Items) -> Vec<Block> {
+        items.map_all(|x| self.items.encode(x))
+    }
+
+    /// AES_k(x) + x for each of `x`, in place.
+    fn hash(aes: &Aes, x: &mut [Block]) {
+        x.par_chunks_mut(1024).for_each(|c| {
+            let mut h = c.to_vec();
+            aes.encrypt_blocks(&mut h);
+            c.iter_mut().zip(h).for_each(|(x, h)| *x ^= h);
+        });
+    }
+}
+
+impl Party for Rr22Sender {
+    type State = VoleSender;
+
+    fn offline(&self, ctx: &mut Context) -> Result<VoleSender> {
+        let p = Rr22Params::new(ctx.session.sized)?;
+        ctx.phase("silent VOLE", true);
+        vole::send(ctx.peer, &mut ctx.prg, &ctx.session.id, p.okvs.len())
+    }
+
+    fn online(&self, ctx: &mut Context, state: VoleSender, items: &Items) -> Result<Output> {
+        let p = Rr22Params::new(ctx.session.sized)?;
+        let m = p.okvs.len();
+        let hashes = Hashes::new(&ctx.session.id);
+        ctx.phase("receive the OKVS", false);
+        let (mut seed, mut a_prime) = (Vec::new(), Vec::new());
+        ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
+        ctx.peer.recv_blocks(m, &mut a_prime, "A'")?;
+        let seed = seed[0];
+        let VoleSender { delta, mut b } = state;
+        ctx.phase("evaluate", false);
+        // B' = B + Δ·A' = C + Δ·P.
+        b.par_iter_mut()
+            .zip(a_prime.par_iter())
+            .for_each(|(b, &a)| *b ^= gf128::mul(delta, a));
+        let keys = hashes.keys(items);
+        let mut values = vec![0; keys.len()];
+        Okvs::new(p.okvs, seed).decode(&b, &keys, &mut values);
+        let mut h_b = keys;
+        Hashes::hash(&hashes.h_b, &mut h_b);
+        values
+            .par_iter_mut()
+            .zip(h_b.par_iter())
+            .for_each(|(v, &h)| *v ^= gf128::mul(delta, h));
+        Hashes::hash(&hashes.h_o, &mut values);
+        let mask = low_bits(p.out_bits);
+        let perm = ctx.prg.permutation(items.len());
+        ctx.phase("send values", false);
+        send_values(ctx.peer, items.len(), 1, p.out_bits / 8, |first, out| {
+            for (o, &i) in out.iter_mut().zip(&perm[first..]) {
+                *o = values[i as usize] & mask;
+            }
+        })?;
+        if !ctx.session.both {
+            return Ok(Output::Nothing);
+        }
+        ctx.phase("receive intersection", false);
+        let n_r = ctx.session.n_receiver as usize;
+        receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
+    }
+
+    fn save(&self, state: &VoleSender, out: &mut StateWriter) -> Result<()> {
+        out.block(state.delta)?;
+        out.blocks(&state.b)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleSender> {
+        let m = Rr22Params::new(sizes)?.okvs.len();
+        Ok(VoleSender {
+            delta: input.block()?,
+            b: exactly(input.blocks(m, "VOLE values")?, m)?,
+        })
+    }
+}
+
+impl Party for Rr22Receiver {
+    type State = VoleReceiver;
+
+    fn offline(&self, ctx: &mut Context) -> Result<VoleReceiver> {
+        let p = Rr22Params::new(ctx.session.sized)?;
+        ctx.phase("silent VOLE", true);
+        vole::receive(ctx.peer, &mut ctx.prg, &ctx.session.id, p.okvs.len())
+    }
+
+    fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
+        let p = Rr22Params::new(ctx.session.sized)?;
+        let hashes = Hashes::new(&ctx.session.id);
+        ctx.phase("encode the OKVS", false);
+        let keys = hashes.keys(items);
+        let mut h_b = keys.clone();
+        Hashes::hash(&hashes.h_b, &mut h_b);
+        // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2).
+        let seed = ctx.prg.block();
+        let okvs = Okvs::new(p.okvs, seed);
+        let encoding = okvs.encode(&keys, &h_b)?;
+        drop(h_b);
+        let VoleReceiver { mut a, c } = state;
+        a.par_iter_mut()
+            .zip(encoding.par_iter())
+            .for_each(|(a, &p)| *a ^= p);
+        drop(encoding);
+        ctx.phase("send the OKVS", false);
+        ctx.peer.send_blocks(&[seed])?;
+        ctx.peer.send_blocks(&a)?;
+        drop(a);
+        ctx.phase("match values", false);
+        let mut values = vec![0; keys.len()];
+        okvs.decode(&c, &keys, &mut values);
+        drop((c, keys));
+        Hashes::hash(&hashes.h_o, &mut values);
+        let mask = low_bits(p.out_bits);
+        let mut table = MatchTable::with_capacity(values.len());
+        for (i, &v) in values.iter().enumerate() {
+            table.insert(v & mask, 0, i as u32);
+        }
+        let n_s = ctx.session.n_sender as usize;
+        let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &table)?;
+        if ctx.session.both {
+            ctx.phase("send intersection", false);
+            send_positions(ctx.peer, &matches)?;
+        }
+        Ok(Output::Indices(
+            matches.iter().map(|m| m.0 as usize).collect(),
+        ))
+    }
+
+    fn save(&self, state: &VoleReceiver, out: &mut StateWriter) -> Result<()> {
+        out.blocks(&state.a)?;
+        out.blocks(&state.c)
+    }
+
+    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleReceiver> {
+        let m = Rr22Params::new(sizes)?.okvs.len();
+        Ok(VoleReceiver {
+            a: exactly(input.blocks(m, "VOLE values")?, m)?,
+            c: exactly(input.blocks(m, "VOLE values")?, m)?,
+        })
+    }
+}
