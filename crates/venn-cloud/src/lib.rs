@@ -8,7 +8,8 @@
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
 //!   coordinator's join;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
-//!   precomputed values, spec A.4);
+//!   precomputed values, spec A.4); [`spot_check`]: how the service checks an external
+//!   worker's answer before accepting it;
 //! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 
 pub mod api;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod http;
 pub mod join;
 pub mod server;
+pub mod spot_check;
 pub mod store;
 pub mod worker;
 
