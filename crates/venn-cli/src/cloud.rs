@@ -12,18 +12,28 @@ use venn_cli::party::{check_output_path, Endpoint as PeerEndpoint};
 use venn_cli::progress::Spinner;
 use venn_cli::thunder::{self, Partners};
 use venn_cli::transport::TlsArgs;
-use venn_cloud::auth::{Identity, WorkerSecret};
+use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Setup};
+use venn_cloud::spot_check::DEFAULT_SPOT_CHECKS;
 use venn_cloud::worker::{self, WorkerConfig};
 
 #[derive(Subcommand)]
 pub enum CloudCommand {
     /// Run the service: the HTTP API, its store and its own pool of workers.
     Serve(ServeCli),
-    /// Pair stored items with tokens for a service (any number, on any machine).
+    /// Pair stored items with tokens for a service (any number, on any machine), as a
+    /// worker enrolled with `venn cloud enrol-worker`.
     Worker(WorkerCli),
+    /// Enrol an external worker under its own name: writes its identity (a new owner-only
+    /// file for `venn cloud worker --worker-identity`); the store keeps only its secret's
+    /// hash. A worker whose answer fails a spot check is quarantined alone; --replace
+    /// gives a name a new secret and lifts its quarantine.
+    EnrolWorker(EnrolWorkerCli),
+    /// List the enrolled workers (JSON), quarantined ones with when and why.
+    Workers(StoreCli),
     /// Make an identity (a signing key, owner-only file) and register it with a service.
     Register(RegisterCli),
     /// Encrypt a file's keys under a new dataset key (kept in --key-file) and upload them.
@@ -46,11 +56,9 @@ pub enum CloudCommand {
     Delete(DeleteCli),
 }
 
+/// The service's data directory and store.
 #[derive(Args)]
-pub struct ServeCli {
-    /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
-    #[arg(long, value_name = "ADDR")]
-    listen: String,
+pub struct StoreCli {
     /// The data directory (stored points, answers, results; and the SQLite store).
     #[arg(long, value_name = "DIR")]
     data: PathBuf,
@@ -58,6 +66,29 @@ pub struct ServeCli {
     /// in the data directory).
     #[arg(long, value_name = "URL")]
     database: Option<String>,
+}
+
+impl StoreCli {
+    /// The store's URL.
+    fn database(&self) -> String {
+        self.database
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data.join("venn-cloud.db").display()))
+    }
+
+    /// The store, opened for the operator's commands.
+    fn enrolment(&self) -> Result<Enrolment> {
+        Ok(Enrolment::open(&self.database(), &self.data)?)
+    }
+}
+
+#[derive(Args)]
+pub struct ServeCli {
+    /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    #[command(flatten)]
+    store: StoreCli,
     /// Threads of the service's own workers (0: only external `venn cloud worker`s).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -95,9 +126,11 @@ pub struct ServeCli {
     /// two cores).
     #[arg(long, default_value_t = 1 << 32)]
     max_join_work: u64,
-    /// The workers' secret (made, owner-only, if missing; default: in the data directory).
-    #[arg(long, value_name = "FILE")]
-    worker_secret: Option<PathBuf>,
+    /// Items of each external worker's answer that the service recomputes before taking
+    /// it (capped at the chunk's; 0: trust external workers). A worker falsifying a
+    /// fraction f of a chunk's items is caught with probability at least 1 − (1 − f)^k.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_SPOT_CHECKS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 16))]
+    spot_checks: usize,
     /// The service's certificate (PEM; e.g. from `venn keygen`): serve HTTPS (TLS 1.3).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -145,15 +178,31 @@ impl ServiceCli {
 pub struct WorkerCli {
     #[command(flatten)]
     service: ServiceCli,
-    /// The service's worker secret.
+    /// This worker's identity (from `venn cloud enrol-worker`).
     #[arg(long, value_name = "FILE")]
-    worker_secret: PathBuf,
+    worker_identity: PathBuf,
     /// Threads for pairing.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
     #[arg(long, value_name = "SECONDS")]
     idle_exit: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct EnrolWorkerCli {
+    #[command(flatten)]
+    store: StoreCli,
+    /// The worker's name (letters, digits, '-', '_', '.').
+    #[arg(long)]
+    name: String,
+    /// Where to write its identity (a new file, owner-only).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Enrol a name enrolled before again: a new secret (the old one stops working), and
+    /// its quarantine, if any, lifted.
+    #[arg(long)]
+    replace: bool,
 }
 
 /// How a client reaches the service.
@@ -282,14 +331,32 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {
             let server = w.service.endpoint()?;
-            let secret = WorkerSecret::load(&w.worker_secret)?;
+            let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
                 threads: w.threads.max(1),
                 poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
             };
-            let done = worker::run(&server, &secret, &config)?;
+            let done = worker::run(&server, &identity, &config)?;
             eprintln!("venn cloud worker: {done} tasks done");
+            Ok(())
+        }
+        CloudCommand::EnrolWorker(e) => {
+            let identity = e.store.enrolment()?.enrol(&e.name, e.replace, &e.out)?;
+            eprintln!(
+                "venn cloud: worker '{}' enrolled; its identity in '{}' (venn cloud worker \
+                 --worker-identity)",
+                identity.name(),
+                e.out.display()
+            );
+            Ok(())
+        }
+        CloudCommand::Workers(s) => {
+            let workers = s.enrolment()?.workers()?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&workers).expect("serialisable")
+            );
             Ok(())
         }
         CloudCommand::Register(r) => {
@@ -349,16 +416,19 @@ fn serve(s: ServeCli) -> Result<()> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let fingerprint = tls.as_ref().map(|t| t.fingerprint());
-    std::fs::create_dir_all(&s.data).map_err(Error::file("create", &s.data))?;
+    let data = &s.store.data;
+    std::fs::create_dir_all(data).map_err(Error::file("create", data))?;
+    if data.join("worker-secret").exists() {
+        eprintln!(
+            "venn cloud: '{}' is no longer used: each external worker needs an identity \
+             of its own (venn cloud enrol-worker)",
+            data.join("worker-secret").display()
+        );
+    }
     let setup = Setup {
         listen: s.listen,
-        database: s
-            .database
-            .unwrap_or_else(|| format!("sqlite://{}", s.data.join("venn-cloud.db").display())),
-        worker_secret: s
-            .worker_secret
-            .unwrap_or_else(|| s.data.join("worker-secret")),
-        dir: s.data,
+        database: s.store.database(),
+        dir: s.store.data,
         tls: tls.as_ref().map(api_server_config).transpose()?,
         config: Config {
             lease_seconds: s.lease_seconds,
@@ -372,6 +442,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
             max_join_work: s.max_join_work,
+            spot_checks: s.spot_checks,
         },
     };
     Ok(server::serve(&setup, |addr| {

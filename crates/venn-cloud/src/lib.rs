@@ -6,7 +6,7 @@
 //! - [`crypto`]: the pairing-based scheme, its hot loop eight items at a time on
 //!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
-//!   coordinator's join;
+//!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
 //!   precomputed values, spec A.4); [`spot_check`]: how the service checks an external
 //!   worker's answer before accepting it;
@@ -18,6 +18,7 @@ pub mod auth;
 mod batch_pairing;
 pub mod client;
 pub mod crypto;
+pub mod enrolment;
 pub mod error;
 pub mod http;
 pub mod join;
