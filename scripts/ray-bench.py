@@ -51,6 +51,13 @@ class Service:
         assert line.startswith("listening "), line
         self.url = "http://" + line.split()[1]
 
+    def enrol(self, venn, name):
+        """A worker enrolled with the service (`venn cloud enrol-worker`): its identity."""
+        out = self.data / f"{name}.worker"
+        subprocess.run([venn, "cloud", "enrol-worker", "--data", str(self.data), "--name", name,
+                        "--out", str(out)], check=True, stderr=subprocess.DEVNULL)  # fmt: skip
+        return out
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(30)
@@ -72,6 +79,7 @@ def thunder_run(venn, d, n, workers, on_ray):
         t.start()
         b.pair(d / "b.key", connect=bound.get(timeout=30))
         t.join(60)
+        ray_worker = service.enrol(venn, "ray") if on_ray else None
         began = time.monotonic()
         worked = {}
         if on_ray:
@@ -79,7 +87,7 @@ def thunder_run(venn, d, n, workers, on_ray):
 
             w = threading.Thread(
                 target=lambda: worked.setdefault(
-                    "tasks", thunder_workers(service.url, service.data / "worker-secret",
+                    "tasks", thunder_workers(service.url, ray_worker,
                                              idle_exit=1.0)))  # fmt: skip
             w.start()
         status = a.status(runs["a"], wait=3600)

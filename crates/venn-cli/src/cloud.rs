@@ -12,18 +12,28 @@ use venn_cli::party::{check_output_path, Endpoint as PeerEndpoint};
 use venn_cli::progress::Spinner;
 use venn_cli::thunder::{self, Partners};
 use venn_cli::transport::TlsArgs;
-use venn_cloud::auth::{Identity, WorkerSecret};
+use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Registration, Setup};
+use venn_cloud::spot_check::DEFAULT_SPOT_CHECKS;
 use venn_cloud::worker::{self, WorkerConfig};
 
 #[derive(Subcommand)]
 pub enum CloudCommand {
     /// Run the service: the HTTP API, its store and its own pool of workers.
     Serve(ServeCli),
-    /// Pair stored items with tokens for a service (any number, on any machine).
+    /// Pair stored items with tokens for a service (any number, on any machine), as a
+    /// worker enrolled with `venn cloud enrol-worker`.
     Worker(WorkerCli),
+    /// Enrol an external worker under its own name: writes its identity (a new owner-only
+    /// file for `venn cloud worker --worker-identity`); the store keeps only its secret's
+    /// hash. A worker whose answer fails a spot check is quarantined alone; --replace
+    /// gives a name a new secret and lifts its quarantine.
+    EnrolWorker(EnrolWorkerCli),
+    /// List the enrolled workers (JSON), quarantined ones with when and why.
+    Workers(StoreCli),
     /// Make single-use invites to register with the service of a store (printed one a
     /// line; the store keeps only their hashes).
     Invite(InviteCli),
@@ -47,6 +57,32 @@ pub enum CloudCommand {
     Datasets(ClientCli),
     /// Delete a dataset of yours (its stored points are removed).
     Delete(DeleteCli),
+}
+
+/// The service's data directory and store.
+#[derive(Args)]
+pub struct StoreCli {
+    /// The data directory (stored points, answers, results; and the SQLite store).
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The metadata store: sqlite://FILE or postgres://USER@HOST:PORT/DB (default: SQLite
+    /// in the data directory).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+}
+
+impl StoreCli {
+    /// The store's URL.
+    fn database(&self) -> String {
+        self.database
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data.join("venn-cloud.db").display()))
+    }
+
+    /// The store, opened for the operator's commands.
+    fn enrolment(&self) -> Result<Enrolment> {
+        Ok(Enrolment::open(&self.database(), &self.data)?)
+    }
 }
 
 #[derive(Args)]
@@ -110,9 +146,11 @@ pub struct ServeCli {
     /// two cores).
     #[arg(long, default_value_t = 1 << 32)]
     max_join_work: u64,
-    /// The workers' secret (made, owner-only, if missing; default: in the data directory).
-    #[arg(long, value_name = "FILE")]
-    worker_secret: Option<PathBuf>,
+    /// Items of each external worker's answer that the service recomputes before taking
+    /// it (capped at the chunk's; 0: trust external workers). A worker falsifying a
+    /// fraction f of a chunk's items is caught with probability at least 1 − (1 − f)^k.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_SPOT_CHECKS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 16))]
+    spot_checks: usize,
     /// The service's certificate (PEM; e.g. from `venn keygen`): serve HTTPS (TLS 1.3).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -160,15 +198,31 @@ impl ServiceCli {
 pub struct WorkerCli {
     #[command(flatten)]
     service: ServiceCli,
-    /// The service's worker secret.
+    /// This worker's identity (from `venn cloud enrol-worker`).
     #[arg(long, value_name = "FILE")]
-    worker_secret: PathBuf,
+    worker_identity: PathBuf,
     /// Threads for pairing.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
     #[arg(long, value_name = "SECONDS")]
     idle_exit: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct EnrolWorkerCli {
+    #[command(flatten)]
+    store: StoreCli,
+    /// The worker's name (letters, digits, '-', '_', '.').
+    #[arg(long)]
+    name: String,
+    /// Where to write its identity (a new file, owner-only).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Enrol a name enrolled before again: a new secret (the old one stops working), and
+    /// its quarantine, if any, lifted.
+    #[arg(long)]
+    replace: bool,
 }
 
 /// How a client reaches the service.
@@ -179,27 +233,6 @@ pub struct ClientCli {
     /// Your identity file (made by `venn cloud register`).
     #[arg(long, value_name = "FILE")]
     identity: PathBuf,
-}
-
-/// Where a service keeps things.
-#[derive(Args)]
-pub struct StoreCli {
-    /// The data directory (stored points, answers, results; and the SQLite store).
-    #[arg(long, value_name = "DIR")]
-    data: PathBuf,
-    /// The metadata store: sqlite://FILE or postgres://USER@HOST:PORT/DB (default: SQLite
-    /// in the data directory).
-    #[arg(long, value_name = "URL")]
-    database: Option<String>,
-}
-
-impl StoreCli {
-    /// The metadata store's URL.
-    fn url(&self) -> String {
-        self.database
-            .clone()
-            .unwrap_or_else(|| format!("sqlite://{}", self.data.join("venn-cloud.db").display()))
-    }
 }
 
 /// Who may register with `venn cloud serve`.
@@ -338,21 +371,39 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {
             let server = w.service.endpoint()?;
-            let secret = WorkerSecret::load(&w.worker_secret)?;
+            let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
                 threads: w.threads.max(1),
                 poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
             };
-            let done = worker::run(&server, &secret, &config)?;
+            let done = worker::run(&server, &identity, &config)?;
             eprintln!("venn cloud worker: {done} tasks done");
             Ok(())
         }
         CloudCommand::Invite(i) => {
             std::fs::create_dir_all(&i.store.data).map_err(Error::file("create", &i.store.data))?;
-            for invite in server::create_invites(&i.store.url(), &i.store.data, i.count)? {
+            for invite in i.store.enrolment()?.invites(i.count)? {
                 println!("{invite}");
             }
+            Ok(())
+        }
+        CloudCommand::EnrolWorker(e) => {
+            let identity = e.store.enrolment()?.enrol(&e.name, e.replace, &e.out)?;
+            eprintln!(
+                "venn cloud: worker '{}' enrolled; its identity in '{}' (venn cloud worker \
+                 --worker-identity)",
+                identity.name(),
+                e.out.display()
+            );
+            Ok(())
+        }
+        CloudCommand::Workers(s) => {
+            let workers = s.enrolment()?.workers()?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&workers).expect("serialisable")
+            );
             Ok(())
         }
         CloudCommand::Register(r) => {
@@ -413,7 +464,15 @@ fn serve(s: ServeCli) -> Result<()> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let fingerprint = tls.as_ref().map(|t| t.fingerprint());
-    std::fs::create_dir_all(&s.store.data).map_err(Error::file("create", &s.store.data))?;
+    let data = &s.store.data;
+    std::fs::create_dir_all(data).map_err(Error::file("create", data))?;
+    if data.join("worker-secret").exists() {
+        eprintln!(
+            "venn cloud: '{}' is no longer used: each external worker needs an identity \
+             of its own (venn cloud enrol-worker)",
+            data.join("worker-secret").display()
+        );
+    }
     let registration = match s.registration {
         Some(RegistrationCli::Open) => Registration::Open,
         Some(RegistrationCli::Invite) => Registration::Invite,
@@ -430,11 +489,8 @@ fn serve(s: ServeCli) -> Result<()> {
         }
     };
     let setup = Setup {
-        database: s.store.url(),
-        worker_secret: s
-            .worker_secret
-            .unwrap_or_else(|| s.store.data.join("worker-secret")),
         listen: s.listen,
+        database: s.store.database(),
         dir: s.store.data,
         tls: tls.as_ref().map(api_server_config).transpose()?,
         config: Config {
@@ -454,6 +510,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_total_items: s.max_total_items,
             registrations_per_minute: s.registrations_per_minute,
             max_join_work: s.max_join_work,
+            spot_checks: s.spot_checks,
         },
     };
     Ok(server::serve(&setup, |addr| {

@@ -206,17 +206,36 @@ fn a_run_survives_a_killed_worker() {
     let run = run.trim().to_owned();
     drop(alice);
 
+    // The operator enrols the workers (owner-only identity files; a name once).
+    let enrol = |name: &str| {
+        let mut c = venn();
+        c.args(["cloud", "enrol-worker", "--name", name, "--data"])
+            .arg(&data)
+            .arg("--out")
+            .arg(dir.join(format!("{name}.worker")));
+        c
+    };
+    for name in ["first", "second"] {
+        ok(&mut enrol(name));
+        let file = dir.join(format!("{name}.worker"));
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    std::fs::remove_file(dir.join("first.worker")).unwrap();
+    assert!(!enrol("first").output().unwrap().status.success());
     // A worker that dies once it has done some of the work, holding a lease.
-    let secret = data.join("worker-secret");
-    let worker = |idle: &str| {
+    let worker = |name: &str, idle: &str| {
         let mut c = venn();
         c.args(["cloud", "worker", "--idle-exit", idle])
             .args(server.args())
-            .arg("--worker-secret")
-            .arg(&secret);
+            .arg("--worker-identity")
+            .arg(dir.join(format!("{name}.worker")));
         c
     };
-    let mut first = Killed(worker("60").stderr(Stdio::null()).spawn().unwrap());
+    ok(enrol("first").arg("--replace"));
+    let mut first = Killed(worker("first", "60").stderr(Stdio::null()).spawn().unwrap());
     let start = Instant::now();
     while status(&server, dir, &run)["tasks_done"].as_u64().unwrap() == 0 {
         assert!(start.elapsed() < Duration::from_secs(60), "no progress");
@@ -225,8 +244,18 @@ fn a_run_survives_a_killed_worker() {
     first.0.kill().unwrap();
     let s = status(&server, dir, &run);
     assert_ne!(s["state"], "done", "killed mid-run: {s}");
-    let second = worker("4").output().unwrap();
+    let second = worker("second", "4").output().unwrap();
     assert!(second.status.success());
+    // The operator's list: both enrolled, neither quarantined (honest answers).
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(venn().args(["cloud", "workers", "--data"]).arg(&data))).unwrap();
+    let names: Vec<(&str, bool)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["name"].as_str().unwrap(), w["quarantined"].is_null()))
+        .collect();
+    assert_eq!(names, [("first", true), ("second", true)]);
 
     for (name, file, expected) in [("alice", "a.csv", 1001), ("bob", "b.csv", 1000)] {
         let out = dir.join(format!("{name}.out"));
@@ -276,7 +305,7 @@ fn a_run_survives_a_killed_worker() {
 
     // A preprocessed run (spec A.4): pre-tokens computed by a worker, then a run of
     // scalars that gives the same rows.
-    let mut precomputing = Killed(worker("4").stderr(Stdio::null()).spawn().unwrap());
+    let mut precomputing = Killed(worker("second", "4").stderr(Stdio::null()).spawn().unwrap());
     for name in ["alice", "bob"] {
         let made = ok(client(&server, dir, name, "pretoken")
             .args(["--wait", "60", "--key-file"])
@@ -302,7 +331,7 @@ fn a_run_survives_a_killed_worker() {
         0o600
     );
     assert_eq!(std::fs::read_to_string(&used).unwrap().lines().count(), 1);
-    assert!(worker("4").output().unwrap().status.success());
+    assert!(worker("second", "4").output().unwrap().status.success());
     let out = dir.join("bob-preprocessed.out");
     ok(client(&server, dir, "bob", "result")
         .args([

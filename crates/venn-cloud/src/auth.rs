@@ -1,5 +1,6 @@
 //! Who is asking: clients sign every request with their Ed25519 key (registered with the
-//! service under a name), workers show the service's worker secret.
+//! service under a name), workers show the secret of the identity the operator enrolled
+//! them under.
 //!
 //! A signature covers the method, the path with its query, the client's name, the time,
 //! a fresh nonce and the SHA-256 of the body, under a domain tag. The service refuses a
@@ -191,44 +192,91 @@ pub fn check_public_key(public_key: &str) -> Result<()> {
     verifying_key(public_key).map(|_| ())
 }
 
-/// The secret that workers show the service (`Authorization: Bearer <hex>`).
-pub struct WorkerSecret(String);
+/// An external worker's identity, enrolled by the operator (`venn cloud enrol-worker`): its
+/// name and a 32-byte secret, kept in an owner-only file as `NAME:<64 hex>` and shown to
+/// the service as `Authorization: Bearer NAME:<64 hex>`. The service keeps only the
+/// secret's SHA-256, so that each worker can be quarantined alone.
+pub struct WorkerIdentity {
+    name: String,
+    secret: [u8; 32],
+}
 
-impl WorkerSecret {
-    /// Loads the secret from `path`, or makes one there (owner-only) if there is none.
-    pub fn load_or_create(path: &Path) -> Result<WorkerSecret> {
-        if !path.exists() {
-            let mut bytes = [0u8; 32];
-            crate::api::getrandom(&mut bytes);
-            write_secret_file(path, hex::encode(bytes).as_bytes())?;
-        }
-        Self::load(path)
+impl WorkerIdentity {
+    /// A new identity named `name` with a fresh secret.
+    pub fn generate(name: &str) -> Result<WorkerIdentity> {
+        check_name(name)?;
+        let mut secret = [0u8; 32];
+        crate::api::getrandom(&mut secret);
+        Ok(WorkerIdentity {
+            name: name.to_owned(),
+            secret,
+        })
     }
 
-    /// Loads the secret from `path`.
-    pub fn load(path: &Path) -> Result<WorkerSecret> {
+    /// Loads an identity file.
+    pub fn load(path: &Path) -> Result<WorkerIdentity> {
         let text = read_secret_file(path)?;
-        let text = text.trim();
-        if from_hex::<32>(text, "secret").is_err() {
-            return Err(Error::BadRequest(format!(
-                "'{}' does not hold a worker secret (64 hex digits)",
+        let (name, secret) = parse_worker(text.trim()).ok_or_else(|| {
+            Error::BadRequest(format!(
+                "'{}' does not hold a worker identity (NAME:<64 hex digits>, from `venn cloud \
+                 enrol-worker`)",
                 path.display()
-            )));
-        }
-        Ok(WorkerSecret(text.to_owned()))
+            ))
+        })?;
+        Ok(WorkerIdentity {
+            name: name.to_owned(),
+            secret,
+        })
+    }
+
+    /// Saves the identity to a new file readable by its owner only; an existing file is
+    /// never overwritten.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = format!("{}:{}\n", self.name, hex::encode(self.secret));
+        write_secret_file(path, text.as_bytes())
+    }
+
+    /// The worker's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The header value.
     pub fn bearer(&self) -> String {
-        format!("Bearer {}", self.0)
+        format!("Bearer {}:{}", self.name, hex::encode(self.secret))
     }
 
-    /// Whether an `Authorization` header shows this secret (compared as hashes, so the
-    /// time taken says nothing about the secret).
-    pub fn admits(&self, header: Option<&str>) -> bool {
-        let shown = header.unwrap_or("");
-        Sha256::digest(shown.as_bytes()) == Sha256::digest(self.bearer().as_bytes())
+    /// Hex of the secret's SHA-256: what the service keeps.
+    pub fn secret_hash(&self) -> String {
+        hex::encode(Sha256::digest(self.secret))
     }
+}
+
+/// Shows the name only: the secret stays out of logs.
+impl std::fmt::Debug for WorkerIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerIdentity")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `NAME:<64 hex>`: a worker's name and secret.
+fn parse_worker(text: &str) -> Option<(&str, [u8; 32])> {
+    let (name, secret) = text.split_once(':')?;
+    check_name(name).ok()?;
+    Some((name, from_hex::<32>(secret, "secret").ok()?))
+}
+
+/// The worker an `Authorization` header claims to be and the hex SHA-256 of the secret it
+/// shows, which the service compares with the one it keeps (the time that takes says
+/// nothing about the secret).
+pub fn worker_claim(header: Option<&str>) -> Result<(&str, String)> {
+    header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .and_then(parse_worker)
+        .map(|(name, secret)| (name, hex::encode(Sha256::digest(secret))))
+        .ok_or_else(|| Error::Unauthenticated("not a worker of this service".into()))
 }
 
 /// Reads a file holding a secret, refusing one that others may read.
@@ -375,6 +423,39 @@ mod tests {
             let err = forged.verify(&key, "GET", "/", b"").unwrap_err();
             assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
         }
+    }
+
+    /// A worker's identity file gives back the identity; its header claims its name and
+    /// its secret's hash, and anything else is no worker's.
+    #[test]
+    fn worker_identities_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let (worker, path) = (
+            WorkerIdentity::generate("w-1").unwrap(),
+            dir.path().join("w"),
+        );
+        worker.save(&path).unwrap();
+        assert!(worker.save(&path).is_err(), "never overwritten");
+        let bearer = worker.bearer();
+        assert_eq!(WorkerIdentity::load(&path).unwrap().bearer(), bearer);
+        let claim = worker_claim(Some(&bearer)).unwrap();
+        assert_eq!(claim, ("w-1", worker.secret_hash()));
+        let other = format!("Bearer {}", "ab".repeat(32));
+        let basic = bearer.replacen("Bearer", "Basic", 1);
+        let spaced = bearer.replacen("w-1", "w 1", 1);
+        for bad in [
+            None,
+            Some(""),
+            Some(&other),
+            Some(&bearer[..bearer.len() - 1]),
+        ]
+        .into_iter()
+        .chain([Some(basic.as_str()), Some(spaced.as_str())])
+        {
+            let err = worker_claim(bad).unwrap_err();
+            assert!(matches!(err, Error::Unauthenticated(_)), "{bad:?}");
+        }
+        assert!(WorkerIdentity::generate("a:b").is_err());
     }
 
     /// A claim stamped `time`.

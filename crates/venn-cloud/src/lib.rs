@@ -6,9 +6,10 @@
 //! - [`crypto`]: the pairing-based scheme, its hot loop eight items at a time on
 //!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
-//!   coordinator's join;
+//!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
-//!   precomputed values, spec A.4);
+//!   precomputed values, spec A.4); [`spot_check`]: how the service checks an external
+//!   worker's answer before accepting it;
 //! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 
 pub mod api;
@@ -17,10 +18,12 @@ pub mod auth;
 mod batch_pairing;
 pub mod client;
 pub mod crypto;
+pub mod enrolment;
 pub mod error;
 pub mod http;
 pub mod join;
 pub mod server;
+pub mod spot_check;
 pub mod store;
 pub mod worker;
 

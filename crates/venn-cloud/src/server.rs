@@ -1,20 +1,23 @@
 //! `venn cloud serve`: the HTTP API (spec F), its coordinator and its own pool of workers.
 //!
 //! Clients act only on their own datasets; a run's status and results go only to the
-//! owners of its datasets, each getting its own side's positions; workers (the service's
-//! own machines) lease tasks with the worker secret. Every body is bounded before it is
-//! read and must arrive by its request's deadline, every point is checked as it arrives,
-//! and connections are capped in all and per peer.
+//! owners of its datasets, each getting its own side's positions; external workers lease
+//! tasks under identities the operator enrolled ([`crate::enrolment`]), only the worker
+//! holding a task's lease may fetch its input and answer it, and every answer is
+//! spot-checked before it is taken ([`crate::spot_check`]): one that fails is refused
+//! (403), its task goes back to the queue at once and its worker is quarantined. Every
+//! body is bounded before it is read and must arrive by its request's deadline, every
+//! point is checked as it arrives, and connections are capped in all and per peer.
 
 use crate::api::{
     self, ChunkReceipt, Grant, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind,
     Scalar, Seal, Token, MAX_CHUNK_ITEMS,
 };
-use crate::auth::{self, Claim, WorkerSecret};
+use crate::auth::{self, Claim};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::store::{self, Store};
-use crate::{join, worker};
+use crate::{join, spot_check, worker};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::request::Parts;
@@ -73,6 +76,9 @@ pub struct Config {
     /// The most pairs a three-party run's join may compare (n1·n2: every pair of its first
     /// two sides' values is looked up in a table of the third's).
     pub max_join_work: u64,
+    /// Items of each external worker's answer recomputed before it is taken (capped at
+    /// the chunk's; 0: external workers are trusted): see [`spot_check`].
+    pub spot_checks: usize,
 }
 
 impl Config {
@@ -134,7 +140,6 @@ impl RegistrationRate {
 /// The running service.
 pub struct Service {
     store: Store,
-    workers: WorkerSecret,
     config: Config,
     /// Registrations tried per peer.
     registrations: RegistrationRate,
@@ -149,13 +154,12 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service over `store`, admitting workers that show `workers`. Runs whose tasks
-    /// all finished before a restart are joined now, and answers failed runs left behind
-    /// (an answer racing its run's failure) are removed.
-    pub async fn start(store: Store, workers: WorkerSecret, config: Config) -> Result<Arc<Self>> {
+    /// A service over `store`. Runs whose tasks all finished before a restart are joined
+    /// now, and answers failed runs left behind (an answer racing its run's failure) are
+    /// removed.
+    pub async fn start(store: Store, config: Config) -> Result<Arc<Self>> {
         let service = Arc::new(Service {
             store,
-            workers,
             registrations: RegistrationRate::new(config.registrations_per_minute),
             config,
             transitions: tokio::sync::Mutex::new(()),
@@ -222,23 +226,58 @@ impl Service {
         self.store.expire_waiting(self.expired()).await
     }
 
-    /// Leases the next task, if any.
-    async fn lease(&self) -> Result<Option<store::Leased>> {
+    /// Leases the next task, if any, to external worker `worker` (`None`: the service's
+    /// own pool).
+    async fn lease(&self, worker: Option<&str>) -> Result<Option<store::Leased>> {
         let _one = self.transitions.lock().await;
-        self.store.lease(self.config.lease_seconds).await
+        self.store.lease(self.config.lease_seconds, worker).await
     }
 
-    /// Takes a task's answer; joins the run if it was the last.
+    /// Takes an answer of the service's own pool (trusted); joins the run if it was the
+    /// last.
     async fn answer(self: &Arc<Self>, leased: &store::Leased, answer: Vec<u8>) -> Result<()> {
-        let t = &leased.task;
-        let expected = t.items as usize * t.answer_width();
-        if answer.len() != expected {
-            return Err(Error::BadRequest(format!(
-                "an answer of {} bytes to a task of {} items (expected {expected})",
-                answer.len(),
-                t.items
+        check_length(&leased.task, &answer)?;
+        self.complete(leased, answer).await
+    }
+
+    /// Takes external worker `worker`'s answer once `--spot-checks` of its items agree
+    /// with the service's own computation of them. One that differs is refused (403 —
+    /// the worker may no longer work here), the worker is quarantined and the task goes
+    /// back to the queue at once, with the worker's answers to runs not yet joined.
+    async fn answer_from(
+        self: &Arc<Self>,
+        worker: &str,
+        leased: &store::Leased,
+        answer: Vec<u8>,
+    ) -> Result<()> {
+        check_length(&leased.task, &answer)?;
+        let (task, input, k) = (
+            leased.task.clone(),
+            leased.input.clone(),
+            self.config.spot_checks,
+        );
+        let (answer, differs) = store::blocking(move || {
+            let differs = spot_check::check(&task, &input, &answer, k)?;
+            Ok((answer, differs))
+        })
+        .await?;
+        if let Some(item) = differs {
+            let path = leased.task.path();
+            let reason = format!("item {item} of its answer to task {path} was wrong");
+            self.store.quarantine_worker(worker, &reason).await?;
+            self.work.notify_waiters();
+            eprintln!("venn cloud: worker {worker} quarantined: {reason}");
+            return Err(Error::Forbidden(format!(
+                "the answer to task {path} is refused (item {item} is wrong, by the \
+                 service's spot check): worker {worker} is quarantined"
             )));
         }
+        self.complete(leased, answer).await
+    }
+
+    /// Stores a checked answer; joins the run if it was the last.
+    async fn complete(self: &Arc<Self>, leased: &store::Leased, answer: Vec<u8>) -> Result<()> {
+        let t = &leased.task;
         if self.store.complete(&t.run, t.side, t.chunk, answer).await? {
             self.clone().join_in_background(t.run.clone());
         }
@@ -263,6 +302,19 @@ impl Service {
             self.joining.lock().expect("not poisoned").remove(&run);
         });
     }
+}
+
+/// Refuses an answer whose length is not its task's.
+fn check_length(task: &api::Task, answer: &[u8]) -> Result<()> {
+    let expected = task.items as usize * task.answer_width();
+    if answer.len() != expected {
+        return Err(Error::BadRequest(format!(
+            "an answer of {} bytes to a task of {} items (expected {expected})",
+            answer.len(),
+            task.items
+        )));
+    }
+    Ok(())
 }
 
 /// Fails the runs that wait past `--token-wait`, every tenth of it (1 to 60 seconds), so a
@@ -292,7 +344,7 @@ async fn pool(service: Arc<Service>) {
         }
     };
     loop {
-        let leased = match service.lease().await {
+        let leased = match service.lease(None).await {
             Ok(Some(l)) => l,
             Ok(None) => {
                 let _ = tokio::time::timeout(Duration::from_secs(1), service.work.notified()).await;
@@ -429,8 +481,11 @@ fn claim(parts: &Parts) -> Result<Claim<'_>> {
     })
 }
 
-/// A request from one of the service's workers.
-pub struct FromWorker(Bytes);
+/// A request from an enrolled external worker that is not quarantined, and its body.
+pub struct FromWorker {
+    pub worker: String,
+    pub body: Bytes,
+}
 
 impl FromRequest<Arc<Service>> for FromWorker {
     type Rejection = Error;
@@ -441,14 +496,40 @@ impl FromRequest<Arc<Service>> for FromWorker {
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        if !service.workers.admits(shown) {
-            return Err(Error::Unauthenticated(
-                "not a worker of this service".into(),
-            ));
+        let (name, hash) = auth::worker_claim(shown)?;
+        let worker = match service.store.worker(name).await? {
+            Some((worker, kept)) if kept == hash => worker,
+            _ => {
+                return Err(Error::Unauthenticated(
+                    "not a worker of this service".into(),
+                ))
+            }
+        };
+        if let Some(since) = worker.quarantined {
+            return Err(Error::Forbidden(format!(
+                "worker {name} is quarantined (since {since}: {}); the operator may enrol \
+                 it again",
+                worker.reason.as_deref().unwrap_or("no reason recorded")
+            )));
         }
-        Ok(FromWorker(
-            read_body(&parts, body, api::MAX_TASK_BYTES).await?,
-        ))
+        Ok(FromWorker {
+            worker: worker.name,
+            body: read_body(&parts, body, api::MAX_TASK_BYTES).await?,
+        })
+    }
+}
+
+impl FromWorker {
+    /// Refuses unless this worker holds `leased`'s lease (it leased the task last).
+    fn holds(&self, leased: &store::Leased) -> Result<()> {
+        match leased.holder.as_deref() == Some(self.worker.as_str()) {
+            true => Ok(()),
+            false => Err(Error::Forbidden(format!(
+                "task {} is not leased to worker {}",
+                leased.task.path(),
+                self.worker
+            ))),
+        }
     }
 }
 
@@ -913,8 +994,8 @@ async fn result(
 
 // --- workers --------------------------------------------------------------------------
 
-async fn lease(State(s): State<Arc<Service>>, _w: FromWorker) -> Result<Response> {
-    match s.lease().await? {
+async fn lease(State(s): State<Arc<Service>>, w: FromWorker) -> Result<Response> {
+    match s.lease(Some(&w.worker)).await? {
         Some(l) => Ok(Json(l.task).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
@@ -923,9 +1004,10 @@ async fn lease(State(s): State<Arc<Service>>, _w: FromWorker) -> Result<Response
 async fn task_points(
     State(s): State<Arc<Service>>,
     Path((run, side, chunk)): Path<(String, u64, u64)>,
-    _w: FromWorker,
+    w: FromWorker,
 ) -> Result<Response> {
     let (leased, _) = s.store.task(&run, side, chunk).await?;
+    w.holds(&leased)?;
     let bytes = tokio::fs::read(&leased.input).await?;
     Ok(bytes.into_response())
 }
@@ -936,8 +1018,10 @@ async fn task_answer(
     w: FromWorker,
 ) -> Result<StatusCode> {
     let (leased, state) = s.store.task(&run, side, chunk).await?;
+    w.holds(&leased)?;
+    // A task done already was done by this worker: its answer came twice.
     if state != "done" {
-        s.answer(&leased, w.0.to_vec()).await?;
+        s.answer_from(&w.worker, &leased, w.body.to_vec()).await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -951,8 +1035,6 @@ pub struct Setup {
     pub database: String,
     /// The data directory (chunk files, answers, results).
     pub dir: std::path::PathBuf,
-    /// The worker secret's file (made owner-only if missing).
-    pub worker_secret: std::path::PathBuf,
     /// TLS for the API (`None`: plain HTTP).
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub config: Config,
@@ -971,20 +1053,6 @@ pub fn serve(setup: &Setup, on_bound: impl FnOnce(std::net::SocketAddr)) -> Resu
         .block_on(run(setup, on_bound, stopped()))
 }
 
-/// Makes `count` single-use invites to register in the store at `database` (files in
-/// `dir`), for the operator to hand out; the store keeps only their hashes.
-pub fn create_invites(database: &str, dir: &std::path::Path, count: u64) -> Result<Vec<String>> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(async {
-            Store::open(database, dir)
-                .await?
-                .create_invites(count)
-                .await
-        })
-}
-
 /// Runs the service on the current tokio runtime until `stop` resolves.
 ///
 /// A connection serves one request, which must arrive whole (TLS handshake, head and
@@ -996,8 +1064,7 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let store = Store::open(&setup.database, &setup.dir).await?;
-    let secret = WorkerSecret::load_or_create(&setup.worker_secret)?;
-    let service = Service::start(store, secret, setup.config.clone()).await?;
+    let service = Service::start(store, setup.config.clone()).await?;
     let listener = tokio::net::TcpListener::bind(&setup.listen)
         .await
         .map_err(|e| Error::BadRequest(format!("cannot listen on {}: {e}", setup.listen)))?;
@@ -1189,6 +1256,7 @@ mod tests {
             max_total_items: 1,
             registrations_per_minute: 1,
             max_join_work: 1,
+            spot_checks: 1,
         })
     }
 

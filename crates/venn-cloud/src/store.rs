@@ -29,6 +29,9 @@ use sqlx::{AnyPool, Executor, Row};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod workers;
+pub use workers::Worker;
+
 /// The schema's migrations, compiled in.
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -120,12 +123,14 @@ pub struct Chunk {
     pub file: PathBuf,
 }
 
-/// A task handed to a worker, and the file it works on (a chunk's points, or a
-/// pre-token's values for the chunk).
+/// A task handed to a worker, the file it works on (a chunk's points, or a pre-token's
+/// values for the chunk) and the external worker that leased it last (`None`: the
+/// service's own pool, or nobody yet).
 #[derive(Clone, Debug)]
 pub struct Leased {
     pub task: api::Task,
     pub input: PathBuf,
+    pub holder: Option<String>,
 }
 
 /// The side of a preprocessed run whose values are raised: the smaller (side 0 on a tie).
@@ -371,6 +376,11 @@ impl Store {
             pool,
             dir: dir.to_owned(),
         })
+    }
+
+    /// Closes the store's connections.
+    pub async fn close(&self) {
+        self.pool.close().await
     }
 
     // --- clients and request nonces ---------------------------------------------------
@@ -1266,10 +1276,10 @@ impl Store {
     // --- tasks ----------------------------------------------------------------------------
 
     /// Leases the next task that is pending or whose lease has expired, for
-    /// `lease_seconds`: runs' tasks before pre-tokens' (precomputation is what the
-    /// service does while idle), older runs first. The caller serialises leasing (one
-    /// service process).
-    pub async fn lease(&self, lease_seconds: u64) -> Result<Option<Leased>> {
+    /// `lease_seconds`, to external worker `worker` (`None`: the service's own pool):
+    /// runs' tasks before pre-tokens' (precomputation is what the service does while
+    /// idle), older runs first. The caller serialises leasing (one service process).
+    pub async fn lease(&self, lease_seconds: u64, worker: Option<&str>) -> Result<Option<Leased>> {
         let at = now();
         let row = sqlx::query(
             "SELECT t.run, t.side, t.chunk FROM tasks t JOIN runs r ON r.id = t.run \
@@ -1284,8 +1294,8 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let (run, side, chunk): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
         let updated = sqlx::query(
-            "UPDATE tasks SET state = 'leased', lease_until = $1, leases = leases + 1 \
-             WHERE run = $2 AND side = $3 AND chunk = $4 \
+            "UPDATE tasks SET state = 'leased', lease_until = $1, leases = leases + 1, \
+             worker = $6 WHERE run = $2 AND side = $3 AND chunk = $4 \
              AND (state = 'pending' OR (state = 'leased' AND lease_until < $5))",
         )
         .bind(at + lease_seconds as i64)
@@ -1293,6 +1303,7 @@ impl Store {
         .bind(side)
         .bind(chunk)
         .bind(at)
+        .bind(worker)
         .execute(&self.pool)
         .await?;
         if updated.rows_affected() != 1 {
@@ -1303,12 +1314,12 @@ impl Store {
         Ok(Some(leased))
     }
 
-    /// A task of a computing run, as leased (whoever holds it), and its state.
+    /// A task of a computing run, as leased (with who holds it), and its state.
     pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, String)> {
         api::check_id(run)?;
         let row = sqlx::query(
             "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state, \
-             r.preprocessed, s.pretoken, s.delta, c.file \
+             r.preprocessed, s.pretoken, s.delta, c.file, t.worker \
              FROM tasks t \
              JOIN runs r ON r.id = t.run \
              JOIN run_sides s ON s.run = t.run AND s.side = t.side \
@@ -1348,7 +1359,15 @@ impl Store {
             work,
             lease_seconds: 0,
         };
-        Ok((Leased { task, input }, row.get(4)))
+        let holder = row.try_get(10).ok().flatten();
+        Ok((
+            Leased {
+                task,
+                input,
+                holder,
+            },
+            row.get(4),
+        ))
     }
 
     /// The work of side `side` of a preprocessed run, whose scalar is `delta`: its

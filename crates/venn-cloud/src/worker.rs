@@ -6,7 +6,7 @@
 //! simply done again (spec F).
 
 use crate::api::{self, Task, Work, VALUE_BYTES};
-use crate::auth::WorkerSecret;
+use crate::auth::WorkerIdentity;
 use crate::crypto::{self, PreparedToken, Secret, ITEM_BYTES, PRECOMPUTED_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::http::{Endpoint, Http};
@@ -61,7 +61,7 @@ pub struct WorkerConfig {
 }
 
 /// A worker's link to the service: leases tasks, fetches their input, hands in their
-/// answers, authenticated by the workers' secret. Whatever computes the answers — this
+/// answers, authenticated by the worker's enrolled identity. Whatever computes the answers — this
 /// module's [`run`], or tasks of a cluster engine fed by a driver — talks through it.
 pub struct WorkerLink {
     http: Http,
@@ -69,11 +69,11 @@ pub struct WorkerLink {
 }
 
 impl WorkerLink {
-    /// A link to the service at `server`, showing `secret`.
-    pub fn new(server: &Endpoint, secret: &WorkerSecret) -> Result<WorkerLink> {
+    /// A link to the service at `server`, as `identity`.
+    pub fn new(server: &Endpoint, identity: &WorkerIdentity) -> Result<WorkerLink> {
         Ok(WorkerLink {
             http: Http::new(server, Duration::from_secs(300))?,
-            auth: [("authorization", secret.bearer())],
+            auth: [("authorization", identity.bearer())],
         })
     }
 
@@ -107,9 +107,10 @@ impl WorkerLink {
 
 /// `venn cloud worker`: leases tasks from the service at `server` until stopped; returns
 /// the number of tasks done. Failed requests are retried after a pause (the service may
-/// be restarting); a task it cannot finish is left to its lease's expiry.
-pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> Result<u64> {
-    let link = WorkerLink::new(server, secret)?;
+/// be restarting); a task it cannot finish is left to its lease's expiry. A lease refused
+/// as unauthenticated or forbidden (the worker was quarantined) ends it with that error.
+pub fn run(server: &Endpoint, identity: &WorkerIdentity, config: &WorkerConfig) -> Result<u64> {
+    let link = WorkerLink::new(server, identity)?;
     let threads = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads)
         .build()
@@ -119,7 +120,7 @@ pub fn run(server: &Endpoint, secret: &WorkerSecret, config: &WorkerConfig) -> R
     loop {
         let task = match link.lease() {
             Ok(task) => task,
-            Err(e @ Error::Unauthenticated(_)) => return Err(e),
+            Err(e @ (Error::Unauthenticated(_) | Error::Forbidden(_))) => return Err(e),
             Err(e) => {
                 eprintln!("venn cloud worker: {e}");
                 None

@@ -8,12 +8,13 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use venn_cloud::api::{PretokenState, RunKind, Task, Work, MAX_CHUNK_ITEMS};
-use venn_cloud::auth::{Identity, WorkerSecret};
+use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::Client;
 use venn_cloud::crypto::{self, Secret, ITEM_BYTES};
 use venn_cloud::http::{Endpoint, Http};
 use venn_cloud::server::{Config, Registration};
-use venn_cloud::worker::{self, WorkerConfig};
+use venn_cloud::spot_check::miss_probability;
+use venn_cloud::worker::{self, WorkerConfig, WorkerLink};
 use venn_cloud::Error;
 
 /// Two parties, unequal sizes over several chunks, then the empty and the full
@@ -596,14 +597,32 @@ fn requests_are_authenticated(db: &Db) {
     headers[1].1 = (venn_cloud::store::now() - 3600).to_string();
     let err = http.call("GET", "/v1/datasets", &headers, b"").unwrap_err();
     assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
-    // Workers need the worker secret.
-    let err = http.call(
-        "POST",
-        "/v1/tasks/lease",
-        &[("authorization", "Bearer 00".into())],
-        b"",
-    );
-    assert!(matches!(err.unwrap_err(), Error::Unauthenticated(_)));
+    // Workers need an enrolled identity: not a made-up one, nor an enrolled name with
+    // another secret.
+    let enrolled = s.enrol("w").bearer();
+    let forged = WorkerIdentity::generate("w").unwrap().bearer();
+    let unknown = WorkerIdentity::generate("nobody").unwrap().bearer();
+    for shown in ["Bearer 00", &forged, &unknown] {
+        let err = http.call(
+            "POST",
+            "/v1/tasks/lease",
+            &[("authorization", shown.into())],
+            b"",
+        );
+        assert!(
+            matches!(err.unwrap_err(), Error::Unauthenticated(_)),
+            "{shown}"
+        );
+    }
+    let (status, _) = http
+        .call(
+            "POST",
+            "/v1/tasks/lease",
+            &[("authorization", enrolled)],
+            b"",
+        )
+        .unwrap();
+    assert_eq!(status, 204);
     // Keys of small order are refused: with the identity as its key, the one signature
     // (R, S) = (identity, 0) would verify every request.
     let fixed = hex::encode([[1u8].as_slice(), &[0; 63]].concat());
@@ -687,7 +706,7 @@ fn a_dead_workers_task_is_redone(db: &Db) {
     let ka = upload(&w, &a, "d", &names, 32);
     let kb = upload(&w, &b, "d", &other, 32);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
-    let (http, secret, abandoned) = lease_by_hand(&s);
+    let (http, secret, abandoned) = lease_by_hand(&s, "w");
     assert_eq!(abandoned.run, run);
     // A worker answering a task with the wrong length is refused.
     let err = http.call(
@@ -724,7 +743,7 @@ fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
     let ka = upload(&w, &a, "d", &numbered("x", 0..40), 16);
     let kb = upload(&w, &b, "d", &numbered("x", 20..60), 16);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
-    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+    let secret = s.enrol("w");
     let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
     let auth = [("authorization", secret.bearer())];
     let lease = || {
@@ -857,7 +876,7 @@ fn pretokens_are_checked(db: &Db) {
     let err = scalar(&a, &run, &ka.dataset, &made[0].id, &hex::encode([0u8; 32])).unwrap_err();
     assert!(matches!(err, Error::BadRequest(_)), "{err}");
     // A worker takes a pre-token's task and dies; another computes everything.
-    let (_, secret, abandoned) = lease_by_hand(&s);
+    let (_, secret, abandoned) = lease_by_hand(&s, "w");
     assert!(made.iter().any(|p| p.id == abandoned.run));
     assert!(matches!(abandoned.work, Work::Pair { parties: 1, .. }));
     let config = WorkerConfig {
@@ -971,7 +990,7 @@ fn internal_failures_are_not_told(db: &Db) {
     let ka = upload(&w, &a, "d", &numbered("x", 0..8), 8);
     let kb = upload(&w, &b, "d", &numbered("x", 4..12), 8);
     let run = pair(&[(&a, &ka), (&b, &kb)]);
-    let (http, secret, task) = lease_by_hand(&s);
+    let (http, secret, task) = lease_by_hand(&s, "w");
     let (auth, path) = ([("authorization", secret.bearer())], task.path());
     let points = http.call("GET", &format!("/v1/tasks/{path}/points"), &auth, b"");
     let answer = worker::answer(&task, &points.unwrap().1).unwrap();
@@ -991,12 +1010,209 @@ fn internal_failures_are_not_told(db: &Db) {
     assert!(told(&err, "tasks"), "{err}");
 }
 
+/// Workers run outside the service's trust: an answer with a wrong item is refused (403)
+/// by the spot check, whether every item is wrong or one of a chunk no larger than the
+/// checks (every item checked). The worker is quarantined: its requests are refused (403),
+/// also after a restart, and the operator sees why; the task it held, and the one it had
+/// answered of the run, go back to the queue at once (leases are for 60 s), so an honest
+/// worker does every task and the result is the honest one. Enrolled again with a new
+/// secret, the name works again.
+fn a_lying_worker_is_quarantined(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        threads: 0,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let (names, other) = (numbered("x", 0..40), numbered("x", 20..64));
+    let ka = upload(&w, &a, "d", &names, 8);
+    let kb = upload(&w, &b, "d", &other, 8);
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    assert_eq!(a.run(&run).unwrap().tasks, 5 + 6);
+    let server = Endpoint::plain(&s.url);
+    let honest_answer =
+        |link: &WorkerLink, task: &Task| worker::answer(task, &link.input(task).unwrap()).unwrap();
+    let quarantined = |e: &Error| matches!(e, Error::Forbidden(m) if m.contains("quarantined"));
+    // Mallory falsifies every item.
+    let mallory = s.enrol("mallory");
+    let m = WorkerLink::new(&server, &mallory).unwrap();
+    let task = m.lease().unwrap().unwrap();
+    let mut lie = honest_answer(&m, &task);
+    for item in lie.chunks_mut(task.answer_width()) {
+        item[0] ^= 1;
+    }
+    let err = m.hand_in(&task, &lie).unwrap_err();
+    assert!(quarantined(&err), "{err}");
+    for err in [m.lease().unwrap_err(), m.input(&task).unwrap_err()] {
+        assert!(quarantined(&err), "{err}");
+    }
+    // Eve answers a task honestly, then falsifies the last item of the next.
+    let e = WorkerLink::new(&server, &s.enrol("eve")).unwrap();
+    let first = e.lease().unwrap().unwrap();
+    assert_eq!(first.path(), task.path(), "mallory's task is back at once");
+    e.hand_in(&first, &honest_answer(&e, &first)).unwrap();
+    assert_eq!(a.run(&run).unwrap().tasks_done, 1);
+    let next = e.lease().unwrap().unwrap();
+    let mut lie = honest_answer(&e, &next);
+    lie[(next.items as usize - 1) * next.answer_width()] ^= 0x80;
+    let err = e.hand_in(&next, &lie).unwrap_err();
+    assert!(quarantined(&err), "{err}");
+    assert_eq!(a.run(&run).unwrap().tasks_done, 0, "eve's answer is redone");
+    let honest = WorkerConfig {
+        threads: 1,
+        poll: Duration::from_millis(100),
+        idle_exit: Some(Duration::from_secs(2)),
+    };
+    let done = worker::run(&server, &s.enrol("honest"), &honest).unwrap();
+    assert_eq!(done, 11, "every task, none waiting for a lease to expire");
+    assert_eq!(matched(&a, &ka, &run, &names), truth(&names, &other));
+    assert_eq!(matched(&b, &kb, &run, &other), truth(&names, &other));
+    // The operator's list; the quarantine outlives a restart.
+    let listed = s.enrolment().workers().unwrap();
+    let status: Vec<(&str, bool)> = listed
+        .iter()
+        .map(|w| (w.name.as_str(), w.quarantined.is_some()))
+        .collect();
+    assert_eq!(
+        status,
+        [("eve", true), ("honest", false), ("mallory", true)]
+    );
+    let reason = listed[2].reason.as_deref().unwrap();
+    assert!(reason.contains(&task.path()), "{reason}");
+    let s = w.restart(
+        s,
+        Config {
+            threads: 0,
+            ..config()
+        },
+    );
+    let err = m.lease().unwrap_err();
+    assert!(quarantined(&err), "{err}");
+    // A name is enrolled once, unless replaced: then the old secret is refused.
+    let enrolment = s.enrolment();
+    let err = enrolment
+        .enrol("eve", false, &w.path("eve-again"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    assert!(!w.path("eve-again").exists());
+    let renewed = enrolment
+        .enrol("mallory", true, &w.path("mallory-again"))
+        .unwrap();
+    let err = m.lease().unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
+    let again = WorkerLink::new(&server, &renewed).unwrap();
+    assert!(again.lease().unwrap().is_none(), "no work left");
+}
+
+/// Only the worker holding a task's lease fetches its input and answers it: not another
+/// worker, not for a task nobody leased, and not once its lease expired and another
+/// worker leased the task.
+fn only_a_tasks_leaseholder_answers_it(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        threads: 0,
+        lease_seconds: 1,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..16), 8);
+    let kb = upload(&w, &b, "d", &numbered("x", 8..24), 8);
+    let run = pair(&[(&a, &ka), (&b, &kb)]);
+    let server = Endpoint::plain(&s.url);
+    let first = WorkerLink::new(&server, &s.enrol("first")).unwrap();
+    let second = WorkerLink::new(&server, &s.enrol("second")).unwrap();
+    let task = first.lease().unwrap().unwrap();
+    let answer = worker::answer(&task, &first.input(&task).unwrap()).unwrap();
+    let not_leased_to = |who: &str, e: Error| {
+        let refused = format!("not leased to worker {who}");
+        assert!(
+            matches!(&e, Error::Forbidden(m) if m.contains(&refused)),
+            "{e}"
+        );
+    };
+    not_leased_to("second", second.input(&task).unwrap_err());
+    not_leased_to("second", second.hand_in(&task, &answer).unwrap_err());
+    let unleased = Task {
+        chunk: 1 - task.chunk,
+        ..task.clone()
+    };
+    not_leased_to("second", second.hand_in(&unleased, &answer).unwrap_err());
+    // The first worker's lease expires and the second leases the task (after the others).
+    let start = Instant::now();
+    let again = loop {
+        match second.lease().unwrap() {
+            Some(t) if t.path() == task.path() => break t,
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the lease never expired"
+        );
+    };
+    not_leased_to("first", first.hand_in(&task, &answer).unwrap_err());
+    second.hand_in(&again, &answer).unwrap();
+    assert_eq!(a.run(&run).unwrap().tasks_done, 1);
+    // Refusals quarantine nobody.
+    let workers = s.enrolment().workers().unwrap();
+    assert!(
+        workers.iter().all(|w| w.quarantined.is_none()),
+        "{workers:?}"
+    );
+}
+
+/// End to end, liars are caught at the rate the formula gives: with 2 checks of chunks of
+/// 4 items, an answer with one item falsified is refused with probability
+/// 1 − C(3, 2)/C(4, 2) = 1/2. Each trial is a new worker leasing a task and falsifying one
+/// item of its answer (a caught worker's task goes back to the queue, a missed one's is
+/// done), until no task is left.
+fn liars_are_caught_at_the_predicted_rate(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(Config {
+        threads: 0,
+        spot_checks: 2,
+        ..config()
+    });
+    let (a, b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..320), 4);
+    let kb = upload(&w, &b, "d", &numbered("x", 0..4), 4);
+    pair(&[(&a, &ka), (&b, &kb)]);
+    let (enrolment, server) = (s.enrolment(), Endpoint::plain(&s.url));
+    let (mut trials, mut caught) = (0usize, 0usize);
+    loop {
+        let name = format!("liar{trials}");
+        let liar = enrolment.enrol(&name, false, &w.path(&name)).unwrap();
+        let link = WorkerLink::new(&server, &liar).unwrap();
+        let Some(task) = link.lease().unwrap() else {
+            break;
+        };
+        let mut lie = worker::answer(&task, &link.input(&task).unwrap()).unwrap();
+        lie[trials % 4 * task.answer_width()] ^= 1;
+        trials += 1;
+        match link.hand_in(&task, &lie) {
+            Ok(()) => {}
+            Err(Error::Forbidden(_)) => caught += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let (rate, expected) = (
+        caught as f64 / trials as f64,
+        1.0 - miss_probability(4, 1, 2),
+    );
+    let sigma = (expected * (1.0 - expected) / trials as f64).sqrt();
+    eprintln!("caught {caught} of {trials} lying answers ({rate:.3}; predicted {expected:.3})");
+    assert!(trials >= 120, "{trials} trials");
+    assert!(
+        (rate - expected).abs() <= 4.0 * sigma,
+        "{rate} against {expected}"
+    );
+}
+
 // --- helpers ---------------------------------------------------------------------------
 
-/// A task leased as a worker would, by hand: the worker's HTTP client and secret, and
-/// the task.
-fn lease_by_hand(s: &Running) -> (Http, WorkerSecret, Task) {
-    let secret = WorkerSecret::load(&s.worker_secret()).unwrap();
+/// A task leased as a worker would, by hand, by a new worker named `name`: the worker's
+/// HTTP client and identity, and the task.
+fn lease_by_hand(s: &Running, name: &str) -> (Http, WorkerIdentity, Task) {
+    let secret = s.enrol(name);
     let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
     let auth = [("authorization", secret.bearer())];
     let (_, body) = http.call("POST", "/v1/tasks/lease", &auth, b"").unwrap();
@@ -1145,6 +1361,9 @@ const SUITE: &[(&str, Scenario)] = &[
     ("pre-tokens bounded", pretokens_on_disk_are_bounded),
     ("token wait", a_run_waits_no_longer_than_the_token_wait),
     ("internal failures", internal_failures_are_not_told),
+    ("lying worker", a_lying_worker_is_quarantined),
+    ("leaseholder", only_a_tasks_leaseholder_answers_it),
+    ("detection rate", liars_are_caught_at_the_predicted_rate),
 ];
 
 // --- connections (the same on either store) --------------------------------------------

@@ -11,7 +11,7 @@ use venn_cli::input::Input;
 use venn_cli::party::Endpoint as PeerEndpoint;
 use venn_cli::thunder::{self, Partners};
 use venn_cloud::api::Task;
-use venn_cloud::auth::WorkerSecret;
+use venn_cloud::auth::WorkerIdentity;
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
 
@@ -288,20 +288,21 @@ fn parse_task(task: &str) -> PyResult<Task> {
 
 #[pymethods]
 impl WorkerLink {
-    /// A link to `server`, showing the workers' secret in the file `worker_secret`.
+    /// A link to `server` as the worker whose identity (from `venn cloud enrol-worker`) is
+    /// in the file `worker_identity`.
     #[new]
-    #[pyo3(signature = (server, worker_secret, *, server_fingerprint=None, server_ca=None, plain_http=false))]
+    #[pyo3(signature = (server, worker_identity, *, server_fingerprint=None, server_ca=None, plain_http=false))]
     fn new(
         server: &str,
-        worker_secret: PathBuf,
+        worker_identity: PathBuf,
         server_fingerprint: Option<&str>,
         server_ca: Option<PathBuf>,
         plain_http: bool,
     ) -> PyResult<Self> {
         let endpoint = service(server, server_fingerprint, server_ca, plain_http)?;
         let usage = |e: venn_cloud::Error| crate::UsageError::new_err(e.to_string());
-        let secret = WorkerSecret::load(&worker_secret).map_err(usage)?;
-        let link = venn_cloud::worker::WorkerLink::new(&endpoint, &secret).map_err(usage)?;
+        let identity = WorkerIdentity::load(&worker_identity).map_err(usage)?;
+        let link = venn_cloud::worker::WorkerLink::new(&endpoint, &identity).map_err(usage)?;
         Ok(WorkerLink { link })
     }
 

@@ -47,6 +47,16 @@ class Service:
         assert line.startswith("listening "), line
         self.url = "http://" + line.split()[1]
 
+    def enrol(self, name: str) -> Path:
+        """A worker enrolled with the service (`venn cloud enrol-worker`): its identity."""
+        out = self.data / f"{name}.worker"
+        subprocess.run(
+            [VENN_BIN, "cloud", "enrol-worker", "--data", str(self.data), "--name", name,
+             "--out", str(out)],
+            check=True, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        return out
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(30)
@@ -99,6 +109,7 @@ def test_ray_workers_match_the_services_own_pool(cluster: None, tmp_path: Path):
     bare = Service(tmp_path / "bare", threads=0)
     done: list[int] = []
     try:
+        ray_worker = bare.enrol("ray")
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()
         by_pool = runs_on(own, tmp_path / "a", lambda: None)
@@ -106,7 +117,7 @@ def test_ray_workers_match_the_services_own_pool(cluster: None, tmp_path: Path):
             bare,
             tmp_path / "b",
             lambda: done.append(
-                thunder_workers(bare.url, bare.data / "worker-secret", idle_exit=1.0)
+                thunder_workers(bare.url, ray_worker, idle_exit=1.0)
             ),
         )
     finally:

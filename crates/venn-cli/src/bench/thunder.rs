@@ -142,10 +142,17 @@ impl Service {
                 "venn cloud serve did not start: {line:?}"
             )));
         };
-        Ok(Service {
+        let service = Service {
             url: format!("http://{addr}"),
             child,
-        })
+        };
+        // One identity for the bench's workers, enrolled beside the running service.
+        let enrol = ["enrol-worker", "--data", "data", "--name", "bench"];
+        finish(
+            venn(dir, &enrol)?.args(["--out", WORKER]).spawn()?,
+            "venn cloud enrol-worker",
+        )?;
+        Ok(service)
     }
 
     /// Stops the service: its CPU seconds.
@@ -238,6 +245,9 @@ fn pair(
     Ok(out.trim().to_string())
 }
 
+/// The workers' identity file, in the scratch directory.
+const WORKER: &str = "bench.worker";
+
 /// Worker processes of `venn cloud worker`, which exit once idle.
 struct Workers(Vec<Child>);
 
@@ -248,8 +258,8 @@ impl Workers {
             "worker",
             "--server",
             url,
-            "--worker-secret",
-            "data/worker-secret",
+            "--worker-identity",
+            WORKER,
             "--threads",
             &threads,
             "--idle-exit",

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use venn::Items;
-use venn_cloud::auth::Identity;
+use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Registration, Setup};
 
@@ -24,6 +25,7 @@ pub enum Db {
 pub struct Running {
     pub url: String,
     pub dir: PathBuf,
+    pub database: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -35,7 +37,6 @@ impl Running {
             listen: listen.to_owned(),
             database: database.to_owned(),
             dir: dir.to_owned(),
-            worker_secret: dir.join("worker-secret"),
             tls: None,
             config,
         };
@@ -58,6 +59,7 @@ impl Running {
         Running {
             url: format!("http://{addr}"),
             dir: dir.to_owned(),
+            database: database.to_owned(),
             stop: Some(stop_tx),
             thread: Some(thread),
         }
@@ -74,9 +76,15 @@ impl Running {
         c
     }
 
-    /// The worker secret's file.
-    pub fn worker_secret(&self) -> PathBuf {
-        self.dir.join("worker-secret")
+    /// The operator's access to the service's store.
+    pub fn enrolment(&self) -> Enrolment {
+        Enrolment::open(&self.database, &self.dir).unwrap()
+    }
+
+    /// Worker `name`, newly enrolled (its identity file in the data directory).
+    pub fn enrol(&self, name: &str) -> WorkerIdentity {
+        let out = self.dir.join(format!("{name}.worker"));
+        self.enrolment().enrol(name, false, &out).unwrap()
     }
 }
 
@@ -110,6 +118,7 @@ pub fn config() -> Config {
         max_total_items: 1 << 24,
         registrations_per_minute: 64,
         max_join_work: 1 << 20,
+        spot_checks: venn_cloud::spot_check::DEFAULT_SPOT_CHECKS,
     }
 }
 

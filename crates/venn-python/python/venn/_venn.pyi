@@ -142,7 +142,7 @@ class WorkerLink:
     def __init__(
         self,
         server: str,
-        worker_secret: _Path,
+        worker_identity: _Path,
         *,
         server_fingerprint: Optional[str] = ...,
         server_ca: Optional[_Path] = ...,

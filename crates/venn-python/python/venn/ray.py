@@ -14,8 +14,9 @@ buckets, padded to one size). Protocols whose receiver learns the intersection r
 with or instead of its own pool and ``venn cloud worker`` processes): this driver leases
 tasks (one chunk of one side of a run each), fetches their input and hands in their
 answers; each answer is computed in a Ray task by Venn's own worker function, so any
-number of cluster CPUs pair at once. The workers' secret stays with the driver: Ray tasks
-see only public inputs (stored points and a run's token, which the service holds too).
+number of cluster CPUs pair at once. The driver works as one enrolled worker (``venn cloud
+enrol-worker``), whose secret stays with it: Ray tasks see only public inputs (stored
+points and a run's token, which the service holds too).
 
 Needs ``pip install ray`` beside ``venn``, and ``venn`` installed where the cluster's
 workers run; call ``ray.init(...)`` (or run as a Ray job) first.
@@ -47,7 +48,7 @@ def _answer(task: str, data: bytes) -> bytes:
 
 def thunder_workers(
     server: str,
-    worker_secret: Path,
+    worker_identity: Path,
     *,
     server_fingerprint: Optional[str] = None,
     server_ca: Optional[Path] = None,
@@ -60,8 +61,10 @@ def thunder_workers(
     (``ray.init``): lease tasks while any are to be had, at most ``slots`` at once (default:
     the cluster's CPUs — a leased task waits for no one), each computed by a Ray task of
     one CPU; return the number of tasks done. Runs until ``idle_exit`` seconds pass without
-    work (default: until stopped). ``worker_secret`` is the service's workers' secret file;
-    the service's certificate is checked as :class:`venn.cloud.Client` checks it.
+    work (default: until stopped). ``worker_identity`` is the file ``venn cloud
+    enrol-worker`` wrote for this worker; the service's certificate is checked as
+    :class:`venn.cloud.Client` checks it. The service spot-checks every answer: one that
+    fails quarantines the worker, and its next lease raises :class:`venn.ServiceError`.
 
     A task whose Ray task or hand-in fails is left to its lease's expiry: the service
     gives it to a worker again, and since a task is a pure function of public inputs,
@@ -71,7 +74,7 @@ def thunder_workers(
 
     link = _venn.WorkerLink(
         server,
-        worker_secret,
+        worker_identity,
         server_fingerprint=server_fingerprint,
         server_ca=server_ca,
         plain_http=plain_http,
