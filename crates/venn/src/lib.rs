@@ -4,8 +4,9 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`gmw`] → [`ot`], [`tables`] → [`session`] →
-//! [`crypto`], [`net`]; [`run()`] ties a protocol, a channel and a set together.
+//! Layers (nothing imports upwards): [`protocols`] → [`gmw`], [`vole`] → [`ot`], [`tables`],
+//! [`okvs`] → [`session`] → [`crypto`], [`net`]; [`run()`] ties a protocol, a channel and a
+//! set together.
 
 mod bits;
 pub mod crypto;
