@@ -193,7 +193,7 @@ fn a_run_survives_a_killed_worker() {
         .unwrap();
     assert!(!again.status.success());
 
-    let (alice, pair_addr) = spawn_until(
+    let (mut alice, pair_addr) = spawn_until(
         client(&server, dir, "alice", "pair")
             .args(["--listen", "127.0.0.1:0", "--key-file"])
             .arg(dir.join("alice.key")),
@@ -204,7 +204,9 @@ fn a_run_survives_a_killed_worker() {
         .args(["--connect", &pair_addr, "--key-file"])
         .arg(dir.join("bob.key")));
     let run = run.trim().to_owned();
-    drop(alice);
+    // The leader gives its token after the partner has the run: wait for it (killing it
+    // now could cut it off before).
+    assert!(alice.0.wait().unwrap().success());
 
     // The operator enrols the workers (owner-only identity files; a name once).
     let enrol = |name: &str| {
@@ -313,7 +315,7 @@ fn a_run_survives_a_killed_worker() {
         assert_eq!(made.lines().count(), 1, "{made}");
     }
     assert!(precomputing.0.wait().unwrap().success());
-    let (alice, pair_addr) = spawn_until(
+    let (mut alice, pair_addr) = spawn_until(
         client(&server, dir, "alice", "pair")
             .args(["--listen", "127.0.0.1:0", "--preprocessed", "--key-file"])
             .arg(dir.join("alice.key")),
@@ -324,7 +326,7 @@ fn a_run_survives_a_killed_worker() {
         .args(["--connect", &pair_addr, "--preprocessed", "--key-file"])
         .arg(dir.join("bob.key")));
     let preprocessed = preprocessed.trim().to_owned();
-    drop(alice);
+    assert!(alice.0.wait().unwrap().success());
     let used = dir.join("bob.key.used");
     assert_eq!(
         std::fs::metadata(&used).unwrap().permissions().mode() & 0o777,
