@@ -67,46 +67,47 @@ pub struct Quotas {
 impl Quotas {
     /// Refuses a dataset of `items` items.
     fn check_dataset(&self, items: u64) -> Result<()> {
-        match items > self.max_items {
-            true => Err(Error::TooLarge(format!(
-                "a dataset over this service's {} items",
-                self.max_items
-            ))),
-            false => Ok(()),
-        }
+        at_most(items, self.max_items, || {
+            format!("a dataset over this service's {} items", self.max_items)
+        })
     }
 
     /// Refuses a service that would keep `datasets` datasets.
     fn check_total_datasets(&self, datasets: u64) -> Result<()> {
-        match datasets > self.max_total_datasets {
-            true => Err(Error::TooLarge(format!(
+        at_most(datasets, self.max_total_datasets, || {
+            format!(
                 "this service keeps at most {} datasets in all, and has them",
                 self.max_total_datasets
-            ))),
-            false => Ok(()),
-        }
+            )
+        })
     }
 
     /// Refuses a service that would keep `items` items.
     fn check_total_items(&self, items: u64) -> Result<()> {
-        match items > self.max_total_items {
-            true => Err(Error::TooLarge(format!(
+        at_most(items, self.max_total_items, || {
+            format!(
                 "this service keeps at most {} items in all",
                 self.max_total_items
-            ))),
-            false => Ok(()),
-        }
+            )
+        })
     }
 
     /// Refuses a client that would keep `items` items, having kept `kept`.
     fn check_client(&self, items: u64, kept: u64) -> Result<()> {
-        match items > self.max_client_items {
-            true => Err(Error::TooLarge(format!(
+        at_most(items, self.max_client_items, || {
+            format!(
                 "a client keeps at most {} items here (you keep {kept})",
                 self.max_client_items
-            ))),
-            false => Ok(()),
-        }
+            )
+        })
+    }
+}
+
+/// Refuses `value` over `max` as too large, saying why.
+fn at_most(value: u64, max: u64, why: impl FnOnce() -> String) -> Result<()> {
+    match value > max {
+        true => Err(Error::TooLarge(why())),
+        false => Ok(()),
     }
 }
 
@@ -405,11 +406,9 @@ impl Store {
             .fetch_one(&mut *tx)
             .await?
             .get(0);
-        if clients as u64 >= max_clients {
-            return Err(Error::TooLarge(format!(
-                "this service registers at most {max_clients} clients, and has them"
-            )));
-        }
+        at_most(clients as u64 + 1, max_clients, || {
+            format!("this service registers at most {max_clients} clients, and has them")
+        })?;
         let inserted = sqlx::query(
             "INSERT INTO clients (name, public_key, created) VALUES ($1, $2, $3) \
              ON CONFLICT DO NOTHING",

@@ -1,8 +1,10 @@
-//! The last step shared by hashing-based PSI protocols (KKRT16 Fig. 3 steps 4–6, and the
-//! naive baseline): the sender streams, for each of its items in a random order, one value
-//! per group; the receiver looks each value up among its own. With `--both` the receiver
-//! returns the matching positions and the sender maps them back through its permutation.
+//! The last step shared by hashing-based PSI protocols (KKRT16 Fig. 3 steps 4–6, RR22
+//! Fig. 4 step 4, and the naive baseline): the sender streams, for each of its items in a
+//! random order, one value per group; the receiver looks each value up among its own. With
+//! `--both` the receiver returns the matching positions and the sender maps them back
+//! through its permutation.
 
+use super::{Context, Output};
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::MatchTable;
@@ -22,6 +24,43 @@ pub fn low_bits(bits: usize) -> Block {
     } else {
         (1 << bits) - 1
     }
+}
+
+/// The sender's side with one value per item: `values` (one per own item, cut to `bits`
+/// bits) sent in a random order; with `--both`, the intersection received back.
+pub fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
+    let mask = low_bits(bits);
+    let perm = ctx.prg.permutation(values.len());
+    send_values(ctx.peer, values.len(), 1, bits / 8, |first, out| {
+        for (o, &i) in out.iter_mut().zip(&perm[first..]) {
+            *o = values[i as usize] & mask;
+        }
+    })?;
+    if !ctx.session.both {
+        return Ok(Output::Nothing);
+    }
+    ctx.phase("receive intersection", false);
+    let n_r = ctx.session.n_receiver as usize;
+    receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
+}
+
+/// The receiver's side with one value per item: its own `values` (cut to `bits` bits)
+/// against those [`send_shuffled`] sends; with `--both`, the matching positions sent back.
+pub fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
+    let mask = low_bits(bits);
+    let mut table = MatchTable::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        table.insert(v & mask, 0, i as u32);
+    }
+    let n_s = ctx.session.n_sender as usize;
+    let matches = receive_matches(ctx.peer, n_s, 1, bits / 8, &table)?;
+    if ctx.session.both {
+        ctx.phase("send intersection", false);
+        send_positions(ctx.peer, &matches)?;
+    }
+    Ok(Output::Indices(
+        matches.iter().map(|m| m.0 as usize).collect(),
+    ))
 }
 
 /// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`

@@ -3,7 +3,7 @@
 //! sends them; the receiver looks its own up. It protects nothing: the receiver can test
 //! any guess against the sender's hashes. It exists so every benchmark row has a floor.
 
-use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::matching::{match_shuffled, send_shuffled};
 use super::{
     no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
     Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -11,7 +11,6 @@ use super::{
 use crate::crypto::{Block, RandomOracle};
 use crate::items::Items;
 use crate::session::Role;
-use crate::tables::MatchTable;
 use crate::Result;
 
 /// The naive-hashing baseline.
@@ -46,12 +45,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
-fn hashes(items: &Items, bits: usize) -> Vec<Block> {
-    let mask = low_bits(bits);
+fn hashes(items: &Items) -> Vec<Block> {
     let oracle = RandomOracle::new("venn/naive/item", &[]);
-    let mut h = items.map_all(|item| oracle.hash_block(item));
-    h.iter_mut().for_each(|v| *v &= mask);
-    h
+    items.map_all(|item| oracle.hash_block(item))
 }
 
 impl Protocol for Naive {
@@ -77,20 +73,9 @@ impl Party for NaiveSender {
     fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
         let v = output_bits(ctx.session.sized);
         ctx.phase("hash items", false);
-        let h = hashes(items, v);
-        let perm = ctx.prg.permutation(items.len());
+        let h = hashes(items);
         ctx.phase("send hashes", false);
-        send_values(ctx.peer, items.len(), 1, v / 8, |first, out| {
-            for (o, &p) in out.iter_mut().zip(&perm[first..]) {
-                *o = h[p as usize];
-            }
-        })?;
-        if !ctx.session.both {
-            return Ok(Output::Nothing);
-        }
-        ctx.phase("receive intersection", false);
-        let n_r = ctx.session.n_receiver as usize;
-        receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
+        send_shuffled(ctx, &h, v)
     }
 }
 
@@ -100,20 +85,8 @@ impl Party for NaiveReceiver {
     fn online(&self, ctx: &mut Context, _: (), items: &Items) -> Result<Output> {
         let v = output_bits(ctx.session.sized);
         ctx.phase("hash items", false);
-        let h = hashes(items, v);
-        let mut table = MatchTable::with_capacity(items.len());
-        for (i, &x) in h.iter().enumerate() {
-            table.insert(x, 0, i as u32);
-        }
+        let h = hashes(items);
         ctx.phase("match hashes", false);
-        let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
-        if ctx.session.both {
-            ctx.phase("send intersection", false);
-            send_positions(ctx.peer, &matches)?;
-        }
-        Ok(Output::Indices(
-            matches.iter().map(|m| m.0 as usize).collect(),
-        ))
+        match_shuffled(ctx, &h, v)
     }
 }

@@ -11,7 +11,7 @@
 //! H^B and H^o are keyed by the session id; the OKVS fails with probability 2^-40 over all
 //! its bins together, not per bin.
 
-use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::matching::{match_shuffled, send_shuffled};
 use super::{
     output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
@@ -22,7 +22,6 @@ use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::tables::MatchTable;
 use crate::vole::{self, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
 use rayon::prelude::*;
@@ -154,10 +153,12 @@ impl Hashes {
 
     /// AES_k(x) + x for each of `x`, in place.
     fn hash(aes: &Aes, x: &mut [Block]) {
-        x.par_chunks_mut(1024).for_each(|c| {
-            let mut h = c.to_vec();
-            aes.encrypt_blocks(&mut h);
-            c.iter_mut().zip(h).for_each(|(x, h)| *x ^= h);
+        const CHUNK: usize = 256;
+        x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
+            let mut h = [0; CHUNK];
+            let h = &mut h[..c.len()];
+            aes.encrypt_blocks_to(c, h);
+            c.iter_mut().zip(h.iter()).for_each(|(x, h)| *x ^= h);
         });
     }
 }
@@ -196,20 +197,8 @@ impl Party for Rr22Sender {
             .zip(h_b.par_iter())
             .for_each(|(v, &h)| *v ^= gf128::mul(delta, h));
         Hashes::hash(&hashes.h_o, &mut values);
-        let mask = low_bits(p.out_bits);
-        let perm = ctx.prg.permutation(items.len());
         ctx.phase("send values", false);
-        send_values(ctx.peer, items.len(), 1, p.out_bits / 8, |first, out| {
-            for (o, &i) in out.iter_mut().zip(&perm[first..]) {
-                *o = values[i as usize] & mask;
-            }
-        })?;
-        if !ctx.session.both {
-            return Ok(Output::Nothing);
-        }
-        ctx.phase("receive intersection", false);
-        let n_r = ctx.session.n_receiver as usize;
-        receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
+        send_shuffled(ctx, &values, p.out_bits)
     }
 
     fn save(&self, state: &VoleSender, out: &mut StateWriter) -> Result<()> {
@@ -261,20 +250,7 @@ impl Party for Rr22Receiver {
         okvs.decode(&c, &keys, &mut values);
         drop((c, keys));
         Hashes::hash(&hashes.h_o, &mut values);
-        let mask = low_bits(p.out_bits);
-        let mut table = MatchTable::with_capacity(values.len());
-        for (i, &v) in values.iter().enumerate() {
-            table.insert(v & mask, 0, i as u32);
-        }
-        let n_s = ctx.session.n_sender as usize;
-        let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &table)?;
-        if ctx.session.both {
-            ctx.phase("send intersection", false);
-            send_positions(ctx.peer, &matches)?;
-        }
-        Ok(Output::Indices(
-            matches.iter().map(|m| m.0 as usize).collect(),
-        ))
+        match_shuffled(ctx, &values, p.out_bits)
     }
 
     fn save(&self, state: &VoleReceiver, out: &mut StateWriter) -> Result<()> {
