@@ -20,16 +20,26 @@ fn keys() -> &'static [Aes; 2] {
     })
 }
 
-/// The next level of a tree: `children[2i + b] = G_b(parents[i])`.
-fn expand_level(parents: &[Block], children: &mut [Block]) {
+/// Expands the level held in `level[..half]` to the next one in `level[..2·half]`, in
+/// place: `child[2i + b] = G_b(parent[i])`. Parents are taken from the last in chunks, each
+/// copied out before its children (at 2i ≥ i) can overwrite it.
+fn expand_level(level: &mut [Block], half: usize) {
+    const CHUNK: usize = 64;
     let (left, right) = (&keys()[0], &keys()[1]);
-    let mut l = vec![0; parents.len()];
-    let mut r = vec![0; parents.len()];
-    left.encrypt_blocks_to(parents, &mut l);
-    right.encrypt_blocks_to(parents, &mut r);
-    for (i, &p) in parents.iter().enumerate() {
-        children[2 * i] = l[i] ^ p;
-        children[2 * i + 1] = r[i] ^ p;
+    let (mut l, mut r) = ([0; CHUNK], [0; CHUNK]);
+    let mut end = half;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let n = end - start;
+        let mut parents = [0; CHUNK];
+        parents[..n].copy_from_slice(&level[start..end]);
+        left.encrypt_blocks_to(&parents[..n], &mut l[..n]);
+        right.encrypt_blocks_to(&parents[..n], &mut r[..n]);
+        for i in 0..n {
+            level[2 * (start + i)] = l[i] ^ parents[i];
+            level[2 * (start + i) + 1] = r[i] ^ parents[i];
+        }
+        end = start;
     }
 }
 
@@ -48,13 +58,10 @@ fn side_sums(level: &[Block]) -> [Block; 2] {
 pub fn expand_sender(root: Block, depth: usize, leaves: &mut [Block]) -> Vec<[Block; 2]> {
     assert_eq!(leaves.len(), 1 << depth);
     let mut sums = Vec::with_capacity(depth);
-    let mut level = vec![root];
+    leaves[0] = root;
     for l in 1..=depth {
-        let next = &mut leaves[..1 << l];
-        expand_level(&level, next);
-        sums.push(side_sums(next));
-        level.clear();
-        level.extend_from_slice(next);
+        expand_level(leaves, 1 << (l - 1));
+        sums.push(side_sums(&leaves[..1 << l]));
     }
     sums
 }
@@ -66,24 +73,21 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
     let depth = off_path.len();
     assert_eq!(leaves.len(), 1 << depth);
     assert!(alpha < leaves.len());
-    let mut level: Vec<Block> = Vec::with_capacity(leaves.len() / 2);
     for l in 1..=depth {
         let bit = (alpha >> (depth - l)) & 1;
         let on_path = alpha >> (depth - l);
-        let next = &mut leaves[..1 << l];
         if l == 1 {
-            next[1 - bit] = off_path[0];
+            leaves[1 - bit] = off_path[0];
         } else {
             // The punctured parent's children come out wrong; the one off the path is the
             // side's sum less every other node on that side.
-            expand_level(&level, next);
+            expand_level(leaves, 1 << (l - 1));
+            let next = &mut leaves[..1 << l];
             let sibling = on_path ^ 1;
             next[sibling] = 0;
             next[sibling] = off_path[l - 1] ^ side_sums(next)[1 - bit];
         }
-        next[on_path] = 0;
-        level.clear();
-        level.extend_from_slice(next);
+        leaves[on_path] = 0;
     }
 }
 
