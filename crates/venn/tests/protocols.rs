@@ -84,14 +84,21 @@ fn both_parties_learn_the_output_when_asked() {
 }
 
 #[test]
-fn malicious_protocols_refuse_both() {
-    // RR17 §6.7: giving the sender the output too needs more than these protocols do.
+fn malicious_protocols_refuse_both_unless_they_give_it_by_tags() {
+    // RR17 §6.7: giving the sender the output too needs more than RR17's protocols do;
+    // rr22-m gives it by tags only R's OPRF values make (rr22.md §1.3).
     let (s, r) = sets(10, 10, 5, 5);
-    for &p in registry()
-        .iter()
-        .filter(|p| p.info().security == Security::Malicious)
-    {
-        assert!(!p.info().both_allowed);
+    let malicious = || {
+        registry()
+            .iter()
+            .filter(|p| p.info().security == Security::Malicious)
+    };
+    let with_both: Vec<&str> = malicious()
+        .filter(|p| p.info().both_allowed)
+        .map(|p| p.info().name)
+        .collect();
+    assert_eq!(with_both, ["rr22-m"]);
+    for &p in malicious().filter(|p| !p.info().both_allowed) {
         let (sr, rr) = run_pair(p, &s, &r, true);
         for e in [sr.unwrap_err(), rr.unwrap_err()] {
             assert!(

@@ -6,28 +6,11 @@
 
 mod common;
 
-use common::{fit, indices, run_pair_with, sets, tampered_pair_traffic, test_options, truth};
-use venn::protocols::{find, Bins, Options, Sizes};
+use common::{
+    fit, indices, param, run_pair_with, sets, tampered_pair_traffic, test_options, truth,
+};
+use venn::protocols::{find, Bins, Options};
 use venn::Error;
-
-/// A named entry of a protocol's parameter table at 4096 items a side (with the tests'
-/// options).
-fn param(protocol: &str, name: &str) -> usize {
-    let sizes = Sizes {
-        sender: 4096,
-        receiver: 4096,
-    };
-    let p = find(protocol).unwrap();
-    let table = p.params(sizes, test_options(p)).unwrap().table();
-    let value = table
-        .0
-        .iter()
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.parse());
-    value
-        .unwrap_or_else(|| panic!("{protocol} has no {name}"))
-        .unwrap()
-}
 
 /// A party whose OT-extension rows do not each encode one value (8 bytes of one row flipped,
 /// as it could send them) is caught by the other's consistency check — OOS16's in the
@@ -76,7 +59,7 @@ fn rows_that_encode_no_value_are_caught() {
             // direction B).
             let own_rows = match name {
                 "rr17-ec" => 0,
-                _ => param(name, "ots_B") * row_bytes,
+                _ => param(name, 4096, "ots_B") * row_bytes,
             };
             assert!(
                 (sent.sent as usize) < own_rows + 100_000,
@@ -116,15 +99,7 @@ fn wan_bins_give_the_intersection() {
 fn rows_that_encode_no_value_in_a_later_segment_are_caught() {
     let (s, r) = sets(1 << 14, 1 << 14, 1000, 17);
     let p = find("rr17-de-sm").unwrap();
-    let sizes = Sizes {
-        sender: 1 << 14,
-        receiver: 1 << 14,
-    };
-    let table = p.params(sizes, test_options(p)).unwrap().table();
-    let param = |name: &str| -> usize {
-        let (_, v) = table.0.iter().find(|(k, _)| *k == name).unwrap();
-        v.parse().unwrap()
-    };
+    let param = |name: &str| param("rr17-de-sm", 1 << 14, name);
     let per = param("word_bits");
     let segment = (1 << 21) / per * per;
     assert_eq!(param("ots_B").div_ceil(segment), 3);

@@ -29,13 +29,7 @@ pub fn low_bits(bits: usize) -> Block {
 /// The sender's side with one value per item: `values` (one per own item, cut to `bits`
 /// bits) sent in a random order; with `--both`, the intersection received back.
 pub fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
-    let mask = low_bits(bits);
-    let perm = ctx.prg.permutation(values.len());
-    send_values(ctx.peer, values.len(), 1, bits / 8, |first, out| {
-        for (o, &i) in out.iter_mut().zip(&perm[first..]) {
-            *o = values[i as usize] & mask;
-        }
-    })?;
+    let perm = send_permuted(ctx, values, bits)?;
     if !ctx.session.both {
         return Ok(Output::Nothing);
     }
@@ -44,16 +38,23 @@ pub fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result
     receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
 }
 
+/// Sends `values` (cut to `bits` bits) in a random order; returns the order (position →
+/// own item).
+pub fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<u32>> {
+    let mask = low_bits(bits);
+    let perm = ctx.prg.permutation(values.len());
+    send_values(ctx.peer, values.len(), 1, bits / 8, |first, out| {
+        for (o, &i) in out.iter_mut().zip(&perm[first..]) {
+            *o = values[i as usize] & mask;
+        }
+    })?;
+    Ok(perm)
+}
+
 /// The receiver's side with one value per item: its own `values` (cut to `bits` bits)
 /// against those [`send_shuffled`] sends; with `--both`, the matching positions sent back.
 pub fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
-    let mask = low_bits(bits);
-    let mut table = MatchTable::with_capacity(values.len());
-    for (i, &v) in values.iter().enumerate() {
-        table.insert(v & mask, 0, i as u32);
-    }
-    let n_s = ctx.session.n_sender as usize;
-    let matches = receive_matches(ctx.peer, n_s, 1, bits / 8, &table)?;
+    let matches = match_values(ctx, values, bits)?;
     if ctx.session.both {
         ctx.phase("send intersection", false);
         send_positions(ctx.peer, &matches)?;
@@ -61,6 +62,18 @@ pub fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Resul
     Ok(Output::Indices(
         matches.iter().map(|m| m.0 as usize).collect(),
     ))
+}
+
+/// Its own `values` (cut to `bits` bits) against those [`send_permuted`] sends: `(own
+/// entry, sender position)` per match, as [`receive_matches`] returns them.
+pub fn match_values(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<(u32, u32)>> {
+    let mask = low_bits(bits);
+    let mut table = MatchTable::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        table.insert(v & mask, 0, i as u32);
+    }
+    let n_s = ctx.session.n_sender as usize;
+    receive_matches(ctx.peer, n_s, 1, bits / 8, &table)
 }
 
 /// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`

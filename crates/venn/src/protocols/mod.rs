@@ -57,7 +57,8 @@ impl Security {
 pub fn registry() -> &'static [&'static dyn Protocol] {
     &[
         &oprf_psi::Kkrt16::NEW,
-        &rr22::Rr22,
+        &rr22::Rr22::SEMI_HONEST,
+        &rr22::Rr22::MALICIOUS,
         &oprf_psi::Pssz15::NEW,
         &rr17_bloom::Rr17Bloom,
         &rr17_de::Rr17De::NEW,

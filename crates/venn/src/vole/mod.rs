@@ -3,6 +3,7 @@
 //! C = B + A·Δ, from a few thousand base OTs, a punctured PRF per noise block, and the
 //! dual of a linear code ([`code`]) that compresses the sparse noise.
 
+mod base;
 mod code;
 mod noise;
 pub mod pprf;
@@ -10,4 +11,4 @@ mod silent;
 
 pub use code::{ExConv, Pair, Symbol};
 pub use noise::{Shape, MIN_TREES};
-pub use silent::{receive, send, VoleReceiver, VoleSender};
+pub use silent::{receive, send, Adversary, VoleReceiver, VoleSender};

@@ -1,28 +1,51 @@
-//! The silent VOLE protocol, semi-honest (BCGIKRS19 Fig. 7 with Ferret's regular noise and
-//! a base VOLE by Gilboa's OT multiplication):
+//! The silent VOLE protocol (BCGIKRS19 Fig. 7 with Ferret's regular noise, YWL+20), against
+//! semi-honest or malicious parties:
 //!
-//! 1. Base OTs (Masny–Rindal, both with S receiving): 128 seeding IKNP with S as its
-//!    sender, and 128 with S's choices the bits of Δ.
-//! 2. Base VOLE: for each bit j of Δ, R expands its two OT messages to t blocks r0_j, r1_j
-//!    and sends d_j = r0_j + r1_j + y·X^j; S takes r_{Δ_j,j} + Δ_j·d_j = r0_j + Δ_j·y·X^j;
-//!    summed over j, S holds β = z + y·Δ where R holds z = Σ_j r0_j (t values, y R's noise).
-//! 3. PPRF: t·h IKNP random OTs, R's choices the complements of its path bits; per tree
-//!    and level S sends the left and right sums masked by the OT's two messages, and per
-//!    tree the correction γ = Σ_j b_j + β.
-//! 4. R rebuilds every leaf but α, sets c_α = γ + z + Σ_{j≠α} c_j = b_α + y·Δ, and both
-//!    compress with the code: B = G·b, (A, C) = G·(e, c), so C = B + A·Δ.
+//! 1. Base OTs (Masny–Rindal, both with S receiving): 128 seeding the OT extension with S
+//!    as its sender, and 128 with S's choices the bits of Δ.
+//! 2. Base VOLE ([`base`]): one correlation β_i = z_i + y_i·Δ per tree (S holds β, R its
+//!    noise value y and z); against malicious parties two more, for the checks below.
+//! 3. PPRF: t·h random OTs from the extension — IKNP, or KOS15 against a malicious R (with
+//!    IKNP it could send rows that reveal the extension's secret, then both sums of every
+//!    level, every leaf and Δ = (c_α − b_α)/y) — R's choices the complements of its path
+//!    bits; per tree and level S sends the left and right sums masked by the OT's two
+//!    messages, and per tree the correction γ = Σ_j b_j + β.
+//! 4. R rebuilds every leaf but α and sets c_α = γ + z + Σ_{j≠α} c_j = b_α + y·Δ.
+//! 5. Against malicious parties: S checks R's base VOLE ([`base::verify`]); R checks S's
+//!    trees by Ferret's consistency check (YWL+20 §4, Fig. 7): R draws χ_j = AES_seed(j)
+//!    for the N noise positions once the trees are in and sends x' = Σ_i χ_{p_i}·y_i + y_f
+//!    (p_i its points, y_f a spare base correlation); S answers H(Σ_j χ_j·b_j + β_f + x'·Δ),
+//!    which is H(Σ_j χ_j·c_j + z_f) when c = b + e·Δ at every position and, for any other
+//!    c, with probability 2^-128. A wrong leaf, sum or correction — a tree built for
+//!    another Δ — is caught; S may learn from R's abort whether the one position it spoiled
+//!    was a point, one bit that Ferret's LPN-with-leakage assumption covers. The sum goes
+//!    hashed: raw, it would hand an R that sent x' off by ε the value ε·Δ.
+//! 6. Both compress with the code: B = G·b, (A, C) = G·(e, c), so C = B + A·Δ.
 
+use super::base;
 use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
-use crate::crypto::{gf128, Block, Prg, RandomOracle};
+use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
 use crate::net::Channel;
-use crate::ot::{iknp_receive, iknp_send, BaseOt, MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::Result;
+use crate::ot::{
+    iknp_receive, iknp_send, kos_receive, kos_send, BaseOt, MasnyRindal, ReceiverSeeds, SenderSeeds,
+};
+use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// The code's public seed (any fixed seed gives a code of the family; fixed, no party
 /// chooses it).
 const CODE_SEED: Block = 0x5665_6e6e_2045_7843_6f6e_7637_7832_3421;
+
+/// The parties a VOLE withstands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adversary {
+    /// Parties that follow the protocol.
+    SemiHonest,
+    /// Parties that deviate arbitrarily: KOS15 for the PPRF's OTs, and both checks.
+    Malicious,
+}
 
 /// S's side of a VOLE: Δ and B.
 pub struct VoleSender {
@@ -41,10 +64,80 @@ fn sub_sid(sid: &[u8; 32], what: &str) -> [u8; 32] {
     RandomOracle::new("venn vole base OTs", sid).hash(&[what.as_bytes()])
 }
 
-/// `t` blocks expanded from an OT message.
-fn expand_seed(seed: Block, t: usize) -> Vec<Block> {
-    let mut prg = Prg::from_seed(seed);
-    (0..t).map(|_| prg.block()).collect()
+/// Base correlations for `t` trees: one each, and against malicious parties one for
+/// Ferret's check (index t) and the last masking the base VOLE's own check.
+fn base_count(t: usize, adversary: Adversary) -> usize {
+    match adversary {
+        Adversary::SemiHonest => t,
+        Adversary::Malicious => t + 2,
+    }
+}
+
+/// The PPRF's `count` random OTs, S's side: both messages of each.
+fn pprf_ots_send(
+    chan: &mut dyn Channel,
+    seeds: &SenderSeeds,
+    count: usize,
+    adversary: Adversary,
+    prg: &mut Prg,
+    sid: &[u8; 32],
+) -> Result<Vec<[Block; 2]>> {
+    if adversary == Adversary::SemiHonest {
+        return iknp_send(chan, seeds, count);
+    }
+    let kos = kos_send(chan, seeds, count, prg, &sub_sid(sid, "PPRF OTs"))?;
+    let all: Vec<u32> = (0..count as u32).collect();
+    let (mut m0, mut m1) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    kos.messages(&all, false, &mut m0);
+    kos.messages(&all, true, &mut m1);
+    Ok(m0.into_iter().zip(m1).map(|(a, b)| [a, b]).collect())
+}
+
+/// The PPRF's random OTs, R's side: the message of each choice.
+fn pprf_ots_receive(
+    chan: &mut dyn Channel,
+    seeds: &ReceiverSeeds,
+    choices: &[bool],
+    adversary: Adversary,
+    prg: &mut Prg,
+    sid: &[u8; 32],
+) -> Result<Vec<Block>> {
+    if adversary == Adversary::SemiHonest {
+        return iknp_receive(chan, seeds, choices);
+    }
+    let sid = sub_sid(sid, "PPRF OTs");
+    let kos = kos_receive(chan, seeds, choices.to_vec(), prg, &sid, Vec::new())?;
+    Ok(kos.messages(&(0..choices.len() as u32).collect::<Vec<_>>()))
+}
+
+/// Ferret's `Σ_j χ_j·value(noise_j)` with χ_j = AES_seed(j), in chunks on the rayon pool.
+fn ferret_sum<T: Sync>(seed: Block, noise: &[T], value: impl Fn(&T) -> Block + Sync) -> Block {
+    const CHUNK: usize = 1 << 12;
+    let aes = Aes::new(seed);
+    noise
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map_init(
+            || (vec![0; CHUNK], vec![0; CHUNK]),
+            |(chi, values), (c, chunk)| {
+                let (chi, values) = (&mut chi[..chunk.len()], &mut values[..chunk.len()]);
+                for (j, x) in chi.iter_mut().enumerate() {
+                    *x = (c * CHUNK + j) as Block;
+                }
+                aes.encrypt_blocks(chi);
+                values
+                    .iter_mut()
+                    .zip(chunk)
+                    .for_each(|(v, x)| *v = value(x));
+                gf128::inner_product(chi, values)
+            },
+        )
+        .reduce(|| 0, |a, b| a ^ b)
+}
+
+/// What S sends for Ferret's check, and R compares.
+fn ferret_digest(sid: &[u8; 32], v: Block) -> [u8; 32] {
+    RandomOracle::new("venn/vole/ferret check", sid).hash(&[&v.to_le_bytes()])
 }
 
 /// The sender: Δ at random, `outputs` values of B.
@@ -53,6 +146,7 @@ pub fn send(
     prg: &mut Prg,
     sid: &[u8; 32],
     outputs: usize,
+    adversary: Adversary,
 ) -> Result<VoleSender> {
     let shape = Shape::new(outputs);
     let (t, h) = (shape.trees, shape.depth);
@@ -60,17 +154,12 @@ pub fn send(
     let delta = prg.block();
     let delta_bits: Vec<bool> = (0..128).map(|j| (delta >> j) & 1 == 1).collect();
     let chosen = MasnyRindal::receive(chan, &delta_bits, prg, &sub_sid(sid, "delta"))?;
-    let ots = iknp_send(chan, &seeds, t * h)?;
-    // Base VOLE: β = Σ_j r_{Δ_j, j} + Δ_j·d_j.
-    let mut beta = vec![0; t];
-    let mut d = Vec::new();
-    for (j, &m) in chosen.iter().enumerate() {
-        chan.recv_blocks(t, &mut d, "a base-VOLE row")?;
-        let r = expand_seed(m, t);
-        for i in 0..t {
-            beta[i] ^= r[i] ^ if delta_bits[j] { d[i] } else { 0 };
-        }
-    }
+    let ots = pprf_ots_send(chan, &seeds, t * h, adversary, prg, sid)?;
+    let beta = base::send(chan, &chosen, delta, base_count(t, adversary))?;
+    let base_check = match adversary {
+        Adversary::SemiHonest => None,
+        Adversary::Malicious => Some(base::challenge(chan, prg)?),
+    };
     // The trees, their level sums masked by the OTs, and the corrections.
     let mut leaves = vec![0; shape.noise_len()];
     let mut message = Vec::with_capacity(t * (2 * h + 1));
@@ -85,6 +174,14 @@ pub fn send(
         message.push(tree.iter().fold(beta[i], |acc, b| acc ^ b));
     }
     chan.send_blocks(&message)?;
+    if let Some(seed) = base_check {
+        let mut answer = Vec::new();
+        chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
+        base::verify(seed, &beta, delta, [answer[0], answer[1]])?;
+        let (ferret_seed, x) = (answer[2], answer[3]);
+        let v = ferret_sum(ferret_seed, &leaves, |&b| b) ^ beta[t] ^ gf128::mul(x, delta);
+        chan.send(&ferret_digest(sid, v))?;
+    }
     shape.code(CODE_SEED).dual_encode(&mut leaves);
     leaves.truncate(outputs);
     Ok(VoleSender { delta, b: leaves })
@@ -96,6 +193,7 @@ pub fn receive(
     prg: &mut Prg,
     sid: &[u8; 32],
     outputs: usize,
+    adversary: Adversary,
 ) -> Result<VoleReceiver> {
     let shape = Shape::new(outputs);
     let (t, h) = (shape.trees, shape.depth);
@@ -103,25 +201,20 @@ pub fn receive(
     let pairs = MasnyRindal::send(chan, 128, prg, &sub_sid(sid, "delta"))?;
     // The points: random choices, the path bits their complements.
     let choices: Vec<bool> = (0..t * h).map(|_| prg.u64() & 1 == 1).collect();
-    let ots = iknp_receive(chan, &seeds, &choices)?;
-    // Base VOLE: R's noise values y and z = Σ_j r0_j.
-    let y: Vec<Block> = (0..t).map(|_| prg.block()).collect();
-    let mut z = vec![0; t];
-    for (j, pair) in pairs.iter().enumerate() {
-        let (r0, r1) = (expand_seed(pair[0], t), expand_seed(pair[1], t));
-        let d: Vec<Block> = (0..t)
-            .map(|i| r0[i] ^ r1[i] ^ gf128::mul(y[i], 1 << j))
-            .collect();
-        chan.send_blocks(&d)?;
-        for i in 0..t {
-            z[i] ^= r0[i];
-        }
+    let ots = pprf_ots_receive(chan, &seeds, &choices, adversary, prg, sid)?;
+    // Base VOLE: R's noise values y and its z.
+    let y: Vec<Block> = (0..base_count(t, adversary)).map(|_| prg.block()).collect();
+    let z = base::receive(chan, &pairs, &y)?;
+    let mut base_check = Vec::new();
+    if adversary == Adversary::Malicious {
+        chan.recv_blocks(1, &mut base_check, "the base-VOLE challenge")?;
     }
     let mut message = Vec::new();
     chan.recv_blocks(t * (2 * h + 1), &mut message, "the PPRF's sums")?;
     let (sums, corrections) = message.split_at(t * 2 * h);
     let mut noise = vec![Pair::default(); shape.noise_len()];
     let mut leaves = vec![0; shape.block()];
+    let mut points = Vec::with_capacity(t);
     for (i, block) in noise.chunks_exact_mut(shape.block()).enumerate() {
         let mut alpha = 0;
         let off_path: Vec<Block> = (0..h)
@@ -138,6 +231,23 @@ pub fn receive(
         for (j, (n, &c)) in block.iter_mut().zip(&leaves).enumerate() {
             *n = Pair(if j == alpha { y[i] } else { 0 }, c);
         }
+        points.push(i * shape.block() + alpha);
+    }
+    if let Some(&seed) = base_check.first() {
+        let [y_sum, z_sum] = base::answer(seed, &y, &z);
+        let ferret_seed = prg.block();
+        let chi = Aes::new(ferret_seed);
+        let x = points.iter().zip(&y).fold(y[t], |acc, (&p, &y)| {
+            acc ^ gf128::mul(chi.encrypt(p as Block), y)
+        });
+        chan.send_blocks(&[y_sum, z_sum, ferret_seed, x])?;
+        let expected = ferret_digest(sid, ferret_sum(ferret_seed, &noise, |p| p.1) ^ z[t]);
+        if chan.recv_exact(32, "the Ferret check")? != expected {
+            return Err(Error::CheatingDetected(
+                "Ferret consistency check failed: the VOLE sender's trees do not match one Δ"
+                    .into(),
+            ));
+        }
     }
     shape.code(CODE_SEED).dual_encode(&mut noise);
     noise.truncate(outputs);
@@ -153,20 +263,23 @@ mod tests {
     use crate::net::mem_pair;
     use std::time::Duration;
 
-    fn vole(outputs: usize) -> (VoleSender, VoleReceiver) {
+    fn vole(outputs: usize, adversary: Adversary) -> (VoleSender, VoleReceiver) {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let sid = [7u8; 32];
         std::thread::scope(|s| {
-            let sender = s.spawn(move || send(&mut a, &mut Prg::from_seed(1), &sid, outputs));
-            let receiver = receive(&mut b, &mut Prg::from_seed(2), &sid, outputs).unwrap();
+            let sender =
+                s.spawn(move || send(&mut a, &mut Prg::from_seed(1), &sid, outputs, adversary));
+            let receiver =
+                receive(&mut b, &mut Prg::from_seed(2), &sid, outputs, adversary).unwrap();
             (sender.join().unwrap().unwrap(), receiver)
         })
     }
 
     #[test]
     fn c_is_b_plus_a_times_delta() {
-        for n in [1, 255, 256, 70_003] {
-            let (s, r) = vole(n);
+        let cases = [1, 255, 256, 70_003].map(|n| (n, Adversary::SemiHonest));
+        for (n, adversary) in cases.into_iter().chain([(4099, Adversary::Malicious)]) {
+            let (s, r) = vole(n, adversary);
             assert_eq!((s.b.len(), r.a.len(), r.c.len()), (n, n, n));
             for i in 0..n {
                 assert_eq!(

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Channel, MemChannel, Traffic};
-use venn::protocols::{Options, Output, Protocol};
+use venn::protocols::{Options, Output, Protocol, Sizes};
 use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
@@ -35,6 +35,25 @@ pub fn test_options(protocol: &'static dyn Protocol) -> Options {
             .flatten(),
         ..Options::default()
     }
+}
+
+/// A named entry of a protocol's parameter table at `n` items a side (with the tests'
+/// options).
+pub fn param(protocol: &str, n: u64, name: &str) -> usize {
+    let sizes = Sizes {
+        sender: n,
+        receiver: n,
+    };
+    let p = venn::protocols::find(protocol).unwrap();
+    let table = p.params(sizes, test_options(p)).unwrap().table();
+    let value = table
+        .0
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.parse());
+    value
+        .unwrap_or_else(|| panic!("{protocol} has no {name}"))
+        .unwrap()
 }
 
 /// `items` as `protocol` takes them with [`test_options`] (see [`fit_sigma`]).

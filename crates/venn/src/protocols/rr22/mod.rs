@@ -10,6 +10,12 @@
 //! shuffled (volePSI sends it in S's input order, which tells R the order of S's matches);
 //! H^B and H^o are keyed by the session id; the OKVS fails with probability 2^-40 over all
 //! its bins together, not per bin.
+//!
+//! `rr22-m`, against malicious parties (RR22 §4 "Malicious instantiation", after RS21):
+//! the VOLE with both its checks and KOS15 ([`crate::vole::Adversary::Malicious`]), a
+//! coin-tossed w in the output hash and 128-bit answers ([`malicious`]).
+
+mod malicious;
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
@@ -22,16 +28,30 @@ use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::vole::{self, Shape, VoleReceiver, VoleSender};
+use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
 use rayon::prelude::*;
 
-/// RR22's semi-honest PSI.
-pub struct Rr22;
+/// RR22's PSI, against semi-honest (`rr22`) or malicious (`rr22-m`) parties.
+pub struct Rr22 {
+    adversary: Adversary,
+}
+
+impl Rr22 {
+    /// `rr22`.
+    pub const SEMI_HONEST: Rr22 = Rr22 {
+        adversary: Adversary::SemiHonest,
+    };
+    /// `rr22-m`.
+    pub const MALICIOUS: Rr22 = Rr22 {
+        adversary: Adversary::Malicious,
+    };
+}
+
 /// Its sender (holds Δ; learns nothing, or the intersection with `--both`).
-struct Rr22Sender;
+struct Rr22Sender(Adversary);
 /// Its receiver (learns the intersection).
-struct Rr22Receiver;
+struct Rr22Receiver(Adversary);
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr22",
@@ -63,6 +83,37 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+static INFO_M: ProtocolInfo = ProtocolInfo {
+    name: "rr22-m",
+    paper: "Raghuraman–Rindal, Blazing Fast PSI from Improved OKVS and Subfield VOLE (CCS \
+            2022), §4 malicious instantiation (after Rindal–Schoppmann, Eurocrypt 2021): \
+            silent VOLE with Ferret's check (YWL+20) and a base-VOLE check (WYKW21), KOS15 \
+            OTs, a coin-tossed output hash",
+    security: Security::Malicious,
+    leakage: "The receiver learns the intersection and the sender's set size; the sender \
+              learns the receiver's set size (and the intersection with --both). A cheating \
+              receiver may get the answer for up to m ≈ 1.36·n_R items (the OKVS's size: \
+              PaXoS's and RS21's relaxation), never more; with --both it may withhold items \
+              from the sender's output, never add any.",
+    both_allowed: true,
+    roles: &[
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::Malicious,
+            output: OutputKind::Nothing,
+            peer_item_bytes: 160,
+            own_item_bytes: 128,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::Malicious,
+            output: OutputKind::Indices,
+            peer_item_bytes: 16,
+            own_item_bytes: 384,
+        },
+    ],
+};
+
 /// RR22's dimensions for one pair of set sizes.
 struct Rr22Params {
     okvs: okvs::Params,
@@ -71,12 +122,17 @@ struct Rr22Params {
 }
 
 impl Rr22Params {
-    fn new(sizes: Sizes) -> Result<Rr22Params> {
+    fn new(sizes: Sizes, adversary: Adversary) -> Result<Rr22Params> {
         let okvs = okvs::Params::new(sizes.receiver, STATISTICAL_SECURITY as u32)?;
         Ok(Rr22Params {
             vole: Shape::new(okvs.len()),
             okvs,
-            out_bits: output_bits(sizes),
+            out_bits: match adversary {
+                Adversary::SemiHonest => output_bits(sizes),
+                // Whole: a truncated answer could match several of a cheating sender's
+                // queries, and the simulator could not extract its set (rr22.md §1.2).
+                Adversary::Malicious => 128,
+            },
         })
     }
 }
@@ -113,17 +169,22 @@ impl Parameters for Rr22Params {
 
 impl Protocol for Rr22 {
     fn info(&self) -> &'static ProtocolInfo {
-        &INFO
+        match self.adversary {
+            Adversary::SemiHonest => &INFO,
+            Adversary::Malicious => &INFO_M,
+        }
     }
 
     fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Rr22Params::new(sizes)?))
+        Ok(Box::new(Rr22Params::new(sizes, self.adversary)?))
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
-        match role {
-            Role::Sender => &Rr22Sender,
-            Role::Receiver => &Rr22Receiver,
+        match (role, self.adversary) {
+            (Role::Sender, Adversary::SemiHonest) => &Rr22Sender(Adversary::SemiHonest),
+            (Role::Sender, Adversary::Malicious) => &Rr22Sender(Adversary::Malicious),
+            (Role::Receiver, Adversary::SemiHonest) => &Rr22Receiver(Adversary::SemiHonest),
+            (Role::Receiver, Adversary::Malicious) => &Rr22Receiver(Adversary::Malicious),
         }
     }
 }
@@ -167,20 +228,32 @@ impl Party for Rr22Sender {
     type State = VoleSender;
 
     fn offline(&self, ctx: &mut Context) -> Result<VoleSender> {
-        let p = Rr22Params::new(ctx.session.sized)?;
+        let p = Rr22Params::new(ctx.session.sized, self.0)?;
         ctx.phase("silent VOLE", true);
-        vole::send(ctx.peer, &mut ctx.prg, &ctx.session.id, p.okvs.len())
+        vole::send(
+            ctx.peer,
+            &mut ctx.prg,
+            &ctx.session.id,
+            p.okvs.len(),
+            self.0,
+        )
     }
 
     fn online(&self, ctx: &mut Context, state: VoleSender, items: &Items) -> Result<Output> {
-        let p = Rr22Params::new(ctx.session.sized)?;
+        let p = Rr22Params::new(ctx.session.sized, self.0)?;
         let m = p.okvs.len();
         let hashes = Hashes::new(&ctx.session.id);
+        let toss = match self.0 {
+            Adversary::SemiHonest => None,
+            Adversary::Malicious => Some(malicious::commit(ctx)?),
+        };
         ctx.phase("receive the OKVS", false);
         let (mut seed, mut a_prime) = (Vec::new(), Vec::new());
         ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
         ctx.peer.recv_blocks(m, &mut a_prime, "A'")?;
         let seed = seed[0];
+        // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
+        let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
         let VoleSender { delta, mut b } = state;
         ctx.phase("evaluate", false);
         // B' = B + Δ·A' = C + Δ·P.
@@ -190,15 +263,22 @@ impl Party for Rr22Sender {
         let keys = hashes.keys(items);
         let mut values = vec![0; keys.len()];
         Okvs::new(p.okvs, seed).decode(&b, &keys, &mut values);
-        let mut h_b = keys;
+        drop(b);
+        let mut h_b = keys.clone();
         Hashes::hash(&hashes.h_b, &mut h_b);
         values
             .par_iter_mut()
             .zip(h_b.par_iter())
             .for_each(|(v, &h)| *v ^= gf128::mul(delta, h));
-        Hashes::hash(&hashes.h_o, &mut values);
-        ctx.phase("send values", false);
-        send_shuffled(ctx, &values, p.out_bits)
+        drop(h_b);
+        match w {
+            None => {
+                Hashes::hash(&hashes.h_o, &mut values);
+                ctx.phase("send values", false);
+                send_shuffled(ctx, &values, p.out_bits)
+            }
+            Some(w) => malicious::send(ctx, w, &keys, &values),
+        }
     }
 
     fn save(&self, state: &VoleSender, out: &mut StateWriter) -> Result<()> {
@@ -207,7 +287,7 @@ impl Party for Rr22Sender {
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleSender> {
-        let m = Rr22Params::new(sizes)?.okvs.len();
+        let m = Rr22Params::new(sizes, self.0)?.okvs.len();
         Ok(VoleSender {
             delta: input.block()?,
             b: exactly(input.blocks(m, "VOLE values")?, m)?,
@@ -219,13 +299,19 @@ impl Party for Rr22Receiver {
     type State = VoleReceiver;
 
     fn offline(&self, ctx: &mut Context) -> Result<VoleReceiver> {
-        let p = Rr22Params::new(ctx.session.sized)?;
+        let p = Rr22Params::new(ctx.session.sized, self.0)?;
         ctx.phase("silent VOLE", true);
-        vole::receive(ctx.peer, &mut ctx.prg, &ctx.session.id, p.okvs.len())
+        vole::receive(
+            ctx.peer,
+            &mut ctx.prg,
+            &ctx.session.id,
+            p.okvs.len(),
+            self.0,
+        )
     }
 
     fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
-        let p = Rr22Params::new(ctx.session.sized)?;
+        let p = Rr22Params::new(ctx.session.sized, self.0)?;
         let hashes = Hashes::new(&ctx.session.id);
         ctx.phase("encode the OKVS", false);
         let keys = hashes.keys(items);
@@ -241,16 +327,33 @@ impl Party for Rr22Receiver {
             .zip(encoding.par_iter())
             .for_each(|(a, &p)| *a ^= p);
         drop(encoding);
+        let toss = match self.0 {
+            Adversary::SemiHonest => None,
+            Adversary::Malicious => Some(malicious::reply(ctx)?),
+        };
         ctx.phase("send the OKVS", false);
         ctx.peer.send_blocks(&[seed])?;
         ctx.peer.send_blocks(&a)?;
         drop(a);
+        // w_r goes with A', after it.
+        let toss = toss
+            .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
+            .transpose()?;
         ctx.phase("match values", false);
         let mut values = vec![0; keys.len()];
         okvs.decode(&c, &keys, &mut values);
-        drop((c, keys));
-        Hashes::hash(&hashes.h_o, &mut values);
-        match_shuffled(ctx, &values, p.out_bits)
+        drop(c);
+        match toss {
+            None => {
+                drop(keys);
+                Hashes::hash(&hashes.h_o, &mut values);
+                match_shuffled(ctx, &values, p.out_bits)
+            }
+            Some(toss) => {
+                let w = toss.receive_opening(ctx.peer)?;
+                malicious::receive(ctx, w, &keys, &values)
+            }
+        }
     }
 
     fn save(&self, state: &VoleReceiver, out: &mut StateWriter) -> Result<()> {
@@ -259,7 +362,7 @@ impl Party for Rr22Receiver {
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleReceiver> {
-        let m = Rr22Params::new(sizes)?.okvs.len();
+        let m = Rr22Params::new(sizes, self.0)?.okvs.len();
         Ok(VoleReceiver {
             a: exactly(input.blocks(m, "VOLE values")?, m)?,
             c: exactly(input.blocks(m, "VOLE values")?, m)?,

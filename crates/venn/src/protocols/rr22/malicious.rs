@@ -1,0 +1,130 @@
+//! What `rr22-m`'s online phase adds against malicious parties (RR22 §4 "Malicious
+//! instantiation", after Rindal–Schoppmann, Eurocrypt 2021, §5; rr22.md §1.2–1.3):
+//!
+//! - **A coin-tossed output key.** S commits to w_S before it sees anything of R's; R sends
+//!   w_R right after A'; S opens only once A' is in (volePSI opens as soon as w_R arrives,
+//!   which lets an asynchronous R learn w before fixing P — the point of w is that P is
+//!   fixed first). The toss gives two blocks: w, and w_τ for the tags below.
+//! - **The output hash** H^o(v, x) = AES_{v+w}(x) + x, Davies–Meyer with the OPRF value in
+//!   the key and the item as input, so that each answer names one item (the simulator
+//!   extracts S's set from its queries), and whole: 128 bits on the wire, since a
+//!   truncated answer could match several of a cheating S's queries.
+//! - **`--both` by tags** (rr22.md §1.3): R sends, in a random order, the tag
+//!   τ(x) = AES_{v_x+w_τ}(x) + x of each x it output; S accepts exactly the tags equal to
+//!   some τ(y) of its own. A tag needs the OPRF value, so R cannot add an item it did not
+//!   learn; it can withhold some (selective delivery, which no protocol without fairness
+//!   prevents). Never tags for all of X: S holds the OPRF key and could test them against
+//!   guesses.
+
+use super::super::matching::{match_values, send_permuted};
+use super::super::{Context, Output};
+use crate::crypto::{encrypt_under_keys, Block};
+use crate::net::{Reader, Writer};
+use crate::session::{CoinToss, CoinTossReply};
+use crate::tables::MatchTable;
+use crate::{Error, Result};
+use rayon::prelude::*;
+
+/// The toss's label (its commitment and value are bound to it and to the session).
+const W_TOSS: &str = "rr22-m output key w";
+
+/// S commits to its share of w (first thing in its online phase).
+pub(super) fn commit(ctx: &mut Context) -> Result<CoinToss> {
+    CoinToss::commit(ctx.peer, &ctx.session.id, W_TOSS, &mut ctx.prg)
+}
+
+/// R takes S's commitment (before it sends A').
+pub(super) fn reply(ctx: &mut Context) -> Result<CoinTossReply> {
+    CoinTossReply::receive(ctx.peer, &ctx.session.id, W_TOSS)
+}
+
+/// `AES_{v_i + w}(x_i) + x_i` for each i, on the rayon pool (the AES under many keys of
+/// [`encrypt_under_keys`]).
+fn davies_meyer(w: Block, x: &[Block], v: &[Block]) -> Vec<Block> {
+    const CHUNK: usize = 256;
+    let mut out = vec![0; x.len()];
+    out.par_chunks_mut(CHUNK)
+        .zip(x.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
+        .for_each(|(out, (x, v))| {
+            let mut keys = [0; CHUNK];
+            let keys = &mut keys[..x.len()];
+            keys.iter_mut().zip(v).for_each(|(k, v)| *k = v ^ w);
+            encrypt_under_keys(keys, x, out);
+            out.iter_mut().zip(x).for_each(|(o, x)| *o ^= x);
+        });
+    out
+}
+
+/// S's answers H^o(v_y, y) for its item keys `x` and OPRF values `v`, shuffled; with
+/// `--both`, R's tags checked against its own.
+pub(super) fn send(ctx: &mut Context, w: [Block; 2], x: &[Block], v: &[Block]) -> Result<Output> {
+    let answers = davies_meyer(w[0], x, v);
+    ctx.phase("send values", false);
+    send_permuted(ctx, &answers, 128)?;
+    if !ctx.session.both {
+        return Ok(Output::Nothing);
+    }
+    ctx.phase("receive intersection", false);
+    let tags = davies_meyer(w[1], x, v);
+    receive_tags(ctx, &tags).map(Output::Indices)
+}
+
+/// R's output: its items whose H^o(v_x, x) S sent; with `--both`, their tags sent back.
+pub(super) fn receive(
+    ctx: &mut Context,
+    w: [Block; 2],
+    x: &[Block],
+    v: &[Block],
+) -> Result<Output> {
+    let answers = davies_meyer(w[0], x, v);
+    let mine: Vec<usize> = match_values(ctx, &answers, 128)?
+        .iter()
+        .map(|m| m.0 as usize)
+        .collect();
+    if ctx.session.both {
+        ctx.phase("send intersection", false);
+        let (xs, vs): (Vec<Block>, Vec<Block>) = mine.iter().map(|&i| (x[i], v[i])).unzip();
+        let mut tags = davies_meyer(w[1], &xs, &vs);
+        ctx.prg.shuffle(&mut tags);
+        ctx.peer.send(&Writer::new().u64(tags.len() as u64).0)?;
+        ctx.peer.send_blocks(&tags)?;
+    }
+    Ok(Output::Indices(mine))
+}
+
+/// S's side of `--both`: R's tags, each of which must be the tag of a distinct own item
+/// (an honest R sends no other); returns those items, sorted.
+fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
+    let msg = ctx.peer.recv_exact(8, "intersection size")?;
+    let mut r = Reader::new(&msg, "intersection size");
+    let count = r.u64()?;
+    r.finish()?;
+    let bound = own.len().min(ctx.session.n_receiver as usize) as u64;
+    if count > bound {
+        return Err(Error::protocol(
+            format!("an intersection of at most {bound} items"),
+            format!("{count} items"),
+        ));
+    }
+    let mut table = MatchTable::with_capacity(own.len());
+    for (i, &t) in own.iter().enumerate() {
+        table.insert(t, 0, i as u32);
+    }
+    let mut tags = Vec::new();
+    ctx.peer
+        .recv_blocks(count as usize, &mut tags, "intersection tags")?;
+    let mut seen = vec![false; own.len()];
+    let mut out = Vec::with_capacity(tags.len());
+    for t in tags {
+        match table.find(t, 0) {
+            Some(i) if !std::mem::replace(&mut seen[i as usize], true) => out.push(i as usize),
+            _ => {
+                return Err(Error::CheatingDetected(
+                    "the receiver sent an intersection tag of no item of ours, or one twice".into(),
+                ))
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}

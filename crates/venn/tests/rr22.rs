@@ -1,0 +1,163 @@
+//! `rr22-m` against a cheating party on the real runner (RR22 §4 malicious instantiation;
+//! rr22.md §1.2, §3.6): each cheat is played by rewriting the cheater's frames as it could
+//! send them, and is caught by the check meant for it before the cheater is answered.
+
+mod common;
+
+use common::{param, sets, tampered_pair_traffic};
+use venn::protocols::find;
+use venn::{Error, Report};
+
+const N: usize = 4096;
+
+/// rr22-m's VOLE dimensions at N items a side: (trees t, depth h).
+fn shape() -> (usize, usize) {
+    (
+        param("rr22-m", N as u64, "t"),
+        param("rr22-m", N as u64, "h"),
+    )
+}
+
+/// The checked party's verdict must name `check`, and the cheater must get no output.
+fn assert_caught(victim: venn::Result<Report>, cheat: venn::Result<Report>, check: &str) {
+    match victim {
+        Err(Error::CheatingDetected(why)) => assert!(why.contains(check), "{why}"),
+        other => panic!(
+            "not caught by the {check} check: {:?}",
+            other.map(|r| r.output)
+        ),
+    }
+    assert!(cheat.is_err(), "the cheat got an answer");
+}
+
+/// The sender sent no answers: its offline messages (base OTs, about 15 kB, and the PPRF
+/// message) come to far less than those and its N answers of 16 bytes.
+fn assert_unanswered(sent: u64) {
+    let (pprf, _) = pprf_frame();
+    assert!(
+        (sent as usize) < pprf + 16 * N,
+        "the sender sent {sent} bytes"
+    );
+}
+
+/// Runs rr22-m at N a side with `tamper` on the sender's incoming (the receiver cheats) or
+/// outgoing frames; returns both results and the bytes the sender sent.
+fn run(
+    receiver_cheats: bool,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> (venn::Result<Report>, venn::Result<Report>, u64) {
+    let (s, r) = sets(N, N, 1000, 22);
+    let p = find("rr22-m").unwrap();
+    let (sr, rr, traffic) = tampered_pair_traffic(p, &s, &r, false, receiver_cheats, tamper);
+    (sr, rr, traffic.sent)
+}
+
+/// A base-VOLE receiver with inconsistent noise: y in its first OT with the sender's Δ
+/// bits, y + 1 in every other (d_j gets X^j added for j ≥ 1). The sender's correlation is
+/// then off by Δ + Δ_0, so the base-VOLE check fails unless Δ ∈ {0, 1}.
+#[test]
+fn a_receiver_with_inconsistent_base_vole_noise_is_caught() {
+    let (t, _) = shape();
+    // The rows d_j, one frame of t + 2 blocks each, in order of j.
+    let row = 16 * (t + 2);
+    let mut j = 0;
+    let (sr, rr, sent) = run(true, |_, f| {
+        if f.len() == row {
+            if j > 0 {
+                f[j / 8] ^= 1 << (j % 8);
+            }
+            j += 1;
+        }
+        true
+    });
+    assert_eq!(j, 128, "every row went by");
+    assert_caught(sr, rr, "base-VOLE");
+    assert_unanswered(sent);
+}
+
+/// The PPRF message's frame (all level sums, then the corrections γ), and the offset of
+/// block `b` in it.
+fn pprf_frame() -> (usize, impl Fn(usize) -> usize) {
+    let (t, h) = shape();
+    (16 * t * (2 * h + 1), |b: usize| 16 * b)
+}
+
+/// A sender whose tree does not match its Δ: the correction γ of tree 0 altered, so that
+/// the receiver's c_α = b_α + y·Δ + e — the tree built for Δ + e/y. Caught by Ferret's check.
+#[test]
+fn a_sender_with_an_inconsistent_delta_is_caught() {
+    let (t, h) = shape();
+    let (len, at) = pprf_frame();
+    let mut done = false;
+    let (sr, rr, _) = run(false, |_, f| {
+        if f.len() == len {
+            f[at(2 * h * t) + 5] ^= 0x10;
+            done = true;
+        }
+        true
+    });
+    assert!(done, "the PPRF message went by");
+    assert_caught(rr, sr, "Ferret");
+}
+
+/// A PPRF sender cheating on a leaf: both of tree 0's last-level sums altered, so the
+/// leaf beside the receiver's point (and with it the point's value) is not the sender's.
+#[test]
+fn a_pprf_sender_cheating_on_a_leaf_is_caught() {
+    let (_, h) = shape();
+    let (len, at) = pprf_frame();
+    let mut done = false;
+    let (sr, rr, _) = run(false, |_, f| {
+        if f.len() == len {
+            f[at(2 * (h - 1))] ^= 1;
+            f[at(2 * (h - 1) + 1)] ^= 1;
+            done = true;
+        }
+        true
+    });
+    assert!(done, "the PPRF message went by");
+    assert_caught(rr, sr, "Ferret");
+}
+
+/// A receiver that encodes more than its announced items into an OKVS larger than the
+/// announced one (here 64 more slots of A'): the sender takes exactly the m blocks the
+/// announced size gives and refuses the rest before it answers. Within the announced
+/// length, an OKVS of m slots decodes correctly on at most m keys — the relaxation
+/// `venn params` states for rr22-m.
+#[test]
+fn a_receiver_encoding_more_than_its_announced_items_is_refused() {
+    let m = param("rr22-m", N as u64, "m");
+    let mut done = false;
+    let (sr, rr, sent) = run(true, |_, f| {
+        if f.len() == 16 * m {
+            f.extend_from_slice(&[7; 16 * 64]);
+            done = true;
+        }
+        true
+    });
+    assert!(done, "A' went by");
+    let e = sr.unwrap_err();
+    assert!(matches!(e, Error::Protocol { .. }), "{e}");
+    assert!(rr.is_err());
+    assert_unanswered(sent);
+}
+
+/// A sender that opens its share of the output key w to another value than it committed
+/// to (so as to pick w after seeing A'): the receiver refuses before matching anything.
+#[test]
+fn a_sender_changing_its_output_key_share_is_caught() {
+    let (len, _) = pprf_frame();
+    // After the PPRF message: the Ferret answer (32 bytes), the commitment (32), the
+    // opening (16).
+    let (mut pprf_seen, mut done) = (false, false);
+    let (sr, rr, _) = run(false, |_, f| {
+        pprf_seen |= f.len() == len;
+        if pprf_seen && !done && f.len() == 16 {
+            f[0] ^= 1;
+            done = true;
+        }
+        true
+    });
+    assert!(done, "the opening went by");
+    assert_caught(rr, sr, "commitment");
+}
