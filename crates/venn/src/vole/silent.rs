@@ -27,6 +27,7 @@ use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
+use crate::memory::{huge_vec, with_huge_capacity};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, BaseOt, MasnyRindal, ReceiverSeeds, SenderSeeds,
@@ -160,19 +161,25 @@ pub fn send(
         Adversary::SemiHonest => None,
         Adversary::Malicious => Some(base::challenge(chan, prg)?),
     };
-    // The trees, their level sums masked by the OTs, and the corrections.
-    let mut leaves = vec![0; shape.noise_len()];
+    // The trees (on the rayon pool), their level sums masked by the OTs, and the
+    // corrections.
+    let roots: Vec<Block> = (0..t).map(|_| prg.block()).collect();
+    let mut leaves = huge_vec(shape.noise_len(), 0);
+    let trees: Vec<(Vec<[Block; 2]>, Block)> = leaves
+        .par_chunks_exact_mut(shape.block())
+        .zip(roots)
+        .map(|(tree, root)| {
+            let sums = pprf::expand_sender(root, h, tree);
+            (sums, tree.iter().fold(0, |acc, b| acc ^ b))
+        })
+        .collect();
     let mut message = Vec::with_capacity(t * (2 * h + 1));
-    for (i, tree) in leaves.chunks_exact_mut(shape.block()).enumerate() {
-        let sums = pprf::expand_sender(prg.block(), h, tree);
-        for (l, sum) in sums.iter().enumerate() {
-            let m = ots[i * h + l];
+    for (i, (sums, _)) in trees.iter().enumerate() {
+        for (sum, m) in sums.iter().zip(&ots[i * h..]) {
             message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
         }
     }
-    for (i, tree) in leaves.chunks_exact(shape.block()).enumerate() {
-        message.push(tree.iter().fold(beta[i], |acc, b| acc ^ b));
-    }
+    message.extend(trees.iter().zip(&beta).map(|((_, all), beta)| all ^ beta));
     chan.send_blocks(&message)?;
     if let Some(seed) = base_check {
         let mut answer = Vec::new();
@@ -212,27 +219,33 @@ pub fn receive(
     let mut message = Vec::new();
     chan.recv_blocks(t * (2 * h + 1), &mut message, "the PPRF's sums")?;
     let (sums, corrections) = message.split_at(t * 2 * h);
-    let mut noise = vec![Pair::default(); shape.noise_len()];
-    let mut leaves = vec![0; shape.block()];
-    let mut points = Vec::with_capacity(t);
-    for (i, block) in noise.chunks_exact_mut(shape.block()).enumerate() {
-        let mut alpha = 0;
-        let off_path: Vec<Block> = (0..h)
-            .map(|l| {
-                let k = i * h + l;
-                let c = usize::from(choices[k]);
-                alpha = alpha << 1 | (1 - c);
-                sums[2 * k + c] ^ ots[k]
-            })
-            .collect();
-        pprf::expand_receiver(alpha, &off_path, &mut leaves);
-        let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-        leaves[alpha] = corrections[i] ^ z[i] ^ others;
-        for (j, (n, &c)) in block.iter_mut().zip(&leaves).enumerate() {
-            *n = Pair(if j == alpha { y[i] } else { 0 }, c);
-        }
-        points.push(i * shape.block() + alpha);
-    }
+    // Each tree rebuilt (on the rayon pool) with its point's value; the points.
+    let mut noise = huge_vec(shape.noise_len(), Pair::default());
+    let points: Vec<usize> = noise
+        .par_chunks_exact_mut(shape.block())
+        .enumerate()
+        .map_init(
+            || vec![0; shape.block()],
+            |leaves, (i, block)| {
+                let mut alpha = 0;
+                let off_path: Vec<Block> = (0..h)
+                    .map(|l| {
+                        let k = i * h + l;
+                        let c = usize::from(choices[k]);
+                        alpha = alpha << 1 | (1 - c);
+                        sums[2 * k + c] ^ ots[k]
+                    })
+                    .collect();
+                pprf::expand_receiver(alpha, &off_path, leaves);
+                let others = leaves.iter().fold(0, |acc, c| acc ^ c);
+                leaves[alpha] = corrections[i] ^ z[i] ^ others;
+                for (j, (n, &c)) in block.iter_mut().zip(leaves.iter()).enumerate() {
+                    *n = Pair(if j == alpha { y[i] } else { 0 }, c);
+                }
+                i * shape.block() + alpha
+            },
+        )
+        .collect();
     if let Some(&seed) = base_check.first() {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
         let ferret_seed = prg.block();
@@ -251,10 +264,10 @@ pub fn receive(
     }
     shape.code(CODE_SEED).dual_encode(&mut noise);
     noise.truncate(outputs);
-    Ok(VoleReceiver {
-        a: noise.iter().map(|p| p.0).collect(),
-        c: noise.iter().map(|p| p.1).collect(),
-    })
+    let (mut a, mut c) = (with_huge_capacity(outputs), with_huge_capacity(outputs));
+    a.par_extend(noise.par_iter().map(|p| p.0));
+    c.par_extend(noise.par_iter().map(|p| p.1));
+    Ok(VoleReceiver { a, c })
 }
 
 #[cfg(test)]
