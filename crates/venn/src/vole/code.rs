@@ -262,43 +262,92 @@ mod wide {
 
 /// `out[i] ^=` the sum of `EXPANDER` positions of `parity` (one in each of `REGULAR` equal
 /// parts, the rest anywhere), for every i.
+///
+/// The parity half is n symbols (22 MB of blocks at n = 1.4M), so each read is a miss: the
+/// positions are drawn a batch of outputs ahead and each output's lines asked for into the
+/// second-level cache `AHEAD` outputs before they are summed. Huge pages under `parity`
+/// (see [`crate::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
 fn expand<T: Symbol>(parity: &[T], out: &mut [T], seed: Block) {
-    let m = parity.len() as u64;
-    let step = m / REGULAR as u64;
-    let mut stream = Prg::from_seed(seed);
-    // Positions picked a chunk of outputs at a time and their lines asked for a chunk
-    // ahead: the parity half is n blocks (22 MB at n = 1.4M), so each is a miss. A public
-    // code needs no exact uniformity: positions are 64-bit words scaled down (bias m/2^64).
-    const CHUNK: usize = 32;
-    let picks = |stream: &mut Prg| {
-        let mut words = [0 as Block; CHUNK * EXPANDER / 2];
-        stream.fill_blocks(&mut words);
-        let mut p = [[0usize; EXPANDER]; CHUNK];
-        for (i, p) in p.iter_mut().enumerate() {
-            for (j, p) in p.iter_mut().enumerate() {
-                let w = words[(i * EXPANDER + j) / 2] >> (64 * ((i * EXPANDER + j) % 2));
-                *p = match j < REGULAR {
-                    true => (j as u64 * step + below(w as u64, step)) as usize,
-                    false => below(w as u64, m) as usize,
-                };
-                crate::memory::prefetch(&parity[*p]);
+    const AHEAD: usize = 32;
+    let mut taps = Taps::new(seed, parity.len());
+    // Batch k's positions in half k % 2, the next batch's drawn before batch k is summed.
+    let mut ring = [[0; EXPANDER]; 2 * Taps::BATCH];
+    taps.draw(&mut ring[..Taps::BATCH]);
+    for (k, out) in out.chunks_mut(Taps::BATCH).enumerate() {
+        let next = (k + 1) % 2 * Taps::BATCH;
+        taps.draw(&mut ring[next..next + Taps::BATCH]);
+        for (j, o) in out.iter_mut().enumerate() {
+            let i = k * Taps::BATCH + j;
+            for &p in &ring[(i + AHEAD) % ring.len()] {
+                crate::memory::prefetch_l2(&parity[p as usize]);
             }
-        }
-        p
-    };
-    let mut next = picks(&mut stream);
-    for out in out.chunks_mut(CHUNK) {
-        let here = next;
-        next = picks(&mut stream);
-        for (o, p) in out.iter_mut().zip(&here) {
-            *o ^= p.iter().fold(T::default(), |acc, &j| acc ^ parity[j]);
+            *o ^= ring[i % ring.len()]
+                .iter()
+                .fold(T::default(), |acc, &p| acc ^ parity[p as usize]);
         }
     }
 }
 
-/// `x` scaled into [0, m).
+/// The expander's positions: output i's j-th from the (7i + j)-th 64-bit word of an
+/// AES-CTR stream, scaled into its range (quarter j for j < `REGULAR`, else all `m`). A
+/// public code needs no exact uniformity: the bias of a scaled word is below m/2^64.
+struct Taps {
+    stream: Prg,
+    blocks: [Block; Taps::BATCH * EXPANDER / 2],
+    /// The range's start and length for each word of a group of [`Taps::GROUP`] outputs.
+    start: [u32; Taps::WORDS],
+    len: [u32; Taps::WORDS],
+}
+
+impl Taps {
+    /// Outputs whose positions are drawn at a time.
+    const BATCH: usize = 128;
+    /// Outputs whose words make whole vectors of eight (and whole blocks).
+    const GROUP: usize = 8;
+    const WORDS: usize = Taps::GROUP * EXPANDER;
+
+    fn new(seed: Block, m: usize) -> Taps {
+        let m = u32::try_from(m).expect("positions fit in 32 bits");
+        let quarter = m / REGULAR as u32;
+        let range = |t: usize| match t % EXPANDER {
+            j if j < REGULAR => (j as u32 * quarter, quarter),
+            _ => (0, m),
+        };
+        Taps {
+            stream: Prg::from_seed(seed),
+            blocks: [0; Taps::BATCH * EXPANDER / 2],
+            start: std::array::from_fn(|t| range(t).0),
+            len: std::array::from_fn(|t| range(t).1),
+        }
+    }
+
+    /// The positions of the next [`Taps::BATCH`] outputs.
+    fn draw(&mut self, out: &mut [[u32; EXPANDER]]) {
+        self.stream.fill_blocks(&mut self.blocks);
+        let (blocks, start, len) = (&self.blocks, &self.start, &self.len);
+        crate::wide_cpu::with_avx512(
+            #[inline(always)]
+            || {
+                let groups = out.as_flattened_mut().chunks_exact_mut(Taps::WORDS);
+                for (p, b) in groups.zip(blocks.chunks_exact(Taps::WORDS / 2)) {
+                    let mut words = [0; Taps::WORDS];
+                    for (w, &b) in words.chunks_exact_mut(2).zip(b) {
+                        (w[0], w[1]) = (b as u64, (b >> 64) as u64);
+                    }
+                    for t in 0..Taps::WORDS {
+                        p[t] = start[t] + below(words[t], u64::from(len[t])) as u32;
+                    }
+                }
+            },
+        );
+    }
+}
+
+/// `x` scaled into [0, m): ⌊x·m / 2^64⌋, for m < 2^32, in 32-bit multiplies (which
+/// vectorise).
+#[inline(always)]
 fn below(x: u64, m: u64) -> u64 {
-    ((u128::from(x) * u128::from(m)) >> 64) as u64
+    ((x >> 32) * m + (((x & 0xffff_ffff) * m) >> 32)) >> 32
 }
 
 #[cfg(test)]
@@ -397,6 +446,17 @@ mod tests {
             let mut got = pairs;
             accumulate(&mut got, 6);
             assert_eq!(got, want, "pairs, length {len}");
+        }
+    }
+
+    #[test]
+    fn below_is_the_high_word_of_the_product() {
+        let mut prg = Prg::from_seed(11);
+        for m in [1, 2, 3, 1000, 1_429_504, u64::from(u32::MAX)] {
+            for x in (0..1000).map(|_| prg.u64()).chain([0, u64::MAX]) {
+                let want = (u128::from(x) * u128::from(m)) >> 64;
+                assert_eq!(u128::from(below(x, m)), want, "{x} · {m}");
+            }
         }
     }
 
