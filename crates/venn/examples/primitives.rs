@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
+use venn::memory::huge_vec;
 use venn::tables::{cuckoo_insert, CuckooHash, MatchTable};
 use venn::vole::{pprf, Pair, Shape};
 
@@ -88,6 +89,18 @@ fn vole(prg: &mut Prg) {
     let mut pairs: Vec<Pair> = blocks.iter().map(|&b| Pair(b, !b)).collect();
     time("dual_encode Pair (N=2.86M)", len / 2, || {
         code.dual_encode(&mut pairs)
+    });
+    // The same on huge pages (memory::huge_vec): the expander's random reads miss the TLB
+    // far less.
+    let mut huge = huge_vec(len, 0 as Block);
+    huge.copy_from_slice(&blocks);
+    time("dual_encode Block, huge pages", len / 2, || {
+        code.dual_encode(&mut huge)
+    });
+    let mut huge = huge_vec(len, Pair::default());
+    huge.copy_from_slice(&pairs);
+    time("dual_encode Pair, huge pages", len / 2, || {
+        code.dual_encode(&mut huge)
     });
     let roots: Vec<Block> = (0..trees).map(|_| prg.block()).collect();
     let mut sums = Vec::with_capacity(trees);
