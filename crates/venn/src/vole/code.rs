@@ -105,7 +105,9 @@ impl ExConv {
 }
 
 /// Each position, in order, added into the following ones its 24 coefficient bits pick,
-/// and into the 25th after it (all cyclically).
+/// and into the 25th after it (all cyclically). The AVX-512 window ([`wide`]) takes the
+/// positions while its registers fit in `x`; the loop below the rest (the wrap), or all of
+/// them on other CPUs.
 fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
     let mut rows = Rows::new(seed);
     let done = wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows);
