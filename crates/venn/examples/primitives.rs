@@ -2,7 +2,9 @@
 
 use std::time::Instant;
 use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
+use venn::memory::huge_vec;
 use venn::tables::{cuckoo_insert, CuckooHash, MatchTable};
+use venn::vole::{pprf, Pair, Shape};
 
 fn time(name: &str, per: usize, f: impl FnOnce()) {
     let t = Instant::now();
@@ -67,6 +69,57 @@ fn main() {
                 table.prefetch(a);
             }
             std::hint::black_box(table.find(p, 0));
+        }
+    });
+    vole(&mut prg);
+}
+
+/// The silent VOLE's parts at 2^20 PSI items (1,426,063 VOLE outputs): the code's dual
+/// encoding of the sender's blocks and of the receiver's pairs, and the GGM forest (349
+/// trees of depth 13) on each side.
+fn vole(prg: &mut Prg) {
+    let shape = Shape::new(1_426_063);
+    let (trees, depth, len) = (shape.trees, shape.depth, shape.noise_len());
+    let code = shape.code(0x5665_6e6e);
+    let mut blocks = vec![0 as Block; len];
+    prg.fill_blocks(&mut blocks);
+    time("dual_encode Block (N=2.86M)", len / 2, || {
+        code.dual_encode(&mut blocks)
+    });
+    let mut pairs: Vec<Pair> = blocks.iter().map(|&b| Pair(b, !b)).collect();
+    time("dual_encode Pair (N=2.86M)", len / 2, || {
+        code.dual_encode(&mut pairs)
+    });
+    // The same on huge pages (memory::huge_vec): the expander's random reads miss the TLB
+    // far less.
+    let mut huge = huge_vec(len, 0 as Block);
+    huge.copy_from_slice(&blocks);
+    time("dual_encode Block, huge pages", len / 2, || {
+        code.dual_encode(&mut huge)
+    });
+    let mut huge = huge_vec(len, Pair::default());
+    huge.copy_from_slice(&pairs);
+    time("dual_encode Pair, huge pages", len / 2, || {
+        code.dual_encode(&mut huge)
+    });
+    let roots: Vec<Block> = (0..trees).map(|_| prg.block()).collect();
+    let mut sums = Vec::with_capacity(trees);
+    time("GGM forest sender (349×2^13)", len, || {
+        for (&root, tree) in roots.iter().zip(blocks.chunks_exact_mut(1 << depth)) {
+            sums.push(pprf::expand_sender(root, depth, tree));
+        }
+    });
+    let alphas: Vec<usize> = (0..trees).map(|_| prg.below(1 << depth) as usize).collect();
+    time("GGM forest receiver", len, || {
+        for ((&alpha, sums), tree) in alphas
+            .iter()
+            .zip(&sums)
+            .zip(blocks.chunks_exact_mut(1 << depth))
+        {
+            let off_path: Vec<Block> = (1..=depth)
+                .map(|l| sums[l - 1][1 - ((alpha >> (depth - l)) & 1)])
+                .collect();
+            pprf::expand_receiver(alpha, &off_path, tree);
         }
     });
 }

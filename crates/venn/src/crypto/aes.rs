@@ -168,6 +168,12 @@ impl Aes {
         }
     }
 
+    /// The 11 round keys (FIPS 197 §5.2), on a CPU with VAES and AVX2: for callers that
+    /// run their own rounds on wider registers.
+    pub fn round_keys(&self) -> Option<&[Block; 11]> {
+        self.wide.as_ref()
+    }
+
     /// Encrypts one block. Avoid in hot loops; see the module docs.
     #[inline]
     pub fn encrypt(&self, block: Block) -> Block {

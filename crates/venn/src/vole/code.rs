@@ -16,9 +16,21 @@ use std::ops::{BitXor, BitXorAssign};
 /// What a code adds: a block, or two blocks side by side ([`Pair`]) that share the code's
 /// positions — the receiver's noise and its PPRF outputs, whose random reads then share
 /// their cache lines.
-pub trait Symbol: Copy + Default + BitXor<Output = Self> + BitXorAssign + Send + Sync {}
+pub trait Symbol: Copy + Default + BitXor<Output = Self> + BitXorAssign + Send + Sync {
+    /// Blocks in a symbol: the SIMD paths move whole blocks.
+    const BLOCKS: usize;
 
-impl Symbol for Block {}
+    /// The blocks of `s`, in order.
+    fn blocks_mut(s: &mut [Self]) -> &mut [Block];
+}
+
+impl Symbol for Block {
+    const BLOCKS: usize = 1;
+
+    fn blocks_mut(s: &mut [Block]) -> &mut [Block] {
+        s
+    }
+}
 
 /// Two blocks encoded together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +52,16 @@ impl BitXorAssign for Pair {
     }
 }
 
-impl Symbol for Pair {}
+impl Symbol for Pair {
+    const BLOCKS: usize = 2;
+
+    fn blocks_mut(s: &mut [Pair]) -> &mut [Block] {
+        // SAFETY: a `Pair` is two `Block`s with no padding (`repr(C)`, 32 bytes, aligned
+        // more strictly than a block), and any bits are a valid block: the same memory,
+        // borrowed as mutably and for as long, is `2·len` blocks.
+        unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<Block>(), 2 * s.len()) }
+    }
+}
 
 /// Positions after each one that it may be added into (besides the always-taken 25th).
 const ACCUMULATOR: usize = 24;
@@ -84,26 +105,21 @@ impl ExConv {
 }
 
 /// Each position, in order, added into the following ones its 24 coefficient bits pick,
-/// and into the 25th after it (all cyclically).
+/// and into the 25th after it (all cyclically). The AVX-512 window ([`wide`]) takes the
+/// positions while its registers fit in `x`; the loop below the rest (the wrap), or all of
+/// them on other CPUs.
 fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
+    let mut rows = Rows::new(seed);
+    let done = wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows);
     let len = x.len();
-    let mut coefficients = Prg::from_seed(seed);
-    let mut bits = 0u64;
-    let mut left = 0;
     let full = len.saturating_sub(ACCUMULATOR + 1);
-    for i in 0..len {
-        if left < ACCUMULATOR {
-            bits = coefficients.u64();
-            left = 64;
-        }
+    for i in done..len {
         let xi = x[i];
-        let row = bits;
-        bits >>= ACCUMULATOR;
-        left -= ACCUMULATOR;
+        let row = rows.next();
         if i < full {
             // No wrap: the 25 positions after i lie in the slice.
             let next = &mut x[i + 1..i + 2 + ACCUMULATOR];
-            let mut set = row & ((1 << ACCUMULATOR) - 1);
+            let mut set = row;
             while set != 0 {
                 next[set.trailing_zeros() as usize] ^= xi;
                 set &= set - 1;
@@ -120,45 +136,220 @@ fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
     }
 }
 
+/// The accumulator's coefficient rows, in order: row i is 24 bits of an AES-CTR stream
+/// (bits 0..24 and 24..48 of each 64-bit word; the top 16 unused).
+struct Rows {
+    stream: Prg,
+    blocks: [Block; Rows::BATCH],
+    next: usize,
+}
+
+impl Rows {
+    /// Stream blocks drawn at a time (four rows each).
+    const BATCH: usize = 64;
+
+    fn new(seed: Block) -> Rows {
+        Rows {
+            stream: Prg::from_seed(seed),
+            blocks: [0; Rows::BATCH],
+            next: 4 * Rows::BATCH,
+        }
+    }
+
+    /// The next row.
+    #[inline(always)]
+    fn next(&mut self) -> u64 {
+        if self.next == 4 * Rows::BATCH {
+            self.stream.fill_blocks(&mut self.blocks);
+            self.next = 0;
+        }
+        let i = self.next;
+        self.next += 1;
+        let word = (self.blocks[i / 4] >> (64 * (i / 2 % 2))) as u64;
+        (word >> (ACCUMULATOR * (i % 2))) & ((1 << ACCUMULATOR) - 1)
+    }
+}
+
+/// The accumulator on AVX-512 registers. Scalar, each position costs a dozen
+/// read-modify-writes through memory, each waiting on the previous position's stores, and
+/// a mispredicted branch on its bits. Here a window of the next positions (at least
+/// 25 after each) sits in eight (blocks) or fourteen (pairs) 512-bit registers: a position
+/// is broadcast from the first register and XORed into every register under a lane mask
+/// (VPTESTMQ of its coefficient bits against each lane's position), branch-free; when the
+/// first register's positions are all done it is stored and the next one loaded.
+mod wide {
+    use super::{Block, Rows};
+
+    /// Accumulates `x`, symbols of `blocks` blocks, from its first position while the
+    /// window fits in it (so without wrapping) on a CPU with AVX-512F; returns how
+    /// many positions are done (0 elsewhere), their rows taken from `rows`.
+    pub fn accumulate(x: &mut [Block], blocks: usize, rows: &mut Rows) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the features were detected.
+            return unsafe {
+                match blocks {
+                    1 => window::<1, 8>(x, rows),
+                    2 => window::<2, 14>(x, rows),
+                    _ => 0,
+                }
+            };
+        }
+        let _ = (x, blocks, rows);
+        0
+    }
+
+    /// [`accumulate`] for symbols of `S` blocks, `4/S` a register, in a window of `R`
+    /// registers: enough that the last position of the first register reaches its 25th.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn window<const S: usize, const R: usize>(x: &mut [Block], rows: &mut Rows) -> usize {
+        use super::ACCUMULATOR;
+        use std::arch::x86_64::*;
+        let per = 4 / S;
+        let window = R * per;
+        assert!(window > per + ACCUMULATOR && window <= 64);
+        let len = x.len() / S;
+        if len < window + per {
+            return 0;
+        }
+        let x = x.as_mut_ptr();
+        let at = |p: usize| x.add(p * S);
+        // The 64-bit lanes of each symbol of a register, repeated over the register.
+        let lanes: [__m512i; 4] = std::array::from_fn(|o| {
+            let q = (2 * S * o) as i64;
+            let l = |i: i64| q + i % (2 * S as i64);
+            _mm512_set_epi64(l(7), l(6), l(5), l(4), l(3), l(2), l(1), l(0))
+        });
+        // Lane l of register r belongs to the symbol at base + r·per + l/(2S).
+        let select: [__m512i; R] = std::array::from_fn(|r| {
+            let bit = |l: i64| 1i64 << (r * per + l as usize / (2 * S));
+            _mm512_set_epi64(
+                bit(7),
+                bit(6),
+                bit(5),
+                bit(4),
+                bit(3),
+                bit(2),
+                bit(1),
+                bit(0),
+            )
+        });
+        // SAFETY (all loads and stores): register r of the window holds the symbols from
+        // `base + r·per`, inside `x` while `base + window ≤ len` (kept by the loop).
+        let mut w: [__m512i; R] = std::array::from_fn(|r| _mm512_loadu_si512(at(r * per).cast()));
+        let mut base = 0;
+        while base + window + per <= len {
+            for (o, lanes) in lanes.iter().enumerate().take(per) {
+                // Bit p of `targets`: the symbol at base + p gets this one.
+                let targets = (rows.next() | 1 << ACCUMULATOR) << (o + 1);
+                let targets = _mm512_set1_epi64(targets as i64);
+                let xo = _mm512_permutexvar_epi64(*lanes, w[0]);
+                for (w, select) in w.iter_mut().zip(&select) {
+                    let mask = _mm512_test_epi64_mask(targets, *select);
+                    *w = _mm512_mask_xor_epi64(*w, mask, *w, xo);
+                }
+            }
+            _mm512_storeu_si512(at(base).cast(), w[0]);
+            let last = _mm512_loadu_si512(at(base + window).cast());
+            w = std::array::from_fn(|r| if r + 1 < R { w[r + 1] } else { last });
+            base += per;
+        }
+        for (r, w) in w.iter().enumerate() {
+            _mm512_storeu_si512(at(base + r * per).cast(), *w);
+        }
+        base
+    }
+}
+
 /// `out[i] ^=` the sum of `EXPANDER` positions of `parity` (one in each of `REGULAR` equal
 /// parts, the rest anywhere), for every i.
+///
+/// The parity half is n symbols (22 MB of blocks at n = 1.4M), so each read is a miss: the
+/// positions are drawn a batch of outputs ahead and each output's lines asked for into the
+/// second-level cache `AHEAD` outputs before they are summed. Huge pages under `parity`
+/// (see [`crate::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
 fn expand<T: Symbol>(parity: &[T], out: &mut [T], seed: Block) {
-    let m = parity.len() as u64;
-    let step = m / REGULAR as u64;
-    let mut stream = Prg::from_seed(seed);
-    // Positions picked a chunk of outputs at a time and their lines asked for a chunk
-    // ahead: the parity half is n blocks (22 MB at n = 1.4M), so each is a miss. A public
-    // code needs no exact uniformity: positions are 64-bit words scaled down (bias m/2^64).
-    const CHUNK: usize = 32;
-    let picks = |stream: &mut Prg| {
-        let mut words = [0 as Block; CHUNK * EXPANDER / 2];
-        stream.fill_blocks(&mut words);
-        let mut p = [[0usize; EXPANDER]; CHUNK];
-        for (i, p) in p.iter_mut().enumerate() {
-            for (j, p) in p.iter_mut().enumerate() {
-                let w = words[(i * EXPANDER + j) / 2] >> (64 * ((i * EXPANDER + j) % 2));
-                *p = match j < REGULAR {
-                    true => (j as u64 * step + below(w as u64, step)) as usize,
-                    false => below(w as u64, m) as usize,
-                };
-                crate::memory::prefetch(&parity[*p]);
+    const AHEAD: usize = 32;
+    let mut taps = Taps::new(seed, parity.len());
+    // Batch k's positions in half k % 2, the next batch's drawn before batch k is summed.
+    let mut ring = [[0; EXPANDER]; 2 * Taps::BATCH];
+    taps.draw(&mut ring[..Taps::BATCH]);
+    for (k, out) in out.chunks_mut(Taps::BATCH).enumerate() {
+        let next = (k + 1) % 2 * Taps::BATCH;
+        taps.draw(&mut ring[next..next + Taps::BATCH]);
+        for (j, o) in out.iter_mut().enumerate() {
+            let i = k * Taps::BATCH + j;
+            for &p in &ring[(i + AHEAD) % ring.len()] {
+                crate::memory::prefetch_l2(&parity[p as usize]);
             }
-        }
-        p
-    };
-    let mut next = picks(&mut stream);
-    for out in out.chunks_mut(CHUNK) {
-        let here = next;
-        next = picks(&mut stream);
-        for (o, p) in out.iter_mut().zip(&here) {
-            *o ^= p.iter().fold(T::default(), |acc, &j| acc ^ parity[j]);
+            *o ^= ring[i % ring.len()]
+                .iter()
+                .fold(T::default(), |acc, &p| acc ^ parity[p as usize]);
         }
     }
 }
 
-/// `x` scaled into [0, m).
+/// The expander's positions: output i's j-th from the (7i + j)-th 64-bit word of an
+/// AES-CTR stream, scaled into its range (quarter j for j < `REGULAR`, else all `m`). A
+/// public code needs no exact uniformity: the bias of a scaled word is below m/2^64.
+struct Taps {
+    stream: Prg,
+    blocks: [Block; Taps::BATCH * EXPANDER / 2],
+    /// The range's start and length for each word of a group of [`Taps::GROUP`] outputs.
+    start: [u32; Taps::WORDS],
+    len: [u32; Taps::WORDS],
+}
+
+impl Taps {
+    /// Outputs whose positions are drawn at a time.
+    const BATCH: usize = 128;
+    /// Outputs whose words make whole vectors of eight (and whole blocks).
+    const GROUP: usize = 8;
+    const WORDS: usize = Taps::GROUP * EXPANDER;
+
+    fn new(seed: Block, m: usize) -> Taps {
+        let m = u32::try_from(m).expect("positions fit in 32 bits");
+        let quarter = m / REGULAR as u32;
+        let range = |t: usize| match t % EXPANDER {
+            j if j < REGULAR => (j as u32 * quarter, quarter),
+            _ => (0, m),
+        };
+        Taps {
+            stream: Prg::from_seed(seed),
+            blocks: [0; Taps::BATCH * EXPANDER / 2],
+            start: std::array::from_fn(|t| range(t).0),
+            len: std::array::from_fn(|t| range(t).1),
+        }
+    }
+
+    /// The positions of the next [`Taps::BATCH`] outputs.
+    fn draw(&mut self, out: &mut [[u32; EXPANDER]]) {
+        self.stream.fill_blocks(&mut self.blocks);
+        let (blocks, start, len) = (&self.blocks, &self.start, &self.len);
+        crate::wide_cpu::with_avx512(
+            #[inline(always)]
+            || {
+                let groups = out.as_flattened_mut().chunks_exact_mut(Taps::WORDS);
+                for (p, b) in groups.zip(blocks.chunks_exact(Taps::WORDS / 2)) {
+                    let mut words = [0; Taps::WORDS];
+                    for (w, &b) in words.chunks_exact_mut(2).zip(b) {
+                        (w[0], w[1]) = (b as u64, (b >> 64) as u64);
+                    }
+                    for t in 0..Taps::WORDS {
+                        p[t] = start[t] + below(words[t], u64::from(len[t])) as u32;
+                    }
+                }
+            },
+        );
+    }
+}
+
+/// `x` scaled into [0, m): ⌊x·m / 2^64⌋, for m < 2^32, in 32-bit multiplies (which
+/// vectorise).
+#[inline(always)]
 fn below(x: u64, m: u64) -> u64 {
-    ((u128::from(x) * u128::from(m)) >> 64) as u64
+    ((x >> 32) * m + (((x & 0xffff_ffff) * m) >> 32)) >> 32
 }
 
 #[cfg(test)]
@@ -189,6 +380,85 @@ mod tests {
             let mut other = a.clone();
             ExConv::new(n, 43).dual_encode(&mut other);
             assert_ne!(other[..n], ea[..n], "n = {n}");
+        }
+    }
+
+    /// The code itself, pinned: outputs of the first (scalar, memory-bound) implementation,
+    /// which every faster one must keep (both parties must use one code).
+    #[test]
+    fn the_code_is_pinned() {
+        let pins: [(usize, Block, Block, Block); 3] = [
+            (
+                26,
+                0x6520d4d9fe916515f887157d5ec12718,
+                0x70b5e72c513cd1d46e0ec902cbecedcb,
+                0x2cc81dd3f6e9e726566fc6095ed24812,
+            ),
+            (
+                100,
+                0x0cd0a69181f8e94cb9c31c13abad67f0,
+                0xc0334740167bd557c23eb5de369cae4b,
+                0x4ed627e0a405a6483e50b79df18f95f0,
+            ),
+            (
+                5000,
+                0x04019d8f1aef9d3b89c1eeed1e9f6f00,
+                0x47834d4e3cb3eb9382ddcb3a2b2d6b69,
+                0x1f8534f511322b00c7687f4c91919967,
+            ),
+        ];
+        for (n, first, last, fold) in pins {
+            let mut e = random(2 * n, 1);
+            ExConv::new(n, 42).dual_encode(&mut e);
+            let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
+            assert_eq!((e[0], e[n - 1], sum), (first, last, fold), "n = {n}");
+        }
+    }
+
+    /// The accumulator as defined, one position and one coefficient at a time.
+    fn accumulate_by_definition<T: Symbol>(x: &mut [T], seed: Block) {
+        let mut rows = Rows::new(seed);
+        let len = x.len();
+        for i in 0..len {
+            let row = rows.next() | 1 << ACCUMULATOR;
+            let xi = x[i];
+            for k in 0..=ACCUMULATOR {
+                if (row >> k) & 1 == 1 {
+                    x[(i + 1 + k) % len] ^= xi;
+                }
+            }
+        }
+    }
+
+    /// The register window (where the CPU has it) and the scalar tail agree with the
+    /// definition at every length around the window's, for blocks and pairs.
+    #[test]
+    fn the_accumulator_follows_its_definition() {
+        let lengths = (ACCUMULATOR + 2..80).chain([255, 256, 257, 4099]);
+        for len in lengths {
+            let a = random(len, len as Block);
+            let mut want = a.clone();
+            accumulate_by_definition(&mut want, 5);
+            let mut got = a.clone();
+            accumulate(&mut got, 5);
+            assert_eq!(got, want, "blocks, length {len}");
+            let pairs: Vec<Pair> = a.iter().map(|&x| Pair(x, x.rotate_left(9))).collect();
+            let mut want = pairs.clone();
+            accumulate_by_definition(&mut want, 6);
+            let mut got = pairs;
+            accumulate(&mut got, 6);
+            assert_eq!(got, want, "pairs, length {len}");
+        }
+    }
+
+    #[test]
+    fn below_is_the_high_word_of_the_product() {
+        let mut prg = Prg::from_seed(11);
+        for m in [1, 2, 3, 1000, 1_429_504, u64::from(u32::MAX)] {
+            for x in (0..1000).map(|_| prg.u64()).chain([0, u64::MAX]) {
+                let want = (u128::from(x) * u128::from(m)) >> 64;
+                assert_eq!(u128::from(below(x, m)), want, "{x} · {m}");
+            }
         }
     }
 

@@ -21,13 +21,17 @@ fn keys() -> &'static [Aes; 2] {
 }
 
 /// Expands the level held in `level[..half]` to the next one in `level[..2·half]`, in
-/// place: `child[2i + b] = G_b(parent[i])`. Parents are taken from the last in chunks, each
-/// copied out before its children (at 2i ≥ i) can overwrite it.
-fn expand_level(level: &mut [Block], half: usize) {
+/// place: `child[2i + b] = G_b(parent[i])`; returns the XORs of the new level's left (even)
+/// and right (odd) nodes. Parents are taken from the last in chunks, each read before its
+/// children (at 2i ≥ i) can overwrite it.
+fn expand_level(level: &mut [Block], half: usize) -> [Block; 2] {
+    assert!(level.len() >= 2 * half);
+    let mut sums = [0; 2];
+    let end = wide::expand(level, half, &mut sums);
     const CHUNK: usize = 64;
     let (left, right) = (&keys()[0], &keys()[1]);
     let (mut l, mut r) = ([0; CHUNK], [0; CHUNK]);
-    let mut end = half;
+    let mut end = end;
     while end > 0 {
         let start = end.saturating_sub(CHUNK);
         let n = end - start;
@@ -36,34 +40,101 @@ fn expand_level(level: &mut [Block], half: usize) {
         left.encrypt_blocks_to(&parents[..n], &mut l[..n]);
         right.encrypt_blocks_to(&parents[..n], &mut r[..n]);
         for i in 0..n {
-            level[2 * (start + i)] = l[i] ^ parents[i];
-            level[2 * (start + i) + 1] = r[i] ^ parents[i];
+            let children = [l[i] ^ parents[i], r[i] ^ parents[i]];
+            level[2 * (start + i)..2 * (start + i) + 2].copy_from_slice(&children);
+            sums[0] ^= children[0];
+            sums[1] ^= children[1];
         }
         end = start;
     }
+    sums
 }
 
-/// The XORs of a level's left (even) and right (odd) nodes.
-fn side_sums(level: &[Block]) -> [Block; 2] {
-    let mut sums = [0; 2];
-    for pair in level.chunks_exact(2) {
-        sums[0] ^= pair[0];
-        sums[1] ^= pair[1];
+/// The tree's PRG on 512-bit VAES: each register holds two parents, each twice, and runs
+/// the rounds of k0 in its even lanes and of k1 in its odd ones, so it comes out as the
+/// four children in their place in the next level; eight registers (sixteen parents) go
+/// through the rounds side by side to hide the AES latency. The level's sums are XORed up
+/// on the way.
+mod wide {
+    use super::Block;
+
+    /// Parents a run.
+    const RUN: usize = 16;
+
+    /// Expands (as [`super::expand_level`]) the parents from the last down in whole runs,
+    /// on a CPU with AVX-512F and VAES, adding the children into `sums`; returns how many
+    /// parents are left, from the first (all of them elsewhere).
+    pub fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
+            if std::is_x86_feature_detected!("avx512f") && half >= RUN {
+                assert!(level.len() >= 2 * half);
+                // SAFETY: VAES was detected with the round keys (`Aes::round_keys`) and
+                // AVX-512F here; `level` holds the 2·`half` blocks written.
+                return unsafe { runs(k0, k1, level.as_mut_ptr(), half, sums) };
+            }
+        }
+        let _ = (level, sums);
+        half
     }
-    sums
+
+    /// # Safety
+    /// The CPU has AVX-512F and VAES; `level` is valid for 2·`half` blocks.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,vaes")]
+    unsafe fn runs(
+        k0: &[Block; 11],
+        k1: &[Block; 11],
+        level: *mut Block,
+        half: usize,
+        sums: &mut [Block; 2],
+    ) -> usize {
+        use std::arch::x86_64::*;
+        let keys: [__m512i; 11] = std::array::from_fn(|r| {
+            let k = [k0[r], k1[r], k0[r], k1[r]];
+            _mm512_loadu_si512(k.as_ptr().cast())
+        });
+        // Parents a and b (64-bit lanes 0–3) to (a, a, b, b).
+        let twice = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+        let mut all = _mm512_setzero_si512();
+        let mut end = half;
+        while end >= RUN {
+            let start = end - RUN;
+            // Every parent of the run is read before any child is written: the children
+            // (from 2·start) overwrite only this run's parents and later ones.
+            let x: [__m512i; RUN / 2] = std::array::from_fn(|j| {
+                let two = _mm256_loadu_si256(level.add(start + 2 * j).cast());
+                _mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(two))
+            });
+            let mut s = x.map(|x| _mm512_xor_si512(x, keys[0]));
+            for key in &keys[1..10] {
+                for s in s.iter_mut() {
+                    *s = _mm512_aesenc_epi128(*s, *key);
+                }
+            }
+            for (j, (s, x)) in s.iter().zip(&x).enumerate() {
+                let children = _mm512_xor_si512(_mm512_aesenclast_epi128(*s, keys[10]), *x);
+                all = _mm512_xor_si512(all, children);
+                _mm512_storeu_si512(level.add(2 * start + 4 * j).cast(), children);
+            }
+            end = start;
+        }
+        let mut lanes = [0 as Block; 4];
+        _mm512_storeu_si512(lanes.as_mut_ptr().cast(), all);
+        sums[0] ^= lanes[0] ^ lanes[2];
+        sums[1] ^= lanes[1] ^ lanes[3];
+        end
+    }
 }
 
 /// The sender's tree from `root`: its 2^`depth` leaves into `leaves`, and for each level
 /// 1..=depth the sums of its left and right nodes.
 pub fn expand_sender(root: Block, depth: usize, leaves: &mut [Block]) -> Vec<[Block; 2]> {
     assert_eq!(leaves.len(), 1 << depth);
-    let mut sums = Vec::with_capacity(depth);
     leaves[0] = root;
-    for l in 1..=depth {
-        expand_level(leaves, 1 << (l - 1));
-        sums.push(side_sums(&leaves[..1 << l]));
-    }
-    sums
+    (1..=depth)
+        .map(|l| expand_level(leaves, 1 << (l - 1)))
+        .collect()
 }
 
 /// The receiver's tree with the point `alpha` (below 2^`depth`; its bits from the top are
@@ -81,11 +152,9 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
         } else {
             // The punctured parent's children come out wrong; the one off the path is the
             // side's sum less every other node on that side.
-            expand_level(leaves, 1 << (l - 1));
-            let next = &mut leaves[..1 << l];
+            let sums = expand_level(leaves, 1 << (l - 1));
             let sibling = on_path ^ 1;
-            next[sibling] = 0;
-            next[sibling] = off_path[l - 1] ^ side_sums(next)[1 - bit];
+            leaves[sibling] ^= off_path[l - 1] ^ sums[1 - bit];
         }
         leaves[on_path] = 0;
     }
@@ -95,6 +164,37 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+
+    /// The tree as defined, a node at a time: its leaves and each level's side sums.
+    fn tree_by_definition(root: Block, depth: usize) -> (Vec<Block>, Vec<[Block; 2]>) {
+        let mut level = vec![root];
+        let mut sums = Vec::new();
+        for _ in 0..depth {
+            level = level
+                .iter()
+                .flat_map(|&x| keys().each_ref().map(|k| k.encrypt(x) ^ x))
+                .collect();
+            let side = |b: usize| level.iter().skip(b).step_by(2).fold(0, |acc, x| acc ^ x);
+            sums.push([side(0), side(1)]);
+        }
+        (level, sums)
+    }
+
+    /// Every level size, so the VAES runs and the portable chunks, and where they meet.
+    #[test]
+    fn the_sender_expands_as_defined() {
+        let mut prg = Prg::from_seed(7);
+        for depth in 1..=11 {
+            let root = prg.block();
+            let mut leaves = vec![0; 1 << depth];
+            let sums = expand_sender(root, depth, &mut leaves);
+            assert_eq!(
+                (leaves, sums),
+                tree_by_definition(root, depth),
+                "depth {depth}"
+            );
+        }
+    }
 
     #[test]
     fn the_receiver_has_every_leaf_but_its_point() {
