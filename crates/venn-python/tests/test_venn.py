@@ -201,6 +201,13 @@ def test_a_sum_over_the_intersection():
         venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol="psww18-sum")
 
 
+def test_malicious_vole_psi_gives_the_sender_the_intersection_by_tags():
+    child = Child("send", ["a", "b", "c", "d"], protocol="rr22-m", both=True)
+    r = venn.receive(["b", "d", "x"], connect=child.addr, protocol="rr22-m", both=True)
+    assert r.matched == [0, 1]
+    assert child.result() == ("result", dict(matched=[1, 3], count=None, n_self=4, n_peer=3))
+
+
 def test_protocol_options_reach_the_protocol():
     child = Child("send", ["7", "12", "40000"], protocol="rr17-de-sm", sigma=32)
     r = venn.receive(["12", "5", "40000"], connect=child.addr, protocol="rr17-de-sm", sigma=32)

@@ -29,6 +29,15 @@ impl Prg {
         }
     }
 
+    /// The PRG of `seed` moved on to its `block`-th block (a stream split among threads
+    /// from where each part begins).
+    pub fn from_seed_at(seed: Block, block: u128) -> Self {
+        Prg {
+            counter: block,
+            ..Prg::from_seed(seed)
+        }
+    }
+
     /// A PRG seeded from the operating system's entropy source.
     pub fn from_entropy() -> Self {
         let mut seed = [0u8; 16];

@@ -11,6 +11,7 @@
 //! caller), as libOTe's do from its own.
 
 use crate::crypto::{Block, Prg};
+use rayon::prelude::*;
 use std::ops::{BitXor, BitXorAssign};
 
 /// What a code adds: a block, or two blocks side by side ([`Pair`]) that share the code's
@@ -270,8 +271,17 @@ mod wide {
 /// second-level cache `AHEAD` outputs before they are summed. Huge pages under `parity`
 /// (see [`crate::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
 fn expand<T: Symbol>(parity: &[T], out: &mut [T], seed: Block) {
+    // Parts of whole batches on the rayon pool, each drawing its positions from where its
+    // first batch's lie in the stream.
+    const PART: usize = 64 * Taps::BATCH;
+    out.par_chunks_mut(PART)
+        .enumerate()
+        .for_each(|(k, out)| expand_part(parity, out, Taps::new(seed, parity.len(), k * PART)));
+}
+
+/// [`expand`] on the outputs `out`, whose positions `taps` draws.
+fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut taps: Taps) {
     const AHEAD: usize = 32;
-    let mut taps = Taps::new(seed, parity.len());
     // Batch k's positions in half k % 2, the next batch's drawn before batch k is summed.
     let mut ring = [[0; EXPANDER]; 2 * Taps::BATCH];
     taps.draw(&mut ring[..Taps::BATCH]);
@@ -308,7 +318,10 @@ impl Taps {
     const GROUP: usize = 8;
     const WORDS: usize = Taps::GROUP * EXPANDER;
 
-    fn new(seed: Block, m: usize) -> Taps {
+    /// The positions of outputs `first..` (`first` a multiple of [`Taps::BATCH`]) into a
+    /// parity half of `m` positions.
+    fn new(seed: Block, m: usize, first: usize) -> Taps {
+        debug_assert_eq!(first % Taps::BATCH, 0);
         let m = u32::try_from(m).expect("positions fit in 32 bits");
         let quarter = m / REGULAR as u32;
         let range = |t: usize| match t % EXPANDER {
@@ -316,7 +329,7 @@ impl Taps {
             _ => (0, m),
         };
         Taps {
-            stream: Prg::from_seed(seed),
+            stream: Prg::from_seed_at(seed, (first * EXPANDER / 2) as u128),
             blocks: [0; Taps::BATCH * EXPANDER / 2],
             start: std::array::from_fn(|t| range(t).0),
             len: std::array::from_fn(|t| range(t).1),
@@ -387,7 +400,7 @@ mod tests {
     /// which every faster one must keep (both parties must use one code).
     #[test]
     fn the_code_is_pinned() {
-        let pins: [(usize, Block, Block, Block); 3] = [
+        let pins: [(usize, Block, Block, Block); 4] = [
             (
                 26,
                 0x6520d4d9fe916515f887157d5ec12718,
@@ -406,12 +419,26 @@ mod tests {
                 0x47834d4e3cb3eb9382ddcb3a2b2d6b69,
                 0x1f8534f511322b00c7687f4c91919967,
             ),
+            // Several parts of the expander, drawn from their places in the stream.
+            (
+                20_000,
+                0x80d8ae94a6e4737b8269d3ac856c34a1,
+                0x1a7a8f9752849dc547b862d490e10c1d,
+                0xd805212d2c68826cbfca21fbfaccd513,
+            ),
         ];
-        for (n, first, last, fold) in pins {
-            let mut e = random(2 * n, 1);
-            ExConv::new(n, 42).dual_encode(&mut e);
-            let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
-            assert_eq!((e[0], e[n - 1], sum), (first, last, fold), "n = {n}");
+        // On one thread and on three (the expander's parts split among them).
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for (n, first, last, fold) in pins {
+                let mut e = random(2 * n, 1);
+                pool.install(|| ExConv::new(n, 42).dual_encode(&mut e));
+                let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
+                assert_eq!((e[0], e[n - 1], sum), (first, last, fold), "n = {n}");
+            }
         }
     }
 

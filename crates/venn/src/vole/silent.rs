@@ -170,7 +170,9 @@ pub fn send(
         .zip(roots)
         .map(|(tree, root)| {
             let sums = pprf::expand_sender(root, h, tree);
-            (sums, tree.iter().fold(0, |acc, b| acc ^ b))
+            // The leaves' sum: the last level's two sides.
+            let all = sums[h - 1][0] ^ sums[h - 1][1];
+            (sums, all)
         })
         .collect();
     let mut message = Vec::with_capacity(t * (2 * h + 1));
