@@ -5,7 +5,7 @@ use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
-use venn_cli::party::{run_party, summary, Endpoint, Link, PartyArgs};
+use venn_cli::party::{defaults, run_party, summary, Endpoint, Link, PartyArgs};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\
@@ -34,12 +34,15 @@ pub fn demo() -> Result<()> {
     std::fs::write(&bob, BOB)?;
     println!("Alice (sender) holds {}:\n{ALICE}", alice.display());
     println!("Bob (receiver) holds {}:\n{BOB}", bob.display());
-    println!("Both run kkrt16 over loopback TCP; keys are trimmed and lower-cased.\n");
+    println!(
+        "Both run {} over loopback TCP; keys are trimmed and lower-cased.\n",
+        defaults::PROTOCOL
+    );
     let args = |input, output, endpoint| PartyArgs {
         link: Link {
             protocol_options: Default::default(),
             dealer: None,
-            protocol: "kkrt16".into(),
+            protocol: defaults::PROTOCOL.into(),
             endpoint,
             threads: 1,
             timeout: Duration::from_secs(30),

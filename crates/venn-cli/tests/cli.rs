@@ -22,7 +22,8 @@ fn keys(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("{prefix}{i}@example.org")).collect()
 }
 
-/// Runs kkrt16 on two key lists; returns the keys in the receiver's output, in order.
+/// Runs the default protocol on two key lists; returns the keys in the receiver's output, in
+/// order.
 fn intersect(sender: &[String], receiver: &[String], extra: &[&str]) -> Vec<String> {
     let dir = tmp();
     let s = write(dir.path(), "s.csv", &csv(sender));
@@ -422,7 +423,7 @@ fn stats_json_records_the_run() {
     assert_success(&[&so, &ro]);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    assert_eq!(v["protocol"], "kkrt16");
+    assert_eq!(v["protocol"], "rr22");
     assert_eq!(v["role"], "receiver");
     assert_eq!(v["items"], 70);
     assert_eq!(v["peer_items"], 100);

@@ -59,7 +59,7 @@ def test_two_python_processes_get_the_intersection():
     phases = []
     r = venn.receive(ours, connect=child.addr, progress=phases.append)
     assert r.matched == [1, 2, 3], "every position of a matched key, repeats included"
-    assert (r.protocol, r.role, r.n_self, r.n_peer) == ("kkrt16", "receiver", 4, 4)
+    assert (r.protocol, r.role, r.n_self, r.n_peer) == ("rr22", "receiver", 4, 4)
     assert r.count == 2 and r.bytes_sent > 0 and r.bytes_received > 0
     assert "count=2, sum=None, reached=None" in repr(r), repr(r)
     assert phases, "progress heard of the phases"

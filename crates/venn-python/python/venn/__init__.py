@@ -123,7 +123,7 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     the peer (``on_listening`` hears the bound address, useful with port 0). The other
     options are the command line's, with its defaults:
 
-    - ``protocol`` ("kkrt16"; see :func:`protocols` and ``venn params``) and its options
+    - ``protocol`` ("rr22"; see :func:`protocols` and ``venn params``) and its options
       ``bins`` ("lan"/"wan"), ``sigma`` (32/64: keys are decimal integers below 2^sigma),
       ``offline`` ("ot"/"bfv"/"dealer", with ``dealer="host:port"`` and
       ``dealer_fingerprint``), ``stash`` ("combined"/"separate"), ``threshold`` (int);
