@@ -111,8 +111,14 @@ fn main() {
     time("cuckoo insert", n, || {
         std::hint::black_box(cuckoo_insert(&bins, n * 6 / 5, 3, &mut prg).unwrap());
     });
-    let mut table = MatchTable::with_capacity(n);
-    time("match table insert", n, || {
+    // Built as matching::match_shuffled builds it: allocated, then filled.
+    let mut table = MatchTable::with_capacity(0);
+    time("match table build", n, || {
+        table = MatchTable::with_capacity(n);
+        table.insert_all(ys.iter().enumerate().map(|(i, &y)| (y, 0, i as u32)));
+    });
+    time("match table build (no pf)", n, || {
+        table = MatchTable::with_capacity(n);
         for (i, &y) in ys.iter().enumerate() {
             table.insert(y, 0, i as u32);
         }
@@ -130,5 +136,24 @@ fn main() {
             }
             std::hint::black_box(table.find(p, 0));
         }
+    });
+    // The receiver's lookups at 2^20 (as matching::receive_matches makes them): n sender
+    // values, half of them its own, in a random order, the slot asked for 16 ahead.
+    let order = prg.permutation(n);
+    let sent: Vec<Block> = (0..n)
+        .map(|i| match i % 2 {
+            0 => ys[order[i] as usize],
+            _ => prg.block(),
+        })
+        .collect();
+    time("match table lookups (½ hit)", n, || {
+        let mut hits = 0;
+        for (i, &v) in sent.iter().enumerate() {
+            if let Some(&a) = sent.get(i + 16) {
+                table.prefetch(a);
+            }
+            hits += usize::from(table.find(v, 0).is_some());
+        }
+        assert_eq!(hits, n / 2);
     });
 }
