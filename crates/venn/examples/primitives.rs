@@ -3,6 +3,7 @@
 use std::time::Instant;
 use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
 use venn::memory::huge_vec;
+use venn::okvs::{Okvs, Params};
 use venn::tables::{cuckoo_insert, CuckooHash, MatchTable};
 use venn::vole::{pprf, Pair, Shape};
 
@@ -17,9 +18,70 @@ fn time(name: &str, per: usize, f: impl FnOnce()) {
     );
 }
 
+/// The median of each of `fs`' times in ms over `runs` rounds, each round running every
+/// one of them once (the machine is shared: one run says little, and interleaving lets each
+/// see the same load).
+fn medians_ms<const K: usize>(runs: usize, mut fs: [&mut dyn FnMut(); K]) -> [f64; K] {
+    let mut times = vec![[0.0; K]; runs];
+    for round in times.iter_mut() {
+        for (t, f) in round.iter_mut().zip(fs.iter_mut()) {
+            let start = Instant::now();
+            f();
+            *t = start.elapsed().as_secs_f64() * 1e3;
+        }
+    }
+    std::array::from_fn(|k| {
+        let mut t: Vec<f64> = times.iter().map(|r| r[k]).collect();
+        t.sort_by(f64::total_cmp);
+        t[runs / 2]
+    })
+}
+
+/// RR22's OKVS at `n` keys: encode and decode on rayon pools of 1 and 2 threads.
+fn okvs(n: usize, prg: &mut Prg) {
+    let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+    let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+    let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
+    let pool = |k| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(k)
+            .build()
+            .unwrap()
+    };
+    let (one, two) = (pool(1), pool(2));
+    let encode = |pool: &rayon::ThreadPool| {
+        pool.install(|| std::hint::black_box(okvs.encode(&keys, &values).unwrap()));
+    };
+    let [e1, e2] = medians_ms(7, [&mut || encode(&one), &mut || encode(&two)]);
+    let encoding = okvs.encode(&keys, &values).unwrap();
+    let (mut out1, mut out2) = (vec![0; n], vec![0; n]);
+    let [d1, d2] = medians_ms(
+        9,
+        [
+            &mut || one.install(|| okvs.decode(&encoding, &keys, &mut out1)),
+            &mut || two.install(|| okvs.decode(&encoding, &keys, &mut out2)),
+        ],
+    );
+    assert!(out1 == values && out2 == values);
+    let log_n = n.trailing_zeros();
+    for (what, t1, t2) in [("encode", e1, e2), ("decode", d1, d2)] {
+        println!(
+            "okvs {what} 2^{log_n}: 1 thread {t1:6.1} ms, 2 threads {t2:6.1} ms ({:.2}×, medians)",
+            t1 / t2
+        );
+    }
+}
+
 fn main() {
     let n = 1 << 20;
     let mut prg = Prg::from_seed(1);
+    if std::env::args().any(|a| a == "okvs") {
+        for log_n in [20, 22] {
+            okvs(1 << log_n, &mut prg);
+        }
+        return;
+    }
+    okvs(n, &mut prg);
     let mut m = [0 as Block; 128];
     prg.fill_blocks(&mut m);
     time("transpose128", 40_000, || {
@@ -51,8 +113,14 @@ fn main() {
     time("cuckoo insert", n, || {
         std::hint::black_box(cuckoo_insert(&bins, n * 6 / 5, 3, &mut prg).unwrap());
     });
-    let mut table = MatchTable::with_capacity(n);
-    time("match table insert", n, || {
+    // Built as matching::match_shuffled builds it: allocated, then filled.
+    let mut table = MatchTable::with_capacity(0);
+    time("match table build", n, || {
+        table = MatchTable::with_capacity(n);
+        table.insert_all(ys.iter().enumerate().map(|(i, &y)| (y, 0, i as u32)));
+    });
+    time("match table build (no pf)", n, || {
+        table = MatchTable::with_capacity(n);
         for (i, &y) in ys.iter().enumerate() {
             table.insert(y, 0, i as u32);
         }
@@ -70,6 +138,25 @@ fn main() {
             }
             std::hint::black_box(table.find(p, 0));
         }
+    });
+    // The receiver's lookups at 2^20 (as matching::receive_matches makes them): n sender
+    // values, half of them its own, in a random order, the slot asked for 16 ahead.
+    let order = prg.permutation(n);
+    let sent: Vec<Block> = (0..n)
+        .map(|i| match i % 2 {
+            0 => ys[order[i] as usize],
+            _ => prg.block(),
+        })
+        .collect();
+    time("match table lookups (½ hit)", n, || {
+        let mut hits = 0;
+        for (i, &v) in sent.iter().enumerate() {
+            if let Some(&a) = sent.get(i + 16) {
+                table.prefetch(a);
+            }
+            hits += usize::from(table.find(v, 0).is_some());
+        }
+        assert_eq!(hits, n / 2);
     });
     vole(&mut prg);
 }

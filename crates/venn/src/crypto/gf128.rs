@@ -3,7 +3,9 @@
 //!
 //! Inner products accumulate unreduced 256-bit carry-less products and reduce once at the
 //! end; on x86-64 with PCLMULQDQ each product is four carry-less 64×64 multiplications,
-//! with VPCLMULQDQ on 512-bit vectors four products at a time.
+//! with VPCLMULQDQ on 512-bit vectors four products at a time. Polynomials evaluated at
+//! many points ([`add_evaluations`]) take four points a vector the same way, each product
+//! reduced by carry-less multiplications by X^7 + X^2 + X + 1.
 
 use super::Block;
 
@@ -56,6 +58,24 @@ pub fn mul(a: Block, b: Block) -> Block {
     }
     let (lo, hi) = portable_mul_wide(a, b);
     reduce(lo, hi)
+}
+
+/// `out[i] += Σ_{j=1..g} c[j−1] · x[i]^j` in GF(2^128) for the `points` x and the g
+/// `coefficients` c: a polynomial without a constant term, evaluated at each point by
+/// Horner's rule as x·(c_0 + x·(c_1 + … + x·c_{g−1})) (g products a point). RR22's dense
+/// row (d, d^2, …, d^g) against the dense columns is this at x = d (RR22 §2, Fig. 1).
+pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Block]) {
+    assert_eq!(points.len(), out.len());
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the features the function is compiled for were detected above.
+        done = unsafe { clmul::add_evaluations512(points, coefficients, out) };
+    }
+    for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
+        *o ^= coefficients.iter().rev().fold(0, |acc, &c| mul(acc ^ c, x));
+    }
 }
 
 /// `a^-1` in GF(2^128) (`a^(2^128 − 2)`, by 127 squarings), or `None` for 0.
@@ -180,6 +200,62 @@ mod clmul {
         let (rest_lo, rest_hi) = inner_product_wide(a_rest, b_rest);
         (lo ^ (mid << 64) ^ rest_lo, hi ^ (mid >> 64) ^ rest_hi)
     }
+
+    /// [`super::add_evaluations`] for the leading multiple of four points, lane `l` of
+    /// each 512-bit vector holding point `4i + l`; returns how many points it took.
+    #[target_feature(enable = "vpclmulqdq,avx512f")]
+    pub unsafe fn add_evaluations512(
+        points: &[Block],
+        coefficients: &[Block],
+        out: &mut [Block],
+    ) -> usize {
+        let quads = points.chunks_exact(4).zip(out.chunks_exact_mut(4));
+        let done = 4 * quads.len();
+        for (x, o) in quads {
+            let x = _mm512_loadu_si512(x.as_ptr().cast());
+            let mut acc = _mm512_setzero_si512();
+            for c in coefficients.iter().rev() {
+                let c = _mm512_broadcast_i32x4(_mm_loadu_si128((c as *const Block).cast()));
+                acc = mul512(_mm512_xor_si512(acc, c), x);
+            }
+            let o = o.as_mut_ptr().cast();
+            _mm512_storeu_si512(o, _mm512_xor_si512(_mm512_loadu_si512(o), acc));
+        }
+        done
+    }
+
+    /// Four products `a·b` in GF(2^128), one a 128-bit lane: the 256-bit product from four
+    /// carry-less multiplications, its high half h folded down by X^128 ≡ X^7 + X^2 + X + 1
+    /// with three more (h's low word times 0x87; its high word times 0x87, which sits at
+    /// X^64 and spills up to 7 bits past X^128, folded once more).
+    #[inline]
+    #[target_feature(enable = "vpclmulqdq,avx512f")]
+    fn mul512(a: __m512i, b: __m512i) -> __m512i {
+        let zero = _mm512_setzero_si512();
+        let poly = _mm512_set1_epi64(0x87);
+        let mid = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(a, b, 0x01),
+            _mm512_clmulepi64_epi128(a, b, 0x10),
+        );
+        // (mid << 64, mid >> 64) within each lane: its low word up, its high word down.
+        let lo = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(a, b, 0x00),
+            _mm512_unpacklo_epi64(zero, mid),
+        );
+        let hi = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(a, b, 0x11),
+            _mm512_unpackhi_epi64(mid, zero),
+        );
+        let spill = _mm512_clmulepi64_epi128(hi, poly, 0x01);
+        let folded = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(hi, poly, 0x00),
+            _mm512_xor_si512(
+                _mm512_unpacklo_epi64(zero, spill),
+                _mm512_clmulepi64_epi128(spill, poly, 0x01),
+            ),
+        );
+        _mm512_xor_si512(lo, folded)
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +292,34 @@ mod tests {
             let want = portable_inner_product(a.iter().copied(), b);
             assert_eq!(inner_product(a, b), want, "{len}");
         }
+    }
+
+    #[test]
+    fn evaluations_are_horner_by_single_products() {
+        let mut prg = Prg::from_seed(13);
+        let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
+        for g in 0..5 {
+            for len in [0, 1, 3, 4, 5, 17] {
+                let (points, coefficients) = (&v[..len], &v[32..32 + g]);
+                let mut out = v[40..40 + len].to_vec();
+                add_evaluations(points, coefficients, &mut out);
+                for (i, (&o, &x)) in out.iter().zip(points).enumerate() {
+                    let mut want = v[40 + i];
+                    let mut power = x;
+                    for &c in coefficients {
+                        let (lo, hi) = portable_mul_wide(c, power);
+                        want ^= reduce(lo, hi);
+                        power = mul(power, x);
+                    }
+                    assert_eq!(o, want, "g = {g}, point {i} of {len}");
+                }
+            }
+        }
+        // The fold's spill past X^128: all-ones operands.
+        let mut out = [0; 4];
+        add_evaluations(&[Block::MAX; 4], &[Block::MAX], &mut out);
+        let (lo, hi) = portable_mul_wide(Block::MAX, Block::MAX);
+        assert_eq!(out, [reduce(lo, hi); 4]);
     }
 
     /// Each x86-64 path that this CPU has, called directly (the dispatch above takes only

@@ -12,15 +12,6 @@
 use super::params::Params;
 use crate::crypto::{Aes, Block};
 
-/// A key's row inside its bin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Row {
-    /// Three distinct sparse columns, each below the bin's m'.
-    pub cols: [u32; 3],
-    /// The dense coefficient: the row's dense part is (d, d^2, …, d^g).
-    pub d: Block,
-}
-
 /// Hashes keys to bins and rows for one encoding.
 pub(super) struct RowHasher {
     rows: Aes,
@@ -55,20 +46,23 @@ impl RowHasher {
         }
     }
 
-    /// The bin and the row inside it of each of `keys` (at most [`BATCH`]).
-    pub fn place(&self, keys: &[Block], bins: &mut [u32], rows: &mut [Row]) {
-        let mut h = [0 as Block; BATCH];
+    /// The row inside its bin of each of `keys` (at most [`BATCH`]): three distinct sparse
+    /// columns (below the bin's m') into `cols`, the dense coefficient d into `ds` (the
+    /// row's dense part is (d, d^2, …, d^g)). The third column takes the high half of the
+    /// bin's hash, whose low half gave the bin.
+    pub fn rows(&self, keys: &[Block], cols: &mut [[u32; 3]], ds: &mut [Block]) {
         let mut g = [0 as Block; BATCH];
-        let (h, g) = (&mut h[..keys.len()], &mut g[..keys.len()]);
-        self.rows.encrypt_blocks_to(keys, h);
+        let g = &mut g[..keys.len()];
+        self.rows.encrypt_blocks_to(keys, ds);
         self.bins.encrypt_blocks_to(keys, g);
-        for (i, k) in keys.iter().enumerate() {
-            let (h, g) = (h[i] ^ k, g[i] ^ k);
-            bins[i] = below(low(g), self.bin_count) as u32;
-            rows[i] = Row {
-                cols: distinct(low(h), (h >> 64) as u64, (g >> 64) as u64, self.sparse),
-                d: h,
-            };
+        for ((c, d), (k, g)) in cols.iter_mut().zip(ds.iter_mut()).zip(keys.iter().zip(g)) {
+            *d ^= k;
+            *c = distinct(
+                low(*d),
+                (*d >> 64) as u64,
+                ((*g ^ k) >> 64) as u64,
+                self.sparse,
+            );
         }
     }
 }

@@ -9,58 +9,189 @@
 //! row minus the pivot rows that cancel its sparse part (taken in pop order) is an equation
 //! on the dense columns only; those equations are solved by Gauss–Jordan over GF(2^128),
 //! then the pivots are set in reverse pop order. Columns never popped stay 0.
+//!
+//! The peeling runs in two phases that together make exactly those pops. While a column of
+//! weight 1 is left, the least weight is 1 and a pop places that column's one row and no
+//! gap; which weight-1 column goes first does not matter (what is left when none is, the
+//! hypergraph's 2-core, is the same whatever the order). This phase needs only each
+//! column's weight and the XOR of its unplaced rows' indices (which is the row when the
+//! weight is 1): two words a column, no lists, as in XOR-filter construction. Past RR22's
+//! threshold (e ≈ 1.27 > 1.2218, Lemma 3.5) the 2-core is almost always empty; when it is
+//! not, the general greedy (columns bucketed by weight, with their row lists) takes the
+//! 2-core's rows on from there, so the gap and thus the failure bound are those of
+//! RR22's algorithm.
 
-use super::rows::Row;
 use crate::crypto::{gf128, Block};
 use crate::{Error, Result};
 use std::collections::BTreeSet;
 
 const NONE: u32 = u32::MAX;
 
-/// Solves one bin: `out` (the bin's m' sparse then g dense columns, zeroed) receives P with
-/// Decode(P, row_i) = values[i] for every row.
-pub(super) fn solve(
-    rows: &[Row],
-    values: &[Block],
-    sparse: usize,
-    out: &mut [Block],
-) -> Result<()> {
-    let dense = out.len() - sparse;
-    let peeled = peel(rows, sparse);
-    if peeled.gaps.len() > dense {
-        return Err(unsolvable(format!(
-            "{} rows left after peeling, for {dense} dense columns",
-            peeled.gaps.len()
-        )));
-    }
-    let (sparse_out, dense_out) = out.split_at_mut(sparse);
-    let equations: Vec<(Vec<Block>, Block)> = peeled
-        .gaps
-        .iter()
-        .map(|&g| gap_equation(g, rows, values, &peeled, dense))
-        .collect();
-    solve_dense(equations, dense_out)?;
-    for &(col, row) in peeled.pivots.iter().rev() {
-        let r = &rows[row as usize];
-        let mut v = values[row as usize] ^ dense_value(r.d, dense_out);
-        for &c in &r.cols {
-            if c != col {
-                v ^= sparse_out[c as usize];
-            }
-        }
-        sparse_out[col as usize] = v;
-    }
-    Ok(())
+/// A bin's rows and the solver's working space, kept from bin to bin on a thread so that no
+/// bin allocates.
+#[derive(Default)]
+pub(super) struct Solver {
+    /// Each row's three distinct sparse columns.
+    cols: Vec<[u32; 3]>,
+    /// Each row's dense coefficient d: its dense part is (d, d^2, …, d^g).
+    ds: Vec<Block>,
+    /// Per sparse column: [its weight (unplaced rows), the XOR of their indices].
+    columns: Vec<[u32; 2]>,
+    /// Columns that had weight 1 when last looked at.
+    ready: Vec<u32>,
+    /// The pivots in pop order.
+    pivots: Vec<Pivot>,
+    /// The values less each row's dense part, when the dense columns are not all 0.
+    adjusted: Vec<Block>,
 }
 
-/// Σ_j d^j · D[j−1] (j = 1..g): a row's dense part against the dense columns, by Horner.
-#[inline]
-pub(super) fn dense_value(d: Block, dense: &[Block]) -> Block {
-    let mut acc = 0;
-    for &x in dense.iter().rev() {
-        acc = gf128::mul(acc ^ x, d);
+impl Solver {
+    /// Room for a bin of `n` rows, to be filled: (columns, dense coefficients).
+    pub fn rows(&mut self, n: usize) -> (&mut [[u32; 3]], &mut [Block]) {
+        self.cols.resize(n, [0; 3]);
+        self.ds.resize(n, 0);
+        (&mut self.cols, &mut self.ds)
     }
-    acc
+
+    /// Solves the bin whose rows [`Solver::rows`] holds: `out` (the bin's m' sparse then g
+    /// dense columns, zeroed) receives P with Decode(P, row_i) = values[i] for every row.
+    pub fn solve(&mut self, values: &[Block], sparse: usize, out: &mut [Block]) -> Result<()> {
+        assert_eq!(values.len(), self.cols.len());
+        let dense = out.len() - sparse;
+        self.peel_outside_core(sparse);
+        let gaps = if self.pivots.len() < self.cols.len() {
+            peel_core(&self.cols, sparse, &mut self.pivots)
+        } else {
+            Vec::new()
+        };
+        if gaps.len() > dense {
+            return Err(unsolvable(format!(
+                "{} rows left after peeling, for {dense} dense columns",
+                gaps.len()
+            )));
+        }
+        let (sparse_out, dense_out) = out.split_at_mut(sparse);
+        let values = if gaps.is_empty() {
+            // No equation on the dense columns: they stay 0, and so does every row's
+            // dense part.
+            values
+        } else {
+            let mut pivot_of = vec![NONE; sparse];
+            for (i, p) in self.pivots.iter().enumerate() {
+                pivot_of[p.col as usize] = i as u32;
+            }
+            let equations = gaps
+                .iter()
+                .map(|&g| self.gap_equation(g, values, &pivot_of, dense))
+                .collect();
+            solve_dense(equations, dense_out)?;
+            self.adjusted.clear();
+            self.adjusted.extend_from_slice(values);
+            gf128::add_evaluations(&self.ds, dense_out, &mut self.adjusted);
+            &self.adjusted
+        };
+        // In reverse pop order each pivot row's other columns are already set (or never
+        // will be: 0), and its own column is still 0, so adding all three is adding the
+        // other two.
+        for p in self.pivots.iter().rev() {
+            let [a, b, c] = p.cols.map(|c| sparse_out[c as usize]);
+            sparse_out[p.col as usize] = values[p.row as usize] ^ a ^ b ^ c;
+        }
+        Ok(())
+    }
+
+    /// Pops weight-1 columns, each placing its one row as its pivot, until none is left.
+    fn peel_outside_core(&mut self, sparse: usize) {
+        let columns = &mut self.columns;
+        columns.clear();
+        columns.resize(sparse, [0, 0]);
+        for (row, cols) in self.cols.iter().enumerate() {
+            for &c in cols {
+                let column = &mut columns[c as usize];
+                column[0] += 1;
+                column[1] ^= row as u32;
+            }
+        }
+        // A queue of columns to pop: each joins it at most once, with weight 1 at the start
+        // or when its weight drops to 1 (weights only fall).
+        let ready = &mut self.ready;
+        ready.clear();
+        ready.resize(sparse + 1, 0);
+        let mut joined = 0;
+        for (c, column) in columns.iter().enumerate() {
+            ready[joined] = c as u32;
+            joined += usize::from(column[0] == 1);
+        }
+        let pivots = &mut self.pivots;
+        pivots.clear();
+        pivots.resize(self.cols.len() + 1, Pivot::default());
+        let (mut popped, mut placed) = (0, 0);
+        // Without branches on the weights (which no predictor guesses): a column emptied
+        // since it joined (its row placed through another column) is popped with every
+        // update masked out; its weight is 0 and its XOR too, so its "row" 0 is harmless.
+        while popped < joined {
+            let col = ready[popped];
+            popped += 1;
+            let [weight, row] = columns[col as usize];
+            let live = u32::from(weight == 1);
+            let cols = self.cols[row as usize];
+            pivots[placed] = Pivot { col, row, cols };
+            placed += live as usize;
+            for c in cols {
+                let column = &mut columns[c as usize];
+                column[0] -= live;
+                column[1] ^= row & live.wrapping_neg();
+                ready[joined] = c;
+                joined += (live & u32::from(column[0] == 1)) as usize;
+            }
+        }
+        pivots.truncate(placed);
+    }
+
+    /// A gap row minus the pivot rows that cancel its sparse part: (its dense row, its
+    /// value).
+    fn gap_equation(
+        &self,
+        gap: u32,
+        values: &[Block],
+        pivot_of: &[u32],
+        dense: usize,
+    ) -> (Vec<Block>, Block) {
+        let mut coefficients = vec![0; dense];
+        let mut value = 0;
+        let mut add = |row: u32, left: &mut BTreeSet<u32>| {
+            let d = self.ds[row as usize];
+            let mut power = d;
+            for c in coefficients.iter_mut() {
+                *c ^= power;
+                power = gf128::mul(power, d);
+            }
+            value ^= values[row as usize];
+            for &c in &self.cols[row as usize] {
+                // Columns never popped hold 0 and drop out.
+                let p = pivot_of[c as usize];
+                if p != NONE && !left.remove(&p) {
+                    left.insert(p);
+                }
+            }
+        };
+        let mut left = BTreeSet::new();
+        add(gap, &mut left);
+        // The first pivot left is cancelled by its own row, whose other columns come later.
+        while let Some(&p) = left.first() {
+            add(self.pivots[p as usize].row, &mut left);
+        }
+        (coefficients, value)
+    }
+}
+
+/// A pivot: its column, and its row with the row's columns (copied here so that
+/// back-substitution reads the pivots in order instead of the rows at random).
+#[derive(Clone, Copy, Default)]
+struct Pivot {
+    col: u32,
+    row: u32,
+    cols: [u32; 3],
 }
 
 fn unsolvable(why: String) -> Error {
@@ -69,21 +200,21 @@ fn unsolvable(why: String) -> Error {
     ))
 }
 
-/// The peeling's result: pivots (column, row) in pop order, the gap rows, and each
-/// column's place in the pivot order.
-struct Peeled {
-    pivots: Vec<(u32, u32)>,
-    gaps: Vec<u32>,
-    pivot_of: Vec<u32>,
-}
-
-/// Greedy peeling (RR22 Fig. 1 steps 2–4) with columns bucketed by weight in doubly linked
-/// lists.
-fn peel(rows: &[Row], sparse: usize) -> Peeled {
-    // Column → rows, as compressed lists.
+/// Greedy peeling (RR22 Fig. 1 steps 2–4) of the rows that no pivot in `pivots` has (the
+/// 2-core), with columns bucketed by weight in doubly linked lists; appends the pivots
+/// and returns the gap rows.
+fn peel_core(cols: &[[u32; 3]], sparse: usize, pivots: &mut Vec<Pivot>) -> Vec<u32> {
+    let mut placed = vec![false; cols.len()];
+    for p in pivots.iter() {
+        placed[p.row as usize] = true;
+    }
+    let core: Vec<u32> = (0..cols.len() as u32)
+        .filter(|&r| !placed[r as usize])
+        .collect();
+    // Column → rows of the core, as compressed lists.
     let mut start = vec![0u32; sparse + 1];
-    for r in rows {
-        for &c in &r.cols {
+    for &r in &core {
+        for &c in &cols[r as usize] {
             start[c as usize + 1] += 1;
         }
     }
@@ -92,10 +223,10 @@ fn peel(rows: &[Row], sparse: usize) -> Peeled {
     }
     let mut weight: Vec<u32> = (0..sparse).map(|c| start[c + 1] - start[c]).collect();
     let mut fill = start.clone();
-    let mut members = vec![0u32; 3 * rows.len()];
-    for (i, r) in rows.iter().enumerate() {
-        for &c in &r.cols {
-            members[fill[c as usize] as usize] = i as u32;
+    let mut members = vec![0u32; 3 * core.len()];
+    for &r in &core {
+        for &c in &cols[r as usize] {
+            members[fill[c as usize] as usize] = r;
             fill[c as usize] += 1;
         }
     }
@@ -106,9 +237,7 @@ fn peel(rows: &[Row], sparse: usize) -> Peeled {
             buckets.insert(c as u32, w);
         }
     }
-    let mut placed = vec![false; rows.len()];
-    let mut pivot_of = vec![NONE; sparse];
-    let (mut pivots, mut gaps) = (Vec::with_capacity(rows.len()), Vec::new());
+    let mut gaps = Vec::new();
     while let Some(col) = buckets.pop_least() {
         let c = col as usize;
         weight[c] = 0;
@@ -119,13 +248,16 @@ fn peel(rows: &[Row], sparse: usize) -> Peeled {
             }
             placed[row as usize] = true;
             if pivot {
-                pivot_of[c] = pivots.len() as u32;
-                pivots.push((col, row));
+                pivots.push(Pivot {
+                    col,
+                    row,
+                    cols: cols[row as usize],
+                });
                 pivot = false;
             } else {
                 gaps.push(row);
             }
-            for &other in &rows[row as usize].cols {
+            for &other in &cols[row as usize] {
                 let o = other as usize;
                 if other != col && weight[o] > 0 {
                     buckets.remove(other, weight[o]);
@@ -137,46 +269,7 @@ fn peel(rows: &[Row], sparse: usize) -> Peeled {
             }
         }
     }
-    Peeled {
-        pivots,
-        gaps,
-        pivot_of,
-    }
-}
-
-/// A gap row minus the pivot rows that cancel its sparse part: (its dense row, its value).
-fn gap_equation(
-    gap: u32,
-    rows: &[Row],
-    values: &[Block],
-    peeled: &Peeled,
-    dense: usize,
-) -> (Vec<Block>, Block) {
-    let mut coefficients = vec![0; dense];
-    let mut value = 0;
-    let mut add = |row: u32, left: &mut BTreeSet<u32>| {
-        let r = &rows[row as usize];
-        let mut power = r.d;
-        for c in coefficients.iter_mut() {
-            *c ^= power;
-            power = gf128::mul(power, r.d);
-        }
-        value ^= values[row as usize];
-        for &c in &r.cols {
-            // Columns never popped hold 0 and drop out.
-            let p = peeled.pivot_of[c as usize];
-            if p != NONE && !left.remove(&p) {
-                left.insert(p);
-            }
-        }
-    };
-    let mut left = BTreeSet::new();
-    add(gap, &mut left);
-    // The first pivot left is cancelled by its own row, whose other columns come later.
-    while let Some(&p) = left.first() {
-        add(peeled.pivots[p as usize].1, &mut left);
-    }
-    (coefficients, value)
+    gaps
 }
 
 /// Solves the gap's equations on the dense columns by Gauss–Jordan; dense columns that no
@@ -261,5 +354,56 @@ impl Buckets {
         let c = *self.head.get(self.least)?;
         self.remove(c, self.least as u32);
         Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::Prg;
+
+    /// Decode(P, row) for a row of `solver` (RR22 Fig. 1).
+    fn decode(solver: &Solver, row: usize, p: &[Block], sparse: usize) -> Block {
+        let mut v = [0];
+        gf128::add_evaluations(&solver.ds[row..row + 1], &p[sparse..], &mut v);
+        solver.cols[row]
+            .iter()
+            .fold(v[0], |acc, &c| acc ^ p[c as usize])
+    }
+
+    /// A system with a 2-core: all four triples of columns 0–3 (each of those columns of
+    /// weight 3, so no weight-1 column there), behind rows that peel. The general greedy
+    /// must take over, leave two gap rows, and the dense columns solve them.
+    #[test]
+    fn a_two_core_goes_to_the_gap_and_is_solved() {
+        let mut prg = Prg::from_seed(3);
+        let mut solver = Solver::default();
+        let (sparse, dense) = (12, 2);
+        let rows: Vec<[u32; 3]> = vec![
+            [0, 1, 2],
+            [4, 0, 5],
+            [0, 1, 3],
+            [0, 2, 3],
+            [6, 7, 8],
+            [1, 2, 3],
+            [8, 9, 10],
+            [3, 10, 11],
+        ];
+        let (cols, ds) = solver.rows(rows.len());
+        cols.copy_from_slice(&rows);
+        ds.iter_mut().for_each(|d| *d = prg.block());
+        let values: Vec<Block> = (0..rows.len()).map(|_| prg.block()).collect();
+        let mut p = vec![0; sparse + dense];
+        solver.solve(&values, sparse, &mut p).unwrap();
+        assert!(
+            p[sparse..].iter().all(|&x| x != 0),
+            "the gap used the dense part"
+        );
+        for (i, &v) in values.iter().enumerate() {
+            assert_eq!(decode(&solver, i, &p, sparse), v, "row {i}");
+        }
+        // With one dense column the two gap rows do not fit.
+        let mut p = vec![0; sparse + 1];
+        assert!(solver.solve(&values, sparse, &mut p).is_err());
     }
 }

@@ -69,9 +69,12 @@ pub fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Resul
 pub fn match_values(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<(u32, u32)>> {
     let mask = low_bits(bits);
     let mut table = MatchTable::with_capacity(values.len());
-    for (i, &v) in values.iter().enumerate() {
-        table.insert(v & mask, 0, i as u32);
-    }
+    table.insert_all(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (v & mask, 0, i as u32)),
+    );
     let n_s = ctx.session.n_sender as usize;
     receive_matches(ctx.peer, n_s, 1, bits / 8, &table)
 }
@@ -100,7 +103,7 @@ pub fn send_values(
 
 /// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
 /// `table` under its group. Returns `(receiver entry, sender position)` per match, sorted
-/// by receiver entry; a receiver entry matches at most once.
+/// by receiver entry; a receiver entry matches at most once (with its first position).
 pub fn receive_matches(
     chan: &mut dyn Channel,
     n_sender: usize,
@@ -108,11 +111,15 @@ pub fn receive_matches(
     bytes: usize,
     table: &MatchTable,
 ) -> Result<Vec<(u32, u32)>> {
-    let mut matches = Vec::new();
+    // The receiver entries matched so far (a bit each: 128 KB at 2^20, in the cache), and
+    // each one's first sender position: set once, read out in entry order, so the matches
+    // need no sort.
+    let mut matched = vec![0u64; table.items().div_ceil(64)];
+    let mut position = vec![0u32; table.items()];
     let mut frame = Vec::new();
     let mask = row_mask(1, bytes);
-    for first in (0..n_sender).step_by(CHUNK_ITEMS) {
-        let count = (n_sender - first).min(CHUNK_ITEMS);
+    for start in (0..n_sender).step_by(CHUNK_ITEMS) {
+        let count = (n_sender - start).min(CHUNK_ITEMS);
         chan.recv_exact_into(&mut frame, count * groups * bytes, "sender values")?;
         frame.resize(frame.len() + UNPACK_SLACK, 0);
         let (mut v, mut ahead) = ([0], [0]);
@@ -123,12 +130,23 @@ pub fn receive_matches(
             }
             unpack_row(&frame, e, bytes, &mask, &mut v);
             if let Some(r) = table.find(v[0], (e % groups) as u32) {
-                matches.push((r, (first + e / groups) as u32));
+                let (word, bit) = (&mut matched[r as usize / 64], 1 << (r % 64));
+                if *word & bit == 0 {
+                    *word |= bit;
+                    position[r as usize] = (start + e / groups) as u32;
+                }
             }
         }
     }
-    matches.sort_unstable();
-    matches.dedup_by_key(|m| m.0);
+    let mut matches = Vec::new();
+    for (w, &word) in matched.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let r = 64 * w + bits.trailing_zeros() as usize;
+            matches.push((r as u32, position[r]));
+            bits &= bits - 1;
+        }
+    }
     Ok(matches)
 }
 
@@ -181,4 +199,39 @@ pub fn receive_positions(
     }
     out.sort_unstable();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    /// Matches come out in receiver-entry order, each entry once with its first sender
+    /// position, whatever order and repeats the sender's values come in; groups must agree.
+    #[test]
+    fn each_entry_matches_once_at_its_first_position_in_entry_order() {
+        let own: Vec<Block> = (0..10u128).map(|i| i * 0x9e37_79b9 + 5).collect();
+        let mut table = MatchTable::with_capacity(own.len());
+        table.insert_all(
+            own.iter()
+                .enumerate()
+                .map(|(i, &v)| (v, i as u32 % 2, i as u32)),
+        );
+        // Two values a sender item (position e / 2, group e % 2); entry i is in group i % 2.
+        let sent = [
+            own[2], own[3], // position 0
+            own[6], 1, // 1
+            own[3], own[1], // 2: own[3] in the wrong group
+            own[2], own[3], // 3: both again
+            own[7], 2, // 4: own[7] in the wrong group
+        ];
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        send_values(&mut a, sent.len() / 2, 2, 16, |first, out| {
+            out.copy_from_slice(&sent[2 * first..][..out.len()]);
+        })
+        .unwrap();
+        let matches = receive_matches(&mut b, sent.len() / 2, 2, 16, &table).unwrap();
+        assert_eq!(matches, [(1, 2), (2, 0), (3, 0), (6, 1)]);
+    }
 }

@@ -55,7 +55,8 @@ impl MatchTable {
         }
     }
 
-    /// Records that `item` has `value` in `group`. Each item is inserted at most once.
+    /// Records that `item` (below [`MatchTable::items`]) has `value` in `group`. Each item
+    /// is inserted at most once.
     pub fn insert(&mut self, value: Block, group: u32, item: u32) {
         self.high[item as usize] = (value >> 64) as u64;
         let mut i = self.start(value);
@@ -71,14 +72,20 @@ impl MatchTable {
 
     /// Inserts each `(value, group, item)`, loading the slot of an entry a few entries
     /// before it is written (a table larger than the cache otherwise costs a miss each).
-    pub fn insert_batch(&mut self, entries: &[(Block, u32, u32)]) {
+    pub fn insert_all(&mut self, entries: impl Iterator<Item = (Block, u32, u32)> + Clone) {
         const AHEAD: usize = 16;
-        for (e, &(value, group, item)) in entries.iter().enumerate() {
-            if let Some(&(ahead, _, _)) = entries.get(e + AHEAD) {
-                self.prefetch(ahead);
+        let mut ahead = entries.clone().skip(AHEAD);
+        for (value, group, item) in entries {
+            if let Some((value, _, _)) = ahead.next() {
+                self.prefetch(value);
             }
             self.insert(value, group, item);
         }
+    }
+
+    /// How many items the table has room for: every item is below it.
+    pub fn items(&self) -> usize {
+        self.high.len()
     }
 
     /// Starts loading the slot where a lookup of `value` begins.

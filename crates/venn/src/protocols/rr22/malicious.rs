@@ -107,9 +107,7 @@ fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
         ));
     }
     let mut table = MatchTable::with_capacity(own.len());
-    for (i, &t) in own.iter().enumerate() {
-        table.insert(t, 0, i as u32);
-    }
+    table.insert_all(own.iter().enumerate().map(|(i, &t)| (t, 0, i as u32)));
     let mut tags = Vec::new();
     ctx.peer
         .recv_blocks(count as usize, &mut tags, "intersection tags")?;
