@@ -1,10 +1,12 @@
 //! VOLE-based PSI, semi-honest (Raghuraman–Rindal, CCS 2022, Fig. 4, "fast" mode): the
 //! field's traffic record. Offline, a silent VOLE of length m (the OKVS's): the sender S
-//! gets Δ and B, the receiver R gets A and C = B + A·Δ. Online, R encodes its items into
-//! an OKVS P with Decode(P, x) = H^B(x) under a fresh seed r and sends r and A' = A + P;
-//! S forms B' = B + Δ·A' = C + Δ·P and sends, shuffled, H^o(Decode(B', y) + Δ·H^B(y)) for
-//! its items y, each cut to v = λ + log2(n_S·n_R) bits; R keeps the x with
-//! H^o(Decode(C, x)) among them. For y ∉ X, Decode(P, y) + H^B(y) ≠ 0 and Δ masks it.
+//! gets Δ and B, the receiver R gets A and C = B + A·Δ. Online, R sends a fresh seed r,
+//! encodes its items into an OKVS P with Decode(P, x) = H^B(x) under r and sends
+//! A' = A + P; S sends, shuffled, H^o(Decode(B', y) + Δ·H^B(y)) for its items y with
+//! B' = B + Δ·A' = C + Δ·P, each cut to v = λ + log2(n_S·n_R) bits — computed as
+//! Decode(B, y) + Δ·(H^B(y) + Decode(A', y)), all but the last term while R encodes; R
+//! keeps the x with H^o(Decode(C, x)) among them. For y ∉ X, Decode(P, y) + H^B(y) ≠ 0
+//! and Δ masks it.
 //!
 //! Departures from the authors' code, each the secure reading (rr22.md §1.1): the answer is
 //! shuffled (volePSI sends it in S's input order, which tells R the order of S's matches);
@@ -224,6 +226,14 @@ impl Hashes {
     }
 }
 
+/// `out[i] += Δ·x[i]` for every i, on the rayon pool.
+fn add_times(delta: Block, x: &[Block], out: &mut [Block]) {
+    const CHUNK: usize = 1 << 12;
+    out.par_chunks_mut(CHUNK)
+        .zip(x.par_chunks(CHUNK))
+        .for_each(|(out, x)| gf128::add_evaluations(x, &[delta], out));
+}
+
 impl Party for Rr22Sender {
     type State = VoleSender;
 
@@ -247,30 +257,32 @@ impl Party for Rr22Sender {
             Adversary::SemiHonest => None,
             Adversary::Malicious => Some(malicious::commit(ctx)?),
         };
-        ctx.phase("receive the OKVS", false);
-        let (mut seed, mut a_prime) = (Vec::new(), Vec::new());
+        let VoleSender { delta, b } = state;
+        let mut seed = Vec::new();
         ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
-        ctx.peer.recv_blocks(m, &mut a_prime, "A'")?;
-        let seed = seed[0];
-        // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
-        let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
-        let VoleSender { delta, mut b } = state;
-        ctx.phase("evaluate", false);
-        // B' = B + Δ·A' = C + Δ·P.
-        b.par_iter_mut()
-            .zip(a_prime.par_iter())
-            .for_each(|(b, &a)| *b ^= gf128::mul(delta, a));
+        let okvs = Okvs::new(p.okvs, seed[0]);
+        // Decoding is linear, Decode(B', y) = Decode(B, y) + Δ·Decode(A', y) for
+        // B' = B + Δ·A' = C + Δ·P: all but the last term while R encodes.
+        ctx.phase("evaluate on B", false);
         let keys = hashes.keys(items);
         let mut values = vec![0; keys.len()];
-        Okvs::new(p.okvs, seed).decode(&b, &keys, &mut values);
+        okvs.decode(&b, &keys, &mut values);
         drop(b);
         let mut h_b = keys.clone();
         Hashes::hash(&hashes.h_b, &mut h_b);
-        values
-            .par_iter_mut()
-            .zip(h_b.par_iter())
-            .for_each(|(v, &h)| *v ^= gf128::mul(delta, h));
+        add_times(delta, &h_b, &mut values);
         drop(h_b);
+        ctx.phase("receive the OKVS", false);
+        let mut a_prime = Vec::new();
+        ctx.peer.recv_blocks(m, &mut a_prime, "A'")?;
+        // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
+        let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
+        ctx.phase("evaluate", false);
+        let mut on_a = vec![0; keys.len()];
+        okvs.decode(&a_prime, &keys, &mut on_a);
+        drop(a_prime);
+        add_times(delta, &on_a, &mut values);
+        drop(on_a);
         match w {
             None => {
                 Hashes::hash(&hashes.h_o, &mut values);
@@ -317,8 +329,10 @@ impl Party for Rr22Receiver {
         let keys = hashes.keys(items);
         let mut h_b = keys.clone();
         Hashes::hash(&hashes.h_b, &mut h_b);
-        // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2).
+        // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2), and sent
+        // first: S decodes B under it while R encodes.
         let seed = ctx.prg.block();
+        ctx.peer.send_blocks(&[seed])?;
         let okvs = Okvs::new(p.okvs, seed);
         let encoding = okvs.encode(&keys, &h_b)?;
         drop(h_b);
@@ -332,7 +346,6 @@ impl Party for Rr22Receiver {
             Adversary::Malicious => Some(malicious::reply(ctx)?),
         };
         ctx.phase("send the OKVS", false);
-        ctx.peer.send_blocks(&[seed])?;
         ctx.peer.send_blocks(&a)?;
         drop(a);
         // w_r goes with A', after it.
