@@ -9,11 +9,14 @@ use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::MatchTable;
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// Sender items per frame.
 pub const CHUNK_ITEMS: usize = 4096;
 /// How many values ahead table slots are prefetched.
 const PREFETCH_AHEAD: usize = 16;
+/// Frames of sender values looked up together (on the rayon pool).
+const BATCH_FRAMES: usize = 16;
 /// Positions per frame when returning the intersection.
 const CHUNK_POSITIONS: usize = 1 << 20;
 
@@ -116,25 +119,33 @@ pub fn receive_matches(
     // need no sort.
     let mut matched = vec![0u64; table.items().div_ceil(64)];
     let mut position = vec![0u32; table.items()];
-    let mut frame = Vec::new();
     let mask = row_mask(1, bytes);
-    for start in (0..n_sender).step_by(CHUNK_ITEMS) {
-        let count = (n_sender - start).min(CHUNK_ITEMS);
-        chan.recv_exact_into(&mut frame, count * groups * bytes, "sender values")?;
-        frame.resize(frame.len() + UNPACK_SLACK, 0);
-        let (mut v, mut ahead) = ([0], [0]);
-        for e in 0..count * groups {
-            if e + PREFETCH_AHEAD < count * groups {
-                unpack_row(&frame, e + PREFETCH_AHEAD, bytes, &mask, &mut ahead);
-                table.prefetch(ahead[0]);
-            }
-            unpack_row(&frame, e, bytes, &mask, &mut v);
-            if let Some(r) = table.find(v[0], (e % groups) as u32) {
-                let (word, bit) = (&mut matched[r as usize / 64], 1 << (r % 64));
-                if *word & bit == 0 {
-                    *word |= bit;
-                    position[r as usize] = (start + e / groups) as u32;
-                }
+    // Frames are looked up a batch at a time on the rayon pool; their hits are then
+    // applied in frame order, so each entry keeps its first sender position.
+    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
+    for batch in (0..n_sender).step_by(CHUNK_ITEMS * BATCH_FRAMES) {
+        let starts: Vec<usize> = (batch..n_sender)
+            .step_by(CHUNK_ITEMS)
+            .take(BATCH_FRAMES)
+            .collect();
+        for (frame, &start) in frames.iter_mut().zip(&starts) {
+            let count = (n_sender - start).min(CHUNK_ITEMS);
+            chan.recv_exact_into(frame, count * groups * bytes, "sender values")?;
+            frame.resize(frame.len() + UNPACK_SLACK, 0);
+        }
+        let hits: Vec<Vec<(u32, u32)>> = frames
+            .par_iter()
+            .zip(&starts)
+            .map(|(frame, &start)| {
+                let entries = (n_sender - start).min(CHUNK_ITEMS) * groups;
+                lookups(frame, entries, start, groups, bytes, &mask, table)
+            })
+            .collect();
+        for (r, p) in hits.into_iter().flatten() {
+            let (word, bit) = (&mut matched[r as usize / 64], 1 << (r % 64));
+            if *word & bit == 0 {
+                *word |= bit;
+                position[r as usize] = p;
             }
         }
     }
@@ -148,6 +159,32 @@ pub fn receive_matches(
         }
     }
     Ok(matches)
+}
+
+/// The hits among a frame's `entries` values (`groups` per sender item, the first item
+/// at position `start`): (receiver entry, sender position), in frame order.
+fn lookups(
+    frame: &[u8],
+    entries: usize,
+    start: usize,
+    groups: usize,
+    bytes: usize,
+    mask: &[Block],
+    table: &MatchTable,
+) -> Vec<(u32, u32)> {
+    let mut hits = Vec::new();
+    let (mut v, mut ahead) = ([0], [0]);
+    for e in 0..entries {
+        if e + PREFETCH_AHEAD < entries {
+            unpack_row(frame, e + PREFETCH_AHEAD, bytes, mask, &mut ahead);
+            table.prefetch(ahead[0]);
+        }
+        unpack_row(frame, e, bytes, mask, &mut v);
+        if let Some(r) = table.find(v[0], (e % groups) as u32) {
+            hits.push((r, (start + e / groups) as u32));
+        }
+    }
+    hits
 }
 
 /// Sends the sender positions of the matches (KKRT16 Fig. 3 step 6).
@@ -233,5 +270,38 @@ mod tests {
         .unwrap();
         let matches = receive_matches(&mut b, sent.len() / 2, 2, 16, &table).unwrap();
         assert_eq!(matches, [(1, 2), (2, 0), (3, 0), (6, 1)]);
+    }
+
+    /// Past one batch of frames (looked up on a pool of three threads): an entry sent in
+    /// several batches keeps the first position, whichever thread looked up which frame.
+    #[test]
+    fn first_positions_hold_across_batches_and_threads() {
+        let n = CHUNK_ITEMS * BATCH_FRAMES * 2 + 100;
+        let own: Vec<Block> = (0..64u128).map(|i| (i + 1) << 70 | i).collect();
+        let mut table = MatchTable::with_capacity(own.len());
+        table.insert_all(own.iter().enumerate().map(|(i, &v)| (v, 0, i as u32)));
+        // Entry i at positions i·1000 + 7, and again at every later multiple of 1000 + 7.
+        let value = |p: usize| match p % 1000 {
+            7 => own[(p / 1000) % own.len()],
+            _ => p as Block,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                send_values(&mut a, n, 1, 16, |first, out| {
+                    for (j, o) in out.iter_mut().enumerate() {
+                        *o = value(first + j);
+                    }
+                })
+                .unwrap()
+            });
+            let matches = pool.install(|| receive_matches(&mut b, n, 1, 16, &table).unwrap());
+            let want: Vec<(u32, u32)> = (0..own.len() as u32).map(|i| (i, i * 1000 + 7)).collect();
+            assert_eq!(matches, want);
+        });
     }
 }
