@@ -99,7 +99,8 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
     .unwrap();
 }
 
-/// Runs `venn receive` against a fake sender that plays `script` (then lingers or closes).
+/// Runs `venn receive --protocol kkrt16` against a fake sender that plays `script` (then
+/// lingers or closes).
 fn against_fake_sender(
     script: Script,
     close: bool,
@@ -133,6 +134,7 @@ fn against_fake_sender(
     let o = within(Duration::from_secs(15), || {
         venn()
             .args(["receive", "--connect", &addr, "--timeout", "3"])
+            .args(["--protocol", "kkrt16"])
             .args([
                 "--input",
                 input.to_str().unwrap(),
@@ -279,6 +281,8 @@ fn a_killed_peer_is_reported_by_the_survivor() {
     let out = dir.path().join("out.csv");
     let (r, addr) = spawn_listening(&[
         "receive",
+        "--protocol",
+        "kkrt16",
         "--timeout",
         "5",
         "--input",
