@@ -205,7 +205,7 @@ def test_malicious_vole_psi_gives_the_sender_the_intersection_by_tags():
     child = Child("send", ["a", "b", "c", "d"], protocol="rr22-m", both=True)
     r = venn.receive(["b", "d", "x"], connect=child.addr, protocol="rr22-m", both=True)
     assert r.matched == [0, 1]
-    assert child.result() == ("result", dict(matched=[1, 3], count=None, n_self=4, n_peer=3))
+    assert child.result() == ("result", dict(matched=[1, 3], count=2, n_self=4, n_peer=3))
 
 
 def test_protocol_options_reach_the_protocol():
