@@ -571,7 +571,9 @@ enum Read {
 
 /// Rows per bucket when the input file is too large to read whole within --max-memory
 /// (more than an eighth of it: the file, its rows and keys, and the protocol's memory for
-/// both sets): what half the budget holds at the role's memory per own and peer item.
+/// both sets): what half the budget beside a run's fixed part ([`venn::BASE_MEMORY`],
+/// which the handshake's memory check adds) holds at the role's memory per own and peer
+/// item.
 fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Option<u64> {
     let size = std::fs::metadata(&args.input).ok()?.len();
     let budget = args.link.max_memory;
@@ -580,7 +582,8 @@ fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Op
     }
     let info = protocol.info();
     let r = info.role(role);
-    Some((budget / 2 / (r.own_item_bytes + r.peer_item_bytes + 256)).max(1))
+    let room = budget.saturating_sub(venn::BASE_MEMORY) / 2;
+    Some((room / (r.own_item_bytes + r.peer_item_bytes + 256)).max(1))
 }
 
 /// Runs the offline phase with the peer for at most `max_items` items of ours and saves

@@ -157,10 +157,7 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
     let s = write(dir.path(), "s.csv", &format!("k\n{s}"));
     let out = dir.path().join("out.csv");
     let stats = dir.path().join("stats.json");
-    // kkrt16, whose memory model the 80 MiB budget was sized for.
     let recv = [
-        "--protocol",
-        "kkrt16",
         "--input",
         r.to_str().unwrap(),
         "--output",
@@ -170,10 +167,7 @@ fn a_file_too_large_for_max_memory_is_bucketed_by_itself() {
         "--stats-json",
         stats.to_str().unwrap(),
     ];
-    let (so, ro) = run_pair(
-        &recv,
-        &["--protocol", "kkrt16", "--input", s.to_str().unwrap()],
-    );
+    let (so, ro) = run_pair(&recv, &["--input", s.to_str().unwrap()]);
     assert_success(&[&so, &ro]);
     assert!(
         stderr(&ro).contains("intersection size 2000"),

@@ -32,7 +32,7 @@ pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};
 pub use run::{
     load_state, memory_needed, precompute, run, run_online, LoadedState, Precomputed, Report,
-    RunOptions,
+    RunOptions, BASE_MEMORY,
 };
 
 /// Computational security parameter κ in bits.

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Memory a run needs besides what scales with the sets (code, buffers, thread stacks).
-const BASE_MEMORY: u64 = 64 << 20;
+pub const BASE_MEMORY: u64 = 64 << 20;
 
 /// How to run one party.
 pub struct RunOptions<'a> {
