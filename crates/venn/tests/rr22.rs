@@ -33,7 +33,7 @@ fn assert_caught(victim: venn::Result<Report>, cheat: venn::Result<Report>, chec
 /// The sender sent no answers: its offline messages (base OTs, about 15 kB, and the PPRF
 /// message) come to far less than those and its N answers of 16 bytes.
 fn assert_unanswered(sent: u64) {
-    let (pprf, _) = pprf_frame();
+    let pprf = pprf_len();
     assert!(
         (sent as usize) < pprf + 16 * N,
         "the sender sent {sent} bytes"
@@ -75,29 +75,35 @@ fn a_receiver_with_inconsistent_base_vole_noise_is_caught() {
     assert_unanswered(sent);
 }
 
-/// The PPRF message's frame (all level sums, then the corrections γ), and the offset of
-/// block `b` in it.
-fn pprf_frame() -> (usize, impl Fn(usize) -> usize) {
+/// The length of the sender's PPRF message: one frame of all level sums, then the
+/// corrections γ, a block each.
+fn pprf_len() -> usize {
     let (t, h) = shape();
-    (16 * t * (2 * h + 1), |b: usize| 16 * b)
+    16 * t * (2 * h + 1)
 }
 
-/// A sender whose tree does not match its Δ: the correction γ of tree 0 altered, so that
-/// the receiver's c_α = b_α + y·Δ + e — the tree built for Δ + e/y. Caught by Ferret's check.
-#[test]
-fn a_sender_with_an_inconsistent_delta_is_caught() {
-    let (t, h) = shape();
-    let (len, at) = pprf_frame();
+/// The sender's PPRF message with a bit flipped in each of its `blocks`: the receiver's
+/// Ferret check must catch it.
+fn assert_pprf_cheat_caught(blocks: &[usize]) {
+    let len = pprf_len();
     let mut done = false;
     let (sr, rr, _) = run(false, |_, f| {
         if f.len() == len {
-            f[at(2 * h * t) + 5] ^= 0x10;
+            blocks.iter().for_each(|b| f[16 * b] ^= 1);
             done = true;
         }
         true
     });
     assert!(done, "the PPRF message went by");
     assert_caught(rr, sr, "Ferret");
+}
+
+/// A sender whose tree does not match its Δ: the correction γ of tree 0 altered, so that
+/// the receiver's c_α = b_α + y·Δ + e — the tree built for Δ + e/y.
+#[test]
+fn a_sender_with_an_inconsistent_delta_is_caught() {
+    let (t, h) = shape();
+    assert_pprf_cheat_caught(&[2 * h * t]);
 }
 
 /// A PPRF sender cheating on a leaf: both of tree 0's last-level sums altered, so the
@@ -105,18 +111,7 @@ fn a_sender_with_an_inconsistent_delta_is_caught() {
 #[test]
 fn a_pprf_sender_cheating_on_a_leaf_is_caught() {
     let (_, h) = shape();
-    let (len, at) = pprf_frame();
-    let mut done = false;
-    let (sr, rr, _) = run(false, |_, f| {
-        if f.len() == len {
-            f[at(2 * (h - 1))] ^= 1;
-            f[at(2 * (h - 1) + 1)] ^= 1;
-            done = true;
-        }
-        true
-    });
-    assert!(done, "the PPRF message went by");
-    assert_caught(rr, sr, "Ferret");
+    assert_pprf_cheat_caught(&[2 * (h - 1), 2 * (h - 1) + 1]);
 }
 
 /// A receiver that encodes more than its announced items into an OKVS larger than the
@@ -146,7 +141,7 @@ fn a_receiver_encoding_more_than_its_announced_items_is_refused() {
 /// to (so as to pick w after seeing A'): the receiver refuses before matching anything.
 #[test]
 fn a_sender_changing_its_output_key_share_is_caught() {
-    let (len, _) = pprf_frame();
+    let len = pprf_len();
     // After the PPRF message: the Ferret answer (32 bytes), the commitment (32), the
     // opening (16).
     let (mut pprf_seen, mut done) = (false, false);
