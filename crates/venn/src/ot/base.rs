@@ -113,7 +113,10 @@ fn base_ot_send(
     for (i, pair) in msg.chunks_exact(64).enumerate() {
         let (c0, c1) = (&pair[..32], &pair[32..]);
         let (r0, r1) = (decode_point(c0)?, decode_point(c1)?);
-        let (c0, c1) = (r0.compress(), r1.compress());
+        // Ristretto's encodings are canonical (decoding refuses any other), so the bytes
+        // received are the points' encodings.
+        let encoding = |c: &[u8]| CompressedRistretto(c.try_into().expect("32 bytes"));
+        let (c0, c1) = (encoding(c0), encoding(c1));
         let b = random_scalar(prg);
         reply.extend_from_slice(RistrettoPoint::mul_base(&b).compress().as_bytes());
         let k0 = b * (r0 + hash_to_group(sid, i, &c1));

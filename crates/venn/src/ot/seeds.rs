@@ -23,6 +23,11 @@ fn segment_seed(seed: Block, k: u64) -> Block {
     Aes::new(seed).encrypt((1 << 127) | k as Block)
 }
 
+/// The segment whose keys [`SenderSeeds::chosen_by_delta`] and
+/// [`ReceiverSeeds::chosen_by_delta`] give: one no extension run reaches (their segments
+/// count from 0), so those keys are independent of every extension's streams.
+const CHOSEN_BY_DELTA: u64 = u64::MAX;
+
 impl SenderSeeds {
     /// The OT extension these seeds key, as its sender.
     pub fn extension(&self) -> ExtensionSender {
@@ -32,8 +37,26 @@ impl SenderSeeds {
     /// The sender of segment `k` of an extension run in segments (KOS15 Fig. 7's Extend
     /// called again with the same Δ): the same Δ, fresh column streams.
     pub fn segment(&self, k: u64) -> ExtensionSender {
-        let keys: Vec<Block> = self.keys.iter().map(|&s| segment_seed(s, k)).collect();
-        ExtensionSender::new(&keys, &self.delta)
+        ExtensionSender::new(&self.segment_keys(k), &self.delta)
+    }
+
+    fn segment_keys(&self, k: u64) -> Vec<Block> {
+        self.keys.iter().map(|&s| segment_seed(s, k)).collect()
+    }
+
+    /// Δ as a block, bit i the choice of base OT i.
+    pub fn delta_block(&self) -> Block {
+        self.delta
+            .iter()
+            .enumerate()
+            .fold(0, |acc, (i, &bit)| acc | Block::from(bit) << i)
+    }
+
+    /// κ more OTs with Δ's bits as the choices, for a protocol that multiplies by the
+    /// extension's Δ (the silent VOLE's base VOLE, which so shares the extension's Δ as
+    /// Ferret's shares IKNP's, YWL+20 §5): `k_i^{Δ_i}` of a segment reserved for them.
+    pub fn chosen_by_delta(&self) -> Vec<Block> {
+        self.segment_keys(CHOSEN_BY_DELTA)
     }
 
     /// Runs κ base OTs of kind `B` as their receiver, with fresh random Δ.
@@ -71,12 +94,19 @@ impl ReceiverSeeds {
 
     /// The receiver of segment `k` (see [`SenderSeeds::segment`]).
     pub fn segment(&self, k: u64) -> ExtensionReceiver {
-        let keys: Vec<[Block; 2]> = self
-            .keys
+        ExtensionReceiver::new(&self.segment_keys(k))
+    }
+
+    fn segment_keys(&self, k: u64) -> Vec<[Block; 2]> {
+        self.keys
             .iter()
             .map(|pair| pair.map(|s| segment_seed(s, k)))
-            .collect();
-        ExtensionReceiver::new(&keys)
+            .collect()
+    }
+
+    /// The sender's pairs of the OTs [`SenderSeeds::chosen_by_delta`] chooses from.
+    pub fn chosen_by_delta(&self) -> Vec<[Block; 2]> {
+        self.segment_keys(CHOSEN_BY_DELTA)
     }
 
     /// Runs κ base OTs of kind `B` as their sender.

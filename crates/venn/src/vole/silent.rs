@@ -1,8 +1,11 @@
 //! The silent VOLE protocol (BCGIKRS19 Fig. 7 with Ferret's regular noise, YWL+20), against
 //! semi-honest or malicious parties:
 //!
-//! 1. Base OTs (Masny–Rindal, both with S receiving): 128 seeding the OT extension with S
-//!    as its sender, and 128 with S's choices the bits of Δ.
+//! 1. 128 base OTs (Masny–Rindal, S receiving) seed the OT extension with S as its sender,
+//!    and their choice bits are Δ: the extension's own secret, as Ferret (YWL+20) takes its
+//!    Δ from IKNP's. The same base OTs, keyed apart from every extension stream
+//!    ([`SenderSeeds::chosen_by_delta`]), are the OTs chosen by Δ's bits that the base VOLE
+//!    multiplies with — one run of base OTs, not two.
 //! 2. Base VOLE ([`base`]): one correlation β_i = z_i + y_i·Δ per tree (S holds β, R its
 //!    noise value y and z); against malicious parties two more, for the checks below.
 //! 3. PPRF: t·h random OTs from the extension — IKNP, or KOS15 against a malicious R (with
@@ -30,7 +33,7 @@ use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
 use crate::memory::{huge_vec, with_huge_capacity};
 use crate::net::Channel;
 use crate::ot::{
-    iknp_receive, iknp_send, kos_receive, kos_send, BaseOt, MasnyRindal, ReceiverSeeds, SenderSeeds,
+    iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -152,9 +155,7 @@ pub fn send(
     let shape = Shape::new(outputs);
     let (t, h) = (shape.trees, shape.depth);
     let seeds = SenderSeeds::new::<MasnyRindal>(chan, prg, &sub_sid(sid, "extension"))?;
-    let delta = prg.block();
-    let delta_bits: Vec<bool> = (0..128).map(|j| (delta >> j) & 1 == 1).collect();
-    let chosen = MasnyRindal::receive(chan, &delta_bits, prg, &sub_sid(sid, "delta"))?;
+    let (delta, chosen) = (seeds.delta_block(), seeds.chosen_by_delta());
     let ots = pprf_ots_send(chan, &seeds, t * h, adversary, prg, sid)?;
     let beta = base::send(chan, &chosen, delta, base_count(t, adversary))?;
     let base_check = match adversary {
@@ -207,7 +208,7 @@ pub fn receive(
     let shape = Shape::new(outputs);
     let (t, h) = (shape.trees, shape.depth);
     let seeds = ReceiverSeeds::new::<MasnyRindal>(chan, prg, &sub_sid(sid, "extension"))?;
-    let pairs = MasnyRindal::send(chan, 128, prg, &sub_sid(sid, "delta"))?;
+    let pairs = seeds.chosen_by_delta();
     // The points: random choices, the path bits their complements.
     let choices: Vec<bool> = (0..t * h).map(|_| prg.u64() & 1 == 1).collect();
     let ots = pprf_ots_receive(chan, &seeds, &choices, adversary, prg, sid)?;
