@@ -24,6 +24,7 @@ use binning::Binning;
 use rayon::prelude::*;
 use rows::{RowHasher, BATCH};
 use solve::Solver;
+use std::ops::Range;
 
 /// An OKVS's dimensions and hashing (the seed r is fresh per encoding: RR22 §2 footnote 2,
 /// chosen after the keys are fixed, so no one can choose keys that make it fail).
@@ -46,84 +47,225 @@ impl Okvs {
         &self.params
     }
 
+    /// `keys` grouped by bin, for encoding or decoding at them.
+    pub fn bin(&self, keys: &[Block]) -> BinnedKeys<'_> {
+        let binning = Binning::new(&self.hasher, keys, self.params.bins as usize);
+        let mut binned = huge_vec(keys.len(), 0);
+        binning.scatter(keys, &mut binned);
+        BinnedKeys {
+            okvs: self,
+            binning,
+            keys: binned,
+        }
+    }
+
     /// P with Decode(P, keys[i]) = values[i]. Fails (an `Error::Params`) for a repeated
     /// key, or with probability at most 2^-λ.
     pub fn encode(&self, keys: &[Block], values: &[Block]) -> Result<Vec<Block>> {
-        assert_eq!(keys.len(), values.len());
-        let p = &self.params;
-        let binning = Binning::new(&self.hasher, keys, p.bins as usize);
-        if binning.most() as u64 > p.bin_keys {
-            return Err(Error::Params(format!(
-                "the OKVS could not be encoded: a bin of {} keys, over its {} (the \
-                 2^-{} failure)",
-                binning.most(),
-                p.bin_keys,
-                p.lambda
-            )));
-        }
-        let (mut binned_keys, mut binned_values) =
-            (huge_vec(keys.len(), 0), huge_vec(keys.len(), 0));
-        binning.scatter(keys, &mut binned_keys);
-        binning.scatter(values, &mut binned_values);
-        let mut encoding = huge_vec(p.len(), 0);
-        encoding
-            .par_chunks_mut(p.bin_len())
-            .enumerate()
-            .try_for_each_init(Solver::default, |solver, (b, out)| {
-                let bin = binning.range(b);
-                let keys = &binned_keys[bin.clone()];
-                let (cols, ds) = solver.rows(keys.len());
-                for ((k, c), d) in keys
-                    .chunks(BATCH)
-                    .zip(cols.chunks_mut(BATCH))
-                    .zip(ds.chunks_mut(BATCH))
-                {
-                    self.hasher.rows(k, c, d);
-                }
-                solver.solve(&binned_values[bin], p.sparse as usize, out)
-            })?;
+        let mut encoding = huge_vec(self.params.len(), 0);
+        let bin_len = self.params.bin_len();
+        self.bin(keys).solve(values, |bins, _, solved| {
+            encoding[bins.start * bin_len..bins.end * bin_len].copy_from_slice(solved);
+            Ok(())
+        })?;
         Ok(encoding)
+    }
+
+    /// [`Okvs::encode`] handed out as it is solved, and `other` (a vector of this OKVS's
+    /// length) decoded at the same keys on the way, from the rows the encoding found:
+    /// `each(columns, p)` gets every bin's range of P's columns and its values, in order,
+    /// as soon as the bin is solved (bins are solved as many at a time as the rayon pool has
+    /// threads). Returns Decode(other, keys[i]) for each i.
+    pub fn encode_streaming(
+        &self,
+        keys: &[Block],
+        values: &[Block],
+        other: &[Block],
+        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()>,
+    ) -> Result<Vec<Block>> {
+        assert_eq!(other.len(), self.params.len());
+        let (bin_len, sparse) = (self.params.bin_len(), self.params.sparse as usize);
+        let binned = self.bin(keys);
+        let mut decoded = huge_vec(keys.len(), 0);
+        let mut decoded_bins = binned.binning.split_mut(&mut decoded);
+        binned.solve(values, |bins, solvers, solved| {
+            for (b, p) in bins.clone().zip(solved.chunks(bin_len)) {
+                each(b * bin_len..(b + 1) * bin_len, p)?;
+            }
+            decoded_bins[bins.clone()]
+                .par_iter_mut()
+                .zip(solvers)
+                .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
+                .for_each(|((out, solver), bin)| {
+                    let (cols, ds) = solver.filled();
+                    read_rows(bin, sparse, cols, ds, out);
+                });
+            Ok(())
+        })?;
+        let mut out = vec![0; keys.len()];
+        binned.binning.gather(&decoded, &mut out);
+        Ok(out)
     }
 
     /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
     pub fn decode(&self, encoding: &[Block], keys: &[Block], out: &mut [Block]) {
-        assert_eq!(keys.len(), out.len());
-        assert_eq!(encoding.len(), self.params.len());
-        let binning = Binning::new(&self.hasher, keys, self.params.bins as usize);
-        // The keys in bin order, each bin's replaced by their values where they lie.
-        let mut binned = huge_vec(keys.len(), 0);
-        binning.scatter(keys, &mut binned);
-        binning
-            .split_mut(&mut binned)
-            .into_par_iter()
-            .zip(encoding.par_chunks(self.params.bin_len()))
-            .for_each(|(keys, bin)| self.decode_bin(bin, keys));
-        binning.gather(&binned, out);
+        self.bin(keys).decode(encoding, out);
+    }
+}
+
+/// Keys grouped by bin ([`Okvs::bin`]).
+pub struct BinnedKeys<'a> {
+    okvs: &'a Okvs,
+    binning: Binning,
+    /// The keys in bin order.
+    keys: Vec<Block>,
+}
+
+impl BinnedKeys<'_> {
+    /// Solves every bin's system for `values` (one per key), as many bins at a time as the
+    /// rayon pool has threads, and hands each group to `each(bins, solvers, solved)`: the
+    /// group's range of bins, their solvers (holding their rows) and their slices of P.
+    fn solve(
+        &self,
+        values: &[Block],
+        mut each: impl FnMut(Range<usize>, &[Solver], &[Block]) -> Result<()>,
+    ) -> Result<()> {
+        assert_eq!(values.len(), self.keys.len());
+        let p = &self.okvs.params;
+        if self.binning.most() as u64 > p.bin_keys {
+            return Err(Error::Params(format!(
+                "the OKVS could not be encoded: a bin of {} keys, over its {} (the \
+                 2^-{} failure)",
+                self.binning.most(),
+                p.bin_keys,
+                p.lambda
+            )));
+        }
+        let mut binned_values = huge_vec(values.len(), 0);
+        self.binning.scatter(values, &mut binned_values);
+        let (bins, bin_len) = (p.bins as usize, p.bin_len());
+        let group = rayon::current_num_threads().clamp(1, bins.max(1));
+        let mut solvers: Vec<Solver> = (0..group).map(|_| Solver::default()).collect();
+        let mut solved = vec![0; group * bin_len];
+        for first in (0..bins).step_by(group) {
+            let bins = first..(first + group).min(bins);
+            let (solvers, solved) = (
+                &mut solvers[..bins.len()],
+                &mut solved[..bins.len() * bin_len],
+            );
+            solved.fill(0);
+            solvers
+                .par_iter_mut()
+                .zip(solved.par_chunks_mut(bin_len))
+                .zip(bins.clone())
+                .try_for_each(|((solver, out), b)| {
+                    let bin = self.binning.range(b);
+                    let keys = &self.keys[bin.clone()];
+                    let (cols, ds) = solver.rows(keys.len());
+                    for ((k, c), d) in keys
+                        .chunks(BATCH)
+                        .zip(cols.chunks_mut(BATCH))
+                        .zip(ds.chunks_mut(BATCH))
+                    {
+                        self.okvs.hasher.rows(k, c, d);
+                    }
+                    solver.solve(&binned_values[bin], p.sparse as usize, out)
+                })?;
+            each(bins, solvers, solved)?;
+        }
+        Ok(())
     }
 
-    /// Replaces each of one bin's `keys` by Decode(P, key), for its slice `bin` of P.
-    fn decode_bin(&self, bin: &[Block], keys: &mut [Block]) {
-        let (sparse, dense) = bin.split_at(self.params.sparse as usize);
+    /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
+    pub fn decode(&self, encoding: &[Block], out: &mut [Block]) {
+        let bin_len = self.okvs.params.bin_len();
+        assert_eq!(encoding.len(), self.okvs.params.len());
+        let mut binned = huge_vec(self.keys.len(), 0);
+        self.binning
+            .split_mut(&mut binned)
+            .into_par_iter()
+            .zip(encoding.par_chunks(bin_len))
+            .enumerate()
+            .for_each(|(b, (out, bin))| self.decode_bin(b, bin, out));
+        self.binning.gather(&binned, out);
+    }
+
+    /// Decode(P, keys[i]) into `out[i]` for a P that arrives bin by bin: `next(len, buf)`
+    /// puts the next bin's `len` values of P into `buf` (bins are received, then read, as
+    /// many at a time as the rayon pool has threads).
+    pub fn decode_streaming(
+        &self,
+        mut next: impl FnMut(usize, &mut Vec<Block>) -> Result<()>,
+        out: &mut [Block],
+    ) -> Result<()> {
+        let p = &self.okvs.params;
+        let (bins, bin_len) = (p.bins as usize, p.bin_len());
+        let group = rayon::current_num_threads().clamp(1, bins.max(1));
+        let mut binned = huge_vec(self.keys.len(), 0);
+        let mut binned_bins = self.binning.split_mut(&mut binned);
+        let mut received = vec![Vec::new(); group];
+        for first in (0..bins).step_by(group) {
+            let bins = first..(first + group).min(bins);
+            let received = &mut received[..bins.len()];
+            for buf in received.iter_mut() {
+                next(bin_len, buf)?;
+            }
+            binned_bins[bins.clone()]
+                .par_iter_mut()
+                .zip(received.par_iter())
+                .zip(bins)
+                .for_each(|((out, bin), b)| self.decode_bin(b, bin, out));
+        }
+        self.binning.gather(&binned, out);
+        Ok(())
+    }
+
+    /// Decode(P, key) into `out` for each of bin `b`'s keys, for its slice `bin` of P.
+    fn decode_bin(&self, b: usize, bin: &[Block], out: &mut [Block]) {
+        let sparse = self.okvs.params.sparse as usize;
+        let keys = &self.keys[self.binning.range(b)];
         // A batch's rows are found, and their columns asked for, a batch ahead of their
         // use: the bin's slice is in no cache when its first keys come.
         let rows = |keys: &[Block]| {
             let (mut cols, mut ds) = ([[0u32; 3]; BATCH], [0 as Block; BATCH]);
             let n = keys.len();
-            self.hasher.rows(keys, &mut cols[..n], &mut ds[..n]);
-            for c in cols[..n].iter().flatten() {
-                memory::prefetch(&sparse[*c as usize]);
-            }
+            self.okvs.hasher.rows(keys, &mut cols[..n], &mut ds[..n]);
+            prefetch_columns(&bin[..sparse], &cols[..n]);
             (cols, ds)
         };
-        let mut batches = keys.chunks_mut(BATCH);
-        let mut next = batches.next().map(|b| (rows(b), b));
-        while let Some(((cols, ds), batch)) = next.take() {
-            next = batches.next().map(|b| (rows(b), b));
-            for (v, c) in batch.iter_mut().zip(&cols) {
-                *v = c.iter().fold(0, |acc, &c| acc ^ sparse[c as usize]);
-            }
-            gf128::add_evaluations(&ds[..batch.len()], dense, batch);
+        let mut batches = keys.chunks(BATCH).zip(out.chunks_mut(BATCH));
+        let mut next = batches.next().map(|(k, o)| (rows(k), o));
+        while let Some(((cols, ds), out)) = next.take() {
+            next = batches.next().map(|(k, o)| (rows(k), o));
+            let n = out.len();
+            read_rows(bin, sparse, &cols[..n], &ds[..n], out);
         }
+    }
+}
+
+/// Starts loading the sparse columns of the rows `cols`.
+fn prefetch_columns(sparse: &[Block], cols: &[[u32; 3]]) {
+    for c in cols.iter().flatten() {
+        memory::prefetch(&sparse[*c as usize]);
+    }
+}
+
+/// Each row's value against a bin's slice `bin` of P (its first `sparse` columns the
+/// sparse ones) into `out`: P[c0] + P[c1] + P[c2] + Σ_j d^j·P[m'+j−1]. The columns of the
+/// rows a batch ahead are prefetched.
+fn read_rows(bin: &[Block], sparse: usize, cols: &[[u32; 3]], ds: &[Block], out: &mut [Block]) {
+    let (sparse, dense) = bin.split_at(sparse);
+    for ((out, cols), (ds, ahead)) in out.chunks_mut(BATCH).zip(cols.chunks(BATCH)).zip(
+        ds.chunks(BATCH)
+            .zip(cols.chunks(BATCH).skip(1).map(Some).chain([None])),
+    ) {
+        if let Some(ahead) = ahead {
+            prefetch_columns(sparse, ahead);
+        }
+        for (v, c) in out.iter_mut().zip(cols) {
+            *v = c.iter().fold(0, |acc, &c| acc ^ sparse[c as usize]);
+        }
+        gf128::add_evaluations(ds, dense, out);
     }
 }
 
@@ -196,6 +338,56 @@ mod tests {
             f64::from(failures) <= expected + 3.0 * expected.sqrt(),
             "{failures} failures in {trials} encodings"
         );
+    }
+
+    /// Streamed, bin by bin (one and three bins at a time), P is what [`Okvs::encode`]
+    /// gives, and the decodings on the way and at the other end are [`Okvs::decode`]'s.
+    #[test]
+    fn streaming_gives_the_same_encoding_and_decodings() {
+        let n = 40_000;
+        let mut prg = Prg::from_seed(11);
+        let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
+        assert!(okvs.params().bins > 2);
+        let other: Vec<Block> = (0..okvs.params().len()).map(|_| prg.block()).collect();
+        let p = okvs.encode(&keys, &values).unwrap();
+        let mut on_other = vec![0; n];
+        okvs.decode(&other, &keys, &mut on_other);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut streamed = Vec::new();
+            let decoded = pool
+                .install(|| {
+                    okvs.encode_streaming(&keys, &values, &other, |columns, bin| {
+                        assert_eq!(columns.start, streamed.len());
+                        streamed.extend_from_slice(bin);
+                        Ok(())
+                    })
+                })
+                .unwrap();
+            assert!(streamed == p, "{threads} threads");
+            assert!(decoded == on_other, "{threads} threads");
+            let mut bins = p.chunks(okvs.params().bin_len());
+            let mut got = vec![0; n];
+            pool.install(|| {
+                okvs.bin(&keys).decode_streaming(
+                    |len, buf| {
+                        let bin = bins.next().unwrap();
+                        assert_eq!(bin.len(), len);
+                        *buf = bin.to_vec();
+                        Ok(())
+                    },
+                    &mut got,
+                )
+            })
+            .unwrap();
+            assert!(got == values, "{threads} threads");
+            assert!(bins.next().is_none());
+        }
     }
 
     #[test]

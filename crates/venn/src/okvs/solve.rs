@@ -53,6 +53,11 @@ impl Solver {
         (&mut self.cols, &mut self.ds)
     }
 
+    /// The rows [`Solver::rows`] was filled with: (columns, dense coefficients).
+    pub fn filled(&self) -> (&[[u32; 3]], &[Block]) {
+        (&self.cols, &self.ds)
+    }
+
     /// Solves the bin whose rows [`Solver::rows`] holds: `out` (the bin's m' sparse then g
     /// dense columns, zeroed) receives P with Decode(P, row_i) = values[i] for every row.
     pub fn solve(&mut self, values: &[Block], sparse: usize, out: &mut [Block]) -> Result<()> {

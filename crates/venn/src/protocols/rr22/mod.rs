@@ -251,7 +251,6 @@ impl Party for Rr22Sender {
 
     fn online(&self, ctx: &mut Context, state: VoleSender, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
-        let m = p.okvs.len();
         let hashes = Hashes::new(&ctx.session.id);
         let toss = match self.0 {
             Adversary::SemiHonest => None,
@@ -265,22 +264,22 @@ impl Party for Rr22Sender {
         // B' = B + Δ·A' = C + Δ·P: all but the last term while R encodes.
         ctx.phase("evaluate on B", false);
         let keys = hashes.keys(items);
+        let binned = okvs.bin(&keys);
         let mut values = vec![0; keys.len()];
-        okvs.decode(&b, &keys, &mut values);
+        binned.decode(&b, &mut values);
         drop(b);
         let mut h_b = keys.clone();
         Hashes::hash(&hashes.h_b, &mut h_b);
         add_times(delta, &h_b, &mut values);
         drop(h_b);
         ctx.phase("receive the OKVS", false);
-        let mut a_prime = Vec::new();
-        ctx.peer.recv_blocks(m, &mut a_prime, "A'")?;
+        // A' bin by bin, each read as it comes.
+        let mut on_a = vec![0; keys.len()];
+        binned.decode_streaming(|len, bin| ctx.peer.recv_blocks(len, bin, "A'"), &mut on_a)?;
+        drop(binned);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
         ctx.phase("evaluate", false);
-        let mut on_a = vec![0; keys.len()];
-        okvs.decode(&a_prime, &keys, &mut on_a);
-        drop(a_prime);
         add_times(delta, &on_a, &mut values);
         drop(on_a);
         match w {
@@ -325,37 +324,33 @@ impl Party for Rr22Receiver {
     fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
         let hashes = Hashes::new(&ctx.session.id);
-        ctx.phase("encode the OKVS", false);
-        let keys = hashes.keys(items);
-        let mut h_b = keys.clone();
-        Hashes::hash(&hashes.h_b, &mut h_b);
+        ctx.phase("encode and send the OKVS", false);
         // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2), and sent
         // first: S decodes B under it while R encodes.
         let seed = ctx.prg.block();
         ctx.peer.send_blocks(&[seed])?;
+        let keys = hashes.keys(items);
+        let mut h_b = keys.clone();
+        Hashes::hash(&hashes.h_b, &mut h_b);
         let okvs = Okvs::new(p.okvs, seed);
-        let encoding = okvs.encode(&keys, &h_b)?;
-        drop(h_b);
-        let VoleReceiver { mut a, c } = state;
-        a.par_iter_mut()
-            .zip(encoding.par_iter())
-            .for_each(|(a, &p)| *a ^= p);
-        drop(encoding);
         let toss = match self.0 {
             Adversary::SemiHonest => None,
             Adversary::Malicious => Some(malicious::reply(ctx)?),
         };
-        ctx.phase("send the OKVS", false);
-        ctx.peer.send_blocks(&a)?;
-        drop(a);
+        // A' = A + P sent bin by bin as P is solved (S reads each as it comes), and
+        // Decode(C, x) from the rows the encoding found.
+        let VoleReceiver { mut a, c } = state;
+        let mut values = okvs.encode_streaming(&keys, &h_b, &c, |columns, p| {
+            let a = &mut a[columns];
+            a.iter_mut().zip(p).for_each(|(a, p)| *a ^= p);
+            ctx.peer.send_blocks(a)
+        })?;
+        drop((h_b, a, c));
         // w_r goes with A', after it.
         let toss = toss
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
             .transpose()?;
         ctx.phase("match values", false);
-        let mut values = vec![0; keys.len()];
-        okvs.decode(&c, &keys, &mut values);
-        drop(c);
         match toss {
             None => {
                 drop(keys);
