@@ -26,6 +26,31 @@ pub fn advise_huge_pages<T>(v: &Vec<T>) {
     let _ = v;
 }
 
+/// Gives the whole pages of `v`'s spare capacity (past its length) back to the system:
+/// after a `truncate` that halves a large vector, its memory use halves too, without the
+/// copy a `shrink_to_fit` makes. The capacity stays; pages written again come back zeroed.
+pub fn release_spare<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<T>();
+        let base = v.as_ptr() as usize;
+        let start = (base + v.len() * size).next_multiple_of(PAGE);
+        let end = (base + v.capacity() * size) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: [start, end) lies inside `v`'s allocation past its last element:
+            // memory no value lives in and the allocator keeps nothing in (its
+            // bookkeeping is outside the capacity). MADV_DONTNEED only drops those pages;
+            // they read as zeros if touched again.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// An empty vector with room for `capacity` elements, on huge pages where available.
 pub fn with_huge_capacity<T>(capacity: usize) -> Vec<T> {
     let v = Vec::with_capacity(capacity);
@@ -88,4 +113,25 @@ fn prefetch_address(at: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Releasing the spare capacity keeps every element, at any length that is not a whole
+    /// number of pages, and the vector grows back into the released room.
+    #[test]
+    fn released_spare_keeps_the_elements_and_can_be_refilled() {
+        for len in [0, 1, 511, 513, 100_003] {
+            let mut v: Vec<u64> = huge_vec(1 << 20, 7);
+            v.iter_mut().enumerate().for_each(|(i, x)| *x = i as u64);
+            v.truncate(len);
+            release_spare(&v);
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64), "{len}");
+            v.resize(1 << 20, 3);
+            assert!(v[len..].iter().all(|&x| x == 3), "{len}");
+            assert!(v[..len].iter().enumerate().all(|(i, &x)| x == i as u64));
+        }
+    }
 }

@@ -72,15 +72,16 @@ impl Okvs {
     }
 
     /// [`Okvs::encode`] handed out as it is solved, and `other` (a vector of this OKVS's
-    /// length) decoded at the same keys on the way, from the rows the encoding found:
-    /// `each(columns, p)` gets every bin's range of P's columns and its values, in order,
-    /// as soon as the bin is solved (bins are solved as many at a time as the rayon pool has
-    /// threads). Returns Decode(other, keys[i]) for each i.
-    pub fn encode_streaming(
+    /// length, its values `value(&other[j])`) decoded at the same keys on the way, from the
+    /// rows the encoding found: `each(columns, p)` gets every bin's range of P's columns
+    /// and its values, in order, as soon as the bin is solved (bins are solved as many at
+    /// a time as the rayon pool has threads). Returns Decode(other, keys[i]) for each i.
+    pub fn encode_streaming<T: Sync>(
         &self,
         keys: &[Block],
         values: &[Block],
-        other: &[Block],
+        other: &[T],
+        value: impl Fn(&T) -> Block + Sync,
         mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()>,
     ) -> Result<Vec<Block>> {
         assert_eq!(other.len(), self.params.len());
@@ -98,7 +99,8 @@ impl Okvs {
                 .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
                 .for_each(|((out, solver), bin)| {
                     let (cols, ds) = solver.filled();
-                    read_rows(bin, sparse, cols, ds, out);
+                    let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
+                    read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
                 });
             Ok(())
         })?;
@@ -222,7 +224,7 @@ impl BinnedKeys<'_> {
 
     /// Decode(P, key) into `out` for each of bin `b`'s keys, for its slice `bin` of P.
     fn decode_bin(&self, b: usize, bin: &[Block], out: &mut [Block]) {
-        let sparse = self.okvs.params.sparse as usize;
+        let (sparse, dense) = bin.split_at(self.okvs.params.sparse as usize);
         let keys = &self.keys[self.binning.range(b)];
         // A batch's rows are found, and their columns asked for, a batch ahead of their
         // use: the bin's slice is in no cache when its first keys come.
@@ -230,7 +232,7 @@ impl BinnedKeys<'_> {
             let (mut cols, mut ds) = ([[0u32; 3]; BATCH], [0 as Block; BATCH]);
             let n = keys.len();
             self.okvs.hasher.rows(keys, &mut cols[..n], &mut ds[..n]);
-            prefetch_columns(&bin[..sparse], &cols[..n]);
+            prefetch_columns(sparse, &cols[..n]);
             (cols, ds)
         };
         let mut batches = keys.chunks(BATCH).zip(out.chunks_mut(BATCH));
@@ -238,23 +240,29 @@ impl BinnedKeys<'_> {
         while let Some(((cols, ds), out)) = next.take() {
             next = batches.next().map(|(k, o)| (rows(k), o));
             let n = out.len();
-            read_rows(bin, sparse, &cols[..n], &ds[..n], out);
+            read_rows(sparse, &|&x| x, dense, &cols[..n], &ds[..n], out);
         }
     }
 }
 
 /// Starts loading the sparse columns of the rows `cols`.
-fn prefetch_columns(sparse: &[Block], cols: &[[u32; 3]]) {
+fn prefetch_columns<T>(sparse: &[T], cols: &[[u32; 3]]) {
     for c in cols.iter().flatten() {
         memory::prefetch(&sparse[*c as usize]);
     }
 }
 
-/// Each row's value against a bin's slice `bin` of P (its first `sparse` columns the
-/// sparse ones) into `out`: P[c0] + P[c1] + P[c2] + Σ_j d^j·P[m'+j−1]. The columns of the
-/// rows a batch ahead are prefetched.
-fn read_rows(bin: &[Block], sparse: usize, cols: &[[u32; 3]], ds: &[Block], out: &mut [Block]) {
-    let (sparse, dense) = bin.split_at(sparse);
+/// Each row's value against a bin of P — its sparse columns `sparse` (each's value
+/// `value(&sparse[c])`) and its dense ones — into `out`: P[c0] + P[c1] + P[c2] +
+/// Σ_j d^j·P[m'+j−1]. The columns of the rows a batch ahead are prefetched.
+fn read_rows<T>(
+    sparse: &[T],
+    value: &impl Fn(&T) -> Block,
+    dense: &[Block],
+    cols: &[[u32; 3]],
+    ds: &[Block],
+    out: &mut [Block],
+) {
     for ((out, cols), (ds, ahead)) in out.chunks_mut(BATCH).zip(cols.chunks(BATCH)).zip(
         ds.chunks(BATCH)
             .zip(cols.chunks(BATCH).skip(1).map(Some).chain([None])),
@@ -263,7 +271,7 @@ fn read_rows(bin: &[Block], sparse: usize, cols: &[[u32; 3]], ds: &[Block], out:
             prefetch_columns(sparse, ahead);
         }
         for (v, c) in out.iter_mut().zip(cols) {
-            *v = c.iter().fold(0, |acc, &c| acc ^ sparse[c as usize]);
+            *v = c.iter().fold(0, |acc, &c| acc ^ value(&sparse[c as usize]));
         }
         gf128::add_evaluations(ds, dense, out);
     }
@@ -362,11 +370,17 @@ mod tests {
             let mut streamed = Vec::new();
             let decoded = pool
                 .install(|| {
-                    okvs.encode_streaming(&keys, &values, &other, |columns, bin| {
-                        assert_eq!(columns.start, streamed.len());
-                        streamed.extend_from_slice(bin);
-                        Ok(())
-                    })
+                    okvs.encode_streaming(
+                        &keys,
+                        &values,
+                        &other,
+                        |&x| x,
+                        |columns, bin| {
+                            assert_eq!(columns.start, streamed.len());
+                            streamed.extend_from_slice(bin);
+                            Ok(())
+                        },
+                    )
                 })
                 .unwrap();
             assert!(streamed == p, "{threads} threads");

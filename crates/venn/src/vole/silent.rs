@@ -30,7 +30,7 @@ use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
-use crate::memory::{huge_vec, with_huge_capacity};
+use crate::memory::{huge_vec, release_spare};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
@@ -57,10 +57,9 @@ pub struct VoleSender {
     pub b: Vec<Block>,
 }
 
-/// R's side of a VOLE: A and C = B + A·Δ.
+/// R's side of a VOLE: pairs (A_i, C_i) with C_i = B_i + A_i·Δ.
 pub struct VoleReceiver {
-    pub a: Vec<Block>,
-    pub c: Vec<Block>,
+    pub pairs: Vec<Pair>,
 }
 
 /// A session id for one of the VOLE's base-OT runs.
@@ -267,10 +266,9 @@ pub fn receive(
     }
     shape.code(CODE_SEED).dual_encode(&mut noise);
     noise.truncate(outputs);
-    let (mut a, mut c) = (with_huge_capacity(outputs), with_huge_capacity(outputs));
-    a.par_extend(noise.par_iter().map(|p| p.0));
-    c.par_extend(noise.par_iter().map(|p| p.1));
-    Ok(VoleReceiver { a, c })
+    // The pairs past the outputs (about half) go back to the system, not copied away.
+    release_spare(&noise);
+    Ok(VoleReceiver { pairs: noise })
 }
 
 #[cfg(test)]
@@ -296,16 +294,12 @@ mod tests {
         let cases = [1, 255, 256, 70_003].map(|n| (n, Adversary::SemiHonest));
         for (n, adversary) in cases.into_iter().chain([(4099, Adversary::Malicious)]) {
             let (s, r) = vole(n, adversary);
-            assert_eq!((s.b.len(), r.a.len(), r.c.len()), (n, n, n));
-            for i in 0..n {
-                assert_eq!(
-                    r.c[i],
-                    s.b[i] ^ gf128::mul(r.a[i], s.delta),
-                    "n = {n}, i = {i}"
-                );
+            assert_eq!((s.b.len(), r.pairs.len()), (n, n));
+            for (i, Pair(a, c)) in r.pairs.iter().enumerate() {
+                assert_eq!(*c, s.b[i] ^ gf128::mul(*a, s.delta), "n = {n}, i = {i}");
             }
             // A is not sparse: the noise was compressed.
-            let zeros = r.a.iter().filter(|&&a| a == 0).count();
+            let zeros = r.pairs.iter().filter(|p| p.0 == 0).count();
             assert!(zeros < n / 100 + 1, "{zeros} zeros of {n}");
         }
     }

@@ -30,7 +30,7 @@ use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
+use crate::vole::{self, Adversary, Pair, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
 use rayon::prelude::*;
 
@@ -339,13 +339,20 @@ impl Party for Rr22Receiver {
         };
         // A' = A + P sent bin by bin as P is solved (S reads each as it comes), and
         // Decode(C, x) from the rows the encoding found.
-        let VoleReceiver { mut a, c } = state;
-        let mut values = okvs.encode_streaming(&keys, &h_b, &c, |columns, p| {
-            let a = &mut a[columns];
-            a.iter_mut().zip(p).for_each(|(a, p)| *a ^= p);
-            ctx.peer.send_blocks(a)
-        })?;
-        drop((h_b, a, c));
+        let VoleReceiver { pairs } = state;
+        let mut a_prime = Vec::with_capacity(p.okvs.bin_len());
+        let mut values = okvs.encode_streaming(
+            &keys,
+            &h_b,
+            &pairs,
+            |pair| pair.1,
+            |columns, p| {
+                a_prime.clear();
+                a_prime.extend(pairs[columns].iter().zip(p).map(|(pair, p)| pair.0 ^ p));
+                ctx.peer.send_blocks(&a_prime)
+            },
+        )?;
+        drop((h_b, pairs, a_prime));
         // w_r goes with A', after it.
         let toss = toss
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
@@ -365,15 +372,23 @@ impl Party for Rr22Receiver {
     }
 
     fn save(&self, state: &VoleReceiver, out: &mut StateWriter) -> Result<()> {
-        out.blocks(&state.a)?;
-        out.blocks(&state.c)
+        let half = |i: usize| {
+            state
+                .pairs
+                .iter()
+                .map(|p| [p.0, p.1][i])
+                .collect::<Vec<_>>()
+        };
+        out.blocks(&half(0))?;
+        out.blocks(&half(1))
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleReceiver> {
         let m = Rr22Params::new(sizes, self.0)?.okvs.len();
+        let a = exactly(input.blocks(m, "VOLE values")?, m)?;
+        let c = exactly(input.blocks(m, "VOLE values")?, m)?;
         Ok(VoleReceiver {
-            a: exactly(input.blocks(m, "VOLE values")?, m)?,
-            c: exactly(input.blocks(m, "VOLE values")?, m)?,
+            pairs: a.into_iter().zip(c).map(|(a, c)| Pair(a, c)).collect(),
         })
     }
 }
