@@ -31,11 +31,11 @@ fn assert_caught(victim: venn::Result<Report>, cheat: venn::Result<Report>, chec
 }
 
 /// The sender sent no answers: its offline messages (base OTs, about 15 kB, and the PPRF
-/// message) come to far less than those and its N answers of 16 bytes.
+/// messages) come to far less than those and its N answers of 16 bytes.
 fn assert_unanswered(sent: u64) {
-    let pprf = pprf_len();
+    let (t, h) = shape();
     assert!(
-        (sent as usize) < pprf + 16 * N,
+        (sent as usize) < 16 * t * (2 * h + 1) + 16 * N,
         "the sender sent {sent} bytes"
     );
 }
@@ -75,20 +75,25 @@ fn a_receiver_with_inconsistent_base_vole_noise_is_caught() {
     assert_unanswered(sent);
 }
 
-/// The length of the sender's PPRF message: one frame of all level sums, then the
-/// corrections γ, a block each.
-fn pprf_len() -> usize {
-    let (t, h) = shape();
-    16 * t * (2 * h + 1)
+/// The trees of the sender's first PPRF message (it sends them a group at a time).
+fn first_trees() -> usize {
+    shape().0.min(venn::vole::TREES_A_MESSAGE)
 }
 
-/// The sender's PPRF message with a bit flipped in each of its `blocks`: the receiver's
-/// Ferret check must catch it.
+/// The length of the sender's first PPRF message: one frame of its trees' level sums,
+/// then their corrections γ, a block each.
+fn pprf_len() -> usize {
+    let (_, h) = shape();
+    16 * first_trees() * (2 * h + 1)
+}
+
+/// The sender's first PPRF message with a bit flipped in each of its `blocks`: the
+/// receiver's Ferret check must catch it.
 fn assert_pprf_cheat_caught(blocks: &[usize]) {
     let len = pprf_len();
     let mut done = false;
     let (sr, rr, _) = run(false, |_, f| {
-        if f.len() == len {
+        if f.len() == len && !done {
             blocks.iter().for_each(|b| f[16 * b] ^= 1);
             done = true;
         }
@@ -102,8 +107,8 @@ fn assert_pprf_cheat_caught(blocks: &[usize]) {
 /// the receiver's c_α = b_α + y·Δ + e — the tree built for Δ + e/y.
 #[test]
 fn a_sender_with_an_inconsistent_delta_is_caught() {
-    let (t, h) = shape();
-    assert_pprf_cheat_caught(&[2 * h * t]);
+    let (_, h) = shape();
+    assert_pprf_cheat_caught(&[2 * h * first_trees()]);
 }
 
 /// A PPRF sender cheating on a leaf: both of tree 0's last-level sums altered, so the

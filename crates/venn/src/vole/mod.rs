@@ -11,4 +11,4 @@ mod silent;
 
 pub use code::{ExConv, Pair, Symbol};
 pub use noise::{Shape, MIN_TREES};
-pub use silent::{receive, send, Adversary, VoleReceiver, VoleSender};
+pub use silent::{receive, send, Adversary, VoleReceiver, VoleSender, TREES_A_MESSAGE};

@@ -30,7 +30,7 @@ use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
-use crate::memory::{huge_vec, release_spare};
+use crate::memory::{huge_vec, release_spare, with_huge_capacity};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
@@ -61,6 +61,10 @@ pub struct VoleSender {
 pub struct VoleReceiver {
     pub pairs: Vec<Pair>,
 }
+
+/// Trees a PPRF message carries: S sends the trees a group at a time, so that R expands
+/// one group while S makes the next.
+pub const TREES_A_MESSAGE: usize = 32;
 
 /// A session id for one of the VOLE's base-OT runs.
 fn sub_sid(sid: &[u8; 32], what: &str) -> [u8; 32] {
@@ -161,28 +165,43 @@ pub fn send(
         Adversary::SemiHonest => None,
         Adversary::Malicious => Some(base::challenge(chan, prg)?),
     };
-    // The trees (on the rayon pool), their level sums masked by the OTs, and the
-    // corrections.
-    let roots: Vec<Block> = (0..t).map(|_| prg.block()).collect();
+    // The trees (on the rayon pool) a group at a time, each group's level sums masked by
+    // the OTs and its corrections sent as soon as they are made: R expands a group while S
+    // makes the next.
     let mut leaves = huge_vec(shape.noise_len(), 0);
-    let trees: Vec<(Vec<[Block; 2]>, Block)> = leaves
-        .par_chunks_exact_mut(shape.block())
-        .zip(roots)
-        .map(|(tree, root)| {
-            let sums = pprf::expand_sender(root, h, tree);
-            // The leaves' sum: the last level's two sides.
-            let all = sums[h - 1][0] ^ sums[h - 1][1];
-            (sums, all)
-        })
-        .collect();
-    let mut message = Vec::with_capacity(t * (2 * h + 1));
-    for (i, (sums, _)) in trees.iter().enumerate() {
-        for (sum, m) in sums.iter().zip(&ots[i * h..]) {
-            message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
+    let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
+    for (first, group) in leaves
+        .chunks_mut(TREES_A_MESSAGE * shape.block())
+        .enumerate()
+        .map(|(g, leaves)| (g * TREES_A_MESSAGE, leaves))
+    {
+        let roots: Vec<Block> = (0..group.len() / shape.block())
+            .map(|_| prg.block())
+            .collect();
+        let trees: Vec<(Vec<[Block; 2]>, Block)> = group
+            .par_chunks_exact_mut(shape.block())
+            .zip(roots)
+            .map(|(tree, root)| {
+                let sums = pprf::expand_sender(root, h, tree);
+                // The leaves' sum: the last level's two sides.
+                let all = sums[h - 1][0] ^ sums[h - 1][1];
+                (sums, all)
+            })
+            .collect();
+        message.clear();
+        for (i, (sums, _)) in trees.iter().enumerate() {
+            for (sum, m) in sums.iter().zip(&ots[(first + i) * h..]) {
+                message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
+            }
         }
+        message.extend(
+            trees
+                .iter()
+                .zip(&beta[first..])
+                .map(|((_, all), beta)| all ^ beta),
+        );
+        chan.send_blocks(&message)?;
     }
-    message.extend(trees.iter().zip(&beta).map(|((_, all), beta)| all ^ beta));
-    chan.send_blocks(&message)?;
     if let Some(seed) = base_check {
         let mut answer = Vec::new();
         chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
@@ -218,36 +237,49 @@ pub fn receive(
     if adversary == Adversary::Malicious {
         chan.recv_blocks(1, &mut base_check, "the base-VOLE challenge")?;
     }
+    // Each tree rebuilt (on the rayon pool) with its point's value, a group at a time as
+    // the groups come; the points. Every pair of the noise is written here.
+    let mut noise = with_huge_capacity(shape.noise_len());
+    let mut points = Vec::with_capacity(t);
     let mut message = Vec::new();
-    chan.recv_blocks(t * (2 * h + 1), &mut message, "the PPRF's sums")?;
-    let (sums, corrections) = message.split_at(t * 2 * h);
-    // Each tree rebuilt (on the rayon pool) with its point's value; the points.
-    let mut noise = huge_vec(shape.noise_len(), Pair::default());
-    let points: Vec<usize> = noise
-        .par_chunks_exact_mut(shape.block())
+    for (first, group) in noise.spare_capacity_mut()[..shape.noise_len()]
+        .chunks_mut(TREES_A_MESSAGE * shape.block())
         .enumerate()
-        .map_init(
-            || vec![0; shape.block()],
-            |leaves, (i, block)| {
-                let mut alpha = 0;
-                let off_path: Vec<Block> = (0..h)
-                    .map(|l| {
-                        let k = i * h + l;
-                        let c = usize::from(choices[k]);
-                        alpha = alpha << 1 | (1 - c);
-                        sums[2 * k + c] ^ ots[k]
-                    })
-                    .collect();
-                pprf::expand_receiver(alpha, &off_path, leaves);
-                let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-                leaves[alpha] = corrections[i] ^ z[i] ^ others;
-                for (j, (n, &c)) in block.iter_mut().zip(leaves.iter()).enumerate() {
-                    *n = Pair(if j == alpha { y[i] } else { 0 }, c);
-                }
-                i * shape.block() + alpha
-            },
-        )
-        .collect();
+        .map(|(g, noise)| (g * TREES_A_MESSAGE, noise))
+    {
+        let trees = group.len() / shape.block();
+        chan.recv_blocks(trees * (2 * h + 1), &mut message, "the PPRF's sums")?;
+        let (sums, corrections) = message.split_at(trees * 2 * h);
+        points.par_extend(
+            group
+                .par_chunks_exact_mut(shape.block())
+                .enumerate()
+                .map_init(
+                    || vec![0; shape.block()],
+                    |leaves, (i, block)| {
+                        let mut alpha = 0;
+                        let off_path: Vec<Block> = (0..h)
+                            .map(|l| {
+                                let (k, c) = (i * h + l, usize::from(choices[(first + i) * h + l]));
+                                alpha = alpha << 1 | (1 - c);
+                                sums[2 * k + c] ^ ots[(first + i) * h + l]
+                            })
+                            .collect();
+                        pprf::expand_receiver(alpha, &off_path, leaves);
+                        let others = leaves.iter().fold(0, |acc, c| acc ^ c);
+                        let tree = first + i;
+                        leaves[alpha] = corrections[i] ^ z[tree] ^ others;
+                        for (j, (n, &c)) in block.iter_mut().zip(leaves.iter()).enumerate() {
+                            n.write(Pair(if j == alpha { y[tree] } else { 0 }, c));
+                        }
+                        tree * shape.block() + alpha
+                    },
+                ),
+        );
+    }
+    // SAFETY: the loop above wrote each of the first noise_len elements (every tree's
+    // block, the trees tiling them).
+    unsafe { noise.set_len(shape.noise_len()) };
     if let Some(&seed) = base_check.first() {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
         let ferret_seed = prg.block();
