@@ -62,51 +62,20 @@ impl Okvs {
     /// P with Decode(P, keys[i]) = values[i]. Fails (an `Error::Params`) for a repeated
     /// key, or with probability at most 2^-λ.
     pub fn encode(&self, keys: &[Block], values: &[Block]) -> Result<Vec<Block>> {
+        assert_eq!(keys.len(), values.len());
         let mut encoding = huge_vec(self.params.len(), 0);
         let bin_len = self.params.bin_len();
-        self.bin(keys).solve(values, |bins, _, solved| {
+        let binned = self.bin(keys);
+        let mut binned_values = huge_vec(values.len(), 0);
+        binned.binning.scatter(values, &mut binned_values);
+        let values = |keys: Range<usize>, out: &mut [Block]| {
+            out.copy_from_slice(&binned_values[keys]);
+        };
+        binned.solve(values, |bins, _, solved| {
             encoding[bins.start * bin_len..bins.end * bin_len].copy_from_slice(solved);
             Ok(())
         })?;
         Ok(encoding)
-    }
-
-    /// [`Okvs::encode`] handed out as it is solved, and `other` (a vector of this OKVS's
-    /// length, its values `value(&other[j])`) decoded at the same keys on the way, from the
-    /// rows the encoding found: `each(columns, p)` gets every bin's range of P's columns
-    /// and its values, in order, as soon as the bin is solved (bins are solved as many at
-    /// a time as the rayon pool has threads). Returns Decode(other, keys[i]) for each i.
-    pub fn encode_streaming<T: Sync>(
-        &self,
-        keys: &[Block],
-        values: &[Block],
-        other: &[T],
-        value: impl Fn(&T) -> Block + Sync,
-        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()>,
-    ) -> Result<Vec<Block>> {
-        assert_eq!(other.len(), self.params.len());
-        let (bin_len, sparse) = (self.params.bin_len(), self.params.sparse as usize);
-        let binned = self.bin(keys);
-        let mut decoded = huge_vec(keys.len(), 0);
-        let mut decoded_bins = binned.binning.split_mut(&mut decoded);
-        binned.solve(values, |bins, solvers, solved| {
-            for (b, p) in bins.clone().zip(solved.chunks(bin_len)) {
-                each(b * bin_len..(b + 1) * bin_len, p)?;
-            }
-            decoded_bins[bins.clone()]
-                .par_iter_mut()
-                .zip(solvers)
-                .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
-                .for_each(|((out, solver), bin)| {
-                    let (cols, ds) = solver.filled();
-                    let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
-                    read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
-                });
-            Ok(())
-        })?;
-        let mut out = vec![0; keys.len()];
-        binned.binning.gather(&decoded, &mut out);
-        Ok(out)
     }
 
     /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
@@ -124,15 +93,60 @@ pub struct BinnedKeys<'a> {
 }
 
 impl BinnedKeys<'_> {
-    /// Solves every bin's system for `values` (one per key), as many bins at a time as the
+    /// The keys in bin order.
+    pub fn keys(&self) -> &[Block] {
+        &self.keys
+    }
+
+    /// P with Decode(P, key) = v for each key and its value v, the values of the keys at
+    /// `range` of [`BinnedKeys::keys`] put into `out` by `values(range, out)`; handed out
+    /// as it is solved, and `other` (a vector of this OKVS's
+    /// length, its values `value(&other[j])`) decoded at the same keys on the way, from the
+    /// rows the encoding found: `each(columns, p)` gets every bin's range of P's columns
+    /// and its values, in order, as soon as the bin is solved (bins are solved as many at
+    /// a time as the rayon pool has threads). Returns Decode(other, key) for each key, in the
+    /// order the keys were given in.
+    pub fn encode_streaming<T: Sync>(
+        &self,
+        values: impl Fn(Range<usize>, &mut [Block]) + Sync,
+        other: &[T],
+        value: impl Fn(&T) -> Block + Sync,
+        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()>,
+    ) -> Result<Vec<Block>> {
+        let params = &self.okvs.params;
+        assert_eq!(other.len(), params.len());
+        let (bin_len, sparse) = (params.bin_len(), params.sparse as usize);
+        let mut decoded = huge_vec(self.keys.len(), 0);
+        let mut decoded_bins = self.binning.split_mut(&mut decoded);
+        self.solve(values, |bins, solvers, solved| {
+            for (b, p) in bins.clone().zip(solved.chunks(bin_len)) {
+                each(b * bin_len..(b + 1) * bin_len, p)?;
+            }
+            decoded_bins[bins.clone()]
+                .par_iter_mut()
+                .zip(solvers)
+                .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
+                .for_each(|((out, solver), bin)| {
+                    let (cols, ds) = solver.filled();
+                    let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
+                    read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
+                });
+            Ok(())
+        })?;
+        let mut out = vec![0; self.keys.len()];
+        self.binning.gather(&decoded, &mut out);
+        Ok(out)
+    }
+
+    /// Solves every bin's system for the keys' values (`values(range, out)` puts those of
+    /// the keys at `range` of the bin order into `out`), as many bins at a time as the
     /// rayon pool has threads, and hands each group to `each(bins, solvers, solved)`: the
     /// group's range of bins, their solvers (holding their rows) and their slices of P.
     fn solve(
         &self,
-        values: &[Block],
-        mut each: impl FnMut(Range<usize>, &[Solver], &[Block]) -> Result<()>,
+        values: impl Fn(Range<usize>, &mut [Block]) + Sync,
+        mut each: impl FnMut(Range<usize>, &[&Solver], &[Block]) -> Result<()>,
     ) -> Result<()> {
-        assert_eq!(values.len(), self.keys.len());
         let p = &self.okvs.params;
         if self.binning.most() as u64 > p.bin_keys {
             return Err(Error::Params(format!(
@@ -143,11 +157,10 @@ impl BinnedKeys<'_> {
                 p.lambda
             )));
         }
-        let mut binned_values = huge_vec(values.len(), 0);
-        self.binning.scatter(values, &mut binned_values);
         let (bins, bin_len) = (p.bins as usize, p.bin_len());
         let group = rayon::current_num_threads().clamp(1, bins.max(1));
-        let mut solvers: Vec<Solver> = (0..group).map(|_| Solver::default()).collect();
+        let mut solvers: Vec<(Solver, Vec<Block>)> =
+            (0..group).map(|_| Default::default()).collect();
         let mut solved = vec![0; group * bin_len];
         for first in (0..bins).step_by(group) {
             let bins = first..(first + group).min(bins);
@@ -160,8 +173,10 @@ impl BinnedKeys<'_> {
                 .par_iter_mut()
                 .zip(solved.par_chunks_mut(bin_len))
                 .zip(bins.clone())
-                .try_for_each(|((solver, out), b)| {
+                .try_for_each(|(((solver, bin_values), out), b)| {
                     let bin = self.binning.range(b);
+                    bin_values.resize(bin.len(), 0);
+                    values(bin.clone(), bin_values);
                     let keys = &self.keys[bin.clone()];
                     let (cols, ds) = solver.rows(keys.len());
                     for ((k, c), d) in keys
@@ -171,9 +186,13 @@ impl BinnedKeys<'_> {
                     {
                         self.okvs.hasher.rows(k, c, d);
                     }
-                    solver.solve(&binned_values[bin], p.sparse as usize, out)
+                    solver.solve(bin_values, p.sparse as usize, out)
                 })?;
-            each(bins, solvers, solved)?;
+            each(
+                bins,
+                &solvers.iter().map(|s| &s.0).collect::<Vec<_>>(),
+                solved,
+            )?;
         }
         Ok(())
     }
@@ -368,11 +387,16 @@ mod tests {
                 .build()
                 .unwrap();
             let mut streamed = Vec::new();
+            let binned = okvs.bin(&keys);
+            let by_key: std::collections::HashMap<Block, Block> =
+                keys.iter().copied().zip(values.iter().copied()).collect();
             let decoded = pool
                 .install(|| {
-                    okvs.encode_streaming(
-                        &keys,
-                        &values,
+                    binned.encode_streaming(
+                        |range, out| {
+                            let keys = &binned.keys()[range];
+                            out.iter_mut().zip(keys).for_each(|(v, k)| *v = by_key[k]);
+                        },
                         &other,
                         |&x| x,
                         |columns, bin| {

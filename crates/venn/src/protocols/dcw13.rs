@@ -116,7 +116,7 @@ fn summaries(
 
 fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
     let encoder = BlockEncoder::new("venn/dcw13/item", sid);
-    items.map_all(|item| encoder.encode(item))
+    encoder.encode_all(items, Block::MAX)
 }
 
 impl Protocol for Dcw13 {

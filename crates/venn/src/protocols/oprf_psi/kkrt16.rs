@@ -137,9 +137,7 @@ impl Variant for Bark {
 
     fn values(_: &Layout, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>> {
         let encoder = BlockEncoder::new("venn/kkrt16/item", sid);
-        let mut h = items.map_all(|item| encoder.encode(item));
-        h.iter_mut().for_each(|y| *y &= ITEM_MASK);
-        Ok(h)
+        Ok(encoder.encode_all(items, ITEM_MASK))
     }
 
     fn oprf(_: &Layout, code_key: Block, sid: &[u8; 32]) -> Bark {

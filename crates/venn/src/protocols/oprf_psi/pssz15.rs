@@ -443,7 +443,7 @@ impl Variant for ByteOts {
         }
         let encoder = BlockEncoder::new("venn/pssz15/item", sid);
         let mask = low_bits(p.item_bits as usize);
-        Ok(items.map_all(|item| encoder.encode(item) & mask))
+        Ok(encoder.encode_all(items, mask))
     }
 
     fn oprf(p: &Pssz15Params, _: Block, sid: &[u8; 32]) -> ByteOts {

@@ -211,18 +211,24 @@ impl Hashes {
     }
 
     fn keys(&self, items: &Items) -> Vec<Block> {
-        items.map_all(|x| self.items.encode(x))
+        self.items.encode_all(items, Block::MAX)
     }
 
-    /// AES_k(x) + x for each of `x`, in place.
+    /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
     fn hash(aes: &Aes, x: &mut [Block]) {
         const CHUNK: usize = 256;
         x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
             let mut h = [0; CHUNK];
             let h = &mut h[..c.len()];
-            aes.encrypt_blocks_to(c, h);
-            c.iter_mut().zip(h.iter()).for_each(|(x, h)| *x ^= h);
+            Hashes::hash_to(aes, c, h);
+            c.copy_from_slice(h);
         });
+    }
+
+    /// AES_k(x) + x for each of `x`, into `out`.
+    fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
+        aes.encrypt_blocks_to(x, out);
+        out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
     }
 }
 
@@ -330,20 +336,19 @@ impl Party for Rr22Receiver {
         let seed = ctx.prg.block();
         ctx.peer.send_blocks(&[seed])?;
         let keys = hashes.keys(items);
-        let mut h_b = keys.clone();
-        Hashes::hash(&hashes.h_b, &mut h_b);
         let okvs = Okvs::new(p.okvs, seed);
+        let binned = okvs.bin(&keys);
         let toss = match self.0 {
             Adversary::SemiHonest => None,
             Adversary::Malicious => Some(malicious::reply(ctx)?),
         };
-        // A' = A + P sent bin by bin as P is solved (S reads each as it comes), and
-        // Decode(C, x) from the rows the encoding found.
+        // A' = A + P sent bin by bin as P is solved (S reads each as it comes), P encoding
+        // H^B of the keys, computed a bin at a time; and Decode(C, x) from the rows the
+        // encoding found.
         let VoleReceiver { pairs } = state;
         let mut a_prime = Vec::with_capacity(p.okvs.bin_len());
-        let mut values = okvs.encode_streaming(
-            &keys,
-            &h_b,
+        let mut values = binned.encode_streaming(
+            |range, out| Hashes::hash_to(&hashes.h_b, &binned.keys()[range], out),
             &pairs,
             |pair| pair.1,
             |columns, p| {
@@ -352,7 +357,7 @@ impl Party for Rr22Receiver {
                 ctx.peer.send_blocks(&a_prime)
             },
         )?;
-        drop((h_b, pairs, a_prime));
+        drop((binned, pairs, a_prime));
         // w_r goes with A', after it.
         let toss = toss
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
