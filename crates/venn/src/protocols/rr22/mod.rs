@@ -3,10 +3,10 @@
 //! gets Δ and B, the receiver R gets A and C = B + A·Δ. Online, R sends a fresh seed r,
 //! encodes its items into an OKVS P with Decode(P, x) = H^B(x) under r and sends
 //! A' = A + P; S sends, shuffled, H^o(Decode(B', y) + Δ·H^B(y)) for its items y with
-//! B' = B + Δ·A' = C + Δ·P, each cut to v = λ + log2(n_S·n_R) bits — computed as
-//! Decode(B, y) + Δ·(H^B(y) + Decode(A', y)), all but the last term while R encodes; R
-//! keeps the x with H^o(Decode(C, x)) among them. For y ∉ X, Decode(P, y) + H^B(y) ≠ 0
-//! and Δ masks it.
+//! B' = B + Δ·A' = C + Δ·P, each cut to v = λ + log2(n_S·n_R) bits; R keeps the x with
+//! H^o(Decode(C, x)) among them. For y ∉ X, Decode(P, y) + H^B(y) ≠ 0 and Δ masks it.
+//! The OKVS goes bin by bin: R sends each bin of A' as it solves it, and S makes that bin
+//! of B' and reads its items there as it comes.
 //!
 //! Departures from the authors' code, each the secure reading (rr22.md §1.1): the answer is
 //! shuffled (volePSI sends it in S's input order, which tells R the order of S's matches);
@@ -266,28 +266,36 @@ impl Party for Rr22Sender {
         let mut seed = Vec::new();
         ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
         let okvs = Okvs::new(p.okvs, seed[0]);
-        // Decoding is linear, Decode(B', y) = Decode(B, y) + Δ·Decode(A', y) for
-        // B' = B + Δ·A' = C + Δ·P: all but the last term while R encodes.
-        ctx.phase("evaluate on B", false);
+        // Δ·H^B(y) while R encodes; then B' = B + Δ·A' = C + Δ·P a bin at a time as A'
+        // comes, and each bin of it read at once, in the cache.
+        ctx.phase("evaluate", false);
         let keys = hashes.keys(items);
         let binned = okvs.bin(&keys);
-        let mut values = vec![0; keys.len()];
-        binned.decode(&b, &mut values);
-        drop(b);
         let mut h_b = keys.clone();
         Hashes::hash(&hashes.h_b, &mut h_b);
+        let mut values = vec![0; keys.len()];
         add_times(delta, &h_b, &mut values);
         drop(h_b);
-        ctx.phase("receive the OKVS", false);
-        // A' bin by bin, each read as it comes.
-        let mut on_a = vec![0; keys.len()];
-        binned.decode_streaming(|len, bin| ctx.peer.recv_blocks(len, bin, "A'"), &mut on_a)?;
+        let mut on_b_prime = vec![0; keys.len()];
+        let mut b = b.chunks(p.okvs.bin_len());
+        binned.decode_streaming(
+            |len, bin| {
+                ctx.peer.recv_blocks(len, bin, "A'")?;
+                let mut b_prime = b.next().expect("a bin of B for each of A'").to_vec();
+                gf128::add_evaluations(bin, &[delta], &mut b_prime);
+                *bin = b_prime;
+                Ok(())
+            },
+            &mut on_b_prime,
+        )?;
         drop(binned);
+        values
+            .par_iter_mut()
+            .zip(&on_b_prime)
+            .for_each(|(v, d)| *v ^= d);
+        drop(on_b_prime);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
-        ctx.phase("evaluate", false);
-        add_times(delta, &on_a, &mut values);
-        drop(on_a);
         match w {
             None => {
                 Hashes::hash(&hashes.h_o, &mut values);
