@@ -15,7 +15,7 @@ use rayon::prelude::*;
 pub const CHUNK_ITEMS: usize = 4096;
 /// How many values ahead table slots are prefetched.
 const PREFETCH_AHEAD: usize = 16;
-/// Frames of sender values looked up together (on the rayon pool).
+/// Frames of sender values made, or looked up, together (on the rayon pool).
 const BATCH_FRAMES: usize = 16;
 /// Positions per frame when returning the intersection.
 const CHUNK_POSITIONS: usize = 1 << 20;
@@ -83,23 +83,30 @@ pub fn match_values(ctx: &mut Context, values: &[Block], bits: usize) -> Result<
 }
 
 /// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`
-/// computes the values of items `first..first + values.len() / groups`.
+/// computes the values of items `first..first + values.len() / groups`; frames are filled
+/// a batch at a time on the rayon pool, then sent in order.
 pub fn send_values(
     chan: &mut dyn Channel,
     n: usize,
     groups: usize,
     bytes: usize,
-    mut fill: impl FnMut(usize, &mut [Block]),
+    fill: impl Fn(usize, &mut [Block]) + Sync,
 ) -> Result<()> {
-    let mut values = Vec::with_capacity(CHUNK_ITEMS * groups);
-    let mut frame = Vec::with_capacity(CHUNK_ITEMS * groups * bytes);
-    for first in (0..n).step_by(CHUNK_ITEMS) {
-        let count = (n - first).min(CHUNK_ITEMS);
-        values.clear();
-        values.resize(count * groups, 0);
-        fill(first, &mut values);
-        pack_rows(&values, 1, bytes, &mut frame);
-        chan.send(&frame)?;
+    let firsts: Vec<usize> = (0..n).step_by(CHUNK_ITEMS).collect();
+    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
+    for batch in firsts.chunks(BATCH_FRAMES) {
+        frames
+            .par_iter_mut()
+            .zip(batch)
+            .for_each_init(Vec::new, |values, (frame, &first)| {
+                values.clear();
+                values.resize((n - first).min(CHUNK_ITEMS) * groups, 0);
+                fill(first, values);
+                pack_rows(values, 1, bytes, frame);
+            });
+        for frame in &frames[..batch.len()] {
+            chan.send(frame)?;
+        }
     }
     Ok(())
 }

@@ -288,10 +288,12 @@ impl<V: Variant> Party for Sender<V> {
         ctx.phase("evaluate and send", false);
         let groups = HASHES + l.stash;
         let mask = low_bits(l.out_bits);
-        let mut hash_values = Vec::new();
         send_values(ctx.peer, n, groups, l.out_bits / 8, |first, out| {
             let count = out.len() / groups;
-            hash_values.resize(count * HASHES, 0);
+            let mut hash_values = vec![0; count * HASHES];
+            // Its own evaluator (its working space) for each frame: frames are made in
+            // parallel.
+            let mut eval = Evaluator::new(&l, &y, &perm, &oprf, &hashing);
             eval.hash_values(&ot.rows(), first..first + count, &mut hash_values);
             let stash = &stash_values[first * l.stash..(first + count) * l.stash];
             for (i, o) in out.chunks_exact_mut(groups).enumerate() {
