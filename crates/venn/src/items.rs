@@ -247,42 +247,38 @@ impl BlockEncoder {
     /// batch at a time, its pipeline full instead of waiting out one block per item.
     pub fn encode_all(&self, items: &Items, mask: Block) -> Vec<Block> {
         const BATCH: usize = 64;
-        let mut out = with_huge_capacity(items.len());
-        out.par_extend(
-            (0..items.len().div_ceil(BATCH))
-                .into_par_iter()
-                .with_min_len(64)
-                .flat_map_iter(|b| {
-                    let range = b * BATCH..((b + 1) * BATCH).min(items.len());
-                    let mut blocks = [0 as Block; BATCH];
-                    let blocks = &mut blocks[..range.len()];
-                    let (mut short, mut sixteen, mut long) = (false, false, false);
-                    for (x, i) in blocks.iter_mut().zip(range.clone()) {
-                        let item = items.get(i);
-                        match item.len() {
-                            0..=15 => {
-                                *x = padded(item);
-                                short = true;
-                            }
-                            16 => {
-                                *x = u128::from_le_bytes(item.try_into().expect("16 bytes"));
-                                sixteen = true;
-                            }
-                            _ => long = true,
+        let mut out = huge_vec(items.len(), 0);
+        out.par_chunks_mut(BATCH)
+            .with_min_len(64)
+            .enumerate()
+            .for_each(|(b, blocks)| {
+                let first = b * BATCH;
+                let (mut short, mut sixteen, mut long) = (false, false, false);
+                for (i, x) in blocks.iter_mut().enumerate() {
+                    let item = items.get(first + i);
+                    match item.len() {
+                        0..=15 => {
+                            *x = padded(item);
+                            short = true;
                         }
-                    }
-                    // A batch of one class (the usual case) takes one pass of AES.
-                    if short ^ sixteen && !long {
-                        let aes = if short { &self.short } else { &self.sixteen };
-                        aes.encrypt_blocks(blocks);
-                    } else {
-                        for (x, i) in blocks.iter_mut().zip(range) {
-                            *x = self.encode(items.get(i));
+                        16 => {
+                            *x = u128::from_le_bytes(item.try_into().expect("16 bytes"));
+                            sixteen = true;
                         }
+                        _ => long = true,
                     }
-                    blocks.iter().map(|&x| x & mask).collect::<Vec<_>>()
-                }),
-        );
+                }
+                // A batch of one class (the usual case) takes one pass of AES.
+                if short ^ sixteen && !long {
+                    let aes = if short { &self.short } else { &self.sixteen };
+                    aes.encrypt_blocks(blocks);
+                } else {
+                    for (i, x) in blocks.iter_mut().enumerate() {
+                        *x = self.encode(items.get(first + i));
+                    }
+                }
+                blocks.iter_mut().for_each(|x| *x &= mask);
+            });
         out
     }
 

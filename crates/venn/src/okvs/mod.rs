@@ -133,7 +133,7 @@ impl BinnedKeys<'_> {
                 });
             Ok(())
         })?;
-        let mut out = vec![0; self.keys.len()];
+        let mut out = huge_vec(self.keys.len(), 0);
         self.binning.gather(&decoded, &mut out);
         Ok(out)
     }
@@ -212,11 +212,13 @@ impl BinnedKeys<'_> {
     }
 
     /// Decode(P, keys[i]) into `out[i]` for a P that arrives bin by bin: `next(len, buf)`
-    /// puts the next bin's `len` values of P into `buf` (bins are received, then read, as
-    /// many at a time as the rayon pool has threads).
+    /// puts `len` values into `buf`, which `make(b, buf)` turns into bin b of P (bins are
+    /// received, then made and read on the rayon pool, as many at a time as it has
+    /// threads).
     pub fn decode_streaming(
         &self,
         mut next: impl FnMut(usize, &mut Vec<Block>) -> Result<()>,
+        make: impl Fn(usize, &mut [Block]) + Sync,
         out: &mut [Block],
     ) -> Result<()> {
         let p = &self.okvs.params;
@@ -233,9 +235,12 @@ impl BinnedKeys<'_> {
             }
             binned_bins[bins.clone()]
                 .par_iter_mut()
-                .zip(received.par_iter())
+                .zip(received.par_iter_mut())
                 .zip(bins)
-                .for_each(|((out, bin), b)| self.decode_bin(b, bin, out));
+                .for_each(|((out, bin), b)| {
+                    make(b, bin);
+                    self.decode_bin(b, bin, out);
+                });
         }
         self.binning.gather(&binned, out);
         Ok(())
@@ -412,13 +417,15 @@ mod tests {
             let mut bins = p.chunks(okvs.params().bin_len());
             let mut got = vec![0; n];
             pool.install(|| {
+                // Each bin sent with 1 added to its values, and made again by adding 1.
                 okvs.bin(&keys).decode_streaming(
                     |len, buf| {
                         let bin = bins.next().unwrap();
                         assert_eq!(bin.len(), len);
-                        *buf = bin.to_vec();
+                        *buf = bin.iter().map(|x| x ^ 1).collect();
                         Ok(())
                     },
+                    |_, bin| bin.iter_mut().for_each(|x| *x ^= 1),
                     &mut got,
                 )
             })

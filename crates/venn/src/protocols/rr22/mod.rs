@@ -26,6 +26,7 @@ use super::{
 };
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
 use crate::items::{BlockEncoder, Items};
+use crate::memory::huge_vec;
 use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
@@ -191,6 +192,9 @@ impl Protocol for Rr22 {
     }
 }
 
+/// Blocks hashed at a time (the AES pipeline full, the output on the stack).
+const HASH_CHUNK: usize = 256;
+
 /// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
 /// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
 struct Hashes {
@@ -216,9 +220,8 @@ impl Hashes {
 
     /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
     fn hash(aes: &Aes, x: &mut [Block]) {
-        const CHUNK: usize = 256;
-        x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
-            let mut h = [0; CHUNK];
+        x.par_chunks_mut(HASH_CHUNK).with_min_len(16).for_each(|c| {
+            let mut h = [0; HASH_CHUNK];
             let h = &mut h[..c.len()];
             Hashes::hash_to(aes, c, h);
             c.copy_from_slice(h);
@@ -230,14 +233,6 @@ impl Hashes {
         aes.encrypt_blocks_to(x, out);
         out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
     }
-}
-
-/// `out[i] += Δ·x[i]` for every i, on the rayon pool.
-fn add_times(delta: Block, x: &[Block], out: &mut [Block]) {
-    const CHUNK: usize = 1 << 12;
-    out.par_chunks_mut(CHUNK)
-        .zip(x.par_chunks(CHUNK))
-        .for_each(|(out, x)| gf128::add_evaluations(x, &[delta], out));
 }
 
 impl Party for Rr22Sender {
@@ -271,20 +266,24 @@ impl Party for Rr22Sender {
         ctx.phase("evaluate", false);
         let keys = hashes.keys(items);
         let binned = okvs.bin(&keys);
-        let mut h_b = keys.clone();
-        Hashes::hash(&hashes.h_b, &mut h_b);
-        let mut values = vec![0; keys.len()];
-        add_times(delta, &h_b, &mut values);
-        drop(h_b);
-        let mut on_b_prime = vec![0; keys.len()];
-        let mut b = b.chunks(p.okvs.bin_len());
+        let mut values = huge_vec(keys.len(), 0);
+        values
+            .par_chunks_mut(HASH_CHUNK)
+            .zip(keys.par_chunks(HASH_CHUNK))
+            .for_each(|(values, keys)| {
+                let mut h = [0; HASH_CHUNK];
+                let h = &mut h[..keys.len()];
+                Hashes::hash_to(&hashes.h_b, keys, h);
+                gf128::add_evaluations(h, &[delta], values);
+            });
+        let mut on_b_prime = huge_vec(keys.len(), 0);
+        let bin_len = p.okvs.bin_len();
         binned.decode_streaming(
-            |len, bin| {
-                ctx.peer.recv_blocks(len, bin, "A'")?;
-                let mut b_prime = b.next().expect("a bin of B for each of A'").to_vec();
+            |len, bin| ctx.peer.recv_blocks(len, bin, "A'"),
+            |i, bin| {
+                let mut b_prime = b[i * bin_len..(i + 1) * bin_len].to_vec();
                 gf128::add_evaluations(bin, &[delta], &mut b_prime);
-                *bin = b_prime;
-                Ok(())
+                bin.copy_from_slice(&b_prime);
             },
             &mut on_b_prime,
         )?;
