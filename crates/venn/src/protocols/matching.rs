@@ -92,19 +92,41 @@ pub fn send_values(
     bytes: usize,
     fill: impl Fn(usize, &mut [Block]) + Sync,
 ) -> Result<()> {
+    send_values_with(
+        chan,
+        n,
+        groups,
+        bytes,
+        || (),
+        |_, first, out| fill(first, out),
+    )
+}
+
+/// [`send_values`] for a `fill` that needs working space: each frame of a batch has its
+/// own `S` (from `scratch`), kept from batch to batch.
+pub fn send_values_with<S: Send>(
+    chan: &mut dyn Channel,
+    n: usize,
+    groups: usize,
+    bytes: usize,
+    scratch: impl Fn() -> S,
+    fill: impl Fn(&mut S, usize, &mut [Block]) + Sync,
+) -> Result<()> {
     let firsts: Vec<usize> = (0..n).step_by(CHUNK_ITEMS).collect();
-    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
+    let mut slots: Vec<(Vec<u8>, Vec<Block>, S)> = (0..BATCH_FRAMES.min(firsts.len()))
+        .map(|_| (Vec::new(), Vec::new(), scratch()))
+        .collect();
     for batch in firsts.chunks(BATCH_FRAMES) {
-        frames
+        slots
             .par_iter_mut()
             .zip(batch)
-            .for_each_init(Vec::new, |values, (frame, &first)| {
+            .for_each(|((frame, values, scratch), &first)| {
                 values.clear();
                 values.resize((n - first).min(CHUNK_ITEMS) * groups, 0);
-                fill(first, values);
+                fill(scratch, first, values);
                 pack_rows(values, 1, bytes, frame);
             });
-        for frame in &frames[..batch.len()] {
+        for (frame, _, _) in &slots[..batch.len()] {
             chan.send(frame)?;
         }
     }

@@ -21,7 +21,9 @@ use evaluate::Evaluator;
 pub use kkrt16::Kkrt16;
 pub use pssz15::Pssz15;
 
-use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::matching::{
+    low_bits, receive_matches, receive_positions, send_positions, send_values_with,
+};
 use super::{
     Accepts, AnyParty, Context, Options, Output, ParamTable, Parameters, Party, Protocol,
     ProtocolInfo, Sizes,
@@ -288,20 +290,29 @@ impl<V: Variant> Party for Sender<V> {
         ctx.phase("evaluate and send", false);
         let groups = HASHES + l.stash;
         let mask = low_bits(l.out_bits);
-        send_values(ctx.peer, n, groups, l.out_bits / 8, |first, out| {
-            let count = out.len() / groups;
-            let mut hash_values = vec![0; count * HASHES];
-            // Its own evaluator (its working space) for each frame: frames are made in
-            // parallel.
-            let mut eval = Evaluator::new(&l, &y, &perm, &oprf, &hashing);
-            eval.hash_values(&ot.rows(), first..first + count, &mut hash_values);
-            let stash = &stash_values[first * l.stash..(first + count) * l.stash];
-            for (i, o) in out.chunks_exact_mut(groups).enumerate() {
-                o[..HASHES].copy_from_slice(&hash_values[i * HASHES..(i + 1) * HASHES]);
-                o[HASHES..].copy_from_slice(&stash[i * l.stash..(i + 1) * l.stash]);
-                o.iter_mut().for_each(|v| *v &= mask);
-            }
-        })?;
+        // Frames are made in parallel, each with its own evaluator (working space).
+        let evaluator = || {
+            let eval = Evaluator::new(&l, &y, &perm, &oprf, &hashing);
+            (eval, Vec::new())
+        };
+        send_values_with(
+            ctx.peer,
+            n,
+            groups,
+            l.out_bits / 8,
+            evaluator,
+            |(eval, hash_values), first, out| {
+                let count = out.len() / groups;
+                hash_values.resize(count * HASHES, 0);
+                eval.hash_values(&ot.rows(), first..first + count, hash_values);
+                let stash = &stash_values[first * l.stash..(first + count) * l.stash];
+                for (i, o) in out.chunks_exact_mut(groups).enumerate() {
+                    o[..HASHES].copy_from_slice(&hash_values[i * HASHES..(i + 1) * HASHES]);
+                    o[HASHES..].copy_from_slice(&stash[i * l.stash..(i + 1) * l.stash]);
+                    o.iter_mut().for_each(|v| *v &= mask);
+                }
+            },
+        )?;
         if !ctx.session.both {
             return Ok(Output::Nothing);
         }
