@@ -192,8 +192,9 @@ impl Protocol for Rr22 {
     }
 }
 
-/// Blocks hashed at a time (the AES pipeline full, the output on the stack).
-const HASH_CHUNK: usize = 256;
+/// Blocks worked on at a time through a buffer on the stack (for hashing, enough to keep
+/// the AES pipeline full).
+const CHUNK: usize = 256;
 
 /// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
 /// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
@@ -220,8 +221,8 @@ impl Hashes {
 
     /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
     fn hash(aes: &Aes, x: &mut [Block]) {
-        x.par_chunks_mut(HASH_CHUNK).with_min_len(16).for_each(|c| {
-            let mut h = [0; HASH_CHUNK];
+        x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
+            let mut h = [0; CHUNK];
             let h = &mut h[..c.len()];
             Hashes::hash_to(aes, c, h);
             c.copy_from_slice(h);
@@ -268,10 +269,10 @@ impl Party for Rr22Sender {
         let binned = okvs.bin(&keys);
         let mut values = huge_vec(keys.len(), 0);
         values
-            .par_chunks_mut(HASH_CHUNK)
-            .zip(keys.par_chunks(HASH_CHUNK))
+            .par_chunks_mut(CHUNK)
+            .zip(keys.par_chunks(CHUNK))
             .for_each(|(values, keys)| {
-                let mut h = [0; HASH_CHUNK];
+                let mut h = [0; CHUNK];
                 let h = &mut h[..keys.len()];
                 Hashes::hash_to(&hashes.h_b, keys, h);
                 gf128::add_evaluations(h, &[delta], values);
@@ -280,10 +281,16 @@ impl Party for Rr22Sender {
         let bin_len = p.okvs.bin_len();
         binned.decode_streaming(
             |len, bin| ctx.peer.recv_blocks(len, bin, "A'"),
+            // Bin i of A' becomes bin i of B' = B + Δ·A', a chunk at a time.
             |i, bin| {
-                let mut b_prime = b[i * bin_len..(i + 1) * bin_len].to_vec();
-                gf128::add_evaluations(bin, &[delta], &mut b_prime);
-                bin.copy_from_slice(&b_prime);
+                let b = &b[i * bin_len..(i + 1) * bin_len];
+                for (a, b) in bin.chunks_mut(CHUNK).zip(b.chunks(CHUNK)) {
+                    let mut b_prime = [0; CHUNK];
+                    let b_prime = &mut b_prime[..a.len()];
+                    b_prime.copy_from_slice(b);
+                    gf128::add_evaluations(a, &[delta], b_prime);
+                    a.copy_from_slice(b_prime);
+                }
             },
             &mut on_b_prime,
         )?;
@@ -339,7 +346,7 @@ impl Party for Rr22Receiver {
         let hashes = Hashes::new(&ctx.session.id);
         ctx.phase("encode and send the OKVS", false);
         // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2), and sent
-        // first: S decodes B under it while R encodes.
+        // first: S bins its items under it and computes Δ·H^B while R encodes.
         let seed = ctx.prg.block();
         ctx.peer.send_blocks(&[seed])?;
         let keys = hashes.keys(items);
