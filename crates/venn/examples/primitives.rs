@@ -113,17 +113,10 @@ fn main() {
     time("cuckoo insert", n, || {
         std::hint::black_box(cuckoo_insert(&bins, n * 6 / 5, 3, &mut prg).unwrap());
     });
-    // Built as matching::match_shuffled builds it: allocated, then filled.
-    let mut table = MatchTable::with_capacity(0);
+    // Built as matching::match_values builds it (by regions, on the rayon pool).
+    let mut table = MatchTable::build(0, 0, |_| (0, 0, 0));
     time("match table build", n, || {
-        table = MatchTable::with_capacity(n);
-        table.insert_all(ys.iter().enumerate().map(|(i, &y)| (y, 0, i as u32)));
-    });
-    time("match table build (no pf)", n, || {
-        table = MatchTable::with_capacity(n);
-        for (i, &y) in ys.iter().enumerate() {
-            table.insert(y, 0, i as u32);
-        }
+        table = MatchTable::build(n, n, |i| (ys[i], 0, i as u32));
     });
     let probes: Vec<Block> = (0..6 * n).map(|_| prg.block()).collect();
     time("match table miss (no pf)", 6 * n, || {

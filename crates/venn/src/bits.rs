@@ -2,7 +2,7 @@
 //! RR17 run to 2^28 entries, where a byte each would cost 260 MB and most of the cache).
 //! Large sets live on huge pages: they are read at random.
 
-use crate::memory::huge_vec;
+use crate::memory::huge_zeroed;
 use rayon::prelude::*;
 
 /// `len` bits, all clear at first.
@@ -15,7 +15,7 @@ impl BitSet {
     /// A set of `len` clear bits.
     pub fn new(len: usize) -> Self {
         BitSet {
-            words: huge_vec(len.div_ceil(64), 0),
+            words: huge_zeroed(len.div_ceil(64)),
             len,
         }
     }

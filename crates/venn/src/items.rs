@@ -2,7 +2,7 @@
 //! a value (the numbers a sum over the intersection adds up).
 
 use crate::crypto::{Aes, Block, RandomOracle};
-use crate::memory::{huge_vec, prefetch, with_huge_capacity};
+use crate::memory::{huge_zeroed, prefetch, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::hash::BuildHasher;
@@ -144,7 +144,7 @@ impl Items {
         hashes.extend((0..n).map(|i| hasher.hash_one(self.get(i))));
         let mask = (2 * n).next_power_of_two().max(16) - 1;
         // A slot holds the hash's upper half and 1 + the kept index (0: empty).
-        let mut slots = huge_vec(mask + 1, 0u64);
+        let mut slots = huge_zeroed::<u64>(mask + 1);
         let mut index = with_huge_capacity(n);
         let (mut kept, mut kept_bytes, mut start) = (0usize, 0usize, 0usize);
         for (i, &h) in hashes.iter().enumerate() {
@@ -247,7 +247,7 @@ impl BlockEncoder {
     /// batch at a time, its pipeline full instead of waiting out one block per item.
     pub fn encode_all(&self, items: &Items, mask: Block) -> Vec<Block> {
         const BATCH: usize = 64;
-        let mut out = huge_vec(items.len(), 0);
+        let mut out = huge_zeroed(items.len());
         out.par_chunks_mut(BATCH)
             .with_min_len(64)
             .enumerate()

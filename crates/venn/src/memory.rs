@@ -58,6 +58,16 @@ pub fn with_huge_capacity<T>(capacity: usize) -> Vec<T> {
     v
 }
 
+/// A vector of `len` zeros, on huge pages where available. Its memory comes zeroed from
+/// the system and is not written here: each page is faulted in (and zeroed by the kernel)
+/// by whichever thread first writes it, so a vector filled on the rayon pool costs one
+/// pass over its memory, in parallel, where [`huge_vec`] costs a serial one first.
+pub fn huge_zeroed<T: bytemuck::Zeroable>(len: usize) -> Vec<T> {
+    let v = bytemuck::zeroed_vec(len);
+    advise_huge_pages(&v);
+    v
+}
+
 /// A vector of `len` copies of `value`, on huge pages where available.
 pub fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
     let mut v = with_huge_capacity(len);
@@ -118,6 +128,17 @@ fn prefetch_address(at: *const u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_vectors_are_zero_and_writable() {
+        for len in [0, 1, 1 << 20] {
+            let mut v: Vec<u128> = huge_zeroed(len);
+            assert_eq!(v.len(), len);
+            assert!(v.iter().all(|&x| x == 0));
+            v.iter_mut().enumerate().for_each(|(i, x)| *x = i as u128);
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as u128));
+        }
+    }
 
     /// Releasing the spare capacity keeps every element, at any length that is not a whole
     /// number of pages, and the vector grows back into the released room.

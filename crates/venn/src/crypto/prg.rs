@@ -100,7 +100,7 @@ impl Prg {
 
     /// A uniformly random permutation of `0..n`.
     pub fn permutation(&mut self, n: usize) -> Vec<u32> {
-        let mut p: Vec<u32> = (0..n as u32).collect();
+        let mut p: Vec<u32> = (0..n as u32).into_par_iter().collect();
         self.shuffle(&mut p);
         p
     }
@@ -108,12 +108,13 @@ impl Prg {
     /// Shuffles `v` uniformly at random. Small slices use Fisher–Yates; large ones the
     /// Rao–Sandelius method (each element to one of 256 random buckets, each bucket
     /// shuffled, buckets concatenated — exactly uniform), whose memory accesses stay within
-    /// cache-sized buckets instead of jumping across the whole array. The buckets are
-    /// shuffled in parallel on the rayon pool, each by a PRG seeded from this one in bucket
-    /// order, so the result does not depend on the number of threads.
+    /// cache-sized buckets instead of jumping across the whole array. Both steps run on the
+    /// rayon pool, each part of `PART` elements and each bucket with a PRG seeded from this
+    /// one in order, so the result does not depend on the number of threads.
     pub fn shuffle<T: Copy + Send + Sync>(&mut self, v: &mut [T]) {
         const IN_CACHE: usize = 1 << 18;
         const BUCKETS: usize = 256;
+        const PART: usize = 1 << 16;
         if v.len() <= IN_CACHE {
             for i in (1..v.len()).rev() {
                 let j = self.below(i as u64 + 1) as usize;
@@ -121,23 +122,38 @@ impl Prg {
             }
             return;
         }
-        let mut buckets: Vec<Vec<T>> = (0..BUCKETS)
-            .map(|_| Vec::with_capacity(v.len() / BUCKETS * 9 / 8))
+        let seeds: Vec<Block> = (0..v.len().div_ceil(PART)).map(|_| self.block()).collect();
+        // parts[p][b]: part p's elements of bucket b.
+        let parts: Vec<Vec<Vec<T>>> = v
+            .par_chunks(PART)
+            .zip(seeds)
+            .map(|(part, seed)| {
+                let mut prg = Prg::from_seed(seed);
+                let mut buckets: Vec<Vec<T>> = (0..BUCKETS)
+                    .map(|_| Vec::with_capacity(part.len() / BUCKETS * 5 / 4 + 16))
+                    .collect();
+                for chunk in part.chunks(16) {
+                    let r = prg.block();
+                    for (k, &x) in chunk.iter().enumerate() {
+                        buckets[(r >> (8 * k)) as usize & (BUCKETS - 1)].push(x);
+                    }
+                }
+                buckets
+            })
             .collect();
-        for chunk in v.chunks(16) {
-            let r = self.block();
-            for (k, &x) in chunk.iter().enumerate() {
-                buckets[(r >> (8 * k)) as usize & (BUCKETS - 1)].push(x);
-            }
-        }
+        let sizes = (0..BUCKETS).map(|b| parts.iter().map(|p| p[b].len()).sum());
         let prgs: Vec<Prg> = (0..BUCKETS).map(|_| Prg::from_seed(self.block())).collect();
-        split_lengths(v, buckets.iter().map(Vec::len))
+        split_lengths(v, sizes)
             .into_par_iter()
+            .enumerate()
             .zip(prgs)
-            .zip(buckets)
-            .for_each(|((out, mut prg), mut b)| {
-                prg.shuffle(&mut b);
-                out.copy_from_slice(&b);
+            .for_each(|((b, out), mut prg)| {
+                let mut at = 0;
+                for part in &parts {
+                    out[at..at + part[b].len()].copy_from_slice(&part[b]);
+                    at += part[b].len();
+                }
+                prg.shuffle(out);
             });
     }
 }

@@ -160,6 +160,13 @@ impl dyn Channel + '_ {
     /// Sends `blocks` (16 little-endian bytes each) in frames of at most
     /// [`FRAME_BLOCKS`].
     pub fn send_blocks(&mut self, blocks: &[Block]) -> Result<()> {
+        if cfg!(target_endian = "little") {
+            // The blocks' memory is already their bytes.
+            for chunk in blocks.chunks(FRAME_BLOCKS) {
+                self.send(bytemuck::cast_slice(chunk))?;
+            }
+            return Ok(());
+        }
         let mut frame = Vec::with_capacity(16 * FRAME_BLOCKS.min(blocks.len()));
         for chunk in blocks.chunks(FRAME_BLOCKS) {
             frame.clear();
@@ -180,11 +187,16 @@ impl dyn Channel + '_ {
         while out.len() < n {
             let len = (n - out.len()).min(FRAME_BLOCKS);
             self.recv_exact_into(&mut frame, 16 * len, what)?;
-            out.extend(
-                frame
-                    .chunks_exact(16)
-                    .map(|b| Block::from_le_bytes(b.try_into().expect("16 bytes"))),
-            );
+            let at = out.len();
+            out.resize(at + len, 0);
+            let blocks = &mut out[at..];
+            if cfg!(target_endian = "little") {
+                bytemuck::cast_slice_mut(blocks).copy_from_slice(&frame);
+            } else {
+                for (b, bytes) in blocks.iter_mut().zip(frame.chunks_exact(16)) {
+                    *b = Block::from_le_bytes(bytes.try_into().expect("16 bytes"));
+                }
+            }
         }
         Ok(())
     }

@@ -6,11 +6,10 @@
 //! A key lands in one of about n/2^14 bins ([`params`]); in its bin its row is three sparse
 //! columns and a dense part (d, d^2, …, d^g) ([`rows`]), and Decode is the row against the
 //! bin's slice of P: P[c0] + P[c1] + P[c2] + Σ d^j·P[m'+j−1]. Both encode and decode
-//! first group the keys by bin ([`binning`]); each bin is then solved ([`solve`]) or read
+//! first group the keys by bin ([`Buckets`]); each bin is then solved ([`solve`]) or read
 //! on its own, so bins run on as many threads as the caller's rayon pool has, and each
 //! bin's ~350 KB stays in the cache.
 
-mod binning;
 mod params;
 mod rows;
 mod solve;
@@ -18,9 +17,9 @@ mod solve;
 pub use params::{Params, BIN_KEYS};
 
 use crate::crypto::{gf128, Block};
-use crate::memory::{self, huge_vec};
+use crate::memory::{self, huge_zeroed};
+use crate::tables::Buckets;
 use crate::{Error, Result};
-use binning::Binning;
 use rayon::prelude::*;
 use rows::{RowHasher, BATCH};
 use solve::Solver;
@@ -49,8 +48,12 @@ impl Okvs {
 
     /// `keys` grouped by bin, for encoding or decoding at them.
     pub fn bin(&self, keys: &[Block]) -> BinnedKeys<'_> {
-        let binning = Binning::new(&self.hasher, keys, self.params.bins as usize);
-        let mut binned = huge_vec(keys.len(), 0);
+        let binning = Buckets::new(keys.len(), self.params.bins as usize, |first, bins| {
+            for (b, k) in bins.chunks_mut(BATCH).zip(keys[first..].chunks(BATCH)) {
+                self.hasher.bins(k, b);
+            }
+        });
+        let mut binned = huge_zeroed(keys.len());
         binning.scatter(keys, &mut binned);
         BinnedKeys {
             okvs: self,
@@ -63,18 +66,22 @@ impl Okvs {
     /// key, or with probability at most 2^-λ.
     pub fn encode(&self, keys: &[Block], values: &[Block]) -> Result<Vec<Block>> {
         assert_eq!(keys.len(), values.len());
-        let mut encoding = huge_vec(self.params.len(), 0);
+        let mut encoding = huge_zeroed(self.params.len());
         let bin_len = self.params.bin_len();
         let binned = self.bin(keys);
-        let mut binned_values = huge_vec(values.len(), 0);
+        let mut binned_values = huge_zeroed(values.len());
         binned.binning.scatter(values, &mut binned_values);
         let values = |keys: Range<usize>, out: &mut [Block]| {
             out.copy_from_slice(&binned_values[keys]);
         };
-        binned.solve(values, |bins, _, solved| {
-            encoding[bins.start * bin_len..bins.end * bin_len].copy_from_slice(solved);
-            Ok(())
-        })?;
+        binned.solve(
+            values,
+            |_, _| {},
+            |bins, _, solved| {
+                encoding[bins.start * bin_len..bins.end * bin_len].copy_from_slice(solved);
+                Ok(())
+            },
+        )?;
         Ok(encoding)
     }
 
@@ -87,7 +94,7 @@ impl Okvs {
 /// Keys grouped by bin ([`Okvs::bin`]).
 pub struct BinnedKeys<'a> {
     okvs: &'a Okvs,
-    binning: Binning,
+    binning: Buckets,
     /// The keys in bin order.
     keys: Vec<Block>,
 }
@@ -102,49 +109,60 @@ impl BinnedKeys<'_> {
     /// `range` of [`BinnedKeys::keys`] put into `out` by `values(range, out)`; handed out
     /// as it is solved, and `other` (a vector of this OKVS's
     /// length, its values `value(&other[j])`) decoded at the same keys on the way, from the
-    /// rows the encoding found: `each(columns, p)` gets every bin's range of P's columns
-    /// and its values, in order, as soon as the bin is solved (bins are solved as many at
-    /// a time as the rayon pool has threads). Returns Decode(other, key) for each key, in the
-    /// order the keys were given in.
+    /// rows the encoding found: each bin's range of P's columns and its values, once
+    /// solved, go through `make(columns, p)` (on the pool, with the solving) and then, in
+    /// order, to `each(columns, p)` (bins are solved as many at a time as the rayon pool
+    /// has threads, and `other` is read at a group's keys while `each` has the group). Returns Decode(other, key) for each key, in the order the keys were
+    /// given in.
     pub fn encode_streaming<T: Sync>(
         &self,
         values: impl Fn(Range<usize>, &mut [Block]) + Sync,
         other: &[T],
         value: impl Fn(&T) -> Block + Sync,
-        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()>,
+        make: impl Fn(Range<usize>, &mut [Block]) + Sync,
+        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()> + Send,
     ) -> Result<Vec<Block>> {
         let params = &self.okvs.params;
         assert_eq!(other.len(), params.len());
         let (bin_len, sparse) = (params.bin_len(), params.sparse as usize);
-        let mut decoded = huge_vec(self.keys.len(), 0);
+        let mut decoded = huge_zeroed(self.keys.len());
         let mut decoded_bins = self.binning.split_mut(&mut decoded);
-        self.solve(values, |bins, solvers, solved| {
-            for (b, p) in bins.clone().zip(solved.chunks(bin_len)) {
-                each(b * bin_len..(b + 1) * bin_len, p)?;
-            }
-            decoded_bins[bins.clone()]
-                .par_iter_mut()
-                .zip(solvers)
-                .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
-                .for_each(|((out, solver), bin)| {
-                    let (cols, ds) = solver.filled();
-                    let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
-                    read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
-                });
-            Ok(())
+        let make = |b: usize, p: &mut [Block]| make(b * bin_len..(b + 1) * bin_len, p);
+        self.solve(values, make, |bins, solvers, solved| {
+            // The group's bins handed out while `other` is read at their keys.
+            let (handed, ()) = rayon::join(
+                || {
+                    (bins.clone().zip(solved.chunks(bin_len)))
+                        .try_for_each(|(b, p)| each(b * bin_len..(b + 1) * bin_len, p))
+                },
+                || {
+                    decoded_bins[bins.clone()]
+                        .par_iter_mut()
+                        .zip(solvers)
+                        .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
+                        .for_each(|((out, solver), bin)| {
+                            let (cols, ds) = solver.filled();
+                            let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
+                            read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
+                        })
+                },
+            );
+            handed
         })?;
-        let mut out = huge_vec(self.keys.len(), 0);
+        let mut out = huge_zeroed(self.keys.len());
         self.binning.gather(&decoded, &mut out);
         Ok(out)
     }
 
     /// Solves every bin's system for the keys' values (`values(range, out)` puts those of
     /// the keys at `range` of the bin order into `out`), as many bins at a time as the
-    /// rayon pool has threads, and hands each group to `each(bins, solvers, solved)`: the
-    /// group's range of bins, their solvers (holding their rows) and their slices of P.
+    /// rayon pool has threads, each bin's slice of P then given to `make(bin, p)` there,
+    /// and hands each group to `each(bins, solvers, solved)`: the group's range of bins,
+    /// their solvers (holding their rows) and their slices of P.
     fn solve(
         &self,
         values: impl Fn(Range<usize>, &mut [Block]) + Sync,
+        make: impl Fn(usize, &mut [Block]) + Sync,
         mut each: impl FnMut(Range<usize>, &[&Solver], &[Block]) -> Result<()>,
     ) -> Result<()> {
         let p = &self.okvs.params;
@@ -186,7 +204,9 @@ impl BinnedKeys<'_> {
                     {
                         self.okvs.hasher.rows(k, c, d);
                     }
-                    solver.solve(bin_values, p.sparse as usize, out)
+                    solver.solve(bin_values, p.sparse as usize, out)?;
+                    make(b, out);
+                    Ok::<_, Error>(())
                 })?;
             each(
                 bins,
@@ -201,7 +221,7 @@ impl BinnedKeys<'_> {
     pub fn decode(&self, encoding: &[Block], out: &mut [Block]) {
         let bin_len = self.okvs.params.bin_len();
         assert_eq!(encoding.len(), self.okvs.params.len());
-        let mut binned = huge_vec(self.keys.len(), 0);
+        let mut binned = huge_zeroed(self.keys.len());
         self.binning
             .split_mut(&mut binned)
             .into_par_iter()
@@ -213,34 +233,46 @@ impl BinnedKeys<'_> {
 
     /// Decode(P, keys[i]) into `out[i]` for a P that arrives bin by bin: `next(len, buf)`
     /// puts `len` values into `buf`, which `make(b, buf)` turns into bin b of P (bins are
-    /// received, then made and read on the rayon pool, as many at a time as it has
-    /// threads).
+    /// made and read on the rayon pool, as many at a time as it has threads, while the
+    /// next ones are received).
     pub fn decode_streaming(
         &self,
-        mut next: impl FnMut(usize, &mut Vec<Block>) -> Result<()>,
+        mut next: impl FnMut(usize, &mut Vec<Block>) -> Result<()> + Send,
         make: impl Fn(usize, &mut [Block]) + Sync,
         out: &mut [Block],
     ) -> Result<()> {
         let p = &self.okvs.params;
         let (bins, bin_len) = (p.bins as usize, p.bin_len());
         let group = rayon::current_num_threads().clamp(1, bins.max(1));
-        let mut binned = huge_vec(self.keys.len(), 0);
+        let groups: Vec<Range<usize>> = (0..bins)
+            .step_by(group)
+            .map(|first| first..(first + group).min(bins))
+            .collect();
+        let mut binned = huge_zeroed(self.keys.len());
         let mut binned_bins = self.binning.split_mut(&mut binned);
-        let mut received = vec![Vec::new(); group];
-        for first in (0..bins).step_by(group) {
-            let bins = first..(first + group).min(bins);
-            let received = &mut received[..bins.len()];
-            for buf in received.iter_mut() {
-                next(bin_len, buf)?;
-            }
-            binned_bins[bins.clone()]
-                .par_iter_mut()
-                .zip(received.par_iter_mut())
-                .zip(bins)
-                .for_each(|((out, bin), b)| {
-                    make(b, bin);
-                    self.decode_bin(b, bin, out);
-                });
+        let mut receive = |into: &mut [Vec<Block>], bins: Option<&Range<usize>>| {
+            into.iter_mut()
+                .take(bins.map_or(0, |b| b.len()))
+                .try_for_each(|buf| next(bin_len, buf))
+        };
+        let (mut received, mut ahead) = (vec![Vec::new(); group], vec![Vec::new(); group]);
+        receive(&mut received, groups.first())?;
+        for (k, bins) in groups.iter().enumerate() {
+            let (got, ()) = rayon::join(
+                || receive(&mut ahead, groups.get(k + 1)),
+                || {
+                    binned_bins[bins.clone()]
+                        .par_iter_mut()
+                        .zip(received.par_iter_mut())
+                        .zip(bins.clone())
+                        .for_each(|((out, bin), b)| {
+                            make(b, bin);
+                            self.decode_bin(b, bin, out);
+                        })
+                },
+            );
+            got?;
+            std::mem::swap(&mut received, &mut ahead);
         }
         self.binning.gather(&binned, out);
         Ok(())
@@ -404,9 +436,11 @@ mod tests {
                         },
                         &other,
                         |&x| x,
+                        |columns, bin| bin.iter_mut().for_each(|x| *x ^= columns.start as Block),
                         |columns, bin| {
                             assert_eq!(columns.start, streamed.len());
-                            streamed.extend_from_slice(bin);
+                            let masked = bin.iter().map(|x| x ^ columns.start as Block);
+                            streamed.extend(masked);
                             Ok(())
                         },
                     )

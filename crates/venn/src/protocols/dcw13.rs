@@ -229,10 +229,7 @@ impl Party for Dcw13Receiver {
         let g = iknp_receive(ctx.peer, &state.base, &bf)?;
         ctx.phase("receive and match", false);
         let mine = summaries(&hash, &values, |j| g[j], p.out_bits);
-        let mut table = MatchTable::with_capacity(items.len());
-        for (i, &k) in mine.iter().enumerate() {
-            table.insert(k, 0, i as u32);
-        }
+        let table = MatchTable::build(items.len(), mine.len(), |i| (mine[i], 0, i as u32));
         let n_s = ctx.session.n_sender as usize;
         let matches = receive_matches(ctx.peer, n_s, 1, p.out_bits / 8, &table)?;
         if ctx.session.both {

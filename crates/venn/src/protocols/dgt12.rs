@@ -224,17 +224,15 @@ impl Party for Receiver {
         }
 
         ctx.phase("unblind", false);
-        let mut table = MatchTable::with_capacity(n_r);
+        let mut own_tags = Vec::with_capacity(n_r);
         let mut frame = Vec::new();
         for range in chunks(n_r) {
             let what = "the sender's keyed items";
             ctx.peer
                 .recv_exact_into(&mut frame, range.len() * POINT, what)?;
-            let values = tags(&ro, &times(&unkey, &decode_points(&frame)?), v);
-            for (value, position) in values.into_iter().zip(range) {
-                table.insert(value, 0, position as u32);
-            }
+            own_tags.extend(tags(&ro, &times(&unkey, &decode_points(&frame)?), v));
         }
+        let table = MatchTable::build(n_r, n_r, |i| (own_tags[i], 0, i as u32));
 
         ctx.phase("count", false);
         let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;

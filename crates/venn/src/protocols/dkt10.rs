@@ -460,10 +460,7 @@ impl Party for Dkt10Receiver {
                 tag(&ro, &key, &h[i], items.get(i), v)
             })
             .collect();
-        let mut table = MatchTable::with_capacity(n);
-        for (i, &t) in mine.iter().enumerate() {
-            table.insert(t, 0, i as u32);
-        }
+        let table = MatchTable::build(n, mine.len(), |i| (mine[i], 0, i as u32));
         let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         Ok(Output::Indices(
             matches.iter().map(|m| m.0 as usize).collect(),

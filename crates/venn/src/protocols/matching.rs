@@ -6,6 +6,7 @@
 
 use super::{Context, Output};
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
+use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::MatchTable;
 use crate::{Error, Result};
@@ -71,13 +72,9 @@ pub fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Resul
 /// entry, sender position)` per match, as [`receive_matches`] returns them.
 pub fn match_values(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<(u32, u32)>> {
     let mask = low_bits(bits);
-    let mut table = MatchTable::with_capacity(values.len());
-    table.insert_all(
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (v & mask, 0, i as u32)),
-    );
+    let table = MatchTable::build(values.len(), values.len(), |i| {
+        (values[i] & mask, 0, i as u32)
+    });
     let n_s = ctx.session.n_sender as usize;
     receive_matches(ctx.peer, n_s, 1, bits / 8, &table)
 }
@@ -149,35 +146,52 @@ pub fn receive_matches(
     let mut matched = vec![0u64; table.items().div_ceil(64)];
     let mut position = vec![0u32; table.items()];
     let mask = row_mask(1, bytes);
-    // Frames are looked up a batch at a time on the rayon pool; their hits are then
-    // applied in frame order, so each entry keeps its first sender position.
-    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
-    for batch in (0..n_sender).step_by(CHUNK_ITEMS * BATCH_FRAMES) {
-        let starts: Vec<usize> = (batch..n_sender)
-            .step_by(CHUNK_ITEMS)
-            .take(BATCH_FRAMES)
-            .collect();
-        for (frame, &start) in frames.iter_mut().zip(&starts) {
+    // Frames are looked up a batch at a time on the rayon pool, while the next batch is
+    // received and the last batch's hits are applied, in frame order, so each entry keeps
+    // its first sender position.
+    let batches: Vec<usize> = (0..n_sender).step_by(CHUNK_ITEMS * BATCH_FRAMES).collect();
+    let starts = |batch: usize| (batch..n_sender).step_by(CHUNK_ITEMS).take(BATCH_FRAMES);
+    let mut receive = |frames: &mut [Vec<u8>], batch: usize| -> Result<()> {
+        for (frame, start) in frames.iter_mut().zip(starts(batch)) {
             let count = (n_sender - start).min(CHUNK_ITEMS);
             chan.recv_exact_into(frame, count * groups * bytes, "sender values")?;
             frame.resize(frame.len() + UNPACK_SLACK, 0);
         }
-        let hits: Vec<Vec<(u32, u32)>> = frames
-            .par_iter()
-            .zip(&starts)
-            .map(|(frame, &start)| {
-                let entries = (n_sender - start).min(CHUNK_ITEMS) * groups;
-                lookups(frame, entries, start, groups, bytes, &mask, table)
-            })
-            .collect();
-        for (r, p) in hits.into_iter().flatten() {
-            let (word, bit) = (&mut matched[r as usize / 64], 1 << (r % 64));
-            if *word & bit == 0 {
-                *word |= bit;
-                position[r as usize] = p;
-            }
-        }
+        Ok(())
+    };
+    let mut frames: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
+    let mut next: Vec<Vec<u8>> = vec![Vec::new(); BATCH_FRAMES];
+    let mut hits = Vec::new();
+    if let Some(&first) = batches.first() {
+        receive(&mut frames, first)?;
     }
+    for (k, &batch) in batches.iter().enumerate() {
+        let (found, (received, ())) = rayon::join(
+            || {
+                frames
+                    .par_iter()
+                    .zip(starts(batch).collect::<Vec<_>>())
+                    .map(|(frame, start)| {
+                        let entries = (n_sender - start).min(CHUNK_ITEMS) * groups;
+                        lookups(frame, entries, start, groups, bytes, &mask, table)
+                    })
+                    .collect::<Vec<_>>()
+            },
+            || {
+                rayon::join(
+                    || match batches.get(k + 1) {
+                        Some(&batch) => receive(&mut next, batch),
+                        None => Ok(()),
+                    },
+                    || apply_hits(&hits, &mut matched, &mut position),
+                )
+            },
+        );
+        received?;
+        hits = found.concat();
+        std::mem::swap(&mut frames, &mut next);
+    }
+    apply_hits(&hits, &mut matched, &mut position);
     let mut matches = Vec::new();
     for (w, &word) in matched.iter().enumerate() {
         let mut bits = word;
@@ -188,6 +202,23 @@ pub fn receive_matches(
         }
     }
     Ok(matches)
+}
+
+/// Records each hit `(receiver entry, sender position)`, in order, whose entry has none
+/// yet. Each entry's words are loaded a few hits ahead (the positions are too many for
+/// the cache).
+fn apply_hits(hits: &[(u32, u32)], matched: &mut [u64], position: &mut [u32]) {
+    for (k, &(r, p)) in hits.iter().enumerate() {
+        if let Some(&(ahead, _)) = hits.get(k + PREFETCH_AHEAD) {
+            prefetch(&position[ahead as usize]);
+            prefetch(&matched[ahead as usize / 64]);
+        }
+        let (word, bit) = (&mut matched[r as usize / 64], 1 << (r % 64));
+        if *word & bit == 0 {
+            *word |= bit;
+            position[r as usize] = p;
+        }
+    }
 }
 
 /// The hits among a frame's `entries` values (`groups` per sender item, the first item
@@ -278,12 +309,7 @@ mod tests {
     #[test]
     fn each_entry_matches_once_at_its_first_position_in_entry_order() {
         let own: Vec<Block> = (0..10u128).map(|i| i * 0x9e37_79b9 + 5).collect();
-        let mut table = MatchTable::with_capacity(own.len());
-        table.insert_all(
-            own.iter()
-                .enumerate()
-                .map(|(i, &v)| (v, i as u32 % 2, i as u32)),
-        );
+        let table = MatchTable::build(own.len(), own.len(), |i| (own[i], i as u32 % 2, i as u32));
         // Two values a sender item (position e / 2, group e % 2); entry i is in group i % 2.
         let sent = [
             own[2], own[3], // position 0
@@ -307,8 +333,7 @@ mod tests {
     fn first_positions_hold_across_batches_and_threads() {
         let n = CHUNK_ITEMS * BATCH_FRAMES * 2 + 100;
         let own: Vec<Block> = (0..64u128).map(|i| (i + 1) << 70 | i).collect();
-        let mut table = MatchTable::with_capacity(own.len());
-        table.insert_all(own.iter().enumerate().map(|(i, &v)| (v, 0, i as u32)));
+        let table = MatchTable::build(own.len(), own.len(), |i| (own[i], 0, i as u32));
         // Entry i at positions i·1000 + 7, and again at every later multiple of 1000 + 7.
         let value = |p: usize| match p % 1000 {
             7 => own[(p / 1000) % own.len()],

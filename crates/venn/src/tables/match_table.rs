@@ -4,25 +4,35 @@
 //! A slot holds a value's low 88 bits and its group, so that where no value has more
 //! (values of up to 88 bits: the output lengths of λ + log2(n_S·n_R) bits up to 2^24 items
 //! each side) a hit is decided by the slot alone; the bits above 88 are kept apart, by
-//! item, and compared on a hit only if some value has them.
+//! slot, and compared on a hit only if some value has them.
 
+use super::Buckets;
 use crate::crypto::Block;
-use crate::memory::huge_vec;
-use crate::memory::prefetch;
+use crate::memory::{huge_zeroed, prefetch};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-const EMPTY: u32 = u32::MAX;
 /// Value bits a slot holds.
 const SLOT_BITS: u32 = 88;
+/// Slots a region has: 512 KiB, built in the L2 cache by one task.
+const REGION: usize = 1 << 15;
 
-#[derive(Clone, Copy)]
-struct Slot {
-    low: u64,
-    item: u32,
-    /// The value's bits 64..88, then the group in the low byte.
-    middle: u32,
+/// A slot: the value's low 64 bits; then the item + 1 (0: an empty slot) in the low half
+/// and the value's bits 64..88 and the group in the high half. All zeros is empty, so a
+/// table starts as untouched zeroed memory.
+type Slot = [u64; 2];
+
+/// The slot of `value` for `item` in `group`.
+#[inline]
+fn slot(value: Block, group: u32, item: u32) -> Slot {
+    [
+        value as u64,
+        (item as u64 + 1) | (middle(value, group) as u64) << 32,
+    ]
 }
 
-/// A slot's `middle` for `value` in `group`.
+/// A slot's `middle` for `value` in `group`: the value's bits 64..88, then the group in the
+/// low byte.
 #[inline]
 fn middle(value: Block, group: u32) -> u32 {
     ((value >> 64) as u32) << 8 | group
@@ -31,34 +41,105 @@ fn middle(value: Block, group: u32) -> u32 {
 /// Maps `(value, group)` to the receiver's item index.
 pub struct MatchTable {
     slots: Vec<Slot>,
-    /// Each item's value bits from 88 on.
+    /// Each slot's value bits from 88 on, if some value has any (else empty).
     high: Vec<u64>,
-    /// Whether some item's value has bits from 88 on.
-    wide: bool,
+    items: usize,
 }
 
 impl MatchTable {
-    /// A table for up to `items` entries, at load factor ≤ 1/2.
-    pub fn with_capacity(items: usize) -> Self {
-        let cap = (2 * items).max(16);
-        MatchTable {
-            slots: huge_vec(
-                cap,
-                Slot {
-                    low: 0,
-                    item: EMPTY,
-                    middle: 0,
-                },
-            ),
-            high: huge_vec(items, 0),
-            wide: false,
+    /// The table of `count` entries, entry i being `entry(i) = (value, group, item)` with
+    /// group below 256 and each item below `items` and in at most one entry; at load
+    /// factor ≤ 1/2.
+    ///
+    /// Built in parallel: the entries are grouped by the region of slots where their
+    /// probes start ([`Buckets`]), and each region is filled by one task, in the cache,
+    /// an entry probing on from its start as linear probing does; an entry that runs off
+    /// its region's end is placed after all regions, probing on into the next. Each
+    /// entry then sits at or after its start with no empty slot between, as [`find`]
+    /// needs, and the table is the same on any number of threads.
+    ///
+    /// [`find`]: MatchTable::find
+    pub fn build(
+        items: usize,
+        count: usize,
+        entry: impl Fn(usize) -> (Block, u32, u32) + Sync,
+    ) -> Self {
+        let cap = (2 * count).max(16);
+        let mut slots: Vec<Slot> = huge_zeroed(cap);
+        let regions = cap.div_ceil(REGION);
+        let start_of = |value: Block| start(value, cap);
+        let check = |(value, group, item): (Block, u32, u32)| {
+            assert!(group < 256, "group {group} of a match table");
+            assert!((item as usize) < items, "item {item} of a table of {items}");
+            (value, group, item)
+        };
+        let wide = AtomicBool::new(false);
+        let buckets = Buckets::new(count, regions, |first, out| {
+            for (i, o) in (first..).zip(out) {
+                let value = entry(i).0;
+                if value >> SLOT_BITS != 0 {
+                    wide.store(true, Ordering::Relaxed);
+                }
+                *o = (start_of(value) / REGION) as u32;
+            }
+        });
+        let wide = wide.into_inner();
+        let mut sorted: Vec<Slot> = huge_zeroed(count);
+        buckets.scatter_with(
+            |i| {
+                let (value, group, item) = check(entry(i));
+                slot(value, group, item)
+            },
+            &mut sorted,
+        );
+        let (mut high, mut sorted_high) = match wide {
+            true => (huge_zeroed(cap), huge_zeroed(count)),
+            false => (Vec::new(), Vec::new()),
+        };
+        if wide {
+            buckets.scatter_with(|i| (entry(i).0 >> SLOT_BITS) as u64, &mut sorted_high);
         }
-    }
-
-    /// Where the probe for a value starts: `⌊low · cap / 2^64⌋`.
-    #[inline]
-    fn start(&self, value: Block) -> usize {
-        ((value as u64 as u128 * self.slots.len() as u128) >> 64) as usize
+        // Each region's slots (and high bits), its entries, and where it begins.
+        let high_regions: Vec<&mut [u64]> = match wide {
+            true => high.chunks_mut(REGION).collect(),
+            false => (0..regions).map(|_| &mut [][..]).collect(),
+        };
+        let spills: Vec<(usize, Slot, u64)> = slots
+            .par_chunks_mut(REGION)
+            .zip(high_regions)
+            .enumerate()
+            .flat_map_iter(|(r, (slots, high))| {
+                let entries = buckets.range(r);
+                let mut spills = Vec::new();
+                for k in entries {
+                    let (s, h) = (sorted[k], sorted_high.get(k).copied().unwrap_or(0));
+                    let from = start_of(s[0] as Block) - r * REGION;
+                    match (from..slots.len()).find(|&i| slots[i][1] as u32 == 0) {
+                        Some(i) => {
+                            slots[i] = s;
+                            if wide {
+                                high[i] = h;
+                            }
+                        }
+                        None => spills.push((r * REGION + slots.len(), s, h)),
+                    }
+                }
+                spills
+            })
+            .collect();
+        drop((sorted, sorted_high));
+        let mut table = MatchTable { slots, high, items };
+        for (from, s, h) in spills {
+            let mut i = from % cap;
+            while table.slots[i][1] as u32 != 0 {
+                i = table.next(i);
+            }
+            table.slots[i] = s;
+            if wide {
+                table.high[i] = h;
+            }
+        }
+        table
     }
 
     /// The slot after `i`, wrapping around.
@@ -71,46 +152,15 @@ impl MatchTable {
         }
     }
 
-    /// Records that `item` (below [`MatchTable::items`]) has `value` in `group` (below
-    /// 256). Each item is inserted at most once.
-    pub fn insert(&mut self, value: Block, group: u32, item: u32) {
-        assert!(group < 256, "group {group} of a match table");
-        let high = (value >> SLOT_BITS) as u64;
-        self.high[item as usize] = high;
-        self.wide |= high != 0;
-        let mut i = self.start(value);
-        while self.slots[i].item != EMPTY {
-            i = self.next(i);
-        }
-        self.slots[i] = Slot {
-            low: value as u64,
-            item,
-            middle: middle(value, group),
-        };
-    }
-
-    /// Inserts each `(value, group, item)`, loading the slot of an entry a few entries
-    /// before it is written (a table larger than the cache otherwise costs a miss each).
-    pub fn insert_all(&mut self, entries: impl Iterator<Item = (Block, u32, u32)> + Clone) {
-        const AHEAD: usize = 16;
-        let mut ahead = entries.clone().skip(AHEAD);
-        for (value, group, item) in entries {
-            if let Some((value, _, _)) = ahead.next() {
-                self.prefetch(value);
-            }
-            self.insert(value, group, item);
-        }
-    }
-
     /// How many items the table has room for: every item is below it.
     pub fn items(&self) -> usize {
-        self.high.len()
+        self.items
     }
 
     /// Starts loading the slot where a lookup of `value` begins.
     #[inline]
     pub fn prefetch(&self, value: Block) {
-        prefetch(&self.slots[self.start(value)]);
+        prefetch(&self.slots[start(value, self.slots.len())]);
     }
 
     /// The item with `value` in `group`, if any.
@@ -121,41 +171,48 @@ impl MatchTable {
             middle(value, group),
             (value >> SLOT_BITS) as u64,
         );
-        if high != 0 && !self.wide {
+        let wide = !self.high.is_empty();
+        if high != 0 && !wide {
             return None;
         }
-        let mut i = self.start(value);
+        let mut i = start(value, self.slots.len());
         loop {
-            let s = self.slots[i];
-            if s.item == EMPTY {
+            let [s_low, rest] = self.slots[i];
+            if rest as u32 == 0 {
                 return None;
             }
-            if s.low == low
-                && s.middle == middle
-                && (!self.wide || self.high[s.item as usize] == high)
-            {
-                return Some(s.item);
+            if s_low == low && (rest >> 32) as u32 == middle && (!wide || self.high[i] == high) {
+                return Some(rest as u32 - 1);
             }
             i = self.next(i);
         }
     }
 }
 
+/// Where the probe for a value starts in a table of `cap` slots: `⌊low · cap / 2^64⌋`.
+#[inline]
+fn start(value: Block, cap: usize) -> usize {
+    ((value as u64 as u128 * cap as u128) >> 64) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn value(i: u32) -> Block {
+        (i as u128) << 70 | (i as u128 * 7919)
+    }
+
     #[test]
     fn finds_exactly_what_was_inserted() {
-        let mut t = MatchTable::with_capacity(100);
+        let t = MatchTable::build(100, 100, |i| {
+            (value(i as u32) | 1 << 100, i as u32 % 3, i as u32)
+        });
         for i in 0..100u32 {
-            t.insert((i as u128) << 70 | (i as u128 * 7919), i % 3, i);
-        }
-        for i in 0..100u32 {
-            let v = (i as u128) << 70 | (i as u128 * 7919);
+            let v = value(i) | 1 << 100;
             assert_eq!(t.find(v, i % 3), Some(i));
             assert_eq!(t.find(v, (i + 1) % 3), None, "group must match");
-            assert_eq!(t.find(v ^ (1 << 100), i % 3), None, "high bits must match");
+            assert_eq!(t.find(v ^ (1 << 101), i % 3), None, "high bits must match");
             assert_eq!(t.find(v ^ (1 << 80), i % 3), None, "middle bits must match");
         }
     }
@@ -163,15 +220,63 @@ mod tests {
     #[test]
     fn narrow_values_are_decided_by_their_slots() {
         // Values below 2^88 (no item has high bits): a value with high bits matches none.
-        let mut t = MatchTable::with_capacity(100);
+        let t = MatchTable::build(100, 100, |i| (value(i as u32), 0, i as u32));
         for i in 0..100u32 {
-            t.insert((i as u128) << 70 | (i as u128 * 7919), 0, i);
-        }
-        for i in 0..100u32 {
-            let v = (i as u128) << 70 | (i as u128 * 7919);
+            let v = value(i);
             assert_eq!(t.find(v, 0), Some(i));
             assert_eq!(t.find(v | 1 << 90, 0), None);
             assert_eq!(t.find(v ^ 1 << 87, 0), None);
         }
+    }
+
+    /// Many regions, with values crowded at the regions' ends so that probes run off them
+    /// (and off the table's end, wrapping): every entry is found, a repeated value finds
+    /// its first entry, and the table is the same on one thread and on three.
+    #[test]
+    fn regions_spill_into_their_neighbours_and_the_layout_ignores_threads() {
+        let n = 5 * REGION;
+        let cap = 2 * n;
+        // Every 16th entry's probe starts near the end of a region (or of the table); the
+        // others anywhere.
+        let regions = cap / REGION;
+        let low = |i: usize| match i % 16 {
+            0 => {
+                let slot = ((i / 16) % regions + 1) * REGION - 1 - (i / 16 / regions) % 7;
+                ((slot as u128) << 64).div_ceil(cap as u128) as u64
+            }
+            _ => (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        };
+        let entry = |i: usize| {
+            let i = i.min(n - 2); // the last two entries repeat one value
+            ((i as u128) << 64 | low(i) as u128, 0, i as u32)
+        };
+        let entry_at = |i: usize| (entry(i).0, 0, i as u32);
+        let build = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| MatchTable::build(n, n, entry_at))
+        };
+        let (one, three) = (build(1), build(3));
+        assert_eq!(one.slots, three.slots);
+        for i in 0..n - 1 {
+            assert_eq!(one.find(entry(i).0, 0), Some(i as u32), "entry {i}");
+        }
+        assert_eq!(
+            one.find(entry(n - 1).0, 0),
+            Some(n as u32 - 2),
+            "the first of a repeat"
+        );
+        let spilled = (0..cap)
+            .filter(|&at| {
+                let item = one.slots[at][1] as u32;
+                item != 0 && at / REGION != start(entry(item as usize - 1).0, cap) / REGION
+            })
+            .count();
+        assert!(
+            spilled > regions,
+            "{spilled} entries placed outside their region"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! bucket overflows into the next; a lookup goes on past full buckets only, and there is
 //! always one that is not full (the table holds ⌈n/8⌉·15 > n tags).
 
-use crate::memory::{huge_vec, prefetch};
+use crate::memory::{huge_vec, huge_zeroed, prefetch};
 
 /// Tags in a bucket.
 const WIDTH: usize = 15;
@@ -64,7 +64,7 @@ impl TagTable {
         };
         let mut t = TagTable {
             buckets: huge_vec(count, empty),
-            items: huge_vec(count * WIDTH, 0),
+            items: huge_zeroed(count * WIDTH),
             groups: Vec::with_capacity(keys.len()),
         };
         for (item, (tag, group)) in keys.enumerate() {

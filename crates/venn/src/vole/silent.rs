@@ -30,7 +30,7 @@ use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
-use crate::memory::{huge_vec, release_spare, with_huge_capacity};
+use crate::memory::{huge_zeroed, release_spare, with_huge_capacity};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
@@ -168,7 +168,7 @@ pub fn send(
     // The trees (on the rayon pool) a group at a time, each group's level sums masked by
     // the OTs and its corrections sent as soon as they are made: R expands a group while S
     // makes the next.
-    let mut leaves = huge_vec(shape.noise_len(), 0);
+    let mut leaves = huge_zeroed(shape.noise_len());
     let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
     for (first, group) in leaves
         .chunks_mut(TREES_A_MESSAGE * shape.block())

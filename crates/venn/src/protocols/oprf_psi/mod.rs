@@ -30,7 +30,7 @@ use super::{
 };
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
-use crate::memory::huge_vec;
+use crate::memory::huge_zeroed;
 use crate::net::{Channel, Writer};
 use crate::ot::{iknp_receive, iknp_send, MasnyRindal, OprfRows, OprfSender};
 use crate::ot::{ReceiverSeeds, SenderSeeds};
@@ -274,7 +274,7 @@ impl<V: Variant> Party for Sender<V> {
         // the receiver sends the rest, in step with the rows received.
         let n = items.len();
         let (stash_rows, all_rows) = (oprf.ot_rows(l.stash), oprf.ot_rows(l.instances()));
-        let mut stash_values = huge_vec(n * l.stash, 0);
+        let mut stash_values = huge_zeroed(n * l.stash);
         let mut done = 0;
         let ot = OprfSender::extend(ctx.peer, &seeds, &s, all_rows, |rows| {
             if rows.rows() < stash_rows {
@@ -394,15 +394,18 @@ impl<V: Variant> Party for Receiver<V> {
 
         ctx.phase("receive and match", false);
         let mask = low_bits(l.out_bits);
-        let mut lookup = MatchTable::with_capacity(items.len());
-        for (j, &item) in table.stash.iter().enumerate() {
-            lookup.insert(outputs[j] & mask, (HASHES + j) as u32, item);
-        }
-        for (i, out) in outputs[l.stash..].iter().enumerate() {
-            if let Some((item, z)) = table.bin(i) {
-                lookup.insert(out & mask, z as u32, item as u32);
-            }
-        }
+        // (output, group, item) of each stashed item, then of each bin's item.
+        let entries: Vec<(usize, u32, u32)> = (table.stash.iter().enumerate())
+            .map(|(j, &item)| (j, (HASHES + j) as u32, item))
+            .chain((0..outputs.len() - l.stash).filter_map(|i| {
+                let (item, z) = table.bin(i)?;
+                Some((l.stash + i, z as u32, item as u32))
+            }))
+            .collect();
+        let lookup = MatchTable::build(items.len(), entries.len(), |k| {
+            let (output, group, item) = entries[k];
+            (outputs[output] & mask, group, item)
+        });
         let groups = HASHES + l.stash;
         let n_s = ctx.session.n_sender as usize;
         let matches = receive_matches(ctx.peer, n_s, groups, l.out_bits / 8, &lookup)?;

@@ -303,10 +303,7 @@ impl Party for Rr17Receiver {
         )?;
         ctx.phase("receive and match", false);
         let mine = sums.finish(&values, &sid, v);
-        let mut table = MatchTable::with_capacity(items.len());
-        for (i, &k) in mine.iter().enumerate() {
-            table.insert(k, 0, i as u32);
-        }
+        let table = MatchTable::build(items.len(), mine.len(), |i| (mine[i], 0, i as u32));
         let n_s = ctx.session.n_sender as usize;
         let matches = receive_matches(ctx.peer, n_s, 1, v / 8, &table)?;
         Ok(Output::Indices(

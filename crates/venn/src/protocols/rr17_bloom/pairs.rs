@@ -10,7 +10,7 @@
 use super::permutation::FRAME;
 use crate::bits::BitSet;
 use crate::crypto::Block;
-use crate::memory::huge_vec;
+use crate::memory::{huge_vec, huge_zeroed};
 use crate::tables::BloomHash;
 use rayon::prelude::*;
 
@@ -43,7 +43,7 @@ impl PositionPairs {
         assert!(k <= u8::MAX as usize);
         PositionPairs {
             k,
-            positions: huge_vec(n * k, 0),
+            positions: huge_zeroed(n * k),
             counts: vec![0; n],
             starts: Vec::new(),
             pairs: huge_vec(n * k, Pair::default()),

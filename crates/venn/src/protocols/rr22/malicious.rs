@@ -106,8 +106,7 @@ fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
             format!("{count} items"),
         ));
     }
-    let mut table = MatchTable::with_capacity(own.len());
-    table.insert_all(own.iter().enumerate().map(|(i, &t)| (t, 0, i as u32)));
+    let table = MatchTable::build(own.len(), own.len(), |i| (own[i], 0, i as u32));
     let mut tags = Vec::new();
     ctx.peer
         .recv_blocks(count as usize, &mut tags, "intersection tags")?;

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
 use crate::items::{BlockEncoder, Items};
-use crate::memory::huge_vec;
+use crate::memory::huge_zeroed;
 use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
@@ -267,7 +267,7 @@ impl Party for Rr22Sender {
         ctx.phase("evaluate", false);
         let keys = hashes.keys(items);
         let binned = okvs.bin(&keys);
-        let mut values = huge_vec(keys.len(), 0);
+        let mut values = huge_zeroed(keys.len());
         values
             .par_chunks_mut(CHUNK)
             .zip(keys.par_chunks(CHUNK))
@@ -277,7 +277,7 @@ impl Party for Rr22Sender {
                 Hashes::hash_to(&hashes.h_b, keys, h);
                 gf128::add_evaluations(h, &[delta], values);
             });
-        let mut on_b_prime = huge_vec(keys.len(), 0);
+        let mut on_b_prime = huge_zeroed(keys.len());
         let bin_len = p.okvs.bin_len();
         binned.decode_streaming(
             |len, bin| ctx.peer.recv_blocks(len, bin, "A'"),
@@ -360,18 +360,18 @@ impl Party for Rr22Receiver {
         // H^B of the keys, computed a bin at a time; and Decode(C, x) from the rows the
         // encoding found.
         let VoleReceiver { pairs } = state;
-        let mut a_prime = Vec::with_capacity(p.okvs.bin_len());
         let mut values = binned.encode_streaming(
             |range, out| Hashes::hash_to(&hashes.h_b, &binned.keys()[range], out),
             &pairs,
             |pair| pair.1,
             |columns, p| {
-                a_prime.clear();
-                a_prime.extend(pairs[columns].iter().zip(p).map(|(pair, p)| pair.0 ^ p));
-                ctx.peer.send_blocks(&a_prime)
+                p.iter_mut()
+                    .zip(&pairs[columns])
+                    .for_each(|(p, pair)| *p ^= pair.0)
             },
+            |_, a_prime| ctx.peer.send_blocks(a_prime),
         )?;
-        drop((binned, pairs, a_prime));
+        drop((binned, pairs));
         // w_r goes with A', after it.
         let toss = toss
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
