@@ -11,6 +11,8 @@ use crate::crypto::{Block, Prg, RandomOracle};
 use crate::net::Channel;
 use crate::Result;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::scalar::Scalar;
+use rayon::prelude::*;
 
 /// The number of base OTs (κ).
 pub const BASE_OTS: usize = 128;
@@ -69,37 +71,46 @@ fn kdf(ro: &RandomOracle, i: usize, p: &RistrettoPoint) -> Block {
     ro.hash_block(&[&(i as u64).to_le_bytes()[..], p.compress().as_bytes()].concat())
 }
 
-/// The receiver of `choices.len()` base OTs; returns `m_{b_i}` for each.
+/// The receiver of `choices.len()` base OTs; returns `m_{b_i}` for each. The randomness
+/// is drawn in order; the group operations run on the rayon pool.
 fn base_ot_receive(
     chan: &mut dyn Channel,
     choices: &[bool],
     prg: &mut Prg,
     sid: &[u8; 32],
 ) -> Result<Vec<Block>> {
-    let mut secrets = Vec::with_capacity(choices.len());
-    let mut msg = Vec::with_capacity(64 * choices.len());
-    for (i, &b) in choices.iter().enumerate() {
-        let a = random_scalar(prg);
-        let big_a = RistrettoPoint::mul_base(&a);
-        let other = random_point(prg).compress();
-        let mine = (big_a - hash_to_group(sid, i, &other)).compress();
-        let (r0, r1) = if b { (other, mine) } else { (mine, other) };
-        msg.extend_from_slice(r0.as_bytes());
-        msg.extend_from_slice(r1.as_bytes());
-        secrets.push(a);
-    }
-    chan.send(&msg)?;
+    let draws: Vec<(Scalar, RistrettoPoint)> = choices
+        .iter()
+        .map(|_| (random_scalar(prg), random_point(prg)))
+        .collect();
+    let points: Vec<[u8; 64]> = draws
+        .par_iter()
+        .zip(choices)
+        .enumerate()
+        .map(|(i, ((a, other), &b))| {
+            let big_a = RistrettoPoint::mul_base(a);
+            let other = other.compress();
+            let mine = (big_a - hash_to_group(sid, i, &other)).compress();
+            let (r0, r1) = if b { (other, mine) } else { (mine, other) };
+            let mut both = [0; 64];
+            both[..32].copy_from_slice(r0.as_bytes());
+            both[32..].copy_from_slice(r1.as_bytes());
+            both
+        })
+        .collect();
+    chan.send(&points.concat())?;
     let reply = chan.recv_exact(32 * choices.len(), "base-OT sender points")?;
     let ro = RandomOracle::new("venn/mr19/kdf", sid);
-    secrets
-        .iter()
-        .zip(reply.chunks_exact(32))
+    draws
+        .par_iter()
+        .zip(reply.par_chunks_exact(32))
         .enumerate()
-        .map(|(i, (a, b))| Ok(kdf(&ro, i, &(a * decode_point(b)?))))
+        .map(|(i, ((a, _), b))| Ok(kdf(&ro, i, &(a * decode_point(b)?))))
         .collect()
 }
 
-/// The sender of `count` base OTs; returns `(m_0, m_1)` for each.
+/// The sender of `count` base OTs; returns `(m_0, m_1)` for each. The randomness is
+/// drawn in order; the group operations run on the rayon pool.
 fn base_ot_send(
     chan: &mut dyn Channel,
     count: usize,
@@ -108,23 +119,27 @@ fn base_ot_send(
 ) -> Result<Vec<[Block; 2]>> {
     let msg = chan.recv_exact(64 * count, "base-OT receiver points")?;
     let ro = RandomOracle::new("venn/mr19/kdf", sid);
-    let mut reply = Vec::with_capacity(32 * count);
-    let mut out = Vec::with_capacity(count);
-    for (i, pair) in msg.chunks_exact(64).enumerate() {
-        let (c0, c1) = (&pair[..32], &pair[32..]);
-        let (r0, r1) = (decode_point(c0)?, decode_point(c1)?);
-        // Ristretto's encodings are canonical (decoding refuses any other), so the bytes
-        // received are the points' encodings.
-        let encoding = |c: &[u8]| CompressedRistretto(c.try_into().expect("32 bytes"));
-        let (c0, c1) = (encoding(c0), encoding(c1));
-        let b = random_scalar(prg);
-        reply.extend_from_slice(RistrettoPoint::mul_base(&b).compress().as_bytes());
-        let k0 = b * (r0 + hash_to_group(sid, i, &c1));
-        let k1 = b * (r1 + hash_to_group(sid, i, &c0));
-        out.push([kdf(&ro, i, &k0), kdf(&ro, i, &k1)]);
-    }
+    let secrets: Vec<Scalar> = (0..count).map(|_| random_scalar(prg)).collect();
+    let ots: Vec<([u8; 32], [Block; 2])> = msg
+        .par_chunks_exact(64)
+        .zip(&secrets)
+        .enumerate()
+        .map(|(i, (pair, b))| {
+            let (c0, c1) = (&pair[..32], &pair[32..]);
+            let (r0, r1) = (decode_point(c0)?, decode_point(c1)?);
+            // Ristretto's encodings are canonical (decoding refuses any other), so the
+            // bytes received are the points' encodings.
+            let encoding = |c: &[u8]| CompressedRistretto(c.try_into().expect("32 bytes"));
+            let (c0, c1) = (encoding(c0), encoding(c1));
+            let big_b = RistrettoPoint::mul_base(b).compress().to_bytes();
+            let k0 = b * (r0 + hash_to_group(sid, i, &c1));
+            let k1 = b * (r1 + hash_to_group(sid, i, &c0));
+            Ok((big_b, [kdf(&ro, i, &k0), kdf(&ro, i, &k1)]))
+        })
+        .collect::<Result<_>>()?;
+    let reply: Vec<u8> = ots.iter().flat_map(|(big_b, _)| *big_b).collect();
     chan.send(&reply)?;
-    Ok(out)
+    Ok(ots.into_iter().map(|(_, m)| m).collect())
 }
 
 #[cfg(test)]
