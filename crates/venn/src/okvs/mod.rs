@@ -74,14 +74,16 @@ impl Okvs {
         let values = |keys: Range<usize>, out: &mut [Block]| {
             out.copy_from_slice(&binned_values[keys]);
         };
-        binned.solve(
-            values,
-            |_, _| {},
-            |bins, _, solved| {
-                encoding[bins.start * bin_len..bins.end * bin_len].copy_from_slice(solved);
-                Ok(())
-            },
-        )?;
+        binned.check_bins()?;
+        encoding
+            .par_chunks_mut(bin_len)
+            .enumerate()
+            .try_for_each_init(
+                || (Solver::default(), Vec::new()),
+                |(solver, bin_values), (b, out)| {
+                    binned.solve_bin(b, &values, solver, bin_values, out)
+                },
+            )?;
         Ok(encoding)
     }
 
@@ -107,13 +109,17 @@ impl BinnedKeys<'_> {
 
     /// P with Decode(P, key) = v for each key and its value v, the values of the keys at
     /// `range` of [`BinnedKeys::keys`] put into `out` by `values(range, out)`; handed out
-    /// as it is solved, and `other` (a vector of this OKVS's
-    /// length, its values `value(&other[j])`) decoded at the same keys on the way, from the
-    /// rows the encoding found: each bin's range of P's columns and its values, once
-    /// solved, go through `make(columns, p)` (on the pool, with the solving) and then, in
-    /// order, to `each(columns, p)` (bins are solved as many at a time as the rayon pool
-    /// has threads, and `other` is read at a group's keys while `each` has the group). Returns Decode(other, key) for each key, in the order the keys were
-    /// given in.
+    /// as it is solved, and `other` (a vector of this OKVS's length, its values
+    /// `value(&other[j])`) decoded at the same keys on the way, from the rows the encoding
+    /// found. Each bin's range of P's columns and its values, once solved, go through
+    /// `make(columns, p)` and then, in bin order, to `each(columns, p)`. Returns
+    /// Decode(other, key) for each key, in the order the keys were given in.
+    ///
+    /// Without barriers: every thread of the rayon pool claims the next bin, solves it
+    /// into a ring of a few slots a thread, makes it and reads `other` at its keys; the
+    /// calling thread also hands each finished bin to `each` as soon as the bins before it
+    /// are handed on. A thread that is slow (or descheduled) holds up only its own bin,
+    /// and the others solve on while the ring has room.
     pub fn encode_streaming<T: Sync>(
         &self,
         values: impl Fn(Range<usize>, &mut [Block]) + Sync,
@@ -122,49 +128,159 @@ impl BinnedKeys<'_> {
         make: impl Fn(Range<usize>, &mut [Block]) + Sync,
         mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()> + Send,
     ) -> Result<Vec<Block>> {
+        use std::sync::{Condvar, Mutex};
         let params = &self.okvs.params;
         assert_eq!(other.len(), params.len());
-        let (bin_len, sparse) = (params.bin_len(), params.sparse as usize);
+        self.check_bins()?;
+        let (bins, bin_len, sparse) = (
+            params.bins as usize,
+            params.bin_len(),
+            params.sparse as usize,
+        );
+        let threads = rayon::current_num_threads();
+        let ring = 4 * threads;
         let mut decoded = huge_zeroed(self.keys.len());
-        let mut decoded_bins = self.binning.split_mut(&mut decoded);
-        let make = |b: usize, p: &mut [Block]| make(b * bin_len..(b + 1) * bin_len, p);
-        self.solve(values, make, |bins, solvers, solved| {
-            // The group's bins handed out while `other` is read at their keys.
-            let (handed, ()) = rayon::join(
-                || {
-                    (bins.clone().zip(solved.chunks(bin_len)))
-                        .try_for_each(|(b, p)| each(b * bin_len..(b + 1) * bin_len, p))
-                },
-                || {
-                    decoded_bins[bins.clone()]
-                        .par_iter_mut()
-                        .zip(solvers)
-                        .zip(other[bins.start * bin_len..bins.end * bin_len].par_chunks(bin_len))
-                        .for_each(|((out, solver), bin)| {
-                            let (cols, ds) = solver.filled();
-                            let dense: Vec<Block> = bin[sparse..].iter().map(&value).collect();
-                            read_rows(&bin[..sparse], &value, &dense, cols, ds, out);
-                        })
-                },
-            );
-            handed
-        })?;
+        let outs: Vec<Mutex<Option<&mut [Block]>>> = self
+            .binning
+            .split_mut(&mut decoded)
+            .into_iter()
+            .map(|o| Mutex::new(Some(o)))
+            .collect();
+        let slots: Vec<Mutex<Vec<Block>>> =
+            (0..ring).map(|_| Mutex::new(vec![0; bin_len])).collect();
+        struct State {
+            next: usize,
+            sent: usize,
+            ready: Vec<Option<usize>>,
+            failed: Option<Error>,
+            /// A thread panicked: the others stop instead of waiting for its bin.
+            panicked: bool,
+        }
+        let state = Mutex::new(State {
+            next: 0,
+            sent: 0,
+            ready: vec![None; ring],
+            failed: None,
+            panicked: false,
+        });
+        let changed = Condvar::new();
+        // Wakes the other threads if this one unwinds (the panic then leaves the scope).
+        struct OnPanic<'s>(&'s Mutex<State>, &'s Condvar);
+        impl Drop for OnPanic<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.lock().unwrap_or_else(|e| e.into_inner()).panicked = true;
+                    self.1.notify_all();
+                }
+            }
+        }
+        // Solves bin b into its ring slot and reads `other` at its keys.
+        let work = |b: usize, solver: &mut Solver, bin_values: &mut Vec<Block>| -> Result<()> {
+            let mut p = slots[b % ring].lock().expect("slot");
+            self.solve_bin(b, &values, solver, bin_values, &mut p)?;
+            make(b * bin_len..(b + 1) * bin_len, &mut p);
+            drop(p);
+            let out = outs[b].lock().expect("out").take().expect("once");
+            let part = &other[b * bin_len..(b + 1) * bin_len];
+            let (cols, ds) = solver.filled();
+            let dense: Vec<Block> = part[sparse..].iter().map(&value).collect();
+            read_rows(&part[..sparse], &value, &dense, cols, ds, out);
+            Ok(())
+        };
+        // One loop for every thread: claim the next bin while the ring has room; the
+        // calling thread also sends, in order, every bin that is ready.
+        type Hand<'h> = &'h mut dyn FnMut(usize, &[Block]) -> Result<()>;
+        let run = |mut send: Option<Hand>| {
+            let _wake = OnPanic(&state, &changed);
+            let (mut solver, mut bin_values) = (Solver::default(), Vec::new());
+            let mut st = state.lock().expect("state");
+            loop {
+                if st.failed.is_some() || st.panicked {
+                    return;
+                }
+                if let Some(send) = send.as_mut() {
+                    if st.sent == bins {
+                        return;
+                    }
+                    if st.ready[st.sent % ring] == Some(st.sent) {
+                        let b = st.sent;
+                        drop(st);
+                        let p = slots[b % ring].lock().expect("slot");
+                        let r = send(b, &p);
+                        drop(p);
+                        st = state.lock().expect("state");
+                        st.ready[b % ring] = None;
+                        st.sent += 1;
+                        if let Err(e) = r {
+                            st.failed = Some(e);
+                        }
+                        changed.notify_all();
+                        continue;
+                    }
+                }
+                if st.next < bins && st.next < st.sent + ring {
+                    let b = st.next;
+                    st.next += 1;
+                    drop(st);
+                    let r = work(b, &mut solver, &mut bin_values);
+                    st = state.lock().expect("state");
+                    match r {
+                        Ok(()) => st.ready[b % ring] = Some(b),
+                        Err(e) => st.failed = Some(e),
+                    }
+                    changed.notify_all();
+                    continue;
+                }
+                if send.is_none() && st.next >= bins {
+                    return;
+                }
+                st = changed.wait(st).expect("state");
+            }
+        };
+        let mut send = |b: usize, p: &[Block]| each(b * bin_len..(b + 1) * bin_len, p);
+        rayon::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(|_| run(None));
+            }
+            run(Some(&mut send));
+        });
+        if let Some(e) = state.into_inner().expect("state").failed {
+            return Err(e);
+        }
+        drop(outs);
         let mut out = huge_zeroed(self.keys.len());
         self.binning.gather(&decoded, &mut out);
         Ok(out)
     }
 
-    /// Solves every bin's system for the keys' values (`values(range, out)` puts those of
-    /// the keys at `range` of the bin order into `out`), as many bins at a time as the
-    /// rayon pool has threads, each bin's slice of P then given to `make(bin, p)` there,
-    /// and hands each group to `each(bins, solvers, solved)`: the group's range of bins,
-    /// their solvers (holding their rows) and their slices of P.
-    fn solve(
+    /// Solves bin `b`'s system into `out` (its slice of P, zeroed first), its keys' values
+    /// put into `bin_values` by `values`, its rows into `solver`.
+    fn solve_bin(
         &self,
-        values: impl Fn(Range<usize>, &mut [Block]) + Sync,
-        make: impl Fn(usize, &mut [Block]) + Sync,
-        mut each: impl FnMut(Range<usize>, &[&Solver], &[Block]) -> Result<()>,
+        b: usize,
+        values: &impl Fn(Range<usize>, &mut [Block]),
+        solver: &mut Solver,
+        bin_values: &mut Vec<Block>,
+        out: &mut [Block],
     ) -> Result<()> {
+        let bin = self.binning.range(b);
+        bin_values.resize(bin.len(), 0);
+        values(bin.clone(), bin_values);
+        let keys = &self.keys[bin];
+        let (cols, ds) = solver.rows(keys.len());
+        for ((k, c), d) in keys
+            .chunks(BATCH)
+            .zip(cols.chunks_mut(BATCH))
+            .zip(ds.chunks_mut(BATCH))
+        {
+            self.okvs.hasher.rows(k, c, d);
+        }
+        out.fill(0);
+        solver.solve(bin_values, self.okvs.params.sparse as usize, out)
+    }
+
+    /// Fails if a bin has more keys than its system can hold (the 2^-λ failure).
+    fn check_bins(&self) -> Result<()> {
         let p = &self.okvs.params;
         if self.binning.most() as u64 > p.bin_keys {
             return Err(Error::Params(format!(
@@ -174,45 +290,6 @@ impl BinnedKeys<'_> {
                 p.bin_keys,
                 p.lambda
             )));
-        }
-        let (bins, bin_len) = (p.bins as usize, p.bin_len());
-        let group = rayon::current_num_threads().clamp(1, bins.max(1));
-        let mut solvers: Vec<(Solver, Vec<Block>)> =
-            (0..group).map(|_| Default::default()).collect();
-        let mut solved = vec![0; group * bin_len];
-        for first in (0..bins).step_by(group) {
-            let bins = first..(first + group).min(bins);
-            let (solvers, solved) = (
-                &mut solvers[..bins.len()],
-                &mut solved[..bins.len() * bin_len],
-            );
-            solved.fill(0);
-            solvers
-                .par_iter_mut()
-                .zip(solved.par_chunks_mut(bin_len))
-                .zip(bins.clone())
-                .try_for_each(|(((solver, bin_values), out), b)| {
-                    let bin = self.binning.range(b);
-                    bin_values.resize(bin.len(), 0);
-                    values(bin.clone(), bin_values);
-                    let keys = &self.keys[bin.clone()];
-                    let (cols, ds) = solver.rows(keys.len());
-                    for ((k, c), d) in keys
-                        .chunks(BATCH)
-                        .zip(cols.chunks_mut(BATCH))
-                        .zip(ds.chunks_mut(BATCH))
-                    {
-                        self.okvs.hasher.rows(k, c, d);
-                    }
-                    solver.solve(bin_values, p.sparse as usize, out)?;
-                    make(b, out);
-                    Ok::<_, Error>(())
-                })?;
-            each(
-                bins,
-                &solvers.iter().map(|s| &s.0).collect::<Vec<_>>(),
-                solved,
-            )?;
         }
         Ok(())
     }
@@ -466,6 +543,44 @@ mod tests {
             .unwrap();
             assert!(got == values, "{threads} threads");
             assert!(bins.next().is_none());
+        }
+    }
+
+    /// A hand-off that fails (the peer gone) ends the streamed encoding with its error
+    /// on any number of threads, with no bin handed on after it.
+    #[test]
+    fn a_failed_hand_off_stops_the_streamed_encoding() {
+        let n = 40_000;
+        let mut prg = Prg::from_seed(12);
+        let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
+        let other = vec![0; okvs.params().len()];
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let binned = okvs.bin(&keys);
+            let mut handed = 0;
+            let err = pool
+                .install(|| {
+                    binned.encode_streaming(
+                        |_, out| out.fill(7),
+                        &other,
+                        |&x| x,
+                        |_, _| {},
+                        |_, _| {
+                            handed += 1;
+                            match handed {
+                                2 => Err(Error::PeerClosed("")),
+                                _ => Ok(()),
+                            }
+                        },
+                    )
+                })
+                .unwrap_err();
+            assert!(matches!(err, Error::PeerClosed(_)), "{err}");
+            assert_eq!(handed, 2, "{threads} threads");
         }
     }
 
