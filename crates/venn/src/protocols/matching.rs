@@ -188,7 +188,8 @@ pub fn receive_matches(
             },
         );
         received?;
-        hits = found.concat();
+        hits.clear();
+        hits.extend(found.into_iter().flatten());
         std::mem::swap(&mut frames, &mut next);
     }
     apply_hits(&hits, &mut matched, &mut position);

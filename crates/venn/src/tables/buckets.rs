@@ -100,6 +100,7 @@ impl Buckets {
 
     /// `item(i)` for each element i into `out` in bucket order.
     pub fn scatter_with<T: Send>(&self, item: impl Fn(usize) -> T + Sync, out: &mut [T]) {
+        assert_eq!(out.len(), self.of.len());
         self.pieces(out, |s, n| s.split_at_mut(n))
             .into_par_iter()
             .zip(self.of.par_chunks(self.chunk))

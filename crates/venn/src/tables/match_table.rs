@@ -31,6 +31,12 @@ fn slot(value: Block, group: u32, item: u32) -> Slot {
     ]
 }
 
+/// Whether `slot` holds no entry.
+#[inline]
+fn is_empty(slot: &Slot) -> bool {
+    slot[1] as u32 == 0
+}
+
 /// A slot's `middle` for `value` in `group`: the value's bits 64..88, then the group in the
 /// low byte.
 #[inline]
@@ -92,17 +98,16 @@ impl MatchTable {
             },
             &mut sorted,
         );
-        let (mut high, mut sorted_high) = match wide {
-            true => (huge_zeroed(cap), huge_zeroed(count)),
-            false => (Vec::new(), Vec::new()),
-        };
+        let (mut high, mut sorted_high) = (Vec::new(), Vec::new());
         if wide {
+            (high, sorted_high) = (huge_zeroed(cap), huge_zeroed(count));
             buckets.scatter_with(|i| (entry(i).0 >> SLOT_BITS) as u64, &mut sorted_high);
         }
-        // Each region's slots (and high bits), its entries, and where it begins.
-        let high_regions: Vec<&mut [u64]> = match wide {
-            true => high.chunks_mut(REGION).collect(),
-            false => (0..regions).map(|_| &mut [][..]).collect(),
+        // Each region's high bits (none where no value has any).
+        let high_regions: Vec<&mut [u64]> = if wide {
+            high.chunks_mut(REGION).collect()
+        } else {
+            (0..regions).map(|_| &mut [][..]).collect()
         };
         let spills: Vec<(usize, Slot, u64)> = slots
             .par_chunks_mut(REGION)
@@ -114,7 +119,7 @@ impl MatchTable {
                 for k in entries {
                     let (s, h) = (sorted[k], sorted_high.get(k).copied().unwrap_or(0));
                     let from = start_of(s[0] as Block) - r * REGION;
-                    match (from..slots.len()).find(|&i| slots[i][1] as u32 == 0) {
+                    match (from..slots.len()).find(|&i| is_empty(&slots[i])) {
                         Some(i) => {
                             slots[i] = s;
                             if wide {
@@ -131,7 +136,7 @@ impl MatchTable {
         let mut table = MatchTable { slots, high, items };
         for (from, s, h) in spills {
             let mut i = from % cap;
-            while table.slots[i][1] as u32 != 0 {
+            while !is_empty(&table.slots[i]) {
                 i = table.next(i);
             }
             table.slots[i] = s;
