@@ -75,9 +75,11 @@ fn a_receiver_with_inconsistent_base_vole_noise_is_caught() {
     assert_unanswered(sent);
 }
 
-/// The trees of the sender's first PPRF message (it sends them a group at a time).
+/// The trees of the sender's first PPRF message: it sends them a group at a time, the last
+/// group (the rest of the trees after whole groups) first.
 fn first_trees() -> usize {
-    shape().0.min(venn::vole::TREES_A_MESSAGE)
+    let t = shape().0;
+    t - (t - 1) / venn::vole::TREES_A_MESSAGE * venn::vole::TREES_A_MESSAGE
 }
 
 /// The length of the sender's first PPRF message: one frame of its trees' level sums,

@@ -99,8 +99,27 @@ impl ExConv {
     pub fn dual_encode<T: Symbol>(&self, e: &mut [T]) {
         assert_eq!(e.len(), self.inputs());
         let (out, parity) = e.split_at_mut(self.n);
+        self.accumulate(parity);
+        self.expand(parity, out);
+    }
+
+    /// [`dual_encode`]'s first step, on the parity half `e[n..N)` alone: its two
+    /// accumulations, serial (each position waits on the ones before it), so that a
+    /// caller can run them beside other work — the VOLE beside the trees of the first half.
+    ///
+    /// [`dual_encode`]: ExConv::dual_encode
+    pub fn accumulate<T: Symbol>(&self, parity: &mut [T]) {
+        assert_eq!(parity.len(), self.n);
         accumulate(parity, self.seed);
         accumulate(parity, !self.seed);
+    }
+
+    /// [`dual_encode`]'s second step: `out` (`e[0..n)`) gets the accumulated `parity`'s
+    /// positions added in; on the rayon pool.
+    ///
+    /// [`dual_encode`]: ExConv::dual_encode
+    pub fn expand<T: Symbol>(&self, parity: &[T], out: &mut [T]) {
+        assert_eq!((parity.len(), out.len()), (self.n, self.n));
         expand(parity, out, self.seed ^ 0xcc);
     }
 }

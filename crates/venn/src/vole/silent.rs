@@ -37,6 +37,8 @@ use crate::ot::{
 };
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
+use std::ops::Range;
 
 /// The code's public seed (any fixed seed gives a code of the family; fixed, no party
 /// chooses it).
@@ -65,6 +67,44 @@ pub struct VoleReceiver {
 /// Trees a PPRF message carries: S sends the trees a group at a time, so that R expands
 /// one group while S makes the next.
 pub const TREES_A_MESSAGE: usize = 32;
+
+/// The order in which S sends its trees, [`TREES_A_MESSAGE`] a message: the groups that
+/// hold the code's parity half (noise positions N/2..N) first, then the others, each part
+/// from its last group back. R can then accumulate the parity half ([`ExConv::accumulate`],
+/// serial) while it rebuilds the other trees.
+///
+/// [`ExConv::accumulate`]: super::code::ExConv::accumulate
+struct TreeOrder {
+    /// The groups' trees, in the order sent.
+    groups: Vec<Range<usize>>,
+    /// How many of `groups` hold the parity half: they cover the trees from `split` on.
+    parity: usize,
+    split: usize,
+}
+
+impl TreeOrder {
+    fn new(shape: &Shape) -> TreeOrder {
+        let t = shape.trees;
+        let half = shape.noise_len() / 2 / shape.block();
+        let split = half / TREES_A_MESSAGE * TREES_A_MESSAGE;
+        let groups: Vec<Range<usize>> = (0..t)
+            .step_by(TREES_A_MESSAGE)
+            .rev()
+            .map(|first| first..(first + TREES_A_MESSAGE).min(t))
+            .collect();
+        let parity = groups.iter().filter(|g| g.start >= split).count();
+        TreeOrder {
+            groups,
+            parity,
+            split,
+        }
+    }
+
+    /// The groups holding the parity half, then the others.
+    fn parts(&self) -> (&[Range<usize>], &[Range<usize>]) {
+        self.groups.split_at(self.parity)
+    }
+}
 
 /// A session id for one of the VOLE's base-OT runs.
 fn sub_sid(sid: &[u8; 32], what: &str) -> [u8; 32] {
@@ -117,8 +157,14 @@ fn pprf_ots_receive(
     Ok(kos.messages(&(0..choices.len() as u32).collect::<Vec<_>>()))
 }
 
-/// Ferret's `Σ_j χ_j·value(noise_j)` with χ_j = AES_seed(j), in chunks on the rayon pool.
-fn ferret_sum<T: Sync>(seed: Block, noise: &[T], value: impl Fn(&T) -> Block + Sync) -> Block {
+/// Ferret's `Σ_j χ_j·value(noise_j)` with χ_j = AES_seed(j), over the noise positions
+/// from `first` on that `noise` holds, in chunks on the rayon pool.
+fn ferret_sum<T: Sync>(
+    seed: Block,
+    first: usize,
+    noise: &[T],
+    value: impl Fn(&T) -> Block + Sync,
+) -> Block {
     const CHUNK: usize = 1 << 12;
     let aes = Aes::new(seed);
     noise
@@ -129,7 +175,7 @@ fn ferret_sum<T: Sync>(seed: Block, noise: &[T], value: impl Fn(&T) -> Block + S
             |(chi, values), (c, chunk)| {
                 let (chi, values) = (&mut chi[..chunk.len()], &mut values[..chunk.len()]);
                 for (j, x) in chi.iter_mut().enumerate() {
-                    *x = (c * CHUNK + j) as Block;
+                    *x = (first + c * CHUNK + j) as Block;
                 }
                 aes.encrypt_blocks(chi);
                 values
@@ -165,20 +211,15 @@ pub fn send(
         Adversary::SemiHonest => None,
         Adversary::Malicious => Some(base::challenge(chan, prg)?),
     };
-    // The trees (on the rayon pool) a group at a time, each group's level sums masked by
-    // the OTs and its corrections sent as soon as they are made: R expands a group while S
-    // makes the next.
+    // The trees (on the rayon pool) a group at a time, in [`TreeOrder`], each group's
+    // level sums masked by the OTs and its corrections sent as soon as they are made: R
+    // expands a group while S makes the next.
     let mut leaves = huge_zeroed(shape.noise_len());
     let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
-    for (first, group) in leaves
-        .chunks_mut(TREES_A_MESSAGE * shape.block())
-        .enumerate()
-        .map(|(g, leaves)| (g * TREES_A_MESSAGE, leaves))
-    {
-        let roots: Vec<Block> = (0..group.len() / shape.block())
-            .map(|_| prg.block())
-            .collect();
-        let trees: Vec<(Vec<[Block; 2]>, Block)> = group
+    for group in &TreeOrder::new(&shape).groups {
+        let roots: Vec<Block> = group.clone().map(|_| prg.block()).collect();
+        let trees: Vec<(Vec<[Block; 2]>, Block)> = leaves
+            [group.start * shape.block()..group.end * shape.block()]
             .par_chunks_exact_mut(shape.block())
             .zip(roots)
             .map(|(tree, root)| {
@@ -189,15 +230,15 @@ pub fn send(
             })
             .collect();
         message.clear();
-        for (i, (sums, _)) in trees.iter().enumerate() {
-            for (sum, m) in sums.iter().zip(&ots[(first + i) * h..]) {
+        for (i, (sums, _)) in group.clone().zip(&trees) {
+            for (sum, m) in sums.iter().zip(&ots[i * h..]) {
                 message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
             }
         }
         message.extend(
             trees
                 .iter()
-                .zip(&beta[first..])
+                .zip(&beta[group.clone()])
                 .map(|((_, all), beta)| all ^ beta),
         );
         chan.send_blocks(&message)?;
@@ -207,7 +248,7 @@ pub fn send(
         chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
         base::verify(seed, &beta, delta, [answer[0], answer[1]])?;
         let (ferret_seed, x) = (answer[2], answer[3]);
-        let v = ferret_sum(ferret_seed, &leaves, |&b| b) ^ beta[t] ^ gf128::mul(x, delta);
+        let v = ferret_sum(ferret_seed, 0, &leaves, |&b| b) ^ beta[t] ^ gf128::mul(x, delta);
         chan.send(&ferret_digest(sid, v))?;
     }
     shape.code(CODE_SEED).dual_encode(&mut leaves);
@@ -238,57 +279,79 @@ pub fn receive(
         chan.recv_blocks(1, &mut base_check, "the base-VOLE challenge")?;
     }
     // Each tree rebuilt (on the rayon pool) with its point's value, a group at a time as
-    // the groups come; the points. Every pair of the noise is written here.
-    let mut noise = with_huge_capacity(shape.noise_len());
-    let mut points = Vec::with_capacity(t);
+    // the groups come ([`TreeOrder`]): every pair of the noise is written here. Once the
+    // code's parity half is in, its accumulation (serial) runs beside the other trees.
+    let order = TreeOrder::new(&shape);
+    let (parity_groups, other_groups) = order.parts();
+    let code = shape.code(CODE_SEED);
+    let (n, split) = (code.inputs() / 2, order.split * shape.block());
+    // Not zeroed first: pairs are aligned beyond what calloc gives, so zeroed memory
+    // would be a serial memset of all of it.
+    let mut noise: Vec<Pair> = with_huge_capacity(shape.noise_len());
+    let mut points = vec![0; t];
     let mut message = Vec::new();
-    for (first, group) in noise.spare_capacity_mut()[..shape.noise_len()]
-        .chunks_mut(TREES_A_MESSAGE * shape.block())
-        .enumerate()
-        .map(|(g, noise)| (g * TREES_A_MESSAGE, noise))
-    {
-        let trees = group.len() / shape.block();
-        chan.recv_blocks(trees * (2 * h + 1), &mut message, "the PPRF's sums")?;
-        let (sums, corrections) = message.split_at(trees * 2 * h);
-        points.par_extend(
-            group
+    // Drawn now, sent once every tree is in (only then may S learn it).
+    let ferret_seed = base_check.first().map(|_| prg.block());
+    let mut rebuild = |groups: &[Range<usize>], part: &mut [MaybeUninit<Pair>], offset: usize| {
+        for group in groups {
+            let trees = group.len();
+            chan.recv_blocks(trees * (2 * h + 1), &mut message, "the PPRF's sums")?;
+            let (sums, corrections) = message.split_at(trees * 2 * h);
+            let block = |tree: usize| tree * shape.block() - offset;
+            part[block(group.start)..block(group.end)]
                 .par_chunks_exact_mut(shape.block())
+                .zip(&mut points[group.clone()])
                 .enumerate()
-                .map_init(
+                .for_each_init(
                     || vec![0; shape.block()],
-                    |leaves, (i, block)| {
+                    |leaves, (i, (tree_noise, point))| {
+                        let tree = group.start + i;
                         let mut alpha = 0;
                         let off_path: Vec<Block> = (0..h)
                             .map(|l| {
-                                let (k, c) = (i * h + l, usize::from(choices[(first + i) * h + l]));
+                                let (k, c) = (i * h + l, usize::from(choices[tree * h + l]));
                                 alpha = alpha << 1 | (1 - c);
-                                sums[2 * k + c] ^ ots[(first + i) * h + l]
+                                sums[2 * k + c] ^ ots[tree * h + l]
                             })
                             .collect();
                         pprf::expand_receiver(alpha, &off_path, leaves);
                         let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-                        let tree = first + i;
                         leaves[alpha] = corrections[i] ^ z[tree] ^ others;
-                        for (j, (n, &c)) in block.iter_mut().zip(leaves.iter()).enumerate() {
-                            n.write(Pair(if j == alpha { y[tree] } else { 0 }, c));
+                        for (j, (e, &c)) in tree_noise.iter_mut().zip(leaves.iter()).enumerate() {
+                            e.write(Pair(if j == alpha { y[tree] } else { 0 }, c));
                         }
-                        tree * shape.block() + alpha
+                        *point = tree * shape.block() + alpha;
                     },
-                ),
-        );
-    }
-    // SAFETY: the loop above wrote each of the first noise_len elements (every tree's
-    // block, the trees tiling them).
+                );
+        }
+        Ok::<_, Error>(())
+    };
+    let (others, parity_side) = noise.spare_capacity_mut()[..shape.noise_len()].split_at_mut(split);
+    rebuild(parity_groups, parity_side, split)?;
+    // SAFETY: the parity groups' trees tile `parity_side` and wrote each of its pairs; a
+    // `MaybeUninit<Pair>` has a `Pair`'s layout.
+    let parity_side = unsafe { &mut *(parity_side as *mut [MaybeUninit<Pair>] as *mut [Pair]) };
+    let (parity_sum, rebuilt) = rayon::join(
+        || {
+            // Ferret's sum over these positions before the code changes them.
+            let sum = ferret_seed.map(|seed| ferret_sum(seed, split, parity_side, |p| p.1));
+            code.accumulate(&mut parity_side[n - split..]);
+            sum
+        },
+        || rebuild(other_groups, others, 0),
+    );
+    rebuilt?;
+    // SAFETY: the other groups' trees tile the rest: each of the noise's pairs is written.
     unsafe { noise.set_len(shape.noise_len()) };
-    if let Some(&seed) = base_check.first() {
+    if let (Some(&seed), Some(ferret_seed)) = (base_check.first(), ferret_seed) {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
-        let ferret_seed = prg.block();
         let chi = Aes::new(ferret_seed);
         let x = points.iter().zip(&y).fold(y[t], |acc, (&p, &y)| {
             acc ^ gf128::mul(chi.encrypt(p as Block), y)
         });
         chan.send_blocks(&[y_sum, z_sum, ferret_seed, x])?;
-        let expected = ferret_digest(sid, ferret_sum(ferret_seed, &noise, |p| p.1) ^ z[t]);
+        let sum = ferret_sum(ferret_seed, 0, &noise[..split], |p| p.1) ^ parity_sum.unwrap_or(0);
+        let expected = ferret_digest(sid, sum ^ z[t]);
         if chan.recv_exact(32, "the Ferret check")? != expected {
             return Err(Error::CheatingDetected(
                 "Ferret consistency check failed: the VOLE sender's trees do not match one Δ"
@@ -296,7 +359,8 @@ pub fn receive(
             ));
         }
     }
-    shape.code(CODE_SEED).dual_encode(&mut noise);
+    let (out, parity) = noise.split_at_mut(n);
+    code.expand(parity, out);
     noise.truncate(outputs);
     // The pairs past the outputs (about half) go back to the system, not copied away.
     release_spare(&noise);
@@ -309,14 +373,25 @@ mod tests {
     use crate::net::mem_pair;
     use std::time::Duration;
 
-    fn vole(outputs: usize, adversary: Adversary) -> (VoleSender, VoleReceiver) {
+    fn vole(outputs: usize, adversary: Adversary, threads: usize) -> (VoleSender, VoleReceiver) {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let sid = [7u8; 32];
+        // Each party on a pool of its own, as `run` gives it: a party's threads wait on
+        // its channel (the receiver rebuilds trees as they come), which on one shared pool
+        // would keep the other party from making them.
+        let pool = || {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+        };
         std::thread::scope(|s| {
-            let sender =
-                s.spawn(move || send(&mut a, &mut Prg::from_seed(1), &sid, outputs, adversary));
-            let receiver =
-                receive(&mut b, &mut Prg::from_seed(2), &sid, outputs, adversary).unwrap();
+            let sender = s.spawn(move || {
+                pool().install(|| send(&mut a, &mut Prg::from_seed(1), &sid, outputs, adversary))
+            });
+            let receiver = pool()
+                .install(|| receive(&mut b, &mut Prg::from_seed(2), &sid, outputs, adversary))
+                .unwrap();
             (sender.join().unwrap().unwrap(), receiver)
         })
     }
@@ -324,8 +399,10 @@ mod tests {
     #[test]
     fn c_is_b_plus_a_times_delta() {
         let cases = [1, 255, 256, 70_003].map(|n| (n, Adversary::SemiHonest));
-        for (n, adversary) in cases.into_iter().chain([(4099, Adversary::Malicious)]) {
-            let (s, r) = vole(n, adversary);
+        let cases = cases.into_iter().chain([(4099, Adversary::Malicious)]);
+        // One thread and two: the parity half accumulated after the other trees or beside.
+        for ((n, adversary), threads) in cases.flat_map(|c| [(c, 1), (c, 2)]) {
+            let (s, r) = vole(n, adversary, threads);
             assert_eq!((s.b.len(), r.pairs.len()), (n, n));
             for (i, Pair(a, c)) in r.pairs.iter().enumerate() {
                 assert_eq!(*c, s.b[i] ^ gf128::mul(*a, s.delta), "n = {n}, i = {i}");
