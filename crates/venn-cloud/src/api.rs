@@ -86,13 +86,13 @@ pub struct Grant {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewRun {
     pub datasets: Vec<String>,
-    /// Two datasets intersected from pre-tokens' values (spec A.4): each owner gives a
-    /// pre-token and a scalar ([`Scalar`]) instead of a token.
+    /// Two datasets intersected from pre-tokens' values (docs/cloud.md, Pre-tokens): each
+    /// owner gives a pre-token and a scalar ([`Scalar`]) instead of a token.
     #[serde(default)]
     pub preprocessed: bool,
 }
 
-/// `POST /v1/datasets/{id}/pretokens`: a one-time pre-token `h^{R/K_i}` (spec A.4) for
+/// `POST /v1/datasets/{id}/pretokens`: a one-time pre-token `h^{R/K_i}` (docs/cloud.md) for
 /// the service to precompute the dataset's values under. Its precomputation is a run of
 /// one side, so the pre-token's id is that run's.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -144,7 +144,7 @@ impl std::fmt::Display for PretokenState {
 pub enum RunKind {
     /// Two or three datasets, a token from each owner.
     Pair,
-    /// Two datasets, a pre-token and a scalar from each owner (spec A.4).
+    /// Two datasets, a pre-token and a scalar from each owner (docs/cloud.md, Pre-tokens).
     Preprocessed,
     /// A pre-token's values: one side, no result.
     Precompute,
@@ -221,7 +221,7 @@ pub enum Work {
         parties: u64,
     },
     /// Raises a pre-token's precomputed values to `exponent` and answers their digests
-    /// under the `target` pre-token's id (spec A.4's online step).
+    /// under the `target` pre-token's id (the online step: docs/cloud.md, Pre-tokens).
     Raise {
         /// Hex of the 32-byte little-endian exponent `δ_i / δ_j`.
         exponent: String,

@@ -1,5 +1,5 @@
-//! Thunder's cryptography (Pinkas–Riva, "PSI in the cloud" in the talk's slides, as spec
-//! A.2–A.5 reconstructs it) on BLS12-381 with blst.
+//! Thunder's cryptography (Pinkas–Riva, "PSI in the cloud" in the talk's slides; described
+//! in docs/cloud.md, The cryptography) on BLS12-381 with blst.
 //!
 //! A client holding dataset key K_i uploads each key x as `c = H(x)^{K_i}` in G1 (H: RFC 9380
 //! hash to G1, one suite and DST for every client, so equal keys of different clients meet).
@@ -9,13 +9,13 @@
 //! re-keys one dataset to one run's K: values under (i, j)'s K and (j, k)'s K' cannot be
 //! compared, so the server cannot intersect i with k from runs (i, j) and (j, k).
 //!
-//! **Orientation** (spec A.2): the slides hash items into G2 and tokens into G1; here items
-//! are in G1 and tokens in G2, so a token's Miller-loop lines are computed once
+//! **Orientation** (docs/cloud.md): the slides hash items into G2 and tokens into G1; here
+//! items are in G1 and tokens in G2, so a token's Miller-loop lines are computed once
 //! ([`G2Prepared`]) and evaluated at every item — the slides' "batching pairings with the
 //! same element", and items hash 3× faster and store in 48 bytes. SXDH is symmetric in the
 //! two groups, and a type-III pairing has no efficient map between them, so nothing is lost.
 //!
-//! **Three parties** (spec A.5): tokens `h^{R_1/K_1}`, `h^{R_2/K_2}`, `h^{−(R_1+R_2)/K_3}`
+//! **Three parties** (docs/cloud.md): tokens `h^{R_1/K_1}`, `h^{R_2/K_2}`, `h^{−(R_1+R_2)/K_3}`
 //! give values whose product is 1 exactly for a key all three hold.
 //!
 //! Every point that arrives from outside is decoded with the subgroup check and the
@@ -43,7 +43,7 @@ pub const TOKEN_BYTES: usize = 96;
 pub const DIGEST_BYTES: usize = 16;
 /// Bytes of a paired value kept whole: its twelve F_p coefficients, canonical big-endian.
 pub const RAW_VALUE_BYTES: usize = 576;
-/// Bytes of a pre-token's precomputed item (spec A.4): the value, then its digest.
+/// Bytes of a pre-token's precomputed item (docs/cloud.md): the value, then its digest.
 pub const PRECOMPUTED_BYTES: usize = RAW_VALUE_BYTES + DIGEST_BYTES;
 
 /// A stored item.
@@ -239,7 +239,7 @@ pub fn value(item: &Ciphertext, token: &PreparedToken) -> Result<Gt> {
     Ok(token.pair(std::slice::from_ref(item))?.remove(0))
 }
 
-// --- A.4: runs from precomputed values ---------------------------------------------------
+// --- runs from precomputed values (docs/cloud.md, Pre-tokens) -----------------------------
 //
 // Offline, a client hands the service a *pre-token* `h^{R/K_i}` for a fresh share R (made
 // like a token: [`token`]`(R, K_i)`), and the service stores its items' values
@@ -268,7 +268,7 @@ pub fn precomputed(
 }
 
 /// The digests under pre-token `target` of precomputed items raised to `exponent`
-/// (A.4's online step for the smaller side), in parallel.
+/// (the online step for the smaller side: docs/cloud.md, Pre-tokens), in parallel.
 pub fn raised_digests(
     precomputed: &[[u8; PRECOMPUTED_BYTES]],
     exponent: &Secret,
@@ -330,7 +330,7 @@ fn value_from_bytes(bytes: &[u8; RAW_VALUE_BYTES]) -> Result<Gt> {
     }
 }
 
-/// A.4's online scalar `K / R` for a run keyed `run` and the pre-token of share `share`.
+/// The online scalar `K / R` for a run keyed `run` and the pre-token of share `share`.
 pub fn delta(run: &Secret, share: &Secret) -> Secret {
     Secret(run.0 * share.0.invert().expect("secrets are nonzero"))
 }
@@ -524,7 +524,7 @@ mod tests {
         assert!(paired(&[stored[0], identity], &token, |v| Ok(*v)).is_err());
     }
 
-    /// A.4: precomputed values raised to the ratio of the two scalars meet the other
+    /// Pre-tokens: precomputed values raised to the ratio of the two scalars meet the other
     /// side's on the common keys — and a pre-token used twice lets the service intersect
     /// two datasets that never had a run together, which is why each serves one run.
     #[test]
@@ -575,7 +575,7 @@ mod tests {
         }
     }
 
-    /// The service's form of A.4: precomputed items carry their value whole and its
+    /// The service's form of pre-tokens: precomputed items carry their value whole and its
     /// digest under their pre-token; the smaller side's raised values digest, under the
     /// other pre-token, to that side's precomputed digests on the common keys.
     #[test]

@@ -1,6 +1,6 @@
 //! The coordinator's last step: joining the answers of a run's tasks into each side's
-//! matched positions (spec A.3 for two parties, A.4 for a preprocessed run, A.5 for
-//! three).
+//! matched positions (docs/cloud.md: Runs; Pre-tokens for a preprocessed run; Three
+//! parties).
 
 use crate::api::{answer_width, RunKind, VALUE_BYTES};
 use crate::crypto::{DIGEST_BYTES, PRECOMPUTED_BYTES};
@@ -232,8 +232,8 @@ fn product_fingerprint(weights: &[blst_fp; 12], y: &Gt) -> u64 {
     sum.l[0]
 }
 
-/// Each side's positions of the triples whose values multiply to 1 (spec A.5): every
-/// pair of the first two sides against a fingerprint table of the third, n_1·n_2
+/// Each side's positions of the triples whose values multiply to 1 (docs/cloud.md):
+/// every pair of the first two sides against a fingerprint table of the third, n_1·n_2
 /// fingerprints of products in all (a 3SUM in a group without structure: no faster way is
 /// known); a product is computed whole only where its fingerprint is in the table.
 pub fn join_three(a: &[Gt], b: &[Gt], c: &[Gt]) -> [Vec<u32>; 3] {

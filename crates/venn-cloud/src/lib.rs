@@ -8,7 +8,7 @@
 //! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
 //!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
-//!   precomputed values, spec A.4); [`spot_check`]: how the service checks an external
+//!   precomputed values: docs/cloud.md); [`spot_check`]: how the service checks an external
 //!   worker's answer before accepting it;
 //! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 

@@ -1,4 +1,4 @@
-//! `venn cloud serve`: the HTTP API (spec F), its coordinator and its own pool of workers.
+//! `venn cloud serve`: the HTTP API (docs/cloud.md), its coordinator and its pool of workers.
 //!
 //! Clients act only on their own datasets; a run's status and results go only to the
 //! owners of its datasets, each getting its own side's positions; external workers lease
@@ -861,7 +861,7 @@ impl Service {
     }
 }
 
-/// Spec A.4's online step: a dataset owner's pre-token and scalar `δ = K / R`.
+/// The online step (docs/cloud.md, Pre-tokens): an owner's pre-token and scalar `δ = K / R`.
 async fn give_scalar(
     State(s): State<Arc<Service>>,
     Path(id): Path<String>,
@@ -922,8 +922,8 @@ async fn list_pretokens(
     Ok(Json(s.store.pretokens(&id).await?).into_response())
 }
 
-/// Spec A.4's offline step: a pre-token for a sealed dataset of the caller's, whose
-/// values the service's workers precompute.
+/// The offline step (docs/cloud.md, Pre-tokens): a pre-token for a sealed dataset of the
+/// caller's, whose values the service's workers precompute.
 async fn create_pretoken(
     State(s): State<Arc<Service>>,
     Path(id): Path<String>,

@@ -1,7 +1,7 @@
 //! Where the service keeps things: metadata in SQLite (the embedded default) or PostgreSQL
 //! through one sqlx `Any` code path (runtime queries with `$n` placeholders, which both
 //! accept; the schema in `migrations/`, applied at start), and bytes in files under the
-//! data directory (spec F):
+//! data directory (docs/cloud.md, Storage):
 //!
 //! - `datasets/<id>/<chunk>-<random>`: a chunk's points as uploaded and checked, in a new
 //!   file for every upload (named in the chunk's row), so a sealed chunk's file is never
@@ -1003,10 +1003,10 @@ impl Store {
         Ok(true)
     }
 
-    /// Opens a pre-token's run (spec A.4): one side, `dataset` (sealed, and kept so until
-    /// the run is in; keeping fewer than `max_pretokens` pre-tokens' values), paired with
-    /// `token` (checked; used once in the life of the service, as a run's token is),
-    /// computing at once.
+    /// Opens a pre-token's run (docs/cloud.md, Pre-tokens): one side, `dataset` (sealed,
+    /// and kept so until the run is in; keeping fewer than `max_pretokens` pre-tokens'
+    /// values), paired with `token` (checked; used once in the life of the service, as
+    /// a run's token is), computing at once.
     pub async fn create_pretoken(
         &self,
         creator: &str,
@@ -1370,8 +1370,8 @@ impl Store {
     }
 
     /// The work of side `side` of a preprocessed run, whose scalar is `delta`: its
-    /// pre-token's values raised to `δ_side / δ_other` (spec A.4), digested under the
-    /// other side's pre-token.
+    /// pre-token's values raised to `δ_side / δ_other` (docs/cloud.md, Pre-tokens), digested
+    /// under the other side's pre-token.
     async fn raise(&self, run: &str, side: u64, delta: &str) -> Result<Work> {
         let other =
             sqlx::query("SELECT pretoken, delta FROM run_sides WHERE run = $1 AND side <> $2")

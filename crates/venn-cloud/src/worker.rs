@@ -3,7 +3,7 @@
 //! values (three) or precomputed values (a pre-token's run); or a pre-token's values
 //! raised to a preprocessed run's exponent, as digests. A task is a pure function of
 //! public inputs, so any worker's answer is the same and a task whose worker died is
-//! simply done again (spec F).
+//! simply done again (docs/cloud.md, Workers).
 
 use crate::api::{self, Task, Work, VALUE_BYTES};
 use crate::auth::WorkerIdentity;

@@ -1,4 +1,4 @@
-//! `venn bench --thunder`: Thunder through the service as its users run it (spec A.7–A.8).
+//! `venn bench --thunder`: Thunder through the service as its users run it (docs/cloud.md).
 //! For each n: the `--files` pair of CSV files (n rows each, half the keys shared), a
 //! `venn cloud serve` without a pool of its own (SQLite, in a scratch directory), two
 //! clients that register and upload their files (`venn cloud upload`; with `--parties 3`
@@ -7,7 +7,7 @@
 //! of `--threads` threads, and the second client's `venn cloud result`, whose output must
 //! be exactly its shared rows in input order, byte for byte.
 //!
-//! With `--preprocessed` (spec A.4), each run is preceded by its offline phase: W workers
+//! With `--preprocessed` (docs/cloud.md), each run is preceded by its offline phase: W workers
 //! and each client's `venn cloud pretoken --wait` (one pre-token each), timed until every
 //! pre-token is ready; the run is then `pair --preprocessed`, whose online work is one
 //! G_T exponentiation per item of the smaller side.

@@ -1,5 +1,5 @@
 //! Eight pairings with one prepared G2 point at once, on AVX-512 IFMA: the server's hot
-//! loop (Thunder's one pairing per stored item, spec A.3 and A.8).
+//! loop (one pairing per stored item: docs/cloud.md, The cryptography and Performance).
 //!
 //! blst computes one pairing at a time with 64-bit `mulx` arithmetic; here eight items
 //! share every instruction, each in its own 64-bit lane, and F_p products use the 52-bit
@@ -163,7 +163,7 @@ impl Exponent {
     }
 }
 
-/// `v^e` for eight values of G_T (A.4's online step: a side's stored values raised to
+/// `v^e` for eight values of G_T (docs/cloud.md, Pre-tokens: a side's values raised to
 /// the run's ratio): cyclotomic squarings, a table of the odd powers up to 15, negative
 /// digits by conjugation (the inverse in G_T). `e` must not be zero.
 pub fn powers(values: &[blst_fp12; LANES], e: &Exponent) -> [blst_fp12; LANES] {
