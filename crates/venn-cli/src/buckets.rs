@@ -3,10 +3,12 @@
 //! same rows, in input order, as one run over everything would give.
 //!
 //! **The run plan.** Every `venn send/receive` run opens with one plan frame each way:
-//! the number of rows a party brings and how many buckets it needs for its memory
-//! (`--bucket-rows`, or automatically for a file too large to hold at once). Both take
+//! the number of rows a party brings, how many buckets it needs for its memory
+//! (`--bucket-rows`, or automatically for a file too large to hold at once) and how it
+//! takes its keys ([`KeyForm`]: trimmed, lower-cased, of how many columns). Both take
 //! the larger bucket count, a power of two, so each side's buckets are unions or splits
-//! of its own. One bucket is an ordinary run (as without buckets).
+//! of its own. One bucket is an ordinary run (as without buckets). Parties that take
+//! their keys differently are refused unless the user allows it (then warned).
 //!
 //! **Nothing leaks through bucket sizes.** A key's bucket is a public hash of it, so the
 //! number of keys in each bucket says something about the set; each bucket is therefore
@@ -30,7 +32,7 @@
 //! transit or sessions reordered fail the handshake.
 
 use crate::input::segments::for_each_segment;
-use crate::input::{Input, KeyOptions};
+use crate::input::{Input, KeyForm, KeyOptions};
 use crate::output::write_row;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -41,8 +43,9 @@ use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
-/// Where a session hello has its wire version, a plan has this mark.
-const PLAN_MARK: u16 = 0xFFFE;
+/// Where a session hello has its wire version, a plan has this mark (0xFFFE before plans
+/// carried the key form).
+const PLAN_MARK: u16 = 0xFFFD;
 /// The most buckets a run may have (2^20).
 const MAX_LOG2_BUCKETS: u8 = 20;
 /// The most rows a plan may announce (2^40): they cost us nothing but the sessions their
@@ -58,6 +61,8 @@ pub struct Plan {
     pub rows: u64,
     /// log2 of the buckets this party needs.
     pub log2_buckets: u8,
+    /// How this party takes its keys.
+    pub form: KeyForm,
 }
 
 impl Plan {
@@ -67,6 +72,9 @@ impl Plan {
             .u16(PLAN_MARK)
             .u64(self.rows)
             .u8(self.log2_buckets)
+            .u8(self.form.trim as u8)
+            .u8(self.form.lowercase as u8)
+            .u16(self.form.columns)
             .0
     }
 
@@ -83,11 +91,28 @@ impl Plan {
                     .into(),
             ));
         }
-        let plan = Plan {
-            rows: r.u64()?,
-            log2_buckets: r.u8()?,
+        let (rows, log2_buckets) = (r.u64()?, r.u8()?);
+        let flag = |b: u8| match b {
+            0 | 1 => Ok(b == 1),
+            _ => Err(Error::Handshake(format!(
+                "the peer's run plan has a flag of {b}"
+            ))),
         };
+        let (trim, lowercase) = (flag(r.u8()?)?, flag(r.u8()?)?);
+        let columns = r.u16()?;
         r.finish()?;
+        if columns == 0 {
+            return Err(Error::Handshake("the peer's keys have no columns".into()));
+        }
+        let plan = Plan {
+            rows,
+            log2_buckets,
+            form: KeyForm {
+                trim,
+                lowercase,
+                columns,
+            },
+        };
         if plan.rows > MAX_ROWS || plan.log2_buckets > MAX_LOG2_BUCKETS {
             return Err(Error::Handshake(format!(
                 "the peer brings {} rows in 2^{} buckets; at most {MAX_ROWS} rows in \
@@ -129,12 +154,23 @@ impl Agreed {
     }
 }
 
+/// What a party does when the peer takes its keys otherwise ([`KeyForm`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyMismatch {
+    /// Refuse the run, naming both forms (the default).
+    #[default]
+    Refuse,
+    /// Run, with a warning naming both (`--allow-key-mismatch`).
+    Warn,
+}
+
 /// Sends our plan and receives the peer's.
 pub fn exchange(
     chan: &mut dyn Channel,
     ours: Plan,
     role: Role,
     max_peer_items: u64,
+    mismatch: KeyMismatch,
 ) -> Result<Agreed> {
     chan.send(&ours.encode())?;
     let frame = chan.recv(64).map_err(|e| match e {
@@ -159,6 +195,22 @@ pub fn exchange(
             "the peer asks for 2^{} buckets for {} rows",
             peer.log2_buckets, peer.rows
         )));
+    }
+    if peer.form != ours.form {
+        let why = format!(
+            "the parties take their keys differently, so equal keys may not match: ours \
+             with {}, the peer's with {} (--trim, --lowercase and the number of --column \
+             must agree; Python: trim=, lowercase=)",
+            ours.form, peer.form
+        );
+        match mismatch {
+            KeyMismatch::Refuse => {
+                return Err(Error::Handshake(format!(
+                    "{why}; --allow-key-mismatch runs anyway"
+                )))
+            }
+            KeyMismatch::Warn => eprintln!("venn: warning: {why}"),
+        }
     }
     let (sender, receiver) = match role {
         Role::Sender => (ours, peer),
@@ -593,11 +645,24 @@ mod tests {
         let plan = Plan {
             rows: 10,
             log2_buckets: 2,
+            form: KeyForm {
+                trim: true,
+                lowercase: false,
+                columns: 2,
+            },
         };
         assert_eq!(Plan::decode(&plan.encode()).unwrap(), plan);
-        let mut deep = plan.encode();
-        *deep.last_mut().unwrap() = MAX_LOG2_BUCKETS + 1;
-        assert!(Plan::decode(&deep).is_err());
+        // After the magic, the mark and the rows: log2 of the buckets, the two flags,
+        // the columns.
+        let at = MAGIC.len() + 2 + 8;
+        for (offset, bad) in [(0, MAX_LOG2_BUCKETS + 1), (1, 2), (2, 7)] {
+            let mut frame = plan.encode();
+            frame[at + offset] = bad;
+            assert!(Plan::decode(&frame).is_err(), "byte {offset} = {bad}");
+        }
+        let mut none = plan.encode();
+        none[at + 3..].fill(0);
+        assert!(Plan::decode(&none).is_err(), "no columns");
         let mut huge = Plan {
             rows: MAX_ROWS + 1,
             ..plan

@@ -541,6 +541,7 @@ fn upload(u: UploadCli) -> Result<()> {
     let key = client.upload(
         &u.dataset,
         &input.keys,
+        &input.form.to_string(),
         &u.key_file,
         u.chunk_items as usize,
         &|sent, total| {
@@ -631,7 +632,7 @@ fn result(r: ResultCli) -> Result<()> {
     check_output_path(&r.output, "--output", &[&r.keys.input])?;
     let input = read_input(&r.keys.input, &r.keys.options(None))?;
     let run = client.wait(&r.run, Duration::from_secs(r.wait))?;
-    let matched = client.result(&key, &r.run, &input.keys)?;
+    let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(&r.output, &input, &matched)?;
     eprintln!(
         "venn cloud: run {}: {} of your {} keys matched ({} rows written to '{}'); \

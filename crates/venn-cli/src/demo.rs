@@ -51,6 +51,7 @@ pub fn demo() -> Result<()> {
             max_memory: 1 << 30,
             stats_json: None,
             transport: venn_cli::transport::Transport::loopback(),
+            key_mismatch: Default::default(),
         },
         input,
         output,

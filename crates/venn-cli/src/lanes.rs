@@ -106,8 +106,9 @@ impl Coordinator {
             log2_buckets: buckets::log2_buckets(rows, bucket_rows)
                 .max(for_lanes)
                 .min(justified),
+            form: input.form,
         };
-        let agreed = buckets::exchange(&mut *chan, plan, role, link.max_peer_items)?;
+        let agreed = link.exchange(&mut *chan, plan, role)?;
         chan.send(&(lanes as u64).to_le_bytes())?;
         let peer_lanes = u64::from_le_bytes(
             (chan.recv(8)?.try_into())
@@ -479,6 +480,7 @@ impl LaneEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buckets::KeyMismatch;
     use crate::input::{Format, KeyOptions};
     use crate::party::Endpoint;
 
@@ -495,6 +497,7 @@ mod tests {
             max_memory: 1 << 32,
             stats_json: None,
             transport: Transport::loopback(),
+            key_mismatch: KeyMismatch::Refuse,
         }
     }
 

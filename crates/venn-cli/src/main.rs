@@ -14,6 +14,7 @@ use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
+use venn_cli::buckets::KeyMismatch;
 use venn_cli::input::{Format, KeyOptions};
 use venn_cli::party::{
     defaults, precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
@@ -173,6 +174,10 @@ struct KeysCli {
     /// Skip rows with an empty key instead of failing.
     #[arg(long)]
     skip_empty: bool,
+    /// Run, with a warning, when the peer takes its keys otherwise (--trim, --lowercase,
+    /// the number of --column); by default such a run is refused.
+    #[arg(long)]
+    allow_key_mismatch: bool,
 }
 
 impl KeysCli {
@@ -386,8 +391,8 @@ struct BenchCli {
     /// Parties of each --thunder run: 2, or 3 (the service's join is then quadratic).
     #[arg(long, default_value_t = 2, requires = "thunder")]
     parties: usize,
-    /// --thunder runs from pre-tokens (spec A.4): each run's offline phase (the service
-    /// precomputing both datasets' values) timed apart from its online one.
+    /// --thunder runs from pre-tokens (docs/cloud.md, Pre-tokens): each run's offline phase
+    /// (the service precomputing both datasets' values) timed apart from its online one.
     #[arg(long, requires = "thunder")]
     preprocessed: bool,
     /// Print JSON instead of a table.
@@ -493,14 +498,22 @@ impl LinkCli {
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: self.stats_json,
+            key_mismatch: KeyMismatch::Refuse,
         })
     }
 }
 
 impl PartyCli {
     fn into_args(self) -> Result<PartyArgs> {
+        let key_mismatch = match self.keys.allow_key_mismatch {
+            true => KeyMismatch::Warn,
+            false => KeyMismatch::Refuse,
+        };
         Ok(PartyArgs {
-            link: self.link.into_link()?,
+            link: Link {
+                key_mismatch,
+                ..self.link.into_link()?
+            },
             keys: self.keys.options(self.value_column),
             input: self.keys.input,
             output: self.output,

@@ -109,7 +109,7 @@ fn print_thunder(sizes: &[(u64, u64)]) {
          (3SUM in a group without structure: quadratic; 2^14 per party is ~2.7·10^8 steps)"
     );
     println!(
-        "  preprocessed runs (spec A.4, two parties): offline, a pairing per item per \
+        "  preprocessed runs (docs/cloud.md, two parties): offline, a pairing per item per \
          one-time pre-token ({PRECOMPUTED_BYTES} B kept per item until a run uses it); online, \
          one G_T exponentiation per item of the smaller side and a 32-byte scalar per client. \
          A pre-token serves one run (a second use would let the service intersect the two \

@@ -1,7 +1,7 @@
 //! `venn send`, `venn receive` and `venn precompute`: one party of a PSI run over TCP, on a
 //! file or (precompute) on nothing but the most items it will bring.
 
-use crate::buckets::{self, Plan};
+use crate::buckets::{self, Agreed, KeyMismatch, Plan};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
@@ -90,6 +90,8 @@ pub struct Link {
     pub max_memory: u64,
     pub stats_json: Option<PathBuf>,
     pub transport: Transport,
+    /// What to do when the peer takes its keys otherwise (`--allow-key-mismatch`).
+    pub key_mismatch: KeyMismatch,
 }
 
 /// The defaults of a party's options that both front ends take — the CLI's flags and
@@ -188,6 +190,17 @@ impl Link {
             progress,
             dealer,
         }
+    }
+
+    /// Sends our run plan and receives the peer's ([`buckets::exchange`]), under this
+    /// link's bounds.
+    pub(crate) fn exchange(
+        &self,
+        chan: &mut dyn Channel,
+        plan: Plan,
+        role: Role,
+    ) -> Result<Agreed> {
+        buckets::exchange(chan, plan, role, self.max_peer_items, self.key_mismatch)
     }
 
     /// How to open the link to the dealer, if `--dealer` was given.
@@ -403,8 +416,9 @@ pub fn run_party(
     let plan = Plan {
         rows: announced,
         log2_buckets: buckets::log2_buckets(announced, bucket_rows),
+        form: args.keys.form(),
     };
-    let agreed = buckets::exchange(&mut *chan, plan, role, args.link.max_peer_items)?;
+    let agreed = args.link.exchange(&mut *chan, plan, role)?;
     let progress = |done: u64, all: u64| {
         if let Some(s) = &spinner {
             s.context(&format!("bucket {} of {all}: ", (done + 1).min(all)));
@@ -550,8 +564,9 @@ pub fn run_keys(
     let plan = Plan {
         rows: input.keys.len() as u64,
         log2_buckets: 0,
+        form: input.form,
     };
-    let agreed = buckets::exchange(&mut *chan, plan, role, link.max_peer_items)?;
+    let agreed = link.exchange(&mut *chan, plan, role)?;
     if agreed.log2_buckets() > 0 {
         refuse_whole_outputs_in_buckets(protocol)?;
     }

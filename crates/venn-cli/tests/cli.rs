@@ -201,6 +201,62 @@ fn normalisation_duplicates_columns_and_line_format() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "three\r\none\n");
 }
 
+/// Parties that take their keys differently are refused, each naming both settings: a
+/// receiver lower-casing and trimming against a sender that does neither would find only
+/// the keys already in that form, and say nothing. `--allow-key-mismatch` runs anyway,
+/// with a warning.
+#[test]
+fn parties_that_normalise_keys_differently_are_refused() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        "email\nada@example.org\n Bob@example.org\nCY@example.org\n",
+    );
+    let r = write(
+        dir.path(),
+        "r.csv",
+        "email\nada@example.org\nbob@example.org\ncy@example.org\n",
+    );
+    let out = dir.path().join("out.csv");
+    let receiver = |extra: &[&'static str]| -> Vec<&str> {
+        let base = [
+            "--input",
+            r.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        [&base[..], &["--lowercase", "--trim"], extra].concat()
+    };
+    let sender = |extra: &[&'static str]| -> Vec<&str> {
+        [&["--input", s.to_str().unwrap()][..], extra].concat()
+    };
+    let (so, ro) = run_pair(&receiver(&[]), &sender(&[]));
+    for (o, ours, peer) in [
+        (&ro, "trim, lowercase", "no trim, no lowercase"),
+        (&so, "no trim, no lowercase", "trim, lowercase"),
+    ] {
+        assert_clean_failure(o, "take their keys differently");
+        let line = format!("ours with {ours}, 1 key column, the peer's with {peer}, 1 key column");
+        assert!(stderr(o).contains(&line), "{}", stderr(o));
+    }
+    assert!(!out.exists(), "a refused run writes nothing");
+    // Alike on both sides: all three rows.
+    let (so, ro) = run_pair(&receiver(&[]), &sender(&["--lowercase", "--trim"]));
+    assert_success(&[&so, &ro]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 4);
+    // Allowed: the run goes ahead, warned, and finds what byte equality gives.
+    let allow = ["--allow-key-mismatch"];
+    let (so, ro) = run_pair(&receiver(&allow), &sender(&allow));
+    assert_success(&[&so, &ro]);
+    assert!(
+        stderr(&ro).contains("warning: the parties take their keys"),
+        "{}",
+        stderr(&ro)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
+}
+
 #[test]
 fn empty_keys_are_refused_or_skipped() {
     let dir = tmp();

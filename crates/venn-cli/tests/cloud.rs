@@ -259,6 +259,26 @@ fn a_run_survives_a_killed_worker() {
         .collect();
     assert_eq!(names, [("first", true), ("second", true)]);
 
+    // Keys taken otherwise than at the upload (lower-cased too): refused, naming both.
+    let refused = client(&server, dir, "alice", "result")
+        .args(["--run", &run, "--column", "email", "--trim", "--lowercase"])
+        .arg("--output")
+        .arg(dir.join("refused.out"))
+        .arg("--input")
+        .arg(dir.join("a.csv"))
+        .arg("--key-file")
+        .arg(dir.join("alice.key"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "uploaded taken with trim, no lowercase, 1 key column, these with trim, lowercase"
+        ),
+        "{err}"
+    );
+    assert!(!dir.join("refused.out").exists());
     for (name, file, expected) in [("alice", "a.csv", 1001), ("bob", "b.csv", 1000)] {
         let out = dir.join(format!("{name}.out"));
         ok(client(&server, dir, name, "result")
@@ -291,9 +311,9 @@ fn a_run_survives_a_killed_worker() {
     }
     let s = status(&server, dir, &run);
     assert_eq!(s["matches"], 1000);
-    // Reading a result with another input is refused.
+    // Reading a result with another input (taken alike) is refused.
     let wrong = client(&server, dir, "bob", "result")
-        .args(["--run", &run, "--column", "email", "--output"])
+        .args(["--run", &run, "--column", "email", "--trim", "--output"])
         .arg(dir.join("x.out"))
         .arg("--input")
         .arg(dir.join("a.csv"))
@@ -305,8 +325,8 @@ fn a_run_survives_a_killed_worker() {
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("not the ones uploaded"));
     assert!(!dir.join("x.out").exists());
 
-    // A preprocessed run (spec A.4): pre-tokens computed by a worker, then a run of
-    // scalars that gives the same rows.
+    // A preprocessed run (docs/cloud.md, Pre-tokens): pre-tokens computed by a worker, then
+    // a run of scalars that gives the same rows.
     let mut precomputing = Killed(worker("second", "4").stderr(Stdio::null()).spawn().unwrap());
     for name in ["alice", "bob"] {
         let made = ok(client(&server, dir, name, "pretoken")

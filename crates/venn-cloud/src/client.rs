@@ -142,10 +142,14 @@ impl Client {
     /// Uploads `keys` (distinct, normalised) as a new dataset named `name`, under a fresh
     /// key saved first to `key_file` (which must not exist), in chunks of `chunk_items`;
     /// then seals it. `progress` hears of every chunk (items sent, of all).
+    /// `form` says how the keys were taken from the user's data (trimmed, lower-cased, of
+    /// how many columns): kept in the key file, so that [`result`](Client::result) on keys
+    /// taken otherwise can say so.
     pub fn upload(
         &self,
         name: &str,
         keys: &Items,
+        form: &str,
         key_file: &Path,
         chunk_items: usize,
         progress: &dyn Fn(u64, u64),
@@ -169,7 +173,7 @@ impl Client {
                 name: name.to_owned(),
             },
         )?;
-        let (mut key, order) = DatasetKey::new(&self.server, &dataset, keys);
+        let (mut key, order) = DatasetKey::new(&self.server, &dataset, keys, form);
         key.save(key_file)?;
         let points = key.encrypt(keys, &order)?;
         let total = points.len() as u64;
@@ -203,7 +207,7 @@ impl Client {
         Ok(key)
     }
 
-    /// Hands the service `count` fresh pre-tokens of a dataset (spec A.4): each
+    /// Hands the service `count` fresh pre-tokens of a dataset (docs/cloud.md, Pre-tokens): each
     /// `h^{R/K_i}` for a share R derived from the dataset key and a random label. The
     /// service precomputes the dataset's values under each; a preprocessed run then needs
     /// only a scalar from this client.
@@ -285,7 +289,7 @@ impl Client {
     }
 
     /// Agrees on a run with partners over `links` and gives the service this dataset's
-    /// token (spec A.3, A.5), or with `preprocessed` a ready pre-token and its scalar
+    /// token (docs/cloud.md, Runs), or with `preprocessed` a ready pre-token and its scalar
     /// (A.4: two parties, both asking for it).
     ///
     /// With `lead`, this client creates the run (its dataset last: with two links it is
@@ -455,8 +459,21 @@ impl Client {
 
     /// The key indices of `keys` (the dataset's keys as uploaded) that matched in a done
     /// run, sorted.
-    pub fn result(&self, key: &DatasetKey, run: &str, keys: &Items) -> Result<Vec<usize>> {
+    /// `form` as for [`upload`](Client::upload).
+    pub fn result(
+        &self,
+        key: &DatasetKey,
+        run: &str,
+        keys: &Items,
+        form: &str,
+    ) -> Result<Vec<usize>> {
         api::check_id(run)?;
+        if let Some(uploaded) = key.key_form.as_deref().filter(|&u| u != form) {
+            return Err(Error::Conflict(format!(
+                "the dataset's keys were uploaded taken with {uploaded}, these with {form}: \
+                 take them alike (--trim, --lowercase, --column; Python: trim=, lowercase=)"
+            )));
+        }
         let order = key.order(keys);
         if key.fingerprint(keys, &order) != key.keys_sha256 || keys.len() as u64 != key.items {
             return Err(Error::Conflict(
@@ -506,6 +523,10 @@ pub struct DatasetKey {
     /// result, that the input is the one uploaded).
     pub items: u64,
     keys_sha256: String,
+    /// How the keys were taken (see [`Client::upload`]); absent in key files made before
+    /// it was kept.
+    #[serde(default)]
+    key_form: Option<String>,
     /// The file it was loaded from or saved to (its list of used pre-token labels is
     /// beside it).
     #[serde(skip)]
@@ -520,7 +541,7 @@ impl std::fmt::Debug for DatasetKey {
 
 impl DatasetKey {
     /// A fresh key for uploading `keys` as `dataset`, and the upload's order.
-    fn new(server: &str, dataset: &Dataset, keys: &Items) -> (DatasetKey, Vec<usize>) {
+    fn new(server: &str, dataset: &Dataset, keys: &Items, form: &str) -> (DatasetKey, Vec<usize>) {
         let mut seed = [0u8; 32];
         api::getrandom(&mut seed);
         let mut k = DatasetKey {
@@ -531,6 +552,7 @@ impl DatasetKey {
             order_seed: hex::encode(seed),
             items: keys.len() as u64,
             keys_sha256: String::new(),
+            key_form: Some(form.to_owned()),
             path: None,
         };
         let order = k.order(keys);

@@ -31,8 +31,8 @@ pub use error::{Error, Result};
 
 /// The scheme's source.
 pub const PAPER: &str = "Pinkas, Riva: Thunder, PSI over encrypted data outsourced to a \
-    cloud service (the talk's slides, as ../shared/specs/thunder-circuit.md Part A \
-    reconstructs it), on BLS12-381";
+    cloud service (the talk's slides; the scheme as Venn builds it: docs/cloud.md, The \
+    cryptography), on BLS12-381";
 
 /// Its security model.
 pub const SECURITY: &str = "semi-honest service; clients do not collude with it; SXDH on \
@@ -48,6 +48,6 @@ pub const LEAKAGE: &str = "The service learns every dataset's size and, for each
     owner, its size, even its existence) is shown only to a client its owner paired with. \
     Values of runs (i, j) and (j, k) never meet, so the service \
     cannot intersect i with k; only i and k together can make an (i, k) run. A preprocessed \
-    run (spec A.4) shows the service the same, plus the ratio R_j/R_i of two fresh one-time \
-    shares, which says nothing as long as each pre-token serves one run (enforced on both \
+    run (docs/cloud.md, Pre-tokens) shows the service the same, plus the ratio R_j/R_i of \
+    two fresh one-time shares, which says nothing as long as each pre-token serves one run (enforced on both \
     ends). A malicious service can drop or invent matches.";

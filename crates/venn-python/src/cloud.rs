@@ -135,8 +135,14 @@ impl CloudClient {
         };
         let key = py
             .detach(|| {
-                self.client
-                    .upload(dataset, &input.keys, &key_file, chunk_items, &heard)
+                self.client.upload(
+                    dataset,
+                    &input.keys,
+                    &input.form.to_string(),
+                    &key_file,
+                    chunk_items,
+                    &heard,
+                )
             })
             .map_err(to_py_cloud)?;
         Ok(key.dataset)
@@ -254,7 +260,10 @@ impl CloudClient {
         py.detach(|| {
             let input = Input::from_keys(&items, None, &opts).map_err(to_py)?;
             (self.client.wait(run, wait))
-                .and_then(|_| self.client.result(&key, run, &input.keys))
+                .and_then(|_| {
+                    let form = input.form.to_string();
+                    self.client.result(&key, run, &input.keys, &form)
+                })
                 .map(|matched| input.matched_positions(&matched))
                 .map_err(to_py_cloud)
         })

@@ -13,11 +13,12 @@ mod lanes;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyFloat, PyString};
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::Role;
+use venn_cli::buckets::KeyMismatch;
 use venn_cli::input::{Format, Input, KeyOptions};
 use venn_cli::party::{defaults, DealerAddr, Endpoint, Link};
 use venn_cli::transport::TlsArgs;
@@ -126,8 +127,20 @@ impl FromPyObject<'_, '_> for Key {
                 _owner: obj.to_owned().unbind(),
             });
         }
+        // A missing value (None, a float NaN, pandas' NA) is an empty key, as a blank CSV
+        // cell is: skipped with skip_empty=True, otherwise an error naming its position.
+        let missing = obj.is_none()
+            || obj.cast::<PyFloat>().is_ok_and(|f| f.value().is_nan())
+            || obj.get_type().name()? == "NAType";
+        if missing {
+            return Ok(Key {
+                _owner: obj.to_owned().unbind(),
+                bytes: [].as_ptr(),
+                len: 0,
+            });
+        }
         Err(PyTypeError::new_err(format!(
-            "a key is str or bytes, not {}",
+            "a key is str or bytes (or a missing value: None, NaN), not {}",
             obj.get_type().name()?
         )))
     }
@@ -222,6 +235,7 @@ pub(crate) struct LinkArgs<'a> {
     pub timeout: Option<f64>,
     pub max_peer_items: Option<u64>,
     pub max_memory: Option<u64>,
+    pub allow_key_mismatch: bool,
 }
 
 impl LinkArgs<'_> {
@@ -275,6 +289,10 @@ impl LinkArgs<'_> {
             max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: None,
             transport: self.tls.load().map_err(to_py)?,
+            key_mismatch: match self.allow_key_mismatch {
+                true => KeyMismatch::Warn,
+                false => KeyMismatch::Refuse,
+            },
         })
     }
 }
@@ -388,7 +406,7 @@ impl Party {
         role, items, *, values=None, connect=None, listen=None, on_listening=None,
         protocol=None, bins=None, sigma=None, offline=None, stash=None, threshold=None,
         dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
-        skip_empty=false, tls_cert=None, tls_key=None, tls_ca=None,
+        skip_empty=false, allow_key_mismatch=false, tls_cert=None, tls_key=None, tls_ca=None,
         peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=None,
         timeout=None, max_peer_items=None, max_memory=None, progress=None,
     ))]
@@ -413,6 +431,7 @@ impl Party {
         trim: bool,
         lowercase: bool,
         skip_empty: bool,
+        allow_key_mismatch: bool,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
         tls_ca: Option<std::path::PathBuf>,
@@ -450,6 +469,7 @@ impl Party {
             timeout,
             max_peer_items,
             max_memory,
+            allow_key_mismatch,
         }
         .link()?;
         let opts = key_options(trim, lowercase, skip_empty);

@@ -85,10 +85,37 @@ def test_text_keys_are_their_utf8_bytes():
 
 def test_normalisation_and_both():
     child = Child("receive", [" A@X.org", "c"], trim=True, lowercase=True, both=True)
-    r = venn.send(["a@x.org", "b"], connect=child.addr, both=True)
+    r = venn.send(["a@x.org", "B "], connect=child.addr, both=True, trim=True, lowercase=True)
     assert r.matched == [0]
     kind, got = child.result()
     assert kind == "result" and got["matched"] == [0]
+
+
+def test_a_normalisation_mismatch_is_refused_naming_both_settings():
+    child = Child("receive", [" A@X.org", "b", "C"], trim=True, lowercase=True)
+    with pytest.raises(venn.PeerError, match="ours with no trim, no lowercase, 1 key column, "
+                       "the peer's with trim, lowercase, 1 key column"):
+        venn.send([" A@X.org", "b", "C"], connect=child.addr)
+    kind, why = child.result()
+    assert kind == "error" and "take their keys differently" in why, why
+    # Allowed on both sides: the run goes ahead, and of the same three keys only the one
+    # that normalising leaves alone matches.
+    child = Child("receive", [" A@X.org", "b", "C"], trim=True, lowercase=True,
+                  allow_key_mismatch=True)
+    r = venn.send([" A@X.org", "b", "C"], connect=child.addr, allow_key_mismatch=True)
+    assert r.count is None
+    kind, got = child.result()
+    assert kind == "result" and got["matched"] == [1], got
+
+
+def test_missing_keys_are_empty_keys():
+    nan = float("nan")
+    child = Child("send", ["a", "c"])
+    r = venn.receive(["a", None, nan, "c"], connect=child.addr, skip_empty=True)
+    assert r.matched == [0, 3] and r.n_self == 2
+    assert child.result()[0] == "result"
+    with pytest.raises(venn.UsageError, match="key at position 1: empty key"):
+        venn.receive(["a", None], connect="127.0.0.1:1")
 
 
 def test_intersect_frame_returns_the_matched_rows():
@@ -97,6 +124,12 @@ def test_intersect_frame_returns_the_matched_rows():
     child = Child("send", ["d", "b", "x"])
     matched = venn.intersect_frame(frame, "email", connect=child.addr)
     assert matched["n"].tolist() == [2, 4]
+    assert child.result()[0] == "result"
+    # A blank cell (NaN, as pandas reads it from a CSV) is an empty key, not "nan".
+    frame = pandas.DataFrame({"email": ["a", None, "nan", float("nan")], "n": [1, 2, 3, 4]})
+    child = Child("send", ["nan", "a"])
+    matched = venn.intersect_frame(frame, "email", connect=child.addr, skip_empty=True)
+    assert matched["n"].tolist() == [1, 3]
     assert child.result()[0] == "result"
 
 

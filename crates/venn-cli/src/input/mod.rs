@@ -29,6 +29,32 @@ pub enum Format {
     Lines,
 }
 
+/// What both parties must do alike for equal keys to match: the part of [`KeyOptions`]
+/// that changes a key's bytes. Each party sends its own in the run plan, and a run whose
+/// parties differ is refused (a receiver that lower-cases against a sender that does not
+/// would find only the keys already in lower case, and say nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyForm {
+    pub trim: bool,
+    pub lowercase: bool,
+    /// Columns a key is made of (their values length-prefixed when more than one).
+    pub columns: u16,
+}
+
+impl std::fmt::Display for KeyForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let no = |on: bool| if on { "" } else { "no " };
+        write!(
+            f,
+            "{}trim, {}lowercase, {} key column{}",
+            no(self.trim),
+            no(self.lowercase),
+            self.columns,
+            if self.columns == 1 { "" } else { "s" }
+        )
+    }
+}
+
 /// How keys are taken from the input.
 #[derive(Clone, Debug)]
 pub struct KeyOptions {
@@ -41,6 +67,18 @@ pub struct KeyOptions {
     pub skip_empty: bool,
     /// The CSV column holding each row's value, if the rows carry values.
     pub value_column: Option<String>,
+}
+
+impl KeyOptions {
+    /// What these options do to a key's bytes ([`KeyForm`]): one column unless several
+    /// are named (a file of lines, or keys given in memory, have one).
+    pub fn form(&self) -> KeyForm {
+        KeyForm {
+            trim: self.trim,
+            lowercase: self.lowercase,
+            columns: self.columns.len().clamp(1, u16::MAX as usize) as u16,
+        }
+    }
 }
 
 /// The largest value a row may carry: with fewer than 2^32 rows their sum stays below
@@ -69,10 +107,12 @@ pub struct Input {
     pub duplicates: usize,
     /// Rows skipped for an empty key.
     pub skipped_empty: usize,
+    /// How the keys were taken: what the run plan tells the peer.
+    pub form: KeyForm,
 }
 
 impl Input {
-    /// No rows at all.
+    /// No rows at all (keys of one column, taken as they are).
     pub fn empty() -> Self {
         Input {
             data: Vec::new(),
@@ -81,6 +121,11 @@ impl Input {
             keys: Items::new(),
             duplicates: 0,
             skipped_empty: 0,
+            form: KeyForm {
+                trim: false,
+                lowercase: false,
+                columns: 1,
+            },
         }
     }
 
@@ -294,6 +339,7 @@ impl<'a> Builder<'a> {
             rows: self.rows,
             keys: self.keys,
             skipped_empty: self.skipped_empty,
+            form: self.opts.form(),
         }
     }
 }

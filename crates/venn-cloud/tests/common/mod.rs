@@ -225,7 +225,7 @@ pub fn upload(
 ) -> DatasetKey {
     let path = w.path(&format!("{}-{name}.key", client.name()));
     client
-        .upload(name, &keys(names), &path, chunk, &|_, _| {})
+        .upload(name, &keys(names), FORM, &path, chunk, &|_, _| {})
         .unwrap()
 }
 
@@ -263,10 +263,13 @@ pub fn try_pair(
     })
 }
 
+/// How the tests' keys are taken (they are given as they are).
+pub const FORM: &str = "no trim, no lowercase, 1 key column";
+
 /// The keys of `names` that `client` learns matched in `run`.
 pub fn matched(client: &Client, key: &DatasetKey, run: &str, names: &[String]) -> Vec<String> {
     client.wait(run, Duration::from_secs(120)).unwrap();
-    let ix = client.result(key, run, &keys(names)).unwrap();
+    let ix = client.result(key, run, &keys(names), FORM).unwrap();
     let mut out: Vec<String> = ix.iter().map(|&i| names[i].clone()).collect();
     out.sort();
     out

@@ -86,6 +86,7 @@ class PartyOptions(TypedDict, total=False):
     trim: bool
     lowercase: bool
     skip_empty: bool
+    allow_key_mismatch: bool
     tls_cert: Path
     tls_key: Path
     tls_ca: Path
@@ -129,7 +130,10 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
       ``dealer_fingerprint``), ``stash`` ("combined"/"separate"), ``threshold`` (int);
     - ``both``: the sender learns the matched positions too (both sides pass it);
     - ``values``: one integer per item, for the sum protocols;
-    - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation;
+    - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation (a missing key —
+      ``None``, ``NaN``, pandas' ``NA`` — is empty: skipped with ``skip_empty=True``, an
+      error otherwise); both parties must trim and lower-case alike, or the run is refused
+      naming both settings, unless ``allow_key_mismatch=True`` (then it warns);
     - TLS: ``tls_cert`` + ``tls_key`` (from ``venn keygen``) with the peer's
       ``peer_fingerprint`` (what its ``venn keygen`` printed; a list for several) or
       ``tls_ca``; ``plaintext=True`` runs without TLS to another machine (insecure; on
@@ -165,11 +169,17 @@ def intersect_frame(
     """The rows of ``frame`` whose ``column`` value the peer also holds, in frame order
     (for a party that learns the intersection; otherwise an error). ``role`` is
     ``"receive"`` or ``"send"`` (with ``both=True``); ``options`` as for :func:`receive`.
-    Values are keys as they are: strings, bytes, or anything else by ``str()``.
+    Values are keys as they are: strings, bytes, missing values (empty keys, see
+    ``skip_empty``), or anything else by ``str()``.
     """
     if role not in ("send", "receive"):
         raise UsageError("role is 'send' or 'receive'")
-    keys = [v if isinstance(v, (str, bytes)) else str(v) for v in frame[column].tolist()]
+    import pandas  # the frame's own library, so present
+
+    keys = [
+        v if isinstance(v, (str, bytes)) else None if pandas.isna(v) else str(v)
+        for v in frame[column].tolist()
+    ]
     party = send if role == "send" else receive
     result = party(keys, **options)
     if result.matched is None:
