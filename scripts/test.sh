@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --locked --profile ci
-VENN_PROFILE=ci scripts/test-python.sh
+# The binary cargo test built for the CLI's tests.
+VENN_PROFILE=ci VENN_BIN="$PWD/target/ci/venn" scripts/test-python.sh

@@ -170,7 +170,7 @@ def test_two_clusters_give_the_one_machine_result(cluster: None, tmp_path: Path)
         child = subprocess.Popen(
             [sys.executable, "-c", SENDER, addr, str(lanes)], stdout=subprocess.PIPE, text=True
         )
-        r = venn.ray.receive(ours, listen=addr, lanes=2)
+        r = venn.ray.receive(ours, listen=addr, lanes=2, trim=True)
         out = child.communicate(timeout=120)[0]
         assert out.startswith("result "), out
         assert r.matched == one.matched and r.count == len(range(0, 20000, 3))

@@ -2,10 +2,14 @@
 //! points on stable: every input a campaign kept, and every crash it found (added to the
 //! corpus once fixed), stays a regression test.
 
+mod common;
+
+use common::each_on_all_cores;
 use std::path::PathBuf;
 
-/// Runs `entry` on every file of the corpus of `target`; returns how many there were.
-fn replay(target: &str, entry: impl Fn(&[u8])) -> usize {
+/// Runs `entry` on every file of the corpus of `target`, on every core (each protocol
+/// input is a whole run of two parties); returns how many there were.
+fn replay(target: &str, entry: impl Fn(&[u8]) + Sync) -> usize {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz/corpus")
         .join(target);
@@ -14,11 +18,11 @@ fn replay(target: &str, entry: impl Fn(&[u8])) -> usize {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    for f in &files {
+    each_on_all_cores(&files, |f| {
         let data = std::fs::read(f).unwrap();
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry(&data)));
         assert!(caught.is_ok(), "{} fails", f.display());
-    }
+    });
     assert!(!files.is_empty(), "the {target} corpus is empty");
     files.len()
 }

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    assert_output, fit, fit_sender, fit_sigma, indices, options, run_pair, run_pair_with, sets,
-    tampered_pair, tampered_run, test_options, truth,
+    assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, options, run_pair,
+    run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
@@ -316,12 +316,12 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
 
 /// Issue 8: a relay that flips one bit of any one frame (or fills an empty one), in either
 /// direction, must never let a party finish with a wrong output; the party that received
-/// the altered frame fails.
+/// the altered frame fails. The protocols run side by side, one a core.
 #[test]
 fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
     let (s, r) = sets(200, 150, 40, 13);
     let (want_s, want_r) = (truth(&s, &r), truth(&r, &s));
-    for &p in registry() {
+    each_on_all_cores(registry(), |&p| {
         let name = p.info().name;
         let both = p.info().both_allowed;
         for incoming in [false, true] {
@@ -331,10 +331,12 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
                 true
             });
             assert!(sr.is_ok() && rr.is_ok(), "{name}: honest run failed");
-            // Every frame; of a run with thousands (psww18's triples, a few 64 KiB frames
-            // of OT rows each) the first and last 30 and a hundred spread between.
-            let step = (frames / 100).max(1);
-            let ks = (1..=frames).filter(|&k| k <= 30 || k + 30 > frames || k % step == 0);
+            // Every frame of a run of up to 60; of a longer run (psww18's triples and
+            // hek12's, thousands of 64 KiB frames of OT rows alike) the first and last 20,
+            // where every kind of message is, and 20 spread between.
+            let step = (frames / 20).max(1);
+            let ks = (1..=frames)
+                .filter(|&k| frames <= 60 || k <= 20 || k + 20 > frames || k % step == 0);
             for k in ks {
                 let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |i, f| {
                     if i == k && f.is_empty() {
@@ -366,7 +368,7 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
                 assert!(victim.is_err(), "{what}: the altered frame went unnoticed");
             }
         }
-    }
+    });
 }
 
 /// Issue 8: frames recorded in one session and replayed into another are refused.

@@ -10,6 +10,19 @@ use venn::protocols::{Options, Output, Protocol, Sizes};
 use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
+/// `f` on every item, spread over the machine's cores by plain threads (item i on thread
+/// i mod cores). Not the rayon pool: a pool thread that waits for a party's own pool runs
+/// other queued items meanwhile, nested on its stack.
+pub fn each_on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for t in 0..cores {
+            let f = &f;
+            scope.spawn(move || items.iter().skip(t).step_by(cores).for_each(f));
+        }
+    });
+}
+
 pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
     RunOptions {
         protocol,
