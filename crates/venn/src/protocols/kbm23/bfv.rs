@@ -46,8 +46,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::sync::Arc;
 
-/// The ring degree N: slots per ciphertext.
-pub const DEGREE: usize = 8192;
+pub use super::params::BFV_DEGREE as DEGREE;
 /// The ciphertext moduli, in bits.
 const MODULI: [usize; 3] = [62, 62, 62];
 /// The most ciphertext-modulus bits for 128-bit security at N = 8192 (HE standard, Table 1).
@@ -70,17 +69,6 @@ fn check_security() -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The least prime `t ≡ 1 (mod 2N)` with `t ≥ least`: the plaintext (and comparison)
-/// modulus under `--offline bfv`.
-pub fn plaintext_modulus(least: u64) -> u64 {
-    let step = 2 * DEGREE as u64;
-    let first = least.max(2).div_ceil(step) * step + 1;
-    (first..)
-        .step_by(step as usize)
-        .find(|&t| super::field::is_prime(t))
-        .expect("a prime in the progression")
 }
 
 fn parameters(p: &Kbm23Params) -> Result<Arc<BfvParameters>> {

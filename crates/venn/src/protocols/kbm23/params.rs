@@ -29,7 +29,7 @@
 //! bits (spec §2.8), so a false match between two distinct keys has probability at most
 //! n_A·n_B / 2^σ ≤ 2^-40; the field then grows to about σ − log₂ α + log₂ 3 bits.
 
-use super::field::{next_prime, Field};
+use super::field::{is_prime, next_prime, Field};
 use crate::net::Writer;
 use crate::protocols::{Offline, Options, ParamTable, Parameters, Sizes};
 use crate::tables::simple_hash::bin_size;
@@ -73,6 +73,20 @@ pub struct Kbm23Params {
     pub field: Field,
 }
 
+/// BFV's ring degree N under `--offline bfv` (KBM23 §IV-B): slots per ciphertext.
+pub const BFV_DEGREE: usize = 8192;
+
+/// The least prime `t ≡ 1 (mod 2N)` with `t ≥ least`: the plaintext (and comparison)
+/// modulus under `--offline bfv`, so that BFV packs N slots ([`super::bfv`]).
+pub fn plaintext_modulus(least: u64) -> u64 {
+    let step = 2 * BFV_DEGREE as u64;
+    let first = least.max(2).div_ceil(step) * step + 1;
+    (first..)
+        .step_by(step as usize)
+        .find(|&t| is_prime(t))
+        .expect("a prime in the progression")
+}
+
 impl Kbm23Params {
     /// The parameters for `sizes`, on σ-bit integers (`Some(32)`) or hashed keys (`None`).
     pub fn new(sizes: Sizes, sigma: Option<u32>) -> Result<Self> {
@@ -104,7 +118,7 @@ impl Kbm23Params {
     }
 
     /// The parameters for `sizes` and the run's options: under `--offline bfv` the field is
-    /// BFV's plaintext space (see [`super::bfv`]), and only 32-bit integer keys.
+    /// BFV's plaintext space ([`plaintext_modulus`]), and only 32-bit integer keys.
     pub fn for_options(sizes: Sizes, options: Options) -> Result<Self> {
         let mut p = Kbm23Params::new(sizes, options.sigma)?;
         if options.offline == Offline::Bfv {
@@ -113,7 +127,7 @@ impl Kbm23Params {
                     "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
                 ));
             }
-            p.field = Field::new(super::bfv::plaintext_modulus(p.alices_dummy() + 2));
+            p.field = Field::new(plaintext_modulus(p.alices_dummy() + 2));
         }
         Ok(p)
     }
