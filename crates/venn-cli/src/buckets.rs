@@ -164,6 +164,17 @@ pub enum KeyMismatch {
     Warn,
 }
 
+impl KeyMismatch {
+    /// What `--allow-key-mismatch` (Python's `allow_key_mismatch`) asks for.
+    pub fn allowed(allow: bool) -> KeyMismatch {
+        if allow {
+            KeyMismatch::Warn
+        } else {
+            KeyMismatch::Refuse
+        }
+    }
+}
+
 /// Sends our plan and receives the peer's.
 pub fn exchange(
     chan: &mut dyn Channel,

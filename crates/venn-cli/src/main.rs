@@ -505,13 +505,9 @@ impl LinkCli {
 
 impl PartyCli {
     fn into_args(self) -> Result<PartyArgs> {
-        let key_mismatch = match self.keys.allow_key_mismatch {
-            true => KeyMismatch::Warn,
-            false => KeyMismatch::Refuse,
-        };
         Ok(PartyArgs {
             link: Link {
-                key_mismatch,
+                key_mismatch: KeyMismatch::allowed(self.keys.allow_key_mismatch),
                 ..self.link.into_link()?
             },
             keys: self.keys.options(self.value_column),

@@ -289,10 +289,7 @@ impl LinkArgs<'_> {
             max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: None,
             transport: self.tls.load().map_err(to_py)?,
-            key_mismatch: match self.allow_key_mismatch {
-                true => KeyMismatch::Warn,
-                false => KeyMismatch::Refuse,
-            },
+            key_mismatch: KeyMismatch::allowed(self.allow_key_mismatch),
         })
     }
 }
