@@ -57,9 +57,9 @@ pub fn decode_scalar(bytes: &[u8]) -> Result<Scalar> {
 
 /// A Fiat–Shamir transcript: everything appended is hashed (SHA-512, domain- and
 /// session-separated), and the challenge is derived from all of it.
-pub struct Transcript(Sha512);
+pub struct FiatShamir(Sha512);
 
-impl Transcript {
+impl FiatShamir {
     /// A transcript for `domain` in session `sid`.
     pub fn new(domain: &str, sid: &[u8]) -> Self {
         let mut h = Sha512::new();
@@ -67,7 +67,7 @@ impl Transcript {
             h.update((p.len() as u64).to_le_bytes());
             h.update(p);
         }
-        Transcript(h)
+        FiatShamir(h)
     }
 
     /// Appends fixed-length data (encodings of points and scalars).

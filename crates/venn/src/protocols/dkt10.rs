@@ -24,7 +24,7 @@ use super::{
     no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
     Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, Transcript};
+use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, FiatShamir};
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
 use crate::net::Channel;
@@ -214,7 +214,7 @@ impl Blinded {
     /// Sends the message and the Fiat–Shamir responses `φ = d + R·e`, `φ_i = d_i + R_i·e`
     /// for the challenge `e` over everything sent.
     fn send(&self, chan: &mut dyn Channel, sid: &[u8; 32]) -> Result<()> {
-        let mut transcript = Transcript::new("venn/dkt10/receiver-proof", sid);
+        let mut transcript = FiatShamir::new("venn/dkt10/receiver-proof", sid);
         transcript.append(&self.head);
         transcript.append(&self.rows);
         let e = transcript.challenge();
@@ -276,7 +276,7 @@ fn sender_challenge(
     receiver_rows: &[u8],
     answer_rows: &[u8],
 ) -> Scalar {
-    let mut transcript = Transcript::new("venn/dkt10/sender-proof", sid);
+    let mut transcript = FiatShamir::new("venn/dkt10/sender-proof", sid);
     transcript.append(head);
     for (m, ans) in receiver_rows
         .chunks(3 * POINT)
@@ -344,7 +344,7 @@ impl Party for Dkt10Sender {
             "receiver's blinded items",
             &mut rows,
         )?;
-        let mut transcript = Transcript::new("venn/dkt10/receiver-proof", &sid);
+        let mut transcript = FiatShamir::new("venn/dkt10/receiver-proof", &sid);
         transcript.append(&head);
         transcript.append(&rows);
         let e = transcript.challenge();

@@ -1,130 +1,9 @@
-//! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
-//! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
-//! standard-model protocol, RR17 §7), `--offline ot|dealer|bfv` (where KBM23's tuples come
-//! from, §IV), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
-//! cardinality protocol's answer reduced to "at least T or not"). Both parties must make the same choices: they are
-//! announced in the handshake, and a peer that made others is refused by name.
+//! Which of a run's options ([`crate::options`]) each protocol takes, and the check that
+//! refuses the others before anything is sent.
 
 use super::ProtocolInfo;
-use crate::net::{Reader, Writer};
+pub use crate::options::{Bins, Offline, Options, Stash};
 use crate::{Error, Result};
-
-/// How many bins RR17's hashing uses (§6.6: "m = n/10 minimises communication", used for
-/// the WAN; m = n/4 costs less computation, used on the LAN).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Bins {
-    /// m = ⌊n/4⌋.
-    #[default]
-    Lan,
-    /// m = ⌊n/10⌋.
-    Wan,
-}
-
-impl Bins {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bins::Lan => "lan",
-            Bins::Wan => "wan",
-        }
-    }
-
-    /// The bins for sets of at most `n` items: ⌊n/4⌋ or ⌊n/10⌋, at least 1.
-    pub fn count(self, n: u64) -> u64 {
-        let per_bin = match self {
-            Bins::Lan => 4,
-            Bins::Wan => 10,
-        };
-        (n / per_bin).max(1)
-    }
-
-    /// `lan` or `wan`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "lan" => Ok(Bins::Lan),
-            "wan" => Ok(Bins::Wan),
-            _ => Err(Error::Usage(format!("--bins wants lan or wan, got '{s}'"))),
-        }
-    }
-
-    fn code(self) -> u8 {
-        self as u8
-    }
-}
-
-/// Where a protocol's offline phase gets its correlated randomness (KBM23 §IV): from OT or
-/// homomorphic encryption between the two parties, or from a trusted dealer, a third
-/// process that never sees the inputs but must not collude with either party.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Offline {
-    /// Oblivious transfer between the parties (KBM23 §IV-D): no one else is trusted.
-    #[default]
-    Ot,
-    /// A trusted dealer (`venn dealer`, KBM23 §IV-A).
-    Dealer,
-    /// BFV homomorphic encryption between the parties (KBM23 §IV-B): no one else is
-    /// trusted.
-    Bfv,
-}
-
-impl Offline {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Offline::Ot => "ot",
-            Offline::Dealer => "dealer",
-            Offline::Bfv => "bfv",
-        }
-    }
-
-    /// `ot`, `dealer` or `bfv`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "ot" => Ok(Offline::Ot),
-            "dealer" => Ok(Offline::Dealer),
-            "bfv" => Ok(Offline::Bfv),
-            _ => Err(Error::Usage(format!(
-                "--offline wants ot, dealer or bfv, got '{s}'"
-            ))),
-        }
-    }
-
-    fn code(self) -> u8 {
-        self as u8
-    }
-}
-
-/// Where PSWW18's cuckoo side puts the items that fit in neither table: one stash for both
-/// tables (the slides' best variant, the default) or one per table.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Stash {
-    /// One stash for both tables.
-    #[default]
-    Combined,
-    /// A stash per table.
-    Separate,
-}
-
-impl Stash {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stash::Combined => "combined",
-            Stash::Separate => "separate",
-        }
-    }
-
-    /// `combined` or `separate`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "combined" => Ok(Stash::Combined),
-            "separate" => Ok(Stash::Separate),
-            _ => Err(Error::Usage(format!(
-                "--stash wants combined or separate, got '{s}'"
-            ))),
-        }
-    }
-}
 
 /// Which options a protocol takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,21 +90,6 @@ impl Accepts {
     }
 }
 
-/// The options of one run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Options {
-    /// RR17's number of bins.
-    pub bins: Bins,
-    /// The bit length of the items, for a protocol that runs on σ-bit integers.
-    pub sigma: Option<u32>,
-    /// Where the offline phase's randomness comes from.
-    pub offline: Offline,
-    /// PSWW18's stash.
-    pub stash: Stash,
-    /// Output only whether the intersection has at least this many items.
-    pub threshold: Option<u64>,
-}
-
 impl Options {
     /// Refuses options `info`'s protocol does not take (or a missing `--sigma` it needs).
     pub fn check(&self, info: &ProtocolInfo, accepts: Accepts) -> Result<()> {
@@ -266,90 +130,6 @@ impl Options {
             _ => Ok(()),
         }
     }
-
-    /// The command-line arguments that give these options (none for the defaults).
-    pub fn args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.bins != Bins::Lan {
-            args.extend(["--bins".to_string(), self.bins.name().to_string()]);
-        }
-        if let Some(s) = self.sigma {
-            args.extend(["--sigma".to_string(), s.to_string()]);
-        }
-        if self.offline != Offline::Ot {
-            args.extend(["--offline".to_string(), self.offline.name().to_string()]);
-        }
-        if self.stash != Stash::Combined {
-            args.extend(["--stash".to_string(), self.stash.name().to_string()]);
-        }
-        if let Some(t) = self.threshold {
-            args.extend(["--threshold".to_string(), t.to_string()]);
-        }
-        args
-    }
-
-    /// [`Options::args`] as a user would type them (empty for the defaults).
-    pub fn flags(&self) -> String {
-        self.args().join(" ")
-    }
-
-    /// Appends the options to a handshake message.
-    pub(crate) fn write(&self, w: Writer) -> Writer {
-        let sigma = self.sigma.unwrap_or(0);
-        assert!(sigma <= u16::MAX as u32, "σ fits 16 bits");
-        w.u8(self.bins.code())
-            .u16(sigma as u16)
-            .u8(self.offline.code())
-            .u8(self.stash as u8)
-            .u8(self.threshold.is_some() as u8)
-            .u64(self.threshold.unwrap_or(0))
-    }
-
-    /// Reads what [`Options::write`] wrote.
-    pub(crate) fn read(r: &mut Reader) -> Result<Self> {
-        let bins = match r.u8()? {
-            0 => Bins::Lan,
-            1 => Bins::Wan,
-            b => return Err(Error::protocol("a bins code of 0 or 1", b.to_string())),
-        };
-        let sigma = match r.u16()? {
-            0 => None,
-            s => Some(s as u32),
-        };
-        let offline = match r.u8()? {
-            0 => Offline::Ot,
-            1 => Offline::Dealer,
-            2 => Offline::Bfv,
-            o => {
-                return Err(Error::protocol(
-                    "an offline code of 0, 1 or 2",
-                    o.to_string(),
-                ))
-            }
-        };
-        let stash = match r.u8()? {
-            0 => Stash::Combined,
-            1 => Stash::Separate,
-            s => return Err(Error::protocol("a stash code of 0 or 1", s.to_string())),
-        };
-        let threshold = match (r.u8()?, r.u64()?) {
-            (0, 0) => None,
-            (1, t) => Some(t),
-            (f, t) => {
-                return Err(Error::protocol(
-                    "a threshold flag of 0 (with 0) or 1",
-                    format!("{f} with {t}"),
-                ))
-            }
-        };
-        Ok(Options {
-            bins,
-            sigma,
-            offline,
-            stash,
-            threshold,
-        })
-    }
 }
 
 fn join(values: &[u32], separator: &str) -> String {
@@ -361,32 +141,6 @@ fn join(values: &[u32], separator: &str) -> String {
 mod tests {
     use super::*;
     use crate::protocols::find;
-
-    #[test]
-    fn options_survive_the_wire() {
-        for bins in [Bins::Lan, Bins::Wan] {
-            for sigma in [None, Some(32), Some(64)] {
-                for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv] {
-                    let (stash, threshold) = match offline {
-                        Offline::Ot => (Stash::Combined, None),
-                        Offline::Dealer => (Stash::Separate, Some(0)),
-                        Offline::Bfv => (Stash::Combined, Some(u64::MAX)),
-                    };
-                    let o = Options {
-                        bins,
-                        sigma,
-                        offline,
-                        stash,
-                        threshold,
-                    };
-                    let bytes = o.write(Writer::new()).0;
-                    let mut r = Reader::new(&bytes, "options");
-                    assert_eq!(Options::read(&mut r).unwrap(), o);
-                    r.finish().unwrap();
-                }
-            }
-        }
-    }
 
     #[test]
     fn protocols_refuse_options_they_do_not_take() {
@@ -412,14 +166,5 @@ mod tests {
         assert!(dealer.check(kbm23.info(), kbm23.accepts()).is_ok());
         let de = find("rr17-de").unwrap();
         assert!(wan.check(de.info(), de.accepts()).is_ok());
-    }
-
-    #[test]
-    fn bins_are_a_quarter_or_a_tenth() {
-        assert_eq!(Bins::Lan.count(1 << 20), 1 << 18);
-        assert_eq!(Bins::Wan.count(1 << 20), 104_857);
-        assert_eq!(Bins::Wan.count(5), 1);
-        assert_eq!(Bins::parse("wan").unwrap(), Bins::Wan);
-        assert!(Bins::parse("WAN").is_err());
     }
 }

@@ -13,16 +13,13 @@
 //! the session id — checked before the state is used up — and the session key derived
 //! from it authenticates the transcript confirmation.
 
-use super::{Role, Sizes};
+use super::{Role, Sizes, VERSION};
 use crate::crypto::Prg;
 use crate::net::{Channel, Reader, Writer};
-use crate::protocols::Options;
+use crate::options::Options;
 use crate::{peer_text, Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
-/// Wire-format version; bumped on any incompatible change (6: psww18's conversion in
-/// frames, and its states' OTs of 128 bits).
-pub const VERSION: u16 = 6;
 const MAX_HELLO: usize = 8 + 2 + 1 + 255 + 1 + 1 + 4 + 8 + 16 + 1 + 32;
 /// The key of the session-id hash when the parties share no secret.
 const PUBLIC_KEY: [u8; 32] = *b"venn/session-id/public-key/v2...";

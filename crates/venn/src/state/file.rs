@@ -23,7 +23,7 @@
 
 use super::{StateReader, StateWriter};
 use crate::net::Writer;
-use crate::session::{Role, Sizes, VERSION};
+use crate::parties::{Role, Sizes, VERSION};
 use crate::{Error, Result, MAX_ITEMS};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
