@@ -5,7 +5,7 @@ use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
 use venn_cli::input::{Format, KeyOptions};
-use venn_cli::party::{defaults, run_party, summary, Endpoint, Link, PartyArgs};
+use venn_cli::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\
@@ -36,22 +36,15 @@ pub fn demo() -> Result<()> {
     println!("Bob (receiver) holds {}:\n{BOB}", bob.display());
     println!(
         "Both run {} over loopback TCP; keys are trimmed and lower-cased.\n",
-        defaults::PROTOCOL
+        RunSpec::default().protocol
     );
     let args = |input, output, endpoint| PartyArgs {
         link: Link {
-            protocol_options: Default::default(),
+            spec: RunSpec::default(),
             dealer: None,
-            protocol: defaults::PROTOCOL.into(),
             endpoint,
-            threads: 1,
-            timeout: Duration::from_secs(30),
-            insecure: false,
-            max_peer_items: 1 << 20,
-            max_memory: 1 << 30,
             stats_json: None,
             transport: venn_cli::transport::Transport::loopback(),
-            key_mismatch: Default::default(),
         },
         input,
         output,

@@ -18,7 +18,7 @@ use crate::transport::Transport;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 use venn::net::{Channel, Reader, Writer};
-use venn::protocols::{find, Bins, Offline, Options, Output, Protocol};
+use venn::protocols::{find, Offline, Options, Output, Protocol};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Items, Result, RunOptions};
 
@@ -85,7 +85,7 @@ impl Coordinator {
         }
         let protocol = link.protocol()?;
         refuse_whole_outputs_in_buckets(protocol)?;
-        if link.dealer.is_some() || link.protocol_options.offline != Offline::default() {
+        if link.dealer.is_some() || link.spec.options.offline != Offline::default() {
             return Err(Error::Usage(
                 "a run in lanes takes its offline phase from OT between the lanes (the \
                  default), not from a dealer or BFV"
@@ -93,7 +93,7 @@ impl Coordinator {
             ));
         }
         protocol.check_values(role, input.keys.values().is_some())?;
-        protocol.check_items(link.protocol_options, &input.keys)?;
+        protocol.check_items(link.spec.options, &input.keys)?;
         link.check_endpoint()?;
         let rows = input.keys.len() as u64;
         let mut chan = link.connect(on_bound)?;
@@ -132,15 +132,15 @@ impl Coordinator {
             both,
             listens: matches!(link.endpoint, crate::party::Endpoint::Listen(_)),
             protocol,
-            options: link.protocol_options,
+            options: link.spec.options,
             input,
             groups,
             binding: *h.finalize().as_bytes(),
             agreed,
             lanes,
-            max_peer_items: link.max_peer_items,
-            max_memory: link.max_memory,
-            threads: link.threads,
+            max_peer_items: link.spec.max_peer_items,
+            max_memory: link.spec.max_memory,
+            threads: link.spec.threads,
         })
     }
 
@@ -163,13 +163,15 @@ impl Coordinator {
                 .skip(lane)
                 .step_by(self.lanes)
         };
-        let mut w = Writer::new()
+        let w = Writer::new()
             .bytes(JOB_MAGIC)
             .u8(matches!(self.role, Role::Receiver) as u8)
             .u8(self.both as u8)
-            .str8(self.protocol.info().name)
-            .str8(self.options.bins.name())
-            .u64(self.options.sigma.map_or(0, u64::from))
+            .str8(self.protocol.info().name);
+        // Every protocol option, as the handshake carries them.
+        let mut w = self
+            .options
+            .write(w)
             .u64(self.threads as u64)
             .u64(self.max_memory)
             .u64(
@@ -321,14 +323,7 @@ impl LaneJob {
         };
         let both = r.u8()? == 1;
         let protocol = find(&r.str8()?)?;
-        let options = Options {
-            bins: Bins::parse(&r.str8()?)?,
-            sigma: match r.u64()? {
-                0 => None,
-                s => Some(u32::try_from(s).map_err(|_| Error::Usage("a lane job's sigma".into()))?),
-            },
-            ..Options::default()
-        };
+        let options = Options::read(&mut r)?;
         let threads = r.u64()? as usize;
         let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
         let binding = r.array::<32>()?;
@@ -480,24 +475,22 @@ impl LaneEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buckets::KeyMismatch;
     use crate::input::{Format, KeyOptions};
-    use crate::party::Endpoint;
+    use crate::party::{Endpoint, RunSpec};
 
     fn link(endpoint: Endpoint) -> Link {
         Link {
-            protocol: "kkrt16".into(),
-            protocol_options: Options::default(),
+            spec: RunSpec {
+                protocol: "kkrt16".into(),
+                timeout: Duration::from_secs(20),
+                max_peer_items: venn::MAX_ITEMS,
+                max_memory: 1 << 32,
+                ..RunSpec::default()
+            },
             dealer: None,
             endpoint,
-            threads: 1,
-            timeout: Duration::from_secs(20),
-            insecure: false,
-            max_peer_items: venn::MAX_ITEMS,
-            max_memory: 1 << 32,
             stats_json: None,
             transport: Transport::loopback(),
-            key_mismatch: KeyMismatch::Refuse,
         }
     }
 
@@ -548,7 +541,8 @@ mod tests {
                 .map(|(lane, (end, mut job))| {
                     if tamper && lane == 0 {
                         // Another run's binding: the session must refuse it.
-                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + 1 + "lan".len() + 40;
+                        let options = Options::default().write(Writer::new()).0.len();
+                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + options + 32;
                         job[at] ^= 1;
                     }
                     s.spawn(move || {

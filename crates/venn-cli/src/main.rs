@@ -6,6 +6,7 @@ mod dealer;
 mod demo;
 mod keygen;
 mod params;
+mod plan;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -17,8 +18,8 @@ use venn::{Error, Result};
 use venn_cli::buckets::KeyMismatch;
 use venn_cli::input::{Format, KeyOptions};
 use venn_cli::party::{
-    defaults, precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
-    PartyArgs, PrecomputeArgs,
+    precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
+    PartyArgs, PrecomputeArgs, RunSpec,
 };
 use venn_cli::transport::TlsArgs;
 
@@ -53,6 +54,9 @@ enum Command {
     Dealer(DealerCli),
     /// Show each protocol's security model and parameters for given set sizes.
     Params(ParamsCli),
+    /// Which protocol to run: each one that fits your threat and output, with its
+    /// predicted time, traffic and memory for your set sizes, network and cores.
+    Plan(PlanCli),
     /// Measure protocols against the insecure naive-hashing baseline.
     Bench(BenchCli),
     /// Thunder: PSI over encrypted data kept by a service (`venn cloud --help`).
@@ -104,8 +108,8 @@ impl OptionsCli {
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
 struct LinkCli {
-    /// Protocol to run (see `venn params`).
-    #[arg(long, default_value = defaults::PROTOCOL)]
+    /// Protocol to run (see `venn params` and `venn plan`).
+    #[arg(long, default_value_t = RunSpec::default().protocol)]
     protocol: String,
     #[command(flatten)]
     options: OptionsCli,
@@ -116,12 +120,12 @@ struct LinkCli {
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
     /// Worker threads for this party.
-    #[arg(long, default_value_t = defaults::THREADS)]
+    #[arg(long, default_value_t = RunSpec::default().threads)]
     threads: usize,
     /// Seconds to wait for the peer: to connect, and for each whole message in either
     /// direction (a deadline per message, however the peer trickles its bytes or takes
     /// ours).
-    #[arg(long, default_value_t = defaults::TIMEOUT_SECONDS, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = RunSpec::default().timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
     /// Write timings and traffic as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -130,7 +134,7 @@ struct LinkCli {
     #[arg(long)]
     insecure: bool,
     /// The largest set size accepted from the peer.
-    #[arg(long, default_value_t = defaults::MAX_PEER_ITEMS)]
+    #[arg(long, default_value_t = RunSpec::default().max_peer_items)]
     max_peer_items: u64,
     /// The most memory this party may need (e.g. 8G, 512M; default: half of physical
     /// memory). A peer whose set would need more is refused before anything is allocated.
@@ -335,6 +339,78 @@ struct ParamsCli {
 }
 
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("mode").args(["n_self", "fit", "check"]).required(true))]
+struct PlanCli {
+    /// Items on this side (a number, or 2^K).
+    #[arg(long, value_name = "N", value_parser = parse_count, requires = "n_peer")]
+    n_self: Option<u64>,
+    /// Items on the peer's side (a number, or 2^K).
+    #[arg(long, value_name = "N", value_parser = parse_count, requires = "n_self")]
+    n_peer: Option<u64>,
+    /// The role this side plays (the receiver learns the output).
+    #[arg(long, value_enum, default_value = "receiver")]
+    role: RoleArg,
+    /// The network between the parties: lan (10 Gbit/s, 0.2 ms round trip), wan (40
+    /// Mbit/s, 80 ms), kkrt16-wan, rr17-wan, or RATE,RTT such as 100mbit,20ms.
+    #[arg(long, value_name = "NET", default_value = "lan", value_parser = bench::parse_net_arg)]
+    net: String,
+    /// The parties to be secure against: semi-honest (they follow the protocol; malicious
+    /// protocols are listed too) or malicious (they may deviate in any way).
+    #[arg(long, value_enum, default_value = "semi-honest")]
+    threat: ThreatArg,
+    /// What the receiver learns: the intersection, its size (count), or the sum of the
+    /// sender's values over it.
+    #[arg(long, value_enum, default_value = "intersection")]
+    output: OutputArg,
+    /// Cores per party (the prediction is from the most threads measured up to it).
+    #[arg(long, default_value_t = RunSpec::default().threads as u64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    cores: u64,
+    /// The keys are decimal integers below 2^SIGMA (32 or 64): protocols on σ-bit items
+    /// are listed too.
+    #[arg(long)]
+    sigma: Option<u32>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Instead, fit the cost model to these `venn bench --json` outputs and print it
+    /// (what scripts/plan-fit.sh commits).
+    #[arg(long, value_name = "BENCH.json", num_args = 1..)]
+    fit: Vec<PathBuf>,
+    /// With --fit: where and how the rows were measured (machine, commit, date).
+    #[arg(long, value_name = "TEXT", requires = "fit", default_value = "")]
+    measured: String,
+    /// Instead, print each row of these `venn bench --json` outputs beside the prediction.
+    #[arg(long, value_name = "BENCH.json", num_args = 1.., conflicts_with = "fit")]
+    check: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ThreatArg {
+    SemiHonest,
+    Malicious,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OutputArg {
+    Intersection,
+    Count,
+    Sum,
+}
+
+/// A set size: a number, or `2^K`.
+fn parse_count(s: &str) -> std::result::Result<u64, String> {
+    let bad = || format!("'{s}' is not a set size like 1000000 or 2^20");
+    match s.split_once('^') {
+        Some(("2", k)) => match k.parse::<u32>() {
+            Ok(k) if k < 64 => Ok(1 << k),
+            _ => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+        None => s.parse().map_err(|_| bad()),
+    }
+}
+
+#[derive(Args)]
 struct BenchCli {
     /// Protocols (comma-separated); `naive` gives every row its ratio.
     #[arg(long, value_delimiter = ',', default_value = "kkrt16,naive")]
@@ -486,30 +562,32 @@ impl LinkCli {
             self.dealer_fingerprint,
             &self.tls,
         )?;
+        let defaults = RunSpec::default();
         Ok(Link {
             transport: self.tls.load()?,
-            protocol: self.protocol,
-            protocol_options,
+            spec: RunSpec {
+                protocol: self.protocol,
+                options: protocol_options,
+                threads: self.threads,
+                timeout: Duration::from_secs(self.timeout),
+                insecure: self.insecure,
+                max_peer_items: self.max_peer_items,
+                max_memory: self.max_memory.unwrap_or(defaults.max_memory),
+                ..defaults
+            },
             dealer,
             endpoint,
-            threads: self.threads,
-            timeout: Duration::from_secs(self.timeout),
-            insecure: self.insecure,
-            max_peer_items: self.max_peer_items,
-            max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: self.stats_json,
-            key_mismatch: KeyMismatch::Refuse,
         })
     }
 }
 
 impl PartyCli {
     fn into_args(self) -> Result<PartyArgs> {
+        let mut link = self.link.into_link()?;
+        link.spec.key_mismatch = KeyMismatch::allowed(self.keys.allow_key_mismatch);
         Ok(PartyArgs {
-            link: Link {
-                key_mismatch: KeyMismatch::allowed(self.keys.allow_key_mismatch),
-                ..self.link.into_link()?
-            },
+            link,
             keys: self.keys.options(self.value_column),
             input: self.keys.input,
             output: self.output,
@@ -587,6 +665,26 @@ fn main() -> ExitCode {
         Command::Params(p) => {
             parse_sizes(&p).and_then(|s| params::print_params(&p.protocol, &p.bins, &p.sigma, &s))
         }
+        Command::Plan(p) if !p.fit.is_empty() => plan::fit(&p.fit, p.measured),
+        Command::Plan(p) if !p.check.is_empty() => plan::check(&p.check),
+        Command::Plan(p) => plan::plan(&plan::PlanOptions {
+            n_self: p.n_self.expect("clap requires it"),
+            n_peer: p.n_peer.expect("clap requires it"),
+            role: p.role.into(),
+            net: &p.net,
+            threat: match p.threat {
+                ThreatArg::SemiHonest => venn::protocols::Security::SemiHonest,
+                ThreatArg::Malicious => venn::protocols::Security::Malicious,
+            },
+            output: match p.output {
+                OutputArg::Intersection => venn::protocols::OutputKind::Indices,
+                OutputArg::Count => venn::protocols::OutputKind::Count,
+                OutputArg::Sum => venn::protocols::OutputKind::Sum,
+            },
+            cores: p.cores as usize,
+            sigma: p.sigma,
+            json: p.json,
+        }),
         Command::Bench(b) if b.thunder => match b.threads[..] {
             [threads] => bench::bench_thunder(&bench::ThunderOptions {
                 log2ns: &b.log2n,
@@ -653,5 +751,73 @@ fn main() -> ExitCode {
             eprintln!("venn: error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `venn send` and `venn precompute` run with when given no option is
+    /// [`RunSpec::default`], the one place the defaults are (the Python package's test
+    /// compares its own with this binary's `--help`).
+    #[test]
+    fn the_command_lines_defaults_are_the_run_specs() {
+        let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Send(p) => p.into_args().unwrap().link.spec,
+            Command::Precompute(p) => p.link.into_link().unwrap().spec,
+            _ => unreachable!(),
+        };
+        let send = parse(&[
+            "venn",
+            "send",
+            "--input",
+            "x.csv",
+            "--connect",
+            "127.0.0.1:1",
+        ]);
+        assert_eq!(send, RunSpec::default());
+        let precompute = parse(&[
+            "venn",
+            "precompute",
+            "--listen",
+            "127.0.0.1:0",
+            "--role",
+            "sender",
+            "--max-items",
+            "10",
+            "--state",
+            "s",
+        ]);
+        assert_eq!(precompute, RunSpec::default());
+        let given = parse(&[
+            "venn",
+            "send",
+            "--input",
+            "x.csv",
+            "--connect",
+            "127.0.0.1:1",
+            "--protocol",
+            "kkrt16",
+            "--threads",
+            "2",
+            "--timeout",
+            "5",
+            "--max-memory",
+            "1G",
+            "--max-peer-items",
+            "7",
+            "--allow-key-mismatch",
+        ]);
+        let expected = RunSpec {
+            protocol: "kkrt16".into(),
+            threads: 2,
+            timeout: Duration::from_secs(5),
+            max_memory: 1 << 30,
+            max_peer_items: 7,
+            key_mismatch: KeyMismatch::Warn,
+            ..RunSpec::default()
+        };
+        assert_eq!(given, expected);
     }
 }

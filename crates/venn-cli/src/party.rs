@@ -74,52 +74,66 @@ impl DealerAddr {
     }
 }
 
-/// What every party needs to reach its peer and run a protocol.
-#[derive(Clone, Debug)]
-pub struct Link {
+/// What a party's run is, apart from where its peer is and how their link is secured:
+/// the options the CLI's flags, the Python package's keywords and the lanes of `venn.ray`
+/// share, with their defaults in one place ([`RunSpec::default`]: issue 32 found Python's
+/// `max_peer_items` at 2^31 where the CLI's was 2^24).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSpec {
+    /// `--protocol`.
     pub protocol: String,
-    /// `--bins`, `--sigma` and `--offline`.
-    pub protocol_options: Options,
-    /// The dealer, for `--offline dealer`.
-    pub dealer: Option<DealerAddr>,
-    pub endpoint: Endpoint,
+    /// `--bins`, `--sigma`, `--offline`, `--stash`, `--threshold`.
+    pub options: Options,
+    /// `--threads`.
     pub threads: usize,
+    /// `--timeout`: to connect, and for each whole message either way.
     pub timeout: Duration,
+    /// `--insecure`: allow a protocol that is not (the naive baseline).
     pub insecure: bool,
+    /// `--max-peer-items`.
     pub max_peer_items: u64,
+    /// `--max-memory`.
     pub max_memory: u64,
-    pub stats_json: Option<PathBuf>,
-    pub transport: Transport,
-    /// What to do when the peer takes its keys otherwise (`--allow-key-mismatch`).
+    /// `--allow-key-mismatch`: what to do when the peer takes its keys otherwise.
     pub key_mismatch: KeyMismatch,
 }
 
-/// The defaults of a party's options that both front ends take — the CLI's flags and
-/// the Python package's keywords — in one place (issue 32: Python's `max_peer_items` was
-/// 2^31 where the CLI's was 2^24).
-pub mod defaults {
-    /// `--protocol`: RR22's VOLE-PSI, the fastest semi-honest protocol here and a quarter
-    /// of kkrt16's traffic (issue 33).
-    pub const PROTOCOL: &str = "rr22";
-    /// `--threads`.
-    pub const THREADS: usize = 1;
-    /// `--timeout`, in seconds.
-    pub const TIMEOUT_SECONDS: u64 = 60;
-    /// `--max-peer-items`.
-    pub const MAX_PEER_ITEMS: u64 = 1 << 24;
-
-    /// `--max-memory`: half of physical memory (from /proc/meminfo), or 4 GiB where that
-    /// cannot be read.
-    pub fn max_memory() -> u64 {
-        std::fs::read_to_string("/proc/meminfo")
+impl Default for RunSpec {
+    /// RR22's VOLE-PSI (the fastest semi-honest protocol here, a quarter of kkrt16's
+    /// traffic: issue 33) on one thread, a minute's wait, peers of up to 2^24 items, half
+    /// of physical memory (from /proc/meminfo; 4 GiB where it cannot be read), and a peer
+    /// that takes its keys otherwise refused.
+    fn default() -> Self {
+        let half_of_memory = std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|m| {
                 let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
                 let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
                 Some(kib * 1024 / 2)
             })
-            .unwrap_or(4 << 30)
+            .unwrap_or(4 << 30);
+        RunSpec {
+            protocol: "rr22".into(),
+            options: Options::default(),
+            threads: 1,
+            timeout: Duration::from_secs(60),
+            insecure: false,
+            max_peer_items: 1 << 24,
+            max_memory: half_of_memory,
+            key_mismatch: KeyMismatch::Refuse,
+        }
     }
+}
+
+/// What every party needs to reach its peer and run a protocol.
+#[derive(Clone, Debug)]
+pub struct Link {
+    pub spec: RunSpec,
+    /// The dealer, for `--offline dealer`.
+    pub dealer: Option<DealerAddr>,
+    pub endpoint: Endpoint,
+    pub stats_json: Option<PathBuf>,
+    pub transport: Transport,
 }
 
 /// A party of `venn send` / `venn receive`.
@@ -157,16 +171,16 @@ pub struct Outcome {
 impl Link {
     /// The protocol, refusing an insecure one unless `--insecure` was given.
     pub(crate) fn protocol(&self) -> Result<&'static dyn Protocol> {
-        let protocol = find(&self.protocol)?;
+        let protocol = find(&self.spec.protocol)?;
         let info = protocol.info();
-        if info.security == Security::Insecure && !self.insecure {
+        if info.security == Security::Insecure && !self.spec.insecure {
             return Err(Error::Usage(format!(
                 "protocol '{}' is INSECURE (a benchmark baseline that reveals hashes of all items); \
                  pass --insecure if you really mean it",
                 info.name
             )));
         }
-        self.protocol_options.check(info, protocol.accepts())?;
+        self.spec.options.check(info, protocol.accepts())?;
         Ok(protocol)
     }
 
@@ -182,10 +196,10 @@ impl Link {
             protocol,
             role,
             both,
-            options: self.protocol_options,
-            max_peer_items: self.max_peer_items,
-            max_memory: self.max_memory,
-            threads: self.threads,
+            options: self.spec.options,
+            max_peer_items: self.spec.max_peer_items,
+            max_memory: self.spec.max_memory,
+            threads: self.spec.threads,
             seed: None,
             progress,
             dealer,
@@ -200,13 +214,19 @@ impl Link {
         plan: Plan,
         role: Role,
     ) -> Result<Agreed> {
-        buckets::exchange(chan, plan, role, self.max_peer_items, self.key_mismatch)
+        buckets::exchange(
+            chan,
+            plan,
+            role,
+            self.spec.max_peer_items,
+            self.spec.key_mismatch,
+        )
     }
 
     /// How to open the link to the dealer, if `--dealer` was given.
     fn dealer_link(&self) -> Option<impl Fn() -> Result<Box<dyn Channel>> + Sync + '_> {
         let d = self.dealer.as_ref()?;
-        Some(move || d.transport.connect(&d.addr, self.timeout))
+        Some(move || d.transport.connect(&d.addr, self.spec.timeout))
     }
 
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
@@ -219,8 +239,8 @@ impl Link {
 
     pub(crate) fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
         match &self.endpoint {
-            Endpoint::Listen(a) => self.transport.listen(a, self.timeout, on_bound),
-            Endpoint::Connect(a) => self.transport.connect(a, self.timeout),
+            Endpoint::Listen(a) => self.transport.listen(a, self.spec.timeout, on_bound),
+            Endpoint::Connect(a) => self.transport.connect(a, self.spec.timeout),
         }
     }
 
@@ -353,7 +373,7 @@ pub fn run_party(
                 args.bucket_dir.as_deref(),
                 files.trailing_zeros() as u8,
                 progress,
-                |keys| protocol.check_items(args.link.protocol_options, keys),
+                |keys| protocol.check_items(args.link.spec.options, keys),
             )?)
         }
     };
@@ -465,7 +485,7 @@ pub fn run_party(
     if split {
         warn_duplicates(duplicates);
     }
-    let mut stats = Stats::new(&report, None, written.as_ref(), args.link.threads);
+    let mut stats = Stats::new(&report, None, written.as_ref(), args.link.spec.threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     // Buckets report the matched keys as a count (their indices are not kept); the stats
     // say what the run computed, as one run would.
@@ -591,7 +611,7 @@ enum Read {
 /// item.
 fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Option<u64> {
     let size = std::fs::metadata(&args.input).ok()?.len();
-    let budget = args.link.max_memory;
+    let budget = args.link.spec.max_memory;
     if size <= budget / 8 || args.state.is_some() {
         return None;
     }
@@ -638,7 +658,7 @@ pub fn precompute_party(
     drop(spinner);
     let report = pre.save(&args.state)?;
     args.link
-        .write_stats(&Stats::new(&report, None, None, args.link.threads))?;
+        .write_stats(&Stats::new(&report, None, None, args.link.spec.threads))?;
     Ok(report)
 }
 

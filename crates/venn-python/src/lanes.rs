@@ -66,7 +66,7 @@ impl LanedRun {
         Ok(LanedRun {
             coordinator: Mutex::new(Some(coordinator)),
             role,
-            protocol: link.protocol,
+            protocol: link.spec.protocol,
         })
     }
 

@@ -20,7 +20,7 @@ use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::Role;
 use venn_cli::buckets::KeyMismatch;
 use venn_cli::input::{Format, Input, KeyOptions};
-use venn_cli::party::{defaults, DealerAddr, Endpoint, Link};
+use venn_cli::party::{DealerAddr, Endpoint, Link, RunSpec};
 use venn_cli::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -240,10 +240,11 @@ pub(crate) struct LinkArgs<'a> {
 
 impl LinkArgs<'_> {
     /// The link, its TLS files loaded and its numbers checked (None: the CLI's default,
-    /// from [`defaults`]).
+    /// from [`RunSpec::default`]).
     pub(crate) fn link(self) -> PyResult<Link> {
+        let defaults = RunSpec::default();
         let timeout = match self.timeout {
-            None => Duration::from_secs(defaults::TIMEOUT_SECONDS),
+            None => defaults.timeout,
             Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
             Some(_) => {
                 return Err(UsageError::new_err(
@@ -278,18 +279,20 @@ impl LinkArgs<'_> {
         )
         .map_err(to_py)?;
         Ok(Link {
-            protocol: self.protocol.unwrap_or(defaults::PROTOCOL).to_owned(),
-            protocol_options,
+            spec: RunSpec {
+                protocol: self.protocol.map_or(defaults.protocol, str::to_owned),
+                options: protocol_options,
+                threads: self.threads.unwrap_or(defaults.threads),
+                timeout,
+                insecure: self.insecure,
+                max_peer_items: self.max_peer_items.unwrap_or(defaults.max_peer_items),
+                max_memory: self.max_memory.unwrap_or(defaults.max_memory),
+                key_mismatch: KeyMismatch::allowed(self.allow_key_mismatch),
+            },
             dealer,
             endpoint: self.endpoint,
-            threads: self.threads.unwrap_or(defaults::THREADS),
-            timeout,
-            insecure: self.insecure,
-            max_peer_items: self.max_peer_items.unwrap_or(defaults::MAX_PEER_ITEMS),
-            max_memory: self.max_memory.unwrap_or_else(defaults::max_memory),
             stats_json: None,
             transport: self.tls.load().map_err(to_py)?,
-            key_mismatch: KeyMismatch::allowed(self.allow_key_mismatch),
         })
     }
 }
@@ -491,16 +494,17 @@ impl Party {
     #[getter]
     fn settings(&self) -> PyResult<Settings> {
         let setup = self.setup.lock().unwrap_or_else(|e| e.into_inner());
-        let link = &setup
+        let spec = &setup
             .as_ref()
             .ok_or_else(|| UsageError::new_err("this party has run"))?
-            .link;
+            .link
+            .spec;
         Ok(Settings {
-            protocol: link.protocol.clone(),
-            threads: link.threads,
-            timeout: link.timeout.as_secs_f64(),
-            max_peer_items: link.max_peer_items,
-            max_memory: link.max_memory,
+            protocol: spec.protocol.clone(),
+            threads: spec.threads,
+            timeout: spec.timeout.as_secs_f64(),
+            max_peer_items: spec.max_peer_items,
+            max_memory: spec.max_memory,
         })
     }
 

@@ -12,7 +12,7 @@ mod thunder;
 pub use network::{parse_net, parse_net_arg};
 use party::PartyResult;
 pub use party::{BenchParty, Link};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -23,14 +23,17 @@ use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::Role;
 use venn::{Error, Result};
 
-/// One row of the benchmark table.
-#[derive(Serialize, Clone, Debug)]
+/// One row of the benchmark table (what `--json` prints, and `venn plan --fit` reads).
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Row {
     pub protocol: String,
     /// Whether the link was TLS 1.3 (`--tls`) rather than plain TCP.
     pub tls: bool,
     pub log2n: u32,
     pub threads: usize,
+    /// The emulated network (`--net`, as given), if any.
+    #[serde(default)]
+    pub net: Option<String>,
     pub offline_s: f64,
     pub online_s: f64,
     pub total_s: f64,
@@ -63,7 +66,7 @@ pub struct Variant<'a> {
 
 impl Variant<'_> {
     /// The protocol column: its name, `/wan` for WAN bins and `/sσ` for σ-bit items.
-    fn label(&self) -> String {
+    pub fn label(&self) -> String {
         let mut label = self.name.to_string();
         if self.options.bins == Bins::Wan {
             label += "/wan";
@@ -263,6 +266,7 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
         tls: tls.is_some(),
         log2n,
         threads,
+        net: spawn.net.map(str::to_string),
         offline_s: s.offline_s.max(r.offline_s),
         online_s: s.online_s.max(r.online_s),
         total_s: (s.offline_s + s.online_s).max(r.offline_s + r.online_s),

@@ -1,0 +1,465 @@
+//! `venn plan`: which protocol to run, before running it. Lists every protocol that gives
+//! the output asked for against the adversary asked for, with its predicted time, traffic
+//! and memory per party for the given set sizes, network and cores, and recommends one.
+//!
+//! Time and traffic come from the cost model ([`model`]) fitted to `venn bench` rows of
+//! this build (`costs.json`, refreshed by `scripts/plan-fit.sh`); memory is each
+//! protocol's own memory model, the figure `--max-memory` is held to.
+
+mod model;
+
+use crate::bench::Row;
+use model::{Costs, Fit, Net, Predicted};
+use serde::Serialize;
+use venn::protocols::{registry, Offline, Options, OutputKind, Protocol, Security};
+use venn::session::{Role, Sizes};
+use venn::{Error, Result, RunOptions};
+
+/// The committed fit: `scripts/plan-fit.sh` writes it from `venn bench` on this build.
+const COSTS: &str = include_str!("costs.json");
+
+/// What `venn plan` is asked.
+pub struct PlanOptions<'a> {
+    /// Items on this side, and the peer's.
+    pub n_self: u64,
+    pub n_peer: u64,
+    /// The role this side plays.
+    pub role: Role,
+    /// The link (`--net`, as `venn bench` takes it).
+    pub net: &'a str,
+    /// The adversary to be secure against.
+    pub threat: Security,
+    /// What the receiver learns.
+    pub output: OutputKind,
+    /// Cores per party.
+    pub cores: usize,
+    /// The keys are integers below 2^sigma (protocols on σ-bit items become eligible).
+    pub sigma: Option<u32>,
+    pub json: bool,
+}
+
+/// One eligible protocol variant, predicted.
+#[derive(Serialize)]
+struct Candidate {
+    protocol: String,
+    /// What to pass to `venn send/receive` besides `--protocol`.
+    flags: String,
+    security: &'static str,
+    /// The thread count whose fit the prediction is from.
+    threads: usize,
+    #[serde(flatten)]
+    predicted: Predicted,
+    /// Each party's memory by the protocol's own model, in bytes.
+    sender_memory: u64,
+    receiver_memory: u64,
+    /// Why it is not recommended whatever its speed, if it is not.
+    caveat: Option<&'static str>,
+}
+
+impl Candidate {
+    /// The protocol as `venn send/receive` take it.
+    fn label(&self) -> String {
+        match self.flags.as_str() {
+            "" => self.protocol.clone(),
+            f => format!("{} {f}", self.protocol),
+        }
+    }
+}
+
+/// The committed fit.
+fn costs() -> Costs {
+    serde_json::from_str(COSTS).expect("costs.json is what `venn plan --fit` writes")
+}
+
+/// The fit for `label` at the most threads measured up to `cores`.
+fn fit_for<'c>(costs: &'c Costs, label: &str, cores: usize) -> Option<&'c Fit> {
+    (costs.fits.iter())
+        .filter(|f| f.protocol == label && f.threads <= cores.max(1))
+        .max_by_key(|f| f.threads)
+}
+
+/// Whether `p`'s receiver learns `output`, and `p` holds against `threat`.
+fn eligible(p: &dyn Protocol, threat: Security, output: OutputKind) -> bool {
+    let info = p.info();
+    let secure = match threat {
+        Security::Malicious => info.security == Security::Malicious,
+        _ => info.security != Security::Insecure,
+    };
+    secure && info.role(Role::Receiver).output == output
+}
+
+/// Every eligible variant, predicted, fastest first.
+fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
+    let net = Net::parse(o.net)?;
+    let (sender, receiver) = match o.role {
+        Role::Sender => (o.n_self, o.n_peer),
+        Role::Receiver => (o.n_peer, o.n_self),
+    };
+    // Fitted on equal sets: an unequal pair is read at the larger (an upper bound).
+    let n = sender.max(receiver) as f64;
+    let mut out = Vec::new();
+    for &p in registry() {
+        if !eligible(p, o.threat, o.output) {
+            continue;
+        }
+        let sigmas: Vec<Option<u32>> = match o.sigma {
+            Some(s) => vec![None, Some(s)],
+            None => vec![None],
+        };
+        let offlines = [Offline::Ot, Offline::Bfv, Offline::Dealer];
+        for options in p.variants(&[], &sigmas, &offlines) {
+            // Refused: a --sigma the protocol does not take, or none where it needs one.
+            if options.check(p.info(), p.accepts()).is_err() {
+                continue;
+            }
+            let label = crate::bench::Variant {
+                name: p.info().name,
+                options,
+            }
+            .label();
+            let Some(fit) = fit_for(costs, &label, o.cores) else {
+                continue;
+            };
+            let memory = |role| {
+                let opts = RunOptions {
+                    protocol: p,
+                    role,
+                    both: false,
+                    options,
+                    max_peer_items: venn::MAX_ITEMS,
+                    max_memory: u64::MAX,
+                    threads: fit.threads,
+                    seed: None,
+                    progress: None,
+                    dealer: None,
+                };
+                venn::memory_needed(&opts, Sizes { sender, receiver })
+            };
+            out.push(Candidate {
+                protocol: p.info().name.to_string(),
+                flags: options.flags(),
+                security: p.info().security.name(),
+                threads: fit.threads,
+                predicted: fit.predict(n, Some(net)),
+                sender_memory: memory(Role::Sender),
+                receiver_memory: memory(Role::Receiver),
+                caveat: caveat(options),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
+    Ok(out)
+}
+
+/// What keeps a variant from being recommended, however fast.
+fn caveat(options: Options) -> Option<&'static str> {
+    (options.offline == Offline::Dealer)
+        .then_some("needs a third party, a dealer trusted not to collude with either")
+}
+
+/// Why the first candidate without a caveat is the one to run.
+fn recommend(list: &[Candidate], net: &str) -> Option<String> {
+    let best = list.iter().find(|c| c.caveat.is_none())?;
+    let p = &best.predicted;
+    let mut why = format!(
+        "--protocol {}: the fastest predicted here ({})",
+        best.label(),
+        seconds(p.seconds)
+    );
+    if let Some(next) = list
+        .iter()
+        .find(|c| !std::ptr::eq(*c, best) && c.caveat.is_none())
+    {
+        why += &format!(
+            ", {:.1}× less time than the next, {} ({})",
+            next.predicted.seconds / p.seconds,
+            next.label(),
+            seconds(next.predicted.seconds)
+        );
+    }
+    if p.network_seconds > 0.5 * p.seconds {
+        why += &format!(
+            "; on {net} the link takes {:.0}% of it: traffic decides",
+            100.0 * p.network_seconds / p.seconds
+        );
+    }
+    Some(why)
+}
+
+fn seconds(s: f64) -> String {
+    if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+fn mib(b: f64) -> f64 {
+    b / (1u64 << 20) as f64
+}
+
+/// `venn plan`.
+pub fn plan(o: &PlanOptions) -> Result<()> {
+    if o.n_self == 0 || o.n_peer == 0 || o.n_self.max(o.n_peer) > venn::MAX_ITEMS {
+        return Err(Error::Usage(format!(
+            "set sizes are 1 to {} items",
+            venn::MAX_ITEMS
+        )));
+    }
+    let costs = costs();
+    if costs.fits.is_empty() {
+        return Err(Error::Usage(
+            "this build's cost model is empty: run scripts/plan-fit.sh and rebuild".into(),
+        ));
+    }
+    let list = candidates(o, &costs)?;
+    let recommended = recommend(&list, o.net);
+    if o.json {
+        let out = serde_json::json!({
+            "measured": costs.measured,
+            "candidates": list,
+            "recommended": recommended,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serialisable")
+        );
+        return Ok(());
+    }
+    let (us, them) = match o.role {
+        Role::Sender => ("sender", "receiver"),
+        Role::Receiver => ("receiver", "sender"),
+    };
+    println!(
+        "{} items here (the {us}), {} at the {them}; --net {}; {} core{} per party; secure \
+         against {} parties; the receiver learns {}",
+        o.n_self,
+        o.n_peer,
+        o.net,
+        o.cores,
+        if o.cores == 1 { "" } else { "s" },
+        o.threat.name(),
+        o.output.name()
+    );
+    println!(
+        "predicted from `venn bench` of this build ({})\n",
+        costs.measured
+    );
+    if list.is_empty() {
+        println!("no protocol here gives that output against that adversary");
+        return Ok(());
+    }
+    println!(
+        "{:<34} {:<12} {:>9} {:>9} {:>21} {:>19}",
+        "protocol", "security", "time", "of it net", "traffic MiB s→r/r→s", "memory MiB s/r"
+    );
+    for c in &list {
+        let p = &c.predicted;
+        println!(
+            "{:<34} {:<12} {:>9} {:>9} {:>21} {:>19}{}{}",
+            c.label(),
+            c.security,
+            seconds(p.seconds) + if p.extrapolated { "*" } else { "" },
+            seconds(p.network_seconds),
+            format!("{:.1} / {:.1}", mib(p.sender_bytes), mib(p.receiver_bytes)),
+            format!(
+                "{:.0} / {:.0}",
+                mib(c.sender_memory as f64),
+                mib(c.receiver_memory as f64)
+            ),
+            if c.threads < o.cores {
+                format!("  (measured with {} threads)", c.threads)
+            } else {
+                String::new()
+            },
+            c.caveat.map_or(String::new(), |w| format!("  ({w})")),
+        );
+    }
+    if list.iter().any(|c| c.predicted.extrapolated) {
+        println!("* beyond the largest set measured: read at its last cost per item");
+    }
+    if o.n_self != o.n_peer {
+        println!(
+            "the fit is of equal sets: an unequal pair is predicted at the larger (an upper bound)"
+        );
+    }
+    match recommended {
+        Some(why) => println!("\nrecommended: {why}"),
+        None => println!("\nno protocol without a third party gives that"),
+    }
+    Ok(())
+}
+
+/// The rows of `venn bench --json` outputs.
+fn bench_rows(files: &[std::path::PathBuf]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(Error::file("read", file))?;
+        let bad = |e: serde_json::Error| {
+            Error::Usage(format!("{}: not venn bench --json: {e}", file.display()))
+        };
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(bad)?;
+        rows.extend(serde_json::from_value::<Vec<Row>>(json["rows"].clone()).map_err(bad)?);
+    }
+    Ok(rows)
+}
+
+/// `venn plan --fit`: the cost model fitted to `venn bench --json` outputs, as JSON.
+pub fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
+    let costs = model::fit(&bench_rows(files)?, measured)?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&costs).expect("serialisable")
+    );
+    Ok(())
+}
+
+/// `venn plan --check`: each row of `venn bench --json` outputs beside what the committed
+/// fit predicts for it.
+pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
+    let costs = costs();
+    println!(
+        "{:<24} {:>5} {:>7} {:<14} {:>10} {:>10} {:>7}",
+        "protocol", "log2n", "threads", "net", "measured", "predicted", "ratio"
+    );
+    for r in bench_rows(files)?
+        .iter()
+        .filter(|r| !r.tls && !r.precomputed)
+    {
+        let Some(fit) = fit_for(&costs, &r.protocol, r.threads) else {
+            println!("{:<24} not in the fit", r.protocol);
+            continue;
+        };
+        let net = r.net.as_deref().map(Net::parse).transpose()?;
+        let p = fit.predict((1u64 << r.log2n) as f64, net);
+        println!(
+            "{:<24} {:>5} {:>7} {:<14} {:>10.3} {:>10.3} {:>7.2}",
+            r.protocol,
+            r.log2n,
+            r.threads,
+            r.net.as_deref().unwrap_or("loopback"),
+            r.total_s,
+            p.seconds,
+            p.seconds / r.total_s
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(threat: Security, output: OutputKind, sigma: Option<u32>) -> PlanOptions<'static> {
+        PlanOptions {
+            n_self: 1 << 20,
+            n_peer: 1 << 18,
+            role: Role::Receiver,
+            net: "wan",
+            threat,
+            output,
+            cores: 1,
+            sigma,
+            json: false,
+        }
+    }
+
+    /// The committed fit covers every variant `venn plan` may list, at 1 and 2 threads: a
+    /// protocol added without a refit fails here.
+    #[test]
+    fn every_eligible_variant_is_fitted() {
+        let costs = costs();
+        for &p in registry() {
+            if p.info().security == Security::Insecure {
+                continue;
+            }
+            let offlines = [Offline::Ot, Offline::Bfv, Offline::Dealer];
+            for options in p.variants(&[], &[None, Some(32), Some(64)], &offlines) {
+                if options.check(p.info(), p.accepts()).is_err()
+                    || options.bins != Default::default()
+                {
+                    continue;
+                }
+                let label = crate::bench::Variant {
+                    name: p.info().name,
+                    options,
+                }
+                .label();
+                for threads in [1, 2] {
+                    let fit = costs
+                        .fits
+                        .iter()
+                        .find(|f| f.protocol == label && f.threads == threads);
+                    assert!(
+                        fit.is_some(),
+                        "{label} at {threads} threads is not in costs.json"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Only protocols that give the output asked for against the adversary asked for are
+    /// listed, fastest first; a dealer's variant is listed but never recommended.
+    #[test]
+    fn the_list_holds_what_was_asked_for() {
+        let costs = costs();
+        let malicious = candidates(
+            &asked(Security::Malicious, OutputKind::Indices, None),
+            &costs,
+        )
+        .unwrap();
+        assert!(malicious.iter().any(|c| c.protocol == "rr22-m"));
+        assert!(malicious
+            .iter()
+            .all(|c| c.security == Security::Malicious.name()));
+        let counts = candidates(
+            &asked(Security::SemiHonest, OutputKind::Count, None),
+            &costs,
+        )
+        .unwrap();
+        let names: Vec<&str> = counts.iter().map(|c| c.protocol.as_str()).collect();
+        assert!(
+            names.contains(&"psww18-ca") && names.contains(&"dgt12-ca"),
+            "{names:?}"
+        );
+        assert!(
+            counts.iter().all(|c| c.protocol.ends_with("-ca")),
+            "{names:?}"
+        );
+        // Keys of any length: no variant that needs --sigma.
+        assert!(
+            counts.iter().all(|c| !c.flags.contains("--sigma")),
+            "{names:?}"
+        );
+        let semi = candidates(
+            &asked(Security::SemiHonest, OutputKind::Indices, Some(32)),
+            &costs,
+        )
+        .unwrap();
+        assert!(semi
+            .windows(2)
+            .all(|w| w[0].predicted.seconds <= w[1].predicted.seconds));
+        assert!(semi.iter().any(|c| c.flags.contains("--offline dealer")));
+        assert!(semi.iter().any(|c| c.flags.contains("--sigma 32")));
+        assert!(semi.iter().all(|c| c.protocol != "naive"));
+        let why = recommend(&semi, "wan").unwrap();
+        assert!(!why.contains("dealer"), "{why}");
+        // The receiver's memory is for 2^20 items of its own and 2^18 of the peer's.
+        let rr22 = semi.iter().find(|c| c.protocol == "rr22").unwrap();
+        assert!(
+            rr22.receiver_memory > rr22.sender_memory,
+            "{}",
+            rr22.receiver_memory
+        );
+    }
+
+    #[test]
+    fn set_sizes_are_checked() {
+        let mut o = asked(Security::SemiHonest, OutputKind::Indices, None);
+        o.n_peer = 0;
+        assert!(plan(&o).is_err());
+        o.n_peer = venn::MAX_ITEMS + 1;
+        assert!(plan(&o).is_err());
+    }
+}
