@@ -57,8 +57,7 @@ pub struct Dataset {
     pub id: String,
     pub name: String,
     pub owner: String,
-    /// "open", "sealed" or "deleted".
-    pub state: String,
+    pub state: DatasetState,
     /// Items and chunks (counted when sealed; so far while open).
     pub items: u64,
     pub chunks: u64,
@@ -113,28 +112,79 @@ pub struct Pretoken {
     pub state: PretokenState,
 }
 
-/// Where a pre-token is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PretokenState {
-    /// Its values are being computed.
-    Computing,
-    /// Computed, unused: a preprocessed run may take it.
-    Ready,
-    /// Taken by a run: never again.
-    Used,
-    /// Its computation failed, its dataset was deleted, or its owner withdrew it.
-    Failed,
+/// The states of a lifecycle, each with the one word the API and the store's `state`
+/// columns spell it with.
+macro_rules! states {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// The state's word.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+
+            /// The state a word names.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for PretokenState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PretokenState::Computing => "computing",
-            PretokenState::Ready => "ready",
-            PretokenState::Used => "used",
-            PretokenState::Failed => "failed",
-        })
+states! {
+    /// Where a dataset is in its life.
+    DatasetState {
+        /// Taking chunks.
+        Open = "open",
+        /// Complete: runs may use it.
+        Sealed = "sealed",
+        /// Deleted by its owner (its name free again).
+        Deleted = "deleted",
+    }
+}
+
+states! {
+    /// Where a run is in its life.
+    RunState {
+        /// Waiting for its owners' tokens (or pre-tokens and scalars).
+        Tokens = "tokens",
+        /// Its tasks are being worked on.
+        Computing = "computing",
+        /// Its result is ready.
+        Done = "done",
+        /// Failed (the error says why).
+        Failed = "failed",
+    }
+}
+
+states! {
+    /// Where a pre-token is in its life.
+    PretokenState {
+        /// Its values are being computed.
+        Computing = "computing",
+        /// Computed, unused: a preprocessed run may take it.
+        Ready = "ready",
+        /// Taken by a run: never again.
+        Used = "used",
+        /// Its computation failed, its dataset was deleted, or its owner withdrew it.
+        Failed = "failed",
     }
 }
 
@@ -173,8 +223,7 @@ pub struct Token {
 pub struct Run {
     pub id: String,
     pub kind: RunKind,
-    /// "tokens" (waiting for tokens or scalars), "computing", "done" or "failed".
-    pub state: String,
+    pub state: RunState,
     pub sides: Vec<RunSide>,
     /// Tasks done and in all (while computing and after).
     pub tasks_done: u64,

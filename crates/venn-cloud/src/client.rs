@@ -6,8 +6,8 @@
 //! (owner-only); the service sees points, tokens and positions only.
 
 use crate::api::{
-    self, ChunkReceipt, Dataset, Grant, NewDataset, NewPretoken, NewRun, Pretoken, PretokenState,
-    Register, Run, RunKind, Scalar, Seal, Token,
+    self, ChunkReceipt, Dataset, DatasetState, Grant, NewDataset, NewPretoken, NewRun, Pretoken,
+    PretokenState, Register, Run, RunKind, RunState, Scalar, Seal, Token,
 };
 use crate::auth::{self, read_secret_file, write_secret_file, Identity};
 use crate::crypto::{self, Ciphertext, Secret};
@@ -117,9 +117,9 @@ impl Client {
         let start = Instant::now();
         loop {
             let r = self.run(run)?;
-            match r.state.as_str() {
-                "done" => return Ok(r),
-                "failed" => {
+            match r.state {
+                RunState::Done => return Ok(r),
+                RunState::Failed => {
                     return Err(Error::Conflict(format!(
                         "run {run} failed: {}",
                         r.error.unwrap_or_default()
@@ -199,7 +199,7 @@ impl Client {
         };
         let sealed: Dataset =
             self.json("POST", &format!("/v1/datasets/{}/seal", dataset.id), &seal)?;
-        if sealed.items != total || sealed.state != "sealed" {
+        if sealed.items != total || sealed.state != DatasetState::Sealed {
             return Err(Error::Transport(
                 "the dataset was not sealed as sent".into(),
             ));
@@ -362,7 +362,7 @@ impl Client {
             let announced: RunAnnounce = recv_json(&mut *links[0])?;
             let run = self.run(&announced.run)?;
             let has = |d: &str| run.sides.iter().any(|s| s.dataset == d);
-            if run.state != "tokens" || !has(&key.dataset) || !has(&partners[0]) {
+            if run.state != RunState::Tokens || !has(&key.dataset) || !has(&partners[0]) {
                 return Err(Error::Conflict(format!(
                     "run {} is not a new run of this dataset and the partner's",
                     run.id

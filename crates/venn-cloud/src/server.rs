@@ -10,8 +10,8 @@
 //! point is checked as it arrives, and connections are capped in all and per peer.
 
 use crate::api::{
-    self, ChunkReceipt, Grant, NewDataset, NewPretoken, NewRun, PretokenState, Register, RunKind,
-    Scalar, Seal, Token, MAX_CHUNK_ITEMS,
+    self, ChunkReceipt, DatasetState, Grant, NewDataset, NewPretoken, NewRun, PretokenState,
+    Register, RunKind, RunState, Scalar, Seal, Token, MAX_CHUNK_ITEMS,
 };
 use crate::auth::{self, Claim};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
@@ -166,12 +166,12 @@ impl Service {
             joining: Mutex::new(HashSet::new()),
             work: tokio::sync::Notify::new(),
         });
-        for run in service.store.runs_in("failed").await? {
+        for run in service.store.runs_in(RunState::Failed).await? {
             service.store.discard(&run).await?;
         }
         service.store.sweep_used_pretokens().await?;
         service.expire_waiting().await?;
-        for run in service.store.runs_in("computing").await? {
+        for run in service.store.runs_in(RunState::Computing).await? {
             if service.store.all_done(&run).await? {
                 service.clone().join_in_background(run);
             }
@@ -613,7 +613,7 @@ async fn grant(
 /// An open dataset of the caller's.
 async fn open_dataset(s: &Service, client: &str, id: &str) -> Result<api::Dataset> {
     let d = s.store.own_dataset(client, id).await?;
-    if d.state != "open" {
+    if d.state != DatasetState::Open {
         return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
     }
     Ok(d)
@@ -740,7 +740,7 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
         // Another's dataset is seen (and its state, owner and size told) only once its
         // owner granted it to the caller: otherwise answered as a missing one.
         let d = s.store.visible_dataset(&req.client, id).await?;
-        if d.state != "sealed" {
+        if d.state != DatasetState::Sealed {
             return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
         }
         owners.push(d.owner);
@@ -985,7 +985,7 @@ async fn result(
             ))
         }
     };
-    if run.state != "done" {
+    if run.state != RunState::Done {
         return Err(Error::Conflict(format!("run {id} is {}", run.state)));
     }
     let bytes = tokio::fs::read(s.store.result_path(&id, side as u64)).await?;
@@ -1017,10 +1017,10 @@ async fn task_answer(
     Path((run, side, chunk)): Path<(String, u64, u64)>,
     w: FromWorker,
 ) -> Result<StatusCode> {
-    let (leased, state) = s.store.task(&run, side, chunk).await?;
+    let (leased, done) = s.store.task(&run, side, chunk).await?;
     w.holds(&leased)?;
     // A task done already was done by this worker: its answer came twice.
-    if state != "done" {
+    if !done {
         s.answer_from(&w.worker, &leased, w.body.to_vec()).await?;
     }
     Ok(StatusCode::NO_CONTENT)

@@ -20,7 +20,9 @@
 //! updated row stays locked until its transaction ends, and SQLite runs one transaction
 //! at a time.
 
-use crate::api::{self, Dataset, Pretoken, PretokenState, Run, RunKind, RunSide, Work};
+use crate::api::{
+    self, Dataset, DatasetState, Pretoken, PretokenState, Run, RunKind, RunSide, RunState, Work,
+};
 use crate::crypto::{self, Secret};
 use crate::error::{Error, Result};
 use axum::body::Bytes;
@@ -32,8 +34,62 @@ use std::time::{SystemTime, UNIX_EPOCH};
 mod workers;
 pub use workers::Worker;
 
-/// The schema's migrations, compiled in.
-static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The schema's migrations (`migrations/NNNN_description.sql`), compiled in — what
+/// `sqlx::migrate!` would make of the directory (the same versions, descriptions and SQL,
+/// so the same checksums), without sqlx's macros and the second build of its drivers they
+/// cost.
+const MIGRATIONS: [(i64, &str, &str); 7] = [
+    (1, "schema", include_str!("../migrations/0001_schema.sql")),
+    (
+        2,
+        "preprocessing",
+        include_str!("../migrations/0002_preprocessing.sql"),
+    ),
+    (
+        3,
+        "chunk files",
+        include_str!("../migrations/0003_chunk_files.sql"),
+    ),
+    (
+        4,
+        "free deleted names",
+        include_str!("../migrations/0004_free_deleted_names.sql"),
+    ),
+    (
+        5,
+        "registration",
+        include_str!("../migrations/0005_registration.sql"),
+    ),
+    (
+        6,
+        "dataset grants",
+        include_str!("../migrations/0006_dataset_grants.sql"),
+    ),
+    (
+        7,
+        "worker identities",
+        include_str!("../migrations/0007_worker_identities.sql"),
+    ),
+];
+
+/// The migrator of [`MIGRATIONS`].
+fn migrator() -> sqlx::migrate::Migrator {
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let migrations = MIGRATIONS.map(|(version, description, sql)| {
+        let no_tx = sql.starts_with("-- no-transaction");
+        Migration::new(
+            version,
+            description.into(),
+            MigrationType::Simple,
+            sql.into(),
+            no_tx,
+        )
+    });
+    Migrator {
+        migrations: migrations.to_vec().into(),
+        ..Migrator::DEFAULT
+    }
+}
 
 /// The service's store.
 pub struct Store {
@@ -163,11 +219,11 @@ async fn lock_client(tx: &mut sqlx::Transaction<'_, sqlx::Any>, client: &str) ->
 async fn lock_dataset(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     dataset: &str,
-    state: &str,
+    state: DatasetState,
 ) -> Result<()> {
     let locked = sqlx::query("UPDATE datasets SET state = state WHERE id = $1 AND state = $2")
         .bind(dataset)
-        .bind(state)
+        .bind(state.as_str())
         .execute(&mut **tx)
         .await?;
     if locked.rows_affected() == 1 {
@@ -193,7 +249,7 @@ fn no_dataset(id: &str) -> Error {
 async fn lock_owned_dataset(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     dataset: &str,
-    state: &str,
+    state: DatasetState,
 ) -> Result<String> {
     let owner: String = sqlx::query("SELECT owner FROM datasets WHERE id = $1")
         .bind(dataset)
@@ -310,13 +366,12 @@ async fn refuse_unless_waiting(
         .bind(run)
         .fetch_one(&mut **tx)
         .await?;
-    let state: String = row.get(0);
-    match state.as_str() {
-        "tokens" if row.get::<i64, _>(1) < expired => Err(Error::Conflict(format!(
+    match run_state(&row, 0)? {
+        RunState::Tokens if row.get::<i64, _>(1) < expired => Err(Error::Conflict(format!(
             "run {run} waited too long for its tokens or scalars"
         ))),
-        "tokens" => Ok(()),
-        _ => Err(Error::Conflict(format!("run {run} is {state}"))),
+        RunState::Tokens => Ok(()),
+        state => Err(Error::Conflict(format!("run {run} is {state}"))),
     }
 }
 
@@ -372,7 +427,7 @@ impl Store {
             .connect(&url)
             .await
             .map_err(|e| Error::Internal(format!("cannot open the store '{url}': {e}")))?;
-        MIGRATIONS.run(&pool).await?;
+        migrator().run(&pool).await?;
         Ok(Store {
             pool,
             dir: dir.to_owned(),
@@ -523,8 +578,8 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await?
                 .ok_or_else(|| no_dataset(id))?;
-        let mut d = dataset_of(&row);
-        if d.state == "open" {
+        let mut d = dataset_of(&row)?;
+        if d.state == DatasetState::Open {
             let (chunks, items) = uploaded(&self.pool, id).await?;
             d.chunks = chunks;
             d.items = items;
@@ -649,7 +704,7 @@ impl Store {
     ) -> Result<Option<String>> {
         let mut tx = self.pool.begin().await?;
         lock_service(&mut tx).await?;
-        let owner = lock_owned_dataset(&mut tx, dataset, "open").await?;
+        let owner = lock_owned_dataset(&mut tx, dataset, DatasetState::Open).await?;
         let replaced =
             sqlx::query("SELECT items, file FROM chunks WHERE dataset = $1 AND idx = $2")
                 .bind(dataset)
@@ -689,9 +744,9 @@ impl Store {
     async fn refused_upload(&self, dataset: &str, path: &Path, error: Error) -> Error {
         let _ = std::fs::remove_file(path);
         match self.dataset(dataset).await {
-            Ok(d) if d.state == "open" => error,
+            Ok(d) if d.state == DatasetState::Open => error,
             Ok(d) => {
-                if d.state == "deleted" {
+                if d.state == DatasetState::Deleted {
                     let _ = std::fs::remove_dir(self.dataset_dir(dataset));
                 }
                 Error::Conflict(format!("dataset {dataset} is {}", d.state))
@@ -739,7 +794,7 @@ impl Store {
     /// item and the totals, in one transaction.
     pub async fn seal(&self, dataset: &str, checked: &[Chunk], quotas: Quotas) -> Result<Dataset> {
         let mut tx = self.pool.begin().await?;
-        let owner = lock_owned_dataset(&mut tx, dataset, "open").await?;
+        let owner = lock_owned_dataset(&mut tx, dataset, DatasetState::Open).await?;
         if self.chunks_in(&mut *tx, dataset).await? != checked {
             return Err(Error::Conflict(format!(
                 "dataset {dataset} changed while it was being sealed: seal it again"
@@ -871,7 +926,7 @@ impl Store {
         let mut sorted: Vec<&String> = datasets.iter().collect();
         sorted.sort();
         for d in sorted {
-            lock_dataset(&mut tx, d, "sealed").await?;
+            lock_dataset(&mut tx, d, DatasetState::Sealed).await?;
         }
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, preprocessed) \
@@ -936,7 +991,7 @@ impl Store {
         Ok(Run {
             id: id.to_owned(),
             kind: kind(row.get(5), row.get(6)),
-            state: row.get(0),
+            state: run_state(&row, 0)?,
             sides,
             tasks: tasks.get::<i64, _>(0) as u64,
             tasks_done: tasks
@@ -951,9 +1006,9 @@ impl Store {
     }
 
     /// The runs in a state.
-    pub async fn runs_in(&self, state: &str) -> Result<Vec<String>> {
+    pub async fn runs_in(&self, state: RunState) -> Result<Vec<String>> {
         Ok(sqlx::query("SELECT id FROM runs WHERE state = $1")
-            .bind(state)
+            .bind(state.as_str())
             .fetch_all(&self.pool)
             .await?
             .iter()
@@ -1017,7 +1072,7 @@ impl Store {
     ) -> Result<Pretoken> {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
-        lock_dataset(&mut tx, dataset, "sealed").await?;
+        lock_dataset(&mut tx, dataset, DatasetState::Sealed).await?;
         let kept: i64 = sqlx::query(&format!(
             "SELECT COUNT(*) FROM runs r JOIN run_sides s ON s.run = r.id \
              WHERE r.parties = 1 AND s.dataset = $1 AND {VALUES_KEPT}"
@@ -1140,23 +1195,22 @@ impl Store {
         .bind(dataset)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                let state = match (r.get::<String, _>(2).as_str(), r.get::<i64, _>(3)) {
+                let state = match (run_state(r, 2)?, r.get::<i64, _>(3)) {
                     (_, 1..) => PretokenState::Used,
-                    ("done", _) => PretokenState::Ready,
-                    ("failed", _) => PretokenState::Failed,
-                    _ => PretokenState::Computing,
+                    (RunState::Done, _) => PretokenState::Ready,
+                    (RunState::Failed, _) => PretokenState::Failed,
+                    (RunState::Tokens | RunState::Computing, _) => PretokenState::Computing,
                 };
-                Pretoken {
+                Ok(Pretoken {
                     id: r.get(0),
                     dataset: dataset.to_owned(),
                     label: r.get(1),
                     state,
-                }
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Records side `side`'s part of a preprocessed run created at `expired` or later: a
@@ -1195,8 +1249,8 @@ impl Store {
                 "pre-token {pretoken} is not of dataset {dataset}"
             )));
         }
-        let pretoken_state: String = found.get(0);
-        if pretoken_state != "done" {
+        let pretoken_state = run_state(&found, 0)?;
+        if pretoken_state != RunState::Done {
             return Err(Error::Conflict(format!(
                 "pre-token {pretoken} is not ready (its run is {pretoken_state})"
             )));
@@ -1313,8 +1367,8 @@ impl Store {
         Ok(Some(leased))
     }
 
-    /// A task of a computing run, as leased (with who holds it), and its state.
-    pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, String)> {
+    /// A task of a computing run, as leased (with who holds it), and whether it is done.
+    pub async fn task(&self, run: &str, side: u64, chunk: u64) -> Result<(Leased, bool)> {
         api::check_id(run)?;
         let row = sqlx::query(
             "SELECT s.dataset, s.token, r.parties, c.items, t.state, r.state, \
@@ -1331,9 +1385,9 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?
         .ok_or_else(|| Error::NotFound(format!("no task {run}/{side}/{chunk}")))?;
-        let run_state: String = row.get(5);
-        if run_state != "computing" {
-            return Err(Error::Conflict(format!("run {run} is {run_state}")));
+        let state = run_state(&row, 5)?;
+        if state != RunState::Computing {
+            return Err(Error::Conflict(format!("run {run} is {state}")));
         }
         let (work, input) = if row.get::<i64, _>(6) == 0 {
             let work = Work::Pair {
@@ -1365,7 +1419,7 @@ impl Store {
                 input,
                 holder,
             },
-            row.get(4),
+            row.get::<String, _>(4) == "done",
         ))
     }
 
@@ -1519,15 +1573,24 @@ async fn start(
     Ok(())
 }
 
-fn dataset_of(row: &AnyRow) -> Dataset {
-    Dataset {
+fn dataset_of(row: &AnyRow) -> Result<Dataset> {
+    let state: String = row.get(3);
+    Ok(Dataset {
         id: row.get(0),
         name: row.get(1),
         owner: row.get(2),
-        state: row.get(3),
+        state: (DatasetState::parse(&state))
+            .ok_or_else(|| Error::Internal(format!("a dataset in the unknown state '{state}'")))?,
         items: row.get::<i64, _>(4) as u64,
         chunks: row.get::<i64, _>(5) as u64,
-    }
+    })
+}
+
+/// The run state in column `column` of `row`.
+fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
+    let state: String = row.get(column);
+    RunState::parse(&state)
+        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")))
 }
 
 /// Runs `work` (file i/o, hashing, pairing) on tokio's blocking threads.
@@ -1555,6 +1618,28 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`MIGRATIONS`] is the directory, file for file, as `sqlx::migrate!` would read it.
+    #[test]
+    fn every_migration_file_is_compiled_in() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let mut files: Vec<(i64, String, String)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+                let (version, rest) = name.split_once('_').unwrap();
+                let description = rest.strip_suffix(".sql").unwrap().replace('_', " ");
+                let sql = std::fs::read_to_string(&path).unwrap();
+                (version.parse().unwrap(), description, sql)
+            })
+            .collect();
+        files.sort();
+        let compiled: Vec<(i64, String, String)> = (MIGRATIONS.iter())
+            .map(|&(v, d, s)| (v, d.to_owned(), s.to_owned()))
+            .collect();
+        assert_eq!(compiled, files);
+    }
 
     /// A token for a run past its wait is refused, also before a sweep has failed the run.
     #[test]

@@ -1,13 +1,14 @@
-//! The service end to end, one suite for both stores: SQLite here, PostgreSQL in
-//! `postgres_store_passes_the_suite` (a real cluster started by the test).
+//! The service end to end, one suite for both stores: each scenario a test on SQLite
+//! (`sqlite::…`) and on PostgreSQL (`postgres::…`, in a real cluster the tests start).
 
 mod common;
 
 use common::*;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use venn_cloud::api::{PretokenState, RunKind, Task, Work, MAX_CHUNK_ITEMS};
+use venn_cloud::api::{PretokenState, RunKind, RunState, Task, Work, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::Client;
 use venn_cloud::crypto::{self, Secret, ITEM_BYTES};
@@ -194,7 +195,7 @@ fn runs_need_every_owners_token(db: &Db) {
     assert!(matches!(err, Error::Forbidden(_)), "{err}");
     give(&i, &run, &ki.dataset, &t).unwrap();
     let r = i.run(&run).unwrap();
-    assert_eq!(r.state, "tokens");
+    assert_eq!(r.state, RunState::Tokens);
     // Runs are visible to their datasets' owners only.
     assert!(matches!(j.run(&run).unwrap_err(), Error::NotFound(_)));
 }
@@ -373,17 +374,14 @@ fn a_deleted_name_is_free_again(db: &Db) {
     seal(&a, &again, 1, 1).unwrap();
     let err = try_create(&a, "d").unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
-    let mut listed: Vec<(String, String)> = a
+    let mut listed: Vec<(String, &str)> = a
         .datasets()
         .unwrap()
         .into_iter()
-        .map(|d| (d.name, d.state))
+        .map(|d| (d.name, d.state.as_str()))
         .collect();
     listed.sort();
-    assert_eq!(
-        listed,
-        [("d", "deleted"), ("d", "sealed")].map(|(n, s)| (n.into(), s.into()))
-    );
+    assert_eq!(listed, [("d".into(), "deleted"), ("d".into(), "sealed")]);
 }
 
 /// Registration by invitation: none or a malformed, unknown or used invite is refused,
@@ -769,7 +767,7 @@ fn a_deleted_dataset_fails_its_run_and_leaves_nothing(db: &Db) {
     assert_eq!(std::fs::read_dir(&answers).unwrap().count(), 1);
     a.call("DELETE", &format!("/v1/datasets/{}", ka.dataset), b"")
         .unwrap();
-    assert_eq!(a.run(&run).unwrap().state, "failed");
+    assert_eq!(a.run(&run).unwrap().state, RunState::Failed);
     assert!(!answers.exists(), "the failed run's answers are gone");
     // A late answer is refused, and not stored.
     let late = http.call("PUT", &format!("{}/answer", second.0), &auth, &second.1);
@@ -931,18 +929,18 @@ fn a_run_waits_no_longer_than_the_token_wait(db: &Db) {
     )
     .unwrap();
     let start = Instant::now();
-    while a.run(&run).unwrap().state == "tokens" {
+    while a.run(&run).unwrap().state == RunState::Tokens {
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "the run still waits"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(a.run(&run).unwrap().state, "failed");
+    assert_eq!(a.run(&run).unwrap().state, RunState::Failed);
     let late = crypto::token(&Secret::random(), &kb.secret().unwrap());
     let err = give(&b, &run, &kb.dataset, &late).unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
-    assert_eq!(b.run(&run).unwrap().state, "failed");
+    assert_eq!(b.run(&run).unwrap().state, RunState::Failed);
 }
 
 /// Pre-tokens' values on disk are bounded: one given to a run counts until the run ends,
@@ -969,7 +967,7 @@ fn pretokens_on_disk_are_bounded(db: &Db) {
     std::thread::sleep(Duration::from_millis(2200));
     let third = a.make_pretokens(&ka, 1).unwrap();
     let r = a.run(&run).unwrap();
-    assert_eq!(r.state, "failed", "{r:?}");
+    assert_eq!(r.state, RunState::Failed, "{r:?}");
     assert!(!s.dir.join("runs").join(&made[0].id).exists());
     // Withdrawn: its values gone, no longer counted; a used one cannot be.
     a.withdraw_pretoken(&ka, &made[1].id).unwrap();
@@ -1333,45 +1331,94 @@ fn seal(c: &venn_cloud::client::Client, d: &str, chunks: u64, items: u64) -> Res
 
 // --- the suite, on each store ----------------------------------------------------------
 
-/// A scenario of the suite, run on a store.
-type Scenario = fn(&Db);
+/// Each scenario as a `#[test]` of its own on each store (`sqlite::quotas_are_kept`,
+/// `postgres::quotas_are_kept`), so one failure hides none of the others; every scenario
+/// makes a store of its own (a database of the shared cluster, for PostgreSQL), so they
+/// run side by side.
+macro_rules! on_each_store {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $scenario() {
+                    super::$scenario(&super::Db::Sqlite)
+                }
+            )*
+        }
 
-const SUITE: &[(&str, Scenario)] = &[
-    ("two parties", two_parties_get_the_plaintext_intersection),
-    ("three parties", three_parties_get_the_common_keys),
-    ("join work capped", three_party_join_work_is_capped),
-    ("every owner's token", runs_need_every_owners_token),
-    ("tokens checked", tokens_are_checked),
-    ("chunks checked", chunks_are_checked),
-    ("quotas", quotas_are_kept),
-    (
-        "datasets seen by partners only",
-        datasets_are_seen_only_by_partners,
-    ),
-    ("registration by invitation", registration_is_by_invitation),
-    ("service-wide limits", service_wide_limits_are_kept),
-    ("deleted names", a_deleted_name_is_free_again),
-    ("racing requests", racing_requests_keep_names_and_quotas),
-    (
-        "racing uploads",
-        uploads_racing_a_seal_or_a_deletion_change_nothing,
-    ),
-    ("requests authenticated", requests_are_authenticated),
-    ("restart", a_restart_between_upload_and_run_loses_nothing),
-    ("dead worker", a_dead_workers_task_is_redone),
-    (
-        "deleted dataset",
-        a_deleted_dataset_fails_its_run_and_leaves_nothing,
-    ),
-    ("preprocessed runs", preprocessed_runs_match_plain_runs),
-    ("pre-tokens checked", pretokens_are_checked),
-    ("pre-tokens bounded", pretokens_on_disk_are_bounded),
-    ("token wait", a_run_waits_no_longer_than_the_token_wait),
-    ("internal failures", internal_failures_are_not_told),
-    ("lying worker", a_lying_worker_is_quarantined),
-    ("leaseholder", only_a_tasks_leaseholder_answers_it),
-    ("detection rate", liars_are_caught_at_the_predicted_rate),
-];
+        mod postgres {
+            $(
+                #[test]
+                fn $scenario() {
+                    if let Some(db) = super::postgres() {
+                        super::$scenario(&db)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_each_store!(
+    two_parties_get_the_plaintext_intersection,
+    three_parties_get_the_common_keys,
+    three_party_join_work_is_capped,
+    runs_need_every_owners_token,
+    tokens_are_checked,
+    chunks_are_checked,
+    quotas_are_kept,
+    datasets_are_seen_only_by_partners,
+    registration_is_by_invitation,
+    service_wide_limits_are_kept,
+    a_deleted_name_is_free_again,
+    racing_requests_keep_names_and_quotas,
+    uploads_racing_a_seal_or_a_deletion_change_nothing,
+    requests_are_authenticated,
+    a_restart_between_upload_and_run_loses_nothing,
+    a_dead_workers_task_is_redone,
+    a_deleted_dataset_fails_its_run_and_leaves_nothing,
+    preprocessed_runs_match_plain_runs,
+    pretokens_are_checked,
+    pretokens_on_disk_are_bounded,
+    a_run_waits_no_longer_than_the_token_wait,
+    internal_failures_are_not_told,
+    a_lying_worker_is_quarantined,
+    only_a_tasks_leaseholder_answers_it,
+    liars_are_caught_at_the_predicted_rate,
+);
+
+/// The PostgreSQL cluster the suite's scenarios share, started by the first that needs it
+/// and stopped when the test binary exits.
+static CLUSTER: OnceLock<Result<Postgres, String>> = OnceLock::new();
+
+/// The shared cluster as a store, or None where PostgreSQL cannot start (the reason
+/// printed) — except where CI sets VENN_REQUIRE_POSTGRES: there it fails the test.
+fn postgres() -> Option<Db> {
+    extern "C" fn stop() {
+        if let Some(Ok(pg)) = CLUSTER.get() {
+            pg.stop();
+        }
+    }
+    let cluster = CLUSTER.get_or_init(|| {
+        let pg = Postgres::start();
+        if pg.is_ok() {
+            // SAFETY: `stop` is a plain function that never unwinds out (it ignores
+            // every error), run once at exit.
+            unsafe { libc::atexit(stop) };
+        }
+        pg
+    });
+    match cluster {
+        Ok(pg) => Some(Db::Postgres(pg.url.clone())),
+        Err(why) if std::env::var_os("VENN_REQUIRE_POSTGRES").is_some() => {
+            panic!("the PostgreSQL store's suite cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: the PostgreSQL store's suite: {why}");
+            None
+        }
+    }
+}
 
 // --- connections (the same on either store) --------------------------------------------
 
@@ -1479,31 +1526,4 @@ fn registrations_are_rate_limited() {
         matches!(err, Error::TooMany(ref m) if m.contains("2 registrations a minute")),
         "{err}"
     );
-}
-
-#[test]
-fn sqlite_store_passes_the_suite() {
-    for (name, scenario) in SUITE {
-        eprintln!("sqlite: {name}");
-        scenario(&Db::Sqlite);
-    }
-}
-
-#[test]
-fn postgres_store_passes_the_suite() {
-    let pg = match Postgres::start() {
-        Ok(pg) => pg,
-        // CI sets VENN_REQUIRE_POSTGRES: there a missing PostgreSQL fails the suite.
-        Err(why) if std::env::var_os("VENN_REQUIRE_POSTGRES").is_some() => {
-            panic!("the PostgreSQL store's suite cannot run: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: the PostgreSQL store's suite: {why}");
-            return;
-        }
-    };
-    for (name, scenario) in SUITE {
-        eprintln!("postgres: {name}");
-        scenario(&Db::Postgres(pg.url.clone()));
-    }
 }

@@ -376,10 +376,19 @@ impl Postgres {
     }
 }
 
-impl Drop for Postgres {
-    fn drop(&mut self) {
+impl Postgres {
+    /// Stops the cluster and removes its files (for a cluster in a static, which is never
+    /// dropped).
+    pub fn stop(&self) {
         let data = self.dir.path().join("data").display().to_string();
         let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+        let _ = std::fs::remove_dir_all(self.dir.path());
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
