@@ -4,6 +4,9 @@
 # binary the Python suite runs against reuse the test build's artifacts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --locked --profile ci
+# Unit and integration tests (`--tests`: not the doc tests — the docs' code blocks are
+# text — nor the examples, which clippy builds); venn-python has no Rust tests: the
+# maturin build below compiles it once.
+cargo test --locked --profile ci --workspace --exclude venn-python --tests
 # The binary cargo test built for the CLI's tests.
 VENN_PROFILE=ci VENN_BIN="$PWD/target/ci/venn" scripts/test-python.sh

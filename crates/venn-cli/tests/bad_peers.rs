@@ -1,9 +1,7 @@
 //! The `venn` binary against peers that misbehave on the wire: each case must end in one
 //! clean error line within the timeout, a non-zero exit, no panic and no output file.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

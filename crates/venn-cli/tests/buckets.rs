@@ -2,9 +2,7 @@
 //! whichever side buckets, and however finely, the output is the rows one run over
 //! everything gives, byte for byte and in input order.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -1,8 +1,6 @@
 //! The `venn` binary end to end: two OS processes over TCP on real files.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashSet;
 
 /// A CSV with a key column and a payload column; `keys` in order.

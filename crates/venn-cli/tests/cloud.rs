@@ -1,9 +1,7 @@
 //! `venn cloud` through the real binary: a service without its own pool, two clients,
 //! and external workers, one of them killed mid-run.
 
-mod common;
-
-use common::venn;
+use crate::common::venn;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -2,9 +2,7 @@
 //! `--offline dealer` on integer and hashed keys, over TLS with every link pinned, and each
 //! way the dealer can be missing or misconfigured, each a clean error; and `--offline bfv`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};

@@ -1,9 +1,7 @@
 //! Faults a user or a hostile peer could cause (issue 9, item 5), each tried through the
 //! binary as they would try it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};

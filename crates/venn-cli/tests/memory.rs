@@ -5,9 +5,7 @@
 //! the protocol (a constant per item for an n·log n sorting network) falls behind here
 //! before it lets a hostile peer's announced size past `--max-memory` at 2^24.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn every_partys_peak_is_within_its_memory_model() {

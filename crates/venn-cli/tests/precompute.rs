@@ -1,9 +1,7 @@
 //! `venn precompute` and `venn send/receive --state` through the binary: every protocol's
 //! online phase from a precomputed state, and every way a state can be misused.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -2,9 +2,7 @@
 //! misconfigured (wrong certificate or fingerprint, one side without TLS, a remote peer
 //! without TLS), each ending in one error line that says what was seen.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 fn tls_args<'a>(cert: &'a str, key: &'a str, trust: &'a str, value: &'a str) -> Vec<&'a str> {

@@ -2,9 +2,7 @@
 //! the registry-wide tests: their options (the stash, `--threshold`), the sender's values,
 //! and precomputed states.
 
-mod common;
-
-use common::{fit_sigma, options, run_pair_with, sets};
+use crate::common::{fit_sigma, options, run_pair_with, sets};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::net::mem_pair;

@@ -5,9 +5,7 @@
 //! stalls here and fails with a timeout, where the in-memory pair (unbounded) and
 //! loopback's default buffers (megabytes) would hide it until a large run hangs.
 
-mod common;
-
-use common::{assert_output, fit_sender, fit_sigma, options, sets, truth};
+use crate::common::{assert_output, fit_sender, fit_sigma, options, sets, truth};
 use socket2::{Domain, Socket, Type};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;

@@ -2,9 +2,7 @@
 //! points on stable: every input a campaign kept, and every crash it found (added to the
 //! corpus once fixed), stays a regression test.
 
-mod common;
-
-use common::each_on_all_cores;
+use crate::common::each_on_all_cores;
 use std::path::PathBuf;
 
 /// Runs `entry` on every file of the corpus of `target`, on every core (each protocol

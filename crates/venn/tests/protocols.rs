@@ -1,9 +1,7 @@
 //! Every registered protocol, end to end over the in-memory channel, against the true
 //! intersection.
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, options, run_pair,
     run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
 };

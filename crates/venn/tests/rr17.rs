@@ -4,9 +4,7 @@
 //! values, commitments or tuples — are tested against the protocol code directly, in the
 //! protocols' own modules.)
 
-mod common;
-
-use common::{
+use crate::common::{
     fit, indices, param, run_pair_with, sets, tampered_pair_traffic, test_options, truth,
 };
 use venn::protocols::{find, Bins, Options};

@@ -2,9 +2,7 @@
 //! rr22.md §1.2, §3.6): each cheat is played by rewriting the cheater's frames as it could
 //! send them, and is caught by the check meant for it before the cheater is answered.
 
-mod common;
-
-use common::{param, sets, tampered_pair_traffic};
+use crate::common::{param, sets, tampered_pair_traffic};
 use venn::protocols::find;
 use venn::{Error, Report};
 

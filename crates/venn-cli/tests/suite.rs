@@ -1,0 +1,16 @@
+//! The integration tests, as one binary: its tests run side by side (a binary at a
+//! time would leave a core idle behind each one's slowest test), and it links once.
+//! Run one file's tests with `cargo test --test suite <file>::`.
+
+mod common;
+
+mod bad_peers;
+mod buckets;
+mod cli;
+mod cloud;
+mod dealer;
+mod faults;
+mod fuzz_corpus;
+mod memory;
+mod precompute;
+mod tls;
