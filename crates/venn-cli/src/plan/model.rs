@@ -349,10 +349,10 @@ mod tests {
             row(12, None, 0.5),
             row(10, None, 0.2),
             row(10, None, 0.1),
-            // 1 MiB at 8 Mbit/s is 1.048576 s; half of it waited, then 4 round trips of
-            // 0.1 s (counted on the fast link with the same round trip).
-            row(10, Some("8mbit,100ms"), 0.1 + 1.048576 / 2.0 + 0.4),
+            // 4 round trips of 0.1 s on a fast link; 1 MiB at 8 Mbit/s is 1.048576 s,
+            // half of it waited, and the 4 round trips of 1 ms.
             row(10, Some("10gbit,100ms"), 0.1 + 0.4),
+            row(10, Some("8mbit,1ms"), 0.1 + 1.048576 / 2.0 + 0.004),
         ];
         let costs = fit(&rows, "here".into()).unwrap();
         let [f] = &costs.fits[..] else {
@@ -363,13 +363,17 @@ mod tests {
         assert_eq!(f.points[0].round_trips, Some(4.0));
         assert_eq!(f.points[0].transfer_share, Some(0.5));
         assert_eq!(f.points[0].sender_bytes, 1 << 20);
-        // The share measured at 2^10 holds at 2^12 too.
+        // The share measured at 2^10 holds at 2^12 too (where the rows say 1 MiB again).
         let slow = Net::parse("8mbit,100ms").unwrap();
         let p = f.predict(4096.0, Some(slow));
         assert!(
-            (p.network_seconds - (4.0 * 1.048576 / 2.0 + 0.4)).abs() < 1e-6,
+            (p.network_seconds - (1.048576 / 2.0 + 0.4)).abs() < 1e-6,
             "{p:?}"
         );
+        // A share is not measured where the transfer is short beside the computation.
+        let quick = [row(10, None, 10.0), row(10, Some("8mbit,1ms"), 10.6)];
+        let costs = fit(&quick, String::new()).unwrap();
+        assert_eq!(costs.fits[0].points[0].transfer_share, None);
         // A --net row without its loopback row is refused.
         assert!(fit(&[row(14, Some("lan"), 1.0)], String::new()).is_err());
     }
