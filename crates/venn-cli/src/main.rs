@@ -763,52 +763,23 @@ mod tests {
     /// compares its own with this binary's `--help`).
     #[test]
     fn the_command_lines_defaults_are_the_run_specs() {
-        let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+        let parse = |line: &str| match Cli::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .command
+        {
             Command::Send(p) => p.into_args().unwrap().link.spec,
             Command::Precompute(p) => p.link.into_link().unwrap().spec,
             _ => unreachable!(),
         };
-        let send = parse(&[
-            "venn",
-            "send",
-            "--input",
-            "x.csv",
-            "--connect",
-            "127.0.0.1:1",
-        ]);
+        let send = parse("venn send --input x.csv --connect 127.0.0.1:1");
         assert_eq!(send, RunSpec::default());
-        let precompute = parse(&[
-            "venn",
-            "precompute",
-            "--listen",
-            "127.0.0.1:0",
-            "--role",
-            "sender",
-            "--max-items",
-            "10",
-            "--state",
-            "s",
-        ]);
+        let precompute =
+            parse("venn precompute --listen 127.0.0.1:0 --role sender --max-items 10 --state s");
         assert_eq!(precompute, RunSpec::default());
-        let given = parse(&[
-            "venn",
-            "send",
-            "--input",
-            "x.csv",
-            "--connect",
-            "127.0.0.1:1",
-            "--protocol",
-            "kkrt16",
-            "--threads",
-            "2",
-            "--timeout",
-            "5",
-            "--max-memory",
-            "1G",
-            "--max-peer-items",
-            "7",
-            "--allow-key-mismatch",
-        ]);
+        let given = parse(
+            "venn send --input x.csv --connect 127.0.0.1:1 --protocol kkrt16 --threads 2 \
+             --timeout 5 --max-memory 1G --max-peer-items 7 --allow-key-mismatch",
+        );
         let expected = RunSpec {
             protocol: "kkrt16".into(),
             threads: 2,
