@@ -250,13 +250,13 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<34} {:<12} {:>9} {:>9} {:>21} {:>19}",
+        "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}",
         "protocol", "security", "time", "of it net", "traffic MiB s→r/r→s", "memory MiB s/r"
     );
     for c in &list {
         let p = &c.predicted;
         println!(
-            "{:<34} {:<12} {:>9} {:>9} {:>21} {:>19}{}{}",
+            "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}{}",
             c.label(),
             c.security,
             seconds(p.seconds) + if p.extrapolated { "*" } else { "" },
@@ -267,12 +267,18 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
                 mib(c.sender_memory as f64),
                 mib(c.receiver_memory as f64)
             ),
-            if c.threads < o.cores {
-                format!("  (measured with {} threads)", c.threads)
-            } else {
-                String::new()
-            },
             c.caveat.map_or(String::new(), |w| format!("  ({w})")),
+        );
+    }
+    if let Some(most) = list
+        .iter()
+        .map(|c| c.threads)
+        .max()
+        .filter(|&t| t < o.cores)
+    {
+        println!(
+            "{} cores: predicted from runs of {most} threads a party, the most measured",
+            o.cores
         );
     }
     if list.iter().any(|c| c.predicted.extrapolated) {
