@@ -88,6 +88,24 @@ fn eligible(p: &dyn Protocol, threat: Security, output: OutputKind) -> bool {
     secure && info.role(Role::Receiver).output == output
 }
 
+/// The variants of `p` `venn plan` may list for keys of any length or of the bit lengths
+/// in `sigmas` (`None`: any length), each with its label in the fit.
+fn listed(p: &'static dyn Protocol, sigmas: &[Option<u32>]) -> Vec<(Options, String)> {
+    let offlines = [Offline::Ot, Offline::Bfv, Offline::Dealer];
+    (p.variants(&[], sigmas, &offlines).into_iter())
+        // Refused: a --sigma the protocol does not take, or none where it needs one.
+        .filter(|options| options.check(p.info(), p.accepts()).is_ok())
+        .map(|options| {
+            let label = crate::bench::Variant {
+                name: p.info().name,
+                options,
+            }
+            .label();
+            (options, label)
+        })
+        .collect()
+}
+
 /// Every eligible variant, predicted, fastest first.
 fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
     let net = Net::parse(o.net)?;
@@ -97,26 +115,16 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
     };
     // Fitted on equal sets: an unequal pair is read at the larger (an upper bound).
     let n = sender.max(receiver) as f64;
+    let sigmas: &[Option<u32>] = match o.sigma {
+        Some(s) => &[None, Some(s)],
+        None => &[None],
+    };
     let mut out = Vec::new();
     for &p in registry() {
         if !eligible(p, o.threat, o.output) {
             continue;
         }
-        let sigmas: Vec<Option<u32>> = match o.sigma {
-            Some(s) => vec![None, Some(s)],
-            None => vec![None],
-        };
-        let offlines = [Offline::Ot, Offline::Bfv, Offline::Dealer];
-        for options in p.variants(&[], &sigmas, &offlines) {
-            // Refused: a --sigma the protocol does not take, or none where it needs one.
-            if options.check(p.info(), p.accepts()).is_err() {
-                continue;
-            }
-            let label = crate::bench::Variant {
-                name: p.info().name,
-                options,
-            }
-            .label();
+        for (options, label) in listed(p, sigmas) {
             let Some(fit) = fit_for(costs, &label, o.cores) else {
                 continue;
             };
@@ -379,23 +387,10 @@ mod tests {
             if p.info().security == Security::Insecure {
                 continue;
             }
-            let offlines = [Offline::Ot, Offline::Bfv, Offline::Dealer];
-            for options in p.variants(&[], &[None, Some(32), Some(64)], &offlines) {
-                if options.check(p.info(), p.accepts()).is_err()
-                    || options.bins != Default::default()
-                {
-                    continue;
-                }
-                let label = crate::bench::Variant {
-                    name: p.info().name,
-                    options,
-                }
-                .label();
+            for (_, label) in listed(p, &[None, Some(32), Some(64)]) {
                 for threads in [1, 2] {
-                    let fit = costs
-                        .fits
-                        .iter()
-                        .find(|f| f.protocol == label && f.threads == threads);
+                    let fit =
+                        (costs.fits.iter()).find(|f| f.protocol == label && f.threads == threads);
                     assert!(
                         fit.is_some(),
                         "{label} at {threads} threads is not in costs.json"

@@ -83,33 +83,28 @@ pub struct Predicted {
     pub extrapolated: bool,
 }
 
+/// The power law through `(n0, f0)` and `(n1, f1)`, at `n` (linear where either is 0: a
+/// direction with no traffic at some size).
+fn power_law((n0, f0): (f64, f64), (n1, f1): (f64, f64), n: f64) -> f64 {
+    if f0 <= 0.0 || f1 <= 0.0 {
+        return f0 + (f1 - f0) * (n - n0) / (n1 - n0);
+    }
+    f0 * (n / n0).powf((f1 / f0).ln() / (n1 / n0).ln())
+}
+
 /// `f` at `n`, from `(n_i, f_i)` ascending in n: see the module's doc.
 fn interpolate(points: &[(f64, f64)], n: f64) -> f64 {
-    let power = |(n0, f0): (f64, f64), (n1, f1): (f64, f64)| {
-        if f0 <= 0.0 || f1 <= 0.0 {
-            // A direction with no traffic at some size: linear.
-            return f0 + (f1 - f0) * (n - n0) / (n1 - n0);
-        }
-        let k = (f1 / f0).ln() / (n1 / n0).ln();
-        f0 * (n / n0).powf(k)
-    };
     match points {
         [] => 0.0,
         [(_, f)] => *f,
-        _ if n <= points[0].0 => {
-            let k = power(points[0], points[1]);
-            k.min(points[0].1).max(0.0)
-        }
-        _ => {
-            let i = points.iter().position(|p| p.0 >= n);
-            match i {
-                Some(i) => power(points[i - 1], points[i]),
-                None => {
-                    let [(n0, f0), (n1, f1)] = [points[points.len() - 2], points[points.len() - 1]];
-                    f1 + (n - n1) * ((f1 - f0) / (n1 - n0)).max(0.0)
-                }
+        _ if n <= points[0].0 => power_law(points[0], points[1], n).clamp(0.0, points[0].1),
+        _ => match points.iter().position(|p| p.0 >= n) {
+            Some(i) => power_law(points[i - 1], points[i], n),
+            None => {
+                let [(n0, f0), (n1, f1)] = [points[points.len() - 2], points[points.len() - 1]];
+                f1 + (n - n1) * ((f1 - f0) / (n1 - n0)).max(0.0)
             }
-        }
+        },
     }
 }
 
@@ -140,8 +135,8 @@ impl Fit {
                 if r0 <= 0.0 || r1 <= 0.0 {
                     return r0.max(r1);
                 }
-                let power = ((r1 / r0).ln() / (n1 / n0).ln()).max(0.0);
-                r0 * (n / n0).powf(power)
+                // Fewer at the larger size is noise: the power never below 0.
+                power_law((n0, r0), (n1, r1.max(r0)), n)
             }
         }
     }
