@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| venn_cli::input::fuzz::csv_input(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| venn_app::input::fuzz::csv_input(data));

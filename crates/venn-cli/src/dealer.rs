@@ -18,7 +18,7 @@ use venn::net::Channel;
 use venn::protocols::kbm23::dealer::{deal, looks_like_request, Request, REQUEST_PREFIX};
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_cli::transport::Transport;
+use venn_app::transport::Transport;
 
 /// What `venn dealer` was asked to do.
 pub struct DealerArgs {

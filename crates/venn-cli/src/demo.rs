@@ -4,8 +4,8 @@
 use std::time::Duration;
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_cli::input::{Format, KeyOptions};
-use venn_cli::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
+use venn_app::input::{Format, KeyOptions};
+use venn_app::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\
@@ -44,7 +44,7 @@ pub fn demo() -> Result<()> {
             dealer: None,
             endpoint,
             stats_json: None,
-            transport: venn_cli::transport::Transport::loopback(),
+            transport: venn_app::transport::Transport::loopback(),
         },
         input,
         output,

@@ -2,8 +2,8 @@
 //! pin each other's certificate by fingerprint.
 
 use std::path::Path;
-use venn::files::write_new;
 use venn::net::tls::Identity;
+use venn::util::files::write_new;
 use venn::{Error, Result};
 
 /// Writes `dir/venn.key` (owner-only) and `dir/venn.crt`, never replacing a file, and

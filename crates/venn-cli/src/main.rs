@@ -13,15 +13,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Stash};
+use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_cli::buckets::KeyMismatch;
-use venn_cli::input::{Format, KeyOptions};
-use venn_cli::party::{
+use venn_app::input::{Format, KeyOptions};
+use venn_app::party::{
     precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
     PartyArgs, PrecomputeArgs, RunSpec,
 };
-use venn_cli::transport::TlsArgs;
+use venn_app::transport::TlsArgs;
 
 #[derive(Parser)]
 #[command(
@@ -735,8 +735,8 @@ fn main() -> ExitCode {
                         precompute: b.precompute,
                         timeout: Duration::from_secs(b.timeout),
                         transport: match &b.tls_dir {
-                            Some(dir) => venn_cli::transport::Transport::bench_tls(dir, role)?,
-                            None => venn_cli::transport::Transport::loopback(),
+                            Some(dir) => venn_app::transport::Transport::bench_tls(dir, role)?,
+                            None => venn_app::transport::Transport::loopback(),
                         }
                         .shaped(b.net),
                         dealer: b.dealer.clone(),

@@ -10,7 +10,6 @@ mod cli;
 mod cloud;
 mod dealer;
 mod faults;
-mod fuzz_corpus;
 mod memory;
 mod precompute;
 mod tls;

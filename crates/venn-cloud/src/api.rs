@@ -7,6 +7,7 @@
 //! result `m` little-endian u32 positions.
 
 use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The most items in one uploaded chunk (3 MiB of points). A chunk is also the unit of a
 /// worker's task.
@@ -349,4 +350,12 @@ pub fn check_id(id: &str) -> crate::Result<()> {
             venn::peer_text(id)
         ))),
     }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }

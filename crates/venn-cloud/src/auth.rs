@@ -88,7 +88,7 @@ impl Identity {
 
     /// The headers that authenticate a request.
     pub fn sign(&self, method: &str, path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
-        let time = crate::store::now().to_string();
+        let time = crate::api::now().to_string();
         let mut nonce = [0u8; 16];
         crate::api::getrandom(&mut nonce);
         let nonce = hex::encode(nonce);
@@ -300,7 +300,7 @@ pub fn read_secret_file(path: &Path) -> Result<String> {
 
 /// Writes a secret to a new file readable by its owner only (never overwriting one).
 pub fn write_secret_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    venn::files::write_new(path, bytes, 0o600).map_err(|e| Error::BadRequest(e.to_string()))
+    venn::util::files::write_new(path, bytes, 0o600).map_err(|e| Error::BadRequest(e.to_string()))
 }
 
 #[cfg(test)]

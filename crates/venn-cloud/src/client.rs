@@ -695,7 +695,7 @@ impl UsedLabels {
         let mut file = options.open(path).map_err(fail)?;
         file.lock().map_err(fail)?;
         if created {
-            venn::files::sync_dir(path)?;
+            venn::util::files::sync_dir(path)?;
         }
         let mut text = String::new();
         std::io::Read::read_to_string(&mut file, &mut text).map_err(fail)?;

@@ -5,7 +5,8 @@
 //!
 //! - [`crypto`]: the pairing-based scheme, its hot loop eight items at a time on
 //!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
-//! - [`server`], [`store`], [`join`]: the service (`venn cloud serve`), its store and its
+//! - [`server`], [`store`], [`join`] (the `service` feature, on by default; the Python
+//!   wheel builds without it): the service (`venn cloud serve`), its store and its
 //!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
 //!   precomputed values: docs/cloud.md); [`spot_check`]: how the service checks an external
@@ -18,12 +19,17 @@ pub mod auth;
 mod batch_pairing;
 pub mod client;
 pub mod crypto;
+#[cfg(feature = "service")]
 pub mod enrolment;
 pub mod error;
 pub mod http;
+#[cfg(feature = "service")]
 pub mod join;
+#[cfg(feature = "service")]
 pub mod server;
+#[cfg(feature = "service")]
 pub mod spot_check;
+#[cfg(feature = "service")]
 pub mod store;
 pub mod worker;
 

@@ -32,6 +32,60 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How an error is answered: its HTTP status, and its message as the body.
+impl Error {
+    /// The HTTP status of the error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Error::Internal(_) | Error::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The message without the kind's prefix (what goes into an answer's body).
+    fn message(&self) -> &str {
+        match self {
+            Error::BadRequest(m)
+            | Error::Unauthenticated(m)
+            | Error::Forbidden(m)
+            | Error::NotFound(m)
+            | Error::Conflict(m)
+            | Error::TooLarge(m)
+            | Error::TooMany(m)
+            | Error::Timeout(m)
+            | Error::Internal(m)
+            | Error::Transport(m) => m,
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    /// The answer: the error's message, except for a failure of the service, whose cause
+    /// (the store's error, a path in the data directory) goes to the log under a request id
+    /// that the answer gives instead.
+    fn into_response(self) -> Response {
+        let message = match &self {
+            Error::Internal(cause) | Error::Transport(cause) => {
+                let mut id = [0u8; 8];
+                crate::api::getrandom(&mut id);
+                let id = hex::encode(id);
+                eprintln!("venn cloud: request {id} failed: {cause}");
+                format!("the service failed (request {id}; its log says why)")
+            }
+            other => other.message().to_owned(),
+        };
+        let body = serde_json::json!({ "error": message });
+        (self.status(), axum::Json(body)).into_response()
+    }
+}
+
 /// The largest request body: a full chunk of points.
 const MAX_BODY: usize = MAX_CHUNK_ITEMS * ITEM_BYTES;
 
@@ -218,7 +272,7 @@ impl Service {
     /// When runs made before now have waited past `--token-wait` for their tokens or
     /// scalars.
     fn expired(&self) -> i64 {
-        store::now() - self.config.token_wait_seconds as i64
+        api::now() - self.config.token_wait_seconds as i64
     }
 
     /// Fails the runs that waited too long for tokens or scalars.
@@ -397,7 +451,7 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
         let (parts, body) = req.into_parts();
         let claim = claim(&parts)?;
-        let time = claim.check_fresh(store::now())?;
+        let time = claim.check_fresh(api::now())?;
         let registering = parts.uri.path() == "/v1/clients";
         let key = if registering {
             let peer = parts

@@ -20,6 +20,7 @@
 //! updated row stays locked until its transaction ends, and SQLite runs one transaction
 //! at a time.
 
+use crate::api::now;
 use crate::api::{
     self, Dataset, DatasetState, Pretoken, PretokenState, Run, RunKind, RunSide, RunState, Work,
 };
@@ -29,7 +30,6 @@ use axum::body::Bytes;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 mod workers;
 pub use workers::Worker;
@@ -97,12 +97,16 @@ pub struct Store {
     dir: PathBuf,
 }
 
-/// Seconds since the Unix epoch.
-pub fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Internal(format!("store: {e}"))
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Error::Internal(format!("store migration: {e}"))
+    }
 }
 
 /// A client's limits, checked in the transactions that change what it keeps.
@@ -670,7 +674,7 @@ impl Store {
         let target = path.clone();
         let written = blocking(move || {
             std::fs::create_dir_all(&dir)?;
-            Ok(venn::files::write_new(&target, &points, 0o600)?)
+            Ok(venn::util::files::write_new(&target, &points, 0o600)?)
         })
         .await;
         let recorded = match written {
@@ -1612,7 +1616,9 @@ async fn write_in_background(
 
 /// Writes `bytes` to `path`, whole or not at all.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(venn::files::write_atomically(path, |w| w.write_all(bytes))?)
+    Ok(venn::util::files::write_atomically(path, |w| {
+        w.write_all(bytes)
+    })?)
 }
 
 #[cfg(test)]

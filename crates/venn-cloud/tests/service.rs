@@ -599,7 +599,7 @@ fn requests_are_authenticated(db: &Db) {
     );
     // Stale.
     let mut headers = identity.sign("GET", "/v1/datasets", b"");
-    headers[1].1 = (venn_cloud::store::now() - 3600).to_string();
+    headers[1].1 = (venn_cloud::api::now() - 3600).to_string();
     let err = http.call("GET", "/v1/datasets", &headers, b"").unwrap_err();
     assert!(matches!(err, Error::Unauthenticated(_)), "{err}");
     // Workers need an enrolled identity: not a made-up one, nor an enrolled name with

@@ -1,5 +1,5 @@
 //! The native half of `venn.ray`'s two-party runs: a party's coordinator
-//! ([`venn_cli::lanes::Coordinator`]) and a lane's worker ([`venn_cli::lanes::LaneJob`]),
+//! ([`venn_app::lanes::Coordinator`]) and a lane's worker ([`venn_app::lanes::LaneJob`]),
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::session::Role;
-use venn_cli::lanes::{Coordinator, LaneEnd, LaneJob};
-use venn_cli::transport::Transport;
+use venn_app::lanes::{Coordinator, LaneEnd, LaneJob};
+use venn_app::transport::Transport;
 
 /// A party's coordinator of a run in lanes (used once: `finish` ends it).
 #[pyclass(module = "venn._venn")]

@@ -17,11 +17,11 @@ use pyo3::types::{PyBytes, PyFloat, PyString};
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
+use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
-use venn_cli::buckets::KeyMismatch;
-use venn_cli::input::{Format, Input, KeyOptions};
-use venn_cli::party::{DealerAddr, Endpoint, Link, RunSpec};
-use venn_cli::transport::TlsArgs;
+use venn_app::input::{Format, Input, KeyOptions};
+use venn_app::party::{DealerAddr, Endpoint, Link, RunSpec};
+use venn_app::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
 create_exception!(
@@ -213,7 +213,7 @@ pub(crate) fn transport(
     tls_ca: Option<std::path::PathBuf>,
     peer_fingerprint: Vec<String>,
     plaintext: bool,
-) -> PyResult<venn_cli::transport::Transport> {
+) -> PyResult<venn_app::transport::Transport> {
     let tls = TlsArgs {
         tls_cert,
         tls_key,
@@ -522,7 +522,7 @@ impl Party {
             .detach(|| {
                 let on_bound = |addr| tell(&on_listening, addr);
                 let progress = progress.as_ref().map(|p| p as &dyn Progress);
-                venn_cli::party::run_keys(&link, role, both, &input, progress, on_bound)
+                venn_app::party::run_keys(&link, role, both, &input, progress, on_bound)
             })
             .map_err(to_py)?;
         let (count, sum, reached) = match report.output {

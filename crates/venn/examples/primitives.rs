@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
-use venn::memory::huge_vec;
 use venn::okvs::{Okvs, Params};
 use venn::tables::{cuckoo_insert, CuckooHash, MatchTable};
+use venn::util::memory::huge_vec;
 use venn::vole::{pprf, Pair, Shape};
 
 fn time(name: &str, per: usize, f: impl FnOnce()) {

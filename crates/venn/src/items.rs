@@ -2,7 +2,7 @@
 //! a value (the numbers a sum over the intersection adds up).
 
 use crate::crypto::{Aes, Block, RandomOracle};
-use crate::memory::{huge_zeroed, prefetch, with_huge_capacity};
+use crate::util::memory::{huge_zeroed, prefetch, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::hash::BuildHasher;

@@ -9,7 +9,7 @@ use venn::net::{Channel, Recording, Replay};
 use venn::protocols::{find, DealerLink, Options, Output, Sizes};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
-use venn_cli::transport::Transport;
+use venn_app::transport::Transport;
 
 /// What one benchmark party prints as its last stdout line.
 #[derive(Serialize, Deserialize, Clone, Debug)]

@@ -1,7 +1,7 @@
 //! AES-CTR pseudorandom generator, seeded from OS entropy or from a given seed.
 
 use super::{Aes, Block};
-use crate::slices::split_lengths;
+use crate::util::slices::split_lengths;
 use rayon::prelude::*;
 
 /// Blocks generated per AES call; large enough for AES-NI pipelining.

@@ -17,8 +17,8 @@ mod solve;
 pub use params::{Params, BIN_KEYS};
 
 use crate::crypto::{gf128, Block};
-use crate::memory::{self, huge_zeroed};
 use crate::tables::Buckets;
+use crate::util::memory::{self, huge_zeroed};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use rows::{RowHasher, BATCH};

@@ -10,8 +10,8 @@
 use super::ExtensionReceiver;
 use super::ExtensionSender;
 use crate::crypto::{Aes, Block, RandomOracle, WideHash};
-use crate::memory::prefetch;
 use crate::net::Channel;
+use crate::util::memory::prefetch;
 use crate::Result;
 
 /// Blocks in a BaRK-OPRF code word: k ≤ 512 bits.

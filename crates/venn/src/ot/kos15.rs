@@ -31,14 +31,14 @@ use super::{
     ExtensionReceiver, ExtensionSender, IncomingRows, OutgoingRows, PrgMatrix, ReceiverSeeds,
     SenderSeeds,
 };
-use crate::bits::BitSet;
 use crate::crypto::{gf128, tccr_hash_with, Aes, Block, Prg};
-use crate::memory::advise_huge_pages;
-use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
 use crate::session::{CoinToss, CoinTossReply, ShareSent};
-use crate::slices::split_lengths;
 use crate::state::{exactly, StateReader, StateWriter};
+use crate::util::bits::BitSet;
+use crate::util::memory::advise_huge_pages;
+use crate::util::memory::prefetch;
+use crate::util::slices::split_lengths;
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 use rayon::prelude::*;
 

@@ -29,9 +29,9 @@ use super::{
     OutgoingRows, ReceiverSeeds, SenderSeeds,
 };
 use crate::crypto::{Block, Prg, RowDigest, RowHash};
-use crate::memory::prefetch_range;
 use crate::net::{Channel, Reader, Writer};
 use crate::state::{exactly, StateReader, StateWriter};
+use crate::util::memory::prefetch_range;
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Columns of the extension (the code's 511, rounded up to whole blocks).

@@ -6,9 +6,9 @@
 
 use super::{Context, Output};
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, UNPACK_SLACK};
-use crate::memory::prefetch;
 use crate::net::{Channel, Reader, Writer};
 use crate::tables::MatchTable;
+use crate::util::memory::prefetch;
 use crate::{Error, Result};
 use rayon::prelude::*;
 

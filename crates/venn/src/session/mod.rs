@@ -1,5 +1,5 @@
 //! The session layer, between the framed channels of [`crate::net`] and the protocols:
-//! who plays which role, the handshake that fixes what a run is about (and its session id),
+//! who plays which role, the run plan that opens a run ([`run_plan`]), the handshake that fixes what a run is about (and its session id),
 //! coin tossing, and the confirmation that both parties saw the same transcript before any
 //! output is used.
 //!
@@ -17,6 +17,7 @@ mod coin_toss;
 mod confirmation;
 mod handshake;
 mod key_agreement;
+pub mod run_plan;
 
 pub use crate::parties::{Role, Sizes, VERSION};
 pub use coin_toss::{CoinToss, CoinTossReply, ShareSent};

@@ -4,7 +4,7 @@
 pub mod file;
 
 use crate::crypto::Block;
-use crate::memory::advise_huge_pages;
+use crate::util::memory::advise_huge_pages;
 use crate::{Error, Result};
 use std::io::{Read, Write};
 

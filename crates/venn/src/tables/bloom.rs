@@ -3,8 +3,8 @@
 //! positions. Protocols use the *set* `h*(x)` of distinct positions (RR17 §4.1, footnote
 //! 3), so colliding hash functions cannot cancel out of a summary value.
 
-use crate::bits::BitSet;
 use crate::crypto::{Aes, Block};
+use crate::util::bits::BitSet;
 use rayon::prelude::*;
 
 /// Items whose hashes are computed in parallel before their bits are set.

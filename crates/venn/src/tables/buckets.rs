@@ -10,7 +10,7 @@
 //! solved in the L2 cache) and the match table's regions (each built in the cache, one per
 //! task) are made this way.
 
-use crate::memory::huge_zeroed;
+use crate::util::memory::huge_zeroed;
 use rayon::prelude::*;
 use std::ops::Range;
 

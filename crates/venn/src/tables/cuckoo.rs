@@ -2,8 +2,8 @@
 //! PSSZ15), with the hash index `z(y)` kept for every placed item (KKRT16 Fig. 3 step 2).
 
 use crate::crypto::{Aes, Block, Prg};
-use crate::memory::huge_vec;
-use crate::memory::prefetch;
+use crate::util::memory::huge_vec;
+use crate::util::memory::prefetch;
 use crate::{Error, Result};
 
 /// The number of hash functions.

@@ -8,7 +8,7 @@
 
 use super::Buckets;
 use crate::crypto::Block;
-use crate::memory::{huge_zeroed, prefetch};
+use crate::util::memory::{huge_zeroed, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -8,7 +8,7 @@
 //! bucket overflows into the next; a lookup goes on past full buckets only, and there is
 //! always one that is not full (the table holds ⌈n/8⌉·15 > n tags).
 
-use crate::memory::{huge_vec, huge_zeroed, prefetch};
+use crate::util::memory::{huge_vec, huge_zeroed, prefetch};
 
 /// Tags in a bucket.
 const WIDTH: usize = 15;

@@ -288,7 +288,7 @@ mod wide {
 /// The parity half is n symbols (22 MB of blocks at n = 1.4M), so each read is a miss: the
 /// positions are drawn a batch of outputs ahead and each output's lines asked for into the
 /// second-level cache `AHEAD` outputs before they are summed. Huge pages under `parity`
-/// (see [`crate::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
+/// (see [`crate::util::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
 fn expand<T: Symbol>(parity: &[T], out: &mut [T], seed: Block) {
     // Parts of whole batches on the rayon pool, each drawing its positions from where its
     // first batch's lie in the stream.
@@ -310,7 +310,7 @@ fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut taps: Taps) {
         for (j, o) in out.iter_mut().enumerate() {
             let i = k * Taps::BATCH + j;
             for &p in &ring[(i + AHEAD) % ring.len()] {
-                crate::memory::prefetch_l2(&parity[p as usize]);
+                crate::util::memory::prefetch_l2(&parity[p as usize]);
             }
             *o ^= ring[i % ring.len()]
                 .iter()
@@ -359,7 +359,7 @@ impl Taps {
     fn draw(&mut self, out: &mut [[u32; EXPANDER]]) {
         self.stream.fill_blocks(&mut self.blocks);
         let (blocks, start, len) = (&self.blocks, &self.start, &self.len);
-        crate::wide_cpu::with_avx512(
+        crate::util::wide_cpu::with_avx512(
             #[inline(always)]
             || {
                 let groups = out.as_flattened_mut().chunks_exact_mut(Taps::WORDS);

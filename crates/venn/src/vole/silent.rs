@@ -30,11 +30,11 @@ use super::code::Pair;
 use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
-use crate::memory::{huge_zeroed, release_spare, with_huge_capacity};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
+use crate::util::memory::{huge_zeroed, release_spare, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;

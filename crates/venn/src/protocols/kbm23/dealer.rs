@@ -24,7 +24,7 @@ use super::{answer, Kbm23Params};
 use crate::crypto::{Block, Prg};
 use crate::net::{Channel, Reader, Writer};
 use crate::session::{Role, Sizes};
-use crate::wide_cpu::with_avx512;
+use crate::util::wide_cpu::with_avx512;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/DLR";

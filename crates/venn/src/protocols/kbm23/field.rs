@@ -3,7 +3,7 @@
 //! the wire (§V-A counts αβ·log Q bits) and of the stored tuples.
 
 use crate::crypto::Prg;
-use crate::wide_cpu::with_avx512;
+use crate::util::wide_cpu::with_avx512;
 use crate::{Error, Result};
 use std::hint::select_unpredictable;
 

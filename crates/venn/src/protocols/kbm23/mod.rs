@@ -36,7 +36,7 @@ use crate::net::Channel;
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
-use crate::wide_cpu::with_avx512;
+use crate::util::wide_cpu::with_avx512;
 use crate::{Error, Result};
 use field::{packed_bytes, Field, Packed, PackedWriter};
 pub use params::Kbm23Params;

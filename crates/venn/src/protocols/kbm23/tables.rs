@@ -19,8 +19,8 @@
 use super::field::Field;
 use super::params::{Kbm23Params, K};
 use crate::crypto::{Aes, Block, Prg};
-use crate::memory::prefetch;
 use crate::tables::{cuckoo_insert, Partitions, HASHES};
+use crate::util::memory::prefetch;
 use crate::{Error, Result};
 
 const _: () = assert!(K == HASHES, "the cuckoo table's functions are KBM23's k");

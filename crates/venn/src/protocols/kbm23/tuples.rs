@@ -32,7 +32,7 @@ use super::params::Kbm23Params;
 use crate::crypto::{tccr_hash, Block, Prg};
 use crate::net::Channel;
 use crate::ot::{ExtensionReceiver, ReceiverSeeds, SenderSeeds};
-use crate::wide_cpu::with_avx512;
+use crate::util::wide_cpu::with_avx512;
 use crate::Result;
 
 /// OTs per chunk, about: 16 MiB of rows (chunks of 2^16 OTs, whose rows would stay in

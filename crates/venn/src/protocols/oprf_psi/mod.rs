@@ -30,13 +30,13 @@ use super::{
 };
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
-use crate::memory::huge_zeroed;
 use crate::net::{Channel, Writer};
 use crate::ot::{iknp_receive, iknp_send, MasnyRindal, OprfRows, OprfSender};
 use crate::ot::{ReceiverSeeds, SenderSeeds};
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::tables::{cuckoo_insert, MatchTable, HASHES};
+use crate::util::memory::huge_zeroed;
 use crate::Result;
 use std::marker::PhantomData;
 

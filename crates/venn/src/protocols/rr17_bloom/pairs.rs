@@ -8,10 +8,10 @@
 //! sender), instead of costing a wait on a random read into gigabytes per position.
 
 use super::permutation::FRAME;
-use crate::bits::BitSet;
 use crate::crypto::Block;
-use crate::memory::{huge_vec, huge_zeroed};
 use crate::tables::BloomHash;
+use crate::util::bits::BitSet;
+use crate::util::memory::{huge_vec, huge_zeroed};
 use rayon::prelude::*;
 
 /// Items whose positions one parallel task computes.

@@ -3,9 +3,9 @@
 //! it is being built; and the sender's checks that it is in range, injective and avoids
 //! the opened set C.
 
-use crate::bits::BitSet;
-use crate::memory::prefetch;
 use crate::net::Channel;
+use crate::util::bits::BitSet;
+use crate::util::memory::prefetch;
 use crate::{Error, Result};
 
 /// Filter positions per frame.

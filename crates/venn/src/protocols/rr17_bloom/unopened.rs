@@ -13,13 +13,13 @@
 //! the extension's seeds (1.5 GB at n = 2^20, where all rows would take 4.2 GB).
 
 use super::pairs::Pair;
-use crate::bits::BitSet;
 use crate::crypto::{Block, Prg};
-use crate::memory::advise_huge_pages;
-use crate::memory::prefetch;
 use crate::ot::KosReceiver;
-use crate::slices::split_lengths;
 use crate::state::{exactly, StateReader, StateWriter};
+use crate::util::bits::BitSet;
+use crate::util::memory::advise_huge_pages;
+use crate::util::memory::prefetch;
+use crate::util::slices::split_lengths;
 use crate::{Error, Result};
 use rayon::prelude::*;
 

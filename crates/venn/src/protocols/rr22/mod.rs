@@ -26,11 +26,11 @@ use super::{
 };
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
 use crate::items::{BlockEncoder, Items};
-use crate::memory::huge_zeroed;
 use crate::net::Writer;
 use crate::okvs::{self, Okvs};
 use crate::session::Role;
 use crate::state::{exactly, StateReader, StateWriter};
+use crate::util::memory::huge_zeroed;
 use crate::vole::{self, Adversary, Pair, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
 use rayon::prelude::*;

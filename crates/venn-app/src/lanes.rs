@@ -11,7 +11,7 @@
 //! or bucket — and a run succeeds only once both coordinators have confirmed that every
 //! lane ran every bucket.
 
-use crate::buckets::{self, group_keys, padded_size, run_bucket, Agreed, Plan};
+use crate::buckets::{self, group_keys, padded_size, run_bucket};
 use crate::input::Input;
 use crate::party::{refuse_whole_outputs_in_buckets, Link};
 use crate::transport::Transport;
@@ -19,6 +19,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 use venn::net::{Channel, Reader, Writer};
 use venn::protocols::{find, Offline, Options, Output, Protocol};
+use venn::session::run_plan::{Agreed, Plan};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Items, Result, RunOptions};
 

@@ -13,7 +13,8 @@
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
-use venn::memory::{advise_huge_pages, with_huge_capacity};
+use venn::session::run_plan::KeyForm;
+use venn::util::memory::{advise_huge_pages, with_huge_capacity};
 use venn::{Error, Items, Result};
 
 pub mod fuzz;
@@ -21,38 +22,13 @@ mod scan;
 pub mod segments;
 
 /// Input file format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// CSV with a header row.
     Csv,
     /// One key per line.
     Lines,
-}
-
-/// What both parties must do alike for equal keys to match: the part of [`KeyOptions`]
-/// that changes a key's bytes. Each party sends its own in the run plan, and a run whose
-/// parties differ is refused (a receiver that lower-cases against a sender that does not
-/// would find only the keys already in lower case, and say nothing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeyForm {
-    pub trim: bool,
-    pub lowercase: bool,
-    /// Columns a key is made of (their values length-prefixed when more than one).
-    pub columns: u16,
-}
-
-impl std::fmt::Display for KeyForm {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let no = |on: bool| if on { "" } else { "no " };
-        write!(
-            f,
-            "{}trim, {}lowercase, {} key column{}",
-            no(self.trim),
-            no(self.lowercase),
-            self.columns,
-            if self.columns == 1 { "" } else { "s" }
-        )
-    }
 }
 
 /// How keys are taken from the input.

@@ -2,7 +2,7 @@
 //! RR17 run to 2^28 entries, where a byte each would cost 260 MB and most of the cache).
 //! Large sets live on huge pages: they are read at random.
 
-use crate::memory::huge_zeroed;
+use crate::util::memory::huge_zeroed;
 use rayon::prelude::*;
 
 /// `len` bits, all clear at first.

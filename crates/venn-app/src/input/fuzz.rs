@@ -1,5 +1,5 @@
 //! Entry point of the `csv_input` fuzz target (and of the replay of its corpus in
-//! `tests/fuzz_corpus.rs`): the input reader on arbitrary bytes under options picked by
+//! the test below): the input reader on arbitrary bytes under options picked by
 //! the first byte. Besides "no panic", it checks what every parse must satisfy, and that the
 //! hand-written fast path agrees with the `csv` crate on every body the fast path takes.
 
@@ -94,5 +94,25 @@ pub fn csv_input(data: &[u8]) {
         (Ok(plain), Ok(quoted)) => assert_eq!(plain, quoted, "the two CSV paths disagree"),
         (Err(plain), Err(quoted)) => assert_eq!(plain.to_string(), quoted.to_string()),
         (plain, quoted) => panic!("the two CSV paths disagree: {plain:?} / {quoted:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Replays the committed corpus of the `csv_input` fuzz target on stable (as
+    /// `crates/venn/tests/fuzz_corpus.rs` does the protocols').
+    #[test]
+    fn csv_input_corpus() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/csv_input");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            let data = std::fs::read(&f).unwrap();
+            let caught = std::panic::catch_unwind(|| super::csv_input(&data));
+            assert!(caught.is_ok(), "{} fails", f.display());
+            n += 1;
+        }
+        assert!(n > 0, "the csv_input corpus is empty");
     }
 }

@@ -4,8 +4,8 @@
 use crate::input::Input;
 use std::io::Write;
 use std::path::Path;
-use venn::files::write_atomically;
 use venn::protocols::Output;
+use venn::util::files::write_atomically;
 use venn::{Report, Result};
 
 /// What was written to `--output`.

@@ -17,32 +17,43 @@ use venn::net::{
 use venn::session::{looks_like_hello, HELLO_PREFIX};
 use venn::{Error, Result};
 
-/// The TLS options of a party, as given.
-#[derive(Clone, Debug, Default, clap::Args)]
+/// The TLS options of a party, as given (with the `clap` feature, the `venn` tool's flags
+/// and their help).
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct TlsArgs {
     /// This party's certificate (PEM), e.g. made by `venn keygen`. Turns on TLS.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", requires = "tls_key"))]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FILE", requires = "tls_cert")
+    )]
     pub tls_key: Option<PathBuf>,
     /// Trust a peer whose certificate chains to a CA certificate in FILE (PEM); when
     /// connecting, the certificate must also name the host connected to.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FILE", requires = "tls_cert")
+    )]
     pub tls_ca: Option<PathBuf>,
     /// Trust only the peer certificate with this SHA-256 fingerprint (what `venn keygen`
     /// printed on the peer's machine); for `venn dealer`, the two parties' (comma-separated).
-    #[arg(
-        long,
-        value_name = "SHA256",
-        value_delimiter = ',',
-        requires = "tls_cert",
-        conflicts_with = "tls_ca"
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_name = "SHA256",
+            value_delimiter = ',',
+            requires = "tls_cert",
+            conflicts_with = "tls_ca"
+        )
     )]
     pub peer_fingerprint: Vec<String>,
     /// Run without TLS although the peer may be on another machine: anyone on the path can
     /// then read the traffic and play either party. Not needed on loopback.
-    #[arg(long, conflicts_with = "tls_cert")]
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "tls_cert"))]
     pub plaintext: bool,
 }
 

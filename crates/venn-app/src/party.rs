@@ -1,7 +1,7 @@
 //! `venn send`, `venn receive` and `venn precompute`: one party of a PSI run over TCP, on a
 //! file or (precompute) on nothing but the most items it will bring.
 
-use crate::buckets::{self, Agreed, KeyMismatch, Plan};
+use crate::buckets;
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
@@ -9,13 +9,14 @@ use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use venn::files::write_atomically;
 use venn::net::Channel;
 use venn::protocols::Output;
 use venn::protocols::{
     find, DealerLink, Offline, Options, OutputKind, Progress, Protocol, Security,
 };
+use venn::session::run_plan::{self, Agreed, KeyMismatch, Plan};
 use venn::session::Role;
+use venn::util::files::write_atomically;
 use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
@@ -206,21 +207,25 @@ impl Link {
         }
     }
 
-    /// Sends our run plan and receives the peer's ([`buckets::exchange`]), under this
-    /// link's bounds.
+    /// Sends our run plan and receives the peer's ([`run_plan::exchange`]), under this
+    /// link's bounds; a key-form mismatch the user allowed is warned of here.
     pub(crate) fn exchange(
         &self,
         chan: &mut dyn Channel,
         plan: Plan,
         role: Role,
     ) -> Result<Agreed> {
-        buckets::exchange(
+        let agreed = run_plan::exchange(
             chan,
             plan,
             role,
             self.spec.max_peer_items,
             self.spec.key_mismatch,
-        )
+        )?;
+        if let Some(why) = &agreed.warning {
+            eprintln!("venn: warning: {why}");
+        }
+        Ok(agreed)
     }
 
     /// How to open the link to the dealer, if `--dealer` was given.
@@ -511,7 +516,7 @@ pub fn run_party(
 fn run_whole(
     chan: &mut dyn Channel,
     input: &Input,
-    agreed: &buckets::Agreed,
+    agreed: &Agreed,
     loaded: Option<venn::LoadedState>,
     opts: &venn::RunOptions,
     progress: impl FnMut(u64, u64),
