@@ -329,12 +329,13 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
                 true
             });
             assert!(sr.is_ok() && rr.is_ok(), "{name}: honest run failed");
-            // Every frame of a run of up to 60; of a longer run (psww18's triples and
-            // hek12's, thousands of 64 KiB frames of OT rows alike) the first and last 20,
-            // where every kind of message is, and 20 spread between.
-            let step = (frames / 20).max(1);
+            // Every frame of a run of up to 32; of a longer run (rr22's VOLE, kbm23's
+            // comparisons, and psww18's and hek12's triples: hundreds or thousands of
+            // 64 KiB frames of OT rows alike, a second a run) the first and last 12, where
+            // every kind of message is, and 8 spread between.
+            let step = (frames / 8).max(1);
             let ks = (1..=frames)
-                .filter(|&k| frames <= 60 || k <= 20 || k + 20 > frames || k % step == 0);
+                .filter(|&k| frames <= 32 || k <= 12 || k + 12 > frames || k % step == 0);
             for k in ks {
                 let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |i, f| {
                     if i == k && f.is_empty() {
