@@ -1,5 +1,6 @@
-//! `venn precompute` and `venn send/receive --state` through the binary: every protocol's
-//! online phase from a precomputed state, and every way a state can be misused.
+//! `venn precompute` and `venn send/receive --state` through the binary: five protocols'
+//! online phase from a precomputed state ([`PROTOCOLS`]), and every way a state can be
+//! misused.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -109,7 +110,7 @@ fn paths(dir: &Path, tag: &str) -> [PathBuf; 2] {
 }
 
 #[test]
-fn every_protocol_runs_online_from_a_precomputed_state() {
+fn protocols_run_online_from_a_precomputed_state() {
     for p in PROTOCOLS {
         let dir = tmp();
         let [r, s] = paths(dir.path(), "a");
