@@ -419,47 +419,49 @@ fn counting() -> &'static dyn Protocol {
     venn::protocols::find("hek12-ca").unwrap()
 }
 
-/// A count goes through the runner, and a saved state through a file.
+/// Every protocol's offline phase saved to state files, loaded and run online: the same
+/// output as one run, every phase of it online, both states used up.
 #[test]
-fn outputs_beyond_indices_and_states_through_files() {
+fn every_protocol_runs_online_from_states_in_files() {
     let (s, r) = sets(300, 200, 77, 21);
-    let (sr, rr) = run_pair(counting(), &s, &r, false);
-    assert_eq!(sr.unwrap().output, Output::Nothing);
-    assert_eq!(rr.unwrap().output, Output::Count(77));
-
-    // The same through precompute, state files and the online run.
-    let dir = tempfile::tempdir().unwrap();
-    let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
-    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
-    let opts = |role| options(counting(), role, false);
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver)));
-        let pre = venn::precompute(&mut a, 400, &opts(Role::Sender)).unwrap();
-        pre.save(&paths[0]).unwrap();
-        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
-    });
-    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
-    let (sr, rr) = std::thread::scope(|sc| {
-        let t = sc.spawn(|| {
-            let o = opts(Role::Receiver);
-            venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o)?, &o)
+    let want = truth(&r, &s);
+    each_on_all_cores(registry(), |&p| {
+        let name = p.info().name;
+        let (fs, fr) = (fit_sender(p, test_options(p), &s), fit(p, &r));
+        let dir = tempfile::tempdir().unwrap();
+        let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
+        let opts = |role| options(p, role, false);
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver)));
+            let pre = venn::precompute(&mut a, 400, &opts(Role::Sender)).unwrap();
+            pre.save(&paths[0]).unwrap();
+            t.join().unwrap().unwrap().save(&paths[1]).unwrap();
         });
-        let o = opts(Role::Sender);
-        let sr =
-            venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, &s, st, &o));
-        (sr, t.join().unwrap())
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        let (sr, rr) = std::thread::scope(|sc| {
+            let t = sc.spawn(|| {
+                let o = opts(Role::Receiver);
+                venn::run_online(&mut b, &fr, venn::load_state(&paths[1], &o)?, &o)
+            });
+            let o = opts(Role::Sender);
+            let sr = venn::load_state(&paths[0], &o)
+                .and_then(|st| venn::run_online(&mut a, &fs, st, &o));
+            (sr, t.join().unwrap())
+        });
+        assert_eq!(sr.unwrap().output, Output::Nothing, "{name}");
+        let rr = rr.unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The output against the sets as made (what fitting them to σ bits keeps).
+        assert_output(&rr, &r, &want, name);
+        assert!(
+            rr.phases.iter().all(|p| !p.offline),
+            "{name}: the run from a state is all online"
+        );
+        assert!(
+            !paths[0].exists() && !paths[1].exists(),
+            "{name}: both states used up"
+        );
     });
-    assert_eq!(sr.unwrap().output, Output::Nothing);
-    let rr = rr.unwrap();
-    assert_eq!(rr.output, Output::Count(77));
-    assert!(
-        rr.phases.iter().all(|p| !p.offline),
-        "the run from a state is all online"
-    );
-    assert!(
-        !paths[0].exists() && !paths[1].exists(),
-        "both states used up"
-    );
 }
 
 /// Issue 8 review: the online run of a precomputation is keyed with the secret agreed in
