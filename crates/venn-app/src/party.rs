@@ -105,14 +105,7 @@ impl Default for RunSpec {
     /// of physical memory (from /proc/meminfo; 4 GiB where it cannot be read), and a peer
     /// that takes its keys otherwise refused.
     fn default() -> Self {
-        let half_of_memory = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-                Some(kib * 1024 / 2)
-            })
-            .unwrap_or(4 << 30);
+        let half_of_memory = venn::util::memory::physical_memory().map_or(4 << 30, |m| m / 2);
         RunSpec {
             protocol: "rr22".into(),
             options: Options::default(),

@@ -125,9 +125,28 @@ fn prefetch_address(at: *const u8) {
     let _ = at;
 }
 
+/// The machine's physical memory in bytes (MemTotal of /proc/meminfo), read once; `None`
+/// where it cannot be read.
+pub fn physical_memory() -> Option<u64> {
+    static TOTAL: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn physical_memory_is_read_on_linux() {
+        let m = physical_memory().expect("/proc/meminfo");
+        assert!(m >= 64 << 20, "{m} bytes");
+        assert_eq!(physical_memory(), Some(m));
+    }
 
     #[test]
     fn zeroed_vectors_are_zero_and_writable() {
