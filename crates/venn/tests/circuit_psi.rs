@@ -2,13 +2,12 @@
 //! the registry-wide tests: their options (the stash, `--threshold`), the sender's values,
 //! and precomputed states.
 
-use crate::common::{fit_sigma, options, run_pair_with, sets};
-use std::path::{Path, PathBuf};
+use crate::common::{fit_sigma, online, options, precompute, run_pair_with, sets, with};
 use std::time::Duration;
 use venn::net::mem_pair;
-use venn::protocols::{find, Options, Output, Protocol, Stash};
+use venn::protocols::{find, Options, Output, Stash};
 use venn::session::Role;
-use venn::{Error, Items, Report, RunOptions};
+use venn::{Error, Items, RunOptions};
 
 #[test]
 fn thresholds_and_stashes_give_the_right_answer() {
@@ -47,48 +46,6 @@ fn thresholds_and_stashes_give_the_right_answer() {
             );
         }
     }
-}
-
-/// The options a test runs `p` with.
-fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions<'static> {
-    RunOptions {
-        options: chosen,
-        ..options(p, role, false)
-    }
-}
-
-/// Precomputes both parties' states of `p` for at most `most = [sender, receiver]` items,
-/// saved in `dir`; returns their paths (sender's first).
-fn precompute(p: &'static dyn Protocol, o: Options, most: [u64; 2], dir: &Path) -> [PathBuf; 2] {
-    let paths = [dir.join("s.state"), dir.join("r.state")];
-    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| venn::precompute(&mut b, most[1], &with(p, Role::Receiver, o)));
-        let pre = venn::precompute(&mut a, most[0], &with(p, Role::Sender, o)).unwrap();
-        pre.save(&paths[0]).unwrap();
-        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
-    });
-    paths
-}
-
-/// Runs both parties' online phases from the states at `paths`.
-fn online(
-    p: &'static dyn Protocol,
-    o: Options,
-    paths: &[PathBuf; 2],
-    s: &Items,
-    r: &Items,
-) -> (venn::Result<Report>, venn::Result<Report>) {
-    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| {
-            let o = with(p, Role::Receiver, o);
-            venn::run_online(&mut b, r, venn::load_state(&paths[1], &o)?, &o)
-        });
-        let o = with(p, Role::Sender, o);
-        let sr = venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, s, st, &o));
-        (sr, t.join().unwrap())
-    })
 }
 
 #[test]

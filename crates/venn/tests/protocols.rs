@@ -2,8 +2,8 @@
 //! intersection.
 
 use crate::common::{
-    assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, options, run_pair,
-    run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
+    assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, online, options,
+    precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
@@ -427,28 +427,11 @@ fn every_protocol_runs_online_from_states_in_files() {
     let want = truth(&r, &s);
     each_on_all_cores(registry(), |&p| {
         let name = p.info().name;
-        let (fs, fr) = (fit_sender(p, test_options(p), &s), fit(p, &r));
+        let o = test_options(p);
+        let (fs, fr) = (fit_sender(p, o, &s), fit(p, &r));
         let dir = tempfile::tempdir().unwrap();
-        let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
-        let opts = |role| options(p, role, false);
-        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-        std::thread::scope(|sc| {
-            let t = sc.spawn(|| venn::precompute(&mut b, 250, &opts(Role::Receiver)));
-            let pre = venn::precompute(&mut a, 400, &opts(Role::Sender)).unwrap();
-            pre.save(&paths[0]).unwrap();
-            t.join().unwrap().unwrap().save(&paths[1]).unwrap();
-        });
-        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-        let (sr, rr) = std::thread::scope(|sc| {
-            let t = sc.spawn(|| {
-                let o = opts(Role::Receiver);
-                venn::run_online(&mut b, &fr, venn::load_state(&paths[1], &o)?, &o)
-            });
-            let o = opts(Role::Sender);
-            let sr = venn::load_state(&paths[0], &o)
-                .and_then(|st| venn::run_online(&mut a, &fs, st, &o));
-            (sr, t.join().unwrap())
-        });
+        let paths = precompute(p, o, [400, 250], dir.path());
+        let (sr, rr) = online(p, o, &paths, &fs, &fr);
         assert_eq!(sr.unwrap().output, Output::Nothing, "{name}");
         let rr = rr.unwrap_or_else(|e| panic!("{name}: {e}"));
         // The output against the sets as made (what fitting them to σ bits keeps).
@@ -472,15 +455,8 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
     use venn::session::{handshake, Hello, Mode, Resume, WireParams};
     let (s, r) = sets(30, 20, 5, 22);
     let dir = tempfile::tempdir().unwrap();
-    let paths = [dir.path().join("s.state"), dir.path().join("r.state")];
+    let paths = precompute(counting(), test_options(counting()), [30, 20], dir.path());
     let opts = |role| options(counting(), role, false);
-    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
-    std::thread::scope(|sc| {
-        let t = sc.spawn(|| venn::precompute(&mut b, 20, &opts(Role::Receiver)));
-        let pre = venn::precompute(&mut a, 30, &opts(Role::Sender)).unwrap();
-        pre.save(&paths[0]).unwrap();
-        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
-    });
     let header = venn::state::file::StateFile::open(&paths[1])
         .unwrap()
         .header

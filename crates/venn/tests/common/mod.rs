@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::crypto::Prg;
 use venn::net::{mem_pair, Channel, MemChannel, Traffic};
@@ -36,6 +37,53 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
         progress: None,
         dealer: None,
     }
+}
+
+/// The options a test runs `p` with.
+pub fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions<'static> {
+    RunOptions {
+        options: chosen,
+        ..options(p, role, false)
+    }
+}
+
+/// Precomputes both parties' states of `p` for at most `most = [sender, receiver]` items,
+/// saved in `dir`; returns their paths (sender's first).
+pub fn precompute(
+    p: &'static dyn Protocol,
+    o: Options,
+    most: [u64; 2],
+    dir: &Path,
+) -> [PathBuf; 2] {
+    let paths = [dir.join("s.state"), dir.join("r.state")];
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| venn::precompute(&mut b, most[1], &with(p, Role::Receiver, o)));
+        let pre = venn::precompute(&mut a, most[0], &with(p, Role::Sender, o)).unwrap();
+        pre.save(&paths[0]).unwrap();
+        t.join().unwrap().unwrap().save(&paths[1]).unwrap();
+    });
+    paths
+}
+
+/// Runs both parties' online phases from the states at `paths`.
+pub fn online(
+    p: &'static dyn Protocol,
+    o: Options,
+    paths: &[PathBuf; 2],
+    s: &Items,
+    r: &Items,
+) -> (venn::Result<Report>, venn::Result<Report>) {
+    let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| {
+            let o = with(p, Role::Receiver, o);
+            venn::run_online(&mut b, r, venn::load_state(&paths[1], &o)?, &o)
+        });
+        let o = with(p, Role::Sender, o);
+        let sr = venn::load_state(&paths[0], &o).and_then(|st| venn::run_online(&mut a, s, st, &o));
+        (sr, t.join().unwrap())
+    })
 }
 
 /// The options the tests run `protocol` with: the defaults, and for a protocol that only
