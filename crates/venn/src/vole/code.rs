@@ -120,7 +120,32 @@ impl ExConv {
     /// [`dual_encode`]: ExConv::dual_encode
     pub fn expand<T: Symbol>(&self, parity: &[T], out: &mut [T]) {
         assert_eq!((parity.len(), out.len()), (self.n, self.n));
-        expand(parity, out, self.seed ^ 0xcc);
+        expand(parity, out, None, self.seed ^ 0xcc);
+    }
+
+    /// [`ExConv::accumulate`] on a vector of bits (a correlated OT's noise: its choice
+    /// bits, encoded beside its blocks), bit i of the parity half in bit i % 64 of word
+    /// i / 64.
+    pub fn accumulate_bits(&self, parity: &mut [u64]) {
+        assert_eq!(parity.len(), self.n.div_ceil(64));
+        accumulate_bits(parity, self.n, self.seed);
+        accumulate_bits(parity, self.n, !self.seed);
+    }
+
+    /// [`ExConv::expand`] on blocks and on bits at once (each output's positions drawn
+    /// once for both): `out` and `out_bits` get the positions of `parity` and of
+    /// `parity_bits` (bits as in [`ExConv::accumulate_bits`]) added in.
+    pub fn expand_with_bits(
+        &self,
+        parity: &[Block],
+        out: &mut [Block],
+        parity_bits: &[u64],
+        out_bits: &mut [u64],
+    ) {
+        assert_eq!((parity.len(), out.len()), (self.n, self.n));
+        let words = self.n.div_ceil(64);
+        assert_eq!((parity_bits.len(), out_bits.len()), (words, words));
+        expand(parity, out, Some((parity_bits, out_bits)), self.seed ^ 0xcc);
     }
 }
 
@@ -152,6 +177,40 @@ fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
                 }
             }
             x[(i + 1 + ACCUMULATOR) % len] ^= xi;
+        }
+    }
+}
+
+/// [`accumulate`] on the `len` bits of `x`. While a position's 25 targets lie ahead of it
+/// (no wrap), two words sit in a register and each position adds its row under a mask of
+/// its own bit, branch-free; the rest by the definition.
+fn accumulate_bits(x: &mut [u64], len: usize, seed: Block) {
+    let mut rows = Rows::new(seed);
+    // Whole words whose every position's targets end before `len`: the last position of
+    // word w reaches 64w + 63 + 25 < len, inside word w + 1.
+    let words = (len.saturating_sub(ACCUMULATOR + 1) / 64).min(x.len().saturating_sub(1));
+    if words > 0 {
+        let mut window = u128::from(x[0]) | u128::from(x[1]) << 64;
+        for w in 0..words {
+            for o in 0..64 {
+                let row = u128::from(rows.next() | 1 << ACCUMULATOR);
+                let bit = (window >> o) & 1;
+                window ^= (row << (o + 1)) & bit.wrapping_neg();
+            }
+            x[w] = window as u64;
+            x[w + 1] = (window >> 64) as u64;
+            let next = x.get(w + 2).copied().unwrap_or(0);
+            window = (window >> 64) | u128::from(next) << 64;
+        }
+    }
+    let bit = |x: &[u64], i: usize| (x[i / 64] >> (i % 64)) & 1;
+    for i in 64 * words..len {
+        let row = rows.next() | 1 << ACCUMULATOR;
+        if bit(x, i) == 1 {
+            for k in (0..=ACCUMULATOR).filter(|k| (row >> k) & 1 == 1) {
+                let j = (i + 1 + k) % len;
+                x[j / 64] ^= 1 << (j % 64);
+            }
         }
     }
 }
@@ -289,17 +348,33 @@ mod wide {
 /// positions are drawn a batch of outputs ahead and each output's lines asked for into the
 /// second-level cache `AHEAD` outputs before they are summed. Huge pages under `parity`
 /// (see [`crate::util::memory::huge_vec`]) save most of the TLB misses: about a third of the time.
-fn expand<T: Symbol>(parity: &[T], out: &mut [T], seed: Block) {
+/// Bits encoded beside the symbols: the parity half's, and the outputs' to add them into.
+type Bits<'a> = (&'a [u64], &'a mut [u64]);
+
+fn expand<T: Symbol>(parity: &[T], out: &mut [T], bits: Option<Bits>, seed: Block) {
     // Parts of whole batches on the rayon pool, each drawing its positions from where its
-    // first batch's lie in the stream.
+    // first batch's lie in the stream (and its bits whole words: `PART` is a multiple of
+    // 64).
     const PART: usize = 64 * Taps::BATCH;
-    out.par_chunks_mut(PART)
-        .enumerate()
-        .for_each(|(k, out)| expand_part(parity, out, Taps::new(seed, parity.len(), k * PART)));
+    let taps = |k: usize| Taps::new(seed, parity.len(), k * PART);
+    match bits {
+        None => out
+            .par_chunks_mut(PART)
+            .enumerate()
+            .for_each(|(k, out)| expand_part(parity, out, None, taps(k))),
+        Some((parity_bits, out_bits)) => out
+            .par_chunks_mut(PART)
+            .zip(out_bits.par_chunks_mut(PART / 64))
+            .enumerate()
+            .for_each(|(k, (out, out_bits))| {
+                expand_part(parity, out, Some((parity_bits, out_bits)), taps(k))
+            }),
+    }
 }
 
-/// [`expand`] on the outputs `out`, whose positions `taps` draws.
-fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut taps: Taps) {
+/// [`expand`] on the outputs `out` (and their bits, the part's words), whose positions
+/// `taps` draws.
+fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut bits: Option<Bits>, mut taps: Taps) {
     const AHEAD: usize = 32;
     // Batch k's positions in half k % 2, the next batch's drawn before batch k is summed.
     let mut ring = [[0; EXPANDER]; 2 * Taps::BATCH];
@@ -312,9 +387,16 @@ fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut taps: Taps) {
             for &p in &ring[(i + AHEAD) % ring.len()] {
                 crate::util::memory::prefetch_l2(&parity[p as usize]);
             }
-            *o ^= ring[i % ring.len()]
+            let positions = &ring[i % ring.len()];
+            *o ^= positions
                 .iter()
                 .fold(T::default(), |acc, &p| acc ^ parity[p as usize]);
+            if let Some((parity_bits, out_bits)) = &mut bits {
+                let sum = positions.iter().fold(0, |acc, &p| {
+                    acc ^ parity_bits[p as usize / 64] >> (p % 64)
+                });
+                out_bits[i / 64] ^= (sum & 1) << (i % 64);
+            }
         }
     }
 }
@@ -520,6 +602,46 @@ mod tests {
         code.dual_encode(&mut pairs);
         for i in 0..n {
             assert_eq!(pairs[i], Pair(ea[i], eb[i]));
+        }
+    }
+
+    /// Bits encode as blocks of 0 and 1 do: the accumulator at every length around a word
+    /// and the window's, and the whole code with several parts of the expander.
+    #[test]
+    fn bits_encode_as_blocks_of_their_values_do() {
+        let pack = |blocks: &[Block]| -> Vec<u64> {
+            let mut words = vec![0; blocks.len().div_ceil(64)];
+            for (i, b) in blocks.iter().enumerate() {
+                words[i / 64] |= (*b as u64 & 1) << (i % 64);
+            }
+            words
+        };
+        let bits_of = |seed| -> Vec<Block> {
+            let mut prg = Prg::from_seed(seed);
+            (0..2 * 20_011).map(|_| prg.block() & 1).collect()
+        };
+        let e = bits_of(12);
+        for len in (ACCUMULATOR + 2..200).chain([255, 256, 257, 4099]) {
+            let mut want = e[..len].to_vec();
+            accumulate(&mut want, 3);
+            let mut got = pack(&e[..len]);
+            accumulate_bits(&mut got, len, 3);
+            assert_eq!(got, pack(&want), "length {len}");
+        }
+        for n in [ExConv::MIN_OUTPUTS, 100, 8191, 20_011] {
+            let code = ExConv::new(n, 5);
+            let noise = random(2 * n, 13);
+            let (mut blocks, mut bits) = (noise.clone(), e[..2 * n].to_vec());
+            code.dual_encode(&mut bits);
+            let (out, parity) = blocks.split_at_mut(n);
+            let (mut out_bits, mut parity_bits) = (pack(&e[..n]), pack(&e[n..2 * n]));
+            code.accumulate(parity);
+            code.accumulate_bits(&mut parity_bits);
+            code.expand_with_bits(parity, out, &parity_bits, &mut out_bits);
+            let mut want = noise;
+            code.dual_encode(&mut want);
+            assert_eq!(blocks[..n], want[..n], "n = {n}");
+            assert_eq!(out_bits, pack(&bits[..n]), "n = {n}");
         }
     }
 

@@ -16,6 +16,11 @@ pub const MIN_TREES: usize = {
     312
 };
 
+/// Noise blocks at least for a correlated OT, whose noise is binary: a linear test's bias
+/// is (1 − 2δ) per block (rr22.md §3.3), so t ≥ ⌈−κ / log2(1 − 2δ)⌉ = 128 at δ = 1/4, as
+/// libOTe takes for its silent OT.
+pub const MIN_BINARY_TREES: usize = 128;
+
 /// The dimensions of one silent VOLE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
@@ -30,8 +35,18 @@ pub struct Shape {
 impl Shape {
     /// The shape giving at least `outputs` VOLE outputs.
     pub fn new(outputs: usize) -> Shape {
-        let least = 2 * outputs.max(ExConv::MIN_OUTPUTS).max(MIN_TREES);
-        let depth = ((least / MIN_TREES).max(2)).ilog2() as usize;
+        Shape::with_trees(outputs, MIN_TREES)
+    }
+
+    /// The shape giving at least `outputs` correlated OTs (binary noise).
+    pub fn binary(outputs: usize) -> Shape {
+        Shape::with_trees(outputs, MIN_BINARY_TREES)
+    }
+
+    /// At least `outputs` outputs from at least `min_trees` noise blocks.
+    fn with_trees(outputs: usize, min_trees: usize) -> Shape {
+        let least = 2 * outputs.max(ExConv::MIN_OUTPUTS).max(min_trees);
+        let depth = ((least / min_trees).max(2)).ilog2() as usize;
         Shape {
             outputs,
             trees: least.div_ceil(1 << depth),
@@ -78,5 +93,11 @@ mod tests {
         // At 2^20 PSI items (1.43M OKVS columns): 349 trees of 2^13.
         let s = Shape::new(1_426_063);
         assert_eq!((s.trees, s.depth), (349, 13));
+        let t = (128.0 / -(1.0 - 2.0 * 0.25f64).log2()).ceil() as usize;
+        assert_eq!(t, MIN_BINARY_TREES);
+        for n in [1, 1000, 1 << 20, 3_000_017] {
+            let s = Shape::binary(n);
+            assert!(s.trees >= t && s.trees <= 2 * t && s.noise_len() / 2 >= n, "{s:?}");
+        }
     }
 }

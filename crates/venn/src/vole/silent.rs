@@ -28,21 +28,19 @@
 use super::base;
 use super::code::Pair;
 use super::noise::Shape;
-use super::pprf;
+use super::trees;
 use crate::crypto::{gf128, Aes, Block, Prg, RandomOracle};
 use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
-use crate::util::memory::{huge_zeroed, release_spare, with_huge_capacity};
+use crate::util::memory::release_spare;
 use crate::{Error, Result};
 use rayon::prelude::*;
-use std::mem::MaybeUninit;
-use std::ops::Range;
 
 /// The code's public seed (any fixed seed gives a code of the family; fixed, no party
 /// chooses it).
-const CODE_SEED: Block = 0x5665_6e6e_2045_7843_6f6e_7637_7832_3421;
+pub(super) const CODE_SEED: Block = 0x5665_6e6e_2045_7843_6f6e_7637_7832_3421;
 
 /// The parties a VOLE withstands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,48 +60,6 @@ pub struct VoleSender {
 /// R's side of a VOLE: pairs (A_i, C_i) with C_i = B_i + A_i·Δ.
 pub struct VoleReceiver {
     pub pairs: Vec<Pair>,
-}
-
-/// Trees a PPRF message carries: S sends the trees a group at a time, so that R expands
-/// one group while S makes the next.
-pub const TREES_A_MESSAGE: usize = 32;
-
-/// The order in which S sends its trees, [`TREES_A_MESSAGE`] a message: the groups that
-/// hold the code's parity half (noise positions N/2..N) first, then the others, each part
-/// from its last group back. R can then accumulate the parity half ([`ExConv::accumulate`],
-/// serial) while it rebuilds the other trees.
-///
-/// [`ExConv::accumulate`]: super::code::ExConv::accumulate
-struct TreeOrder {
-    /// The groups' trees, in the order sent.
-    groups: Vec<Range<usize>>,
-    /// How many of `groups` hold the parity half: they cover the trees from `split` on.
-    parity: usize,
-    split: usize,
-}
-
-impl TreeOrder {
-    fn new(shape: &Shape) -> TreeOrder {
-        let t = shape.trees;
-        let half = shape.noise_len() / 2 / shape.block();
-        let split = half / TREES_A_MESSAGE * TREES_A_MESSAGE;
-        let groups: Vec<Range<usize>> = (0..t)
-            .step_by(TREES_A_MESSAGE)
-            .rev()
-            .map(|first| first..(first + TREES_A_MESSAGE).min(t))
-            .collect();
-        let parity = groups.iter().filter(|g| g.start >= split).count();
-        TreeOrder {
-            groups,
-            parity,
-            split,
-        }
-    }
-
-    /// The groups holding the parity half, then the others.
-    fn parts(&self) -> (&[Range<usize>], &[Range<usize>]) {
-        self.groups.split_at(self.parity)
-    }
 }
 
 /// A session id for one of the VOLE's base-OT runs.
@@ -211,38 +167,7 @@ pub fn send(
         Adversary::SemiHonest => None,
         Adversary::Malicious => Some(base::challenge(chan, prg)?),
     };
-    // The trees (on the rayon pool) a group at a time, in [`TreeOrder`], each group's
-    // level sums masked by the OTs and its corrections sent as soon as they are made: R
-    // expands a group while S makes the next.
-    let mut leaves = huge_zeroed(shape.noise_len());
-    let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
-    for group in &TreeOrder::new(&shape).groups {
-        let roots: Vec<Block> = group.clone().map(|_| prg.block()).collect();
-        let trees: Vec<(Vec<[Block; 2]>, Block)> = leaves
-            [group.start * shape.block()..group.end * shape.block()]
-            .par_chunks_exact_mut(shape.block())
-            .zip(roots)
-            .map(|(tree, root)| {
-                let sums = pprf::expand_sender(root, h, tree);
-                // The leaves' sum: the last level's two sides.
-                let all = sums[h - 1][0] ^ sums[h - 1][1];
-                (sums, all)
-            })
-            .collect();
-        message.clear();
-        for (i, (sums, _)) in group.clone().zip(&trees) {
-            for (sum, m) in sums.iter().zip(&ots[i * h..]) {
-                message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
-            }
-        }
-        message.extend(
-            trees
-                .iter()
-                .zip(&beta[group.clone()])
-                .map(|((_, all), beta)| all ^ beta),
-        );
-        chan.send_blocks(&message)?;
-    }
+    let mut leaves = trees::send(chan, prg, &shape, &ots, &beta[..t])?;
     if let Some(seed) = base_check {
         let mut answer = Vec::new();
         chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
@@ -278,71 +203,26 @@ pub fn receive(
     if adversary == Adversary::Malicious {
         chan.recv_blocks(1, &mut base_check, "the base-VOLE challenge")?;
     }
-    // Each tree rebuilt (on the rayon pool) with its point's value, a group at a time as
-    // the groups come ([`TreeOrder`]): every pair of the noise is written here. Once the
-    // code's parity half is in, its accumulation (serial) runs beside the other trees.
-    let order = TreeOrder::new(&shape);
-    let (parity_groups, other_groups) = order.parts();
     let code = shape.code(CODE_SEED);
-    let (n, split) = (code.inputs() / 2, order.split * shape.block());
-    // Not zeroed first: pairs are aligned beyond what calloc gives, so zeroed memory
-    // would be a serial memset of all of it.
-    let mut noise: Vec<Pair> = with_huge_capacity(shape.noise_len());
-    let mut points = vec![0; t];
-    let mut message = Vec::new();
     // Drawn now, sent once every tree is in (only then may S learn it).
     let ferret_seed = base_check.first().map(|_| prg.block());
-    let mut rebuild = |groups: &[Range<usize>], part: &mut [MaybeUninit<Pair>], offset: usize| {
-        for group in groups {
-            let trees = group.len();
-            chan.recv_blocks(trees * (2 * h + 1), &mut message, "the PPRF's sums")?;
-            let (sums, corrections) = message.split_at(trees * 2 * h);
-            let block = |tree: usize| tree * shape.block() - offset;
-            part[block(group.start)..block(group.end)]
-                .par_chunks_exact_mut(shape.block())
-                .zip(&mut points[group.clone()])
-                .enumerate()
-                .for_each_init(
-                    || vec![0; shape.block()],
-                    |leaves, (i, (tree_noise, point))| {
-                        let tree = group.start + i;
-                        let mut alpha = 0;
-                        let off_path: Vec<Block> = (0..h)
-                            .map(|l| {
-                                let (k, c) = (i * h + l, usize::from(choices[tree * h + l]));
-                                alpha = alpha << 1 | (1 - c);
-                                sums[2 * k + c] ^ ots[tree * h + l]
-                            })
-                            .collect();
-                        pprf::expand_receiver(alpha, &off_path, leaves);
-                        let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-                        leaves[alpha] = corrections[i] ^ z[tree] ^ others;
-                        for (j, (e, &c)) in tree_noise.iter_mut().zip(leaves.iter()).enumerate() {
-                            e.write(Pair(if j == alpha { y[tree] } else { 0 }, c));
-                        }
-                        *point = tree * shape.block() + alpha;
-                    },
-                );
-        }
-        Ok::<_, Error>(())
-    };
-    let (others, parity_side) = noise.spare_capacity_mut()[..shape.noise_len()].split_at_mut(split);
-    rebuild(parity_groups, parity_side, split)?;
-    // SAFETY: the parity groups' trees tile `parity_side` and wrote each of its pairs; a
-    // `MaybeUninit<Pair>` has a `Pair`'s layout.
-    let parity_side = unsafe { &mut *(parity_side as *mut [MaybeUninit<Pair>] as *mut [Pair]) };
-    let (parity_sum, rebuilt) = rayon::join(
-        || {
-            // Ferret's sum over these positions before the code changes them.
-            let sum = ferret_seed.map(|seed| ferret_sum(seed, split, parity_side, |p| p.1));
-            code.accumulate(&mut parity_side[n - split..]);
-            sum
-        },
-        || rebuild(other_groups, others, 0),
-    );
-    rebuilt?;
-    // SAFETY: the other groups' trees tile the rest: each of the noise's pairs is written.
-    unsafe { noise.set_len(shape.noise_len()) };
+    let parity_sum = ferret_seed.map(|seed| {
+        move |split: usize, parity: &[Pair]| ferret_sum(seed, split, parity, |p| p.1)
+    });
+    let trees::Rebuilt {
+        mut noise,
+        points,
+        split,
+        parity_sum,
+    } = trees::receive(
+        chan,
+        &shape,
+        &code,
+        (&choices, &ots),
+        &z[..t],
+        |tree, at_point, c| Pair(if at_point { y[tree] } else { 0 }, c),
+        parity_sum.as_ref().map(|f| f as _),
+    )?;
     if let (Some(&seed), Some(ferret_seed)) = (base_check.first(), ferret_seed) {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
         let chi = Aes::new(ferret_seed);
@@ -359,7 +239,7 @@ pub fn receive(
             ));
         }
     }
-    let (out, parity) = noise.split_at_mut(n);
+    let (out, parity) = noise.split_at_mut(code.inputs() / 2);
     code.expand(parity, out);
     noise.truncate(outputs);
     // The pairs past the outputs (about half) go back to the system, not copied away.
