@@ -67,10 +67,10 @@ impl DealerAddr {
             (Offline::Dealer, None) => Err(Error::Usage(
                 "--offline dealer needs the dealer's address: --dealer ADDR".into(),
             )),
-            (Offline::Ot | Offline::Bfv, Some(_)) => {
+            (Offline::Ot | Offline::Bfv | Offline::Iknp, Some(_)) => {
                 Err(Error::Usage("--dealer is for --offline dealer".into()))
             }
-            (Offline::Ot | Offline::Bfv, None) => Ok(None),
+            (Offline::Ot | Offline::Bfv | Offline::Iknp, None) => Ok(None),
         }
     }
 }

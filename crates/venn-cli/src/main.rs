@@ -77,10 +77,13 @@ struct OptionsCli {
     /// keys must then be integers below 2^SIGMA, in decimal.
     #[arg(long)]
     sigma: Option<u32>,
-    /// Where kbm23's offline phase gets its tuples: ot (OT between the two parties, the
-    /// default), bfv (homomorphic encryption between them; --sigma 32) or dealer (a `venn
-    /// dealer` trusted not to collude with either party; see --dealer).
-    #[arg(long, value_name = "ot|dealer|bfv", value_parser = Offline::parse)]
+    /// Where the offline phase gets its correlated randomness: ot (OT between the two
+    /// parties, the default: for a GMW circuit's triples silent OT), for kbm23 also bfv
+    /// (homomorphic encryption between them; --sigma 32) or dealer (a `venn dealer`
+    /// trusted not to collude with either party; see --dealer), and for the GMW circuits
+    /// (psww18-ca/-sum, hek12-ca) iknp (their triples from IKNP OT extension, as ABY: 256
+    /// bits of traffic a triple; to compare).
+    #[arg(long, value_name = "ot|dealer|bfv|iknp", value_parser = Offline::parse)]
     offline: Option<Offline>,
     /// psww18-ca's stash for the items that fit in neither of the cuckoo side's tables:
     /// combined (one for both, the default) or separate (one per table).
@@ -443,8 +446,9 @@ struct BenchCli {
     /// organisations), interleaved with the plaintext runs, and show the cost.
     #[arg(long, conflicts_with = "solo")]
     tls: bool,
-    /// Where kbm23's tuples come from (comma-separated: a row for each): ot, bfv, dealer
-    /// (a `venn dealer` process started for each run).
+    /// Where the offline phase's randomness comes from (comma-separated: a row for each):
+    /// ot, bfv, dealer (kbm23's; a `venn dealer` process started for each run), iknp (the
+    /// GMW circuits' triples from IKNP rather than silent OT).
     #[arg(long, value_delimiter = ',', value_parser = Offline::parse)]
     offline: Vec<Offline>,
     /// Emulate a network: lan, wan (40 Mbit/s, 80 ms round trip), kkrt16-wan, rr17-wan,

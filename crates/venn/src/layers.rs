@@ -16,10 +16,10 @@ const RANKS: &[(&str, u8)] = &[
     ("tables", 6),
     ("okvs", 7),
     ("vole", 7),
-    ("gmw", 7),
-    ("protocols", 8),
-    ("run", 9),
-    ("fuzz", 10),
+    ("gmw", 8),
+    ("protocols", 9),
+    ("run", 10),
+    ("fuzz", 11),
 ];
 
 fn rank(module: &str) -> Option<u8> {

@@ -1,7 +1,7 @@
 //! Choices a user makes for one run that change a protocol's parameters: `--bins lan|wan`
 //! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
-//! standard-model protocol, RR17 §7), `--offline ot|dealer|bfv` (where KBM23's tuples come
-//! from, §IV), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
+//! standard-model protocol, RR17 §7), `--offline ot|dealer|bfv|iknp` (where KBM23's tuples
+//! come from, §IV, or a GMW circuit's triples), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
 //! cardinality protocol's answer reduced to "at least T or not"). Both parties must make
 //! the same choices: they are announced in the handshake, and a peer that made others is
 //! refused by name. Below [`crate::session`], which carries them; which protocol takes
@@ -55,10 +55,12 @@ impl Bins {
 
 /// Where a protocol's offline phase gets its correlated randomness (KBM23 §IV): from OT or
 /// homomorphic encryption between the two parties, or from a trusted dealer, a third
-/// process that never sees the inputs but must not collude with either party.
+/// process that never sees the inputs but must not collude with either party. For a GMW
+/// circuit's Beaver triples: silent OT, or IKNP for comparison.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Offline {
-    /// Oblivious transfer between the parties (KBM23 §IV-D): no one else is trusted.
+    /// Oblivious transfer between the parties (KBM23 §IV-D; a GMW circuit's triples from
+    /// silent OT): no one else is trusted.
     #[default]
     Ot,
     /// A trusted dealer (`venn dealer`, KBM23 §IV-A).
@@ -66,6 +68,9 @@ pub enum Offline {
     /// BFV homomorphic encryption between the parties (KBM23 §IV-B): no one else is
     /// trusted.
     Bfv,
+    /// A GMW circuit's triples from IKNP OT extension (as ABY), not silent OT: 256 bits
+    /// of traffic a triple; kept to compare.
+    Iknp,
 }
 
 impl Offline {
@@ -75,17 +80,19 @@ impl Offline {
             Offline::Ot => "ot",
             Offline::Dealer => "dealer",
             Offline::Bfv => "bfv",
+            Offline::Iknp => "iknp",
         }
     }
 
-    /// `ot`, `dealer` or `bfv`.
+    /// `ot`, `dealer`, `bfv` or `iknp`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "ot" => Ok(Offline::Ot),
             "dealer" => Ok(Offline::Dealer),
             "bfv" => Ok(Offline::Bfv),
+            "iknp" => Ok(Offline::Iknp),
             _ => Err(Error::Usage(format!(
-                "--offline wants ot, dealer or bfv, got '{s}'"
+                "--offline wants ot, dealer, bfv or iknp, got '{s}'"
             ))),
         }
     }
@@ -196,12 +203,8 @@ impl Options {
             0 => Offline::Ot,
             1 => Offline::Dealer,
             2 => Offline::Bfv,
-            o => {
-                return Err(Error::protocol(
-                    "an offline code of 0, 1 or 2",
-                    o.to_string(),
-                ))
-            }
+            3 => Offline::Iknp,
+            o => return Err(Error::protocol("an offline code of 0 to 3", o.to_string())),
         };
         let stash = match r.u8()? {
             0 => Stash::Combined,
@@ -236,11 +239,12 @@ mod tests {
     fn options_survive_the_wire() {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
-                for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv] {
+                for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv, Offline::Iknp] {
                     let (stash, threshold) = match offline {
                         Offline::Ot => (Stash::Combined, None),
                         Offline::Dealer => (Stash::Separate, Some(0)),
                         Offline::Bfv => (Stash::Combined, Some(u64::MAX)),
+                        Offline::Iknp => (Stash::Separate, Some(7)),
                     };
                     let o = Options {
                         bins,

@@ -5,9 +5,9 @@
 
 use crate::{Error, Result};
 
-/// Wire-format version; bumped on any incompatible change (6: psww18's conversion in
-/// frames, and its states' OTs of 128 bits).
-pub const VERSION: u16 = 6;
+/// Wire-format version; bumped on any incompatible change (7: the GMW circuits' triples
+/// from silent OT).
+pub const VERSION: u16 = 7;
 
 /// The set sizes a run's parameters are computed for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -231,7 +231,7 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
         v
     };
     let dealer = match spawn.variant.options.offline {
-        Offline::Ot | Offline::Bfv => None,
+        Offline::Ot | Offline::Bfv | Offline::Iknp => None,
         Offline::Dealer => Some(spawn_dealer(spawn.timeout)?),
     };
     let dealer_args: Vec<String> = match &dealer {

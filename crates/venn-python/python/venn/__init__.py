@@ -127,7 +127,7 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     - ``protocol`` ("rr22"; see :func:`protocols` and ``venn params``) and its options
       ``bins`` ("lan"/"wan"), ``sigma`` (32/64: keys are decimal integers below 2^sigma),
       ``offline`` ("ot"/"bfv"/"dealer", with ``dealer="host:port"`` and
-      ``dealer_fingerprint``), ``stash`` ("combined"/"separate"), ``threshold`` (int);
+      ``dealer_fingerprint``, or "iknp" for a GMW circuit's triples from IKNP), ``stash`` ("combined"/"separate"), ``threshold`` (int);
     - ``both``: the sender learns the matched positions too (both sides pass it);
     - ``values``: one integer per item, for the sum protocols;
     - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation (a missing key —

@@ -4,7 +4,7 @@
 //! Semi-honest: each party's view is simulatable from its input and output as long as both
 //! follow the protocol. Wires are XOR-shared bit vectors, one bit per instance of a circuit
 //! evaluated on many inputs at once ([`Shared`]); the triples are made offline
-//! ([`Triples::generate`], a run's worth at ~3 bits each) and spent online ([`Gmw`]).
+//! ([`Triples::generate`], from silent OT or IKNP) and spent online ([`Gmw`]).
 
 #[cfg(test)]
 mod circuit;
@@ -16,4 +16,4 @@ pub use engine::Gmw;
 pub use shared::Shared;
 #[cfg(test)]
 pub(crate) use triples::tests::triple_pair;
-pub use triples::{working_bytes as triple_working_bytes, Triples};
+pub use triples::{working_bytes as triple_working_bytes, Source as TripleSource, Triples};

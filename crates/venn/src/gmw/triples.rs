@@ -1,6 +1,8 @@
 //! Beaver multiplication triples over GF(2) from random OTs (Asharov–Lindell–Schneider–
-//! Zohner, CCS 2013, §5: two random OTs per triple; ABY's `MT_OT`), on Venn's IKNP
-//! extension, made a chunk at a time so that no more than one chunk's OT rows exist.
+//! Zohner, CCS 2013, §5: two random OTs per triple; ABY's `MT_OT`), made a chunk at a time
+//! so that no more than one chunk's OTs exist; the OTs from silent correlated OT
+//! ([`crate::vole::cot`]; RR22 §5 and volePSI take their circuit's triples so) or from
+//! Venn's IKNP extension ([`Source`]).
 //!
 //! A triple is `(a_P, b_P, c_P)` at each party P with `(a_0 ⊕ a_1)(b_0 ⊕ b_1) = c_0 ⊕ c_1`.
 //! The cross term `a_1·b_0` comes from a random OT with party 0 as sender, messages
@@ -11,25 +13,69 @@
 //! `c_P = a_P·b_P ⊕ x_0 (as sender) ⊕ x_u (as receiver)`.
 //!
 //! The OT messages are single bits: the low bit of the tweakable correlation-robust hash of
-//! the IKNP rows, `x_0 = H(j, q_j)`, `x_1 = H(j, q_j ⊕ Δ)`, `x_u = H(j, t_j)`, the tweak `j`
-//! numbering the OTs of a direction through the run (with the direction in its top bit).
+//! the correlated OTs (IKNP's rows, or a silent COT's values), `x_0 = H(j, q_j)`,
+//! `x_1 = H(j, q_j ⊕ Δ)`, `x_u = H(j, t_j)`, the tweak `j` numbering the OTs of a direction
+//! through the run (with the direction in its top bit).
+//!
+//! Traffic a triple: IKNP, 256 bits (a 128-bit row each way); silent OT, the PPRFs' few
+//! hundred kilobytes a chunk of a million OTs, under a bit.
 
 use crate::crypto::{tccr_hash, Block, Prg, RandomOracle};
 use crate::net::Channel;
-use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::options::Offline;
+use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::state::{exactly, StateReader, StateWriter};
+use crate::vole::cot;
 use crate::Result;
 
-/// OTs of each direction per chunk: 16 MiB of rows.
-const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
+/// Where the OTs under the triples come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Silent correlated OT: a chunk of a million OTs costs its PPRFs' few hundred
+    /// kilobytes.
+    SilentOt,
+    /// IKNP OT extension, as ABY: 256 bits a triple.
+    Iknp,
+}
+
+impl Source {
+    /// The source `--offline` names: IKNP for `iknp`, silent OT otherwise.
+    pub fn of(offline: Offline) -> Source {
+        match offline {
+            Offline::Iknp => Source::Iknp,
+            _ => Source::SilentOt,
+        }
+    }
+
+    /// OTs of each direction per chunk: IKNP's 16 MiB of rows, or a pair of silent COTs
+    /// whose noise (twice the outputs, 32 bytes a position) is 32 MiB. The COTs' fixed
+    /// cost, their PPRFs' OTs and messages, is about t·(3h + 1) blocks (t = 128 trees of
+    /// depth h = 13): 1.25 bits an OT at 2^19, 2.3 at 2^18; their code's random reads
+    /// slow as its parity half (16 MiB here) outgrows the caches (2^20: about 20% slower).
+    fn chunk(self) -> usize {
+        match (self, cfg!(test)) {
+            (_, true) => 1 << 12,
+            (Source::Iknp, false) => 1 << 20,
+            (Source::SilentOt, false) => 1 << 19,
+        }
+    }
+}
 
 /// Bytes [`Triples::generate`] holds besides the triples while making `words` words of
-/// them: a chunk's rows (q, q ⊕ Δ and t, 16 bytes an OT each) and each direction's batch
-/// of rows on its way (at most 4 MiB, and its frames as much again). A memory model's
-/// share for the generator: at small sets it is most of a run's memory.
-pub fn working_bytes(words: usize) -> u64 {
-    let ots = (words * 64).min(CHUNK_OTS) as u64;
-    48 * ots + 2 * 2 * (4 << 20)
+/// them: a chunk's OTs (q, q ⊕ Δ and t, 16 bytes an OT each; for silent COTs also their
+/// noise, 64 bytes an OT, and the PPRFs' OTs of the whole run, 48 bytes each) and each
+/// direction's batch of rows on its way (at most 4 MiB, and its frames as much again). A
+/// memory model's share for the generator: at small sets it is most of a run's memory.
+pub fn working_bytes(words: usize, source: Source) -> u64 {
+    let ots = (words * 64).min(source.chunk()) as u64;
+    let silent = match source {
+        Source::Iknp => 0,
+        Source::SilentOt => {
+            let chunks = (words * 64).div_ceil(source.chunk()) as u64;
+            64 * ots + 48 * chunks * cot::ots_needed(ots as usize) as u64
+        }
+    };
+    48 * ots + silent + 2 * 2 * (4 << 20)
 }
 
 /// One party's halves of a run's triples, 64 to a word.
@@ -40,20 +86,31 @@ pub struct Triples {
     pub(super) c: Vec<u64>,
 }
 
+/// One party's OTs of a chunk: as sender the hashes of `q` and `q ⊕ Δ`, as receiver its
+/// choices and the hashes of `t`.
+struct ChunkOts<'a> {
+    x0: &'a mut [Block],
+    x1: &'a mut [Block],
+    choices: &'a [u64],
+    xu: &'a mut [Block],
+}
+
 impl Triples {
     /// The number of words of triples (64 triples each).
     pub fn words(&self) -> usize {
         self.a.len()
     }
 
-    /// Makes `words · 64` triples with the peer. `leader` must be true at exactly one of
-    /// the two parties (it runs its base OTs as the receiver first).
+    /// Makes `words · 64` triples with the peer from OTs of `source`. `leader` must be
+    /// true at exactly one of the two parties (it runs its base OTs as the receiver, and
+    /// sends its OTs, first).
     pub fn generate(
         chan: &mut dyn Channel,
         leader: bool,
         words: usize,
         prg: &mut Prg,
         sid: &[u8; 32],
+        source: Source,
     ) -> Result<Triples> {
         let oracle = RandomOracle::new("venn/gmw/direction", sid);
         let sids = [
@@ -73,71 +130,33 @@ impl Triples {
                 receiving,
             )
         };
-        // The top bit of a tweak names the direction: the leader's sending one is 0.
-        let direction = |sends: bool| ((sends != leader) as u64) << 63;
         let mut t = Triples {
             a: Vec::with_capacity(words),
             b: Vec::with_capacity(words),
             c: Vec::with_capacity(words),
         };
-        let mut rows = Rows::default();
-        for (k, first) in (0..words * 64).step_by(CHUNK_OTS).enumerate() {
-            let ots = CHUNK_OTS.min(words * 64 - first);
-            let choices: Vec<u64> = (0..ots / 64).map(|_| prg.u64()).collect();
-            let send = sending.segment(k as u64);
-            let receive = receiving.segment(k as u64);
-            let mut incoming = send.start_in(ots, false, std::mem::take(&mut rows.q));
-            let mut outgoing = receive.start(ots);
-            let codewords = |from: usize, u: &mut [Block]| {
-                for (j, u) in (from..ots).zip(u.iter_mut()) {
-                    if choices[j / 64] >> (j % 64) & 1 == 1 {
-                        *u ^= Block::MAX;
-                    }
-                }
-            };
-            // Both directions at once, as many batches sent ahead of those received as the
-            // channel's window holds (8 MiB at the default queue: a 1 Gbit/s link's bytes in
-            // flight over 64 ms; at least one): in lockstep (a batch each way in turn) each
-            // batch waited a one-way delay for the peer's, 1.2 MB/s on a 40 Mbit/s, 80 ms
-            // link; within the window, neither party's sending waits for the other to stop
-            // sending.
-            let window = (chan.window() / outgoing.batch_bytes()).max(1);
-            let mut ahead = 0;
-            while !incoming.done() || !outgoing.done() {
-                while !outgoing.done() && (ahead < window || incoming.done()) {
-                    outgoing.send_batch(chan, &codewords)?;
-                    ahead += 1;
-                }
-                if !incoming.done() {
-                    incoming.receive_batch(chan)?;
-                    ahead -= 1;
-                }
-            }
-            let tweak = |sends| direction(sends) | first as u64;
-            // As sender: x_0 and x_0 ⊕ x_1.
-            let delta = send.s()[0];
-            rows.q = incoming.finish();
-            rows.flipped.clear();
-            rows.flipped.extend(rows.q.iter().map(|q| q ^ delta));
-            tccr_hash(tweak(true), &mut rows.q);
-            tccr_hash(tweak(true), &mut rows.flipped);
-            let x0 = low_bits(&rows.q);
-            let x1 = low_bits(&rows.flipped);
-            // As receiver: x_u.
-            rows.t.clear();
-            rows.t.resize(ots.next_multiple_of(128), 0);
-            receive.replay_t().par_rows(0, &mut rows.t);
-            rows.t.truncate(ots);
-            tccr_hash(tweak(false), &mut rows.t);
-            let xu = low_bits(&rows.t);
-            for (((&a, &x0), &x1), &xu) in choices.iter().zip(&x0).zip(&x1).zip(&xu) {
-                let b = x0 ^ x1;
-                t.a.push(a);
-                t.b.push(b);
-                t.c.push(a & b ^ x0 ^ xu);
-            }
+        let seeds = (&sending, &receiving);
+        match source {
+            Source::Iknp => iknp_chunks(chan, leader, words, prg, seeds, &mut t)?,
+            Source::SilentOt => silent_chunks(chan, leader, words, prg, seeds, &mut t)?,
         }
         Ok(t)
+    }
+
+    /// Adds a chunk's triples, from its OTs (hashed with tweaks from `first` on).
+    fn push(&mut self, leader: bool, first: usize, ots: ChunkOts) {
+        // The top bit of a tweak names the direction: the leader's sending one is 0.
+        let tweak = |sends: bool| ((sends != leader) as u64) << 63 | first as u64;
+        tccr_hash(tweak(true), ots.x0);
+        tccr_hash(tweak(true), ots.x1);
+        tccr_hash(tweak(false), ots.xu);
+        let (x0, x1, xu) = (low_bits(ots.x0), low_bits(ots.x1), low_bits(ots.xu));
+        for (((&a, &x0), &x1), &xu) in ots.choices.iter().zip(&x0).zip(&x1).zip(&xu) {
+            let b = x0 ^ x1;
+            self.a.push(a);
+            self.b.push(b);
+            self.c.push(a & b ^ x0 ^ xu);
+        }
     }
 
     /// Writes the triples (for a precomputed state).
@@ -158,7 +177,127 @@ impl Triples {
     }
 }
 
-/// Reused row buffers of a chunk.
+/// The chunks' first OTs and lengths, for `words` words of triples.
+fn chunks(words: usize, source: Source) -> impl Iterator<Item = (usize, usize)> {
+    let (total, chunk) = (words * 64, source.chunk());
+    (0..total)
+        .step_by(chunk)
+        .map(move |first| (first, chunk.min(total - first)))
+}
+
+/// The triples from silent COTs, a chunk at a time: the PPRFs' random OTs for every chunk
+/// from one IKNP run each way (the leader's sending one first), then per chunk a COT each
+/// way, the leader's first.
+fn silent_chunks(
+    chan: &mut dyn Channel,
+    leader: bool,
+    words: usize,
+    prg: &mut Prg,
+    (sending, receiving): (&SenderSeeds, &ReceiverSeeds),
+    t: &mut Triples,
+) -> Result<()> {
+    let source = Source::SilentOt;
+    let needed: Vec<usize> = chunks(words, source)
+        .map(|(_, len)| cot::ots_needed(len))
+        .collect();
+    let count = needed.iter().sum();
+    let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+    let (send_ots, receive_ots) = if leader {
+        let send_ots = iknp_send(chan, sending, count)?;
+        (send_ots, iknp_receive(chan, receiving, &choices)?)
+    } else {
+        let receive_ots = iknp_receive(chan, receiving, &choices)?;
+        (iknp_send(chan, sending, count)?, receive_ots)
+    };
+    let delta = sending.delta_block();
+    let (mut offset, mut noise, mut rows) = (0, Vec::new(), Rows::default());
+    for ((first, len), needed) in chunks(words, source).zip(needed) {
+        let ots = offset..offset + needed;
+        offset += needed;
+        let sends = (delta, &send_ots[ots.clone()]);
+        let receives = (&choices[ots.clone()], &receive_ots[ots]);
+        let choices = cot::exchange(chan, prg, len, leader, sends, receives, &mut noise)?;
+        let pairs = &noise[..len];
+        for (v, f) in [(&mut rows.q, 0), (&mut rows.flipped, delta)] {
+            v.clear();
+            v.extend(pairs.iter().map(|p| p.0 ^ f));
+        }
+        rows.t.clear();
+        rows.t.extend(pairs.iter().map(|p| p.1));
+        let ots = ChunkOts {
+            x0: &mut rows.q,
+            x1: &mut rows.flipped,
+            choices: &choices,
+            xu: &mut rows.t,
+        };
+        t.push(leader, first, ots);
+    }
+    Ok(())
+}
+
+/// The triples from IKNP, a chunk at a time, each chunk's rows on a segment of the
+/// extensions of its own.
+fn iknp_chunks(
+    chan: &mut dyn Channel,
+    leader: bool,
+    words: usize,
+    prg: &mut Prg,
+    (sending, receiving): (&SenderSeeds, &ReceiverSeeds),
+    t: &mut Triples,
+) -> Result<()> {
+    let mut rows = Rows::default();
+    for (k, (first, ots)) in chunks(words, Source::Iknp).enumerate() {
+        let choices: Vec<u64> = (0..ots / 64).map(|_| prg.u64()).collect();
+        let send = sending.segment(k as u64);
+        let receive = receiving.segment(k as u64);
+        let mut incoming = send.start_in(ots, false, std::mem::take(&mut rows.q));
+        let mut outgoing = receive.start(ots);
+        let codewords = |from: usize, u: &mut [Block]| {
+            for (j, u) in (from..ots).zip(u.iter_mut()) {
+                if choices[j / 64] >> (j % 64) & 1 == 1 {
+                    *u ^= Block::MAX;
+                }
+            }
+        };
+        // Both directions at once, as many batches sent ahead of those received as the
+        // channel's window holds (8 MiB at the default queue: a 1 Gbit/s link's bytes in
+        // flight over 64 ms; at least one): in lockstep (a batch each way in turn) each
+        // batch waited a one-way delay for the peer's, 1.2 MB/s on a 40 Mbit/s, 80 ms
+        // link; within the window, neither party's sending waits for the other to stop
+        // sending.
+        let window = (chan.window() / outgoing.batch_bytes()).max(1);
+        let mut ahead = 0;
+        while !incoming.done() || !outgoing.done() {
+            while !outgoing.done() && (ahead < window || incoming.done()) {
+                outgoing.send_batch(chan, &codewords)?;
+                ahead += 1;
+            }
+            if !incoming.done() {
+                incoming.receive_batch(chan)?;
+                ahead -= 1;
+            }
+        }
+        // As sender: q and q ⊕ Δ; as receiver: t.
+        let delta = send.s()[0];
+        rows.q = incoming.finish();
+        rows.flipped.clear();
+        rows.flipped.extend(rows.q.iter().map(|q| q ^ delta));
+        rows.t.clear();
+        rows.t.resize(ots.next_multiple_of(128), 0);
+        receive.replay_t().par_rows(0, &mut rows.t);
+        rows.t.truncate(ots);
+        let chunk = ChunkOts {
+            x0: &mut rows.q,
+            x1: &mut rows.flipped,
+            choices: &choices,
+            xu: &mut rows.t,
+        };
+        t.push(leader, first, chunk);
+    }
+    Ok(())
+}
+
+/// Reused buffers of a chunk's OTs: as sender q and q ⊕ Δ, as receiver t.
 #[derive(Default)]
 struct Rows {
     q: Vec<Block>,
@@ -170,7 +309,7 @@ struct Rows {
 fn low_bits(blocks: &[Block]) -> Vec<u64> {
     blocks
         .chunks_exact(64)
-        .map(|c| c.iter().rev().fold(0, |w, &b| w << 1 | (b & 1) as u64))
+        .map(|c| (c.iter().enumerate()).fold(0, |w, (i, &b)| w | (b as u64 & 1) << i))
         .collect()
 }
 
@@ -183,20 +322,38 @@ pub(crate) mod tests {
 
     /// Both parties' triples for `words` words, made over an in-memory channel.
     pub(crate) fn triple_pair(words: usize) -> (Triples, Triples) {
+        triples_from(words, Source::SilentOt)
+    }
+
+    /// [`triple_pair`] from OTs of `source`.
+    fn triples_from(words: usize, source: Source) -> (Triples, Triples) {
         let (mut x, mut y) = mem_pair(Duration::from_secs(30));
         let sid = [7; 32];
-        let follower = std::thread::spawn(move || {
-            Triples::generate(&mut y, false, words, &mut Prg::from_seed(2), &sid).unwrap()
-        });
-        let leader = Triples::generate(&mut x, true, words, &mut Prg::from_seed(1), &sid).unwrap();
+        // Each party on a pool of its own, as `run` gives it: a COT's receiver waits on its
+        // channel on the pool, which, shared, could leave its sender no thread.
+        let party = move |chan: &mut dyn Channel, leader: bool, seed: Block| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+            pool.unwrap().install(|| {
+                Triples::generate(chan, leader, words, &mut Prg::from_seed(seed), &sid, source)
+                    .unwrap()
+            })
+        };
+        let follower = std::thread::spawn(move || party(&mut y, false, 2));
+        let leader = party(&mut x, true, 1);
         (leader, follower.join().unwrap())
     }
 
     #[test]
     fn triples_multiply_and_look_random() {
-        // Several chunks, the last one short.
-        let words = 2 * CHUNK_OTS / 64 + 3;
-        let (p, q) = triple_pair(words);
+        for source in [Source::SilentOt, Source::Iknp] {
+            // Several chunks, the last one short.
+            let words = 2 * source.chunk() / 64 + 3;
+            let (p, q) = triples_from(words, source);
+            check(words, &p, &q);
+        }
+    }
+
+    fn check(words: usize, p: &Triples, q: &Triples) {
         assert_eq!((p.words(), q.words()), (words, words));
         for i in 0..words {
             let (a, b) = (p.a[i] ^ q.a[i], p.b[i] ^ q.b[i]);

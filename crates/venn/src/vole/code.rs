@@ -135,10 +135,10 @@ impl ExConv {
     /// [`ExConv::expand`] on blocks and on bits at once (each output's positions drawn
     /// once for both): `out` and `out_bits` get the positions of `parity` and of
     /// `parity_bits` (bits as in [`ExConv::accumulate_bits`]) added in.
-    pub fn expand_with_bits(
+    pub fn expand_with_bits<T: Symbol>(
         &self,
-        parity: &[Block],
-        out: &mut [Block],
+        parity: &[T],
+        out: &mut [T],
         parity_bits: &[u64],
         out_bits: &mut [u64],
     ) {
@@ -190,17 +190,24 @@ fn accumulate_bits(x: &mut [u64], len: usize, seed: Block) {
     // word w reaches 64w + 63 + 25 < len, inside word w + 1.
     let words = (len.saturating_sub(ACCUMULATOR + 1) / 64).min(x.len().saturating_sub(1));
     if words > 0 {
-        let mut window = u128::from(x[0]) | u128::from(x[1]) << 64;
+        // The window's two words: position o of `lo` is the one being added.
+        let (mut lo, mut hi) = (x[0], x[1]);
+        let mut word_rows = [0; 64];
         for w in 0..words {
-            for o in 0..64 {
-                let row = u128::from(rows.next() | 1 << ACCUMULATOR);
-                let bit = (window >> o) & 1;
-                window ^= (row << (o + 1)) & bit.wrapping_neg();
+            word_rows
+                .iter_mut()
+                .for_each(|r| *r = rows.next() | 1 << ACCUMULATOR);
+            for (o, &row) in word_rows.iter().enumerate() {
+                let row = u128::from(row) << (o + 1);
+                // All ones if the bit at o is set (its bit moved to the top, then spread):
+                // the loop's critical path is this, an AND and an XOR.
+                let mask = ((lo << (63 - o)) as i64 >> 63) as u64;
+                lo ^= row as u64 & mask;
+                hi ^= (row >> 64) as u64 & mask;
             }
-            x[w] = window as u64;
-            x[w + 1] = (window >> 64) as u64;
-            let next = x.get(w + 2).copied().unwrap_or(0);
-            window = (window >> 64) | u128::from(next) << 64;
+            x[w] = lo;
+            x[w + 1] = hi;
+            (lo, hi) = (hi, x.get(w + 2).copied().unwrap_or(0));
         }
     }
     let bit = |x: &[u64], i: usize| (x[i / 64] >> (i % 64)) & 1;
@@ -392,9 +399,9 @@ fn expand_part<T: Symbol>(parity: &[T], out: &mut [T], mut bits: Option<Bits>, m
                 .iter()
                 .fold(T::default(), |acc, &p| acc ^ parity[p as usize]);
             if let Some((parity_bits, out_bits)) = &mut bits {
-                let sum = positions.iter().fold(0, |acc, &p| {
-                    acc ^ parity_bits[p as usize / 64] >> (p % 64)
-                });
+                let sum = positions
+                    .iter()
+                    .fold(0, |acc, &p| acc ^ parity_bits[p as usize / 64] >> (p % 64));
                 out_bits[i / 64] ^= (sum & 1) << (i % 64);
             }
         }

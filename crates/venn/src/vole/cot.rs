@@ -3,28 +3,23 @@
 //! C_i = B_i + A_i·Δ. With y = 1 the base VOLE falls away: each tree's correction is
 //! γ = Σ_j b_j + Δ, so that R's c_α = b_α + Δ ([`trees`]). R's noise e, one 1 a tree at
 //! its point, is compressed by the same code as its blocks, as bits
-//! ([`ExConv::accumulate_bits`]): A = G·e, C = G·c, B = G·b.
-//!
-//! [`ExConv::accumulate_bits`]: super::ExConv::accumulate_bits
+//! ([`ExConv::accumulate_bits`]): A = G·e, C = G·c, B = G·b. Each party makes one COT
+//! each way at once ([`exchange`]) and encodes its b and c side by side.
 //!
 //! Semi-honest only (no Ferret check): its one user is GMW's triples, a semi-honest
 //! protocol. The PPRF's random OTs come from the caller, which makes several COTs on one
 //! OT-extension run; Δ too, its extension's secret, as Ferret takes its Δ from IKNP's.
+//!
+//! [`ExConv::accumulate_bits`]: super::ExConv::accumulate_bits
 
+use super::code::Pair;
 use super::noise::Shape;
 use super::silent::CODE_SEED;
 use super::trees;
 use crate::crypto::{Block, Prg};
 use crate::net::Channel;
 use crate::Result;
-
-/// R's side of a correlated OT.
-pub struct CotReceiver {
-    /// The choice bits A, bit i of word i / 64 (the bits past the outputs zero).
-    pub choices: Vec<u64>,
-    /// C_i = B_i + A_i·Δ.
-    pub c: Vec<Block>,
-}
+use std::mem::MaybeUninit;
 
 /// The PPRF's random OTs a COT of `outputs` takes (h per tree).
 pub fn ots_needed(outputs: usize) -> usize {
@@ -32,56 +27,67 @@ pub fn ots_needed(outputs: usize) -> usize {
     shape.trees * shape.depth
 }
 
-/// S's side: `outputs` values B for S's `delta`, from [`ots_needed`] random OTs (`ots`,
-/// both messages of each) with R.
-pub fn send(
+/// A party's side of two correlated OTs of `outputs` each, one each way (the `leader`'s
+/// sent first): as sender, for its Δ and with the PPRF's OTs `sending` (both messages of
+/// each), its values B; as receiver, with the random OTs `receiving` (its choices and the
+/// messages they gave), its choice bits A (returned: bit i of word i / 64, those past the
+/// outputs zero) and values C = B' + A·Δ' (the peer's B' and Δ'). The two are encoded
+/// together, `noise` holding (b, c) side by side, so that the code's random reads and its
+/// coefficients serve both; on return `noise[i]` is (B_i, C_i) for i below `outputs`.
+/// `noise` is reused: a run's chunks allocate it once.
+pub fn exchange(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     outputs: usize,
-    delta: Block,
-    ots: &[[Block; 2]],
-) -> Result<Vec<Block>> {
-    let shape = Shape::binary(outputs);
-    let mut leaves = trees::send(chan, prg, &shape, ots, &vec![delta; shape.trees])?;
-    shape.code(CODE_SEED).dual_encode(&mut leaves);
-    leaves.truncate(outputs);
-    Ok(leaves)
-}
-
-/// R's side: `outputs` choice bits and values C, from the random OTs (`choices`, random,
-/// and the messages they gave) of [`send`]'s.
-pub fn receive(
-    chan: &mut dyn Channel,
-    outputs: usize,
-    ots: (&[bool], &[Block]),
-) -> Result<CotReceiver> {
+    leader: bool,
+    (delta, sending): (Block, &[[Block; 2]]),
+    receiving: (&[bool], &[Block]),
+    noise: &mut Vec<Pair>,
+) -> Result<Vec<u64>> {
     let shape = Shape::binary(outputs);
     let code = shape.code(CODE_SEED);
-    let z = vec![0; shape.trees];
-    let trees::Rebuilt {
-        mut noise, points, ..
-    } = trees::receive(chan, &shape, &code, ots, &z, |_, _, c| c, None)?;
+    noise.resize(shape.noise_len(), Pair::default());
+    let beta = vec![delta; shape.trees];
+    let send = |chan: &mut dyn Channel, prg: &mut Prg, noise: &mut [Pair]| {
+        trees::send(chan, prg, &shape, (sending, &beta), noise, |e, b| e.0 = b)
+    };
+    let receive = |chan: &mut dyn Channel, noise: &mut [Pair]| {
+        // SAFETY: the same memory as `Pair`s, every one initialised, and `put` only sets
+        // a block of one.
+        let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
+        let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
+        let zeros = vec![0; shape.trees];
+        trees::receive(chan, &shape, receiving, &zeros, places, put, None, None)
+    };
+    let rebuilt = if leader {
+        send(chan, prg, noise)?;
+        receive(chan, noise)?
+    } else {
+        let rebuilt = receive(chan, noise)?;
+        send(chan, prg, noise)?;
+        rebuilt
+    };
+    // R's noise e as bits: a one at each tree's point.
     let n = code.inputs() / 2;
     let (mut out_bits, mut parity_bits) = (vec![0u64; n.div_ceil(64)], vec![0; n.div_ceil(64)]);
-    for p in points {
+    for p in rebuilt.points {
         let (bits, i) = match p < n {
             true => (&mut out_bits, p),
             false => (&mut parity_bits, p - n),
         };
         bits[i / 64] |= 1 << (i % 64);
     }
-    code.accumulate_bits(&mut parity_bits);
     let (out, parity) = noise.split_at_mut(n);
+    rayon::join(
+        || code.accumulate(parity),
+        || code.accumulate_bits(&mut parity_bits),
+    );
     code.expand_with_bits(parity, out, &parity_bits, &mut out_bits);
-    noise.truncate(outputs);
     out_bits.truncate(outputs.div_ceil(64));
     if !outputs.is_multiple_of(64) {
         out_bits[outputs / 64] &= (1 << (outputs % 64)) - 1;
     }
-    Ok(CotReceiver {
-        choices: out_bits,
-        c: noise,
-    })
+    Ok(out_bits)
 }
 
 #[cfg(test)]
@@ -92,40 +98,74 @@ mod tests {
     use crate::ot::{iknp_receive, iknp_send, test_seeds};
     use std::time::Duration;
 
-    /// A COT of `outputs` over an in-memory channel, its OTs from IKNP.
-    fn cot_pair(outputs: usize) -> (Block, Vec<Block>, CotReceiver) {
+    /// Both parties' COTs of `outputs` each way over an in-memory channel, their PPRF's
+    /// OTs from IKNP: each party's Δ, choice bits and (B, C).
+    fn cot_pair(outputs: usize) -> [(Block, Vec<u64>, Vec<Pair>); 2] {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-        let (sender_seeds, receiver_seeds) = test_seeds(&mut Prg::from_seed(3));
+        let mut prg = Prg::from_seed(3);
+        let seeds = [test_seeds(&mut prg), test_seeds(&mut prg)];
         let count = ots_needed(outputs);
-        let mut prg = Prg::from_seed(2);
-        let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
-        let delta = sender_seeds.delta_block();
+        // Each party on a pool of its own, as `run` gives it: a receiver waits on its
+        // channel on the pool, which, shared, could leave its sender no thread.
+        let party = |chan: &mut dyn Channel, leader: bool| {
+            let (sending, receiving) = match leader {
+                true => (&seeds[0].0, &seeds[1].1),
+                false => (&seeds[1].0, &seeds[0].1),
+            };
+            let mut prg = Prg::from_seed(leader as Block);
+            let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+            pool.unwrap().install(|| {
+                let (send_ots, receive_ots) = match leader {
+                    true => {
+                        let s = iknp_send(chan, sending, count).unwrap();
+                        (s, iknp_receive(chan, receiving, &choices).unwrap())
+                    }
+                    false => {
+                        let r = iknp_receive(chan, receiving, &choices).unwrap();
+                        (iknp_send(chan, sending, count).unwrap(), r)
+                    }
+                };
+                let delta = sending.delta_block();
+                let mut noise = Vec::new();
+                let sending = (delta, &send_ots[..]);
+                let receiving = (&choices[..], &receive_ots[..]);
+                let bits = exchange(
+                    chan, &mut prg, outputs, leader, sending, receiving, &mut noise,
+                )
+                .unwrap();
+                noise.truncate(outputs);
+                (delta, bits, noise)
+            })
+        };
         std::thread::scope(|s| {
-            let sender = s.spawn(move || {
-                let ots = iknp_send(&mut a, &sender_seeds, count)?;
-                send(&mut a, &mut Prg::from_seed(1), outputs, delta, &ots)
-            });
-            let ots = iknp_receive(&mut b, &receiver_seeds, &choices).unwrap();
-            let r = receive(&mut b, outputs, (&choices, &ots)).unwrap();
-            (delta, sender.join().unwrap().unwrap(), r)
+            let follower = s.spawn(|| party(&mut b, false));
+            [party(&mut a, true), follower.join().unwrap()]
         })
     }
 
     #[test]
     fn c_is_b_plus_the_choice_times_delta() {
         for n in [1, 63, 64, 1000, 70_001] {
-            let (delta, b, r) = cot_pair(n);
-            assert_eq!((b.len(), r.c.len(), r.choices.len()), (n, n, n.div_ceil(64)));
-            let choice = |i: usize| (r.choices[i / 64] >> (i % 64)) & 1 == 1;
-            for (i, (c, b)) in r.c.iter().zip(&b).enumerate() {
-                assert_eq!(*c, b ^ if choice(i) { delta } else { 0 }, "n {n}, i {i}");
+            let parties = cot_pair(n);
+            for (s, r) in [(&parties[0], &parties[1]), (&parties[1], &parties[0])] {
+                let ((delta, _, sent), (_, choices, received)) = (s, r);
+                assert_eq!((sent.len(), choices.len()), (n, n.div_ceil(64)));
+                let choice = |i: usize| (choices[i / 64] >> (i % 64)) & 1 == 1;
+                for (i, (s, r)) in sent.iter().zip(received).enumerate() {
+                    assert_eq!(
+                        r.1,
+                        s.0 ^ if choice(i) { *delta } else { 0 },
+                        "n {n}, i {i}"
+                    );
+                }
+                // The choices are about half ones (the noise was compressed), none past n.
+                let ones: u32 = choices.iter().map(|w| w.count_ones()).sum();
+                if n >= 1000 {
+                    assert!((ones as f64 / n as f64 - 0.5).abs() < 0.05, "{ones} of {n}");
+                }
+                assert_eq!(choices[n.div_ceil(64) - 1] >> 1 >> ((n - 1) % 64), 0);
             }
-            // The choices are about half ones (the noise was compressed), none past n.
-            let ones: u32 = r.choices.iter().map(|w| w.count_ones()).sum();
-            if n >= 1000 {
-                assert!((ones as f64 / n as f64 - 0.5).abs() < 0.05, "{ones} of {n}");
-            }
-            assert_eq!(r.choices[n.div_ceil(64) - 1] >> 1 >> ((n - 1) % 64), 0);
         }
     }
 }

@@ -97,7 +97,10 @@ mod tests {
         assert_eq!(t, MIN_BINARY_TREES);
         for n in [1, 1000, 1 << 20, 3_000_017] {
             let s = Shape::binary(n);
-            assert!(s.trees >= t && s.trees <= 2 * t && s.noise_len() / 2 >= n, "{s:?}");
+            assert!(
+                s.trees >= t && s.trees <= 2 * t && s.noise_len() / 2 >= n,
+                "{s:?}"
+            );
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
-use crate::util::memory::release_spare;
+use crate::util::memory::{huge_zeroed, release_spare, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -167,7 +167,15 @@ pub fn send(
         Adversary::SemiHonest => None,
         Adversary::Malicious => Some(base::challenge(chan, prg)?),
     };
-    let mut leaves = trees::send(chan, prg, &shape, &ots, &beta[..t])?;
+    let mut leaves = huge_zeroed(shape.noise_len());
+    trees::send(
+        chan,
+        prg,
+        &shape,
+        (&ots, &beta[..t]),
+        &mut leaves,
+        |e, b| *e = b,
+    )?;
     if let Some(seed) = base_check {
         let mut answer = Vec::new();
         chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
@@ -206,23 +214,29 @@ pub fn receive(
     let code = shape.code(CODE_SEED);
     // Drawn now, sent once every tree is in (only then may S learn it).
     let ferret_seed = base_check.first().map(|_| prg.block());
-    let parity_sum = ferret_seed.map(|seed| {
-        move |split: usize, parity: &[Pair]| ferret_sum(seed, split, parity, |p| p.1)
-    });
+    let parity_sum = ferret_seed
+        .map(|seed| move |split: usize, parity: &[Pair]| ferret_sum(seed, split, parity, |p| p.1));
+    // Not zeroed first: pairs are aligned beyond what calloc gives, so zeroed memory
+    // would be a serial memset of all of it.
+    let mut noise: Vec<Pair> = with_huge_capacity(shape.noise_len());
     let trees::Rebuilt {
-        mut noise,
         points,
         split,
         parity_sum,
     } = trees::receive(
         chan,
         &shape,
-        &code,
         (&choices, &ots),
         &z[..t],
-        |tree, at_point, c| Pair(if at_point { y[tree] } else { 0 }, c),
+        &mut noise.spare_capacity_mut()[..shape.noise_len()],
+        |e, tree, at_point, c| {
+            e.write(Pair(if at_point { y[tree] } else { 0 }, c));
+        },
+        Some(&code),
         parity_sum.as_ref().map(|f| f as _),
     )?;
+    // SAFETY: `receive` wrote every one of the noise's pairs.
+    unsafe { noise.set_len(shape.noise_len()) };
     if let (Some(&seed), Some(ferret_seed)) = (base_check.first(), ferret_seed) {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
         let chi = Aes::new(ferret_seed);

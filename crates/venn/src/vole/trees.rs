@@ -11,7 +11,6 @@ use super::noise::Shape;
 use super::pprf;
 use crate::crypto::{Block, Prg};
 use crate::net::Channel;
-use crate::util::memory::{huge_zeroed, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -59,30 +58,38 @@ impl TreeOrder {
 
 /// S's side: the trees (on the rayon pool) a group at a time, in [`TreeOrder`], each
 /// group's level sums masked by `ots` (h pairs a tree) and its corrections (tree i's with
-/// `beta[i]`) sent as soon as they are made; returns the N leaves b.
-pub fn send(
+/// `beta[i]`) sent as soon as they are made; each of the N leaves b given to `put` with
+/// its place in `noise`.
+pub fn send<T: Symbol>(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     shape: &Shape,
-    ots: &[[Block; 2]],
-    beta: &[Block],
-) -> Result<Vec<Block>> {
+    (ots, beta): (&[[Block; 2]], &[Block]),
+    noise: &mut [T],
+    put: impl Fn(&mut T, Block) + Sync,
+) -> Result<()> {
     let h = shape.depth;
     assert_eq!((ots.len(), beta.len()), (shape.trees * h, shape.trees));
-    let mut leaves = huge_zeroed(shape.noise_len());
+    assert_eq!(noise.len(), shape.noise_len());
     let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
     for group in &TreeOrder::new(shape).groups {
         let roots: Vec<Block> = group.clone().map(|_| prg.block()).collect();
-        let trees: Vec<(Vec<[Block; 2]>, Block)> = leaves
+        let trees: Vec<(Vec<[Block; 2]>, Block)> = noise
             [group.start * shape.block()..group.end * shape.block()]
             .par_chunks_exact_mut(shape.block())
             .zip(roots)
-            .map(|(tree, root)| {
-                let sums = pprf::expand_sender(root, h, tree);
-                // The leaves' sum: the last level's two sides.
-                let all = sums[h - 1][0] ^ sums[h - 1][1];
-                (sums, all)
-            })
+            .map_init(
+                || vec![0; shape.block()],
+                |leaves, (tree, root)| {
+                    let sums = pprf::expand_sender(root, h, leaves);
+                    tree.iter_mut()
+                        .zip(leaves.iter())
+                        .for_each(|(e, &b)| put(e, b));
+                    // The leaves' sum: the last level's two sides.
+                    let all = sums[h - 1][0] ^ sums[h - 1][1];
+                    (sums, all)
+                },
+            )
             .collect();
         message.clear();
         for (i, (sums, _)) in group.clone().zip(&trees) {
@@ -98,47 +105,46 @@ pub fn send(
         );
         chan.send_blocks(&message)?;
     }
-    Ok(leaves)
+    Ok(())
 }
 
 /// A sum over part of R's noise, the positions from the first argument on (Ferret's).
 pub type PartSum<'a, T> = &'a (dyn Fn(usize, &[T]) -> Block + Sync);
 
-/// R's rebuilt noise, its parity half accumulated.
-pub struct Rebuilt<T> {
-    /// The N positions: the first half as rebuilt, the parity half accumulated.
-    pub noise: Vec<T>,
+/// Where R's trees were rebuilt.
+pub struct Rebuilt {
     /// Each tree's point, as a noise position.
     pub points: Vec<usize>,
     /// The trees from here on were sent first ([`TreeOrder`]).
     pub split: usize,
-    /// `parity_sum(positions split..N)`, taken before the accumulation.
+    /// `parity_sum(split, noise[split..])`, taken before the accumulation.
     pub parity_sum: Option<Block>,
 }
 
 /// R's side: each tree rebuilt (on the rayon pool) with its point's value, a group at a
 /// time as the groups come ([`TreeOrder`]). `choices` are R's OT choices (h a tree, the
 /// complements of its path bits), `ots` the messages they gave, `z[i]` tree i's base
-/// value and `leaf(tree, at_point, c)` what a position holds. Once the code's parity half
-/// is in, its accumulation (serial) runs beside the other trees, and `parity_sum` (for
-/// Ferret's check) over it before.
+/// value; `put(place, tree, at_point, c)` writes a position's c into its place in `noise`
+/// (each place written, all N). With a `code`, once the code's parity half is in, its
+/// accumulation (serial) runs beside the other trees, and `parity_sum` (for Ferret's
+/// check) over it before.
+#[allow(clippy::too_many_arguments)]
 pub fn receive<T: Symbol>(
     chan: &mut dyn Channel,
     shape: &Shape,
-    code: &ExConv,
     (choices, ots): (&[bool], &[Block]),
     z: &[Block],
-    leaf: impl Fn(usize, bool, Block) -> T + Sync,
+    noise: &mut [MaybeUninit<T>],
+    put: impl Fn(&mut MaybeUninit<T>, usize, bool, Block) + Sync,
+    code: Option<&ExConv>,
     parity_sum: Option<PartSum<T>>,
-) -> Result<Rebuilt<T>> {
+) -> Result<Rebuilt> {
     let (t, h) = (shape.trees, shape.depth);
     assert_eq!((choices.len(), ots.len(), z.len()), (t * h, t * h, t));
+    assert_eq!(noise.len(), shape.noise_len());
     let order = TreeOrder::new(shape);
     let (parity_groups, other_groups) = order.parts();
-    let (n, split) = (code.inputs() / 2, order.split * shape.block());
-    // Not zeroed first: pairs are aligned beyond what calloc gives, so zeroed memory
-    // would be a serial memset of all of it.
-    let mut noise: Vec<T> = with_huge_capacity(shape.noise_len());
+    let (n, split) = (shape.noise_len() / 2, order.split * shape.block());
     let mut points = vec![0; t];
     let mut message = Vec::new();
     let mut rebuild = |groups: &[Range<usize>], part: &mut [MaybeUninit<T>], offset: usize| {
@@ -167,7 +173,7 @@ pub fn receive<T: Symbol>(
                         let others = leaves.iter().fold(0, |acc, c| acc ^ c);
                         leaves[alpha] = corrections[i] ^ z[tree] ^ others;
                         for (j, (e, &c)) in tree_noise.iter_mut().zip(leaves.iter()).enumerate() {
-                            e.write(leaf(tree, j == alpha, c));
+                            put(e, tree, j == alpha, c);
                         }
                         *point = tree * shape.block() + alpha;
                     },
@@ -175,25 +181,24 @@ pub fn receive<T: Symbol>(
         }
         Ok::<_, Error>(())
     };
-    let (others, parity_side) = noise.spare_capacity_mut()[..shape.noise_len()].split_at_mut(split);
+    let (others, parity_side) = noise.split_at_mut(split);
     rebuild(parity_groups, parity_side, split)?;
-    // SAFETY: the parity groups' trees tile `parity_side` and wrote each of its symbols; a
-    // `MaybeUninit<T>` has a `T`'s layout.
+    // SAFETY: the parity groups' trees tile `parity_side` and `put` wrote each of its
+    // symbols; a `MaybeUninit<T>` has a `T`'s layout.
     let parity_side = unsafe { &mut *(parity_side as *mut [MaybeUninit<T>] as *mut [T]) };
     let (parity_sum, rebuilt) = rayon::join(
         || {
             // The sum over these positions before the code changes them.
             let sum = parity_sum.map(|sum| sum(split, parity_side));
-            code.accumulate(&mut parity_side[n - split..]);
+            if let Some(code) = code {
+                code.accumulate(&mut parity_side[n - split..]);
+            }
             sum
         },
         || rebuild(other_groups, others, 0),
     );
     rebuilt?;
-    // SAFETY: the other groups' trees tile the rest: each of the noise's symbols is written.
-    unsafe { noise.set_len(shape.noise_len()) };
     Ok(Rebuilt {
-        noise,
         points,
         split,
         parity_sum,

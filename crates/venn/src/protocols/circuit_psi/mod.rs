@@ -12,7 +12,7 @@ mod convert;
 
 use super::{Context, Options, Output, Stash};
 use crate::crypto::{Prg, RandomOracle};
-use crate::gmw::{Gmw, Shared, Triples};
+use crate::gmw::{Gmw, Shared, TripleSource, Triples};
 use crate::net::Channel;
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
@@ -65,8 +65,9 @@ pub struct Prepared<O> {
     pub ots: O,
 }
 
-/// The offline phase: `words` words of triples (the receiver leads) and `outputs` random
-/// OTs, each on base OTs of their own, under session ids from `domain` and the session.
+/// The offline phase: `words` words of triples (the receiver leads; from the OTs
+/// `--offline` names) and `outputs` random OTs, each on base OTs of their own, under
+/// session ids from `domain` and the session.
 pub fn prepare<O: Ots>(
     ctx: &mut Context,
     domain: &str,
@@ -77,7 +78,8 @@ pub fn prepare<O: Ots>(
     let [triple_sid, ot_sid] = [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])];
     ctx.phase("triples", true);
     let leader = ctx.session.role == Role::Receiver;
-    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid)?;
+    let source = TripleSource::of(ctx.session.options.offline);
+    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid, source)?;
     ctx.phase("counting OTs", true);
     let ots = O::generate(ctx.peer, &mut ctx.prg, &ot_sid, outputs as usize)?;
     Ok(Prepared { triples, ots })

@@ -20,7 +20,7 @@ mod params;
 
 use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
 use super::{
-    Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::Prg;
@@ -48,11 +48,12 @@ static INFO: ProtocolInfo = ProtocolInfo {
     leakage: "The receiver learns the size of the intersection (with --threshold T only \
               whether it is at least T); the sender learns nothing. Neither learns which \
               items are common. Both learn the other's set size. Secure only if both \
-              parties follow the protocol (GMW with OT-extension triples: a \
-              correlation-robust hash and the base OTs' DDH). With --sigma 32 the keys are \
-              32-bit integers compared exactly; other keys are hashed with a per-session \
-              key to λ + 2·log2(2n) bits, so two distinct keys match with probability at \
-              most 2^-40.",
+              parties follow the protocol (GMW with triples from silent OT: dual LPN over \
+              the ExConv code, a correlation-robust hash and the base OTs' DDH; \
+              --offline iknp: IKNP, without the LPN assumption). With --sigma 32 the keys \
+              are 32-bit integers compared exactly; other keys are hashed with a \
+              per-session key to λ + 2·log2(2n) bits, so two distinct keys match with \
+              probability at most 2^-40.",
     both_allowed: false,
     roles: &[
         RoleInfo {
@@ -93,7 +94,8 @@ impl Protocol for Hek12 {
             return 0; // refused by the parameters before anything is allocated
         };
         let words = triple_words(&p);
-        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words);
+        let source = crate::gmw::TripleSource::of(options.offline);
+        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
         let ots = 32 * p.outputs();
         let planes = 6 * 2 * p.n * p.width() as u64 / 8;
         let values = 16 * 2 * p.n;
@@ -104,6 +106,7 @@ impl Protocol for Hek12 {
     fn accepts(&self) -> Accepts {
         Accepts {
             sigma: &[32],
+            offline: &[Offline::Ot, Offline::Iknp],
             threshold: true,
             ..Accepts::NOTHING
         }

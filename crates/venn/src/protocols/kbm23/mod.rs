@@ -258,7 +258,8 @@ impl Party for Kbm23Sender {
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
         let tuples = match ctx.session.options.offline {
-            Offline::Ot => {
+            // Its OT offline phase is IKNP's (`iknp` is refused by its `accepts`).
+            Offline::Ot | Offline::Iknp => {
                 ctx.phase("base OTs", true);
                 let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
                 ctx.phase("OLE tuples (Gilboa, IKNP)", true);
@@ -418,7 +419,8 @@ impl Party for Kbm23Receiver {
         let [seed, _] =
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
         let tuples = match ctx.session.options.offline {
-            Offline::Ot => {
+            // Its OT offline phase is IKNP's (`iknp` is refused by its `accepts`).
+            Offline::Ot | Offline::Iknp => {
                 ctx.phase("base OTs", true);
                 let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
                 ctx.phase("OLE tuples (Gilboa, IKNP)", true);

@@ -9,7 +9,8 @@
 //! is the receiver and learns the output.
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
-//! ([`crate::gmw::Triples`], two IKNP random OTs each); one random OT per output bit for the
+//! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP); one random OT
+//! per output bit for the
 //! count ([`super::circuit_psi`]).
 //!
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
@@ -25,7 +26,7 @@ mod params;
 
 use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
 use super::{
-    Accepts, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
+    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::crypto::{Block, Prg};
@@ -90,9 +91,10 @@ static CA_INFO: ProtocolInfo = ProtocolInfo {
     leakage: "The receiver learns the size of the intersection (with --threshold T only \
               whether it is at least T); the sender learns nothing. Neither learns which \
               items are common. Both learn the other's set size. Secure only if both \
-              parties follow the protocol (GMW with OT-extension triples: a \
-              correlation-robust hash and the base OTs' DDH). A placement that fails (an \
-              event of probability at most 2^-40) ends the run with an error, which the \
+              parties follow the protocol (GMW with triples from silent OT: dual LPN over \
+              the ExConv code, a correlation-robust hash and the base OTs' DDH; \
+              --offline iknp: IKNP, without the LPN assumption). A placement that fails \
+              (an event of probability at most 2^-40) ends the run with an error, which the \
               peer sees. With --sigma 32 the keys are 32-bit integers compared exactly; \
               other keys are hashed with a per-session key to λ + log2(n_s·n_r) bits, so \
               two distinct keys match with probability at most 2^-40.",
@@ -111,12 +113,13 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               learns which items are common, and the receiver learns no single value \
               unless the intersection has one item (or the sum alone determines it). Both \
               learn the other's set size. Secure only if both parties follow the protocol \
-              (GMW with OT-extension triples: a correlation-robust hash and the base OTs' \
-              DDH). A placement that fails (an event of probability at most 2^-40) ends \
-              the run with an error, which the peer sees. With --sigma 32 the keys are \
-              32-bit integers compared exactly; other keys are hashed with a per-session \
-              key to λ + log2(n_s·n_r) bits, so two distinct keys match with probability \
-              at most 2^-40.",
+              (GMW with triples from silent OT: dual LPN over the ExConv code, a \
+              correlation-robust hash and the base OTs' DDH; --offline iknp: IKNP, \
+              without the LPN assumption). A placement that fails (an event of \
+              probability at most 2^-40) ends the run with an error, which the peer sees. \
+              With --sigma 32 the keys are 32-bit integers compared exactly; other keys \
+              are hashed with a per-session key to λ + log2(n_s·n_r) bits, so two \
+              distinct keys match with probability at most 2^-40.",
     both_allowed: false,
     roles: &roles(OutputKind::Sum),
 };
@@ -144,7 +147,8 @@ impl Protocol for Psww18 {
             return 0; // refused by the parameters before anything is allocated
         };
         let words = triple_words(&p);
-        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words);
+        let source = crate::gmw::TripleSource::of(options.offline);
+        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
         let ots = 32 * p.outputs();
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
@@ -162,6 +166,7 @@ impl Protocol for Psww18 {
     fn accepts(&self) -> Accepts {
         Accepts {
             sigma: &[32],
+            offline: &[Offline::Ot, Offline::Iknp],
             stash: true,
             threshold: self.function == Function::Count,
             values: self.function == Function::Sum,
