@@ -18,22 +18,21 @@
 //! coin-tossed w in the output hash and 128-bit answers ([`malicious`]).
 
 mod malicious;
+pub mod oprf;
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
     output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
     Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{gf128, Aes, Block, RandomOracle};
-use crate::items::{BlockEncoder, Items};
+use crate::items::Items;
 use crate::net::Writer;
-use crate::okvs::{self, Okvs};
+use crate::okvs;
 use crate::session::Role;
 use crate::state::{exactly, StateReader, StateWriter};
-use crate::util::memory::huge_zeroed;
 use crate::vole::{self, Adversary, Pair, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
-use rayon::prelude::*;
+use oprf::Hashes;
 
 /// RR22's PSI, against semi-honest (`rr22`) or malicious (`rr22-m`) parties.
 pub struct Rr22 {
@@ -192,50 +191,6 @@ impl Protocol for Rr22 {
     }
 }
 
-/// Blocks worked on at a time through a buffer on the stack (for hashing, enough to keep
-/// the AES pipeline full).
-const CHUNK: usize = 256;
-
-/// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
-/// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
-struct Hashes {
-    items: BlockEncoder,
-    h_b: Aes,
-    h_o: Aes,
-}
-
-impl Hashes {
-    fn new(sid: &[u8; 32]) -> Hashes {
-        let key =
-            |what: &str| RandomOracle::new("venn/rr22/hash key", sid).hash_block(what.as_bytes());
-        Hashes {
-            items: BlockEncoder::new("venn/rr22/item", sid),
-            h_b: Aes::new(key("H^B")),
-            h_o: Aes::new(key("H^o")),
-        }
-    }
-
-    fn keys(&self, items: &Items) -> Vec<Block> {
-        self.items.encode_all(items, Block::MAX)
-    }
-
-    /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
-    fn hash(aes: &Aes, x: &mut [Block]) {
-        x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
-            let mut h = [0; CHUNK];
-            let h = &mut h[..c.len()];
-            Hashes::hash_to(aes, c, h);
-            c.copy_from_slice(h);
-        });
-    }
-
-    /// AES_k(x) + x for each of `x`, into `out`.
-    fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
-        aes.encrypt_blocks_to(x, out);
-        out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
-    }
-}
-
 impl Party for Rr22Sender {
     type State = VoleSender;
 
@@ -259,47 +214,11 @@ impl Party for Rr22Sender {
             Adversary::Malicious => Some(malicious::commit(ctx)?),
         };
         let VoleSender { delta, b } = state;
-        let mut seed = Vec::new();
-        ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
-        let okvs = Okvs::new(p.okvs, seed[0]);
-        // Δ·H^B(y) while R encodes; then B' = B + Δ·A' = C + Δ·P a bin at a time as A'
-        // comes, and each bin of it read at once, in the cache.
+        let okvs = oprf::receive_seed(ctx, p.okvs)?;
         ctx.phase("evaluate", false);
         let keys = hashes.keys(items);
-        let binned = okvs.bin(&keys);
-        let mut values = huge_zeroed(keys.len());
-        values
-            .par_chunks_mut(CHUNK)
-            .zip(keys.par_chunks(CHUNK))
-            .for_each(|(values, keys)| {
-                let mut h = [0; CHUNK];
-                let h = &mut h[..keys.len()];
-                Hashes::hash_to(&hashes.h_b, keys, h);
-                gf128::add_evaluations(h, &[delta], values);
-            });
-        let mut on_b_prime = huge_zeroed(keys.len());
-        let bin_len = p.okvs.bin_len();
-        binned.decode_streaming(
-            |len, bin| ctx.peer.recv_blocks(len, bin, "A'"),
-            // Bin i of A' becomes bin i of B' = B + Δ·A', a chunk at a time.
-            |i, bin| {
-                let b = &b[i * bin_len..(i + 1) * bin_len];
-                for (a, b) in bin.chunks_mut(CHUNK).zip(b.chunks(CHUNK)) {
-                    let mut b_prime = [0; CHUNK];
-                    let b_prime = &mut b_prime[..a.len()];
-                    b_prime.copy_from_slice(b);
-                    gf128::add_evaluations(a, &[delta], b_prime);
-                    a.copy_from_slice(b_prime);
-                }
-            },
-            &mut on_b_prime,
-        )?;
-        drop(binned);
-        values
-            .par_iter_mut()
-            .zip(&on_b_prime)
-            .for_each(|(v, d)| *v ^= d);
-        drop(on_b_prime);
+        let mut values = oprf::evaluate(ctx, &hashes.h_b, &okvs, (delta, &b), &keys)?;
+        drop(b);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
         match w {
@@ -345,33 +264,15 @@ impl Party for Rr22Receiver {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
         let hashes = Hashes::new(&ctx.session.id);
         ctx.phase("encode and send the OKVS", false);
-        // A fresh seed, drawn once the items are fixed (RR22 §2 footnote 2), and sent
-        // first: S bins its items under it and computes Δ·H^B while R encodes.
-        let seed = ctx.prg.block();
-        ctx.peer.send_blocks(&[seed])?;
+        let okvs = oprf::send_seed(ctx, p.okvs)?;
         let keys = hashes.keys(items);
-        let okvs = Okvs::new(p.okvs, seed);
         let binned = okvs.bin(&keys);
         let toss = match self.0 {
             Adversary::SemiHonest => None,
             Adversary::Malicious => Some(malicious::reply(ctx)?),
         };
-        // A' = A + P sent bin by bin as P is solved (S reads each as it comes), P encoding
-        // H^B of the keys, computed a bin at a time; and Decode(C, x) from the rows the
-        // encoding found.
-        let VoleReceiver { pairs } = state;
-        let mut values = binned.encode_streaming(
-            |range, out| Hashes::hash_to(&hashes.h_b, &binned.keys()[range], out),
-            &pairs,
-            |pair| pair.1,
-            |columns, p| {
-                p.iter_mut()
-                    .zip(&pairs[columns])
-                    .for_each(|(p, pair)| *p ^= pair.0)
-            },
-            |_, a_prime| ctx.peer.send_blocks(a_prime),
-        )?;
-        drop((binned, pairs));
+        let mut values = oprf::receive(ctx, &hashes.h_b, &binned, state)?;
+        drop(binned);
         // w_r goes with A', after it.
         let toss = toss
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))

@@ -1,0 +1,147 @@
+//! RR22's oblivious PRF from a VOLE (Fig. 4 steps 3–5; after RS21): the receiver R, with
+//! its VOLE's A and C = B + A·Δ, sends a fresh OKVS seed, encodes the OKVS P with
+//! Decode(P, x) = H^B(x) at its keys and sends A' = A + P, bin by bin as it is solved; it
+//! then holds F(x) = Decode(C, x) for each of its keys. The sender S, with Δ and B, makes
+//! B' = B + Δ·A' = C + Δ·P as A' comes and can evaluate F(y) = Decode(B', y) + Δ·H^B(y)
+//! at any y: for y = x the two agree, and for any other y the difference
+//! Δ·(Decode(P, y) + H^B(y)) is masked by Δ. The PSI (`rr22`, `rr22-m`) hashes F once more
+//! (H^o) and compares; the circuit PSI's OPPRF masks its hint with it.
+
+use crate::crypto::{gf128, Aes, Block, RandomOracle};
+use crate::items::{BlockEncoder, Items};
+use crate::okvs::{self, BinnedKeys, Okvs};
+use crate::protocols::Context;
+use crate::util::memory::huge_zeroed;
+use crate::vole::VoleReceiver;
+use crate::Result;
+use rayon::prelude::*;
+
+/// Blocks worked on at a time through a buffer on the stack (for hashing, enough to keep
+/// the AES pipeline full).
+const CHUNK: usize = 256;
+
+/// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
+/// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
+pub struct Hashes {
+    items: BlockEncoder,
+    pub h_b: Aes,
+    pub h_o: Aes,
+}
+
+impl Hashes {
+    pub fn new(sid: &[u8; 32]) -> Hashes {
+        let key =
+            |what: &str| RandomOracle::new("venn/rr22/hash key", sid).hash_block(what.as_bytes());
+        Hashes {
+            items: BlockEncoder::new("venn/rr22/item", sid),
+            h_b: Aes::new(key("H^B")),
+            h_o: Aes::new(key("H^o")),
+        }
+    }
+
+    /// The items as blocks.
+    pub fn keys(&self, items: &Items) -> Vec<Block> {
+        self.items.encode_all(items, Block::MAX)
+    }
+
+    /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
+    pub fn hash(aes: &Aes, x: &mut [Block]) {
+        x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
+            let mut h = [0; CHUNK];
+            let h = &mut h[..c.len()];
+            Hashes::hash_to(aes, c, h);
+            c.copy_from_slice(h);
+        });
+    }
+
+    /// AES_k(x) + x for each of `x`, into `out`.
+    pub fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
+        aes.encrypt_blocks_to(x, out);
+        out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
+    }
+}
+
+/// R's first step: a fresh seed, drawn once the keys are fixed (RR22 §2 footnote 2: no one
+/// can choose keys that make the OKVS fail), sent first so that S can bin its keys and
+/// compute Δ·H^B while R encodes; the OKVS of dimensions `params` under it.
+pub fn send_seed(ctx: &mut Context, params: okvs::Params) -> Result<Okvs> {
+    let seed = ctx.prg.block();
+    ctx.peer.send_blocks(&[seed])?;
+    Ok(Okvs::new(params, seed))
+}
+
+/// S's first step: the OKVS under the seed R sends.
+pub fn receive_seed(ctx: &mut Context, params: okvs::Params) -> Result<Okvs> {
+    let mut seed = Vec::new();
+    ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
+    Ok(Okvs::new(params, seed[0]))
+}
+
+/// R's side: A' = A + P sent bin by bin as P is solved (S reads each as it comes), P
+/// encoding H^B (under `h_b`) of the keys, a bin at a time; returns F(x) = Decode(C, x)
+/// for each key, from the rows the encoding found (in the order the keys were binned in).
+pub fn receive(
+    ctx: &mut Context,
+    h_b: &Aes,
+    binned: &BinnedKeys,
+    vole: VoleReceiver,
+) -> Result<Vec<Block>> {
+    let VoleReceiver { pairs } = vole;
+    binned.encode_streaming(
+        |range, out| Hashes::hash_to(h_b, &binned.keys()[range], out),
+        &pairs,
+        |pair| pair.1,
+        |columns, p| {
+            p.iter_mut()
+                .zip(&pairs[columns])
+                .for_each(|(p, pair)| *p ^= pair.0)
+        },
+        |_, a_prime| ctx.peer.send_blocks(a_prime),
+    )
+}
+
+/// S's side, with its VOLE's Δ and B: F(y) = Decode(B', y) + Δ·H^B(y) for each of `keys`,
+/// B' = B + Δ·A' made a bin at a time as A' comes, and each bin of it read at once, in
+/// the cache; Δ·H^B(y) computed while R encodes.
+pub fn evaluate(
+    ctx: &mut Context,
+    h_b: &Aes,
+    okvs: &Okvs,
+    (delta, b): (Block, &[Block]),
+    keys: &[Block],
+) -> Result<Vec<Block>> {
+    let binned = okvs.bin(keys);
+    let mut values = huge_zeroed(keys.len());
+    values
+        .par_chunks_mut(CHUNK)
+        .zip(keys.par_chunks(CHUNK))
+        .for_each(|(values, keys)| {
+            let mut h = [0; CHUNK];
+            let h = &mut h[..keys.len()];
+            Hashes::hash_to(h_b, keys, h);
+            gf128::add_evaluations(h, &[delta], values);
+        });
+    let mut on_b_prime = huge_zeroed(keys.len());
+    let bin_len = okvs.params().bin_len();
+    binned.decode_streaming(
+        |len, bin| ctx.peer.recv_blocks(len, bin, "A'"),
+        // Bin i of A' becomes bin i of B' = B + Δ·A', a chunk at a time.
+        |i, bin| {
+            let b = &b[i * bin_len..(i + 1) * bin_len];
+            for (a, b) in bin.chunks_mut(CHUNK).zip(b.chunks(CHUNK)) {
+                let mut b_prime = [0; CHUNK];
+                let b_prime = &mut b_prime[..a.len()];
+                b_prime.copy_from_slice(b);
+                gf128::add_evaluations(a, &[delta], b_prime);
+                a.copy_from_slice(b_prime);
+            }
+        },
+        &mut on_b_prime,
+    )?;
+    drop(binned);
+    values
+        .par_iter_mut()
+        .zip(&on_b_prime)
+        .for_each(|(v, d)| *v ^= d);
+    Ok(values)
+}
