@@ -16,7 +16,7 @@ mod solve;
 
 pub use params::{Params, BIN_KEYS};
 
-use crate::crypto::{gf128, Block};
+use crate::crypto::{gf128, Block, Prg};
 use crate::tables::Buckets;
 use crate::util::memory::{self, huge_zeroed};
 use crate::{Error, Result};
@@ -65,6 +65,29 @@ impl Okvs {
     /// P with Decode(P, keys[i]) = values[i]. Fails (an `Error::Params`) for a repeated
     /// key, or with probability at most 2^-λ.
     pub fn encode(&self, keys: &[Block], values: &[Block]) -> Result<Vec<Block>> {
+        self.encode_with(keys, values, None)
+    }
+
+    /// [`Okvs::encode`], randomized (RR22 Fig. 1 step 5; the "doubly oblivious" OKVS of
+    /// GPRTY21): every column the system leaves free is drawn from a PRG under `fill`,
+    /// so that P is uniform among the encodings of these pairs and says nothing of the
+    /// keys when the values are random. An OPPRF's hint must be encoded so: left 0, the
+    /// free columns would show which columns the keys' rows fall in.
+    pub fn encode_random(
+        &self,
+        keys: &[Block],
+        values: &[Block],
+        fill: Block,
+    ) -> Result<Vec<Block>> {
+        self.encode_with(keys, values, Some(fill))
+    }
+
+    fn encode_with(
+        &self,
+        keys: &[Block],
+        values: &[Block],
+        fill: Option<Block>,
+    ) -> Result<Vec<Block>> {
         assert_eq!(keys.len(), values.len());
         let mut encoding = huge_zeroed(self.params.len());
         let bin_len = self.params.bin_len();
@@ -81,7 +104,9 @@ impl Okvs {
             .try_for_each_init(
                 || (Solver::default(), Vec::new()),
                 |(solver, bin_values), (b, out)| {
-                    binned.solve_bin(b, &values, solver, bin_values, out)
+                    // Each bin's fill from its own part of the stream.
+                    let mut prg = fill.map(|f| Prg::from_seed_at(f, (b as u128) << 64));
+                    binned.solve_bin(b, &values, (solver, bin_values), out, prg.as_mut())
                 },
             )?;
         Ok(encoding)
@@ -177,7 +202,7 @@ impl BinnedKeys<'_> {
         // Solves bin b into its ring slot and reads `other` at its keys.
         let work = |b: usize, solver: &mut Solver, bin_values: &mut Vec<Block>| -> Result<()> {
             let mut p = slots[b % ring].lock().expect("slot");
-            self.solve_bin(b, &values, solver, bin_values, &mut p)?;
+            self.solve_bin(b, &values, (solver, bin_values), &mut p, None)?;
             make(b * bin_len..(b + 1) * bin_len, &mut p);
             drop(p);
             let out = outs[b].lock().expect("out").take().expect("once");
@@ -253,15 +278,16 @@ impl BinnedKeys<'_> {
         Ok(out)
     }
 
-    /// Solves bin `b`'s system into `out` (its slice of P, zeroed first), its keys' values
-    /// put into `bin_values` by `values`, its rows into `solver`.
+    /// Solves bin `b`'s system into `out` (its slice of P, zeroed first; its free columns
+    /// drawn from `fill` if given), its keys' values put into `bin_values` by `values`,
+    /// its rows into `solver`.
     fn solve_bin(
         &self,
         b: usize,
         values: &impl Fn(Range<usize>, &mut [Block]),
-        solver: &mut Solver,
-        bin_values: &mut Vec<Block>,
+        (solver, bin_values): (&mut Solver, &mut Vec<Block>),
         out: &mut [Block],
+        fill: Option<&mut Prg>,
     ) -> Result<()> {
         let bin = self.binning.range(b);
         bin_values.resize(bin.len(), 0);
@@ -276,7 +302,7 @@ impl BinnedKeys<'_> {
             self.okvs.hasher.rows(k, c, d);
         }
         out.fill(0);
-        solver.solve(bin_values, self.okvs.params.sparse as usize, out)
+        solver.solve(bin_values, self.okvs.params.sparse as usize, out, fill)
     }
 
     /// Fails if a bin has more keys than its system can hold (the 2^-λ failure).
@@ -581,6 +607,34 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(err, Error::PeerClosed(_)), "{err}");
             assert_eq!(handed, 2, "{threads} threads");
+        }
+    }
+
+    /// A randomized encoding decodes as the plain one does, and fills its free columns:
+    /// another fill gives another P, and the values all 0 give a P with no 0 in it (each
+    /// column 0 with probability 2^-128).
+    #[test]
+    fn a_randomized_encoding_fills_its_free_columns() {
+        let mut prg = Prg::from_seed(13);
+        for n in [1, 64, 3000, 40_000] {
+            let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+            let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+            let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
+            let (p, q) = (
+                okvs.encode_random(&keys, &values, 1).unwrap(),
+                okvs.encode_random(&keys, &values, 2).unwrap(),
+            );
+            assert_ne!(p, q, "n = {n}");
+            for p in [&p, &q] {
+                let mut got = vec![0; n];
+                okvs.decode(p, &keys, &mut got);
+                assert!(got == values, "n = {n}");
+            }
+            let zeros = okvs.encode_random(&keys, &vec![0; n], 3).unwrap();
+            assert!(zeros.iter().all(|&x| x != 0), "n = {n}");
+            let mut got = vec![1; n];
+            okvs.decode(&zeros, &keys, &mut got);
+            assert!(got.iter().all(|&x| x == 0), "n = {n}");
         }
     }
 

@@ -21,7 +21,7 @@
 //! 2-core's rows on from there, so the gap and thus the failure bound are those of
 //! RR22's algorithm.
 
-use crate::crypto::{gf128, Block};
+use crate::crypto::{gf128, Block, Prg};
 use crate::{Error, Result};
 use std::collections::BTreeSet;
 
@@ -60,7 +60,16 @@ impl Solver {
 
     /// Solves the bin whose rows [`Solver::rows`] holds: `out` (the bin's m' sparse then g
     /// dense columns, zeroed) receives P with Decode(P, row_i) = values[i] for every row.
-    pub fn solve(&mut self, values: &[Block], sparse: usize, out: &mut [Block]) -> Result<()> {
+    /// With `fill`, every column the system leaves free — sparse columns no pivot has,
+    /// dense ones no gap equation needs — is drawn from it instead of left 0 (RR22 Fig. 1
+    /// step 5: P is then uniform among the encodings of these values).
+    pub fn solve(
+        &mut self,
+        values: &[Block],
+        sparse: usize,
+        out: &mut [Block],
+        fill: Option<&mut Prg>,
+    ) -> Result<()> {
         assert_eq!(values.len(), self.cols.len());
         let dense = out.len() - sparse;
         self.peel_outside_core(sparse);
@@ -76,20 +85,32 @@ impl Solver {
             )));
         }
         let (sparse_out, dense_out) = out.split_at_mut(sparse);
-        let values = if gaps.is_empty() {
+        let filled = fill.is_some();
+        if let Some(prg) = fill {
+            // Every column random, then the pivots' own back to 0 (back-substitution adds
+            // all three of a pivot row's columns).
+            prg.fill_blocks(sparse_out);
+            prg.fill_blocks(dense_out);
+            for p in &self.pivots {
+                sparse_out[p.col as usize] = 0;
+            }
+        }
+        let values = if gaps.is_empty() && !filled {
             // No equation on the dense columns: they stay 0, and so does every row's
             // dense part.
             values
         } else {
-            let mut pivot_of = vec![NONE; sparse];
-            for (i, p) in self.pivots.iter().enumerate() {
-                pivot_of[p.col as usize] = i as u32;
+            if !gaps.is_empty() {
+                let mut pivot_of = vec![NONE; sparse];
+                for (i, p) in self.pivots.iter().enumerate() {
+                    pivot_of[p.col as usize] = i as u32;
+                }
+                let equations = gaps
+                    .iter()
+                    .map(|&g| self.gap_equation(g, values, &pivot_of, dense, sparse_out))
+                    .collect();
+                solve_dense(equations, dense_out)?;
             }
-            let equations = gaps
-                .iter()
-                .map(|&g| self.gap_equation(g, values, &pivot_of, dense))
-                .collect();
-            solve_dense(equations, dense_out)?;
             self.adjusted.clear();
             self.adjusted.extend_from_slice(values);
             gf128::add_evaluations(&self.ds, dense_out, &mut self.adjusted);
@@ -154,13 +175,15 @@ impl Solver {
     }
 
     /// A gap row minus the pivot rows that cancel its sparse part: (its dense row, its
-    /// value).
+    /// value less the free sparse columns it meets, as `sparse_out` holds them: 0, or
+    /// random when filled).
     fn gap_equation(
         &self,
         gap: u32,
         values: &[Block],
         pivot_of: &[u32],
         dense: usize,
+        sparse_out: &[Block],
     ) -> (Vec<Block>, Block) {
         let mut coefficients = vec![0; dense];
         let mut value = 0;
@@ -173,9 +196,12 @@ impl Solver {
             }
             value ^= values[row as usize];
             for &c in &self.cols[row as usize] {
-                // Columns never popped hold 0 and drop out.
+                // A column never popped is free: its value (0 unless filled) moves to the
+                // right-hand side.
                 let p = pivot_of[c as usize];
-                if p != NONE && !left.remove(&p) {
+                if p == NONE {
+                    value ^= sparse_out[c as usize];
+                } else if !left.remove(&p) {
                     left.insert(p);
                 }
             }
@@ -278,7 +304,7 @@ fn peel_core(cols: &[[u32; 3]], sparse: usize, pivots: &mut Vec<Pivot>) -> Vec<u
 }
 
 /// Solves the gap's equations on the dense columns by Gauss–Jordan; dense columns that no
-/// pivot needs stay 0.
+/// pivot needs keep what `out` holds (0, or random when filled).
 fn solve_dense(mut equations: Vec<(Vec<Block>, Block)>, out: &mut [Block]) -> Result<()> {
     let dense = out.len();
     let mut pivot_cols = Vec::with_capacity(equations.len());
@@ -304,8 +330,12 @@ fn solve_dense(mut equations: Vec<(Vec<Block>, Block)>, out: &mut [Block]) -> Re
         }
         pivot_cols.push(col);
     }
-    for (col, (_, value)) in pivot_cols.into_iter().zip(equations) {
-        out[col] = value;
+    // In reduced form each equation has its pivot column and free ones only.
+    let free: Vec<usize> = (0..dense).filter(|c| !pivot_cols.contains(c)).collect();
+    for (&col, (row, value)) in pivot_cols.iter().zip(&equations) {
+        out[col] = free
+            .iter()
+            .fold(*value, |v, &f| v ^ gf128::mul(row[f], out[f]));
     }
     Ok(())
 }
@@ -399,7 +429,7 @@ mod tests {
         ds.iter_mut().for_each(|d| *d = prg.block());
         let values: Vec<Block> = (0..rows.len()).map(|_| prg.block()).collect();
         let mut p = vec![0; sparse + dense];
-        solver.solve(&values, sparse, &mut p).unwrap();
+        solver.solve(&values, sparse, &mut p, None).unwrap();
         assert!(
             p[sparse..].iter().all(|&x| x != 0),
             "the gap used the dense part"
@@ -409,6 +439,18 @@ mod tests {
         }
         // With one dense column the two gap rows do not fit.
         let mut p = vec![0; sparse + 1];
-        assert!(solver.solve(&values, sparse, &mut p).is_err());
+        assert!(solver.solve(&values, sparse, &mut p, None).is_err());
+        // Filled, with more dense columns than gap rows: the free sparse columns the gap
+        // rows meet and the dense columns they leave free are random, and every row still
+        // decodes to its value.
+        for seed in [1, 2] {
+            let mut p = vec![0; sparse + 4];
+            let fill = &mut Prg::from_seed(seed);
+            solver.solve(&values, sparse, &mut p, Some(fill)).unwrap();
+            assert!(p.iter().all(|&x| x != 0), "{p:?}");
+            for (i, &v) in values.iter().enumerate() {
+                assert_eq!(decode(&solver, i, &p, sparse), v, "row {i}, fill {seed}");
+            }
+        }
     }
 }
