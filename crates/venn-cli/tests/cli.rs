@@ -673,16 +673,20 @@ fn a_sum_over_the_intersection_from_a_value_column() {
         out.to_str().unwrap(),
     );
     let sum = ["--protocol", "psww18-sum", "--plaintext"];
-    let sender = [&sum[..], &["--input", s, "--column", "customer"]].concat();
-    let (so, ro) = run_pair(
-        &[&sum[..], &["--input", r, "--output", out]].concat(),
-        &[&sender[..], &["--value-column", "revenue"]].concat(),
-    );
-    assert_success(&[&so, &ro]);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
-    assert_eq!(v["intersection_size"], 3);
-    assert_eq!(v["intersection_sum"], (4294967295u64 + 17).to_string());
+    // The circuit's triples from silent OT (the default), and from IKNP.
+    for triples in [&[][..], &["--offline", "iknp"]] {
+        let sum = [&sum[..], triples].concat();
+        let sender = [&sum[..], &["--input", s, "--column", "customer"]].concat();
+        let (so, ro) = run_pair(
+            &[&sum[..], &["--input", r, "--output", out]].concat(),
+            &[&sender[..], &["--value-column", "revenue"]].concat(),
+        );
+        assert_success(&[&so, &ro]);
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        assert_eq!(v["intersection_size"], 3, "{triples:?}");
+        assert_eq!(v["intersection_sum"], (4294967295u64 + 17).to_string());
+    }
 
     // A value that is not an integer below 2^32 names its line; no value column, or one on
     // the receiver's side, is refused before the peer is contacted.
