@@ -217,20 +217,24 @@ fn silent_chunks(
         let sends = (delta, &send_ots[ots.clone()]);
         let receives = (&choices[ots.clone()], &receive_ots[ots]);
         let choices = cot::exchange(chan, prg, len, leader, sends, receives, &mut noise)?;
-        let pairs = &noise[..len];
-        for (v, f) in [(&mut rows.q, 0), (&mut rows.flipped, delta)] {
-            v.clear();
-            v.extend(pairs.iter().map(|p| p.0 ^ f));
+        // A batch at a time, its hashes in the cache.
+        const BATCH: usize = 1 << 12;
+        let batches = noise[..len].chunks(BATCH).zip(choices.chunks(BATCH / 64));
+        for (k, (pairs, choices)) in batches.enumerate() {
+            for (v, f) in [(&mut rows.q, 0), (&mut rows.flipped, delta)] {
+                v.clear();
+                v.extend(pairs.iter().map(|p| p.0 ^ f));
+            }
+            rows.t.clear();
+            rows.t.extend(pairs.iter().map(|p| p.1));
+            let ots = ChunkOts {
+                x0: &mut rows.q,
+                x1: &mut rows.flipped,
+                choices,
+                xu: &mut rows.t,
+            };
+            t.push(leader, first + k * BATCH, ots);
         }
-        rows.t.clear();
-        rows.t.extend(pairs.iter().map(|p| p.1));
-        let ots = ChunkOts {
-            x0: &mut rows.q,
-            x1: &mut rows.flipped,
-            choices: &choices,
-            xu: &mut rows.t,
-        };
-        t.push(leader, first, ots);
     }
     Ok(())
 }
