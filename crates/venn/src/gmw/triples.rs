@@ -135,10 +135,10 @@ impl Triples {
             b: Vec::with_capacity(words),
             c: Vec::with_capacity(words),
         };
-        let seeds = (&sending, &receiving);
+        let run = (chan, leader, words, prg, (&sending, &receiving));
         match source {
-            Source::Iknp => iknp_chunks(chan, leader, words, prg, seeds, &mut t)?,
-            Source::SilentOt => silent_chunks(chan, leader, words, prg, seeds, &mut t)?,
+            Source::Iknp => iknp_chunks(run, &mut t)?,
+            Source::SilentOt => silent_chunks(run, &mut t)?,
         }
         Ok(t)
     }
@@ -185,17 +185,21 @@ fn chunks(words: usize, source: Source) -> impl Iterator<Item = (usize, usize)> 
         .map(move |first| (first, chunk.min(total - first)))
 }
 
+/// One party's making of a run's triples: its link, whether it leads, how many words of
+/// triples, its randomness, and its base OTs' seeds as OT-extension sender and receiver.
+type Run<'c, 'p, 's> = (
+    &'c mut dyn Channel,
+    bool,
+    usize,
+    &'p mut Prg,
+    (&'s SenderSeeds, &'s ReceiverSeeds),
+);
+
 /// The triples from silent COTs, a chunk at a time: the PPRFs' random OTs for every chunk
 /// from one IKNP run each way (the leader's sending one first), then per chunk a COT each
 /// way, the leader's first.
-fn silent_chunks(
-    chan: &mut dyn Channel,
-    leader: bool,
-    words: usize,
-    prg: &mut Prg,
-    (sending, receiving): (&SenderSeeds, &ReceiverSeeds),
-    t: &mut Triples,
-) -> Result<()> {
+fn silent_chunks(run: Run, t: &mut Triples) -> Result<()> {
+    let (chan, leader, words, prg, (sending, receiving)) = run;
     let source = Source::SilentOt;
     let needed: Vec<usize> = chunks(words, source)
         .map(|(_, len)| cot::ots_needed(len))
@@ -241,14 +245,8 @@ fn silent_chunks(
 
 /// The triples from IKNP, a chunk at a time, each chunk's rows on a segment of the
 /// extensions of its own.
-fn iknp_chunks(
-    chan: &mut dyn Channel,
-    leader: bool,
-    words: usize,
-    prg: &mut Prg,
-    (sending, receiving): (&SenderSeeds, &ReceiverSeeds),
-    t: &mut Triples,
-) -> Result<()> {
+fn iknp_chunks(run: Run, t: &mut Triples) -> Result<()> {
+    let (chan, leader, words, prg, (sending, receiving)) = run;
     let mut rows = Rows::default();
     for (k, (first, ots)) in chunks(words, Source::Iknp).enumerate() {
         let choices: Vec<u64> = (0..ots / 64).map(|_| prg.u64()).collect();
