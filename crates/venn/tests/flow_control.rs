@@ -10,7 +10,7 @@ use socket2::{Domain, Socket, Type};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 use venn::net::{tcp_channel, TcpChannel};
-use venn::protocols::{registry, Offline, Options, Output, Protocol};
+use venn::protocols::{registry, Offline, Options, Output, Protocol, Stash};
 use venn::session::Role;
 use venn::{run, Items, RunOptions};
 
@@ -86,11 +86,15 @@ fn run_tight(p: &'static dyn Protocol, options: Options) {
 }
 
 /// The variants a test runs `p` with: each [`venn::protocols::Accepts::variants`] but the
-/// dealer's (a third party: the CLI's dealer tests run it over TCP), and for a protocol
-/// with a threshold, its default options with one.
+/// dealer's (a third party: the CLI's dealer tests run it over TCP) and the IKNP triples'
+/// but with the default key length and stash (the same circuit with another source of
+/// triples), and for a protocol with a threshold, its default options with one.
 fn variants(p: &dyn Protocol) -> Vec<Options> {
     let mut all: Vec<Options> = (p.variants(&[], &[], p.accepts().offline).into_iter())
         .filter(|o| o.offline != Offline::Dealer)
+        .filter(|o| {
+            o.offline != Offline::Iknp || (o.stash == Stash::default() && o.sigma.is_none())
+        })
         .collect();
     if p.accepts().threshold {
         all.push(Options {
