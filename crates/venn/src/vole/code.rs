@@ -363,20 +363,18 @@ fn expand<T: Symbol>(parity: &[T], out: &mut [T], bits: Option<Bits>, seed: Bloc
     // first batch's lie in the stream (and its bits whole words: `PART` is a multiple of
     // 64).
     const PART: usize = 64 * Taps::BATCH;
-    let taps = |k: usize| Taps::new(seed, parity.len(), k * PART);
-    match bits {
-        None => out
-            .par_chunks_mut(PART)
-            .enumerate()
-            .for_each(|(k, out)| expand_part(parity, out, None, taps(k))),
-        Some((parity_bits, out_bits)) => out
-            .par_chunks_mut(PART)
-            .zip(out_bits.par_chunks_mut(PART / 64))
-            .enumerate()
-            .for_each(|(k, (out, out_bits))| {
-                expand_part(parity, out, Some((parity_bits, out_bits)), taps(k))
-            }),
-    }
+    let parts: Vec<Option<Bits>> = match bits {
+        None => (0..out.len().div_ceil(PART)).map(|_| None).collect(),
+        Some((parity_bits, out_bits)) => (out_bits.chunks_mut(PART / 64))
+            .map(|out_bits| Some((parity_bits, out_bits)))
+            .collect(),
+    };
+    out.par_chunks_mut(PART)
+        .zip(parts)
+        .enumerate()
+        .for_each(|(k, (out, bits))| {
+            expand_part(parity, out, bits, Taps::new(seed, parity.len(), k * PART))
+        });
 }
 
 /// [`expand`] on the outputs `out` (and their bits, the part's words), whose positions

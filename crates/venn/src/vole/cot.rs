@@ -56,8 +56,7 @@ pub fn exchange(
         // a block of one.
         let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
         let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
-        let zeros = vec![0; shape.trees];
-        trees::receive(chan, &shape, receiving, &zeros, places, put, None, None)
+        trees::receive(chan, &shape, receiving, places, put, None)
     };
     let rebuilt = if leader {
         send(chan, prg, noise)?;

@@ -227,13 +227,14 @@ pub fn receive(
         chan,
         &shape,
         (&choices, &ots),
-        &z[..t],
         &mut noise.spare_capacity_mut()[..shape.noise_len()],
         |e, tree, at_point, c| {
-            e.write(Pair(if at_point { y[tree] } else { 0 }, c));
+            e.write(match at_point {
+                true => Pair(y[tree], c ^ z[tree]),
+                false => Pair(0, c),
+            });
         },
-        Some(&code),
-        parity_sum.as_ref().map(|f| f as _),
+        Some((&code, parity_sum.as_ref().map(|f| f as _))),
     )?;
     // SAFETY: `receive` wrote every one of the noise's pairs.
     unsafe { noise.set_len(shape.noise_len()) };

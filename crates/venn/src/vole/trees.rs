@@ -123,24 +123,21 @@ pub struct Rebuilt {
 
 /// R's side: each tree rebuilt (on the rayon pool) with its point's value, a group at a
 /// time as the groups come ([`TreeOrder`]). `choices` are R's OT choices (h a tree, the
-/// complements of its path bits), `ots` the messages they gave, `z[i]` tree i's base
-/// value; `put(place, tree, at_point, c)` writes a position's c into its place in `noise`
-/// (each place written, all N). With a `code`, once the code's parity half is in, its
-/// accumulation (serial) runs beside the other trees, and `parity_sum` (for Ferret's
-/// check) over it before.
-#[allow(clippy::too_many_arguments)]
+/// complements of its path bits), `ots` the messages they gave; `put(place, tree,
+/// at_point, c)` writes a position's c into its place in `noise` (each place written, all
+/// N), at the point c = γ + Σ_{j≠α} c_j, to which a VOLE adds its base value z. With a
+/// `code`, once the code's parity half is in, its accumulation (serial) runs beside the
+/// other trees, and the sum (for Ferret's check) over it before.
 pub fn receive<T: Symbol>(
     chan: &mut dyn Channel,
     shape: &Shape,
     (choices, ots): (&[bool], &[Block]),
-    z: &[Block],
     noise: &mut [MaybeUninit<T>],
     put: impl Fn(&mut MaybeUninit<T>, usize, bool, Block) + Sync,
-    code: Option<&ExConv>,
-    parity_sum: Option<PartSum<T>>,
+    accumulate: Option<(&ExConv, Option<PartSum<T>>)>,
 ) -> Result<Rebuilt> {
     let (t, h) = (shape.trees, shape.depth);
-    assert_eq!((choices.len(), ots.len(), z.len()), (t * h, t * h, t));
+    assert_eq!((choices.len(), ots.len()), (t * h, t * h));
     assert_eq!(noise.len(), shape.noise_len());
     let order = TreeOrder::new(shape);
     let (parity_groups, other_groups) = order.parts();
@@ -171,7 +168,7 @@ pub fn receive<T: Symbol>(
                             .collect();
                         pprf::expand_receiver(alpha, &off_path, leaves);
                         let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-                        leaves[alpha] = corrections[i] ^ z[tree] ^ others;
+                        leaves[alpha] = corrections[i] ^ others;
                         for (j, (e, &c)) in tree_noise.iter_mut().zip(leaves.iter()).enumerate() {
                             put(e, tree, j == alpha, c);
                         }
@@ -189,10 +186,9 @@ pub fn receive<T: Symbol>(
     let (parity_sum, rebuilt) = rayon::join(
         || {
             // The sum over these positions before the code changes them.
-            let sum = parity_sum.map(|sum| sum(split, parity_side));
-            if let Some(code) = code {
-                code.accumulate(&mut parity_side[n - split..]);
-            }
+            let (code, sum) = accumulate?;
+            let sum = sum.map(|sum| sum(split, parity_side));
+            code.accumulate(&mut parity_side[n - split..]);
             sum
         },
         || rebuild(other_groups, others, 0),
