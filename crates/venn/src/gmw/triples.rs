@@ -48,15 +48,17 @@ impl Source {
     }
 
     /// OTs of each direction per chunk: IKNP's 16 MiB of rows, or a pair of silent COTs
-    /// whose noise (twice the outputs, 32 bytes a position) is 32 MiB. The COTs' fixed
+    /// whose noise (twice the outputs, 32 bytes a position) is 8 MiB. The COTs' fixed
     /// cost, their PPRFs' OTs and messages, is about t·(3h + 1) blocks (t = 128 trees of
-    /// depth h = 13): 1.25 bits an OT at 2^19, 2.3 at 2^18; their code's random reads
-    /// slow as its parity half (16 MiB here) outgrows the caches (2^20: about 20% slower).
+    /// depth h): 4.3 bits an OT at 2^17 (h = 11), 1.25 at 2^19; but their code's random
+    /// reads slow as its parity half (4 MiB here) outgrows the caches. Measured on
+    /// psww18-ca (2^4 and 2^16 items, against IKNP in the same sitting: BENCHMARKS.md):
+    /// 2^17 is 10–25% faster than 2^19 and 2^18, and 2^16 no faster.
     fn chunk(self) -> usize {
         match (self, cfg!(test)) {
             (_, true) => 1 << 12,
             (Source::Iknp, false) => 1 << 20,
-            (Source::SilentOt, false) => 1 << 19,
+            (Source::SilentOt, false) => 1 << 17,
         }
     }
 }
