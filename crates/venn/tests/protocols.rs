@@ -2,8 +2,9 @@
 //! intersection.
 
 use crate::common::{
-    assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, online, options,
-    precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
+    assert_output, cheapest_options, each_on_all_cores, fit, fit_sender, fit_sigma, indices,
+    online, options, precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run,
+    test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
@@ -229,6 +230,9 @@ fn more_threads_give_the_same_result() {
     }
 }
 
+/// A sender cut off before frame k, or with a byte of frame k altered, for k from 1 to 70:
+/// the receiver ends, with an error or an answer, in bounded time. On each protocol's
+/// cheapest items ([`cheapest_options`]).
 #[test]
 fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
     let (s, r) = sets(300, 200, 50, 11);
@@ -237,12 +241,12 @@ fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
         for k in [1, 2, 3, 4, 5, 6, 8, 10, 13, 17, 25, 40, 70] {
             let start = std::time::Instant::now();
             // Cut off before frame k: the receiver must fail cleanly.
-            let cut = tampered_run(p, &s, &r, |i, _| i < k);
+            let cut = tampered_run(p, cheapest_options(p), &s, &r, |i, _| i < k);
             if let Err(e) = &cut {
                 assert!(!e.to_string().is_empty());
             }
             // Flip a byte of frame k: no panic, and an answer (any) in bounded time.
-            let _ = tampered_run(p, &s, &r, |i, f| {
+            let _ = tampered_run(p, cheapest_options(p), &s, &r, |i, f| {
                 if i == k && !f.is_empty() {
                     let at = f.len() / 2;
                     f[at] ^= 0x40;
@@ -295,7 +299,7 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             }
             _ => per_item(param("v") / 8),
         };
-        let result = tampered_run(p, &s, &r, |_, f| {
+        let result = tampered_run(p, test_options(p), &s, &r, |_, f| {
             if f.len() == last {
                 f.extend(vec![0x55; extra]);
             }
@@ -314,17 +318,20 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
 
 /// Issue 8: a relay that flips one bit of any one frame (or fills an empty one), in either
 /// direction, must never let a party finish with a wrong output; the party that received
-/// the altered frame fails. The protocols run side by side, one a core.
+/// the altered frame fails. The protocols run side by side, one a core, each on its
+/// cheapest items ([`cheapest_options`]).
 #[test]
 fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
     let (s, r) = sets(200, 150, 40, 13);
-    let (want_s, want_r) = (truth(&s, &r), truth(&r, &s));
     each_on_all_cores(registry(), |&p| {
         let name = p.info().name;
         let both = p.info().both_allowed;
+        let o = cheapest_options(p);
+        let (fs, fr) = (fit_sigma(o.sigma, &s), fit_sigma(o.sigma, &r));
+        let (want_s, want_r) = (truth(&fs, &fr), truth(&fr, &fs));
         for incoming in [false, true] {
             let mut frames = 0;
-            let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |_, _| {
+            let (sr, rr) = tampered_pair(p, o, &s, &r, both, incoming, |_, _| {
                 frames += 1;
                 true
             });
@@ -337,7 +344,7 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
             let ks = (1..=frames)
                 .filter(|&k| frames <= 32 || k <= 12 || k + 12 > frames || k % step == 0);
             for k in ks {
-                let (sr, rr) = tampered_pair(p, &s, &r, both, incoming, |i, f| {
+                let (sr, rr) = tampered_pair(p, o, &s, &r, both, incoming, |i, f| {
                     if i == k && f.is_empty() {
                         // Nothing to flip: the relay slips in a byte instead.
                         f.push(1);
@@ -378,10 +385,11 @@ fn a_replayed_session_is_refused() {
         for replay_sender in [true, false] {
             // Record what one party sends in an honest session.
             let mut recorded = Vec::new();
-            let (sr, rr) = tampered_pair(p, &s, &r, false, !replay_sender, |_, f| {
-                recorded.push(f.clone());
-                true
-            });
+            let (sr, rr) =
+                tampered_pair(p, test_options(p), &s, &r, false, !replay_sender, |_, f| {
+                    recorded.push(f.clone());
+                    true
+                });
             assert!(sr.is_ok() && rr.is_ok());
             // Replay it, blindly, to a fresh party of the other role.
             let (mut a, mut b) = mem_pair(Duration::from_secs(5));

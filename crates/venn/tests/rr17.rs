@@ -33,13 +33,14 @@ fn rows_that_encode_no_value_are_caught() {
         // A full frame of rows: 4096 of them.
         let frame = 4096 * row_bytes;
         let mut done = false;
-        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
-            if !done && f.len() == frame {
-                f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
-                done = true;
-            }
-            true
-        });
+        let (sr, rr, sent) =
+            tampered_pair_traffic(p, test_options(p), &s, &r, false, !alice_cheats, |_, f| {
+                if !done && f.len() == frame {
+                    f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
+                    done = true;
+                }
+                true
+            });
         assert!(done, "{name}: a frame of rows went by");
         let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
         match victim {
@@ -104,16 +105,17 @@ fn rows_that_encode_no_value_in_a_later_segment_are_caught() {
     for alice_cheats in [true, false] {
         // Rows go in frames of 4096 (64 KiB); a segment has 513 of them.
         let (mut frames, mut done) = (0, false);
-        let (sr, rr, sent) = tampered_pair_traffic(p, &s, &r, false, !alice_cheats, |_, f| {
-            if f.len() == 4096 * 16 {
-                frames += 1;
-                if frames == 700 {
-                    f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
-                    done = true;
+        let (sr, rr, sent) =
+            tampered_pair_traffic(p, test_options(p), &s, &r, false, !alice_cheats, |_, f| {
+                if f.len() == 4096 * 16 {
+                    frames += 1;
+                    if frames == 700 {
+                        f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
+                        done = true;
+                    }
                 }
-            }
-            true
-        });
+                true
+            });
         assert!(done, "the second segment's rows went by");
         let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
         match victim {

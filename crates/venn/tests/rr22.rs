@@ -2,7 +2,7 @@
 //! rr22.md §1.2, §3.6): each cheat is played by rewriting the cheater's frames as it could
 //! send them, and is caught by the check meant for it before the cheater is answered.
 
-use crate::common::{param, sets, tampered_pair_traffic};
+use crate::common::{param, sets, tampered_pair_traffic, test_options};
 use venn::protocols::find;
 use venn::{Error, Report};
 
@@ -46,7 +46,8 @@ fn run(
 ) -> (venn::Result<Report>, venn::Result<Report>, u64) {
     let (s, r) = sets(N, N, 1000, 22);
     let p = find("rr22-m").unwrap();
-    let (sr, rr, traffic) = tampered_pair_traffic(p, &s, &r, false, receiver_cheats, tamper);
+    let (sr, rr, traffic) =
+        tampered_pair_traffic(p, test_options(p), &s, &r, false, receiver_cheats, tamper);
     (sr, rr, traffic.sent)
 }
 
