@@ -1,43 +1,67 @@
 //! An oblivious key-value store: RR22's 3H-GCT with clustering ("Baxos"; Raghuraman–Rindal,
-//! CCS 2022, §2–3). Encode({(x_i, v_i)}) is a vector P of about 1.35·n values in
-//! GF(2^128) with Decode(P, x_i) = v_i; Decode(P, x) for any other x is a value that says
-//! nothing of the others when P is masked (as VOLE-PSI masks it).
+//! CCS 2022, §2–3). Encode({(x_i, v_i)}) is a vector P of about 1.35·n values with
+//! Decode(P, x_i) = v_i; Decode(P, x) for any other x is a value that says nothing of the
+//! others when P is masked (as VOLE-PSI masks it) or randomized ([`Okvs::encode_random`]).
 //!
 //! A key lands in one of about n/2^14 bins ([`params`]); in its bin its row is three sparse
-//! columns and a dense part (d, d^2, …, d^g) ([`rows`]), and Decode is the row against the
-//! bin's slice of P: P[c0] + P[c1] + P[c2] + Σ d^j·P[m'+j−1]. Both encode and decode
+//! columns and a dense part ([`rows`], [`dense`]), and Decode is the row against the bin's
+//! slice of P: P[c0] + P[c1] + P[c2] + the dense part against the dense columns — Σ
+//! d^j·P[m'+j−1] for values in GF(2^128) ([`Okvs::new`]), or the XOR of the dense columns
+//! the row's g + λ' random bits pick, for values of any width ([`Okvs::binary`]). Both encode and decode
 //! first group the keys by bin ([`Buckets`]); each bin is then solved ([`solve`]) or read
 //! on its own, so bins run on as many threads as the caller's rayon pool has, and each
 //! bin's ~350 KB stays in the cache.
 
+mod dense;
 mod params;
 mod rows;
 mod solve;
 
+pub use dense::{BitRow, FieldRow, Row, Value};
 pub use params::{Params, BIN_KEYS};
 
-use crate::crypto::{gf128, Block, Prg};
+use crate::crypto::{Block, Prg};
 use crate::tables::Buckets;
 use crate::util::memory::{self, huge_zeroed};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use rows::{RowHasher, BATCH};
 use solve::Solver;
+use std::marker::PhantomData;
 use std::ops::Range;
 
 /// An OKVS's dimensions and hashing (the seed r is fresh per encoding: RR22 §2 footnote 2,
-/// chosen after the keys are fixed, so no one can choose keys that make it fail).
-pub struct Okvs {
+/// chosen after the keys are fixed, so no one can choose keys that make it fail), with
+/// rows of kind `R`.
+pub struct Okvs<R: Row = FieldRow> {
     params: Params,
     hasher: RowHasher,
+    rows: PhantomData<R>,
 }
 
 impl Okvs {
-    /// The OKVS with dimensions `params` under `seed`.
+    /// The OKVS of values in GF(2^128) with dimensions `params` ([`Params::new`]) under
+    /// `seed`.
     pub fn new(params: Params, seed: Block) -> Okvs {
+        Okvs::with_rows(params, seed)
+    }
+}
+
+impl<V: Value> Okvs<BitRow<V>> {
+    /// The OKVS of values `V` (bits added by XOR) with binary dense columns, with
+    /// dimensions `params` ([`Params::binary`]) under `seed`.
+    pub fn binary(params: Params, seed: Block) -> Okvs<BitRow<V>> {
+        assert!(params.dense as usize <= dense::MAX_BIT_COLUMNS);
+        Okvs::with_rows(params, seed)
+    }
+}
+
+impl<R: Row> Okvs<R> {
+    fn with_rows(params: Params, seed: Block) -> Okvs<R> {
         Okvs {
             hasher: RowHasher::new(&params, seed),
             params,
+            rows: PhantomData,
         }
     }
 
@@ -47,7 +71,7 @@ impl Okvs {
     }
 
     /// `keys` grouped by bin, for encoding or decoding at them.
-    pub fn bin(&self, keys: &[Block]) -> BinnedKeys<'_> {
+    pub fn bin(&self, keys: &[Block]) -> BinnedKeys<'_, R> {
         let binning = Buckets::new(keys.len(), self.params.bins as usize, |first, bins| {
             for (b, k) in bins.chunks_mut(BATCH).zip(keys[first..].chunks(BATCH)) {
                 self.hasher.bins(k, b);
@@ -64,7 +88,7 @@ impl Okvs {
 
     /// P with Decode(P, keys[i]) = values[i]. Fails (an `Error::Params`) for a repeated
     /// key, or with probability at most 2^-λ.
-    pub fn encode(&self, keys: &[Block], values: &[Block]) -> Result<Vec<Block>> {
+    pub fn encode(&self, keys: &[Block], values: &[R::Value]) -> Result<Vec<R::Value>> {
         self.encode_with(keys, values, None)
     }
 
@@ -76,25 +100,25 @@ impl Okvs {
     pub fn encode_random(
         &self,
         keys: &[Block],
-        values: &[Block],
+        values: &[R::Value],
         fill: Block,
-    ) -> Result<Vec<Block>> {
+    ) -> Result<Vec<R::Value>> {
         self.encode_with(keys, values, Some(fill))
     }
 
     fn encode_with(
         &self,
         keys: &[Block],
-        values: &[Block],
+        values: &[R::Value],
         fill: Option<Block>,
-    ) -> Result<Vec<Block>> {
+    ) -> Result<Vec<R::Value>> {
         assert_eq!(keys.len(), values.len());
         let mut encoding = huge_zeroed(self.params.len());
         let bin_len = self.params.bin_len();
         let binned = self.bin(keys);
         let mut binned_values = huge_zeroed(values.len());
         binned.binning.scatter(values, &mut binned_values);
-        let values = |keys: Range<usize>, out: &mut [Block]| {
+        let values = |keys: Range<usize>, out: &mut [R::Value]| {
             out.copy_from_slice(&binned_values[keys]);
         };
         binned.check_bins()?;
@@ -113,20 +137,20 @@ impl Okvs {
     }
 
     /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
-    pub fn decode(&self, encoding: &[Block], keys: &[Block], out: &mut [Block]) {
+    pub fn decode(&self, encoding: &[R::Value], keys: &[Block], out: &mut [R::Value]) {
         self.bin(keys).decode(encoding, out);
     }
 }
 
 /// Keys grouped by bin ([`Okvs::bin`]).
-pub struct BinnedKeys<'a> {
-    okvs: &'a Okvs,
+pub struct BinnedKeys<'a, R: Row = FieldRow> {
+    okvs: &'a Okvs<R>,
     binning: Buckets,
     /// The keys in bin order.
     keys: Vec<Block>,
 }
 
-impl BinnedKeys<'_> {
+impl<R: Row> BinnedKeys<'_, R> {
     /// The keys in bin order.
     pub fn keys(&self) -> &[Block] {
         &self.keys
@@ -147,12 +171,12 @@ impl BinnedKeys<'_> {
     /// and the others solve on while the ring has room.
     pub fn encode_streaming<T: Sync>(
         &self,
-        values: impl Fn(Range<usize>, &mut [Block]) + Sync,
+        values: impl Fn(Range<usize>, &mut [R::Value]) + Sync,
         other: &[T],
-        value: impl Fn(&T) -> Block + Sync,
-        make: impl Fn(Range<usize>, &mut [Block]) + Sync,
-        mut each: impl FnMut(Range<usize>, &[Block]) -> Result<()> + Send,
-    ) -> Result<Vec<Block>> {
+        value: impl Fn(&T) -> R::Value + Sync,
+        make: impl Fn(Range<usize>, &mut [R::Value]) + Sync,
+        mut each: impl FnMut(Range<usize>, &[R::Value]) -> Result<()> + Send,
+    ) -> Result<Vec<R::Value>> {
         use std::sync::{Condvar, Mutex};
         let params = &self.okvs.params;
         assert_eq!(other.len(), params.len());
@@ -165,14 +189,15 @@ impl BinnedKeys<'_> {
         let threads = rayon::current_num_threads();
         let ring = 4 * threads;
         let mut decoded = huge_zeroed(self.keys.len());
-        let outs: Vec<Mutex<Option<&mut [Block]>>> = self
+        let outs: Vec<Mutex<Option<&mut [R::Value]>>> = self
             .binning
             .split_mut(&mut decoded)
             .into_iter()
             .map(|o| Mutex::new(Some(o)))
             .collect();
-        let slots: Vec<Mutex<Vec<Block>>> =
-            (0..ring).map(|_| Mutex::new(vec![0; bin_len])).collect();
+        let slots: Vec<Mutex<Vec<R::Value>>> = (0..ring)
+            .map(|_| Mutex::new(vec![R::Value::default(); bin_len]))
+            .collect();
         struct State {
             next: usize,
             sent: usize,
@@ -200,22 +225,23 @@ impl BinnedKeys<'_> {
             }
         }
         // Solves bin b into its ring slot and reads `other` at its keys.
-        let work = |b: usize, solver: &mut Solver, bin_values: &mut Vec<Block>| -> Result<()> {
-            let mut p = slots[b % ring].lock().expect("slot");
-            self.solve_bin(b, &values, (solver, bin_values), &mut p, None)?;
-            make(b * bin_len..(b + 1) * bin_len, &mut p);
-            drop(p);
-            let out = outs[b].lock().expect("out").take().expect("once");
-            let part = &other[b * bin_len..(b + 1) * bin_len];
-            let (cols, ds) = solver.filled();
-            let dense: Vec<Block> = part[sparse..].iter().map(&value).collect();
-            read_rows(&part[..sparse], &value, &dense, cols, ds, out);
-            Ok(())
-        };
+        let work =
+            |b: usize, solver: &mut Solver<R>, bin_values: &mut Vec<R::Value>| -> Result<()> {
+                let mut p = slots[b % ring].lock().expect("slot");
+                self.solve_bin(b, &values, (solver, bin_values), &mut p, None)?;
+                make(b * bin_len..(b + 1) * bin_len, &mut p);
+                drop(p);
+                let out = outs[b].lock().expect("out").take().expect("once");
+                let part = &other[b * bin_len..(b + 1) * bin_len];
+                let (cols, ds) = solver.filled();
+                let dense: Vec<R::Value> = part[sparse..].iter().map(&value).collect();
+                read_rows(&part[..sparse], &value, &dense, cols, ds, out);
+                Ok(())
+            };
         // One loop for every thread: claim the next bin while the ring has room; the
         // calling thread also sends, in order, every bin that is ready.
-        type Hand<'h> = &'h mut dyn FnMut(usize, &[Block]) -> Result<()>;
-        let run = |mut send: Option<Hand>| {
+        type Hand<'h, V> = &'h mut dyn FnMut(usize, &[V]) -> Result<()>;
+        let run = |mut send: Option<Hand<R::Value>>| {
             let _wake = OnPanic(&state, &changed);
             let (mut solver, mut bin_values) = (Solver::default(), Vec::new());
             let mut st = state.lock().expect("state");
@@ -262,7 +288,7 @@ impl BinnedKeys<'_> {
                 st = changed.wait(st).expect("state");
             }
         };
-        let mut send = |b: usize, p: &[Block]| each(b * bin_len..(b + 1) * bin_len, p);
+        let mut send = |b: usize, p: &[R::Value]| each(b * bin_len..(b + 1) * bin_len, p);
         rayon::scope(|s| {
             for _ in 1..threads {
                 s.spawn(|_| run(None));
@@ -284,13 +310,13 @@ impl BinnedKeys<'_> {
     fn solve_bin(
         &self,
         b: usize,
-        values: &impl Fn(Range<usize>, &mut [Block]),
-        (solver, bin_values): (&mut Solver, &mut Vec<Block>),
-        out: &mut [Block],
+        values: &impl Fn(Range<usize>, &mut [R::Value]),
+        (solver, bin_values): (&mut Solver<R>, &mut Vec<R::Value>),
+        out: &mut [R::Value],
         fill: Option<&mut Prg>,
     ) -> Result<()> {
         let bin = self.binning.range(b);
-        bin_values.resize(bin.len(), 0);
+        bin_values.resize(bin.len(), R::Value::default());
         values(bin.clone(), bin_values);
         let keys = &self.keys[bin];
         let (cols, ds) = solver.rows(keys.len());
@@ -299,9 +325,9 @@ impl BinnedKeys<'_> {
             .zip(cols.chunks_mut(BATCH))
             .zip(ds.chunks_mut(BATCH))
         {
-            self.okvs.hasher.rows(k, c, d);
+            R::hash(&self.okvs.hasher, k, c, d, self.okvs.params.dense as usize);
         }
-        out.fill(0);
+        out.fill(R::Value::default());
         solver.solve(bin_values, self.okvs.params.sparse as usize, out, fill)
     }
 
@@ -321,7 +347,7 @@ impl BinnedKeys<'_> {
     }
 
     /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
-    pub fn decode(&self, encoding: &[Block], out: &mut [Block]) {
+    pub fn decode(&self, encoding: &[R::Value], out: &mut [R::Value]) {
         let bin_len = self.okvs.params.bin_len();
         assert_eq!(encoding.len(), self.okvs.params.len());
         let mut binned = huge_zeroed(self.keys.len());
@@ -340,9 +366,9 @@ impl BinnedKeys<'_> {
     /// next ones are received).
     pub fn decode_streaming(
         &self,
-        mut next: impl FnMut(usize, &mut Vec<Block>) -> Result<()> + Send,
-        make: impl Fn(usize, &mut [Block]) + Sync,
-        out: &mut [Block],
+        mut next: impl FnMut(usize, &mut Vec<R::Value>) -> Result<()> + Send,
+        make: impl Fn(usize, &mut [R::Value]) + Sync,
+        out: &mut [R::Value],
     ) -> Result<()> {
         let p = &self.okvs.params;
         let (bins, bin_len) = (p.bins as usize, p.bin_len());
@@ -353,7 +379,7 @@ impl BinnedKeys<'_> {
             .collect();
         let mut binned = huge_zeroed(self.keys.len());
         let mut binned_bins = self.binning.split_mut(&mut binned);
-        let mut receive = |into: &mut [Vec<Block>], bins: Option<&Range<usize>>| {
+        let mut receive = |into: &mut [Vec<R::Value>], bins: Option<&Range<usize>>| {
             into.iter_mut()
                 .take(bins.map_or(0, |b| b.len()))
                 .try_for_each(|buf| next(bin_len, buf))
@@ -382,15 +408,16 @@ impl BinnedKeys<'_> {
     }
 
     /// Decode(P, key) into `out` for each of bin `b`'s keys, for its slice `bin` of P.
-    fn decode_bin(&self, b: usize, bin: &[Block], out: &mut [Block]) {
+    fn decode_bin(&self, b: usize, bin: &[R::Value], out: &mut [R::Value]) {
         let (sparse, dense) = bin.split_at(self.okvs.params.sparse as usize);
         let keys = &self.keys[self.binning.range(b)];
         // A batch's rows are found, and their columns asked for, a batch ahead of their
         // use: the bin's slice is in no cache when its first keys come.
         let rows = |keys: &[Block]| {
-            let (mut cols, mut ds) = ([[0u32; 3]; BATCH], [0 as Block; BATCH]);
+            let (mut cols, mut ds) = ([[0u32; 3]; BATCH], [R::default(); BATCH]);
             let n = keys.len();
-            self.okvs.hasher.rows(keys, &mut cols[..n], &mut ds[..n]);
+            let dense = self.okvs.params.dense as usize;
+            R::hash(&self.okvs.hasher, keys, &mut cols[..n], &mut ds[..n], dense);
             prefetch_columns(sparse, &cols[..n]);
             (cols, ds)
         };
@@ -412,15 +439,15 @@ fn prefetch_columns<T>(sparse: &[T], cols: &[[u32; 3]]) {
 }
 
 /// Each row's value against a bin of P — its sparse columns `sparse` (each's value
-/// `value(&sparse[c])`) and its dense ones — into `out`: P[c0] + P[c1] + P[c2] +
-/// Σ_j d^j·P[m'+j−1]. The columns of the rows a batch ahead are prefetched.
-fn read_rows<T>(
+/// `value(&sparse[c])`) and its dense ones — into `out`: P[c0] + P[c1] + P[c2] + the
+/// dense part. The columns of the rows a batch ahead are prefetched.
+fn read_rows<R: Row, T>(
     sparse: &[T],
-    value: &impl Fn(&T) -> Block,
-    dense: &[Block],
+    value: &impl Fn(&T) -> R::Value,
+    dense: &[R::Value],
     cols: &[[u32; 3]],
-    ds: &[Block],
-    out: &mut [Block],
+    ds: &[R],
+    out: &mut [R::Value],
 ) {
     for ((out, cols), (ds, ahead)) in out.chunks_mut(BATCH).zip(cols.chunks(BATCH)).zip(
         ds.chunks(BATCH)
@@ -430,9 +457,11 @@ fn read_rows<T>(
             prefetch_columns(sparse, ahead);
         }
         for (v, c) in out.iter_mut().zip(cols) {
-            *v = c.iter().fold(0, |acc, &c| acc ^ value(&sparse[c as usize]));
+            *v = (c.iter()).fold(R::Value::default(), |acc, &c| {
+                acc ^ value(&sparse[c as usize])
+            });
         }
-        gf128::add_evaluations(ds, dense, out);
+        R::add_evaluations(ds, dense, out);
     }
 }
 
@@ -443,19 +472,32 @@ mod tests {
 
     fn round_trip(n: usize, seed: u64) {
         let mut prg = Prg::from_seed(seed as u128);
-        let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
-        let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
+        round_trip_with(&okvs, n, &mut prg, |prg| prg.block());
+        let okvs = Okvs::binary(Params::binary(n as u64, 40).unwrap(), prg.block());
+        round_trip_with(&okvs, n, &mut prg, |prg| prg.u64());
+        let okvs = Okvs::binary(Params::binary(n as u64, 40).unwrap(), prg.block());
+        round_trip_with(&okvs, n, &mut prg, |prg| prg.block());
+    }
+
+    fn round_trip_with<R: Row>(
+        okvs: &Okvs<R>,
+        n: usize,
+        prg: &mut Prg,
+        value: impl Fn(&mut Prg) -> R::Value,
+    ) {
+        let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let values: Vec<R::Value> = (0..n).map(|_| value(prg)).collect();
         let p = okvs.encode(&keys, &values).unwrap();
         assert_eq!(p.len(), okvs.params().len());
-        let mut got = vec![0; n];
+        let mut got = vec![R::Value::default(); n];
         okvs.decode(&p, &keys, &mut got);
         assert!(got == values, "n = {n}");
         // Other keys decode to something else. Not every one: a key whose columns are one
         // pivot column and two columns never set (0) decodes to that pivot's value if its
         // row's other columns are never set either, a few percent of keys at n = 64; eight
         // in a row do so with probability below 2^-30.
-        let mut others = [0; 8];
+        let mut others = [R::Value::default(); 8];
         let other_keys: Vec<Block> = (0..8).map(|_| prg.block()).collect();
         okvs.decode(&p, &other_keys, &mut others);
         assert!(others.iter().any(|o| !values.contains(o)), "n = {n}");
@@ -482,22 +524,32 @@ mod tests {
 
     /// At a small λ the failures can be counted: RR22's dimensions for 2^10 keys at
     /// λ = 12 fail at most 2^-12 of the time (here 16 expected in 2^16 encodings; allowed:
-    /// that plus 3σ).
+    /// that plus 3σ), with field rows and with binary ones (whose gaps may also be
+    /// dependent).
     #[test]
     fn failures_stay_under_the_bound_at_small_lambda() {
-        let (n, lambda, trials) = (1usize << 10, 12, 1u32 << 16);
-        let params = Params::new(n as u64, lambda).unwrap();
-        let values = vec![0; n];
+        let (n, lambda) = (1u64 << 10, 12);
+        failures_under_the_bound(n, lambda, |seed| {
+            Okvs::new(Params::new(n, lambda).unwrap(), seed)
+        });
+        failures_under_the_bound(n, lambda, |seed| {
+            Okvs::<BitRow<u64>>::binary(Params::binary(n, lambda).unwrap(), seed)
+        });
+    }
+
+    fn failures_under_the_bound<R: Row>(
+        n: u64,
+        lambda: u32,
+        okvs: impl Fn(Block) -> Okvs<R> + Sync,
+    ) {
+        let trials = 1u32 << 16;
+        let values = vec![R::Value::default(); n as usize];
         let failures: u32 = (0..trials)
             .into_par_iter()
             .map(|t| {
                 let mut prg = Prg::from_seed(Block::from(t) << 64 | 0xf00d);
                 let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
-                u32::from(
-                    Okvs::new(params, prg.block())
-                        .encode(&keys, &values)
-                        .is_err(),
-                )
+                u32::from(okvs(prg.block()).encode(&keys, &values).is_err())
             })
             .sum();
         let expected = f64::from(trials) * 2f64.powi(-(lambda as i32));
@@ -612,30 +664,43 @@ mod tests {
 
     /// A randomized encoding decodes as the plain one does, and fills its free columns:
     /// another fill gives another P, and the values all 0 give a P with no 0 in it (each
-    /// column 0 with probability 2^-128).
+    /// column 0 with probability 2^-128, or 2^-64 for 64-bit values) — with field rows
+    /// and with binary ones.
     #[test]
     fn a_randomized_encoding_fills_its_free_columns() {
         let mut prg = Prg::from_seed(13);
         for n in [1, 64, 3000, 40_000] {
-            let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
-            let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
             let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
-            let (p, q) = (
-                okvs.encode_random(&keys, &values, 1).unwrap(),
-                okvs.encode_random(&keys, &values, 2).unwrap(),
-            );
-            assert_ne!(p, q, "n = {n}");
-            for p in [&p, &q] {
-                let mut got = vec![0; n];
-                okvs.decode(p, &keys, &mut got);
-                assert!(got == values, "n = {n}");
-            }
-            let zeros = okvs.encode_random(&keys, &vec![0; n], 3).unwrap();
-            assert!(zeros.iter().all(|&x| x != 0), "n = {n}");
-            let mut got = vec![1; n];
-            okvs.decode(&zeros, &keys, &mut got);
-            assert!(got.iter().all(|&x| x == 0), "n = {n}");
+            randomized(&okvs, n, &mut prg, |prg| prg.block());
+            let okvs = Okvs::binary(Params::binary(n as u64, 40).unwrap(), prg.block());
+            randomized(&okvs, n, &mut prg, |prg| prg.u64());
         }
+    }
+
+    fn randomized<R: Row>(
+        okvs: &Okvs<R>,
+        n: usize,
+        prg: &mut Prg,
+        value: impl Fn(&mut Prg) -> R::Value,
+    ) {
+        let zero = R::Value::default();
+        let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let values: Vec<R::Value> = (0..n).map(|_| value(prg)).collect();
+        let (p, q) = (
+            okvs.encode_random(&keys, &values, 1).unwrap(),
+            okvs.encode_random(&keys, &values, 2).unwrap(),
+        );
+        assert_ne!(p, q, "n = {n}");
+        for p in [&p, &q] {
+            let mut got = vec![zero; n];
+            okvs.decode(p, &keys, &mut got);
+            assert!(got == values, "n = {n}");
+        }
+        let zeros = okvs.encode_random(&keys, &vec![zero; n], 3).unwrap();
+        assert!(zeros.iter().all(|&x| x != zero), "n = {n}");
+        let mut got = vec![value(prg); n];
+        okvs.decode(&zeros, &keys, &mut got);
+        assert!(got.iter().all(|&x| x == zero), "n = {n}");
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! plain λ, so its total is #bins·2^-λ: 2^-34 at 2^20): an overfull bin has probability at
 //! most 2^-(λ+1) in all (the exact binomial tail, summed over the bins), and each bin's
 //! system is sized for 2^-(λ+1+log2 #bins), so the two together stay under 2^-λ.
+//!
+//! With binary dense columns ([`Params::binary`]) a third failure joins them: a gap whose
+//! random dense bits are dependent. A gap of at most g rows over g + λ' random bits has
+//! full rank except with probability 2^-λ' (RR22 Lemma 2.1: its equations are
+//! independent and uniform, each holding a gap row's own bits). So each bin's sparse
+//! system is sized for 2^-(λ+2+log2 #bins), its dense part has g + λ' columns for
+//! λ' = ⌈λ + 2 + log2 #bins⌉, and 2^-(λ+1) + 2^-(λ+2) + 2^-(λ+2) = 2^-λ.
 
 use crate::{Error, Result};
 
@@ -27,15 +34,26 @@ pub struct Params {
     pub bin_keys: u64,
     /// Sparse columns per bin (m').
     pub sparse: u64,
-    /// Dense columns per bin (g): values in GF(2^128), the row's d, d^2, …, d^g.
+    /// Dense columns per bin: g for values in GF(2^128) (the row's d, d^2, …, d^g), or
+    /// g + λ' for binary dense parts.
     pub dense: u64,
     /// The statistical security λ the dimensions are for.
     pub lambda: u32,
 }
 
 impl Params {
-    /// The dimensions for `keys` keys and failure at most 2^-`lambda`.
+    /// The dimensions for `keys` keys and failure at most 2^-`lambda`, with field rows.
     pub fn new(keys: u64, lambda: u32) -> Result<Params> {
+        Params::shaped(keys, lambda, false)
+    }
+
+    /// [`Params::new`] with binary dense parts (values of any width). At most 64 dense
+    /// columns: at λ = 40, up to [`crate::MAX_ITEMS`] keys (2^17 bins) take 62.
+    pub fn binary(keys: u64, lambda: u32) -> Result<Params> {
+        Params::shaped(keys, lambda, true)
+    }
+
+    fn shaped(keys: u64, lambda: u32, binary: bool) -> Result<Params> {
         if keys > crate::MAX_ITEMS {
             return Err(Error::Params(format!(
                 "an OKVS of {keys} keys: at most {} are supported",
@@ -47,8 +65,16 @@ impl Params {
             1 => keys,
             _ => max_bin_load(keys, bins, f64::from(lambda) + 1.0),
         };
-        let bin_lambda = f64::from(lambda) + 1.0 + (bins as f64).log2();
-        let (sparse, dense) = bin_dimensions(bin_keys.max(MIN_KEYS), bin_lambda);
+        let share = if binary { 2.0 } else { 1.0 };
+        let bin_lambda = f64::from(lambda) + share + (bins as f64).log2();
+        let (sparse, gap) = bin_dimensions(bin_keys.max(MIN_KEYS), bin_lambda);
+        let dense = gap + if binary { bin_lambda.ceil() as u64 } else { 0 };
+        if binary && dense > 64 {
+            return Err(Error::Params(format!(
+                "a binary OKVS of {keys} keys at 2^-{lambda} needs {dense} dense columns, \
+                 over 64"
+            )));
+        }
         Ok(Params {
             bins,
             bin_keys,
@@ -193,6 +219,26 @@ mod tests {
         assert_eq!((one.bins, one.bin_keys), (1, 1));
         assert!(one.len() >= 64, "{one:?}");
         assert!(Params::new(crate::MAX_ITEMS + 1, 40).is_err());
+    }
+
+    /// Binary dense parts: the gap's g columns and λ' = ⌈λ + 2 + log2 #bins⌉ more, the
+    /// sparse part sized for 2^-λ' too (a little wider than the field rows' at 2^-(λ' − 1)).
+    #[test]
+    fn binary_dense_parts_add_the_rank_bound() {
+        for log_n in [0, 10, 14, 16, 20, 24, 31] {
+            let n = 1u64 << log_n;
+            let (field, binary) = (Params::new(n, 40).unwrap(), Params::binary(n, 40).unwrap());
+            assert_eq!((field.bins, field.bin_keys), (binary.bins, binary.bin_keys));
+            let lambda = 42.0 + (binary.bins as f64).log2();
+            let (sparse, gap) = bin_dimensions(binary.bin_keys.max(MIN_KEYS), lambda);
+            assert_eq!(binary.sparse, sparse, "2^{log_n}");
+            assert_eq!(binary.dense, gap + lambda.ceil() as u64, "2^{log_n}");
+            assert!(
+                binary.sparse >= field.sparse && binary.dense <= 64,
+                "{binary:?}"
+            );
+        }
+        assert!(Params::binary(crate::MAX_ITEMS, 48).is_err());
     }
 
     #[test]

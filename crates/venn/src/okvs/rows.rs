@@ -7,30 +7,33 @@
 //! columns inside the bin are independent (volePSI takes both from one hash, by residues
 //! of overlapping windows; with bins a power of two that ties the bin to low bits that the
 //! columns also depend on). Every index is the high half of a 64×64-bit product (Lemire's
-//! reduction: no division), uniform up to m/2^64.
+//! reduction: no division), uniform up to m/2^64. A binary dense part (for values of any
+//! width, [`super::dense::BitRow`]) takes a third hash, h_3, of its own.
 
 use super::params::Params;
 use crate::crypto::{Aes, Block};
 
 /// Hashes keys to bins and rows for one encoding.
-pub(super) struct RowHasher {
+pub struct RowHasher {
     rows: Aes,
     bins: Aes,
+    dense: Aes,
     bin_count: u64,
     sparse: u64,
 }
 
 /// Keys hashed at a time (the AES pipelines fill).
-pub(super) const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 
 impl RowHasher {
     /// The hasher of an encoding with these dimensions and seed.
-    pub fn new(params: &Params, seed: Block) -> RowHasher {
+    pub(super) fn new(params: &Params, seed: Block) -> RowHasher {
         // Two keys from the seed, fixed apart (the domain of each hash).
         let key = |i: u64| Aes::fixed().encrypt(seed ^ Block::from(i));
         RowHasher {
             rows: Aes::new(key(1)),
             bins: Aes::new(key(2)),
+            dense: Aes::new(key(3)),
             bin_count: params.bins,
             sparse: params.sparse,
         }
@@ -64,6 +67,13 @@ impl RowHasher {
                 self.sparse,
             );
         }
+    }
+
+    /// h_3 of each of `keys` (at most [`BATCH`]) into `out`: the bits of a binary dense
+    /// part, independent of the row's columns and bin.
+    pub fn dense_bits(&self, keys: &[Block], out: &mut [Block]) {
+        self.dense.encrypt_blocks_to(keys, out);
+        out.iter_mut().zip(keys).for_each(|(h, k)| *h ^= k);
     }
 }
 

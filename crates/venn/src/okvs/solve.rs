@@ -7,8 +7,9 @@
 //! Each pivot row's other columns are popped later or never (were one popped earlier, the
 //! row would have been placed then), so in pop order the pivot rows are triangular. A gap
 //! row minus the pivot rows that cancel its sparse part (taken in pop order) is an equation
-//! on the dense columns only; those equations are solved by Gauss–Jordan over GF(2^128),
-//! then the pivots are set in reverse pop order. Columns never popped stay 0.
+//! on the dense columns only; those equations are solved by Gauss–Jordan (over GF(2^128)
+//! for field rows, GF(2) for binary ones: [`super::dense`]), then the pivots are set in
+//! reverse pop order. Columns never popped stay 0.
 //!
 //! The peeling runs in two phases that together make exactly those pops. While a column of
 //! weight 1 is left, the least weight is 1 and a pop places that column's one row and no
@@ -21,7 +22,8 @@
 //! 2-core's rows on from there, so the gap and thus the failure bound are those of
 //! RR22's algorithm.
 
-use crate::crypto::{gf128, Block, Prg};
+use super::dense::{Row, Value};
+use crate::crypto::Prg;
 use crate::{Error, Result};
 use std::collections::BTreeSet;
 
@@ -29,12 +31,11 @@ const NONE: u32 = u32::MAX;
 
 /// A bin's rows and the solver's working space, kept from bin to bin on a thread so that no
 /// bin allocates.
-#[derive(Default)]
-pub(super) struct Solver {
+pub(super) struct Solver<R: Row> {
     /// Each row's three distinct sparse columns.
     cols: Vec<[u32; 3]>,
-    /// Each row's dense coefficient d: its dense part is (d, d^2, …, d^g).
-    ds: Vec<Block>,
+    /// Each row's dense part.
+    ds: Vec<R>,
     /// Per sparse column: [its weight (unplaced rows), the XOR of their indices].
     columns: Vec<[u32; 2]>,
     /// Columns that had weight 1 when last looked at.
@@ -42,19 +43,32 @@ pub(super) struct Solver {
     /// The pivots in pop order.
     pivots: Vec<Pivot>,
     /// The values less each row's dense part, when the dense columns are not all 0.
-    adjusted: Vec<Block>,
+    adjusted: Vec<R::Value>,
 }
 
-impl Solver {
-    /// Room for a bin of `n` rows, to be filled: (columns, dense coefficients).
-    pub fn rows(&mut self, n: usize) -> (&mut [[u32; 3]], &mut [Block]) {
+impl<R: Row> Default for Solver<R> {
+    fn default() -> Self {
+        Solver {
+            cols: Vec::new(),
+            ds: Vec::new(),
+            columns: Vec::new(),
+            ready: Vec::new(),
+            pivots: Vec::new(),
+            adjusted: Vec::new(),
+        }
+    }
+}
+
+impl<R: Row> Solver<R> {
+    /// Room for a bin of `n` rows, to be filled: (columns, dense parts).
+    pub fn rows(&mut self, n: usize) -> (&mut [[u32; 3]], &mut [R]) {
         self.cols.resize(n, [0; 3]);
-        self.ds.resize(n, 0);
+        self.ds.resize(n, R::default());
         (&mut self.cols, &mut self.ds)
     }
 
-    /// The rows [`Solver::rows`] was filled with: (columns, dense coefficients).
-    pub fn filled(&self) -> (&[[u32; 3]], &[Block]) {
+    /// The rows [`Solver::rows`] was filled with: (columns, dense parts).
+    pub fn filled(&self) -> (&[[u32; 3]], &[R]) {
         (&self.cols, &self.ds)
     }
 
@@ -65,9 +79,9 @@ impl Solver {
     /// step 5: P is then uniform among the encodings of these values).
     pub fn solve(
         &mut self,
-        values: &[Block],
+        values: &[R::Value],
         sparse: usize,
-        out: &mut [Block],
+        out: &mut [R::Value],
         fill: Option<&mut Prg>,
     ) -> Result<()> {
         assert_eq!(values.len(), self.cols.len());
@@ -89,10 +103,10 @@ impl Solver {
         if let Some(prg) = fill {
             // Every column random, then the pivots' own back to 0 (back-substitution adds
             // all three of a pivot row's columns).
-            prg.fill_blocks(sparse_out);
-            prg.fill_blocks(dense_out);
+            R::Value::fill(prg, sparse_out);
+            R::Value::fill(prg, dense_out);
             for p in &self.pivots {
-                sparse_out[p.col as usize] = 0;
+                sparse_out[p.col as usize] = R::Value::default();
             }
         }
         let values = if gaps.is_empty() && !filled {
@@ -109,11 +123,11 @@ impl Solver {
                     .iter()
                     .map(|&g| self.gap_equation(g, values, &pivot_of, dense, sparse_out))
                     .collect();
-                solve_dense(equations, dense_out)?;
+                R::solve(equations, dense_out)?;
             }
             self.adjusted.clear();
             self.adjusted.extend_from_slice(values);
-            gf128::add_evaluations(&self.ds, dense_out, &mut self.adjusted);
+            R::add_evaluations(&self.ds, dense_out, &mut self.adjusted);
             &self.adjusted
         };
         // In reverse pop order each pivot row's other columns are already set (or never
@@ -180,20 +194,15 @@ impl Solver {
     fn gap_equation(
         &self,
         gap: u32,
-        values: &[Block],
+        values: &[R::Value],
         pivot_of: &[u32],
         dense: usize,
-        sparse_out: &[Block],
-    ) -> (Vec<Block>, Block) {
-        let mut coefficients = vec![0; dense];
-        let mut value = 0;
+        sparse_out: &[R::Value],
+    ) -> (R::Coefficients, R::Value) {
+        let mut coefficients = R::zero(dense);
+        let mut value = R::Value::default();
         let mut add = |row: u32, left: &mut BTreeSet<u32>| {
-            let d = self.ds[row as usize];
-            let mut power = d;
-            for c in coefficients.iter_mut() {
-                *c ^= power;
-                power = gf128::mul(power, d);
-            }
+            self.ds[row as usize].add_to(&mut coefficients);
             value ^= values[row as usize];
             for &c in &self.cols[row as usize] {
                 // A column never popped is free: its value (0 unless filled) moves to the
@@ -225,7 +234,7 @@ struct Pivot {
     cols: [u32; 3],
 }
 
-fn unsolvable(why: String) -> Error {
+pub(super) fn unsolvable(why: String) -> Error {
     Error::Params(format!(
         "the OKVS could not be encoded ({why}): a duplicate key, or the 2^-40 failure"
     ))
@@ -303,43 +312,6 @@ fn peel_core(cols: &[[u32; 3]], sparse: usize, pivots: &mut Vec<Pivot>) -> Vec<u
     gaps
 }
 
-/// Solves the gap's equations on the dense columns by Gauss–Jordan; dense columns that no
-/// pivot needs keep what `out` holds (0, or random when filled).
-fn solve_dense(mut equations: Vec<(Vec<Block>, Block)>, out: &mut [Block]) -> Result<()> {
-    let dense = out.len();
-    let mut pivot_cols = Vec::with_capacity(equations.len());
-    for i in 0..equations.len() {
-        let col = (0..dense)
-            .find(|&c| equations[i].0[c] != 0)
-            .ok_or_else(|| unsolvable("two rows alike".into()))?;
-        let inv = gf128::inverse(equations[i].0[col]).expect("nonzero");
-        let (row, value) = &mut equations[i];
-        for x in row.iter_mut() {
-            *x = gf128::mul(*x, inv);
-        }
-        *value = gf128::mul(*value, inv);
-        let (pivot_row, pivot_value) = equations[i].clone();
-        for (j, (row, value)) in equations.iter_mut().enumerate() {
-            let f = row[col];
-            if j != i && f != 0 {
-                for (x, &p) in row.iter_mut().zip(&pivot_row) {
-                    *x ^= gf128::mul(f, p);
-                }
-                *value ^= gf128::mul(f, pivot_value);
-            }
-        }
-        pivot_cols.push(col);
-    }
-    // In reduced form each equation has its pivot column and free ones only.
-    let free: Vec<usize> = (0..dense).filter(|c| !pivot_cols.contains(c)).collect();
-    for (&col, (row, value)) in pivot_cols.iter().zip(&equations) {
-        out[col] = free
-            .iter()
-            .fold(*value, |v, &f| v ^ gf128::mul(row[f], out[f]));
-    }
-    Ok(())
-}
-
 /// Columns by weight: a doubly linked list per weight, and the least nonempty weight.
 struct Buckets {
     head: Vec<u32>,
@@ -394,13 +366,13 @@ impl Buckets {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dense::{BitRow, FieldRow};
     use super::*;
-    use crate::crypto::Prg;
 
     /// Decode(P, row) for a row of `solver` (RR22 Fig. 1).
-    fn decode(solver: &Solver, row: usize, p: &[Block], sparse: usize) -> Block {
-        let mut v = [0];
-        gf128::add_evaluations(&solver.ds[row..row + 1], &p[sparse..], &mut v);
+    fn decode<R: Row>(solver: &Solver<R>, row: usize, p: &[R::Value], sparse: usize) -> R::Value {
+        let mut v = [R::Value::default()];
+        R::add_evaluations(&solver.ds[row..row + 1], &p[sparse..], &mut v);
         solver.cols[row]
             .iter()
             .fold(v[0], |acc, &c| acc ^ p[c as usize])
@@ -408,11 +380,18 @@ mod tests {
 
     /// A system with a 2-core: all four triples of columns 0–3 (each of those columns of
     /// weight 3, so no weight-1 column there), behind rows that peel. The general greedy
-    /// must take over, leave two gap rows, and the dense columns solve them.
+    /// must take over, leave two gap rows, and the dense columns solve them — over
+    /// GF(2^128) with field rows, over GF(2) with binary ones (on two dense columns).
     #[test]
     fn a_two_core_goes_to_the_gap_and_is_solved() {
+        two_core_solved::<FieldRow>(|prg| prg.block(), |prg| prg.block());
+        two_core_solved::<BitRow<u64>>(|prg| BitRow::from_bits(prg.u64() & 3), |prg| prg.u64());
+    }
+
+    fn two_core_solved<R: Row>(row: impl Fn(&mut Prg) -> R, value: impl Fn(&mut Prg) -> R::Value) {
+        let zero = R::Value::default();
         let mut prg = Prg::from_seed(3);
-        let mut solver = Solver::default();
+        let mut solver = Solver::<R>::default();
         let (sparse, dense) = (12, 2);
         let rows: Vec<[u32; 3]> = vec![
             [0, 1, 2],
@@ -426,28 +405,28 @@ mod tests {
         ];
         let (cols, ds) = solver.rows(rows.len());
         cols.copy_from_slice(&rows);
-        ds.iter_mut().for_each(|d| *d = prg.block());
-        let values: Vec<Block> = (0..rows.len()).map(|_| prg.block()).collect();
-        let mut p = vec![0; sparse + dense];
+        ds.iter_mut().for_each(|d| *d = row(&mut prg));
+        let values: Vec<R::Value> = (0..rows.len()).map(|_| value(&mut prg)).collect();
+        let mut p = vec![zero; sparse + dense];
         solver.solve(&values, sparse, &mut p, None).unwrap();
         assert!(
-            p[sparse..].iter().all(|&x| x != 0),
+            p[sparse..].iter().all(|&x| x != zero),
             "the gap used the dense part"
         );
         for (i, &v) in values.iter().enumerate() {
             assert_eq!(decode(&solver, i, &p, sparse), v, "row {i}");
         }
         // With one dense column the two gap rows do not fit.
-        let mut p = vec![0; sparse + 1];
+        let mut p = vec![zero; sparse + 1];
         assert!(solver.solve(&values, sparse, &mut p, None).is_err());
         // Filled, with more dense columns than gap rows: the free sparse columns the gap
         // rows meet and the dense columns they leave free are random, and every row still
         // decodes to its value.
         for seed in [1, 2] {
-            let mut p = vec![0; sparse + 4];
+            let mut p = vec![zero; sparse + 4];
             let fill = &mut Prg::from_seed(seed);
             solver.solve(&values, sparse, &mut p, Some(fill)).unwrap();
-            assert!(p.iter().all(|&x| x != 0), "{p:?}");
+            assert!(p.iter().all(|&x| x != zero), "{p:?}");
             for (i, &v) in values.iter().enumerate() {
                 assert_eq!(decode(&solver, i, &p, sparse), v, "row {i}, fill {seed}");
             }
