@@ -43,6 +43,7 @@ impl Okvs {
     /// The OKVS of values in GF(2^128) with dimensions `params` ([`Params::new`]) under
     /// `seed`.
     pub fn new(params: Params, seed: Block) -> Okvs {
+        assert!(!params.binary, "binary dimensions for field rows");
         Okvs::with_rows(params, seed)
     }
 }
@@ -51,7 +52,7 @@ impl<V: Value> Okvs<BitRow<V>> {
     /// The OKVS of values `V` (bits added by XOR) with binary dense columns, with
     /// dimensions `params` ([`Params::binary`]) under `seed`.
     pub fn binary(params: Params, seed: Block) -> Okvs<BitRow<V>> {
-        assert!(params.dense as usize <= dense::MAX_BIT_COLUMNS);
+        assert!(params.binary && params.dense as usize <= dense::MAX_BIT_COLUMNS);
         Okvs::with_rows(params, seed)
     }
 }

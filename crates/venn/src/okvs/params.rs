@@ -39,6 +39,9 @@ pub struct Params {
     pub dense: u64,
     /// The statistical security λ the dimensions are for.
     pub lambda: u32,
+    /// Whether the dense parts are binary ([`Params::binary`]): their λ' columns are part
+    /// of the failure bound.
+    pub binary: bool,
 }
 
 impl Params {
@@ -81,6 +84,7 @@ impl Params {
             sparse,
             dense,
             lambda,
+            binary,
         })
     }
 
