@@ -179,7 +179,6 @@ impl<V: Value> Row for BitRow<V> {
         rows: &mut [Self],
         dense: usize,
     ) {
-        assert!(dense <= MAX_BIT_COLUMNS);
         let mut ds = [0; BATCH];
         let ds = &mut ds[..keys.len()];
         hasher.rows(keys, cols, ds);

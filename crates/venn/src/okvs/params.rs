@@ -14,6 +14,7 @@
 //! system is sized for 2^-(λ+2+log2 #bins), its dense part has g + λ' columns for
 //! λ' = ⌈λ + 2 + log2 #bins⌉, and 2^-(λ+1) + 2^-(λ+2) + 2^-(λ+2) = 2^-λ.
 
+use super::dense::MAX_BIT_COLUMNS;
 use crate::{Error, Result};
 
 /// Keys per bin, on average (RR22 §4: "bins of about 2^14 keys").
@@ -72,10 +73,10 @@ impl Params {
         let bin_lambda = f64::from(lambda) + share + (bins as f64).log2();
         let (sparse, gap) = bin_dimensions(bin_keys.max(MIN_KEYS), bin_lambda);
         let dense = gap + if binary { bin_lambda.ceil() as u64 } else { 0 };
-        if binary && dense > 64 {
+        if binary && dense as usize > MAX_BIT_COLUMNS {
             return Err(Error::Params(format!(
                 "a binary OKVS of {keys} keys at 2^-{lambda} needs {dense} dense columns, \
-                 over 64"
+                 over {MAX_BIT_COLUMNS}"
             )));
         }
         Ok(Params {
