@@ -2,12 +2,12 @@
 //! intersection.
 
 use crate::common::{
-    assert_output, cheapest_options, each_on_all_cores, fit, fit_sender, fit_sigma, indices,
-    online, options, precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run,
-    test_options, truth,
+    assert_output, each_on_all_cores, fit, fit_sender, fit_sigma, indices, online, options,
+    precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
 };
 use std::time::Duration;
 use venn::crypto::Prg;
+use venn::fuzz::cheapest_options;
 use venn::net::{mem_pair, Channel};
 use venn::protocols::{registry, Options, Output, Protocol, Security, Sizes};
 use venn::session::Role;

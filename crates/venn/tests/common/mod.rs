@@ -98,19 +98,6 @@ pub fn test_options(protocol: &'static dyn Protocol) -> Options {
     }
 }
 
-/// The options of `protocol`'s cheapest runs, for the tests that run it many times over
-/// (a frame altered at each place, a sender cut off at each frame), as the fuzz harness
-/// runs it: σ-bit integers of the smallest σ where it takes them. The circuits' cost
-/// grows with the width of the values they compare: psww18's, whose tables are sized
-/// for at least 2^14 items, compares 19-bit values at σ = 32 and 43-bit ones for the
-/// tests' hashed keys (2.3× the AND gates, and the triples are nearly all of its time).
-pub fn cheapest_options(protocol: &'static dyn Protocol) -> Options {
-    Options {
-        sigma: protocol.accepts().sigma.iter().min().copied(),
-        ..Options::default()
-    }
-}
-
 /// A named entry of a protocol's parameter table at `n` items a side (with the tests'
 /// options).
 pub fn param(protocol: &str, n: u64, name: &str) -> usize {
