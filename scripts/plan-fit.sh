@@ -14,7 +14,7 @@ out=target/plan-fit
 mkdir -p "$out"
 # Protocols quick at 2^20 are measured up to it; the others up to 2^16 (beyond, `venn
 # plan` reads them at their last cost per item and marks the figure).
-fast=rr22,rr22-m,kkrt16,pssz15,rr17-de,rr17-ec,dcw13
+fast=rr22,rr22-m,rr22-ca,rr22-sum,kkrt16,pssz15,rr17-de,rr17-ec,dcw13
 slow=rr17-bloom,rr17-de-sm,kbm23,psww18-ca,psww18-sum,hek12-ca,dgt12-ca,dkt10
 common=(--threads 1,2 --bins lan,wan --offline ot,bfv,dealer --json)
 "$venn" bench --protocol "$fast" --log2n 12,14,16,18,20 --repeat 3 "${common[@]}" > "$out/fast.json"

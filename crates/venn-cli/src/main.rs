@@ -81,16 +81,16 @@ struct OptionsCli {
     /// parties, the default: for a GMW circuit's triples silent OT), for kbm23 also bfv
     /// (homomorphic encryption between them; --sigma 32) or dealer (a `venn dealer`
     /// trusted not to collude with either party; see --dealer), and for the GMW circuits
-    /// (psww18-ca/-sum, hek12-ca) iknp (their triples from IKNP OT extension, as ABY: 256
-    /// bits of traffic a triple; to compare).
+    /// (rr22-ca/-sum, psww18-ca/-sum, hek12-ca) iknp (their triples from IKNP OT
+    /// extension, as ABY: 256 bits of traffic a triple; to compare).
     #[arg(long, value_name = "ot|dealer|bfv|iknp", value_parser = Offline::parse)]
     offline: Option<Offline>,
     /// psww18-ca's stash for the items that fit in neither of the cuckoo side's tables:
     /// combined (one for both, the default) or separate (one per table).
     #[arg(long, value_name = "combined|separate", value_parser = Stash::parse)]
     stash: Option<Stash>,
-    /// For a cardinality protocol (psww18-ca): learn only whether the intersection has at
-    /// least T items, not its size.
+    /// For a cardinality protocol (rr22-ca, psww18-ca, hek12-ca): learn only whether the
+    /// intersection has at least T items, not its size.
     #[arg(long, value_name = "T")]
     threshold: Option<u64>,
 }
@@ -211,7 +211,7 @@ struct PartyCli {
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
-    /// of a protocol that sums them over the intersection (psww18-sum); a repeated key's
+    /// of a protocol that sums them over the intersection (rr22-sum, psww18-sum); a repeated key's
     /// rows' values are added.
     #[arg(long, value_name = "NAME")]
     value_column: Option<String>,

@@ -225,13 +225,14 @@ def test_a_python_party_runs_against_the_command_line_over_tls(tmp_path: Path):
     assert result["r"].matched == list(range(0, 200, 3))
 
 
-def test_a_sum_over_the_intersection():
-    child = Child("send", ["a", "b", "c", "d"], values=[5, 7, 11, 13], protocol="psww18-sum")
-    r = venn.receive(["b", "d", "x"], connect=child.addr, protocol="psww18-sum")
+@pytest.mark.parametrize("protocol", ["rr22-sum", "psww18-sum"])
+def test_a_sum_over_the_intersection(protocol):
+    child = Child("send", ["a", "b", "c", "d"], values=[5, 7, 11, 13], protocol=protocol)
+    r = venn.receive(["b", "d", "x"], connect=child.addr, protocol=protocol)
     assert (r.count, r.sum, r.matched) == (2, 20, None)
     assert child.result()[0] == "result"
     with pytest.raises(venn.UsageError, match="one value per key"):
-        venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol="psww18-sum")
+        venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol=protocol)
 
 
 def test_malicious_vole_psi_gives_the_sender_the_intersection_by_tags():

@@ -17,6 +17,7 @@ fn thresholds_and_stashes_give_the_right_answer() {
         ("psww18-ca", None, Stash::Combined),
         ("hek12-ca", Some(32), Stash::Combined),
         ("hek12-ca", None, Stash::Combined),
+        ("rr22-ca", None, Stash::Combined),
     ] {
         let p = find(name).unwrap();
         let count = Options {
@@ -100,29 +101,35 @@ fn a_sorting_network_state_pads_smaller_sets_only_where_it_has_room() {
     }
 }
 
+/// The sums of psww18 and rr22 (and rr22's count), the latter also at sizes where the
+/// OKVSs of its OPPRF split into several bins of 2^14 keys (β ≈ 26 000 keys, and three
+/// per sender item).
 #[test]
 fn sums_add_up_the_senders_values_over_the_intersection() {
-    let p = find("psww18-sum").unwrap();
-    let (s, r) = sets(900, 700, 321, 8);
-    // The largest values a row may carry, so that a wrong carry would show.
-    let top: Vec<u64> = (0..s.len() as u64)
-        .map(|i| u32::MAX as u64 - i % 3)
-        .collect();
-    let expected = |values: &[u64]| -> u64 {
-        let mine: std::collections::HashSet<&[u8]> = (0..r.len()).map(|i| r.get(i)).collect();
-        (0..s.len())
-            .filter(|&i| mine.contains(s.get(i)))
-            .map(|i| values[i])
-            .sum()
-    };
-    for (sigma, stash) in [(Some(32), Stash::Combined), (None, Stash::Separate)] {
+    for (name, sigma, stash, sizes) in [
+        ("psww18-sum", Some(32), Stash::Combined, (900, 700, 321)),
+        ("psww18-sum", None, Stash::Separate, (900, 700, 321)),
+        ("rr22-sum", None, Stash::Combined, (900, 700, 321)),
+        ("rr22-sum", None, Stash::Combined, (20_000, 20_000, 7_777)),
+    ] {
+        let (s, r) = sets(sizes.0, sizes.1, sizes.2, 8);
+        let p = find(name).unwrap();
         let o = Options {
             sigma,
             stash,
             ..Options::default()
         };
+        // The largest values a row may carry, so that a wrong carry would show.
+        let top: Vec<u64> = (0..s.len() as u64)
+            .map(|i| u32::MAX as u64 - i % 3)
+            .collect();
+        let mine: std::collections::HashSet<&[u8]> = (0..r.len()).map(|i| r.get(i)).collect();
+        let expected: u64 = (0..s.len())
+            .filter(|&i| mine.contains(s.get(i)))
+            .map(|i| top[i])
+            .sum();
         let (fs, fr) = (fit_sigma(sigma, &s), fit_sigma(sigma, &r));
-        let valued = fs.with_values(top.clone()).unwrap();
+        let valued = fs.with_values(top).unwrap();
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let opts = |role| RunOptions {
             options: o,
@@ -136,14 +143,18 @@ fn sums_add_up_the_senders_values_over_the_intersection() {
             )
         });
         assert_eq!(sr.unwrap().output, Output::Nothing);
+        let count = sizes.2 as u64;
+        let sum = expected;
         assert_eq!(
             rr.unwrap().output,
-            Output::Sum {
-                count: 321,
-                sum: expected(&top)
-            },
-            "{stash:?}"
+            Output::Sum { count, sum },
+            "{name} {stash:?}"
         );
+        if name == "rr22-sum" {
+            let ca = find("rr22-ca").unwrap();
+            let (_, rr) = run_pair_with(ca, Options::default(), &s, &r, false);
+            assert_eq!(rr.unwrap().output, Output::Count(count), "rr22-ca");
+        }
     }
 }
 
@@ -164,5 +175,7 @@ fn values_belong_to_the_sender_of_a_sum_alone() {
     assert!(e.contains("--value-column"), "{e}");
     refused("psww18-sum", Role::Receiver, &valued(&r));
     refused("psww18-ca", Role::Sender, &valued(&s));
+    refused("rr22-sum", Role::Sender, &s);
+    refused("rr22-ca", Role::Sender, &valued(&s));
     refused("kkrt16", Role::Sender, &valued(&s));
 }

@@ -290,8 +290,8 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
             "rr17-ec" => per_item(param("commitment_bits") / 8 + param("mu_receiver") * 20),
             // The circuits' last frame is the sender's share: of the count, 4 bytes; of the
             // sum and count, 16.
-            "psww18-ca" | "hek12-ca" => (4, 1),
-            "psww18-sum" => (16, 1),
+            "psww18-ca" | "hek12-ca" | "rr22-ca" => (4, 1),
+            "psww18-sum" | "rr22-sum" => (16, 1),
             "kbm23" => {
                 let bits = param("log2Q");
                 let comparisons = param("alpha") * param("beta");

@@ -157,6 +157,14 @@ impl<R: Row> BinnedKeys<'_, R> {
         &self.keys
     }
 
+    /// Values in the order of [`BinnedKeys::keys`] put back in the order the keys were
+    /// given in.
+    pub fn unbin<T: Copy + bytemuck::Zeroable + Send + Sync>(&self, binned: &[T]) -> Vec<T> {
+        let mut out = huge_zeroed(binned.len());
+        self.binning.gather(binned, &mut out);
+        out
+    }
+
     /// P with Decode(P, key) = v for each key and its value v, the values of the keys at
     /// `range` of [`BinnedKeys::keys`] put into `out` by `values(range, out)`; handed out
     /// as it is solved, and `other` (a vector of this OKVS's length, its values

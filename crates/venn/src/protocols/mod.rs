@@ -19,6 +19,7 @@ mod psww18;
 mod rr17_bloom;
 mod rr17_de;
 mod rr22;
+mod rr22_cpsi;
 
 pub use crate::session::Sizes;
 use api::no_offline_state;
@@ -65,6 +66,8 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_de::Rr17Ec,
         &rr17_de::Rr17DeSm::NEW,
         &kbm23::Kbm23,
+        &rr22_cpsi::Rr22Cpsi::CA,
+        &rr22_cpsi::Rr22Cpsi::SUM,
         &psww18::Psww18::CA,
         &psww18::Psww18::SUM,
         &hek12::Hek12,

@@ -30,6 +30,25 @@ pub fn pssz15_stash_size(n: u64) -> usize {
     }
 }
 
+/// Sets smaller than this are hashed into stash-free tables sized as for it: the fit of
+/// [`stashless_expansion`] is for sets of at least 2^8 items.
+pub const SMALLEST_STASHLESS: u64 = 1 << 8;
+
+/// The bins per item e for a 3-way cuckoo table with no stash to fail with probability at
+/// most 2^-40 for `n` items (sized as for at least [`SMALLEST_STASHLESS`]): the
+/// `cryptoTools` fit λ ≈ 240·e − 256 − log₂n (`CuckooIndex::selectParams`, three
+/// functions, no stash) solved for e at λ = 40 — 1.3 at 2^16, 1.317 at 2^20.
+pub fn stashless_expansion(n: u64) -> f64 {
+    let n = n.max(SMALLEST_STASHLESS) as f64;
+    (crate::STATISTICAL_SECURITY as f64 + 256.0 + n.log2()) / 240.0
+}
+
+/// The bins of a 3-way cuckoo table with no stash for `n` items: ⌈e·n⌉ for e from
+/// [`stashless_expansion`], as for at least [`SMALLEST_STASHLESS`] items.
+pub fn stashless_bins(n: u64) -> u64 {
+    (stashless_expansion(n) * n.max(SMALLEST_STASHLESS) as f64).ceil() as u64
+}
+
 /// The public hash functions `h_1, h_2, h_3 : {0,1}^128 → [bins]`: one fixed-key AES call
 /// under a shared seed, split into three 42-bit values, each mapped to `[bins]` by
 /// multiply-shift (bias ≤ bins / 2^42).

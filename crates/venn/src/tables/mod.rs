@@ -14,7 +14,10 @@ mod tag_table;
 
 pub use bloom::{bloom_bits, BloomHash};
 pub use buckets::Buckets;
-pub use cuckoo::{cuckoo_insert, pssz15_stash_size, CuckooHash, CuckooTable, HASHES};
+pub use cuckoo::{
+    cuckoo_insert, pssz15_stash_size, stashless_bins, stashless_expansion, CuckooHash, CuckooTable,
+    HASHES, SMALLEST_STASHLESS,
+};
 pub use match_table::MatchTable;
 pub use partitions::Partitions;
 pub use tag_table::TagTable;

@@ -34,6 +34,7 @@ use crate::net::Channel;
 use crate::ot::{
     iknp_receive, iknp_send, kos_receive, kos_send, MasnyRindal, ReceiverSeeds, SenderSeeds,
 };
+use crate::state::{exactly, StateReader, StateWriter};
 use crate::util::memory::{huge_zeroed, release_spare, with_huge_capacity};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -60,6 +61,40 @@ pub struct VoleSender {
 /// R's side of a VOLE: pairs (A_i, C_i) with C_i = B_i + A_i·Δ.
 pub struct VoleReceiver {
     pub pairs: Vec<Pair>,
+}
+
+impl VoleSender {
+    /// Writes Δ and B (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        out.block(self.delta)?;
+        out.blocks(&self.b)
+    }
+
+    /// Reads what [`VoleSender::save`] wrote, of length `m`.
+    pub fn load(input: &mut StateReader, m: usize) -> Result<VoleSender> {
+        Ok(VoleSender {
+            delta: input.block()?,
+            b: exactly(input.blocks(m, "VOLE values")?, m)?,
+        })
+    }
+}
+
+impl VoleReceiver {
+    /// Writes A, then C (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+        let half = |i: usize| self.pairs.iter().map(|p| [p.0, p.1][i]).collect::<Vec<_>>();
+        out.blocks(&half(0))?;
+        out.blocks(&half(1))
+    }
+
+    /// Reads what [`VoleReceiver::save`] wrote, of length `m`.
+    pub fn load(input: &mut StateReader, m: usize) -> Result<VoleReceiver> {
+        let a = exactly(input.blocks(m, "VOLE values")?, m)?;
+        let c = exactly(input.blocks(m, "VOLE values")?, m)?;
+        Ok(VoleReceiver {
+            pairs: a.into_iter().zip(c).map(|(a, c)| Pair(a, c)).collect(),
+        })
+    }
 }
 
 /// A session id for one of the VOLE's base-OT runs.

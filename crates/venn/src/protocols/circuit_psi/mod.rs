@@ -120,7 +120,7 @@ pub fn save_header(out: &mut StateWriter, encoded: &[u8], options: Options) -> R
 /// Reads what [`save_header`] wrote: the parameters' encoding and the options.
 pub fn load_header(input: &mut StateReader) -> Result<(Vec<u8>, Options)> {
     let len = input.u64()?;
-    if len > 64 {
+    if len > 128 {
         return Err(Error::State(format!("parameters of {len} bytes")));
     }
     let encoded = input.raw(len as usize)?;
@@ -211,6 +211,12 @@ pub fn receive_output(
         let reached = convert::receiver_reaches(gmw, share as u64, t, bits, prg)?;
         return Ok(Output::Threshold { threshold, reached });
     }
+    combine(gmw, share, function, bits, most)
+}
+
+/// The receiver's output from its share and the one the sender sends: the count, or the
+/// sum and the count, of at most `most`.
+fn combine(gmw: &mut Gmw, share: u128, function: Function, bits: u32, most: u64) -> Result<Output> {
     let bytes = bits as usize / 8;
     let mut theirs = Vec::new();
     gmw.channel()
@@ -232,4 +238,43 @@ pub fn receive_output(
             sum: (total >> 64) as u64,
         },
     })
+}
+
+/// The sender's end of a sum of values both parties hold additive shares of (mod 2^64;
+/// `mine(i)` its share of bit i's value): the match bits `found` weighted by its shares
+/// with its OTs `ots`, as in [`send_output`], and by the receiver's with the receiver as
+/// the OT sender (`reverse`, in which this party chooses); its share of both sent.
+pub fn send_shared_sum(
+    gmw: &mut Gmw,
+    (ots, reverse): (&SendersOts, &ReceiversOts),
+    found: &Shared,
+    mine: &dyn Fn(usize) -> u64,
+) -> Result<()> {
+    let weight = |i| 1 | (mine(i) as u128) << 64;
+    let share = convert::senders_share(gmw.channel(), ots, found, weight, convert::SUM_BITS)?;
+    let theirs = convert::receivers_share(gmw.channel(), reverse, found, 64)?;
+    let share = share.wrapping_add(theirs << 64);
+    gmw.channel().send(&share.to_le_bytes())
+}
+
+/// The receiver's end of [`send_shared_sum`], `mine(i)` its share of bit i's value: the
+/// sum and the count (at most `most`).
+pub fn receive_shared_sum(
+    gmw: &mut Gmw,
+    (ots, reverse): (&ReceiversOts, &SendersOts),
+    found: &Shared,
+    mine: &dyn Fn(usize) -> u64,
+    most: u64,
+) -> Result<Output> {
+    let bits = convert::SUM_BITS;
+    let share = convert::receivers_share(gmw.channel(), ots, found, bits)?;
+    let weight = |i| mine(i) as u128;
+    let ours = convert::senders_share(gmw.channel(), reverse, found, weight, 64)?;
+    combine(
+        gmw,
+        share.wrapping_add(ours << 64),
+        Function::Sum,
+        bits,
+        most,
+    )
 }

@@ -33,23 +33,19 @@ use super::field::{is_prime, next_prime, Field};
 use crate::net::Writer;
 use crate::protocols::{Offline, Options, ParamTable, Parameters, Sizes};
 use crate::tables::simple_hash::bin_size;
+use crate::tables::{stashless_expansion, SMALLEST_STASHLESS};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Cuckoo hash functions (§V-A: k = 3, the least online traffic for n in 2^20..2^26).
 pub const K: usize = 3;
 
-/// Set sizes below this are hashed into tables sized as for it.
-const SMALLEST_TABLE: u64 = 1 << 8;
-
 /// The paper's table expansion, the least Venn uses.
 const PAPER_EXPANSION: f64 = 1.27;
 
 /// The bins per item e for n items in a 3-way cuckoo table without a stash to fail with
-/// probability at most 2^-40: the `cryptoTools` fit λ = 240·e − 256 − log₂n solved for e,
-/// and at least 1.27.
+/// probability at most 2^-40 ([`stashless_expansion`]), and at least 1.27.
 pub fn expansion(n: u64) -> f64 {
-    let n = n.max(SMALLEST_TABLE) as f64;
-    ((STATISTICAL_SECURITY as f64 + 256.0 + n.log2()) / 240.0).max(PAPER_EXPANSION)
+    stashless_expansion(n).max(PAPER_EXPANSION)
 }
 
 /// The parameters of one run.
@@ -91,7 +87,7 @@ impl Kbm23Params {
     /// The parameters for `sizes`, on σ-bit integers (`Some(32)`) or hashed keys (`None`).
     pub fn new(sizes: Sizes, sigma: Option<u32>) -> Result<Self> {
         let (n_a, n_b) = (sizes.receiver, sizes.sender);
-        let alpha = (expansion(n_a) * n_a.max(SMALLEST_TABLE) as f64).ceil() as u64;
+        let alpha = (expansion(n_a) * n_a.max(SMALLEST_STASHLESS) as f64).ceil() as u64;
         let log2 = |n: u64| n.max(1).next_power_of_two().ilog2();
         let hashed = sigma.is_none();
         let sigma = sigma.unwrap_or(STATISTICAL_SECURITY as u32 + log2(n_a) + log2(n_b));

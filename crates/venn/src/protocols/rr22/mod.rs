@@ -18,6 +18,7 @@
 //! coin-tossed w in the output hash and 128-bit answers ([`malicious`]).
 
 mod malicious;
+pub mod opprf;
 pub mod oprf;
 
 use super::matching::{match_shuffled, send_shuffled};
@@ -29,8 +30,8 @@ use crate::items::Items;
 use crate::net::Writer;
 use crate::okvs;
 use crate::session::Role;
-use crate::state::{exactly, StateReader, StateWriter};
-use crate::vole::{self, Adversary, Pair, Shape, VoleReceiver, VoleSender};
+use crate::state::{StateReader, StateWriter};
+use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
 use crate::{Result, STATISTICAL_SECURITY};
 use oprf::Hashes;
 
@@ -232,16 +233,11 @@ impl Party for Rr22Sender {
     }
 
     fn save(&self, state: &VoleSender, out: &mut StateWriter) -> Result<()> {
-        out.block(state.delta)?;
-        out.blocks(&state.b)
+        state.save(out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleSender> {
-        let m = Rr22Params::new(sizes, self.0)?.okvs.len();
-        Ok(VoleSender {
-            delta: input.block()?,
-            b: exactly(input.blocks(m, "VOLE values")?, m)?,
-        })
+        VoleSender::load(input, Rr22Params::new(sizes, self.0)?.okvs.len())
     }
 }
 
@@ -292,23 +288,10 @@ impl Party for Rr22Receiver {
     }
 
     fn save(&self, state: &VoleReceiver, out: &mut StateWriter) -> Result<()> {
-        let half = |i: usize| {
-            state
-                .pairs
-                .iter()
-                .map(|p| [p.0, p.1][i])
-                .collect::<Vec<_>>()
-        };
-        out.blocks(&half(0))?;
-        out.blocks(&half(1))
+        state.save(out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleReceiver> {
-        let m = Rr22Params::new(sizes, self.0)?.okvs.len();
-        let a = exactly(input.blocks(m, "VOLE values")?, m)?;
-        let c = exactly(input.blocks(m, "VOLE values")?, m)?;
-        Ok(VoleReceiver {
-            pairs: a.into_iter().zip(c).map(|(a, c)| Pair(a, c)).collect(),
-        })
+        VoleReceiver::load(input, Rr22Params::new(sizes, self.0)?.okvs.len())
     }
 }

@@ -79,7 +79,8 @@ pub fn receive_seed(ctx: &mut Context, params: okvs::Params) -> Result<Okvs> {
 
 /// R's side: A' = A + P sent bin by bin as P is solved (S reads each as it comes), P
 /// encoding H^B (under `h_b`) of the keys, a bin at a time; returns F(x) = Decode(C, x)
-/// for each key, from the rows the encoding found (in the order the keys were binned in).
+/// for each key, from the rows the encoding found, in the order the keys were given to
+/// [`Okvs::bin`].
 pub fn receive(
     ctx: &mut Context,
     h_b: &Aes,
