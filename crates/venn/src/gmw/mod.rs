@@ -16,4 +16,6 @@ pub use engine::Gmw;
 pub use shared::Shared;
 #[cfg(test)]
 pub(crate) use triples::tests::triple_pair;
-pub use triples::{working_bytes as triple_working_bytes, Source as TripleSource, Triples};
+pub use triples::{
+    working_bytes as triple_working_bytes, RandomOts, Source as TripleSource, Triples,
+};

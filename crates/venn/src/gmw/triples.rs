@@ -80,6 +80,17 @@ pub fn working_bytes(words: usize, source: Source) -> u64 {
     48 * ots + silent + 2 * 2 * (4 << 20)
 }
 
+/// Random OTs of 128-bit messages made beside a run's triples ([`Triples::generate`]), one
+/// set each way: as their sender this party's two messages of each, as their receiver its
+/// choice and the message it got. Each message is the tweakable hash of a correlated OT,
+/// as a triple's are, whole.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RandomOts {
+    pub sent: Vec<[Block; 2]>,
+    pub choices: Vec<bool>,
+    pub received: Vec<Block>,
+}
+
 /// One party's halves of a run's triples, 64 to a word.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Triples {
@@ -103,17 +114,17 @@ impl Triples {
         self.a.len()
     }
 
-    /// Makes `words · 64` triples with the peer from OTs of `source`. `leader` must be
-    /// true at exactly one of the two parties (it runs its base OTs as the receiver, and
-    /// sends its OTs, first).
+    /// Makes `words · 64` triples with the peer from OTs of `source`, and `extra` random
+    /// OTs each way from the same extension. `leader` must be true at exactly one of the
+    /// two parties (it runs its base OTs as the receiver, and sends its OTs, first).
     pub fn generate(
         chan: &mut dyn Channel,
         leader: bool,
-        words: usize,
+        (words, extra): (usize, usize),
         prg: &mut Prg,
         sid: &[u8; 32],
         source: Source,
-    ) -> Result<Triples> {
+    ) -> Result<(Triples, RandomOts)> {
         let oracle = RandomOracle::new("venn/gmw/direction", sid);
         let sids = [
             oracle.hash(&[b"leader sends"]),
@@ -132,33 +143,29 @@ impl Triples {
                 receiving,
             )
         };
-        let mut t = Triples {
-            a: Vec::with_capacity(words),
-            b: Vec::with_capacity(words),
-            c: Vec::with_capacity(words),
+        let mut sink = Sink {
+            triples: Triples {
+                a: Vec::with_capacity(words),
+                b: Vec::with_capacity(words),
+                c: Vec::with_capacity(words),
+            },
+            ots: RandomOts::default(),
+            words,
         };
-        let run = (chan, leader, words, prg, (&sending, &receiving));
+        // Whole words of OTs each way: the random OTs' last word cut off after.
+        let total = words * 64 + extra.next_multiple_of(64);
+        let run = (chan, leader, total, prg, (&sending, &receiving));
         match source {
-            Source::Iknp => iknp_chunks(run, &mut t)?,
-            Source::SilentOt => silent_chunks(run, &mut t)?,
+            Source::Iknp => iknp_chunks(run, &mut sink)?,
+            Source::SilentOt => silent_chunks(run, &mut sink)?,
         }
-        Ok(t)
-    }
-
-    /// Adds a chunk's triples, from its OTs (hashed with tweaks from `first` on).
-    fn push(&mut self, leader: bool, first: usize, ots: ChunkOts) {
-        // The top bit of a tweak names the direction: the leader's sending one is 0.
-        let tweak = |sends: bool| ((sends != leader) as u64) << 63 | first as u64;
-        tccr_hash(tweak(true), ots.x0);
-        tccr_hash(tweak(true), ots.x1);
-        tccr_hash(tweak(false), ots.xu);
-        let (x0, x1, xu) = (low_bits(ots.x0), low_bits(ots.x1), low_bits(ots.xu));
-        for (((&a, &x0), &x1), &xu) in ots.choices.iter().zip(&x0).zip(&x1).zip(&xu) {
-            let b = x0 ^ x1;
-            self.a.push(a);
-            self.b.push(b);
-            self.c.push(a & b ^ x0 ^ xu);
-        }
+        let Sink {
+            triples, mut ots, ..
+        } = sink;
+        ots.sent.truncate(extra);
+        ots.choices.truncate(extra);
+        ots.received.truncate(extra);
+        Ok((triples, ots))
     }
 
     /// Writes the triples (for a precomputed state).
@@ -179,16 +186,57 @@ impl Triples {
     }
 }
 
-/// The chunks' first OTs and lengths, for `words` words of triples.
-fn chunks(words: usize, source: Source) -> impl Iterator<Item = (usize, usize)> {
-    let (total, chunk) = (words * 64, source.chunk());
+/// Where a run's OTs go: the first `words · 64` of each direction into triples, the rest
+/// into random OTs.
+struct Sink {
+    triples: Triples,
+    ots: RandomOts,
+    words: usize,
+}
+
+impl Sink {
+    /// Takes a batch of OTs, the run's from `first` on (a multiple of 64, as is their
+    /// number), hashed with their numbers as tweaks.
+    fn push(&mut self, leader: bool, first: usize, ots: ChunkOts) {
+        // The top bit of a tweak names the direction: the leader's sending one is 0.
+        let tweak = |sends: bool| ((sends != leader) as u64) << 63 | first as u64;
+        tccr_hash(tweak(true), ots.x0);
+        tccr_hash(tweak(true), ots.x1);
+        tccr_hash(tweak(false), ots.xu);
+        let split = (self.words * 64).saturating_sub(first).min(ots.x0.len());
+        let (x0, x1, xu) = (
+            low_bits(&ots.x0[..split]),
+            low_bits(&ots.x1[..split]),
+            low_bits(&ots.xu[..split]),
+        );
+        let t = &mut self.triples;
+        for (((&a, &x0), &x1), &xu) in ots.choices.iter().zip(&x0).zip(&x1).zip(&xu) {
+            let b = x0 ^ x1;
+            t.a.push(a);
+            t.b.push(b);
+            t.c.push(a & b ^ x0 ^ xu);
+        }
+        for i in split..ots.x0.len() {
+            self.ots.sent.push([ots.x0[i], ots.x1[i]]);
+            self.ots
+                .choices
+                .push(ots.choices[i / 64] >> (i % 64) & 1 == 1);
+            self.ots.received.push(ots.xu[i]);
+        }
+    }
+}
+
+/// The chunks' first OTs and lengths, for `total` OTs each way.
+fn chunks(total: usize, source: Source) -> impl Iterator<Item = (usize, usize)> {
+    let chunk = source.chunk();
     (0..total)
         .step_by(chunk)
         .map(move |first| (first, chunk.min(total - first)))
 }
 
-/// One party's making of a run's triples: its link, whether it leads, how many words of
-/// triples, its randomness, and its base OTs' seeds as OT-extension sender and receiver.
+/// One party's making of a run's OTs: its link, whether it leads, how many OTs each way (a
+/// multiple of 64), its randomness, and its base OTs' seeds as OT-extension sender and
+/// receiver.
 type Run<'c, 'p, 's> = (
     &'c mut dyn Channel,
     bool,
@@ -197,13 +245,13 @@ type Run<'c, 'p, 's> = (
     (&'s SenderSeeds, &'s ReceiverSeeds),
 );
 
-/// The triples from silent COTs, a chunk at a time: the PPRFs' random OTs for every chunk
+/// The OTs from silent COTs, a chunk at a time: the PPRFs' random OTs for every chunk
 /// from one IKNP run each way (the leader's sending one first), then per chunk a COT each
 /// way, the leader's first.
-fn silent_chunks(run: Run, t: &mut Triples) -> Result<()> {
-    let (chan, leader, words, prg, (sending, receiving)) = run;
+fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
+    let (chan, leader, total, prg, (sending, receiving)) = run;
     let source = Source::SilentOt;
-    let needed: Vec<usize> = chunks(words, source)
+    let needed: Vec<usize> = chunks(total, source)
         .map(|(_, len)| cot::ots_needed(len))
         .collect();
     let count = needed.iter().sum();
@@ -217,7 +265,7 @@ fn silent_chunks(run: Run, t: &mut Triples) -> Result<()> {
     };
     let delta = sending.delta_block();
     let (mut offset, mut noise, mut rows) = (0, Vec::new(), Rows::default());
-    for ((first, len), needed) in chunks(words, source).zip(needed) {
+    for ((first, len), needed) in chunks(total, source).zip(needed) {
         let ots = offset..offset + needed;
         offset += needed;
         let sends = (delta, &send_ots[ots.clone()]);
@@ -239,18 +287,18 @@ fn silent_chunks(run: Run, t: &mut Triples) -> Result<()> {
                 choices,
                 xu: &mut rows.t,
             };
-            t.push(leader, first + k * BATCH, ots);
+            sink.push(leader, first + k * BATCH, ots);
         }
     }
     Ok(())
 }
 
-/// The triples from IKNP, a chunk at a time, each chunk's rows on a segment of the
-/// extensions of its own.
-fn iknp_chunks(run: Run, t: &mut Triples) -> Result<()> {
-    let (chan, leader, words, prg, (sending, receiving)) = run;
+/// The OTs from IKNP, a chunk at a time, each chunk's rows on a segment of the extensions
+/// of its own.
+fn iknp_chunks(run: Run, sink: &mut Sink) -> Result<()> {
+    let (chan, leader, total, prg, (sending, receiving)) = run;
     let mut rows = Rows::default();
-    for (k, (first, ots)) in chunks(words, Source::Iknp).enumerate() {
+    for (k, (first, ots)) in chunks(total, Source::Iknp).enumerate() {
         let choices: Vec<u64> = (0..ots / 64).map(|_| prg.u64()).collect();
         let send = sending.segment(k as u64);
         let receive = receiving.segment(k as u64);
@@ -296,7 +344,7 @@ fn iknp_chunks(run: Run, t: &mut Triples) -> Result<()> {
             choices: &choices,
             xu: &mut rows.t,
         };
-        t.push(leader, first, chunk);
+        sink.push(leader, first, chunk);
     }
     Ok(())
 }
@@ -326,11 +374,13 @@ pub(crate) mod tests {
 
     /// Both parties' triples for `words` words, made over an in-memory channel.
     pub(crate) fn triple_pair(words: usize) -> (Triples, Triples) {
-        triples_from(words, Source::SilentOt)
+        let [(p, _), (q, _)] = made(words, 0, Source::SilentOt);
+        (p, q)
     }
 
-    /// [`triple_pair`] from OTs of `source`.
-    fn triples_from(words: usize, source: Source) -> (Triples, Triples) {
+    /// Both parties' triples for `words` words and `extra` random OTs each way from OTs of
+    /// `source`, the leader's first.
+    fn made(words: usize, extra: usize, source: Source) -> [(Triples, RandomOts); 2] {
         let (mut x, mut y) = mem_pair(Duration::from_secs(30));
         let sid = [7; 32];
         // Each party on a pool of its own, as `run` gives it: a COT's receiver waits on its
@@ -338,22 +388,40 @@ pub(crate) mod tests {
         let party = move |chan: &mut dyn Channel, leader: bool, seed: Block| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
             pool.unwrap().install(|| {
-                Triples::generate(chan, leader, words, &mut Prg::from_seed(seed), &sid, source)
-                    .unwrap()
+                let mut prg = Prg::from_seed(seed);
+                Triples::generate(chan, leader, (words, extra), &mut prg, &sid, source).unwrap()
             })
         };
         let follower = std::thread::spawn(move || party(&mut y, false, 2));
         let leader = party(&mut x, true, 1);
-        (leader, follower.join().unwrap())
+        [leader, follower.join().unwrap()]
     }
 
     #[test]
     fn triples_multiply_and_look_random() {
         for source in [Source::SilentOt, Source::Iknp] {
-            // Several chunks, the last one short.
+            // Several chunks, the last one short, and random OTs after the triples, the
+            // last of them in a part of a word.
             let words = 2 * source.chunk() / 64 + 3;
-            let (p, q) = triples_from(words, source);
+            let extra = 1000;
+            let [(p, p_ots), (q, q_ots)] = made(words, extra, source);
             check(words, &p, &q);
+            for (sender, receiver) in [(&p_ots, &q_ots), (&q_ots, &p_ots)] {
+                assert_eq!(sender.sent.len(), extra);
+                assert_eq!(
+                    (receiver.choices.len(), receiver.received.len()),
+                    (extra, extra)
+                );
+                for ((sent, &c), &got) in (sender.sent.iter())
+                    .zip(&receiver.choices)
+                    .zip(&receiver.received)
+                {
+                    assert_eq!(sent[c as usize], got);
+                    assert_ne!(sent[1 - c as usize], got);
+                }
+                let ones = receiver.choices.iter().filter(|&&c| c).count();
+                assert!((400..600).contains(&ones), "{ones} of {extra} choices set");
+            }
         }
     }
 

@@ -21,11 +21,9 @@
 //! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
 //! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
 
-use super::Ots;
 use crate::crypto::Prg;
 use crate::gmw::{Gmw, Shared};
 use crate::net::Channel;
-use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::{Error, Result};
 
@@ -55,23 +53,19 @@ pub struct ReceiversOts {
     messages: Vec<u128>,
 }
 
-impl Ots for SendersOts {
-    /// Makes `count` random OTs with Alice, as their sender (IKNP after base OTs).
-    fn generate(
-        chan: &mut dyn Channel,
-        prg: &mut Prg,
-        sid: &[u8; 32],
-        count: usize,
-    ) -> Result<Self> {
-        let seeds = SenderSeeds::new::<MasnyRindal>(chan, prg, sid)?;
-        Ok(SendersOts(iknp_send(chan, &seeds, count)?))
+impl SendersOts {
+    /// The messages of random OTs this party sent.
+    pub fn new(sent: Vec<[u128; 2]>) -> Self {
+        SendersOts(sent)
     }
 
-    fn save(&self, out: &mut StateWriter) -> Result<()> {
+    /// Writes them (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.blocks(self.0.as_flattened())
     }
 
-    fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+    /// Reads what [`SendersOts::save`] wrote: `count` OTs.
+    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         let blocks = exactly(input.blocks(2 * count, "OT messages")?, 2 * count)?;
         Ok(SendersOts(
             blocks.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
@@ -79,26 +73,21 @@ impl Ots for SendersOts {
     }
 }
 
-impl Ots for ReceiversOts {
-    /// Makes `count` random OTs with Bob, as their receiver, with random choices.
-    fn generate(
-        chan: &mut dyn Channel,
-        prg: &mut Prg,
-        sid: &[u8; 32],
-        count: usize,
-    ) -> Result<Self> {
-        let seeds = ReceiverSeeds::new::<MasnyRindal>(chan, prg, sid)?;
-        let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
-        let messages = iknp_receive(chan, &seeds, &choices)?;
-        Ok(ReceiversOts { choices, messages })
+impl ReceiversOts {
+    /// The choices and messages of random OTs this party received in.
+    pub fn new(choices: Vec<bool>, messages: Vec<u128>) -> Self {
+        assert_eq!(choices.len(), messages.len());
+        ReceiversOts { choices, messages }
     }
 
-    fn save(&self, out: &mut StateWriter) -> Result<()> {
+    /// Writes them (for a precomputed state).
+    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.bits(&self.choices)?;
         out.blocks(&self.messages)
     }
 
-    fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+    /// Reads what [`ReceiversOts::save`] wrote: `count` OTs.
+    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         Ok(ReceiversOts {
             choices: exactly(input.bits(count, "OT choices")?, count)?,
             messages: exactly(input.blocks(count, "OT messages")?, count)?,

@@ -1,6 +1,7 @@
 //! What the circuit-PSI protocols (PSWW18's two-dimensional cuckoo hashing, HEK12's
-//! sorting network) share around their circuits: the offline phase — the circuit's Beaver
-//! triples and one random OT per output bit — and its state, and the end of the online
+//! sorting network, RR22's OPPRF) share around their circuits: the offline phase — the
+//! circuit's Beaver triples and one random OT per output bit each way, from the same OT
+//! extension — and its state, and the end of the online
 //! phase, where the circuit's XOR-shared match bits become the receiver's output
 //! ([`convert`]: a count, a sum of the sender's values with its count, or only whether the
 //! count reaches a threshold).
@@ -13,7 +14,6 @@ mod convert;
 use super::{Context, Options, Output, Stash};
 use crate::crypto::{Prg, RandomOracle};
 use crate::gmw::{Gmw, Shared, TripleSource, Triples};
-use crate::net::Channel;
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
@@ -44,60 +44,53 @@ pub fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
     }
 }
 
-/// A party's random OTs for the conversion: made, saved and loaded.
-pub trait Ots: Sized + Send + 'static {
-    /// Makes `count` OTs with the peer after base OTs under `sid`.
-    fn generate(
-        chan: &mut dyn Channel,
-        prg: &mut Prg,
-        sid: &[u8; 32],
-        count: usize,
-    ) -> Result<Self>;
-    /// Writes them (for a precomputed state).
-    fn save(&self, out: &mut StateWriter) -> Result<()>;
-    /// Reads what `save` wrote: `count` OTs.
-    fn load(input: &mut StateReader, count: usize) -> Result<Self>;
+/// Random OTs for the conversion, one set each way: those this party sends in (the
+/// sender's, for a count), and those it receives in (the receiver's).
+pub struct ConversionOts {
+    pub sent: SendersOts,
+    pub received: ReceiversOts,
 }
 
-/// What the offline phase leaves for the online one.
-pub struct Prepared<O> {
+/// What the offline phase leaves for the online one: the triples and the conversion's OTs.
+pub struct Prepared {
     pub triples: Triples,
-    pub ots: O,
+    pub ots: ConversionOts,
 }
 
 /// The offline phase: `words` words of triples (the receiver leads; from the OTs
-/// `--offline` names) and `outputs` random OTs, each on base OTs of their own, under
-/// session ids from `domain` and the session.
-pub fn prepare<O: Ots>(
-    ctx: &mut Context,
-    domain: &str,
-    words: usize,
-    outputs: u64,
-) -> Result<Prepared<O>> {
-    let oracle = RandomOracle::new(domain, &ctx.session.id);
-    let [triple_sid, ot_sid] = [oracle.hash(&[b"triples"]), oracle.hash(&[b"counting"])];
+/// `--offline` names) and `outputs` random OTs each way from the same extension, under a
+/// session id from `domain` and the session.
+pub fn prepare(ctx: &mut Context, domain: &str, words: usize, outputs: u64) -> Result<Prepared> {
+    let sid = RandomOracle::new(domain, &ctx.session.id).hash(&[b"triples"]);
     ctx.phase("triples", true);
     let leader = ctx.session.role == Role::Receiver;
     let source = TripleSource::of(ctx.session.options.offline);
-    let triples = Triples::generate(ctx.peer, leader, words, &mut ctx.prg, &triple_sid, source)?;
-    ctx.phase("counting OTs", true);
-    let ots = O::generate(ctx.peer, &mut ctx.prg, &ot_sid, outputs as usize)?;
+    let shape = (words, outputs as usize);
+    let (triples, ots) = Triples::generate(ctx.peer, leader, shape, &mut ctx.prg, &sid, source)?;
+    let ots = ConversionOts {
+        sent: SendersOts::new(ots.sent),
+        received: ReceiversOts::new(ots.choices, ots.received),
+    };
     Ok(Prepared { triples, ots })
 }
 
-impl<O: Ots> Prepared<O> {
+impl Prepared {
     /// Writes the triples and the OTs.
     pub fn save(&self, out: &mut StateWriter) -> Result<()> {
         self.triples.save(out)?;
-        self.ots.save(out)
+        self.ots.sent.save(out)?;
+        self.ots.received.save(out)
     }
 
-    /// Reads what [`Prepared::save`] wrote: `words` words of triples, `outputs` OTs.
+    /// Reads what [`Prepared::save`] wrote: `words` words of triples, `outputs` OTs each
+    /// way.
     pub fn load(input: &mut StateReader, words: usize, outputs: usize) -> Result<Self> {
-        Ok(Prepared {
-            triples: Triples::load(input, words)?,
-            ots: O::load(input, outputs)?,
-        })
+        let triples = Triples::load(input, words)?;
+        let ots = ConversionOts {
+            sent: SendersOts::load(input, outputs)?,
+            received: ReceiversOts::load(input, outputs)?,
+        };
+        Ok(Prepared { triples, ots })
     }
 }
 
@@ -242,17 +235,18 @@ fn combine(gmw: &mut Gmw, share: u128, function: Function, bits: u32, most: u64)
 
 /// The sender's end of a sum of values both parties hold additive shares of (mod 2^64;
 /// `mine(i)` its share of bit i's value): the match bits `found` weighted by its shares
-/// with its OTs `ots`, as in [`send_output`], and by the receiver's with the receiver as
-/// the OT sender (`reverse`, in which this party chooses); its share of both sent.
+/// with the OTs it sends in, as in [`send_output`], and by the receiver's with the
+/// receiver as the OTs' sender; its share of both sent.
 pub fn send_shared_sum(
     gmw: &mut Gmw,
-    (ots, reverse): (&SendersOts, &ReceiversOts),
+    ots: &ConversionOts,
     found: &Shared,
     mine: &dyn Fn(usize) -> u64,
 ) -> Result<()> {
     let weight = |i| 1 | (mine(i) as u128) << 64;
-    let share = convert::senders_share(gmw.channel(), ots, found, weight, convert::SUM_BITS)?;
-    let theirs = convert::receivers_share(gmw.channel(), reverse, found, 64)?;
+    let bits = convert::SUM_BITS;
+    let share = convert::senders_share(gmw.channel(), &ots.sent, found, weight, bits)?;
+    let theirs = convert::receivers_share(gmw.channel(), &ots.received, found, 64)?;
     let share = share.wrapping_add(theirs << 64);
     gmw.channel().send(&share.to_le_bytes())
 }
@@ -261,15 +255,15 @@ pub fn send_shared_sum(
 /// sum and the count (at most `most`).
 pub fn receive_shared_sum(
     gmw: &mut Gmw,
-    (ots, reverse): (&ReceiversOts, &SendersOts),
+    ots: &ConversionOts,
     found: &Shared,
     mine: &dyn Fn(usize) -> u64,
     most: u64,
 ) -> Result<Output> {
     let bits = convert::SUM_BITS;
-    let share = convert::receivers_share(gmw.channel(), ots, found, bits)?;
+    let share = convert::receivers_share(gmw.channel(), &ots.received, found, bits)?;
     let weight = |i| mine(i) as u128;
-    let ours = convert::senders_share(gmw.channel(), reverse, found, weight, 64)?;
+    let ours = convert::senders_share(gmw.channel(), &ots.sent, found, weight, 64)?;
     combine(
         gmw,
         share.wrapping_add(ours << 64),

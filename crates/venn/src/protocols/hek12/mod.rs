@@ -18,7 +18,7 @@
 mod network;
 mod params;
 
-use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
+use super::circuit_psi::{self, ConversionOts, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
@@ -96,7 +96,7 @@ impl Protocol for Hek12 {
         let words = triple_words(&p);
         let source = crate::gmw::TripleSource::of(options.offline);
         let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
-        let ots = 32 * p.outputs();
+        let ots = 64 * p.outputs();
         let planes = 6 * 2 * p.n * p.width() as u64 / 8;
         let values = 16 * 2 * p.n;
         let need = triples + ots + planes + values;
@@ -197,13 +197,13 @@ fn share_runs(gmw: &mut Gmw, mine: &[Shared], n: usize, prg: &mut Prg) -> Result
 }
 
 /// What the offline phase leaves for the online one (either party).
-pub struct State<O> {
+pub struct State {
     params: Hek12Params,
-    prepared: Prepared<O>,
+    prepared: Prepared,
 }
 
 /// Either party's offline phase.
-fn offline<O: Ots>(ctx: &mut Context) -> Result<State<O>> {
+fn offline(ctx: &mut Context) -> Result<State> {
     let params = Hek12Params::new(ctx.session.sized, ctx.session.options)?;
     let (words, outputs) = (triple_words(&params), params.outputs());
     let prepared = circuit_psi::prepare(ctx, DOMAIN, words, outputs)?;
@@ -212,20 +212,21 @@ fn offline<O: Ots>(ctx: &mut Context) -> Result<State<O>> {
 
 /// Either party's online phase up to the circuit's match bits (the sender's run second),
 /// then `finish` on them.
-fn online<O>(
+fn online(
     ctx: &mut Context,
-    state: State<O>,
+    state: State,
     items: &Items,
-    finish: impl FnOnce(&mut Gmw, &Hek12Params, &O, &Shared, &mut Prg) -> Result<Output>,
+    finish: impl FnOnce(&mut Gmw, &Hek12Params, &ConversionOts, &Shared, &mut Prg) -> Result<Output>,
 ) -> Result<Output> {
     let State { params, prepared } = state;
+    let Prepared { triples, ots } = prepared;
     let p = session_params(ctx, &params)?;
     let sender = ctx.session.role == Role::Sender;
     ctx.phase("sort", false);
     let run = sorted_run(&p, ctx, items, sender)?;
     let mine = Shared::planes(run.len(), p.width(), |i| run[i]);
     ctx.phase("network and count", false);
-    let mut gmw = Gmw::new(ctx.peer, !sender, prepared.triples);
+    let mut gmw = Gmw::new(ctx.peer, !sender, triples);
     let [ours, theirs] = share_runs(&mut gmw, &mine, p.n as usize, &mut ctx.prg)?;
     let [first, second] = if sender {
         [theirs, ours]
@@ -233,17 +234,17 @@ fn online<O>(
         [ours, theirs]
     };
     let found = evaluate(&mut gmw, &p, &first, &second)?;
-    finish(&mut gmw, &p, &prepared.ots, &found, &mut ctx.prg)
+    finish(&mut gmw, &p, &ots, &found, &mut ctx.prg)
 }
 
 /// Writes either party's state.
-fn save<O: Ots>(state: &State<O>, out: &mut StateWriter) -> Result<()> {
+fn save(state: &State, out: &mut StateWriter) -> Result<()> {
     circuit_psi::save_header(out, &state.params.encode(), state.params.options())?;
     state.prepared.save(out)
 }
 
 /// Reads what [`save`] wrote, for `sizes`.
-fn load<O: Ots>(sizes: Sizes, input: &mut StateReader) -> Result<State<O>> {
+fn load(sizes: Sizes, input: &mut StateReader) -> Result<State> {
     let (encoded, options) = circuit_psi::load_header(input)?;
     let params = Hek12Params::new(sizes, options)?;
     if params.encode() != encoded {
@@ -255,7 +256,7 @@ fn load<O: Ots>(sizes: Sizes, input: &mut StateReader) -> Result<State<O>> {
 }
 
 impl Party for Sender {
-    type State = State<SendersOts>;
+    type State = State;
 
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
         offline(ctx)
@@ -264,7 +265,7 @@ impl Party for Sender {
     /// The sender's share of the count, or its side of the threshold's comparison.
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         online(ctx, state, items, |gmw, p, ots, found, prg| {
-            circuit_psi::send_output(gmw, ots, found, None, p.threshold, prg)?;
+            circuit_psi::send_output(gmw, &ots.sent, found, None, p.threshold, prg)?;
             Ok(Output::Nothing)
         })
     }
@@ -279,7 +280,7 @@ impl Party for Sender {
 }
 
 impl Party for Receiver {
-    type State = State<ReceiversOts>;
+    type State = State;
 
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
         offline(ctx)
@@ -289,6 +290,7 @@ impl Party for Receiver {
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         online(ctx, state, items, |gmw, p, ots, found, prg| {
             let most = p.n_s.min(p.n_r);
+            let ots = &ots.received;
             circuit_psi::receive_output(gmw, ots, found, Function::Count, p.threshold, most, prg)
         })
     }

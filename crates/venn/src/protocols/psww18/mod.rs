@@ -9,9 +9,8 @@
 //! is the receiver and learns the output.
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
-//! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP); one random OT
-//! per output bit for the
-//! count ([`super::circuit_psi`]).
+//! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP), and from the
+//! same extension one random OT per output bit for the count ([`super::circuit_psi`]).
 //!
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
 //! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
@@ -24,7 +23,7 @@ mod circuit;
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
+use super::circuit_psi::{self, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
@@ -149,7 +148,7 @@ impl Protocol for Psww18 {
         let words = triple_words(&p);
         let source = crate::gmw::TripleSource::of(options.offline);
         let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
-        let ots = 32 * p.outputs();
+        let ots = 64 * p.outputs();
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
                 + p.stash_width() as u64 * p.stash_comparisons())
@@ -197,17 +196,17 @@ fn triple_words(p: &Psww18Params) -> usize {
 }
 
 /// What the offline phase leaves for the online one (either party).
-pub struct State<O> {
+pub struct State {
     params: Psww18Params,
     seed: Block,
-    prepared: Prepared<O>,
+    prepared: Prepared,
 }
 
 /// The parameters of the session, which must be those the state was made for, with the
 /// run's actual set sizes: a state made for larger sets sizes the tables, and the stash
 /// is compared with the receiver's actual items (a circuit smaller than the triples
 /// were made for: the rest go unused).
-fn session_params<O>(ctx: &Context, state: &State<O>) -> Result<Psww18Params> {
+fn session_params(ctx: &Context, state: &State) -> Result<Psww18Params> {
     let mut p = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
     if p != state.params {
         return Err(Error::State(
@@ -220,7 +219,7 @@ fn session_params<O>(ctx: &Context, state: &State<O>) -> Result<Psww18Params> {
 
 /// Either party's offline phase: the seed toss (Alice commits), then the triples (Alice
 /// leads) and the counting OTs.
-fn offline<O: Ots>(ctx: &mut Context) -> Result<State<O>> {
+fn offline(ctx: &mut Context) -> Result<State> {
     let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
     ctx.phase("hashing seed", true);
     let sid = ctx.session.id;
@@ -252,7 +251,7 @@ fn peers(gmw: &mut Gmw, lengths: &[usize]) -> Result<Vec<Shared>> {
 }
 
 /// Writes a state: the header, the seed, the triples and OTs.
-fn save_state<O: Ots>(state: &State<O>, out: &mut StateWriter) -> Result<()> {
+fn save_state(state: &State, out: &mut StateWriter) -> Result<()> {
     let p = &state.params;
     circuit_psi::save_header(out, &p.encode(), p.options())?;
     out.block(state.seed)?;
@@ -260,7 +259,7 @@ fn save_state<O: Ots>(state: &State<O>, out: &mut StateWriter) -> Result<()> {
 }
 
 /// Reads what [`save_state`] wrote, for `sizes`.
-fn load_state<O: Ots>(sizes: Sizes, input: &mut StateReader) -> Result<State<O>> {
+fn load_state(sizes: Sizes, input: &mut StateReader) -> Result<State> {
     let (encoded, options) = circuit_psi::load_header(input)?;
     let params = Psww18Params::new(sizes, options)?;
     if params.encode() != encoded {
@@ -276,10 +275,10 @@ fn load_state<O: Ots>(sizes: Sizes, input: &mut StateReader) -> Result<State<O>>
 }
 
 impl Party for Sender {
-    type State = State<SendersOts>;
+    type State = State;
 
-    /// Bob answers the seed toss, makes triples with Alice (she leads) and the counting
-    /// OTs as their sender.
+    /// Bob answers the seed toss, makes triples and the counting OTs with Alice (she
+    /// leads).
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
         offline(ctx)
     }
@@ -310,7 +309,7 @@ impl Party for Sender {
         let bob = share(&mut gmw, &input, &mut ctx.prg)?;
         let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let ots = &state.prepared.ots;
+        let ots = &state.prepared.ots.sent;
         let value =
             |values: &[u64], i: usize| (tables.item_of_output(i)).map_or(0, |y| values[y as usize]);
         let weight = match self.0 {
@@ -335,7 +334,7 @@ impl Party for Sender {
 }
 
 impl Party for Receiver {
-    type State = State<ReceiversOts>;
+    type State = State;
 
     /// Alice commits to the seed toss, makes triples with Bob (leading) and the counting
     /// OTs as their receiver.
@@ -367,7 +366,7 @@ impl Party for Receiver {
         let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
         circuit_psi::receive_output(
             &mut gmw,
-            &state.prepared.ots,
+            &state.prepared.ots.received,
             &found,
             self.0,
             p.threshold,

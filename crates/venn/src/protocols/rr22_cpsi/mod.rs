@@ -8,8 +8,9 @@
 //! simple-hashes its items and learns nothing.
 //!
 //! **Offline** (no inputs): a silent VOLE for the OPRF (S holds Δ); the equality
-//! circuit's Beaver triples from silent OT (or `--offline iknp`); one random OT per bin
-//! for the conversion of its bits to a count — and for a sum as many again, R sending.
+//! circuit's Beaver triples from silent OT (or `--offline iknp`), and from the same OTs
+//! one random OT per bin each way for the conversion of its bits to a count (S sending)
+//! or a sum (both).
 //!
 //! **Online**: R sends fresh seeds for the OPRF's OKVS and its cuckoo table and puts each
 //! of its items into one of β bins ([`hashing`]); S puts each of its items into all three
@@ -27,14 +28,14 @@
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Ots, Prepared, ReceiversOts, SendersOts};
+use super::circuit_psi::{self, Function, Prepared};
 use super::rr22::opprf::{self, Programmed, Tagged};
 use super::rr22::oprf::{self, Hashes};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, RoleInfo, Security, Sizes,
 };
-use crate::crypto::{Block, RandomOracle};
+use crate::crypto::Block;
 use crate::gmw::{Gmw, Shared, TripleSource};
 use crate::items::Items;
 use crate::okvs::{BinnedKeys, Okvs};
@@ -187,12 +188,11 @@ impl Protocol for Rr22Cpsi {
 }
 
 /// What the offline phase leaves for the online one: the VOLE `V`, the triples and the
-/// OTs this party sends (`O`) or receives in, and for a sum the OTs the other way (`R`).
-pub struct State<V, O, R> {
+/// conversion's OTs.
+pub struct State<V> {
     params: CpsiParams,
     vole: V,
-    prepared: Prepared<O>,
-    reverse: Option<R>,
+    prepared: Prepared,
 }
 
 /// The session's parameters, which must be those the state was made for, with the run's
@@ -210,37 +210,27 @@ fn session_params(ctx: &Context, made_for: &CpsiParams) -> Result<CpsiParams> {
 }
 
 /// Either party's offline phase: its side of the VOLE (`vole`), then the triples (R
-/// leads), the counting OTs and for a sum the reverse ones.
-fn offline<V, O: Ots, R: Ots>(
+/// leads) and the conversion's OTs each way (a count uses the sender's; a sum both).
+fn offline<V>(
     ctx: &mut Context,
     function: Function,
     vole: impl FnOnce(&mut Context, usize) -> Result<V>,
-) -> Result<State<V, O, R>> {
+) -> Result<State<V>> {
     let params = CpsiParams::new(function, ctx.session.sized, ctx.session.options)?;
     ctx.phase("silent VOLE", true);
     let vole = vole(ctx, params.oprf.len())?;
     let (words, bins) = (params.triple_words(), params.bins);
     let prepared = circuit_psi::prepare(ctx, "venn/rr22-cpsi/base-ots", words, bins)?;
-    let reverse = match function {
-        Function::Count => None,
-        Function::Sum => {
-            ctx.phase("summing OTs", true);
-            let sid =
-                RandomOracle::new("venn/rr22-cpsi/base-ots", &ctx.session.id).hash(&[b"summing"]);
-            Some(R::generate(ctx.peer, &mut ctx.prg, &sid, bins as usize)?)
-        }
-    };
     Ok(State {
         params,
         vole,
         prepared,
-        reverse,
     })
 }
 
 /// Writes a state: the header, the VOLE (`vole`), the triples and OTs.
-fn save_state<V, O: Ots, R: Ots>(
-    state: &State<V, O, R>,
+fn save_state<V>(
+    state: &State<V>,
     vole: impl FnOnce(&V, &mut StateWriter) -> Result<()>,
     out: &mut StateWriter,
 ) -> Result<()> {
@@ -250,17 +240,16 @@ fn save_state<V, O: Ots, R: Ots>(
     };
     circuit_psi::save_header(out, &state.params.encode(), options)?;
     vole(&state.vole, out)?;
-    state.prepared.save(out)?;
-    state.reverse.as_ref().map_or(Ok(()), |r| r.save(out))
+    state.prepared.save(out)
 }
 
 /// Reads what [`save_state`] wrote for `sizes`, the VOLE by `vole(input, m)`.
-fn load_state<V, O: Ots, R: Ots>(
+fn load_state<V>(
     function: Function,
     sizes: Sizes,
     vole: impl FnOnce(&mut StateReader, usize) -> Result<V>,
     input: &mut StateReader,
-) -> Result<State<V, O, R>> {
+) -> Result<State<V>> {
     let (encoded, options) = circuit_psi::load_header(input)?;
     let params = CpsiParams::new(function, sizes, options)?;
     if params.encode() != encoded {
@@ -271,15 +260,10 @@ fn load_state<V, O: Ots, R: Ots>(
     let vole = vole(input, params.oprf.len())?;
     let (words, bins) = (params.triple_words(), params.bins as usize);
     let prepared = Prepared::load(input, words, bins)?;
-    let reverse = match function {
-        Function::Count => None,
-        Function::Sum => Some(R::load(input, bins)?),
-    };
     Ok(State {
         params,
         vole,
         prepared,
-        reverse,
     })
 }
 
@@ -339,7 +323,7 @@ fn learned<V: Programmed>(
 }
 
 impl Party for Sender {
-    type State = State<VoleSender, SendersOts, ReceiversOts>;
+    type State = State<VoleSender>;
 
     /// S is the VOLE's sender, the triples' follower, the counting OTs' sender (and the
     /// summing OTs' receiver).
@@ -395,13 +379,14 @@ impl Party for Sender {
         let mut gmw = Gmw::new(ctx.peer, false, state.prepared.triples);
         let found = is_zero(&mut gmw, &tags, p.tag_bits)?;
         let ots = &state.prepared.ots;
-        match &state.reverse {
-            None => {
-                circuit_psi::send_output(&mut gmw, ots, &found, None, p.threshold, &mut ctx.prg)?
+        match self.0 {
+            Function::Count => {
+                let prg = &mut ctx.prg;
+                circuit_psi::send_output(&mut gmw, &ots.sent, &found, None, p.threshold, prg)?
             }
-            Some(reverse) => {
+            Function::Sum => {
                 let mine = |i: usize| shares[i].wrapping_neg();
-                circuit_psi::send_shared_sum(&mut gmw, (ots, reverse), &found, &mine)?
+                circuit_psi::send_shared_sum(&mut gmw, ots, &found, &mine)?
             }
         }
         Ok(Output::Nothing)
@@ -417,7 +402,7 @@ impl Party for Sender {
 }
 
 impl Party for Receiver {
-    type State = State<VoleReceiver, ReceiversOts, SendersOts>;
+    type State = State<VoleReceiver>;
 
     /// R is the VOLE's receiver, the triples' leader, the counting OTs' receiver (and the
     /// summing OTs' sender).
@@ -454,19 +439,19 @@ impl Party for Receiver {
         let found = is_zero(&mut gmw, &tags, p.tag_bits)?;
         let ots = &state.prepared.ots;
         let most = p.n_r.min(p.n_s);
-        match &state.reverse {
-            None => circuit_psi::receive_output(
+        match self.0 {
+            Function::Count => circuit_psi::receive_output(
                 &mut gmw,
-                ots,
+                &ots.received,
                 &found,
                 Function::Count,
                 p.threshold,
                 most,
                 &mut ctx.prg,
             ),
-            Some(reverse) => {
+            Function::Sum => {
                 let mine = |i: usize| payloads[i];
-                circuit_psi::receive_shared_sum(&mut gmw, (ots, reverse), &found, &mine, most)
+                circuit_psi::receive_shared_sum(&mut gmw, ots, &found, &mine, most)
             }
         }
     }
