@@ -27,49 +27,80 @@ pub fn ots_needed(outputs: usize) -> usize {
     shape.trees * shape.depth
 }
 
+/// Bytes of the tree messages one COT of `outputs` sends ([`send_trees`]).
+pub fn message_bytes(outputs: usize) -> usize {
+    let shape = Shape::binary(outputs);
+    16 * shape.trees * (2 * shape.depth + 1)
+}
+
 /// A party's side of two correlated OTs of `outputs` each, one each way (the `leader`'s
-/// sent first): as sender, for its Δ and with the PPRF's OTs `sending` (both messages of
-/// each), its values B; as receiver, with the random OTs `receiving` (its choices and the
-/// messages they gave), its choice bits A (returned: bit i of word i / 64, those past the
-/// outputs zero) and values C = B' + A·Δ' (the peer's B' and Δ'). The two are encoded
-/// together, `noise` holding (b, c) side by side, so that the code's random reads and its
-/// coefficients serve both; on return `noise[i]` is (B_i, C_i) for i below `outputs`.
-/// `noise` is reused: a run's chunks allocate it once.
+/// sent first): [`send_trees`], [`receive_trees`] and [`encode`] in turn, the follower
+/// receiving before it sends.
 pub fn exchange(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     outputs: usize,
     leader: bool,
-    (delta, sending): (Block, &[[Block; 2]]),
+    sending: (Block, &[[Block; 2]]),
     receiving: (&[bool], &[Block]),
     noise: &mut Vec<Pair>,
 ) -> Result<Vec<u64>> {
+    let points = if leader {
+        send_trees(chan, prg, outputs, sending, noise)?;
+        receive_trees(chan, outputs, receiving, noise)?
+    } else {
+        noise.resize(Shape::binary(outputs).noise_len(), Pair::default());
+        let points = receive_trees(chan, outputs, receiving, noise)?;
+        send_trees(chan, prg, outputs, sending, noise)?;
+        points
+    };
+    Ok(encode(outputs, noise, points))
+}
+
+/// This party's COT of `outputs` as sender, for its Δ and with the PPRF's OTs `sending`
+/// (both messages of each): its trees' messages sent, their leaves b put into `noise`'s
+/// first blocks (`noise` sized for the COT; it is reused: a run's chunks allocate it once).
+pub fn send_trees(
+    chan: &mut dyn Channel,
+    prg: &mut Prg,
+    outputs: usize,
+    (delta, sending): (Block, &[[Block; 2]]),
+    noise: &mut Vec<Pair>,
+) -> Result<()> {
     let shape = Shape::binary(outputs);
-    let code = shape.code(CODE_SEED);
     noise.resize(shape.noise_len(), Pair::default());
     let beta = vec![delta; shape.trees];
-    let send = |chan: &mut dyn Channel, prg: &mut Prg, noise: &mut [Pair]| {
-        trees::send(chan, prg, &shape, (sending, &beta), noise, |e, b| e.0 = b)
-    };
-    let receive = |chan: &mut dyn Channel, noise: &mut [Pair]| {
-        // SAFETY: the same memory as `Pair`s, every one initialised, and `put` only sets
-        // a block of one.
-        let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
-        let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
-        trees::receive(chan, &shape, receiving, places, put, None)
-    };
-    let rebuilt = if leader {
-        send(chan, prg, noise)?;
-        receive(chan, noise)?
-    } else {
-        let rebuilt = receive(chan, noise)?;
-        send(chan, prg, noise)?;
-        rebuilt
-    };
+    trees::send(chan, prg, &shape, (sending, &beta), noise, |e, b| e.0 = b)
+}
+
+/// The peer's COT of `outputs`, this party receiving with the random OTs `receiving` (its
+/// choices and the messages they gave): the peer's trees rebuilt into `noise`'s second
+/// blocks c (`noise` sized by [`send_trees`]); returns its points.
+pub fn receive_trees(
+    chan: &mut dyn Channel,
+    outputs: usize,
+    receiving: (&[bool], &[Block]),
+    noise: &mut [Pair],
+) -> Result<Vec<usize>> {
+    let shape = Shape::binary(outputs);
+    // SAFETY: the same memory as `Pair`s, every one initialised, and `put` only sets a
+    // block of one.
+    let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
+    let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
+    Ok(trees::receive(chan, &shape, receiving, places, put, None)?.points)
+}
+
+/// Both COTs of a chunk compressed by the code, `noise` holding (b, c) side by side, so
+/// that the code's random reads and its coefficients serve both: on return `noise[i]` is
+/// (B_i, C_i) for i below `outputs` — B this party's values as sender, C = B' + A·Δ' as
+/// receiver (the peer's B' and Δ') — and the choice bits A are returned (bit i of word
+/// i / 64, those past the outputs zero), from the received trees' `points`.
+pub fn encode(outputs: usize, noise: &mut [Pair], points: Vec<usize>) -> Vec<u64> {
+    let code = Shape::binary(outputs).code(CODE_SEED);
     // R's noise e as bits: a one at each tree's point.
     let n = code.inputs() / 2;
     let (mut out_bits, mut parity_bits) = (vec![0u64; n.div_ceil(64)], vec![0; n.div_ceil(64)]);
-    for p in rebuilt.points {
+    for p in points {
         let (bits, i) = match p < n {
             true => (&mut out_bits, p),
             false => (&mut parity_bits, p - n),
@@ -86,7 +117,7 @@ pub fn exchange(
     if !outputs.is_multiple_of(64) {
         out_bits[outputs / 64] &= (1 << (outputs % 64)) - 1;
     }
-    Ok(out_bits)
+    out_bits
 }
 
 #[cfg(test)]
