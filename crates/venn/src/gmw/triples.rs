@@ -152,7 +152,11 @@ impl Triples {
                 b: Vec::with_capacity(words),
                 c: Vec::with_capacity(words),
             },
-            ots: RandomOts::default(),
+            ots: RandomOts {
+                sent: Vec::with_capacity(extra),
+                choices: Vec::with_capacity(extra),
+                received: Vec::with_capacity(extra),
+            },
             words,
         };
         // Whole words of OTs each way: the random OTs' last word cut off after.

@@ -153,9 +153,11 @@ impl Protocol for Rr22Cpsi {
         let words = p.triple_words();
         let source = TripleSource::of(options.offline);
         let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
-        let value = match self.function {
-            Function::Count => 8,
-            Function::Sum => 16,
+        // Bytes of a programmed value: u64, Block or Tagged (opprf::Programmed).
+        let value = match (self.function, p.tag_bits) {
+            (Function::Count, ..=64) => 8,
+            (Function::Count, _) => 16,
+            (Function::Sum, _) => 24,
         };
         let ots = 2 * 32 * p.bins;
         let hint = 2 * (HASHES as u64 * p.n_s) * value;
