@@ -11,7 +11,7 @@
 
 mod convert;
 
-use super::{Context, Options, Output, Stash};
+use super::{Context, Offline, Options, Output, OutputKind, RoleInfo, Security, Stash};
 use crate::crypto::{Prg, RandomOracle};
 use crate::gmw::{Gmw, Shared, TripleSource, Triples};
 use crate::session::Role;
@@ -42,6 +42,36 @@ pub fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
         Some(_) => convert::counting_bits(outputs) as usize - 1,
         None => 0,
     }
+}
+
+/// The roles of a circuit PSI: the sender learns nothing, the receiver `output`; each
+/// needs `item_bytes` of memory per item of either set (an upper bound from 2^8 items; the
+/// protocols model their memory themselves).
+pub const fn roles(output: OutputKind, item_bytes: u64) -> [RoleInfo; 2] {
+    [
+        RoleInfo {
+            role: Role::Sender,
+            security: Security::SemiHonest,
+            output: OutputKind::Nothing,
+            peer_item_bytes: item_bytes,
+            own_item_bytes: item_bytes,
+        },
+        RoleInfo {
+            role: Role::Receiver,
+            security: Security::SemiHonest,
+            output,
+            peer_item_bytes: item_bytes,
+            own_item_bytes: item_bytes,
+        },
+    ]
+}
+
+/// Bytes [`prepare`] leaves and needs on the way, for `words` words of triples from the
+/// OTs `offline` names and `outputs` conversion OTs: the triples (3 bits an AND gate) and
+/// their generator's buffers, and the OTs each way (64 bytes an output).
+pub fn prepared_bytes(words: usize, outputs: u64, offline: Offline) -> u64 {
+    let source = TripleSource::of(offline);
+    3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source) + 64 * outputs
 }
 
 /// Random OTs for the conversion, one set each way: those this party sends in (the

@@ -21,7 +21,7 @@ mod params;
 use super::circuit_psi::{self, ConversionOts, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    ProtocolInfo, Security, Sizes,
 };
 use crate::crypto::Prg;
 use crate::gmw::{Gmw, Shared};
@@ -55,22 +55,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
               per-session key to λ + 2·log2(2n) bits, so two distinct keys match with \
               probability at most 2^-40.",
     both_allowed: false,
-    roles: &[
-        RoleInfo {
-            role: Role::Sender,
-            security: Security::SemiHonest,
-            output: OutputKind::Nothing,
-            peer_item_bytes: 2048,
-            own_item_bytes: 2048,
-        },
-        RoleInfo {
-            role: Role::Receiver,
-            security: Security::SemiHonest,
-            output: OutputKind::Count,
-            peer_item_bytes: 2048,
-            own_item_bytes: 2048,
-        },
-    ],
+    roles: &circuit_psi::roles(OutputKind::Count, 2048),
 };
 
 /// Domain of the triples' and OTs' base-OT session ids.
@@ -93,13 +78,10 @@ impl Protocol for Hek12 {
         let Ok(p) = Hek12Params::new(sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let words = triple_words(&p);
-        let source = crate::gmw::TripleSource::of(options.offline);
-        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
-        let ots = 64 * p.outputs();
+        let prepared = circuit_psi::prepared_bytes(triple_words(&p), p.outputs(), options.offline);
         let planes = 6 * 2 * p.n * p.width() as u64 / 8;
         let values = 16 * 2 * p.n;
-        let need = triples + ots + planes + values;
+        let need = prepared + planes + values;
         need + need / 4
     }
 

@@ -26,7 +26,7 @@ mod params;
 use super::circuit_psi::{self, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    ProtocolInfo, Security, Sizes,
 };
 use crate::crypto::{Block, Prg};
 use crate::gmw::{Gmw, Shared};
@@ -63,26 +63,6 @@ const PAPER: &str = "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based
                      GMW circuit with OT-based triples (as in the talk's slides and ABY's \
                      psi_2D_CH)";
 
-/// The roles of either function: Bob learns nothing, Alice `output`.
-const fn roles(output: OutputKind) -> [RoleInfo; 2] {
-    [
-        RoleInfo {
-            role: Role::Sender,
-            security: Security::SemiHonest,
-            output: OutputKind::Nothing,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-        RoleInfo {
-            role: Role::Receiver,
-            security: Security::SemiHonest,
-            output,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-    ]
-}
-
 static CA_INFO: ProtocolInfo = ProtocolInfo {
     name: "psww18-ca",
     paper: PAPER,
@@ -98,7 +78,7 @@ static CA_INFO: ProtocolInfo = ProtocolInfo {
               other keys are hashed with a per-session key to λ + log2(n_s·n_r) bits, so \
               two distinct keys match with probability at most 2^-40.",
     both_allowed: false,
-    roles: &roles(OutputKind::Count),
+    roles: &circuit_psi::roles(OutputKind::Count, 1024),
 };
 
 static SUM_INFO: ProtocolInfo = ProtocolInfo {
@@ -120,7 +100,7 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               are hashed with a per-session key to λ + log2(n_s·n_r) bits, so two \
               distinct keys match with probability at most 2^-40.",
     both_allowed: false,
-    roles: &roles(OutputKind::Sum),
+    roles: &circuit_psi::roles(OutputKind::Sum, 1024),
 };
 
 /// Neither party picks the functions its peer's items are hashed with.
@@ -145,10 +125,7 @@ impl Protocol for Psww18 {
         let Ok(p) = Psww18Params::new(sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let words = triple_words(&p);
-        let source = crate::gmw::TripleSource::of(options.offline);
-        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
-        let ots = 64 * p.outputs();
+        let prepared = circuit_psi::prepared_bytes(triple_words(&p), p.outputs(), options.offline);
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
                 + p.stash_width() as u64 * p.stash_comparisons())
@@ -158,7 +135,7 @@ impl Protocol for Psww18 {
             Role::Receiver => p.n_a,
         };
         let tables = 56 * p.bins + 96 * own;
-        let need = triples + ots + inputs + tables;
+        let need = prepared + inputs + tables;
         need + need / 4
     }
 

@@ -120,7 +120,6 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
 /// RR22's dimensions for one pair of set sizes.
 struct Rr22Params {
     okvs: okvs::Params,
-    vole: Shape,
     out_bits: usize,
 }
 
@@ -128,7 +127,6 @@ impl Rr22Params {
     fn new(sizes: Sizes, adversary: Adversary) -> Result<Rr22Params> {
         let okvs = okvs::Params::new(sizes.receiver, STATISTICAL_SECURITY as u32)?;
         Ok(Rr22Params {
-            vole: Shape::new(okvs.len()),
             okvs,
             out_bits: match adversary {
                 Adversary::SemiHonest => output_bits(sizes),
@@ -142,20 +140,13 @@ impl Rr22Params {
 
 impl Parameters for Rr22Params {
     fn encode(&self) -> Vec<u8> {
-        let o = &self.okvs;
-        Writer::new()
-            .u64(o.bins)
-            .u64(o.bin_keys)
-            .u64(o.sparse)
-            .u64(o.dense)
-            .u64(self.vole.trees as u64)
-            .u64(self.vole.depth as u64)
+        oprf::write_dimensions(Writer::new(), &self.okvs)
             .u64(self.out_bits as u64)
             .0
     }
 
     fn table(&self) -> ParamTable {
-        let o = &self.okvs;
+        let (o, vole) = (&self.okvs, Shape::new(self.okvs.len()));
         ParamTable(vec![
             ("m", o.len().to_string()),
             ("bins", o.bins.to_string()),
@@ -163,8 +154,8 @@ impl Parameters for Rr22Params {
             ("m'", o.sparse.to_string()),
             ("g", o.dense.to_string()),
             ("okvs_failure", format!("2^-{}", o.lambda)),
-            ("t", self.vole.trees.to_string()),
-            ("h", self.vole.depth.to_string()),
+            ("t", vole.trees.to_string()),
+            ("h", vole.depth.to_string()),
             ("v", self.out_bits.to_string()),
         ])
     }

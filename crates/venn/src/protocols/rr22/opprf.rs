@@ -147,28 +147,27 @@ pub fn hint_params(keys: u64) -> Result<okvs::Params> {
 }
 
 /// S's side, with its VOLE's Δ and B, after [`oprf::receive_seed`] gave `oprf`: programs
-/// `programmed[i]` at `keys[i]` (each key once) and sends the hint.
+/// `programmed[i]` at `keys[i]` (each key once; masked in place) and sends the hint.
 pub fn send<V: Programmed>(
     ctx: &mut Context,
     hashes: &Hashes,
     oprf: &Okvs,
     vole: (Block, &[Block]),
     keys: &[Block],
-    programmed: &[V],
+    mut programmed: Vec<V>,
     tag_bytes: usize,
 ) -> Result<()> {
     let f = oprf::evaluate(ctx, &hashes.h_b, oprf, vole, keys)?;
     let h = masks::<V>(hashes, f);
-    let mut w: Vec<V> = huge_zeroed(keys.len());
-    w.par_iter_mut()
-        .zip(programmed)
+    programmed
+        .par_iter_mut()
         .zip(h.par_chunks(V::MASK_BLOCKS))
-        .for_each(|((w, v), h)| *w = *v ^ V::mask(h));
+        .for_each(|(v, h)| *v ^= V::mask(h));
     drop(h);
     let seed = ctx.prg.block();
     let hint = Okvs::binary(hint_params(keys.len() as u64)?, seed);
-    let p2 = hint.encode_random(keys, &w, ctx.prg.block())?;
-    drop(w);
+    let p2 = hint.encode_random(keys, &programmed, ctx.prg.block())?;
+    drop(programmed);
     ctx.peer.send_blocks(&[seed])?;
     let bytes = wire_bytes::<V>(tag_bytes);
     let mut frame = Vec::with_capacity(bytes * FRAME_VALUES.min(p2.len()));

@@ -9,10 +9,11 @@
 
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
 use crate::items::{BlockEncoder, Items};
+use crate::net::Writer;
 use crate::okvs::{self, BinnedKeys, Okvs};
 use crate::protocols::Context;
 use crate::util::memory::huge_zeroed;
-use crate::vole::VoleReceiver;
+use crate::vole::{Shape, VoleReceiver};
 use crate::Result;
 use rayon::prelude::*;
 
@@ -59,6 +60,18 @@ impl Hashes {
         aes.encrypt_blocks_to(x, out);
         out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
     }
+}
+
+/// Appends the OPRF's dimensions to a parameter encoding (the handshake's): those of its
+/// OKVS `okvs`, and the shape of the silent VOLE of the OKVS's length.
+pub fn write_dimensions(w: Writer, okvs: &okvs::Params) -> Writer {
+    let vole = Shape::new(okvs.len());
+    w.u64(okvs.bins)
+        .u64(okvs.bin_keys)
+        .u64(okvs.sparse)
+        .u64(okvs.dense)
+        .u64(vole.trees as u64)
+        .u64(vole.depth as u64)
 }
 
 /// R's first step: a fresh seed, drawn once the keys are fixed (RR22 §2 footnote 2: no one

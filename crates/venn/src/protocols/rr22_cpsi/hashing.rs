@@ -6,6 +6,7 @@
 //! holds x (two distinct (x, j) collide with probability 2^-128).
 
 use crate::crypto::{Aes, Block, Prg, RandomOracle};
+use crate::protocols::rr22::oprf::Hashes;
 use crate::tables::{cuckoo_insert, CuckooHash, HASHES};
 use crate::Result;
 use rayon::prelude::*;
@@ -33,10 +34,7 @@ impl Hashing {
         let mut keys = vec![0; HASHES * n];
         keys.par_chunks_mut(n.max(1))
             .zip(&self.keys)
-            .for_each(|(keys, aes)| {
-                aes.encrypt_blocks_to(items, keys);
-                keys.iter_mut().zip(items).for_each(|(k, x)| *k ^= x);
-            });
+            .for_each(|(keys, aes)| Hashes::hash_to(aes, items, keys));
         keys
     }
 

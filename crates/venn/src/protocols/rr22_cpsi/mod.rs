@@ -33,10 +33,10 @@ use super::rr22::opprf::{self, Programmed, Tagged};
 use super::rr22::oprf::{self, Hashes};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    ProtocolInfo, Security, Sizes,
 };
 use crate::crypto::Block;
-use crate::gmw::{Gmw, Shared, TripleSource};
+use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::okvs::{BinnedKeys, Okvs};
 use crate::session::Role;
@@ -74,26 +74,6 @@ const PAPER: &str = "Raghuraman–Rindal, Blazing Fast PSI from Improved OKVS an
                      (Eurocrypt 2021): a batched OPPRF from silent VOLE and the 3H-GCT OKVS, \
                      then an equality circuit in GMW with triples from silent OT";
 
-/// The roles of either function: S learns nothing, R `output`.
-const fn roles(output: OutputKind) -> [RoleInfo; 2] {
-    [
-        RoleInfo {
-            role: Role::Sender,
-            security: Security::SemiHonest,
-            output: OutputKind::Nothing,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-        RoleInfo {
-            role: Role::Receiver,
-            security: Security::SemiHonest,
-            output,
-            peer_item_bytes: 1024,
-            own_item_bytes: 1024,
-        },
-    ]
-}
-
 static CA_INFO: ProtocolInfo = ProtocolInfo {
     name: "rr22-ca",
     paper: PAPER,
@@ -107,7 +87,7 @@ static CA_INFO: ProtocolInfo = ProtocolInfo {
               match with probability at most 2^-40. A cuckoo placement that fails (an event \
               of probability at most 2^-40) ends the run with an error, which the peer sees.",
     both_allowed: false,
-    roles: &roles(OutputKind::Count),
+    roles: &circuit_psi::roles(OutputKind::Count, 1024),
 };
 
 static SUM_INFO: ProtocolInfo = ProtocolInfo {
@@ -126,7 +106,7 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               probability at most 2^-40. A cuckoo placement that fails (an event of \
               probability at most 2^-40) ends the run with an error, which the peer sees.",
     both_allowed: false,
-    roles: &roles(OutputKind::Sum),
+    roles: &circuit_psi::roles(OutputKind::Sum, 1024),
 };
 
 impl Protocol for Rr22Cpsi {
@@ -150,23 +130,20 @@ impl Protocol for Rr22Cpsi {
         let Ok(p) = CpsiParams::new(self.function, sizes, options) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let words = p.triple_words();
-        let source = TripleSource::of(options.offline);
-        let triples = 3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source);
+        let prepared = circuit_psi::prepared_bytes(p.triple_words(), p.bins, options.offline);
         // Bytes of a programmed value: u64, Block or Tagged (opprf::Programmed).
         let value = match (self.function, p.tag_bits) {
             (Function::Count, ..=64) => 8,
             (Function::Count, _) => 16,
             (Function::Sum, _) => 24,
         };
-        let ots = 2 * 32 * p.bins;
         let hint = 2 * (HASHES as u64 * p.n_s) * value;
         let (vole, own) = match role {
             Role::Sender => (160, HASHES as u64 * p.n_s * (48 + 48 + value + 48)),
             Role::Receiver => (384, 96 * p.n_r),
         };
         let bins = p.bins * (32 + 2 * value + p.tag_bits as u64 / 2);
-        let need = vole * p.oprf.len() as u64 + triples + ots + hint + own + bins;
+        let need = vole * p.oprf.len() as u64 + prepared + hint + own + bins;
         need + need / 4
     }
 
@@ -307,7 +284,7 @@ impl Program<'_> {
             self.oprf,
             self.vole,
             keys,
-            &programmed,
+            programmed,
             tag_bytes,
         )
     }

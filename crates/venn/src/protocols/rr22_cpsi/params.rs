@@ -18,6 +18,7 @@ use super::super::{Options, ParamTable, Parameters, Sizes};
 use crate::net::Writer;
 use crate::okvs;
 use crate::protocols::rr22::opprf::hint_params;
+use crate::protocols::rr22::oprf::write_dimensions;
 use crate::tables::{stashless_bins, HASHES};
 use crate::vole::Shape;
 use crate::{Result, STATISTICAL_SECURITY};
@@ -35,8 +36,6 @@ pub struct CpsiParams {
     pub bins: u64,
     /// The OPRF's OKVS, for the β bin keys.
     pub oprf: okvs::Params,
-    /// The silent VOLE's shape, for the OPRF's OKVS.
-    pub vole: Shape,
     /// Bits of a tag ℓ_k.
     pub tag_bits: u32,
     /// Output only whether the count reaches this.
@@ -56,7 +55,6 @@ impl CpsiParams {
             n_r: sizes.receiver,
             n_s: sizes.sender,
             bins,
-            vole: Shape::new(oprf.len()),
             oprf,
             tag_bits,
             threshold: options.threshold,
@@ -78,17 +76,8 @@ impl CpsiParams {
 
 impl Parameters for CpsiParams {
     fn encode(&self) -> Vec<u8> {
-        let o = &self.oprf;
-        Writer::new()
-            .u64(self.n_r)
-            .u64(self.n_s)
-            .u64(self.bins)
-            .u64(o.bins)
-            .u64(o.bin_keys)
-            .u64(o.sparse)
-            .u64(o.dense)
-            .u64(self.vole.trees as u64)
-            .u64(self.vole.depth as u64)
+        let w = Writer::new().u64(self.n_r).u64(self.n_s).u64(self.bins);
+        write_dimensions(w, &self.oprf)
             .u64(self.tag_bits as u64)
             .u8(self.threshold.is_some() as u8)
             .u64(self.threshold.unwrap_or(0))
@@ -96,14 +85,15 @@ impl Parameters for CpsiParams {
     }
 
     fn table(&self) -> ParamTable {
+        let vole = Shape::new(self.oprf.len());
         ParamTable(vec![
             ("bins", self.bins.to_string()),
             ("m", self.oprf.len().to_string()),
             ("ell_k", self.tag_bits.to_string()),
             ("ANDs", ((self.tag_bits as u64 - 1) * self.bins).to_string()),
             ("hint_keys", (HASHES as u64 * self.n_s).to_string()),
-            ("t", self.vole.trees.to_string()),
-            ("h", self.vole.depth.to_string()),
+            ("t", vole.trees.to_string()),
+            ("h", vole.depth.to_string()),
         ])
     }
 }
