@@ -17,17 +17,19 @@
 //! `x_1 = H(j, q_j ⊕ Δ)`, `x_u = H(j, t_j)`, the tweak `j` numbering the OTs of a direction
 //! through the run (with the direction in its top bit).
 //!
-//! Traffic a triple: IKNP, 256 bits (a 128-bit row each way); silent OT, the PPRFs' few
-//! hundred kilobytes a chunk of a million OTs, under a bit.
+//! Traffic a triple: IKNP, 256 bits (a 128-bit row each way); silent OT, 1.4 bits (a
+//! chunk's half-trees, one block a level, [`crate::vole::cot`]; their correlated OTs, past
+//! the first chunks', from earlier chunks' outputs).
 
 use crate::crypto::{tccr_hash, Block, Prg, RandomOracle};
 use crate::net::Channel;
 use crate::options::Offline;
-use crate::ot::{iknp_receive, iknp_send, MasnyRindal, ReceiverSeeds, SenderSeeds};
+use crate::ot::{
+    iknp_receive_correlated, iknp_send_correlated, MasnyRindal, ReceiverSeeds, SenderSeeds,
+};
 use crate::state::{exactly, StateReader, StateWriter};
 use crate::vole::{cot, Pair};
 use crate::Result;
-use std::ops::Range;
 
 /// Where the OTs under the triples come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,12 +51,13 @@ impl Source {
     }
 
     /// OTs of each direction per chunk: IKNP's 16 MiB of rows, or a pair of silent COTs
-    /// whose noise (twice the outputs, 32 bytes a position) is 8 MiB. The COTs' fixed
-    /// cost, their PPRFs' OTs and messages, is about t·(3h + 1) blocks (t = 128 trees of
-    /// depth h): 4.3 bits an OT at 2^17 (h = 11), 1.25 at 2^19; but their code's random
-    /// reads slow as its parity half (4 MiB here) outgrows the caches. Measured on
-    /// psww18-ca (2^4 and 2^16 items, against IKNP in the same sitting: BENCHMARKS.md):
-    /// 2^17 is 10–25% faster than 2^19 and 2^18, and 2^16 no faster.
+    /// whose noise (twice the outputs, 32 bytes a position) is 8 MiB. A COT's fixed cost
+    /// is its t = 128 half-trees of depth h, t·h blocks sent and t·h correlated OTs kept
+    /// back from an earlier chunk: 1.4 bits an OT at 2^17 (h = 11); larger chunks would
+    /// send less, but their code's random reads slow as its parity half (4 MiB here)
+    /// outgrows the caches. Measured on psww18-ca (2^4 and 2^16 items, against IKNP in the
+    /// same sitting: BENCHMARKS.md): 2^17 is 10–25% faster than 2^19 and 2^18, and 2^16 no
+    /// faster.
     fn chunk(self) -> usize {
         match (self, cfg!(test)) {
             (_, true) => 1 << 12,
@@ -66,10 +69,11 @@ impl Source {
 
 /// Bytes [`Triples::generate`] holds besides the triples while making `words` words of
 /// them: a chunk's OTs (q, q ⊕ Δ and t, 16 bytes an OT each; for silent COTs also the
-/// noise of the chunks in flight, 64 bytes an OT, and the PPRFs' OTs of the whole run, 48
-/// bytes each) and each direction's batch of rows on its way (at most 4 MiB, and its
-/// frames as much again). A memory model's share for the generator: at small sets it is
-/// most of a run's memory.
+/// noise of the chunks in flight, 64 bytes an OT, and the trees' correlated OTs of the
+/// chunks IKNP feeds and of those kept back for later chunks, under 48 bytes each) and
+/// each direction's batch of rows on its way (at most 4 MiB, and its frames as much
+/// again). A memory model's share for the generator: at small sets it is most of a run's
+/// memory.
 pub fn working_bytes(words: usize, source: Source) -> u64 {
     let ots = (words * 64).min(source.chunk()) as u64;
     let silent = match source {
@@ -77,7 +81,9 @@ pub fn working_bytes(words: usize, source: Source) -> u64 {
         Source::SilentOt => {
             let chunks = (words * 64).div_ceil(source.chunk()) as u64;
             let in_flight = chunks.min(AHEAD as u64 + 1);
-            64 * ots * in_flight + 48 * chunks * cot::ots_needed(ots as usize) as u64
+            let tree_ots =
+                2 * chunks.min(FED_BY_IKNP as u64) * cot::ots_needed(ots as usize) as u64;
+            64 * ots * in_flight + 48 * tree_ots
         }
     };
     48 * ots + silent + 2 * 2 * (4 << 20)
@@ -252,68 +258,151 @@ type Run<'c, 'p, 's> = (
     (&'s SenderSeeds, &'s ReceiverSeeds),
 );
 
-/// The OTs from silent COTs, a chunk at a time: the PPRFs' random OTs for every chunk
-/// from one IKNP run each way (the leader's sending one first), then per chunk a COT each
-/// way, the leader's first.
+/// A chunk of silent COTs: its first OT of the run's and how many it gives the run (a
+/// multiple of 64), and its COT's outputs: those, then (if a later chunk's trees take their
+/// correlated OTs from it) that chunk's, then any spare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SilentChunk {
+    first: usize,
+    len: usize,
+    outputs: usize,
+}
+
+/// Chunks whose trees' correlated OTs come from IKNP; each later chunk k takes its trees'
+/// from the outputs of chunk k − `FED_BY_IKNP` (Ferret's bootstrapping, YWL+20 §5). That
+/// chunk is encoded by then: a party sends chunk k's trees at most [`AHEAD`] chunks before
+/// it encodes chunk k, after chunk k − `AHEAD` − 1.
+const FED_BY_IKNP: usize = AHEAD + 1;
+
+/// `total` OTs (a multiple of 64) in silent chunks of at most `full` outputs: the fewest
+/// chunks that hold them when each chunk that feeds a later one keeps back that chunk's
+/// trees' OTs. A chunk fed so is a full one (an odd size can take more trees' OTs: 2^17 −
+/// 1 outputs take 256 trees of depth 10, 2^17 take 128 of depth 11), so each keeps back
+/// a full chunk's.
+fn silent_plan(total: usize, full: usize) -> Vec<SilentChunk> {
+    let kept = cot::ots_needed(full).next_multiple_of(64);
+    let count = match total <= FED_BY_IKNP * full {
+        true => total.div_ceil(full),
+        false => FED_BY_IKNP + (total - FED_BY_IKNP * full).div_ceil(full - kept),
+    };
+    let mut first = 0;
+    (0..count)
+        .map(|k| {
+            let feeds = k + FED_BY_IKNP < count;
+            let len = match k + 1 == count {
+                true => total - first,
+                false => full - if feeds { kept } else { 0 },
+            };
+            // Only the last chunk can be short, and then only if IKNP feeds it.
+            let outputs = match k + 1 == count && k < FED_BY_IKNP {
+                true => len,
+                false => full,
+            };
+            first += len;
+            SilentChunk {
+                first: first - len,
+                len,
+                outputs,
+            }
+        })
+        .collect()
+}
+
+/// The correlated OTs of a chunk's trees, each way: as their sender its values q (Δ this
+/// party's), as their receiver its choices and values t.
+#[derive(Default)]
+struct TreeOts {
+    q: Vec<Block>,
+    choices: Vec<bool>,
+    t: Vec<Block>,
+}
+
+/// The OTs from silent COTs, a chunk at a time: the first [`FED_BY_IKNP`] chunks' trees'
+/// correlated OTs from one IKNP run each way (the leader's sending one first), every later
+/// chunk's from an earlier chunk's outputs; then per chunk a COT each way.
 fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
     let (chan, leader, total, prg, (sending, receiving)) = run;
-    let source = Source::SilentOt;
-    let needed: Vec<usize> = chunks(total, source)
-        .map(|(_, len)| cot::ots_needed(len))
+    let plan = silent_plan(total, Source::SilentOt.chunk());
+    let mut tree_ots: Vec<TreeOts> = (0..plan.len()).map(|_| TreeOts::default()).collect();
+    let from_iknp: Vec<usize> = (plan.iter().take(FED_BY_IKNP))
+        .map(|c| cot::ots_needed(c.outputs))
         .collect();
-    let count = needed.iter().sum();
+    let count = from_iknp.iter().sum();
     let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
-    let (send_ots, receive_ots) = if leader {
-        let send_ots = iknp_send(chan, sending, count)?;
-        (send_ots, iknp_receive(chan, receiving, &choices)?)
+    let (q, t) = if leader {
+        let q = iknp_send_correlated(chan, sending, count)?;
+        (q, iknp_receive_correlated(chan, receiving, &choices)?)
     } else {
-        let receive_ots = iknp_receive(chan, receiving, &choices)?;
-        (iknp_send(chan, sending, count)?, receive_ots)
+        let t = iknp_receive_correlated(chan, receiving, &choices)?;
+        (iknp_send_correlated(chan, sending, count)?, t)
     };
+    let mut at = 0;
+    for (ots, n) in tree_ots.iter_mut().zip(from_iknp) {
+        let range = at..at + n;
+        *ots = TreeOts {
+            q: q[range.clone()].to_vec(),
+            choices: choices[range.clone()].to_vec(),
+            t: t[range].to_vec(),
+        };
+        at += n;
+    }
     let delta = sending.delta_block();
-    let chunks: Vec<(usize, usize)> = chunks(total, source).collect();
-    // Each chunk's PPRF OTs: their range in the run's.
-    let ots: Vec<Range<usize>> = (needed.iter())
-        .scan(0, |at, n| {
-            *at += n;
-            Some(*at - n..*at)
-        })
-        .collect();
-    let sends = |k: usize| (delta, &send_ots[ots[k].clone()]);
-    let receives = |k: usize| (&choices[ots[k].clone()], &receive_ots[ots[k].clone()]);
     // Both parties send the trees of up to AHEAD chunks before they receive the peer's of
     // the first (as many as the channel's window holds with one more on its way; at
     // least one, or else the leader sends first, chunk by chunk): over a link of 80 ms a
     // chunk then waits no round trip (a run of 83 M triples has 633 chunks, 50 s of round
     // trips when each chunk's went one way and then back).
-    let ahead = (chan.window() / cot::message_bytes(source.chunk()))
+    let ahead = (chan.window() / cot::message_bytes(Source::SilentOt.chunk()))
         .saturating_sub(1)
         .min(AHEAD);
     let mut ring: Vec<Vec<Pair>> = (0..=ahead).map(|_| Vec::new()).collect();
     let slot = |k: usize| k % (ahead + 1);
+    // Chunk k's trees' OTs as their sender: Δ and q (taken: each is used once).
+    let sends = |ots: &mut [TreeOts], k: usize| (delta, std::mem::take(&mut ots[k].q));
     if ahead > 0 {
-        for k in 0..ahead.min(chunks.len()) {
-            cot::send_trees(chan, prg, chunks[k].1, sends(k), &mut ring[slot(k)])?;
+        for k in 0..ahead.min(plan.len()) {
+            let (delta, q) = sends(&mut tree_ots, k);
+            cot::send_trees(chan, prg, plan[k].outputs, (delta, &q), &mut ring[slot(k)])?;
         }
     }
     let mut rows = Rows::default();
-    for (k, &(first, len)) in chunks.iter().enumerate() {
+    for (k, chunk) in plan.iter().enumerate() {
+        // Chunk k's trees' OTs as their receiver (its q went out with its trees, or goes
+        // in the exchange).
+        let ots = &mut tree_ots[k];
+        let (tree_choices, t) = (std::mem::take(&mut ots.choices), std::mem::take(&mut ots.t));
+        let receives = (&tree_choices[..], &t[..]);
         let choices = if ahead > 0 {
-            if let Some(&(_, later)) = chunks.get(k + ahead) {
+            if let Some(later) = plan.get(k + ahead) {
+                let (delta, q) = sends(&mut tree_ots, k + ahead);
                 let noise = &mut ring[slot(k + ahead)];
-                cot::send_trees(chan, prg, later, sends(k + ahead), noise)?;
+                cot::send_trees(chan, prg, later.outputs, (delta, &q), noise)?;
             }
             let noise = &mut ring[slot(k)];
-            let points = cot::receive_trees(chan, len, receives(k), noise)?;
-            cot::encode(len, noise, points)
+            let points = cot::receive_trees(chan, chunk.outputs, receives, noise)?;
+            cot::encode(chunk.outputs, noise, points)
         } else {
+            let (delta, q) = sends(&mut tree_ots, k);
             let noise = &mut ring[0];
-            cot::exchange(chan, prg, len, leader, sends(k), receives(k), noise)?
+            let sending = (delta, &q[..]);
+            cot::exchange(chan, prg, chunk.outputs, leader, sending, receives, noise)?
         };
         let noise = &ring[slot(k)];
+        if let Some(fed) = plan.get(k + FED_BY_IKNP) {
+            let kept = chunk.len..chunk.len + cot::ots_needed(fed.outputs);
+            tree_ots[k + FED_BY_IKNP] = TreeOts {
+                q: noise[kept.clone()].iter().map(|p| p.0).collect(),
+                choices: (kept.clone())
+                    .map(|i| choices[i / 64] >> (i % 64) & 1 == 1)
+                    .collect(),
+                t: noise[kept].iter().map(|p| p.1).collect(),
+            };
+        }
         // A batch at a time, its hashes in the cache.
         const BATCH: usize = 1 << 12;
-        let batches = noise[..len].chunks(BATCH).zip(choices.chunks(BATCH / 64));
+        let batches = noise[..chunk.len]
+            .chunks(BATCH)
+            .zip(choices.chunks(BATCH / 64));
         for (b, (pairs, choices)) in batches.enumerate() {
             for (v, f) in [(&mut rows.q, 0), (&mut rows.flipped, delta)] {
                 v.clear();
@@ -327,7 +416,7 @@ fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
                 choices,
                 xu: &mut rows.t,
             };
-            sink.push(leader, first + b * BATCH, ots);
+            sink.push(leader, chunk.first + b * BATCH, ots);
         }
     }
     Ok(())
@@ -445,9 +534,10 @@ pub(crate) mod tests {
     #[test]
     fn triples_multiply_and_look_random() {
         for source in [Source::SilentOt, Source::Iknp] {
-            // Several chunks, the last one short, and random OTs after the triples, the
-            // last of them in a part of a word.
-            let words = 2 * source.chunk() / 64 + 3;
+            // Several chunks (for silent OT, some fed by earlier chunks' outputs), the last
+            // one short, and random OTs after the triples, the last of them in a part of a
+            // word.
+            let words = (FED_BY_IKNP + 3) * source.chunk() / 64 + 3;
             let extra = 1000;
             let [(p, p_ots), (q, q_ots)] = made(words, extra, source);
             check(words, &p, &q);
@@ -481,6 +571,38 @@ pub(crate) mod tests {
         let bits = (words * 64) as f64;
         for v in [&p.a, &p.b, &q.a, &q.b, &p.c] {
             assert!((ones(v) / bits - 0.5).abs() < 0.02);
+        }
+    }
+
+    #[test]
+    fn silent_chunks_hold_the_run_and_keep_back_what_later_ones_take() {
+        let full = Source::SilentOt.chunk();
+        let kept = cot::ots_needed(full).next_multiple_of(64);
+        for total in (0..40 * full)
+            .step_by(64 * 97)
+            .chain([full, 6 * full, 6 * full + 64])
+        {
+            let plan = silent_plan(total, full);
+            let mut first = 0;
+            for (k, chunk) in plan.iter().enumerate() {
+                assert_eq!(chunk.first, first, "{total}: {plan:?}");
+                assert!(chunk.len > 0 && chunk.len % 64 == 0 && chunk.outputs <= full);
+                let taken = match plan.get(k + FED_BY_IKNP) {
+                    Some(fed) => cot::ots_needed(fed.outputs),
+                    None => 0,
+                };
+                assert!(chunk.len + taken <= chunk.outputs, "{total}: {chunk:?}");
+                first += chunk.len;
+            }
+            assert_eq!(first, total);
+            // The fewest chunks: one fewer would not hold the run.
+            let m = plan.len().saturating_sub(1);
+            let room = m * full - kept * m.saturating_sub(FED_BY_IKNP);
+            assert!(
+                plan.is_empty() || room < total,
+                "{total}: {} chunks",
+                plan.len()
+            );
         }
     }
 

@@ -17,9 +17,8 @@ pub fn iknp_send(
     seeds: &SenderSeeds,
     count: usize,
 ) -> Result<Vec<[Block; 2]>> {
-    let ext = ExtensionSender::new(&seeds.keys, &seeds.delta);
-    let d = ext.s()[0];
-    let mut q = ext.extend(chan, count, |_| {})?;
+    let mut q = iknp_send_correlated(chan, seeds, count)?;
+    let d = seeds.delta_block();
     let mut q1: Vec<Block> = q.iter().map(|r| r ^ d).collect();
     tccr_hash(0, &mut q);
     tccr_hash(0, &mut q1);
@@ -32,11 +31,31 @@ pub fn iknp_receive(
     seeds: &ReceiverSeeds,
     choices: &[bool],
 ) -> Result<Vec<Block>> {
+    let mut t = iknp_receive_correlated(chan, seeds, choices)?;
+    tccr_hash(0, &mut t);
+    Ok(t)
+}
+
+/// IKNP's correlated OTs before the hash, sender's side: the rows `q_j`, whose receiver
+/// holds `t_j = q_j ⊕ r_j·Δ` (Δ = [`SenderSeeds::delta_block`]).
+pub fn iknp_send_correlated(
+    chan: &mut dyn Channel,
+    seeds: &SenderSeeds,
+    count: usize,
+) -> Result<Vec<Block>> {
+    ExtensionSender::new(&seeds.keys, &seeds.delta).extend(chan, count, |_| {})
+}
+
+/// IKNP's correlated OTs before the hash, receiver's side: the rows `t_j`.
+pub fn iknp_receive_correlated(
+    chan: &mut dyn Channel,
+    seeds: &ReceiverSeeds,
+    choices: &[bool],
+) -> Result<Vec<Block>> {
     let matrix = extend_rows(chan, &seeds.keys, choices, |_, _| {})?;
     let mut t = vec![0; choices.len().next_multiple_of(128)];
     matrix.par_rows(0, &mut t);
     t.truncate(choices.len());
-    tccr_hash(0, &mut t);
     Ok(t)
 }
 

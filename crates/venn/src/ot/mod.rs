@@ -15,7 +15,7 @@ mod walsh_hadamard;
 
 pub use base::{BaseOt, MasnyRindal, BASE_OTS};
 pub use extension::{ExtensionReceiver, ExtensionSender, IncomingRows, OutgoingRows};
-pub use iknp::{iknp_receive, iknp_send};
+pub use iknp::{iknp_receive, iknp_receive_correlated, iknp_send, iknp_send_correlated};
 pub use kkrt::{
     oprf_receive, Code, OprfReceiver, OprfRows, OprfSender, PseudorandomCode, OPRF_BLOCKS,
 };

@@ -1,27 +1,28 @@
 //! Silent correlated OT: the silent VOLE's GF(2) form (BCGIKRS19; Ferret, YWL+20), where
 //! R's noise values are all 1. S gets Δ and B, R gets choice bits A and C with
-//! C_i = B_i + A_i·Δ. With y = 1 the base VOLE falls away: each tree's correction is
-//! γ = Σ_j b_j + Δ, so that R's c_α = b_α + Δ ([`trees`]). R's noise e, one 1 a tree at
-//! its point, is compressed by the same code as its blocks, as bits
-//! ([`ExConv::accumulate_bits`]): A = G·e, C = G·c, B = G·b. Each party makes one COT
-//! each way at once ([`exchange`]) and encodes its b and c side by side.
+//! C_i = B_i + A_i·Δ. The trees are half-trees ([`half_tree`](super::half_tree)): one block a level, and
+//! R's c_α = b_α + Δ with no correction. R's noise e, one 1 a tree at its point, is
+//! compressed by the same code as its blocks, as bits ([`ExConv::accumulate_bits`]):
+//! A = G·e, C = G·c, B = G·b. Each party makes one COT each way at once ([`exchange`]) and
+//! encodes its b and c side by side.
 //!
 //! Semi-honest only (no Ferret check): its one user is GMW's triples, a semi-honest
-//! protocol. The PPRF's random OTs come from the caller, which makes several COTs on one
-//! OT-extension run; Δ too, its extension's secret, as Ferret takes its Δ from IKNP's.
+//! protocol. The trees' correlated OTs, of the same Δ, come from the caller: an IKNP
+//! run's rows (Δ its secret, as Ferret takes its Δ from IKNP's), or the outputs of an
+//! earlier COT (Ferret's bootstrapping, YWL+20 §5).
 //!
 //! [`ExConv::accumulate_bits`]: super::ExConv::accumulate_bits
 
 use super::code::Pair;
 use super::noise::Shape;
 use super::silent::CODE_SEED;
-use super::trees;
+use super::trees::{self, Sending, Tree};
 use crate::crypto::{Block, Prg};
 use crate::net::Channel;
 use crate::Result;
 use std::mem::MaybeUninit;
 
-/// The PPRF's random OTs a COT of `outputs` takes (h per tree).
+/// The trees' correlated OTs a COT of `outputs` takes (h per tree).
 pub fn ots_needed(outputs: usize) -> usize {
     let shape = Shape::binary(outputs);
     shape.trees * shape.depth
@@ -30,7 +31,7 @@ pub fn ots_needed(outputs: usize) -> usize {
 /// Bytes of the tree messages one COT of `outputs` sends ([`send_trees`]).
 pub fn message_bytes(outputs: usize) -> usize {
     let shape = Shape::binary(outputs);
-    16 * shape.trees * (2 * shape.depth + 1)
+    16 * shape.trees * Tree::Half.message_blocks(shape.depth)
 }
 
 /// A party's side of two correlated OTs of `outputs` each, one each way (the `leader`'s
@@ -41,7 +42,7 @@ pub fn exchange(
     prg: &mut Prg,
     outputs: usize,
     leader: bool,
-    sending: (Block, &[[Block; 2]]),
+    sending: (Block, &[Block]),
     receiving: (&[bool], &[Block]),
     noise: &mut Vec<Pair>,
 ) -> Result<Vec<u64>> {
@@ -57,29 +58,30 @@ pub fn exchange(
     Ok(encode(outputs, noise, points))
 }
 
-/// This party's COT of `outputs` as sender, for its Δ and with the PPRF's OTs `sending`
-/// (both messages of each): its trees' messages sent, their leaves b put into `noise`'s
-/// first blocks (`noise` sized for the COT; it is reused: a run's chunks allocate it once).
+/// This party's COT of `outputs` as sender, for its Δ, with the trees' correlated OTs of
+/// that Δ as their sender (their values q, [`ots_needed`] of them): its trees' messages
+/// sent, their leaves b put into `noise`'s first blocks (`noise` sized for the COT; it is
+/// reused: a run's chunks allocate it once).
 pub fn send_trees(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     outputs: usize,
-    (delta, sending): (Block, &[[Block; 2]]),
+    (delta, q): (Block, &[Block]),
     noise: &mut Vec<Pair>,
 ) -> Result<()> {
     let shape = Shape::binary(outputs);
     noise.resize(shape.noise_len(), Pair::default());
-    let beta = vec![delta; shape.trees];
-    trees::send(chan, prg, &shape, (sending, &beta), noise, |e, b| e.0 = b)
+    let sending = Sending::Half { delta, q };
+    trees::send(chan, prg, &shape, sending, noise, |e, b| e.0 = b)
 }
 
-/// The peer's COT of `outputs`, this party receiving with the random OTs `receiving` (its
-/// choices and the messages they gave): the peer's trees rebuilt into `noise`'s second
+/// The peer's COT of `outputs`, this party receiving with the trees' correlated OTs of
+/// the peer's Δ (its choices and values t): the peer's trees rebuilt into `noise`'s second
 /// blocks c (`noise` sized by [`send_trees`]); returns its points.
 pub fn receive_trees(
     chan: &mut dyn Channel,
     outputs: usize,
-    receiving: (&[bool], &[Block]),
+    (choices, t): (&[bool], &[Block]),
     noise: &mut [Pair],
 ) -> Result<Vec<usize>> {
     let shape = Shape::binary(outputs);
@@ -87,6 +89,7 @@ pub fn receive_trees(
     // block of one.
     let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
     let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
+    let receiving = (Tree::Half, choices, t);
     Ok(trees::receive(chan, &shape, receiving, places, put, None)?.points)
 }
 
@@ -125,11 +128,11 @@ mod tests {
     use super::*;
     use crate::crypto::Prg;
     use crate::net::mem_pair;
-    use crate::ot::{iknp_receive, iknp_send, test_seeds};
+    use crate::ot::{iknp_receive_correlated, iknp_send_correlated, test_seeds};
     use std::time::Duration;
 
-    /// Both parties' COTs of `outputs` each way over an in-memory channel, their PPRF's
-    /// OTs from IKNP: each party's Δ, choice bits and (B, C).
+    /// Both parties' COTs of `outputs` each way over an in-memory channel, their trees'
+    /// correlated OTs from IKNP: each party's Δ, choice bits and (B, C).
     fn cot_pair(outputs: usize) -> [(Block, Vec<u64>, Vec<Pair>); 2] {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let mut prg = Prg::from_seed(3);
@@ -148,12 +151,15 @@ mod tests {
             pool.unwrap().install(|| {
                 let (send_ots, receive_ots) = match leader {
                     true => {
-                        let s = iknp_send(chan, sending, count).unwrap();
-                        (s, iknp_receive(chan, receiving, &choices).unwrap())
+                        let s = iknp_send_correlated(chan, sending, count).unwrap();
+                        (
+                            s,
+                            iknp_receive_correlated(chan, receiving, &choices).unwrap(),
+                        )
                     }
                     false => {
-                        let r = iknp_receive(chan, receiving, &choices).unwrap();
-                        (iknp_send(chan, sending, count).unwrap(), r)
+                        let r = iknp_receive_correlated(chan, receiving, &choices).unwrap();
+                        (iknp_send_correlated(chan, sending, count).unwrap(), r)
                     }
                 };
                 let delta = sending.delta_block();

@@ -7,6 +7,7 @@
 mod base;
 mod code;
 pub mod cot;
+mod half_tree;
 mod noise;
 pub mod pprf;
 mod silent;

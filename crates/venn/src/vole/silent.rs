@@ -207,7 +207,10 @@ pub fn send(
         chan,
         prg,
         &shape,
-        (&ots, &beta[..t]),
+        trees::Sending::Ggm {
+            ots: &ots,
+            beta: &beta[..t],
+        },
         &mut leaves,
         |e, b| *e = b,
     )?;
@@ -261,7 +264,7 @@ pub fn receive(
     } = trees::receive(
         chan,
         &shape,
-        (&choices, &ots),
+        (trees::Tree::Ggm, &choices, &ots),
         &mut noise.spare_capacity_mut()[..shape.noise_len()],
         |e, tree, at_point, c| {
             e.write(match at_point {

@@ -1,14 +1,18 @@
 //! The PPRF step of a silent VOLE or correlated OT (BCGIKRS19 Fig. 7; Ferret's regular
-//! noise, YWL+20 Fig. 4), shared by both: S makes one GGM tree per noise block
-//! ([`pprf`]) and sends, per tree and level, the left and right sums masked by that level's
-//! OT messages, and per tree the correction γ = Σ_j b_j + β (β its base correlation: a
-//! base-VOLE value, or Δ itself for a correlated OT); R, whose OT choices are the
-//! complements of its path bits, rebuilds every leaf but its point α and sets
-//! c_α = γ + z + Σ_{j≠α} c_j = b_α + y·Δ (z = 0 and y = 1 for a correlated OT).
+//! noise, YWL+20 Fig. 4), shared by both: S makes one tree per noise block and sends, per
+//! tree and level, what gives R the sum of the level's side off its path; R, whose OT
+//! choices are the complements of its path bits, rebuilds every leaf but its point α. The
+//! trees come in two kinds ([`Sending`]):
+//! - GGM trees ([`pprf`], the VOLE's): the left and right sums masked by a random OT's two
+//!   messages, and per tree the correction γ = Σ_j b_j + β (β its base-VOLE value), so that
+//!   R sets c_α = γ + z + Σ_{j≠α} c_j = b_α + y·Δ;
+//! - half-trees ([`half_tree`], the correlated OT's): the left sum masked by a correlated
+//!   OT of the tree's own Δ, every level summing to Δ, so that R's c_α = Σ_{j≠α} c_j =
+//!   b_α + Δ with no correction.
 
 use super::code::{ExConv, Symbol};
 use super::noise::Shape;
-use super::pprf;
+use super::{half_tree, pprf};
 use crate::crypto::{Block, Prg};
 use crate::net::Channel;
 use crate::{Error, Result};
@@ -56,53 +60,114 @@ impl TreeOrder {
     }
 }
 
+/// What S's trees are and how their level sums reach R.
+#[derive(Clone, Copy)]
+pub enum Sending<'a> {
+    /// GGM trees: a level's two sums masked by a random OT's two messages (`ots`, h a
+    /// tree), and tree i's correction with its base correlation `beta[i]`.
+    Ggm {
+        ots: &'a [[Block; 2]],
+        beta: &'a [Block],
+    },
+    /// Half-trees of the correlated OT of `delta`: a level's left sum masked by the value q
+    /// of a correlated OT of the same Δ (`q`, h a tree).
+    Half { delta: Block, q: &'a [Block] },
+}
+
+/// The kind of the trees R receives: GGM trees ([`Sending::Ggm`]), its OTs' messages
+/// those its choices gave; or half-trees ([`Sending::Half`]), its correlated OTs' values
+/// t = q ⊕ c·Δ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tree {
+    Ggm,
+    Half,
+}
+
+impl Tree {
+    /// Blocks of level sums a tree of depth `h` sends: two a level or one.
+    fn sum_blocks(self, h: usize) -> usize {
+        match self {
+            Tree::Ggm => 2 * h,
+            Tree::Half => h,
+        }
+    }
+
+    /// Blocks a tree of depth `h` sends: its level sums, and a GGM tree's correction.
+    pub fn message_blocks(self, h: usize) -> usize {
+        self.sum_blocks(h) + usize::from(self == Tree::Ggm)
+    }
+
+    /// The point whose path R's choices (the complements of its turns, the first level's
+    /// first) give: a GGM tree's first turn is its index's top bit, a half-tree's its low.
+    fn point(self, choices: &[bool]) -> usize {
+        let turns = choices.iter().map(|&c| usize::from(!c));
+        match self {
+            Tree::Ggm => turns.fold(0, |alpha, t| alpha << 1 | t),
+            Tree::Half => turns.rev().fold(0, |alpha, t| alpha << 1 | t),
+        }
+    }
+}
+
 /// S's side: the trees (on the rayon pool) a group at a time, in [`TreeOrder`], each
-/// group's level sums masked by `ots` (h pairs a tree) and its corrections (tree i's with
-/// `beta[i]`) sent as soon as they are made; each of the N leaves b given to `put` with
-/// its place in `noise`.
+/// group's messages sent as soon as they are made (the level sums of all its trees, then a
+/// GGM tree's corrections); each of the N leaves b given to `put` with its place in
+/// `noise`.
 pub fn send<T: Symbol>(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     shape: &Shape,
-    (ots, beta): (&[[Block; 2]], &[Block]),
+    sending: Sending,
     noise: &mut [T],
     put: impl Fn(&mut T, Block) + Sync,
 ) -> Result<()> {
     let h = shape.depth;
-    assert_eq!((ots.len(), beta.len()), (shape.trees * h, shape.trees));
+    let (ots, kind) = match sending {
+        Sending::Ggm { ots, beta } => {
+            assert_eq!(beta.len(), shape.trees);
+            (ots.len(), Tree::Ggm)
+        }
+        Sending::Half { q, .. } => (q.len(), Tree::Half),
+    };
+    assert_eq!(ots, shape.trees * h);
     assert_eq!(noise.len(), shape.noise_len());
-    let mut message = Vec::with_capacity(TREES_A_MESSAGE * (2 * h + 1));
+    let mut message = Vec::with_capacity(TREES_A_MESSAGE * kind.message_blocks(h));
     for group in &TreeOrder::new(shape).groups {
         let roots: Vec<Block> = group.clone().map(|_| prg.block()).collect();
-        let trees: Vec<(Vec<[Block; 2]>, Block)> = noise
+        // Each tree's masked level sums, and a GGM tree's correction.
+        let trees: Vec<(Vec<Block>, Option<Block>)> = noise
             [group.start * shape.block()..group.end * shape.block()]
             .par_chunks_exact_mut(shape.block())
             .zip(roots)
+            .enumerate()
             .map_init(
                 || vec![0; shape.block()],
-                |leaves, (tree, root)| {
-                    let sums = pprf::expand_sender(root, h, leaves);
+                |leaves, (i, (tree, root))| {
+                    let i = group.start + i;
+                    let sent = match sending {
+                        Sending::Ggm { ots, beta } => {
+                            let sums = pprf::expand_sender(root, h, leaves);
+                            let masked = (sums.iter().zip(&ots[i * h..]))
+                                .flat_map(|(sum, m)| [sum[0] ^ m[0], sum[1] ^ m[1]]);
+                            // The leaves' sum: the last level's two sides.
+                            let all = sums[h - 1][0] ^ sums[h - 1][1];
+                            (masked.collect(), Some(all ^ beta[i]))
+                        }
+                        Sending::Half { delta, q } => {
+                            let sums = half_tree::expand_sender(root, delta, h, leaves);
+                            let masked = sums.iter().zip(&q[i * h..]).map(|(s, q)| s ^ q);
+                            (masked.collect(), None)
+                        }
+                    };
                     tree.iter_mut()
                         .zip(leaves.iter())
                         .for_each(|(e, &b)| put(e, b));
-                    // The leaves' sum: the last level's two sides.
-                    let all = sums[h - 1][0] ^ sums[h - 1][1];
-                    (sums, all)
+                    sent
                 },
             )
             .collect();
         message.clear();
-        for (i, (sums, _)) in group.clone().zip(&trees) {
-            for (sum, m) in sums.iter().zip(&ots[i * h..]) {
-                message.extend([sum[0] ^ m[0], sum[1] ^ m[1]]);
-            }
-        }
-        message.extend(
-            trees
-                .iter()
-                .zip(&beta[group.clone()])
-                .map(|((_, all), beta)| all ^ beta),
-        );
+        message.extend(trees.iter().flat_map(|(sums, _)| sums));
+        message.extend(trees.iter().filter_map(|(_, correction)| *correction));
         chan.send_blocks(&message)?;
     }
     Ok(())
@@ -121,17 +186,18 @@ pub struct Rebuilt {
     pub parity_sum: Option<Block>,
 }
 
-/// R's side: each tree rebuilt (on the rayon pool) with its point's value, a group at a
-/// time as the groups come ([`TreeOrder`]). `choices` are R's OT choices (h a tree, the
-/// complements of its path bits), `ots` the messages they gave; `put(place, tree,
-/// at_point, c)` writes a position's c into its place in `noise` (each place written, all
-/// N), at the point c = γ + Σ_{j≠α} c_j, to which a VOLE adds its base value z. With a
-/// `code`, once the code's parity half is in, its accumulation (serial) runs beside the
-/// other trees, and the sum (for Ferret's check) over it before.
+/// R's side: each tree (of kind `tree_kind`) rebuilt (on the rayon pool) with its point's value,
+/// a group at a time as the groups come ([`TreeOrder`]). `choices` are R's OT choices (h a
+/// tree, the complements of its path bits), `ots` what they gave (a random OT's message,
+/// or a correlated OT's t); `put(place, tree, at_point, c)` writes a position's c into its
+/// place in `noise` (each place written, all N), at the point the sum of the others (a GGM
+/// tree's plus its correction), to which a VOLE adds its base value z. With a `code`,
+/// once the code's parity half is in, its accumulation (serial) runs beside the other
+/// trees, and the sum (for Ferret's check) over it before.
 pub fn receive<T: Symbol>(
     chan: &mut dyn Channel,
     shape: &Shape,
-    (choices, ots): (&[bool], &[Block]),
+    (tree_kind, choices, ots): (Tree, &[bool], &[Block]),
     noise: &mut [MaybeUninit<T>],
     put: impl Fn(&mut MaybeUninit<T>, usize, bool, Block) + Sync,
     accumulate: Option<(&ExConv, Option<PartSum<T>>)>,
@@ -144,11 +210,13 @@ pub fn receive<T: Symbol>(
     let (n, split) = (shape.noise_len() / 2, order.split * shape.block());
     let mut points = vec![0; t];
     let mut message = Vec::new();
+    let level_blocks = tree_kind.sum_blocks(h);
     let mut rebuild = |groups: &[Range<usize>], part: &mut [MaybeUninit<T>], offset: usize| {
         for group in groups {
             let trees = group.len();
-            chan.recv_blocks(trees * (2 * h + 1), &mut message, "the PPRF's sums")?;
-            let (sums, corrections) = message.split_at(trees * 2 * h);
+            let blocks = trees * tree_kind.message_blocks(h);
+            chan.recv_blocks(blocks, &mut message, "the PPRF's sums")?;
+            let (sums, corrections) = message.split_at(trees * level_blocks);
             let block = |tree: usize| tree * shape.block() - offset;
             part[block(group.start)..block(group.end)]
                 .par_chunks_exact_mut(shape.block())
@@ -158,17 +226,24 @@ pub fn receive<T: Symbol>(
                     || vec![0; shape.block()],
                     |leaves, (i, (tree_noise, point))| {
                         let tree = group.start + i;
-                        let mut alpha = 0;
-                        let off_path: Vec<Block> = (0..h)
-                            .map(|l| {
-                                let (k, c) = (i * h + l, usize::from(choices[tree * h + l]));
-                                alpha = alpha << 1 | (1 - c);
-                                sums[2 * k + c] ^ ots[tree * h + l]
-                            })
-                            .collect();
-                        pprf::expand_receiver(alpha, &off_path, leaves);
-                        let others = leaves.iter().fold(0, |acc, c| acc ^ c);
-                        leaves[alpha] = corrections[i] ^ others;
+                        let (choices, ots) = (&choices[tree * h..][..h], &ots[tree * h..][..h]);
+                        let alpha = tree_kind.point(choices);
+                        let sums = &sums[i * level_blocks..][..level_blocks];
+                        match tree_kind {
+                            Tree::Ggm => {
+                                let off_path: Vec<Block> = (0..h)
+                                    .map(|l| sums[2 * l + usize::from(choices[l])] ^ ots[l])
+                                    .collect();
+                                pprf::expand_receiver(alpha, &off_path, leaves);
+                                let others = leaves.iter().fold(0, |acc, c| acc ^ c);
+                                leaves[alpha] = corrections[i] ^ others;
+                            }
+                            Tree::Half => {
+                                let off_path: Vec<Block> =
+                                    sums.iter().zip(ots).map(|(s, t)| s ^ t).collect();
+                                half_tree::expand_receiver(alpha, &off_path, leaves);
+                            }
+                        }
                         for (j, (e, &c)) in tree_noise.iter_mut().zip(leaves.iter()).enumerate() {
                             put(e, tree, j == alpha, c);
                         }
