@@ -93,7 +93,7 @@ impl Coordinator {
                     .into(),
             ));
         }
-        protocol.check_values(role, input.keys.values().is_some())?;
+        protocol.check_values(role, input.keys.value_columns())?;
         protocol.check_items(link.spec.options, &input.keys)?;
         link.check_endpoint()?;
         let rows = input.keys.len() as u64;
@@ -502,7 +502,7 @@ mod tests {
             trim: false,
             lowercase: false,
             skip_empty: false,
-            value_column: None,
+            value_columns: Vec::new(),
         };
         Input::from_keys(keys, None, &opts).unwrap()
     }

@@ -34,9 +34,11 @@ pub fn write_output(
         }
         Output::Count(c) => serde_json::json!({ "intersection_size": c }),
         // A u64 above 2^53 does not fit a JSON number exactly: written as a decimal string.
-        Output::Sum { count, sum } => serde_json::json!({
+        // The sum of each value column, in the sender's order; the first also alone.
+        Output::Sum { count, sums } => serde_json::json!({
             "intersection_size": count,
-            "intersection_sum": sum.to_string(),
+            "intersection_sum": sums.first().map(u64::to_string),
+            "intersection_sums": sums.iter().map(u64::to_string).collect::<Vec<_>>(),
         }),
         Output::Threshold { threshold, reached } => {
             serde_json::json!({ "threshold": threshold, "reached": reached })
@@ -104,7 +106,10 @@ pub struct Stats<'a> {
     pub output: &'static str,
     pub intersection: Option<usize>,
     pub intersection_size: Option<u64>,
+    /// The first value column's sum (as `intersection_sums[0]`).
     pub intersection_sum: Option<String>,
+    /// Each value column's sum, in the sender's order.
+    pub intersection_sums: Option<Vec<String>>,
     pub intersection_rows: Option<usize>,
     pub offline_seconds: f64,
     pub online_seconds: f64,
@@ -151,7 +156,11 @@ impl<'a> Stats<'a> {
                 _ => None,
             },
             intersection_sum: match out {
-                Output::Sum { sum, .. } => Some(sum.to_string()),
+                Output::Sum { sums, .. } => sums.first().map(u64::to_string),
+                _ => None,
+            },
+            intersection_sums: match out {
+                Output::Sum { sums, .. } => Some(sums.iter().map(u64::to_string).collect()),
                 _ => None,
             },
             intersection_rows: match written {
@@ -195,7 +204,7 @@ mod tests {
             trim: false,
             lowercase: false,
             skip_empty: false,
-            value_column: None,
+            value_columns: Vec::new(),
         };
         let input = read_input(&csv, &keys).unwrap();
         let path = dir.path().join("out.json");
@@ -210,13 +219,14 @@ mod tests {
             &input,
             &Output::Sum {
                 count: 3,
-                sum: u64::MAX,
+                sums: vec![u64::MAX, 7],
             },
         )
         .unwrap();
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["intersection_sum"], u64::MAX.to_string());
+        assert_eq!(v["intersection_sums"][1], "7");
         assert_eq!(v["intersection_size"], 3);
         let w = write_output(Some(&path), &input, &Output::Indices(vec![1])).unwrap();
         assert!(matches!(w, Some(Written::Rows(1))));

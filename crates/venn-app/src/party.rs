@@ -303,7 +303,7 @@ pub fn run_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
-    protocol.check_values(role, args.keys.value_column.is_some())?;
+    protocol.check_values(role, args.keys.value_columns.len())?;
     let learns_rows = protocol.info().role(role).output == OutputKind::Indices
         || (role == Role::Sender && args.both);
     if role == Role::Receiver && learns_rows && args.output.is_none() {
@@ -574,7 +574,7 @@ pub fn run_keys(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(Report, Option<Vec<usize>>)> {
     let protocol = link.protocol()?;
-    protocol.check_values(role, input.keys.values().is_some())?;
+    protocol.check_values(role, input.keys.value_columns())?;
     link.check_endpoint()?;
     let opts = link.options(protocol, role, both, progress, None);
     protocol.check_items(opts.options, &input.keys)?;
@@ -710,8 +710,10 @@ fn describe(out: &venn::protocols::Output) -> String {
     match out {
         Output::Indices(ix) => format!("intersection {} keys", ix.len()),
         Output::Count(c) => format!("intersection size {c}"),
-        Output::Sum { count, sum } => {
-            format!("intersection size {count}, sum over the intersection {sum}")
+        Output::Sum { count, sums } => {
+            let sums: Vec<String> = sums.iter().map(u64::to_string).collect();
+            let (s, sums) = (if sums.len() == 1 { "" } else { "s" }, sums.join(", "));
+            format!("intersection size {count}, sum{s} over the intersection {sums}")
         }
         Output::Threshold { threshold, reached } => format!(
             "intersection size {} {threshold}",

@@ -536,7 +536,7 @@ fn upload(u: UploadCli) -> Result<()> {
         )));
     }
     let start = Instant::now();
-    let input = read_input(&u.keys.input, &u.keys.options(None))?;
+    let input = read_input(&u.keys.input, &u.keys.options(Vec::new()))?;
     let spinner = Spinner::if_terminal("upload");
     let key = client.upload(
         &u.dataset,
@@ -630,7 +630,7 @@ fn result(r: ResultCli) -> Result<()> {
     let client = client(&r.client)?;
     let key = DatasetKey::load(&r.key_file)?;
     check_output_path(&r.output, "--output", &[&r.keys.input])?;
-    let input = read_input(&r.keys.input, &r.keys.options(None))?;
+    let input = read_input(&r.keys.input, &r.keys.options(Vec::new()))?;
     let run = client.wait(&r.run, Duration::from_secs(r.wait))?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(&r.output, &input, &matched)?;

@@ -56,7 +56,7 @@ pub fn demo() -> Result<()> {
             trim: true,
             lowercase: true,
             skip_empty: false,
-            value_column: None,
+            value_columns: Vec::new(),
         },
         both: false,
         state: None,

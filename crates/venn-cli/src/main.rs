@@ -188,14 +188,14 @@ struct KeysCli {
 }
 
 impl KeysCli {
-    fn options(&self, value_column: Option<String>) -> KeyOptions {
+    fn options(&self, value_columns: Vec<String>) -> KeyOptions {
         KeyOptions {
             format: self.format,
             columns: self.column.clone(),
             trim: self.trim,
             lowercase: self.lowercase,
             skip_empty: self.skip_empty,
-            value_column,
+            value_columns,
         }
     }
 }
@@ -211,10 +211,11 @@ struct PartyCli {
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
-    /// of a protocol that sums them over the intersection (rr22-sum, psww18-sum); a repeated key's
-    /// rows' values are added.
-    #[arg(long, value_name = "NAME")]
-    value_column: Option<String>,
+    /// of a protocol that sums them over the intersection (rr22-sum, psww18-sum); a repeated
+    /// key's rows' values are added. rr22-sum sums several columns in one run, each apart
+    /// (`--value-column revenue,units`, up to 16): the receiver learns one sum a column.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    value_column: Vec<String>,
     /// Both parties learn the intersection (both must pass it).
     #[arg(long)]
     both: bool,

@@ -655,8 +655,9 @@ fn bench_verifies_every_row_and_replays_each_party_alone() {
 }
 
 /// `psww18-sum`: the receiver learns the number of common keys and the sum of the values
-/// the sender's rows with those keys carry (a repeated key's rows all count); values are
-/// checked as the file is read, and only the sender of a sum may have them.
+/// the sender's rows with those keys carry (a repeated key's rows all count); `rr22-sum`
+/// the sums of several columns at once; values are checked as the file is read, and only
+/// the sender of a sum may have them.
 #[test]
 fn a_sum_over_the_intersection_from_a_value_column() {
     let dir = tmp();
@@ -687,6 +688,30 @@ fn a_sum_over_the_intersection_from_a_value_column() {
         assert_eq!(v["intersection_size"], 3, "{triples:?}");
         assert_eq!(v["intersection_sum"], (4294967295u64 + 17).to_string());
     }
+
+    // rr22-sum adds several columns in one run, one sum each, in the order named.
+    let s2 = write(
+        dir.path(),
+        "s2.csv",
+        "revenue,customer,units\n10,ann,1\n 4294967295 ,bob,2\n7,ann,3\n1000,zoe,4\n0,cat,5\n",
+    );
+    let rr22 = ["--protocol", "rr22-sum", "--plaintext"];
+    let (so, ro) = run_pair(
+        &[&rr22[..], &["--input", r, "--output", out]].concat(),
+        &[
+            &rr22[..],
+            &["--input", s2.to_str().unwrap(), "--column", "customer"],
+            &["--value-column", "units,revenue"],
+        ]
+        .concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    assert_eq!(v["intersection_size"], 3);
+    let revenue = (4294967295u64 + 17).to_string();
+    assert_eq!(v["intersection_sums"], serde_json::json!(["11", revenue]));
+    assert_eq!(v["intersection_sum"], "11");
 
     // A value that is not an integer below 2^32 names its line; no value column, or one on
     // the receiver's side, is refused before the peer is contacted.
@@ -722,4 +747,14 @@ fn a_sum_over_the_intersection_from_a_value_column() {
             .unwrap();
         assert_clean_failure(&o, "--value-column");
     }
+    // psww18-sum adds one column.
+    let o = venn()
+        .arg("send")
+        .args(sum)
+        .args(["--input", s2.to_str().unwrap(), "--column", "customer"])
+        .args(["--value-column", "revenue,units"])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "5"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "one value column");
 }

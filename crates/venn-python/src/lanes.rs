@@ -135,6 +135,7 @@ impl LanedRun {
             matched,
             count: summary.matched_keys,
             sum: None,
+            sums: None,
             reached: None,
             n_self: summary.n_self,
             n_peer: summary.n_peer,

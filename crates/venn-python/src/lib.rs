@@ -161,7 +161,7 @@ pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyO
         trim,
         lowercase,
         skip_empty,
-        value_column: None,
+        value_columns: Vec::new(),
     }
 }
 
@@ -319,8 +319,11 @@ struct RunResult {
     matched: Option<Vec<usize>>,
     /// The intersection's size, for a party that learns it (or the matched keys' count).
     count: Option<u64>,
-    /// The sum of the sender's values over the intersection (sum protocols).
+    /// The sum of the sender's values over the intersection (sum protocols): of its
+    /// first value column.
     sum: Option<u64>,
+    /// The sum of each of the sender's value columns, in its order (sum protocols).
+    sums: Option<Vec<u64>>,
     /// Whether the intersection reached the threshold (threshold protocols).
     reached: Option<bool>,
     /// Distinct keys on this side and the peer's.
@@ -403,7 +406,7 @@ impl Party {
     /// See `venn.send` for the options.
     #[new]
     #[pyo3(signature = (
-        role, items, *, values=None, connect=None, listen=None, on_listening=None,
+        role, items, *, values=None, value_columns=1, connect=None, listen=None, on_listening=None,
         protocol=None, bins=None, sigma=None, offline=None, stash=None, threshold=None,
         dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
         skip_empty=false, allow_key_mismatch=false, tls_cert=None, tls_key=None, tls_ca=None,
@@ -416,6 +419,7 @@ impl Party {
         role: &str,
         items: Vec<Key>,
         values: Option<Vec<u64>>,
+        value_columns: usize,
         connect: Option<String>,
         listen: Option<String>,
         on_listening: Option<Py<PyAny>>,
@@ -474,7 +478,10 @@ impl Party {
         .link()?;
         let opts = key_options(trim, lowercase, skip_empty);
         let input = py
-            .detach(|| Input::from_keys(&items, values.as_deref(), &opts))
+            .detach(|| {
+                let values = values.as_deref().map(|v| (v, value_columns));
+                Input::from_keys(&items, values, &opts)
+            })
             .map_err(to_py)?;
         let setup = Setup {
             link,
@@ -525,19 +532,21 @@ impl Party {
                 venn_app::party::run_keys(&link, role, both, &input, progress, on_bound)
             })
             .map_err(to_py)?;
-        let (count, sum, reached) = match report.output {
+        let (count, sums, reached) = match report.output {
             Output::Count(c) => (Some(c), None, None),
-            Output::Sum { count, sum } => (Some(count), Some(sum), None),
+            Output::Sum { count, ref sums } => (Some(count), Some(sums.clone()), None),
             Output::Threshold { reached, .. } => (None, None, Some(reached)),
             Output::Indices(ref k) => (Some(k.len() as u64), None, None),
             Output::Nothing => (None, None, None),
         };
+        let sum = sums.as_ref().and_then(|s| s.first().copied());
         Ok(RunResult {
             protocol: report.protocol.to_owned(),
             role: role.name().to_owned(),
             matched,
             count,
             sum,
+            sums,
             reached,
             n_self: report.n_self,
             n_peer: report.n_peer,

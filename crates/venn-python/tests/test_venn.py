@@ -229,10 +229,22 @@ def test_a_python_party_runs_against_the_command_line_over_tls(tmp_path: Path):
 def test_a_sum_over_the_intersection(protocol):
     child = Child("send", ["a", "b", "c", "d"], values=[5, 7, 11, 13], protocol=protocol)
     r = venn.receive(["b", "d", "x"], connect=child.addr, protocol=protocol)
-    assert (r.count, r.sum, r.matched) == (2, 20, None)
+    assert (r.count, r.sum, r.sums, r.matched) == (2, 20, [20], None)
     assert child.result()[0] == "result"
-    with pytest.raises(venn.UsageError, match="one value per key"):
+    with pytest.raises(venn.UsageError, match="the same number of values for every key"):
         venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol=protocol)
+
+
+def test_sums_of_several_value_columns():
+    values = [(5, 1), (7, 2), (11, 3), (13, 4)]
+    child = Child("send", ["a", "b", "c", "d"], values=values, protocol="rr22-sum")
+    r = venn.receive(["b", "d", "x"], connect=child.addr, protocol="rr22-sum")
+    assert (r.count, r.sum, r.sums) == (2, 20, [20, 6])
+    assert child.result()[0] == "result"
+    with pytest.raises(ValueError, match="one sequence of 2 integers per item"):
+        venn.send(["a", "b"], values=[(1, 2), (3,)], connect="127.0.0.1:1", protocol="rr22-sum")
+    with pytest.raises(venn.UsageError, match="one value column"):
+        venn.send(["a"], values=[(1, 2)], connect="127.0.0.1:1", protocol="psww18-sum")
 
 
 def test_malicious_vole_psi_gives_the_sender_the_intersection_by_tags():

@@ -317,7 +317,7 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
     };
     let accepts = find(protocol).expect("a registered protocol").accepts();
     let (sender, receiver) = sets(*a, *b, !accepts.sigma.is_empty());
-    let sender = match accepts.values {
+    let sender = match accepts.value_columns > 0 {
         true => {
             let values = (0..sender.len()).map(|i| value(sender.get(i))).collect();
             sender.with_values(values).expect("a value per item")
@@ -364,9 +364,9 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
                 truth.len(),
                 "an untouched run computed a wrong count"
             ),
-            Output::Sum { count, sum: got } => assert_eq!(
-                (*count as usize, *got),
-                (truth.len(), sum),
+            Output::Sum { count, sums } => assert_eq!(
+                (*count as usize, &sums[..]),
+                (truth.len(), &[sum][..]),
                 "an untouched run computed a wrong sum"
             ),
             _ => {}

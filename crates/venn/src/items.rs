@@ -1,5 +1,5 @@
 //! A party's input set: arbitrary byte strings, stored in one arena, each optionally with
-//! a value (the numbers a sum over the intersection adds up).
+//! values, one in each of a few columns (the numbers a sum over the intersection adds up).
 
 use crate::crypto::{Aes, Block, RandomOracle};
 use crate::util::memory::{huge_zeroed, prefetch, with_huge_capacity};
@@ -12,8 +12,9 @@ use std::hash::BuildHasher;
 pub struct Items {
     data: Vec<u8>,
     ends: Vec<usize>,
-    /// A value per item, if the items carry values.
+    /// The items' values, if they carry any: `value_columns` an item, item by item.
     values: Option<Vec<u64>>,
+    value_columns: usize,
 }
 
 impl Items {
@@ -30,6 +31,7 @@ impl Items {
             data: with_huge_capacity(bytes),
             ends: with_huge_capacity(items),
             values: None,
+            value_columns: 0,
         }
     }
 
@@ -44,21 +46,34 @@ impl Items {
     }
 
     /// The items with `values[i]` the value of item `i` (one value per item).
-    pub fn with_values(mut self, values: Vec<u64>) -> Result<Self> {
-        if values.len() != self.len() {
+    pub fn with_values(self, values: Vec<u64>) -> Result<Self> {
+        self.with_value_columns(values, 1)
+    }
+
+    /// The items with `columns` values each, item by item: item `i`'s in
+    /// `values[i·columns..(i + 1)·columns]`.
+    pub fn with_value_columns(mut self, values: Vec<u64>, columns: usize) -> Result<Self> {
+        if columns == 0 || values.len() != self.len() * columns {
             return Err(Error::Usage(format!(
-                "{} values for {} items",
+                "{} values for {} items in {columns} columns",
                 values.len(),
                 self.len()
             )));
         }
         self.values = Some(values);
+        self.value_columns = columns;
         Ok(self)
     }
 
-    /// The items' values, if they carry any.
+    /// The items' values, if they carry any: [`Items::value_columns`] an item, item by
+    /// item.
     pub fn values(&self) -> Option<&[u64]> {
         self.values.as_deref()
+    }
+
+    /// Values an item carries: 0 without values.
+    pub fn value_columns(&self) -> usize {
+        self.value_columns
     }
 
     /// The number of items.
@@ -181,13 +196,16 @@ impl Items {
                 }
             };
             if let Some(values) = &mut self.values {
-                // Kept values lie at `kept` <= `i`: the one at `i` is intact, and the one
-                // a new item overwrites was moved down when its own item was seen.
-                let v = values[i];
-                values[k] = match found {
-                    Some(_) => values[k].wrapping_add(v),
-                    None => v,
-                };
+                // Kept values lie at `kept` <= `i`: the ones at `i` are intact, and those
+                // a new item overwrites were moved down when their own item was seen.
+                let w = self.value_columns;
+                for c in 0..w {
+                    let v = values[i * w + c];
+                    values[k * w + c] = match found {
+                        Some(_) => values[k * w + c].wrapping_add(v),
+                        None => v,
+                    };
+                }
             }
             index.push(k as u32);
             start = end;
@@ -195,7 +213,7 @@ impl Items {
         self.data.truncate(kept_bytes);
         self.ends.truncate(kept);
         if let Some(values) = &mut self.values {
-            values.truncate(kept);
+            values.truncate(kept * self.value_columns);
         }
         // Many repeats: give the room back rather than hold it through a whole run.
         if 2 * kept < n {
@@ -453,19 +471,24 @@ mod tests {
             }
         }
 
-        /// Values of equal items are added into the one kept.
+        /// Values of equal items are added into the one kept, column by column.
         #[test]
         fn deduplicate_adds_the_values_of_equal_items(
-            rows in proptest::collection::vec((0u8..4, 0u64..1 << 40), 0..100)
+            rows in proptest::collection::vec((0u8..4, 0u64..1 << 40), 0..100),
+            columns in 1usize..4,
         ) {
             let items: Items = rows.iter().map(|(k, _)| [*k]).collect();
-            let values: Vec<u64> = rows.iter().map(|(_, v)| *v).collect();
-            let mut store = items.with_values(values).unwrap();
+            // Column c holds the row's value times c + 1.
+            let values: Vec<u64> = (rows.iter())
+                .flat_map(|(_, v)| (1..=columns as u64).map(move |c| v * c))
+                .collect();
+            let mut store = items.with_value_columns(values, columns).unwrap();
             store.deduplicate();
             let sums: Vec<u64> = (0..store.len())
-                .map(|k| {
+                .flat_map(|k| {
                     let key = store.get(k)[0];
-                    rows.iter().filter(|(r, _)| *r == key).map(|(_, v)| v).sum()
+                    let sum: u64 = rows.iter().filter(|(r, _)| *r == key).map(|(_, v)| v).sum();
+                    (1..=columns as u64).map(move |c| sum * c)
                 })
                 .collect();
             proptest::prop_assert_eq!(store.values().unwrap(), &sums[..]);

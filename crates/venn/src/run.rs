@@ -251,7 +251,7 @@ fn barrier(ctx: &mut Context) -> Result<()> {
 /// Refuses items the protocol cannot run on, before the peer is contacted.
 fn check_input(opts: &RunOptions, items: &Items) -> Result<()> {
     let protocol = opts.protocol;
-    protocol.check_values(opts.role, items.values().is_some())?;
+    protocol.check_values(opts.role, items.value_columns())?;
     protocol.check_items(opts.options, items)
 }
 

@@ -101,16 +101,23 @@ fn a_sorting_network_state_pads_smaller_sets_only_where_it_has_room() {
     }
 }
 
-/// The sums of psww18 and rr22 (and rr22's count), the latter also at sizes where the
-/// OKVSs of its OPPRF split into several bins of 2^14 keys (β ≈ 26 000 keys, and three
-/// per sender item).
+/// The sums of psww18 and rr22 (and rr22's count), rr22's of several value columns at
+/// once, also at sizes where the OKVSs of its OPPRF split into several bins of 2^14 keys
+/// (β ≈ 26 000 keys, and three per sender item).
 #[test]
 fn sums_add_up_the_senders_values_over_the_intersection() {
-    for (name, sigma, stash, sizes) in [
-        ("psww18-sum", Some(32), Stash::Combined, (900, 700, 321)),
-        ("psww18-sum", None, Stash::Separate, (900, 700, 321)),
-        ("rr22-sum", None, Stash::Combined, (900, 700, 321)),
-        ("rr22-sum", None, Stash::Combined, (20_000, 20_000, 7_777)),
+    for (name, sigma, stash, sizes, columns) in [
+        ("psww18-sum", Some(32), Stash::Combined, (900, 700, 321), 1),
+        ("psww18-sum", None, Stash::Separate, (900, 700, 321), 1),
+        ("rr22-sum", None, Stash::Combined, (900, 700, 321), 1),
+        ("rr22-sum", None, Stash::Combined, (900, 700, 321), 16),
+        (
+            "rr22-sum",
+            None,
+            Stash::Combined,
+            (20_000, 20_000, 7_777),
+            3,
+        ),
     ] {
         let (s, r) = sets(sizes.0, sizes.1, sizes.2, 8);
         let p = find(name).unwrap();
@@ -119,17 +126,19 @@ fn sums_add_up_the_senders_values_over_the_intersection() {
             stash,
             ..Options::default()
         };
-        // The largest values a row may carry, so that a wrong carry would show.
-        let top: Vec<u64> = (0..s.len() as u64)
-            .map(|i| u32::MAX as u64 - i % 3)
+        // The largest values a row may carry (column c of row i: 2^32 − 1 − (i mod 3) − c),
+        // so that a wrong carry would show, and each column its own.
+        let value = |i: usize, c: usize| u32::MAX as u64 - (i % 3 + c) as u64;
+        let top: Vec<u64> = (0..s.len())
+            .flat_map(|i| (0..columns).map(move |c| value(i, c)))
             .collect();
         let mine: std::collections::HashSet<&[u8]> = (0..r.len()).map(|i| r.get(i)).collect();
-        let expected: u64 = (0..s.len())
-            .filter(|&i| mine.contains(s.get(i)))
-            .map(|i| top[i])
-            .sum();
+        let common: Vec<usize> = (0..s.len()).filter(|&i| mine.contains(s.get(i))).collect();
+        let sums: Vec<u64> = (0..columns)
+            .map(|c| common.iter().map(|&i| value(i, c)).sum())
+            .collect();
         let (fs, fr) = (fit_sigma(sigma, &s), fit_sigma(sigma, &r));
-        let valued = fs.with_values(top).unwrap();
+        let valued = fs.with_value_columns(top, columns).unwrap();
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let opts = |role| RunOptions {
             options: o,
@@ -144,13 +153,12 @@ fn sums_add_up_the_senders_values_over_the_intersection() {
         });
         assert_eq!(sr.unwrap().output, Output::Nothing);
         let count = sizes.2 as u64;
-        let sum = expected;
         assert_eq!(
             rr.unwrap().output,
-            Output::Sum { count, sum },
-            "{name} {stash:?}"
+            Output::Sum { count, sums },
+            "{name} {stash:?}, {columns} columns"
         );
-        if name == "rr22-sum" {
+        if name == "rr22-sum" && columns == 1 {
             let ca = find("rr22-ca").unwrap();
             let (_, rr) = run_pair_with(ca, Options::default(), &s, &r, false);
             assert_eq!(rr.unwrap().output, Output::Count(count), "rr22-ca");
@@ -178,4 +186,14 @@ fn values_belong_to_the_sender_of_a_sum_alone() {
     refused("rr22-sum", Role::Sender, &s);
     refused("rr22-ca", Role::Sender, &valued(&s));
     refused("kkrt16", Role::Sender, &valued(&s));
+    // psww18-sum adds one column; rr22-sum up to 16.
+    let columns = |k: usize| {
+        s.clone()
+            .with_value_columns(vec![1; s.len() * k], k)
+            .unwrap()
+    };
+    let e = refused("psww18-sum", Role::Sender, &columns(2));
+    assert!(e.contains("one value column"), "{e}");
+    let e = refused("rr22-sum", Role::Sender, &columns(17));
+    assert!(e.contains("at most 16"), "{e}");
 }

@@ -41,8 +41,8 @@ pub struct KeyOptions {
     pub trim: bool,
     pub lowercase: bool,
     pub skip_empty: bool,
-    /// The CSV column holding each row's value, if the rows carry values.
-    pub value_column: Option<String>,
+    /// The CSV columns holding each row's values (none: the rows carry no values).
+    pub value_columns: Vec<String>,
 }
 
 impl KeyOptions {
@@ -105,32 +105,29 @@ impl Input {
         }
     }
 
-    /// Keys given in memory, one row each in this order (with a value each, if given),
-    /// normalised and deduplicated as a file's keys are: the input of a party whose rows
-    /// are not in a file (the Python package's).
+    /// Keys given in memory, one row each in this order (with `columns` values each, row
+    /// by row, if given), normalised and deduplicated as a file's keys are: the input of a
+    /// party whose rows are not in a file (the Python package's).
     pub fn from_keys<K: AsRef<[u8]>>(
         keys: &[K],
-        values: Option<&[u64]>,
+        values: Option<(&[u64], usize)>,
         opts: &KeyOptions,
     ) -> Result<Input> {
-        if values.is_some_and(|v| v.len() != keys.len()) {
-            return Err(Error::Usage("one value per key".into()));
+        let columns = values.map_or(0, |(_, c)| c);
+        if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
+            return Err(Error::Usage(
+                "the same number of values for every key".into(),
+            ));
         }
         let opts = KeyOptions {
-            value_column: values.map(|_| "value".into()),
+            value_columns: (0..columns).map(|c| format!("value {c}")).collect(),
             ..opts.clone()
         };
         let bytes = keys.iter().map(|k| k.as_ref().len()).sum();
         let mut b = Builder::new(&opts, keys.len(), bytes);
-        let mut field = String::new();
         for (i, key) in keys.iter().enumerate() {
-            let value = values.map(|v| {
-                field.clear();
-                // Into the one buffer: no string per value.
-                let _ = std::fmt::Write::write_fmt(&mut field, format_args!("{}", v[i]));
-                field.as_bytes()
-            });
-            b.add_fields(i as u64 + 1, &[key.as_ref()], value, i..i)
+            let row = values.map_or(&[][..], |(v, c)| &v[i * c..(i + 1) * c]);
+            b.add_fields(i as u64 + 1, &[key.as_ref()], Values::Numbers(row), i..i)
                 .map_err(|e| match e {
                     Error::Input { line, reason } => {
                         Error::Usage(format!("the key at position {}: {reason}", line - 1))
@@ -193,7 +190,7 @@ struct Builder<'a> {
     opts: &'a KeyOptions,
     /// The key of each row in `rows`, repeats included (until `finish`).
     keys: Items,
-    /// The value of each row in `rows`, if the rows carry values.
+    /// The values of each row in `rows`, row by row, if the rows carry values.
     values: Option<Vec<u64>>,
     rows: Vec<Row>,
     skipped_empty: usize,
@@ -208,10 +205,8 @@ impl<'a> Builder<'a> {
         Builder {
             opts,
             keys: Items::with_capacity(expected_rows, key_bytes),
-            values: opts
-                .value_column
-                .is_some()
-                .then(|| with_huge_capacity(expected_rows)),
+            values: (!opts.value_columns.is_empty())
+                .then(|| with_huge_capacity(expected_rows * opts.value_columns.len())),
             rows: with_huge_capacity(expected_rows),
             skipped_empty: 0,
             scratch: Vec::new(),
@@ -220,12 +215,12 @@ impl<'a> Builder<'a> {
     }
 
     /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised) and
-    /// whose value field is `value`, if the rows carry values.
+    /// whose values are `values`, if the rows carry values.
     fn add_key(
         &mut self,
         line: u64,
         key: &[u8],
-        value: Option<&[u8]>,
+        values: Values,
         bytes: Range<usize>,
     ) -> Result<()> {
         if key.is_empty() {
@@ -248,27 +243,39 @@ impl<'a> Builder<'a> {
                 })
             }
         };
-        if let (Some(values), Some(field)) = (&mut self.values, value) {
-            values.push(parse_value(field).ok_or_else(|| Error::Input {
+        if let Some(kept) = &mut self.values {
+            let refused = |shown: String| Error::Input {
                 line,
-                reason: format!(
-                    "the value '{}' is not an integer from 0 to {MAX_VALUE}",
-                    String::from_utf8_lossy(field)
-                ),
-            })?);
+                reason: format!("the value '{shown}' is not an integer from 0 to {MAX_VALUE}"),
+            };
+            match values {
+                Values::Fields(fields) => {
+                    for field in fields {
+                        let value = parse_value(field)
+                            .ok_or_else(|| refused(String::from_utf8_lossy(field).into()))?;
+                        kept.push(value);
+                    }
+                }
+                Values::Numbers(numbers) => {
+                    if let Some(v) = numbers.iter().find(|&&v| v > MAX_VALUE) {
+                        return Err(refused(v.to_string()));
+                    }
+                    kept.extend_from_slice(numbers);
+                }
+            }
         }
         self.keys.push(key);
         self.rows.push(Row { key: index, bytes });
         Ok(())
     }
 
-    /// Adds a row whose key is made of `fields` (raw), normalising each, and whose value
-    /// field is `value`.
+    /// Adds a row whose key is made of `fields` (raw), normalising each, and whose values
+    /// are `values`.
     fn add_fields(
         &mut self,
         line: u64,
         fields: &[&[u8]],
-        value: Option<&[u8]>,
+        values: Values,
         bytes: Range<usize>,
     ) -> Result<()> {
         let (mut key_buf, mut field_buf) = (
@@ -278,7 +285,7 @@ impl<'a> Builder<'a> {
         let result = match fields {
             [one] => {
                 let key = normalise(one, self.opts, &mut key_buf);
-                self.add_key(line, key, value, bytes)
+                self.add_key(line, key, values, bytes)
             }
             _ => {
                 key_buf.clear();
@@ -290,7 +297,7 @@ impl<'a> Builder<'a> {
                     key_buf.extend_from_slice(v);
                 }
                 let key = if all_empty { &[][..] } else { &key_buf[..] };
-                self.add_key(line, key, value, bytes)
+                self.add_key(line, key, values, bytes)
             }
         };
         (self.scratch, self.field_scratch) = (key_buf, field_buf);
@@ -301,8 +308,11 @@ impl<'a> Builder<'a> {
     /// values of its rows added.
     fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
         if let Some(values) = self.values.take() {
-            let keys = std::mem::take(&mut self.keys);
-            self.keys = keys.with_values(values).expect("a value per row");
+            let (keys, columns) = (
+                std::mem::take(&mut self.keys),
+                self.opts.value_columns.len(),
+            );
+            self.keys = (keys.with_value_columns(values, columns)).expect("the values of each row");
         }
         let distinct = self.keys.deduplicate();
         for row in &mut self.rows {
@@ -318,6 +328,15 @@ impl<'a> Builder<'a> {
             form: self.opts.form(),
         }
     }
+}
+
+/// A row's values, as the rows carry them (none: they carry no values).
+#[derive(Clone, Copy)]
+enum Values<'a> {
+    /// Fields of a file, one a value column.
+    Fields(&'a [&'a [u8]]),
+    /// Numbers given in memory, one a value column.
+    Numbers(&'a [u64]),
 }
 
 /// A row's value: an unsigned decimal integer up to [`MAX_VALUE`], white space around it
@@ -374,7 +393,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
     let mut b = Builder::new(opts, expected_rows, data.len());
     match opts.format {
         Format::Lines => {
-            if opts.value_column.is_some() {
+            if !opts.value_columns.is_empty() {
                 return Err(Error::Usage(
                     "values (--value-column) are read from a CSV file (--format csv)".into(),
                 ));
@@ -382,7 +401,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
             let mut number = 0;
             scan::for_each_line(&data, 0, None, |line, _| {
                 number += 1;
-                b.add_fields(number, &[content(&data, &line)], None, line)
+                b.add_fields(number, &[content(&data, &line)], Values::Fields(&[]), line)
             })?;
             Ok(b.finish(data, None))
         }
@@ -407,12 +426,12 @@ fn uses_fast_path(body: &[u8]) -> bool {
 }
 
 /// The header row of a CSV file: where it ends (the body starts), how many fields it
-/// has, which of them make up the key, and which holds the value.
+/// has, which of them make up the key, and which hold the values.
 struct Header {
     end: usize,
     width: usize,
     columns: Vec<usize>,
-    value: Option<usize>,
+    values: Vec<usize>,
 }
 
 /// Parses the header row.
@@ -445,18 +464,29 @@ fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
     } else {
         opts.columns.iter().map(column).collect::<Result<_>>()?
     };
-    let value = opts.value_column.as_ref().map(column).transpose()?;
-    if let Some(v) = value.filter(|v| columns.contains(v)) {
-        return Err(Error::Usage(format!(
-            "the value column '{}' is also a key column",
-            String::from_utf8_lossy(&header[v])
-        )));
+    let values: Vec<usize> = opts
+        .value_columns
+        .iter()
+        .map(column)
+        .collect::<Result<_>>()?;
+    for (i, &v) in values.iter().enumerate() {
+        let name = String::from_utf8_lossy(&header[v]);
+        if columns.contains(&v) {
+            return Err(Error::Usage(format!(
+                "the value column '{name}' is also a key column"
+            )));
+        }
+        if values[..i].contains(&v) {
+            return Err(Error::Usage(format!(
+                "the value column '{name}' is named twice"
+            )));
+        }
     }
     Ok(Header {
         end: body,
         width: header.len(),
         columns,
-        value,
+        values,
     })
 }
 
@@ -464,6 +494,7 @@ fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
 fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
     let (body, width) = (h.end, h.width);
     let mut key: Vec<&[u8]> = Vec::with_capacity(h.columns.len());
+    let mut values: Vec<&[u8]> = Vec::with_capacity(h.values.len());
     // The header may span lines (a quoted name with a line break, a bare CR ending).
     let mut number = line_breaks(data, 0, body);
     scan::for_each_line(data, body, Some(b','), |line, commas| {
@@ -493,7 +524,9 @@ fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
         };
         key.clear();
         key.extend(h.columns.iter().map(|&c| field(c)));
-        b.add_fields(number, &key, h.value.map(field), line)
+        values.clear();
+        values.extend(h.values.iter().map(|&c| field(c)));
+        b.add_fields(number, &key, Values::Fields(&values), line)
     })
 }
 
@@ -556,8 +589,13 @@ fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
         key.clear();
         key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
-        let value = h.value.map(|c| &record[c]);
-        b.add_fields(line, &fields, value, start..end.max(start))?;
+        let values: Vec<&[u8]> = h.values.iter().map(|&c| &record[c]).collect();
+        b.add_fields(
+            line,
+            &fields,
+            Values::Fields(&values),
+            start..end.max(start),
+        )?;
     }
     Ok(())
 }
@@ -589,7 +627,7 @@ mod tests {
             trim: true,
             lowercase: true,
             skip_empty: false,
-            value_column: None,
+            value_columns: Vec::new(),
         }
     }
 
@@ -598,6 +636,37 @@ mod tests {
         let p = dir.path().join("in");
         std::fs::write(&p, text).unwrap();
         read_input(&p, o).unwrap()
+    }
+
+    /// Several value columns, in the order named (quoted or not), a repeated key's rows
+    /// added column by column; a column named twice, or a key column, is refused.
+    #[test]
+    fn value_columns_are_read_in_the_order_named() {
+        for text in [
+            "k,a,b\nx,1,2\ny,3,4\nx,5,6\n",
+            "k,a,b\n\"x\",1,2\ny,3,4\nx,5,\"6\"\n",
+        ] {
+            let o = KeyOptions {
+                value_columns: vec!["b".into(), "a".into()],
+                ..opts(Format::Csv, &[])
+            };
+            let input = read(text, &o);
+            assert_eq!(input.keys.value_columns(), 2);
+            assert_eq!(input.keys.values().unwrap(), [8, 6, 4, 3], "{text:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, "k,a\nx,1\n").unwrap();
+        for (columns, refusal) in [(["a", "a"], "named twice"), (["a", "k"], "also a key")] {
+            let o = KeyOptions {
+                value_columns: columns.map(String::from).to_vec(),
+                ..opts(Format::Csv, &[])
+            };
+            let Err(e) = read_input(&p, &o) else {
+                panic!("value columns {columns:?} are refused")
+            };
+            assert!(e.to_string().contains(refusal), "{e}");
+        }
     }
 
     /// Keys in memory are normalised and deduplicated as a file's are; the matched rows
@@ -615,9 +684,13 @@ mod tests {
         assert_eq!(input.duplicates, 1);
         assert_eq!(input.matched_positions(&[0]), [0, 2]);
         assert_eq!(input.matched_positions(&[1, 2]), [1, 3]);
-        let valued = Input::from_keys(&keys, Some(&[1, 2, 3, 4]), &o).unwrap();
+        let valued = Input::from_keys(&keys, Some((&[1, 2, 3, 4], 1)), &o).unwrap();
         assert_eq!(valued.keys.values().unwrap(), [4, 2, 4]);
-        assert!(Input::from_keys(&keys, Some(&[1]), &o).is_err());
+        assert!(Input::from_keys(&keys, Some((&[1], 1)), &o).is_err());
+        let two = Input::from_keys(&keys, Some((&[1, 10, 2, 20, 3, 30, 4, 40], 2)), &o).unwrap();
+        assert_eq!(two.keys.values().unwrap(), [4, 40, 2, 20, 4, 40]);
+        assert_eq!(two.keys.value_columns(), 2);
+        assert!(Input::from_keys(&keys, Some((&[1, 2, 3], 2)), &o).is_err());
         let empty: [&[u8]; 2] = [b"a", b" "];
         let Err(e) = Input::from_keys(&empty, None, &o) else {
             panic!("an empty key is refused")

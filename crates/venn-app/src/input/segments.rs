@@ -138,7 +138,7 @@ mod tests {
             trim: true,
             lowercase: false,
             skip_empty: true,
-            value_column: None,
+            value_columns: Vec::new(),
         }
     }
 

@@ -189,7 +189,7 @@ impl BenchParty {
             Some(sigma) => bench_integers(self.seed, self.role, n, sigma),
             None => bench_items(self.seed, self.role, n),
         };
-        let items = if protocol.accepts().values && self.role == Role::Sender {
+        let items = if protocol.accepts().value_columns > 0 && self.role == Role::Sender {
             items.with_values(bench_values(self.seed, n))?
         } else {
             items
@@ -273,9 +273,9 @@ impl BenchParty {
                 Some(ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
             ),
             Output::Count(c) => (Some(*c as usize), Some(*c as usize == n.div_ceil(2))),
-            Output::Sum { count, sum } => (
+            Output::Sum { count, sums } => (
                 Some(*count as usize),
-                Some(*count as usize == n.div_ceil(2) && *sum == bench_sum(self.seed, n)),
+                Some(*count as usize == n.div_ceil(2) && sums[..] == [bench_sum(self.seed, n)]),
             ),
             _ => (None, None),
         };

@@ -82,7 +82,7 @@ class PartyOptions(TypedDict, total=False):
     dealer: str
     dealer_fingerprint: str
     both: bool
-    values: Sequence[int]
+    values: Union[Sequence[int], Sequence[Sequence[int]]]
     trim: bool
     lowercase: bool
     skip_empty: bool
@@ -112,8 +112,21 @@ def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
     if fingerprint is not None:
         given["peer_fingerprint"] = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
     if given.get("values") is not None:
-        given["values"] = list(given["values"])
+        given["values"], given["value_columns"] = _value_rows(given["values"], len(items))
     return _Party(role, list(items), **given).run()
+
+
+def _value_rows(values: Any, items: int) -> tuple[list[int], int]:
+    """``values`` as the package's core takes them: row by row, and how many a row — one
+    integer per item (one column), or a sequence of integers per item (one per column,
+    the same number for every item)."""
+    rows = list(values)
+    if not rows or not isinstance(rows[0], (list, tuple)):
+        return rows, 1
+    columns = len(rows[0])
+    if len(rows) != items or any(not isinstance(r, (list, tuple)) or len(r) != columns for r in rows):
+        raise ValueError(f"values: one sequence of {columns} integers per item, for each of {items} items")
+    return [v for r in rows for v in r], columns
 
 
 def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
@@ -129,7 +142,9 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
       ``offline`` ("ot"/"bfv"/"dealer", with ``dealer="host:port"`` and
       ``dealer_fingerprint``, or "iknp" for a GMW circuit's triples from IKNP), ``stash`` ("combined"/"separate"), ``threshold`` (int);
     - ``both``: the sender learns the matched positions too (both sides pass it);
-    - ``values``: one integer per item, for the sum protocols;
+    - ``values``: one integer per item, for the sum protocols — or, for ``rr22-sum``, a
+      tuple of integers per item (one for each value column, up to 16), whose sums come
+      back in ``RunResult.sums`` (``sum`` is the first's);
     - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation (a missing key —
       ``None``, ``NaN``, pandas' ``NA`` — is empty: skipped with ``skip_empty=True``, an
       error otherwise); both parties must trim and lower-case alike, or the run is refused

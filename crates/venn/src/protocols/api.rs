@@ -54,9 +54,9 @@ pub enum Output {
     Indices(Vec<usize>),
     /// The size of the intersection.
     Count(u64),
-    /// The sum (mod 2^64) of the values the sender associated with the items in the
-    /// intersection, and their number.
-    Sum { count: u64, sum: u64 },
+    /// The sums (mod 2^64) of the values the sender associated with the items in the
+    /// intersection, one for each of its value columns in order, and their number.
+    Sum { count: u64, sums: Vec<u64> },
     /// Whether the intersection has at least `threshold` items.
     Threshold { threshold: u64, reached: bool },
     /// Nothing.
@@ -259,17 +259,27 @@ pub trait Protocol: Sync {
 
     /// Refuses values with the items of a role that takes none, and items without values
     /// where `role` has its values summed ([`Accepts::values`]: the sender's).
-    fn check_values(&self, role: Role, has_values: bool) -> Result<()> {
+    fn check_values(&self, role: Role, value_columns: usize) -> Result<()> {
         let name = self.info().name;
-        match (self.accepts().values && role == Role::Sender, has_values) {
-            (true, false) => Err(Error::Usage(format!(
+        let most = match role {
+            Role::Sender => self.accepts().value_columns,
+            Role::Receiver => 0,
+        };
+        match (most, value_columns) {
+            (1.., 0) => Err(Error::Usage(format!(
                 "{name} sums a value per key of the sender's: give the sender a value \
                  column (--value-column)"
             ))),
-            (false, true) => Err(Error::Usage(format!(
+            (0, 1..) => Err(Error::Usage(format!(
                 "values per key (--value-column) are only for the sender of a protocol \
                  that sums them, not for the {} of {name}",
                 role.name()
+            ))),
+            (1, 2..) => Err(Error::Usage(format!(
+                "{name} sums one value column, not {value_columns} (rr22-sum sums several)"
+            ))),
+            _ if value_columns > most => Err(Error::Usage(format!(
+                "{name} sums at most {most} value columns in a run, not {value_columns}"
             ))),
             _ => Ok(()),
         }

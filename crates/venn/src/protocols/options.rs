@@ -21,8 +21,9 @@ pub struct Accepts {
     pub stash: bool,
     /// Whether it can output only whether a count reaches a threshold (`--threshold`).
     pub threshold: bool,
-    /// Whether it sums a value per item of the sender's (`--value-column`).
-    pub values: bool,
+    /// How many values per item of the sender's it sums, each column apart
+    /// (`--value-column`): 0, it sums none.
+    pub value_columns: usize,
 }
 
 impl Accepts {
@@ -34,7 +35,7 @@ impl Accepts {
         offline: &[],
         stash: false,
         threshold: false,
-        values: false,
+        value_columns: 0,
     };
 
     /// The option sets to show or run a protocol with: each of `bins` and `sigmas` it

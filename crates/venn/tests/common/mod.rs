@@ -153,7 +153,7 @@ pub fn value_of(item: &[u8]) -> u64 {
 /// with its [`value_of`] where the protocol sums the sender's values.
 pub fn fit_sender(protocol: &'static dyn Protocol, options: Options, items: &Items) -> Items {
     let fitted = fit_sigma(options.sigma, items);
-    if !protocol.accepts().values {
+    if protocol.accepts().value_columns == 0 {
         return fitted;
     }
     let values = (0..items.len()).map(|i| value_of(items.get(i))).collect();
@@ -228,10 +228,10 @@ pub fn indices(r: &Report) -> Vec<usize> {
 pub fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &str) {
     match &r.output {
         Output::Count(c) => assert_eq!(*c as usize, truth.len(), "{what}: the count"),
-        Output::Sum { count, sum } => {
+        Output::Sum { count, sums } => {
             assert_eq!(*count as usize, truth.len(), "{what}: the count");
             let expected = truth.iter().map(|&i| value_of(mine.get(i))).sum::<u64>();
-            assert_eq!(*sum, expected, "{what}: the sum");
+            assert_eq!(sums[..], [expected], "{what}: the sum");
         }
         out => assert_eq!(out.indices().expect("indices or a count"), truth, "{what}"),
     }

@@ -16,12 +16,18 @@
 //! The two add to `(m_A + m_B − 2·m_A·m_B)·v = (m_A ⊕ m_B)·v`. Bob sees e, uniform for a
 //! uniform c; Alice sees τ, uniform because she lacks the other `y`.
 //!
+//! **Several value columns** (rr22-sum): Alice's corrections e go once; each column is a
+//! pass of its own over the same OTs, the first riding with the count in 128 bits, every
+//! other in 64, pass j with the messages H(j·2^40 + i, r) of OT i's r (the tweakable hash
+//! of the triples), so that no two passes share a message (one message used twice would
+//! give Alice the difference of Bob's two values, as τ does for one).
+//!
 //! **Threshold.** Only whether the count reaches T: each party inputs its share to a GMW
 //! circuit — Alice `s_A − T`, Bob `s_B` — that computes the top bit of their k-bit sum by a
 //! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
 //! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
 
-use crate::crypto::Prg;
+use crate::crypto::{tccr_hash_with, Prg};
 use crate::gmw::{Gmw, Shared};
 use crate::net::Channel;
 use crate::state::{exactly, StateReader, StateWriter};
@@ -108,7 +114,40 @@ pub fn senders_share(
     value: impl Fn(usize) -> u128,
     bits: u32,
 ) -> Result<u128> {
-    let n = m_b.len();
+    let e = receive_corrections(chan, ots, m_b.len())?;
+    senders_pass(chan, ots, &e, m_b, value, bits, 0)
+}
+
+/// Alice's side: her share, `m_A` her share of the bits.
+pub fn receivers_share(
+    chan: &mut dyn Channel,
+    ots: &ReceiversOts,
+    m_a: &Shared,
+    bits: u32,
+) -> Result<u128> {
+    send_corrections(chan, ots, m_a)?;
+    receivers_pass(chan, ots, m_a, bits, 0)
+}
+
+/// Alice's choice corrections e = m_A ⊕ c, sent once for every pass over the same bits.
+pub fn send_corrections(chan: &mut dyn Channel, ots: &ReceiversOts, m_a: &Shared) -> Result<()> {
+    let n = m_a.len();
+    assert_eq!(ots.choices.len(), n, "one OT per bit");
+    let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
+    let e_bytes: Vec<u8> = e
+        .words()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .take(n.div_ceil(8))
+        .collect();
+    for frame in e_bytes.chunks(FRAME_CHOICES / 8) {
+        chan.send(frame)?;
+    }
+    Ok(())
+}
+
+/// Bob's end of [`send_corrections`]: the `n` corrections, bit i of byte i / 8.
+pub fn receive_corrections(chan: &mut dyn Channel, ots: &SendersOts, n: usize) -> Result<Vec<u8>> {
     assert_eq!(ots.0.len(), n, "one OT per bit");
     let mut e = Vec::with_capacity(n.div_ceil(8));
     let mut frame = Vec::new();
@@ -123,60 +162,85 @@ pub fn senders_share(
             "bits set",
         ));
     }
+    Ok(e)
+}
+
+/// The OTs' messages for pass `pass` over them, OT `first` on: as made for pass 0; for
+/// pass j > 0, each message m of OT i hashed to H(j·2^40 + i, m), so that every pass has
+/// messages of its own (a message used in two passes would give Alice the difference of
+/// Bob's two values).
+fn pass_messages(pass: u64, first: usize, messages: &mut [u128]) {
+    if pass > 0 {
+        let tweaks: Vec<u64> = (first..first + messages.len())
+            .map(|i| pass << 40 | i as u64)
+            .collect();
+        tccr_hash_with(&tweaks, messages);
+    }
+}
+
+/// Bob's share of pass `pass` (see [`pass_messages`]), after Alice's corrections `e`.
+pub fn senders_pass(
+    chan: &mut dyn Channel,
+    ots: &SendersOts,
+    e: &[u8],
+    m_b: &Shared,
+    value: impl Fn(usize) -> u128,
+    bits: u32,
+    pass: u64,
+) -> Result<u128> {
+    let n = m_b.len();
+    assert_eq!(ots.0.len(), n, "one OT per bit");
     let bytes = (bits / 8) as usize;
     let mut tau = Vec::with_capacity(FRAME_OUTPUTS.min(n) * bytes);
     let mut share = 0u128;
-    for (i, r) in ots.0.iter().enumerate() {
-        let e = (e[i / 8] >> (i % 8) & 1) as usize;
-        let (y0, y1) = (r[e], r[1 - e]);
-        let v = value(i);
-        let m = m_b.get(i);
-        let delta = if m { v.wrapping_neg() } else { v };
-        let t = y1.wrapping_sub(y0).wrapping_sub(delta) & mask(bits);
-        tau.extend_from_slice(&t.to_le_bytes()[..bytes]);
-        share = share.wrapping_add(if m { v } else { 0 }).wrapping_sub(y0);
-        if tau.len() == FRAME_OUTPUTS * bytes || i + 1 == n {
-            chan.send(&tau)?;
-            tau.clear();
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for first in (0..n).step_by(FRAME_OUTPUTS) {
+        let frame = &ots.0[first..(first + FRAME_OUTPUTS).min(n)];
+        for (r, b) in [(&mut r0, 0), (&mut r1, 1)] {
+            r.clear();
+            r.extend(frame.iter().map(|m| m[b]));
+            pass_messages(pass, first, r);
         }
+        tau.clear();
+        for (i, (&r0, &r1)) in (first..).zip(r0.iter().zip(&r1)) {
+            let e = e[i / 8] >> (i % 8) & 1 == 1;
+            let (y0, y1) = if e { (r1, r0) } else { (r0, r1) };
+            let v = value(i);
+            let m = m_b.get(i);
+            let delta = if m { v.wrapping_neg() } else { v };
+            let t = y1.wrapping_sub(y0).wrapping_sub(delta) & mask(bits);
+            tau.extend_from_slice(&t.to_le_bytes()[..bytes]);
+            share = share.wrapping_add(if m { v } else { 0 }).wrapping_sub(y0);
+        }
+        chan.send(&tau)?;
     }
     Ok(share & mask(bits))
 }
 
-/// Alice's side: her share, `m_A` her share of the bits.
-pub fn receivers_share(
+/// Alice's share of pass `pass`, after her corrections went out.
+pub fn receivers_pass(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
     m_a: &Shared,
     bits: u32,
+    pass: u64,
 ) -> Result<u128> {
     let n = m_a.len();
     assert_eq!(ots.choices.len(), n, "one OT per bit");
-    let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
-    let e_bytes: Vec<u8> = e
-        .words()
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .take(n.div_ceil(8))
-        .collect();
-    for frame in e_bytes.chunks(FRAME_CHOICES / 8) {
-        chan.send(frame)?;
-    }
     let bytes = (bits / 8) as usize;
-    let mut tau = Vec::new();
+    let (mut tau, mut messages) = (Vec::new(), Vec::new());
     let mut share = 0u128;
     for first in (0..n).step_by(FRAME_OUTPUTS) {
         let count = FRAME_OUTPUTS.min(n - first);
         chan.recv_exact_into(&mut tau, count * bytes, "OT corrections")?;
-        for (i, t) in (first..).zip(tau.chunks_exact(bytes)) {
+        messages.clear();
+        messages.extend_from_slice(&ots.messages[first..first + count]);
+        pass_messages(pass, first, &mut messages);
+        for ((i, t), &y) in (first..).zip(tau.chunks_exact(bytes)).zip(&messages) {
             let mut word = [0u8; 16];
             word[..bytes].copy_from_slice(t);
             let t = u128::from_le_bytes(word);
-            let z = if m_a.get(i) {
-                ots.messages[i].wrapping_sub(t)
-            } else {
-                ots.messages[i]
-            };
+            let z = if m_a.get(i) { y.wrapping_sub(t) } else { y };
             share = share.wrapping_add(z);
         }
     }

@@ -28,6 +28,11 @@ pub enum Function {
     Sum,
 }
 
+/// Value columns a sum adds up in one run at most: the receiver holds each bin's share of
+/// every column (8 bytes a bin and column), and each column past the first costs a pass
+/// of the conversion (8 bytes a bin each way).
+pub const MAX_VALUE_COLUMNS: usize = 16;
+
 /// Bits of the ring the match bits are added up in ([`convert`]).
 fn ring_bits(outputs: u64, function: Function) -> u32 {
     match function {
@@ -234,19 +239,28 @@ pub fn receive_output(
         let reached = convert::receiver_reaches(gmw, share as u64, t, bits, prg)?;
         return Ok(Output::Threshold { threshold, reached });
     }
-    combine(gmw, share, function, bits, most)
+    combine(gmw, share, function, bits, most, &[])
 }
 
 /// The receiver's output from its share and the one the sender sends: the count, or the
-/// sum and the count, of at most `most`.
-fn combine(gmw: &mut Gmw, share: u128, function: Function, bits: u32, most: u64) -> Result<Output> {
+/// sums and the count, of at most `most`; `columns` the shares of any value columns past
+/// the first (64 bits each; the first rides with the count).
+fn combine(
+    gmw: &mut Gmw,
+    share: u128,
+    function: Function,
+    bits: u32,
+    most: u64,
+    columns: &[u64],
+) -> Result<Output> {
     let bytes = bits as usize / 8;
     let mut theirs = Vec::new();
     gmw.channel()
-        .recv_exact_into(&mut theirs, bytes, "the sender's share")?;
-    theirs.resize(16, 0);
-    let theirs = u128::from_le_bytes(theirs.try_into().expect("16 bytes"));
-    let total = share.wrapping_add(theirs) & (u128::MAX >> (128 - bits));
+        .recv_exact_into(&mut theirs, bytes + 8 * columns.len(), "the sender's share")?;
+    let (first, rest) = theirs.split_at(bytes);
+    let mut word = [0u8; 16];
+    word[..bytes].copy_from_slice(first);
+    let total = share.wrapping_add(u128::from_le_bytes(word)) & (u128::MAX >> (128 - bits));
     let count = total as u64 & (u64::MAX >> (64 - bits.min(64)));
     if count > most {
         return Err(Error::protocol(
@@ -256,49 +270,73 @@ fn combine(gmw: &mut Gmw, share: u128, function: Function, bits: u32, most: u64)
     }
     Ok(match function {
         Function::Count => Output::Count(count),
-        Function::Sum => Output::Sum {
-            count,
-            sum: (total >> 64) as u64,
-        },
+        Function::Sum => {
+            let rest =
+                (rest.chunks_exact(8)).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            let sums = std::iter::once((total >> 64) as u64)
+                .chain(columns.iter().zip(rest).map(|(a, b)| a.wrapping_add(b)))
+                .collect();
+            Output::Sum { count, sums }
+        }
     })
 }
 
-/// The sender's end of a sum of values both parties hold additive shares of (mod 2^64;
-/// `mine(i)` its share of bit i's value): the match bits `found` weighted by its shares
-/// with the OTs it sends in, as in [`send_output`], and by the receiver's with the
-/// receiver as the OTs' sender; its share of both sent.
+/// The sender's end of a sum of `columns` value columns both parties hold additive shares
+/// of (mod 2^64; `mine(i, c)` its share of bit i's value in column c): the match bits
+/// `found` weighted by its shares with the OTs it sends in, as in [`send_output`], and by
+/// the receiver's with the receiver as the OTs' sender; its share of all sent. The first
+/// column rides with the count in one 128-bit pass of the conversion; each other column
+/// takes a 64-bit pass of its own each way, over the same OTs with messages of its own.
 pub fn send_shared_sum(
     gmw: &mut Gmw,
     ots: &ConversionOts,
     found: &Shared,
-    mine: &dyn Fn(usize) -> u64,
+    columns: usize,
+    mine: &dyn Fn(usize, usize) -> u64,
 ) -> Result<()> {
-    let weight = |i| 1 | (mine(i) as u128) << 64;
-    let bits = convert::SUM_BITS;
-    let share = convert::senders_share(gmw.channel(), &ots.sent, found, weight, bits)?;
-    let theirs = convert::receivers_share(gmw.channel(), &ots.received, found, 64)?;
-    let share = share.wrapping_add(theirs << 64);
-    gmw.channel().send(&share.to_le_bytes())
+    let chan = gmw.channel();
+    let e = convert::receive_corrections(chan, &ots.sent, found.len())?;
+    convert::send_corrections(chan, &ots.received, found)?;
+    let mut shares = Vec::with_capacity(16 + 8 * columns);
+    for c in 0..columns {
+        let (first, bits) = (c == 0, if c == 0 { convert::SUM_BITS } else { 64 });
+        let weight = |i| match first {
+            true => 1 | (mine(i, c) as u128) << 64,
+            false => mine(i, c) as u128,
+        };
+        let share = convert::senders_pass(chan, &ots.sent, &e, found, weight, bits, c as u64)?;
+        let theirs = convert::receivers_pass(chan, &ots.received, found, 64, c as u64)?;
+        match first {
+            true => shares.extend(share.wrapping_add(theirs << 64).to_le_bytes()),
+            false => shares.extend((share.wrapping_add(theirs) as u64).to_le_bytes()),
+        }
+    }
+    chan.send(&shares)
 }
 
-/// The receiver's end of [`send_shared_sum`], `mine(i)` its share of bit i's value: the
-/// sum and the count (at most `most`).
+/// The receiver's end of [`send_shared_sum`], `mine(i, c)` its share of bit i's value in
+/// column c: the sums and the count (at most `most`).
 pub fn receive_shared_sum(
     gmw: &mut Gmw,
     ots: &ConversionOts,
     found: &Shared,
-    mine: &dyn Fn(usize) -> u64,
+    columns: usize,
+    mine: &dyn Fn(usize, usize) -> u64,
     most: u64,
 ) -> Result<Output> {
-    let bits = convert::SUM_BITS;
-    let share = convert::receivers_share(gmw.channel(), &ots.received, found, bits)?;
-    let weight = |i| mine(i) as u128;
-    let ours = convert::senders_share(gmw.channel(), &ots.sent, found, weight, 64)?;
-    combine(
-        gmw,
-        share.wrapping_add(ours << 64),
-        Function::Sum,
-        bits,
-        most,
-    )
+    let chan = gmw.channel();
+    convert::send_corrections(chan, &ots.received, found)?;
+    let e = convert::receive_corrections(chan, &ots.sent, found.len())?;
+    let (mut first, mut rest) = (0, Vec::with_capacity(columns));
+    for c in 0..columns {
+        let bits = if c == 0 { convert::SUM_BITS } else { 64 };
+        let share = convert::receivers_pass(chan, &ots.received, found, bits, c as u64)?;
+        let weight = |i| mine(i, c) as u128;
+        let ours = convert::senders_pass(chan, &ots.sent, &e, found, weight, 64, c as u64)?;
+        match c {
+            0 => first = share.wrapping_add(ours << 64),
+            _ => rest.push(share.wrapping_add(ours) as u64),
+        }
+    }
+    combine(gmw, first, Function::Sum, convert::SUM_BITS, most, &rest)
 }

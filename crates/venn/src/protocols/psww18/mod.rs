@@ -145,7 +145,9 @@ impl Protocol for Psww18 {
             offline: &[Offline::Ot, Offline::Iknp],
             stash: true,
             threshold: self.function == Function::Count,
-            values: self.function == Function::Sum,
+            // One column: its conversion adds the values in the top half of a 128-bit
+            // ring (circuit_psi's `send_output`).
+            value_columns: usize::from(self.function == Function::Sum),
             ..Accepts::NOTHING
         }
     }

@@ -12,7 +12,9 @@
 //!
 //! The values are cut to what the circuit reads ([`Programmed`]): a tag of ℓ_k bits, and
 //! for sums a 64-bit payload, sent as so many whole bytes a column; a value of more than
-//! 128 bits is masked with a second hash, H^o(F(x) ⊕ 1).
+//! 128 bits is masked with a second hash, H^o(F(x) ⊕ 1). Further 64-bit payloads (a sum's
+//! other value columns) go in hints of their own, each masked with a hash of its own,
+//! H^o(F(x) ⊕ (2 + c)) for column c from 0.
 
 use super::oprf::{self, Hashes};
 use crate::crypto::{Block, Prg};
@@ -146,28 +148,56 @@ pub fn hint_params(keys: u64) -> Result<okvs::Params> {
     okvs::Params::binary(keys, STATISTICAL_SECURITY as u32)
 }
 
+/// The mask of an extra payload column `column` (from 0) at a key with OPRF value F:
+/// H^o(F ⊕ (2 + column)), 64 bits (F and F ⊕ 1 mask the tag and first payload).
+fn column_masks(hashes: &Hashes, f: &[Block], column: usize) -> Vec<u64> {
+    let mut h: Vec<Block> = f.par_iter().map(|&f| f ^ (2 + column as Block)).collect();
+    Hashes::hash(&hashes.h_o, &mut h);
+    h.into_iter().map(|h| h as u64).collect()
+}
+
 /// S's side, with its VOLE's Δ and B, after [`oprf::receive_seed`] gave `oprf`: programs
-/// `programmed[i]` at `keys[i]` (each key once; masked in place) and sends the hint.
+/// `programmed[i]` at `keys[i]` (each key once; masked in place) and sends the hint, then
+/// for each of `columns` (a 64-bit value at each key) a hint of its own.
 pub fn send<V: Programmed>(
     ctx: &mut Context,
     hashes: &Hashes,
     oprf: &Okvs,
     vole: (Block, &[Block]),
     keys: &[Block],
-    mut programmed: Vec<V>,
+    (mut programmed, mut columns): (Vec<V>, Vec<Vec<u64>>),
     tag_bytes: usize,
 ) -> Result<()> {
     let f = oprf::evaluate(ctx, &hashes.h_b, oprf, vole, keys)?;
+    for (c, column) in columns.iter_mut().enumerate() {
+        let h = column_masks(hashes, &f, c);
+        column.par_iter_mut().zip(h).for_each(|(v, h)| *v ^= h);
+    }
     let h = masks::<V>(hashes, f);
     programmed
         .par_iter_mut()
         .zip(h.par_chunks(V::MASK_BLOCKS))
         .for_each(|(v, h)| *v ^= V::mask(h));
     drop(h);
+    send_hint(ctx, keys, programmed, tag_bytes)?;
+    for column in columns {
+        send_hint(ctx, keys, column, 8)?;
+    }
+    Ok(())
+}
+
+/// Encodes `values` (masked) at `keys` in a binary OKVS under a fresh seed and sends the
+/// seed and the encoding, `tag_bytes` of each value's tag.
+fn send_hint<V: Programmed>(
+    ctx: &mut Context,
+    keys: &[Block],
+    values: Vec<V>,
+    tag_bytes: usize,
+) -> Result<()> {
     let seed = ctx.prg.block();
     let hint = Okvs::binary(hint_params(keys.len() as u64)?, seed);
-    let p2 = hint.encode_random(keys, &programmed, ctx.prg.block())?;
-    drop(programmed);
+    let p2 = hint.encode_random(keys, &values, ctx.prg.block())?;
+    drop(values);
     ctx.peer.send_blocks(&[seed])?;
     let bytes = wire_bytes::<V>(tag_bytes);
     let mut frame = Vec::with_capacity(bytes * FRAME_VALUES.min(p2.len()));
@@ -183,19 +213,43 @@ pub fn send<V: Programmed>(
 
 /// R's side: with its keys `binned` under the OPRF's OKVS (from [`oprf::send_seed`]),
 /// the value programmed at each of them (where the sender programmed one; in the order
-/// the keys were given in), for a sender of `peer_keys` keys.
+/// the keys were given in), for a sender of `peer_keys` keys; and the values of each of
+/// `columns` extra 64-bit columns.
 pub fn receive<V: Programmed>(
     ctx: &mut Context,
     hashes: &Hashes,
     binned: &BinnedKeys,
     vole: VoleReceiver,
-    peer_keys: u64,
+    (peer_keys, columns): (u64, usize),
     tag_bytes: usize,
-) -> Result<Vec<V>> {
+) -> Result<(Vec<V>, Vec<Vec<u64>>)> {
     // F in the order the keys were given in.
     let f = oprf::receive(ctx, &hashes.h_b, binned, vole)?;
+    let column_masks: Vec<Vec<u64>> = (0..columns).map(|c| column_masks(hashes, &f, c)).collect();
     let h = masks::<V>(hashes, f);
     let params = hint_params(peer_keys)?;
+    let mut o: Vec<V> = receive_hint(ctx, params, binned, tag_bytes)?;
+    o.par_iter_mut()
+        .zip(h.par_chunks(V::MASK_BLOCKS))
+        .for_each(|(o, h)| *o ^= V::mask(h));
+    drop(h);
+    let columns = (column_masks.into_iter())
+        .map(|h| {
+            let mut column: Vec<u64> = receive_hint(ctx, params, binned, 8)?;
+            column.par_iter_mut().zip(h).for_each(|(v, h)| *v ^= h);
+            Ok(column)
+        })
+        .collect::<Result<_>>()?;
+    Ok((o, columns))
+}
+
+/// R's end of [`send_hint`]: the hint decoded at its keys, in the order they were given.
+fn receive_hint<V: Programmed>(
+    ctx: &mut Context,
+    params: okvs::Params,
+    binned: &BinnedKeys,
+    tag_bytes: usize,
+) -> Result<Vec<V>> {
     let mut seed = Vec::new();
     ctx.peer.recv_blocks(1, &mut seed, "the hint's seed")?;
     let len = params.len();
@@ -212,11 +266,7 @@ pub fn receive<V: Programmed>(
     let mut decoded: Vec<V> = huge_zeroed(binned.keys().len());
     Okvs::binary(params, seed[0]).decode(&p2, binned.keys(), &mut decoded);
     drop(p2);
-    let mut o = binned.unbin(&decoded);
-    o.par_iter_mut()
-        .zip(h.par_chunks(V::MASK_BLOCKS))
-        .for_each(|(o, h)| *o ^= V::mask(h));
-    Ok(o)
+    Ok(binned.unbin(&decoded))
 }
 
 /// Appends `v`'s wire form: its tag's low `tag_bytes` bytes, then any payload's 8.

@@ -94,12 +94,13 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
     name: "rr22-sum",
     paper: PAPER,
     security: Security::SemiHonest,
-    leakage: "The receiver learns the size of the intersection and the sum (mod 2^64) of \
-              the values the sender gave its common keys (--value-column: an integer below \
-              2^32 per row, the rows of a repeated key added); the sender learns nothing. \
-              Neither learns which items are common, and the receiver learns no single \
-              value unless the intersection has one item (or the sum alone determines it). \
-              Both learn the other's set size. Secure only if both parties follow the \
+    leakage: "The receiver learns the size of the intersection and, for each of the \
+              sender's value columns (--value-column a,b: up to 16, each an integer below \
+              2^32 per row, the rows of a repeated key added), the sum (mod 2^64) of the \
+              values the sender gave its common keys, and so how many columns there are; \
+              the sender learns nothing. Neither learns which items are common, and the \
+              receiver learns no single value unless the intersection has one item (or the \
+              sums alone determine it). Both learn the other's set size. Secure only if both parties follow the \
               protocol (the VOLE's and silent OT's dual LPN over the ExConv code, a \
               correlation-robust hash and the base OTs' DDH; with --offline iknp the \
               triples from IKNP). Keys of any length, hashed; two distinct keys match with \
@@ -151,7 +152,10 @@ impl Protocol for Rr22Cpsi {
         Accepts {
             offline: &[Offline::Ot, Offline::Iknp],
             threshold: self.function == Function::Count,
-            values: self.function == Function::Sum,
+            value_columns: match self.function {
+                Function::Sum => circuit_psi::MAX_VALUE_COLUMNS,
+                Function::Count => 0,
+            },
             ..Accepts::NOTHING
         }
     }
@@ -268,14 +272,23 @@ struct Program<'a> {
 }
 
 impl Program<'_> {
-    /// Programs values `V` with payload `payload(key, bin)` and sends the hint.
+    /// Programs values `V` with payload `payload(key, bin, 0)`, and `columns − 1` more
+    /// payload columns (`payload(key, bin, c)`), and sends the hints.
     fn send<V: Programmed>(
         &self,
         ctx: &mut Context,
-        payload: impl Fn(usize, usize) -> u64 + Sync,
+        columns: usize,
+        payload: impl Fn(usize, usize, usize) -> u64 + Sync,
     ) -> Result<()> {
         let programmed: Vec<V> = (self.bin_of.par_iter().enumerate())
-            .map(|(k, &i)| V::new(self.tags[i as usize], payload(k, i as usize)))
+            .map(|(k, &i)| V::new(self.tags[i as usize], payload(k, i as usize, 0)))
+            .collect();
+        let more = (1..columns)
+            .map(|c| {
+                (self.bin_of.par_iter().enumerate())
+                    .map(|(k, &i)| payload(k, i as usize, c))
+                    .collect()
+            })
             .collect();
         let (keys, tag_bytes) = (self.keys, self.tag_bytes);
         opprf::send(
@@ -284,21 +297,51 @@ impl Program<'_> {
             self.oprf,
             self.vole,
             keys,
-            programmed,
+            (programmed, more),
             tag_bytes,
         )
     }
 }
 
+/// What R learns of each bin: the tag, and the payload of each value column (none for a
+/// count), column by column.
+struct Learned {
+    tags: Vec<u128>,
+    payloads: Vec<Vec<u64>>,
+}
+
 /// R's values from the OPPRF as values `V` (with the OPRF's hashes, R's keys binned for
-/// its OKVS, S's number of keys and the tags' bytes): the tag and payload of each bin.
+/// its OKVS, S's number of keys and the tags' bytes), for `columns` value columns.
 fn learned<V: Programmed>(
     ctx: &mut Context,
     (hashes, binned, peer_keys, tag_bytes): (&Hashes, &BinnedKeys, u64, usize),
     vole: VoleReceiver,
-) -> Result<(Vec<u128>, Vec<u64>)> {
-    let o: Vec<V> = opprf::receive(ctx, hashes, binned, vole, peer_keys, tag_bytes)?;
-    Ok(o.iter().map(|o| (o.tag(), o.payload())).unzip())
+    columns: usize,
+) -> Result<Learned> {
+    let more = columns.saturating_sub(1);
+    let sizes = (peer_keys, more);
+    let (o, more): (Vec<V>, _) = opprf::receive(ctx, hashes, binned, vole, sizes, tag_bytes)?;
+    let (tags, first) = o.iter().map(|o| (o.tag(), o.payload())).unzip();
+    let payloads = match columns {
+        0 => Vec::new(),
+        _ => std::iter::once(first).chain(more).collect(),
+    };
+    Ok(Learned { tags, payloads })
+}
+
+/// The sender's number of value columns, as it announces it (between 1 and
+/// [`circuit_psi::MAX_VALUE_COLUMNS`]).
+fn value_columns(ctx: &mut Context) -> Result<usize> {
+    let mut byte = Vec::new();
+    ctx.peer
+        .recv_exact_into(&mut byte, 1, "the value columns")?;
+    match byte[0] as usize {
+        c @ 1..=circuit_psi::MAX_VALUE_COLUMNS => Ok(c),
+        c => Err(Error::protocol(
+            format!("1 to {} value columns", circuit_psi::MAX_VALUE_COLUMNS),
+            c.to_string(),
+        )),
+    }
 }
 
 impl Party for Sender {
@@ -328,10 +371,14 @@ impl Party for Sender {
         let tags: Vec<u128> = (0..p.bins).map(|_| ctx.prg.block() & tag_mask).collect();
         ctx.phase("OPPRF", false);
         let VoleSender { delta, b } = state.vole;
-        let shares: Vec<u64> = match self.0 {
-            Function::Count => Vec::new(),
-            Function::Sum => (0..p.bins).map(|_| ctx.prg.u64()).collect(),
+        // A random share of each bin's value in each column, bin by bin.
+        let columns = match self.0 {
+            Function::Count => 0,
+            Function::Sum => items.value_columns(),
         };
+        let shares: Vec<u64> = (0..p.bins as usize * columns)
+            .map(|_| ctx.prg.u64())
+            .collect();
         let program = Program {
             hashes: &hashes,
             oprf: &oprf,
@@ -342,15 +389,19 @@ impl Party for Sender {
             tag_bytes: p.tag_bytes(),
         };
         match (self.0, p.tag_bits) {
-            (Function::Count, ..=64) => program.send::<u64>(ctx, |_, _| 0)?,
-            (Function::Count, _) => program.send::<Block>(ctx, |_, _| 0)?,
+            (Function::Count, ..=64) => program.send::<u64>(ctx, 0, |_, _, _| 0)?,
+            (Function::Count, _) => program.send::<Block>(ctx, 0, |_, _, _| 0)?,
             (Function::Sum, _) => {
                 let values = items.values().ok_or_else(|| {
                     Error::Usage("rr22-sum's sender needs a value per item".into())
                 })?;
+                ctx.peer.send(&[columns as u8])?;
                 let n = items.len().max(1);
                 // Key k is item k mod n's, by the function k / n.
-                program.send::<Tagged>(ctx, |k, i| values[k % n].wrapping_add(shares[i]))?
+                let payload = |k: usize, i: usize, c: usize| {
+                    values[k % n * columns + c].wrapping_add(shares[i * columns + c])
+                };
+                program.send::<Tagged>(ctx, columns, payload)?
             }
         }
         drop((b, keys, bin_of));
@@ -364,8 +415,8 @@ impl Party for Sender {
                 circuit_psi::send_output(&mut gmw, &ots.sent, &found, None, p.threshold, prg)?
             }
             Function::Sum => {
-                let mine = |i: usize| shares[i].wrapping_neg();
-                circuit_psi::send_shared_sum(&mut gmw, ots, &found, &mine)?
+                let mine = |i: usize, c: usize| shares[i * columns + c].wrapping_neg();
+                circuit_psi::send_shared_sum(&mut gmw, ots, &found, columns, &mine)?
             }
         }
         Ok(Output::Nothing)
@@ -407,10 +458,13 @@ impl Party for Receiver {
         let binned = oprf.bin(&keys);
         let (vole, peer_keys) = (state.vole, HASHES as u64 * p.n_s);
         let learn = (&hashes, &binned, peer_keys, p.tag_bytes());
-        let (tags, payloads) = match (self.0, p.tag_bits) {
-            (Function::Count, ..=64) => learned::<u64>(ctx, learn, vole)?,
-            (Function::Count, _) => learned::<Block>(ctx, learn, vole)?,
-            (Function::Sum, _) => learned::<Tagged>(ctx, learn, vole)?,
+        let Learned { tags, payloads } = match (self.0, p.tag_bits) {
+            (Function::Count, ..=64) => learned::<u64>(ctx, learn, vole, 0)?,
+            (Function::Count, _) => learned::<Block>(ctx, learn, vole, 0)?,
+            (Function::Sum, _) => {
+                let columns = value_columns(ctx)?;
+                learned::<Tagged>(ctx, learn, vole, columns)?
+            }
         };
         drop((binned, keys));
         ctx.phase("circuit and count", false);
@@ -429,8 +483,9 @@ impl Party for Receiver {
                 &mut ctx.prg,
             ),
             Function::Sum => {
-                let mine = |i: usize| payloads[i];
-                circuit_psi::receive_shared_sum(&mut gmw, ots, &found, &mine, most)
+                let mine = |i: usize, c: usize| payloads[c][i];
+                let columns = payloads.len();
+                circuit_psi::receive_shared_sum(&mut gmw, ots, &found, columns, &mine, most)
             }
         }
     }
