@@ -657,8 +657,23 @@ fn parse_sizes(p: &ParamsCli) -> Result<Vec<(u64, u64)>> {
     Ok(sizes)
 }
 
+/// Ends a command that only prints quietly when what reads its output stops early (`venn
+/// params | head`), as other tools do, rather than in a panic at its next write. Rust
+/// ignores SIGPIPE so that a peer's closed socket is an error rather than a death: the
+/// commands that talk to peers keep that.
+fn quiet_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: sets one signal's action back to the default; no handler runs our code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Params(_) | Command::Plan(_)) {
+        quiet_on_closed_stdout();
+    }
     let result = match cli.command {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),

@@ -654,6 +654,27 @@ fn bench_verifies_every_row_and_replays_each_party_alone() {
     );
 }
 
+/// `venn params | head -1`: the reader stops early (while venn still works out the later
+/// protocols' tables); venn ends quietly, without a panic.
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = venn()
+        .arg("params")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// `psww18-sum`: the receiver learns the number of common keys and the sum of the values
 /// the sender's rows with those keys carry (a repeated key's rows all count); `rr22-sum`
 /// the sums of several columns at once; values are checked as the file is read, and only
