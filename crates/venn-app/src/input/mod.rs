@@ -114,6 +114,12 @@ impl Input {
         opts: &KeyOptions,
     ) -> Result<Input> {
         let columns = values.map_or(0, |(_, c)| c);
+        if columns > venn::protocols::MAX_VALUE_COLUMNS {
+            return Err(Error::Usage(format!(
+                "at most {} value columns, not {columns}",
+                venn::protocols::MAX_VALUE_COLUMNS
+            )));
+        }
         if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
             return Err(Error::Usage(
                 "the same number of values for every key".into(),
@@ -691,6 +697,10 @@ mod tests {
         assert_eq!(two.keys.values().unwrap(), [4, 40, 2, 20, 4, 40]);
         assert_eq!(two.keys.value_columns(), 2);
         assert!(Input::from_keys(&keys, Some((&[1, 2, 3], 2)), &o).is_err());
+        // No more columns than a sum takes, even with no keys.
+        let none: [&[u8]; 0] = [];
+        assert!(Input::from_keys(&none, Some((&[], 17)), &o).is_err());
+        assert!(Input::from_keys(&none, Some((&[], 16)), &o).is_ok());
         let empty: [&[u8]; 2] = [b"a", b" "];
         let Err(e) = Input::from_keys(&empty, None, &o) else {
             panic!("an empty key is refused")

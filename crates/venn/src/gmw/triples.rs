@@ -17,9 +17,9 @@
 //! `x_1 = H(j, q_j ⊕ Δ)`, `x_u = H(j, t_j)`, the tweak `j` numbering the OTs of a direction
 //! through the run (with the direction in its top bit).
 //!
-//! Traffic a triple: IKNP, 256 bits (a 128-bit row each way); silent OT, 1.4 bits (a
-//! chunk's half-trees, one block a level, [`crate::vole::cot`]; their correlated OTs, past
-//! the first chunks', from earlier chunks' outputs).
+//! Traffic a triple: IKNP, 256 bits (a 128-bit row each way); silent OT, 2.8 bits (1.4 an
+//! OT, one each way: a chunk's half-trees, one block a level, [`crate::vole::cot`]; their
+//! correlated OTs, past the first chunks', from earlier chunks' outputs).
 
 use crate::crypto::{tccr_hash, Block, Prg, RandomOracle};
 use crate::net::Channel;

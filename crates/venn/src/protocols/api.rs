@@ -257,8 +257,9 @@ pub trait Protocol: Sync {
             .collect()
     }
 
-    /// Refuses values with the items of a role that takes none, and items without values
-    /// where `role` has its values summed ([`Accepts::values`]: the sender's).
+    /// Refuses values with the items of a role that takes none, items without values where
+    /// `role` has its values summed ([`Accepts::value_columns`]: the sender's), and more
+    /// value columns than the protocol sums.
     fn check_values(&self, role: Role, value_columns: usize) -> Result<()> {
         let name = self.info().name;
         let most = match role {

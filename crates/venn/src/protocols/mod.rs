@@ -26,6 +26,7 @@ use api::no_offline_state;
 pub use api::{
     AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
 };
+pub use circuit_psi::MAX_VALUE_COLUMNS;
 pub use context::{Context, DealerLink, Phase, Progress};
 pub use options::{Accepts, Bins, Offline, Options, Stash};
 
