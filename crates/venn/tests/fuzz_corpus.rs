@@ -14,8 +14,8 @@ use std::path::PathBuf;
 const SAMPLED: &[(&str, usize)] = &[
     ("psww18-ca", 64),
     ("psww18-sum", 64),
-    ("rr22-ca", 200),
-    ("rr22-sum", 200),
+    ("rr22-ca", 128),
+    ("rr22-sum", 128),
 ];
 
 /// Runs `entry` on every file of the corpus of `target` (or on its sample, [`SAMPLED`]),
