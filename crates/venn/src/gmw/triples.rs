@@ -357,11 +357,11 @@ fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
         .min(AHEAD);
     let mut ring: Vec<Vec<Pair>> = (0..=ahead).map(|_| Vec::new()).collect();
     let slot = |k: usize| k % (ahead + 1);
-    // Chunk k's trees' OTs as their sender: Δ and q (taken: each is used once).
-    let sends = |ots: &mut [TreeOts], k: usize| (delta, std::mem::take(&mut ots[k].q));
+    // Chunk k's trees' OTs as their sender, q (taken: each is used once).
+    let take_q = |ots: &mut [TreeOts], k: usize| std::mem::take(&mut ots[k].q);
     if ahead > 0 {
         for k in 0..ahead.min(plan.len()) {
-            let (delta, q) = sends(&mut tree_ots, k);
+            let q = take_q(&mut tree_ots, k);
             cot::send_trees(chan, prg, plan[k].outputs, (delta, &q), &mut ring[slot(k)])?;
         }
     }
@@ -374,7 +374,7 @@ fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
         let receives = (&tree_choices[..], &t[..]);
         let choices = if ahead > 0 {
             if let Some(later) = plan.get(k + ahead) {
-                let (delta, q) = sends(&mut tree_ots, k + ahead);
+                let q = take_q(&mut tree_ots, k + ahead);
                 let noise = &mut ring[slot(k + ahead)];
                 cot::send_trees(chan, prg, later.outputs, (delta, &q), noise)?;
             }
@@ -382,7 +382,7 @@ fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
             let points = cot::receive_trees(chan, chunk.outputs, receives, noise)?;
             cot::encode(chunk.outputs, noise, points)
         } else {
-            let (delta, q) = sends(&mut tree_ots, k);
+            let q = take_q(&mut tree_ots, k);
             let noise = &mut ring[0];
             let sending = (delta, &q[..]);
             cot::exchange(chan, prg, chunk.outputs, leader, sending, receives, noise)?

@@ -27,7 +27,7 @@
 //! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
 //! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
 
-use crate::crypto::{tccr_hash_with, Prg};
+use crate::crypto::{tccr_hash, Prg};
 use crate::gmw::{Gmw, Shared};
 use crate::net::Channel;
 use crate::state::{exactly, StateReader, StateWriter};
@@ -45,6 +45,15 @@ pub fn counting_bits(outputs: u64) -> u32 {
 
 /// Bits of the ring a sum and its count are taken in.
 pub const SUM_BITS: u32 = 128;
+
+/// Bits of the ring of a sum's pass for value column `column`: the first rides with the
+/// count ([`SUM_BITS`]), each other alone in 64.
+pub fn sum_pass_bits(column: usize) -> u32 {
+    match column {
+        0 => SUM_BITS,
+        _ => 64,
+    }
+}
 
 fn mask(bits: u32) -> u128 {
     u128::MAX >> (128 - bits)
@@ -171,10 +180,7 @@ pub fn receive_corrections(chan: &mut dyn Channel, ots: &SendersOts, n: usize) -
 /// Bob's two values).
 fn pass_messages(pass: u64, first: usize, messages: &mut [u128]) {
     if pass > 0 {
-        let tweaks: Vec<u64> = (first..first + messages.len())
-            .map(|i| pass << 40 | i as u64)
-            .collect();
-        tccr_hash_with(&tweaks, messages);
+        tccr_hash(pass << 40 | first as u64, messages);
     }
 }
 

@@ -299,17 +299,16 @@ pub fn send_shared_sum(
     convert::send_corrections(chan, &ots.received, found)?;
     let mut shares = Vec::with_capacity(16 + 8 * columns);
     for c in 0..columns {
-        let (first, bits) = (c == 0, if c == 0 { convert::SUM_BITS } else { 64 });
-        let weight = |i| match first {
-            true => 1 | (mine(i, c) as u128) << 64,
-            false => mine(i, c) as u128,
+        // The receiver's shares weigh the value's 64 bits, at the top of the pass's ring.
+        let bits = convert::sum_pass_bits(c);
+        let weight = |i| match c {
+            0 => 1 | (mine(i, 0) as u128) << 64,
+            _ => mine(i, c) as u128,
         };
         let share = convert::senders_pass(chan, &ots.sent, &e, found, weight, bits, c as u64)?;
         let theirs = convert::receivers_pass(chan, &ots.received, found, 64, c as u64)?;
-        match first {
-            true => shares.extend(share.wrapping_add(theirs << 64).to_le_bytes()),
-            false => shares.extend((share.wrapping_add(theirs) as u64).to_le_bytes()),
-        }
+        let both = share.wrapping_add(theirs << (bits - 64));
+        shares.extend_from_slice(&both.to_le_bytes()[..bits as usize / 8]);
     }
     chan.send(&shares)
 }
@@ -329,13 +328,14 @@ pub fn receive_shared_sum(
     let e = convert::receive_corrections(chan, &ots.sent, found.len())?;
     let (mut first, mut rest) = (0, Vec::with_capacity(columns));
     for c in 0..columns {
-        let bits = if c == 0 { convert::SUM_BITS } else { 64 };
+        let bits = convert::sum_pass_bits(c);
         let share = convert::receivers_pass(chan, &ots.received, found, bits, c as u64)?;
         let weight = |i| mine(i, c) as u128;
         let ours = convert::senders_pass(chan, &ots.sent, &e, found, weight, 64, c as u64)?;
+        let both = share.wrapping_add(ours << (bits - 64));
         match c {
-            0 => first = share.wrapping_add(ours << 64),
-            _ => rest.push(share.wrapping_add(ours) as u64),
+            0 => first = both,
+            _ => rest.push(both as u64),
         }
     }
     combine(gmw, first, Function::Sum, convert::SUM_BITS, most, &rest)
