@@ -110,8 +110,8 @@ impl ExConv {
     /// [`dual_encode`]: ExConv::dual_encode
     pub fn accumulate<T: Symbol>(&self, parity: &mut [T]) {
         assert_eq!(parity.len(), self.n);
-        accumulate(parity, self.seed);
-        accumulate(parity, !self.seed);
+        accumulate(parity, None, self.seed);
+        accumulate(parity, None, !self.seed);
     }
 
     /// [`dual_encode`]'s second step: `out` (`e[0..n)`) gets the accumulated `parity`'s
@@ -123,18 +123,21 @@ impl ExConv {
         expand(parity, out, None, self.seed ^ 0xcc);
     }
 
-    /// [`ExConv::accumulate`] on a vector of bits (a correlated OT's noise: its choice
-    /// bits, encoded beside its blocks), bit i of the parity half in bit i % 64 of word
-    /// i / 64.
-    pub fn accumulate_bits(&self, parity: &mut [u64]) {
-        assert_eq!(parity.len(), self.n.div_ceil(64));
-        accumulate_bits(parity, self.n, self.seed);
-        accumulate_bits(parity, self.n, !self.seed);
+    /// [`ExConv::accumulate`] on blocks and on a vector of bits at once (a correlated OT's
+    /// noise: its choice bits, encoded beside its blocks), bit i of the parity half in bit
+    /// i % 64 of word i / 64. Both take each position's coefficients from one draw, and
+    /// where the blocks' AVX-512 window runs, the bits' serial chain runs on the scalar
+    /// ports beside it, hidden under the vector work.
+    pub fn accumulate_with_bits<T: Symbol>(&self, parity: &mut [T], parity_bits: &mut [u64]) {
+        assert_eq!(parity.len(), self.n);
+        assert_eq!(parity_bits.len(), self.n.div_ceil(64));
+        accumulate(parity, Some(&mut *parity_bits), self.seed);
+        accumulate(parity, Some(parity_bits), !self.seed);
     }
 
     /// [`ExConv::expand`] on blocks and on bits at once (each output's positions drawn
     /// once for both): `out` and `out_bits` get the positions of `parity` and of
-    /// `parity_bits` (bits as in [`ExConv::accumulate_bits`]) added in.
+    /// `parity_bits` (bits as in [`ExConv::accumulate_with_bits`]) added in.
     pub fn expand_with_bits<T: Symbol>(
         &self,
         parity: &[T],
@@ -150,13 +153,23 @@ impl ExConv {
 }
 
 /// Each position, in order, added into the following ones its 24 coefficient bits pick,
-/// and into the 25th after it (all cyclically). The AVX-512 window ([`wide`]) takes the
-/// positions while its registers fit in `x`; the loop below the rest (the wrap), or all of
-/// them on other CPUs.
-fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
+/// and into the 25th after it (all cyclically); the same for the `x.len()` bits of `bits`,
+/// if given, under the same coefficients. The AVX-512 window ([`wide`]) takes the positions
+/// while its registers fit in `x`; the loop below the rest (the wrap), or all of them on
+/// other CPUs (the bits then by [`accumulate_bits`]).
+fn accumulate<T: Symbol>(x: &mut [T], bits: Option<&mut [u64]>, seed: Block) {
     let mut rows = Rows::new(seed);
-    let done = wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows);
     let len = x.len();
+    let (done, mut bits) = match bits {
+        Some(bits) => match wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows, Some(bits)) {
+            (0, Some(bits)) => {
+                accumulate_bits(bits, len, seed);
+                (0, None)
+            }
+            done => done,
+        },
+        None => wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows, None),
+    };
     let full = len.saturating_sub(ACCUMULATOR + 1);
     for i in done..len {
         let xi = x[i];
@@ -177,6 +190,15 @@ fn accumulate<T: Symbol>(x: &mut [T], seed: Block) {
                 }
             }
             x[(i + 1 + ACCUMULATOR) % len] ^= xi;
+        }
+        // The window's last positions' bits, by the definition.
+        if let Some(bits) = bits.as_deref_mut() {
+            if (bits[i / 64] >> (i % 64)) & 1 == 1 {
+                for k in (0..=ACCUMULATOR).filter(|&k| (row | 1 << ACCUMULATOR) >> k & 1 == 1) {
+                    let j = (i + 1 + k) % len;
+                    bits[j / 64] ^= 1 << (j % 64);
+                }
+            }
         }
     }
 }
@@ -266,30 +288,94 @@ impl Rows {
 mod wide {
     use super::{Block, Rows};
 
-    /// Accumulates `x`, symbols of `blocks` blocks, from its first position while the
-    /// window fits in it (so without wrapping) on a CPU with AVX-512F; returns how
-    /// many positions are done (0 elsewhere), their rows taken from `rows`.
-    pub fn accumulate(x: &mut [Block], blocks: usize, rows: &mut Rows) -> usize {
+    /// Accumulates `x`, symbols of `blocks` blocks, and `bits` if given, from the first
+    /// position while the window fits in `x` (so without wrapping) on a CPU with AVX-512F;
+    /// returns how many positions are done (0 elsewhere), their rows taken from `rows`,
+    /// and the bits.
+    pub fn accumulate<'b>(
+        x: &mut [Block],
+        blocks: usize,
+        rows: &mut Rows,
+        mut bits: Option<&'b mut [u64]>,
+    ) -> (usize, Option<&'b mut [u64]>) {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512f") {
+            let bit_window = bits.as_deref_mut().map(BitWindow::new);
             // SAFETY: the features were detected.
-            return unsafe {
+            let done = unsafe {
                 match blocks {
-                    1 => window::<1, 8>(x, rows),
-                    2 => window::<2, 14>(x, rows),
+                    1 => window::<1, 8>(x, rows, bit_window),
+                    2 => window::<2, 14>(x, rows, bit_window),
                     _ => 0,
                 }
             };
+            return (done, bits);
         }
         let _ = (x, blocks, rows);
-        0
+        (0, bits)
+    }
+
+    /// The bits' side of the window: a position's row added under a mask of its own bit,
+    /// branch-free, in two words held in registers (the position in the first), on the
+    /// scalar ports while the vector ones add the symbols. Its chain (a shift, an AND, a
+    /// negation, an AND and an XOR) is far shorter than a position's vector work.
+    #[cfg(target_arch = "x86_64")]
+    struct BitWindow<'b> {
+        words: &'b mut [u64],
+        /// The first word's index: `lo` and `hi` stand for `words[at]` and `words[at + 1]`.
+        at: usize,
+        lo: u64,
+        hi: u64,
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    impl<'b> BitWindow<'b> {
+        fn new(words: &'b mut [u64]) -> BitWindow<'b> {
+            let (lo, hi) = (words[0], words.get(1).copied().unwrap_or(0));
+            BitWindow {
+                words,
+                at: 0,
+                lo,
+                hi,
+            }
+        }
+
+        /// Position `p` (the one after the last added) added into the positions its `row`
+        /// (with the 25th's bit) picks, all before the slice's end.
+        #[inline(always)]
+        fn add(&mut self, p: usize, row: u64) {
+            let mut s = p - 64 * self.at;
+            if s == 64 {
+                self.words[self.at] = self.lo;
+                self.at += 1;
+                self.lo = self.hi;
+                self.hi = self.words.get(self.at + 1).copied().unwrap_or(0);
+                s = 0;
+            }
+            let mask = ((self.lo >> s) & 1).wrapping_neg();
+            let targets = u128::from(row) << (s + 1);
+            self.lo ^= targets as u64 & mask;
+            self.hi ^= (targets >> 64) as u64 & mask;
+        }
+
+        /// The words held back written.
+        fn finish(self) {
+            self.words[self.at] = self.lo;
+            if let Some(hi) = self.words.get_mut(self.at + 1) {
+                *hi = self.hi;
+            }
+        }
     }
 
     /// [`accumulate`] for symbols of `S` blocks, `4/S` a register, in a window of `R`
     /// registers: enough that the last position of the first register reaches its 25th.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn window<const S: usize, const R: usize>(x: &mut [Block], rows: &mut Rows) -> usize {
+    unsafe fn window<const S: usize, const R: usize>(
+        x: &mut [Block],
+        rows: &mut Rows,
+        mut bits: Option<BitWindow>,
+    ) -> usize {
         use super::ACCUMULATOR;
         use std::arch::x86_64::*;
         let per = 4 / S;
@@ -328,7 +414,11 @@ mod wide {
         while base + window + per <= len {
             for (o, lanes) in lanes.iter().enumerate().take(per) {
                 // Bit p of `targets`: the symbol at base + p gets this one.
-                let targets = (rows.next() | 1 << ACCUMULATOR) << (o + 1);
+                let row = rows.next() | 1 << ACCUMULATOR;
+                if let Some(bits) = &mut bits {
+                    bits.add(base + o, row);
+                }
+                let targets = row << (o + 1);
                 let targets = _mm512_set1_epi64(targets as i64);
                 let xo = _mm512_permutexvar_epi64(*lanes, w[0]);
                 for (w, select) in w.iter_mut().zip(&select) {
@@ -343,6 +433,9 @@ mod wide {
         }
         for (r, w) in w.iter().enumerate() {
             _mm512_storeu_si512(at(base + r * per).cast(), *w);
+        }
+        if let Some(bits) = bits {
+            bits.finish();
         }
         base
     }
@@ -573,13 +666,13 @@ mod tests {
             let mut want = a.clone();
             accumulate_by_definition(&mut want, 5);
             let mut got = a.clone();
-            accumulate(&mut got, 5);
+            accumulate(&mut got, None, 5);
             assert_eq!(got, want, "blocks, length {len}");
             let pairs: Vec<Pair> = a.iter().map(|&x| Pair(x, x.rotate_left(9))).collect();
             let mut want = pairs.clone();
             accumulate_by_definition(&mut want, 6);
             let mut got = pairs;
-            accumulate(&mut got, 6);
+            accumulate(&mut got, None, 6);
             assert_eq!(got, want, "pairs, length {len}");
         }
     }
@@ -628,10 +721,24 @@ mod tests {
         let e = bits_of(12);
         for len in (ACCUMULATOR + 2..200).chain([255, 256, 257, 4099]) {
             let mut want = e[..len].to_vec();
-            accumulate(&mut want, 3);
+            accumulate(&mut want, None, 3);
+            // Beside blocks (in the blocks' window where the CPU has it) and alone (the
+            // word window): the blocks keep to their own definition.
+            let mut got = pack(&e[..len]);
+            let blocks = random(len, 4);
+            let mut with = blocks.clone();
+            accumulate(&mut with, Some(&mut got), 3);
+            assert_eq!(got, pack(&want), "length {len}, beside blocks");
+            let mut without = blocks.clone();
+            accumulate(&mut without, None, 3);
+            assert_eq!(with, without, "length {len}");
+            let mut got = pack(&e[..len]);
+            let mut pairs: Vec<Pair> = blocks.iter().map(|&b| Pair(b, !b)).collect();
+            accumulate(&mut pairs, Some(&mut got), 3);
+            assert_eq!(got, pack(&want), "length {len}, beside pairs");
             let mut got = pack(&e[..len]);
             accumulate_bits(&mut got, len, 3);
-            assert_eq!(got, pack(&want), "length {len}");
+            assert_eq!(got, pack(&want), "length {len}, alone");
         }
         for n in [ExConv::MIN_OUTPUTS, 100, 8191, 20_011] {
             let code = ExConv::new(n, 5);
@@ -640,8 +747,7 @@ mod tests {
             code.dual_encode(&mut bits);
             let (out, parity) = blocks.split_at_mut(n);
             let (mut out_bits, mut parity_bits) = (pack(&e[..n]), pack(&e[n..2 * n]));
-            code.accumulate(parity);
-            code.accumulate_bits(&mut parity_bits);
+            code.accumulate_with_bits(parity, &mut parity_bits);
             code.expand_with_bits(parity, out, &parity_bits, &mut out_bits);
             let mut want = noise;
             code.dual_encode(&mut want);

@@ -2,7 +2,7 @@
 //! R's noise values are all 1. S gets Δ and B, R gets choice bits A and C with
 //! C_i = B_i + A_i·Δ. The trees are half-trees ([`half_tree`](super::half_tree)): one block a level, and
 //! R's c_α = b_α + Δ with no correction. R's noise e, one 1 a tree at its point, is
-//! compressed by the same code as its blocks, as bits ([`ExConv::accumulate_bits`]):
+//! compressed by the same code as its blocks, as bits beside them ([`ExConv::accumulate_with_bits`]):
 //! A = G·e, C = G·c, B = G·b. Each party makes one COT each way at once ([`exchange`]) and
 //! encodes its b and c side by side.
 //!
@@ -11,7 +11,7 @@
 //! run's rows (Δ its secret, as Ferret takes its Δ from IKNP's), or the outputs of an
 //! earlier COT (Ferret's bootstrapping, YWL+20 §5).
 //!
-//! [`ExConv::accumulate_bits`]: super::ExConv::accumulate_bits
+//! [`ExConv::accumulate_with_bits`]: super::ExConv::accumulate_with_bits
 
 use super::code::Pair;
 use super::noise::Shape;
@@ -111,10 +111,7 @@ pub fn encode(outputs: usize, noise: &mut [Pair], points: Vec<usize>) -> Vec<u64
         bits[i / 64] |= 1 << (i % 64);
     }
     let (out, parity) = noise.split_at_mut(n);
-    rayon::join(
-        || code.accumulate(parity),
-        || code.accumulate_bits(&mut parity_bits),
-    );
+    code.accumulate_with_bits(parity, &mut parity_bits);
     code.expand_with_bits(parity, out, &parity_bits, &mut out_bits);
     out_bits.truncate(outputs.div_ceil(64));
     if !outputs.is_multiple_of(64) {
