@@ -160,16 +160,13 @@ impl ExConv {
 fn accumulate<T: Symbol>(x: &mut [T], bits: Option<&mut [u64]>, seed: Block) {
     let mut rows = Rows::new(seed);
     let len = x.len();
-    let (done, mut bits) = match bits {
-        Some(bits) => match wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows, Some(bits)) {
-            (0, Some(bits)) => {
-                accumulate_bits(bits, len, seed);
-                (0, None)
-            }
-            done => done,
-        },
-        None => wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows, None),
-    };
+    let (done, mut bits) = wide::accumulate(T::blocks_mut(x), T::BLOCKS, &mut rows, bits);
+    if done == 0 {
+        // No window ran: the bits by their own word window, under rows of their own draw.
+        if let Some(bits) = bits.take() {
+            accumulate_bits(bits, len, seed);
+        }
+    }
     let full = len.saturating_sub(ACCUMULATOR + 1);
     for i in done..len {
         let xi = x[i];
@@ -191,14 +188,9 @@ fn accumulate<T: Symbol>(x: &mut [T], bits: Option<&mut [u64]>, seed: Block) {
             }
             x[(i + 1 + ACCUMULATOR) % len] ^= xi;
         }
-        // The window's last positions' bits, by the definition.
+        // The positions past the window: their bits by the definition.
         if let Some(bits) = bits.as_deref_mut() {
-            if (bits[i / 64] >> (i % 64)) & 1 == 1 {
-                for k in (0..=ACCUMULATOR).filter(|&k| (row | 1 << ACCUMULATOR) >> k & 1 == 1) {
-                    let j = (i + 1 + k) % len;
-                    bits[j / 64] ^= 1 << (j % 64);
-                }
-            }
+            add_bit(bits, len, i, row | 1 << ACCUMULATOR);
         }
     }
 }
@@ -232,14 +224,19 @@ fn accumulate_bits(x: &mut [u64], len: usize, seed: Block) {
             (lo, hi) = (hi, x.get(w + 2).copied().unwrap_or(0));
         }
     }
-    let bit = |x: &[u64], i: usize| (x[i / 64] >> (i % 64)) & 1;
     for i in 64 * words..len {
-        let row = rows.next() | 1 << ACCUMULATOR;
-        if bit(x, i) == 1 {
-            for k in (0..=ACCUMULATOR).filter(|k| (row >> k) & 1 == 1) {
-                let j = (i + 1 + k) % len;
-                x[j / 64] ^= 1 << (j % 64);
-            }
+        add_bit(x, len, i, rows.next() | 1 << ACCUMULATOR);
+    }
+}
+
+/// Bit `i` of the `len` bits of `x`, if set, added into the positions its `row` (with the
+/// 25th's bit) picks after it, cyclically: the accumulator's definition, for the few
+/// positions no window takes.
+fn add_bit(x: &mut [u64], len: usize, i: usize, row: u64) {
+    if (x[i / 64] >> (i % 64)) & 1 == 1 {
+        for k in (0..=ACCUMULATOR).filter(|k| (row >> k) & 1 == 1) {
+            let j = (i + 1 + k) % len;
+            x[j / 64] ^= 1 << (j % 64);
         }
     }
 }

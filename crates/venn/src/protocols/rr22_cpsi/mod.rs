@@ -100,10 +100,10 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               values the sender gave its common keys, and so how many columns there are; \
               the sender learns nothing. Neither learns which items are common, and the \
               receiver learns no single value unless the intersection has one item (or the \
-              sums alone determine it). Both learn the other's set size. Secure only if both parties follow the \
-              protocol (the VOLE's and silent OT's dual LPN over the ExConv code, a \
-              correlation-robust hash and the base OTs' DDH; with --offline iknp the \
-              triples from IKNP). Keys of any length, hashed; two distinct keys match with \
+              sums alone determine it). Both learn the other's set size. Secure only if \
+              both parties follow the protocol (the VOLE's and silent OT's dual LPN over \
+              the ExConv code, a correlation-robust hash and the base OTs' DDH; with \
+              --offline iknp the triples from IKNP). Keys of any length, hashed; two distinct keys match with \
               probability at most 2^-40. A cuckoo placement that fails (an event of \
               probability at most 2^-40) ends the run with an error, which the peer sees.",
     both_allowed: false,
