@@ -19,8 +19,9 @@
 //! **Several value columns** (rr22-sum): Alice's corrections e go once; each column is a
 //! pass of its own over the same OTs, the first riding with the count in 128 bits, every
 //! other in 64: pass 0 with the OTs' messages as made, pass j > 0 with H(j·2^40 + i, r) of
-//! OT i's r (the tweakable hash of the triples), so that no two passes share a message (one message used twice would
-//! give Alice the difference of Bob's two values, as τ does for one).
+//! OT i's r (the tweakable hash of the triples), so that no two passes share a message
+//! (one message used twice would give Alice the difference of Bob's two values, as τ does
+//! for one).
 //!
 //! **Threshold.** Only whether the count reaches T: each party inputs its share to a GMW
 //! circuit — Alice `s_A − T`, Bob `s_B` — that computes the top bit of their k-bit sum by a
