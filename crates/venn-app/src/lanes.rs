@@ -48,6 +48,7 @@ pub struct Coordinator {
     max_peer_items: u64,
     max_memory: u64,
     threads: usize,
+    upload_deadline: Option<Duration>,
 }
 
 /// What the lanes of a run did, summed.
@@ -142,6 +143,7 @@ impl Coordinator {
             max_peer_items: link.spec.max_peer_items,
             max_memory: link.spec.max_memory,
             threads: link.spec.threads,
+            upload_deadline: link.spec.upload_deadline,
         })
     }
 
@@ -180,6 +182,11 @@ impl Coordinator {
                     .min(padded_size(self.agreed.peer.rows, log2)),
             )
             .u64(padded_size(self.agreed.ours.rows, log2))
+            // Milliseconds; 0, none set.
+            .u64(
+                self.upload_deadline
+                    .map_or(0, |d| d.as_millis().max(1) as u64),
+            )
             .bytes(&self.binding)
             .u64(mine().count() as u64);
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
@@ -305,6 +312,7 @@ pub struct LaneJob {
     max_peer_items: u64,
     /// The size this side's buckets are padded to.
     pad: u64,
+    upload_deadline: Option<Duration>,
     binding: [u8; 32],
     /// Each bucket: its number, its distinct keys and their indices in the input.
     buckets: Vec<(u64, Items, Vec<u64>)>,
@@ -327,6 +335,9 @@ impl LaneJob {
         let options = Options::read(&mut r)?;
         let threads = r.u64()? as usize;
         let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
+        let upload_deadline = Some(r.u64()?)
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis);
         let binding = r.array::<32>()?;
         let count = r.u64()?;
         let mut buckets = Vec::new();
@@ -366,6 +377,7 @@ impl LaneJob {
             max_memory,
             max_peer_items,
             pad,
+            upload_deadline,
             binding,
             buckets,
         })
@@ -385,6 +397,7 @@ impl LaneJob {
             seed: None,
             progress: None,
             dealer: None,
+            upload_deadline: self.upload_deadline,
         };
         let mut result = LaneResult {
             lane,

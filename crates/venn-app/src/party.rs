@@ -97,6 +97,9 @@ pub struct RunSpec {
     pub max_memory: u64,
     /// `--allow-key-mismatch`: what to do when the peer takes its keys otherwise.
     pub key_mismatch: KeyMismatch,
+    /// `--upload-deadline`: an rr22-m sender's deadline for the receiver's whole OKVS
+    /// (`None`: the protocol's default for the sizes).
+    pub upload_deadline: Option<Duration>,
 }
 
 impl Default for RunSpec {
@@ -115,6 +118,7 @@ impl Default for RunSpec {
             max_peer_items: 1 << 24,
             max_memory: half_of_memory,
             key_mismatch: KeyMismatch::Refuse,
+            upload_deadline: None,
         }
     }
 }
@@ -197,6 +201,7 @@ impl Link {
             seed: None,
             progress,
             dealer,
+            upload_deadline: self.spec.upload_deadline,
         }
     }
 

@@ -130,6 +130,12 @@ struct LinkCli {
     /// ours).
     #[arg(long, default_value_t = RunSpec::default().timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
+    /// rr22-m's sender: seconds the receiver has for its whole OKVS, from the salt that
+    /// starts it (default: 30 + m·16 bytes at 10 MB/s, 32 s at 2^20 items). It bounds how
+    /// many items beyond its own a cheating receiver can get answers for: see `venn params
+    /// --protocol rr22-m`.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    upload_deadline: Option<u64>,
     /// Write timings and traffic as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -578,6 +584,7 @@ impl LinkCli {
                 insecure: self.insecure,
                 max_peer_items: self.max_peer_items,
                 max_memory: self.max_memory.unwrap_or(defaults.max_memory),
+                upload_deadline: self.upload_deadline.map(Duration::from_secs),
                 ..defaults
             },
             dealer,

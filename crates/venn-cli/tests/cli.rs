@@ -779,3 +779,42 @@ fn a_sum_over_the_intersection_from_a_value_column() {
         .unwrap();
     assert_clean_failure(&o, "one value column");
 }
+
+/// `venn params --protocol rr22-m` states what a cheating receiver can get: the default
+/// upload deadline for each size and the union bound it buys (overfitting.rs), not the
+/// OKVS's size alone.
+#[test]
+fn rr22_m_params_state_the_bound_on_a_cheating_receiver() {
+    let o = venn()
+        .args(["params", "--protocol", "rr22-m", "--log2n", "16,20,24"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("overfitting") && text.contains("--upload-deadline"),
+        "{text}"
+    );
+    let header: Vec<&str> = (text.lines().find(|l| l.contains("n_sender")))
+        .expect("a header")
+        .split_whitespace()
+        .collect();
+    let rows: Vec<Vec<&str>> = (text.lines())
+        .filter(|l| l.trim_start().starts_with("2^"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let at = |name| header.iter().position(|h| *h == name).expect(name);
+    let (deadline, bound) = (at("upload_deadline"), at("cheating_receiver"));
+    // A row's deadline takes two cells ("32 s"), so its bound is one further on.
+    assert_eq!(header.len() + 1, rows[0].len(), "{text}");
+    let shown: Vec<(&str, &str)> = (rows.iter()).map(|r| (r[deadline], r[bound + 1])).collect();
+    assert_eq!(
+        shown,
+        [
+            ("30", "≤1.30·m=1.73·n_R"),
+            ("32", "≤1.25·m=1.69·n_R"),
+            ("66", "≤1.22·m=1.65·n_R")
+        ],
+        "{text}"
+    );
+}

@@ -236,6 +236,7 @@ pub(crate) struct LinkArgs<'a> {
     pub max_peer_items: Option<u64>,
     pub max_memory: Option<u64>,
     pub allow_key_mismatch: bool,
+    pub upload_deadline: Option<f64>,
 }
 
 impl LinkArgs<'_> {
@@ -249,6 +250,15 @@ impl LinkArgs<'_> {
             Some(_) => {
                 return Err(UsageError::new_err(
                     "timeout is a positive number of seconds",
+                ))
+            }
+        };
+        let upload_deadline = match self.upload_deadline {
+            None => None,
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+            Some(_) => {
+                return Err(UsageError::new_err(
+                    "upload_deadline is a positive number of seconds",
                 ))
             }
         };
@@ -288,6 +298,7 @@ impl LinkArgs<'_> {
                 max_peer_items: self.max_peer_items.unwrap_or(defaults.max_peer_items),
                 max_memory: self.max_memory.unwrap_or(defaults.max_memory),
                 key_mismatch: KeyMismatch::allowed(self.allow_key_mismatch),
+                upload_deadline,
             },
             dealer,
             endpoint: self.endpoint,
@@ -411,7 +422,8 @@ impl Party {
         dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
         skip_empty=false, allow_key_mismatch=false, tls_cert=None, tls_key=None, tls_ca=None,
         peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=None,
-        timeout=None, max_peer_items=None, max_memory=None, progress=None,
+        timeout=None, max_peer_items=None, max_memory=None, upload_deadline=None,
+        progress=None,
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn new(
@@ -446,6 +458,7 @@ impl Party {
         timeout: Option<f64>,
         max_peer_items: Option<u64>,
         max_memory: Option<u64>,
+        upload_deadline: Option<f64>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let role = role_of(role)?;
@@ -474,6 +487,7 @@ impl Party {
             max_peer_items,
             max_memory,
             allow_key_mismatch,
+            upload_deadline,
         }
         .link()?;
         let opts = key_options(trim, lowercase, skip_empty);

@@ -35,6 +35,11 @@ pub enum Error {
     #[error("timed out after {} s waiting for the peer", .0.as_secs())]
     Timeout(Duration),
 
+    /// The peer did not finish a phase by the deadline set for the whole of it (see
+    /// [`crate::net::Channel::set_deadline`]); the text says which phase and why it has one.
+    #[error("deadline: {0}")]
+    Deadline(String),
+
     /// The peer closed the connection before the protocol finished.
     #[error("the peer closed the connection{0}")]
     PeerClosed(&'static str),

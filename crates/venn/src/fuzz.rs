@@ -79,6 +79,9 @@ impl Channel for Scripted<'_> {
     }
 
     fn abort(&mut self, _reason: &str) {}
+
+    /// Fuzz input has no clock: its frames are all there.
+    fn set_deadline(&mut self, _deadline: Option<std::time::Instant>) {}
 }
 
 /// The options of `protocol`'s cheapest runs, which a fuzzed run uses (and the tests that
@@ -112,6 +115,7 @@ fn options(protocol: &str, role: Role) -> RunOptions<'static> {
         }),
         progress: None,
         dealer: None,
+        upload_deadline: None,
     }
 }
 
@@ -255,6 +259,9 @@ impl Channel for Tampered {
 
     fn window(&self) -> usize {
         self.inner.window()
+    }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
     }
 }
 

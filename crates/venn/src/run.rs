@@ -45,6 +45,10 @@ pub struct RunOptions<'a> {
     pub progress: Option<&'a dyn Progress>,
     /// How to reach the dealer, for `--offline dealer`.
     pub dealer: Option<&'a DealerLink<'a>>,
+    /// `--upload-deadline`: how long an `rr22-m` sender gives the receiver for the whole
+    /// of its OKVS; `None`, the default for the sizes
+    /// ([`crate::protocols::rr22::overfitting::upload_deadline`]).
+    pub upload_deadline: Option<Duration>,
 }
 
 /// What one party measured and learned.
@@ -275,6 +279,16 @@ where
             info.name
         )));
     }
+    if opts.upload_deadline.is_some()
+        && !(opts.role == Role::Sender && opts.protocol.accepts().upload_deadline)
+    {
+        return Err(Error::Usage(format!(
+            "--upload-deadline is for a sender of a protocol that holds the receiver's \
+             upload to one (rr22-m), not for a {} of '{}'",
+            opts.role.name(),
+            info.name
+        )));
+    }
     if set_size > MAX_ITEMS {
         return Err(Error::Usage(format!(
             "{set_size} items is more than the supported {MAX_ITEMS}"
@@ -340,7 +354,9 @@ fn session_in_pool<T>(
     let (n_self, n_peer) = own_and_peer(&session);
     let key = session.key;
     chan.key(&key);
-    let mut ctx = Context::new(chan, session, prg, opts.progress).with_dealer(opts.dealer);
+    let mut ctx = Context::new(chan, session, prg, opts.progress)
+        .with_dealer(opts.dealer)
+        .with_upload_deadline(opts.upload_deadline);
     let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());

@@ -2,9 +2,14 @@
 //! rr22.md §1.2, §3.6): each cheat is played by rewriting the cheater's frames as it could
 //! send them, and is caught by the check meant for it before the cheater is answered.
 
-use crate::common::{param, sets, tampered_pair_traffic, test_options};
+use crate::common::{
+    options, param, sets, tampered_pair_traffic, tampered_pair_with, test_options,
+};
+use std::time::Duration;
+use venn::net::mem_pair;
 use venn::protocols::find;
-use venn::{Error, Report};
+use venn::session::Role;
+use venn::{Error, Report, RunOptions};
 
 const N: usize = 4096;
 
@@ -122,9 +127,9 @@ fn a_pprf_sender_cheating_on_a_leaf_is_caught() {
 
 /// A receiver that encodes more than its announced items into an OKVS larger than the
 /// announced one (here 64 more slots of A'): the sender takes exactly the m blocks the
-/// announced size gives and refuses the rest before it answers. Within the announced
-/// length, an OKVS of m slots decodes correctly on at most m keys — the relaxation
-/// `venn params` states for rr22-m.
+/// announced size gives and refuses the rest before it answers. (Within the announced
+/// length, a receiver can make more than m keys decode only by fitting the OKVS to a pool
+/// of hashed items, which the upload deadline bounds: the test below.)
 #[test]
 fn a_receiver_encoding_more_than_its_announced_items_is_refused() {
     let m = param("rr22-m", N as u64, "m");
@@ -148,17 +153,82 @@ fn a_receiver_encoding_more_than_its_announced_items_is_refused() {
 #[test]
 fn a_sender_changing_its_output_key_share_is_caught() {
     let len = pprf_len();
-    // After the PPRF message: the Ferret answer (32 bytes), the commitment (32), the
-    // opening (16).
-    let (mut pprf_seen, mut done) = (false, false);
+    // After the PPRF message: the Ferret answer (32 bytes), the commitment (32), the salt
+    // (16), the opening (16).
+    let (mut pprf_seen, mut sixteens, mut done) = (false, 0, false);
     let (sr, rr, _) = run(false, |_, f| {
         pprf_seen |= f.len() == len;
-        if pprf_seen && !done && f.len() == 16 {
-            f[0] ^= 1;
-            done = true;
+        if pprf_seen && f.len() == 16 {
+            sixteens += 1;
+            if sixteens == 2 {
+                f[0] ^= 1;
+                done = true;
+            }
         }
         true
     });
     assert!(done, "the opening went by");
     assert_caught(rr, sr, "commitment");
+}
+
+/// A receiver that spends longer over its OKVS than the sender's upload deadline — as one
+/// fitting it to a large pool of items hashed under the salt would (the protocol module's
+/// overfitting tests) — is refused, the deadline named, before it is answered. The
+/// receiver's seed, its first frame of the online phase, is held back past the deadline.
+#[test]
+fn a_receiver_uploading_its_okvs_after_the_deadline_is_refused() {
+    let (s, r) = sets(N, N, 1000, 22);
+    let p = find("rr22-m").unwrap();
+    let deadline = |role| RunOptions {
+        upload_deadline: (role == Role::Sender).then_some(Duration::from_millis(300)),
+        ..options(p, role, false)
+    };
+    // The frames the sender receives: the offline phase's, the barrier's empty one, then
+    // the seed.
+    let (mut online, mut held) = (false, false);
+    let (sr, rr, traffic) = tampered_pair_with(deadline, &s, &r, true, |_, f| {
+        if online && !held {
+            std::thread::sleep(Duration::from_millis(600));
+            held = true;
+        }
+        online |= f.is_empty();
+        true
+    });
+    assert!(held, "the seed went by");
+    match sr {
+        Err(Error::Deadline(why)) => {
+            assert!(
+                why.contains("did not arrive within 0.3 s") && why.contains("--upload-deadline"),
+                "{why}"
+            )
+        }
+        other => panic!("a late OKVS was taken: {:?}", other.map(|r| r.output)),
+    }
+    match rr {
+        Err(Error::PeerAborted(why)) => assert!(why.contains("deadline"), "{why}"),
+        other => panic!("{:?}", other.map(|r| r.output)),
+    }
+    assert_unanswered(traffic.sent);
+    // In time, the same run answers.
+    let (sr, rr, _) = tampered_pair_with(deadline, &s, &r, true, |_, _| true);
+    assert!(sr.is_ok(), "{:?}", sr.err());
+    assert!(rr.unwrap().output.indices().unwrap().len() >= 1000);
+}
+
+/// The deadline is the rr22-m sender's to set: a receiver, or a sender of a protocol
+/// without one, is refused before it reaches its peer.
+#[test]
+fn only_an_rr22_m_sender_takes_an_upload_deadline() {
+    let (s, _) = sets(16, 16, 4, 1);
+    for (name, role) in [("rr22-m", Role::Receiver), ("rr22", Role::Sender)] {
+        let (mut a, _b) = mem_pair(Duration::from_secs(1));
+        let o = RunOptions {
+            upload_deadline: Some(Duration::from_secs(10)),
+            ..options(find(name).unwrap(), role, false)
+        };
+        match venn::run(&mut a, &s, &o) {
+            Err(Error::Usage(why)) => assert!(why.contains("--upload-deadline"), "{why}"),
+            other => panic!("{name} {role:?}: {:?}", other.map(|r| r.output)),
+        }
+    }
 }

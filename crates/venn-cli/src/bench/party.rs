@@ -209,6 +209,7 @@ impl BenchParty {
             seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
             progress: None,
             dealer: dealer.as_ref().map(|d| d as &DealerLink),
+            upload_deadline: None,
         };
         let mut state = None;
         let report = match self.link {

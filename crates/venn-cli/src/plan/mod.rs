@@ -140,6 +140,7 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
                     seed: None,
                     progress: None,
                     dealer: None,
+                    upload_deadline: None,
                 };
                 venn::memory_needed(&opts, Sizes { sender, receiver })
             };

@@ -97,6 +97,7 @@ class PartyOptions(TypedDict, total=False):
     timeout: float
     max_peer_items: int
     max_memory: int
+    upload_deadline: float
     progress: Callable[[str], None]
 
 
@@ -158,6 +159,9 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
       ``max_peer_items`` (2^24) and ``max_memory`` (an int of bytes; default half the
       machine's memory): the peer's set is refused before anything is allocated for it
       if it would need more;
+    - ``upload_deadline`` (``rr22-m``'s sender only; seconds): how long the receiver has
+      for its whole OKVS, which bounds how many items beyond its own a cheating receiver
+      gets answers for (default 30 s plus its bytes at 10 MB/s; see ``venn params``);
     - ``progress``: called with each phase's name.
 
     Raises :class:`UsageError`, :class:`NetworkError`, :class:`PeerError` (and its

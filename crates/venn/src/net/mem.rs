@@ -1,9 +1,10 @@
 //! An in-memory channel pair for tests: the same framing rules as TCP, no sockets.
 
+use super::stream::phase_deadline_error;
 use super::{abort_reason, check_frame_len, check_outgoing, Channel, Traffic};
 use crate::{Error, Result};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A frame, or an abort notice with its reason.
 type Message = std::result::Result<Vec<u8>, String>;
@@ -14,6 +15,7 @@ pub struct MemChannel {
     rx: Receiver<Message>,
     traffic: Traffic,
     timeout: Duration,
+    phase_deadline: Option<Instant>,
 }
 
 /// Two connected in-memory channels whose receives time out after `timeout`.
@@ -25,6 +27,7 @@ pub fn mem_pair(timeout: Duration) -> (MemChannel, MemChannel) {
         rx,
         traffic: Traffic::default(),
         timeout,
+        phase_deadline: None,
     };
     (end(tx_a, rx_a), end(tx_b, rx_b))
 }
@@ -40,10 +43,19 @@ impl Channel for MemChannel {
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        let left = self
+            .phase_deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(phase_deadline_error());
+        }
         let frame = self
             .rx
-            .recv_timeout(self.timeout)
+            .recv_timeout(left.map_or(self.timeout, |l| l.min(self.timeout)))
             .map_err(|e| match e {
+                RecvTimeoutError::Timeout if left.is_some_and(|l| l < self.timeout) => {
+                    phase_deadline_error()
+                }
                 RecvTimeoutError::Timeout => Error::Timeout(self.timeout),
                 RecvTimeoutError::Disconnected => {
                     Error::PeerClosed(" in the middle of the protocol")
@@ -63,6 +75,10 @@ impl Channel for MemChannel {
     fn abort(&mut self, reason: &str) {
         let _ = self.tx.send(Err(abort_reason(reason).to_string()));
     }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.phase_deadline = deadline;
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +92,21 @@ mod tests {
         let e = a.send(&vec![0; MAX_FRAME + 1]).unwrap_err();
         assert!(matches!(e, Error::Oversized { .. }), "{e}");
         a.send(&vec![0; MAX_FRAME]).unwrap();
+    }
+
+    /// The in-memory pair keeps a phase's deadline as TCP does: a frame already waiting
+    /// after it is refused, and one that would come later is not waited for.
+    #[test]
+    fn a_phase_deadline_refuses_even_a_waiting_frame() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        b.send(b"x").unwrap();
+        a.set_deadline(Some(Instant::now()));
+        let a = &mut a as &mut dyn Channel;
+        assert!(matches!(a.recv(1), Err(Error::Deadline(_))));
+        a.set_deadline(Some(Instant::now() + Duration::from_millis(50)));
+        assert_eq!(a.recv(1).unwrap(), b"x");
+        let started = Instant::now();
+        assert!(matches!(a.recv(1), Err(Error::Deadline(_))));
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 }

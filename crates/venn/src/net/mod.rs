@@ -23,6 +23,7 @@ pub use wire::{Reader, Writer};
 
 use crate::crypto::Block;
 use crate::{Error, Result};
+use std::time::Instant;
 
 /// The largest frame any party will send or accept (64 MiB).
 pub const MAX_FRAME: usize = 1 << 26;
@@ -66,6 +67,13 @@ pub trait Channel: Send {
     fn binding(&self) -> Option<[u8; 32]> {
         None
     }
+
+    /// Bounds every receive from here on, besides its own timeout, by one instant for the
+    /// whole of a phase (`None` lifts it): once `deadline` has passed, a receive fails with
+    /// [`Error::Deadline`] even if its frame is already waiting. A per-message timeout
+    /// bounds how long a peer may take for each message, not how long it may spend on
+    /// many (rr22-m's receiver, who must not get unbounded time to fit its OKVS).
+    fn set_deadline(&mut self, deadline: Option<Instant>);
 }
 
 /// A channel behind a box (the kind picked at run time: TCP or TLS) or a mutable
@@ -90,6 +98,9 @@ macro_rules! through {
             }
             fn binding(&self) -> Option<[u8; 32]> {
                 (**self).binding()
+            }
+            fn set_deadline(&mut self, deadline: Option<Instant>) {
+                (**self).set_deadline(deadline)
             }
         }
     )*};
@@ -124,6 +135,9 @@ impl<C: Channel> Channel for Rebound<C> {
     }
     fn binding(&self) -> Option<[u8; 32]> {
         Some(self.binding)
+    }
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.inner.set_deadline(deadline)
     }
 }
 

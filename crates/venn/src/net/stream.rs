@@ -23,6 +23,12 @@ impl TimedRead for TcpStream {
     }
 }
 
+/// What a receive past its phase's deadline fails with (the protocol that set the
+/// deadline says more).
+pub(super) fn phase_deadline_error() -> Error {
+    Error::Deadline("the peer did not finish the phase in the time set for it".into())
+}
+
 /// Reads that fail once `deadline` has passed: before each read the stream's own limit is
 /// lowered to the time left whenever it would overshoot by more than a tenth.
 struct Deadlined<R> {
@@ -52,6 +58,8 @@ pub struct StreamChannel<R: TimedRead> {
     writer: AsyncWriter,
     traffic: Traffic,
     timeout: Duration,
+    /// The deadline of the current phase, if it has one ([`Channel::set_deadline`]).
+    phase_deadline: Option<Instant>,
     binding: Option<[u8; 32]>,
 }
 
@@ -69,6 +77,7 @@ impl<R: TimedRead + Send> StreamChannel<R> {
             writer: AsyncWriter::new(writer, timeout),
             traffic: Traffic::default(),
             timeout,
+            phase_deadline: None,
             binding: None,
         }
     }
@@ -108,6 +117,9 @@ impl<R: TimedRead + Send> StreamChannel<R> {
 
     fn io_error(&self, e: std::io::Error) -> Error {
         match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut if self.phase_deadline_passed() => {
+                phase_deadline_error()
+            }
             ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::Timeout(self.timeout),
             ErrorKind::UnexpectedEof => Error::PeerClosed(" in the middle of the protocol"),
             ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
@@ -132,7 +144,11 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        self.reader.get_mut().deadline = Instant::now() + self.timeout;
+        if self.phase_deadline_passed() {
+            return Err(phase_deadline_error());
+        }
+        let deadline = Instant::now() + self.timeout;
+        self.reader.get_mut().deadline = self.phase_deadline.map_or(deadline, |d| d.min(deadline));
         let mut header = [0u8; 4];
         self.reader
             .read_exact(&mut header)
@@ -172,6 +188,16 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
     fn window(&self) -> usize {
         self.writer.limit() / 2
     }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.phase_deadline = deadline;
+    }
+}
+
+impl<R: TimedRead + Send> StreamChannel<R> {
+    fn phase_deadline_passed(&self) -> bool {
+        self.phase_deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 #[cfg(test)]
@@ -209,5 +235,37 @@ mod tests {
         );
         drop(chan);
         reader.join().unwrap();
+    }
+
+    /// A phase's deadline bounds every receive of the phase over real TCP: a frame in time
+    /// is taken, one late is refused once the deadline passes (not a timeout later), and
+    /// so is one already waiting; lifted, the channel reads on.
+    #[test]
+    fn a_phase_deadline_bounds_every_receive_over_tcp() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timeout = Duration::from_secs(5);
+        let peer = std::thread::spawn(move || {
+            let mut peer = tcp_channel(listener.accept().unwrap().0, timeout).unwrap();
+            peer.send(b"in time").unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            peer.send(b"late").unwrap();
+            // Hold the link until the other end has read.
+            let _ = (&mut peer as &mut dyn Channel).recv(0);
+        });
+        let mut chan = tcp_channel(TcpStream::connect(addr).unwrap(), timeout).unwrap();
+        let started = Instant::now();
+        chan.set_deadline(Some(started + Duration::from_millis(200)));
+        let chan_dyn = &mut chan as &mut dyn Channel;
+        assert_eq!(chan_dyn.recv(16).unwrap(), b"in time");
+        assert!(matches!(chan_dyn.recv(16), Err(Error::Deadline(_))));
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(1), "{waited:?}");
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(matches!(chan_dyn.recv(16), Err(Error::Deadline(_))));
+        chan_dyn.set_deadline(None);
+        assert_eq!(chan_dyn.recv(16).unwrap(), b"late");
+        chan_dyn.send(&[]).unwrap();
+        peer.join().unwrap();
     }
 }

@@ -15,6 +15,7 @@ use crate::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Wraps a channel and writes every frame received through it to a transcript file.
 pub struct Recording<C> {
@@ -74,6 +75,9 @@ impl<C: Channel> Channel for Recording<C> {
 
     fn binding(&self) -> Option<[u8; 32]> {
         self.inner.binding()
+    }
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.inner.set_deadline(deadline)
     }
 }
 
@@ -179,6 +183,9 @@ impl Channel for Replay {
     }
 
     fn abort(&mut self, _reason: &str) {}
+
+    /// A replay has no clock: its frames are all there.
+    fn set_deadline(&mut self, _deadline: Option<Instant>) {}
 }
 
 #[cfg(test)]

@@ -71,6 +71,18 @@ impl<R: Row> Okvs<R> {
         &self.params
     }
 
+    /// The sparse columns of each key's row in its bin (the tests of what a cheating
+    /// encoder can do with them).
+    #[cfg(test)]
+    pub(crate) fn sparse_columns(&self, keys: &[Block]) -> Vec<[u32; 3]> {
+        let mut cols = vec![[0; 3]; keys.len()];
+        let mut ds = [0; BATCH];
+        for (c, k) in cols.chunks_mut(BATCH).zip(keys.chunks(BATCH)) {
+            self.hasher.rows(k, c, &mut ds[..k.len()]);
+        }
+        cols
+    }
+
     /// `keys` grouped by bin, for encoding or decoding at them.
     pub fn bin(&self, keys: &[Block]) -> BinnedKeys<'_, R> {
         let binning = Buckets::new(keys.len(), self.params.bins as usize, |first, bins| {

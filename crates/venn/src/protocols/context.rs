@@ -38,6 +38,9 @@ pub struct Context<'a> {
     pub prg: Prg,
     progress: Option<&'a dyn Progress>,
     dealer: Option<&'a DealerLink<'a>>,
+    /// The user's deadline for a peer's whole upload, where the protocol has one (rr22-m's
+    /// sender); `None`, the protocol's default for the sizes.
+    pub upload_deadline: Option<Duration>,
     phases: Vec<Phase>,
     current: Option<(&'static str, bool, Instant)>,
 }
@@ -56,6 +59,7 @@ impl<'a> Context<'a> {
             prg,
             progress,
             dealer: None,
+            upload_deadline: None,
             phases: Vec::new(),
             current: None,
         }
@@ -64,6 +68,14 @@ impl<'a> Context<'a> {
     /// The context with a way to reach a dealer.
     pub fn with_dealer(self, dealer: Option<&'a DealerLink<'a>>) -> Self {
         Context { dealer, ..self }
+    }
+
+    /// The context with the user's deadline for a peer's whole upload.
+    pub fn with_upload_deadline(self, upload_deadline: Option<Duration>) -> Self {
+        Context {
+            upload_deadline,
+            ..self
+        }
     }
 
     /// A link to the dealer.

@@ -24,6 +24,9 @@ pub struct Accepts {
     /// How many values per item of the sender's it sums, each column apart
     /// (`--value-column`): 0, it sums none.
     pub value_columns: usize,
+    /// Whether its sender holds the receiver's upload to a deadline the user may set
+    /// (`--upload-deadline`).
+    pub upload_deadline: bool,
 }
 
 impl Accepts {
@@ -36,6 +39,7 @@ impl Accepts {
         stash: false,
         threshold: false,
         value_columns: 0,
+        upload_deadline: false,
     };
 
     /// The option sets to show or run a protocol with: each of `bins` and `sigmas` it

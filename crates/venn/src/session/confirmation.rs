@@ -168,6 +168,9 @@ impl Channel for Confirming<'_> {
     fn binding(&self) -> Option<[u8; 32]> {
         self.inner.binding()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
+    }
 }
 
 #[cfg(test)]

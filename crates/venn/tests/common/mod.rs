@@ -36,6 +36,7 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
         seed: None,
         progress: None,
         dealer: None,
+        upload_deadline: None,
     }
 }
 
@@ -284,6 +285,9 @@ impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
     fn window(&self) -> usize {
         self.inner.window()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
+    }
 }
 
 /// Runs `p` with the frames on the sender's link passed through `tamper` (those the sender
@@ -312,17 +316,28 @@ pub fn tampered_pair_traffic(
     incoming: bool,
     tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
 ) -> (venn::Result<Report>, venn::Result<Report>, Traffic) {
+    let (s, r) = (&fit_sender(p, o, s), &fit_sigma(o.sigma, r));
+    let opts = |role| RunOptions {
+        options: o,
+        ..options(p, role, both)
+    };
+    tampered_pair_with(opts, s, r, incoming, tamper)
+}
+
+/// [`tampered_pair_traffic`] with each role's options from `opts` and the items as given.
+pub fn tampered_pair_with(
+    opts: impl Fn(Role) -> RunOptions<'static> + Sync,
+    s: &Items,
+    r: &Items,
+    incoming: bool,
+    tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
+) -> (venn::Result<Report>, venn::Result<Report>, Traffic) {
     let (a, mut b) = mem_pair(Duration::from_secs(5));
     let mut a = Tampered {
         inner: a,
         incoming,
         frames: 0,
         tamper,
-    };
-    let (s, r) = (&fit_sender(p, o, s), &fit_sigma(o.sigma, r));
-    let opts = |role| RunOptions {
-        options: o,
-        ..options(p, role, both)
     };
     std::thread::scope(|sc| {
         let t = sc.spawn(|| run(&mut b, r, &opts(Role::Receiver)));

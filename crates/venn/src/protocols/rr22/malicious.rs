@@ -28,14 +28,21 @@ use rayon::prelude::*;
 /// The toss's label (its commitment and value are bound to it and to the session).
 const W_TOSS: &str = "rr22-m output key w";
 
-/// S commits to its share of w (first thing in its online phase).
-pub(super) fn commit(ctx: &mut Context) -> Result<CoinToss> {
-    CoinToss::commit(ctx.peer, &ctx.session.id, W_TOSS, &mut ctx.prg)
+/// S's first message of its online phase: its commitment to its share of w, and a fresh
+/// salt for H^B and the OKVS's rows ([`super::overfitting`]); returns both.
+pub(super) fn commit(ctx: &mut Context) -> Result<(CoinToss, Block)> {
+    let toss = CoinToss::commit(ctx.peer, &ctx.session.id, W_TOSS, &mut ctx.prg)?;
+    let salt = ctx.prg.block();
+    ctx.peer.send_blocks(&[salt])?;
+    Ok((toss, salt))
 }
 
-/// R takes S's commitment (before it sends A').
-pub(super) fn reply(ctx: &mut Context) -> Result<CoinTossReply> {
-    CoinTossReply::receive(ctx.peer, &ctx.session.id, W_TOSS)
+/// R takes S's commitment and salt (before it draws its OKVS seed and sends A').
+pub(super) fn reply(ctx: &mut Context) -> Result<(CoinTossReply, Block)> {
+    let toss = CoinTossReply::receive(ctx.peer, &ctx.session.id, W_TOSS)?;
+    let mut salt = Vec::new();
+    ctx.peer.recv_blocks(1, &mut salt, "the sender's salt")?;
+    Ok((toss, salt[0]))
 }
 
 /// `AES_{v_i + w}(x_i) + x_i` for each i, on the rayon pool (the AES under many keys of

@@ -15,16 +15,20 @@
 //!
 //! `rr22-m`, against malicious parties (RR22 §4 "Malicious instantiation", after RS21):
 //! the VOLE with both its checks and KOS15 ([`crate::vole::Adversary::Malicious`]), a
-//! coin-tossed w in the output hash and 128-bit answers ([`malicious`]).
+//! coin-tossed w in the output hash and 128-bit answers ([`malicious`]); and, against a
+//! receiver that would fit its OKVS to a pool of hashed items, H^B and the OKVS's rows
+//! keyed by a salt the sender sends first in the online phase, with the whole of A' due
+//! within one deadline of it ([`overfitting`]).
 
 mod malicious;
 pub mod opprf;
 pub mod oprf;
+pub mod overfitting;
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
-    output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
-    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters,
+    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::items::Items;
 use crate::net::Writer;
@@ -32,8 +36,20 @@ use crate::okvs;
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
-use crate::{Result, STATISTICAL_SECURITY};
+use crate::{Error, Result, STATISTICAL_SECURITY};
 use oprf::Hashes;
+use std::time::{Duration, Instant};
+
+/// What an rr22-m sender says when the receiver's OKVS (m blocks) missed its deadline.
+fn late_upload(m: usize, limit: Duration) -> Error {
+    Error::Deadline(format!(
+        "the receiver's OKVS ({:.1} MB) did not arrive within {:.1} s of the salt that starts \
+         it; rr22-m bounds a cheating receiver's extra answers by this time (a slow link: \
+         raise it with --upload-deadline)",
+        (m * 16) as f64 / 1e6,
+        limit.as_secs_f64()
+    ))
+}
 
 /// RR22's PSI, against semi-honest (`rr22`) or malicious (`rr22-m`) parties.
 pub struct Rr22 {
@@ -95,9 +111,18 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
     security: Security::Malicious,
     leakage: "The receiver learns the intersection and the sender's set size; the sender \
               learns the receiver's set size (and the intersection with --both). A cheating \
-              receiver may get the answer for up to m ≈ 1.36·n_R items (the OKVS's size: \
-              PaXoS's and RS21's relaxation), never more; with --both it may withhold items \
-              from the sender's output, never add any.",
+              receiver can get answers for more items than it declared: up to the OKVS's \
+              size m ≈ 1.35·n_R by encoding a larger set, and somewhat more by fitting the \
+              OKVS to a pool of hashed items (\"overfitting\", Han–Kim–Lee–Son, Asiacrypt \
+              2024). Its hashing must follow the sender's fresh salt and end within the \
+              upload deadline (upload_deadline below: the default, 30 s plus m·16 bytes at \
+              10 MB/s; the sender sets it with --upload-deadline). cheating_receiver is the \
+              most that buys a receiver computing 2^40 hashes a second (Venn's own union \
+              bound; the attacks known gain about 0.5% of m for 2^44 work). The extra items \
+              are whichever the search finds, not of the receiver's choosing; the work \
+              cannot be reused across sessions, and more sessions are visible to the \
+              sender. With --both it may withhold items from the sender's output, never \
+              add any.",
     both_allowed: true,
     roles: &[
         RoleInfo {
@@ -121,6 +146,8 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
 struct Rr22Params {
     okvs: okvs::Params,
     out_bits: usize,
+    adversary: Adversary,
+    n_receiver: u64,
 }
 
 impl Rr22Params {
@@ -134,7 +161,30 @@ impl Rr22Params {
                 // queries, and the simulator could not extract its set (rr22.md §1.2).
                 Adversary::Malicious => 128,
             },
+            adversary,
+            n_receiver: sizes.receiver,
         })
+    }
+}
+
+impl Rr22Params {
+    /// rr22-m's default deadline for the receiver's OKVS and the most items a cheating
+    /// receiver gets answers for within it (overfitting.rs).
+    fn overfitting_bound(&self) -> [(&'static str, String); 2] {
+        let m = self.okvs.len();
+        let deadline = overfitting::upload_deadline(m);
+        let (bound, _) = overfitting::ceiling_within(m as u64, deadline);
+        let per_item = bound * m as f64 / self.n_receiver.max(1) as f64;
+        [
+            (
+                "upload_deadline",
+                format!("{:.0} s", deadline.as_secs_f64()),
+            ),
+            (
+                "cheating_receiver",
+                format!("≤{bound:.2}·m={per_item:.2}·n_R"),
+            ),
+        ]
     }
 }
 
@@ -147,17 +197,29 @@ impl Parameters for Rr22Params {
 
     fn table(&self) -> ParamTable {
         let (o, vole) = (&self.okvs, Shape::new(self.okvs.len()));
-        ParamTable(vec![
-            ("m", o.len().to_string()),
-            ("bins", o.bins.to_string()),
-            ("bin_keys", o.bin_keys.to_string()),
-            ("m'", o.sparse.to_string()),
-            ("g", o.dense.to_string()),
-            ("okvs_failure", format!("2^-{}", o.lambda)),
-            ("t", vole.trees.to_string()),
-            ("h", vole.depth.to_string()),
-            ("v", self.out_bits.to_string()),
-        ])
+        ParamTable(
+            vec![
+                ("m", o.len().to_string()),
+                ("bins", o.bins.to_string()),
+                ("bin_keys", o.bin_keys.to_string()),
+                ("m'", o.sparse.to_string()),
+                ("g", o.dense.to_string()),
+                ("okvs_failure", format!("2^-{}", o.lambda)),
+                ("t", vole.trees.to_string()),
+                ("h", vole.depth.to_string()),
+                ("v", self.out_bits.to_string()),
+            ]
+            .into_iter()
+            .chain(
+                match self.adversary {
+                    Adversary::SemiHonest => None,
+                    Adversary::Malicious => Some(self.overfitting_bound()),
+                }
+                .into_iter()
+                .flatten(),
+            )
+            .collect(),
+        )
     }
 }
 
@@ -166,6 +228,13 @@ impl Protocol for Rr22 {
         match self.adversary {
             Adversary::SemiHonest => &INFO,
             Adversary::Malicious => &INFO_M,
+        }
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            upload_deadline: self.adversary == Adversary::Malicious,
+            ..Accepts::NOTHING
         }
     }
 
@@ -200,16 +269,31 @@ impl Party for Rr22Sender {
 
     fn online(&self, ctx: &mut Context, state: VoleSender, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
-        let hashes = Hashes::new(&ctx.session.id);
-        let toss = match self.0 {
-            Adversary::SemiHonest => None,
-            Adversary::Malicious => Some(malicious::commit(ctx)?),
-        };
         let VoleSender { delta, b } = state;
-        let okvs = oprf::receive_seed(ctx, p.okvs)?;
+        let (toss, salt) = match self.0 {
+            Adversary::SemiHonest => (None, None),
+            Adversary::Malicious => {
+                let (toss, salt) = malicious::commit(ctx)?;
+                (Some(toss), Some(salt))
+            }
+        };
+        // The receiver's time to fit its OKVS runs from the salt (overfitting.rs).
+        let deadline = salt.map(|_| {
+            let limit = (ctx.upload_deadline).unwrap_or(overfitting::upload_deadline(p.okvs.len()));
+            (Instant::now() + limit, limit)
+        });
+        ctx.peer.set_deadline(deadline.map(|d| d.0));
+        let hashes = Hashes::new(&ctx.session.id, salt);
+        let okvs = oprf::receive_seed(ctx, p.okvs, salt);
         ctx.phase("evaluate", false);
         let keys = hashes.keys(items);
-        let mut values = oprf::evaluate(ctx, &hashes.h_b, &okvs, (delta, &b), &keys)?;
+        let values =
+            okvs.and_then(|okvs| oprf::evaluate(ctx, &hashes.h_b, &okvs, (delta, &b), &keys));
+        ctx.peer.set_deadline(None);
+        let mut values = values.map_err(|e| match (e, deadline) {
+            (Error::Deadline(_), Some((_, limit))) => late_upload(p.okvs.len(), limit),
+            (e, _) => e,
+        })?;
         drop(b);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
@@ -249,15 +333,19 @@ impl Party for Rr22Receiver {
 
     fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
-        let hashes = Hashes::new(&ctx.session.id);
         ctx.phase("encode and send the OKVS", false);
-        let okvs = oprf::send_seed(ctx, p.okvs)?;
+        // rr22-m: S's salt before anything of the OKVS (overfitting.rs).
+        let (toss, salt) = match self.0 {
+            Adversary::SemiHonest => (None, None),
+            Adversary::Malicious => {
+                let (toss, salt) = malicious::reply(ctx)?;
+                (Some(toss), Some(salt))
+            }
+        };
+        let hashes = Hashes::new(&ctx.session.id, salt);
+        let okvs = oprf::send_seed(ctx, p.okvs, salt)?;
         let keys = hashes.keys(items);
         let binned = okvs.bin(&keys);
-        let toss = match self.0 {
-            Adversary::SemiHonest => None,
-            Adversary::Malicious => Some(malicious::reply(ctx)?),
-        };
         let mut values = oprf::receive(ctx, &hashes.h_b, &binned, state)?;
         drop(binned);
         // w_r goes with A', after it.

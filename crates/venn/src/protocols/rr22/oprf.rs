@@ -30,9 +30,18 @@ pub struct Hashes {
 }
 
 impl Hashes {
-    pub fn new(sid: &[u8; 32]) -> Hashes {
-        let key =
-            |what: &str| RandomOracle::new("venn/rr22/hash key", sid).hash_block(what.as_bytes());
+    /// The hashes of session `sid`; H^B and H^o keyed by the sender's online `salt` too
+    /// where it sends one (`rr22-m`, against a receiver that would hash a pool of items
+    /// before fitting its OKVS: [`super::overfitting`]).
+    pub fn new(sid: &[u8; 32], salt: Option<Block>) -> Hashes {
+        let salt = salt.map(u128::to_le_bytes);
+        let key = |what: &str| {
+            let oracle = RandomOracle::new("venn/rr22/hash key", sid);
+            match &salt {
+                None => oracle.hash_block(what.as_bytes()),
+                Some(salt) => block_of(oracle.hash(&[what.as_bytes(), salt])),
+            }
+        };
         Hashes {
             items: BlockEncoder::new("venn/rr22/item", sid),
             h_b: Aes::new(key("H^B")),
@@ -74,20 +83,37 @@ pub fn write_dimensions(w: Writer, okvs: &okvs::Params) -> Writer {
         .u64(vole.depth as u64)
 }
 
-/// R's first step: a fresh seed, drawn once the keys are fixed (RR22 §2 footnote 2: no one
-/// can choose keys that make the OKVS fail), sent first so that S can bin its keys and
-/// compute Δ·H^B while R encodes; the OKVS of dimensions `params` under it.
-pub fn send_seed(ctx: &mut Context, params: okvs::Params) -> Result<Okvs> {
-    let seed = ctx.prg.block();
-    ctx.peer.send_blocks(&[seed])?;
-    Ok(Okvs::new(params, seed))
+/// The first 128 bits of a digest.
+fn block_of(digest: [u8; 32]) -> Block {
+    Block::from_le_bytes(digest[..16].try_into().expect("16 bytes"))
 }
 
-/// S's first step: the OKVS under the seed R sends.
-pub fn receive_seed(ctx: &mut Context, params: okvs::Params) -> Result<Okvs> {
-    let mut seed = Vec::new();
-    ctx.peer.recv_blocks(1, &mut seed, "the OKVS seed")?;
-    Ok(Okvs::new(params, seed[0]))
+/// The OKVS's seed from R's `r` and, where S sent one, its `salt`: RO(r, salt), so that
+/// neither party alone picks the rows, and none can be computed before the salt is known.
+pub fn okvs_seed(r: Block, salt: Option<Block>) -> Block {
+    match salt {
+        None => r,
+        Some(salt) => block_of(
+            RandomOracle::new("venn/rr22/okvs seed", &[])
+                .hash(&[&r.to_le_bytes(), &salt.to_le_bytes()]),
+        ),
+    }
+}
+
+/// R's first step: a fresh seed r, drawn once the keys are fixed (RR22 §2 footnote 2: no
+/// one can choose keys that make the OKVS fail), sent so that S can bin its keys and
+/// compute Δ·H^B while R encodes; the OKVS of dimensions `params` under it and S's `salt`.
+pub fn send_seed(ctx: &mut Context, params: okvs::Params, salt: Option<Block>) -> Result<Okvs> {
+    let r = ctx.prg.block();
+    ctx.peer.send_blocks(&[r])?;
+    Ok(Okvs::new(params, okvs_seed(r, salt)))
+}
+
+/// S's first step: the OKVS under the seed R sends and S's own `salt`.
+pub fn receive_seed(ctx: &mut Context, params: okvs::Params, salt: Option<Block>) -> Result<Okvs> {
+    let mut r = Vec::new();
+    ctx.peer.recv_blocks(1, &mut r, "the OKVS seed")?;
+    Ok(Okvs::new(params, okvs_seed(r[0], salt)))
 }
 
 /// R's side: A' = A + P sent bin by bin as P is solved (S reads each as it comes), P

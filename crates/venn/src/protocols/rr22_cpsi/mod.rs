@@ -360,9 +360,9 @@ impl Party for Sender {
     /// its share of the output.
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state.params)?;
-        let hashes = Hashes::new(&ctx.session.id);
+        let hashes = Hashes::new(&ctx.session.id, None);
         ctx.phase("hash items", false);
-        let oprf = oprf::receive_seed(ctx, p.oprf)?;
+        let oprf = oprf::receive_seed(ctx, p.oprf, None)?;
         let mut seed = Vec::new();
         ctx.peer.recv_blocks(1, &mut seed, "the cuckoo seed")?;
         let hashing = Hashing::new(&ctx.session.id, seed[0], p.bins);
@@ -446,9 +446,9 @@ impl Party for Receiver {
     /// R: the seeds, its cuckoo table's keys, the OPPRF, the circuit, the output.
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state.params)?;
-        let hashes = Hashes::new(&ctx.session.id);
+        let hashes = Hashes::new(&ctx.session.id, None);
         ctx.phase("hash items", false);
-        let oprf = oprf::send_seed(ctx, p.oprf)?;
+        let oprf = oprf::send_seed(ctx, p.oprf, None)?;
         // Fresh, once the items are fixed (as the OKVS's seed).
         let seed = ctx.prg.block();
         ctx.peer.send_blocks(&[seed])?;
