@@ -210,7 +210,7 @@ pub struct Service {
 impl Service {
     /// A service over `store`. Runs whose tasks all finished before a restart are joined
     /// now, and answers failed runs left behind (an answer racing its run's failure) are
-    /// removed.
+    /// removed. Clients disabled for a key registered first under another name are logged.
     pub async fn start(store: Store, config: Config) -> Result<Arc<Self>> {
         let service = Arc::new(Service {
             store,
@@ -220,6 +220,13 @@ impl Service {
             joining: Mutex::new(HashSet::new()),
             work: tokio::sync::Notify::new(),
         });
+        for (name, kept_by) in service.store.disabled_clients().await? {
+            eprintln!(
+                "venn cloud: client {name} is disabled: its key was registered first as client \
+                 {kept_by}, which keeps it; nothing of {name}'s was moved (docs/cloud.md, \
+                 Enrolment and invitations)"
+            );
+        }
         for run in service.store.runs_in(RunState::Failed).await? {
             service.store.discard(&run).await?;
         }
@@ -474,8 +481,7 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
                 if r.name != claim.client {
                     return Err(Error::Unauthenticated("signed under another name".into()));
                 }
-                auth::check_public_key(&r.public_key)?;
-                r.public_key
+                auth::PublicKey::parse(&r.public_key)?.as_hex().to_owned()
             }
         };
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -605,8 +611,9 @@ async fn register(
             ))
         }
     };
+    let key = auth::PublicKey::parse(&r.public_key)?;
     s.store
-        .register(&r.name, &r.public_key, invite, s.config.max_clients)
+        .register(&r.name, &key, invite, s.config.max_clients)
         .await?;
     Ok(StatusCode::CREATED)
 }

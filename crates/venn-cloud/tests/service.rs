@@ -665,6 +665,103 @@ fn requests_are_authenticated(db: &Db) {
     ));
 }
 
+/// Registers `identity`'s name with `key` (hex, as given), signed with its key.
+fn register_with_key(s: &Running, identity: &Identity, key: &str) -> Result<(), Error> {
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
+    let body = serde_json::json!({ "name": identity.name, "public_key": key }).to_string();
+    let headers = identity.sign("POST", "/v1/clients", body.as_bytes());
+    http.call("POST", "/v1/clients", &headers, body.as_bytes())
+        .map(drop)
+}
+
+/// The same `identity` under another `name`.
+fn renamed(identity: &Identity, name: &str) -> Identity {
+    let mut twin = identity.clone();
+    twin.name = name.into();
+    twin
+}
+
+/// A key is registered once whatever the case of its hex digits: sent again in upper or
+/// mixed case under another name it is refused as the same key. A key sent in upper case
+/// is kept as the key it is (the same key in lower case is refused too).
+fn a_key_is_registered_once_whatever_its_case(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let a = s.client("a");
+    let key = a.identity().public_key();
+    let mixed: String = key
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    for (name, key) in [("b", key.to_uppercase()), ("c", mixed)] {
+        let err = register_with_key(&s, &renamed(a.identity(), name), &key).unwrap_err();
+        assert!(
+            matches!(err, Error::Conflict(ref m) if m.contains("registered already")),
+            "{name}: {err}"
+        );
+    }
+    a.datasets().unwrap();
+    let upper = Identity::generate("upper").unwrap();
+    register_with_key(&s, &upper, &upper.public_key().to_uppercase()).unwrap();
+    Client::new(&Endpoint::plain(&s.url), upper.clone())
+        .unwrap()
+        .datasets()
+        .unwrap();
+    let err = register_with_key(&s, &renamed(&upper, "lower"), &upper.public_key()).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+}
+
+/// A store of the version before keys were canonical, where one key was registered under
+/// two names (in two cases): the oldest registration keeps its name, the later one is
+/// disabled (refused, saying so) with nothing of its moved to the other, and every key
+/// left is canonical.
+fn keys_registered_twice_before_keep_the_oldest_name(db: &Db) {
+    let w = World::new(db);
+    w.migrate_to(7);
+    let first = Identity::generate("first").unwrap();
+    let (second, other) = (
+        renamed(&first, "second"),
+        Identity::generate("other").unwrap(),
+    );
+    let key = first.public_key();
+    for (name, key, created) in [
+        ("second", key.to_uppercase(), 20),
+        ("first", key.clone(), 10),
+        ("other", other.public_key().to_uppercase(), 30),
+    ] {
+        w.execute(&format!(
+            "INSERT INTO clients (name, public_key, created) VALUES ('{name}', '{key}', {created})"
+        ));
+    }
+    w.execute(&format!(
+        "INSERT INTO datasets (id, owner, live_name, name, state, items, chunks, created) \
+         VALUES ('{}', 'second', 'd', 'd', 'open', 0, 0, 25)",
+        "ab".repeat(16)
+    ));
+    let s = w.start(config());
+    let client =
+        |identity: &Identity| Client::new(&Endpoint::plain(&s.url), identity.clone()).unwrap();
+    assert!(
+        client(&first).datasets().unwrap().is_empty(),
+        "nothing merged"
+    );
+    let err = client(&second).datasets().unwrap_err();
+    assert!(
+        matches!(err, Error::Unauthenticated(ref m) if m.contains("second is disabled")),
+        "{err}"
+    );
+    client(&other).datasets().unwrap();
+    let err = register_with_key(&s, &renamed(&other, "again"), &other.public_key()).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+}
+
 /// Nothing acknowledged is lost across a restart; an unsealed upload is never used.
 fn a_restart_between_upload_and_run_loses_nothing(db: &Db) {
     let w = World::new(db);
@@ -1374,6 +1471,8 @@ on_each_store!(
     racing_requests_keep_names_and_quotas,
     uploads_racing_a_seal_or_a_deletion_change_nothing,
     requests_are_authenticated,
+    a_key_is_registered_once_whatever_its_case,
+    keys_registered_twice_before_keep_the_oldest_name,
     a_restart_between_upload_and_run_loses_nothing,
     a_dead_workers_task_is_redone,
     a_deleted_dataset_fails_its_run_and_leaves_nothing,

@@ -181,6 +181,31 @@ impl World {
         })
     }
 
+    /// Makes the world's store as the version whose last migration was `version` left it.
+    pub fn migrate_to(&self, version: i64) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            sqlx::any::install_default_drivers();
+            let url = match self.database.starts_with("sqlite:") {
+                true => format!("{}?mode=rwc", self.database),
+                false => self.database.clone(),
+            };
+            let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+            let mut migrator = venn_cloud::store::migrator();
+            migrator.migrations = migrator
+                .migrations
+                .iter()
+                .filter(|m| m.version <= version)
+                .cloned()
+                .collect();
+            migrator.run(&pool).await.unwrap();
+            pool.close().await;
+        });
+    }
+
     /// Runs `sql` on the world's database, behind its service's back.
     pub fn execute(&self, sql: &str) {
         run_sql(&self.database, sql);
