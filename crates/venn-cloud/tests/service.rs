@@ -157,12 +157,50 @@ fn datasets_are_seen_only_by_partners(db: &Db) {
         matches!(err, Error::TooLarge(ref m) if m.contains("7·4")),
         "{err}"
     );
-    // A grant names a registered client.
-    let err = b.grant(&kb.dataset, "nobody").unwrap_err();
-    assert!(
-        matches!(err, Error::NotFound(ref m) if m.contains("no client")),
-        "{err}"
+}
+
+/// A grant tells its caller nothing of which names are registered: granting a dataset to
+/// a registered client and to a name nobody holds is answered byte for byte alike, and
+/// the grant to the free name gives whoever registers it later nothing.
+fn grants_do_not_tell_which_names_exist(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (a, _b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..4), 4);
+    let path = format!("/v1/datasets/{}/grants", ka.dataset);
+    let grant = |to: &str| {
+        let body = serde_json::json!({ "client": to }).to_string();
+        raw_answer(&s, &a, "POST", &path, body.as_bytes())
+    };
+    let (known, unknown) = (grant("b"), grant("nobody"));
+    assert_eq!(known, unknown);
+    assert!(known.starts_with("HTTP/1.1 204"), "{known}");
+    let nobody = s.client("nobody");
+    let kn = upload(&w, &nobody, "d", &numbered("x", 0..4), 4);
+    let err = post_run(&nobody, &[&kn.dataset, &ka.dataset]).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+}
+
+/// The whole answer to `client`'s signed request, but for its `date` header.
+fn raw_answer(s: &Running, client: &Client, method: &str, path: &str, body: &[u8]) -> String {
+    let addr = s.url.trim_start_matches("http://");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
     );
+    for (name, value) in client.identity().sign(method, path, body) {
+        head += &format!("{name}: {value}\r\n");
+    }
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.write_all(&[format!("{head}\r\n").as_bytes(), body].concat())
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer
+        .split("\r\n")
+        .filter(|line| !line.to_ascii_lowercase().starts_with("date:"))
+        .collect::<Vec<_>>()
+        .join("\r\n")
 }
 
 /// Runs (i, j) and (j, k) give nothing about (i, k): nobody but i and k can make an
@@ -1465,6 +1503,7 @@ on_each_store!(
     chunks_are_checked,
     quotas_are_kept,
     datasets_are_seen_only_by_partners,
+    grants_do_not_tell_which_names_exist,
     registration_is_by_invitation,
     service_wide_limits_are_kept,
     a_deleted_name_is_free_again,
