@@ -118,12 +118,18 @@ pub struct ServeCli {
     /// moment it is accepted.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout: u64,
-    /// The most connections served at once (more are closed as soon as accepted).
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    /// The most connections served at once. When all are taken, a newcomer within its
+    /// caps closes the oldest connection still waiting for its request, of the network
+    /// holding the most; with none waiting, it is closed as soon as accepted.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
     max_connections: u64,
     /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_connections_per_peer: u64,
+    /// The most connections served at once from one network (an IPv4 /24 or an IPv6 /48):
+    /// at least --max-connections-per-peer, below --max-connections.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_connections_per_network: u64,
     /// Who may register: `open` (anyone who reaches the service) or `invite` (only with an
     /// unused `venn cloud invite`). Default: open on a loopback address, invite elsewhere.
     #[arg(long, value_enum)]
@@ -455,6 +461,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 }
 
 fn serve(s: ServeCli) -> Result<()> {
+    check_connection_caps(&s)?;
     let tls = match (&s.tls_cert, &s.tls_key) {
         (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
         _ => {
@@ -504,6 +511,7 @@ fn serve(s: ServeCli) -> Result<()> {
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
+            max_connections_per_network: s.max_connections_per_network as usize,
             registration,
             max_clients: s.max_clients,
             max_total_datasets: s.max_total_datasets,
@@ -525,6 +533,24 @@ fn serve(s: ServeCli) -> Result<()> {
         }
         eprintln!("venn cloud: registration {registering}");
     })?)
+}
+
+/// Refuses connection caps under which one peer could hold more than its network, or one
+/// network every connection the service serves.
+fn check_connection_caps(s: &ServeCli) -> Result<()> {
+    let (peer, network, total) = (
+        s.max_connections_per_peer,
+        s.max_connections_per_network,
+        s.max_connections,
+    );
+    if peer > network || network >= total {
+        return Err(Error::Usage(format!(
+            "connection caps must rise from peer to network to service: \
+             --max-connections-per-peer {peer} ≤ --max-connections-per-network {network} < \
+             --max-connections {total}"
+        )));
+    }
+    Ok(())
 }
 
 fn upload(u: UploadCli) -> Result<()> {

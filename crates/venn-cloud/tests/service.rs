@@ -1647,6 +1647,65 @@ fn a_connection_flood_is_refused_past_the_cap() {
     }
 }
 
+/// A flood from eight addresses (in eight /24 networks), each at its cap, that holds every
+/// connection the service serves leaves a ninth client served: the oldest connection still
+/// waiting for its request makes way. The flood's own address stays capped meanwhile.
+#[test]
+fn a_flood_from_eight_addresses_leaves_a_ninth_client_served() {
+    let w = World::new(&Db::Sqlite);
+    let s = w.start(Config {
+        max_connections: 16,
+        max_connections_per_peer: 2,
+        ..config()
+    });
+    let service: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect_from = |source: String| {
+        rt.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket
+                .bind(std::net::SocketAddr::new(source.parse().unwrap(), 0))
+                .unwrap();
+            let tcp = socket.connect(service).await.unwrap().into_std().unwrap();
+            tcp.set_nonblocking(false).unwrap();
+            tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            tcp
+        })
+    };
+    let mut flood: Vec<TcpStream> = (1..=8)
+        .flat_map(|i| [format!("127.0.{i}.1"), format!("127.0.{i}.1")])
+        .map(connect_from)
+        .collect();
+    // Accepted in order: once this one is closed for its address's cap, the whole flood
+    // is in.
+    assert!(
+        closed(&mut connect_from("127.0.1.1".into())),
+        "the peer's cap"
+    );
+    let ninth = Client::new(
+        &Endpoint::plain(&s.url),
+        Identity::generate("ninth").unwrap(),
+    )
+    .unwrap();
+    ninth.register(None).unwrap();
+    ninth.datasets().unwrap();
+    assert!(
+        closed(&mut flood[0]),
+        "the oldest waiting connection made way"
+    );
+}
+
+/// Whether the service closed `tcp` (before it said anything).
+fn closed(tcp: &mut TcpStream) -> bool {
+    match tcp.read(&mut [0u8; 64]) {
+        Ok(n) => n == 0,
+        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    }
+}
+
 /// Registrations from one address past --registrations-per-minute are refused with a 429,
 /// before their signature is checked.
 #[test]

@@ -112,6 +112,7 @@ pub fn config() -> Config {
         request_seconds: 60,
         max_connections: 256,
         max_connections_per_peer: 64,
+        max_connections_per_network: 128,
         registration: Registration::Open,
         max_clients: 64,
         max_total_datasets: 256,
