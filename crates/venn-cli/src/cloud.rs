@@ -2,9 +2,11 @@
 
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::net::tls::{api_server_config, Identity as TlsIdentity};
+use venn::protocols::Progress;
 use venn::{Error, Result};
 use venn_app::input::read_input;
 use venn_app::output::write_rows;
@@ -12,6 +14,7 @@ use venn_app::party::{check_output_path, Endpoint as PeerEndpoint};
 use venn_app::progress::Spinner;
 use venn_app::thunder::{self, Partners};
 use venn_app::transport::TlsArgs;
+use venn_cloud::api::{Run, RunState};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::enrolment::Enrolment;
@@ -360,6 +363,11 @@ pub struct ResultCli {
     /// Seconds to wait for the run to finish.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
     wait: u64,
+    /// Seconds to wait for the partners' tokens (or scalars), which `pair` gives at once:
+    /// a run still waiting for one after this is given up on (the service keeps it open
+    /// until its --token-wait, so the result may be read later).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    partner_wait: u64,
 }
 
 #[derive(Args)]
@@ -657,7 +665,7 @@ fn result(r: ResultCli) -> Result<()> {
     let key = DatasetKey::load(&r.key_file)?;
     check_output_path(&r.output, "--output", &[&r.keys.input])?;
     let input = read_input(&r.keys.input, &r.keys.options(Vec::new()))?;
-    let run = client.wait(&r.run, Duration::from_secs(r.wait))?;
+    let run = wait_for(&client, &r)?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(&r.output, &input, &matched)?;
     eprintln!(
@@ -671,4 +679,42 @@ fn result(r: ResultCli) -> Result<()> {
         run.seconds.unwrap_or(0)
     );
     Ok(())
+}
+
+/// Waits for `r`'s run to be done: up to --wait, and up to --partner-wait while it waits
+/// for tokens, saying once what it waits for (whose token), and on a terminal showing
+/// what it waits for, since how long.
+fn wait_for(client: &Client, r: &ResultCli) -> Result<Run> {
+    let spinner = Spinner::if_terminal("result");
+    let shown = RefCell::new(None::<RunState>);
+    let progress = |run: &Run| {
+        let what = match run.state {
+            RunState::Tokens => {
+                format!("run {}: waiting for {}", run.id, run.awaited(client.name()))
+            }
+            RunState::Computing => format!(
+                "run {}: the service computes ({} of {} tasks done)",
+                run.id, run.tasks_done, run.tasks
+            ),
+            RunState::Done | RunState::Failed => return,
+        };
+        let before = shown.replace(Some(run.state));
+        if before.is_none() && run.state == RunState::Tokens {
+            eprintln!(
+                "venn cloud: {what}; giving up after {} s (--partner-wait)",
+                r.partner_wait
+            );
+        }
+        if let Some(s) = &spinner {
+            match before == Some(run.state) {
+                true => s.message(&what),
+                false => s.phase(&what),
+            }
+        }
+    };
+    let (tokens, wait) = (
+        Duration::from_secs(r.partner_wait),
+        Duration::from_secs(r.wait),
+    );
+    Ok(client.wait_with(&r.run, tokens, wait, &progress)?)
 }
