@@ -2,9 +2,11 @@
 
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::net::tls::{api_server_config, Identity as TlsIdentity};
+use venn::protocols::Progress;
 use venn::{Error, Result};
 use venn_app::input::read_input;
 use venn_app::output::write_rows;
@@ -12,6 +14,7 @@ use venn_app::party::{check_output_path, Endpoint as PeerEndpoint};
 use venn_app::progress::Spinner;
 use venn_app::thunder::{self, Partners};
 use venn_app::transport::TlsArgs;
+use venn_cloud::api::{Run, RunState};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::enrolment::Enrolment;
@@ -118,12 +121,18 @@ pub struct ServeCli {
     /// moment it is accepted.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout: u64,
-    /// The most connections served at once (more are closed as soon as accepted).
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    /// The most connections served at once. When all are taken, a newcomer within its
+    /// caps closes the oldest connection still waiting for its request, of the network
+    /// holding the most; with none waiting, it is closed as soon as accepted.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
     max_connections: u64,
     /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     max_connections_per_peer: u64,
+    /// The most connections served at once from one network (an IPv4 /24 or an IPv6 /48):
+    /// at least --max-connections-per-peer, below --max-connections.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_connections_per_network: u64,
     /// Who may register: `open` (anyone who reaches the service) or `invite` (only with an
     /// unused `venn cloud invite`). Default: open on a loopback address, invite elsewhere.
     #[arg(long, value_enum)]
@@ -354,6 +363,11 @@ pub struct ResultCli {
     /// Seconds to wait for the run to finish.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
     wait: u64,
+    /// Seconds to wait for the partners' tokens (or scalars), which `pair` gives at once:
+    /// a run still waiting for one after this is given up on (the service keeps it open
+    /// until its --token-wait, so the result may be read later).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    partner_wait: u64,
 }
 
 #[derive(Args)]
@@ -455,6 +469,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 }
 
 fn serve(s: ServeCli) -> Result<()> {
+    check_connection_caps(&s)?;
     let tls = match (&s.tls_cert, &s.tls_key) {
         (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
         _ => {
@@ -504,6 +519,7 @@ fn serve(s: ServeCli) -> Result<()> {
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
+            max_connections_per_network: s.max_connections_per_network as usize,
             registration,
             max_clients: s.max_clients,
             max_total_datasets: s.max_total_datasets,
@@ -525,6 +541,24 @@ fn serve(s: ServeCli) -> Result<()> {
         }
         eprintln!("venn cloud: registration {registering}");
     })?)
+}
+
+/// Refuses connection caps under which one peer could hold more than its network, or one
+/// network every connection the service serves.
+fn check_connection_caps(s: &ServeCli) -> Result<()> {
+    let (peer, network, total) = (
+        s.max_connections_per_peer,
+        s.max_connections_per_network,
+        s.max_connections,
+    );
+    if peer > network || network >= total {
+        return Err(Error::Usage(format!(
+            "connection caps must rise from peer to network to service: \
+             --max-connections-per-peer {peer} ≤ --max-connections-per-network {network} < \
+             --max-connections {total}"
+        )));
+    }
+    Ok(())
 }
 
 fn upload(u: UploadCli) -> Result<()> {
@@ -631,7 +665,7 @@ fn result(r: ResultCli) -> Result<()> {
     let key = DatasetKey::load(&r.key_file)?;
     check_output_path(&r.output, "--output", &[&r.keys.input])?;
     let input = read_input(&r.keys.input, &r.keys.options(Vec::new()))?;
-    let run = client.wait(&r.run, Duration::from_secs(r.wait))?;
+    let run = wait_for(&client, &r)?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(&r.output, &input, &matched)?;
     eprintln!(
@@ -645,4 +679,42 @@ fn result(r: ResultCli) -> Result<()> {
         run.seconds.unwrap_or(0)
     );
     Ok(())
+}
+
+/// Waits for `r`'s run to be done: up to --wait, and up to --partner-wait while it waits
+/// for tokens, saying once what it waits for (whose token), and on a terminal showing
+/// what it waits for, since how long.
+fn wait_for(client: &Client, r: &ResultCli) -> Result<Run> {
+    let spinner = Spinner::if_terminal("result");
+    let shown = RefCell::new(None::<RunState>);
+    let progress = |run: &Run| {
+        let what = match run.state {
+            RunState::Tokens => {
+                format!("run {}: waiting for {}", run.id, run.awaited(client.name()))
+            }
+            RunState::Computing => format!(
+                "run {}: the service computes ({} of {} tasks done)",
+                run.id, run.tasks_done, run.tasks
+            ),
+            RunState::Done | RunState::Failed => return,
+        };
+        let before = shown.replace(Some(run.state));
+        if before.is_none() && run.state == RunState::Tokens {
+            eprintln!(
+                "venn cloud: {what}; giving up after {} s (--partner-wait)",
+                r.partner_wait
+            );
+        }
+        if let Some(s) = &spinner {
+            match before == Some(run.state) {
+                true => s.message(&what),
+                false => s.phase(&what),
+            }
+        }
+    };
+    let (tokens, wait) = (
+        Duration::from_secs(r.partner_wait),
+        Duration::from_secs(r.wait),
+    );
+    Ok(client.wait_with(&r.run, tokens, wait, &progress)?)
 }

@@ -438,3 +438,110 @@ fn registration_is_by_invitation_beyond_loopback() {
     assert!(!dir.join("mallory.id").exists());
     assert!(register("bob", Some(invites[1])).status.success());
 }
+
+/// `result` waits for a partner's token no longer than --partner-wait: it says what it
+/// waits for (whose token, which run), and when the wait is over says so in one line and
+/// exits non-zero, writing nothing — long before the service would give up on the run.
+#[test]
+fn result_gives_up_on_a_partner_that_never_gives_its_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let fingerprint = ok(venn().args(["keygen", "--out"]).arg(dir.join("tls")));
+    let (_service, addr) = spawn_until(
+        venn()
+            .args([
+                "cloud",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--threads",
+                "0",
+            ])
+            .arg("--data")
+            .arg(dir.join("data"))
+            .arg("--tls-cert")
+            .arg(dir.join("tls/venn.crt"))
+            .arg("--tls-key")
+            .arg(dir.join("tls/venn.key")),
+        "listening ",
+        true,
+    );
+    let server = Server {
+        url: format!("https://{addr}"),
+        fingerprint: fingerprint.trim().to_owned(),
+    };
+    std::fs::write(dir.join("keys.txt"), "x\ny\nz\n").unwrap();
+    let mut datasets = Vec::new();
+    for name in ["alice", "bob"] {
+        ok(client(&server, dir, name, "register").args(["--name", name]));
+        let id = ok(client(&server, dir, name, "upload")
+            .args(["--dataset", "d", "--format", "lines", "--input"])
+            .arg(dir.join("keys.txt"))
+            .arg("--key-file")
+            .arg(dir.join(format!("{name}.key"))));
+        datasets.push(id.trim().to_owned());
+    }
+    // Bob lets Alice make a run of their datasets, but never gives his token; Alice gives
+    // hers.
+    let endpoint =
+        venn_app::thunder::endpoint(&server.url, Some(&server.fingerprint), None, false).unwrap();
+    let as_client = |name: &str| {
+        let identity = venn_cloud::auth::Identity::load(&dir.join(format!("{name}.id"))).unwrap();
+        venn_cloud::client::Client::new(&endpoint, identity).unwrap()
+    };
+    let (alice, bob) = (as_client("alice"), as_client("bob"));
+    bob.grant(&datasets[1], "alice").unwrap();
+    let body = serde_json::json!({ "datasets": [&datasets[1], &datasets[0]] }).to_string();
+    let run: serde_json::Value =
+        serde_json::from_slice(&alice.call("POST", "/v1/runs", body.as_bytes()).unwrap()).unwrap();
+    let run = run["id"].as_str().unwrap().to_owned();
+    let key = venn_cloud::client::DatasetKey::load(&dir.join("alice.key")).unwrap();
+    let token = venn_cloud::crypto::token(
+        &venn_cloud::crypto::Secret::random(),
+        &key.secret().unwrap(),
+    );
+    let body = serde_json::json!({ "dataset": &datasets[0], "token": token.map(|b| format!("{b:02x}")).concat() });
+    alice
+        .call(
+            "POST",
+            &format!("/v1/runs/{run}/tokens"),
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
+
+    let start = Instant::now();
+    let out = client(&server, dir, "alice", "result")
+        .args([
+            "--run",
+            &run,
+            "--partner-wait",
+            "2",
+            "--format",
+            "lines",
+            "--input",
+        ])
+        .arg(dir.join("keys.txt"))
+        .arg("--key-file")
+        .arg(dir.join("alice.key"))
+        .arg("--output")
+        .arg(dir.join("alice.out"))
+        .output()
+        .unwrap();
+    let waited = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(waited < Duration::from_secs(30), "{waited:?}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines
+            .first()
+            .is_some_and(|l| l.contains(&run) && l.contains("bob's token")),
+        "says what it waits for: {stderr}"
+    );
+    let last = lines.last().unwrap();
+    assert!(
+        last.contains(&run) && last.contains("bob") && last.contains("2 s"),
+        "says why it gave up: {stderr}"
+    );
+    assert!(!dir.join("alice.out").exists());
+}

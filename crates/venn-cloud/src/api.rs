@@ -236,6 +236,30 @@ pub struct Run {
     pub error: Option<String>,
 }
 
+impl Run {
+    /// What the run still waits for, as `client` would be told: whose token (or scalar,
+    /// in a preprocessed run) for which dataset, e.g. "bob's token (dataset ID)".
+    pub fn awaited(&self, client: &str) -> String {
+        let part = match self.kind {
+            RunKind::Preprocessed => "scalar",
+            _ => "token",
+        };
+        let missing: Vec<String> = self
+            .sides
+            .iter()
+            .filter(|side| !side.token_given)
+            .map(|side| match side.owner == client {
+                true => format!("your {part} (dataset {})", side.dataset),
+                false => format!("{}'s {part} (dataset {})", side.owner, side.dataset),
+            })
+            .collect();
+        match missing.is_empty() {
+            true => format!("every {part} to be taken"),
+            false => missing.join(" and "),
+        }
+    }
+}
+
 /// One dataset of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSide {

@@ -187,9 +187,25 @@ fn verifying_key(public_key: &str) -> Result<VerifyingKey> {
     Ok(key)
 }
 
-/// Whether a public key (hex) is an Ed25519 key of large order, canonically encoded.
-pub fn check_public_key(public_key: &str) -> Result<()> {
-    verifying_key(public_key).map(|_| ())
+/// A client's public key in the one form the service keeps and compares: the lower-case
+/// hex of an Ed25519 key of large order, canonically encoded. Keys arrive in hex of either
+/// case, and the store's unique check compares text, so a key is made canonical as it
+/// enters (registration) and only in this form reaches the store: a key is registered
+/// once, whatever the case it was sent in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicKey(String);
+
+impl PublicKey {
+    /// Parses a public key's hex (either case), refusing a key of small order or one not
+    /// encoded canonically.
+    pub fn parse(public_key: &str) -> Result<PublicKey> {
+        verifying_key(public_key).map(|key| PublicKey(hex::encode(key.to_bytes())))
+    }
+
+    /// The key's canonical hex.
+    pub fn as_hex(&self) -> &str {
+        &self.0
+    }
 }
 
 /// An external worker's identity, enrolled by the operator (`venn cloud enrol-worker`): its
@@ -344,7 +360,7 @@ mod tests {
     }
 
     /// Keys of small order and non-canonical encodings are refused, at registration and
-    /// when a signature is checked.
+    /// when a signature is checked; a key's hex in upper case is the key in lower case.
     #[test]
     fn weak_or_non_canonical_keys_are_refused() {
         let mut refused: Vec<[u8; 32]> = SMALL_ORDER
@@ -361,11 +377,14 @@ mod tests {
             .unwrap();
         refused.extend([large, non_canonical(1)]);
         let honest = Identity::generate("a").unwrap();
-        assert!(check_public_key(&honest.public_key()).is_ok());
+        let key = honest.public_key();
+        assert_eq!(PublicKey::parse(&key).unwrap().as_hex(), key);
+        let upper = PublicKey::parse(&key.to_uppercase()).unwrap();
+        assert_eq!(upper.as_hex(), key, "canonical: lower-case hex");
         let headers = honest.sign("GET", "/", b"");
         for key in refused {
             let key = hex::encode(key);
-            let err = check_public_key(&key).unwrap_err();
+            let err = PublicKey::parse(&key).unwrap_err();
             assert!(matches!(err, Error::BadRequest(_)), "{key}: {err}");
             let err = claim_of(&headers)
                 .verify(&key, "GET", "/", b"")

@@ -114,15 +114,39 @@ impl Client {
 
     /// Waits until a run is done (or failed), polling; gives up after `timeout`.
     pub fn wait(&self, run: &str, timeout: Duration) -> Result<Run> {
+        self.wait_with(run, timeout, timeout, &|_| {})
+    }
+
+    /// Waits until a run is done (or failed), polling, telling `progress` of the run at
+    /// every poll; gives up after `timeout`, and after `tokens` if the run still waits for
+    /// an owner's token (or scalar) then: a partner that never gives its token would
+    /// otherwise hold the caller until the service gives up on the run (its token wait, a
+    /// day by default).
+    pub fn wait_with(
+        &self,
+        run: &str,
+        tokens: Duration,
+        timeout: Duration,
+        progress: &dyn Fn(&Run),
+    ) -> Result<Run> {
         let start = Instant::now();
         loop {
             let r = self.run(run)?;
+            progress(&r);
             match r.state {
                 RunState::Done => return Ok(r),
                 RunState::Failed => {
                     return Err(Error::Conflict(format!(
                         "run {run} failed: {}",
                         r.error.unwrap_or_default()
+                    )))
+                }
+                RunState::Tokens if start.elapsed() >= tokens.min(timeout) => {
+                    return Err(Error::Timeout(format!(
+                        "run {run}: still waiting for {} after {} s; the service keeps the \
+                         run open until its token wait, so the result may be read later",
+                        r.awaited(self.name()),
+                        start.elapsed().as_secs()
                     )))
                 }
                 _ if start.elapsed() >= timeout => {

@@ -7,8 +7,9 @@
 //! spot-checked before it is taken ([`crate::spot_check`]): one that fails is refused
 //! (403), its task goes back to the queue at once and its worker is quarantined. Every
 //! body is bounded before it is read and must arrive by its request's deadline, every
-//! point is checked as it arrives, and connections are capped in all and per peer.
+//! point is checked as it arrives, and connections are admitted fairly ([`admission`]).
 
+use crate::admission::{self, Admission, Caps, Permit};
 use crate::api::{
     self, ChunkReceipt, DatasetState, Grant, NewDataset, NewPretoken, NewRun, PretokenState,
     Register, RunKind, RunState, Scalar, Seal, Token, MAX_CHUNK_ITEMS,
@@ -26,7 +27,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use rayon::prelude::*;
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -116,6 +116,10 @@ pub struct Config {
     /// The most connections served at once from one peer (an IPv4 address, or an IPv6
     /// /64 network).
     pub max_connections_per_peer: usize,
+    /// The most connections served at once from one network (an IPv4 /24, or an IPv6 /48),
+    /// below `max_connections`: when every place is taken, the oldest connection still
+    /// waiting for its request, of the network holding the most, makes way for a newcomer.
+    pub max_connections_per_network: usize,
     /// Who may register: anyone, or only a client with an operator's invite.
     pub registration: Registration,
     /// The most clients registered.
@@ -179,7 +183,7 @@ impl RegistrationRate {
         if started.elapsed() >= Duration::from_secs(60) {
             (*started, *counts) = (tokio::time::Instant::now(), HashMap::new());
         }
-        let count = counts.entry(peer_of(address)).or_insert(0);
+        let count = counts.entry(admission::peer_of(address)).or_insert(0);
         *count += 1;
         match *count > self.per_minute {
             true => Err(Error::TooMany(format!(
@@ -210,7 +214,7 @@ pub struct Service {
 impl Service {
     /// A service over `store`. Runs whose tasks all finished before a restart are joined
     /// now, and answers failed runs left behind (an answer racing its run's failure) are
-    /// removed.
+    /// removed. Clients disabled for a key registered first under another name are logged.
     pub async fn start(store: Store, config: Config) -> Result<Arc<Self>> {
         let service = Arc::new(Service {
             store,
@@ -220,6 +224,13 @@ impl Service {
             joining: Mutex::new(HashSet::new()),
             work: tokio::sync::Notify::new(),
         });
+        for (name, kept_by) in service.store.disabled_clients().await? {
+            eprintln!(
+                "venn cloud: client {name} is disabled: its key was registered first as client \
+                 {kept_by}, which keeps it; nothing of {name}'s was moved (docs/cloud.md, \
+                 Enrolment and invitations)"
+            );
+        }
         for run in service.store.runs_in(RunState::Failed).await? {
             service.store.discard(&run).await?;
         }
@@ -474,8 +485,7 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
                 if r.name != claim.client {
                     return Err(Error::Unauthenticated("signed under another name".into()));
                 }
-                auth::check_public_key(&r.public_key)?;
-                r.public_key
+                auth::PublicKey::parse(&r.public_key)?.as_hex().to_owned()
             }
         };
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -495,20 +505,27 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
 #[derive(Clone, Copy, Debug)]
 struct Peer(IpAddr);
 
-/// When a request must have arrived whole: its connection's deadline, set as it was
-/// accepted.
-#[derive(Clone, Copy, Debug)]
-struct RequestDeadline(tokio::time::Instant);
+/// When a request must have arrived whole (its connection's deadline, set as it was
+/// accepted), and its connection's place, which stops waiting once it has.
+#[derive(Clone)]
+struct Arrival {
+    deadline: tokio::time::Instant,
+    permit: Arc<Permit>,
+}
 
 /// Reads a request's body of at most `limit` bytes by the request's deadline (a body that
-/// trickles holds its connection no longer than its head could).
+/// trickles holds its connection no longer than its head could); once it is in, the
+/// connection is being served and keeps its place ([`admission`]).
 async fn read_body(parts: &Parts, body: axum::body::Body, limit: usize) -> Result<Bytes> {
-    let deadline = parts
+    let arrival = parts
         .extensions
-        .get::<RequestDeadline>()
+        .get::<Arrival>()
         .ok_or_else(|| Error::Internal("a request without a deadline".into()))?;
-    match tokio::time::timeout_at(deadline.0, axum::body::to_bytes(body, limit)).await {
-        Ok(Ok(body)) => Ok(body),
+    match tokio::time::timeout_at(arrival.deadline, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => {
+            arrival.permit.served();
+            Ok(body)
+        }
         Ok(Err(_)) => Err(Error::TooLarge(format!("a body over {limit} bytes"))),
         Err(_) => Err(Error::Timeout(
             "the request's body did not arrive in time".into(),
@@ -605,8 +622,9 @@ async fn register(
             ))
         }
     };
+    let key = auth::PublicKey::parse(&r.public_key)?;
     s.store
-        .register(&r.name, &r.public_key, invite, s.config.max_clients)
+        .register(&r.name, &key, invite, s.config.max_clients)
         .await?;
     Ok(StatusCode::CREATED)
 }
@@ -1125,7 +1143,11 @@ pub async fn run(
     on_bound(listener.local_addr()?);
     let router = service.router();
     let acceptor = setup.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let admission = Admission::new(&setup.config);
+    let admission = Admission::new(Caps {
+        total: setup.config.max_connections,
+        per_peer: setup.config.max_connections_per_peer,
+        per_network: setup.config.max_connections_per_network,
+    });
     let request_time = Duration::from_secs(setup.config.request_seconds);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(stop);
@@ -1141,24 +1163,32 @@ pub async fn run(
             },
             _ = &mut stop => break,
         };
-        // Over the cap, the connection is dropped (closed) here, before any work for it.
-        let Some(permit) = admission.admit(peer.ip()) else {
+        // Over a cap, the connection is dropped (closed) here, before any work for it.
+        let Some((permit, evicted)) = admission.admit(peer.ip()) else {
             continue;
         };
-        let deadline = tokio::time::Instant::now() + request_time;
+        let arrival = Arrival {
+            deadline: tokio::time::Instant::now() + request_time,
+            permit: Arc::new(permit),
+        };
         let _ = tcp.set_nodelay(true);
         let (router, watcher, acceptor) = (router.clone(), graceful.watcher(), acceptor.clone());
         tokio::spawn(async move {
-            let _permit = permit;
-            match acceptor {
-                Some(acceptor) => {
-                    if let Ok(Ok(tls)) =
-                        tokio::time::timeout_at(deadline, acceptor.accept(tcp)).await
-                    {
-                        connection(tls, router, watcher, peer.ip(), deadline).await;
+            let serve = async {
+                match acceptor {
+                    Some(acceptor) => {
+                        let tls = tokio::time::timeout_at(arrival.deadline, acceptor.accept(tcp));
+                        if let Ok(Ok(tls)) = tls.await {
+                            connection(tls, router, watcher, peer.ip(), arrival).await;
+                        }
                     }
+                    None => connection(tcp, router, watcher, peer.ip(), arrival).await,
                 }
-                None => connection(tcp, router, watcher, peer.ip(), deadline).await,
+            };
+            // Closed (dropped) to make way for another while still waiting for its request.
+            tokio::select! {
+                _ = serve => {}
+                Ok(()) = evicted => {}
             }
         });
     }
@@ -1166,104 +1196,33 @@ pub async fn run(
     Ok(())
 }
 
-/// Serves one HTTP/1.1 request from `peer` on a connection, whose head must arrive by `deadline` (and
-/// its body too: [`read_body`] reads it by the [`RequestDeadline`] given to the request).
+/// Serves one HTTP/1.1 request from `peer` on a connection, whose head must arrive by its
+/// `arrival`'s deadline (and its body too: [`read_body`] reads it by that deadline).
 async fn connection<Io>(
     io: Io,
     router: Router,
     watcher: hyper_util::server::graceful::Watcher,
     peer: IpAddr,
-    deadline: tokio::time::Instant,
+    arrival: Arrival,
 ) where
     Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let router = hyper_util::service::TowerToHyperService::new(router);
+    let header_time = arrival
+        .deadline
+        .saturating_duration_since(tokio::time::Instant::now());
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(RequestDeadline(deadline));
+            req.extensions_mut().insert(arrival.clone());
             req.extensions_mut().insert(Peer(peer));
             hyper::service::Service::call(&router, req)
         });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(false)
-        .header_read_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()))
+        .header_read_timeout(header_time)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
     let _ = watcher.watch(conn).await;
-}
-
-/// The connections being served, counted in all and per peer, each held by a [`Permit`]
-/// until it closes.
-struct Admission {
-    max_total: usize,
-    max_per_peer: usize,
-    open: Mutex<Open>,
-}
-
-/// How many connections are open, in all and per peer.
-#[derive(Default)]
-struct Open {
-    total: usize,
-    by_peer: HashMap<IpAddr, usize>,
-}
-
-/// A connection admitted by [`Admission::admit`]; counted until dropped.
-struct Permit {
-    admission: Arc<Admission>,
-    peer: IpAddr,
-}
-
-impl Admission {
-    fn new(config: &Config) -> Arc<Admission> {
-        Arc::new(Admission {
-            max_total: config.max_connections,
-            max_per_peer: config.max_connections_per_peer,
-            open: Mutex::new(Open::default()),
-        })
-    }
-
-    /// Admits a connection from `address`, unless the service or its peer is at its cap.
-    fn admit(self: &Arc<Self>, address: IpAddr) -> Option<Permit> {
-        let peer = peer_of(address);
-        let mut open = self.open.lock().expect("not poisoned");
-        let from_peer = open.by_peer.get(&peer).copied().unwrap_or(0);
-        if open.total >= self.max_total || from_peer >= self.max_per_peer {
-            return None;
-        }
-        open.total += 1;
-        open.by_peer.insert(peer, from_peer + 1);
-        Some(Permit {
-            admission: self.clone(),
-            peer,
-        })
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        let mut open = self.admission.open.lock().expect("not poisoned");
-        open.total -= 1;
-        if let Entry::Occupied(mut e) = open.by_peer.entry(self.peer) {
-            *e.get_mut() -= 1;
-            if *e.get() == 0 {
-                e.remove();
-            }
-        }
-    }
-}
-
-/// The peer a connection from `address` counts against: an IPv4 address (also when
-/// mapped into IPv6), or an IPv6 address's /64 network (what one host is usually given).
-fn peer_of(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from_bits(
-                v6.to_bits() & !((1u128 << 64) - 1),
-            )),
-        },
-        v4 => v4,
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -1285,51 +1244,5 @@ async fn stopped() {
     tokio::select! {
         _ = interrupt => {},
         _ = terminate => {},
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn admission(max_total: usize, max_per_peer: usize) -> Arc<Admission> {
-        Admission::new(&Config {
-            lease_seconds: 1,
-            max_items: 1,
-            max_datasets: 1,
-            max_client_items: 1,
-            max_pretokens: 1,
-            token_wait_seconds: 1,
-            threads: 0,
-            request_seconds: 1,
-            max_connections: max_total,
-            max_connections_per_peer: max_per_peer,
-            registration: Registration::Invite,
-            max_clients: 1,
-            max_total_datasets: 1,
-            max_total_items: 1,
-            registrations_per_minute: 1,
-            max_join_work: 1,
-            spot_checks: 1,
-        })
-    }
-
-    /// Connections are capped in all and per peer (an IPv6 /64 is one peer); a closed
-    /// connection frees its place.
-    #[test]
-    fn connections_are_capped_in_all_and_per_peer() {
-        let a = admission(5, 2);
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        let first = a.admit(ip("10.0.0.1")).unwrap();
-        let _second = a.admit(ip("::ffff:10.0.0.1")).unwrap();
-        assert!(a.admit(ip("10.0.0.1")).is_none(), "the peer's cap");
-        drop(first);
-        let _third = a.admit(ip("10.0.0.1")).unwrap();
-        let _v6 = a.admit(ip("2001:db8::1")).unwrap();
-        let _v6_too = a.admit(ip("2001:db8::2:1")).unwrap();
-        assert!(a.admit(ip("2001:db8::ffff")).is_none(), "one /64, one peer");
-        let _last = a.admit(ip("10.0.0.2")).unwrap();
-        assert!(a.admit(ip("10.0.0.3")).is_none(), "the service's cap");
-        assert_eq!(a.open.lock().unwrap().total, 5);
     }
 }

@@ -24,6 +24,7 @@ use crate::api::now;
 use crate::api::{
     self, Dataset, DatasetState, Pretoken, PretokenState, Run, RunKind, RunSide, RunState, Work,
 };
+use crate::auth::PublicKey;
 use crate::crypto::{self, Secret};
 use crate::error::{Error, Result};
 use axum::body::Bytes;
@@ -38,7 +39,7 @@ pub use workers::Worker;
 /// `sqlx::migrate!` would make of the directory (the same versions, descriptions and SQL,
 /// so the same checksums), without sqlx's macros and the second build of its drivers they
 /// cost.
-const MIGRATIONS: [(i64, &str, &str); 7] = [
+const MIGRATIONS: [(i64, &str, &str); 8] = [
     (1, "schema", include_str!("../migrations/0001_schema.sql")),
     (
         2,
@@ -70,10 +71,16 @@ const MIGRATIONS: [(i64, &str, &str); 7] = [
         "worker identities",
         include_str!("../migrations/0007_worker_identities.sql"),
     ),
+    (
+        8,
+        "canonical keys",
+        include_str!("../migrations/0008_canonical_keys.sql"),
+    ),
 ];
 
-/// The migrator of [`MIGRATIONS`].
-fn migrator() -> sqlx::migrate::Migrator {
+/// The migrator of the store's schema, which [`Store::open`] runs: public so that a test
+/// can make a store as an earlier version left it (its first migrations only).
+pub fn migrator() -> sqlx::migrate::Migrator {
     use sqlx::migrate::{Migration, MigrationType, Migrator};
     let migrations = MIGRATIONS.map(|(version, description, sql)| {
         let no_tx = sql.starts_with("-- no-transaction");
@@ -445,13 +452,14 @@ impl Store {
 
     // --- clients and request nonces ---------------------------------------------------
 
-    /// Registers `name` with `public_key` (hex), one of at most `max_clients`, using
-    /// `invite` if given (refused unless it is an invite not used before); a name or a key
-    /// is registered once. All in one transaction: an invite registers one client.
+    /// Registers `name` with `public_key` (kept in its canonical form, so that the unique
+    /// check compares keys), one of at most `max_clients`, using `invite` if given
+    /// (refused unless it is an invite not used before); a name or a key is registered
+    /// once. All in one transaction: an invite registers one client.
     pub async fn register(
         &self,
         name: &str,
-        public_key: &str,
+        public_key: &PublicKey,
         invite: Option<&str>,
         max_clients: u64,
     ) -> Result<()> {
@@ -473,7 +481,7 @@ impl Store {
              ON CONFLICT DO NOTHING",
         )
         .bind(name)
-        .bind(public_key)
+        .bind(public_key.as_hex())
         .bind(now())
         .execute(&mut *tx)
         .await?;
@@ -508,13 +516,35 @@ impl Store {
         Ok(invites)
     }
 
-    /// A registered client's public key (hex).
+    /// A registered client's public key (hex); refused for a client disabled because its
+    /// key was registered first under another name (see [`Store::disabled_clients`]).
     pub async fn public_key(&self, name: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT public_key FROM clients WHERE name = $1")
+        let row = sqlx::query("SELECT public_key, duplicate_of FROM clients WHERE name = $1")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.map(|r| r.get(0)))
+        match row {
+            Some(r) if r.get::<Option<String>, _>(1).is_some() => {
+                Err(Error::Unauthenticated(format!(
+                    "client {name} is disabled: its key was registered first under another \
+                     name, which keeps it (ask the service's operator)"
+                )))
+            }
+            row => Ok(row.map(|r| r.get(0))),
+        }
+    }
+
+    /// The clients disabled, by name, with the client that kept their key: in a store of
+    /// a version that compared keys as sent, one key could be registered under several
+    /// names (in different cases); the migration to canonical keys kept the oldest
+    /// registration and disabled the others, moving nothing between them.
+    pub async fn disabled_clients(&self) -> Result<Vec<(String, String)>> {
+        let rows = sqlx::query(
+            "SELECT name, duplicate_of FROM clients WHERE duplicate_of IS NOT NULL ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// Records a signed request's nonce; refuses one seen before (a replay). Nonces older
@@ -617,10 +647,12 @@ impl Store {
 
     /// Lets `client` see `owner`'s dataset `id` (its owner and size) and name it in a
     /// run: what an owner does for the partner it paired with, before that partner
-    /// creates their run. Granting again changes nothing.
+    /// creates their run. Granting again changes nothing. A name that is not registered
+    /// is granted nothing, and the caller is not told: whether a name is registered is
+    /// none of its business (nor does whoever registers the name later see the dataset).
     pub async fn grant(&self, owner: &str, id: &str, client: &str) -> Result<()> {
         self.own_dataset(owner, id).await?;
-        let inserted = sqlx::query(
+        sqlx::query(
             "INSERT INTO grants (dataset, client, created) \
              SELECT $1, name, $2 FROM clients WHERE name = $3 ON CONFLICT DO NOTHING",
         )
@@ -629,9 +661,6 @@ impl Store {
         .bind(client)
         .execute(&self.pool)
         .await?;
-        if inserted.rows_affected() == 0 && self.public_key(client).await?.is_none() {
-            return Err(Error::NotFound(format!("no client {client}")));
-        }
         Ok(())
     }
 
@@ -1665,7 +1694,9 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let store = Store::open(&url, dir.path()).await.unwrap();
-            store.register("a", "key", None, 1).await.unwrap();
+            let key = crate::auth::Identity::generate("a").unwrap().public_key();
+            let key = PublicKey::parse(&key).unwrap();
+            store.register("a", &key, None, 1).await.unwrap();
             let mut sealed = Vec::new();
             for name in ["x", "y"] {
                 let d = store.create_dataset("a", name, quotas).await.unwrap();

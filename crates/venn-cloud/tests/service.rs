@@ -157,12 +157,50 @@ fn datasets_are_seen_only_by_partners(db: &Db) {
         matches!(err, Error::TooLarge(ref m) if m.contains("7·4")),
         "{err}"
     );
-    // A grant names a registered client.
-    let err = b.grant(&kb.dataset, "nobody").unwrap_err();
-    assert!(
-        matches!(err, Error::NotFound(ref m) if m.contains("no client")),
-        "{err}"
+}
+
+/// A grant tells its caller nothing of which names are registered: granting a dataset to
+/// a registered client and to a name nobody holds is answered byte for byte alike, and
+/// the grant to the free name gives whoever registers it later nothing.
+fn grants_do_not_tell_which_names_exist(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let (a, _b) = (s.client("a"), s.client("b"));
+    let ka = upload(&w, &a, "d", &numbered("x", 0..4), 4);
+    let path = format!("/v1/datasets/{}/grants", ka.dataset);
+    let grant = |to: &str| {
+        let body = serde_json::json!({ "client": to }).to_string();
+        raw_answer(&s, &a, "POST", &path, body.as_bytes())
+    };
+    let (known, unknown) = (grant("b"), grant("nobody"));
+    assert_eq!(known, unknown);
+    assert!(known.starts_with("HTTP/1.1 204"), "{known}");
+    let nobody = s.client("nobody");
+    let kn = upload(&w, &nobody, "d", &numbered("x", 0..4), 4);
+    let err = post_run(&nobody, &[&kn.dataset, &ka.dataset]).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+}
+
+/// The whole answer to `client`'s signed request, but for its `date` header.
+fn raw_answer(s: &Running, client: &Client, method: &str, path: &str, body: &[u8]) -> String {
+    let addr = s.url.trim_start_matches("http://");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
     );
+    for (name, value) in client.identity().sign(method, path, body) {
+        head += &format!("{name}: {value}\r\n");
+    }
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.write_all(&[format!("{head}\r\n").as_bytes(), body].concat())
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer
+        .split("\r\n")
+        .filter(|line| !line.to_ascii_lowercase().starts_with("date:"))
+        .collect::<Vec<_>>()
+        .join("\r\n")
 }
 
 /// Runs (i, j) and (j, k) give nothing about (i, k): nobody but i and k can make an
@@ -663,6 +701,103 @@ fn requests_are_authenticated(db: &Db) {
         again.register(None).unwrap_err(),
         Error::Conflict(_)
     ));
+}
+
+/// Registers `identity`'s name with `key` (hex, as given), signed with its key.
+fn register_with_key(s: &Running, identity: &Identity, key: &str) -> Result<(), Error> {
+    let http = Http::new(&Endpoint::plain(&s.url), Duration::from_secs(30)).unwrap();
+    let body = serde_json::json!({ "name": identity.name, "public_key": key }).to_string();
+    let headers = identity.sign("POST", "/v1/clients", body.as_bytes());
+    http.call("POST", "/v1/clients", &headers, body.as_bytes())
+        .map(drop)
+}
+
+/// The same `identity` under another `name`.
+fn renamed(identity: &Identity, name: &str) -> Identity {
+    let mut twin = identity.clone();
+    twin.name = name.into();
+    twin
+}
+
+/// A key is registered once whatever the case of its hex digits: sent again in upper or
+/// mixed case under another name it is refused as the same key. A key sent in upper case
+/// is kept as the key it is (the same key in lower case is refused too).
+fn a_key_is_registered_once_whatever_its_case(db: &Db) {
+    let w = World::new(db);
+    let s = w.start(config());
+    let a = s.client("a");
+    let key = a.identity().public_key();
+    let mixed: String = key
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    for (name, key) in [("b", key.to_uppercase()), ("c", mixed)] {
+        let err = register_with_key(&s, &renamed(a.identity(), name), &key).unwrap_err();
+        assert!(
+            matches!(err, Error::Conflict(ref m) if m.contains("registered already")),
+            "{name}: {err}"
+        );
+    }
+    a.datasets().unwrap();
+    let upper = Identity::generate("upper").unwrap();
+    register_with_key(&s, &upper, &upper.public_key().to_uppercase()).unwrap();
+    Client::new(&Endpoint::plain(&s.url), upper.clone())
+        .unwrap()
+        .datasets()
+        .unwrap();
+    let err = register_with_key(&s, &renamed(&upper, "lower"), &upper.public_key()).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+}
+
+/// A store of the version before keys were canonical, where one key was registered under
+/// two names (in two cases): the oldest registration keeps its name, the later one is
+/// disabled (refused, saying so) with nothing of its moved to the other, and every key
+/// left is canonical.
+fn keys_registered_twice_before_keep_the_oldest_name(db: &Db) {
+    let w = World::new(db);
+    w.migrate_to(7);
+    let first = Identity::generate("first").unwrap();
+    let (second, other) = (
+        renamed(&first, "second"),
+        Identity::generate("other").unwrap(),
+    );
+    let key = first.public_key();
+    for (name, key, created) in [
+        ("second", key.to_uppercase(), 20),
+        ("first", key.clone(), 10),
+        ("other", other.public_key().to_uppercase(), 30),
+    ] {
+        w.execute(&format!(
+            "INSERT INTO clients (name, public_key, created) VALUES ('{name}', '{key}', {created})"
+        ));
+    }
+    w.execute(&format!(
+        "INSERT INTO datasets (id, owner, live_name, name, state, items, chunks, created) \
+         VALUES ('{}', 'second', 'd', 'd', 'open', 0, 0, 25)",
+        "ab".repeat(16)
+    ));
+    let s = w.start(config());
+    let client =
+        |identity: &Identity| Client::new(&Endpoint::plain(&s.url), identity.clone()).unwrap();
+    assert!(
+        client(&first).datasets().unwrap().is_empty(),
+        "nothing merged"
+    );
+    let err = client(&second).datasets().unwrap_err();
+    assert!(
+        matches!(err, Error::Unauthenticated(ref m) if m.contains("second is disabled")),
+        "{err}"
+    );
+    client(&other).datasets().unwrap();
+    let err = register_with_key(&s, &renamed(&other, "again"), &other.public_key()).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
 }
 
 /// Nothing acknowledged is lost across a restart; an unsealed upload is never used.
@@ -1368,12 +1503,15 @@ on_each_store!(
     chunks_are_checked,
     quotas_are_kept,
     datasets_are_seen_only_by_partners,
+    grants_do_not_tell_which_names_exist,
     registration_is_by_invitation,
     service_wide_limits_are_kept,
     a_deleted_name_is_free_again,
     racing_requests_keep_names_and_quotas,
     uploads_racing_a_seal_or_a_deletion_change_nothing,
     requests_are_authenticated,
+    a_key_is_registered_once_whatever_its_case,
+    keys_registered_twice_before_keep_the_oldest_name,
     a_restart_between_upload_and_run_loses_nothing,
     a_dead_workers_task_is_redone,
     a_deleted_dataset_fails_its_run_and_leaves_nothing,
@@ -1506,6 +1644,65 @@ fn a_connection_flood_is_refused_past_the_cap() {
     while let Err(e) = honest.register(None) {
         assert!(start.elapsed() < Duration::from_secs(5), "{e}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A flood from eight addresses (in eight /24 networks), each at its cap, that holds every
+/// connection the service serves leaves a ninth client served: the oldest connection still
+/// waiting for its request makes way. The flood's own address stays capped meanwhile.
+#[test]
+fn a_flood_from_eight_addresses_leaves_a_ninth_client_served() {
+    let w = World::new(&Db::Sqlite);
+    let s = w.start(Config {
+        max_connections: 16,
+        max_connections_per_peer: 2,
+        ..config()
+    });
+    let service: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect_from = |source: String| {
+        rt.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket
+                .bind(std::net::SocketAddr::new(source.parse().unwrap(), 0))
+                .unwrap();
+            let tcp = socket.connect(service).await.unwrap().into_std().unwrap();
+            tcp.set_nonblocking(false).unwrap();
+            tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            tcp
+        })
+    };
+    let mut flood: Vec<TcpStream> = (1..=8)
+        .flat_map(|i| [format!("127.0.{i}.1"), format!("127.0.{i}.1")])
+        .map(connect_from)
+        .collect();
+    // Accepted in order: once this one is closed for its address's cap, the whole flood
+    // is in.
+    assert!(
+        closed(&mut connect_from("127.0.1.1".into())),
+        "the peer's cap"
+    );
+    let ninth = Client::new(
+        &Endpoint::plain(&s.url),
+        Identity::generate("ninth").unwrap(),
+    )
+    .unwrap();
+    ninth.register(None).unwrap();
+    ninth.datasets().unwrap();
+    assert!(
+        closed(&mut flood[0]),
+        "the oldest waiting connection made way"
+    );
+}
+
+/// Whether the service closed `tcp` (before it said anything).
+fn closed(tcp: &mut TcpStream) -> bool {
+    match tcp.read(&mut [0u8; 64]) {
+        Ok(n) => n == 0,
+        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
     }
 }
 

@@ -112,6 +112,7 @@ pub fn config() -> Config {
         request_seconds: 60,
         max_connections: 256,
         max_connections_per_peer: 64,
+        max_connections_per_network: 128,
         registration: Registration::Open,
         max_clients: 64,
         max_total_datasets: 256,
@@ -179,6 +180,31 @@ impl World {
                 .unwrap();
             store.create_invites(count).await.unwrap()
         })
+    }
+
+    /// Makes the world's store as the version whose last migration was `version` left it.
+    pub fn migrate_to(&self, version: i64) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            sqlx::any::install_default_drivers();
+            let url = match self.database.starts_with("sqlite:") {
+                true => format!("{}?mode=rwc", self.database),
+                false => self.database.clone(),
+            };
+            let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+            let mut migrator = venn_cloud::store::migrator();
+            migrator.migrations = migrator
+                .migrations
+                .iter()
+                .filter(|m| m.version <= version)
+                .cloned()
+                .collect();
+            migrator.run(&pool).await.unwrap();
+            pool.close().await;
+        });
     }
 
     /// Runs `sql` on the world's database, behind its service's back.
