@@ -7,6 +7,21 @@
 # stack being out of the wheel, and rebuilds nearly all of them: 1 min 44 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# At the end, pass or fail: the wall time and the CPU time of everything it ran (user +
+# sys of its children, as the shell's `times` counts them), the figure the 15-minute
+# budget on a 2-core machine is about.
+cpu_time() {
+    local f
+    f="$(mktemp)"
+    times >"$f" # a builtin in this shell: its children's times (a pipe would fork)
+    tail -n 1 "$f" | awk '{
+        split($1, u, "m"); sub("s", "", u[2]); split($2, y, "m"); sub("s", "", y[2])
+        user = u[1] * 60 + u[2]; sys = y[1] * 60 + y[2]
+        printf "user %.0f s + sys %.0f s = %.0f CPU-seconds", user, sys, user + sys
+    }'
+    rm -f "$f"
+}
+trap 'printf "test command: %d min %d s wall, " $((SECONDS / 60)) $((SECONDS % 60)); cpu_time; echo' EXIT
 # venn-python's cdylib as a Python extension module: not linked to libpython (the
 # interpreter that loads it provides the symbols). Only pyo3's build scripts read this.
 export PYO3_BUILD_EXTENSION_MODULE=1

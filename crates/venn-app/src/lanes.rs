@@ -182,12 +182,12 @@ impl Coordinator {
                     .min(padded_size(self.agreed.peer.rows, log2)),
             )
             .u64(padded_size(self.agreed.ours.rows, log2))
+            .bytes(&self.binding)
             // Milliseconds; 0, none set.
             .u64(
                 self.upload_deadline
                     .map_or(0, |d| d.as_millis().max(1) as u64),
             )
-            .bytes(&self.binding)
             .u64(mine().count() as u64);
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
@@ -335,10 +335,10 @@ impl LaneJob {
         let options = Options::read(&mut r)?;
         let threads = r.u64()? as usize;
         let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
+        let binding = r.array::<32>()?;
         let upload_deadline = Some(r.u64()?)
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis);
-        let binding = r.array::<32>()?;
         let count = r.u64()?;
         let mut buckets = Vec::new();
         let too_long = || Error::Usage("a lane job's bucket is longer than the job".into());
