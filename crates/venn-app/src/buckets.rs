@@ -29,6 +29,7 @@
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
 
+use crate::destination::Destination;
 use crate::input::segments::for_each_segment;
 use crate::input::{Input, KeyOptions};
 use crate::output::write_row;
@@ -37,7 +38,6 @@ use std::path::{Path, PathBuf};
 use venn::net::{Channel, Reader, Rebound};
 use venn::protocols::{Output, Phase};
 use venn::session::run_plan::{Agreed, MAX_LOG2_BUCKETS};
-use venn::util::files::write_atomically;
 use venn::{Error, Items, Report, Result, RunOptions};
 
 /// Bytes of input read and parsed at a time when splitting a file.
@@ -405,7 +405,7 @@ pub fn write_split_rows(
 ) -> Result<usize> {
     let mut count = 0;
     let mut failed = None;
-    write_atomically(out, |w| {
+    let written = Destination::of(out, "--output")?.write(|w| {
         if let Some(h) = &split.header {
             w.write_all(h)?;
         }
@@ -435,8 +435,8 @@ pub fn write_split_rows(
             return Err(std::io::Error::other("stopped"));
         }
         Ok(())
-    })
-    .map_err(|e| failed.take().unwrap_or(e))?;
+    });
+    written.map_err(|e| failed.take().unwrap_or(e))?;
     Ok(count)
 }
 

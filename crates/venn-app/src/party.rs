@@ -2,6 +2,7 @@
 //! file or (precompute) on nothing but the most items it will bring.
 
 use crate::buckets;
+use crate::destination::{check_output_path, Destination};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
@@ -16,7 +17,6 @@ use venn::protocols::{
 };
 use venn::session::run_plan::{self, Agreed, KeyMismatch, Plan};
 use venn::session::Role;
-use venn::util::files::write_atomically;
 use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
@@ -244,56 +244,13 @@ impl Link {
 
     fn write_stats(&self, stats: &Stats) -> Result<()> {
         match &self.stats_json {
-            Some(path) => write_atomically(path, |w| {
+            Some(path) => Destination::of(path, "--stats-json")?.write(|w| {
                 serde_json::to_writer_pretty(&mut *w, stats)?;
                 w.write_all(b"\n")
             }),
             None => Ok(()),
         }
     }
-}
-
-/// Whether `a` and `b` name the same existing file (however they are spelled).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
-    }
-}
-
-/// Checks, before the peer is contacted, that `path` can be written: not one of the
-/// `inputs`, not a directory, and in a directory where we may create files.
-pub fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
-    if inputs.iter().any(|i| same_file(i, path)) {
-        return Err(Error::Usage(format!(
-            "{what} '{}' is an input file: it would be overwritten",
-            path.display()
-        )));
-    }
-    if path.is_dir() {
-        return Err(Error::Usage(format!(
-            "{what} '{}' is a directory",
-            path.display()
-        )));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(Error::Usage(format!(
-            "directory '{}' does not exist",
-            dir.display()
-        )));
-    }
-    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-        Error::Usage(format!(
-            "{what} '{}' cannot be written: {e}",
-            path.display()
-        ))
-    })?;
-    Ok(())
 }
 
 /// Runs one party; `on_bound` is told the listening address (with `--listen`).

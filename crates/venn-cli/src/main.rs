@@ -130,7 +130,7 @@ struct LinkCli {
     /// ours).
     #[arg(long, default_value_t = RunSpec::default().timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
-    /// Write timings and traffic as JSON to FILE.
+    /// Write timings and traffic as JSON to FILE (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
     /// Allow an insecure protocol (the naive baseline).
@@ -207,7 +207,8 @@ struct PartyCli {
     #[command(flatten)]
     keys: KeysCli,
     /// Where to write the intersecting rows (required to receive; with --both, to send), or
-    /// the JSON result of a protocol that outputs a count or a sum.
+    /// the JSON result of a protocol that outputs a count or a sum; `-` for standard output.
+    /// A regular file is replaced whole, owner-only; a device or a pipe is written into.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
