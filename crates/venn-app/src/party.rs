@@ -6,6 +6,7 @@ use crate::destination::{check_output_path, Destination};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
+use crate::threads;
 use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -178,11 +179,13 @@ impl Link {
         Ok(protocol)
     }
 
+    /// The run's options, on `threads` threads (the link's, [bounded](threads::bounded)).
     fn options<'a>(
         &self,
         protocol: &'static dyn Protocol,
         role: Role,
         both: bool,
+        threads: usize,
         progress: Option<&'a dyn Progress>,
         dealer: Option<&'a DealerLink<'a>>,
     ) -> RunOptions<'a> {
@@ -193,7 +196,7 @@ impl Link {
             options: self.spec.options,
             max_peer_items: self.spec.max_peer_items,
             max_memory: self.spec.max_memory,
-            threads: self.spec.threads,
+            threads,
             seed: None,
             progress,
             dealer,
@@ -260,6 +263,7 @@ pub fn run_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
+    let threads = threads::bounded(args.link.spec.threads)?;
     protocol.check_values(role, args.keys.value_columns.len())?;
     let learns_rows = protocol.info().role(role).output == OutputKind::Indices
         || (role == Role::Sender && args.both);
@@ -359,6 +363,7 @@ pub fn run_party(
         protocol,
         role,
         args.both,
+        threads,
         spinner.as_ref().map(|s| s as &dyn Progress),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
@@ -440,7 +445,7 @@ pub fn run_party(
     if split {
         warn_duplicates(duplicates);
     }
-    let mut stats = Stats::new(&report, None, written.as_ref(), args.link.spec.threads);
+    let mut stats = Stats::new(&report, None, written.as_ref(), threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     // Buckets report the matched keys as a count (their indices are not kept); the stats
     // say what the run computed, as one run would.
@@ -531,9 +536,10 @@ pub fn run_keys(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(Report, Option<Vec<usize>>)> {
     let protocol = link.protocol()?;
+    let threads = threads::bounded(link.spec.threads)?;
     protocol.check_values(role, input.keys.value_columns())?;
     link.check_endpoint()?;
-    let opts = link.options(protocol, role, both, progress, None);
+    let opts = link.options(protocol, role, both, threads, progress, None);
     protocol.check_items(opts.options, &input.keys)?;
     let mut chan = link.connect(on_bound)?;
     let plan = Plan {
@@ -584,6 +590,7 @@ pub fn precompute_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Report> {
     let protocol = args.link.protocol()?;
+    let threads = threads::bounded(args.link.spec.threads)?;
     check_output_path(&args.state, "--state", &[])?;
     if let Some(stats) = &args.link.stats_json {
         if stats == &args.state {
@@ -605,6 +612,7 @@ pub fn precompute_party(
         protocol,
         role,
         false,
+        threads,
         spinner.as_ref().map(|s| s as &dyn Progress),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
@@ -613,7 +621,7 @@ pub fn precompute_party(
     drop(spinner);
     let report = pre.save(&args.state)?;
     args.link
-        .write_stats(&Stats::new(&report, None, None, args.link.spec.threads))?;
+        .write_stats(&Stats::new(&report, None, None, threads))?;
     Ok(report)
 }
 

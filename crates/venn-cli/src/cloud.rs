@@ -93,7 +93,8 @@ pub struct ServeCli {
     listen: String,
     #[command(flatten)]
     store: StoreCli,
-    /// Threads of the service's own workers (0: only external `venn cloud worker`s).
+    /// Threads of the service's own workers (0: only external `venn cloud worker`s; at
+    /// most the cores it may use).
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Seconds a worker holds a task before another may take it.
@@ -202,7 +203,7 @@ pub struct WorkerCli {
     /// This worker's identity (from `venn cloud enrol-worker`).
     #[arg(long, value_name = "FILE")]
     worker_identity: PathBuf,
-    /// Threads for pairing.
+    /// Threads for pairing (at least 1, at most the cores it may use).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
@@ -371,10 +372,11 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
     match command {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {
+            let threads = venn_app::threads::bounded(w.threads)?;
             let server = w.service.endpoint()?;
             let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
-                threads: w.threads.max(1),
+                threads,
                 poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
             };
@@ -456,6 +458,11 @@ fn client(c: &ClientCli) -> Result<Client> {
 }
 
 fn serve(s: ServeCli) -> Result<()> {
+    // 0: no pool of its own.
+    let threads = match s.threads {
+        0 => 0,
+        asked => venn_app::threads::bounded(asked)?,
+    };
     let tls = match (&s.tls_cert, &s.tls_key) {
         (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
         _ => {
@@ -501,7 +508,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_client_items: s.max_client_items,
             max_pretokens: s.max_pretokens,
             token_wait_seconds: s.token_wait,
-            threads: s.threads,
+            threads,
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,

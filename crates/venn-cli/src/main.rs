@@ -122,7 +122,8 @@ struct LinkCli {
     /// Connect to the peer at ADDR, retrying until --timeout.
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
-    /// Worker threads for this party.
+    /// Worker threads for this party (at least 1; more than the cores it may use are cut
+    /// to that, with a warning).
     #[arg(long, default_value_t = RunSpec::default().threads)]
     threads: usize,
     /// Seconds to wait for the peer: to connect, and for each whole message in either
@@ -430,7 +431,7 @@ struct BenchCli {
     /// Set sizes 2^k (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
     log2n: Vec<u32>,
-    /// Threads per party (comma-separated: a row for each count).
+    /// Threads per party (comma-separated: a row for each count; each at most the cores).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     threads: Vec<usize>,
     /// Runs per row; the row shows the run with the median total time.

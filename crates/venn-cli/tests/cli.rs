@@ -779,3 +779,73 @@ fn a_sum_over_the_intersection_from_a_value_column() {
         .unwrap();
     assert_clean_failure(&o, "one value column");
 }
+
+/// More threads than cores only take turns (idle pool workers spin): a party runs on the
+/// cores it may use and says so, as `venn bench` does; no threads at all is refused, by
+/// the cloud's worker too.
+#[test]
+fn threads_are_bounded_by_the_cores() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let asked = (8 * cores).to_string();
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", &csv(&keys("k", 0..50)));
+    let r = write(dir.path(), "r.csv", &csv(&keys("k", 25..75)));
+    let (out, stats) = (dir.path().join("o.csv"), dir.path().join("stats.json"));
+    let (s, r) = (s.to_str().unwrap(), r.to_str().unwrap());
+    let threads = ["--threads", &asked];
+    let (so, ro) = run_pair(
+        &[
+            &["--input", r, "--output", out.to_str().unwrap()][..],
+            &["--stats-json", stats.to_str().unwrap()],
+            &threads,
+        ]
+        .concat(),
+        &[&["--input", s][..], &threads].concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["threads"], cores);
+    let warning = format!("{asked} threads asked for, but this process may use {cores} cores");
+    for o in [&so, &ro] {
+        assert!(stderr(o).contains(&warning), "{}", stderr(o));
+    }
+
+    let o = venn()
+        .args(["bench", "--protocol", "kkrt16", "--log2n", "6", "--json"])
+        .args(["--threads", &format!("1,{asked}")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&warning), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<u64> = (v["rows"].as_array().unwrap().iter())
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    let mut want = vec![1];
+    want.extend((cores > 1).then_some(cores as u64));
+    assert_eq!(rows, want);
+
+    let worker = [
+        "--server",
+        "http://127.0.0.1:9",
+        "--worker-identity",
+        "/nonexistent",
+    ];
+    let refused = [
+        &[
+            "send",
+            "--input",
+            s,
+            "--connect",
+            "127.0.0.1:9",
+            "--timeout",
+            "1",
+        ][..],
+        &[&["cloud", "worker"][..], &worker].concat(),
+    ];
+    for args in refused {
+        let o = venn().args(args).args(["--threads", "0"]).output().unwrap();
+        assert_clean_failure(&o, "threads must be at least 1");
+    }
+}

@@ -352,8 +352,16 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         }
         return files::bench_files(o.protocols, o.log2ns, o.repeat, o.json);
     }
-    if o.threads.is_empty() || o.threads.contains(&0) {
+    if o.threads.is_empty() {
         return Err(Error::Bench("--threads wants counts of at least 1".into()));
+    }
+    // Each count bounded to the cores; one that becomes another's is run once.
+    let mut thread_counts: Vec<usize> = Vec::new();
+    for &asked in o.threads {
+        let t = venn_app::threads::bounded(asked)?;
+        if !thread_counts.contains(&t) {
+            thread_counts.push(t);
+        }
     }
     let (mut rows, mut solo) = (Vec::new(), Vec::new());
     let scratch = ScratchDir::new()?;
@@ -397,7 +405,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         }
     }
     for &log2n in o.log2ns {
-        for &threads in o.threads {
+        for &threads in &thread_counts {
             let mut at_n: Vec<Row> = Vec::new();
             for &p in &protocols {
                 let mut runs: Vec<Vec<Row>> = vec![Vec::new(); variants.len()];
@@ -458,9 +466,9 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         }
         for &log2n in o.log2ns {
             for &p in &protocols {
-                let at = bench_solo(p, log2n, o.threads, o.repeat, o.timeout)?;
+                let at = bench_solo(p, log2n, &thread_counts, o.repeat, o.timeout)?;
                 if !o.json {
-                    print_solo(&at, o.threads);
+                    print_solo(&at, &thread_counts);
                 }
                 solo.extend(at);
             }

@@ -406,7 +406,7 @@ pub struct ThunderOptions<'a> {
 
 /// `venn bench --thunder`.
 pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
-    let (parties, threads, timeout, json) = (o.parties, o.threads, o.timeout, o.json);
+    let (parties, timeout, json) = (o.parties, o.timeout, o.json);
     let workers = o.workers;
     if !(2..=3).contains(&parties) {
         return Err(Error::Bench("--parties is 2 or 3".into()));
@@ -414,11 +414,10 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     if o.preprocessed && parties != 2 {
         return Err(Error::Bench("preprocessed runs have two parties".into()));
     }
-    if workers.is_empty() || workers.contains(&0) || threads == 0 {
-        return Err(Error::Bench(
-            "--workers and --threads want counts of at least 1".into(),
-        ));
+    if workers.is_empty() || workers.contains(&0) {
+        return Err(Error::Bench("--workers wants counts of at least 1".into()));
     }
+    let threads = venn_app::threads::bounded(o.threads)?;
     let scratch = ScratchDir::new()?;
     let dir = &scratch.0;
     let op = if o.preprocessed { "raise" } else { "pairing" };
