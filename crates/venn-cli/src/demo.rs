@@ -24,7 +24,7 @@ john@example.org,Budapest\n";
 
 /// Runs the demo and prints what each side had and what the receiver learned.
 pub fn demo() -> Result<()> {
-    let dir = tempfile::tempdir()?;
+    let dir = venn_app::temp_dirs::TempDir::new_in(&std::env::temp_dir(), "venn-demo-")?;
     let (alice, bob, out) = (
         dir.path().join("alice.csv"),
         dir.path().join("bob.csv"),

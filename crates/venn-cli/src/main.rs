@@ -7,6 +7,7 @@ mod demo;
 mod keygen;
 mod params;
 mod plan;
+mod signals;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -229,9 +230,9 @@ struct PartyCli {
     /// in bounded memory (done by itself for a file over an eighth of --max-memory).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "state")]
     bucket_rows: Option<u64>,
-    /// Where bucket files go (a directory made for the run inside it, removed after):
-    /// about the input's size is needed. Default: the system's temporary directory
-    /// ($TMPDIR), which may be in memory.
+    /// Where bucket files go (a directory made for the run inside it, removed after, also
+    /// on Ctrl-C): 16 bytes a row plus its key are needed, about the input's size or more.
+    /// Default: the system's temporary directory ($TMPDIR), which may be in memory.
     #[arg(long, value_name = "DIR", conflicts_with = "state")]
     bucket_dir: Option<PathBuf>,
 }
@@ -675,6 +676,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.command, Command::Params(_) | Command::Plan(_)) {
         quiet_on_closed_stdout();
+    }
+    // The commands that make temporary directories (a split input's buckets, a
+    // benchmark's files, the demo's) remove them when stopped.
+    if matches!(
+        cli.command,
+        Command::Send(_) | Command::Receive(_) | Command::Bench(_) | Command::Demo
+    ) {
+        if let Err(e) = signals::remove_temp_dirs_on_signals() {
+            eprintln!("venn: error: cannot watch for signals: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     let result = match cli.command {
         Command::Send(p) => party(p, Role::Sender),

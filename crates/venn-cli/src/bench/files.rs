@@ -177,11 +177,11 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
                 "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
             )));
         }
-        make_files(&scratch.0, log2n)?;
+        make_files(scratch.path(), log2n)?;
         let mut runs: Vec<Vec<FilesRow>> = vec![Vec::new(); protocols.len()];
         for _ in 0..repeat.max(1) {
             for (p, runs) in protocols.iter().zip(&mut runs) {
-                runs.push(run_once(&scratch.0, p, log2n)?);
+                runs.push(run_once(scratch.path(), p, log2n)?);
             }
         }
         for mut at in runs {

@@ -15,7 +15,7 @@ pub use party::{BenchParty, Link};
 use serde::{Deserialize, Serialize};
 use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 pub use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
@@ -169,22 +169,21 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
         .map_err(|e| Error::Bench(format!("benchmark {who} printed no result: {e}")))
 }
 
-/// A scratch directory removed when dropped.
-struct ScratchDir(PathBuf);
+/// A scratch directory (generated files, transcripts, states), removed when dropped or
+/// when the benchmark is stopped ([`venn_app::temp_dirs`]).
+struct ScratchDir(venn_app::temp_dirs::TempDir);
 
 impl ScratchDir {
     fn new() -> Result<Self> {
-        let tag = venn::crypto::Prg::from_entropy().block() as u64;
-        let dir =
-            std::env::temp_dir().join(format!("venn-bench-{}-{tag:016x}", std::process::id()));
-        std::fs::create_dir(&dir)?;
-        Ok(ScratchDir(dir))
+        let tag = format!("venn-bench-{}-", std::process::id());
+        Ok(ScratchDir(venn_app::temp_dirs::TempDir::new_in(
+            &std::env::temp_dir(),
+            &tag,
+        )?))
     }
-}
 
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
@@ -365,7 +364,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     }
     let (mut rows, mut solo) = (Vec::new(), Vec::new());
     let scratch = ScratchDir::new()?;
-    let tls_dir = scratch.0.join("tls");
+    let tls_dir = scratch.path().join("tls");
     if o.tls {
         std::fs::create_dir(&tls_dir)?;
         tls_identities(&tls_dir)?;
@@ -376,7 +375,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         &[None]
     };
     let attached = if o.precompute {
-        Attached::Precompute(&scratch.0)
+        Attached::Precompute(scratch.path())
     } else {
         Attached::Nothing
     };

@@ -48,7 +48,7 @@ pub fn bench_solo(
         timeout,
         net: None,
     };
-    let recorded = bench_one(&spawn, Attached::Record(&dir.0), None)?;
+    let recorded = bench_one(&spawn, Attached::Record(dir.path()), None)?;
     if !recorded.verified {
         return Err(Error::Bench(format!(
             "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
@@ -60,7 +60,7 @@ pub fn bench_solo(
             (Role::Sender, Role::Receiver),
             (Role::Receiver, Role::Sender),
         ] {
-            let (inbound, outbound) = (transcript(&dir.0, role), transcript(&dir.0, peer));
+            let (inbound, outbound) = (transcript(dir.path(), role), transcript(dir.path(), peer));
             let link = ["--replay", &inbound, "--expect", &outbound].map(String::from);
             let mut runs = (0..repeat.max(1))
                 .map(|_| {

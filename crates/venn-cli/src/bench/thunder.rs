@@ -419,7 +419,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     }
     let threads = venn_app::threads::bounded(o.threads)?;
     let scratch = ScratchDir::new()?;
-    let dir = &scratch.0;
+    let dir = scratch.path();
     let op = if o.preprocessed { "raise" } else { "pairing" };
     if !json {
         println!(
