@@ -171,6 +171,13 @@ pub fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()
     Ok(())
 }
 
+/// Whether `e` says standard output was closed by its reader (`venn … --output - | head`):
+/// the front end then ends quietly.
+pub fn closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::File { path, source, .. }
+        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -387,7 +387,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Invite(i) => {
             std::fs::create_dir_all(&i.store.data).map_err(Error::file("create", &i.store.data))?;
             for invite in i.store.enrolment()?.invites(i.count)? {
-                println!("{invite}");
+                out!("{invite}");
             }
             Ok(())
         }
@@ -403,7 +403,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         }
         CloudCommand::Workers(s) => {
             let workers = s.enrolment()?.workers()?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&workers).expect("serialisable")
             );
@@ -426,7 +426,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Pretoken(p) => pretoken(p),
         CloudCommand::Status(s) => {
             let run = client(&s.client)?.run(&s.run)?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&run).expect("serialisable")
             );
@@ -435,7 +435,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Result(r) => result(r),
         CloudCommand::Datasets(c) => {
             let datasets = client(&c)?.datasets()?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&datasets).expect("serialisable")
             );
@@ -523,7 +523,7 @@ fn serve(s: ServeCli) -> Result<()> {
     };
     Ok(server::serve(&setup, |addr| {
         // Machine-readable first (tests and benchmarks read it), then for people.
-        println!("listening {addr}");
+        out!("listening {addr}");
         match &fingerprint {
             Some(fp) => eprintln!(
                 "venn cloud: serving on {scheme}://{addr} (certificate sha256:{fp}: \
@@ -566,7 +566,7 @@ fn upload(u: UploadCli) -> Result<()> {
         start.elapsed().as_secs_f64(),
         u.key_file.display()
     );
-    println!("{}", key.dataset);
+    out!("{}", key.dataset);
     Ok(())
 }
 
@@ -598,7 +598,7 @@ fn pair(p: PairCli) -> Result<()> {
         },
         run.state
     );
-    println!("{}", run.id);
+    out!("{}", run.id);
     Ok(())
 }
 
@@ -607,14 +607,14 @@ fn pretoken(p: PretokenCli) -> Result<()> {
     let key = DatasetKey::load(&p.key_file)?;
     if p.count == 0 {
         for t in client.pretokens(&key)? {
-            println!("{} {}", t.id, t.state);
+            out!("{} {}", t.id, t.state);
         }
         return Ok(());
     }
     let start = Instant::now();
     let made = client.make_pretokens(&key, p.count as usize)?;
     for t in &made {
-        println!("{}", t.id);
+        out!("{}", t.id);
     }
     if p.wait == 0 {
         eprintln!(

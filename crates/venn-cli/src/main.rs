@@ -1,5 +1,9 @@
 //! `venn`: private set intersection on CSV files between two machines.
 
+// First: its `out!` is for every module after it.
+#[macro_use]
+mod stdout;
+
 mod bench;
 mod cloud;
 mod dealer;
@@ -639,7 +643,7 @@ fn serve_dealer(d: DealerCli) -> Result<()> {
     };
     dealer::serve(args, |addr| {
         // Machine-readable first (a benchmark reads it), then for people.
-        println!("listening {addr}");
+        out!("listening {addr}");
         eprintln!("venn dealer: listening on {addr}");
     })
 }
@@ -781,6 +785,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
         Err(e) => {
             eprintln!("venn: error: {e}");
             ExitCode::FAILURE

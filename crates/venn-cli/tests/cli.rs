@@ -780,6 +780,77 @@ fn a_sum_over_the_intersection_from_a_value_column() {
     assert_clean_failure(&o, "one value column");
 }
 
+/// A standard output whose reader has gone (`venn … | head`, the reader stopping at
+/// once).
+fn closed_stdout() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer.into()
+}
+
+/// Every command that prints ends quietly when its reader has gone — by SIGPIPE, as other
+/// tools, without a panic, its temporary directories removed — while a peer that closes
+/// its socket stays an error.
+#[test]
+fn a_closed_standard_output_ends_every_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tmp();
+    let quiet = |what: &str, o: std::process::Output| {
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{what}: {err}");
+    };
+    let run = |args: &[&str]| {
+        venn()
+            .env("TMPDIR", dir.path())
+            .args(args)
+            .stdout(closed_stdout())
+            .output()
+            .unwrap()
+    };
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    quiet("keygen", run(&["keygen", "--out", &at("keys")]));
+    quiet(
+        "cloud invite",
+        run(&["cloud", "invite", "--data", &at("store")]),
+    );
+    quiet("demo", run(&["demo"]));
+    quiet(
+        "bench",
+        run(&["bench", "--protocol", "kkrt16", "--log2n", "6"]),
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("venn-"))
+        .collect();
+    assert!(left.is_empty(), "temporary directories left: {left:?}");
+
+    // A receiver's rows (`--output -`), and a count printed as JSON.
+    let s = write(dir.path(), "s.csv", "k\nb\nc\nd\n");
+    let r = write(dir.path(), "r.csv", "k\na\nb\nc\n");
+    let (s, r) = (s.to_str().unwrap(), r.to_str().unwrap());
+    let count = ["--protocol", "dgt12-ca"];
+    for (sender, receiver) in [(&[][..], &["--output", "-"][..]), (&count, &count)] {
+        let (s, addr) = spawn_listening(&[&["send", "--input", s], sender].concat());
+        let args = [&["receive", "--input", r, "--connect", &addr], receiver].concat();
+        quiet(&format!("receive {receiver:?}"), run(&args));
+        assert_success(&[&wait_listening(s)]);
+    }
+
+    // A peer that closes its socket mid-run is an error, not a death by SIGPIPE.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let peer = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let _ = std::io::Read::read(&mut socket, &mut [0; 64]);
+    });
+    let o = run(&["send", "--input", s, "--connect", &addr]);
+    peer.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("venn: error: "), "{}", stderr(&o));
+}
+
 /// More threads than cores only take turns (idle pool workers spin): a party runs on the
 /// cores it may use and says so, as `venn bench` does; no threads at all is refused, by
 /// the cloud's worker too.

@@ -156,7 +156,7 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
 pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bool) -> Result<()> {
     let scratch = ScratchDir::new()?;
     if !json {
-        println!(
+        out!(
             "end to end on CSV files (`venn send` + `venn receive`, output written)\n\
              {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
             "protocol",
@@ -193,7 +193,7 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
                 }
             };
             if !json {
-                println!(
+                out!(
                     "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
                     row.protocol,
                     row.log2n,
@@ -217,7 +217,7 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
     }
     if json {
         let out = serde_json::json!({ "files": rows });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );

@@ -381,9 +381,9 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     };
     if !o.json {
         if o.precompute {
-            println!("online: a second session from the precomputed states (their size at the end of each row)");
+            out!("online: a second session from the precomputed states (their size at the end of each row)");
         }
-        println!(
+        out!(
             "{:<18} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>13} {:>13} {:>8} {:>8} {:>8}",
             "protocol",
             "log2n",
@@ -400,7 +400,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             "verified"
         );
         if o.tls {
-            println!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
+            out!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
         }
     }
     for &log2n in o.log2ns {
@@ -458,7 +458,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                 .iter()
                 .map(|t| format!(" {:>9}", format!("{t} thr")))
                 .collect();
-            println!(
+            out!(
                 "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<18} {:>5} {:<8} {:<38}{heads} {:>8}",
                 "protocol", "log2n", "party", "phase (seconds)", "speed-up"
             );
@@ -475,7 +475,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     }
     if o.json {
         let out = serde_json::json!({ "rows": rows, "solo": solo });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );
@@ -497,7 +497,7 @@ fn print_row(row: &Row) {
     } else {
         row.protocol.clone()
     };
-    println!(
+    out!(
         "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>13} {:>13} {:>8} {:>8} {:>8}{extra}",
         name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,

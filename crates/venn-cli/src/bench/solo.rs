@@ -121,9 +121,13 @@ pub fn print_solo(rows: &[SoloRow], threads: &[usize]) {
         for (name, times) in lines {
             let cols: String = times.iter().map(|t| format!(" {t:>9.3}")).collect();
             let speedup = times[0] / times[times.len() - 1].max(1e-9);
-            println!(
+            out!(
                 "{:<18} {:>5} {:<8} {:<38}{cols} {:>8.2}",
-                first.protocol, first.log2n, party, name, speedup
+                first.protocol,
+                first.log2n,
+                party,
+                name,
+                speedup
             );
         }
     }

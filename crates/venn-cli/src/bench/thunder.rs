@@ -422,7 +422,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     let dir = scratch.path();
     let op = if o.preprocessed { "raise" } else { "pairing" };
     if !json {
-        println!(
+        out!(
             "Thunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
              {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>14} {:>11} {:>9} {:>8}",
             if o.preprocessed { ", preprocessed runs" } else { "" },
@@ -535,7 +535,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
         for row in at_n {
             if !json {
                 let optional = |v: Option<f64>| v.map_or("-".into(), |s| format!("{s:.2}"));
-                println!(
+                out!(
                     "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9.2} {:>10.2} {:>10.1} {:>14.0} {:>11.0} {:>9} {:>8}",
                     row.log2n, row.workers, row.upload_a_s, row.upload_b_s, row.upload_cpu_s,
                     optional(row.precompute_s), optional(row.precompute_cpu_s),
@@ -557,7 +557,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     }
     if json {
         let out = serde_json::json!({ "thunder": rows });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );
