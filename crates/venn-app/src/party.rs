@@ -270,6 +270,14 @@ pub fn run_party(
     if role == Role::Receiver && learns_rows && args.output.is_none() {
         return Err(Error::Usage("receive needs --output FILE".into()));
     }
+    let learns = args.both || protocol.info().role(role).output != OutputKind::Nothing;
+    if role == Role::Sender && !learns && args.output.is_some() {
+        return Err(Error::Usage(
+            "the sender learns nothing without --both (which both parties pass): drop --output, \
+             or pass --both"
+                .into(),
+        ));
+    }
     let inputs: Vec<&Path> = [Some(args.input.as_path()), args.state.as_deref()]
         .into_iter()
         .flatten()

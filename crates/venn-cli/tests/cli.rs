@@ -920,3 +920,20 @@ fn threads_are_bounded_by_the_cores() {
         assert_clean_failure(&o, "threads must be at least 1");
     }
 }
+
+/// A sender learns nothing without --both: its --output, which would be silently
+/// ignored, is refused in one line.
+#[test]
+fn a_senders_output_without_both_is_refused() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\na\n");
+    let out = dir.path().join("out.csv");
+    let o = venn()
+        .args(["send", "--input", s.to_str().unwrap()])
+        .args(["--output", out.to_str().unwrap()])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "1"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "the sender learns nothing without --both");
+    assert!(!out.exists());
+}
