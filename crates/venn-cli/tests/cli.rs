@@ -937,3 +937,21 @@ fn a_senders_output_without_both_is_refused() {
     assert_clean_failure(&o, "the sender learns nothing without --both");
     assert!(!out.exists());
 }
+
+/// A binary file given as lines of keys (here an ELF header) is refused, naming the line
+/// of its first NUL byte, rather than run on keys that match nothing.
+#[test]
+fn a_binary_file_of_lines_is_refused() {
+    let dir = tmp();
+    let binary = dir.path().join("keys.bin");
+    std::fs::write(&binary, b"alice\nbob\n\x7fELF\x02\x01\x01\x00\x00\nzoe\n").unwrap();
+    let out = dir.path().join("out.csv");
+    let o = venn()
+        .args(["receive", "--format", "lines"])
+        .args(["--input", binary.to_str().unwrap()])
+        .args(["--output", out.to_str().unwrap()])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "1"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "input line 3: a NUL byte");
+}
