@@ -29,15 +29,16 @@
 //! number (through the channel binding the session id hashes), so a plan altered in
 //! transit or sessions reordered fail the handshake.
 
+use crate::destination::Destination;
 use crate::input::segments::for_each_segment;
 use crate::input::{Input, KeyOptions};
 use crate::output::write_row;
+use crate::temp_dirs::TempDir;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use venn::net::{Channel, Reader, Rebound};
 use venn::protocols::{Output, Phase};
 use venn::session::run_plan::{Agreed, MAX_LOG2_BUCKETS};
-use venn::util::files::write_atomically;
 use venn::{Error, Items, Report, Result, RunOptions};
 
 /// Bytes of input read and parsed at a time when splitting a file.
@@ -97,7 +98,7 @@ pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
 
 /// A file split into bucket files.
 pub struct Split {
-    dir: tempfile::TempDir,
+    dir: TempDir,
     log2_files: u8,
     /// Rows in the file (kept: not skipped as empty).
     pub rows: u64,
@@ -111,10 +112,11 @@ fn file_of(dir: &Path, f: u64) -> PathBuf {
 
 /// Splits the keys of `path` into `2^log2_files` bucket files in a new directory inside
 /// `parent` (default: the system's temporary directory), removed when the split is
-/// dropped: each record is the row's number, the key's length and the key.
-/// `progress` is told the rows split so far after each segment; `check(keys)` may refuse
-/// a segment's keys (a protocol on σ-bit integers: anything else), before the peer is
-/// contacted rather than in the middle of the buckets' runs.
+/// dropped or the process is stopped ([`crate::temp_dirs`]): each record is the row's
+/// number, the key's length and the key (16 bytes and the key a row). `progress` is told
+/// the rows split so far after each segment; `check(keys)` may refuse a segment's keys (a
+/// protocol on σ-bit integers: anything else), before the peer is contacted rather than in
+/// the middle of the buckets' runs.
 pub fn split(
     path: &Path,
     opts: &KeyOptions,
@@ -124,9 +126,7 @@ pub fn split(
     check: impl Fn(&venn::Items) -> Result<()>,
 ) -> Result<Split> {
     let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    let dir = tempfile::Builder::new()
-        .prefix("venn-buckets-")
-        .tempdir_in(&parent)
+    let dir = TempDir::new_in(&parent, "venn-buckets-")
         .map_err(Error::file("create a bucket directory in", &parent))?;
     let files = 1u64 << log2_files;
     let mut out: Vec<BufWriter<std::fs::File>> = (0..files)
@@ -405,7 +405,7 @@ pub fn write_split_rows(
 ) -> Result<usize> {
     let mut count = 0;
     let mut failed = None;
-    write_atomically(out, |w| {
+    let written = Destination::of(out, "--output")?.write(|w| {
         if let Some(h) = &split.header {
             w.write_all(h)?;
         }
@@ -435,8 +435,8 @@ pub fn write_split_rows(
             return Err(std::io::Error::other("stopped"));
         }
         Ok(())
-    })
-    .map_err(|e| failed.take().unwrap_or(e))?;
+    });
+    written.map_err(|e| failed.take().unwrap_or(e))?;
     Ok(count)
 }
 

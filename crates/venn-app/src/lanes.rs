@@ -14,6 +14,7 @@
 use crate::buckets::{self, group_keys, padded_size, run_bucket};
 use crate::input::Input;
 use crate::party::{refuse_whole_outputs_in_buckets, Link};
+use crate::threads;
 use crate::transport::Transport;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
@@ -86,6 +87,8 @@ impl Coordinator {
             return Err(Error::Usage(format!("a run has 1 to {MAX_LANES} lanes")));
         }
         let protocol = link.protocol()?;
+        // Each lane's worker bounds the count to its own machine's cores.
+        threads::check(link.spec.threads)?;
         refuse_whole_outputs_in_buckets(protocol)?;
         if link.dealer.is_some() || link.spec.options.offline != Offline::default() {
             return Err(Error::Usage(
@@ -386,6 +389,7 @@ impl LaneJob {
     /// Runs the lane's buckets, in order, over `chan` (the lane's link to the peer's
     /// worker of lane `lane`); returns the lane's result as bytes.
     pub fn run(self, lane: usize, chan: &mut dyn Channel) -> Result<Vec<u8>> {
+        let threads = threads::bounded(self.threads)?;
         let opts = RunOptions {
             protocol: self.protocol,
             role: self.role,
@@ -393,7 +397,7 @@ impl LaneJob {
             options: self.options,
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory,
-            threads: self.threads,
+            threads,
             seed: None,
             progress: None,
             dealer: None,

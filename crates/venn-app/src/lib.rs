@@ -1,18 +1,22 @@
 //! The application layer under Venn's front ends: what a party of a run does beyond the
 //! protocol — read and normalise its keys ([`input`]), agree the run plan and go bucket by
-//! bucket when the input is larger than memory ([`buckets`]), link to the peer over TCP
-//! or TLS ([`transport`]), run ([`party`], on one connection or on parallel lanes:
-//! [`lanes`]), write its rows ([`output`]), show progress ([`progress`]) — and a Thunder
-//! client's pairing glue ([`thunder`]).
+//! bucket when the input is larger than memory ([`buckets`], in [`temp_dirs`]), link to the
+//! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
+//! lanes: [`lanes`]; on as many [`threads`] as the cores allow), write its rows
+//! ([`output`], where the [`destination`] allows), show progress ([`progress`]) — and a
+//! Thunder client's pairing glue ([`thunder`]).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
 
 pub mod buckets;
+pub mod destination;
 pub mod input;
 pub mod lanes;
 pub mod output;
 pub mod party;
 pub mod progress;
+pub mod temp_dirs;
+pub mod threads;
 pub mod thunder;
 pub mod transport;

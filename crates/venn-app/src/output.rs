@@ -1,11 +1,12 @@
-//! Writing results: the intersecting rows and the statistics, each atomically (a temporary
-//! file in the same directory, renamed into place), so a failed run leaves no file.
+//! Writing results: the intersecting rows and the statistics, each as
+//! [`Destination`] says (a regular file atomically — a temporary file in the same
+//! directory, renamed into place — so a failed run leaves no file).
 
+use crate::destination::Destination;
 use crate::input::Input;
 use std::io::Write;
 use std::path::Path;
 use venn::protocols::Output;
-use venn::util::files::write_atomically;
 use venn::{Report, Result};
 
 /// What was written to `--output`.
@@ -46,14 +47,14 @@ pub fn write_output(
     };
     match path {
         Some(p) => {
-            write_atomically(p, |w| {
+            Destination::of(p, "--output")?.write(|w| {
                 serde_json::to_writer_pretty(&mut *w, &json)?;
                 w.write_all(b"\n")
             })?;
             Ok(Some(Written::Json))
         }
         None => {
-            println!("{json}");
+            Destination::Stdout.write(|w| writeln!(w, "{json}"))?;
             Ok(None)
         }
     }
@@ -65,7 +66,7 @@ pub fn write_output(
 pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<usize> {
     let member = input.members(intersection);
     let mut count = 0;
-    write_atomically(path, |w| {
+    Destination::of(path, "--output")?.write(|w| {
         if let Some(header) = &input.header {
             w.write_all(input.bytes(header))?;
         }

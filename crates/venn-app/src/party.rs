@@ -2,9 +2,11 @@
 //! file or (precompute) on nothing but the most items it will bring.
 
 use crate::buckets;
+use crate::destination::{check_output_path, Destination};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
+use crate::threads;
 use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,6 @@ use venn::protocols::{
 };
 use venn::session::run_plan::{self, Agreed, KeyMismatch, Plan};
 use venn::session::Role;
-use venn::util::files::write_atomically;
 use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
@@ -182,11 +183,13 @@ impl Link {
         Ok(protocol)
     }
 
+    /// The run's options, on `threads` threads (the link's, [bounded](threads::bounded)).
     fn options<'a>(
         &self,
         protocol: &'static dyn Protocol,
         role: Role,
         both: bool,
+        threads: usize,
         progress: Option<&'a dyn Progress>,
         dealer: Option<&'a DealerLink<'a>>,
     ) -> RunOptions<'a> {
@@ -197,7 +200,7 @@ impl Link {
             options: self.spec.options,
             max_peer_items: self.spec.max_peer_items,
             max_memory: self.spec.max_memory,
-            threads: self.spec.threads,
+            threads,
             seed: None,
             progress,
             dealer,
@@ -249,56 +252,13 @@ impl Link {
 
     fn write_stats(&self, stats: &Stats) -> Result<()> {
         match &self.stats_json {
-            Some(path) => write_atomically(path, |w| {
+            Some(path) => Destination::of(path, "--stats-json")?.write(|w| {
                 serde_json::to_writer_pretty(&mut *w, stats)?;
                 w.write_all(b"\n")
             }),
             None => Ok(()),
         }
     }
-}
-
-/// Whether `a` and `b` name the same existing file (however they are spelled).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
-    }
-}
-
-/// Checks, before the peer is contacted, that `path` can be written: not one of the
-/// `inputs`, not a directory, and in a directory where we may create files.
-pub fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()> {
-    if inputs.iter().any(|i| same_file(i, path)) {
-        return Err(Error::Usage(format!(
-            "{what} '{}' is an input file: it would be overwritten",
-            path.display()
-        )));
-    }
-    if path.is_dir() {
-        return Err(Error::Usage(format!(
-            "{what} '{}' is a directory",
-            path.display()
-        )));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(Error::Usage(format!(
-            "directory '{}' does not exist",
-            dir.display()
-        )));
-    }
-    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-        Error::Usage(format!(
-            "{what} '{}' cannot be written: {e}",
-            path.display()
-        ))
-    })?;
-    Ok(())
 }
 
 /// Runs one party; `on_bound` is told the listening address (with `--listen`).
@@ -308,11 +268,20 @@ pub fn run_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
+    let threads = threads::bounded(args.link.spec.threads)?;
     protocol.check_values(role, args.keys.value_columns.len())?;
     let learns_rows = protocol.info().role(role).output == OutputKind::Indices
         || (role == Role::Sender && args.both);
     if role == Role::Receiver && learns_rows && args.output.is_none() {
         return Err(Error::Usage("receive needs --output FILE".into()));
+    }
+    let learns = args.both || protocol.info().role(role).output != OutputKind::Nothing;
+    if role == Role::Sender && !learns && args.output.is_some() {
+        return Err(Error::Usage(
+            "the sender learns nothing without --both (which both parties pass): drop --output, \
+             or pass --both"
+                .into(),
+        ));
     }
     let inputs: Vec<&Path> = [Some(args.input.as_path()), args.state.as_deref()]
         .into_iter()
@@ -407,6 +376,7 @@ pub fn run_party(
         protocol,
         role,
         args.both,
+        threads,
         spinner.as_ref().map(|s| s as &dyn Progress),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
@@ -488,7 +458,7 @@ pub fn run_party(
     if split {
         warn_duplicates(duplicates);
     }
-    let mut stats = Stats::new(&report, None, written.as_ref(), args.link.spec.threads);
+    let mut stats = Stats::new(&report, None, written.as_ref(), threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     // Buckets report the matched keys as a count (their indices are not kept); the stats
     // say what the run computed, as one run would.
@@ -579,9 +549,10 @@ pub fn run_keys(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(Report, Option<Vec<usize>>)> {
     let protocol = link.protocol()?;
+    let threads = threads::bounded(link.spec.threads)?;
     protocol.check_values(role, input.keys.value_columns())?;
     link.check_endpoint()?;
-    let opts = link.options(protocol, role, both, progress, None);
+    let opts = link.options(protocol, role, both, threads, progress, None);
     protocol.check_items(opts.options, &input.keys)?;
     let mut chan = link.connect(on_bound)?;
     let plan = Plan {
@@ -632,6 +603,7 @@ pub fn precompute_party(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Report> {
     let protocol = args.link.protocol()?;
+    let threads = threads::bounded(args.link.spec.threads)?;
     check_output_path(&args.state, "--state", &[])?;
     if let Some(stats) = &args.link.stats_json {
         if stats == &args.state {
@@ -653,6 +625,7 @@ pub fn precompute_party(
         protocol,
         role,
         false,
+        threads,
         spinner.as_ref().map(|s| s as &dyn Progress),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
@@ -661,7 +634,7 @@ pub fn precompute_party(
     drop(spinner);
     let report = pre.save(&args.state)?;
     args.link
-        .write_stats(&Stats::new(&report, None, None, args.link.spec.threads))?;
+        .write_stats(&Stats::new(&report, None, None, threads))?;
     Ok(report)
 }
 

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use venn::net::tls::{api_server_config, Identity as TlsIdentity};
 use venn::protocols::Progress;
 use venn::{Error, Result};
+use venn_app::destination::check_output_path;
 use venn_app::input::read_input;
 use venn_app::output::write_rows;
-use venn_app::party::{check_output_path, Endpoint as PeerEndpoint};
+use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::progress::Spinner;
 use venn_app::thunder::{self, Partners};
 use venn_app::transport::TlsArgs;
@@ -95,7 +96,8 @@ pub struct ServeCli {
     listen: String,
     #[command(flatten)]
     store: StoreCli,
-    /// Threads of the service's own workers (0: only external `venn cloud worker`s).
+    /// Threads of the service's own workers (0: only external `venn cloud worker`s; at
+    /// most the cores it may use).
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Seconds a worker holds a task before another may take it.
@@ -210,7 +212,7 @@ pub struct WorkerCli {
     /// This worker's identity (from `venn cloud enrol-worker`).
     #[arg(long, value_name = "FILE")]
     worker_identity: PathBuf,
-    /// Threads for pairing.
+    /// Threads for pairing (at least 1, at most the cores it may use).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
@@ -384,10 +386,11 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
     match command {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {
+            let threads = venn_app::threads::bounded(w.threads)?;
             let server = w.service.endpoint()?;
             let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
-                threads: w.threads.max(1),
+                threads,
                 poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
             };
@@ -398,7 +401,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Invite(i) => {
             std::fs::create_dir_all(&i.store.data).map_err(Error::file("create", &i.store.data))?;
             for invite in i.store.enrolment()?.invites(i.count)? {
-                println!("{invite}");
+                out!("{invite}");
             }
             Ok(())
         }
@@ -414,7 +417,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         }
         CloudCommand::Workers(s) => {
             let workers = s.enrolment()?.workers()?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&workers).expect("serialisable")
             );
@@ -437,7 +440,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Pretoken(p) => pretoken(p),
         CloudCommand::Status(s) => {
             let run = client(&s.client)?.run(&s.run)?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&run).expect("serialisable")
             );
@@ -446,7 +449,7 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
         CloudCommand::Result(r) => result(r),
         CloudCommand::Datasets(c) => {
             let datasets = client(&c)?.datasets()?;
-            println!(
+            out!(
                 "{}",
                 serde_json::to_string_pretty(&datasets).expect("serialisable")
             );
@@ -470,6 +473,11 @@ fn client(c: &ClientCli) -> Result<Client> {
 
 fn serve(s: ServeCli) -> Result<()> {
     check_connection_caps(&s)?;
+    // 0: no pool of its own.
+    let threads = match s.threads {
+        0 => 0,
+        asked => venn_app::threads::bounded(asked)?,
+    };
     let tls = match (&s.tls_cert, &s.tls_key) {
         (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
         _ => {
@@ -515,7 +523,7 @@ fn serve(s: ServeCli) -> Result<()> {
             max_client_items: s.max_client_items,
             max_pretokens: s.max_pretokens,
             token_wait_seconds: s.token_wait,
-            threads: s.threads,
+            threads,
             request_seconds: s.request_timeout,
             max_connections: s.max_connections as usize,
             max_connections_per_peer: s.max_connections_per_peer as usize,
@@ -531,7 +539,7 @@ fn serve(s: ServeCli) -> Result<()> {
     };
     Ok(server::serve(&setup, |addr| {
         // Machine-readable first (tests and benchmarks read it), then for people.
-        println!("listening {addr}");
+        out!("listening {addr}");
         match &fingerprint {
             Some(fp) => eprintln!(
                 "venn cloud: serving on {scheme}://{addr} (certificate sha256:{fp}: \
@@ -592,7 +600,7 @@ fn upload(u: UploadCli) -> Result<()> {
         start.elapsed().as_secs_f64(),
         u.key_file.display()
     );
-    println!("{}", key.dataset);
+    out!("{}", key.dataset);
     Ok(())
 }
 
@@ -624,7 +632,7 @@ fn pair(p: PairCli) -> Result<()> {
         },
         run.state
     );
-    println!("{}", run.id);
+    out!("{}", run.id);
     Ok(())
 }
 
@@ -633,14 +641,14 @@ fn pretoken(p: PretokenCli) -> Result<()> {
     let key = DatasetKey::load(&p.key_file)?;
     if p.count == 0 {
         for t in client.pretokens(&key)? {
-            println!("{} {}", t.id, t.state);
+            out!("{} {}", t.id, t.state);
         }
         return Ok(());
     }
     let start = Instant::now();
     let made = client.make_pretokens(&key, p.count as usize)?;
     for t in &made {
-        println!("{}", t.id);
+        out!("{}", t.id);
     }
     if p.wait == 0 {
         eprintln!(

@@ -24,7 +24,7 @@ john@example.org,Budapest\n";
 
 /// Runs the demo and prints what each side had and what the receiver learned.
 pub fn demo() -> Result<()> {
-    let dir = tempfile::tempdir()?;
+    let dir = venn_app::temp_dirs::TempDir::new_in(&std::env::temp_dir(), "venn-demo-")?;
     let (alice, bob, out) = (
         dir.path().join("alice.csv"),
         dir.path().join("bob.csv"),
@@ -32,9 +32,9 @@ pub fn demo() -> Result<()> {
     );
     std::fs::write(&alice, ALICE)?;
     std::fs::write(&bob, BOB)?;
-    println!("Alice (sender) holds {}:\n{ALICE}", alice.display());
-    println!("Bob (receiver) holds {}:\n{BOB}", bob.display());
-    println!(
+    out!("Alice (sender) holds {}:\n{ALICE}", alice.display());
+    out!("Bob (receiver) holds {}:\n{BOB}", bob.display());
+    out!(
         "Both run {} over loopback TCP; keys are trimmed and lower-cased.\n",
         RunSpec::default().protocol
     );
@@ -83,10 +83,10 @@ pub fn demo() -> Result<()> {
         (sent, t.join().expect("receiver thread"))
     });
     let (sent, received) = (sent?, received?);
-    println!("{}", summary(&sent));
-    println!("{}\n", summary(&received));
-    println!("Bob learns these of his rows ({}):", out.display());
-    print!("{}", std::fs::read_to_string(&out)?);
-    println!("\nAlice learns nothing; neither learns the other's non-matching rows.");
+    out!("{}", summary(&sent));
+    out!("{}\n", summary(&received));
+    out!("Bob learns these of his rows ({}):", out.display());
+    out!("{}", std::fs::read_to_string(&out)?.trim_end_matches('\n'));
+    out!("\nAlice learns nothing; neither learns the other's non-matching rows.");
     Ok(())
 }

@@ -25,7 +25,7 @@ pub fn keygen(dir: &Path, days: u32) -> Result<()> {
         let _ = std::fs::remove_file(&key_path);
         return Err(e);
     }
-    println!("{}", made.fingerprint);
+    out!("{}", made.fingerprint);
     eprintln!(
         "venn: wrote {} and {} (valid {days} days). Give the peer the fingerprint above for \
          its --peer-fingerprint; run with --tls-cert {} --tls-key {} --peer-fingerprint \

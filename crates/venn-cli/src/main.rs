@@ -1,5 +1,9 @@
 //! `venn`: private set intersection on CSV files between two machines.
 
+// First: its `out!` is for every module after it.
+#[macro_use]
+mod stdout;
+
 mod bench;
 mod cloud;
 mod dealer;
@@ -7,6 +11,7 @@ mod demo;
 mod keygen;
 mod params;
 mod plan;
+mod signals;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -122,7 +127,8 @@ struct LinkCli {
     /// Connect to the peer at ADDR, retrying until --timeout.
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
-    /// Worker threads for this party.
+    /// Worker threads for this party (at least 1; more than the cores it may use are cut
+    /// to that, with a warning).
     #[arg(long, default_value_t = RunSpec::default().threads)]
     threads: usize,
     /// Seconds to wait for the peer: to connect, and for each whole message in either
@@ -136,7 +142,7 @@ struct LinkCli {
     /// --protocol rr22-m`.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     upload_deadline: Option<u64>,
-    /// Write timings and traffic as JSON to FILE.
+    /// Write timings and traffic as JSON to FILE (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
     /// Allow an insecure protocol (the naive baseline).
@@ -213,7 +219,8 @@ struct PartyCli {
     #[command(flatten)]
     keys: KeysCli,
     /// Where to write the intersecting rows (required to receive; with --both, to send), or
-    /// the JSON result of a protocol that outputs a count or a sum.
+    /// the JSON result of a protocol that outputs a count or a sum; `-` for standard output.
+    /// A regular file is replaced whole, owner-only; a device or a pipe is written into.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
@@ -233,9 +240,9 @@ struct PartyCli {
     /// in bounded memory (done by itself for a file over an eighth of --max-memory).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "state")]
     bucket_rows: Option<u64>,
-    /// Where bucket files go (a directory made for the run inside it, removed after):
-    /// about the input's size is needed. Default: the system's temporary directory
-    /// ($TMPDIR), which may be in memory.
+    /// Where bucket files go (a directory made for the run inside it, removed after, also
+    /// on Ctrl-C): 16 bytes a row plus its key are needed, about the input's size or more.
+    /// Default: the system's temporary directory ($TMPDIR), which may be in memory.
     #[arg(long, value_name = "DIR", conflicts_with = "state")]
     bucket_dir: Option<PathBuf>,
 }
@@ -435,7 +442,7 @@ struct BenchCli {
     /// Set sizes 2^k (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
     log2n: Vec<u32>,
-    /// Threads per party (comma-separated: a row for each count).
+    /// Threads per party (comma-separated: a row for each count; each at most the cores).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     threads: Vec<usize>,
     /// Runs per row; the row shows the run with the median total time.
@@ -643,7 +650,7 @@ fn serve_dealer(d: DealerCli) -> Result<()> {
     };
     dealer::serve(args, |addr| {
         // Machine-readable first (a benchmark reads it), then for people.
-        println!("listening {addr}");
+        out!("listening {addr}");
         eprintln!("venn dealer: listening on {addr}");
     })
 }
@@ -680,6 +687,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.command, Command::Params(_) | Command::Plan(_)) {
         quiet_on_closed_stdout();
+    }
+    // The commands that make temporary directories (a split input's buckets, a
+    // benchmark's files, the demo's) remove them when stopped.
+    if matches!(
+        cli.command,
+        Command::Send(_) | Command::Receive(_) | Command::Bench(_) | Command::Demo
+    ) {
+        if let Err(e) = signals::remove_temp_dirs_on_signals() {
+            eprintln!("venn: error: cannot watch for signals: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     let result = match cli.command {
         Command::Send(p) => party(p, Role::Sender),
@@ -774,6 +792,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
         Err(e) => {
             eprintln!("venn: error: {e}");
             ExitCode::FAILURE

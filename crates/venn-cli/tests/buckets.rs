@@ -217,3 +217,101 @@ fn a_count_is_never_computed_bucket_by_bucket() {
     assert_success(&[&so, &ro]);
     assert!(String::from_utf8_lossy(&ro.stdout).contains("\"intersection_size\":100"));
 }
+
+/// The entries of `dir`.
+fn entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir).unwrap().count()
+}
+
+/// Sends SIGINT (Ctrl-C) to a child of ours.
+fn interrupt(child: &std::process::Child) {
+    // SAFETY: kill(2) on the id of a child we started and have not waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+}
+
+/// A party stopped by Ctrl-C (SIGINT) ends by that signal and leaves no bucket folder
+/// behind (they hold about the input's size, and its keys in the clear): while it waits
+/// for its peer, and in the middle of the buckets' runs — its peer then fails cleanly and
+/// removes its own.
+#[test]
+fn a_stopped_bucketed_run_leaves_no_bucket_folder() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tmp();
+    let lines = |keys: std::ops::Range<u32>| keys.map(|i| format!("x{i}\n")).collect::<String>();
+    let r = write(dir.path(), "r.txt", &lines(0..4000));
+    let s = write(dir.path(), "s.txt", &lines(2000..6000));
+    let out = dir.path().join("out.txt");
+    let (r_buckets, s_buckets) = (dir.path().join("r-buckets"), dir.path().join("s-buckets"));
+    for b in [&r_buckets, &s_buckets] {
+        std::fs::create_dir(b).unwrap();
+    }
+    // 64 buckets a side: a few seconds of sessions.
+    let party = |input: &Path, buckets: &Path| {
+        let (input, buckets) = (input.to_str().unwrap(), buckets.to_str().unwrap());
+        [
+            "--format",
+            "lines",
+            "--input",
+            input,
+            "--bucket-rows",
+            "64",
+            "--bucket-dir",
+            buckets,
+        ]
+        .map(String::from)
+    };
+    let receiver = || {
+        let args = [
+            &[
+                "receive".into(),
+                "--output".into(),
+                out.to_str().unwrap().into(),
+            ][..],
+            &party(&r, &r_buckets),
+        ]
+        .concat();
+        spawn_listening(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let (waiting, _) = receiver();
+    assert_eq!(entries(&r_buckets), 1, "split before it listens");
+    interrupt(&waiting);
+    let o = wait_listening(waiting);
+    assert_eq!(o.status.signal(), Some(libc::SIGINT), "{}", stderr(&o));
+    assert_eq!(entries(&r_buckets), 0, "removed while waiting for the peer");
+
+    let (running, addr) = receiver();
+    let sender = venn()
+        .arg("send")
+        .args(party(&s, &s_buckets))
+        .args(["--connect", &addr])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let split = std::time::Instant::now();
+    while entries(&s_buckets) == 0 {
+        assert!(
+            split.elapsed().as_secs() < 30,
+            "the sender never split its input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    interrupt(&sender);
+    let so = sender.wait_with_output().unwrap();
+    assert_eq!(
+        so.status.signal(),
+        Some(libc::SIGINT),
+        "stopped mid-run: {}",
+        stderr(&so)
+    );
+    let ro = wait_listening(running);
+    assert!(
+        !ro.status.success() && !stderr(&ro).contains("panicked"),
+        "{}",
+        stderr(&ro)
+    );
+    assert_eq!(entries(&s_buckets), 0, "removed by the stopped party");
+    assert_eq!(entries(&r_buckets), 0, "removed by its peer, which failed");
+}

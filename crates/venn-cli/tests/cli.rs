@@ -818,3 +818,179 @@ fn rr22_m_params_state_the_bound_on_a_cheating_receiver() {
         "{text}"
     );
 }
+
+/// A standard output whose reader has gone (`venn … | head`, the reader stopping at
+/// once).
+fn closed_stdout() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer.into()
+}
+
+/// Every command that prints ends quietly when its reader has gone — by SIGPIPE, as other
+/// tools, without a panic, its temporary directories removed — while a peer that closes
+/// its socket stays an error.
+#[test]
+fn a_closed_standard_output_ends_every_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tmp();
+    let quiet = |what: &str, o: std::process::Output| {
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{what}: {err}");
+    };
+    let run = |args: &[&str]| {
+        venn()
+            .env("TMPDIR", dir.path())
+            .args(args)
+            .stdout(closed_stdout())
+            .output()
+            .unwrap()
+    };
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    quiet("keygen", run(&["keygen", "--out", &at("keys")]));
+    quiet(
+        "cloud invite",
+        run(&["cloud", "invite", "--data", &at("store")]),
+    );
+    quiet("demo", run(&["demo"]));
+    quiet(
+        "bench",
+        run(&["bench", "--protocol", "kkrt16", "--log2n", "6"]),
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("venn-"))
+        .collect();
+    assert!(left.is_empty(), "temporary directories left: {left:?}");
+
+    // A receiver's rows (`--output -`), and a count printed as JSON.
+    let s = write(dir.path(), "s.csv", "k\nb\nc\nd\n");
+    let r = write(dir.path(), "r.csv", "k\na\nb\nc\n");
+    let (s, r) = (s.to_str().unwrap(), r.to_str().unwrap());
+    let count = ["--protocol", "dgt12-ca"];
+    for (sender, receiver) in [(&[][..], &["--output", "-"][..]), (&count, &count)] {
+        let (s, addr) = spawn_listening(&[&["send", "--input", s], sender].concat());
+        let args = [&["receive", "--input", r, "--connect", &addr], receiver].concat();
+        quiet(&format!("receive {receiver:?}"), run(&args));
+        assert_success(&[&wait_listening(s)]);
+    }
+
+    // A peer that closes its socket mid-run is an error, not a death by SIGPIPE.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let peer = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let _ = std::io::Read::read(&mut socket, &mut [0; 64]);
+    });
+    let o = run(&["send", "--input", s, "--connect", &addr]);
+    peer.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("venn: error: "), "{}", stderr(&o));
+}
+
+/// More threads than cores only take turns (idle pool workers spin): a party runs on the
+/// cores it may use and says so, as `venn bench` does; no threads at all is refused, by
+/// the cloud's worker too.
+#[test]
+fn threads_are_bounded_by_the_cores() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let asked = (8 * cores).to_string();
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", &csv(&keys("k", 0..50)));
+    let r = write(dir.path(), "r.csv", &csv(&keys("k", 25..75)));
+    let (out, stats) = (dir.path().join("o.csv"), dir.path().join("stats.json"));
+    let (s, r) = (s.to_str().unwrap(), r.to_str().unwrap());
+    let threads = ["--threads", &asked];
+    let (so, ro) = run_pair(
+        &[
+            &["--input", r, "--output", out.to_str().unwrap()][..],
+            &["--stats-json", stats.to_str().unwrap()],
+            &threads,
+        ]
+        .concat(),
+        &[&["--input", s][..], &threads].concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["threads"], cores);
+    let warning = format!("{asked} threads asked for, but this process may use {cores} cores");
+    for o in [&so, &ro] {
+        assert!(stderr(o).contains(&warning), "{}", stderr(o));
+    }
+
+    let o = venn()
+        .args(["bench", "--protocol", "kkrt16", "--log2n", "6", "--json"])
+        .args(["--threads", &format!("1,{asked}")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&warning), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<u64> = (v["rows"].as_array().unwrap().iter())
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    let mut want = vec![1];
+    want.extend((cores > 1).then_some(cores as u64));
+    assert_eq!(rows, want);
+
+    let worker = [
+        "--server",
+        "http://127.0.0.1:9",
+        "--worker-identity",
+        "/nonexistent",
+    ];
+    let refused = [
+        &[
+            "send",
+            "--input",
+            s,
+            "--connect",
+            "127.0.0.1:9",
+            "--timeout",
+            "1",
+        ][..],
+        &[&["cloud", "worker"][..], &worker].concat(),
+    ];
+    for args in refused {
+        let o = venn().args(args).args(["--threads", "0"]).output().unwrap();
+        assert_clean_failure(&o, "threads must be at least 1");
+    }
+}
+
+/// A sender learns nothing without --both: its --output, which would be silently
+/// ignored, is refused in one line.
+#[test]
+fn a_senders_output_without_both_is_refused() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\na\n");
+    let out = dir.path().join("out.csv");
+    let o = venn()
+        .args(["send", "--input", s.to_str().unwrap()])
+        .args(["--output", out.to_str().unwrap()])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "1"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "the sender learns nothing without --both");
+    assert!(!out.exists());
+}
+
+/// A binary file given as lines of keys (here an ELF header) is refused, naming the line
+/// of its first NUL byte, rather than run on keys that match nothing.
+#[test]
+fn a_binary_file_of_lines_is_refused() {
+    let dir = tmp();
+    let binary = dir.path().join("keys.bin");
+    std::fs::write(&binary, b"alice\nbob\n\x7fELF\x02\x01\x01\x00\x00\nzoe\n").unwrap();
+    let out = dir.path().join("out.csv");
+    let o = venn()
+        .args(["receive", "--format", "lines"])
+        .args(["--input", binary.to_str().unwrap()])
+        .args(["--output", out.to_str().unwrap()])
+        .args(["--connect", "127.0.0.1:9", "--timeout", "1"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "input line 3: a NUL byte");
+}

@@ -13,7 +13,12 @@ pub fn venn() -> Command {
 
 /// Starts `venn receive`/`send` listening on an ephemeral port; returns it and the address.
 pub fn spawn_listening(args: &[&str]) -> (Child, String) {
-    let mut child = venn()
+    spawn_listening_from(venn(), args)
+}
+
+/// [`spawn_listening`] from a command set up beforehand (a working directory of its own).
+pub fn spawn_listening_from(mut command: Command, args: &[&str]) -> (Child, String) {
+    let mut child = command
         .args(args)
         .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())

@@ -11,5 +11,6 @@ mod cloud;
 mod dealer;
 mod faults;
 mod memory;
+mod outputs;
 mod precompute;
 mod tls;

@@ -347,8 +347,9 @@ pub fn answer<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let task = parse_task(task)?;
+    let threads = venn_app::threads::bounded(threads).map_err(to_py)?;
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
+        .num_threads(threads)
         .build()
         .map_err(|e| crate::UsageError::new_err(format!("threads: {e}")))?;
     let answer = py

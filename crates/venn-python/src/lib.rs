@@ -288,11 +288,14 @@ impl LinkArgs<'_> {
             &self.tls,
         )
         .map_err(to_py)?;
+        // Refused at once; bounded to the cores where the party (or each lane) runs.
+        let threads = self.threads.unwrap_or(defaults.threads);
+        venn_app::threads::check(threads).map_err(to_py)?;
         Ok(Link {
             spec: RunSpec {
                 protocol: self.protocol.map_or(defaults.protocol, str::to_owned),
                 options: protocol_options,
-                threads: self.threads.unwrap_or(defaults.threads),
+                threads,
                 timeout,
                 insecure: self.insecure,
                 max_peer_items: self.max_peer_items.unwrap_or(defaults.max_peer_items),

@@ -133,6 +133,19 @@ def test_intersect_frame_returns_the_matched_rows():
     assert child.result()[0] == "result"
 
 
+def test_threads_are_bounded_by_the_cores(capfd):
+    """More threads than cores only take turns: a party runs on the cores it may use and
+    warns, naming both numbers; no threads at all is refused at once."""
+    with pytest.raises(venn.UsageError, match="threads must be at least 1"):
+        venn.receive(["a"], connect="127.0.0.1:1", threads=0)
+    asked = 8 * os.cpu_count()
+    child = Child("send", ["a", "b"], threads=asked)
+    assert venn.receive(["b", "c"], connect=child.addr, threads=asked).matched == [0]
+    assert child.result()[0] == "result"
+    err = capfd.readouterr().err
+    assert f"{asked} threads asked for, but this process may use" in err, err
+
+
 def test_errors_are_typed():
     with pytest.raises(venn.UsageError, match="protocol"):
         venn.receive(["a"], connect="127.0.0.1:1", protocol="nope")

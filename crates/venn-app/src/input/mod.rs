@@ -404,6 +404,16 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
                     "values (--value-column) are read from a CSV file (--format csv)".into(),
                 ));
             }
+            // No text file of keys holds a NUL byte: a binary file, or UTF-16 text, whose
+            // keys would never match the peer's.
+            if let Some(at) = memchr::memchr(0, &data) {
+                return Err(Error::Input {
+                    line: memchr::memchr_iter(b'\n', &data[..at]).count() as u64 + 1,
+                    reason: "a NUL byte: not a text file of keys (a binary file, or UTF-16 \
+                             text: save it as UTF-8)"
+                        .into(),
+                });
+            }
             let mut number = 0;
             scan::for_each_line(&data, 0, None, |line, _| {
                 number += 1;

@@ -156,7 +156,7 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
 pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bool) -> Result<()> {
     let scratch = ScratchDir::new()?;
     if !json {
-        println!(
+        out!(
             "end to end on CSV files (`venn send` + `venn receive`, output written)\n\
              {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
             "protocol",
@@ -177,11 +177,11 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
                 "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
             )));
         }
-        make_files(&scratch.0, log2n)?;
+        make_files(scratch.path(), log2n)?;
         let mut runs: Vec<Vec<FilesRow>> = vec![Vec::new(); protocols.len()];
         for _ in 0..repeat.max(1) {
             for (p, runs) in protocols.iter().zip(&mut runs) {
-                runs.push(run_once(&scratch.0, p, log2n)?);
+                runs.push(run_once(scratch.path(), p, log2n)?);
             }
         }
         for mut at in runs {
@@ -193,7 +193,7 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
                 }
             };
             if !json {
-                println!(
+                out!(
                     "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
                     row.protocol,
                     row.log2n,
@@ -217,7 +217,7 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
     }
     if json {
         let out = serde_json::json!({ "files": rows });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );

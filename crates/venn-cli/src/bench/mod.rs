@@ -15,7 +15,7 @@ pub use party::{BenchParty, Link};
 use serde::{Deserialize, Serialize};
 use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 pub use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
@@ -169,22 +169,21 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
         .map_err(|e| Error::Bench(format!("benchmark {who} printed no result: {e}")))
 }
 
-/// A scratch directory removed when dropped.
-struct ScratchDir(PathBuf);
+/// A scratch directory (generated files, transcripts, states), removed when dropped or
+/// when the benchmark is stopped ([`venn_app::temp_dirs`]).
+struct ScratchDir(venn_app::temp_dirs::TempDir);
 
 impl ScratchDir {
     fn new() -> Result<Self> {
-        let tag = venn::crypto::Prg::from_entropy().block() as u64;
-        let dir =
-            std::env::temp_dir().join(format!("venn-bench-{}-{tag:016x}", std::process::id()));
-        std::fs::create_dir(&dir)?;
-        Ok(ScratchDir(dir))
+        let tag = format!("venn-bench-{}-", std::process::id());
+        Ok(ScratchDir(venn_app::temp_dirs::TempDir::new_in(
+            &std::env::temp_dir(),
+            &tag,
+        )?))
     }
-}
 
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
@@ -352,12 +351,20 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         }
         return files::bench_files(o.protocols, o.log2ns, o.repeat, o.json);
     }
-    if o.threads.is_empty() || o.threads.contains(&0) {
+    if o.threads.is_empty() {
         return Err(Error::Bench("--threads wants counts of at least 1".into()));
+    }
+    // Each count bounded to the cores; one that becomes another's is run once.
+    let mut thread_counts: Vec<usize> = Vec::new();
+    for &asked in o.threads {
+        let t = venn_app::threads::bounded(asked)?;
+        if !thread_counts.contains(&t) {
+            thread_counts.push(t);
+        }
     }
     let (mut rows, mut solo) = (Vec::new(), Vec::new());
     let scratch = ScratchDir::new()?;
-    let tls_dir = scratch.0.join("tls");
+    let tls_dir = scratch.path().join("tls");
     if o.tls {
         std::fs::create_dir(&tls_dir)?;
         tls_identities(&tls_dir)?;
@@ -368,15 +375,15 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         &[None]
     };
     let attached = if o.precompute {
-        Attached::Precompute(&scratch.0)
+        Attached::Precompute(scratch.path())
     } else {
         Attached::Nothing
     };
     if !o.json {
         if o.precompute {
-            println!("online: a second session from the precomputed states (their size at the end of each row)");
+            out!("online: a second session from the precomputed states (their size at the end of each row)");
         }
-        println!(
+        out!(
             "{:<18} {:>5} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>13} {:>13} {:>8} {:>8} {:>8}",
             "protocol",
             "log2n",
@@ -393,11 +400,11 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             "verified"
         );
         if o.tls {
-            println!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
+            out!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
         }
     }
     for &log2n in o.log2ns {
-        for &threads in o.threads {
+        for &threads in &thread_counts {
             let mut at_n: Vec<Row> = Vec::new();
             for &p in &protocols {
                 let mut runs: Vec<Vec<Row>> = vec![Vec::new(); variants.len()];
@@ -451,16 +458,16 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                 .iter()
                 .map(|t| format!(" {:>9}", format!("{t} thr")))
                 .collect();
-            println!(
+            out!(
                 "\nsolo: each party alone against a recorded run (its messages checked byte for byte)\n{:<18} {:>5} {:<8} {:<38}{heads} {:>8}",
                 "protocol", "log2n", "party", "phase (seconds)", "speed-up"
             );
         }
         for &log2n in o.log2ns {
             for &p in &protocols {
-                let at = bench_solo(p, log2n, o.threads, o.repeat, o.timeout)?;
+                let at = bench_solo(p, log2n, &thread_counts, o.repeat, o.timeout)?;
                 if !o.json {
-                    print_solo(&at, o.threads);
+                    print_solo(&at, &thread_counts);
                 }
                 solo.extend(at);
             }
@@ -468,7 +475,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
     }
     if o.json {
         let out = serde_json::json!({ "rows": rows, "solo": solo });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );
@@ -490,7 +497,7 @@ fn print_row(row: &Row) {
     } else {
         row.protocol.clone()
     };
-    println!(
+    out!(
         "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>13} {:>13} {:>8} {:>8} {:>8}{extra}",
         name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,

@@ -171,7 +171,7 @@ fn open(
         let mut bound = addr.to_string();
         let chan = transport.listen(addr, timeout, |a| {
             bound = a.to_string();
-            println!("listening {a}");
+            out!("listening {a}");
         })?;
         Ok((chan, bound))
     } else {
@@ -303,7 +303,7 @@ impl BenchParty {
                 .map(|p| (p.name.to_string(), p.duration.as_secs_f64()))
                 .collect(),
         };
-        println!("{}", serde_json::to_string(&result).expect("serialisable"));
+        out!("{}", serde_json::to_string(&result).expect("serialisable"));
         Ok(())
     }
 }

@@ -48,7 +48,7 @@ pub fn bench_solo(
         timeout,
         net: None,
     };
-    let recorded = bench_one(&spawn, Attached::Record(&dir.0), None)?;
+    let recorded = bench_one(&spawn, Attached::Record(dir.path()), None)?;
     if !recorded.verified {
         return Err(Error::Bench(format!(
             "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
@@ -60,7 +60,7 @@ pub fn bench_solo(
             (Role::Sender, Role::Receiver),
             (Role::Receiver, Role::Sender),
         ] {
-            let (inbound, outbound) = (transcript(&dir.0, role), transcript(&dir.0, peer));
+            let (inbound, outbound) = (transcript(dir.path(), role), transcript(dir.path(), peer));
             let link = ["--replay", &inbound, "--expect", &outbound].map(String::from);
             let mut runs = (0..repeat.max(1))
                 .map(|_| {
@@ -121,9 +121,13 @@ pub fn print_solo(rows: &[SoloRow], threads: &[usize]) {
         for (name, times) in lines {
             let cols: String = times.iter().map(|t| format!(" {t:>9.3}")).collect();
             let speedup = times[0] / times[times.len() - 1].max(1e-9);
-            println!(
+            out!(
                 "{:<18} {:>5} {:<8} {:<38}{cols} {:>8.2}",
-                first.protocol, first.log2n, party, name, speedup
+                first.protocol,
+                first.log2n,
+                party,
+                name,
+                speedup
             );
         }
     }

@@ -406,7 +406,7 @@ pub struct ThunderOptions<'a> {
 
 /// `venn bench --thunder`.
 pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
-    let (parties, threads, timeout, json) = (o.parties, o.threads, o.timeout, o.json);
+    let (parties, timeout, json) = (o.parties, o.timeout, o.json);
     let workers = o.workers;
     if !(2..=3).contains(&parties) {
         return Err(Error::Bench("--parties is 2 or 3".into()));
@@ -414,16 +414,15 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     if o.preprocessed && parties != 2 {
         return Err(Error::Bench("preprocessed runs have two parties".into()));
     }
-    if workers.is_empty() || workers.contains(&0) || threads == 0 {
-        return Err(Error::Bench(
-            "--workers and --threads want counts of at least 1".into(),
-        ));
+    if workers.is_empty() || workers.contains(&0) {
+        return Err(Error::Bench("--workers wants counts of at least 1".into()));
     }
+    let threads = venn_app::threads::bounded(o.threads)?;
     let scratch = ScratchDir::new()?;
-    let dir = &scratch.0;
+    let dir = scratch.path();
     let op = if o.preprocessed { "raise" } else { "pairing" };
     if !json {
-        println!(
+        out!(
             "Thunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
              {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>14} {:>11} {:>9} {:>8}",
             if o.preprocessed { ", preprocessed runs" } else { "" },
@@ -536,7 +535,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
         for row in at_n {
             if !json {
                 let optional = |v: Option<f64>| v.map_or("-".into(), |s| format!("{s:.2}"));
-                println!(
+                out!(
                     "{:>5} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9.2} {:>10.2} {:>10.1} {:>14.0} {:>11.0} {:>9} {:>8}",
                     row.log2n, row.workers, row.upload_a_s, row.upload_b_s, row.upload_cpu_s,
                     optional(row.precompute_s), optional(row.precompute_cpu_s),
@@ -558,7 +557,7 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     }
     if json {
         let out = serde_json::json!({ "thunder": rows });
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")
         );
