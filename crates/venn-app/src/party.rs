@@ -515,9 +515,10 @@ fn run_whole(
     progress: impl FnMut(u64, u64),
 ) -> Result<(Report, Output)> {
     if agreed.log2_buckets() == 0 {
+        let mut chan = agreed.bind(chan);
         let report = match loaded {
-            Some(state) => venn::run_online(chan, &input.keys, state, opts)?,
-            None => venn::run(chan, &input.keys, opts)?,
+            Some(state) => venn::run_online(&mut chan, &input.keys, state, opts)?,
+            None => venn::run(&mut chan, &input.keys, opts)?,
         };
         let output = report.output.clone();
         return Ok((report, output));
