@@ -779,3 +779,43 @@ fn a_sum_over_the_intersection_from_a_value_column() {
         .unwrap();
     assert_clean_failure(&o, "one value column");
 }
+
+/// A party that cannot connect ends naming the address and why its last attempt failed;
+/// one that waits in vain names where it listened.
+#[test]
+fn giving_up_on_the_peer_names_the_address_and_the_last_error() {
+    let dir = tmp();
+    let input = write(dir.path(), "in.csv", "k\na\n");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let o = within(std::time::Duration::from_secs(10), || {
+        venn()
+            .args(["send", "--connect", &addr, "--timeout", "1"])
+            .args(["--input", input.to_str().unwrap()])
+            .output()
+            .unwrap()
+    });
+    assert_clean_failure(
+        &o,
+        &format!("timed out after 1 s connecting to {addr}: connection refused"),
+    );
+    let (r, bound) = spawn_listening(&[
+        "receive",
+        "--timeout",
+        "1",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        dir.path().join("out.csv").to_str().unwrap(),
+    ]);
+    let o = within(std::time::Duration::from_secs(10), || wait_listening(r));
+    assert_clean_failure(
+        &o,
+        &format!("timed out after 1 s waiting for the peer on {bound}"),
+    );
+}
