@@ -503,6 +503,7 @@ mod tests {
             lowercase: false,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         };
         Input::from_keys(keys, None, &opts).unwrap()
     }

@@ -57,6 +57,7 @@ pub fn demo() -> Result<()> {
             lowercase: true,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         },
         both: false,
         state: None,

@@ -16,7 +16,7 @@ use venn::protocols::{Bins, Offline, Options, Stash};
 use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_app::input::{Format, KeyOptions};
+use venn_app::input::{parse_delimiter, Format, KeyOptions};
 use venn_app::party::{
     precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
     PartyArgs, PrecomputeArgs, RunSpec,
@@ -172,6 +172,11 @@ struct KeysCli {
     /// (`--column email,dob`), make one key of their values together.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     column: Vec<String>,
+    /// What separates a CSV file's fields: `,`, `;` (as spreadsheets save CSV where the
+    /// comma is the decimal mark), `tab` (or `\t`) or `|`. Rows are output as they are, so
+    /// with the input's.
+    #[arg(long, value_name = "CHAR", default_value = ",", value_parser = parse_delimiter)]
+    delimiter: u8,
     /// Strip leading and trailing white space from keys.
     #[arg(long)]
     trim: bool,
@@ -196,6 +201,7 @@ impl KeysCli {
             lowercase: self.lowercase,
             skip_empty: self.skip_empty,
             value_columns,
+            delimiter: self.delimiter,
         }
     }
 }

@@ -780,6 +780,73 @@ fn a_sum_over_the_intersection_from_a_value_column() {
     assert_clean_failure(&o, "one value column");
 }
 
+/// Files separated by semicolons (as European spreadsheets save CSV) or tabs are read with
+/// `--delimiter`, quotes and all; the matching rows are written as they are, with the
+/// input's delimiter. A semicolon file read as comma-separated names the way out.
+#[test]
+fn semicolon_and_tab_separated_files_are_read_with_delimiter() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        "name;email\nAda;ada@example.org\n\"Turing; Alan\";alan@example.org\nGrace;grace@example.org\n",
+    );
+    let r = write(
+        dir.path(),
+        "r.tsv",
+        "id\temail\tcity\n1\tgrace@example.org\tArlington\n2\t\"alan@example.org\"\tWilmslow\n3\tbob@example.org\tx\n",
+    );
+    let out = dir.path().join("out.tsv");
+    // Split into buckets on disk too, and written back from the file.
+    for (tab, buckets) in [("tab", 0), ("\\t", 1), ("\t", 0)] {
+        let buckets = ["--bucket-rows", "1"].repeat(buckets);
+        let (so, ro) = run_pair(
+            &[
+                &[
+                    "--input",
+                    r.to_str().unwrap(),
+                    "--output",
+                    out.to_str().unwrap(),
+                    "--column",
+                    "email",
+                    "--delimiter",
+                    tab,
+                ][..],
+                &buckets,
+            ]
+            .concat(),
+            &[
+                "--input",
+                s.to_str().unwrap(),
+                "--column",
+                "email",
+                "--delimiter",
+                ";",
+            ],
+        );
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id\temail\tcity\n1\tgrace@example.org\tArlington\n2\t\"alan@example.org\"\tWilmslow\n",
+            "--delimiter {tab:?}"
+        );
+    }
+    let o = venn()
+        .args(["send", "--connect", "127.0.0.1:1", "--column", "email"])
+        .args(["--input", s.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "no column named 'email' (columns: name;email");
+    assert!(stderr(&o).contains("--delimiter ';'"), "{}", stderr(&o));
+    let o = venn()
+        .args(["send", "--connect", "127.0.0.1:1", "--delimiter", ":"])
+        .args(["--input", s.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("one of"), "{}", stderr(&o));
+}
+
 /// A party that cannot connect ends naming the address and why its last attempt failed;
 /// one that waits in vain names where it listened.
 #[test]

@@ -162,6 +162,7 @@ pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyO
         lowercase,
         skip_empty,
         value_columns: Vec::new(),
+        delimiter: b',',
     }
 }
 
