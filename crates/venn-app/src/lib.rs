@@ -2,14 +2,16 @@
 //! protocol — read and normalise its keys ([`input`]), agree the run plan and go bucket by
 //! bucket when the input is larger than memory ([`buckets`]), link to the peer over TCP
 //! or TLS ([`transport`]), run ([`party`], on one connection or on parallel lanes:
-//! [`lanes`]), write its rows ([`output`]), show progress ([`progress`]) — and a Thunder
-//! client's pairing glue ([`thunder`]).
+//! [`lanes`]), write its rows ([`output`]), show progress ([`progress`]) — a Thunder
+//! client's pairing glue ([`thunder`]), and the TLS identity both front ends make
+//! ([`keygen`]).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
 
 pub mod buckets;
 pub mod input;
+pub mod keygen;
 pub mod lanes;
 pub mod output;
 pub mod party;

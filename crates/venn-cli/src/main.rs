@@ -305,7 +305,7 @@ struct KeygenCli {
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Days the certificate is valid.
-    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=36500))]
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=venn_app::keygen::MAX_DAYS as i64))]
     days: u32,
 }
 
