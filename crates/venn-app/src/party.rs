@@ -322,10 +322,13 @@ pub fn check_output_path(path: &Path, what: &str, inputs: &[&Path]) -> Result<()
     Ok(())
 }
 
-/// Runs one party; `on_bound` is told the listening address (with `--listen`).
+/// Runs one party; `on_bound` is told the listening address (with `--listen`). The
+/// protocol's phases go to `progress` if given (the Python package's callback), else to a
+/// spinner on a terminal.
 pub fn run_party(
     args: &PartyArgs,
     role: Role,
+    progress: Option<&dyn Progress>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
@@ -356,7 +359,10 @@ pub fn run_party(
         check_output_path(stats, "--stats-json", &taken)?;
     }
     args.link.check_endpoint()?;
-    let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
+    let spinner = match progress {
+        None => Spinner::if_terminal(&format!("venn {}", role.name())),
+        Some(_) => None,
+    };
     let started = std::time::Instant::now();
     let bucket_rows = args
         .bucket_rows
@@ -428,7 +434,7 @@ pub fn run_party(
         protocol,
         role,
         args.both,
-        spinner.as_ref().map(|s| s as &dyn Progress),
+        progress.or(spinner.as_ref().map(|s| s as &dyn Progress)),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
     // A state is read and checked before the peer is contacted; it is used up only once

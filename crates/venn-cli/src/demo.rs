@@ -70,14 +70,14 @@ pub fn demo() -> Result<()> {
     );
     let (sent, received) = std::thread::scope(|s| {
         let t = s.spawn(|| {
-            run_party(&bob_args, Role::Receiver, |addr| {
+            run_party(&bob_args, Role::Receiver, None, |addr| {
                 let _ = tx.send(addr);
             })
         });
         let sent = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(addr) => {
                 let a = args(alice, None, Endpoint::Connect(addr.to_string()));
-                run_party(&a, Role::Sender, |_| {})
+                run_party(&a, Role::Sender, None, |_| {})
             }
             Err(_) => Err(Error::Timeout(Duration::from_secs(30))),
         };

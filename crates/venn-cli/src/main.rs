@@ -611,7 +611,7 @@ impl PartyCli {
 }
 
 fn party(cli: PartyCli, role: Role) -> Result<()> {
-    let outcome = run_party(&cli.into_args()?, role, |addr| {
+    let outcome = run_party(&cli.into_args()?, role, None, |addr| {
         eprintln!("venn: listening on {addr}");
     })?;
     eprintln!("{}", summary(&outcome));
