@@ -44,7 +44,7 @@ enum Command {
     /// a later `venn send/receive --state FILE`.
     Precompute(PrecomputeCli),
     /// Intersect two small sample files over loopback and show the result.
-    Demo,
+    Demo(DemoCli),
     /// Make a private key and a self-signed certificate for TLS, and print the
     /// certificate's fingerprint for the peer's --peer-fingerprint.
     Keygen(KeygenCli),
@@ -296,6 +296,15 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(1 << shift))
         .ok_or_else(|| format!("'{s}' is not a size like 8G, 512M or 1048576"))
+}
+
+#[derive(Args)]
+struct DemoCli {
+    /// Write the sample files and Bob's matches into DIR (made if missing; no file is
+    /// replaced) and keep them, to try `venn send`/`venn receive` on; by default they go
+    /// to a temporary directory removed on exit.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -684,7 +693,7 @@ fn main() -> ExitCode {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
-        Command::Demo => demo::demo(),
+        Command::Demo(d) => demo::demo(d.keep.as_deref()),
         Command::Cloud(c) => cloud::cloud(c),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
         Command::Dealer(d) => serve_dealer(d),

@@ -886,3 +886,47 @@ fn giving_up_on_the_peer_names_the_address_and_the_last_error() {
         &format!("timed out after 1 s waiting for the peer on {bound}"),
     );
 }
+
+/// `venn demo` shows its files' contents and names no file it removes on exit; with
+/// `--keep DIR` the sample files and Bob's matches stay in DIR (never replacing a file),
+/// for `venn send`/`venn receive` by hand.
+#[test]
+fn demo_names_only_files_that_stay() {
+    let o = venn().arg("demo").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let named: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "():".contains(c))
+        .filter(|w| w.ends_with(".csv"))
+        .collect();
+    for path in &named {
+        assert!(
+            std::path::Path::new(path).exists(),
+            "the demo named '{path}', gone after it ended:\n{text}"
+        );
+    }
+    let dir = tmp();
+    let keep = dir.path().join("demo");
+    let o = venn().args(["demo", "--keep"]).arg(&keep).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let matches = std::fs::read_to_string(keep.join("bob-matches.csv")).unwrap();
+    assert_eq!(
+        matches.lines().count(),
+        4,
+        "header and three shared keys: {matches}"
+    );
+    for file in ["alice.csv", "bob.csv", "bob-matches.csv"] {
+        let path = keep.join(file);
+        assert!(
+            text.contains(path.to_str().unwrap()),
+            "{file} named: {text}"
+        );
+    }
+    let again = venn().args(["demo", "--keep"]).arg(&keep).output().unwrap();
+    assert_clean_failure(&again, "exists");
+    assert_eq!(
+        std::fs::read_to_string(keep.join("bob-matches.csv")).unwrap(),
+        matches
+    );
+}
