@@ -7,7 +7,8 @@
 # The package: by default the wheel maturin builds in release, installed as a user would
 # install it. scripts/test.sh gives VENN_MODULE instead, the native module its one build
 # made: the package's Python sources and that module are then installed as the wheel
-# would lay them out (venn/, venn/_venn.abi3.so), without a second build.
+# would lay them out (venn/, venn/_venn.abi3.so), without a second build. Arguments go to
+# pytest (`-k keygen` runs the tests whose names hold "keygen").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/python-venv
@@ -27,4 +28,4 @@ if [ -z "${VENN_BIN:-}" ]; then
     cargo build --locked --release -p venn-cli
     VENN_BIN="$PWD/target/release/venn"
 fi
-VENN_BIN="$VENN_BIN" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/venn-python/tests
+VENN_BIN="$VENN_BIN" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/venn-python/tests "$@"

@@ -27,7 +27,8 @@
 //!
 //! Each bucket's session is bound to the plans both parties sent and to the bucket's
 //! number (through the channel binding the session id hashes), so a plan altered in
-//! transit or sessions reordered fail the handshake.
+//! transit or sessions reordered fail the handshake; one bucket's, to the plans alone
+//! ([`Agreed::bind`]).
 
 use crate::destination::Destination;
 use crate::input::segments::for_each_segment;
@@ -280,7 +281,7 @@ pub fn run_buckets(
         let real = items.len();
         let report = if buckets == 1 {
             // One bucket is an ordinary run, as the peer may make it from a file read whole.
-            venn::run(&mut *chan, &items, &opts)?
+            venn::run(&mut agreed.bind(&mut *chan), &items, &opts)?
         } else {
             run_bucket(&mut *chan, &agreed.digest(), c, items, pad, &opts)?
         };

@@ -101,7 +101,7 @@ impl Coordinator {
         protocol.check_items(link.spec.options, &input.keys)?;
         link.check_endpoint()?;
         let rows = input.keys.len() as u64;
-        let mut chan = link.connect(on_bound)?;
+        let mut chan = link.connect(on_bound, None)?;
         // Enough buckets for every lane, but no more than the rows justify (the peer
         // refuses more).
         let justified = rows.max(1).next_power_of_two().trailing_zeros() as u8;
@@ -485,7 +485,7 @@ impl LaneEnd {
     pub fn link(self, transport: &Transport, timeout: Duration) -> Result<Box<dyn Channel>> {
         match self {
             LaneEnd::Listen(l) => transport.accept(&l, timeout, (HELLO_PREFIX, looks_like_hello)),
-            LaneEnd::Connect(addr) => transport.connect(&addr, timeout),
+            LaneEnd::Connect(addr) => transport.connect(&addr, timeout, &mut |_| {}),
         }
     }
 }
@@ -520,6 +520,7 @@ mod tests {
             lowercase: false,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         };
         Input::from_keys(keys, None, &opts).unwrap()
     }

@@ -3,8 +3,9 @@
 //! bucket when the input is larger than memory ([`buckets`], in [`temp_dirs`]), link to the
 //! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
 //! lanes: [`lanes`]; on as many [`threads`] as the cores allow), write its rows
-//! ([`output`], where the [`destination`] allows), show progress ([`progress`]) — and a
-//! Thunder client's pairing glue ([`thunder`]).
+//! ([`output`], where the [`destination`] allows), show progress ([`progress`]) — a
+//! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
+//! ([`keygen`]).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
@@ -12,6 +13,7 @@
 pub mod buckets;
 pub mod destination;
 pub mod input;
+pub mod keygen;
 pub mod lanes;
 pub mod output;
 pub mod party;

@@ -206,6 +206,7 @@ mod tests {
             lowercase: false,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         };
         let input = read_input(&csv, &keys).unwrap();
         let path = dir.path().join("out.json");

@@ -11,7 +11,7 @@ use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use venn::net::Channel;
+use venn::net::{Channel, Retry};
 use venn::protocols::Output;
 use venn::protocols::{
     find, DealerLink, Offline, Options, OutputKind, Progress, Protocol, Security,
@@ -232,7 +232,7 @@ impl Link {
     /// How to open the link to the dealer, if `--dealer` was given.
     fn dealer_link(&self) -> Option<impl Fn() -> Result<Box<dyn Channel>> + Sync + '_> {
         let d = self.dealer.as_ref()?;
-        Some(move || d.transport.connect(&d.addr, self.spec.timeout))
+        Some(move || d.transport.connect(&d.addr, self.spec.timeout, &mut |_| {}))
     }
 
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
@@ -243,11 +243,37 @@ impl Link {
         }
     }
 
-    pub(crate) fn connect(&self, on_bound: impl FnOnce(SocketAddr)) -> Result<Box<dyn Channel>> {
-        match &self.endpoint {
-            Endpoint::Listen(a) => self.transport.listen(a, self.spec.timeout, on_bound),
-            Endpoint::Connect(a) => self.transport.connect(a, self.spec.timeout),
+    /// Reaches the peer; `spinner` (on a terminal) shows what is waited for: the address
+    /// listened on, or the one connected to with why the last attempt failed.
+    pub(crate) fn connect(
+        &self,
+        on_bound: impl FnOnce(SocketAddr),
+        spinner: Option<&Spinner>,
+    ) -> Result<Box<dyn Channel>> {
+        let timeout = self.spec.timeout;
+        let chan = match &self.endpoint {
+            Endpoint::Listen(a) => self.transport.listen(a, timeout, |bound| {
+                on_bound(bound);
+                if let Some(s) = spinner {
+                    s.phase(&format!("waiting for the peer on {bound}"));
+                }
+            }),
+            Endpoint::Connect(a) => {
+                if let Some(s) = spinner {
+                    s.phase(&format!("connecting to {a}"));
+                }
+                let mut retrying = |r: &Retry| {
+                    if let Some(s) = spinner {
+                        s.message(&r.to_string());
+                    }
+                };
+                self.transport.connect(a, timeout, &mut retrying)
+            }
+        }?;
+        if let Some(s) = spinner {
+            s.phase("agreeing on the run with the peer");
         }
+        Ok(chan)
     }
 
     fn write_stats(&self, stats: &Stats) -> Result<()> {
@@ -261,10 +287,13 @@ impl Link {
     }
 }
 
-/// Runs one party; `on_bound` is told the listening address (with `--listen`).
+/// Runs one party; `on_bound` is told the listening address (with `--listen`). The
+/// protocol's phases go to `progress` if given (the Python package's callback), else to a
+/// spinner on a terminal.
 pub fn run_party(
     args: &PartyArgs,
     role: Role,
+    progress: Option<&dyn Progress>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
     let protocol = args.link.protocol()?;
@@ -304,7 +333,10 @@ pub fn run_party(
         check_output_path(stats, "--stats-json", &taken)?;
     }
     args.link.check_endpoint()?;
-    let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
+    let spinner = match progress {
+        None => Spinner::if_terminal(&format!("venn {}", role.name())),
+        Some(_) => None,
+    };
     let started = std::time::Instant::now();
     let bucket_rows = args
         .bucket_rows
@@ -377,7 +409,7 @@ pub fn run_party(
         role,
         args.both,
         threads,
-        spinner.as_ref().map(|s| s as &dyn Progress),
+        progress.or(spinner.as_ref().map(|s| s as &dyn Progress)),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
     // A state is read and checked before the peer is contacted; it is used up only once
@@ -399,7 +431,7 @@ pub fn run_party(
             .check_items(opts.options, &input.keys)
             .map_err(|e| Error::Usage(format!("'{}': {e}", args.input.display())))?;
     }
-    let mut chan = args.link.connect(on_bound)?;
+    let mut chan = args.link.connect(on_bound, spinner.as_ref())?;
     // A file read whole announces its distinct keys (as the session hello does); a split
     // one its rows (its distinct keys are known only bucket by bucket).
     let announced = match &read {
@@ -490,9 +522,10 @@ fn run_whole(
     progress: impl FnMut(u64, u64),
 ) -> Result<(Report, Output)> {
     if agreed.log2_buckets() == 0 {
+        let mut chan = agreed.bind(chan);
         let report = match loaded {
-            Some(state) => venn::run_online(chan, &input.keys, state, opts)?,
-            None => venn::run(chan, &input.keys, opts)?,
+            Some(state) => venn::run_online(&mut chan, &input.keys, state, opts)?,
+            None => venn::run(&mut chan, &input.keys, opts)?,
         };
         let output = report.output.clone();
         return Ok((report, output));
@@ -554,7 +587,7 @@ pub fn run_keys(
     link.check_endpoint()?;
     let opts = link.options(protocol, role, both, threads, progress, None);
     protocol.check_items(opts.options, &input.keys)?;
-    let mut chan = link.connect(on_bound)?;
+    let mut chan = link.connect(on_bound, None)?;
     let plan = Plan {
         rows: input.keys.len() as u64,
         log2_buckets: 0,
@@ -629,7 +662,7 @@ pub fn precompute_party(
         spinner.as_ref().map(|s| s as &dyn Progress),
         dealer.as_ref().map(|d| d as &DealerLink),
     );
-    let mut chan = args.link.connect(on_bound)?;
+    let mut chan = args.link.connect(on_bound, spinner.as_ref())?;
     let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;
     drop(spinner);
     let report = pre.save(&args.state)?;

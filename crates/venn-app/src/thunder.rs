@@ -116,7 +116,7 @@ impl Partners {
                 Partners { links, lead: true }
             }
             PeerEndpoint::Connect(addr) => Partners {
-                links: vec![transport.connect(addr, timeout)?],
+                links: vec![transport.connect(addr, timeout, &mut |_| {})?],
                 lead: false,
             },
         })

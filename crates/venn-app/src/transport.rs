@@ -11,7 +11,7 @@ use venn::net::tls::{
     looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
 };
 use venn::net::{
-    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Channel, Screen, Shaping,
+    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Channel, Retry, Screen, Shaping,
     StreamChannel, TimedRead, PROBE,
 };
 use venn::session::{looks_like_hello, HELLO_PREFIX};
@@ -170,11 +170,17 @@ impl Transport {
         self.check(addr, &resolve(addr)?)
     }
 
-    /// Connects to the peer at `addr` (retrying until `timeout`).
-    pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Channel>> {
+    /// Connects to the peer at `addr`, retrying until `timeout` (`retrying` hears of each
+    /// failed attempt).
+    pub fn connect(
+        &self,
+        addr: &str,
+        timeout: Duration,
+        retrying: &mut dyn FnMut(&Retry),
+    ) -> Result<Box<dyn Channel>> {
         let addrs = resolve(addr)?;
         self.check(addr, &addrs)?;
-        let socket = tcp_connect(&addrs, timeout)?;
+        let socket = tcp_connect(addr, &addrs, timeout, retrying)?;
         Ok(match &self.tls {
             Some(tls) => {
                 let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
@@ -193,7 +199,7 @@ impl Transport {
     ///
     /// A party listens only once it is ready to run (its input read): a peer that tries
     /// earlier is refused and retries, rather than queueing a connection that may be dead
-    /// by the time it is taken.
+    /// by the time it is taken. At the timeout the error names the address listened on.
     pub fn listen(
         &self,
         addr: &str,
@@ -201,8 +207,15 @@ impl Transport {
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<Box<dyn Channel>> {
         let listener = self.bind(addr)?;
-        on_bound(listener.local_addr()?);
-        self.accept(&listener, timeout, (HELLO_PREFIX, looks_like_hello))
+        let bound = listener.local_addr()?;
+        on_bound(bound);
+        (self.accept(&listener, timeout, (HELLO_PREFIX, looks_like_hello))).map_err(|e| match e {
+            Error::Timeout(t) => Error::Address(format!(
+                "timed out after {} s waiting for the peer on {bound}",
+                t.as_secs_f64()
+            )),
+            e => e,
+        })
     }
 
     /// Binds `addr` (checked against the TLS rule) to listen on.

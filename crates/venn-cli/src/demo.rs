@@ -1,8 +1,12 @@
 //! `venn demo`: two small customer lists, intersected by two parties over loopback TCP
-//! with the same code paths as `venn send` / `venn receive`.
+//! with the same code paths as `venn send` / `venn receive`. The files go to a temporary
+//! directory removed on exit, and are shown by their contents only; `--keep DIR` writes
+//! them to DIR instead, to try `venn send`/`venn receive` on by hand.
 
+use std::path::Path;
 use std::time::Duration;
 use venn::session::Role;
+use venn::util::files::write_new;
 use venn::{Error, Result};
 use venn_app::input::{Format, KeyOptions};
 use venn_app::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
@@ -22,18 +26,40 @@ ada@example.org,London\n\
 claude@example.org,Petoskey\n\
 john@example.org,Budapest\n";
 
-/// Runs the demo and prints what each side had and what the receiver learned.
-pub fn demo() -> Result<()> {
-    let dir = venn_app::temp_dirs::TempDir::new_in(&std::env::temp_dir(), "venn-demo-")?;
+/// Runs the demo and prints what each side had and what the receiver learned; with
+/// `keep`, in files left in that directory (made if missing; no file in it is replaced).
+pub fn demo(keep: Option<&Path>) -> Result<()> {
+    let temporary;
+    let dir = match keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(Error::file("create directory", dir))?;
+            dir
+        }
+        None => {
+            temporary = venn_app::temp_dirs::TempDir::new_in(&std::env::temp_dir(), "venn-demo-")?;
+            temporary.path()
+        }
+    };
     let (alice, bob, out) = (
-        dir.path().join("alice.csv"),
-        dir.path().join("bob.csv"),
-        dir.path().join("bob-matches.csv"),
+        dir.join("alice.csv"),
+        dir.join("bob.csv"),
+        dir.join("bob-matches.csv"),
     );
-    std::fs::write(&alice, ALICE)?;
-    std::fs::write(&bob, BOB)?;
-    out!("Alice (sender) holds {}:\n{ALICE}", alice.display());
-    out!("Bob (receiver) holds {}:\n{BOB}", bob.display());
+    if let Some(taken) = [&alice, &bob, &out].into_iter().find(|p| p.exists()) {
+        return Err(Error::Usage(format!(
+            "'{}' exists; venn demo --keep never replaces a file",
+            taken.display()
+        )));
+    }
+    write_new(&alice, ALICE.as_bytes(), 0o644)?;
+    write_new(&bob, BOB.as_bytes(), 0o644)?;
+    // Only files that stay are named.
+    let named = |path: &Path| match keep {
+        Some(_) => format!(" ({})", path.display()),
+        None => String::new(),
+    };
+    out!("Alice (sender) holds{}:\n{ALICE}", named(&alice));
+    out!("Bob (receiver) holds{}:\n{BOB}", named(&bob));
     out!(
         "Both run {} over loopback TCP; keys are trimmed and lower-cased.\n",
         RunSpec::default().protocol
@@ -57,26 +83,27 @@ pub fn demo() -> Result<()> {
             lowercase: true,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         },
         both: false,
         state: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let bob_args = args(
-        bob,
+        bob.clone(),
         Some(out.clone()),
         Endpoint::Listen("127.0.0.1:0".into()),
     );
     let (sent, received) = std::thread::scope(|s| {
         let t = s.spawn(|| {
-            run_party(&bob_args, Role::Receiver, |addr| {
+            run_party(&bob_args, Role::Receiver, None, |addr| {
                 let _ = tx.send(addr);
             })
         });
         let sent = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(addr) => {
-                let a = args(alice, None, Endpoint::Connect(addr.to_string()));
-                run_party(&a, Role::Sender, |_| {})
+                let a = args(alice.clone(), None, Endpoint::Connect(addr.to_string()));
+                run_party(&a, Role::Sender, None, |_| {})
             }
             Err(_) => Err(Error::Timeout(Duration::from_secs(30))),
         };
@@ -85,8 +112,19 @@ pub fn demo() -> Result<()> {
     let (sent, received) = (sent?, received?);
     out!("{}", summary(&sent));
     out!("{}\n", summary(&received));
-    out!("Bob learns these of his rows ({}):", out.display());
+    out!("Bob learns these of his rows{}:", named(&out));
     out!("{}", std::fs::read_to_string(&out)?.trim_end_matches('\n'));
     out!("\nAlice learns nothing; neither learns the other's non-matching rows.");
+    if keep.is_some() {
+        let keys = "--column email --trim --lowercase";
+        out!(
+            "\nThe same by hand, in two terminals:\n  venn receive --input {} {keys} \
+             --listen 127.0.0.1:7766 --output {}\n  venn send --input {} {keys} --connect \
+             127.0.0.1:7766",
+            bob.display(),
+            out.display(),
+            alice.display()
+        );
+    }
     Ok(())
 }

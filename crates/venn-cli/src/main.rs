@@ -21,7 +21,7 @@ use venn::protocols::{Bins, Offline, Options, Stash};
 use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_app::input::{Format, KeyOptions};
+use venn_app::input::{parse_delimiter, Format, KeyOptions};
 use venn_app::party::{
     precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
     PartyArgs, PrecomputeArgs, RunSpec,
@@ -49,7 +49,7 @@ enum Command {
     /// a later `venn send/receive --state FILE`.
     Precompute(PrecomputeCli),
     /// Intersect two small sample files over loopback and show the result.
-    Demo,
+    Demo(DemoCli),
     /// Make a private key and a self-signed certificate for TLS, and print the
     /// certificate's fingerprint for the peer's --peer-fingerprint.
     Keygen(KeygenCli),
@@ -184,6 +184,11 @@ struct KeysCli {
     /// (`--column email,dob`), make one key of their values together.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     column: Vec<String>,
+    /// What separates a CSV file's fields: `,`, `;` (as spreadsheets save CSV where the
+    /// comma is the decimal mark), `tab` (or `\t`) or `|`. Rows are output as they are, so
+    /// with the input's.
+    #[arg(long, value_name = "CHAR", default_value = ",", value_parser = parse_delimiter)]
+    delimiter: u8,
     /// Strip leading and trailing white space from keys.
     #[arg(long)]
     trim: bool,
@@ -208,6 +213,7 @@ impl KeysCli {
             lowercase: self.lowercase,
             skip_empty: self.skip_empty,
             value_columns,
+            delimiter: self.delimiter,
         }
     }
 }
@@ -306,13 +312,22 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
 }
 
 #[derive(Args)]
+struct DemoCli {
+    /// Write the sample files and Bob's matches into DIR (made if missing; no file is
+    /// replaced) and keep them, to try `venn send`/`venn receive` on; by default they go
+    /// to a temporary directory removed on exit.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct KeygenCli {
     /// Directory to write venn.crt and venn.key into (made if missing; existing files are
     /// never replaced).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Days the certificate is valid.
-    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=36500))]
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=venn_app::keygen::MAX_DAYS as i64))]
     days: u32,
 }
 
@@ -619,7 +634,7 @@ impl PartyCli {
 }
 
 fn party(cli: PartyCli, role: Role) -> Result<()> {
-    let outcome = run_party(&cli.into_args()?, role, |addr| {
+    let outcome = run_party(&cli.into_args()?, role, None, |addr| {
         eprintln!("venn: listening on {addr}");
     })?;
     eprintln!("{}", summary(&outcome));
@@ -692,7 +707,7 @@ fn main() -> ExitCode {
     // benchmark's files, the demo's) remove them when stopped.
     if matches!(
         cli.command,
-        Command::Send(_) | Command::Receive(_) | Command::Bench(_) | Command::Demo
+        Command::Send(_) | Command::Receive(_) | Command::Bench(_) | Command::Demo(_)
     ) {
         if let Err(e) = signals::remove_temp_dirs_on_signals() {
             eprintln!("venn: error: cannot watch for signals: {e}");
@@ -703,7 +718,7 @@ fn main() -> ExitCode {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
-        Command::Demo => demo::demo(),
+        Command::Demo(d) => demo::demo(d.keep.as_deref()),
         Command::Cloud(c) => cloud::cloud(c),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
         Command::Dealer(d) => serve_dealer(d),

@@ -66,18 +66,27 @@ enum Script {
     AfterHandshake(u64, Vec<u8>),
 }
 
-/// A real sender handshake over `stream`, as the library runs it.
+/// A real sender's run plan and handshake over `stream`, as the library runs them.
 fn honest_handshake(stream: &TcpStream, n: u64) {
-    use venn::net::{Channel, StreamChannel};
+    use venn::net::StreamChannel;
+    use venn::session::run_plan::{exchange, KeyForm, KeyMismatch, Plan};
     use venn::session::{handshake, Hello, Mode, Role, WireParams};
     let mut chan = StreamChannel::new(
         stream.try_clone().unwrap(),
         stream.try_clone().unwrap(),
         Duration::from_secs(10),
     );
-    chan.send(&plan(n)[4..]).unwrap();
-    let chan_dyn: &mut dyn Channel = &mut chan;
-    chan_dyn.recv(64).unwrap();
+    let plan = Plan {
+        rows: n,
+        log2_buckets: 0,
+        form: KeyForm {
+            trim: false,
+            lowercase: false,
+            columns: 1,
+        },
+    };
+    let agreed = exchange(&mut chan, plan, Role::Sender, n, KeyMismatch::Refuse).unwrap();
+    let mut chan = agreed.bind(&mut chan);
     let ours = Hello {
         protocol: "kkrt16".into(),
         role: Role::Sender,
@@ -296,4 +305,73 @@ fn a_killed_peer_is_reported_by_the_survivor() {
     let o = within(Duration::from_secs(10), || wait_listening(r));
     assert_clean_failure(&o, "closed the connection");
     assert!(!out.exists());
+}
+
+/// Copies `from` to `to`, the first frame (the run plan) with its trim and lower-case
+/// flags set to `flags`, the rest as it comes.
+fn relay_rewriting_plan(mut from: TcpStream, mut to: TcpStream, flags: [u8; 2]) {
+    let mut len = [0; 4];
+    if from.read_exact(&mut len).is_err() {
+        return;
+    }
+    let mut plan = vec![0; u32::from_le_bytes(len) as usize];
+    if from.read_exact(&mut plan).is_err() {
+        return;
+    }
+    // After the magic, the mark, the rows and log2 of the buckets: the two flags.
+    let at = 8 + 2 + 8 + 1;
+    plan[at..at + 2].copy_from_slice(&flags);
+    if to.write_all(&[&len[..], &plan].concat()).is_ok() {
+        std::io::copy(&mut from, &mut to).ok();
+    }
+    to.shutdown(std::net::Shutdown::Both).ok();
+}
+
+/// A relay between two plaintext parties that rewrites both run plans so that each side
+/// sees the peer take its keys as it does itself (the receiver trims and lower-cases, the
+/// sender does neither): the plans are bound to the session even in one bucket, so the
+/// handshake fails on both sides and nothing is written.
+#[test]
+fn a_relay_rewriting_both_run_plans_is_caught() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", "k\nAda\nbob\n");
+    let r = write(dir.path(), "r.csv", "k\nada\nbob\n");
+    let out = dir.path().join("out.csv");
+    let (receiver, addr) = spawn_listening(&[
+        "receive",
+        "--trim",
+        "--lowercase",
+        "--timeout",
+        "5",
+        "--input",
+        r.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap().to_string();
+    let relaying = std::thread::spawn(move || {
+        let (sender_side, _) = relay.accept().unwrap();
+        let receiver_side = TcpStream::connect(&addr).unwrap();
+        let (s2, r2) = (
+            sender_side.try_clone().unwrap(),
+            receiver_side.try_clone().unwrap(),
+        );
+        let up =
+            std::thread::spawn(move || relay_rewriting_plan(sender_side, receiver_side, [1, 1]));
+        relay_rewriting_plan(r2, s2, [0, 0]);
+        up.join().unwrap();
+    });
+    let sender = within(Duration::from_secs(15), || {
+        venn()
+            .args(["send", "--connect", &relay_addr, "--timeout", "5"])
+            .args(["--input", s.to_str().unwrap()])
+            .output()
+            .unwrap()
+    });
+    let receiver = within(Duration::from_secs(15), || wait_listening(receiver));
+    relaying.join().unwrap();
+    assert_clean_failure(&sender, "");
+    assert_clean_failure(&receiver, "run plans were altered in transit");
+    assert!(!out.exists(), "a failed run writes nothing");
 }

@@ -994,3 +994,154 @@ fn a_binary_file_of_lines_is_refused() {
         .unwrap();
     assert_clean_failure(&o, "input line 3: a NUL byte");
 }
+
+/// Files separated by semicolons (as European spreadsheets save CSV) or tabs are read with
+/// `--delimiter`, quotes and all; the matching rows are written as they are, with the
+/// input's delimiter. A semicolon file read as comma-separated names the way out.
+#[test]
+fn semicolon_and_tab_separated_files_are_read_with_delimiter() {
+    let dir = tmp();
+    let s = write(
+        dir.path(),
+        "s.csv",
+        "name;email\nAda;ada@example.org\n\"Turing; Alan\";alan@example.org\nGrace;grace@example.org\n",
+    );
+    let r = write(
+        dir.path(),
+        "r.tsv",
+        "id\temail\tcity\n1\tgrace@example.org\tArlington\n2\t\"alan@example.org\"\tWilmslow\n3\tbob@example.org\tx\n",
+    );
+    let out = dir.path().join("out.tsv");
+    // Split into buckets on disk too, and written back from the file.
+    for (tab, buckets) in [("tab", 0), ("\\t", 1), ("\t", 0)] {
+        let buckets = ["--bucket-rows", "1"].repeat(buckets);
+        let (so, ro) = run_pair(
+            &[
+                &[
+                    "--input",
+                    r.to_str().unwrap(),
+                    "--output",
+                    out.to_str().unwrap(),
+                    "--column",
+                    "email",
+                    "--delimiter",
+                    tab,
+                ][..],
+                &buckets,
+            ]
+            .concat(),
+            &[
+                "--input",
+                s.to_str().unwrap(),
+                "--column",
+                "email",
+                "--delimiter",
+                ";",
+            ],
+        );
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id\temail\tcity\n1\tgrace@example.org\tArlington\n2\t\"alan@example.org\"\tWilmslow\n",
+            "--delimiter {tab:?}"
+        );
+    }
+    let o = venn()
+        .args(["send", "--connect", "127.0.0.1:1", "--column", "email"])
+        .args(["--input", s.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "no column named 'email' (columns: name;email");
+    assert!(stderr(&o).contains("--delimiter ';'"), "{}", stderr(&o));
+    let o = venn()
+        .args(["send", "--connect", "127.0.0.1:1", "--delimiter", ":"])
+        .args(["--input", s.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("one of"), "{}", stderr(&o));
+}
+
+/// A party that cannot connect ends naming the address and why its last attempt failed;
+/// one that waits in vain names where it listened.
+#[test]
+fn giving_up_on_the_peer_names_the_address_and_the_last_error() {
+    let dir = tmp();
+    let input = write(dir.path(), "in.csv", "k\na\n");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let o = within(std::time::Duration::from_secs(10), || {
+        venn()
+            .args(["send", "--connect", &addr, "--timeout", "1"])
+            .args(["--input", input.to_str().unwrap()])
+            .output()
+            .unwrap()
+    });
+    assert_clean_failure(
+        &o,
+        &format!("timed out after 1 s connecting to {addr}: connection refused"),
+    );
+    let (r, bound) = spawn_listening(&[
+        "receive",
+        "--timeout",
+        "1",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        dir.path().join("out.csv").to_str().unwrap(),
+    ]);
+    let o = within(std::time::Duration::from_secs(10), || wait_listening(r));
+    assert_clean_failure(
+        &o,
+        &format!("timed out after 1 s waiting for the peer on {bound}"),
+    );
+}
+
+/// `venn demo` shows its files' contents and names no file it removes on exit; with
+/// `--keep DIR` the sample files and Bob's matches stay in DIR (never replacing a file),
+/// for `venn send`/`venn receive` by hand.
+#[test]
+fn demo_names_only_files_that_stay() {
+    let o = venn().arg("demo").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let named: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "():".contains(c))
+        .filter(|w| w.ends_with(".csv"))
+        .collect();
+    for path in &named {
+        assert!(
+            std::path::Path::new(path).exists(),
+            "the demo named '{path}', gone after it ended:\n{text}"
+        );
+    }
+    let dir = tmp();
+    let keep = dir.path().join("demo");
+    let o = venn().args(["demo", "--keep"]).arg(&keep).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let matches = std::fs::read_to_string(keep.join("bob-matches.csv")).unwrap();
+    assert_eq!(
+        matches.lines().count(),
+        4,
+        "header and three shared keys: {matches}"
+    );
+    for file in ["alice.csv", "bob.csv", "bob-matches.csv"] {
+        let path = keep.join(file);
+        assert!(
+            text.contains(path.to_str().unwrap()),
+            "{file} named: {text}"
+        );
+    }
+    let again = venn().args(["demo", "--keep"]).arg(&keep).output().unwrap();
+    assert_clean_failure(&again, "exists");
+    assert_eq!(
+        std::fs::read_to_string(keep.join("bob-matches.csv")).unwrap(),
+        matches
+    );
+}

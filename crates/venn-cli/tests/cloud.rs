@@ -142,19 +142,20 @@ fn a_run_survives_a_killed_worker() {
         assert!(!out.status.success(), "{what}");
         assert!(!dir.join("mallory.id").exists(), "{what}");
     }
-    // Alice: 3000 keys, some repeated and padded; Bob: 2000, 1000 of them Alice's.
+    // Alice: 3000 keys, some repeated and padded; Bob: 2000, 1000 of them Alice's, in a
+    // file separated by semicolons (--delimiter).
     let mut a = String::from("email,n\n");
     for i in 0..3000 {
         a += &format!(" user{i}@example.com ,{i}\n");
     }
     a += " user2500@example.com ,again\n";
-    let mut b = String::from("id,email\n");
+    let mut b = String::from("id;email\n");
     for i in 2000..4000 {
-        b += &format!("{i},user{i}@example.com\n");
+        b += &format!("{i};user{i}@example.com\n");
     }
     std::fs::write(dir.join("a.csv"), &a).unwrap();
     std::fs::write(dir.join("b.csv"), &b).unwrap();
-    for (name, file, column) in [("alice", "a.csv", "email"), ("bob", "b.csv", "email")] {
+    for (name, file, delimiter) in [("alice", "a.csv", ","), ("bob", "b.csv", ";")] {
         ok(client(&server, dir, name, "register").args(["--name", name]));
         let id = dir.join(format!("{name}.id"));
         assert_eq!(
@@ -166,7 +167,9 @@ fn a_run_survives_a_killed_worker() {
                 "--dataset",
                 "emails",
                 "--column",
-                column,
+                "email",
+                "--delimiter",
+                delimiter,
                 "--trim",
                 "--chunk-items",
                 "400",
@@ -277,10 +280,13 @@ fn a_run_survives_a_killed_worker() {
         "{err}"
     );
     assert!(!dir.join("refused.out").exists());
-    for (name, file, expected) in [("alice", "a.csv", 1001), ("bob", "b.csv", 1000)] {
+    for (name, file, delimiter, expected) in
+        [("alice", "a.csv", ",", 1001), ("bob", "b.csv", ";", 1000)]
+    {
         let out = dir.join(format!("{name}.out"));
         ok(client(&server, dir, name, "result")
-            .args(["--run", &run, "--column", "email", "--trim", "--output"])
+            .args(["--run", &run, "--column", "email", "--trim"])
+            .args(["--delimiter", delimiter, "--output"])
             .arg(&out)
             .arg("--input")
             .arg(dir.join(file))
@@ -298,6 +304,7 @@ fn a_run_survives_a_killed_worker() {
             "{name}'s rows (Alice has user2500 twice)"
         );
         for r in &rows {
+            assert!(r.contains(delimiter), "rows as in the input: {r}");
             let n: u32 = r
                 .split("user")
                 .nth(1)
@@ -360,6 +367,8 @@ fn a_run_survives_a_killed_worker() {
             "--column",
             "email",
             "--trim",
+            "--delimiter",
+            ";",
             "--output",
         ])
         .arg(&out)

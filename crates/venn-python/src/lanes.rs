@@ -3,7 +3,7 @@
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
-use crate::{to_py, Party, RunResult, Setup, UsageError};
+use crate::{to_py, Party, RunResult, Setup, Source, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::net::TcpListener;
@@ -49,13 +49,16 @@ impl LanedRun {
             link,
             role,
             both,
-            input,
+            source,
             on_listening,
             progress,
         } = party.take()?;
         if progress.is_some() {
             return Err(UsageError::new_err("a run in lanes reports no progress"));
         }
+        let Source::Keys(input) = source else {
+            return Err(UsageError::new_err("a run in lanes takes keys in memory"));
+        };
         let coordinator = py
             .detach(|| {
                 Coordinator::open(&link, role, both, input, lanes, bucket_rows, |addr| {
@@ -142,6 +145,7 @@ impl LanedRun {
             seconds: summary.seconds,
             bytes_sent: summary.bytes_sent,
             bytes_received: summary.bytes_received,
+            rows_written: None,
         })
     }
 }

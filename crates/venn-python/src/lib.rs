@@ -14,13 +14,15 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyFloat, PyString};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
-use venn_app::input::{Format, Input, KeyOptions};
-use venn_app::party::{DealerAddr, Endpoint, Link, RunSpec};
+use venn_app::input::{parse_delimiter, Format, Input, KeyOptions};
+use venn_app::output::Written;
+use venn_app::party::{run_keys, run_party, DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
 use venn_app::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -162,6 +164,7 @@ pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyO
         lowercase,
         skip_empty,
         value_columns: Vec::new(),
+        delimiter: b',',
     }
 }
 
@@ -347,6 +350,8 @@ struct RunResult {
     seconds: f64,
     bytes_sent: u64,
     bytes_received: u64,
+    /// Rows written to `output`, for a party run on a file that learns them; else None.
+    rows_written: Option<usize>,
 }
 
 #[pymethods]
@@ -402,9 +407,22 @@ pub(crate) struct Setup {
     pub link: Link,
     pub role: Role,
     pub both: bool,
-    pub input: Input,
+    pub source: Source,
     pub on_listening: Option<Py<PyAny>>,
     pub progress: Option<PyProgress>,
+}
+
+/// Where a party's keys are.
+pub(crate) enum Source {
+    /// Given in memory, read.
+    Keys(Input),
+    /// In a file, read when the party runs, as `venn send --input` reads it (`output`:
+    /// where the matched rows go, with the file's delimiter).
+    File {
+        input: PathBuf,
+        output: Option<PathBuf>,
+        keys: KeyOptions,
+    },
 }
 
 impl Party {
@@ -417,10 +435,14 @@ impl Party {
 
 #[pymethods]
 impl Party {
-    /// See `venn.send` for the options.
+    /// See `venn.send` and `venn.send_file` for the options: `items` (keys in memory, with
+    /// `values` in `value_columns`) or `input` (a file, with the CLI's `--output`,
+    /// `--format`, `--column`, `--value-column` as `value_column_names`, `--delimiter`).
     #[new]
     #[pyo3(signature = (
-        role, items, *, values=None, value_columns=1, connect=None, listen=None, on_listening=None,
+        role, items, *, values=None, value_columns=1, input=None, output=None, format=None,
+        column=Vec::new(), value_column_names=Vec::new(), delimiter=None,
+        connect=None, listen=None, on_listening=None,
         protocol=None, bins=None, sigma=None, offline=None, stash=None, threshold=None,
         dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
         skip_empty=false, allow_key_mismatch=false, tls_cert=None, tls_key=None, tls_ca=None,
@@ -432,9 +454,15 @@ impl Party {
     fn new(
         py: Python<'_>,
         role: &str,
-        items: Vec<Key>,
+        items: Option<Vec<Key>>,
         values: Option<Vec<u64>>,
         value_columns: usize,
+        input: Option<PathBuf>,
+        output: Option<PathBuf>,
+        format: Option<&str>,
+        column: Vec<String>,
+        value_column_names: Vec<String>,
+        delimiter: Option<&str>,
         connect: Option<String>,
         listen: Option<String>,
         on_listening: Option<Py<PyAny>>,
@@ -494,17 +522,62 @@ impl Party {
         }
         .link()?;
         let opts = key_options(trim, lowercase, skip_empty);
-        let input = py
-            .detach(|| {
-                let values = values.as_deref().map(|v| (v, value_columns));
-                Input::from_keys(&items, values, &opts)
-            })
-            .map_err(to_py)?;
+        let for_files = [
+            (output.is_some(), "output"),
+            (format.is_some(), "format"),
+            (!column.is_empty(), "column"),
+            (!value_column_names.is_empty(), "value_column"),
+            (delimiter.is_some(), "delimiter"),
+        ];
+        let source = match (items, input) {
+            (Some(items), None) => {
+                if let Some((_, name)) = for_files.iter().find(|(given, _)| *given) {
+                    return Err(UsageError::new_err(format!(
+                        "{name}= is for a party on a file (venn.send_file, venn.receive_file)"
+                    )));
+                }
+                let read = py.detach(|| {
+                    let values = values.as_deref().map(|v| (v, value_columns));
+                    Input::from_keys(&items, values, &opts)
+                });
+                Source::Keys(read.map_err(to_py)?)
+            }
+            (None, Some(input)) => {
+                if values.is_some() {
+                    return Err(UsageError::new_err(
+                        "a file's values are read from its value_column=, not given as values=",
+                    ));
+                }
+                let format = match format.unwrap_or("csv") {
+                    "csv" => Format::Csv,
+                    "lines" => Format::Lines,
+                    other => {
+                        return Err(UsageError::new_err(format!(
+                            "format is 'csv' or 'lines', not {other:?}"
+                        )))
+                    }
+                };
+                let delimiter = delimiter.map_or(Ok(b','), parse_delimiter).map_err(to_py)?;
+                let keys = KeyOptions {
+                    format,
+                    columns: column,
+                    value_columns: value_column_names,
+                    delimiter,
+                    ..opts
+                };
+                Source::File {
+                    input,
+                    output,
+                    keys,
+                }
+            }
+            _ => return Err(UsageError::new_err("give the keys, or a file (input=)")),
+        };
         let setup = Setup {
             link,
             role,
             both,
-            input,
+            source,
             on_listening,
             progress: progress.map(PyProgress),
         };
@@ -538,15 +611,42 @@ impl Party {
             link,
             role,
             both,
-            input,
+            source,
             on_listening,
             progress,
         } = self.take()?;
-        let (report, matched) = py
+        let (report, matched, rows_written) = py
             .detach(|| {
                 let on_bound = |addr| tell(&on_listening, addr);
                 let progress = progress.as_ref().map(|p| p as &dyn Progress);
-                venn_app::party::run_keys(&link, role, both, &input, progress, on_bound)
+                match source {
+                    Source::Keys(input) => {
+                        let run = run_keys(&link, role, both, &input, progress, on_bound)?;
+                        Ok((run.0, run.1, None))
+                    }
+                    Source::File {
+                        input,
+                        output,
+                        keys,
+                    } => {
+                        let args = PartyArgs {
+                            link,
+                            input,
+                            output,
+                            keys,
+                            both,
+                            state: None,
+                            bucket_rows: None,
+                            bucket_dir: None,
+                        };
+                        let outcome = run_party(&args, role, progress, on_bound)?;
+                        let rows = match outcome.written {
+                            Some(Written::Rows(n)) => Some(n),
+                            _ => None,
+                        };
+                        Ok((outcome.report, None, rows))
+                    }
+                }
             })
             .map_err(to_py)?;
         let (count, sums, reached) = match report.output {
@@ -570,8 +670,18 @@ impl Party {
             seconds: (report.offline() + report.online()).as_secs_f64(),
             bytes_sent: report.traffic.sent,
             bytes_received: report.traffic.received,
+            rows_written,
         })
     }
+}
+
+/// Writes `out/venn.key` (owner-only) and `out/venn.crt`, as `venn keygen --out` does;
+/// returns the certificate's fingerprint, for the peer's `peer_fingerprint`.
+#[pyfunction]
+#[pyo3(signature = (out, *, days=365))]
+fn keygen(py: Python<'_>, out: PathBuf, days: u32) -> PyResult<String> {
+    let made = py.detach(|| venn_app::keygen::keygen(&out, days));
+    Ok(made.map_err(to_py)?.fingerprint)
 }
 
 /// The protocols this build runs: (name, security, paper) for each.
@@ -598,8 +708,8 @@ mod _venn {
     use super::lanes::{Lane, LanedRun};
     #[pymodule_export]
     use super::{
-        protocols, CheatingDetected, NetworkError, Party, PeerError, RunResult, ServiceError,
-        UsageError, VennError,
+        keygen, protocols, CheatingDetected, NetworkError, Party, PeerError, RunResult,
+        ServiceError, UsageError, VennError,
     };
 
     #[allow(non_upper_case_globals)]

@@ -146,6 +146,54 @@ def test_threads_are_bounded_by_the_cores(capfd):
     assert f"{asked} threads asked for, but this process may use" in err, err
 
 
+def test_a_misspelt_frame_column_names_the_columns():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"email": ["a"], "n": [1]})
+    with pytest.raises(venn.UsageError, match=r"no column named 'emial' \(columns: 'email', 'n'\)"):
+        venn.intersect_frame(frame, "emial", connect="127.0.0.1:1")
+
+
+def test_file_parties_read_other_delimiters_and_write_rows_with_them(tmp_path: Path):
+    rows = 'name;email\n"Turing; Alan";alan@x.org\nAda;ada@x.org\nGrace;grace@x.org\n'
+    (tmp_path / "r.csv").write_text(rows)
+    out = tmp_path / "out.csv"
+    child = Child("send", ["grace@x.org", "alan@x.org", "zed"])
+    r = venn.receive_file(tmp_path / "r.csv", out, column="email", delimiter=";",
+                          connect=child.addr)
+    assert (r.rows_written, r.count, r.matched) == (2, 2, None)
+    assert out.read_text() == 'name;email\n"Turing; Alan";alan@x.org\nGrace;grace@x.org\n'
+    assert child.result()[0] == "result"
+    (tmp_path / "s.tsv").write_text("n\tk\n1\tc\n2\tx\n")
+    child = Child("receive", ["b", "c"])
+    r = venn.send_file(tmp_path / "s.tsv", column="k", delimiter="\t", connect=child.addr)
+    assert (r.rows_written, r.n_self) == (None, 2)
+    assert child.result() == ("result", dict(matched=[1], count=1, n_self=2, n_peer=2))
+    # Refused before the peer is reached: a misspelt column, a semicolon file read with
+    # commas (the error says how to read it), a delimiter that cannot be one, file
+    # options for keys in memory.
+    nobody = dict(connect="127.0.0.1:1", timeout=1.0)
+    with pytest.raises(venn.UsageError, match=r"no column named 'emial' \(columns: name, email\)"):
+        venn.receive_file(tmp_path / "r.csv", out, column="emial", delimiter=";", **nobody)
+    with pytest.raises(venn.UsageError, match="pass --delimiter ';'"):
+        venn.receive_file(tmp_path / "r.csv", tmp_path / "o2.csv", column="email", **nobody)
+    with pytest.raises(venn.UsageError, match=r"one of , ; \| and tab"):
+        venn.send_file(tmp_path / "s.tsv", delimiter=":", **nobody)
+    with pytest.raises(venn.UsageError, match="delimiter= is for a party on a file"):
+        venn.send(["a"], delimiter=";", **nobody)  # type: ignore[call-arg]
+    assert not (tmp_path / "o2.csv").exists()
+
+
+def test_keygen_writes_what_venn_keygen_writes(tmp_path: Path):
+    fingerprint = venn.keygen(tmp_path / "k", days=30)
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    assert (tmp_path / "k" / "venn.key").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "k" / "venn.crt").read_text().startswith("-----BEGIN CERTIFICATE-----")
+    with pytest.raises(venn.UsageError, match="never replaces"):
+        venn.keygen(tmp_path / "k")
+    with pytest.raises(venn.UsageError, match="1 to 36500 days"):
+        venn.keygen(tmp_path / "other", days=0)
+
+
 def test_errors_are_typed():
     with pytest.raises(venn.UsageError, match="protocol"):
         venn.receive(["a"], connect="127.0.0.1:1", protocol="nope")
@@ -195,13 +243,13 @@ def test_protocols_are_listed():
 
 @pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
 def test_a_python_party_runs_against_the_command_line_over_tls(tmp_path: Path):
-    fps = {}
-    for who in ("py", "cli"):
-        out = subprocess.run(
-            [VENN_BIN, "keygen", "--out", str(tmp_path / who)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        fps[who] = out.stdout.strip()
+    # The Python side's key and certificate from venn.keygen, the CLI's from venn keygen.
+    fps = {"py": venn.keygen(tmp_path / "py")}
+    out = subprocess.run(
+        [VENN_BIN, "keygen", "--out", str(tmp_path / "cli")],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    fps["cli"] = out.stdout.strip()
     rows = "email\n" + "".join(f"user{i}@x.org\n" for i in range(0, 300, 3))
     (tmp_path / "cli.csv").write_text(rows)
     bound = threading.Event()

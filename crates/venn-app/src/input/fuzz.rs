@@ -8,8 +8,8 @@ use super::{
     Input, KeyOptions,
 };
 
-/// Options from one byte: format, normalisation, which columns make the key, and whether
-/// column c holds values.
+/// Options from one byte: format, normalisation, which columns make the key, whether
+/// column c holds values, and (CSV) whether fields are separated by semicolons.
 fn options(pick: u8) -> KeyOptions {
     const COLUMNS: [&[&str]; 4] = [&[], &["b"], &["a", "b"], &["b", "a"]];
     KeyOptions {
@@ -28,6 +28,10 @@ fn options(pick: u8) -> KeyOptions {
         value_columns: match pick & 64 != 0 {
             true => vec!["c".to_string()],
             false => Vec::new(),
+        },
+        delimiter: match pick & 129 {
+            128 => b';',
+            _ => b',',
         },
     }
 }

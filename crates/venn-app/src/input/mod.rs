@@ -1,4 +1,5 @@
-//! Reading a party's input file: CSV with a header row (default) or plain lines; keys are
+//! Reading a party's input file: CSV with a header row (default; its fields separated by
+//! commas, or by another [`KeyOptions::delimiter`]) or plain lines; keys are
 //! normalised only when asked, empty keys are refused unless skipped, and duplicate keys
 //! are run once while all their rows are kept for the output. A CSV file may give each
 //! row a value (`--value-column`, for a sum over the intersection): the values of a
@@ -43,6 +44,35 @@ pub struct KeyOptions {
     pub skip_empty: bool,
     /// The CSV columns holding each row's values (none: the rows carry no values).
     pub value_columns: Vec<String>,
+    /// The byte between CSV fields ([`parse_delimiter`]): a comma, or what spreadsheets
+    /// save where the comma is the decimal mark (a semicolon), a tab or a bar. Rows are
+    /// output as they are, so the output keeps it.
+    pub delimiter: u8,
+}
+
+/// The field separators a CSV input may have, as `--delimiter` and Python's `delimiter=`
+/// name them: a comma, a semicolon, a bar, or a tab (`tab`, `\t` as typed, or the
+/// character itself). Others are refused: a quote or a line break cannot separate fields,
+/// and a letter or digit would split keys.
+pub fn parse_delimiter(text: &str) -> Result<u8> {
+    match text {
+        "," => Ok(b','),
+        ";" => Ok(b';'),
+        "|" => Ok(b'|'),
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        _ => Err(Error::Usage(format!(
+            "the delimiter is one of , ; | and tab (or \\t), not '{}'",
+            text.escape_debug()
+        ))),
+    }
+}
+
+/// How the user names `delimiter` (`--delimiter`'s value).
+fn delimiter_name(delimiter: u8) -> String {
+    match delimiter {
+        b'\t' => "tab".into(),
+        d => format!("'{}'", d as char),
+    }
 }
 
 impl KeyOptions {
@@ -404,6 +434,13 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
                     "values (--value-column) are read from a CSV file (--format csv)".into(),
                 ));
             }
+            if opts.delimiter != b',' {
+                return Err(Error::Usage(
+                    "a delimiter (--delimiter) separates the fields of a CSV file (--format \
+                     csv); a file of lines has one key a line"
+                        .into(),
+                ));
+            }
             // No text file of keys holds a NUL byte: a binary file, or UTF-16 text, whose
             // keys would never match the peer's.
             if let Some(at) = memchr::memchr(0, &data) {
@@ -454,6 +491,7 @@ struct Header {
 fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
+        .delimiter(opts.delimiter)
         .from_reader(data);
     let header = reader.byte_headers().map_err(csv_error)?.clone();
     let body = past_line_end(data, (reader.position().byte() as usize).min(data.len()));
@@ -470,8 +508,9 @@ fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
             .ok_or_else(|| Error::Input {
                 line: 1,
                 reason: format!(
-                    "no column named '{name}' (columns: {})",
-                    header_list(&header)
+                    "no column named '{name}' (columns: {}){}",
+                    header_list(&header),
+                    delimiter_hint(&header, opts.delimiter)
                 ),
             })
     };
@@ -513,7 +552,7 @@ fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
     let mut values: Vec<&[u8]> = Vec::with_capacity(h.values.len());
     // The header may span lines (a quoted name with a line break, a bare CR ending).
     let mut number = line_breaks(data, 0, body);
-    scan::for_each_line(data, body, Some(b','), |line, commas| {
+    scan::for_each_line(data, body, Some(b.opts.delimiter), |line, commas| {
         number += 1;
         let text = content(data, &line);
         if text.is_empty() {
@@ -574,6 +613,7 @@ fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
+        .delimiter(b.opts.delimiter)
         .from_reader(data);
     reader.byte_headers().map_err(csv_error)?;
     let mut record = csv::ByteRecord::new();
@@ -616,6 +656,25 @@ fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Result<()> {
     Ok(())
 }
 
+/// Where a header of one field holds another delimiter than the one read with (a file
+/// separated by semicolons read as comma-separated), how to read it.
+fn delimiter_hint(header: &csv::ByteRecord, delimiter: u8) -> String {
+    let (Some(only), 1) = (header.get(0), header.len()) else {
+        return String::new();
+    };
+    match [b';', b'\t', b'|', b',']
+        .into_iter()
+        .find(|&d| d != delimiter && only.contains(&d))
+    {
+        Some(d) => format!(
+            "; if its fields are separated by {0}, pass --delimiter {0} (Python: \
+             delimiter=)",
+            delimiter_name(d)
+        ),
+        None => String::new(),
+    }
+}
+
 fn header_list(header: &csv::ByteRecord) -> String {
     let names: Vec<String> = header
         .iter()
@@ -644,6 +703,7 @@ mod tests {
             lowercase: true,
             skip_empty: false,
             value_columns: Vec::new(),
+            delimiter: b',',
         }
     }
 
@@ -797,6 +857,50 @@ mod tests {
                 "{text:?}: {e}"
             );
         }
+    }
+
+    /// Fields separated by semicolons or tabs split as commas do, on both paths (a quoted
+    /// field may hold the delimiter); only the delimiters `--delimiter` names are taken, and
+    /// a header of one field holding another delimiter tells how to read it.
+    #[test]
+    fn other_delimiters_split_fields_on_both_paths() {
+        for (delimiter, plain, quoted) in [
+            (";", "n;k\n1;A \n2;b\n", "n;k\n\"1;x\";\"A \"\n2;b\n"),
+            (
+                "tab",
+                "n\tk\n1\tA \n2\tb\n",
+                "n\tk\n\"1\tx\"\t\"A \"\n2\tb\n",
+            ),
+        ] {
+            let o = KeyOptions {
+                delimiter: parse_delimiter(delimiter).unwrap(),
+                ..opts(Format::Csv, &["k"])
+            };
+            for text in [plain, quoted] {
+                let input = read(text, &o);
+                let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+                assert_eq!(keys, [&b"a"[..], b"b"], "{text:?}");
+            }
+        }
+        assert_eq!(parse_delimiter("\\t").unwrap(), b'\t');
+        assert_eq!(parse_delimiter("|").unwrap(), b'|');
+        for bad in ["\"", "\n", "a", ";;", ""] {
+            assert!(parse_delimiter(bad).is_err(), "{bad:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, "n;k\n1;a\n").unwrap();
+        let e = read_input(&p, &opts(Format::Csv, &["k"])).err().unwrap();
+        assert!(
+            e.to_string()
+                .ends_with("(columns: n;k); if its fields are separated by ';', pass --delimiter ';' (Python: delimiter=)"),
+            "{e}"
+        );
+        let lines = KeyOptions {
+            delimiter: b';',
+            ..opts(Format::Lines, &[])
+        };
+        assert!(read_input(&p, &lines).is_err(), "a delimiter is for CSV");
     }
 
     #[test]

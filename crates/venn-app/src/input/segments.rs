@@ -14,9 +14,9 @@ use venn::{Error, Result};
 
 /// Where the last row-ending line break in `buf` is (the index after it), if any. For CSV
 /// this follows the csv crate's reading of quotes: a quote opens a quoted field only at the
-/// start of a field; inside one, `""` is a quote and a lone `"` closes it; anywhere else a
-/// quote is an ordinary character.
-fn last_row_end(buf: &[u8], format: Format) -> Option<usize> {
+/// start of a field (after the `delimiter` or a line break); inside one, `""` is a quote
+/// and a lone `"` closes it; anywhere else a quote is an ordinary character.
+fn last_row_end(buf: &[u8], format: Format, delimiter: u8) -> Option<usize> {
     match format {
         Format::Lines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
         Format::Csv => {
@@ -38,7 +38,7 @@ fn last_row_end(buf: &[u8], format: Format) -> Option<usize> {
                         b'\n' => end = Some(i + 1),
                         _ => {}
                     }
-                    field_start = matches!(c, b',' | b'\n' | b'\r');
+                    field_start = c == delimiter || matches!(c, b'\n' | b'\r');
                     if quoted {
                         field_start = false;
                     }
@@ -93,7 +93,7 @@ pub fn for_each_segment(
         let cut = if eof {
             buf.len()
         } else {
-            match last_row_end(&buf, opts.format) {
+            match last_row_end(&buf, opts.format, opts.delimiter) {
                 Some(cut) => cut,
                 None => continue,
             }
@@ -139,6 +139,7 @@ mod tests {
             lowercase: false,
             skip_empty: true,
             value_columns: Vec::new(),
+            delimiter: b',',
         }
     }
 
@@ -146,7 +147,7 @@ mod tests {
     type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
     /// Rows as the whole-file reader and the segmented one see them.
-    fn both(text: &str, format: Format, size: usize) -> (Rows, Rows) {
+    fn both(text: &str, opts: &KeyOptions, size: usize) -> (Rows, Rows) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("in");
         std::fs::write(&p, text).unwrap();
@@ -162,10 +163,10 @@ mod tests {
                 })
                 .collect()
         };
-        let whole = rows(&read_input(&p, &opts(format)).unwrap());
+        let whole = rows(&read_input(&p, opts).unwrap());
         let mut parts = Vec::new();
         let mut count = 0;
-        for_each_segment(&p, &opts(format), size, |s| {
+        for_each_segment(&p, opts, size, |s| {
             assert_eq!(s.rows_before, count);
             count += s.input.rows.len() as u64;
             parts.extend(rows(s.input));
@@ -180,11 +181,20 @@ mod tests {
         // Quotes inside a field are ordinary characters: they must not flip the cut rule.
         let csv = "k,v\n\"a\nb\",1\nf,5\" screen\nc,\"x\"\"\n\"\n\"ab\"c\"d,4\n\nd,2\r\ne,3";
         let lines = "\u{feff}a\nb\r\n\nc\n\u{feff}d\ne";
+        // A quote after a semicolon opens a field where semicolons separate them.
+        let semicolons = "k;v\nx;\"a\nb\"\nf;5\" screen\nc;\"x\"\"\n\"\nd;2";
+        let by_semicolons = KeyOptions {
+            delimiter: b';',
+            columns: vec!["v".into()],
+            ..opts(Format::Csv)
+        };
         for size in [1, 2, 3, 5, 8, 13, 1000] {
-            let (whole, parts) = both(csv, Format::Csv, size);
+            let (whole, parts) = both(csv, &opts(Format::Csv), size);
             assert_eq!(whole, parts, "csv, segments of {size}");
-            let (whole, parts) = both(lines, Format::Lines, size);
+            let (whole, parts) = both(lines, &opts(Format::Lines), size);
             assert_eq!(whole, parts, "lines, segments of {size}");
+            let (whole, parts) = both(semicolons, &by_semicolons, size);
+            assert_eq!(whole, parts, "semicolons, segments of {size}");
         }
     }
 

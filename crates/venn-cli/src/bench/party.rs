@@ -175,7 +175,10 @@ fn open(
         })?;
         Ok((chan, bound))
     } else {
-        Ok((transport.connect(addr, timeout)?, addr.to_string()))
+        Ok((
+            transport.connect(addr, timeout, &mut |_| {})?,
+            addr.to_string(),
+        ))
     }
 }
 
@@ -196,8 +199,8 @@ impl BenchParty {
         };
         let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
         let timeout = self.timeout;
-        let dealer =
-            (self.dealer.as_ref()).map(|addr| move || Transport::loopback().connect(addr, timeout));
+        let dealer = (self.dealer.as_ref())
+            .map(|addr| move || Transport::loopback().connect(addr, timeout, &mut |_| {}));
         let opts = RunOptions {
             protocol,
             role: self.role,

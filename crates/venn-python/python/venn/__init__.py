@@ -13,6 +13,10 @@ holding a matched key is reported, as the command line reports every matched row
 >>> r.matched
 [1]
 
+:func:`send_file` and :func:`receive_file` run a party on a file instead, as the command
+line does (CSV separated by commas, semicolons, tabs or bars, or lines; the matched rows
+written as they are); :func:`keygen` makes the key and certificate of ``venn keygen``.
+
 The GIL is released while a party runs, so other Python threads go on. For PSI through
 a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import TYPE_CHECKING, Any, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from ._venn import (
     CheatingDetected,
@@ -35,6 +39,7 @@ from ._venn import (
     protocols,
 )
 from ._venn import Party as _Party
+from ._venn import keygen
 
 if TYPE_CHECKING:
     import sys
@@ -58,9 +63,12 @@ __all__ = [
     "__version__",
     "cloud",
     "intersect_frame",
+    "keygen",
     "protocols",
     "receive",
+    "receive_file",
     "send",
+    "send_file",
 ]
 
 Key = Union[str, bytes]
@@ -101,9 +109,8 @@ class PartyOptions(TypedDict, total=False):
     progress: Callable[[str], None]
 
 
-def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
-    if isinstance(items, (str, bytes)):
-        raise TypeError("items is a list of keys, not one key")
+def _native(options: PartyOptions) -> dict[str, Any]:
+    """The options as the native party takes them."""
     # None stands for the default, as it does in the command line's absent option.
     given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     for path in ("tls_cert", "tls_key", "tls_ca"):
@@ -112,9 +119,43 @@ def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
     fingerprint = given.get("peer_fingerprint")
     if fingerprint is not None:
         given["peer_fingerprint"] = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
+    return given
+
+
+def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
+    if isinstance(items, (str, bytes)):
+        raise TypeError("items is a list of keys, not one key")
+    given = _native(options)
     if given.get("values") is not None:
         given["values"], given["value_columns"] = _value_rows(given["values"], len(items))
     return _Party(role, list(items), **given).run()
+
+
+def _names(names: Union[str, Sequence[str], None]) -> list[str]:
+    return [names] if isinstance(names, str) else list(names or [])
+
+
+def _file_party(
+    role: str,
+    input: Path,
+    output: Optional[Path],
+    column: Union[str, Sequence[str], None],
+    value_column: Union[str, Sequence[str], None],
+    delimiter: str,
+    format: str,
+    options: PartyOptions,
+) -> RunResult:
+    return _Party(
+        role,
+        None,
+        input=input,
+        output=output,
+        format=format,
+        column=_names(column),
+        value_column_names=_names(value_column),
+        delimiter=delimiter,
+        **_native(options),
+    ).run()
 
 
 def _value_rows(values: Any, items: int) -> tuple[list[int], int]:
@@ -178,6 +219,46 @@ def receive(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     return _party("receive", items, options)
 
 
+def send_file(
+    input: Path,
+    *,
+    output: Optional[Path] = None,
+    column: Union[str, Sequence[str], None] = None,
+    value_column: Union[str, Sequence[str], None] = None,
+    delimiter: str = ",",
+    format: str = "csv",
+    **options: Unpack[PartyOptions],
+) -> RunResult:
+    """Run the sending party on a file, as ``venn send --input`` does: ``format`` "csv"
+    (a header row; fields separated by ``delimiter``: ``","``, ``";"``, ``"\\t"`` or
+    ``"|"``) or "lines" (a key a line); the key from ``column`` (a name, or several that
+    make one key; default the first column), the values of a sum from ``value_column``.
+    With ``both=True`` the matched rows are written to ``output`` as they are in the file
+    (its delimiter too), header first; ``RunResult.rows_written`` counts them. A file too
+    large for ``max_memory`` runs bucket by bucket. Other options as for :func:`send`
+    (``values`` is for keys in memory).
+    """
+    return _file_party("send", input, output, column, value_column, delimiter, format, options)
+
+
+def receive_file(
+    input: Path,
+    output: Path,
+    *,
+    column: Union[str, Sequence[str], None] = None,
+    delimiter: str = ",",
+    format: str = "csv",
+    **options: Unpack[PartyOptions],
+) -> RunResult:
+    """Run the receiving party on a file, as ``venn receive --input --output`` does: the
+    header and every row whose key the peer also holds are written to ``output`` as they
+    are in the file (its delimiter too), in file order (``RunResult.rows_written``); a
+    count, a sum or a threshold's answer as JSON. The file is read as for
+    :func:`send_file`; other options as for :func:`send`.
+    """
+    return _file_party("receive", input, output, column, None, delimiter, format, options)
+
+
 def intersect_frame(
     frame: pandas.DataFrame,
     column: str,
@@ -197,7 +278,7 @@ def intersect_frame(
 
     keys = [
         v if isinstance(v, (str, bytes)) else None if pandas.isna(v) else str(v)
-        for v in frame[column].tolist()
+        for v in _column(frame, column).tolist()
     ]
     party = send if role == "send" else receive
     result = party(keys, **options)
@@ -206,6 +287,14 @@ def intersect_frame(
             f"this party learns no rows in protocol {result.protocol!r} as the {role} side"
         )
     return frame.iloc[result.matched]
+
+
+def _column(frame: pandas.DataFrame, column: str) -> pandas.Series:
+    """``frame[column]``, or a :class:`UsageError` naming the frame's columns."""
+    if column not in frame.columns:
+        names = ", ".join(repr(c) for c in frame.columns)
+        raise UsageError(f"no column named {column!r} (columns: {names})")
+    return frame[column]
 
 
 from . import cloud  # noqa: E402  (it uses the names above)

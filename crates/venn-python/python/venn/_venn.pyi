@@ -46,8 +46,11 @@ class RunResult:
     def bytes_sent(self) -> int: ...
     @property
     def bytes_received(self) -> int: ...
+    @property
+    def rows_written(self) -> Optional[int]: ...
 
 def protocols() -> list[tuple[str, str, str]]: ...
+def keygen(out: Union[str, PathLike[str]], *, days: int = ...) -> str: ...
 
 class Settings:
     @property
@@ -63,7 +66,17 @@ class Settings:
 
 class Party:
     def __init__(
-        self, role: str, items: list[Union[str, bytes]], **options: Unpack[PartyOptions]
+        self,
+        role: str,
+        items: Optional[list[Union[str, bytes]]],
+        *,
+        input: Optional[Union[str, PathLike[str]]] = ...,
+        output: Optional[Union[str, PathLike[str]]] = ...,
+        format: Optional[str] = ...,
+        column: list[str] = ...,
+        value_column_names: list[str] = ...,
+        delimiter: Optional[str] = ...,
+        **options: Unpack[PartyOptions],
     ) -> None: ...
     @property
     def settings(self) -> Settings: ...

@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from . import Key, Path
+from . import Key, Path, _column
 from ._venn import CloudClient as _Native
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ class Client:
         """The rows of ``frame`` whose ``column`` matched in the run (``frame`` holds the
         keys uploaded; values other than ``str``/``bytes`` as ``str()``), in frame order;
         ``options`` as for :meth:`result`."""
-        keys = [v if isinstance(v, (str, bytes)) else str(v) for v in frame[column].tolist()]
+        keys = [v if isinstance(v, (str, bytes)) else str(v) for v in _column(frame, column).tolist()]
         return frame.iloc[self.result(run, key_file, keys, **options)]
 
     def datasets(self) -> list[dict[str, Any]]:

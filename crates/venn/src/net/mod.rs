@@ -17,7 +17,9 @@ mod wire;
 pub use async_writer::{Shaping, TimedWrite, QUEUE_LIMIT};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
-pub use tcp::{resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Screen, TcpChannel, PROBE};
+pub use tcp::{
+    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Retry, Screen, TcpChannel, PROBE,
+};
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};
 

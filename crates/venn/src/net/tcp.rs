@@ -51,27 +51,84 @@ pub fn resolve(addr: &str) -> Result<Vec<SocketAddr>> {
     Ok(all)
 }
 
-/// Connects to one of `addrs` (resolved once, by [`resolve`], so what was checked is what
-/// is connected to), retrying until `timeout` has passed: soon at first (a peer about to
-/// listen), then every 50 ms.
-pub fn tcp_connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream> {
-    let deadline = Instant::now() + timeout;
+/// A connection attempt that failed and will be retried: what a party waiting for its
+/// peer shows (on a terminal), so that a wrong address or a closed port is seen at once
+/// rather than after the whole timeout.
+pub struct Retry<'a> {
+    /// The address as the user gave it.
+    pub name: &'a str,
+    /// Why the last attempt failed.
+    pub why: &'a str,
+    /// How long we have been trying, of how long we will.
+    pub elapsed: Duration,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Display for Retry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "connecting to {} … {}, retrying ({} s of {} s)",
+            self.name,
+            self.why,
+            self.elapsed.as_secs(),
+            self.timeout.as_secs_f64()
+        )
+    }
+}
+
+/// Connects to one of `addrs` (what `name` resolved to, once, by [`resolve`], so what was
+/// checked is what is connected to), retrying until `timeout` has passed: soon at first
+/// (a peer about to listen), then every 50 ms; `retrying` hears of each failed round. At
+/// the timeout the error names `name` and why the last attempt failed.
+pub fn tcp_connect(
+    name: &str,
+    addrs: &[SocketAddr],
+    timeout: Duration,
+    retrying: &mut dyn FnMut(&Retry),
+) -> Result<TcpStream> {
+    let start = Instant::now();
+    let deadline = start + timeout;
     let mut pause = Duration::from_millis(5);
     loop {
-        let attempt = addrs.iter().find_map(|a| {
+        let mut last = None;
+        for a in addrs {
             let left = deadline.saturating_duration_since(Instant::now());
-            TcpStream::connect_timeout(a, left.max(Duration::from_millis(10))).ok()
-        });
-        if let Some(stream) = attempt {
-            stream.set_nodelay(true)?;
-            return Ok(stream);
+            match TcpStream::connect_timeout(a, left.max(Duration::from_millis(10))) {
+                Ok(stream) => {
+                    stream.set_nodelay(true)?;
+                    return Ok(stream);
+                }
+                Err(e) => last = Some(e),
+            }
         }
+        let why = last.as_ref().map_or("no address".into(), connect_error);
         if Instant::now() >= deadline {
-            return Err(Error::Timeout(timeout));
+            return Err(Error::Address(format!(
+                "timed out after {} s connecting to {name}: {why}",
+                timeout.as_secs_f64()
+            )));
         }
+        retrying(&Retry {
+            name,
+            why: &why,
+            elapsed: start.elapsed(),
+            timeout,
+        });
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
     }
+}
+
+/// A failed connect as a user reads it: the system's words ("connection refused", "no
+/// route to host"), without the error number.
+fn connect_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |c| {
+        c.to_lowercase().chain(chars).collect::<String>()
+    })
 }
 
 /// Binds a listening socket on `addrs`, what `name` resolved to (by [`resolve`]: what was
@@ -139,4 +196,34 @@ fn opening(stream: &TcpStream, len: usize, deadline: Instant) -> std::io::Result
     }
     buf.truncate(seen);
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each failed round is told (what a terminal's status line shows), and the error at
+    /// the timeout names the address and why the last attempt failed.
+    #[test]
+    fn a_refused_connection_is_told_and_named() {
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let name = closed.to_string();
+        let mut told = Vec::new();
+        let e = tcp_connect(&name, &[closed], Duration::from_millis(300), &mut |r| {
+            told.push(r.to_string())
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("timed out after 0.3 s connecting to {name}: connection refused")
+        );
+        assert!(told.len() > 1, "{told:?}");
+        assert_eq!(
+            told[0],
+            format!("connecting to {name} … connection refused, retrying (0 s of 0.3 s)")
+        );
+    }
 }

@@ -232,9 +232,10 @@ pub fn handshake(
     if keys.proof(ours.role.other(), &id) != blake3::Hash::from_bytes(peer_proof) {
         return Err(Error::Integrity(match ours.mode {
             Mode::Resume(_) => "the peer does not hold the secret of our precomputation (or \
-                                the hellos were altered in transit)"
+                                the hellos or run plans were altered in transit)"
                 .into(),
-            _ => "the hellos were altered in transit: the two parties saw different handshakes"
+            _ => "the hellos or run plans were altered in transit: the two parties saw \
+                  different handshakes"
                 .into(),
         }));
     }

@@ -6,11 +6,13 @@
 //! count, a power of two. Parties that take their keys differently are refused unless the
 //! user allows it (then warned): equal keys would not match, and nothing would say so.
 //!
-//! Each bucket's session is bound to both plans as sent ([`Agreed::digest`], through the
+//! Every session of the run — the one session of a run in one bucket ([`Agreed::bind`]),
+//! or each bucket's — is bound to both plans as sent ([`Agreed::digest`], through the
 //! channel binding the session id hashes), so a plan altered in transit fails the
-//! handshake.
+//! handshake: a relay that showed each party its own key form in the peer's plan would
+//! otherwise let parties that take their keys differently run, unwarned.
 
-use crate::net::{Channel, Reader, Writer};
+use crate::net::{Channel, Reader, Rebound, Writer};
 use crate::parties::Role;
 use crate::{Error, Result};
 
@@ -138,6 +140,18 @@ impl Agreed {
     /// log2 of the bucket count both use.
     pub fn log2_buckets(&self) -> u8 {
         self.ours.log2_buckets.max(self.peer.log2_buckets)
+    }
+
+    /// `chan` with both plans joined to its binding, for a run in one bucket: its session
+    /// id then differs between parties that saw different plans, and the handshake fails.
+    pub fn bind<'a>(&self, chan: &'a mut dyn Channel) -> Rebound<&'a mut dyn Channel> {
+        let mut h = blake3::Hasher::new_derive_key("venn 2026-11 session of a run plan");
+        h.update(&chan.binding().unwrap_or_default());
+        h.update(&self.digest);
+        Rebound {
+            binding: *h.finalize().as_bytes(),
+            inner: chan,
+        }
     }
 }
 
