@@ -1145,3 +1145,61 @@ fn demo_names_only_files_that_stay() {
         matches
     );
 }
+
+/// docs/protocols.md's table of what each output reveals names every protocol of the
+/// registry (but the insecure baseline) in the row of what its receiver learns.
+#[test]
+fn the_output_table_names_every_protocol() {
+    use venn::protocols::{registry, OutputKind, Security};
+    use venn::session::Role;
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocols.md"),
+    )
+    .unwrap();
+    let row = |label: &str| -> Vec<String> {
+        let line = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))
+            .unwrap_or_else(|| panic!("no row '{label}'"));
+        let cell = line.split('|').nth(2).unwrap();
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    for p in registry() {
+        let info = p.info();
+        if info.security == Security::Insecure {
+            continue;
+        }
+        let label = match info.role(Role::Receiver).output {
+            OutputKind::Indices => "the intersection",
+            OutputKind::Count => "its size",
+            OutputKind::Sum => "a sum and its size",
+            other => panic!("{}: no row for {other:?}", info.name),
+        };
+        let named = row(label).iter().any(|n| match n.strip_suffix('*') {
+            Some(prefix) => info.name.starts_with(prefix),
+            None => n == info.name,
+        });
+        assert!(named, "'{}' is missing from the row '{label}'", info.name);
+    }
+}
+
+/// docs/cli.md's `venn plan` example is what this build prints (refit the cost model,
+/// and paste the new output there).
+#[test]
+fn the_plan_example_in_the_docs_is_this_builds_output() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
+    )
+    .unwrap();
+    let command = "$ venn plan --n-self 2^20 --n-peer 2^20 --net wan --threat malicious\n";
+    let example = doc.split(command).nth(1).expect("the example's command");
+    let shown = example.split("\n```").next().unwrap();
+    let args = command.trim_start_matches("$ venn ").split_whitespace();
+    let o = venn().args(args).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(shown, String::from_utf8_lossy(&o.stdout).trim_end());
+}
