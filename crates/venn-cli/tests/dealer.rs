@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 /// Starts `venn dealer` on an ephemeral port; returns it and its address.
 fn spawn_dealer(extra: &[&str]) -> (Child, String) {
     let mut child = venn()
-        .args(["dealer", "--listen", "127.0.0.1:0", "--timeout", "20"])
+        .args(["dealer", "--listen", "127.0.0.1:0", "--timeout", "30"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -121,8 +121,9 @@ fn every_link_can_be_pinned_and_a_wrong_dealer_is_refused() {
             peer,
             "--dealer-fingerprint",
             dealer_fp,
+            // Room for a loaded test machine: the refusal below needs no wait.
             "--timeout",
-            "10",
+            "30",
         ]
         .map(String::from)
         .to_vec()
