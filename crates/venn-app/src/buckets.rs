@@ -84,6 +84,12 @@ pub enum Source<'a> {
     Disk(Split),
 }
 
+/// The memory [`group_keys`]'s groups hold, in bytes.
+pub(crate) fn groups_memory(groups: &[Vec<u32>]) -> u64 {
+    let group = |g: &Vec<u32>| std::mem::size_of::<Vec<u32>>() + 4 * g.capacity();
+    groups.iter().map(group).sum::<usize>() as u64
+}
+
 /// The indices of `keys` in each of `2^log2` buckets, in key order: `groups[c]` for
 /// bucket c.
 pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
@@ -216,6 +222,10 @@ impl Matches {
             keys: 0,
         }
     }
+    /// The memory the bits hold, in bytes.
+    fn memory(&self) -> u64 {
+        8 * self.bits.capacity() as u64
+    }
     fn set(&mut self, row: u64) {
         self.bits[(row / 64) as usize] |= 1 << (row % 64);
     }
@@ -255,6 +265,13 @@ pub fn run_buckets(
         Source::Memory(input) => group_keys(&input.keys, log2),
         Source::Disk(_) => Vec::new(),
     };
+    // What the run holds beside each bucket: the input read whole and its groups, or
+    // nothing of a split file but the rows' match bits.
+    let outside = matches.memory()
+        + match source {
+            Source::Memory(input) => input.memory() + groups_memory(&groups),
+            Source::Disk(_) => 0,
+        };
     on_bucket(0, buckets);
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
@@ -278,11 +295,16 @@ pub fn run_buckets(
         };
         distinct += items.len() as u64;
         let real = items.len();
+        let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
         let report = if buckets == 1 {
             // One bucket is an ordinary run, as the peer may make it from a file read whole.
+            let opts = RunOptions {
+                input_memory: held + items.memory(),
+                ..opts
+            };
             venn::run(&mut *chan, &items, &opts)?
         } else {
-            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, &opts)?
+            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, held, &opts)?
         };
         if let Output::Indices(ix) = &report.output {
             for &i in ix.iter().filter(|&&i| i < real) {
@@ -310,13 +332,15 @@ pub fn run_buckets(
 /// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
 /// dummy keys to `pad`, in a session bound to the channel's own binding, the plans both
 /// sent (`plans`: their digest) and `c`. A bucket whose keys exceed `pad` is refused
-/// before the session.
+/// before the session. `held`: the memory the run holds beside the bucket's keys, which
+/// `--max-memory` counts with them.
 pub fn run_bucket(
     chan: &mut dyn Channel,
     plans: &[u8; 32],
     c: u64,
     mut items: Items,
     pad: u64,
+    held: u64,
     opts: &RunOptions,
 ) -> Result<Report> {
     if items.len() as u64 > pad {
@@ -341,7 +365,11 @@ pub fn run_bucket(
         inner: chan,
         binding: *h.finalize().as_bytes(),
     };
-    venn::run(&mut bound, &items, opts)
+    let opts = RunOptions {
+        input_memory: held + items.memory(),
+        ..*opts
+    };
+    venn::run(&mut bound, &items, &opts)
 }
 
 /// A bucket's distinct keys, and what each stands for: `marks[starts[i]..starts[i + 1]]`

@@ -182,6 +182,8 @@ impl Link {
         Ok(protocol)
     }
 
+    /// The run's options, for a party that holds no input yet (a run sets what its input
+    /// holds: [`RunOptions::input_memory`]).
     fn options<'a>(
         &self,
         protocol: &'static dyn Protocol,
@@ -197,6 +199,7 @@ impl Link {
             options: self.spec.options,
             max_peer_items: self.spec.max_peer_items,
             max_memory: self.spec.max_memory,
+            input_memory: 0,
             threads: self.spec.threads,
             seed: None,
             progress,
@@ -403,13 +406,21 @@ pub fn run_party(
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
     let dealer = args.link.dealer_link();
-    let opts = args.link.options(
-        protocol,
-        role,
-        args.both,
-        spinner.as_ref().map(|s| s as &dyn Progress),
-        dealer.as_ref().map(|d| d as &DealerLink),
-    );
+    // What a file read whole holds through the run (a split one's buckets count theirs).
+    let input_memory = match &read {
+        Read::Whole(input) => input.memory(),
+        Read::Split(_) => 0,
+    };
+    let opts = RunOptions {
+        input_memory,
+        ..args.link.options(
+            protocol,
+            role,
+            args.both,
+            spinner.as_ref().map(|s| s as &dyn Progress),
+            dealer.as_ref().map(|d| d as &DealerLink),
+        )
+    };
     // A state is read and checked before the peer is contacted; it is used up only once
     // the peer has confirmed the online session.
     let loaded = args
@@ -581,7 +592,10 @@ pub fn run_keys(
     let protocol = link.protocol()?;
     protocol.check_values(role, input.keys.value_columns())?;
     link.check_endpoint()?;
-    let opts = link.options(protocol, role, both, progress, None);
+    let opts = RunOptions {
+        input_memory: input.memory(),
+        ..link.options(protocol, role, both, progress, None)
+    };
     protocol.check_items(opts.options, &input.keys)?;
     let mut chan = link.connect(on_bound)?;
     let plan = Plan {

@@ -167,6 +167,13 @@ impl Input {
     pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
         &self.data[range.clone()]
     }
+
+    /// The memory the input holds, in bytes: the room its file's bytes, rows and keys take
+    /// (at least what they use), as `--max-memory` counts it while the protocol runs.
+    pub fn memory(&self) -> u64 {
+        (self.data.capacity() + self.rows.capacity() * std::mem::size_of::<Row>()) as u64
+            + self.keys.memory()
+    }
 }
 
 /// Normalises `raw` as `opts` asks, into `out` when it changes, and returns the key.
