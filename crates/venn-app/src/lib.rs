@@ -3,7 +3,8 @@
 //! bucket when the input is larger than memory ([`buckets`]), link to the peer over TCP
 //! or TLS ([`transport`]), run ([`party`], on one connection or on parallel lanes:
 //! [`lanes`]), write its rows ([`output`]), show progress ([`progress`]) — and a Thunder
-//! client's pairing glue ([`thunder`]).
+//! client's pairing glue ([`thunder`]). How a party reads its input within `--max-memory`
+//! (whole, in buckets, or not at all) is decided before any of it is read (`reading`).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
@@ -14,5 +15,6 @@ pub mod lanes;
 pub mod output;
 pub mod party;
 pub mod progress;
+mod reading;
 pub mod thunder;
 pub mod transport;

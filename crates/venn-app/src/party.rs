@@ -5,6 +5,7 @@ use crate::buckets;
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
+use crate::reading::{self, Reading};
 use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -340,12 +341,12 @@ pub fn run_party(
     args.link.check_endpoint()?;
     let spinner = Spinner::if_terminal(&format!("venn {}", role.name()));
     let started = std::time::Instant::now();
-    let bucket_rows = args
-        .bucket_rows
-        .or_else(|| auto_bucket_rows(args, protocol, role));
-    let read = match bucket_rows {
-        None => Read::Whole(read_input(&args.input, &args.keys)?),
-        Some(per) => {
+    let (read, bucket_rows) = match reading::choose(args, protocol, role)? {
+        Reading::Whole => (Read::Whole(read_input(&args.input, &args.keys)?), None),
+        Reading::Split {
+            bucket_rows: per,
+            segment_bytes,
+        } => {
             if args.state.is_some() {
                 return Err(Error::Usage(
                     "a precomputed state (--state) cannot run in buckets (--bucket-rows)".into(),
@@ -373,14 +374,16 @@ pub fn run_party(
                     ));
                 }
             };
-            Read::Split(buckets::split(
+            let split = Read::Split(buckets::split(
                 &args.input,
                 &args.keys,
                 args.bucket_dir.as_deref(),
                 files.trailing_zeros() as u8,
+                segment_bytes,
                 progress,
                 |keys| protocol.check_items(args.link.spec.options, keys),
-            )?)
+            )?);
+            (split, Some(per))
         }
     };
     let input_seconds = started.elapsed().as_secs_f64();
@@ -619,23 +622,6 @@ pub fn run_keys(
 enum Read {
     Whole(Input),
     Split(buckets::Split),
-}
-
-/// Rows per bucket when the input file is too large to read whole within --max-memory
-/// (more than an eighth of it: the file, its rows and keys, and the protocol's memory for
-/// both sets): what half the budget beside a run's fixed part ([`venn::BASE_MEMORY`],
-/// which the handshake's memory check adds) holds at the role's memory per own and peer
-/// item.
-fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Option<u64> {
-    let size = std::fs::metadata(&args.input).ok()?.len();
-    let budget = args.link.spec.max_memory;
-    if size <= budget / 8 || args.state.is_some() {
-        return None;
-    }
-    let info = protocol.info();
-    let r = info.role(role);
-    let room = budget.saturating_sub(venn::BASE_MEMORY) / 2;
-    Some((room / (r.own_item_bytes + r.peer_item_bytes + 256)).max(1))
 }
 
 /// Runs the offline phase with the peer for at most `max_items` items of ours and saves
