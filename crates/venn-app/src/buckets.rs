@@ -31,19 +31,63 @@
 //! ([`Agreed::bind`]).
 
 use crate::destination::Destination;
+use crate::input::footprint::Footprint;
 use crate::input::segments::for_each_segment;
 use crate::input::{Input, KeyOptions};
 use crate::output::write_row;
 use crate::temp_dirs::TempDir;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use venn::net::{Channel, Reader, Rebound};
-use venn::protocols::{Output, Phase};
+use venn::net::{Channel, Rebound};
+use venn::protocols::{Output, Phase, Protocol};
 use venn::session::run_plan::{Agreed, MAX_LOG2_BUCKETS};
+use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
-/// Bytes of input read and parsed at a time when splitting a file.
-const SEGMENT_BYTES: usize = 64 << 20;
+/// The most bytes of input read and parsed at a time when splitting a file.
+const MAX_SEGMENT_BYTES: usize = 64 << 20;
+
+/// The room of the bucket files' writers while a file is split (at most 256 files).
+const WRITERS: u64 = 256 * WRITER_BYTES as u64;
+const WRITER_BYTES: usize = 1 << 14;
+
+/// The largest segment (a power of two, from 64 KiB to [`MAX_SEGMENT_BYTES`]) whose
+/// splitting fits in `room`: the buffer it is read into and the rest past its last row
+/// ([`for_each_segment`]), what parsing it takes ([`Footprint::of`], with a row every two
+/// bytes, the most there can be: a copy behind the header row included) and the bucket
+/// files' writers.
+pub fn segment_bytes(room: u64, opts: &KeyOptions) -> usize {
+    let mut size = MAX_SEGMENT_BYTES;
+    while size > 1 << 16 {
+        let z = size as u64;
+        let parsing = Footprint::of(z, z / 2 + 1, opts).reading;
+        if 2 * z + (1 << 16) + parsing + WRITERS <= room {
+            break;
+        }
+        size /= 2;
+    }
+    size
+}
+
+/// What a bucket read from disk takes per record of `key` key bytes, at most: the record
+/// as read (16 + key), its key in the bucket's items and its row number (key + 16, in room
+/// that doubles as it grows), what finding its duplicates takes (a hash, an index and up
+/// to four table slots: 44) and its mark and places (24).
+fn record_bytes(key: u64) -> u64 {
+    (16 + key) + 2 * (key + 16) + 44 + 24
+}
+
+/// Rows a bucket may hold for `role` of `protocol` when the file of footprint `f` is
+/// split to fit in `room`: half the room beside the rows' match bits (the other half for a
+/// peer's larger share of a bucket, and the padding), at the role's memory per own and
+/// peer item and a record's on the way in ([`record_bytes`], for the file's average key).
+pub fn rows_within(room: u64, f: &Footprint, protocol: &dyn Protocol, role: Role) -> u64 {
+    let r = protocol.info().role(role);
+    let key = f.key_bytes.div_ceil(f.rows.max(1));
+    let per_row = r.own_item_bytes + r.peer_item_bytes + record_bytes(key);
+    let room = room.saturating_sub(f.rows / 8) / 2;
+    (room / per_row).max(1)
+}
 
 /// The buckets needed for `rows` rows with at most about `bucket_rows` in each: log2.
 pub fn log2_buckets(rows: u64, bucket_rows: Option<u64>) -> u8 {
@@ -86,6 +130,12 @@ pub enum Source<'a> {
     Disk(Split),
 }
 
+/// The memory [`group_keys`]'s groups hold, in bytes.
+pub(crate) fn groups_memory(groups: &[Vec<u32>]) -> u64 {
+    let group = |g: &Vec<u32>| std::mem::size_of::<Vec<u32>>() + 4 * g.capacity();
+    groups.iter().map(group).sum::<usize>() as u64
+}
+
 /// The indices of `keys` in each of `2^log2` buckets, in key order: `groups[c]` for
 /// bucket c.
 pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
@@ -101,6 +151,8 @@ pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
 pub struct Split {
     dir: TempDir,
     log2_files: u8,
+    /// The segments it was read in (and its rows will be written in).
+    segment_bytes: usize,
     /// Rows in the file (kept: not skipped as empty).
     pub rows: u64,
     pub skipped_empty: u64,
@@ -114,15 +166,17 @@ fn file_of(dir: &Path, f: u64) -> PathBuf {
 /// Splits the keys of `path` into `2^log2_files` bucket files in a new directory inside
 /// `parent` (default: the system's temporary directory), removed when the split is
 /// dropped or the process is stopped ([`crate::temp_dirs`]): each record is the row's
-/// number, the key's length and the key (16 bytes and the key a row). `progress` is told
-/// the rows split so far after each segment; `check(keys)` may refuse a segment's keys (a
-/// protocol on σ-bit integers: anything else), before the peer is contacted rather than in
-/// the middle of the buckets' runs.
+/// number, the key's length and the key (16 bytes and the key a row). The file is read in
+/// segments of `segment_bytes` ([`segment_bytes`]). `progress` is told the rows split so
+/// far after each segment; `check(keys)` may refuse a segment's keys (a protocol on σ-bit
+/// integers: anything else), before the peer is contacted rather than in the middle of the
+/// buckets' runs.
 pub fn split(
     path: &Path,
     opts: &KeyOptions,
     parent: Option<&Path>,
     log2_files: u8,
+    segment_bytes: usize,
     mut progress: impl FnMut(u64),
     check: impl Fn(&venn::Items) -> Result<()>,
 ) -> Result<Split> {
@@ -134,12 +188,12 @@ pub fn split(
         .map(|f| {
             let p = file_of(dir.path(), f);
             std::fs::File::create(&p)
-                .map(|file| BufWriter::with_capacity(1 << 14, file))
+                .map(|file| BufWriter::with_capacity(WRITER_BYTES, file))
                 .map_err(Error::file("create", &p))
         })
         .collect::<Result<_>>()?;
     let (mut rows, mut skipped) = (0, 0);
-    let header = for_each_segment(path, opts, SEGMENT_BYTES, |s| {
+    let header = for_each_segment(path, opts, segment_bytes, |s| {
         check(&s.input.keys).map_err(|e| match e {
             Error::Usage(why) => Error::Usage(format!("after row {}: {why}", s.rows_before)),
             e => e,
@@ -166,6 +220,7 @@ pub fn split(
     Ok(Split {
         dir,
         log2_files,
+        segment_bytes,
         rows,
         skipped_empty: skipped,
         header,
@@ -173,7 +228,9 @@ pub fn split(
 }
 
 impl Split {
-    /// The records of bucket `c` of `2^log2`: their keys (in one store) and rows.
+    /// The records of bucket `c` of `2^log2`: their keys (in one store) and rows. The
+    /// files are read a record at a time, so that a file holding several buckets (more
+    /// buckets than files) costs no more memory than the bucket's own records.
     fn bucket(&self, c: u64, log2: u8) -> Result<(Items, Vec<u64>)> {
         let files = 1u64 << self.log2_files;
         let buckets = 1u64 << log2;
@@ -183,24 +240,51 @@ impl Split {
             vec![c & (files - 1)]
         };
         let (mut keys, mut rows) = (Items::new(), Vec::new());
+        let mut key = Vec::new();
         for f in wanted {
             let p = file_of(self.dir.path(), f);
-            let mut bytes = Vec::new();
-            std::fs::File::open(&p)
-                .and_then(|mut file| file.read_to_end(&mut bytes))
-                .map_err(Error::file("read", &p))?;
-            let mut r = Reader::new(&bytes, "bucket file");
-            while let Ok(row) = r.u64() {
-                let len = r.u64()? as usize;
-                let key = r.bytes(len)?;
-                if buckets <= files || key_hash(key) & (buckets - 1) == c {
-                    keys.push(key);
+            let file = std::fs::File::open(&p).map_err(Error::file("read", &p))?;
+            let mut left = file.metadata().map_err(Error::file("read", &p))?.len();
+            let mut r = BufReader::with_capacity(1 << 16, file);
+            while let Some(row) =
+                next_record(&mut r, &mut left, &mut key).map_err(Error::file("read", &p))?
+            {
+                if buckets <= files || key_hash(&key) & (buckets - 1) == c {
+                    keys.push(&key);
                     rows.push(row);
                 }
             }
         }
         Ok((keys, rows))
     }
+}
+
+/// The next record of a bucket file with `left` bytes still to read: its row, with its
+/// key in `key` (`None` at the end). A record past the file's end is an error, not an
+/// allocation of the length it claims.
+fn next_record(
+    r: &mut impl Read,
+    left: &mut u64,
+    key: &mut Vec<u8>,
+) -> std::io::Result<Option<u64>> {
+    if *left == 0 {
+        return Ok(None);
+    }
+    let mut head = [0u8; 16];
+    r.read_exact(&mut head)?;
+    let row = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(head[8..].try_into().expect("8 bytes"));
+    let rest = left.saturating_sub(16);
+    if len > rest {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a record runs past the end of the bucket file",
+        ));
+    }
+    key.resize(len as usize, 0);
+    r.read_exact(key)?;
+    *left = rest - len;
+    Ok(Some(row))
 }
 
 /// What a bucketed run learned: which rows (by number) are in the intersection.
@@ -216,6 +300,10 @@ impl Matches {
             bits: vec![0; rows.div_ceil(64) as usize],
             keys: 0,
         }
+    }
+    /// The memory the bits hold, in bytes.
+    fn memory(&self) -> u64 {
+        8 * self.bits.capacity() as u64
     }
     fn set(&mut self, row: u64) {
         self.bits[(row / 64) as usize] |= 1 << (row % 64);
@@ -256,6 +344,13 @@ pub fn run_buckets(
         Source::Memory(input) => group_keys(&input.keys, log2),
         Source::Disk(_) => Vec::new(),
     };
+    // What the run holds beside each bucket: the input read whole and its groups, or
+    // nothing of a split file but the rows' match bits.
+    let outside = matches.memory()
+        + match source {
+            Source::Memory(input) => input.memory() + groups_memory(&groups),
+            Source::Disk(_) => 0,
+        };
     on_bucket(0, buckets);
     for c in 0..buckets {
         // The bucket's distinct keys, and the rows (or key indices) each stands for.
@@ -279,11 +374,16 @@ pub fn run_buckets(
         };
         distinct += items.len() as u64;
         let real = items.len();
+        let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
         let report = if buckets == 1 {
             // One bucket is an ordinary run, as the peer may make it from a file read whole.
+            let opts = RunOptions {
+                input_memory: held + items.memory(),
+                ..opts
+            };
             venn::run(&mut agreed.bind(&mut *chan), &items, &opts)?
         } else {
-            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, &opts)?
+            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, held, &opts)?
         };
         if let Output::Indices(ix) = &report.output {
             for &i in ix.iter().filter(|&&i| i < real) {
@@ -311,13 +411,15 @@ pub fn run_buckets(
 /// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
 /// dummy keys to `pad`, in a session bound to the channel's own binding, the plans both
 /// sent (`plans`: their digest) and `c`. A bucket whose keys exceed `pad` is refused
-/// before the session.
+/// before the session. `held`: the memory the run holds beside the bucket's keys, which
+/// `--max-memory` counts with them.
 pub fn run_bucket(
     chan: &mut dyn Channel,
     plans: &[u8; 32],
     c: u64,
     mut items: Items,
     pad: u64,
+    held: u64,
     opts: &RunOptions,
 ) -> Result<Report> {
     if items.len() as u64 > pad {
@@ -342,7 +444,11 @@ pub fn run_bucket(
         inner: chan,
         binding: *h.finalize().as_bytes(),
     };
-    venn::run(&mut bound, &items, opts)
+    let opts = RunOptions {
+        input_memory: held + items.memory(),
+        ..*opts
+    };
+    venn::run(&mut bound, &items, &opts)
 }
 
 /// A bucket's distinct keys, and what each stands for: `marks[starts[i]..starts[i + 1]]`
@@ -411,7 +517,7 @@ pub fn write_split_rows(
             w.write_all(h)?;
         }
         let mut seen = 0;
-        let result = for_each_segment(input, opts, SEGMENT_BYTES, |s| {
+        let result = for_each_segment(input, opts, split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
                 if matches.has(s.rows_before + i as u64) {

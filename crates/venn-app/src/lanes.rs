@@ -397,6 +397,7 @@ impl LaneJob {
             options: self.options,
             max_peer_items: self.max_peer_items,
             max_memory: self.max_memory,
+            input_memory: 0,
             threads,
             seed: None,
             progress: None,
@@ -407,9 +408,15 @@ impl LaneJob {
             lane,
             ..LaneResult::default()
         };
+        // What the lane holds beside a bucket's keys: the keys of the buckets still to
+        // run, and the marks of those not yet done.
+        let bucket = |keys: &Items, marks: &Vec<u64>| keys.memory() + 8 * marks.capacity() as u64;
+        let mut held: u64 = (self.buckets.iter()).map(|(_, k, m)| bucket(k, m)).sum();
         for (c, keys, marks) in self.buckets {
             let real = keys.len();
-            let report = run_bucket(chan, &self.binding, c, keys, self.pad, &opts)?;
+            held -= keys.memory();
+            let report = run_bucket(chan, &self.binding, c, keys, self.pad, held, &opts)?;
+            held -= 8 * marks.capacity() as u64;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
             if let Output::Indices(ix) = &report.output {

@@ -5,7 +5,8 @@
 //! lanes: [`lanes`]; on as many [`threads`] as the cores allow), write its rows
 //! ([`output`], where the [`destination`] allows), show progress ([`progress`]) — a
 //! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
-//! ([`keygen`]).
+//! ([`keygen`]). How a party reads its input within `--max-memory` (whole, in buckets, or
+//! not at all) is decided before any of it is read (`reading`).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
@@ -18,6 +19,7 @@ pub mod lanes;
 pub mod output;
 pub mod party;
 pub mod progress;
+mod reading;
 pub mod temp_dirs;
 pub mod threads;
 pub mod thunder;

@@ -6,6 +6,7 @@ use crate::destination::{check_output_path, Destination};
 use crate::input::{read_input, Input, KeyOptions};
 use crate::output::{write_output, Stats, Written};
 use crate::progress::Spinner;
+use crate::reading::{self, Reading};
 use crate::threads;
 use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
@@ -183,7 +184,9 @@ impl Link {
         Ok(protocol)
     }
 
-    /// The run's options, on `threads` threads (the link's, [bounded](threads::bounded)).
+    /// The run's options on `threads` threads (the link's, [bounded](threads::bounded)),
+    /// for a party that holds no input yet (a run sets what its input holds:
+    /// [`RunOptions::input_memory`]).
     fn options<'a>(
         &self,
         protocol: &'static dyn Protocol,
@@ -200,6 +203,7 @@ impl Link {
             options: self.spec.options,
             max_peer_items: self.spec.max_peer_items,
             max_memory: self.spec.max_memory,
+            input_memory: 0,
             threads,
             seed: None,
             progress,
@@ -338,12 +342,12 @@ pub fn run_party(
         Some(_) => None,
     };
     let started = std::time::Instant::now();
-    let bucket_rows = args
-        .bucket_rows
-        .or_else(|| auto_bucket_rows(args, protocol, role));
-    let read = match bucket_rows {
-        None => Read::Whole(read_input(&args.input, &args.keys)?),
-        Some(per) => {
+    let (read, bucket_rows) = match reading::choose(args, protocol, role)? {
+        Reading::Whole => (Read::Whole(read_input(&args.input, &args.keys)?), None),
+        Reading::Split {
+            bucket_rows: per,
+            segment_bytes,
+        } => {
             if args.state.is_some() {
                 return Err(Error::Usage(
                     "a precomputed state (--state) cannot run in buckets (--bucket-rows)".into(),
@@ -371,14 +375,16 @@ pub fn run_party(
                     ));
                 }
             };
-            Read::Split(buckets::split(
+            let split = Read::Split(buckets::split(
                 &args.input,
                 &args.keys,
                 args.bucket_dir.as_deref(),
                 files.trailing_zeros() as u8,
+                segment_bytes,
                 progress,
                 |keys| protocol.check_items(args.link.spec.options, keys),
-            )?)
+            )?);
+            (split, Some(per))
         }
     };
     let input_seconds = started.elapsed().as_secs_f64();
@@ -404,14 +410,22 @@ pub fn run_party(
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
     let dealer = args.link.dealer_link();
-    let opts = args.link.options(
-        protocol,
-        role,
-        args.both,
-        threads,
-        progress.or(spinner.as_ref().map(|s| s as &dyn Progress)),
-        dealer.as_ref().map(|d| d as &DealerLink),
-    );
+    // What a file read whole holds through the run (a split one's buckets count theirs).
+    let input_memory = match &read {
+        Read::Whole(input) => input.memory(),
+        Read::Split(_) => 0,
+    };
+    let opts = RunOptions {
+        input_memory,
+        ..args.link.options(
+            protocol,
+            role,
+            args.both,
+            threads,
+            progress.or(spinner.as_ref().map(|s| s as &dyn Progress)),
+            dealer.as_ref().map(|d| d as &DealerLink),
+        )
+    };
     // A state is read and checked before the peer is contacted; it is used up only once
     // the peer has confirmed the online session.
     let loaded = args
@@ -585,7 +599,10 @@ pub fn run_keys(
     let threads = threads::bounded(link.spec.threads)?;
     protocol.check_values(role, input.keys.value_columns())?;
     link.check_endpoint()?;
-    let opts = link.options(protocol, role, both, threads, progress, None);
+    let opts = RunOptions {
+        input_memory: input.memory(),
+        ..link.options(protocol, role, both, threads, progress, None)
+    };
     protocol.check_items(opts.options, &input.keys)?;
     let mut chan = link.connect(on_bound, None)?;
     let plan = Plan {
@@ -609,23 +626,6 @@ pub fn run_keys(
 enum Read {
     Whole(Input),
     Split(buckets::Split),
-}
-
-/// Rows per bucket when the input file is too large to read whole within --max-memory
-/// (more than an eighth of it: the file, its rows and keys, and the protocol's memory for
-/// both sets): what half the budget beside a run's fixed part ([`venn::BASE_MEMORY`],
-/// which the handshake's memory check adds) holds at the role's memory per own and peer
-/// item.
-fn auto_bucket_rows(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Option<u64> {
-    let size = std::fs::metadata(&args.input).ok()?.len();
-    let budget = args.link.spec.max_memory;
-    if size <= budget / 8 || args.state.is_some() {
-        return None;
-    }
-    let info = protocol.info();
-    let r = info.role(role);
-    let room = budget.saturating_sub(venn::BASE_MEMORY) / 2;
-    Some((room / (r.own_item_bytes + r.peer_item_bytes + 256)).max(1))
 }
 
 /// Runs the offline phase with the peer for at most `max_items` items of ours and saves

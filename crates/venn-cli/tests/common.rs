@@ -84,6 +84,41 @@ pub fn assert_success(runs: &[&Output]) {
     }
 }
 
+/// Runs `cmd` to completion; returns its output and its peak resident set size in bytes,
+/// as the kernel counted it for that process (`wait4`'s `ru_maxrss`).
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which std's `wait` cannot replace
+pub fn output_and_peak(cmd: &mut Command) -> (Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn venn");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            pipe.read_to_end(&mut v).ok();
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for (std waits only when asked); the
+    // pointers are to live locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.join().expect("stdout thread"),
+        stderr: stderr.join().expect("stderr thread"),
+    };
+    (out, usage.ru_maxrss as u64 * 1024)
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -106,6 +106,7 @@ fn options(protocol: &str, role: Role) -> RunOptions<'static> {
         options: cheapest_options(protocol),
         max_peer_items: 1 << 10,
         max_memory: 1 << 30,
+        input_memory: 0,
         threads: 1,
         // Each party its own randomness, as on two machines: with one seed both would draw
         // the same keys, and dual execution's two encodings of an item would cancel.

@@ -76,6 +76,15 @@ impl Items {
         self.value_columns
     }
 
+    /// The memory the items hold, in bytes: the room their buffers have (at least what
+    /// they use), as `--max-memory` counts a party's input.
+    pub fn memory(&self) -> u64 {
+        let values = self.values.as_ref().map_or(0, Vec::capacity);
+        (self.data.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()
+            + values * std::mem::size_of::<u64>()) as u64
+    }
+
     /// The number of items.
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -215,9 +224,12 @@ impl Items {
         if let Some(values) = &mut self.values {
             values.truncate(kept * self.value_columns);
         }
-        // Many repeats: give the room back rather than hold it through a whole run.
-        if 2 * kept < n {
+        // A buffer using under half its room (many repeats, or keys taken from a wider
+        // file's room) gives the rest back rather than hold it through a whole run.
+        if 2 * kept_bytes < self.data.capacity() {
             self.data.shrink_to_fit();
+        }
+        if 2 * kept < self.ends.capacity() {
             self.ends.shrink_to_fit();
         }
         index

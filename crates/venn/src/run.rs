@@ -14,6 +14,7 @@ use crate::session::{
     agree_secret, handshake, Confirming, Hello, Mode, Resume, Role, Session, Sizes, WireParams,
 };
 use crate::state::file::{self, Header, StateFile};
+use crate::util::memory::gib;
 use crate::{Error, Result, MAX_ITEMS};
 use std::any::Any;
 use std::path::Path;
@@ -37,6 +38,11 @@ pub struct RunOptions<'a> {
     /// The most memory this party may need, in bytes; a peer whose set would need more is
     /// refused in the handshake, before anything is allocated for it.
     pub max_memory: u64,
+    /// The memory this party's input holds beside the protocol while the run lasts, in
+    /// bytes (a file read whole: its bytes, rows and keys; the items at least): counted
+    /// with the protocol's model against `max_memory`, so that a run the two together
+    /// would take past it is refused before, not after.
+    pub input_memory: u64,
     /// Worker threads for this party.
     pub threads: usize,
     /// A fixed PRG seed (tests only); `None` draws from the OS.
@@ -387,11 +393,16 @@ fn own_and_peer(s: &Session) -> (u64, u64) {
     }
 }
 
-/// The memory this party's run of `sizes` needs by its protocol's model
-/// ([`crate::protocols::Protocol::memory`]) and the process's base: the figure
-/// `--max-memory` is held to, and `venn bench` shows beside the peak it measures.
+/// The memory this party's run of `sizes` needs: the process's base, what its input holds
+/// ([`RunOptions::input_memory`]) and its protocol's model
+/// ([`crate::protocols::Protocol::memory`]): the figure `--max-memory` is held to, and
+/// `venn bench` shows beside the peak it measures.
 pub fn memory_needed(opts: &RunOptions, sizes: Sizes) -> u64 {
-    BASE_MEMORY.saturating_add(opts.protocol.memory(opts.role, sizes, opts.options))
+    (BASE_MEMORY.saturating_add(opts.input_memory)).saturating_add(opts.protocol.memory(
+        opts.role,
+        sizes,
+        opts.options,
+    ))
 }
 
 /// Refuses sizes whose run would need more than `--max-memory` here (issue 8: a peer
@@ -403,9 +414,13 @@ fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
     };
     let need = memory_needed(opts, sizes);
     if need > opts.max_memory {
+        let input = match opts.input_memory {
+            0 => String::new(),
+            held => format!(" ({} of it our input's)", gib(held)),
+        };
         return Err(Error::Memory(format!(
             "as the {} {}, with {peer} peer items and {own} of ours, this run would need \
-             about {} here, more than the {} allowed (--max-memory)",
+             about {}{input} here, more than the {} allowed (--max-memory)",
             opts.protocol.info().name,
             opts.role.name(),
             gib(need),
@@ -413,8 +428,4 @@ fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }

@@ -11,7 +11,7 @@ use venn::fuzz::cheapest_options;
 use venn::net::{mem_pair, Channel};
 use venn::protocols::{registry, Options, Output, Protocol, Security, Sizes};
 use venn::session::Role;
-use venn::{run, Error, Items};
+use venn::{run, Error, Items, RunOptions};
 
 fn check(protocol: &'static dyn Protocol, ns: usize, nr: usize, overlap: usize, both: bool) {
     let (s, r) = sets(ns, nr, overlap, (ns * 31 + nr * 7 + overlap) as u128);
@@ -173,6 +173,35 @@ fn oversized_peer_set_is_refused_before_allocation() {
     });
     let e = e.unwrap_err();
     assert!(e.to_string().contains("--max-peer-items"), "{e}");
+}
+
+/// `--max-memory` holds the input and the protocol together: a run whose model alone fits
+/// but not beside what the input holds is refused in the handshake, the input's share
+/// named (a sender of 10^7 short keys peaked at 1.3 GiB under 1000M, its input uncounted).
+#[test]
+fn the_inputs_memory_counts_against_max_memory() {
+    let (s, r) = sets(100, 10, 5, 3);
+    let p = registry()[0];
+    let sizes = Sizes {
+        sender: 100,
+        receiver: 10,
+    };
+    let model = venn::memory_needed(&options(p, Role::Sender, false), sizes);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+    let (e, _) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| run(&mut b, &r, &options(p, Role::Receiver, false)));
+        let o = RunOptions {
+            max_memory: model + (50 << 20),
+            input_memory: 100 << 20,
+            ..options(p, Role::Sender, false)
+        };
+        (run(&mut a, &s, &o), t.join().unwrap())
+    });
+    let e = e.unwrap_err();
+    assert!(
+        matches!(e, Error::Memory(_)) && e.to_string().contains("0.10 GiB of it our input's"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ use venn::session::run_plan::KeyForm;
 use venn::util::memory::{advise_huge_pages, with_huge_capacity};
 use venn::{Error, Items, Result};
 
+pub mod footprint;
 pub mod fuzz;
 mod scan;
 pub mod segments;
@@ -197,6 +198,13 @@ impl Input {
     pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
         &self.data[range.clone()]
     }
+
+    /// The memory the input holds, in bytes: the room its file's bytes, rows and keys take
+    /// (at least what they use), as `--max-memory` counts it while the protocol runs.
+    pub fn memory(&self) -> u64 {
+        (self.data.capacity() + self.rows.capacity() * std::mem::size_of::<Row>()) as u64
+            + self.keys.memory()
+    }
 }
 
 /// Normalises `raw` as `opts` asks, into `out` when it changes, and returns the key.
@@ -236,7 +244,7 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// Room for `expected_rows` rows whose keys take about `key_bytes` bytes in all (more
-    /// is taken as needed: keys of several columns, or lower-cased text that lengthens).
+    /// is taken as needed: lower-cased text that lengthens).
     fn new(opts: &'a KeyOptions, expected_rows: usize, key_bytes: usize) -> Self {
         Builder {
             opts,
@@ -425,8 +433,11 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
     if file_start && data.starts_with(b"\xEF\xBB\xBF") {
         data.drain(..3);
     }
-    let expected_rows = memchr::memchr_iter(b'\n', &data).count() + 1;
-    let mut b = Builder::new(opts, expected_rows, data.len());
+    // Rows end at line breaks (a CSV row at a bare `\r` too): room for them all, so that
+    // nothing grows past what [`footprint`] counts.
+    let expected_rows = line_breaks(&data, 0, data.len()) as usize + 1;
+    let key_bytes = data.len() + footprint::length_prefixes(opts, expected_rows as u64) as usize;
+    let mut b = Builder::new(opts, expected_rows, key_bytes);
     match opts.format {
         Format::Lines => {
             if !opts.value_columns.is_empty() {

@@ -208,6 +208,7 @@ impl BenchParty {
             options: self.options,
             max_peer_items: n as u64,
             max_memory: u64::MAX,
+            input_memory: items.memory(),
             threads: self.threads,
             seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
             progress: None,

@@ -136,6 +136,7 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
                     options,
                     max_peer_items: venn::MAX_ITEMS,
                     max_memory: u64::MAX,
+                    input_memory: 0,
                     threads: fit.threads,
                     seed: None,
                     progress: None,

@@ -1,7 +1,13 @@
 //! Memory placement for the large tables that hot loops access at random (the OPRF rows,
 //! the match table, the cuckoo table): backing them with 2 MiB transparent huge pages
 //! removes most TLB misses, which otherwise serialise those accesses; and prefetching,
-//! which lets those loops ask for a line before they need it.
+//! which lets those loops ask for a line before they need it. Also the machine's memory,
+//! and memory figures as `--max-memory`'s refusals show them.
+
+/// `bytes` in GiB with two decimals, as the refusals of `--max-memory` name memory.
+pub fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
 
 /// Asks the kernel to back `v`'s allocation with huge pages. Call it before the memory is
 /// first written. A hint only: without Linux THP it does nothing.

@@ -32,6 +32,7 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
         options: test_options(protocol),
         max_peer_items: 1 << 24,
         max_memory: 1 << 32,
+        input_memory: 0,
         threads: 1,
         seed: None,
         progress: None,
