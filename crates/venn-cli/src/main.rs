@@ -681,7 +681,18 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Params(_) | Command::Plan(_)) {
         quiet_on_closed_stdout();
     }
-    let result = match cli.command {
+    // Before any kernel runs: a VENN_CPU that names no level stops every command here.
+    match venn::util::cpu::init().and_then(|_| run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("venn: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
@@ -770,13 +781,6 @@ fn main() -> ExitCode {
                     }
                     .run()
                 })
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("venn: error: {e}");
-            ExitCode::FAILURE
         }
     }
 }

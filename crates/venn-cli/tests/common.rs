@@ -13,7 +13,13 @@ pub fn venn() -> Command {
 
 /// Starts `venn receive`/`send` listening on an ephemeral port; returns it and the address.
 pub fn spawn_listening(args: &[&str]) -> (Child, String) {
+    spawn_listening_with(&[], args)
+}
+
+/// [`spawn_listening`] with these environment variables set.
+pub fn spawn_listening_with(env: &[(&str, &str)], args: &[&str]) -> (Child, String) {
     let mut child = venn()
+        .envs(env.iter().copied())
         .args(args)
         .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
@@ -62,8 +68,14 @@ pub fn wait_listening(child: Child) -> Output {
 
 /// Runs a receiver (listening) and a sender (connecting) to completion.
 pub fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
-    let (r, addr) = spawn_listening(&[&["receive"], receiver].concat());
+    run_pair_with(&[], receiver, sender)
+}
+
+/// [`run_pair`] with these environment variables set for both parties.
+pub fn run_pair_with(env: &[(&str, &str)], receiver: &[&str], sender: &[&str]) -> (Output, Output) {
+    let (r, addr) = spawn_listening_with(env, &[&["receive"], receiver].concat());
     let s = venn()
+        .envs(env.iter().copied())
         .arg("send")
         .args(sender)
         .args(["--connect", &addr])
