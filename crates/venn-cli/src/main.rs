@@ -714,7 +714,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let result = match cli.command {
+    // Before any kernel runs: a VENN_CPU that names no level stops every command here.
+    match venn::util::cpu::init().and_then(|_| run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
+        Err(e) => {
+            eprintln!("venn: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
@@ -803,14 +815,6 @@ fn main() -> ExitCode {
                     }
                     .run()
                 })
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
-        Err(e) => {
-            eprintln!("venn: error: {e}");
-            ExitCode::FAILURE
         }
     }
 }

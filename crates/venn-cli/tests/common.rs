@@ -16,6 +16,13 @@ pub fn spawn_listening(args: &[&str]) -> (Child, String) {
     spawn_listening_from(venn(), args)
 }
 
+/// [`spawn_listening`] with these environment variables set.
+pub fn spawn_listening_with(env: &[(&str, &str)], args: &[&str]) -> (Child, String) {
+    let mut command = venn();
+    command.envs(env.iter().copied());
+    spawn_listening_from(command, args)
+}
+
 /// [`spawn_listening`] from a command set up beforehand (a working directory of its own).
 pub fn spawn_listening_from(mut command: Command, args: &[&str]) -> (Child, String) {
     let mut child = command
@@ -67,8 +74,14 @@ pub fn wait_listening(child: Child) -> Output {
 
 /// Runs a receiver (listening) and a sender (connecting) to completion.
 pub fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
-    let (r, addr) = spawn_listening(&[&["receive"], receiver].concat());
+    run_pair_with(&[], receiver, sender)
+}
+
+/// [`run_pair`] with these environment variables set for both parties.
+pub fn run_pair_with(env: &[(&str, &str)], receiver: &[&str], sender: &[&str]) -> (Output, Output) {
+    let (r, addr) = spawn_listening_with(env, &[&["receive"], receiver].concat());
     let s = venn()
+        .envs(env.iter().copied())
         .arg("send")
         .args(sender)
         .args(["--connect", &addr])

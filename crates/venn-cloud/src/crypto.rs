@@ -199,7 +199,11 @@ impl PreparedToken {
             })
             .collect::<Result<Vec<_>>>()?;
         #[cfg(target_arch = "x86_64")]
-        if let Some(lanes) = &self.lanes {
+        if let Some(lanes) = self
+            .lanes
+            .as_ref()
+            .filter(|_| crate::batch_pairing::available())
+        {
             use crate::batch_pairing::LANES;
             assert!(!points.is_empty() && points.len() <= LANES);
             let batch: [G1Affine; LANES] =
@@ -413,6 +417,7 @@ pub fn digests(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use venn::util::cpu::{pool_at, Level};
 
     fn keys(names: &[&str]) -> Items {
         names.iter().collect()
@@ -492,7 +497,8 @@ mod tests {
         assert_eq!(triples, [(1, 1, 0), (2, 0, 2)]);
     }
 
-    /// Batches of any length (padded to the lanes) give each item's own pairing, in order.
+    /// Batches of any length (padded to the lanes) give each item's own pairing, in order:
+    /// at each level (eight lanes on IFMA, blst one item at a time below), on threads at it.
     #[test]
     fn batches_pair_every_item_in_order() {
         let k = Secret::random();
@@ -500,28 +506,24 @@ mod tests {
         let stored = encrypt(&names.iter().collect(), &k);
         let t = decode_token(&token(&Secret::random(), &k)).unwrap();
         let prepared = G2Prepared::from(t);
-        let token = PreparedToken::new(&t);
-        // The same token without the lanes: blst one item at a time, as where the CPU
-        // lacks IFMA.
-        let one_by_one = PreparedToken {
-            prepared: G2Prepared::from(t),
-            #[cfg(target_arch = "x86_64")]
-            lanes: None,
-        };
-        for n in [1, 7, 8, 9, 19] {
-            let got = paired(&stored[..n], &token, |v| Ok(*v)).unwrap();
-            assert_eq!(paired(&stored[..n], &one_by_one, |v| Ok(*v)).unwrap(), got);
-            let want: Vec<Gt> = stored[..n]
-                .iter()
-                .map(|c| {
-                    let p = decode_item(c).unwrap();
-                    Bls12::multi_miller_loop(&[(&p, &prepared)]).final_exponentiation()
-                })
-                .collect();
-            assert_eq!(got, want, "{n} items");
+        let want: Vec<Gt> = stored
+            .iter()
+            .map(|c| {
+                let p = decode_item(c).unwrap();
+                Bls12::multi_miller_loop(&[(&p, &prepared)]).final_exponentiation()
+            })
+            .collect();
+        for level in Level::ALL {
+            pool_at(level, 2).unwrap().install(|| {
+                let token = PreparedToken::new(&t);
+                for n in [1, 7, 8, 9, 19] {
+                    let got = paired(&stored[..n], &token, |v| Ok(*v)).unwrap();
+                    assert_eq!(got, want[..n], "{level:?}, {n} items");
+                }
+                let identity = G1Affine::identity().to_compressed();
+                assert!(paired(&[stored[0], identity], &token, |v| Ok(*v)).is_err());
+            });
         }
-        let identity = G1Affine::identity().to_compressed();
-        assert!(paired(&[stored[0], identity], &token, |v| Ok(*v)).is_err());
     }
 
     /// Pre-tokens: precomputed values raised to the ratio of the two scalars meet the other
@@ -566,12 +568,17 @@ mod tests {
         let d0_fresh = delta(&k2, &fresh);
         let link = Secret(ratio(&d0_fresh, &d0).0 * ratio(&d1, &d2).0);
         assert!(meet(&raised(&w[1], &link), &w[2]).is_empty());
-        // Raising on the lanes equals blstrs for every batch length.
+        // Raising equals blstrs for every batch length, at each level (on the lanes where
+        // it allows IFMA), on threads at it.
         let e = Secret::random();
-        for n in [1, 3, 8, 9] {
-            let values: Vec<Gt> = (0..n).map(|_| Gt::random(rand_core::OsRng)).collect();
-            let want: Vec<Gt> = values.iter().map(|v| v * e.0).collect();
-            assert_eq!(raised(&values, &e), want);
+        let values: Vec<Gt> = (0..17).map(|_| Gt::random(rand_core::OsRng)).collect();
+        let want: Vec<Gt> = values.iter().map(|v| v * e.0).collect();
+        for level in Level::ALL {
+            pool_at(level, 2).unwrap().install(|| {
+                for n in [0, 1, 3, 8, 9, 17] {
+                    assert_eq!(raised(&values[..n], &e), want[..n], "{level:?}, {n} values");
+                }
+            });
         }
     }
 

@@ -715,4 +715,10 @@ mod _venn {
     #[allow(non_upper_case_globals)]
     #[pymodule_export]
     const __version__: &str = env!("CARGO_PKG_VERSION");
+
+    /// A `VENN_CPU` that names no level stops the import, as it stops the command line.
+    #[pymodule_init]
+    fn init(_module: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        venn::util::cpu::init().map(drop).map_err(super::to_py)
+    }
 }

@@ -216,6 +216,16 @@ def test_errors_are_typed():
     assert issubclass(venn.PeerError, venn.VennError)
 
 
+def test_a_cpu_level_that_is_none_stops_the_import():
+    env = dict(os.environ, VENN_CPU="avx-512")
+    run = subprocess.run([sys.executable, "-c", "import venn"], env=env, capture_output=True,
+                         text=True)
+    assert run.returncode != 0
+    assert 'VENN_CPU="avx-512" is not a level' in run.stderr, run.stderr
+    env["VENN_CPU"] = "portable"
+    subprocess.run([sys.executable, "-c", "import venn"], env=env, check=True)
+
+
 def test_the_gil_is_released_while_a_party_runs():
     ticks = 0
     stop = threading.Event()

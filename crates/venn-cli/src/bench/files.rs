@@ -157,8 +157,9 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
     let scratch = ScratchDir::new()?;
     if !json {
         out!(
-            "end to end on CSV files (`venn send` + `venn receive`, output written)\n\
+            "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
              {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+            super::cpu_line(),
             "protocol",
             "log2n",
             "read s",
@@ -216,7 +217,8 @@ pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bo
         }
     }
     if json {
-        let out = serde_json::json!({ "files": rows });
+        let cpu = venn::util::cpu::describe();
+        let out = serde_json::json!({ "cpu": cpu, "files": rows });
         out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")

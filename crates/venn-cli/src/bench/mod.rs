@@ -84,6 +84,12 @@ impl Variant<'_> {
     }
 }
 
+/// The CPU level the parties run at (they inherit `VENN_CPU`) and what it means here: the
+/// first line of every benchmark table, and the `cpu` of its JSON.
+fn cpu_line() -> String {
+    format!("cpu: {}", venn::util::cpu::describe())
+}
+
 /// What both parties of one benchmark run are started with.
 #[derive(Clone, Copy)]
 struct Spawn<'a> {
@@ -380,6 +386,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         Attached::Nothing
     };
     if !o.json {
+        out!("{}", cpu_line());
         if o.precompute {
             out!("online: a second session from the precomputed states (their size at the end of each row)");
         }
@@ -474,7 +481,8 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
         }
     }
     if o.json {
-        let out = serde_json::json!({ "rows": rows, "solo": solo });
+        let cpu = venn::util::cpu::describe();
+        let out = serde_json::json!({ "cpu": cpu, "rows": rows, "solo": solo });
         out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")

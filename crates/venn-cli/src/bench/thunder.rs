@@ -423,8 +423,9 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     let op = if o.preprocessed { "raise" } else { "pairing" };
     if !json {
         out!(
-            "Thunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
+            "{}\nThunder through `venn cloud`, {parties} parties{} (SQLite; service without a pool; {threads} thread(s) per worker)\n\
              {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>14} {:>11} {:>9} {:>8}",
+            super::cpu_line(),
             if o.preprocessed { ", preprocessed runs" } else { "" },
             "log2n", "workers", "upload a", "upload b", "up cpu", "precomp", "pre cpu", "run",
             "wrk cpu", format!("us/{op}"), format!("{op}/s/core"), format!("{op}/s"),
@@ -556,7 +557,8 @@ pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
         }
     }
     if json {
-        let out = serde_json::json!({ "thunder": rows });
+        let cpu = venn::util::cpu::describe();
+        let out = serde_json::json!({ "cpu": cpu, "thunder": rows });
         out!(
             "{}",
             serde_json::to_string_pretty(&out).expect("serialisable")

@@ -28,10 +28,11 @@ pub const LANES: usize = 8;
 /// Lines of the Miller loop of BLS12-381 (blst's `precompute_lines`).
 const LINES: usize = 68;
 
-/// Whether this CPU runs this module.
+/// Whether this module may run here: AVX-512F and IFMA, where this CPU has them and
+/// `venn::util::cpu`'s level allows them.
 pub fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512ifma")
+    use venn::util::cpu::{has_all, Feature};
+    has_all(&[Feature::Avx512f, Feature::Avx512ifma])
 }
 
 /// A G2 point's Miller-loop lines in this module's form, and the constants of the

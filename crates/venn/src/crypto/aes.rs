@@ -11,19 +11,30 @@ use ::aes::cipher::{BlockEncrypt, KeyInit};
 /// AES on 256-bit registers (VAES): the round keys, and runs of [`wide::RUN`] blocks.
 mod wide {
     use super::Block;
+    #[cfg(target_arch = "x86_64")]
+    use crate::util::cpu::{self, Feature};
 
     /// Blocks per run: eight registers of two, enough to hide the rounds' latency.
     pub const RUN: usize = 16;
 
-    /// The round keys of `key`, if the CPU has VAES and AVX2 (else `None`).
+    /// The round keys of `key`, where this process may use VAES and AVX2 (else `None`).
+    /// An `Aes` is often made once and shared (the fixed keys are statics), so this asks
+    /// the process's cap, and each run asks [`allowed`] on its own thread.
     pub fn round_keys(key: Block) -> Option<[Block; 11]> {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("vaes") && std::is_x86_feature_detected!("avx2") {
-            // SAFETY: VAES implies AES-NI, detected with it.
+        if cpu::has_in_process(&[Feature::Aes, Feature::Vaes, Feature::Avx2]) {
+            // SAFETY: AES-NI was detected (`has_in_process` allows only that).
             return Some(unsafe { expand(key) });
         }
         let _ = key;
         None
+    }
+
+    /// Whether this thread may run [`encrypt`].
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    pub fn allowed() -> bool {
+        cpu::has_all(&[Feature::Vaes, Feature::Avx2])
     }
 
     /// The FIPS 197 §5.2 key expansion with AESKEYGENASSIST.
@@ -156,20 +167,23 @@ impl Aes {
     }
 
     /// Encrypts the leading whole runs of [`wide::RUN`] of the `len` blocks at `input` into
-    /// `output` (which may be `input`) with VAES, if the CPU has it; returns how many.
+    /// `output` (which may be `input`) with VAES, where it may be used; returns how many.
     #[inline]
     fn encrypt_wide(&self, input: *const Block, output: *mut Block, len: usize) -> usize {
         match &self.wide {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` is set only where VAES and AVX2 were detected; the pointers
+            // SAFETY: `allowed` holds only where VAES and AVX2 were detected; the pointers
             // cover `len` blocks (the caller's slices).
-            Some(keys) if len >= wide::RUN => unsafe { wide::encrypt(keys, input, output, len) },
+            Some(keys) if len >= wide::RUN && wide::allowed() => unsafe {
+                wide::encrypt(keys, input, output, len)
+            },
             _ => 0,
         }
     }
 
-    /// The 11 round keys (FIPS 197 §5.2), on a CPU with VAES and AVX2: for callers that
-    /// run their own rounds on wider registers.
+    /// The 11 round keys (FIPS 197 §5.2), where this process may use VAES and AVX2: for
+    /// callers that run their own rounds on wider registers (and ask [`crate::util::cpu`]
+    /// for their own features as they run).
     pub fn round_keys(&self) -> Option<&[Block; 11]> {
         self.wide.as_ref()
     }
@@ -186,11 +200,18 @@ impl Aes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::cpu::{with_level, Level};
 
-    /// The VAES runs and the crate agree, for every length around the run size, in place
-    /// and into another buffer.
+    /// The VAES runs (at the levels that allow them) and the crate agree, for every length
+    /// around the run size, in place and into another buffer.
     #[test]
     fn wide_runs_match_the_crate() {
+        for level in Level::ALL {
+            with_level(level, || wide_runs_match_the_crate_at(level));
+        }
+    }
+
+    fn wide_runs_match_the_crate_at(level: Level) {
         let aes = Aes::new(0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100);
         for len in 0..3 * wide::RUN + 3 {
             let input: Vec<Block> = (0..len as u128)
@@ -206,15 +227,21 @@ mod tests {
                 .collect();
             let mut in_place = input.clone();
             aes.encrypt_blocks(&mut in_place);
-            assert_eq!(in_place, want, "in place, {len} blocks");
+            assert_eq!(in_place, want, "{level:?}, in place, {len} blocks");
             let mut out = vec![0; len];
             aes.encrypt_blocks_to(&input, &mut out);
-            assert_eq!(out, want, "into another buffer, {len} blocks");
+            assert_eq!(out, want, "{level:?}, into another buffer, {len} blocks");
         }
     }
 
     #[test]
     fn fips_197_appendix_c1_in_a_run() {
+        for level in Level::ALL {
+            with_level(level, fips_197_appendix_c1_in_a_run_at);
+        }
+    }
+
+    fn fips_197_appendix_c1_in_a_run_at() {
         let aes = Aes::new(Block::from_le_bytes(
             *b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f",
         ));

@@ -10,6 +10,8 @@
 //! [`super::Aes`] in the tests.
 
 use super::{Aes, Block};
+#[cfg(target_arch = "x86_64")]
+use crate::util::cpu::{self, Feature};
 
 /// Keys processed side by side.
 const LANES: usize = 8;
@@ -18,12 +20,12 @@ const LANES: usize = 8;
 pub fn encrypt_under_keys(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
     assert!(keys.len() == inputs.len() && keys.len() == out.len());
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("vaes") && std::is_x86_feature_detected!("avx2") {
+    if cpu::has_all(&[Feature::Vaes, Feature::Avx2]) {
         let mut k = keys.chunks_exact(2 * WIDE);
         let mut x = inputs.chunks_exact(2 * WIDE);
         let mut o = out.chunks_exact_mut(2 * WIDE);
         for ((k, x), o) in (&mut k).zip(&mut x).zip(&mut o) {
-            // SAFETY: the features the function is compiled for were detected above.
+            // SAFETY: the features the function is compiled for were detected (`cpu::has`).
             unsafe { vaes::encrypt::<WIDE>(k, x, o) };
         }
         let (k, x, o) = (k.remainder(), x.remainder(), o.into_remainder());
@@ -38,12 +40,12 @@ const WIDE: usize = 8;
 /// [`encrypt_under_keys`] with 128-bit AES-NI, or the `aes` crate.
 fn encrypt_narrow(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("aes") && std::is_x86_feature_detected!("ssse3") {
+    if cpu::has_all(&[Feature::Aes, Feature::Ssse3]) {
         let mut k = keys.chunks_exact(LANES);
         let mut x = inputs.chunks_exact(LANES);
         let mut o = out.chunks_exact_mut(LANES);
         for ((k, x), o) in (&mut k).zip(&mut x).zip(&mut o) {
-            // SAFETY: the features the function is compiled for were detected above.
+            // SAFETY: the features the function is compiled for were detected (`cpu::has`).
             unsafe { ni::encrypt::<LANES>(k, x, o) };
         }
         for ((k, x), o) in k
@@ -177,52 +179,25 @@ mod vaes {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
 
+    /// Each path (VAES runs of sixteen keys, AES-NI runs of eight and single keys, the
+    /// crate) at the levels that take it, at lengths around each run's.
     #[test]
     fn matches_aes_under_each_key() {
         let mut prg = Prg::from_seed(4);
         for n in [0, 1, 7, 8, 9, 15, 16, 17, 33, 100] {
             let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
             let inputs: Vec<Block> = (0..n).map(|_| prg.block()).collect();
-            let mut out = vec![0; n];
-            encrypt_under_keys(&keys, &inputs, &mut out);
-            for i in 0..n {
-                assert_eq!(
-                    out[i],
-                    Aes::new(keys[i]).encrypt(inputs[i]),
-                    "n = {n}, i = {i}"
-                );
+            let want: Vec<Block> = (0..n)
+                .map(|i| Aes::new(keys[i]).encrypt(inputs[i]))
+                .collect();
+            for level in Level::ALL {
+                let mut out = vec![0; n];
+                with_level(level, || encrypt_under_keys(&keys, &inputs, &mut out));
+                assert_eq!(out, want, "{level:?}, n = {n}");
             }
         }
-    }
-
-    /// Each implementation on its own (the dispatcher picks one per machine).
-    #[test]
-    fn every_path_matches_aes() {
-        let mut prg = Prg::from_seed(5);
-        let keys: Vec<Block> = (0..8).map(|_| prg.block()).collect();
-        let inputs: Vec<Block> = (0..8).map(|_| prg.block()).collect();
-        let want: Vec<Block> = (0..8)
-            .map(|i| Aes::new(keys[i]).encrypt(inputs[i]))
-            .collect();
-        let mut out = vec![0; 8];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("aes") && std::is_x86_feature_detected!("ssse3") {
-                // SAFETY: the features were detected.
-                unsafe { ni::encrypt::<8>(&keys, &inputs, &mut out) };
-                assert_eq!(out, want, "AES-NI, 8 lanes");
-                unsafe { ni::encrypt::<1>(&keys[3..4], &inputs[3..4], &mut out[..1]) };
-                assert_eq!(out[0], want[3], "AES-NI, 1 lane");
-            }
-            if std::is_x86_feature_detected!("vaes") && std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the features were detected.
-                unsafe { vaes::encrypt::<4>(&keys, &inputs, &mut out) };
-                assert_eq!(out, want, "VAES");
-            }
-        }
-        encrypt_narrow(&keys, &inputs, &mut out);
-        assert_eq!(out, want, "the narrow path");
     }
 
     #[test]
@@ -233,9 +208,11 @@ mod tests {
         let plain = Block::from_le_bytes(
             *b"\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff",
         );
-        let mut out = [0];
-        encrypt_under_keys(&[key], &[plain], &mut out);
         let expected = *b"\x69\xc4\xe0\xd8\x6a\x7b\x04\x30\xd8\xcd\xb7\x80\x70\xb4\xc5\x5a";
-        assert_eq!(out[0].to_le_bytes(), expected);
+        for level in Level::ALL {
+            let mut out = [0];
+            with_level(level, || encrypt_under_keys(&[key], &[plain], &mut out));
+            assert_eq!(out[0].to_le_bytes(), expected, "{level:?}");
+        }
     }
 }

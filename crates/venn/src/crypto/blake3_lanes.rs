@@ -9,6 +9,8 @@
 //! bytes; the tests check every path against the crate.
 
 use super::Row512;
+#[cfg(target_arch = "x86_64")]
+use crate::util::cpu::{self, Feature};
 
 /// Messages per call.
 pub const LANES: usize = 16;
@@ -22,13 +24,13 @@ pub fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8
     if !rows.is_empty() {
         // Lanes past the rows repeat the last; their outputs are ignored.
         let at = |l: usize| l.min(rows.len() - 1);
-        if std::is_x86_feature_detected!("avx512f") {
+        if cpu::has(Feature::Avx512f) {
             let lanes = std::array::from_fn(|l| &rows[at(l)]);
             let counters = std::array::from_fn(|l| counters[at(l)]);
-            // SAFETY: the feature the function is compiled for was detected above.
+            // SAFETY: the feature the function is compiled for was detected (`cpu::has`).
             return unsafe { simd::compress16(key, lanes, counters) };
         }
-        if std::is_x86_feature_detected!("avx2") {
+        if cpu::has(Feature::Avx2) {
             for half in 0..rows.len().div_ceil(8) {
                 let lanes = std::array::from_fn(|l| &rows[at(8 * half + l)]);
                 let counters = std::array::from_fn(|l| counters[at(8 * half + l)]);
@@ -360,7 +362,10 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::cpu::{with_level, Level};
 
+    /// Each path (sixteen lanes on AVX-512, eight on AVX2, the crate) at the levels that
+    /// take it, on every count of lanes.
     #[test]
     fn every_lane_is_the_crates_xof_block_at_its_counter() {
         let key: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
@@ -368,43 +373,20 @@ mod tests {
             .map(|i| [i, i.wrapping_mul(0x1234_5678_9abc_def1) ^ !0, i << 77, !i])
             .collect();
         let counters: Vec<u64> = (0..19u64).map(|i| i * 0x1_0000_0001 + 3).collect();
-        for n in [1, 5, 8, 9, 16] {
-            for first in [0, 3] {
-                let out = xof_blocks(&key, &rows[first..first + n], &counters[first..first + n]);
-                for l in 0..n {
-                    let reference = with_crate(&key, &rows[first + l], counters[first + l]);
-                    assert_eq!(out[l], reference, "{n} lanes from {first}, lane {l}");
+        for level in Level::ALL {
+            for n in 0..=LANES {
+                for first in [0, 3] {
+                    let (rows, counters) = (&rows[first..first + n], &counters[first..first + n]);
+                    let out = with_level(level, || xof_blocks(&key, rows, counters));
+                    for l in 0..n {
+                        let reference = with_crate(&key, &rows[l], counters[l]);
+                        assert_eq!(
+                            out[l], reference,
+                            "{level:?}: {n} lanes from {first}, lane {l}"
+                        );
+                    }
                 }
             }
-        }
-    }
-
-    /// Each instruction set this machine has, called directly (xof_blocks takes only the
-    /// widest).
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn each_instruction_set_agrees_with_the_crate() {
-        let key: [u32; 8] = std::array::from_fn(|i| 0x85eb_ca6bu32.rotate_left(i as u32));
-        let rows: [Row512; 16] =
-            std::array::from_fn(|i| [i as u128, !(i as u128) << 3, 1 << (i * 7), 0]);
-        let counters: [u64; 16] = std::array::from_fn(|i| (i as u64) << 33 | 5);
-        let expected: Vec<[u32; 8]> = (0..16)
-            .map(|l| with_crate(&key, &rows[l], counters[l]))
-            .collect();
-        if std::is_x86_feature_detected!("avx2") {
-            for half in 0..2 {
-                let lanes = std::array::from_fn(|l| &rows[8 * half + l]);
-                let c = std::array::from_fn(|l| counters[8 * half + l]);
-                // SAFETY: AVX2 was detected.
-                let out = unsafe { simd::compress8(&key, lanes, c) };
-                assert_eq!(out[..], expected[8 * half..8 * half + 8], "AVX2");
-            }
-        }
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: AVX-512F was detected.
-            let out =
-                unsafe { simd::compress16(&key, std::array::from_fn(|l| &rows[l]), counters) };
-            assert_eq!(out[..], expected[..], "AVX-512");
         }
     }
 

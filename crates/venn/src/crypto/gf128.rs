@@ -26,13 +26,13 @@ pub fn inner_product(a: &[Block], b: &[Block]) -> Block {
 pub fn inner_product_le(a: &[u8], b: &[Block]) -> Block {
     assert_eq!(a.len(), 16 * b.len());
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the features the function is compiled for were detected above.
+    if clmul::wide512() {
+        // SAFETY: the features the function is compiled for were detected (`cpu::has`).
         let (lo, hi) = unsafe { clmul::inner_product_wide512(a, b) };
         return reduce(lo, hi);
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("sse2") {
+    if clmul::narrow() {
         // SAFETY: as above.
         let (lo, hi) = unsafe { clmul::inner_product_wide(a, b) };
         return reduce(lo, hi);
@@ -51,8 +51,8 @@ fn blocks_le(bytes: &[u8]) -> impl Iterator<Item = Block> + '_ {
 #[inline]
 pub fn mul(a: Block, b: Block) -> Block {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("sse2") {
-        // SAFETY: the features the function is compiled for were detected above.
+    if clmul::narrow() {
+        // SAFETY: the features the function is compiled for were detected (`cpu::has`).
         let (lo, hi) = unsafe { clmul::mul_wide(a, b) };
         return reduce(lo, hi);
     }
@@ -69,8 +69,8 @@ pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Bloc
     #[allow(unused_mut)]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the features the function is compiled for were detected above.
+    if clmul::wide512() {
+        // SAFETY: the features the function is compiled for were detected (`cpu::has`).
         done = unsafe { clmul::add_evaluations512(points, coefficients, out) };
     }
     for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
@@ -131,7 +131,20 @@ fn reduce(lo: Block, hi: Block) -> Block {
 #[cfg(target_arch = "x86_64")]
 mod clmul {
     use super::Block;
+    use crate::util::cpu::{has_all, Feature};
     use std::arch::x86_64::*;
+
+    /// Whether this thread may run the 128-bit functions.
+    #[inline]
+    pub fn narrow() -> bool {
+        has_all(&[Feature::Pclmulqdq, Feature::Sse2])
+    }
+
+    /// Whether this thread may run the 512-bit ones.
+    #[inline]
+    pub fn wide512() -> bool {
+        has_all(&[Feature::Vpclmulqdq, Feature::Avx512f])
+    }
 
     /// `a·b` as an unreduced (low, high) pair.
     #[target_feature(enable = "pclmulqdq,sse2")]
@@ -262,9 +275,18 @@ mod clmul {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
 
+    /// At each level: the 512-bit, 128-bit and portable products (the widest each level
+    /// allows for inner products, PCLMULQDQ or portable for single ones).
     #[test]
     fn field_laws_and_agreement_with_the_portable_version() {
+        for level in Level::ALL {
+            with_level(level, field_laws_and_agreement_with_the_portable_version_at);
+        }
+    }
+
+    fn field_laws_and_agreement_with_the_portable_version_at() {
         let mut prg = Prg::from_seed(11);
         let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
         assert_eq!(mul(v[0], 1), v[0], "1 is the identity");
@@ -287,15 +309,29 @@ mod tests {
         }
         assert_eq!(inverse(1), Some(1));
         assert_eq!(inverse(0), None);
+        for &a in &v[..8] {
+            for &b in &v[8..16] {
+                let (lo, hi) = portable_mul_wide(a, b);
+                assert_eq!(mul(a, b), reduce(lo, hi), "{a:x} · {b:x}");
+            }
+        }
         for len in [0, 1, 3, 4, 5, 31, 32] {
             let (a, b) = (&v[..len], &v[32..32 + len]);
             let want = portable_inner_product(a.iter().copied(), b);
             assert_eq!(inner_product(a, b), want, "{len}");
+            let bytes: Vec<u8> = a.iter().flat_map(|x| x.to_le_bytes()).collect();
+            assert_eq!(inner_product_le(&bytes, b), want, "{len}, from bytes");
         }
     }
 
     #[test]
     fn evaluations_are_horner_by_single_products() {
+        for level in Level::ALL {
+            with_level(level, evaluations_are_horner_by_single_products_at);
+        }
+    }
+
+    fn evaluations_are_horner_by_single_products_at() {
         let mut prg = Prg::from_seed(13);
         let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
         for g in 0..5 {
@@ -309,7 +345,8 @@ mod tests {
                     for &c in coefficients {
                         let (lo, hi) = portable_mul_wide(c, power);
                         want ^= reduce(lo, hi);
-                        power = mul(power, x);
+                        let (lo, hi) = portable_mul_wide(power, x);
+                        power = reduce(lo, hi);
                     }
                     assert_eq!(o, want, "g = {g}, point {i} of {len}");
                 }
@@ -320,32 +357,5 @@ mod tests {
         add_evaluations(&[Block::MAX; 4], &[Block::MAX], &mut out);
         let (lo, hi) = portable_mul_wide(Block::MAX, Block::MAX);
         assert_eq!(out, [reduce(lo, hi); 4]);
-    }
-
-    /// Each x86-64 path that this CPU has, called directly (the dispatch above takes only
-    /// the widest).
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn every_clmul_path_agrees_with_the_portable_version() {
-        let mut prg = Prg::from_seed(12);
-        let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
-        for len in [0, 1, 3, 4, 5, 31, 32] {
-            let (a, b) = (&v[..len], &v[32..32 + len]);
-            let want = portable_inner_product(a.iter().copied(), b);
-            let a: Vec<u8> = a.iter().flat_map(|x| x.to_le_bytes()).collect();
-            let a = &a[..];
-            if std::is_x86_feature_detected!("pclmulqdq") {
-                // SAFETY: the feature was detected.
-                let (lo, hi) = unsafe { clmul::inner_product_wide(a, b) };
-                assert_eq!(reduce(lo, hi), want, "PCLMULQDQ, {len}");
-            }
-            if std::is_x86_feature_detected!("vpclmulqdq")
-                && std::is_x86_feature_detected!("avx512f")
-            {
-                // SAFETY: the features were detected.
-                let (lo, hi) = unsafe { clmul::inner_product_wide512(a, b) };
-                assert_eq!(reduce(lo, hi), want, "VPCLMULQDQ, {len}");
-            }
-        }
     }
 }

@@ -3,6 +3,8 @@
 //! streams keep the SHA unit busy (≈ 39 ns each). Falls back to the `sha2` crate on CPUs
 //! without SHA-NI. Checked against `sha2::compress256` in the tests.
 
+#[cfg(target_arch = "x86_64")]
+use crate::util::cpu::{self, Feature};
 use sha2::digest::generic_array::GenericArray;
 
 /// Lanes per call.
@@ -19,11 +21,8 @@ pub fn compress_lanes_from(
     blocks: [&[u8; 64]; LANES],
 ) -> [[u32; 8]; LANES] {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("sha")
-        && std::is_x86_feature_detected!("sse4.1")
-        && std::is_x86_feature_detected!("ssse3")
-    {
-        // SAFETY: the features the function is compiled for were detected above.
+    if cpu::has_all(&[Feature::Sha, Feature::Sse2, Feature::Ssse3, Feature::Sse41]) {
+        // SAFETY: the features the function is compiled for were detected (`cpu::has`).
         return unsafe { shani::compress_lanes(ivs, blocks) };
     }
     std::array::from_fn(|l| {
@@ -110,9 +109,17 @@ mod shani {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::cpu::{with_level, Level};
 
+    /// SHA-NI at the levels that allow it, the crate below.
     #[test]
     fn matches_sha2_crate() {
+        for level in Level::ALL {
+            with_level(level, matches_sha2_crate_at);
+        }
+    }
+
+    fn matches_sha2_crate_at() {
         let iv = [1, 2, 3, 4, 5, 6, 7, 0x8000_0000];
         let mut blocks = [[0u8; 64]; LANES];
         for (l, b) in blocks.iter_mut().enumerate() {

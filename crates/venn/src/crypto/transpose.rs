@@ -2,6 +2,8 @@
 //! bit by bit.
 
 use super::Block;
+#[cfg(target_arch = "x86_64")]
+use crate::util::cpu::{self, Feature};
 
 /// The swap masks of rounds `j = 32, 16, …, 1`, per 64-bit half.
 const MASKS: [(u32, u64); 6] = [
@@ -22,18 +24,20 @@ const MASKS: [(u32, u64); 6] = [
 /// SSE2 register.
 pub fn transpose128(m: &mut [Block; 128]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the feature the function is compiled for was detected.
-        unsafe { avx2::transpose128(m) }
-    } else {
-        sse2::transpose128(m);
+    {
+        if cpu::has(Feature::Avx2) {
+            // SAFETY: the feature the function is compiled for was detected (`cpu::has`).
+            return unsafe { avx2::transpose128(m) };
+        }
+        if cpu::has(Feature::Sse2) {
+            return sse2::transpose128(m);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
     portable_transpose128(m);
 }
 
-/// The same transposition in plain integer code (other architectures; the tests' reference).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+/// The same transposition in plain integer code (other architectures, and
+/// `VENN_CPU=portable`).
 fn portable_transpose128(m: &mut [Block; 128]) {
     for r in 0..64 {
         let (a, b) = (m[r], m[r + 64]);
@@ -135,36 +139,24 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
 
+    /// At each level (AVX2, SSE2, portable): the transpose bit by bit, and an involution.
     #[test]
     fn matches_bitwise_transpose() {
         let mut prg = Prg::from_seed(7);
-        let mut m = [0 as Block; 128];
-        prg.fill_blocks(&mut m);
-        let orig = m;
-        transpose128(&mut m);
-        for (r, row) in m.iter().enumerate() {
-            for (c, col) in orig.iter().enumerate() {
-                assert_eq!((row >> c) & 1, (col >> r) & 1, "bit ({r},{c})");
+        let mut orig = [0 as Block; 128];
+        prg.fill_blocks(&mut orig);
+        for level in Level::ALL {
+            let mut m = orig;
+            with_level(level, || transpose128(&mut m));
+            for (r, row) in m.iter().enumerate() {
+                for (c, col) in orig.iter().enumerate() {
+                    assert_eq!((row >> c) & 1, (col >> r) & 1, "{level:?}: bit ({r},{c})");
+                }
             }
-        }
-        transpose128(&mut m);
-        assert_eq!(m, orig, "transpose is an involution");
-        let mut p = orig;
-        portable_transpose128(&mut p);
-        transpose128(&mut m);
-        assert_eq!(m, p, "portable and dispatched versions agree");
-        #[cfg(target_arch = "x86_64")]
-        {
-            let mut s = orig;
-            sse2::transpose128(&mut s);
-            assert_eq!(s, p, "SSE2");
-            if std::is_x86_feature_detected!("avx2") {
-                let mut a = orig;
-                // SAFETY: AVX2 was detected.
-                unsafe { avx2::transpose128(&mut a) };
-                assert_eq!(a, p, "AVX2");
-            }
+            with_level(level, || transpose128(&mut m));
+            assert_eq!(m, orig, "{level:?}: transpose is an involution");
         }
     }
 }

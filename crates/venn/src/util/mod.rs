@@ -1,8 +1,10 @@
 //! Small utilities every layer may use (they import nothing of the crate but its error): memory
 //! (huge pages, zeroed vectors, the machine's RAM), files written whole or not at all, bit
-//! sets, splitting work into slices, and AVX-512 clones of hot loops.
+//! sets, splitting work into slices, the CPU features kernels may use, and AVX-512 clones of
+//! hot loops.
 
 pub(crate) mod bits;
+pub mod cpu;
 pub mod files;
 pub mod memory;
 pub(crate) mod slices;

@@ -284,6 +284,8 @@ impl Rows {
 /// first register's positions are all done it is stored and the next one loaded.
 mod wide {
     use super::{Block, Rows};
+    #[cfg(target_arch = "x86_64")]
+    use crate::util::cpu::Feature;
 
     /// Accumulates `x`, symbols of `blocks` blocks, and `bits` if given, from the first
     /// position while the window fits in `x` (so without wrapping) on a CPU with AVX-512F;
@@ -296,9 +298,9 @@ mod wide {
         mut bits: Option<&'b mut [u64]>,
     ) -> (usize, Option<&'b mut [u64]>) {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::util::cpu::has(Feature::Avx512f) {
             let bit_window = bits.as_deref_mut().map(BitWindow::new);
-            // SAFETY: the features were detected.
+            // SAFETY: the features were detected (`cpu::has`).
             let done = unsafe {
                 match blocks {
                     1 => window::<1, 8>(x, rows, bit_window),
@@ -564,6 +566,7 @@ fn below(x: u64, m: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::cpu::{self, with_level, Level};
 
     fn random(n: usize, seed: Block) -> Vec<Block> {
         let mut prg = Prg::from_seed(seed);
@@ -623,17 +626,20 @@ mod tests {
                 0xd805212d2c68826cbfca21fbfaccd513,
             ),
         ];
-        // On one thread and on three (the expander's parts split among them).
-        for threads in [1, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            for (n, first, last, fold) in pins {
-                let mut e = random(2 * n, 1);
-                pool.install(|| ExConv::new(n, 42).dual_encode(&mut e));
-                let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
-                assert_eq!((e[0], e[n - 1], sum), (first, last, fold), "n = {n}");
+        // At each level, on one thread and on three (the expander's parts split among them).
+        for level in Level::ALL {
+            for threads in [1, 3] {
+                let pool = cpu::pool_at(level, threads).unwrap();
+                for (n, first, last, fold) in pins {
+                    let mut e = random(2 * n, 1);
+                    pool.install(|| ExConv::new(n, 42).dual_encode(&mut e));
+                    let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
+                    assert_eq!(
+                        (e[0], e[n - 1], sum),
+                        (first, last, fold),
+                        "{level:?}, {threads} threads, n = {n}"
+                    );
+                }
             }
         }
     }
@@ -653,8 +659,8 @@ mod tests {
         }
     }
 
-    /// The register window (where the CPU has it) and the scalar tail agree with the
-    /// definition at every length around the window's, for blocks and pairs.
+    /// The register window (at the levels that allow it) and the scalar tail agree with
+    /// the definition at every length around the window's, for blocks and pairs.
     #[test]
     fn the_accumulator_follows_its_definition() {
         let lengths = (ACCUMULATOR + 2..80).chain([255, 256, 257, 4099]);
@@ -662,15 +668,17 @@ mod tests {
             let a = random(len, len as Block);
             let mut want = a.clone();
             accumulate_by_definition(&mut want, 5);
-            let mut got = a.clone();
-            accumulate(&mut got, None, 5);
-            assert_eq!(got, want, "blocks, length {len}");
             let pairs: Vec<Pair> = a.iter().map(|&x| Pair(x, x.rotate_left(9))).collect();
-            let mut want = pairs.clone();
-            accumulate_by_definition(&mut want, 6);
-            let mut got = pairs;
-            accumulate(&mut got, None, 6);
-            assert_eq!(got, want, "pairs, length {len}");
+            let mut want_pairs = pairs.clone();
+            accumulate_by_definition(&mut want_pairs, 6);
+            for level in Level::ALL {
+                let mut got = a.clone();
+                with_level(level, || accumulate(&mut got, None, 5));
+                assert_eq!(got, want, "{level:?}, blocks, length {len}");
+                let mut got = pairs.clone();
+                with_level(level, || accumulate(&mut got, None, 6));
+                assert_eq!(got, want_pairs, "{level:?}, pairs, length {len}");
+            }
         }
     }
 
@@ -702,8 +710,17 @@ mod tests {
 
     /// Bits encode as blocks of 0 and 1 do: the accumulator at every length around a word
     /// and the window's, and the whole code with several parts of the expander.
+    /// At each level (in a pool of its own: the expander runs on rayon's threads).
     #[test]
     fn bits_encode_as_blocks_of_their_values_do() {
+        for level in Level::ALL {
+            cpu::pool_at(level, 1)
+                .unwrap()
+                .install(bits_encode_as_blocks_of_their_values_do_at);
+        }
+    }
+
+    fn bits_encode_as_blocks_of_their_values_do_at() {
         let pack = |blocks: &[Block]| -> Vec<u64> {
             let mut words = vec![0; blocks.len().div_ceil(64)];
             for (i, b) in blocks.iter().enumerate() {

@@ -60,20 +60,22 @@ fn expand_level(level: &mut [Block], half: usize) -> Block {
 /// left sum XORed up on the way.
 mod wide {
     use super::Block;
+    #[cfg(target_arch = "x86_64")]
+    use crate::util::cpu::{has_all, Feature};
 
     /// Parents a run.
     const RUN: usize = 32;
 
     /// Expands (as [`super::expand_level`]) the parents in `left` from the first in whole
-    /// runs, their right children into `right`, on a CPU with AVX-512F and VAES, adding the
+    /// runs, their right children into `right`, where AVX-512F and VAES may be used, adding the
     /// left children into `sum`; returns how many parents it expanded (none elsewhere).
     pub fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let Some(keys) = super::pi().round_keys() {
-            if std::is_x86_feature_detected!("avx512f") && left.len() >= RUN {
+            if left.len() >= RUN && has_all(&[Feature::Avx512f, Feature::Vaes]) {
                 assert_eq!(left.len(), right.len());
-                // SAFETY: VAES was detected with the round keys (`Aes::round_keys`) and
-                // AVX-512F here; `left` and `right` hold `left.len()` blocks each.
+                // SAFETY: AVX-512F and VAES were detected (`cpu::has`); `left` and `right`
+                // hold `left.len()` blocks each.
                 return unsafe {
                     runs(keys, left.as_mut_ptr(), right.as_mut_ptr(), left.len(), sum)
                 };
@@ -178,6 +180,7 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
 
     /// The tree as defined, node by node in index order: its leaves and its levels.
     fn tree_by_definition(s: Block, delta: Block, depth: usize) -> Vec<Vec<Block>> {
@@ -204,15 +207,22 @@ mod tests {
         assert_eq!(sigma(1) ^ 1, 1 << 64 | 1);
     }
 
+    /// At each level (the VAES runs where it allows them, the chunks elsewhere).
     #[test]
     fn the_sender_expands_as_defined_and_every_level_sums_to_delta() {
+        for level in Level::ALL {
+            with_level(level, || the_sender_expands_as_defined_at(level));
+        }
+    }
+
+    fn the_sender_expands_as_defined_at(level: Level) {
         let mut prg = Prg::from_seed(7);
         for depth in 1..=11 {
             let (s, delta) = (prg.block(), prg.block());
             let mut leaves = vec![0; 1 << depth];
             let sums = expand_sender(s, delta, depth, &mut leaves);
             let levels = tree_by_definition(s, delta, depth);
-            assert_eq!(&leaves, levels.last().unwrap(), "depth {depth}");
+            assert_eq!(&leaves, levels.last().unwrap(), "{level:?}, depth {depth}");
             for (l, level) in levels.iter().enumerate() {
                 let (left, right) = level.split_at(level.len() / 2);
                 let sum = |side: &[Block]| side.iter().fold(0, |a, b| a ^ b);
@@ -224,12 +234,22 @@ mod tests {
 
     #[test]
     fn the_receiver_has_every_leaf_but_its_point_and_there_b_plus_delta() {
+        for level in Level::ALL {
+            with_level(level, the_receiver_has_every_leaf_but_its_point_at);
+        }
+    }
+
+    fn the_receiver_has_every_leaf_but_its_point_at() {
         let mut prg = Prg::from_seed(8);
         for depth in [1, 2, 5, 11] {
             for alpha in [0, 1, (1 << depth) - 1, prg.below(1 << depth) as usize] {
                 let (s, delta) = (prg.block(), prg.block());
-                let mut sent = vec![0; 1 << depth];
-                let left_sums = expand_sender(s, delta, depth, &mut sent);
+                let levels = tree_by_definition(s, delta, depth);
+                let sent = levels.last().unwrap();
+                let left_sums: Vec<Block> = levels
+                    .iter()
+                    .map(|l| l[..l.len() / 2].iter().fold(0, |a, b| a ^ b))
+                    .collect();
                 // What the COTs give: at level l, the sum of the side whose turn α does
                 // not take (the right side's is the left's plus Δ).
                 let off_path: Vec<Block> = (0..depth)

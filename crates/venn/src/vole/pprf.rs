@@ -57,20 +57,22 @@ fn expand_level(level: &mut [Block], half: usize) -> [Block; 2] {
 /// on the way.
 mod wide {
     use super::Block;
+    #[cfg(target_arch = "x86_64")]
+    use crate::util::cpu::{has_all, Feature};
 
     /// Parents a run.
     const RUN: usize = 16;
 
     /// Expands (as [`super::expand_level`]) the parents from the last down in whole runs,
-    /// on a CPU with AVX-512F and VAES, adding the children into `sums`; returns how many
+    /// where AVX-512F and VAES may be used ([`crate::util::cpu`]), adding the children into `sums`; returns how many
     /// parents are left, from the first (all of them elsewhere).
     pub fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
-            if std::is_x86_feature_detected!("avx512f") && half >= RUN {
+            if half >= RUN && has_all(&[Feature::Avx512f, Feature::Vaes]) {
                 assert!(level.len() >= 2 * half);
-                // SAFETY: VAES was detected with the round keys (`Aes::round_keys`) and
-                // AVX-512F here; `level` holds the 2·`half` blocks written.
+                // SAFETY: AVX-512F and VAES were detected (`cpu::has`); `level` holds the
+                // 2·`half` blocks written.
                 return unsafe { runs(k0, k1, level.as_mut_ptr(), half, sums) };
             }
         }
@@ -164,6 +166,7 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
 mod tests {
     use super::*;
     use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
 
     /// The tree as defined, a node at a time: its leaves and each level's side sums.
     fn tree_by_definition(root: Block, depth: usize) -> (Vec<Block>, Vec<[Block; 2]>) {
@@ -180,30 +183,35 @@ mod tests {
         (level, sums)
     }
 
-    /// Every level size, so the VAES runs and the portable chunks, and where they meet.
+    /// Every level size, so the VAES runs (at the levels that allow them) and the
+    /// portable chunks, and where they meet.
     #[test]
     fn the_sender_expands_as_defined() {
         let mut prg = Prg::from_seed(7);
         for depth in 1..=11 {
             let root = prg.block();
-            let mut leaves = vec![0; 1 << depth];
-            let sums = expand_sender(root, depth, &mut leaves);
-            assert_eq!(
-                (leaves, sums),
-                tree_by_definition(root, depth),
-                "depth {depth}"
-            );
+            let want = tree_by_definition(root, depth);
+            for level in Level::ALL {
+                let mut leaves = vec![0; 1 << depth];
+                let sums = with_level(level, || expand_sender(root, depth, &mut leaves));
+                assert_eq!((leaves, sums), want, "{level:?}, depth {depth}");
+            }
         }
     }
 
     #[test]
     fn the_receiver_has_every_leaf_but_its_point() {
+        for level in Level::ALL {
+            with_level(level, the_receiver_has_every_leaf_but_its_point_at);
+        }
+    }
+
+    fn the_receiver_has_every_leaf_but_its_point_at() {
         let mut prg = Prg::from_seed(8);
         for depth in [1, 2, 5, 10] {
             for alpha in [0, 1, (1 << depth) - 1, prg.below(1 << depth) as usize] {
                 let root = prg.block();
-                let mut sent = vec![0; 1 << depth];
-                let sums = expand_sender(root, depth, &mut sent);
+                let (sent, sums) = tree_by_definition(root, depth);
                 // What the OTs give: at level l, the side whose bit is off the path.
                 let off_path: Vec<Block> = (1..=depth)
                     .map(|l| sums[l - 1][1 - ((alpha >> (depth - l)) & 1)])

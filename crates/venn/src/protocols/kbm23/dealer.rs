@@ -358,8 +358,10 @@ mod tests {
     use super::super::tuples::tests::assert_tuples;
     use super::*;
     use crate::net::mem_pair;
+    use crate::util::cpu::{with_level, Level};
     use std::time::Duration;
 
+    /// The same at every level too (the AVX-512 clone of the batch, or not).
     #[test]
     fn samples_are_the_same_however_asked_for_and_in_range() {
         for q in [3, 9337, 65537, (1 << 40) + 15] {
@@ -367,15 +369,20 @@ mod tests {
             for nonzero in [false, true] {
                 let mut whole = vec![0; 5000];
                 Sampler::new(&f, 7, nonzero).fill(&mut whole);
-                let mut pieces = Vec::new();
-                let mut s = Sampler::new(&f, 7, nonzero);
-                for len in [1, 1023, 1, 2000, 1975] {
-                    let mut part = vec![0; len];
-                    s.fill(&mut part);
-                    pieces.extend(part);
+                for level in Level::ALL {
+                    let mut pieces = Vec::new();
+                    let mut s = Sampler::new(&f, 7, nonzero);
+                    for len in [1, 1023, 1, 2000, 1975] {
+                        let mut part = vec![0; len];
+                        with_level(level, || s.fill(&mut part));
+                        pieces.extend(part);
+                    }
+                    let first = whole.iter().zip(&pieces).position(|(a, b)| a != b);
+                    assert!(
+                        whole == pieces,
+                        "Q = {q}, {level:?}: first difference at {first:?}"
+                    );
                 }
-                let first = whole.iter().zip(&pieces).position(|(a, b)| a != b);
-                assert!(whole == pieces, "Q = {q}: first difference at {first:?}");
                 assert!(whole.iter().all(|&v| v < q && (v > 0 || !nonzero)));
             }
         }

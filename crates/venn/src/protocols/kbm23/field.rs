@@ -471,6 +471,7 @@ fn mask(bits: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::cpu::{with_level, Level};
 
     #[test]
     fn primes_and_the_papers_moduli() {
@@ -527,8 +528,18 @@ mod tests {
         assert_eq!(Field::new(65537).bits(), 17);
     }
 
+    /// At each level (the AVX-512 clone of the parser's scan, or not).
     #[test]
     fn packing_round_trips_and_refuses_what_is_not_elements() {
+        for level in Level::ALL {
+            with_level(
+                level,
+                packing_round_trips_and_refuses_what_is_not_elements_at,
+            );
+        }
+    }
+
+    fn packing_round_trips_and_refuses_what_is_not_elements_at() {
         let mut prg = Prg::from_seed(2);
         for q in [5, 9689, 65537, next_prime(1 << 61)] {
             let f = Field::new(q);
@@ -581,6 +592,18 @@ mod tests {
             panic!("an element ≥ Q is refused")
         };
         assert!(e.to_string().contains("element 1"), "{e}");
+        // The one element ≥ Q last, at lengths around vectors' and the scan's chunks.
+        for len in [1, 7, 8, 9, 17, 1024, 1025] {
+            let values = (0..len).map(|i| if i + 1 == len { 9689 } else { 9688 });
+            let last = Packed::from_values(14, values);
+            let Err(e) = Packed::parse(&f, len, last.as_bytes().to_vec(), "d") else {
+                panic!("an element ≥ Q last of {len} is refused")
+            };
+            assert!(
+                e.to_string().contains(&format!("element {}", len - 1)),
+                "{e}"
+            );
+        }
         let mut stray = Packed::from_values(14, [0; 3].into_iter())
             .as_bytes()
             .to_vec();

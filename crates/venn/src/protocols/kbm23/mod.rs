@@ -495,3 +495,55 @@ impl Party for Kbm23Receiver {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::Prg;
+    use crate::util::cpu::{with_level, Level};
+    use field::next_prime;
+
+    /// Bob's answers and Alice's matches at each level (their AVX-512 clones, or not)
+    /// against their definitions in wide integers, in a narrow and a wide field, over
+    /// runs of bins that leave tails of vectors.
+    #[test]
+    fn answers_and_matches_follow_their_definitions_at_every_level() {
+        let mut prg = Prg::from_seed(6);
+        let beta = 3;
+        for q in [65537, next_prime(1 << 61)] {
+            let f = Field::new(q);
+            for bins in [0, 1, 5, 17] {
+                let slots = bins * beta;
+                let mut random =
+                    |n: usize| -> Vec<u64> { (0..n).map(|_| f.random(&mut prg)).collect() };
+                let (c, delta, w, u) = (random(bins), random(slots), random(slots), random(slots));
+                let mut r = random(slots);
+                let want: Vec<u64> = (0..slots)
+                    .map(|i| {
+                        let sum = (c[i / beta] as u128 + delta[i] as u128) % q as u128;
+                        ((sum * w[i] as u128 + u[i] as u128) % q as u128) as u64
+                    })
+                    .collect();
+                // Every other bin has its r_A among its answers; every third has no item.
+                for b in (0..bins).step_by(2) {
+                    r[b * beta + b % beta] = want[b * beta + b % beta];
+                }
+                let items: Vec<u32> = (0..bins as u32)
+                    .map(|b| if b % 3 == 2 { u32::MAX } else { 100 + b })
+                    .collect();
+                let found_want: Vec<usize> = (0..bins)
+                    .filter(|&b| items[b] != u32::MAX && b % 2 == 0)
+                    .map(|b| items[b] as usize)
+                    .collect();
+                for level in Level::ALL {
+                    let mut d = delta.clone();
+                    with_level(level, || answer(&f, beta, &c, &mut d, &w, &u));
+                    assert_eq!(d, want, "Q = {q}, {bins} bins, {level:?}");
+                    let mut found = Vec::new();
+                    with_level(level, || matches(beta, &d, &r, &items, &mut found));
+                    assert_eq!(found, found_want, "Q = {q}, {bins} bins, {level:?}");
+                }
+            }
+        }
+    }
+}

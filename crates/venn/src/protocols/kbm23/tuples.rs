@@ -376,6 +376,7 @@ pub(crate) mod tests {
     use crate::net::mem_pair;
     use crate::ot::test_seeds;
     use crate::protocols::Sizes;
+    use crate::util::cpu::{with_level, Level};
     use std::time::Duration;
 
     /// Eq. 11 for every comparison: `r_A·r_B = s_A + s_B`, with `r_B = w⁻¹` and
@@ -392,8 +393,15 @@ pub(crate) mod tests {
         }
     }
 
+    /// Both parties at each level (the AVX-512 clones of Bob's loops, or not).
     #[test]
     fn gilboa_tuples_satisfy_eq_11() {
+        for level in Level::ALL {
+            gilboa_tuples_satisfy_eq_11_at(level);
+        }
+    }
+
+    fn gilboa_tuples_satisfy_eq_11_at(level: Level) {
         for (n, sigma) in [(300, Some(32)), (40, None)] {
             let p = Kbm23Params::new(
                 Sizes {
@@ -409,9 +417,13 @@ pub(crate) mod tests {
             let (mut x, mut y) = mem_pair(Duration::from_secs(30));
             let p2 = p.clone();
             let bob = std::thread::spawn(move || {
-                bobs_tuples(&mut y, &receiver_seeds, &p2, &mut Prg::from_seed(2)).unwrap()
+                with_level(level, || {
+                    bobs_tuples(&mut y, &receiver_seeds, &p2, &mut Prg::from_seed(2)).unwrap()
+                })
             });
-            let alice = alices_tuples(&mut x, &sender_seeds, &p, &mut Prg::from_seed(1)).unwrap();
+            let alice = with_level(level, || {
+                alices_tuples(&mut x, &sender_seeds, &p, &mut Prg::from_seed(1)).unwrap()
+            });
             assert_tuples(&p, &alice, &bob.join().unwrap());
         }
     }
@@ -426,13 +438,22 @@ pub(crate) mod tests {
         assert_eq!(element(&f, 0), 0);
         assert_eq!(element(&f, Block::MAX), 9688);
         assert_eq!(element(&f, 1 << 127), 9689 / 2);
+        // At each level (the AVX-512 clone of the loop, or not), at lengths around a
+        // vector's.
         for q in [9689, (1 << 31) - 1, (1 << 61) - 1] {
             let f = Field::new(q);
             let mut h: Vec<Block> = (0..100).map(|_| prg.block()).collect();
             h.extend([0, Block::MAX, u128::MAX >> 1, u64::MAX as Block]);
-            let mut x = vec![0; h.len()];
-            elements(&f, &h, &mut x);
-            assert!(h.iter().zip(&x).all(|(&h, &x)| x == element(&f, h)));
+            for level in Level::ALL {
+                for len in [0, 1, 7, 9, h.len()] {
+                    let mut x = vec![0; len];
+                    with_level(level, || elements(&f, &h[..len], &mut x));
+                    assert!(
+                        h.iter().zip(&x).all(|(&h, &x)| x == element(&f, h)),
+                        "Q = {q}, {level:?}, {len}"
+                    );
+                }
+            }
         }
     }
 }
