@@ -14,6 +14,8 @@ mod prg;
 mod random_oracle;
 mod sha256_lanes;
 mod transpose;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod vaes;
 
 pub use self::aes::Aes;
 pub use aes_many_keys::encrypt_under_keys;
