@@ -141,6 +141,7 @@ fn reduce(lo: Block, hi: Block) -> Block {
 #[cfg(target_arch = "x86_64")]
 mod clmul {
     use super::Block;
+    use crate::crypto::lanes::Lanes;
     use crate::util::cpu::{has_all, Feature};
     use std::arch::x86_64::*;
 
@@ -201,108 +202,6 @@ mod clmul {
         };
         let (lo, mid, hi) = (get(lo), get(mid), get(hi));
         (lo ^ (mid << 64), hi ^ (mid >> 64))
-    }
-
-    /// A vector of `BLOCKS` 128-bit lanes, each an element of the field: what the wide
-    /// functions ([`inner_product`], [`add_evaluations`], [`mul`]) need of it, written once
-    /// for 256 and 512 bits. Each function is `unsafe`: the CPU has the features of the
-    /// intrinsics it calls, which the entry points are compiled for, and inlined into.
-    trait Lanes: Copy {
-        const BLOCKS: usize;
-        unsafe fn load(p: *const Block) -> Self;
-        unsafe fn store(self, p: *mut Block);
-        unsafe fn zero() -> Self;
-        /// `b` in every lane.
-        unsafe fn splat(b: &Block) -> Self;
-        /// The 64-bit word `w` in every word.
-        unsafe fn splat64(w: i64) -> Self;
-        unsafe fn xor(self, o: Self) -> Self;
-        /// The carry-less product of a word of each lane of `self` and `o` (VPCLMULQDQ:
-        /// bit 0 of `IMM` picks `self`'s, bit 4 `o`'s).
-        unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self;
-        /// Each lane's low words of `self` and `o` (VPUNPCKLQDQ), and high words.
-        unsafe fn unpack_lo(self, o: Self) -> Self;
-        unsafe fn unpack_hi(self, o: Self) -> Self;
-    }
-
-    impl Lanes for __m512i {
-        const BLOCKS: usize = 4;
-        #[inline(always)]
-        unsafe fn load(p: *const Block) -> Self {
-            _mm512_loadu_si512(p.cast())
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut Block) {
-            _mm512_storeu_si512(p.cast(), self)
-        }
-        #[inline(always)]
-        unsafe fn zero() -> Self {
-            _mm512_setzero_si512()
-        }
-        #[inline(always)]
-        unsafe fn splat(b: &Block) -> Self {
-            _mm512_broadcast_i32x4(_mm_loadu_si128((b as *const Block).cast()))
-        }
-        #[inline(always)]
-        unsafe fn splat64(w: i64) -> Self {
-            _mm512_set1_epi64(w)
-        }
-        #[inline(always)]
-        unsafe fn xor(self, o: Self) -> Self {
-            _mm512_xor_si512(self, o)
-        }
-        #[inline(always)]
-        unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self {
-            _mm512_clmulepi64_epi128::<IMM>(self, o)
-        }
-        #[inline(always)]
-        unsafe fn unpack_lo(self, o: Self) -> Self {
-            _mm512_unpacklo_epi64(self, o)
-        }
-        #[inline(always)]
-        unsafe fn unpack_hi(self, o: Self) -> Self {
-            _mm512_unpackhi_epi64(self, o)
-        }
-    }
-
-    impl Lanes for __m256i {
-        const BLOCKS: usize = 2;
-        #[inline(always)]
-        unsafe fn load(p: *const Block) -> Self {
-            _mm256_loadu_si256(p.cast())
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut Block) {
-            _mm256_storeu_si256(p.cast(), self)
-        }
-        #[inline(always)]
-        unsafe fn zero() -> Self {
-            _mm256_setzero_si256()
-        }
-        #[inline(always)]
-        unsafe fn splat(b: &Block) -> Self {
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((b as *const Block).cast()))
-        }
-        #[inline(always)]
-        unsafe fn splat64(w: i64) -> Self {
-            _mm256_set1_epi64x(w)
-        }
-        #[inline(always)]
-        unsafe fn xor(self, o: Self) -> Self {
-            _mm256_xor_si256(self, o)
-        }
-        #[inline(always)]
-        unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self {
-            _mm256_clmulepi64_epi128::<IMM>(self, o)
-        }
-        #[inline(always)]
-        unsafe fn unpack_lo(self, o: Self) -> Self {
-            _mm256_unpacklo_epi64(self, o)
-        }
-        #[inline(always)]
-        unsafe fn unpack_hi(self, o: Self) -> Self {
-            _mm256_unpackhi_epi64(self, o)
-        }
     }
 
     /// [`inner_product`] on 512-bit vectors.

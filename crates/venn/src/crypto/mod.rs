@@ -9,13 +9,13 @@ mod block;
 mod cr_hash;
 pub mod gf128;
 pub mod group;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod lanes;
 mod poly_hash;
 mod prg;
 mod random_oracle;
 mod sha256_lanes;
 mod transpose;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod vaes;
 
 pub use self::aes::Aes;
 pub use aes_many_keys::encrypt_under_keys;

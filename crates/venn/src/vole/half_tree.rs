@@ -61,7 +61,7 @@ fn expand_level(level: &mut [Block], half: usize) -> Block {
 mod wide {
     use super::Block;
     #[cfg(target_arch = "x86_64")]
-    use crate::crypto::vaes::{self, Lanes};
+    use crate::crypto::lanes::{self, Lanes};
     #[cfg(target_arch = "x86_64")]
     use crate::util::cpu::{has_all, Feature};
 
@@ -145,7 +145,7 @@ mod wide {
                 std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
             // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
             let s = x.map(|x| x.swap_halves().xor(x.high_only()));
-            let c = vaes::encrypt(s, &keys);
+            let c = lanes::encrypt(s, &keys);
             for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
                 let l = c.xor(*s);
                 all = all.xor(l);

@@ -58,7 +58,7 @@ fn expand_level(level: &mut [Block], half: usize) -> [Block; 2] {
 mod wide {
     use super::Block;
     #[cfg(target_arch = "x86_64")]
-    use crate::crypto::vaes::{self, Lanes};
+    use crate::crypto::lanes::{self, Lanes};
     #[cfg(target_arch = "x86_64")]
     use crate::util::cpu::{has_all, Feature};
 
@@ -143,7 +143,7 @@ mod wide {
             // (from 2·start) overwrite only this run's parents and later ones.
             let x: [V; REGISTERS] =
                 std::array::from_fn(|j| V::each_twice(level.add(start + per * j)));
-            let s = vaes::encrypt(x, &keys);
+            let s = lanes::encrypt(x, &keys);
             for (j, (s, x)) in s.iter().zip(&x).enumerate() {
                 let children = s.xor(*x);
                 all = all.xor(children);

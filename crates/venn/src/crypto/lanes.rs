@@ -1,10 +1,11 @@
-//! AES rounds on vectors of 128-bit lanes (VAES), for the kernels that keep their data in
-//! registers between the rounds and the work around them (the GGM and half-tree levels):
-//! what such a kernel needs of a vector, written once for 512-bit registers (AVX-512F) and
-//! 256-bit ones (AVX2), so that one loop serves both.
+//! Vectors of 128-bit lanes, each a block: what the kernels that keep blocks in registers
+//! need of them — moves and XOR ([`Lanes`]), the AES rounds (VAES: the GGM and half-tree
+//! levels) and carry-less products (VPCLMULQDQ: GF(2^128), [`super::gf128`]) — written
+//! once for 512-bit registers (AVX-512F) and 256-bit ones (AVX2), so that one loop serves
+//! both.
 //!
-//! Every function is `unsafe`: the CPU has the features of the intrinsics it calls (VAES
-//! and AVX-512F, or VAES and AVX2), and the caller is compiled for them
+//! Every function is `unsafe`: the CPU has the features of the intrinsics it calls (AVX-512F
+//! or AVX2, and VAES or VPCLMULQDQ for those), and the caller is compiled for them
 //! (`#[target_feature]`) and inlines it.
 
 #![cfg(target_arch = "x86_64")]
@@ -20,9 +21,19 @@ pub trait Lanes: Copy {
     unsafe fn zero() -> Self;
     /// Lane l from `lanes[l]` (the first [`Lanes::BLOCKS`] of them).
     unsafe fn from_blocks(lanes: [Block; 4]) -> Self;
+    /// `b` in every lane.
+    unsafe fn splat(b: &Block) -> Self;
+    /// The 64-bit word `w` in every word.
+    unsafe fn splat64(w: i64) -> Self;
     /// The `BLOCKS / 2` blocks at `p`, each twice: (a, a, b, b).
     unsafe fn each_twice(p: *const Block) -> Self;
     unsafe fn xor(self, o: Self) -> Self;
+    /// The carry-less product of a word of each lane of `self` and `o` (VPCLMULQDQ:
+    /// bit 0 of `IMM` picks `self`'s, bit 4 `o`'s).
+    unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self;
+    /// Each lane's low words of `self` and `o` (VPUNPCKLQDQ), and high words.
+    unsafe fn unpack_lo(self, o: Self) -> Self;
+    unsafe fn unpack_hi(self, o: Self) -> Self;
     /// One AES round under the round key in `key`'s lanes, and the last round.
     unsafe fn aesenc(self, key: Self) -> Self;
     unsafe fn aesenclast(self, key: Self) -> Self;
@@ -98,6 +109,26 @@ impl Lanes for __m512i {
     unsafe fn high_only(self) -> Self {
         _mm512_unpackhi_epi64(_mm512_setzero_si512(), self)
     }
+    #[inline(always)]
+    unsafe fn splat(b: &Block) -> Self {
+        _mm512_broadcast_i32x4(_mm_loadu_si128((b as *const Block).cast()))
+    }
+    #[inline(always)]
+    unsafe fn splat64(w: i64) -> Self {
+        _mm512_set1_epi64(w)
+    }
+    #[inline(always)]
+    unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self {
+        _mm512_clmulepi64_epi128::<IMM>(self, o)
+    }
+    #[inline(always)]
+    unsafe fn unpack_lo(self, o: Self) -> Self {
+        _mm512_unpacklo_epi64(self, o)
+    }
+    #[inline(always)]
+    unsafe fn unpack_hi(self, o: Self) -> Self {
+        _mm512_unpackhi_epi64(self, o)
+    }
 }
 
 impl Lanes for __m256i {
@@ -141,5 +172,25 @@ impl Lanes for __m256i {
     #[inline(always)]
     unsafe fn high_only(self) -> Self {
         _mm256_unpackhi_epi64(_mm256_setzero_si256(), self)
+    }
+    #[inline(always)]
+    unsafe fn splat(b: &Block) -> Self {
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((b as *const Block).cast()))
+    }
+    #[inline(always)]
+    unsafe fn splat64(w: i64) -> Self {
+        _mm256_set1_epi64x(w)
+    }
+    #[inline(always)]
+    unsafe fn clmul<const IMM: i32>(self, o: Self) -> Self {
+        _mm256_clmulepi64_epi128::<IMM>(self, o)
+    }
+    #[inline(always)]
+    unsafe fn unpack_lo(self, o: Self) -> Self {
+        _mm256_unpacklo_epi64(self, o)
+    }
+    #[inline(always)]
+    unsafe fn unpack_hi(self, o: Self) -> Self {
+        _mm256_unpackhi_epi64(self, o)
     }
 }
