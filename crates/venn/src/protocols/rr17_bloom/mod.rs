@@ -85,6 +85,8 @@ fn params(ctx: &Context) -> Rr17BloomParams {
 /// Fig. 4 step 1: the seed of the Bloom-filter hash functions is coin-tossed; the receiver
 /// commits to its share, the sender answers with its own, the receiver opens.
 const SEED_TOSS: &str = "Bloom-filter seed";
+/// The sender's (position, item) pairs whose OT messages it holds at a time.
+const PAIRS_BATCH: usize = 1 << 16;
 
 /// The item values the Bloom hashes and the summaries use: one random-oracle call per item,
 /// bound to the session and the coin-tossed seed.
@@ -219,12 +221,16 @@ impl Party for Rr17Sender {
         let mut sums = Sums::new(items.len());
         let (mut wanted, mut messages) = (vec![], vec![]);
         permutation::receive(ctx.peer, p.n_bf as usize, p.n_ot, &opened, |first, pi| {
-            let frame = pairs.frame(first / FRAME);
-            wanted.clear();
-            wanted.extend(frame.iter().map(|q| pi[q.position as usize - first]));
-            messages.clear();
-            ot.messages(&wanted, true, &mut messages);
-            sums.add(frame, &messages);
+            // A batch of the frame's pairs at a time: a small receiver's filter is a frame
+            // or two, which then hold most of the sender's n·k pairs, and their messages
+            // (16 bytes each) would pass the memory model's figure.
+            for batch in pairs.frame(first / FRAME).chunks(PAIRS_BATCH) {
+                wanted.clear();
+                wanted.extend(batch.iter().map(|q| pi[q.position as usize - first]));
+                messages.clear();
+                ot.messages(&wanted, true, &mut messages);
+                sums.add(batch, &messages);
+            }
         })?;
         drop(ot);
         ctx.phase("summaries", false);
