@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python API beside the command line on the same data (issue 14's "≤ 5% over the CLI").
+"""The Python API beside the command line on the same data (the target: ≤ 5% over the CLI).
 
 For each repeat: the two CSV files of `scripts/gen-rows.py` (n rows each, half the keys
 shared), then

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Venn on Ray beside Venn on one machine (issue 14's "per-worker throughput and scaling
-efficiency at 1 → 2 workers").
+"""Venn on Ray beside Venn on one machine: per-worker throughput and scaling
+efficiency at 1 → 2 workers.
 
 thunder: two datasets of n keys each (half shared) uploaded to a `venn cloud serve`; one
 plain run, timed from the run's creation until it is done, worked either by the service's

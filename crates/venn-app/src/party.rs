@@ -79,8 +79,8 @@ impl DealerAddr {
 
 /// What a party's run is, apart from where its peer is and how their link is secured:
 /// the options the CLI's flags, the Python package's keywords and the lanes of `venn.ray`
-/// share, with their defaults in one place ([`RunSpec::default`]: issue 32 found Python's
-/// `max_peer_items` at 2^31 where the CLI's was 2^24).
+/// share, with their defaults in one place ([`RunSpec::default`]: Python's
+/// `max_peer_items` was once 2^31 where the CLI's was 2^24).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunSpec {
     /// `--protocol`.
@@ -106,7 +106,7 @@ pub struct RunSpec {
 
 impl Default for RunSpec {
     /// RR22's VOLE-PSI (the fastest semi-honest protocol here, a quarter of kkrt16's
-    /// traffic: issue 33) on one thread, a minute's wait, peers of up to 2^24 items, half
+    /// traffic) on one thread, a minute's wait, peers of up to 2^24 items, half
     /// of physical memory (from /proc/meminfo; 4 GiB where it cannot be read), and a peer
     /// that takes its keys otherwise refused.
     fn default() -> Self {

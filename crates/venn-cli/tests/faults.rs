@@ -1,4 +1,4 @@
-//! Faults a user or a hostile peer could cause (issue 9, item 5), each tried through the
+//! Faults a user or a hostile peer could cause, each tried through the
 //! binary as they would try it.
 
 use crate::common::*;

@@ -405,7 +405,7 @@ pub fn memory_needed(opts: &RunOptions, sizes: Sizes) -> u64 {
     ))
 }
 
-/// Refuses sizes whose run would need more than `--max-memory` here (issue 8: a peer
+/// Refuses sizes whose run would need more than `--max-memory` here (a peer
 /// announcing 2^24 items made an rr17-bloom sender try to allocate 61 GiB).
 fn check_memory(opts: &RunOptions, sizes: Sizes) -> Result<()> {
     let (own, peer) = match opts.role {

@@ -1,4 +1,4 @@
-//! Flow control (issue 32): every registered protocol, with its default options and each
+//! Flow control: every registered protocol, with its default options and each
 //! option variant it takes, over real loopback TCP whose socket buffers are a few KiB and
 //! whose send queues hold little. A protocol in which both parties send more than a
 //! queue's worth without reading — or wait for the peer to read while it does the same —

@@ -6,7 +6,7 @@
 //! **No party waits for its peer to read.** There is no flush: the writer thread sends
 //! whatever is queued as soon as it can, and a party blocks on sending only while more than
 //! its queue limit ([`QUEUE_LIMIT`]) of its own bytes are still unread by the peer. A
-//! flush that waited for the queue to drain deadlocked kbm23 (issue 32): each party,
+//! flush that waited for the queue to drain deadlocked kbm23: each party,
 //! having sent more than the socket buffers hold, waited for the other to read while the
 //! other waited for it. What remains for the protocols to keep is that the two parties
 //! never *both* send more than a queue's worth ahead of what they have read; the
