@@ -1203,3 +1203,27 @@ fn the_plan_example_in_the_docs_is_this_builds_output() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(shown, String::from_utf8_lossy(&o.stdout).trim_end());
 }
+
+/// `venn plan` lists only protocols that take the set sizes: kbm23 runs 10^4 against 10^4
+/// keys, but 10^4 against 10^7 would need a field of more than 62 bits, which its
+/// parameters (and so the handshake) refuse; the plan says why instead of listing it.
+#[test]
+fn plan_lists_only_protocols_that_take_the_sizes() {
+    let plan = |peer: &str| {
+        let o = venn()
+            .args(["plan", "--n-self", "10000", "--n-peer", peer])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let listed = |out: &str| out.lines().any(|l| l.starts_with("kbm23 "));
+    let equal = plan("10000");
+    assert!(listed(&equal), "{equal}");
+    let unequal = plan("10000000");
+    assert!(!listed(&unequal), "{unequal}");
+    assert!(
+        unequal.contains("not listed: kbm23 on keys hashed to"),
+        "{unequal}"
+    );
+}

@@ -106,20 +106,34 @@ fn listed(p: &'static dyn Protocol, sigmas: &[Option<u32>]) -> Vec<(Options, Str
         .collect()
 }
 
-/// Every eligible variant, predicted, fastest first.
-fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
+/// What `venn plan` found: the variants it lists, and why the others it would have listed
+/// refuse the sizes.
+struct Found {
+    /// Every eligible variant that takes the sizes, predicted, fastest first.
+    candidates: Vec<Candidate>,
+    /// The refusals of the eligible variants that do not (each once).
+    refused: Vec<String>,
+}
+
+/// Every eligible variant, predicted, fastest first: only those that take the sizes, as
+/// the handshake decides ([`venn::check_sizes`]).
+fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
     let net = Net::parse(o.net)?;
     let (sender, receiver) = match o.role {
         Role::Sender => (o.n_self, o.n_peer),
         Role::Receiver => (o.n_peer, o.n_self),
     };
+    let sizes = Sizes { sender, receiver };
     // Fitted on equal sets: an unequal pair is read at the larger (an upper bound).
     let n = sender.max(receiver) as f64;
     let sigmas: &[Option<u32>] = match o.sigma {
         Some(s) => &[None, Some(s)],
         None => &[None],
     };
-    let mut out = Vec::new();
+    let mut found = Found {
+        candidates: Vec::new(),
+        refused: Vec::new(),
+    };
     for &p in registry() {
         if !eligible(p, o.threat, o.output) {
             continue;
@@ -128,24 +142,29 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
             let Some(fit) = fit_for(costs, &label, o.cores) else {
                 continue;
             };
-            let memory = |role| {
-                let opts = RunOptions {
-                    protocol: p,
-                    role,
-                    both: false,
-                    options,
-                    max_peer_items: venn::MAX_ITEMS,
-                    max_memory: u64::MAX,
-                    input_memory: 0,
-                    threads: fit.threads,
-                    seed: None,
-                    progress: None,
-                    dealer: None,
-                    upload_deadline: None,
-                };
-                venn::memory_needed(&opts, Sizes { sender, receiver })
+            let opts = |role| RunOptions {
+                protocol: p,
+                role,
+                both: false,
+                options,
+                max_peer_items: venn::MAX_ITEMS,
+                max_memory: u64::MAX,
+                input_memory: 0,
+                threads: fit.threads,
+                seed: None,
+                progress: None,
+                dealer: None,
+                upload_deadline: None,
             };
-            out.push(Candidate {
+            if let Err(e) = venn::check_sizes(&opts(o.role), sizes) {
+                let why = e.to_string();
+                if !found.refused.contains(&why) {
+                    found.refused.push(why);
+                }
+                continue;
+            }
+            let memory = |role| venn::memory_needed(&opts(role), sizes);
+            found.candidates.push(Candidate {
                 protocol: p.info().name.to_string(),
                 flags: options.flags(),
                 security: p.info().security.name(),
@@ -157,8 +176,8 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
             });
         }
     }
-    out.sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
-    Ok(out)
+    (found.candidates).sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
+    Ok(found)
 }
 
 /// What keeps a variant from being recommended, however fast.
@@ -222,12 +241,16 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
             "this build's cost model is empty: run scripts/plan-fit.sh and rebuild".into(),
         ));
     }
-    let list = candidates(o, &costs)?;
+    let Found {
+        candidates: list,
+        refused,
+    } = candidates(o, &costs)?;
     let recommended = recommend(&list, o.net);
     if o.json {
         let out = serde_json::json!({
             "measured": costs.measured,
             "candidates": list,
+            "refused": refused,
             "recommended": recommended,
         });
         println!(
@@ -256,7 +279,13 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
         costs.measured
     );
     if list.is_empty() {
-        println!("no protocol here gives that output against that adversary");
+        let sizes = if refused.is_empty() {
+            ""
+        } else {
+            " at these sizes"
+        };
+        println!("no protocol here gives that output against that adversary{sizes}");
+        print_refused(&refused);
         return Ok(());
     }
     println!(
@@ -299,11 +328,19 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
             "the fit is of equal sets: an unequal pair is predicted at the larger (an upper bound)"
         );
     }
+    print_refused(&refused);
     match recommended {
         Some(why) => println!("\nrecommended: {why}"),
         None => println!("\nno protocol without a third party gives that"),
     }
     Ok(())
+}
+
+/// Why the eligible protocols left out refuse the sizes (their handshake's words).
+fn print_refused(refused: &[String]) {
+    for why in refused {
+        println!("not listed: {why}");
+    }
 }
 
 /// The rows of `venn bench --json` outputs.
@@ -411,7 +448,8 @@ mod tests {
             &asked(Security::Malicious, OutputKind::Indices, None),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         assert!(malicious.iter().any(|c| c.protocol == "rr22-m"));
         assert!(malicious
             .iter()
@@ -420,7 +458,8 @@ mod tests {
             &asked(Security::SemiHonest, OutputKind::Count, None),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         let names: Vec<&str> = counts.iter().map(|c| c.protocol.as_str()).collect();
         assert!(
             names.contains(&"psww18-ca") && names.contains(&"dgt12-ca"),
@@ -439,7 +478,8 @@ mod tests {
             &asked(Security::SemiHonest, OutputKind::Indices, Some(32)),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         assert!(semi
             .windows(2)
             .all(|w| w[0].predicted.seconds <= w[1].predicted.seconds));
