@@ -2,13 +2,15 @@
 //! the output asked for against the adversary asked for, with its predicted time, traffic
 //! and memory per party for the given set sizes, network and cores, and recommends one.
 //!
-//! Time and traffic come from the cost model ([`model`]) fitted to `venn bench` rows of
-//! this build (`costs.json`, refreshed by `scripts/plan-fit.sh`); memory is each
-//! protocol's own memory model, the figure `--max-memory` is held to.
+//! Time, traffic and each party's peak memory come from the cost model ([`model`]) fitted
+//! to `venn bench` rows of this build (`costs.json`, refreshed by `scripts/plan-fit.sh`),
+//! for both set sizes; beside the peak, the figure `--max-memory` is held to: the
+//! protocol's own memory model and the process's base, with the input as `venn bench`
+//! holds it (16-byte keys), never less than the peak of that run.
 
 mod model;
 
-use crate::bench::Row;
+use crate::bench::{bench_input_memory, Row};
 use model::{Costs, Fit, Net, Predicted};
 use serde::Serialize;
 use venn::protocols::{registry, Offline, Options, OutputKind, Protocol, Security};
@@ -49,7 +51,8 @@ struct Candidate {
     threads: usize,
     #[serde(flatten)]
     predicted: Predicted,
-    /// Each party's memory by the protocol's own model, in bytes.
+    /// Each party's memory by the protocol's own model with the base and a benchmark's
+    /// input ([`venn::memory_needed`]): what `--max-memory` must allow, in bytes.
     sender_memory: u64,
     receiver_memory: u64,
     /// Why it is not recommended whatever its speed, if it is not.
@@ -124,8 +127,10 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
         Role::Receiver => (o.n_peer, o.n_self),
     };
     let sizes = Sizes { sender, receiver };
-    // Fitted on equal sets: an unequal pair is read at the larger (an upper bound).
-    let n = sender.max(receiver) as f64;
+    let own = |role| match role {
+        Role::Sender => sender,
+        Role::Receiver => receiver,
+    };
     let sigmas: &[Option<u32>] = match o.sigma {
         Some(s) => &[None, Some(s)],
         None => &[None],
@@ -149,7 +154,7 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
                 options,
                 max_peer_items: venn::MAX_ITEMS,
                 max_memory: u64::MAX,
-                input_memory: 0,
+                input_memory: bench_input_memory(p, options, role, own(role)),
                 threads: fit.threads,
                 seed: None,
                 progress: None,
@@ -169,7 +174,7 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
                 flags: options.flags(),
                 security: p.info().security.name(),
                 threads: fit.threads,
-                predicted: fit.predict(n, Some(net)),
+                predicted: fit.predict(sender as f64, receiver as f64, Some(net)),
                 sender_memory: memory(Role::Sender),
                 receiver_memory: memory(Role::Receiver),
                 caveat: caveat(options),
@@ -289,18 +294,25 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}",
-        "protocol", "security", "time", "of it net", "traffic MiB s→r/r→s", "memory MiB s/r"
+        "{:<40} {:<12} {:>9} {:>9} {:>21} {:>14} {:>15}",
+        "protocol",
+        "security",
+        "time",
+        "of it net",
+        "traffic MiB s→r/r→s",
+        "peak MiB s/r",
+        "model MiB s/r"
     );
     for c in &list {
         let p = &c.predicted;
         println!(
-            "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}{}",
+            "{:<40} {:<12} {:>9} {:>9} {:>21} {:>14} {:>15}{}",
             c.label(),
             c.security,
             seconds(p.seconds) + if p.extrapolated { "*" } else { "" },
             seconds(p.network_seconds),
             format!("{:.1} / {:.1}", mib(p.sender_bytes), mib(p.receiver_bytes)),
+            format!("{:.0} / {:.0}", mib(p.sender_peak), mib(p.receiver_peak)),
             format!(
                 "{:.0} / {:.0}",
                 mib(c.sender_memory as f64),
@@ -323,11 +335,10 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
     if list.iter().any(|c| c.predicted.extrapolated) {
         println!("* beyond the largest set measured: read at its last cost per item");
     }
-    if o.n_self != o.n_peer {
-        println!(
-            "the fit is of equal sets: an unequal pair is predicted at the larger (an upper bound)"
-        );
-    }
+    println!(
+        "peak: as measured with 16-byte keys (a file's other columns add to it); model: what \
+         --max-memory must allow"
+    );
     print_refused(&refused);
     match recommended {
         Some(why) => println!("\nrecommended: {why}"),
@@ -372,8 +383,8 @@ pub fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
 pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
     let costs = costs();
     println!(
-        "{:<24} {:>5} {:>7} {:<14} {:>10} {:>10} {:>7}",
-        "protocol", "log2n", "threads", "net", "measured", "predicted", "ratio"
+        "{:<24} {:>11} {:>7} {:<14} {:>10} {:>10} {:>7}",
+        "protocol", "sets", "threads", "net", "measured", "predicted", "ratio"
     );
     for r in bench_rows(files)?
         .iter()
@@ -384,11 +395,11 @@ pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
             continue;
         };
         let net = r.net.as_deref().map(Net::parse).transpose()?;
-        let p = fit.predict((1u64 << r.log2n) as f64, net);
+        let p = fit.predict(r.n_sender as f64, r.n_receiver as f64, net);
         println!(
-            "{:<24} {:>5} {:>7} {:<14} {:>10.3} {:>10.3} {:>7.2}",
+            "{:<24} {:>11} {:>7} {:<14} {:>10.3} {:>10.3} {:>7.2}",
             r.protocol,
-            r.log2n,
+            r.sizes_text(),
             r.threads,
             r.net.as_deref().unwrap_or("loopback"),
             r.total_s,
