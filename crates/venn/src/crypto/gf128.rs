@@ -3,9 +3,10 @@
 //!
 //! Inner products accumulate unreduced 256-bit carry-less products and reduce once at the
 //! end; on x86-64 with PCLMULQDQ each product is four carry-less 64×64 multiplications,
-//! with VPCLMULQDQ on 512-bit vectors four products at a time. Polynomials evaluated at
-//! many points ([`add_evaluations`]) take four points a vector the same way, each product
-//! reduced by carry-less multiplications by X^7 + X^2 + X + 1.
+//! with VPCLMULQDQ on 512-bit vectors four products at a time (on 256-bit ones, where the
+//! CPU has no AVX-512, two). Polynomials evaluated at many points ([`add_evaluations`])
+//! take a point a 128-bit lane the same way, each product reduced by carry-less
+//! multiplications by X^7 + X^2 + X + 1.
 
 use super::Block;
 
@@ -28,7 +29,13 @@ pub fn inner_product_le(a: &[u8], b: &[Block]) -> Block {
     #[cfg(target_arch = "x86_64")]
     if clmul::wide512() {
         // SAFETY: the features the function is compiled for were detected (`cpu::has`).
-        let (lo, hi) = unsafe { clmul::inner_product_wide512(a, b) };
+        let (lo, hi) = unsafe { clmul::inner_product512(a, b) };
+        return reduce(lo, hi);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if clmul::wide256() {
+        // SAFETY: as above.
+        let (lo, hi) = unsafe { clmul::inner_product256(a, b) };
         return reduce(lo, hi);
     }
     #[cfg(target_arch = "x86_64")]
@@ -72,6 +79,9 @@ pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Bloc
     if clmul::wide512() {
         // SAFETY: the features the function is compiled for were detected (`cpu::has`).
         done = unsafe { clmul::add_evaluations512(points, coefficients, out) };
+    } else if clmul::wide256() {
+        // SAFETY: as above.
+        done = unsafe { clmul::add_evaluations256(points, coefficients, out) };
     }
     for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
         *o ^= coefficients.iter().rev().fold(0, |acc, &c| mul(acc ^ c, x));
@@ -131,6 +141,7 @@ fn reduce(lo: Block, hi: Block) -> Block {
 #[cfg(target_arch = "x86_64")]
 mod clmul {
     use super::Block;
+    use crate::crypto::lanes::Lanes;
     use crate::util::cpu::{has_all, Feature};
     use std::arch::x86_64::*;
 
@@ -144,6 +155,12 @@ mod clmul {
     #[inline]
     pub fn wide512() -> bool {
         has_all(&[Feature::Vpclmulqdq, Feature::Avx512f])
+    }
+
+    /// Whether this thread may run the 256-bit ones.
+    #[inline]
+    pub fn wide256() -> bool {
+        has_all(&[Feature::Vpclmulqdq, Feature::Avx2])
     }
 
     /// `a·b` as an unreduced (low, high) pair.
@@ -187,26 +204,36 @@ mod clmul {
         (lo ^ (mid << 64), hi ^ (mid >> 64))
     }
 
-    /// [`inner_product_wide`] four products at a time: lane `l` of each 512-bit vector
-    /// holds `a[4i + l]`, `b[4i + l]`, and the lanes' sums are added at the end.
+    /// [`inner_product`] on 512-bit vectors.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub unsafe fn inner_product_wide512(a: &[u8], b: &[Block]) -> (Block, Block) {
-        let mut lo = _mm512_setzero_si512();
-        let mut mid = _mm512_setzero_si512();
-        let mut hi = _mm512_setzero_si512();
-        let (a4, b4) = (a.chunks_exact(64), b.chunks_exact(4));
-        let (a_rest, b_rest) = (a4.remainder(), b4.remainder());
-        for (x, y) in a4.zip(b4) {
-            let x = _mm512_loadu_si512(x.as_ptr().cast());
-            let y = _mm512_loadu_si512(y.as_ptr().cast());
-            lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(x, y, 0x00));
-            mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, y, 0x10));
-            mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, y, 0x01));
-            hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(x, y, 0x11));
+    pub unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
+        inner_product::<__m512i>(a, b)
+    }
+
+    /// [`inner_product`] on 256-bit vectors.
+    #[target_feature(enable = "vpclmulqdq,avx2")]
+    pub unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
+        inner_product::<__m256i>(a, b)
+    }
+
+    /// [`inner_product_wide`] a vector of products at a time: lane `l` of each vector
+    /// holds `a[BLOCKS·i + l]`, `b[BLOCKS·i + l]`, and the lanes' sums are added at the end.
+    #[inline(always)]
+    unsafe fn inner_product<V: Lanes>(a: &[u8], b: &[Block]) -> (Block, Block) {
+        let (mut lo, mut mid, mut hi) = (V::zero(), V::zero(), V::zero());
+        let (ax, bx) = (a.chunks_exact(16 * V::BLOCKS), b.chunks_exact(V::BLOCKS));
+        let (a_rest, b_rest) = (ax.remainder(), bx.remainder());
+        for (x, y) in ax.zip(bx) {
+            let x = V::load(x.as_ptr().cast());
+            let y = V::load(y.as_ptr());
+            lo = lo.xor(x.clmul::<0x00>(y));
+            mid = mid.xor(x.clmul::<0x10>(y));
+            mid = mid.xor(x.clmul::<0x01>(y));
+            hi = hi.xor(x.clmul::<0x11>(y));
         }
-        let lanes = |v: __m512i| {
+        let lanes = |v: V| {
             let mut out = [0 as Block; 4];
-            _mm512_storeu_si512(out.as_mut_ptr().cast(), v);
+            v.store(out.as_mut_ptr());
             out.iter().fold(0, |acc, l| acc ^ l)
         };
         let (lo, mid, hi) = (lanes(lo), lanes(mid), lanes(hi));
@@ -214,60 +241,65 @@ mod clmul {
         (lo ^ (mid << 64) ^ rest_lo, hi ^ (mid >> 64) ^ rest_hi)
     }
 
-    /// [`super::add_evaluations`] for the leading multiple of four points, lane `l` of
-    /// each 512-bit vector holding point `4i + l`; returns how many points it took.
+    /// [`add_evaluations`] on 512-bit vectors.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
     pub unsafe fn add_evaluations512(
         points: &[Block],
         coefficients: &[Block],
         out: &mut [Block],
     ) -> usize {
-        let quads = points.chunks_exact(4).zip(out.chunks_exact_mut(4));
-        let done = 4 * quads.len();
-        for (x, o) in quads {
-            let x = _mm512_loadu_si512(x.as_ptr().cast());
-            let mut acc = _mm512_setzero_si512();
+        add_evaluations::<__m512i>(points, coefficients, out)
+    }
+
+    /// [`add_evaluations`] on 256-bit vectors.
+    #[target_feature(enable = "vpclmulqdq,avx2")]
+    pub unsafe fn add_evaluations256(
+        points: &[Block],
+        coefficients: &[Block],
+        out: &mut [Block],
+    ) -> usize {
+        add_evaluations::<__m256i>(points, coefficients, out)
+    }
+
+    /// [`super::add_evaluations`] for the leading multiple of `BLOCKS` points, lane `l`
+    /// of each vector holding point `BLOCKS·i + l`; returns how many points it took.
+    #[inline(always)]
+    unsafe fn add_evaluations<V: Lanes>(
+        points: &[Block],
+        coefficients: &[Block],
+        out: &mut [Block],
+    ) -> usize {
+        let groups = (points.chunks_exact(V::BLOCKS)).zip(out.chunks_exact_mut(V::BLOCKS));
+        let done = V::BLOCKS * groups.len();
+        for (x, o) in groups {
+            let x = V::load(x.as_ptr());
+            let mut acc = V::zero();
             for c in coefficients.iter().rev() {
-                let c = _mm512_broadcast_i32x4(_mm_loadu_si128((c as *const Block).cast()));
-                acc = mul512(_mm512_xor_si512(acc, c), x);
+                acc = mul(acc.xor(V::splat(c)), x);
             }
-            let o = o.as_mut_ptr().cast();
-            _mm512_storeu_si512(o, _mm512_xor_si512(_mm512_loadu_si512(o), acc));
+            let o = o.as_mut_ptr();
+            V::load(o).xor(acc).store(o);
         }
         done
     }
 
-    /// Four products `a·b` in GF(2^128), one a 128-bit lane: the 256-bit product from four
+    /// A product `a·b` in GF(2^128) in each 128-bit lane: the 256-bit product from four
     /// carry-less multiplications, its high half h folded down by X^128 ≡ X^7 + X^2 + X + 1
     /// with three more (h's low word times 0x87; its high word times 0x87, which sits at
     /// X^64 and spills up to 7 bits past X^128, folded once more).
-    #[inline]
-    #[target_feature(enable = "vpclmulqdq,avx512f")]
-    fn mul512(a: __m512i, b: __m512i) -> __m512i {
-        let zero = _mm512_setzero_si512();
-        let poly = _mm512_set1_epi64(0x87);
-        let mid = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(a, b, 0x01),
-            _mm512_clmulepi64_epi128(a, b, 0x10),
-        );
+    #[inline(always)]
+    unsafe fn mul<V: Lanes>(a: V, b: V) -> V {
+        let zero = V::zero();
+        let poly = V::splat64(0x87);
+        let mid = a.clmul::<0x01>(b).xor(a.clmul::<0x10>(b));
         // (mid << 64, mid >> 64) within each lane: its low word up, its high word down.
-        let lo = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(a, b, 0x00),
-            _mm512_unpacklo_epi64(zero, mid),
-        );
-        let hi = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(a, b, 0x11),
-            _mm512_unpackhi_epi64(mid, zero),
-        );
-        let spill = _mm512_clmulepi64_epi128(hi, poly, 0x01);
-        let folded = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(hi, poly, 0x00),
-            _mm512_xor_si512(
-                _mm512_unpacklo_epi64(zero, spill),
-                _mm512_clmulepi64_epi128(spill, poly, 0x01),
-            ),
-        );
-        _mm512_xor_si512(lo, folded)
+        let lo = a.clmul::<0x00>(b).xor(zero.unpack_lo(mid));
+        let hi = a.clmul::<0x11>(b).xor(mid.unpack_hi(zero));
+        let spill = hi.clmul::<0x01>(poly);
+        let folded = hi
+            .clmul::<0x00>(poly)
+            .xor(zero.unpack_lo(spill).xor(spill.clmul::<0x01>(poly)));
+        lo.xor(folded)
     }
 }
 
@@ -277,7 +309,7 @@ mod tests {
     use crate::crypto::Prg;
     use crate::util::cpu::{with_level, Level};
 
-    /// At each level: the 512-bit, 128-bit and portable products (the widest each level
+    /// At each level: the 512-, 256- and 128-bit and portable products (the widest each level
     /// allows for inner products, PCLMULQDQ or portable for single ones).
     #[test]
     fn field_laws_and_agreement_with_the_portable_version() {

@@ -9,6 +9,8 @@ mod block;
 mod cr_hash;
 pub mod gf128;
 pub mod group;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod lanes;
 mod poly_hash;
 mod prg;
 mod random_oracle;

@@ -55,81 +55,106 @@ fn expand_level(level: &mut [Block], half: usize) -> Block {
     sum
 }
 
-/// The level's expansion on 512-bit VAES: four parents a register, σ by a shuffle, eight
-/// registers (32 parents) through the rounds side by side to hide the AES latency, the
-/// left sum XORed up on the way.
+/// The level's expansion on VAES, 512-bit (AVX-512) or 256-bit (AVX2): four or two
+/// parents a register, σ by a shuffle, eight registers through the rounds side by side to
+/// hide the AES latency, the left sum XORed up on the way.
 mod wide {
     use super::Block;
     #[cfg(target_arch = "x86_64")]
+    use crate::crypto::lanes::{self, Lanes};
+    #[cfg(target_arch = "x86_64")]
     use crate::util::cpu::{has_all, Feature};
 
-    /// Parents a run.
-    const RUN: usize = 32;
+    /// Registers a run.
+    const REGISTERS: usize = 8;
 
     /// Expands (as [`super::expand_level`]) the parents in `left` from the first in whole
-    /// runs, their right children into `right`, where AVX-512F and VAES may be used, adding the
-    /// left children into `sum`; returns how many parents it expanded (none elsewhere).
+    /// runs, their right children into `right`, where VAES and AVX-512F or AVX2 may be
+    /// used, adding the left children into `sum`; returns how many parents it expanded
+    /// (none elsewhere).
     pub fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let Some(keys) = super::pi().round_keys() {
-            if left.len() >= RUN && has_all(&[Feature::Avx512f, Feature::Vaes]) {
-                assert_eq!(left.len(), right.len());
-                // SAFETY: AVX-512F and VAES were detected (`cpu::has`); `left` and `right`
-                // hold `left.len()` blocks each.
-                return unsafe {
-                    runs(keys, left.as_mut_ptr(), right.as_mut_ptr(), left.len(), sum)
-                };
+            assert_eq!(left.len(), right.len());
+            let (l, r, half) = (left.as_mut_ptr(), right.as_mut_ptr(), left.len());
+            // SAFETY (both): the features each function is compiled for were detected
+            // (`cpu::has`); `left` and `right` hold `half` blocks each.
+            if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                return unsafe { runs512(keys, l, r, half, sum) };
+            }
+            if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                return unsafe { runs256(keys, l, r, half, sum) };
             }
         }
         let _ = (left, right, sum);
         0
     }
 
+    /// [`runs`] on 512-bit registers.
+    ///
     /// # Safety
-    /// The CPU has AVX-512F and VAES; `left` and `right` are valid for `half` blocks each
-    /// and do not overlap.
+    /// As [`runs`]; the CPU has AVX-512F and VAES.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,vaes")]
-    unsafe fn runs(
+    unsafe fn runs512(
         k: &[Block; 11],
         left: *mut Block,
         right: *mut Block,
         half: usize,
         sum: &mut Block,
     ) -> usize {
-        use std::arch::x86_64::*;
-        let keys: [__m512i; 11] = std::array::from_fn(|r| {
-            let k = [k[r]; 4];
-            _mm512_loadu_si512(k.as_ptr().cast())
-        });
-        let zero = _mm512_setzero_si512();
-        let mut all = zero;
+        runs::<std::arch::x86_64::__m512i>(k, left, right, half, sum)
+    }
+
+    /// [`runs`] on 256-bit registers.
+    ///
+    /// # Safety
+    /// As [`runs`]; the CPU has AVX2 and VAES.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,vaes")]
+    unsafe fn runs256(
+        k: &[Block; 11],
+        left: *mut Block,
+        right: *mut Block,
+        half: usize,
+        sum: &mut Block,
+    ) -> usize {
+        runs::<std::arch::x86_64::__m256i>(k, left, right, half, sum)
+    }
+
+    /// The parents of `left` in whole runs of [`REGISTERS`] registers; returns how many.
+    ///
+    /// # Safety
+    /// The CPU has what `V` needs; `left` and `right` are valid for `half` blocks each and
+    /// do not overlap.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn runs<V: Lanes>(
+        k: &[Block; 11],
+        left: *mut Block,
+        right: *mut Block,
+        half: usize,
+        sum: &mut Block,
+    ) -> usize {
+        let run = REGISTERS * V::BLOCKS;
+        let keys: [V; 11] = std::array::from_fn(|r| V::from_blocks([k[r]; 4]));
+        let mut all = V::zero();
         let mut start = 0;
-        while start + RUN <= half {
-            let x: [__m512i; RUN / 4] =
-                std::array::from_fn(|j| _mm512_loadu_si512(left.add(start + 4 * j).cast()));
+        while start + run <= half {
+            let x: [V; REGISTERS] =
+                std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
             // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
-            let s = x.map(|x| {
-                let swapped = _mm512_shuffle_epi32::<_MM_PERM_BADC>(x);
-                _mm512_xor_si512(swapped, _mm512_unpackhi_epi64(zero, x))
-            });
-            let mut c = s.map(|s| _mm512_xor_si512(s, keys[0]));
-            for key in &keys[1..10] {
-                for c in c.iter_mut() {
-                    *c = _mm512_aesenc_epi128(*c, *key);
-                }
-            }
+            let s = x.map(|x| x.swap_halves().xor(x.high_only()));
+            let c = lanes::encrypt(s, &keys);
             for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
-                let l = _mm512_xor_si512(_mm512_aesenclast_epi128(*c, keys[10]), *s);
-                all = _mm512_xor_si512(all, l);
-                _mm512_storeu_si512(left.add(start + 4 * j).cast(), l);
-                _mm512_storeu_si512(right.add(start + 4 * j).cast(), _mm512_xor_si512(*x, l));
+                let l = c.xor(*s);
+                all = all.xor(l);
+                l.store(left.add(start + V::BLOCKS * j));
+                x.xor(l).store(right.add(start + V::BLOCKS * j));
             }
-            start += RUN;
+            start += run;
         }
-        let mut lanes = [0 as Block; 4];
-        _mm512_storeu_si512(lanes.as_mut_ptr().cast(), all);
-        *sum ^= lanes.iter().fold(0, |a, b| a ^ b);
+        *sum ^= all.blocks().iter().fold(0, |a, b| a ^ b);
         start
     }
 }

@@ -50,79 +50,108 @@ fn expand_level(level: &mut [Block], half: usize) -> [Block; 2] {
     sums
 }
 
-/// The tree's PRG on 512-bit VAES: each register holds two parents, each twice, and runs
-/// the rounds of k0 in its even lanes and of k1 in its odd ones, so it comes out as the
-/// four children in their place in the next level; eight registers (sixteen parents) go
-/// through the rounds side by side to hide the AES latency. The level's sums are XORed up
-/// on the way.
+/// The tree's PRG on VAES, 512-bit (AVX-512) or 256-bit (AVX2): each register holds
+/// parents each twice and runs the rounds of k0 in its even lanes and of k1 in its odd
+/// ones, so it comes out as the children in their place in the next level; eight
+/// registers (sixteen or eight parents) go through the rounds side by side to hide the AES
+/// latency. The level's sums are XORed up on the way.
 mod wide {
     use super::Block;
     #[cfg(target_arch = "x86_64")]
+    use crate::crypto::lanes::{self, Lanes};
+    #[cfg(target_arch = "x86_64")]
     use crate::util::cpu::{has_all, Feature};
 
-    /// Parents a run.
-    const RUN: usize = 16;
+    /// Registers a run.
+    const REGISTERS: usize = 8;
 
     /// Expands (as [`super::expand_level`]) the parents from the last down in whole runs,
-    /// where AVX-512F and VAES may be used ([`crate::util::cpu`]), adding the children into `sums`; returns how many
-    /// parents are left, from the first (all of them elsewhere).
+    /// where VAES and AVX-512F or AVX2 may be used ([`crate::util::cpu`]), adding the
+    /// children into `sums`; returns how many parents are left, from the first (all of
+    /// them elsewhere).
     pub fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
-            if half >= RUN && has_all(&[Feature::Avx512f, Feature::Vaes]) {
-                assert!(level.len() >= 2 * half);
-                // SAFETY: AVX-512F and VAES were detected (`cpu::has`); `level` holds the
-                // 2·`half` blocks written.
-                return unsafe { runs(k0, k1, level.as_mut_ptr(), half, sums) };
+            assert!(level.len() >= 2 * half);
+            let level = level.as_mut_ptr();
+            // SAFETY (both): the features each function is compiled for were detected
+            // (`cpu::has`); `level` holds the 2·`half` blocks written.
+            if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                return unsafe { runs512(k0, k1, level, half, sums) };
+            }
+            if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                return unsafe { runs256(k0, k1, level, half, sums) };
             }
         }
         let _ = (level, sums);
         half
     }
 
+    /// [`runs`] on 512-bit registers.
+    ///
     /// # Safety
-    /// The CPU has AVX-512F and VAES; `level` is valid for 2·`half` blocks.
+    /// As [`runs`]; the CPU has AVX-512F and VAES.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,vaes")]
-    unsafe fn runs(
+    unsafe fn runs512(
         k0: &[Block; 11],
         k1: &[Block; 11],
         level: *mut Block,
         half: usize,
         sums: &mut [Block; 2],
     ) -> usize {
-        use std::arch::x86_64::*;
-        let keys: [__m512i; 11] = std::array::from_fn(|r| {
-            let k = [k0[r], k1[r], k0[r], k1[r]];
-            _mm512_loadu_si512(k.as_ptr().cast())
-        });
-        // Parents a and b (64-bit lanes 0–3) to (a, a, b, b).
-        let twice = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
-        let mut all = _mm512_setzero_si512();
+        runs::<std::arch::x86_64::__m512i>(k0, k1, level, half, sums)
+    }
+
+    /// [`runs`] on 256-bit registers.
+    ///
+    /// # Safety
+    /// As [`runs`]; the CPU has AVX2 and VAES.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,vaes")]
+    unsafe fn runs256(
+        k0: &[Block; 11],
+        k1: &[Block; 11],
+        level: *mut Block,
+        half: usize,
+        sums: &mut [Block; 2],
+    ) -> usize {
+        runs::<std::arch::x86_64::__m256i>(k0, k1, level, half, sums)
+    }
+
+    /// The parents from the last down in whole runs; returns how many are left.
+    ///
+    /// # Safety
+    /// The CPU has what `V` needs; `level` is valid for 2·`half` blocks.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn runs<V: Lanes>(
+        k0: &[Block; 11],
+        k1: &[Block; 11],
+        level: *mut Block,
+        half: usize,
+        sums: &mut [Block; 2],
+    ) -> usize {
+        let per = V::BLOCKS / 2;
+        let run = REGISTERS * per;
+        let keys: [V; 11] = std::array::from_fn(|r| V::from_blocks([k0[r], k1[r], k0[r], k1[r]]));
+        let mut all = V::zero();
         let mut end = half;
-        while end >= RUN {
-            let start = end - RUN;
+        while end >= run {
+            let start = end - run;
             // Every parent of the run is read before any child is written: the children
             // (from 2·start) overwrite only this run's parents and later ones.
-            let x: [__m512i; RUN / 2] = std::array::from_fn(|j| {
-                let two = _mm256_loadu_si256(level.add(start + 2 * j).cast());
-                _mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(two))
-            });
-            let mut s = x.map(|x| _mm512_xor_si512(x, keys[0]));
-            for key in &keys[1..10] {
-                for s in s.iter_mut() {
-                    *s = _mm512_aesenc_epi128(*s, *key);
-                }
-            }
+            let x: [V; REGISTERS] =
+                std::array::from_fn(|j| V::each_twice(level.add(start + per * j)));
+            let s = lanes::encrypt(x, &keys);
             for (j, (s, x)) in s.iter().zip(&x).enumerate() {
-                let children = _mm512_xor_si512(_mm512_aesenclast_epi128(*s, keys[10]), *x);
-                all = _mm512_xor_si512(all, children);
-                _mm512_storeu_si512(level.add(2 * start + 4 * j).cast(), children);
+                let children = s.xor(*x);
+                all = all.xor(children);
+                children.store(level.add(2 * start + V::BLOCKS * j));
             }
             end = start;
         }
-        let mut lanes = [0 as Block; 4];
-        _mm512_storeu_si512(lanes.as_mut_ptr().cast(), all);
+        let lanes = all.blocks();
         sums[0] ^= lanes[0] ^ lanes[2];
         sums[1] ^= lanes[1] ^ lanes[3];
         end
