@@ -60,6 +60,17 @@ struct Candidate {
 }
 
 impl Candidate {
+    /// Whether either party's predicted peak passes its memory model's figure (by more
+    /// than the measurements' noise, 5%): a model too low for these sizes. Not where the
+    /// peak is read beyond the sizes measured: a cost per item that falls with the other
+    /// set (KKRT16's stash) is then read too high.
+    fn model_below_peak(&self) -> bool {
+        let p = &self.predicted;
+        !p.extrapolated
+            && (p.sender_peak > 1.05 * self.sender_memory as f64
+                || p.receiver_peak > 1.05 * self.receiver_memory as f64)
+    }
+
     /// The protocol as `venn send/receive` take it.
     fn label(&self) -> String {
         match self.flags.as_str() {
@@ -127,10 +138,6 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
         Role::Receiver => (o.n_peer, o.n_self),
     };
     let sizes = Sizes { sender, receiver };
-    let own = |role| match role {
-        Role::Sender => sender,
-        Role::Receiver => receiver,
-    };
     let sigmas: &[Option<u32>] = match o.sigma {
         Some(s) => &[None, Some(s)],
         None => &[None],
@@ -147,20 +154,7 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
             let Some(fit) = fit_for(costs, &label, o.cores) else {
                 continue;
             };
-            let opts = |role| RunOptions {
-                protocol: p,
-                role,
-                both: false,
-                options,
-                max_peer_items: venn::MAX_ITEMS,
-                max_memory: u64::MAX,
-                input_memory: bench_input_memory(p, options, role, own(role)),
-                threads: fit.threads,
-                seed: None,
-                progress: None,
-                dealer: None,
-                upload_deadline: None,
-            };
+            let opts = |role| run_options(p, options, fit.threads, sizes, role);
             if let Err(e) = venn::check_sizes(&opts(o.role), sizes) {
                 let why = e.to_string();
                 if !found.refused.contains(&why) {
@@ -183,6 +177,36 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
     }
     (found.candidates).sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
     Ok(found)
+}
+
+/// How `role` of `p` runs `sizes` for `venn plan`: with no limits, and the input as
+/// `venn bench` holds it, so that [`venn::memory_needed`] is what `--max-memory` must
+/// allow for that run.
+fn run_options(
+    p: &'static dyn Protocol,
+    options: Options,
+    threads: usize,
+    sizes: Sizes,
+    role: Role,
+) -> RunOptions<'static> {
+    let own = match role {
+        Role::Sender => sizes.sender,
+        Role::Receiver => sizes.receiver,
+    };
+    RunOptions {
+        protocol: p,
+        role,
+        both: false,
+        options,
+        max_peer_items: venn::MAX_ITEMS,
+        max_memory: u64::MAX,
+        input_memory: bench_input_memory(p, options, role, own),
+        threads,
+        seed: None,
+        progress: None,
+        dealer: None,
+        upload_deadline: None,
+    }
 }
 
 /// What keeps a variant from being recommended, however fast.
@@ -317,7 +341,7 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
                 "{:.0} / {:.0}",
                 mib(c.sender_memory as f64),
                 mib(c.receiver_memory as f64)
-            ),
+            ) + if c.model_below_peak() { "!" } else { "" },
             c.caveat.map_or(String::new(), |w| format!("  ({w})")),
         );
     }
@@ -339,6 +363,12 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
         "peak: as measured with 16-byte keys (a file's other columns add to it); model: what \
          --max-memory must allow"
     );
+    if list.iter().any(Candidate::model_below_peak) {
+        println!(
+            "! the peak predicted passes the protocol's memory model: --max-memory would accept \
+             a run that takes more, so allow the peak"
+        );
+    }
     print_refused(&refused);
     match recommended {
         Some(why) => println!("\nrecommended: {why}"),
@@ -378,34 +408,90 @@ pub fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
     Ok(())
 }
 
+/// The variant of `venn bench`'s label `label` that `venn plan` may list.
+fn variant(label: &str) -> Option<(&'static dyn Protocol, Options)> {
+    (registry().iter())
+        .flat_map(|&p| {
+            listed(p, &[None, Some(32), Some(64)])
+                .into_iter()
+                .map(move |v| (p, v))
+        })
+        .find(|(_, (_, l))| l == label)
+        .map(|(p, (options, _))| (p, options))
+}
+
 /// `venn plan --check`: each row of `venn bench --json` outputs beside what the committed
-/// fit predicts for it.
+/// fit predicts for it — its time, each direction's traffic and each party's peak — and
+/// what `--max-memory` must allow beside the peak (a ratio of at least 1).
 pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
     let costs = costs();
     println!(
-        "{:<24} {:>11} {:>7} {:<14} {:>10} {:>10} {:>7}",
-        "protocol", "sets", "threads", "net", "measured", "predicted", "ratio"
+        "{:<24} {:>13} {:>7} {:<14} {:<12} {:>10} {:>10} {:>7}",
+        "protocol", "sets", "threads", "net", "figure", "measured", "predicted", "ratio"
     );
     for r in bench_rows(files)?
         .iter()
         .filter(|r| !r.tls && !r.precomputed)
     {
-        let Some(fit) = fit_for(&costs, &r.protocol, r.threads) else {
+        let (Some(fit), Some((protocol, options))) = (
+            fit_for(&costs, &r.protocol, r.threads),
+            variant(&r.protocol),
+        ) else {
             println!("{:<24} not in the fit", r.protocol);
             continue;
         };
         let net = r.net.as_deref().map(Net::parse).transpose()?;
         let p = fit.predict(r.n_sender as f64, r.n_receiver as f64, net);
-        println!(
-            "{:<24} {:>11} {:>7} {:<14} {:>10.3} {:>10.3} {:>7.2}",
-            r.protocol,
-            r.sizes_text(),
-            r.threads,
-            r.net.as_deref().unwrap_or("loopback"),
-            r.total_s,
-            p.seconds,
-            p.seconds / r.total_s
-        );
+        let sizes = Sizes {
+            sender: r.n_sender,
+            receiver: r.n_receiver,
+        };
+        let model = |role| {
+            let opts = run_options(protocol, options, r.threads, sizes, role);
+            mib(venn::memory_needed(&opts, sizes) as f64)
+        };
+        let peak = |mib: Option<f64>| mib.unwrap_or(f64::NAN);
+        let figures = [
+            ("seconds", r.total_s, p.seconds),
+            ("MiB s→r", r.mib_sender_to_receiver, mib(p.sender_bytes)),
+            ("MiB r→s", r.mib_receiver_to_sender, mib(p.receiver_bytes)),
+            (
+                "peak MiB s",
+                peak(r.peak_rss_sender_mib),
+                mib(p.sender_peak),
+            ),
+            (
+                "peak MiB r",
+                peak(r.peak_rss_receiver_mib),
+                mib(p.receiver_peak),
+            ),
+            (
+                "model MiB s",
+                peak(r.peak_rss_sender_mib),
+                model(Role::Sender),
+            ),
+            (
+                "model MiB r",
+                peak(r.peak_rss_receiver_mib),
+                model(Role::Receiver),
+            ),
+        ];
+        for (i, (figure, measured, predicted)) in figures.into_iter().enumerate() {
+            let [protocol, sets, threads, net] = match i {
+                0 => [
+                    r.protocol.clone(),
+                    r.sizes_text(),
+                    r.threads.to_string(),
+                    r.net.as_deref().unwrap_or("loopback").to_string(),
+                ],
+                _ => Default::default(),
+            };
+            println!(
+                "{protocol:<24} {sets:>13} {threads:>7} {net:<14} {figure:<12} {measured:>10.3} \
+                 {predicted:>10.3} {:>7.2}",
+                predicted / measured
+            );
+        }
     }
     Ok(())
 }
@@ -428,8 +514,8 @@ mod tests {
         }
     }
 
-    /// The committed fit covers every variant `venn plan` may list, at 1 and 2 threads: a
-    /// protocol added without a refit fails here.
+    /// The committed fit covers every variant `venn plan` may list, at 1 and 2 threads, on
+    /// equal and unequal sets: a protocol added without a refit fails here.
     #[test]
     fn every_eligible_variant_is_fitted() {
         let costs = costs();
@@ -441,9 +527,14 @@ mod tests {
                 for threads in [1, 2] {
                     let fit =
                         (costs.fits.iter()).find(|f| f.protocol == label && f.threads == threads);
+                    let Some(fit) = fit else {
+                        panic!("{label} at {threads} threads is not in costs.json");
+                    };
                     assert!(
-                        fit.is_some(),
-                        "{label} at {threads} threads is not in costs.json"
+                        fit.small_log2n.is_some()
+                            && !fit.larger_sender.is_empty()
+                            && !fit.larger_receiver.is_empty(),
+                        "{label} at {threads} threads was not measured on unequal sets"
                     );
                 }
             }
@@ -506,6 +597,36 @@ mod tests {
             "{}",
             rr22.receiver_memory
         );
+    }
+
+    /// A predicted peak above the memory model's figure (more than noise) is flagged.
+    #[test]
+    fn a_memory_model_below_the_peak_is_flagged() {
+        let mib = 1u64 << 20;
+        let with = |sender_peak: u64, receiver_peak: u64| Candidate {
+            protocol: "kkrt16".into(),
+            flags: String::new(),
+            security: "semi-honest",
+            threads: 1,
+            predicted: Predicted {
+                seconds: 1.0,
+                network_seconds: 0.0,
+                sender_bytes: 0.0,
+                receiver_bytes: 0.0,
+                sender_peak: (sender_peak * mib) as f64,
+                receiver_peak: (receiver_peak * mib) as f64,
+                extrapolated: false,
+            },
+            sender_memory: 100 * mib,
+            receiver_memory: 200 * mib,
+            caveat: None,
+        };
+        assert!(!with(104, 200).model_below_peak());
+        assert!(with(106, 10).model_below_peak());
+        assert!(with(10, 211).model_below_peak());
+        let mut beyond = with(106, 10);
+        beyond.predicted.extrapolated = true;
+        assert!(!beyond.model_below_peak());
     }
 
     #[test]

@@ -22,10 +22,12 @@
 //!
 //! (and the same with the roles swapped). Where a cost is a sum of one part per set — an
 //! OPRF's outputs for the sender's items, an OKVS for the receiver's — this is that sum
-//! exactly (`S(n) − S(m)` is the sender's part, `R(k) − R(m)` the receiver's); where it
-//! grows with the larger set only — a table sized for both, as in PSWW18's circuit — the
-//! edge already equals the diagonal and `w` does not matter; equal sets, and the edges,
-//! are read as measured. A smaller set below `m` is read on the other edge below its first
+//! exactly (`S(n) − S(m)` is the sender's part, `R(k) − R(m)` the receiver's); where it is a
+//! product of one factor per set — KKRT16's hashes, the sender's items times hash
+//! functions and a stash that shrinks as the receiver's set grows (`w` then from a
+//! falling edge) — it is that product exactly too; where it grows with the larger set only
+//! — a table sized for both, as in PSWW18's circuit — the edge already equals the diagonal
+//! and `w` does not matter; equal sets, and the edges, are read as measured. A smaller set below `m` is read on the other edge below its first
 //! segment (its power law), so that a direction carried by that set shrinks with it. A
 //! variant measured on equal sets only is read at the larger set (an upper bound).
 //!
@@ -184,12 +186,13 @@ impl Fit {
         };
         let (edge, other) = (from_base(edge), from_base(other));
         let e = interpolate(&edge, n);
-        let grown = interpolate(&other, n) - base;
+        let end = interpolate(&other, n);
+        let grown = end - base;
         // Within [-1, 1]: a set below m takes off at most what m's makes (the measured
-        // noise of a quantity that hardly grows is not blown up).
-        let w = match grown > 0.0 {
+        // noise of a quantity that hardly moves is not blown up).
+        let w = match grown.abs() > base.abs().max(end.abs()) / 100.0 {
             true => ((interpolate(&other, k) - base) / grown).clamp(-1.0, 1.0),
-            // The smaller set makes no difference on its edge: nor does it here.
+            // The smaller set makes no difference on its edge (less than 1%): nor here.
             false => 0.0,
         };
         (e + (d - e) * w).max(0.0)
@@ -666,5 +669,18 @@ mod tests {
             rows.push(bad);
             assert!(fit(&rows, String::new()).is_err());
         }
+    }
+
+    /// A cost that is a product of one factor per set is that product, also where the
+    /// smaller set's factor falls as it grows (KKRT16's hashes: the sender's items times
+    /// hash functions and a stash that shrinks as the receiver's set grows).
+    #[test]
+    fn a_product_of_one_factor_per_set_is_that_product() {
+        let stash = |r: f64| 3.0 + 64.0 / r.log2();
+        let f = measured(|s, r| (1e-6 * s * stash(r), 10.0 * s * stash(r), 100.0 * r));
+        let (s, r) = ((1u64 << 20) as f64, (1u64 << 17) as f64);
+        let p = f.predict(s, r, None);
+        assert!(close(p.sender_bytes, 10.0 * s * stash(r)), "{p:?}");
+        assert!(close(p.seconds, 1e-6 * s * stash(r)), "{p:?}");
     }
 }
