@@ -365,9 +365,9 @@ struct ParamsCli {
     /// Equal set sizes 2^k for each k (comma-separated).
     #[arg(long, value_delimiter = ',')]
     log2n: Vec<u32>,
-    /// Unequal set sizes as SENDER:RECEIVER (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    sizes: Vec<String>,
+    /// Unequal set sizes as SENDER:RECEIVER, each a number or 2^K (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NS:NR", value_parser = parse_size_pair)]
+    sizes: Vec<(u64, u64)>,
 }
 
 #[derive(Args)]
@@ -454,9 +454,14 @@ struct BenchCli {
     /// (comma-separated: a row for each; default: each the protocol takes).
     #[arg(long, value_delimiter = ',', value_parser = params::SigmaRow::parse)]
     sigma: Vec<params::SigmaRow>,
-    /// Set sizes 2^k (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
+    /// Set sizes 2^k, the same on both sides (comma-separated; default 8,12,16 unless
+    /// --sizes is given).
+    #[arg(long, value_delimiter = ',')]
     log2n: Vec<u32>,
+    /// Set sizes as SENDER:RECEIVER, each a number or 2^K (comma-separated: a row for
+    /// each, after the --log2n rows).
+    #[arg(long, value_delimiter = ',', value_name = "NS:NR", value_parser = parse_size_pair, conflicts_with_all = ["solo", "files", "thunder"])]
+    sizes: Vec<(u64, u64)>,
     /// Threads per party (comma-separated: a row for each count; each at most the cores).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     threads: Vec<usize>,
@@ -520,8 +525,8 @@ struct BenchPartyCli {
     protocol: String,
     #[command(flatten)]
     options: OptionsCli,
-    #[arg(long)]
-    log2n: u32,
+    #[arg(long, value_parser = parse_size_pair)]
+    sizes: (u64, u64),
     #[arg(long)]
     seed: String,
     #[arg(long, default_value_t = 1)]
@@ -553,6 +558,16 @@ struct BenchPartyCli {
     dealer: Option<String>,
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
     timeout: u64,
+}
+
+impl BenchCli {
+    /// `--log2n`, or its default when neither it nor `--sizes` is given.
+    fn log2ns(&self) -> &[u32] {
+        match (&self.log2n[..], &self.sizes[..]) {
+            ([], []) => &[8, 12, 16],
+            (log2n, _) => log2n,
+        }
+    }
 }
 
 impl BenchPartyCli {
@@ -670,13 +685,16 @@ fn serve_dealer(d: DealerCli) -> Result<()> {
     })
 }
 
+/// `--sizes`' SENDER:RECEIVER, each a number or 2^K ([`parse_count`]).
+fn parse_size_pair(s: &str) -> std::result::Result<(u64, u64), String> {
+    let (a, b) = (s.split_once(':'))
+        .ok_or_else(|| format!("'{s}' is not SENDER:RECEIVER like 10000:2^20"))?;
+    Ok((parse_count(a)?, parse_count(b)?))
+}
+
 fn parse_sizes(p: &ParamsCli) -> Result<Vec<(u64, u64)>> {
     let mut sizes: Vec<(u64, u64)> = p.log2n.iter().map(|&k| (1u64 << k, 1u64 << k)).collect();
-    for s in &p.sizes {
-        let bad = || Error::Usage(format!("--sizes wants SENDER:RECEIVER, got '{s}'"));
-        let (a, b) = s.split_once(':').ok_or_else(bad)?;
-        sizes.push((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
-    }
+    sizes.extend(&p.sizes);
     if sizes.is_empty() {
         sizes = [8, 12, 16, 20, 24]
             .iter()
@@ -759,7 +777,7 @@ fn run(command: Command) -> Result<()> {
         }),
         Command::Bench(b) if b.thunder => match b.threads[..] {
             [threads] => bench::bench_thunder(&bench::ThunderOptions {
-                log2ns: &b.log2n,
+                log2ns: b.log2ns(),
                 parties: b.parties,
                 preprocessed: b.preprocessed,
                 workers: &b.workers,
@@ -775,7 +793,8 @@ fn run(command: Command) -> Result<()> {
             protocols: &b.protocol,
             bins: &b.bins,
             sigmas: &b.sigma,
-            log2ns: &b.log2n,
+            log2ns: b.log2ns(),
+            sizes: &b.sizes,
             threads: &b.threads,
             repeat: b.repeat,
             solo: b.solo,
@@ -801,7 +820,10 @@ fn run(command: Command) -> Result<()> {
                         link: b.link()?,
                         protocol: b.protocol,
                         options: b.options.options(),
-                        log2n: b.log2n,
+                        sizes: venn::session::Sizes {
+                            sender: b.sizes.0,
+                            receiver: b.sizes.1,
+                        },
                         seed,
                         threads: b.threads,
                         precompute: b.precompute,

@@ -47,8 +47,8 @@ fn every_partys_peak_is_within_its_memory_model() {
             let model = r[format!("memory_model_{role}_mib")].as_f64().unwrap();
             if rss > model {
                 over.push(format!(
-                    "{} at 2^{}: the {role} peaked at {rss:.0} MiB, its model says {model:.0}",
-                    r["protocol"], r["log2n"]
+                    "{} at {}:{}: the {role} peaked at {rss:.0} MiB, its model says {model:.0}",
+                    r["protocol"], r["n_sender"], r["n_receiver"]
                 ));
             }
         }

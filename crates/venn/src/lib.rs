@@ -31,8 +31,8 @@ pub mod vole;
 pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};
 pub use run::{
-    load_state, memory_needed, precompute, run, run_online, LoadedState, Precomputed, Report,
-    RunOptions, BASE_MEMORY,
+    check_sizes, load_state, memory_needed, precompute, run, run_online, LoadedState, Precomputed,
+    Report, RunOptions, BASE_MEMORY,
 };
 
 /// Computational security parameter κ in bits.

@@ -9,7 +9,9 @@
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
-use crate::protocols::{Context, DealerLink, Options, Output, Phase, Progress, Protocol};
+use crate::protocols::{
+    Context, DealerLink, Options, Output, Parameters, Phase, Progress, Protocol,
+};
 use crate::session::{
     agree_secret, handshake, Confirming, Hello, Mode, Resume, Role, Session, Sizes, WireParams,
 };
@@ -201,8 +203,7 @@ pub fn load_state(path: &Path, opts: &RunOptions) -> Result<LoadedState> {
             opts.role.name()
         )));
     }
-    check_memory(opts, h.sizes)?;
-    if opts.protocol.params(h.sizes, opts.options)?.encode() != h.params {
+    if check_sizes(opts, h.sizes)?.encode() != h.params {
         return Err(Error::State(format!(
             "'{}' was made with other parameters (other options, or another venn release)",
             path.display()
@@ -345,8 +346,7 @@ fn session_in_pool<T>(
     };
     let max_peer = opts.max_peer_items.min(MAX_ITEMS);
     let session = handshake(chan, &hello, max_peer, &mut prg, |sizes| {
-        check_memory(opts, sizes)?;
-        let p = opts.protocol.params(sizes, opts.options)?;
+        let p = check_sizes(opts, sizes)?;
         Ok(WireParams {
             encoding: p.encode(),
             shown: p.table().to_string(),
@@ -403,6 +403,15 @@ pub fn memory_needed(opts: &RunOptions, sizes: Sizes) -> u64 {
         sizes,
         opts.options,
     ))
+}
+
+/// The parameters of a run of `sizes` by the party `opts` describes, or why it refuses
+/// them: more memory than `--max-memory` allows here, or sizes the protocol does not take
+/// (kbm23's field, a filter past 2^32 bits, ...). The handshake decides with it on the
+/// sizes both parties announced, and `venn plan` before it lists a protocol.
+pub fn check_sizes(opts: &RunOptions, sizes: Sizes) -> Result<Box<dyn Parameters>> {
+    check_memory(opts, sizes)?;
+    opts.protocol.params(sizes, opts.options)
 }
 
 /// Refuses sizes whose run would need more than `--max-memory` here (a peer

@@ -11,7 +11,7 @@ mod thunder;
 
 pub use network::{parse_net, parse_net_arg};
 use party::PartyResult;
-pub use party::{BenchParty, Link};
+pub use party::{bench_input_memory, BenchParty, Link};
 use serde::{Deserialize, Serialize};
 use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 pub use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
 use venn::protocols::{find, Bins, Offline, Options, Stash};
-use venn::session::Role;
+use venn::session::{Role, Sizes};
 use venn::{Error, Result};
 
 /// One row of the benchmark table (what `--json` prints, and `venn plan --fit` reads).
@@ -29,7 +29,9 @@ pub struct Row {
     pub protocol: String,
     /// Whether the link was TLS 1.3 (`--tls`) rather than plain TCP.
     pub tls: bool,
-    pub log2n: u32,
+    /// The sender's and the receiver's set sizes.
+    pub n_sender: u64,
+    pub n_receiver: u64,
     pub threads: usize,
     /// The emulated network (`--net`, as given), if any.
     #[serde(default)]
@@ -55,6 +57,30 @@ pub struct Row {
     pub precomputed: bool,
     pub state_mib_sender: Option<f64>,
     pub state_mib_receiver: Option<f64>,
+}
+
+impl Row {
+    /// The set sizes: `2^K` for equal sets of 2^K, else SENDER:RECEIVER, each `2^K` or
+    /// the number.
+    pub fn sizes_text(&self) -> String {
+        let count = |n: u64| match n.is_power_of_two() {
+            true => format!("2^{}", n.ilog2()),
+            false => n.to_string(),
+        };
+        match (self.n_sender, self.n_receiver) {
+            (s, r) if s == r && s.is_power_of_two() => count(s),
+            (s, r) => format!("{}:{}", count(s), count(r)),
+        }
+    }
+
+    /// The table's `log2n` column: K for equal sets of 2^K (the `--log2n` given), else
+    /// [`Row::sizes_text`].
+    fn log2n_column(&self) -> String {
+        let text = self.sizes_text();
+        text.strip_prefix("2^")
+            .filter(|k| !k.contains(':'))
+            .map_or(text.clone(), str::to_string)
+    }
 }
 
 /// A protocol with the options of its rows.
@@ -94,7 +120,7 @@ fn cpu_line() -> String {
 #[derive(Clone, Copy)]
 struct Spawn<'a> {
     variant: Variant<'a>,
-    log2n: u32,
+    sizes: Sizes,
     seed: Block,
     threads: usize,
     timeout: u64,
@@ -104,7 +130,7 @@ struct Spawn<'a> {
 fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::Child> {
     let Spawn {
         variant,
-        log2n,
+        sizes,
         seed,
         threads,
         timeout,
@@ -120,8 +146,8 @@ fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<std::process::C
         ])
         .args(variant.options.args())
         .args([
-            "--log2n",
-            &log2n.to_string(),
+            "--sizes",
+            &format!("{}:{}", sizes.sender, sizes.receiver),
             "--seed",
             &format!("{seed:032x}"),
         ])
@@ -219,7 +245,7 @@ fn tls_identities(dir: &Path) -> Result<()> {
 /// Runs one protocol at one n on items drawn from `seed`, each party doing `attached`
 /// besides; over TLS with the identities in `tls` if given.
 fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Row> {
-    let (protocol, log2n, threads) = (spawn.variant.label(), spawn.log2n, spawn.threads);
+    let (protocol, sizes, threads) = (spawn.variant.label(), spawn.sizes, spawn.threads);
     let link = |endpoint: [&str; 2], role| -> Vec<String> {
         let mut v: Vec<String> = endpoint.iter().map(|s| s.to_string()).collect();
         if let Some(dir) = tls {
@@ -269,7 +295,8 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
     Ok(Row {
         protocol,
         tls: tls.is_some(),
-        log2n,
+        n_sender: sizes.sender,
+        n_receiver: sizes.receiver,
         threads,
         net: spawn.net.map(str::to_string),
         offline_s: s.offline_s.max(r.offline_s),
@@ -311,6 +338,9 @@ pub struct BenchOptions<'a> {
     /// take).
     pub sigmas: &'a [crate::params::SigmaRow],
     pub log2ns: &'a [u32],
+    /// Unequal set sizes, (sender, receiver): a row for each after the `log2ns`' (only
+    /// for the protocols' runs, not `--solo` or `--files`).
+    pub sizes: &'a [(u64, u64)],
     /// Threads per party; one row per count.
     pub threads: &'a [usize],
     /// Runs per row; the row shows the run with the median total time.
@@ -348,6 +378,25 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             protocols.push(Variant { name, options });
         }
     }
+    let mut sizes: Vec<Sizes> = (o.log2ns.iter())
+        .map(
+            |&k| match 1u64.checked_shl(k).filter(|&n| n <= venn::MAX_ITEMS) {
+                Some(n) => Ok(Sizes {
+                    sender: n,
+                    receiver: n,
+                }),
+                None => Err(Error::Usage(format!(
+                    "--log2n {k}: more than the supported {} items",
+                    venn::MAX_ITEMS
+                ))),
+            },
+        )
+        .collect::<Result<_>>()?;
+    sizes.extend(
+        o.sizes
+            .iter()
+            .map(|&(sender, receiver)| Sizes { sender, receiver }),
+    );
     if o.files {
         if let Some(v) = protocols.iter().find(|v| v.options != Options::default()) {
             return Err(Error::Usage(format!(
@@ -410,7 +459,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             out!("(a +tls row ran over TLS 1.3, interleaved with the plaintext runs; x plain compares them)");
         }
     }
-    for &log2n in o.log2ns {
+    for &sizes in &sizes {
         for &threads in &thread_counts {
             let mut at_n: Vec<Row> = Vec::new();
             for &p in &protocols {
@@ -419,7 +468,7 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                     for (i, tls) in variants.iter().enumerate() {
                         let spawn = Spawn {
                             variant: p,
-                            log2n,
+                            sizes,
                             seed: venn::crypto::Prg::from_entropy().block(),
                             threads,
                             timeout: o.timeout,
@@ -450,8 +499,10 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
                 }
                 if !row.verified {
                     return Err(Error::Bench(format!(
-                        "{} at n = 2^{} returned a wrong intersection ({} items)",
-                        row.protocol, row.log2n, row.intersection
+                        "{} at n = {} returned a wrong intersection ({} items)",
+                        row.protocol,
+                        row.sizes_text(),
+                        row.intersection
                     )));
                 }
                 rows.push(row);
@@ -507,7 +558,7 @@ fn print_row(row: &Row) {
     };
     out!(
         "{:<18} {:>5} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>10.2} {:>10.2} {:>13} {:>13} {:>8} {:>8} {:>8}{extra}",
-        name, row.log2n, row.threads, row.offline_s, row.online_s, row.total_s,
+        name, row.log2n_column(), row.threads, row.offline_s, row.online_s, row.total_s,
         row.mib_sender_to_receiver, row.mib_receiver_to_sender,
         // Each party's peak RSS over its memory model's figure, in MiB (`87/130`).
         format!("{}/{:.0}", opt(row.peak_rss_sender_mib, 0), row.memory_model_sender_mib),

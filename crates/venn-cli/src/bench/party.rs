@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::{find, DealerLink, Options, Output, Sizes};
+use venn::protocols::{find, DealerLink, Options, Output, Protocol, Sizes};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 use venn_app::transport::Transport;
@@ -31,6 +31,27 @@ pub struct PartyResult {
     pub phases: Vec<(String, f64)>,
 }
 
+/// The room a benchmark key takes: 16 random bytes, or a σ-bit integer's decimal digits
+/// (at most 20, for σ ≤ 64).
+const KEY_BYTES: usize = 16;
+const INTEGER_BYTES: usize = 20;
+
+/// What a benchmark party's input holds ([`Items::memory`]) with `n` items of its own,
+/// known before they are made: the room [`bench_items`] or [`bench_integers`] take for
+/// them, and the values of a sum's sender ([`bench_values`]). `venn plan` counts it beside
+/// the protocol's memory model, as `venn bench` does.
+pub fn bench_input_memory(protocol: &dyn Protocol, options: Options, role: Role, n: u64) -> u64 {
+    let key = match options.sigma {
+        Some(_) => INTEGER_BYTES,
+        None => KEY_BYTES,
+    };
+    let values = match role {
+        Role::Sender if protocol.accepts().value_columns > 0 => std::mem::size_of::<u64>(),
+        _ => 0,
+    };
+    n * (key + std::mem::size_of::<usize>() + values) as u64
+}
+
 /// Item `i` of a party's benchmark set: receiver items at even, sender items at odd
 /// positions are shared (`shared(i / 2)`); the rest are the party's own.
 pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
@@ -43,7 +64,7 @@ pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
         Role::Receiver => 2,
         Role::Sender => 1,
     };
-    let mut items = Items::with_capacity(n, 16 * n);
+    let mut items = Items::with_capacity(n, KEY_BYTES * n);
     let mut buf = vec![0 as Block; 4096];
     for first in (0..n).step_by(buf.len()) {
         let count = (n - first).min(buf.len());
@@ -84,7 +105,7 @@ pub fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
         Role::Receiver => (0, 1),
         Role::Sender => (1, 2),
     };
-    let mut items = Items::with_capacity(n, 20 * n);
+    let mut items = Items::with_capacity(n, INTEGER_BYTES * n);
     for i in 0..n as u64 {
         let v = if i % 2 == shared_parity {
             3 * (i / 2)
@@ -108,13 +129,17 @@ fn bench_values(seed: Block, n: usize) -> Vec<u64> {
     (0..n).map(|i| bench_value(&aes, i)).collect()
 }
 
-/// The sum (mod 2^64) of the sender's values over the intersection: its odd items are
-/// the shared ones.
-fn bench_sum(seed: Block, n: usize) -> u64 {
+/// The sum (mod 2^64) of the sender's values over an intersection of `count` items: its
+/// odd items are the shared ones, the first `count` of them in the receiver's set.
+fn bench_sum(seed: Block, count: usize) -> u64 {
     let aes = Aes::new(seed ^ VALUE_KEY);
-    (1..n)
-        .step_by(2)
-        .fold(0u64, |s, i| s.wrapping_add(bench_value(&aes, i)))
+    (0..count).fold(0u64, |s, k| s.wrapping_add(bench_value(&aes, 2 * k + 1)))
+}
+
+/// The size of the intersection of the benchmark sets of `sizes`: the shared items at the
+/// receiver's even positions and the sender's odd ones that both sets reach.
+pub fn bench_intersection(sizes: Sizes) -> usize {
+    (sizes.receiver.div_ceil(2)).min(sizes.sender / 2) as usize
 }
 
 /// Separates the values' key from the items'.
@@ -146,7 +171,8 @@ pub struct BenchParty {
     pub role: Role,
     pub protocol: String,
     pub options: Options,
-    pub log2n: u32,
+    /// Both parties' set sizes (this party's items are its own of them).
+    pub sizes: Sizes,
     pub seed: Block,
     pub threads: usize,
     pub link: Link,
@@ -187,7 +213,11 @@ impl BenchParty {
     /// recorded or replayed run seeds the PRG from `seed`, so that the replay repeats it.
     pub fn run(self) -> Result<()> {
         let protocol = find(&self.protocol)?;
-        let n = 1usize << self.log2n;
+        let sizes = self.sizes;
+        let (n, n_peer) = match self.role {
+            Role::Sender => (sizes.sender as usize, sizes.receiver),
+            Role::Receiver => (sizes.receiver as usize, sizes.sender),
+        };
         let items = match self.options.sigma {
             Some(sigma) => bench_integers(self.seed, self.role, n, sigma),
             None => bench_items(self.seed, self.role, n),
@@ -206,7 +236,7 @@ impl BenchParty {
             role: self.role,
             both: false,
             options: self.options,
-            max_peer_items: n as u64,
+            max_peer_items: n_peer,
             max_memory: u64::MAX,
             input_memory: items.memory(),
             threads: self.threads,
@@ -271,16 +301,18 @@ impl BenchParty {
                 report
             }
         };
-        // The receiver's even items are the intersection: its indices, or their number.
+        // The receiver's first even items are the intersection: its indices, or their
+        // number.
+        let shared = bench_intersection(sizes);
         let (intersection, verified) = match &report.output {
             Output::Indices(ix) => (
                 Some(ix.len()),
-                Some(ix.len() == n.div_ceil(2) && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
+                Some(ix.len() == shared && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
             ),
-            Output::Count(c) => (Some(*c as usize), Some(*c as usize == n.div_ceil(2))),
+            Output::Count(c) => (Some(*c as usize), Some(*c as usize == shared)),
             Output::Sum { count, sums } => (
                 Some(*count as usize),
-                Some(*count as usize == n.div_ceil(2) && sums[..] == [bench_sum(self.seed, n)]),
+                Some(*count as usize == shared && sums[..] == [bench_sum(self.seed, shared)]),
             ),
             _ => (None, None),
         };
@@ -290,13 +322,7 @@ impl BenchParty {
             sent: report.traffic.sent,
             received: report.traffic.received,
             peak_rss: peak_rss(),
-            memory_needed: venn::memory_needed(
-                &opts,
-                Sizes {
-                    sender: n as u64,
-                    receiver: n as u64,
-                },
-            ),
+            memory_needed: venn::memory_needed(&opts, sizes),
             intersection,
             verified,
             state_bytes: state.map(|s| s.0),
@@ -309,5 +335,39 @@ impl BenchParty {
         };
         out!("{}", serde_json::to_string(&result).expect("serialisable"));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `venn plan` counts for a benchmark party's input is what its items hold: keys,
+    /// σ-bit integers, and a sum's sender's values.
+    #[test]
+    fn the_input_memory_is_known_before_the_items_are_made() {
+        let seed = 7;
+        let n = 1000;
+        for (name, sigma) in [("rr22", None), ("kbm23", Some(32)), ("rr22-sum", None)] {
+            let p = find(name).unwrap();
+            let options = Options {
+                sigma,
+                ..Options::default()
+            };
+            for role in [Role::Sender, Role::Receiver] {
+                let items = match sigma {
+                    Some(s) => bench_integers(seed, role, n, s),
+                    None => bench_items(seed, role, n),
+                };
+                let items = match role {
+                    Role::Sender if p.accepts().value_columns > 0 => {
+                        items.with_values(bench_values(seed, n)).unwrap()
+                    }
+                    _ => items,
+                };
+                let known = bench_input_memory(p, options, role, n as u64);
+                assert_eq!(known, items.memory(), "{name} {role:?}");
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 use super::{bench_one, last_json, spawn_party, Attached, ScratchDir, Spawn, Variant};
 use serde::Serialize;
 use std::path::Path;
-use venn::session::Role;
+use venn::session::{Role, Sizes};
 use venn::{Error, Result};
 
 /// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
@@ -40,9 +40,13 @@ pub fn bench_solo(
     let dir = ScratchDir::new()?;
     let seed = venn::crypto::Prg::from_entropy().block();
     let protocol = variant.label();
+    let n = 1u64 << log2n;
     let spawn = Spawn {
         variant,
-        log2n,
+        sizes: Sizes {
+            sender: n,
+            receiver: n,
+        },
         seed,
         threads: threads[0],
         timeout,

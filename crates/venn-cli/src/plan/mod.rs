@@ -2,13 +2,15 @@
 //! the output asked for against the adversary asked for, with its predicted time, traffic
 //! and memory per party for the given set sizes, network and cores, and recommends one.
 //!
-//! Time and traffic come from the cost model ([`model`]) fitted to `venn bench` rows of
-//! this build (`costs.json`, refreshed by `scripts/plan-fit.sh`); memory is each
-//! protocol's own memory model, the figure `--max-memory` is held to.
+//! Time, traffic and each party's peak memory come from the cost model ([`model`]) fitted
+//! to `venn bench` rows of this build (`costs.json`, refreshed by `scripts/plan-fit.sh`),
+//! for both set sizes; beside the peak, the figure `--max-memory` is held to: the
+//! protocol's own memory model and the process's base, with the input as `venn bench`
+//! holds it (16-byte keys), never less than the peak of that run.
 
 mod model;
 
-use crate::bench::Row;
+use crate::bench::{bench_input_memory, Row};
 use model::{Costs, Fit, Net, Predicted};
 use serde::Serialize;
 use venn::protocols::{registry, Offline, Options, OutputKind, Protocol, Security};
@@ -49,7 +51,8 @@ struct Candidate {
     threads: usize,
     #[serde(flatten)]
     predicted: Predicted,
-    /// Each party's memory by the protocol's own model, in bytes.
+    /// Each party's memory by the protocol's own model with the base and a benchmark's
+    /// input ([`venn::memory_needed`]): what `--max-memory` must allow, in bytes.
     sender_memory: u64,
     receiver_memory: u64,
     /// Why it is not recommended whatever its speed, if it is not.
@@ -57,6 +60,17 @@ struct Candidate {
 }
 
 impl Candidate {
+    /// Whether either party's predicted peak passes its memory model's figure (by more
+    /// than the measurements' noise, 5%): a model too low for these sizes. Not where the
+    /// peak is read beyond the sizes measured: a cost per item that falls with the other
+    /// set (KKRT16's stash) is then read too high.
+    fn model_below_peak(&self) -> bool {
+        let p = &self.predicted;
+        !p.extrapolated
+            && (p.sender_peak > 1.05 * self.sender_memory as f64
+                || p.receiver_peak > 1.05 * self.receiver_memory as f64)
+    }
+
     /// The protocol as `venn send/receive` take it.
     fn label(&self) -> String {
         match self.flags.as_str() {
@@ -106,20 +120,32 @@ fn listed(p: &'static dyn Protocol, sigmas: &[Option<u32>]) -> Vec<(Options, Str
         .collect()
 }
 
-/// Every eligible variant, predicted, fastest first.
-fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
+/// What `venn plan` found: the variants it lists, and why the others it would have listed
+/// refuse the sizes.
+struct Found {
+    /// Every eligible variant that takes the sizes, predicted, fastest first.
+    candidates: Vec<Candidate>,
+    /// The refusals of the eligible variants that do not (each once).
+    refused: Vec<String>,
+}
+
+/// Every eligible variant, predicted, fastest first: only those that take the sizes, as
+/// the handshake decides ([`venn::check_sizes`]).
+fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Found> {
     let net = Net::parse(o.net)?;
     let (sender, receiver) = match o.role {
         Role::Sender => (o.n_self, o.n_peer),
         Role::Receiver => (o.n_peer, o.n_self),
     };
-    // Fitted on equal sets: an unequal pair is read at the larger (an upper bound).
-    let n = sender.max(receiver) as f64;
+    let sizes = Sizes { sender, receiver };
     let sigmas: &[Option<u32>] = match o.sigma {
         Some(s) => &[None, Some(s)],
         None => &[None],
     };
-    let mut out = Vec::new();
+    let mut found = Found {
+        candidates: Vec::new(),
+        refused: Vec::new(),
+    };
     for &p in registry() {
         if !eligible(p, o.threat, o.output) {
             continue;
@@ -128,37 +154,59 @@ fn candidates(o: &PlanOptions, costs: &Costs) -> Result<Vec<Candidate>> {
             let Some(fit) = fit_for(costs, &label, o.cores) else {
                 continue;
             };
-            let memory = |role| {
-                let opts = RunOptions {
-                    protocol: p,
-                    role,
-                    both: false,
-                    options,
-                    max_peer_items: venn::MAX_ITEMS,
-                    max_memory: u64::MAX,
-                    input_memory: 0,
-                    threads: fit.threads,
-                    seed: None,
-                    progress: None,
-                    dealer: None,
-                    upload_deadline: None,
-                };
-                venn::memory_needed(&opts, Sizes { sender, receiver })
-            };
-            out.push(Candidate {
+            let opts = |role| run_options(p, options, fit.threads, sizes, role);
+            if let Err(e) = venn::check_sizes(&opts(o.role), sizes) {
+                let why = e.to_string();
+                if !found.refused.contains(&why) {
+                    found.refused.push(why);
+                }
+                continue;
+            }
+            let memory = |role| venn::memory_needed(&opts(role), sizes);
+            found.candidates.push(Candidate {
                 protocol: p.info().name.to_string(),
                 flags: options.flags(),
                 security: p.info().security.name(),
                 threads: fit.threads,
-                predicted: fit.predict(n, Some(net)),
+                predicted: fit.predict(sender as f64, receiver as f64, Some(net)),
                 sender_memory: memory(Role::Sender),
                 receiver_memory: memory(Role::Receiver),
                 caveat: caveat(options),
             });
         }
     }
-    out.sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
-    Ok(out)
+    (found.candidates).sort_by(|a, b| a.predicted.seconds.total_cmp(&b.predicted.seconds));
+    Ok(found)
+}
+
+/// How `role` of `p` runs `sizes` for `venn plan`: with no limits, and the input as
+/// `venn bench` holds it, so that [`venn::memory_needed`] is what `--max-memory` must
+/// allow for that run.
+fn run_options(
+    p: &'static dyn Protocol,
+    options: Options,
+    threads: usize,
+    sizes: Sizes,
+    role: Role,
+) -> RunOptions<'static> {
+    let own = match role {
+        Role::Sender => sizes.sender,
+        Role::Receiver => sizes.receiver,
+    };
+    RunOptions {
+        protocol: p,
+        role,
+        both: false,
+        options,
+        max_peer_items: venn::MAX_ITEMS,
+        max_memory: u64::MAX,
+        input_memory: bench_input_memory(p, options, role, own),
+        threads,
+        seed: None,
+        progress: None,
+        dealer: None,
+        upload_deadline: None,
+    }
 }
 
 /// What keeps a variant from being recommended, however fast.
@@ -222,12 +270,16 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
             "this build's cost model is empty: run scripts/plan-fit.sh and rebuild".into(),
         ));
     }
-    let list = candidates(o, &costs)?;
+    let Found {
+        candidates: list,
+        refused,
+    } = candidates(o, &costs)?;
     let recommended = recommend(&list, o.net);
     if o.json {
         let out = serde_json::json!({
             "measured": costs.measured,
             "candidates": list,
+            "refused": refused,
             "recommended": recommended,
         });
         println!(
@@ -256,27 +308,40 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
         costs.measured
     );
     if list.is_empty() {
-        println!("no protocol here gives that output against that adversary");
+        let sizes = if refused.is_empty() {
+            ""
+        } else {
+            " at these sizes"
+        };
+        println!("no protocol here gives that output against that adversary{sizes}");
+        print_refused(&refused);
         return Ok(());
     }
     println!(
-        "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}",
-        "protocol", "security", "time", "of it net", "traffic MiB s→r/r→s", "memory MiB s/r"
+        "{:<40} {:<12} {:>9} {:>9} {:>21} {:>14} {:>15}",
+        "protocol",
+        "security",
+        "time",
+        "of it net",
+        "traffic MiB s→r/r→s",
+        "peak MiB s/r",
+        "model MiB s/r"
     );
     for c in &list {
         let p = &c.predicted;
         println!(
-            "{:<40} {:<12} {:>9} {:>9} {:>21} {:>19}{}",
+            "{:<40} {:<12} {:>9} {:>9} {:>21} {:>14} {:>15}{}",
             c.label(),
             c.security,
             seconds(p.seconds) + if p.extrapolated { "*" } else { "" },
             seconds(p.network_seconds),
             format!("{:.1} / {:.1}", mib(p.sender_bytes), mib(p.receiver_bytes)),
+            format!("{:.0} / {:.0}", mib(p.sender_peak), mib(p.receiver_peak)),
             format!(
                 "{:.0} / {:.0}",
                 mib(c.sender_memory as f64),
                 mib(c.receiver_memory as f64)
-            ),
+            ) + if c.model_below_peak() { "!" } else { "" },
             c.caveat.map_or(String::new(), |w| format!("  ({w})")),
         );
     }
@@ -294,16 +359,29 @@ pub fn plan(o: &PlanOptions) -> Result<()> {
     if list.iter().any(|c| c.predicted.extrapolated) {
         println!("* beyond the largest set measured: read at its last cost per item");
     }
-    if o.n_self != o.n_peer {
+    println!(
+        "peak: as measured with 16-byte keys (a file's other columns add to it); model: what \
+         --max-memory must allow"
+    );
+    if list.iter().any(Candidate::model_below_peak) {
         println!(
-            "the fit is of equal sets: an unequal pair is predicted at the larger (an upper bound)"
+            "! the peak predicted passes the protocol's memory model: --max-memory would accept \
+             a run that takes more, so allow the peak"
         );
     }
+    print_refused(&refused);
     match recommended {
         Some(why) => println!("\nrecommended: {why}"),
         None => println!("\nno protocol without a third party gives that"),
     }
     Ok(())
+}
+
+/// Why the eligible protocols left out refuse the sizes (their handshake's words).
+fn print_refused(refused: &[String]) {
+    for why in refused {
+        println!("not listed: {why}");
+    }
 }
 
 /// The rows of `venn bench --json` outputs.
@@ -330,34 +408,90 @@ pub fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
     Ok(())
 }
 
+/// The variant of `venn bench`'s label `label` that `venn plan` may list.
+fn variant(label: &str) -> Option<(&'static dyn Protocol, Options)> {
+    (registry().iter())
+        .flat_map(|&p| {
+            listed(p, &[None, Some(32), Some(64)])
+                .into_iter()
+                .map(move |v| (p, v))
+        })
+        .find(|(_, (_, l))| l == label)
+        .map(|(p, (options, _))| (p, options))
+}
+
 /// `venn plan --check`: each row of `venn bench --json` outputs beside what the committed
-/// fit predicts for it.
+/// fit predicts for it — its time, each direction's traffic and each party's peak — and
+/// what `--max-memory` must allow beside the peak (a ratio of at least 1).
 pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
     let costs = costs();
     println!(
-        "{:<24} {:>5} {:>7} {:<14} {:>10} {:>10} {:>7}",
-        "protocol", "log2n", "threads", "net", "measured", "predicted", "ratio"
+        "{:<24} {:>13} {:>7} {:<14} {:<12} {:>10} {:>10} {:>7}",
+        "protocol", "sets", "threads", "net", "figure", "measured", "predicted", "ratio"
     );
     for r in bench_rows(files)?
         .iter()
         .filter(|r| !r.tls && !r.precomputed)
     {
-        let Some(fit) = fit_for(&costs, &r.protocol, r.threads) else {
+        let (Some(fit), Some((protocol, options))) = (
+            fit_for(&costs, &r.protocol, r.threads),
+            variant(&r.protocol),
+        ) else {
             println!("{:<24} not in the fit", r.protocol);
             continue;
         };
         let net = r.net.as_deref().map(Net::parse).transpose()?;
-        let p = fit.predict((1u64 << r.log2n) as f64, net);
-        println!(
-            "{:<24} {:>5} {:>7} {:<14} {:>10.3} {:>10.3} {:>7.2}",
-            r.protocol,
-            r.log2n,
-            r.threads,
-            r.net.as_deref().unwrap_or("loopback"),
-            r.total_s,
-            p.seconds,
-            p.seconds / r.total_s
-        );
+        let p = fit.predict(r.n_sender as f64, r.n_receiver as f64, net);
+        let sizes = Sizes {
+            sender: r.n_sender,
+            receiver: r.n_receiver,
+        };
+        let model = |role| {
+            let opts = run_options(protocol, options, r.threads, sizes, role);
+            mib(venn::memory_needed(&opts, sizes) as f64)
+        };
+        let peak = |mib: Option<f64>| mib.unwrap_or(f64::NAN);
+        let figures = [
+            ("seconds", r.total_s, p.seconds),
+            ("MiB s→r", r.mib_sender_to_receiver, mib(p.sender_bytes)),
+            ("MiB r→s", r.mib_receiver_to_sender, mib(p.receiver_bytes)),
+            (
+                "peak MiB s",
+                peak(r.peak_rss_sender_mib),
+                mib(p.sender_peak),
+            ),
+            (
+                "peak MiB r",
+                peak(r.peak_rss_receiver_mib),
+                mib(p.receiver_peak),
+            ),
+            (
+                "model MiB s",
+                peak(r.peak_rss_sender_mib),
+                model(Role::Sender),
+            ),
+            (
+                "model MiB r",
+                peak(r.peak_rss_receiver_mib),
+                model(Role::Receiver),
+            ),
+        ];
+        for (i, (figure, measured, predicted)) in figures.into_iter().enumerate() {
+            let [protocol, sets, threads, net] = match i {
+                0 => [
+                    r.protocol.clone(),
+                    r.sizes_text(),
+                    r.threads.to_string(),
+                    r.net.as_deref().unwrap_or("loopback").to_string(),
+                ],
+                _ => Default::default(),
+            };
+            println!(
+                "{protocol:<24} {sets:>13} {threads:>7} {net:<14} {figure:<12} {measured:>10.3} \
+                 {predicted:>10.3} {:>7.2}",
+                predicted / measured
+            );
+        }
     }
     Ok(())
 }
@@ -380,8 +514,8 @@ mod tests {
         }
     }
 
-    /// The committed fit covers every variant `venn plan` may list, at 1 and 2 threads: a
-    /// protocol added without a refit fails here.
+    /// The committed fit covers every variant `venn plan` may list, at 1 and 2 threads, on
+    /// equal and unequal sets: a protocol added without a refit fails here.
     #[test]
     fn every_eligible_variant_is_fitted() {
         let costs = costs();
@@ -393,9 +527,14 @@ mod tests {
                 for threads in [1, 2] {
                     let fit =
                         (costs.fits.iter()).find(|f| f.protocol == label && f.threads == threads);
+                    let Some(fit) = fit else {
+                        panic!("{label} at {threads} threads is not in costs.json");
+                    };
                     assert!(
-                        fit.is_some(),
-                        "{label} at {threads} threads is not in costs.json"
+                        fit.small_log2n.is_some()
+                            && !fit.larger_sender.is_empty()
+                            && !fit.larger_receiver.is_empty(),
+                        "{label} at {threads} threads was not measured on unequal sets"
                     );
                 }
             }
@@ -411,7 +550,8 @@ mod tests {
             &asked(Security::Malicious, OutputKind::Indices, None),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         assert!(malicious.iter().any(|c| c.protocol == "rr22-m"));
         assert!(malicious
             .iter()
@@ -420,7 +560,8 @@ mod tests {
             &asked(Security::SemiHonest, OutputKind::Count, None),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         let names: Vec<&str> = counts.iter().map(|c| c.protocol.as_str()).collect();
         assert!(
             names.contains(&"psww18-ca") && names.contains(&"dgt12-ca"),
@@ -439,7 +580,8 @@ mod tests {
             &asked(Security::SemiHonest, OutputKind::Indices, Some(32)),
             &costs,
         )
-        .unwrap();
+        .unwrap()
+        .candidates;
         assert!(semi
             .windows(2)
             .all(|w| w[0].predicted.seconds <= w[1].predicted.seconds));
@@ -455,6 +597,36 @@ mod tests {
             "{}",
             rr22.receiver_memory
         );
+    }
+
+    /// A predicted peak above the memory model's figure (more than noise) is flagged.
+    #[test]
+    fn a_memory_model_below_the_peak_is_flagged() {
+        let mib = 1u64 << 20;
+        let with = |sender_peak: u64, receiver_peak: u64| Candidate {
+            protocol: "kkrt16".into(),
+            flags: String::new(),
+            security: "semi-honest",
+            threads: 1,
+            predicted: Predicted {
+                seconds: 1.0,
+                network_seconds: 0.0,
+                sender_bytes: 0.0,
+                receiver_bytes: 0.0,
+                sender_peak: (sender_peak * mib) as f64,
+                receiver_peak: (receiver_peak * mib) as f64,
+                extrapolated: false,
+            },
+            sender_memory: 100 * mib,
+            receiver_memory: 200 * mib,
+            caveat: None,
+        };
+        assert!(!with(104, 200).model_below_peak());
+        assert!(with(106, 10).model_below_peak());
+        assert!(with(10, 211).model_below_peak());
+        let mut beyond = with(106, 10);
+        beyond.predicted.extrapolated = true;
+        assert!(!beyond.model_below_peak());
     }
 
     #[test]
