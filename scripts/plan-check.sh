@@ -11,8 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venn=${VENN_BIN:-target/release/venn}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# The rows measured are kept here (`venn plan --check` reads them again after a refit).
+out=target/plan-check
+mkdir -p "$out"
 fast=rr22,rr22-m,kkrt16,pssz15,rr17-de,rr17-ec,dcw13
 "$venn" bench --json --repeat 3 --protocol "$fast" --log2n 17 --threads 1 > "$out/1.json"
 "$venn" bench --json --repeat 3 --protocol "$fast" --log2n 19 --threads 2 --net lan > "$out/2.json"

@@ -132,3 +132,41 @@ fn a_run_accepted_under_max_memory_peaks_within_it() {
         peak >> 20
     );
 }
+
+/// A sender of 2^17 keys against a receiver of 1000, under a `--max-memory` its model
+/// accepts: KKRT16's, PSSZ15's and RR17's senders worked on a small receiver's rows (or
+/// filter) all at once and peaked past it (KKRT16 about 160 MiB, its model 115); each
+/// now stays within what it was allowed, with the intersection found.
+#[test]
+fn a_sender_against_a_small_receiver_peaks_within_max_memory() {
+    let dir = tmp();
+    let sender = write(dir.path(), "s.csv", &short_keys(1 << 17, 1));
+    let receiver = write(dir.path(), "r.csv", &short_keys(1000, 7));
+    for (protocol, budget) in [("kkrt16", 140u64), ("pssz15", 150), ("rr17-bloom", 190)] {
+        let out = dir.path().join(format!("{protocol}.csv"));
+        let (r, addr) = spawn_listening(&[
+            "receive",
+            "--protocol",
+            protocol,
+            "--input",
+            receiver.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        let max = format!("{budget}M");
+        let (s, peak) = output_and_peak(
+            venn()
+                .args(["send", "--protocol", protocol, "--input"])
+                .arg(&sender)
+                .args(["--max-memory", &max, "--connect", &addr]),
+        );
+        let r = wait_listening(r);
+        assert_success(&[&s, &r]);
+        assert!(stderr(&r).contains("1000 rows written"), "{}", stderr(&r));
+        assert!(
+            peak <= budget << 20,
+            "{protocol}: accepted under {budget} MiB, peaked at {} MiB",
+            peak >> 20
+        );
+    }
+}

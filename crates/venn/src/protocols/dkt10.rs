@@ -66,7 +66,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
             security: Security::Malicious,
             output: OutputKind::Indices,
             peer_item_bytes: 64,
-            own_item_bytes: 2048,
+            // Measured: 635 MiB at 2^18 items each (2048 here came to 598 with the base).
+            own_item_bytes: 2560,
         },
     ],
 };
