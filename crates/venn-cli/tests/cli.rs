@@ -1258,7 +1258,9 @@ fn plan_predicts_unequal_sets_from_each_sets_part() {
     let near = plan("1000000");
     let within = |c: &&serde_json::Value| c["extrapolated"] == false;
     assert!(
-        near.iter().filter(within).any(|c| c["protocol"] == "kkrt16"),
+        near.iter()
+            .filter(within)
+            .any(|c| c["protocol"] == "kkrt16"),
         "kkrt16 is read within the sizes measured"
     );
     for c in near.iter().filter(within) {
