@@ -376,7 +376,7 @@ fn dkt10_through_the_binary() {
     );
 }
 
-/// Issue 32: kbm23 on ordinary keys (hashed, no `--sigma`) hung at 1,000 rows: each party
+/// kbm23 on ordinary keys (hashed, no `--sigma`) hung at 1,000 rows: each party
 /// waited for the other to read what it had sent. At 2^12 a party's offline messages are
 /// tens of megabytes, well past what the sockets hold.
 #[test]
@@ -544,7 +544,7 @@ fn demo_and_params_run() {
     );
 }
 
-/// Issue 10: `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ
+/// `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ
 /// from the recomputed Fig. 5 (spec §3.5: the paper's LAN row belongs to m = n/3), the OT
 /// counts m·μ, ℓ_h = 76 + log2 m and, for dual execution, v = λ + 2 log2(nμ) in bytes.
 #[test]

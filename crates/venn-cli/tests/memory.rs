@@ -1,6 +1,6 @@
 //! `--max-memory` as a ceiling for the whole process.
 //!
-//! Issue 32: each protocol's memory model — the figure a party's `--max-memory` is held to
+//! Each protocol's memory model — the figure a party's `--max-memory` is held to
 //! before anything is allocated ([`venn::memory_needed`]) — bounds what its parties really
 //! use. `venn bench` measures each party's peak RSS in its own process beside the model's
 //! figure, for every protocol and variant at 2^12 and 2^15: a model that grows slower than

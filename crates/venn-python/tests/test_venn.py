@@ -340,7 +340,7 @@ def test_protocol_options_reach_the_protocol():
 
 @pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
 def test_defaults_are_the_command_lines():
-    """Issue 32: every default the two front ends share is the same (Python's
+    """Every default the two front ends share is the same (Python's
     max_peer_items was 2^31, the CLI's 2^24): a party made with no options runs with what
     ``venn send --help`` says, and with half of physical memory as its memory cap."""
     import re

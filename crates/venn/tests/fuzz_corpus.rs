@@ -1,27 +1,27 @@
 //! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the fuzz entry
-//! points on stable: every input a campaign kept (of psww18's, a sample: [`SAMPLED`]), and
-//! every crash it found (added to the corpus once fixed), stays a regression test.
+//! points on stable: every crash a campaign found (added to the corpus once fixed) stays a
+//! regression test, beside the frames' and the handshake's whole corpora and a sample of
+//! each protocol's ([`sampled`]); `cargo fuzz` runs the whole of them.
 
 use crate::common::each_on_all_cores;
 use std::path::PathBuf;
 
-/// Corpora replayed in part, a sample of evenly spaced files (at most so many): psww18's,
-/// whose runs cost 7–10× any other protocol's (its tables are sized for at least 2^14
-/// items, so each run makes about 3 M triples) and whose campaigns found nothing — whole,
-/// they were 43% of the replay and kept the test command over its 15 minutes; and rr22's
-/// circuit PSI's, each a VOLE and a circuit's triples a run, whose corpora doubled to about
-/// 400 files in session 43's campaigns (none found anything) and, whole, added a minute.
-const SAMPLED: &[(&str, usize)] = &[
-    ("psww18-ca", 64),
-    ("psww18-sum", 64),
-    ("rr22-ca", 128),
-    ("rr22-sum", 128),
-];
+/// Of a protocol's corpus, evenly spaced files replayed besides every crash (at most so
+/// many): each input is a whole two-party run, and the campaigns' 5,300 kept inputs of the
+/// eighteen protocols, replayed whole, were the suite's longest test (140 s of its 250 on 2
+/// cores). psww18's runs cost 7–10× any other protocol's (its tables are sized for at least
+/// 2^14 items, so each run makes about 3 M triples): fewer of them.
+fn sampled(target: &str) -> usize {
+    match target {
+        "psww18-ca" | "psww18-sum" => 24,
+        _ => 96,
+    }
+}
 
-/// Runs `entry` on every file of the corpus of `target` (or on its sample, [`SAMPLED`]),
-/// on every core (each protocol input is a whole run of two parties); returns how many
-/// there were.
-fn replay(target: &str, entry: impl Fn(&[u8]) + Sync) -> usize {
+/// Runs `entry` on the files of the corpus of `target` — all of them, or with `most` every
+/// crash (`crash-*`, added once fixed) and an evenly spaced sample of the rest — on every
+/// core (each protocol input is a whole run of two parties); returns how many there were.
+fn replay(target: &str, most: Option<usize>, entry: impl Fn(&[u8]) + Sync) -> usize {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz/corpus")
         .join(target);
@@ -30,9 +30,17 @@ fn replay(target: &str, entry: impl Fn(&[u8]) + Sync) -> usize {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    if let Some(&(_, most)) = SAMPLED.iter().find(|(t, _)| *t == target) {
-        let step = files.len().div_ceil(most);
-        files = files.into_iter().step_by(step.max(1)).collect();
+    if let Some(most) = most {
+        let crash = |f: &PathBuf| {
+            f.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("crash-"))
+        };
+        let (crashes, kept): (Vec<PathBuf>, Vec<PathBuf>) = files.into_iter().partition(crash);
+        let step = kept.len().div_ceil(most).max(1);
+        files = crashes
+            .into_iter()
+            .chain(kept.into_iter().step_by(step))
+            .collect();
     }
     each_on_all_cores(&files, |f| {
         let data = std::fs::read(f).unwrap();
@@ -45,18 +53,20 @@ fn replay(target: &str, entry: impl Fn(&[u8]) + Sync) -> usize {
 
 #[test]
 fn frame_decoder_corpus() {
-    replay("frames", venn::fuzz::frames);
+    replay("frames", None, venn::fuzz::frames);
 }
 
 #[test]
 fn handshake_corpus() {
-    replay("handshake", venn::fuzz::handshake);
+    replay("handshake", None, venn::fuzz::handshake);
 }
 
 #[test]
 fn protocol_message_corpora() {
     for p in venn::protocols::registry() {
         let name = p.info().name;
-        replay(name, |data| venn::fuzz::tampered_run(name, data));
+        replay(name, Some(sampled(name)), |data| {
+            venn::fuzz::tampered_run(name, data)
+        });
     }
 }

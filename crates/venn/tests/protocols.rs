@@ -345,7 +345,7 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
     }
 }
 
-/// Issue 8: a relay that flips one bit of any one frame (or fills an empty one), in either
+/// A relay that flips one bit of any one frame (or fills an empty one), in either
 /// direction, must never let a party finish with a wrong output; the party that received
 /// the altered frame fails. The protocols run side by side, one a core, each on its
 /// cheapest items ([`cheapest_options`]).
@@ -406,7 +406,7 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
     });
 }
 
-/// Issue 8: frames recorded in one session and replayed into another are refused.
+/// Frames recorded in one session and replayed into another are refused.
 #[test]
 fn a_replayed_session_is_refused() {
     let (s, r) = sets(50, 50, 10, 14);
@@ -484,7 +484,7 @@ fn every_protocol_runs_online_from_states_in_files() {
     });
 }
 
-/// Issue 8 review: the online run of a precomputation is keyed with the secret agreed in
+/// The online run of a precomputation is keyed with the secret agreed in
 /// it, so a stranger who echoes the (public) offline session id cannot start it, and the
 /// state is not used up by the attempt.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 8 and 32: a peer whose announced set would make this party need more than
+//! A peer whose announced set would make this party need more than
 //! `--max-memory` is refused in the handshake *before* anything is allocated for it, for
 //! every protocol, variant and role. Every allocation of this test binary is counted, so
 //! a memory model that itself builds something the size of the announced sets (hek12's
