@@ -546,7 +546,7 @@ mod tests {
         assert_eq!(f.points[0].receiver_peak, 10 << 20);
         // The share measured at 2^10 holds at 2^12 too (where the rows say 1 MiB again).
         let slow = Net::parse("8mbit,100ms").unwrap();
-        let p = equal(&f, 4096.0, Some(slow));
+        let p = equal(f, 4096.0, Some(slow));
         assert!(
             (p.network_seconds - (1.048576 / 2.0 + 0.4)).abs() < 1e-6,
             "{p:?}"
