@@ -1271,3 +1271,80 @@ fn plan_predicts_unequal_sets_from_each_sets_part() {
         }
     }
 }
+
+/// ARCHITECTURE.md's map names every source file: in its crate's part of the map, a
+/// file by its name or its path (below `src/`, or from it), a `mod.rs` by its directory
+/// (`name/`). A
+/// file added without a line in the map fails here.
+#[test]
+fn the_architecture_map_names_every_source_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let map = doc
+        .split("```text\n")
+        .nth(1)
+        .unwrap()
+        .split("\n```")
+        .next()
+        .unwrap();
+    // The map's parts, one a crate, between rules of '─', each opening with the crate's name.
+    let parts: Vec<&str> = map.split('─').filter(|p| !p.trim().is_empty()).collect();
+    let part = |krate: &str| {
+        (parts.iter())
+            .find(|p| p.split_whitespace().next() == Some(krate))
+            .unwrap_or_else(|| panic!("no part of the map for {krate}"))
+    };
+    // `name` in `text`, not as the tail of a longer name or path.
+    let names = |text: &str, name: &str| {
+        text.match_indices(name).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '/')
+        })
+    };
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).unwrap() {
+        let krate = krate.unwrap().path();
+        let name = krate.file_name().unwrap().to_string_lossy().into_owned();
+        let src = krate.join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let text = part(&name);
+        for file in files {
+            let relative = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let file_name = file.file_name().unwrap().to_string_lossy().into_owned();
+            let named = match file_name.as_str() {
+                "mod.rs" | "lib.rs" | "main.rs" => match file.parent().unwrap() {
+                    dir if dir == src => true,
+                    dir => names(
+                        text,
+                        &format!("{}/", dir.file_name().unwrap().to_string_lossy()),
+                    ),
+                },
+                _ => [file_name, relative.clone(), format!("src/{relative}")]
+                    .iter()
+                    .any(|n| names(text, n)),
+            };
+            if !named {
+                missing.push(format!("{name}: src/{relative}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in ARCHITECTURE.md's map: {missing:?}"
+    );
+}
