@@ -654,6 +654,44 @@ fn bench_verifies_every_row_and_replays_each_party_alone() {
     );
 }
 
+/// `venn bench --sizes` runs unequal sets, verified against the intersection both reach,
+/// and refuses a set larger than a party takes before making any item of it.
+#[test]
+fn bench_runs_unequal_sets_and_refuses_sets_too_large() {
+    let o = venn()
+        .args([
+            "bench",
+            "--protocol",
+            "kkrt16",
+            "--sizes",
+            "300:2^7",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &v["rows"][0];
+    assert_eq!(
+        (&row["n_sender"], &row["n_receiver"]),
+        (&300.into(), &128.into())
+    );
+    assert_eq!(
+        (&row["verified"], &row["intersection"]),
+        (&true.into(), &64.into())
+    );
+    let o = venn()
+        .args(["bench", "--protocol", "naive", "--sizes", "2^40:10"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("more than the supported"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// `venn params | head -1`: the reader stops early (while venn still works out the later
 /// protocols' tables); venn ends quietly, without a panic.
 #[test]

@@ -378,25 +378,22 @@ pub fn bench(o: &BenchOptions) -> Result<()> {
             protocols.push(Variant { name, options });
         }
     }
-    let mut sizes: Vec<Sizes> = (o.log2ns.iter())
+    // Every row's sets, each at most what a party takes (checked before any is made).
+    let equal = (o.log2ns.iter()).map(|&k| {
+        let n = 1u64.checked_shl(k).unwrap_or(u64::MAX);
+        (n, n)
+    });
+    let sizes: Vec<Sizes> = (equal.chain(o.sizes.iter().copied()))
         .map(
-            |&k| match 1u64.checked_shl(k).filter(|&n| n <= venn::MAX_ITEMS) {
-                Some(n) => Ok(Sizes {
-                    sender: n,
-                    receiver: n,
-                }),
-                None => Err(Error::Usage(format!(
-                    "--log2n {k}: more than the supported {} items",
+            |(sender, receiver)| match sender.max(receiver) <= venn::MAX_ITEMS {
+                true => Ok(Sizes { sender, receiver }),
+                false => Err(Error::Usage(format!(
+                    "sets of {sender} and {receiver} items: more than the supported {}",
                     venn::MAX_ITEMS
                 ))),
             },
         )
         .collect::<Result<_>>()?;
-    sizes.extend(
-        o.sizes
-            .iter()
-            .map(|&(sender, receiver)| Sizes { sender, receiver }),
-    );
     if o.files {
         if let Some(v) = protocols.iter().find(|v| v.options != Options::default()) {
             return Err(Error::Usage(format!(
