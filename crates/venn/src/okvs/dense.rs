@@ -4,8 +4,9 @@
 //! rows then has full rank except with probability 2^-λ' (Lemma 2.1), with no field
 //! arithmetic on the values.
 
+use super::params::MAX_BIT_COLUMNS;
 use super::rows::{RowHasher, BATCH};
-use super::solve::unsolvable;
+use super::unsolvable;
 use crate::crypto::{gf128, Block, Prg};
 use crate::Result;
 use std::fmt::Debug;
@@ -164,9 +165,6 @@ impl<V> Default for BitRow<V> {
         BitRow(0, PhantomData)
     }
 }
-
-/// The most dense columns a [`BitRow`] has.
-pub const MAX_BIT_COLUMNS: usize = 64;
 
 impl<V: Value> Row for BitRow<V> {
     type Value = V;

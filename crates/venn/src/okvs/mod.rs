@@ -52,7 +52,7 @@ impl<V: Value> Okvs<BitRow<V>> {
     /// The OKVS of values `V` (bits added by XOR) with binary dense columns, with
     /// dimensions `params` ([`Params::binary`]) under `seed`.
     pub fn binary(params: Params, seed: Block) -> Okvs<BitRow<V>> {
-        assert!(params.binary && params.dense as usize <= dense::MAX_BIT_COLUMNS);
+        assert!(params.binary && params.dense as usize <= params::MAX_BIT_COLUMNS);
         Okvs::with_rows(params, seed)
     }
 }
@@ -450,6 +450,14 @@ impl<R: Row> BinnedKeys<'_, R> {
             read_rows(sparse, &|&x| x, dense, &cols[..n], &ds[..n], out);
         }
     }
+}
+
+/// The error of a system with no solution: a bin's rows dependent ([`solve`]'s gap, or two
+/// rows alike in [`dense`]).
+fn unsolvable(why: String) -> Error {
+    Error::Params(format!(
+        "the OKVS could not be encoded ({why}): a duplicate key, or the 2^-40 failure"
+    ))
 }
 
 /// Starts loading the sparse columns of the rows `cols`.

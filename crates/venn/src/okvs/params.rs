@@ -14,8 +14,11 @@
 //! system is sized for 2^-(λ+2+log2 #bins), its dense part has g + λ' columns for
 //! λ' = ⌈λ + 2 + log2 #bins⌉, and 2^-(λ+1) + 2^-(λ+2) + 2^-(λ+2) = 2^-λ.
 
-use super::dense::MAX_BIT_COLUMNS;
 use crate::{Error, Result};
+
+/// The most dense columns a binary dense part ([`super::dense::BitRow`]) has: its bits
+/// are one word.
+pub const MAX_BIT_COLUMNS: usize = 64;
 
 /// Keys per bin, on average (RR22 §4: "bins of about 2^14 keys").
 pub const BIN_KEYS: u64 = 1 << 14;

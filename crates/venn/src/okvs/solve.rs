@@ -23,8 +23,9 @@
 //! RR22's algorithm.
 
 use super::dense::{Row, Value};
+use super::unsolvable;
 use crate::crypto::Prg;
-use crate::{Error, Result};
+use crate::Result;
 use std::collections::BTreeSet;
 
 const NONE: u32 = u32::MAX;
@@ -232,12 +233,6 @@ struct Pivot {
     col: u32,
     row: u32,
     cols: [u32; 3],
-}
-
-pub(super) fn unsolvable(why: String) -> Error {
-    Error::Params(format!(
-        "the OKVS could not be encoded ({why}): a duplicate key, or the 2^-40 failure"
-    ))
 }
 
 /// Greedy peeling (RR22 Fig. 1 steps 2–4) of the rows that no pivot in `pivots` has (the
