@@ -13,6 +13,7 @@ use crate::protocols::{find, registry, Options, Output, Protocol};
 use crate::session::Role;
 use crate::{run, Items, Result, RunOptions};
 use std::io::Read;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// A byte stream with nothing to wait for: reads return what is left, then end of file.
@@ -313,6 +314,89 @@ fn party(mut chan: Tampered, items: &Items, opts: RunOptions) -> (Result<Output>
     (out, chan)
 }
 
+/// What one run of both parties gave: each party's output and channel, and the sets.
+struct Played {
+    sent: Result<Output>,
+    s: Tampered,
+    received: Result<Output>,
+    r: Tampered,
+    sender: Items,
+    receiver: Items,
+}
+
+/// Both parties of `protocol`, honest, on the sets `shape` picks ([`sets`]), with `edits`
+/// applied to the frames each receives.
+fn play(protocol: &str, shape: [u8; 2], edits: &[Edit]) -> Played {
+    let accepts = find(protocol).expect("a registered protocol").accepts();
+    let (sender, receiver) = sets(shape[0], shape[1], !accepts.sigma.is_empty());
+    let sender = match accepts.value_columns > 0 {
+        true => {
+            let values = (0..sender.len()).map(|i| value(sender.get(i))).collect();
+            sender.with_values(values).expect("a value per item")
+        }
+        false => sender,
+    };
+    let (s, r) = mem_pair(Duration::from_secs(10));
+    let (s, r) = (
+        Tampered::new(s, edits, Role::Sender),
+        Tampered::new(r, edits, Role::Receiver),
+    );
+    let ((sent, s), (received, r)) = std::thread::scope(|scope| {
+        let receiving = scope.spawn(|| party(r, &receiver, options(protocol, Role::Receiver)));
+        let sending = party(s, &sender, options(protocol, Role::Sender));
+        (
+            sending,
+            receiving.join().expect("the receiver does not panic"),
+        )
+    });
+    Played {
+        sent,
+        s,
+        received,
+        r,
+        sender,
+        receiver,
+    }
+}
+
+/// The protocol a `protocol` fuzz campaign feeds: the registered name in
+/// `VENN_FUZZ_PROTOCOL` (one target for every protocol, its corpus `fuzz/corpus/NAME/`).
+pub fn protocol_from_env() -> &'static str {
+    static NAME: OnceLock<&'static str> = OnceLock::new();
+    NAME.get_or_init(|| {
+        let wanted = std::env::var("VENN_FUZZ_PROTOCOL").unwrap_or_default();
+        match find(&wanted) {
+            Ok(p) => p.info().name,
+            Err(_) => {
+                let names: Vec<&str> = registry().iter().map(|p| p.info().name).collect();
+                panic!("set VENN_FUZZ_PROTOCOL to one of {}", names.join(", "))
+            }
+        }
+    })
+}
+
+/// Inputs of [`tampered_run`] for a protocol whose corpus no campaign has made yet, read
+/// from an honest run: the run untouched, and for each frame either party receives in it
+/// (up to the 128 an edit can name) that frame with one byte changed — every message the
+/// protocol has, reached once, for the corpus test and as a campaign's seeds.
+pub fn seeds(protocol: &str) -> Vec<Vec<u8>> {
+    // Sets of 6 and 9 items, 3 of them shared.
+    const SHAPE: [u8; 2] = [0x35, 0x08];
+    let honest = play(protocol, SHAPE, &[]);
+    assert!(
+        honest.sent.is_ok() && honest.received.is_ok(),
+        "{protocol}: an honest run fails"
+    );
+    let mut seeds = vec![SHAPE.to_vec()];
+    for (to, frames) in [(0u8, honest.s.received), (1, honest.r.received)] {
+        for frame in 0..frames.min(128) as u8 {
+            let at = (frame as u16).wrapping_mul(37).to_le_bytes();
+            seeds.push([&SHAPE[..], &[to | frame << 1, 0, at[0], at[1], 0x80]].concat());
+        }
+    }
+    seeds
+}
+
 /// Both parties of `protocol`, honest, on small sets picked by the first two bytes, with
 /// the frames each receives changed as the rest of the input says (see [`Edit`]): every
 /// message parser of the protocol sees malformed, truncated and altered messages of the
@@ -323,29 +407,14 @@ pub fn tampered_run(protocol: &str, data: &[u8]) {
     let [a, b, rest @ ..] = data else {
         return;
     };
-    let accepts = find(protocol).expect("a registered protocol").accepts();
-    let (sender, receiver) = sets(*a, *b, !accepts.sigma.is_empty());
-    let sender = match accepts.value_columns > 0 {
-        true => {
-            let values = (0..sender.len()).map(|i| value(sender.get(i))).collect();
-            sender.with_values(values).expect("a value per item")
-        }
-        false => sender,
-    };
-    let edits = Edit::parse(rest);
-    let (s, r) = mem_pair(Duration::from_secs(10));
-    let (s, r) = (
-        Tampered::new(s, &edits, Role::Sender),
-        Tampered::new(r, &edits, Role::Receiver),
-    );
-    let ((sent, s), (received, r)) = std::thread::scope(|scope| {
-        let receiving = scope.spawn(|| party(r, &receiver, options(protocol, Role::Receiver)));
-        let sending = party(s, &sender, options(protocol, Role::Sender));
-        (
-            sending,
-            receiving.join().expect("the receiver does not panic"),
-        )
-    });
+    let Played {
+        sent,
+        s,
+        received,
+        r,
+        sender,
+        receiver,
+    } = play(protocol, [*a, *b], &Edit::parse(rest));
     for (out, me, peer) in [(&sent, &s, &r), (&received, &r, &s)] {
         if out.is_ok() {
             assert!(

@@ -1,2 +1,0 @@
-#![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| venn::fuzz::tampered_run("dkt10", data));
