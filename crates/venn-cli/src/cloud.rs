@@ -473,6 +473,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 
 fn serve(s: ServeCli) -> Result<()> {
     check_connection_caps(&s)?;
+    venn_cloud::logs::init()?;
     // 0: no pool of its own.
     let threads = match s.threads {
         0 => 0,
@@ -490,9 +491,9 @@ fn serve(s: ServeCli) -> Result<()> {
     let data = &s.store.data;
     std::fs::create_dir_all(data).map_err(Error::file("create", data))?;
     if data.join("worker-secret").exists() {
-        eprintln!(
-            "venn cloud: '{}' is no longer used: each external worker needs an identity \
-             of its own (venn cloud enrol-worker)",
+        tracing::warn!(
+            "'{}' is no longer used: each external worker needs an identity of its own \
+             (venn cloud enrol-worker)",
             data.join("worker-secret").display()
         );
     }
@@ -541,13 +542,13 @@ fn serve(s: ServeCli) -> Result<()> {
         // Machine-readable first (tests and benchmarks read it), then for people.
         out!("listening {addr}");
         match &fingerprint {
-            Some(fp) => eprintln!(
-                "venn cloud: serving on {scheme}://{addr} (certificate sha256:{fp}: \
-                 clients and workers pass --server-fingerprint {fp})"
+            Some(fp) => tracing::info!(
+                "serving on {scheme}://{addr} (certificate sha256:{fp}: clients and workers \
+                 pass --server-fingerprint {fp})"
             ),
-            None => eprintln!("venn cloud: serving on {scheme}://{addr}"),
+            None => tracing::info!("serving on {scheme}://{addr}"),
         }
-        eprintln!("venn cloud: registration {registering}");
+        tracing::info!("registration {registering}");
     })?)
 }
 

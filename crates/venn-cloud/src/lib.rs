@@ -8,6 +8,7 @@
 //! - [`server`], [`store`], [`join`] (the `service` feature, on by default; the Python
 //!   wheel builds without it): the service (`venn cloud serve`), its store and its
 //!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
+//!   [`logs`]: the service's log (`tracing`, filtered by `RUST_LOG`);
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
 //!   precomputed values: docs/cloud.md); [`spot_check`]: how the service checks an external
 //!   worker's answer before accepting it;
@@ -27,6 +28,8 @@ pub mod error;
 pub mod http;
 #[cfg(feature = "service")]
 pub mod join;
+#[cfg(feature = "service")]
+pub mod logs;
 #[cfg(feature = "service")]
 pub mod server;
 #[cfg(feature = "service")]

@@ -18,7 +18,7 @@ use crate::auth::{self, Claim};
 use crate::crypto::{self, ITEM_BYTES, TOKEN_BYTES};
 use crate::error::{Error, Result};
 use crate::store::{self, Store};
-use crate::{join, spot_check, worker};
+use crate::{join, logs, spot_check, worker};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::request::Parts;
@@ -31,6 +31,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// How an error is answered: its HTTP status, and its message as the body.
 impl Error {
@@ -73,10 +74,7 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let message = match &self {
             Error::Internal(cause) | Error::Transport(cause) => {
-                let mut id = [0u8; 8];
-                crate::api::getrandom(&mut id);
-                let id = hex::encode(id);
-                eprintln!("venn cloud: request {id} failed: {cause}");
+                let id = logs::failure(cause);
                 format!("the service failed (request {id}; its log says why)")
             }
             other => other.message().to_owned(),
@@ -225,8 +223,8 @@ impl Service {
             work: tokio::sync::Notify::new(),
         });
         for (name, kept_by) in service.store.disabled_clients().await? {
-            eprintln!(
-                "venn cloud: client {name} is disabled: its key was registered first as client \
+            tracing::warn!(
+                "client {name} is disabled: its key was registered first as client \
                  {kept_by}, which keeps it; nothing of {name}'s was moved (docs/cloud.md, \
                  Enrolment and invitations)"
             );
@@ -277,6 +275,7 @@ impl Service {
             .route("/v1/tasks/lease", post(lease))
             .route("/v1/tasks/{run}/{side}/{chunk}/points", get(task_points))
             .route("/v1/tasks/{run}/{side}/{chunk}/answer", put(task_answer))
+            .layer(axum::middleware::from_fn(logs::traced))
             .with_state(self.clone())
     }
 
@@ -331,7 +330,7 @@ impl Service {
             let reason = format!("item {item} of its answer to task {path} was wrong");
             self.store.quarantine_worker(worker, &reason).await?;
             self.work.notify_waiters();
-            eprintln!("venn cloud: worker {worker} quarantined: {reason}");
+            tracing::warn!(worker, "worker quarantined: {reason}");
             return Err(Error::Forbidden(format!(
                 "the answer to task {path} is refused (item {item} is wrong, by the \
                  service's spot check): worker {worker} is quarantined"
@@ -359,13 +358,18 @@ impl Service {
         {
             return;
         }
-        tokio::spawn(async move {
-            if let Err(e) = join::join(&self.store, &run).await {
-                eprintln!("venn cloud: run {run} failed: {e}");
-                let _ = self.store.fail(&run, &e.to_string()).await;
+        let span = tracing::info_span!(parent: None, "run", run = %run);
+        let joined = async move {
+            match join::join(&self.store, &run).await {
+                Ok(()) => tracing::info!("joined"),
+                Err(e) => {
+                    tracing::error!("failed: {e}");
+                    let _ = self.store.fail(&run, &e.to_string()).await;
+                }
             }
             self.joining.lock().expect("not poisoned").remove(&run);
-        });
+        };
+        tokio::spawn(joined.instrument(span));
     }
 }
 
@@ -389,7 +393,7 @@ async fn expire_in_background(service: Arc<Service>) {
     loop {
         tokio::time::sleep(every).await;
         if let Err(e) = service.expire_waiting().await {
-            eprintln!("venn cloud: failing runs that waited too long: {e}");
+            tracing::error!("failing runs that waited too long: {e}");
         }
     }
 }
@@ -404,7 +408,7 @@ async fn pool(service: Arc<Service>) {
     let threads = match threads {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("venn cloud: no pool of workers: {e}");
+            tracing::error!("no pool of workers: {e}");
             return;
         }
     };
@@ -416,26 +420,35 @@ async fn pool(service: Arc<Service>) {
                 continue;
             }
             Err(e) => {
-                eprintln!("venn cloud: leasing: {e}");
+                tracing::error!("leasing: {e}");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         };
-        let path = leased.input.clone();
-        let task = leased.task.clone();
-        let pool = threads.clone();
-        let answer = store::blocking(move || {
-            let points = std::fs::read(&path)?;
-            pool.install(|| worker::answer(&task, &points))
-        })
-        .await;
-        let done = match answer {
-            Ok(a) => service.answer(&leased, a).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = done {
-            eprintln!("venn cloud: task {}: {e}", leased.task.path());
-        }
+        let t = &leased.task;
+        let span = tracing::info_span!("task", run = %t.run, side = t.side, chunk = t.chunk);
+        work_on(&service, &threads, &leased).instrument(span).await;
+    }
+}
+
+/// One task of the service's own pool: its answer computed on `threads` and taken.
+async fn work_on(service: &Arc<Service>, threads: &Arc<rayon::ThreadPool>, leased: &store::Leased) {
+    tracing::debug!(items = leased.task.items, "leased by the service's pool");
+    let path = leased.input.clone();
+    let task = leased.task.clone();
+    let pool = threads.clone();
+    let answer = store::blocking(move || {
+        let points = std::fs::read(&path)?;
+        pool.install(|| worker::answer(&task, &points))
+    })
+    .await;
+    let done = match answer {
+        Ok(a) => service.answer(leased, a).await,
+        Err(e) => Err(e),
+    };
+    match done {
+        Ok(()) => tracing::debug!("answered"),
+        Err(e) => tracing::error!("failed: {e}"),
     }
 }
 
@@ -829,6 +842,7 @@ async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Respon
         .store
         .create_run(&req.client, &r.datasets, r.preprocessed)
         .await?;
+    logs::record_run(&run.id);
     Ok(Json(run).into_response())
 }
 
@@ -857,6 +871,7 @@ async fn visible_run(s: &Service, client: &str, id: &str) -> Result<api::Run> {
         // Not "forbidden": whether a run exists is none of the caller's business.
         return Err(Error::NotFound(format!("no run {id}")));
     }
+    logs::record_run(id);
     Ok(run)
 }
 
@@ -1014,6 +1029,7 @@ async fn create_pretoken(
             .create_pretoken(&req.client, &id, &token, &label, s.config.max_pretokens)
             .await?
     };
+    logs::record_run(&pretoken.id);
     s.clone().started(&pretoken.id, true).await?;
     Ok(Json(pretoken).into_response())
 }
@@ -1079,6 +1095,7 @@ async fn task_points(
     w: FromWorker,
 ) -> Result<Response> {
     let (leased, _) = s.store.task(&run, side, chunk).await?;
+    logs::record_run(&run);
     w.holds(&leased)?;
     let bytes = tokio::fs::read(&leased.input).await?;
     Ok(bytes.into_response())
@@ -1090,6 +1107,7 @@ async fn task_answer(
     w: FromWorker,
 ) -> Result<StatusCode> {
     let (leased, done) = s.store.task(&run, side, chunk).await?;
+    logs::record_run(&run);
     w.holds(&leased)?;
     // A task done already was done by this worker: its answer came twice.
     if !done {
@@ -1165,6 +1183,7 @@ pub async fn run(
         };
         // Over a cap, the connection is dropped (closed) here, before any work for it.
         let Some((permit, evicted)) = admission.admit(peer.ip()) else {
+            tracing::debug!(peer = %peer.ip(), "connection refused: over the caps");
             continue;
         };
         let arrival = Arrival {
