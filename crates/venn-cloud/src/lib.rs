@@ -14,8 +14,6 @@
 //!   worker's answer before accepting it;
 //! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 
-#[cfg(feature = "service")]
-mod admission;
 pub mod api;
 pub mod auth;
 #[cfg(target_arch = "x86_64")]
