@@ -4,7 +4,7 @@
 
 use super::files::blocking;
 use super::{lock_client, lock_owned_dataset, lock_service, no_dataset, Quotas, Store};
-use crate::api::{self, now, Dataset, DatasetState};
+use crate::api::{self, now, Dataset, DatasetState, RunState};
 use crate::error::{Error, Result};
 use axum::body::Bytes;
 use sqlx::any::AnyRow;
@@ -26,7 +26,7 @@ pub struct Chunk {
 
 /// The datasets `owner` keeps (open or sealed) and their items in all.
 async fn usage(tx: &mut sqlx::Transaction<'_, sqlx::Any>, owner: &str) -> Result<(u64, u64)> {
-    kept(tx, "d.owner = $1 AND", Some(owner)).await
+    kept(tx, "AND d.owner = $2", Some(owner)).await
 }
 
 /// The datasets all clients keep (open or sealed) and their items in all.
@@ -35,7 +35,7 @@ async fn total_usage(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<(u64, 
 }
 
 /// The datasets kept (open or sealed) and their items, of those meeting `condition`
-/// (followed by AND; `$1` is `owner`).
+/// (after AND; `$2` is `owner`).
 async fn kept(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     condition: &str,
@@ -43,9 +43,9 @@ async fn kept(
 ) -> Result<(u64, u64)> {
     let sql = format!(
         "SELECT COUNT(DISTINCT d.id), CAST(SUM(c.items) AS BIGINT) FROM datasets d \
-         LEFT JOIN chunks c ON c.dataset = d.id WHERE {condition} d.state <> 'deleted'"
+         LEFT JOIN chunks c ON c.dataset = d.id WHERE d.state <> $1 {condition}"
     );
-    let mut query = sqlx::query(&sql);
+    let mut query = sqlx::query(&sql).bind(DatasetState::Deleted.as_str());
     if let Some(owner) = owner {
         query = query.bind(owner);
     }
@@ -87,12 +87,13 @@ impl Store {
         }
         let inserted = sqlx::query(
             "INSERT INTO datasets (id, owner, name, live_name, state, items, chunks, created) \
-             VALUES ($1, $2, $3, $3, 'open', 0, 0, $4) ON CONFLICT DO NOTHING",
+             VALUES ($1, $2, $3, $3, $5, 0, 0, $4) ON CONFLICT DO NOTHING",
         )
         .bind(&id)
         .bind(owner)
         .bind(name)
         .bind(now())
+        .bind(DatasetState::Open.as_str())
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() != 1 {
@@ -348,10 +349,11 @@ impl Store {
                 .await?;
             first += c.items;
         }
-        sqlx::query("UPDATE datasets SET state = 'sealed', items = $1, chunks = $2 WHERE id = $3")
+        sqlx::query("UPDATE datasets SET state = $4, items = $1, chunks = $2 WHERE id = $3")
             .bind(first as i64)
             .bind(checked.len() as i64)
             .bind(dataset)
+            .bind(DatasetState::Sealed.as_str())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -361,8 +363,9 @@ impl Store {
     /// Deletes a dataset's files and marks it deleted; runs that still need it fail.
     pub async fn delete_dataset(&self, dataset: &str) -> Result<Dataset> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE datasets SET state = 'deleted', live_name = '/' || id WHERE id = $1")
+        sqlx::query("UPDATE datasets SET state = $2, live_name = '/' || id WHERE id = $1")
             .bind(dataset)
+            .bind(DatasetState::Deleted.as_str())
             .execute(&mut *tx)
             .await?;
         let files: Vec<String> = sqlx::query("SELECT file FROM chunks WHERE dataset = $1")
@@ -376,27 +379,35 @@ impl Store {
             .bind(dataset)
             .execute(&mut *tx)
             .await?;
-        let open = "state IN ('tokens', 'computing') \
-                    AND id IN (SELECT run FROM run_sides WHERE dataset = $1)";
+        // The runs still waiting or computing that need the dataset.
+        let open = "state IN ($2, $3) AND id IN (SELECT run FROM run_sides WHERE dataset = $1)";
+        let (tokens, computing) = (RunState::Tokens.as_str(), RunState::Computing.as_str());
         let failed: Vec<String> = sqlx::query(&format!("SELECT id FROM runs WHERE {open}"))
             .bind(dataset)
+            .bind(tokens)
+            .bind(computing)
             .fetch_all(&mut *tx)
             .await?
             .iter()
             .map(|r| r.get(0))
             .collect();
         sqlx::query(&format!(
-            "UPDATE runs SET state = 'failed', error = 'a dataset was deleted' WHERE {open}"
+            "UPDATE runs SET state = $4, error = 'a dataset was deleted' WHERE {open}"
         ))
         .bind(dataset)
+        .bind(tokens)
+        .bind(computing)
+        .bind(RunState::Failed.as_str())
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "UPDATE runs SET state = 'failed', error = 'its dataset was deleted' \
-             WHERE parties = 1 AND state = 'done' \
+            "UPDATE runs SET state = $2, error = 'its dataset was deleted' \
+             WHERE parties = 1 AND state = $3 \
              AND id IN (SELECT run FROM run_sides WHERE dataset = $1)",
         )
         .bind(dataset)
+        .bind(RunState::Failed.as_str())
+        .bind(RunState::Done.as_str())
         .execute(&mut *tx)
         .await?;
         let pretokens: Vec<String> = sqlx::query(

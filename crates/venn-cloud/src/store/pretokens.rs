@@ -8,12 +8,6 @@ use crate::api::{self, now, DatasetState, Pretoken, PretokenState, RunState};
 use crate::error::{Error, Result};
 use sqlx::Row;
 
-/// The condition on a pre-token's run `r` that its values are on disk: computing or
-/// computed, and not used by a run that is over (whose end removed them).
-const VALUES_KEPT: &str = "r.state IN ('tokens', 'computing', 'done') AND NOT EXISTS \
-    (SELECT 1 FROM run_sides u JOIN runs v ON v.id = u.run \
-    WHERE u.pretoken = r.id AND v.state IN ('done', 'failed'))";
-
 impl Store {
     /// Opens a pre-token's run (docs/cloud.md, Pre-tokens): one side, `dataset` (sealed,
     /// and kept so until the run is in; keeping fewer than `max_pretokens` pre-tokens'
@@ -30,11 +24,19 @@ impl Store {
         let id = api::new_id();
         let mut tx = self.pool.begin().await?;
         lock_dataset(&mut tx, dataset, DatasetState::Sealed).await?;
-        let kept: i64 = sqlx::query(&format!(
+        // The pre-tokens whose values are on disk: computing or computed, and not used by a
+        // run that is over (whose end removed them).
+        let kept: i64 = sqlx::query(
             "SELECT COUNT(*) FROM runs r JOIN run_sides s ON s.run = r.id \
-             WHERE r.parties = 1 AND s.dataset = $1 AND {VALUES_KEPT}"
-        ))
+             WHERE r.parties = 1 AND s.dataset = $1 AND r.state IN ($2, $3, $4) \
+             AND NOT EXISTS (SELECT 1 FROM run_sides u JOIN runs v ON v.id = u.run \
+             WHERE u.pretoken = r.id AND v.state IN ($4, $5))",
+        )
         .bind(dataset)
+        .bind(RunState::Tokens.as_str())
+        .bind(RunState::Computing.as_str())
+        .bind(RunState::Done.as_str())
+        .bind(RunState::Failed.as_str())
         .fetch_one(&mut *tx)
         .await?
         .get(0);
@@ -47,12 +49,13 @@ impl Store {
         refuse_used_token(&mut tx, token).await?;
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, label) \
-             VALUES ($1, $2, 1, 'tokens', $3, $4)",
+             VALUES ($1, $2, 1, $5, $3, $4)",
         )
         .bind(&id)
         .bind(creator)
         .bind(now())
         .bind(label)
+        .bind(RunState::Tokens.as_str())
         .execute(&mut *tx)
         .await?;
         sqlx::query("INSERT INTO run_sides (run, side, dataset, token) VALUES ($1, 0, $2, $3)")
@@ -98,8 +101,10 @@ impl Store {
     pub async fn sweep_used_pretokens(&self) -> Result<()> {
         let used: Vec<String> = sqlx::query(
             "SELECT s.pretoken FROM run_sides s JOIN runs r ON r.id = s.run \
-             WHERE s.pretoken IS NOT NULL AND r.state IN ('done', 'failed')",
+             WHERE s.pretoken IS NOT NULL AND r.state IN ($1, $2)",
         )
+        .bind(RunState::Done.as_str())
+        .bind(RunState::Failed.as_str())
         .fetch_all(&self.pool)
         .await?
         .iter()

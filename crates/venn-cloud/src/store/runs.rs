@@ -2,6 +2,7 @@
 //! (a task a chunk) once all are in, failed when they wait too long or a dataset goes,
 //! finished once joined.
 
+use super::tasks::TaskState;
 use super::{lock_dataset, Store};
 use crate::api::{self, now, DatasetState, Run, RunKind, RunSide, RunState};
 use crate::error::{Error, Result};
@@ -78,13 +79,14 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO runs (id, creator, parties, state, created, preprocessed) \
-             VALUES ($1, $2, $3, 'tokens', $4, $5)",
+             VALUES ($1, $2, $3, $6, $4, $5)",
         )
         .bind(&id)
         .bind(creator)
         .bind(datasets.len() as i64)
         .bind(now())
         .bind(i64::from(preprocessed))
+        .bind(RunState::Tokens.as_str())
         .execute(&mut *tx)
         .await?;
         for (side, d) in datasets.iter().enumerate() {
@@ -130,10 +132,11 @@ impl Store {
         })
         .collect();
         let tasks = sqlx::query(
-            "SELECT COUNT(*), CAST(SUM(CASE WHEN state = 'done' THEN 1 ELSE 0 END) AS BIGINT) \
+            "SELECT COUNT(*), CAST(SUM(CASE WHEN state = $2 THEN 1 ELSE 0 END) AS BIGINT) \
              FROM tasks WHERE run = $1",
         )
         .bind(id)
+        .bind(TaskState::Done.as_str())
         .fetch_one(&self.pool)
         .await?;
         Ok(Run {
@@ -210,23 +213,25 @@ impl Store {
     /// pre-token given to one would otherwise keep its values on disk for good); each only
     /// if it still waits (its last token may have come meanwhile).
     pub async fn expire_waiting(&self, expired: i64) -> Result<()> {
-        let stale: Vec<String> = sqlx::query(
-            "SELECT id FROM runs WHERE state = 'tokens' AND parties > 1 AND created < $1",
-        )
-        .bind(expired)
-        .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        let stale: Vec<String> =
+            sqlx::query("SELECT id FROM runs WHERE state = $2 AND parties > 1 AND created < $1")
+                .bind(expired)
+                .bind(RunState::Tokens.as_str())
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
         for run in stale {
             let failed = sqlx::query(
-                "UPDATE runs SET state = 'failed', error = $1, finished = $2 \
-                 WHERE id = $3 AND state = 'tokens'",
+                "UPDATE runs SET state = $4, error = $1, finished = $2 \
+                 WHERE id = $3 AND state = $5",
             )
             .bind("not every token or scalar came in time")
             .bind(now())
             .bind(&run)
+            .bind(RunState::Failed.as_str())
+            .bind(RunState::Tokens.as_str())
             .execute(&self.pool)
             .await?;
             if failed.rows_affected() == 1 {
@@ -267,12 +272,14 @@ impl Store {
     /// pre-token's run, which has none).
     pub async fn finish(&self, run: &str, matches: Option<u64>) -> Result<()> {
         sqlx::query(
-            "UPDATE runs SET state = 'done', matches = $1, finished = $2 \
-             WHERE id = $3 AND state = 'computing'",
+            "UPDATE runs SET state = $4, matches = $1, finished = $2 \
+             WHERE id = $3 AND state = $5",
         )
         .bind(matches.map(|m| m as i64))
         .bind(now())
         .bind(run)
+        .bind(RunState::Done.as_str())
+        .bind(RunState::Computing.as_str())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -280,10 +287,11 @@ impl Store {
 
     /// Marks a run failed and [`discard`](Self::discard)s what it left.
     pub async fn fail(&self, run: &str, error: &str) -> Result<()> {
-        sqlx::query("UPDATE runs SET state = 'failed', error = $1, finished = $2 WHERE id = $3")
+        sqlx::query("UPDATE runs SET state = $4, error = $1, finished = $2 WHERE id = $3")
             .bind(error)
             .bind(now())
             .bind(run)
+            .bind(RunState::Failed.as_str())
             .execute(&self.pool)
             .await?;
         self.discard(run).await
@@ -315,24 +323,26 @@ pub(super) async fn start(
     .bind(only.map_or(-1, |s| s as i64))
     .fetch_all(&mut **tx)
     .await?;
-    let started = sqlx::query(
-        "UPDATE runs SET state = 'computing', started = $1 WHERE id = $2 AND state = 'tokens'",
-    )
-    .bind(now())
-    .bind(run)
-    .execute(&mut **tx)
-    .await?;
+    let started =
+        sqlx::query("UPDATE runs SET state = $3, started = $1 WHERE id = $2 AND state = $4")
+            .bind(now())
+            .bind(run)
+            .bind(RunState::Computing.as_str())
+            .bind(RunState::Tokens.as_str())
+            .execute(&mut **tx)
+            .await?;
     if started.rows_affected() != 1 {
         return Err(Error::Conflict(format!("run {run} is no longer waiting")));
     }
     for r in &chunks {
         sqlx::query(
             "INSERT INTO tasks (run, side, chunk, state, lease_until, leases) \
-             VALUES ($1, $2, $3, 'pending', 0, 0)",
+             VALUES ($1, $2, $3, $4, 0, 0)",
         )
         .bind(run)
         .bind(r.get::<i64, _>(0))
         .bind(r.get::<i64, _>(1))
+        .bind(TaskState::Pending.as_str())
         .execute(&mut **tx)
         .await?;
     }

@@ -20,6 +20,29 @@ pub struct Leased {
     pub holder: Option<String>,
 }
 
+/// Where a task is in its life: the word in its row's `state` column, bound as a query
+/// parameter wherever SQL names one (so a misspelt state cannot compile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TaskState {
+    /// Waiting for a worker: never leased, or put back (its worker quarantined).
+    Pending,
+    /// Held by a worker until `lease_until` (then another may take it).
+    Leased,
+    /// Answered.
+    Done,
+}
+
+impl TaskState {
+    /// The state's word.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Pending => "pending",
+            TaskState::Leased => "leased",
+            TaskState::Done => "done",
+        }
+    }
+}
+
 impl Store {
     /// Leases the next task that is pending or whose lease has expired, for
     /// `lease_seconds`, to external worker `worker` (`None`: the service's own pool):
@@ -29,20 +52,23 @@ impl Store {
         let at = now();
         let row = sqlx::query(
             "SELECT t.run, t.side, t.chunk FROM tasks t JOIN runs r ON r.id = t.run \
-             WHERE r.state = 'computing' \
-             AND (t.state = 'pending' OR (t.state = 'leased' AND t.lease_until < $1)) \
+             WHERE r.state = $2 \
+             AND (t.state = $3 OR (t.state = $4 AND t.lease_until < $1)) \
              ORDER BY CASE WHEN r.parties = 1 THEN 1 ELSE 0 END, r.started, t.run, t.side, \
              t.chunk LIMIT 1",
         )
         .bind(at)
+        .bind(RunState::Computing.as_str())
+        .bind(TaskState::Pending.as_str())
+        .bind(TaskState::Leased.as_str())
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let (run, side, chunk): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
         let updated = sqlx::query(
-            "UPDATE tasks SET state = 'leased', lease_until = $1, leases = leases + 1, \
+            "UPDATE tasks SET state = $7, lease_until = $1, leases = leases + 1, \
              worker = $6 WHERE run = $2 AND side = $3 AND chunk = $4 \
-             AND (state = 'pending' OR (state = 'leased' AND lease_until < $5))",
+             AND (state = $8 OR (state = $7 AND lease_until < $5))",
         )
         .bind(at + lease_seconds as i64)
         .bind(&run)
@@ -50,6 +76,8 @@ impl Store {
         .bind(chunk)
         .bind(at)
         .bind(worker)
+        .bind(TaskState::Leased.as_str())
+        .bind(TaskState::Pending.as_str())
         .execute(&self.pool)
         .await?;
         if updated.rows_affected() != 1 {
@@ -112,7 +140,7 @@ impl Store {
                 input,
                 holder,
             },
-            row.get::<String, _>(4) == "done",
+            row.get::<String, _>(4) == TaskState::Done.as_str(),
         ))
     }
 
@@ -148,10 +176,11 @@ impl Store {
         answer: Vec<u8>,
     ) -> Result<bool> {
         write_in_background(self.answer_path(run, side, chunk), answer).await?;
-        sqlx::query("UPDATE tasks SET state = 'done' WHERE run = $1 AND side = $2 AND chunk = $3")
+        sqlx::query("UPDATE tasks SET state = $4 WHERE run = $1 AND side = $2 AND chunk = $3")
             .bind(run)
             .bind(side as i64)
             .bind(chunk as i64)
+            .bind(TaskState::Done.as_str())
             .execute(&self.pool)
             .await?;
         self.all_done(run).await
@@ -159,12 +188,12 @@ impl Store {
 
     /// Whether every task of a computing run is done.
     pub async fn all_done(&self, run: &str) -> Result<bool> {
-        let left: i64 =
-            sqlx::query("SELECT COUNT(*) FROM tasks WHERE run = $1 AND state <> 'done'")
-                .bind(run)
-                .fetch_one(&self.pool)
-                .await?
-                .get(0);
+        let left: i64 = sqlx::query("SELECT COUNT(*) FROM tasks WHERE run = $1 AND state <> $2")
+            .bind(run)
+            .bind(TaskState::Done.as_str())
+            .fetch_one(&self.pool)
+            .await?
+            .get(0);
         Ok(left == 0)
     }
 }
