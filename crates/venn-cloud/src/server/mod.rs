@@ -86,6 +86,35 @@ pub struct Config {
     pub spot_checks: usize,
 }
 
+/// `venn cloud serve`'s defaults (docs/cloud.md, Running the service), declared once: the
+/// command line's options default to these. Registration is by invitation; the command
+/// line opens it on a loopback address.
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            lease_seconds: 300,
+            max_items: 1 << 24,
+            max_datasets: 64,
+            max_client_items: 1 << 26,
+            max_pretokens: 4,
+            token_wait_seconds: 86400,
+            threads: 2,
+            request_seconds: 60,
+            max_connections: 512,
+            max_connections_per_peer: 64,
+            max_connections_per_network: 128,
+            registration: Registration::Invite,
+            max_clients: 1024,
+            max_total_datasets: 4096,
+            max_total_items: 1 << 30,
+            registrations_per_minute: 10,
+            max_join_work: 1 << 32,
+            // A worker falsifying a quarter of a chunk is caught with probability ≥ 0.9999.
+            spot_checks: 32,
+        }
+    }
+}
+
 impl Config {
     /// The limits on what a client keeps.
     pub(super) fn quotas(&self) -> store::Quotas {
