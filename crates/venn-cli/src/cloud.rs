@@ -4,6 +4,7 @@ use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
 use std::cell::RefCell;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 use venn::net::tls::{api_server_config, Identity as TlsIdentity};
 use venn::protocols::Progress;
@@ -15,13 +16,12 @@ use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::progress::Spinner;
 use venn_app::thunder::{self, Partners};
 use venn_app::transport::TlsArgs;
-use venn_cloud::api::{Run, RunState};
+use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
 use venn_cloud::server::{self, Config, Registration, Setup};
-use venn_cloud::spot_check::DEFAULT_SPOT_CHECKS;
 use venn_cloud::worker::{self, WorkerConfig};
 
 #[derive(Subcommand)]
@@ -89,6 +89,14 @@ impl StoreCli {
     }
 }
 
+/// The service's defaults, venn-cloud's (what `serve`'s options default to).
+static DEFAULTS: LazyLock<Config> = LazyLock::new(Config::default);
+
+/// A cap on connections: `min` to 2^20.
+fn connections(min: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min..=1 << 20)
+}
+
 #[derive(Args)]
 pub struct ServeCli {
     /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
@@ -98,69 +106,69 @@ pub struct ServeCli {
     store: StoreCli,
     /// Threads of the service's own workers (0: only external `venn cloud worker`s; at
     /// most the cores it may use).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = DEFAULTS.threads)]
     threads: usize,
     /// Seconds a worker holds a task before another may take it.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    #[arg(long, default_value_t = DEFAULTS.lease_seconds, value_parser = clap::value_parser!(u64).range(1..=86400))]
     lease_seconds: u64,
     /// The most items of a dataset.
-    #[arg(long, default_value_t = 1 << 24)]
+    #[arg(long, default_value_t = DEFAULTS.max_items)]
     max_items: u64,
     /// The most datasets a client keeps.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = DEFAULTS.max_datasets)]
     max_datasets: u64,
     /// The most items a client keeps over all its datasets (48 bytes each on disk).
-    #[arg(long, default_value_t = 1 << 26)]
+    #[arg(long, default_value_t = DEFAULTS.max_client_items)]
     max_client_items: u64,
     /// The most pre-tokens of a dataset whose values are on disk at once (592 bytes per
     /// item each, until the run that uses it ends).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = DEFAULTS.max_pretokens)]
     max_pretokens: u64,
     /// Seconds a run waits for its tokens or scalars before it fails.
-    #[arg(long, default_value_t = 86400, value_parser = clap::value_parser!(u64).range(1..=30 * 86400))]
+    #[arg(long, default_value_t = DEFAULTS.token_wait_seconds, value_parser = clap::value_parser!(u64).range(1..=30 * 86400))]
     token_wait: u64,
     /// Seconds a connection has for its request (TLS handshake, head and body) from the
     /// moment it is accepted.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, default_value_t = DEFAULTS.request_seconds, value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout: u64,
     /// The most connections served at once. When all are taken, a newcomer within its
     /// caps closes the oldest connection still waiting for its request, of the network
     /// holding the most; with none waiting, it is closed as soon as accepted.
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
-    max_connections: u64,
+    #[arg(long, default_value_t = DEFAULTS.max_connections, value_parser = connections(2))]
+    max_connections: usize,
     /// The most connections served at once from one peer (an IPv4 address or an IPv6 /64).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    max_connections_per_peer: u64,
+    #[arg(long, default_value_t = DEFAULTS.max_connections_per_peer, value_parser = connections(1))]
+    max_connections_per_peer: usize,
     /// The most connections served at once from one network (an IPv4 /24 or an IPv6 /48):
     /// at least --max-connections-per-peer, below --max-connections.
-    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    max_connections_per_network: u64,
+    #[arg(long, default_value_t = DEFAULTS.max_connections_per_network, value_parser = connections(1))]
+    max_connections_per_network: usize,
     /// Who may register: `open` (anyone who reaches the service) or `invite` (only with an
     /// unused `venn cloud invite`). Default: open on a loopback address, invite elsewhere.
     #[arg(long, value_enum)]
     registration: Option<RegistrationCli>,
     /// The most clients registered.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = DEFAULTS.max_clients)]
     max_clients: u64,
     /// The most datasets kept (open or sealed) by all clients together.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = DEFAULTS.max_total_datasets)]
     max_total_datasets: u64,
     /// The most items kept by all clients together (48 bytes each on disk).
-    #[arg(long, default_value_t = 1 << 30)]
+    #[arg(long, default_value_t = DEFAULTS.max_total_items)]
     max_total_items: u64,
     /// The most registrations tried per minute from one peer (an IPv4 address or an IPv6
     /// /64); more are answered 429.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULTS.registrations_per_minute, value_parser = clap::value_parser!(u32).range(1..))]
     registrations_per_minute: u32,
     /// The most pairs a three-party run's join may compare, n1·n2 for its first two
     /// datasets' sizes (refused when the run is created; 2^28 take about 1.5 minutes on
     /// two cores).
-    #[arg(long, default_value_t = 1 << 32)]
+    #[arg(long, default_value_t = DEFAULTS.max_join_work)]
     max_join_work: u64,
     /// Items of each external worker's answer that the service recomputes before taking
     /// it (capped at the chunk's; 0: trust external workers). A worker falsifying a
     /// fraction f of a chunk's items is caught with probability at least 1 − (1 − f)^k.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_SPOT_CHECKS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 16))]
+    #[arg(long, value_name = "K", default_value_t = DEFAULTS.spot_checks, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 16))]
     spot_checks: usize,
     /// The service's certificate (PEM; e.g. from `venn keygen`): serve HTTPS (TLS 1.3).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -289,8 +297,8 @@ pub struct UploadCli {
     #[arg(long, value_name = "FILE")]
     key_file: PathBuf,
     /// Items per uploaded chunk (also the unit of the service's work).
-    #[arg(long, default_value_t = 1 << 14, value_parser = clap::value_parser!(u64).range(1..=1 << 16))]
-    chunk_items: u64,
+    #[arg(long, default_value_t = DEFAULT_CHUNK_ITEMS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CHUNK_ITEMS as u64))]
+    chunk_items: usize,
 }
 
 #[derive(Args)]
@@ -473,6 +481,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 
 fn serve(s: ServeCli) -> Result<()> {
     check_connection_caps(&s)?;
+    venn_cloud::logs::init()?;
     // 0: no pool of its own.
     let threads = match s.threads {
         0 => 0,
@@ -490,9 +499,9 @@ fn serve(s: ServeCli) -> Result<()> {
     let data = &s.store.data;
     std::fs::create_dir_all(data).map_err(Error::file("create", data))?;
     if data.join("worker-secret").exists() {
-        eprintln!(
-            "venn cloud: '{}' is no longer used: each external worker needs an identity \
-             of its own (venn cloud enrol-worker)",
+        tracing::warn!(
+            "'{}' is no longer used: each external worker needs an identity of its own \
+             (venn cloud enrol-worker)",
             data.join("worker-secret").display()
         );
     }
@@ -525,9 +534,9 @@ fn serve(s: ServeCli) -> Result<()> {
             token_wait_seconds: s.token_wait,
             threads,
             request_seconds: s.request_timeout,
-            max_connections: s.max_connections as usize,
-            max_connections_per_peer: s.max_connections_per_peer as usize,
-            max_connections_per_network: s.max_connections_per_network as usize,
+            max_connections: s.max_connections,
+            max_connections_per_peer: s.max_connections_per_peer,
+            max_connections_per_network: s.max_connections_per_network,
             registration,
             max_clients: s.max_clients,
             max_total_datasets: s.max_total_datasets,
@@ -541,13 +550,13 @@ fn serve(s: ServeCli) -> Result<()> {
         // Machine-readable first (tests and benchmarks read it), then for people.
         out!("listening {addr}");
         match &fingerprint {
-            Some(fp) => eprintln!(
-                "venn cloud: serving on {scheme}://{addr} (certificate sha256:{fp}: \
-                 clients and workers pass --server-fingerprint {fp})"
+            Some(fp) => tracing::info!(
+                "serving on {scheme}://{addr} (certificate sha256:{fp}: clients and workers \
+                 pass --server-fingerprint {fp})"
             ),
-            None => eprintln!("venn cloud: serving on {scheme}://{addr}"),
+            None => tracing::info!("serving on {scheme}://{addr}"),
         }
-        eprintln!("venn cloud: registration {registering}");
+        tracing::info!("registration {registering}");
     })?)
 }
 
@@ -585,7 +594,7 @@ fn upload(u: UploadCli) -> Result<()> {
         &input.keys,
         &input.form.to_string(),
         &u.key_file,
-        u.chunk_items as usize,
+        u.chunk_items,
         &|sent, total| {
             if let Some(s) = &spinner {
                 s.message(&format!("{sent} of {total} items"));

@@ -554,3 +554,169 @@ fn result_gives_up_on_a_partner_that_never_gives_its_token() {
     );
     assert!(!dir.join("alice.out").exists());
 }
+
+/// The service's log (RUST_LOG=debug: everything it may write): each request in a span of
+/// its own id, method and route, closed by its status; the coordinator's work under its
+/// run's id; and none of the secrets the test used — the invite, the client's signing key,
+/// the dataset key, the worker's secret — anywhere in it.
+#[test]
+fn the_service_log_names_requests_and_runs_but_no_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let data = dir.join("data");
+    let log = dir.join("service.log");
+    let mut service = Killed(
+        venn()
+            .args([
+                "cloud",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--threads",
+                "1",
+            ])
+            .args(["--registration", "invite", "--data"])
+            .arg(&data)
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut first = String::new();
+    BufReader::new(service.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = format!(
+        "http://{}",
+        first.trim().strip_prefix("listening ").unwrap()
+    );
+    let cloud = |cmd: &str| {
+        let mut c = venn();
+        c.args(["cloud", cmd, "--server", &url]);
+        c
+    };
+    let invite = ok(venn().args(["cloud", "invite", "--data"]).arg(&data));
+    let invite = invite.trim();
+    let (id, key) = (dir.join("alice.id"), dir.join("alice.key"));
+    ok(cloud("register")
+        .args(["--name", "alice", "--invite", invite, "--identity"])
+        .arg(&id));
+    std::fs::write(dir.join("a.txt"), "k1\nk2\nk3\nk4\nk5\n").unwrap();
+    ok(cloud("upload")
+        .args(["--dataset", "d", "--chunk-items", "2", "--identity"])
+        .arg(&id)
+        .arg("--input")
+        .arg(dir.join("a.txt"))
+        .arg("--key-file")
+        .arg(&key));
+    // A pre-token: a run the service's own pool computes.
+    let pretoken = ok(cloud("pretoken")
+        .args(["--wait", "60", "--identity"])
+        .arg(&id)
+        .arg("--key-file")
+        .arg(&key));
+    let pretoken = pretoken.trim();
+    ok(venn()
+        .args(["cloud", "enrol-worker", "--name", "w", "--data"])
+        .arg(&data)
+        .arg("--out")
+        .arg(dir.join("w.worker")));
+    ok(cloud("worker")
+        .args(["--idle-exit", "0", "--worker-identity"])
+        .arg(dir.join("w.worker")));
+    drop(service);
+    let log = std::fs::read_to_string(&log).unwrap();
+
+    // Every request answered in a span of its own: a 64-bit id, its method and route.
+    let mut ids = std::collections::HashSet::new();
+    let mut routes = Vec::new();
+    for line in log.lines().filter(|l| l.contains(" answered status=")) {
+        let span = line.split("request{id=").nth(1).expect(line);
+        let (id, rest) = span.split_once(' ').expect(line);
+        assert!(
+            id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{line}"
+        );
+        assert!(ids.insert(id.to_owned()), "an id twice: {line}");
+        routes.push(rest.split("}: ").next().unwrap().to_owned());
+    }
+    for route in [
+        "method=POST route=/v1/clients",
+        "method=PUT route=/v1/datasets/{id}/chunks/{chunk}",
+        "method=POST route=/v1/datasets/{id}/pretokens",
+        "method=POST route=/v1/tasks/lease",
+    ] {
+        assert!(
+            routes.iter().any(|r| r.starts_with(route)),
+            "{route}: {log}"
+        );
+    }
+    // The pre-token's run: in its request's span, then in the pool's and the coordinator's.
+    for span in [
+        format!("route=/v1/datasets/{{id}}/pretokens run={pretoken}}}"),
+        format!("task{{run={pretoken} side=0 chunk=0}}"),
+        format!("run{{run={pretoken}}}"),
+    ] {
+        assert!(log.contains(&span), "{span}: {log}");
+    }
+    // No secret of the test's, whole or as the half a careless format might cut.
+    let field = |file: &Path, name: &str| -> String {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        v[name].as_str().unwrap().to_owned()
+    };
+    let worker = std::fs::read_to_string(dir.join("w.worker")).unwrap();
+    let secrets = [
+        ("invite", invite.to_owned()),
+        ("signing key", field(&id, "secret_key")),
+        ("dataset key", field(&key, "key")),
+        (
+            "worker secret",
+            worker.trim().split(':').nth(1).unwrap().to_owned(),
+        ),
+    ];
+    for (what, secret) in secrets {
+        assert!(secret.len() >= 32, "{what}: {secret}");
+        assert!(
+            !log.contains(&secret[..secret.len() / 2]),
+            "{what} in the log"
+        );
+        assert!(
+            !log.contains(&secret[secret.len() / 2..]),
+            "{what} in the log"
+        );
+    }
+}
+
+/// RUST_LOG filters the service's log as it does any Rust program's: an invalid filter is
+/// refused (naming it) before the service starts, not silently dropped.
+#[test]
+fn an_invalid_rust_log_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut service = Killed(
+        venn()
+            .args(["cloud", "serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(tmp.path().join("data"))
+            .env("RUST_LOG", "venn_cloud=loudest")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = service.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "served under an invalid RUST_LOG"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut service.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("RUST_LOG"), "{stderr}");
+}

@@ -12,6 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The most items in one uploaded chunk (3 MiB of points). A chunk is also the unit of a
 /// worker's task.
 pub const MAX_CHUNK_ITEMS: usize = 1 << 16;
+/// Items per uploaded chunk unless the client says otherwise (`--chunk-items`, Python's
+/// `chunk_items`): 768 KiB of points, a task of a few seconds on one core.
+pub const DEFAULT_CHUNK_ITEMS: usize = 1 << 14;
 /// Bytes of a three-party task's answer per item: a paired value's torus encoding.
 pub const VALUE_BYTES: usize = 288;
 /// The longest JSON body accepted.

@@ -8,13 +8,12 @@
 //! - [`server`], [`store`], [`join`] (the `service` feature, on by default; the Python
 //!   wheel builds without it): the service (`venn cloud serve`), its store and its
 //!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
+//!   [`logs`]: the service's log (`tracing`, filtered by `RUST_LOG`);
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
 //!   precomputed values: docs/cloud.md); [`spot_check`]: how the service checks an external
 //!   worker's answer before accepting it;
 //! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
 
-#[cfg(feature = "service")]
-mod admission;
 pub mod api;
 pub mod auth;
 #[cfg(target_arch = "x86_64")]
@@ -27,6 +26,8 @@ pub mod error;
 pub mod http;
 #[cfg(feature = "service")]
 pub mod join;
+#[cfg(feature = "service")]
+pub mod logs;
 #[cfg(feature = "service")]
 pub mod server;
 #[cfg(feature = "service")]

@@ -29,9 +29,6 @@ use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// Items of each external worker's answer that the service recomputes (`--spot-checks`).
-pub const DEFAULT_SPOT_CHECKS: usize = 32;
-
 /// `k` distinct positions of `0..n` (all of them when `k ≥ n`), each `k`-subset equally
 /// likely, in increasing order (Floyd's algorithm: `k` draws whatever `n`).
 pub fn positions(n: u64, k: usize, rng: &mut impl RngCore) -> Vec<u64> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use venn_app::input::Input;
 use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::thunder::{self, Partners};
-use venn_cloud::api::Task;
+use venn_cloud::api::{Task, DEFAULT_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerIdentity;
 use venn_cloud::client::{Client, DatasetKey};
 use venn_cloud::http::Endpoint;
@@ -106,7 +106,7 @@ impl CloudClient {
 
     /// Uploads `items` (normalised and deduplicated as a party's) as the dataset
     /// `dataset` under a new key saved to `key_file`; returns the dataset's id.
-    #[pyo3(signature = (items, dataset, key_file, *, chunk_items=1<<14, trim=false, lowercase=false, skip_empty=false, progress=None))]
+    #[pyo3(signature = (items, dataset, key_file, *, chunk_items=DEFAULT_CHUNK_ITEMS, trim=false, lowercase=false, skip_empty=false, progress=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn upload(
         &self,

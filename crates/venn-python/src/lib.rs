@@ -712,6 +712,10 @@ mod _venn {
         ServiceError, UsageError, VennError,
     };
 
+    /// Items per uploaded chunk unless `chunk_items` says otherwise (venn-cloud's).
+    #[pymodule_export]
+    const DEFAULT_CHUNK_ITEMS: usize = venn_cloud::api::DEFAULT_CHUNK_ITEMS;
+
     #[allow(non_upper_case_globals)]
     #[pymodule_export]
     const __version__: &str = env!("CARGO_PKG_VERSION");

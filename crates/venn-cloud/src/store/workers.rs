@@ -1,7 +1,9 @@
 //! External workers in the store: enrolled by the operator, each under its own name with
 //! the SHA-256 of its secret, and quarantined once an answer of theirs fails a spot check.
 
+use super::tasks::TaskState;
 use super::{now, Store};
+use crate::api::RunState;
 use crate::error::{Error, Result};
 use serde::Serialize;
 use sqlx::Row;
@@ -83,12 +85,16 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "UPDATE tasks SET state = 'pending', lease_until = 0, worker = NULL \
-             WHERE worker = $1 AND (state = 'leased' OR (state = 'done' AND run IN \
+            "UPDATE tasks SET state = $2, lease_until = 0, worker = NULL \
+             WHERE worker = $1 AND (state = $3 OR (state = $4 AND run IN \
              (SELECT r.id FROM runs r JOIN tasks t ON t.run = r.id \
-             WHERE r.state = 'computing' AND t.state <> 'done')))",
+             WHERE r.state = $5 AND t.state <> $4)))",
         )
         .bind(name)
+        .bind(TaskState::Pending.as_str())
+        .bind(TaskState::Leased.as_str())
+        .bind(TaskState::Done.as_str())
+        .bind(RunState::Computing.as_str())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -119,7 +119,7 @@ pub fn config() -> Config {
         max_total_items: 1 << 24,
         registrations_per_minute: 64,
         max_join_work: 1 << 20,
-        spot_checks: venn_cloud::spot_check::DEFAULT_SPOT_CHECKS,
+        spot_checks: Config::default().spot_checks,
     }
 }
 

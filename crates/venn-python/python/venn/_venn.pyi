@@ -13,6 +13,7 @@ else:
 from . import PartyOptions
 
 __version__: str
+DEFAULT_CHUNK_ITEMS: int
 
 class VennError(Exception): ...
 class UsageError(VennError): ...

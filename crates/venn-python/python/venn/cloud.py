@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import Key, Path, _column
+from ._venn import DEFAULT_CHUNK_ITEMS
 from ._venn import CloudClient as _Native
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class Client:
         *,
         dataset: str,
         key_file: Path,
-        chunk_items: int = 1 << 14,
+        chunk_items: int = DEFAULT_CHUNK_ITEMS,
         trim: bool = False,
         lowercase: bool = False,
         skip_empty: bool = False,

@@ -9,10 +9,15 @@
 //! for its request — the oldest one of the network holding the most connections — which
 //! is closed. A connection whose request has arrived whole is being served and keeps its
 //! place.
+//!
+//! Registrations, the one request a client not yet registered may make, are counted per
+//! peer too: at most so many a minute ([`RegistrationRate`]).
 
+use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// How many connections the service serves at once.
@@ -188,6 +193,40 @@ fn prefix(address: IpAddr, v4: u32, v6: u32) -> IpAddr {
 /// The mask of an IPv4 address's first `bits` bits.
 fn mask(bits: u32) -> u32 {
     u32::MAX << (32 - bits)
+}
+
+/// Registrations tried per peer in the current minute: a peer over the limit is refused
+/// until the minute is over.
+pub(super) struct RegistrationRate {
+    per_minute: u32,
+    tried: Mutex<(tokio::time::Instant, HashMap<IpAddr, u32>)>,
+}
+
+impl RegistrationRate {
+    pub(super) fn new(per_minute: u32) -> RegistrationRate {
+        RegistrationRate {
+            per_minute,
+            tried: Mutex::new((tokio::time::Instant::now(), HashMap::new())),
+        }
+    }
+
+    /// Counts a registration tried from `address`, refusing one over the limit.
+    pub(super) fn admit(&self, address: IpAddr) -> Result<()> {
+        let mut tried = self.tried.lock().unwrap_or_else(|e| e.into_inner());
+        let (started, counts) = &mut *tried;
+        if started.elapsed() >= Duration::from_secs(60) {
+            (*started, *counts) = (tokio::time::Instant::now(), HashMap::new());
+        }
+        let count = counts.entry(peer_of(address)).or_insert(0);
+        *count += 1;
+        match *count > self.per_minute {
+            true => Err(Error::TooMany(format!(
+                "at most {} registrations a minute from one address: try again later",
+                self.per_minute
+            ))),
+            false => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
