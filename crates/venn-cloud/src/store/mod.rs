@@ -27,9 +27,9 @@
 //! `workers` (external workers' enrolment and quarantine) and `files` (the data
 //! directory's paths, atomic writes).
 
-use crate::api::{now, DatasetState};
+use crate::api::{now, DatasetState, RunState};
 use crate::error::{Error, Result};
-use sqlx::any::AnyPoolOptions;
+use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use std::path::{Path, PathBuf};
 
@@ -304,6 +304,13 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await
     }
+}
+
+/// The run state in column `column` of `row`.
+fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
+    let state: String = row.get(column);
+    RunState::parse(&state)
+        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")))
 }
 
 #[cfg(test)]
