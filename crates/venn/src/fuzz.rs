@@ -232,9 +232,13 @@ impl Tampered {
     }
 }
 
-impl Channel for Tampered {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)
+impl crate::net::Layer for Tampered {
+    type Inner = MemChannel;
+    fn inner(&self) -> &MemChannel {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut MemChannel {
+        &mut self.inner
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
@@ -249,21 +253,6 @@ impl Channel for Tampered {
         }
         self.received += 1;
         check_frame_len(buf.len(), max_len)
-    }
-
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-
-    fn window(&self) -> usize {
-        self.inner.window()
-    }
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.inner.set_deadline(deadline)
     }
 }
 

@@ -78,36 +78,91 @@ pub trait Channel: Send {
     fn set_deadline(&mut self, deadline: Option<Instant>);
 }
 
-/// A channel behind a box (the kind picked at run time: TCP or TLS) or a mutable
-/// reference is a channel.
-macro_rules! through {
-    ($($t:ty),*) => {$(
-        impl<C: Channel + ?Sized> Channel for $t {
-            fn send(&mut self, frame: &[u8]) -> Result<()> {
-                (**self).send(frame)
-            }
-            fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-                (**self).recv_into(buf, max_len)
-            }
-            fn traffic(&self) -> Traffic {
-                (**self).traffic()
-            }
-            fn abort(&mut self, reason: &str) {
-                (**self).abort(reason)
-            }
-            fn window(&self) -> usize {
-                (**self).window()
-            }
-            fn binding(&self) -> Option<[u8; 32]> {
-                (**self).binding()
-            }
-            fn set_deadline(&mut self, deadline: Option<Instant>) {
-                (**self).set_deadline(deadline)
-            }
-        }
-    )*};
+/// A channel around another: each method goes to the channel inside unless the layer
+/// overrides it (a recording, a check of the transcript, another binding), and every layer
+/// is a [`Channel`]. A box (the kind picked at run time: TCP or TLS) and a mutable reference
+/// are layers that override nothing.
+pub trait Layer: Send {
+    /// The channel inside.
+    type Inner: Channel + ?Sized;
+    /// The channel inside, to read.
+    fn inner(&self) -> &Self::Inner;
+    /// The channel inside, to use.
+    fn inner_mut(&mut self) -> &mut Self::Inner;
+
+    /// [`Channel::send`].
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        self.inner_mut().send(frame)
+    }
+    /// [`Channel::recv_into`].
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        self.inner_mut().recv_into(buf, max_len)
+    }
+    /// [`Channel::traffic`].
+    fn traffic(&self) -> Traffic {
+        self.inner().traffic()
+    }
+    /// [`Channel::abort`].
+    fn abort(&mut self, reason: &str) {
+        self.inner_mut().abort(reason)
+    }
+    /// [`Channel::window`].
+    fn window(&self) -> usize {
+        self.inner().window()
+    }
+    /// [`Channel::binding`].
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.inner().binding()
+    }
+    /// [`Channel::set_deadline`].
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.inner_mut().set_deadline(deadline)
+    }
 }
-through!(Box<C>, &mut C);
+
+impl<L: Layer> Channel for L {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        Layer::send(self, frame)
+    }
+    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
+        Layer::recv_into(self, buf, max_len)
+    }
+    fn traffic(&self) -> Traffic {
+        Layer::traffic(self)
+    }
+    fn abort(&mut self, reason: &str) {
+        Layer::abort(self, reason)
+    }
+    fn window(&self) -> usize {
+        Layer::window(self)
+    }
+    fn binding(&self) -> Option<[u8; 32]> {
+        Layer::binding(self)
+    }
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        Layer::set_deadline(self, deadline)
+    }
+}
+
+impl<C: Channel + ?Sized> Layer for Box<C> {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut C {
+        self
+    }
+}
+
+impl<C: Channel + ?Sized> Layer for &mut C {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut C {
+        self
+    }
+}
 
 /// A channel whose binding is `binding` instead of its own: what the parties agreed
 /// before a session (a run plan, a bucket's number, the TLS channel's own binding) joins
@@ -119,27 +174,16 @@ pub struct Rebound<C> {
     pub binding: [u8; 32],
 }
 
-impl<C: Channel> Channel for Rebound<C> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)
+impl<C: Channel> Layer for Rebound<C> {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        &self.inner
     }
-    fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
-        self.inner.recv_into(buf, max_len)
-    }
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-    fn window(&self) -> usize {
-        self.inner.window()
+    fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
     }
     fn binding(&self) -> Option<[u8; 32]> {
         Some(self.binding)
-    }
-    fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.inner.set_deadline(deadline)
     }
 }
 

@@ -49,9 +49,13 @@ impl<C: Channel> Recording<C> {
     }
 }
 
-impl<C: Channel> Channel for Recording<C> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)
+impl<C: Channel> crate::net::Layer for Recording<C> {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
     }
 
     fn recv_into(&mut self, buf: &mut Vec<u8>, max_len: usize) -> Result<()> {
@@ -59,25 +63,6 @@ impl<C: Channel> Channel for Recording<C> {
         self.file.write_all(&(buf.len() as u32).to_le_bytes())?;
         self.file.write_all(buf)?;
         Ok(())
-    }
-
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-
-    fn window(&self) -> usize {
-        self.inner.window()
-    }
-
-    fn binding(&self) -> Option<[u8; 32]> {
-        self.inner.binding()
-    }
-    fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.inner.set_deadline(deadline)
     }
 }
 

@@ -21,7 +21,7 @@
 //! hash: it decides what it sends and cannot make us receive anything else.
 
 use crate::crypto::{Block, PolyHash};
-use crate::net::{Channel, Traffic};
+use crate::net::Channel;
 use crate::session::Role;
 use crate::{Error, Result};
 
@@ -140,7 +140,15 @@ impl<'a> Confirming<'a> {
     }
 }
 
-impl Channel for Confirming<'_> {
+impl<'a> crate::net::Layer for Confirming<'a> {
+    type Inner = dyn Channel + 'a;
+    fn inner(&self) -> &(dyn Channel + 'a) {
+        &*self.inner
+    }
+    fn inner_mut(&mut self) -> &mut (dyn Channel + 'a) {
+        &mut *self.inner
+    }
+
     fn send(&mut self, frame: &[u8]) -> Result<()> {
         self.inner.send(frame)?;
         self.sent.absorb(frame);
@@ -151,25 +159,6 @@ impl Channel for Confirming<'_> {
         self.inner.recv_into(buf, max_len)?;
         self.received.absorb(buf);
         Ok(())
-    }
-
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-
-    fn window(&self) -> usize {
-        self.inner.window()
-    }
-
-    fn binding(&self) -> Option<[u8; 32]> {
-        self.inner.binding()
-    }
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.inner.set_deadline(deadline)
     }
 }
 

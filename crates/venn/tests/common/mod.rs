@@ -255,7 +255,14 @@ pub struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
     tamper: F,
 }
 
-impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
+impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> venn::net::Layer for Tampered<F> {
+    type Inner = MemChannel;
+    fn inner(&self) -> &MemChannel {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut MemChannel {
+        &mut self.inner
+    }
     fn send(&mut self, frame: &[u8]) -> venn::Result<()> {
         if self.incoming {
             return self.inner.send(frame);
@@ -276,18 +283,6 @@ impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> Channel for Tampered<F> {
             }
         }
         Ok(())
-    }
-    fn traffic(&self) -> Traffic {
-        self.inner.traffic()
-    }
-    fn abort(&mut self, reason: &str) {
-        self.inner.abort(reason)
-    }
-    fn window(&self) -> usize {
-        self.inner.window()
-    }
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.inner.set_deadline(deadline)
     }
 }
 
