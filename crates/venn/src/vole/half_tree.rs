@@ -103,7 +103,9 @@ mod wide {
         half: usize,
         sum: &mut Block,
     ) -> usize {
-        runs::<std::arch::x86_64::__m512i>(k, left, right, half, sum)
+        // SAFETY: AVX-512F and VAES, what `__m512i`'s rounds need, and the pointers as
+        // `runs` needs them (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m512i>(k, left, right, half, sum) }
     }
 
     /// [`runs`] on 256-bit registers.
@@ -119,7 +121,9 @@ mod wide {
         half: usize,
         sum: &mut Block,
     ) -> usize {
-        runs::<std::arch::x86_64::__m256i>(k, left, right, half, sum)
+        // SAFETY: AVX2 and VAES, what `__m256i`'s rounds need, and the pointers as `runs`
+        // needs them (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m256i>(k, left, right, half, sum) }
     }
 
     /// The parents of `left` in whole runs of [`REGISTERS`] registers; returns how many.
@@ -137,24 +141,32 @@ mod wide {
         sum: &mut Block,
     ) -> usize {
         let run = REGISTERS * V::BLOCKS;
-        let keys: [V; 11] = std::array::from_fn(|r| V::from_blocks([k[r]; 4]));
-        let mut all = V::zero();
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        let keys: [V; 11] = std::array::from_fn(|r| unsafe { V::from_blocks([k[r]; 4]) });
+        // SAFETY: as above.
+        let mut all = unsafe { V::zero() };
         let mut start = 0;
         while start + run <= half {
-            let x: [V; REGISTERS] =
-                std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
-            // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
-            let s = x.map(|x| x.swap_halves().xor(x.high_only()));
-            let c = lanes::encrypt(s, &keys);
-            for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
-                let l = c.xor(*s);
-                all = all.xor(l);
-                l.store(left.add(start + V::BLOCKS * j));
-                x.xor(l).store(right.add(start + V::BLOCKS * j));
+            // SAFETY: `V`'s features; register j's `BLOCKS` blocks from `start + BLOCKS·j`
+            // are inside the run, inside the `half` blocks at `left` and at `right`
+            // (`start + run ≤ half`; the caller's contract: valid, not overlapping).
+            unsafe {
+                let x: [V; REGISTERS] =
+                    std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
+                // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
+                let s = x.map(|x| x.swap_halves().xor(x.high_only()));
+                let c = lanes::encrypt(s, &keys);
+                for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
+                    let l = c.xor(*s);
+                    all = all.xor(l);
+                    l.store(left.add(start + V::BLOCKS * j));
+                    x.xor(l).store(right.add(start + V::BLOCKS * j));
+                }
             }
             start += run;
         }
-        *sum ^= all.blocks().iter().fold(0, |a, b| a ^ b);
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        *sum ^= unsafe { all.blocks() }.iter().fold(0, |a, b| a ^ b);
         start
     }
 }
