@@ -89,6 +89,7 @@ pub(crate) struct Key {
 // SAFETY: the view is of an immutable object's buffer, alive while `_owner` holds the object;
 // neither `bytes` nor a `str`'s UTF-8 form is ever changed or freed before the object is.
 unsafe impl Send for Key {}
+// SAFETY: as for `Send`: shared, the view is only read.
 unsafe impl Sync for Key {}
 
 extern "C" {

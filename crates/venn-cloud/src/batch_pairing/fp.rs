@@ -236,7 +236,7 @@ impl Fp {
     pub fn from_lanes(lanes: &[Limbs; 8]) -> Fp {
         Fp(std::array::from_fn(|i| {
             let column: [u64; 8] = std::array::from_fn(|lane| lanes[lane][i]);
-            // SAFETY: eight u64 are read.
+            // SAFETY: `column` is the eight u64 (64 bytes) the load reads, at any alignment.
             unsafe { _mm512_loadu_epi64(column.as_ptr() as *const i64) }
         }))
     }
@@ -248,7 +248,7 @@ impl Fp {
         let limbs = self.carried();
         let mut columns = [[0u64; 8]; LIMBS];
         for (column, limb) in columns.iter_mut().zip(limbs) {
-            // SAFETY: eight u64 are written.
+            // SAFETY: `column` is the eight u64 (64 bytes) the store writes, at any alignment.
             unsafe { _mm512_storeu_epi64(column.as_mut_ptr() as *mut i64, limb) };
         }
         std::array::from_fn(|lane| std::array::from_fn(|i| columns[i][lane]))

@@ -353,28 +353,25 @@ mod tests {
                 assert!(got[l] == blst(|o| want(o, &xs[l], &ys[l])), "{what}");
             }
         };
-        // SAFETY (all blst calls below): elements in, one element out.
+        // Each blst call below reads the elements behind its references and writes one
+        // to `o`: all live values, `o` apart from the others.
         check(x, &|o, a, _| *o = *a, "conversion");
-        check(
-            x.mul(&y),
-            &|o, a, c| unsafe { blst::blst_fp12_mul(o, a, c) },
-            "mul",
-        );
-        check(
-            x.sqr(),
-            &|o, a, _| unsafe { blst::blst_fp12_sqr(o, a) },
-            "sqr",
-        );
-        check(
-            x.inverse(b),
-            &|o, a, _| unsafe { blst::blst_fp12_inverse(o, a) },
-            "inverse",
-        );
+        // SAFETY: elements in, one element out (above).
+        let mul = |o: &mut _, a: &_, c: &_| unsafe { blst::blst_fp12_mul(o, a, c) };
+        check(x.mul(&y), &mul, "mul");
+        // SAFETY: as above.
+        let sqr = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_fp12_sqr(o, a) };
+        check(x.sqr(), &sqr, "sqr");
+        // SAFETY: as above.
+        let inverse = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_fp12_inverse(o, a) };
+        check(x.inverse(b), &inverse, "inverse");
+        // SAFETY: as above.
         let cyclotomic = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
             blst::blst_fp12_cyclotomic_sqr(o, a)
         };
         check(x.cyclotomic_sqr(), &cyclotomic, "cyclotomic squaring");
         for n in 1..=3 {
+            // SAFETY: as above.
             let frobenius = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
                 blst::blst_fp12_frobenius_map(o, a, n)
             };
@@ -384,6 +381,7 @@ mod tests {
         let [lx, ly, lz] = line
             .fp2
             .map(|c| Fp2(c.fp.map(|e| Fp::splat(&b.constant(&e.l)))));
+        // SAFETY: as above (`line` too is a live element).
         let by_line = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
             blst::blst_fp12_mul_by_xy00z0(o, a, &line)
         };
@@ -401,11 +399,9 @@ mod tests {
         chain(raise_to_z(&x), z, "x^z");
         chain(raise_to_z_div_by_2(&x), z / 2, "x^(z/2)");
         let f = final_exponentiation(&x, b, k);
-        check(
-            f,
-            &|o, a, _| unsafe { blst::blst_final_exp(o, a) },
-            "final exp",
-        );
+        // SAFETY: as above.
+        let final_exp = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_final_exp(o, a) };
+        check(f, &final_exp, "final exp");
         // The largest representations (limbs p − 1 everywhere), through a long chain.
         let mut p_minus_1 = blst::blst_fp { l: fp::P64 };
         p_minus_1.l[0] -= 1;
@@ -419,12 +415,14 @@ mod tests {
             *c = p_minus_1;
         }
         let mut got = into(&[big; LANES]).mul(&into(&[big; LANES]));
+        // SAFETY: as above.
         let mut want = blst(|o| unsafe { blst::blst_fp12_mul(o, &big, &big) });
         for i in 1..=40 {
             got = got.cyclotomic_sqr();
             if i % 4 == 0 {
                 got = got.reduce();
             }
+            // SAFETY: as above.
             want = blst(|o| unsafe { blst::blst_fp12_cyclotomic_sqr(o, &want) });
         }
         assert!(got.store(b).iter().all(|g| *g == want), "a long chain");

@@ -100,7 +100,8 @@ impl WideHash {
             .chunks_exact_mut(LANES)
             .zip(rows.chunks_exact(LANES * Self::ROW_BLOCKS))
         {
-            // SAFETY: a row is four `u128`s (64 bytes, little-endian = its byte encoding);
+            // SAFETY: row l < `LANES` of the chunk is its `ROW_BLOCKS` = 4 `u128`s from
+            // l·`ROW_BLOCKS`: 64 bytes inside it (little-endian = its byte encoding), and
             // `[u8; 64]` has no alignment requirement.
             let lane =
                 |l: usize| unsafe { &*rows[l * Self::ROW_BLOCKS..].as_ptr().cast::<[u8; 64]>() };

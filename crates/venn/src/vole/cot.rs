@@ -85,9 +85,10 @@ pub fn receive_trees(
     noise: &mut [Pair],
 ) -> Result<Vec<usize>> {
     let shape = Shape::binary(outputs);
-    // SAFETY: the same memory as `Pair`s, every one initialised, and `put` only sets a
-    // block of one.
+    // SAFETY: a `MaybeUninit<Pair>` has a `Pair`'s layout; every one is initialised, and
+    // `put` (the only writer) only sets a block of one, so all stay initialised.
     let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
+    // SAFETY: `e` is one of `places`, each an initialised `Pair` (above).
     let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
     let receiving = (Tree::Half, choices, t);
     Ok(trees::receive(chan, &shape, receiving, places, put, None)?.points)

@@ -77,12 +77,13 @@ mod wide {
         if let Some(keys) = super::pi().round_keys() {
             assert_eq!(left.len(), right.len());
             let (l, r, half) = (left.as_mut_ptr(), right.as_mut_ptr(), left.len());
-            // SAFETY (both): the features each function is compiled for were detected
-            // (`cpu::has`); `left` and `right` hold `half` blocks each.
             if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                // SAFETY: the features the function is compiled for were detected
+                // (`cpu::has`); `left` and `right` are two slices of `half` blocks each.
                 return unsafe { runs512(keys, l, r, half, sum) };
             }
             if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                // SAFETY: as above, with AVX2.
                 return unsafe { runs256(keys, l, r, half, sum) };
             }
         }

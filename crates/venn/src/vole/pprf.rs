@@ -74,12 +74,13 @@ mod wide {
         if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
             assert!(level.len() >= 2 * half);
             let level = level.as_mut_ptr();
-            // SAFETY (both): the features each function is compiled for were detected
-            // (`cpu::has`); `level` holds the 2·`half` blocks written.
             if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                // SAFETY: the features the function is compiled for were detected
+                // (`cpu::has`); `level` holds the 2·`half` blocks written (asserted).
                 return unsafe { runs512(k0, k1, level, half, sums) };
             }
             if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                // SAFETY: as above, with AVX2.
                 return unsafe { runs256(k0, k1, level, half, sums) };
             }
         }

@@ -274,7 +274,8 @@ pub fn receive(
         },
         Some((&code, parity_sum.as_ref().map(|f| f as _))),
     )?;
-    // SAFETY: `receive` wrote every one of the noise's pairs.
+    // SAFETY: the capacity holds `noise_len` pairs (the slice of it above would have
+    // panicked otherwise), and `receive`, having returned, wrote every one of them.
     unsafe { noise.set_len(shape.noise_len()) };
     if let (Some(&seed), Some(ferret_seed)) = (base_check.first(), ferret_seed) {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
