@@ -17,7 +17,7 @@ macro_rules! out {
 }
 
 /// Prints `text` and a line break on standard output.
-pub fn line(text: std::fmt::Arguments) {
+pub(crate) fn line(text: std::fmt::Arguments) {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
         drop(stdout);
@@ -31,6 +31,6 @@ pub fn line(text: std::fmt::Arguments) {
 }
 
 /// Ends the process as a closed standard output would have with SIGPIPE's default action.
-pub fn closed() -> ! {
+pub(crate) fn closed() -> ! {
     crate::signals::end_by(libc::SIGPIPE)
 }

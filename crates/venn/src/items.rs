@@ -334,7 +334,7 @@ fn padded(item: &[u8]) -> Block {
 
 /// The integer an item stands for, if it is one below 2^σ written in canonical decimal
 /// (digits only, no sign, no leading zeros): the items of protocols on σ-bit integers.
-pub fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
+pub(crate) fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
     if item.is_empty() || (item[0] == b'0' && item.len() > 1) {
         return None;
     }

@@ -15,12 +15,12 @@ mod wide {
     use crate::util::cpu::{self, Feature};
 
     /// Blocks per run: eight registers of two, enough to hide the rounds' latency.
-    pub const RUN: usize = 16;
+    pub(super) const RUN: usize = 16;
 
     /// The round keys of `key`, where this process may use VAES and AVX2 (else `None`).
     /// An `Aes` is often made once and shared (the fixed keys are statics), so this asks
     /// the process's cap, and each run asks [`allowed`] on its own thread.
-    pub fn round_keys(key: Block) -> Option<[Block; 11]> {
+    pub(super) fn round_keys(key: Block) -> Option<[Block; 11]> {
         #[cfg(target_arch = "x86_64")]
         if cpu::has_in_process(&[Feature::Aes, Feature::Vaes, Feature::Avx2]) {
             // SAFETY: AES-NI was detected (`has_in_process` allows only that).
@@ -33,7 +33,7 @@ mod wide {
     /// Whether this thread may run [`encrypt`].
     #[cfg(target_arch = "x86_64")]
     #[inline]
-    pub fn allowed() -> bool {
+    pub(super) fn allowed() -> bool {
         cpu::has_all(&[Feature::Vaes, Feature::Avx2])
     }
 
@@ -83,7 +83,7 @@ mod wide {
     /// The CPU has VAES and AVX2; `input` and `output` are valid for `len` blocks.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,vaes")]
-    pub unsafe fn encrypt(
+    pub(super) unsafe fn encrypt(
         keys: &[Block; 11],
         input: *const Block,
         output: *mut Block,

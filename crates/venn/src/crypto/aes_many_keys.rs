@@ -110,7 +110,11 @@ mod ni {
     /// # Safety
     /// The CPU has AES-NI and SSSE3.
     #[target_feature(enable = "aes,sse2,ssse3")]
-    pub unsafe fn encrypt<const L: usize>(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
+    pub(super) unsafe fn encrypt<const L: usize>(
+        keys: &[Block],
+        inputs: &[Block],
+        out: &mut [Block],
+    ) {
         // A Block's little-endian bytes are the AES block and key bytes (as in `Aes`).
         // SAFETY: `b` is the 16 bytes the load reads, at any alignment.
         let load = |b: &Block| unsafe { _mm_loadu_si128((b as *const Block).cast()) };
@@ -175,7 +179,11 @@ mod vaes {
     /// # Safety
     /// The CPU has AVX2 and VAES.
     #[target_feature(enable = "avx2,vaes")]
-    pub unsafe fn encrypt<const P: usize>(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
+    pub(super) unsafe fn encrypt<const P: usize>(
+        keys: &[Block],
+        inputs: &[Block],
+        out: &mut [Block],
+    ) {
         // The 256-bit loads and stores below read and write two blocks from each start.
         assert!(keys.len() >= 2 * P && inputs.len() >= 2 * P && out.len() >= 2 * P);
         // SAFETY: `b` starts at block 2l < 2P of a slice of 2P or more: two blocks, the 32

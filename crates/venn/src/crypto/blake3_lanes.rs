@@ -13,11 +13,11 @@ use super::Row512;
 use crate::util::cpu::{self, Feature};
 
 /// Messages per call.
-pub const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The first 32 bytes of output block `counters[l]` of BLAKE3-keyed(`key`, `rows[l]`), as
 /// little-endian words, for each of the `rows.len() ≤ LANES` rows.
-pub fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8]; LANES] {
+pub(super) fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8]; LANES] {
     assert!(rows.len() <= LANES && rows.len() == counters.len());
     let mut out = [[0u32; 8]; LANES];
     #[cfg(target_arch = "x86_64")]
@@ -339,7 +339,7 @@ mod simd {
     /// # Safety
     /// The CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn compress8(
+    pub(super) unsafe fn compress8(
         key: &[u32; 8],
         rows: [&Row512; 8],
         counters: [u64; 8],
@@ -401,7 +401,7 @@ mod simd {
     /// # Safety
     /// The CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn compress16(
+    pub(super) unsafe fn compress16(
         key: &[u32; 8],
         rows: [&Row512; 16],
         counters: [u64; 16],

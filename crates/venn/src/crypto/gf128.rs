@@ -147,19 +147,19 @@ mod clmul {
 
     /// Whether this thread may run the 128-bit functions.
     #[inline]
-    pub fn narrow() -> bool {
+    pub(super) fn narrow() -> bool {
         has_all(&[Feature::Pclmulqdq, Feature::Sse2])
     }
 
     /// Whether this thread may run the 512-bit ones.
     #[inline]
-    pub fn wide512() -> bool {
+    pub(super) fn wide512() -> bool {
         has_all(&[Feature::Vpclmulqdq, Feature::Avx512f])
     }
 
     /// Whether this thread may run the 256-bit ones.
     #[inline]
-    pub fn wide256() -> bool {
+    pub(super) fn wide256() -> bool {
         has_all(&[Feature::Vpclmulqdq, Feature::Avx2])
     }
 
@@ -168,7 +168,7 @@ mod clmul {
     /// # Safety
     /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
+    pub(super) unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
         let x = _mm_set_epi64x((a >> 64) as i64, a as i64);
         let y = _mm_set_epi64x((b >> 64) as i64, b as i64);
         let lo = _mm_clmulepi64_si128(x, y, 0x00);
@@ -188,7 +188,7 @@ mod clmul {
     /// # Safety
     /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (Block, Block) {
         let mut lo = _mm_setzero_si128();
         let mut mid = _mm_setzero_si128();
         let mut hi = _mm_setzero_si128();
@@ -222,7 +222,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX-512F.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
         // SAFETY: `__m512i`'s features (this function's contract), which PCLMULQDQ's
         // 128-bit form for the rest comes with.
         unsafe { inner_product::<__m512i>(a, b) }
@@ -233,7 +233,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX2.
     #[target_feature(enable = "vpclmulqdq,avx2")]
-    pub unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
         // SAFETY: `__m256i`'s features (this function's contract), which PCLMULQDQ's
         // 128-bit form for the rest comes with.
         unsafe { inner_product::<__m256i>(a, b) }
@@ -276,7 +276,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX-512F.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub unsafe fn add_evaluations512(
+    pub(super) unsafe fn add_evaluations512(
         points: &[Block],
         coefficients: &[Block],
         out: &mut [Block],
@@ -290,7 +290,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX2.
     #[target_feature(enable = "vpclmulqdq,avx2")]
-    pub unsafe fn add_evaluations256(
+    pub(super) unsafe fn add_evaluations256(
         points: &[Block],
         coefficients: &[Block],
         out: &mut [Block],

@@ -20,7 +20,7 @@ use std::arch::x86_64::*;
 /// (`__m256i`), with VAES for the AES rounds and VPCLMULQDQ for [`Lanes::clmul`]. A pointer
 /// argument is valid for [`Lanes::BLOCKS`] blocks ([`Lanes::each_twice`]: half as many),
 /// at any alignment.
-pub trait Lanes: Copy {
+pub(crate) trait Lanes: Copy {
     const BLOCKS: usize;
     unsafe fn load(p: *const Block) -> Self;
     unsafe fn store(self, p: *mut Block);
@@ -64,7 +64,7 @@ pub trait Lanes: Copy {
 /// # Safety
 /// The CPU has what `V`'s AES rounds need (see [`Lanes`]).
 #[inline(always)]
-pub unsafe fn encrypt<V: Lanes, const N: usize>(x: [V; N], keys: &[V; 11]) -> [V; N] {
+pub(crate) unsafe fn encrypt<V: Lanes, const N: usize>(x: [V; N], keys: &[V; 11]) -> [V; N] {
     // SAFETY: the CPU has what `V`'s AES rounds need (the caller's contract).
     unsafe {
         let mut s = x.map(|x| x.xor(keys[0]));

@@ -8,15 +8,15 @@ use crate::util::cpu::{self, Feature};
 use sha2::digest::generic_array::GenericArray;
 
 /// Lanes per call.
-pub const LANES: usize = 4;
+pub(super) const LANES: usize = 4;
 
 /// `out[l] = compress256(iv, blocks[l])` for each lane.
-pub fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+pub(super) fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
     compress_lanes_from([iv; LANES], blocks)
 }
 
 /// `out[l] = compress256(ivs[l], blocks[l])` for each lane (each its own chaining value).
-pub fn compress_lanes_from(
+pub(super) fn compress_lanes_from(
     ivs: [&[u32; 8]; LANES],
     blocks: [&[u8; 64]; LANES],
 ) -> [[u32; 8]; LANES] {
@@ -57,7 +57,7 @@ mod shani {
     /// # Safety
     /// The CPU has SHA-NI, SSSE3 and SSE4.1.
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-    pub unsafe fn compress_lanes(
+    pub(super) unsafe fn compress_lanes(
         ivs: [&[u32; 8]; LANES],
         blocks: [&[u8; 64]; LANES],
     ) -> [[u32; 8]; LANES] {

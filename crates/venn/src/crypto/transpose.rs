@@ -61,7 +61,7 @@ mod sse2 {
     use super::{Block, MASKS};
     use std::arch::x86_64::*;
 
-    pub fn transpose128(m: &mut [Block; 128]) {
+    pub(super) fn transpose128(m: &mut [Block; 128]) {
         // SAFETY: SSE2 is part of the x86_64 baseline; `Block` and `__m128i` have the same
         // size, and unaligned loads/stores are used throughout.
         unsafe {
@@ -101,7 +101,7 @@ mod avx2 {
     /// # Safety
     /// The CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn transpose128(m: &mut [Block; 128]) {
+    pub(super) unsafe fn transpose128(m: &mut [Block; 128]) {
         let p = m.as_mut_ptr();
         // `load` and `store` take rows r and r + 1 of the 128 of `m` (32 bytes, at any
         // alignment), with r + 1 ≤ 127 at every call below: in round 64, r + 64 + 1 ≤ 127

@@ -17,7 +17,7 @@ pub type TcpChannel = StreamChannel<TcpStream>;
 pub const PROBE: Duration = Duration::from_secs(5);
 
 /// Makes a channel of an accepted connection given its opening bytes, or says why not.
-pub type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
+pub(super) type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
 
 /// What a listener takes: each connection's first `len` bytes are peeked (not consumed)
 /// and `take` either makes the connection a channel or says why not; refused connections

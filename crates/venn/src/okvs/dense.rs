@@ -166,7 +166,7 @@ impl<V> Default for BitRow<V> {
 }
 
 /// The most dense columns a [`BitRow`] has.
-pub const MAX_BIT_COLUMNS: usize = 64;
+pub(super) const MAX_BIT_COLUMNS: usize = 64;
 
 impl<V: Value> Row for BitRow<V> {
     type Value = V;

@@ -296,7 +296,7 @@ mod wide {
     /// position while the window fits in `x` (so without wrapping) on a CPU with AVX-512F
     /// or AVX2; returns how many positions are done (0 elsewhere), their rows taken from
     /// `rows`, and the bits.
-    pub fn accumulate<'b>(
+    pub(super) fn accumulate<'b>(
         x: &mut [Block],
         blocks: usize,
         rows: &mut Rows,

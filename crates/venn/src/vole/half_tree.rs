@@ -72,7 +72,7 @@ mod wide {
     /// runs, their right children into `right`, where VAES and AVX-512F or AVX2 may be
     /// used, adding the left children into `sum`; returns how many parents it expanded
     /// (none elsewhere).
-    pub fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
+    pub(super) fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let Some(keys) = super::pi().round_keys() {
             assert_eq!(left.len(), right.len());
@@ -174,7 +174,12 @@ mod wide {
 
 /// S's tree for the COT of `delta` from the seed `s`: its 2^`depth` leaves (summing to
 /// Δ) into `leaves`; returns each level's left sum, levels 1 to `depth`.
-pub fn expand_sender(s: Block, delta: Block, depth: usize, leaves: &mut [Block]) -> Vec<Block> {
+pub(super) fn expand_sender(
+    s: Block,
+    delta: Block,
+    depth: usize,
+    leaves: &mut [Block],
+) -> Vec<Block> {
     assert!(depth >= 1);
     assert_eq!(leaves.len(), 1 << depth);
     leaves[0] = s;
@@ -192,7 +197,7 @@ pub fn expand_sender(s: Block, delta: Block, depth: usize, leaves: &mut [Block])
 /// R keeps its on-path node at the sum of the other nodes of its level (the true node ⊕ Δ):
 /// then the nodes it expands sum to zero, so its two computed sides have one sum, and the
 /// off-path child is the known side's sum less that side's other nodes.
-pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
+pub(super) fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
     let depth = off_path.len();
     assert!(depth >= 1);
     assert_eq!(leaves.len(), 1 << depth);

@@ -69,7 +69,7 @@ mod wide {
     /// where VAES and AVX-512F or AVX2 may be used ([`crate::util::cpu`]), adding the
     /// children into `sums`; returns how many parents are left, from the first (all of
     /// them elsewhere).
-    pub fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
+    pub(super) fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
             assert!(level.len() >= 2 * half);
