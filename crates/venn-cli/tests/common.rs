@@ -1,7 +1,5 @@
 //! Helpers for driving the real `venn` binary.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -713,7 +713,7 @@ mod _venn {
         ServiceError, UsageError, VennError,
     };
 
-    #[allow(non_upper_case_globals)]
+    #[allow(non_upper_case_globals)] // the name Python looks for: `venn._venn.__version__`
     #[pymodule_export]
     const __version__: &str = env!("CARGO_PKG_VERSION");
 

@@ -1,7 +1,5 @@
 //! A service in this process for tests, over SQLite or a real PostgreSQL started here.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -73,16 +73,19 @@ pub fn mul(a: Block, b: Block) -> Block {
 /// row (d, d^2, …, d^g) against the dense columns is this at x = d (RR22 §2, Fig. 1).
 pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Block]) {
     assert_eq!(points.len(), out.len());
-    #[allow(unused_mut)]
-    let mut done = 0;
+    // The points a vector kernel took; the rest are done here.
     #[cfg(target_arch = "x86_64")]
-    if clmul::wide512() {
+    let done = if clmul::wide512() {
         // SAFETY: the features the function is compiled for were detected (`cpu::has`).
-        done = unsafe { clmul::add_evaluations512(points, coefficients, out) };
+        unsafe { clmul::add_evaluations512(points, coefficients, out) }
     } else if clmul::wide256() {
         // SAFETY: as above.
-        done = unsafe { clmul::add_evaluations256(points, coefficients, out) };
-    }
+        unsafe { clmul::add_evaluations256(points, coefficients, out) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
     for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
         *o ^= coefficients.iter().rev().fold(0, |acc, &c| mul(acc ^ c, x));
     }

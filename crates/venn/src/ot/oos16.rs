@@ -659,6 +659,8 @@ mod tests {
 
     /// What a cheating receiver does to a chunk of its corrections (first row, rows).
     type Tamper = dyn Fn(usize, &mut [Block]) + Send + Sync;
+    /// What one party of [`both_ways_run`] got: its row digests and its rows.
+    type BothWays = Result<(Vec<RowDigest>, OosRows)>;
 
     /// Runs one direction; `cheat` may change the receiver's corrections before they are
     /// sent (it then answers the check as for its words). Returns the sender's rows and the
@@ -764,11 +766,7 @@ mod tests {
     /// Two parties running [`both_ways`] against each other, each the receiver of one
     /// extension and the sender of the other, with unequal instance counts; `cheat` may
     /// change the second party's corrections. Returns what each party got.
-    #[allow(clippy::type_complexity)]
-    fn both_ways_run(
-        words: [Vec<Block>; 2],
-        cheat: Option<Box<Tamper>>,
-    ) -> [Result<(Vec<RowDigest>, OosRows)>; 2] {
+    fn both_ways_run(words: [Vec<Block>; 2], cheat: Option<Box<Tamper>>) -> [BothWays; 2] {
         let mut prg = Prg::from_seed(20);
         let (s_ab, r_ab) = seeds(&mut prg);
         let (s_ba, r_ba) = seeds(&mut prg);
