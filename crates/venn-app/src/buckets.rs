@@ -155,6 +155,7 @@ pub struct Split {
     segment_bytes: usize,
     /// Rows in the file (kept: not skipped as empty).
     pub rows: u64,
+    /// Rows skipped for an empty key (`--skip-empty`).
     pub skipped_empty: u64,
     header: Option<Vec<u8>>,
 }

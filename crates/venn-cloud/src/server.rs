@@ -445,7 +445,9 @@ async fn pool(service: Arc<Service>) {
 /// JSON body's, or a chunk's for uploads). The headers are checked (a well-formed claim, a
 /// registered client, a time within the window) before the body is read.
 pub struct Signed<const LIMIT: usize = { api::MAX_JSON_BYTES }> {
+    /// The client's name (registered, or being registered by this request).
     pub client: String,
+    /// The body, as sent (the signature covers it).
     pub body: Bytes,
 }
 
@@ -554,7 +556,9 @@ fn claim(parts: &Parts) -> Result<Claim<'_>> {
 
 /// A request from an enrolled external worker that is not quarantined, and its body.
 pub struct FromWorker {
+    /// The worker's enrolled name.
     pub worker: String,
+    /// The body, as sent.
     pub body: Bytes,
 }
 
@@ -1109,6 +1113,7 @@ pub struct Setup {
     pub dir: std::path::PathBuf,
     /// TLS for the API (`None`: plain HTTP).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// How the service runs (leases, limits).
     pub config: Config,
 }
 

@@ -52,6 +52,7 @@ fn last_row_end(buf: &[u8], format: Format, delimiter: u8) -> Option<usize> {
 
 /// A parsed segment: its rows, and the number of the file's first line in it.
 pub struct Segment<'a> {
+    /// The segment's rows and keys, as a file of its own.
     pub input: &'a Input,
     /// How many rows (kept, as in [`Input::rows`]) came before this segment.
     pub rows_before: u64,

@@ -61,6 +61,7 @@ pub struct Retry<'a> {
     pub why: &'a str,
     /// How long we have been trying, of how long we will.
     pub elapsed: Duration,
+    /// How long we will try before giving up.
     pub timeout: Duration,
 }
 

@@ -230,6 +230,7 @@ pub struct OosReceiver {
 }
 
 impl OosReceiver {
+    /// The receiver of the direction these column seeds (both keys of each) were made for.
     pub fn new(seeds: &OosReceiverSeeds) -> Self {
         assert_eq!(seeds.keys.len(), COLUMNS);
         OosReceiver {
@@ -402,6 +403,7 @@ pub struct OosRows {
 }
 
 impl OosSender {
+    /// The sender of the direction these column seeds (Δ and its keys) were made for.
     pub fn new(seeds: &OosSenderSeeds) -> Self {
         assert_eq!(seeds.keys.len(), COLUMNS);
         OosSender {

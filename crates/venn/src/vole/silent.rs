@@ -54,12 +54,15 @@ pub enum Adversary {
 
 /// S's side of a VOLE: Δ and B.
 pub struct VoleSender {
+    /// The global key Δ, the same for every correlation.
     pub delta: Block,
+    /// One B_i for each correlation.
     pub b: Vec<Block>,
 }
 
 /// R's side of a VOLE: pairs (A_i, C_i) with C_i = B_i + A_i·Δ.
 pub struct VoleReceiver {
+    /// The i-th pair against the sender's B_i.
     pub pairs: Vec<Pair>,
 }
 
