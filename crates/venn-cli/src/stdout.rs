@@ -1,7 +1,7 @@
 //! Standard output for the commands that also talk to peers. Rust ignores SIGPIPE so that
 //! a peer's closed socket is an error rather than a death; a standard output whose reader
 //! stopped early (`venn bench | head`) is then an error too, and `println!` turns it into a
-//! panic. These commands print with [`out!`] instead, and a closed standard output ends
+//! panic. These commands print with `out!` instead, and a closed standard output ends
 //! them quietly, by SIGPIPE as any other tool (their temporary directories removed first).
 //! Output written through `--output -` reports the same through its error
 //! ([`venn_app::destination::closed_stdout`]), which `main` ends on alike.

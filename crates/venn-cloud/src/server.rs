@@ -7,7 +7,7 @@
 //! spot-checked before it is taken ([`crate::spot_check`]): one that fails is refused
 //! (403), its task goes back to the queue at once and its worker is quarantined. Every
 //! body is bounded before it is read and must arrive by its request's deadline, every
-//! point is checked as it arrives, and connections are admitted fairly ([`admission`]).
+//! point is checked as it arrives, and connections are admitted fairly (`admission`).
 
 use crate::admission::{self, Admission, Caps, Permit};
 use crate::api::{

@@ -90,7 +90,7 @@ impl Items {
         self.ends.len()
     }
 
-    /// Refuses the items unless each is a [`decimal_integer`] below 2^σ, naming the first
+    /// Refuses the items unless each is a `decimal_integer` below 2^σ, naming the first
     /// that is not (for `protocol`, which runs on such integers).
     pub fn check_integers(&self, protocol: &str, sigma: u32) -> Result<()> {
         match (0..self.len()).find(|&i| decimal_integer(self.get(i), sigma).is_none()) {
@@ -103,7 +103,7 @@ impl Items {
         }
     }
 
-    /// Each item as the [`decimal_integer`] below 2^σ it stands for, naming the first that
+    /// Each item as the `decimal_integer` below 2^σ it stands for, naming the first that
     /// is not one.
     pub fn integers(&self, sigma: u32) -> Result<Vec<u64>> {
         (0..self.len())

@@ -1,5 +1,5 @@
 //! Reading a file too large for memory: in segments of whole rows, each parsed as a whole
-//! file would be ([`parse_input`]), so every row is split and normalised exactly as in a
+//! file would be ([`parse_input`](super::parse_input)), so every row is split and normalised exactly as in a
 //! file read at once.
 //!
 //! A segment ends after a line break that ends a row: for CSV, one with an even number of

@@ -1,4 +1,4 @@
-//! Arithmetic in GF(2^128) = GF(2)[X] / (X^128 + X^7 + X^2 + X + 1), the field of the KOS15
+//! Arithmetic in GF(2^128) = GF(2)\[X\] / (X^128 + X^7 + X^2 + X + 1), the field of the KOS15
 //! correlation check. Bit `i` of a [`Block`] is the coefficient of `X^i`.
 //!
 //! Inner products accumulate unreduced 256-bit carry-less products and reduce once at the

@@ -88,7 +88,7 @@ impl PrgMatrix {
         }
     }
 
-    /// [`PrgMatrix::rows`] in tasks of [`TASK_ROWS`] rows on the current rayon pool.
+    /// [`PrgMatrix::rows`] in tasks of `TASK_ROWS` rows on the current rayon pool.
     pub fn par_rows(&self, first_row: usize, out: &mut [Block]) {
         let w = self.row_blocks();
         out.par_chunks_mut(TASK_ROWS * w)

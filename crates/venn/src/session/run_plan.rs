@@ -25,7 +25,7 @@ pub const MAX_LOG2_BUCKETS: u8 = 20;
 /// The most rows a plan may announce (2^40): they cost us nothing but the sessions their
 /// buckets take; each bucket's size is checked against --max-peer-items.
 const MAX_ROWS: u64 = 1 << 40;
-/// What both parties must do alike for equal keys to match: the part of [`KeyOptions`]
+/// What both parties must do alike for equal keys to match: the part of the front ends' `KeyOptions`
 /// that changes a key's bytes. Each party sends its own in the run plan, and a run whose
 /// parties differ is refused (a receiver that lower-cases against a sender that does not
 /// would find only the keys already in lower case, and say nothing).

@@ -1,6 +1,6 @@
 //! Silent correlated OT: the silent VOLE's GF(2) form (BCGIKRS19; Ferret, YWL+20), where
 //! R's noise values are all 1. S gets Δ and B, R gets choice bits A and C with
-//! C_i = B_i + A_i·Δ. The trees are half-trees ([`half_tree`](super::half_tree)): one block a level, and
+//! C_i = B_i + A_i·Δ. The trees are half-trees (`half_tree`): one block a level, and
 //! R's c_α = b_α + Δ with no correction. R's noise e, one 1 a tree at its point, is
 //! compressed by the same code as its blocks, as bits beside them
 //! ([`ExConv::accumulate_with_bits`]): A = G·e, C = G·c, B = G·b. Each party makes one COT each way at once ([`exchange`]) and

@@ -114,7 +114,7 @@ impl Kbm23Params {
     }
 
     /// The parameters for `sizes` and the run's options: under `--offline bfv` the field is
-    /// BFV's plaintext space ([`plaintext_modulus`]), and only 32-bit integer keys.
+    /// BFV's plaintext space (`plaintext_modulus`), and only 32-bit integer keys.
     pub fn for_options(sizes: Sizes, options: Options) -> Result<Self> {
         let mut p = Kbm23Params::new(sizes, options.sigma)?;
         if options.offline == Offline::Bfv {
