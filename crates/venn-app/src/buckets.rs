@@ -51,7 +51,7 @@ const MAX_SEGMENT_BYTES: usize = 64 << 20;
 const WRITERS: u64 = 256 * WRITER_BYTES as u64;
 const WRITER_BYTES: usize = 1 << 14;
 
-/// The largest segment (a power of two, from 64 KiB to [`MAX_SEGMENT_BYTES`]) whose
+/// The largest segment (a power of two, from 64 KiB to `MAX_SEGMENT_BYTES`) whose
 /// splitting fits in `room`: the buffer it is read into and the rest past its last row
 /// ([`for_each_segment`]), what parsing it takes ([`Footprint::of`], with a row every two
 /// bytes, the most there can be: a copy behind the header row included) and the bucket
@@ -80,7 +80,7 @@ fn record_bytes(key: u64) -> u64 {
 /// Rows a bucket may hold for `role` of `protocol` when the file of footprint `f` is
 /// split to fit in `room`: half the room beside the rows' match bits (the other half for a
 /// peer's larger share of a bucket, and the padding), at the role's memory per own and
-/// peer item and a record's on the way in ([`record_bytes`], for the file's average key).
+/// peer item and a record's on the way in (`record_bytes`, for the file's average key).
 pub fn rows_within(room: u64, f: &Footprint, protocol: &dyn Protocol, role: Role) -> u64 {
     let r = protocol.info().role(role);
     let key = f.key_bytes.div_ceil(f.rows.max(1));
@@ -155,6 +155,7 @@ pub struct Split {
     segment_bytes: usize,
     /// Rows in the file (kept: not skipped as empty).
     pub rows: u64,
+    /// Rows skipped for an empty key (`--skip-empty`).
     pub skipped_empty: u64,
     header: Option<Vec<u8>>,
 }

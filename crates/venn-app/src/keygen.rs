@@ -11,7 +11,9 @@ pub const MAX_DAYS: u32 = 36500;
 
 /// What [`keygen`] wrote.
 pub struct Made {
+    /// The private key (`dir/venn.key`, owner-only), for `--tls-key`.
     pub key: PathBuf,
+    /// The certificate (`dir/venn.crt`), for `--tls-cert`.
     pub cert: PathBuf,
     /// The certificate's SHA-256 fingerprint, for the peer's `--peer-fingerprint`.
     pub fingerprint: String,

@@ -57,12 +57,15 @@ pub struct Coordinator {
 pub struct Summary {
     /// Buckets run.
     pub buckets: u64,
-    /// Our distinct keys, the peer's rows.
+    /// Our distinct keys.
     pub n_self: u64,
+    /// The peer's rows, as its run plan announced them.
     pub n_peer: u64,
     /// Seconds the lanes' sessions took, summed.
     pub seconds: f64,
+    /// Bytes the lanes sent, summed.
     pub bytes_sent: u64,
+    /// Bytes the lanes received, summed.
     pub bytes_received: u64,
     /// The matched keys, for a party that learns them.
     pub matched_keys: Option<u64>,

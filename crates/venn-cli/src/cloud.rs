@@ -25,7 +25,7 @@ use venn_cloud::server::{self, Config, Registration, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
 
 #[derive(Subcommand)]
-pub enum CloudCommand {
+pub(crate) enum CloudCommand {
     /// Run the service: the HTTP API, its store and its own pool of workers.
     Serve(ServeCli),
     /// Pair stored items with tokens for a service (any number, on any machine), as a
@@ -65,7 +65,7 @@ pub enum CloudCommand {
 
 /// The service's data directory and store.
 #[derive(Args)]
-pub struct StoreCli {
+pub(crate) struct StoreCli {
     /// The data directory (stored points, answers, results; and the SQLite store).
     #[arg(long, value_name = "DIR")]
     data: PathBuf,
@@ -98,7 +98,7 @@ fn connections(min: u64) -> clap::builder::RangedU64ValueParser<usize> {
 }
 
 #[derive(Args)]
-pub struct ServeCli {
+pub(crate) struct ServeCli {
     /// Where to listen (HTTP), e.g. 127.0.0.1:7780.
     #[arg(long, value_name = "ADDR")]
     listen: String,
@@ -184,7 +184,7 @@ pub struct ServeCli {
 
 /// Where the service is and how its certificate is checked.
 #[derive(Args)]
-pub struct ServiceCli {
+pub(crate) struct ServiceCli {
     /// The service: https://HOST:PORT, or http://HOST:PORT on this machine.
     #[arg(long, value_name = "URL")]
     server: String,
@@ -214,7 +214,7 @@ impl ServiceCli {
 }
 
 #[derive(Args)]
-pub struct WorkerCli {
+pub(crate) struct WorkerCli {
     #[command(flatten)]
     service: ServiceCli,
     /// This worker's identity (from `venn cloud enrol-worker`).
@@ -229,7 +229,7 @@ pub struct WorkerCli {
 }
 
 #[derive(Args)]
-pub struct EnrolWorkerCli {
+pub(crate) struct EnrolWorkerCli {
     #[command(flatten)]
     store: StoreCli,
     /// The worker's name (letters, digits, '-', '_', '.').
@@ -246,7 +246,7 @@ pub struct EnrolWorkerCli {
 
 /// How a client reaches the service.
 #[derive(Args)]
-pub struct ClientCli {
+pub(crate) struct ClientCli {
     #[command(flatten)]
     service: ServiceCli,
     /// Your identity file (made by `venn cloud register`).
@@ -256,13 +256,13 @@ pub struct ClientCli {
 
 /// Who may register with `venn cloud serve`.
 #[derive(Clone, Copy, clap::ValueEnum)]
-pub enum RegistrationCli {
+pub(crate) enum RegistrationCli {
     Open,
     Invite,
 }
 
 #[derive(Args)]
-pub struct InviteCli {
+pub(crate) struct InviteCli {
     #[command(flatten)]
     store: StoreCli,
     /// How many invites to make.
@@ -271,7 +271,7 @@ pub struct InviteCli {
 }
 
 #[derive(Args)]
-pub struct RegisterCli {
+pub(crate) struct RegisterCli {
     #[command(flatten)]
     client: ClientCli,
     /// Your name at the service (letters, digits, '-', '_', '.').
@@ -284,7 +284,7 @@ pub struct RegisterCli {
 }
 
 #[derive(Args)]
-pub struct UploadCli {
+pub(crate) struct UploadCli {
     #[command(flatten)]
     client: ClientCli,
     /// The dataset's name (yours; unique among your datasets).
@@ -303,7 +303,7 @@ pub struct UploadCli {
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
-pub struct PairCli {
+pub(crate) struct PairCli {
     #[command(flatten)]
     client: ClientCli,
     /// The key file of your dataset (from `venn cloud upload`).
@@ -331,7 +331,7 @@ pub struct PairCli {
 }
 
 #[derive(Args)]
-pub struct PretokenCli {
+pub(crate) struct PretokenCli {
     #[command(flatten)]
     client: ClientCli,
     /// The key file of your dataset (from `venn cloud upload`).
@@ -346,7 +346,7 @@ pub struct PretokenCli {
 }
 
 #[derive(Args)]
-pub struct StatusCli {
+pub(crate) struct StatusCli {
     #[command(flatten)]
     client: ClientCli,
     /// The run's id.
@@ -355,7 +355,7 @@ pub struct StatusCli {
 }
 
 #[derive(Args)]
-pub struct ResultCli {
+pub(crate) struct ResultCli {
     #[command(flatten)]
     client: ClientCli,
     /// The run's id.
@@ -381,7 +381,7 @@ pub struct ResultCli {
 }
 
 #[derive(Args)]
-pub struct DeleteCli {
+pub(crate) struct DeleteCli {
     #[command(flatten)]
     client: ClientCli,
     /// The dataset's id.
@@ -390,7 +390,7 @@ pub struct DeleteCli {
 }
 
 /// Runs a `venn cloud` command.
-pub fn cloud(command: CloudCommand) -> Result<()> {
+pub(crate) fn cloud(command: CloudCommand) -> Result<()> {
     match command {
         CloudCommand::Serve(s) => serve(s),
         CloudCommand::Worker(w) => {

@@ -21,7 +21,7 @@ use venn::{Error, Result};
 use venn_app::transport::Transport;
 
 /// What `venn dealer` was asked to do.
-pub struct DealerArgs {
+pub(crate) struct DealerArgs {
     pub listen: String,
     pub transport: Transport,
     /// How long a party may take to send its request, and to wait for its partner.
@@ -45,7 +45,7 @@ struct Waiting {
 
 /// Serves sessions until `--sessions` are done (or forever); `on_bound` is told the
 /// address listened on.
-pub fn serve(args: DealerArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
+pub(crate) fn serve(args: DealerArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
     let listener = args.transport.bind(&args.listen)?;
     on_bound(listener.local_addr()?);
     let waiting: Arc<Mutex<HashMap<[u8; 32], Waiting>>> = Arc::default();

@@ -28,7 +28,7 @@ john@example.org,Budapest\n";
 
 /// Runs the demo and prints what each side had and what the receiver learned; with
 /// `keep`, in files left in that directory (made if missing; no file in it is replaced).
-pub fn demo(keep: Option<&Path>) -> Result<()> {
+pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
     let temporary;
     let dir = match keep {
         Some(dir) => {

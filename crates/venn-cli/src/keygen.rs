@@ -4,7 +4,7 @@ use std::path::Path;
 use venn::Result;
 
 /// Writes `dir/venn.key` and `dir/venn.crt` and prints the certificate's fingerprint.
-pub fn keygen(dir: &Path, days: u32) -> Result<()> {
+pub(crate) fn keygen(dir: &Path, days: u32) -> Result<()> {
     let made = venn_app::keygen::keygen(dir, days)?;
     out!("{}", made.fingerprint);
     eprintln!(

@@ -7,11 +7,11 @@ use venn::{Error, Result};
 /// A `--sigma` row of `venn bench` and `venn params`: σ-bit integers, or `any` for keys of
 /// any length (hashed by the protocol).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SigmaRow(pub Option<u32>);
+pub(crate) struct SigmaRow(pub Option<u32>);
 
 impl SigmaRow {
     /// `any`, or a bit length.
-    pub fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         match s {
             "any" => Ok(SigmaRow(None)),
             _ => s.parse().map(|s| SigmaRow(Some(s))).map_err(|_| {
@@ -22,7 +22,7 @@ impl SigmaRow {
 }
 
 /// The option sets to show or run `p` with (see [`Protocol::variants`]).
-pub fn variants(
+pub(crate) fn variants(
     p: &dyn Protocol,
     bins: &[Bins],
     sigmas: &[SigmaRow],
@@ -34,7 +34,7 @@ pub fn variants(
 
 /// Prints the parameters of `protocols` (all if empty) for each `(n_sender, n_receiver)`,
 /// with each of `bins` and `sigmas` a protocol takes (all it takes if empty).
-pub fn print_params(
+pub(crate) fn print_params(
     protocols: &[String],
     bins: &[Bins],
     sigmas: &[SigmaRow],

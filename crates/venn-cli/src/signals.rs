@@ -27,7 +27,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// Removes the temporary directories when one of the ending signals arrives, before the
 /// process ends by it. A signal ignored when venn started (`nohup` ignores SIGHUP) stays
 /// ignored.
-pub fn remove_temp_dirs_on_signals() -> std::io::Result<()> {
+pub(crate) fn remove_temp_dirs_on_signals() -> std::io::Result<()> {
     let (mut reader, writer) = std::io::pipe()?;
     PIPE.store(writer.into_raw_fd(), Ordering::Relaxed);
     std::thread::Builder::new()
@@ -63,7 +63,7 @@ pub fn remove_temp_dirs_on_signals() -> std::io::Result<()> {
 
 /// Removes the temporary directories and ends the process by `signal`, as its default
 /// action would have.
-pub fn end_by(signal: libc::c_int) -> ! {
+pub(crate) fn end_by(signal: libc::c_int) -> ! {
     venn_app::temp_dirs::remove_all();
     // SAFETY: restores one signal's default action and sends it to this thread; no code
     // of ours runs in a handler.

@@ -1,30 +1,28 @@
 //! Helpers for driving the real `venn` binary.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn venn() -> Command {
+pub(crate) fn venn() -> Command {
     Command::new(env!("CARGO_BIN_EXE_venn"))
 }
 
 /// Starts `venn receive`/`send` listening on an ephemeral port; returns it and the address.
-pub fn spawn_listening(args: &[&str]) -> (Child, String) {
+pub(crate) fn spawn_listening(args: &[&str]) -> (Child, String) {
     spawn_listening_from(venn(), args)
 }
 
 /// [`spawn_listening`] with these environment variables set.
-pub fn spawn_listening_with(env: &[(&str, &str)], args: &[&str]) -> (Child, String) {
+pub(crate) fn spawn_listening_with(env: &[(&str, &str)], args: &[&str]) -> (Child, String) {
     let mut command = venn();
     command.envs(env.iter().copied());
     spawn_listening_from(command, args)
 }
 
 /// [`spawn_listening`] from a command set up beforehand (a working directory of its own).
-pub fn spawn_listening_from(mut command: Command, args: &[&str]) -> (Child, String) {
+pub(crate) fn spawn_listening_from(mut command: Command, args: &[&str]) -> (Child, String) {
     let mut child = command
         .args(args)
         .args(["--listen", "127.0.0.1:0"])
@@ -60,7 +58,7 @@ thread_local! {
 
 /// Waits for a child started by [`spawn_listening`]; its stderr is what followed the
 /// "listening" line.
-pub fn wait_listening(child: Child) -> Output {
+pub(crate) fn wait_listening(child: Child) -> Output {
     let id = child.id();
     let mut out = child.wait_with_output().expect("wait");
     let handle = STDERR.with(|m| {
@@ -73,12 +71,16 @@ pub fn wait_listening(child: Child) -> Output {
 }
 
 /// Runs a receiver (listening) and a sender (connecting) to completion.
-pub fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
+pub(crate) fn run_pair(receiver: &[&str], sender: &[&str]) -> (Output, Output) {
     run_pair_with(&[], receiver, sender)
 }
 
 /// [`run_pair`] with these environment variables set for both parties.
-pub fn run_pair_with(env: &[(&str, &str)], receiver: &[&str], sender: &[&str]) -> (Output, Output) {
+pub(crate) fn run_pair_with(
+    env: &[(&str, &str)],
+    receiver: &[&str],
+    sender: &[&str],
+) -> (Output, Output) {
     let (r, addr) = spawn_listening_with(env, &[&["receive"], receiver].concat());
     let s = venn()
         .envs(env.iter().copied())
@@ -91,7 +93,7 @@ pub fn run_pair_with(env: &[(&str, &str)], receiver: &[&str], sender: &[&str]) -
 }
 
 /// Asserts that every run succeeded, showing its stderr otherwise.
-pub fn assert_success(runs: &[&Output]) {
+pub(crate) fn assert_success(runs: &[&Output]) {
     for o in runs {
         assert!(o.status.success(), "run failed: {}", stderr(o));
     }
@@ -100,7 +102,7 @@ pub fn assert_success(runs: &[&Output]) {
 /// Runs `cmd` to completion; returns its output and its peak resident set size in bytes,
 /// as the kernel counted it for that process (`wait4`'s `ru_maxrss`).
 #[allow(clippy::zombie_processes)] // reaped by `wait4`, which std's `wait` cannot replace
-pub fn output_and_peak(cmd: &mut Command) -> (Output, u64) {
+pub(crate) fn output_and_peak(cmd: &mut Command) -> (Output, u64) {
     use std::os::unix::process::ExitStatusExt;
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -132,12 +134,12 @@ pub fn output_and_peak(cmd: &mut Command) -> (Output, u64) {
     (out, usage.ru_maxrss as u64 * 1024)
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Asserts a clean failure: non-zero exit and an error line mentioning `needle`.
-pub fn assert_clean_failure(o: &Output, needle: &str) {
+pub(crate) fn assert_clean_failure(o: &Output, needle: &str) {
     let err = stderr(o);
     assert!(!o.status.success(), "expected failure, stderr: {err}");
     let line = err
@@ -151,18 +153,18 @@ pub fn assert_clean_failure(o: &Output, needle: &str) {
     assert!(!err.contains("panicked"), "panic: {err}");
 }
 
-pub fn tmp() -> tempfile::TempDir {
+pub(crate) fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
-pub fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, contents).expect("write input");
     p
 }
 
 /// Fails the test if `f` takes longer than `limit`.
-pub fn within<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
+pub(crate) fn within<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let v = f();
     assert!(start.elapsed() < limit, "took {:?}", start.elapsed());
@@ -170,7 +172,7 @@ pub fn within<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
 }
 
 /// `venn keygen --out dir/name`; returns (cert, key, fingerprint).
-pub fn keygen(dir: &Path, name: &str) -> (String, String, String) {
+pub(crate) fn keygen(dir: &Path, name: &str) -> (String, String, String) {
     let out = venn()
         .args(["keygen", "--out"])
         .arg(dir.join(name))

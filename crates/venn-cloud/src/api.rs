@@ -33,6 +33,7 @@ pub const INVITE_BYTES: usize = 32;
 /// signed with that key (proof of possession).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Register {
+    /// The name to register (1 to 64 letters, digits, `-`, `_` or `.`).
     pub name: String,
     /// Hex of the 32-byte public key.
     pub public_key: String,
@@ -45,31 +46,40 @@ pub struct Register {
 /// `POST /v1/datasets`: opens a dataset for upload.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewDataset {
+    /// The dataset's name, unique among its owner's datasets that are not deleted.
     pub name: String,
 }
 
 /// `POST /v1/datasets/{id}/seal`: what the client uploaded, checked before sealing.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Seal {
+    /// The chunks the client uploaded.
     pub chunks: u64,
+    /// The items in them, all together.
     pub items: u64,
 }
 
 /// A dataset as the service describes it to its owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dataset {
+    /// Its id (hex).
     pub id: String,
+    /// The name its owner gave it.
     pub name: String,
+    /// Its owner's name.
     pub owner: String,
+    /// Where it is in its life.
     pub state: DatasetState,
-    /// Items and chunks (counted when sealed; so far while open).
+    /// Items (counted when sealed; so far while open).
     pub items: u64,
+    /// Chunks (counted when sealed; so far while open).
     pub chunks: u64,
 }
 
 /// The answer to a chunk upload.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChunkReceipt {
+    /// The items in the chunk, as the service counted them.
     pub items: u64,
     /// Hex SHA-256 of the chunk's bytes.
     pub sha256: String,
@@ -80,6 +90,7 @@ pub struct ChunkReceipt {
 /// creates their run. To anyone else another's dataset is answered as a missing one.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Grant {
+    /// The name of the client the dataset is granted to.
     pub client: String,
 }
 
@@ -88,6 +99,7 @@ pub struct Grant {
 /// the caller ([`Grant`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewRun {
+    /// The datasets' ids, side by side.
     pub datasets: Vec<String>,
     /// Two datasets intersected from pre-tokens' values (docs/cloud.md, Pre-tokens): each
     /// owner gives a pre-token and a scalar ([`Scalar`]) instead of a token.
@@ -110,9 +122,13 @@ pub struct NewPretoken {
 /// A pre-token as the service describes it to the dataset's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pretoken {
+    /// Its id: its precomputation's run id.
     pub id: String,
+    /// The id of the dataset its values are of.
     pub dataset: String,
+    /// The label its client gave with it (hex), returned as given.
     pub label: String,
+    /// Where it is in its life.
     pub state: PretokenState,
 }
 
@@ -208,7 +224,9 @@ pub enum RunKind {
 /// for a ready pre-token of the dataset.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scalar {
+    /// The id of the owner's dataset in the run.
     pub dataset: String,
+    /// The id of that dataset's ready pre-token that the scalar goes with.
     pub pretoken: String,
     /// Hex of the 32-byte little-endian scalar.
     pub delta: String,
@@ -217,6 +235,7 @@ pub struct Scalar {
 /// `POST /v1/runs/{id}/tokens`: a dataset owner's token for the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Token {
+    /// The id of the owner's dataset in the run.
     pub dataset: String,
     /// Hex of the 96-byte compressed G2 point.
     pub token: String,
@@ -225,17 +244,23 @@ pub struct Token {
 /// A run as the service describes it to the owners of its datasets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
+    /// Its id (hex).
     pub id: String,
+    /// What it does.
     pub kind: RunKind,
+    /// Where it is in its life.
     pub state: RunState,
+    /// Its datasets, side by side.
     pub sides: Vec<RunSide>,
-    /// Tasks done and in all (while computing and after).
+    /// Tasks done (while computing and after).
     pub tasks_done: u64,
+    /// Tasks in all (while computing and after).
     pub tasks: u64,
     /// The intersection's size, once done.
     pub matches: Option<u64>,
     /// Seconds from the last token to the result, once done.
     pub seconds: Option<u64>,
+    /// Why it failed, once failed.
     pub error: Option<String>,
 }
 
@@ -266,8 +291,11 @@ impl Run {
 /// One dataset of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSide {
+    /// The dataset's id.
     pub dataset: String,
+    /// Its owner's name.
     pub owner: String,
+    /// Its items.
     pub items: u64,
     /// Whether its token (or pre-token and scalar) was given.
     pub token_given: bool,
@@ -277,12 +305,18 @@ pub struct RunSide {
 /// `lease_seconds` have passed.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Task {
+    /// The run's id.
     pub run: String,
+    /// The side of the run (its dataset's place in [`NewRun::datasets`]).
     pub side: u64,
+    /// The chunk's number in that side's dataset.
     pub chunk: u64,
+    /// The items in the chunk.
     pub items: u64,
+    /// What to compute over them.
     #[serde(flatten)]
     pub work: Work,
+    /// How long the task is this worker's; after that it may go to another.
     pub lease_seconds: u64,
 }
 
@@ -295,6 +329,7 @@ pub enum Work {
     Pair {
         /// Hex of the token.
         token: String,
+        /// The run's parties: 2 or 3, or 1 for a pre-token's run.
         parties: u64,
     },
     /// Raises a pre-token's precomputed values to `exponent` and answers their digests
@@ -302,6 +337,7 @@ pub enum Work {
     Raise {
         /// Hex of the 32-byte little-endian exponent `δ_i / δ_j`.
         exponent: String,
+        /// The id of the pre-token the digests are taken under (the other side's).
         target: String,
     },
 }

@@ -31,6 +31,7 @@ pub const SIGNATURE: &str = "x-venn-signature";
 /// A client's identity: its registered name and signing key.
 #[derive(Clone)]
 pub struct Identity {
+    /// The name it is registered under.
     pub name: String,
     key: SigningKey,
 }
@@ -134,9 +135,13 @@ fn signed_message(
 
 /// A request's authentication headers, as received.
 pub struct Claim<'a> {
+    /// [`CLIENT`]: the name the request claims to be from.
     pub client: &'a str,
+    /// [`TIME`]: when it was signed (Unix seconds).
     pub time: &'a str,
+    /// [`NONCE`]: its nonce (hex), so that no request is taken twice.
     pub nonce: &'a str,
+    /// [`SIGNATURE`]: the Ed25519 signature (hex) of its canonical form.
     pub signature: &'a str,
 }
 

@@ -536,8 +536,9 @@ impl Client {
 pub struct DatasetKey {
     /// The service it was uploaded to.
     pub server: String,
-    /// Its id and name there.
+    /// Its id there.
     pub dataset: String,
+    /// Its name there.
     pub name: String,
     /// K_i, hex.
     key: String,

@@ -340,7 +340,7 @@ impl WorkerLink {
 /// function a Thunder worker computes, the same wherever it runs.
 #[pyfunction]
 #[pyo3(signature = (task, input, *, threads=1))]
-pub fn answer<'py>(
+pub(crate) fn answer<'py>(
     py: Python<'py>,
     task: &str,
     input: &[u8],

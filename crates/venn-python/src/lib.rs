@@ -89,6 +89,7 @@ pub(crate) struct Key {
 // SAFETY: the view is of an immutable object's buffer, alive while `_owner` holds the object;
 // neither `bytes` nor a `str`'s UTF-8 form is ever changed or freed before the object is.
 unsafe impl Send for Key {}
+// SAFETY: as for `Send`: shared, the view is only read.
 unsafe impl Sync for Key {}
 
 extern "C" {
@@ -716,7 +717,7 @@ mod _venn {
     #[pymodule_export]
     const DEFAULT_CHUNK_ITEMS: usize = venn_cloud::api::DEFAULT_CHUNK_ITEMS;
 
-    #[allow(non_upper_case_globals)]
+    #[allow(non_upper_case_globals)] // the name Python looks for: `venn._venn.__version__`
     #[pymodule_export]
     const __version__: &str = env!("CARGO_PKG_VERSION");
 

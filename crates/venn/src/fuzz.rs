@@ -387,7 +387,7 @@ pub fn seeds(protocol: &str) -> Vec<Vec<u8>> {
 }
 
 /// Both parties of `protocol`, honest, on small sets picked by the first two bytes, with
-/// the frames each receives changed as the rest of the input says (see [`Edit`]): every
+/// the frames each receives changed as the rest of the input says (see `Edit`): every
 /// message parser of the protocol sees malformed, truncated and altered messages of the
 /// right shape. A party may return an output only if nothing it received was changed and
 /// nothing its peer received was, but for the peer's last frame; a run in which nothing

@@ -90,7 +90,7 @@ impl Items {
         self.ends.len()
     }
 
-    /// Refuses the items unless each is a [`decimal_integer`] below 2^σ, naming the first
+    /// Refuses the items unless each is a `decimal_integer` below 2^σ, naming the first
     /// that is not (for `protocol`, which runs on such integers).
     pub fn check_integers(&self, protocol: &str, sigma: u32) -> Result<()> {
         match (0..self.len()).find(|&i| decimal_integer(self.get(i), sigma).is_none()) {
@@ -103,7 +103,7 @@ impl Items {
         }
     }
 
-    /// Each item as the [`decimal_integer`] below 2^σ it stands for, naming the first that
+    /// Each item as the `decimal_integer` below 2^σ it stands for, naming the first that
     /// is not one.
     pub fn integers(&self, sigma: u32) -> Result<Vec<u64>> {
         (0..self.len())
@@ -334,7 +334,7 @@ fn padded(item: &[u8]) -> Block {
 
 /// The integer an item stands for, if it is one below 2^σ written in canonical decimal
 /// (digits only, no sign, no leading zeros): the items of protocols on σ-bit integers.
-pub fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
+pub(crate) fn decimal_integer(item: &[u8], sigma: u32) -> Option<u64> {
     if item.is_empty() || (item[0] == b'0' && item.len() > 1) {
         return None;
     }

@@ -55,7 +55,7 @@ pub struct RunOptions<'a> {
     pub dealer: Option<&'a DealerLink<'a>>,
     /// `--upload-deadline`: how long an `rr22-m` sender gives the receiver for the whole
     /// of its OKVS; `None`, the default for the sizes
-    /// ([`crate::protocols::rr22::overfitting::upload_deadline`]).
+    /// (`rr22::overfitting::upload_deadline`).
     pub upload_deadline: Option<Duration>,
 }
 

@@ -36,12 +36,16 @@ pub enum Format {
 /// How keys are taken from the input.
 #[derive(Clone, Debug)]
 pub struct KeyOptions {
+    /// `--format`: CSV or a key a line.
     pub format: Format,
     /// CSV columns making up the key (default: the first column). With several, the key
     /// is their values together, each prefixed by its length.
     pub columns: Vec<String>,
+    /// `--trim`: white space around a key is dropped.
     pub trim: bool,
+    /// `--lowercase`: keys are lower-cased before they are compared.
     pub lowercase: bool,
+    /// `--skip-empty`: a row with an empty key is skipped instead of failing the run.
     pub skip_empty: bool,
     /// The CSV columns holding each row's values (none: the rows carry no values).
     pub value_columns: Vec<String>,
@@ -96,7 +100,9 @@ pub const MAX_VALUE: u64 = u32::MAX as u64;
 /// ending included, if it had one).
 #[derive(Clone, Debug)]
 pub struct Row {
+    /// The index of its key in `Input::keys`.
     pub key: u32,
+    /// Its bytes in the file, the line ending included.
     pub bytes: Range<usize>,
 }
 

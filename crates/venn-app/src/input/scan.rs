@@ -20,7 +20,7 @@ fn equal_bytes(word: u64, byte: u8) -> u64 {
 
 /// Calls `f(line, seps)` for each line of `data[from..]`: its range (with its `\n`, if it
 /// has one) and the positions in `data` of the `sep` bytes in it (none with `sep: None`).
-pub fn for_each_line(
+pub(super) fn for_each_line(
     data: &[u8],
     from: usize,
     sep: Option<u8>,

@@ -1,5 +1,5 @@
 //! Reading a file too large for memory: in segments of whole rows, each parsed as a whole
-//! file would be ([`parse_input`]), so every row is split and normalised exactly as in a
+//! file would be ([`parse_input`](super::parse_input)), so every row is split and normalised exactly as in a
 //! file read at once.
 //!
 //! A segment ends after a line break that ends a row: for CSV, one with an even number of
@@ -52,6 +52,7 @@ fn last_row_end(buf: &[u8], format: Format, delimiter: u8) -> Option<usize> {
 
 /// A parsed segment: its rows, and the number of the file's first line in it.
 pub struct Segment<'a> {
+    /// The segment's rows and keys, as a file of its own.
     pub input: &'a Input,
     /// How many rows (kept, as in [`Input::rows`]) came before this segment.
     pub rows_before: u64,

@@ -21,7 +21,7 @@ const MUL: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
 
 /// One row of `--files`.
 #[derive(Serialize, Clone, Debug)]
-pub struct FilesRow {
+pub(super) struct FilesRow {
     pub protocol: String,
     pub log2n: u32,
     pub read_sender_s: f64,
@@ -153,7 +153,12 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
 
 /// `venn bench --files`: each row the run with the median ratio of `repeat` (protocols
 /// interleaved within each repetition).
-pub fn bench_files(protocols: &[String], log2ns: &[u32], repeat: usize, json: bool) -> Result<()> {
+pub(super) fn bench_files(
+    protocols: &[String],
+    log2ns: &[u32],
+    repeat: usize,
+    json: bool,
+) -> Result<()> {
     let scratch = ScratchDir::new()?;
     if !json {
         out!(

@@ -9,15 +9,15 @@ mod party;
 mod solo;
 mod thunder;
 
-pub use network::{parse_net, parse_net_arg};
+pub(crate) use network::{parse_net, parse_net_arg};
 use party::PartyResult;
-pub use party::{bench_input_memory, BenchParty, Link};
+pub(crate) use party::{bench_input_memory, BenchParty, Link};
 use serde::{Deserialize, Serialize};
 use solo::{bench_solo, print_solo, transcript};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-pub use thunder::{bench_thunder, ThunderOptions};
+pub(crate) use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
 use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::{Role, Sizes};
@@ -25,7 +25,7 @@ use venn::{Error, Result};
 
 /// One row of the benchmark table (what `--json` prints, and `venn plan --fit` reads).
 #[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct Row {
+pub(crate) struct Row {
     pub protocol: String,
     /// Whether the link was TLS 1.3 (`--tls`) rather than plain TCP.
     pub tls: bool,
@@ -62,7 +62,7 @@ pub struct Row {
 impl Row {
     /// The set sizes: `2^K` for equal sets of 2^K, else SENDER:RECEIVER, each `2^K` or
     /// the number.
-    pub fn sizes_text(&self) -> String {
+    pub(crate) fn sizes_text(&self) -> String {
         let count = |n: u64| match n.is_power_of_two() {
             true => format!("2^{}", n.ilog2()),
             false => n.to_string(),
@@ -85,14 +85,14 @@ impl Row {
 
 /// A protocol with the options of its rows.
 #[derive(Clone, Copy, Debug)]
-pub struct Variant<'a> {
+pub(crate) struct Variant<'a> {
     pub name: &'a str,
     pub options: Options,
 }
 
 impl Variant<'_> {
     /// The protocol column: its name, `/wan` for WAN bins and `/sσ` for σ-bit items.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let mut label = self.name.to_string();
         if self.options.bins == Bins::Wan {
             label += "/wan";
@@ -330,7 +330,7 @@ fn median(mut runs: Vec<Row>) -> Row {
 }
 
 /// What `venn bench` measures.
-pub struct BenchOptions<'a> {
+pub(crate) struct BenchOptions<'a> {
     pub protocols: &'a [String],
     /// RR17's bins, a row for each (for protocols that take them).
     pub bins: &'a [Bins],
@@ -363,7 +363,7 @@ pub struct BenchOptions<'a> {
 }
 
 /// `venn bench`: each row is the median of `repeat` runs.
-pub fn bench(o: &BenchOptions) -> Result<()> {
+pub(crate) fn bench(o: &BenchOptions) -> Result<()> {
     let mut protocols = Vec::new();
     for name in o.protocols {
         let p = find(name)?;

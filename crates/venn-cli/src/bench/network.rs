@@ -5,7 +5,7 @@ use std::time::Duration;
 use venn::net::Shaping;
 
 /// Named settings: name, rate, round trip, where it comes from.
-pub const PRESETS: [(&str, &str, &str, &str); 4] = [
+pub(super) const PRESETS: [(&str, &str, &str, &str); 4] = [
     (
         "lan",
         "10gbit",
@@ -43,7 +43,7 @@ fn quantity(text: &str, units: &[(&str, f64)]) -> Option<f64> {
 
 /// `lan`, `wan`, another preset, or `RATE,RTT` such as `100mbit,80ms` (the round trip is
 /// split evenly between the two directions).
-pub fn parse_net(text: &str) -> Result<Shaping, String> {
+pub(crate) fn parse_net(text: &str) -> Result<Shaping, String> {
     let spec = PRESETS
         .iter()
         .find(|p| p.0 == text)
@@ -70,7 +70,7 @@ pub fn parse_net(text: &str) -> Result<Shaping, String> {
 }
 
 /// [`parse_net`] for clap, keeping the text (it is passed on to the parties).
-pub fn parse_net_arg(text: &str) -> Result<String, String> {
+pub(crate) fn parse_net_arg(text: &str) -> Result<String, String> {
     parse_net(text).map(|_| text.to_string())
 }
 

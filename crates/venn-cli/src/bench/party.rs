@@ -13,7 +13,7 @@ use venn_app::transport::Transport;
 
 /// What one benchmark party prints as its last stdout line.
 #[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct PartyResult {
+pub(super) struct PartyResult {
     pub offline_s: f64,
     pub online_s: f64,
     pub sent: u64,
@@ -40,7 +40,12 @@ const INTEGER_BYTES: usize = 20;
 /// known before they are made: the room [`bench_items`] or [`bench_integers`] take for
 /// them, and the values of a sum's sender ([`bench_values`]). `venn plan` counts it beside
 /// the protocol's memory model, as `venn bench` does.
-pub fn bench_input_memory(protocol: &dyn Protocol, options: Options, role: Role, n: u64) -> u64 {
+pub(crate) fn bench_input_memory(
+    protocol: &dyn Protocol,
+    options: Options,
+    role: Role,
+    n: u64,
+) -> u64 {
     let key = match options.sigma {
         Some(_) => INTEGER_BYTES,
         None => KEY_BYTES,
@@ -54,7 +59,7 @@ pub fn bench_input_memory(protocol: &dyn Protocol, options: Options, role: Role,
 
 /// Item `i` of a party's benchmark set: receiver items at even, sender items at odd
 /// positions are shared (`shared(i / 2)`); the rest are the party's own.
-pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
+pub(super) fn bench_items(seed: Block, role: Role, n: usize) -> Items {
     let aes = Aes::new(seed);
     let shared_parity = match role {
         Role::Receiver => 0,
@@ -88,7 +93,7 @@ pub fn bench_items(seed: Block, role: Role, n: usize) -> Items {
 /// `π(3k)` for shared item k and `π(3i + 1)` (receiver) or `π(3i + 2)` (sender) for its own,
 /// π a bijection of the σ-bit integers drawn from `seed` (odd multipliers and an
 /// xor-shift, so the items spread over the whole range).
-pub fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
+pub(super) fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
     let mask = if sigma >= 64 {
         u64::MAX
     } else {
@@ -138,7 +143,7 @@ fn bench_sum(seed: Block, count: usize) -> u64 {
 
 /// The size of the intersection of the benchmark sets of `sizes`: the shared items at the
 /// receiver's even positions and the sender's odd ones that both sets reach.
-pub fn bench_intersection(sizes: Sizes) -> usize {
+pub(super) fn bench_intersection(sizes: Sizes) -> usize {
     (sizes.receiver.div_ceil(2)).min(sizes.sender / 2) as usize
 }
 
@@ -146,7 +151,7 @@ pub fn bench_intersection(sizes: Sizes) -> usize {
 const VALUE_KEY: Block = 0x5641_4c55_4553;
 
 /// Peak resident set size of this process, from /proc (Linux only).
-pub fn peak_rss() -> Option<u64> {
+pub(super) fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -154,7 +159,7 @@ pub fn peak_rss() -> Option<u64> {
 }
 
 /// How a benchmark party reaches its peer.
-pub enum Link {
+pub(crate) enum Link {
     /// Over TCP (listening or connecting at `addr`), writing what it receives to `record`
     /// if given.
     Tcp {
@@ -167,7 +172,7 @@ pub enum Link {
 }
 
 /// One benchmark party.
-pub struct BenchParty {
+pub(crate) struct BenchParty {
     pub role: Role,
     pub protocol: String,
     pub options: Options,
@@ -211,7 +216,7 @@ fn open(
 impl BenchParty {
     /// Runs the party and prints its [`PartyResult`] as the last line of stdout. A
     /// recorded or replayed run seeds the PRG from `seed`, so that the replay repeats it.
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let protocol = find(&self.protocol)?;
         let sizes = self.sizes;
         let (n, n_peer) = match self.role {

@@ -8,7 +8,7 @@ use venn::session::{Role, Sizes};
 use venn::{Error, Result};
 
 /// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
-pub fn transcript(dir: &Path, role: Role) -> String {
+pub(super) fn transcript(dir: &Path, role: Role) -> String {
     dir.join(format!("{}.in", role.name()))
         .to_string_lossy()
         .into_owned()
@@ -16,7 +16,7 @@ pub fn transcript(dir: &Path, role: Role) -> String {
 
 /// One party run alone (`--solo`) at one thread count: the replay with the median time.
 #[derive(Serialize, Clone, Debug)]
-pub struct SoloRow {
+pub(super) struct SoloRow {
     pub protocol: String,
     pub log2n: u32,
     pub party: String,
@@ -30,7 +30,7 @@ pub struct SoloRow {
 /// parties share this machine in a normal run, so only alone does a party show what its
 /// own threads buy. Each replay must send exactly what the recorded party sent (checked
 /// frame by frame), and the receiver must still find the right intersection.
-pub fn bench_solo(
+pub(super) fn bench_solo(
     variant: Variant,
     log2n: u32,
     threads: &[usize],
@@ -97,7 +97,7 @@ pub fn bench_solo(
 
 /// Prints the `--solo` rows of one protocol at one n: each phase's time at each thread
 /// count, and the speed-up from the first count to the last.
-pub fn print_solo(rows: &[SoloRow], threads: &[usize]) {
+pub(super) fn print_solo(rows: &[SoloRow], threads: &[usize]) {
     for party in ["sender", "receiver"] {
         let of: Vec<&SoloRow> = threads
             .iter()

@@ -34,7 +34,7 @@ const IDLE_EXIT: u64 = 2;
 
 /// One row of `--thunder`.
 #[derive(Serialize, Clone, Debug)]
-pub struct ThunderRow {
+pub(super) struct ThunderRow {
     pub log2n: u32,
     pub parties: usize,
     pub workers: usize,
@@ -391,7 +391,7 @@ fn run_with_workers(
 }
 
 /// What `venn bench --thunder` runs.
-pub struct ThunderOptions<'a> {
+pub(crate) struct ThunderOptions<'a> {
     pub log2ns: &'a [u32],
     pub parties: usize,
     /// Runs from pre-tokens (two parties).
@@ -405,7 +405,7 @@ pub struct ThunderOptions<'a> {
 }
 
 /// `venn bench --thunder`.
-pub fn bench_thunder(o: &ThunderOptions) -> Result<()> {
+pub(crate) fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     let (parties, timeout, json) = (o.parties, o.timeout, o.json);
     let workers = o.workers;
     if !(2..=3).contains(&parties) {

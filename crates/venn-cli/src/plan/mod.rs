@@ -21,7 +21,7 @@ use venn::{Error, Result, RunOptions};
 const COSTS: &str = include_str!("costs.json");
 
 /// What `venn plan` is asked.
-pub struct PlanOptions<'a> {
+pub(crate) struct PlanOptions<'a> {
     /// Items on this side, and the peer's.
     pub n_self: u64,
     pub n_peer: u64,
@@ -262,7 +262,7 @@ fn mib(b: f64) -> f64 {
 }
 
 /// `venn plan`.
-pub fn plan(o: &PlanOptions) -> Result<()> {
+pub(crate) fn plan(o: &PlanOptions) -> Result<()> {
     if o.n_self == 0 || o.n_peer == 0 || o.n_self.max(o.n_peer) > venn::MAX_ITEMS {
         return Err(Error::Usage(format!(
             "set sizes are 1 to {} items",
@@ -413,7 +413,7 @@ fn bench_rows(files: &[std::path::PathBuf]) -> Result<Vec<Row>> {
 }
 
 /// `venn plan --fit`: the cost model fitted to `venn bench --json` outputs, as JSON.
-pub fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
+pub(crate) fn fit(files: &[std::path::PathBuf], measured: String) -> Result<()> {
     let costs = model::fit(&bench_rows(files)?, measured)?;
     println!(
         "{}",
@@ -437,7 +437,7 @@ fn variant(label: &str) -> Option<(&'static dyn Protocol, Options)> {
 /// `venn plan --check`: each row of `venn bench --json` outputs beside what the committed
 /// fit predicts for it — its time, each direction's traffic and each party's peak — and
 /// what `--max-memory` must allow beside the peak (a ratio of at least 1).
-pub fn check(files: &[std::path::PathBuf]) -> Result<()> {
+pub(crate) fn check(files: &[std::path::PathBuf]) -> Result<()> {
     let costs = costs();
     println!(
         "{:<24} {:>13} {:>7} {:<14} {:<12} {:>10} {:>10} {:>7}",

@@ -46,7 +46,7 @@ use venn::{Error, Result};
 
 /// What was measured at one set size (on an edge: the larger set's).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
-pub struct Point {
+pub(super) struct Point {
     pub log2n: u32,
     /// The slower party's seconds from the handshake to its output (both phases).
     pub seconds: f64,
@@ -67,7 +67,7 @@ pub struct Point {
 
 /// One protocol variant at one thread count per party.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Fit {
+pub(super) struct Fit {
     /// `venn bench`'s label: the protocol's name and its options (`kbm23/s32/dealer`).
     pub protocol: String,
     pub threads: usize,
@@ -83,7 +83,7 @@ pub struct Fit {
 
 /// The committed fit (`costs.json`): where it was measured and each variant's [`Fit`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Costs {
+pub(super) struct Costs {
     /// Machine, commit, date and command of the rows fitted.
     pub measured: String,
     pub fits: Vec<Fit>,
@@ -91,14 +91,14 @@ pub struct Costs {
 
 /// A link: its rate and round trip.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Net {
+pub(super) struct Net {
     pub bytes_per_second: f64,
     pub rtt: f64,
 }
 
 impl Net {
     /// `lan`, `wan`, another `venn bench --net` preset, or `RATE,RTT`.
-    pub fn parse(text: &str) -> Result<Net> {
+    pub(super) fn parse(text: &str) -> Result<Net> {
         let s = parse_net(text).map_err(Error::Usage)?;
         Ok(Net {
             bytes_per_second: s.bytes_per_second,
@@ -109,7 +109,7 @@ impl Net {
 
 /// A prediction for one run.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq)]
-pub struct Predicted {
+pub(super) struct Predicted {
     pub seconds: f64,
     /// Of `seconds`: the link's share (transfer and round trips).
     pub network_seconds: f64,
@@ -232,7 +232,7 @@ impl Fit {
     }
 
     /// The run of `sender` and `receiver` items over `net` (loopback without one).
-    pub fn predict(&self, sender: f64, receiver: f64, net: Option<Net>) -> Predicted {
+    pub(super) fn predict(&self, sender: f64, receiver: f64, net: Option<Net>) -> Predicted {
         let n = sender.max(receiver);
         let sender_bytes = self.at(sender, receiver, |p| p.sender_bytes as f64);
         let receiver_bytes = self.at(sender, receiver, |p| p.receiver_bytes as f64);
@@ -296,7 +296,7 @@ const ROUND_TRIP_PROBE: f64 = 0.01;
 /// bytes take at least half its loopback time: 1 where they do not). A variant with a
 /// `--net` row and no loopback row at the same size and thread count is refused, and so
 /// are sets that are not powers of two.
-pub fn fit(rows: &[Row], measured: String) -> Result<Costs> {
+pub(super) fn fit(rows: &[Row], measured: String) -> Result<Costs> {
     let plain = |r: &&Row| !r.tls && !r.precomputed;
     let mut fits: BTreeMap<(String, usize), Fit> = BTreeMap::new();
     for r in rows.iter().filter(plain).filter(|r| r.net.is_none()) {

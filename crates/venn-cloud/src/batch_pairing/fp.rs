@@ -17,11 +17,11 @@
 use std::arch::x86_64::*;
 
 /// Limbs per element (8 · 52 = 416 bits).
-pub const LIMBS: usize = 8;
+pub(super) const LIMBS: usize = 8;
 /// One element in radix 2^52, lane-free: how constants are kept and broadcast.
-pub type Limbs = [u64; LIMBS];
+pub(super) type Limbs = [u64; LIMBS];
 /// One element in blst's form: six 64-bit limbs, Montgomery with R = 2^384, below p.
-pub type Blst = [u64; 6];
+pub(super) type Blst = [u64; 6];
 
 const MASK: u64 = (1 << 52) - 1;
 
@@ -86,7 +86,7 @@ const TOP_RECIPROCAL: u64 = (1 << 52) / (P[LIMBS - 1] + 1);
 
 /// Eight elements of F_p, one per lane.
 #[derive(Clone, Copy)]
-pub struct Fp([__m512i; LIMBS]);
+pub(super) struct Fp([__m512i; LIMBS]);
 
 /// The same constant in every lane.
 #[target_feature(enable = "avx512f,avx512ifma")]
@@ -99,38 +99,38 @@ impl Fp {
     /// Zero in every lane.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn zero() -> Fp {
+    pub(super) fn zero() -> Fp {
         Fp([_mm512_setzero_si512(); LIMBS])
     }
 
     /// The same element (already in this module's Montgomery form) in every lane.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn splat(x: &Limbs) -> Fp {
+    pub(super) fn splat(x: &Limbs) -> Fp {
         Fp(std::array::from_fn(|i| splat(x[i])))
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn add(&self, b: &Fp) -> Fp {
+    pub(super) fn add(&self, b: &Fp) -> Fp {
         Fp(std::array::from_fn(|i| _mm512_add_epi64(self.0[i], b.0[i])))
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn sub(&self, b: &Fp) -> Fp {
+    pub(super) fn sub(&self, b: &Fp) -> Fp {
         Fp(std::array::from_fn(|i| _mm512_sub_epi64(self.0[i], b.0[i])))
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn neg(&self) -> Fp {
+    pub(super) fn neg(&self) -> Fp {
         Fp::zero().sub(self)
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn double(&self) -> Fp {
+    pub(super) fn double(&self) -> Fp {
         self.add(self)
     }
 
@@ -201,7 +201,7 @@ impl Fp {
     /// squarings), which would otherwise double its size each step.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn reduce(&self) -> Fp {
+    pub(super) fn reduce(&self) -> Fp {
         let zero = _mm512_setzero_si512();
         let n = self.normalized();
         let q = _mm512_madd52hi_epu64(zero, n[LIMBS - 1], splat(TOP_RECIPROCAL));
@@ -218,13 +218,13 @@ impl Fp {
     /// `a·b` (below 2p, limbs unnormalised).
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn mul(&self, b: &Fp) -> Fp {
+    pub(super) fn mul(&self, b: &Fp) -> Fp {
         Fp::montgomery(&self.normalized(), &b.normalized())
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn sqr(&self) -> Fp {
+    pub(super) fn sqr(&self) -> Fp {
         let a = self.normalized();
         Fp::montgomery(&a, &a)
     }
@@ -233,10 +233,10 @@ impl Fp {
     /// conversion.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn from_lanes(lanes: &[Limbs; 8]) -> Fp {
+    pub(super) fn from_lanes(lanes: &[Limbs; 8]) -> Fp {
         Fp(std::array::from_fn(|i| {
             let column: [u64; 8] = std::array::from_fn(|lane| lanes[lane][i]);
-            // SAFETY: eight u64 are read.
+            // SAFETY: `column` is the eight u64 (64 bytes) the load reads, at any alignment.
             unsafe { _mm512_loadu_epi64(column.as_ptr() as *const i64) }
         }))
     }
@@ -248,7 +248,7 @@ impl Fp {
         let limbs = self.carried();
         let mut columns = [[0u64; 8]; LIMBS];
         for (column, limb) in columns.iter_mut().zip(limbs) {
-            // SAFETY: eight u64 are written.
+            // SAFETY: `column` is the eight u64 (64 bytes) the store writes, at any alignment.
             unsafe { _mm512_storeu_epi64(column.as_mut_ptr() as *mut i64, limb) };
         }
         std::array::from_fn(|lane| std::array::from_fn(|i| columns[i][lane]))
@@ -258,7 +258,7 @@ impl Fp {
 /// The bridge to and from blst's representation (R = 2^384): multiplying by 2^448 mod p
 /// turns `x·2^384` into `x·2^416`, multiplying by 2^384 mod p turns it back.
 #[derive(Clone, Copy)]
-pub struct Bridge {
+pub(super) struct Bridge {
     into: Limbs,
     out_of: Limbs,
 }
@@ -266,7 +266,7 @@ pub struct Bridge {
 impl Bridge {
     /// The two constants, from blst itself (its Montgomery forms of 2^64 and of 1 are the
     /// integers 2^448 and 2^384 mod p).
-    pub fn new() -> Bridge {
+    pub(super) fn new() -> Bridge {
         let montgomery = |x: Blst| {
             let mut out = blst::blst_fp::default();
             // SAFETY: six limbs in, one element out.
@@ -282,7 +282,7 @@ impl Bridge {
     /// Eight blst elements as lanes.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn load(&self, x: [&Blst; 8]) -> Fp {
+    pub(super) fn load(&self, x: [&Blst; 8]) -> Fp {
         let lanes: [Limbs; 8] = std::array::from_fn(|lane| radix52(widen(*x[lane])));
         Fp::from_lanes(&lanes).mul(&Fp::splat(&self.into))
     }
@@ -290,7 +290,7 @@ impl Bridge {
     /// One blst element in this module's form, for constants.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn constant(&self, x: &Blst) -> Limbs {
+    pub(super) fn constant(&self, x: &Blst) -> Limbs {
         let fp = self.load([x; 8]);
         Fp::canonical(fp)[0]
     }
@@ -298,7 +298,7 @@ impl Bridge {
     /// Each lane as blst's fully reduced element.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn store(&self, x: &Fp) -> [Blst; 8] {
+    pub(super) fn store(&self, x: &Fp) -> [Blst; 8] {
         let lanes = Fp::canonical(x.mul(&Fp::splat(&self.out_of)));
         lanes.map(|l| {
             let mut w = [0u64; 6];

@@ -23,21 +23,21 @@ use group::prime::PrimeCurveAffine;
 use tower::{Constants, Fp12, Fp2, Fp6};
 
 /// Items per batch: one per lane.
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// Lines of the Miller loop of BLS12-381 (blst's `precompute_lines`).
 const LINES: usize = 68;
 
 /// Whether this module may run here: AVX-512F and IFMA, where this CPU has them and
 /// `venn::util::cpu`'s level allows them.
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     use venn::util::cpu::{has_all, Feature};
     has_all(&[Feature::Avx512f, Feature::Avx512ifma])
 }
 
 /// A G2 point's Miller-loop lines in this module's form, and the constants of the
 /// arithmetic.
-pub struct Lines {
+pub(crate) struct Lines {
     /// Per line its three F_p2 coefficients `x, y, z` (as blst packs a line).
     lines: Vec<[[Limbs; 2]; 3]>,
     bridge: Bridge,
@@ -46,7 +46,7 @@ pub struct Lines {
 
 impl Lines {
     /// The lines of `q` (not the identity), or `None` where the CPU lacks IFMA.
-    pub fn new(q: &G2Affine) -> Option<Lines> {
+    pub(crate) fn new(q: &G2Affine) -> Option<Lines> {
         if !available() {
             return None;
         }
@@ -71,7 +71,7 @@ impl Lines {
 
     /// `e(P_k, Q)` for eight points (none the identity): Miller loop and final
     /// exponentiation, as blst's `miller_loop_lines` and `final_exp` give them.
-    pub fn pairings(&self, points: &[G1Affine; LANES]) -> [blst_fp12; LANES] {
+    pub(crate) fn pairings(&self, points: &[G1Affine; LANES]) -> [blst_fp12; LANES] {
         assert!(points.iter().all(|p| !bool::from(p.is_identity())));
         // SAFETY: a `Lines` exists only where available() held.
         unsafe { self.pairings_ifma(points) }
@@ -128,11 +128,11 @@ impl Lines {
 
 /// An exponent of G_T in width-5 non-adjacent form, for [`powers`]: every lane is raised
 /// to the same exponent, so the digits are computed once.
-pub struct Exponent(Vec<i8>);
+pub(crate) struct Exponent(Vec<i8>);
 
 impl Exponent {
     /// The digits of `e` (little-endian 64-bit limbs), least significant first.
-    pub fn new(e: &[u64; 4]) -> Exponent {
+    pub(crate) fn new(e: &[u64; 4]) -> Exponent {
         const WIDTH: u32 = 5;
         let mut k = [e[0], e[1], e[2], e[3], 0];
         let mut digits = Vec::with_capacity(257);
@@ -167,7 +167,7 @@ impl Exponent {
 /// `v^e` for eight values of G_T (docs/cloud.md, Pre-tokens: a side's values raised to
 /// the run's ratio): cyclotomic squarings, a table of the odd powers up to 15, negative
 /// digits by conjugation (the inverse in G_T). `e` must not be zero.
-pub fn powers(values: &[blst_fp12; LANES], e: &Exponent) -> [blst_fp12; LANES] {
+pub(crate) fn powers(values: &[blst_fp12; LANES], e: &Exponent) -> [blst_fp12; LANES] {
     assert!(available() && !e.0.is_empty());
     // SAFETY: the CPU was checked.
     unsafe { powers_ifma(values, e) }
@@ -353,28 +353,25 @@ mod tests {
                 assert!(got[l] == blst(|o| want(o, &xs[l], &ys[l])), "{what}");
             }
         };
-        // SAFETY (all blst calls below): elements in, one element out.
+        // Each blst call below reads the elements behind its references and writes one
+        // to `o`: all live values, `o` apart from the others.
         check(x, &|o, a, _| *o = *a, "conversion");
-        check(
-            x.mul(&y),
-            &|o, a, c| unsafe { blst::blst_fp12_mul(o, a, c) },
-            "mul",
-        );
-        check(
-            x.sqr(),
-            &|o, a, _| unsafe { blst::blst_fp12_sqr(o, a) },
-            "sqr",
-        );
-        check(
-            x.inverse(b),
-            &|o, a, _| unsafe { blst::blst_fp12_inverse(o, a) },
-            "inverse",
-        );
+        // SAFETY: elements in, one element out (above).
+        let mul = |o: &mut _, a: &_, c: &_| unsafe { blst::blst_fp12_mul(o, a, c) };
+        check(x.mul(&y), &mul, "mul");
+        // SAFETY: as above.
+        let sqr = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_fp12_sqr(o, a) };
+        check(x.sqr(), &sqr, "sqr");
+        // SAFETY: as above.
+        let inverse = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_fp12_inverse(o, a) };
+        check(x.inverse(b), &inverse, "inverse");
+        // SAFETY: as above.
         let cyclotomic = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
             blst::blst_fp12_cyclotomic_sqr(o, a)
         };
         check(x.cyclotomic_sqr(), &cyclotomic, "cyclotomic squaring");
         for n in 1..=3 {
+            // SAFETY: as above.
             let frobenius = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
                 blst::blst_fp12_frobenius_map(o, a, n)
             };
@@ -384,6 +381,7 @@ mod tests {
         let [lx, ly, lz] = line
             .fp2
             .map(|c| Fp2(c.fp.map(|e| Fp::splat(&b.constant(&e.l)))));
+        // SAFETY: as above (`line` too is a live element).
         let by_line = |o: &mut blst_fp12, a: &blst_fp12, _: &blst_fp12| unsafe {
             blst::blst_fp12_mul_by_xy00z0(o, a, &line)
         };
@@ -401,11 +399,9 @@ mod tests {
         chain(raise_to_z(&x), z, "x^z");
         chain(raise_to_z_div_by_2(&x), z / 2, "x^(z/2)");
         let f = final_exponentiation(&x, b, k);
-        check(
-            f,
-            &|o, a, _| unsafe { blst::blst_final_exp(o, a) },
-            "final exp",
-        );
+        // SAFETY: as above.
+        let final_exp = |o: &mut _, a: &_, _: &_| unsafe { blst::blst_final_exp(o, a) };
+        check(f, &final_exp, "final exp");
         // The largest representations (limbs p − 1 everywhere), through a long chain.
         let mut p_minus_1 = blst::blst_fp { l: fp::P64 };
         p_minus_1.l[0] -= 1;
@@ -419,12 +415,14 @@ mod tests {
             *c = p_minus_1;
         }
         let mut got = into(&[big; LANES]).mul(&into(&[big; LANES]));
+        // SAFETY: as above.
         let mut want = blst(|o| unsafe { blst::blst_fp12_mul(o, &big, &big) });
         for i in 1..=40 {
             got = got.cyclotomic_sqr();
             if i % 4 == 0 {
                 got = got.reduce();
             }
+            // SAFETY: as above.
             want = blst(|o| unsafe { blst::blst_fp12_cyclotomic_sqr(o, &want) });
         }
         assert!(got.store(b).iter().all(|g| *g == want), "a long chain");

@@ -7,57 +7,57 @@ use super::fp::{Bridge, Fp, Limbs};
 
 /// Eight elements of F_p2.
 #[derive(Clone, Copy)]
-pub struct Fp2(pub [Fp; 2]);
+pub(super) struct Fp2(pub [Fp; 2]);
 
 /// Eight elements of F_p6.
 #[derive(Clone, Copy)]
-pub struct Fp6(pub [Fp2; 3]);
+pub(super) struct Fp6(pub [Fp2; 3]);
 
 /// Eight elements of F_p12.
 #[derive(Clone, Copy)]
-pub struct Fp12(pub [Fp6; 2]);
+pub(super) struct Fp12(pub [Fp6; 2]);
 
 impl Fp2 {
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn zero() -> Fp2 {
+    pub(super) fn zero() -> Fp2 {
         Fp2([Fp::zero(); 2])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn splat(x: &[Limbs; 2]) -> Fp2 {
+    pub(super) fn splat(x: &[Limbs; 2]) -> Fp2 {
         Fp2([Fp::splat(&x[0]), Fp::splat(&x[1])])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn add(&self, b: &Fp2) -> Fp2 {
+    pub(super) fn add(&self, b: &Fp2) -> Fp2 {
         Fp2([self.0[0].add(&b.0[0]), self.0[1].add(&b.0[1])])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn sub(&self, b: &Fp2) -> Fp2 {
+    pub(super) fn sub(&self, b: &Fp2) -> Fp2 {
         Fp2([self.0[0].sub(&b.0[0]), self.0[1].sub(&b.0[1])])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn neg(&self) -> Fp2 {
+    pub(super) fn neg(&self) -> Fp2 {
         Fp2([self.0[0].neg(), self.0[1].neg()])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn double(&self) -> Fp2 {
+    pub(super) fn double(&self) -> Fp2 {
         self.add(self)
     }
 
     /// Karatsuba: three products.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn mul(&self, b: &Fp2) -> Fp2 {
+    pub(super) fn mul(&self, b: &Fp2) -> Fp2 {
         let t0 = self.0[0].mul(&b.0[0]);
         let t1 = self.0[1].mul(&b.0[1]);
         let t2 = self.0[0].add(&self.0[1]).mul(&b.0[0].add(&b.0[1]));
@@ -67,21 +67,21 @@ impl Fp2 {
     /// `(a0 + a1)(a0 − a1) + 2·a0·a1·u`.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn sqr(&self) -> Fp2 {
+    pub(super) fn sqr(&self) -> Fp2 {
         let [a0, a1] = &self.0;
         Fp2([a0.add(a1).mul(&a0.sub(a1)), a0.mul(a1).double()])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn mul_by_fp(&self, b: &Fp) -> Fp2 {
+    pub(super) fn mul_by_fp(&self, b: &Fp) -> Fp2 {
         Fp2([self.0[0].mul(b), self.0[1].mul(b)])
     }
 
     /// Multiplication by the non-residue u + 1.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn mul_by_u_plus_1(&self) -> Fp2 {
+    pub(super) fn mul_by_u_plus_1(&self) -> Fp2 {
         let [a0, a1] = &self.0;
         Fp2([a0.sub(a1), a0.add(a1)])
     }
@@ -117,19 +117,19 @@ impl Fp2 {
 impl Fp6 {
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn add(&self, b: &Fp6) -> Fp6 {
+    pub(super) fn add(&self, b: &Fp6) -> Fp6 {
         Fp6(std::array::from_fn(|i| self.0[i].add(&b.0[i])))
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn sub(&self, b: &Fp6) -> Fp6 {
+    pub(super) fn sub(&self, b: &Fp6) -> Fp6 {
         Fp6(std::array::from_fn(|i| self.0[i].sub(&b.0[i])))
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn neg(&self) -> Fp6 {
+    pub(super) fn neg(&self) -> Fp6 {
         Fp6(self.0.map(|x| x.neg()))
     }
 
@@ -142,7 +142,7 @@ impl Fp6 {
 
     /// Karatsuba over F_p2: six products.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn mul(&self, b: &Fp6) -> Fp6 {
+    pub(super) fn mul(&self, b: &Fp6) -> Fp6 {
         let (a, b) = (&self.0, &b.0);
         let t0 = a[0].mul(&b[0]);
         let t1 = a[1].mul(&b[1]);
@@ -158,7 +158,7 @@ impl Fp6 {
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn sqr(&self) -> Fp6 {
+    pub(super) fn sqr(&self) -> Fp6 {
         let a = &self.0;
         let s0 = a[0].sqr();
         let m01 = a[0].mul(&a[1]).double();
@@ -230,7 +230,7 @@ impl Fp6 {
 
 impl Fp12 {
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn mul(&self, b: &Fp12) -> Fp12 {
+    pub(super) fn mul(&self, b: &Fp12) -> Fp12 {
         let (a, b) = (&self.0, &b.0);
         let t0 = a[0].mul(&b[0]);
         let t1 = a[1].mul(&b[1]);
@@ -241,7 +241,7 @@ impl Fp12 {
     /// Multiplication by a line: the sparse element with F_p2 coefficients at 1, v·w⁰… as
     /// blst packs them, `(x, y, 0) + (0, z, 0)·w`.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn mul_by_xy00z0(&self, x: &Fp2, y: &Fp2, z: &Fp2) -> Fp12 {
+    pub(super) fn mul_by_xy00z0(&self, x: &Fp2, y: &Fp2, z: &Fp2) -> Fp12 {
         let a = &self.0;
         let t0 = a[0].mul_by_xy0(x, y);
         let t1 = a[1].mul_by_0y0(z);
@@ -250,7 +250,7 @@ impl Fp12 {
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn sqr(&self) -> Fp12 {
+    pub(super) fn sqr(&self) -> Fp12 {
         let a = &self.0;
         let t0 = a[0].add(&a[1]).mul(&a[0].add(&a[1].mul_by_v()));
         let t1 = a[0].mul(&a[1]);
@@ -259,12 +259,12 @@ impl Fp12 {
 
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
-    pub fn conjugate(&self) -> Fp12 {
+    pub(super) fn conjugate(&self) -> Fp12 {
         Fp12([self.0[0], self.0[1].neg()])
     }
 
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn inverse(&self, bridge: &Bridge) -> Fp12 {
+    pub(super) fn inverse(&self, bridge: &Bridge) -> Fp12 {
         let a = &self.0;
         let t = a[0].sqr().sub(&a[1].sqr().mul_by_v()).inverse(bridge);
         Fp12([a[0].mul(&t), a[1].mul(&t).neg()])
@@ -274,7 +274,7 @@ impl Fp12 {
     /// result holds ±2·`self`, so a chain of these must [`Fp12::reduce`] at least every
     /// fourth step: the limbs (and the value) double with each.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn cyclotomic_sqr(&self) -> Fp12 {
+    pub(super) fn cyclotomic_sqr(&self) -> Fp12 {
         let a = &self.0;
         let t0 = sqr_fp4(&a[0].0[0], &a[1].0[1]);
         let t1 = sqr_fp4(&a[1].0[0], &a[0].0[2]);
@@ -299,7 +299,7 @@ impl Fp12 {
 
     /// Eight of blst's elements, one per lane.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn load(bridge: &Bridge, x: &[blst::blst_fp12; 8]) -> Fp12 {
+    pub(super) fn load(bridge: &Bridge, x: &[blst::blst_fp12; 8]) -> Fp12 {
         Fp12(std::array::from_fn(|i| {
             Fp6(std::array::from_fn(|j| {
                 Fp2(std::array::from_fn(|k| {
@@ -311,7 +311,7 @@ impl Fp12 {
 
     /// Each lane as blst's element (fully reduced).
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn store(&self, bridge: &Bridge) -> [blst::blst_fp12; 8] {
+    pub(super) fn store(&self, bridge: &Bridge) -> [blst::blst_fp12; 8] {
         let mut out = [blst::blst_fp12::default(); 8];
         for (i, c6) in self.0.iter().enumerate() {
             for (j, c2) in c6.0.iter().enumerate() {
@@ -327,7 +327,7 @@ impl Fp12 {
 
     /// Every coefficient below 4p ([`Fp::reduce`]).
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn reduce(&self) -> Fp12 {
+    pub(super) fn reduce(&self) -> Fp12 {
         Fp12(
             self.0
                 .map(|c6| Fp6(c6.0.map(|c2| Fp2(c2.0.map(|c| c.reduce()))))),
@@ -336,7 +336,7 @@ impl Fp12 {
 
     /// The p^n-power Frobenius map, n ∈ {1, 2, 3}.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn frobenius(&self, n: usize, k: &Constants) -> Fp12 {
+    pub(super) fn frobenius(&self, n: usize, k: &Constants) -> Fp12 {
         let c = Fp2::splat(&k.fp12[n - 1]);
         let r1 = self.0[1].frobenius(n, k);
         Fp12([self.0[0].frobenius(n, k), Fp6(r1.0.map(|x| x.mul(&c)))])
@@ -357,7 +357,7 @@ fn sqr_fp4(a0: &Fp2, a1: &Fp2) -> [Fp2; 2] {
 
 /// The Frobenius coefficients (blst's `frobenius_map_fp6`/`_fp12` tables, in blst's
 /// Montgomery form, converted once).
-pub struct Constants {
+pub(super) struct Constants {
     fp6_c1: [[Limbs; 2]; 3],
     fp6_c2: [Limbs; 3],
     fp12: [[Limbs; 2]; 3],
@@ -477,7 +477,7 @@ const FP12_C: [[[u64; 6]; 2]; 3] = [
 
 impl Constants {
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn new(bridge: &Bridge) -> Constants {
+    pub(super) fn new(bridge: &Bridge) -> Constants {
         let fp2 = |x: &[[u64; 6]; 2]| [bridge.constant(&x[0]), bridge.constant(&x[1])];
         Constants {
             fp6_c1: FP6_C1.each_ref().map(fp2),

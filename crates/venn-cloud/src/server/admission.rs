@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 /// How many connections the service serves at once.
 #[derive(Clone, Copy, Debug)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// In all.
     pub total: usize,
     /// From one peer ([`peer_of`]).
@@ -32,7 +32,7 @@ pub struct Caps {
 }
 
 /// The connections being served, each held by a [`Permit`] until it closes.
-pub struct Admission {
+pub(crate) struct Admission {
     caps: Caps,
     open: Mutex<Open>,
 }
@@ -57,16 +57,16 @@ struct Connection {
 
 /// A connection's place, given by [`Admission::admit`]; counted until dropped, or until
 /// the connection is closed to make way for another ([`Admission::admit`] says how).
-pub struct Permit {
+pub(crate) struct Permit {
     admission: Arc<Admission>,
     id: u64,
 }
 
 /// Resolves when the connection of a [`Permit`] is to be closed to make way for another.
-pub type Evicted = oneshot::Receiver<()>;
+pub(crate) type Evicted = oneshot::Receiver<()>;
 
 impl Admission {
-    pub fn new(caps: Caps) -> Arc<Admission> {
+    pub(crate) fn new(caps: Caps) -> Arc<Admission> {
         Arc::new(Admission {
             caps,
             open: Mutex::new(Open::default()),
@@ -77,7 +77,7 @@ impl Admission {
     /// or every place is taken by connections being served. When every place is taken, the
     /// oldest connection still waiting for its request, of the network holding the most
     /// connections, is closed to make way (its [`Evicted`] resolves).
-    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Option<(Permit, Evicted)> {
+    pub(crate) fn admit(self: &Arc<Self>, address: IpAddr) -> Option<(Permit, Evicted)> {
         let (peer, network) = (peer_of(address), network_of(address));
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let held = |counts: &HashMap<IpAddr, usize>, key| counts.get(&key).copied().unwrap_or(0);
@@ -140,7 +140,7 @@ impl Open {
 impl Permit {
     /// The connection's request has arrived whole: the service works on it now, and the
     /// connection is no longer closed to make way for another.
-    pub fn served(&self) {
+    pub(crate) fn served(&self) {
         let mut open = self
             .admission
             .open
@@ -165,13 +165,13 @@ impl Drop for Permit {
 
 /// The peer a connection from `address` counts against: an IPv4 address (also when mapped
 /// into IPv6), or an IPv6 address's /64 network.
-pub fn peer_of(address: IpAddr) -> IpAddr {
+pub(crate) fn peer_of(address: IpAddr) -> IpAddr {
     prefix(address, 32, 64)
 }
 
 /// The network a connection from `address` counts against: an IPv4 /24 (also when mapped
 /// into IPv6), or an IPv6 /48.
-pub fn network_of(address: IpAddr) -> IpAddr {
+pub(crate) fn network_of(address: IpAddr) -> IpAddr {
     prefix(address, 24, 48)
 }
 

@@ -11,6 +11,7 @@ use sqlx::Row;
 /// An enrolled worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Worker {
+    /// The name it was enrolled under.
     pub name: String,
     /// When it was enrolled (Unix seconds).
     pub created: i64,

@@ -1,7 +1,5 @@
 //! A service in this process for tests, over SQLite or a real PostgreSQL started here.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,14 +13,14 @@ use venn_cloud::server::{self, Config, Registration, Setup};
 
 /// Where a test's metadata lives.
 #[derive(Clone, Debug)]
-pub enum Db {
+pub(crate) enum Db {
     Sqlite,
     /// A fresh database in the PostgreSQL cluster at this URL (without the database).
     Postgres(String),
 }
 
 /// A running service; stopped when dropped.
-pub struct Running {
+pub(crate) struct Running {
     pub url: String,
     pub dir: PathBuf,
     pub database: String,
@@ -32,7 +30,7 @@ pub struct Running {
 
 impl Running {
     /// Starts a service on `dir` with `database`.
-    pub fn start(dir: &Path, database: &str, listen: &str, config: Config) -> Running {
+    pub(crate) fn start(dir: &Path, database: &str, listen: &str, config: Config) -> Running {
         let setup = Setup {
             listen: listen.to_owned(),
             database: database.to_owned(),
@@ -66,7 +64,7 @@ impl Running {
     }
 
     /// A registered client named `name`.
-    pub fn client(&self, name: &str) -> Client {
+    pub(crate) fn client(&self, name: &str) -> Client {
         let c = Client::new(
             &Endpoint::plain(&self.url),
             Identity::generate(name).unwrap(),
@@ -77,12 +75,12 @@ impl Running {
     }
 
     /// The operator's access to the service's store.
-    pub fn enrolment(&self) -> Enrolment {
+    pub(crate) fn enrolment(&self) -> Enrolment {
         Enrolment::open(&self.database, &self.dir).unwrap()
     }
 
     /// Worker `name`, newly enrolled (its identity file in the data directory).
-    pub fn enrol(&self, name: &str) -> WorkerIdentity {
+    pub(crate) fn enrol(&self, name: &str) -> WorkerIdentity {
         let out = self.dir.join(format!("{name}.worker"));
         self.enrolment().enrol(name, false, &out).unwrap()
     }
@@ -100,7 +98,7 @@ impl Drop for Running {
 }
 
 /// The default configuration of a test service: its own pool of two threads.
-pub fn config() -> Config {
+pub(crate) fn config() -> Config {
     Config {
         lease_seconds: 60,
         max_items: 1 << 20,
@@ -124,13 +122,13 @@ pub fn config() -> Config {
 }
 
 /// A test's world: a data directory and a database.
-pub struct World {
+pub(crate) struct World {
     pub tmp: tempfile::TempDir,
     pub database: String,
 }
 
 impl World {
-    pub fn new(db: &Db) -> World {
+    pub(crate) fn new(db: &Db) -> World {
         let tmp = tempfile::tempdir().unwrap();
         let database = match db {
             Db::Sqlite => format!("sqlite://{}", tmp.path().join("store.db").display()),
@@ -146,7 +144,7 @@ impl World {
         World { tmp, database }
     }
 
-    pub fn start(&self, config: Config) -> Running {
+    pub(crate) fn start(&self, config: Config) -> Running {
         Running::start(
             &self.tmp.path().join("data"),
             &self.database,
@@ -156,7 +154,7 @@ impl World {
     }
 
     /// Starts the service again where it listened before.
-    pub fn restart(&self, before: Running, config: Config) -> Running {
+    pub(crate) fn restart(&self, before: Running, config: Config) -> Running {
         let listen = before.url.trim_start_matches("http://").to_owned();
         drop(before);
         Running::start(
@@ -169,7 +167,7 @@ impl World {
 
     /// `count` invites to register, made in the world's store as `venn cloud invite` makes
     /// them.
-    pub fn invites(&self, count: u64) -> Vec<String> {
+    pub(crate) fn invites(&self, count: u64) -> Vec<String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -183,7 +181,7 @@ impl World {
     }
 
     /// Makes the world's store as the version whose last migration was `version` left it.
-    pub fn migrate_to(&self, version: i64) {
+    pub(crate) fn migrate_to(&self, version: i64) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -208,11 +206,11 @@ impl World {
     }
 
     /// Runs `sql` on the world's database, behind its service's back.
-    pub fn execute(&self, sql: &str) {
+    pub(crate) fn execute(&self, sql: &str) {
         run_sql(&self.database, sql);
     }
 
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
     }
 }
@@ -232,17 +230,17 @@ fn run_sql(url: &str, sql: &str) {
 }
 
 /// Keys from names.
-pub fn keys<S: AsRef<[u8]>>(names: &[S]) -> Items {
+pub(crate) fn keys<S: AsRef<[u8]>>(names: &[S]) -> Items {
     names.iter().collect()
 }
 
 /// `n` keys `prefix0`, `prefix1`, ….
-pub fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+pub(crate) fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("{prefix}{i}")).collect()
 }
 
 /// Uploads `names` as dataset `name` of `client`, in chunks of `chunk` items.
-pub fn upload(
+pub(crate) fn upload(
     w: &World,
     client: &Client,
     name: &str,
@@ -257,13 +255,13 @@ pub fn upload(
 
 /// Pairs two (or three: the last leads, linked to both) clients' datasets over
 /// in-memory links; returns the run's id.
-pub fn pair(parties: &[(&Client, &DatasetKey)]) -> String {
+pub(crate) fn pair(parties: &[(&Client, &DatasetKey)]) -> String {
     try_pair(parties, false).unwrap()
 }
 
 /// A run between `parties` (the last leads), with or without pre-tokens; the leader's
 /// error, or else a follower's, if one fails.
-pub fn try_pair(
+pub(crate) fn try_pair(
     parties: &[(&Client, &DatasetKey)],
     preprocessed: bool,
 ) -> venn_cloud::Result<String> {
@@ -290,10 +288,15 @@ pub fn try_pair(
 }
 
 /// How the tests' keys are taken (they are given as they are).
-pub const FORM: &str = "no trim, no lowercase, 1 key column";
+pub(crate) const FORM: &str = "no trim, no lowercase, 1 key column";
 
 /// The keys of `names` that `client` learns matched in `run`.
-pub fn matched(client: &Client, key: &DatasetKey, run: &str, names: &[String]) -> Vec<String> {
+pub(crate) fn matched(
+    client: &Client,
+    key: &DatasetKey,
+    run: &str,
+    names: &[String],
+) -> Vec<String> {
     client.wait(run, Duration::from_secs(120)).unwrap();
     let ix = client.result(key, run, &keys(names), FORM).unwrap();
     let mut out: Vec<String> = ix.iter().map(|&i| names[i].clone()).collect();
@@ -302,7 +305,7 @@ pub fn matched(client: &Client, key: &DatasetKey, run: &str, names: &[String]) -
 }
 
 /// The plaintext intersection, sorted.
-pub fn truth(a: &[String], b: &[String]) -> Vec<String> {
+pub(crate) fn truth(a: &[String], b: &[String]) -> Vec<String> {
     let mut out: Vec<String> = a.iter().filter(|x| b.contains(x)).cloned().collect();
     out.sort();
     out
@@ -310,7 +313,7 @@ pub fn truth(a: &[String], b: &[String]) -> Vec<String> {
 
 /// A PostgreSQL cluster in a temporary directory, started with Debian's binaries (as the
 /// `postgres` user when we are root: initdb refuses root); stopped when dropped.
-pub struct Postgres {
+pub(crate) struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     as_postgres: bool,
@@ -319,7 +322,7 @@ pub struct Postgres {
 
 impl Postgres {
     /// Starts a cluster, or says why it cannot.
-    pub fn start() -> Result<Postgres, String> {
+    pub(crate) fn start() -> Result<Postgres, String> {
         let bin = std::fs::read_dir("/usr/lib/postgresql")
             .map_err(|_| "PostgreSQL is not installed (no /usr/lib/postgresql)".to_string())?
             .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
@@ -405,7 +408,7 @@ impl Postgres {
 impl Postgres {
     /// Stops the cluster and removes its files (for a cluster in a static, which is never
     /// dropped).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let data = self.dir.path().join("data").display().to_string();
         let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
         let _ = std::fs::remove_dir_all(self.dir.path());

@@ -15,12 +15,12 @@ mod wide {
     use crate::util::cpu::{self, Feature};
 
     /// Blocks per run: eight registers of two, enough to hide the rounds' latency.
-    pub const RUN: usize = 16;
+    pub(super) const RUN: usize = 16;
 
     /// The round keys of `key`, where this process may use VAES and AVX2 (else `None`).
     /// An `Aes` is often made once and shared (the fixed keys are statics), so this asks
     /// the process's cap, and each run asks [`allowed`] on its own thread.
-    pub fn round_keys(key: Block) -> Option<[Block; 11]> {
+    pub(super) fn round_keys(key: Block) -> Option<[Block; 11]> {
         #[cfg(target_arch = "x86_64")]
         if cpu::has_in_process(&[Feature::Aes, Feature::Vaes, Feature::Avx2]) {
             // SAFETY: AES-NI was detected (`has_in_process` allows only that).
@@ -33,17 +33,21 @@ mod wide {
     /// Whether this thread may run [`encrypt`].
     #[cfg(target_arch = "x86_64")]
     #[inline]
-    pub fn allowed() -> bool {
+    pub(super) fn allowed() -> bool {
         cpu::has_all(&[Feature::Vaes, Feature::Avx2])
     }
 
     /// The FIPS 197 §5.2 key expansion with AESKEYGENASSIST.
+    ///
+    /// # Safety
+    /// The CPU has AES-NI.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "aes,sse2")]
     unsafe fn expand(key: Block) -> [Block; 11] {
         use std::arch::x86_64::*;
         let mut k = [_mm_setzero_si128(); 11];
-        k[0] = _mm_loadu_si128((&key as *const Block).cast());
+        // SAFETY: `key` is the 16 bytes the load reads, at any alignment.
+        k[0] = unsafe { _mm_loadu_si128((&key as *const Block).cast()) };
         macro_rules! step {
             ($i:literal, $rcon:literal) => {
                 let assist =
@@ -66,7 +70,8 @@ mod wide {
         step!(10, 0x36);
         k.map(|r| {
             let mut b: Block = 0;
-            _mm_storeu_si128((&mut b as *mut Block).cast(), r);
+            // SAFETY: `b` is the 16 bytes the store writes, at any alignment.
+            unsafe { _mm_storeu_si128((&mut b as *mut Block).cast(), r) };
             b
         })
     }
@@ -78,7 +83,7 @@ mod wide {
     /// The CPU has VAES and AVX2; `input` and `output` are valid for `len` blocks.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,vaes")]
-    pub unsafe fn encrypt(
+    pub(super) unsafe fn encrypt(
         keys: &[Block; 11],
         input: *const Block,
         output: *mut Block,
@@ -86,12 +91,18 @@ mod wide {
     ) -> usize {
         use std::arch::x86_64::*;
         let k: [__m256i; 11] = std::array::from_fn(|i| {
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((&keys[i] as *const Block).cast()))
+            // SAFETY: `keys[i]` is the 16 bytes the load reads, at any alignment.
+            _mm256_broadcastsi128_si256(unsafe {
+                _mm_loadu_si128((&keys[i] as *const Block).cast())
+            })
         });
         let mut done = 0;
         while done + RUN <= len {
             let mut s: [__m256i; RUN / 2] = std::array::from_fn(|l| {
-                _mm256_xor_si256(_mm256_loadu_si256(input.add(done + 2 * l).cast()), k[0])
+                // SAFETY: blocks `done + 2l` and the next are inside the `len` at `input`
+                // (the caller's contract): `done + RUN ≤ len` and `2l + 2 ≤ RUN`.
+                let x = unsafe { _mm256_loadu_si256(input.add(done + 2 * l).cast()) };
+                _mm256_xor_si256(x, k[0])
             });
             for key in &k[1..10] {
                 for x in s.iter_mut() {
@@ -99,10 +110,10 @@ mod wide {
                 }
             }
             for (l, x) in s.iter().enumerate() {
-                _mm256_storeu_si256(
-                    output.add(done + 2 * l).cast(),
-                    _mm256_aesenclast_epi128(*x, k[10]),
-                );
+                let c = _mm256_aesenclast_epi128(*x, k[10]);
+                // SAFETY: as the loads, in the `len` blocks at `output`; every load of the run
+                // is done, so an `output` that is `input` is read before it is written.
+                unsafe { _mm256_storeu_si256(output.add(done + 2 * l).cast(), c) };
             }
             done += RUN;
         }

@@ -72,12 +72,18 @@ mod ni {
     /// The next round key from `key` and `assist`, which holds `SubWord(RotWord(w3)) ⊕
     /// rcon` in every word (FIPS 197 §5.2: `w[i] = w[i−1] ⊕ w[i−4]` folded into prefix
     /// XORs of the four words).
+    ///
+    /// # Safety
+    /// The CPU has SSE2 (x86-64 always does): inlined into [`encrypt`], compiled for it.
     #[inline(always)]
     unsafe fn next_key(key: __m128i, assist: __m128i) -> __m128i {
-        let mut k = key;
-        k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-        k = _mm_xor_si128(k, _mm_slli_si128::<8>(k));
-        _mm_xor_si128(k, assist)
+        // SAFETY: SSE2 (the caller's contract).
+        unsafe {
+            let mut k = key;
+            k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
+            k = _mm_xor_si128(k, _mm_slli_si128::<8>(k));
+            _mm_xor_si128(k, assist)
+        }
     }
 
     /// One round on every lane: expand each key with `RCON`, then `AESENC` (or
@@ -92,17 +98,26 @@ mod ni {
             let rcon = _mm_set1_epi32($rcon);
             for l in 0..L {
                 let assist = _mm_aesenclast_si128(_mm_shuffle_epi8($keys[l], rot), rcon);
-                $keys[l] = next_key($keys[l], assist);
+                // SAFETY: SSE2, which `encrypt` is compiled for.
+                $keys[l] = unsafe { next_key($keys[l], assist) };
                 $state[l] = $enc($state[l], $keys[l]);
             }
         };
     }
 
     /// `out[l] = AES-128_{keys[l]}(inputs[l])` for `L` lanes.
+    ///
+    /// # Safety
+    /// The CPU has AES-NI and SSSE3.
     #[target_feature(enable = "aes,sse2,ssse3")]
-    pub unsafe fn encrypt<const L: usize>(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
+    pub(super) unsafe fn encrypt<const L: usize>(
+        keys: &[Block],
+        inputs: &[Block],
+        out: &mut [Block],
+    ) {
         // A Block's little-endian bytes are the AES block and key bytes (as in `Aes`).
-        let load = |b: &Block| _mm_loadu_si128((b as *const Block).cast());
+        // SAFETY: `b` is the 16 bytes the load reads, at any alignment.
+        let load = |b: &Block| unsafe { _mm_loadu_si128((b as *const Block).cast()) };
         let mut k: [__m128i; L] = std::array::from_fn(|l| load(&keys[l]));
         let mut s: [__m128i; L] = std::array::from_fn(|l| _mm_xor_si128(load(&inputs[l]), k[l]));
         round!(k, s, 0x01, _mm_aesenc_si128);
@@ -116,7 +131,8 @@ mod ni {
         round!(k, s, 0x1b, _mm_aesenc_si128);
         round!(k, s, 0x36, _mm_aesenclast_si128);
         for (o, s) in out.iter_mut().zip(s) {
-            _mm_storeu_si128((o as *mut Block).cast(), s);
+            // SAFETY: `o` is the 16 bytes the store writes, at any alignment.
+            unsafe { _mm_storeu_si128((o as *mut Block).cast(), s) };
         }
     }
 }
@@ -127,12 +143,19 @@ mod vaes {
     use super::Block;
     use std::arch::x86_64::*;
 
+    /// [`super::ni`]'s next round key, for the two keys of a register.
+    ///
+    /// # Safety
+    /// The CPU has AVX2: inlined into [`encrypt`], compiled for it.
     #[inline(always)]
     unsafe fn next_key(key: __m256i, assist: __m256i) -> __m256i {
-        let mut k = key;
-        k = _mm256_xor_si256(k, _mm256_slli_si256::<4>(k));
-        k = _mm256_xor_si256(k, _mm256_slli_si256::<8>(k));
-        _mm256_xor_si256(k, assist)
+        // SAFETY: AVX2 (the caller's contract).
+        unsafe {
+            let mut k = key;
+            k = _mm256_xor_si256(k, _mm256_slli_si256::<4>(k));
+            k = _mm256_xor_si256(k, _mm256_slli_si256::<8>(k));
+            _mm256_xor_si256(k, assist)
+        }
     }
 
     macro_rules! round {
@@ -144,18 +167,28 @@ mod vaes {
             let rcon = _mm256_set1_epi32($rcon);
             for l in 0..P {
                 let assist = _mm256_aesenclast_epi128(_mm256_shuffle_epi8($keys[l], rot), rcon);
-                $keys[l] = next_key($keys[l], assist);
+                // SAFETY: AVX2, which `encrypt` is compiled for.
+                $keys[l] = unsafe { next_key($keys[l], assist) };
                 $state[l] = $enc($state[l], $keys[l]);
             }
         };
     }
 
     /// `out[i] = AES-128_{keys[i]}(inputs[i])` for `2P` keys.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and VAES.
     #[target_feature(enable = "avx2,vaes")]
-    pub unsafe fn encrypt<const P: usize>(keys: &[Block], inputs: &[Block], out: &mut [Block]) {
+    pub(super) unsafe fn encrypt<const P: usize>(
+        keys: &[Block],
+        inputs: &[Block],
+        out: &mut [Block],
+    ) {
         // The 256-bit loads and stores below read and write two blocks from each start.
         assert!(keys.len() >= 2 * P && inputs.len() >= 2 * P && out.len() >= 2 * P);
-        let load = |b: &[Block]| _mm256_loadu_si256(b.as_ptr().cast());
+        // SAFETY: `b` starts at block 2l < 2P of a slice of 2P or more: two blocks, the 32
+        // bytes the load reads, at any alignment.
+        let load = |b: &[Block]| unsafe { _mm256_loadu_si256(b.as_ptr().cast()) };
         let mut k: [__m256i; P] = std::array::from_fn(|l| load(&keys[2 * l..]));
         let mut s: [__m256i; P] =
             std::array::from_fn(|l| _mm256_xor_si256(load(&inputs[2 * l..]), k[l]));
@@ -170,7 +203,8 @@ mod vaes {
         round!(k, s, 0x1b, _mm256_aesenc_epi128);
         round!(k, s, 0x36, _mm256_aesenclast_epi128);
         for (l, s) in s.iter().enumerate() {
-            _mm256_storeu_si256(out[2 * l..].as_mut_ptr().cast(), *s);
+            // SAFETY: blocks 2l and 2l + 1 of `out`, inside its 2P or more (asserted).
+            unsafe { _mm256_storeu_si256(out[2 * l..].as_mut_ptr().cast(), *s) };
         }
     }
 }

@@ -13,11 +13,11 @@ use super::Row512;
 use crate::util::cpu::{self, Feature};
 
 /// Messages per call.
-pub const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The first 32 bytes of output block `counters[l]` of BLAKE3-keyed(`key`, `rows[l]`), as
 /// little-endian words, for each of the `rows.len() ≤ LANES` rows.
-pub fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8]; LANES] {
+pub(super) fn xof_blocks(key: &[u32; 8], rows: &[Row512], counters: &[u64]) -> [[u32; 8]; LANES] {
     assert!(rows.len() <= LANES && rows.len() == counters.len());
     let mut out = [[0u32; 8]; LANES];
     #[cfg(target_arch = "x86_64")]
@@ -100,7 +100,10 @@ mod simd {
     const SCHEDULE: [[usize; 16]; 7] = schedule();
 
     /// A register of 32-bit lanes, one compression in each: what a round needs of it.
-    /// (Called only from functions compiled for the register's instruction set.)
+    ///
+    /// # Safety
+    /// Every method needs the register's instruction set (AVX2, AVX-512F): it is called
+    /// only from functions compiled for it, into which it is inlined.
     trait Lanes: Copy {
         unsafe fn splat(x: u32) -> Self;
         unsafe fn add(self, b: Self) -> Self;
@@ -132,40 +135,57 @@ mod simd {
     impl Lanes for __m256i {
         #[inline(always)]
         unsafe fn splat(x: u32) -> Self {
-            _mm256_set1_epi32(x as i32)
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe { _mm256_set1_epi32(x as i32) }
         }
         #[inline(always)]
         unsafe fn add(self, b: Self) -> Self {
-            _mm256_add_epi32(self, b)
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe { _mm256_add_epi32(self, b) }
         }
         #[inline(always)]
         unsafe fn xor(self, b: Self) -> Self {
-            _mm256_xor_si256(self, b)
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe { _mm256_xor_si256(self, b) }
         }
         #[inline(always)]
         unsafe fn ror<const N: i32>(self) -> Self {
-            let bytes = |order: &[u8; 32]| {
-                _mm256_shuffle_epi8(self, _mm256_loadu_si256(order.as_ptr().cast()))
-            };
-            match N {
-                16 => bytes(&ROT16),
-                8 => bytes(&ROT8),
-                12 => _mm256_or_si256(_mm256_srli_epi32::<12>(self), _mm256_slli_epi32::<20>(self)),
-                _ => _mm256_or_si256(_mm256_srli_epi32::<7>(self), _mm256_slli_epi32::<25>(self)),
+            // SAFETY: AVX2 (the trait's contract); `order` is the 32 bytes the load reads.
+            unsafe {
+                let bytes = |order: &[u8; 32]| {
+                    _mm256_shuffle_epi8(self, _mm256_loadu_si256(order.as_ptr().cast()))
+                };
+                match N {
+                    16 => bytes(&ROT16),
+                    8 => bytes(&ROT8),
+                    12 => _mm256_or_si256(
+                        _mm256_srli_epi32::<12>(self),
+                        _mm256_slli_epi32::<20>(self),
+                    ),
+                    _ => {
+                        _mm256_or_si256(_mm256_srli_epi32::<7>(self), _mm256_slli_epi32::<25>(self))
+                    }
+                }
             }
         }
         #[inline(always)]
         unsafe fn unpack32(self, b: Self, high: bool) -> Self {
-            match high {
-                false => _mm256_unpacklo_epi32(self, b),
-                true => _mm256_unpackhi_epi32(self, b),
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe {
+                match high {
+                    false => _mm256_unpacklo_epi32(self, b),
+                    true => _mm256_unpackhi_epi32(self, b),
+                }
             }
         }
         #[inline(always)]
         unsafe fn unpack64(self, b: Self, high: bool) -> Self {
-            match high {
-                false => _mm256_unpacklo_epi64(self, b),
-                true => _mm256_unpackhi_epi64(self, b),
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe {
+                match high {
+                    false => _mm256_unpacklo_epi64(self, b),
+                    true => _mm256_unpackhi_epi64(self, b),
+                }
             }
         }
     }
@@ -174,32 +194,42 @@ mod simd {
     impl Lanes for __m512i {
         #[inline(always)]
         unsafe fn splat(x: u32) -> Self {
-            _mm512_set1_epi32(x as i32)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { _mm512_set1_epi32(x as i32) }
         }
         #[inline(always)]
         unsafe fn add(self, b: Self) -> Self {
-            _mm512_add_epi32(self, b)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { _mm512_add_epi32(self, b) }
         }
         #[inline(always)]
         unsafe fn xor(self, b: Self) -> Self {
-            _mm512_xor_si512(self, b)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { _mm512_xor_si512(self, b) }
         }
         #[inline(always)]
         unsafe fn ror<const N: i32>(self) -> Self {
-            _mm512_ror_epi32::<N>(self)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { _mm512_ror_epi32::<N>(self) }
         }
         #[inline(always)]
         unsafe fn unpack32(self, b: Self, high: bool) -> Self {
-            match high {
-                false => _mm512_unpacklo_epi32(self, b),
-                true => _mm512_unpackhi_epi32(self, b),
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe {
+                match high {
+                    false => _mm512_unpacklo_epi32(self, b),
+                    true => _mm512_unpackhi_epi32(self, b),
+                }
             }
         }
         #[inline(always)]
         unsafe fn unpack64(self, b: Self, high: bool) -> Self {
-            match high {
-                false => _mm512_unpacklo_epi64(self, b),
-                true => _mm512_unpackhi_epi64(self, b),
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe {
+                match high {
+                    false => _mm512_unpacklo_epi64(self, b),
+                    true => _mm512_unpackhi_epi64(self, b),
+                }
             }
         }
     }
@@ -207,82 +237,97 @@ mod simd {
     /// The quarter-round G on columns or diagonals (a, b, c, d) with message words x, y.
     #[inline(always)]
     unsafe fn g<V: Lanes>(v: &mut [V; 16], [a, b, c, d]: [usize; 4], x: V, y: V) {
-        v[a] = v[a].add(v[b]).add(x);
-        v[d] = v[d].xor(v[a]).ror::<16>();
-        v[c] = v[c].add(v[d]);
-        v[b] = v[b].xor(v[c]).ror::<12>();
-        v[a] = v[a].add(v[b]).add(y);
-        v[d] = v[d].xor(v[a]).ror::<8>();
-        v[c] = v[c].add(v[d]);
-        v[b] = v[b].xor(v[c]).ror::<7>();
+        // SAFETY: the CPU has `V`'s instruction set (the caller's contract).
+        unsafe {
+            v[a] = v[a].add(v[b]).add(x);
+            v[d] = v[d].xor(v[a]).ror::<16>();
+            v[c] = v[c].add(v[d]);
+            v[b] = v[b].xor(v[c]).ror::<12>();
+            v[a] = v[a].add(v[b]).add(y);
+            v[d] = v[d].xor(v[a]).ror::<8>();
+            v[c] = v[c].add(v[d]);
+            v[b] = v[b].xor(v[c]).ror::<7>();
+        }
     }
 
     /// Round `R`: G on the columns, then on the diagonals (specification §2.2), with the
     /// message words in round R's order (a constant, so the rounds unroll).
     #[inline(always)]
     unsafe fn round<V: Lanes, const R: usize>(v: &mut [V; 16], m: &[V; 16]) {
-        let s = &SCHEDULE[R];
-        g(v, [0, 4, 8, 12], m[s[0]], m[s[1]]);
-        g(v, [1, 5, 9, 13], m[s[2]], m[s[3]]);
-        g(v, [2, 6, 10, 14], m[s[4]], m[s[5]]);
-        g(v, [3, 7, 11, 15], m[s[6]], m[s[7]]);
-        g(v, [0, 5, 10, 15], m[s[8]], m[s[9]]);
-        g(v, [1, 6, 11, 12], m[s[10]], m[s[11]]);
-        g(v, [2, 7, 8, 13], m[s[12]], m[s[13]]);
-        g(v, [3, 4, 9, 14], m[s[14]], m[s[15]]);
+        // SAFETY: the CPU has `V`'s instruction set (the caller's contract).
+        unsafe {
+            let s = &SCHEDULE[R];
+            g(v, [0, 4, 8, 12], m[s[0]], m[s[1]]);
+            g(v, [1, 5, 9, 13], m[s[2]], m[s[3]]);
+            g(v, [2, 6, 10, 14], m[s[4]], m[s[5]]);
+            g(v, [3, 7, 11, 15], m[s[6]], m[s[7]]);
+            g(v, [0, 5, 10, 15], m[s[8]], m[s[9]]);
+            g(v, [1, 6, 11, 12], m[s[10]], m[s[11]]);
+            g(v, [2, 7, 8, 13], m[s[12]], m[s[13]]);
+            g(v, [3, 4, 9, 14], m[s[14]], m[s[15]]);
+        }
     }
 
     /// The compressions of message words `m` (word i of every lane in `m[i]`) under `key`
     /// with each lane's counter halves `(low, high)`; returns `v[i] ⊕ v[i + 8]`, i < 8.
     #[inline(always)]
     unsafe fn rounds<V: Lanes>(key: &[u32; 8], m: &[V; 16], low: V, high: V) -> [V; 8] {
-        let mut v: [V; 16] = std::array::from_fn(|i| match i {
-            0..=7 => V::splat(key[i]),
-            8..=11 => V::splat(IV[i - 8]),
-            12 => low,
-            13 => high,
-            14 => V::splat(64),
-            _ => V::splat(FLAGS),
-        });
-        round::<V, 0>(&mut v, m);
-        round::<V, 1>(&mut v, m);
-        round::<V, 2>(&mut v, m);
-        round::<V, 3>(&mut v, m);
-        round::<V, 4>(&mut v, m);
-        round::<V, 5>(&mut v, m);
-        round::<V, 6>(&mut v, m);
-        std::array::from_fn(|i| v[i].xor(v[i + 8]))
+        // SAFETY: the CPU has `V`'s instruction set (the caller's contract).
+        unsafe {
+            let mut v: [V; 16] = std::array::from_fn(|i| match i {
+                0..=7 => V::splat(key[i]),
+                8..=11 => V::splat(IV[i - 8]),
+                12 => low,
+                13 => high,
+                14 => V::splat(64),
+                _ => V::splat(FLAGS),
+            });
+            round::<V, 0>(&mut v, m);
+            round::<V, 1>(&mut v, m);
+            round::<V, 2>(&mut v, m);
+            round::<V, 3>(&mut v, m);
+            round::<V, 4>(&mut v, m);
+            round::<V, 5>(&mut v, m);
+            round::<V, 6>(&mut v, m);
+            std::array::from_fn(|i| v[i].xor(v[i + 8]))
+        }
     }
 
     /// The 4×4 transposes within each 128-bit lane of each four rows: `u[4q + i]` holds,
     /// in 128-bit lane k, word 4k + i of rows 4q..4q + 4 of `r`.
     #[inline(always)]
     unsafe fn within_lanes<V: Lanes, const N: usize>(r: [V; N]) -> [V; N] {
-        let t: [V; N] =
-            std::array::from_fn(|i| r[i / 2 * 2].unpack32(r[i / 2 * 2 + 1], i % 2 == 1));
-        std::array::from_fn(|x| {
-            let (q, i) = (x / 4, x % 4);
-            t[4 * q + i / 2].unpack64(t[4 * q + i / 2 + 2], i % 2 == 1)
-        })
+        // SAFETY: the CPU has `V`'s instruction set (the caller's contract).
+        unsafe {
+            let t: [V; N] =
+                std::array::from_fn(|i| r[i / 2 * 2].unpack32(r[i / 2 * 2 + 1], i % 2 == 1));
+            std::array::from_fn(|x| {
+                let (q, i) = (x / 4, x % 4);
+                t[4 * q + i / 2].unpack64(t[4 * q + i / 2 + 2], i % 2 == 1)
+            })
+        }
     }
 
     /// Transposes the 8×8 matrix of 32-bit words whose rows are `r`.
     #[inline(always)]
     unsafe fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
-        // u[4h + k]: word k (and k + 4) of rows 4h..4h + 4.
-        let u = within_lanes(r);
-        std::array::from_fn(|w| {
-            if w < 4 {
-                _mm256_permute2x128_si256::<0x20>(u[w], u[4 + w])
-            } else {
-                _mm256_permute2x128_si256::<0x31>(u[w - 4], u[w])
-            }
-        })
+        // SAFETY: AVX2 (the caller's contract).
+        unsafe {
+            // u[4h + k]: word k (and k + 4) of rows 4h..4h + 4.
+            let u = within_lanes(r);
+            std::array::from_fn(|w| {
+                if w < 4 {
+                    _mm256_permute2x128_si256::<0x20>(u[w], u[4 + w])
+                } else {
+                    _mm256_permute2x128_si256::<0x31>(u[w - 4], u[w])
+                }
+            })
+        }
     }
 
     /// The lanes' counters' low and high words.
     #[inline(always)]
-    unsafe fn counter_words<const L: usize>(counters: [u64; L]) -> ([u32; L], [u32; L]) {
+    fn counter_words<const L: usize>(counters: [u64; L]) -> ([u32; L], [u32; L]) {
         (
             std::array::from_fn(|l| counters[l] as u32),
             std::array::from_fn(|l| (counters[l] >> 32) as u32),
@@ -290,24 +335,35 @@ mod simd {
     }
 
     /// Eight compressions, lane l on `rows[l]` with counter `counters[l]`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn compress8(
+    pub(super) unsafe fn compress8(
         key: &[u32; 8],
         rows: [&Row512; 8],
         counters: [u64; 8],
     ) -> [[u32; 8]; 8] {
         // A row's 64 bytes are its 16 message words (little-endian, as x86 stores them).
         let half = |h: usize| -> [__m256i; 8] {
-            std::array::from_fn(|l| _mm256_loadu_si256((rows[l].as_ptr() as *const __m256i).add(h)))
+            std::array::from_fn(|l| {
+                // SAFETY: AVX2 (this function's contract); half `h` (0 or 1) of a row is its
+                // 32 bytes from byte 32·h, inside its 64.
+                unsafe { _mm256_loadu_si256((rows[l].as_ptr() as *const __m256i).add(h)) }
+            })
         };
-        let (low, high) = (transpose8(half(0)), transpose8(half(1)));
+        // SAFETY: AVX2, all the helpers need (this function's contract).
+        let (low, high) = unsafe { (transpose8(half(0)), transpose8(half(1))) };
         let m: [__m256i; 16] = std::array::from_fn(|i| if i < 8 { low[i] } else { high[i - 8] });
         let (t0, t1) = counter_words(counters);
-        let load = |w: &[u32; 8]| _mm256_loadu_si256(w.as_ptr().cast());
-        let words = transpose8(rounds(key, &m, load(&t0), load(&t1)));
+        // SAFETY: AVX2; `w` is 8 words, the 32 bytes the load reads.
+        let load = |w: &[u32; 8]| unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+        // SAFETY: AVX2, all the helpers need (this function's contract).
+        let words = unsafe { transpose8(rounds(key, &m, load(&t0), load(&t1))) };
         let mut out = [[0u32; 8]; 8];
         for (o, w) in out.iter_mut().zip(words) {
-            _mm256_storeu_si256(o.as_mut_ptr().cast(), w);
+            // SAFETY: AVX2; `o` is 8 words, the 32 bytes the store writes.
+            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), w) };
         }
         out
     }
@@ -316,44 +372,57 @@ mod simd {
     /// lane by 32- then 64-bit unpacks, then the 4×4 matrix of 128-bit lanes.
     #[inline(always)]
     unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
-        let u = within_lanes(r);
-        // Word 4k + i of all rows: lane k of u[i], u[4 + i], u[8 + i], u[12 + i].
-        let mut out = [_mm512_setzero_si512(); 16];
-        for i in 0..4 {
-            let (a, b, c, d) = (u[i], u[4 + i], u[8 + i], u[12 + i]);
-            let (ab01, ab23) = (
-                _mm512_shuffle_i32x4::<0x44>(a, b),
-                _mm512_shuffle_i32x4::<0xEE>(a, b),
-            );
-            let (cd01, cd23) = (
-                _mm512_shuffle_i32x4::<0x44>(c, d),
-                _mm512_shuffle_i32x4::<0xEE>(c, d),
-            );
-            out[i] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
-            out[4 + i] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
-            out[8 + i] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
-            out[12 + i] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+        // SAFETY: AVX-512F (the caller's contract).
+        unsafe {
+            let u = within_lanes(r);
+            // Word 4k + i of all rows: lane k of u[i], u[4 + i], u[8 + i], u[12 + i].
+            let mut out = [_mm512_setzero_si512(); 16];
+            for i in 0..4 {
+                let (a, b, c, d) = (u[i], u[4 + i], u[8 + i], u[12 + i]);
+                let (ab01, ab23) = (
+                    _mm512_shuffle_i32x4::<0x44>(a, b),
+                    _mm512_shuffle_i32x4::<0xEE>(a, b),
+                );
+                let (cd01, cd23) = (
+                    _mm512_shuffle_i32x4::<0x44>(c, d),
+                    _mm512_shuffle_i32x4::<0xEE>(c, d),
+                );
+                out[i] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+                out[4 + i] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+                out[8 + i] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+                out[12 + i] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+            }
+            out
         }
-        out
     }
 
     /// Sixteen compressions, lane l on `rows[l]` with counter `counters[l]`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn compress16(
+    pub(super) unsafe fn compress16(
         key: &[u32; 8],
         rows: [&Row512; 16],
         counters: [u64; 16],
     ) -> [[u32; 8]; 16] {
-        let m = transpose16(std::array::from_fn(|l| {
-            _mm512_loadu_si512(rows[l].as_ptr().cast())
-        }));
+        let loaded: [__m512i; 16] = std::array::from_fn(|l| {
+            // SAFETY: AVX-512F (this function's contract); a row is the 64 bytes the load
+            // reads.
+            unsafe { _mm512_loadu_si512(rows[l].as_ptr().cast()) }
+        });
+        // SAFETY: AVX-512F, all the helper needs (this function's contract).
+        let m = unsafe { transpose16(loaded) };
         let (t0, t1) = counter_words(counters);
-        let load = |w: &[u32; 16]| _mm512_loadu_si512(w.as_ptr().cast());
-        let words = rounds(key, &m, load(&t0), load(&t1));
+        // SAFETY: AVX-512F; `w` is 16 words, the 64 bytes the load reads.
+        let load = |w: &[u32; 16]| unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
+        // SAFETY: AVX-512F, all the helper needs (this function's contract).
+        let words = unsafe { rounds(key, &m, load(&t0), load(&t1)) };
         // Word i of every lane to each lane's eight words.
         let mut by_word = [[0u32; 16]; 8];
         for (b, w) in by_word.iter_mut().zip(words) {
-            _mm512_storeu_si512(b.as_mut_ptr().cast(), w);
+            // SAFETY: AVX-512F; `b` is 16 words, the 64 bytes the store writes.
+            unsafe { _mm512_storeu_si512(b.as_mut_ptr().cast(), w) };
         }
         std::array::from_fn(|l| std::array::from_fn(|i| by_word[i][l]))
     }

@@ -1,4 +1,4 @@
-//! Arithmetic in GF(2^128) = GF(2)[X] / (X^128 + X^7 + X^2 + X + 1), the field of the KOS15
+//! Arithmetic in GF(2^128) = GF(2)\[X\] / (X^128 + X^7 + X^2 + X + 1), the field of the KOS15
 //! correlation check. Bit `i` of a [`Block`] is the coefficient of `X^i`.
 //!
 //! Inner products accumulate unreduced 256-bit carry-less products and reduce once at the
@@ -73,16 +73,19 @@ pub fn mul(a: Block, b: Block) -> Block {
 /// row (d, d^2, …, d^g) against the dense columns is this at x = d (RR22 §2, Fig. 1).
 pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Block]) {
     assert_eq!(points.len(), out.len());
-    #[allow(unused_mut)]
-    let mut done = 0;
+    // The points a vector kernel took; the rest are done here.
     #[cfg(target_arch = "x86_64")]
-    if clmul::wide512() {
+    let done = if clmul::wide512() {
         // SAFETY: the features the function is compiled for were detected (`cpu::has`).
-        done = unsafe { clmul::add_evaluations512(points, coefficients, out) };
+        unsafe { clmul::add_evaluations512(points, coefficients, out) }
     } else if clmul::wide256() {
         // SAFETY: as above.
-        done = unsafe { clmul::add_evaluations256(points, coefficients, out) };
-    }
+        unsafe { clmul::add_evaluations256(points, coefficients, out) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
     for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
         *o ^= coefficients.iter().rev().fold(0, |acc, &c| mul(acc ^ c, x));
     }
@@ -147,25 +150,28 @@ mod clmul {
 
     /// Whether this thread may run the 128-bit functions.
     #[inline]
-    pub fn narrow() -> bool {
+    pub(super) fn narrow() -> bool {
         has_all(&[Feature::Pclmulqdq, Feature::Sse2])
     }
 
     /// Whether this thread may run the 512-bit ones.
     #[inline]
-    pub fn wide512() -> bool {
+    pub(super) fn wide512() -> bool {
         has_all(&[Feature::Vpclmulqdq, Feature::Avx512f])
     }
 
     /// Whether this thread may run the 256-bit ones.
     #[inline]
-    pub fn wide256() -> bool {
+    pub(super) fn wide256() -> bool {
         has_all(&[Feature::Vpclmulqdq, Feature::Avx2])
     }
 
     /// `a·b` as an unreduced (low, high) pair.
+    ///
+    /// # Safety
+    /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
+    pub(super) unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
         let x = _mm_set_epi64x((a >> 64) as i64, a as i64);
         let y = _mm_set_epi64x((b >> 64) as i64, b as i64);
         let lo = _mm_clmulepi64_si128(x, y, 0x00);
@@ -181,15 +187,24 @@ mod clmul {
     }
 
     /// `Σ a[i]·b[i]` as an unreduced (low, high) pair, `a[i]` the i-th 16 bytes of `a`.
+    ///
+    /// # Safety
+    /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (Block, Block) {
         let mut lo = _mm_setzero_si128();
         let mut mid = _mm_setzero_si128();
         let mut hi = _mm_setzero_si128();
         for (x, y) in a.chunks_exact(16).zip(b) {
             // A Block's little-endian bytes are its 64-bit halves, low first.
-            let x = _mm_loadu_si128(x.as_ptr().cast());
-            let y = _mm_loadu_si128((y as *const Block).cast());
+            // SAFETY: `x` is a chunk of exactly 16 bytes and `y` a block: what the loads
+            // read, at any alignment.
+            let (x, y) = unsafe {
+                (
+                    _mm_loadu_si128(x.as_ptr().cast()),
+                    _mm_loadu_si128((y as *const Block).cast()),
+                )
+            };
             lo = _mm_xor_si128(lo, _mm_clmulepi64_si128(x, y, 0x00));
             mid = _mm_xor_si128(mid, _mm_clmulepi64_si128(x, y, 0x10));
             mid = _mm_xor_si128(mid, _mm_clmulepi64_si128(x, y, 0x01));
@@ -197,7 +212,8 @@ mod clmul {
         }
         let get = |v: __m128i| {
             let mut out = [0u8; 16];
-            _mm_storeu_si128(out.as_mut_ptr().cast(), v);
+            // SAFETY: `out` is the 16 bytes the store writes, at any alignment.
+            unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), v) };
             u128::from_le_bytes(out)
         };
         let (lo, mid, hi) = (get(lo), get(mid), get(hi));
@@ -205,64 +221,92 @@ mod clmul {
     }
 
     /// [`inner_product`] on 512-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU has VPCLMULQDQ and AVX-512F.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
-        inner_product::<__m512i>(a, b)
+    pub(super) unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
+        // SAFETY: `__m512i`'s features (this function's contract), which PCLMULQDQ's
+        // 128-bit form for the rest comes with.
+        unsafe { inner_product::<__m512i>(a, b) }
     }
 
     /// [`inner_product`] on 256-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU has VPCLMULQDQ and AVX2.
     #[target_feature(enable = "vpclmulqdq,avx2")]
-    pub unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
-        inner_product::<__m256i>(a, b)
+    pub(super) unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
+        // SAFETY: `__m256i`'s features (this function's contract), which PCLMULQDQ's
+        // 128-bit form for the rest comes with.
+        unsafe { inner_product::<__m256i>(a, b) }
     }
 
     /// [`inner_product_wide`] a vector of products at a time: lane `l` of each vector
     /// holds `a[BLOCKS·i + l]`, `b[BLOCKS·i + l]`, and the lanes' sums are added at the end.
+    ///
+    /// # Safety
+    /// The CPU has what `V`'s products need (see [`Lanes`]), and PCLMULQDQ.
     #[inline(always)]
     unsafe fn inner_product<V: Lanes>(a: &[u8], b: &[Block]) -> (Block, Block) {
-        let (mut lo, mut mid, mut hi) = (V::zero(), V::zero(), V::zero());
-        let (ax, bx) = (a.chunks_exact(16 * V::BLOCKS), b.chunks_exact(V::BLOCKS));
-        let (a_rest, b_rest) = (ax.remainder(), bx.remainder());
-        for (x, y) in ax.zip(bx) {
-            let x = V::load(x.as_ptr().cast());
-            let y = V::load(y.as_ptr());
-            lo = lo.xor(x.clmul::<0x00>(y));
-            mid = mid.xor(x.clmul::<0x10>(y));
-            mid = mid.xor(x.clmul::<0x01>(y));
-            hi = hi.xor(x.clmul::<0x11>(y));
+        // SAFETY: the CPU's features are the caller's contract; each load is of a chunk of
+        // exactly `BLOCKS` blocks (16·`BLOCKS` bytes of `a`), each store to `out`'s 4.
+        unsafe {
+            let (mut lo, mut mid, mut hi) = (V::zero(), V::zero(), V::zero());
+            let (ax, bx) = (a.chunks_exact(16 * V::BLOCKS), b.chunks_exact(V::BLOCKS));
+            let (a_rest, b_rest) = (ax.remainder(), bx.remainder());
+            for (x, y) in ax.zip(bx) {
+                let x = V::load(x.as_ptr().cast());
+                let y = V::load(y.as_ptr());
+                lo = lo.xor(x.clmul::<0x00>(y));
+                mid = mid.xor(x.clmul::<0x10>(y));
+                mid = mid.xor(x.clmul::<0x01>(y));
+                hi = hi.xor(x.clmul::<0x11>(y));
+            }
+            let lanes = |v: V| {
+                let mut out = [0 as Block; 4];
+                v.store(out.as_mut_ptr());
+                out.iter().fold(0, |acc, l| acc ^ l)
+            };
+            let (lo, mid, hi) = (lanes(lo), lanes(mid), lanes(hi));
+            let (rest_lo, rest_hi) = inner_product_wide(a_rest, b_rest);
+            (lo ^ (mid << 64) ^ rest_lo, hi ^ (mid >> 64) ^ rest_hi)
         }
-        let lanes = |v: V| {
-            let mut out = [0 as Block; 4];
-            v.store(out.as_mut_ptr());
-            out.iter().fold(0, |acc, l| acc ^ l)
-        };
-        let (lo, mid, hi) = (lanes(lo), lanes(mid), lanes(hi));
-        let (rest_lo, rest_hi) = inner_product_wide(a_rest, b_rest);
-        (lo ^ (mid << 64) ^ rest_lo, hi ^ (mid >> 64) ^ rest_hi)
     }
 
     /// [`add_evaluations`] on 512-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU has VPCLMULQDQ and AVX-512F.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub unsafe fn add_evaluations512(
+    pub(super) unsafe fn add_evaluations512(
         points: &[Block],
         coefficients: &[Block],
         out: &mut [Block],
     ) -> usize {
-        add_evaluations::<__m512i>(points, coefficients, out)
+        // SAFETY: `__m512i`'s features (this function's contract).
+        unsafe { add_evaluations::<__m512i>(points, coefficients, out) }
     }
 
     /// [`add_evaluations`] on 256-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU has VPCLMULQDQ and AVX2.
     #[target_feature(enable = "vpclmulqdq,avx2")]
-    pub unsafe fn add_evaluations256(
+    pub(super) unsafe fn add_evaluations256(
         points: &[Block],
         coefficients: &[Block],
         out: &mut [Block],
     ) -> usize {
-        add_evaluations::<__m256i>(points, coefficients, out)
+        // SAFETY: `__m256i`'s features (this function's contract).
+        unsafe { add_evaluations::<__m256i>(points, coefficients, out) }
     }
 
     /// [`super::add_evaluations`] for the leading multiple of `BLOCKS` points, lane `l`
     /// of each vector holding point `BLOCKS·i + l`; returns how many points it took.
+    ///
+    /// # Safety
+    /// The CPU has what `V`'s products need (see [`Lanes`]).
     #[inline(always)]
     unsafe fn add_evaluations<V: Lanes>(
         points: &[Block],
@@ -272,13 +316,17 @@ mod clmul {
         let groups = (points.chunks_exact(V::BLOCKS)).zip(out.chunks_exact_mut(V::BLOCKS));
         let done = V::BLOCKS * groups.len();
         for (x, o) in groups {
-            let x = V::load(x.as_ptr());
-            let mut acc = V::zero();
-            for c in coefficients.iter().rev() {
-                acc = mul(acc.xor(V::splat(c)), x);
+            // SAFETY: the CPU's features are the caller's contract; `x` and `o` are chunks of
+            // exactly `BLOCKS` blocks, what each load and the store take.
+            unsafe {
+                let x = V::load(x.as_ptr());
+                let mut acc = V::zero();
+                for c in coefficients.iter().rev() {
+                    acc = mul(acc.xor(V::splat(c)), x);
+                }
+                let o = o.as_mut_ptr();
+                V::load(o).xor(acc).store(o);
             }
-            let o = o.as_mut_ptr();
-            V::load(o).xor(acc).store(o);
         }
         done
     }
@@ -287,19 +335,25 @@ mod clmul {
     /// carry-less multiplications, its high half h folded down by X^128 ≡ X^7 + X^2 + X + 1
     /// with three more (h's low word times 0x87; its high word times 0x87, which sits at
     /// X^64 and spills up to 7 bits past X^128, folded once more).
+    ///
+    /// # Safety
+    /// The CPU has what `V`'s products need (see [`Lanes`]).
     #[inline(always)]
     unsafe fn mul<V: Lanes>(a: V, b: V) -> V {
-        let zero = V::zero();
-        let poly = V::splat64(0x87);
-        let mid = a.clmul::<0x01>(b).xor(a.clmul::<0x10>(b));
-        // (mid << 64, mid >> 64) within each lane: its low word up, its high word down.
-        let lo = a.clmul::<0x00>(b).xor(zero.unpack_lo(mid));
-        let hi = a.clmul::<0x11>(b).xor(mid.unpack_hi(zero));
-        let spill = hi.clmul::<0x01>(poly);
-        let folded = hi
-            .clmul::<0x00>(poly)
-            .xor(zero.unpack_lo(spill).xor(spill.clmul::<0x01>(poly)));
-        lo.xor(folded)
+        // SAFETY: the CPU has what `V`'s products need (the caller's contract).
+        unsafe {
+            let zero = V::zero();
+            let poly = V::splat64(0x87);
+            let mid = a.clmul::<0x01>(b).xor(a.clmul::<0x10>(b));
+            // (mid << 64, mid >> 64) within each lane: its low word up, its high word down.
+            let lo = a.clmul::<0x00>(b).xor(zero.unpack_lo(mid));
+            let hi = a.clmul::<0x11>(b).xor(mid.unpack_hi(zero));
+            let spill = hi.clmul::<0x01>(poly);
+            let folded = hi
+                .clmul::<0x00>(poly)
+                .xor(zero.unpack_lo(spill).xor(spill.clmul::<0x01>(poly)));
+            lo.xor(folded)
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use super::{gf128, Block};
 /// Blocks per Horner step.
 const CHUNK: usize = 64;
 
-/// The streaming state of one [`P_H`](self) evaluation.
+/// The streaming state of one `P_H` evaluation.
 pub struct PolyHash {
     /// `H^CHUNK, …, H^1`.
     powers: Vec<Block>,

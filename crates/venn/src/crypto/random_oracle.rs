@@ -76,7 +76,7 @@ impl WideHash {
     /// `out[e] = H(indices[e], row_e)` where row `e` is `rows[4e..4e+4]`, of which the
     /// first `len ≤ 60` bytes are hashed. The rows are used as the hash input in place:
     /// their bytes past `len` are overwritten (zeros, then the index). Four hashes run at a
-    /// time on SHA-NI (see [`super::sha256_lanes`]).
+    /// time on SHA-NI (see `sha256_lanes`).
     pub fn hash_rows(&self, indices: &[u32], rows: &mut [Block], len: usize, out: &mut [Block]) {
         assert!(len <= Self::MAX_INPUT);
         assert_eq!(rows.len(), indices.len() * Self::ROW_BLOCKS);
@@ -100,7 +100,8 @@ impl WideHash {
             .chunks_exact_mut(LANES)
             .zip(rows.chunks_exact(LANES * Self::ROW_BLOCKS))
         {
-            // SAFETY: a row is four `u128`s (64 bytes, little-endian = its byte encoding);
+            // SAFETY: row l < `LANES` of the chunk is its `ROW_BLOCKS` = 4 `u128`s from
+            // l·`ROW_BLOCKS`: 64 bytes inside it (little-endian = its byte encoding), and
             // `[u8; 64]` has no alignment requirement.
             let lane =
                 |l: usize| unsafe { &*rows[l * Self::ROW_BLOCKS..].as_ptr().cast::<[u8; 64]>() };
@@ -120,12 +121,12 @@ impl WideHash {
 }
 
 /// The random-oracle hash `H(j, row)` of 64-byte rows with a 64-bit index, OOS16's output
-/// hash as RR17 §7 requires it ("the OT-extension hash function [is] modeled as a
+/// hash as RR17 §7 requires it ("the OT-extension hash function \[is\] modeled as a
 /// random-oracle"): output block `j` of BLAKE3's keyed XOF on the row, the key derived
 /// from the domain and context. The index must be hashed in: an OOS16 receiver picks its
 /// own seeds and could make two instances' rows equal, which without `j` would make their
 /// encodings equal too. Block j of the XOF is one compression with `j` as its counter
-/// ([`super::blake3_lanes`]), so the index costs nothing; BLAKE3's XOF is a standard
+/// (`blake3_lanes`), so the index costs nothing; BLAKE3's XOF is a standard
 /// random-oracle instantiation like SHA-256 (which spec D4 names, at two compressions:
 /// one over `j` and one over the row), and its output blocks for distinct (row, j) are as
 /// independent as the oracle's outputs on distinct inputs.

@@ -8,15 +8,15 @@ use crate::util::cpu::{self, Feature};
 use sha2::digest::generic_array::GenericArray;
 
 /// Lanes per call.
-pub const LANES: usize = 4;
+pub(super) const LANES: usize = 4;
 
 /// `out[l] = compress256(iv, blocks[l])` for each lane.
-pub fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
+pub(super) fn compress_lanes(iv: &[u32; 8], blocks: [&[u8; 64]; LANES]) -> [[u32; 8]; LANES] {
     compress_lanes_from([iv; LANES], blocks)
 }
 
 /// `out[l] = compress256(ivs[l], blocks[l])` for each lane (each its own chaining value).
-pub fn compress_lanes_from(
+pub(super) fn compress_lanes_from(
     ivs: [&[u32; 8]; LANES],
     blocks: [&[u8; 64]; LANES],
 ) -> [[u32; 8]; LANES] {
@@ -53,8 +53,11 @@ mod shani {
 
     /// The Intel SHA-extensions compression (as in the `sha2` crate's x86 backend), with
     /// every step applied to all lanes before the next so their latencies overlap.
+    ///
+    /// # Safety
+    /// The CPU has SHA-NI, SSSE3 and SSE4.1.
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-    pub unsafe fn compress_lanes(
+    pub(super) unsafe fn compress_lanes(
         ivs: [&[u32; 8]; LANES],
         blocks: [&[u8; 64]; LANES],
     ) -> [[u32; 8]; LANES] {
@@ -62,8 +65,10 @@ mod shani {
         let (mut abef0, mut cdgh0) = ([_mm_setzero_si128(); LANES], [_mm_setzero_si128(); LANES]);
         for l in 0..LANES {
             let iv_ptr = ivs[l].as_ptr().cast::<__m128i>();
-            let cdab = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr), 0xB1);
-            let efgh = _mm_shuffle_epi32(_mm_loadu_si128(iv_ptr.add(1)), 0x1B);
+            // SAFETY: an IV is 8 words, 32 bytes: the two 16-byte loads, at any alignment.
+            let (abcd, efgh) = unsafe { (_mm_loadu_si128(iv_ptr), _mm_loadu_si128(iv_ptr.add(1))) };
+            let cdab = _mm_shuffle_epi32(abcd, 0xB1);
+            let efgh = _mm_shuffle_epi32(efgh, 0x1B);
             abef0[l] = _mm_alignr_epi8(cdab, efgh, 8);
             cdgh0[l] = _mm_blend_epi16(efgh, cdab, 0xF0);
         }
@@ -73,11 +78,13 @@ mod shani {
         for l in 0..LANES {
             let p = blocks[l].as_ptr().cast::<__m128i>();
             for (i, w) in w[l].iter_mut().enumerate() {
-                *w = _mm_shuffle_epi8(_mm_loadu_si128(p.add(i)), byte_swap);
+                // SAFETY: i < 4: the i-th 16 bytes of the block's 64, at any alignment.
+                *w = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(p.add(i)) }, byte_swap);
             }
         }
         for r in 0..16 {
-            let k = _mm_loadu_si128(K.as_ptr().add(4 * r).cast::<__m128i>());
+            // SAFETY: r < 16: words 4r..4r + 4 of the 64 of `K`, at any alignment.
+            let k = unsafe { _mm_loadu_si128(K.as_ptr().add(4 * r).cast::<__m128i>()) };
             for l in 0..LANES {
                 let words = if r < 4 {
                     w[l][r]
@@ -98,9 +105,16 @@ mod shani {
         for l in 0..LANES {
             let feba = _mm_shuffle_epi32(_mm_add_epi32(abef[l], abef0[l]), 0x1B);
             let dchg = _mm_shuffle_epi32(_mm_add_epi32(cdgh[l], cdgh0[l]), 0xB1);
+            let (abcd, efgh) = (
+                _mm_blend_epi16(feba, dchg, 0xF0),
+                _mm_alignr_epi8(dchg, feba, 8),
+            );
             let o = out[l].as_mut_ptr().cast::<__m128i>();
-            _mm_storeu_si128(o, _mm_blend_epi16(feba, dchg, 0xF0));
-            _mm_storeu_si128(o.add(1), _mm_alignr_epi8(dchg, feba, 8));
+            // SAFETY: `out[l]` is 8 words, 32 bytes: the two 16-byte stores, at any alignment.
+            unsafe {
+                _mm_storeu_si128(o, abcd);
+                _mm_storeu_si128(o.add(1), efgh);
+            }
         }
         out
     }

@@ -61,7 +61,7 @@ mod sse2 {
     use super::{Block, MASKS};
     use std::arch::x86_64::*;
 
-    pub fn transpose128(m: &mut [Block; 128]) {
+    pub(super) fn transpose128(m: &mut [Block; 128]) {
         // SAFETY: SSE2 is part of the x86_64 baseline; `Block` and `__m128i` have the same
         // size, and unaligned loads/stores are used throughout.
         unsafe {
@@ -96,13 +96,21 @@ mod avx2 {
     use super::{Block, MASKS};
     use std::arch::x86_64::*;
 
+    /// [`super::transpose128`] on AVX2.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn transpose128(m: &mut [Block; 128]) {
+    pub(super) unsafe fn transpose128(m: &mut [Block; 128]) {
         let p = m.as_mut_ptr();
-        let (load, store) = (
-            |r: usize| _mm256_loadu_si256(p.add(r).cast()),
-            |r: usize, x: __m256i| _mm256_storeu_si256(p.add(r).cast(), x),
-        );
+        // `load` and `store` take rows r and r + 1 of the 128 of `m` (32 bytes, at any
+        // alignment), with r + 1 ≤ 127 at every call below: in round 64, r + 64 + 1 ≤ 127
+        // (r even, below 64); in round j ≥ 2, r + j + 1 ≤ i + 2j − 1 ≤ 127 (r even, below
+        // i + j, and i a multiple of 2j).
+        // SAFETY: the rows are inside `m`, as above.
+        let load = |r: usize| unsafe { _mm256_loadu_si256(p.add(r).cast()) };
+        // SAFETY: the rows are inside `m`, as above.
+        let store = |r: usize, x: __m256i| unsafe { _mm256_storeu_si256(p.add(r).cast(), x) };
         for r in (0..64).step_by(2) {
             let (a, b) = (load(r), load(r + 64));
             store(r, _mm256_unpacklo_epi64(a, b));
@@ -127,10 +135,18 @@ mod avx2 {
         let mask = _mm_set1_epi64x(mask as i64);
         let q = p.cast::<__m128i>();
         for r in (0..128).step_by(2) {
-            let (x, y) = (_mm_loadu_si128(q.add(r)), _mm_loadu_si128(q.add(r + 1)));
+            // SAFETY: rows r and r + 1 ≤ 127 of `m`, 16 bytes each, at any alignment.
+            let (x, y) = unsafe { (_mm_loadu_si128(q.add(r)), _mm_loadu_si128(q.add(r + 1))) };
             let t = _mm_and_si128(_mm_xor_si128(_mm_srli_epi64::<1>(x), y), mask);
-            _mm_storeu_si128(q.add(r + 1), _mm_xor_si128(y, t));
-            _mm_storeu_si128(q.add(r), _mm_xor_si128(x, _mm_slli_epi64::<1>(t)));
+            let (x, y) = (
+                _mm_xor_si128(x, _mm_slli_epi64::<1>(t)),
+                _mm_xor_si128(y, t),
+            );
+            // SAFETY: as the loads.
+            unsafe {
+                _mm_storeu_si128(q.add(r + 1), y);
+                _mm_storeu_si128(q.add(r), x);
+            }
         }
     }
 }

@@ -95,8 +95,11 @@ pub fn working_bytes(words: usize, source: Source) -> u64 {
 /// as a triple's are, whole.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct RandomOts {
+    /// As their sender: both messages of each OT.
     pub sent: Vec<[Block; 2]>,
+    /// As their receiver: the choice bit of each OT.
     pub choices: Vec<bool>,
+    /// As their receiver: the message each choice picked.
     pub received: Vec<Block>,
 }
 

@@ -117,7 +117,7 @@ impl Default for Queue {
 type Shared = Arc<(Mutex<Queue>, Condvar)>;
 
 /// A writer thread fed through a bounded queue.
-pub struct AsyncWriter {
+pub(super) struct AsyncWriter {
     shared: Shared,
     thread: Option<JoinHandle<()>>,
     timeout: Duration,
@@ -129,7 +129,7 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Queue> {
 
 impl AsyncWriter {
     /// Starts the writer thread for `w`; each frame must be written within `timeout`.
-    pub fn new<W: TimedWrite + Send + 'static>(w: W, timeout: Duration) -> Self {
+    pub(super) fn new<W: TimedWrite + Send + 'static>(w: W, timeout: Duration) -> Self {
         let shared: Shared = Arc::default();
         let s = shared.clone();
         let w = Deadlined {
@@ -149,7 +149,7 @@ impl AsyncWriter {
 
     /// Queues `bytes` for sending; blocks while the queue is full. Fails with the error
     /// that stopped the writer, if any.
-    pub fn push(&self, bytes: Vec<u8>) -> io::Result<()> {
+    pub(super) fn push(&self, bytes: Vec<u8>) -> io::Result<()> {
         let mut q = lock(&self.shared);
         while q.bytes > q.limit && q.error.is_none() {
             q = self.shared.1.wait(q).unwrap_or_else(|e| e.into_inner());
@@ -164,17 +164,17 @@ impl AsyncWriter {
     }
 
     /// Plays `shaping` from now on (before anything is queued).
-    pub fn shape(&self, shaping: Shaping) {
+    pub(super) fn shape(&self, shaping: Shaping) {
         lock(&self.shared).shaping = Some(shaping);
     }
 
     /// Lets `limit` bytes wait before `push` blocks (tests of flow control).
-    pub fn set_limit(&self, limit: usize) {
+    pub(super) fn set_limit(&self, limit: usize) {
         lock(&self.shared).limit = limit;
     }
 
     /// Bytes that may wait before `push` blocks.
-    pub fn limit(&self) -> usize {
+    pub(super) fn limit(&self) -> usize {
         lock(&self.shared).limit
     }
 }

@@ -238,7 +238,7 @@ impl dyn Channel + '_ {
         Ok(())
     }
 
-    /// Receives the `n` blocks [`send_blocks`](Self::send_blocks) sends into `out` (`n`
+    /// Receives the `n` blocks `send_blocks` sends into `out` (`n`
     /// is the caller's to bound: it is allocated).
     pub fn recv_blocks(&mut self, n: usize, out: &mut Vec<Block>, what: &str) -> Result<()> {
         out.clear();

@@ -52,7 +52,7 @@ impl<R: TimedRead> Read for Deadlined<R> {
 }
 
 /// Framing and byte counting over a reader/writer pair; writes happen on a background
-/// thread (see [`AsyncWriter`]).
+/// thread (see `AsyncWriter`).
 pub struct StreamChannel<R: TimedRead> {
     reader: BufReader<Deadlined<R>>,
     writer: AsyncWriter,

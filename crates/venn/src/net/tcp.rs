@@ -17,7 +17,7 @@ pub type TcpChannel = StreamChannel<TcpStream>;
 pub const PROBE: Duration = Duration::from_secs(5);
 
 /// Makes a channel of an accepted connection given its opening bytes, or says why not.
-pub type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
+pub(super) type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
 
 /// What a listener takes: each connection's first `len` bytes are peeked (not consumed)
 /// and `take` either makes the connection a channel or says why not; refused connections
@@ -61,6 +61,7 @@ pub struct Retry<'a> {
     pub why: &'a str,
     /// How long we have been trying, of how long we will.
     pub elapsed: Duration,
+    /// How long we will try before giving up.
     pub timeout: Duration,
 }
 

@@ -49,7 +49,7 @@ pub trait Row: Copy + Default + Send + Sync + 'static {
     /// A gap equation's coefficients on the dense columns.
     type Coefficients: Clone;
 
-    /// The rows of `keys` (at most [`BATCH`]) under `hasher`: their three sparse columns
+    /// The rows of `keys` (at most `BATCH`) under `hasher`: their three sparse columns
     /// into `cols` and their dense parts, over `dense` columns, into `rows`.
     fn hash(
         hasher: &RowHasher,

@@ -3,12 +3,12 @@
 //! Decode(P, x_i) = v_i; Decode(P, x) for any other x is a value that says nothing of the
 //! others when P is masked (as VOLE-PSI masks it) or randomized ([`Okvs::encode_random`]).
 //!
-//! A key lands in one of about n/2^14 bins ([`params`]); in its bin its row is three sparse
-//! columns and a dense part ([`rows`], [`dense`]), and Decode is the row against the bin's
-//! slice of P: P[c0] + P[c1] + P[c2] + the dense part against the dense columns — Σ
+//! A key lands in one of about n/2^14 bins (`params`); in its bin its row is three sparse
+//! columns and a dense part (`rows`, `dense`), and Decode is the row against the bin's
+//! slice of P: P\[c0\] + P\[c1\] + P\[c2\] + the dense part against the dense columns — Σ
 //! d^j·P[m'+j−1] for values in GF(2^128) ([`Okvs::new`]), or the XOR of the dense columns
 //! the row's g + λ' random bits pick, for values of any width ([`Okvs::binary`]). Both encode and decode
-//! first group the keys by bin ([`Buckets`]); each bin is then solved ([`solve`]) or read
+//! first group the keys by bin ([`Buckets`]); each bin is then solved (`solve`) or read
 //! on its own, so bins run on as many threads as the caller's rayon pool has, and each
 //! bin's ~350 KB stays in the cache.
 
@@ -99,7 +99,7 @@ impl<R: Row> Okvs<R> {
         }
     }
 
-    /// P with Decode(P, keys[i]) = values[i]. Fails (an `Error::Params`) for a repeated
+    /// P with Decode(P, keys\[i\]) = values\[i\]. Fails (an `Error::Params`) for a repeated
     /// key, or with probability at most 2^-λ.
     pub fn encode(&self, keys: &[Block], values: &[R::Value]) -> Result<Vec<R::Value>> {
         self.encode_with(keys, values, None)
@@ -149,7 +149,7 @@ impl<R: Row> Okvs<R> {
         Ok(encoding)
     }
 
-    /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
+    /// Decode(P, keys\[i\]) into `out[i]`, for an `encoding` P of these dimensions.
     pub fn decode(&self, encoding: &[R::Value], keys: &[Block], out: &mut [R::Value]) {
         self.bin(keys).decode(encoding, out);
     }
@@ -367,7 +367,7 @@ impl<R: Row> BinnedKeys<'_, R> {
         Ok(())
     }
 
-    /// Decode(P, keys[i]) into `out[i]`, for an `encoding` P of these dimensions.
+    /// Decode(P, keys\[i\]) into `out[i]`, for an `encoding` P of these dimensions.
     pub fn decode(&self, encoding: &[R::Value], out: &mut [R::Value]) {
         let bin_len = self.okvs.params.bin_len();
         assert_eq!(encoding.len(), self.okvs.params.len());
@@ -381,7 +381,7 @@ impl<R: Row> BinnedKeys<'_, R> {
         self.binning.gather(&binned, out);
     }
 
-    /// Decode(P, keys[i]) into `out[i]` for a P that arrives bin by bin: `next(len, buf)`
+    /// Decode(P, keys\[i\]) into `out[i]` for a P that arrives bin by bin: `next(len, buf)`
     /// puts `len` values into `buf`, which `make(b, buf)` turns into bin b of P (bins are
     /// made and read on the rayon pool, as many at a time as it has threads, while the
     /// next ones are received).

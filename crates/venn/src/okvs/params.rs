@@ -18,12 +18,12 @@ use crate::{Error, Result};
 
 /// The most dense columns a binary dense part ([`super::dense::BitRow`]) has: its bits
 /// are one word.
-pub const MAX_BIT_COLUMNS: usize = 64;
+pub(super) const MAX_BIT_COLUMNS: usize = 64;
 
 /// Keys per bin, on average (RR22 §4: "bins of about 2^14 keys").
 pub const BIN_KEYS: u64 = 1 << 14;
 /// Rows of the sparse part: three columns each (RR22's w = 3).
-pub const WEIGHT: u32 = 3;
+pub(super) const WEIGHT: u32 = 3;
 /// The fit of Eq. (3) holds from 2^6 keys on; fewer keys get the dimensions of 2^6 (a
 /// system with fewer random rows over the same columns fails no more often).
 const MIN_KEYS: u64 = 1 << 6;

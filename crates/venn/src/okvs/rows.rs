@@ -23,7 +23,7 @@ pub struct RowHasher {
 }
 
 /// Keys hashed at a time (the AES pipelines fill).
-pub const BATCH: usize = 64;
+pub(super) const BATCH: usize = 64;
 
 impl RowHasher {
     /// The hasher of an encoding with these dimensions and seed.

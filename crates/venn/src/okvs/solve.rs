@@ -62,14 +62,14 @@ impl<R: Row> Default for Solver<R> {
 
 impl<R: Row> Solver<R> {
     /// Room for a bin of `n` rows, to be filled: (columns, dense parts).
-    pub fn rows(&mut self, n: usize) -> (&mut [[u32; 3]], &mut [R]) {
+    pub(super) fn rows(&mut self, n: usize) -> (&mut [[u32; 3]], &mut [R]) {
         self.cols.resize(n, [0; 3]);
         self.ds.resize(n, R::default());
         (&mut self.cols, &mut self.ds)
     }
 
     /// The rows [`Solver::rows`] was filled with: (columns, dense parts).
-    pub fn filled(&self) -> (&[[u32; 3]], &[R]) {
+    pub(super) fn filled(&self) -> (&[[u32; 3]], &[R]) {
         (&self.cols, &self.ds)
     }
 
@@ -78,7 +78,7 @@ impl<R: Row> Solver<R> {
     /// With `fill`, every column the system leaves free — sparse columns no pivot has,
     /// dense ones no gap equation needs — is drawn from it instead of left 0 (RR22 Fig. 1
     /// step 5: P is then uniform among the encodings of these values).
-    pub fn solve(
+    pub(super) fn solve(
         &mut self,
         values: &[R::Value],
         sparse: usize,

@@ -230,6 +230,7 @@ pub struct OosReceiver {
 }
 
 impl OosReceiver {
+    /// The receiver of the direction these column seeds (both keys of each) were made for.
     pub fn new(seeds: &OosReceiverSeeds) -> Self {
         assert_eq!(seeds.keys.len(), COLUMNS);
         OosReceiver {
@@ -402,6 +403,7 @@ pub struct OosRows {
 }
 
 impl OosSender {
+    /// The sender of the direction these column seeds (Δ and its keys) were made for.
     pub fn new(seeds: &OosSenderSeeds) -> Self {
         assert_eq!(seeds.keys.len(), COLUMNS);
         OosSender {
@@ -659,6 +661,8 @@ mod tests {
 
     /// What a cheating receiver does to a chunk of its corrections (first row, rows).
     type Tamper = dyn Fn(usize, &mut [Block]) + Send + Sync;
+    /// What one party of [`both_ways_run`] got: its row digests and its rows.
+    type BothWays = Result<(Vec<RowDigest>, OosRows)>;
 
     /// Runs one direction; `cheat` may change the receiver's corrections before they are
     /// sent (it then answers the check as for its words). Returns the sender's rows and the
@@ -764,11 +768,7 @@ mod tests {
     /// Two parties running [`both_ways`] against each other, each the receiver of one
     /// extension and the sender of the other, with unequal instance counts; `cheat` may
     /// change the second party's corrections. Returns what each party got.
-    #[allow(clippy::type_complexity)]
-    fn both_ways_run(
-        words: [Vec<Block>; 2],
-        cheat: Option<Box<Tamper>>,
-    ) -> [Result<(Vec<RowDigest>, OosRows)>; 2] {
+    fn both_ways_run(words: [Vec<Block>; 2], cheat: Option<Box<Tamper>>) -> [BothWays; 2] {
         let mut prg = Prg::from_seed(20);
         let (s_ab, r_ab) = seeds(&mut prg);
         let (s_ba, r_ba) = seeds(&mut prg);

@@ -5,7 +5,7 @@ use crate::crypto::{transpose128, Aes, Block};
 use rayon::prelude::*;
 
 /// Rows one task of [`PrgMatrix::par_rows`] produces (a multiple of 128).
-pub const TASK_ROWS: usize = 4096;
+pub(super) const TASK_ROWS: usize = 4096;
 
 /// `seeds.len()` columns of pseudorandom bits, read out 128 rows at a time. Row block `b`
 /// (rows `128b..128b + 128`) comes from counter `b` of every column's AES-CTR stream, so
@@ -88,7 +88,7 @@ impl PrgMatrix {
         }
     }
 
-    /// [`PrgMatrix::rows`] in tasks of [`TASK_ROWS`] rows on the current rayon pool.
+    /// [`PrgMatrix::rows`] in tasks of `TASK_ROWS` rows on the current rayon pool.
     pub fn par_rows(&self, first_row: usize, out: &mut [Block]) {
         let w = self.row_blocks();
         out.par_chunks_mut(TASK_ROWS * w)

@@ -56,9 +56,19 @@ pub enum Output {
     Count(u64),
     /// The sums (mod 2^64) of the values the sender associated with the items in the
     /// intersection, one for each of its value columns in order, and their number.
-    Sum { count: u64, sums: Vec<u64> },
+    Sum {
+        /// The size of the intersection.
+        count: u64,
+        /// One sum for each of the sender's value columns, in order.
+        sums: Vec<u64>,
+    },
     /// Whether the intersection has at least `threshold` items.
-    Threshold { threshold: u64, reached: bool },
+    Threshold {
+        /// The size asked about, as agreed by both parties.
+        threshold: u64,
+        /// Whether the intersection is at least that large.
+        reached: bool,
+    },
     /// Nothing.
     Nothing,
 }

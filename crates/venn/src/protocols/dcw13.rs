@@ -28,7 +28,7 @@ use crate::tables::{bloom_bits, BloomHash, MatchTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// DCW13 semi-honest PSI with a random garbled Bloom filter.
-pub struct Dcw13;
+pub(super) struct Dcw13;
 /// Alice, the sender.
 struct Dcw13Sender;
 /// Bob, the receiver.
@@ -144,13 +144,13 @@ impl Protocol for Dcw13 {
 }
 
 /// The sender's offline state: its OT-extension seeds and the Bloom seed.
-pub struct SenderState {
+pub(super) struct SenderState {
     base: SenderSeeds,
     seed: Block,
 }
 
 /// The receiver's offline state: its OT-extension seeds and the Bloom seed.
-pub struct ReceiverState {
+pub(super) struct ReceiverState {
     base: ReceiverSeeds,
     seed: Block,
 }

@@ -36,7 +36,7 @@ use curve25519_dalek::scalar::Scalar;
 use rayon::prelude::*;
 
 /// DGT12's semi-honest DH PSI-CA.
-pub struct Dgt12;
+pub(super) struct Dgt12;
 /// The paper's server.
 struct Sender;
 /// The paper's client.

@@ -38,7 +38,7 @@ use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
 use rayon::prelude::*;
 
 /// DKT10 malicious-secure DH-based PSI.
-pub struct Dkt10;
+pub(super) struct Dkt10;
 /// The paper's server.
 struct Dkt10Sender;
 /// The paper's client.

@@ -14,7 +14,7 @@ use crate::session::Role;
 use crate::Result;
 
 /// The naive-hashing baseline.
-pub struct Naive;
+pub(super) struct Naive;
 /// Its sender.
 struct NaiveSender;
 /// Its receiver.

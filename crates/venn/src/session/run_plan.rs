@@ -25,13 +25,15 @@ pub const MAX_LOG2_BUCKETS: u8 = 20;
 /// The most rows a plan may announce (2^40): they cost us nothing but the sessions their
 /// buckets take; each bucket's size is checked against --max-peer-items.
 const MAX_ROWS: u64 = 1 << 40;
-/// What both parties must do alike for equal keys to match: the part of [`KeyOptions`]
+/// What both parties must do alike for equal keys to match: the part of the front ends' `KeyOptions`
 /// that changes a key's bytes. Each party sends its own in the run plan, and a run whose
 /// parties differ is refused (a receiver that lower-cases against a sender that does not
 /// would find only the keys already in lower case, and say nothing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyForm {
+    /// Whether white space around a key is dropped (Unicode's, where it is UTF-8).
     pub trim: bool,
+    /// Whether a key is lower-cased (by Unicode's rules, where it is UTF-8).
     pub lowercase: bool,
     /// Columns a key is made of (their values length-prefixed when more than one).
     pub columns: u16,
@@ -123,7 +125,9 @@ impl Plan {
 
 /// Both plans, as sent: what the buckets' sessions are bound to.
 pub struct Agreed {
+    /// The plan this party sent.
     pub ours: Plan,
+    /// The plan the peer sent.
     pub peer: Plan,
     digest: [u8; 32],
     /// Why the run goes on although the parties take their keys differently

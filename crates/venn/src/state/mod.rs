@@ -1,5 +1,5 @@
 //! Offline states outside memory: the encoding a party writes its state with
-//! ([`StateWriter`], [`StateReader`]) and the single-use state file around it ([`file`]).
+//! ([`StateWriter`], [`StateReader`]) and the single-use state file around it ([`mod@file`]).
 
 pub mod file;
 

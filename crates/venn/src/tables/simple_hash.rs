@@ -86,8 +86,11 @@ pub fn phase(v: Block, m: u64) -> (usize, Block) {
 /// Items placed in m bins of μ slots: `slot_of[i]` is item i's slot `b·μ + p`, and
 /// [`SlotTable::item_at`] the item in a slot.
 pub struct SlotTable {
+    /// The number of bins, m.
     pub bins: usize,
+    /// The slots in each bin, μ: a bin's items and the dummies that fill it.
     pub mu: usize,
+    /// Each item's slot `b·μ + p`, by the item's index.
     pub slot_of: Vec<u32>,
     /// The item in each slot, [`EMPTY`] in a dummy (4 bytes a slot, not an `Option`'s 8:
     /// most slots are empty).

@@ -71,19 +71,33 @@ impl Level {
 /// An extension some kernel is chosen by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feature {
+    /// 128-bit integer vectors, x86-64's baseline: the bit transpose's narrow kernel.
     Sse2,
+    /// Byte shuffles: the AES-NI key schedules and SHA-NI's message byte order.
     Ssse3,
+    /// SSE4.1's blends and inserts, which the SHA-NI kernel needs beside SHA itself.
     Sse41,
+    /// AES-NI, one AES round an instruction on 128 bits: the fixed-key and many-key AES.
     Aes,
+    /// Carry-less multiplication on 128 bits: products in GF(2^128).
     Pclmulqdq,
+    /// SHA-NI, SHA-256 rounds in hardware: the hash of many short messages side by side.
     Sha,
+    /// 256-bit integer vectors: the transpose, BLAKE3 lanes and the VOLE code's window.
     Avx2,
+    /// AES rounds on 256- and 512-bit registers: AES, and the PPRF and half-tree expansions.
     Vaes,
+    /// Carry-less multiplication on 256- and 512-bit registers: GF(2^128) evaluations.
     Vpclmulqdq,
+    /// 512-bit vectors (the foundation every AVX-512 kernel needs).
     Avx512f,
+    /// AVX-512 on bytes and 16-bit words: with DQ and VL, loops the compiler vectorises.
     Avx512bw,
+    /// AVX-512 on 32- and 64-bit lanes (64-bit multiplies): as BW.
     Avx512dq,
+    /// AVX-512's instructions on 128- and 256-bit registers too: as BW.
     Avx512vl,
+    /// 52-bit integer multiply-add: the service's pairings, eight at a time.
     Avx512ifma,
 }
 

@@ -3,7 +3,10 @@
 
 /// `v` cut into consecutive pieces of the given lengths (which must not add up to more
 /// than `v.len()`; anything past them is left out).
-pub fn split_lengths<T>(v: &mut [T], lengths: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+pub(crate) fn split_lengths<T>(
+    v: &mut [T],
+    lengths: impl IntoIterator<Item = usize>,
+) -> Vec<&mut [T]> {
     let mut rest = v;
     lengths
         .into_iter()

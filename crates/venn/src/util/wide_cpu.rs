@@ -7,7 +7,7 @@ use super::cpu::{has_all, Feature};
 /// Runs `f`, compiled for AVX-512 (F, BW, DQ, VL) where it may be used ([`super::cpu`]).
 /// `f` and what it calls should be `#[inline(always)]` to be compiled with those features.
 #[inline(always)]
-pub fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if avx512() {
         // SAFETY: the features were detected (`has` allows only those).

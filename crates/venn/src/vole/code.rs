@@ -296,7 +296,7 @@ mod wide {
     /// position while the window fits in `x` (so without wrapping) on a CPU with AVX-512F
     /// or AVX2; returns how many positions are done (0 elsewhere), their rows taken from
     /// `rows`, and the bits.
-    pub fn accumulate<'b>(
+    pub(super) fn accumulate<'b>(
         x: &mut [Block],
         blocks: usize,
         rows: &mut Rows,
@@ -375,7 +375,8 @@ mod wide {
 
     /// What the window needs of a register of `LANES` 64-bit lanes. Each function is
     /// `unsafe`: the CPU has the features of the intrinsics it calls, which the caller
-    /// ([`on512`], [`on256`]) is compiled for, and inlined into.
+    /// ([`on512`], [`on256`]) is compiled for, and inlined into; the pointer given to
+    /// [`Lanes::load`] or [`Lanes::store`] is valid for `LANES / 2` blocks.
     #[cfg(target_arch = "x86_64")]
     trait Lanes: Copy {
         const LANES: usize;
@@ -400,34 +401,44 @@ mod wide {
         const LANES: usize = 8;
         #[inline(always)]
         unsafe fn load(p: *const Block) -> Self {
-            std::arch::x86_64::_mm512_loadu_si512(p.cast())
+            // SAFETY: AVX-512F (the trait's contract); `p` is valid for reading 4 blocks, the
+            // load's 64 bytes (the caller's), at any alignment.
+            unsafe { std::arch::x86_64::_mm512_loadu_si512(p.cast()) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut Block) {
-            std::arch::x86_64::_mm512_storeu_si512(p.cast(), self)
+            // SAFETY: AVX-512F; `p` is valid for writing 4 blocks (the caller's); unaligned.
+            unsafe { std::arch::x86_64::_mm512_storeu_si512(p.cast(), self) }
         }
         #[inline(always)]
         unsafe fn index(from: [usize; 8]) -> Self {
-            std::arch::x86_64::_mm512_loadu_si512(from.map(|l| l as i64).as_ptr().cast())
+            // SAFETY: AVX-512F; the array is the 64 bytes the load reads.
+            unsafe { std::arch::x86_64::_mm512_loadu_si512(from.map(|l| l as i64).as_ptr().cast()) }
         }
         #[inline(always)]
         unsafe fn permute(self, index: Self) -> Self {
-            std::arch::x86_64::_mm512_permutexvar_epi64(index, self)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { std::arch::x86_64::_mm512_permutexvar_epi64(index, self) }
         }
         /// Lane l holds 2^bit[l], tested against the targets (VPTESTMQ).
         #[inline(always)]
         unsafe fn select(bit: [usize; 8]) -> Self {
-            std::arch::x86_64::_mm512_loadu_si512(bit.map(|b| 1i64 << b).as_ptr().cast())
+            // SAFETY: AVX-512F; the array is the 64 bytes the load reads.
+            unsafe { std::arch::x86_64::_mm512_loadu_si512(bit.map(|b| 1i64 << b).as_ptr().cast()) }
         }
         #[inline(always)]
         unsafe fn splat(t: u64) -> Self {
-            std::arch::x86_64::_mm512_set1_epi64(t as i64)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe { std::arch::x86_64::_mm512_set1_epi64(t as i64) }
         }
         #[inline(always)]
         unsafe fn xor_where(self, targets: Self, select: Self, x: Self) -> Self {
-            use std::arch::x86_64::*;
-            let mask = _mm512_test_epi64_mask(targets, select);
-            _mm512_mask_xor_epi64(self, mask, self, x)
+            // SAFETY: AVX-512F (the trait's contract).
+            unsafe {
+                use std::arch::x86_64::*;
+                let mask = _mm512_test_epi64_mask(targets, select);
+                _mm512_mask_xor_epi64(self, mask, self, x)
+            }
         }
     }
 
@@ -436,37 +447,51 @@ mod wide {
         const LANES: usize = 4;
         #[inline(always)]
         unsafe fn load(p: *const Block) -> Self {
-            std::arch::x86_64::_mm256_loadu_si256(p.cast())
+            // SAFETY: AVX2 (the trait's contract); `p` is valid for reading 2 blocks, the load's
+            // 32 bytes (the caller's), at any alignment.
+            unsafe { std::arch::x86_64::_mm256_loadu_si256(p.cast()) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut Block) {
-            std::arch::x86_64::_mm256_storeu_si256(p.cast(), self)
+            // SAFETY: AVX2; `p` is valid for writing 2 blocks (the caller's); unaligned.
+            unsafe { std::arch::x86_64::_mm256_storeu_si256(p.cast(), self) }
         }
         /// 32-bit indices (VPERMD): lane l's two halves from lane `from[l]`'s.
         #[inline(always)]
         unsafe fn index(from: [usize; 8]) -> Self {
-            let halves: [i32; 8] = std::array::from_fn(|i| (2 * from[i / 2] + i % 2) as i32);
-            std::arch::x86_64::_mm256_loadu_si256(halves.as_ptr().cast())
+            // SAFETY: AVX2; `halves` is the 32 bytes the load reads.
+            unsafe {
+                let halves: [i32; 8] = std::array::from_fn(|i| (2 * from[i / 2] + i % 2) as i32);
+                std::arch::x86_64::_mm256_loadu_si256(halves.as_ptr().cast())
+            }
         }
         #[inline(always)]
         unsafe fn permute(self, index: Self) -> Self {
-            std::arch::x86_64::_mm256_permutevar8x32_epi32(self, index)
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe { std::arch::x86_64::_mm256_permutevar8x32_epi32(self, index) }
         }
         /// Lane l holds 2^bit[l], compared with itself ANDed with the targets (VPCMPEQQ).
         #[inline(always)]
         unsafe fn select(bit: [usize; 8]) -> Self {
-            let lanes: [i64; 4] = std::array::from_fn(|l| 1 << bit[l]);
-            std::arch::x86_64::_mm256_loadu_si256(lanes.as_ptr().cast())
+            // SAFETY: AVX2; `lanes` is the 32 bytes the load reads.
+            unsafe {
+                let lanes: [i64; 4] = std::array::from_fn(|l| 1 << bit[l]);
+                std::arch::x86_64::_mm256_loadu_si256(lanes.as_ptr().cast())
+            }
         }
         #[inline(always)]
         unsafe fn splat(t: u64) -> Self {
-            std::arch::x86_64::_mm256_set1_epi64x(t as i64)
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe { std::arch::x86_64::_mm256_set1_epi64x(t as i64) }
         }
         #[inline(always)]
         unsafe fn xor_where(self, targets: Self, select: Self, x: Self) -> Self {
-            use std::arch::x86_64::*;
-            let mask = _mm256_cmpeq_epi64(_mm256_and_si256(targets, select), select);
-            _mm256_xor_si256(self, _mm256_and_si256(mask, x))
+            // SAFETY: AVX2 (the trait's contract).
+            unsafe {
+                use std::arch::x86_64::*;
+                let mask = _mm256_cmpeq_epi64(_mm256_and_si256(targets, select), select);
+                _mm256_xor_si256(self, _mm256_and_si256(mask, x))
+            }
         }
     }
 
@@ -481,7 +506,8 @@ mod wide {
         rows: &mut Rows,
         bits: Option<BitWindow>,
     ) -> usize {
-        window::<std::arch::x86_64::__m512i, S, R>(x, rows, bits)
+        // SAFETY: AVX-512F, all `__m512i`'s functions need (this function's contract).
+        unsafe { window::<std::arch::x86_64::__m512i, S, R>(x, rows, bits) }
     }
 
     /// [`window`] on 256-bit registers.
@@ -495,7 +521,8 @@ mod wide {
         rows: &mut Rows,
         bits: Option<BitWindow>,
     ) -> usize {
-        window::<std::arch::x86_64::__m256i, S, R>(x, rows, bits)
+        // SAFETY: AVX2, all `__m256i`'s functions need (this function's contract).
+        unsafe { window::<std::arch::x86_64::__m256i, S, R>(x, rows, bits) }
     }
 
     /// [`accumulate`] for symbols of `S` blocks, `per` = `LANES/(2S)` a register, in a
@@ -520,19 +547,25 @@ mod wide {
             return 0;
         }
         let x = x.as_mut_ptr();
-        let at = |p: usize| x.add(p * S);
+        // Symbol p, for p ≤ `len` at every use below: inside `x`, or just past its end.
+        // SAFETY: `p·S ≤ x.len()`, as said.
+        let at = |p: usize| unsafe { x.add(p * S) };
         // Symbol o's 64-bit lanes, repeated over the register.
         let lanes: [V; 4] = std::array::from_fn(|o| {
-            V::index(std::array::from_fn(|l| {
-                (2 * S * o + l % (2 * S)) % V::LANES
-            }))
+            let from = std::array::from_fn(|l| (2 * S * o + l % (2 * S)) % V::LANES);
+            // SAFETY: the CPU has `V`'s features (the caller's contract).
+            unsafe { V::index(from) }
         });
         // Lane l of register r belongs to the symbol at base + r·per + l/(2S).
-        let select: [V; R] =
-            std::array::from_fn(|r| V::select(std::array::from_fn(|l| r * per + l / (2 * S))));
-        // SAFETY (all loads and stores): register r of the window holds the symbols from
-        // `base + r·per`, inside `x` while `base + window ≤ len` (kept by the loop).
-        let mut w: [V; R] = std::array::from_fn(|r| V::load(at(r * per)));
+        let select: [V; R] = std::array::from_fn(|r| {
+            let bits = std::array::from_fn(|l| r * per + l / (2 * S));
+            // SAFETY: the CPU has `V`'s features (the caller's contract).
+            unsafe { V::select(bits) }
+        });
+        // Register r of the window holds the `per` symbols (`LANES / 2` blocks) from
+        // `base + r·per`, inside `x` while `base + window ≤ len`, which the loop keeps.
+        // SAFETY: `V`'s features (the caller's contract); `base` is 0, `window < len`.
+        let mut w: [V; R] = std::array::from_fn(|r| unsafe { V::load(at(r * per)) });
         let mut base = 0;
         while base + window + per <= len {
             for (o, lanes) in lanes.iter().enumerate().take(per) {
@@ -541,19 +574,28 @@ mod wide {
                 if let Some(bits) = &mut bits {
                     bits.add(base + o, row);
                 }
-                let targets = V::splat(row << (o + 1));
-                let xo = w[0].permute(*lanes);
-                for (w, select) in w.iter_mut().zip(&select) {
-                    *w = w.xor_where(targets, *select, xo);
+                // SAFETY: the CPU has `V`'s features (the caller's contract).
+                unsafe {
+                    let targets = V::splat(row << (o + 1));
+                    let xo = w[0].permute(*lanes);
+                    for (w, select) in w.iter_mut().zip(&select) {
+                        *w = w.xor_where(targets, *select, xo);
+                    }
                 }
             }
-            w[0].store(at(base));
-            let last = V::load(at(base + window));
+            // SAFETY: `V`'s features; register 0 at `base`, and the next one after the
+            // window's, at `base + window`, both inside `x` (`base + window + per ≤ len`).
+            let last = unsafe {
+                w[0].store(at(base));
+                V::load(at(base + window))
+            };
             w = std::array::from_fn(|r| if r + 1 < R { w[r + 1] } else { last });
             base += per;
         }
         for (r, w) in w.iter().enumerate() {
-            w.store(at(base + r * per));
+            // SAFETY: `V`'s features; the window's registers, inside `x` (`base + window ≤
+            // len` when the loop ends).
+            unsafe { w.store(at(base + r * per)) };
         }
         if let Some(bits) = bits {
             bits.finish();

@@ -1,6 +1,6 @@
 //! Silent correlated OT: the silent VOLE's GF(2) form (BCGIKRS19; Ferret, YWL+20), where
 //! R's noise values are all 1. S gets Δ and B, R gets choice bits A and C with
-//! C_i = B_i + A_i·Δ. The trees are half-trees ([`half_tree`](super::half_tree)): one block a level, and
+//! C_i = B_i + A_i·Δ. The trees are half-trees (`half_tree`): one block a level, and
 //! R's c_α = b_α + Δ with no correction. R's noise e, one 1 a tree at its point, is
 //! compressed by the same code as its blocks, as bits beside them
 //! ([`ExConv::accumulate_with_bits`]): A = G·e, C = G·c, B = G·b. Each party makes one COT each way at once ([`exchange`]) and
@@ -85,9 +85,10 @@ pub fn receive_trees(
     noise: &mut [Pair],
 ) -> Result<Vec<usize>> {
     let shape = Shape::binary(outputs);
-    // SAFETY: the same memory as `Pair`s, every one initialised, and `put` only sets a
-    // block of one.
+    // SAFETY: a `MaybeUninit<Pair>` has a `Pair`'s layout; every one is initialised, and
+    // `put` (the only writer) only sets a block of one, so all stay initialised.
     let places = unsafe { &mut *(noise as *mut [Pair] as *mut [MaybeUninit<Pair>]) };
+    // SAFETY: `e` is one of `places`, each an initialised `Pair` (above).
     let put = |e: &mut MaybeUninit<Pair>, _, _, c| unsafe { e.assume_init_mut().1 = c };
     let receiving = (Tree::Half, choices, t);
     Ok(trees::receive(chan, &shape, receiving, places, put, None)?.points)

@@ -72,17 +72,18 @@ mod wide {
     /// runs, their right children into `right`, where VAES and AVX-512F or AVX2 may be
     /// used, adding the left children into `sum`; returns how many parents it expanded
     /// (none elsewhere).
-    pub fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
+    pub(super) fn expand(left: &mut [Block], right: &mut [Block], sum: &mut Block) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let Some(keys) = super::pi().round_keys() {
             assert_eq!(left.len(), right.len());
             let (l, r, half) = (left.as_mut_ptr(), right.as_mut_ptr(), left.len());
-            // SAFETY (both): the features each function is compiled for were detected
-            // (`cpu::has`); `left` and `right` hold `half` blocks each.
             if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                // SAFETY: the features the function is compiled for were detected
+                // (`cpu::has`); `left` and `right` are two slices of `half` blocks each.
                 return unsafe { runs512(keys, l, r, half, sum) };
             }
             if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                // SAFETY: as above, with AVX2.
                 return unsafe { runs256(keys, l, r, half, sum) };
             }
         }
@@ -103,7 +104,9 @@ mod wide {
         half: usize,
         sum: &mut Block,
     ) -> usize {
-        runs::<std::arch::x86_64::__m512i>(k, left, right, half, sum)
+        // SAFETY: AVX-512F and VAES, what `__m512i`'s rounds need, and the pointers as
+        // `runs` needs them (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m512i>(k, left, right, half, sum) }
     }
 
     /// [`runs`] on 256-bit registers.
@@ -119,7 +122,9 @@ mod wide {
         half: usize,
         sum: &mut Block,
     ) -> usize {
-        runs::<std::arch::x86_64::__m256i>(k, left, right, half, sum)
+        // SAFETY: AVX2 and VAES, what `__m256i`'s rounds need, and the pointers as `runs`
+        // needs them (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m256i>(k, left, right, half, sum) }
     }
 
     /// The parents of `left` in whole runs of [`REGISTERS`] registers; returns how many.
@@ -137,31 +142,44 @@ mod wide {
         sum: &mut Block,
     ) -> usize {
         let run = REGISTERS * V::BLOCKS;
-        let keys: [V; 11] = std::array::from_fn(|r| V::from_blocks([k[r]; 4]));
-        let mut all = V::zero();
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        let keys: [V; 11] = std::array::from_fn(|r| unsafe { V::from_blocks([k[r]; 4]) });
+        // SAFETY: as above.
+        let mut all = unsafe { V::zero() };
         let mut start = 0;
         while start + run <= half {
-            let x: [V; REGISTERS] =
-                std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
-            // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
-            let s = x.map(|x| x.swap_halves().xor(x.high_only()));
-            let c = lanes::encrypt(s, &keys);
-            for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
-                let l = c.xor(*s);
-                all = all.xor(l);
-                l.store(left.add(start + V::BLOCKS * j));
-                x.xor(l).store(right.add(start + V::BLOCKS * j));
+            // SAFETY: `V`'s features; register j's `BLOCKS` blocks from `start + BLOCKS·j`
+            // are inside the run, inside the `half` blocks at `left` and at `right`
+            // (`start + run ≤ half`; the caller's contract: valid, not overlapping).
+            unsafe {
+                let x: [V; REGISTERS] =
+                    std::array::from_fn(|j| V::load(left.add(start + V::BLOCKS * j)));
+                // σ(x) a lane at a time: (x_hi, x_lo) swapped, then x_hi added to the top half.
+                let s = x.map(|x| x.swap_halves().xor(x.high_only()));
+                let c = lanes::encrypt(s, &keys);
+                for (j, ((c, s), x)) in c.iter().zip(&s).zip(&x).enumerate() {
+                    let l = c.xor(*s);
+                    all = all.xor(l);
+                    l.store(left.add(start + V::BLOCKS * j));
+                    x.xor(l).store(right.add(start + V::BLOCKS * j));
+                }
             }
             start += run;
         }
-        *sum ^= all.blocks().iter().fold(0, |a, b| a ^ b);
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        *sum ^= unsafe { all.blocks() }.iter().fold(0, |a, b| a ^ b);
         start
     }
 }
 
 /// S's tree for the COT of `delta` from the seed `s`: its 2^`depth` leaves (summing to
 /// Δ) into `leaves`; returns each level's left sum, levels 1 to `depth`.
-pub fn expand_sender(s: Block, delta: Block, depth: usize, leaves: &mut [Block]) -> Vec<Block> {
+pub(super) fn expand_sender(
+    s: Block,
+    delta: Block,
+    depth: usize,
+    leaves: &mut [Block],
+) -> Vec<Block> {
     assert!(depth >= 1);
     assert_eq!(leaves.len(), 1 << depth);
     leaves[0] = s;
@@ -179,7 +197,7 @@ pub fn expand_sender(s: Block, delta: Block, depth: usize, leaves: &mut [Block])
 /// R keeps its on-path node at the sum of the other nodes of its level (the true node ⊕ Δ):
 /// then the nodes it expands sum to zero, so its two computed sides have one sum, and the
 /// off-path child is the known side's sum less that side's other nodes.
-pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
+pub(super) fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
     let depth = off_path.len();
     assert!(depth >= 1);
     assert_eq!(leaves.len(), 1 << depth);

@@ -69,17 +69,18 @@ mod wide {
     /// where VAES and AVX-512F or AVX2 may be used ([`crate::util::cpu`]), adding the
     /// children into `sums`; returns how many parents are left, from the first (all of
     /// them elsewhere).
-    pub fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
+    pub(super) fn expand(level: &mut [Block], half: usize, sums: &mut [Block; 2]) -> usize {
         #[cfg(target_arch = "x86_64")]
         if let [Some(k0), Some(k1)] = super::keys().each_ref().map(|k| k.round_keys()) {
             assert!(level.len() >= 2 * half);
             let level = level.as_mut_ptr();
-            // SAFETY (both): the features each function is compiled for were detected
-            // (`cpu::has`); `level` holds the 2·`half` blocks written.
             if has_all(&[Feature::Avx512f, Feature::Vaes]) {
+                // SAFETY: the features the function is compiled for were detected
+                // (`cpu::has`); `level` holds the 2·`half` blocks written (asserted).
                 return unsafe { runs512(k0, k1, level, half, sums) };
             }
             if has_all(&[Feature::Avx2, Feature::Vaes]) {
+                // SAFETY: as above, with AVX2.
                 return unsafe { runs256(k0, k1, level, half, sums) };
             }
         }
@@ -100,7 +101,9 @@ mod wide {
         half: usize,
         sums: &mut [Block; 2],
     ) -> usize {
-        runs::<std::arch::x86_64::__m512i>(k0, k1, level, half, sums)
+        // SAFETY: AVX-512F and VAES, what `__m512i`'s rounds need, and `level` as `runs`
+        // needs it (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m512i>(k0, k1, level, half, sums) }
     }
 
     /// [`runs`] on 256-bit registers.
@@ -116,7 +119,9 @@ mod wide {
         half: usize,
         sums: &mut [Block; 2],
     ) -> usize {
-        runs::<std::arch::x86_64::__m256i>(k0, k1, level, half, sums)
+        // SAFETY: AVX2 and VAES, what `__m256i`'s rounds need, and `level` as `runs` needs
+        // it (this function's contract).
+        unsafe { runs::<std::arch::x86_64::__m256i>(k0, k1, level, half, sums) }
     }
 
     /// The parents from the last down in whole runs; returns how many are left.
@@ -134,24 +139,33 @@ mod wide {
     ) -> usize {
         let per = V::BLOCKS / 2;
         let run = REGISTERS * per;
-        let keys: [V; 11] = std::array::from_fn(|r| V::from_blocks([k0[r], k1[r], k0[r], k1[r]]));
-        let mut all = V::zero();
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        let keys: [V; 11] =
+            std::array::from_fn(|r| unsafe { V::from_blocks([k0[r], k1[r], k0[r], k1[r]]) });
+        // SAFETY: as above.
+        let mut all = unsafe { V::zero() };
         let mut end = half;
         while end >= run {
             let start = end - run;
             // Every parent of the run is read before any child is written: the children
             // (from 2·start) overwrite only this run's parents and later ones.
-            let x: [V; REGISTERS] =
-                std::array::from_fn(|j| V::each_twice(level.add(start + per * j)));
-            let s = lanes::encrypt(x, &keys);
-            for (j, (s, x)) in s.iter().zip(&x).enumerate() {
-                let children = s.xor(*x);
-                all = all.xor(children);
-                children.store(level.add(2 * start + V::BLOCKS * j));
+            // SAFETY: `V`'s features; the run's parents (`per` = `BLOCKS / 2` a register)
+            // are below `end ≤ half`, its children below 2·`end`, inside the 2·`half`
+            // blocks at `level` (the caller's contract).
+            unsafe {
+                let x: [V; REGISTERS] =
+                    std::array::from_fn(|j| V::each_twice(level.add(start + per * j)));
+                let s = lanes::encrypt(x, &keys);
+                for (j, (s, x)) in s.iter().zip(&x).enumerate() {
+                    let children = s.xor(*x);
+                    all = all.xor(children);
+                    children.store(level.add(2 * start + V::BLOCKS * j));
+                }
             }
             end = start;
         }
-        let lanes = all.blocks();
+        // SAFETY: the CPU has `V`'s features (the caller's contract).
+        let lanes = unsafe { all.blocks() };
         sums[0] ^= lanes[0] ^ lanes[2];
         sums[1] ^= lanes[1] ^ lanes[3];
         end

@@ -54,12 +54,15 @@ pub enum Adversary {
 
 /// S's side of a VOLE: Δ and B.
 pub struct VoleSender {
+    /// The global key Δ, the same for every correlation.
     pub delta: Block,
+    /// One B_i for each correlation.
     pub b: Vec<Block>,
 }
 
 /// R's side of a VOLE: pairs (A_i, C_i) with C_i = B_i + A_i·Δ.
 pub struct VoleReceiver {
+    /// The i-th pair against the sender's B_i.
     pub pairs: Vec<Pair>,
 }
 
@@ -274,7 +277,8 @@ pub fn receive(
         },
         Some((&code, parity_sum.as_ref().map(|f| f as _))),
     )?;
-    // SAFETY: `receive` wrote every one of the noise's pairs.
+    // SAFETY: the capacity holds `noise_len` pairs (the slice of it above would have
+    // panicked otherwise), and `receive`, having returned, wrote every one of them.
     unsafe { noise.set_len(shape.noise_len()) };
     if let (Some(&seed), Some(ferret_seed)) = (base_check.first(), ferret_seed) {
         let [y_sum, z_sum] = base::answer(seed, &y, &z);

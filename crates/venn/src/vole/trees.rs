@@ -62,7 +62,7 @@ impl TreeOrder {
 
 /// What S's trees are and how their level sums reach R.
 #[derive(Clone, Copy)]
-pub enum Sending<'a> {
+pub(super) enum Sending<'a> {
     /// GGM trees: a level's two sums masked by a random OT's two messages (`ots`, h a
     /// tree), and tree i's correction with its base correlation `beta[i]`.
     Ggm {
@@ -78,7 +78,7 @@ pub enum Sending<'a> {
 /// those its choices gave; or half-trees ([`Sending::Half`]), its correlated OTs' values
 /// t = q ⊕ c·Δ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tree {
+pub(super) enum Tree {
     Ggm,
     Half,
 }
@@ -93,7 +93,7 @@ impl Tree {
     }
 
     /// Blocks a tree of depth `h` sends: its level sums, and a GGM tree's correction.
-    pub fn message_blocks(self, h: usize) -> usize {
+    pub(super) fn message_blocks(self, h: usize) -> usize {
         self.sum_blocks(h) + usize::from(self == Tree::Ggm)
     }
 
@@ -112,7 +112,7 @@ impl Tree {
 /// group's messages sent as soon as they are made (the level sums of all its trees, then a
 /// GGM tree's corrections); each of the N leaves b given to `put` with its place in
 /// `noise`.
-pub fn send<T: Symbol>(
+pub(super) fn send<T: Symbol>(
     chan: &mut dyn Channel,
     prg: &mut Prg,
     shape: &Shape,
@@ -174,10 +174,10 @@ pub fn send<T: Symbol>(
 }
 
 /// A sum over part of R's noise, the positions from the first argument on (Ferret's).
-pub type PartSum<'a, T> = &'a (dyn Fn(usize, &[T]) -> Block + Sync);
+pub(super) type PartSum<'a, T> = &'a (dyn Fn(usize, &[T]) -> Block + Sync);
 
 /// Where R's trees were rebuilt.
-pub struct Rebuilt {
+pub(super) struct Rebuilt {
     /// Each tree's point, as a noise position.
     pub points: Vec<usize>,
     /// The trees from here on were sent first ([`TreeOrder`]).
@@ -194,7 +194,7 @@ pub struct Rebuilt {
 /// tree's plus its correction), to which a VOLE adds its base value z. With a `code`,
 /// once the code's parity half is in, its accumulation (serial) runs beside the other
 /// trees, and the sum (for Ferret's check) over it before.
-pub fn receive<T: Symbol>(
+pub(super) fn receive<T: Symbol>(
     chan: &mut dyn Channel,
     shape: &Shape,
     (tree_kind, choices, ots): (Tree, &[bool], &[Block]),

@@ -14,7 +14,7 @@ use venn::{run, Error, Items, Report, RunOptions};
 /// `f` on every item, spread over the machine's cores by plain threads (item i on thread
 /// i mod cores). Not the rayon pool: a pool thread that waits for a party's own pool runs
 /// other queued items meanwhile, nested on its stack.
-pub fn each_on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+pub(crate) fn each_on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     std::thread::scope(|scope| {
         for t in 0..cores {
@@ -24,7 +24,11 @@ pub fn each_on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     });
 }
 
-pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOptions<'static> {
+pub(crate) fn options(
+    protocol: &'static dyn Protocol,
+    role: Role,
+    both: bool,
+) -> RunOptions<'static> {
     RunOptions {
         protocol,
         role,
@@ -42,7 +46,7 @@ pub fn options(protocol: &'static dyn Protocol, role: Role, both: bool) -> RunOp
 }
 
 /// The options a test runs `p` with.
-pub fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions<'static> {
+pub(crate) fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions<'static> {
     RunOptions {
         options: chosen,
         ..options(p, role, false)
@@ -51,7 +55,7 @@ pub fn with(p: &'static dyn Protocol, role: Role, chosen: Options) -> RunOptions
 
 /// Precomputes both parties' states of `p` for at most `most = [sender, receiver]` items,
 /// saved in `dir`; returns their paths (sender's first).
-pub fn precompute(
+pub(crate) fn precompute(
     p: &'static dyn Protocol,
     o: Options,
     most: [u64; 2],
@@ -69,7 +73,7 @@ pub fn precompute(
 }
 
 /// Runs both parties' online phases from the states at `paths`.
-pub fn online(
+pub(crate) fn online(
     p: &'static dyn Protocol,
     o: Options,
     paths: &[PathBuf; 2],
@@ -90,7 +94,7 @@ pub fn online(
 
 /// The options the tests run `protocol` with: the defaults, and for a protocol that only
 /// runs on σ-bit integers the largest σ.
-pub fn test_options(protocol: &'static dyn Protocol) -> Options {
+pub(crate) fn test_options(protocol: &'static dyn Protocol) -> Options {
     let accepts = protocol.accepts();
     Options {
         sigma: (!accepts.any_items)
@@ -102,7 +106,7 @@ pub fn test_options(protocol: &'static dyn Protocol) -> Options {
 
 /// A named entry of a protocol's parameter table at `n` items a side (with the tests'
 /// options).
-pub fn param(protocol: &str, n: u64, name: &str) -> usize {
+pub(crate) fn param(protocol: &str, n: u64, name: &str) -> usize {
     let sizes = Sizes {
         sender: n,
         receiver: n,
@@ -120,14 +124,14 @@ pub fn param(protocol: &str, n: u64, name: &str) -> usize {
 }
 
 /// `items` as `protocol` takes them with [`test_options`] (see [`fit_sigma`]).
-pub fn fit(protocol: &'static dyn Protocol, items: &Items) -> Items {
+pub(crate) fn fit(protocol: &'static dyn Protocol, items: &Items) -> Items {
     fit_sigma(test_options(protocol).sigma, items)
 }
 
 /// `items` unchanged, or for a run on σ-bit integers each item's 64-bit FNV-1a hash cut
 /// to σ bits, in decimal (distinct for the tests' sets of distinct items, with
 /// overwhelming probability at σ = 64 and about 1 − n²/2^33 at σ = 32).
-pub fn fit_sigma(sigma: Option<u32>, items: &Items) -> Items {
+pub(crate) fn fit_sigma(sigma: Option<u32>, items: &Items) -> Items {
     let Some(sigma) = sigma else {
         return items.clone();
     };
@@ -144,7 +148,7 @@ pub fn fit_sigma(sigma: Option<u32>, items: &Items) -> Items {
 
 /// The value the tests give an item (below 2^32), for a protocol that sums the sender's
 /// values: a hash of the item as the tests made it (before [`fit_sigma`]).
-pub fn value_of(item: &[u8]) -> u64 {
+pub(crate) fn value_of(item: &[u8]) -> u64 {
     let h = item.iter().fold(0x84222325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     });
@@ -153,7 +157,11 @@ pub fn value_of(item: &[u8]) -> u64 {
 
 /// The sender's `items` as `protocol` takes them with `options`: [`fit_sigma`], and each
 /// with its [`value_of`] where the protocol sums the sender's values.
-pub fn fit_sender(protocol: &'static dyn Protocol, options: Options, items: &Items) -> Items {
+pub(crate) fn fit_sender(
+    protocol: &'static dyn Protocol,
+    options: Options,
+    items: &Items,
+) -> Items {
     let fitted = fit_sigma(options.sigma, items);
     if protocol.accepts().value_columns == 0 {
         return fitted;
@@ -163,7 +171,7 @@ pub fn fit_sender(protocol: &'static dyn Protocol, options: Options, items: &Ite
 }
 
 /// Runs both parties; returns (sender report, receiver report).
-pub fn run_pair(
+pub(crate) fn run_pair(
     protocol: &'static dyn Protocol,
     sender: &Items,
     receiver: &Items,
@@ -173,7 +181,7 @@ pub fn run_pair(
 }
 
 /// [`run_pair`] with the protocol's `options`.
-pub fn run_pair_with(
+pub(crate) fn run_pair_with(
     protocol: &'static dyn Protocol,
     options: Options,
     sender: &Items,
@@ -197,7 +205,12 @@ pub fn run_pair_with(
 }
 
 /// Random sets of the given sizes sharing `overlap` items; item lengths vary 0..=40 bytes.
-pub fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (Items, Items) {
+pub(crate) fn sets(
+    n_sender: usize,
+    n_receiver: usize,
+    overlap: usize,
+    seed: u128,
+) -> (Items, Items) {
     let mut prg = Prg::from_seed(seed);
     let item = |prg: &mut Prg| {
         let len = prg.below(41) as usize;
@@ -220,14 +233,14 @@ pub fn sets(n_sender: usize, n_receiver: usize, overlap: usize, seed: u128) -> (
 }
 
 /// The indices a report's output holds (it must hold indices).
-pub fn indices(r: &Report) -> Vec<usize> {
+pub(crate) fn indices(r: &Report) -> Vec<usize> {
     r.output.indices().expect("an output of indices").to_vec()
 }
 
 /// The receiver's output against the true intersection (as indices of its items `mine`):
 /// those indices, or their number from a protocol that outputs only the count, or with it
 /// the sum of their [`value_of`].
-pub fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &str) {
+pub(crate) fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &str) {
     match &r.output {
         Output::Count(c) => assert_eq!(*c as usize, truth.len(), "{what}: the count"),
         Output::Sum { count, sums } => {
@@ -239,7 +252,7 @@ pub fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &str) {
     }
 }
 
-pub fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
+pub(crate) fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
     let other: HashSet<&[u8]> = (0..theirs.len()).map(|i| theirs.get(i)).collect();
     (0..mine.len())
         .filter(|&i| other.contains(mine.get(i)))
@@ -248,7 +261,7 @@ pub fn truth(mine: &Items, theirs: &Items) -> Vec<usize> {
 
 /// A channel that lets a test rewrite (or cut off at) the frames one party sends, or
 /// (with `incoming`) those it receives: a meddling network on that party's link.
-pub struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
+pub(crate) struct Tampered<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> {
     inner: MemChannel,
     incoming: bool,
     frames: usize,
@@ -288,7 +301,7 @@ impl<F: FnMut(usize, &mut Vec<u8>) -> bool + Send> venn::net::Layer for Tampered
 
 /// Runs `p` with the frames on the sender's link passed through `tamper` (those the sender
 /// sends, or with `incoming` those it receives); returns both parties' results.
-pub fn tampered_pair(
+pub(crate) fn tampered_pair(
     p: &'static dyn Protocol,
     o: Options,
     s: &Items,
@@ -303,7 +316,7 @@ pub fn tampered_pair(
 
 /// [`tampered_pair`], also returning the sender's traffic on its link (what it sent
 /// whether or not it finished).
-pub fn tampered_pair_traffic(
+pub(crate) fn tampered_pair_traffic(
     p: &'static dyn Protocol,
     o: Options,
     s: &Items,
@@ -321,7 +334,7 @@ pub fn tampered_pair_traffic(
 }
 
 /// [`tampered_pair_traffic`] with each role's options from `opts` and the items as given.
-pub fn tampered_pair_with(
+pub(crate) fn tampered_pair_with(
     opts: impl Fn(Role) -> RunOptions<'static> + Sync,
     s: &Items,
     r: &Items,
@@ -345,7 +358,7 @@ pub fn tampered_pair_with(
 }
 
 /// The receiver's result when the sender's frames pass through `tamper`.
-pub fn tampered_run(
+pub(crate) fn tampered_run(
     p: &'static dyn Protocol,
     o: Options,
     s: &Items,

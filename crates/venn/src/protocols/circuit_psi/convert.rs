@@ -36,7 +36,7 @@ use crate::{Error, Result};
 
 /// Bits of the ring a count of `outputs` bits is taken in: 32 while they fit below 2^31,
 /// else 64.
-pub fn counting_bits(outputs: u64) -> u32 {
+pub(super) fn counting_bits(outputs: u64) -> u32 {
     if outputs < 1 << 31 {
         32
     } else {
@@ -45,11 +45,11 @@ pub fn counting_bits(outputs: u64) -> u32 {
 }
 
 /// Bits of the ring a sum and its count are taken in.
-pub const SUM_BITS: u32 = 128;
+pub(super) const SUM_BITS: u32 = 128;
 
 /// Bits of the ring of a sum's pass for value column `column`: the first rides with the
 /// count ([`SUM_BITS`]), each other alone in 64.
-pub fn sum_pass_bits(column: usize) -> u32 {
+pub(super) fn sum_pass_bits(column: usize) -> u32 {
     match column {
         0 => SUM_BITS,
         _ => 64,
@@ -61,27 +61,27 @@ fn mask(bits: u32) -> u128 {
 }
 
 /// Bob's random OTs: both messages of each.
-pub struct SendersOts(Vec<[u128; 2]>);
+pub(crate) struct SendersOts(Vec<[u128; 2]>);
 
 /// Alice's random OTs: her choice and message of each.
-pub struct ReceiversOts {
+pub(crate) struct ReceiversOts {
     choices: Vec<bool>,
     messages: Vec<u128>,
 }
 
 impl SendersOts {
     /// The messages of random OTs this party sent.
-    pub fn new(sent: Vec<[u128; 2]>) -> Self {
+    pub(crate) fn new(sent: Vec<[u128; 2]>) -> Self {
         SendersOts(sent)
     }
 
     /// Writes them (for a precomputed state).
-    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+    pub(crate) fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.blocks(self.0.as_flattened())
     }
 
     /// Reads what [`SendersOts::save`] wrote: `count` OTs.
-    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+    pub(crate) fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         let blocks = exactly(input.blocks(2 * count, "OT messages")?, 2 * count)?;
         Ok(SendersOts(
             blocks.chunks_exact(2).map(|w| [w[0], w[1]]).collect(),
@@ -91,19 +91,19 @@ impl SendersOts {
 
 impl ReceiversOts {
     /// The choices and messages of random OTs this party received in.
-    pub fn new(choices: Vec<bool>, messages: Vec<u128>) -> Self {
+    pub(crate) fn new(choices: Vec<bool>, messages: Vec<u128>) -> Self {
         assert_eq!(choices.len(), messages.len());
         ReceiversOts { choices, messages }
     }
 
     /// Writes them (for a precomputed state).
-    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+    pub(crate) fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.bits(&self.choices)?;
         out.blocks(&self.messages)
     }
 
     /// Reads what [`ReceiversOts::save`] wrote: `count` OTs.
-    pub fn load(input: &mut StateReader, count: usize) -> Result<Self> {
+    pub(crate) fn load(input: &mut StateReader, count: usize) -> Result<Self> {
         Ok(ReceiversOts {
             choices: exactly(input.bits(count, "OT choices")?, count)?,
             messages: exactly(input.blocks(count, "OT messages")?, count)?,
@@ -117,7 +117,7 @@ const FRAME_OUTPUTS: usize = 1 << 16;
 const FRAME_CHOICES: usize = 1 << 26;
 
 /// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
-pub fn senders_share(
+pub(super) fn senders_share(
     chan: &mut dyn Channel,
     ots: &SendersOts,
     m_b: &Shared,
@@ -129,7 +129,7 @@ pub fn senders_share(
 }
 
 /// Alice's side: her share, `m_A` her share of the bits.
-pub fn receivers_share(
+pub(super) fn receivers_share(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
     m_a: &Shared,
@@ -140,7 +140,11 @@ pub fn receivers_share(
 }
 
 /// Alice's choice corrections e = m_A ⊕ c, sent once for every pass over the same bits.
-pub fn send_corrections(chan: &mut dyn Channel, ots: &ReceiversOts, m_a: &Shared) -> Result<()> {
+pub(super) fn send_corrections(
+    chan: &mut dyn Channel,
+    ots: &ReceiversOts,
+    m_a: &Shared,
+) -> Result<()> {
     let n = m_a.len();
     assert_eq!(ots.choices.len(), n, "one OT per bit");
     let e = Shared::from_bools((0..n).map(|i| m_a.get(i) ^ ots.choices[i]));
@@ -157,7 +161,11 @@ pub fn send_corrections(chan: &mut dyn Channel, ots: &ReceiversOts, m_a: &Shared
 }
 
 /// Bob's end of [`send_corrections`]: the `n` corrections, bit i of byte i / 8.
-pub fn receive_corrections(chan: &mut dyn Channel, ots: &SendersOts, n: usize) -> Result<Vec<u8>> {
+pub(super) fn receive_corrections(
+    chan: &mut dyn Channel,
+    ots: &SendersOts,
+    n: usize,
+) -> Result<Vec<u8>> {
     assert_eq!(ots.0.len(), n, "one OT per bit");
     let mut e = Vec::with_capacity(n.div_ceil(8));
     let mut frame = Vec::new();
@@ -186,7 +194,7 @@ fn pass_messages(pass: u64, first: usize, messages: &mut [u128]) {
 }
 
 /// Bob's share of pass `pass` (see [`pass_messages`]), after Alice's corrections `e`.
-pub fn senders_pass(
+pub(super) fn senders_pass(
     chan: &mut dyn Channel,
     ots: &SendersOts,
     e: &[u8],
@@ -225,7 +233,7 @@ pub fn senders_pass(
 }
 
 /// Alice's share of pass `pass`, after her corrections went out.
-pub fn receivers_pass(
+pub(super) fn receivers_pass(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
     m_a: &Shared,
@@ -256,7 +264,7 @@ pub fn receivers_pass(
 
 /// Whether `s_A + s_B mod 2^bits`, a count below 2^(bits − 1), is at least `threshold`:
 /// Alice's side (she learns the answer).
-pub fn receiver_reaches(
+pub(super) fn receiver_reaches(
     gmw: &mut Gmw,
     share: u64,
     threshold: u64,
@@ -277,7 +285,7 @@ pub fn receiver_reaches(
 }
 
 /// Bob's side of [`receiver_reaches`].
-pub fn sender_reaches(gmw: &mut Gmw, share: u64, bits: u32, prg: &mut Prg) -> Result<()> {
+pub(super) fn sender_reaches(gmw: &mut Gmw, share: u64, bits: u32, prg: &mut Prg) -> Result<()> {
     let a = gmw.peers_input(bits as usize)?;
     let b = gmw.share_input(&word_bits(share, bits), prg)?;
     let below = top_bit_of_sum(gmw, &a, &b, bits)?;

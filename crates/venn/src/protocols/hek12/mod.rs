@@ -29,10 +29,10 @@ use crate::items::Items;
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
-pub use params::Hek12Params;
+pub(super) use params::Hek12Params;
 
 /// HEK12's sort-compare PSI-CA.
-pub struct Hek12;
+pub(super) struct Hek12;
 /// The sender: its run is the second.
 struct Sender;
 /// The receiver: its run is the first, and it learns the count.
@@ -179,7 +179,7 @@ fn share_runs(gmw: &mut Gmw, mine: &[Shared], n: usize, prg: &mut Prg) -> Result
 }
 
 /// What the offline phase leaves for the online one (either party).
-pub struct State {
+pub(super) struct State {
     params: Hek12Params,
     prepared: Prepared,
 }

@@ -17,7 +17,7 @@ use crate::Result;
 /// The distances of the stages of the network merging positions 0..n and n..2n (n a power
 /// of two, or 0): k = n, n/2, .., 1 (Knuth's iteration for the last merge of odd–even
 /// merge sort), one stage each.
-pub fn distances(n: usize) -> impl Iterator<Item = usize> {
+pub(super) fn distances(n: usize) -> impl Iterator<Item = usize> {
     assert!(n == 0 || n.is_power_of_two(), "runs of a power of two");
     std::iter::successors((n > 0).then_some(n), |&k| (k > 1).then_some(k / 2))
 }
@@ -25,7 +25,7 @@ pub fn distances(n: usize) -> impl Iterator<Item = usize> {
 /// The comparators `(lo, hi)`, `lo < hi`, of the stage at distance `k`, disjoint: they
 /// start at `j = k mod n`, `j + 2k`, .., each a run of k within 2n. Made a stage at a
 /// time, so the network's n·log n comparators are never held at once.
-pub fn stage(n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
+pub(super) fn stage(n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
     let mut lo = Vec::with_capacity(stage_len(n, k));
     let mut j = k % n;
     while j + k < 2 * n {
@@ -38,7 +38,7 @@ pub fn stage(n: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
 
 /// How many comparators [`stage`] has: n at distance n; below it the runs at k, 3k, ..,
 /// 2n − 3k, n − k in all.
-pub fn stage_len(n: usize, k: usize) -> usize {
+pub(super) fn stage_len(n: usize, k: usize) -> usize {
     if k == n {
         n
     } else {
@@ -47,7 +47,7 @@ pub fn stage_len(n: usize, k: usize) -> usize {
 }
 
 /// Comparators of the network for runs of `n` (`n·log₂ n + 1`, or none for n = 0).
-pub fn comparators(n: usize) -> u64 {
+pub(super) fn comparators(n: usize) -> u64 {
     match n {
         0 => 0,
         n => n as u64 * n.ilog2() as u64 + 1,
@@ -56,7 +56,7 @@ pub fn comparators(n: usize) -> u64 {
 
 /// Merges the shared values whose bit planes are `planes` (least significant first, each
 /// of 2n bits: two ascending runs of n) in place.
-pub fn merge(gmw: &mut Gmw, planes: &mut [Shared], n: usize) -> Result<()> {
+pub(super) fn merge(gmw: &mut Gmw, planes: &mut [Shared], n: usize) -> Result<()> {
     for k in distances(n) {
         let (lo, hi) = stage(n, k);
         let x: Vec<Shared> = planes.iter().map(|p| p.gather(&lo)).collect();
@@ -85,7 +85,7 @@ fn greater_than(gmw: &mut Gmw, x: &[Shared], y: &[Shared]) -> Result<Shared> {
 
 /// Words of triples [`merge`] uses on `width`-bit values: 2·width gates a comparator, a
 /// stage's gates of one bit in one vector.
-pub fn triple_words(n: usize, width: u32) -> usize {
+pub(super) fn triple_words(n: usize, width: u32) -> usize {
     distances(n)
         .map(|k| 2 * width as usize * stage_len(n, k).div_ceil(64))
         .sum()

@@ -21,7 +21,7 @@ const MAX_RUN: u64 = 1 << 25;
 
 /// The parameters of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hek12Params {
+pub(crate) struct Hek12Params {
     /// The sender's set size.
     pub n_s: u64,
     /// The receiver's set size.
@@ -39,7 +39,7 @@ pub struct Hek12Params {
 impl Hek12Params {
     /// The parameters for `sizes` and the options: σ-bit integers (`--sigma 32`) or hashed
     /// keys, and the threshold.
-    pub fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
         let (n_s, n_r) = (sizes.sender, sizes.receiver);
         let n = n_s.max(n_r).max(1).next_power_of_two();
         if n > MAX_RUN {
@@ -62,7 +62,7 @@ impl Hek12Params {
     }
 
     /// The options these parameters were made with.
-    pub fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options {
             sigma: (!self.hashed).then_some(self.sigma),
             threshold: self.threshold,
@@ -71,23 +71,23 @@ impl Hek12Params {
     }
 
     /// Whether either set is padded with dummies.
-    pub fn padded(&self) -> bool {
+    pub(crate) fn padded(&self) -> bool {
         self.n_s != self.n || self.n_r != self.n
     }
 
     /// Bits of a value in the network: σ, and one more for the dummies when padded.
-    pub fn width(&self) -> u32 {
+    pub(crate) fn width(&self) -> u32 {
         self.sigma + self.padded() as u32
     }
 
     /// Bits the circuit outputs, shared: whether each adjacent pair of the merged run is
     /// equal.
-    pub fn outputs(&self) -> u64 {
+    pub(crate) fn outputs(&self) -> u64 {
         2 * self.n - 1
     }
 
     /// AND gates of the circuit: 2w a comparator, w − 1 an adjacent pair's equality.
-    pub fn and_gates(&self) -> u64 {
+    pub(crate) fn and_gates(&self) -> u64 {
         let w = self.width() as u64;
         network::comparators(self.n as usize) * 2 * w + self.outputs() * (w - 1)
     }
@@ -96,7 +96,7 @@ impl Hek12Params {
 /// The slides' circuit size as spec C.1 reconstructs it: `n·log₂ n·2σ + (2n − 1)(σ − 1) + n`
 /// (a compare-exchange of 2σ gates per comparison of the merge, the adjacent equalities,
 /// and n gates of output logic).
-pub fn paper_and_gates(p: &Hek12Params) -> u64 {
+pub(super) fn paper_and_gates(p: &Hek12Params) -> u64 {
     let (n, sigma) = (p.n, p.sigma as u64);
     n * n.ilog2() as u64 * 2 * sigma + (2 * n - 1) * (sigma - 1) + n
 }

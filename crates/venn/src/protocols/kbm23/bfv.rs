@@ -46,7 +46,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::sync::Arc;
 
-pub use super::params::BFV_DEGREE as DEGREE;
+pub(super) use super::params::BFV_DEGREE as DEGREE;
 /// The ciphertext moduli, in bits.
 const MODULI: [usize; 3] = [62, 62, 62];
 /// The most ciphertext-modulus bits for 128-bit security at N = 8192 (HE standard, Table 1).
@@ -99,7 +99,7 @@ fn blocks(p: &Kbm23Params) -> impl Iterator<Item = std::ops::Range<usize>> {
 }
 
 /// Alice's `(s_A, r_A)`.
-pub fn alices_tuples(
+pub(super) fn alices_tuples(
     chan: &mut dyn Channel,
     p: &Kbm23Params,
     prg: &mut Prg,
@@ -148,7 +148,11 @@ pub fn alices_tuples(
 }
 
 /// Bob's `(w, u)` (u as in [`super::SenderState`]).
-pub fn bobs_tuples(chan: &mut dyn Channel, p: &Kbm23Params, prg: &mut Prg) -> Result<BobsTuples> {
+pub(super) fn bobs_tuples(
+    chan: &mut dyn Channel,
+    p: &Kbm23Params,
+    prg: &mut Prg,
+) -> Result<BobsTuples> {
     let par = parameters(p)?;
     let (f, beta) = (p.field, p.beta);
     let mut rng = rng(prg);

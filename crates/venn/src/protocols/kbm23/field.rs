@@ -173,7 +173,7 @@ impl Narrow {
 
 /// Whether `n` is prime: Miller–Rabin with the first twelve primes as bases, which is
 /// exact for every n < 3.3·10^24 (Sorenson–Webster), so for every u64.
-pub fn is_prime(n: u64) -> bool {
+pub(super) fn is_prime(n: u64) -> bool {
     const BASES: [u64; 12] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
     if n < 2 {
         return false;
@@ -210,7 +210,7 @@ pub fn is_prime(n: u64) -> bool {
 }
 
 /// The smallest prime `≥ n`.
-pub fn next_prime(n: u64) -> u64 {
+pub(super) fn next_prime(n: u64) -> u64 {
     (n.max(2)..)
         .find(|&p| is_prime(p))
         .expect("a prime below 2^64")
@@ -218,7 +218,7 @@ pub fn next_prime(n: u64) -> u64 {
 
 /// Elements of a field packed at `bits` bits each, little-endian: element `i` is bits
 /// `i·bits .. (i + 1)·bits` of the byte string.
-pub struct Packed {
+pub(super) struct Packed {
     bits: u32,
     len: usize,
     /// The packed bytes, with 15 bytes of slack so any element is one unaligned 16-byte
@@ -231,7 +231,7 @@ const SLACK: usize = 15;
 
 impl Packed {
     /// The elements of `values`, each below 2^bits.
-    pub fn from_values(bits: u32, values: impl ExactSizeIterator<Item = u64>) -> Self {
+    pub(super) fn from_values(bits: u32, values: impl ExactSizeIterator<Item = u64>) -> Self {
         let mut w = PackedWriter::new(bits, values.len());
         values.for_each(|v| w.push(v));
         w.finish()
@@ -240,7 +240,7 @@ impl Packed {
     /// Reads `len` elements of `field` from `bytes` (as [`Packed::as_bytes`] wrote them),
     /// refusing a wrong length, an element `≥ Q` or set bits past the last element. The
     /// buffer becomes the vector's (and [`Packed::into_bytes`] gives it back for reuse).
-    pub fn parse(field: &Field, len: usize, mut bytes: Vec<u8>, what: &str) -> Result<Self> {
+    pub(super) fn parse(field: &Field, len: usize, mut bytes: Vec<u8>, what: &str) -> Result<Self> {
         let bits = field.bits();
         if bytes.len() != packed_bytes(bits, len) {
             return Err(Error::protocol(
@@ -286,7 +286,7 @@ impl Packed {
     /// Elements `start..start + out.len()` into `out`. Eight elements from an index that
     /// is a multiple of eight fill exactly `bits` whole bytes, so for `bits ≤ 16` they
     /// come from one 16-byte read.
-    pub fn unpack(&self, start: usize, out: &mut [u64]) {
+    pub(super) fn unpack(&self, start: usize, out: &mut [u64]) {
         assert!(start + out.len() <= self.len, "elements past the end");
         let aligned = start.next_multiple_of(8).min(start + out.len());
         let (head, rest) = out.split_at_mut(aligned - start);
@@ -321,7 +321,7 @@ impl Packed {
 
     /// Element `i`.
     #[inline(always)]
-    pub fn get(&self, i: usize) -> u64 {
+    pub(super) fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.len);
         let bit = i * self.bits as usize;
         let at = &self.bytes[bit / 8..bit / 8 + 16];
@@ -330,18 +330,18 @@ impl Packed {
     }
 
     /// The buffer, for reuse.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(super) fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
 
     /// The packed elements, `⌈len·bits / 8⌉` bytes.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(super) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..packed_bytes(self.bits, self.len)]
     }
 }
 
 /// Writes elements one after another, into a byte string that only grows.
-pub struct PackedWriter {
+pub(super) struct PackedWriter {
     bits: u32,
     len: usize,
     bytes: Vec<u8>,
@@ -352,13 +352,13 @@ pub struct PackedWriter {
 
 impl PackedWriter {
     /// A writer of elements of `bits` bits, with room for `capacity`.
-    pub fn new(bits: u32, capacity: usize) -> Self {
+    pub(super) fn new(bits: u32, capacity: usize) -> Self {
         PackedWriter::reusing(bits, capacity, Vec::new())
     }
 
     /// A writer into `buf` (emptied first): the memory of a frame sent before, rather than
     /// fresh pages, which the kernel must clear on first touch (about 0.6 s a GiB here).
-    pub fn reusing(bits: u32, capacity: usize, mut buf: Vec<u8>) -> Self {
+    pub(super) fn reusing(bits: u32, capacity: usize, mut buf: Vec<u8>) -> Self {
         assert!((1..=64).contains(&bits));
         buf.clear();
         buf.reserve(packed_bytes(bits, capacity) + SLACK);
@@ -373,7 +373,7 @@ impl PackedWriter {
 
     /// Appends `v < 2^bits`.
     #[inline(always)]
-    pub fn push(&mut self, v: u64) {
+    pub(super) fn push(&mut self, v: u64) {
         debug_assert!(v <= mask(self.bits));
         self.acc |= (v as u128) << self.filled;
         self.filled += self.bits;
@@ -388,7 +388,7 @@ impl PackedWriter {
 
     /// Appends `values`, each below 2^bits: eight at a time, as `bits` whole bytes, while
     /// the writer is at a multiple of eight elements and `bits ≤ 16`.
-    pub fn extend(&mut self, values: &[u64]) {
+    pub(super) fn extend(&mut self, values: &[u64]) {
         let mut values = values;
         if self.bits <= 16 {
             while !self.len.is_multiple_of(8) && !values.is_empty() {
@@ -421,7 +421,7 @@ impl PackedWriter {
 
     /// Appends the elements of `other`: its bytes as they are while this writer is at a
     /// multiple of eight elements (where whole bytes end).
-    pub fn append(&mut self, other: &Packed) {
+    pub(super) fn append(&mut self, other: &Packed) {
         debug_assert_eq!(self.bits, other.bits);
         if !self.len.is_multiple_of(8) {
             (0..other.len).for_each(|i| self.push(other.get(i)));
@@ -446,7 +446,7 @@ impl PackedWriter {
     }
 
     /// The elements written.
-    pub fn finish(mut self) -> Packed {
+    pub(super) fn finish(mut self) -> Packed {
         let tail = self.filled.div_ceil(8) as usize;
         self.bytes
             .extend_from_slice(&self.acc.to_le_bytes()[..tail]);
@@ -460,7 +460,7 @@ impl PackedWriter {
 }
 
 /// The bytes of `len` elements of `bits` bits.
-pub fn packed_bytes(bits: u32, len: usize) -> usize {
+pub(super) fn packed_bytes(bits: u32, len: usize) -> usize {
     (len * bits as usize).div_ceil(8)
 }
 

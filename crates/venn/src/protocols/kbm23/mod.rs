@@ -7,12 +7,12 @@
 //! receiver; Bob, who simple-hashes and learns nothing, is the sender.
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed, and α set tuples — from Gilboa
-//! product sharing on IKNP OTs after base OTs ([`tuples`], §IV-D, `--offline ot`), from BFV
-//! ([`bfv`], §IV-B, `--offline bfv`), or from a trusted dealer ([`dealer`], §IV-A,
+//! product sharing on IKNP OTs after base OTs (`tuples`, §IV-D, `--offline ot`), from BFV
+//! (`bfv`, §IV-B, `--offline bfv`), or from a trusted dealer (`dealer`, §IV-A,
 //! `--offline dealer`).
 //!
 //! **Online** (Algorithm 1): Alice puts her items in α bins by 3-way cuckoo hashing with
-//! permutation-based hashing ([`tables`]) and sends `c_i = s_A,i − T_A[i]` for every bin;
+//! permutation-based hashing (`tables`) and sends `c_i = s_A,i − T_A[i]` for every bin;
 //! Bob puts each of his items in all three of its bins, β values a bin in random order,
 //! and answers `d_i,j = (c_i + T_B[i,j] + s_B,i,j) · w_i,j`; Alice's item in bin i is in
 //! the intersection exactly when some `d_i,j = r_A,i,j` (Thm 1: `(d − r_A)·r_B = T_B −

@@ -37,14 +37,14 @@ use crate::tables::{stashless_expansion, SMALLEST_STASHLESS};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Cuckoo hash functions (§V-A: k = 3, the least online traffic for n in 2^20..2^26).
-pub const K: usize = 3;
+pub(super) const K: usize = 3;
 
 /// The paper's table expansion, the least Venn uses.
 const PAPER_EXPANSION: f64 = 1.27;
 
 /// The bins per item e for n items in a 3-way cuckoo table without a stash to fail with
 /// probability at most 2^-40 ([`stashless_expansion`]), and at least 1.27.
-pub fn expansion(n: u64) -> f64 {
+pub(super) fn expansion(n: u64) -> f64 {
     stashless_expansion(n).max(PAPER_EXPANSION)
 }
 
@@ -70,11 +70,11 @@ pub struct Kbm23Params {
 }
 
 /// BFV's ring degree N under `--offline bfv` (KBM23 §IV-B): slots per ciphertext.
-pub const BFV_DEGREE: usize = 8192;
+pub(super) const BFV_DEGREE: usize = 8192;
 
 /// The least prime `t ≡ 1 (mod 2N)` with `t ≥ least`: the plaintext (and comparison)
 /// modulus under `--offline bfv`, so that BFV packs N slots ([`super::bfv`]).
-pub fn plaintext_modulus(least: u64) -> u64 {
+pub(super) fn plaintext_modulus(least: u64) -> u64 {
     let step = 2 * BFV_DEGREE as u64;
     let first = least.max(2).div_ceil(step) * step + 1;
     (first..)
@@ -114,7 +114,7 @@ impl Kbm23Params {
     }
 
     /// The parameters for `sizes` and the run's options: under `--offline bfv` the field is
-    /// BFV's plaintext space ([`plaintext_modulus`]), and only 32-bit integer keys.
+    /// BFV's plaintext space (`plaintext_modulus`), and only 32-bit integer keys.
     pub fn for_options(sizes: Sizes, options: Options) -> Result<Self> {
         let mut p = Kbm23Params::new(sizes, options.sigma)?;
         if options.offline == Offline::Bfv {

@@ -26,7 +26,7 @@ use crate::{Error, Result};
 const _: () = assert!(K == HASHES, "the cuckoo table's functions are KBM23's k");
 
 /// The split and the hash functions of one session.
-pub struct Hashing {
+pub(super) struct Hashing {
     alpha: u64,
     d: u64,
     h: Aes,
@@ -34,14 +34,14 @@ pub struct Hashing {
 
 /// Where an item goes: its k bins and its suffix `x_R`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Placed {
+pub(super) struct Placed {
     pub bins: [u32; K],
     pub suffix: u64,
 }
 
 impl Hashing {
     /// The hashing of `p` with the coin-tossed `seed`.
-    pub fn new(p: &Kbm23Params, seed: Block) -> Self {
+    pub(super) fn new(p: &Kbm23Params, seed: Block) -> Self {
         Hashing {
             alpha: p.alpha,
             d: p.d,
@@ -66,7 +66,7 @@ impl Hashing {
 
     /// The bins and suffix of each item `x < 2^σ`, the first AES blocks of a batch of
     /// items encrypted together.
-    pub fn place_all(&self, mut xs: impl ExactSizeIterator<Item = u128>) -> Vec<Placed> {
+    pub(super) fn place_all(&self, mut xs: impl ExactSizeIterator<Item = u128>) -> Vec<Placed> {
         const BATCH: usize = 256;
         let mut placed = Vec::with_capacity(xs.len());
         let (mut split, mut blocks) = ([(0, 0); BATCH], [0; BATCH]);
@@ -107,13 +107,13 @@ impl Hashing {
     }
 
     /// The value stored for an item with `suffix` placed by function `j`.
-    pub fn value(&self, j: usize, suffix: u64) -> u64 {
+    pub(super) fn value(&self, j: usize, suffix: u64) -> u64 {
         j as u64 * self.d + suffix
     }
 }
 
 /// Alice's table: one value per bin, and the item in each bin.
-pub struct AlicesTable {
+pub(super) struct AlicesTable {
     /// `T_A[i]`: the value of the item in bin i, or Alice's dummy.
     pub values: Vec<u64>,
     /// The item in each bin, or `u32::MAX`.
@@ -121,7 +121,7 @@ pub struct AlicesTable {
 }
 
 /// Cuckoo-hashes `placed` (§III-C1) into α bins with no stash.
-pub fn alices_table(
+pub(super) fn alices_table(
     p: &Kbm23Params,
     h: &Hashing,
     placed: &[Placed],
@@ -160,16 +160,16 @@ pub fn alices_table(
 /// Bins of a region of Bob's table: its values take their random slots, and its answers
 /// are computed, region by region, so each region's slots stay in cache (at 2^20 and
 /// β = 25, 26K slots).
-pub const REGION_BINS: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
+pub(super) const REGION_BINS: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
 
 /// Bins of a group of regions: Bob's values are first partitioned by group (a few hundred
 /// groups even at 2^24, whose write streams stay in cache), and a group's values by
 /// region when the group is reached.
-pub const GROUP_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
+pub(super) const GROUP_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
 
 /// Bob's values (§III-C2): each item's value under every function, grouped by the group
 /// of regions of that function's bin.
-pub struct BobsValues {
+pub(super) struct BobsValues {
     beta: usize,
     dummy: u64,
     groups: Partitions<(u32, u64)>,
@@ -181,7 +181,7 @@ pub struct BobsValues {
 
 impl BobsValues {
     /// The values of the items `placed`.
-    pub fn new(p: &Kbm23Params, h: &Hashing, placed: &[Placed]) -> Self {
+    pub(super) fn new(p: &Kbm23Params, h: &Hashing, placed: &[Placed]) -> Self {
         let mut groups = Partitions::new((p.alpha as usize).div_ceil(GROUP_BINS), K * placed.len());
         for item in placed {
             for (j, &bin) in item.bins.iter().enumerate() {
@@ -232,7 +232,7 @@ impl BobsValues {
     /// other slots, which hold the dummy. The order in which a bin's values take their
     /// slots does not change the distribution (spec §2.4: a shuffled padded bin).
     /// Regions are reached in order.
-    pub fn offsets(
+    pub(super) fn offsets(
         &mut self,
         f: &Field,
         r: usize,

@@ -40,7 +40,7 @@ use crate::Result;
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
 /// Alice's halves of the set tuples, bin-major.
-pub struct AlicesTuples {
+pub(super) struct AlicesTuples {
     /// `s_A,i` for each bin.
     pub s: Packed,
     /// `r_A,i,j` for each comparison.
@@ -49,7 +49,7 @@ pub struct AlicesTuples {
 
 /// Bob's halves of the set tuples, bin-major, as he uses them online: `w = r_B⁻¹` and
 /// `u = (k·D + 1 + s_B)·w`, from which s_B is not needed (see [`super::SenderState`]).
-pub struct BobsTuples {
+pub(super) struct BobsTuples {
     /// `w_i,j = r_B,i,j⁻¹` for each comparison.
     pub w: Packed,
     /// `u_i,j = (k·D + 1 + s_B,i,j)·w_i,j` for each comparison.
@@ -129,7 +129,7 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 }
 
 /// Alice's side (the IKNP sender, seeds from the base OTs she received).
-pub fn alices_tuples(
+pub(super) fn alices_tuples(
     chan: &mut dyn Channel,
     seeds: &SenderSeeds,
     p: &Kbm23Params,
@@ -204,7 +204,7 @@ struct BobsChunk {
 /// Bob's side (the IKNP receiver, seeds from the base OTs he sent). He sends a chunk's
 /// rows before he reads Alice's answer to the one before, so that she computes that
 /// chunk while he finishes the last.
-pub fn bobs_tuples(
+pub(super) fn bobs_tuples(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
     p: &Kbm23Params,

@@ -12,7 +12,7 @@ use crate::tables::HASHES;
 use std::ops::Range;
 
 /// Evaluates the sender's items; holds the scratch space reused across batches.
-pub struct Evaluator<'a, O, H> {
+pub(super) struct Evaluator<'a, O, H> {
     l: &'a Layout,
     y: &'a [Block],
     perm: &'a [u32],
@@ -27,7 +27,7 @@ pub struct Evaluator<'a, O, H> {
 
 impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
     /// An evaluator of items `y[perm[i]]` (position `i` of the sender's random order).
-    pub fn new(
+    pub(super) fn new(
         l: &'a Layout,
         y: &'a [Block],
         perm: &'a [u32],
@@ -49,7 +49,12 @@ impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
     }
 
     /// `out[i·s + j] = S_j` of the item at position `positions.start + i`.
-    pub fn stash_values(&mut self, ot: &OprfRows, positions: Range<usize>, out: &mut [Block]) {
+    pub(super) fn stash_values(
+        &mut self,
+        ot: &OprfRows,
+        positions: Range<usize>,
+        out: &mut [Block],
+    ) {
         let s = self.l.stash;
         assert_eq!(out.len(), positions.len() * s);
         self.inputs.clear();
@@ -72,7 +77,12 @@ impl<'a, O: BatchedOprf, H: Hashing> Evaluator<'a, O, H> {
     }
 
     /// `out[i·3 + z-1] = H_z` of the item at position `positions.start + i`.
-    pub fn hash_values(&mut self, ot: &OprfRows, positions: Range<usize>, out: &mut [Block]) {
+    pub(super) fn hash_values(
+        &mut self,
+        ot: &OprfRows,
+        positions: Range<usize>,
+        out: &mut [Block],
+    ) {
         assert_eq!(out.len(), positions.len() * HASHES);
         self.items.clear();
         self.items

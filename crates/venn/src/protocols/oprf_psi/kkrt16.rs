@@ -16,10 +16,10 @@ use crate::tables::{pssz15_stash_size, CuckooHash, HASHES};
 use crate::{Error, Result, COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
 /// KKRT16 batched-OPRF PSI.
-pub type Kkrt16 = OprfPsi<Bark>;
+pub(crate) type Kkrt16 = OprfPsi<Bark>;
 
 /// The BaRK-OPRF with cuckoo hashing of hashed items.
-pub struct Bark {
+pub(crate) struct Bark {
     code: PseudorandomCode,
     hash: WideHash,
 }
@@ -58,7 +58,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 const ITEM_MASK: Block = (1 << 126) - 1;
 
 /// Cuckoo hashing of the 126-bit item values, the input in a bin being `y ‖ z`.
-pub struct Cuckoo(CuckooHash);
+pub(crate) struct Cuckoo(CuckooHash);
 
 impl Hashing for Cuckoo {
     fn bins_of(&self, y: &[Block], out: &mut Vec<[u32; HASHES]>) {
@@ -160,7 +160,7 @@ const MAX_CODE_BITS: usize = 480;
 
 /// The parameters of one KKRT16 run (§6.1): the cuckoo table for the receiver's set, and
 /// the pseudorandom code wide enough for the sender's (3 + s)·n_sender evaluations.
-pub fn kkrt16_layout(n_sender: u64, n_receiver: u64) -> Result<Layout> {
+pub(super) fn kkrt16_layout(n_sender: u64, n_receiver: u64) -> Result<Layout> {
     let (bins, stash) = cuckoo_table(n_receiver);
     // Lemma 5 / §6.1: the sender evaluates the PRF on m = (3 + s)·n_sender points, so
     // the code must be a (d = κ, ε = σ + log2 m) pseudorandom code.
@@ -193,7 +193,7 @@ pub(super) fn cuckoo_table(n_receiver: u64) -> (usize, usize) {
 
 /// The smallest k (rounded up to a byte) such that a random function with k output bits is
 /// a (d, ε) pseudorandom code (Lemma 3): `2^-k · Σ_{i<d} C(k, i) ≤ 2^-ε`.
-pub fn code_width(d: usize, epsilon: f64) -> usize {
+pub(super) fn code_width(d: usize, epsilon: f64) -> usize {
     let mut k = d;
     while log2_binomial_prefix(k, d) - k as f64 > -epsilon {
         k += 1;

@@ -18,8 +18,8 @@ mod pssz15;
 
 use evaluate::Evaluator;
 
-pub use kkrt16::Kkrt16;
-pub use pssz15::Pssz15;
+pub(super) use kkrt16::Kkrt16;
+pub(super) use pssz15::Pssz15;
 
 use super::matching::{
     low_bits, receive_matches, receive_positions, send_positions, send_values_with,
@@ -45,7 +45,7 @@ const STASH_BATCH: usize = 1 << 14;
 
 /// The shape of one run of Fig. 3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(super) struct Layout {
     /// Cuckoo bins, 1.2·n_receiver (at least 1.2·2^8).
     pub bins: usize,
     /// Maximum stash size s.
@@ -58,7 +58,7 @@ pub struct Layout {
 
 impl Layout {
     /// OPRF instances: one per stash position, then one per bin.
-    pub fn instances(&self) -> usize {
+    pub(super) fn instances(&self) -> usize {
         self.stash + self.bins
     }
 }
@@ -85,7 +85,7 @@ impl Parameters for Layout {
 }
 
 /// Where items go in the tables, and what the OPRF is evaluated on there.
-pub trait Hashing: Sync {
+pub(super) trait Hashing: Sync {
     /// Writes `[h_1(y), h_2(y), h_3(y)]` for each item value to `out`.
     fn bins_of(&self, y: &[Block], out: &mut Vec<[u32; HASHES]>);
 
@@ -106,7 +106,7 @@ pub trait Hashing: Sync {
 
 /// A batched OPRF: instance `j` is a PRF `F(k_j, ·)` of which the receiver learns the value
 /// on one input and the sender can evaluate at will.
-pub trait BatchedOprf: Sync {
+pub(super) trait BatchedOprf: Sync {
     /// The OT-extension rows taken by instances `0..instances`.
     fn ot_rows(&self, instances: usize) -> usize;
 
@@ -131,7 +131,7 @@ pub trait BatchedOprf: Sync {
 }
 
 /// One protocol of the paradigm: its OPRF, its hashing and its parameters.
-pub trait Variant: Sync + 'static {
+pub(super) trait Variant: Sync + 'static {
     /// The protocol's description.
     const INFO: &'static ProtocolInfo;
     /// The options it takes.
@@ -164,11 +164,11 @@ pub trait Variant: Sync + 'static {
 }
 
 /// KKRT16 Fig. 3 with the OPRF and hashing of `V`.
-pub struct OprfPsi<V>(PhantomData<fn() -> V>);
+pub(super) struct OprfPsi<V>(PhantomData<fn() -> V>);
 
 impl<V> OprfPsi<V> {
     /// The protocol.
-    pub const NEW: Self = OprfPsi(PhantomData);
+    pub(super) const NEW: Self = OprfPsi(PhantomData);
 }
 
 /// Alice, the sender.
@@ -219,7 +219,7 @@ impl<V: Variant> Protocol for OprfPsi<V> {
 
 /// Alice's offline state: her k random OTs (choice bits s, chosen seeds) and the tossed
 /// code key and hash seed.
-pub struct SenderState {
+pub(super) struct SenderState {
     s: Vec<bool>,
     seeds: Vec<Block>,
     code_key: Block,
@@ -227,7 +227,7 @@ pub struct SenderState {
 }
 
 /// Bob's offline state: his k random OT seed pairs and the tossed code key and hash seed.
-pub struct ReceiverState {
+pub(super) struct ReceiverState {
     seeds: Vec<[Block; 2]>,
     code_key: Block,
     hash_seed: Block,

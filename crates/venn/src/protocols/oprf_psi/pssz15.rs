@@ -51,7 +51,7 @@ use crate::{Error, Result, STATISTICAL_SECURITY};
 use std::sync::OnceLock;
 
 /// PSSZ15 PSI.
-pub type Pssz15 = OprfPsi<ByteOts>;
+pub(crate) type Pssz15 = OprfPsi<ByteOts>;
 
 /// The item lengths `--sigma` may name.
 const SIGMAS: &[u32] = &[32, 64];
@@ -91,7 +91,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 
 /// The parameters of one PSSZ15 run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pssz15Params {
+pub(crate) struct Pssz15Params {
     /// Cuckoo bins b and stash size s (as KKRT16's).
     pub layout: Layout,
     /// σ, if the items are integers.
@@ -106,7 +106,7 @@ pub struct Pssz15Params {
 
 impl Pssz15Params {
     /// The parameters for these sizes and options.
-    pub fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
         let (bins, stash) = cuckoo_table(sizes.receiver);
         let items = (sizes.sender + sizes.receiver).max(2) as f64;
         let hash_bits = (STATISTICAL_SECURITY as f64 + (items * (items - 1.0) / 2.0).log2()).ceil();
@@ -142,7 +142,7 @@ impl Pssz15Params {
     }
 
     /// How the OPRF instances map to OTs.
-    pub fn ot_layout(&self) -> OtLayout {
+    pub(crate) fn ot_layout(&self) -> OtLayout {
         OtLayout {
             stash: self.layout.stash,
             // The item and the stash marker bit: ⌈(ℓ + 1)/8⌉.
@@ -155,7 +155,7 @@ impl Pssz15Params {
 
 /// The OTs of the OPRF instances, stash positions first: one per byte of the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OtLayout {
+pub(crate) struct OtLayout {
     /// Stash positions s.
     pub stash: usize,
     /// OTs per stash position.
@@ -166,7 +166,7 @@ pub struct OtLayout {
 
 impl OtLayout {
     /// The OTs of instances `0..instances` (so the first OT of instance `instances`).
-    pub fn ot_rows(&self, instances: usize) -> usize {
+    pub(crate) fn ot_rows(&self, instances: usize) -> usize {
         instances.min(self.stash) * self.stash_bytes
             + instances.saturating_sub(self.stash) * self.bin_bytes
     }
@@ -215,7 +215,7 @@ impl Parameters for Pssz15Params {
 }
 
 /// Phasing into b bins with three coin-tossed functions `f_z`.
-pub struct Phasing {
+pub(crate) struct Phasing {
     f: Aes,
     bins: u64,
     item_bits: u32,
@@ -268,7 +268,7 @@ impl Hashing for Phasing {
 }
 
 /// PSSZ15's OPRF from KK13 1-out-of-256 OTs, one per byte of the input.
-pub struct ByteOts {
+pub(crate) struct ByteOts {
     code: WalshHadamard,
     /// All 256 code words, block-major.
     words: Vec<Block>,

@@ -20,7 +20,7 @@ use crate::Result;
 
 /// The lengths of a party's input vectors: ℓ table planes, the stash planes, and for
 /// Bob the stash's valid bits.
-pub fn input_lengths(p: &Psww18Params, bobs: bool) -> Vec<usize> {
+pub(super) fn input_lengths(p: &Psww18Params, bobs: bool) -> Vec<usize> {
     let (table, stash) = (p.table_comparisons(), p.stash_comparisons());
     let mut lengths = vec![table as usize; p.ell() as usize];
     lengths.extend(vec![stash as usize; p.stash_width() as usize]);
@@ -32,7 +32,7 @@ pub fn input_lengths(p: &Psww18Params, bobs: bool) -> Vec<usize> {
 
 /// Bob's input: his value of each bin twice (once per slot of Alice's), his stash values
 /// each once per item of Alice's, and the stash's valid bits.
-pub fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]) -> Vec<Shared> {
+pub(super) fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]) -> Vec<Shared> {
     let n_a = p.n_a as usize;
     let comparisons = (
         p.table_comparisons() as usize,
@@ -47,7 +47,7 @@ pub fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]) -> Ve
 }
 
 /// Alice's input: her two slots of each bin, and her items once per stash slot.
-pub fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -> Vec<Shared> {
+pub(super) fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -> Vec<Shared> {
     let n_a = p.n_a as usize;
     let comparisons = (
         p.table_comparisons() as usize,
@@ -61,7 +61,7 @@ pub fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -> Vec<S
 }
 
 /// Words of triples the circuit uses.
-pub fn triple_words(p: &Psww18Params) -> usize {
+pub(super) fn triple_words(p: &Psww18Params) -> usize {
     let (table, stash) = (
         p.table_comparisons() as usize,
         p.stash_comparisons() as usize,
@@ -73,7 +73,7 @@ pub fn triple_words(p: &Psww18Params) -> usize {
 
 /// Evaluates the circuit on shares of both inputs ([`input_lengths`]): a share of one bit
 /// per bin of L, then R, then per stash slot.
-pub fn evaluate(
+pub(super) fn evaluate(
     gmw: &mut Gmw,
     p: &Psww18Params,
     alice: &[Shared],

@@ -17,9 +17,9 @@ use crate::tables::cuckoo_insert;
 use crate::{Error, Result};
 
 /// Alice's value in an empty slot (tag 00).
-pub const ALICES_EMPTY: u128 = 0;
+pub(super) const ALICES_EMPTY: u128 = 0;
 /// Bob's value in an empty bin (tag 11).
-pub const BOBS_EMPTY: u128 = 3;
+pub(super) const BOBS_EMPTY: u128 = 3;
 /// No item.
 const NONE: u32 = u32::MAX;
 /// Evictions one insertion of Alice's may cause before it fails.
@@ -27,7 +27,7 @@ const MAX_EVICTIONS: usize = 1000;
 
 /// An item's bin and stored value under each of the four functions, `[table][j]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Placed {
+pub(super) struct Placed {
     pub bins: [[u32; 2]; 2],
     pub values: [[u128; 2]; 2],
 }
@@ -44,7 +44,7 @@ const FEISTEL_ROUNDS: u128 = 10;
 /// keyed pseudorandom permutation of {0,1}^σ (a 10-round Feistel network on σ/2-bit
 /// halves with AES round functions, FF1's structure); equal items stay equal and distinct
 /// ones distinct. Hashed keys are pseudorandom already.
-pub struct Hashing {
+pub(super) struct Hashing {
     aes: Aes,
     /// The permutation's key, for σ-bit integers.
     feistel: Option<(Aes, u32)>,
@@ -55,7 +55,7 @@ pub struct Hashing {
 
 impl Hashing {
     /// The functions of a run with parameters `p` under `seed`.
-    pub fn new(p: &Psww18Params, seed: Block) -> Self {
+    pub(super) fn new(p: &Psww18Params, seed: Block) -> Self {
         let aes = Aes::new(seed);
         let feistel = (!p.hashed).then(|| (Aes::new(aes.encrypt(Block::MAX)), p.sigma / 2));
         Hashing {
@@ -85,7 +85,7 @@ impl Hashing {
     }
 
     /// Each item's bins and values (items below 2^σ).
-    pub fn place_all(&self, items: &[u128]) -> Vec<Placed> {
+    pub(super) fn place_all(&self, items: &[u128]) -> Vec<Placed> {
         let mut items = items.to_vec();
         self.permute(&mut items);
         let mask = (1u128 << self.low) - 1;
@@ -122,7 +122,7 @@ impl Hashing {
 }
 
 /// Bob's tables: the item in each bin of L then R and its value, and his stash.
-pub struct BobsTables {
+pub(super) struct BobsTables {
     pub items: Vec<Option<u32>>,
     pub values: Vec<u128>,
     /// The stash's slots, each with an item or none (for separate stashes L's first).
@@ -132,7 +132,7 @@ pub struct BobsTables {
 impl BobsTables {
     /// Bob's item behind the circuit's output bit `i` (bin i of L then R, then stash slot
     /// i − 2b), if any.
-    pub fn item_of_output(&self, i: usize) -> Option<u32> {
+    pub(super) fn item_of_output(&self, i: usize) -> Option<u32> {
         match self.items.get(i) {
             Some(&bin) => bin,
             None => self.slots[i - self.items.len()],
@@ -142,7 +142,11 @@ impl BobsTables {
 
 /// Bob's placement: a cuckoo table for L and one for R, the items that do not fit in one
 /// stash (an item that fails either table leaves both) or in each table's own.
-pub fn bobs_tables(p: &Psww18Params, placed: &[Placed], prg: &mut Prg) -> Result<BobsTables> {
+pub(super) fn bobs_tables(
+    p: &Psww18Params,
+    placed: &[Placed],
+    prg: &mut Prg,
+) -> Result<BobsTables> {
     let b = p.bins as usize;
     let limit = p.stash_slots();
     let tables = [0, 1].map(|k| {
@@ -202,7 +206,7 @@ pub fn bobs_tables(p: &Psww18Params, placed: &[Placed], prg: &mut Prg) -> Result
 
 /// Alice's tables: the values of both slots of each bin of L then R (`2·2b`, a bin's two
 /// slots together).
-pub struct AlicesTables {
+pub(super) struct AlicesTables {
     pub values: Vec<u128>,
     /// The table each item is in.
     pub table_of: Vec<u8>,
@@ -257,7 +261,11 @@ impl Slots {
 /// it was just evicted from, else a random one), evicting random occupants of its full
 /// bins there — both copies of each — which are placed in turn, trying their other table
 /// first. A walk of at most [`MAX_EVICTIONS`] evictions an item, failing closed.
-pub fn alices_tables(p: &Psww18Params, placed: &[Placed], prg: &mut Prg) -> Result<AlicesTables> {
+pub(super) fn alices_tables(
+    p: &Psww18Params,
+    placed: &[Placed],
+    prg: &mut Prg,
+) -> Result<AlicesTables> {
     let b = p.bins as usize;
     let mut slots = Slots {
         slots: vec![NONE; 4 * b],

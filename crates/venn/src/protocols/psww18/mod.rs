@@ -35,20 +35,20 @@ use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
 use hashing::{alices_tables, bobs_tables, Hashing};
-pub use params::Psww18Params;
+pub(super) use params::Psww18Params;
 
 /// PSWW18's circuit PSI with the function of the intersection it computes.
-pub struct Psww18 {
+pub(super) struct Psww18 {
     function: Function,
 }
 
 impl Psww18 {
     /// The intersection's size (`psww18-ca`).
-    pub const CA: Psww18 = Psww18 {
+    pub(super) const CA: Psww18 = Psww18 {
         function: Function::Count,
     };
     /// The sum of the sender's values over the intersection, and its size (`psww18-sum`).
-    pub const SUM: Psww18 = Psww18 {
+    pub(super) const SUM: Psww18 = Psww18 {
         function: Function::Sum,
     };
 }
@@ -175,7 +175,7 @@ fn triple_words(p: &Psww18Params) -> usize {
 }
 
 /// What the offline phase leaves for the online one (either party).
-pub struct State {
+pub(super) struct State {
     params: Psww18Params,
     seed: Block,
     prepared: Prepared,

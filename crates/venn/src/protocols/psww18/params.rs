@@ -33,14 +33,14 @@ use crate::protocols::{Options, ParamTable, Parameters, Sizes, Stash};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Bins per item in each of the two tables (ABY's ε = 2.4).
-pub const EXPANSION: f64 = 2.4;
+pub(super) const EXPANSION: f64 = 2.4;
 
 /// Tables are sized as for at least this many items (see the module docs).
 const SMALLEST_TABLE: u64 = 1 << 14;
 
 /// PSSZ15's stash size for one 2-way cuckoo table of 2.4n bins to overflow with
 /// probability ≤ 2^-40, as ABY's `assign_max_stash_size` tabulates it.
-pub fn pssz15_stash(n: u64) -> usize {
+pub(super) fn pssz15_stash(n: u64) -> usize {
     match n {
         n if n >= 1 << 24 => 2,
         n if n >= 1 << 20 => 3,
@@ -55,7 +55,7 @@ pub fn pssz15_stash(n: u64) -> usize {
 
 /// The parameters of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Psww18Params {
+pub(crate) struct Psww18Params {
     /// Bob's (the sender's, the cuckoo side's) set size.
     pub n_b: u64,
     /// Alice's (the receiver's, the simple side's) set size.
@@ -79,7 +79,7 @@ pub struct Psww18Params {
 impl Psww18Params {
     /// The parameters for `sizes` and the options: σ-bit integers (`--sigma 32`) or hashed
     /// keys, the stash, the threshold.
-    pub fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
         let Options {
             sigma,
             stash,
@@ -113,7 +113,7 @@ impl Psww18Params {
     }
 
     /// The options these parameters were made with.
-    pub fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options {
             sigma: (!self.hashed).then_some(self.sigma),
             stash: self.stash,
@@ -123,12 +123,12 @@ impl Psww18Params {
     }
 
     /// ℓ = σ − a + 3: bits of a stored value.
-    pub fn ell(&self) -> u32 {
+    pub(crate) fn ell(&self) -> u32 {
         self.sigma - self.a + 3
     }
 
     /// Stash slots in all.
-    pub fn stash_slots(&self) -> usize {
+    pub(crate) fn stash_slots(&self) -> usize {
         match self.stash {
             Stash::Combined => self.stash_size,
             Stash::Separate => 2 * self.stash_size,
@@ -137,17 +137,17 @@ impl Psww18Params {
 
     /// Comparisons of stored values: Bob's value of each bin of both tables against
     /// Alice's two slots.
-    pub fn table_comparisons(&self) -> u64 {
+    pub(crate) fn table_comparisons(&self) -> u64 {
         4 * self.bins
     }
 
     /// Comparisons of Bob's stash items with each of Alice's items.
-    pub fn stash_comparisons(&self) -> u64 {
+    pub(crate) fn stash_comparisons(&self) -> u64 {
         self.stash_slots() as u64 * self.n_a
     }
 
     /// Bits the circuit outputs, shared: one per bin of both tables and per stash slot.
-    pub fn outputs(&self) -> u64 {
+    pub(crate) fn outputs(&self) -> u64 {
         2 * self.bins + self.stash_slots() as u64
     }
 
@@ -155,13 +155,13 @@ impl Psww18Params {
     /// (An item Bob stashed from L alone is still in R's table; compared with all of
     /// Alice's items it would be found twice when she placed it in R. So stash k's items
     /// carry k, Alice's items the table she placed them in, and each is found once.)
-    pub fn stash_width(&self) -> u32 {
+    pub(crate) fn stash_width(&self) -> u32 {
         self.sigma + (self.stash == Stash::Separate) as u32
     }
 
     /// AND gates of the circuit: an ℓ-bit equality per table comparison, a stash-width one
     /// per stash comparison, and each stash slot's valid bit.
-    pub fn and_gates(&self) -> u64 {
+    pub(crate) fn and_gates(&self) -> u64 {
         self.table_comparisons() * (self.ell() as u64 - 1)
             + self.stash_comparisons() * (self.stash_width() as u64 - 1)
             + self.stash_slots() as u64
@@ -171,7 +171,7 @@ impl Psww18Params {
 /// The slides' accounting (spec B.4): `2·(2b)·(ℓ − 1) + s·n·(σ − 1)` and the Hamming
 /// weight's `m − popcount(m)` for m = 2b + s outputs, with ABY's stash of s = PSSZ15's
 /// (2s for separate stashes).
-pub fn paper_and_gates(p: &Psww18Params) -> u64 {
+pub(super) fn paper_and_gates(p: &Psww18Params) -> u64 {
     let s = pssz15_stash(p.n_a.max(p.n_b)) as u64
         * match p.stash {
             Stash::Combined => 1,

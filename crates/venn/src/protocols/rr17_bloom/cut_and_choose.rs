@@ -14,7 +14,7 @@ use rayon::prelude::*;
 /// `j` is opened when the j-th 64-bit word of the AES-CTR stream under `seed` (the low
 /// half of block j/2 for even j, the high half for odd j) is below `p_chk · 2^64`.
 /// Computed in parallel chunks. Sorted, as are all the sets of OT indices here.
-pub fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
+pub(super) fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
     const BLOCKS: usize = 1 << 14;
     let threshold = (p.p_chk * 2f64.powi(64)) as u64;
     let aes = Aes::new(seed);
@@ -43,7 +43,7 @@ fn xor_all(messages: &[Block]) -> Block {
 }
 
 /// The sender's side: sends the challenge, checks the response. Returns C.
-pub fn challenge(
+pub(super) fn challenge(
     chan: &mut dyn Channel,
     ot: &KosSender,
     p: &Rr17BloomParams,
@@ -80,7 +80,11 @@ pub fn challenge(
 }
 
 /// The receiver's side: derives C from the seed, answers with R and r*. Returns C.
-pub fn respond(chan: &mut dyn Channel, ot: &KosReceiver, p: &Rr17BloomParams) -> Result<Vec<u32>> {
+pub(super) fn respond(
+    chan: &mut dyn Channel,
+    ot: &KosReceiver,
+    p: &Rr17BloomParams,
+) -> Result<Vec<u32>> {
     let msg = chan.recv_exact(16, "cut-and-choose seed")?;
     let c = challenge_set(Reader::new(&msg, "seed").block()?, p);
     if c.len() as u64 > p.n_ot - p.n_bf {

@@ -18,7 +18,7 @@ mod permutation;
 mod summaries;
 mod unopened;
 
-pub use params::Rr17BloomParams;
+pub(super) use params::Rr17BloomParams;
 
 use super::matching::{receive_matches, send_values};
 use super::{
@@ -40,7 +40,7 @@ use summaries::Sums;
 use unopened::{Unopened, Used};
 
 /// RR17 malicious-secure Bloom-filter PSI.
-pub struct Rr17Bloom;
+pub(super) struct Rr17Bloom;
 /// Alice, the sender.
 struct Rr17Sender;
 /// Bob, the receiver.
@@ -163,7 +163,7 @@ impl Protocol for Rr17Bloom {
 
 /// Alice's offline state: the Bloom seed, her checked random OTs, the opened set C, and
 /// room for her items' filter positions (allocated offline: it only depends on the size).
-pub struct SenderState {
+pub(super) struct SenderState {
     seed: Block,
     ot: KosSender,
     opened: Vec<u32>,
@@ -172,7 +172,7 @@ pub struct SenderState {
 
 /// Bob's offline state: the Bloom seed, his unopened OTs arranged for π, and room for his
 /// items' filter positions.
-pub struct ReceiverState {
+pub(super) struct ReceiverState {
     seed: Block,
     ots: Unopened,
     pairs: PositionPairs,

@@ -19,13 +19,13 @@ const TASK: usize = 1 << 12;
 
 /// A filter position and the index of an item that hashes to it.
 #[derive(Clone, Copy, Default)]
-pub struct Pair {
+pub(super) struct Pair {
     pub position: u32,
     pub item: u32,
 }
 
 /// The pairs of `h*(x)` for every item value `x`, grouped by frame.
-pub struct PositionPairs {
+pub(super) struct PositionPairs {
     k: usize,
     /// `h*(x_i)` at `positions[i·k..i·k + counts[i]]`.
     positions: Vec<u32>,
@@ -39,7 +39,7 @@ impl PositionPairs {
     /// Room for the pairs of `n` items with `k` hash functions, allocated and touched now:
     /// the size depends only on the set size, so this is offline work, and first-touch
     /// page faults on a gigabyte would otherwise cost the online phase about a second.
-    pub fn with_capacity(n: usize, k: usize) -> Self {
+    pub(super) fn with_capacity(n: usize, k: usize) -> Self {
         assert!(k <= u8::MAX as usize);
         PositionPairs {
             k,
@@ -53,7 +53,7 @@ impl PositionPairs {
     /// Fills in the pairs of `values` (at most the `n` of [`Self::with_capacity`]) under
     /// `hash`: the positions of each item are computed in parallel, then the pairs placed
     /// by frame in one pass.
-    pub fn fill(&mut self, values: &[Block], hash: &BloomHash) {
+    pub(super) fn fill(&mut self, values: &[Block], hash: &BloomHash) {
         let (k, n) = (self.k, values.len());
         let frames = hash.bits().div_ceil(FRAME);
         let per_task: Vec<Vec<usize>> = self.positions[..n * k]
@@ -92,13 +92,13 @@ impl PositionPairs {
     }
 
     /// The pairs whose positions frame `f` carries.
-    pub fn frame(&self, f: usize) -> &[Pair] {
+    pub(super) fn frame(&self, f: usize) -> &[Pair] {
         &self.pairs[self.starts[f]..self.starts[f + 1]]
     }
 
     /// The Bloom filter of the items: every pair's position set (frame by frame, so the
     /// bits set stay in cache).
-    pub fn filter(&self, bits: usize) -> BitSet {
+    pub(super) fn filter(&self, bits: usize) -> BitSet {
         let mut bf = BitSet::new(bits);
         for p in &self.pairs[..*self.starts.last().unwrap_or(&0)] {
             bf.set(p.position as usize);

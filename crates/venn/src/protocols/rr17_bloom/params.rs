@@ -24,7 +24,7 @@ use crate::{COMPUTATIONAL_SECURITY, STATISTICAL_SECURITY};
 
 /// The parameters of one RR17 Bloom-filter run.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Rr17BloomParams {
+pub(crate) struct Rr17BloomParams {
     /// The receiver's set size, which sizes the filter.
     pub n: u64,
     /// Bloom-filter hash functions.
@@ -49,7 +49,7 @@ fn upper_tail_delta(mu: f64) -> f64 {
 
 impl Rr17BloomParams {
     /// The derivation of §5.2 for given `n`, `k`, `p_chk`.
-    pub fn derive(n: u64, k: usize, p_chk: f64) -> Self {
+    pub(crate) fn derive(n: u64, k: usize, p_chk: f64) -> Self {
         let lambda = STATISTICAL_SECURITY as f64;
         let nk = n.max(1) as f64 * k as f64;
         let mut maxones = 0.0;
@@ -81,7 +81,7 @@ impl Rr17BloomParams {
     }
 
     /// The parameters with the fewest OTs for a receiver set of `n` items.
-    pub fn new(n: u64) -> Self {
+    pub(crate) fn new(n: u64) -> Self {
         (80..=100)
             .flat_map(|k| (1..=100).map(move |p| Self::derive(n, k, p as f64 / 1000.0)))
             .min_by_key(|p| p.n_ot)
@@ -89,7 +89,7 @@ impl Rr17BloomParams {
     }
 
     /// The parameters with the output length `v` for these set sizes.
-    pub fn with_output(n_sender: u64, n_receiver: u64) -> Result<WithOutput> {
+    pub(crate) fn with_output(n_sender: u64, n_receiver: u64) -> Result<WithOutput> {
         let p = Rr17BloomParams::new(n_receiver.max(1));
         // OT indices are 32-bit on the wire (π) and in memory; this also keeps a peer from
         // announcing a set that would make us allocate hundreds of gigabytes.
@@ -108,7 +108,7 @@ impl Rr17BloomParams {
 }
 
 /// [`Rr17BloomParams`] and the output length `v` of the summaries.
-pub struct WithOutput(pub Rr17BloomParams, pub usize);
+pub(crate) struct WithOutput(pub Rr17BloomParams, pub usize);
 
 impl Parameters for WithOutput {
     fn encode(&self) -> Vec<u8> {

@@ -9,19 +9,19 @@ use crate::util::memory::prefetch;
 use crate::{Error, Result};
 
 /// Filter positions per frame.
-pub const FRAME: usize = 1 << 18;
+pub(super) const FRAME: usize = 1 << 18;
 /// Prefetch distance of the injectivity check.
 const AHEAD: usize = 32;
 
 /// Bits per entry for `n_ot` OTs.
-pub fn entry_bits(n_ot: u64) -> usize {
+pub(super) fn entry_bits(n_ot: u64) -> usize {
     (64 - (n_ot.max(2) - 1).leading_zeros()) as usize
 }
 
 /// Sends π for a filter of `n_bf` bits, packed at [`entry_bits`] bits an entry.
 /// `fill(first, count, entries)` appends the entries of positions `first..first + count`;
 /// on two threads it builds the next frame while the previous one is packed and sent.
-pub fn send(
+pub(super) fn send(
     chan: &mut dyn Channel,
     n_bf: usize,
     n_ot: u64,
@@ -76,7 +76,7 @@ fn pack(entries: &[u32], w: usize, bytes: &mut Vec<u8>) {
 /// twice, none in `opened` (sorted). `on_frame(first, entries)` gets each frame's entries,
 /// for positions `first..`, once they are in range; injectivity and C are checked over the
 /// whole of π, so the caller must not reveal anything until this returns `Ok`.
-pub fn receive(
+pub(super) fn receive(
     chan: &mut dyn Channel,
     n_bf: usize,
     n_ot: u64,

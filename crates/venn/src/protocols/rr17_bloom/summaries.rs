@@ -8,23 +8,23 @@ use crate::protocols::matching::low_bits;
 use rayon::prelude::*;
 
 /// The running sums `⊕ m_{π(j),1}` of each item.
-pub struct Sums(Vec<Block>);
+pub(super) struct Sums(Vec<Block>);
 
 impl Sums {
     /// All-zero sums for `n` items.
-    pub fn new(n: usize) -> Self {
+    pub(super) fn new(n: usize) -> Self {
         Sums(vec![0; n])
     }
 
     /// Folds `messages[i]` into the sum of `pairs[i].item`.
-    pub fn add(&mut self, pairs: &[Pair], messages: &[Block]) {
+    pub(super) fn add(&mut self, pairs: &[Pair], messages: &[Block]) {
         for (p, m) in pairs.iter().zip(messages) {
             self.0[p.item as usize] ^= m;
         }
     }
 
     /// The summaries `H(x ‖ sum_x)` of the item values `values`, truncated to `bits`.
-    pub fn finish(self, values: &[Block], sid: &[u8; 32], bits: usize) -> Vec<Block> {
+    pub(super) fn finish(self, values: &[Block], sid: &[u8; 32], bits: usize) -> Vec<Block> {
         let ro = RandomOracle::new("venn/rr17/summary", sid);
         values
             .par_iter()

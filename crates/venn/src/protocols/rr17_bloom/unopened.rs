@@ -84,7 +84,7 @@ fn partition(choices: &BitSet, skip: &BitSet) -> [Vec<u32>; 2] {
 }
 
 /// The receiver's unopened OTs, shuffled and split by choice bit.
-pub struct Unopened {
+pub(super) struct Unopened {
     ones: Vec<u32>,
     messages: Vec<Block>,
     zeros: Vec<u32>,
@@ -92,7 +92,7 @@ pub struct Unopened {
 
 impl Unopened {
     /// Arranges the OTs not in `opened` (sorted).
-    pub fn new(ot: KosReceiver, n_ot: usize, opened: &[u32], prg: &mut Prg) -> Self {
+    pub(super) fn new(ot: KosReceiver, n_ot: usize, opened: &[u32], prg: &mut Prg) -> Self {
         let mut is_opened = BitSet::new(n_ot);
         for &j in opened {
             is_opened.set(j as usize);
@@ -127,14 +127,14 @@ impl Unopened {
     }
 
     /// Writes the arrangement (for a precomputed state).
-    pub fn save(&self, out: &mut StateWriter) -> Result<()> {
+    pub(super) fn save(&self, out: &mut StateWriter) -> Result<()> {
         out.u32s(&self.ones)?;
         out.blocks(&self.messages)?;
         out.u32s(&self.zeros)
     }
 
     /// Reads what [`Unopened::save`] wrote for `n_ot` OTs.
-    pub fn load(input: &mut StateReader, n_ot: usize) -> Result<Self> {
+    pub(super) fn load(input: &mut StateReader, n_ot: usize) -> Result<Self> {
         let ones = input.u32s(n_ot, "one-OTs")?;
         let messages = exactly(input.blocks(n_ot, "one-OT messages")?, ones.len())?;
         let zeros = input.u32s(n_ot - ones.len(), "zero-OTs")?;
@@ -155,7 +155,7 @@ impl Unopened {
     /// parameters leave slack for the check, and hash collisions set fewer bits), and
     /// fewer zeros than it has clear bits. A filter with extra ones still contains every
     /// item, and §5.2 already bounds the receiver to N_1 ones.
-    pub fn fit(&self, bf: &mut BitSet, prg: &mut Prg) -> Result<()> {
+    pub(super) fn fit(&self, bf: &mut BitSet, prg: &mut Prg) -> Result<()> {
         let set = bf.count_ones();
         if set > self.ones.len() {
             return Err(Error::Unlucky(format!(
@@ -184,7 +184,7 @@ impl Unopened {
     /// filter gets the r-th one-OT, the r-th clear bit the r-th zero-OT; `used` counts what
     /// earlier frames took), and appends to `messages` the message `m_{π(j),1}` of each
     /// pair's position j, all of which lie in this frame and are set in `bf`.
-    pub fn frame(
+    pub(super) fn frame(
         &self,
         bf: &BitSet,
         (first, count): (usize, usize),
@@ -241,7 +241,7 @@ impl Unopened {
 
 /// How many one- and zero-OTs the frames of π sent so far have used.
 #[derive(Default)]
-pub struct Used {
+pub(super) struct Used {
     ones: usize,
     zeros: usize,
 }

@@ -36,7 +36,7 @@ use crate::tables::TagTable;
 use crate::Result;
 
 /// RR17 encode-commit PSI (random-oracle model).
-pub struct Rr17Ec;
+pub(crate) struct Rr17Ec;
 /// Alice, the sender.
 struct EcSender;
 /// Bob, the receiver.
@@ -93,7 +93,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 
 /// The parameters of one run (Fig. 9 header, spec §5.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rr17EcParams {
+pub(super) struct Rr17EcParams {
     /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and hashed-item bits.
     hashing: Hashing,
     /// Slots in Bob's bins (there are m·μ OOS16 instances).
@@ -101,7 +101,7 @@ pub struct Rr17EcParams {
 }
 
 impl Rr17EcParams {
-    pub fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    pub(super) fn new(sizes: Sizes, options: Options) -> Result<Self> {
         let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
         let mu = bin_size(hashing.n_b, hashing.m);
         // Bob's slots (OOS16 instances).
@@ -186,13 +186,13 @@ fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
 }
 
 /// What Alice keeps from the offline phase.
-pub struct EcSenderState {
+pub(super) struct EcSenderState {
     seed: Block,
     sending: OosSenderSeeds,
 }
 
 /// What Bob keeps from the offline phase.
-pub struct EcReceiverState {
+pub(super) struct EcReceiverState {
     seed: Block,
     encoding: OosReceiverSeeds,
 }

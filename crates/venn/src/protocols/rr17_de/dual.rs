@@ -48,14 +48,14 @@ use crate::{Result, STATISTICAL_SECURITY};
 use std::marker::PhantomData;
 
 /// RR17 dual-execution PSI with F_encode realised by `R`.
-pub struct DualExecution<R>(PhantomData<fn() -> R>);
+pub(crate) struct DualExecution<R>(PhantomData<fn() -> R>);
 
 impl<R> DualExecution<R> {
-    pub const NEW: Self = DualExecution(PhantomData);
+    pub(crate) const NEW: Self = DualExecution(PhantomData);
 }
 
 /// RR17 dual-execution PSI in the random-oracle model (`rr17-de`).
-pub type Rr17De = DualExecution<Rom>;
+pub(crate) type Rr17De = DualExecution<Rom>;
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "rr17-de",
@@ -95,7 +95,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 
 /// The parameters of one run (Fig. 4 header, §6.6, spec §4.4, §4.8 and §4.9).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rr17DeParams {
+pub(super) struct Rr17DeParams {
     /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and item bits.
     pub(super) hashing: Hashing,
     /// The items' bit length σ in the standard model (`None`: hashed to `hashing.bits` by
@@ -287,7 +287,7 @@ pub(super) trait Realisation: Sized + Sync + Send + 'static {
 
 /// The random-oracle realisation: OOS16 over BCH-(511, 76, 171), items hashed to
 /// [`Hashing::bits`] bits (§7).
-pub struct Rom;
+pub(crate) struct Rom;
 
 impl Realisation for Rom {
     const INFO: &'static ProtocolInfo = &INFO;
@@ -463,7 +463,7 @@ pub(super) fn directions(role: Role) -> (&'static str, &'static str) {
 
 /// What both parties keep from the offline phase: the hashing seed and the seeds of both
 /// directions.
-pub struct DeState<R: Realisation> {
+pub(super) struct DeState<R: Realisation> {
     seed: Block,
     pub(super) sending: R::SendingSeeds,
     pub(super) encoding: R::EncodingSeeds,

@@ -11,9 +11,9 @@ mod dual;
 mod join;
 mod standard;
 
-pub use commit::Rr17Ec;
-pub use dual::Rr17De;
-pub use standard::Rr17DeSm;
+pub(super) use commit::Rr17Ec;
+pub(super) use dual::Rr17De;
+pub(super) use standard::Rr17DeSm;
 
 use super::{Bins, Context, Sizes};
 use crate::crypto::{Block, RandomOracle, RowDigest, RowHash};
@@ -195,7 +195,7 @@ mod test_parties {
 
     /// Alice's `n_a` and Bob's `n_b` items; Bob's first `shared` are also Alice's (her
     /// last ones).
-    pub fn sets(n_a: usize, n_b: usize, shared: usize) -> (Items, Items) {
+    pub(super) fn sets(n_a: usize, n_b: usize, shared: usize) -> (Items, Items) {
         let alice = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
             Some(k) => format!("shared {k}"),
             None => format!("alice {i}"),
@@ -209,7 +209,7 @@ mod test_parties {
 
     /// Each item as a 64-bit integer in decimal (its FNV-1a hash: distinct for distinct
     /// test items with overwhelming probability), for the standard-model protocol.
-    pub fn integers(items: &Items) -> Items {
+    pub(super) fn integers(items: &Items) -> Items {
         let hash = |item: &[u8]| {
             item.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
                 (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
@@ -221,7 +221,7 @@ mod test_parties {
     }
 
     /// Runs `alice` and `bob`, each given its context, over an in-memory link.
-    pub fn run<A: Send, B: Send>(
+    pub(super) fn run<A: Send, B: Send>(
         sizes: (usize, usize),
         options: Options,
         alice: impl FnOnce(&mut Context) -> Result<A> + Send,

@@ -46,7 +46,7 @@ use crate::{Error, Result};
 use std::ops::Range;
 
 /// RR17 dual-execution PSI in the standard model, on σ-bit integers (`rr17-de-sm`).
-pub type Rr17DeSm = DualExecution<Standard>;
+pub(crate) type Rr17DeSm = DualExecution<Standard>;
 
 /// The item lengths it runs on (§7: "PSI over strings of length 32 and 64 bits").
 const SIGMAS: &[u32] = &[32, 64];
@@ -126,18 +126,18 @@ fn unphase(bin: usize, z: Block, m: u64, h: &Aes) -> u64 {
 }
 
 /// The standard-model realisation of F_encode.
-pub struct Standard;
+pub(crate) struct Standard;
 
 /// The F_encode sender's side of one direction: its keys `m[j, b]` = AES_key(2j + b) for
 /// OT j, regenerated when needed; σ' OTs per instance.
-pub struct Keys {
+pub(super) struct Keys {
     aes: Aes,
     per_instance: usize,
 }
 
 /// Buffers of the PRF calls of a bin (or a frame), made in one batch.
 #[derive(Default)]
-pub struct PrfBatch {
+pub(super) struct PrfBatch {
     keys: Vec<Block>,
     inputs: Vec<Block>,
     outputs: Vec<Block>,

@@ -21,9 +21,9 @@
 //! within one deadline of it ([`overfitting`]).
 
 mod malicious;
-pub mod opprf;
-pub mod oprf;
-pub mod overfitting;
+pub(super) mod opprf;
+pub(super) mod oprf;
+pub(super) mod overfitting;
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
@@ -52,17 +52,17 @@ fn late_upload(m: usize, limit: Duration) -> Error {
 }
 
 /// RR22's PSI, against semi-honest (`rr22`) or malicious (`rr22-m`) parties.
-pub struct Rr22 {
+pub(super) struct Rr22 {
     adversary: Adversary,
 }
 
 impl Rr22 {
     /// `rr22`.
-    pub const SEMI_HONEST: Rr22 = Rr22 {
+    pub(super) const SEMI_HONEST: Rr22 = Rr22 {
         adversary: Adversary::SemiHonest,
     };
     /// `rr22-m`.
-    pub const MALICIOUS: Rr22 = Rr22 {
+    pub(super) const MALICIOUS: Rr22 = Rr22 {
         adversary: Adversary::Malicious,
     };
 }

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 /// What the OPPRF programs at a key: a tag (its low `tag_bytes` bytes sent), and for a
 /// wider value a 64-bit payload beside it.
-pub trait Programmed: Value {
+pub(crate) trait Programmed: Value {
     /// Hashes of F(x) its mask takes: 1, or 2 for a value of more than 128 bits.
     const MASK_BLOCKS: usize;
     /// Whether it has a payload.
@@ -80,7 +80,7 @@ impl Programmed for Block {
 
 /// A tag of up to 128 bits and a 64-bit payload (a sum): words 0–1 and 2.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub struct Tagged([u64; 3]);
+pub(crate) struct Tagged([u64; 3]);
 
 // SAFETY: three u64s, for which all zeros is a valid value.
 unsafe impl bytemuck::Zeroable for Tagged {}
@@ -144,7 +144,7 @@ fn masks<V: Programmed>(hashes: &Hashes, f: Vec<Block>) -> Vec<Block> {
 const FRAME_VALUES: usize = 1 << 16;
 
 /// The hint's dimensions for `keys` keys of the sender's.
-pub fn hint_params(keys: u64) -> Result<okvs::Params> {
+pub(crate) fn hint_params(keys: u64) -> Result<okvs::Params> {
     okvs::Params::binary(keys, STATISTICAL_SECURITY as u32)
 }
 
@@ -159,7 +159,7 @@ fn column_masks(hashes: &Hashes, f: &[Block], column: usize) -> Vec<u64> {
 /// S's side, with its VOLE's Δ and B, after [`oprf::receive_seed`] gave `oprf`: programs
 /// `programmed[i]` at `keys[i]` (each key once; masked in place) and sends the hint, then
 /// for each of `columns` (a 64-bit value at each key) a hint of its own.
-pub fn send<V: Programmed>(
+pub(crate) fn send<V: Programmed>(
     ctx: &mut Context,
     hashes: &Hashes,
     oprf: &Okvs,
@@ -215,7 +215,7 @@ fn send_hint<V: Programmed>(
 /// the value programmed at each of them (where the sender programmed one; in the order
 /// the keys were given in), for a sender of `peer_keys` keys; and the values of each of
 /// `columns` extra 64-bit columns.
-pub fn receive<V: Programmed>(
+pub(crate) fn receive<V: Programmed>(
     ctx: &mut Context,
     hashes: &Hashes,
     binned: &BinnedKeys,

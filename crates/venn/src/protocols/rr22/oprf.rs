@@ -23,7 +23,7 @@ const CHUNK: usize = 256;
 
 /// The run's hashes, keyed by its session: items to blocks, H^B (the values the OKVS
 /// encodes) and H^o (the values compared), each a fixed-key hash AES_k(x) + x.
-pub struct Hashes {
+pub(crate) struct Hashes {
     items: BlockEncoder,
     pub h_b: Aes,
     pub h_o: Aes,
@@ -33,7 +33,7 @@ impl Hashes {
     /// The hashes of session `sid`; H^B and H^o keyed by the sender's online `salt` too
     /// where it sends one (`rr22-m`, against a receiver that would hash a pool of items
     /// before fitting its OKVS: [`super::overfitting`]).
-    pub fn new(sid: &[u8; 32], salt: Option<Block>) -> Hashes {
+    pub(crate) fn new(sid: &[u8; 32], salt: Option<Block>) -> Hashes {
         let salt = salt.map(u128::to_le_bytes);
         let key = |what: &str| {
             let oracle = RandomOracle::new("venn/rr22/hash key", sid);
@@ -50,12 +50,12 @@ impl Hashes {
     }
 
     /// The items as blocks.
-    pub fn keys(&self, items: &Items) -> Vec<Block> {
+    pub(crate) fn keys(&self, items: &Items) -> Vec<Block> {
         self.items.encode_all(items, Block::MAX)
     }
 
     /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
-    pub fn hash(aes: &Aes, x: &mut [Block]) {
+    pub(crate) fn hash(aes: &Aes, x: &mut [Block]) {
         x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
             let mut h = [0; CHUNK];
             let h = &mut h[..c.len()];
@@ -65,7 +65,7 @@ impl Hashes {
     }
 
     /// AES_k(x) + x for each of `x`, into `out`.
-    pub fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
+    pub(crate) fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
         aes.encrypt_blocks_to(x, out);
         out.iter_mut().zip(x).for_each(|(h, x)| *h ^= x);
     }
@@ -73,7 +73,7 @@ impl Hashes {
 
 /// Appends the OPRF's dimensions to a parameter encoding (the handshake's): those of its
 /// OKVS `okvs`, and the shape of the silent VOLE of the OKVS's length.
-pub fn write_dimensions(w: Writer, okvs: &okvs::Params) -> Writer {
+pub(crate) fn write_dimensions(w: Writer, okvs: &okvs::Params) -> Writer {
     let vole = Shape::new(okvs.len());
     w.u64(okvs.bins)
         .u64(okvs.bin_keys)
@@ -90,7 +90,7 @@ fn block_of(digest: [u8; 32]) -> Block {
 
 /// The OKVS's seed from R's `r` and, where S sent one, its `salt`: RO(r, salt), so that
 /// neither party alone picks the rows, and none can be computed before the salt is known.
-pub fn okvs_seed(r: Block, salt: Option<Block>) -> Block {
+pub(crate) fn okvs_seed(r: Block, salt: Option<Block>) -> Block {
     match salt {
         None => r,
         Some(salt) => block_of(
@@ -103,14 +103,22 @@ pub fn okvs_seed(r: Block, salt: Option<Block>) -> Block {
 /// R's first step: a fresh seed r, drawn once the keys are fixed (RR22 §2 footnote 2: no
 /// one can choose keys that make the OKVS fail), sent so that S can bin its keys and
 /// compute Δ·H^B while R encodes; the OKVS of dimensions `params` under it and S's `salt`.
-pub fn send_seed(ctx: &mut Context, params: okvs::Params, salt: Option<Block>) -> Result<Okvs> {
+pub(crate) fn send_seed(
+    ctx: &mut Context,
+    params: okvs::Params,
+    salt: Option<Block>,
+) -> Result<Okvs> {
     let r = ctx.prg.block();
     ctx.peer.send_blocks(&[r])?;
     Ok(Okvs::new(params, okvs_seed(r, salt)))
 }
 
 /// S's first step: the OKVS under the seed R sends and S's own `salt`.
-pub fn receive_seed(ctx: &mut Context, params: okvs::Params, salt: Option<Block>) -> Result<Okvs> {
+pub(crate) fn receive_seed(
+    ctx: &mut Context,
+    params: okvs::Params,
+    salt: Option<Block>,
+) -> Result<Okvs> {
     let mut r = Vec::new();
     ctx.peer.recv_blocks(1, &mut r, "the OKVS seed")?;
     Ok(Okvs::new(params, okvs_seed(r[0], salt)))
@@ -120,7 +128,7 @@ pub fn receive_seed(ctx: &mut Context, params: okvs::Params, salt: Option<Block>
 /// encoding H^B (under `h_b`) of the keys, a bin at a time; returns F(x) = Decode(C, x)
 /// for each key, from the rows the encoding found, in the order the keys were given to
 /// [`Okvs::bin`].
-pub fn receive(
+pub(crate) fn receive(
     ctx: &mut Context,
     h_b: &Aes,
     binned: &BinnedKeys,
@@ -143,7 +151,7 @@ pub fn receive(
 /// S's side, with its VOLE's Δ and B: F(y) = Decode(B', y) + Δ·H^B(y) for each of `keys`,
 /// B' = B + Δ·A' made a bin at a time as A' comes, and each bin of it read at once, in
 /// the cache; Δ·H^B(y) computed while R encodes.
-pub fn evaluate(
+pub(crate) fn evaluate(
     ctx: &mut Context,
     h_b: &Aes,
     okvs: &Okvs,

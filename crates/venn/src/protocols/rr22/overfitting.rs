@@ -26,14 +26,14 @@ use crate::STATISTICAL_SECURITY;
 use std::time::Duration;
 
 /// The part of the deadline for the upload of A' that does not grow with it.
-pub const UPLOAD_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const UPLOAD_GRACE: Duration = Duration::from_secs(30);
 
 /// The slowest link the default deadline allows for, in bytes a second (10 MB/s).
-pub const UPLOAD_RATE: u64 = 10_000_000;
+pub(crate) const UPLOAD_RATE: u64 = 10_000_000;
 
 /// The hash evaluations a second the stated bound assumes of a cheating receiver: 2^40,
 /// several hundred GPUs' worth.
-pub const ATTACKER_HASHES_LOG2: f64 = 40.0;
+pub(crate) const ATTACKER_HASHES_LOG2: f64 = 40.0;
 
 /// The bits of an OKVS value (ℓ: the width of H^B, one GF(2^128) element).
 const LABEL_BITS: f64 = 128.0;
@@ -41,14 +41,14 @@ const LABEL_BITS: f64 = 128.0;
 /// The default deadline for the whole of A' (m blocks of 16 bytes), counted from the
 /// sender's sending the salt: [`UPLOAD_GRACE`] plus its bytes at [`UPLOAD_RATE`] (32 s at
 /// 2^20 items, 66 s at 2^24).
-pub fn upload_deadline(m: usize) -> Duration {
+pub(crate) fn upload_deadline(m: usize) -> Duration {
     UPLOAD_GRACE + Duration::from_secs_f64((m as f64 * 16.0) / UPLOAD_RATE as f64)
 }
 
 /// The most keys, as a multiple of m, that a receiver who evaluated 2^`log2_q` hashes can
 /// make an OKVS of m values decode correctly (except with probability 2^-λ): the least
 /// s ≥ m with log2 C(q, s) ≤ ℓ·(s − m) − λ, over m. Only m and q enter.
-pub fn ceiling(m: u64, log2_q: f64) -> f64 {
+pub(crate) fn ceiling(m: u64, log2_q: f64) -> f64 {
     let (m, q) = (m as f64, log2_q.exp2());
     if q <= m {
         return 1.0;
@@ -71,7 +71,7 @@ pub fn ceiling(m: u64, log2_q: f64) -> f64 {
 
 /// The bound [`ceiling`] gives a receiver that hashes at 2^[`ATTACKER_HASHES_LOG2`] a
 /// second for `deadline`: (n'/m, log2 of its hashes).
-pub fn ceiling_within(m: u64, deadline: Duration) -> (f64, f64) {
+pub(crate) fn ceiling_within(m: u64, deadline: Duration) -> (f64, f64) {
     let log2_q = ATTACKER_HASHES_LOG2 + deadline.as_secs_f64().max(1.0).log2();
     (ceiling(m, log2_q), log2_q)
 }

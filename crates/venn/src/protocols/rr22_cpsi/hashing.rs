@@ -13,14 +13,14 @@ use rayon::prelude::*;
 
 /// The run's bins and keys: the cuckoo functions under the receiver's seed, the key
 /// functions under the session.
-pub struct Hashing {
+pub(super) struct Hashing {
     cuckoo: CuckooHash,
     keys: [Aes; HASHES],
 }
 
 impl Hashing {
     /// The functions for `bins` bins under the cuckoo seed `seed`, in session `sid`.
-    pub fn new(sid: &[u8; 32], seed: Block, bins: u64) -> Hashing {
+    pub(super) fn new(sid: &[u8; 32], seed: Block, bins: u64) -> Hashing {
         let oracle = RandomOracle::new("venn/rr22-cpsi/bin keys", sid);
         Hashing {
             cuckoo: CuckooHash::new(seed, bins as usize),
@@ -41,7 +41,7 @@ impl Hashing {
     /// The receiver's key of each bin: K_j(x) for the item x placed there by function j,
     /// a fresh random block in an empty bin. Fails if an item finds no place (probability
     /// at most 2^-40 for the table's size).
-    pub fn receivers_keys(&self, items: &[Block], prg: &mut Prg) -> Result<Vec<Block>> {
+    pub(super) fn receivers_keys(&self, items: &[Block], prg: &mut Prg) -> Result<Vec<Block>> {
         let mut bins = Vec::new();
         self.cuckoo.bins_of(items, &mut bins);
         let table = cuckoo_insert(&bins, self.cuckoo.bins(), 0, prg)?;
@@ -57,7 +57,7 @@ impl Hashing {
 
     /// The sender's keys, K_j(y) for each function j and item y (function by function),
     /// and the bin of each.
-    pub fn senders_keys(&self, items: &[Block]) -> (Vec<Block>, Vec<u32>) {
+    pub(super) fn senders_keys(&self, items: &[Block]) -> (Vec<Block>, Vec<u32>) {
         let mut bins = Vec::new();
         self.cuckoo.bins_of(items, &mut bins);
         let of = (0..HASHES)

@@ -45,21 +45,21 @@ use crate::tables::HASHES;
 use crate::vole::{self, Adversary, VoleReceiver, VoleSender};
 use crate::{Error, Result};
 use hashing::Hashing;
-pub use params::CpsiParams;
+pub(super) use params::CpsiParams;
 use rayon::prelude::*;
 
 /// RR22's circuit PSI with the function of the intersection it computes.
-pub struct Rr22Cpsi {
+pub(super) struct Rr22Cpsi {
     function: Function,
 }
 
 impl Rr22Cpsi {
     /// The intersection's size (`rr22-ca`).
-    pub const CA: Rr22Cpsi = Rr22Cpsi {
+    pub(super) const CA: Rr22Cpsi = Rr22Cpsi {
         function: Function::Count,
     };
     /// The sum of the sender's values over the intersection, and its size (`rr22-sum`).
-    pub const SUM: Rr22Cpsi = Rr22Cpsi {
+    pub(super) const SUM: Rr22Cpsi = Rr22Cpsi {
         function: Function::Sum,
     };
 }
@@ -172,7 +172,7 @@ impl Protocol for Rr22Cpsi {
 
 /// What the offline phase leaves for the online one: the VOLE `V`, the triples and the
 /// conversion's OTs.
-pub struct State<V> {
+pub(super) struct State<V> {
     params: CpsiParams,
     vole: V,
     prepared: Prepared,

@@ -25,7 +25,7 @@ use crate::{Result, STATISTICAL_SECURITY};
 
 /// The parameters of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpsiParams {
+pub(crate) struct CpsiParams {
     /// What the circuit's bits add up to.
     pub function: Function,
     /// The receiver's set size.
@@ -44,7 +44,7 @@ pub struct CpsiParams {
 
 impl CpsiParams {
     /// The parameters for `sizes` and `options`.
-    pub fn new(function: Function, sizes: Sizes, options: Options) -> Result<CpsiParams> {
+    pub(crate) fn new(function: Function, sizes: Sizes, options: Options) -> Result<CpsiParams> {
         let bins = stashless_bins(sizes.receiver);
         let tag_bits = STATISTICAL_SECURITY as u32 + bins.next_power_of_two().ilog2();
         // The hint's dimensions are checked now, before anything is sent.
@@ -62,13 +62,13 @@ impl CpsiParams {
     }
 
     /// Bytes of a tag on the wire.
-    pub fn tag_bytes(&self) -> usize {
+    pub(crate) fn tag_bytes(&self) -> usize {
         self.tag_bits.div_ceil(8) as usize
     }
 
     /// Words of triples a run uses: the equality circuit's ℓ_k − 1 ANDs of a vector of β
     /// bits, and the threshold's comparison.
-    pub fn triple_words(&self) -> usize {
+    pub(crate) fn triple_words(&self) -> usize {
         (self.tag_bits as usize - 1) * (self.bins as usize).div_ceil(64)
             + circuit_psi::threshold_words(self.bins, self.threshold)
     }
