@@ -148,5 +148,6 @@ pub struct Setup {
     pub dir: std::path::PathBuf,
     /// TLS for the API (`None`: plain HTTP).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// How the service runs (leases, limits).
     pub config: Config,
 }

@@ -14,8 +14,11 @@ use std::path::PathBuf;
 /// service's own pool, or nobody yet).
 #[derive(Clone, Debug)]
 pub struct Leased {
+    /// The task, as the worker is told it.
     pub task: api::Task,
+    /// The file its input is read from.
     pub input: PathBuf,
+    /// The external worker that leased it last.
     pub holder: Option<String>,
 }
 
