@@ -127,7 +127,28 @@ pub enum Source<'a> {
     /// An input read whole.
     Memory(&'a Input),
     /// A file split into `2^log2_files` bucket files on disk by [`split`].
-    Disk(Split),
+    Disk(&'a Split),
+}
+
+impl Source<'_> {
+    /// Bucket `c` of `2^log2`: its distinct keys and the rows (or key indices) each stands
+    /// for; `groups`, an input read whole's keys by bucket ([`group_keys`]).
+    fn bucket(&self, c: u64, log2: u8, groups: &[Vec<u32>]) -> Result<Bucket> {
+        match self {
+            Source::Memory(input) => {
+                let group = &groups[c as usize];
+                Ok(Bucket {
+                    items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),
+                    marks: group.iter().map(|&k| k as u64).collect(),
+                    starts: (0..=group.len()).collect(),
+                })
+            }
+            Source::Disk(split) => {
+                let (keys, rows) = split.bucket(c, log2)?;
+                Ok(dedup(keys, &rows))
+            }
+        }
+    }
 }
 
 /// The memory [`group_keys`]'s groups hold, in bytes.
@@ -305,8 +326,12 @@ impl Matches {
     fn memory(&self) -> u64 {
         8 * self.bits.capacity() as u64
     }
-    fn set(&mut self, row: u64) {
-        self.bits[(row / 64) as usize] |= 1 << (row % 64);
+    /// Marks one matched key's rows (or its key index, for an input read whole).
+    fn add(&mut self, rows: &[u64]) {
+        self.keys += 1;
+        for &row in rows {
+            self.bits[(row / 64) as usize] |= 1 << (row % 64);
+        }
     }
     /// Whether row `row` is in the intersection (a row past the end is not: the file
     /// grew, which the writer reports).
@@ -330,7 +355,6 @@ pub fn run_buckets(
     let log2 = agreed.log2_buckets();
     let buckets = 1u64 << log2;
     let rows = agreed.ours.rows;
-    let pad = padded_size(rows, log2);
     let mut matches = Matches::new(rows);
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
@@ -353,44 +377,19 @@ pub fn run_buckets(
         };
     on_bucket(0, buckets);
     for c in 0..buckets {
-        // The bucket's distinct keys, and the rows (or key indices) each stands for.
         let Bucket {
             items,
             marks,
             starts,
-        } = match source {
-            Source::Memory(input) => {
-                let group = &groups[c as usize];
-                Bucket {
-                    items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),
-                    marks: group.iter().map(|&k| k as u64).collect(),
-                    starts: (0..=group.len()).collect(),
-                }
-            }
-            Source::Disk(split) => {
-                let (keys, rows) = split.bucket(c, log2)?;
-                dedup(keys, &rows)
-            }
-        };
+        } = source.bucket(c, log2, &groups)?;
         distinct += items.len() as u64;
         let real = items.len();
         let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
-        let report = if buckets == 1 {
-            // One bucket is an ordinary run, as the peer may make it from a file read whole.
-            let opts = RunOptions {
-                input_memory: held + items.memory(),
-                ..opts
-            };
-            venn::run(&mut agreed.bind(&mut *chan), &items, &opts)?
-        } else {
-            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, held, &opts)?
-        };
+        let report = run_nth(&mut *chan, agreed, c, items, held, &opts)?;
         if let Output::Indices(ix) = &report.output {
+            // The bucket's real keys (the rest are its padding), with what each stands for.
             for &i in ix.iter().filter(|&&i| i < real) {
-                matches.keys += 1;
-                for &mark in &marks[starts[i]..starts[i + 1]] {
-                    matches.set(mark);
-                }
+                matches.add(&marks[starts[i]..starts[i + 1]]);
             }
         }
         total = Some(match total {
@@ -406,6 +405,29 @@ pub fn run_buckets(
         report.output = Output::Count(matches.keys);
     }
     Ok((report, matches))
+}
+
+/// Runs bucket `c` of the `agreed` buckets on its distinct keys `items`: one bucket is an
+/// ordinary run (as the peer may make it from a file read whole), more are padded sessions
+/// ([`run_bucket`]). `held`: the memory the run holds beside the bucket's keys.
+fn run_nth(
+    chan: &mut dyn Channel,
+    agreed: &Agreed,
+    c: u64,
+    items: Items,
+    held: u64,
+    opts: &RunOptions,
+) -> Result<Report> {
+    let log2 = agreed.log2_buckets();
+    if log2 == 0 {
+        let opts = RunOptions {
+            input_memory: held + items.memory(),
+            ..*opts
+        };
+        return venn::run(&mut agreed.bind(chan), &items, &opts);
+    }
+    let pad = padded_size(agreed.ours.rows, log2);
+    run_bucket(chan, &agreed.digest(), c, items, pad, held, opts)
 }
 
 /// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
