@@ -30,11 +30,10 @@
 //! transit or sessions reordered fail the handshake; one bucket's, to the plans alone
 //! ([`Agreed::bind`]).
 
-use crate::destination::Destination;
 use crate::input::footprint::Footprint;
 use crate::input::segments::for_each_segment;
-use crate::input::{Input, KeyOptions};
-use crate::output::write_row;
+use crate::input::source::{InputSource, MatchedRows, RowBatch};
+use crate::input::KeyOptions;
 use crate::temp_dirs::TempDir;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -125,7 +124,7 @@ pub fn padded_size(rows: u64, log2: u8) -> u64 {
 /// Where a party's keys come from, bucket by bucket.
 pub enum Source<'a> {
     /// An input read whole.
-    Memory(&'a Input),
+    Memory(&'a dyn InputSource),
     /// A file split into `2^log2_files` bucket files on disk by [`split`].
     Disk(&'a Split),
 }
@@ -138,7 +137,10 @@ impl Source<'_> {
             Source::Memory(input) => {
                 let group = &groups[c as usize];
                 Ok(Bucket {
-                    items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),
+                    items: group
+                        .iter()
+                        .map(|&k| input.keys().get(k as usize))
+                        .collect(),
                     marks: group.iter().map(|&k| k as u64).collect(),
                     starts: (0..=group.len()).collect(),
                 })
@@ -365,7 +367,7 @@ pub fn run_buckets(
     };
     // Keys read whole, grouped by bucket once.
     let groups = match source {
-        Source::Memory(input) => group_keys(&input.keys, log2),
+        Source::Memory(input) => group_keys(input.keys(), log2),
         Source::Disk(_) => Vec::new(),
     };
     // What the run holds beside each bucket: the input read whole and its groups, or
@@ -523,50 +525,43 @@ fn add(mut a: Report, b: Report) -> Report {
     a
 }
 
-/// Writes the header and every matching row of a split file, in input order and byte for
-/// byte, by reading the file again. Returns the number of rows written.
-pub fn write_split_rows(
-    out: &Path,
-    input: &Path,
-    opts: &KeyOptions,
-    split: &Split,
-    matches: &Matches,
-) -> Result<usize> {
-    let mut count = 0;
-    let mut failed = None;
-    let written = Destination::of(out, "--output")?.write(|w| {
-        if let Some(h) = &split.header {
-            w.write_all(h)?;
+/// The matched rows of a split file, fetched by reading the file (`input`, read with
+/// `opts`) again, segment by segment as it was split: a row at a time, each as it is in
+/// the file.
+pub struct SplitRows<'a> {
+    pub input: &'a Path,
+    pub opts: &'a KeyOptions,
+    pub split: &'a Split,
+    pub matches: &'a Matches,
+}
+
+impl MatchedRows for SplitRows<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>) -> Result<usize> {
+        if let Some(h) = &self.split.header {
+            each(RowBatch::Header(h))?;
         }
-        let mut seen = 0;
-        let result = for_each_segment(input, opts, split.segment_bytes, |s| {
+        let (mut count, mut seen) = (0, 0);
+        for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
-                if matches.has(s.rows_before + i as u64) {
-                    write_row(w, s.input.bytes(&row.bytes))?;
+                if self.matches.has(s.rows_before + i as u64) {
+                    each(RowBatch::Text(s.input.bytes(&row.bytes)))?;
                     count += 1;
                 }
             }
             Ok(())
-        });
+        })?;
         // Matches are kept by row number: a file that changed since it was split cannot
         // be written from them.
-        let result = result.and_then(|_| match seen == split.rows {
-            true => Ok(()),
-            false => Err(Error::Usage(format!(
+        if seen != self.split.rows {
+            return Err(Error::Usage(format!(
                 "'{}' changed while venn ran ({} rows when split, {seen} now); nothing written",
-                input.display(),
-                split.rows
-            ))),
-        });
-        if let Err(e) = result {
-            failed = Some(e);
-            return Err(std::io::Error::other("stopped"));
+                self.input.display(),
+                self.split.rows
+            )));
         }
-        Ok(())
-    });
-    written.map_err(|e| failed.take().unwrap_or(e))?;
-    Ok(count)
+        Ok(count)
+    }
 }
 
 #[cfg(test)]

@@ -20,9 +20,12 @@ use std::time::Duration;
 use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
 use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
-use venn_app::input::{parse_delimiter, Format, Input, KeyOptions};
+use venn_app::input::memory::KeysInMemory;
+use venn_app::input::source::RowBatch;
+use venn_app::input::{parse_delimiter, Format, KeyOptions};
 use venn_app::output::Written;
 use venn_app::party::{run_keys, run_party, DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
+use venn_app::sink::{Delivered, OutputSink};
 use venn_app::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -380,6 +383,29 @@ impl RunResult {
     }
 }
 
+/// The matched positions of keys given in memory, for a party that learns them.
+#[derive(Default)]
+struct Positions(Option<Vec<usize>>);
+
+impl OutputSink for Positions {
+    fn take(&mut self, output: Delivered) -> venn::Result<Option<Written>> {
+        if let Delivered::Rows(rows) = output {
+            let mut matched = Vec::new();
+            rows.each_batch(&mut |batch| match batch {
+                RowBatch::Positions(p) => {
+                    matched.extend_from_slice(p);
+                    Ok(())
+                }
+                _ => Err(std::io::Error::other(
+                    "keys in memory have no rows of a file",
+                )),
+            })?;
+            self.0 = Some(matched);
+        }
+        Ok(None)
+    }
+}
+
 /// Calls a Python callable with each phase's name.
 pub(crate) struct PyProgress(Py<PyAny>);
 
@@ -415,7 +441,7 @@ pub(crate) struct Setup {
 /// Where a party's keys are.
 pub(crate) enum Source {
     /// Given in memory, read.
-    Keys(Input),
+    Keys(KeysInMemory),
     /// In a file, read when the party runs, as `venn send --input` reads it (`output`:
     /// where the matched rows go, with the file's delimiter).
     File {
@@ -538,7 +564,7 @@ impl Party {
                 }
                 let read = py.detach(|| {
                     let values = values.as_deref().map(|v| (v, value_columns));
-                    Input::from_keys(&items, values, &opts)
+                    KeysInMemory::new(&items, values, &opts)
                 });
                 Source::Keys(read.map_err(to_py)?)
             }
@@ -621,8 +647,17 @@ impl Party {
                 let progress = progress.as_ref().map(|p| p as &dyn Progress);
                 match source {
                     Source::Keys(input) => {
-                        let run = run_keys(&link, role, both, &input, progress, on_bound)?;
-                        Ok((run.0, run.1, None))
+                        let mut positions = Positions::default();
+                        let report = run_keys(
+                            &link,
+                            role,
+                            both,
+                            &input,
+                            &mut positions,
+                            progress,
+                            on_bound,
+                        )?;
+                        Ok((report, positions.0, None))
                     }
                     Source::File {
                         input,

@@ -8,15 +8,17 @@ mod summary;
 pub use summary::{precompute_summary, summary};
 
 use crate::destination::check_output_path;
-use crate::input::{Input, KeyOptions};
+use crate::input::source::{InputSource, Matching};
+use crate::input::KeyOptions;
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
+use crate::sink::{Delivered, FileOutput, OutputSink};
 use crate::threads;
 use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use venn::protocols::{DealerLink, Offline, Options, Output, OutputKind, Progress, Protocol};
+use venn::protocols::{DealerLink, Offline, Options, OutputKind, Progress, Protocol};
 use venn::session::run_plan::{KeyMismatch, Plan};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
@@ -198,44 +200,48 @@ pub fn run_party(
     let connected = stages::connect(args, &checked, &input, &opts, on_bound, spinner.as_ref())?;
     let ran = stages::run(connected, input.read, &opts, spinner.as_ref())?;
     drop(spinner);
-    let wrote = stages::write(args, &checked, &ran)?;
+    let mut sink = FileOutput {
+        path: args.output.as_deref(),
+    };
+    let wrote = stages::write(args, &checked, &ran, &mut sink)?;
     stages::report(args, &checked, input.tally, ran, wrote)
 }
 
-/// One party on keys held in memory (`input`, from [`Input::from_keys`]), as `venn send`
-/// or `venn receive` runs on a file read whole: the same checks, transport, bucket
-/// agreement (it never splits its own input; the peer may) and protocol. Returns the
-/// report and, for a party that learns the intersection, the positions of the matched
-/// rows in input order.
+/// One party on an input held whole that no file names (keys in memory:
+/// [`KeysInMemory`](crate::input::memory::KeysInMemory)), as `venn send` or `venn receive`
+/// runs on a file read whole: the same checks, transport, bucket agreement (it never
+/// splits its own input; the peer may) and protocol. What the run output goes to `sink`.
 pub fn run_keys(
     link: &Link,
     role: Role,
     both: bool,
-    input: &Input,
+    input: &dyn InputSource,
+    sink: &mut dyn OutputSink,
     progress: Option<&dyn Progress>,
     on_bound: impl FnOnce(SocketAddr),
-) -> Result<(Report, Option<Vec<usize>>)> {
+) -> Result<Report> {
     let protocol = link.protocol()?;
     let threads = threads::bounded(link.spec.threads)?;
-    protocol.check_values(role, input.keys.value_columns())?;
+    protocol.check_values(role, input.keys().value_columns())?;
     link.check_endpoint()?;
     let opts = RunOptions {
         input_memory: input.memory(),
         ..link.options(protocol, role, both, threads, progress, None)
     };
-    protocol.check_items(opts.options, &input.keys)?;
+    protocol.check_items(opts.options, input.keys())?;
     let plan = Plan {
-        rows: input.keys.len() as u64,
+        rows: input.keys().len() as u64,
         log2_buckets: 0,
-        form: input.form,
+        form: input.form(),
     };
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
-    let rows = match &output {
-        Output::Indices(keys) => Some(input.matched_positions(keys)),
-        _ => None,
+    let rows = Matching {
+        source: input,
+        intersection: output.indices().unwrap_or_default(),
     };
-    Ok((report, rows))
+    sink.take(Delivered::of(&output, &rows))?;
+    Ok(report)
 }
 
 /// Refuses to run bucket by bucket a protocol whose receiver learns a function of the
@@ -299,7 +305,6 @@ pub fn precompute_party(
     let pre = venn::precompute(&mut *chan, args.max_items, &opts)?;
     drop(spinner);
     let report = pre.save(&args.state)?;
-    args.link
-        .write_stats(&Stats::new(&report, None, None, threads))?;
+    args.link.write_stats(&Stats::new(&report, None, threads))?;
     Ok(report)
 }

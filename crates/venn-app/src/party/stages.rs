@@ -4,12 +4,14 @@
 //! in memory) shares the agreement and the run on an input held whole.
 
 use super::{Link, Outcome, PartyArgs};
-use crate::buckets::{self, Matches, Split};
+use crate::buckets::{self, Matches, Split, SplitRows};
 use crate::destination::check_output_path;
-use crate::input::{read_input, Input};
-use crate::output::{write_output, Stats, Written};
+use crate::input::read_input;
+use crate::input::source::{InputSource, Matching};
+use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::reading::{self, Reading};
+use crate::sink::{Delivered, OutputSink};
 use crate::threads;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -88,9 +90,10 @@ fn check_paths(args: &PartyArgs) -> Result<()> {
     check_output_path(stats, "--stats-json", &taken)
 }
 
-/// A party's input, read: whole, or split into bucket files on disk.
+/// A party's input, read: whole (a file of any format, as its source), or split into
+/// bucket files on disk.
 pub(super) enum Read {
-    Whole(Input),
+    Whole(Box<dyn InputSource>),
     /// Split for buckets of about `bucket_rows` rows.
     Split {
         split: Split,
@@ -135,7 +138,7 @@ pub(super) fn read(
 ) -> Result<ReadInput> {
     let started = Instant::now();
     let read = match reading::choose(args, checked.protocol, checked.role)? {
-        Reading::Whole => Read::Whole(read_input(&args.input, &args.keys)?),
+        Reading::Whole => Read::Whole(Box::new(read_input(&args.input, &args.keys)?)),
         Reading::Split {
             bucket_rows,
             segment_bytes,
@@ -151,12 +154,13 @@ pub(super) fn read(
     };
     let seconds = started.elapsed().as_secs_f64();
     let (rows, skipped) = match &read {
-        Read::Whole(i) => (i.rows.len() as u64, i.skipped_empty as u64),
+        Read::Whole(source) => {
+            let counts = source.counts();
+            warn_duplicates(&args.input, counts.duplicates);
+            (counts.kept, counts.skipped_empty)
+        }
         Read::Split { split, .. } => (split.rows, split.skipped_empty),
     };
-    if let Read::Whole(i) = &read {
-        warn_duplicates(&args.input, i.duplicates as u64);
-    }
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
@@ -250,10 +254,10 @@ pub(super) fn connect(
         Read::Whole(whole) => {
             let refused = |e: Error| Error::Usage(format!("'{}': {e}", args.input.display()));
             if let Some(state) = &loaded {
-                state.check_items(whole.keys.len()).map_err(refused)?;
+                state.check_items(whole.keys().len()).map_err(refused)?;
             }
-            (checked.protocol.check_items(opts.options, &whole.keys)).map_err(refused)?;
-            let rows = whole.keys.len() as u64;
+            (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
+            let rows = whole.keys().len() as u64;
             Plan {
                 rows,
                 log2_buckets: 0,
@@ -315,7 +319,10 @@ pub(super) struct Ran {
 pub(super) enum Matched {
     /// On an input read whole: the output over its keys (bucket by bucket, the matched
     /// keys' indices).
-    Keys { input: Input, output: Output },
+    Keys {
+        input: Box<dyn InputSource>,
+        output: Output,
+    },
     /// On a split file: the matched rows, by number.
     Rows { split: Split, matches: Matches },
 }
@@ -342,7 +349,7 @@ pub(super) fn run(
     let bucketed = matches!(read, Read::Split { .. }) || agreed.log2_buckets() > 0;
     let (report, matched) = match read {
         Read::Whole(input) => {
-            let (report, output) = run_whole(&mut *chan, &input, &agreed, loaded, opts, progress)?;
+            let (report, output) = run_whole(&mut *chan, &*input, &agreed, loaded, opts, progress)?;
             (report, Matched::Keys { input, output })
         }
         Read::Split { .. } if loaded.is_some() => return Err(super::state_in_buckets()),
@@ -366,7 +373,7 @@ pub(super) fn run(
 /// (bucket by bucket, the matched keys' indices).
 pub(super) fn run_whole(
     chan: &mut dyn Channel,
-    input: &Input,
+    input: &dyn InputSource,
     agreed: &Agreed,
     loaded: Option<LoadedState>,
     opts: &RunOptions,
@@ -375,8 +382,8 @@ pub(super) fn run_whole(
     if agreed.log2_buckets() == 0 {
         let mut chan = agreed.bind(chan);
         let report = match loaded {
-            Some(state) => venn::run_online(&mut chan, &input.keys, state, opts)?,
-            None => venn::run(&mut chan, &input.keys, opts)?,
+            Some(state) => venn::run_online(&mut chan, input.keys(), state, opts)?,
+            None => venn::run(&mut chan, input.keys(), opts)?,
         };
         let output = report.output.clone();
         return Ok((report, output));
@@ -389,7 +396,7 @@ pub(super) fn run_whole(
     let output = match report.output {
         Output::Nothing => Output::Nothing,
         _ => {
-            let keys = (0..input.keys.len() as u64).filter(|&k| matches.has(k));
+            let keys = (0..input.keys().len() as u64).filter(|&k| matches.has(k));
             Output::Indices(keys.map(|k| k as usize).collect())
         }
     };
@@ -403,20 +410,36 @@ pub(super) struct Wrote {
     pub seconds: f64,
 }
 
-/// Write: the matched rows to `--output` (a split file's read again), or the count, sum
-/// or threshold's answer as JSON (to stdout without `--output`).
-pub(super) fn write(args: &PartyArgs, checked: &Checked, ran: &Ran) -> Result<Wrote> {
+/// Write: what the run output, handed to `sink` by kind — the matched rows (a split
+/// file's read again; a bucketed run reports their keys' count), a count, a sum or a
+/// threshold's answer.
+pub(super) fn write(
+    args: &PartyArgs,
+    checked: &Checked,
+    ran: &Ran,
+    sink: &mut dyn OutputSink,
+) -> Result<Wrote> {
     let started = Instant::now();
-    let out = args.output.as_deref();
     let written = match &ran.matched {
-        Matched::Keys { input, output } => write_output(out, input, output)?,
-        Matched::Rows { split, matches } => match (out, &ran.report.output) {
-            (Some(out), Output::Count(_)) if checked.learns_rows => Some(Written::Rows(
-                buckets::write_split_rows(out, &args.input, &args.keys, split, matches)?,
-            )),
-            (out, output) if !checked.learns_rows => write_output(out, &Input::empty(), output)?,
-            _ => None,
-        },
+        Matched::Keys { input, output } => {
+            let rows = Matching {
+                source: &**input,
+                intersection: output.indices().unwrap_or_default(),
+            };
+            sink.take(Delivered::of(output, &rows))?
+        }
+        Matched::Rows { split, matches } => {
+            let rows = SplitRows {
+                input: &args.input,
+                opts: &args.keys,
+                split,
+                matches,
+            };
+            match checked.learns_rows {
+                true => sink.take(Delivered::Rows(&rows))?,
+                false => sink.take(Delivered::of(&ran.report.output, &rows))?,
+            }
+        }
     };
     Ok(Wrote {
         written,
@@ -442,7 +465,7 @@ pub(super) fn report(
     if matches!(ran.matched, Matched::Rows { .. }) {
         warn_duplicates(&args.input, duplicates);
     }
-    let mut stats = Stats::new(&report, None, wrote.written.as_ref(), checked.threads);
+    let mut stats = Stats::new(&report, wrote.written.as_ref(), checked.threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
     // Buckets report the matched keys as a count (their indices are not kept); the stats
     // say what the run computed, as one run would.
