@@ -20,8 +20,12 @@ pub trait OutputSink {
 
 /// What a run output, by kind.
 pub enum Delivered<'a> {
-    /// The intersection's rows, fetched from their source as the sink takes them.
-    Rows(&'a dyn MatchedRows),
+    /// The intersection's rows, fetched from their source as the sink takes them, and
+    /// how many distinct keys of ours they hold.
+    Rows {
+        rows: &'a dyn MatchedRows,
+        keys: u64,
+    },
     /// The intersection's size.
     Count(u64),
     /// The intersection's size and the sums of the sender's value columns over it.
@@ -36,7 +40,10 @@ impl<'a> Delivered<'a> {
     /// The kind of `output`, with `rows` the rows of the keys it names if it names them.
     pub fn of(output: &'a Output, rows: &'a dyn MatchedRows) -> Self {
         match output {
-            Output::Indices(_) => Delivered::Rows(rows),
+            Output::Indices(ix) => Delivered::Rows {
+                rows,
+                keys: ix.len() as u64,
+            },
             Output::Count(c) => Delivered::Count(*c),
             Output::Sum { count, sums } => Delivered::Sum {
                 count: *count,
@@ -61,7 +68,7 @@ impl OutputSink for FileOutput<'_> {
     fn take(&mut self, output: Delivered) -> Result<Option<Written>> {
         let json = match output {
             Delivered::Nothing => return Ok(None),
-            Delivered::Rows(rows) => {
+            Delivered::Rows { rows, .. } => {
                 return match self.path {
                     Some(p) => Ok(Some(Written::Rows(write_rows(p, rows)?))),
                     None => Ok(None),
@@ -187,7 +194,13 @@ mod tests {
                 source: &input,
                 intersection: matched,
             };
-            let w = sink.take(Delivered::Rows(&rows_of)).unwrap();
+            let keys = matched.len() as u64;
+            let w = sink
+                .take(Delivered::Rows {
+                    rows: &rows_of,
+                    keys,
+                })
+                .unwrap();
             assert!(
                 matches!(w, Some(Written::Rows(n)) if n == rows),
                 "{matched:?}"

@@ -154,6 +154,16 @@ pub struct PartyArgs {
     pub bucket_dir: Option<PathBuf>,
 }
 
+impl PartyArgs {
+    /// The `venn` tool's sink: `--output` (rows as they are in the input file, JSON for
+    /// the rest; JSON to stdout without it).
+    pub fn file_output(&self) -> FileOutput<'_> {
+        FileOutput {
+            path: self.output.as_deref(),
+        }
+    }
+}
+
 /// A party of `venn precompute`.
 #[derive(Clone, Debug)]
 pub struct PrecomputeArgs {
@@ -170,12 +180,14 @@ pub struct Outcome {
     pub files: Option<(f64, f64)>,
 }
 
-/// Runs one party; `on_bound` is told the listening address (with `--listen`). The
+/// Runs one party; what it outputs goes to `sink` (the `venn` tool's:
+/// [`PartyArgs::file_output`]), `on_bound` is told the listening address (with `--listen`). The
 /// protocol's phases go to `progress` if given (the Python package's callback), else to a
 /// spinner on a terminal. The run is its stages ([`stages`]), in order.
 pub fn run_party(
     args: &PartyArgs,
     role: Role,
+    sink: &mut dyn OutputSink,
     progress: Option<&dyn Progress>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<Outcome> {
@@ -200,10 +212,7 @@ pub fn run_party(
     let connected = stages::connect(args, &checked, &input, &opts, on_bound, spinner.as_ref())?;
     let ran = stages::run(connected, input.read, &opts, spinner.as_ref())?;
     drop(spinner);
-    let mut sink = FileOutput {
-        path: args.output.as_deref(),
-    };
-    let wrote = stages::write(args, &checked, &ran, &mut sink)?;
+    let wrote = stages::write(args, &checked, &ran, sink)?;
     stages::report(args, &checked, input.tally, ran, wrote)
 }
 

@@ -411,8 +411,7 @@ pub(super) struct Wrote {
 }
 
 /// Write: what the run output, handed to `sink` by kind — the matched rows (a split
-/// file's read again; a bucketed run reports their keys' count), a count, a sum or a
-/// threshold's answer.
+/// file's read again), a count, a sum or a threshold's answer.
 pub(super) fn write(
     args: &PartyArgs,
     checked: &Checked,
@@ -435,9 +434,10 @@ pub(super) fn write(
                 split,
                 matches,
             };
-            match checked.learns_rows {
-                true => sink.take(Delivered::Rows(&rows))?,
-                false => sink.take(Delivered::of(&ran.report.output, &rows))?,
+            // A bucketed run reports the matched keys' count.
+            match (checked.learns_rows, &ran.report.output) {
+                (true, &Output::Count(keys)) => sink.take(Delivered::Rows { rows: &rows, keys })?,
+                (_, output) => sink.take(Delivered::of(output, &rows))?,
             }
         }
     };
