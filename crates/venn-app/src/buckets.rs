@@ -30,11 +30,10 @@
 //! transit or sessions reordered fail the handshake; one bucket's, to the plans alone
 //! ([`Agreed::bind`]).
 
-use crate::destination::Destination;
 use crate::input::footprint::Footprint;
 use crate::input::segments::for_each_segment;
-use crate::input::{Input, KeyOptions};
-use crate::output::write_row;
+use crate::input::source::{InputSource, MatchedRows, RowBatch};
+use crate::input::KeyOptions;
 use crate::temp_dirs::TempDir;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -125,9 +124,33 @@ pub fn padded_size(rows: u64, log2: u8) -> u64 {
 /// Where a party's keys come from, bucket by bucket.
 pub enum Source<'a> {
     /// An input read whole.
-    Memory(&'a Input),
+    Memory(&'a dyn InputSource),
     /// A file split into `2^log2_files` bucket files on disk by [`split`].
-    Disk(Split),
+    Disk(&'a Split),
+}
+
+impl Source<'_> {
+    /// Bucket `c` of `2^log2`: its distinct keys and the rows (or key indices) each stands
+    /// for; `groups`, an input read whole's keys by bucket ([`group_keys`]).
+    fn bucket(&self, c: u64, log2: u8, groups: &[Vec<u32>]) -> Result<Bucket> {
+        match self {
+            Source::Memory(input) => {
+                let group = &groups[c as usize];
+                Ok(Bucket {
+                    items: group
+                        .iter()
+                        .map(|&k| input.keys().get(k as usize))
+                        .collect(),
+                    marks: group.iter().map(|&k| k as u64).collect(),
+                    starts: (0..=group.len()).collect(),
+                })
+            }
+            Source::Disk(split) => {
+                let (keys, rows) = split.bucket(c, log2)?;
+                Ok(dedup(keys, &rows))
+            }
+        }
+    }
 }
 
 /// The memory [`group_keys`]'s groups hold, in bytes.
@@ -306,8 +329,12 @@ impl Matches {
     fn memory(&self) -> u64 {
         8 * self.bits.capacity() as u64
     }
-    fn set(&mut self, row: u64) {
-        self.bits[(row / 64) as usize] |= 1 << (row % 64);
+    /// Marks one matched key's rows (or its key index, for an input read whole).
+    fn add(&mut self, rows: &[u64]) {
+        self.keys += 1;
+        for &row in rows {
+            self.bits[(row / 64) as usize] |= 1 << (row % 64);
+        }
     }
     /// Whether row `row` is in the intersection (a row past the end is not: the file
     /// grew, which the writer reports).
@@ -331,7 +358,6 @@ pub fn run_buckets(
     let log2 = agreed.log2_buckets();
     let buckets = 1u64 << log2;
     let rows = agreed.ours.rows;
-    let pad = padded_size(rows, log2);
     let mut matches = Matches::new(rows);
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
@@ -342,7 +368,7 @@ pub fn run_buckets(
     };
     // Keys read whole, grouped by bucket once.
     let groups = match source {
-        Source::Memory(input) => group_keys(&input.keys, log2),
+        Source::Memory(input) => group_keys(input.keys(), log2),
         Source::Disk(_) => Vec::new(),
     };
     // What the run holds beside each bucket: the input read whole and its groups, or
@@ -354,44 +380,19 @@ pub fn run_buckets(
         };
     on_bucket(0, buckets);
     for c in 0..buckets {
-        // The bucket's distinct keys, and the rows (or key indices) each stands for.
         let Bucket {
             items,
             marks,
             starts,
-        } = match source {
-            Source::Memory(input) => {
-                let group = &groups[c as usize];
-                Bucket {
-                    items: group.iter().map(|&k| input.keys.get(k as usize)).collect(),
-                    marks: group.iter().map(|&k| k as u64).collect(),
-                    starts: (0..=group.len()).collect(),
-                }
-            }
-            Source::Disk(split) => {
-                let (keys, rows) = split.bucket(c, log2)?;
-                dedup(keys, &rows)
-            }
-        };
+        } = source.bucket(c, log2, &groups)?;
         distinct += items.len() as u64;
         let real = items.len();
         let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
-        let report = if buckets == 1 {
-            // One bucket is an ordinary run, as the peer may make it from a file read whole.
-            let opts = RunOptions {
-                input_memory: held + items.memory(),
-                ..opts
-            };
-            venn::run(&mut agreed.bind(&mut *chan), &items, &opts)?
-        } else {
-            run_bucket(&mut *chan, &agreed.digest(), c, items, pad, held, &opts)?
-        };
+        let report = run_nth(&mut *chan, agreed, c, items, held, &opts)?;
         if let Output::Indices(ix) = &report.output {
+            // The bucket's real keys (the rest are its padding), with what each stands for.
             for &i in ix.iter().filter(|&&i| i < real) {
-                matches.keys += 1;
-                for &mark in &marks[starts[i]..starts[i + 1]] {
-                    matches.set(mark);
-                }
+                matches.add(&marks[starts[i]..starts[i + 1]]);
             }
         }
         total = Some(match total {
@@ -407,6 +408,29 @@ pub fn run_buckets(
         report.output = Output::Count(matches.keys);
     }
     Ok((report, matches))
+}
+
+/// Runs bucket `c` of the `agreed` buckets on its distinct keys `items`: one bucket is an
+/// ordinary run (as the peer may make it from a file read whole), more are padded sessions
+/// ([`run_bucket`]). `held`: the memory the run holds beside the bucket's keys.
+fn run_nth(
+    chan: &mut dyn Channel,
+    agreed: &Agreed,
+    c: u64,
+    items: Items,
+    held: u64,
+    opts: &RunOptions,
+) -> Result<Report> {
+    let log2 = agreed.log2_buckets();
+    if log2 == 0 {
+        let opts = RunOptions {
+            input_memory: held + items.memory(),
+            ..*opts
+        };
+        return venn::run(&mut agreed.bind(chan), &items, &opts);
+    }
+    let pad = padded_size(agreed.ours.rows, log2);
+    run_bucket(chan, &agreed.digest(), c, items, pad, held, opts)
 }
 
 /// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
@@ -502,50 +526,43 @@ fn add(mut a: Report, b: Report) -> Report {
     a
 }
 
-/// Writes the header and every matching row of a split file, in input order and byte for
-/// byte, by reading the file again. Returns the number of rows written.
-pub fn write_split_rows(
-    out: &Path,
-    input: &Path,
-    opts: &KeyOptions,
-    split: &Split,
-    matches: &Matches,
-) -> Result<usize> {
-    let mut count = 0;
-    let mut failed = None;
-    let written = Destination::of(out, "--output")?.write(|w| {
-        if let Some(h) = &split.header {
-            w.write_all(h)?;
+/// The matched rows of a split file, fetched by reading the file (`input`, read with
+/// `opts`) again, segment by segment as it was split: a row at a time, each as it is in
+/// the file.
+pub struct SplitRows<'a> {
+    pub input: &'a Path,
+    pub opts: &'a KeyOptions,
+    pub split: &'a Split,
+    pub matches: &'a Matches,
+}
+
+impl MatchedRows for SplitRows<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>) -> Result<usize> {
+        if let Some(h) = &self.split.header {
+            each(RowBatch::Header(h))?;
         }
-        let mut seen = 0;
-        let result = for_each_segment(input, opts, split.segment_bytes, |s| {
+        let (mut count, mut seen) = (0, 0);
+        for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
-                if matches.has(s.rows_before + i as u64) {
-                    write_row(w, s.input.bytes(&row.bytes))?;
+                if self.matches.has(s.rows_before + i as u64) {
+                    each(RowBatch::Text(s.input.bytes(&row.bytes)))?;
                     count += 1;
                 }
             }
             Ok(())
-        });
+        })?;
         // Matches are kept by row number: a file that changed since it was split cannot
         // be written from them.
-        let result = result.and_then(|_| match seen == split.rows {
-            true => Ok(()),
-            false => Err(Error::Usage(format!(
+        if seen != self.split.rows {
+            return Err(Error::Usage(format!(
                 "'{}' changed while venn ran ({} rows when split, {seen} now); nothing written",
-                input.display(),
-                split.rows
-            ))),
-        });
-        if let Err(e) = result {
-            failed = Some(e);
-            return Err(std::io::Error::other("stopped"));
+                self.input.display(),
+                self.split.rows
+            )));
         }
-        Ok(())
-    });
-    written.map_err(|e| failed.take().unwrap_or(e))?;
-    Ok(count)
+        Ok(count)
+    }
 }
 
 #[cfg(test)]

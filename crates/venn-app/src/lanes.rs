@@ -12,7 +12,8 @@
 //! lane ran every bucket.
 
 use crate::buckets::{self, group_keys, padded_size, run_bucket};
-use crate::input::Input;
+use crate::input::memory::KeysInMemory;
+use crate::input::source::InputSource;
 use crate::party::{refuse_whole_outputs_in_buckets, Link};
 use crate::threads;
 use crate::transport::Transport;
@@ -39,7 +40,7 @@ pub struct Coordinator {
     listens: bool,
     protocol: &'static dyn Protocol,
     options: Options,
-    input: Input,
+    input: KeysInMemory,
     /// The input's key indices in each bucket.
     groups: Vec<Vec<u32>>,
     agreed: Agreed,
@@ -81,7 +82,7 @@ impl Coordinator {
         link: &Link,
         role: Role,
         both: bool,
-        input: Input,
+        input: KeysInMemory,
         lanes: usize,
         bucket_rows: Option<u64>,
         on_bound: impl FnOnce(SocketAddr),
@@ -100,10 +101,10 @@ impl Coordinator {
                     .into(),
             ));
         }
-        protocol.check_values(role, input.keys.value_columns())?;
-        protocol.check_items(link.spec.options, &input.keys)?;
+        protocol.check_values(role, input.keys().value_columns())?;
+        protocol.check_items(link.spec.options, input.keys())?;
         link.check_endpoint()?;
-        let rows = input.keys.len() as u64;
+        let rows = input.keys().len() as u64;
         let mut chan = link.connect(on_bound, None)?;
         // Enough buckets for every lane, but no more than the rows justify (the peer
         // refuses more).
@@ -114,7 +115,7 @@ impl Coordinator {
             log2_buckets: buckets::log2_buckets(rows, bucket_rows)
                 .max(for_lanes)
                 .min(justified),
-            form: input.form,
+            form: input.form(),
         };
         let agreed = link.exchange(&mut *chan, plan, role)?;
         chan.send(&(lanes as u64).to_le_bytes())?;
@@ -133,7 +134,7 @@ impl Coordinator {
         h.update(&agreed.digest());
         h.update(&chan.binding().unwrap_or_default());
         h.update(&(lanes as u64).to_le_bytes());
-        let groups = group_keys(&input.keys, agreed.log2_buckets());
+        let groups = group_keys(input.keys(), agreed.log2_buckets());
         Ok(Coordinator {
             chan,
             role,
@@ -198,7 +199,7 @@ impl Coordinator {
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
         // then the keys' bytes — laid out to be read back in bulk.
-        let keys = &self.input.keys;
+        let keys = self.input.keys();
         let blobs: Vec<usize> = mine()
             .map(|(_, group)| group.iter().map(|&k| keys.get(k as usize).len()).sum())
             .collect();
@@ -252,7 +253,7 @@ impl Coordinator {
         let mut seen = vec![false; self.lanes];
         let mut matched = Vec::new();
         let mut summary = Summary {
-            n_self: self.input.keys.len() as u64,
+            n_self: self.input.keys().len() as u64,
             n_peer: self.agreed.peer.rows,
             ..Summary::default()
         };
@@ -292,7 +293,7 @@ impl Coordinator {
         if self.chan.recv(8)? != buckets.to_le_bytes() {
             return Err(Error::Handshake("the peer did not run every bucket".into()));
         }
-        if matched.iter().any(|&k| k >= self.input.keys.len()) {
+        if matched.iter().any(|&k| k >= self.input.keys().len()) {
             return Err(Error::Usage(
                 "a lane's result names a key past the input".into(),
             ));
@@ -522,7 +523,7 @@ mod tests {
         }
     }
 
-    fn input(keys: &[String]) -> Input {
+    fn input(keys: &[String]) -> KeysInMemory {
         let opts = KeyOptions {
             format: Format::Lines,
             columns: Vec::new(),
@@ -532,7 +533,7 @@ mod tests {
             value_columns: Vec::new(),
             delimiter: b',',
         };
-        Input::from_keys(keys, None, &opts).unwrap()
+        KeysInMemory::new(keys, None, &opts).unwrap()
     }
 
     /// One party: its coordinator, and each lane's worker in a thread of its own.

@@ -2,8 +2,8 @@
 //! protocol — read and normalise its keys ([`input`]), agree the run plan and go bucket by
 //! bucket when the input is larger than memory ([`buckets`], in [`temp_dirs`]), link to the
 //! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
-//! lanes: [`lanes`]; on as many [`threads`] as the cores allow), write its rows
-//! ([`output`], where the [`destination`] allows), show progress ([`progress`]) — a
+//! lanes: [`lanes`]; on as many [`threads`] as the cores allow), hand its output to a sink
+//! ([`sink`]: rows, JSON, where the [`destination`] allows; [`output`]: the statistics), show progress ([`progress`]) — a
 //! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
 //! ([`keygen`]). How a party reads its input within `--max-memory` (whole, in buckets, or
 //! not at all) is decided before any of it is read (`reading`).
@@ -20,6 +20,7 @@ pub mod output;
 pub mod party;
 pub mod progress;
 mod reading;
+pub mod sink;
 pub mod temp_dirs;
 pub mod threads;
 pub mod thunder;

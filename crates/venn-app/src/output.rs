@@ -1,13 +1,8 @@
-//! Writing results: the intersecting rows and the statistics, each as
-//! [`Destination`] says (a regular file atomically — a temporary file in the same
-//! directory, renamed into place — so a failed run leaves no file).
+//! What a run wrote ([`Written`], from its [`crate::sink::OutputSink`]) and its
+//! machine-readable statistics ([`Stats`], written as `--stats-json` says).
 
-use crate::destination::Destination;
-use crate::input::Input;
-use std::io::Write;
-use std::path::Path;
 use venn::protocols::Output;
-use venn::{Report, Result};
+use venn::Report;
 
 /// What was written to `--output`.
 #[derive(Clone, Copy, Debug)]
@@ -16,83 +11,6 @@ pub enum Written {
     Rows(usize),
     /// A JSON object with the count or sum.
     Json,
-}
-
-/// Writes a party's output: the matching rows for indices, a JSON object for a count or a
-/// sum (also when no file is given: it then goes to stdout). Nothing for no output.
-pub fn write_output(
-    path: Option<&Path>,
-    input: &Input,
-    output: &Output,
-) -> Result<Option<Written>> {
-    let json = match output {
-        Output::Nothing => return Ok(None),
-        Output::Indices(ix) => {
-            return match path {
-                Some(p) => Ok(Some(Written::Rows(write_rows(p, input, ix)?))),
-                None => Ok(None),
-            }
-        }
-        Output::Count(c) => serde_json::json!({ "intersection_size": c }),
-        // A u64 above 2^53 does not fit a JSON number exactly: written as a decimal string.
-        // The sum of each value column, in the sender's order; the first also alone.
-        Output::Sum { count, sums } => serde_json::json!({
-            "intersection_size": count,
-            "intersection_sum": sums.first().map(u64::to_string),
-            "intersection_sums": sums.iter().map(u64::to_string).collect::<Vec<_>>(),
-        }),
-        Output::Threshold { threshold, reached } => {
-            serde_json::json!({ "threshold": threshold, "reached": reached })
-        }
-    };
-    match path {
-        Some(p) => {
-            Destination::of(p, "--output")?.write(|w| {
-                serde_json::to_writer_pretty(&mut *w, &json)?;
-                w.write_all(b"\n")
-            })?;
-            Ok(Some(Written::Json))
-        }
-        None => {
-            Destination::Stdout.write(|w| writeln!(w, "{json}"))?;
-            Ok(None)
-        }
-    }
-}
-
-/// Writes the header and every row whose key is in `intersection` (indices of distinct
-/// keys), in input order, each exactly as it is in the input file. Returns the number of
-/// rows written.
-pub fn write_rows(path: &Path, input: &Input, intersection: &[usize]) -> Result<usize> {
-    let member = input.members(intersection);
-    let mut count = 0;
-    Destination::of(path, "--output")?.write(|w| {
-        if let Some(header) = &input.header {
-            w.write_all(input.bytes(header))?;
-        }
-        // Rows that follow each other in the file go out as one slice.
-        let mut run = 0..0;
-        for row in input.rows.iter().filter(|r| member[r.key as usize]) {
-            count += 1;
-            if row.bytes.start == run.end && input.bytes(&run).ends_with(b"\n") {
-                run.end = row.bytes.end;
-                continue;
-            }
-            write_row(w, input.bytes(&run))?;
-            run = row.bytes.clone();
-        }
-        write_row(w, input.bytes(&run))
-    })?;
-    Ok(count)
-}
-
-/// Writes rows (as in the input file), ending the last with a line break if it has none.
-pub fn write_row(w: &mut dyn Write, rows: &[u8]) -> std::io::Result<()> {
-    w.write_all(rows)?;
-    if rows.is_empty() || rows.ends_with(b"\n") {
-        return Ok(());
-    }
-    w.write_all(b"\n")
 }
 
 /// The machine-readable statistics of a run.
@@ -155,21 +73,15 @@ pub struct PhaseStat<'a> {
 }
 
 impl<'a> Stats<'a> {
-    /// From a report, the input it ran on (none for a precomputation) and what was
-    /// written.
-    pub fn new(
-        report: &'a Report,
-        input: Option<&Input>,
-        written: Option<&Written>,
-        threads: usize,
-    ) -> Self {
+    /// From a report and what was written (the input's rows are the caller's to add).
+    pub fn new(report: &'a Report, written: Option<&Written>, threads: usize) -> Self {
         let out = &report.output;
         Stats {
             protocol: report.protocol,
             role: report.role.name(),
             items: report.n_self,
-            rows: input.map(|i| i.rows.len()),
-            duplicate_rows: input.map(|i| i.duplicates),
+            rows: None,
+            duplicate_rows: None,
             peer_items: report.n_peer,
             output: out.kind().name(),
             intersection: out.indices().map(<[usize]>::len),
@@ -207,52 +119,5 @@ impl<'a> Stats<'a> {
                 })
                 .collect(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::input::{read_input, Format, KeyOptions};
-
-    #[test]
-    fn counts_and_sums_are_written_as_json() {
-        let dir = tempfile::tempdir().unwrap();
-        let csv = dir.path().join("in.csv");
-        std::fs::write(&csv, "k\na\nb\n").unwrap();
-        let keys = KeyOptions {
-            format: Format::Csv,
-            columns: Vec::new(),
-            trim: false,
-            lowercase: false,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
-        };
-        let input = read_input(&csv, &keys).unwrap();
-        let path = dir.path().join("out.json");
-        let w = write_output(Some(&path), &input, &Output::Count(42)).unwrap();
-        assert!(matches!(w, Some(Written::Json)));
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v["intersection_size"], 42);
-        std::fs::remove_file(&path).unwrap();
-        write_output(
-            Some(&path),
-            &input,
-            &Output::Sum {
-                count: 3,
-                sums: vec![u64::MAX, 7],
-            },
-        )
-        .unwrap();
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v["intersection_sum"], u64::MAX.to_string());
-        assert_eq!(v["intersection_sums"][1], "7");
-        assert_eq!(v["intersection_size"], 3);
-        let w = write_output(Some(&path), &input, &Output::Indices(vec![1])).unwrap();
-        assert!(matches!(w, Some(Written::Rows(1))));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "k\nb\n");
     }
 }

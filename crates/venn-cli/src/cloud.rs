@@ -11,9 +11,10 @@ use venn::protocols::Progress;
 use venn::{Error, Result};
 use venn_app::destination::check_output_path;
 use venn_app::input::read_input;
-use venn_app::output::write_rows;
+use venn_app::input::source::Matching;
 use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::progress::Spinner;
+use venn_app::sink::write_rows;
 use venn_app::thunder::{self, Partners};
 use venn_app::transport::TlsArgs;
 use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
@@ -684,7 +685,13 @@ fn result(r: ResultCli) -> Result<()> {
     let input = read_input(&r.keys.input, &r.keys.options(Vec::new()))?;
     let run = wait_for(&client, &r)?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
-    let rows = write_rows(&r.output, &input, &matched)?;
+    let rows = write_rows(
+        &r.output,
+        &Matching {
+            source: &input,
+            intersection: &matched,
+        },
+    )?;
     eprintln!(
         "venn cloud: run {}: {} of your {} keys matched ({} rows written to '{}'); \
          the service worked {} s",

@@ -96,14 +96,20 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
     );
     let (sent, received) = std::thread::scope(|s| {
         let t = s.spawn(|| {
-            run_party(&bob_args, Role::Receiver, None, |addr| {
-                let _ = tx.send(addr);
-            })
+            run_party(
+                &bob_args,
+                Role::Receiver,
+                &mut bob_args.file_output(),
+                None,
+                |addr| {
+                    let _ = tx.send(addr);
+                },
+            )
         });
         let sent = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(addr) => {
                 let a = args(alice.clone(), None, Endpoint::Connect(addr.to_string()));
-                run_party(&a, Role::Sender, None, |_| {})
+                run_party(&a, Role::Sender, &mut a.file_output(), None, |_| {})
             }
             Err(_) => Err(Error::Timeout(Duration::from_secs(30))),
         };

@@ -649,7 +649,8 @@ impl PartyCli {
 }
 
 fn party(cli: PartyCli, role: Role) -> Result<()> {
-    let outcome = run_party(&cli.into_args()?, role, None, |addr| {
+    let args = cli.into_args()?;
+    let outcome = run_party(&args, role, &mut args.file_output(), None, |addr| {
         eprintln!("venn: listening on {addr}");
     })?;
     eprintln!("{}", summary(&outcome));

@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::time::Duration;
-use venn_app::input::Input;
+use venn_app::input::memory::KeysInMemory;
+use venn_app::input::source::InputSource;
 use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::thunder::{self, Partners};
 use venn_cloud::api::{Task, DEFAULT_CHUNK_ITEMS};
@@ -122,7 +123,7 @@ impl CloudClient {
     ) -> PyResult<String> {
         let opts = key_options(trim, lowercase, skip_empty);
         let input = py
-            .detach(|| Input::from_keys(&items, None, &opts))
+            .detach(|| KeysInMemory::new(&items, None, &opts))
             .map_err(to_py)?;
         let heard = |sent: u64, total: u64| {
             if let Some(f) = &progress {
@@ -137,8 +138,8 @@ impl CloudClient {
             .detach(|| {
                 self.client.upload(
                     dataset,
-                    &input.keys,
-                    &input.form.to_string(),
+                    input.keys(),
+                    &input.form().to_string(),
                     &key_file,
                     chunk_items,
                     &heard,
@@ -258,11 +259,11 @@ impl CloudClient {
         let key = load_key(key_file)?;
         let opts = key_options(trim, lowercase, skip_empty);
         py.detach(|| {
-            let input = Input::from_keys(&items, None, &opts).map_err(to_py)?;
+            let input = KeysInMemory::new(&items, None, &opts).map_err(to_py)?;
             (self.client.wait(run, wait))
                 .and_then(|_| {
-                    let form = input.form.to_string();
-                    self.client.result(&key, run, &input.keys, &form)
+                    let form = input.form().to_string();
+                    self.client.result(&key, run, input.keys(), &form)
                 })
                 .map(|matched| input.matched_positions(&matched))
                 .map_err(to_py_cloud)

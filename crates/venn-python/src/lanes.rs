@@ -3,7 +3,8 @@
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
-use crate::{to_py, Party, RunResult, Setup, Source, UsageError};
+use crate::result::{Learned, RunResult};
+use crate::{to_py, Party, Setup, Source, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::net::TcpListener;
@@ -132,21 +133,13 @@ impl LanedRun {
             .take();
         let c = taken.ok_or_else(|| UsageError::new_err("this run has finished"))?;
         let (summary, matched) = py.detach(|| c.finish(&results)).map_err(to_py)?;
-        Ok(RunResult {
-            protocol: self.protocol.clone(),
-            role: self.role.name().to_owned(),
-            matched,
-            count: summary.matched_keys,
-            sum: None,
-            sums: None,
-            reached: None,
-            n_self: summary.n_self,
-            n_peer: summary.n_peer,
-            seconds: summary.seconds,
-            bytes_sent: summary.bytes_sent,
-            bytes_received: summary.bytes_received,
-            rows_written: None,
-        })
+        let learned = Learned::lanes(matched, summary.matched_keys);
+        Ok(RunResult::of_lanes(
+            self.protocol.clone(),
+            self.role.name(),
+            learned,
+            &summary,
+        ))
     }
 }
 

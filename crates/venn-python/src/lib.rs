@@ -9,19 +9,21 @@
 
 mod cloud;
 mod lanes;
+mod result;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyFloat, PyString};
+use result::{Learning, RunResult};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
-use venn::protocols::{Bins, Offline, Options, Output, Progress, Stash};
+use venn::protocols::{Bins, Offline, Options, Progress, Stash};
 use venn::session::run_plan::KeyMismatch;
 use venn::session::Role;
-use venn_app::input::{parse_delimiter, Format, Input, KeyOptions};
-use venn_app::output::Written;
+use venn_app::input::memory::KeysInMemory;
+use venn_app::input::{parse_delimiter, Format, KeyOptions};
 use venn_app::party::{run_keys, run_party, DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
 use venn_app::transport::TlsArgs;
 
@@ -325,62 +327,6 @@ struct Settings {
     max_memory: u64,
 }
 
-/// What a party learned and measured.
-#[pyclass(frozen, get_all, module = "venn")]
-struct RunResult {
-    /// The protocol's name.
-    protocol: String,
-    /// "sender" or "receiver".
-    role: String,
-    /// Positions (0-based, ascending) of the items whose keys are in the intersection,
-    /// for a party that learns them; else None.
-    matched: Option<Vec<usize>>,
-    /// The intersection's size, for a party that learns it (or the matched keys' count).
-    count: Option<u64>,
-    /// The sum of the sender's values over the intersection (sum protocols): of its
-    /// first value column.
-    sum: Option<u64>,
-    /// The sum of each of the sender's value columns, in its order (sum protocols).
-    sums: Option<Vec<u64>>,
-    /// Whether the intersection reached the threshold (threshold protocols).
-    reached: Option<bool>,
-    /// Distinct keys on this side and the peer's.
-    n_self: u64,
-    n_peer: u64,
-    /// Seconds of the run (both phases), and bytes sent and received.
-    seconds: f64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    /// Rows written to `output`, for a party run on a file that learns them; else None.
-    rows_written: Option<usize>,
-}
-
-#[pymethods]
-impl RunResult {
-    fn __repr__(&self) -> String {
-        /// An optional field as Python writes it.
-        fn py<T: std::fmt::Display>(v: &Option<T>) -> String {
-            v.as_ref().map_or("None".into(), T::to_string)
-        }
-        let reached = self.reached.map(|r| if r { "True" } else { "False" });
-        format!(
-            "RunResult(protocol={:?}, role={:?}, matched={}, count={}, sum={}, reached={}, \
-             n_self={}, n_peer={}, seconds={:.3})",
-            self.protocol,
-            self.role,
-            self.matched
-                .as_ref()
-                .map_or("None".into(), |m| format!("[{} positions]", m.len())),
-            py(&self.count),
-            py(&self.sum),
-            py(&reached),
-            self.n_self,
-            self.n_peer,
-            self.seconds
-        )
-    }
-}
-
 /// Calls a Python callable with each phase's name.
 pub(crate) struct PyProgress(Py<PyAny>);
 
@@ -416,7 +362,7 @@ pub(crate) struct Setup {
 /// Where a party's keys are.
 pub(crate) enum Source {
     /// Given in memory, read.
-    Keys(Input),
+    Keys(KeysInMemory),
     /// In a file, read when the party runs, as `venn send --input` reads it (`output`:
     /// where the matched rows go, with the file's delimiter).
     File {
@@ -539,7 +485,7 @@ impl Party {
                 }
                 let read = py.detach(|| {
                     let values = values.as_deref().map(|v| (v, value_columns));
-                    Input::from_keys(&items, values, &opts)
+                    KeysInMemory::new(&items, values, &opts)
                 });
                 Source::Keys(read.map_err(to_py)?)
             }
@@ -616,63 +562,42 @@ impl Party {
             on_listening,
             progress,
         } = self.take()?;
-        let (report, matched, rows_written) = py
-            .detach(|| {
-                let on_bound = |addr| tell(&on_listening, addr);
-                let progress = progress.as_ref().map(|p| p as &dyn Progress);
-                match source {
-                    Source::Keys(input) => {
-                        let run = run_keys(&link, role, both, &input, progress, on_bound)?;
-                        Ok((run.0, run.1, None))
-                    }
-                    Source::File {
+        py.detach(|| {
+            let on_bound = |addr| tell(&on_listening, addr);
+            let progress = progress.as_ref().map(|p| p as &dyn Progress);
+            match source {
+                Source::Keys(input) => {
+                    let mut sink = Learning::keys();
+                    let report =
+                        run_keys(&link, role, both, &input, &mut sink, progress, on_bound)?;
+                    Ok(RunResult::of(&report, sink.learned, None))
+                }
+                Source::File {
+                    input,
+                    output,
+                    keys,
+                } => {
+                    let args = PartyArgs {
+                        link,
                         input,
                         output,
                         keys,
-                    } => {
-                        let args = PartyArgs {
-                            link,
-                            input,
-                            output,
-                            keys,
-                            both,
-                            state: None,
-                            bucket_rows: None,
-                            bucket_dir: None,
-                        };
-                        let outcome = run_party(&args, role, progress, on_bound)?;
-                        let rows = match outcome.written {
-                            Some(Written::Rows(n)) => Some(n),
-                            _ => None,
-                        };
-                        Ok((outcome.report, None, rows))
-                    }
+                        both,
+                        state: None,
+                        bucket_rows: None,
+                        bucket_dir: None,
+                    };
+                    let mut sink = Learning::file(args.output.as_deref());
+                    let outcome = run_party(&args, role, &mut sink, progress, on_bound)?;
+                    Ok(RunResult::of(
+                        &outcome.report,
+                        sink.learned,
+                        outcome.written,
+                    ))
                 }
-            })
-            .map_err(to_py)?;
-        let (count, sums, reached) = match report.output {
-            Output::Count(c) => (Some(c), None, None),
-            Output::Sum { count, ref sums } => (Some(count), Some(sums.clone()), None),
-            Output::Threshold { reached, .. } => (None, None, Some(reached)),
-            Output::Indices(ref k) => (Some(k.len() as u64), None, None),
-            Output::Nothing => (None, None, None),
-        };
-        let sum = sums.as_ref().and_then(|s| s.first().copied());
-        Ok(RunResult {
-            protocol: report.protocol.to_owned(),
-            role: role.name().to_owned(),
-            matched,
-            count,
-            sum,
-            sums,
-            reached,
-            n_self: report.n_self,
-            n_peer: report.n_peer,
-            seconds: (report.offline() + report.online()).as_secs_f64(),
-            bytes_sent: report.traffic.sent,
-            bytes_received: report.traffic.received,
-            rows_written,
+            }
         })
+        .map_err(to_py)
     }
 }
 
@@ -708,9 +633,13 @@ mod _venn {
     #[pymodule_export]
     use super::lanes::{Lane, LanedRun};
     #[pymodule_export]
+    use super::result::{
+        Intersection, IntersectionSize, IntersectionSum, NoOutput, RunResult, Threshold,
+    };
+    #[pymodule_export]
     use super::{
-        keygen, protocols, CheatingDetected, NetworkError, Party, PeerError, RunResult,
-        ServiceError, UsageError, VennError,
+        keygen, protocols, CheatingDetected, NetworkError, Party, PeerError, ServiceError,
+        UsageError, VennError,
     };
 
     /// Items per uploaded chunk unless `chunk_items` says otherwise (venn-cloud's).

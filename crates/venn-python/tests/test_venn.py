@@ -61,7 +61,10 @@ def test_two_python_processes_get_the_intersection():
     assert r.matched == [1, 2, 3], "every position of a matched key, repeats included"
     assert (r.protocol, r.role, r.n_self, r.n_peer) == ("rr22", "receiver", 4, 4)
     assert r.count == 2 and r.bytes_sent > 0 and r.bytes_received > 0
-    assert "count=2, sum=None, reached=None" in repr(r), repr(r)
+    # One typed object for the output's kind; the flat attributes read it.
+    assert isinstance(r.output, venn.Intersection), r.output
+    assert (r.output.matched, r.output.count) == ([1, 2, 3], 2)
+    assert "output=Intersection(matched=[1, 2, 3], count=2)" in repr(r), repr(r)
     assert phases, "progress heard of the phases"
     kind, sent = child.result()
     assert kind == "result" and sent["matched"] is None and sent["n_peer"] == 4
@@ -103,7 +106,7 @@ def test_a_normalisation_mismatch_is_refused_naming_both_settings():
     child = Child("receive", [" A@X.org", "b", "C"], trim=True, lowercase=True,
                   allow_key_mismatch=True)
     r = venn.send([" A@X.org", "b", "C"], connect=child.addr, allow_key_mismatch=True)
-    assert r.count is None
+    assert r.count is None and isinstance(r.output, venn.NoOutput), r.output
     kind, got = child.result()
     assert kind == "result" and got["matched"] == [1], got
 
@@ -161,6 +164,7 @@ def test_file_parties_read_other_delimiters_and_write_rows_with_them(tmp_path: P
     r = venn.receive_file(tmp_path / "r.csv", out, column="email", delimiter=";",
                           connect=child.addr)
     assert (r.rows_written, r.count, r.matched) == (2, 2, None)
+    assert isinstance(r.output, venn.Intersection) and r.output.matched is None
     assert out.read_text() == 'name;email\n"Turing; Alan";alan@x.org\nGrace;grace@x.org\n'
     assert child.result()[0] == "result"
     (tmp_path / "s.tsv").write_text("n\tk\n1\tc\n2\tx\n")
@@ -301,6 +305,8 @@ def test_a_sum_over_the_intersection(protocol):
     child = Child("send", ["a", "b", "c", "d"], values=[5, 7, 11, 13], protocol=protocol)
     r = venn.receive(["b", "d", "x"], connect=child.addr, protocol=protocol)
     assert (r.count, r.sum, r.sums, r.matched) == (2, 20, [20], None)
+    assert isinstance(r.output, venn.IntersectionSum)
+    assert (r.output.count, r.output.sum, r.output.sums) == (2, 20, [20])
     assert child.result()[0] == "result"
     with pytest.raises(venn.UsageError, match="the same number of values for every key"):
         venn.send(["a"], values=[1, 2], connect="127.0.0.1:1", protocol=protocol)
@@ -364,3 +370,17 @@ def test_defaults_are_the_command_lines():
     assert settings.max_peer_items == int(cli["max_peer_items"])
     mem_total_kib = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())[1])
     assert settings.max_memory == mem_total_kib * 1024 // 2
+
+
+def test_a_count_and_a_threshold_come_as_their_own_objects():
+    child = Child("send", ["a", "b", "c"], protocol="rr22-ca")
+    r = venn.receive(["b", "c", "x"], connect=child.addr, protocol="rr22-ca")
+    assert isinstance(r.output, venn.IntersectionSize) and r.output.count == 2, r.output
+    assert (r.count, r.matched, r.reached) == (2, None, None)
+    assert child.result()[0] == "result"
+    child = Child("send", ["a", "b", "c"], protocol="rr22-ca", threshold=3)
+    r = venn.receive(["b", "c", "x"], connect=child.addr, protocol="rr22-ca", threshold=3)
+    assert isinstance(r.output, venn.Threshold), r.output
+    assert (r.output.threshold, r.output.reached, r.reached, r.count) == (3, False, False, None)
+    assert repr(r.output) == "Threshold(threshold=3, reached=False)"
+    assert child.result()[0] == "result"

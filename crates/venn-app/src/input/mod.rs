@@ -5,8 +5,8 @@
 //! row a value (`--value-column`, for a sum over the intersection): the values of a
 //! repeated key's rows are added.
 //!
-//! At disk speed: the file is read into one buffer and rows are byte ranges in it (the
-//! output copies them back verbatim). A CSV body without any quote character is split by
+//! At disk speed: the file is read into one buffer and rows are byte ranges in it (its
+//! [`source::InputSource`] hands the matched ones back as they are, nothing copied). A CSV body without any quote character is split by
 //! hand; one with quotes goes through the `csv` crate, which handles quoting and embedded
 //! line breaks. Duplicates are found with a table of key indices under a fast hash that is
 //! keyed afresh each run (so a crafted file cannot make it slow).
@@ -20,8 +20,12 @@ use venn::{Error, Items, Result};
 
 pub mod footprint;
 pub mod fuzz;
+pub mod memory;
 mod scan;
 pub mod segments;
+pub mod source;
+
+use source::{InputSource, RowBatch, RowCounts};
 
 /// Input file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,81 +129,6 @@ pub struct Input {
 }
 
 impl Input {
-    /// No rows at all (keys of one column, taken as they are).
-    pub fn empty() -> Self {
-        Input {
-            data: Vec::new(),
-            header: None,
-            rows: Vec::new(),
-            keys: Items::new(),
-            duplicates: 0,
-            skipped_empty: 0,
-            form: KeyForm {
-                trim: false,
-                lowercase: false,
-                columns: 1,
-            },
-        }
-    }
-
-    /// Keys given in memory, one row each in this order (with `columns` values each, row
-    /// by row, if given), normalised and deduplicated as a file's keys are: the input of a
-    /// party whose rows are not in a file (the Python package's).
-    pub fn from_keys<K: AsRef<[u8]>>(
-        keys: &[K],
-        values: Option<(&[u64], usize)>,
-        opts: &KeyOptions,
-    ) -> Result<Input> {
-        let columns = values.map_or(0, |(_, c)| c);
-        if columns > venn::protocols::MAX_VALUE_COLUMNS {
-            return Err(Error::Usage(format!(
-                "at most {} value columns, not {columns}",
-                venn::protocols::MAX_VALUE_COLUMNS
-            )));
-        }
-        if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
-            return Err(Error::Usage(
-                "the same number of values for every key".into(),
-            ));
-        }
-        let opts = KeyOptions {
-            value_columns: (0..columns).map(|c| format!("value {c}")).collect(),
-            ..opts.clone()
-        };
-        let bytes = keys.iter().map(|k| k.as_ref().len()).sum();
-        let mut b = Builder::new(&opts, keys.len(), bytes);
-        for (i, key) in keys.iter().enumerate() {
-            let row = values.map_or(&[][..], |(v, c)| &v[i * c..(i + 1) * c]);
-            b.add_fields(i as u64 + 1, &[key.as_ref()], Values::Numbers(row), i..i)
-                .map_err(|e| match e {
-                    Error::Input { line, reason } => {
-                        Error::Usage(format!("the key at position {}: {reason}", line - 1))
-                    }
-                    e => e,
-                })?;
-        }
-        Ok(b.finish(Vec::new(), None))
-    }
-
-    /// Which distinct keys `intersection` names (indices into `keys`), as a flag per key.
-    pub fn members(&self, intersection: &[usize]) -> Vec<bool> {
-        let mut member = vec![false; self.keys.len()];
-        for &i in intersection {
-            member[i] = true;
-        }
-        member
-    }
-
-    /// For keys given in memory ([`Input::from_keys`]): the positions in the list given of
-    /// the keys that `intersection` names, ascending (skipped empty keys are never named).
-    pub fn matched_positions(&self, intersection: &[usize]) -> Vec<usize> {
-        let member = self.members(intersection);
-        (self.rows.iter())
-            .filter(|r| member[r.key as usize])
-            .map(|r| r.bytes.start)
-            .collect()
-    }
-
     /// The bytes of a row or the header, as they are in the file.
     pub fn bytes(&self, range: &Range<usize>) -> &[u8] {
         &self.data[range.clone()]
@@ -210,6 +139,57 @@ impl Input {
     pub fn memory(&self) -> u64 {
         (self.data.capacity() + self.rows.capacity() * std::mem::size_of::<Row>()) as u64
             + self.keys.memory()
+    }
+}
+
+/// A file read whole (CSV or lines): its rows are byte ranges in its one buffer, handed
+/// back as they are, rows that follow each other in the file as one batch.
+impl InputSource for Input {
+    fn keys(&self) -> &Items {
+        &self.keys
+    }
+
+    fn form(&self) -> KeyForm {
+        self.form
+    }
+
+    fn counts(&self) -> RowCounts {
+        RowCounts {
+            kept: self.rows.len() as u64,
+            duplicates: self.duplicates as u64,
+            skipped_empty: self.skipped_empty as u64,
+        }
+    }
+
+    fn memory(&self) -> u64 {
+        Input::memory(self)
+    }
+
+    fn matched_rows(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        if let Some(header) = &self.header {
+            each(RowBatch::Header(self.bytes(header)))?;
+        }
+        let mut count = 0;
+        let mut run = 0..0;
+        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
+            count += 1;
+            if row.bytes.start == run.end && self.bytes(&run).ends_with(b"\n") {
+                run.end = row.bytes.end;
+                continue;
+            }
+            if !run.is_empty() {
+                each(RowBatch::Text(self.bytes(&run)))?;
+            }
+            run = row.bytes.clone();
+        }
+        if !run.is_empty() {
+            each(RowBatch::Text(self.bytes(&run)))?;
+        }
+        Ok(count)
     }
 }
 
@@ -760,53 +740,6 @@ mod tests {
             };
             assert!(e.to_string().contains(refusal), "{e}");
         }
-    }
-
-    /// Keys in memory are normalised and deduplicated as a file's are; the matched rows
-    /// are every row of a matched key.
-    #[test]
-    fn keys_in_memory_are_read_as_a_files_keys() {
-        let o = opts(Format::Lines, &[]);
-        let keys: [&[u8]; 4] = [b" A@x ", b"b", b"a@X", b"\xff"];
-        let input = Input::from_keys(&keys, None, &o).unwrap();
-        let file = read(" A@x \nb\na@X\n", &o);
-        assert_eq!(input.keys.len(), 3);
-        for k in 0..2 {
-            assert_eq!(input.keys.get(k), file.keys.get(k));
-        }
-        assert_eq!(input.duplicates, 1);
-        assert_eq!(input.matched_positions(&[0]), [0, 2]);
-        assert_eq!(input.matched_positions(&[1, 2]), [1, 3]);
-        let valued = Input::from_keys(&keys, Some((&[1, 2, 3, 4], 1)), &o).unwrap();
-        assert_eq!(valued.keys.values().unwrap(), [4, 2, 4]);
-        assert!(Input::from_keys(&keys, Some((&[1], 1)), &o).is_err());
-        let two = Input::from_keys(&keys, Some((&[1, 10, 2, 20, 3, 30, 4, 40], 2)), &o).unwrap();
-        assert_eq!(two.keys.values().unwrap(), [4, 40, 2, 20, 4, 40]);
-        assert_eq!(two.keys.value_columns(), 2);
-        assert!(Input::from_keys(&keys, Some((&[1, 2, 3], 2)), &o).is_err());
-        // No more columns than a sum takes, even with no keys.
-        let none: [&[u8]; 0] = [];
-        assert!(Input::from_keys(&none, Some((&[], 17)), &o).is_err());
-        assert!(Input::from_keys(&none, Some((&[], 16)), &o).is_ok());
-        let empty: [&[u8]; 2] = [b"a", b" "];
-        let Err(e) = Input::from_keys(&empty, None, &o) else {
-            panic!("an empty key is refused")
-        };
-        assert!(
-            e.to_string().contains("the key at position 1: empty key"),
-            "an empty key after trimming, named by its position: {e}"
-        );
-        let skip = KeyOptions {
-            skip_empty: true,
-            ..o.clone()
-        };
-        let keys: [&[u8]; 4] = [b" ", b"a", b"", b"a"];
-        let input = Input::from_keys(&keys, None, &skip).unwrap();
-        assert_eq!(
-            input.matched_positions(&[0]),
-            [1, 3],
-            "positions in the list given, skipped keys counted"
-        );
     }
 
     fn rows(input: &Input) -> Vec<String> {

@@ -10,8 +10,8 @@ holding a matched key is reported, as the command line reports every matched row
 >>> # one process                                  # another
 >>> r = venn.receive(["a@x.org", "b@y.org"],        # venn.send(["b@y.org", "c@z.org"],
 ...                  listen="127.0.0.1:7700")       #           connect="127.0.0.1:7700")
->>> r.matched
-[1]
+>>> r.output
+Intersection(matched=[1], count=1)
 
 :func:`send_file` and :func:`receive_file` run a party on a file instead, as the command
 line does (CSV separated by commas, semicolons, tabs or bars, or lines; the matched rows
@@ -29,9 +29,14 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from ._venn import (
     CheatingDetected,
+    Intersection,
+    IntersectionSize,
+    IntersectionSum,
     NetworkError,
+    NoOutput,
     PeerError,
     RunResult,
+    Threshold,
     ServiceError,
     UsageError,
     VennError,
@@ -53,10 +58,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheatingDetected",
+    "Intersection",
+    "IntersectionSize",
+    "IntersectionSum",
     "NetworkError",
+    "NoOutput",
     "PartyOptions",
     "PeerError",
     "RunResult",
+    "Threshold",
     "ServiceError",
     "UsageError",
     "VennError",
@@ -186,7 +196,7 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     - ``both``: the sender learns the matched positions too (both sides pass it);
     - ``values``: one integer per item, for the sum protocols — or, for ``rr22-sum``, a
       tuple of integers per item (one for each value column, up to 16), whose sums come
-      back in ``RunResult.sums`` (``sum`` is the first's);
+      back in an :class:`IntersectionSum` (``sums``; ``sum`` is the first's);
     - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation (a missing key —
       ``None``, ``NaN``, pandas' ``NA`` — is empty: skipped with ``skip_empty=True``, an
       error otherwise); both parties must trim and lower-case alike, or the run is refused
@@ -213,8 +223,10 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
 
 def receive(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     """Run the receiving party of a PSI run: learn which of ``items`` the peer also holds
-    (``RunResult.matched``: ascending positions into ``items``), or what the protocol
-    outputs instead (a count, a sum, a threshold's answer). Options as for :func:`send`.
+    (``RunResult.output``, an :class:`Intersection` whose ``matched`` are ascending
+    positions into ``items``), or what the protocol outputs instead: an
+    :class:`IntersectionSize`, an :class:`IntersectionSum` or a :class:`Threshold`. Options
+    as for :func:`send`.
     """
     return _party("receive", items, options)
 

@@ -1,0 +1,208 @@
+//! Keys given in memory (the Python package's, `venn.ray`'s lanes, a Thunder client's):
+//! one row a key, in the order given, normalised and deduplicated as a file's keys are; the
+//! matched rows are handed back as their positions in the list given.
+
+use super::source::{members, InputSource, RowBatch, RowCounts};
+use super::{Builder, Input, KeyOptions, Values};
+use venn::session::run_plan::KeyForm;
+use venn::{Error, Items, Result};
+
+/// How many positions a batch of matched rows holds.
+const BATCH: usize = 1 << 12;
+
+/// Keys given in memory, read: an [`Input`] without a file, each row's span the empty
+/// range at its position in the list given.
+pub struct KeysInMemory {
+    input: Input,
+}
+
+impl KeysInMemory {
+    /// Keys given in memory, one row each in this order (with `columns` values each, row
+    /// by row, if given), normalised and deduplicated as a file's keys are: the input of a
+    /// party whose rows are not in a file. Each row's span is the
+    /// empty range at its position.
+    pub fn new<K: AsRef<[u8]>>(
+        keys: &[K],
+        values: Option<(&[u64], usize)>,
+        opts: &KeyOptions,
+    ) -> Result<KeysInMemory> {
+        let columns = values.map_or(0, |(_, c)| c);
+        if columns > venn::protocols::MAX_VALUE_COLUMNS {
+            return Err(Error::Usage(format!(
+                "at most {} value columns, not {columns}",
+                venn::protocols::MAX_VALUE_COLUMNS
+            )));
+        }
+        if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
+            return Err(Error::Usage(
+                "the same number of values for every key".into(),
+            ));
+        }
+        let opts = KeyOptions {
+            value_columns: (0..columns).map(|c| format!("value {c}")).collect(),
+            ..opts.clone()
+        };
+        let bytes = keys.iter().map(|k| k.as_ref().len()).sum();
+        let mut b = Builder::new(&opts, keys.len(), bytes);
+        for (i, key) in keys.iter().enumerate() {
+            let row = values.map_or(&[][..], |(v, c)| &v[i * c..(i + 1) * c]);
+            b.add_fields(i as u64 + 1, &[key.as_ref()], Values::Numbers(row), i..i)
+                .map_err(|e| match e {
+                    Error::Input { line, reason } => {
+                        Error::Usage(format!("the key at position {}: {reason}", line - 1))
+                    }
+                    e => e,
+                })?;
+        }
+        Ok(KeysInMemory {
+            input: b.finish(Vec::new(), None),
+        })
+    }
+
+    /// The positions in the list given of the keys that `intersection` names (indices
+    /// into the keys), ascending (skipped empty keys are never named).
+    pub fn matched_positions(&self, intersection: &[usize]) -> Vec<usize> {
+        let member = members(self.input.keys.len(), intersection);
+        self.positions(&member).collect()
+    }
+
+    /// The positions of the rows whose keys `member` flags, ascending.
+    fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
+        (self.input.rows.iter())
+            .filter(|r| member[r.key as usize])
+            .map(|r| r.bytes.start)
+    }
+}
+
+impl InputSource for KeysInMemory {
+    fn keys(&self) -> &Items {
+        &self.input.keys
+    }
+
+    fn form(&self) -> KeyForm {
+        self.input.form
+    }
+
+    fn counts(&self) -> RowCounts {
+        self.input.counts()
+    }
+
+    fn memory(&self) -> u64 {
+        self.input.memory()
+    }
+
+    fn matched_rows(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
+        for position in self.positions(member) {
+            batch.push(position);
+            if batch.len() == BATCH {
+                each(RowBatch::Positions(&batch))?;
+                count += BATCH;
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            each(RowBatch::Positions(&batch))?;
+        }
+        Ok(count + batch.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{read_input, Format};
+
+    fn opts() -> KeyOptions {
+        KeyOptions {
+            format: Format::Lines,
+            columns: Vec::new(),
+            trim: true,
+            lowercase: true,
+            skip_empty: false,
+            value_columns: Vec::new(),
+            delimiter: b',',
+        }
+    }
+
+    fn read(text: &str, o: &KeyOptions) -> Input {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, text).unwrap();
+        read_input(&p, o).unwrap()
+    }
+
+    /// Keys in memory are normalised and deduplicated as a file's are; the matched rows
+    /// are every row of a matched key.
+    #[test]
+    fn keys_in_memory_are_read_as_a_files_keys() {
+        let o = opts();
+        let keys: [&[u8]; 4] = [b" A@x ", b"b", b"a@X", b"\xff"];
+        let input = KeysInMemory::new(&keys, None, &o).unwrap();
+        let file = read(" A@x \nb\na@X\n", &o);
+        assert_eq!(input.keys().len(), 3);
+        for k in 0..2 {
+            assert_eq!(input.keys().get(k), file.keys.get(k));
+        }
+        assert_eq!(input.counts().duplicates, 1);
+        assert_eq!(input.matched_positions(&[0]), [0, 2]);
+        assert_eq!(input.matched_positions(&[1, 2]), [1, 3]);
+        let valued = KeysInMemory::new(&keys, Some((&[1, 2, 3, 4], 1)), &o).unwrap();
+        assert_eq!(valued.keys().values().unwrap(), [4, 2, 4]);
+        assert!(KeysInMemory::new(&keys, Some((&[1], 1)), &o).is_err());
+        let two = KeysInMemory::new(&keys, Some((&[1, 10, 2, 20, 3, 30, 4, 40], 2)), &o).unwrap();
+        assert_eq!(two.keys().values().unwrap(), [4, 40, 2, 20, 4, 40]);
+        assert_eq!(two.keys().value_columns(), 2);
+        assert!(KeysInMemory::new(&keys, Some((&[1, 2, 3], 2)), &o).is_err());
+        // No more columns than a sum takes, even with no keys.
+        let none: [&[u8]; 0] = [];
+        assert!(KeysInMemory::new(&none, Some((&[], 17)), &o).is_err());
+        assert!(KeysInMemory::new(&none, Some((&[], 16)), &o).is_ok());
+        let empty: [&[u8]; 2] = [b"a", b" "];
+        let Err(e) = KeysInMemory::new(&empty, None, &o) else {
+            panic!("an empty key is refused")
+        };
+        assert!(
+            e.to_string().contains("the key at position 1: empty key"),
+            "an empty key after trimming, named by its position: {e}"
+        );
+        let skip = KeyOptions {
+            skip_empty: true,
+            ..o.clone()
+        };
+        let keys: [&[u8]; 4] = [b" ", b"a", b"", b"a"];
+        let input = KeysInMemory::new(&keys, None, &skip).unwrap();
+        assert_eq!(
+            input.matched_positions(&[0]),
+            [1, 3],
+            "positions in the list given, skipped keys counted"
+        );
+    }
+
+    /// The matched rows come back as positions, in batches of at most [`BATCH`], all of
+    /// them counted.
+    #[test]
+    fn matched_positions_come_in_batches() {
+        let keys: Vec<String> = (0..2 * BATCH + 5).map(|k| k.to_string()).collect();
+        let input = KeysInMemory::new(&keys, None, &opts()).unwrap();
+        let member = vec![true; keys.len()];
+        let (mut sizes, mut all) = (Vec::new(), Vec::new());
+        let count = input
+            .matched_rows(&member, &mut |batch| {
+                let RowBatch::Positions(p) = batch else {
+                    panic!("positions, not {batch:?}")
+                };
+                sizes.push(p.len());
+                all.extend_from_slice(p);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(count, keys.len());
+        assert_eq!(sizes, [BATCH, BATCH, 5]);
+        assert!(all.iter().copied().eq(0..keys.len()));
+    }
+}

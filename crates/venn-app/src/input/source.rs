@@ -1,0 +1,86 @@
+//! What a party's run needs of its input, whatever holds it ([`InputSource`]), and the
+//! matched rows handed back once the run is over ([`MatchedRows`], in [`RowBatch`]es).
+//!
+//! The protocol reads the distinct keys in one store ([`Items`]), never a key at a time
+//! through the trait; the matched rows come back in batches: a text file's consecutive rows
+//! as one slice of its buffer (as they are in the file, nothing copied), keys given in
+//! memory as their positions. A new source (Parquet, a database cursor, a dataset shard)
+//! is one impl; a new form of rows one [`RowBatch`] variant, which each sink takes or
+//! refuses.
+
+use std::io;
+use venn::session::run_plan::KeyForm;
+use venn::{Error, Items, Result};
+
+/// What a party's run needs of its input.
+pub trait InputSource {
+    /// The distinct keys, in order of first appearance, with the values of their rows.
+    fn keys(&self) -> &Items;
+    /// How the keys were taken: what the run plan tells the peer.
+    fn form(&self) -> KeyForm;
+    /// How many rows it has, and which of them were not run.
+    fn counts(&self) -> RowCounts;
+    /// The memory it holds, in bytes, as `--max-memory` counts it while the protocol runs.
+    fn memory(&self) -> u64;
+    /// Hands the rows of the keys `member` flags (one flag per key of
+    /// [`keys`](Self::keys)) to `each`, in input order and in batches; returns how many
+    /// rows. Fails only where `each` does.
+    fn matched_rows(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(RowBatch) -> io::Result<()>,
+    ) -> io::Result<usize>;
+}
+
+/// A source's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowCounts {
+    /// Rows kept (not skipped), repeats included.
+    pub kept: u64,
+    /// Kept rows whose key had already appeared (run once, output with the others).
+    pub duplicates: u64,
+    /// Rows skipped for an empty key.
+    pub skipped_empty: u64,
+}
+
+/// Matched rows, in input order, as their source holds them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowBatch<'a> {
+    /// A text file's header row, as it is in the file (before any row).
+    Header(&'a [u8]),
+    /// Rows of a text file that follow each other in it, as they are there: each ends
+    /// with its line break but perhaps the file's last.
+    Text(&'a [u8]),
+    /// Positions (0-based, ascending) of rows given in memory.
+    Positions(&'a [usize]),
+}
+
+/// The matched rows of a finished run, fetched as a sink takes them.
+pub trait MatchedRows {
+    /// Hands every matched row to `each`, in input order and in batches; returns how many
+    /// rows. An error of `each` comes back as [`Error::Io`], unchanged.
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize>;
+}
+
+/// The rows of the keys a run matched in a source held whole: those of `source`'s keys
+/// that `intersection` names (indices into its keys).
+pub struct Matching<'a> {
+    pub source: &'a dyn InputSource,
+    pub intersection: &'a [usize],
+}
+
+impl MatchedRows for Matching<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
+        let member = members(self.source.keys().len(), self.intersection);
+        self.source.matched_rows(&member, each).map_err(Error::Io)
+    }
+}
+
+/// Which of `keys` keys `intersection` names, as a flag per key.
+pub fn members(keys: usize, intersection: &[usize]) -> Vec<bool> {
+    let mut member = vec![false; keys];
+    for &i in intersection {
+        member[i] = true;
+    }
+    member
+}

@@ -1,0 +1,486 @@
+//! The stages of a party's run on a file, each a function with its own result:
+//! check → read (whole or split) → connect and agree the plan → run (whole or bucketed)
+//! → write → report. [`super::run_party`] is their list; [`super::run_keys`] (keys held
+//! in memory) shares the agreement and the run on an input held whole.
+
+use super::{Link, Outcome, PartyArgs};
+use crate::buckets::{self, Matches, Split, SplitRows};
+use crate::destination::check_output_path;
+use crate::input::read_input;
+use crate::input::source::{InputSource, Matching};
+use crate::output::{Stats, Written};
+use crate::progress::Spinner;
+use crate::reading::{self, Reading};
+use crate::sink::{Delivered, OutputSink};
+use crate::threads;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Instant;
+use venn::net::Channel;
+use venn::protocols::Progress as _;
+use venn::protocols::{Output, OutputKind, Protocol};
+use venn::session::run_plan::{Agreed, Plan};
+use venn::session::Role;
+use venn::{Error, LoadedState, Report, Result, RunOptions};
+
+/// What the checks settle before anything is read.
+pub(super) struct Checked {
+    pub protocol: &'static dyn Protocol,
+    pub role: Role,
+    /// The threads the run may use ([bounded](threads::bounded) to the cores).
+    pub threads: usize,
+    /// Whether this party learns rows: it is the receiver of a protocol that outputs the
+    /// intersection, or a sender with `--both`.
+    pub learns_rows: bool,
+}
+
+/// Check: the protocol and its options, what the party's output needs, the output and
+/// statistics paths and the peer's address — all before the input is read, so that a
+/// refusal comes first.
+pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
+    let protocol = args.link.protocol()?;
+    let threads = threads::bounded(args.link.spec.threads)?;
+    protocol.check_values(role, args.keys.value_columns.len())?;
+    let output = protocol.info().role(role).output;
+    let learns_rows = output == OutputKind::Indices || (role == Role::Sender && args.both);
+    if role == Role::Receiver && learns_rows && args.output.is_none() {
+        return Err(Error::Usage("receive needs --output FILE".into()));
+    }
+    let learns = args.both || output != OutputKind::Nothing;
+    if role == Role::Sender && !learns && args.output.is_some() {
+        return Err(Error::Usage(
+            "the sender learns nothing without --both (which both parties pass): drop --output, \
+             or pass --both"
+                .into(),
+        ));
+    }
+    check_paths(args)?;
+    args.link.check_endpoint()?;
+    Ok(Checked {
+        protocol,
+        role,
+        threads,
+        learns_rows,
+    })
+}
+
+/// The output and statistics files may be written: neither is an input (the file or the
+/// state), nor the other.
+fn check_paths(args: &PartyArgs) -> Result<()> {
+    let inputs: Vec<&Path> = [Some(args.input.as_path()), args.state.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let Some(out) = &args.output {
+        check_output_path(out, "--output", &inputs)?;
+    }
+    let Some(stats) = &args.link.stats_json else {
+        return Ok(());
+    };
+    if args.output.as_deref() == Some(stats.as_path()) {
+        return Err(Error::Usage(
+            "--stats-json must not be the --output file".into(),
+        ));
+    }
+    let taken: Vec<&Path> = inputs
+        .iter()
+        .copied()
+        .chain(args.output.as_deref())
+        .collect();
+    check_output_path(stats, "--stats-json", &taken)
+}
+
+/// A party's input, read: whole (a file of any format, as its source), or split into
+/// bucket files on disk.
+pub(super) enum Read {
+    Whole(Box<dyn InputSource>),
+    /// Split for buckets of about `bucket_rows` rows.
+    Split {
+        split: Split,
+        bucket_rows: u64,
+    },
+}
+
+impl Read {
+    /// What the input holds in memory through the run (a split one's buckets count
+    /// theirs as they are run).
+    pub(super) fn memory(&self) -> u64 {
+        match self {
+            Read::Whole(input) => input.memory(),
+            Read::Split { .. } => 0,
+        }
+    }
+}
+
+/// The read stage's result: the input, and what the report says of its reading.
+pub(super) struct ReadInput {
+    pub read: Read,
+    pub tally: Tally,
+}
+
+/// What the report says of the input's reading.
+#[derive(Clone, Copy)]
+pub(super) struct Tally {
+    /// Rows kept (not skipped for an empty key), repeats included.
+    pub rows: u64,
+    /// Seconds spent reading it (parsing, normalising, deduplicating or splitting).
+    pub seconds: f64,
+}
+
+/// Read: whole, or split into bucket files, as [`reading::choose`] decides within
+/// `--max-memory`. Empty keys skipped are warned of here, and so are the repeated keys of
+/// a file read whole (a split file's are known only once its buckets are deduplicated:
+/// [`report`] warns of them).
+pub(super) fn read(
+    args: &PartyArgs,
+    checked: &Checked,
+    spinner: Option<&Spinner>,
+) -> Result<ReadInput> {
+    let started = Instant::now();
+    let read = match reading::choose(args, checked.protocol, checked.role)? {
+        Reading::Whole => Read::Whole(Box::new(read_input(&args.input, &args.keys)?)),
+        Reading::Split {
+            bucket_rows,
+            segment_bytes,
+        } => {
+            if args.state.is_some() {
+                return Err(Error::Usage(
+                    "a precomputed state (--state) cannot run in buckets (--bucket-rows)".into(),
+                ));
+            }
+            let split = split(args, checked, bucket_rows, segment_bytes, spinner, started)?;
+            Read::Split { split, bucket_rows }
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let (rows, skipped) = match &read {
+        Read::Whole(source) => {
+            let counts = source.counts();
+            warn_duplicates(&args.input, counts.duplicates);
+            (counts.kept, counts.skipped_empty)
+        }
+        Read::Split { split, .. } => (split.rows, split.skipped_empty),
+    };
+    if skipped > 0 {
+        eprintln!("venn: warning: skipped {skipped} rows with an empty key");
+    }
+    Ok(ReadInput {
+        read,
+        tally: Tally { rows, seconds },
+    })
+}
+
+/// Splits the input into bucket files of at most about `per` rows (for rows of 16 bytes
+/// or more; at most 256 files open at once), read in segments of `segment_bytes`; its
+/// keys are checked against the protocol as they are split. The spinner shows the rate
+/// since `started`.
+fn split(
+    args: &PartyArgs,
+    checked: &Checked,
+    per: u64,
+    segment_bytes: usize,
+    spinner: Option<&Spinner>,
+    started: Instant,
+) -> Result<Split> {
+    let size = std::fs::metadata(&args.input)
+        .map_err(Error::file("open input", &args.input))?
+        .len();
+    let files = size
+        .div_ceil(per.max(1).saturating_mul(16))
+        .next_power_of_two()
+        .min(1 << 8);
+    if let Some(s) = spinner {
+        s.phase("splitting the input into buckets");
+    }
+    let progress = |rows: u64| {
+        if let Some(s) = spinner {
+            let rate = rows as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            s.message(&format!(
+                "splitting the input into buckets: {:.1} M rows, {:.1} M rows/s",
+                rows as f64 / 1e6,
+                rate / 1e6
+            ));
+        }
+    };
+    buckets::split(
+        &args.input,
+        &args.keys,
+        args.bucket_dir.as_deref(),
+        files.trailing_zeros() as u8,
+        segment_bytes,
+        progress,
+        |keys| checked.protocol.check_items(args.link.spec.options, keys),
+    )
+}
+
+/// Warns of rows that repeat an earlier key of `input`.
+fn warn_duplicates(input: &Path, duplicates: u64) {
+    if duplicates > 0 {
+        eprintln!(
+            "venn: warning: {duplicates} rows repeat an earlier key in '{}'; each key is run \
+             once and all its rows are output",
+            input.display()
+        );
+    }
+}
+
+/// A party linked to its peer, the run plans agreed.
+pub(super) struct Connected {
+    pub chan: Box<dyn Channel>,
+    pub agreed: Agreed,
+    /// The precomputed state (`--state`), read and checked.
+    pub loaded: Option<LoadedState>,
+}
+
+/// Connect and agree the plan: a precomputed state is read and checked, and keys the
+/// protocol cannot run on (not σ-bit integers) are refused, before the peer is contacted
+/// (a split input's were checked as it was split); then the link, and the run plans. A
+/// file read whole announces its distinct keys (as the session hello does); a split one
+/// its rows (its distinct keys are known only bucket by bucket). The state is used up only
+/// once the peer has confirmed the online session.
+pub(super) fn connect(
+    args: &PartyArgs,
+    checked: &Checked,
+    input: &ReadInput,
+    opts: &RunOptions,
+    on_bound: impl FnOnce(SocketAddr),
+    spinner: Option<&Spinner>,
+) -> Result<Connected> {
+    let loaded = (args.state.as_ref())
+        .map(|path| venn::load_state(path, opts))
+        .transpose()?;
+    let form = args.keys.form();
+    let plan = match &input.read {
+        Read::Whole(whole) => {
+            let refused = |e: Error| Error::Usage(format!("'{}': {e}", args.input.display()));
+            if let Some(state) = &loaded {
+                state.check_items(whole.keys().len()).map_err(refused)?;
+            }
+            (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
+            let rows = whole.keys().len() as u64;
+            Plan {
+                rows,
+                log2_buckets: 0,
+                form,
+            }
+        }
+        Read::Split { split, bucket_rows } => Plan {
+            rows: split.rows,
+            log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
+            form,
+        },
+    };
+    let splits = matches!(input.read, Read::Split { .. });
+    let (chan, agreed) = agree(
+        &args.link,
+        checked.protocol,
+        checked.role,
+        plan,
+        splits,
+        on_bound,
+        spinner,
+    )?;
+    Ok(Connected {
+        chan,
+        agreed,
+        loaded,
+    })
+}
+
+/// Reaches the peer and exchanges the run plans. A protocol whose output is a function of
+/// the whole intersection is refused if the run goes bucket by bucket (our input `splits`,
+/// or either side's plan asks for buckets).
+pub(super) fn agree(
+    link: &Link,
+    protocol: &dyn Protocol,
+    role: Role,
+    plan: Plan,
+    splits: bool,
+    on_bound: impl FnOnce(SocketAddr),
+    spinner: Option<&Spinner>,
+) -> Result<(Box<dyn Channel>, Agreed)> {
+    let mut chan = link.connect(on_bound, spinner)?;
+    let agreed = link.exchange(&mut *chan, plan, role)?;
+    if splits || agreed.log2_buckets() > 0 {
+        super::refuse_whole_outputs_in_buckets(protocol)?;
+    }
+    Ok((chan, agreed))
+}
+
+/// The run stage's result.
+pub(super) struct Ran {
+    pub report: Report,
+    /// Whether the run went bucket by bucket.
+    pub bucketed: bool,
+    pub matched: Matched,
+}
+
+/// What a run matched, with the input it ran on.
+pub(super) enum Matched {
+    /// On an input read whole: the output over its keys (bucket by bucket, the matched
+    /// keys' indices).
+    Keys {
+        input: Box<dyn InputSource>,
+        output: Output,
+    },
+    /// On a split file: the matched rows, by number.
+    Rows { split: Split, matches: Matches },
+}
+
+/// Run: the protocol on an input read whole (in one session, from a precomputed state if
+/// one was loaded, or bucket by bucket when the peer splits its input), or on a split one
+/// bucket by bucket. The spinner says which bucket is running.
+pub(super) fn run(
+    connected: Connected,
+    read: Read,
+    opts: &RunOptions,
+    spinner: Option<&Spinner>,
+) -> Result<Ran> {
+    let Connected {
+        mut chan,
+        agreed,
+        loaded,
+    } = connected;
+    let progress = |done: u64, all: u64| {
+        if let Some(s) = spinner {
+            s.context(&format!("bucket {} of {all}: ", (done + 1).min(all)));
+        }
+    };
+    let bucketed = matches!(read, Read::Split { .. }) || agreed.log2_buckets() > 0;
+    let (report, matched) = match read {
+        Read::Whole(input) => {
+            let (report, output) = run_whole(&mut *chan, &*input, &agreed, loaded, opts, progress)?;
+            (report, Matched::Keys { input, output })
+        }
+        Read::Split { .. } if loaded.is_some() => return Err(super::state_in_buckets()),
+        Read::Split { split, .. } => {
+            let source = buckets::Source::Disk(&split);
+            let (report, matches) =
+                buckets::run_buckets(&mut *chan, &agreed, &source, opts, progress)?;
+            (report, Matched::Rows { split, matches })
+        }
+    };
+    Ok(Ran {
+        report,
+        bucketed,
+        matched,
+    })
+}
+
+/// Runs the protocol over `chan` on an input held whole, once the bucket plans are
+/// `agreed`: in one run (from a precomputed state, if `loaded`), or bucket by bucket when
+/// the peer splits its input. Returns the report and the output over the input's keys
+/// (bucket by bucket, the matched keys' indices).
+pub(super) fn run_whole(
+    chan: &mut dyn Channel,
+    input: &dyn InputSource,
+    agreed: &Agreed,
+    loaded: Option<LoadedState>,
+    opts: &RunOptions,
+    progress: impl FnMut(u64, u64),
+) -> Result<(Report, Output)> {
+    if agreed.log2_buckets() == 0 {
+        let mut chan = agreed.bind(chan);
+        let report = match loaded {
+            Some(state) => venn::run_online(&mut chan, input.keys(), state, opts)?,
+            None => venn::run(&mut chan, input.keys(), opts)?,
+        };
+        let output = report.output.clone();
+        return Ok((report, output));
+    }
+    if loaded.is_some() {
+        return Err(super::state_in_buckets());
+    }
+    let source = buckets::Source::Memory(input);
+    let (report, matches) = buckets::run_buckets(chan, agreed, &source, opts, progress)?;
+    let output = match report.output {
+        Output::Nothing => Output::Nothing,
+        _ => {
+            let keys = (0..input.keys().len() as u64).filter(|&k| matches.has(k));
+            Output::Indices(keys.map(|k| k as usize).collect())
+        }
+    };
+    Ok((report, output))
+}
+
+/// The write stage's result.
+pub(super) struct Wrote {
+    pub written: Option<Written>,
+    /// Seconds spent writing.
+    pub seconds: f64,
+}
+
+/// Write: what the run output, handed to `sink` by kind — the matched rows (a split
+/// file's read again), a count, a sum or a threshold's answer.
+pub(super) fn write(
+    args: &PartyArgs,
+    checked: &Checked,
+    ran: &Ran,
+    sink: &mut dyn OutputSink,
+) -> Result<Wrote> {
+    let started = Instant::now();
+    let written = match &ran.matched {
+        Matched::Keys { input, output } => {
+            let rows = Matching {
+                source: &**input,
+                intersection: output.indices().unwrap_or_default(),
+            };
+            sink.take(Delivered::of(output, &rows))?
+        }
+        Matched::Rows { split, matches } => {
+            let rows = SplitRows {
+                input: &args.input,
+                opts: &args.keys,
+                split,
+                matches,
+            };
+            // A bucketed run reports the matched keys' count.
+            match (checked.learns_rows, &ran.report.output) {
+                (true, &Output::Count(keys)) => sink.take(Delivered::Rows { rows: &rows, keys })?,
+                (_, output) => sink.take(Delivered::of(output, &rows))?,
+            }
+        }
+    };
+    Ok(Wrote {
+        written,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Report: a split file's repeated keys warned of, the statistics written
+/// (`--stats-json`), and the outcome.
+pub(super) fn report(
+    args: &PartyArgs,
+    checked: &Checked,
+    tally: Tally,
+    ran: Ran,
+    wrote: Wrote,
+) -> Result<Outcome> {
+    let Ran {
+        report, bucketed, ..
+    } = ran;
+    let rows = tally.rows;
+    // Every row is a distinct key or repeats one (n_self: our distinct keys).
+    let duplicates = rows - report.n_self.min(rows);
+    if matches!(ran.matched, Matched::Rows { .. }) {
+        warn_duplicates(&args.input, duplicates);
+    }
+    let mut stats = Stats::new(&report, wrote.written.as_ref(), checked.threads);
+    (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));
+    // Buckets report the matched keys as a count (their indices are not kept); the stats
+    // say what the run computed, as one run would.
+    if let (true, Output::Count(k)) = (bucketed, &report.output) {
+        if checked.protocol.info().role(checked.role).output == OutputKind::Indices {
+            stats.output = OutputKind::Indices.name();
+            (stats.intersection, stats.intersection_size) = (Some(*k as usize), None);
+        }
+    }
+    let files = (tally.seconds, wrote.seconds);
+    (stats.input_seconds, stats.output_seconds) = (Some(files.0), Some(files.1));
+    args.link.write_stats(&stats)?;
+    Ok(Outcome {
+        report,
+        written: wrote.written,
+        files: Some(files),
+    })
+}
