@@ -21,15 +21,15 @@
 //! at a time.
 //!
 //! Its parts: this file (the schema's migrations, opening, quotas, the row locks every
-//! transaction takes first), `clients` (registration, invites, nonces), `datasets`
-//! (datasets and their chunks), `runs` (a run's life: tokens, start, expiry, end),
-//! `pretokens` (pre-tokens and preprocessed runs' scalars), `tasks` (leases and answers),
-//! `workers` (external workers' enrolment and quarantine) and `files` (the data
-//! directory's paths, atomic writes).
+//! transaction takes first, a run's state read from its row), `clients` (registration,
+//! invites, nonces), `datasets` (datasets and their chunks), `runs` (a run's life: tokens,
+//! start, expiry, end), `pretokens` (pre-tokens and preprocessed runs' scalars), `tasks`
+//! (leases and answers), `workers` (external workers' enrolment and quarantine) and
+//! `files` (the data directory's paths, atomic writes).
 
-use crate::api::{now, DatasetState};
+use crate::api::{now, DatasetState, RunState};
 use crate::error::{Error, Result};
-use sqlx::any::AnyPoolOptions;
+use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use std::path::{Path, PathBuf};
 
@@ -250,6 +250,14 @@ async fn lock_owned_dataset(
     lock_client(tx, &owner).await?;
     lock_dataset(tx, dataset, state).await?;
     Ok(owner)
+}
+
+/// The run state in column `column` of `row`. Here rather than in `runs`: `tasks` reads
+/// it too, and `runs` imports from `tasks`, so the two would import each other.
+fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
+    let state: String = row.get(column);
+    RunState::parse(&state)
+        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")))
 }
 
 /// Takes the service's row until the transaction ends: the transactions that check a

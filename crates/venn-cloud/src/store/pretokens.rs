@@ -2,8 +2,8 @@
 //! its values, the pre-tokens of a dataset, and a preprocessed run's pre-tokens and
 //! scalars; values on disk bounded and swept once used.
 
-use super::runs::{raised_side, refuse_unless_waiting, refuse_used_token, run_state, start};
-use super::{lock_dataset, Store};
+use super::runs::{raised_side, refuse_unless_waiting, refuse_used_token, start};
+use super::{lock_dataset, run_state, Store};
 use crate::api::{self, now, DatasetState, Pretoken, PretokenState, RunState};
 use crate::error::{Error, Result};
 use sqlx::Row;

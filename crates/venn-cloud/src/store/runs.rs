@@ -3,10 +3,9 @@
 //! finished once joined.
 
 use super::tasks::TaskState;
-use super::{lock_dataset, Store};
+use super::{lock_dataset, run_state, Store};
 use crate::api::{self, now, DatasetState, Run, RunKind, RunSide, RunState};
 use crate::error::{Error, Result};
-use sqlx::any::AnyRow;
 use sqlx::Row;
 
 /// The side of a preprocessed run whose values are raised: the smaller (side 0 on a tie).
@@ -347,11 +346,4 @@ pub(super) async fn start(
         .await?;
     }
     Ok(())
-}
-
-/// The run state in column `column` of `row`.
-pub(super) fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
-    let state: String = row.get(column);
-    RunState::parse(&state)
-        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")))
 }

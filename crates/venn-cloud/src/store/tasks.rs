@@ -2,8 +2,7 @@
 //! input (a chunk's points, or a preprocessed run's raised values), and their answers.
 
 use super::files::write_in_background;
-use super::runs::run_state;
-use super::Store;
+use super::{run_state, Store};
 use crate::api::{self, now, RunState, Work};
 use crate::crypto::{self, Secret};
 use crate::error::{Error, Result};
