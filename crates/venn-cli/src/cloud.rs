@@ -1,4 +1,5 @@
-//! `venn cloud`: Thunder's service, its workers and its clients (see `venn-cloud`).
+//! `venn cloud`: Thunder's service (see `venn-service`), its workers and its clients (see
+//! `venn-cloud`).
 
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
@@ -19,10 +20,10 @@ use venn_app::transport::TlsArgs;
 use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
-use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
-use venn_cloud::server::{self, Config, Registration, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
+use venn_service::enrolment::Enrolment;
+use venn_service::server::{self, Config, Registration, Setup};
 
 #[derive(Subcommand)]
 pub enum CloudCommand {
@@ -89,7 +90,7 @@ impl StoreCli {
     }
 }
 
-/// The service's defaults, venn-cloud's (what `serve`'s options default to).
+/// The service's defaults, venn-service's (what `serve`'s options default to).
 static DEFAULTS: LazyLock<Config> = LazyLock::new(Config::default);
 
 /// A cap on connections: `min` to 2^20.
@@ -481,7 +482,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 
 fn serve(s: ServeCli) -> Result<()> {
     check_connection_caps(&s)?;
-    venn_cloud::logs::init()?;
+    venn_service::logs::init()?;
     // 0: no pool of its own.
     let threads = match s.threads {
         0 => 0,
