@@ -93,6 +93,9 @@ impl StoreCli {
 /// The service's defaults, venn-service's (what `serve`'s options default to).
 static DEFAULTS: LazyLock<Config> = LazyLock::new(Config::default);
 
+/// An external worker's defaults, venn-cloud's (what `worker`'s options default to).
+static WORKER_DEFAULTS: LazyLock<WorkerConfig> = LazyLock::new(WorkerConfig::default);
+
 /// A cap on connections: `min` to 2^20.
 fn connections(min: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(min..=1 << 20)
@@ -222,7 +225,7 @@ pub struct WorkerCli {
     #[arg(long, value_name = "FILE")]
     worker_identity: PathBuf,
     /// Threads for pairing (at least 1, at most the cores it may use).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = WORKER_DEFAULTS.threads)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
     #[arg(long, value_name = "SECONDS")]
@@ -400,8 +403,8 @@ pub fn cloud(command: CloudCommand) -> Result<()> {
             let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
                 threads,
-                poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
+                ..WORKER_DEFAULTS.clone()
             };
             let done = worker::run(&server, &identity, &config)?;
             eprintln!("venn cloud worker: {done} tasks done");
