@@ -530,9 +530,13 @@ fn add(mut a: Report, b: Report) -> Report {
 /// `opts`) again, segment by segment as it was split: a row at a time, each as it is in
 /// the file.
 pub struct SplitRows<'a> {
+    /// The file that was split.
     pub input: &'a Path,
+    /// How its keys were taken.
     pub opts: &'a KeyOptions,
+    /// Its buckets, as they were written.
     pub split: &'a Split,
+    /// The rows each bucket's run matched.
     pub matches: &'a Matches,
 }
 

@@ -23,15 +23,27 @@ pub enum Delivered<'a> {
     /// The intersection's rows, fetched from their source as the sink takes them, and
     /// how many distinct keys of ours they hold.
     Rows {
+        /// The matched rows.
         rows: &'a dyn MatchedRows,
+        /// How many distinct keys of ours they hold.
         keys: u64,
     },
     /// The intersection's size.
     Count(u64),
     /// The intersection's size and the sums of the sender's value columns over it.
-    Sum { count: u64, sums: &'a [u64] },
+    Sum {
+        /// The intersection's size.
+        count: u64,
+        /// The sums, one per value column.
+        sums: &'a [u64],
+    },
     /// Whether the intersection has at least `threshold` items.
-    Threshold { threshold: u64, reached: bool },
+    Threshold {
+        /// The threshold asked about.
+        threshold: u64,
+        /// Whether the intersection reached it.
+        reached: bool,
+    },
     /// Nothing: the party learns nothing.
     Nothing,
 }
@@ -61,6 +73,7 @@ impl<'a> Delivered<'a> {
 /// first, written whole ([`Destination`]); a count, a sum or a threshold's answer as a
 /// JSON object (on stdout without a file). Rows without a file are not written.
 pub struct FileOutput<'a> {
+    /// `--output`, if given.
     pub path: Option<&'a Path>,
 }
 

@@ -1,4 +1,5 @@
-//! `venn cloud`: Thunder's service, its workers and its clients (see `venn-cloud`).
+//! `venn cloud`: Thunder's service (see `venn-service`), its workers and its clients (see
+//! `venn-cloud`).
 
 use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
@@ -20,10 +21,10 @@ use venn_app::transport::TlsArgs;
 use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
-use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
-use venn_cloud::server::{self, Config, Registration, Setup};
 use venn_cloud::worker::{self, WorkerConfig};
+use venn_service::enrolment::Enrolment;
+use venn_service::server::{self, Config, Registration, Setup};
 
 #[derive(Subcommand)]
 pub(crate) enum CloudCommand {
@@ -90,8 +91,11 @@ impl StoreCli {
     }
 }
 
-/// The service's defaults, venn-cloud's (what `serve`'s options default to).
+/// The service's defaults, venn-service's (what `serve`'s options default to).
 static DEFAULTS: LazyLock<Config> = LazyLock::new(Config::default);
+
+/// An external worker's defaults, venn-cloud's (what `worker`'s options default to).
+static WORKER_DEFAULTS: LazyLock<WorkerConfig> = LazyLock::new(WorkerConfig::default);
 
 /// A cap on connections: `min` to 2^20.
 fn connections(min: u64) -> clap::builder::RangedU64ValueParser<usize> {
@@ -222,7 +226,7 @@ pub(crate) struct WorkerCli {
     #[arg(long, value_name = "FILE")]
     worker_identity: PathBuf,
     /// Threads for pairing (at least 1, at most the cores it may use).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = WORKER_DEFAULTS.threads)]
     threads: usize,
     /// Exit after this many seconds without work (default: run until stopped).
     #[arg(long, value_name = "SECONDS")]
@@ -400,8 +404,8 @@ pub(crate) fn cloud(command: CloudCommand) -> Result<()> {
             let identity = WorkerIdentity::load(&w.worker_identity)?;
             let config = WorkerConfig {
                 threads,
-                poll: Duration::from_millis(500),
                 idle_exit: w.idle_exit.map(Duration::from_secs),
+                ..WORKER_DEFAULTS.clone()
             };
             let done = worker::run(&server, &identity, &config)?;
             eprintln!("venn cloud worker: {done} tasks done");
@@ -482,7 +486,7 @@ fn client(c: &ClientCli) -> Result<Client> {
 
 fn serve(s: ServeCli) -> Result<()> {
     check_connection_caps(&s)?;
-    venn_cloud::logs::init()?;
+    venn_service::logs::init()?;
     // 0: no pool of its own.
     let threads = match s.threads {
         0 => 0,

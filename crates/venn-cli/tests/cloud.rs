@@ -698,7 +698,7 @@ fn an_invalid_rust_log_is_refused() {
         venn()
             .args(["cloud", "serve", "--listen", "127.0.0.1:0", "--data"])
             .arg(tmp.path().join("data"))
-            .env("RUST_LOG", "venn_cloud=loudest")
+            .env("RUST_LOG", "venn_service=loudest")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

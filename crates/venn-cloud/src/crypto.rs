@@ -373,8 +373,8 @@ pub fn raised(values: &[Gt], e: &Secret) -> Vec<Gt> {
 // no conversion between a Gt and blst's element; these two are the casts that layout allows.
 const _: () = assert!(std::mem::size_of::<Gt>() == std::mem::size_of::<blst::blst_fp12>());
 
-/// A value as blst's element.
-pub(crate) fn gt_limbs(g: &Gt) -> &blst::blst_fp12 {
+/// A value as blst's element (the service's three-party join reads its limbs).
+pub fn gt_limbs(g: &Gt) -> &blst::blst_fp12 {
     // SAFETY: the same layout (above), and every blst_fp12 bit pattern blstrs makes is one.
     unsafe { &*(g as *const Gt as *const blst::blst_fp12) }
 }

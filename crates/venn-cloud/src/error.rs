@@ -42,6 +42,38 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The HTTP status the service answers the error with ([`Error::from_answer`] reads
+    /// it back).
+    pub fn status(&self) -> u16 {
+        match self {
+            Error::BadRequest(_) => 400,
+            Error::Unauthenticated(_) => 401,
+            Error::Forbidden(_) => 403,
+            Error::NotFound(_) => 404,
+            Error::Conflict(_) => 409,
+            Error::TooLarge(_) => 413,
+            Error::TooMany(_) => 429,
+            Error::Timeout(_) => 408,
+            Error::Internal(_) | Error::Transport(_) => 500,
+        }
+    }
+
+    /// The message without the kind's prefix (what an answer's body says).
+    pub fn message(&self) -> &str {
+        match self {
+            Error::BadRequest(m)
+            | Error::Unauthenticated(m)
+            | Error::Forbidden(m)
+            | Error::NotFound(m)
+            | Error::Conflict(m)
+            | Error::TooLarge(m)
+            | Error::TooMany(m)
+            | Error::Timeout(m)
+            | Error::Internal(m)
+            | Error::Transport(m) => m,
+        }
+    }
+
     /// The error a client reads from an answer with `status` and message `text`.
     pub fn from_answer(status: u16, text: String) -> Self {
         match status {

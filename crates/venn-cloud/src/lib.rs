@@ -3,16 +3,19 @@
 //! any two (or three) that later agree on a run key hand the service tokens, and the service
 //! intersects the stored sets without learning the items or the keys.
 //!
+//! This crate is what a client or an external worker needs, and what the service shares
+//! with them (the Python wheel links it alone); the service itself (`venn cloud serve`:
+//! its HTTP server, store, enrolment, spot checks and join) is the `venn-service` crate.
+//!
 //! - [`crypto`]: the pairing-based scheme, its hot loop eight items at a time on
 //!   AVX-512 IFMA where the CPU has it (`batch_pairing`);
-//! - [`server`], [`store`], [`join`] (the `service` feature, on by default; the Python
-//!   wheel builds without it): the service (`venn cloud serve`), its store and its
-//!   coordinator's join; [`enrolment`]: the operator's enrolment of external workers;
-//!   [`logs`]: the service's log (`tracing`, filtered by `RUST_LOG`);
+//! - [`api`]: the HTTP API's bodies, limits and states; [`auth`]: signed requests and
+//!   worker identities; [`error`]: the API's errors, each with its HTTP status;
 //! - [`worker`]: the workers that pair stored items with tokens (and raise a pre-token's
-//!   precomputed values: docs/cloud.md); [`spot_check`]: how the service checks an external
-//!   worker's answer before accepting it;
-//! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result).
+//!   precomputed values: docs/cloud.md), and a task's answer, which the service's
+//!   spot checks recompute;
+//! - [`client`]: what a data owner runs (register, upload, pre-tokens, pair, result), over
+//!   [`http`]'s blocking HTTPS client.
 
 pub mod api;
 pub mod auth;
@@ -20,20 +23,8 @@ pub mod auth;
 mod batch_pairing;
 pub mod client;
 pub mod crypto;
-#[cfg(feature = "service")]
-pub mod enrolment;
 pub mod error;
 pub mod http;
-#[cfg(feature = "service")]
-pub mod join;
-#[cfg(feature = "service")]
-pub mod logs;
-#[cfg(feature = "service")]
-pub mod server;
-#[cfg(feature = "service")]
-pub mod spot_check;
-#[cfg(feature = "service")]
-pub mod store;
 pub mod worker;
 
 pub use error::{Error, Result};

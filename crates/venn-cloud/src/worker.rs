@@ -60,6 +60,18 @@ pub struct WorkerConfig {
     pub idle_exit: Option<Duration>,
 }
 
+/// `venn cloud worker`'s defaults (docs/cloud.md, Workers), declared once: the command
+/// line's options default to these.
+impl Default for WorkerConfig {
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            threads: 1,
+            poll: Duration::from_millis(500),
+            idle_exit: None,
+        }
+    }
+}
+
 /// A worker's link to the service: leases tasks, fetches their input, hands in their
 /// answers, authenticated by the worker's enrolled identity. Whatever computes the answers — this
 /// module's [`run`], or tasks of a cluster engine fed by a driver — talks through it.

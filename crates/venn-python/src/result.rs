@@ -138,14 +138,14 @@ impl Learned {
 
 /// The Python result's sink: what the run delivered, as [`Learned`]; a file party's rows
 /// (and JSON) go on to its `output` ([`FileOutput`]).
-pub struct Learning<'a> {
+pub(crate) struct Learning<'a> {
     file: Option<FileOutput<'a>>,
     pub learned: Learned,
 }
 
 impl<'a> Learning<'a> {
     /// For keys given in memory: the matched rows' positions are kept.
-    pub fn keys() -> Self {
+    pub(crate) fn keys() -> Self {
         Learning {
             file: None,
             learned: Learned::Nothing,
@@ -153,7 +153,7 @@ impl<'a> Learning<'a> {
     }
 
     /// For a file party: the matched rows (or JSON) go on to `output`.
-    pub fn file(output: Option<&'a Path>) -> Self {
+    pub(crate) fn file(output: Option<&'a Path>) -> Self {
         Learning {
             file: Some(FileOutput { path: output }),
             learned: Learned::Nothing,

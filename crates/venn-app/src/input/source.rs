@@ -65,7 +65,9 @@ pub trait MatchedRows {
 /// The rows of the keys a run matched in a source held whole: those of `source`'s keys
 /// that `intersection` names (indices into its keys).
 pub struct Matching<'a> {
+    /// Where the keys and their rows come from.
     pub source: &'a dyn InputSource,
+    /// The matched keys, as indices into the source's keys.
     pub intersection: &'a [usize],
 }
 

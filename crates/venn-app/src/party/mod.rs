@@ -35,7 +35,9 @@ pub enum Endpoint {
 /// Where the dealer is and how its link is secured (`--dealer`).
 #[derive(Clone, Debug)]
 pub struct DealerAddr {
+    /// `--dealer`: the dealer's address.
     pub addr: String,
+    /// How the link to the dealer is secured (`--dealer-fingerprint` or `--tls-ca`).
     pub transport: Transport,
 }
 
@@ -130,21 +132,30 @@ impl Default for RunSpec {
 /// What every party needs to reach its peer and run a protocol.
 #[derive(Clone, Debug)]
 pub struct Link {
+    /// What the run is.
     pub spec: RunSpec,
     /// The dealer, for `--offline dealer`.
     pub dealer: Option<DealerAddr>,
+    /// `--listen` or `--connect`.
     pub endpoint: Endpoint,
+    /// `--stats-json`: where the run's statistics go.
     pub stats_json: Option<PathBuf>,
+    /// How the link to the peer is secured (TLS and whose certificate, or none).
     pub transport: Transport,
 }
 
 /// A party of `venn send` / `venn receive`.
 #[derive(Clone, Debug)]
 pub struct PartyArgs {
+    /// Where the peer is and what the run is.
     pub link: Link,
+    /// `--input`: the file of keys.
     pub input: PathBuf,
+    /// `--output`: where the matching rows, or the answer, go.
     pub output: Option<PathBuf>,
+    /// How keys are taken from the input.
     pub keys: KeyOptions,
+    /// `--both`: the sender learns the intersection too.
     pub both: bool,
     /// Run only the online phase with this precomputed state.
     pub state: Option<PathBuf>,
@@ -167,14 +178,20 @@ impl PartyArgs {
 /// A party of `venn precompute`.
 #[derive(Clone, Debug)]
 pub struct PrecomputeArgs {
+    /// Where the peer is and what the run is.
     pub link: Link,
+    /// `--max-items`: the most items this party will bring to the online run.
     pub max_items: u64,
+    /// `--state`: where the state is written (a new file, used up by one online run).
     pub state: PathBuf,
 }
 
 /// What a finished party reports.
 pub struct Outcome {
+    /// What the protocol measured and learned (bucket by bucket: summed, the matched
+    /// keys as a count).
     pub report: Report,
+    /// What went to `--output`, if anything did.
     pub written: Option<Written>,
     /// Seconds spent reading the input and writing the output.
     pub files: Option<(f64, f64)>,
@@ -183,7 +200,7 @@ pub struct Outcome {
 /// Runs one party; what it outputs goes to `sink` (the `venn` tool's:
 /// [`PartyArgs::file_output`]), `on_bound` is told the listening address (with `--listen`). The
 /// protocol's phases go to `progress` if given (the Python package's callback), else to a
-/// spinner on a terminal. The run is its stages ([`stages`]), in order.
+/// spinner on a terminal. The run is its stages (the private module `stages`), in order.
 pub fn run_party(
     args: &PartyArgs,
     role: Role,

@@ -9,16 +9,17 @@
 //! dataset's points, and never a request's headers or body. Strings a client chose (a
 //! route that matched nothing) are never written.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::time::Instant;
 use tracing::Instrument;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use venn_cloud::Error;
 
 /// Starts writing this process's log to standard error, filtered by `RUST_LOG` (e.g.
-/// `debug`, `venn_cloud=debug,sqlx=warn`); an invalid filter is refused rather than
+/// `debug`, `venn_service=debug,sqlx=warn`); an invalid filter is refused rather than
 /// ignored. A process logs through the first subscriber it set: a second call keeps it.
 pub fn init() -> Result<()> {
     let filter = EnvFilter::builder()
@@ -58,7 +59,7 @@ pub(crate) fn failure(cause: &str) -> String {
 /// 64 random bits in hex: unique among the requests of a log.
 fn new_request_id() -> String {
     let mut id = [0u8; 8];
-    crate::api::getrandom(&mut id);
+    venn_cloud::api::getrandom(&mut id);
     hex::encode(id)
 }
 

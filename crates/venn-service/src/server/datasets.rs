@@ -4,12 +4,7 @@
 use super::coordinator::Service;
 use super::extractors::Signed;
 use super::Registration;
-use crate::api::{
-    self, ChunkReceipt, DatasetState, Grant, NewDataset, Register, Seal, MAX_CHUNK_ITEMS,
-};
-use crate::auth;
-use crate::crypto::{self, ITEM_BYTES};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -17,6 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use rayon::prelude::*;
 use std::sync::Arc;
+use venn_cloud::api::{
+    self, ChunkReceipt, DatasetState, Grant, NewDataset, Register, Seal, MAX_CHUNK_ITEMS,
+};
+use venn_cloud::auth;
+use venn_cloud::crypto::{self, ITEM_BYTES};
+use venn_cloud::Error;
 
 /// The largest request body: a full chunk of points.
 const MAX_BODY: usize = MAX_CHUNK_ITEMS * ITEM_BYTES;
@@ -34,7 +35,8 @@ pub(super) async fn register(
             return Err(Error::Forbidden(
                 "this service registers clients by invitation: ask its operator for an invite"
                     .into(),
-            ))
+            )
+            .into())
         }
     };
     let key = auth::PublicKey::parse(&r.public_key)?;
@@ -51,10 +53,9 @@ fn check_invite(invite: &str) -> Result<&str> {
         .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     match hex && invite.len() == 2 * api::INVITE_BYTES {
         true => Ok(invite),
-        false => Err(Error::BadRequest(format!(
-            "an invite is {} bytes in hex",
-            api::INVITE_BYTES
-        ))),
+        false => Err(
+            Error::BadRequest(format!("an invite is {} bytes in hex", api::INVITE_BYTES)).into(),
+        ),
     }
 }
 
@@ -101,7 +102,7 @@ pub(super) async fn grant(
 async fn open_dataset(s: &Service, client: &str, id: &str) -> Result<api::Dataset> {
     let d = s.store.own_dataset(client, id).await?;
     if d.state != DatasetState::Open {
-        return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
+        return Err(Error::Conflict(format!("dataset {id} is {}", d.state)).into());
     }
     Ok(d)
 }
@@ -117,13 +118,15 @@ pub(super) async fn put_chunk(
         return Err(Error::BadRequest(format!(
             "a chunk of {} bytes: not a positive number of {ITEM_BYTES}-byte points",
             req.body.len()
-        )));
+        ))
+        .into());
     }
     if chunk >= s.config.max_items {
         return Err(Error::TooLarge(format!(
             "a dataset over this service's {} items",
             s.config.max_items
-        )));
+        ))
+        .into());
     }
     let body = req.body.clone();
     store::blocking(move || check_points(&body)).await?;
@@ -145,7 +148,8 @@ fn check_points(body: &[u8]) -> Result<()> {
     match bad {
         Some(i) => Err(Error::BadRequest(format!(
             "point {i} of the chunk is not a G1 point of the subgroup (or is the identity)"
-        ))),
+        ))
+        .into()),
         None => Ok(()),
     }
 }
@@ -165,7 +169,8 @@ pub(super) async fn seal(
             chunks.len(),
             claimed.chunks,
             claimed.items
-        )));
+        ))
+        .into());
     }
     let checked = chunks.clone();
     store::blocking(move || check_distinct(&checked, items)).await?;
@@ -184,14 +189,15 @@ fn check_distinct(chunks: &[store::Chunk], items: u64) -> Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::Conflict(
                     "the dataset changed while it was being sealed: seal it again".into(),
-                ))
+                )
+                .into())
             }
             read => read?,
         };
         if hex::encode(sha2::Sha256::digest(&bytes)) != chunk.sha256 {
-            return Err(Error::Conflict(format!(
-                "chunk {k} is not as uploaded: upload it again"
-            )));
+            return Err(
+                Error::Conflict(format!("chunk {k} is not as uploaded: upload it again")).into(),
+            );
         }
         for p in bytes.chunks_exact(ITEM_BYTES) {
             // The x coordinate's low 128 bits: distinct points collide with probability
@@ -200,7 +206,8 @@ fn check_distinct(chunks: &[store::Chunk], items: u64) -> Result<()> {
             if !seen.insert(key) {
                 return Err(Error::Conflict(
                     "the dataset holds a ciphertext twice: deduplicate the keys".into(),
-                ));
+                )
+                .into());
             }
         }
     }

@@ -4,9 +4,10 @@
 
 use super::tasks::TaskState;
 use super::{lock_dataset, run_state, Store};
-use crate::api::{self, now, DatasetState, Run, RunKind, RunSide, RunState};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use sqlx::Row;
+use venn_cloud::api::{self, now, DatasetState, Run, RunKind, RunSide, RunState};
+use venn_cloud::Error;
 
 /// The side of a preprocessed run whose values are raised: the smaller (side 0 on a tie).
 pub fn raised_side(items: [u64; 2]) -> u64 {
@@ -36,9 +37,10 @@ pub(super) async fn refuse_unless_waiting(
     match run_state(&row, 0)? {
         RunState::Tokens if row.get::<i64, _>(1) < expired => Err(Error::Conflict(format!(
             "run {run} waited too long for its tokens or scalars"
-        ))),
+        ))
+        .into()),
         RunState::Tokens => Ok(()),
-        state => Err(Error::Conflict(format!("run {run} is {state}"))),
+        state => Err(Error::Conflict(format!("run {run} is {state}")).into()),
     }
 }
 
@@ -54,7 +56,8 @@ pub(super) async fn refuse_used_token(
     match used {
         Some(_) => Err(Error::Conflict(
             "this token was given before: a token serves one run".into(),
-        )),
+        )
+        .into()),
         None => Ok(()),
     }
 }
@@ -189,9 +192,9 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() != 1 {
-            return Err(Error::Conflict(format!(
-                "side {side} of run {run} has its token already"
-            )));
+            return Err(
+                Error::Conflict(format!("side {side} of run {run} has its token already")).into(),
+            );
         }
         let missing: i64 =
             sqlx::query("SELECT COUNT(*) FROM run_sides WHERE run = $1 AND token IS NULL")
@@ -331,7 +334,7 @@ pub(super) async fn start(
             .execute(&mut **tx)
             .await?;
     if started.rows_affected() != 1 {
-        return Err(Error::Conflict(format!("run {run} is no longer waiting")));
+        return Err(Error::Conflict(format!("run {run} is no longer waiting")).into());
     }
     for r in &chunks {
         sqlx::query(

@@ -8,54 +8,20 @@ use super::datasets::{
 use super::pretokens::{create_pretoken, list_pretokens, withdraw_pretoken};
 use super::runs::{create_run, give_scalar, give_token, result, show_run};
 use super::tasks::{lease, task_answer, task_points};
-use crate::error::Error;
 use crate::logs;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 use std::sync::Arc;
+use venn_cloud::Error;
 
-/// How an error is answered: its HTTP status, and its message as the body.
-impl Error {
-    /// The HTTP status of the error.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
-            Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
-            Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Error::Internal(_) | Error::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    /// The message without the kind's prefix (what goes into an answer's body).
-    fn message(&self) -> &str {
-        match self {
-            Error::BadRequest(m)
-            | Error::Unauthenticated(m)
-            | Error::Forbidden(m)
-            | Error::NotFound(m)
-            | Error::Conflict(m)
-            | Error::TooLarge(m)
-            | Error::TooMany(m)
-            | Error::Timeout(m)
-            | Error::Internal(m)
-            | Error::Transport(m) => m,
-        }
-    }
-}
-
-impl IntoResponse for Error {
+impl IntoResponse for crate::Error {
     /// The answer: the error's message, except for a failure of the service, whose cause
     /// (the store's error, a path in the data directory) goes to the log under a request id
     /// that the answer gives instead.
     fn into_response(self) -> Response {
-        let message = match &self {
+        let message = match &self.0 {
             Error::Internal(cause) | Error::Transport(cause) => {
                 let id = logs::failure(cause);
                 format!("the service failed (request {id}; its log says why)")
@@ -63,7 +29,9 @@ impl IntoResponse for Error {
             other => other.message().to_owned(),
         };
         let body = serde_json::json!({ "error": message });
-        (self.status(), axum::Json(body)).into_response()
+        let status = StatusCode::from_u16(self.0.status());
+        let status = status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(body)).into_response()
     }
 }
 

@@ -4,15 +4,16 @@
 
 use super::admission::Permit;
 use super::coordinator::Service;
-use crate::api::{self, Register};
-use crate::auth::{self, Claim};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::request::Parts;
 use std::net::IpAddr;
 use std::sync::Arc;
+use venn_cloud::api::{self, Register};
+use venn_cloud::auth::{self, Claim};
+use venn_cloud::Error;
 
 /// A request signed by a registered client, with its body of at most `LIMIT` bytes (a
 /// JSON body's, or a chunk's for uploads). The headers are checked (a well-formed claim, a
@@ -25,12 +26,13 @@ pub(super) struct Signed<const LIMIT: usize = { api::MAX_JSON_BYTES }> {
 impl<const LIMIT: usize> Signed<LIMIT> {
     /// The body as JSON of type `T`.
     pub(super) fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_slice(&self.body).map_err(|e| Error::BadRequest(format!("JSON: {e}")))
+        serde_json::from_slice(&self.body)
+            .map_err(|e| Error::BadRequest(format!("JSON: {e}")).into())
     }
 }
 
 impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
-    type Rejection = Error;
+    type Rejection = crate::Error;
 
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
         let (parts, body) = req.into_parts();
@@ -56,7 +58,7 @@ impl<const LIMIT: usize> FromRequest<Arc<Service>> for Signed<LIMIT> {
                 let r: Register = serde_json::from_slice(&body)
                     .map_err(|e| Error::BadRequest(format!("JSON: {e}")))?;
                 if r.name != claim.client {
-                    return Err(Error::Unauthenticated("signed under another name".into()));
+                    return Err(Error::Unauthenticated("signed under another name".into()).into());
                 }
                 auth::PublicKey::parse(&r.public_key)?.as_hex().to_owned()
             }
@@ -99,10 +101,8 @@ async fn read_body(parts: &Parts, body: axum::body::Body, limit: usize) -> Resul
             arrival.permit.served();
             Ok(body)
         }
-        Ok(Err(_)) => Err(Error::TooLarge(format!("a body over {limit} bytes"))),
-        Err(_) => Err(Error::Timeout(
-            "the request's body did not arrive in time".into(),
-        )),
+        Ok(Err(_)) => Err(Error::TooLarge(format!("a body over {limit} bytes")).into()),
+        Err(_) => Err(Error::Timeout("the request's body did not arrive in time".into()).into()),
     }
 }
 
@@ -132,7 +132,7 @@ pub(super) struct FromWorker {
 }
 
 impl FromRequest<Arc<Service>> for FromWorker {
-    type Rejection = Error;
+    type Rejection = crate::Error;
 
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self> {
         let (parts, body) = req.into_parts();
@@ -143,18 +143,15 @@ impl FromRequest<Arc<Service>> for FromWorker {
         let (name, hash) = auth::worker_claim(shown)?;
         let worker = match service.store.worker(name).await? {
             Some((worker, kept)) if kept == hash => worker,
-            _ => {
-                return Err(Error::Unauthenticated(
-                    "not a worker of this service".into(),
-                ))
-            }
+            _ => return Err(Error::Unauthenticated("not a worker of this service".into()).into()),
         };
         if let Some(since) = worker.quarantined {
             return Err(Error::Forbidden(format!(
                 "worker {name} is quarantined (since {since}: {}); the operator may enrol \
                  it again",
                 worker.reason.as_deref().unwrap_or("no reason recorded")
-            )));
+            ))
+            .into());
         }
         Ok(FromWorker {
             worker: worker.name,
@@ -172,7 +169,8 @@ impl FromWorker {
                 "task {} is not leased to worker {}",
                 leased.task.path(),
                 self.worker
-            ))),
+            ))
+            .into()),
         }
     }
 }

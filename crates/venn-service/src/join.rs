@@ -2,15 +2,16 @@
 //! matched positions (docs/cloud.md: Runs; Pre-tokens for a preprocessed run; Three
 //! parties).
 
-use crate::api::{answer_width, RunKind, VALUE_BYTES};
-use crate::crypto::{DIGEST_BYTES, PRECOMPUTED_BYTES};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{blocking, raised_side, write_atomically, Store};
 use blst::{blst_fp, blst_fp_add, blst_fp_mul, blst_fp_sub};
 use blstrs::Gt;
 use group::Group;
 use rayon::prelude::*;
 use std::path::PathBuf;
+use venn_cloud::api::{answer_width, RunKind, VALUE_BYTES};
+use venn_cloud::crypto::{DIGEST_BYTES, PRECOMPUTED_BYTES};
+use venn_cloud::Error;
 
 /// Joins a run whose tasks are all done: writes each side's result file, marks the run
 /// done, removes the answers (and a preprocessed run's pre-tokens' values). A pre-token's
@@ -122,7 +123,8 @@ fn read_answers(chunks: &[(PathBuf, u64)], width: usize) -> Result<Vec<u8>> {
                 "the answer '{}' has {} bytes for {items} items",
                 path.display(),
                 bytes.len()
-            )));
+            ))
+            .into());
         }
         out.extend_from_slice(&bytes);
     }
@@ -163,7 +165,7 @@ fn values(bytes: &[u8]) -> Result<Vec<Gt>> {
             Gt::read_compressed(v)
                 .ok()
                 .filter(|g| !bool::from(g.is_identity()))
-                .ok_or_else(|| Error::Internal("an answer holds no paired value".into()))
+                .ok_or_else(|| Error::Internal("an answer holds no paired value".into()).into())
         })
         .collect()
 }
@@ -174,7 +176,7 @@ fn values(bytes: &[u8]) -> Result<Vec<Gt>> {
 fn fingerprint(g: &Gt) -> u64 {
     // blst keeps field elements fully reduced in Montgomery form and compares them by
     // their bytes, so the limbs are a canonical encoding.
-    crate::crypto::gt_limbs(g).fp6[0].fp2[0].fp[0].l[0]
+    venn_cloud::crypto::gt_limbs(g).fp6[0].fp2[0].fp[0].l[0]
 }
 
 /// The weights of the bilinear form that gives `fingerprint(x·y)` from `y`'s twelve F_p
@@ -184,7 +186,7 @@ fn fingerprint(g: &Gt) -> u64 {
 /// v³ = ξ), and `Re(ξ·a·b) = b_0·(a_0 − a_1) − b_1·(a_0 + a_1)`. So for each x the
 /// quadratic loop spends 12 F_p products on a y, not a whole F_p12 product (54).
 fn weights(x: &Gt) -> [blst_fp; 12] {
-    let x = crate::crypto::gt_limbs(x);
+    let x = venn_cloud::crypto::gt_limbs(x);
     let at = |i: usize, j: usize| &x.fp6[i].fp2[j].fp;
     let (add, sub, neg) = (fp(blst_fp_add), fp(blst_fp_sub), |a: &blst_fp| {
         let mut out = blst_fp::default();
@@ -222,7 +224,7 @@ fn fp(
 
 /// `fingerprint(x·y)` from x's [`weights`].
 fn product_fingerprint(weights: &[blst_fp; 12], y: &Gt) -> u64 {
-    let y = crate::crypto::gt_limbs(y);
+    let y = venn_cloud::crypto::gt_limbs(y);
     let (add, mul) = (fp(blst_fp_add), fp(blst_fp_mul));
     let coefficients = y.fp6.iter().flat_map(|c| &c.fp2).flat_map(|c| &c.fp);
     let sum = weights
@@ -276,8 +278,8 @@ fn sides_of<const N: usize>(tuples: impl Iterator<Item = [u32; N]>) -> [Vec<u32>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::{self, encrypt, token, value, PreparedToken, Secret};
     use venn::Items;
+    use venn_cloud::crypto::{self, encrypt, token, value, PreparedToken, Secret};
 
     #[test]
     fn fingerprints_are_canonical_and_ignore_inversion() {

@@ -4,12 +4,13 @@
 
 use super::files::blocking;
 use super::{lock_client, lock_owned_dataset, lock_service, no_dataset, Quotas, Store};
-use crate::api::{self, now, Dataset, DatasetState, RunState};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use axum::body::Bytes;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 use std::path::{Path, PathBuf};
+use venn_cloud::api::{self, now, Dataset, DatasetState, RunState};
+use venn_cloud::Error;
 
 /// A chunk of a dataset as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +84,8 @@ impl Store {
             return Err(Error::TooLarge(format!(
                 "a client keeps at most {} datasets here: delete one first",
                 quotas.max_datasets
-            )));
+            ))
+            .into());
         }
         let inserted = sqlx::query(
             "INSERT INTO datasets (id, owner, name, live_name, state, items, chunks, created) \
@@ -97,9 +99,9 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() != 1 {
-            return Err(Error::Conflict(format!(
-                "you have a dataset named '{name}' already"
-            )));
+            return Err(
+                Error::Conflict(format!("you have a dataset named '{name}' already")).into(),
+            );
         }
         tx.commit().await?;
         self.dataset(&id).await
@@ -196,7 +198,7 @@ impl Store {
         quotas: Quotas,
     ) -> Result<String> {
         let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&points));
-        let items = (points.len() / crate::crypto::ITEM_BYTES) as u64;
+        let items = (points.len() / venn_cloud::crypto::ITEM_BYTES) as u64;
         let file = format!("{idx:08}-{}", api::new_id());
         let (dir, path) = (
             self.dataset_dir(dataset),
@@ -276,7 +278,12 @@ impl Store {
     /// Removes a refused upload's file at `path` and says why it was refused: `error`, or
     /// that the dataset is no longer open (a deletion may have removed the directory under
     /// the upload). A deletion leaves its dataset's directory to the last upload out.
-    async fn refused_upload(&self, dataset: &str, path: &Path, error: Error) -> Error {
+    async fn refused_upload(
+        &self,
+        dataset: &str,
+        path: &Path,
+        error: crate::Error,
+    ) -> crate::Error {
         let _ = std::fs::remove_file(path);
         match self.dataset(dataset).await {
             Ok(d) if d.state == DatasetState::Open => error,
@@ -284,7 +291,7 @@ impl Store {
                 if d.state == DatasetState::Deleted {
                     let _ = std::fs::remove_dir(self.dataset_dir(dataset));
                 }
-                Error::Conflict(format!("dataset {dataset} is {}", d.state))
+                Error::Conflict(format!("dataset {dataset} is {}", d.state)).into()
             }
             Err(e) => e,
         }
@@ -312,7 +319,7 @@ impl Store {
         for (expected, r) in rows.iter().enumerate() {
             let idx: i64 = r.get(0);
             if idx as usize != expected {
-                return Err(Error::Conflict(format!("chunk {expected} is missing")));
+                return Err(Error::Conflict(format!("chunk {expected} is missing")).into());
             }
             out.push(Chunk {
                 items: r.get::<i64, _>(1) as u64,
@@ -333,7 +340,8 @@ impl Store {
         if self.chunks_in(&mut *tx, dataset).await? != checked {
             return Err(Error::Conflict(format!(
                 "dataset {dataset} changed while it was being sealed: seal it again"
-            )));
+            ))
+            .into());
         }
         let items: u64 = checked.iter().map(|c| c.items).sum();
         quotas.check_dataset(items)?;

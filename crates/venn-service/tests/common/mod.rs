@@ -7,9 +7,9 @@ use std::time::Duration;
 use venn::Items;
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
-use venn_cloud::enrolment::Enrolment;
 use venn_cloud::http::Endpoint;
-use venn_cloud::server::{self, Config, Registration, Setup};
+use venn_service::enrolment::Enrolment;
+use venn_service::server::{self, Config, Registration, Setup};
 
 /// Where a test's metadata lives.
 #[derive(Clone, Debug)]
@@ -173,7 +173,7 @@ impl World {
             .build()
             .unwrap();
         rt.block_on(async {
-            let store = venn_cloud::store::Store::open(&self.database, &self.path("data"))
+            let store = venn_service::store::Store::open(&self.database, &self.path("data"))
                 .await
                 .unwrap();
             store.create_invites(count).await.unwrap()
@@ -193,7 +193,7 @@ impl World {
                 false => self.database.clone(),
             };
             let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-            let mut migrator = venn_cloud::store::migrator();
+            let mut migrator = venn_service::store::migrator();
             migrator.migrations = migrator
                 .migrations
                 .iter()

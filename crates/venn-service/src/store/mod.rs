@@ -21,17 +21,18 @@
 //! at a time.
 //!
 //! Its parts: this file (the schema's migrations, opening, quotas, the row locks every
-//! transaction takes first), `clients` (registration, invites, nonces), `datasets`
-//! (datasets and their chunks), `runs` (a run's life: tokens, start, expiry, end),
-//! `pretokens` (pre-tokens and preprocessed runs' scalars), `tasks` (leases and answers),
-//! `workers` (external workers' enrolment and quarantine) and `files` (the data
-//! directory's paths, atomic writes).
+//! transaction takes first, a run's state read from its row), `clients` (registration,
+//! invites, nonces), `datasets` (datasets and their chunks), `runs` (a run's life: tokens,
+//! start, expiry, end), `pretokens` (pre-tokens and preprocessed runs' scalars), `tasks`
+//! (leases and answers), `workers` (external workers' enrolment and quarantine) and
+//! `files` (the data directory's paths, atomic writes).
 
-use crate::api::{now, DatasetState, RunState};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use std::path::{Path, PathBuf};
+use venn_cloud::api::{now, DatasetState, RunState};
+use venn_cloud::Error;
 
 mod clients;
 mod datasets;
@@ -120,18 +121,6 @@ pub struct Store {
     dir: PathBuf,
 }
 
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        Error::Internal(format!("store: {e}"))
-    }
-}
-
-impl From<sqlx::migrate::MigrateError> for Error {
-    fn from(e: sqlx::migrate::MigrateError) -> Self {
-        Error::Internal(format!("store migration: {e}"))
-    }
-}
-
 /// A client's limits, checked in the transactions that change what it keeps.
 #[derive(Clone, Copy, Debug)]
 pub struct Quotas {
@@ -189,7 +178,7 @@ impl Quotas {
 /// Refuses `value` over `max` as too large, saying why.
 fn at_most(value: u64, max: u64, why: impl FnOnce() -> String) -> Result<()> {
     match value > max {
-        true => Err(Error::TooLarge(why())),
+        true => Err(Error::TooLarge(why()).into()),
         false => Ok(()),
     }
 }
@@ -224,14 +213,16 @@ async fn lock_dataset(
         .fetch_optional(&mut **tx)
         .await?;
     Err(match found {
-        Some(row) => Error::Conflict(format!("dataset {dataset} is {}", row.get::<String, _>(0))),
+        Some(row) => {
+            Error::Conflict(format!("dataset {dataset} is {}", row.get::<String, _>(0))).into()
+        }
         None => no_dataset(dataset),
     })
 }
 
 /// What a caller is told of a dataset that is missing, or not theirs to see.
-fn no_dataset(id: &str) -> Error {
-    Error::NotFound(format!("no dataset {id}"))
+fn no_dataset(id: &str) -> crate::Error {
+    Error::NotFound(format!("no dataset {id}")).into()
 }
 
 /// Takes the row of a dataset's owner, then the dataset's, refusing unless it is in
@@ -250,6 +241,14 @@ async fn lock_owned_dataset(
     lock_client(tx, &owner).await?;
     lock_dataset(tx, dataset, state).await?;
     Ok(owner)
+}
+
+/// The run state in column `column` of `row`. Here rather than in `runs`: `tasks` reads
+/// it too, and `runs` imports from `tasks`, so the two would import each other.
+fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
+    let state: String = row.get(column);
+    RunState::parse(&state)
+        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")).into())
 }
 
 /// Takes the service's row until the transaction ends: the transactions that check a
@@ -306,17 +305,10 @@ impl Store {
     }
 }
 
-/// The run state in column `column` of `row`.
-fn run_state(row: &AnyRow, column: usize) -> Result<RunState> {
-    let state: String = row.get(column);
-    RunState::parse(&state)
-        .ok_or_else(|| Error::Internal(format!("a run in the unknown state '{state}'")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::PublicKey;
+    use venn_cloud::auth::PublicKey;
 
     /// [`MIGRATIONS`] is the directory, file for file, as `sqlx::migrate!` would read it.
     #[test]
@@ -358,7 +350,9 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let store = Store::open(&url, dir.path()).await.unwrap();
-            let key = crate::auth::Identity::generate("a").unwrap().public_key();
+            let key = venn_cloud::auth::Identity::generate("a")
+                .unwrap()
+                .public_key();
             let key = PublicKey::parse(&key).unwrap();
             store.register("a", &key, None, 1).await.unwrap();
             let mut sealed = Vec::new();
@@ -367,7 +361,11 @@ mod tests {
                 sealed.push(store.seal(&d.id, &[], quotas).await.unwrap().id);
             }
             let run = store.create_run("a", &sealed, false).await.unwrap().id;
-            let err = store.give_token(&run, 0, "t", now() + 1).await.unwrap_err();
+            let err = store
+                .give_token(&run, 0, "t", now() + 1)
+                .await
+                .unwrap_err()
+                .0;
             assert!(
                 matches!(err, Error::Conflict(ref m) if m.contains("too long")),
                 "{err}"

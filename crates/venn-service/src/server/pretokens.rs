@@ -3,15 +3,16 @@
 
 use super::coordinator::Service;
 use super::extractors::Signed;
-use crate::api::{self, NewPretoken, PretokenState};
-use crate::crypto::{self, TOKEN_BYTES};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::logs;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::sync::Arc;
+use venn_cloud::api::{self, NewPretoken, PretokenState};
+use venn_cloud::crypto::{self, TOKEN_BYTES};
+use venn_cloud::Error;
 
 /// Withdraws an unused pre-token of the caller's (its values are removed): e.g. one its
 /// client gave up on after recording it as used.
@@ -24,9 +25,7 @@ pub(super) async fn withdraw_pretoken(
     let _one = s.transitions.lock().await;
     let (dataset, state) = s.store.pretoken(&pretoken).await?;
     if dataset != id {
-        return Err(Error::NotFound(format!(
-            "no pre-token {pretoken} of dataset {id}"
-        )));
+        return Err(Error::NotFound(format!("no pre-token {pretoken} of dataset {id}")).into());
     }
     match state {
         PretokenState::Computing | PretokenState::Ready => {
@@ -34,9 +33,9 @@ pub(super) async fn withdraw_pretoken(
             Ok(StatusCode::NO_CONTENT)
         }
         PretokenState::Failed => Ok(StatusCode::NO_CONTENT),
-        PretokenState::Used => Err(Error::Conflict(format!(
-            "pre-token {pretoken} was used by a run"
-        ))),
+        PretokenState::Used => {
+            Err(Error::Conflict(format!("pre-token {pretoken} was used by a run")).into())
+        }
     }
 }
 

@@ -13,12 +13,13 @@
 //! Registrations, the one request a client not yet registered may make, are counted per
 //! peer too: at most so many a minute ([`RegistrationRate`]).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
+use venn_cloud::Error;
 
 /// How many connections the service serves at once.
 #[derive(Clone, Copy, Debug)]
@@ -223,7 +224,8 @@ impl RegistrationRate {
             true => Err(Error::TooMany(format!(
                 "at most {} registrations a minute from one address: try again later",
                 self.per_minute
-            ))),
+            ))
+            .into()),
             false => Ok(()),
         }
     }

@@ -13,10 +13,10 @@ use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::Client;
 use venn_cloud::crypto::{self, Secret, ITEM_BYTES};
 use venn_cloud::http::{Endpoint, Http};
-use venn_cloud::server::{Config, Registration};
-use venn_cloud::spot_check::miss_probability;
 use venn_cloud::worker::{self, WorkerConfig, WorkerLink};
 use venn_cloud::Error;
+use venn_service::server::{Config, Registration};
+use venn_service::spot_check::miss_probability;
 
 /// Two parties, unequal sizes over several chunks, then the empty and the full
 /// intersection and an empty dataset.
@@ -837,7 +837,7 @@ fn a_dead_workers_task_is_redone(db: &Db) {
     let w = World::new(db);
     let names = numbered("x", 0..90);
     let other = numbered("x", 60..200);
-    let s = w.start(venn_cloud::server::Config {
+    let s = w.start(venn_service::server::Config {
         lease_seconds: 1,
         threads: 0,
         ..config()
@@ -1232,7 +1232,8 @@ fn a_lying_worker_is_quarantined(db: &Db) {
     let enrolment = s.enrolment();
     let err = enrolment
         .enrol("eve", false, &w.path("eve-again"))
-        .unwrap_err();
+        .unwrap_err()
+        .0;
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     assert!(!w.path("eve-again").exists());
     let renewed = enrolment

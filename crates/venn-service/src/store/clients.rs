@@ -3,10 +3,11 @@
 //! nonces (a replay is refused).
 
 use super::{at_most, lock_service, Store};
-use crate::api::{self, now};
-use crate::auth::PublicKey;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use sqlx::Row;
+use venn_cloud::api::{self, now};
+use venn_cloud::auth::PublicKey;
+use venn_cloud::Error;
 
 /// The hash under which an invite is kept (hex SHA-256).
 fn invite_hash(invite: &str) -> String {
@@ -25,8 +26,8 @@ async fn check_invite_unused(
     unused.map(|_| ()).ok_or_else(invite_refused)
 }
 
-fn invite_refused() -> Error {
-    Error::Forbidden("this invite is not one of this service's, or was used".into())
+fn invite_refused() -> crate::Error {
+    Error::Forbidden("this invite is not one of this service's, or was used".into()).into()
 }
 
 /// Marks `invite` used by `client`, refusing one that is unknown or used.
@@ -83,7 +84,8 @@ impl Store {
         if inserted.rows_affected() != 1 {
             return Err(Error::Conflict(format!(
                 "the client name '{name}' or its key is registered already"
-            )));
+            ))
+            .into());
         }
         if let Some(invite) = invite {
             use_invite(&mut tx, invite, name).await?;
@@ -123,7 +125,8 @@ impl Store {
                 Err(Error::Unauthenticated(format!(
                     "client {name} is disabled: its key was registered first under another \
                      name, which keeps it (ask the service's operator)"
-                )))
+                ))
+                .into())
             }
             row => Ok(row.map(|r| r.get(0))),
         }
@@ -159,7 +162,7 @@ impl Store {
         .await?;
         match inserted.rows_affected() {
             1 => Ok(()),
-            _ => Err(Error::Unauthenticated("a replayed request".into())),
+            _ => Err(Error::Unauthenticated("a replayed request".into()).into()),
         }
     }
 }

@@ -3,10 +3,11 @@
 
 use super::tasks::TaskState;
 use super::{now, Store};
-use crate::api::RunState;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use serde::Serialize;
 use sqlx::Row;
+use venn_cloud::api::RunState;
+use venn_cloud::Error;
 
 /// An enrolled worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -46,7 +47,8 @@ impl Store {
             1 => Ok(()),
             _ => Err(Error::Conflict(format!(
                 "a worker named '{name}' is enrolled already (--replace gives it a new secret)"
-            ))),
+            ))
+            .into()),
         }
     }
 

@@ -21,13 +21,14 @@
 //! enough to drop or invent a match now and then. The service's own pool of workers is
 //! trusted and not checked.
 
-use crate::api::Task;
-use crate::error::{Error, Result};
-use crate::worker;
+use crate::error::Result;
 use rand_core::RngCore;
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use venn_cloud::api::Task;
+use venn_cloud::worker;
+use venn_cloud::Error;
 
 /// `k` distinct positions of `0..n` (all of them when `k ≥ n`), each `k`-subset equally
 /// likely, in increasing order (Floyd's algorithm: `k` draws whatever `n`).
@@ -110,9 +111,9 @@ fn first_mismatch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Work;
-    use crate::crypto::{self, Secret};
     use rand_core::OsRng;
+    use venn_cloud::api::Work;
+    use venn_cloud::crypto::{self, Secret};
 
     /// Positions are distinct, increasing, within the chunk, and all of a chunk of at most
     /// `k` items.
@@ -211,7 +212,7 @@ mod tests {
             parties,
         };
         let task = |work| Task {
-            run: crate::api::new_id(),
+            run: venn_cloud::api::new_id(),
             side: 0,
             chunk: 0,
             items: 12,
@@ -222,7 +223,7 @@ mod tests {
         let precomputed = worker::answer(&precompute, &points).unwrap();
         let raise = Work::Raise {
             exponent: hex::encode(Secret::random().to_bytes()),
-            target: crate::api::new_id(),
+            target: venn_cloud::api::new_id(),
         };
         for (task, input) in [
             (precompute, &points),

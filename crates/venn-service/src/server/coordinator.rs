@@ -5,14 +5,16 @@
 
 use super::admission::RegistrationRate;
 use super::Config;
-use crate::api::{self, RunState};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{self, Store};
-use crate::{join, spot_check, worker};
+use crate::{join, spot_check};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument;
+use venn_cloud::api::{self, RunState};
+use venn_cloud::worker;
+use venn_cloud::Error;
 
 /// The running service.
 pub(super) struct Service {
@@ -121,7 +123,8 @@ impl Service {
             return Err(Error::Forbidden(format!(
                 "the answer to task {path} is refused (item {item} is wrong, by the \
                  service's spot check): worker {worker} is quarantined"
-            )));
+            ))
+            .into());
         }
         self.complete(leased, answer).await
     }
@@ -180,7 +183,8 @@ fn check_length(task: &api::Task, answer: &[u8]) -> Result<()> {
             "an answer of {} bytes to a task of {} items (expected {expected})",
             answer.len(),
             task.items
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
@@ -238,7 +242,7 @@ async fn work_on(service: &Arc<Service>, threads: &Arc<rayon::ThreadPool>, lease
     let pool = threads.clone();
     let answer = store::blocking(move || {
         let points = std::fs::read(&path)?;
-        pool.install(|| worker::answer(&task, &points))
+        Ok(pool.install(|| worker::answer(&task, &points))?)
     })
     .await;
     let done = match answer {

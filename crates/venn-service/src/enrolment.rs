@@ -8,10 +8,11 @@
 //! Enrolling the name again with `replace` gives it a new secret and lifts the quarantine.
 //! The service's own pool of workers needs no identity: it runs inside the service.
 
-use crate::auth::WorkerIdentity;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{Store, Worker};
 use std::path::Path;
+use venn_cloud::auth::WorkerIdentity;
+use venn_cloud::Error;
 
 /// The service's store, opened for the operator's commands.
 pub struct Enrolment {

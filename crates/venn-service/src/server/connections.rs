@@ -6,12 +6,13 @@ use super::admission::{Admission, Caps};
 use super::coordinator::Service;
 use super::extractors::{Arrival, Peer};
 use super::Setup;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::Store;
 use axum::Router;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use venn_cloud::Error;
 
 /// How long requests under way may take to finish once the service is stopped.
 const DRAIN: Duration = Duration::from_secs(30);

@@ -2,8 +2,9 @@
 //! writing a file whole or not at all (off the async threads).
 
 use super::Store;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::path::{Path, PathBuf};
+use venn_cloud::Error;
 
 impl Store {
     /// The file of a task's answer.

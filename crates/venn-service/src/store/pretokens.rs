@@ -2,12 +2,12 @@
 //! its values, the pre-tokens of a dataset, and a preprocessed run's pre-tokens and
 //! scalars; values on disk bounded and swept once used.
 
-use super::run_state;
 use super::runs::{raised_side, refuse_unless_waiting, refuse_used_token, start};
-use super::{lock_dataset, Store};
-use crate::api::{self, now, DatasetState, Pretoken, PretokenState, RunState};
-use crate::error::{Error, Result};
+use super::{lock_dataset, run_state, Store};
+use crate::error::Result;
 use sqlx::Row;
+use venn_cloud::api::{self, now, DatasetState, Pretoken, PretokenState, RunState};
+use venn_cloud::Error;
 
 impl Store {
     /// Opens a pre-token's run (docs/cloud.md, Pre-tokens): one side, `dataset` (sealed,
@@ -45,7 +45,8 @@ impl Store {
             return Err(Error::TooLarge(format!(
                 "a dataset keeps at most {max_pretokens} pre-tokens here: use or withdraw one \
                  first"
-            )));
+            ))
+            .into());
         }
         refuse_used_token(&mut tx, token).await?;
         sqlx::query(
@@ -180,13 +181,15 @@ impl Store {
         if found.get::<String, _>(1) != dataset {
             return Err(Error::Forbidden(format!(
                 "pre-token {pretoken} is not of dataset {dataset}"
-            )));
+            ))
+            .into());
         }
         let pretoken_state = run_state(&found, 0)?;
         if pretoken_state != RunState::Done {
             return Err(Error::Conflict(format!(
                 "pre-token {pretoken} is not ready (its run is {pretoken_state})"
-            )));
+            ))
+            .into());
         }
         let used = sqlx::query("SELECT run FROM run_sides WHERE pretoken = $1")
             .bind(pretoken)
@@ -195,7 +198,8 @@ impl Store {
         if used.is_some() {
             return Err(Error::Conflict(format!(
                 "pre-token {pretoken} was used before: a pre-token serves one run"
-            )));
+            ))
+            .into());
         }
         let updated = sqlx::query(
             "UPDATE run_sides SET pretoken = $1, delta = $2 \
@@ -210,7 +214,8 @@ impl Store {
         if updated.rows_affected() != 1 {
             return Err(Error::Conflict(format!(
                 "side {side} of run {run} has its scalar already"
-            )));
+            ))
+            .into());
         }
         let sides = sqlx::query(
             "SELECT d.items, s.delta FROM run_sides s JOIN datasets d ON d.id = s.dataset \

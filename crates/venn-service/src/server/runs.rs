@@ -3,43 +3,40 @@
 
 use super::coordinator::Service;
 use super::extractors::Signed;
-use crate::api::{self, DatasetState, NewRun, RunKind, RunState, Scalar, Token};
-use crate::crypto::{self, TOKEN_BYTES};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::logs;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::sync::Arc;
+use venn_cloud::api::{self, DatasetState, NewRun, RunKind, RunState, Scalar, Token};
+use venn_cloud::crypto::{self, TOKEN_BYTES};
+use venn_cloud::Error;
 
 pub(super) async fn create_run(State(s): State<Arc<Service>>, req: Signed) -> Result<Response> {
     let r: NewRun = req.json()?;
     if !(2..=3).contains(&r.datasets.len()) {
-        return Err(Error::BadRequest("a run has two or three datasets".into()));
+        return Err(Error::BadRequest("a run has two or three datasets".into()).into());
     }
     if r.preprocessed && r.datasets.len() != 2 {
-        return Err(Error::BadRequest(
-            "a preprocessed run has two datasets".into(),
-        ));
+        return Err(Error::BadRequest("a preprocessed run has two datasets".into()).into());
     }
     let (mut owners, mut items) = (Vec::new(), Vec::new());
     for (i, id) in r.datasets.iter().enumerate() {
         if r.datasets[..i].contains(id) {
-            return Err(Error::BadRequest(format!("dataset {id} is named twice")));
+            return Err(Error::BadRequest(format!("dataset {id} is named twice")).into());
         }
         // Another's dataset is seen (and its state, owner and size told) only once its
         // owner granted it to the caller: otherwise answered as a missing one.
         let d = s.store.visible_dataset(&req.client, id).await?;
         if d.state != DatasetState::Sealed {
-            return Err(Error::Conflict(format!("dataset {id} is {}", d.state)));
+            return Err(Error::Conflict(format!("dataset {id} is {}", d.state)).into());
         }
         owners.push(d.owner);
         items.push(d.items);
     }
     if !owners.contains(&req.client) {
-        return Err(Error::Forbidden(
-            "a run must include a dataset of yours".into(),
-        ));
+        return Err(Error::Forbidden("a run must include a dataset of yours".into()).into());
     }
     // A sealed dataset's items never change: the figure holds when the run is created.
     check_join_work(&items, s.config.max_join_work)?;
@@ -64,7 +61,8 @@ fn check_join_work(items: &[u64], max: u64) -> Result<()> {
             "this join would compare n1·n2 = {n1}·{n2} = {work} pairs, more than the \
              {max} this service allows (--max-join-work); a run whose first two datasets \
              are the smaller ones compares fewer"
-        ))),
+        ))
+        .into()),
         false => Ok(()),
     }
 }
@@ -74,7 +72,7 @@ async fn visible_run(s: &Service, client: &str, id: &str) -> Result<api::Run> {
     let run = s.store.run(id).await?;
     if !run.sides.iter().any(|side| side.owner == client) {
         // Not "forbidden": whether a run exists is none of the caller's business.
-        return Err(Error::NotFound(format!("no run {id}")));
+        return Err(Error::NotFound(format!("no run {id}")).into());
     }
     logs::record_run(id);
     Ok(run)
@@ -125,7 +123,8 @@ async fn own_side(
     if run.sides[side].owner != client {
         return Err(Error::Forbidden(format!(
             "dataset {dataset} is not yours: only its owner speaks for it in a run"
-        )));
+        ))
+        .into());
     }
     if run.kind != kind {
         return Err(Error::Conflict(format!(
@@ -134,7 +133,8 @@ async fn own_side(
                 RunKind::Preprocessed => "pre-tokens and scalars",
                 _ => "tokens",
             }
-        )));
+        ))
+        .into());
     }
     Ok(side as u64)
 }
@@ -180,7 +180,8 @@ pub(super) async fn result(
     if run.kind == RunKind::Precompute {
         return Err(Error::NotFound(format!(
             "{id} is a pre-token: its run precomputes values and has no result"
-        )));
+        ))
+        .into());
     }
     let mine: Vec<usize> = (0..run.sides.len())
         .filter(|&i| run.sides[i].owner == req.client)
@@ -193,18 +194,18 @@ pub(super) async fn result(
     let side = match mine[..] {
         [side] => side,
         [] => {
-            return Err(Error::BadRequest(
-                "no dataset of yours by that id in the run".into(),
-            ))
+            return Err(
+                Error::BadRequest("no dataset of yours by that id in the run".into()).into(),
+            )
         }
         _ => {
-            return Err(Error::BadRequest(
-                "you own several sides: name one with ?dataset=".into(),
-            ))
+            return Err(
+                Error::BadRequest("you own several sides: name one with ?dataset=".into()).into(),
+            )
         }
     };
     if run.state != RunState::Done {
-        return Err(Error::Conflict(format!("run {id} is {}", run.state)));
+        return Err(Error::Conflict(format!("run {id} is {}", run.state)).into());
     }
     let bytes = tokio::fs::read(s.store.result_path(&id, side as u64)).await?;
     Ok(bytes.into_response())

@@ -3,11 +3,12 @@
 
 use super::files::write_in_background;
 use super::{run_state, Store};
-use crate::api::{self, now, RunState, Work};
-use crate::crypto::{self, Secret};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use sqlx::Row;
 use std::path::PathBuf;
+use venn_cloud::api::{self, now, RunState, Work};
+use venn_cloud::crypto::{self, Secret};
+use venn_cloud::Error;
 
 /// A task handed to a worker, the file it works on (a chunk's points, or a pre-token's
 /// values for the chunk) and the external worker that leased it last (`None`: the
@@ -110,7 +111,7 @@ impl Store {
         .ok_or_else(|| Error::NotFound(format!("no task {run}/{side}/{chunk}")))?;
         let state = run_state(&row, 5)?;
         if state != RunState::Computing {
-            return Err(Error::Conflict(format!("run {run} is {state}")));
+            return Err(Error::Conflict(format!("run {run} is {state}")).into());
         }
         let (work, input) = if row.get::<i64, _>(6) == 0 {
             let work = Work::Pair {
