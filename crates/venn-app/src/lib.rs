@@ -20,6 +20,7 @@ pub mod output;
 pub mod party;
 pub mod progress;
 mod reading;
+pub mod run_options;
 pub mod sink;
 pub mod temp_dirs;
 pub mod threads;

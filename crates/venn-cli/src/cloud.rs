@@ -1,7 +1,6 @@
 //! `venn cloud`: Thunder's service (see `venn-service`), its workers and its clients (see
 //! `venn-cloud`).
 
-use crate::{KeysCli, MAX_TIMEOUT};
 use clap::{Args, Subcommand};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -15,9 +14,10 @@ use venn_app::input::read_input;
 use venn_app::input::source::Matching;
 use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::progress::Spinner;
+use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
+use venn_app::run_options::MAX_SECONDS;
 use venn_app::sink::write_rows;
 use venn_app::thunder::{self, Partners};
-use venn_app::transport::TlsArgs;
 use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
 use venn_cloud::client::{Client, DatasetKey};
@@ -296,7 +296,7 @@ pub(crate) struct UploadCli {
     #[arg(long)]
     dataset: String,
     #[command(flatten)]
-    keys: KeysCli,
+    keys: Flags<ForKeys>,
     /// Where to keep the dataset's key (a new file, owner-only): without it no run and no
     /// result is possible.
     #[arg(long, value_name = "FILE")]
@@ -325,14 +325,14 @@ pub(crate) struct PairCli {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=2), requires = "listen")]
     partners: u64,
     /// Seconds to wait for the partners.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
     /// Use a ready pre-token of your dataset (`venn cloud pretoken`) and give the service
     /// a scalar instead of a token (two parties; both pass it).
     #[arg(long)]
     preprocessed: bool,
     #[command(flatten)]
-    tls: TlsArgs,
+    tls: Flags<ForTls>,
 }
 
 #[derive(Args)]
@@ -346,7 +346,7 @@ pub(crate) struct PretokenCli {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
     count: u64,
     /// Seconds to wait for the service to compute them (0: return at once).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     wait: u64,
 }
 
@@ -371,17 +371,17 @@ pub(crate) struct ResultCli {
     key_file: PathBuf,
     /// The file you uploaded (the same keys; its rows are what is written).
     #[command(flatten)]
-    keys: KeysCli,
+    keys: Flags<ForKeys>,
     /// Where to write your matching rows.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Seconds to wait for the run to finish.
-    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     wait: u64,
     /// Seconds to wait for the partners' tokens (or scalars), which `pair` gives at once:
     /// a run still waiting for one after this is given up on (the service keeps it open
     /// until its --token-wait, so the result may be read later).
-    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     partner_wait: u64,
 }
 
@@ -592,7 +592,7 @@ fn upload(u: UploadCli) -> Result<()> {
         )));
     }
     let start = Instant::now();
-    let input = read_input(&u.keys.input, &u.keys.options(Vec::new()))?;
+    let input = read_input(u.keys.settings.input()?, &u.keys.settings.keys)?;
     let spinner = Spinner::if_terminal("upload");
     let key = client.upload(
         &u.dataset,
@@ -621,7 +621,7 @@ fn upload(u: UploadCli) -> Result<()> {
 fn pair(p: PairCli) -> Result<()> {
     let client = client(&p.client)?;
     let key = DatasetKey::load(&p.key_file)?;
-    let transport = p.tls.load()?;
+    let transport = p.tls.settings.tls.clone().load()?;
     let peer = match (p.listen, p.connect) {
         (Some(addr), _) => PeerEndpoint::Listen(addr),
         (None, Some(addr)) => PeerEndpoint::Connect(addr),
@@ -685,8 +685,8 @@ fn pretoken(p: PretokenCli) -> Result<()> {
 fn result(r: ResultCli) -> Result<()> {
     let client = client(&r.client)?;
     let key = DatasetKey::load(&r.key_file)?;
-    check_output_path(&r.output, "--output", &[&r.keys.input])?;
-    let input = read_input(&r.keys.input, &r.keys.options(Vec::new()))?;
+    check_output_path(&r.output, "--output", &[r.keys.settings.input()?])?;
+    let input = read_input(r.keys.settings.input()?, &r.keys.settings.keys)?;
     let run = wait_for(&client, &r)?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(

@@ -17,16 +17,14 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use venn::protocols::{Bins, Offline, Options, Stash};
-use venn::session::run_plan::KeyMismatch;
+use venn::protocols::{Bins, Offline};
 use venn::session::Role;
 use venn::{Error, Result};
-use venn_app::input::{parse_delimiter, Format, KeyOptions};
 use venn_app::party::{
-    precompute_party, precompute_summary, run_party, summary, DealerAddr, Endpoint, Link,
-    PartyArgs, PrecomputeArgs, RunSpec,
+    precompute_party, precompute_summary, run_party, summary, PrecomputeArgs, RunSpec,
 };
-use venn_app::transport::TlsArgs;
+use venn_app::run_options::cli::{Flags, ForParty, ForPrecompute, ForProtocol, ForTls};
+use venn_app::run_options::MAX_SECONDS;
 
 #[derive(Parser)]
 #[command(
@@ -42,9 +40,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Contribute a set; the receiver learns the intersection (you too with --both).
-    Send(PartyCli),
+    Send(Flags<ForParty>),
     /// Learn which of your rows the sender also has.
-    Receive(PartyCli),
+    Receive(Flags<ForParty>),
     /// Run the input-independent offline phase now, with the peer, and save its state for
     /// a later `venn send/receive --state FILE`.
     Precompute(PrecomputeCli),
@@ -72,191 +70,10 @@ enum Command {
     BenchParty(BenchPartyCli),
 }
 
-/// The options of a protocol that has them (both parties must pass the same).
-#[derive(Args)]
-struct OptionsCli {
-    /// RR17's bins: lan (m = n/4, less computation) or wan (m = n/10, less traffic).
-    #[arg(long, value_name = "lan|wan", value_parser = Bins::parse)]
-    bins: Option<Bins>,
-    /// Bit length of the items of a standard-model protocol (rr17-de-sm: 32 or 64); the
-    /// keys must then be integers below 2^SIGMA, in decimal.
-    #[arg(long)]
-    sigma: Option<u32>,
-    /// Where the offline phase gets its correlated randomness: ot (OT between the two
-    /// parties, the default: for a GMW circuit's triples silent OT), for kbm23 also bfv
-    /// (homomorphic encryption between them; --sigma 32) or dealer (a `venn dealer`
-    /// trusted not to collude with either party; see --dealer), and for the GMW circuits
-    /// (rr22-ca/-sum, psww18-ca/-sum, hek12-ca) iknp (their triples from IKNP OT
-    /// extension, as ABY: 256 bits of traffic a triple; to compare).
-    #[arg(long, value_name = "ot|dealer|bfv|iknp", value_parser = Offline::parse)]
-    offline: Option<Offline>,
-    /// psww18-ca's stash for the items that fit in neither of the cuckoo side's tables:
-    /// combined (one for both, the default) or separate (one per table).
-    #[arg(long, value_name = "combined|separate", value_parser = Stash::parse)]
-    stash: Option<Stash>,
-    /// For a cardinality protocol (rr22-ca, psww18-ca, hek12-ca): learn only whether the
-    /// intersection has at least T items, not its size.
-    #[arg(long, value_name = "T")]
-    threshold: Option<u64>,
-}
-
-impl OptionsCli {
-    fn options(&self) -> Options {
-        Options {
-            bins: self.bins.unwrap_or_default(),
-            sigma: self.sigma,
-            offline: self.offline.unwrap_or_default(),
-            stash: self.stash.unwrap_or_default(),
-            threshold: self.threshold,
-        }
-    }
-}
-
-/// How a party reaches its peer and what it accepts from it.
-#[derive(Args)]
-#[command(group = clap::ArgGroup::new("endpoint").required(true).args(["listen", "connect"]))]
-struct LinkCli {
-    /// Protocol to run (see `venn params` and `venn plan`).
-    #[arg(long, default_value_t = RunSpec::default().protocol)]
-    protocol: String,
-    #[command(flatten)]
-    options: OptionsCli,
-    /// Wait for the peer on ADDR (e.g. 0.0.0.0:7766).
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<String>,
-    /// Connect to the peer at ADDR, retrying until --timeout.
-    #[arg(long, value_name = "ADDR")]
-    connect: Option<String>,
-    /// Worker threads for this party (at least 1; more than the cores it may use are cut
-    /// to that, with a warning).
-    #[arg(long, default_value_t = RunSpec::default().threads)]
-    threads: usize,
-    /// Seconds to wait for the peer: to connect, and for each whole message in either
-    /// direction (a deadline per message, however the peer trickles its bytes or takes
-    /// ours).
-    #[arg(long, default_value_t = RunSpec::default().timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
-    timeout: u64,
-    /// rr22-m's sender: seconds the receiver has for its whole OKVS, from the salt that
-    /// starts it (default: 30 + m·16 bytes at 10 MB/s, 32 s at 2^20 items). It bounds how
-    /// many items beyond its own a cheating receiver can get answers for: see `venn params
-    /// --protocol rr22-m`.
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
-    upload_deadline: Option<u64>,
-    /// Write timings and traffic as JSON to FILE (`-`: standard output).
-    #[arg(long, value_name = "FILE")]
-    stats_json: Option<PathBuf>,
-    /// Allow an insecure protocol (the naive baseline).
-    #[arg(long)]
-    insecure: bool,
-    /// The largest set size accepted from the peer.
-    #[arg(long, default_value_t = RunSpec::default().max_peer_items)]
-    max_peer_items: u64,
-    /// The most memory this party may need (e.g. 8G, 512M; default: half of physical
-    /// memory). A peer whose set would need more is refused before anything is allocated.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    max_memory: Option<u64>,
-    #[command(flatten)]
-    tls: TlsArgs,
-    /// The dealer's address, for --offline dealer (where `venn dealer --listen` runs).
-    #[arg(long, value_name = "ADDR")]
-    dealer: Option<String>,
-    /// With TLS, trust only the dealer certificate with this SHA-256 fingerprint (without
-    /// it, the dealer's certificate must chain to --tls-ca).
-    #[arg(
-        long,
-        value_name = "SHA256",
-        requires = "tls_cert",
-        requires = "dealer"
-    )]
-    dealer_fingerprint: Option<String>,
-}
-
-/// An input file and how its keys are taken.
-#[derive(Args)]
-struct KeysCli {
-    /// Input file.
-    #[arg(long, value_name = "FILE")]
-    input: PathBuf,
-    /// Input format: csv (with a header row) or lines.
-    #[arg(long, value_enum, default_value = "csv")]
-    format: Format,
-    /// CSV column holding the key (default: the first column); several, comma-separated
-    /// (`--column email,dob`), make one key of their values together.
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
-    column: Vec<String>,
-    /// What separates a CSV file's fields: `,`, `;` (as spreadsheets save CSV where the
-    /// comma is the decimal mark), `tab` (or `\t`) or `|`. Rows are output as they are, so
-    /// with the input's.
-    #[arg(long, value_name = "CHAR", default_value = ",", value_parser = parse_delimiter)]
-    delimiter: u8,
-    /// Strip leading and trailing white space from keys.
-    #[arg(long)]
-    trim: bool,
-    /// Lower-case keys before comparing.
-    #[arg(long)]
-    lowercase: bool,
-    /// Skip rows with an empty key instead of failing.
-    #[arg(long)]
-    skip_empty: bool,
-    /// Run, with a warning, when the peer takes its keys otherwise (--trim, --lowercase,
-    /// the number of --column); by default such a run is refused.
-    #[arg(long)]
-    allow_key_mismatch: bool,
-}
-
-impl KeysCli {
-    fn options(&self, value_columns: Vec<String>) -> KeyOptions {
-        KeyOptions {
-            format: self.format,
-            columns: self.column.clone(),
-            trim: self.trim,
-            lowercase: self.lowercase,
-            skip_empty: self.skip_empty,
-            value_columns,
-            delimiter: self.delimiter,
-        }
-    }
-}
-
-#[derive(Args)]
-struct PartyCli {
-    #[command(flatten)]
-    link: LinkCli,
-    #[command(flatten)]
-    keys: KeysCli,
-    /// Where to write the intersecting rows (required to receive; with --both, to send), or
-    /// the JSON result of a protocol that outputs a count or a sum; `-` for standard output.
-    /// A regular file is replaced whole, owner-only; a device or a pipe is written into.
-    #[arg(long, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender
-    /// of a protocol that sums them over the intersection (rr22-sum, psww18-sum); a repeated
-    /// key's rows' values are added. rr22-sum sums several columns in one run, each apart
-    /// (`--value-column revenue,units`, up to 16): the receiver learns one sum a column.
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
-    value_column: Vec<String>,
-    /// Both parties learn the intersection (both must pass it).
-    #[arg(long)]
-    both: bool,
-    /// Run only the online phase, with the state `venn precompute` wrote (both parties pass
-    /// theirs); the state is used up.
-    #[arg(long, value_name = "FILE")]
-    state: Option<PathBuf>,
-    /// Split the input into hash buckets of about N rows on disk and run them one by one,
-    /// in bounded memory (done by itself for a file over an eighth of --max-memory).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "state")]
-    bucket_rows: Option<u64>,
-    /// Where bucket files go (a directory made for the run inside it, removed after, also
-    /// on Ctrl-C): 16 bytes a row plus its key are needed, about the input's size or more.
-    /// Default: the system's temporary directory ($TMPDIR), which may be in memory.
-    #[arg(long, value_name = "DIR", conflicts_with = "state")]
-    bucket_dir: Option<PathBuf>,
-}
-
 #[derive(Args)]
 struct PrecomputeCli {
     #[command(flatten)]
-    link: LinkCli,
+    link: Flags<ForPrecompute>,
     /// The role this party will play online.
     #[arg(long, value_enum)]
     role: RoleArg,
@@ -281,34 +98,6 @@ impl From<RoleArg> for Role {
             RoleArg::Receiver => Role::Receiver,
         }
     }
-}
-
-/// The longest `--timeout` (a year): deadlines are computed as now + timeout.
-const MAX_TIMEOUT: u64 = 365 * 24 * 3600;
-
-/// `8G`, `512M`, `64K` or a number of bytes.
-fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => s.split_at(i),
-        None => (s, ""),
-    };
-    let shift = match unit
-        .to_ascii_uppercase()
-        .trim_end_matches("IB")
-        .trim_end_matches('B')
-    {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("'{s}' is not a size like 8G, 512M or 1048576")),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .ok_or_else(|| format!("'{s}' is not a size like 8G, 512M or 1048576"))
 }
 
 #[derive(Args)]
@@ -340,14 +129,14 @@ struct DealerCli {
     #[arg(long, value_name = "N", default_value_t = 1 << 24)]
     max_items: u64,
     /// Seconds a party may take to send its request, and wait for the other party.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
     /// Stop after dealing this many sessions (default: serve until stopped).
     #[arg(long, value_name = "N")]
     sessions: Option<u64>,
     /// The parties are trusted by --peer-fingerprint (both, comma-separated) or --tls-ca.
     #[command(flatten)]
-    tls: TlsArgs,
+    tls: Flags<ForTls>,
 }
 
 #[derive(Args)]
@@ -513,7 +302,7 @@ struct BenchCli {
     #[arg(long)]
     json: bool,
     /// Seconds each party waits for the other.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
 }
 
@@ -524,7 +313,7 @@ struct BenchPartyCli {
     #[arg(long)]
     protocol: String,
     #[command(flatten)]
-    options: OptionsCli,
+    options: Flags<ForProtocol>,
     #[arg(long, value_parser = parse_size_pair)]
     sizes: (u64, u64),
     #[arg(long)]
@@ -556,7 +345,7 @@ struct BenchPartyCli {
     /// The dealer the benchmark started, for --offline dealer.
     #[arg(long)]
     dealer: Option<String>,
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
 }
 
@@ -596,60 +385,8 @@ impl BenchPartyCli {
     }
 }
 
-impl LinkCli {
-    fn into_link(self) -> Result<Link> {
-        let endpoint = match (self.listen, self.connect) {
-            (Some(a), _) => Endpoint::Listen(a),
-            (None, Some(a)) => Endpoint::Connect(a),
-            (None, None) => unreachable!("clap requires one of --listen/--connect"),
-        };
-        let protocol_options = self.options.options();
-        let dealer = DealerAddr::new(
-            protocol_options.offline,
-            self.dealer,
-            self.dealer_fingerprint,
-            &self.tls,
-        )?;
-        let defaults = RunSpec::default();
-        Ok(Link {
-            transport: self.tls.load()?,
-            spec: RunSpec {
-                protocol: self.protocol,
-                options: protocol_options,
-                threads: self.threads,
-                timeout: Duration::from_secs(self.timeout),
-                insecure: self.insecure,
-                max_peer_items: self.max_peer_items,
-                max_memory: self.max_memory.unwrap_or(defaults.max_memory),
-                upload_deadline: self.upload_deadline.map(Duration::from_secs),
-                ..defaults
-            },
-            dealer,
-            endpoint,
-            stats_json: self.stats_json,
-        })
-    }
-}
-
-impl PartyCli {
-    fn into_args(self) -> Result<PartyArgs> {
-        let mut link = self.link.into_link()?;
-        link.spec.key_mismatch = KeyMismatch::allowed(self.keys.allow_key_mismatch);
-        Ok(PartyArgs {
-            link,
-            keys: self.keys.options(self.value_column),
-            input: self.keys.input,
-            output: self.output,
-            both: self.both,
-            state: self.state,
-            bucket_rows: self.bucket_rows,
-            bucket_dir: self.bucket_dir,
-        })
-    }
-}
-
-fn party(cli: PartyCli, role: Role) -> Result<()> {
-    let args = cli.into_args()?;
+fn party(flags: Flags<ForParty>, role: Role) -> Result<()> {
+    let args = flags.settings.party_args()?;
     let outcome = run_party(&args, role, &mut args.file_output(), None, |addr| {
         eprintln!("venn: listening on {addr}");
     })?;
@@ -660,7 +397,7 @@ fn party(cli: PartyCli, role: Role) -> Result<()> {
 fn precompute(cli: PrecomputeCli) -> Result<()> {
     let role = cli.role.into();
     let args = PrecomputeArgs {
-        link: cli.link.into_link()?,
+        link: cli.link.settings.link()?,
         max_items: cli.max_items,
         state: cli.state,
     };
@@ -674,7 +411,7 @@ fn precompute(cli: PrecomputeCli) -> Result<()> {
 fn serve_dealer(d: DealerCli) -> Result<()> {
     let args = dealer::DealerArgs {
         listen: d.listen,
-        transport: d.tls.load()?,
+        transport: d.tls.settings.tls.load()?,
         timeout: Duration::from_secs(d.timeout),
         max_items: d.max_items,
         sessions: d.sessions,
@@ -820,7 +557,7 @@ fn run(command: Command) -> Result<()> {
                         role,
                         link: b.link()?,
                         protocol: b.protocol,
-                        options: b.options.options(),
+                        options: b.options.settings.spec.options,
                         sizes: venn::session::Sizes {
                             sender: b.sizes.0,
                             receiver: b.sizes.1,
@@ -845,6 +582,7 @@ fn run(command: Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use venn::session::run_plan::KeyMismatch;
 
     /// What `venn send` and `venn precompute` run with when given no option is
     /// [`RunSpec::default`], the one place the defaults are (the Python package's test
@@ -855,8 +593,8 @@ mod tests {
             .unwrap()
             .command
         {
-            Command::Send(p) => p.into_args().unwrap().link.spec,
-            Command::Precompute(p) => p.link.into_link().unwrap().spec,
+            Command::Send(p) => p.settings.party_args().unwrap().link.spec,
+            Command::Precompute(p) => p.link.settings.link().unwrap().spec,
             _ => unreachable!(),
         };
         let send = parse("venn send --input x.csv --connect 127.0.0.1:1");

@@ -14,17 +14,16 @@ mod result;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFloat, PyString};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyString};
 use result::{Learning, RunResult};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
-use venn::protocols::{Bins, Offline, Options, Progress, Stash};
-use venn::session::run_plan::KeyMismatch;
+use venn::protocols::Progress;
 use venn::session::Role;
 use venn_app::input::memory::KeysInMemory;
-use venn_app::input::{parse_delimiter, Format, KeyOptions};
-use venn_app::party::{run_keys, run_party, DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
+use venn_app::input::{Format, KeyOptions};
+use venn_app::party::{run_keys, run_party, Endpoint, Link, PartyArgs};
+use venn_app::run_options::{self, Given, Kind, RunSettings};
 use venn_app::transport::TlsArgs;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
@@ -201,17 +200,6 @@ pub(crate) fn role_of(role: &str) -> PyResult<Role> {
     }
 }
 
-/// A protocol's options, as Python gives them (the CLI's `--bins` ... `--dealer`).
-pub(crate) struct ProtocolArgs<'a> {
-    pub bins: Option<&'a str>,
-    pub sigma: Option<u32>,
-    pub offline: Option<&'a str>,
-    pub stash: Option<&'a str>,
-    pub threshold: Option<u64>,
-    pub dealer: Option<String>,
-    pub dealer_fingerprint: Option<String>,
-}
-
 /// A party's TLS settings for a link of its own, loaded.
 pub(crate) fn transport(
     tls_cert: Option<std::path::PathBuf>,
@@ -230,91 +218,44 @@ pub(crate) fn transport(
     tls.load().map_err(to_py)
 }
 
-/// A party's options for reaching its peer, as Python gives them.
-pub(crate) struct LinkArgs<'a> {
-    pub protocol: Option<&'a str>,
-    pub options: ProtocolArgs<'a>,
-    pub endpoint: Endpoint,
-    pub tls: TlsArgs,
-    pub insecure: bool,
-    pub threads: Option<usize>,
-    pub timeout: Option<f64>,
-    pub max_peer_items: Option<u64>,
-    pub max_memory: Option<u64>,
-    pub allow_key_mismatch: bool,
-    pub upload_deadline: Option<f64>,
-}
-
-impl LinkArgs<'_> {
-    /// The link, its TLS files loaded and its numbers checked (None: the CLI's default,
-    /// from [`RunSpec::default`]).
-    pub(crate) fn link(self) -> PyResult<Link> {
-        let defaults = RunSpec::default();
-        let timeout = match self.timeout {
-            None => defaults.timeout,
-            Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
-            Some(_) => {
-                return Err(UsageError::new_err(
-                    "timeout is a positive number of seconds",
-                ))
-            }
+/// The run options Python gave as keywords, read through the table every front end
+/// shares ([`venn_app::run_options`]): each keyword is an option's flag with `_` for `-`,
+/// `None` its default; another keyword is refused as Python refuses one. Returns the
+/// settings and the names of the keywords given.
+pub(crate) fn run_settings(
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(RunSettings, Vec<String>)> {
+    let mut settings = RunSettings::default();
+    let mut given = Vec::new();
+    for (keyword, value) in options.into_iter().flat_map(|d| d.iter()) {
+        let keyword: String = keyword.extract()?;
+        let option = run_options::by_keyword(&keyword).ok_or_else(|| {
+            PyTypeError::new_err(format!("got an unexpected keyword argument '{keyword}'"))
+        })?;
+        if value.is_none() {
+            continue;
+        }
+        let wrong = |e: PyErr| PyTypeError::new_err(format!("{keyword}=: {e}"));
+        let value = match option.kind {
+            Kind::Switch => Given::Switch(value.extract().map_err(wrong)?),
+            Kind::Number { .. } | Kind::Size => Given::Number(value.extract().map_err(wrong)?),
+            Kind::Seconds => Given::Seconds(
+                run_options::seconds(value.extract().map_err(wrong)?)
+                    .map_err(|e| UsageError::new_err(format!("{keyword} is {e}")))?,
+            ),
+            Kind::Text | Kind::Choice(_) => Given::Text(value.extract().map_err(wrong)?),
+            Kind::Path => Given::Path(value.extract().map_err(wrong)?),
+            Kind::List => Given::List(match value.extract::<String>() {
+                Ok(one) => vec![one],
+                Err(_) => value.extract().map_err(wrong)?,
+            }),
         };
-        let upload_deadline = match self.upload_deadline {
-            None => None,
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-            Some(_) => {
-                return Err(UsageError::new_err(
-                    "upload_deadline is a positive number of seconds",
-                ))
-            }
-        };
-        let o = self.options;
-        let protocol_options = Options {
-            bins: o
-                .bins
-                .map(Bins::parse)
-                .transpose()
-                .map_err(to_py)?
-                .unwrap_or_default(),
-            sigma: o.sigma,
-            offline: (o.offline.map(Offline::parse).transpose().map_err(to_py)?)
-                .unwrap_or_default(),
-            stash: o
-                .stash
-                .map(Stash::parse)
-                .transpose()
-                .map_err(to_py)?
-                .unwrap_or_default(),
-            threshold: o.threshold,
-        };
-        let dealer = DealerAddr::new(
-            protocol_options.offline,
-            o.dealer,
-            o.dealer_fingerprint,
-            &self.tls,
-        )
-        .map_err(to_py)?;
-        // Refused at once; bounded to the cores where the party (or each lane) runs.
-        let threads = self.threads.unwrap_or(defaults.threads);
-        venn_app::threads::check(threads).map_err(to_py)?;
-        Ok(Link {
-            spec: RunSpec {
-                protocol: self.protocol.map_or(defaults.protocol, str::to_owned),
-                options: protocol_options,
-                threads,
-                timeout,
-                insecure: self.insecure,
-                max_peer_items: self.max_peer_items.unwrap_or(defaults.max_peer_items),
-                max_memory: self.max_memory.unwrap_or(defaults.max_memory),
-                key_mismatch: KeyMismatch::allowed(self.allow_key_mismatch),
-                upload_deadline,
-            },
-            dealer,
-            endpoint: self.endpoint,
-            stats_json: None,
-            transport: self.tls.load().map_err(to_py)?,
-        })
+        settings.set(option, value).map_err(to_py)?;
+        given.push(keyword);
     }
+    // Refused at once; bounded to the cores where the party (or each lane) runs.
+    venn_app::threads::check(settings.spec.threads).map_err(to_py)?;
+    Ok((settings, given))
 }
 
 /// The settings a party runs with ([`Party::settings`]).
@@ -383,143 +324,65 @@ impl Party {
 #[pymethods]
 impl Party {
     /// See `venn.send` and `venn.send_file` for the options: `items` (keys in memory, with
-    /// `values` in `value_columns`) or `input` (a file, with the CLI's `--output`,
-    /// `--format`, `--column`, `--value-column` as `value_column_names`, `--delimiter`).
+    /// `values` in `value_columns`) or `input=` (a file); every run option is a keyword
+    /// named as its flag, with `_` for `-` ([`run_settings`]).
     #[new]
     #[pyo3(signature = (
-        role, items, *, values=None, value_columns=1, input=None, output=None, format=None,
-        column=Vec::new(), value_column_names=Vec::new(), delimiter=None,
-        connect=None, listen=None, on_listening=None,
-        protocol=None, bins=None, sigma=None, offline=None, stash=None, threshold=None,
-        dealer=None, dealer_fingerprint=None, both=false, trim=false, lowercase=false,
-        skip_empty=false, allow_key_mismatch=false, tls_cert=None, tls_key=None, tls_ca=None,
-        peer_fingerprint=Vec::new(), plaintext=false, insecure=false, threads=None,
-        timeout=None, max_peer_items=None, max_memory=None, upload_deadline=None,
-        progress=None,
+        role, items, *, values=None, value_columns=1, on_listening=None, progress=None,
+        **options,
     ))]
-    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
+    #[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
     fn new(
         py: Python<'_>,
         role: &str,
         items: Option<Vec<Key>>,
         values: Option<Vec<u64>>,
         value_columns: usize,
-        input: Option<PathBuf>,
-        output: Option<PathBuf>,
-        format: Option<&str>,
-        column: Vec<String>,
-        value_column_names: Vec<String>,
-        delimiter: Option<&str>,
-        connect: Option<String>,
-        listen: Option<String>,
         on_listening: Option<Py<PyAny>>,
-        protocol: Option<&str>,
-        bins: Option<&str>,
-        sigma: Option<u32>,
-        offline: Option<&str>,
-        stash: Option<&str>,
-        threshold: Option<u64>,
-        dealer: Option<String>,
-        dealer_fingerprint: Option<String>,
-        both: bool,
-        trim: bool,
-        lowercase: bool,
-        skip_empty: bool,
-        allow_key_mismatch: bool,
-        tls_cert: Option<std::path::PathBuf>,
-        tls_key: Option<std::path::PathBuf>,
-        tls_ca: Option<std::path::PathBuf>,
-        peer_fingerprint: Vec<String>,
-        plaintext: bool,
-        insecure: bool,
-        threads: Option<usize>,
-        timeout: Option<f64>,
-        max_peer_items: Option<u64>,
-        max_memory: Option<u64>,
-        upload_deadline: Option<f64>,
         progress: Option<Py<PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let role = role_of(role)?;
-        let link = LinkArgs {
-            protocol,
-            options: ProtocolArgs {
-                bins,
-                sigma,
-                offline,
-                stash,
-                threshold,
-                dealer,
-                dealer_fingerprint,
-            },
-            endpoint: peer_endpoint(connect, listen)?,
-            tls: TlsArgs {
-                tls_cert,
-                tls_key,
-                tls_ca,
-                peer_fingerprint,
-                plaintext,
-            },
-            insecure,
-            threads,
-            timeout,
-            max_peer_items,
-            max_memory,
-            allow_key_mismatch,
-            upload_deadline,
-        }
-        .link()?;
-        let opts = key_options(trim, lowercase, skip_empty);
-        let for_files = [
-            (output.is_some(), "output"),
-            (format.is_some(), "format"),
-            (!column.is_empty(), "column"),
-            (!value_column_names.is_empty(), "value_column"),
-            (delimiter.is_some(), "delimiter"),
-        ];
-        let source = match (items, input) {
-            (Some(items), None) => {
-                if let Some((_, name)) = for_files.iter().find(|(given, _)| *given) {
+        let (settings, given) = run_settings(options)?;
+        let link = settings.link().map_err(to_py)?;
+        let source = match items {
+            Some(items) => {
+                let for_files = (given.iter()).find(|k| {
+                    run_options::by_keyword(k)
+                        .is_some_and(|o| o.python == run_options::Python::File)
+                });
+                if let Some(name) = for_files {
                     return Err(UsageError::new_err(format!(
                         "{name}= is for a party on a file (venn.send_file, venn.receive_file)"
                     )));
                 }
+                let opts = key_options(
+                    settings.keys.trim,
+                    settings.keys.lowercase,
+                    settings.keys.skip_empty,
+                );
                 let read = py.detach(|| {
                     let values = values.as_deref().map(|v| (v, value_columns));
                     KeysInMemory::new(&items, values, &opts)
                 });
                 Source::Keys(read.map_err(to_py)?)
             }
-            (None, Some(input)) => {
+            None => {
                 if values.is_some() {
                     return Err(UsageError::new_err(
                         "a file's values are read from its value_column=, not given as values=",
                     ));
                 }
-                let format = match format.unwrap_or("csv") {
-                    "csv" => Format::Csv,
-                    "lines" => Format::Lines,
-                    other => {
-                        return Err(UsageError::new_err(format!(
-                            "format is 'csv' or 'lines', not {other:?}"
-                        )))
-                    }
-                };
-                let delimiter = delimiter.map_or(Ok(b','), parse_delimiter).map_err(to_py)?;
-                let keys = KeyOptions {
-                    format,
-                    columns: column,
-                    value_columns: value_column_names,
-                    delimiter,
-                    ..opts
-                };
+                let input = (settings.input)
+                    .ok_or_else(|| UsageError::new_err("give the keys, or a file (input=)"))?;
                 Source::File {
                     input,
-                    output,
-                    keys,
+                    output: settings.output,
+                    keys: settings.keys,
                 }
             }
-            _ => return Err(UsageError::new_err("give the keys, or a file (input=)")),
         };
+        let both = settings.both;
         let setup = Setup {
             link,
             role,

@@ -213,6 +213,11 @@ def test_errors_are_typed():
         venn.receive([1, 2], connect="127.0.0.1:1")
     with pytest.raises(TypeError, match="protocl"):
         venn.receive(["a"], connect="127.0.0.1:1", protocl="kkrt16")  # type: ignore[call-arg]
+    # Bounded as the command line's (a year), not left to panic converting it.
+    with pytest.raises(venn.UsageError, match="timeout is a positive number"):
+        venn.receive(["a"], connect="127.0.0.1:1", timeout=1e30)
+    with pytest.raises(TypeError, match="threads"):
+        venn.receive(["a"], connect="127.0.0.1:1", threads="two")  # type: ignore[arg-type]
     # Nobody listens: the connection is retried until the timeout.
     with pytest.raises(venn.NetworkError):
         venn.receive(["a"], connect="127.0.0.1:9", timeout=1.0)

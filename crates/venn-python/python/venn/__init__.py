@@ -88,48 +88,43 @@ Path = Union[str, "PathLike[str]"]
 class PartyOptions(TypedDict, total=False):
     """The keyword options of :func:`send` and :func:`receive` (the command line's)."""
 
-    connect: str
-    listen: str
-    on_listening: Callable[[str], None]
+    # Written from crates/venn-app/src/run_options/table.rs: edit it there (docs/testing.md).
     protocol: str
     bins: str
     sigma: int
     offline: str
     stash: str
     threshold: int
-    dealer: str
-    dealer_fingerprint: str
-    both: bool
-    values: Union[Sequence[int], Sequence[Sequence[int]]]
-    trim: bool
-    lowercase: bool
-    skip_empty: bool
-    allow_key_mismatch: bool
+    listen: str
+    connect: str
+    threads: int
+    timeout: float
+    upload_deadline: float
+    insecure: bool
+    max_peer_items: int
+    max_memory: int
     tls_cert: Path
     tls_key: Path
     tls_ca: Path
     peer_fingerprint: Union[str, Sequence[str]]
     plaintext: bool
-    insecure: bool
-    threads: int
-    timeout: float
-    max_peer_items: int
-    max_memory: int
-    upload_deadline: float
+    dealer: str
+    dealer_fingerprint: str
+    trim: bool
+    lowercase: bool
+    skip_empty: bool
+    allow_key_mismatch: bool
+    both: bool
+    # End of the table's options.
+    on_listening: Callable[[str], None]
+    values: Union[Sequence[int], Sequence[Sequence[int]]]
     progress: Callable[[str], None]
 
 
 def _native(options: PartyOptions) -> dict[str, Any]:
-    """The options as the native party takes them."""
-    # None stands for the default, as it does in the command line's absent option.
-    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
-    for path in ("tls_cert", "tls_key", "tls_ca"):
-        if given.get(path) is not None:
-            given[path] = str(given[path])
-    fingerprint = given.get("peer_fingerprint")
-    if fingerprint is not None:
-        given["peer_fingerprint"] = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
-    return given
+    """The options as the native party takes them: None stands for the default, as it
+    does in the command line's absent option."""
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
@@ -162,7 +157,7 @@ def _file_party(
         output=output,
         format=format,
         column=_names(column),
-        value_column_names=_names(value_column),
+        value_column=_names(value_column),
         delimiter=delimiter,
         **_native(options),
     ).run()

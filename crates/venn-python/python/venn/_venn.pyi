@@ -103,7 +103,7 @@ class Party:
         output: Optional[Union[str, PathLike[str]]] = ...,
         format: Optional[str] = ...,
         column: list[str] = ...,
-        value_column_names: list[str] = ...,
+        value_column: list[str] = ...,
         delimiter: Optional[str] = ...,
         **options: Unpack[PartyOptions],
     ) -> None: ...
