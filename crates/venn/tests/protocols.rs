@@ -290,59 +290,56 @@ fn every_protocol_survives_a_sender_cut_off_or_corrupted_at_any_frame() {
     }
 }
 
+/// The lengths of the frames the sender sends in an honest run of `p` on `s` and `r`.
+fn sent_frame_lengths(p: &'static dyn Protocol, o: Options, s: &Items, r: &Items) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    let result = tampered_run(p, o, s, r, |_, frame| {
+        lengths.push(frame.len());
+        true
+    });
+    result.unwrap_or_else(|e| panic!("{}: an honest run failed: {e}", p.info().name));
+    lengths
+}
+
+/// A sender that sends values for more items than it announced is refused. Which frame
+/// carries the values, and how many bytes one item's take, is read from two honest runs,
+/// the sender's set one item larger in the second: one more item's bytes are appended to
+/// the last frame that grew. Where none grew (a circuit's last frame is a share of fixed
+/// size), one surplus byte is appended to the protocol's last frame, the one before the
+/// session's confirmation of the transcripts.
 #[test]
 fn a_sender_with_more_values_than_its_set_size_is_refused() {
     let (s, r) = sets(300, 200, 50, 12);
-    for &p in registry() {
-        let sizes = Sizes {
-            sender: 300,
-            receiver: 200,
+    let mut larger: Items = (0..s.len()).map(|i| s.get(i).to_vec()).collect();
+    larger.push(b"one item more than the sender announced".as_slice());
+    each_on_all_cores(registry(), |&p| {
+        let name = p.info().name;
+        let o = test_options(p);
+        let (honest, grown) = (
+            sent_frame_lengths(p, o, &s, &r),
+            sent_frame_lengths(p, o, &larger, &r),
+        );
+        assert_eq!(
+            honest.len(),
+            grown.len(),
+            "{name}: one more item changed the frames"
+        );
+        let grew = (0..honest.len()).rev().find(|&i| grown[i] > honest[i]);
+        let (frame, extra) = match grew {
+            Some(i) => (i + 1, grown[i] - honest[i]),
+            None => (honest.len() - 1, 1),
         };
-        let table = p.params(sizes, test_options(p)).unwrap().table();
-        let param = |name: &str| {
-            table
-                .0
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.parse::<usize>().unwrap())
-                .unwrap()
-        };
-        // Bytes per sender item: a value per cuckoo bin choice and stash slot (kkrt16,
-        // pssz15), a value per slot of the receiver's bin (rr17-de), a commitment and a
-        // tag and masked key per slot (rr17-ec), else one value. The final frame carries
-        // the 300 items' values: append one more item's. kbm23's carries a value of ℓ bits
-        // for each of the α·β comparisons: append one more.
-        let per_item = |item_bytes: usize| (300 * item_bytes, item_bytes);
-        let (last, extra) = match p.info().name {
-            "kkrt16" | "pssz15" => per_item((3 + param("s")) * param("v") / 8),
-            "rr17-de" | "rr17-de-sm" => per_item(param("mu_receiver") * param("v") / 8),
-            "rr17-ec" => per_item(param("commitment_bits") / 8 + param("mu_receiver") * 20),
-            // The circuits' last frame is the sender's share: of the count, 4 bytes; of the
-            // sum and count, 16.
-            "psww18-ca" | "hek12-ca" | "rr22-ca" => (4, 1),
-            "psww18-sum" | "rr22-sum" => (16, 1),
-            "kbm23" => {
-                let bits = param("log2Q");
-                let comparisons = param("alpha") * param("beta");
-                ((comparisons * bits).div_ceil(8), bits.div_ceil(8))
-            }
-            _ => per_item(param("v") / 8),
-        };
-        let result = tampered_run(p, test_options(p), &s, &r, |_, f| {
-            if f.len() == last {
+        let result = tampered_run(p, o, &s, &r, |i, f| {
+            if i == frame {
                 f.extend(vec![0x55; extra]);
             }
             true
         });
         let e = result
             .err()
-            .unwrap_or_else(|| panic!("{}: surplus values accepted", p.info().name));
-        assert!(
-            matches!(e, Error::Protocol { .. }),
-            "{}: {e}",
-            p.info().name
-        );
-    }
+            .unwrap_or_else(|| panic!("{name}: surplus values accepted (frame {frame})"));
+        assert!(matches!(e, Error::Protocol { .. }), "{name}: {e}");
+    });
 }
 
 /// A relay that flips one bit of any one frame (or fills an empty one), in either
