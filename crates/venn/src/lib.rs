@@ -10,6 +10,7 @@
 
 pub mod crypto;
 mod error;
+#[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod gmw;
 mod items;
