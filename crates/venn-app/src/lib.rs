@@ -6,7 +6,7 @@
 //! ([`sink`]: rows, JSON, where the [`destination`] allows; [`output`]: the statistics), show progress ([`progress`]) — a
 //! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
 //! ([`keygen`]). How a party reads its input within `--max-memory` (whole, in buckets, or
-//! not at all) is decided before any of it is read (`reading`).
+//! not at all) is decided before any of it is read (the party's `reading`).
 //!
 //! The `venn` tool (`venn-cli`), the Python package (`venn-python`) and the fuzz targets
 //! are front ends over it; a run's options are one [`party::RunSpec`].
@@ -19,7 +19,6 @@ pub mod lanes;
 pub mod output;
 pub mod party;
 pub mod progress;
-mod reading;
 pub mod run_options;
 pub mod sink;
 pub mod temp_dirs;

@@ -235,18 +235,22 @@ fn module_path(relative: &std::path::Path) -> Vec<String> {
     parts
 }
 
-/// The imports between sibling files of each directory module, as (module, from, to): a
-/// file or subdirectory `from` of `module` names a sibling `to` (the module's own
-/// `mod.rs`, which declares them all, is no sibling).
+/// The imports between sibling files of each directory module and of the crate's root,
+/// as (module, from, to): a file or subdirectory `from` of `module` (`crate` at the root)
+/// names a sibling `to` (the module's own `mod.rs`, or the root's `lib.rs` or `main.rs`,
+/// which declares them all, is no sibling).
 fn sibling_imports(src: &std::path::Path) -> Vec<(String, String, String)> {
     let mut all = Vec::new();
     files(src, &mut all);
     let mut edges = Vec::new();
     for path in all {
         let module = module_path(path.strip_prefix(src).unwrap());
+        if matches!(module.as_slice(), [root] if root == "lib" || root == "main") {
+            continue;
+        }
         let source = std::fs::read_to_string(&path).unwrap();
         for target in references(&source, &module) {
-            for depth in 1..module.len() {
+            for depth in 0..module.len() {
                 let (dir, from) = (&module[..depth], &module[depth]);
                 let Some(to) = target.get(depth).filter(|_| target.starts_with(dir)) else {
                     continue;
@@ -255,7 +259,12 @@ fn sibling_imports(src: &std::path::Path) -> Vec<(String, String, String)> {
                 let is_module =
                     sibling.join(format!("{to}.rs")).is_file() || sibling.join(to).is_dir();
                 if to != from && is_module {
-                    edges.push((dir.join("::"), from.clone(), to.clone()));
+                    let name = if depth == 0 {
+                        "crate".into()
+                    } else {
+                        dir.join("::")
+                    };
+                    edges.push((name, from.clone(), to.clone()));
                 }
             }
         }

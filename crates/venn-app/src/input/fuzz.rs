@@ -3,10 +3,9 @@
 //! the first byte. Besides "no panic", it checks what every parse must satisfy, and that the
 //! hand-written fast path agrees with the `csv` crate on every body the fast path takes.
 
-use super::{
-    csv_header, csv_plain_body, csv_quoted_body, parse_input, uses_fast_path, Builder, Format,
-    Input, KeyOptions,
-};
+use super::builder::Builder;
+use super::csv_file::{csv_header, csv_plain_body, csv_quoted_body, uses_fast_path};
+use super::{parse_input, Format, Input, KeyOptions};
 
 /// Options from one byte: format, normalisation, which columns make the key, whether
 /// column c holds values, and (CSV) whether fields are separated by semicolons.

@@ -2,8 +2,9 @@
 //! one row a key, in the order given, normalised and deduplicated as a file's keys are; the
 //! matched rows are handed back as their positions in the list given.
 
+use super::builder::{Builder, Values};
 use super::source::{members, InputSource, RowBatch, RowCounts};
-use super::{Builder, Input, KeyOptions, Values};
+use super::{Input, KeyOptions};
 use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
 

@@ -2,6 +2,7 @@
 //! file or (precompute) on nothing but the most items it will bring.
 
 mod link;
+mod reading;
 mod stages;
 mod summary;
 

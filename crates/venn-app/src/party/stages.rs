@@ -3,6 +3,7 @@
 //! → write → report. [`super::run_party`] is their list; [`super::run_keys`] (keys held
 //! in memory) shares the agreement and the run on an input held whole.
 
+use super::reading::{self, Reading};
 use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
 use crate::destination::check_output_path;
@@ -10,7 +11,6 @@ use crate::input::read_input;
 use crate::input::source::{InputSource, Matching};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
-use crate::reading::{self, Reading};
 use crate::sink::{Delivered, OutputSink};
 use crate::threads;
 use std::net::SocketAddr;

@@ -233,7 +233,7 @@ enum Attached<'a> {
 /// `bench-party --tls-dir` reads.
 fn tls_identities(dir: &Path) -> Result<()> {
     for role in [Role::Sender, Role::Receiver] {
-        let made = venn::net::tls::Identity::generate(1)?;
+        let made = venn_app::keygen::self_signed(1)?;
         let file = |ext: &str| dir.join(format!("{}.{ext}", role.name()));
         std::fs::write(file("crt"), made.cert_pem)?;
         std::fs::write(file("key"), made.key_pem)?;

@@ -25,26 +25,22 @@
 //! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
 //! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
 
-use super::join::{partition_bits, AlicesValues, BobsValues};
-use super::{phased, toss_seed, Domains, Hashing, OwnSlots};
-use crate::crypto::Prg;
-use crate::crypto::{first_block, Block, RowDigest, RowHash};
+use super::join::{AlicesValues, BobsValues};
+use super::params::Rr17DeParams;
+use super::{toss_seed, Domains};
+use crate::crypto::{Block, Prg};
 use crate::items::Items;
 use crate::net::Channel;
-use crate::net::Writer;
-use crate::ot::oos16::{
-    both_ways, OosReceiver, OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds,
-};
+use crate::ot::oos16::{OosReceiverSeeds, OosSenderSeeds};
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::protocols::matching::low_bits;
 use crate::protocols::{
-    round_up_to_byte, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable,
-    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    Accepts, AnyParty, Context, Options, Output, Parameters, Party, Protocol, ProtocolInfo, Sizes,
 };
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
-use crate::tables::simple_hash::{bin_size, SlotTable};
-use crate::{Result, STATISTICAL_SECURITY};
+use crate::tables::simple_hash::SlotTable;
+use crate::Result;
 use std::marker::PhantomData;
 
 /// RR17 dual-execution PSI with F_encode realised by `R`.
@@ -52,150 +48,6 @@ pub(crate) struct DualExecution<R>(PhantomData<fn() -> R>);
 
 impl<R> DualExecution<R> {
     pub(crate) const NEW: Self = DualExecution(PhantomData);
-}
-
-/// RR17 dual-execution PSI in the random-oracle model (`rr17-de`).
-pub(crate) type Rr17De = DualExecution<Rom>;
-
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "rr17-de",
-    paper: "Rindal, Rosulek: Malicious-Secure Private Set Intersection via Dual Execution \
-            (CCS 2017), Fig. 4 with §6.2, F_encode by OOS16 over BCH-(511,76,171) (§7)",
-    security: Security::Malicious,
-    leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
-              other's set size. Secure against a malicious party in the random-oracle model \
-              (UC, with the paper's relaxation: a cheating party's set may hold up to m·μ \
-              items, about 7.75n at n = 2^20); a party whose OT-extension rows do not each \
-              encode one value is caught by the OOS16 check before anything depends on them.",
-    both_allowed: false,
-    roles: &[
-        RoleInfo {
-            role: Role::Sender,
-            security: Security::Malicious,
-            output: OutputKind::Nothing,
-            // Direction A's rows: m·μ_B rows of 64 bytes, m·μ_B ≈ 7.75 n_B.
-            peer_item_bytes: 600,
-            // Her slot words and outputs, and her μ_B values of 16 bytes (μ_B about 31
-            // with LAN bins, 47 with WAN bins at 2^20).
-            own_item_bytes: 1000,
-        },
-        RoleInfo {
-            role: Role::Receiver,
-            security: Security::Malicious,
-            output: OutputKind::Indices,
-            // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
-            peer_item_bytes: 600,
-            // μ_A values per item, each 8 bytes in its partition and 4 to 12 kept by
-            // entry, slot words and outputs: about 600 bytes an item with LAN bins, μ about
-            // 1.5 times larger with WAN bins.
-            own_item_bytes: 1000,
-        },
-    ],
-};
-
-/// The parameters of one run (Fig. 4 header, §6.6, spec §4.4, §4.8 and §4.9).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Rr17DeParams {
-    /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and item bits.
-    pub(super) hashing: Hashing,
-    /// The items' bit length σ in the standard model (`None`: hashed to `hashing.bits` by
-    /// a random oracle).
-    pub(super) sigma: Option<u32>,
-    /// Slots in Alice's bins (direction B has m·μ_A instances).
-    pub mu_a: usize,
-    /// Slots in Bob's bins (direction A has m·μ_B instances).
-    pub mu_b: usize,
-    /// Bytes of a comparison value.
-    pub value_bytes: usize,
-}
-
-impl Rr17DeParams {
-    /// The parameters of `name` for `hashing`, on σ-bit items in the standard model if
-    /// `sigma` is given (an instance then takes σ' OTs, else one OOS16 OT).
-    pub(super) fn new(name: &str, hashing: Hashing, sigma: Option<u32>) -> Result<Self> {
-        let h = hashing;
-        let (mu_a, mu_b) = (bin_size(h.n_a, h.m), bin_size(h.n_b, h.m));
-        let ots = ots_per_slot(&h, sigma) as u128;
-        // OTs of each direction and comparison values of each party.
-        let (ma, mb) = (mu_a as u128, mu_b as u128);
-        let (m, n_a, n_b) = (h.m as u128, h.n_a as u128, h.n_b as u128);
-        Hashing::fit_32_bits(name, &[m * ma * ots, m * mb * ots, n_a * mb, n_b * ma])?;
-        let value_bits = STATISTICAL_SECURITY as f64
-            + (h.n_a as f64 * mu_b as f64).log2()
-            + (h.n_b as f64 * mu_a as f64).log2();
-        let value_bytes = round_up_to_byte(value_bits) / 8;
-        assert!(value_bytes <= 16, "comparison values fit a block");
-        Ok(Rr17DeParams {
-            hashing: h,
-            sigma,
-            mu_a,
-            mu_b,
-            value_bytes,
-        })
-    }
-}
-
-impl Rr17DeParams {
-    /// The F_encode instances of the peer of `role`: Bob's m·μ_B slots for Alice, Alice's
-    /// m·μ_A for Bob.
-    pub(super) fn peer_instances(&self, role: Role) -> usize {
-        let mu = match role {
-            Role::Sender => self.mu_b,
-            Role::Receiver => self.mu_a,
-        };
-        self.hashing.m as usize * mu
-    }
-
-    /// The bits P of the partitions of the comparison values ([`super::join`]), from Bob's
-    /// count of them.
-    pub(super) fn partition_bits(&self) -> u32 {
-        partition_bits(self.hashing.n_b * self.mu_a as u64)
-    }
-}
-
-/// OTs of one F_encode instance: σ' chosen-message OTs in the standard model (`sigma`
-/// given), one OOS16 OT otherwise.
-fn ots_per_slot(h: &Hashing, sigma: Option<u32>) -> u64 {
-    match sigma {
-        Some(_) => h.word_bits() as u64,
-        None => 1,
-    }
-}
-
-impl Parameters for Rr17DeParams {
-    fn encode(&self) -> Vec<u8> {
-        Writer::new()
-            .u64(self.hashing.m)
-            .u64(self.mu_a as u64)
-            .u64(self.mu_b as u64)
-            .u64(self.hashing.bits as u64)
-            .u64(self.sigma.unwrap_or(0) as u64)
-            .u64(self.value_bytes as u64)
-            .0
-    }
-
-    fn table(&self) -> ParamTable {
-        let h = &self.hashing;
-        let per_slot = ots_per_slot(h, self.sigma);
-        let mut table = vec![
-            ("bins", h.m.to_string()),
-            ("mu_sender", self.mu_a.to_string()),
-            ("mu_receiver", self.mu_b.to_string()),
-            // OTs per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B); an OOS16
-            // instance is one OT, a standard-model one σ' chosen-message OTs.
-            ("ots_A", (h.m * self.mu_b as u64 * per_slot).to_string()),
-            ("ots_B", (h.m * self.mu_a as u64 * per_slot).to_string()),
-        ];
-        match self.sigma {
-            Some(sigma) => {
-                table.push(("sigma", sigma.to_string()));
-                table.push(("word_bits", h.word_bits().to_string()));
-            }
-            None => table.push(("hashed_bits", h.bits.to_string())),
-        }
-        table.push(("v", (8 * self.value_bytes).to_string()));
-        ParamTable(table)
-    }
 }
 
 impl<R: Realisation> Protocol for DualExecution<R> {
@@ -224,7 +76,7 @@ impl<R: Realisation> Protocol for DualExecution<R> {
 }
 
 /// How a dual execution realises F_encode (Fig. 2) and turns items into bins and words:
-/// [`Rom`] (OOS16, items hashed by a random oracle) or the standard model
+/// [`Rom`](super::rom::Rom) (OOS16, items hashed by a random oracle) or the standard model
 /// ([`super::standard::Standard`]: chosen-message OTs on σ-bit integers).
 pub(super) trait Realisation: Sized + Sync + Send + 'static {
     /// The protocol's registry entry.
@@ -283,82 +135,6 @@ pub(super) trait Realisation: Sized + Sync + Send + 'static {
     /// again (the values loops run from the last bin down to free a direction's rows as
     /// they are used).
     fn release(sending: &mut Self::Sending, from: usize);
-}
-
-/// The random-oracle realisation: OOS16 over BCH-(511, 76, 171), items hashed to
-/// [`Hashing::bits`] bits (§7).
-pub(crate) struct Rom;
-
-impl Realisation for Rom {
-    const INFO: &'static ProtocolInfo = &INFO;
-    const SEED_TOSS: &'static str = "rr17-de hashing seed";
-    type SendingSeeds = OosSenderSeeds;
-    type EncodingSeeds = OosReceiverSeeds;
-    type Sending = (OosRows, RowHash);
-    type Scratch = Vec<RowDigest>;
-
-    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
-        let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
-        Rr17DeParams::new(INFO.name, hashing, None)
-    }
-
-    const ACCEPTS: Accepts = Accepts {
-        bins: true,
-        sigma: &[],
-        any_items: true,
-        offline: &[],
-        ..Accepts::NOTHING
-    };
-
-    fn phased(
-        d: &Domains,
-        p: &Rr17DeParams,
-        seed: Block,
-        items: &Items,
-    ) -> Result<(Vec<usize>, Vec<Block>)> {
-        Ok(phased(&d.hashed(&p.hashing, seed, items), p.hashing.m))
-    }
-
-    /// Both directions at once, a batch of each in turn ([`both_ways`]).
-    fn encode_both(
-        ctx: &mut Context,
-        p: &Rr17DeParams,
-        d: &Domains,
-        state: &DeState<Self>,
-        role: Role,
-        slots: &SlotTable,
-        words: &[Block],
-    ) -> Result<(Vec<Block>, (OosRows, RowHash))> {
-        let (own_direction, peer_direction) = directions(role);
-        let (own_words, own) = OwnSlots::new(slots, words);
-        let (receiver, sender) = (
-            OosReceiver::new(&state.encoding),
-            OosSender::new(&state.sending),
-        );
-        let encoding = receiver.start(own_words, &mut ctx.prg);
-        let incoming = sender.start(p.peer_instances(role), false);
-        let hash = d.encoding_hash(own_direction);
-        let (outputs, rows) = both_ways(ctx.peer, encoding, incoming, &mut ctx.prg, &hash)?;
-        let own = own.by_item(outputs).iter().map(first_block).collect();
-        Ok((own, (rows, d.encoding_hash(peer_direction))))
-    }
-
-    fn encode_bin(
-        (rows, hash): &(OosRows, RowHash),
-        first: usize,
-        count: usize,
-        words: &[Block],
-        digests: &mut Vec<RowDigest>,
-        out: &mut Vec<Block>,
-    ) {
-        digests.clear();
-        rows.encode(hash, first, count, words, digests);
-        out.extend(digests.iter().map(first_block));
-    }
-
-    fn release((rows, _): &mut (OosRows, RowHash), from: usize) {
-        rows.release(from);
-    }
 }
 
 /// The seeds of one direction, as both realisations' kinds of seeds are made, saved
@@ -687,6 +463,7 @@ impl<R: Realisation> Party for DeReceiver<R> {
 /// A cheating Alice against an honest Bob (spec §9, items 6, 11–13), in both realisations.
 #[cfg(test)]
 mod tests {
+    use super::super::rom::Rom;
     use super::super::standard::Standard;
     use super::super::test_parties::{run, sets};
     use super::*;

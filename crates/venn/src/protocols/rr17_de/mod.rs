@@ -9,10 +9,12 @@
 mod commit;
 mod dual;
 mod join;
+mod params;
+mod rom;
 mod standard;
 
 pub(super) use commit::Rr17Ec;
-pub(super) use dual::Rr17De;
+pub(super) use rom::Rr17De;
 pub(super) use standard::Rr17DeSm;
 
 use super::{Bins, Context, Sizes};

@@ -31,7 +31,8 @@
 //! a precomputed run saves little of this protocol's time. (The masked keys, 32 bytes per
 //! OT, would also make a precomputed state of several GB at 2^20.)
 
-use super::dual::{directions, DeState, DualExecution, Realisation, Rr17DeParams};
+use super::dual::{directions, DeState, DualExecution, Realisation};
+use super::params::Rr17DeParams;
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, pack_rows, Aes, Block};
 use crate::items::Items;

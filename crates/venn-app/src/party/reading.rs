@@ -11,9 +11,9 @@
 //! A pipe (`--input <(zcat keys.gz)`) cannot be measured before it is read: it is read
 //! whole, and what it holds counted in the handshake. The budget is `--max-memory` less the process's base ([`venn::BASE_MEMORY`]).
 
+use super::PartyArgs;
 use crate::buckets;
 use crate::input::footprint::Footprint;
-use crate::party::PartyArgs;
 use venn::protocols::{OutputKind, Protocol, Sizes};
 use venn::session::Role;
 use venn::util::memory::gib;
@@ -21,7 +21,7 @@ use venn::{Error, Result};
 
 /// How a party reads its input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reading {
+pub(super) enum Reading {
     /// Read whole.
     Whole,
     /// Split into buckets of about `bucket_rows` rows, read in segments of
@@ -33,7 +33,7 @@ pub(crate) enum Reading {
 }
 
 /// How `args`'s input is to be read as `role` of `protocol`, or why it cannot be.
-pub(crate) fn choose(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Result<Reading> {
+pub(super) fn choose(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Result<Reading> {
     let budget = args.link.spec.max_memory;
     let room = budget.saturating_sub(venn::BASE_MEMORY);
     if let Some(bucket_rows) = args.bucket_rows {

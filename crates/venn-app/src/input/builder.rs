@@ -1,0 +1,196 @@
+//! Rows and their keys collected as a file (or memory) gives them: keys normalised, empty
+//! ones refused or skipped, values checked; the keys deduplicated once all are in.
+
+use super::{Input, KeyOptions, Row, MAX_VALUE};
+use std::ops::Range;
+use venn::util::memory::with_huge_capacity;
+use venn::{Error, Items, Result};
+
+/// Normalises `raw` as `opts` asks, into `out` when it changes, and returns the key.
+fn normalise<'a>(raw: &'a [u8], opts: &KeyOptions, out: &'a mut Vec<u8>) -> &'a [u8] {
+    let mut key = raw;
+    if opts.trim {
+        key = key.trim_ascii();
+        if !key.is_ascii() {
+            if let Ok(s) = std::str::from_utf8(key) {
+                key = s.trim().as_bytes();
+            }
+        }
+    }
+    if !opts.lowercase {
+        return key;
+    }
+    out.clear();
+    match std::str::from_utf8(key) {
+        Ok(s) if !s.is_ascii() => out.extend_from_slice(s.to_lowercase().as_bytes()),
+        _ => out.extend(key.iter().map(u8::to_ascii_lowercase)),
+    }
+    out
+}
+
+/// Collects rows and their keys; the keys are deduplicated once all are in.
+pub(super) struct Builder<'a> {
+    pub(super) opts: &'a KeyOptions,
+    /// The key of each row in `rows`, repeats included (until `finish`).
+    keys: Items,
+    /// The values of each row in `rows`, row by row, if the rows carry values.
+    values: Option<Vec<u64>>,
+    rows: Vec<Row>,
+    skipped_empty: usize,
+    scratch: Vec<u8>,
+    field_scratch: Vec<u8>,
+}
+
+impl<'a> Builder<'a> {
+    /// Room for `expected_rows` rows whose keys take about `key_bytes` bytes in all (more
+    /// is taken as needed: lower-cased text that lengthens).
+    pub(super) fn new(opts: &'a KeyOptions, expected_rows: usize, key_bytes: usize) -> Self {
+        Builder {
+            opts,
+            keys: Items::with_capacity(expected_rows, key_bytes),
+            values: (!opts.value_columns.is_empty())
+                .then(|| with_huge_capacity(expected_rows * opts.value_columns.len())),
+            rows: with_huge_capacity(expected_rows),
+            skipped_empty: 0,
+            scratch: Vec::new(),
+            field_scratch: Vec::new(),
+        }
+    }
+
+    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised) and
+    /// whose values are `values`, if the rows carry values.
+    fn add_key(
+        &mut self,
+        line: u64,
+        key: &[u8],
+        values: Values,
+        bytes: Range<usize>,
+    ) -> Result<()> {
+        if key.is_empty() {
+            if self.opts.skip_empty {
+                self.skipped_empty += 1;
+                return Ok(());
+            }
+            return Err(Error::Input {
+                line,
+                reason: "empty key (--skip-empty, in Python skip_empty=True, skips such rows)"
+                    .into(),
+            });
+        }
+        let index = match u32::try_from(self.rows.len()) {
+            Ok(i) if i < u32::MAX - 1 => i,
+            _ => {
+                return Err(Error::Input {
+                    line,
+                    reason: "more rows than can be read at once (use --bucket-rows)".into(),
+                })
+            }
+        };
+        if let Some(kept) = &mut self.values {
+            let refused = |shown: String| Error::Input {
+                line,
+                reason: format!("the value '{shown}' is not an integer from 0 to {MAX_VALUE}"),
+            };
+            match values {
+                Values::Fields(fields) => {
+                    for field in fields {
+                        let value = parse_value(field)
+                            .ok_or_else(|| refused(String::from_utf8_lossy(field).into()))?;
+                        kept.push(value);
+                    }
+                }
+                Values::Numbers(numbers) => {
+                    if let Some(v) = numbers.iter().find(|&&v| v > MAX_VALUE) {
+                        return Err(refused(v.to_string()));
+                    }
+                    kept.extend_from_slice(numbers);
+                }
+            }
+        }
+        self.keys.push(key);
+        self.rows.push(Row { key: index, bytes });
+        Ok(())
+    }
+
+    /// Adds a row whose key is made of `fields` (raw), normalising each, and whose values
+    /// are `values`.
+    pub(super) fn add_fields(
+        &mut self,
+        line: u64,
+        fields: &[&[u8]],
+        values: Values,
+        bytes: Range<usize>,
+    ) -> Result<()> {
+        let (mut key_buf, mut field_buf) = (
+            std::mem::take(&mut self.scratch),
+            std::mem::take(&mut self.field_scratch),
+        );
+        let result = match fields {
+            [one] => {
+                let key = normalise(one, self.opts, &mut key_buf);
+                self.add_key(line, key, values, bytes)
+            }
+            _ => {
+                key_buf.clear();
+                let mut all_empty = true;
+                for f in fields {
+                    let v = normalise(f, self.opts, &mut field_buf);
+                    all_empty &= v.is_empty();
+                    key_buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    key_buf.extend_from_slice(v);
+                }
+                let key = if all_empty { &[][..] } else { &key_buf[..] };
+                self.add_key(line, key, values, bytes)
+            }
+        };
+        (self.scratch, self.field_scratch) = (key_buf, field_buf);
+        result
+    }
+
+    /// The input, with each distinct key once (in order of first appearance) and the
+    /// values of its rows added.
+    pub(super) fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+        if let Some(values) = self.values.take() {
+            let (keys, columns) = (
+                std::mem::take(&mut self.keys),
+                self.opts.value_columns.len(),
+            );
+            self.keys = (keys.with_value_columns(values, columns)).expect("the values of each row");
+        }
+        let distinct = self.keys.deduplicate();
+        for row in &mut self.rows {
+            row.key = distinct[row.key as usize];
+        }
+        Input {
+            data,
+            header,
+            duplicates: self.rows.len() - self.keys.len(),
+            rows: self.rows,
+            keys: self.keys,
+            skipped_empty: self.skipped_empty,
+            form: self.opts.form(),
+        }
+    }
+}
+
+/// A row's values, as the rows carry them (none: they carry no values).
+#[derive(Clone, Copy)]
+pub(super) enum Values<'a> {
+    /// Fields of a file, one a value column.
+    Fields(&'a [&'a [u8]]),
+    /// Numbers given in memory, one a value column.
+    Numbers(&'a [u64]),
+}
+
+/// A row's value: an unsigned decimal integer up to [`MAX_VALUE`], white space around it
+/// ignored.
+fn parse_value(field: &[u8]) -> Option<u64> {
+    let digits = field.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value = digits.iter().try_fold(0u64, |v, &d| {
+        v.checked_mul(10)?.checked_add((d - b'0') as u64)
+    })?;
+    (value <= MAX_VALUE).then_some(value)
+}
