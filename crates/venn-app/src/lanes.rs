@@ -526,12 +526,7 @@ mod tests {
     fn input(keys: &[String]) -> KeysInMemory {
         let opts = KeyOptions {
             format: Format::Lines,
-            columns: Vec::new(),
-            trim: false,
-            lowercase: false,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
+            ..KeyOptions::default()
         };
         KeysInMemory::new(keys, None, &opts).unwrap()
     }

@@ -168,15 +168,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("in.csv");
         std::fs::write(&csv, "k\na\nb\nc\nb").unwrap();
-        let keys = KeyOptions {
-            format: Format::Csv,
-            columns: Vec::new(),
-            trim: false,
-            lowercase: false,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
-        };
+        let keys = KeyOptions::default();
         let input = read_input(&csv, &keys).unwrap();
         let path = dir.path().join("out.json");
         let mut sink = FileOutput { path: Some(&path) };

@@ -77,13 +77,10 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
         bucket_rows: None,
         bucket_dir: None,
         keys: KeyOptions {
-            format: Format::Csv,
             columns: vec!["email".into()],
             trim: true,
             lowercase: true,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
+            ..KeyOptions::default()
         },
         both: false,
         state: None,

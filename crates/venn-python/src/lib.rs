@@ -161,12 +161,10 @@ impl AsRef<[u8]> for Key {
 pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyOptions {
     KeyOptions {
         format: Format::Lines,
-        columns: Vec::new(),
         trim,
         lowercase,
         skip_empty,
-        value_columns: Vec::new(),
-        delimiter: b',',
+        ..KeyOptions::default()
     }
 }
 

@@ -102,13 +102,11 @@ mod tests {
 
     fn opts(columns: &[&str], lowercase: bool, values: &[&str]) -> KeyOptions {
         KeyOptions {
-            format: Format::Csv,
             columns: columns.iter().map(|c| c.to_string()).collect(),
-            trim: false,
             lowercase,
             skip_empty: true,
             value_columns: values.iter().map(|c| c.to_string()).collect(),
-            delimiter: b',',
+            ..KeyOptions::default()
         }
     }
 

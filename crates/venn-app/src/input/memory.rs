@@ -121,12 +121,9 @@ mod tests {
     fn opts() -> KeyOptions {
         KeyOptions {
             format: Format::Lines,
-            columns: Vec::new(),
             trim: true,
             lowercase: true,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
+            ..KeyOptions::default()
         }
     }
 

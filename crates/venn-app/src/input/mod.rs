@@ -88,6 +88,22 @@ fn delimiter_name(delimiter: u8) -> String {
     }
 }
 
+impl Default for KeyOptions {
+    /// The command line's: CSV, the key in the first column, fields between commas, the
+    /// keys compared as they are, no values.
+    fn default() -> Self {
+        KeyOptions {
+            format: Format::Csv,
+            columns: Vec::new(),
+            trim: false,
+            lowercase: false,
+            skip_empty: false,
+            value_columns: Vec::new(),
+            delimiter: b',',
+        }
+    }
+}
+
 impl KeyOptions {
     /// What these options do to a key's bytes ([`KeyForm`]): one column unless several
     /// are named (a file of lines, or keys given in memory, have one).
@@ -293,9 +309,7 @@ mod tests {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             trim: true,
             lowercase: true,
-            skip_empty: false,
-            value_columns: Vec::new(),
-            delimiter: b',',
+            ..KeyOptions::default()
         }
     }
 

@@ -137,10 +137,8 @@ mod tests {
             format,
             columns: vec![],
             trim: true,
-            lowercase: false,
             skip_empty: true,
-            value_columns: Vec::new(),
-            delimiter: b',',
+            ..KeyOptions::default()
         }
     }
 

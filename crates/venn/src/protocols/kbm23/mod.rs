@@ -19,6 +19,7 @@
 //! T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a time, one range in
 //! flight.
 
+#[cfg(feature = "bfv")]
 mod bfv;
 pub mod dealer;
 mod field;
@@ -49,6 +50,20 @@ pub struct Kbm23;
 struct Kbm23Sender;
 /// Alice, the receiver.
 struct Kbm23Receiver;
+
+/// Where this build can take the tuples from: BFV only with the `bfv` feature (on by
+/// default), so that `--offline bfv` is refused before a run starts without it.
+const OFFLINE: &[Offline] = if cfg!(feature = "bfv") {
+    &[Offline::Ot, Offline::Dealer, Offline::Bfv]
+} else {
+    &[Offline::Ot, Offline::Dealer]
+};
+
+/// A party asked for BFV tuples in a build without BFV (refused earlier by [`OFFLINE`]).
+#[cfg(not(feature = "bfv"))]
+fn no_bfv() -> Error {
+    Error::Usage("this venn was built without BFV (the `bfv` feature): --offline bfv".into())
+}
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "kbm23",
@@ -135,7 +150,7 @@ impl Protocol for Kbm23 {
             bins: false,
             sigma: &[32],
             any_items: true,
-            offline: &[Offline::Ot, Offline::Dealer, Offline::Bfv],
+            offline: OFFLINE,
             ..Accepts::NOTHING
         }
     }
@@ -269,10 +284,13 @@ impl Party for Kbm23Sender {
                 ctx.phase("OLE tuples from the dealer", true);
                 dealer::bobs_tuples(&mut *ctx.dealer()?, sid, &params)?
             }
+            #[cfg(feature = "bfv")]
             Offline::Bfv => {
                 ctx.phase("OLE tuples (BFV)", true);
                 bfv::bobs_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
+            #[cfg(not(feature = "bfv"))]
+            Offline::Bfv => return Err(no_bfv()),
         };
         Ok(SenderState {
             params,
@@ -430,10 +448,13 @@ impl Party for Kbm23Receiver {
                 ctx.phase("OLE tuples from the dealer", true);
                 dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?
             }
+            #[cfg(feature = "bfv")]
             Offline::Bfv => {
                 ctx.phase("OLE tuples (BFV)", true);
                 bfv::alices_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
+            #[cfg(not(feature = "bfv"))]
+            Offline::Bfv => return Err(no_bfv()),
         };
         Ok(ReceiverState {
             params,
