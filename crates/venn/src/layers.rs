@@ -16,6 +16,7 @@ const RANKS: &[(&str, u8)] = &[
     ("tables", 6),
     ("okvs", 7),
     ("vole", 7),
+    ("framework", 7),
     ("gmw", 8),
     ("protocols", 9),
     ("run", 10),

@@ -4,12 +4,14 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`gmw`], [`vole`] → [`ot`], [`tables`],
-//! [`okvs`] → [`session`] → [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested:
-//! `layers.rs`); [`run()`] ties a protocol, a channel and a set together.
+//! Layers (nothing imports upwards): [`protocols`] → [`gmw`] → the protocol framework (the
+//! traits [`protocols`] re-exports), [`vole`], [`okvs`] → [`ot`], [`tables`] → [`session`] →
+//! [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`]
+//! ties a protocol, a channel and a set together.
 
 pub mod crypto;
 mod error;
+mod framework;
 pub mod fuzz;
 pub mod gmw;
 mod items;
