@@ -9,6 +9,7 @@
 //! [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`]
 //! ties a protocol, a channel and a set together.
 
+mod circuit_psi;
 pub mod crypto;
 mod error;
 mod framework;
@@ -19,6 +20,7 @@ mod items;
 mod layers;
 pub mod net;
 pub mod okvs;
+mod oprf;
 mod options;
 pub mod ot;
 mod parties;

@@ -7,7 +7,6 @@
 //! [`Accepts`], [`Security`]) is the framework's, a layer below the protocols and the
 //! building blocks they share; it is re-exported here, where users of the library find it.
 
-mod circuit_psi;
 mod dcw13;
 mod dgt12;
 mod dkt10;
@@ -22,6 +21,7 @@ mod rr22;
 mod rr22_cpsi;
 
 // The framework, as users of the library reach it, and as the protocol modules import it.
+pub use crate::circuit_psi::MAX_VALUE_COLUMNS;
 pub(crate) use crate::framework::{
     matching, no_offline_state, output_bits, round_up_to_byte, OutputBits,
 };
@@ -30,7 +30,6 @@ pub use crate::framework::{
     Parameters, Party, Phase, Progress, Protocol, ProtocolInfo, RoleInfo, Security, Stash,
 };
 pub use crate::session::Sizes;
-pub use circuit_psi::MAX_VALUE_COLUMNS;
 
 use crate::{Error, Result};
 

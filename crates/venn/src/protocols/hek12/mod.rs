@@ -4,7 +4,7 @@
 //! PSWW18's slides.
 //!
 //! **Offline** (no inputs): the network's and comparisons' Beaver triples and one random
-//! OT per output bit ([`super::circuit_psi`]).
+//! OT per output bit ([`crate::circuit_psi`]).
 //!
 //! **Online**: each party sorts its own values (σ-bit integers, or keys hashed to
 //! λ + 2·log₂(2n) bits) ascending and shares them as bit planes: the receiver's run at
@@ -18,11 +18,11 @@
 mod network;
 mod params;
 
-use super::circuit_psi::{self, ConversionOts, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, Security, Sizes,
 };
+use crate::circuit_psi::{self, ConversionOts, Function, Prepared};
 use crate::crypto::Prg;
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;

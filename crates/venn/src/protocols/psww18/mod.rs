@@ -10,7 +10,7 @@
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
 //! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP), and from the
-//! same extension one random OT per output bit for the count ([`super::circuit_psi`]).
+//! same extension one random OT per output bit for the count ([`crate::circuit_psi`]).
 //!
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
 //! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
@@ -23,11 +23,11 @@ mod circuit;
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Prepared};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, Security, Sizes,
 };
+use crate::circuit_psi::{self, Function, Prepared};
 use crate::crypto::{Block, Prg};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;

@@ -15,11 +15,11 @@
 //! **Online**: R sends fresh seeds for the OPRF's OKVS and its cuckoo table and puts each
 //! of its items into one of β bins ([`hashing`]); S puts each of its items into all three
 //! of its bins and draws a random tag t_i of ℓ_k bits for each bin ([`params`]). A batched
-//! OPPRF ([`crate::protocols::rr22::opprf`]) gives R, for each bin, o_i = t_i where S has
+//! OPPRF ([`crate::oprf::opprf`]) gives R, for each bin, o_i = t_i where S has
 //! R's item there, else a uniform value: t_i and o_i are XOR shares of z_i = t_i ⊕ o_i,
 //! zero exactly at a common item. GMW computes shares of [z_i = 0] with ℓ_k − 1 AND gates
 //! a bin (R, the leader, complements its share; a tree of depth ⌈log₂ ℓ_k⌉), and the
-//! circuit-PSI conversion ([`super::circuit_psi`]) adds them up: R learns the count, or
+//! circuit-PSI conversion ([`crate::circuit_psi`]) adds them up: R learns the count, or
 //! with `--threshold` only whether it reaches T. For a sum S also programs, beside the
 //! tag, its item's value plus a random share s_i of the bin: R holds v + s_i at a common
 //! item, S holds −s_i, and the bits are weighted by both shares, each party the OT sender
@@ -28,17 +28,17 @@
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Prepared};
-use super::rr22::opprf::{self, Programmed, Tagged};
-use super::rr22::oprf::{self, Hashes};
 use super::{
     Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
     ProtocolInfo, Security, Sizes,
 };
+use crate::circuit_psi::{self, Function, Prepared};
 use crate::crypto::Block;
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::okvs::{BinnedKeys, Okvs};
+use crate::oprf::opprf::{self, Programmed, Tagged};
+use crate::oprf::{self, Hashes};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::tables::HASHES;

@@ -8,17 +8,17 @@
 //!   nonzero-looking ℓ_k-bit value, which reads as zero with probability 2^-ℓ_k, so all
 //!   β bins together give a false match with probability at most 2^-40. The equality
 //!   circuit spends ℓ_k − 1 AND gates a bin.
-//! - **The hint's OKVS** for the sender's 3·n_S keys, binary ([`super::opprf`]).
+//! - **The hint's OKVS** for the sender's 3·n_S keys, binary ([`crate::oprf::opprf`]).
 //!
 //! A count's tags are 64-bit words up to β = 2^24 bins (about 12.7 M receiver items), and
-//! 128-bit ones beyond ([`super::super::rr22::opprf::Programmed`]).
+//! 128-bit ones beyond ([`crate::oprf::opprf::Programmed`]).
 
-use super::super::circuit_psi::{self, Function};
 use super::super::{Options, ParamTable, Parameters, Sizes};
+use crate::circuit_psi::{self, Function};
 use crate::net::Writer;
 use crate::okvs;
-use crate::protocols::rr22::opprf::hint_params;
-use crate::protocols::rr22::oprf::write_dimensions;
+use crate::oprf::opprf::hint_params;
+use crate::oprf::write_dimensions;
 use crate::tables::{stashless_bins, HASHES};
 use crate::vole::Shape;
 use crate::{Result, STATISTICAL_SECURITY};
