@@ -4,8 +4,9 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`gmw`] → the protocol framework (the
-//! traits [`protocols`] re-exports), [`vole`], [`okvs`] → [`ot`], [`tables`] → [`session`] →
+//! Layers (nothing imports upwards): [`protocols`] → the building blocks they share (the
+//! circuit PSIs' back end, [`gmw`], RR22's OPRF) → the protocol framework (the traits
+//! [`protocols`] re-exports), [`vole`], [`okvs`] → [`ot`], [`tables`] → [`session`] →
 //! [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`]
 //! ties a protocol, a channel and a set together.
 

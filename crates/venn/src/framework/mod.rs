@@ -1,6 +1,8 @@
 //! The protocol framework: what every protocol implements and works with, apart from the
 //! protocols themselves ([`crate::protocols`], which re-exports it for the library's users)
-//! and below the building blocks they share, which use it too.
+//! and below the building blocks they share, which use it too: RR22's OPRF and OPPRF
+//! ([`crate::oprf`]) and the circuit PSIs' back end ([`crate::circuit_psi`]), one generic
+//! protocol whose front ends are protocols.
 //!
 //! - the [`Protocol`] and [`Party`] traits, what a protocol says about itself
 //!   ([`ProtocolInfo`], [`RoleInfo`], [`Security`]), its [`Parameters`] and what a party

@@ -1,7 +1,8 @@
 //! The PSI protocols, all behind one [`Protocol`] interface and one registry. The CLI, the
 //! benchmark and the tests iterate over [`registry`]; a protocol that is not implemented
-//! is simply not in it. Adding one is its own module, its `mod` line and one entry in
-//! [`registry`]; nothing in the runner, the CLI or the benchmark names a protocol.
+//! is simply not in it. Adding one is its own module (for a circuit PSI, a front end of the
+//! generic one), its `mod` line and one entry in [`registry`]; nothing in the runner, the
+//! CLI or the benchmark names a protocol.
 //!
 //! What a protocol implements and works with (the traits, [`Context`], [`Output`],
 //! [`Accepts`], [`Security`]) is the framework's, a layer below the protocols and the
