@@ -16,10 +16,13 @@ const RANKS: &[(&str, u8)] = &[
     ("tables", 6),
     ("okvs", 7),
     ("vole", 7),
+    ("framework", 7),
     ("gmw", 8),
-    ("protocols", 9),
-    ("run", 10),
-    ("fuzz", 11),
+    ("oprf", 8),
+    ("circuit_psi", 9),
+    ("protocols", 10),
+    ("run", 11),
+    ("fuzz", 12),
 ];
 
 fn rank(module: &str) -> Option<u8> {

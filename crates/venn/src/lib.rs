@@ -4,12 +4,16 @@
 //! sender also holds, and nothing else. See the README for the protocols, their security
 //! models and the `venn` command-line tool built on this library.
 //!
-//! Layers (nothing imports upwards): [`protocols`] → [`gmw`], [`vole`] → [`ot`], [`tables`],
-//! [`okvs`] → [`session`] → [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested:
-//! `layers.rs`); [`run()`] ties a protocol, a channel and a set together.
+//! Layers (nothing imports upwards): [`protocols`] → the building blocks they share (the
+//! circuit PSIs' back end, [`gmw`], RR22's OPRF) → the protocol framework (the traits
+//! [`protocols`] re-exports), [`vole`], [`okvs`] → [`ot`], [`tables`] → [`session`] →
+//! [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`]
+//! ties a protocol, a channel and a set together.
 
+mod circuit_psi;
 pub mod crypto;
 mod error;
+mod framework;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod gmw;
@@ -18,6 +22,7 @@ mod items;
 mod layers;
 pub mod net;
 pub mod okvs;
+mod oprf;
 mod options;
 pub mod ot;
 mod parties;

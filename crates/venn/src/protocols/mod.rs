@@ -1,59 +1,38 @@
 //! The PSI protocols, all behind one [`Protocol`] interface and one registry. The CLI, the
 //! benchmark and the tests iterate over [`registry`]; a protocol that is not implemented
-//! is simply not in it. Adding one is its own module, its `mod` line and one entry in
-//! [`registry`]; nothing in the runner, the CLI or the benchmark names a protocol.
+//! is simply not in it. Adding one is its own module (for a circuit PSI, a front end of the
+//! generic one), its `mod` line and one entry in [`registry`]; nothing in the runner, the
+//! CLI or the benchmark names a protocol.
+//!
+//! What a protocol implements and works with (the traits, [`Context`], [`Output`],
+//! [`Accepts`], [`Security`]) is the framework's, a layer below the protocols and the
+//! building blocks they share; it is re-exported here, where users of the library find it.
 
-mod api;
-mod circuit_psi;
-mod context;
 mod dcw13;
 mod dgt12;
 mod dkt10;
 mod hek12;
 pub mod kbm23;
-mod matching;
 mod naive;
 mod oprf_psi;
-mod options;
 mod psww18;
 mod rr17_bloom;
 mod rr17_de;
 mod rr22;
 mod rr22_cpsi;
 
-pub use crate::session::Sizes;
-use api::no_offline_state;
-pub use api::{
-    AnyParty, Output, OutputKind, ParamTable, Parameters, Party, Protocol, ProtocolInfo, RoleInfo,
+// The framework, as users of the library reach it, and as the protocol modules import it.
+pub use crate::circuit_psi::MAX_VALUE_COLUMNS;
+pub(crate) use crate::framework::{
+    matching, no_offline_state, output_bits, round_up_to_byte, OutputBits,
 };
-pub use circuit_psi::MAX_VALUE_COLUMNS;
-pub use context::{Context, DealerLink, Phase, Progress};
-pub use options::{Accepts, Bins, Offline, Options, Stash};
+pub use crate::framework::{
+    Accepts, AnyParty, Bins, Context, DealerLink, Offline, Options, Output, OutputKind, ParamTable,
+    Parameters, Party, Phase, Progress, Protocol, ProtocolInfo, RoleInfo, Security, Stash,
+};
+pub use crate::session::Sizes;
 
-use crate::net::Writer;
 use crate::{Error, Result};
-
-/// The security a protocol (or one of its roles) offers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Security {
-    /// No privacy at all: a baseline for measurements.
-    Insecure,
-    /// Secure against parties that follow the protocol but try to learn more.
-    SemiHonest,
-    /// Secure against parties that deviate from the protocol arbitrarily.
-    Malicious,
-}
-
-impl Security {
-    /// A short name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Security::Insecure => "INSECURE",
-            Security::SemiHonest => "semi-honest",
-            Security::Malicious => "malicious",
-        }
-    }
-}
 
 /// Every implemented protocol.
 pub fn registry() -> &'static [&'static dyn Protocol] {
@@ -67,11 +46,11 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &rr17_de::Rr17Ec,
         &rr17_de::Rr17DeSm::NEW,
         &kbm23::Kbm23,
-        &rr22_cpsi::Rr22Cpsi::CA,
-        &rr22_cpsi::Rr22Cpsi::SUM,
-        &psww18::Psww18::CA,
-        &psww18::Psww18::SUM,
-        &hek12::Hek12,
+        &rr22_cpsi::CA,
+        &rr22_cpsi::SUM,
+        &psww18::CA,
+        &psww18::SUM,
+        &hek12::CA,
         &dgt12::Dgt12,
         &dkt10::Dkt10,
         &dcw13::Dcw13,
@@ -94,26 +73,33 @@ pub fn find(name: &str) -> Result<&'static dyn Protocol> {
         })
 }
 
-/// `⌈x⌉` rounded up to a multiple of 8 (protocol messages are whole bytes).
-pub(crate) fn round_up_to_byte(bits: f64) -> usize {
-    (bits.ceil() as usize).next_multiple_of(8)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Parameters that are only the output length `v` in bits (hash-based protocols).
-pub(crate) struct OutputBits(pub usize);
-
-impl Parameters for OutputBits {
-    fn encode(&self) -> Vec<u8> {
-        Writer::new().u64(self.0 as u64).0
+    #[test]
+    fn protocols_refuse_options_they_do_not_take() {
+        let kkrt16 = find("kkrt16").unwrap();
+        let check = |o: Options| o.check(kkrt16.info(), kkrt16.accepts());
+        assert!(check(Options::default()).is_ok());
+        let wan = Options {
+            bins: Bins::Wan,
+            ..Options::default()
+        };
+        assert!(check(wan).unwrap_err().to_string().contains("--bins"));
+        let sigma = Options {
+            sigma: Some(32),
+            ..Options::default()
+        };
+        assert!(check(sigma).unwrap_err().to_string().contains("--sigma"));
+        let dealer = Options {
+            offline: Offline::Dealer,
+            ..Options::default()
+        };
+        assert!(check(dealer).unwrap_err().to_string().contains("--offline"));
+        let kbm23 = find("kbm23").unwrap();
+        assert!(dealer.check(kbm23.info(), kbm23.accepts()).is_ok());
+        let de = find("rr17-de").unwrap();
+        assert!(wan.check(de.info(), de.accepts()).is_ok());
     }
-    fn table(&self) -> ParamTable {
-        ParamTable(vec![("v", self.0.to_string())])
-    }
-}
-
-/// The output length `v = σ + log2(n_sender · n_receiver)` bits, rounded up to a byte, that
-/// bounds the chance of any spurious match to 2^-σ (KKRT16 §5.2 / §6.1).
-pub(crate) fn output_bits(sizes: Sizes) -> usize {
-    let pairs = sizes.sender.max(1) as f64 * sizes.receiver.max(1) as f64;
-    round_up_to_byte(crate::STATISTICAL_SECURITY as f64 + pairs.log2())
 }

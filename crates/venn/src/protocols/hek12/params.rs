@@ -12,6 +12,7 @@
 //! 2^-40 in all.
 
 use super::network;
+use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
 use crate::protocols::{Options, ParamTable, Parameters, Sizes};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -61,15 +62,6 @@ impl Hek12Params {
         })
     }
 
-    /// The options these parameters were made with.
-    pub(crate) fn options(&self) -> Options {
-        Options {
-            sigma: (!self.hashed).then_some(self.sigma),
-            threshold: self.threshold,
-            ..Options::default()
-        }
-    }
-
     /// Whether either set is padded with dummies.
     pub(crate) fn padded(&self) -> bool {
         self.n_s != self.n || self.n_r != self.n
@@ -78,12 +70,6 @@ impl Hek12Params {
     /// Bits of a value in the network: σ, and one more for the dummies when padded.
     pub(crate) fn width(&self) -> u32 {
         self.sigma + self.padded() as u32
-    }
-
-    /// Bits the circuit outputs, shared: whether each adjacent pair of the merged run is
-    /// equal.
-    pub(crate) fn outputs(&self) -> u64 {
-        2 * self.n - 1
     }
 
     /// AND gates of the circuit: 2w a comparator, w − 1 an adjacent pair's equality.
@@ -99,6 +85,48 @@ impl Hek12Params {
 pub(super) fn paper_and_gates(p: &Hek12Params) -> u64 {
     let (n, sigma) = (p.n, p.sigma as u64);
     n * n.ilog2() as u64 * 2 * sigma + (2 * n - 1) * (sigma - 1) + n
+}
+
+/// The back end's reading (a count only).
+impl CircuitParams for Hek12Params {
+    fn new(_: Function, sizes: Sizes, options: Options) -> Result<Self> {
+        Hek12Params::new(sizes, options)
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            sigma: (!self.hashed).then_some(self.sigma),
+            threshold: self.threshold,
+            ..Options::default()
+        }
+    }
+
+    /// The network's, and the adjacent pairs' equalities.
+    fn circuit_words(&self) -> usize {
+        let w = self.width() as usize;
+        network::triple_words(self.n as usize, self.width())
+            + (w - 1) * (self.outputs() as usize).div_ceil(64)
+    }
+
+    /// Whether each adjacent pair of the merged run is equal.
+    fn outputs(&self) -> u64 {
+        2 * self.n - 1
+    }
+
+    /// A state made for larger sets pads smaller ones to its runs — if it was made with
+    /// room for the dummies (sets of exactly a power of two have none).
+    fn run_on(&mut self, sizes: Sizes) -> Result<()> {
+        let width = self.width();
+        (self.n_s, self.n_r) = (sizes.sender, sizes.receiver);
+        if self.width() != width {
+            return Err(Error::State(format!(
+                "a state precomputed for sets of exactly {} items runs only on sets of that \
+                 size (precompute for more items to leave room for padding)",
+                self.n
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Parameters for Hek12Params {

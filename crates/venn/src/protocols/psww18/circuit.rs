@@ -60,17 +60,6 @@ pub(super) fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -
     input
 }
 
-/// Words of triples the circuit uses.
-pub(super) fn triple_words(p: &Psww18Params) -> usize {
-    let (table, stash) = (
-        p.table_comparisons() as usize,
-        p.stash_comparisons() as usize,
-    );
-    (p.ell() as usize - 1) * table.div_ceil(64)
-        + (p.stash_width() as usize - 1) * stash.div_ceil(64)
-        + p.stash_slots().div_ceil(64)
-}
-
 /// Evaluates the circuit on shares of both inputs ([`input_lengths`]): a share of one bit
 /// per bin of L, then R, then per stash slot.
 pub(super) fn evaluate(

@@ -350,6 +350,7 @@ pub(super) fn alices_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::circuit_psi::CircuitParams;
     use crate::protocols::Sizes;
 
     fn seed_of(n: usize) -> Block {

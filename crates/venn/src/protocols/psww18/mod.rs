@@ -8,9 +8,11 @@
 //! Roles: Bob, the cuckoo side, is Venn's sender and learns nothing; Alice, the simple side,
 //! is the receiver and learns the output.
 //!
+//! A front end of the generic circuit PSI ([`crate::circuit_psi`], which does the rest).
+//!
 //! **Offline** (no inputs): the coin-tossed hashing seed; the circuit's Beaver triples
 //! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP), and from the
-//! same extension one random OT per output bit for the count ([`super::circuit_psi`]).
+//! same extension one random OT per output bit for the count.
 //!
 //! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
 //! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
@@ -23,40 +25,28 @@ mod circuit;
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Prepared};
-use super::{
-    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, Security, Sizes,
-};
+use crate::circuit_psi::{CircuitPsi, FrontEnd, Function, Side, Weights};
 use crate::crypto::{Block, Prg};
+use crate::framework::{Accepts, Context, OutputKind, ProtocolInfo, Security, Stash};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::session::{CoinToss, CoinTossReply, Role};
-use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
-use hashing::{alices_tables, bobs_tables, Hashing};
+use hashing::{alices_tables, bobs_tables, BobsTables, Hashing};
 pub(super) use params::Psww18Params;
 
-/// PSWW18's circuit PSI with the function of the intersection it computes.
-pub(super) struct Psww18 {
-    function: Function,
-}
+/// PSWW18's front end of the circuit PSI.
+pub(super) struct Psww18;
 
-impl Psww18 {
-    /// The intersection's size (`psww18-ca`).
-    pub(super) const CA: Psww18 = Psww18 {
-        function: Function::Count,
-    };
-    /// The sum of the sender's values over the intersection, and its size (`psww18-sum`).
-    pub(super) const SUM: Psww18 = Psww18 {
-        function: Function::Sum,
-    };
-}
+/// The intersection's size (`psww18-ca`).
+pub(super) const CA: CircuitPsi<Psww18> = CircuitPsi::new(Function::Count, &CA_INFO);
+/// The sum of the sender's values over the intersection, and its size (`psww18-sum`).
+pub(super) const SUM: CircuitPsi<Psww18> = CircuitPsi::new(Function::Sum, &SUM_INFO);
 
 /// Bob, the sender.
-struct Sender(Function);
+pub(super) struct Sender;
 /// Alice, the receiver.
-struct Receiver(Function);
+pub(super) struct Receiver;
 
 const PAPER: &str = "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based PSI via \
                      Cuckoo Hashing (Eurocrypt 2018), two-dimensional cuckoo hashing into a \
@@ -78,7 +68,7 @@ static CA_INFO: ProtocolInfo = ProtocolInfo {
               other keys are hashed with a per-session key to λ + log2(n_s·n_r) bits, so \
               two distinct keys match with probability at most 2^-40.",
     both_allowed: false,
-    roles: &circuit_psi::roles(OutputKind::Count, 1024),
+    roles: &crate::circuit_psi::roles(OutputKind::Count, 1024),
 };
 
 static SUM_INFO: ProtocolInfo = ProtocolInfo {
@@ -100,32 +90,30 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               are hashed with a per-session key to λ + log2(n_s·n_r) bits, so two \
               distinct keys match with probability at most 2^-40.",
     both_allowed: false,
-    roles: &circuit_psi::roles(OutputKind::Sum, 1024),
+    roles: &crate::circuit_psi::roles(OutputKind::Sum, 1024),
 };
 
 /// Neither party picks the functions its peer's items are hashed with.
 const SEED_TOSS: &str = "psww18 hashing seed";
 
-impl Protocol for Psww18 {
-    fn info(&self) -> &'static ProtocolInfo {
-        match self.function {
-            Function::Count => &CA_INFO,
-            Function::Sum => &SUM_INFO,
-        }
-    }
+impl FrontEnd for Psww18 {
+    type Params = Psww18Params;
+    type Sender = Sender;
+    type Receiver = Receiver;
+    const DOMAIN: &'static str = "venn/psww18/base-ots";
+    const CIRCUIT: &'static str = "circuit and count";
+    const ACCEPTS: Accepts = Accepts {
+        sigma: &[32],
+        stash: true,
+        // One column: its conversion adds the values in the top half of a 128-bit ring
+        // (circuit_psi's `send_output`).
+        value_columns: 1,
+        ..Accepts::NOTHING
+    };
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Psww18Params::new(sizes, options)?))
-    }
-
-    /// From the parameters: triples (3 bits an AND gate), the random OTs, both inputs'
-    /// planes as bits and twice as shares, and per item its places and tables. A quarter
-    /// more for what the allocator keeps.
-    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        let Ok(p) = Psww18Params::new(sizes, options) else {
-            return 0; // refused by the parameters before anything is allocated
-        };
-        let prepared = circuit_psi::prepared_bytes(triple_words(&p), p.outputs(), options.offline);
+    /// Both inputs' planes as bits and twice as shares, and per item its places and
+    /// tables.
+    fn memory(p: &Psww18Params, role: Role) -> u64 {
         let inputs = 5
             * (p.ell() as u64 * p.table_comparisons()
                 + p.stash_width() as u64 * p.stash_comparisons())
@@ -134,72 +122,12 @@ impl Protocol for Psww18 {
             Role::Sender => p.n_b,
             Role::Receiver => p.n_a,
         };
-        let tables = 56 * p.bins + 96 * own;
-        let need = prepared + inputs + tables;
-        need + need / 4
-    }
-
-    fn accepts(&self) -> Accepts {
-        Accepts {
-            sigma: &[32],
-            offline: &[Offline::Ot, Offline::Iknp],
-            stash: true,
-            threshold: self.function == Function::Count,
-            // One column: its conversion adds the values in the top half of a 128-bit
-            // ring (circuit_psi's `send_output`).
-            value_columns: usize::from(self.function == Function::Sum),
-            ..Accepts::NOTHING
-        }
-    }
-
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        match options.sigma {
-            Some(sigma) => items.check_integers(self.info().name, sigma),
-            None => Ok(()),
-        }
-    }
-
-    fn party(&self, role: Role) -> &'static dyn AnyParty {
-        match (role, self.function) {
-            (Role::Sender, Function::Count) => &Sender(Function::Count),
-            (Role::Sender, Function::Sum) => &Sender(Function::Sum),
-            (Role::Receiver, Function::Count) => &Receiver(Function::Count),
-            (Role::Receiver, Function::Sum) => &Receiver(Function::Sum),
-        }
+        inputs + 56 * p.bins + 96 * own
     }
 }
 
-/// Words of triples a run uses: the circuit's, and the threshold's comparison.
-fn triple_words(p: &Psww18Params) -> usize {
-    circuit::triple_words(p) + circuit_psi::threshold_words(p.outputs(), p.threshold)
-}
-
-/// What the offline phase leaves for the online one (either party).
-pub(super) struct State {
-    params: Psww18Params,
-    seed: Block,
-    prepared: Prepared,
-}
-
-/// The parameters of the session, which must be those the state was made for, with the
-/// run's actual set sizes: a state made for larger sets sizes the tables, and the stash
-/// is compared with the receiver's actual items (a circuit smaller than the triples
-/// were made for: the rest go unused).
-fn session_params(ctx: &Context, state: &State) -> Result<Psww18Params> {
-    let mut p = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
-    if p != state.params {
-        return Err(Error::State(
-            "the precomputed triples were made for other parameters".into(),
-        ));
-    }
-    (p.n_a, p.n_b) = (ctx.session.n_receiver, ctx.session.n_sender);
-    Ok(p)
-}
-
-/// Either party's offline phase: the seed toss (Alice commits), then the triples (Alice
-/// leads) and the counting OTs.
-fn offline(ctx: &mut Context) -> Result<State> {
-    let params = Psww18Params::new(ctx.session.sized, ctx.session.options)?;
+/// The phase before the triples: the seed toss, in which Alice commits and Bob answers.
+fn toss_seed(ctx: &mut Context) -> Result<Block> {
     ctx.phase("hashing seed", true);
     let sid = ctx.session.id;
     let [seed, _] = match ctx.session.role {
@@ -210,13 +138,12 @@ fn offline(ctx: &mut Context) -> Result<State> {
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?
         }
     };
-    let (words, outputs) = (triple_words(&params), params.outputs());
-    let prepared = circuit_psi::prepare(ctx, "venn/psww18/base-ots", words, outputs)?;
-    Ok(State {
-        params,
-        seed,
-        prepared,
-    })
+    Ok(seed)
+}
+
+/// A party's keys as σ-bit numbers.
+fn keys(ctx: &Context, p: &Psww18Params, items: &Items) -> Result<Vec<u128>> {
+    items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)
 }
 
 /// Shares of this party's input vectors.
@@ -229,46 +156,33 @@ fn peers(gmw: &mut Gmw, lengths: &[usize]) -> Result<Vec<Shared>> {
     lengths.iter().map(|&n| gmw.peers_input(n)).collect()
 }
 
-/// Writes a state: the header, the seed, the triples and OTs.
-fn save_state(state: &State, out: &mut StateWriter) -> Result<()> {
-    let p = &state.params;
-    circuit_psi::save_header(out, &p.encode(), p.options())?;
-    out.block(state.seed)?;
-    state.prepared.save(out)
+/// Bob's tables and his input to the circuit.
+pub(super) struct BobsInputs {
+    tables: BobsTables,
+    input: Vec<Shared>,
 }
 
-/// Reads what [`save_state`] wrote, for `sizes`.
-fn load_state(sizes: Sizes, input: &mut StateReader) -> Result<State> {
-    let (encoded, options) = circuit_psi::load_header(input)?;
-    let params = Psww18Params::new(sizes, options)?;
-    if params.encode() != encoded {
-        return Err(Error::State("a psww18 state for other parameters".into()));
-    }
-    let seed = input.block()?;
-    let prepared = Prepared::load(input, triple_words(&params), params.outputs() as usize)?;
-    Ok(State {
-        params,
-        seed,
-        prepared,
-    })
-}
+impl Side<Psww18Params> for Sender {
+    type Kept = Block;
+    type Inputs = BobsInputs;
 
-impl Party for Sender {
-    type State = State;
-
-    /// Bob answers the seed toss, makes triples and the counting OTs with Alice (she
-    /// leads).
-    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx)
+    /// Bob answers the seed toss.
+    fn offline(ctx: &mut Context, _: &Psww18Params) -> Result<Block> {
+        toss_seed(ctx)
     }
 
-    /// Bob: his tables, the circuit, his share of the count or sum.
-    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let p = session_params(ctx, &state)?;
+    /// Bob's tables, his stash's values tagged with their table where the stashes are
+    /// separate.
+    fn inputs(
+        ctx: &mut Context,
+        p: &Psww18Params,
+        seed: Block,
+        items: &Items,
+    ) -> Result<BobsInputs> {
         ctx.phase("hash items", false);
-        let keys = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
-        let placed = Hashing::new(&p, state.seed).place_all(&keys);
-        let tables = bobs_tables(&p, &placed, &mut ctx.prg)?;
+        let keys = keys(ctx, p, items)?;
+        let placed = Hashing::new(p, seed).place_all(&keys);
+        let tables = bobs_tables(p, &placed, &mut ctx.prg)?;
         let stash_values: Vec<u128> = tables
             .slots
             .iter()
@@ -276,89 +190,88 @@ impl Party for Sender {
             .map(|(slot, item)| match item {
                 Some(y) => {
                     let table = (slot / p.stash_size) as u128;
-                    let tagged = p.stash == super::Stash::Separate;
+                    let tagged = p.stash == Stash::Separate;
                     keys[*y as usize] | (tagged as u128 * table) << p.sigma
                 }
                 None => 0,
             })
             .collect();
-        let input = circuit::bobs_input(&p, &tables, &stash_values);
-        ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, false, state.prepared.triples);
-        let bob = share(&mut gmw, &input, &mut ctx.prg)?;
-        let alice = peers(&mut gmw, &circuit::input_lengths(&p, false))?;
-        let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        let ots = &state.prepared.ots.sent;
-        let value =
-            |values: &[u64], i: usize| (tables.item_of_output(i)).map_or(0, |y| values[y as usize]);
-        let weight = match self.0 {
-            Function::Count => None,
-            Function::Sum => Some(items.values().ok_or_else(|| {
-                Error::Usage("psww18-sum's sender needs a value per item".into())
-            })?),
+        let input = circuit::bobs_input(p, &tables, &stash_values);
+        Ok(BobsInputs { tables, input })
+    }
+
+    /// Bob shares his input first.
+    fn circuit(
+        gmw: &mut Gmw,
+        p: &Psww18Params,
+        inputs: &BobsInputs,
+        prg: &mut Prg,
+    ) -> Result<Shared> {
+        let bob = share(gmw, &inputs.input, prg)?;
+        let alice = peers(gmw, &circuit::input_lengths(p, false))?;
+        circuit::evaluate(gmw, p, &alice, &bob)
+    }
+
+    /// For a sum, the value of Bob's item behind each match bit (0 where none is).
+    fn weights<'a>(
+        function: Function,
+        inputs: &'a BobsInputs,
+        items: &'a Items,
+    ) -> Result<Weights<'a>> {
+        if function == Function::Count {
+            return Ok(Weights::None);
         }
-        .map(|values| move |i| value(values, i));
-        let weight = weight.as_ref().map(|w| w as &dyn Fn(usize) -> u64);
-        circuit_psi::send_output(&mut gmw, ots, &found, weight, p.threshold, &mut ctx.prg)?;
-        Ok(Output::Nothing)
-    }
-
-    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out)
-    }
-
-    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(sizes, input)
+        let values = items
+            .values()
+            .ok_or_else(|| Error::Usage("psww18-sum's sender needs a value per item".into()))?;
+        let tables = &inputs.tables;
+        Ok(Weights::Values(Box::new(move |i| {
+            tables.item_of_output(i).map_or(0, |y| values[y as usize])
+        })))
     }
 }
 
-impl Party for Receiver {
-    type State = State;
+impl Side<Psww18Params> for Receiver {
+    type Kept = Block;
+    type Inputs = Vec<Shared>;
 
-    /// Alice commits to the seed toss, makes triples with Bob (leading) and the counting
-    /// OTs as their receiver.
-    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx)
+    /// Alice commits to the seed toss.
+    fn offline(ctx: &mut Context, _: &Psww18Params) -> Result<Block> {
+        toss_seed(ctx)
     }
 
-    /// Alice: her tables, the circuit, the count or sum (or whether the count reaches the
-    /// threshold).
-    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let p = session_params(ctx, &state)?;
+    /// Alice's tables: her items in both slots of their bins, and once per stash slot
+    /// (tagged with their table where the stashes are separate).
+    fn inputs(
+        ctx: &mut Context,
+        p: &Psww18Params,
+        seed: Block,
+        items: &Items,
+    ) -> Result<Vec<Shared>> {
         ctx.phase("hash items", false);
-        let keys = items.numbers(p.sigma, p.hashed, "venn/psww18/item", &ctx.session.id)?;
-        let placed = Hashing::new(&p, state.seed).place_all(&keys);
-        let tables = alices_tables(&p, &placed, &mut ctx.prg)?;
+        let keys = keys(ctx, p, items)?;
+        let placed = Hashing::new(p, seed).place_all(&keys);
+        let tables = alices_tables(p, &placed, &mut ctx.prg)?;
         let stash_items: Vec<u128> = keys
             .iter()
             .zip(&tables.table_of)
             .map(|(&x, &k)| match p.stash {
-                super::Stash::Separate => x | (k as u128) << p.sigma,
-                super::Stash::Combined => x,
+                Stash::Separate => x | (k as u128) << p.sigma,
+                Stash::Combined => x,
             })
             .collect();
-        let input = circuit::alices_input(&p, &tables, &stash_items);
-        ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, true, state.prepared.triples);
-        let bob = peers(&mut gmw, &circuit::input_lengths(&p, true))?;
-        let alice = share(&mut gmw, &input, &mut ctx.prg)?;
-        let found = circuit::evaluate(&mut gmw, &p, &alice, &bob)?;
-        circuit_psi::receive_output(
-            &mut gmw,
-            &state.prepared.ots.received,
-            &found,
-            self.0,
-            p.threshold,
-            p.n_a.min(p.n_b),
-            &mut ctx.prg,
-        )
+        Ok(circuit::alices_input(p, &tables, &stash_items))
     }
 
-    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, out)
-    }
-
-    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(sizes, input)
+    /// Alice takes Bob's shares first.
+    fn circuit(
+        gmw: &mut Gmw,
+        p: &Psww18Params,
+        input: &Vec<Shared>,
+        prg: &mut Prg,
+    ) -> Result<Shared> {
+        let bob = peers(gmw, &circuit::input_lengths(p, true))?;
+        let alice = share(gmw, input, prg)?;
+        circuit::evaluate(gmw, p, &alice, &bob)
     }
 }

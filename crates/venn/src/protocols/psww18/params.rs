@@ -28,6 +28,7 @@
 //! with 8 more bits at 2^20 put up to 15 items a table in the stash: the edges of the
 //! cuckoo graph become XOR offsets of few kinds.)
 
+use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
 use crate::protocols::{Options, ParamTable, Parameters, Sizes, Stash};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -112,16 +113,6 @@ impl Psww18Params {
         })
     }
 
-    /// The options these parameters were made with.
-    pub(crate) fn options(&self) -> Options {
-        Options {
-            sigma: (!self.hashed).then_some(self.sigma),
-            stash: self.stash,
-            threshold: self.threshold,
-            ..Options::default()
-        }
-    }
-
     /// ℓ = σ − a + 3: bits of a stored value.
     pub(crate) fn ell(&self) -> u32 {
         self.sigma - self.a + 3
@@ -144,11 +135,6 @@ impl Psww18Params {
     /// Comparisons of Bob's stash items with each of Alice's items.
     pub(crate) fn stash_comparisons(&self) -> u64 {
         self.stash_slots() as u64 * self.n_a
-    }
-
-    /// Bits the circuit outputs, shared: one per bin of both tables and per stash slot.
-    pub(crate) fn outputs(&self) -> u64 {
-        2 * self.bins + self.stash_slots() as u64
     }
 
     /// Bits of a stash comparison: the item, and with separate stashes the table too.
@@ -181,6 +167,47 @@ pub(super) fn paper_and_gates(p: &Psww18Params) -> u64 {
     4 * p.bins * (p.ell() as u64 - 1)
         + s * p.n_a * (p.sigma as u64 - 1)
         + (m - m.count_ones() as u64)
+}
+
+/// The back end's reading: the same circuit for a count and a sum.
+impl CircuitParams for Psww18Params {
+    fn new(_: Function, sizes: Sizes, options: Options) -> Result<Self> {
+        Psww18Params::new(sizes, options)
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            sigma: (!self.hashed).then_some(self.sigma),
+            stash: self.stash,
+            threshold: self.threshold,
+            ..Options::default()
+        }
+    }
+
+    /// An ℓ-bit equality per table comparison, a stash-width one per stash comparison,
+    /// and each stash slot's valid bit, each a vector of bits.
+    fn circuit_words(&self) -> usize {
+        let (table, stash) = (
+            self.table_comparisons() as usize,
+            self.stash_comparisons() as usize,
+        );
+        (self.ell() as usize - 1) * table.div_ceil(64)
+            + (self.stash_width() as usize - 1) * stash.div_ceil(64)
+            + self.stash_slots().div_ceil(64)
+    }
+
+    /// One per bin of both tables and per stash slot.
+    fn outputs(&self) -> u64 {
+        2 * self.bins + self.stash_slots() as u64
+    }
+
+    /// The tables stay sized for the sets the state was made for, and the stash is
+    /// compared with the receiver's actual items (a circuit smaller than the triples were
+    /// made for: the rest go unused).
+    fn run_on(&mut self, sizes: Sizes) -> Result<()> {
+        (self.n_a, self.n_b) = (sizes.receiver, sizes.sender);
+        Ok(())
+    }
 }
 
 impl Parameters for Psww18Params {

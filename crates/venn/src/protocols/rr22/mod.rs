@@ -21,8 +21,6 @@
 //! within one deadline of it ([`overfitting`]).
 
 mod malicious;
-pub(super) mod opprf;
-pub(super) mod oprf;
 pub(super) mod overfitting;
 
 use super::matching::{match_shuffled, send_shuffled};
@@ -33,11 +31,11 @@ use super::{
 use crate::items::Items;
 use crate::net::Writer;
 use crate::okvs;
+use crate::oprf::{self, Hashes};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
 use crate::{Error, Result, STATISTICAL_SECURITY};
-use oprf::Hashes;
 use std::time::{Duration, Instant};
 
 /// What an rr22-m sender says when the receiver's OKVS (m blocks) missed its deadline.

@@ -107,7 +107,7 @@ mod tests {
     use super::*;
     use crate::crypto::{Aes, Block, Prg};
     use crate::okvs::{Okvs, Params};
-    use crate::protocols::rr22::oprf::{okvs_seed, Hashes};
+    use crate::oprf::{okvs_seed, Hashes};
     use std::collections::HashMap;
 
     #[test]

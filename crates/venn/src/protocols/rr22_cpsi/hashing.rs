@@ -6,7 +6,7 @@
 //! holds x (two distinct (x, j) collide with probability 2^-128).
 
 use crate::crypto::{Aes, Block, Prg, RandomOracle};
-use crate::protocols::rr22::oprf::Hashes;
+use crate::oprf::Hashes;
 use crate::tables::{cuckoo_insert, CuckooHash, HASHES};
 use crate::Result;
 use rayon::prelude::*;

@@ -7,6 +7,8 @@
 //! Roles: the receiver R cuckoo-hashes its items and learns the output; the sender S
 //! simple-hashes its items and learns nothing.
 //!
+//! A front end of the generic circuit PSI ([`crate::circuit_psi`], which does the rest).
+//!
 //! **Offline** (no inputs): a silent VOLE for the OPRF (S holds Δ); the equality
 //! circuit's Beaver triples from silent OT (or `--offline iknp`), and from the same OTs
 //! one random OT per bin each way for the conversion of its bits to a count (S sending)
@@ -15,11 +17,11 @@
 //! **Online**: R sends fresh seeds for the OPRF's OKVS and its cuckoo table and puts each
 //! of its items into one of β bins ([`hashing`]); S puts each of its items into all three
 //! of its bins and draws a random tag t_i of ℓ_k bits for each bin ([`params`]). A batched
-//! OPPRF ([`crate::protocols::rr22::opprf`]) gives R, for each bin, o_i = t_i where S has
+//! OPPRF ([`crate::oprf::opprf`]) gives R, for each bin, o_i = t_i where S has
 //! R's item there, else a uniform value: t_i and o_i are XOR shares of z_i = t_i ⊕ o_i,
 //! zero exactly at a common item. GMW computes shares of [z_i = 0] with ℓ_k − 1 AND gates
 //! a bin (R, the leader, complements its share; a tree of depth ⌈log₂ ℓ_k⌉), and the
-//! circuit-PSI conversion ([`super::circuit_psi`]) adds them up: R learns the count, or
+//! circuit-PSI conversion ([`crate::circuit_psi`]) adds them up: R learns the count, or
 //! with `--threshold` only whether it reaches T. For a sum S also programs, beside the
 //! tag, its item's value plus a random share s_i of the bin: R holds v + s_i at a common
 //! item, S holds −s_i, and the bits are weighted by both shares, each party the OT sender
@@ -28,17 +30,14 @@
 mod hashing;
 mod params;
 
-use super::circuit_psi::{self, Function, Prepared};
-use super::rr22::opprf::{self, Programmed, Tagged};
-use super::rr22::oprf::{self, Hashes};
-use super::{
-    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, Security, Sizes,
-};
-use crate::crypto::Block;
+use crate::circuit_psi::{self, CircuitPsi, FrontEnd, Function, Kept, Side, Weights};
+use crate::crypto::{Block, Prg};
+use crate::framework::{Accepts, Context, OutputKind, ProtocolInfo, Security};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::okvs::{BinnedKeys, Okvs};
+use crate::oprf::opprf::{self, Programmed, Tagged};
+use crate::oprf::{self, Hashes};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::tables::HASHES;
@@ -48,26 +47,18 @@ use hashing::Hashing;
 pub(super) use params::CpsiParams;
 use rayon::prelude::*;
 
-/// RR22's circuit PSI with the function of the intersection it computes.
-pub(super) struct Rr22Cpsi {
-    function: Function,
-}
+/// RS21's front end of the circuit PSI on RR22's OPPRF.
+pub(super) struct Rr22Cpsi;
 
-impl Rr22Cpsi {
-    /// The intersection's size (`rr22-ca`).
-    pub(super) const CA: Rr22Cpsi = Rr22Cpsi {
-        function: Function::Count,
-    };
-    /// The sum of the sender's values over the intersection, and its size (`rr22-sum`).
-    pub(super) const SUM: Rr22Cpsi = Rr22Cpsi {
-        function: Function::Sum,
-    };
-}
+/// The intersection's size (`rr22-ca`).
+pub(super) const CA: CircuitPsi<Rr22Cpsi> = CircuitPsi::new(Function::Count, &CA_INFO);
+/// The sums of the sender's values over the intersection, and its size (`rr22-sum`).
+pub(super) const SUM: CircuitPsi<Rr22Cpsi> = CircuitPsi::new(Function::Sum, &SUM_INFO);
 
 /// S, the simple-hashing side.
-struct Sender(Function);
+pub(super) struct Sender;
 /// R, the cuckoo side.
-struct Receiver(Function);
+pub(super) struct Receiver;
 
 const PAPER: &str = "Raghuraman–Rindal, Blazing Fast PSI from Improved OKVS and Subfield \
                      VOLE (CCS 2022), §5 circuit PSI with the front end of Rindal–Schoppmann \
@@ -87,7 +78,7 @@ static CA_INFO: ProtocolInfo = ProtocolInfo {
               match with probability at most 2^-40. A cuckoo placement that fails (an event \
               of probability at most 2^-40) ends the run with an error, which the peer sees.",
     both_allowed: false,
-    roles: &circuit_psi::roles(OutputKind::Count, 1024),
+    roles: &crate::circuit_psi::roles(OutputKind::Count, 1024),
 };
 
 static SUM_INFO: ProtocolInfo = ProtocolInfo {
@@ -107,33 +98,27 @@ static SUM_INFO: ProtocolInfo = ProtocolInfo {
               probability at most 2^-40. A cuckoo placement that fails (an event of \
               probability at most 2^-40) ends the run with an error, which the peer sees.",
     both_allowed: false,
-    roles: &circuit_psi::roles(OutputKind::Sum, 1024),
+    roles: &crate::circuit_psi::roles(OutputKind::Sum, 1024),
 };
 
-impl Protocol for Rr22Cpsi {
-    fn info(&self) -> &'static ProtocolInfo {
-        match self.function {
-            Function::Count => &CA_INFO,
-            Function::Sum => &SUM_INFO,
-        }
-    }
+impl FrontEnd for Rr22Cpsi {
+    type Params = CpsiParams;
+    type Sender = Sender;
+    type Receiver = Receiver;
+    const DOMAIN: &'static str = "venn/rr22-cpsi/base-ots";
+    const CIRCUIT: &'static str = "circuit and count";
+    const ACCEPTS: Accepts = Accepts {
+        value_columns: circuit_psi::MAX_VALUE_COLUMNS,
+        ..Accepts::NOTHING
+    };
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(CpsiParams::new(self.function, sizes, options)?))
-    }
-
-    /// From the parameters: the VOLE (its pairs, and while it is made its noise and
-    /// trees: rr22's 384 bytes a column at R, 160 at S), the triples and OTs, the bins'
-    /// keys, tags and shares; S's three keys an item with their OPRF values, programmed
-    /// values and the hint (1.4 columns a key, and its solving); R's hint. A quarter more
-    /// for what the allocator keeps.
-    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        let Ok(p) = CpsiParams::new(self.function, sizes, options) else {
-            return 0; // refused by the parameters before anything is allocated
-        };
-        let prepared = circuit_psi::prepared_bytes(p.triple_words(), p.bins, options.offline);
+    /// The VOLE (its pairs, and while it is made its noise and trees: rr22's 384 bytes a
+    /// column at R, 160 at S), the bins' keys, tags and shares; S's three keys an item
+    /// with their OPRF values, programmed values and the hint (1.4 columns a key, and its
+    /// solving); R's hint.
+    fn memory(p: &CpsiParams, role: Role) -> u64 {
         // Bytes of a programmed value: u64, Block or Tagged (opprf::Programmed).
-        let value = match (self.function, p.tag_bits) {
+        let value = match (p.function, p.tag_bits) {
             (Function::Count, ..=64) => 8,
             (Function::Count, _) => 16,
             (Function::Sum, _) => 24,
@@ -144,110 +129,28 @@ impl Protocol for Rr22Cpsi {
             Role::Receiver => (384, 96 * p.n_r),
         };
         let bins = p.bins * (32 + 2 * value + p.tag_bits as u64 / 2);
-        let need = vole * p.oprf.len() as u64 + prepared + hint + own + bins;
-        need + need / 4
-    }
-
-    fn accepts(&self) -> Accepts {
-        Accepts {
-            offline: &[Offline::Ot, Offline::Iknp],
-            threshold: self.function == Function::Count,
-            value_columns: match self.function {
-                Function::Sum => circuit_psi::MAX_VALUE_COLUMNS,
-                Function::Count => 0,
-            },
-            ..Accepts::NOTHING
-        }
-    }
-
-    fn party(&self, role: Role) -> &'static dyn AnyParty {
-        match (role, self.function) {
-            (Role::Sender, Function::Count) => &Sender(Function::Count),
-            (Role::Sender, Function::Sum) => &Sender(Function::Sum),
-            (Role::Receiver, Function::Count) => &Receiver(Function::Count),
-            (Role::Receiver, Function::Sum) => &Receiver(Function::Sum),
-        }
+        vole * p.oprf.len() as u64 + hint + own + bins
     }
 }
 
-/// What the offline phase leaves for the online one: the VOLE `V`, the triples and the
-/// conversion's OTs.
-pub(super) struct State<V> {
-    params: CpsiParams,
-    vole: V,
-    prepared: Prepared,
-}
-
-/// The session's parameters, which must be those the state was made for, with the run's
-/// actual set sizes (a state made for larger sets sizes the tables).
-fn session_params(ctx: &Context, made_for: &CpsiParams) -> Result<CpsiParams> {
-    let function = made_for.function;
-    let mut p = CpsiParams::new(function, ctx.session.sized, ctx.session.options)?;
-    if p != *made_for {
-        return Err(Error::State(
-            "the precomputed VOLE and triples were made for other parameters".into(),
-        ));
+/// S's VOLE: Δ and B.
+impl Kept<CpsiParams> for VoleSender {
+    fn save(&self, out: &mut StateWriter) -> Result<()> {
+        VoleSender::save(self, out)
     }
-    (p.n_r, p.n_s) = (ctx.session.n_receiver, ctx.session.n_sender);
-    Ok(p)
-}
-
-/// Either party's offline phase: its side of the VOLE (`vole`), then the triples (R
-/// leads) and the conversion's OTs each way (a count uses the sender's; a sum both).
-fn offline<V>(
-    ctx: &mut Context,
-    function: Function,
-    vole: impl FnOnce(&mut Context, usize) -> Result<V>,
-) -> Result<State<V>> {
-    let params = CpsiParams::new(function, ctx.session.sized, ctx.session.options)?;
-    ctx.phase("silent VOLE", true);
-    let vole = vole(ctx, params.oprf.len())?;
-    let (words, bins) = (params.triple_words(), params.bins);
-    let prepared = circuit_psi::prepare(ctx, "venn/rr22-cpsi/base-ots", words, bins)?;
-    Ok(State {
-        params,
-        vole,
-        prepared,
-    })
-}
-
-/// Writes a state: the header, the VOLE (`vole`), the triples and OTs.
-fn save_state<V>(
-    state: &State<V>,
-    vole: impl FnOnce(&V, &mut StateWriter) -> Result<()>,
-    out: &mut StateWriter,
-) -> Result<()> {
-    let options = Options {
-        threshold: state.params.threshold,
-        ..Options::default()
-    };
-    circuit_psi::save_header(out, &state.params.encode(), options)?;
-    vole(&state.vole, out)?;
-    state.prepared.save(out)
-}
-
-/// Reads what [`save_state`] wrote for `sizes`, the VOLE by `vole(input, m)`.
-fn load_state<V>(
-    function: Function,
-    sizes: Sizes,
-    vole: impl FnOnce(&mut StateReader, usize) -> Result<V>,
-    input: &mut StateReader,
-) -> Result<State<V>> {
-    let (encoded, options) = circuit_psi::load_header(input)?;
-    let params = CpsiParams::new(function, sizes, options)?;
-    if params.encode() != encoded {
-        return Err(Error::State(
-            "an rr22 circuit state for other parameters".into(),
-        ));
+    fn load(input: &mut StateReader, p: &CpsiParams) -> Result<Self> {
+        VoleSender::load(input, p.oprf.len())
     }
-    let vole = vole(input, params.oprf.len())?;
-    let (words, bins) = (params.triple_words(), params.bins as usize);
-    let prepared = Prepared::load(input, words, bins)?;
-    Ok(State {
-        params,
-        vole,
-        prepared,
-    })
+}
+
+/// R's VOLE: A and C.
+impl Kept<CpsiParams> for VoleReceiver {
+    fn save(&self, out: &mut StateWriter) -> Result<()> {
+        VoleReceiver::save(self, out)
+    }
+    fn load(input: &mut StateReader, p: &CpsiParams) -> Result<Self> {
+        VoleReceiver::load(input, p.oprf.len())
+    }
 }
 
 /// Shares of [z_i = 0] for each bin i, z_i the XOR of both parties' ℓ_k-bit `tags`
@@ -305,7 +208,7 @@ impl Program<'_> {
 
 /// What R learns of each bin: the tag, and the payload of each value column (none for a
 /// count), column by column.
-struct Learned {
+pub(super) struct Learned {
     tags: Vec<u128>,
     payloads: Vec<Vec<u64>>,
 }
@@ -344,22 +247,34 @@ fn value_columns(ctx: &mut Context) -> Result<usize> {
     }
 }
 
-impl Party for Sender {
-    type State = State<VoleSender>;
+/// What S brings into the circuit: a tag a bin, and for a sum its share of each bin's
+/// value in each column (bin by bin).
+pub(super) struct Tags {
+    tags: Vec<u128>,
+    shares: Vec<u64>,
+    columns: usize,
+}
+
+impl Side<CpsiParams> for Sender {
+    type Kept = VoleSender;
+    type Inputs = Tags;
 
     /// S is the VOLE's sender, the triples' follower, the counting OTs' sender (and the
     /// summing OTs' receiver).
-    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx, self.0, |ctx, m| {
-            let sid = ctx.session.id;
-            vole::send(ctx.peer, &mut ctx.prg, &sid, m, Adversary::SemiHonest)
-        })
+    fn offline(ctx: &mut Context, p: &CpsiParams) -> Result<VoleSender> {
+        ctx.phase("silent VOLE", true);
+        let sid = ctx.session.id;
+        vole::send(
+            ctx.peer,
+            &mut ctx.prg,
+            &sid,
+            p.oprf.len(),
+            Adversary::SemiHonest,
+        )
     }
 
-    /// S: its keys in all their bins, a tag (and a share) a bin, the OPPRF, the circuit,
-    /// its share of the output.
-    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let p = session_params(ctx, &state.params)?;
+    /// S: its keys in all their bins, a tag (and a share) a bin, the OPPRF.
+    fn inputs(ctx: &mut Context, p: &CpsiParams, vole: VoleSender, items: &Items) -> Result<Tags> {
         let hashes = Hashes::new(&ctx.session.id, None);
         ctx.phase("hash items", false);
         let oprf = oprf::receive_seed(ctx, p.oprf, None)?;
@@ -370,9 +285,9 @@ impl Party for Sender {
         let tag_mask = u128::MAX >> (128 - p.tag_bits);
         let tags: Vec<u128> = (0..p.bins).map(|_| ctx.prg.block() & tag_mask).collect();
         ctx.phase("OPPRF", false);
-        let VoleSender { delta, b } = state.vole;
+        let VoleSender { delta, b } = vole;
         // A random share of each bin's value in each column, bin by bin.
-        let columns = match self.0 {
+        let columns = match p.function {
             Function::Count => 0,
             Function::Sum => items.value_columns(),
         };
@@ -388,7 +303,7 @@ impl Party for Sender {
             tags: &tags,
             tag_bytes: p.tag_bytes(),
         };
-        match (self.0, p.tag_bits) {
+        match (p.function, p.tag_bits) {
             (Function::Count, ..=64) => program.send::<u64>(ctx, 0, |_, _, _| 0)?,
             (Function::Count, _) => program.send::<Block>(ctx, 0, |_, _, _| 0)?,
             (Function::Sum, _) => {
@@ -404,48 +319,57 @@ impl Party for Sender {
                 program.send::<Tagged>(ctx, columns, payload)?
             }
         }
-        drop((b, keys, bin_of));
-        ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, false, state.prepared.triples);
-        let found = is_zero(&mut gmw, &tags, p.tag_bits)?;
-        let ots = &state.prepared.ots;
-        match self.0 {
-            Function::Count => {
-                let prg = &mut ctx.prg;
-                circuit_psi::send_output(&mut gmw, &ots.sent, &found, None, p.threshold, prg)?
-            }
-            Function::Sum => {
-                let mine = |i: usize, c: usize| shares[i * columns + c].wrapping_neg();
-                circuit_psi::send_shared_sum(&mut gmw, ots, &found, columns, &mine)?
-            }
-        }
-        Ok(Output::Nothing)
-    }
-
-    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, VoleSender::save, out)
-    }
-
-    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(self.0, sizes, VoleSender::load, input)
-    }
-}
-
-impl Party for Receiver {
-    type State = State<VoleReceiver>;
-
-    /// R is the VOLE's receiver, the triples' leader, the counting OTs' receiver (and the
-    /// summing OTs' sender).
-    fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        offline(ctx, self.0, |ctx, m| {
-            let sid = ctx.session.id;
-            vole::receive(ctx.peer, &mut ctx.prg, &sid, m, Adversary::SemiHonest)
+        Ok(Tags {
+            tags,
+            shares,
+            columns,
         })
     }
 
-    /// R: the seeds, its cuckoo table's keys, the OPPRF, the circuit, the output.
-    fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let p = session_params(ctx, &state.params)?;
+    fn circuit(gmw: &mut Gmw, p: &CpsiParams, inputs: &Tags, _: &mut Prg) -> Result<Shared> {
+        is_zero(gmw, &inputs.tags, p.tag_bits)
+    }
+
+    /// For a sum, S's shares of the bins' values: the negated random shares it programmed.
+    fn weights<'a>(function: Function, inputs: &'a Tags, _: &'a Items) -> Result<Weights<'a>> {
+        let Tags {
+            shares, columns, ..
+        } = inputs;
+        Ok(match function {
+            Function::Count => Weights::None,
+            Function::Sum => Weights::Shared {
+                columns: *columns,
+                mine: Box::new(move |i, c| shares[i * columns + c].wrapping_neg()),
+            },
+        })
+    }
+}
+
+impl Side<CpsiParams> for Receiver {
+    type Kept = VoleReceiver;
+    type Inputs = Learned;
+
+    /// R is the VOLE's receiver, the triples' leader, the counting OTs' receiver (and the
+    /// summing OTs' sender).
+    fn offline(ctx: &mut Context, p: &CpsiParams) -> Result<VoleReceiver> {
+        ctx.phase("silent VOLE", true);
+        let sid = ctx.session.id;
+        vole::receive(
+            ctx.peer,
+            &mut ctx.prg,
+            &sid,
+            p.oprf.len(),
+            Adversary::SemiHonest,
+        )
+    }
+
+    /// R: the seeds, its cuckoo table's keys, the OPPRF.
+    fn inputs(
+        ctx: &mut Context,
+        p: &CpsiParams,
+        vole: VoleReceiver,
+        items: &Items,
+    ) -> Result<Learned> {
         let hashes = Hashes::new(&ctx.session.id, None);
         ctx.phase("hash items", false);
         let oprf = oprf::send_seed(ctx, p.oprf, None)?;
@@ -456,45 +380,31 @@ impl Party for Receiver {
         let keys = hashing.receivers_keys(&hashes.keys(items), &mut ctx.prg)?;
         ctx.phase("OPPRF", false);
         let binned = oprf.bin(&keys);
-        let (vole, peer_keys) = (state.vole, HASHES as u64 * p.n_s);
+        let peer_keys = HASHES as u64 * p.n_s;
         let learn = (&hashes, &binned, peer_keys, p.tag_bytes());
-        let Learned { tags, payloads } = match (self.0, p.tag_bits) {
-            (Function::Count, ..=64) => learned::<u64>(ctx, learn, vole, 0)?,
-            (Function::Count, _) => learned::<Block>(ctx, learn, vole, 0)?,
+        match (p.function, p.tag_bits) {
+            (Function::Count, ..=64) => learned::<u64>(ctx, learn, vole, 0),
+            (Function::Count, _) => learned::<Block>(ctx, learn, vole, 0),
             (Function::Sum, _) => {
                 let columns = value_columns(ctx)?;
-                learned::<Tagged>(ctx, learn, vole, columns)?
-            }
-        };
-        drop((binned, keys));
-        ctx.phase("circuit and count", false);
-        let mut gmw = Gmw::new(ctx.peer, true, state.prepared.triples);
-        let found = is_zero(&mut gmw, &tags, p.tag_bits)?;
-        let ots = &state.prepared.ots;
-        let most = p.n_r.min(p.n_s);
-        match self.0 {
-            Function::Count => circuit_psi::receive_output(
-                &mut gmw,
-                &ots.received,
-                &found,
-                Function::Count,
-                p.threshold,
-                most,
-                &mut ctx.prg,
-            ),
-            Function::Sum => {
-                let mine = |i: usize, c: usize| payloads[c][i];
-                let columns = payloads.len();
-                circuit_psi::receive_shared_sum(&mut gmw, ots, &found, columns, &mine, most)
+                learned::<Tagged>(ctx, learn, vole, columns)
             }
         }
     }
 
-    fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_state(state, VoleReceiver::save, out)
+    fn circuit(gmw: &mut Gmw, p: &CpsiParams, inputs: &Learned, _: &mut Prg) -> Result<Shared> {
+        is_zero(gmw, &inputs.tags, p.tag_bits)
     }
 
-    fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
-        load_state(self.0, sizes, VoleReceiver::load, input)
+    /// For a sum, R's shares of the bins' values: the payloads it learned.
+    fn weights<'a>(function: Function, inputs: &'a Learned, _: &'a Items) -> Result<Weights<'a>> {
+        let payloads = &inputs.payloads;
+        Ok(match function {
+            Function::Count => Weights::None,
+            Function::Sum => Weights::Shared {
+                columns: payloads.len(),
+                mine: Box::new(move |i, c| payloads[c][i]),
+            },
+        })
     }
 }

@@ -8,17 +8,17 @@
 //!   nonzero-looking ℓ_k-bit value, which reads as zero with probability 2^-ℓ_k, so all
 //!   β bins together give a false match with probability at most 2^-40. The equality
 //!   circuit spends ℓ_k − 1 AND gates a bin.
-//! - **The hint's OKVS** for the sender's 3·n_S keys, binary ([`super::opprf`]).
+//! - **The hint's OKVS** for the sender's 3·n_S keys, binary ([`crate::oprf::opprf`]).
 //!
 //! A count's tags are 64-bit words up to β = 2^24 bins (about 12.7 M receiver items), and
-//! 128-bit ones beyond ([`super::super::rr22::opprf::Programmed`]).
+//! 128-bit ones beyond ([`crate::oprf::opprf::Programmed`]).
 
-use super::super::circuit_psi::{self, Function};
 use super::super::{Options, ParamTable, Parameters, Sizes};
+use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
 use crate::okvs;
-use crate::protocols::rr22::opprf::hint_params;
-use crate::protocols::rr22::oprf::write_dimensions;
+use crate::oprf::opprf::hint_params;
+use crate::oprf::write_dimensions;
 use crate::tables::{stashless_bins, HASHES};
 use crate::vole::Shape;
 use crate::{Result, STATISTICAL_SECURITY};
@@ -43,8 +43,15 @@ pub(crate) struct CpsiParams {
 }
 
 impl CpsiParams {
+    /// Bytes of a tag on the wire.
+    pub(crate) fn tag_bytes(&self) -> usize {
+        self.tag_bits.div_ceil(8) as usize
+    }
+}
+
+impl CircuitParams for CpsiParams {
     /// The parameters for `sizes` and `options`.
-    pub(crate) fn new(function: Function, sizes: Sizes, options: Options) -> Result<CpsiParams> {
+    fn new(function: Function, sizes: Sizes, options: Options) -> Result<CpsiParams> {
         let bins = stashless_bins(sizes.receiver);
         let tag_bits = STATISTICAL_SECURITY as u32 + bins.next_power_of_two().ilog2();
         // The hint's dimensions are checked now, before anything is sent.
@@ -61,16 +68,27 @@ impl CpsiParams {
         })
     }
 
-    /// Bytes of a tag on the wire.
-    pub(crate) fn tag_bytes(&self) -> usize {
-        self.tag_bits.div_ceil(8) as usize
+    fn options(&self) -> Options {
+        Options {
+            threshold: self.threshold,
+            ..Options::default()
+        }
     }
 
-    /// Words of triples a run uses: the equality circuit's ℓ_k − 1 ANDs of a vector of β
-    /// bits, and the threshold's comparison.
-    pub(crate) fn triple_words(&self) -> usize {
+    /// The equality circuit's ℓ_k − 1 ANDs of a vector of β bits.
+    fn circuit_words(&self) -> usize {
         (self.tag_bits as usize - 1) * (self.bins as usize).div_ceil(64)
-            + circuit_psi::threshold_words(self.bins, self.threshold)
+    }
+
+    /// One a bin.
+    fn outputs(&self) -> u64 {
+        self.bins
+    }
+
+    /// A state made for larger sets sizes the tables.
+    fn run_on(&mut self, sizes: Sizes) -> Result<()> {
+        (self.n_r, self.n_s) = (sizes.receiver, sizes.sender);
+        Ok(())
     }
 }
 
@@ -117,7 +135,7 @@ mod tests {
         assert_eq!(p.bins, (316u64 << 20).div_ceil(240));
         assert_eq!(p.tag_bits, 61);
         assert_eq!(p.tag_bytes(), 8);
-        assert_eq!(p.triple_words(), 60 * (p.bins as usize).div_ceil(64));
+        assert_eq!(p.circuit_words(), 60 * (p.bins as usize).div_ceil(64));
         // Small sets are hashed as for 2^8 items.
         let tiny = at(3);
         assert_eq!((tiny.bins, tiny.tag_bits), (325, 49));

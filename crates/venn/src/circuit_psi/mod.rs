@@ -1,27 +1,33 @@
-//! What the circuit-PSI protocols (PSWW18's two-dimensional cuckoo hashing, HEK12's
-//! sorting network, RR22's OPPRF) share around their circuits: the offline phase — the
-//! circuit's Beaver triples and one random OT per output bit each way, from the same OT
-//! extension — and its state, and the end of the online
-//! phase, where the circuit's XOR-shared match bits become the receiver's output
-//! ([`convert`]: a count, a sum of the sender's values with its count, or only whether the
-//! count reaches a threshold).
+//! The circuit PSIs' back end: one protocol, [`CircuitPsi`], generic over a front end
+//! (PSWW18's two-dimensional cuckoo hashing, HEK12's sorting network, RS21's OPPRF on RR22's
+//! OPRF; [`protocol`]) that says how the items become the circuit's inputs. Here is what
+//! they all share around their circuits: the offline phase — the circuit's Beaver triples
+//! and one random OT per output bit each way, from the same OT extension — and its state,
+//! and the end of the online phase, where the circuit's XOR-shared match bits become the
+//! receiver's output ([`convert`]: a count, a sum of the sender's values with its count, or
+//! only whether the count reaches a threshold).
+//!
+//! A building block between the framework and the protocols: the front ends are in
+//! `protocols/` (psww18, hek12, rr22_cpsi), each only what differs.
 //!
 //! Roles: the receiver leads the triples and learns the output; the sender sends the
 //! random OTs (and holds any values) and learns nothing.
 
 mod convert;
+mod protocol;
 
-use super::{Context, Offline, Options, Output, OutputKind, RoleInfo, Security, Stash};
 use crate::crypto::{Prg, RandomOracle};
+use crate::framework::{Context, Offline, Options, Output, OutputKind, RoleInfo, Security, Stash};
 use crate::gmw::{Gmw, Shared, TripleSource, Triples};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
-pub(super) use convert::{ReceiversOts, SendersOts};
+use convert::{ReceiversOts, SendersOts};
+pub(crate) use protocol::{CircuitParams, CircuitPsi, FrontEnd, Kept, Side, Weights};
 
 /// What the circuit's match bits add up to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Function {
+pub(crate) enum Function {
     /// The number of common items.
     Count,
     /// The sum of the values of the sender's common items (mod 2^64), and their number.
@@ -42,7 +48,7 @@ fn ring_bits(outputs: u64, function: Function) -> u32 {
 }
 
 /// Words of triples a threshold's comparison uses, for a circuit of `outputs` match bits.
-pub(super) fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
+fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
     match threshold {
         Some(_) => convert::counting_bits(outputs) as usize - 1,
         None => 0,
@@ -52,7 +58,7 @@ pub(super) fn threshold_words(outputs: u64, threshold: Option<u64>) -> usize {
 /// The roles of a circuit PSI: the sender learns nothing, the receiver `output`; each
 /// needs `item_bytes` of memory per item of either set (an upper bound from 2^8 items; the
 /// protocols model their memory themselves).
-pub(super) const fn roles(output: OutputKind, item_bytes: u64) -> [RoleInfo; 2] {
+pub(crate) const fn roles(output: OutputKind, item_bytes: u64) -> [RoleInfo; 2] {
     [
         RoleInfo {
             role: Role::Sender,
@@ -74,20 +80,20 @@ pub(super) const fn roles(output: OutputKind, item_bytes: u64) -> [RoleInfo; 2] 
 /// Bytes [`prepare`] leaves and needs on the way, for `words` words of triples from the
 /// OTs `offline` names and `outputs` conversion OTs: the triples (3 bits an AND gate) and
 /// their generator's buffers, and the OTs each way (64 bytes an output).
-pub(super) fn prepared_bytes(words: usize, outputs: u64, offline: Offline) -> u64 {
+fn prepared_bytes(words: usize, outputs: u64, offline: Offline) -> u64 {
     let source = TripleSource::of(offline);
     3 * 8 * words as u64 + crate::gmw::triple_working_bytes(words, source) + 64 * outputs
 }
 
 /// Random OTs for the conversion, one set each way: those this party sends in (the
 /// sender's, for a count), and those it receives in (the receiver's).
-pub(super) struct ConversionOts {
+struct ConversionOts {
     pub sent: SendersOts,
     pub received: ReceiversOts,
 }
 
 /// What the offline phase leaves for the online one: the triples and the conversion's OTs.
-pub(super) struct Prepared {
+struct Prepared {
     pub triples: Triples,
     pub ots: ConversionOts,
 }
@@ -95,12 +101,7 @@ pub(super) struct Prepared {
 /// The offline phase: `words` words of triples (the receiver leads; from the OTs
 /// `--offline` names) and `outputs` random OTs each way from the same extension, under a
 /// session id from `domain` and the session.
-pub(super) fn prepare(
-    ctx: &mut Context,
-    domain: &str,
-    words: usize,
-    outputs: u64,
-) -> Result<Prepared> {
+fn prepare(ctx: &mut Context, domain: &str, words: usize, outputs: u64) -> Result<Prepared> {
     let sid = RandomOracle::new(domain, &ctx.session.id).hash(&[b"triples"]);
     ctx.phase("triples", true);
     let leader = ctx.session.role == Role::Receiver;
@@ -116,7 +117,7 @@ pub(super) fn prepare(
 
 impl Prepared {
     /// Writes the triples and the OTs.
-    pub(super) fn save(&self, out: &mut StateWriter) -> Result<()> {
+    fn save(&self, out: &mut StateWriter) -> Result<()> {
         self.triples.save(out)?;
         self.ots.sent.save(out)?;
         self.ots.received.save(out)
@@ -124,7 +125,7 @@ impl Prepared {
 
     /// Reads what [`Prepared::save`] wrote: `words` words of triples, `outputs` OTs each
     /// way.
-    pub(super) fn load(input: &mut StateReader, words: usize, outputs: usize) -> Result<Self> {
+    fn load(input: &mut StateReader, words: usize, outputs: usize) -> Result<Self> {
         let triples = Triples::load(input, words)?;
         let ots = ConversionOts {
             sent: SendersOts::load(input, outputs)?,
@@ -136,7 +137,7 @@ impl Prepared {
 
 /// Writes a state's header: the parameters' encoding and the options they were made with
 /// (so that [`load_header`] can make them again for the sizes the state is for).
-pub(super) fn save_header(out: &mut StateWriter, encoded: &[u8], options: Options) -> Result<()> {
+fn save_header(out: &mut StateWriter, encoded: &[u8], options: Options) -> Result<()> {
     out.u64(encoded.len() as u64)?;
     out.raw(encoded)?;
     out.u64(options.sigma.unwrap_or(0) as u64)?;
@@ -151,7 +152,7 @@ pub(super) fn save_header(out: &mut StateWriter, encoded: &[u8], options: Option
 }
 
 /// Reads what [`save_header`] wrote: the parameters' encoding and the options.
-pub(super) fn load_header(input: &mut StateReader) -> Result<(Vec<u8>, Options)> {
+fn load_header(input: &mut StateReader) -> Result<(Vec<u8>, Options)> {
     let len = input.u64()?;
     if len > 128 {
         return Err(Error::State(format!("parameters of {len} bytes")));
@@ -194,7 +195,7 @@ fn refuse_threshold_of_sum(function: Function, threshold: Option<u64>) -> Result
 /// The sender's end of the circuit: its share of the match bits `found` added up — each
 /// weighted by `value(i)` for a sum, by 1 for a count — sent to the receiver, or with a
 /// threshold its share put into the comparison.
-pub(super) fn send_output(
+fn send_output(
     gmw: &mut Gmw,
     ots: &SendersOts,
     found: &Shared,
@@ -225,7 +226,7 @@ pub(super) fn send_output(
 /// The receiver's end of the circuit: the count, or the sum and the count, of the match
 /// bits `found` — of which at most `most` can be set — or with a threshold only whether
 /// the count reaches it.
-pub(super) fn receive_output(
+fn receive_output(
     gmw: &mut Gmw,
     ots: &ReceiversOts,
     found: &Shared,
@@ -292,7 +293,7 @@ fn combine(
 /// the receiver's with the receiver as the OTs' sender; its share of all sent. The first
 /// column rides with the count in one 128-bit pass of the conversion; each other column
 /// takes a 64-bit pass of its own each way, over the same OTs with messages of its own.
-pub(super) fn send_shared_sum(
+fn send_shared_sum(
     gmw: &mut Gmw,
     ots: &ConversionOts,
     found: &Shared,
@@ -320,7 +321,7 @@ pub(super) fn send_shared_sum(
 
 /// The receiver's end of [`send_shared_sum`], `mine(i, c)` its share of bit i's value in
 /// column c: the sums and the count (at most `most`).
-pub(super) fn receive_shared_sum(
+fn receive_shared_sum(
     gmw: &mut Gmw,
     ots: &ConversionOts,
     found: &Shared,

@@ -12,12 +12,34 @@
 //! never the inputs; its state can be written to a file and read back, so the online step
 //! can run later, in another session bound to the one that produced it.
 
-use super::{Accepts, Bins, Context, Offline, Options, Security};
+use super::{Accepts, Bins, Context, Offline, Options};
 use crate::items::Items;
 use crate::session::{Role, Sizes};
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
 use std::any::Any;
+
+/// The security a protocol (or one of its roles) offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Security {
+    /// No privacy at all: a baseline for measurements.
+    Insecure,
+    /// Secure against parties that follow the protocol but try to learn more.
+    SemiHonest,
+    /// Secure against parties that deviate from the protocol arbitrarily.
+    Malicious,
+}
+
+impl Security {
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Security::Insecure => "INSECURE",
+            Security::SemiHonest => "semi-honest",
+            Security::Malicious => "malicious",
+        }
+    }
+}
 
 /// What a party learns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,7 +326,7 @@ pub trait Protocol: Sync {
 macro_rules! no_offline_state {
     () => {
         type State = ();
-        fn offline(&self, _: &mut $crate::protocols::Context) -> $crate::Result<()> {
+        fn offline(&self, _: &mut $crate::framework::Context) -> $crate::Result<()> {
             Ok(())
         }
         fn save(&self, _: &(), _: &mut $crate::state::StateWriter) -> $crate::Result<()> {

@@ -13,7 +13,7 @@ use crate::{Error, Result};
 use rayon::prelude::*;
 
 /// Sender items per frame.
-pub(super) const CHUNK_ITEMS: usize = 4096;
+pub(crate) const CHUNK_ITEMS: usize = 4096;
 /// How many values ahead table slots are prefetched.
 const PREFETCH_AHEAD: usize = 16;
 /// Frames of sender values made, or looked up, together (on the rayon pool).
@@ -22,7 +22,7 @@ const BATCH_FRAMES: usize = 16;
 const CHUNK_POSITIONS: usize = 1 << 20;
 
 /// The mask keeping the low `bits` bits of a block.
-pub(super) fn low_bits(bits: usize) -> Block {
+pub(crate) fn low_bits(bits: usize) -> Block {
     if bits >= 128 {
         Block::MAX
     } else {
@@ -32,7 +32,7 @@ pub(super) fn low_bits(bits: usize) -> Block {
 
 /// The sender's side with one value per item: `values` (one per own item, cut to `bits`
 /// bits) sent in a random order; with `--both`, the intersection received back.
-pub(super) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
+pub(crate) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
     let perm = send_permuted(ctx, values, bits)?;
     if !ctx.session.both {
         return Ok(Output::Nothing);
@@ -44,7 +44,7 @@ pub(super) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) ->
 
 /// Sends `values` (cut to `bits` bits) in a random order; returns the order (position →
 /// own item).
-pub(super) fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<u32>> {
+pub(crate) fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<u32>> {
     let mask = low_bits(bits);
     let perm = ctx.prg.permutation(values.len());
     send_values(ctx.peer, values.len(), 1, bits / 8, |first, out| {
@@ -57,7 +57,7 @@ pub(super) fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) ->
 
 /// The receiver's side with one value per item: its own `values` (cut to `bits` bits)
 /// against those [`send_shuffled`] sends; with `--both`, the matching positions sent back.
-pub(super) fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
+pub(crate) fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
     let matches = match_values(ctx, values, bits)?;
     if ctx.session.both {
         ctx.phase("send intersection", false);
@@ -70,7 +70,7 @@ pub(super) fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -
 
 /// Its own `values` (cut to `bits` bits) against those [`send_permuted`] sends: `(own
 /// entry, sender position)` per match, as [`receive_matches`] returns them.
-pub(super) fn match_values(
+pub(crate) fn match_values(
     ctx: &mut Context,
     values: &[Block],
     bits: usize,
@@ -86,7 +86,7 @@ pub(super) fn match_values(
 /// Sends `groups` values of `bytes` bytes for each of `n` items. `fill(first, values)`
 /// computes the values of items `first..first + values.len() / groups`; frames are filled
 /// a batch at a time on the rayon pool, then sent in order.
-pub(super) fn send_values(
+pub(crate) fn send_values(
     chan: &mut dyn Channel,
     n: usize,
     groups: usize,
@@ -105,7 +105,7 @@ pub(super) fn send_values(
 
 /// [`send_values`] for a `fill` that needs working space: each frame of a batch has its
 /// own `S` (from `scratch`), kept from batch to batch.
-pub(super) fn send_values_with<S: Send>(
+pub(crate) fn send_values_with<S: Send>(
     chan: &mut dyn Channel,
     n: usize,
     groups: usize,
@@ -137,7 +137,7 @@ pub(super) fn send_values_with<S: Send>(
 /// Receives the values [`send_values`] sends for `n_sender` items and looks each up in
 /// `table` under its group. Returns `(receiver entry, sender position)` per match, sorted
 /// by receiver entry; a receiver entry matches at most once (with its first position).
-pub(super) fn receive_matches(
+pub(crate) fn receive_matches(
     chan: &mut dyn Channel,
     n_sender: usize,
     groups: usize,
@@ -253,7 +253,7 @@ fn lookups(
 }
 
 /// Sends the sender positions of the matches (KKRT16 Fig. 3 step 6).
-pub(super) fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> Result<()> {
+pub(crate) fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> Result<()> {
     chan.send(&Writer::new().u64(matches.len() as u64).0)?;
     for chunk in matches.chunks(CHUNK_POSITIONS) {
         let frame: Vec<u8> = chunk.iter().flat_map(|m| m.1.to_le_bytes()).collect();
@@ -264,7 +264,7 @@ pub(super) fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> 
 
 /// Receives the positions [`send_positions`] sends and maps them through `perm` (position
 /// → own item index). Every position must be in range and distinct. Returns sorted indices.
-pub(super) fn receive_positions(
+pub(crate) fn receive_positions(
     chan: &mut dyn Channel,
     perm: &[u32],
     n_receiver: usize,

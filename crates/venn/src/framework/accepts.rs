@@ -141,35 +141,3 @@ fn join(values: &[u32], separator: &str) -> String {
     let parts: Vec<String> = values.iter().map(u32::to_string).collect();
     parts.join(separator)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocols::find;
-
-    #[test]
-    fn protocols_refuse_options_they_do_not_take() {
-        let kkrt16 = find("kkrt16").unwrap();
-        let check = |o: Options| o.check(kkrt16.info(), kkrt16.accepts());
-        assert!(check(Options::default()).is_ok());
-        let wan = Options {
-            bins: Bins::Wan,
-            ..Options::default()
-        };
-        assert!(check(wan).unwrap_err().to_string().contains("--bins"));
-        let sigma = Options {
-            sigma: Some(32),
-            ..Options::default()
-        };
-        assert!(check(sigma).unwrap_err().to_string().contains("--sigma"));
-        let dealer = Options {
-            offline: Offline::Dealer,
-            ..Options::default()
-        };
-        assert!(check(dealer).unwrap_err().to_string().contains("--offline"));
-        let kbm23 = find("kbm23").unwrap();
-        assert!(dealer.check(kbm23.info(), kbm23.accepts()).is_ok());
-        let de = find("rr17-de").unwrap();
-        assert!(wan.check(de.info(), de.accepts()).is_ok());
-    }
-}

@@ -3,7 +3,7 @@
 //! bin of its cuckoo table and learns, at each, the value the sender S programmed at that
 //! key — or, at a key S did not program, a value uniform to R.
 //!
-//! Both run the OPRF ([`super::oprf`]) on R's keys. S evaluates F at each of its keys k
+//! Both run the OPRF ([`super`]) on R's keys. S evaluates F at each of its keys k
 //! and encodes the hint P2 with Decode(P2, k) = w_k ⊕ H^o(F(k)) in a binary OKVS under a
 //! fresh seed of its own, every free column random (the randomized encoding of RR22 Fig. 1
 //! step 5: P2 is then uniform among the encodings of these pairs, and as the masks are
@@ -16,10 +16,10 @@
 //! other value columns) go in hints of their own, each masked with a hash of its own,
 //! H^o(F(x) ⊕ (2 + c)) for column c from 0.
 
-use super::oprf::{self, Hashes};
 use crate::crypto::{Block, Prg};
+use crate::framework::Context;
 use crate::okvs::{self, BinnedKeys, Okvs, Value};
-use crate::protocols::Context;
+use crate::oprf::{self, Hashes};
 use crate::util::memory::huge_zeroed;
 use crate::vole::VoleReceiver;
 use crate::{Result, STATISTICAL_SECURITY};

@@ -5,13 +5,18 @@
 //! B' = B + Δ·A' = C + Δ·P as A' comes and can evaluate F(y) = Decode(B', y) + Δ·H^B(y)
 //! at any y: for y = x the two agree, and for any other y the difference
 //! Δ·(Decode(P, y) + H^B(y)) is masked by Δ. The PSI (`rr22`, `rr22-m`) hashes F once more
-//! (H^o) and compares; the circuit PSI's OPPRF masks its hint with it.
+//! (H^o) and compares; the circuit PSI's OPPRF ([`opprf`]) masks its hint with it.
+//!
+//! A building block between the framework (it runs in a protocol's [`Context`]) and the
+//! protocols: rr22 and rr22-m use the OPRF, rr22-ca and rr22-sum the OPPRF.
+
+pub(crate) mod opprf;
 
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
+use crate::framework::Context;
 use crate::items::{BlockEncoder, Items};
 use crate::net::Writer;
 use crate::okvs::{self, BinnedKeys, Okvs};
-use crate::protocols::Context;
 use crate::util::memory::huge_zeroed;
 use crate::vole::{Shape, VoleReceiver};
 use crate::Result;
@@ -32,7 +37,7 @@ pub(crate) struct Hashes {
 impl Hashes {
     /// The hashes of session `sid`; H^B and H^o keyed by the sender's online `salt` too
     /// where it sends one (`rr22-m`, against a receiver that would hash a pool of items
-    /// before fitting its OKVS: [`super::overfitting`]).
+    /// before fitting its OKVS: rr22's `overfitting.rs`).
     pub(crate) fn new(sid: &[u8; 32], salt: Option<Block>) -> Hashes {
         let salt = salt.map(u128::to_le_bytes);
         let key = |what: &str| {
