@@ -161,7 +161,7 @@ fn write_batch(w: &mut dyn Write, batch: RowBatch) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::input::source::Matching;
-    use crate::input::{read_input, Format, KeyOptions};
+    use crate::input::{read_input, KeyOptions};
 
     #[test]
     fn counts_and_sums_are_written_as_json_and_rows_as_they_are() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use venn::session::Role;
 use venn::util::files::write_new;
 use venn::{Error, Result};
-use venn_app::input::{Format, KeyOptions};
+use venn_app::input::KeyOptions;
 use venn_app::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
 
 const ALICE: &str = "email,name,plan\n\

@@ -98,7 +98,7 @@ impl Footprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{read_input, Format};
+    use crate::input::read_input;
 
     fn opts(columns: &[&str], lowercase: bool, values: &[&str]) -> KeyOptions {
         KeyOptions {

@@ -12,7 +12,7 @@ mod table;
 
 pub use table::OPTIONS;
 
-use crate::input::{Format, KeyOptions};
+use crate::input::KeyOptions;
 use crate::party::{DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
 use crate::transport::TlsArgs;
 use std::path::PathBuf;
@@ -241,7 +241,7 @@ pub fn by_keyword(keyword: &str) -> Option<&'static RunOption> {
 
 /// What the options of [`OPTIONS`] set: a party's run as the user gave it, each field at
 /// its default until an option sets it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RunSettings {
     /// What the run is (`--protocol`, the protocol's options, the limits).
     pub spec: RunSpec,
@@ -271,27 +271,6 @@ pub struct RunSettings {
     pub bucket_rows: Option<u64>,
     /// `--bucket-dir`.
     pub bucket_dir: Option<PathBuf>,
-}
-
-impl Default for RunSettings {
-    fn default() -> Self {
-        RunSettings {
-            spec: RunSpec::default(),
-            listen: None,
-            connect: None,
-            tls: TlsArgs::default(),
-            dealer: None,
-            dealer_fingerprint: None,
-            stats_json: None,
-            keys: KeyOptions::default(),
-            input: None,
-            output: None,
-            both: false,
-            state: None,
-            bucket_rows: None,
-            bucket_dir: None,
-        }
-    }
 }
 
 impl RunSettings {
@@ -492,6 +471,7 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::Format;
 
     #[test]
     fn every_option_is_named_once_documented_and_related_to_options() {
