@@ -116,29 +116,14 @@ impl InputSource for KeysInMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{read_input, Format};
-
-    fn opts() -> KeyOptions {
-        KeyOptions {
-            format: Format::Lines,
-            trim: true,
-            lowercase: true,
-            ..KeyOptions::default()
-        }
-    }
-
-    fn read(text: &str, o: &KeyOptions) -> Input {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("in");
-        std::fs::write(&p, text).unwrap();
-        read_input(&p, o).unwrap()
-    }
+    use crate::input::tests::{opts, read};
+    use crate::input::Format;
 
     /// Keys in memory are normalised and deduplicated as a file's are; the matched rows
     /// are every row of a matched key.
     #[test]
     fn keys_in_memory_are_read_as_a_files_keys() {
-        let o = opts();
+        let o = opts(Format::Lines, &[]);
         let keys: [&[u8]; 4] = [b" A@x ", b"b", b"a@X", b"\xff"];
         let input = KeysInMemory::new(&keys, None, &o).unwrap();
         let file = read(" A@x \nb\na@X\n", &o);
@@ -186,7 +171,7 @@ mod tests {
     #[test]
     fn matched_positions_come_in_batches() {
         let keys: Vec<String> = (0..2 * BATCH + 5).map(|k| k.to_string()).collect();
-        let input = KeysInMemory::new(&keys, None, &opts()).unwrap();
+        let input = KeysInMemory::new(&keys, None, &opts(Format::Lines, &[])).unwrap();
         let member = vec![true; keys.len()];
         let (mut sizes, mut all) = (Vec::new(), Vec::new());
         let count = input

@@ -303,7 +303,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
 mod tests {
     use super::*;
 
-    fn opts(format: Format, columns: &[&str]) -> KeyOptions {
+    pub(super) fn opts(format: Format, columns: &[&str]) -> KeyOptions {
         KeyOptions {
             format,
             columns: columns.iter().map(|c| c.to_string()).collect(),
@@ -313,7 +313,7 @@ mod tests {
         }
     }
 
-    fn read(text: &str, o: &KeyOptions) -> Input {
+    pub(super) fn read(text: &str, o: &KeyOptions) -> Input {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("in");
         std::fs::write(&p, text).unwrap();
