@@ -20,7 +20,7 @@ use venn_app::sink::write_rows;
 use venn_app::thunder::{self, Partners};
 use venn_cloud::api::{Run, RunState, DEFAULT_CHUNK_ITEMS, MAX_CHUNK_ITEMS};
 use venn_cloud::auth::{Identity, WorkerIdentity};
-use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::client::{defaults, Client, DatasetKey};
 use venn_cloud::http::Endpoint;
 use venn_cloud::worker::{self, WorkerConfig};
 use venn_service::enrolment::Enrolment;
@@ -325,7 +325,7 @@ pub(crate) struct PairCli {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=2), requires = "listen")]
     partners: u64,
     /// Seconds to wait for the partners.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
+    #[arg(long, default_value_t = defaults::PAIR_TIMEOUT_SECONDS, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
     /// Use a ready pre-token of your dataset (`venn cloud pretoken`) and give the service
     /// a scalar instead of a token (two parties; both pass it).
@@ -343,10 +343,10 @@ pub(crate) struct PretokenCli {
     #[arg(long, value_name = "FILE")]
     key_file: PathBuf,
     /// How many to make (each serves one run).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
+    #[arg(long, default_value_t = defaults::PRETOKEN_COUNT, value_parser = clap::value_parser!(u64).range(0..=64))]
     count: u64,
     /// Seconds to wait for the service to compute them (0: return at once).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+    #[arg(long, default_value_t = defaults::PRETOKEN_WAIT_SECONDS, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     wait: u64,
 }
 
@@ -376,12 +376,12 @@ pub(crate) struct ResultCli {
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Seconds to wait for the run to finish.
-    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+    #[arg(long, default_value_t = defaults::RESULT_WAIT_SECONDS, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     wait: u64,
     /// Seconds to wait for the partners' tokens (or scalars), which `pair` gives at once:
     /// a run still waiting for one after this is given up on (the service keeps it open
     /// until its --token-wait, so the result may be read later).
-    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+    #[arg(long, value_name = "SECONDS", default_value_t = defaults::PARTNER_WAIT_SECONDS, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     partner_wait: u64,
 }
 

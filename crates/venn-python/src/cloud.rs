@@ -13,7 +13,7 @@ use venn_app::party::Endpoint as PeerEndpoint;
 use venn_app::thunder::{self, Partners};
 use venn_cloud::api::{Task, DEFAULT_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerIdentity;
-use venn_cloud::client::{Client, DatasetKey};
+use venn_cloud::client::{defaults, Client, DatasetKey};
 use venn_cloud::http::Endpoint;
 
 /// A service's refusal or failure as the Python exception of its kind.
@@ -152,7 +152,7 @@ impl CloudClient {
     /// Links to the run's partners and gives the service this dataset's token; returns
     /// the run's id.
     #[pyo3(signature = (
-        key_file, *, connect=None, listen=None, on_listening=None, partners=1, timeout=60.0,
+        key_file, *, connect=None, listen=None, on_listening=None, partners=1, timeout=defaults::PAIR_TIMEOUT_SECONDS as f64,
         preprocessed=false, tls_cert=None, tls_key=None, tls_ca=None,
         peer_fingerprint=Vec::new(), plaintext=false,
     ))]
@@ -198,7 +198,10 @@ impl CloudClient {
 
     /// Hands the service `count` one-time pre-tokens of the dataset; waits up to `wait`
     /// seconds for them to be computed (0: not at all); returns their ids.
-    #[pyo3(signature = (key_file, count=1, *, wait=0.0))]
+    #[pyo3(signature = (
+        key_file, count=defaults::PRETOKEN_COUNT as usize, *,
+        wait=defaults::PRETOKEN_WAIT_SECONDS as f64,
+    ))]
     fn make_pretokens(
         &self,
         py: Python<'_>,
@@ -242,7 +245,7 @@ impl CloudClient {
 
     /// The positions in `items` (the keys uploaded under `key_file`, normalised alike)
     /// whose keys matched in the run, ascending; waits up to `wait` seconds for it.
-    #[pyo3(signature = (run, key_file, items, *, wait=3600.0, trim=false, lowercase=false, skip_empty=false))]
+    #[pyo3(signature = (run, key_file, items, *, wait=defaults::RESULT_WAIT_SECONDS as f64, trim=false, lowercase=false, skip_empty=false))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn result(
         &self,

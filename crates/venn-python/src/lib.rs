@@ -507,6 +507,22 @@ mod _venn {
     #[pymodule_export]
     const DEFAULT_CHUNK_ITEMS: usize = venn_cloud::api::DEFAULT_CHUNK_ITEMS;
 
+    /// Seconds `pair` waits for its partners unless `timeout` says otherwise (venn-cloud's).
+    #[pymodule_export]
+    const PAIR_TIMEOUT_SECONDS: u64 = venn_cloud::client::defaults::PAIR_TIMEOUT_SECONDS;
+
+    /// Pre-tokens `make_pretokens` hands in unless `count` says otherwise (venn-cloud's).
+    #[pymodule_export]
+    const PRETOKEN_COUNT: u64 = venn_cloud::client::defaults::PRETOKEN_COUNT;
+
+    /// Seconds `make_pretokens` waits unless `wait` says otherwise (venn-cloud's).
+    #[pymodule_export]
+    const PRETOKEN_WAIT_SECONDS: u64 = venn_cloud::client::defaults::PRETOKEN_WAIT_SECONDS;
+
+    /// Seconds `result` waits for the run unless `wait` says otherwise (venn-cloud's).
+    #[pymodule_export]
+    const RESULT_WAIT_SECONDS: u64 = venn_cloud::client::defaults::RESULT_WAIT_SECONDS;
+
     #[allow(non_upper_case_globals)] // the name Python looks for: `venn._venn.__version__`
     #[pymodule_export]
     const __version__: &str = env!("CARGO_PKG_VERSION");

@@ -6,6 +6,7 @@
 //! (owner-only); the service sees points, tokens and positions only.
 
 mod dataset_key;
+pub mod defaults;
 mod link;
 mod used_labels;
 

@@ -14,6 +14,10 @@ from . import PartyOptions
 
 __version__: str
 DEFAULT_CHUNK_ITEMS: int
+PAIR_TIMEOUT_SECONDS: int
+PRETOKEN_COUNT: int
+PRETOKEN_WAIT_SECONDS: int
+RESULT_WAIT_SECONDS: int
 
 class VennError(Exception): ...
 class UsageError(VennError): ...

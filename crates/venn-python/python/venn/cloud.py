@@ -24,7 +24,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import Key, Path, _column
-from ._venn import DEFAULT_CHUNK_ITEMS
+from ._venn import (
+    DEFAULT_CHUNK_ITEMS,
+    PAIR_TIMEOUT_SECONDS,
+    PRETOKEN_COUNT,
+    PRETOKEN_WAIT_SECONDS,
+    RESULT_WAIT_SECONDS,
+)
 from ._venn import CloudClient as _Native
 
 if TYPE_CHECKING:
@@ -106,7 +112,7 @@ class Client:
         listen: Optional[str] = None,
         on_listening: Optional[Callable[[str], None]] = None,
         partners: int = 1,
-        timeout: float = 60.0,
+        timeout: float = PAIR_TIMEOUT_SECONDS,
         preprocessed: bool = False,
         tls_cert: Optional[Path] = None,
         tls_key: Optional[Path] = None,
@@ -140,7 +146,9 @@ class Client:
             plaintext=plaintext,
         )
 
-    def make_pretokens(self, key_file: Path, count: int = 1, *, wait: float = 0.0) -> list[str]:
+    def make_pretokens(
+        self, key_file: Path, count: int = PRETOKEN_COUNT, *, wait: float = PRETOKEN_WAIT_SECONDS
+    ) -> list[str]:
         """Hand the service ``count`` one-time pre-tokens of the dataset, whose values it
         precomputes while idle (a ``preprocessed`` run then costs it one exponentiation
         per item of the smaller dataset instead of a pairing per item of both); wait up to
@@ -166,7 +174,7 @@ class Client:
         key_file: Path,
         items: Sequence[Key],
         *,
-        wait: float = 3600.0,
+        wait: float = RESULT_WAIT_SECONDS,
         trim: bool = False,
         lowercase: bool = False,
         skip_empty: bool = False,
