@@ -8,12 +8,14 @@ mod bench;
 mod cloud;
 mod dealer;
 mod demo;
+mod failure;
 mod keygen;
 mod params;
 mod plan;
 mod signals;
 
 use clap::{Args, Parser, Subcommand};
+use failure::Failure;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -471,9 +473,9 @@ fn main() -> ExitCode {
         }
     }
     // Before any kernel runs: a VENN_CPU that names no level stops every command here.
-    match venn::util::cpu::init().and_then(|_| run(cli.command)) {
+    match (venn::util::cpu::init().map_err(Failure::from)).and_then(|_| run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
+        Err(Failure::Venn(e)) if venn_app::destination::closed_stdout(&e) => stdout::closed(),
         Err(e) => {
             eprintln!("venn: error: {e}");
             ExitCode::FAILURE
@@ -481,8 +483,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<()> {
-    match command {
+/// Runs a command: a benchmark's failures are its own ([`Failure::Bench`]), every other
+/// command's the library's.
+fn run(command: Command) -> failure::Result<()> {
+    let done = match command {
+        Command::Bench(b) => return bench(b),
         Command::Send(p) => party(p, Role::Sender),
         Command::Receive(p) => party(p, Role::Receiver),
         Command::Precompute(p) => precompute(p),
@@ -512,37 +517,6 @@ fn run(command: Command) -> Result<()> {
             cores: p.cores as usize,
             sigma: p.sigma,
             json: p.json,
-        }),
-        Command::Bench(b) if b.thunder => match b.threads[..] {
-            [threads] => bench::bench_thunder(&bench::ThunderOptions {
-                log2ns: b.log2ns(),
-                parties: b.parties,
-                preprocessed: b.preprocessed,
-                workers: &b.workers,
-                threads,
-                timeout: b.timeout,
-                json: b.json,
-            }),
-            _ => Err(Error::Usage(
-                "--thunder takes one --threads count (per worker)".into(),
-            )),
-        },
-        Command::Bench(b) => bench::bench(&bench::BenchOptions {
-            protocols: &b.protocol,
-            bins: &b.bins,
-            sigmas: &b.sigma,
-            log2ns: b.log2ns(),
-            sizes: &b.sizes,
-            threads: &b.threads,
-            repeat: b.repeat,
-            solo: b.solo,
-            precompute: b.precompute,
-            tls: b.tls,
-            net: b.net.as_deref(),
-            offlines: &b.offline,
-            files: b.files,
-            json: b.json,
-            timeout: b.timeout,
         }),
         Command::BenchParty(mut b) => {
             let role = if b.role == "sender" {
@@ -576,6 +550,42 @@ fn run(command: Command) -> Result<()> {
                     .run()
                 })
         }
+    };
+    Ok(done?)
+}
+
+/// `venn bench`: the protocols' benchmark, or Thunder's with `--thunder`.
+fn bench(b: BenchCli) -> failure::Result<()> {
+    if !b.thunder {
+        return bench::bench(&bench::BenchOptions {
+            protocols: &b.protocol,
+            bins: &b.bins,
+            sigmas: &b.sigma,
+            log2ns: b.log2ns(),
+            sizes: &b.sizes,
+            threads: &b.threads,
+            repeat: b.repeat,
+            solo: b.solo,
+            precompute: b.precompute,
+            tls: b.tls,
+            net: b.net.as_deref(),
+            offlines: &b.offline,
+            files: b.files,
+            json: b.json,
+            timeout: b.timeout,
+        });
+    }
+    match b.threads[..] {
+        [threads] => bench::bench_thunder(&bench::ThunderOptions {
+            log2ns: b.log2ns(),
+            parties: b.parties,
+            preprocessed: b.preprocessed,
+            workers: &b.workers,
+            threads,
+            timeout: b.timeout,
+            json: b.json,
+        }),
+        _ => Err(Error::Usage("--thunder takes one --threads count (per worker)".into()).into()),
     }
 }
 

@@ -113,10 +113,6 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-
-    /// A benchmark run failed or did not verify.
-    #[error("benchmark: {0}")]
-    Bench(String),
 }
 
 impl Error {

@@ -8,12 +8,12 @@
 //! file must be exactly the receiver's shared rows, in input order, byte for byte.
 
 use super::ScratchDir;
+use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
-use venn::{Error, Result};
 
 /// Keys are a bijection of the row's number k (k · MUL mod 2^128, MUL odd), as in
 /// `scripts/gen-rows.py`.
@@ -106,7 +106,7 @@ fn finish(mut child: Child, who: &str) -> Result<()> {
     }
     let status = child.wait()?;
     if !status.success() {
-        return Err(Error::Bench(format!("{who} failed ({status}): {err}")));
+        return Err(Failure::Bench(format!("{who} failed ({status}): {err}")));
     }
     Ok(())
 }
@@ -114,7 +114,7 @@ fn finish(mut child: Child, who: &str) -> Result<()> {
 /// The statistics a party wrote.
 fn stats(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(|e| Error::Bench(format!("{}: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|e| Failure::Bench(format!("{}: {e}", path.display())))
 }
 
 /// One end-to-end run in `dir` (which holds the files).
@@ -179,7 +179,7 @@ pub(super) fn bench_files(
     let mut rows = Vec::new();
     for &log2n in log2ns {
         if !(2..=30).contains(&log2n) {
-            return Err(Error::Bench(format!(
+            return Err(Failure::Bench(format!(
                 "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
             )));
         }
@@ -213,7 +213,7 @@ pub(super) fn bench_files(
                 );
             }
             if !row.verified {
-                return Err(Error::Bench(format!(
+                return Err(Failure::Bench(format!(
                     "{} at n = 2^{}: the output file is not the shared rows",
                     row.protocol, row.log2n
                 )));

@@ -9,6 +9,7 @@ mod party;
 mod solo;
 mod thunder;
 
+use crate::failure::{Failure, Result};
 pub(crate) use network::{parse_net, parse_net_arg};
 use party::PartyResult;
 pub(crate) use party::{bench_input_memory, BenchParty, Link};
@@ -21,7 +22,7 @@ pub(crate) use thunder::{bench_thunder, ThunderOptions};
 use venn::crypto::Block;
 use venn::protocols::{find, Bins, Offline, Options, Stash};
 use venn::session::{Role, Sizes};
-use venn::{Error, Result};
+use venn::Error;
 
 /// One row of the benchmark table (what `--json` prints, and `venn plan --fit` reads).
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -171,7 +172,7 @@ fn listening_at(child: &mut std::process::Child, who: &str) -> Result<String> {
     Ok(first
         .strip_prefix("listening ")
         .map(str::trim)
-        .ok_or_else(|| Error::Bench(format!("benchmark {who} did not start listening")))?
+        .ok_or_else(|| Failure::Bench(format!("benchmark {who} did not start listening")))?
         .to_string())
 }
 
@@ -192,13 +193,13 @@ fn last_json(child: std::process::Child, who: &str) -> Result<PartyResult> {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or_default();
     if !out.status.success() {
-        return Err(Error::Bench(format!(
+        return Err(Failure::Bench(format!(
             "benchmark {who} failed ({})",
             out.status
         )));
     }
     serde_json::from_str(line)
-        .map_err(|e| Error::Bench(format!("benchmark {who} printed no result: {e}")))
+        .map_err(|e| Failure::Bench(format!("benchmark {who} printed no result: {e}")))
 }
 
 /// A scratch directory (generated files, transcripts, states), removed when dropped or
@@ -288,7 +289,7 @@ fn bench_one(spawn: &Spawn, attached: Attached, tls: Option<&Path>) -> Result<Ro
     let r = last_json(receiver, "receiver")?;
     if let Some((mut dealer, _)) = dealer {
         if !dealer.wait()?.success() {
-            return Err(Error::Bench("the benchmark's dealer failed".into()));
+            return Err(Failure::Bench("the benchmark's dealer failed".into()));
         }
     }
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
@@ -371,7 +372,8 @@ pub(crate) fn bench(o: &BenchOptions) -> Result<()> {
         if variants.is_empty() {
             return Err(Error::Usage(format!(
                 "{name} runs with none of the option combinations asked for"
-            )));
+            ))
+            .into());
         }
         for options in variants {
             options.check(p.info(), p.accepts())?;
@@ -393,18 +395,21 @@ pub(crate) fn bench(o: &BenchOptions) -> Result<()> {
                 ))),
             },
         )
-        .collect::<Result<_>>()?;
+        .collect::<venn::Result<_>>()?;
     if o.files {
         if let Some(v) = protocols.iter().find(|v| v.options != Options::default()) {
             return Err(Error::Usage(format!(
                 "--files runs protocols on generated hex keys with their default options, not {}",
                 v.label()
-            )));
+            ))
+            .into());
         }
         return files::bench_files(o.protocols, o.log2ns, o.repeat, o.json);
     }
     if o.threads.is_empty() {
-        return Err(Error::Bench("--threads wants counts of at least 1".into()));
+        return Err(Failure::Bench(
+            "--threads wants counts of at least 1".into(),
+        ));
     }
     // Each count bounded to the cores; one that becomes another's is run once.
     let mut thread_counts: Vec<usize> = Vec::new();
@@ -495,7 +500,7 @@ pub(crate) fn bench(o: &BenchOptions) -> Result<()> {
                     print_row(&row);
                 }
                 if !row.verified {
-                    return Err(Error::Bench(format!(
+                    return Err(Failure::Bench(format!(
                         "{} at n = {} returned a wrong intersection ({} items)",
                         row.protocol,
                         row.sizes_text(),

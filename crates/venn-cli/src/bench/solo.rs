@@ -2,10 +2,10 @@
 //! threads buy while the peer does not compete for the machine.
 
 use super::{bench_one, last_json, spawn_party, Attached, ScratchDir, Spawn, Variant};
+use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::path::Path;
 use venn::session::{Role, Sizes};
-use venn::{Error, Result};
 
 /// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
 pub(super) fn transcript(dir: &Path, role: Role) -> String {
@@ -54,7 +54,7 @@ pub(super) fn bench_solo(
     };
     let recorded = bench_one(&spawn, Attached::Record(dir.path()), None)?;
     if !recorded.verified {
-        return Err(Error::Bench(format!(
+        return Err(Failure::Bench(format!(
             "{protocol} at n = 2^{log2n}: the recorded run returned a wrong intersection"
         )));
     }
@@ -73,7 +73,7 @@ pub(super) fn bench_solo(
                         role.name(),
                     )?;
                     if role == Role::Receiver && r.verified != Some(true) {
-                        return Err(Error::Bench(format!(
+                        return Err(Failure::Bench(format!(
                             "{protocol} at n = 2^{log2n}: the replayed receiver found a wrong intersection"
                         )));
                     }

@@ -22,12 +22,12 @@
 
 use super::files::make_files;
 use super::ScratchDir;
+use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use venn::{Error, Result};
 
 /// Seconds a worker waits without work before it exits (after the run).
 const IDLE_EXIT: u64 = 2;
@@ -92,7 +92,7 @@ fn venn(dir: &Path, args: &[&str]) -> Result<Command> {
 fn finish(child: Child, who: &str) -> Result<String> {
     let out = child.wait_with_output()?;
     if !out.status.success() {
-        return Err(Error::Bench(format!(
+        return Err(Failure::Bench(format!(
             "{who} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
@@ -138,7 +138,7 @@ impl Service {
         let Some(addr) = line.trim().strip_prefix("listening ") else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Error::Bench(format!(
+            return Err(Failure::Bench(format!(
                 "venn cloud serve did not start: {line:?}"
             )));
         };
@@ -218,7 +218,7 @@ fn pair(
         if err.read_line(&mut line)? == 0 {
             let _ = leader.kill();
             let _ = leader.wait();
-            return Err(Error::Bench(format!(
+            return Err(Failure::Bench(format!(
                 "venn cloud pair did not listen: {said}"
             )));
         }
@@ -238,7 +238,7 @@ fn pair(
         .collect();
     let _ = err.read_to_string(&mut said);
     let out = finish(leader, "venn cloud pair (leader)")
-        .map_err(|e| Error::Bench(format!("{e}{said}")))?;
+        .map_err(|e| Failure::Bench(format!("{e}{said}")))?;
     for o in others {
         o?;
     }
@@ -285,7 +285,7 @@ impl Workers {
             let status = w.wait()?;
             if !status.success() {
                 let log = std::fs::read_to_string(dir.join(format!("worker-{k}.err")))?;
-                return Err(Error::Bench(format!(
+                return Err(Failure::Bench(format!(
                     "venn cloud worker {k} failed ({status}): {log}"
                 )));
             }
@@ -409,13 +409,15 @@ pub(crate) fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     let (parties, timeout, json) = (o.parties, o.timeout, o.json);
     let workers = o.workers;
     if !(2..=3).contains(&parties) {
-        return Err(Error::Bench("--parties is 2 or 3".into()));
+        return Err(Failure::Bench("--parties is 2 or 3".into()));
     }
     if o.preprocessed && parties != 2 {
-        return Err(Error::Bench("preprocessed runs have two parties".into()));
+        return Err(Failure::Bench("preprocessed runs have two parties".into()));
     }
     if workers.is_empty() || workers.contains(&0) {
-        return Err(Error::Bench("--workers wants counts of at least 1".into()));
+        return Err(Failure::Bench(
+            "--workers wants counts of at least 1".into(),
+        ));
     }
     let threads = venn_app::threads::bounded(o.threads)?;
     let scratch = ScratchDir::new()?;
@@ -435,7 +437,7 @@ pub(crate) fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     let mut rows = Vec::new();
     for &log2n in o.log2ns {
         if !(2..=24).contains(&log2n) {
-            return Err(Error::Bench(format!(
+            return Err(Failure::Bench(format!(
                 "--thunder runs 2^2 to 2^24 items, not 2^{log2n}"
             )));
         }
@@ -547,7 +549,7 @@ pub(crate) fn bench_thunder(o: &ThunderOptions) -> Result<()> {
                 );
             }
             if !row.verified {
-                return Err(Error::Bench(format!(
+                return Err(Failure::Bench(format!(
                     "thunder at n = 2^{} with {} workers: the output is not the shared rows \
                      ({} rows)",
                     row.log2n, row.workers, row.rows_written
