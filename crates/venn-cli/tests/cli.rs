@@ -72,6 +72,21 @@ fn empty_disjoint_identical_and_unbalanced_sets() {
     assert_eq!(intersect(&small, &big, &[]), expected(&small, &big));
 }
 
+/// The test builds register `example` (`crates/venn/src/protocols/example.rs`) by its
+/// module and one registry line: the tool runs it as any other, and every registry-driven
+/// test (here `memory.rs`'s through `venn bench`; in the library's suite all of them)
+/// includes it — the proof that adding a protocol takes no more.
+#[test]
+fn a_protocol_added_by_its_module_and_registry_line_runs_through_the_tool() {
+    assert!(venn::protocols::registry()
+        .iter()
+        .any(|p| p.info().name == "example"));
+    let s: Vec<String> = [keys("a", 0..200), keys("shared", 0..50)].concat();
+    let r: Vec<String> = [keys("shared", 0..50), keys("b", 0..100)].concat();
+    let insecure = ["--protocol", "example", "--insecure"];
+    assert_eq!(intersect(&s, &r, &insecure), expected(&s, &r));
+}
+
 #[test]
 fn long_unicode_and_quoted_keys() {
     let weird: Vec<String> = vec![

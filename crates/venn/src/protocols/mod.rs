@@ -11,6 +11,8 @@
 mod dcw13;
 mod dgt12;
 mod dkt10;
+#[cfg(feature = "test-protocol")]
+mod example;
 mod hek12;
 pub mod kbm23;
 mod naive;
@@ -55,6 +57,8 @@ pub fn registry() -> &'static [&'static dyn Protocol] {
         &dkt10::Dkt10,
         &dcw13::Dcw13,
         &naive::Naive,
+        #[cfg(feature = "test-protocol")]
+        &example::Example,
     ]
 }
 
