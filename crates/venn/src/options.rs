@@ -4,8 +4,9 @@
 //! come from, §IV, or a GMW circuit's triples), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
 //! cardinality protocol's answer reduced to "at least T or not"). Both parties must make
 //! the same choices: they are announced in the handshake, and a peer that made others is
-//! refused by name. Below [`crate::session`], which carries them; which protocol takes
-//! which is [`crate::protocols`]' to say.
+//! refused by name. Below [`crate::session`], which carries them: this union is what the
+//! front ends fill and the handshake announces; which protocol takes which, and as what
+//! typed configuration, is each protocol's `Config` to say (`crate::framework`).
 
 use crate::net::{Reader, Writer};
 use crate::{Error, Result};

@@ -17,13 +17,52 @@ mod convert;
 mod protocol;
 
 use crate::crypto::{Prg, RandomOracle};
-use crate::framework::{Context, Offline, Options, Output, OutputKind, RoleInfo, Security, Stash};
+use crate::framework::{
+    Accepts, Config, Context, Offline, Options, Output, OutputKind, RoleInfo, Security, Stash,
+};
 use crate::gmw::{Gmw, Shared, TripleSource, Triples};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
 use crate::{Error, Result};
 use convert::{ReceiversOts, SendersOts};
 pub(crate) use protocol::{CircuitParams, CircuitPsi, FrontEnd, Kept, Side, Weights};
+
+/// A circuit PSI's configuration: the back end's options — where the triples come from
+/// (`--offline ot|iknp`), a count's threshold (`--threshold`) — and its front end's own
+/// (`C`: σ, psww18's stash).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CircuitConfig<C> {
+    /// The OTs the triples come from.
+    pub offline: Offline,
+    /// With `--threshold`: the receiver learns only whether the count reaches it.
+    pub threshold: Option<u64>,
+    /// The front end's options.
+    pub front: C,
+}
+
+impl<C: Config> Config for CircuitConfig<C> {
+    const ACCEPTS: Accepts = Accepts {
+        offline: &[Offline::Ot, Offline::Iknp],
+        threshold: true,
+        ..C::ACCEPTS
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        Ok(CircuitConfig {
+            offline: options.offline,
+            threshold: options.threshold,
+            front: C::from_options(options)?,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            offline: self.offline,
+            threshold: self.threshold,
+            ..self.front.options()
+        }
+    }
+}
 
 /// What the circuit's match bits add up to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,13 +138,19 @@ struct Prepared {
 }
 
 /// The offline phase: `words` words of triples (the receiver leads; from the OTs
-/// `--offline` names) and `outputs` random OTs each way from the same extension, under a
+/// `offline` names) and `outputs` random OTs each way from the same extension, under a
 /// session id from `domain` and the session.
-fn prepare(ctx: &mut Context, domain: &str, words: usize, outputs: u64) -> Result<Prepared> {
+fn prepare(
+    ctx: &mut Context,
+    domain: &str,
+    offline: Offline,
+    words: usize,
+    outputs: u64,
+) -> Result<Prepared> {
     let sid = RandomOracle::new(domain, &ctx.session.id).hash(&[b"triples"]);
     ctx.phase("triples", true);
     let leader = ctx.session.role == Role::Receiver;
-    let source = TripleSource::of(ctx.session.options.offline);
+    let source = TripleSource::of(offline);
     let shape = (words, outputs as usize);
     let (triples, ots) = Triples::generate(ctx.peer, leader, shape, &mut ctx.prg, &sid, source)?;
     let ots = ConversionOts {

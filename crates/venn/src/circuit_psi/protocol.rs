@@ -14,11 +14,12 @@
 
 use super::{
     load_header, prepare, prepared_bytes, receive_output, receive_shared_sum, save_header,
-    send_output, send_shared_sum, threshold_words, Function, Prepared,
+    send_output, send_shared_sum, threshold_words, CircuitConfig, Function, Prepared,
 };
 use crate::crypto::{Block, Prg};
 use crate::framework::{
-    Accepts, AnyParty, Context, Offline, Options, Output, Parameters, Party, Protocol, ProtocolInfo,
+    Accepts, AnyParty, Config, Context, Options, Output, Parameters, Party, ProtocolInfo,
+    TypedProtocol,
 };
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
@@ -29,11 +30,20 @@ use std::marker::PhantomData;
 
 /// A front end's parameters, as the back end reads them.
 pub(crate) trait CircuitParams: Parameters + PartialEq + Sized + 'static {
-    /// The parameters of a run computing `function` for `sizes` and `options` (the
-    /// paper's formulas), or why it cannot run there.
-    fn new(function: Function, sizes: Sizes, options: Options) -> Result<Self>;
-    /// The options they were made with (a state's header holds them).
-    fn options(&self) -> Options;
+    /// The front end's own options ([`CircuitConfig::front`]).
+    type Config: Config;
+    /// The parameters of a run computing `function` for `sizes`, the front end's options
+    /// and a count's `threshold` (the paper's formulas), or why it cannot run there.
+    fn new(
+        function: Function,
+        sizes: Sizes,
+        front: Self::Config,
+        threshold: Option<u64>,
+    ) -> Result<Self>;
+    /// The front end's options they were made with (a state's header holds them).
+    fn front(&self) -> Self::Config;
+    /// The threshold they were made with.
+    fn threshold(&self) -> Option<u64>;
     /// Words of triples the circuit takes (a threshold's comparison comes on top).
     fn circuit_words(&self) -> usize;
     /// The circuit's match bits: one conversion OT each way for each.
@@ -56,12 +66,28 @@ pub(crate) trait FrontEnd: Sync + 'static {
     const DOMAIN: &'static str;
     /// The online phase that evaluates the circuit and converts its bits.
     const CIRCUIT: &'static str;
-    /// The options it takes beyond the back end's (the offline sources, a count's
-    /// threshold): `--sigma`, `--stash`, and the value columns a sum adds up at most.
-    const ACCEPTS: Accepts;
+    /// The value columns a sum adds up at most.
+    const VALUE_COLUMNS: usize;
     /// Bytes `role` needs beyond the triples and OTs: its inputs, tables and the like (an
     /// upper bound from 2^8 items; a quarter more comes on top for the allocator).
     fn memory(p: &Self::Params, role: Role) -> u64;
+    /// Refuses items `protocol` (a function of this front end) cannot run on with its
+    /// options (for σ-bit integers: anything else), before anything is sent.
+    fn check_items(_protocol: &str, _front: FrontConfig<Self>, _items: &Items) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A front end's own options.
+pub(crate) type FrontConfig<F> = <<F as FrontEnd>::Params as CircuitParams>::Config;
+
+/// The params of a run computing `function` for `sizes` with `config`.
+fn params<P: CircuitParams>(
+    function: Function,
+    sizes: Sizes,
+    config: CircuitConfig<P::Config>,
+) -> Result<P> {
+    P::new(function, sizes, config.front, config.threshold)
 }
 
 /// What a side keeps from its offline phase beside the triples, in its state.
@@ -152,45 +178,44 @@ impl<F> CircuitPsi<F> {
 
 /// Words of triples a run takes: its circuit's and a threshold's comparison.
 fn triple_words<P: CircuitParams>(p: &P) -> usize {
-    p.circuit_words() + threshold_words(p.outputs(), p.options().threshold)
+    p.circuit_words() + threshold_words(p.outputs(), p.threshold())
 }
 
-impl<F: FrontEnd> Protocol for CircuitPsi<F> {
+impl<F: FrontEnd> TypedProtocol for CircuitPsi<F> {
+    type Config = CircuitConfig<FrontConfig<F>>;
+
     fn info(&self) -> &'static ProtocolInfo {
         self.info
     }
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(F::Params::new(self.function, sizes, options)?))
+    fn params(&self, sizes: Sizes, config: Self::Config) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(params::<F::Params>(self.function, sizes, config)?))
     }
 
     /// From the parameters: the triples (3 bits an AND gate) and their generator's
     /// buffers, the conversion's OTs, and what the front end needs; a quarter more for
     /// what the allocator keeps.
-    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        let Ok(p) = F::Params::new(self.function, sizes, options) else {
+    fn memory(&self, role: Role, sizes: Sizes, config: Self::Config) -> u64 {
+        let Ok(p) = params::<F::Params>(self.function, sizes, config) else {
             return 0; // refused by the parameters before anything is allocated
         };
-        let prepared = prepared_bytes(triple_words(&p), p.outputs(), options.offline);
+        let prepared = prepared_bytes(triple_words(&p), p.outputs(), config.offline);
         let need = prepared + F::memory(&p, role);
         need + need / 4
     }
 
+    /// Its configuration's, but a threshold for a count only, values for a sum only.
     fn accepts(&self) -> Accepts {
         let count = self.function == Function::Count;
         Accepts {
-            offline: &[Offline::Ot, Offline::Iknp],
             threshold: count,
-            value_columns: if count { 0 } else { F::ACCEPTS.value_columns },
-            ..F::ACCEPTS
+            value_columns: if count { 0 } else { F::VALUE_COLUMNS },
+            ..Self::Config::ACCEPTS
         }
     }
 
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        match options.sigma {
-            Some(sigma) => items.check_integers(self.info.name, sigma),
-            None => Ok(()),
-        }
+    fn check_items(&self, config: Self::Config, items: &Items) -> Result<()> {
+        F::check_items(self.info.name, config.front, items)
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -223,7 +248,7 @@ struct State<P, K> {
 /// actual set sizes (a state made for larger sets sizes the tables; the circuit's triples
 /// beyond them go unused).
 fn session_params<P: CircuitParams>(ctx: &Context, function: Function, made_for: &P) -> Result<P> {
-    let mut p = P::new(function, ctx.session.sized, ctx.session.options)?;
+    let mut p = params::<P>(function, ctx.session.sized, ctx.config()?)?;
     if p != *made_for {
         return Err(Error::State(
             "the precomputed triples were made for other parameters".into(),
@@ -241,10 +266,11 @@ impl<F: FrontEnd, S: Side<F::Params>> Party for CircuitParty<F, S> {
 
     /// The side's own offline work, then the triples and the conversion's OTs.
     fn offline(&self, ctx: &mut Context) -> Result<Self::State> {
-        let params = F::Params::new(self.0, ctx.session.sized, ctx.session.options)?;
+        let config: CircuitConfig<FrontConfig<F>> = ctx.config()?;
+        let params = params::<F::Params>(self.0, ctx.session.sized, config)?;
         let kept = S::offline(ctx, &params)?;
         let (words, outputs) = (triple_words(&params), params.outputs());
-        let prepared = prepare(ctx, F::DOMAIN, words, outputs)?;
+        let prepared = prepare(ctx, F::DOMAIN, config.offline, words, outputs)?;
         Ok(State {
             params,
             kept,
@@ -258,7 +284,7 @@ impl<F: FrontEnd, S: Side<F::Params>> Party for CircuitParty<F, S> {
         let Prepared { triples, ots } = state.prepared;
         let inputs = S::inputs(ctx, &p, state.kept, items)?;
         ctx.phase(F::CIRCUIT, false);
-        let (role, threshold) = (ctx.session.role, p.options().threshold);
+        let (role, threshold) = (ctx.session.role, p.threshold());
         let most = ctx.session.n_sender.min(ctx.session.n_receiver);
         let mut gmw = Gmw::new(ctx.peer, role == Role::Receiver, triples);
         let found = S::circuit(&mut gmw, &p, &inputs, &mut ctx.prg)?;
@@ -285,14 +311,19 @@ impl<F: FrontEnd, S: Side<F::Params>> Party for CircuitParty<F, S> {
     }
 
     fn save(&self, state: &Self::State, out: &mut StateWriter) -> Result<()> {
-        save_header(out, &state.params.encode(), state.params.options())?;
+        let options = Options {
+            threshold: state.params.threshold(),
+            ..state.params.front().options()
+        };
+        save_header(out, &state.params.encode(), options)?;
         state.kept.save(out)?;
         state.prepared.save(out)
     }
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<Self::State> {
         let (encoded, options) = load_header(input)?;
-        let params = F::Params::new(self.0, sizes, options)?;
+        let front = FrontConfig::<F>::from_options(&options)?;
+        let params = F::Params::new(self.0, sizes, front, options.threshold)?;
         if params.encode() != encoded {
             return Err(Error::State(
                 "a circuit PSI state for other parameters".into(),

@@ -1,5 +1,6 @@
-//! Which of a run's options ([`crate::options`]) each protocol takes, and the check that
-//! refuses the others before anything is sent.
+//! Which of a run's options ([`crate::options`]) each protocol takes — declared by its
+//! [`Config`](super::Config) — and the check that refuses the others before anything is
+//! sent.
 
 use super::ProtocolInfo;
 pub use crate::options::{Bins, Offline, Options, Stash};

@@ -12,7 +12,7 @@
 //! never the inputs; its state can be written to a file and read back, so the online step
 //! can run later, in another session bound to the one that produced it.
 
-use super::{Accepts, Bins, Context, Offline, Options};
+use super::{Accepts, Bins, Config, Context, Offline, Options};
 use crate::items::Items;
 use crate::session::{Role, Sizes};
 use crate::state::{StateReader, StateWriter};
@@ -243,18 +243,23 @@ impl<P: Party> AnyParty for P {
     }
 }
 
-/// A PSI protocol: metadata, parameters, and a party per role.
-pub trait Protocol: Sync {
+/// A PSI protocol as it is written: metadata, parameters on its own typed [`Config`], and
+/// a party per role. The registry hands it out as a [`Protocol`], which turns a run's
+/// [`Options`] into its configuration.
+pub trait TypedProtocol: Sync {
+    /// The options it takes, typed.
+    type Config: Config;
+
     /// Registry metadata.
     fn info(&self) -> &'static ProtocolInfo;
 
-    /// The parameters for these set sizes and options (the paper's formulas).
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>>;
+    /// The parameters for these set sizes and this configuration (the paper's formulas).
+    fn params(&self, sizes: Sizes, config: Self::Config) -> Result<Box<dyn Parameters>>;
 
-    /// Memory `role` needs for a run of these sizes and options, in bytes: an upper
-    /// bound, on which refusing a peer before allocating relies. By default from the
+    /// Memory `role` needs for a run of these sizes and this configuration, in bytes: an
+    /// upper bound, on which refusing a peer before allocating relies. By default from the
     /// role's per-item figures ([`RoleInfo`]).
-    fn memory(&self, role: Role, sizes: Sizes, _options: Options) -> u64 {
+    fn memory(&self, role: Role, sizes: Sizes, _config: Self::Config) -> u64 {
         let cost = self.info().role(role);
         let (own, peer) = match role {
             Role::Sender => (sizes.sender, sizes.receiver),
@@ -264,30 +269,50 @@ pub trait Protocol: Sync {
             .saturating_add(cost.peer_item_bytes.saturating_mul(peer))
     }
 
-    /// The options it takes (`--bins`, `--sigma`, `--offline`).
+    /// The options it takes: its configuration's, and what it sums and bounds
+    /// (`--value-column`, `--upload-deadline`); a protocol that is several (a count and a
+    /// sum) may take fewer of its configuration's.
     fn accepts(&self) -> Accepts {
-        Accepts::NOTHING
+        <Self::Config as Config>::ACCEPTS
     }
 
-    /// Refuses `items` it cannot run on with `options`, before anything is sent (for a
+    /// Refuses `items` it cannot run on with `config`, before anything is sent (for a
     /// protocol on σ-bit integers: anything else).
-    fn check_items(&self, _options: Options, _items: &Items) -> Result<()> {
+    fn check_items(&self, _config: Self::Config, _items: &Items) -> Result<()> {
         Ok(())
     }
 
+    /// The party that plays `role`.
+    fn party(&self, role: Role) -> &'static dyn AnyParty;
+}
+
+/// A PSI protocol as the registry, the runner and the front ends see it: metadata,
+/// parameters, and a party per role, on the union of a run's [`Options`].
+pub trait Protocol: Sync {
+    /// Registry metadata.
+    fn info(&self) -> &'static ProtocolInfo;
+
+    /// The parameters for these set sizes and options (the paper's formulas); options the
+    /// protocol does not take are refused by name.
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>>;
+
+    /// Memory `role` needs for a run of these sizes and options, in bytes: an upper
+    /// bound, on which refusing a peer before allocating relies (0 for options it
+    /// refuses: such a run stops before it allocates).
+    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64;
+
+    /// The options it takes (`--bins`, `--sigma`, `--offline`, ...).
+    fn accepts(&self) -> Accepts;
+
+    /// Refuses options it does not take, and `items` it cannot run on with `options`,
+    /// before anything is sent (for a protocol on σ-bit integers: anything else).
+    fn check_items(&self, options: Options, items: &Items) -> Result<()>;
+
     /// The option sets it runs with among [`Accepts::variants`] of these choices: those
     /// it refuses whatever the keys (kbm23's BFV offline phase on keys of any length) are
-    /// left out.
-    fn variants(
-        &self,
-        bins: &[Bins],
-        sigmas: &[Option<u32>],
-        offlines: &[Offline],
-    ) -> Vec<Options> {
-        (self.accepts().variants(bins, sigmas, offlines).into_iter())
-            .filter(|&o| self.check_items(o, &Items::default()).is_ok())
-            .collect()
-    }
+    /// left out; the others are for [`Options::check`] to judge.
+    fn variants(&self, bins: &[Bins], sigmas: &[Option<u32>], offlines: &[Offline])
+        -> Vec<Options>;
 
     /// Refuses values with the items of a role that takes none, items without values where
     /// `role` has its values summed ([`Accepts::value_columns`]: the sender's), and more
@@ -320,6 +345,56 @@ pub trait Protocol: Sync {
 
     /// The party that plays `role`.
     fn party(&self, role: Role) -> &'static dyn AnyParty;
+}
+
+/// `options` as `p`'s configuration: what `p` does not take refused by name first.
+fn configure<P: TypedProtocol + ?Sized>(p: &P, options: Options) -> Result<P::Config> {
+    options.check(p.info(), p.accepts())?;
+    P::Config::from_options(&options)
+}
+
+impl<P: TypedProtocol> Protocol for P {
+    fn info(&self) -> &'static ProtocolInfo {
+        TypedProtocol::info(self)
+    }
+
+    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
+        TypedProtocol::params(self, sizes, configure(self, options)?)
+    }
+
+    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
+        configure(self, options)
+            .map_or(0, |config| TypedProtocol::memory(self, role, sizes, config))
+    }
+
+    fn accepts(&self) -> Accepts {
+        TypedProtocol::accepts(self)
+    }
+
+    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
+        TypedProtocol::check_items(self, configure(self, options)?, items)
+    }
+
+    fn variants(
+        &self,
+        bins: &[Bins],
+        sigmas: &[Option<u32>],
+        offlines: &[Offline],
+    ) -> Vec<Options> {
+        let runs = |o: &Options| {
+            let config = P::Config::from_options(o)?;
+            TypedProtocol::check_items(self, config, &Items::default())
+        };
+        (TypedProtocol::accepts(self)
+            .variants(bins, sigmas, offlines)
+            .into_iter())
+        .filter(|o| runs(o).is_ok())
+        .collect()
+    }
+
+    fn party(&self, role: Role) -> &'static dyn AnyParty {
+        TypedProtocol::party(self, role)
+    }
 }
 
 /// The [`Party`] items of a party with nothing to do offline (its state is `()`).

@@ -2,6 +2,7 @@
 //! an offline phase that takes its randomness from one), the agreed session, its
 //! randomness and a log of timed phases.
 
+use super::Config;
 use crate::crypto::Prg;
 use crate::net::Channel;
 use crate::session::Session;
@@ -76,6 +77,12 @@ impl<'a> Context<'a> {
             upload_deadline,
             ..self
         }
+    }
+
+    /// The protocol's configuration, from the options the handshake agreed (which the
+    /// run checked against what the protocol takes before announcing them).
+    pub fn config<C: Config>(&self) -> Result<C> {
+        C::from_options(&self.session.options)
     }
 
     /// A link to the dealer.

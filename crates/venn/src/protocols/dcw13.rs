@@ -15,8 +15,8 @@
 
 use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
 use super::{
-    output_bits, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
-    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
+    ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::crypto::Block;
 use crate::items::{BlockEncoder, Items};
@@ -119,12 +119,14 @@ fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
     encoder.encode_all(items, Block::MAX)
 }
 
-impl Protocol for Dcw13 {
+impl TypedProtocol for Dcw13 {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         let p = params(sizes);
         if p.bits as u64 > 1 << 32 {
             return Err(Error::Params(format!(

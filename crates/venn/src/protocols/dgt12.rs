@@ -22,8 +22,8 @@
 
 use super::matching::{low_bits, receive_matches, send_values};
 use super::{
-    no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
-    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
+    Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::crypto::group::{decode_point, hash_to_point, random_scalar};
 use crate::crypto::{Block, RandomOracle};
@@ -127,12 +127,14 @@ fn chunks(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     (0..n).step_by(CHUNK).map(move |s| s..(s + CHUNK).min(n))
 }
 
-impl Protocol for Dgt12 {
+impl TypedProtocol for Dgt12 {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 

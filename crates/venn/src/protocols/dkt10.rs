@@ -21,8 +21,8 @@
 
 use super::matching::{low_bits, receive_matches, send_values};
 use super::{
-    no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
-    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
+    Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::crypto::group::{decode_point, decode_scalar, hash_to_point, random_scalar, FiatShamir};
 use crate::crypto::{Block, Prg, RandomOracle};
@@ -304,12 +304,14 @@ fn vanishes(scalars: Vec<Scalar>, points: Vec<RistrettoPoint>) -> bool {
     RistrettoPoint::vartime_multiscalar_mul(scalars, points).is_identity()
 }
 
-impl Protocol for Dkt10 {
+impl TypedProtocol for Dkt10 {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 

@@ -4,8 +4,10 @@
 //! generic one), its `mod` line and one entry in [`registry`]; nothing in the runner, the
 //! CLI or the benchmark names a protocol.
 //!
-//! What a protocol implements and works with (the traits, [`Context`], [`Output`],
-//! [`Accepts`], [`Security`]) is the framework's, a layer below the protocols and the
+//! Each implements [`TypedProtocol`] on its own typed [`Config`] (the options it takes,
+//! nothing else); the registry hands it out as a [`Protocol`], on the union of a run's
+//! [`Options`]. What a protocol implements and works with (the traits, [`Context`],
+//! [`Output`], [`Accepts`], [`Security`]) is the framework's, a layer below the protocols and the
 //! building blocks they share; it is re-exported here, where users of the library find it.
 
 mod dcw13;
@@ -29,8 +31,9 @@ pub(crate) use crate::framework::{
     matching, no_offline_state, output_bits, round_up_to_byte, OutputBits,
 };
 pub use crate::framework::{
-    Accepts, AnyParty, Bins, Context, DealerLink, Offline, Options, Output, OutputKind, ParamTable,
-    Parameters, Party, Phase, Progress, Protocol, ProtocolInfo, RoleInfo, Security, Stash,
+    Accepts, AnyParty, Bins, Config, Context, DealerLink, Offline, Options, Output, OutputKind,
+    ParamTable, Parameters, Party, Phase, Progress, Protocol, ProtocolInfo, RoleInfo, Security,
+    Stash, TypedProtocol,
 };
 pub use crate::session::Sizes;
 
@@ -105,5 +108,32 @@ mod tests {
         assert!(dealer.check(kbm23.info(), kbm23.accepts()).is_ok());
         let de = find("rr17-de").unwrap();
         assert!(wan.check(de.info(), de.accepts()).is_ok());
+    }
+
+    #[test]
+    fn parameters_and_checks_refuse_options_the_protocol_does_not_take() {
+        let sizes = Sizes {
+            sender: 1 << 10,
+            receiver: 1 << 10,
+        };
+        let wan = Options {
+            bins: Bins::Wan,
+            ..Options::default()
+        };
+        let kkrt16 = find("kkrt16").unwrap();
+        let Err(e) = kkrt16.params(sizes, wan) else {
+            panic!("kkrt16's parameters took --bins wan")
+        };
+        assert!(e.to_string().contains("--bins"), "{e}");
+        assert_eq!(kkrt16.memory(crate::session::Role::Sender, sizes, wan), 0);
+        let sigma = Options {
+            sigma: Some(32),
+            ..Options::default()
+        };
+        let Err(e) = kkrt16.check_items(sigma, &crate::Items::default()) else {
+            panic!("kkrt16 took --sigma 32")
+        };
+        assert!(e.to_string().contains("--sigma"), "{e}");
+        assert!(find("rr17-de").unwrap().params(sizes, wan).is_ok());
     }
 }

@@ -22,12 +22,12 @@ mod params;
 
 use crate::circuit_psi::{CircuitParams, CircuitPsi, FrontEnd, Function, Side};
 use crate::crypto::Prg;
-use crate::framework::{Accepts, Context, OutputKind, ProtocolInfo, Security};
+use crate::framework::{Context, OutputKind, ProtocolInfo, Security};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::session::Role;
 use crate::Result;
-pub(super) use params::Hek12Params;
+pub(super) use params::{Hek12Config, Hek12Params};
 
 /// HEK12's front end of the circuit PSI: the sort-compare network.
 pub(super) struct Hek12;
@@ -65,10 +65,7 @@ impl FrontEnd for Hek12 {
     type Receiver = Run<false>;
     const DOMAIN: &'static str = "venn/hek12/base-ots";
     const CIRCUIT: &'static str = "network and count";
-    const ACCEPTS: Accepts = Accepts {
-        sigma: &[32],
-        ..Accepts::NOTHING
-    };
+    const VALUE_COLUMNS: usize = 0;
 
     /// The 2n values' planes a few times over (shares, and a stage's gathered halves),
     /// and the values.
@@ -76,6 +73,13 @@ impl FrontEnd for Hek12 {
         let planes = 6 * 2 * p.n * p.width() as u64 / 8;
         let values = 16 * 2 * p.n;
         planes + values
+    }
+
+    fn check_items(protocol: &str, config: Hek12Config, items: &Items) -> Result<()> {
+        match config.sigma {
+            Some(sigma) => items.check_integers(protocol, sigma),
+            None => Ok(()),
+        }
     }
 }
 

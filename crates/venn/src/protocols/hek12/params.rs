@@ -14,8 +14,36 @@
 use super::network;
 use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
-use crate::protocols::{Options, ParamTable, Parameters, Sizes};
+use crate::protocols::{Accepts, Config, Options, ParamTable, Parameters, Sizes};
 use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// What hek12 takes beyond the circuit back end's options: σ (`--sigma 32`) for 32-bit
+/// integer keys, none for keys of any length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Hek12Config {
+    /// The bit length of the integers; `None`: keys of any length, hashed.
+    pub sigma: Option<u32>,
+}
+
+impl Config for Hek12Config {
+    const ACCEPTS: Accepts = Accepts {
+        sigma: &[32],
+        ..Accepts::NOTHING
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        Ok(Hek12Config {
+            sigma: options.sigma,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            sigma: self.sigma,
+            ..Options::default()
+        }
+    }
+}
 
 /// The largest run the network takes (2^25 values a side).
 const MAX_RUN: u64 = 1 << 25;
@@ -38,9 +66,9 @@ pub(crate) struct Hek12Params {
 }
 
 impl Hek12Params {
-    /// The parameters for `sizes` and the options: σ-bit integers (`--sigma 32`) or hashed
-    /// keys, and the threshold.
-    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    /// The parameters for `sizes` and the configuration: σ-bit integers (`--sigma 32`) or
+    /// hashed keys; and the threshold.
+    pub(crate) fn new(sizes: Sizes, config: Hek12Config, threshold: Option<u64>) -> Result<Self> {
         let (n_s, n_r) = (sizes.sender, sizes.receiver);
         let n = n_s.max(n_r).max(1).next_power_of_two();
         if n > MAX_RUN {
@@ -48,8 +76,8 @@ impl Hek12Params {
                 "hek12-ca merges runs of at most 2^25 items; sets of {n_s} and {n_r} need {n}"
             )));
         }
-        let hashed = options.sigma.is_none();
-        let sigma = options
+        let hashed = config.sigma.is_none();
+        let sigma = config
             .sigma
             .unwrap_or(STATISTICAL_SECURITY as u32 + 2 * (2 * n).ilog2());
         Ok(Hek12Params {
@@ -58,7 +86,7 @@ impl Hek12Params {
             sigma,
             hashed,
             n,
-            threshold: options.threshold,
+            threshold,
         })
     }
 
@@ -89,16 +117,20 @@ pub(super) fn paper_and_gates(p: &Hek12Params) -> u64 {
 
 /// The back end's reading (a count only).
 impl CircuitParams for Hek12Params {
-    fn new(_: Function, sizes: Sizes, options: Options) -> Result<Self> {
-        Hek12Params::new(sizes, options)
+    type Config = Hek12Config;
+
+    fn new(_: Function, sizes: Sizes, config: Hek12Config, threshold: Option<u64>) -> Result<Self> {
+        Hek12Params::new(sizes, config, threshold)
     }
 
-    fn options(&self) -> Options {
-        Options {
+    fn front(&self) -> Hek12Config {
+        Hek12Config {
             sigma: (!self.hashed).then_some(self.sigma),
-            threshold: self.threshold,
-            ..Options::default()
         }
+    }
+
+    fn threshold(&self) -> Option<u64> {
+        self.threshold
     }
 
     /// The network's, and the adjacent pairs' equalities.
@@ -165,15 +197,11 @@ mod tests {
     use super::*;
 
     fn at(n_s: u64, n_r: u64, sigma: Option<u32>) -> Hek12Params {
-        let options = Options {
-            sigma,
-            ..Options::default()
-        };
         let sizes = Sizes {
             sender: n_s,
             receiver: n_r,
         };
-        Hek12Params::new(sizes, options).unwrap()
+        Hek12Params::new(sizes, Hek12Config { sigma }, None).unwrap()
     }
 
     #[test]
@@ -200,6 +228,6 @@ mod tests {
             sender: (1 << 25) + 1,
             receiver: 1,
         };
-        assert!(Hek12Params::new(too_many, Options::default()).is_err());
+        assert!(Hek12Params::new(too_many, Hek12Config::default(), None).is_err());
     }
 }

@@ -256,18 +256,18 @@ fn flooding(
 #[cfg(test)]
 mod tests {
     use super::super::tuples::tests::assert_tuples;
+    use super::super::Kbm23Config;
     use super::*;
     use crate::net::mem_pair;
-    use crate::protocols::{Offline, Options, Sizes};
+    use crate::protocols::{Offline, Sizes};
     use std::time::Duration;
 
     fn params(sender: u64, receiver: u64) -> Kbm23Params {
-        let options = Options {
-            sigma: Some(32),
+        let config = Kbm23Config {
             offline: Offline::Bfv,
-            ..Options::default()
+            sigma: Some(32),
         };
-        Kbm23Params::for_options(Sizes { sender, receiver }, options).unwrap()
+        Kbm23Params::for_config(Sizes { sender, receiver }, config).unwrap()
     }
 
     #[test]
@@ -284,16 +284,16 @@ mod tests {
                 "2^{n}"
             );
         }
-        let hashed = Options {
+        let hashed = Kbm23Config {
             offline: Offline::Bfv,
-            ..Options::default()
+            sigma: None,
         };
         let sizes = Sizes {
             sender: 100,
             receiver: 100,
         };
         assert!(
-            Kbm23Params::for_options(sizes, hashed).is_err(),
+            Kbm23Params::for_config(sizes, hashed).is_err(),
             "σ = 32 only"
         );
     }

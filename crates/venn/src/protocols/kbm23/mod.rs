@@ -28,8 +28,8 @@ mod tables;
 mod tuples;
 
 use super::{
-    Accepts, AnyParty, Context, Offline, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    AnyParty, Context, Offline, Output, OutputKind, Parameters, Party, ProtocolInfo, RoleInfo,
+    Security, Sizes, TypedProtocol,
 };
 use crate::crypto::Block;
 use crate::items::Items;
@@ -40,7 +40,7 @@ use crate::state::{StateReader, StateWriter};
 use crate::util::wide_cpu::with_avx512;
 use crate::{Error, Result};
 use field::{packed_bytes, Field, Packed, PackedWriter};
-pub use params::Kbm23Params;
+pub use params::{Kbm23Config, Kbm23Params};
 use tables::{alices_table, BobsValues, Hashing, Placed, GROUP_BINS, REGION_BINS};
 use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
 
@@ -51,15 +51,8 @@ struct Kbm23Sender;
 /// Alice, the receiver.
 struct Kbm23Receiver;
 
-/// Where this build can take the tuples from: BFV only with the `bfv` feature (on by
-/// default), so that `--offline bfv` is refused before a run starts without it.
-const OFFLINE: &[Offline] = if cfg!(feature = "bfv") {
-    &[Offline::Ot, Offline::Dealer, Offline::Bfv]
-} else {
-    &[Offline::Ot, Offline::Dealer]
-};
-
-/// A party asked for BFV tuples in a build without BFV (refused earlier by [`OFFLINE`]).
+/// A party asked for BFV tuples in a build without BFV (refused earlier: [`Kbm23Config`]
+/// takes no `--offline bfv` then).
 #[cfg(not(feature = "bfv"))]
 fn no_bfv() -> Error {
     Error::Usage("this venn was built without BFV (the `bfv` feature): --offline bfv".into())
@@ -114,20 +107,22 @@ const SEED_TOSS: &str = "kbm23 hashing seed";
 /// Bins per online frame: a group of regions of Bob's table.
 const FRAME_BINS: usize = GROUP_BINS;
 
-impl Protocol for Kbm23 {
+impl TypedProtocol for Kbm23 {
+    type Config = Kbm23Config;
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Kbm23Params::for_options(sizes, options)?))
+    fn params(&self, sizes: Sizes, config: Kbm23Config) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Kbm23Params::for_config(sizes, config)?))
     }
 
     /// From the parameters: the packed tuples (Bob's w and u, and s_B while the OT phase
     /// makes u; Alice's s_A and r_A), a frame of each direction, and per item its places
     /// and Bob's three values. A quarter more for what the allocator keeps.
-    fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        let Ok(p) = Kbm23Params::for_options(sizes, options) else {
+    fn memory(&self, role: Role, sizes: Sizes, config: Kbm23Config) -> u64 {
+        let Ok(p) = Kbm23Params::for_config(sizes, config) else {
             return 0; // refused by the parameters before anything is allocated
         };
         let packed = |len: usize| packed_bytes(p.field.bits(), len) as u64;
@@ -145,18 +140,8 @@ impl Protocol for Kbm23 {
         need + need / 4
     }
 
-    fn accepts(&self) -> Accepts {
-        Accepts {
-            bins: false,
-            sigma: &[32],
-            any_items: true,
-            offline: OFFLINE,
-            ..Accepts::NOTHING
-        }
-    }
-
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        match (options.sigma, options.offline) {
+    fn check_items(&self, config: Kbm23Config, items: &Items) -> Result<()> {
+        match (config.sigma, config.offline) {
             (Some(sigma), _) => items.check_integers(INFO.name, sigma),
             (None, Offline::Bfv) => Err(Error::Usage(
                 "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
@@ -175,7 +160,7 @@ impl Protocol for Kbm23 {
 
 /// The session's parameters, which must be those the state was made with.
 fn session_params(ctx: &Context, made_for: &Kbm23Params) -> Result<Kbm23Params> {
-    let p = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
+    let p = Kbm23Params::for_config(ctx.session.sized, ctx.config()?)?;
     if p != *made_for {
         return Err(Error::State(
             "the precomputed tuples were made for other parameters".into(),
@@ -223,14 +208,7 @@ fn load_arrays(
     let q = input.u64()?;
     let p = [Offline::Ot, Offline::Bfv]
         .into_iter()
-        .filter_map(|offline| {
-            let options = Options {
-                sigma,
-                offline,
-                ..Options::default()
-            };
-            Kbm23Params::for_options(sizes, options).ok()
-        })
+        .filter_map(|offline| Kbm23Params::for_config(sizes, Kbm23Config { offline, sigma }).ok())
         .find(|p| p.field.modulus() == q)
         .ok_or_else(|| Error::State(format!("a kbm23 state for a field of {q} elements")))?;
     let seed = input.block()?;
@@ -267,12 +245,13 @@ impl Party for Kbm23Sender {
     /// Bob answers the seed toss and makes his halves of the tuples: with OT he sends the
     /// base OTs (he is the IKNP receiver: his choices are the bits of r_B).
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
-        let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
+        let config: Kbm23Config = ctx.config()?;
+        let params = Kbm23Params::for_config(ctx.session.sized, config)?;
         let sid = ctx.session.id;
         ctx.phase("hashing seed", true);
         let [seed, _] =
             CoinTossReply::receive(ctx.peer, &sid, SEED_TOSS)?.answer(ctx.peer, &mut ctx.prg)?;
-        let tuples = match ctx.session.options.offline {
+        let tuples = match config.offline {
             // Its OT offline phase is IKNP's (`iknp` is refused by its `accepts`).
             Offline::Ot | Offline::Iknp => {
                 ctx.phase("base OTs", true);
@@ -431,12 +410,13 @@ impl Party for Kbm23Receiver {
     /// Alice commits to the seed toss and makes her halves of the tuples: with OT she
     /// receives the base OTs (she is the IKNP sender, with r_A in her messages).
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
-        let params = Kbm23Params::for_options(ctx.session.sized, ctx.session.options)?;
+        let config: Kbm23Config = ctx.config()?;
+        let params = Kbm23Params::for_config(ctx.session.sized, config)?;
         let sid = ctx.session.id;
         ctx.phase("hashing seed", true);
         let [seed, _] =
             CoinToss::commit(ctx.peer, &sid, SEED_TOSS, &mut ctx.prg)?.open(ctx.peer)?;
-        let tuples = match ctx.session.options.offline {
+        let tuples = match config.offline {
             // Its OT offline phase is IKNP's (`iknp` is refused by its `accepts`).
             Offline::Ot | Offline::Iknp => {
                 ctx.phase("base OTs", true);

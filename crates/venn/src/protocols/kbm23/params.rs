@@ -31,10 +31,51 @@
 
 use super::field::{is_prime, next_prime, Field};
 use crate::net::Writer;
-use crate::protocols::{Offline, Options, ParamTable, Parameters, Sizes};
+use crate::protocols::{Accepts, Config, Offline, Options, ParamTable, Parameters, Sizes};
 use crate::tables::simple_hash::bin_size;
 use crate::tables::{stashless_expansion, SMALLEST_STASHLESS};
 use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// Where this build can take the tuples from: BFV only with the `bfv` feature (on by
+/// default), so that `--offline bfv` is refused before a run starts without it.
+const OFFLINE: &[Offline] = if cfg!(feature = "bfv") {
+    &[Offline::Ot, Offline::Dealer, Offline::Bfv]
+} else {
+    &[Offline::Ot, Offline::Dealer]
+};
+
+/// What kbm23 takes: where its tuples come from (`--offline`), and σ (`--sigma 32`) for
+/// 32-bit integer keys, none for keys of any length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kbm23Config {
+    /// Where the tuples come from.
+    pub offline: Offline,
+    /// The bit length of the integers; `None`: keys of any length, hashed.
+    pub sigma: Option<u32>,
+}
+
+impl Config for Kbm23Config {
+    const ACCEPTS: Accepts = Accepts {
+        sigma: &[32],
+        offline: OFFLINE,
+        ..Accepts::NOTHING
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        Ok(Kbm23Config {
+            offline: options.offline,
+            sigma: options.sigma,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            offline: self.offline,
+            sigma: self.sigma,
+            ..Options::default()
+        }
+    }
+}
 
 /// Cuckoo hash functions (§V-A: k = 3, the least online traffic for n in 2^20..2^26).
 pub(super) const K: usize = 3;
@@ -113,11 +154,11 @@ impl Kbm23Params {
         })
     }
 
-    /// The parameters for `sizes` and the run's options: under `--offline bfv` the field is
-    /// BFV's plaintext space (`plaintext_modulus`), and only 32-bit integer keys.
-    pub fn for_options(sizes: Sizes, options: Options) -> Result<Self> {
-        let mut p = Kbm23Params::new(sizes, options.sigma)?;
-        if options.offline == Offline::Bfv {
+    /// The parameters for `sizes` and the configuration: under `--offline bfv` the field
+    /// is BFV's plaintext space (`plaintext_modulus`), and only 32-bit integer keys.
+    pub fn for_config(sizes: Sizes, config: Kbm23Config) -> Result<Self> {
+        let mut p = Kbm23Params::new(sizes, config.sigma)?;
+        if config.offline == Offline::Bfv {
             if p.hashed {
                 return Err(Error::Usage(
                     "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),

@@ -8,8 +8,7 @@ use crate::items::{BlockEncoder, Items};
 use crate::net::Channel;
 use crate::ot::{oprf_receive, Code, OprfRows, PseudorandomCode, OPRF_BLOCKS};
 use crate::protocols::{
-    output_bits, round_up_to_byte, Accepts, Options, OutputKind, ProtocolInfo, RoleInfo, Security,
-    Sizes,
+    output_bits, round_up_to_byte, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
 use crate::tables::{pssz15_stash_size, CuckooHash, HASHES};
@@ -110,16 +109,16 @@ impl BatchedOprf for Bark {
 
 impl Variant for Bark {
     const INFO: &'static ProtocolInfo = &INFO;
-    const ACCEPTS: Accepts = Accepts::NOTHING;
     /// The key of the pseudorandom code (Fig. 2 step 0) and the seed of the cuckoo hash
     /// functions (Fig. 3 step 1) are coin-tossed in one go: the receiver commits, the
     /// sender answers, the receiver opens. Both are public from then on.
     const SEEDS_TOSS: &'static str = "KKRT16 code key and cuckoo seed";
+    type Config = ();
     type Params = Layout;
     type Oprf = Bark;
     type Hashing = Cuckoo;
 
-    fn params(sizes: Sizes, _: Options) -> Result<Layout> {
+    fn params(sizes: Sizes, _: ()) -> Result<Layout> {
         kkrt16_layout(sizes.sender, sizes.receiver)
     }
 
@@ -131,7 +130,7 @@ impl Variant for Bark {
         Ok(kkrt16_layout(sizes.sender, sizes.receiver)?.columns)
     }
 
-    fn check_items(_: Options, _: &Items) -> Result<()> {
+    fn check_items(_: (), _: &Items) -> Result<()> {
         Ok(())
     }
 

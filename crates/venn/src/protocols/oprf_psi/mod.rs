@@ -25,8 +25,8 @@ use super::matching::{
     low_bits, receive_matches, receive_positions, send_positions, send_values_with,
 };
 use super::{
-    Accepts, AnyParty, Context, Options, Output, ParamTable, Parameters, Party, Protocol,
-    ProtocolInfo, Sizes,
+    AnyParty, Config, Context, Output, ParamTable, Parameters, Party, ProtocolInfo, Sizes,
+    TypedProtocol,
 };
 use crate::crypto::{Block, Prg};
 use crate::items::Items;
@@ -134,10 +134,10 @@ pub(super) trait BatchedOprf: Sync {
 pub(super) trait Variant: Sync + 'static {
     /// The protocol's description.
     const INFO: &'static ProtocolInfo;
-    /// The options it takes.
-    const ACCEPTS: Accepts;
     /// The name of the coin toss of the code key and hash seed.
     const SEEDS_TOSS: &'static str;
+    /// The options it takes.
+    type Config: Config;
     /// Its parameters.
     type Params: Parameters + 'static;
     /// Its OPRF.
@@ -145,15 +145,15 @@ pub(super) trait Variant: Sync + 'static {
     /// Its hashing.
     type Hashing: Hashing;
 
-    /// The parameters for these sizes and options.
-    fn params(sizes: Sizes, options: Options) -> Result<Self::Params>;
+    /// The parameters for these sizes and this configuration.
+    fn params(sizes: Sizes, config: Self::Config) -> Result<Self::Params>;
     /// The shape of a run with these parameters.
     fn layout(p: &Self::Params) -> Layout;
-    /// The OT-extension width for these sizes (options do not change it): what a saved
+    /// The OT-extension width for these sizes (the configuration does not change it): what a saved
     /// state is read back with, where only the sizes are known.
     fn columns(sizes: Sizes) -> Result<usize>;
     /// Refuses items the protocol cannot run on, before the peer is contacted.
-    fn check_items(options: Options, items: &Items) -> Result<()>;
+    fn check_items(config: Self::Config, items: &Items) -> Result<()>;
     /// The values the protocol runs on, one per item (distinct for distinct items, but
     /// with probability ≤ 2^-λ over all pairs of both parties' items).
     fn values(p: &Self::Params, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>>;
@@ -185,28 +185,26 @@ impl<V> Receiver<V> {
 }
 
 fn session_params<V: Variant>(ctx: &Context) -> Result<V::Params> {
-    V::params(ctx.session.sized, ctx.session.options)
+    V::params(ctx.session.sized, ctx.config()?)
 }
 
 fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
     (0..n).map(|_| prg.u64() & 1 == 1).collect()
 }
 
-impl<V: Variant> Protocol for OprfPsi<V> {
+impl<V: Variant> TypedProtocol for OprfPsi<V> {
+    type Config = V::Config;
+
     fn info(&self) -> &'static ProtocolInfo {
         V::INFO
     }
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(V::params(sizes, options)?))
+    fn params(&self, sizes: Sizes, config: V::Config) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(V::params(sizes, config)?))
     }
 
-    fn accepts(&self) -> Accepts {
-        V::ACCEPTS
-    }
-
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        V::check_items(options, items)
+    fn check_items(&self, config: V::Config, items: &Items) -> Result<()> {
+        V::check_items(config, items)
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {

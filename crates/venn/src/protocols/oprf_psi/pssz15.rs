@@ -42,8 +42,8 @@ use crate::net::{Channel, Writer};
 use crate::ot::{oprf_receive, OprfRows, WalshHadamard};
 use crate::protocols::matching::low_bits;
 use crate::protocols::{
-    output_bits, Accepts, Options, OutputKind, ParamTable, Parameters, ProtocolInfo, RoleInfo,
-    Security, Sizes,
+    output_bits, Accepts, Config, Options, OutputKind, ParamTable, Parameters, ProtocolInfo,
+    RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
 use crate::tables::HASHES;
@@ -55,6 +55,33 @@ pub(crate) type Pssz15 = OprfPsi<ByteOts>;
 
 /// The item lengths `--sigma` may name.
 const SIGMAS: &[u32] = &[32, 64];
+
+/// What pssz15 takes: σ (`--sigma`) for σ-bit integers, none for keys of any length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pssz15Config {
+    /// The bit length of the integers; `None`: keys of any length, hashed.
+    pub sigma: Option<u32>,
+}
+
+impl Config for Pssz15Config {
+    const ACCEPTS: Accepts = Accepts {
+        sigma: SIGMAS,
+        ..Accepts::NOTHING
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        Ok(Pssz15Config {
+            sigma: options.sigma,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            sigma: self.sigma,
+            ..Options::default()
+        }
+    }
+}
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "pssz15",
@@ -105,8 +132,9 @@ pub(crate) struct Pssz15Params {
 }
 
 impl Pssz15Params {
-    /// The parameters for these sizes and options.
-    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
+    /// The parameters for these sizes and this configuration.
+    pub(crate) fn new(sizes: Sizes, config: Pssz15Config) -> Result<Self> {
+        let Pssz15Config { sigma } = config;
         let (bins, stash) = cuckoo_table(sizes.receiver);
         let items = (sizes.sender + sizes.receiver).max(2) as f64;
         let hash_bits = (STATISTICAL_SECURITY as f64 + (items * (items - 1.0) / 2.0).log2()).ceil();
@@ -117,7 +145,7 @@ impl Pssz15Params {
             )));
         }
         let hash_bits = hash_bits as u32;
-        let item_bits = options.sigma.map_or(hash_bits, |s| s.min(hash_bits));
+        let item_bits = sigma.map_or(hash_bits, |s| s.min(hash_bits));
         let rep_bits = item_bits.saturating_sub(bins.ilog2());
         let p = Pssz15Params {
             layout: Layout {
@@ -126,9 +154,9 @@ impl Pssz15Params {
                 columns: WalshHadamard::COLUMNS,
                 out_bits: output_bits(sizes),
             },
-            sigma: options.sigma,
+            sigma,
             item_bits,
-            hashed: options.sigma.is_none_or(|s| s > item_bits),
+            hashed: sigma.is_none_or(|s| s > item_bits),
             rep_bits,
         };
         // OT rows are numbered with 32 bits (the hash's index).
@@ -400,22 +428,16 @@ impl BatchedOprf for ByteOts {
 
 impl Variant for ByteOts {
     const INFO: &'static ProtocolInfo = &INFO;
-    const ACCEPTS: Accepts = Accepts {
-        bins: false,
-        sigma: SIGMAS,
-        any_items: true,
-        offline: &[],
-        ..Accepts::NOTHING
-    };
     /// The toss gives a code key and a hash seed, as for kkrt16; the Walsh–Hadamard code
     /// has no key, so only the seed is used.
     const SEEDS_TOSS: &'static str = "PSSZ15 phasing seed";
+    type Config = Pssz15Config;
     type Params = Pssz15Params;
     type Oprf = ByteOts;
     type Hashing = Phasing;
 
-    fn params(sizes: Sizes, options: Options) -> Result<Pssz15Params> {
-        Pssz15Params::new(sizes, options)
+    fn params(sizes: Sizes, config: Pssz15Config) -> Result<Pssz15Params> {
+        Pssz15Params::new(sizes, config)
     }
 
     fn layout(p: &Pssz15Params) -> Layout {
@@ -426,8 +448,8 @@ impl Variant for ByteOts {
         Ok(WalshHadamard::COLUMNS)
     }
 
-    fn check_items(options: Options, items: &Items) -> Result<()> {
-        match options.sigma {
+    fn check_items(config: Pssz15Config, items: &Items) -> Result<()> {
+        match config.sigma {
             Some(sigma) => items.check_integers(INFO.name, sigma),
             None => Ok(()),
         }
@@ -467,15 +489,11 @@ mod tests {
 
     fn params(log_n: u32, sigma: Option<u32>) -> Pssz15Params {
         let n = 1u64 << log_n;
-        let options = Options {
-            sigma,
-            ..Options::default()
-        };
         let sizes = Sizes {
             sender: n,
             receiver: n,
         };
-        Pssz15Params::new(sizes, options).unwrap()
+        Pssz15Params::new(sizes, Pssz15Config { sigma }).unwrap()
     }
 
     #[test]
@@ -555,16 +573,13 @@ mod tests {
 
     #[test]
     fn integers_are_refused_unless_they_fit_sigma() {
-        let o = |sigma| Options {
-            sigma: Some(sigma),
-            ..Options::default()
-        };
+        let o = |sigma| Pssz15Config { sigma: Some(sigma) };
         let items: Items = ["1", "4294967296"].into_iter().collect();
         assert!(ByteOts::check_items(o(64), &items).is_ok());
         let err = ByteOts::check_items(o(32), &items).unwrap_err().to_string();
         assert!(err.contains("key number 2"), "{err}");
         let words: Items = ["alice@example.com"].into_iter().collect();
-        assert!(ByteOts::check_items(Options::default(), &words).is_ok());
+        assert!(ByteOts::check_items(Pssz15Config::default(), &words).is_ok());
         assert!(ByteOts::check_items(o(64), &words).is_err());
     }
 }

@@ -349,6 +349,7 @@ pub(super) fn alices_tables(
 
 #[cfg(test)]
 mod tests {
+    use super::super::params::Psww18Config;
     use super::*;
     use crate::circuit_psi::CircuitParams;
     use crate::protocols::Sizes;
@@ -366,12 +367,11 @@ mod tests {
             sender: n as u64,
             receiver: n as u64,
         };
-        let options = crate::protocols::Options {
+        let config = Psww18Config {
             sigma: Some(32),
             stash,
-            ..Default::default()
         };
-        let p = Psww18Params::new(sizes, options)?;
+        let p = Psww18Params::new(sizes, config, None)?;
         let mut prg = Prg::from_seed(seed);
         let mut distinct: Vec<u128> = (0..3 * n).map(|_| prg.u64() as u32 as u128).collect();
         distinct.sort_unstable();
@@ -494,7 +494,7 @@ mod tests {
             sender: 6,
             receiver: 6,
         };
-        let p = Psww18Params::new(sizes, Default::default()).unwrap();
+        let p = Psww18Params::new(sizes, Psww18Config::default(), None).unwrap();
         let placed: Vec<Placed> = (0..6u128)
             .map(|y| Placed {
                 bins: [[0, 1], [0, 1]],
@@ -535,7 +535,7 @@ mod tests {
             sender: 60,
             receiver: 60,
         };
-        let p = Psww18Params::new(sizes, crate::protocols::Options::default()).unwrap();
+        let p = Psww18Params::new(sizes, Psww18Config::default(), None).unwrap();
         let x = Placed {
             bins: [[0, 1], [0, 1]],
             values: [[1, 2], [1, 2]],

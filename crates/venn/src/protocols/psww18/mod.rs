@@ -27,13 +27,13 @@ mod params;
 
 use crate::circuit_psi::{CircuitPsi, FrontEnd, Function, Side, Weights};
 use crate::crypto::{Block, Prg};
-use crate::framework::{Accepts, Context, OutputKind, ProtocolInfo, Security, Stash};
+use crate::framework::{Context, OutputKind, ProtocolInfo, Security, Stash};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::{Error, Result};
 use hashing::{alices_tables, bobs_tables, BobsTables, Hashing};
-pub(super) use params::Psww18Params;
+pub(super) use params::{Psww18Config, Psww18Params};
 
 /// PSWW18's front end of the circuit PSI.
 pub(super) struct Psww18;
@@ -102,14 +102,9 @@ impl FrontEnd for Psww18 {
     type Receiver = Receiver;
     const DOMAIN: &'static str = "venn/psww18/base-ots";
     const CIRCUIT: &'static str = "circuit and count";
-    const ACCEPTS: Accepts = Accepts {
-        sigma: &[32],
-        stash: true,
-        // One column: its conversion adds the values in the top half of a 128-bit ring
-        // (circuit_psi's `send_output`).
-        value_columns: 1,
-        ..Accepts::NOTHING
-    };
+    // One column: its conversion adds the values in the top half of a 128-bit ring
+    // (circuit_psi's `send_output`).
+    const VALUE_COLUMNS: usize = 1;
 
     /// Both inputs' planes as bits and twice as shares, and per item its places and
     /// tables.
@@ -123,6 +118,13 @@ impl FrontEnd for Psww18 {
             Role::Receiver => p.n_a,
         };
         inputs + 56 * p.bins + 96 * own
+    }
+
+    fn check_items(protocol: &str, config: Psww18Config, items: &Items) -> Result<()> {
+        match config.sigma {
+            Some(sigma) => items.check_integers(protocol, sigma),
+            None => Ok(()),
+        }
     }
 }
 

@@ -30,8 +30,41 @@
 
 use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
-use crate::protocols::{Options, ParamTable, Parameters, Sizes, Stash};
+use crate::protocols::{Accepts, Config, Options, ParamTable, Parameters, Sizes, Stash};
 use crate::{Error, Result, STATISTICAL_SECURITY};
+
+/// What psww18 takes beyond the circuit back end's options: σ (`--sigma 32`) for 32-bit
+/// integer keys, none for keys of any length, and the stash (`--stash`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Psww18Config {
+    /// The bit length of the integers; `None`: keys of any length, hashed.
+    pub sigma: Option<u32>,
+    /// One stash for both tables, or one per table.
+    pub stash: Stash,
+}
+
+impl Config for Psww18Config {
+    const ACCEPTS: Accepts = Accepts {
+        sigma: &[32],
+        stash: true,
+        ..Accepts::NOTHING
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        Ok(Psww18Config {
+            sigma: options.sigma,
+            stash: options.stash,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            sigma: self.sigma,
+            stash: self.stash,
+            ..Options::default()
+        }
+    }
+}
 
 /// Bins per item in each of the two tables (ABY's ε = 2.4).
 pub(super) const EXPANSION: f64 = 2.4;
@@ -78,15 +111,10 @@ pub(crate) struct Psww18Params {
 }
 
 impl Psww18Params {
-    /// The parameters for `sizes` and the options: σ-bit integers (`--sigma 32`) or hashed
-    /// keys, the stash, the threshold.
-    pub(crate) fn new(sizes: Sizes, options: Options) -> Result<Self> {
-        let Options {
-            sigma,
-            stash,
-            threshold,
-            ..
-        } = options;
+    /// The parameters for `sizes` and the configuration: σ-bit integers (`--sigma 32`) or
+    /// hashed keys, the stash; and the threshold.
+    pub(crate) fn new(sizes: Sizes, config: Psww18Config, threshold: Option<u64>) -> Result<Self> {
+        let Psww18Config { sigma, stash } = config;
         let (n_a, n_b) = (sizes.receiver, sizes.sender);
         let n = n_a.max(n_b).max(SMALLEST_TABLE);
         let bins = (EXPANSION * n as f64).ceil() as u64;
@@ -171,17 +199,26 @@ pub(super) fn paper_and_gates(p: &Psww18Params) -> u64 {
 
 /// The back end's reading: the same circuit for a count and a sum.
 impl CircuitParams for Psww18Params {
-    fn new(_: Function, sizes: Sizes, options: Options) -> Result<Self> {
-        Psww18Params::new(sizes, options)
+    type Config = Psww18Config;
+
+    fn new(
+        _: Function,
+        sizes: Sizes,
+        config: Psww18Config,
+        threshold: Option<u64>,
+    ) -> Result<Self> {
+        Psww18Params::new(sizes, config, threshold)
     }
 
-    fn options(&self) -> Options {
-        Options {
+    fn front(&self) -> Psww18Config {
+        Psww18Config {
             sigma: (!self.hashed).then_some(self.sigma),
             stash: self.stash,
-            threshold: self.threshold,
-            ..Options::default()
         }
+    }
+
+    fn threshold(&self) -> Option<u64> {
+        self.threshold
     }
 
     /// An ℓ-bit equality per table comparison, a stash-width one per stash comparison,
@@ -248,12 +285,7 @@ mod tests {
     use super::*;
 
     fn with(sizes: Sizes, sigma: Option<u32>, stash: Stash) -> Result<Psww18Params> {
-        let options = Options {
-            sigma,
-            stash,
-            ..Options::default()
-        };
-        Psww18Params::new(sizes, options)
+        Psww18Params::new(sizes, Psww18Config { sigma, stash }, None)
     }
 
     fn at(log2n: u32, sigma: Option<u32>, stash: Stash) -> Psww18Params {

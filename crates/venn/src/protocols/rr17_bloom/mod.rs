@@ -22,8 +22,8 @@ pub(super) use params::Rr17BloomParams;
 
 use super::matching::{receive_matches, send_values};
 use super::{
-    output_bits, AnyParty, Context, Options, Output, OutputKind, Parameters, Party, Protocol,
-    ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, AnyParty, Context, Output, OutputKind, Parameters, Party, ProtocolInfo, RoleInfo,
+    Security, Sizes, TypedProtocol,
 };
 use crate::crypto::{Block, Prg, RandomOracle};
 use crate::items::Items;
@@ -141,12 +141,14 @@ fn choice_bits(count: usize, ones: usize, prg: &mut Prg) -> Vec<bool> {
         .collect()
 }
 
-impl Protocol for Rr17Bloom {
+impl TypedProtocol for Rr17Bloom {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr17BloomParams::with_output(
             sizes.sender,
             sizes.receiver,
@@ -393,10 +395,8 @@ mod tests {
     #[test]
     fn sets_needing_more_than_2_32_ots_are_refused() {
         let sizes = |sender, receiver| Sizes { sender, receiver };
-        assert!(Rr17Bloom
-            .params(sizes(1 << 20, 1 << 20), Options::default())
-            .is_ok());
-        let Err(e) = Rr17Bloom.params(sizes(1, 1 << 26), Options::default()) else {
+        assert!(Rr17Bloom.params(sizes(1 << 20, 1 << 20), ()).is_ok());
+        let Err(e) = Rr17Bloom.params(sizes(1, 1 << 26), ()) else {
             panic!("accepted")
         };
         assert!(

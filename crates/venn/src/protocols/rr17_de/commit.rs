@@ -26,8 +26,8 @@ use crate::net::{Channel, Writer};
 use crate::ot::oos16::{OosReceiverSeeds, OosSender, OosSenderSeeds};
 use crate::protocols::matching::CHUNK_ITEMS;
 use crate::protocols::{
-    Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters, Party,
-    Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    AnyParty, Bins, Context, Output, OutputKind, ParamTable, Parameters, Party, ProtocolInfo,
+    RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
@@ -101,8 +101,8 @@ pub(super) struct Rr17EcParams {
 }
 
 impl Rr17EcParams {
-    pub(super) fn new(sizes: Sizes, options: Options) -> Result<Self> {
-        let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
+    pub(super) fn new(sizes: Sizes, bins: Bins) -> Result<Self> {
+        let hashing = Hashing::new(INFO.name, sizes, bins)?;
         let mu = bin_size(hashing.n_b, hashing.m);
         // Bob's slots (OOS16 instances).
         Hashing::fit_32_bits(INFO.name, &[hashing.m as u128 * mu as u128])?;
@@ -139,23 +139,15 @@ impl Parameters for Rr17EcParams {
     }
 }
 
-impl Protocol for Rr17Ec {
+impl TypedProtocol for Rr17Ec {
+    type Config = Bins;
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(Rr17EcParams::new(sizes, options)?))
-    }
-
-    fn accepts(&self) -> Accepts {
-        Accepts {
-            bins: true,
-            sigma: &[],
-            any_items: true,
-            offline: &[],
-            ..Accepts::NOTHING
-        }
+    fn params(&self, sizes: Sizes, bins: Bins) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(Rr17EcParams::new(sizes, bins)?))
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -237,7 +229,7 @@ fn send_tuples(
     items: &Items,
     mut then: impl FnMut(&mut Vec<u8>, usize),
 ) -> Result<()> {
-    let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
+    let p = Rr17EcParams::new(ctx.session.sized, ctx.config()?)?;
     let d = Domains::new(INFO.name, ctx);
     ctx.phase("hashing and encoding", false);
     // Tuples go out in a random order, so her items are put in that order now (her output
@@ -312,7 +304,7 @@ struct Openings {
 impl Openings {
     /// Fig. 9 steps 2 and 3 for Bob: his slots encoded and proved, and his tags and keys.
     fn new(ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Self> {
-        let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
+        let p = Rr17EcParams::new(ctx.session.sized, ctx.config()?)?;
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("hashing and encoding", false);
         let values = d.hashed(&p.hashing, state.seed, items);
@@ -413,6 +405,7 @@ impl Party for EcReceiver {
 mod tests {
     use super::super::test_parties::{run, sets};
     use super::*;
+    use crate::protocols::Options;
     use crate::Error;
 
     const N: usize = 300;
@@ -573,7 +566,7 @@ mod tests {
             },
             |ctx| {
                 let state = Party::offline(&EcReceiver, ctx)?;
-                let p = Rr17EcParams::new(ctx.session.sized, ctx.session.options)?;
+                let p = Rr17EcParams::new(ctx.session.sized, ctx.config()?)?;
                 let values = Domains::new(INFO.name, ctx).hashed(&p.hashing, state.seed, &a);
                 let bins = phased(&values, p.hashing.m).0;
                 let openings = Openings::new(ctx, state, &a)?;

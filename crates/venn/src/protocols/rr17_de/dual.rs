@@ -35,7 +35,7 @@ use crate::ot::oos16::{OosReceiverSeeds, OosSenderSeeds};
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
 use crate::protocols::matching::low_bits;
 use crate::protocols::{
-    Accepts, AnyParty, Context, Options, Output, Parameters, Party, Protocol, ProtocolInfo, Sizes,
+    AnyParty, Config, Context, Output, Parameters, Party, ProtocolInfo, Sizes, TypedProtocol,
 };
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
@@ -50,21 +50,19 @@ impl<R> DualExecution<R> {
     pub(crate) const NEW: Self = DualExecution(PhantomData);
 }
 
-impl<R: Realisation> Protocol for DualExecution<R> {
+impl<R: Realisation> TypedProtocol for DualExecution<R> {
+    type Config = <R as Configured>::Config;
+
     fn info(&self) -> &'static ProtocolInfo {
         R::INFO
     }
 
-    fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>> {
-        Ok(Box::new(R::params(sizes, options)?))
+    fn params(&self, sizes: Sizes, config: R::Config) -> Result<Box<dyn Parameters>> {
+        Ok(Box::new(R::params(sizes, config)?))
     }
 
-    fn accepts(&self) -> Accepts {
-        R::ACCEPTS
-    }
-
-    fn check_items(&self, options: Options, items: &Items) -> Result<()> {
-        R::check_items(options, items)
+    fn check_items(&self, config: R::Config, items: &Items) -> Result<()> {
+        R::check_items(config, items)
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -75,10 +73,18 @@ impl<R: Realisation> Protocol for DualExecution<R> {
     }
 }
 
+/// The options a realisation takes: the bins, and σ in the standard model (a trait apart
+/// from [`Realisation`] because the protocol's configuration, public to the registry, names
+/// it).
+pub(crate) trait Configured {
+    /// Its options.
+    type Config: Config;
+}
+
 /// How a dual execution realises F_encode (Fig. 2) and turns items into bins and words:
 /// [`Rom`](super::rom::Rom) (OOS16, items hashed by a random oracle) or the standard model
 /// ([`super::standard::Standard`]: chosen-message OTs on σ-bit integers).
-pub(super) trait Realisation: Sized + Sync + Send + 'static {
+pub(super) trait Realisation: Configured + Sized + Sync + Send + 'static {
     /// The protocol's registry entry.
     const INFO: &'static ProtocolInfo;
     /// The label of the hashing seed's coin toss.
@@ -92,12 +98,10 @@ pub(super) trait Realisation: Sized + Sync + Send + 'static {
     /// Buffers [`Realisation::encode_bin`] reuses.
     type Scratch: Default;
 
-    /// The parameters for `sizes` and `options`.
-    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams>;
-    /// The options it takes.
-    const ACCEPTS: Accepts;
-    /// Refuses items it cannot run on with `options` ([`Protocol::check_items`]).
-    fn check_items(_options: Options, _items: &Items) -> Result<()> {
+    /// The parameters for `sizes` and `config`.
+    fn params(sizes: Sizes, config: Self::Config) -> Result<Rr17DeParams>;
+    /// Refuses items it cannot run on with `config` ([`TypedProtocol::check_items`]).
+    fn check_items(_config: Self::Config, _items: &Items) -> Result<()> {
         Ok(())
     }
     /// Each item's bin and word (Fig. 4 step 2), with the coin-tossed `seed`.
@@ -293,7 +297,7 @@ fn place<R: Realisation>(
     items: &Items,
     role: Role,
 ) -> Result<(Rr17DeParams, Domains, SlotTable, Vec<Block>)> {
-    let p = R::params(ctx.session.sized, ctx.session.options)?;
+    let p = R::params(ctx.session.sized, ctx.config()?)?;
     let d = Domains::new(R::INFO.name, ctx);
     ctx.phase("hashing and encoding", false);
     let (bins, words) = R::phased(&d, &p, seed, items)?;
@@ -464,10 +468,11 @@ impl<R: Realisation> Party for DeReceiver<R> {
 #[cfg(test)]
 mod tests {
     use super::super::rom::Rom;
-    use super::super::standard::Standard;
+    use super::super::standard::{SmConfig, Standard};
     use super::super::test_parties::{run, sets};
     use super::*;
     use crate::crypto::Prg;
+    use crate::protocols::Bins;
 
     const N: usize = 1000;
     const SHARED: usize = 300;
@@ -476,33 +481,24 @@ mod tests {
         receiver: N as u64,
     };
 
-    /// How each realisation runs the tests: its options and its items.
+    /// How each realisation runs the tests: its configuration and its items.
     trait UnderTest: Realisation {
-        const OPTIONS: Options;
+        const CONFIG: Self::Config;
         /// `items` as the realisation takes them.
         fn items(items: &Items) -> Items;
     }
 
     impl UnderTest for Rom {
-        const OPTIONS: Options = Options {
-            bins: super::super::Bins::Lan,
-            sigma: None,
-            offline: crate::protocols::Offline::Ot,
-            stash: crate::protocols::Stash::Combined,
-            threshold: None,
-        };
+        const CONFIG: Bins = Bins::Lan;
         fn items(items: &Items) -> Items {
             items.clone()
         }
     }
 
     impl UnderTest for Standard {
-        const OPTIONS: Options = Options {
-            bins: super::super::Bins::Lan,
-            sigma: Some(64),
-            offline: crate::protocols::Offline::Ot,
-            stash: crate::protocols::Stash::Combined,
-            threshold: None,
+        const CONFIG: SmConfig = SmConfig {
+            bins: Bins::Lan,
+            sigma: 64,
         };
         fn items(items: &Items) -> Items {
             super::super::test_parties::integers(items)
@@ -520,7 +516,7 @@ mod tests {
         let valued = valued.map(R::items);
         let (alice, bob) = run(
             (N, N),
-            R::OPTIONS,
+            R::CONFIG.options(),
             |ctx| {
                 let state = offline::<R>(ctx, Role::Sender)?;
                 super::alice::<R>(ctx, state, &a, valued.as_ref(), then)
@@ -546,7 +542,7 @@ mod tests {
         // come after her other items' (item 6: the order must not leak her input order),
         // in bin order they would follow their bins. The matches must be spread over all
         // of her values.
-        let p = R::params(SIZES, R::OPTIONS).unwrap();
+        let p = R::params(SIZES, R::CONFIG).unwrap();
         let mut at: Vec<usize> = found.iter().map(|&(_, at)| at as usize).collect();
         at.sort_unstable();
         let all = N * p.mu_b;
@@ -583,7 +579,7 @@ mod tests {
         // Item 12: Alice keeps only value j = 0 of each item (the rest random). Bob's item
         // is in a uniformly random slot of its bin, whatever else is there, so each shared
         // item is found with probability 1/μ_B.
-        let p = R::params(SIZES, R::OPTIONS).unwrap();
+        let p = R::params(SIZES, R::CONFIG).unwrap();
         let mut prg = Prg::from_seed(10);
         let found = against_alice::<R>(None, |values| prg.fill_blocks(&mut values[1..]));
         let expected = SHARED / p.mu_b;

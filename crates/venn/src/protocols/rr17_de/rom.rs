@@ -1,7 +1,7 @@
 //! The dual execution in the random-oracle model (`rr17-de`): F_encode by OOS16 over
 //! BCH-(511, 76, 171), items hashed to words (§7).
 
-use super::dual::{directions, DeState, DualExecution, Realisation};
+use super::dual::{directions, Configured, DeState, DualExecution, Realisation};
 use super::params::Rr17DeParams;
 use super::{phased, Domains, Hashing, OwnSlots};
 use crate::crypto::{first_block, Block, RowDigest, RowHash};
@@ -9,9 +9,7 @@ use crate::items::Items;
 use crate::ot::oos16::{
     both_ways, OosReceiver, OosReceiverSeeds, OosRows, OosSender, OosSenderSeeds,
 };
-use crate::protocols::{
-    Accepts, Context, Options, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
-};
+use crate::protocols::{Bins, Context, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes};
 use crate::session::Role;
 use crate::tables::simple_hash::SlotTable;
 use crate::Result;
@@ -59,6 +57,10 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// [`Hashing::bits`] bits (§7).
 pub(crate) struct Rom;
 
+impl Configured for Rom {
+    type Config = Bins;
+}
+
 impl Realisation for Rom {
     const INFO: &'static ProtocolInfo = &INFO;
     const SEED_TOSS: &'static str = "rr17-de hashing seed";
@@ -67,18 +69,10 @@ impl Realisation for Rom {
     type Sending = (OosRows, RowHash);
     type Scratch = Vec<RowDigest>;
 
-    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
-        let hashing = Hashing::new(INFO.name, sizes, options.bins)?;
+    fn params(sizes: Sizes, bins: Bins) -> Result<Rr17DeParams> {
+        let hashing = Hashing::new(INFO.name, sizes, bins)?;
         Rr17DeParams::new(INFO.name, hashing, None)
     }
-
-    const ACCEPTS: Accepts = Accepts {
-        bins: true,
-        sigma: &[],
-        any_items: true,
-        offline: &[],
-        ..Accepts::NOTHING
-    };
 
     fn phased(
         d: &Domains,

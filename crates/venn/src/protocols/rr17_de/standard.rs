@@ -31,7 +31,7 @@
 //! a precomputed run saves little of this protocol's time. (The masked keys, 32 bytes per
 //! OT, would also make a precomputed state of several GB at 2^20.)
 
-use super::dual::{directions, DeState, DualExecution, Realisation};
+use super::dual::{directions, Configured, DeState, DualExecution, Realisation};
 use super::params::Rr17DeParams;
 use super::{Domains, Hashing};
 use crate::crypto::{encrypt_under_keys, pack_rows, Aes, Block};
@@ -39,7 +39,7 @@ use crate::items::Items;
 use crate::net::Channel;
 use crate::ot::{KosReceiving, KosSender, KosSending, ReceiverSeeds, SenderSeeds};
 use crate::protocols::{
-    Accepts, Context, Options, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
+    Accepts, Bins, Config, Context, Options, OutputKind, ProtocolInfo, RoleInfo, Security, Sizes,
 };
 use crate::session::Role;
 use crate::tables::simple_hash::SlotTable;
@@ -103,12 +103,40 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
-/// σ from the options (the run refuses a missing one before any protocol code runs).
-fn sigma(options: Options) -> Result<u32> {
-    options
-        .sigma
-        .filter(|s| SIGMAS.contains(s))
-        .ok_or_else(|| Error::Usage("rr17-de-sm needs --sigma 32 or 64".into()))
+/// What `rr17-de-sm` takes: the bins (`--bins`) and σ (`--sigma`, which it needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SmConfig {
+    /// RR17's bins.
+    pub bins: Bins,
+    /// The bit length of the integers.
+    pub sigma: u32,
+}
+
+impl Config for SmConfig {
+    const ACCEPTS: Accepts = Accepts {
+        bins: true,
+        sigma: SIGMAS,
+        any_items: false,
+        ..Accepts::NOTHING
+    };
+
+    /// The run refuses a missing σ by name before any protocol code runs.
+    fn from_options(options: &Options) -> Result<Self> {
+        let sigma = (options.sigma.filter(|s| SIGMAS.contains(s)))
+            .ok_or_else(|| Error::Usage("rr17-de-sm needs --sigma 32 or 64".into()))?;
+        Ok(SmConfig {
+            bins: options.bins,
+            sigma,
+        })
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            bins: self.bins,
+            sigma: Some(self.sigma),
+            ..Options::default()
+        }
+    }
 }
 
 /// `phase_{h,m}(x) = ((h(⌊x/m⌋) + x mod m) mod m, ⌊x/m⌋)` (§3.2; a bijection between
@@ -408,6 +436,10 @@ fn encode_segment(
     Ok(())
 }
 
+impl Configured for Standard {
+    type Config = SmConfig;
+}
+
 impl Realisation for Standard {
     const INFO: &'static ProtocolInfo = &INFO;
     const SEED_TOSS: &'static str = "rr17-de-sm hashing seed";
@@ -417,9 +449,9 @@ impl Realisation for Standard {
     /// The key pairs of a bin's instances, and its PRF calls.
     type Scratch = (Vec<Block>, PrfBatch);
 
-    fn params(sizes: Sizes, options: Options) -> Result<Rr17DeParams> {
-        let sigma = sigma(options)?;
-        let hashing = Hashing::of_bits(sizes, options.bins, |_| sigma);
+    fn params(sizes: Sizes, config: SmConfig) -> Result<Rr17DeParams> {
+        let SmConfig { bins, sigma } = config;
+        let hashing = Hashing::of_bits(sizes, bins, |_| sigma);
         let most = hashing.n_a.max(hashing.n_b);
         if sigma < 64 && most > 1 << sigma {
             return Err(Error::Usage(format!(
@@ -429,16 +461,8 @@ impl Realisation for Standard {
         Rr17DeParams::new(INFO.name, hashing, Some(sigma))
     }
 
-    const ACCEPTS: Accepts = Accepts {
-        bins: true,
-        sigma: SIGMAS,
-        any_items: false,
-        offline: &[],
-        ..Accepts::NOTHING
-    };
-
-    fn check_items(options: Options, items: &Items) -> Result<()> {
-        items.check_integers(INFO.name, sigma(options)?)
+    fn check_items(config: SmConfig, items: &Items) -> Result<()> {
+        items.check_integers(INFO.name, config.sigma)
     }
 
     fn phased(
@@ -550,10 +574,8 @@ mod tests {
     use crate::protocols::{Output, Party};
 
     fn options(sigma: u32) -> Options {
-        Options {
-            sigma: Some(sigma),
-            ..Options::default()
-        }
+        let bins = Bins::Lan;
+        SmConfig { bins, sigma }.options()
     }
 
     #[test]

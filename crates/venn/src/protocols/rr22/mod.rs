@@ -25,8 +25,8 @@ pub(super) mod overfitting;
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
-    output_bits, Accepts, AnyParty, Context, Options, Output, OutputKind, ParamTable, Parameters,
-    Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    output_bits, Accepts, AnyParty, Config, Context, Output, OutputKind, ParamTable, Parameters,
+    Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::items::Items;
 use crate::net::Writer;
@@ -221,7 +221,9 @@ impl Parameters for Rr22Params {
     }
 }
 
-impl Protocol for Rr22 {
+impl TypedProtocol for Rr22 {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         match self.adversary {
             Adversary::SemiHonest => &INFO,
@@ -232,11 +234,11 @@ impl Protocol for Rr22 {
     fn accepts(&self) -> Accepts {
         Accepts {
             upload_deadline: self.adversary == Adversary::Malicious,
-            ..Accepts::NOTHING
+            ..<() as Config>::ACCEPTS
         }
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr22Params::new(sizes, self.adversary)?))
     }
 

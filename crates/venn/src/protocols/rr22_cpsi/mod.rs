@@ -32,7 +32,7 @@ mod params;
 
 use crate::circuit_psi::{self, CircuitPsi, FrontEnd, Function, Kept, Side, Weights};
 use crate::crypto::{Block, Prg};
-use crate::framework::{Accepts, Context, OutputKind, ProtocolInfo, Security};
+use crate::framework::{Context, OutputKind, ProtocolInfo, Security};
 use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::okvs::{BinnedKeys, Okvs};
@@ -107,10 +107,7 @@ impl FrontEnd for Rr22Cpsi {
     type Receiver = Receiver;
     const DOMAIN: &'static str = "venn/rr22-cpsi/base-ots";
     const CIRCUIT: &'static str = "circuit and count";
-    const ACCEPTS: Accepts = Accepts {
-        value_columns: circuit_psi::MAX_VALUE_COLUMNS,
-        ..Accepts::NOTHING
-    };
+    const VALUE_COLUMNS: usize = circuit_psi::MAX_VALUE_COLUMNS;
 
     /// The VOLE (its pairs, and while it is made its noise and trees: rr22's 384 bytes a
     /// column at R, 160 at S), the bins' keys, tags and shares; S's three keys an item

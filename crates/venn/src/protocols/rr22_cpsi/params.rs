@@ -13,7 +13,7 @@
 //! A count's tags are 64-bit words up to β = 2^24 bins (about 12.7 M receiver items), and
 //! 128-bit ones beyond ([`crate::oprf::opprf::Programmed`]).
 
-use super::super::{Options, ParamTable, Parameters, Sizes};
+use super::super::{ParamTable, Parameters, Sizes};
 use crate::circuit_psi::{CircuitParams, Function};
 use crate::net::Writer;
 use crate::okvs;
@@ -50,8 +50,11 @@ impl CpsiParams {
 }
 
 impl CircuitParams for CpsiParams {
-    /// The parameters for `sizes` and `options`.
-    fn new(function: Function, sizes: Sizes, options: Options) -> Result<CpsiParams> {
+    /// rr22-ca and rr22-sum take no options beyond the back end's.
+    type Config = ();
+
+    /// The parameters for `sizes` and a count's `threshold`.
+    fn new(function: Function, sizes: Sizes, _: (), threshold: Option<u64>) -> Result<CpsiParams> {
         let bins = stashless_bins(sizes.receiver);
         let tag_bits = STATISTICAL_SECURITY as u32 + bins.next_power_of_two().ilog2();
         // The hint's dimensions are checked now, before anything is sent.
@@ -64,15 +67,14 @@ impl CircuitParams for CpsiParams {
             bins,
             oprf,
             tag_bits,
-            threshold: options.threshold,
+            threshold,
         })
     }
 
-    fn options(&self) -> Options {
-        Options {
-            threshold: self.threshold,
-            ..Options::default()
-        }
+    fn front(&self) {}
+
+    fn threshold(&self) -> Option<u64> {
+        self.threshold
     }
 
     /// The equality circuit's ℓ_k − 1 ANDs of a vector of β bits.
@@ -125,7 +127,7 @@ mod tests {
             sender: n,
             receiver: n,
         };
-        CpsiParams::new(Function::Count, sizes, Options::default()).unwrap()
+        CpsiParams::new(Function::Count, sizes, (), None).unwrap()
     }
 
     #[test]
@@ -148,7 +150,7 @@ mod tests {
             sender: 1,
             receiver: 1 << 25,
         };
-        let p = CpsiParams::new(Function::Count, sizes, Options::default()).unwrap();
+        let p = CpsiParams::new(Function::Count, sizes, (), None).unwrap();
         assert_eq!((p.tag_bits, p.tag_bytes()), (66, 9));
     }
 }
