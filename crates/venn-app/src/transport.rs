@@ -6,7 +6,7 @@
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use venn::net::tls::{
     looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
 };
@@ -236,7 +236,6 @@ impl Transport {
         plain: (usize, fn(&[u8]) -> bool),
     ) -> Result<Box<dyn Channel>> {
         let (opening_len, opens_right) = plain;
-        let deadline = Instant::now() + timeout;
         let mut reject = |from: SocketAddr, why: &str| {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
         };
@@ -244,9 +243,10 @@ impl Transport {
         let this = self.clone();
         let mut take = move |socket, first: &[u8]| -> std::result::Result<Box<dyn Channel>, _> {
             match &tls {
+                // The handshake has PROBE however late in `timeout` the peer came (as
+                // its opening had: `tcp_accept`).
                 Some(tls) if looks_like_tls(first) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    match tls_channel(socket, Side::Server, tls, PROBE.min(left), timeout) {
+                    match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
                         Ok(chan) => Ok(this.finish(chan)),
                         Err(e) => Err(e.to_string()),
                     }

@@ -92,11 +92,14 @@ pub(crate) fn run_pair_with(
     (s, wait_listening(r))
 }
 
-/// Asserts that every run succeeded, showing its stderr otherwise.
+/// Asserts that every run succeeded, showing each failed one's stderr otherwise (one
+/// party's failure is often the other's consequence).
 pub(crate) fn assert_success(runs: &[&Output]) {
-    for o in runs {
-        assert!(o.status.success(), "run failed: {}", stderr(o));
-    }
+    let failed: Vec<String> = (runs.iter())
+        .filter(|o| !o.status.success())
+        .map(|o| format!("run failed: {}", stderr(o)))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// Runs `cmd` to its end: its output and its peak resident memory.
