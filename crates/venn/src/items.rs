@@ -91,8 +91,10 @@ impl Items {
     }
 
     /// Refuses the items unless each is a `decimal_integer` below 2^σ, naming the first
-    /// that is not (for `protocol`, which runs on such integers).
-    pub fn check_integers(&self, protocol: &str, sigma: u32) -> Result<()> {
+    /// that is not (for `protocol`, which runs on such integers given a σ: `--sigma`;
+    /// without one, on any keys).
+    pub fn check_integers(&self, protocol: &str, sigma: Option<u32>) -> Result<()> {
+        let Some(sigma) = sigma else { return Ok(()) };
         match (0..self.len()).find(|&i| decimal_integer(self.get(i), sigma).is_none()) {
             None => Ok(()),
             Some(i) => Err(Error::Usage(format!(

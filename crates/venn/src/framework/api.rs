@@ -297,8 +297,8 @@ pub trait Protocol: Sync {
     fn params(&self, sizes: Sizes, options: Options) -> Result<Box<dyn Parameters>>;
 
     /// Memory `role` needs for a run of these sizes and options, in bytes: an upper
-    /// bound, on which refusing a peer before allocating relies (0 for options it
-    /// refuses: such a run stops before it allocates).
+    /// bound, on which refusing a peer before allocating relies (`u64::MAX` for options
+    /// it refuses: no budget admits a run it cannot make).
     fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64;
 
     /// The options it takes (`--bins`, `--sigma`, `--offline`, ...).
@@ -363,8 +363,9 @@ impl<P: TypedProtocol> Protocol for P {
     }
 
     fn memory(&self, role: Role, sizes: Sizes, options: Options) -> u64 {
-        configure(self, options)
-            .map_or(0, |config| TypedProtocol::memory(self, role, sizes, config))
+        configure(self, options).map_or(u64::MAX, |config| {
+            TypedProtocol::memory(self, role, sizes, config)
+        })
     }
 
     fn accepts(&self) -> Accepts {

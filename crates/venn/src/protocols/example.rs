@@ -9,8 +9,8 @@
 
 use super::matching::{match_shuffled, send_shuffled};
 use super::{
-    no_offline_state, output_bits, AnyParty, Context, Options, Output, OutputBits, OutputKind,
-    Parameters, Party, Protocol, ProtocolInfo, RoleInfo, Security, Sizes,
+    no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
+    Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::crypto::{Block, RandomOracle};
 use crate::items::Items;
@@ -58,12 +58,14 @@ fn salted(salt: &[u8], items: &Items) -> Vec<Block> {
     items.map_all(|item| oracle.hash_block(item))
 }
 
-impl Protocol for Example {
+impl TypedProtocol for Example {
+    type Config = ();
+
     fn info(&self) -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn params(&self, sizes: Sizes, _: Options) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(OutputBits(output_bits(sizes))))
     }
 

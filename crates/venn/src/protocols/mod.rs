@@ -125,7 +125,10 @@ mod tests {
             panic!("kkrt16's parameters took --bins wan")
         };
         assert!(e.to_string().contains("--bins"), "{e}");
-        assert_eq!(kkrt16.memory(crate::session::Role::Sender, sizes, wan), 0);
+        assert_eq!(
+            kkrt16.memory(crate::session::Role::Sender, sizes, wan),
+            u64::MAX
+        );
         let sigma = Options {
             sigma: Some(32),
             ..Options::default()

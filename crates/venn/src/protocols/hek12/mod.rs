@@ -76,10 +76,7 @@ impl FrontEnd for Hek12 {
     }
 
     fn check_items(protocol: &str, config: Hek12Config, items: &Items) -> Result<()> {
-        match config.sigma {
-            Some(sigma) => items.check_integers(protocol, sigma),
-            None => Ok(()),
-        }
+        items.check_integers(protocol, config.sigma)
     }
 }
 

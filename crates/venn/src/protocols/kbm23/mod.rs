@@ -142,7 +142,7 @@ impl TypedProtocol for Kbm23 {
 
     fn check_items(&self, config: Kbm23Config, items: &Items) -> Result<()> {
         match (config.sigma, config.offline) {
-            (Some(sigma), _) => items.check_integers(INFO.name, sigma),
+            (Some(_), _) => items.check_integers(INFO.name, config.sigma),
             (None, Offline::Bfv) => Err(Error::Usage(
                 "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
             )),

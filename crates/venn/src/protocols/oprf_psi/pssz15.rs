@@ -449,10 +449,7 @@ impl Variant for ByteOts {
     }
 
     fn check_items(config: Pssz15Config, items: &Items) -> Result<()> {
-        match config.sigma {
-            Some(sigma) => items.check_integers(INFO.name, sigma),
-            None => Ok(()),
-        }
+        items.check_integers(INFO.name, config.sigma)
     }
 
     fn values(p: &Pssz15Params, items: &Items, sid: &[u8; 32]) -> Result<Vec<Block>> {

@@ -121,10 +121,7 @@ impl FrontEnd for Psww18 {
     }
 
     fn check_items(protocol: &str, config: Psww18Config, items: &Items) -> Result<()> {
-        match config.sigma {
-            Some(sigma) => items.check_integers(protocol, sigma),
-            None => Ok(()),
-        }
+        items.check_integers(protocol, config.sigma)
     }
 }
 

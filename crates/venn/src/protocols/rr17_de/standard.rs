@@ -462,7 +462,7 @@ impl Realisation for Standard {
     }
 
     fn check_items(config: SmConfig, items: &Items) -> Result<()> {
-        items.check_integers(INFO.name, config.sigma)
+        items.check_integers(INFO.name, Some(config.sigma))
     }
 
     fn phased(
