@@ -77,6 +77,7 @@ fn handshake_corpus() {
 #[test]
 fn protocol_message_corpora() {
     for p in venn::protocols::registry() {
+        let started = std::time::Instant::now();
         let name = p.info().name;
         let run = |data: &[u8]| venn::fuzz::tampered_run(name, data);
         if files(&corpus(name)).is_empty() {
@@ -84,6 +85,7 @@ fn protocol_message_corpora() {
         } else {
             replay(name, Some(sampled(name)), run);
         }
+        eprintln!("{name}: {:?}", started.elapsed());
     }
 }
 

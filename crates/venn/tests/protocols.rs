@@ -350,6 +350,7 @@ fn a_sender_with_more_values_than_its_set_size_is_refused() {
 fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
     let (s, r) = sets(200, 150, 40, 13);
     each_on_all_cores(registry(), |&p| {
+        let started = std::time::Instant::now();
         let name = p.info().name;
         let both = p.info().both_allowed;
         let o = cheapest_options(p);
@@ -400,6 +401,7 @@ fn a_flipped_bit_in_any_frame_never_gives_a_wrong_output() {
                 assert!(victim.is_err(), "{what}: the altered frame went unnoticed");
             }
         }
+        eprintln!("{name}: {:?}", started.elapsed());
     });
 }
 

@@ -11,15 +11,22 @@ use venn::protocols::{Options, Output, Protocol, Sizes};
 use venn::session::Role;
 use venn::{run, Error, Items, Report, RunOptions};
 
-/// `f` on every item, spread over the machine's cores by plain threads (item i on thread
-/// i mod cores). Not the rayon pool: a pool thread that waits for a party's own pool runs
-/// other queued items meanwhile, nested on its stack.
+/// `f` on every item, spread over the machine's cores by plain threads, each taking the
+/// next item not yet taken (a protocol's runs cost from milliseconds to seconds: a fixed
+/// share per thread left a core idle behind the other's circuit protocols). Not the rayon
+/// pool: a pool thread that waits for a party's own pool runs other queued items
+/// meanwhile, nested on its stack.
 pub(crate) fn each_on_all_cores<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for t in 0..cores {
-            let f = &f;
-            scope.spawn(move || items.iter().skip(t).step_by(cores).for_each(f));
+        for _ in 0..cores {
+            scope.spawn(|| {
+                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    f(item);
+                }
+            });
         }
     });
 }
