@@ -562,7 +562,7 @@ fn run(command: Command) -> Result<()> {
                             sender: b.sizes.0,
                             receiver: b.sizes.1,
                         },
-                        seed,
+                        seed: venn::crypto::Block::from_u128(seed),
                         threads: b.threads,
                         precompute: b.precompute,
                         timeout: Duration::from_secs(b.timeout),
