@@ -536,7 +536,7 @@ fn run(command: Command) -> failure::Result<()> {
                             sender: b.sizes.0,
                             receiver: b.sizes.1,
                         },
-                        seed,
+                        seed: venn::crypto::Block::from_u128(seed),
                         threads: b.threads,
                         precompute: b.precompute,
                         timeout: Duration::from_secs(b.timeout),

@@ -96,7 +96,7 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
         mode: Mode::Run,
     };
     let kkrt16 = venn::protocols::find("kkrt16").unwrap();
-    let mut prg = venn::crypto::Prg::from_seed(1);
+    let mut prg = venn::crypto::Prg::from_seed(venn::crypto::Block::ONE);
     handshake(&mut chan, &ours, n, &mut prg, |sizes| {
         let p = kkrt16.params(sizes, Default::default())?;
         Ok(WireParams {

@@ -54,7 +54,7 @@ fn okvs(n: usize, prg: &mut Prg) {
     };
     let [e1, e2] = medians_ms(7, [&mut || encode(&one), &mut || encode(&two)]);
     let encoding = okvs.encode(&keys, &values).unwrap();
-    let (mut out1, mut out2) = (vec![0; n], vec![0; n]);
+    let (mut out1, mut out2) = (vec![Block::ZERO; n], vec![Block::ZERO; n]);
     let [d1, d2] = medians_ms(
         9,
         [
@@ -74,7 +74,7 @@ fn okvs(n: usize, prg: &mut Prg) {
 
 fn main() {
     let n = 1 << 20;
-    let mut prg = Prg::from_seed(1);
+    let mut prg = Prg::from_seed(Block::ONE);
     if std::env::args().any(|a| a == "okvs") {
         for log_n in [20, 22] {
             okvs(1 << log_n, &mut prg);
@@ -82,15 +82,15 @@ fn main() {
         return;
     }
     okvs(n, &mut prg);
-    let mut m = [0 as Block; 128];
+    let mut m = [Block::ZERO; 128];
     prg.fill_blocks(&mut m);
     time("transpose128", 40_000, || {
         for _ in 0..40_000 {
             transpose128(&mut m);
         }
     });
-    let aes = Aes::new(5);
-    let mut blocks = vec![0 as Block; n];
+    let aes = Aes::new(Block::from(5));
+    let mut blocks = vec![Block::ZERO; n];
     time("aes (batched)", n, || aes.encrypt_blocks(&mut blocks));
     let ro = RandomOracle::new("bench", &[]);
     let items: Vec<[u8; 16]> = (0..n).map(|i| (i as u128).to_le_bytes()).collect();
@@ -100,13 +100,13 @@ fn main() {
         }
     });
     let wh = WideHash::new("bench", &[]);
-    let mut rows: Vec<Block> = (0..4 * n as u128).collect();
+    let mut rows: Vec<Block> = (0..4 * n as u64).map(Block::from).collect();
     let idx: Vec<u32> = (0..n as u32).collect();
-    let mut out = vec![0; n];
+    let mut out = vec![Block::ZERO; n];
     time("wide hash (4 lanes)", n, || {
         wh.hash_rows(&idx, &mut rows, 56, &mut out)
     });
-    let hasher = CuckooHash::new(7, n * 6 / 5);
+    let hasher = CuckooHash::new(Block::from(7), n * 6 / 5);
     let ys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
     let mut bins = Vec::new();
     time("cuckoo bins_of", n, || hasher.bins_of(&ys, &mut bins));
@@ -114,7 +114,7 @@ fn main() {
         std::hint::black_box(cuckoo_insert(&bins, n * 6 / 5, 3, &mut prg).unwrap());
     });
     // Built as matching::match_values builds it (by regions, on the rayon pool).
-    let mut table = MatchTable::build(0, 0, |_| (0, 0, 0));
+    let mut table = MatchTable::build(0, 0, |_| (Block::ZERO, 0, 0));
     time("match table build", n, || {
         table = MatchTable::build(n, n, |i| (ys[i], 0, i as u32));
     });
@@ -160,8 +160,8 @@ fn main() {
 fn vole(prg: &mut Prg) {
     let shape = Shape::new(1_426_063);
     let (trees, depth, len) = (shape.trees, shape.depth, shape.noise_len());
-    let code = shape.code(0x5665_6e6e);
-    let mut blocks = vec![0 as Block; len];
+    let code = shape.code(Block::from(0x5665_6e6e));
+    let mut blocks = vec![Block::ZERO; len];
     prg.fill_blocks(&mut blocks);
     time("dual_encode Block (N=2.86M)", len / 2, || {
         code.dual_encode(&mut blocks)
@@ -172,7 +172,7 @@ fn vole(prg: &mut Prg) {
     });
     // The same on huge pages (memory::huge_vec): the expander's random reads miss the TLB
     // far less.
-    let mut huge = huge_vec(len, 0 as Block);
+    let mut huge = huge_vec(len, Block::ZERO);
     huge.copy_from_slice(&blocks);
     time("dual_encode Block, huge pages", len / 2, || {
         code.dual_encode(&mut huge)

@@ -5,7 +5,7 @@
 //! Each function takes arbitrary bytes and panics only on a bug: untrusted input must end
 //! in an [`Error`](crate::Error), never a panic, an unbounded allocation or a hang.
 
-use crate::crypto::Prg;
+use crate::crypto::{Block, Prg};
 use crate::net::{
     check_frame_len, mem_pair, Channel, MemChannel, StreamChannel, TimedRead, Traffic,
 };
@@ -111,10 +111,10 @@ fn options(protocol: &str, role: Role) -> RunOptions<'static> {
         threads: 1,
         // Each party its own randomness, as on two machines: with one seed both would draw
         // the same keys, and dual execution's two encodings of an item would cancel.
-        seed: Some(match role {
+        seed: Some(Block::from(match role {
             Role::Sender => 0x5eed,
             Role::Receiver => 0x5eed_0002,
-        }),
+        })),
         progress: None,
         dealer: None,
         upload_deadline: None,
@@ -261,7 +261,7 @@ impl crate::net::Layer for Tampered {
 fn sets(a: u8, b: u8, integers: bool) -> (Items, Items) {
     let (ns, nr) = (1 + (a % 16) as usize, 1 + (b % 16) as usize);
     let overlap = (a >> 4) as usize % (ns.min(nr) + 1);
-    let mut prg = Prg::from_seed(((a as u128) << 8) | b as u128);
+    let mut prg = Prg::from_seed(Block::from(u64::from(a) << 8 | u64::from(b)));
     // A distinct first byte for every item made; random bytes after it.
     let mut made = 0u8;
     let mut item = || {

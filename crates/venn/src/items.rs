@@ -130,8 +130,12 @@ impl Items {
     ) -> Result<Vec<u128>> {
         if hashed {
             let encoder = BlockEncoder::new(domain, context);
-            let mask = Block::MAX >> (128 - sigma);
-            Ok(encoder.encode_all(self, mask))
+            let mask = Block::low_ones(sigma as usize);
+            Ok(encoder
+                .encode_all(self, mask)
+                .into_iter()
+                .map(Block::as_u128)
+                .collect())
         } else {
             Ok(self.integers(sigma)?.into_iter().map(u128::from).collect())
         }
@@ -294,7 +298,7 @@ impl BlockEncoder {
                             short = true;
                         }
                         16 => {
-                            *x = u128::from_le_bytes(item.try_into().expect("16 bytes"));
+                            *x = Block::from_le_bytes(item.try_into().expect("16 bytes"));
                             sixteen = true;
                         }
                         _ => long = true,
@@ -320,7 +324,7 @@ impl BlockEncoder {
             0..=15 => self.short.encrypt(padded(item)),
             16 => self
                 .sixteen
-                .encrypt(u128::from_le_bytes(item.try_into().expect("16 bytes"))),
+                .encrypt(Block::from_le_bytes(item.try_into().expect("16 bytes"))),
             _ => self.long.hash_block(item),
         }
     }
@@ -331,7 +335,7 @@ fn padded(item: &[u8]) -> Block {
     let mut b = [0u8; 16];
     b[..item.len()].copy_from_slice(item);
     b[15] = item.len() as u8;
-    u128::from_le_bytes(b)
+    Block::from_le_bytes(b)
 }
 
 /// The integer an item stands for, if it is one below 2^σ written in canonical decimal
@@ -432,7 +436,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .iter()
                 .collect();
-            let all = e.encode_all(&items, Block::MAX);
+            let all = e.encode_all(&items, Block::ONES);
             assert!((0..items.len()).all(|i| all[i] == e.encode(items.get(i))));
         }
     }
@@ -446,7 +450,7 @@ mod tests {
                 proptest::prop_oneof![8 => proptest::strategy::Just(16usize), 1 => 0usize..40],
                 0..300
             ),
-            mask in proptest::prop_oneof![proptest::strategy::Just(Block::MAX), 0..Block::MAX],
+            mask in proptest::prop_oneof![proptest::strategy::Just(u128::MAX), 0..u128::MAX],
         ) {
             let items: Items = lengths
                 .iter()
@@ -455,7 +459,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .iter()
                 .collect();
-            let e = BlockEncoder::new("test", b"sid");
+            let (e, mask) = (BlockEncoder::new("test", b"sid"), Block::from_u128(mask));
             let all = e.encode_all(&items, mask);
             proptest::prop_assert_eq!(all.len(), items.len());
             for (i, &v) in all.iter().enumerate() {

@@ -6,6 +6,7 @@ use crate::common::{
     precompute, run_pair, run_pair_with, sets, tampered_pair, tampered_run, test_options, truth,
 };
 use std::time::Duration;
+use venn::crypto::Block;
 use venn::crypto::Prg;
 use venn::fuzz::cheapest_options;
 use venn::net::{mem_pair, Channel};
@@ -513,12 +514,18 @@ fn a_stranger_cannot_use_up_a_precomputed_state() {
                     secret: [0; 32],
                 }),
             };
-            let _ = handshake(&mut a, &hello, 20, &mut Prg::from_seed(1), |sizes| {
-                Ok(WireParams {
-                    encoding: counting().params(sizes, Options::default())?.encode(),
-                    shown: String::new(),
-                })
-            });
+            let _ = handshake(
+                &mut a,
+                &hello,
+                20,
+                &mut Prg::from_seed(Block::from(1)),
+                |sizes| {
+                    Ok(WireParams {
+                        encoding: counting().params(sizes, Options::default())?.encode(),
+                        shown: String::new(),
+                    })
+                },
+            );
         });
         let o = opts(Role::Receiver);
         venn::run_online(&mut b, &r, venn::load_state(&paths[1], &o).unwrap(), &o)

@@ -11,6 +11,7 @@ use common::{fit_sender, fit_sigma};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use venn::crypto::Block;
 use venn::crypto::Prg;
 use venn::net::mem_pair;
 use venn::protocols::{registry, Options, Protocol};
@@ -75,12 +76,18 @@ fn refused(p: &'static dyn Protocol, options: Options, role: Role) -> (Error, us
                 mode: Mode::Run,
             };
             // The peer does no work for the sizes: it offers no parameters at all.
-            let _ = handshake(&mut b, &hello, ANNOUNCED, &mut Prg::from_seed(3), |_| {
-                Ok(WireParams {
-                    encoding: Vec::new(),
-                    shown: String::new(),
-                })
-            });
+            let _ = handshake(
+                &mut b,
+                &hello,
+                ANNOUNCED,
+                &mut Prg::from_seed(Block::from(3)),
+                |_| {
+                    Ok(WireParams {
+                        encoding: Vec::new(),
+                        shown: String::new(),
+                    })
+                },
+            );
         });
         let o = RunOptions {
             options,

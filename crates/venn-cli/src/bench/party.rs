@@ -65,20 +65,20 @@ pub(super) fn bench_items(seed: Block, role: Role, n: usize) -> Items {
         Role::Receiver => 0,
         Role::Sender => 1,
     };
-    let own_tag: u128 = match role {
+    let own_tag: u64 = match role {
         Role::Receiver => 2,
         Role::Sender => 1,
     };
     let mut items = Items::with_capacity(n, KEY_BYTES * n);
-    let mut buf = vec![0 as Block; 4096];
+    let mut buf = vec![Block::ZERO; 4096];
     for first in (0..n).step_by(buf.len()) {
         let count = (n - first).min(buf.len());
         for (j, b) in buf[..count].iter_mut().enumerate() {
-            let i = (first + j) as u128;
+            let i = (first + j) as u64;
             *b = if i % 2 == shared_parity {
-                i / 2
+                Block::from(i / 2)
             } else {
-                own_tag << 64 | i
+                Block::from_halves(i, own_tag)
             };
         }
         aes.encrypt_blocks(&mut buf[..count]);
@@ -100,7 +100,7 @@ pub(super) fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> I
         (1 << sigma) - 1
     };
     let aes = Aes::new(seed);
-    let [a, b, c] = [1u128, 2, 3].map(|k| aes.encrypt(k) as u64 | 1);
+    let [a, b, c] = [1u64, 2, 3].map(|k| aes.encrypt(Block::from(k)).low_u64() | 1);
     let pi = |v: u64| {
         let x = v.wrapping_mul(a).wrapping_add(b) & mask;
         let x = (x ^ (x >> (sigma / 2))) & mask;
@@ -125,7 +125,7 @@ pub(super) fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> I
 /// The value of the sender's benchmark item `i` (below 2^32), for a protocol that sums
 /// values over the intersection.
 fn bench_value(aes: &Aes, i: usize) -> u64 {
-    aes.encrypt(i as Block) as u32 as u64
+    aes.encrypt(Block::from(i as u64)).low_u64() as u32 as u64
 }
 
 /// Values for the sender's benchmark items (a fresh one per item).
@@ -148,7 +148,7 @@ pub(super) fn bench_intersection(sizes: Sizes) -> usize {
 }
 
 /// Separates the values' key from the items'.
-const VALUE_KEY: Block = 0x5641_4c55_4553;
+const VALUE_KEY: Block = Block::from_u128(0x5641_4c55_4553);
 
 /// Peak resident set size of this process, from /proc (Linux only).
 pub(super) fn peak_rss() -> Option<u64> {
@@ -245,7 +245,7 @@ impl BenchParty {
             max_memory: u64::MAX,
             input_memory: items.memory(),
             threads: self.threads,
-            seed: deterministic.then(|| Aes::new(self.seed).encrypt(self.role as Block)),
+            seed: deterministic.then(|| Aes::new(self.seed).encrypt(Block::from(self.role as u64))),
             progress: None,
             dealer: dealer.as_ref().map(|d| d as &DealerLink),
             upload_deadline: None,
@@ -351,7 +351,7 @@ mod tests {
     /// σ-bit integers, and a sum's sender's values.
     #[test]
     fn the_input_memory_is_known_before_the_items_are_made() {
-        let seed = 7;
+        let seed = Block::from(7);
         let n = 1000;
         for (name, sigma) in [("rr22", None), ("kbm23", Some(32)), ("rr22-sum", None)] {
             let p = find(name).unwrap();

@@ -28,7 +28,7 @@
 //! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
 //! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
 
-use crate::crypto::{tccr_hash, Prg};
+use crate::crypto::{tccr_hash, Block, Prg};
 use crate::gmw::{Gmw, Shared};
 use crate::net::Channel;
 use crate::state::{exactly, StateReader, StateWriter};
@@ -61,17 +61,17 @@ fn mask(bits: u32) -> u128 {
 }
 
 /// Bob's random OTs: both messages of each.
-pub(crate) struct SendersOts(Vec<[u128; 2]>);
+pub(crate) struct SendersOts(Vec<[Block; 2]>);
 
 /// Alice's random OTs: her choice and message of each.
 pub(crate) struct ReceiversOts {
     choices: Vec<bool>,
-    messages: Vec<u128>,
+    messages: Vec<Block>,
 }
 
 impl SendersOts {
     /// The messages of random OTs this party sent.
-    pub(crate) fn new(sent: Vec<[u128; 2]>) -> Self {
+    pub(crate) fn new(sent: Vec<[Block; 2]>) -> Self {
         SendersOts(sent)
     }
 
@@ -91,7 +91,7 @@ impl SendersOts {
 
 impl ReceiversOts {
     /// The choices and messages of random OTs this party received in.
-    pub(crate) fn new(choices: Vec<bool>, messages: Vec<u128>) -> Self {
+    pub(crate) fn new(choices: Vec<bool>, messages: Vec<Block>) -> Self {
         assert_eq!(choices.len(), messages.len());
         ReceiversOts { choices, messages }
     }
@@ -187,7 +187,7 @@ pub(super) fn receive_corrections(
 /// pass j > 0, each message m of OT i hashed to H(j·2^40 + i, m), so that every pass has
 /// messages of its own (a message used in two passes would give Alice the difference of
 /// Bob's two values).
-fn pass_messages(pass: u64, first: usize, messages: &mut [u128]) {
+fn pass_messages(pass: u64, first: usize, messages: &mut [Block]) {
     if pass > 0 {
         tccr_hash(pass << 40 | first as u64, messages);
     }
@@ -219,7 +219,9 @@ pub(super) fn senders_pass(
         tau.clear();
         for (i, (&r0, &r1)) in (first..).zip(r0.iter().zip(&r1)) {
             let e = e[i / 8] >> (i % 8) & 1 == 1;
+            // The messages as elements of the ring Z_2^128, where the shares add.
             let (y0, y1) = if e { (r1, r0) } else { (r0, r1) };
+            let (y0, y1) = (y0.as_u128(), y1.as_u128());
             let v = value(i);
             let m = m_b.get(i);
             let delta = if m { v.wrapping_neg() } else { v };
@@ -254,7 +256,7 @@ pub(super) fn receivers_pass(
         for ((i, t), &y) in (first..).zip(tau.chunks_exact(bytes)).zip(&messages) {
             let mut word = [0u8; 16];
             word[..bytes].copy_from_slice(t);
-            let t = u128::from_le_bytes(word);
+            let (t, y) = (u128::from_le_bytes(word), y.as_u128());
             let z = if m_a.get(i) { y.wrapping_sub(t) } else { y };
             share = share.wrapping_add(z);
         }

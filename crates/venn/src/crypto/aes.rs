@@ -69,7 +69,7 @@ mod wide {
         step!(9, 0x1b);
         step!(10, 0x36);
         k.map(|r| {
-            let mut b: Block = 0;
+            let mut b = Block::ZERO;
             // SAFETY: `b` is the 16 bytes the store writes, at any alignment.
             unsafe { _mm_storeu_si128((&mut b as *mut Block).cast(), r) };
             b
@@ -141,7 +141,7 @@ impl Aes {
     /// The fixed public key used for fixed-key-AES hashing (the π of GKWY20).
     pub fn fixed() -> &'static Aes {
         static FIXED: std::sync::OnceLock<Aes> = std::sync::OnceLock::new();
-        FIXED.get_or_init(|| Aes::new(0x5665_6e6e_2066_6978_6564_2d6b_6579_2121))
+        FIXED.get_or_init(|| Aes::new(Block::from_u128(0x5665_6e6e_2066_6978_6564_2d6b_6579_2121)))
     }
 
     /// Encrypts `blocks` in place.
@@ -223,10 +223,10 @@ mod tests {
     }
 
     fn wide_runs_match_the_crate_at(level: Level) {
-        let aes = Aes::new(0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100);
+        let aes = Aes::new(Block::from_u128(0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100));
         for len in 0..3 * wide::RUN + 3 {
             let input: Vec<Block> = (0..len as u128)
-                .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i << 70)
+                .map(|i| Block::from_u128(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i << 70))
                 .collect();
             let want: Vec<Block> = input
                 .iter()
@@ -239,7 +239,7 @@ mod tests {
             let mut in_place = input.clone();
             aes.encrypt_blocks(&mut in_place);
             assert_eq!(in_place, want, "{level:?}, in place, {len} blocks");
-            let mut out = vec![0; len];
+            let mut out = vec![Block::ZERO; len];
             aes.encrypt_blocks_to(&input, &mut out);
             assert_eq!(out, want, "{level:?}, into another buffer, {len} blocks");
         }

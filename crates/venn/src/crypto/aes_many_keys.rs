@@ -219,7 +219,7 @@ mod tests {
     /// crate) at the levels that take it, at lengths around each run's.
     #[test]
     fn matches_aes_under_each_key() {
-        let mut prg = Prg::from_seed(4);
+        let mut prg = Prg::from_seed(Block::from(4));
         for n in [0, 1, 7, 8, 9, 15, 16, 17, 33, 100] {
             let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
             let inputs: Vec<Block> = (0..n).map(|_| prg.block()).collect();
@@ -227,7 +227,7 @@ mod tests {
                 .map(|i| Aes::new(keys[i]).encrypt(inputs[i]))
                 .collect();
             for level in Level::ALL {
-                let mut out = vec![0; n];
+                let mut out = vec![Block::ZERO; n];
                 with_level(level, || encrypt_under_keys(&keys, &inputs, &mut out));
                 assert_eq!(out, want, "{level:?}, n = {n}");
             }
@@ -244,7 +244,7 @@ mod tests {
         );
         let expected = *b"\x69\xc4\xe0\xd8\x6a\x7b\x04\x30\xd8\xcd\xb7\x80\x70\xb4\xc5\x5a";
         for level in Level::ALL {
-            let mut out = [0];
+            let mut out = [Block::ZERO];
             with_level(level, || encrypt_under_keys(&[key], &[plain], &mut out));
             assert_eq!(out[0].to_le_bytes(), expected, "{level:?}");
         }

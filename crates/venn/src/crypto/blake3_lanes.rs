@@ -431,6 +431,7 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::util::cpu::{with_level, Level};
 
     /// Each path (sixteen lanes on AVX-512, eight on AVX2, the crate) at the levels that
@@ -439,7 +440,9 @@ mod tests {
     fn every_lane_is_the_crates_xof_block_at_its_counter() {
         let key: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
         let rows: Vec<Row512> = (0..19u128)
-            .map(|i| [i, i.wrapping_mul(0x1234_5678_9abc_def1) ^ !0, i << 77, !i])
+            .map(|i| {
+                [i, i.wrapping_mul(0x1234_5678_9abc_def1) ^ !0, i << 77, !i].map(Block::from_u128)
+            })
             .collect();
         let counters: Vec<u64> = (0..19u64).map(|i| i * 0x1_0000_0001 + 3).collect();
         for level in Level::ALL {
@@ -462,7 +465,7 @@ mod tests {
     #[test]
     fn output_block_zero_is_the_keyed_hash() {
         let key = [7u32; 8];
-        let row = [1u128, 2, 3, 4];
+        let row = [1u64, 2, 3, 4].map(Block::from);
         let mut k = [0u8; 32];
         for (c, w) in k.chunks_exact_mut(4).zip(&key) {
             c.copy_from_slice(&w.to_le_bytes());

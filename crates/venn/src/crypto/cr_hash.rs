@@ -9,13 +9,13 @@ pub fn tccr_hash_with(tweaks: &[u64], x: &mut [Block]) {
     assert_eq!(tweaks.len(), x.len());
     const BATCH: usize = 128;
     let pi = Aes::fixed();
-    let mut px = [0 as Block; BATCH];
+    let mut px = [Block::ZERO; BATCH];
     for (chunk, tweaks) in x.chunks_mut(BATCH).zip(tweaks.chunks(BATCH)) {
         let px = &mut px[..chunk.len()];
         px.copy_from_slice(chunk);
         pi.encrypt_blocks(px);
         for ((y, p), &t) in chunk.iter_mut().zip(px.iter()).zip(tweaks) {
-            *y = p ^ t as Block;
+            *y = p ^ Block::from(t);
         }
         pi.encrypt_blocks(chunk);
         for (y, p) in chunk.iter_mut().zip(px.iter()) {

@@ -87,13 +87,16 @@ pub fn add_evaluations(points: &[Block], coefficients: &[Block], out: &mut [Bloc
     #[cfg(not(target_arch = "x86_64"))]
     let done = 0;
     for (o, &x) in out[done..].iter_mut().zip(&points[done..]) {
-        *o ^= coefficients.iter().rev().fold(0, |acc, &c| mul(acc ^ c, x));
+        *o ^= coefficients
+            .iter()
+            .rev()
+            .fold(Block::ZERO, |acc, &c| mul(acc ^ c, x));
     }
 }
 
 /// `a^-1` in GF(2^128) (`a^(2^128 − 2)`, by 127 squarings), or `None` for 0.
 pub fn inverse(a: Block) -> Option<Block> {
-    if a == 0 {
+    if a == Block::ZERO {
         return None;
     }
     // a^(2^k − 1) for k = 1, 2, …, 127, then squared once more: a^(2^128 − 2).
@@ -104,11 +107,13 @@ pub fn inverse(a: Block) -> Option<Block> {
     Some(mul(ones, ones))
 }
 
-/// The unreduced 256-bit product of `a` and `b` as (low, high) halves, bit by bit.
-fn portable_mul_wide(a: Block, b: Block) -> (Block, Block) {
-    let (mut lo, mut hi) = (0 as Block, 0 as Block);
+/// The unreduced 256-bit product of `a` and `b` as (low, high) halves, bit by bit: the
+/// polynomials' coefficients as integers, shifted.
+fn portable_mul_wide(a: Block, b: Block) -> (u128, u128) {
+    let a = a.as_u128();
+    let (mut lo, mut hi) = (0, 0);
     for i in 0..128 {
-        if (b >> i) & 1 == 1 {
+        if b.bit(i) {
             lo ^= a << i;
             if i > 0 {
                 hi ^= a >> (128 - i);
@@ -129,16 +134,16 @@ fn portable_inner_product(a: impl Iterator<Item = Block>, b: &[Block]) -> Block 
 }
 
 /// Reduces `hi · X^128 + lo` modulo `X^128 + X^7 + X^2 + X + 1`.
-fn reduce(lo: Block, hi: Block) -> Block {
+fn reduce(lo: u128, hi: u128) -> Block {
     // X^128 ≡ X^7 + X^2 + X + 1: fold `hi` down twice (the second fold has at most 7 bits).
-    let fold = |h: Block| -> (Block, Block) {
+    let fold = |h: u128| -> (u128, u128) {
         let l = h ^ (h << 1) ^ (h << 2) ^ (h << 7);
         let overflow = (h >> 127) ^ (h >> 126) ^ (h >> 121);
         (l, overflow)
     };
     let (l1, o1) = fold(hi);
     let (l2, _) = fold(o1);
-    lo ^ l1 ^ l2
+    Block::from_u128(lo ^ l1 ^ l2)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -171,17 +176,17 @@ mod clmul {
     /// # Safety
     /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(super) unsafe fn mul_wide(a: Block, b: Block) -> (Block, Block) {
-        let x = _mm_set_epi64x((a >> 64) as i64, a as i64);
-        let y = _mm_set_epi64x((b >> 64) as i64, b as i64);
+    pub(super) unsafe fn mul_wide(a: Block, b: Block) -> (u128, u128) {
+        let x = _mm_set_epi64x(a.high_u64() as i64, a.low_u64() as i64);
+        let y = _mm_set_epi64x(b.high_u64() as i64, b.low_u64() as i64);
         let lo = _mm_clmulepi64_si128(x, y, 0x00);
         let mid = _mm_xor_si128(
             _mm_clmulepi64_si128(x, y, 0x10),
             _mm_clmulepi64_si128(x, y, 0x01),
         );
         let hi = _mm_clmulepi64_si128(x, y, 0x11);
-        // SAFETY: both are 16 plain bytes; a Block's are its little-endian halves, low first.
-        let get = |v: __m128i| unsafe { std::mem::transmute::<__m128i, Block>(v) };
+        // SAFETY: both are 16 plain bytes; a u128's are its little-endian halves, low first.
+        let get = |v: __m128i| unsafe { std::mem::transmute::<__m128i, u128>(v) };
         let (lo, mid, hi) = (get(lo), get(mid), get(hi));
         (lo ^ (mid << 64), hi ^ (mid >> 64))
     }
@@ -191,7 +196,7 @@ mod clmul {
     /// # Safety
     /// The CPU has PCLMULQDQ.
     #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(super) unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product_wide(a: &[u8], b: &[Block]) -> (u128, u128) {
         let mut lo = _mm_setzero_si128();
         let mut mid = _mm_setzero_si128();
         let mut hi = _mm_setzero_si128();
@@ -225,7 +230,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX-512F.
     #[target_feature(enable = "vpclmulqdq,avx512f")]
-    pub(super) unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product512(a: &[u8], b: &[Block]) -> (u128, u128) {
         // SAFETY: `__m512i`'s features (this function's contract), which PCLMULQDQ's
         // 128-bit form for the rest comes with.
         unsafe { inner_product::<__m512i>(a, b) }
@@ -236,7 +241,7 @@ mod clmul {
     /// # Safety
     /// The CPU has VPCLMULQDQ and AVX2.
     #[target_feature(enable = "vpclmulqdq,avx2")]
-    pub(super) unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (Block, Block) {
+    pub(super) unsafe fn inner_product256(a: &[u8], b: &[Block]) -> (u128, u128) {
         // SAFETY: `__m256i`'s features (this function's contract), which PCLMULQDQ's
         // 128-bit form for the rest comes with.
         unsafe { inner_product::<__m256i>(a, b) }
@@ -248,7 +253,7 @@ mod clmul {
     /// # Safety
     /// The CPU has what `V`'s products need (see [`Lanes`]), and PCLMULQDQ.
     #[inline(always)]
-    unsafe fn inner_product<V: Lanes>(a: &[u8], b: &[Block]) -> (Block, Block) {
+    unsafe fn inner_product<V: Lanes>(a: &[u8], b: &[Block]) -> (u128, u128) {
         // SAFETY: the CPU's features are the caller's contract; each load is of a chunk of
         // exactly `BLOCKS` blocks (16·`BLOCKS` bytes of `a`), each store to `out`'s 4.
         unsafe {
@@ -264,9 +269,9 @@ mod clmul {
                 hi = hi.xor(x.clmul::<0x11>(y));
             }
             let lanes = |v: V| {
-                let mut out = [0 as Block; 4];
+                let mut out = [Block::ZERO; 4];
                 v.store(out.as_mut_ptr());
-                out.iter().fold(0, |acc, l| acc ^ l)
+                out.iter().fold(Block::ZERO, |acc, l| acc ^ l).as_u128()
             };
             let (lo, mid, hi) = (lanes(lo), lanes(mid), lanes(hi));
             let (rest_lo, rest_hi) = inner_product_wide(a_rest, b_rest);
@@ -373,10 +378,10 @@ mod tests {
     }
 
     fn field_laws_and_agreement_with_the_portable_version_at() {
-        let mut prg = Prg::from_seed(11);
+        let mut prg = Prg::from_seed(Block::from(11));
         let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
-        assert_eq!(mul(v[0], 1), v[0], "1 is the identity");
-        assert_eq!(mul(v[0], 0), 0);
+        assert_eq!(mul(v[0], Block::ONE), v[0], "1 is the identity");
+        assert_eq!(mul(v[0], Block::ZERO), Block::ZERO);
         assert_eq!(mul(v[0], v[1]), mul(v[1], v[0]), "commutative");
         assert_eq!(
             mul(mul(v[0], v[1]), v[2]),
@@ -389,12 +394,13 @@ mod tests {
             "distributive"
         );
         // X^127 · X = X^128 = X^7 + X^2 + X + 1.
-        assert_eq!(mul(1 << 127, 2), 0x87);
+        assert_eq!(mul(Block::unit(127), Block::unit(1)), Block::from(0x87));
+        assert_eq!(v[0] * v[1], mul(v[0], v[1]), "the operator");
         for &a in &v[..8] {
-            assert_eq!(mul(a, inverse(a).unwrap()), 1, "inverse");
+            assert_eq!(mul(a, inverse(a).unwrap()), Block::ONE, "inverse");
         }
-        assert_eq!(inverse(1), Some(1));
-        assert_eq!(inverse(0), None);
+        assert_eq!(inverse(Block::ONE), Some(Block::ONE));
+        assert_eq!(inverse(Block::ZERO), None);
         for &a in &v[..8] {
             for &b in &v[8..16] {
                 let (lo, hi) = portable_mul_wide(a, b);
@@ -418,7 +424,7 @@ mod tests {
     }
 
     fn evaluations_are_horner_by_single_products_at() {
-        let mut prg = Prg::from_seed(13);
+        let mut prg = Prg::from_seed(Block::from(13));
         let v: Vec<Block> = (0..64).map(|_| prg.block()).collect();
         for g in 0..5 {
             for len in [0, 1, 3, 4, 5, 17] {
@@ -439,9 +445,9 @@ mod tests {
             }
         }
         // The fold's spill past X^128: all-ones operands.
-        let mut out = [0; 4];
-        add_evaluations(&[Block::MAX; 4], &[Block::MAX], &mut out);
-        let (lo, hi) = portable_mul_wide(Block::MAX, Block::MAX);
+        let mut out = [Block::ZERO; 4];
+        add_evaluations(&[Block::ONES; 4], &[Block::ONES], &mut out);
+        let (lo, hi) = portable_mul_wide(Block::ONES, Block::ONES);
         assert_eq!(out, [reduce(lo, hi); 4]);
     }
 }

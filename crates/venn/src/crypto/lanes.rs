@@ -49,7 +49,7 @@ pub(crate) trait Lanes: Copy {
     unsafe fn high_only(self) -> Self;
     /// The lanes, in order (zero past [`Lanes::BLOCKS`]).
     unsafe fn blocks(self) -> [Block; 4] {
-        let mut out = [0 as Block; 4];
+        let mut out = [Block::ZERO; 4];
         // SAFETY: `out` is 4 blocks, as many as `store` writes or more; the CPU's features
         // are the caller's contract.
         unsafe { self.store(out.as_mut_ptr()) };

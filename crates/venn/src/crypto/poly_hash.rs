@@ -33,11 +33,11 @@ impl PolyHash {
     pub fn new(key: Block) -> Self {
         let mut powers = vec![key; CHUNK];
         for i in (0..CHUNK - 1).rev() {
-            powers[i] = gf128::mul(powers[i + 1], key);
+            powers[i] = powers[i + 1] * key;
         }
         PolyHash {
             powers,
-            acc: 0,
+            acc: Block::ZERO,
             pending: Vec::with_capacity(16 * CHUNK),
             len: 0,
         }
@@ -68,7 +68,7 @@ impl PolyHash {
     fn chunks(&mut self, bytes: &[u8]) {
         let top = self.powers[0];
         for chunk in bytes.chunks_exact(16 * CHUNK) {
-            self.acc = gf128::mul(self.acc, top) ^ gf128::inner_product_le(chunk, &self.powers);
+            self.acc = (self.acc * top) ^ gf128::inner_product_le(chunk, &self.powers);
         }
     }
 
@@ -83,7 +83,7 @@ impl PolyHash {
                 Block::from_le_bytes(block)
             })
             .collect();
-        blocks.push(self.len as Block);
+        blocks.push(Block::from(self.len));
         // Up to CHUNK + 1 blocks: Horner steps of up to CHUNK, each with the last powers.
         let mut acc = self.acc;
         for piece in blocks.chunks_mut(CHUNK) {
@@ -101,20 +101,20 @@ mod tests {
 
     /// `P_H` by the definition, one block at a time.
     fn horner(key: Block, bytes: &[u8]) -> Block {
-        let mut acc = 0;
+        let mut acc = Block::ZERO;
         for b in bytes.chunks(16) {
             let mut block = [0; 16];
             block[..b.len()].copy_from_slice(b);
-            acc = gf128::mul(acc ^ Block::from_le_bytes(block), key);
+            acc = (acc ^ Block::from_le_bytes(block)) * key;
         }
-        gf128::mul(acc ^ bytes.len() as Block, key)
+        (acc ^ Block::from(bytes.len() as u64)) * key
     }
 
     #[test]
     fn streaming_in_any_pieces_is_horners_rule() {
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let key = prg.block();
-        let bytes: Vec<u8> = (0..5000).map(|_| prg.block() as u8).collect();
+        let bytes: Vec<u8> = (0..5000).map(|_| prg.block().to_le_bytes()[0]).collect();
         for len in [0, 1, 15, 16, 17, 1023, 1024, 1025, 2048, 5000] {
             let want = horner(key, &bytes[..len]);
             let mut whole = PolyHash::new(key);
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn trailing_zeros_and_single_flips_change_the_value() {
-        let key = Prg::from_seed(6).block();
+        let key = Prg::from_seed(Block::from(6)).block();
         let hash = |bytes: &[u8]| {
             let mut h = PolyHash::new(key);
             h.update(bytes);

@@ -43,7 +43,7 @@ impl RandomOracle {
     /// The first 128 bits of `hash(&[input])`.
     pub fn hash_block(&self, input: &[u8]) -> Block {
         let d = self.hash(&[input]);
-        u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+        Block::from_le_bytes(d[..16].try_into().expect("16 bytes"))
     }
 }
 
@@ -86,7 +86,7 @@ impl WideHash {
             for (x, m) in row.iter_mut().zip(&mask) {
                 *x &= m;
             }
-            row[Self::ROW_BLOCKS - 1] |= (i as Block) << 96;
+            row[Self::ROW_BLOCKS - 1] |= Block::from_halves(0, u64::from(i) << 32);
         }
         let as_bytes = |r: &[Block]| -> [u8; 64] {
             let mut b = [0u8; 64];
@@ -177,7 +177,8 @@ pub fn first_block(state: &[u32; 8]) -> Block {
 /// The block whose 32-bit words, least significant first, are `words` (four of them).
 pub fn block_of_words(words: &[u32]) -> Block {
     assert_eq!(words.len(), 4, "four words make a block");
-    words.iter().rev().fold(0, |acc, &w| acc << 32 | w as Block)
+    let word = |i: usize| u64::from(words[i]);
+    Block::from_halves(word(0) | word(1) << 32, word(2) | word(3) << 32)
 }
 
 #[cfg(test)]
@@ -200,7 +201,9 @@ mod tests {
     #[test]
     fn row_hash_is_the_keyed_xof_block_at_the_index_in_every_batching() {
         let h = RowHash::new("test", b"ctx");
-        let rows: Vec<Row512> = (0..19u128).map(|i| [i, i * 3, !i, i << 100]).collect();
+        let rows: Vec<Row512> = (0..19u128)
+            .map(|i| [i, i * 3, !i, i << 100].map(Block::from_u128))
+            .collect();
         let mut out = Vec::new();
         h.hash(&rows, |_| 42, &mut out);
         h.hash(&rows, |e| 1000 + e as u64, &mut out);

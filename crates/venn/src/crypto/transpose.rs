@@ -39,13 +39,14 @@ pub fn transpose128(m: &mut [Block; 128]) {
 /// The same transposition in plain integer code (other architectures, and
 /// `VENN_CPU=portable`).
 fn portable_transpose128(m: &mut [Block; 128]) {
+    let m: &mut [u128; 128] = bytemuck::cast_mut(m);
     for r in 0..64 {
         let (a, b) = (m[r], m[r + 64]);
-        m[r] = (a as u64 as Block) | (b << 64);
+        m[r] = (a as u64 as u128) | (b << 64);
         m[r + 64] = (a >> 64) | ((b >> 64) << 64);
     }
     for (j, mask) in MASKS {
-        let (j, mask) = (j as usize, mask as Block | (mask as Block) << 64);
+        let (j, mask) = (j as usize, mask as u128 | (mask as u128) << 64);
         for i in (0..128).step_by(2 * j) {
             for r in i..i + j {
                 let t = ((m[r] >> j) ^ m[r + j]) & mask;
@@ -160,15 +161,15 @@ mod tests {
     /// At each level (AVX2, SSE2, portable): the transpose bit by bit, and an involution.
     #[test]
     fn matches_bitwise_transpose() {
-        let mut prg = Prg::from_seed(7);
-        let mut orig = [0 as Block; 128];
+        let mut prg = Prg::from_seed(Block::from(7));
+        let mut orig = [Block::ZERO; 128];
         prg.fill_blocks(&mut orig);
         for level in Level::ALL {
             let mut m = orig;
             with_level(level, || transpose128(&mut m));
             for (r, row) in m.iter().enumerate() {
                 for (c, col) in orig.iter().enumerate() {
-                    assert_eq!((row >> c) & 1, (col >> r) & 1, "{level:?}: bit ({r},{c})");
+                    assert_eq!(row.bit(c), col.bit(r), "{level:?}: bit ({r},{c})");
                 }
             }
             with_level(level, || transpose128(&mut m));

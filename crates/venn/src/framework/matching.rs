@@ -21,15 +21,6 @@ const BATCH_FRAMES: usize = 16;
 /// Positions per frame when returning the intersection.
 const CHUNK_POSITIONS: usize = 1 << 20;
 
-/// The mask keeping the low `bits` bits of a block.
-pub(crate) fn low_bits(bits: usize) -> Block {
-    if bits >= 128 {
-        Block::MAX
-    } else {
-        (1 << bits) - 1
-    }
-}
-
 /// The sender's side with one value per item: `values` (one per own item, cut to `bits`
 /// bits) sent in a random order; with `--both`, the intersection received back.
 pub(crate) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
@@ -45,7 +36,7 @@ pub(crate) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) ->
 /// Sends `values` (cut to `bits` bits) in a random order; returns the order (position →
 /// own item).
 pub(crate) fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Vec<u32>> {
-    let mask = low_bits(bits);
+    let mask = Block::low_ones(bits);
     let perm = ctx.prg.permutation(values.len());
     send_values(ctx.peer, values.len(), 1, bits / 8, |first, out| {
         for (o, &i) in out.iter_mut().zip(&perm[first..]) {
@@ -75,7 +66,7 @@ pub(crate) fn match_values(
     values: &[Block],
     bits: usize,
 ) -> Result<Vec<(u32, u32)>> {
-    let mask = low_bits(bits);
+    let mask = Block::low_ones(bits);
     let table = MatchTable::build(values.len(), values.len(), |i| {
         (values[i] & mask, 0, i as u32)
     });
@@ -123,7 +114,7 @@ pub(crate) fn send_values_with<S: Send>(
             .zip(batch)
             .for_each(|((frame, values, scratch), &first)| {
                 values.clear();
-                values.resize((n - first).min(CHUNK_ITEMS) * groups, 0);
+                values.resize((n - first).min(CHUNK_ITEMS) * groups, Block::ZERO);
                 fill(scratch, first, values);
                 pack_rows(values, 1, bytes, frame);
             });
@@ -238,7 +229,7 @@ fn lookups(
     table: &MatchTable,
 ) -> Vec<(u32, u32)> {
     let mut hits = Vec::new();
-    let (mut v, mut ahead) = ([0], [0]);
+    let (mut v, mut ahead) = ([Block::ZERO], [Block::ZERO]);
     for e in 0..entries {
         if e + PREFETCH_AHEAD < entries {
             unpack_row(frame, e + PREFETCH_AHEAD, bytes, mask, &mut ahead);
@@ -313,15 +304,22 @@ mod tests {
     /// position, whatever order and repeats the sender's values come in; groups must agree.
     #[test]
     fn each_entry_matches_once_at_its_first_position_in_entry_order() {
-        let own: Vec<Block> = (0..10u128).map(|i| i * 0x9e37_79b9 + 5).collect();
+        let own: Vec<Block> = (0..10u64)
+            .map(|i| Block::from(i * 0x9e37_79b9 + 5))
+            .collect();
         let table = MatchTable::build(own.len(), own.len(), |i| (own[i], i as u32 % 2, i as u32));
         // Two values a sender item (position e / 2, group e % 2); entry i is in group i % 2.
         let sent = [
-            own[2], own[3], // position 0
-            own[6], 1, // 1
-            own[3], own[1], // 2: own[3] in the wrong group
-            own[2], own[3], // 3: both again
-            own[7], 2, // 4: own[7] in the wrong group
+            own[2],
+            own[3], // position 0
+            own[6],
+            Block::from(1), // 1
+            own[3],
+            own[1], // 2: own[3] in the wrong group
+            own[2],
+            own[3], // 3: both again
+            own[7],
+            Block::from(2), // 4: own[7] in the wrong group
         ];
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         send_values(&mut a, sent.len() / 2, 2, 16, |first, out| {
@@ -337,12 +335,14 @@ mod tests {
     #[test]
     fn first_positions_hold_across_batches_and_threads() {
         let n = CHUNK_ITEMS * BATCH_FRAMES * 2 + 100;
-        let own: Vec<Block> = (0..64u128).map(|i| (i + 1) << 70 | i).collect();
+        let own: Vec<Block> = (0..64u64)
+            .map(|i| Block::from_halves(i, (i + 1) << 6))
+            .collect();
         let table = MatchTable::build(own.len(), own.len(), |i| (own[i], 0, i as u32));
         // Entry i at positions i·1000 + 7, and again at every later multiple of 1000 + 7.
         let value = |p: usize| match p % 1000 {
             7 => own[(p / 1000) % own.len()],
-            _ => p as Block,
+            _ => Block::from(p as u64),
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)

@@ -2,7 +2,7 @@
 
 use super::triples::tests::triple_pair;
 use super::{Gmw, Shared};
-use crate::crypto::Prg;
+use crate::crypto::{Block, Prg};
 use crate::net::mem_pair;
 use std::time::Duration;
 
@@ -113,7 +113,7 @@ fn party(
     input: &[Shared],
     instances: usize,
 ) -> (Vec<Shared>, usize) {
-    let mut prg = Prg::from_seed(10 + p as u128);
+    let mut prg = Prg::from_seed(Block::from(10 + p as u64));
     let mut gmw = Gmw::new(chan, p == 0, triples);
     let mut shares = Vec::new();
     for owner in 0..2 {
@@ -133,7 +133,7 @@ fn party(
 
 #[test]
 fn random_circuits_agree_with_plaintext_evaluation() {
-    let mut prg = Prg::from_seed(5);
+    let mut prg = Prg::from_seed(Block::from(5));
     for (instances, gates) in [(1usize, 60), (64, 200), (100, 300), (1000, 120)] {
         let c = Circuit::random(&mut prg, [5, 4], gates);
         let mut input = |n: usize| -> Vec<Shared> {
@@ -176,7 +176,7 @@ fn running_out_of_triples_is_an_error() {
 
 #[test]
 fn and_all_reduces_each_group() {
-    let mut prg = Prg::from_seed(9);
+    let mut prg = Prg::from_seed(Block::from(9));
     let lens = [(3usize, 70usize), (1, 5), (0, 10), (8, 64), (13, 200)];
     let plain: Vec<Vec<Shared>> = lens
         .iter()

@@ -175,11 +175,11 @@ impl<'a> Gmw<'a> {
 
 /// `len` bits of the PRG stream of `seed`.
 fn stream(seed: Block, len: usize) -> Shared {
-    let mut blocks = vec![0; len.div_ceil(128)];
+    let mut blocks = vec![Block::ZERO; len.div_ceil(128)];
     Prg::from_seed(seed).fill_blocks(&mut blocks);
     let words = blocks
         .iter()
-        .flat_map(|&b| [b as u64, (b >> 64) as u64])
+        .flat_map(|&b| [b.low_u64(), b.high_u64()])
         .collect();
     Shared::from_words(words, len)
 }

@@ -203,6 +203,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::crypto::Prg;
 
     fn random(prg: &mut Prg, len: usize) -> (Shared, Vec<bool>) {
@@ -212,7 +213,7 @@ mod tests {
 
     #[test]
     fn slices_concatenations_and_gathers_move_the_right_bits() {
-        let mut prg = Prg::from_seed(3);
+        let mut prg = Prg::from_seed(Block::from(3));
         for (a, b) in [(0, 5), (63, 64), (64, 1), (100, 130), (7, 0)] {
             let ((x, xb), (y, yb)) = (random(&mut prg, a), random(&mut prg, b));
             let both = Shared::concat(&[&x, &y]);
@@ -239,7 +240,7 @@ mod tests {
 
     #[test]
     fn groups_fold_by_xor() {
-        let mut prg = Prg::from_seed(4);
+        let mut prg = Prg::from_seed(Block::from(4));
         for (k, groups) in [(2, 1), (2, 33), (2, 100), (3, 50), (1, 7), (70, 3)] {
             let (x, bits) = random(&mut prg, k * groups);
             let expect = bits.chunks(k).map(|g| g.iter().fold(false, |a, &b| a ^ b));

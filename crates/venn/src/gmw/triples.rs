@@ -407,7 +407,7 @@ fn silent_chunks(run: Run, sink: &mut Sink) -> Result<()> {
             .chunks(BATCH)
             .zip(choices.chunks(BATCH / 64));
         for (b, (pairs, choices)) in batches.enumerate() {
-            for (v, f) in [(&mut rows.q, 0), (&mut rows.flipped, delta)] {
+            for (v, f) in [(&mut rows.q, Block::ZERO), (&mut rows.flipped, delta)] {
                 v.clear();
                 v.extend(pairs.iter().map(|p| p.0 ^ f));
             }
@@ -444,7 +444,7 @@ fn iknp_chunks(run: Run, sink: &mut Sink) -> Result<()> {
         let codewords = |from: usize, u: &mut [Block]| {
             for (j, u) in (from..ots).zip(u.iter_mut()) {
                 if choices[j / 64] >> (j % 64) & 1 == 1 {
-                    *u ^= Block::MAX;
+                    *u ^= Block::ONES;
                 }
             }
         };
@@ -472,7 +472,7 @@ fn iknp_chunks(run: Run, sink: &mut Sink) -> Result<()> {
         rows.flipped.clear();
         rows.flipped.extend(rows.q.iter().map(|q| q ^ delta));
         rows.t.clear();
-        rows.t.resize(ots.next_multiple_of(128), 0);
+        rows.t.resize(ots.next_multiple_of(128), Block::ZERO);
         receive.replay_t().par_rows(0, &mut rows.t);
         rows.t.truncate(ots);
         let chunk = ChunkOts {
@@ -498,7 +498,7 @@ struct Rows {
 fn low_bits(blocks: &[Block]) -> Vec<u64> {
     blocks
         .chunks_exact(64)
-        .map(|c| (c.iter().enumerate()).fold(0, |w, (i, &b)| w | (b as u64 & 1) << i))
+        .map(|c| (c.iter().enumerate()).fold(0, |w, (i, &b)| w | (b.low_u64() & 1) << i))
         .collect()
 }
 
@@ -529,8 +529,8 @@ pub(crate) mod tests {
                 Triples::generate(chan, leader, (words, extra), &mut prg, &sid, source).unwrap()
             })
         };
-        let follower = std::thread::spawn(move || party(&mut y, false, 2));
-        let leader = party(&mut x, true, 1);
+        let follower = std::thread::spawn(move || party(&mut y, false, Block::from(2)));
+        let leader = party(&mut x, true, Block::from(1));
         [leader, follower.join().unwrap()]
     }
 

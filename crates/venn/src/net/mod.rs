@@ -248,7 +248,7 @@ impl dyn Channel + '_ {
             let len = (n - out.len()).min(FRAME_BLOCKS);
             self.recv_exact_into(&mut frame, 16 * len, what)?;
             let at = out.len();
-            out.resize(at + len, 0);
+            out.resize(at + len, Block::ZERO);
             let blocks = &mut out[at..];
             if cfg!(target_endian = "little") {
                 bytemuck::cast_slice_mut(blocks).copy_from_slice(&frame);

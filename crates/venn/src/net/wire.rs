@@ -91,7 +91,7 @@ impl<'a> Reader<'a> {
     }
     /// A block.
     pub fn block(&mut self) -> Result<Block> {
-        Ok(u128::from_le_bytes(self.array()?))
+        Ok(Block::from_le_bytes(self.array()?))
     }
     /// A UTF-8 string written by [`Writer::str8`].
     pub fn str8(&mut self) -> Result<String> {

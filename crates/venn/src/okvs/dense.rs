@@ -99,14 +99,14 @@ impl Row for FieldRow {
     }
 
     fn zero(dense: usize) -> Vec<Block> {
-        vec![0; dense]
+        vec![Block::ZERO; dense]
     }
 
     fn add_to(&self, to: &mut Vec<Block>) {
         let mut power = *self;
         for c in to.iter_mut() {
             *c ^= power;
-            power = gf128::mul(power, *self);
+            power *= *self;
         }
     }
 
@@ -116,22 +116,22 @@ impl Row for FieldRow {
         let mut pivot_cols = Vec::with_capacity(equations.len());
         for i in 0..equations.len() {
             let col = (0..dense)
-                .find(|&c| equations[i].0[c] != 0)
+                .find(|&c| equations[i].0[c] != Block::ZERO)
                 .ok_or_else(|| unsolvable("two rows alike".into()))?;
             let inv = gf128::inverse(equations[i].0[col]).expect("nonzero");
             let (row, value) = &mut equations[i];
             for x in row.iter_mut() {
-                *x = gf128::mul(*x, inv);
+                *x *= inv;
             }
-            *value = gf128::mul(*value, inv);
+            *value *= inv;
             let (pivot_row, pivot_value) = equations[i].clone();
             for (j, (row, value)) in equations.iter_mut().enumerate() {
                 let f = row[col];
-                if j != i && f != 0 {
+                if j != i && f != Block::ZERO {
                     for (x, &p) in row.iter_mut().zip(&pivot_row) {
-                        *x ^= gf128::mul(f, p);
+                        *x ^= f * p;
                     }
-                    *value ^= gf128::mul(f, pivot_value);
+                    *value ^= f * pivot_value;
                 }
             }
             pivot_cols.push(col);
@@ -139,9 +139,7 @@ impl Row for FieldRow {
         // In reduced form each equation has its pivot column and free ones only.
         let free: Vec<usize> = (0..dense).filter(|c| !pivot_cols.contains(c)).collect();
         for (&col, (row, value)) in pivot_cols.iter().zip(&equations) {
-            out[col] = free
-                .iter()
-                .fold(*value, |v, &f| v ^ gf128::mul(row[f], out[f]));
+            out[col] = free.iter().fold(*value, |v, &f| v ^ (row[f] * out[f]));
         }
         Ok(())
     }
@@ -177,7 +175,7 @@ impl<V: Value> Row for BitRow<V> {
         rows: &mut [Self],
         dense: usize,
     ) {
-        let mut ds = [0; BATCH];
+        let mut ds = [Block::ZERO; BATCH];
         let ds = &mut ds[..keys.len()];
         hasher.rows(keys, cols, ds);
         hasher.dense_bits(keys, ds);
@@ -186,7 +184,7 @@ impl<V: Value> Row for BitRow<V> {
             d => u64::MAX >> (MAX_BIT_COLUMNS - d),
         };
         for (r, d) in rows.iter_mut().zip(ds) {
-            *r = BitRow(*d as u64 & mask, PhantomData);
+            *r = BitRow((*d).low_u64() & mask, PhantomData);
         }
     }
 

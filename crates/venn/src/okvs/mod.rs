@@ -76,7 +76,7 @@ impl<R: Row> Okvs<R> {
     #[cfg(test)]
     pub(crate) fn sparse_columns(&self, keys: &[Block]) -> Vec<[u32; 3]> {
         let mut cols = vec![[0; 3]; keys.len()];
-        let mut ds = [0; BATCH];
+        let mut ds = [Block::ZERO; BATCH];
         for (c, k) in cols.chunks_mut(BATCH).zip(keys.chunks(BATCH)) {
             self.hasher.rows(k, c, &mut ds[..k.len()]);
         }
@@ -500,7 +500,7 @@ mod tests {
     use crate::crypto::Prg;
 
     fn round_trip(n: usize, seed: u64) {
-        let mut prg = Prg::from_seed(seed as u128);
+        let mut prg = Prg::from_seed(Block::from(seed));
         let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
         round_trip_with(&okvs, n, &mut prg, |prg| prg.block());
         let okvs = Okvs::binary(Params::binary(n as u64, 40).unwrap(), prg.block());
@@ -576,7 +576,7 @@ mod tests {
         let failures: u32 = (0..trials)
             .into_par_iter()
             .map(|t| {
-                let mut prg = Prg::from_seed(Block::from(t) << 64 | 0xf00d);
+                let mut prg = Prg::from_seed(Block::from_halves(0xf00d, t.into()));
                 let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
                 u32::from(okvs(prg.block()).encode(&keys, &values).is_err())
             })
@@ -593,14 +593,14 @@ mod tests {
     #[test]
     fn streaming_gives_the_same_encoding_and_decodings() {
         let n = 40_000;
-        let mut prg = Prg::from_seed(11);
+        let mut prg = Prg::from_seed(Block::from(11));
         let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let values: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
         assert!(okvs.params().bins > 2);
         let other: Vec<Block> = (0..okvs.params().len()).map(|_| prg.block()).collect();
         let p = okvs.encode(&keys, &values).unwrap();
-        let mut on_other = vec![0; n];
+        let mut on_other = vec![Block::ZERO; n];
         okvs.decode(&other, &keys, &mut on_other);
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -620,10 +620,13 @@ mod tests {
                         },
                         &other,
                         |&x| x,
-                        |columns, bin| bin.iter_mut().for_each(|x| *x ^= columns.start as Block),
+                        |columns, bin| {
+                            bin.iter_mut()
+                                .for_each(|x| *x ^= Block::from(columns.start as u64))
+                        },
                         |columns, bin| {
                             assert_eq!(columns.start, streamed.len());
-                            let masked = bin.iter().map(|x| x ^ columns.start as Block);
+                            let masked = bin.iter().map(|x| x ^ Block::from(columns.start as u64));
                             streamed.extend(masked);
                             Ok(())
                         },
@@ -633,17 +636,17 @@ mod tests {
             assert!(streamed == p, "{threads} threads");
             assert!(decoded == on_other, "{threads} threads");
             let mut bins = p.chunks(okvs.params().bin_len());
-            let mut got = vec![0; n];
+            let mut got = vec![Block::ZERO; n];
             pool.install(|| {
                 // Each bin sent with 1 added to its values, and made again by adding 1.
                 okvs.bin(&keys).decode_streaming(
                     |len, buf| {
                         let bin = bins.next().unwrap();
                         assert_eq!(bin.len(), len);
-                        *buf = bin.iter().map(|x| x ^ 1).collect();
+                        *buf = bin.iter().map(|x| x ^ Block::ONE).collect();
                         Ok(())
                     },
-                    |_, bin| bin.iter_mut().for_each(|x| *x ^= 1),
+                    |_, bin| bin.iter_mut().for_each(|x| *x ^= Block::ONE),
                     &mut got,
                 )
             })
@@ -658,10 +661,10 @@ mod tests {
     #[test]
     fn a_failed_hand_off_stops_the_streamed_encoding() {
         let n = 40_000;
-        let mut prg = Prg::from_seed(12);
+        let mut prg = Prg::from_seed(Block::from(12));
         let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
-        let other = vec![0; okvs.params().len()];
+        let other = vec![Block::ZERO; okvs.params().len()];
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -672,7 +675,7 @@ mod tests {
             let err = pool
                 .install(|| {
                     binned.encode_streaming(
-                        |_, out| out.fill(7),
+                        |_, out| out.fill(Block::from(7)),
                         &other,
                         |&x| x,
                         |_, _| {},
@@ -697,7 +700,7 @@ mod tests {
     /// and with binary ones.
     #[test]
     fn a_randomized_encoding_fills_its_free_columns() {
-        let mut prg = Prg::from_seed(13);
+        let mut prg = Prg::from_seed(Block::from(13));
         for n in [1, 64, 3000, 40_000] {
             let okvs = Okvs::new(Params::new(n as u64, 40).unwrap(), prg.block());
             randomized(&okvs, n, &mut prg, |prg| prg.block());
@@ -716,8 +719,8 @@ mod tests {
         let keys: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let values: Vec<R::Value> = (0..n).map(|_| value(prg)).collect();
         let (p, q) = (
-            okvs.encode_random(&keys, &values, 1).unwrap(),
-            okvs.encode_random(&keys, &values, 2).unwrap(),
+            okvs.encode_random(&keys, &values, Block::from(1)).unwrap(),
+            okvs.encode_random(&keys, &values, Block::from(2)).unwrap(),
         );
         assert_ne!(p, q, "n = {n}");
         for p in [&p, &q] {
@@ -725,7 +728,9 @@ mod tests {
             okvs.decode(p, &keys, &mut got);
             assert!(got == values, "n = {n}");
         }
-        let zeros = okvs.encode_random(&keys, &vec![zero; n], 3).unwrap();
+        let zeros = okvs
+            .encode_random(&keys, &vec![zero; n], Block::from(3))
+            .unwrap();
         assert!(zeros.iter().all(|&x| x != zero), "n = {n}");
         let mut got = vec![value(prg); n];
         okvs.decode(&zeros, &keys, &mut got);
@@ -734,11 +739,11 @@ mod tests {
 
     #[test]
     fn a_repeated_key_is_refused() {
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let mut keys: Vec<Block> = (0..500).map(|_| prg.block()).collect();
         keys[17] = keys[400];
         let values: Vec<Block> = (0..500).map(|_| prg.block()).collect();
-        let okvs = Okvs::new(Params::new(500, 40).unwrap(), 9);
+        let okvs = Okvs::new(Params::new(500, 40).unwrap(), Block::from(9));
         let err = okvs.encode(&keys, &values).unwrap_err();
         assert!(
             matches!(err, Error::Params(ref m) if m.contains("duplicate")),

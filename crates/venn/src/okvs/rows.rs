@@ -41,11 +41,11 @@ impl RowHasher {
 
     /// The bin of each of `keys` (at most [`BATCH`]).
     pub fn bins(&self, keys: &[Block], out: &mut [u32]) {
-        let mut h = [0 as Block; BATCH];
+        let mut h = [Block::ZERO; BATCH];
         let h = &mut h[..keys.len()];
         self.bins.encrypt_blocks_to(keys, h);
         for ((o, h), k) in out.iter_mut().zip(h.iter()).zip(keys) {
-            *o = below(low(h ^ k), self.bin_count) as u32;
+            *o = below((h ^ k).low_u64(), self.bin_count) as u32;
         }
     }
 
@@ -54,18 +54,13 @@ impl RowHasher {
     /// row's dense part is (d, d^2, …, d^g)). The third column takes the high half of the
     /// bin's hash, whose low half gave the bin.
     pub fn rows(&self, keys: &[Block], cols: &mut [[u32; 3]], ds: &mut [Block]) {
-        let mut g = [0 as Block; BATCH];
+        let mut g = [Block::ZERO; BATCH];
         let g = &mut g[..keys.len()];
         self.rows.encrypt_blocks_to(keys, ds);
         self.bins.encrypt_blocks_to(keys, g);
         for ((c, d), (k, g)) in cols.iter_mut().zip(ds.iter_mut()).zip(keys.iter().zip(g)) {
             *d ^= k;
-            *c = distinct(
-                low(*d),
-                (*d >> 64) as u64,
-                ((*g ^ k) >> 64) as u64,
-                self.sparse,
-            );
+            *c = distinct(d.low_u64(), d.high_u64(), (*g ^ k).high_u64(), self.sparse);
         }
     }
 
@@ -75,10 +70,6 @@ impl RowHasher {
         self.dense.encrypt_blocks_to(keys, out);
         out.iter_mut().zip(keys).for_each(|(h, k)| *h ^= k);
     }
-}
-
-fn low(b: Block) -> u64 {
-    b as u64
 }
 
 /// `x` scaled into [0, m): uniform for uniform x, up to m/2^64.

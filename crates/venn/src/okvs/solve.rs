@@ -363,6 +363,7 @@ impl Buckets {
 mod tests {
     use super::super::dense::{BitRow, FieldRow};
     use super::*;
+    use crate::crypto::Block;
 
     /// Decode(P, row) for a row of `solver` (RR22 Fig. 1).
     fn decode<R: Row>(solver: &Solver<R>, row: usize, p: &[R::Value], sparse: usize) -> R::Value {
@@ -385,7 +386,7 @@ mod tests {
 
     fn two_core_solved<R: Row>(row: impl Fn(&mut Prg) -> R, value: impl Fn(&mut Prg) -> R::Value) {
         let zero = R::Value::default();
-        let mut prg = Prg::from_seed(3);
+        let mut prg = Prg::from_seed(Block::from(3));
         let mut solver = Solver::<R>::default();
         let (sparse, dense) = (12, 2);
         let rows: Vec<[u32; 3]> = vec![
@@ -419,7 +420,7 @@ mod tests {
         // decodes to its value.
         for seed in [1, 2] {
             let mut p = vec![zero; sparse + 4];
-            let fill = &mut Prg::from_seed(seed);
+            let fill = &mut Prg::from_seed(Block::from(seed));
             solver.solve(&values, sparse, &mut p, Some(fill)).unwrap();
             assert!(p.iter().all(|&x| x != zero), "{p:?}");
             for (i, &v) in values.iter().enumerate() {

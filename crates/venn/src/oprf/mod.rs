@@ -39,7 +39,7 @@ impl Hashes {
     /// where it sends one (`rr22-m`, against a receiver that would hash a pool of items
     /// before fitting its OKVS: rr22's `overfitting.rs`).
     pub(crate) fn new(sid: &[u8; 32], salt: Option<Block>) -> Hashes {
-        let salt = salt.map(u128::to_le_bytes);
+        let salt = salt.map(Block::to_le_bytes);
         let key = |what: &str| {
             let oracle = RandomOracle::new("venn/rr22/hash key", sid);
             match &salt {
@@ -56,13 +56,13 @@ impl Hashes {
 
     /// The items as blocks.
     pub(crate) fn keys(&self, items: &Items) -> Vec<Block> {
-        self.items.encode_all(items, Block::MAX)
+        self.items.encode_all(items, Block::ONES)
     }
 
     /// AES_k(x) + x for each of `x`, in place, on the rayon pool.
     pub(crate) fn hash(aes: &Aes, x: &mut [Block]) {
         x.par_chunks_mut(CHUNK).with_min_len(16).for_each(|c| {
-            let mut h = [0; CHUNK];
+            let mut h = [Block::ZERO; CHUNK];
             let h = &mut h[..c.len()];
             Hashes::hash_to(aes, c, h);
             c.copy_from_slice(h);
@@ -169,7 +169,7 @@ pub(crate) fn evaluate(
         .par_chunks_mut(CHUNK)
         .zip(keys.par_chunks(CHUNK))
         .for_each(|(values, keys)| {
-            let mut h = [0; CHUNK];
+            let mut h = [Block::ZERO; CHUNK];
             let h = &mut h[..keys.len()];
             Hashes::hash_to(h_b, keys, h);
             gf128::add_evaluations(h, &[delta], values);
@@ -182,7 +182,7 @@ pub(crate) fn evaluate(
         |i, bin| {
             let b = &b[i * bin_len..(i + 1) * bin_len];
             for (a, b) in bin.chunks_mut(CHUNK).zip(b.chunks(CHUNK)) {
-                let mut b_prime = [0; CHUNK];
+                let mut b_prime = [Block::ZERO; CHUNK];
                 let b_prime = &mut b_prime[..a.len()];
                 b_prime.copy_from_slice(b);
                 gf128::add_evaluations(a, &[delta], b_prime);

@@ -56,7 +56,7 @@ impl Programmed for u64 {
         0
     }
     fn mask(h: &[Block]) -> u64 {
-        h[0] as u64
+        h[0].low_u64()
     }
 }
 
@@ -65,10 +65,10 @@ impl Programmed for Block {
     const MASK_BLOCKS: usize = 1;
     const PAYLOAD: bool = false;
     fn new(tag: u128, _: u64) -> Block {
-        tag
+        Block::from_u128(tag)
     }
     fn tag(self) -> u128 {
-        self
+        self.as_u128()
     }
     fn payload(self) -> u64 {
         0
@@ -120,7 +120,7 @@ impl Programmed for Tagged {
         self.0[2]
     }
     fn mask(h: &[Block]) -> Tagged {
-        Tagged::new(h[0], h[1] as u64)
+        Tagged::new(h[0].as_u128(), h[1].low_u64())
     }
 }
 
@@ -134,7 +134,7 @@ fn wire_bytes<V: Programmed>(tag_bytes: usize) -> usize {
 fn masks<V: Programmed>(hashes: &Hashes, f: Vec<Block>) -> Vec<Block> {
     let mut h = match V::MASK_BLOCKS {
         1 => f,
-        _ => f.iter().flat_map(|&f| [f, f ^ 1]).collect(),
+        _ => f.iter().flat_map(|&f| [f, f ^ Block::ONE]).collect(),
     };
     Hashes::hash(&hashes.h_o, &mut h);
     h
@@ -151,9 +151,12 @@ pub(crate) fn hint_params(keys: u64) -> Result<okvs::Params> {
 /// The mask of an extra payload column `column` (from 0) at a key with OPRF value F:
 /// H^o(F ⊕ (2 + column)), 64 bits (F and F ⊕ 1 mask the tag and first payload).
 fn column_masks(hashes: &Hashes, f: &[Block], column: usize) -> Vec<u64> {
-    let mut h: Vec<Block> = f.par_iter().map(|&f| f ^ (2 + column as Block)).collect();
+    let mut h: Vec<Block> = f
+        .par_iter()
+        .map(|&f| f ^ Block::from(2 + column as u64))
+        .collect();
     Hashes::hash(&hashes.h_o, &mut h);
-    h.into_iter().map(|h| h as u64).collect()
+    h.into_iter().map(|h| h.low_u64()).collect()
 }
 
 /// S's side, with its VOLE's Δ and B, after [`oprf::receive_seed`] gave `oprf`: programs
@@ -303,7 +306,7 @@ mod tests {
         let kept = u128::MAX >> (128 - 8 * tag_bytes);
         assert_eq!(back.tag(), tag & kept);
         assert_eq!(back.payload(), if V::PAYLOAD { payload } else { 0 });
-        let ones = [u128::MAX; 2];
+        let ones = [Block::ONES; 2];
         let mask = V::mask(&ones[..V::MASK_BLOCKS]);
         assert_eq!(mask.tag() & kept, kept);
         assert_eq!(mask.payload(), if V::PAYLOAD { u64::MAX } else { 0 });

@@ -152,13 +152,14 @@ mod tests {
     fn receiver_gets_exactly_the_chosen_message() {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let sid = [3u8; 32];
-        let mut prg = Prg::from_seed(1);
+        let mut prg = Prg::from_seed(Block::from(1));
         let choices: Vec<bool> = (0..BASE_OTS).map(|_| prg.u64() & 1 == 1).collect();
         let c2 = choices.clone();
         let t = std::thread::spawn(move || {
-            base_ot_receive(&mut b, &c2, &mut Prg::from_seed(2), &sid).unwrap()
+            base_ot_receive(&mut b, &c2, &mut Prg::from_seed(Block::from(2)), &sid).unwrap()
         });
-        let sent = base_ot_send(&mut a, BASE_OTS, &mut Prg::from_seed(3), &sid).unwrap();
+        let sent =
+            base_ot_send(&mut a, BASE_OTS, &mut Prg::from_seed(Block::from(3)), &sid).unwrap();
         let got = t.join().unwrap();
         for i in 0..BASE_OTS {
             let c = choices[i] as usize;
@@ -171,7 +172,8 @@ mod tests {
     fn invalid_points_are_rejected() {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         b.send(&[0xff; 64 * 4]).unwrap();
-        let err = base_ot_send(&mut a, 4, &mut Prg::from_seed(3), &[0; 32]).unwrap_err();
+        let err =
+            base_ot_send(&mut a, 4, &mut Prg::from_seed(Block::from(3)), &[0; 32]).unwrap_err();
         assert!(matches!(err, crate::Error::Protocol { .. }), "{err}");
     }
 }

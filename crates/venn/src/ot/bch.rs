@@ -108,7 +108,7 @@ fn shifted(p: &Poly, s: usize) -> Poly {
 }
 
 fn codeword(p: &Poly) -> Codeword {
-    std::array::from_fn(|b| p[2 * b] as Block | (p[2 * b + 1] as Block) << 64)
+    std::array::from_fn(|b| Block::from_halves(p[2 * b], p[2 * b + 1]))
 }
 
 /// The generator matrix [I_76 | P]: row i encodes the message with only bit i set.
@@ -145,7 +145,7 @@ impl Bch511 {
             let rows = generator_matrix();
             let tables = (0..DIMENSION.div_ceil(8))
                 .map(|k| {
-                    let mut t = [[0; CODE_BLOCKS]; 256];
+                    let mut t = [[Block::ZERO; CODE_BLOCKS]; 256];
                     for v in 1..256usize {
                         // t[v] = t[v without its lowest bit] ⊕ the row of that bit.
                         let low = v.trailing_zeros() as usize;
@@ -166,10 +166,13 @@ impl Bch511 {
 
     /// The codeword of `message` (its bits from 76 on must be zero).
     pub fn encode(&self, message: Block) -> Codeword {
-        debug_assert!(message >> DIMENSION == 0, "a BCH-511 message has 76 bits");
-        let mut out = [0; CODE_BLOCKS];
-        for (k, table) in self.tables.iter().enumerate() {
-            let word = &table[(message >> (8 * k)) as usize & 0xFF];
+        debug_assert!(
+            message.as_u128() >> DIMENSION == 0,
+            "a BCH-511 message has 76 bits"
+        );
+        let mut out = [Block::ZERO; CODE_BLOCKS];
+        for (table, &byte) in self.tables.iter().zip(&message.to_le_bytes()) {
+            let word = &table[usize::from(byte)];
             for (o, w) in out.iter_mut().zip(word) {
                 *o ^= w;
             }
@@ -251,23 +254,23 @@ mod tests {
     fn encodings_match_the_test_vectors_and_are_systematic() {
         let code = Bch511::get();
         assert_eq!(
-            hex(&code.encode(1)),
+            hex(&code.encode(Block::from(1))),
             "2d98bf9547f24b8a971bba5f0c3b524c0f6f91dbe79d89b207848ffad3b37791732ac9184a83a6e7cf2e2c8aaaae28d8c59a7e1153e450000000000000000001"
         );
         assert_eq!(
-            hex(&code.encode(0x0123456789abcdef0123)),
+            hex(&code.encode(Block::from_u128(0x0123456789abcdef0123))),
             "4e3241b8df1db7910f4d2cbfc0e159dd1febf2ddcc9fabd5cd0c4e7a39eff35e4a039e873fee2ad34081bcc231b2d3b36bf64a33786fd123456789abcdef0123"
         );
-        assert_eq!(code.encode(0), [0; CODE_BLOCKS]);
-        let all = code.encode((1 << DIMENSION) - 1);
+        assert_eq!(code.encode(Block::ZERO), [Block::ZERO; CODE_BLOCKS]);
+        let all = code.encode(Block::low_ones(DIMENSION));
         assert_eq!(
             all[..3],
-            [Block::MAX; 3],
+            [Block::ONES; 3],
             "the all-ones message gives 1^511"
         );
-        assert_eq!(all[3], Block::MAX >> 1);
-        let w: Block = 0xABC_DEF0_1234_5678_9ABC;
-        assert_eq!(code.encode(w)[0] & ((1 << DIMENSION) - 1), w);
+        assert_eq!(all[3], Block::low_ones(127));
+        let w = Block::from_u128(0xABC_DEF0_1234_5678_9ABC);
+        assert_eq!(code.encode(w)[0] & Block::low_ones(DIMENSION), w);
     }
 
     /// Every codeword is a multiple of g(x) (so the code is the cyclic BCH code), and
@@ -277,7 +280,8 @@ mod tests {
         let code = Bch511::get();
         let g = generator_polynomial();
         let remainder = |c: &Codeword| {
-            let mut p: Poly = std::array::from_fn(|i| (c[i / 2] >> (64 * (i % 2))) as u64);
+            let mut p: Poly =
+                std::array::from_fn(|i| (c[i / 2].as_u128() >> (64 * (i % 2))) as u64);
             for j in (LENGTH - DIMENSION..512).rev() {
                 if bit(&p, j) {
                     let s = shifted(&g, j - (LENGTH - DIMENSION));
@@ -288,11 +292,11 @@ mod tests {
             }
             p
         };
-        let mut prg = crate::crypto::Prg::from_seed(7);
+        let mut prg = crate::crypto::Prg::from_seed(Block::from(7));
         for _ in 0..200 {
             let (a, b) = (
-                prg.block() & ((1 << DIMENSION) - 1),
-                prg.block() & ((1 << DIMENSION) - 1),
+                prg.block() & Block::low_ones(DIMENSION),
+                prg.block() & Block::low_ones(DIMENSION),
             );
             let (ca, cb, cab) = (code.encode(a), code.encode(b), code.encode(a ^ b));
             assert_eq!(remainder(&ca), [0; 8], "a multiple of g");
@@ -305,15 +309,15 @@ mod tests {
     #[test]
     fn random_codewords_have_weight_at_least_the_distance() {
         let code = Bch511::get();
-        let mut prg = crate::crypto::Prg::from_seed(11);
+        let mut prg = crate::crypto::Prg::from_seed(Block::from(11));
         for i in 0..2000 {
             let m = match i {
-                0..76 => 1 << i,
-                _ => prg.block() & ((1 << DIMENSION) - 1),
+                0..76 => Block::unit(i),
+                _ => prg.block() & Block::low_ones(DIMENSION),
             };
             let weight: u32 = code.encode(m).iter().map(|b| b.count_ones()).sum();
             assert!(
-                m == 0 || weight >= DISTANCE as u32,
+                m == Block::ZERO || weight >= DISTANCE as u32,
                 "{m:x}: weight {weight}"
             );
         }

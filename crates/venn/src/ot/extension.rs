@@ -93,7 +93,7 @@ impl ExtensionReceiver {
             ext: self,
             n_rows,
             next: 0,
-            u: vec![0; batch * self.row_blocks()],
+            u: vec![Block::ZERO; batch * self.row_blocks()],
             frames: vec![Vec::new(); batch / TASK_ROWS],
         }
     }
@@ -164,9 +164,9 @@ impl ExtensionSender {
     pub fn new(seeds: &[Block], s: &[bool]) -> Self {
         assert_eq!(seeds.len(), s.len());
         let gs = PrgMatrix::new(seeds);
-        let mut s_blocks = vec![0 as Block; gs.row_blocks()];
+        let mut s_blocks = vec![Block::ZERO; gs.row_blocks()];
         for (i, _) in s.iter().enumerate().filter(|(_, &b)| b) {
-            s_blocks[i / 128] |= 1 << (i % 128);
+            s_blocks[i / 128] |= Block::unit(i % 128);
         }
         ExtensionSender {
             gs,
@@ -236,7 +236,7 @@ impl ExtensionSender {
     pub fn start_in(&self, n_rows: usize, ahead: bool, mut q: Vec<Block>) -> IncomingRows<'_> {
         let w = self.row_blocks();
         q.clear();
-        q.resize(n_rows.next_multiple_of(128) * w, 0);
+        q.resize(n_rows.next_multiple_of(128) * w, Block::ZERO);
         if ahead {
             self.gs.par_rows(0, &mut q);
         }
@@ -292,7 +292,7 @@ impl IncomingRows<'_> {
                 if !expanded {
                     ext.gs.rows(first + c * TASK_ROWS, rows);
                 }
-                let mut u = vec![0; w];
+                let mut u = vec![Block::ZERO; w];
                 for (r, q_row) in rows
                     .chunks_exact_mut(w)
                     .enumerate()

@@ -53,7 +53,7 @@ pub fn iknp_receive_correlated(
     choices: &[bool],
 ) -> Result<Vec<Block>> {
     let matrix = extend_rows(chan, &seeds.keys, choices, |_, _| {})?;
-    let mut t = vec![0; choices.len().next_multiple_of(128)];
+    let mut t = vec![Block::ZERO; choices.len().next_multiple_of(128)];
     matrix.par_rows(0, &mut t);
     t.truncate(choices.len());
     Ok(t)
@@ -71,7 +71,7 @@ pub(super) fn extend_rows(
     let ext = ExtensionReceiver::new(base_keys);
     ext.extend(chan, choices.len(), |first, u| {
         for (u, &c) in u.iter_mut().zip(&choices[first..]) {
-            *u ^= if c { Block::MAX } else { 0 };
+            *u ^= if c { Block::ONES } else { Block::ZERO };
         }
         tamper(first, u);
     })?;
@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn receiver_gets_exactly_the_chosen_message() {
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let (sender_seeds, receiver_seeds) = super::super::seeds::test_seeds(&mut prg);
         let count = 1000;
         let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();

@@ -85,7 +85,7 @@ pub fn oprf_receive<C: Code>(
         let rows = u.len() / C::BLOCKS;
         let mut chunk_inputs = inputs[first..(first + rows).min(inputs.len())].to_vec();
         chunk_inputs.resize(rows, C::Input::default());
-        let mut codewords = vec![0; u.len()];
+        let mut codewords = vec![Block::ZERO; u.len()];
         code.encode(&chunk_inputs, &mut codewords);
         for (j, u) in u.chunks_exact_mut(C::BLOCKS).enumerate() {
             for (i, u) in u.iter_mut().enumerate() {
@@ -110,10 +110,10 @@ impl OprfReceiver {
         const HASHED: usize = WideHash::ROW_BLOCKS;
         let t_matrix = self.ext.replay_t();
         let w = self.ext.row_blocks();
-        let mut out = vec![0; self.rows];
-        let mut t = vec![0; CHUNK * w];
+        let mut out = vec![Block::ZERO; self.rows];
+        let mut t = vec![Block::ZERO; CHUNK * w];
         // Narrower rows are spread out to the hash's row width first.
-        let mut wide = vec![0; if w < HASHED { CHUNK * HASHED } else { 0 }];
+        let mut wide = vec![Block::ZERO; if w < HASHED { CHUNK * HASHED } else { 0 }];
         let mut indices = Vec::with_capacity(CHUNK);
         for (c, out) in out.chunks_mut(CHUNK).enumerate() {
             let padded = out.len().next_multiple_of(128);
@@ -176,7 +176,7 @@ impl OprfRows<'_> {
                 prefetch(&self.q[next as usize * w]);
             }
             let (r, c) = (r as usize * w, c as usize);
-            let mut row = [0; HASHED];
+            let mut row = [Block::ZERO; HASHED];
             for (i, (y, (q, s))) in row
                 .iter_mut()
                 .zip(self.q[r..r + w].iter().zip(self.s))
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn sender_evaluation_matches_receiver_output_only_on_its_input() {
         let k = 448;
-        let mut prg = Prg::from_seed(9);
+        let mut prg = Prg::from_seed(Block::from(9));
         let s: Vec<bool> = (0..k).map(|_| prg.u64() & 1 == 1).collect();
         let pairs: Vec<[Block; 2]> = (0..k).map(|_| [prg.block(), prg.block()]).collect();
         let chosen: Vec<Block> = pairs.iter().zip(&s).map(|(p, &b)| p[b as usize]).collect();
@@ -256,10 +256,10 @@ mod tests {
         let sender = OprfSender::extend(&mut a, &chosen, &s, inputs.len(), |_| {}).unwrap();
         let out = t.join().unwrap();
         let code = PseudorandomCode::new(code_key);
-        let mut cw = vec![0; 2 * OPRF_BLOCKS];
-        let mut got = [0; 2];
+        let mut cw = vec![Block::ZERO; 2 * OPRF_BLOCKS];
+        let mut got = [Block::ZERO; 2];
         for j in 0..inputs.len() {
-            code.encode(&[inputs[j], inputs[j] ^ 1], &mut cw);
+            code.encode(&[inputs[j], inputs[j] ^ Block::ONE], &mut cw);
             sender
                 .rows()
                 .eval_batch(&hash, &[j as u32, j as u32], &cw, &[0, 1], &mut got);

@@ -68,7 +68,7 @@ impl Rows<'_> {
         match self {
             Rows::Kept(rows) => &rows[first..first + len],
             Rows::Regenerated(matrix) => {
-                buf.resize(len.next_multiple_of(128), 0);
+                buf.resize(len.next_multiple_of(128), Block::ZERO);
                 matrix.rows(first, buf);
                 &buf[..len]
             }
@@ -96,15 +96,15 @@ fn check_sums(
                 let first = c * CHECK_CHUNK;
                 let len = (n - first).min(CHECK_CHUNK);
                 chi.clear();
-                chi.extend((first..first + len).map(|j| j as Block));
+                chi.extend((first..first + len).map(|j| Block::from(j as u64)));
                 aes.encrypt_blocks(chi);
                 let rows = rows.get(first, len, buf);
                 let product = gf128::inner_product(chi, rows);
-                let selected = bits.map_or(0, |bits| {
+                let selected = bits.map_or(Block::ZERO, |bits| {
                     chi.iter()
                         .zip(&bits[first..first + len])
                         .filter(|(_, &b)| b)
-                        .fold(0, |acc, (x, _)| acc ^ x)
+                        .fold(Block::ZERO, |acc, (x, _)| acc ^ x)
                 });
                 let from = keep.partition_point(|&j| (j as usize) < first);
                 let to = keep.partition_point(|&j| (j as usize) < first + len);
@@ -116,7 +116,7 @@ fn check_sums(
             },
         )
         .collect();
-    let (mut product, mut selected) = (0, 0);
+    let (mut product, mut selected) = (Block::ZERO, Block::ZERO);
     let mut kept = Vec::with_capacity(keep.len());
     for (p, s, k) in chunks {
         product ^= p;
@@ -164,7 +164,7 @@ impl KosSender {
     /// `first + j`). The rows are read ahead of use, so scattered indices cost little more
     /// than sequential ones.
     pub fn messages(&self, indices: &[u32], bit: bool, out: &mut Vec<Block>) {
-        let offset = if bit { self.delta } else { 0 };
+        let offset = if bit { self.delta } else { Block::ZERO };
         hash_messages(indices, self.first, &self.q, offset, out);
     }
 }
@@ -177,7 +177,7 @@ const HASH_TASK: usize = 1 << 13;
 fn hash_messages(indices: &[u32], first: u64, rows: &[Block], offset: Block, out: &mut Vec<Block>) {
     const AHEAD: usize = 32;
     let start = out.len();
-    out.resize(start + indices.len(), 0);
+    out.resize(start + indices.len(), Block::ZERO);
     out[start..]
         .par_chunks_mut(HASH_TASK)
         .zip(indices.par_chunks(HASH_TASK))
@@ -244,7 +244,7 @@ impl KosReceiver {
     /// chunk of rows that holds a wanted index is regenerated, on the rayon pool.
     pub fn messages(&self, indices: &[u32]) -> Vec<Block> {
         assert!(indices.is_sorted(), "indices in increasing order");
-        let mut out = vec![0; indices.len()];
+        let mut out = vec![Block::ZERO; indices.len()];
         advise_huge_pages(&out);
         // The wanted indices chunk by chunk of rows: (chunk, its indices).
         let mut groups = Vec::new();
@@ -261,7 +261,7 @@ impl KosReceiver {
             .zip(parts)
             .for_each_init(Vec::new, |rows, ((c, js), out)| {
                 let first = c * TASK_ROWS;
-                rows.resize(TASK_ROWS, 0);
+                rows.resize(TASK_ROWS, Block::ZERO);
                 let len = (self.choices.len() - first).min(TASK_ROWS);
                 self.t.rows(first, &mut rows[..len.next_multiple_of(128)]);
                 for (o, &j) in out.iter_mut().zip(js) {
@@ -378,7 +378,7 @@ impl KosChallenge {
         let mut r = Reader::new(&msg, "correlation check");
         let (x, t) = (r.block()?, r.block()?);
         let (q_sum, _, _) = check_sums(seed, Rows::Kept(&q), q.len(), None, &[]);
-        if q_sum != t ^ gf128::mul(x, delta) {
+        if q_sum != t ^ (x * delta) {
             return Err(Error::CheatingDetected(
                 "KOS15 correlation check failed: the OT-extension receiver's rows do not match one choice bit each".into(),
             ));
@@ -456,7 +456,7 @@ impl<'a> KosReceiving<'a> {
         let choices = &self.choices;
         self.rows.send_batch(chan, &|first, u: &mut [Block]| {
             for (u, &c) in u.iter_mut().zip(&choices[first..]) {
-                *u ^= if c { Block::MAX } else { 0 };
+                *u ^= if c { Block::ONES } else { Block::ZERO };
             }
         })
     }
@@ -513,7 +513,7 @@ mod tests {
 
     #[test]
     fn honest_receiver_gets_exactly_its_messages() {
-        let mut prg = Prg::from_seed(21);
+        let mut prg = Prg::from_seed(Block::from(21));
         let (sender_seeds, pairs) = base(&mut prg);
         // More than one chunk of the check, so the kept rows span chunks.
         let count = CHECK_CHUNK + 3000;
@@ -523,13 +523,21 @@ mod tests {
         let keep: Vec<u32> = (0..count as u32).step_by(7).collect();
         let k2 = keep.clone();
         let t = std::thread::spawn(move || {
-            kos_receive(&mut b, &pairs, c2, &mut Prg::from_seed(5), &[1; 32], k2).unwrap()
+            kos_receive(
+                &mut b,
+                &pairs,
+                c2,
+                &mut Prg::from_seed(Block::from(5)),
+                &[1; 32],
+                k2,
+            )
+            .unwrap()
         });
         let sender = kos_send(
             &mut a,
             &sender_seeds,
             count,
-            &mut Prg::from_seed(6),
+            &mut Prg::from_seed(Block::from(6)),
             &[1; 32],
         )
         .unwrap();
@@ -571,11 +579,11 @@ mod tests {
         // Two segments of one extension, the second numbered on from the first: each gives
         // the receiver exactly its messages, and no message repeats across segments (fresh
         // column streams, distinct tweaks) although Δ is the same.
-        let mut prg = Prg::from_seed(31);
+        let mut prg = Prg::from_seed(Block::from(31));
         let (sender_seeds, pairs) = base(&mut prg);
         let count = 3000;
         let rows = |ext: ExtensionReceiver| {
-            let mut rows = vec![0; 128 * ext.row_blocks()];
+            let mut rows = vec![Block::ZERO; 128 * ext.row_blocks()];
             ext.replay_t().rows(0, &mut rows);
             rows
         };
@@ -590,7 +598,7 @@ mod tests {
             let (sender, receiver) = std::thread::scope(|scope| {
                 let t = scope.spawn(move || {
                     let ext = p2.segment(k);
-                    let mut prg = Prg::from_seed(5 + k as u128);
+                    let mut prg = Prg::from_seed(Block::from(5 + k));
                     let keep = (0..count as u32).collect();
                     let mut r = KosReceiving::start(
                         &mut b,
@@ -613,7 +621,7 @@ mod tests {
                 while !s.done() {
                     s.receive_batch(&mut a).unwrap();
                 }
-                let mut prg = Prg::from_seed(6);
+                let mut prg = Prg::from_seed(Block::from(6));
                 let sender = s
                     .challenge(&mut a, &mut prg)
                     .unwrap()
@@ -655,18 +663,18 @@ mod tests {
         };
         let run = |threads: usize| {
             let (pool, p2) = (pool(threads), pool(threads));
-            let mut prg = Prg::from_seed(77);
+            let mut prg = Prg::from_seed(Block::from(77));
             let (sender_seeds, pairs) = base(&mut prg);
             let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
             let (mut a, mut b) = mem_pair(Duration::from_secs(10));
             let t = std::thread::spawn(move || {
                 p2.install(|| {
-                    let mut prg = Prg::from_seed(5);
+                    let mut prg = Prg::from_seed(Block::from(5));
                     kos_receive(&mut b, &pairs, choices, &mut prg, &[1; 32], Vec::new()).unwrap()
                 })
             });
             let sender = pool.install(|| {
-                let mut prg = Prg::from_seed(6);
+                let mut prg = Prg::from_seed(Block::from(6));
                 kos_send(&mut a, &sender_seeds, count, &mut prg, &[1; 32]).unwrap()
             });
             let receiver = t.join().unwrap();
@@ -680,14 +688,14 @@ mod tests {
 
     /// A receiver whose rows carry a codeword that is not all-zero or all-one (the
     /// classic attack that would let it learn bits of Δ). Returns Δ's bit 9 and the result.
-    fn cheating_run(seed: u128) -> (bool, Result<KosSender>) {
-        let mut prg = Prg::from_seed(seed);
+    fn cheating_run(seed: u64) -> (bool, Result<KosSender>) {
+        let mut prg = Prg::from_seed(Block::from(seed));
         let (sender_seeds, pairs) = base(&mut prg);
         let flipped_delta_bit = sender_seeds.delta[9];
         let count = 1000;
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
-            let mut prg = Prg::from_seed(seed + 1);
+            let mut prg = Prg::from_seed(Block::from(seed + 1));
             let choices: Vec<bool> = (0..count + CHECK_PADDING)
                 .map(|_| prg.u64() & 1 == 1)
                 .collect();
@@ -695,7 +703,7 @@ mod tests {
             // Flip one column bit in one row: that row's choice is inconsistent.
             let t = extend_rows(&mut b, &pairs.keys, &choices, |first, u| {
                 if first == 0 {
-                    u[5] ^= 1 << 9;
+                    u[5] ^= Block::unit(9);
                 }
             })?;
             answer_check(&mut b, toss, &choices, &t, &[]).map(|_| ())
@@ -704,7 +712,7 @@ mod tests {
             &mut a,
             &sender_seeds,
             count,
-            &mut Prg::from_seed(seed + 2),
+            &mut Prg::from_seed(Block::from(seed + 2)),
             &[2; 32],
         );
         let _ = t.join().unwrap();
@@ -737,12 +745,17 @@ mod tests {
 
     #[test]
     fn a_truncated_check_message_is_a_clean_error() {
-        let mut prg = Prg::from_seed(41);
+        let mut prg = Prg::from_seed(Block::from(41));
         let (sender_seeds, pairs) = base(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
             let choices = vec![false; 10 + CHECK_PADDING];
-            CoinToss::commit(&mut b, &[4; 32], CHECK_TOSS, &mut Prg::from_seed(1))?;
+            CoinToss::commit(
+                &mut b,
+                &[4; 32],
+                CHECK_TOSS,
+                &mut Prg::from_seed(Block::from(1)),
+            )?;
             extend_rows(&mut b, &pairs.keys, &choices, |_, _| {})?;
             (&mut b as &mut dyn Channel).recv(16)?;
             b.send(&[0; 40])

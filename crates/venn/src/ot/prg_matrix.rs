@@ -57,7 +57,7 @@ impl PrgMatrix {
         // of every byte the extensions produce).
         let mut columns = Vec::with_capacity(self.columns.len() * per_col);
         for _ in &self.columns {
-            columns.extend((0..per_col).map(|t| counter + t as u128));
+            columns.extend((0..per_col).map(|t| Block::from_u128(counter + t as u128)));
         }
         for (col, aes) in columns.chunks_exact_mut(per_col).zip(&self.columns) {
             aes.encrypt_blocks(col);
@@ -69,7 +69,7 @@ impl PrgMatrix {
     fn transpose(&self, columns: &[Block], out: &mut [Block]) {
         let w = self.row_blocks();
         let per_col = out.len() / w / 128;
-        let mut m = [0 as Block; 128];
+        let mut m = [Block::ZERO; 128];
         for rb in 0..per_col {
             for g in 0..w {
                 for (i, row) in m.iter_mut().enumerate() {
@@ -77,7 +77,7 @@ impl PrgMatrix {
                     *row = if c < self.columns.len() {
                         columns[c * per_col + rb]
                     } else {
-                        0
+                        Block::ZERO
                     };
                 }
                 transpose128(&mut m);
@@ -103,47 +103,55 @@ mod tests {
 
     #[test]
     fn rows_are_transposed_columns() {
-        let seeds = [11, 22, 33];
+        let seeds = [11u64, 22, 33].map(Block::from);
         let m = PrgMatrix::new(&seeds);
-        let mut rows = vec![0; 256];
+        let mut rows = vec![Block::ZERO; 256];
         m.rows(0, &mut rows);
         for (c, &s) in seeds.iter().enumerate() {
             let aes = Aes::new(s);
-            let col = [aes.encrypt(0), aes.encrypt(1)];
+            let col = [aes.encrypt(Block::ZERO), aes.encrypt(Block::ONE)];
             for r in 0..256 {
-                assert_eq!((rows[r] >> c) & 1, (col[r / 128] >> (r % 128)) & 1);
+                assert_eq!(rows[r].bit(c), col[r / 128].bit(r % 128));
             }
         }
         assert!(
-            rows.iter().all(|r| r >> 3 == 0),
+            rows.iter().all(|r| r.as_u128() >> 3 == 0),
             "bits past the columns are zero"
         );
     }
 
     #[test]
     fn any_range_of_rows_matches_the_whole_matrix() {
-        let seeds: Vec<Block> = (0..200).collect();
+        let seeds: Vec<Block> = (0..200).map(Block::from).collect();
         let m = PrgMatrix::new(&seeds);
         let w = m.row_blocks();
         let n = 3 * TASK_ROWS + 384;
-        let mut whole = vec![0; n * w];
+        let mut whole = vec![Block::ZERO; n * w];
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
             .unwrap();
         pool.install(|| m.par_rows(0, &mut whole));
-        let mut part = vec![0; 256 * w];
+        let mut part = vec![Block::ZERO; 256 * w];
         m.rows(TASK_ROWS + 128, &mut part);
         assert_eq!(part, whole[(TASK_ROWS + 128) * w..(TASK_ROWS + 384) * w]);
-        let mut serial = vec![0; n * w];
+        let mut serial = vec![Block::ZERO; n * w];
         m.rows(0, &mut serial);
         assert_eq!(serial, whole);
     }
 
     #[test]
     fn xor_rows_are_the_xor_of_the_rows() {
-        let (a, b) = (PrgMatrix::new(&[1, 2, 3, 4]), PrgMatrix::new(&[5, 6, 7, 8]));
-        let (mut x, mut y, mut both) = (vec![0; 256], vec![0; 256], vec![0; 256]);
+        let seeds = |s: [u64; 4]| s.map(Block::from);
+        let (a, b) = (
+            PrgMatrix::new(&seeds([1, 2, 3, 4])),
+            PrgMatrix::new(&seeds([5, 6, 7, 8])),
+        );
+        let (mut x, mut y, mut both) = (
+            vec![Block::ZERO; 256],
+            vec![Block::ZERO; 256],
+            vec![Block::ZERO; 256],
+        );
         a.rows(128, &mut x);
         b.rows(128, &mut y);
         a.xor_rows(&b, 128, &mut both);

@@ -20,7 +20,7 @@ pub struct SenderSeeds {
 /// `AES_seed(2^127 + k)`, a block of the column's AES-CTR stream far past the counters of
 /// any row (those are below 2^32), so every segment's columns are fresh PRG streams.
 fn segment_seed(seed: Block, k: u64) -> Block {
-    Aes::new(seed).encrypt((1 << 127) | k as Block)
+    Aes::new(seed).encrypt(Block::unit(127) | Block::from(k))
 }
 
 /// The segment whose keys [`SenderSeeds::chosen_by_delta`] and
@@ -49,7 +49,8 @@ impl SenderSeeds {
         self.delta
             .iter()
             .enumerate()
-            .fold(0, |acc, (i, &bit)| acc | Block::from(bit) << i)
+            .filter(|(_, &bit)| bit)
+            .fold(Block::ZERO, |acc, (i, _)| acc | Block::unit(i))
     }
 
     /// κ more OTs with Δ's bits as the choices, for a protocol that multiplies by the

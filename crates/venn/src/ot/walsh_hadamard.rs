@@ -18,10 +18,11 @@ impl WalshHadamard {
     /// Tabulates the code.
     pub fn new() -> Self {
         let word = |v: u32| {
-            let mut w = [0 as Block; 2];
+            let mut w = [Block::ZERO; 2];
             for i in 0..256u32 {
-                let bit = (v & i).count_ones() as Block & 1;
-                w[(i / 128) as usize] |= bit << (i % 128);
+                if (v & i).count_ones() % 2 == 1 {
+                    w[(i / 128) as usize] |= Block::unit((i % 128) as usize);
+                }
             }
             w
         };
@@ -36,7 +37,7 @@ impl WalshHadamard {
     /// sender evaluates any choice against.
     pub fn all_words(&self) -> Vec<Block> {
         let bytes: Vec<u8> = (0..=255).collect();
-        let mut words = vec![0; 256 * <Self as Code>::BLOCKS];
+        let mut words = vec![Block::ZERO; 256 * <Self as Code>::BLOCKS];
         self.encode(&bytes, &mut words);
         words
     }
@@ -73,7 +74,7 @@ mod tests {
     #[test]
     fn the_receiver_learns_the_output_of_its_choice_and_no_other() {
         let k = WalshHadamard::COLUMNS;
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let s: Vec<bool> = (0..k).map(|_| prg.u64() & 1 == 1).collect();
         let pairs: Vec<[Block; 2]> = (0..k).map(|_| [prg.block(), prg.block()]).collect();
         let chosen: Vec<Block> = pairs.iter().zip(&s).map(|(p, &b)| p[b as usize]).collect();
@@ -90,7 +91,7 @@ mod tests {
         let got = t.join().unwrap();
         let words = WalshHadamard::new().all_words();
         let codes: Vec<u32> = (0..256).collect();
-        let mut values = vec![0; 256];
+        let mut values = vec![Block::ZERO; 256];
         for (j, &c) in choices.iter().enumerate() {
             let rows = vec![j as u32; 256];
             sender
@@ -113,15 +114,18 @@ mod tests {
                 assert_eq!(d, 128, "WH({a}) and WH({b})");
             }
         }
-        assert_eq!(wh.words[0], [0, 0]);
+        assert_eq!(wh.words[0], [Block::ZERO; 2]);
         // WH(1)_i is the lowest bit of i: alternating bits.
-        assert_eq!(wh.words[1][0], 0xaaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaa);
+        assert_eq!(
+            wh.words[1][0],
+            Block::from_u128(0xaaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaa)
+        );
     }
 
     #[test]
     fn encodes_block_major() {
         let wh = WalshHadamard::new();
-        let mut out = [0; 4];
+        let mut out = [Block::ZERO; 4];
         wh.encode(&[3, 200], &mut out);
         assert_eq!([out[0], out[2]], wh.words[3]);
         assert_eq!([out[1], out[3]], wh.words[200]);

@@ -13,7 +13,7 @@
 //! false positive — which would let Bob test a guessed item of Alice's — has probability
 //! at most 2^-40 per item.
 
-use super::matching::{low_bits, receive_matches, receive_positions, send_positions, send_values};
+use super::matching::{receive_matches, receive_positions, send_positions, send_values};
 use super::{
     output_bits, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -109,14 +109,14 @@ fn summaries(
         .iter()
         .map(|&x| {
             hash.positions(x, &mut pos);
-            pos.iter().fold(0, |acc, &j| acc ^ g(j as usize)) & low_bits(bits)
+            pos.iter().fold(Block::ZERO, |acc, &j| acc ^ g(j as usize)) & Block::low_ones(bits)
         })
         .collect()
 }
 
 fn item_values(items: &Items, sid: &[u8; 32]) -> Vec<Block> {
     let encoder = BlockEncoder::new("venn/dcw13/item", sid);
-    encoder.encode_all(items, Block::MAX)
+    encoder.encode_all(items, Block::ONES)
 }
 
 impl TypedProtocol for Dcw13 {

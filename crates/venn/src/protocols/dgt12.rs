@@ -20,7 +20,7 @@
 //! `k·P` is computed as `(k/2)·P` and encoded by one batched doubling-and-compression per
 //! chunk (one field inversion a chunk, not one a point).
 
-use super::matching::{low_bits, receive_matches, send_values};
+use super::matching::{receive_matches, send_values};
 use super::{
     no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
     Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -109,7 +109,7 @@ fn tags(ro: &RandomOracle, encoded: &[[u8; POINT]], v: usize) -> Vec<Block> {
     encoded
         .par_iter()
         .with_min_len(BATCH)
-        .map(|e| ro.hash_block(e) & low_bits(v))
+        .map(|e| ro.hash_block(e) & Block::low_ones(v))
         .collect()
 }
 
@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn keyed_points_are_encoded_as_the_point_times_the_key() {
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let k = random_scalar(&mut prg);
         let points: Vec<RistrettoPoint> = (0..BATCH + 3)
             .map(|i| item_point(&[7; 32], &i.to_le_bytes()))

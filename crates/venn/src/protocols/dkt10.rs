@@ -19,7 +19,7 @@
 //! implementation the challenges hash the whole statement (strong Fiat–Shamir) and the
 //! session id.
 
-use super::matching::{low_bits, receive_matches, send_values};
+use super::matching::{receive_matches, send_values};
 use super::{
     no_offline_state, output_bits, AnyParty, Context, Output, OutputBits, OutputKind, Parameters,
     Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -117,7 +117,7 @@ fn tag(
     bits: usize,
 ) -> Block {
     let d = ro.hash(&[key.compress().as_bytes(), point.compress().as_bytes(), item]);
-    u128::from_le_bytes(d[..16].try_into().expect("16 bytes")) & low_bits(bits)
+    Block::from_le_bytes(d[..16].try_into().expect("16 bytes")) & Block::low_ones(bits)
 }
 
 fn scalars(prg: &mut Prg, n: usize) -> Vec<Scalar> {
@@ -508,7 +508,7 @@ mod tests {
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         std::thread::scope(|s| {
             let t = s.spawn(move || cheater(&mut b));
-            let mut ctx = Context::new(&mut a, session(role), Prg::from_seed(1), None);
+            let mut ctx = Context::new(&mut a, session(role), Prg::from_seed(Block::from(1)), None);
             let result = match role {
                 Role::Sender => Party::online(&Dkt10Sender, &mut ctx, (), &items("s")),
                 Role::Receiver => Party::online(&Dkt10Receiver, &mut ctx, (), &items("s")),
@@ -534,7 +534,7 @@ mod tests {
     fn a_receiver_whose_items_do_not_match_its_commitment_is_caught() {
         let result = against(Role::Sender, |chan| {
             let gens = generators();
-            let mut prg = Prg::from_seed(2);
+            let mut prg = Prg::from_seed(Block::from(2));
             let h = item_points(&items("r"), &[9; 32]);
             let mut blinded = blind(&gens, &h, &mut prg);
             // Swap in an extra item for N_0: the proof then cannot hold for row 0.
@@ -555,7 +555,7 @@ mod tests {
             let rows = read_receiver_message(chan)?;
             let points = decode_points(&rows)?;
             let gens = generators();
-            let mut prg = Prg::from_seed(3);
+            let mut prg = Prg::from_seed(Block::from(3));
             let mut ans = answer(&gens, &points, &random_scalar(&mut prg), &mut prg);
             // Item 0 is answered under another key: M'_0 = k'·M_0.
             let other = random_scalar(&mut prg) * points[0];
@@ -573,7 +573,7 @@ mod tests {
         let result = against(Role::Receiver, |chan| {
             let rows = read_receiver_message(chan)?;
             let points = decode_points(&rows)?;
-            let mut prg = Prg::from_seed(4);
+            let mut prg = Prg::from_seed(Block::from(4));
             let gens = generators();
             answer(&gens, &points, &random_scalar(&mut prg), &mut prg)
                 .send(chan, &[9; 32], &rows)?;
@@ -595,7 +595,7 @@ mod tests {
             let blinded = blind(
                 &gens,
                 &item_points(&items("r"), &[9; 32]),
-                &mut Prg::from_seed(5),
+                &mut Prg::from_seed(Block::from(5)),
             );
             chan.send(&blinded.head)?;
             send_rows(chan, &blinded.rows, 3 * POINT)?;

@@ -25,7 +25,7 @@ fn outcome(sid: &[u8; 32], label: &str, committed: Block, answered: Block) -> [B
         &committed.to_le_bytes(),
         &answered.to_le_bytes(),
     ]);
-    let block = |b: &[u8]| u128::from_le_bytes(b.try_into().expect("16 bytes"));
+    let block = |b: &[u8]| Block::from_le_bytes(b.try_into().expect("16 bytes"));
     [block(&h[..16]), block(&h[16..])]
 }
 
@@ -136,9 +136,16 @@ mod tests {
         let (x, y) = std::thread::scope(|s| {
             let t = s.spawn(|| {
                 let reply = CoinTossReply::receive(&mut b, &sid, "test seed").unwrap();
-                reply.answer(&mut b, &mut Prg::from_seed(2)).unwrap()
+                reply
+                    .answer(&mut b, &mut Prg::from_seed(Block::from(2)))
+                    .unwrap()
             });
-            let toss = CoinToss::commit(&mut a, &sid, "test seed", &mut Prg::from_seed(1));
+            let toss = CoinToss::commit(
+                &mut a,
+                &sid,
+                "test seed",
+                &mut Prg::from_seed(Block::from(1)),
+            );
             (toss.unwrap().open(&mut a).unwrap(), t.join().unwrap())
         });
         assert_eq!(x, y);
@@ -148,11 +155,16 @@ mod tests {
         let e = std::thread::scope(|s| {
             let t = s.spawn(|| {
                 let reply = CoinTossReply::receive(&mut b, &sid, "test seed").unwrap();
-                reply.answer(&mut b, &mut Prg::from_seed(2))
+                reply.answer(&mut b, &mut Prg::from_seed(Block::from(2)))
             });
-            let toss = CoinToss::commit(&mut a, &sid, "test seed", &mut Prg::from_seed(1));
+            let toss = CoinToss::commit(
+                &mut a,
+                &sid,
+                "test seed",
+                &mut Prg::from_seed(Block::from(1)),
+            );
             let mut toss = toss.unwrap();
-            toss.share ^= 1;
+            toss.share ^= Block::ONE;
             toss.open(&mut a).unwrap();
             t.join().unwrap().unwrap_err()
         });

@@ -407,6 +407,7 @@ fn garbage(e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::net::{mem_pair, Rebound};
     use std::time::Duration;
 
@@ -437,7 +438,7 @@ mod tests {
                     &mut b,
                     &hello(Role::Receiver),
                     8,
-                    &mut Prg::from_seed(2),
+                    &mut Prg::from_seed(Block::from(2)),
                     params,
                 )
             });
@@ -449,7 +450,7 @@ mod tests {
                 &mut a,
                 &hello(Role::Sender),
                 8,
-                &mut Prg::from_seed(1),
+                &mut Prg::from_seed(Block::from(1)),
                 params,
             );
             [ours, t.join().unwrap()]

@@ -323,6 +323,7 @@ fn parse_header(r: &mut StateReader) -> Result<Header> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use std::os::unix::fs::PermissionsExt;
 
     fn header() -> Header {
@@ -343,7 +344,10 @@ mod tests {
     fn a_state_file_is_private_checked_and_single_use() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.state");
-        write(&path, &header(), |w| w.blocks(&[1, 2, 3])).unwrap();
+        write(&path, &header(), |w| {
+            w.blocks(&[Block::from(1), Block::from(2), Block::from(3)])
+        })
+        .unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "owner-only");
         let e = write(&path, &header(), |w| w.u64(1)).unwrap_err();
@@ -351,7 +355,8 @@ mod tests {
 
         let mut f = StateFile::open(&path).unwrap();
         assert_eq!(f.header, header());
-        assert_eq!(f.read(|r| r.blocks(3, "rows")).unwrap(), vec![1, 2, 3]);
+        let rows: Vec<Block> = [1u64, 2, 3].map(Block::from).into();
+        assert_eq!(f.read(|r| r.blocks(3, "rows")).unwrap(), rows);
         f.claim().unwrap();
         assert!(!path.exists());
         let e = StateFile::open(&path).err().unwrap();
@@ -386,7 +391,7 @@ mod tests {
     fn corrupted_and_truncated_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.state");
-        write(&path, &header(), |w| w.blocks(&[7; 100])).unwrap();
+        write(&path, &header(), |w| w.blocks(&[Block::from(7); 100])).unwrap();
         let good = std::fs::read(&path).unwrap();
         for (i, bytes) in [
             [&good[..good.len() - 200], &good[good.len() - 1..]].concat(),

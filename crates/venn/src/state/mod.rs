@@ -205,14 +205,16 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_counts_are_bounded() {
-        let blocks: Vec<Block> = (0..70_000u128).map(|i| i * 0x1234_5678_9abc).collect();
+        let blocks: Vec<Block> = (0..70_000u128)
+            .map(|i| Block::from_u128(i * 0x1234_5678_9abc))
+            .collect();
         let words: Vec<u32> = (0..1000).collect();
         let bits: Vec<bool> = (0..77).map(|i| i % 3 == 0).collect();
         let mut bytes = Vec::new();
         {
             let mut w = StateWriter::new(&mut bytes);
             w.u64(7).unwrap();
-            w.block(u128::MAX - 5).unwrap();
+            w.block(Block::from_u128(u128::MAX - 5)).unwrap();
             w.blocks(&blocks).unwrap();
             w.u32s(&words).unwrap();
             w.bits(&bits).unwrap();
@@ -220,7 +222,7 @@ mod tests {
         let mut input = &bytes[..];
         let mut r = StateReader::new(&mut input);
         assert_eq!(r.u64().unwrap(), 7);
-        assert_eq!(r.block().unwrap(), u128::MAX - 5);
+        assert_eq!(r.block().unwrap(), Block::from_u128(u128::MAX - 5));
         assert_eq!(r.blocks(70_000, "rows").unwrap(), blocks);
         assert_eq!(r.u32s(1000, "indices").unwrap(), words);
         assert_eq!(r.bits(77, "bits").unwrap(), bits);

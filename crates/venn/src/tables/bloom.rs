@@ -44,19 +44,19 @@ impl BloomHash {
         let aes = Aes::new(x ^ self.seed);
         let n = self.bits;
         let reject_below = ((1u64 << 32) - n) % n;
-        let mut blocks = [0 as Block; 32];
-        let mut counter = 0;
+        let mut blocks = [Block::ZERO; 32];
+        let mut counter = 0u64;
         out.clear();
         while out.len() < self.k {
             let need = (self.k - out.len()).div_ceil(4).min(blocks.len());
             for b in &mut blocks[..need] {
-                *b = counter;
+                *b = Block::from(counter);
                 counter += 1;
             }
             aes.encrypt_blocks(&mut blocks[..need]);
             for &b in &blocks[..need] {
                 for lane in 0..4 {
-                    let m = (b >> (32 * lane)) as u32 as u64 * n;
+                    let m = (b.as_u128() >> (32 * lane)) as u32 as u64 * n;
                     if (m as u32 as u64) >= reject_below && out.len() < self.k {
                         out.push((m >> 32) as u32);
                     }
@@ -122,10 +122,10 @@ mod tests {
 
     #[test]
     fn positions_are_a_deterministic_set_in_range() {
-        let h = BloomHash::new(5, 1000, 40);
+        let h = BloomHash::new(Block::from(5), 1000, 40);
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        h.positions(77, &mut a);
-        h.positions(77, &mut b);
+        h.positions(Block::from(77), &mut a);
+        h.positions(Block::from(77), &mut b);
         assert_eq!(a, b);
         let mut sorted = a.clone();
         sorted.sort_unstable();
@@ -133,14 +133,14 @@ mod tests {
         assert_eq!(sorted.len(), a.len(), "distinct");
         assert!(a.iter().all(|&p| p < 1000));
         assert!(a.len() > 30, "40 draws from 1000 rarely collide much");
-        h.positions(78, &mut b);
+        h.positions(Block::from(78), &mut b);
         assert_ne!(a, b);
-        let bf = h.filter(&[77]);
+        let bf = h.filter(&[Block::from(77)]);
         assert_eq!(bf.count_ones(), a.len());
         // Repeated hashes appear once: a tiny filter forces many.
-        let tiny = BloomHash::new(5, 50, 40);
-        tiny.positions(77, &mut a);
-        tiny.hashes(77, &mut b);
+        let tiny = BloomHash::new(Block::from(5), 50, 40);
+        tiny.positions(Block::from(77), &mut a);
+        tiny.hashes(Block::from(77), &mut b);
         b.sort_unstable();
         b.dedup();
         assert_eq!(a.len(), b.len());
@@ -151,13 +151,13 @@ mod tests {
     fn false_positive_rate_matches_the_sizing() {
         // k = 8 so the rate (~2^-8) is measurable.
         let (n, k) = (2000, 8);
-        let h = BloomHash::new(9, bloom_bits(n, k), k);
-        let bf = h.filter(&(0..n as u128).collect::<Vec<_>>());
+        let h = BloomHash::new(Block::from(9), bloom_bits(n, k), k);
+        let bf = h.filter(&(0..n).map(Block::from).collect::<Vec<_>>());
         let mut pos = Vec::new();
-        let trials = 200_000u128;
+        let trials = 200_000u64;
         let fp = (0..trials)
             .filter(|&t| {
-                h.positions(1 << 64 | t, &mut pos);
+                h.positions(Block::from_halves(t, 1), &mut pos);
                 pos.iter().all(|&p| bf.get(p as usize))
             })
             .count();

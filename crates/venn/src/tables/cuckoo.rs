@@ -74,13 +74,14 @@ impl CuckooHash {
     /// Writes `[h_1(x), h_2(x), h_3(x)]` for each item to `out`.
     pub fn bins_of(&self, items: &[Block], out: &mut Vec<[u32; HASHES]>) {
         const MASK: u128 = (1 << 42) - 1;
-        let mut buf = [0 as Block; 256];
+        let mut buf = [Block::ZERO; 256];
         out.clear();
         for chunk in items.chunks(buf.len()) {
             let buf = &mut buf[..chunk.len()];
             buf.copy_from_slice(chunk);
             self.aes.encrypt_blocks(buf);
-            out.extend(buf.iter().map(|&h| {
+            out.extend(buf.iter().map(|h| {
+                let h = h.as_u128();
                 let f = |i: u32| ((((h >> (42 * i)) & MASK) * self.bins as u128) >> 42) as u32;
                 [f(0), f(1), f(2)]
             }));
@@ -213,7 +214,7 @@ mod tests {
 
     #[test]
     fn every_item_is_placed_once_at_one_of_its_bins() {
-        let mut prg = Prg::from_seed(4);
+        let mut prg = Prg::from_seed(Block::from(4));
         let n = 1 << 14;
         let items: Vec<Block> = (0..n).map(|_| prg.block()).collect();
         let bins = n * 6 / 5;
@@ -245,8 +246,8 @@ mod tests {
     fn bins_cover_large_tables_uniformly() {
         // 1.2 · 2^31 bins: the largest table a receiver may need.
         let bins = (1usize << 31) / 5 * 6;
-        let hasher = CuckooHash::new(3, bins);
-        let items: Vec<Block> = (0..1u128 << 16).collect();
+        let hasher = CuckooHash::new(Block::from(3), bins);
+        let items: Vec<Block> = (0..1u64 << 16).map(Block::from).collect();
         let mut out = Vec::new();
         hasher.bins_of(&items, &mut out);
         for i in 0..HASHES {
@@ -265,7 +266,7 @@ mod tests {
     fn stash_overflow_is_an_error() {
         // Ten items that all hash to the same three bins cannot fit with a stash of 2.
         let hashes = vec![[0, 1, 2]; 10];
-        let err = cuckoo_insert(&hashes, 12, 2, &mut Prg::from_seed(1));
+        let err = cuckoo_insert(&hashes, 12, 2, &mut Prg::from_seed(Block::from(1)));
         assert!(matches!(err, Err(Error::Unlucky(_))));
     }
 }

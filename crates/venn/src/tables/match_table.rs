@@ -26,7 +26,7 @@ type Slot = [u64; 2];
 #[inline]
 fn slot(value: Block, group: u32, item: u32) -> Slot {
     [
-        value as u64,
+        value.low_u64(),
         (item as u64 + 1) | (middle(value, group) as u64) << 32,
     ]
 }
@@ -41,7 +41,7 @@ fn is_empty(slot: &Slot) -> bool {
 /// low byte.
 #[inline]
 fn middle(value: Block, group: u32) -> u32 {
-    ((value >> 64) as u32) << 8 | group
+    (value.high_u64() as u32) << 8 | group
 }
 
 /// Maps `(value, group)` to the receiver's item index.
@@ -83,7 +83,7 @@ impl MatchTable {
         let buckets = Buckets::new(count, regions, |first, out| {
             for (i, o) in (first..).zip(out) {
                 let value = entry(i).0;
-                if value >> SLOT_BITS != 0 {
+                if value.as_u128() >> SLOT_BITS != 0 {
                     wide.store(true, Ordering::Relaxed);
                 }
                 *o = (start_of(value) / REGION) as u32;
@@ -101,7 +101,10 @@ impl MatchTable {
         let (mut high, mut sorted_high) = (Vec::new(), Vec::new());
         if wide {
             (high, sorted_high) = (huge_zeroed(cap), huge_zeroed(count));
-            buckets.scatter_with(|i| (entry(i).0 >> SLOT_BITS) as u64, &mut sorted_high);
+            buckets.scatter_with(
+                |i| (entry(i).0.as_u128() >> SLOT_BITS) as u64,
+                &mut sorted_high,
+            );
         }
         // Each region's high bits (none where no value has any).
         let high_regions: Vec<&mut [u64]> = if wide {
@@ -118,7 +121,7 @@ impl MatchTable {
                 let mut spills = Vec::new();
                 for k in entries {
                     let (s, h) = (sorted[k], sorted_high.get(k).copied().unwrap_or(0));
-                    let from = start_of(s[0] as Block) - r * REGION;
+                    let from = start_of(Block::from(s[0])) - r * REGION;
                     match (from..slots.len()).find(|&i| is_empty(&slots[i])) {
                         Some(i) => {
                             slots[i] = s;
@@ -172,9 +175,9 @@ impl MatchTable {
     #[inline]
     pub fn find(&self, value: Block, group: u32) -> Option<u32> {
         let (low, middle, high) = (
-            value as u64,
+            value.low_u64(),
             middle(value, group),
-            (value >> SLOT_BITS) as u64,
+            (value.as_u128() >> SLOT_BITS) as u64,
         );
         let wide = !self.high.is_empty();
         if high != 0 && !wide {
@@ -197,7 +200,7 @@ impl MatchTable {
 /// Where the probe for a value starts in a table of `cap` slots: `⌊low · cap / 2^64⌋`.
 #[inline]
 fn start(value: Block, cap: usize) -> usize {
-    ((value as u64 as u128 * cap as u128) >> 64) as usize
+    ((value.low_u64() as u128 * cap as u128) >> 64) as usize
 }
 
 #[cfg(test)]
@@ -205,20 +208,28 @@ mod tests {
     use super::*;
 
     fn value(i: u32) -> Block {
-        (i as u128) << 70 | (i as u128 * 7919)
+        Block::from_u128((i as u128) << 70 | (i as u128 * 7919))
     }
 
     #[test]
     fn finds_exactly_what_was_inserted() {
         let t = MatchTable::build(100, 100, |i| {
-            (value(i as u32) | 1 << 100, i as u32 % 3, i as u32)
+            (value(i as u32) | Block::unit(100), i as u32 % 3, i as u32)
         });
         for i in 0..100u32 {
-            let v = value(i) | 1 << 100;
+            let v = value(i) | Block::unit(100);
             assert_eq!(t.find(v, i % 3), Some(i));
             assert_eq!(t.find(v, (i + 1) % 3), None, "group must match");
-            assert_eq!(t.find(v ^ (1 << 101), i % 3), None, "high bits must match");
-            assert_eq!(t.find(v ^ (1 << 80), i % 3), None, "middle bits must match");
+            assert_eq!(
+                t.find(v ^ Block::unit(101), i % 3),
+                None,
+                "high bits must match"
+            );
+            assert_eq!(
+                t.find(v ^ Block::unit(80), i % 3),
+                None,
+                "middle bits must match"
+            );
         }
     }
 
@@ -229,8 +240,8 @@ mod tests {
         for i in 0..100u32 {
             let v = value(i);
             assert_eq!(t.find(v, 0), Some(i));
-            assert_eq!(t.find(v | 1 << 90, 0), None);
-            assert_eq!(t.find(v ^ 1 << 87, 0), None);
+            assert_eq!(t.find(v | Block::unit(90), 0), None);
+            assert_eq!(t.find(v ^ Block::unit(87), 0), None);
         }
     }
 
@@ -253,7 +264,7 @@ mod tests {
         };
         let entry = |i: usize| {
             let i = i.min(n - 2); // the last two entries repeat one value
-            ((i as u128) << 64 | low(i) as u128, 0, i as u32)
+            (Block::from_halves(low(i), i as u64), 0, i as u32)
         };
         let entry_at = |i: usize| (entry(i).0, 0, i as u32);
         let build = |threads| {

@@ -21,7 +21,7 @@ use crate::{Error, Result};
 
 /// `count` blocks expanded from an OT message.
 fn expand_seed(seed: Block, count: usize) -> Vec<Block> {
-    let mut out = vec![0; count];
+    let mut out = vec![Block::ZERO; count];
     Prg::from_seed(seed).fill_blocks(&mut out);
     out
 }
@@ -34,14 +34,14 @@ pub(super) fn send(
     delta: Block,
     count: usize,
 ) -> Result<Vec<Block>> {
-    let mut beta = vec![0; count];
+    let mut beta = vec![Block::ZERO; count];
     let mut d = Vec::new();
     for (j, &m) in chosen.iter().enumerate() {
         chan.recv_blocks(count, &mut d, "a base-VOLE row")?;
         let r = expand_seed(m, count);
-        let bit = (delta >> j) & 1 == 1;
+        let bit = delta.bit(j);
         for ((b, r), d) in beta.iter_mut().zip(&r).zip(&d) {
-            *b ^= r ^ if bit { *d } else { 0 };
+            *b ^= r ^ if bit { *d } else { Block::ZERO };
         }
     }
     Ok(beta)
@@ -53,11 +53,11 @@ pub(super) fn receive(
     pairs: &[[Block; 2]],
     y: &[Block],
 ) -> Result<Vec<Block>> {
-    let mut z = vec![0; y.len()];
+    let mut z = vec![Block::ZERO; y.len()];
     for (j, pair) in pairs.iter().enumerate() {
         let (r0, r1) = (expand_seed(pair[0], y.len()), expand_seed(pair[1], y.len()));
         let d: Vec<Block> = (0..y.len())
-            .map(|i| r0[i] ^ r1[i] ^ gf128::mul(y[i], 1 << j))
+            .map(|i| r0[i] ^ r1[i] ^ (y[i] * Block::unit(j)))
             .collect();
         chan.send_blocks(&d)?;
         z.iter_mut().zip(&r0).for_each(|(z, r)| *z ^= r);
@@ -68,7 +68,7 @@ pub(super) fn receive(
 /// `Σ_i χ_i·v_i + v_last` over all but the last of `values` (the mask), χ_i = AES_seed(i).
 fn combine(seed: Block, values: &[Block]) -> Block {
     let (last, rest) = values.split_last().expect("a mask correlation");
-    let mut chi: Vec<Block> = (0..rest.len() as Block).collect();
+    let mut chi: Vec<Block> = (0..rest.len() as u64).map(Block::from).collect();
     Aes::new(seed).encrypt_blocks(&mut chi);
     gf128::inner_product(&chi, rest) ^ last
 }
@@ -87,7 +87,7 @@ pub(super) fn answer(seed: Block, y: &[Block], z: &[Block]) -> [Block; 2] {
 
 /// S's verdict on R's answer.
 pub(super) fn verify(seed: Block, beta: &[Block], delta: Block, [y, z]: [Block; 2]) -> Result<()> {
-    if combine(seed, beta) != z ^ gf128::mul(y, delta) {
+    if combine(seed, beta) != z ^ (y * delta) {
         return Err(Error::CheatingDetected(
             "base-VOLE consistency check failed: the VOLE receiver did not use one noise value \
              in every OT"

@@ -133,7 +133,7 @@ mod tests {
     /// correlated OTs from IKNP: each party's Δ, choice bits and (B, C).
     fn cot_pair(outputs: usize) -> [(Block, Vec<u64>, Vec<Pair>); 2] {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
-        let mut prg = Prg::from_seed(3);
+        let mut prg = Prg::from_seed(Block::from(3));
         let seeds = [test_seeds(&mut prg), test_seeds(&mut prg)];
         let count = ots_needed(outputs);
         // Each party on a pool of its own, as `run` gives it: a receiver waits on its
@@ -143,7 +143,7 @@ mod tests {
                 true => (&seeds[0].0, &seeds[1].1),
                 false => (&seeds[1].0, &seeds[0].1),
             };
-            let mut prg = Prg::from_seed(leader as Block);
+            let mut prg = Prg::from_seed(Block::from(leader as u64));
             let choices: Vec<bool> = (0..count).map(|_| prg.u64() & 1 == 1).collect();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
             pool.unwrap().install(|| {
@@ -189,7 +189,7 @@ mod tests {
                 for (i, (s, r)) in sent.iter().zip(received).enumerate() {
                     assert_eq!(
                         r.1,
-                        s.0 ^ if choice(i) { *delta } else { 0 },
+                        s.0 ^ if choice(i) { *delta } else { Block::ZERO },
                         "n {n}, i {i}"
                     );
                 }

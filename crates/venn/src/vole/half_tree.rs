@@ -21,13 +21,13 @@ use crate::crypto::{Aes, Block};
 /// that other protocols (and the triples) apply to these COTs' outputs.
 fn pi() -> &'static Aes {
     static PI: std::sync::OnceLock<Aes> = std::sync::OnceLock::new();
-    PI.get_or_init(|| Aes::new(0x6861_6c66_2d74_7265_652d_6363_722d_7069))
+    PI.get_or_init(|| Aes::new(Block::from_u128(0x6861_6c66_2d74_7265_652d_6363_722d_7069)))
 }
 
 /// σ(x_hi ‖ x_lo) = (x_hi ⊕ x_lo) ‖ x_hi: linear, and x ↦ σ(x) ⊕ x is a permutation too.
 fn sigma(x: Block) -> Block {
-    let hi = x >> 64;
-    (hi ^ x) << 64 | hi
+    let hi = x.high_u64();
+    Block::from_halves(hi, hi ^ x.low_u64())
 }
 
 /// Expands the level in `level[..half]` to the next one in `level[..2·half]`, in place
@@ -35,7 +35,7 @@ fn sigma(x: Block) -> Block {
 /// new left side.
 fn expand_level(level: &mut [Block], half: usize) -> Block {
     let (left, right) = level[..2 * half].split_at_mut(half);
-    let mut sum = 0;
+    let mut sum = Block::ZERO;
     let done = wide::expand(left, right, &mut sum);
     const CHUNK: usize = 64;
     let pi = pi();
@@ -167,7 +167,9 @@ mod wide {
             start += run;
         }
         // SAFETY: the CPU has `V`'s features (the caller's contract).
-        *sum ^= unsafe { all.blocks() }.iter().fold(0, |a, b| a ^ b);
+        *sum ^= unsafe { all.blocks() }
+            .iter()
+            .fold(Block::ZERO, |a, b| a ^ b);
         start
     }
 }
@@ -240,14 +242,14 @@ mod tests {
 
     #[test]
     fn sigma_is_an_orthomorphism_on_samples() {
-        let mut prg = Prg::from_seed(1);
+        let mut prg = Prg::from_seed(Block::from(1));
         for _ in 0..100 {
             let (x, y) = (prg.block(), prg.block());
             assert_eq!(sigma(x ^ y), sigma(x) ^ sigma(y));
             assert_ne!(sigma(x) ^ x, sigma(y) ^ y);
         }
         // σ(x) ⊕ x = x_lo ‖ (x_hi ⊕ x_lo): zero only at zero.
-        assert_eq!(sigma(1) ^ 1, 1 << 64 | 1);
+        assert_eq!(sigma(Block::ONE) ^ Block::ONE, Block::from_halves(1, 1));
     }
 
     /// At each level (the VAES runs where it allows them, the chunks elsewhere).
@@ -259,16 +261,16 @@ mod tests {
     }
 
     fn the_sender_expands_as_defined_at(level: Level) {
-        let mut prg = Prg::from_seed(7);
+        let mut prg = Prg::from_seed(Block::from(7));
         for depth in 1..=11 {
             let (s, delta) = (prg.block(), prg.block());
-            let mut leaves = vec![0; 1 << depth];
+            let mut leaves = vec![Block::ZERO; 1 << depth];
             let sums = expand_sender(s, delta, depth, &mut leaves);
             let levels = tree_by_definition(s, delta, depth);
             assert_eq!(&leaves, levels.last().unwrap(), "{level:?}, depth {depth}");
             for (l, level) in levels.iter().enumerate() {
                 let (left, right) = level.split_at(level.len() / 2);
-                let sum = |side: &[Block]| side.iter().fold(0, |a, b| a ^ b);
+                let sum = |side: &[Block]| side.iter().fold(Block::ZERO, |a, b| a ^ b);
                 assert_eq!(sums[l], sum(left), "depth {depth}, level {}", l + 1);
                 assert_eq!(sum(left) ^ sum(right), delta);
             }
@@ -283,7 +285,7 @@ mod tests {
     }
 
     fn the_receiver_has_every_leaf_but_its_point_at() {
-        let mut prg = Prg::from_seed(8);
+        let mut prg = Prg::from_seed(Block::from(8));
         for depth in [1, 2, 5, 11] {
             for alpha in [0, 1, (1 << depth) - 1, prg.below(1 << depth) as usize] {
                 let (s, delta) = (prg.block(), prg.block());
@@ -291,14 +293,21 @@ mod tests {
                 let sent = levels.last().unwrap();
                 let left_sums: Vec<Block> = levels
                     .iter()
-                    .map(|l| l[..l.len() / 2].iter().fold(0, |a, b| a ^ b))
+                    .map(|l| l[..l.len() / 2].iter().fold(Block::ZERO, |a, b| a ^ b))
                     .collect();
                 // What the COTs give: at level l, the sum of the side whose turn α does
                 // not take (the right side's is the left's plus Δ).
                 let off_path: Vec<Block> = (0..depth)
-                    .map(|l| left_sums[l] ^ if (alpha >> l) & 1 == 0 { delta } else { 0 })
+                    .map(|l| {
+                        left_sums[l]
+                            ^ if (alpha >> l) & 1 == 0 {
+                                delta
+                            } else {
+                                Block::ZERO
+                            }
+                    })
                     .collect();
-                let mut got = vec![0; 1 << depth];
+                let mut got = vec![Block::ZERO; 1 << depth];
                 expand_receiver(alpha, &off_path, &mut got);
                 for j in 0..1 << depth {
                     match j == alpha {

@@ -14,8 +14,8 @@ fn keys() -> &'static [Aes; 2] {
     static KEYS: std::sync::OnceLock<[Aes; 2]> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| {
         [
-            Aes::new(0x7070_7266_2d6c_6566_742d_6368_696c_6421),
-            Aes::new(0x7070_7266_2d72_6967_6874_2d63_6869_6c64),
+            Aes::new(Block::from_u128(0x7070_7266_2d6c_6566_742d_6368_696c_6421)),
+            Aes::new(Block::from_u128(0x7070_7266_2d72_6967_6874_2d63_6869_6c64)),
         ]
     })
 }
@@ -26,16 +26,16 @@ fn keys() -> &'static [Aes; 2] {
 /// children (at 2i ≥ i) can overwrite it.
 fn expand_level(level: &mut [Block], half: usize) -> [Block; 2] {
     assert!(level.len() >= 2 * half);
-    let mut sums = [0; 2];
+    let mut sums = [Block::ZERO; 2];
     let end = wide::expand(level, half, &mut sums);
     const CHUNK: usize = 64;
     let (left, right) = (&keys()[0], &keys()[1]);
-    let (mut l, mut r) = ([0; CHUNK], [0; CHUNK]);
+    let (mut l, mut r) = ([Block::ZERO; CHUNK], [Block::ZERO; CHUNK]);
     let mut end = end;
     while end > 0 {
         let start = end.saturating_sub(CHUNK);
         let n = end - start;
-        let mut parents = [0; CHUNK];
+        let mut parents = [Block::ZERO; CHUNK];
         parents[..n].copy_from_slice(&level[start..end]);
         left.encrypt_blocks_to(&parents[..n], &mut l[..n]);
         right.encrypt_blocks_to(&parents[..n], &mut r[..n]);
@@ -201,7 +201,7 @@ pub fn expand_receiver(alpha: usize, off_path: &[Block], leaves: &mut [Block]) {
             let sibling = on_path ^ 1;
             leaves[sibling] ^= off_path[l - 1] ^ sums[1 - bit];
         }
-        leaves[on_path] = 0;
+        leaves[on_path] = Block::ZERO;
     }
 }
 
@@ -220,7 +220,13 @@ mod tests {
                 .iter()
                 .flat_map(|&x| keys().each_ref().map(|k| k.encrypt(x) ^ x))
                 .collect();
-            let side = |b: usize| level.iter().skip(b).step_by(2).fold(0, |acc, x| acc ^ x);
+            let side = |b: usize| {
+                level
+                    .iter()
+                    .skip(b)
+                    .step_by(2)
+                    .fold(Block::ZERO, |acc, x| acc ^ x)
+            };
             sums.push([side(0), side(1)]);
         }
         (level, sums)
@@ -230,12 +236,12 @@ mod tests {
     /// portable chunks, and where they meet.
     #[test]
     fn the_sender_expands_as_defined() {
-        let mut prg = Prg::from_seed(7);
+        let mut prg = Prg::from_seed(Block::from(7));
         for depth in 1..=11 {
             let root = prg.block();
             let want = tree_by_definition(root, depth);
             for level in Level::ALL {
-                let mut leaves = vec![0; 1 << depth];
+                let mut leaves = vec![Block::ZERO; 1 << depth];
                 let sums = with_level(level, || expand_sender(root, depth, &mut leaves));
                 assert_eq!((leaves, sums), want, "{level:?}, depth {depth}");
             }
@@ -250,7 +256,7 @@ mod tests {
     }
 
     fn the_receiver_has_every_leaf_but_its_point_at() {
-        let mut prg = Prg::from_seed(8);
+        let mut prg = Prg::from_seed(Block::from(8));
         for depth in [1, 2, 5, 10] {
             for alpha in [0, 1, (1 << depth) - 1, prg.below(1 << depth) as usize] {
                 let root = prg.block();
@@ -259,15 +265,15 @@ mod tests {
                 let off_path: Vec<Block> = (1..=depth)
                     .map(|l| sums[l - 1][1 - ((alpha >> (depth - l)) & 1)])
                     .collect();
-                let mut got = vec![0; 1 << depth];
+                let mut got = vec![Block::ZERO; 1 << depth];
                 expand_receiver(alpha, &off_path, &mut got);
                 for j in 0..1 << depth {
                     match j == alpha {
-                        true => assert_eq!(got[j], 0),
+                        true => assert_eq!(got[j], Block::ZERO),
                         false => assert_eq!(got[j], sent[j], "depth {depth}, α {alpha}, j {j}"),
                     }
                 }
-                assert_ne!(sent[alpha], 0);
+                assert_ne!(sent[alpha], Block::ZERO);
             }
         }
     }

@@ -41,7 +41,7 @@ use rayon::prelude::*;
 
 /// The code's public seed (any fixed seed gives a code of the family; fixed, no party
 /// chooses it).
-pub(super) const CODE_SEED: Block = 0x5665_6e6e_2045_7843_6f6e_7637_7832_3421;
+pub(super) const CODE_SEED: Block = Block::from_u128(0x5665_6e6e_2045_7843_6f6e_7637_7832_3421);
 
 /// The parties a VOLE withstands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,11 +165,11 @@ fn ferret_sum<T: Sync>(
         .par_chunks(CHUNK)
         .enumerate()
         .map_init(
-            || (vec![0; CHUNK], vec![0; CHUNK]),
+            || (vec![Block::ZERO; CHUNK], vec![Block::ZERO; CHUNK]),
             |(chi, values), (c, chunk)| {
                 let (chi, values) = (&mut chi[..chunk.len()], &mut values[..chunk.len()]);
                 for (j, x) in chi.iter_mut().enumerate() {
-                    *x = (first + c * CHUNK + j) as Block;
+                    *x = Block::from((first + c * CHUNK + j) as u64);
                 }
                 aes.encrypt_blocks(chi);
                 values
@@ -179,7 +179,7 @@ fn ferret_sum<T: Sync>(
                 gf128::inner_product(chi, values)
             },
         )
-        .reduce(|| 0, |a, b| a ^ b)
+        .reduce(|| Block::ZERO, |a, b| a ^ b)
 }
 
 /// What S sends for Ferret's check, and R compares.
@@ -222,7 +222,7 @@ pub fn send(
         chan.recv_blocks(4, &mut answer, "the VOLE checks")?;
         base::verify(seed, &beta, delta, [answer[0], answer[1]])?;
         let (ferret_seed, x) = (answer[2], answer[3]);
-        let v = ferret_sum(ferret_seed, 0, &leaves, |&b| b) ^ beta[t] ^ gf128::mul(x, delta);
+        let v = ferret_sum(ferret_seed, 0, &leaves, |&b| b) ^ beta[t] ^ (x * delta);
         chan.send(&ferret_digest(sid, v))?;
     }
     shape.code(CODE_SEED).dual_encode(&mut leaves);
@@ -272,7 +272,7 @@ pub fn receive(
         |e, tree, at_point, c| {
             e.write(match at_point {
                 true => Pair(y[tree], c ^ z[tree]),
-                false => Pair(0, c),
+                false => Pair(Block::ZERO, c),
             });
         },
         Some((&code, parity_sum.as_ref().map(|f| f as _))),
@@ -284,10 +284,11 @@ pub fn receive(
         let [y_sum, z_sum] = base::answer(seed, &y, &z);
         let chi = Aes::new(ferret_seed);
         let x = points.iter().zip(&y).fold(y[t], |acc, (&p, &y)| {
-            acc ^ gf128::mul(chi.encrypt(p as Block), y)
+            acc ^ (chi.encrypt(Block::from(p as u64)) * y)
         });
         chan.send_blocks(&[y_sum, z_sum, ferret_seed, x])?;
-        let sum = ferret_sum(ferret_seed, 0, &noise[..split], |p| p.1) ^ parity_sum.unwrap_or(0);
+        let sum = ferret_sum(ferret_seed, 0, &noise[..split], |p| p.1)
+            ^ parity_sum.unwrap_or(Block::ZERO);
         let expected = ferret_digest(sid, sum ^ z[t]);
         if chan.recv_exact(32, "the Ferret check")? != expected {
             return Err(Error::CheatingDetected(
@@ -324,10 +325,26 @@ mod tests {
         };
         std::thread::scope(|s| {
             let sender = s.spawn(move || {
-                pool().install(|| send(&mut a, &mut Prg::from_seed(1), &sid, outputs, adversary))
+                pool().install(|| {
+                    send(
+                        &mut a,
+                        &mut Prg::from_seed(Block::from(1)),
+                        &sid,
+                        outputs,
+                        adversary,
+                    )
+                })
             });
             let receiver = pool()
-                .install(|| receive(&mut b, &mut Prg::from_seed(2), &sid, outputs, adversary))
+                .install(|| {
+                    receive(
+                        &mut b,
+                        &mut Prg::from_seed(Block::from(2)),
+                        &sid,
+                        outputs,
+                        adversary,
+                    )
+                })
                 .unwrap();
             (sender.join().unwrap().unwrap(), receiver)
         })
@@ -342,10 +359,10 @@ mod tests {
             let (s, r) = vole(n, adversary, threads);
             assert_eq!((s.b.len(), r.pairs.len()), (n, n));
             for (i, Pair(a, c)) in r.pairs.iter().enumerate() {
-                assert_eq!(*c, s.b[i] ^ gf128::mul(*a, s.delta), "n = {n}, i = {i}");
+                assert_eq!(*c, s.b[i] ^ (*a * s.delta), "n = {n}, i = {i}");
             }
             // A is not sparse: the noise was compressed.
-            let zeros = r.pairs.iter().filter(|p| p.0 == 0).count();
+            let zeros = r.pairs.iter().filter(|p| p.0 == Block::ZERO).count();
             assert!(zeros < n / 100 + 1, "{zeros} zeros of {n}");
         }
     }

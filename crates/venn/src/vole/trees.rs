@@ -140,7 +140,7 @@ pub(super) fn send<T: Symbol>(
             .zip(roots)
             .enumerate()
             .map_init(
-                || vec![0; shape.block()],
+                || vec![Block::ZERO; shape.block()],
                 |leaves, (i, (tree, root))| {
                     let i = group.start + i;
                     let sent = match sending {
@@ -223,7 +223,7 @@ pub(super) fn receive<T: Symbol>(
                 .zip(&mut points[group.clone()])
                 .enumerate()
                 .for_each_init(
-                    || vec![0; shape.block()],
+                    || vec![Block::ZERO; shape.block()],
                     |leaves, (i, (tree_noise, point))| {
                         let tree = group.start + i;
                         let (choices, ots) = (&choices[tree * h..][..h], &ots[tree * h..][..h]);
@@ -235,7 +235,7 @@ pub(super) fn receive<T: Symbol>(
                                     .map(|l| sums[2 * l + usize::from(choices[l])] ^ ots[l])
                                     .collect();
                                 pprf::expand_receiver(alpha, &off_path, leaves);
-                                let others = leaves.iter().fold(0, |acc, c| acc ^ c);
+                                let others = leaves.iter().fold(Block::ZERO, |acc, c| acc ^ c);
                                 leaves[alpha] = corrections[i] ^ others;
                             }
                             Tree::Half => {

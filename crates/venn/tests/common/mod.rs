@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use venn::crypto::Prg;
+use venn::crypto::{Block, Prg};
 use venn::net::{mem_pair, Channel, MemChannel, Traffic};
 use venn::protocols::{Options, Output, Protocol, Sizes};
 use venn::session::Role;
@@ -218,7 +218,7 @@ pub(crate) fn sets(
     overlap: usize,
     seed: u128,
 ) -> (Items, Items) {
-    let mut prg = Prg::from_seed(seed);
+    let mut prg = Prg::from_seed(Block::from_u128(seed));
     let item = |prg: &mut Prg| {
         let len = prg.below(41) as usize;
         let mut b = vec![0u8; len + 8];

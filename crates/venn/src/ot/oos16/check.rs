@@ -42,7 +42,7 @@ impl<const N: usize> CheckSums<N> {
 
     pub(super) fn new() -> Self {
         CheckSums {
-            buckets: vec![[0; N]; 256 * Self::BYTES],
+            buckets: vec![[Block::ZERO; N]; 256 * Self::BYTES],
         }
     }
 
@@ -59,7 +59,7 @@ impl<const N: usize> CheckSums<N> {
 
     /// The sums, sum l for bit l.
     pub(super) fn sums(&self) -> [[Block; N]; CHECK_ROWS] {
-        let mut sums = [[0; N]; CHECK_ROWS];
+        let mut sums = [[Block::ZERO; N]; CHECK_ROWS];
         for (v, bucket) in self.buckets.iter().enumerate() {
             let (c, v) = (v / 256, v % 256);
             for (i, sum) in sums[8 * c..8 * c + 8].iter_mut().enumerate() {

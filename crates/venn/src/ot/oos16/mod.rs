@@ -101,7 +101,7 @@ mod tests {
 
     fn words(prg: &mut Prg, n: usize) -> Vec<Block> {
         (0..n)
-            .map(|_| prg.block() & ((1 << DIMENSION) - 1))
+            .map(|_| prg.block() & Block::low_ones(DIMENSION))
             .collect()
     }
 
@@ -122,19 +122,19 @@ mod tests {
         receiver_words: Words,
         cheat: Option<Box<Tamper>>,
     ) -> (Result<OosRows>, Vec<RowDigest>) {
-        let mut prg = Prg::from_seed(3);
+        let mut prg = Prg::from_seed(Block::from(3));
         let (s, r) = seeds(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
         let t = std::thread::spawn(move || {
             let receiver = OosReceiver::new(&r);
-            let mut prg = Prg::from_seed(4);
+            let mut prg = Prg::from_seed(Block::from(4));
             let (w, h) = (receiver_words, &test_hash());
             match cheat {
                 None => receiver.encode(&mut b, w, &mut prg, h),
                 Some(cheat) => receiver.encode_then(&mut b, w, &mut prg, h, cheat),
             }
         });
-        let rows = OosSender::new(&s).receive(&mut a, n, &mut Prg::from_seed(5));
+        let rows = OosSender::new(&s).receive(&mut a, n, &mut Prg::from_seed(Block::from(5)));
         drop(a);
         let encoded = t.join().unwrap();
         (rows, encoded.expect("the receiver finishes"))
@@ -143,21 +143,31 @@ mod tests {
     #[test]
     fn both_sides_agree_on_the_receivers_words_and_only_on_them() {
         let n = 5000;
-        let mut prg = Prg::from_seed(9);
+        let mut prg = Prg::from_seed(Block::from(9));
         let w = words(&mut prg, n);
         let (rows, mine) = run(n, Words::dense(w.clone()), None);
         let rows = rows.expect("an honest receiver passes the check");
         let hash = test_hash();
         for j in [0, 1, 127, 128, 4095, 4096, n - 1] {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1, w[(j + 1) % n]], &mut theirs);
+            rows.encode(
+                &hash,
+                j,
+                1,
+                &[w[j], w[j] ^ Block::ONE, w[(j + 1) % n]],
+                &mut theirs,
+            );
             assert_eq!(theirs[0], mine[j], "instance {j}: the receiver's word");
             assert_ne!(theirs[1], mine[j], "instance {j}: another word");
             assert_ne!(theirs[2], mine[j], "instance {j}: another word");
         }
         // The index is bound in: equal rows in two instances give different encodings.
         let mut a = Vec::new();
-        hash.hash(&[[7; CODE_BLOCKS]; 2], |e| e as u64 + 1, &mut a);
+        hash.hash(
+            &[[Block::from(7); CODE_BLOCKS]; 2],
+            |e| e as u64 + 1,
+            &mut a,
+        );
         assert_ne!(a[0], a[1]);
         // Several instances at once: instance-major, then word.
         let mut many = Vec::new();
@@ -191,7 +201,7 @@ mod tests {
         // Words in a few instances, across batch and fold boundaries; the rest hold 0.
         let n = 9000;
         let at: Vec<u32> = vec![0, 5, 127, 128, 4095, 4096, 8191, 8192, 8999];
-        let mut prg = Prg::from_seed(13);
+        let mut prg = Prg::from_seed(Block::from(13));
         let w = words(&mut prg, at.len());
         let (rows, mine) = run(n, Words::new(n, at.clone(), w.clone()), None);
         let rows = rows.expect("an honest receiver passes the check");
@@ -199,17 +209,17 @@ mod tests {
         let hash = test_hash();
         for (k, &j) in at.iter().enumerate() {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j as usize, 1, &[w[k], 0], &mut theirs);
+            rows.encode(&hash, j as usize, 1, &[w[k], Block::ZERO], &mut theirs);
             assert_eq!(theirs[0], mine[k], "instance {j}");
             assert_ne!(theirs[1], mine[k], "instance {j}");
         }
         // An empty instance holds the zero word: the same seeds and receiver coins with
         // dense zero words give the same receiver rows T⁰_j, so the sender's encoding of 0
         // there is the dense receiver's own encoding.
-        let (_, zeros) = run(n, Words::dense(vec![0; n]), None);
+        let (_, zeros) = run(n, Words::dense(vec![Block::ZERO; n]), None);
         for j in [1, 126, 129, 4097, 8998] {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j, 1, &[0, w[0]], &mut theirs);
+            rows.encode(&hash, j, 1, &[Block::ZERO, w[0]], &mut theirs);
             assert_eq!(theirs[0], zeros[j], "instance {j}");
             assert_ne!(theirs[1], zeros[j], "instance {j}");
         }
@@ -219,7 +229,7 @@ mod tests {
     /// extension and the sender of the other, with unequal instance counts; `cheat` may
     /// change the second party's corrections. Returns what each party got.
     fn both_ways_run(words: [Vec<Block>; 2], cheat: Option<Box<Tamper>>) -> [BothWays; 2] {
-        let mut prg = Prg::from_seed(20);
+        let mut prg = Prg::from_seed(Block::from(20));
         let (s_ab, r_ab) = seeds(&mut prg);
         let (s_ba, r_ba) = seeds(&mut prg);
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
@@ -228,7 +238,7 @@ mod tests {
         let t = std::thread::spawn(move || {
             // Party b: receiver of b→a (its words wb), sender of a→b (na instances).
             let (receiver, sender) = (OosReceiver::new(&r_ba), OosSender::new(&s_ab));
-            let mut prg = Prg::from_seed(22);
+            let mut prg = Prg::from_seed(Block::from(22));
             let mut encoding = receiver.start(Words::dense(wb), &mut prg);
             let incoming = sender.start(na, false);
             if let Some(cheat) = cheat {
@@ -239,7 +249,7 @@ mod tests {
             both_ways(&mut b, encoding, incoming, &mut prg, &test_hash())
         });
         let (receiver, sender) = (OosReceiver::new(&r_ab), OosSender::new(&s_ba));
-        let mut prg = Prg::from_seed(21);
+        let mut prg = Prg::from_seed(Block::from(21));
         let encoding = receiver.start(Words::dense(wa), &mut prg);
         let incoming = sender.start(nb, false);
         let first = both_ways(&mut a, encoding, incoming, &mut prg, &test_hash());
@@ -252,7 +262,7 @@ mod tests {
         // Unequal counts; with the check's 40 rows, 8192 rows are whole batches and
         // 8320 one row block past them.
         for (na, nb) in [(9000, 5000), (8192 - CHECK_ROWS, 8320 - CHECK_ROWS)] {
-            let mut prg = Prg::from_seed(23);
+            let mut prg = Prg::from_seed(Block::from(23));
             let (wa, wb) = (words(&mut prg, na), words(&mut prg, nb));
             let [a, b] = both_ways_run([wa.clone(), wb.clone()], None);
             let ((mine_a, rows_from_b), (mine_b, rows_from_a)) = (a.unwrap(), b.unwrap());
@@ -261,7 +271,7 @@ mod tests {
             for (mine, rows, w) in [(&mine_a, &rows_from_a, &wa), (&mine_b, &rows_from_b, &wb)] {
                 for j in 0..w.len() {
                     let mut theirs = Vec::new();
-                    rows.encode(&hash, j, 1, &[w[j], w[j] ^ 1], &mut theirs);
+                    rows.encode(&hash, j, 1, &[w[j], w[j] ^ Block::ONE], &mut theirs);
                     assert_eq!(theirs[0], mine[j], "instance {j}");
                     assert_ne!(theirs[1], mine[j], "instance {j}: another word");
                 }
@@ -271,11 +281,11 @@ mod tests {
 
     #[test]
     fn both_ways_catch_a_cheating_receiver() {
-        let mut prg = Prg::from_seed(24);
+        let mut prg = Prg::from_seed(Block::from(24));
         let (wa, wb) = (words(&mut prg, 5000), words(&mut prg, 5000));
         let flip = |first: usize, rows: &mut [Block]| {
             if first == 4096 {
-                rows[3 * CODE_BLOCKS + 1] ^= (u64::MAX as Block) << 30;
+                rows[3 * CODE_BLOCKS + 1] ^= Block::from_u128(u128::from(u64::MAX) << 30);
             }
         };
         let [a, _] = both_ways_run([wa, wb], Some(Box::new(flip)));
@@ -289,14 +299,15 @@ mod tests {
     #[test]
     fn a_receiver_whose_rows_encode_no_codeword_is_caught() {
         let n = 3000;
-        let mut prg = Prg::from_seed(10);
+        let mut prg = Prg::from_seed(Block::from(10));
         let w = words(&mut prg, n);
         // 64 bits flipped in one row: that row is T⁰ ⊕ T¹ ⊕ (a non-codeword). (A flip
         // where Δ is 0 changes nothing for the sender, so one bit would go unseen half the
         // time; 64 go unseen only if all 64 bits of Δ there are 0.)
         let flip = |first: usize, rows: &mut [Block]| {
             if (first..first + rows.len() / CODE_BLOCKS).contains(&1234) {
-                rows[(1234 - first) * CODE_BLOCKS + 2] ^= (u64::MAX as Block) << 40;
+                rows[(1234 - first) * CODE_BLOCKS + 2] ^=
+                    Block::from_u128(u128::from(u64::MAX) << 40);
             }
         };
         let (rows, _) = run(n, Words::dense(w), Some(Box::new(flip)));
@@ -310,11 +321,11 @@ mod tests {
     #[test]
     fn a_receiver_that_encodes_another_word_than_it_claims_is_caught() {
         let n = 3000;
-        let mut prg = Prg::from_seed(11);
+        let mut prg = Prg::from_seed(Block::from(11));
         let w = words(&mut prg, n);
         // Row 17 carries C(w ⊕ 5) although the check is answered for w: rows and
         // answers disagree by a codeword.
-        let other = Bch511::get().encode(5);
+        let other = Bch511::get().encode(Block::from(5));
         let swap = move |first: usize, rows: &mut [Block]| {
             if first == 0 {
                 for (x, c) in rows[17 * CODE_BLOCKS..18 * CODE_BLOCKS]
@@ -337,9 +348,9 @@ mod tests {
     fn the_proof_is_masked_by_a_fresh_padding_row_whatever_the_seed() {
         let n = 1000;
         for zero_words in [true, false] {
-            let mut prg = Prg::from_seed(12);
+            let mut prg = Prg::from_seed(Block::from(12));
             let w = match zero_words {
-                true => vec![0; n],
+                true => vec![Block::ZERO; n],
                 false => words(&mut prg, n),
             };
             let (s, r) = seeds(&mut prg);
@@ -350,7 +361,7 @@ mod tests {
                 false => Words::dense(w.clone()),
             };
             let t = std::thread::spawn(move || {
-                let mut prg = Prg::from_seed(4);
+                let mut prg = Prg::from_seed(Block::from(4));
                 OosReceiver::new(&r).encode(&mut b, words, &mut prg, &test_hash())
             });
             let verifier: &mut dyn Channel = &mut a;
@@ -358,17 +369,17 @@ mod tests {
                 .ext
                 .extend(verifier, n + CHECK_ROWS, |_| {})
                 .unwrap();
-            verifier.send(&Writer::new().block(0).0).unwrap();
+            verifier.send(&Writer::new().block(Block::ZERO).0).unwrap();
             let len = CHECK_ROWS * (CODE_BLOCKS + 1) * 16;
             let proof = verifier.recv_exact(len, "proof").unwrap();
             t.join().unwrap().unwrap();
             // The receiver's padding words are the first draws of its PRG.
-            let mut padding_prg = Prg::from_seed(4);
+            let mut padding_prg = Prg::from_seed(Block::from(4));
             let padding: Vec<Block> = (0..CHECK_ROWS)
-                .map(|_| padding_prg.block() & ((1 << DIMENSION) - 1))
+                .map(|_| padding_prg.block() & Block::low_ones(DIMENSION))
                 .collect();
-            let mut sums = [0 as Block; CHECK_ROWS];
-            let mut challenge = Challenge::new(0);
+            let mut sums = [Block::ZERO; CHECK_ROWS];
+            let mut challenge = Challenge::new(Block::ZERO);
             for &w in &w {
                 let x = challenge.next_row();
                 for (l, sum) in sums.iter_mut().enumerate() {
@@ -388,7 +399,7 @@ mod tests {
                     assert_eq!(answer, padding[l], "answer {l} is the padding word");
                 }
             }
-            assert!(padding.iter().all(|&p| p != 0));
+            assert!(padding.iter().all(|&p| p != Block::ZERO));
         }
     }
 
@@ -396,21 +407,21 @@ mod tests {
     fn seeds_from_kos15_make_a_working_extension() {
         let (mut a, mut b) = mem_pair(Duration::from_secs(30));
         let t = std::thread::spawn(move || {
-            let mut prg = Prg::from_seed(1);
+            let mut prg = Prg::from_seed(Block::from(1));
             let seeds = OosReceiverSeeds::new(&mut b, &mut prg, &[7; 32]).unwrap();
-            let w = Words::dense(vec![1, 2, 3]);
+            let w = Words::dense(vec![Block::from(1), Block::from(2), Block::from(3)]);
             OosReceiver::new(&seeds)
                 .encode(&mut b, w, &mut prg, &RowHash::new("t", b""))
                 .unwrap()
         });
-        let mut prg = Prg::from_seed(2);
+        let mut prg = Prg::from_seed(Block::from(2));
         let seeds = OosSenderSeeds::new(&mut a, &mut prg, &[7; 32]).unwrap();
         let rows = OosSender::new(&seeds).receive(&mut a, 3, &mut prg).unwrap();
         let mine = t.join().unwrap();
         let hash = RowHash::new("t", b"");
         for (j, m) in mine.iter().enumerate() {
             let mut theirs = Vec::new();
-            rows.encode(&hash, j, 1, &[j as Block + 1], &mut theirs);
+            rows.encode(&hash, j, 1, &[Block::from(j as u64 + 1)], &mut theirs);
             assert_eq!(&theirs[0], m);
         }
     }

@@ -27,7 +27,10 @@ impl Words {
     pub fn new(n: usize, at: Vec<u32>, words: Vec<Block>) -> Self {
         assert!(at.len() == words.len() && at.is_sorted_by(|a, b| a < b));
         assert!(at.last().is_none_or(|&j| (j as usize) < n));
-        assert!(words.iter().all(|w| w >> DIMENSION == 0), "76-bit words");
+        assert!(
+            words.iter().all(|w| w.as_u128() >> DIMENSION == 0),
+            "76-bit words"
+        );
         Words { n, at, words }
     }
 
@@ -93,7 +96,7 @@ impl OosReceiver {
     /// check.
     pub fn start(&self, words: Words, prg: &mut Prg) -> OosEncoding<'_> {
         let padding = (0..CHECK_ROWS)
-            .map(|_| prg.block() & ((1 << DIMENSION) - 1))
+            .map(|_| prg.block() & Block::low_ones(DIMENSION))
             .collect();
         OosEncoding {
             ext: &self.ext,
@@ -167,7 +170,7 @@ impl OosEncoding<'_> {
         let mut challenge = Challenge::new(seed);
         // Row and word together: four blocks of T⁰_j, then w_j.
         let mut sums = CheckSums::new();
-        let mut rows = vec![0; FOLD_ROWS * CODE_BLOCKS];
+        let mut rows = vec![Block::ZERO; FOLD_ROWS * CODE_BLOCKS];
         let mut outputs = Vec::with_capacity(words.at.len());
         let (mut todo, mut next) = (&words.at[..], 0);
         let total = n + CHECK_ROWS;
@@ -182,7 +185,7 @@ impl OosEncoding<'_> {
                     next += 1;
                     words.words[next - 1]
                 } else {
-                    0
+                    Block::ZERO
                 };
                 let both: [Block; CODE_BLOCKS + 1] =
                     std::array::from_fn(|b| if b < CODE_BLOCKS { row[b] } else { w });

@@ -118,13 +118,13 @@ impl OosChallenge {
         let code = Bch511::get();
         for (l, q_sum) in q_sums.sums().iter_mut().enumerate() {
             xor_into(q_sum, &row_of(&q, n + l));
-            let mut t: Codeword = [0; CODE_BLOCKS];
+            let mut t: Codeword = [Block::ZERO; CODE_BLOCKS];
             for b in t.iter_mut() {
                 *b = r.block()?;
             }
             let w = r.block()?;
-            let expected = code.encode(w & ((1 << DIMENSION) - 1));
-            let consistent = w >> DIMENSION == 0
+            let expected = code.encode(w & Block::low_ones(DIMENSION));
+            let consistent = w.as_u128() >> DIMENSION == 0
                 && (0..CODE_BLOCKS).all(|b| q_sum[b] ^ t[b] == expected[b] & delta[b]);
             if !consistent {
                 return Err(Error::CheatingDetected(
@@ -214,7 +214,7 @@ impl OosRows {
         let c = Bch511::get().encode(word);
         let masked: Codeword = std::array::from_fn(|b| c[b] & self.delta[b]);
         const LANES: usize = RowHash::LANES;
-        let mut rows = [[0; CODE_BLOCKS]; LANES];
+        let mut rows = [[Block::ZERO; CODE_BLOCKS]; LANES];
         for at in (first..first + count).step_by(LANES) {
             let len = (first + count - at).min(LANES);
             for (l, row) in rows[..len].iter_mut().enumerate() {

@@ -94,6 +94,7 @@ pub(super) fn triple_words(n: usize, width: u32) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::crypto::Prg;
 
     /// Every stage of the network for runs of `n`.
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn the_network_merges_two_sorted_runs_with_n_log_n_plus_one_comparators() {
-        let mut prg = Prg::from_seed(4);
+        let mut prg = Prg::from_seed(Block::from(4));
         for k in 0..=10 {
             let n = 1usize << k;
             let s = stages(n);
@@ -157,7 +158,7 @@ mod tests {
         use crate::net::mem_pair;
         use std::time::Duration;
         let (n, width) = (64, 9);
-        let mut prg = Prg::from_seed(8);
+        let mut prg = Prg::from_seed(Block::from(8));
         let run = |prg: &mut Prg| {
             let mut v: Vec<u64> = (0..n).map(|_| prg.u64() % (1 << width)).collect();
             v.sort_unstable();
@@ -168,7 +169,7 @@ mod tests {
         let (mut x, mut y) = mem_pair(Duration::from_secs(30));
         let party = |chan: &mut dyn crate::net::Channel, leader: bool, triples, mine: &[u64]| {
             let mut gmw = Gmw::new(chan, leader, triples);
-            let mut prg = Prg::from_seed(leader as u128);
+            let mut prg = Prg::from_seed(Block::from(leader as u64));
             let shared: Vec<Shared> = Shared::planes(mine.len(), width, |i| mine[i] as u128)
                 .iter()
                 .map(|p| gmw.share_input(p, &mut prg).unwrap())

@@ -242,7 +242,7 @@ fn flooding(
     let mask = (1u128 << (bits + 1)) - 1;
     let mut residues = ndarray::Array2::<u64>::zeros((moduli.len(), DEGREE));
     for k in 0..DEGREE {
-        let x = (prg.block() & mask) as i128 - (1i128 << bits);
+        let x = (prg.block().as_u128() & mask) as i128 - (1i128 << bits);
         for (m, &q) in moduli.iter().enumerate() {
             residues[[m, k]] = x.rem_euclid(q as i128) as u64;
         }
@@ -258,6 +258,7 @@ mod tests {
     use super::super::tuples::tests::assert_tuples;
     use super::super::Kbm23Config;
     use super::*;
+    use crate::crypto::Block;
     use crate::net::mem_pair;
     use crate::protocols::{Offline, Sizes};
     use std::time::Duration;
@@ -303,8 +304,9 @@ mod tests {
         let p = params(3000, 2000);
         let (mut a, mut b) = mem_pair(Duration::from_secs(60));
         let (a, b) = std::thread::scope(|scope| {
-            let alice = scope.spawn(|| alices_tuples(&mut a, &p, &mut Prg::from_seed(1)).unwrap());
-            let bob = bobs_tuples(&mut b, &p, &mut Prg::from_seed(2)).unwrap();
+            let alice = scope
+                .spawn(|| alices_tuples(&mut a, &p, &mut Prg::from_seed(Block::from(1))).unwrap());
+            let bob = bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(2))).unwrap();
             (alice.join().unwrap(), bob)
         });
         assert_tuples(&p, &a, &b);
@@ -316,7 +318,7 @@ mod tests {
         let p = params(12_000, 7_000);
         assert_eq!(blocks(&p).count(), 2);
         let par = parameters(&p).unwrap();
-        let mut rng = rng(&mut Prg::from_seed(4));
+        let mut rng = rng(&mut Prg::from_seed(Block::from(4)));
         let sk = SecretKey::random(&par, &mut rng);
         let (mut a, mut b) = mem_pair(Duration::from_secs(60));
         let (used, beta) = (blocks(&p).last().unwrap().len(), p.beta);
@@ -339,7 +341,7 @@ mod tests {
             }
             last
         });
-        bobs_tuples(&mut b, &p, &mut Prg::from_seed(5)).unwrap();
+        bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(5))).unwrap();
         for v in alice.join().unwrap() {
             assert!(
                 v[..used].iter().any(|&x| x != 0),
@@ -358,7 +360,7 @@ mod tests {
                 a.send(&garbage).unwrap();
                 a
             });
-            let Err(e) = bobs_tuples(&mut b, &p, &mut Prg::from_seed(3)) else {
+            let Err(e) = bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(3))) else {
                 panic!("garbage taken for a public key")
             };
             assert!(matches!(e, Error::Protocol { .. }), "{e}");

@@ -160,12 +160,12 @@ impl Sampler {
         const REJECTED: u64 = u64::MAX;
         let range = self.range;
         if range <= 1 << 32 {
-            let mut blocks = [0 as Block; SAMPLES / 4];
+            let mut blocks = [Block::ZERO; SAMPLES / 4];
             self.prg.fill_blocks(&mut blocks);
             let mut words = [0u32; SAMPLES];
             for (w, b) in words.chunks_exact_mut(4).zip(&blocks) {
                 for (k, w) in w.iter_mut().enumerate() {
-                    *w = (b >> (32 * k)) as u32;
+                    *w = (b.as_u128() >> (32 * k)) as u32;
                 }
             }
             let threshold = ((1u64 << 32) % range) as u32;
@@ -183,11 +183,11 @@ impl Sampler {
                 },
             );
         } else {
-            let mut blocks = [0 as Block; SAMPLES / 2];
+            let mut blocks = [Block::ZERO; SAMPLES / 2];
             self.prg.fill_blocks(&mut blocks);
             let threshold = range.wrapping_neg() % range;
             for (i, v) in self.buf.iter_mut().enumerate() {
-                let x = (blocks[i / 2] >> (64 * (i % 2))) as u64;
+                let x = (blocks[i / 2].as_u128() >> (64 * (i % 2))) as u64;
                 let m = x as u128 * range as u128;
                 *v = if (m as u64) < threshold {
                     REJECTED
@@ -368,10 +368,10 @@ mod tests {
             let f = Field::new(q);
             for nonzero in [false, true] {
                 let mut whole = vec![0; 5000];
-                Sampler::new(&f, 7, nonzero).fill(&mut whole);
+                Sampler::new(&f, Block::from(7), nonzero).fill(&mut whole);
                 for level in Level::ALL {
                     let mut pieces = Vec::new();
-                    let mut s = Sampler::new(&f, 7, nonzero);
+                    let mut s = Sampler::new(&f, Block::from(7), nonzero);
                     for len in [1, 1023, 1, 2000, 1975] {
                         let mut part = vec![0; len];
                         with_level(level, || s.fill(&mut part));
@@ -389,7 +389,7 @@ mod tests {
         // Every element of a small field turns up, in about equal numbers.
         let mut counts = [0u32; 3];
         let mut v = vec![0; 30_000];
-        Sampler::new(&Field::new(3), 1, false).fill(&mut v);
+        Sampler::new(&Field::new(3), Block::from(1), false).fill(&mut v);
         v.iter().for_each(|&x| counts[x as usize] += 1);
         assert!(
             counts.iter().all(|&c| (9_500..10_500).contains(&c)),
@@ -416,7 +416,7 @@ mod tests {
                     Request::read(&mut bob_dealer, 1 << 20).unwrap(),
                 ];
                 let links: [&mut dyn Channel; 2] = [&mut alice_dealer, &mut bob_dealer];
-                let sent = deal(links, requests, &mut Prg::from_seed(3)).unwrap();
+                let sent = deal(links, requests, &mut Prg::from_seed(Block::from(3))).unwrap();
                 (a.join().unwrap(), b.join().unwrap(), sent)
             });
             assert_tuples(&p, &a, &b);
@@ -506,7 +506,12 @@ mod tests {
                 mem_pair(Duration::from_secs(10)),
                 mem_pair(Duration::from_secs(10)),
             );
-            let e = deal([&mut x, &mut y], [a, b], &mut Prg::from_seed(1)).unwrap_err();
+            let e = deal(
+                [&mut x, &mut y],
+                [a, b],
+                &mut Prg::from_seed(Block::from(1)),
+            )
+            .unwrap_err();
             assert!(e.to_string().contains("one session"), "{e}");
         }
         let (mut x, mut y) = mem_pair(Duration::from_secs(10));

@@ -471,6 +471,7 @@ fn mask(bits: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::util::cpu::{with_level, Level};
 
     #[test]
@@ -494,7 +495,7 @@ mod tests {
 
     #[test]
     fn arithmetic_agrees_with_wide_integers() {
-        let mut prg = Prg::from_seed(1);
+        let mut prg = Prg::from_seed(Block::from(1));
         for q in [
             3,
             9689,
@@ -540,7 +541,7 @@ mod tests {
     }
 
     fn packing_round_trips_and_refuses_what_is_not_elements_at() {
-        let mut prg = Prg::from_seed(2);
+        let mut prg = Prg::from_seed(Block::from(2));
         for q in [5, 9689, 65537, next_prime(1 << 61)] {
             let f = Field::new(q);
             for len in [0, 1, 7, 8, 9, 100] {

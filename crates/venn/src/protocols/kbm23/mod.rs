@@ -509,7 +509,7 @@ mod tests {
     /// runs of bins that leave tails of vectors.
     #[test]
     fn answers_and_matches_follow_their_definitions_at_every_level() {
-        let mut prg = Prg::from_seed(6);
+        let mut prg = Prg::from_seed(Block::from(6));
         let beta = 3;
         for q in [65537, next_prime(1 << 61)] {
             let f = Field::new(q);

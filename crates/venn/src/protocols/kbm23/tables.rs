@@ -55,10 +55,11 @@ impl Hashing {
     fn functions(&self, suffix: u64, first: Block) -> [u64; K] {
         const MASK: u128 = (1 << 42) - 1;
         let split = |h: Block| -> [u64; K] {
+            let h = h.as_u128();
             std::array::from_fn(|i| ((((h >> (42 * i)) & MASK) * self.alpha as u128) >> 42) as u64)
         };
         std::iter::once(first)
-            .chain((1u128..).map(|t| self.h.encrypt(suffix as Block | t << 64)))
+            .chain((1u64..).map(|t| self.h.encrypt(Block::from_halves(suffix, t))))
             .map(split)
             .find(|h| h[0] != h[1] && h[0] != h[2] && h[1] != h[2])
             .expect("distinct values for some t")
@@ -69,12 +70,12 @@ impl Hashing {
     pub(super) fn place_all(&self, mut xs: impl ExactSizeIterator<Item = u128>) -> Vec<Placed> {
         const BATCH: usize = 256;
         let mut placed = Vec::with_capacity(xs.len());
-        let (mut split, mut blocks) = ([(0, 0); BATCH], [0; BATCH]);
+        let (mut split, mut blocks) = ([(0, 0); BATCH], [Block::ZERO; BATCH]);
         loop {
             let mut len = 0;
             for (s, x) in split.iter_mut().zip(xs.by_ref()) {
                 *s = self.split(x);
-                blocks[len] = s.1 as Block;
+                blocks[len] = Block::from(s.1);
                 len += 1;
             }
             if len == 0 {
@@ -307,7 +308,7 @@ mod tests {
     #[test]
     fn value_and_bin_give_back_the_item_even_at_the_top_of_the_domain() {
         let p = params(1 << 12);
-        let h = Hashing::new(&p, 7);
+        let h = Hashing::new(&p, Block::from(7));
         let mut seen = HashMap::new();
         let top = (1u128 << 32) - 1;
         let items = (0..20_000u128)
@@ -334,10 +335,10 @@ mod tests {
 
     #[test]
     fn alices_bins_hold_each_item_once_and_bobs_all_three() {
-        let mut prg = Prg::from_seed(3);
+        let mut prg = Prg::from_seed(Block::from(3));
         let n = 5000;
         let p = params(n);
-        let h = Hashing::new(&p, 11);
+        let h = Hashing::new(&p, Block::from(11));
         let xs: Vec<Placed> = (0..n).map(|_| place(&h, prg.u64() as u128 >> 32)).collect();
         let a = alices_table(&p, &h, &xs, &mut prg).unwrap();
         let mut count = vec![0; n as usize];
@@ -370,9 +371,9 @@ mod tests {
     fn a_lone_value_lands_in_every_slot_alike() {
         // Spec §9: the slot of a match must not depend on Bob's other items.
         let p = params(16);
-        let h = Hashing::new(&p, 5);
+        let h = Hashing::new(&p, Block::from(5));
         let x = place(&h, 12345);
-        let mut prg = Prg::from_seed(9);
+        let mut prg = Prg::from_seed(Block::from(9));
         let mut at = vec![0u32; p.beta];
         let runs = 100 * p.beta;
         for _ in 0..runs {
@@ -390,10 +391,10 @@ mod tests {
     #[test]
     fn an_overfull_bin_is_an_error() {
         let p = params(16);
-        let h = Hashing::new(&p, 5);
+        let h = Hashing::new(&p, Block::from(5));
         let x = place(&h, 1);
         let same = vec![x; p.beta + 1];
-        let e = bobs_table(&p, &h, &same, &mut Prg::from_seed(1));
+        let e = bobs_table(&p, &h, &same, &mut Prg::from_seed(Block::from(1)));
         assert!(matches!(e, Err(Error::Unlucky(_))));
     }
 }

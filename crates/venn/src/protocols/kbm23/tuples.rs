@@ -65,7 +65,7 @@ fn chunks(p: &Kbm23Params) -> impl Iterator<Item = std::ops::Range<usize>> {
 
 /// `⌊h·Q / 2^128⌋`: a uniform 128-bit value as an element of 𝔽_Q.
 fn element(field: &Field, h: Block) -> u64 {
-    let q = field.modulus() as u128;
+    let (q, h) = (field.modulus() as u128, h.as_u128());
     let high = (h >> 64) * q + (((h as u64) as u128 * q) >> 64);
     (high >> 64) as u64
 }
@@ -94,7 +94,7 @@ fn elements_any(field: &Field, h: &[Block], out: &mut [u64]) {
         let mut carry = [0u64; 8];
         for piece in 0..4 {
             for (carry, &h) in carry.iter_mut().zip(h) {
-                *carry = ((h >> (32 * piece)) as u32 as u64 * q + *carry) >> 32;
+                *carry = ((h.as_u128() >> (32 * piece)) as u32 as u64 * q + *carry) >> 32;
             }
         }
         out.copy_from_slice(&carry);
@@ -263,7 +263,7 @@ fn bobs_rows(
         let (mut c, mut bit) = (from / ell, from % ell);
         for u in u.iter_mut().take(ots.saturating_sub(from)) {
             if (r[c] >> bit) & 1 == 1 {
-                *u ^= Block::MAX;
+                *u ^= Block::ONES;
             }
             bit += 1;
             if bit == ell {
@@ -272,7 +272,7 @@ fn bobs_rows(
         }
     })?;
     t.clear();
-    t.resize(ots.next_multiple_of(128), 0);
+    t.resize(ots.next_multiple_of(128), Block::ZERO);
     ext.replay_t().par_rows(0, &mut t);
     t.truncate(ots);
     Ok(BobsChunk { bins, r, t })
@@ -412,17 +412,29 @@ pub(crate) mod tests {
             )
             .unwrap();
             assert!(chunks(&p).count() > 1, "several chunks");
-            let mut prg = Prg::from_seed(8);
+            let mut prg = Prg::from_seed(Block::from(8));
             let (sender_seeds, receiver_seeds) = test_seeds(&mut prg);
             let (mut x, mut y) = mem_pair(Duration::from_secs(30));
             let p2 = p.clone();
             let bob = std::thread::spawn(move || {
                 with_level(level, || {
-                    bobs_tuples(&mut y, &receiver_seeds, &p2, &mut Prg::from_seed(2)).unwrap()
+                    bobs_tuples(
+                        &mut y,
+                        &receiver_seeds,
+                        &p2,
+                        &mut Prg::from_seed(Block::from(2)),
+                    )
+                    .unwrap()
                 })
             });
             let alice = with_level(level, || {
-                alices_tuples(&mut x, &sender_seeds, &p, &mut Prg::from_seed(1)).unwrap()
+                alices_tuples(
+                    &mut x,
+                    &sender_seeds,
+                    &p,
+                    &mut Prg::from_seed(Block::from(1)),
+                )
+                .unwrap()
             });
             assert_tuples(&p, &alice, &bob.join().unwrap());
         }
@@ -431,19 +443,24 @@ pub(crate) mod tests {
     #[test]
     fn batch_inversion_and_the_hash_to_the_field() {
         let f = Field::new(9689);
-        let mut prg = Prg::from_seed(4);
+        let mut prg = Prg::from_seed(Block::from(4));
         let v: Vec<u64> = (0..1000).map(|_| f.random_nonzero(&mut prg)).collect();
         let inv = inverses(&f, &v);
         assert!(v.iter().zip(&inv).all(|(&x, &y)| f.mul(x, y) == 1));
-        assert_eq!(element(&f, 0), 0);
-        assert_eq!(element(&f, Block::MAX), 9688);
-        assert_eq!(element(&f, 1 << 127), 9689 / 2);
+        assert_eq!(element(&f, Block::ZERO), 0);
+        assert_eq!(element(&f, Block::ONES), 9688);
+        assert_eq!(element(&f, Block::unit(127)), 9689 / 2);
         // At each level (the AVX-512 clone of the loop, or not), at lengths around a
         // vector's.
         for q in [9689, (1 << 31) - 1, (1 << 61) - 1] {
             let f = Field::new(q);
             let mut h: Vec<Block> = (0..100).map(|_| prg.block()).collect();
-            h.extend([0, Block::MAX, u128::MAX >> 1, u64::MAX as Block]);
+            h.extend([
+                Block::ZERO,
+                Block::ONES,
+                Block::low_ones(127),
+                Block::from(u64::MAX),
+            ]);
             for level in Level::ALL {
                 for len in [0, 1, 7, 9, h.len()] {
                     let mut x = vec![0; len];

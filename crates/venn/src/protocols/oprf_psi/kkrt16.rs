@@ -54,7 +54,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// OPRF input `y ‖ z` (z = 0 for stash inputs, and for dummies in bins), so `y ‖ z` is
 /// injective. Distinct items
 /// collide with probability ≤ n_s·n_r·2^-126, within λ = 40 for sets up to 2^43.
-const ITEM_MASK: Block = (1 << 126) - 1;
+const ITEM_MASK: Block = Block::low_ones(126);
 
 /// Cuckoo hashing of the 126-bit item values, the input in a bin being `y ‖ z`.
 pub(crate) struct Cuckoo(CuckooHash);
@@ -65,7 +65,7 @@ impl Hashing for Cuckoo {
     }
 
     fn input(&self, y: Block, z: usize) -> Block {
-        y | (z as Block) << 126
+        y | Block::from_u128((z as u128) << 126)
     }
 
     fn stash_input(&self, y: Block) -> Block {
@@ -101,7 +101,7 @@ impl BatchedOprf for Bark {
         input_at: &[u32],
         out: &mut [Block],
     ) {
-        let mut codewords = vec![0; inputs.len() * OPRF_BLOCKS];
+        let mut codewords = vec![Block::ZERO; inputs.len() * OPRF_BLOCKS];
         self.code.encode(inputs, &mut codewords);
         ot.eval_batch(&self.hash, instances, &codewords, input_at, out);
     }
@@ -218,19 +218,20 @@ mod tests {
 
     #[test]
     fn dummies_are_never_inputs_the_sender_evaluates() {
-        let h = Cuckoo(CuckooHash::new(1, 1000));
-        let mut prg = Prg::from_seed(2);
+        let h = Cuckoo(CuckooHash::new(Block::from(1), 1000));
+        let mut prg = Prg::from_seed(Block::from(2));
         let y = prg.block() & ITEM_MASK;
+        let z_of = |x: Block| (x.as_u128() >> 126) as usize;
         for _ in 0..100 {
             assert_eq!(
-                h.dummy(&mut prg, false) >> 126,
+                z_of(h.dummy(&mut prg, false)),
                 0,
                 "bins evaluate z = 1, 2, 3"
             );
-            assert_eq!(h.dummy(&mut prg, true) >> 126, 3, "stash inputs have z = 0");
+            assert_eq!(z_of(h.dummy(&mut prg, true)), 3, "stash inputs have z = 0");
         }
-        assert_eq!(h.stash_input(y) >> 126, 0);
-        assert!((1..=3).all(|z| h.input(y, z) >> 126 == z as Block));
+        assert_eq!(z_of(h.stash_input(y)), 0);
+        assert!((1..=3).all(|z| z_of(h.input(y, z)) == z));
     }
 
     #[test]

@@ -21,9 +21,7 @@ use evaluate::Evaluator;
 pub(super) use kkrt16::Kkrt16;
 pub(super) use pssz15::Pssz15;
 
-use super::matching::{
-    low_bits, receive_matches, receive_positions, send_positions, send_values_with,
-};
+use super::matching::{receive_matches, receive_positions, send_positions, send_values_with};
 use super::{
     AnyParty, Config, Context, Output, ParamTable, Parameters, Party, ProtocolInfo, Sizes,
     TypedProtocol,
@@ -296,7 +294,7 @@ impl<V: Variant> Party for Sender<V> {
 
         ctx.phase("evaluate and send", false);
         let groups = HASHES + l.stash;
-        let mask = low_bits(l.out_bits);
+        let mask = Block::low_ones(l.out_bits);
         // Frames are made in parallel, each with its own evaluator (working space).
         let evaluator = || {
             let eval = Evaluator::new(&l, &y, &perm, &oprf, &hashing);
@@ -310,7 +308,7 @@ impl<V: Variant> Party for Sender<V> {
             evaluator,
             |(eval, hash_values), first, out| {
                 let count = out.len() / groups;
-                hash_values.resize(count * HASHES, 0);
+                hash_values.resize(count * HASHES, Block::ZERO);
                 eval.hash_values(&ot.rows(), first..first + count, hash_values);
                 let stash = &stash_values[first * l.stash..(first + count) * l.stash];
                 for (i, o) in out.chunks_exact_mut(groups).enumerate() {
@@ -400,7 +398,7 @@ impl<V: Variant> Party for Receiver<V> {
         let outputs = oprf.receive(ctx.peer, &seeds, &inputs)?;
 
         ctx.phase("receive and match", false);
-        let mask = low_bits(l.out_bits);
+        let mask = Block::low_ones(l.out_bits);
         // (output, group, item) of each stashed item, then of each bin's item.
         let entries: Vec<(usize, u32, u32)> = (table.stash.iter().enumerate())
             .map(|(j, &item)| (j, (HASHES + j) as u32, item))

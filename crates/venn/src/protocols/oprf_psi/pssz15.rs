@@ -40,7 +40,6 @@ use crate::crypto::{Aes, Block, Prg, WideHash};
 use crate::items::{BlockEncoder, Items};
 use crate::net::{Channel, Writer};
 use crate::ot::{oprf_receive, OprfRows, WalshHadamard};
-use crate::protocols::matching::low_bits;
 use crate::protocols::{
     output_bits, Accepts, Config, Options, OutputKind, ParamTable, Parameters, ProtocolInfo,
     RoleInfo, Security, Sizes,
@@ -251,38 +250,38 @@ pub(crate) struct Phasing {
 }
 
 impl Phasing {
-    /// `(x_L, x_R)`.
+    /// `(x_L, x_R)`: the item as an integer, divided by the bin count.
     fn split(&self, x: Block) -> (u64, Block) {
-        let b = self.bins as Block;
-        ((x % b) as u64, x / b)
+        let (x, b) = (x.as_u128(), u128::from(self.bins));
+        ((x % b) as u64, Block::from_u128(x / b))
     }
 }
 
 impl Hashing for Phasing {
     fn bins_of(&self, y: &[Block], out: &mut Vec<[u32; HASHES]>) {
-        let mut f = [0 as Block; HASHES];
+        let mut f = [Block::ZERO; HASHES];
         out.clear();
         out.extend(y.iter().map(|&x| {
             let (low, rep) = self.split(x);
             for (z, f) in f.iter_mut().enumerate() {
-                *f = rep | (z as Block + 1) << 126;
+                *f = rep | Block::from_u128((z as u128 + 1) << 126);
             }
             self.f.encrypt_blocks(&mut f);
             // f_z(x_R) in [b] by multiply-shift (bias ≤ b/2^64), then the bin.
             f.map(|f| {
-                let fz = ((f as u64 as u128 * self.bins as u128) >> 64) as u64;
+                let fz = ((f.low_u64() as u128 * self.bins as u128) >> 64) as u64;
                 ((low + fz) % self.bins) as u32
             })
         }));
     }
 
     fn input(&self, y: Block, z: usize) -> Block {
-        self.split(y).1 | (z as Block) << self.rep_bits
+        self.split(y).1 | Block::from_u128((z as u128) << self.rep_bits)
     }
 
     /// The item with bit ℓ set, which dummies leave clear.
     fn stash_input(&self, y: Block) -> Block {
-        y | 1 << self.item_bits
+        y | Block::unit(self.item_bits as usize)
     }
 
     /// In a bin a random x_R with z = 0, in the stash a random ℓ-bit value without the
@@ -291,7 +290,7 @@ impl Hashing for Phasing {
     /// with probability n_s/2^ℓ: 2^-12 at σ = 32 and 2^20 items).
     fn dummy(&self, prg: &mut Prg, stash: bool) -> Block {
         let bits = if stash { self.item_bits } else { self.rep_bits };
-        prg.block() & low_bits(bits as usize)
+        prg.block() & Block::low_ones(bits as usize)
     }
 }
 
@@ -324,7 +323,7 @@ impl ByteOts {
 
     /// Byte `c` of `x`: the choice of the input's `c`-th OT.
     fn byte(x: Block, c: usize) -> u8 {
-        (x >> (8 * c)) as u8
+        x.to_le_bytes()[c]
     }
 
     /// The stash OTs' outputs for every choice (see [`ByteOts::stash_table`]'s field),
@@ -334,7 +333,7 @@ impl ByteOts {
             let rows = self.ots.ot_rows(self.ots.stash) as u32;
             let ot_rows: Vec<u32> = (0..rows).flat_map(|r| [r; 256]).collect();
             let codes: Vec<u32> = (0..rows).flat_map(|_| 0..256).collect();
-            let mut table = vec![0; ot_rows.len()];
+            let mut table = vec![Block::ZERO; ot_rows.len()];
             ot.eval_batch(&self.ot_hash, &ot_rows, &self.words, &codes, &mut table);
             table
         })
@@ -342,7 +341,7 @@ impl ByteOts {
 
     /// `out[e] = H'(instances[e], folded[e])`.
     fn outer(&self, instances: &[u32], folded: &[Block], out: &mut [Block]) {
-        let mut rows = vec![0; instances.len() * WideHash::ROW_BLOCKS];
+        let mut rows = vec![Block::ZERO; instances.len() * WideHash::ROW_BLOCKS];
         for (row, &f) in rows.chunks_exact_mut(WideHash::ROW_BLOCKS).zip(folded) {
             row[0] = f;
         }
@@ -371,11 +370,11 @@ impl BatchedOprf for ByteOts {
             .map(|j| {
                 let (mine, next) = rest.split_at(self.ots.bytes(j));
                 rest = next;
-                mine.iter().fold(0, |a, &m| a ^ m)
+                mine.iter().fold(Block::ZERO, |a, &m| a ^ m)
             })
             .collect();
         let instances: Vec<u32> = (0..inputs.len() as u32).collect();
-        let mut out = vec![0; inputs.len()];
+        let mut out = vec![Block::ZERO; inputs.len()];
         self.outer(&instances, &folded, &mut out);
         Ok(out)
     }
@@ -401,7 +400,7 @@ impl BatchedOprf for ByteOts {
                 }
             }
         }
-        let mut values = vec![0; rows.len()];
+        let mut values = vec![Block::ZERO; rows.len()];
         ot.eval_batch(&self.ot_hash, &rows, &self.words, &codes, &mut values);
         let stash_table = match instances.iter().any(|&j| (j as usize) < self.ots.stash) {
             true => self.stash_table(ot),
@@ -415,10 +414,10 @@ impl BatchedOprf for ByteOts {
                     let first = self.ots.ot_rows(j);
                     (0..self.ots.stash_bytes)
                         .map(|c| stash_table[(first + c) * 256 + Self::byte(input(e), c) as usize])
-                        .fold(0, |a, m| a ^ m)
+                        .fold(Block::ZERO, |a, m| a ^ m)
                 } else {
                     let mine = bins.next().expect("a value per bin OT");
-                    mine.iter().fold(0, |a, &m| a ^ m)
+                    mine.iter().fold(Block::ZERO, |a, &m| a ^ m)
                 }
             })
             .collect();
@@ -461,7 +460,7 @@ impl Variant for ByteOts {
                 .collect());
         }
         let encoder = BlockEncoder::new("venn/pssz15/item", sid);
-        let mask = low_bits(p.item_bits as usize);
+        let mask = Block::low_ones(p.item_bits as usize);
         Ok(encoder.encode_all(items, mask))
     }
 
@@ -521,24 +520,24 @@ mod tests {
     #[test]
     fn phasing_gives_the_item_back_from_its_bin_and_input() {
         let p = params(12, None);
-        let h = ByteOts::hashing(&p, 99);
-        let mut prg = Prg::from_seed(4);
+        let h = ByteOts::hashing(&p, Block::from(99));
+        let mut prg = Prg::from_seed(Block::from(4));
         let y: Vec<Block> = (0..2000)
-            .map(|_| prg.block() & low_bits(p.item_bits as usize))
+            .map(|_| prg.block() & Block::low_ones(p.item_bits as usize))
             .collect();
         let mut bins = Vec::new();
         h.bins_of(&y, &mut bins);
-        let b = p.layout.bins as Block;
+        let b = p.layout.bins as u128;
         for (&x, bins) in y.iter().zip(&bins) {
             for (z, &bin) in bins.iter().enumerate() {
-                let input = h.input(x, z + 1);
-                assert_eq!(input >> p.rep_bits, z as Block + 1, "z is named");
-                let rep = input & low_bits(p.rep_bits as usize);
-                let mut f = [rep | (z as Block + 1) << 126];
+                let input = h.input(x, z + 1).as_u128();
+                assert_eq!(input >> p.rep_bits, z as u128 + 1, "z is named");
+                let rep = input & Block::low_ones(p.rep_bits as usize).as_u128();
+                let mut f = [Block::from_u128(rep | (z as u128 + 1) << 126)];
                 h.f.encrypt_blocks(&mut f);
-                let fz = ((f[0] as u64 as u128 * b) >> 64) as Block;
-                let low = (bin as Block + b - fz) % b;
-                assert_eq!(rep * b + low, x);
+                let fz = (f[0].low_u64() as u128 * b) >> 64;
+                let low = (bin as u128 + b - fz) % b;
+                assert_eq!(rep * b + low, x.as_u128());
             }
         }
     }
@@ -547,24 +546,26 @@ mod tests {
     fn dummies_are_never_inputs_the_sender_evaluates() {
         for sigma in [Some(32), Some(64), None] {
             let p = params(16, sigma);
-            let h = ByteOts::hashing(&p, 5);
+            let h = ByteOts::hashing(&p, Block::from(5));
             let ots = p.ot_layout();
-            let mut prg = Prg::from_seed(6);
-            let x = prg.block() & low_bits(p.item_bits as usize);
+            let mut prg = Prg::from_seed(Block::from(6));
+            let x = prg.block() & Block::low_ones(p.item_bits as usize);
+            let input = |z| h.input(x, z).as_u128();
+            let stash_input = h.stash_input(x).as_u128();
             for _ in 0..1000 {
-                let bin = h.dummy(&mut prg, false);
+                let bin = h.dummy(&mut prg, false).as_u128();
                 assert_eq!(bin >> p.rep_bits, 0, "z = 0");
                 assert!(bin < 1 << (8 * ots.bin_bytes));
-                let stash = h.dummy(&mut prg, true);
+                let stash = h.dummy(&mut prg, true).as_u128();
                 assert_eq!(stash >> p.item_bits, 0, "no marker");
                 assert!(stash < 1 << (8 * ots.stash_bytes));
             }
             for z in 1..=3 {
-                assert_ne!(h.input(x, z) >> p.rep_bits, 0);
-                assert!(h.input(x, z) < 1 << (8 * ots.bin_bytes));
+                assert_ne!(input(z) >> p.rep_bits, 0);
+                assert!(input(z) < 1 << (8 * ots.bin_bytes));
             }
-            assert_eq!(h.stash_input(x) >> p.item_bits, 1);
-            assert!(h.stash_input(x) < 1 << (8 * ots.stash_bytes));
+            assert_eq!(stash_input >> p.item_bits, 1);
+            assert!(stash_input < 1 << (8 * ots.stash_bytes));
         }
     }
 

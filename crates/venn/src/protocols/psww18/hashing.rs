@@ -57,7 +57,7 @@ impl Hashing {
     /// The functions of a run with parameters `p` under `seed`.
     pub(super) fn new(p: &Psww18Params, seed: Block) -> Self {
         let aes = Aes::new(seed);
-        let feistel = (!p.hashed).then(|| (Aes::new(aes.encrypt(Block::MAX)), p.sigma / 2));
+        let feistel = (!p.hashed).then(|| (Aes::new(aes.encrypt(Block::ONES)), p.sigma / 2));
         Hashing {
             aes,
             feistel,
@@ -75,10 +75,14 @@ impl Hashing {
         let mut f = Vec::with_capacity(items.len());
         for round in 0..FEISTEL_ROUNDS {
             f.clear();
-            f.extend(items.iter().map(|&x| x & mask | round << 120));
+            f.extend(
+                items
+                    .iter()
+                    .map(|&x| Block::from_u128(x & mask | round << 120)),
+            );
             aes.encrypt_blocks(&mut f);
-            for (x, &f) in items.iter_mut().zip(&f) {
-                let (left, right) = (*x >> half, *x & mask);
+            for (x, f) in items.iter_mut().zip(&f) {
+                let (left, right, f) = (*x >> half, *x & mask, f.as_u128());
                 *x = right << half | (left ^ (f & mask));
             }
         }
@@ -93,7 +97,7 @@ impl Hashing {
         for &x in &items {
             // F_{k,j}(x_R): AES of x_R with (k, j) in its top bits (x_R < 2^(σ − a − t)).
             let x_r = x >> self.low;
-            blocks.extend((0..4u128).map(|f| x_r | f << 124));
+            blocks.extend((0..4u128).map(|f| Block::from_u128(x_r | f << 124)));
         }
         self.aes.encrypt_blocks(&mut blocks);
         // q = ⌊y / b⌋ < 2, as y < 2^a < 2b.
@@ -109,7 +113,7 @@ impl Hashing {
                 };
                 for (i, &f) in f.iter().enumerate() {
                     let (k, j) = (i / 2, i % 2);
-                    let y = (x_l ^ (f & mask)) as u64;
+                    let y = (x_l ^ (f.as_u128() & mask)) as u64;
                     let (bin, q) = (y % self.bins, y / self.bins);
                     placed.bins[k][j] = bin as u32;
                     let tag = 1 << j;
@@ -355,14 +359,14 @@ mod tests {
     use crate::protocols::Sizes;
 
     fn seed_of(n: usize) -> Block {
-        7 * n as Block + 1
+        Block::from(7 * n as u64 + 1)
     }
 
     /// The parameters, both parties' tables, and Bob's and Alice's items.
     type Run = (Psww18Params, BobsTables, AlicesTables, Vec<u128>, Vec<u128>);
 
     /// Bob's and Alice's tables for sets sharing `common` items, and the items.
-    fn tables(n: usize, common: usize, stash: Stash, seed: u128) -> Result<Run> {
+    fn tables(n: usize, common: usize, stash: Stash, seed: Block) -> Result<Run> {
         let sizes = Sizes {
             sender: n as u64,
             receiver: n as u64,
@@ -397,7 +401,8 @@ mod tests {
             (40_000, Stash::Combined),
         ] {
             let common = n / 3;
-            let (p, bobs, alices, bob, alice) = tables(n, common, stash, n as u128).unwrap();
+            let (p, bobs, alices, bob, alice) =
+                tables(n, common, stash, Block::from(n as u64)).unwrap();
             assert_eq!(bobs.values.len(), 2 * p.bins as usize);
             assert_eq!(alices.values.len(), 4 * p.bins as usize);
             assert_eq!(bobs.slots.len(), p.stash_slots());
@@ -501,7 +506,7 @@ mod tests {
                 values: [[y << 2 | 1, y << 2 | 2], [y << 2 | 1, y << 2 | 2]],
             })
             .collect();
-        let t = bobs_tables(&p, &placed, &mut Prg::from_seed(3)).unwrap();
+        let t = bobs_tables(&p, &placed, &mut Prg::from_seed(Block::from(3))).unwrap();
         let b = p.bins as usize;
         let outputs: Vec<Option<u32>> = (0..p.outputs() as usize)
             .map(|i| t.item_of_output(i))
@@ -540,7 +545,7 @@ mod tests {
             bins: [[0, 1], [0, 1]],
             values: [[1, 2], [1, 2]],
         };
-        let mut prg = Prg::from_seed(1);
+        let mut prg = Prg::from_seed(Block::from(1));
         let alice = alices_tables(&p, &vec![x; 60], &mut prg);
         assert!(matches!(alice, Err(Error::Unlucky(_))));
         let bob = bobs_tables(&p, &vec![x; 60], &mut prg);

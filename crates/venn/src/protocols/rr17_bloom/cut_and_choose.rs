@@ -25,10 +25,10 @@ pub(super) fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
             let first = c * 2 * BLOCKS;
             let count = (n - first).min(2 * BLOCKS);
             let mut words: Vec<Block> = (0..count.div_ceil(2))
-                .map(|b| (first / 2 + b) as Block)
+                .map(|b| Block::from((first / 2 + b) as u64))
                 .collect();
             aes.encrypt_blocks(&mut words);
-            let word = |i: usize| (words[i / 2] >> (64 * (i % 2))) as u64;
+            let word = |i: usize| (words[i / 2].as_u128() >> (64 * (i % 2))) as u64;
             (0..count)
                 .filter(|&i| word(i) < threshold)
                 .map(|i| (first + i) as u32)
@@ -39,7 +39,7 @@ pub(super) fn challenge_set(seed: Block, p: &Rr17BloomParams) -> Vec<u32> {
 }
 
 fn xor_all(messages: &[Block]) -> Block {
-    messages.iter().fold(0, |a, m| a ^ m)
+    messages.iter().fold(Block::ZERO, |a, m| a ^ m)
 }
 
 /// The sender's side: sends the challenge, checks the response. Returns C.

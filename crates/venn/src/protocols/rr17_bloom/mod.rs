@@ -351,7 +351,7 @@ mod tests {
 
     /// Runs the honest sender against `cheater` (given a receiver-side context).
     fn honest_sender_vs(
-        seed: u128,
+        seed: u64,
         cheater: impl FnOnce(&mut Context) -> Result<()> + Send,
     ) -> Result<Output> {
         let session = |role| Session {
@@ -373,12 +373,17 @@ mod tests {
                 let mut ctx = Context::new(
                     &mut b,
                     session(Role::Receiver),
-                    Prg::from_seed(seed + 1),
+                    Prg::from_seed(Block::from(seed + 1)),
                     None,
                 );
                 let _ = cheater(&mut ctx);
             });
-            let mut ctx = Context::new(&mut a, session(Role::Sender), Prg::from_seed(seed), None);
+            let mut ctx = Context::new(
+                &mut a,
+                session(Role::Sender),
+                Prg::from_seed(Block::from(seed)),
+                None,
+            );
             let result = Party::offline(&Rr17Sender, &mut ctx)
                 .and_then(|state| Party::online(&Rr17Sender, &mut ctx, state, &items("x")));
             drop(ctx);
@@ -407,7 +412,7 @@ mod tests {
 
     #[test]
     fn choice_bits_have_exactly_the_requested_ones() {
-        let mut prg = Prg::from_seed(1);
+        let mut prg = Prg::from_seed(Block::from(1));
         for (count, ones) in [(1000, 0), (1000, 1000), (1000, 367), (1, 1)] {
             let b = choice_bits(count, ones, &mut prg);
             assert_eq!((b.len(), b.iter().filter(|&&x| x).count()), (count, ones));
@@ -423,7 +428,7 @@ mod tests {
     #[test]
     fn a_receiver_with_twice_the_allowed_ones_is_caught() {
         let p = Rr17BloomParams::new(N);
-        let caught = (0..100u128)
+        let caught = (0..100u64)
             .filter(|&seed| {
                 let r = honest_sender_vs(seed * 7, |ctx| {
                     let ones = (2.0 * p.alpha * p.n_ot as f64) as usize;
@@ -437,7 +442,7 @@ mod tests {
 
     /// The honest offline phase, then `online` in place of the honest online phase.
     fn cheat_online(
-        seed: u128,
+        seed: u64,
         online: impl FnOnce(&mut Context, &Rr17BloomParams, Offline) -> Result<()> + Send,
     ) -> Result<Output> {
         honest_sender_vs(seed, |ctx| {
@@ -508,7 +513,8 @@ mod tests {
             let c = cut_and_choose::challenge_set(Reader::new(&msg, "seed").block()?, &p);
             let _ = &ot;
             let bits = vec![0xFFu8; c.len().div_ceil(8)];
-            ctx.peer.send(&Writer::new().bytes(&bits).block(12345).0)
+            ctx.peer
+                .send(&Writer::new().bytes(&bits).block(Block::from(12345)).0)
         });
         assert!(is_cheating(&r, "r*"), "{r:?}");
     }

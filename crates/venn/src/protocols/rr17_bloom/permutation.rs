@@ -139,6 +139,7 @@ fn take_all(taken: &mut BitSet, entries: &[u32], opened: &[u32]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::Block;
     use crate::crypto::Prg;
     use crate::net::mem_pair;
     use std::time::Duration;
@@ -148,7 +149,7 @@ mod tests {
         let n_ot = 200_000u64;
         let opened: Vec<u32> = (0..n_ot as u32).filter(|i| i % 17 == 0).collect();
         let mut pi: Vec<u32> = (0..n_ot as u32).filter(|i| i % 17 != 0).collect();
-        Prg::from_seed(3).shuffle(&mut pi);
+        Prg::from_seed(Block::from(3)).shuffle(&mut pi);
         pi.truncate(150_000);
         let run = |pi: &[u32]| {
             let (mut a, mut b) = mem_pair(Duration::from_secs(5));

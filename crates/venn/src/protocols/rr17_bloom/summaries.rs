@@ -4,7 +4,6 @@
 
 use super::pairs::Pair;
 use crate::crypto::{Block, RandomOracle};
-use crate::protocols::matching::low_bits;
 use rayon::prelude::*;
 
 /// The running sums `⊕ m_{π(j),1}` of each item.
@@ -13,7 +12,7 @@ pub(super) struct Sums(Vec<Block>);
 impl Sums {
     /// All-zero sums for `n` items.
     pub(super) fn new(n: usize) -> Self {
-        Sums(vec![0; n])
+        Sums(vec![Block::ZERO; n])
     }
 
     /// Folds `messages[i]` into the sum of `pairs[i].item`.
@@ -31,7 +30,7 @@ impl Sums {
             .zip(self.0.par_iter())
             .map(|(x, sum)| {
                 let d = ro.hash(&[&x.to_le_bytes(), &sum.to_le_bytes()]);
-                u128::from_le_bytes(d[..16].try_into().expect("16 bytes")) & low_bits(bits)
+                Block::from_le_bytes(d[..16].try_into().expect("16 bytes")) & Block::low_ones(bits)
             })
             .collect()
     }

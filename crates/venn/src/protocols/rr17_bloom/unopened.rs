@@ -104,7 +104,7 @@ impl Unopened {
         prg.shuffle(&mut zeros);
         let order = prg.permutation(sorted.len());
         let mut ones = vec![0; sorted.len()];
-        let mut messages = vec![0; sorted.len()];
+        let mut messages = vec![Block::ZERO; sorted.len()];
         advise_huge_pages(&messages);
         ones.par_chunks_mut(GATHER_TASK)
             .zip(messages.par_chunks_mut(GATHER_TASK))
@@ -223,7 +223,7 @@ impl Unopened {
                 }
             });
         let start = messages.len();
-        messages.resize(start + pairs.len(), 0);
+        messages.resize(start + pairs.len(), Block::ZERO);
         messages[start..]
             .par_chunks_mut(PAIR_TASK)
             .zip(pairs.par_chunks(PAIR_TASK))

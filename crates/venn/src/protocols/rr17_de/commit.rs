@@ -579,7 +579,7 @@ mod tests {
         .expect("an honest run");
         assert_eq!(opened.len(), N, "each tuple opens once");
         let mut rs: Vec<Block> = opened.iter().map(|o| o.1).collect();
-        rs.sort_unstable();
+        rs.sort_unstable_by_key(|r| r.as_u128());
         rs.dedup();
         assert_eq!(rs.len(), N, "a fresh r for each item");
         let place: Vec<f64> = opened.iter().map(|o| o.2 as f64).collect();

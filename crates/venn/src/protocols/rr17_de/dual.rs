@@ -33,7 +33,6 @@ use crate::items::Items;
 use crate::net::Channel;
 use crate::ot::oos16::{OosReceiverSeeds, OosSenderSeeds};
 use crate::ot::{MasnyRindal, ReceiverSeeds, SenderSeeds};
-use crate::protocols::matching::low_bits;
 use crate::protocols::{
     AnyParty, Config, Context, Output, Parameters, Party, ProtocolInfo, Sizes, TypedProtocol,
 };
@@ -340,7 +339,7 @@ fn alice<R: Realisation>(
     let (mu, bytes) = (p.mu_b, p.value_bytes);
     let mut values = AlicesValues::new(p.partition_bits(), items.len() * mu);
     let mut bin = BinScratch::<R>::default();
-    let mut item = vec![0; mu];
+    let mut item = vec![Block::ZERO; mu];
     for b in (0..p.hashing.m as usize).rev() {
         if b % RELEASE_BINS == 0 {
             R::release(&mut sending, (b + 1) * mu);
@@ -353,7 +352,7 @@ fn alice<R: Realisation>(
             }
             then(&mut item);
             for &v in &item {
-                values.push(v & low_bits(8 * bytes));
+                values.push(v & Block::low_ones(8 * bytes));
             }
         }
     }
@@ -390,7 +389,7 @@ fn bob<R: Realisation>(
         for (i, &(y, _)) in bin.items.iter().enumerate() {
             order.push(y as u32);
             for j in 0..p.mu_a {
-                let value = (own[y] ^ bin.encodings[j * k + i]) & low_bits(8 * bytes);
+                let value = (own[y] ^ bin.encodings[j * k + i]) & Block::low_ones(8 * bytes);
                 values.push(value);
             }
         }
@@ -570,7 +569,7 @@ mod tests {
 
     fn random_values_find_nothing<R: UnderTest>() {
         // Item 11.
-        let mut prg = Prg::from_seed(9);
+        let mut prg = Prg::from_seed(Block::from(9));
         let found = against_alice::<R>(None, |values| prg.fill_blocks(values));
         assert_eq!(found, []);
     }
@@ -580,7 +579,7 @@ mod tests {
         // is in a uniformly random slot of its bin, whatever else is there, so each shared
         // item is found with probability 1/μ_B.
         let p = R::params(SIZES, R::CONFIG).unwrap();
-        let mut prg = Prg::from_seed(10);
+        let mut prg = Prg::from_seed(Block::from(10));
         let found = against_alice::<R>(None, |values| prg.fill_blocks(&mut values[1..]));
         let expected = SHARED / p.mu_b;
         assert!(

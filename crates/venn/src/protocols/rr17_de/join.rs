@@ -30,7 +30,6 @@
 
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, Prg, UNPACK_SLACK};
 use crate::net::Channel;
-use crate::protocols::matching::low_bits;
 use crate::tables::Partitions;
 use crate::{Error, Result};
 
@@ -47,7 +46,7 @@ const PER_PARTITION: u64 = 1 << 13;
 /// are random-oracle outputs and a fingerprint hit is only a candidate.
 #[inline]
 pub(super) fn key(value: Block) -> u64 {
-    let folded = value as u64 ^ ((value >> 64) as u64).rotate_left(32);
+    let folded = value.low_u64() ^ value.high_u64().rotate_left(32);
     (folded ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
@@ -155,7 +154,7 @@ impl BobsValues {
         let mut table = PartitionTable::new(most.unwrap_or(0));
         let mut current = None;
         let (mut matches, mut frame, mask, mut v) =
-            (Vec::new(), Vec::new(), row_mask(1, bytes), [0]);
+            (Vec::new(), Vec::new(), row_mask(1, bytes), [Block::ZERO]);
         for first in (0..n).step_by(FRAME_VALUES) {
             let count = (n - first).min(FRAME_VALUES);
             chan.recv_exact_into(&mut frame, count * bytes, "comparison values")?;
@@ -213,7 +212,7 @@ impl Rest {
     /// bytes.
     #[inline]
     fn of(value: Block, k: u64) -> Block {
-        (value >> 64) << 32 | (k >> 32) as Block
+        Block::from_u128(u128::from(value.high_u64()) << 32 | u128::from(k >> 32))
     }
 
     /// Appends the rest of `value` (key `k`); returns its entry.
@@ -230,7 +229,7 @@ impl Rest {
     fn is(&self, entry: u32, value: Block, k: u64) -> bool {
         let at = entry as usize * self.stride;
         let stored = Block::from_le_bytes(self.data[at..at + 16].try_into().expect("16 bytes"));
-        stored & low_bits(8 * self.stride) == Self::of(value, k)
+        stored & Block::low_ones(8 * self.stride) == Self::of(value, k)
     }
 }
 
@@ -304,11 +303,12 @@ mod tests {
     const BYTES: usize = 12;
 
     fn value(i: u64) -> Block {
-        (i as Block + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) & low(BYTES)
+        Block::from_u128((i as u128 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+            & low(BYTES)
     }
 
     fn low(bytes: usize) -> Block {
-        low_bits(8 * bytes)
+        Block::low_ones(8 * bytes)
     }
 
     /// Alice's values as Bob receives them.
@@ -328,7 +328,7 @@ mod tests {
                 .unwrap();
             let count = frame.len() / BYTES;
             frame.resize(frame.len() + UNPACK_SLACK, 0);
-            let mut v = [0];
+            let mut v = [Block::ZERO];
             for e in 0..count {
                 unpack_row(&frame, e, BYTES, &mask, &mut v);
                 out.push(v[0]);
@@ -341,13 +341,16 @@ mod tests {
     fn alice_sends_each_value_once_by_partition_in_a_random_order_within() {
         let bits = 3;
         let values: Vec<Block> = (0..100_000).map(value).collect();
-        let (one, two) = (sent(&values, bits, 1), sent(&values, bits, 2));
+        let (one, two) = (
+            sent(&values, bits, Block::from(1)),
+            sent(&values, bits, Block::from(2)),
+        );
         let parts: Vec<usize> = one.iter().map(|&v| partition(key(v), bits)).collect();
         assert!(parts.is_sorted() && parts[0] == 0 && parts[parts.len() - 1] == 7);
         let (mut a, mut b, mut c) = (one.clone(), two.clone(), values.clone());
-        a.sort_unstable();
-        b.sort_unstable();
-        c.sort_unstable();
+        for v in [&mut a, &mut b, &mut c] {
+            v.sort_unstable_by_key(|v| v.as_u128());
+        }
         assert!(a == c && b == c, "the same values");
         assert_ne!(one, two, "another order with other coins");
         // Within a partition, not in the order they were computed.
@@ -391,8 +394,8 @@ mod tests {
             })
             .collect();
         // (The key folds the high half onto the low: d moved into both keeps it.)
-        let d: Block = 0x1234_5678;
-        let twin = entries[7] ^ d << 64 ^ d << 32;
+        let d = Block::from_halves(0x1234_5678 << 32, 0x1234_5678);
+        let twin = entries[7] ^ d;
         assert_eq!(key(twin), key(entries[7]));
         alice.push(twin);
         alice.sort_by_key(|&v| partition(key(v), bits));
@@ -411,13 +414,13 @@ mod tests {
         // and other high bytes, one with other key bits and its high bytes.
         for bytes in [6, 12, 16] {
             let v = value(7) & low(bytes);
-            let (k, d) = (key(v), 0x1234_5678 as Block);
-            let same_key = v ^ d << 64 ^ d << 32;
-            let same_high = v ^ 0x55 << 40;
+            let (k, d) = (key(v), Block::from_halves(0x1234_5678 << 32, 0x1234_5678));
+            let same_key = v ^ d;
+            let same_high = v ^ Block::from(0x55 << 40);
             assert_eq!(key(same_high) as u32, k as u32);
             assert_ne!(key(same_high), k);
             let mut rest = Rest::new(3, bytes);
-            let (before, after) = (!v & low(bytes), v ^ 1 << 70 & low(bytes));
+            let (before, after) = (!v & low(bytes), v ^ Block::unit(70) & low(bytes));
             rest.push(before, key(before));
             rest.push(v, k);
             rest.push(after, key(after));
@@ -436,8 +439,8 @@ mod tests {
         // P = 0; Bob's entries 0 and 1 share their key (the second is found past the
         // first, which the confirmation refuses); Alice sends entry 1's value three times
         // (the first position is reported) and entry 2's once.
-        let d: Block = 0xabcd;
-        let entries = [value(1), value(1) ^ d << 64 ^ d << 32, value(2)];
+        let d = Block::from_halves(0xabcd << 32, 0xabcd);
+        let entries = [value(1), value(1) ^ d, value(2)];
         assert_eq!(key(entries[0]), key(entries[1]));
         let alice = vec![
             value(9),

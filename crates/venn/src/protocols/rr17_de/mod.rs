@@ -133,7 +133,7 @@ impl Domains {
         let key = self.oracle("item-key").hash(&[&seed.to_le_bytes()]);
         let ro = RandomOracle::new(&format!("venn/{}/item", self.name), &key);
         let shift = 128 - h.bits;
-        items.map_all(|x| ro.hash_block(x) >> shift)
+        items.map_all(|x| Block::from_u128(ro.hash_block(x).as_u128() >> shift))
     }
 }
 
@@ -245,11 +245,20 @@ mod test_parties {
         let (mut a, mut b) = mem_pair(Duration::from_secs(20));
         std::thread::scope(|s| {
             let t = s.spawn(move || {
-                let mut ctx =
-                    Context::new(&mut b, session(Role::Receiver), Prg::from_seed(2), None);
+                let mut ctx = Context::new(
+                    &mut b,
+                    session(Role::Receiver),
+                    Prg::from_seed(Block::from(2)),
+                    None,
+                );
                 bob(&mut ctx)
             });
-            let mut ctx = Context::new(&mut a, session(Role::Sender), Prg::from_seed(1), None);
+            let mut ctx = Context::new(
+                &mut a,
+                session(Role::Sender),
+                Prg::from_seed(Block::from(1)),
+                None,
+            );
             let alice = alice(&mut ctx);
             drop(ctx);
             drop(a);

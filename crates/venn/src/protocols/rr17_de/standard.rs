@@ -143,15 +143,15 @@ impl Config for SmConfig {
 /// integers and (bin, representative) pairs, see [`unphase`]).
 fn phase(x: u64, m: u64, h: &Aes) -> (usize, Block) {
     let z = x / m;
-    let bin = ((h.encrypt(z as Block) % m as Block) as u64 + x % m) % m;
-    (bin as usize, z as Block)
+    let bin = ((h.encrypt(Block::from(z)).as_u128() % u128::from(m)) as u64 + x % m) % m;
+    (bin as usize, Block::from(z))
 }
 
 /// `phase⁻¹_{h,m}(b, z) = z·m + ((b − h(z)) mod m)` (the paper prints `+ h(z)`: E3).
 #[cfg(test)]
 fn unphase(bin: usize, z: Block, m: u64, h: &Aes) -> u64 {
-    let hz = (h.encrypt(z) % m as Block) as u64;
-    z as u64 * m + (bin as u64 + m - hz) % m
+    let hz = (h.encrypt(z).as_u128() % u128::from(m)) as u64;
+    z.low_u64() * m + (bin as u64 + m - hz) % m
 }
 
 /// The standard-model realisation of F_encode.
@@ -180,19 +180,19 @@ impl PrfBatch {
         for c in words {
             self.inputs.extend(std::iter::repeat_n(c, per));
         }
-        self.keys.resize(self.inputs.len(), 0);
+        self.keys.resize(self.inputs.len(), Block::ZERO);
         &mut self.keys
     }
 
     /// Runs the prepared calls and appends the XOR of each `per` consecutive outputs (one
     /// encoding each) to `out`.
     fn sums(&mut self, per: usize, out: &mut Vec<Block>) {
-        self.outputs.resize(self.keys.len(), 0);
+        self.outputs.resize(self.keys.len(), Block::ZERO);
         encrypt_under_keys(&self.keys, &self.inputs, &mut self.outputs);
         out.extend(
             self.outputs
                 .chunks_exact(per)
-                .map(|prfs| prfs.iter().fold(0, |acc, v| acc ^ v)),
+                .map(|prfs| prfs.iter().fold(Block::ZERO, |acc, v| acc ^ v)),
         );
     }
 }
@@ -206,10 +206,14 @@ fn own_choices(
     per: usize,
     instances: Range<usize>,
 ) -> (Vec<bool>, Vec<u32>) {
-    let word_at = |slot: usize| slots.item_at(slot).map_or(0, |x| words[x as usize]);
+    let word_at = |slot: usize| {
+        slots
+            .item_at(slot)
+            .map_or(Block::ZERO, |x| words[x as usize])
+    };
     let first = instances.start;
     let choices = (0..instances.len() * per)
-        .map(|j| (word_at(first + j / per) >> (j % per)) & 1 == 1)
+        .map(|j| word_at(first + j / per).bit(j % per))
         .collect();
     let held = instances.filter(|&s| slots.item_at(s).is_some());
     let keep = held
@@ -271,7 +275,7 @@ impl KeySending {
         kos.messages(&self.js, false, h0);
         kos.messages(&self.js, true, h1);
         m.clear();
-        m.extend((2 * first..2 * (first + len)).map(|c| c as Block));
+        m.extend((2 * first..2 * (first + len)).map(|c| Block::from(c as u64)));
         self.keys.aes.encrypt_blocks(m);
         for ((pair, a), b) in m.chunks_exact_mut(2).zip(h0.iter()).zip(h1.iter()) {
             pair[0] ^= a;
@@ -311,7 +315,7 @@ impl<'a> KeyReceiving<'a> {
             slots,
             words,
             per,
-            own: vec![0; slots.slot_of.len()],
+            own: vec![Block::ZERO; slots.slot_of.len()],
             next: 0,
             end: 0,
             frame: Vec::new(),
@@ -342,7 +346,7 @@ impl<'a> KeyReceiving<'a> {
         for ((keys, pads), (s, x)) in keys.chunks_exact_mut(per).zip(pads).zip(held.clone()) {
             let c = words[x as usize];
             for (i, (key, pad)) in keys.iter_mut().zip(pads).enumerate() {
-                let at = 32 * ((s - first) * per + i) + 16 * ((c >> i) as usize & 1);
+                let at = 32 * ((s - first) * per + i) + 16 * usize::from(c.bit(i));
                 let mask =
                     Block::from_le_bytes(self.frame[at..at + 16].try_into().expect("16 bytes"));
                 *key = mask ^ pad;
@@ -547,7 +551,7 @@ impl Realisation for Standard {
         // m[j, b] for the instances' OTs j: pairs[2·(instance − first)·σ' + 2i + b].
         let ots = first * per..(first + count) * per;
         pairs.clear();
-        pairs.extend((2 * ots.start..2 * ots.end).map(|c| c as Block));
+        pairs.extend((2 * ots.start..2 * ots.end).map(|c| Block::from(c as u64)));
         keys.aes.encrypt_blocks(pairs);
         let all = (0..count).flat_map(|_| words.iter().copied());
         let keys = batch.prepare(per, all);
@@ -555,7 +559,7 @@ impl Realisation for Standard {
             let pairs = &pairs[2 * instance * per..2 * (instance + 1) * per];
             for (keys, &c) in keys.chunks_exact_mut(per).zip(words) {
                 for (i, (key, pair)) in keys.iter_mut().zip(pairs.chunks_exact(2)).enumerate() {
-                    *key = pair[(c >> i) as usize & 1];
+                    *key = pair[usize::from(c.bit(i))];
                 }
             }
         }
@@ -582,14 +586,15 @@ mod tests {
     fn phasing_is_a_bijection_on_all_20_bit_integers() {
         // Spec §9 item 25: exhaustively, for a bin count that is not a power of two and
         // one that is; each bin holds exactly the integers its representatives allow.
-        let h = Aes::new(7);
+        let h = Aes::new(Block::from(7));
         for m in [1000u64, 1 << 10] {
             let mut seen = vec![false; ((1 << 20) / m as usize + 1) * m as usize];
             let mut load = vec![0u32; m as usize];
             for x in 0..1u64 << 20 {
                 let (bin, z) = phase(x, m, &h);
                 assert_eq!(unphase(bin, z, m, &h), x);
-                assert!(z < (1 << 20) / m as Block + 1);
+                let z = z.as_u128();
+                assert!(z < (1 << 20) / u128::from(m) + 1);
                 let at = z as usize * m as usize + bin;
                 assert!(
                     !std::mem::replace(&mut seen[at], true),
@@ -604,13 +609,13 @@ mod tests {
 
     #[test]
     fn phasing_is_inverted_exactly() {
-        let h = Aes::new(99);
+        let h = Aes::new(Block::from(99));
         for m in [1, 3, 1000, 1 << 18, 104_857] {
             let mut seen = std::collections::HashSet::new();
             for x in (0..2000u64).chain([u32::MAX as u64, u64::MAX, u64::MAX - 1]) {
                 let (bin, z) = phase(x, m, &h);
                 assert!((bin as u64) < m);
-                assert!(z <= (u64::MAX / m) as Block);
+                assert!(z.as_u128() <= u128::from(u64::MAX / m));
                 assert_eq!(unphase(bin, z, m, &h), x, "m = {m}, x = {x}");
                 assert!(seen.insert((bin, z)));
             }

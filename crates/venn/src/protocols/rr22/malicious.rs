@@ -49,11 +49,11 @@ pub(super) fn reply(ctx: &mut Context) -> Result<(CoinTossReply, Block)> {
 /// [`encrypt_under_keys`]).
 fn davies_meyer(w: Block, x: &[Block], v: &[Block]) -> Vec<Block> {
     const CHUNK: usize = 256;
-    let mut out = vec![0; x.len()];
+    let mut out = vec![Block::ZERO; x.len()];
     out.par_chunks_mut(CHUNK)
         .zip(x.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
         .for_each(|(out, (x, v))| {
-            let mut keys = [0; CHUNK];
+            let mut keys = [Block::ZERO; CHUNK];
             let keys = &mut keys[..x.len()];
             keys.iter_mut().zip(v).for_each(|(k, v)| *k = v ^ w);
             encrypt_under_keys(keys, x, out);

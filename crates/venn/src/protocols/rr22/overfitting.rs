@@ -140,9 +140,10 @@ mod tests {
     /// Labels of `bits` bits: H^B cut short, so that a birthday search is within a test's
     /// reach (the attack's cost grows as 2^(bits·(t−1)/t) for a t-fold fit).
     fn labels(h_b: &Aes, keys: &[Block], bits: u32) -> Vec<Block> {
-        let mut out = vec![0; keys.len()];
+        let mut out = vec![Block::ZERO; keys.len()];
         Hashes::hash_to(h_b, keys, &mut out);
-        out.iter_mut().for_each(|l| *l &= (1 << bits) - 1);
+        out.iter_mut()
+            .for_each(|l| *l &= Block::low_ones(bits as usize));
         out
     }
 
@@ -156,7 +157,7 @@ mod tests {
         for (i, c) in cols.iter().enumerate() {
             by_last[*c.iter().max().unwrap() as usize].push(i);
         }
-        let mut p = vec![0 as Block; okvs.params().len()];
+        let mut p = vec![Block::ZERO; okvs.params().len()];
         let mut kept = Vec::new();
         for (col, keys) in by_last.iter().enumerate() {
             let propose = |i: usize| {
@@ -178,7 +179,7 @@ mod tests {
 
     /// How many of `keys[kept]` the real decoder maps to their labels under `p`.
     fn decoded(okvs: &Okvs, p: &[Block], keys: &[Block], labels: &[Block]) -> usize {
-        let mut out = vec![0; keys.len()];
+        let mut out = vec![Block::ZERO; keys.len()];
         okvs.decode(p, keys, &mut out);
         out.iter().zip(labels).filter(|(o, l)| o == l).count()
     }
@@ -197,7 +198,7 @@ mod tests {
         let params = Params::new(700, STATISTICAL_SECURITY as u32).unwrap();
         assert_eq!(params.bins, 1);
         let sid = [3; 32];
-        let mut prg = Prg::from_seed(5);
+        let mut prg = Prg::from_seed(Block::from(5));
         let (seed, hashes) = (prg.block(), Hashes::new(&sid, None));
         let okvs = Okvs::new(params, seed);
         let keys = pool(&mut prg, 1 << 18);
@@ -218,7 +219,7 @@ mod tests {
     fn a_fit_made_before_the_salt_answers_almost_nothing_after_it() {
         let params = Params::new(700, STATISTICAL_SECURITY as u32).unwrap();
         let sid = [3; 32];
-        let mut prg = Prg::from_seed(6);
+        let mut prg = Prg::from_seed(Block::from(6));
         let (r, guess, salt) = (prg.block(), prg.block(), prg.block());
         let keys = pool(&mut prg, 1 << 18);
         let early = Okvs::new(params, okvs_seed(r, Some(guess)));

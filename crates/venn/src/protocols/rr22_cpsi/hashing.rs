@@ -31,7 +31,7 @@ impl Hashing {
     /// K_j(x) for each function j and each of `items`, function by function.
     fn keys(&self, items: &[Block]) -> Vec<Block> {
         let n = items.len();
-        let mut keys = vec![0; HASHES * n];
+        let mut keys = vec![Block::ZERO; HASHES * n];
         keys.par_chunks_mut(n.max(1))
             .zip(&self.keys)
             .for_each(|(keys, aes)| Hashes::hash_to(aes, items, keys));

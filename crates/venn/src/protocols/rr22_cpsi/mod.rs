@@ -280,7 +280,9 @@ impl Side<CpsiParams> for Sender {
         let hashing = Hashing::new(&ctx.session.id, seed[0], p.bins);
         let (keys, bin_of) = hashing.senders_keys(&hashes.keys(items));
         let tag_mask = u128::MAX >> (128 - p.tag_bits);
-        let tags: Vec<u128> = (0..p.bins).map(|_| ctx.prg.block() & tag_mask).collect();
+        let tags: Vec<u128> = (0..p.bins)
+            .map(|_| ctx.prg.block().as_u128() & tag_mask)
+            .collect();
         ctx.phase("OPPRF", false);
         let VoleSender { delta, b } = vole;
         // A random share of each bin's value in each column, bin by bin.

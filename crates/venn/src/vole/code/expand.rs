@@ -93,7 +93,7 @@ impl Taps {
         };
         Taps {
             stream: Prg::from_seed_at(seed, (first * EXPANDER / 2) as u128),
-            blocks: [0; Taps::BATCH * EXPANDER / 2],
+            blocks: [Block::ZERO; Taps::BATCH * EXPANDER / 2],
             start: std::array::from_fn(|t| range(t).0),
             len: std::array::from_fn(|t| range(t).1),
         }
@@ -110,7 +110,7 @@ impl Taps {
                 for (p, b) in groups.zip(blocks.chunks_exact(Taps::WORDS / 2)) {
                     let mut words = [0; Taps::WORDS];
                     for (w, &b) in words.chunks_exact_mut(2).zip(b) {
-                        (w[0], w[1]) = (b as u64, (b >> 64) as u64);
+                        (w[0], w[1]) = (b.low_u64(), b.high_u64());
                     }
                     for t in 0..Taps::WORDS {
                         p[t] = start[t] + below(words[t], u64::from(len[t])) as u32;

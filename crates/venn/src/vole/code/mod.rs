@@ -126,7 +126,7 @@ impl ExConv {
     /// [`dual_encode`]: ExConv::dual_encode
     pub fn expand<T: Symbol>(&self, parity: &[T], out: &mut [T]) {
         assert_eq!((parity.len(), out.len()), (self.n, self.n));
-        expand(parity, out, None, self.seed ^ 0xcc);
+        expand(parity, out, None, self.seed ^ Block::from(0xcc));
     }
 
     /// [`ExConv::accumulate`] on blocks and on a vector of bits at once (a correlated OT's
@@ -154,7 +154,12 @@ impl ExConv {
         assert_eq!((parity.len(), out.len()), (self.n, self.n));
         let words = self.n.div_ceil(64);
         assert_eq!((parity_bits.len(), out_bits.len()), (words, words));
-        expand(parity, out, Some((parity_bits, out_bits)), self.seed ^ 0xcc);
+        expand(
+            parity,
+            out,
+            Some((parity_bits, out_bits)),
+            self.seed ^ Block::from(0xcc),
+        );
     }
 }
 
@@ -175,8 +180,8 @@ mod tests {
     #[test]
     fn the_dual_encoding_is_linear_and_fixed_by_its_seed() {
         for n in [ExConv::MIN_OUTPUTS, 27, 100, 4096, 100_003] {
-            let code = ExConv::new(n, 42);
-            let (a, b) = (random(2 * n, 1), random(2 * n, 2));
+            let code = ExConv::new(n, Block::from(42));
+            let (a, b) = (random(2 * n, Block::from(1)), random(2 * n, Block::from(2)));
             let mut sum: Vec<Block> = a.iter().zip(&b).map(|(x, y)| x ^ y).collect();
             let (mut ea, mut eb) = (a.clone(), b.clone());
             code.dual_encode(&mut ea);
@@ -189,7 +194,7 @@ mod tests {
             code.dual_encode(&mut again);
             assert_eq!(again[..n], ea[..n]);
             let mut other = a.clone();
-            ExConv::new(n, 43).dual_encode(&mut other);
+            ExConv::new(n, Block::from(43)).dual_encode(&mut other);
             assert_ne!(other[..n], ea[..n], "n = {n}");
         }
     }
@@ -201,28 +206,28 @@ mod tests {
         let pins: [(usize, Block, Block, Block); 4] = [
             (
                 26,
-                0x6520d4d9fe916515f887157d5ec12718,
-                0x70b5e72c513cd1d46e0ec902cbecedcb,
-                0x2cc81dd3f6e9e726566fc6095ed24812,
+                Block::from_u128(0x6520d4d9fe916515f887157d5ec12718),
+                Block::from_u128(0x70b5e72c513cd1d46e0ec902cbecedcb),
+                Block::from_u128(0x2cc81dd3f6e9e726566fc6095ed24812),
             ),
             (
                 100,
-                0x0cd0a69181f8e94cb9c31c13abad67f0,
-                0xc0334740167bd557c23eb5de369cae4b,
-                0x4ed627e0a405a6483e50b79df18f95f0,
+                Block::from_u128(0x0cd0a69181f8e94cb9c31c13abad67f0),
+                Block::from_u128(0xc0334740167bd557c23eb5de369cae4b),
+                Block::from_u128(0x4ed627e0a405a6483e50b79df18f95f0),
             ),
             (
                 5000,
-                0x04019d8f1aef9d3b89c1eeed1e9f6f00,
-                0x47834d4e3cb3eb9382ddcb3a2b2d6b69,
-                0x1f8534f511322b00c7687f4c91919967,
+                Block::from_u128(0x04019d8f1aef9d3b89c1eeed1e9f6f00),
+                Block::from_u128(0x47834d4e3cb3eb9382ddcb3a2b2d6b69),
+                Block::from_u128(0x1f8534f511322b00c7687f4c91919967),
             ),
             // Several parts of the expander, drawn from their places in the stream.
             (
                 20_000,
-                0x80d8ae94a6e4737b8269d3ac856c34a1,
-                0x1a7a8f9752849dc547b862d490e10c1d,
-                0xd805212d2c68826cbfca21fbfaccd513,
+                Block::from_u128(0x80d8ae94a6e4737b8269d3ac856c34a1),
+                Block::from_u128(0x1a7a8f9752849dc547b862d490e10c1d),
+                Block::from_u128(0xd805212d2c68826cbfca21fbfaccd513),
             ),
         ];
         // At each level, on one thread and on three (the expander's parts split among them).
@@ -230,9 +235,9 @@ mod tests {
             for threads in [1, 3] {
                 let pool = cpu::pool_at(level, threads).unwrap();
                 for (n, first, last, fold) in pins {
-                    let mut e = random(2 * n, 1);
-                    pool.install(|| ExConv::new(n, 42).dual_encode(&mut e));
-                    let sum = e[..n].iter().fold(0, |acc, x| acc ^ x);
+                    let mut e = random(2 * n, Block::from(1));
+                    pool.install(|| ExConv::new(n, Block::from(42)).dual_encode(&mut e));
+                    let sum = e[..n].iter().fold(Block::ZERO, |acc, x| acc ^ x);
                     assert_eq!(
                         (e[0], e[n - 1], sum),
                         (first, last, fold),
@@ -264,18 +269,21 @@ mod tests {
     fn the_accumulator_follows_its_definition() {
         let lengths = (ACCUMULATOR + 2..80).chain([255, 256, 257, 4099]);
         for len in lengths {
-            let a = random(len, len as Block);
+            let a = random(len, Block::from(len as u64));
             let mut want = a.clone();
-            accumulate_by_definition(&mut want, 5);
-            let pairs: Vec<Pair> = a.iter().map(|&x| Pair(x, x.rotate_left(9))).collect();
+            accumulate_by_definition(&mut want, Block::from(5));
+            let pairs: Vec<Pair> = a
+                .iter()
+                .map(|&x| Pair(x, Block::from_u128(x.as_u128().rotate_left(9))))
+                .collect();
             let mut want_pairs = pairs.clone();
-            accumulate_by_definition(&mut want_pairs, 6);
+            accumulate_by_definition(&mut want_pairs, Block::from(6));
             for level in Level::ALL {
                 let mut got = a.clone();
-                with_level(level, || accumulate(&mut got, None, 5));
+                with_level(level, || accumulate(&mut got, None, Block::from(5)));
                 assert_eq!(got, want, "{level:?}, blocks, length {len}");
                 let mut got = pairs.clone();
-                with_level(level, || accumulate(&mut got, None, 6));
+                with_level(level, || accumulate(&mut got, None, Block::from(6)));
                 assert_eq!(got, want_pairs, "{level:?}, pairs, length {len}");
             }
         }
@@ -283,7 +291,7 @@ mod tests {
 
     #[test]
     fn below_is_the_high_word_of_the_product() {
-        let mut prg = Prg::from_seed(11);
+        let mut prg = Prg::from_seed(Block::from(11));
         for m in [1, 2, 3, 1000, 1_429_504, u64::from(u32::MAX)] {
             for x in (0..1000).map(|_| prg.u64()).chain([0, u64::MAX]) {
                 let want = (u128::from(x) * u128::from(m)) >> 64;
@@ -295,8 +303,8 @@ mod tests {
     #[test]
     fn pairs_encode_as_their_halves_do() {
         let n = 1000;
-        let code = ExConv::new(n, 9);
-        let (a, b) = (random(2 * n, 3), random(2 * n, 4));
+        let code = ExConv::new(n, Block::from(9));
+        let (a, b) = (random(2 * n, Block::from(3)), random(2 * n, Block::from(4)));
         let mut pairs: Vec<Pair> = a.iter().zip(&b).map(|(&x, &y)| Pair(x, y)).collect();
         let (mut ea, mut eb) = (a, b);
         code.dual_encode(&mut ea);
@@ -323,39 +331,39 @@ mod tests {
         let pack = |blocks: &[Block]| -> Vec<u64> {
             let mut words = vec![0; blocks.len().div_ceil(64)];
             for (i, b) in blocks.iter().enumerate() {
-                words[i / 64] |= (*b as u64 & 1) << (i % 64);
+                words[i / 64] |= u64::from(b.bit(0)) << (i % 64);
             }
             words
         };
         let bits_of = |seed| -> Vec<Block> {
             let mut prg = Prg::from_seed(seed);
-            (0..2 * 20_011).map(|_| prg.block() & 1).collect()
+            (0..2 * 20_011).map(|_| prg.block() & Block::ONE).collect()
         };
-        let e = bits_of(12);
+        let e = bits_of(Block::from(12));
         for len in (ACCUMULATOR + 2..200).chain([255, 256, 257, 4099]) {
             let mut want = e[..len].to_vec();
-            accumulate(&mut want, None, 3);
+            accumulate(&mut want, None, Block::from(3));
             // Beside blocks (in the blocks' window where the CPU has it) and alone (the
             // word window): the blocks keep to their own definition.
             let mut got = pack(&e[..len]);
-            let blocks = random(len, 4);
+            let blocks = random(len, Block::from(4));
             let mut with = blocks.clone();
-            accumulate(&mut with, Some(&mut got), 3);
+            accumulate(&mut with, Some(&mut got), Block::from(3));
             assert_eq!(got, pack(&want), "length {len}, beside blocks");
             let mut without = blocks.clone();
-            accumulate(&mut without, None, 3);
+            accumulate(&mut without, None, Block::from(3));
             assert_eq!(with, without, "length {len}");
             let mut got = pack(&e[..len]);
             let mut pairs: Vec<Pair> = blocks.iter().map(|&b| Pair(b, !b)).collect();
-            accumulate(&mut pairs, Some(&mut got), 3);
+            accumulate(&mut pairs, Some(&mut got), Block::from(3));
             assert_eq!(got, pack(&want), "length {len}, beside pairs");
             let mut got = pack(&e[..len]);
-            accumulate_bits(&mut got, len, 3);
+            accumulate_bits(&mut got, len, Block::from(3));
             assert_eq!(got, pack(&want), "length {len}, alone");
         }
         for n in [ExConv::MIN_OUTPUTS, 100, 8191, 20_011] {
-            let code = ExConv::new(n, 5);
-            let noise = random(2 * n, 13);
+            let code = ExConv::new(n, Block::from(5));
+            let noise = random(2 * n, Block::from(13));
             let (mut blocks, mut bits) = (noise.clone(), e[..2 * n].to_vec());
             code.dual_encode(&mut bits);
             let (out, parity) = blocks.split_at_mut(n);
@@ -374,11 +382,11 @@ mod tests {
         // A single nonzero parity position spreads through both accumulations and the
         // expander: about half the outputs change (the code is far from sparse).
         let n = 1 << 12;
-        let code = ExConv::new(n, 7);
-        let mut e = vec![0; 2 * n];
-        e[n + 5] = 1;
+        let code = ExConv::new(n, Block::from(7));
+        let mut e = vec![Block::ZERO; 2 * n];
+        e[n + 5] = Block::from(1);
         code.dual_encode(&mut e);
-        let touched = e[..n].iter().filter(|&&x| x != 0).count();
+        let touched = e[..n].iter().filter(|&&x| x != Block::ZERO).count();
         assert!(touched > n / 3, "{touched} of {n}");
     }
 }

@@ -18,7 +18,7 @@ impl Rows {
     pub(super) fn new(seed: Block) -> Rows {
         Rows {
             stream: Prg::from_seed(seed),
-            blocks: [0; Rows::BATCH],
+            blocks: [Block::ZERO; Rows::BATCH],
             next: 4 * Rows::BATCH,
         }
     }
@@ -32,7 +32,7 @@ impl Rows {
         }
         let i = self.next;
         self.next += 1;
-        let word = (self.blocks[i / 4] >> (64 * (i / 2 % 2))) as u64;
+        let word = (self.blocks[i / 4].as_u128() >> (64 * (i / 2 % 2))) as u64;
         (word >> (ACCUMULATOR * (i % 2))) & ((1 << ACCUMULATOR) - 1)
     }
 }
