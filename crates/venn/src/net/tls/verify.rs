@@ -15,10 +15,10 @@ use rustls::{
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
 
-/// What the certificate check saw, for an error message that names it.
+/// What the certificate check saw, for an error message that names it: why it refused
+/// the peer's certificate (naming its fingerprint), if it did.
 #[derive(Debug, Default)]
 pub(super) struct Seen {
-    fingerprint: Option<String>,
     pub(super) refusal: Option<String>,
 }
 
@@ -48,7 +48,6 @@ impl PeerCheck {
         now: UnixTime,
     ) -> std::result::Result<(), rustls::Error> {
         let seen = fingerprint(cert);
-        lock(&self.seen).fingerprint = Some(seen.clone());
         let refuse = |why: String, e: rustls::Error| {
             lock(&self.seen).refusal = Some(why);
             Err(e)
