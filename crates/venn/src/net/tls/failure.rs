@@ -16,7 +16,7 @@ pub(super) fn handshake_error(
     ours: &Identity,
     timeout: Duration,
 ) -> Error {
-    if let Some(why) = lock(&check.seen).refusal.take() {
+    if let Some(why) = lock(&check.refusal).take() {
         return Error::Tls(why);
     }
     if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {

@@ -61,7 +61,7 @@ pub fn tls_channel(
         return Err(handshake_error(e, &check, &tls.identity, handshake_within));
     }
     // A refusal by our own check ends the handshake above; this catches any other path.
-    if let Some(why) = lock(&check.seen).refusal.take() {
+    if let Some(why) = lock(&check.refusal).take() {
         return Err(Error::Tls(why));
     }
     duplex::channel(conn, socket, tls.identity.fingerprint(), timeout)

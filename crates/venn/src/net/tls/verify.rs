@@ -15,19 +15,14 @@ use rustls::{
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
 
-/// What the certificate check saw, for an error message that names it: why it refused
-/// the peer's certificate (naming its fingerprint), if it did.
-#[derive(Debug, Default)]
-pub(super) struct Seen {
-    pub(super) refusal: Option<String>,
-}
-
-/// Checks the peer's certificate as [`Trust`] says, noting what it saw.
+/// Checks the peer's certificate as [`Trust`] says, noting why it refused one.
 #[derive(Debug)]
 pub(super) struct PeerCheck {
     trust: Trust,
     algorithms: WebPkiSupportedAlgorithms,
-    pub(super) seen: Mutex<Seen>,
+    /// Why it refused the peer's certificate (naming its fingerprint), if it did: for
+    /// the error message.
+    pub(super) refusal: Mutex<Option<String>>,
 }
 
 impl PeerCheck {
@@ -35,7 +30,7 @@ impl PeerCheck {
         PeerCheck {
             trust,
             algorithms: provider().signature_verification_algorithms,
-            seen: Mutex::default(),
+            refusal: Mutex::default(),
         }
     }
 
@@ -49,7 +44,7 @@ impl PeerCheck {
     ) -> std::result::Result<(), rustls::Error> {
         let seen = fingerprint(cert);
         let refuse = |why: String, e: rustls::Error| {
-            lock(&self.seen).refusal = Some(why);
+            *lock(&self.refusal) = Some(why);
             Err(e)
         };
         // A pinned certificate is its own trust anchor: the check below then verifies its
