@@ -7,12 +7,14 @@
 //! receiver reports it, the wall time of the two processes, and their ratio. The output
 //! file must be exactly the receiver's shared rows, in input order, byte for byte.
 
+use super::process::{finish, this_binary};
+use super::table::{self, TableRow};
 use super::ScratchDir;
 use crate::failure::{Failure, Result};
 use serde::Serialize;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Instant;
 
 /// Keys are a bijection of the row's number k (k · MUL mod 2^128, MUL odd), as in
@@ -82,7 +84,7 @@ fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<
         "send" => ("s.csv", "s.json"),
         _ => ("r.csv", "r.json"),
     };
-    let mut cmd = Command::new(std::env::current_exe()?);
+    let mut cmd = this_binary()?;
     cmd.current_dir(dir)
         .args([role, "--protocol", protocol, "--input", input])
         .args(["--stats-json", stats])
@@ -96,19 +98,6 @@ fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<
         cmd.arg("--insecure");
     }
     Ok(cmd.spawn()?)
-}
-
-/// Waits for `child`, failing with its stderr if it failed.
-fn finish(mut child: Child, who: &str) -> Result<()> {
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut err)?;
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        return Err(Failure::Bench(format!("{who} failed ({status}): {err}")));
-    }
-    Ok(())
 }
 
 /// The statistics a party wrote.
@@ -161,75 +150,83 @@ pub(super) fn bench_files(
 ) -> Result<()> {
     let scratch = ScratchDir::new()?;
     if !json {
-        out!(
-            "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
-             {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
-            super::cpu_line(),
-            "protocol",
-            "log2n",
-            "read s",
-            "read r",
-            "protocol",
-            "written",
-            "wall",
-            "ratio",
-            "verified"
-        );
+        print_header();
     }
     let mut rows = Vec::new();
     for &log2n in log2ns {
-        if !(2..=30).contains(&log2n) {
-            return Err(Failure::Bench(format!(
-                "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
-            )));
-        }
-        make_files(scratch.path(), log2n)?;
-        let mut runs: Vec<Vec<FilesRow>> = vec![Vec::new(); protocols.len()];
-        for _ in 0..repeat.max(1) {
-            for (p, runs) in protocols.iter().zip(&mut runs) {
-                runs.push(run_once(scratch.path(), p, log2n)?);
-            }
-        }
-        for mut at in runs {
-            let row = match at.iter().position(|r| !r.verified) {
-                Some(bad) => at.swap_remove(bad),
-                None => {
-                    at.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
-                    at.swap_remove(at.len() / 2)
-                }
-            };
-            if !json {
-                out!(
-                    "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
-                    row.protocol,
-                    row.log2n,
-                    row.read_sender_s,
-                    row.read_receiver_s,
-                    row.protocol_s,
-                    row.written_s,
-                    row.end_to_end_s,
-                    row.ratio,
-                    if row.verified { "yes" } else { "NO" }
-                );
-            }
-            if !row.verified {
-                return Err(Failure::Bench(format!(
-                    "{} at n = 2^{}: the output file is not the shared rows",
-                    row.protocol, row.log2n
-                )));
-            }
-            rows.push(row);
-        }
+        let at = measure_at(scratch.path(), protocols, log2n, repeat)?;
+        table::keep(at, json, &mut rows)?;
     }
     if json {
-        let cpu = venn::util::cpu::describe();
-        let out = serde_json::json!({ "cpu": cpu, "files": rows });
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("serialisable")
-        );
+        table::print_json([("files", serde_json::json!(rows))]);
     }
     Ok(())
+}
+
+/// Prints the table's head: the CPU line and the columns of [`FilesRow`]'s lines.
+fn print_header() {
+    out!(
+        "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
+         {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+        table::cpu_line(),
+        "protocol",
+        "log2n",
+        "read s",
+        "read r",
+        "protocol",
+        "written",
+        "wall",
+        "ratio",
+        "verified"
+    );
+}
+
+/// Each protocol on the files of n = 2^log2n in `dir` (made first), `repeat` times
+/// interleaved: the median run of each.
+fn measure_at(
+    dir: &Path,
+    protocols: &[String],
+    log2n: u32,
+    repeat: usize,
+) -> Result<Vec<FilesRow>> {
+    if !(2..=30).contains(&log2n) {
+        return Err(Failure::Bench(format!(
+            "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
+        )));
+    }
+    make_files(dir, log2n)?;
+    let runs = table::interleaved(repeat, protocols, |p| run_once(dir, p, log2n))?;
+    Ok((runs.into_iter())
+        .map(|r| table::median(r, |r| r.verified, |r| r.ratio))
+        .collect())
+}
+
+impl TableRow for FilesRow {
+    fn verified(&self) -> bool {
+        self.verified
+    }
+
+    fn wrong(&self) -> String {
+        format!(
+            "{} at n = 2^{}: the output file is not the shared rows",
+            self.protocol, self.log2n
+        )
+    }
+
+    fn print(&self) {
+        out!(
+            "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
+            self.protocol,
+            self.log2n,
+            self.read_sender_s,
+            self.read_receiver_s,
+            self.protocol_s,
+            self.written_s,
+            self.end_to_end_s,
+            self.ratio,
+            if self.verified { "yes" } else { "NO" }
+        );
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The hidden `venn bench-party` command: one party of one benchmark run, in its own
 //! process, on a synthetic set whose intersection with the peer's is known.
 
+use super::items::{bench_input, verify, Verdict};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use venn::crypto::{Aes, Block};
 use venn::net::{Channel, Recording, Replay};
-use venn::protocols::{find, DealerLink, Options, Output, Protocol, Sizes};
+use venn::protocols::{find, DealerLink, Options, Sizes};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 use venn_app::transport::Transport;
@@ -30,125 +31,6 @@ pub(super) struct PartyResult {
     /// Seconds per protocol phase, in order.
     pub phases: Vec<(String, f64)>,
 }
-
-/// The room a benchmark key takes: 16 random bytes, or a σ-bit integer's decimal digits
-/// (at most 20, for σ ≤ 64).
-const KEY_BYTES: usize = 16;
-const INTEGER_BYTES: usize = 20;
-
-/// What a benchmark party's input holds ([`Items::memory`]) with `n` items of its own,
-/// known before they are made: the room [`bench_items`] or [`bench_integers`] take for
-/// them, and the values of a sum's sender ([`bench_values`]). `venn plan` counts it beside
-/// the protocol's memory model, as `venn bench` does.
-pub(crate) fn bench_input_memory(
-    protocol: &dyn Protocol,
-    options: Options,
-    role: Role,
-    n: u64,
-) -> u64 {
-    let key = match options.sigma {
-        Some(_) => INTEGER_BYTES,
-        None => KEY_BYTES,
-    };
-    let values = match role {
-        Role::Sender if protocol.accepts().value_columns > 0 => std::mem::size_of::<u64>(),
-        _ => 0,
-    };
-    n * (key + std::mem::size_of::<usize>() + values) as u64
-}
-
-/// Item `i` of a party's benchmark set: receiver items at even, sender items at odd
-/// positions are shared (`shared(i / 2)`); the rest are the party's own.
-pub(super) fn bench_items(seed: Block, role: Role, n: usize) -> Items {
-    let aes = Aes::new(seed);
-    let shared_parity = match role {
-        Role::Receiver => 0,
-        Role::Sender => 1,
-    };
-    let own_tag: u64 = match role {
-        Role::Receiver => 2,
-        Role::Sender => 1,
-    };
-    let mut items = Items::with_capacity(n, KEY_BYTES * n);
-    let mut buf = vec![Block::ZERO; 4096];
-    for first in (0..n).step_by(buf.len()) {
-        let count = (n - first).min(buf.len());
-        for (j, b) in buf[..count].iter_mut().enumerate() {
-            let i = (first + j) as u64;
-            *b = if i % 2 == shared_parity {
-                Block::from(i / 2)
-            } else {
-                Block::from_halves(i, own_tag)
-            };
-        }
-        aes.encrypt_blocks(&mut buf[..count]);
-        for b in &buf[..count] {
-            items.push(&b.to_le_bytes());
-        }
-    }
-    items
-}
-
-/// [`bench_items`] for a protocol on σ-bit integers: item `i` is the decimal integer
-/// `π(3k)` for shared item k and `π(3i + 1)` (receiver) or `π(3i + 2)` (sender) for its own,
-/// π a bijection of the σ-bit integers drawn from `seed` (odd multipliers and an
-/// xor-shift, so the items spread over the whole range).
-pub(super) fn bench_integers(seed: Block, role: Role, n: usize, sigma: u32) -> Items {
-    let mask = if sigma >= 64 {
-        u64::MAX
-    } else {
-        (1 << sigma) - 1
-    };
-    let aes = Aes::new(seed);
-    let [a, b, c] = [1u64, 2, 3].map(|k| aes.encrypt(Block::from(k)).low_u64() | 1);
-    let pi = |v: u64| {
-        let x = v.wrapping_mul(a).wrapping_add(b) & mask;
-        let x = (x ^ (x >> (sigma / 2))) & mask;
-        x.wrapping_mul(c) & mask
-    };
-    let (shared_parity, own) = match role {
-        Role::Receiver => (0, 1),
-        Role::Sender => (1, 2),
-    };
-    let mut items = Items::with_capacity(n, INTEGER_BYTES * n);
-    for i in 0..n as u64 {
-        let v = if i % 2 == shared_parity {
-            3 * (i / 2)
-        } else {
-            3 * i + own
-        };
-        items.push(pi(v).to_string().as_bytes());
-    }
-    items
-}
-
-/// The value of the sender's benchmark item `i` (below 2^32), for a protocol that sums
-/// values over the intersection.
-fn bench_value(aes: &Aes, i: usize) -> u64 {
-    aes.encrypt(Block::from(i as u64)).low_u64() as u32 as u64
-}
-
-/// Values for the sender's benchmark items (a fresh one per item).
-fn bench_values(seed: Block, n: usize) -> Vec<u64> {
-    let aes = Aes::new(seed ^ VALUE_KEY);
-    (0..n).map(|i| bench_value(&aes, i)).collect()
-}
-
-/// The sum (mod 2^64) of the sender's values over an intersection of `count` items: its
-/// odd items are the shared ones, the first `count` of them in the receiver's set.
-fn bench_sum(seed: Block, count: usize) -> u64 {
-    let aes = Aes::new(seed ^ VALUE_KEY);
-    (0..count).fold(0u64, |s, k| s.wrapping_add(bench_value(&aes, 2 * k + 1)))
-}
-
-/// The size of the intersection of the benchmark sets of `sizes`: the shared items at the
-/// receiver's even positions and the sender's odd ones that both sets reach.
-pub(super) fn bench_intersection(sizes: Sizes) -> usize {
-    (sizes.receiver.div_ceil(2)).min(sizes.sender / 2) as usize
-}
-
-/// Separates the values' key from the items'.
-const VALUE_KEY: Block = Block::from_u128(0x5641_4c55_4553);
 
 /// Peak resident set size of this process, from /proc (Linux only).
 pub(super) fn peak_rss() -> Option<u64> {
@@ -213,26 +95,25 @@ fn open(
     }
 }
 
+/// What the party's run over its link gave: the protocol's report, and with
+/// `--precompute` the state file's size and the seconds spent writing and reading it.
+struct Ran {
+    report: Report,
+    state: Option<(u64, f64)>,
+}
+
 impl BenchParty {
     /// Runs the party and prints its [`PartyResult`] as the last line of stdout. A
     /// recorded or replayed run seeds the PRG from `seed`, so that the replay repeats it.
+    /// Its stages: make the inputs → connect and run (over TCP, recording or precomputing,
+    /// or replayed) → verify the output against the known intersection → report.
     pub(crate) fn run(self) -> Result<()> {
         let protocol = find(&self.protocol)?;
-        let sizes = self.sizes;
         let (n, n_peer) = match self.role {
-            Role::Sender => (sizes.sender as usize, sizes.receiver),
-            Role::Receiver => (sizes.receiver as usize, sizes.sender),
+            Role::Sender => (self.sizes.sender, self.sizes.receiver),
+            Role::Receiver => (self.sizes.receiver, self.sizes.sender),
         };
-        let items = match self.options.sigma {
-            Some(sigma) => bench_integers(self.seed, self.role, n, sigma),
-            None => bench_items(self.seed, self.role, n),
-        };
-        let items = if protocol.accepts().value_columns > 0 && self.role == Role::Sender {
-            items.with_values(bench_values(self.seed, n))?
-        } else {
-            items
-        };
-        let deterministic = !matches!(self.link, Link::Tcp { record: None, .. });
+        let items = bench_input(protocol, self.options, self.seed, self.role, n as usize)?;
         let timeout = self.timeout;
         let dealer = (self.dealer.as_ref())
             .map(|addr| move || Transport::loopback().connect(addr, timeout, &mut |_| {}));
@@ -245,134 +126,125 @@ impl BenchParty {
             max_memory: u64::MAX,
             input_memory: items.memory(),
             threads: self.threads,
-            seed: deterministic.then(|| Aes::new(self.seed).encrypt(Block::from(self.role as u64))),
+            seed: self
+                .deterministic()
+                .then(|| Aes::new(self.seed).encrypt(Block::from(self.role as u64))),
             progress: None,
             dealer: dealer.as_ref().map(|d| d as &DealerLink),
             upload_deadline: None,
         };
-        let mut state = None;
-        let report = match self.link {
+        let ran = self.run_on_link(&items, &opts)?;
+        let verdict = verify(&ran.report.output, self.sizes, self.seed);
+        let result = PartyResult::new(&ran, verdict, venn::memory_needed(&opts, self.sizes));
+        out!("{}", serde_json::to_string(&result).expect("serialisable"));
+        Ok(())
+    }
+
+    /// Whether the run must repeat exactly: it is recorded, or replayed.
+    fn deterministic(&self) -> bool {
+        !matches!(self.link, Link::Tcp { record: None, .. })
+    }
+
+    /// Connect and run: over TCP (writing a transcript, or precomputing first, if asked),
+    /// or alone against a recorded peer.
+    fn run_on_link(&self, items: &Items, opts: &RunOptions) -> Result<Ran> {
+        let (listen, addr, record) = match &self.link {
             Link::Tcp {
                 listen,
                 addr,
                 record,
-            } => match (record, &self.precompute) {
-                (None, None) => venn::run(
-                    &mut open(&self.transport, listen, &addr, self.timeout)?.0,
-                    &items,
-                    &opts,
-                )?,
-                (Some(path), None) => {
-                    let mut chan = Recording::new(
-                        open(&self.transport, listen, &addr, self.timeout)?.0,
-                        &path,
-                    )?;
-                    let report = venn::run(&mut chan, &items, &opts)?;
-                    chan.finish()?;
-                    report
-                }
-                (None, Some(dir)) => {
-                    let (mut chan, bound) = open(&self.transport, listen, &addr, self.timeout)?;
-                    let pre = venn::precompute(&mut chan, n as u64, &opts)?;
-                    drop(chan);
-                    let path = dir.join(format!("{:032x}-{}.state", self.seed, self.role.name()));
-                    let io = Instant::now();
-                    let offline = pre.save(&path)?;
-                    let bytes = std::fs::metadata(&path)?.len();
-                    let loaded = venn::load_state(&path, &opts)?;
-                    state = Some((bytes, io.elapsed().as_secs_f64()));
-                    // The second session on the same address: the listener binds it again.
-                    let (mut chan, _) = open(&self.transport, listen, &bound, self.timeout)?;
-                    let online = venn::run_online(&mut chan, &items, loaded, &opts)?;
-                    Report {
-                        phases: [offline.phases, online.phases].concat(),
-                        traffic: venn::net::Traffic {
-                            sent: offline.traffic.sent + online.traffic.sent,
-                            received: offline.traffic.received + online.traffic.received,
-                        },
-                        ..online
-                    }
-                }
-                (Some(_), Some(_)) => {
-                    return Err(Error::Usage(
-                        "a recorded run cannot also be precomputed".into(),
-                    ))
-                }
-            },
+            } => (*listen, addr, record),
             Link::Replay { inbound, outbound } => {
-                let mut chan = Replay::open(&inbound, &outbound)?;
-                let report = venn::run(&mut chan, &items, &opts)?;
+                let mut chan = Replay::open(inbound, outbound)?;
+                let report = venn::run(&mut chan, items, opts)?;
+                chan.finish()?;
+                return Ok(Ran {
+                    report,
+                    state: None,
+                });
+            }
+        };
+        let report = match (record, &self.precompute) {
+            (None, None) => {
+                let mut chan = open(&self.transport, listen, addr, self.timeout)?.0;
+                venn::run(&mut chan, items, opts)?
+            }
+            (Some(path), None) => {
+                let chan = open(&self.transport, listen, addr, self.timeout)?.0;
+                let mut chan = Recording::new(chan, path)?;
+                let report = venn::run(&mut chan, items, opts)?;
                 chan.finish()?;
                 report
             }
+            (None, Some(dir)) => return self.run_precomputed(listen, addr, dir, items, opts),
+            (Some(_), Some(_)) => {
+                return Err(Error::Usage(
+                    "a recorded run cannot also be precomputed".into(),
+                ))
+            }
         };
-        // The receiver's first even items are the intersection: its indices, or their
-        // number.
-        let shared = bench_intersection(sizes);
-        let (intersection, verified) = match &report.output {
-            Output::Indices(ix) => (
-                Some(ix.len()),
-                Some(ix.len() == shared && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
-            ),
-            Output::Count(c) => (Some(*c as usize), Some(*c as usize == shared)),
-            Output::Sum { count, sums } => (
-                Some(*count as usize),
-                Some(*count as usize == shared && sums[..] == [bench_sum(self.seed, shared)]),
-            ),
-            _ => (None, None),
+        Ok(Ran {
+            report,
+            state: None,
+        })
+    }
+
+    /// The offline phase in one session, its state saved to a file in `dir` and loaded
+    /// again, then the online phase from it in a second session on the same address:
+    /// both phases' report, and the state's size and input/output time.
+    fn run_precomputed(
+        &self,
+        listen: bool,
+        addr: &str,
+        dir: &Path,
+        items: &Items,
+        opts: &RunOptions,
+    ) -> Result<Ran> {
+        let (mut chan, bound) = open(&self.transport, listen, addr, self.timeout)?;
+        let pre = venn::precompute(&mut chan, items.len() as u64, opts)?;
+        drop(chan);
+        let path = dir.join(format!("{:032x}-{}.state", self.seed, self.role.name()));
+        let io = Instant::now();
+        let offline = pre.save(&path)?;
+        let bytes = std::fs::metadata(&path)?.len();
+        let loaded = venn::load_state(&path, opts)?;
+        let state = Some((bytes, io.elapsed().as_secs_f64()));
+        // The second session on the same address: the listener binds it again.
+        let (mut chan, _) = open(&self.transport, listen, &bound, self.timeout)?;
+        let online = venn::run_online(&mut chan, items, loaded, opts)?;
+        let report = Report {
+            phases: [offline.phases, online.phases].concat(),
+            traffic: venn::net::Traffic {
+                sent: offline.traffic.sent + online.traffic.sent,
+                received: offline.traffic.received + online.traffic.received,
+            },
+            ..online
         };
-        let result = PartyResult {
+        Ok(Ran { report, state })
+    }
+}
+
+impl PartyResult {
+    /// Report: what the run measured, the receiver's verdict, this process's peak memory
+    /// beside what the memory model said it would need.
+    fn new(ran: &Ran, verdict: Verdict, memory_needed: u64) -> PartyResult {
+        let report = &ran.report;
+        PartyResult {
             offline_s: report.offline().as_secs_f64(),
             online_s: report.online().as_secs_f64(),
             sent: report.traffic.sent,
             received: report.traffic.received,
             peak_rss: peak_rss(),
-            memory_needed: venn::memory_needed(&opts, sizes),
-            intersection,
-            verified,
-            state_bytes: state.map(|s| s.0),
-            state_io_s: state.map(|s| s.1),
+            memory_needed,
+            intersection: verdict.intersection,
+            verified: verdict.verified,
+            state_bytes: ran.state.map(|s| s.0),
+            state_io_s: ran.state.map(|s| s.1),
             phases: report
                 .phases
                 .iter()
                 .map(|p| (p.name.to_string(), p.duration.as_secs_f64()))
                 .collect(),
-        };
-        out!("{}", serde_json::to_string(&result).expect("serialisable"));
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What `venn plan` counts for a benchmark party's input is what its items hold: keys,
-    /// σ-bit integers, and a sum's sender's values.
-    #[test]
-    fn the_input_memory_is_known_before_the_items_are_made() {
-        let seed = Block::from(7);
-        let n = 1000;
-        for (name, sigma) in [("rr22", None), ("kbm23", Some(32)), ("rr22-sum", None)] {
-            let p = find(name).unwrap();
-            let options = Options {
-                sigma,
-                ..Options::default()
-            };
-            for role in [Role::Sender, Role::Receiver] {
-                let items = match sigma {
-                    Some(s) => bench_integers(seed, role, n, s),
-                    None => bench_items(seed, role, n),
-                };
-                let items = match role {
-                    Role::Sender if p.accepts().value_columns > 0 => {
-                        items.with_values(bench_values(seed, n)).unwrap()
-                    }
-                    _ => items,
-                };
-                let known = bench_input_memory(p, options, role, n as u64);
-                assert_eq!(known, items.memory(), "{name} {role:?}");
-            }
         }
     }
 }
