@@ -139,7 +139,7 @@ impl Coordinator {
             chan,
             role,
             both,
-            listens: matches!(link.endpoint, crate::party::Endpoint::Listen(_)),
+            listens: matches!(link.peer, crate::party::PeerAddr::Listen(_)),
             protocol,
             options: link.spec.options,
             input,
@@ -505,9 +505,9 @@ impl LaneEnd {
 mod tests {
     use super::*;
     use crate::input::{Format, KeyOptions};
-    use crate::party::{Endpoint, RunSpec};
+    use crate::party::{PeerAddr, RunSpec};
 
-    fn link(endpoint: Endpoint) -> Link {
+    fn link(peer: PeerAddr) -> Link {
         Link {
             spec: RunSpec {
                 protocol: "kkrt16".into(),
@@ -517,7 +517,7 @@ mod tests {
                 ..RunSpec::default()
             },
             dealer: None,
-            endpoint,
+            peer,
             stats_json: None,
             transport: Transport::loopback(),
         }
@@ -534,14 +534,14 @@ mod tests {
     /// One party: its coordinator, and each lane's worker in a thread of its own.
     fn party(
         role: Role,
-        endpoint: Endpoint,
+        peer: PeerAddr,
         keys: Vec<String>,
         lanes: usize,
         addresses: std::sync::mpsc::Sender<Vec<String>>,
         peers: std::sync::mpsc::Receiver<Vec<String>>,
         tamper: bool,
     ) -> Result<(Summary, Option<Vec<usize>>)> {
-        let link = link(endpoint);
+        let link = link(peer);
         let mut coord = Coordinator::open(&link, role, false, input(&keys), lanes, None, |_| {})?;
         let ends: Vec<LaneEnd> = if coord.listens() {
             let listeners: Vec<TcpListener> = (0..coord.lanes())
@@ -599,9 +599,9 @@ mod tests {
         let (a_tx, a_rx) = std::sync::mpsc::channel();
         let (b_tx, b_rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
-            let listen = Endpoint::Listen(addr.clone());
+            let listen = PeerAddr::Listen(addr.clone());
             let r = s.spawn(|| party(Role::Receiver, listen, ours, lanes.0, a_tx, b_rx, false));
-            let connect = Endpoint::Connect(addr.clone());
+            let connect = PeerAddr::Connect(addr.clone());
             let t = s.spawn(|| party(Role::Sender, connect, theirs, lanes.1, b_tx, a_rx, tamper));
             [r.join().unwrap(), t.join().unwrap()]
         })

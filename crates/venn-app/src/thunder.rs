@@ -2,7 +2,7 @@
 //! reaching the service safely, making and registering an identity, and linking to the
 //! partners of a run — shared by `venn cloud` and the Python package's `venn.cloud`.
 
-use crate::party::Endpoint as PeerEndpoint;
+use crate::party::PeerAddr;
 use crate::transport::Transport;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -101,13 +101,13 @@ impl Partners {
     /// connecting to the one that listens. `on_bound` hears the address listened on.
     pub fn link(
         transport: &Transport,
-        peer: &PeerEndpoint,
+        peer: &PeerAddr,
         count: usize,
         timeout: Duration,
         on_bound: impl FnOnce(SocketAddr),
     ) -> Result<Partners> {
         Ok(match peer {
-            PeerEndpoint::Listen(addr) => {
+            PeerAddr::Listen(addr) => {
                 let listener = transport.bind(addr)?;
                 on_bound(listener.local_addr()?);
                 let links = (0..count)
@@ -115,7 +115,7 @@ impl Partners {
                     .collect::<Result<_>>()?;
                 Partners { links, lead: true }
             }
-            PeerEndpoint::Connect(addr) => Partners {
+            PeerAddr::Connect(addr) => Partners {
                 links: vec![transport.connect(addr, timeout, &mut |_| {})?],
                 lead: false,
             },

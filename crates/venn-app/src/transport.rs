@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use venn::net::tls::{
-    looks_like_tls, parse_fingerprint, tls_channel, Identity, Side, Tls, Trust, TLS_PREFIX,
+    looks_like_tls, parse_fingerprint, tls_channel, CertifiedKey, Side, Tls, Trust, TLS_PREFIX,
 };
 use venn::net::{
     resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Channel, Retry, Screen, Shaping,
@@ -87,7 +87,7 @@ impl TlsArgs {
                     }
                 };
                 Some(Arc::new(Tls {
-                    identity: Identity::load(&cert, &key)?,
+                    ours: CertifiedKey::load(&cert, &key)?,
                     trust,
                 }))
             }
@@ -119,7 +119,7 @@ impl Transport {
         let fp = std::fs::read_to_string(file(role.other(), "fp"))?;
         Ok(Transport {
             tls: Some(Arc::new(Tls {
-                identity: Identity::load(&file(role, "crt"), &file(role, "key"))?,
+                ours: CertifiedKey::load(&file(role, "crt"), &file(role, "key"))?,
                 trust: Trust::Pinned(vec![parse_fingerprint(&fp)?]),
             })),
             plaintext: false,

@@ -6,13 +6,13 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
-use venn::net::tls::{api_server_config, Identity as TlsIdentity};
+use venn::net::tls::{api_server_config, CertifiedKey};
 use venn::protocols::Progress;
 use venn::{Error, Result};
 use venn_app::destination::check_output_path;
 use venn_app::input::read_input;
 use venn_app::input::source::Matching;
-use venn_app::party::Endpoint as PeerEndpoint;
+use venn_app::party::PeerAddr;
 use venn_app::progress::Spinner;
 use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
 use venn_app::run_options::MAX_SECONDS;
@@ -493,7 +493,7 @@ fn serve(s: ServeCli) -> Result<()> {
         asked => venn_app::threads::bounded(asked)?,
     };
     let tls = match (&s.tls_cert, &s.tls_key) {
-        (Some(cert), Some(key)) => Some(TlsIdentity::load(cert, key)?),
+        (Some(cert), Some(key)) => Some(CertifiedKey::load(cert, key)?),
         _ => {
             thunder::check_loopback(&s.listen, s.plain_http, "serve plain HTTP on")?;
             None
@@ -623,8 +623,8 @@ fn pair(p: PairCli) -> Result<()> {
     let key = DatasetKey::load(&p.key_file)?;
     let transport = p.tls.settings.tls.clone().load()?;
     let peer = match (p.listen, p.connect) {
-        (Some(addr), _) => PeerEndpoint::Listen(addr),
-        (None, Some(addr)) => PeerEndpoint::Connect(addr),
+        (Some(addr), _) => PeerAddr::Listen(addr),
+        (None, Some(addr)) => PeerAddr::Connect(addr),
         (None, None) => unreachable!("clap requires one of --listen/--connect"),
     };
     let partners = Partners::link(

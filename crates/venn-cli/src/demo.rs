@@ -9,7 +9,7 @@ use venn::session::Role;
 use venn::util::files::write_new;
 use venn::{Error, Result};
 use venn_app::input::KeyOptions;
-use venn_app::party::{run_party, summary, Endpoint, Link, PartyArgs, RunSpec};
+use venn_app::party::{run_party, summary, Link, PartyArgs, PeerAddr, RunSpec};
 
 const ALICE: &str = "email,name,plan\n\
 ada@example.org,Ada Lovelace,pro\n\
@@ -64,11 +64,11 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
         "Both run {} over loopback TCP; keys are trimmed and lower-cased.\n",
         RunSpec::default().protocol
     );
-    let args = |input, output, endpoint| PartyArgs {
+    let args = |input, output, peer| PartyArgs {
         link: Link {
             spec: RunSpec::default(),
             dealer: None,
-            endpoint,
+            peer,
             stats_json: None,
             transport: venn_app::transport::Transport::loopback(),
         },
@@ -89,7 +89,7 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
     let bob_args = args(
         bob.clone(),
         Some(out.clone()),
-        Endpoint::Listen("127.0.0.1:0".into()),
+        PeerAddr::Listen("127.0.0.1:0".into()),
     );
     let (sent, received) = std::thread::scope(|s| {
         let t = s.spawn(|| {
@@ -105,7 +105,7 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
         });
         let sent = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(addr) => {
-                let a = args(alice.clone(), None, Endpoint::Connect(addr.to_string()));
+                let a = args(alice.clone(), None, PeerAddr::Connect(addr.to_string()));
                 run_party(&a, Role::Sender, &mut a.file_output(), None, |_| {})
             }
             Err(_) => Err(Error::Timeout(Duration::from_secs(30))),

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::source::InputSource;
-use venn_app::party::Endpoint as PeerEndpoint;
+use venn_app::party::PeerAddr;
 use venn_app::thunder::{self, Partners};
 use venn_cloud::api::{Task, DEFAULT_CHUNK_ITEMS};
 use venn_cloud::auth::WorkerIdentity;
@@ -173,10 +173,8 @@ impl CloudClient {
         peer_fingerprint: Vec<String>,
         plaintext: bool,
     ) -> PyResult<String> {
-        let peer = crate::peer_endpoint(connect, listen)?;
-        if !(1..=2).contains(&partners)
-            || (partners == 2 && matches!(peer, PeerEndpoint::Connect(_)))
-        {
+        let peer = crate::peer_addr(connect, listen)?;
+        if !(1..=2).contains(&partners) || (partners == 2 && matches!(peer, PeerAddr::Connect(_))) {
             return Err(crate::UsageError::new_err(
                 "partners is 1, or 2 for the listening side of a three-party run",
             ));

@@ -22,7 +22,7 @@ use venn::protocols::Progress;
 use venn::session::Role;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::{Format, KeyOptions};
-use venn_app::party::{run_keys, run_party, Endpoint, Link, PartyArgs};
+use venn_app::party::{run_keys, run_party, Link, PartyArgs, PeerAddr};
 use venn_app::run_options::{self, Given, Kind, RunSettings};
 use venn_app::transport::TlsArgs;
 
@@ -169,10 +169,10 @@ pub(crate) fn key_options(trim: bool, lowercase: bool, skip_empty: bool) -> KeyO
 }
 
 /// How to reach the peer: exactly one of `connect` and `listen`.
-pub(crate) fn peer_endpoint(connect: Option<String>, listen: Option<String>) -> PyResult<Endpoint> {
+pub(crate) fn peer_addr(connect: Option<String>, listen: Option<String>) -> PyResult<PeerAddr> {
     match (connect, listen) {
-        (Some(addr), None) => Ok(Endpoint::Connect(addr)),
-        (None, Some(addr)) => Ok(Endpoint::Listen(addr)),
+        (Some(addr), None) => Ok(PeerAddr::Connect(addr)),
+        (None, Some(addr)) => Ok(PeerAddr::Listen(addr)),
         _ => Err(UsageError::new_err("give one of connect= and listen=")),
     }
 }

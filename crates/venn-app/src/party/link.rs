@@ -2,7 +2,7 @@
 //! link (listening or connecting, with the spinner told what is waited for), the run plans'
 //! exchange, the dealer's link, and the statistics file.
 
-use super::{Endpoint, Link};
+use super::{Link, PeerAddr};
 use crate::destination::Destination;
 use crate::output::Stats;
 use crate::progress::Spinner;
@@ -87,8 +87,8 @@ impl Link {
     /// Checks the peer's address (or ours to listen on) against the TLS rule: done before
     /// the input is read, so that a refusal comes first.
     pub(crate) fn check_endpoint(&self) -> Result<()> {
-        match &self.endpoint {
-            Endpoint::Listen(a) | Endpoint::Connect(a) => self.transport.check_endpoint(a),
+        match &self.peer {
+            PeerAddr::Listen(a) | PeerAddr::Connect(a) => self.transport.check_endpoint(a),
         }
     }
 
@@ -100,14 +100,14 @@ impl Link {
         spinner: Option<&Spinner>,
     ) -> Result<Box<dyn Channel>> {
         let timeout = self.spec.timeout;
-        let chan = match &self.endpoint {
-            Endpoint::Listen(a) => self.transport.listen(a, timeout, |bound| {
+        let chan = match &self.peer {
+            PeerAddr::Listen(a) => self.transport.listen(a, timeout, |bound| {
                 on_bound(bound);
                 if let Some(s) = spinner {
                     s.phase(&format!("waiting for the peer on {bound}"));
                 }
             }),
-            Endpoint::Connect(a) => {
+            PeerAddr::Connect(a) => {
                 if let Some(s) = spinner {
                     s.phase(&format!("connecting to {a}"));
                 }

@@ -26,7 +26,7 @@ use venn::{Error, Report, Result, RunOptions};
 
 /// Where the peer is.
 #[derive(Clone, Debug)]
-pub enum Endpoint {
+pub enum PeerAddr {
     /// Wait for the peer on this address.
     Listen(String),
     /// Connect to the peer at this address (retrying until the timeout).
@@ -138,7 +138,7 @@ pub struct Link {
     /// The dealer, for `--offline dealer`.
     pub dealer: Option<DealerAddr>,
     /// `--listen` or `--connect`.
-    pub endpoint: Endpoint,
+    pub peer: PeerAddr,
     /// `--stats-json`: where the run's statistics go.
     pub stats_json: Option<PathBuf>,
     /// How the link to the peer is secured (TLS and whose certificate, or none).

@@ -13,7 +13,7 @@ mod table;
 pub use table::OPTIONS;
 
 use crate::input::KeyOptions;
-use crate::party::{DealerAddr, Endpoint, Link, PartyArgs, RunSpec};
+use crate::party::{DealerAddr, Link, PartyArgs, PeerAddr, RunSpec};
 use crate::transport::TlsArgs;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -314,9 +314,9 @@ impl RunSettings {
     /// The link these settings give: where the peer is, the run and how the links are
     /// secured (the TLS files loaded).
     pub fn link(&self) -> Result<Link> {
-        let endpoint = match (&self.listen, &self.connect) {
-            (Some(addr), None) => Endpoint::Listen(addr.clone()),
-            (None, Some(addr)) => Endpoint::Connect(addr.clone()),
+        let peer = match (&self.listen, &self.connect) {
+            (Some(addr), None) => PeerAddr::Listen(addr.clone()),
+            (None, Some(addr)) => PeerAddr::Connect(addr.clone()),
             (Some(_), Some(_)) | (None, None) => {
                 return Err(Error::Usage(
                     "give one of --listen and --connect (in Python, listen= and connect=)".into(),
@@ -332,7 +332,7 @@ impl RunSettings {
         Ok(Link {
             spec: self.spec.clone(),
             dealer,
-            endpoint,
+            peer,
             stats_json: self.stats_json.clone(),
             transport: self.tls.clone().load()?,
         })

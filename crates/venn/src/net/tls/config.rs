@@ -1,7 +1,7 @@
 //! The rustls configurations: TLS 1.3 only, without resumption, the peer checked by
 //! [`PeerCheck`]; and those of an HTTP API, whose clients show no certificate.
 
-use super::identity::Identity;
+use super::certified_key::CertifiedKey;
 use super::trust::Trust;
 use super::verify::PeerCheck;
 use super::{provider, tls_error};
@@ -31,8 +31,8 @@ pub(super) fn server_name(trust: &Trust, host: &str) -> Result<ServerName<'stati
 
 /// TLS 1.3 for a server whose clients show no certificate (an HTTP API whose clients sign
 /// each request instead).
-pub fn api_server_config(identity: &Identity) -> Result<Arc<ServerConfig>> {
-    Ok(Arc::new(server_config(identity, None)?))
+pub fn api_server_config(ours: &CertifiedKey) -> Result<Arc<ServerConfig>> {
+    Ok(Arc::new(server_config(ours, None)?))
 }
 
 /// TLS 1.3 for a client of such a server at `host`, checking it as `trust` says and
@@ -45,18 +45,18 @@ pub fn api_client_config(
     Ok((Arc::new(config), server_name(trust, host)?))
 }
 
-/// TLS 1.3 only, without resumption, the server checked by `check`; `identity` shown if
+/// TLS 1.3 only, without resumption, the server checked by `check`; `ours` shown if
 /// the server asks for a certificate.
 pub(super) fn client_config(
     check: Arc<PeerCheck>,
-    identity: Option<&Identity>,
+    ours: Option<&CertifiedKey>,
 ) -> Result<ClientConfig> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(tls_error)?
         .dangerous()
         .with_custom_certificate_verifier(check);
-    let mut config = match identity {
+    let mut config = match ours {
         Some(id) => builder
             .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
             .map_err(tls_error)?,
@@ -66,10 +66,10 @@ pub(super) fn client_config(
     Ok(config)
 }
 
-/// TLS 1.3 only, without session tickets, as `identity`; clients must show a
+/// TLS 1.3 only, without session tickets, as `ours`; clients must show a
 /// certificate `check` accepts, if given.
 pub(super) fn server_config(
-    identity: &Identity,
+    ours: &CertifiedKey,
     check: Option<Arc<PeerCheck>>,
 ) -> Result<ServerConfig> {
     let builder = ServerConfig::builder_with_provider(provider())
@@ -80,7 +80,7 @@ pub(super) fn server_config(
         None => builder.with_no_client_auth(),
     };
     let mut config = builder
-        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
+        .with_single_cert(ours.chain.clone(), ours.key.clone_key())
         .map_err(tls_error)?;
     config.send_tls13_tickets = 0;
     Ok(config)

@@ -1,7 +1,7 @@
 //! What a failed TLS connection means for the user, in one line naming the certificate
 //! seen.
 
-use super::identity::Identity;
+use super::certified_key::CertifiedKey;
 use super::lock;
 use super::verify::PeerCheck;
 use crate::{peer_text, Error};
@@ -13,7 +13,7 @@ use std::time::Duration;
 pub(super) fn handshake_error(
     e: std::io::Error,
     check: &PeerCheck,
-    ours: &Identity,
+    ours: &CertifiedKey,
     timeout: Duration,
 ) -> Error {
     if let Some(why) = lock(&check.refusal).take() {

@@ -44,13 +44,13 @@ pub fn tls_channel(
     let check = Arc::new(PeerCheck::new(tls.trust.clone()));
     let mut conn: Connection = match side {
         Side::Client { host } => {
-            let config = client_config(check.clone(), Some(&tls.identity))?;
+            let config = client_config(check.clone(), Some(&tls.ours))?;
             ClientConnection::new(Arc::new(config), server_name(&tls.trust, host)?)
                 .map_err(tls_error)?
                 .into()
         }
         Side::Server => {
-            let config = server_config(&tls.identity, Some(check.clone()))?;
+            let config = server_config(&tls.ours, Some(check.clone()))?;
             ServerConnection::new(Arc::new(config))
                 .map_err(tls_error)?
                 .into()
@@ -58,13 +58,13 @@ pub fn tls_channel(
     };
     let mut socket = socket;
     if let Err(e) = drive_handshake(&mut conn, &mut socket, Instant::now() + handshake_within) {
-        return Err(handshake_error(e, &check, &tls.identity, handshake_within));
+        return Err(handshake_error(e, &check, &tls.ours, handshake_within));
     }
     // A refusal by our own check ends the handshake above; this catches any other path.
     if let Some(why) = lock(&check.refusal).take() {
         return Err(Error::Tls(why));
     }
-    duplex::channel(conn, socket, tls.identity.fingerprint(), timeout)
+    duplex::channel(conn, socket, tls.ours.fingerprint(), timeout)
 }
 
 /// Runs the handshake to its end or `deadline`, one socket read at a time (rustls's

@@ -1,7 +1,7 @@
 //! TLS 1.3 with mutual authentication over TCP (rustls, with aws-lc-rs as the one crypto
 //! provider; nothing older than TLS 1.3 is offered or accepted).
 //!
-//! Each party has an [`Identity`] (a certificate and its key) and a [`Trust`] in the peer:
+//! Each party has a [`CertifiedKey`] (its certificate chain and private key) and a [`Trust`] in the peer:
 //! either the SHA-256 fingerprint of the peer's certificate (pinning, for the self-signed
 //! certificates `venn keygen` makes) or a CA file. Both sides present and check a
 //! certificate; an expired or not yet valid one is refused in both modes.
@@ -19,22 +19,22 @@
 //! session (RFC 8446 §7.5); the session handshake hashes it into the session id, so a
 //! transcript cannot be relayed from one TLS session into another.
 
+mod certified_key;
 mod config;
 mod duplex;
 mod failure;
 mod fingerprint;
 mod handshake;
-mod identity;
 #[cfg(test)]
 mod tests;
 mod trust;
 mod verify;
 
+pub use certified_key::CertifiedKey;
 pub use config::{api_client_config, api_server_config};
 pub use duplex::{TlsChannel, TlsReader, TlsWriter};
 pub use fingerprint::{fingerprint, parse_fingerprint};
 pub use handshake::{looks_like_tls, tls_channel, Side, TLS_PREFIX};
-pub use identity::Identity;
 pub use trust::Trust;
 
 use crate::Error;
@@ -50,7 +50,7 @@ fn provider() -> Arc<CryptoProvider> {
 #[derive(Debug)]
 pub struct Tls {
     /// Our certificate and key.
-    pub identity: Identity,
+    pub ours: CertifiedKey,
     /// How we check the peer.
     pub trust: Trust,
 }

@@ -2,7 +2,7 @@
 //! deadlines, and a raw rustls client sending records by hand.
 
 use super::verify::PeerCheck;
-use super::{fingerprint, provider, tls_channel, Identity, Side, Tls, TlsChannel, Trust};
+use super::{fingerprint, provider, tls_channel, CertifiedKey, Side, Tls, TlsChannel, Trust};
 use crate::net::{tcp_channel, Channel};
 use crate::Result;
 use rustls::pki_types::ServerName;
@@ -13,23 +13,23 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-/// A self-signed identity valid from an hour ago for `days` days, and its fingerprint
+/// A self-signed certificate and key valid from an hour ago for `days` days, and its fingerprint
 /// (the tests mint their own: minting for users is the application's, venn-app's keygen).
-fn identity(days: u32) -> (Identity, [u8; 32]) {
+fn certified_key(days: u32) -> (CertifiedKey, [u8; 32]) {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(vec!["venn".to_string()]).unwrap();
     let now = time::OffsetDateTime::now_utc();
     params.not_before = now - time::Duration::hours(1);
     params.not_after = now + time::Duration::days(days.into());
     let cert = params.self_signed(&key).unwrap();
-    let id = Identity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+    let id = CertifiedKey::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
     (id, Sha256::digest(cert.der()).into())
 }
 
-/// `identity`, trusting only the certificate with fingerprint `pin`.
-fn pinned(identity: Identity, pin: [u8; 32]) -> Tls {
+/// `ours`, trusting only the certificate with fingerprint `pin`.
+fn pinned(ours: CertifiedKey, pin: [u8; 32]) -> Tls {
     Tls {
-        identity,
+        ours,
         trust: Trust::Pinned(vec![pin]),
     }
 }
@@ -52,7 +52,7 @@ fn pair(a: Tls, b: Tls) -> (Result<TlsChannel>, Result<TlsChannel>) {
 
 #[test]
 fn pinned_peers_talk_full_duplex_over_one_bound_channel() {
-    let ((a, fa), (b, fb)) = (identity(1), identity(1));
+    let ((a, fa), (b, fb)) = (certified_key(1), certified_key(1));
     let (ca, cb) = pair(pinned(a, fb), pinned(b, fa));
     let (mut ca, mut cb) = (ca.unwrap(), cb.unwrap());
     assert_eq!(ca.binding(), cb.binding());
@@ -78,7 +78,7 @@ fn pinned_peers_talk_full_duplex_over_one_bound_channel() {
 
 #[test]
 fn a_wrong_pin_names_the_certificate_seen_on_both_sides() {
-    let ((a, fa), (b, _), (_, other)) = (identity(1), identity(1), identity(1));
+    let ((a, fa), (b, _), (_, other)) = (certified_key(1), certified_key(1), certified_key(1));
     let seen_b = fingerprint(&b.chain[0]);
     let (ca, cb) = pair(pinned(a, other), pinned(b, fa));
     let e = ca.err().unwrap().to_string();
@@ -88,7 +88,7 @@ fn a_wrong_pin_names_the_certificate_seen_on_both_sides() {
 
 #[test]
 fn the_server_refusing_the_client_is_reported_to_the_client() {
-    let ((a, fa), (b, fb), (_, other)) = (identity(1), identity(1), identity(1));
+    let ((a, fa), (b, fb), (_, other)) = (certified_key(1), certified_key(1), certified_key(1));
     let seen_a = fingerprint(&a.chain[0]);
     let (ca, cb) = pair(pinned(a, fb), pinned(b, other));
     let e = cb.err().unwrap().to_string();
@@ -109,7 +109,7 @@ fn the_server_refusing_the_client_is_reported_to_the_client() {
 
 #[test]
 fn an_expired_certificate_is_refused_even_when_pinned() {
-    let ((a, fa), (b, fb)) = (identity(0), identity(1));
+    let ((a, fa), (b, fb)) = (certified_key(0), certified_key(1));
     std::thread::sleep(Duration::from_millis(1100));
     let (ca, cb) = pair(pinned(a, fb), pinned(b, fa));
     let e = cb.err().unwrap().to_string();
@@ -119,7 +119,7 @@ fn an_expired_certificate_is_refused_even_when_pinned() {
 
 #[test]
 fn a_plaintext_peer_is_not_taken_for_tls() {
-    let (a, _) = identity(1);
+    let (a, _) = certified_key(1);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let t = Duration::from_secs(5);
@@ -140,7 +140,7 @@ fn a_plaintext_peer_is_not_taken_for_tls() {
     });
 }
 
-fn raw_client(id: &Identity, pin: [u8; 32]) -> ClientConnection {
+fn raw_client(id: &CertifiedKey, pin: [u8; 32]) -> ClientConnection {
     let check = Arc::new(PeerCheck::new(Trust::Pinned(vec![pin])));
     let mut config = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -157,7 +157,7 @@ fn raw_client(id: &Identity, pin: [u8; 32]) -> ClientConnection {
 /// records by hand).
 fn handshaken(
     addr: std::net::SocketAddr,
-    id: &Identity,
+    id: &CertifiedKey,
     pin: [u8; 32],
 ) -> (TcpStream, ClientConnection) {
     let mut sock = TcpStream::connect(addr).unwrap();
@@ -181,7 +181,7 @@ fn queued_records(conn: &mut ClientConnection) -> Vec<u8> {
 type Received = mpsc::Receiver<(std::result::Result<Vec<u8>, String>, Duration)>;
 
 /// Starts a venn TLS server; returns its address and what its first receive gives.
-fn server(b: Identity, fa: [u8; 32], t: Duration) -> (std::net::SocketAddr, Received) {
+fn server(b: CertifiedKey, fa: [u8; 32], t: Duration) -> (std::net::SocketAddr, Received) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -206,7 +206,7 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 
 #[test]
 fn data_sent_with_the_last_handshake_message_is_delivered() {
-    let ((a, fa), (b, fb)) = (identity(1), identity(1));
+    let ((a, fa), (b, fb)) = (certified_key(1), certified_key(1));
     let (addr, rx) = server(b, fa, Duration::from_secs(2));
     let mut sock = TcpStream::connect(addr).unwrap();
     let mut conn = raw_client(&a, fb);
@@ -224,7 +224,7 @@ fn data_sent_with_the_last_handshake_message_is_delivered() {
 
 #[test]
 fn bytes_after_close_notify_do_not_hang_the_reader() {
-    let ((a, fa), (b, fb)) = (identity(1), identity(1));
+    let ((a, fa), (b, fb)) = (certified_key(1), certified_key(1));
     let (addr, rx) = server(b, fa, Duration::from_secs(1));
     let (mut sock, mut conn) = handshaken(addr, &a, fb);
     std::thread::sleep(Duration::from_millis(200));
@@ -241,7 +241,7 @@ fn bytes_after_close_notify_do_not_hang_the_reader() {
 
 #[test]
 fn a_handshake_trickled_byte_by_byte_meets_its_deadline() {
-    let (b, _) = identity(1);
+    let (b, _) = certified_key(1);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let h = std::thread::spawn(move || {
@@ -273,7 +273,7 @@ fn a_handshake_trickled_byte_by_byte_meets_its_deadline() {
 
 #[test]
 fn a_record_trickled_byte_by_byte_meets_the_message_deadline() {
-    let ((a, fa), (b, fb)) = (identity(1), identity(1));
+    let ((a, fa), (b, fb)) = (certified_key(1), certified_key(1));
     let (addr, rx) = server(b, fa, Duration::from_secs(1));
     let (mut sock, mut conn) = handshaken(addr, &a, fb);
     conn.writer().write_all(&frame(b"late")).unwrap();
@@ -300,7 +300,7 @@ fn names_in_a_refused_certificate_are_escaped() {
             .unwrap()
             .signed_by(&key, &issuer)
             .unwrap();
-        Identity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
+        CertifiedKey::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
     };
     let mut roots = RootCertStore::empty();
     roots.add(ca_cert.der().clone()).unwrap();
@@ -316,7 +316,7 @@ fn names_in_a_refused_certificate_are_escaped() {
             socket,
             Side::Server,
             &Tls {
-                identity: b,
+                ours: b,
                 trust: trust2,
             },
             t,
@@ -327,7 +327,7 @@ fn names_in_a_refused_certificate_are_escaped() {
     let e = tls_channel(
         socket,
         Side::Client { host: "localhost" },
-        &Tls { identity: a, trust },
+        &Tls { ours: a, trust },
         t,
         t,
     )

@@ -8,18 +8,18 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 
 /// A party's certificate chain (its own certificate first) and private key.
-pub struct Identity {
+pub struct CertifiedKey {
     pub(super) chain: Vec<CertificateDer<'static>>,
     pub(super) key: PrivateKeyDer<'static>,
 }
 
-impl std::fmt::Debug for Identity {
+impl std::fmt::Debug for CertifiedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Identity({})", self.fingerprint())
+        write!(f, "CertifiedKey({})", self.fingerprint())
     }
 }
 
-impl Identity {
+impl CertifiedKey {
     /// Loads a PEM certificate chain and private key.
     pub fn load(cert: &Path, key: &Path) -> Result<Self> {
         let read = |path: &Path| std::fs::read(path).map_err(Error::file("read", path));
@@ -48,7 +48,7 @@ impl Identity {
                 )
             },
         )?;
-        Ok(Identity { chain, key })
+        Ok(CertifiedKey { chain, key })
     }
 
     /// The fingerprint of our own certificate.
