@@ -4,7 +4,7 @@
 
 use crate::{key_options, to_py, Key, NetworkError, ServiceError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
 use std::time::Duration;
 use venn_app::input::memory::KeysInMemory;
@@ -150,11 +150,10 @@ impl CloudClient {
     }
 
     /// Links to the run's partners and gives the service this dataset's token; returns
-    /// the run's id.
+    /// the run's id. The link's TLS is the party's keywords of the TLS group (`**tls`).
     #[pyo3(signature = (
-        key_file, *, connect=None, listen=None, on_listening=None, partners=1, timeout=defaults::PAIR_TIMEOUT_SECONDS as f64,
-        preprocessed=false, tls_cert=None, tls_key=None, tls_ca=None,
-        peer_fingerprint=Vec::new(), plaintext=false,
+        key_file, *, connect=None, listen=None, on_listening=None, partners=1,
+        timeout=defaults::PAIR_TIMEOUT_SECONDS as f64, preprocessed=false, **tls,
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
     fn pair(
@@ -167,11 +166,7 @@ impl CloudClient {
         partners: usize,
         timeout: f64,
         preprocessed: bool,
-        tls_cert: Option<PathBuf>,
-        tls_key: Option<PathBuf>,
-        tls_ca: Option<PathBuf>,
-        peer_fingerprint: Vec<String>,
-        plaintext: bool,
+        tls: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<String> {
         let peer = crate::peer_addr(connect, listen)?;
         if !(1..=2).contains(&partners) || (partners == 2 && matches!(peer, PeerAddr::Connect(_))) {
@@ -181,7 +176,7 @@ impl CloudClient {
         }
         let timeout = seconds(timeout, "timeout")?;
         let key = load_key(key_file)?;
-        let transport = crate::transport(tls_cert, tls_key, tls_ca, peer_fingerprint, plaintext)?;
+        let (_, transport) = crate::link_settings(tls, &[])?;
         let linked = py.detach(|| {
             Partners::link(&transport, &peer, partners, timeout, |addr| {
                 crate::tell(&on_listening, addr)

@@ -6,9 +6,8 @@
 use crate::result::{Learned, RunResult};
 use crate::{to_py, Party, Setup, Source, UsageError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use venn::session::Role;
@@ -143,6 +142,20 @@ impl LanedRun {
     }
 }
 
+/// The run options a lane's worker takes besides the TLS group: its link's deadline.
+const LANE_OPTIONS: &[&str] = &["timeout"];
+
+/// The keywords of a party's options that `venn.ray` hands each lane's worker ([`Lane`]):
+/// the TLS group's and [`LANE_OPTIONS`], in the table's order.
+#[pyfunction]
+pub(crate) fn lane_keywords() -> Vec<String> {
+    venn_app::run_options::OPTIONS
+        .iter()
+        .filter(|o| o.group == venn_app::run_options::Group::Tls || LANE_OPTIONS.contains(&o.name))
+        .filter_map(|o| o.keyword())
+        .collect()
+}
+
 /// A lane's worker: its job, and its end of the lane's link.
 #[pyclass(module = "venn._venn")]
 pub struct Lane {
@@ -155,28 +168,16 @@ pub struct Lane {
 
 #[pymethods]
 impl Lane {
-    /// A worker for `job` (from `LanedRun.job`), with the party's TLS settings.
+    /// A worker for `job` (from `LanedRun.job`), with the party's TLS keywords and
+    /// `timeout` ([`LANE_OPTIONS`]).
     #[new]
-    #[pyo3(signature = (
-        job, *, tls_cert=None, tls_key=None, tls_ca=None, peer_fingerprint=Vec::new(),
-        plaintext=false, timeout=60.0,
-    ))]
-    fn new(
-        job: &[u8],
-        tls_cert: Option<PathBuf>,
-        tls_key: Option<PathBuf>,
-        tls_ca: Option<PathBuf>,
-        peer_fingerprint: Vec<String>,
-        plaintext: bool,
-        timeout: f64,
-    ) -> PyResult<Self> {
-        let timeout = Duration::try_from_secs_f64(timeout)
-            .map_err(|_| UsageError::new_err("timeout is a number of seconds"))?;
-        let transport = crate::transport(tls_cert, tls_key, tls_ca, peer_fingerprint, plaintext)?;
+    #[pyo3(signature = (job, **options))]
+    fn new(job: &[u8], options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (settings, transport) = crate::link_settings(options, LANE_OPTIONS)?;
         Ok(Lane {
             job: Some(LaneJob::decode(job).map_err(to_py)?),
             transport,
-            timeout,
+            timeout: settings.spec.timeout,
             listener: None,
         })
     }

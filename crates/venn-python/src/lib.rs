@@ -23,8 +23,8 @@ use venn::session::Role;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::{Format, KeyOptions};
 use venn_app::party::{run_keys, run_party, Link, PartyArgs, PeerAddr};
-use venn_app::run_options::{self, Given, Kind, RunSettings};
-use venn_app::transport::TlsArgs;
+use venn_app::run_options::{self, Given, Group, Kind, RunOption, RunSettings};
+use venn_app::transport::Transport;
 
 create_exception!(venn, VennError, PyException, "Any error of a venn run.");
 create_exception!(
@@ -198,38 +198,36 @@ pub(crate) fn role_of(role: &str) -> PyResult<Role> {
     }
 }
 
-/// A party's TLS settings for a link of its own, loaded.
-pub(crate) fn transport(
-    tls_cert: Option<std::path::PathBuf>,
-    tls_key: Option<std::path::PathBuf>,
-    tls_ca: Option<std::path::PathBuf>,
-    peer_fingerprint: Vec<String>,
-    plaintext: bool,
-) -> PyResult<venn_app::transport::Transport> {
-    let tls = TlsArgs {
-        tls_cert,
-        tls_key,
-        tls_ca,
-        peer_fingerprint,
-        plaintext,
-    };
-    tls.load().map_err(to_py)
+/// What a callable with a link of its own (a lane's worker, a Thunder pairing) takes of
+/// the run options: the table's TLS group, and the options named in `also`, read from its
+/// keywords as a party's are ([`run_settings`]); the TLS files loaded.
+pub(crate) fn link_settings(
+    options: Option<&Bound<'_, PyDict>>,
+    also: &[&str],
+) -> PyResult<(RunSettings, Transport)> {
+    let (settings, _) = run_settings(options, |o| o.group == Group::Tls || also.contains(&o.name))?;
+    let transport = settings.tls.clone().load().map_err(to_py)?;
+    Ok((settings, transport))
 }
 
 /// The run options Python gave as keywords, read through the table every front end
 /// shares ([`venn_app::run_options`]): each keyword is an option's flag with `_` for `-`,
 /// `None` its default; another keyword is refused as Python refuses one. Returns the
-/// settings and the names of the keywords given.
+/// settings and the names of the keywords given. A callable that takes only some of the
+/// options (a lane's worker, a Thunder pairing: the TLS group) names them by `takes`.
 pub(crate) fn run_settings(
     options: Option<&Bound<'_, PyDict>>,
+    takes: impl Fn(&RunOption) -> bool,
 ) -> PyResult<(RunSettings, Vec<String>)> {
     let mut settings = RunSettings::default();
     let mut given = Vec::new();
     for (keyword, value) in options.into_iter().flat_map(|d| d.iter()) {
         let keyword: String = keyword.extract()?;
-        let option = run_options::by_keyword(&keyword).ok_or_else(|| {
-            PyTypeError::new_err(format!("got an unexpected keyword argument '{keyword}'"))
-        })?;
+        let option = run_options::by_keyword(&keyword)
+            .filter(|o| takes(o))
+            .ok_or_else(|| {
+                PyTypeError::new_err(format!("got an unexpected keyword argument '{keyword}'"))
+            })?;
         if value.is_none() {
             continue;
         }
@@ -341,7 +339,7 @@ impl Party {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let role = role_of(role)?;
-        let (settings, given) = run_settings(options)?;
+        let (settings, given) = run_settings(options, |_| true)?;
         let link = settings.link().map_err(to_py)?;
         let source = match items {
             Some(items) => {
@@ -492,7 +490,7 @@ mod _venn {
     #[pymodule_export]
     use super::cloud::{answer, CloudClient, WorkerLink};
     #[pymodule_export]
-    use super::lanes::{Lane, LanedRun};
+    use super::lanes::{lane_keywords, Lane, LanedRun};
     #[pymodule_export]
     use super::result::{
         Intersection, IntersectionSize, IntersectionSum, NoOutput, RunResult, Threshold,

@@ -95,6 +95,8 @@ def test_two_owners_find_their_matches(service: str, tmp_path: Path):
     assert not (tmp_path / "alice-again.id").exists(), "a refused identity is not kept"
     with pytest.raises(TypeError):
         alice.upload("one key", dataset="x", key_file=tmp_path / "x.key")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'threads'"):
+        alice._native.pair(tmp_path / "a.key", connect="127.0.0.1:9", threads=2)  # TLS only
 
     gone = alice.delete(alice.datasets()[0]["id"])
     assert gone["name"] == "customers"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import venn
 from venn import cloud
 
 ray = pytest.importorskip("ray")
@@ -175,3 +176,16 @@ def test_two_clusters_give_the_one_machine_result(cluster: None, tmp_path: Path)
         assert out.startswith("result "), out
         assert r.matched == one.matched and r.count == len(range(0, 20000, 3))
         assert (r.n_self, r.n_peer) == (20000, 10000), "distinct keys, after trimming"
+
+
+def test_a_lane_takes_the_partys_tls_and_deadline_and_nothing_else(tmp_path: Path):
+    from venn import _venn
+
+    assert set(_venn.lane_keywords()) == {
+        "tls_cert", "tls_key", "tls_ca", "peer_fingerprint", "plaintext", "timeout"
+    }  # fmt: skip
+    with pytest.raises(TypeError, match="unexpected keyword argument 'threads'"):
+        _venn.Lane(b"", threads=2)
+    with pytest.raises(venn.VennError, match="missing.pem"):
+        _venn.Lane(b"", tls_cert=tmp_path / "missing.pem", tls_key=tmp_path / "missing.key",
+                   peer_fingerprint="00" * 32)  # fmt: skip

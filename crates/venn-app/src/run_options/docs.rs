@@ -64,7 +64,7 @@ pub fn replace_between(text: &str, begin: &str, end: &str, block: &str) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run_options::Takes;
+    use crate::run_options::{Group, Takes};
     use std::path::PathBuf;
 
     fn repo() -> PathBuf {
@@ -119,6 +119,27 @@ mod tests {
             let name = format!("{}:", option.id());
             assert!(send_file.contains(&name), "send_file lacks {name}");
             assert!(party.contains(&name), "_venn.pyi's Party lacks {name}");
+        }
+    }
+
+    /// A Thunder pairing links to its partners itself, with the party's TLS options: each
+    /// of the table's TLS keywords is a parameter of `venn.cloud.Client.pair` and of the
+    /// native client's stub (the native side reads them through the table).
+    #[test]
+    fn a_thunder_pairing_takes_the_tables_tls_options() {
+        let read = |file: &str| std::fs::read_to_string(repo().join(file)).unwrap();
+        let (cloud, stub) = (
+            read("crates/venn-python/python/venn/cloud.py"),
+            read("crates/venn-python/python/venn/_venn.pyi"),
+        );
+        let pair = |text: &str| -> String {
+            let start = text.find("def pair(").expect("no def pair(");
+            text[start..start + text[start..].find(") ->").unwrap()].to_string()
+        };
+        for option in OPTIONS.iter().filter(|o| o.group == Group::Tls) {
+            let name = format!("{}:", option.id());
+            assert!(pair(&cloud).contains(&name), "cloud.py's pair lacks {name}");
+            assert!(pair(&stub).contains(&name), "_venn.pyi's pair lacks {name}");
         }
     }
 

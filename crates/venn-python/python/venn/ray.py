@@ -133,7 +133,8 @@ class _LaneWorker:
         return self.lane.run(lane, connect)
 
 
-_TLS = ("tls_cert", "tls_key", "tls_ca", "peer_fingerprint", "plaintext", "timeout")
+# What each lane's worker takes of the party's options (its TLS and its deadline).
+_LANE_KEYWORDS = tuple(_venn.lane_keywords())
 
 
 def _laned(
@@ -156,7 +157,7 @@ def _laned(
         lanes = max(1, int(cpus))
     party = _venn.Party(role, list(items), **given)
     run = _venn.LanedRun(party, lanes=lanes, bucket_rows=bucket_rows)
-    tls = {k: given[k] for k in _TLS if k in given}
+    tls = {k: given[k] for k in _LANE_KEYWORDS if k in given}
     worker: Any = ray.remote(num_cpus=1)(_LaneWorker)  # Ray's handles are not typed
     workers: list[Any] = [worker.remote(run.job(lane), tls) for lane in range(run.lanes)]
     try:
