@@ -362,17 +362,17 @@ impl BenchCli {
 }
 
 impl BenchPartyCli {
-    fn link(&mut self) -> Result<bench::Link> {
+    fn link(&mut self) -> Result<bench::BenchLink> {
         let record = self.record.take();
         Ok(match (self.replay.take(), self.expect.take()) {
-            (Some(inbound), Some(outbound)) => bench::Link::Replay { inbound, outbound },
+            (Some(inbound), Some(outbound)) => bench::BenchLink::Replay { inbound, outbound },
             _ => match (self.listen.take(), self.connect.take()) {
-                (Some(addr), _) => bench::Link::Tcp {
+                (Some(addr), _) => bench::BenchLink::Tcp {
                     listen: true,
                     addr,
                     record,
                 },
-                (None, Some(addr)) => bench::Link::Tcp {
+                (None, Some(addr)) => bench::BenchLink::Tcp {
                     listen: false,
                     addr,
                     record,

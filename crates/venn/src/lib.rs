@@ -5,10 +5,11 @@
 //! models and the `venn` command-line tool built on this library.
 //!
 //! Layers (nothing imports upwards): [`protocols`] → the building blocks they share (the
-//! circuit PSIs' back end, [`gmw`], RR22's OPRF) → the protocol framework (the traits
-//! [`protocols`] re-exports), [`vole`], [`okvs`] → [`ot`], [`tables`] → [`session`] →
-//! [`state`] → [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`]
-//! ties a protocol, a channel and a set together.
+//! circuit PSIs' back end, `gmw`, RR22's OPRF) → the protocol framework (the traits
+//! [`protocols`] re-exports), `vole`, `okvs` → `ot`, `tables` → [`session`] → [`state`] →
+//! [`crypto`], [`net`] → [`util`] (the full order, tested: `layers.rs`); [`run()`] ties a
+//! protocol, a channel and a set together. The building blocks a product does not need are
+//! under [`internals`], without a stability promise.
 
 mod circuit_psi;
 pub mod crypto;
@@ -16,23 +17,21 @@ mod error;
 mod framework;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
-pub mod gmw;
 mod items;
 #[cfg(test)]
 mod layers;
 pub mod net;
-pub mod okvs;
 mod oprf;
 mod options;
-pub mod ot;
 mod parties;
 pub mod protocols;
 mod run;
 pub mod session;
 pub mod state;
-pub mod tables;
 pub mod util;
-pub mod vole;
+
+pub mod internals;
+use internals::{gmw, okvs, ot, tables, vole};
 
 pub use error::{peer_text, Error, Result};
 pub use items::{BlockEncoder, Items};

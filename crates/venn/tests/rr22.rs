@@ -83,7 +83,7 @@ fn a_receiver_with_inconsistent_base_vole_noise_is_caught() {
 /// group (the rest of the trees after whole groups) first.
 fn first_trees() -> usize {
     let t = shape().0;
-    t - (t - 1) / venn::vole::TREES_A_MESSAGE * venn::vole::TREES_A_MESSAGE
+    t - (t - 1) / venn::internals::vole::TREES_A_MESSAGE * venn::internals::vole::TREES_A_MESSAGE
 }
 
 /// The length of the sender's first PPRF message: one frame of its trees' level sums,

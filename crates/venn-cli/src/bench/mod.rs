@@ -17,7 +17,7 @@ mod thunder;
 use crate::failure::{Failure, Result};
 pub(crate) use items::bench_input_memory;
 pub(crate) use network::{parse_net, parse_net_arg};
-pub(crate) use party::{BenchParty, Link};
+pub(crate) use party::{BenchLink, BenchParty};
 pub(crate) use row::Row;
 use run::{bench_one, Attached, Spawn};
 use std::path::{Path, PathBuf};

@@ -41,7 +41,7 @@ pub(super) fn peak_rss() -> Option<u64> {
 }
 
 /// How a benchmark party reaches its peer.
-pub(crate) enum Link {
+pub(crate) enum BenchLink {
     /// Over TCP (listening or connecting at `addr`), writing what it receives to `record`
     /// if given.
     Tcp {
@@ -62,7 +62,7 @@ pub(crate) struct BenchParty {
     pub sizes: Sizes,
     pub seed: Block,
     pub threads: usize,
-    pub link: Link,
+    pub link: BenchLink,
     /// Precompute the offline phase into a state file in this directory, then run the
     /// online phase from it in a second session.
     pub precompute: Option<PathBuf>,
@@ -142,19 +142,19 @@ impl BenchParty {
 
     /// Whether the run must repeat exactly: it is recorded, or replayed.
     fn deterministic(&self) -> bool {
-        !matches!(self.link, Link::Tcp { record: None, .. })
+        !matches!(self.link, BenchLink::Tcp { record: None, .. })
     }
 
     /// Connect and run: over TCP (writing a transcript, or precomputing first, if asked),
     /// or alone against a recorded peer.
     fn run_on_link(&self, items: &Items, opts: &RunOptions) -> Result<Ran> {
         let (listen, addr, record) = match &self.link {
-            Link::Tcp {
+            BenchLink::Tcp {
                 listen,
                 addr,
                 record,
             } => (*listen, addr, record),
-            Link::Replay { inbound, outbound } => {
+            BenchLink::Replay { inbound, outbound } => {
                 let mut chan = Replay::open(inbound, outbound)?;
                 let report = venn::run(&mut chan, items, opts)?;
                 chan.finish()?;

@@ -4,7 +4,6 @@
 
 use super::party::PartyResult;
 use super::process::{listening_at, this_binary};
-use super::solo::transcript;
 use super::{Row, Variant};
 use crate::failure::{Failure, Result};
 use std::path::Path;
@@ -12,6 +11,13 @@ use std::process::{Child, Stdio};
 use venn::crypto::Block;
 use venn::protocols::Offline;
 use venn::session::{Role, Sizes};
+
+/// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
+pub(super) fn transcript(dir: &Path, role: Role) -> String {
+    dir.join(format!("{}.in", role.name()))
+        .to_string_lossy()
+        .into_owned()
+}
 
 /// What both parties of one benchmark run are started with.
 #[derive(Clone, Copy)]

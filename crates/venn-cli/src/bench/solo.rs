@@ -2,20 +2,13 @@
 //! threads buy while the peer does not compete for the machine.
 
 use super::party::PartyResult;
-use super::run::{bench_one, last_json, spawn_party, Attached, Spawn};
+use super::run::{bench_one, last_json, spawn_party, transcript, Attached, Spawn};
 use super::table::median;
 use super::{BenchOptions, ScratchDir, Variant};
 use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::path::Path;
 use venn::session::{Role, Sizes};
-
-/// Where a recorded run's transcripts go: `<dir>/<role>.in`, what that party received.
-pub(super) fn transcript(dir: &Path, role: Role) -> String {
-    dir.join(format!("{}.in", role.name()))
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// One party run alone (`--solo`) at one thread count: the replay with the median time.
 #[derive(Serialize, Clone, Debug)]
