@@ -4,8 +4,8 @@ use std::time::Instant;
 use venn::crypto::{transpose128, Aes, Block, Prg, RandomOracle, WideHash};
 use venn::internals::okvs::{Okvs, Params};
 use venn::internals::tables::{cuckoo_insert, CuckooHash, MatchTable};
-use venn::util::memory::huge_vec;
 use venn::internals::vole::{pprf, Pair, Shape};
+use venn::util::memory::huge_vec;
 
 fn time(name: &str, per: usize, f: impl FnOnce()) {
     let t = Instant::now();
