@@ -66,7 +66,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
     leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
               other's set size. Secure against a malicious party in the random-oracle model \
               (UC; a cheating receiver's set may hold up to m·μ items, about 7.75n at n = \
-              2^20, a cheating sender's exactly her declared size, one commitment each); a \
+              2^20, a cheating sender's exactly its declared size, one commitment each); a \
               receiver whose OT-extension rows do not each encode one value is caught by the \
               OOS16 check before the sender sends anything that depends on them.",
     both_allowed: false,
