@@ -10,17 +10,17 @@ use crate::common::{
 use venn::protocols::{find, Bins, Options};
 use venn::Error;
 
-/// A party whose OT-extension rows do not each encode one value (8 bytes of one row flipped,
-/// as it could send them) is caught by the other's consistency check — OOS16's in the
-/// random-oracle protocols, KOS15's in the standard model (spec §4.8: it covers the OTs) —
-/// which stops before anything depends on those rows (for Bob: before any output; for
-/// Alice: before any comparison value, commitment or masked key is sent). Spec §9 items 1,
-/// 9 and 20.
+/// A party whose OT-extension rows do not each encode one value (8 bytes of one row
+/// flipped, as it could send them) is caught by the other's consistency check — OOS16's in
+/// the random-oracle protocols, KOS15's in the standard model (spec §4.8: it covers the
+/// OTs) — which stops before anything depends on those rows (for the receiver: before any
+/// output; for the sender: before any comparison value, commitment or masked key is sent).
+/// Spec §9 items 1, 9 and 20.
 #[test]
 fn rows_that_encode_no_value_are_caught() {
     let (s, r) = sets(4096, 4096, 1000, 14);
-    // (protocol, whether Alice is the cheat, bytes of a row, the check that catches it): in
-    // encode-commit only Bob encodes.
+    // (protocol, whether the sender is the cheat, bytes of a row, the check that catches
+    // it): in encode-commit only the receiver encodes.
     let cases = [
         ("rr17-de", true, 64, "OOS16"),
         ("rr17-de", false, 64, "OOS16"),
@@ -28,13 +28,13 @@ fn rows_that_encode_no_value_are_caught() {
         ("rr17-de-sm", true, 16, "KOS15"),
         ("rr17-de-sm", false, 16, "KOS15"),
     ];
-    for (name, alice_cheats, row_bytes, check) in cases {
+    for (name, sender_cheats, row_bytes, check) in cases {
         let p = find(name).unwrap();
         // A full frame of rows: 4096 of them.
         let frame = 4096 * row_bytes;
         let mut done = false;
         let (sr, rr, sent) =
-            tampered_pair_traffic(p, test_options(p), &s, &r, false, !alice_cheats, |_, f| {
+            tampered_pair_traffic(p, test_options(p), &s, &r, false, !sender_cheats, |_, f| {
                 if !done && f.len() == frame {
                     f[1000..1008].iter_mut().for_each(|b| *b ^= 0xFF);
                     done = true;
@@ -42,27 +42,27 @@ fn rows_that_encode_no_value_are_caught() {
                 true
             });
         assert!(done, "{name}: a frame of rows went by");
-        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
+        let (victim, cheat) = if sender_cheats { (rr, sr) } else { (sr, rr) };
         match victim {
             Err(Error::CheatingDetected(why)) => assert!(why.contains(check), "{why}"),
             other => panic!(
-                "{name}, alice cheats: {alice_cheats}: {:?}",
+                "{name}, sender cheats: {sender_cheats}: {:?}",
                 other.map(|r| r.output)
             ),
         }
         assert!(cheat.is_err(), "{name}: the cheat got an answer");
-        if !alice_cheats {
-            // Alice sent nothing that depends on Bob's rows: her values, tuples or masked
-            // keys (at least 4096 · 28 · 10 bytes) would be over 1 MB beside her coin toss
-            // and seed OTs (about 30 kB) and, in dual execution, her own rows (one per OT of
-            // direction B).
+        if !sender_cheats {
+            // The sender sent nothing that depends on the receiver's rows: its values,
+            // tuples or masked keys (at least 4096 · 28 · 10 bytes) would be over 1 MB
+            // beside its coin toss and seed OTs (about 30 kB) and, in dual execution, its
+            // own rows (one per OT of direction B).
             let own_rows = match name {
                 "rr17-ec" => 0,
                 _ => param(name, 4096, "ots_B") * row_bytes,
             };
             assert!(
                 (sent.sent as usize) < own_rows + 100_000,
-                "{name}: Alice sent {} bytes after a failed check",
+                "{name}: the sender sent {} bytes after a failed check",
                 sent.sent
             );
         }
@@ -102,11 +102,11 @@ fn rows_that_encode_no_value_in_a_later_segment_are_caught() {
     let per = param("word_bits");
     let segment = (1 << 21) / per * per;
     assert_eq!(param("ots_B").div_ceil(segment), 3);
-    for alice_cheats in [true, false] {
+    for sender_cheats in [true, false] {
         // Rows go in frames of 4096 (64 KiB); a segment has 513 of them.
         let (mut frames, mut done) = (0, false);
         let (sr, rr, sent) =
-            tampered_pair_traffic(p, test_options(p), &s, &r, false, !alice_cheats, |_, f| {
+            tampered_pair_traffic(p, test_options(p), &s, &r, false, !sender_cheats, |_, f| {
                 if f.len() == 4096 * 16 {
                     frames += 1;
                     if frames == 700 {
@@ -117,23 +117,23 @@ fn rows_that_encode_no_value_in_a_later_segment_are_caught() {
                 true
             });
         assert!(done, "the second segment's rows went by");
-        let (victim, cheat) = if alice_cheats { (rr, sr) } else { (sr, rr) };
+        let (victim, cheat) = if sender_cheats { (rr, sr) } else { (sr, rr) };
         match victim {
             Err(Error::CheatingDetected(why)) => assert!(why.contains("KOS15"), "{why}"),
             other => panic!(
-                "alice cheats: {alice_cheats}: {:?}",
+                "sender cheats: {sender_cheats}: {:?}",
                 other.map(|r| r.output)
             ),
         }
         assert!(cheat.is_err(), "the cheat got an answer");
-        if !alice_cheats {
+        if !sender_cheats {
             // Two segments' rows (16 bytes an OT) and one segment's keys, and the coin
             // tosses, seed OTs and checks.
             let expected = segment * (2 * 16 + 32);
             let sent = sent.sent as usize;
             assert!(
                 (expected..expected + 100_000).contains(&sent),
-                "Alice sent {sent} bytes, {expected} expected"
+                "the sender sent {sent} bytes, {expected} expected"
             );
         }
     }

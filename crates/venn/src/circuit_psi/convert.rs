@@ -1,32 +1,35 @@
 //! From the circuit's shared bits to a count or a sum (spec B.3, the [R] alternative to a
-//! Hamming-weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with `v_i`
-//! known to Bob (the sender), from one random OT per bit made offline — one round and k + 1 bits a bit
-//! online, where the slides' Hamming-weight circuit spends about one AND gate a bit and
-//! ~log² depth. For a count `v_i = 1` (k = 32 or 64); for a sum with its count
-//! `v_i = 2^64·w_i + 1` in k = 128 bits, `w_i` the value of the item Bob placed in slot i:
-//! the low half adds up the count (below 2^64, so it never carries into the high half) and
-//! the high half the sum of the values mod 2^64.
+//! Hamming-weight circuit): additive shares mod 2^k of `Σ_i (m_A,i ⊕ m_B,i)·v_i`, with
+//! `v_i` known to the sender, from one random OT per bit made offline — one round and k + 1
+//! bits a bit online, where the slides' Hamming-weight circuit spends about one AND gate a
+//! bit and ~log² depth. For a count `v_i = 1` (k = 32 or 64); for a sum with its count
+//! `v_i = 2^64·w_i + 1` in k = 128 bits, `w_i` the value of the item the sender placed in
+//! slot i: the low half adds up the count (below 2^64, so it never carries into the high
+//! half) and the high half the sum of the values mod 2^64.
 //!
-//! Here Alice is the receiver and Bob the sender, whatever their roles in the circuit.
+//! Roles: the spec's Alice (subscript A: m_A, s_A) is Venn's receiver and its Bob
+//! (subscript B: m_B, s_B) Venn's sender, whatever their roles in the circuit.
 //!
-//! **Derandomised correlated OT.** Offline, Bob holds random `(r_0, r_1)` and Alice a random
-//! choice c with `r_c`. Online Alice sends `e = m_A ⊕ c`; Bob relabels `y_0 = r_e`,
-//! `y_1 = r_{1⊕e}` (so Alice holds `y_{m_A}`), sends `τ = y_1 − y_0 − Δ` with
-//! `Δ = (1 − 2·m_B)·v`, and keeps `m_B·v − y_0`. Alice takes `y_{m_A} − m_A·τ = y_0 + m_A·Δ`.
-//! The two add to `(m_A + m_B − 2·m_A·m_B)·v = (m_A ⊕ m_B)·v`. Bob sees e, uniform for a
-//! uniform c; Alice sees τ, uniform because she lacks the other `y`.
+//! **Derandomised correlated OT.** Offline, the sender holds random `(r_0, r_1)` and the
+//! receiver a random choice c with `r_c`. Online the receiver sends `e = m_A ⊕ c`; the
+//! sender relabels `y_0 = r_e`, `y_1 = r_{1⊕e}` (so the receiver holds `y_{m_A}`), sends
+//! `τ = y_1 − y_0 − Δ` with `Δ = (1 − 2·m_B)·v`, and keeps `m_B·v − y_0`. The receiver
+//! takes `y_{m_A} − m_A·τ = y_0 + m_A·Δ`. The two add to
+//! `(m_A + m_B − 2·m_A·m_B)·v = (m_A ⊕ m_B)·v`. The sender sees e, uniform for a uniform c;
+//! the receiver sees τ, uniform because it lacks the other `y`.
 //!
-//! **Several value columns** (rr22-sum): Alice's corrections e go once; each column is a
-//! pass of its own over the same OTs, the first riding with the count in 128 bits, every
-//! other in 64: pass 0 with the OTs' messages as made, pass j > 0 with H(j·2^40 + i, r) of
-//! OT i's r (the tweakable hash of the triples), so that no two passes share a message
-//! (one message used twice would give Alice the difference of Bob's two values, as τ does
-//! for one).
+//! **Several value columns** (rr22-sum): the receiver's corrections e go once; each column
+//! is a pass of its own over the same OTs, the first riding with the count in 128 bits,
+//! every other in 64: pass 0 with the OTs' messages as made, pass j > 0 with
+//! H(j·2^40 + i, r) of OT i's r (the tweakable hash of the triples), so that no two passes
+//! share a message (one message used twice would give the receiver the difference of the
+//! sender's two values, as τ does for one).
 //!
 //! **Threshold.** Only whether the count reaches T: each party inputs its share to a GMW
-//! circuit — Alice `s_A − T`, Bob `s_B` — that computes the top bit of their k-bit sum by a
-//! ripple carry (k − 1 AND gates, one exchange each), which is set exactly when the count
-//! is below T (the count and T stay below 2^(k−1)). Alice alone learns the bit.
+//! circuit — the receiver `s_A − T`, the sender `s_B` — that computes the top bit of their
+//! k-bit sum by a ripple carry (k − 1 AND gates, one exchange each), which is set exactly
+//! when the count is below T (the count and T stay below 2^(k−1)). The receiver alone
+//! learns the bit.
 
 use crate::crypto::{tccr_hash, Block, Prg};
 use crate::gmw::{Gmw, Shared};
@@ -60,10 +63,10 @@ fn mask(bits: u32) -> u128 {
     u128::MAX >> (128 - bits)
 }
 
-/// Bob's random OTs: both messages of each.
+/// The sender's random OTs: both messages of each.
 pub(crate) struct SendersOts(Vec<[Block; 2]>);
 
-/// Alice's random OTs: her choice and message of each.
+/// The receiver's random OTs: its choice and message of each.
 pub(crate) struct ReceiversOts {
     choices: Vec<bool>,
     messages: Vec<Block>,
@@ -116,7 +119,8 @@ const FRAME_OUTPUTS: usize = 1 << 16;
 /// Outputs whose choice corrections e go in one frame (8 MiB).
 const FRAME_CHOICES: usize = 1 << 26;
 
-/// Bob's side: his share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` his share of the bits.
+/// The sender's side: its share of `Σ (m_A ⊕ m_B)·v_i mod 2^bits`, `m_B` its share of the
+/// bits.
 pub(super) fn senders_share(
     chan: &mut dyn Channel,
     ots: &SendersOts,
@@ -128,7 +132,7 @@ pub(super) fn senders_share(
     senders_pass(chan, ots, &e, m_b, value, bits, 0)
 }
 
-/// Alice's side: her share, `m_A` her share of the bits.
+/// The receiver's side: its share, `m_A` its share of the bits.
 pub(super) fn receivers_share(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
@@ -139,7 +143,8 @@ pub(super) fn receivers_share(
     receivers_pass(chan, ots, m_a, bits, 0)
 }
 
-/// Alice's choice corrections e = m_A ⊕ c, sent once for every pass over the same bits.
+/// The receiver's choice corrections e = m_A ⊕ c, sent once for every pass over the same
+/// bits.
 pub(super) fn send_corrections(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
@@ -160,7 +165,7 @@ pub(super) fn send_corrections(
     Ok(())
 }
 
-/// Bob's end of [`send_corrections`]: the `n` corrections, bit i of byte i / 8.
+/// The sender's end of [`send_corrections`]: the `n` corrections, bit i of byte i / 8.
 pub(super) fn receive_corrections(
     chan: &mut dyn Channel,
     ots: &SendersOts,
@@ -183,17 +188,18 @@ pub(super) fn receive_corrections(
     Ok(e)
 }
 
-/// The OTs' messages for pass `pass` over them, OT `first` on: as made for pass 0; for
-/// pass j > 0, each message m of OT i hashed to H(j·2^40 + i, m), so that every pass has
-/// messages of its own (a message used in two passes would give Alice the difference of
-/// Bob's two values).
+/// The OTs' messages for pass `pass` over them, OT `first` on: as made for pass 0; for pass
+/// j > 0, each message m of OT i hashed to H(j·2^40 + i, m), so that every pass has
+/// messages of its own (a message used in two passes would give the receiver the difference
+/// of the sender's two values).
 fn pass_messages(pass: u64, first: usize, messages: &mut [Block]) {
     if pass > 0 {
         tccr_hash(pass << 40 | first as u64, messages);
     }
 }
 
-/// Bob's share of pass `pass` (see [`pass_messages`]), after Alice's corrections `e`.
+/// The sender's share of pass `pass` (see [`pass_messages`]), after the receiver's
+/// corrections `e`.
 pub(super) fn senders_pass(
     chan: &mut dyn Channel,
     ots: &SendersOts,
@@ -234,7 +240,7 @@ pub(super) fn senders_pass(
     Ok(share & mask(bits))
 }
 
-/// Alice's share of pass `pass`, after her corrections went out.
+/// The receiver's share of pass `pass`, after its corrections went out.
 pub(super) fn receivers_pass(
     chan: &mut dyn Channel,
     ots: &ReceiversOts,
@@ -265,7 +271,7 @@ pub(super) fn receivers_pass(
 }
 
 /// Whether `s_A + s_B mod 2^bits`, a count below 2^(bits − 1), is at least `threshold`:
-/// Alice's side (she learns the answer).
+/// the receiver's side (it learns the answer).
 pub(super) fn receiver_reaches(
     gmw: &mut Gmw,
     share: u64,
@@ -286,7 +292,7 @@ pub(super) fn receiver_reaches(
     Ok(!(below.get(0) ^ (theirs[0] == 1)))
 }
 
-/// Bob's side of [`receiver_reaches`].
+/// The sender's side of [`receiver_reaches`].
 pub(super) fn sender_reaches(gmw: &mut Gmw, share: u64, bits: u32, prg: &mut Prg) -> Result<()> {
     let a = gmw.peers_input(bits as usize)?;
     let b = gmw.share_input(&word_bits(share, bits), prg)?;

@@ -3,15 +3,17 @@
 //! malicious variant's N/2-out-of-N secret sharing is left out: RR17 §3.1 shows it
 //! insecure.
 //!
-//! The receiver (Bob) puts its items in a Bloom filter `B` and uses its bits as choice bits
+//! Roles: RR17's Alice is Venn's sender and its Bob Venn's receiver.
+//!
+//! The receiver puts its items in a Bloom filter `B` and uses its bits as choice bits
 //! of `N` random OTs (IKNP); the sender's choice-1 messages form a random garbled Bloom
-//! filter `G`, so Bob learns `G[j]` exactly where `B[j] = 1`. The sender (Alice) sends, in
+//! filter `G`, so the receiver learns `G[j]` exactly where `B[j] = 1`. The sender sends, in
 //! random order, the summary `K_x = ⊕_{j ∈ h*(x)} G[j]` of each item over the *set* of its
-//! positions (RR17 footnote 3); Bob computes `K_y` for his items and matches.
+//! positions (RR17 footnote 3); the receiver computes `K_y` for its items and matches.
 //!
 //! Parameters: `k = λ = 40` hash functions and `N = k·n_r / ln 2` bits, so a Bloom-filter
-//! false positive — which would let Bob test a guessed item of Alice's — has probability
-//! at most 2^-40 per item.
+//! false positive — which would let the receiver test a guessed item of the sender's — has
+//! probability at most 2^-40 per item.
 
 use super::matching::{receive_matches, receive_positions, send_positions, send_values};
 use super::{
@@ -29,9 +31,9 @@ use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// DCW13 semi-honest PSI with a random garbled Bloom filter.
 pub(super) struct Dcw13;
-/// Alice, the sender.
+/// The sender.
 struct Dcw13Sender;
-/// Bob, the receiver.
+/// The receiver.
 struct Dcw13Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
@@ -160,7 +162,7 @@ pub(super) struct ReceiverState {
 impl Party for Dcw13Sender {
     type State = SenderState;
 
-    /// Alice receives the base OTs (she is the IKNP sender) and tosses the Bloom seed.
+    /// The sender receives the base OTs (it is the IKNP sender) and tosses the Bloom seed.
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
@@ -170,7 +172,7 @@ impl Party for Dcw13Sender {
         Ok(SenderState { base, seed })
     }
 
-    /// Alice: the OT-extension sender; her choice-1 messages are the random GBF.
+    /// The sender: the OT-extension sender; its choice-1 messages are the random GBF.
     fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
         let p = params(ctx.session.sized);
         let sid = ctx.session.id;
@@ -209,7 +211,7 @@ impl Party for Dcw13Sender {
 impl Party for Dcw13Receiver {
     type State = ReceiverState;
 
-    /// Bob sends the base OTs (he is the IKNP receiver) and tosses the Bloom seed.
+    /// The receiver sends the base OTs (it is the IKNP receiver) and tosses the Bloom seed.
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let sid = ctx.session.id;
         ctx.phase("base OTs", true);
@@ -219,7 +221,7 @@ impl Party for Dcw13Receiver {
         Ok(ReceiverState { base, seed })
     }
 
-    /// Bob: the OT-extension receiver with his Bloom filter as choice bits.
+    /// The receiver: the OT-extension receiver with its Bloom filter as choice bits.
     fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
         let p = params(ctx.session.sized);
         let sid = ctx.session.id;

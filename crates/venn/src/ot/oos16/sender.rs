@@ -98,8 +98,8 @@ pub struct OosChallenge {
 }
 
 impl OosChallenge {
-    /// Folds the sender's side of the check (it needs only her rows and the seed, so it
-    /// runs while the receiver folds his), then takes the proof and checks it.
+    /// Folds the sender's side of the check (it needs only its rows and the seed, so it
+    /// runs while the receiver folds its own), then takes the proof and checks it.
     pub fn verify(self, chan: &mut dyn Channel) -> Result<OosRows> {
         let OosChallenge {
             mut q,

@@ -7,23 +7,24 @@
 //! the online traffic grows by that ratio). Only 32-bit integer keys: hashed keys would need
 //! a 62-bit plaintext modulus.
 //!
-//! **Protocol.** Alice makes a key pair, sends the public key and, for each block of N bins,
-//! a seeded secret-key encryption of her `s_A` for those bins. For each block and each of the
-//! β comparisons of a bin, Bob samples `s_B` and `w = r_B⁻¹ ∈ 𝔽*_Q` for the block's bins and
-//! returns `(ct + s_B)·w`, switched down to its first two moduli, plus a fresh `Enc_pk(0)` and
-//! flooding noise (below); Alice decrypts `r_A = (s_A + s_B)·w`, which is Eq. 11 with
-//! `r_B = w⁻¹`. Each product gets a fresh copy of Alice's ciphertext (the authors' code
-//! multiplied in place, spec §5.3 [C]).
+//! **Protocol.** The receiver makes a key pair, sends the public key and, for each block of
+//! N bins, a seeded secret-key encryption of its `s_A` for those bins. For each block and
+//! each of the β comparisons of a bin, the sender samples `s_B` and `w = r_B⁻¹ ∈ 𝔽*_Q` for
+//! the block's bins and returns `(ct + s_B)·w`, switched down to its first two moduli, plus
+//! a fresh `Enc_pk(0)` and flooding noise (below); the receiver decrypts
+//! `r_A = (s_A + s_B)·w`, which is Eq. 11 with `r_B = w⁻¹`. Each product gets a fresh copy
+//! of the receiver's ciphertext (the authors' code multiplied in place, spec §5.3 [C]).
 //!
 //! **Circuit privacy** (spec §5.3, 3): the returned ciphertext's `c₁` and noise would
-//! otherwise depend on w. `Enc_pk(0)` re-randomises `c₁`; to `c₀` Bob adds noise uniform in
-//! `[−2^FLOOD, 2^FLOOD)`, `2^(λ + ⌈log₂(N·results)⌉)` times a bound on every noise term that
-//! depends on his values. That bound: Alice's fresh noise times w is at most `N·t·6σ` before
-//! the switch, which divides it by the dropped modulus (2^62), and the switch's rounding is
-//! at most `(1 + N·‖s‖∞)/2`; 2^16 covers both at N = 8192 (the measured total is 2^17 with
-//! `Enc_pk(0)`'s own noise). Each coefficient is then within statistical distance
-//! `2^-(λ + log₂(N·results))` of a value independent of Bob's, so a whole run within 2^-40.
-//! Decryption needs the noise below `Δ/2 = q₀q₁/(2t)`: `2^(FLOOD + 1) < 2^(124 − 17 − 1)`.
+//! otherwise depend on w. `Enc_pk(0)` re-randomises `c₁`; to `c₀` the sender adds noise
+//! uniform in `[−2^FLOOD, 2^FLOOD)`, `2^(λ + ⌈log₂(N·results)⌉)` times a bound on every
+//! noise term that depends on its values. That bound: the receiver's fresh noise times w is
+//! at most `N·t·6σ` before the switch, which divides it by the dropped modulus (2^62), and
+//! the switch's rounding is at most `(1 + N·‖s‖∞)/2`; 2^16 covers both at N = 8192 (the
+//! measured total is 2^17 with `Enc_pk(0)`'s own noise). Each coefficient is then within
+//! statistical distance `2^-(λ + log₂(N·results))` of a value independent of the sender's,
+//! so a whole run within 2^-40. Decryption needs the noise below `Δ/2 = q₀q₁/(2t)`:
+//! `2^(FLOOD + 1) < 2^(124 − 17 − 1)`.
 //!
 //! **Security level.** N = 8192 with 186 bits of ciphertext modulus (three 62-bit primes):
 //! the HE standard allows up to 218 bits for 128-bit security at N = 8192 (ternary secret),
@@ -31,7 +32,7 @@
 
 use super::field::{Packed, PackedWriter};
 use super::params::Kbm23Params;
-use super::tuples::{AlicesTuples, BobsTuples};
+use super::tuples::{ReceiversTuples, SendersTuples};
 use crate::crypto::Prg;
 use crate::net::Channel;
 use crate::{Error, Result};
@@ -55,7 +56,7 @@ const MAX_MODULUS_BITS: usize = 218;
 const RESULT_LEVEL: usize = 1;
 /// λ.
 const STATISTICAL: u32 = 40;
-/// log₂ of the bound on Bob-dependent noise in a result (module docs).
+/// log₂ of the bound on the sender-dependent noise in a result (module docs).
 const NOISE_BITS: u32 = 16;
 /// The most bytes accepted for a public key or a ciphertext from the peer.
 const MAX_MESSAGE: usize = 1 << 21;
@@ -98,12 +99,12 @@ fn blocks(p: &Kbm23Params) -> impl Iterator<Item = std::ops::Range<usize>> {
     (0..alpha.div_ceil(DEGREE)).map(move |b| b * DEGREE..((b + 1) * DEGREE).min(alpha))
 }
 
-/// Alice's `(s_A, r_A)`.
-pub(super) fn alices_tuples(
+/// The receiver's `(s_A, r_A)`.
+pub(super) fn receivers_tuples(
     chan: &mut dyn Channel,
     p: &Kbm23Params,
     prg: &mut Prg,
-) -> Result<AlicesTuples> {
+) -> Result<ReceiversTuples> {
     let par = parameters(p)?;
     let f = p.field;
     let mut rng = rng(prg);
@@ -144,20 +145,21 @@ pub(super) fn alices_tuples(
         r.extend(&block);
     }
     let s = Packed::from_values(f.bits(), s.into_iter());
-    Ok(AlicesTuples { s, r: r.finish() })
+    Ok(ReceiversTuples { s, r: r.finish() })
 }
 
-/// Bob's `(w, u)` (u as in [`super::SenderState`]).
-pub(super) fn bobs_tuples(
+/// The sender's `(w, u)` (u as in [`super::SenderState`]).
+pub(super) fn senders_tuples(
     chan: &mut dyn Channel,
     p: &Kbm23Params,
     prg: &mut Prg,
-) -> Result<BobsTuples> {
+) -> Result<SendersTuples> {
     let par = parameters(p)?;
     let (f, beta) = (p.field, p.beta);
     let mut rng = rng(prg);
     let pk_bytes = chan.recv(MAX_MESSAGE)?;
-    let pk = PublicKey::from_bytes(&pk_bytes, &par).map_err(bfv_error("Alice's public key"))?;
+    let pk =
+        PublicKey::from_bytes(&pk_bytes, &par).map_err(bfv_error("the receiver's public key"))?;
     let zero = Plaintext::try_encode(&[0u64; DEGREE], Encoding::simd_at_level(RESULT_LEVEL), &par)
         .map_err(bfv_error("zero"))?;
     let moduli = &par.moduli()[..=RESULT_LEVEL];
@@ -182,10 +184,11 @@ pub(super) fn bobs_tuples(
     );
     let (mut w_block, mut u_block) = (Vec::new(), Vec::new());
     let (mut s_slots, mut w_slots) = (vec![0; DEGREE], vec![0; DEGREE]);
-    let dummy = p.bobs_dummy();
+    let dummy = p.senders_dummy();
     for bins in blocks(p) {
         let bytes = chan.recv(MAX_MESSAGE)?;
-        let ct = Ciphertext::from_bytes(&bytes, &par).map_err(bfv_error("Alice's ciphertext"))?;
+        let ct =
+            Ciphertext::from_bytes(&bytes, &par).map_err(bfv_error("the receiver's ciphertext"))?;
         if ct.len() != 2 || ct[0].ctx() != top {
             return Err(Error::protocol("a fresh two-part ciphertext", "another"));
         }
@@ -194,7 +197,8 @@ pub(super) fn bobs_tuples(
         u_block.clear();
         u_block.resize(bins.len() * beta, 0);
         // Slots past the last bin multiply by 0: left holding an earlier bin's s_B and w,
-        // they would hand Alice (0 + s_B)·w beside her r_A = (s_A + s_B)·w, and so w.
+        // they would hand the receiver (0 + s_B)·w beside its r_A = (s_A + s_B)·w,
+        // and so w.
         s_slots.fill(0);
         w_slots.fill(0);
         for j in 0..beta {
@@ -224,7 +228,7 @@ pub(super) fn bobs_tuples(
         w_all.extend(&w_block);
         u_all.extend(&u_block);
     }
-    Ok(BobsTuples {
+    Ok(SendersTuples {
         w: w_all.finish(),
         u: u_all.finish(),
     })
@@ -281,7 +285,7 @@ mod tests {
             let t = p.field.modulus();
             assert_eq!(t % (2 * DEGREE as u64), 1);
             assert!(
-                super::super::field::is_prime(t) && t >= p.alices_dummy() + 2,
+                super::super::field::is_prime(t) && t >= p.receivers_dummy() + 2,
                 "2^{n}"
             );
         }
@@ -304,10 +308,11 @@ mod tests {
         let p = params(3000, 2000);
         let (mut a, mut b) = mem_pair(Duration::from_secs(60));
         let (a, b) = std::thread::scope(|scope| {
-            let alice = scope
-                .spawn(|| alices_tuples(&mut a, &p, &mut Prg::from_seed(Block::from(1))).unwrap());
-            let bob = bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(2))).unwrap();
-            (alice.join().unwrap(), bob)
+            let receiver = scope.spawn(|| {
+                receivers_tuples(&mut a, &p, &mut Prg::from_seed(Block::from(1))).unwrap()
+            });
+            let sender = senders_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(2))).unwrap();
+            (receiver.join().unwrap(), sender)
         });
         assert_tuples(&p, &a, &b);
     }
@@ -322,7 +327,7 @@ mod tests {
         let sk = SecretKey::random(&par, &mut rng);
         let (mut a, mut b) = mem_pair(Duration::from_secs(60));
         let (used, beta) = (blocks(&p).last().unwrap().len(), p.beta);
-        let alice = std::thread::spawn(move || {
+        let receiver = std::thread::spawn(move || {
             let a: &mut dyn Channel = &mut a;
             a.send(&PublicKey::new(&sk, &mut rng).to_bytes()).unwrap();
             let zeros = Plaintext::try_encode(&[0u64; DEGREE], Encoding::simd(), &par).unwrap();
@@ -341,8 +346,8 @@ mod tests {
             }
             last
         });
-        bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(5))).unwrap();
-        for v in alice.join().unwrap() {
+        senders_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(5))).unwrap();
+        for v in receiver.join().unwrap() {
             assert!(
                 v[..used].iter().any(|&x| x != 0),
                 "the used slots hold s_B·w"
@@ -360,7 +365,7 @@ mod tests {
                 a.send(&garbage).unwrap();
                 a
             });
-            let Err(e) = bobs_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(3))) else {
+            let Err(e) = senders_tuples(&mut b, &p, &mut Prg::from_seed(Block::from(3))) else {
                 panic!("garbage taken for a public key")
             };
             assert!(matches!(e, Error::Protocol { .. }), "{e}");

@@ -2,24 +2,27 @@
 //! set OLE tuples of one run and hands each party its half.
 //!
 //! **What the dealer sends** (spec §5.1, with the reading the spec recommends: r_B⁻¹ is
-//! sampled directly, and only what is not a seed is sent). Bob gets a seed from which he
-//! expands `w_ij` (uniform in 𝔽*_Q, his `r_B⁻¹`) and `u_ij` (uniform in 𝔽_Q, his
-//! premultiplied share, see [`super::SenderState`]); Alice gets a seed from which she
-//! expands `s_A,i`, and the dealer streams her
+//! sampled directly, and only what is not a seed is sent). The sender gets a seed from
+//! which it expands `w_ij` (uniform in 𝔽*_Q, its `r_B⁻¹`) and `u_ij` (uniform in 𝔽_Q, its
+//! own premultiplied share, see [`super::SenderState`]); the receiver gets a seed from
+//! which it expands `s_A,i`, and the dealer streams to it
 //! `r_A,ij = (s_A,i − k·D − 1)·w_ij + u_ij`. Then with `s_B = u·w⁻¹ − k·D − 1` the tuples
 //! satisfy Eq. 11, `r_A·r_B = s_A + s_B`, and they are uniform: s_A, u and w are, and r_A
-//! is their function. Traffic: 16 bytes to Bob, `αβ·ℓ` bits to Alice (Table IV).
+//! is their function. Traffic: 16 bytes to the sender, `αβ·ℓ` bits to the receiver
+//! (Table IV).
 //!
 //! **Who must be trusted**: the dealer knows every tuple, so a dealer that colludes with
-//! either party, or reads the Alice–Bob link, learns the other's set (a dealer with Bob's
-//! tuples turns Alice's `c` into her table; with Alice's, Bob's `d` into his). It learns
-//! nothing from the parties: they send it only their session id, role and set sizes.
+//! either party, or reads the receiver–sender link, learns the other's set (a dealer with
+//! the sender's tuples turns the receiver's `c` into the receiver's table; with the
+//! receiver's, the sender's `d` into the sender's). It learns nothing from the parties:
+//! they send it only their session id, role and set sizes.
 //!
-//! **Pairing**: both parties announce the id of their Alice–Bob session, which the dealer
-//! uses to pair their connections, and the sizes and σ they agreed, which must match.
+//! **Pairing**: both parties announce the id of their receiver–sender session,
+//! which the dealer uses to pair their connections, and the sizes and σ they agreed, which
+//! must match.
 
 use super::field::{Field, Packed, PackedWriter};
-use super::tuples::{AlicesTuples, BobsTuples};
+use super::tuples::{ReceiversTuples, SendersTuples};
 use super::{answer, Kbm23Params};
 use crate::crypto::{Block, Prg};
 use crate::net::{Channel, Reader, Writer};
@@ -208,13 +211,13 @@ impl Sampler {
     }
 }
 
-/// Bob's seeds for w and u, from the one the dealer sends.
-fn bobs_seeds(seed: Block) -> (Block, Block) {
+/// The sender's seeds for w and u, from the one the dealer sends.
+fn senders_seeds(seed: Block) -> (Block, Block) {
     let mut prg = Prg::from_seed(seed);
     (prg.block(), prg.block())
 }
 
-/// Bins of r_A in a frame from the dealer to Alice: about 2^20 comparisons, in a
+/// Bins of r_A in a frame from the dealer to the receiver: about 2^20 comparisons, in a
 /// multiple of eight bins, so that the frames' packed bytes join end to end.
 fn frame_bins(p: &Kbm23Params) -> usize {
     ((1 << 20) / p.beta).next_multiple_of(8)
@@ -255,25 +258,25 @@ fn request(
     Ok(Block::from_le_bytes(seed.try_into().expect("16 bytes")))
 }
 
-/// Bob's `(w, u)` from the dealer.
-pub(super) fn bobs_tuples(
+/// The sender's `(w, u)` from the dealer.
+pub(super) fn senders_tuples(
     dealer: &mut dyn Channel,
     session: [u8; 32],
     p: &Kbm23Params,
-) -> Result<BobsTuples> {
-    let (w_seed, u_seed) = bobs_seeds(request(dealer, Role::Sender, session, p)?);
+) -> Result<SendersTuples> {
+    let (w_seed, u_seed) = senders_seeds(request(dealer, Role::Sender, session, p)?);
     let f = p.field;
     let w = expand(&f, &mut Sampler::new(&f, w_seed, true), p.comparisons());
     let u = expand(&f, &mut Sampler::new(&f, u_seed, false), p.comparisons());
-    Ok(BobsTuples { w, u })
+    Ok(SendersTuples { w, u })
 }
 
-/// Alice's `(s_A, r_A)` from the dealer: her seed, then r_A a frame at a time.
-pub(super) fn alices_tuples(
+/// The receiver's `(s_A, r_A)` from the dealer: its seed, then r_A a frame at a time.
+pub(super) fn receivers_tuples(
     dealer: &mut dyn Channel,
     session: [u8; 32],
     p: &Kbm23Params,
-) -> Result<AlicesTuples> {
+) -> Result<ReceiversTuples> {
     let seed = request(dealer, Role::Receiver, session, p)?;
     let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
     let s = expand(&f, &mut Sampler::new(&f, seed, false), alpha);
@@ -287,7 +290,7 @@ pub(super) fn alices_tuples(
         r.append(&part);
         frame = part.into_bytes();
     }
-    Ok(AlicesTuples { s, r: r.finish() })
+    Ok(ReceiversTuples { s, r: r.finish() })
 }
 
 /// Deals the tuples of one session to its two parties (`links[0]` asked with
@@ -306,22 +309,22 @@ pub fn deal(
     }
     let p = Kbm23Params::new(a.sizes, a.sigma)?;
     let [first, second] = links;
-    let (alice, bob) = match a.role {
+    let (receiver, sender) = match a.role {
         Role::Receiver => (first, second),
         Role::Sender => (second, first),
     };
     let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
-    let (alices_seed, bobs_seed) = (prg.block(), prg.block());
-    bob.send(&bobs_seed.to_le_bytes())?;
-    alice.send(&alices_seed.to_le_bytes())?;
-    let (w_seed, u_seed) = bobs_seeds(bobs_seed);
-    let mut s = Sampler::new(&f, alices_seed, false);
+    let (receivers_seed, senders_seed) = (prg.block(), prg.block());
+    sender.send(&senders_seed.to_le_bytes())?;
+    receiver.send(&receivers_seed.to_le_bytes())?;
+    let (w_seed, u_seed) = senders_seeds(senders_seed);
+    let mut s = Sampler::new(&f, receivers_seed, false);
     let (mut w, mut u) = (
         Sampler::new(&f, w_seed, true),
         Sampler::new(&f, u_seed, false),
     );
     let bins = frame_bins(&p);
-    let dummy = p.bobs_dummy();
+    let dummy = p.senders_dummy();
     let (mut c, mut r_buf, mut w_buf, mut u_buf) = (
         vec![0; bins],
         vec![0; bins * beta],
@@ -336,14 +339,15 @@ pub fn deal(
         c[..bins].iter_mut().for_each(|s| *s = f.sub(*s, dummy));
         w.fill(&mut w_buf[..len]);
         u.fill(&mut u_buf[..len]);
-        // r_A = (s_A − dummy + 0)·w + u: Bob's answer to a bin where the tables agree.
+        // r_A = (s_A − dummy + 0)·w + u: the sender's answer to a bin where the tables
+        // agree.
         let r = &mut r_buf[..len];
         r.fill(0);
         answer(&f, beta, &c[..bins], r, &w_buf[..len], &u_buf[..len]);
         let mut packed = PackedWriter::reusing(f.bits(), len, buf);
         packed.extend(r);
         let packed = packed.finish();
-        alice.send(packed.as_bytes())?;
+        receiver.send(packed.as_bytes())?;
         sent += packed.as_bytes().len() as u64;
         buf = packed.into_bytes();
     }
@@ -406,16 +410,16 @@ mod tests {
             };
             let p = Kbm23Params::new(sizes, sigma).unwrap();
             let session = [9; 32];
-            let (mut alice, mut alice_dealer) = mem_pair(Duration::from_secs(10));
-            let (mut bob, mut bob_dealer) = mem_pair(Duration::from_secs(10));
+            let (mut receiver, mut receiver_dealer) = mem_pair(Duration::from_secs(10));
+            let (mut sender, mut sender_dealer) = mem_pair(Duration::from_secs(10));
             let (a, b, sent) = std::thread::scope(|scope| {
-                let a = scope.spawn(|| alices_tuples(&mut alice, session, &p).unwrap());
-                let b = scope.spawn(|| bobs_tuples(&mut bob, session, &p).unwrap());
+                let a = scope.spawn(|| receivers_tuples(&mut receiver, session, &p).unwrap());
+                let b = scope.spawn(|| senders_tuples(&mut sender, session, &p).unwrap());
                 let requests = [
-                    Request::read(&mut alice_dealer, 1 << 20).unwrap(),
-                    Request::read(&mut bob_dealer, 1 << 20).unwrap(),
+                    Request::read(&mut receiver_dealer, 1 << 20).unwrap(),
+                    Request::read(&mut sender_dealer, 1 << 20).unwrap(),
                 ];
-                let links: [&mut dyn Channel; 2] = [&mut alice_dealer, &mut bob_dealer];
+                let links: [&mut dyn Channel; 2] = [&mut receiver_dealer, &mut sender_dealer];
                 let sent = deal(links, requests, &mut Prg::from_seed(Block::from(3))).unwrap();
                 (a.join().unwrap(), b.join().unwrap(), sent)
             });
@@ -448,8 +452,8 @@ mod tests {
                 }
             });
             match role {
-                Role::Receiver => alices_tuples(&mut party, [1; 32], &p).map(drop),
-                Role::Sender => bobs_tuples(&mut party, [1; 32], &p).map(drop),
+                Role::Receiver => receivers_tuples(&mut party, [1; 32], &p).map(drop),
+                Role::Sender => senders_tuples(&mut party, [1; 32], &p).map(drop),
             }
         })
     }

@@ -1,23 +1,24 @@
 //! KBM23 (Kerschbaum, Blass, Mahdavi: *Faster Secure Comparisons with Offline Phase for
 //! Efficient Private Set Intersection*, NDSS 2023), Algorithm 1 with set OLE tuples
-//! (§III-C5): PSI whose online phase is one field element per bin from Alice and one per
-//! comparison from Bob, with four field operations per comparison.
+//! (§III-C5): PSI whose online phase is one field element per bin from the receiver and one
+//! per comparison from the sender, with four field operations per comparison.
 //!
 //! Roles: the paper's Alice, who cuckoo-hashes and learns the intersection, is Venn's
-//! receiver; Bob, who simple-hashes and learns nothing, is the sender.
+//! receiver; its Bob, who simple-hashes and learns nothing, is Venn's sender. The paper's
+//! subscripts stay: s_A, r_A and T_A are the receiver's, s_B, r_B and T_B the sender's.
 //!
 //! **Offline** (no inputs): the coin-tossed hashing seed, and α set tuples — from Gilboa
 //! product sharing on IKNP OTs after base OTs (`tuples`, §IV-D, `--offline ot`), from BFV
 //! (`bfv`, §IV-B, `--offline bfv`), or from a trusted dealer (`dealer`, §IV-A,
 //! `--offline dealer`).
 //!
-//! **Online** (Algorithm 1): Alice puts her items in α bins by 3-way cuckoo hashing with
-//! permutation-based hashing (`tables`) and sends `c_i = s_A,i − T_A[i]` for every bin;
-//! Bob puts each of his items in all three of its bins, β values a bin in random order,
-//! and answers `d_i,j = (c_i + T_B[i,j] + s_B,i,j) · w_i,j`; Alice's item in bin i is in
-//! the intersection exactly when some `d_i,j = r_A,i,j` (Thm 1: `(d − r_A)·r_B = T_B −
-//! T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a time, one range in
-//! flight.
+//! **Online** (Algorithm 1): the receiver puts its items in α bins by 3-way cuckoo hashing
+//! with permutation-based hashing (`tables`) and sends `c_i = s_A,i − T_A[i]` for every
+//! bin; the sender puts each of its items in all three of its bins, β values a bin in
+//! random order, and answers `d_i,j = (c_i + T_B[i,j] + s_B,i,j) · w_i,j`; the receiver's
+//! item in bin i is in the intersection exactly when some `d_i,j = r_A,i,j` (Thm 1:
+//! `(d − r_A)·r_B = T_B − T_A`, and r_B ≠ 0). Each side's messages go a range of bins at a
+//! time, one range in flight.
 
 #[cfg(feature = "bfv")]
 mod bfv;
@@ -41,14 +42,14 @@ use crate::util::wide_cpu::with_avx512;
 use crate::{Error, Result};
 use field::{packed_bytes, Field, Packed, PackedWriter};
 pub use params::{Kbm23Config, Kbm23Params};
-use tables::{alices_table, BobsValues, Hashing, Placed, GROUP_BINS, REGION_BINS};
-use tuples::{alices_tuples, bobs_tuples, AlicesTuples, BobsTuples};
+use tables::{receivers_table, Hashing, Placed, SendersValues, GROUP_BINS, REGION_BINS};
+use tuples::{receivers_tuples, senders_tuples, ReceiversTuples, SendersTuples};
 
 /// KBM23 PSI, its tuples made by OT, BFV or a dealer (`--offline`).
 pub struct Kbm23;
-/// Bob, the sender.
+/// The sender.
 struct Kbm23Sender;
-/// Alice, the receiver.
+/// The receiver.
 struct Kbm23Receiver;
 
 /// A party asked for BFV tuples in a build without BFV (refused earlier: [`Kbm23Config`]
@@ -104,7 +105,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 /// are hashed with.
 const SEED_TOSS: &str = "kbm23 hashing seed";
 
-/// Bins per online frame: a group of regions of Bob's table.
+/// Bins per online frame: a group of regions of the sender's table.
 const FRAME_BINS: usize = GROUP_BINS;
 
 impl TypedProtocol for Kbm23 {
@@ -118,9 +119,10 @@ impl TypedProtocol for Kbm23 {
         Ok(Box::new(Kbm23Params::for_config(sizes, config)?))
     }
 
-    /// From the parameters: the packed tuples (Bob's w and u, and s_B while the OT phase
-    /// makes u; Alice's s_A and r_A), a frame of each direction, and per item its places
-    /// and Bob's three values. A quarter more for what the allocator keeps.
+    /// From the parameters: the packed tuples (the sender's w and u, and s_B while the OT
+    /// phase makes u; the receiver's s_A and r_A), a frame of each direction, and per item
+    /// its places and the sender's three values. A quarter more for what the allocator
+    /// keeps.
     fn memory(&self, role: Role, sizes: Sizes, config: Kbm23Config) -> u64 {
         let Ok(p) = Kbm23Params::for_config(sizes, config) else {
             return 0; // refused by the parameters before anything is allocated
@@ -222,28 +224,28 @@ fn load_arrays(
     Ok((p, seed, arrays))
 }
 
-/// Bob's state: the parameters, the hashing seed and his halves of the tuples, as
-/// `w_ij = r_B,ij⁻¹` and `u_ij = (k·D + 1 + s_B,ij)·w_ij`. Bob's table is mostly his
-/// dummy `k·D + 1`: writing `T_B = k·D + 1 + δ`, his answer `(c_i + T_B + s_B)·w` is
+/// The sender's state: the parameters, the hashing seed and its halves of the tuples, as
+/// `w_ij = r_B,ij⁻¹` and `u_ij = (k·D + 1 + s_B,ij)·w_ij`. The sender's table is mostly its
+/// own dummy `k·D + 1`: writing `T_B = k·D + 1 + δ`, its answer `(c_i + T_B + s_B)·w` is
 /// `(c_i + δ)·w + u`, and s_B itself is not needed.
 pub struct SenderState {
     params: Kbm23Params,
     seed: Block,
-    tuples: BobsTuples,
+    tuples: SendersTuples,
 }
 
-/// Alice's state: the parameters, the hashing seed and her halves of the tuples.
+/// The receiver's state: the parameters, the hashing seed and its halves of the tuples.
 pub struct ReceiverState {
     params: Kbm23Params,
     seed: Block,
-    tuples: AlicesTuples,
+    tuples: ReceiversTuples,
 }
 
 impl Party for Kbm23Sender {
     type State = SenderState;
 
-    /// Bob answers the seed toss and makes his halves of the tuples: with OT he sends the
-    /// base OTs (he is the IKNP receiver: his choices are the bits of r_B).
+    /// The sender answers the seed toss and makes its halves of the tuples: with OT it
+    /// sends the base OTs (it is the IKNP receiver: its choices are the bits of r_B).
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let config: Kbm23Config = ctx.config()?;
         let params = Kbm23Params::for_config(ctx.session.sized, config)?;
@@ -257,16 +259,16 @@ impl Party for Kbm23Sender {
                 ctx.phase("base OTs", true);
                 let base = ReceiverSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
                 ctx.phase("OLE tuples (Gilboa, IKNP)", true);
-                bobs_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
+                senders_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
             }
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
-                dealer::bobs_tuples(&mut *ctx.dealer()?, sid, &params)?
+                dealer::senders_tuples(&mut *ctx.dealer()?, sid, &params)?
             }
             #[cfg(feature = "bfv")]
             Offline::Bfv => {
                 ctx.phase("OLE tuples (BFV)", true);
-                bfv::bobs_tuples(ctx.peer, &params, &mut ctx.prg)?
+                bfv::senders_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
             #[cfg(not(feature = "bfv"))]
             Offline::Bfv => return Err(no_bfv()),
@@ -278,14 +280,14 @@ impl Party for Kbm23Sender {
         })
     }
 
-    /// Bob: his values by region, then for each range of bins as its `c` arrives, each
-    /// region's random slots and its `d`.
+    /// The sender: its values by region, then for each range of bins as its `c` arrives,
+    /// each region's random slots and its `d`.
     fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state.params)?;
         let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
         ctx.phase("hash items", false);
         let h = Hashing::new(&p, state.seed);
-        let mut values = BobsValues::new(&p, &h, &place_items(&p, &h, &ctx.session.id, items)?);
+        let mut values = SendersValues::new(&p, &h, &place_items(&p, &h, &ctx.session.id, items)?);
         ctx.phase("compare", false);
         let slots = REGION_BINS.min(alpha) * beta;
         let [mut delta, mut w, mut u, mut c] = [(); 4].map(|_| vec![0; slots]);
@@ -325,12 +327,12 @@ impl Party for Kbm23Sender {
         Ok(SenderState {
             params,
             seed,
-            tuples: BobsTuples { w, u },
+            tuples: SendersTuples { w, u },
         })
     }
 }
 
-/// Bob's answers for consecutive bins, in place of the offsets δ of his table:
+/// The sender's answers for consecutive bins, in place of the offsets δ of its table:
 /// `d_ij = (c_i + δ_ij)·w_ij + u_ij` (see [`SenderState`]).
 fn answer(f: &Field, beta: usize, c: &[u64], delta: &mut [u64], w: &[u64], u: &[u64]) {
     with_avx512(
@@ -372,7 +374,7 @@ fn answer_with(
     }
 }
 
-/// Alice's items (`u32::MAX` for none) of consecutive bins whose answers `d` include
+/// The receiver's items (`u32::MAX` for none) of consecutive bins whose answers `d` include
 /// the `r_A` of their bin (Algorithm 1, line 11).
 fn matches(beta: usize, d: &[u64], r: &[u64], items: &[u32], found: &mut Vec<usize>) {
     with_avx512(
@@ -407,8 +409,8 @@ fn send_c(
 impl Party for Kbm23Receiver {
     type State = ReceiverState;
 
-    /// Alice commits to the seed toss and makes her halves of the tuples: with OT she
-    /// receives the base OTs (she is the IKNP sender, with r_A in her messages).
+    /// The receiver commits to the seed toss and makes its halves of the tuples: with OT it
+    /// receives the base OTs (it is the IKNP sender, with r_A in its messages).
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let config: Kbm23Config = ctx.config()?;
         let params = Kbm23Params::for_config(ctx.session.sized, config)?;
@@ -422,16 +424,16 @@ impl Party for Kbm23Receiver {
                 ctx.phase("base OTs", true);
                 let base = SenderSeeds::new::<MasnyRindal>(ctx.peer, &mut ctx.prg, &sid)?;
                 ctx.phase("OLE tuples (Gilboa, IKNP)", true);
-                alices_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
+                receivers_tuples(ctx.peer, &base, &params, &mut ctx.prg)?
             }
             Offline::Dealer => {
                 ctx.phase("OLE tuples from the dealer", true);
-                dealer::alices_tuples(&mut *ctx.dealer()?, sid, &params)?
+                dealer::receivers_tuples(&mut *ctx.dealer()?, sid, &params)?
             }
             #[cfg(feature = "bfv")]
             Offline::Bfv => {
                 ctx.phase("OLE tuples (BFV)", true);
-                bfv::alices_tuples(ctx.peer, &params, &mut ctx.prg)?
+                bfv::receivers_tuples(ctx.peer, &params, &mut ctx.prg)?
             }
             #[cfg(not(feature = "bfv"))]
             Offline::Bfv => return Err(no_bfv()),
@@ -443,15 +445,15 @@ impl Party for Kbm23Receiver {
         })
     }
 
-    /// Alice: her cuckoo table, `c` a range of bins ahead, and the matches in each range
-    /// of `d`.
+    /// The receiver: its cuckoo table, `c` a range of bins ahead, and the matches in each
+    /// range of `d`.
     fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
         let p = session_params(ctx, &state.params)?;
         let (f, beta, alpha) = (p.field, p.beta, p.alpha as usize);
         ctx.phase("hash items", false);
         let h = Hashing::new(&p, state.seed);
         let placed = place_items(&p, &h, &ctx.session.id, items)?;
-        let table = alices_table(&p, &h, &placed, &mut ctx.prg)?;
+        let table = receivers_table(&p, &h, &placed, &mut ctx.prg)?;
         ctx.phase("compare", false);
         let (s, r) = (&state.tuples.s, &state.tuples.r);
         send_c(ctx.peer, &p, s, &table.values, 0)?;
@@ -492,7 +494,7 @@ impl Party for Kbm23Receiver {
         Ok(ReceiverState {
             params,
             seed,
-            tuples: AlicesTuples { s, r },
+            tuples: ReceiversTuples { s, r },
         })
     }
 }
@@ -504,9 +506,9 @@ mod tests {
     use crate::util::cpu::{with_level, Level};
     use field::next_prime;
 
-    /// Bob's answers and Alice's matches at each level (their AVX-512 clones, or not)
-    /// against their definitions in wide integers, in a narrow and a wide field, over
-    /// runs of bins that leave tails of vectors.
+    /// The sender's answers and the receiver's matches at each level (their AVX-512 clones,
+    /// or not) against their definitions in wide integers, in a narrow and a wide field,
+    /// over runs of bins that leave tails of vectors.
     #[test]
     fn answers_and_matches_follow_their_definitions_at_every_level() {
         let mut prg = Prg::from_seed(Block::from(6));

@@ -1,12 +1,12 @@
-//! KBM23's parameters (§III-C, §V-A, Table II): k = 3 cuckoo functions, α bins, Bob's bin
-//! size β, the suffix domain D and the comparison field 𝔽_Q — computed, never read from
-//! the table.
+//! KBM23's parameters (§III-C, §V-A, Table II): k = 3 cuckoo functions, α bins, the
+//! sender's bin size β, the suffix domain D and the comparison field 𝔽_Q — computed, never
+//! read from the table.
 //!
 //! **α — a larger table, not the paper's 1.27n.** The paper runs 3-way cuckoo hashing
 //! into α = 1.27n bins with no stash and gives no failure analysis (spec E18). The
 //! empirical fit of `cryptoTools` (`CuckooIndex::selectParams`: λ ≈ 240·e − 256 − log₂n
 //! for three functions and no stash) puts 1.27n at about 2^-29 at n = 2^20. A stash is
-//! no way out here: a stashed item has no bin and must be compared with all of Bob's
+//! no way out here: a stashed item has no bin and must be compared with all of the sender's
 //! items in a field of full item width (spec §2.7). So α = ⌈e·n⌉ with e from the fit at
 //! λ = 40, never below the paper's 1.27 (e = 1.317 at 2^20, 1.342 at 2^26: 3.7–5.7 % more
 //! bins and traffic than Table II), and tables are sized as for at least 2^8 items. A
@@ -21,8 +21,9 @@
 //! **D and Q** (§III-C4 with the secure reading of spec E4/E5): an item x < 2^σ splits into
 //! `x_R = x mod D` and `x_L = ⌊x / D⌋` with D = ⌈2^σ/α⌉ (the ceiling keeps x_L < α, so the
 //! split is injective at the top of the domain, where the authors' floor collides); the
-//! value compared is `j·D + x_R` for the hash function j used, Alice's dummy is k·D and
-//! Bob's k·D + 1, so Q is the least prime ≥ k·D + 2. This gives Table II's log Q.
+//! value compared is `j·D + x_R` for the hash function j used, the receiver's dummy is k·D
+//! and the sender's k·D + 1, so Q is the least prime ≥ k·D + 2. This gives Table II's
+//! log Q.
 //!
 //! **σ.** `--sigma 32` runs on 32-bit integer keys, as in all of the paper's experiments.
 //! Any other keys are hashed with a per-session key to σ = λ + ⌈log₂ n_A⌉ + ⌈log₂ n_B⌉
@@ -92,9 +93,9 @@ pub(super) fn expansion(n: u64) -> f64 {
 /// The parameters of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kbm23Params {
-    /// Alice's (the receiver's) set size.
+    /// The receiver's set size.
     pub n_a: u64,
-    /// Bob's (the sender's) set size.
+    /// The sender's set size.
     pub n_b: u64,
     /// Bits of the items as split: 32 with `--sigma 32`, else the hashed length.
     pub sigma: u32,
@@ -102,7 +103,7 @@ pub struct Kbm23Params {
     pub hashed: bool,
     /// Bins α.
     pub alpha: u64,
-    /// Bob's bin size β.
+    /// The sender's bin size β.
     pub beta: usize,
     /// The suffix domain D = ⌈2^σ/α⌉.
     pub d: u64,
@@ -147,7 +148,7 @@ impl Kbm23Params {
             sigma,
             hashed,
             alpha,
-            // At least one slot, a dummy, when Bob's set is empty.
+            // At least one slot, a dummy, when the sender's set is empty.
             beta: bin_size(K as u64 * n_b, alpha).max(1),
             d: d as u64,
             field: Field::new(next_prime(least as u64)),
@@ -164,18 +165,18 @@ impl Kbm23Params {
                     "kbm23 --offline bfv runs on 32-bit integer keys only (--sigma 32)".into(),
                 ));
             }
-            p.field = Field::new(plaintext_modulus(p.alices_dummy() + 2));
+            p.field = Field::new(plaintext_modulus(p.receivers_dummy() + 2));
         }
         Ok(p)
     }
 
-    /// Alice's dummy, `k·D`, above every value an item is stored as.
-    pub fn alices_dummy(&self) -> u64 {
+    /// The receiver's dummy, `k·D`, above every value an item is stored as.
+    pub fn receivers_dummy(&self) -> u64 {
         K as u64 * self.d
     }
 
-    /// Bob's dummy, `k·D + 1`.
-    pub fn bobs_dummy(&self) -> u64 {
+    /// The sender's dummy, `k·D + 1`.
+    pub fn senders_dummy(&self) -> u64 {
         K as u64 * self.d + 1
     }
 

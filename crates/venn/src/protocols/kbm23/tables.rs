@@ -1,6 +1,6 @@
 //! KBM23's hashing (§III-C1, §III-C2, §III-C4): permutation-based hashing of σ-bit items,
-//! Alice's cuckoo table with one value per bin and Bob's simple table of β values per bin,
-//! each bin in uniformly random order.
+//! the receiver's cuckoo table with one value per bin and the sender's simple table of β
+//! values per bin, each bin in uniformly random order.
 //!
 //! **Permutation-based hashing, additively** (spec §2.2 with E4): with D = ⌈2^σ/α⌉ an
 //! item x splits into `x_R = x mod D` and `x_L = ⌊x/D⌋ < α`; hash function j puts x in bin
@@ -11,10 +11,10 @@
 //! tables, with h_1(x_R), h_2(x_R), h_3(x_R) made pairwise distinct by re-drawing, so an
 //! item's bins are distinct.
 //!
-//! **Bob's bins in random order** (spec §2.4, missing from the paper and the authors'
-//! code): the slot of a match is what Alice sees, so each of Bob's values goes to a
-//! uniformly random free slot of its bin and the rest hold his dummy — the same
-//! distribution as a shuffle of the padded bin, since the dummies are alike.
+//! **The sender's bins in random order** (spec §2.4, missing from the paper and the
+//! authors' code): the slot of a match is what the receiver sees, so each of the sender's
+//! values goes to a uniformly random free slot of its bin and the rest hold its dummy — the
+//! same distribution as a shuffle of the padded bin, since the dummies are alike.
 
 use super::field::Field;
 use super::params::{Kbm23Params, K};
@@ -113,21 +113,21 @@ impl Hashing {
     }
 }
 
-/// Alice's table: one value per bin, and the item in each bin.
-pub(super) struct AlicesTable {
-    /// `T_A[i]`: the value of the item in bin i, or Alice's dummy.
+/// The receiver's table: one value per bin, and the item in each bin.
+pub(super) struct ReceiversTable {
+    /// `T_A[i]`: the value of the item in bin i, or the receiver's dummy.
     pub values: Vec<u64>,
     /// The item in each bin, or `u32::MAX`.
     pub items: Vec<u32>,
 }
 
 /// Cuckoo-hashes `placed` (§III-C1) into α bins with no stash.
-pub(super) fn alices_table(
+pub(super) fn receivers_table(
     p: &Kbm23Params,
     h: &Hashing,
     placed: &[Placed],
     prg: &mut Prg,
-) -> Result<AlicesTable> {
+) -> Result<ReceiversTable> {
     let bins: Vec<[u32; K]> = placed.iter().map(|p| p.bins).collect();
     let table = cuckoo_insert(&bins, h.alpha as usize, 0, prg)?;
     let (mut values, mut items) = (
@@ -150,27 +150,27 @@ pub(super) fn alices_table(
                 items.push(item as u32);
             }
             None => {
-                values.push(p.alices_dummy());
+                values.push(p.receivers_dummy());
                 items.push(u32::MAX);
             }
         }
     }
-    Ok(AlicesTable { values, items })
+    Ok(ReceiversTable { values, items })
 }
 
-/// Bins of a region of Bob's table: its values take their random slots, and its answers
-/// are computed, region by region, so each region's slots stay in cache (at 2^20 and
-/// β = 25, 26K slots).
+/// Bins of a region of the sender's table: its values take their random slots, and its
+/// answers are computed, region by region, so each region's slots stay in cache (at 2^20
+/// and β = 25, 26K slots).
 pub(super) const REGION_BINS: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
 
-/// Bins of a group of regions: Bob's values are first partitioned by group (a few hundred
-/// groups even at 2^24, whose write streams stay in cache), and a group's values by
+/// Bins of a group of regions: the sender's values are first partitioned by group (a few
+/// hundred groups even at 2^24, whose write streams stay in cache), and a group's values by
 /// region when the group is reached.
 pub(super) const GROUP_BINS: usize = REGION_BINS * if cfg!(test) { 4 } else { 64 };
 
-/// Bob's values (§III-C2): each item's value under every function, grouped by the group
-/// of regions of that function's bin.
-pub(super) struct BobsValues {
+/// The sender's values (§III-C2): each item's value under every function, grouped by the
+/// group of regions of that function's bin.
+pub(super) struct SendersValues {
     beta: usize,
     dummy: u64,
     groups: Partitions<(u32, u64)>,
@@ -180,7 +180,7 @@ pub(super) struct BobsValues {
     starts: Vec<usize>,
 }
 
-impl BobsValues {
+impl SendersValues {
     /// The values of the items `placed`.
     pub(super) fn new(p: &Kbm23Params, h: &Hashing, placed: &[Placed]) -> Self {
         let mut groups = Partitions::new((p.alpha as usize).div_ceil(GROUP_BINS), K * placed.len());
@@ -189,9 +189,9 @@ impl BobsValues {
                 groups.push(bin as usize / GROUP_BINS, (bin, h.value(j, item.suffix)));
             }
         }
-        BobsValues {
+        SendersValues {
             beta: p.beta,
-            dummy: p.bobs_dummy(),
+            dummy: p.senders_dummy(),
             groups,
             current: None,
             sorted: Vec::new(),
@@ -227,12 +227,12 @@ impl BobsValues {
         &self.sorted[self.starts[i]..self.starts[i + 1]]
     }
 
-    /// Region `r` of Bob's table, as offsets from his dummy: bins `r·REGION_BINS..` (up
-    /// to `bins` of them), β slots each, and each value at a uniformly random free slot
+    /// Region `r` of the sender's table, as offsets from its dummy: bins `r·REGION_BINS..`
+    /// (up to `bins` of them), β slots each, and each value at a uniformly random free slot
     /// of its bin, written `v − dummy` (never 0: values are below the dummy); 0 in the
     /// other slots, which hold the dummy. The order in which a bin's values take their
-    /// slots does not change the distribution (spec §2.4: a shuffled padded bin).
-    /// Regions are reached in order.
+    /// slots does not change the distribution (spec §2.4: a shuffled padded bin). Regions
+    /// are reached in order.
     pub(super) fn offsets(
         &mut self,
         f: &Field,
@@ -276,20 +276,20 @@ mod tests {
         h.place_all([x].into_iter())[0]
     }
 
-    /// Bob's whole table, region by region.
-    fn bobs_table(
+    /// The sender's whole table, region by region.
+    fn senders_table(
         p: &Kbm23Params,
         h: &Hashing,
         placed: &[Placed],
         prg: &mut Prg,
     ) -> Result<Vec<u64>> {
-        let mut values = BobsValues::new(p, h, placed);
+        let mut values = SendersValues::new(p, h, placed);
         let mut table = Vec::new();
         let mut offsets = Vec::new();
         for first in (0..p.alpha as usize).step_by(REGION_BINS) {
             let bins = REGION_BINS.min(p.alpha as usize - first);
             values.offsets(&p.field, first / REGION_BINS, bins, prg, &mut offsets)?;
-            table.extend(offsets.iter().map(|&o| p.field.add(p.bobs_dummy(), o)));
+            table.extend(offsets.iter().map(|&o| p.field.add(p.senders_dummy(), o)));
         }
         Ok(table)
     }
@@ -323,28 +323,28 @@ mod tests {
             for (j, &bin) in placed.bins.iter().enumerate() {
                 assert!((bin as u64) < p.alpha);
                 let v = h.value(j, placed.suffix);
-                assert!(v < p.alices_dummy(), "values stay below the dummies");
+                assert!(v < p.receivers_dummy(), "values stay below the dummies");
                 if let Some(&y) = seen.get(&(bin, v)) {
                     assert_eq!(y, x, "(bin, value) of {x} and {y}");
                 }
                 seen.insert((bin, v), x);
             }
         }
-        assert!(p.bobs_dummy() < p.field.modulus());
+        assert!(p.senders_dummy() < p.field.modulus());
     }
 
     #[test]
-    fn alices_bins_hold_each_item_once_and_bobs_all_three() {
+    fn receivers_bins_hold_each_item_once_and_senders_all_three() {
         let mut prg = Prg::from_seed(Block::from(3));
         let n = 5000;
         let p = params(n);
         let h = Hashing::new(&p, Block::from(11));
         let xs: Vec<Placed> = (0..n).map(|_| place(&h, prg.u64() as u128 >> 32)).collect();
-        let a = alices_table(&p, &h, &xs, &mut prg).unwrap();
+        let a = receivers_table(&p, &h, &xs, &mut prg).unwrap();
         let mut count = vec![0; n as usize];
         for (i, (&v, &item)) in a.values.iter().zip(&a.items).enumerate() {
             if item == u32::MAX {
-                assert_eq!(v, p.alices_dummy());
+                assert_eq!(v, p.receivers_dummy());
                 continue;
             }
             count[item as usize] += 1;
@@ -353,7 +353,7 @@ mod tests {
             assert_eq!(v, h.value(j, x.suffix));
         }
         assert!(count.iter().all(|&c| c == 1));
-        let b = bobs_table(&p, &h, &xs, &mut prg).unwrap();
+        let b = senders_table(&p, &h, &xs, &mut prg).unwrap();
         for x in &xs {
             for (j, &bin) in x.bins.iter().enumerate() {
                 let bin = bin as usize;
@@ -362,14 +362,14 @@ mod tests {
             }
         }
         let filled = (0..p.comparisons())
-            .filter(|&s| b[s] != p.bobs_dummy())
+            .filter(|&s| b[s] != p.senders_dummy())
             .count();
         assert_eq!(filled, K * n as usize);
     }
 
     #[test]
     fn a_lone_value_lands_in_every_slot_alike() {
-        // Spec §9: the slot of a match must not depend on Bob's other items.
+        // Spec §9: the slot of a match must not depend on the sender's other items.
         let p = params(16);
         let h = Hashing::new(&p, Block::from(5));
         let x = place(&h, 12345);
@@ -377,10 +377,10 @@ mod tests {
         let mut at = vec![0u32; p.beta];
         let runs = 100 * p.beta;
         for _ in 0..runs {
-            let b = bobs_table(&p, &h, &[x], &mut prg).unwrap();
+            let b = senders_table(&p, &h, &[x], &mut prg).unwrap();
             let bin = x.bins[0] as usize;
             let s = (0..p.beta)
-                .find(|&s| b[bin * p.beta + s] != p.bobs_dummy())
+                .find(|&s| b[bin * p.beta + s] != p.senders_dummy())
                 .unwrap();
             at[s] += 1;
         }
@@ -394,7 +394,7 @@ mod tests {
         let h = Hashing::new(&p, Block::from(5));
         let x = place(&h, 1);
         let same = vec![x; p.beta + 1];
-        let e = bobs_table(&p, &h, &same, &mut Prg::from_seed(Block::from(1)));
+        let e = senders_table(&p, &h, &same, &mut Prg::from_seed(Block::from(1)));
         assert!(matches!(e, Err(Error::Unlucky(_))));
     }
 }

@@ -1,26 +1,27 @@
 //! Set OLE tuples (§III-C5, Eq. 11) and the OT offline phase that makes them (§IV-D):
 //! Gilboa product sharing on IKNP random OTs.
 //!
-//! A set tuple for bin i is Alice's `(s_A,i, r_A,i,1..β)` and Bob's `(s_B,i,j, w_i,j)` for
-//! j in [β], with `r_A,i,j · r_B,i,j = s_A,i + s_B,i,j` and `w = r_B⁻¹` (Bob only ever
-//! needs the inverse: spec §1.1). s_A is shared by the β comparisons of one bin and
-//! nothing is shared across bins.
+//! A set tuple for bin i is the receiver's `(s_A,i, r_A,i,1..β)` and the sender's
+//! `(s_B,i,j, w_i,j)` for j in [β], with `r_A,i,j · r_B,i,j = s_A,i + s_B,i,j` and
+//! `w = r_B⁻¹` (the sender only ever needs the inverse: spec §1.1). s_A is shared by the β
+//! comparisons of one bin and nothing is shared across bins.
 //!
-//! **Gilboa with correlated OTs** (spec §5.4). For each comparison (i, j) Alice draws
-//! r_A ∈ 𝔽_Q and Bob r_B ∈ 𝔽*_Q; they run ℓ OTs, OT ι with Bob's choice bit `b_ι` = bit ι
-//! of r_B. From random OT ι (messages `x0 = F(H(o, q_o))`, `x1 = F(H(o, q_o ⊕ Δ))`,
-//! Bob's `F(H(o, t_o)) = x_{b_ι}`, o the OT's index in the run) Alice makes the correlated
-//! pair `(x0, x0 + r_A·2^ι)` by sending `τ_ι = x1 − x0 − r_A·2^ι`; Bob outputs `x_{b_ι} −
-//! b_ι·τ_ι = x0 + b_ι·r_A·2^ι`. Alice's share is `−Σ_ι x0` and Bob's `Σ_ι (x0 + b_ι r_A 2^ι)`,
-//! so the two add up to `r_A · Σ_ι b_ι 2^ι = r_A·r_B` (the paper's ℓ-bit OT messages
-//! `(−ρ, r_A 2^ι − ρ)` with `ρ = −x0`, each of ℓ bits on the wire, as §V-A counts them).
-//! F maps a 128-bit hash to 𝔽_Q by `⌊h·Q / 2^128⌋` (bias at most Q/2^128).
+//! **Gilboa with correlated OTs** (spec §5.4). For each comparison (i, j) the receiver
+//! draws r_A ∈ 𝔽_Q and the sender r_B ∈ 𝔽*_Q; they run ℓ OTs, OT ι with the sender's choice
+//! bit `b_ι` = bit ι of r_B. From random OT ι (messages `x0 = F(H(o, q_o))`,
+//! `x1 = F(H(o, q_o ⊕ Δ))`, the sender's `F(H(o, t_o)) = x_{b_ι}`, o the OT's index in the
+//! run) the receiver makes the correlated pair `(x0, x0 + r_A·2^ι)` by sending
+//! `τ_ι = x1 − x0 − r_A·2^ι`; the sender outputs `x_{b_ι} − b_ι·τ_ι = x0 + b_ι·r_A·2^ι`.
+//! The receiver's share is `−Σ_ι x0` and the sender's `Σ_ι (x0 + b_ι r_A 2^ι)`, so the two
+//! add up to `r_A · Σ_ι b_ι 2^ι = r_A·r_B` (the paper's ℓ-bit OT messages
+//! `(−ρ, r_A 2^ι − ρ)` with `ρ = −x0`, each of ℓ bits on the wire, as §V-A counts them). F
+//! maps a 128-bit hash to 𝔽_Q by `⌊h·Q / 2^128⌋` (bias at most Q/2^128).
 //!
-//! **One s_A per bin.** Alice's shares of a bin's β products differ; she keeps the first,
-//! `s_A,i = s_A,i,1`, and sends `κ_j = s_A,i − s_A,i,j` for j ≥ 2, which Bob subtracts from
-//! his. κ_j is uniform to Bob (it contains `r_A,i,j·r_B,i,j` for a fresh uniform r_A,i,j),
-//! and the tuples come out as the ideal ones: r_A uniform, r_B uniform on 𝔽*_Q, s_A
-//! uniform and s_B = r_A·r_B − s_A (spec §1.1's equivalent sampling).
+//! **One s_A per bin.** The receiver's shares of a bin's β products differ; it keeps the
+//! first, `s_A,i = s_A,i,1`, and sends `κ_j = s_A,i − s_A,i,j` for j ≥ 2, which the sender
+//! subtracts from its own. κ_j is uniform to the sender (it contains `r_A,i,j·r_B,i,j` for
+//! a fresh uniform r_A,i,j), and the tuples come out as the ideal ones: r_A uniform, r_B
+//! uniform on 𝔽*_Q, s_A uniform and s_B = r_A·r_B − s_A (spec §1.1's equivalent sampling).
 //!
 //! **In chunks.** The ~αβℓ OTs (483 million at 2^20) run a chunk of bins at a time, each
 //! chunk its own IKNP extension on fresh column streams of the one set of base OTs
@@ -39,17 +40,17 @@ use crate::Result;
 /// cache, measured 1.10× slower at 2^17: a round trip per chunk).
 const CHUNK_OTS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
-/// Alice's halves of the set tuples, bin-major.
-pub(super) struct AlicesTuples {
+/// The receiver's halves of the set tuples, bin-major.
+pub(super) struct ReceiversTuples {
     /// `s_A,i` for each bin.
     pub s: Packed,
     /// `r_A,i,j` for each comparison.
     pub r: Packed,
 }
 
-/// Bob's halves of the set tuples, bin-major, as he uses them online: `w = r_B⁻¹` and
-/// `u = (k·D + 1 + s_B)·w`, from which s_B is not needed (see [`super::SenderState`]).
-pub(super) struct BobsTuples {
+/// The sender's halves of the set tuples, bin-major, as it uses them online: `w = r_B⁻¹`
+/// and `u = (k·D + 1 + s_B)·w`, from which s_B is not needed (see [`super::SenderState`]).
+pub(super) struct SendersTuples {
     /// `w_i,j = r_B,i,j⁻¹` for each comparison.
     pub w: Packed,
     /// `u_i,j = (k·D + 1 + s_B,i,j)·w_i,j` for each comparison.
@@ -112,11 +113,12 @@ const TILE: usize = 256;
 /// A tile's buffers, reused from tile to tile.
 #[derive(Default)]
 struct Tile {
-    /// The hashed rows (Alice: of `q`).
+    /// The hashed rows (the receiver: of `q`).
     hashes: Vec<Block>,
-    /// Alice: the hashes of `q ⊕ Δ`.
+    /// The receiver: the hashes of `q ⊕ Δ`.
     more_hashes: Vec<Block>,
-    /// Three arrays of elements, one per OT: Alice's x0, x1 and τ; Bob's x, τ and masks.
+    /// Three arrays of elements, one per OT: the receiver's x0, x1 and τ; the sender's x, τ
+    /// and masks.
     x: Vec<u64>,
     y: Vec<u64>,
     z: Vec<u64>,
@@ -128,13 +130,13 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut v[..len]
 }
 
-/// Alice's side (the IKNP sender, seeds from the base OTs she received).
-pub(super) fn alices_tuples(
+/// The receiver's side (the IKNP sender, seeds from the base OTs it received).
+pub(super) fn receivers_tuples(
     chan: &mut dyn Channel,
     seeds: &SenderSeeds,
     p: &Kbm23Params,
     prg: &mut Prg,
-) -> Result<AlicesTuples> {
+) -> Result<ReceiversTuples> {
     let (f, beta, ell) = (p.field, p.beta, p.field.bits() as usize);
     let mut s_all = PackedWriter::new(f.bits(), p.alpha as usize);
     let mut r_all = PackedWriter::new(f.bits(), p.comparisons());
@@ -188,40 +190,40 @@ pub(super) fn alices_tuples(
         (tau_buf, kappa_buf) = (tau.into_bytes(), kappa.into_bytes());
         q_buf = q;
     }
-    Ok(AlicesTuples {
+    Ok(ReceiversTuples {
         s: s_all.finish(),
         r: r_all.finish(),
     })
 }
 
-/// A chunk of Bob's OTs whose rows he has sent: his `r_B` and his rows `t`.
-struct BobsChunk {
+/// A chunk of the sender's OTs whose rows it has sent: its `r_B` and its rows `t`.
+struct SendersChunk {
     bins: std::ops::Range<usize>,
     r: Vec<u64>,
     t: Vec<Block>,
 }
 
-/// Bob's side (the IKNP receiver, seeds from the base OTs he sent). He sends a chunk's
-/// rows before he reads Alice's answer to the one before, so that she computes that
-/// chunk while he finishes the last.
-pub(super) fn bobs_tuples(
+/// The sender's side (the IKNP receiver, seeds from the base OTs it sent). It sends a
+/// chunk's rows before it reads the receiver's answer to the one before, so that the
+/// receiver computes that chunk while the sender finishes the last.
+pub(super) fn senders_tuples(
     chan: &mut dyn Channel,
     seeds: &ReceiverSeeds,
     p: &Kbm23Params,
     prg: &mut Prg,
-) -> Result<BobsTuples> {
+) -> Result<SendersTuples> {
     let f = p.field;
-    let mut out = BobsWriter {
+    let mut out = SendersWriter {
         w: PackedWriter::new(f.bits(), p.comparisons()),
         u: PackedWriter::new(f.bits(), p.comparisons()),
         frame: Vec::new(),
         tile: Tile::default(),
         s: Vec::new(),
     };
-    let (mut sent, mut spare): (Option<BobsChunk>, Vec<Block>) = (None, Vec::new());
+    let (mut sent, mut spare): (Option<SendersChunk>, Vec<Block>) = (None, Vec::new());
     for (k, bins) in chunks(p).map(Some).chain([None]).enumerate() {
         let next = match bins {
-            Some(bins) => Some(bobs_rows(
+            Some(bins) => Some(senders_rows(
                 chan,
                 seeds.segment(k as u64),
                 p,
@@ -237,23 +239,23 @@ pub(super) fn bobs_tuples(
         };
         sent = next;
     }
-    Ok(BobsTuples {
+    Ok(SendersTuples {
         w: out.w.finish(),
         u: out.u.finish(),
     })
 }
 
-/// Draws Bob's `r_B` for the comparisons of `bins`, sends the chunk's rows with the bits
-/// of `r_B` as choices (OT ι of comparison c chooses bit ι of `r_B,c`), and keeps his
-/// rows `t`, in the memory of `t`.
-fn bobs_rows(
+/// Draws the sender's `r_B` for the comparisons of `bins`, sends the chunk's rows with the
+/// bits of `r_B` as choices (OT ι of comparison c chooses bit ι of `r_B,c`), and keeps its
+/// own rows `t`, in the memory of `t`.
+fn senders_rows(
     chan: &mut dyn Channel,
     ext: ExtensionReceiver,
     p: &Kbm23Params,
     bins: std::ops::Range<usize>,
     mut t: Vec<Block>,
     prg: &mut Prg,
-) -> Result<BobsChunk> {
+) -> Result<SendersChunk> {
     let (f, ell) = (p.field, p.field.bits() as usize);
     let comparisons = bins.len() * p.beta;
     let r: Vec<u64> = (0..comparisons).map(|_| f.random_nonzero(prg)).collect();
@@ -275,11 +277,11 @@ fn bobs_rows(
     t.resize(ots.next_multiple_of(128), Block::ZERO);
     ext.replay_t().par_rows(0, &mut t);
     t.truncate(ots);
-    Ok(BobsChunk { bins, r, t })
+    Ok(SendersChunk { bins, r, t })
 }
 
-/// Bob's tuples as they are made, and his reused buffers.
-struct BobsWriter {
+/// The sender's tuples as they are made, and its reused buffers.
+struct SendersWriter {
     w: PackedWriter,
     u: PackedWriter,
     frame: Vec<u8>,
@@ -287,17 +289,17 @@ struct BobsWriter {
     s: Vec<u64>,
 }
 
-impl BobsWriter {
-    /// Reads Alice's τ and κ for `chunk` and appends its tuples; returns the chunk's row
-    /// memory for reuse.
+impl SendersWriter {
+    /// Reads the receiver's τ and κ for `chunk` and appends its tuples; returns the chunk's
+    /// row memory for reuse.
     fn finish_chunk(
         &mut self,
         chan: &mut dyn Channel,
         p: &Kbm23Params,
-        chunk: BobsChunk,
+        chunk: SendersChunk,
     ) -> Result<Vec<Block>> {
-        let (f, beta, ell, dummy) = (p.field, p.beta, p.field.bits() as usize, p.bobs_dummy());
-        let BobsChunk { bins, r, mut t } = chunk;
+        let (f, beta, ell, dummy) = (p.field, p.beta, p.field.bits() as usize, p.senders_dummy());
+        let SendersChunk { bins, r, mut t } = chunk;
         let first = bins.start * beta;
         let ots = t.len();
         let frame = &mut self.frame;
@@ -381,19 +383,19 @@ pub(crate) mod tests {
 
     /// Eq. 11 for every comparison: `r_A·r_B = s_A + s_B`, with `r_B = w⁻¹` and
     /// `s_B = u·w⁻¹ − (k·D + 1)`.
-    pub(crate) fn assert_tuples(p: &Kbm23Params, a: &AlicesTuples, b: &BobsTuples) {
+    pub(crate) fn assert_tuples(p: &Kbm23Params, a: &ReceiversTuples, b: &SendersTuples) {
         let f = p.field;
         for c in 0..p.comparisons() {
             let w = b.w.get(c);
             assert_ne!(w, 0);
             let r_b = f.inv(w);
-            let s_b = f.sub(f.mul(b.u.get(c), r_b), p.bobs_dummy());
+            let s_b = f.sub(f.mul(b.u.get(c), r_b), p.senders_dummy());
             let left = f.mul(a.r.get(c), r_b);
             assert_eq!(left, f.add(a.s.get(c / p.beta), s_b), "comparison {c}");
         }
     }
 
-    /// Both parties at each level (the AVX-512 clones of Bob's loops, or not).
+    /// Both parties at each level (the AVX-512 clones of the sender's loops, or not).
     #[test]
     fn gilboa_tuples_satisfy_eq_11() {
         for level in Level::ALL {
@@ -416,9 +418,9 @@ pub(crate) mod tests {
             let (sender_seeds, receiver_seeds) = test_seeds(&mut prg);
             let (mut x, mut y) = mem_pair(Duration::from_secs(30));
             let p2 = p.clone();
-            let bob = std::thread::spawn(move || {
+            let sender = std::thread::spawn(move || {
                 with_level(level, || {
-                    bobs_tuples(
+                    senders_tuples(
                         &mut y,
                         &receiver_seeds,
                         &p2,
@@ -427,8 +429,8 @@ pub(crate) mod tests {
                     .unwrap()
                 })
             });
-            let alice = with_level(level, || {
-                alices_tuples(
+            let receiver = with_level(level, || {
+                receivers_tuples(
                     &mut x,
                     &sender_seeds,
                     &p,
@@ -436,7 +438,7 @@ pub(crate) mod tests {
                 )
                 .unwrap()
             });
-            assert_tuples(&p, &alice, &bob.join().unwrap());
+            assert_tuples(&p, &receiver, &sender.join().unwrap());
         }
     }
 

@@ -6,10 +6,10 @@
 //! - `pssz15` ([`pssz15`]): PSSZ15's OPRF from KK13 1-out-of-256 OTs, one 256-bit row per
 //!   byte of the phased item, the baseline of KKRT16 Tables 3–5.
 //!
-//! Roles: the PSI *receiver* (Bob in the paper) is the OPRF receiver and learns the
-//! intersection; the PSI *sender* (Alice) evaluates the OPRF on her items.
-//! Offline (input-independent): 128 Masny–Rindal base OTs (Bob receives), IKNP-extended
-//! to k random OTs (Alice receives with random choice bits s), and a coin-tossed key of
+//! Roles: the PSI *receiver* (Bob in KKRT16 Fig. 3) is the OPRF receiver and learns the
+//! intersection; the PSI *sender* (Alice) evaluates the OPRF on its items. Offline
+//! (input-independent): 128 Masny–Rindal base OTs (the receiver receives), IKNP-extended to
+//! k random OTs (the sender receives with random choice bits s), and a coin-tossed key of
 //! the OPRF's code and seed of the hash functions. Online: Fig. 3 steps 2–6.
 
 mod evaluate;
@@ -169,9 +169,9 @@ impl<V> OprfPsi<V> {
     pub(super) const NEW: Self = OprfPsi(PhantomData);
 }
 
-/// Alice, the sender.
+/// The sender.
 struct Sender<V>(PhantomData<fn() -> V>);
-/// Bob, the receiver.
+/// The receiver.
 struct Receiver<V>(PhantomData<fn() -> V>);
 
 impl<V> Sender<V> {
@@ -213,8 +213,8 @@ impl<V: Variant> TypedProtocol for OprfPsi<V> {
     }
 }
 
-/// Alice's offline state: her k random OTs (choice bits s, chosen seeds) and the tossed
-/// code key and hash seed.
+/// The sender's offline state: its k random OTs (choice bits s, chosen seeds) and the
+/// tossed code key and hash seed.
 pub(super) struct SenderState {
     s: Vec<bool>,
     seeds: Vec<Block>,
@@ -222,7 +222,8 @@ pub(super) struct SenderState {
     hash_seed: Block,
 }
 
-/// Bob's offline state: his k random OT seed pairs and the tossed code key and hash seed.
+/// The receiver's offline state: its k random OT seed pairs and the tossed code key and
+/// hash seed.
 pub(super) struct ReceiverState {
     seeds: Vec<[Block; 2]>,
     code_key: Block,
@@ -232,7 +233,7 @@ pub(super) struct ReceiverState {
 impl<V: Variant> Party for Sender<V> {
     type State = SenderState;
 
-    /// Alice: IKNP receiver (so base-OT sender) of the k seeds with random choices s.
+    /// The sender: IKNP receiver (so base-OT sender) of the k seeds with random choices s.
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let l = V::layout(&session_params::<V>(ctx)?);
         let sid = ctx.session.id;
@@ -250,7 +251,7 @@ impl<V: Variant> Party for Sender<V> {
         })
     }
 
-    /// Alice: OPRF sender, evaluates her items.
+    /// The sender: OPRF sender, evaluates its items.
     fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
         let p = session_params::<V>(ctx)?;
         let l = V::layout(&p);
@@ -346,7 +347,7 @@ impl<V: Variant> Party for Sender<V> {
 impl<V: Variant> Party for Receiver<V> {
     type State = ReceiverState;
 
-    /// Bob: IKNP sender (so base-OT receiver) of the k seed pairs.
+    /// The receiver: IKNP sender (so base-OT receiver) of the k seed pairs.
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let l = V::layout(&session_params::<V>(ctx)?);
         let sid = ctx.session.id;
@@ -362,7 +363,7 @@ impl<V: Variant> Party for Receiver<V> {
         })
     }
 
-    /// Bob: OPRF receiver for his cuckoo table.
+    /// The receiver: OPRF receiver for its cuckoo table.
     fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
         let p = session_params::<V>(ctx)?;
         let l = V::layout(&p);

@@ -100,7 +100,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::SemiHonest,
             output: OutputKind::Nothing,
-            // Her extension rows: 1.2 bins per peer item, up to 16 OTs of 32 bytes each.
+            // The sender's extension rows: 1.2 bins per peer item, up to 16 OTs of 32 bytes each.
             peer_item_bytes: 650,
             own_item_bytes: 400,
         },

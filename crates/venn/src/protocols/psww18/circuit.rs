@@ -2,37 +2,41 @@
 //! each stash slot, set where that slot holds a common item — XOR-shared, so neither party
 //! learns which.
 //!
-//! - **Bins**: Bob's value against each of Alice's two slots (an ℓ-bit equality: XNOR the
-//!   bits, AND them by a tree), the two results XORed (at most one holds: two slots with
-//!   Bob's value would hold the same item and function).
-//! - **Stash**: each of Bob's stash slots against each of Alice's items (a σ-bit equality;
-//!   with separate stashes σ + 1 bits, the table included), XORed over her items (at most
-//!   one equal) and ANDed with the slot's valid bit.
+//! - **Bins**: the sender's value against each of the receiver's two slots (an ℓ-bit
+//!   equality: XNOR the bits, AND them by a tree), the two results XORed (at most one
+//!   holds: two slots with the sender's value would hold the same item and function).
+//! - **Stash**: each of the sender's stash slots against each of the receiver's items (a
+//!   σ-bit equality; with separate stashes σ + 1 bits, the table included), XORed over its
+//!   items (at most one equal) and ANDed with the slot's valid bit.
 //!
 //! Inputs are bit-sliced planes, each shared on its own: plane j holds bit j of every
 //! comparison's value, so a layer of the trees is one AND of planes. Both trees share
 //! their exchanges.
 
-use super::hashing::{AlicesTables, BobsTables};
+use super::hashing::{ReceiversTables, SendersTables};
 use super::params::Psww18Params;
 use crate::gmw::{Gmw, Shared};
 use crate::Result;
 
 /// The lengths of a party's input vectors: ℓ table planes, the stash planes, and for
-/// Bob the stash's valid bits.
-pub(super) fn input_lengths(p: &Psww18Params, bobs: bool) -> Vec<usize> {
+/// the sender the stash's valid bits.
+pub(super) fn input_lengths(p: &Psww18Params, of_sender: bool) -> Vec<usize> {
     let (table, stash) = (p.table_comparisons(), p.stash_comparisons());
     let mut lengths = vec![table as usize; p.ell() as usize];
     lengths.extend(vec![stash as usize; p.stash_width() as usize]);
-    if bobs {
+    if of_sender {
         lengths.push(p.stash_slots());
     }
     lengths
 }
 
-/// Bob's input: his value of each bin twice (once per slot of Alice's), his stash values
-/// each once per item of Alice's, and the stash's valid bits.
-pub(super) fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]) -> Vec<Shared> {
+/// The sender's input: its value of each bin twice (once per slot of the receiver's), its
+/// stash values each once per item of the receiver's, and the stash's valid bits.
+pub(super) fn senders_input(
+    p: &Psww18Params,
+    t: &SendersTables,
+    stash_values: &[u128],
+) -> Vec<Shared> {
     let n_a = p.n_a as usize;
     let comparisons = (
         p.table_comparisons() as usize,
@@ -46,8 +50,12 @@ pub(super) fn bobs_input(p: &Psww18Params, t: &BobsTables, stash_values: &[u128]
     input
 }
 
-/// Alice's input: her two slots of each bin, and her items once per stash slot.
-pub(super) fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -> Vec<Shared> {
+/// The receiver's input: its two slots of each bin, and its items once per stash slot.
+pub(super) fn receivers_input(
+    p: &Psww18Params,
+    t: &ReceiversTables,
+    items: &[u128],
+) -> Vec<Shared> {
     let n_a = p.n_a as usize;
     let comparisons = (
         p.table_comparisons() as usize,
@@ -65,20 +73,20 @@ pub(super) fn alices_input(p: &Psww18Params, t: &AlicesTables, items: &[u128]) -
 pub(super) fn evaluate(
     gmw: &mut Gmw,
     p: &Psww18Params,
-    alice: &[Shared],
-    bob: &[Shared],
+    receiver: &[Shared],
+    sender: &[Shared],
 ) -> Result<Shared> {
     let ell = p.ell() as usize;
     let width = p.stash_width() as usize;
     let equal = |planes: std::ops::Range<usize>| -> Vec<Shared> {
-        planes.map(|j| gmw.xnor(&alice[j], &bob[j])).collect()
+        planes.map(|j| gmw.xnor(&receiver[j], &sender[j])).collect()
     };
     let table = equal(0..ell);
     let stash = equal(ell..ell + width);
     let mut eq = gmw.and_all(vec![table, stash])?.into_iter();
     let (table, stash) = (eq.next().flatten(), eq.next().flatten());
     let bins = table.expect("ℓ ≥ 1").xor_groups(2);
-    let valid = &bob[ell + width];
+    let valid = &sender[ell + width];
     let stash = match stash {
         Some(eq) if p.n_a > 0 => {
             let found = eq.xor_groups(p.n_a as usize);

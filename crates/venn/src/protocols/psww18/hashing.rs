@@ -1,14 +1,15 @@
 //! Two-dimensional cuckoo hashing (PSWW18; spec B.2): two tables L and R of b bins, two
-//! functions per table. Bob, the cuckoo side, puts each item into one bin of L *and* one
-//! bin of R, one item a bin, the items that do not fit into a stash. Alice, the simple
-//! side, puts each item into *both* of its bins of *one* table, two items a bin, with no
-//! stash. A common item then meets itself in exactly one bin: Alice has it in both its bins
-//! of some table, Bob in one of them.
+//! functions per table. The sender, the cuckoo side, puts each item into one bin of L *and*
+//! one bin of R, one item a bin, the items that do not fit into a stash. The receiver, the
+//! simple side, puts each item into *both* of its bins of *one* table, two items a bin,
+//! with no stash. A common item then meets itself in exactly one bin: the receiver has it
+//! in both its bins of some table, the sender in one of them.
 //!
 //! Values are stored short by permutation-based hashing ([`super::params`]): function j of
-//! table k stores `(x_R, q, tag_j)` in bin `y mod b`, `y = x_L ⊕ F_{k,j}(x_R)`, `q = ⌊y / b⌋`,
-//! with tags 01 and 10 for the two functions. An empty slot of Alice's holds 0 (tag 00)
-//! and an empty bin of Bob's 3 (tag 11), so neither equals anything.
+//! table k stores `(x_R, q, tag_j)` in bin `y mod b`, `y = x_L ⊕ F_{k,j}(x_R)`,
+//! `q = ⌊y / b⌋`, with tags 01 and 10 for the two functions. An empty slot of the
+//! receiver's holds 0 (tag 00) and an empty bin of the sender's 3 (tag 11), so neither
+//! equals anything.
 
 use super::params::Psww18Params;
 use crate::crypto::{Aes, Block, Prg};
@@ -16,13 +17,13 @@ use crate::protocols::Stash;
 use crate::tables::cuckoo_insert;
 use crate::{Error, Result};
 
-/// Alice's value in an empty slot (tag 00).
-pub(super) const ALICES_EMPTY: u128 = 0;
-/// Bob's value in an empty bin (tag 11).
-pub(super) const BOBS_EMPTY: u128 = 3;
+/// The receiver's value in an empty slot (tag 00).
+pub(super) const RECEIVERS_EMPTY: u128 = 0;
+/// The sender's value in an empty bin (tag 11).
+pub(super) const SENDERS_EMPTY: u128 = 3;
 /// No item.
 const NONE: u32 = u32::MAX;
-/// Evictions one insertion of Alice's may cause before it fails.
+/// Evictions one insertion of the receiver's may cause before it fails.
 const MAX_EVICTIONS: usize = 1000;
 
 /// An item's bin and stored value under each of the four functions, `[table][j]`.
@@ -39,7 +40,7 @@ const FEISTEL_ROUNDS: u128 = 10;
 ///
 /// Permutation-based hashing spreads items only as well as their bits are random: with
 /// x_R shared by many items (counters, IDs below 2^(a+t)) both of an item's bins are
-/// fixed XOR offsets of x_L, the cuckoo graph is far from random, and Bob's stash
+/// fixed XOR offsets of x_L, the cuckoo graph is far from random, and the sender's stash
 /// overflowed at 2^20 on the benchmark's integers. So σ-bit integers first go through a
 /// keyed pseudorandom permutation of {0,1}^σ (a 10-round Feistel network on σ/2-bit
 /// halves with AES round functions, FF1's structure); equal items stay equal and distinct
@@ -125,17 +126,17 @@ impl Hashing {
     }
 }
 
-/// Bob's tables: the item in each bin of L then R and its value, and his stash.
-pub(super) struct BobsTables {
+/// The sender's tables: the item in each bin of L then R and its value, and its stash.
+pub(super) struct SendersTables {
     pub items: Vec<Option<u32>>,
     pub values: Vec<u128>,
     /// The stash's slots, each with an item or none (for separate stashes L's first).
     pub slots: Vec<Option<u32>>,
 }
 
-impl BobsTables {
-    /// Bob's item behind the circuit's output bit `i` (bin i of L then R, then stash slot
-    /// i − 2b), if any.
+impl SendersTables {
+    /// The sender's item behind the circuit's output bit `i` (bin i of L then R, then stash
+    /// slot i − 2b), if any.
     pub(super) fn item_of_output(&self, i: usize) -> Option<u32> {
         match self.items.get(i) {
             Some(&bin) => bin,
@@ -144,13 +145,13 @@ impl BobsTables {
     }
 }
 
-/// Bob's placement: a cuckoo table for L and one for R, the items that do not fit in one
-/// stash (an item that fails either table leaves both) or in each table's own.
-pub(super) fn bobs_tables(
+/// The sender's placement: a cuckoo table for L and one for R, the items that do not fit in
+/// one stash (an item that fails either table leaves both) or in each table's own.
+pub(super) fn senders_tables(
     p: &Psww18Params,
     placed: &[Placed],
     prg: &mut Prg,
-) -> Result<BobsTables> {
+) -> Result<SendersTables> {
     let b = p.bins as usize;
     let limit = p.stash_slots();
     let tables = [0, 1].map(|k| {
@@ -161,7 +162,7 @@ pub(super) fn bobs_tables(
     let mut tables = [l?, r?];
     let overflow = |stash: &[u32]| {
         Err(Error::Unlucky(format!(
-            "Bob's cuckoo hashing needed a stash of more than {} items (an event of \
+            "the sender's cuckoo hashing needed a stash of more than {} items (an event of \
              probability below 2^-40)",
             stash.len().max(p.stash_size)
         )))
@@ -198,25 +199,25 @@ pub(super) fn bobs_tables(
     let values = bins()
         .map(|(k, bin)| match bin {
             Some((y, j)) => placed[y].values[k][j],
-            None => BOBS_EMPTY,
+            None => SENDERS_EMPTY,
         })
         .collect();
-    Ok(BobsTables {
+    Ok(SendersTables {
         items,
         values,
         slots,
     })
 }
 
-/// Alice's tables: the values of both slots of each bin of L then R (`2·2b`, a bin's two
-/// slots together).
-pub(super) struct AlicesTables {
+/// The receiver's tables: the values of both slots of each bin of L then R (`2·2b`, a bin's
+/// two slots together).
+pub(super) struct ReceiversTables {
     pub values: Vec<u128>,
     /// The table each item is in.
     pub table_of: Vec<u8>,
 }
 
-/// Alice's slots: two per bin of L then R, each holding an item or [`NONE`].
+/// The receiver's slots: two per bin of L then R, each holding an item or [`NONE`].
 struct Slots {
     slots: Vec<u32>,
     bins: usize,
@@ -260,16 +261,16 @@ impl Slots {
     }
 }
 
-/// Alice's placement: each item into both of its bins of one table, at most two items a
-/// bin. An item with no room in either table takes it in one (the one other than the table
-/// it was just evicted from, else a random one), evicting random occupants of its full
-/// bins there — both copies of each — which are placed in turn, trying their other table
-/// first. A walk of at most [`MAX_EVICTIONS`] evictions an item, failing closed.
-pub(super) fn alices_tables(
+/// The receiver's placement: each item into both of its bins of one table, at most two
+/// items a bin. An item with no room in either table takes it in one (the one other than
+/// the table it was just evicted from, else a random one), evicting random occupants of its
+/// full bins there — both copies of each — which are placed in turn, trying their other
+/// table first. A walk of at most [`MAX_EVICTIONS`] evictions an item, failing closed.
+pub(super) fn receivers_tables(
     p: &Psww18Params,
     placed: &[Placed],
     prg: &mut Prg,
-) -> Result<AlicesTables> {
+) -> Result<ReceiversTables> {
     let b = p.bins as usize;
     let mut slots = Slots {
         slots: vec![NONE; 4 * b],
@@ -296,8 +297,8 @@ pub(super) fn alices_tables(
             while !slots.fits(x, k) {
                 if evictions == MAX_EVICTIONS {
                     return Err(Error::Unlucky(
-                        "Alice's two-dimensional cuckoo hashing found no place for an item \
-                         (an event of probability below 2^-40)"
+                        "the receiver's two-dimensional cuckoo hashing found no place for an \
+                         item (an event of probability below 2^-40)"
                             .into(),
                     ));
                 }
@@ -333,7 +334,7 @@ pub(super) fn alices_tables(
         .flat_map(|(i, pair)| {
             let (k, bin) = (i / b, (i % b) as u32);
             [0, 1].map(|s| match pair[s] {
-                NONE => ALICES_EMPTY,
+                NONE => RECEIVERS_EMPTY,
                 item => {
                     let x = &placed[item as usize];
                     // A bin both functions name holds the item twice: function s's copy
@@ -348,7 +349,7 @@ pub(super) fn alices_tables(
             })
         })
         .collect();
-    Ok(AlicesTables { values, table_of })
+    Ok(ReceiversTables { values, table_of })
 }
 
 #[cfg(test)]
@@ -362,10 +363,17 @@ mod tests {
         Block::from(7 * n as u64 + 1)
     }
 
-    /// The parameters, both parties' tables, and Bob's and Alice's items.
-    type Run = (Psww18Params, BobsTables, AlicesTables, Vec<u128>, Vec<u128>);
+    /// The parameters, both parties' tables, and the sender's and the receiver's items.
+    type Run = (
+        Psww18Params,
+        SendersTables,
+        ReceiversTables,
+        Vec<u128>,
+        Vec<u128>,
+    );
 
-    /// Bob's and Alice's tables for sets sharing `common` items, and the items.
+    /// The sender's and the receiver's tables for sets sharing `common` items, and the
+    /// items.
     fn tables(n: usize, common: usize, stash: Stash, seed: Block) -> Result<Run> {
         let sizes = Sizes {
             sender: n as u64,
@@ -381,16 +389,16 @@ mod tests {
         distinct.sort_unstable();
         distinct.dedup();
         let (shared, rest) = distinct.split_at(common);
-        let bob: Vec<u128> = shared.iter().chain(&rest[..n - common]).copied().collect();
-        let alice: Vec<u128> = shared
+        let sender: Vec<u128> = shared.iter().chain(&rest[..n - common]).copied().collect();
+        let receiver: Vec<u128> = shared
             .iter()
             .chain(&rest[n - common..2 * (n - common)])
             .copied()
             .collect();
         let h = Hashing::new(&p, seed_of(n));
-        let bobs = bobs_tables(&p, &h.place_all(&bob), &mut prg)?;
-        let alices = alices_tables(&p, &h.place_all(&alice), &mut prg)?;
-        Ok((p, bobs, alices, bob, alice))
+        let s_tables = senders_tables(&p, &h.place_all(&sender), &mut prg)?;
+        let r_tables = receivers_tables(&p, &h.place_all(&receiver), &mut prg)?;
+        Ok((p, s_tables, r_tables, sender, receiver))
     }
 
     #[test]
@@ -401,19 +409,19 @@ mod tests {
             (40_000, Stash::Combined),
         ] {
             let common = n / 3;
-            let (p, bobs, alices, bob, alice) =
+            let (p, s_tables, r_tables, sender, receiver) =
                 tables(n, common, stash, Block::from(n as u64)).unwrap();
-            assert_eq!(bobs.values.len(), 2 * p.bins as usize);
-            assert_eq!(alices.values.len(), 4 * p.bins as usize);
-            assert_eq!(bobs.slots.len(), p.stash_slots());
-            // Every item of Bob's is in one bin of each table, or stashed; its value says
-            // which, and the bins' values are distinct.
+            assert_eq!(s_tables.values.len(), 2 * p.bins as usize);
+            assert_eq!(r_tables.values.len(), 4 * p.bins as usize);
+            assert_eq!(s_tables.slots.len(), p.stash_slots());
+            // Every item of the sender's is in one bin of each table, or stashed; its value
+            // says which, and the bins' values are distinct.
             let h = Hashing::new(&p, seed_of(n));
-            let placed = h.place_all(&bob);
-            let stash: Vec<u32> = bobs.slots.iter().flatten().copied().collect();
+            let placed = h.place_all(&sender);
+            let stash: Vec<u32> = s_tables.slots.iter().flatten().copied().collect();
             let at = |k: usize, x: &Placed| {
                 (0..2).find(|&j| {
-                    bobs.values[k * p.bins as usize + x.bins[k][j] as usize] == x.values[k][j]
+                    s_tables.values[k * p.bins as usize + x.bins[k][j] as usize] == x.values[k][j]
                 })
             };
             for (y, x) in placed.iter().enumerate() {
@@ -424,7 +432,7 @@ mod tests {
                     }
                     Stash::Combined => assert!(found.iter().all(Option::is_some)),
                     Stash::Separate => {
-                        let stashes = bobs.slots.chunks_exact(p.stash_size);
+                        let stashes = s_tables.slots.chunks_exact(p.stash_size);
                         for (found, stash) in found.iter().zip(stashes) {
                             assert_eq!(found.is_none(), stash.contains(&Some(y as u32)));
                         }
@@ -434,8 +442,8 @@ mod tests {
             // Matches in the bins: exactly the common items not stashed (from a combined
             // stash), each once.
             let mut matched = Vec::new();
-            for (bin, &v) in bobs.values.iter().enumerate() {
-                let hits = alices.values[2 * bin..2 * bin + 2]
+            for (bin, &v) in s_tables.values.iter().enumerate() {
+                let hits = r_tables.values[2 * bin..2 * bin + 2]
                     .iter()
                     .filter(|&&a| a == v)
                     .count();
@@ -451,41 +459,53 @@ mod tests {
                             })
                         })
                         .unwrap();
-                    matched.push(bob[y]);
+                    matched.push(sender[y]);
                 }
             }
-            let alice_set: std::collections::HashSet<u128> = alice.iter().copied().collect();
+            let receiver_set: std::collections::HashSet<u128> = receiver.iter().copied().collect();
             // Found through the stash instead: a combined stash's items, and a separate
-            // stash's where Alice put them in that stash's table.
-            let alices_table = |x: u128| {
-                alice
+            // stash's where the receiver put them in that stash's table.
+            let receivers_table = |x: u128| {
+                receiver
                     .iter()
                     .position(|&a| a == x)
-                    .map(|i| alices.table_of[i] as usize)
+                    .map(|i| r_tables.table_of[i] as usize)
             };
-            let stashed: Vec<u128> = (bobs.slots.iter().enumerate())
-                .filter_map(|(slot, y)| y.map(|y| (slot / p.stash_size, bob[y as usize])))
-                .filter(|&(k, x)| p.stash == Stash::Combined || alices_table(x) == Some(k))
+            let stashed: Vec<u128> = (s_tables.slots.iter().enumerate())
+                .filter_map(|(slot, y)| y.map(|y| (slot / p.stash_size, sender[y as usize])))
+                .filter(|&(k, x)| p.stash == Stash::Combined || receivers_table(x) == Some(k))
                 .map(|(_, x)| x)
                 .collect();
             matched.sort_unstable();
-            let mut expected: Vec<u128> = bob
+            let mut expected: Vec<u128> = sender
                 .iter()
-                .filter(|x| alice_set.contains(x) && !stashed.contains(x))
+                .filter(|x| receiver_set.contains(x) && !stashed.contains(x))
                 .copied()
                 .collect();
             expected.sort_unstable();
             assert_eq!(matched, expected);
-            // Alice's slots hold each of her items twice, in the table she names.
-            for (k, half) in alices.values.chunks_exact(2 * p.bins as usize).enumerate() {
-                let in_k = alices.table_of.iter().filter(|&&t| t as usize == k).count();
+            // The receiver's slots hold each of its items twice, in the table it names.
+            for (k, half) in r_tables
+                .values
+                .chunks_exact(2 * p.bins as usize)
+                .enumerate()
+            {
+                let in_k = r_tables
+                    .table_of
+                    .iter()
+                    .filter(|&&t| t as usize == k)
+                    .count();
                 assert_eq!(
-                    half.iter().filter(|&&v| v != ALICES_EMPTY).count(),
+                    half.iter().filter(|&&v| v != RECEIVERS_EMPTY).count(),
                     2 * in_k
                 );
             }
             assert_eq!(
-                alices.values.iter().filter(|&&v| v != ALICES_EMPTY).count(),
+                r_tables
+                    .values
+                    .iter()
+                    .filter(|&&v| v != RECEIVERS_EMPTY)
+                    .count(),
                 2 * n
             );
         }
@@ -506,7 +526,7 @@ mod tests {
                 values: [[y << 2 | 1, y << 2 | 2], [y << 2 | 1, y << 2 | 2]],
             })
             .collect();
-        let t = bobs_tables(&p, &placed, &mut Prg::from_seed(Block::from(3))).unwrap();
+        let t = senders_tables(&p, &placed, &mut Prg::from_seed(Block::from(3))).unwrap();
         let b = p.bins as usize;
         let outputs: Vec<Option<u32>> = (0..p.outputs() as usize)
             .map(|i| t.item_of_output(i))
@@ -546,9 +566,9 @@ mod tests {
             values: [[1, 2], [1, 2]],
         };
         let mut prg = Prg::from_seed(Block::from(1));
-        let alice = alices_tables(&p, &vec![x; 60], &mut prg);
-        assert!(matches!(alice, Err(Error::Unlucky(_))));
-        let bob = bobs_tables(&p, &vec![x; 60], &mut prg);
-        assert!(matches!(bob, Err(Error::Unlucky(_))));
+        let receiver = receivers_tables(&p, &vec![x; 60], &mut prg);
+        assert!(matches!(receiver, Err(Error::Unlucky(_))));
+        let sender = senders_tables(&p, &vec![x; 60], &mut prg);
+        assert!(matches!(sender, Err(Error::Unlucky(_))));
     }
 }

@@ -5,8 +5,8 @@
 //! or the sum of values the sender attached to its common items, with their number
 //! (`psww18-sum`).
 //!
-//! Roles: Bob, the cuckoo side, is Venn's sender and learns nothing; Alice, the simple side,
-//! is the receiver and learns the output.
+//! Roles: the paper's Bob, the cuckoo side, is Venn's sender and learns nothing; its Alice,
+//! the simple side, is Venn's receiver and learns the output.
 //!
 //! A front end of the generic circuit PSI ([`crate::circuit_psi`], which does the rest).
 //!
@@ -14,12 +14,12 @@
 //! ([`crate::gmw::Triples`], two random OTs each, from silent OT or IKNP), and from the
 //! same extension one random OT per output bit for the count.
 //!
-//! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]), share
-//! their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one shared bit
-//! per bin and stash slot, set where a common item is. The bits become additive shares of
-//! their sum — weighted by the values of Bob's items in those slots, for a sum — with the
-//! random OTs; Bob sends his share (or, with `--threshold`, the two compare the count with
-//! T in a small circuit and Alice learns only the answer).
+//! **Online**: both place their items by two-dimensional cuckoo hashing ([`hashing`]),
+//! share their tables as bit-sliced inputs and evaluate the circuit ([`circuit`]): one
+//! shared bit per bin and stash slot, set where a common item is. The bits become additive
+//! shares of their sum — weighted by the values of the sender's items in those slots, for a
+//! sum — with the random OTs; the sender sends its share (or, with `--threshold`, the two
+//! compare the count with T in a small circuit and the receiver learns only the answer).
 
 mod circuit;
 mod hashing;
@@ -32,7 +32,7 @@ use crate::gmw::{Gmw, Shared};
 use crate::items::Items;
 use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::{Error, Result};
-use hashing::{alices_tables, bobs_tables, BobsTables, Hashing};
+use hashing::{receivers_tables, senders_tables, Hashing, SendersTables};
 pub(super) use params::{Psww18Config, Psww18Params};
 
 /// PSWW18's front end of the circuit PSI.
@@ -43,9 +43,9 @@ pub(super) const CA: CircuitPsi<Psww18> = CircuitPsi::new(Function::Count, &CA_I
 /// The sum of the sender's values over the intersection, and its size (`psww18-sum`).
 pub(super) const SUM: CircuitPsi<Psww18> = CircuitPsi::new(Function::Sum, &SUM_INFO);
 
-/// Bob, the sender.
+/// The sender.
 pub(super) struct Sender;
-/// Alice, the receiver.
+/// The receiver.
 pub(super) struct Receiver;
 
 const PAPER: &str = "Pinkas, Schneider, Weinert, Wieder: Efficient Circuit-Based PSI via \
@@ -125,7 +125,8 @@ impl FrontEnd for Psww18 {
     }
 }
 
-/// The phase before the triples: the seed toss, in which Alice commits and Bob answers.
+/// The phase before the triples: the seed toss, in which the receiver commits and the
+/// sender answers.
 fn toss_seed(ctx: &mut Context) -> Result<Block> {
     ctx.phase("hashing seed", true);
     let sid = ctx.session.id;
@@ -155,33 +156,33 @@ fn peers(gmw: &mut Gmw, lengths: &[usize]) -> Result<Vec<Shared>> {
     lengths.iter().map(|&n| gmw.peers_input(n)).collect()
 }
 
-/// Bob's tables and his input to the circuit.
-pub(super) struct BobsInputs {
-    tables: BobsTables,
+/// The sender's tables and its input to the circuit.
+pub(super) struct SendersInputs {
+    tables: SendersTables,
     input: Vec<Shared>,
 }
 
 impl Side<Psww18Params> for Sender {
     type Kept = Block;
-    type Inputs = BobsInputs;
+    type Inputs = SendersInputs;
 
-    /// Bob answers the seed toss.
+    /// The sender answers the seed toss.
     fn offline(ctx: &mut Context, _: &Psww18Params) -> Result<Block> {
         toss_seed(ctx)
     }
 
-    /// Bob's tables, his stash's values tagged with their table where the stashes are
-    /// separate.
+    /// The sender's tables, its stash's values tagged with their table where the stashes
+    /// are separate.
     fn inputs(
         ctx: &mut Context,
         p: &Psww18Params,
         seed: Block,
         items: &Items,
-    ) -> Result<BobsInputs> {
+    ) -> Result<SendersInputs> {
         ctx.phase("hash items", false);
         let keys = keys(ctx, p, items)?;
         let placed = Hashing::new(p, seed).place_all(&keys);
-        let tables = bobs_tables(p, &placed, &mut ctx.prg)?;
+        let tables = senders_tables(p, &placed, &mut ctx.prg)?;
         let stash_values: Vec<u128> = tables
             .slots
             .iter()
@@ -195,26 +196,26 @@ impl Side<Psww18Params> for Sender {
                 None => 0,
             })
             .collect();
-        let input = circuit::bobs_input(p, &tables, &stash_values);
-        Ok(BobsInputs { tables, input })
+        let input = circuit::senders_input(p, &tables, &stash_values);
+        Ok(SendersInputs { tables, input })
     }
 
-    /// Bob shares his input first.
+    /// The sender shares its input first.
     fn circuit(
         gmw: &mut Gmw,
         p: &Psww18Params,
-        inputs: &BobsInputs,
+        inputs: &SendersInputs,
         prg: &mut Prg,
     ) -> Result<Shared> {
-        let bob = share(gmw, &inputs.input, prg)?;
-        let alice = peers(gmw, &circuit::input_lengths(p, false))?;
-        circuit::evaluate(gmw, p, &alice, &bob)
+        let sender = share(gmw, &inputs.input, prg)?;
+        let receiver = peers(gmw, &circuit::input_lengths(p, false))?;
+        circuit::evaluate(gmw, p, &receiver, &sender)
     }
 
-    /// For a sum, the value of Bob's item behind each match bit (0 where none is).
+    /// For a sum, the value of the sender's item behind each match bit (0 where none is).
     fn weights<'a>(
         function: Function,
-        inputs: &'a BobsInputs,
+        inputs: &'a SendersInputs,
         items: &'a Items,
     ) -> Result<Weights<'a>> {
         if function == Function::Count {
@@ -234,13 +235,13 @@ impl Side<Psww18Params> for Receiver {
     type Kept = Block;
     type Inputs = Vec<Shared>;
 
-    /// Alice commits to the seed toss.
+    /// The receiver commits to the seed toss.
     fn offline(ctx: &mut Context, _: &Psww18Params) -> Result<Block> {
         toss_seed(ctx)
     }
 
-    /// Alice's tables: her items in both slots of their bins, and once per stash slot
-    /// (tagged with their table where the stashes are separate).
+    /// The receiver's tables: its items in both slots of their bins, and once per stash
+    /// slot (tagged with their table where the stashes are separate).
     fn inputs(
         ctx: &mut Context,
         p: &Psww18Params,
@@ -250,7 +251,7 @@ impl Side<Psww18Params> for Receiver {
         ctx.phase("hash items", false);
         let keys = keys(ctx, p, items)?;
         let placed = Hashing::new(p, seed).place_all(&keys);
-        let tables = alices_tables(p, &placed, &mut ctx.prg)?;
+        let tables = receivers_tables(p, &placed, &mut ctx.prg)?;
         let stash_items: Vec<u128> = keys
             .iter()
             .zip(&tables.table_of)
@@ -259,18 +260,18 @@ impl Side<Psww18Params> for Receiver {
                 Stash::Combined => x,
             })
             .collect();
-        Ok(circuit::alices_input(p, &tables, &stash_items))
+        Ok(circuit::receivers_input(p, &tables, &stash_items))
     }
 
-    /// Alice takes Bob's shares first.
+    /// The receiver takes the sender's shares first.
     fn circuit(
         gmw: &mut Gmw,
         p: &Psww18Params,
         input: &Vec<Shared>,
         prg: &mut Prg,
     ) -> Result<Shared> {
-        let bob = peers(gmw, &circuit::input_lengths(p, true))?;
-        let alice = share(gmw, input, prg)?;
-        circuit::evaluate(gmw, p, &alice, &bob)
+        let sender = peers(gmw, &circuit::input_lengths(p, true))?;
+        let receiver = share(gmw, input, prg)?;
+        circuit::evaluate(gmw, p, &receiver, &sender)
     }
 }

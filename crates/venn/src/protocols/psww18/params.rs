@@ -3,22 +3,22 @@
 //! the width ℓ of a stored value and the circuit's AND gates — computed, never read from
 //! the slides.
 //!
-//! **The stash, one slot more than ABY.** ABY sizes Bob's stash with PSSZ15's table (the
-//! least s for which one cuckoo table overflows a stash of s with probability ≤ 2^-40).
-//! Bob fills two tables, so his stash must absorb two tables' overflows: with a
-//! Poisson-like overflow count of mean μ per table, P[X + Y > s] ≈ 2^(s+1)·P[X > s], up to
-//! 16× the bound at s = 3, and two separate stashes fail with twice one's probability.
-//! One more slot multiplies the failure probability by about 2μ/(s + 2), below 2^-8 at
-//! every size the table covers (its s implies μ ≤ 2^-8.8 at 2^20): so Venn's combined
-//! stash holds s + 1 items and each separate stash s + 1. This costs n·(σ − 1) AND gates
-//! per slot: 15 % more gates than the slides' combined-stash circuit at 2^20, σ = 32.
+//! **The stash, one slot more than ABY.** ABY sizes the sender's stash with PSSZ15's table
+//! (the least s for which one cuckoo table overflows a stash of s with probability
+//! ≤ 2^-40). The sender fills two tables, so its stash must absorb two tables' overflows:
+//! with a Poisson-like overflow count of mean μ per table, P[X + Y > s] ≈ 2^(s+1)·P[X > s],
+//! up to 16× the bound at s = 3, and two separate stashes fail with twice one's
+//! probability. One more slot multiplies the failure probability by about 2μ/(s + 2), below
+//! 2^-8 at every size the table covers (its s implies μ ≤ 2^-8.8 at 2^20): so Venn's
+//! combined stash holds s + 1 items and each separate stash s + 1. This costs n·(σ − 1) AND
+//! gates per slot: 15 % more gates than the slides' combined-stash circuit at 2^20, σ = 32.
 //! [`paper_and_gates`] keeps the slides' accounting, with their s, to check it.
 //!
-//! **Alice's placement has no stash** (slides: 2^40 runs of 4 tables of 1.2n bins of two,
-//! the stash needed with frequency ∝ n^-3 and once in 2^39.15 runs at n = 2^12, so
-//! ≤ 2^-40 from n = 2^13 on). Tables are sized as for at least 2^14 items (≤ 2^-43 by
-//! that extrapolation; fewer items in the same table can only fail less often), which with
-//! Bob's stash keeps the whole placement within 2^-40.
+//! **The receiver's placement has no stash** (slides: 2^40 runs of 4 tables of 1.2n bins of
+//! two, the stash needed with frequency ∝ n^-3 and once in 2^39.15 runs at n = 2^12, so
+//! ≤ 2^-40 from n = 2^13 on). Tables are sized as for at least 2^14 items (≤ 2^-43 by that
+//! extrapolation; fewer items in the same table can only fail less often), which with the
+//! sender's stash keeps the whole placement within 2^-40.
 //!
 //! **Stored values** (permutation-based hashing, PSSZ15 and ABY; spec B.2): an item
 //! x < 2^σ splits into its low a = ⌈log₂ b⌉ bits x_L and the rest x_R; function j of table
@@ -90,9 +90,9 @@ pub(super) fn pssz15_stash(n: u64) -> usize {
 /// The parameters of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Psww18Params {
-    /// Bob's (the sender's, the cuckoo side's) set size.
+    /// The sender's (the cuckoo side's) set size.
     pub n_b: u64,
-    /// Alice's (the receiver's, the simple side's) set size.
+    /// The receiver's (the simple side's) set size.
     pub n_a: u64,
     /// Bits of the items: 32 with `--sigma 32`, else the hashed length.
     pub sigma: u32,
@@ -154,21 +154,22 @@ impl Psww18Params {
         }
     }
 
-    /// Comparisons of stored values: Bob's value of each bin of both tables against
-    /// Alice's two slots.
+    /// Comparisons of stored values: the sender's value of each bin of both tables against
+    /// the receiver's two slots.
     pub(crate) fn table_comparisons(&self) -> u64 {
         4 * self.bins
     }
 
-    /// Comparisons of Bob's stash items with each of Alice's items.
+    /// Comparisons of the sender's stash items with each of the receiver's items.
     pub(crate) fn stash_comparisons(&self) -> u64 {
         self.stash_slots() as u64 * self.n_a
     }
 
-    /// Bits of a stash comparison: the item, and with separate stashes the table too.
-    /// (An item Bob stashed from L alone is still in R's table; compared with all of
-    /// Alice's items it would be found twice when she placed it in R. So stash k's items
-    /// carry k, Alice's items the table she placed them in, and each is found once.)
+    /// Bits of a stash comparison: the item, and with separate stashes the table too. (An
+    /// item the sender stashed from L alone is still in R's table; compared with all of the
+    /// receiver's items it would be found twice when the receiver placed it in R. So stash
+    /// k's items carry k, the receiver's items the table they were placed in, and each is
+    /// found once.)
     pub(crate) fn stash_width(&self) -> u32 {
         self.sigma + (self.stash == Stash::Separate) as u32
     }

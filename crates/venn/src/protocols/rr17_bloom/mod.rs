@@ -1,15 +1,17 @@
 //! RR17 Bloom-filter PSI with cut-and-choose (Rindal & Rosulek, "Improved private set
-//! intersection against malicious adversaries", Eurocrypt 2017, Fig. 4).
+//! intersection against malicious adversaries", Eurocrypt 2017, Fig. 4). Roles: Fig. 4's
+//! Alice is Venn's sender and its Bob Venn's receiver.
 //!
-//! Offline: Bloom-filter seeds by coin tossing (commit, then open); N_ot KOS15 random OTs in
-//! which the receiver (Bob) uses an α fraction of ones; the cut-and-choose of a p_chk
-//! fraction of them, which bounds the ones Bob can have left. Online: Bob maps his Bloom
-//! filter onto unopened OTs with π; the sender (Alice) sends, in random order, the summary
-//! `K_x = H(x ‖ ⊕_{j ∈ h*(x)} m_{π(j),1})` of each of her items; Bob outputs the items whose
-//! summary he can recompute.
+//! Offline: Bloom-filter seeds by coin tossing (commit, then open); N_ot KOS15 random OTs
+//! in which the receiver uses an α fraction of ones; the cut-and-choose of a p_chk fraction
+//! of them, which bounds the ones the receiver can have left. Online: the receiver maps its
+//! Bloom filter onto unopened OTs with π; the sender sends, in random order, the summary
+//! `K_x = H(x ‖ ⊕_{j ∈ h*(x)} m_{π(j),1})` of each of its items; the receiver outputs the
+//! items whose summary it can recompute.
 //!
 //! Items always go through the random oracle (one call per item, expanded by the AES PRG
-//! into the k positions, §6.1): the proof extracts Bob's input by observing those queries.
+//! into the k positions, §6.1): the proof extracts the receiver's input by observing those
+//! queries.
 
 mod cut_and_choose;
 mod pairs;
@@ -41,9 +43,9 @@ use unopened::{Unopened, Used};
 
 /// RR17 malicious-secure Bloom-filter PSI.
 pub(super) struct Rr17Bloom;
-/// Alice, the sender.
+/// The sender.
 struct Rr17Sender;
-/// Bob, the receiver.
+/// The receiver.
 struct Rr17Receiver;
 
 static INFO: ProtocolInfo = ProtocolInfo {
@@ -163,8 +165,9 @@ impl TypedProtocol for Rr17Bloom {
     }
 }
 
-/// Alice's offline state: the Bloom seed, her checked random OTs, the opened set C, and
-/// room for her items' filter positions (allocated offline: it only depends on the size).
+/// The sender's offline state: the Bloom seed, its checked random OTs, the opened set C,
+/// and room for its items' filter positions (allocated offline: it only depends on the
+/// size).
 pub(super) struct SenderState {
     seed: Block,
     ot: KosSender,
@@ -172,8 +175,8 @@ pub(super) struct SenderState {
     pairs: PositionPairs,
 }
 
-/// Bob's offline state: the Bloom seed, his unopened OTs arranged for π, and room for his
-/// items' filter positions.
+/// The receiver's offline state: the Bloom seed, its unopened OTs arranged for π, and room
+/// for its own items' filter positions.
 pub(super) struct ReceiverState {
     seed: Block,
     ots: Unopened,
@@ -183,7 +186,7 @@ pub(super) struct ReceiverState {
 impl Party for Rr17Sender {
     type State = SenderState;
 
-    /// Fig. 4 steps 1–4 on Alice's side: the seed, the random OTs, the cut-and-choose.
+    /// Fig. 4 steps 1–4 on the sender's side: the seed, the random OTs, the cut-and-choose.
     fn offline(&self, ctx: &mut Context) -> Result<SenderState> {
         let p = params(ctx);
         let sid = ctx.session.id;
@@ -203,7 +206,7 @@ impl Party for Rr17Sender {
         })
     }
 
-    /// Fig. 4 steps 5–6 on Alice's side: check π, send the summaries.
+    /// Fig. 4 steps 5–6 on the sender's side: check π, send the summaries.
     fn online(&self, ctx: &mut Context, state: SenderState, items: &Items) -> Result<Output> {
         let p = params(ctx);
         let sid = ctx.session.id;
@@ -263,7 +266,7 @@ impl Party for Rr17Sender {
 impl Party for Rr17Receiver {
     type State = ReceiverState;
 
-    /// Fig. 4 steps 1–4 on Bob's side, then his unopened OTs arranged for π.
+    /// Fig. 4 steps 1–4 on the receiver's side, then its unopened OTs arranged for π.
     fn offline(&self, ctx: &mut Context) -> Result<ReceiverState> {
         let p = params(ctx);
         let ones = (p.alpha * p.n_ot as f64).round() as usize;
@@ -274,7 +277,7 @@ impl Party for Rr17Receiver {
         Ok(ReceiverState { seed, ots, pairs })
     }
 
-    /// Fig. 4 steps 5–6 on Bob's side: send π, match the summaries.
+    /// Fig. 4 steps 5–6 on the receiver's side: send π, match the summaries.
     fn online(&self, ctx: &mut Context, state: ReceiverState, items: &Items) -> Result<Output> {
         let p = params(ctx);
         let sid = ctx.session.id;

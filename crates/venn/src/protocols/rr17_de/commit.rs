@@ -3,21 +3,22 @@
 //! BCH-(511, 76, 171) ([`crate::ot::oos16`]).
 //!
 //! Offline: the hashing seed by coin tossing; 512 KOS15 random OTs seed one OOS16
-//! extension in which Alice (the sender) is the OOS sender and Bob encodes his slots.
+//! extension in which the sender is the OOS sender and the receiver encodes its slots.
 //!
-//! Online: both hash their items to ℓ_h-bit values v(x) and phase them into m bins. Bob
-//! puts each item at a uniformly random unused slot of his μ (zero words in the rest; a
-//! bin with more than μ items fails his run), encodes his slots and proves it; he keeps,
-//! for each item y at slot p of bin b, the tag `⟦y'⟧^TAG_{b,p}` (32 bits) and key
+//! Online: both hash their items to ℓ_h-bit values v(x) and phase them into m bins. The
+//! receiver puts each item at a uniformly random unused slot of its μ (zero words in the
+//! rest; a bin with more than μ items fails its run), encodes its slots and proves it; it
+//! keeps, for each item y at slot p of bin b, the tag `⟦y'⟧^TAG_{b,p}` (32 bits) and key
 //! `⟦y'⟧^ENC_{b,p}` (128 bits), two slices of the encoding (a random-oracle output). Only
-//! once his proof holds does Alice send, for each x in a random order, a commitment
-//! `COMM(v(x); r_x) = H(v(x) ‖ r_x)` (256 bits, fresh r_x of κ = 128 bits) and, for each
-//! j ∈ [μ], `⟦x'⟧^TAG_{b,j} ‖ ⟦x'⟧^ENC_{b,j} ⊕ r_x`. Bob outputs y when the pair at his
-//! slot carries his tag and opens the commitment to v(y): a tag alone is never an output.
+//! once its proof holds does the sender send, for each x in a random order, a commitment
+//! `COMM(v(x); r_x) = H(v(x) ‖ r_x)` (256 bits, fresh r_x of κ = 128 bits) and, for each j
+//! ∈ [μ], `⟦x'⟧^TAG_{b,j} ‖ ⟦x'⟧^ENC_{b,j} ⊕ r_x`. The receiver outputs y when the pair at
+//! its slot carries its tag and opens the commitment to v(y): a tag alone is never an
+//! output.
 //!
-//! Alice's slots play no part, so her bins need no bound; her commitments bind her to
-//! exactly n_A items (Thm. 3), where a cheating Bob may still hold up to m·μ. Only Bob
-//! learns the intersection and `--both` is refused, as for dual execution (§6.7).
+//! The sender's slots play no part, so its bins need no bound; its commitments bind it to
+//! exactly n_A items (Thm. 3), where a cheating receiver may still hold up to m·μ. Only the
+//! receiver learns the intersection and `--both` is refused, as for dual execution (§6.7).
 
 use super::{encode_own, phased, toss_seed, Domains, Hashing};
 use crate::crypto::{block_of_words, Block, RandomOracle, RowDigest};
@@ -37,15 +38,16 @@ use crate::Result;
 
 /// RR17 encode-commit PSI (random-oracle model).
 pub(crate) struct Rr17Ec;
-/// Alice, the sender.
+/// The sender.
 struct EcSender;
-/// Bob, the receiver.
+/// The receiver.
 struct EcReceiver;
 
 /// Bytes of a commitment `H(v(x) ‖ r_x)` (spec §5.4: C = 2κ).
 const COMMITMENT_BYTES: usize = 32;
-/// Bytes of a tag τ (spec §5.4: its length trades traffic against trial openings; with
-/// 32 bits Bob expects n_A·n_B·2^-32 tags that match without opening, about 256 at 2^20).
+/// Bytes of a tag τ (spec §5.4: its length trades traffic against trial openings; with 32
+/// bits the receiver expects n_A·n_B·2^-32 tags that match without opening, about 256 at
+/// 2^20).
 const TAG_BYTES: usize = 4;
 /// Bytes of a masked decommitment `ENC ⊕ r_x` (κ bits).
 const KEY_BYTES: usize = 16;
@@ -64,7 +66,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
     leakage: "The receiver learns the intersection; the sender learns nothing. Both learn the \
               other's set size. Secure against a malicious party in the random-oracle model \
               (UC; a cheating receiver's set may hold up to m·μ items, about 7.75n at n = \
-              2^20, a cheating sender's exactly her declared size, one commitment each); a \
+              2^20, a cheating sender's exactly its declared size, one commitment each); a \
               receiver whose OT-extension rows do not each encode one value is caught by the \
               OOS16 check before the sender sends anything that depends on them.",
     both_allowed: false,
@@ -73,17 +75,18 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Sender,
             security: Security::Malicious,
             output: OutputKind::Nothing,
-            // Bob's rows: m·μ of 64 bytes, m·μ ≈ 8 n_B.
+            // The receiver's rows: m·μ of 64 bytes, m·μ ≈ 8 n_B.
             peer_item_bytes: 600,
-            // Her values, keys and bins in item and sending order (tuples are streamed);
-            // Bob's rows when her set sets m (m·μ ≈ 3.25 n_A at worst).
+            // Its values, keys and bins in item and sending order (tuples are streamed);
+            // the receiver's rows when its set sets m (m·μ ≈ 3.25 n_A at worst).
             own_item_bytes: 400,
         },
         RoleInfo {
             role: Role::Receiver,
             security: Security::Malicious,
             output: OutputKind::Indices,
-            // His slot words (m·μ of 16 bytes) when Alice's set sets m; her tuples stream.
+            // Its slot words (m·μ of 16 bytes) when the sender's set sets m; its tuples
+            // stream.
             peer_item_bytes: 200,
             // Slot words, encodings, tag table, keys and values.
             own_item_bytes: 600,
@@ -96,7 +99,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
 pub(super) struct Rr17EcParams {
     /// Set sizes, m bins (⌊n/4⌋ or ⌊n/10⌋ for n the larger set) and hashed-item bits.
     hashing: Hashing,
-    /// Slots in Bob's bins (there are m·μ OOS16 instances).
+    /// Slots in the receiver's bins (there are m·μ OOS16 instances).
     pub mu: usize,
 }
 
@@ -104,12 +107,12 @@ impl Rr17EcParams {
     pub(super) fn new(sizes: Sizes, bins: Bins) -> Result<Self> {
         let hashing = Hashing::new(INFO.name, sizes, bins)?;
         let mu = bin_size(hashing.n_b, hashing.m);
-        // Bob's slots (OOS16 instances).
+        // The receiver's slots (OOS16 instances).
         Hashing::fit_32_bits(INFO.name, &[hashing.m as u128 * mu as u128])?;
         Ok(Rr17EcParams { hashing, mu })
     }
 
-    /// Bytes of one of Alice's tuples: a commitment and μ pairs.
+    /// Bytes of one of the sender's tuples: a commitment and μ pairs.
     fn tuple_bytes(&self) -> usize {
         COMMITMENT_BYTES + self.mu * PAIR_BYTES
     }
@@ -129,7 +132,7 @@ impl Parameters for Rr17EcParams {
         ParamTable(vec![
             ("bins", self.hashing.m.to_string()),
             ("mu_receiver", self.mu.to_string()),
-            // OOS16 instances: Bob encodes his m·μ slots.
+            // OOS16 instances: the receiver encodes its m·μ slots.
             ("ots", (self.hashing.m * self.mu as u64).to_string()),
             ("hashed_bits", self.hashing.bits.to_string()),
             ("commitment_bits", (8 * COMMITMENT_BYTES).to_string()),
@@ -169,7 +172,7 @@ fn tag_and_key(encoding: &RowDigest) -> (u32, Block) {
     (encoding[0], block_of_words(&encoding[1..5]))
 }
 
-/// How many items ahead Alice's sending loop loads the rows of the bin it will need.
+/// How many items ahead the sender's sending loop loads the rows of the bin it will need.
 const AHEAD: usize = 4;
 
 /// `values` in the order `order` (`order[k]` is the index of the k-th).
@@ -177,13 +180,13 @@ fn gathered<T: Copy>(order: &[u32], values: &[T]) -> Vec<T> {
     order.iter().map(|&x| values[x as usize]).collect()
 }
 
-/// What Alice keeps from the offline phase.
+/// What the sender keeps from the offline phase.
 pub(super) struct EcSenderState {
     seed: Block,
     sending: OosSenderSeeds,
 }
 
-/// What Bob keeps from the offline phase.
+/// What the receiver keeps from the offline phase.
 pub(super) struct EcReceiverState {
     seed: Block,
     encoding: OosReceiverSeeds,
@@ -192,7 +195,7 @@ pub(super) struct EcReceiverState {
 impl Party for EcSender {
     type State = EcSenderState;
 
-    /// Fig. 9 step 1 and the seed OTs of Bob's slots.
+    /// Fig. 9 step 1 and the seed OTs of the receiver's slots.
     fn offline(&self, ctx: &mut Context) -> Result<EcSenderState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
@@ -220,7 +223,7 @@ impl Party for EcSender {
     }
 }
 
-/// Alice's Fig. 9 steps 2–4: her tuples, streamed in a random order, each frame passed
+/// The sender's Fig. 9 steps 2–4: its tuples, streamed in a random order, each frame passed
 /// through `then(frame, tuple_bytes)` before it is sent (tests play cheating senders with
 /// it).
 fn send_tuples(
@@ -232,20 +235,20 @@ fn send_tuples(
     let p = Rr17EcParams::new(ctx.session.sized, ctx.config()?)?;
     let d = Domains::new(INFO.name, ctx);
     ctx.phase("hashing and encoding", false);
-    // Tuples go out in a random order, so her items are put in that order now (her output
+    // Tuples go out in a random order, so its items are put in that order now (its output
     // is nothing: the order need not be kept): value k is of the item sent k-th.
     let values = d.hashed(&p.hashing, state.seed, items);
     let values = gathered(&ctx.prg.permutation(values.len()), &values);
     let (bins, reps) = phased(&values, p.hashing.m);
     let hash = d.encoding_hash("A");
-    // Bob's slots; his proof is checked before anything depends on them.
+    // The receiver's slots; its proof is checked before anything depends on them.
     let rows = OosSender::new(&state.sending).receive(
         ctx.peer,
         p.hashing.m as usize * p.mu,
         &mut ctx.prg,
     )?;
     ctx.phase("commitments", false);
-    // Pair j of an item's tuple is for Bob's slot j of its bin.
+    // Pair j of an item's tuple is for the receiver's slot j of its bin.
     let (tuple, mu) = (p.tuple_bytes(), p.mu);
     let oracle = d.oracle("commit");
     let mut encodings = Vec::with_capacity(mu);
@@ -254,7 +257,7 @@ fn send_tuples(
         let count = (values.len() - first).min(CHUNK_ITEMS);
         frame.resize(count * tuple, 0);
         for (k, t) in (first..).zip(frame.chunks_exact_mut(tuple)) {
-            // Her items go out in a random order, so the rows of the bin of each are a
+            // Its items go out in a random order, so the rows of the bin of each are a
             // cache miss: they are asked for AHEAD items early.
             if let Some(&b) = bins.get(k + AHEAD) {
                 rows.prefetch(b * mu, mu);
@@ -276,7 +279,7 @@ fn send_tuples(
     Ok(())
 }
 
-/// The pairs `(tag, ENC ⊕ r)` of one of Alice's tuples.
+/// The pairs `(tag, ENC ⊕ r)` of one of the sender's tuples.
 fn pairs(tuple: &[u8]) -> impl Iterator<Item = (u32, Block)> + '_ {
     tuple[COMMITMENT_BYTES..]
         .chunks_exact(PAIR_BYTES)
@@ -290,19 +293,20 @@ fn pairs(tuple: &[u8]) -> impl Iterator<Item = (u32, Block)> + '_ {
         })
 }
 
-/// Bob's side of Fig. 9 step 4: what he holds to open Alice's commitments.
+/// The receiver's side of Fig. 9 step 4: what it holds to open the sender's commitments.
 struct Openings {
     table: TagTable,
-    /// `⟦y'⟧^ENC` of each of his items' slot.
+    /// `⟦y'⟧^ENC` of each of its items' slot.
     keys: Vec<Block>,
-    /// His items' hashed values.
+    /// Its items' hashed values.
     values: Vec<Block>,
     oracle: RandomOracle,
     mu: usize,
 }
 
 impl Openings {
-    /// Fig. 9 steps 2 and 3 for Bob: his slots encoded and proved, and his tags and keys.
+    /// Fig. 9 steps 2 and 3 for the receiver: its slots encoded and proved, and its tags
+    /// and keys.
     fn new(ctx: &mut Context, state: EcReceiverState, items: &Items) -> Result<Self> {
         let p = Rr17EcParams::new(ctx.session.sized, ctx.config()?)?;
         let d = Domains::new(INFO.name, ctx);
@@ -323,9 +327,9 @@ impl Openings {
         })
     }
 
-    /// Receives Alice's `n_a` tuples of μ pairs (exactly; a tuple more or less is a
-    /// protocol error) and calls `opened(y, r, k)` for each of Bob's items y whose pair
-    /// opens the commitment, with r, of the k-th tuple.
+    /// Receives the sender's `n_a` tuples of μ pairs (exactly; a tuple more or less is a
+    /// protocol error) and calls `opened(y, r, k)` for each of the receiver's items y whose
+    /// pair opens the commitment, with r, of the k-th tuple.
     fn receive(
         &self,
         chan: &mut dyn Channel,
@@ -367,7 +371,7 @@ impl Openings {
 impl Party for EcReceiver {
     type State = EcReceiverState;
 
-    /// Fig. 9 step 1 and the seed OTs of his slots.
+    /// Fig. 9 step 1 and the seed OTs of its slots.
     fn offline(&self, ctx: &mut Context) -> Result<EcReceiverState> {
         let d = Domains::new(INFO.name, ctx);
         ctx.phase("coin tossing and seed OTs", true);
@@ -411,9 +415,9 @@ mod tests {
     const N: usize = 300;
     const SHARED: usize = 60;
 
-    /// Honest Bob's output against an Alice who runs the protocol but changes her tuples
-    /// with `cheat(tuples, tuple_bytes)` before they are sent.
-    fn against_alice(cheat: impl FnMut(&mut Vec<u8>, usize) + Send) -> Result<Output> {
+    /// An honest receiver's output against a sender who runs the protocol but changes its
+    /// tuples with `cheat(tuples, tuple_bytes)` before they are sent.
+    fn against_sender(cheat: impl FnMut(&mut Vec<u8>, usize) + Send) -> Result<Output> {
         let (a, b) = sets(N, N, SHARED);
         run(
             (N, N),
@@ -438,17 +442,17 @@ mod tests {
     }
 
     #[test]
-    fn an_honest_alice_gives_the_intersection() {
-        let found = indices(against_alice(|_, _| {}));
+    fn an_honest_sender_gives_the_intersection() {
+        let found = indices(against_sender(|_, _| {}));
         assert_eq!(found, (0..SHARED).collect::<Vec<_>>());
     }
 
-    /// Spec §9 item 15: Alice commits to one item and encodes another (each commitment
-    /// moved to the next tuple): nothing opens, nothing is output, and Bob does not abort
-    /// (a failed opening is an input choice, §6.3).
+    /// Spec §9 item 15: the sender commits to one item and encodes another (each commitment
+    /// moved to the next tuple): nothing opens, nothing is output, and the receiver does
+    /// not abort (a failed opening is an input choice, §6.3).
     #[test]
     fn commitments_to_other_items_open_nothing() {
-        let found = indices(against_alice(|packed, tuple| {
+        let found = indices(against_sender(|packed, tuple| {
             let n = packed.len() / tuple;
             let commitments: Vec<u8> = (0..n)
                 .flat_map(|k| packed[k * tuple..k * tuple + COMMITMENT_BYTES].to_vec())
@@ -466,7 +470,7 @@ mod tests {
     /// an output.
     #[test]
     fn a_tag_without_its_key_is_no_output() {
-        let found = indices(against_alice(|packed, tuple| {
+        let found = indices(against_sender(|packed, tuple| {
             for t in packed.chunks_exact_mut(tuple) {
                 for pair in t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES) {
                     pair[TAG_BYTES] ^= 1;
@@ -477,10 +481,10 @@ mod tests {
     }
 
     /// Spec §9 item 19: the first half of the tuples sent twice (in place of the second):
-    /// each item of the first half that Bob holds is output once, nothing else.
+    /// each item of the first half that the receiver holds is output once, nothing else.
     #[test]
     fn a_tuple_sent_twice_outputs_its_item_once() {
-        let found = indices(against_alice(|packed, tuple| {
+        let found = indices(against_sender(|packed, tuple| {
             let half = packed.len() / tuple / 2 * tuple;
             packed.copy_within(..half, half);
         }));
@@ -491,12 +495,12 @@ mod tests {
         assert!(found.is_sorted() && found.windows(2).all(|w| w[0] < w[1]));
     }
 
-    /// Spec §9 item 17: a tuple fewer or more than Alice's declared size is a protocol
+    /// Spec §9 item 17: a tuple fewer or more than the sender's declared size is a protocol
     /// error, not an output.
     #[test]
     fn a_missing_or_surplus_tuple_is_refused() {
         for more in [false, true] {
-            let r = against_alice(|packed, tuple| {
+            let r = against_sender(|packed, tuple| {
                 let len = packed.len();
                 packed.resize(if more { len + tuple } else { len - tuple }, 0);
             });
@@ -505,11 +509,11 @@ mod tests {
     }
 
     /// Spec §9 item 18: every pair of every tuple given the tag of the first tuple's pair
-    /// (the same j): Bob's work stays one lookup a pair, and only the first tuple's item can
-    /// open.
+    /// (the same j): the receiver's work stays one lookup a pair, and only the first
+    /// tuple's item can open.
     #[test]
     fn tags_copied_into_every_tuple_open_at_most_the_original() {
-        let found = indices(against_alice(|packed, tuple| {
+        let found = indices(against_sender(|packed, tuple| {
             let first = packed[..tuple].to_vec();
             for t in packed.chunks_exact_mut(tuple) {
                 let pairs = t[COMMITMENT_BYTES..].chunks_exact_mut(PAIR_BYTES);
@@ -550,12 +554,12 @@ mod tests {
         cov / (var(a, ma) * var(b, mb)).sqrt()
     }
 
-    /// Spec §9 items 6 and 21, against a Bob who holds all of Alice's items: he opens every
-    /// tuple, but each with its own r (a reused r would let him test guesses against the
-    /// other commitments offline), and a tuple's place says nothing of its item's place in
-    /// Alice's input or of its bin.
+    /// Spec §9 items 6 and 21, against a receiver who holds all of the sender's items: it
+    /// opens every tuple, but each with its own r (a reused r would let it test guesses
+    /// against the other commitments offline), and a tuple's place says nothing of its
+    /// item's place in the sender's input or of its bin.
     #[test]
-    fn a_bob_holding_everything_sees_fresh_randomness_in_a_random_order() {
+    fn a_receiver_holding_everything_sees_fresh_randomness_in_a_random_order() {
         let (a, _) = sets(N, N, 0);
         let (opened, bins) = run(
             (N, N),

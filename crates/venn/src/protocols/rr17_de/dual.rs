@@ -4,28 +4,29 @@
 //! BCH-(511, 76, 171) ([`crate::ot::oos16`], protocol `rr17-de`), in
 //! [`super::standard`] in the standard model (`rr17-de-sm`).
 //!
-//! Offline: the hashing seed by coin tossing; the base OTs of both directions — direction
-//! A (Alice, the sender, is the F_encode sender; Bob encodes his slots) and direction B
-//! (Bob is the F_encode sender; Alice encodes hers). For OOS16, 512 KOS15 random OTs per
-//! direction seed the two extensions.
+//! Offline: the hashing seed by coin tossing; the base OTs of both directions — direction A
+//! (the sender is the F_encode sender; the receiver encodes its slots) and direction B
+//! (the receiver is the F_encode sender; the sender encodes its own). For OOS16, 512 KOS15
+//! random OTs per direction seed the two extensions.
 //!
 //! Online: each party turns its items into words — in the random-oracle model by hashing
-//! them to ℓ_h-bit values (keyed by the session and the seed) — phases them into m bins
-//! and puts each at a uniformly random unused slot of μ (zero words in the rest). Each
-//! encodes its slots in its own direction while it takes the other's in the other (Alice
-//! hers in B, Bob his in A, a batch of each in turn), and each verifies the other's proof
-//! before anything depends on those rows. Only then does Alice send, for each item x and
-//! each j ∈ [μ_B], `⟦x'⟧ᴬ_{b,j} ⊕ ⟦x'⟧ᴮ_{b,p}` (her slot p) — as a set, partition by
-//! partition ([`super::join`]); Bob outputs each y for which some
+//! them to ℓ_h-bit values (keyed by the session and the seed) — phases them into m bins and
+//! puts each at a uniformly random unused slot of μ (zero words in the rest). Each encodes
+//! its slots in its own direction while it takes the other's in the other (the sender its
+//! own in B, the receiver its own in A, a batch of each in turn), and each verifies the
+//! other's proof before anything depends on those rows. Only then does the sender send, for
+//! each item x and each j ∈ [μ_B], `⟦x'⟧ᴬ_{b,j} ⊕ ⟦x'⟧ᴮ_{b,p}` (its slot p) — as a set,
+//! partition by partition ([`super::join`]); the receiver outputs each y for which some
 //! `⟦y'⟧ᴬ_{b,p} ⊕ ⟦y'⟧ᴮ_{b,j}`, j ∈ [μ_A], is among them. The values have
 //! ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits (Fig. 4's λ + 2 log(nμ) for unequal sizes,
-//! spec §4.9), so a value Alice makes up without encoding matches any of Bob's with
-//! probability ≤ 2^-λ.
+//! spec §4.9), so a value the sender makes up without encoding matches any of the
+//! receiver's with probability ≤ 2^-λ.
 //!
-//! Only Bob learns the intersection: a Bob who also returned values could make Alice learn
-//! X ∩ Y' for any Y' ⊆ Y of his choice (§6.7), so `--both` is refused.
+//! Only the receiver learns the intersection: a receiver who also returned values could
+//! make the sender learn X ∩ Y' for any Y' ⊆ Y of its choice (§6.7), so `--both` is
+//! refused.
 
-use super::join::{AlicesValues, BobsValues};
+use super::join::{ReceiversValues, SendersValues};
 use super::params::Rr17DeParams;
 use super::{toss_seed, Domains};
 use crate::crypto::{Block, Prg};
@@ -231,8 +232,9 @@ fn encode_bin<R: Realisation>(
     }
 }
 
-/// The directions of a party: the one where it encodes its own slots, and the peer's. In
-/// A Alice is the F_encode sender and Bob encodes his slots; in B the other way round.
+/// The directions of a party: the one where it encodes its own slots, and the peer's. In A
+/// sender is the F_encode sender and the receiver encodes its slots; in B the other way
+/// round.
 pub(super) fn directions(role: Role) -> (&'static str, &'static str) {
     match role {
         Role::Sender => ("B", "A"),
@@ -248,8 +250,8 @@ pub(super) struct DeState<R: Realisation> {
     pub(super) encoding: R::EncodingSeeds,
 }
 
-/// Fig. 4 step 1 and the seed OTs of both directions, A first: in A Alice is the F_encode
-/// sender and Bob encodes his slots, in B the other way round.
+/// Fig. 4 step 1 and the seed OTs of both directions, A first: in A the sender is the
+/// F_encode sender and the receiver encodes its slots, in B the other way round.
 fn offline<R: Realisation>(ctx: &mut Context, role: Role) -> Result<DeState<R>> {
     let d = Domains::new(R::INFO.name, ctx);
     ctx.phase("coin tossing and seed OTs", true);
@@ -288,8 +290,8 @@ fn load_state<R: Realisation>(input: &mut StateReader) -> Result<DeState<R>> {
 }
 
 /// Fig. 4 step 2: the parameters, and `items` hashed, phased and placed in m bins of μ
-/// slots (`mu_a` for Alice, `mu_b` for Bob). Returns the parameters, the slots and each
-/// item's word.
+/// slots (`mu_a` for the sender, `mu_b` for the receiver). Returns the parameters, the
+/// slots and each item's word.
 fn place<R: Realisation>(
     ctx: &mut Context,
     seed: Block,
@@ -308,12 +310,11 @@ fn place<R: Realisation>(
     Ok((p, d, slots, words))
 }
 
-/// Alice's online step (Fig. 4 steps 2–5). A test plays a cheating Alice through the last
-/// two arguments: `valued` (if given) replaces her items where her values are computed
-/// (item k's values then combine its direction-A encodings with the direction-B encoding
-/// of `items[k]`), and `then(values)` may change each item's μ_B values before they are
-/// sent.
-fn alice<R: Realisation>(
+/// The sender's online step (Fig. 4 steps 2–5). A test plays a cheating sender through the
+/// last two arguments: `valued` (if given) replaces its items where its values are computed
+/// (item k's values then combine its direction-A encodings with the direction-B encoding of
+/// `items[k]`), and `then(values)` may change each item's μ_B values before they are sent.
+fn sender<R: Realisation>(
     ctx: &mut Context,
     state: DeState<R>,
     items: &Items,
@@ -321,8 +322,8 @@ fn alice<R: Realisation>(
     mut then: impl FnMut(&mut [Block]),
 ) -> Result<()> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Sender)?;
-    // Her slots in direction B, Bob's in A (his proof checked before anything depends on
-    // them).
+    // Its slots in direction B, the receiver's in A (its proof checked before anything
+    // depends on them).
     let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Sender, &slots, &words)?;
     let (slots, words) = match valued {
         Some(valued) => {
@@ -333,11 +334,11 @@ fn alice<R: Realisation>(
         None => (slots, words),
     };
     ctx.phase("comparison values", false);
-    // Each item's μ_B values (value j for Bob's slot j of the bin), computed bin by bin
-    // from the last (the rows read once and freed as she goes: her values take their place)
-    // while Bob computes his; sent by partition ([`join`]).
+    // Each item's μ_B values (value j for the receiver's slot j of the bin), computed bin
+    // by bin from the last (the rows read once and freed as it goes: its values take their
+    // place) while the receiver computes its own; sent by partition ([`join`]).
     let (mu, bytes) = (p.mu_b, p.value_bytes);
-    let mut values = AlicesValues::new(p.partition_bits(), items.len() * mu);
+    let mut values = SendersValues::new(p.partition_bits(), items.len() * mu);
     let mut bin = BinScratch::<R>::default();
     let mut item = vec![Block::ZERO; mu];
     for b in (0..p.hashing.m as usize).rev() {
@@ -360,24 +361,24 @@ fn alice<R: Realisation>(
     values.send(ctx.peer, bytes, &mut ctx.prg)
 }
 
-/// Bob's online step (Fig. 4 steps 2–6): each match as (his item, the position among
-/// Alice's values of the value that matched it), sorted by his item.
-fn bob<R: Realisation>(
+/// The receiver's online step (Fig. 4 steps 2–6): each match as (its item, the position
+/// among the sender's values of the value that matched it), sorted by its item.
+fn receiver<R: Realisation>(
     ctx: &mut Context,
     state: DeState<R>,
     items: &Items,
 ) -> Result<Vec<(u32, u32)>> {
     let (p, d, slots, words) = place::<R>(ctx, state.seed, items, Role::Receiver)?;
-    // His slots in direction A, Alice's in B (her proof checked before anything depends
-    // on them).
+    // Its slots in direction A, the sender's in B (its proof checked before anything
+    // depends on them).
     let (own, mut sending) = R::encode_both(ctx, &p, &d, &state, Role::Receiver, &slots, &words)?;
     ctx.phase("comparison values", false);
-    // Bin by bin from the last, the rows freed as they are read (his values, kept,
-    // confirm a fingerprint hit). Entry r·μ_A + j: the r-th item in that order,
-    // `order[r]`, against Alice's instance j of its bin — numbered as computed, so that
-    // what is kept by entry is written in order, its pages touched as the rows go.
+    // Bin by bin from the last, the rows freed as they are read (its values, kept, confirm
+    // a fingerprint hit). Entry r·μ_A + j: the r-th item in that order, `order[r]`, against
+    // the sender's instance j of its bin — numbered as computed, so that what is kept by
+    // entry is written in order, its pages touched as the rows go.
     let bytes = p.value_bytes;
-    let mut values = BobsValues::new(p.partition_bits(), items.len() * p.mu_a, bytes);
+    let mut values = ReceiversValues::new(p.partition_bits(), items.len() * p.mu_a, bytes);
     let mut order = Vec::with_capacity(items.len());
     let mut bin = BinScratch::<R>::default();
     for b in (0..p.hashing.m as usize).rev() {
@@ -406,9 +407,9 @@ fn bob<R: Realisation>(
     Ok(found)
 }
 
-/// Alice, the sender, of a dual execution realised by `R`.
+/// The sender of a dual execution realised by `R`.
 pub(super) struct DeSender<R>(PhantomData<fn() -> R>);
-/// Bob, the receiver.
+/// The receiver.
 pub(super) struct DeReceiver<R>(PhantomData<fn() -> R>);
 
 impl<R> DeSender<R> {
@@ -427,7 +428,7 @@ impl<R: Realisation> Party for DeSender<R> {
     }
 
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        alice::<R>(ctx, state, items, None, |_| {})?;
+        sender::<R>(ctx, state, items, None, |_| {})?;
         Ok(Output::Nothing)
     }
 
@@ -448,7 +449,7 @@ impl<R: Realisation> Party for DeReceiver<R> {
     }
 
     fn online(&self, ctx: &mut Context, state: Self::State, items: &Items) -> Result<Output> {
-        let found = bob::<R>(ctx, state, items)?;
+        let found = receiver::<R>(ctx, state, items)?;
         Ok(Output::Indices(
             found.iter().map(|&(y, _)| y as usize).collect(),
         ))
@@ -463,7 +464,8 @@ impl<R: Realisation> Party for DeReceiver<R> {
     }
 }
 
-/// A cheating Alice against an honest Bob (spec §9, items 6, 11–13), in both realisations.
+/// A cheating sender against an honest receiver (spec §9, items 6, 11–13), in both
+/// realisations.
 #[cfg(test)]
 mod tests {
     use super::super::rom::Rom;
@@ -504,43 +506,43 @@ mod tests {
         }
     }
 
-    /// Bob's matches (his item, its value's position among Alice's) when Alice runs
-    /// [`alice`] with `valued` and `then` (given each item's values).
-    fn against_alice<R: UnderTest>(
+    /// The receiver's matches (its item, its value's position among the sender's) when the
+    /// sender runs [`sender`] with `valued` and `then` (given each item's values).
+    fn against_sender<R: UnderTest>(
         valued: Option<&Items>,
         then: impl FnMut(&mut [Block]) + Send,
     ) -> Vec<(u32, u32)> {
         let (a, b) = sets(N, N, SHARED);
         let (a, b) = (R::items(&a), R::items(&b));
         let valued = valued.map(R::items);
-        let (alice, bob) = run(
+        let (sender, receiver) = run(
             (N, N),
             R::CONFIG.options(),
             |ctx| {
                 let state = offline::<R>(ctx, Role::Sender)?;
-                super::alice::<R>(ctx, state, &a, valued.as_ref(), then)
+                super::sender::<R>(ctx, state, &a, valued.as_ref(), then)
             },
             |ctx| {
                 let state = offline::<R>(ctx, Role::Receiver)?;
-                super::bob::<R>(ctx, state, &b)
+                super::receiver::<R>(ctx, state, &b)
             },
         );
-        alice.unwrap();
-        bob.unwrap()
+        sender.unwrap();
+        receiver.unwrap()
     }
 
-    /// Bob's items in the matches.
+    /// The receiver's items in the matches.
     fn items(matches: &[(u32, u32)]) -> Vec<usize> {
         matches.iter().map(|&(y, _)| y as usize).collect()
     }
 
-    fn an_honest_alice_gives_the_intersection_in_a_random_order<R: UnderTest>() {
-        let found = against_alice::<R>(None, |_| {});
+    fn an_honest_sender_gives_the_intersection_in_a_random_order<R: UnderTest>() {
+        let found = against_sender::<R>(None, |_| {});
         assert_eq!(items(&found), (0..SHARED).collect::<Vec<_>>());
-        // Alice's shared items are her last SHARED: in input order their values would all
-        // come after her other items' (item 6: the order must not leak her input order),
-        // in bin order they would follow their bins. The matches must be spread over all
-        // of her values.
+        // The sender's shared items are its last SHARED: in input order their values would
+        // all come after its other items' (item 6: the order must not leak its input
+        // order), in bin order they would follow their bins. The matches must be spread
+        // over all of its values.
         let p = R::params(SIZES, R::CONFIG).unwrap();
         let mut at: Vec<usize> = found.iter().map(|&(_, at)| at as usize).collect();
         at.sort_unstable();
@@ -551,10 +553,10 @@ mod tests {
         );
     }
 
-    fn an_alice_encoding_other_items_in_her_values_gets_none_of_them<R: UnderTest>() {
+    fn a_sender_encoding_other_items_in_its_values_gets_none_of_them<R: UnderTest>() {
         // Item 13 / the "different sets in the two executions": for the first half
-        // of the shared items (Bob's 0..150) her values use another shared item's
-        // direction-A encodings than the one she encoded in direction B.
+        // of the shared items (the receiver's 0..150) its values use another shared item's
+        // direction-A encodings than the one it encoded in direction B.
         let (a, _) = sets(N, N, SHARED);
         let half = SHARED / 2;
         let valued: Items = (0..N)
@@ -563,24 +565,24 @@ mod tests {
                 _ => a.get(i).to_vec(),
             })
             .collect();
-        let found = against_alice::<R>(Some(&valued), |_| {});
+        let found = against_sender::<R>(Some(&valued), |_| {});
         assert_eq!(items(&found), (half..SHARED).collect::<Vec<_>>());
     }
 
     fn random_values_find_nothing<R: UnderTest>() {
         // Item 11.
         let mut prg = Prg::from_seed(Block::from(9));
-        let found = against_alice::<R>(None, |values| prg.fill_blocks(values));
+        let found = against_sender::<R>(None, |values| prg.fill_blocks(values));
         assert_eq!(found, []);
     }
 
     fn values_for_one_slot_find_about_one_item_in_mu<R: UnderTest>() {
-        // Item 12: Alice keeps only value j = 0 of each item (the rest random). Bob's item
-        // is in a uniformly random slot of its bin, whatever else is there, so each shared
-        // item is found with probability 1/μ_B.
+        // Item 12: the sender keeps only value j = 0 of each item (the rest random). The
+        // receiver's item is in a uniformly random slot of its bin, whatever else is there,
+        // so each shared item is found with probability 1/μ_B.
         let p = R::params(SIZES, R::CONFIG).unwrap();
         let mut prg = Prg::from_seed(Block::from(10));
-        let found = against_alice::<R>(None, |values| prg.fill_blocks(&mut values[1..]));
+        let found = against_sender::<R>(None, |values| prg.fill_blocks(&mut values[1..]));
         let expected = SHARED / p.mu_b;
         assert!(
             found.len() > expected / 3 && found.len() < 3 * expected,
@@ -603,8 +605,8 @@ mod tests {
     }
 
     in_both!(
-        an_honest_alice_gives_the_intersection_in_a_random_order,
-        an_alice_encoding_other_items_in_her_values_gets_none_of_them,
+        an_honest_sender_gives_the_intersection_in_a_random_order,
+        a_sender_encoding_other_items_in_its_values_gets_none_of_them,
         random_values_find_nothing,
         values_for_one_slot_find_about_one_item_in_mu
     );

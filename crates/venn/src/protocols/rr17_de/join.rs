@@ -1,56 +1,56 @@
 //! The last step of RR17 dual execution (Fig. 4 step 4, with the §6.2 aggregation) as a
 //! partitioned hash join.
 //!
-//! Bob outputs each of his items one of whose n_B·μ_A comparison values is among Alice's
-//! n_A·μ_B. The values are ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits long, so that a
-//! spurious match among *all* those pairs has probability at most 2^-λ: no value needs
-//! to be compared with fewer than all of the other side's. A table of Bob's values larger
-//! than the cache would cost a memory access per insertion and per lookup (about 2^25 of
-//! each at n = 2^20, the most expensive part of the protocol). Instead both sides spread
-//! their values over 2^P partitions by the top P bits of a public 64-bit key of the value
-//! ([`key`]); Alice sends hers partition by partition, **in a uniformly random order
-//! within each partition**, and Bob joins each partition of hers with his own in a table
-//! that fits in the cache.
+//! The receiver outputs each of its items one of whose n_B·μ_A comparison values is among
+//! the sender's n_A·μ_B. The values are ℓ = λ + log2(n_A·μ_B) + log2(n_B·μ_A) bits long, so
+//! that a spurious match among *all* those pairs has probability at most 2^-λ: no value
+//! needs to be compared with fewer than all of the other side's. A table of the receiver's
+//! values larger than the cache would cost a memory access per insertion and per lookup
+//! (about 2^25 of each at n = 2^20, the most expensive part of the protocol). Instead both
+//! sides spread their values over 2^P partitions by the top P bits of a public 64-bit key
+//! of the value ([`key`]); the sender sends its values partition by partition, **in a
+//! uniformly random order within each partition**, and the receiver joins each partition of
+//! the sender's with its own in a table that fits in the cache.
 //!
-//! What Bob sees is the multiset of Alice's values, in an order that depends only on the
-//! values and on her coins: no more than Fig. 4's items in a random order with each item's
-//! μ values side by side (from which the multiset follows), and it does not tell which
-//! values belong to one item. The order within a partition must be random, not the order
-//! of computation, which follows Alice's bins.
+//! What the receiver sees is the multiset of the sender's values, in an order that depends
+//! only on the values and on its coins: no more than Fig. 4's items in a random order with
+//! each item's μ values side by side (from which the multiset follows), and it does not
+//! tell which values belong to one item. The order within a partition must be random, not
+//! the order of computation, which follows the sender's bins.
 //!
-//! Bob keeps 8 bytes per value in its partition — the key's low 32 bits (a fingerprint)
-//! and the entry's index — and, by entry, the rest of the value: the key's high 32 bits
-//! and the value's bytes above its low 8 ([`Rest`]), which confirm a fingerprint hit. (The
-//! key is a bijection of the folded value, and the folded value with the high bytes gives
-//! the value: equal keys and high bytes are equal values.) His encodings are then no
-//! longer needed once his values are computed. Alice chooses her values, but Bob's are
-//! random-oracle outputs: whatever she sends, his tables have the probe lengths of random
-//! keys, and each of her values costs at most one probe sequence plus a comparison per
-//! fingerprint it hits.
+//! The receiver keeps 8 bytes per value in its partition — the key's low 32 bits (a
+//! fingerprint) and the entry's index — and, by entry, the rest of the value: the key's
+//! high 32 bits and the value's bytes above its low 8 ([`Rest`]), which confirm a
+//! fingerprint hit. (The key is a bijection of the folded value, and the folded value with
+//! the high bytes gives the value: equal keys and high bytes are equal values.) Its
+//! encodings are then no longer needed once its values are computed. The sender chooses its
+//! values, but the receiver's are random-oracle outputs: whatever the sender sends, the
+//! receiver's tables have the probe lengths of random keys, and each value it sends costs
+//! at most one probe sequence plus a comparison per fingerprint it hits.
 
 use crate::crypto::{pack_rows, row_mask, unpack_row, Block, Prg, UNPACK_SLACK};
 use crate::net::Channel;
 use crate::tables::Partitions;
 use crate::{Error, Result};
 
-/// Values per frame of Alice's.
+/// Values per frame of the sender's.
 const FRAME_VALUES: usize = 1 << 16;
-/// Bob's values per partition, about: a partition's table (twice as many slots of 8 bytes)
-/// then stays in the L2 cache.
+/// The receiver's values per partition, about: a partition's table (twice as many slots of
+/// 8 bytes) then stays in the L2 cache.
 const PER_PARTITION: u64 = 1 << 13;
 
-/// The public key of a comparison value: its 128 bits folded to 64 and multiplied by an
-/// odd constant (a bijection of the folded bits). Its top [`partition_bits`] bits name
-/// the partition, which depend on all the folded bits; its low 32 bits, Bob's
-/// fingerprint, depend only on the folded value's low 32 bits — enough, as Bob's values
-/// are random-oracle outputs and a fingerprint hit is only a candidate.
+/// The public key of a comparison value: its 128 bits folded to 64 and multiplied by an odd
+/// constant (a bijection of the folded bits). Its top [`partition_bits`] bits name the
+/// partition, which depend on all the folded bits; its low 32 bits, the receiver's
+/// fingerprint, depend only on the folded value's low 32 bits — enough, as the receiver's
+/// values are random-oracle outputs and a fingerprint hit is only a candidate.
 #[inline]
 pub(super) fn key(value: Block) -> u64 {
     let folded = value.low_u64() ^ value.high_u64().rotate_left(32);
     (folded ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
-/// P for Bob's `entries` values (both parties compute it from the public sizes).
+/// P for the receiver's `entries` values (both parties compute it from the public sizes).
 pub(super) fn partition_bits(entries: u64) -> u32 {
     (entries / PER_PARTITION)
         .max(1)
@@ -63,16 +63,16 @@ fn partition(key: u64, bits: u32) -> usize {
     key.checked_shr(64 - bits).unwrap_or(0) as usize
 }
 
-/// Alice's comparison values by partition, as she computes them.
-pub(super) struct AlicesValues {
+/// The sender's comparison values by partition, as it computes them.
+pub(super) struct SendersValues {
     parts: Partitions<Block>,
     bits: u32,
 }
 
-impl AlicesValues {
+impl SendersValues {
     /// Room for `count` values in 2^`bits` partitions.
     pub(super) fn new(bits: u32, count: usize) -> Self {
-        AlicesValues {
+        SendersValues {
             parts: Partitions::new(1 << bits, count),
             bits,
         }
@@ -110,21 +110,21 @@ impl AlicesValues {
     }
 }
 
-/// Bob's comparison values by partition, each as its fingerprint and his entry index,
-/// and the rest of each by entry.
-pub(super) struct BobsValues {
+/// The receiver's comparison values by partition, each as its fingerprint and its entry
+/// index, and the rest of each by entry.
+pub(super) struct ReceiversValues {
     parts: Partitions<u64>,
     bits: u32,
     rest: Rest,
     bytes: usize,
 }
 
-impl BobsValues {
+impl ReceiversValues {
     /// Room for `count` values (fewer than 2^32 − 1) of `bytes` bytes in 2^`bits`
     /// partitions.
     pub(super) fn new(bits: u32, count: usize, bytes: usize) -> Self {
         assert!(count < u32::MAX as usize, "entries have 32-bit indices");
-        BobsValues {
+        ReceiversValues {
             parts: Partitions::new(1 << bits, count),
             bits,
             rest: Rest::new(count, bytes),
@@ -144,9 +144,9 @@ impl BobsValues {
         );
     }
 
-    /// Receives Alice's `n` values ([`AlicesValues::send`]) and joins them with his,
-    /// partition by partition. Returns `(entry, position of Alice's value)` for each
-    /// match, sorted by entry, each entry once. Values out of partition order are a
+    /// Receives the sender's `n` values ([`SendersValues::send`]) and joins them with its
+    /// own, partition by partition. Returns `(entry, position of the sender's value)` for
+    /// each match, sorted by entry, each entry once. Values out of partition order are a
     /// protocol error.
     pub(super) fn join(&self, chan: &mut dyn Channel, n: usize) -> Result<Vec<(u32, u32)>> {
         let bytes = self.bytes;
@@ -233,8 +233,8 @@ impl Rest {
     }
 }
 
-/// One partition of Bob's values by fingerprint: open addressing at load 1/3 to 2/3, the
-/// probe starting at the fingerprint's top bits.
+/// One partition of the receiver's values by fingerprint: open addressing at load 1/3 to
+/// 2/3, the probe starting at the fingerprint's top bits.
 struct PartitionTable {
     /// `fingerprint << 32 | entry`, or [`EMPTY`]; the first `len` are in use.
     slots: Vec<u64>,
@@ -311,13 +311,13 @@ mod tests {
         Block::low_ones(8 * bytes)
     }
 
-    /// Alice's values as Bob receives them.
+    /// The sender's values as the receiver receives them.
     fn sent(values: &[Block], bits: u32, seed: Block) -> Vec<Block> {
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         let b: &mut dyn Channel = &mut b;
-        let mut alice = AlicesValues::new(bits, values.len());
-        values.iter().for_each(|&v| alice.push(v));
-        alice
+        let mut sender = SendersValues::new(bits, values.len());
+        values.iter().for_each(|&v| sender.push(v));
+        sender
             .send(&mut a, BYTES, &mut Prg::from_seed(seed))
             .unwrap();
         let mask = row_mask(1, BYTES);
@@ -338,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn alice_sends_each_value_once_by_partition_in_a_random_order_within() {
+    fn sender_sends_each_value_once_by_partition_in_a_random_order_within() {
         let bits = 3;
         let values: Vec<Block> = (0..100_000).map(value).collect();
         let (one, two) = (
@@ -362,11 +362,12 @@ mod tests {
         assert_ne!(one[..first.len()], first[..]);
     }
 
-    /// Bob's `entries` against Alice's values sent as `frames` (each a list of values).
+    /// The receiver's `entries` against the sender's values sent as `frames` (each a list
+    /// of values).
     fn joined(entries: &[Block], bits: u32, frames: Vec<Vec<Block>>) -> Result<Vec<(u32, u32)>> {
-        let mut bob = BobsValues::new(bits, entries.len(), BYTES);
+        let mut receiver = ReceiversValues::new(bits, entries.len(), BYTES);
         for &v in entries {
-            bob.push(v);
+            receiver.push(v);
         }
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         let n = frames.iter().map(Vec::len).sum();
@@ -375,16 +376,16 @@ mod tests {
             pack_rows(&values, 1, BYTES, &mut frame);
             a.send(&frame).unwrap();
         }
-        bob.join(&mut b, n)
+        receiver.join(&mut b, n)
     }
 
     #[test]
-    fn bob_finds_the_values_he_has_whatever_their_fingerprints() {
+    fn receiver_finds_the_values_it_has_whatever_their_fingerprints() {
         let bits = 4;
         let entries: Vec<Block> = (0..50_000).map(value).collect();
-        // Alice: every third of his values, others, and one with the fingerprint and
-        // partition of his entry 7 but another value (the confirmation must refuse it).
-        let mut alice: Vec<Block> = (0..150_000)
+        // The sender: every third of its values, others, and one with the fingerprint and
+        // partition of its entry 7 but another value (the confirmation must refuse it).
+        let mut sender: Vec<Block> = (0..150_000)
             .map(|i| {
                 if i % 9 == 0 {
                     value(i / 3)
@@ -397,14 +398,14 @@ mod tests {
         let d = Block::from_halves(0x1234_5678 << 32, 0x1234_5678);
         let twin = entries[7] ^ d;
         assert_eq!(key(twin), key(entries[7]));
-        alice.push(twin);
-        alice.sort_by_key(|&v| partition(key(v), bits));
-        let frames: Vec<Vec<Block>> = alice.chunks(FRAME_VALUES).map(<[Block]>::to_vec).collect();
+        sender.push(twin);
+        sender.sort_by_key(|&v| partition(key(v), bits));
+        let frames: Vec<Vec<Block>> = sender.chunks(FRAME_VALUES).map(<[Block]>::to_vec).collect();
         let found = joined(&entries, bits, frames).unwrap();
         let expected: Vec<u32> = (0..50_000).filter(|e| e % 3 == 0).collect();
         assert_eq!(found.iter().map(|m| m.0).collect::<Vec<_>>(), expected);
         for &(e, at) in &found {
-            assert_eq!(alice[at as usize], entries[e as usize]);
+            assert_eq!(sender[at as usize], entries[e as usize]);
         }
     }
 
@@ -436,13 +437,13 @@ mod tests {
 
     #[test]
     fn one_partition_and_repeated_keys() {
-        // P = 0; Bob's entries 0 and 1 share their key (the second is found past the
-        // first, which the confirmation refuses); Alice sends entry 1's value three times
-        // (the first position is reported) and entry 2's once.
+        // P = 0; the receiver's entries 0 and 1 share their key (the second is found past
+        // the first, which the confirmation refuses); the sender sends entry 1's value
+        // three times (the first position is reported) and entry 2's once.
         let d = Block::from_halves(0xabcd << 32, 0xabcd);
         let entries = [value(1), value(1) ^ d, value(2)];
         assert_eq!(key(entries[0]), key(entries[1]));
-        let alice = vec![
+        let sender = vec![
             value(9),
             entries[1],
             value(8),
@@ -450,7 +451,7 @@ mod tests {
             entries[2],
             entries[1],
         ];
-        let found = joined(&entries, 0, vec![alice]).unwrap();
+        let found = joined(&entries, 0, vec![sender]).unwrap();
         assert_eq!(found, [(1, 1), (2, 4)]);
     }
 
@@ -458,18 +459,18 @@ mod tests {
     fn values_out_of_partition_order_are_refused() {
         let bits = 4;
         let entries: Vec<Block> = (0..1000).map(value).collect();
-        let mut alice: Vec<Block> = (0..1000).map(value).collect();
-        alice.sort_by_key(|&v| std::cmp::Reverse(partition(key(v), bits)));
-        let e = joined(&entries, bits, vec![alice]).unwrap_err();
+        let mut sender: Vec<Block> = (0..1000).map(value).collect();
+        sender.sort_by_key(|&v| std::cmp::Reverse(partition(key(v), bits)));
+        let e = joined(&entries, bits, vec![sender]).unwrap_err();
         assert!(matches!(e, Error::Protocol { .. }), "{e}");
     }
 
     #[test]
     fn a_frame_shorter_than_announced_is_refused() {
-        let mut bob = BobsValues::new(2, 10, BYTES);
-        bob.push(value(1));
+        let mut receiver = ReceiversValues::new(2, 10, BYTES);
+        receiver.push(value(1));
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         a.send(&Writer::new().u64(5).0).unwrap();
-        assert!(bob.join(&mut b, 100).is_err());
+        assert!(receiver.join(&mut b, 100).is_err());
     }
 }

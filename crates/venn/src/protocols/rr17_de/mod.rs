@@ -3,6 +3,11 @@
 //! ([`Rr17Ec`], §6.4 and App. B), both in the random-oracle model with F_encode realised by
 //! OOS16 over BCH-(511, 76, 171) ([`crate::ot::oos16`]).
 //!
+//! Roles: the paper's Alice (Fig. 4, Fig. 9) is Venn's sender and its Bob Venn's receiver.
+//! The paper's subscripts stay: n_A and μ_A are the sender's set size and slots a bin, n_B
+//! and μ_B the receiver's; in direction A the sender is the F_encode sender, in B the
+//! receiver.
+//!
 //! What they share, here: the hashing seed by coin tossing, simple hashing with phasing into
 //! m bins (§6.1, §7), and encoding one's own slots as OOS receiver.
 
@@ -25,8 +30,8 @@ use crate::session::{CoinToss, CoinTossReply, Role};
 use crate::tables::simple_hash::{hashed_bits, phase, SlotTable};
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
-/// Fig. 4 and Fig. 9 step 1: the hashing seed, tossed as Bob commits to his share, Alice
-/// answers and Bob opens; `label` names the protocol's toss.
+/// Fig. 4 and Fig. 9 step 1: the hashing seed, tossed as the receiver commits to its share,
+/// the sender answers and the receiver opens; `label` names the protocol's toss.
 fn toss_seed(ctx: &mut Context, role: Role, label: &'static str) -> Result<Block> {
     let sid = ctx.session.id;
     let [seed, _] = match role {
@@ -41,9 +46,9 @@ fn toss_seed(ctx: &mut Context, role: Role, label: &'static str) -> Result<Block
 /// How the protocols hash: set sizes, m bins and the bits of a hashed item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Hashing {
-    /// Alice's (the sender's) set size.
+    /// The sender's set size.
     n_a: u64,
-    /// Bob's (the receiver's) set size.
+    /// The receiver's set size.
     n_b: u64,
     /// Bins: ⌊n/4⌋ (LAN) or ⌊n/10⌋ (WAN) for n the larger set, at least 1 (§6.6).
     m: u64,
@@ -185,7 +190,7 @@ fn encode_own(
     Ok(own.by_item(outputs))
 }
 
-/// Runs an Alice and a Bob, honest or cheating, against each other.
+/// Runs a sender and a receiver, honest or cheating, against each other.
 #[cfg(test)]
 mod test_parties {
     use super::*;
@@ -195,18 +200,18 @@ mod test_parties {
     use crate::session::Session;
     use std::time::Duration;
 
-    /// Alice's `n_a` and Bob's `n_b` items; Bob's first `shared` are also Alice's (her
-    /// last ones).
+    /// The sender's `n_a` and the receiver's `n_b` items; the receiver's first `shared` are
+    /// also the sender's (its last ones).
     pub(super) fn sets(n_a: usize, n_b: usize, shared: usize) -> (Items, Items) {
-        let alice = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
+        let sender = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
             Some(k) => format!("shared {k}"),
-            None => format!("alice {i}"),
+            None => format!("sender {i}"),
         });
-        let bob = (0..n_b).map(|i| match i < shared {
+        let receiver = (0..n_b).map(|i| match i < shared {
             true => format!("shared {i}"),
-            false => format!("bob {i}"),
+            false => format!("receiver {i}"),
         });
-        (alice.collect(), bob.collect())
+        (sender.collect(), receiver.collect())
     }
 
     /// Each item as a 64-bit integer in decimal (its FNV-1a hash: distinct for distinct
@@ -222,12 +227,12 @@ mod test_parties {
             .collect()
     }
 
-    /// Runs `alice` and `bob`, each given its context, over an in-memory link.
+    /// Runs `sender` and `receiver`, each given its context, over an in-memory link.
     pub(super) fn run<A: Send, B: Send>(
         sizes: (usize, usize),
         options: Options,
-        alice: impl FnOnce(&mut Context) -> Result<A> + Send,
-        bob: impl FnOnce(&mut Context) -> Result<B> + Send,
+        sender: impl FnOnce(&mut Context) -> Result<A> + Send,
+        receiver: impl FnOnce(&mut Context) -> Result<B> + Send,
     ) -> (Result<A>, Result<B>) {
         let session = |role| Session {
             id: [7; 32],
@@ -251,7 +256,7 @@ mod test_parties {
                     Prg::from_seed(Block::from(2)),
                     None,
                 );
-                bob(&mut ctx)
+                receiver(&mut ctx)
             });
             let mut ctx = Context::new(
                 &mut a,
@@ -259,10 +264,10 @@ mod test_parties {
                 Prg::from_seed(Block::from(1)),
                 None,
             );
-            let alice = alice(&mut ctx);
+            let sender = sender(&mut ctx);
             drop(ctx);
             drop(a);
-            (alice, t.join().expect("bob finishes"))
+            (sender, t.join().expect("receiver finishes"))
         })
     }
 }

@@ -17,9 +17,9 @@ pub(super) struct Rr17DeParams {
     /// The items' bit length σ in the standard model (`None`: hashed to `hashing.bits` by
     /// a random oracle).
     pub(super) sigma: Option<u32>,
-    /// Slots in Alice's bins (direction B has m·μ_A instances).
+    /// Slots in the sender's bins (direction B has m·μ_A instances).
     pub mu_a: usize,
-    /// Slots in Bob's bins (direction A has m·μ_B instances).
+    /// Slots in the receiver's bins (direction A has m·μ_B instances).
     pub mu_b: usize,
     /// Bytes of a comparison value.
     pub value_bytes: usize,
@@ -52,8 +52,8 @@ impl Rr17DeParams {
 }
 
 impl Rr17DeParams {
-    /// The F_encode instances of the peer of `role`: Bob's m·μ_B slots for Alice, Alice's
-    /// m·μ_A for Bob.
+    /// The F_encode instances of the peer of `role`: the receiver's m·μ_B slots for the
+    /// sender, the sender's m·μ_A for the receiver.
     pub(super) fn peer_instances(&self, role: Role) -> usize {
         let mu = match role {
             Role::Sender => self.mu_b,
@@ -62,8 +62,8 @@ impl Rr17DeParams {
         self.hashing.m as usize * mu
     }
 
-    /// The bits P of the partitions of the comparison values ([`super::join`]), from Bob's
-    /// count of them.
+    /// The bits P of the partitions of the comparison values ([`super::join`]), from the
+    /// receiver's count of them.
     pub(super) fn partition_bits(&self) -> u32 {
         partition_bits(self.hashing.n_b * self.mu_a as u64)
     }
@@ -97,8 +97,8 @@ impl Parameters for Rr17DeParams {
             ("bins", h.m.to_string()),
             ("mu_sender", self.mu_a.to_string()),
             ("mu_receiver", self.mu_b.to_string()),
-            // OTs per direction: Bob encodes m·μ_B slots (A), Alice m·μ_A (B); an OOS16
-            // instance is one OT, a standard-model one σ' chosen-message OTs.
+            // OTs per direction: the receiver encodes m·μ_B slots (A), the sender m·μ_A
+            // (B); an OOS16 instance is one OT, a standard-model one σ' chosen-message OTs.
             ("ots_A", (h.m * self.mu_b as u64 * per_slot).to_string()),
             ("ots_B", (h.m * self.mu_a as u64 * per_slot).to_string()),
         ];

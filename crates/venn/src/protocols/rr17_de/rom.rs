@@ -35,7 +35,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             output: OutputKind::Nothing,
             // Direction A's rows: m·μ_B rows of 64 bytes, m·μ_B ≈ 7.75 n_B.
             peer_item_bytes: 600,
-            // Her slot words and outputs, and her μ_B values of 16 bytes (μ_B about 31
+            // Its slot words and outputs, and its μ_B values of 16 bytes (μ_B about 31
             // with LAN bins, 47 with WAN bins at 2^20).
             own_item_bytes: 1000,
         },
@@ -43,7 +43,8 @@ static INFO: ProtocolInfo = ProtocolInfo {
             role: Role::Receiver,
             security: Security::Malicious,
             output: OutputKind::Indices,
-            // Direction B's rows (m·μ_A of 64 bytes) and Alice's values as they stream.
+            // Direction B's rows (m·μ_A of 64 bytes) and the sender's values as they
+            // stream.
             peer_item_bytes: 600,
             // μ_A values per item, each 8 bytes in its partition and 4 to 12 kept by
             // entry, slot words and outputs: about 600 bytes an item with LAN bins, μ about

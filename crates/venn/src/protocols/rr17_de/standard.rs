@@ -89,7 +89,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
             // The KOS15 rows are held a segment at a time (32 MiB, whatever n): little
             // grows with the peer's set.
             peer_item_bytes: 100,
-            // Her slot words, outputs and μ_B values of 16 bytes (as in rr17-de).
+            // Its slot words, outputs and μ_B values of 16 bytes (as in rr17-de).
             own_item_bytes: 1000,
         },
         RoleInfo {
@@ -622,8 +622,8 @@ mod tests {
         }
     }
 
-    /// Integers as items: Alice's `n_a`, Bob's `n_b`; Bob's first `shared` are also
-    /// Alice's (in another order).
+    /// Integers as items: the sender's `n_a`, the receiver's `n_b`; the receiver's first
+    /// `shared` are also the sender's (in another order).
     fn integer_sets(n_a: u64, n_b: u64, shared: u64, sigma: u32) -> (Items, Items) {
         let top = if sigma == 64 {
             u64::MAX
@@ -632,11 +632,11 @@ mod tests {
         };
         // Spread over the whole range, and a few at its ends.
         let value = |k: u64| top - k.wrapping_mul(0x9e37_79b9_7f4a_7c15) % (top / 2);
-        let alice = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
+        let sender = (0..n_a).map(|i| match i.checked_sub(n_a - shared) {
             Some(k) => value(2 * k),
             None => value(2 * i + 1),
         });
-        let bob = (0..n_b).map(|i| {
+        let receiver = (0..n_b).map(|i| {
             if i < shared {
                 value(2 * i)
             } else {
@@ -644,13 +644,13 @@ mod tests {
             }
         });
         let text = |x: u64| x.to_string();
-        (alice.map(text).collect(), bob.map(text).collect())
+        (sender.map(text).collect(), receiver.map(text).collect())
     }
 
     fn run_sm(sigma: u32, n_a: u64, n_b: u64, shared: u64) -> Vec<usize> {
         let (a, b) = integer_sets(n_a, n_b, shared, sigma);
         let o = options(sigma);
-        let (alice, bob) = run(
+        let (sender, receiver) = run(
             (n_a as usize, n_b as usize),
             o,
             |ctx| {
@@ -664,15 +664,15 @@ mod tests {
                 Party::online(&p, ctx, state, &b)
             },
         );
-        assert_eq!(alice.unwrap(), Output::Nothing);
-        match bob.unwrap() {
+        assert_eq!(sender.unwrap(), Output::Nothing);
+        match receiver.unwrap() {
             Output::Indices(ix) => ix,
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
-    fn bob_learns_exactly_the_shared_integers() {
+    fn receiver_learns_exactly_the_shared_integers() {
         for sigma in [32, 64] {
             assert_eq!(run_sm(sigma, 300, 200, 70), (0..70).collect::<Vec<_>>());
             assert_eq!(run_sm(sigma, 50, 400, 50), (0..50).collect::<Vec<_>>());
