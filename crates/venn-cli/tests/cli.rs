@@ -707,6 +707,38 @@ fn bench_runs_unequal_sets_and_refuses_sets_too_large() {
     );
 }
 
+/// `venn bench --files` and `--thunder` refuse a size they do not run before running the
+/// smaller ones: no table is printed (not even its head), and the refusal is the one the
+/// size would meet.
+#[test]
+fn bench_files_and_thunder_refuse_a_size_before_any_run() {
+    for (args, refusal) in [
+        (
+            &["--files", "--protocol", "naive", "--log2n", "2,31"][..],
+            "--files runs 2^2 to 2^30 rows, not 2^31",
+        ),
+        (
+            &["--thunder", "--log2n", "2,25"][..],
+            "--thunder runs 2^2 to 2^24 items, not 2^25",
+        ),
+    ] {
+        let tmp = tmp();
+        let o = venn()
+            .env("TMPDIR", tmp.path())
+            .arg("bench")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(refusal), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "",
+            "{args:?}: nothing printed"
+        );
+    }
+}
+
 /// `venn params | head -1`: the reader stops early (while venn still works out the later
 /// protocols' tables); venn ends quietly, without a panic.
 #[test]
