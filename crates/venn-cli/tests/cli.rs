@@ -707,6 +707,65 @@ fn bench_runs_unequal_sets_and_refuses_sets_too_large() {
     );
 }
 
+/// `venn bench --files` and `--thunder` refuse a size they do not run before running the
+/// smaller ones: no table is printed (not even its head), and the refusal is the one the
+/// size would meet.
+#[test]
+fn bench_files_and_thunder_refuse_a_size_before_any_run() {
+    for (args, refusal) in [
+        (
+            &["--files", "--protocol", "naive", "--log2n", "2,31"][..],
+            "--files runs 2^2 to 2^30 rows, not 2^31",
+        ),
+        (
+            &["--thunder", "--log2n", "2,25"][..],
+            "--thunder runs 2^2 to 2^24 items, not 2^25",
+        ),
+    ] {
+        let tmp = tmp();
+        let o = venn()
+            .env("TMPDIR", tmp.path())
+            .arg("bench")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(refusal), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "",
+            "{args:?}: nothing printed"
+        );
+    }
+}
+
+/// `--solo`'s columns are headed with the thread counts it ran: each bounded to the cores,
+/// each once.
+#[test]
+fn bench_solo_heads_its_columns_with_the_threads_run() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let asked = (8 * cores).to_string();
+    let o = venn()
+        .args(["bench", "--protocol", "naive", "--log2n", "8", "--solo"])
+        .args(["--threads", &format!("1,{asked},{cores}")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let head = (text.lines())
+        .skip_while(|l| !l.starts_with("solo:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --solo table in\n{text}"));
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let heads: Vec<&str> = (words.windows(2))
+        .filter(|w| w[1] == "thr")
+        .map(|w| w[0])
+        .collect();
+    let mut want = vec!["1".to_string()];
+    want.extend((cores > 1).then(|| cores.to_string()));
+    assert_eq!(heads, want, "{head}");
+}
+
 /// `venn params | head -1`: the reader stops early (while venn still works out the later
 /// protocols' tables); venn ends quietly, without a panic.
 #[test]

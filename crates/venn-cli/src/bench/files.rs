@@ -141,13 +141,14 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
 }
 
 /// `venn bench --files`: each row the run with the median ratio of `repeat` (protocols
-/// interleaved within each repetition).
+/// interleaved within each repetition), once every n is one it runs.
 pub(super) fn bench_files(
     protocols: &[String],
     log2ns: &[u32],
     repeat: usize,
     json: bool,
 ) -> Result<()> {
+    table::check_log2ns("--files", 2..=30, "rows", log2ns)?;
     let scratch = ScratchDir::new()?;
     if !json {
         print_header();
@@ -189,11 +190,6 @@ fn measure_at(
     log2n: u32,
     repeat: usize,
 ) -> Result<Vec<FilesRow>> {
-    if !(2..=30).contains(&log2n) {
-        return Err(Failure::Bench(format!(
-            "--files runs 2^2 to 2^30 rows, not 2^{log2n}"
-        )));
-    }
     make_files(dir, log2n)?;
     let runs = table::interleaved(repeat, protocols, |p| run_once(dir, p, log2n))?;
     Ok((runs.into_iter())

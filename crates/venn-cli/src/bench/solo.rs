@@ -23,15 +23,15 @@ pub(super) struct SoloRow {
 }
 
 /// The `--solo` table (printed unless `--json`): each protocol at each `--log2n`, its
-/// parties replayed alone at each of `threads`.
+/// parties replayed alone at each of `threads` — the counts run (bounded to the cores,
+/// each once), which head the columns rather than `--threads` as typed.
 pub(super) fn solo_table(
     o: &BenchOptions,
     variants: &[Variant],
     threads: &[usize],
 ) -> Result<Vec<SoloRow>> {
     if !o.json {
-        let heads: String = o
-            .threads
+        let heads: String = threads
             .iter()
             .map(|t| format!(" {:>9}", format!("{t} thr")))
             .collect();

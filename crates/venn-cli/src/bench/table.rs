@@ -1,13 +1,34 @@
-//! What the benchmark's tables share: the CPU line they start with, repeated runs
-//! interleaved and reduced to their median, each row printed and refused unless it
-//! verified, and the JSON document they print instead with `--json`.
+//! What the benchmark's tables share: the CPU line they start with, the sizes they run
+//! checked before any run, repeated runs interleaved and reduced to their median, each row
+//! printed and refused unless it verified, and the JSON document they print instead with
+//! `--json`.
 
 use crate::failure::{Failure, Result};
+use std::ops::RangeInclusive;
 
 /// The CPU level the parties run at (they inherit `VENN_CPU`) and what it means here: the
 /// first line of every benchmark table, and the `cpu` of its JSON.
 pub(super) fn cpu_line() -> String {
     format!("cpu: {}", venn::util::cpu::describe())
+}
+
+/// Refuses any of `log2ns` outside `range`, the sizes 2^K that `table` (`--files`,
+/// `--thunder`) runs, in `unit`s: called before the first run, so that a size too large
+/// is not met only after the smaller ones have taken their minutes.
+pub(super) fn check_log2ns(
+    table: &str,
+    range: RangeInclusive<u32>,
+    unit: &str,
+    log2ns: &[u32],
+) -> Result<()> {
+    match log2ns.iter().find(|k| !range.contains(k)) {
+        Some(k) => Err(Failure::Bench(format!(
+            "{table} runs 2^{} to 2^{} {unit}, not 2^{k}",
+            range.start(),
+            range.end()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A row of one of the benchmark's tables.

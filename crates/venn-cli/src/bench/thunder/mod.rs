@@ -99,8 +99,9 @@ pub(crate) fn bench_thunder(o: &ThunderOptions) -> Result<()> {
     Ok(())
 }
 
-/// Check: two or three parties (two for a preprocessed run), at least one worker per
-/// run; the threads per worker, bounded to the cores.
+/// Check, before anything runs: two or three parties (two for a preprocessed run), at
+/// least one worker per run, every n one it runs; the threads per worker, bounded to the
+/// cores.
 fn check(o: &ThunderOptions) -> Result<usize> {
     if !(2..=3).contains(&o.parties) {
         return Err(Failure::Bench("--parties is 2 or 3".into()));
@@ -113,6 +114,7 @@ fn check(o: &ThunderOptions) -> Result<usize> {
             "--workers wants counts of at least 1".into(),
         ));
     }
+    table::check_log2ns("--thunder", 2..=24, "items", o.log2ns)?;
     Ok(venn_app::threads::bounded(o.threads)?)
 }
 
@@ -160,11 +162,6 @@ fn measure_at(
     log2n: u32,
     threads: usize,
 ) -> Result<Vec<ThunderRow>> {
-    if !(2..=24).contains(&log2n) {
-        return Err(Failure::Bench(format!(
-            "--thunder runs 2^2 to 2^24 items, not 2^{log2n}"
-        )));
-    }
     clear(dir)?;
     make_files(dir, log2n)?;
     let service = Service::start(dir)?;
