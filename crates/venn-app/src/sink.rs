@@ -52,7 +52,8 @@ impl<'a> Delivered<'a> {
     /// The kind of `output`, with `rows` the rows of the keys it names if it names them.
     pub fn of(output: &'a Output, rows: &'a dyn MatchedRows) -> Self {
         match output {
-            Output::Indices(ix) => Delivered::Rows {
+            // The tool asks for no records yet (its runs carry none): rows alone.
+            Output::Indices(ix) | Output::Records { indices: ix, .. } => Delivered::Rows {
                 rows,
                 keys: ix.len() as u64,
             },

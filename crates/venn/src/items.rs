@@ -15,6 +15,9 @@ pub struct Items {
     /// The items' values, if they carry any: `value_columns` an item, item by item.
     values: Option<Vec<u64>>,
     value_columns: usize,
+    /// The items' records, if they carry any: `record_width` bytes an item, item by item.
+    records: Option<Vec<u8>>,
+    record_width: usize,
 }
 
 impl Items {
@@ -32,15 +35,21 @@ impl Items {
             ends: with_huge_capacity(items),
             values: None,
             value_columns: 0,
+            records: None,
+            record_width: 0,
         }
     }
 
     /// Appends an item.
     ///
     /// # Panics
-    /// If the items carry values (add those with [`Items::with_values`] once all are in).
+    /// If the items carry values or records (add those with [`Items::with_values`] or
+    /// [`Items::with_records`] once all are in).
     pub fn push(&mut self, item: &[u8]) {
-        assert!(self.values.is_none(), "an item without a value");
+        assert!(
+            self.values.is_none() && self.records.is_none(),
+            "an item without its value or record"
+        );
         self.data.extend_from_slice(item);
         self.ends.push(self.data.len());
     }
@@ -65,6 +74,26 @@ impl Items {
         Ok(self)
     }
 
+    /// The items with a record of `width` bytes each (the sender's columns for the
+    /// receiver's matches), item by item: item `i`'s in `records[i·width..(i + 1)·width]`.
+    pub fn with_records(mut self, records: Vec<u8>, width: usize) -> Result<Self> {
+        if width == 0 || records.len() != self.len() * width {
+            return Err(Error::Usage(format!(
+                "{} bytes of records for {} items of {width} bytes",
+                records.len(),
+                self.len()
+            )));
+        }
+        self.records = Some(records);
+        self.record_width = width;
+        Ok(self)
+    }
+
+    /// The items' records and their width, if they carry any.
+    pub fn records(&self) -> Option<(&[u8], usize)> {
+        self.records.as_deref().map(|r| (r, self.record_width))
+    }
+
     /// The items' values, if they carry any: [`Items::value_columns`] an item, item by
     /// item.
     pub fn values(&self) -> Option<&[u64]> {
@@ -80,9 +109,11 @@ impl Items {
     /// they use), as `--max-memory` counts a party's input.
     pub fn memory(&self) -> u64 {
         let values = self.values.as_ref().map_or(0, Vec::capacity);
+        let records = self.records.as_ref().map_or(0, Vec::capacity);
         (self.data.capacity()
             + self.ends.capacity() * std::mem::size_of::<usize>()
-            + values * std::mem::size_of::<u64>()) as u64
+            + values * std::mem::size_of::<u64>()
+            + records) as u64
     }
 
     /// The number of items.
@@ -154,7 +185,8 @@ impl Items {
 
     /// Removes every item equal to an earlier one, keeping first appearances in order, and
     /// returns, for each item as it was, the index of its value afterwards. Values of
-    /// equal items are added (modulo 2^64) into the one kept.
+    /// equal items are added (modulo 2^64) into the one kept; of records, the first's is
+    /// kept.
     ///
     /// One pass of an open-addressing table of item hashes (linear probing, half full)
     /// under a hash keyed afresh on each call, so that no input can be crafted to collide;
@@ -206,6 +238,10 @@ impl Items {
                     self.data.copy_within(start..end, kept_bytes);
                     kept_bytes += end - start;
                     self.ends[kept] = kept_bytes;
+                    if let Some(records) = &mut self.records {
+                        let w = self.record_width;
+                        records.copy_within(i * w..(i + 1) * w, kept * w);
+                    }
                     kept += 1;
                     kept - 1
                 }
@@ -229,6 +265,9 @@ impl Items {
         self.ends.truncate(kept);
         if let Some(values) = &mut self.values {
             values.truncate(kept * self.value_columns);
+        }
+        if let Some(records) = &mut self.records {
+            records.truncate(kept * self.record_width);
         }
         // A buffer using under half its room (many repeats, or keys taken from a wider
         // file's room) gives the rest back rather than hold it through a whole run.

@@ -148,6 +148,9 @@ pub struct Options {
     pub stash: Stash,
     /// Output only whether the intersection has at least this many items.
     pub threshold: Option<u64>,
+    /// The bytes of the record each sender item carries to the receiver, which reads the
+    /// records of the items it matched (PSI with payloads); `None`, no records.
+    pub payload: Option<u32>,
 }
 
 impl Options {
@@ -181,12 +184,19 @@ impl Options {
     pub fn write(&self, w: Writer) -> Writer {
         let sigma = self.sigma.unwrap_or(0);
         assert!(sigma <= u16::MAX as u32, "σ fits 16 bits");
-        w.u8(self.bins.code())
+        // Bit 1 of the stash's byte says a record width follows the threshold, so that
+        // options without records keep the bytes they always had.
+        let w = w
+            .u8(self.bins.code())
             .u16(sigma as u16)
             .u8(self.offline.code())
-            .u8(self.stash as u8)
+            .u8(self.stash as u8 | (self.payload.is_some() as u8) << 1)
             .u8(self.threshold.is_some() as u8)
-            .u64(self.threshold.unwrap_or(0))
+            .u64(self.threshold.unwrap_or(0));
+        match self.payload {
+            Some(width) => w.u32(width),
+            None => w,
+        }
     }
 
     /// Reads what [`Options::write`] wrote.
@@ -207,11 +217,17 @@ impl Options {
             3 => Offline::Iknp,
             o => return Err(Error::protocol("an offline code of 0 to 3", o.to_string())),
         };
-        let stash = match r.u8()? {
+        let stash_byte = r.u8()?;
+        let stash = match stash_byte & 1 {
             0 => Stash::Combined,
-            1 => Stash::Separate,
-            s => return Err(Error::protocol("a stash code of 0 or 1", s.to_string())),
+            _ => Stash::Separate,
         };
+        if stash_byte > 3 {
+            return Err(Error::protocol(
+                "a stash code of 0 or 1 (+2 with records)",
+                stash_byte.to_string(),
+            ));
+        }
         let threshold = match (r.u8()?, r.u64()?) {
             (0, 0) => None,
             (1, t) => Some(t),
@@ -222,12 +238,17 @@ impl Options {
                 ))
             }
         };
+        let payload = match stash_byte & 2 {
+            0 => None,
+            _ => Some(r.u32()?),
+        };
         Ok(Options {
             bins,
             sigma,
             offline,
             stash,
             threshold,
+            payload,
         })
     }
 }
@@ -241,11 +262,11 @@ mod tests {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
                 for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv, Offline::Iknp] {
-                    let (stash, threshold) = match offline {
-                        Offline::Ot => (Stash::Combined, None),
-                        Offline::Dealer => (Stash::Separate, Some(0)),
-                        Offline::Bfv => (Stash::Combined, Some(u64::MAX)),
-                        Offline::Iknp => (Stash::Separate, Some(7)),
+                    let (stash, threshold, payload) = match offline {
+                        Offline::Ot => (Stash::Combined, None, None),
+                        Offline::Dealer => (Stash::Separate, Some(0), Some(1)),
+                        Offline::Bfv => (Stash::Combined, Some(u64::MAX), Some(u32::MAX)),
+                        Offline::Iknp => (Stash::Separate, Some(7), None),
                     };
                     let o = Options {
                         bins,
@@ -253,6 +274,7 @@ mod tests {
                         offline,
                         stash,
                         threshold,
+                        payload,
                     };
                     let bytes = o.write(Writer::new()).0;
                     let mut r = Reader::new(&bytes, "options");
@@ -261,6 +283,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Options without records are written as they were before records existed (the
+    /// fuzz corpora's and older peers' bytes), and a stash byte above 3 is refused.
+    #[test]
+    fn options_without_records_keep_their_bytes() {
+        let o = Options {
+            stash: Stash::Separate,
+            threshold: Some(5),
+            ..Options::default()
+        };
+        let bytes = o.write(Writer::new()).0;
+        assert_eq!(bytes, [0, 0, 0, 0, 1, 1, 5, 0, 0, 0, 0, 0, 0, 0]);
+        let with = Options {
+            payload: Some(48),
+            ..o
+        }
+        .write(Writer::new())
+        .0;
+        assert_eq!((with[4], &with[14..]), (3, &[48, 0, 0, 0][..]));
+        let mut bad = bytes.clone();
+        bad[4] = 4;
+        let err = Options::read(&mut Reader::new(&bad, "options")).unwrap_err();
+        assert!(err.to_string().contains("stash code"), "{err}");
     }
 
     #[test]

@@ -96,6 +96,12 @@ fn variants(p: &dyn Protocol) -> Vec<Options> {
             o.offline != Offline::Iknp || (o.stash == Stash::default() && o.sigma.is_none())
         })
         .collect();
+    if p.accepts().payload {
+        all.push(Options {
+            payload: Some(48),
+            ..all[0]
+        });
+    }
     if p.accepts().threshold {
         all.push(Options {
             threshold: Some(N as u64 / 3),

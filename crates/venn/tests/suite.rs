@@ -7,6 +7,7 @@ mod common;
 mod circuit_psi;
 mod flow_control;
 mod fuzz_corpus;
+mod payloads;
 mod protocols;
 mod rr17;
 mod rr22;

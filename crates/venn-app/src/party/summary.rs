@@ -52,7 +52,9 @@ pub fn precompute_summary(r: &Report, state: &Path) -> String {
 
 fn describe(out: &Output) -> String {
     match out {
-        Output::Indices(ix) => format!("intersection {} keys", ix.len()),
+        Output::Indices(ix) | Output::Records { indices: ix, .. } => {
+            format!("intersection {} keys", ix.len())
+        }
         Output::Count(c) => format!("intersection size {c}"),
         Output::Sum { count, sums } => {
             let sums: Vec<String> = sums.iter().map(u64::to_string).collect();

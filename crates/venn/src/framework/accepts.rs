@@ -28,6 +28,8 @@ pub struct Accepts {
     /// Whether its sender holds the receiver's upload to a deadline the user may set
     /// (`--upload-deadline`).
     pub upload_deadline: bool,
+    /// Whether its sender's items can carry records the receiver reads for its matches.
+    pub payload: bool,
 }
 
 impl Accepts {
@@ -41,6 +43,7 @@ impl Accepts {
         threshold: false,
         value_columns: 0,
         upload_deadline: false,
+        payload: false,
     };
 
     /// The option sets to show or run a protocol with: each of `bins` and `sigmas` it
@@ -88,6 +91,7 @@ impl Accepts {
                             offline,
                             stash,
                             threshold: None,
+                            payload: None,
                         })
                     })
                 })
@@ -114,6 +118,11 @@ impl Options {
         if self.stash != Stash::Combined && !accepts.stash {
             return Err(Error::Usage(format!(
                 "protocol '{name}' has no stash to choose (--stash)"
+            )));
+        }
+        if self.payload.is_some() && !accepts.payload {
+            return Err(Error::Usage(format!(
+                "protocol '{name}' cannot carry the sender's columns to the receiver"
             )));
         }
         if self.threshold.is_some() && !accepts.threshold {

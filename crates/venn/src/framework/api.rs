@@ -74,6 +74,16 @@ impl OutputKind {
 pub enum Output {
     /// Sorted indices of this party's items in the intersection.
     Indices(Vec<usize>),
+    /// Sorted indices of this party's items in the intersection, each with the record the
+    /// peer's item of the same key carries (PSI with payloads).
+    Records {
+        /// Sorted indices of this party's items in the intersection.
+        indices: Vec<usize>,
+        /// The peer's record for each of them, in the same order: `width` bytes each.
+        records: Vec<u8>,
+        /// Bytes a record.
+        width: usize,
+    },
     /// The size of the intersection.
     Count(u64),
     /// The sums (mod 2^64) of the values the sender associated with the items in the
@@ -99,7 +109,7 @@ impl Output {
     /// Its kind.
     pub fn kind(&self) -> OutputKind {
         match self {
-            Output::Indices(_) => OutputKind::Indices,
+            Output::Indices(_) | Output::Records { .. } => OutputKind::Indices,
             Output::Count(_) => OutputKind::Count,
             Output::Sum { .. } => OutputKind::Sum,
             Output::Threshold { .. } => OutputKind::Threshold,
@@ -110,7 +120,7 @@ impl Output {
     /// The indices, for an output of that kind.
     pub fn indices(&self) -> Option<&[usize]> {
         match self {
-            Output::Indices(ix) => Some(ix),
+            Output::Indices(ix) | Output::Records { indices: ix, .. } => Some(ix),
             _ => None,
         }
     }

@@ -25,12 +25,19 @@ const CHUNK_POSITIONS: usize = 1 << 20;
 /// bits) sent in a random order; with `--both`, the intersection received back.
 pub(crate) fn send_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
     let perm = send_permuted(ctx, values, bits)?;
+    sender_output(ctx, &perm)
+}
+
+/// The sender's output once its values (and whatever follows them) are sent: nothing, or
+/// with `--both` the intersection the receiver sends back, mapped through the values'
+/// order `perm` (position → own item).
+pub(crate) fn sender_output(ctx: &mut Context, perm: &[u32]) -> Result<Output> {
     if !ctx.session.both {
         return Ok(Output::Nothing);
     }
     ctx.phase("receive intersection", false);
     let n_r = ctx.session.n_receiver as usize;
-    receive_positions(ctx.peer, &perm, n_r).map(Output::Indices)
+    receive_positions(ctx.peer, perm, n_r).map(Output::Indices)
 }
 
 /// Sends `values` (cut to `bits` bits) in a random order; returns the order (position →
@@ -50,13 +57,18 @@ pub(crate) fn send_permuted(ctx: &mut Context, values: &[Block], bits: usize) ->
 /// against those [`send_shuffled`] sends; with `--both`, the matching positions sent back.
 pub(crate) fn match_shuffled(ctx: &mut Context, values: &[Block], bits: usize) -> Result<Output> {
     let matches = match_values(ctx, values, bits)?;
+    let indices = receiver_indices(ctx, &matches)?;
+    Ok(Output::Indices(indices))
+}
+
+/// The receiver's intersection from its `matches` (own entry, sender position); with
+/// `--both`, the positions sent back to the sender first.
+pub(crate) fn receiver_indices(ctx: &mut Context, matches: &[(u32, u32)]) -> Result<Vec<usize>> {
     if ctx.session.both {
         ctx.phase("send intersection", false);
-        send_positions(ctx.peer, &matches)?;
+        send_positions(ctx.peer, matches)?;
     }
-    Ok(Output::Indices(
-        matches.iter().map(|m| m.0 as usize).collect(),
-    ))
+    Ok(matches.iter().map(|m| m.0 as usize).collect())
 }
 
 /// Its own `values` (cut to `bits` bits) against those [`send_permuted`] sends: `(own

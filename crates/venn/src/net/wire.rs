@@ -22,6 +22,11 @@ impl Writer {
         self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// Appends a little-endian u32.
+    pub fn u32(mut self, v: u32) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
     /// Appends a little-endian u64.
     pub fn u64(mut self, v: u64) -> Self {
         self.0.extend_from_slice(&v.to_le_bytes());
@@ -84,6 +89,10 @@ impl<'a> Reader<'a> {
     /// A little-endian u16.
     pub fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.array()?))
+    }
+    /// A little-endian u32.
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
     }
     /// A little-endian u64.
     pub fn u64(&mut self) -> Result<u64> {

@@ -11,6 +11,7 @@
 //! protocols: rr22 and rr22-m use the OPRF, rr22-ca and rr22-sum the OPPRF.
 
 pub(crate) mod opprf;
+pub(crate) mod payloads;
 
 use crate::crypto::{gf128, Aes, Block, RandomOracle};
 use crate::framework::Context;

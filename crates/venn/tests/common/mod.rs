@@ -170,11 +170,29 @@ pub(crate) fn fit_sender(
     items: &Items,
 ) -> Items {
     let fitted = fit_sigma(options.sigma, items);
+    let fitted = match options.payload {
+        Some(width) => {
+            let records = (0..fitted.len())
+                .flat_map(|i| record_of(fitted.get(i), width as usize))
+                .collect();
+            fitted
+                .with_records(records, width as usize)
+                .expect("a record per item")
+        }
+        None => fitted,
+    };
     if protocol.accepts().value_columns == 0 {
         return fitted;
     }
     let values = (0..items.len()).map(|i| value_of(items.get(i))).collect();
     fitted.with_values(values).expect("a value per item")
+}
+
+/// The record a test's sender gives `item`: `width` bytes that follow from it alone (its
+/// bytes, then its [`value_of`] counting up), so a receiver can tell the right one.
+pub(crate) fn record_of(item: &[u8], width: usize) -> Vec<u8> {
+    let tail = (0..).map(|k: u64| (value_of(item).wrapping_add(k) % 251) as u8);
+    item.iter().copied().chain(tail).take(width).collect()
 }
 
 /// Runs both parties; returns (sender report, receiver report).
@@ -254,6 +272,17 @@ pub(crate) fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &st
             assert_eq!(*count as usize, truth.len(), "{what}: the count");
             let expected = truth.iter().map(|&i| value_of(mine.get(i))).sum::<u64>();
             assert_eq!(sums[..], [expected], "{what}: the sum");
+        }
+        Output::Records {
+            indices,
+            records,
+            width,
+        } => {
+            assert_eq!(indices, truth, "{what}");
+            for (k, &i) in indices.iter().enumerate() {
+                let record = &records[k * width..(k + 1) * width];
+                assert_eq!(record, record_of(mine.get(i), *width), "{what}: record {k}");
+            }
         }
         out => assert_eq!(out.indices().expect("indices or a count"), truth, "{what}"),
     }

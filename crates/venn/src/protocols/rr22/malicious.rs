@@ -20,6 +20,7 @@ use super::super::matching::{match_values, send_permuted};
 use super::super::{Context, Output};
 use crate::crypto::{encrypt_under_keys, Block};
 use crate::net::{Reader, Writer};
+use crate::oprf::payloads::{self, PadKey};
 use crate::session::{CoinToss, CoinTossReply};
 use crate::tables::MatchTable;
 use crate::{Error, Result};
@@ -62,12 +63,24 @@ fn davies_meyer(w: Block, x: &[Block], v: &[Block]) -> Vec<Block> {
     out
 }
 
-/// S's answers H^o(v_y, y) for its item keys `x` and OPRF values `v`, shuffled; with
-/// `--both`, R's tags checked against its own.
-pub(super) fn send(ctx: &mut Context, w: [Block; 2], x: &[Block], v: &[Block]) -> Result<Output> {
+/// S's answers H^o(v_y, y) for its item keys `x` and OPRF values `v`, shuffled, and its
+/// `records` (of their width) after them, padded under a key from w; with `--both`, R's
+/// tags checked against its own.
+pub(super) fn send(
+    ctx: &mut Context,
+    w: [Block; 2],
+    x: &[Block],
+    v: &[Block],
+    records: Option<(&[u8], usize)>,
+) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     ctx.phase("send values", false);
-    send_permuted(ctx, &answers, 128)?;
+    let perm = send_permuted(ctx, &answers, 128)?;
+    if let Some((records, width)) = records {
+        ctx.phase("send records", false);
+        let key = PadKey::of_toss(&ctx.session.id, w[0]);
+        payloads::send(ctx.peer, key, &perm, x, v, records, width)?;
+    }
     if !ctx.session.both {
         return Ok(Output::Nothing);
     }
@@ -76,18 +89,29 @@ pub(super) fn send(ctx: &mut Context, w: [Block; 2], x: &[Block], v: &[Block]) -
     receive_tags(ctx, &tags).map(Output::Indices)
 }
 
-/// R's output: its items whose H^o(v_x, x) S sent; with `--both`, their tags sent back.
+/// R's output: its items whose H^o(v_x, x) S sent, with their records where S sends records
+/// of `width` bytes; with `--both`, their tags sent back.
 pub(super) fn receive(
     ctx: &mut Context,
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
+    width: Option<usize>,
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
-    let mine: Vec<usize> = match_values(ctx, &answers, 128)?
-        .iter()
-        .map(|m| m.0 as usize)
-        .collect();
+    let matches = match_values(ctx, &answers, 128)?;
+    let records = match width {
+        Some(width) => {
+            ctx.phase("receive records", false);
+            let key = PadKey::of_toss(&ctx.session.id, w[0]);
+            let n_s = ctx.session.n_sender as usize;
+            Some(payloads::receive(
+                ctx.peer, key, n_s, width, &matches, x, v,
+            )?)
+        }
+        None => None,
+    };
+    let mine: Vec<usize> = matches.iter().map(|m| m.0 as usize).collect();
     if ctx.session.both {
         ctx.phase("send intersection", false);
         let (xs, vs): (Vec<Block>, Vec<Block>) = mine.iter().map(|&i| (x[i], v[i])).unzip();
@@ -96,7 +120,14 @@ pub(super) fn receive(
         ctx.peer.send(&Writer::new().u64(tags.len() as u64).0)?;
         ctx.peer.send_blocks(&tags)?;
     }
-    Ok(Output::Indices(mine))
+    Ok(match (records, width) {
+        (Some(records), Some(width)) => Output::Records {
+            indices: mine,
+            records,
+            width,
+        },
+        _ => Output::Indices(mine),
+    })
 }
 
 /// S's side of `--both`: R's tags, each of which must be the tag of a distinct own item

@@ -23,14 +23,15 @@
 mod malicious;
 pub(super) mod overfitting;
 
-use super::matching::{match_shuffled, send_shuffled};
+use super::matching::{match_values, receiver_indices, send_permuted, sender_output};
 use super::{
-    output_bits, Accepts, AnyParty, Config, Context, Output, OutputKind, ParamTable, Parameters,
-    Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
+    output_bits, Accepts, AnyParty, Config, Context, Options, Output, OutputKind, ParamTable,
+    Parameters, Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
 use crate::items::Items;
 use crate::net::Writer;
 use crate::okvs;
+use crate::oprf::payloads::{self, PadKey};
 use crate::oprf::{self, Hashes};
 use crate::session::Role;
 use crate::state::{StateReader, StateWriter};
@@ -140,6 +141,39 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// rr22's and rr22-m's configuration: the width of the record each sender item carries to
+/// the receiver, if any ([`oprf::payloads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Rr22Config {
+    payload: Option<u32>,
+}
+
+impl Config for Rr22Config {
+    const ACCEPTS: Accepts = Accepts {
+        payload: true,
+        ..Accepts::NOTHING
+    };
+
+    fn from_options(options: &Options) -> Result<Self> {
+        match options.payload {
+            Some(w) if !(1..=payloads::MAX_WIDTH as u32).contains(&w) => {
+                Err(Error::Usage(format!(
+                    "a record of the sender's columns takes 1 to {} bytes, not {w}",
+                    payloads::MAX_WIDTH
+                )))
+            }
+            payload => Ok(Rr22Config { payload }),
+        }
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            payload: self.payload,
+            ..Options::default()
+        }
+    }
+}
+
 /// RR22's dimensions for one pair of set sizes.
 struct Rr22Params {
     okvs: okvs::Params,
@@ -222,7 +256,7 @@ impl Parameters for Rr22Params {
 }
 
 impl TypedProtocol for Rr22 {
-    type Config = ();
+    type Config = Rr22Config;
 
     fn info(&self) -> &'static ProtocolInfo {
         match self.adversary {
@@ -234,12 +268,44 @@ impl TypedProtocol for Rr22 {
     fn accepts(&self) -> Accepts {
         Accepts {
             upload_deadline: self.adversary == Adversary::Malicious,
-            ..<() as Config>::ACCEPTS
+            ..Rr22Config::ACCEPTS
         }
     }
 
-    fn params(&self, sizes: Sizes, _: ()) -> Result<Box<dyn Parameters>> {
+    fn params(&self, sizes: Sizes, _: Rr22Config) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr22Params::new(sizes, self.adversary)?))
+    }
+
+    /// The per-item model, and for a receiver of records its matches' (at most one for
+    /// each of its items).
+    fn memory(&self, role: Role, sizes: Sizes, config: Rr22Config) -> u64 {
+        let cost = self.info().role(role);
+        let (own, peer) = match role {
+            Role::Sender => (sizes.sender, sizes.receiver),
+            Role::Receiver => (sizes.receiver, sizes.sender),
+        };
+        let records = match (role, config.payload) {
+            (Role::Receiver, Some(w)) => sizes.receiver.saturating_mul(w as u64 + 16),
+            _ => 0,
+        };
+        (cost.own_item_bytes.saturating_mul(own))
+            .saturating_add(cost.peer_item_bytes.saturating_mul(peer))
+            .saturating_add(records)
+    }
+
+    /// Records where the configuration has them, of its width, and none otherwise.
+    fn check_items(&self, config: Rr22Config, items: &Items) -> Result<()> {
+        let have = items.records().map(|(_, w)| w as u32);
+        if have.is_some() && have != config.payload {
+            return Err(Error::Usage(format!(
+                "the items carry records of {} bytes, the run {}",
+                have.unwrap_or(0),
+                config
+                    .payload
+                    .map_or("none".into(), |w| format!("{w} bytes"))
+            )));
+        }
+        Ok(())
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -250,6 +316,24 @@ impl TypedProtocol for Rr22 {
             (Role::Receiver, Adversary::Malicious) => &Rr22Receiver(Adversary::Malicious),
         }
     }
+}
+
+/// The receiver's output from its `matches` (own entry, sender position) and the records
+/// read for them, if any.
+fn receiver_output(
+    ctx: &mut Context,
+    matches: &[(u32, u32)],
+    records: Option<(Vec<u8>, usize)>,
+) -> Result<Output> {
+    let indices = receiver_indices(ctx, matches)?;
+    Ok(match records {
+        None => Output::Indices(indices),
+        Some((records, width)) => Output::Records {
+            indices,
+            records,
+            width,
+        },
+    })
 }
 
 impl Party for Rr22Sender {
@@ -297,13 +381,32 @@ impl Party for Rr22Sender {
         drop(b);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
+        let records = match ctx.config::<Rr22Config>()?.payload {
+            None => None,
+            Some(width) => match items.records() {
+                Some((records, _)) => Some((records, width as usize)),
+                None => {
+                    return Err(Error::Usage(format!(
+                        "the run carries records of {width} bytes, and the sender's items \
+                         have none"
+                    )))
+                }
+            },
+        };
         match w {
             None => {
+                let oprf_values = records.map(|_| values.clone());
                 Hashes::hash(&hashes.h_o, &mut values);
                 ctx.phase("send values", false);
-                send_shuffled(ctx, &values, p.out_bits)
+                let perm = send_permuted(ctx, &values, p.out_bits)?;
+                if let (Some((records, width)), Some(v)) = (records, &oprf_values) {
+                    ctx.phase("send records", false);
+                    let key = PadKey::of_session(&ctx.session.id);
+                    payloads::send(ctx.peer, key, &perm, &keys, v, records, width)?;
+                }
+                sender_output(ctx, &perm)
             }
-            Some(w) => malicious::send(ctx, w, &keys, &values),
+            Some(w) => malicious::send(ctx, w, &keys, &values, records),
         }
     }
 
@@ -353,15 +456,30 @@ impl Party for Rr22Receiver {
             .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
             .transpose()?;
         ctx.phase("match values", false);
+        let width = ctx.config::<Rr22Config>()?.payload.map(|w| w as usize);
         match toss {
             None => {
-                drop(keys);
+                let oprf_values = width.map(|_| values.clone());
                 Hashes::hash(&hashes.h_o, &mut values);
-                match_shuffled(ctx, &values, p.out_bits)
+                let matches = match_values(ctx, &values, p.out_bits)?;
+                drop(values);
+                let records = match (width, &oprf_values) {
+                    (Some(width), Some(v)) => {
+                        ctx.phase("receive records", false);
+                        let key = PadKey::of_session(&ctx.session.id);
+                        let n_s = ctx.session.n_sender as usize;
+                        Some((
+                            payloads::receive(ctx.peer, key, n_s, width, &matches, &keys, v)?,
+                            width,
+                        ))
+                    }
+                    _ => None,
+                };
+                receiver_output(ctx, &matches, records)
             }
             Some(toss) => {
                 let w = toss.receive_opening(ctx.peer)?;
-                malicious::receive(ctx, w, &keys, &values)
+                malicious::receive(ctx, w, &keys, &values, width)
             }
         }
     }

@@ -1,0 +1,238 @@
+//! The sender's payloads over the OPRF (PSI with associated data): each sender item y
+//! carries a record of `width` bytes, sent after the answers in the same shuffled order,
+//! XORed with a pad only the holder of y's OPRF value F(y) can make. The receiver, which
+//! holds F(x) for each of its own items, makes the pads of the items it matched and reads
+//! their records; for any other y, F(y) is masked by Δ (the OPRF's security), so the pad,
+//! and with it the record, is pseudorandom to it.
+//!
+//! **The pad.** Block j of item y's pad is a Davies–Meyer hash with the OPRF value in the
+//! key, as rr22-m's output hash is (`rr22/malicious.rs`): AES_{F(y) + w_p}(x_y + j) +
+//! (x_y + j), with x_y the item's block and w_p the pad key. A separate key from the
+//! answers' hash, so the answer the receiver sees for an unmatched y (cut to v bits) says
+//! nothing of its pad. w_p is derived from the session alone in the semi-honest run; in
+//! rr22-m from the coin-tossed w, which is opened only once the receiver's OKVS is fixed.
+//!
+//! **The stream.** The answers stay as they are (the receiver's lookup loop untouched);
+//! the records follow in frames of about [`FRAME_BYTES`], in the order the answers went.
+//! The receiver reads every frame (their number follows from the agreed sizes) and keeps
+//! only its matches' records: memory of matches × width, not n_S × width.
+
+use crate::crypto::{encrypt_under_keys, Block, RandomOracle};
+use crate::net::Channel;
+use crate::{Error, Result};
+use rayon::prelude::*;
+
+/// About how many bytes of records go in one frame.
+const FRAME_BYTES: usize = 1 << 20;
+/// The widest record (a frame holds at least one).
+pub(crate) const MAX_WIDTH: usize = 1 << 16;
+
+/// The key the pads are made under (w_p).
+#[derive(Clone, Copy)]
+pub(crate) struct PadKey(Block);
+
+impl PadKey {
+    /// The semi-honest run's: from the session id alone.
+    pub(crate) fn of_session(sid: &[u8; 32]) -> PadKey {
+        PadKey(RandomOracle::new("venn/rr22/payload pad key", sid).hash_block(b""))
+    }
+
+    /// rr22-m's: from the coin-tossed `w`, which the receiver learns only once its OKVS
+    /// is fixed.
+    pub(crate) fn of_toss(sid: &[u8; 32], w: Block) -> PadKey {
+        PadKey(RandomOracle::new("venn/rr22/payload pad key", sid).hash_block(&w.to_le_bytes()))
+    }
+}
+
+/// Records per frame for records of `width` bytes.
+fn per_frame(width: usize) -> usize {
+    (FRAME_BYTES / width.max(1)).max(1)
+}
+
+/// XORs item (`x`, `v`)'s pad into `record`, [`LANES`] blocks at a time on the stack.
+fn xor_pad(key: PadKey, x: Block, v: Block, record: &mut [u8]) {
+    const LANES: usize = 16;
+    let (keys, mut inputs, mut pad) = (
+        [v ^ key.0; LANES],
+        [Block::ZERO; LANES],
+        [Block::ZERO; LANES],
+    );
+    for (c, chunk) in record.chunks_mut(16 * LANES).enumerate() {
+        let blocks = chunk.len().div_ceil(16);
+        for (j, input) in inputs[..blocks].iter_mut().enumerate() {
+            *input = x ^ Block::from((c * LANES + j) as u64);
+        }
+        encrypt_under_keys(&keys[..blocks], &inputs[..blocks], &mut pad[..blocks]);
+        for ((bytes, p), i) in chunk.chunks_mut(16).zip(&pad).zip(&inputs) {
+            let p = (*p ^ *i).to_le_bytes();
+            bytes.iter_mut().zip(p).for_each(|(b, p)| *b ^= p);
+        }
+    }
+}
+
+/// The sender's side: the record of each own item (`width` bytes each, item by item in
+/// `records`), padded under its block `x[i]` and OPRF value `v[i]`, sent in the order
+/// `perm` (position → own item) the answers went in.
+pub(crate) fn send(
+    chan: &mut dyn Channel,
+    key: PadKey,
+    perm: &[u32],
+    x: &[Block],
+    v: &[Block],
+    records: &[u8],
+    width: usize,
+) -> Result<()> {
+    assert!((1..=MAX_WIDTH).contains(&width) && records.len() == x.len() * width);
+    for positions in perm.chunks(per_frame(width)) {
+        let mut frame = vec![0u8; positions.len() * width];
+        frame
+            .par_chunks_mut(width)
+            .zip(positions)
+            .for_each(|(out, &i)| {
+                let i = i as usize;
+                out.copy_from_slice(&records[i * width..(i + 1) * width]);
+                xor_pad(key, x[i], v[i], out);
+            });
+        chan.send(&frame)?;
+    }
+    Ok(())
+}
+
+/// The receiver's side: the records of its `matches` — (own entry, sender position), as
+/// the answers' lookup returns them — read from the stream of `n_sender` records of
+/// `width` bytes and unpadded under its own `x` and `v`; returned match by match.
+pub(crate) fn receive(
+    chan: &mut dyn Channel,
+    key: PadKey,
+    n_sender: usize,
+    width: usize,
+    matches: &[(u32, u32)],
+    x: &[Block],
+    v: &[Block],
+) -> Result<Vec<u8>> {
+    if !(1..=MAX_WIDTH).contains(&width) {
+        return Err(Error::protocol(
+            format!("records of 1 to {MAX_WIDTH} bytes"),
+            format!("{width} bytes"),
+        ));
+    }
+    // The matches in stream order: (sender position, index among the matches).
+    let mut wanted: Vec<(u32, usize)> = matches.iter().enumerate().map(|(k, m)| (m.1, k)).collect();
+    wanted.sort_unstable();
+    let mut out = vec![0u8; matches.len() * width];
+    let (mut next, per) = (0, per_frame(width));
+    let mut frame = Vec::new();
+    for start in (0..n_sender).step_by(per) {
+        let count = (n_sender - start).min(per);
+        chan.recv_exact_into(&mut frame, count * width, "payload records")?;
+        while let Some(&(pos, k)) = wanted.get(next) {
+            let pos = pos as usize;
+            if pos >= start + count {
+                break;
+            }
+            let record = &mut out[k * width..(k + 1) * width];
+            record.copy_from_slice(&frame[(pos - start) * width..(pos - start + 1) * width]);
+            let entry = matches[k].0 as usize;
+            xor_pad(key, x[entry], v[entry], record);
+            next += 1;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::Prg;
+    use crate::net::mem_pair;
+    use std::time::Duration;
+
+    /// A sender's items and OPRF values, and records of `width` bytes.
+    fn sender(n: usize, width: usize, prg: &mut Prg) -> (Vec<Block>, Vec<Block>, Vec<u8>) {
+        let x: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let v: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+        let mut records = vec![0u8; n * width];
+        prg.fill_bytes(&mut records);
+        (x, v, records)
+    }
+
+    #[test]
+    fn the_receiver_reads_exactly_its_matches_records() {
+        let mut prg = Prg::from_seed(Block::from(7u64));
+        for width in [1, 16, 33, 5000] {
+            let n = 3 * per_frame(width) + 5;
+            let (x, v, records) = sender(n, width, &mut prg);
+            let perm = prg.permutation(n);
+            // The receiver holds items 2, n-1 and 0 of the sender's (under its own entries
+            // 0, 1, 2) and one item it does not share (entry 3, a wrong OPRF value).
+            let shared = [2usize, n - 1, 0];
+            let mut rx: Vec<Block> = shared.iter().map(|&i| x[i]).collect();
+            let mut rv: Vec<Block> = shared.iter().map(|&i| v[i]).collect();
+            rx.push(x[1]);
+            rv.push(v[1] ^ Block::ONE);
+            let position = |i: usize| perm.iter().position(|&p| p as usize == i).unwrap() as u32;
+            let matches: Vec<(u32, u32)> = (0..4)
+                .map(|e| (e as u32, position(if e < 3 { shared[e] } else { 1 })))
+                .collect();
+            let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+            let key = PadKey::of_session(&[1; 32]);
+            send(&mut a, key, &perm, &x, &v, &records, width).unwrap();
+            let got = receive(&mut b, key, n, width, &matches, &rx, &rv).unwrap();
+            for (e, &i) in shared.iter().enumerate() {
+                assert_eq!(
+                    &got[e * width..(e + 1) * width],
+                    &records[i * width..(i + 1) * width]
+                );
+            }
+            assert_ne!(
+                &got[3 * width..],
+                &records[width..2 * width],
+                "a wrong F(y) reads nothing"
+            );
+        }
+    }
+
+    /// Under a wrong OPRF value the record a receiver reads is the record XOR a pad it
+    /// cannot make: over many records its bits are balanced whatever the records hold
+    /// (all zero here), and its bytes spread evenly.
+    #[test]
+    fn records_read_under_a_wrong_oprf_value_are_balanced_noise() {
+        let mut prg = Prg::from_seed(Block::from(11u64));
+        let (n, width) = (4096, 32);
+        let (x, v, _) = sender(n, width, &mut prg);
+        let records = vec![0u8; n * width];
+        let perm: Vec<u32> = (0..n as u32).collect();
+        let wrong: Vec<Block> = v.iter().map(|v| *v ^ Block::from(1u64 << 40)).collect();
+        let matches: Vec<(u32, u32)> = (0..n as u32).map(|i| (i, i)).collect();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+        let key = PadKey::of_session(&[2; 32]);
+        send(&mut a, key, &perm, &x, &v, &records, width).unwrap();
+        let got = receive(&mut b, key, n, width, &matches, &x, &wrong).unwrap();
+        let ones: u64 = got.iter().map(|b| b.count_ones() as u64).sum();
+        let bits = (got.len() * 8) as f64;
+        // Binomial(bits, 1/2): 6 standard deviations.
+        assert!(
+            (ones as f64 - bits / 2.0).abs() < 6.0 * (bits / 4.0).sqrt(),
+            "{ones} of {bits}"
+        );
+        let mut counts = [0u64; 256];
+        got.iter().for_each(|&b| counts[b as usize] += 1);
+        let expected = got.len() as f64 / 256.0;
+        let chi2: f64 = counts
+            .iter()
+            .map(|&c| (c as f64 - expected).powi(2) / expected)
+            .sum();
+        // 255 degrees of freedom: the 1 - 10^-6 quantile is about 370.
+        assert!(chi2 < 370.0, "chi-square {chi2}");
+    }
+
+    #[test]
+    fn a_width_out_of_range_is_refused_before_anything_is_read() {
+        let (_a, mut b) = mem_pair(Duration::from_secs(1));
+        let key = PadKey::of_session(&[3; 32]);
+        for width in [0, MAX_WIDTH + 1] {
+            let err = receive(&mut b, key, 10, width, &[], &[], &[]).unwrap_err();
+            assert!(err.to_string().contains("records of 1 to"), "{err}");
+        }
+    }
+}
