@@ -141,6 +141,18 @@ pub struct RoleInfo {
     pub own_item_bytes: u64,
 }
 
+impl RoleInfo {
+    /// The memory its per-item figures give for a run of these sizes, in bytes.
+    pub fn memory(&self, sizes: Sizes) -> u64 {
+        let (own, peer) = match self.role {
+            Role::Sender => (sizes.sender, sizes.receiver),
+            Role::Receiver => (sizes.receiver, sizes.sender),
+        };
+        (self.own_item_bytes.saturating_mul(own))
+            .saturating_add(self.peer_item_bytes.saturating_mul(peer))
+    }
+}
+
 /// What the registry knows about a protocol.
 pub struct ProtocolInfo {
     /// The name used on the command line and in the handshake.
@@ -270,13 +282,7 @@ pub trait TypedProtocol: Sync {
     /// upper bound, on which refusing a peer before allocating relies. By default from the
     /// role's per-item figures ([`RoleInfo`]).
     fn memory(&self, role: Role, sizes: Sizes, _config: Self::Config) -> u64 {
-        let cost = self.info().role(role);
-        let (own, peer) = match role {
-            Role::Sender => (sizes.sender, sizes.receiver),
-            Role::Receiver => (sizes.receiver, sizes.sender),
-        };
-        (cost.own_item_bytes.saturating_mul(own))
-            .saturating_add(cost.peer_item_bytes.saturating_mul(peer))
+        self.info().role(role).memory(sizes)
     }
 
     /// The options it takes: its configuration's, and what it sums and bounds

@@ -49,26 +49,49 @@ fn per_frame(width: usize) -> usize {
     (FRAME_BYTES / width.max(1)).max(1)
 }
 
-/// XORs item (`x`, `v`)'s pad into `record`, [`LANES`] blocks at a time on the stack.
-fn xor_pad(key: PadKey, x: Block, v: Block, record: &mut [u8]) {
-    const LANES: usize = 16;
-    let (keys, mut inputs, mut pad) = (
-        [v ^ key.0; LANES],
-        [Block::ZERO; LANES],
-        [Block::ZERO; LANES],
+/// Pad blocks made by one call of the AES under many keys: enough for its widest lanes.
+const PAD_BLOCKS: usize = 256;
+
+/// XORs into each of `records` (`width` bytes each) the pad of its item (`x`, `v`) in
+/// `items`: [`PAD_BLOCKS`] blocks at a time through buffers on the stack, whatever the
+/// records' width, so that short records share the AES's lanes.
+fn xor_pads(key: PadKey, items: &[(Block, Block)], records: &mut [u8], width: usize) {
+    let (mut keys, mut inputs, mut pad) = (
+        [Block::ZERO; PAD_BLOCKS],
+        [Block::ZERO; PAD_BLOCKS],
+        [Block::ZERO; PAD_BLOCKS],
     );
-    for (c, chunk) in record.chunks_mut(16 * LANES).enumerate() {
-        let blocks = chunk.len().div_ceil(16);
-        for (j, input) in inputs[..blocks].iter_mut().enumerate() {
-            *input = x ^ Block::from((c * LANES + j) as u64);
-        }
-        encrypt_under_keys(&keys[..blocks], &inputs[..blocks], &mut pad[..blocks]);
-        for ((bytes, p), i) in chunk.chunks_mut(16).zip(&pad).zip(&inputs) {
-            let p = (*p ^ *i).to_le_bytes();
-            bytes.iter_mut().zip(p).for_each(|(b, p)| *b ^= p);
+    // Where each pad block goes: its record's bytes `at[k].0..at[k].1` (16, or its tail).
+    let mut at = [(0usize, 0usize); PAD_BLOCKS];
+    let mut k = 0;
+    let mut flush =
+        |k: usize, keys: &[Block], inputs: &[Block], at: &[(usize, usize)], records: &mut [u8]| {
+            encrypt_under_keys(&keys[..k], &inputs[..k], &mut pad[..k]);
+            for ((p, i), &(from, to)) in pad[..k].iter().zip(&inputs[..k]).zip(&at[..k]) {
+                let p = (*p ^ *i).to_le_bytes();
+                records[from..to]
+                    .iter_mut()
+                    .zip(p)
+                    .for_each(|(r, p)| *r ^= p);
+            }
+        };
+    for (r, &(x, v)) in items.iter().enumerate() {
+        let end = (r + 1) * width;
+        for (j, start) in (r * width..end).step_by(16).enumerate() {
+            let to = (start + 16).min(end);
+            (keys[k], inputs[k], at[k]) = (v ^ key.0, x ^ Block::from(j as u64), (start, to));
+            k += 1;
+            if k == PAD_BLOCKS {
+                flush(k, &keys, &inputs, &at, records);
+                k = 0;
+            }
         }
     }
+    flush(k, &keys, &inputs, &at, records);
 }
+
+/// Records padded by one task of the sender's (on the rayon pool).
+const TASK_RECORDS: usize = 1024;
 
 /// The sender's side: the record of each own item (`width` bytes each, item by item in
 /// `records`), padded under its block `x[i]` and OPRF value `v[i]`, sent in the order
@@ -86,12 +109,19 @@ pub(crate) fn send(
     for positions in perm.chunks(per_frame(width)) {
         let mut frame = vec![0u8; positions.len() * width];
         frame
-            .par_chunks_mut(width)
-            .zip(positions)
-            .for_each(|(out, &i)| {
-                let i = i as usize;
-                out.copy_from_slice(&records[i * width..(i + 1) * width]);
-                xor_pad(key, x[i], v[i], out);
+            .par_chunks_mut(TASK_RECORDS * width)
+            .zip(positions.par_chunks(TASK_RECORDS))
+            .for_each(|(out, positions)| {
+                let items: Vec<(Block, Block)> = positions
+                    .iter()
+                    .zip(out.chunks_mut(width))
+                    .map(|(&i, out)| {
+                        let i = i as usize;
+                        out.copy_from_slice(&records[i * width..(i + 1) * width]);
+                        (x[i], v[i])
+                    })
+                    .collect();
+                xor_pads(key, &items, out, width);
             });
         chan.send(&frame)?;
     }
@@ -133,7 +163,7 @@ pub(crate) fn receive(
             let record = &mut out[k * width..(k + 1) * width];
             record.copy_from_slice(&frame[(pos - start) * width..(pos - start + 1) * width]);
             let entry = matches[k].0 as usize;
-            xor_pad(key, x[entry], v[entry], record);
+            xor_pads(key, &[(x[entry], v[entry])], record, width);
             next += 1;
         }
     }

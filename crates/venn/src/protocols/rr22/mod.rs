@@ -279,18 +279,11 @@ impl TypedProtocol for Rr22 {
     /// The per-item model, and for a receiver of records its matches' (at most one for
     /// each of its items).
     fn memory(&self, role: Role, sizes: Sizes, config: Rr22Config) -> u64 {
-        let cost = self.info().role(role);
-        let (own, peer) = match role {
-            Role::Sender => (sizes.sender, sizes.receiver),
-            Role::Receiver => (sizes.receiver, sizes.sender),
-        };
         let records = match (role, config.payload) {
             (Role::Receiver, Some(w)) => sizes.receiver.saturating_mul(w as u64 + 16),
             _ => 0,
         };
-        (cost.own_item_bytes.saturating_mul(own))
-            .saturating_add(cost.peer_item_bytes.saturating_mul(peer))
-            .saturating_add(records)
+        self.info().role(role).memory(sizes).saturating_add(records)
     }
 
     /// Records where the configuration has them, of its width, and none otherwise.
