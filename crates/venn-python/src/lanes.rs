@@ -151,7 +151,7 @@ const LANE_OPTIONS: &[&str] = &["timeout"];
 pub(crate) fn lane_keywords() -> Vec<String> {
     venn_app::run_options::OPTIONS
         .iter()
-        .filter(|o| o.group == venn_app::run_options::Group::Tls || LANE_OPTIONS.contains(&o.name))
+        .filter(|o| crate::link_option(o, LANE_OPTIONS))
         .filter_map(|o| o.keyword())
         .collect()
 }

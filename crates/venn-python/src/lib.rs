@@ -198,6 +198,12 @@ pub(crate) fn role_of(role: &str) -> PyResult<Role> {
     }
 }
 
+/// Whether a callable with a link of its own takes `option`: the TLS group's, and those
+/// named in `also`.
+pub(crate) fn link_option(option: &RunOption, also: &[&str]) -> bool {
+    option.group == Group::Tls || also.contains(&option.name)
+}
+
 /// What a callable with a link of its own (a lane's worker, a Thunder pairing) takes of
 /// the run options: the table's TLS group, and the options named in `also`, read from its
 /// keywords as a party's are ([`run_settings`]); the TLS files loaded.
@@ -205,7 +211,7 @@ pub(crate) fn link_settings(
     options: Option<&Bound<'_, PyDict>>,
     also: &[&str],
 ) -> PyResult<(RunSettings, Transport)> {
-    let (settings, _) = run_settings(options, |o| o.group == Group::Tls || also.contains(&o.name))?;
+    let (settings, _) = run_settings(options, |o| link_option(o, also))?;
     let transport = settings.tls.clone().load().map_err(to_py)?;
     Ok((settings, transport))
 }

@@ -100,17 +100,8 @@ pub(super) fn receive(
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     let matches = match_values(ctx, &answers, 128)?;
-    let records = match width {
-        Some(width) => {
-            ctx.phase("receive records", false);
-            let key = PadKey::of_toss(&ctx.session.id, w[0]);
-            let n_s = ctx.session.n_sender as usize;
-            Some(payloads::receive(
-                ctx.peer, key, n_s, width, &matches, x, v,
-            )?)
-        }
-        None => None,
-    };
+    let key = PadKey::of_toss(&ctx.session.id, w[0]);
+    let records = super::receive_records(ctx, key, width, &matches, x, v)?;
     let mine: Vec<usize> = matches.iter().map(|m| m.0 as usize).collect();
     if ctx.session.both {
         ctx.phase("send intersection", false);
@@ -120,14 +111,7 @@ pub(super) fn receive(
         ctx.peer.send(&Writer::new().u64(tags.len() as u64).0)?;
         ctx.peer.send_blocks(&tags)?;
     }
-    Ok(match (records, width) {
-        (Some(records), Some(width)) => Output::Records {
-            indices: mine,
-            records,
-            width,
-        },
-        _ => Output::Indices(mine),
-    })
+    Ok(super::with_records(mine, records))
 }
 
 /// S's side of `--both`: R's tags, each of which must be the tag of a distinct own item

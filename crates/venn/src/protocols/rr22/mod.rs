@@ -28,6 +28,7 @@ use super::{
     output_bits, Accepts, AnyParty, Config, Context, Options, Output, OutputKind, ParamTable,
     Parameters, Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
 };
+use crate::crypto::Block;
 use crate::items::Items;
 use crate::net::Writer;
 use crate::okvs;
@@ -311,22 +312,34 @@ impl TypedProtocol for Rr22 {
     }
 }
 
-/// The receiver's output from its `matches` (own entry, sender position) and the records
-/// read for them, if any.
-fn receiver_output(
+/// The receiver's records for its `matches` (own entry, sender position) under `key`,
+/// where the run carries records of `width` bytes: made with its item blocks `x` and
+/// OPRF values `v` ([`payloads::receive`]).
+fn receive_records(
     ctx: &mut Context,
+    key: PadKey,
+    width: Option<usize>,
     matches: &[(u32, u32)],
-    records: Option<(Vec<u8>, usize)>,
-) -> Result<Output> {
-    let indices = receiver_indices(ctx, matches)?;
-    Ok(match records {
+    x: &[Block],
+    v: &[Block],
+) -> Result<Option<(Vec<u8>, usize)>> {
+    let Some(width) = width else { return Ok(None) };
+    ctx.phase("receive records", false);
+    let n_s = ctx.session.n_sender as usize;
+    let records = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
+    Ok(Some((records, width)))
+}
+
+/// The receiver's output: its `indices`, with the records read for them if any.
+fn with_records(indices: Vec<usize>, records: Option<(Vec<u8>, usize)>) -> Output {
+    match records {
         None => Output::Indices(indices),
         Some((records, width)) => Output::Records {
             indices,
             records,
             width,
         },
-    })
+    }
 }
 
 impl Party for Rr22Sender {
@@ -452,23 +465,18 @@ impl Party for Rr22Receiver {
         let width = ctx.config::<Rr22Config>()?.payload.map(|w| w as usize);
         match toss {
             None => {
-                let oprf_values = width.map(|_| values.clone());
+                // F(x), for the records' pads, before H^o replaces it.
+                let oprf = match width {
+                    Some(_) => values.clone(),
+                    None => Vec::new(),
+                };
                 Hashes::hash(&hashes.h_o, &mut values);
                 let matches = match_values(ctx, &values, p.out_bits)?;
                 drop(values);
-                let records = match (width, &oprf_values) {
-                    (Some(width), Some(v)) => {
-                        ctx.phase("receive records", false);
-                        let key = PadKey::of_session(&ctx.session.id);
-                        let n_s = ctx.session.n_sender as usize;
-                        Some((
-                            payloads::receive(ctx.peer, key, n_s, width, &matches, &keys, v)?,
-                            width,
-                        ))
-                    }
-                    _ => None,
-                };
-                receiver_output(ctx, &matches, records)
+                let key = PadKey::of_session(&ctx.session.id);
+                let records = receive_records(ctx, key, width, &matches, &keys, &oprf)?;
+                let indices = receiver_indices(ctx, &matches)?;
+                Ok(with_records(indices, records))
             }
             Some(toss) => {
                 let w = toss.receive_opening(ctx.peer)?;
