@@ -21,7 +21,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 use venn::net::{Channel, Reader, Writer};
 use venn::protocols::{find, Offline, Options, Output, Protocol};
-use venn::session::run_plan::{Agreed, Plan};
+use venn::session::run_plan::{Agreed, Columns, Plan};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Items, Result, RunOptions};
 
@@ -116,6 +116,7 @@ impl Coordinator {
                 .max(for_lanes)
                 .min(justified),
             form: input.form(),
+            columns: Columns::default(),
         };
         let agreed = link.exchange(&mut *chan, plan, role)?;
         chan.send(&(lanes as u64).to_le_bytes())?;

@@ -1,5 +1,6 @@
 //! The application layer under Venn's front ends: what a party of a run does beyond the
-//! protocol — read and normalise its keys ([`input`]), agree the run plan and go bucket by
+//! protocol — read and normalise its keys ([`input`]) and the columns it reveals for its
+//! matched rows ([`columns`]), agree the run plan and go bucket by
 //! bucket when the input is larger than memory ([`buckets`], in [`temp_dirs`]), link to the
 //! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
 //! lanes: [`lanes`]; on as many [`threads`] as the cores allow), hand its output to a sink
@@ -12,6 +13,7 @@
 //! are front ends over it; a run's options are one [`party::RunSpec`].
 
 pub mod buckets;
+pub mod columns;
 pub mod destination;
 pub mod input;
 pub mod keygen;

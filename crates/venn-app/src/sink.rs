@@ -52,7 +52,7 @@ impl<'a> Delivered<'a> {
     /// The kind of `output`, with `rows` the rows of the keys it names if it names them.
     pub fn of(output: &'a Output, rows: &'a dyn MatchedRows) -> Self {
         match output {
-            // The tool asks for no records yet (its runs carry none): rows alone.
+            // With the peer's records, `rows` are the matched rows joined to them.
             Output::Indices(ix) | Output::Records { indices: ix, .. } => Delivered::Rows {
                 rows,
                 keys: ix.len() as u64,

@@ -83,6 +83,7 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
             ..KeyOptions::default()
         },
         both: false,
+        peer_columns: Vec::new(),
         state: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();

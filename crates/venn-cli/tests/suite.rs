@@ -8,6 +8,7 @@ mod bad_peers;
 mod buckets;
 mod cli;
 mod cloud;
+mod columns;
 mod cpu;
 mod dealer;
 mod faults;

@@ -312,6 +312,8 @@ pub(crate) enum Source {
         input: PathBuf,
         output: Option<PathBuf>,
         keys: KeyOptions,
+        /// `peer_columns=`: the peer's columns added to each matched row.
+        peer_columns: Vec<String>,
     },
 }
 
@@ -381,6 +383,7 @@ impl Party {
                     input,
                     output: settings.output,
                     keys: settings.keys,
+                    peer_columns: settings.peer_columns,
                 }
             }
         };
@@ -441,6 +444,7 @@ impl Party {
                     input,
                     output,
                     keys,
+                    peer_columns,
                 } => {
                     let args = PartyArgs {
                         link,
@@ -448,6 +452,7 @@ impl Party {
                         output,
                         keys,
                         both,
+                        peer_columns,
                         state: None,
                         bucket_rows: None,
                         bucket_dir: None,

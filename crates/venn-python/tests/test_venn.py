@@ -187,6 +187,20 @@ def test_file_parties_read_other_delimiters_and_write_rows_with_them(tmp_path: P
     assert not (tmp_path / "o2.csv").exists()
 
 
+def test_a_file_receiver_gets_the_senders_revealed_columns(tmp_path: Path):
+    """The sender's revealed columns come with each matched row, in the receiver's
+    delimiter (quoted only where that needs it)."""
+    (tmp_path / "s.csv").write_text('email,segment\nada@x.org,"a, b"\nbob@x.org,"x;y"\n')
+    (tmp_path / "r.csv").write_text("id;email\n1;bob@x.org\n2;zed\n3;ada@x.org\n")
+    out = tmp_path / "out.csv"
+    child = Child("send_file", str(tmp_path / "s.csv"), reveal_columns=["segment:8"])
+    r = venn.receive_file(tmp_path / "r.csv", out, column="email", delimiter=";",
+                          peer_columns="segment", connect=child.addr)
+    assert r.rows_written == 2
+    assert out.read_text() == 'id;email;segment\n1;bob@x.org;"x;y"\n3;ada@x.org;a, b\n'
+    assert child.result()[0] == "result"
+
+
 def test_keygen_writes_what_venn_keygen_writes(tmp_path: Path):
     fingerprint = venn.keygen(tmp_path / "k", days=30)
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0

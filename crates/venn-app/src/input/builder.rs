@@ -1,7 +1,9 @@
 //! Rows and their keys collected as a file (or memory) gives them: keys normalised, empty
-//! ones refused or skipped, values checked; the keys deduplicated once all are in.
+//! ones refused or skipped, values checked, the values of revealed columns kept; the keys
+//! deduplicated once all are in, each with the record of its first row's revealed values.
 
 use super::{Input, KeyOptions, Row, MAX_VALUE};
+use crate::columns::{padded_width, Layout};
 use std::ops::Range;
 use venn::util::memory::with_huge_capacity;
 use venn::{Error, Items, Result};
@@ -35,6 +37,8 @@ pub(super) struct Builder<'a> {
     keys: Items,
     /// The values of each row in `rows`, row by row, if the rows carry values.
     values: Option<Vec<u64>>,
+    /// The values of the revealed columns of each row in `rows`, if any are revealed.
+    revealed: Option<Cells>,
     rows: Vec<Row>,
     skipped_empty: usize,
     scratch: Vec<u8>,
@@ -50,6 +54,11 @@ impl<'a> Builder<'a> {
             keys: Items::with_capacity(expected_rows, key_bytes),
             values: (!opts.value_columns.is_empty())
                 .then(|| with_huge_capacity(expected_rows * opts.value_columns.len())),
+            revealed: (!opts.reveal_columns.is_empty()).then(|| Cells {
+                bytes: Vec::new(),
+                ends: with_huge_capacity(expected_rows * opts.reveal_columns.len()),
+                longest: vec![0; opts.reveal_columns.len()],
+            }),
             rows: with_huge_capacity(expected_rows),
             skipped_empty: 0,
             scratch: Vec::new(),
@@ -57,13 +66,15 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised) and
-    /// whose values are `values`, if the rows carry values.
+    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised), whose
+    /// values are `values`, if the rows carry values, and whose revealed columns hold
+    /// `revealed`.
     fn add_key(
         &mut self,
         line: u64,
         key: &[u8],
         values: Values,
+        revealed: &[&[u8]],
         bytes: Range<usize>,
     ) -> Result<()> {
         if key.is_empty() {
@@ -107,18 +118,22 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        if let Some(cells) = &mut self.revealed {
+            cells.push(line, revealed, self.opts)?;
+        }
         self.keys.push(key);
         self.rows.push(Row { key: index, bytes });
         Ok(())
     }
 
-    /// Adds a row whose key is made of `fields` (raw), normalising each, and whose values
-    /// are `values`.
+    /// Adds a row whose key is made of `fields` (raw), normalising each, whose values are
+    /// `values` and whose revealed columns hold `revealed` (as they are).
     pub(super) fn add_fields(
         &mut self,
         line: u64,
         fields: &[&[u8]],
         values: Values,
+        revealed: &[&[u8]],
         bytes: Range<usize>,
     ) -> Result<()> {
         let (mut key_buf, mut field_buf) = (
@@ -128,7 +143,7 @@ impl<'a> Builder<'a> {
         let result = match fields {
             [one] => {
                 let key = normalise(one, self.opts, &mut key_buf);
-                self.add_key(line, key, values, bytes)
+                self.add_key(line, key, values, revealed, bytes)
             }
             _ => {
                 key_buf.clear();
@@ -140,16 +155,17 @@ impl<'a> Builder<'a> {
                     key_buf.extend_from_slice(v);
                 }
                 let key = if all_empty { &[][..] } else { &key_buf[..] };
-                self.add_key(line, key, values, bytes)
+                self.add_key(line, key, values, revealed, bytes)
             }
         };
         (self.scratch, self.field_scratch) = (key_buf, field_buf);
         result
     }
 
-    /// The input, with each distinct key once (in order of first appearance) and the
-    /// values of its rows added.
-    pub(super) fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Input {
+    /// The input, with each distinct key once (in order of first appearance), the values
+    /// of its rows added and the record of its first row's revealed columns; refused if
+    /// the revealed columns' records are wider than a run carries.
+    pub(super) fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Result<Input> {
         if let Some(values) = self.values.take() {
             let (keys, columns) = (
                 std::mem::take(&mut self.keys),
@@ -157,11 +173,20 @@ impl<'a> Builder<'a> {
             );
             self.keys = (keys.with_value_columns(values, columns)).expect("the values of each row");
         }
+        let layout = match self.revealed.take() {
+            Some(cells) => {
+                let (layout, records) = cells.records(self.opts)?;
+                let keys = std::mem::take(&mut self.keys);
+                self.keys = keys.with_records(records, layout.width())?;
+                Some(layout)
+            }
+            None => None,
+        };
         let distinct = self.keys.deduplicate();
         for row in &mut self.rows {
             row.key = distinct[row.key as usize];
         }
-        Input {
+        Ok(Input {
             data,
             header,
             duplicates: self.rows.len() - self.keys.len(),
@@ -169,7 +194,74 @@ impl<'a> Builder<'a> {
             keys: self.keys,
             skipped_empty: self.skipped_empty,
             form: self.opts.form(),
+            layout,
+        })
+    }
+}
+
+/// The values of the revealed columns, row by row and column by column, as they are.
+struct Cells {
+    bytes: Vec<u8>,
+    /// Where each value ends in `bytes`.
+    ends: Vec<usize>,
+    /// The longest value of each column.
+    longest: Vec<usize>,
+}
+
+impl Cells {
+    /// Keeps a row's `values` (line `line`), each within its column's width if one is
+    /// given.
+    fn push(&mut self, line: u64, values: &[&[u8]], opts: &KeyOptions) -> Result<()> {
+        for ((value, column), longest) in values
+            .iter()
+            .zip(&opts.reveal_columns)
+            .zip(&mut self.longest)
+        {
+            let most = column.width.unwrap_or(u16::MAX) as usize;
+            if value.len() > most {
+                return Err(Error::Input {
+                    line,
+                    reason: format!(
+                        "the value of the revealed column '{}' takes {} bytes, more than \
+                         its width of {most} (--reveal-columns {}:N widens it)",
+                        column.name,
+                        value.len(),
+                        column.name
+                    ),
+                });
+            }
+            *longest = (*longest).max(value.len());
+            self.bytes.extend_from_slice(value);
+            self.ends.push(self.bytes.len());
         }
+        Ok(())
+    }
+
+    /// The columns' layout (each width given, or its longest value's padded) and each
+    /// row's record in it, row by row.
+    fn records(self, opts: &KeyOptions) -> Result<(Layout, Vec<u8>)> {
+        let columns = (opts.reveal_columns.iter().zip(&self.longest))
+            .map(|(c, &longest)| {
+                let width = c.width.map_or(padded_width(longest), usize::from);
+                (c.name.clone(), width.min(u16::MAX as usize) as u16)
+            })
+            .collect();
+        let layout = Layout::new(columns)?;
+        let (per_row, width) = (opts.reveal_columns.len(), layout.width());
+        let rows = self.ends.len() / per_row.max(1);
+        let mut records = with_huge_capacity(rows * width);
+        records.resize(rows * width, 0);
+        let mut start = 0;
+        let mut values: Vec<&[u8]> = Vec::with_capacity(per_row);
+        for (ends, record) in self.ends.chunks(per_row).zip(records.chunks_mut(width)) {
+            values.clear();
+            for &end in ends {
+                values.push(&self.bytes[start..end]);
+                start = end;
+            }
+            layout.encode(&values, record);
+        }
+        Ok((layout, records))
     }
 }
 

@@ -19,6 +19,8 @@ pub(super) struct Header {
     width: usize,
     columns: Vec<usize>,
     values: Vec<usize>,
+    /// The revealed columns, in the order named.
+    reveals: Vec<usize>,
 }
 
 /// Parses the header row.
@@ -71,11 +73,15 @@ pub(super) fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
             )));
         }
     }
+    let reveals = (opts.reveal_columns.iter())
+        .map(|c| column(&c.name))
+        .collect::<Result<_>>()?;
     Ok(Header {
         end: body,
         width: header.len(),
         columns,
         values,
+        reveals,
     })
 }
 
@@ -84,6 +90,7 @@ pub(super) fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result
     let (body, width) = (h.end, h.width);
     let mut key: Vec<&[u8]> = Vec::with_capacity(h.columns.len());
     let mut values: Vec<&[u8]> = Vec::with_capacity(h.values.len());
+    let mut revealed: Vec<&[u8]> = Vec::with_capacity(h.reveals.len());
     // The header may span lines (a quoted name with a line break, a bare CR ending).
     let mut number = line_breaks(data, 0, body);
     scan::for_each_line(data, body, Some(b.opts.delimiter), |line, commas| {
@@ -115,7 +122,9 @@ pub(super) fn csv_plain_body(data: &[u8], h: &Header, b: &mut Builder) -> Result
         key.extend(h.columns.iter().map(|&c| field(c)));
         values.clear();
         values.extend(h.values.iter().map(|&c| field(c)));
-        b.add_fields(number, &key, Values::Fields(&values), line)
+        revealed.clear();
+        revealed.extend(h.reveals.iter().map(|&c| field(c)));
+        b.add_fields(number, &key, Values::Fields(&values), &revealed, line)
     })
 }
 
@@ -180,10 +189,12 @@ pub(super) fn csv_quoted_body(data: &[u8], h: &Header, b: &mut Builder) -> Resul
         key.extend(h.columns.iter().map(|&c| record[c].to_vec()));
         let fields: Vec<&[u8]> = key.iter().map(Vec::as_slice).collect();
         let values: Vec<&[u8]> = h.values.iter().map(|&c| &record[c]).collect();
+        let revealed: Vec<&[u8]> = h.reveals.iter().map(|&c| &record[c]).collect();
         b.add_fields(
             line,
             &fields,
             Values::Fields(&values),
+            &revealed,
             start..end.max(start),
         )?;
     }

@@ -32,6 +32,7 @@ fn options(pick: u8) -> KeyOptions {
             128 => b';',
             _ => b',',
         },
+        reveal_columns: Vec::new(),
     }
 }
 
@@ -79,22 +80,23 @@ pub fn csv_input(data: &[u8]) {
         } else {
             csv_plain_body(data, &h, &mut b)
         };
-        result.map(|()| {
-            let input = b.finish(Vec::new(), None);
-            let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
-            let rows: Vec<(u32, std::ops::Range<usize>)> = input
-                .rows
-                .iter()
-                .map(|r| (r.key, r.bytes.clone()))
-                .collect();
-            (
-                keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(),
-                input.keys.values().map(<[u64]>::to_vec),
-                rows,
-                input.duplicates,
-                input.skipped_empty,
-            )
-        })
+        result
+            .and_then(|()| b.finish(Vec::new(), None))
+            .map(|input| {
+                let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+                let rows: Vec<(u32, std::ops::Range<usize>)> = input
+                    .rows
+                    .iter()
+                    .map(|r| (r.key, r.bytes.clone()))
+                    .collect();
+                (
+                    keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(),
+                    input.keys.values().map(<[u64]>::to_vec),
+                    rows,
+                    input.duplicates,
+                    input.skipped_empty,
+                )
+            })
     };
     match (outcome(false), outcome(true)) {
         (Ok(plain), Ok(quoted)) => assert_eq!(plain, quoted, "the two CSV paths disagree"),

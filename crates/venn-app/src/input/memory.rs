@@ -5,6 +5,7 @@
 use super::builder::{Builder, Values};
 use super::source::{members, InputSource, RowBatch, RowCounts};
 use super::{Input, KeyOptions};
+use crate::columns::Layout;
 use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
 
@@ -34,6 +35,11 @@ impl KeysInMemory {
                 venn::protocols::MAX_VALUE_COLUMNS
             )));
         }
+        if !opts.reveal_columns.is_empty() {
+            return Err(Error::Usage(
+                "columns are revealed from a file's rows (--reveal-columns)".into(),
+            ));
+        }
         if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
             return Err(Error::Usage(
                 "the same number of values for every key".into(),
@@ -47,16 +53,22 @@ impl KeysInMemory {
         let mut b = Builder::new(&opts, keys.len(), bytes);
         for (i, key) in keys.iter().enumerate() {
             let row = values.map_or(&[][..], |(v, c)| &v[i * c..(i + 1) * c]);
-            b.add_fields(i as u64 + 1, &[key.as_ref()], Values::Numbers(row), i..i)
-                .map_err(|e| match e {
-                    Error::Input { line, reason } => {
-                        Error::Usage(format!("the key at position {}: {reason}", line - 1))
-                    }
-                    e => e,
-                })?;
+            b.add_fields(
+                i as u64 + 1,
+                &[key.as_ref()],
+                Values::Numbers(row),
+                &[],
+                i..i,
+            )
+            .map_err(|e| match e {
+                Error::Input { line, reason } => {
+                    Error::Usage(format!("the key at position {}: {reason}", line - 1))
+                }
+                e => e,
+            })?;
         }
         Ok(KeysInMemory {
-            input: b.finish(Vec::new(), None),
+            input: b.finish(Vec::new(), None)?,
         })
     }
 
@@ -110,6 +122,27 @@ impl InputSource for KeysInMemory {
             each(RowBatch::Positions(&batch))?;
         }
         Ok(count + batch.len())
+    }
+
+    fn layout(&self) -> Option<&Layout> {
+        None
+    }
+
+    fn header(&self) -> Option<&[u8]> {
+        None
+    }
+
+    fn each_row(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        let mut count = 0;
+        for row in self.input.rows.iter().filter(|r| member[r.key as usize]) {
+            each(row.key as usize, RowBatch::Positions(&[row.bytes.start]))?;
+            count += 1;
+        }
+        Ok(count)
     }
 }
 

@@ -11,6 +11,7 @@
 //! line breaks. Duplicates are found with a table of key indices under a fast hash that is
 //! keyed afresh each run (so a crafted file cannot make it slow).
 
+use crate::columns::{Layout, Revealed};
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
@@ -61,6 +62,9 @@ pub struct KeyOptions {
     /// save where the comma is the decimal mark (a semicolon), a tab or a bar. Rows are
     /// output as they are, so the output keeps it.
     pub delimiter: u8,
+    /// `--reveal-columns`: the CSV columns whose values go to the peer with each matched
+    /// key (a repeated key's first row's).
+    pub reveal_columns: Vec<Revealed>,
 }
 
 /// The field separators a CSV input may have, as `--delimiter` and Python's `delimiter=`
@@ -100,6 +104,7 @@ impl Default for KeyOptions {
             skip_empty: false,
             value_columns: Vec::new(),
             delimiter: b',',
+            reveal_columns: Vec::new(),
         }
     }
 }
@@ -146,6 +151,8 @@ pub struct Input {
     pub skipped_empty: usize,
     /// How the keys were taken: what the run plan tells the peer.
     pub form: KeyForm,
+    /// The records of the revealed columns, if any: each key carries its first row's.
+    pub layout: Option<Layout>,
 }
 
 impl Input {
@@ -211,6 +218,27 @@ impl InputSource for Input {
         }
         Ok(count)
     }
+
+    fn layout(&self) -> Option<&Layout> {
+        self.layout.as_ref()
+    }
+
+    fn header(&self) -> Option<&[u8]> {
+        self.header.as_ref().map(|h| self.bytes(h))
+    }
+
+    fn each_row(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        let mut count = 0;
+        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
+            each(row.key as usize, RowBatch::Text(self.bytes(&row.bytes)))?;
+            count += 1;
+        }
+        Ok(count)
+    }
 }
 
 /// A line's content without its line ending.
@@ -262,6 +290,13 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
                     "values (--value-column) are read from a CSV file (--format csv)".into(),
                 ));
             }
+            if !opts.reveal_columns.is_empty() {
+                return Err(Error::Usage(
+                    "revealed columns (--reveal-columns) are read from a CSV file (--format \
+                     csv)"
+                        .into(),
+                ));
+            }
             if opts.delimiter != b',' {
                 return Err(Error::Usage(
                     "a delimiter (--delimiter) separates the fields of a CSV file (--format \
@@ -282,9 +317,15 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
             let mut number = 0;
             scan::for_each_line(&data, 0, None, |line, _| {
                 number += 1;
-                b.add_fields(number, &[content(&data, &line)], Values::Fields(&[]), line)
+                b.add_fields(
+                    number,
+                    &[content(&data, &line)],
+                    Values::Fields(&[]),
+                    &[],
+                    line,
+                )
             })?;
-            Ok(b.finish(data, None))
+            b.finish(data, None)
         }
         Format::Csv => {
             let h = csv_header(&data, opts)?;
@@ -294,7 +335,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
             } else {
                 csv_quoted_body(&data, &h, &mut b)?;
             }
-            Ok(b.finish(data, Some(0..h.end)))
+            b.finish(data, Some(0..h.end))
         }
     }
 }

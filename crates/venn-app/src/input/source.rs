@@ -8,6 +8,7 @@
 //! is one impl; a new form of rows one [`RowBatch`] variant, which each sink takes or
 //! refuses.
 
+use crate::columns::Layout;
 use std::io;
 use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
@@ -29,6 +30,17 @@ pub trait InputSource {
         &self,
         member: &[bool],
         each: &mut dyn FnMut(RowBatch) -> io::Result<()>,
+    ) -> io::Result<usize>;
+    /// The columns it reveals to the peer, as records of its keys carry them, if any.
+    fn layout(&self) -> Option<&Layout>;
+    /// A text file's header row, as it is in the file.
+    fn header(&self) -> Option<&[u8]>;
+    /// Hands each row of the keys `member` flags to `each` alone, with the index of its
+    /// key, in input order; returns how many rows. Fails only where `each` does.
+    fn each_row(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(usize, RowBatch) -> io::Result<()>,
     ) -> io::Result<usize>;
 }
 

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use venn::protocols::{DealerLink, Offline, Options, OutputKind, Progress, Protocol};
-use venn::session::run_plan::{KeyMismatch, Plan};
+use venn::session::run_plan::{Columns, KeyMismatch, Plan};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
@@ -158,6 +158,8 @@ pub struct PartyArgs {
     pub keys: KeyOptions,
     /// `--both`: the sender learns the intersection too.
     pub both: bool,
+    /// `--peer-columns`: the peer's columns asked for, added to each matched row.
+    pub peer_columns: Vec<String>,
     /// Run only the online phase with this precomputed state.
     pub state: Option<PathBuf>,
     /// Split the input into hash buckets of about this many rows on disk.
@@ -216,7 +218,7 @@ pub fn run_party(
     };
     let input = stages::read(args, &checked, spinner.as_ref())?;
     let dealer = args.link.dealer_link();
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         input_memory: input.read.memory(),
         ..args.link.options(
             checked.protocol,
@@ -227,7 +229,15 @@ pub fn run_party(
             dealer.as_ref().map(|d| d as &DealerLink),
         )
     };
-    let connected = stages::connect(args, &checked, &input, &opts, on_bound, spinner.as_ref())?;
+    let connected = stages::connect(
+        args,
+        &checked,
+        &input,
+        &mut opts,
+        on_bound,
+        spinner.as_ref(),
+    )?;
+    opts.options.payload = connected.agreed.record_widths(role).0;
     let ran = stages::run(connected, input.read, &opts, spinner.as_ref())?;
     drop(spinner);
     let wrote = stages::write(args, &checked, &ran, sink)?;
@@ -260,6 +270,7 @@ pub fn run_keys(
         rows: input.keys().len() as u64,
         log2_buckets: 0,
         form: input.form(),
+        columns: Columns::default(),
     };
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;

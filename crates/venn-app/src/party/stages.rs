@@ -6,6 +6,7 @@
 use super::reading::{self, Reading};
 use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
+use crate::columns::{JoinedRows, Layout};
 use crate::destination::check_output_path;
 use crate::input::read_input;
 use crate::input::source::{InputSource, Matching};
@@ -19,7 +20,7 @@ use std::time::Instant;
 use venn::net::Channel;
 use venn::protocols::Progress as _;
 use venn::protocols::{Output, OutputKind, Protocol};
-use venn::session::run_plan::{Agreed, Plan};
+use venn::session::run_plan::{Agreed, Columns, Plan};
 use venn::session::Role;
 use venn::{Error, LoadedState, Report, Result, RunOptions};
 
@@ -54,6 +55,7 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
                 .into(),
         ));
     }
+    check_columns(args, protocol, role)?;
     check_paths(args)?;
     args.link.check_endpoint()?;
     Ok(Checked {
@@ -62,6 +64,45 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
         threads,
         learns_rows,
     })
+}
+
+/// Columns revealed or asked for (`--reveal-columns`, `--peer-columns`) go with a protocol
+/// that carries them, between a CSV file's rows, to a party that learns the intersection.
+fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Result<()> {
+    let (reveals, asks) = (
+        !args.keys.reveal_columns.is_empty(),
+        !args.peer_columns.is_empty(),
+    );
+    if !reveals && !asks {
+        return Ok(());
+    }
+    if !protocol.accepts().payload {
+        return Err(Error::Usage(format!(
+            "'{}' cannot carry a party's columns (--reveal-columns, --peer-columns); rr22 and \
+             rr22-m can",
+            protocol.info().name
+        )));
+    }
+    if args.keys.format != crate::input::Format::Csv {
+        return Err(Error::Usage(
+            "columns (--reveal-columns, --peer-columns) are those of a CSV file's rows \
+             (--format csv)"
+                .into(),
+        ));
+    }
+    match role {
+        Role::Sender if asks && !args.both => Err(Error::Usage(
+            "the sender learns nothing without --both (which both parties pass): drop \
+             --peer-columns, or pass --both"
+                .into(),
+        )),
+        Role::Receiver if reveals => Err(Error::Usage(
+            "the receiver's columns (--reveal-columns) cannot go to the sender yet; the \
+             sender reveals its columns to the receiver"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The output and statistics files may be written: neither is an input (the file or the
@@ -157,6 +198,12 @@ pub(super) fn read(
         Read::Whole(source) => {
             let counts = source.counts();
             warn_duplicates(&args.input, counts.duplicates);
+            if counts.duplicates > 0 && source.layout().is_some() {
+                eprintln!(
+                    "venn: warning: a repeated key reveals its first row's columns \
+                     (--reveal-columns) only"
+                );
+            }
             (counts.kept, counts.skipped_empty)
         }
         Read::Split { split, .. } => (split.rows, split.skipped_empty),
@@ -238,11 +285,15 @@ pub(super) struct Connected {
 /// file read whole announces its distinct keys (as the session hello does); a split one
 /// its rows (its distinct keys are known only bucket by bucket). The state is used up only
 /// once the peer has confirmed the online session.
+///
+/// The run's records follow the plans: each party's revealed columns make its records,
+/// whose widths `opts` takes once both plans agree on them (ours before, so that our keys
+/// are checked with their records).
 pub(super) fn connect(
     args: &PartyArgs,
     checked: &Checked,
     input: &ReadInput,
-    opts: &RunOptions,
+    opts: &mut RunOptions,
     on_bound: impl FnOnce(SocketAddr),
     spinner: Option<&Spinner>,
 ) -> Result<Connected> {
@@ -256,21 +307,30 @@ pub(super) fn connect(
             if let Some(state) = &loaded {
                 state.check_items(whole.keys().len()).map_err(refused)?;
             }
+            let reveals = whole.layout().map_or_else(Vec::new, |l| l.columns.clone());
+            if checked.role == Role::Sender {
+                opts.options.payload = Columns::record_width(&reveals);
+            }
             (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
             let rows = whole.keys().len() as u64;
             Plan {
                 rows,
                 log2_buckets: 0,
                 form,
+                columns: Columns::new(reveals, args.peer_columns.clone())?,
             }
         }
         Read::Split { split, bucket_rows } => Plan {
             rows: split.rows,
             log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
             form,
+            columns: Columns::new(Vec::new(), args.peer_columns.clone())?,
         },
     };
     let splits = matches!(input.read, Read::Split { .. });
+    if splits && !args.keys.reveal_columns.is_empty() {
+        return Err(columns_in_buckets());
+    }
     let (chan, agreed) = agree(
         &args.link,
         checked.protocol,
@@ -303,8 +363,20 @@ pub(super) fn agree(
     let agreed = link.exchange(&mut *chan, plan, role)?;
     if splits || agreed.log2_buckets() > 0 {
         super::refuse_whole_outputs_in_buckets(protocol)?;
+        if agreed.record_widths(role) != (None, None) {
+            return Err(columns_in_buckets());
+        }
     }
     Ok((chan, agreed))
+}
+
+/// Why columns do not go with a run bucket by bucket.
+fn columns_in_buckets() -> Error {
+    Error::Usage(
+        "columns (--reveal-columns, --peer-columns) cannot yet go with a run bucket by bucket \
+         (--bucket-rows, or an input too large to read whole within --max-memory)"
+            .into(),
+    )
 }
 
 /// The run stage's result.
@@ -313,6 +385,8 @@ pub(super) struct Ran {
     /// Whether the run went bucket by bucket.
     pub bucketed: bool,
     pub matched: Matched,
+    /// The columns the peer revealed (named as we asked), if it revealed any.
+    pub peer_columns: Option<Layout>,
 }
 
 /// What a run matched, with the input it ran on.
@@ -341,6 +415,10 @@ pub(super) fn run(
         agreed,
         loaded,
     } = connected;
+    let peer_columns = match &agreed.peer.columns.reveals {
+        reveals if reveals.is_empty() => None,
+        reveals => Some(Layout::new(reveals.clone())?),
+    };
     let progress = |done: u64, all: u64| {
         if let Some(s) = spinner {
             s.context(&format!("bucket {} of {all}: ", (done + 1).min(all)));
@@ -364,6 +442,7 @@ pub(super) fn run(
         report,
         bucketed,
         matched,
+        peer_columns,
     })
 }
 
@@ -421,11 +500,24 @@ pub(super) fn write(
     let started = Instant::now();
     let written = match &ran.matched {
         Matched::Keys { input, output } => {
+            let intersection = output.indices().unwrap_or_default();
             let rows = Matching {
                 source: &**input,
-                intersection: output.indices().unwrap_or_default(),
+                intersection,
             };
-            sink.take(Delivered::of(output, &rows))?
+            match (output, &ran.peer_columns) {
+                (Output::Records { records, .. }, Some(layout)) => {
+                    let joined = JoinedRows {
+                        source: &**input,
+                        intersection,
+                        records,
+                        layout,
+                        delimiter: args.keys.delimiter,
+                    };
+                    sink.take(Delivered::of(output, &joined))?
+                }
+                _ => sink.take(Delivered::of(output, &rows))?,
+            }
         }
         Matched::Rows { split, matches } => {
             let rows = SplitRows {

@@ -265,6 +265,8 @@ pub struct RunSettings {
     pub output: Option<PathBuf>,
     /// `--both`.
     pub both: bool,
+    /// `--peer-columns`.
+    pub peer_columns: Vec<String>,
     /// `--state`.
     pub state: Option<PathBuf>,
     /// `--bucket-rows`.
@@ -354,6 +356,7 @@ impl RunSettings {
             output: self.output,
             keys: self.keys,
             both: self.both,
+            peer_columns: self.peer_columns,
             state: self.state,
             bucket_rows: self.bucket_rows,
             bucket_dir: self.bucket_dir,

@@ -4,6 +4,7 @@
 //! [`venn::protocols::Accepts`].
 
 use super::{Group, Kind, Python, RunOption};
+use crate::columns::parse_revealed;
 use crate::input::{parse_delimiter, Format};
 use crate::party::RunSpec;
 use venn::protocols::{Bins, Offline, Stash};
@@ -453,6 +454,43 @@ pub static OPTIONS: &[RunOption] = &[
          added, so the sum is over rows, exact below 2^32 rows. `rr22-sum` sums up to 16 \
          columns in one run, each apart (`--value-column revenue,units`; the receiver \
          learns how many there are); `psww18-sum` one",
+    ),
+    RunOption::new("reveal-columns", Kind::List, Group::Keys, |s, v| {
+        s.keys.reveal_columns = parse_revealed(&v.list()?)?;
+        Ok(())
+    })
+    .value_name("NAME[:WIDTH]")
+    .takes(|a| a.payload)
+    .python(Python::File)
+    .help(
+        "CSV columns whose values go to the peer with each matched key, for the peer's \
+         --peer-columns (rr22, rr22-m; the sender's). Values are padded \
+         to WIDTH bytes (`segment:32`), or to the longest rounded up to 16.",
+        "`rr22` and `rr22-m`: CSV columns whose values the peer gets for each matched key \
+         (PSI with payloads; the sender's): the peer must ask for the same \
+         columns in the same order (`--peer-columns`), or both refuse the run. Each value is \
+         padded to its column's width — `segment:32` for 32 bytes (a longer value is an \
+         error naming its line), or the column's longest value rounded up to 16 — and the \
+         peer learns the widths, nothing of unmatched rows \
+         ([protocols.md](protocols.md#psi-with-payloads)). A repeated key reveals its first \
+         row's values",
+    ),
+    RunOption::new("peer-columns", Kind::List, Group::Party, |s, v| {
+        s.peer_columns = v.list()?;
+        Ok(())
+    })
+    .value_name("NAME")
+    .takes(|a| a.payload)
+    .python(Python::File)
+    .help(
+        "The peer's revealed columns to add to each matched row of the output, as the \
+         peer's --reveal-columns names them, in order (a CSV input's rows; the sender's \
+         only with --both).",
+        "`rr22` and `rr22-m`: the peer's columns to add to each matched row of `--output` \
+         (after the row's own, \
+         the header naming them; quoted where a value needs it): exactly those the peer's \
+         `--reveal-columns` names, in order, or both refuse the run. A CSV input's; the \
+         sender asks only with `--both`",
     ),
     RunOption::new("both", Kind::Switch, Group::Party, |s, v| {
         s.both = v.switch()?;

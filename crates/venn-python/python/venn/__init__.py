@@ -146,6 +146,8 @@ def _file_party(
     output: Optional[Path],
     column: Union[str, Sequence[str], None],
     value_column: Union[str, Sequence[str], None],
+    reveal_columns: Union[str, Sequence[str], None],
+    peer_columns: Union[str, Sequence[str], None],
     delimiter: str,
     format: str,
     options: PartyOptions,
@@ -158,6 +160,8 @@ def _file_party(
         format=format,
         column=_names(column),
         value_column=_names(value_column),
+        reveal_columns=_names(reveal_columns),
+        peer_columns=_names(peer_columns),
         delimiter=delimiter,
         **_native(options),
     ).run()
@@ -232,6 +236,8 @@ def send_file(
     output: Optional[Path] = None,
     column: Union[str, Sequence[str], None] = None,
     value_column: Union[str, Sequence[str], None] = None,
+    reveal_columns: Union[str, Sequence[str], None] = None,
+    peer_columns: Union[str, Sequence[str], None] = None,
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
@@ -240,12 +246,16 @@ def send_file(
     (a header row; fields separated by ``delimiter``: ``","``, ``";"``, ``"\\t"`` or
     ``"|"``) or "lines" (a key a line); the key from ``column`` (a name, or several that
     make one key; default the first column), the values of a sum from ``value_column``.
-    With ``both=True`` the matched rows are written to ``output`` as they are in the file
-    (its delimiter too), header first; ``RunResult.rows_written`` counts them. A file too
-    large for ``max_memory`` runs bucket by bucket. Other options as for :func:`send`
-    (``values`` is for keys in memory).
+    ``reveal_columns`` (names, each ``"name:WIDTH"`` to pad its values to WIDTH bytes)
+    go to the receiver with each matched key, for its ``peer_columns`` (``rr22``,
+    ``rr22-m``). With ``both=True`` the matched rows are written to ``output`` as they
+    are in the file (its delimiter too), header first; ``RunResult.rows_written`` counts
+    them. A file too large for ``max_memory`` runs bucket by bucket. Other options as for
+    :func:`send` (``values`` is for keys in memory).
     """
-    return _file_party("send", input, output, column, value_column, delimiter, format, options)
+    return _file_party(
+        "send", input, output, column, value_column, reveal_columns, peer_columns, delimiter, format, options
+    )
 
 
 def receive_file(
@@ -253,17 +263,19 @@ def receive_file(
     output: Path,
     *,
     column: Union[str, Sequence[str], None] = None,
+    peer_columns: Union[str, Sequence[str], None] = None,
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
 ) -> RunResult:
     """Run the receiving party on a file, as ``venn receive --input --output`` does: the
     header and every row whose key the peer also holds are written to ``output`` as they
-    are in the file (its delimiter too), in file order (``RunResult.rows_written``); a
-    count, a sum or a threshold's answer as JSON. The file is read as for
-    :func:`send_file`; other options as for :func:`send`.
+    are in the file (its delimiter too), in file order (``RunResult.rows_written``), with
+    the sender's ``peer_columns`` appended to each (the columns its ``reveal_columns``
+    names, in order); a count, a sum or a threshold's answer as JSON. The file is read as
+    for :func:`send_file`; other options as for :func:`send`.
     """
-    return _file_party("receive", input, output, column, None, delimiter, format, options)
+    return _file_party("receive", input, output, column, None, None, peer_columns, delimiter, format, options)
 
 
 def intersect_frame(

@@ -109,6 +109,8 @@ class Party:
         format: Optional[str] = ...,
         column: list[str] = ...,
         value_column: list[str] = ...,
+        reveal_columns: list[str] = ...,
+        peer_columns: list[str] = ...,
         delimiter: Optional[str] = ...,
         **options: Unpack[PartyOptions],
     ) -> None: ...

@@ -5,6 +5,9 @@
 //! ([`KeyForm`]: trimmed, lower-cased, of how many columns). Both take the larger bucket
 //! count, a power of two. Parties that take their keys differently are refused unless the
 //! user allows it (then warned): equal keys would not match, and nothing would say so.
+//! It also names the columns a party reveals for its matched rows and those it asks of the
+//! peer ([`Columns`]), each revealed column with its padded width: both sides refuse a run
+//! where what one reveals is not what the other asks for.
 //!
 //! Every session of the run — the one session of a run in one bucket ([`Agreed::bind`]),
 //! or each bucket's — is bound to both plans as sent ([`Agreed::digest`], through the
@@ -13,13 +16,18 @@
 //! otherwise let parties that take their keys differently run, unwarned.
 
 use crate::net::{Channel, Reader, Rebound, Writer};
+use crate::oprf::payloads::MAX_WIDTH;
 use crate::parties::Role;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Where a session hello has its wire version, a plan has this mark (0xFFFE before plans
-/// carried the key form).
-const PLAN_MARK: u16 = 0xFFFD;
+/// carried the key form, 0xFFFD before they carried the columns).
+const PLAN_MARK: u16 = 0xFFFC;
+/// The most columns a party may reveal, or ask for.
+pub const MAX_COLUMNS: usize = 64;
+/// The most bytes of a column's name.
+pub const MAX_COLUMN_NAME: usize = 255;
 /// The most buckets a run may have (2^20).
 pub const MAX_LOG2_BUCKETS: u8 = 20;
 /// The most rows a plan may announce (2^40): they cost us nothing but the sessions their
@@ -53,8 +61,89 @@ impl std::fmt::Display for KeyForm {
     }
 }
 
+/// The columns of a party's rows that go with its matched keys (PSI with payloads): those
+/// it reveals to the peer, and those it asks the peer for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Columns {
+    /// The columns this party reveals, in order: each name and the bytes its values are
+    /// padded to.
+    pub reveals: Vec<(String, u16)>,
+    /// The columns this party asks of the peer, by name, in order.
+    pub asks: Vec<String>,
+}
+
+impl Columns {
+    /// The width of the records carrying the columns `reveals` (each value after its
+    /// two-byte length, padded to its column's width); `None` for no columns.
+    pub fn record_width(reveals: &[(String, u16)]) -> Option<u32> {
+        (!reveals.is_empty()).then(|| reveals.iter().map(|(_, w)| 2 + *w as u32).sum())
+    }
+
+    /// A party's columns, refused if they could not be sent: too many, a name empty or too
+    /// long, a width of 0, records wider than a run carries.
+    pub fn new(reveals: Vec<(String, u16)>, asks: Vec<String>) -> Result<Columns> {
+        let columns = Columns { reveals, asks };
+        columns.check().map_err(Error::Usage)?;
+        Ok(columns)
+    }
+
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.reveals.len() > MAX_COLUMNS || self.asks.len() > MAX_COLUMNS {
+            return Err(format!("at most {MAX_COLUMNS} columns each way"));
+        }
+        let names = self.reveals.iter().map(|(n, _)| n).chain(&self.asks);
+        if let Some(bad) = names
+            .into_iter()
+            .find(|n| n.is_empty() || n.len() > MAX_COLUMN_NAME)
+        {
+            return Err(format!(
+                "a column's name is 1 to {MAX_COLUMN_NAME} bytes, not {}",
+                bad.len()
+            ));
+        }
+        if let Some((name, _)) = self.reveals.iter().find(|(_, w)| *w == 0) {
+            return Err(format!(
+                "the column '{}' has a width of 0",
+                name.escape_debug()
+            ));
+        }
+        match Columns::record_width(&self.reveals) {
+            Some(w) if w as usize > MAX_WIDTH => Err(format!(
+                "the revealed columns take {w} bytes a row (each value after a two-byte \
+                 length); at most {MAX_WIDTH}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn encode(&self, w: Writer) -> Writer {
+        let mut w = w.u8(self.reveals.len() as u8);
+        for (name, width) in &self.reveals {
+            w = w.str8(name).u16(*width);
+        }
+        w = w.u8(self.asks.len() as u8);
+        for name in &self.asks {
+            w = w.str8(name);
+        }
+        w
+    }
+
+    fn decode(r: &mut Reader) -> Result<Columns> {
+        let mut reveals = Vec::new();
+        for _ in 0..r.u8()? {
+            reveals.push((r.str8()?, r.u16()?));
+        }
+        let asks = (0..r.u8()?).map(|_| r.str8()).collect::<Result<_>>()?;
+        let columns = Columns { reveals, asks };
+        columns
+            .check()
+            .map_err(|why| Error::Handshake(format!("the peer's run plan: {why}")))?;
+        Ok(columns)
+    }
+}
+
 /// What a party says of its side of the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// Rows brought (after skipping empty keys).
     pub rows: u64,
@@ -62,19 +151,21 @@ pub struct Plan {
     pub log2_buckets: u8,
     /// How this party takes its keys.
     pub form: KeyForm,
+    /// The columns it reveals for its matched rows, and those it asks the peer for.
+    pub columns: Columns,
 }
 
 impl Plan {
     fn encode(&self) -> Vec<u8> {
-        Writer::new()
+        let w = Writer::new()
             .bytes(MAGIC)
             .u16(PLAN_MARK)
             .u64(self.rows)
             .u8(self.log2_buckets)
             .u8(self.form.trim as u8)
             .u8(self.form.lowercase as u8)
-            .u16(self.form.columns)
-            .0
+            .u16(self.form.columns);
+        self.columns.encode(w).0
     }
 
     fn decode(frame: &[u8]) -> Result<Plan> {
@@ -98,9 +189,10 @@ impl Plan {
             ))),
         };
         let (trim, lowercase) = (flag(r.u8()?)?, flag(r.u8()?)?);
-        let columns = r.u16()?;
+        let key_columns = r.u16()?;
+        let columns = Columns::decode(&mut r)?;
         r.finish()?;
-        if columns == 0 {
+        if key_columns == 0 {
             return Err(Error::Handshake("the peer's keys have no columns".into()));
         }
         let plan = Plan {
@@ -109,8 +201,9 @@ impl Plan {
             form: KeyForm {
                 trim,
                 lowercase,
-                columns,
+                columns: key_columns,
             },
+            columns,
         };
         if plan.rows > MAX_ROWS || plan.log2_buckets > MAX_LOG2_BUCKETS {
             return Err(Error::Handshake(format!(
@@ -144,6 +237,19 @@ impl Agreed {
     /// log2 of the bucket count both use.
     pub fn log2_buckets(&self) -> u8 {
         self.ours.log2_buckets.max(self.peer.log2_buckets)
+    }
+
+    /// The width of the sender's records and of the receiver's (each `None` where that
+    /// party reveals no columns), for this party of role `role`.
+    pub fn record_widths(&self, role: Role) -> (Option<u32>, Option<u32>) {
+        let (ours, peer) = (
+            Columns::record_width(&self.ours.columns.reveals),
+            Columns::record_width(&self.peer.columns.reveals),
+        );
+        match role {
+            Role::Sender => (ours, peer),
+            Role::Receiver => (peer, ours),
+        }
     }
 
     /// `chan` with both plans joined to its binding, for a run in one bucket: its session
@@ -191,7 +297,7 @@ pub fn exchange(
     mismatch: KeyMismatch,
 ) -> Result<Agreed> {
     chan.send(&ours.encode())?;
-    let frame = chan.recv(64).map_err(|e| match e {
+    let frame = chan.recv(MAX_PLAN_BYTES).map_err(|e| match e {
         Error::Protocol { .. } => {
             Error::Handshake("the peer is not a venn endpoint (no run plan)".into())
         }
@@ -214,6 +320,7 @@ pub fn exchange(
             peer.log2_buckets, peer.rows
         )));
     }
+    check_columns(&ours.columns, &peer.columns)?;
     let mut warning = None;
     if peer.form != ours.form {
         let why = format!(
@@ -232,8 +339,8 @@ pub fn exchange(
         }
     }
     let (sender, receiver) = match role {
-        Role::Sender => (ours, peer),
-        Role::Receiver => (peer, ours),
+        Role::Sender => (&ours, &peer),
+        Role::Receiver => (&peer, &ours),
     };
     let mut h = blake3::Hasher::new_derive_key("venn 2026-11 run plan");
     h.update(&sender.encode());
@@ -244,6 +351,44 @@ pub fn exchange(
         digest: *h.finalize().as_bytes(),
         warning,
     })
+}
+
+/// The longest plan: its fixed part and [`MAX_COLUMNS`] names each way, revealed ones
+/// with their widths.
+const MAX_PLAN_BYTES: usize = 64 + 2 + MAX_COLUMNS * (1 + MAX_COLUMN_NAME) * 2 + MAX_COLUMNS * 2;
+
+/// Refuses a run where what either party reveals is not what the other asks for, in the
+/// same order: a receiver would otherwise take a column under another's name, or a sender
+/// reveal what nobody asked for.
+fn check_columns(ours: &Columns, peer: &Columns) -> Result<()> {
+    let names = |c: &Columns| -> Vec<String> { c.reveals.iter().map(|(n, _)| n.clone()).collect() };
+    let list = |names: &[String]| -> String {
+        if names.is_empty() {
+            return "no columns".into();
+        }
+        let quoted: Vec<String> = names
+            .iter()
+            .map(|n| format!("'{}'", n.escape_debug()))
+            .collect();
+        format!("columns {}", quoted.join(", "))
+    };
+    let hint = "--reveal-columns on one side must name the columns --peer-columns names on the \
+                other, in the same order (Python: reveal_columns=, peer_columns=)";
+    if names(peer) != ours.asks {
+        return Err(Error::Handshake(format!(
+            "the peer reveals {} and we ask for {}: {hint}",
+            list(&names(peer)),
+            list(&ours.asks)
+        )));
+    }
+    if names(ours) != peer.asks {
+        return Err(Error::Handshake(format!(
+            "we reveal {} and the peer asks for {}: {hint}",
+            list(&names(ours)),
+            list(&peer.asks)
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -260,6 +405,7 @@ mod tests {
                 lowercase: false,
                 columns: 2,
             },
+            columns: Columns::default(),
         };
         assert_eq!(Plan::decode(&plan.encode()).unwrap(), plan);
         // After the magic, the mark and the rows: log2 of the buckets, the two flags,
@@ -275,7 +421,7 @@ mod tests {
         assert!(Plan::decode(&none).is_err(), "no columns");
         let mut huge = Plan {
             rows: MAX_ROWS + 1,
-            ..plan
+            ..plan.clone()
         }
         .encode();
         assert!(Plan::decode(&huge).is_err());
@@ -286,5 +432,61 @@ mod tests {
         let e = Plan::decode(&old).unwrap_err().to_string();
         assert!(e.contains("another venn release"), "{e}");
         assert!(Plan::decode(b"GET / HTTP/1.1").is_err());
+    }
+
+    /// Columns go both ways with their widths; a peer's that could not have been sent is
+    /// refused, and so is a run where one side reveals other columns than the other asks
+    /// for, on both sides, naming both lists.
+    #[test]
+    fn columns_are_carried_and_must_agree() {
+        let form = KeyForm {
+            trim: false,
+            lowercase: false,
+            columns: 1,
+        };
+        let plan = |reveals: &[(&str, u16)], asks: &[&str]| Plan {
+            rows: 3,
+            log2_buckets: 0,
+            form,
+            columns: Columns {
+                reveals: reveals.iter().map(|(n, w)| (n.to_string(), *w)).collect(),
+                asks: asks.iter().map(|n| n.to_string()).collect(),
+            },
+        };
+        let sender = plan(&[("segment", 16), ("score", 32)], &[]);
+        assert_eq!(Plan::decode(&sender.encode()).unwrap(), sender);
+        assert_eq!(Columns::record_width(&sender.columns.reveals), Some(52));
+        assert_eq!(Columns::record_width(&[]), None);
+        for bad in [
+            plan(&[("x", 0)], &[]),
+            plan(&[("", 4)], &[]),
+            plan(&[("a", 40_000), ("b", 40_000)], &[]),
+        ] {
+            assert!(Plan::decode(&bad.encode()).is_err(), "{:?}", bad.columns);
+            assert!(Columns::new(bad.columns.reveals, bad.columns.asks).is_err());
+        }
+        let run = |ours: Plan, peer: Plan| {
+            let (mut a, mut b) = crate::net::mem_pair(std::time::Duration::from_secs(5));
+            let t = std::thread::spawn(move || {
+                exchange(&mut b, peer, Role::Receiver, 100, KeyMismatch::Refuse).map(|_| ())
+            });
+            let r = exchange(&mut a, ours, Role::Sender, 100, KeyMismatch::Refuse);
+            (r.map(|a| a.record_widths(Role::Sender)), t.join().unwrap())
+        };
+        let (widths, peer) = run(sender.clone(), plan(&[], &["segment", "score"]));
+        assert_eq!(widths.unwrap(), (Some(52), None));
+        peer.unwrap();
+        for asks in [&["score", "segment"][..], &["segment"], &[]] {
+            let (ours, peer) = run(sender.clone(), plan(&[], asks));
+            let (ours, peer) = (ours.unwrap_err().to_string(), peer.unwrap_err().to_string());
+            assert!(
+                ours.contains("we reveal columns 'segment', 'score' and the peer asks for"),
+                "{ours}"
+            );
+            assert!(
+                peer.contains("the peer reveals columns 'segment', 'score'"),
+                "{peer}"
+            );
+        }
     }
 }

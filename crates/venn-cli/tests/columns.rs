@@ -1,0 +1,195 @@
+//! The partner's columns for matched rows through the binary: a sender reveals columns
+//! (`--reveal-columns`), the receiver asks for them (`--peer-columns`) and gets them on each
+//! matched row of its output, over TLS as over loopback; a mismatch, a value too wide, a
+//! protocol or a party that cannot carry them are each one clear line.
+
+use crate::common::*;
+use std::path::Path;
+
+/// The sender's file: a segment and a score for each key, some needing quotes, a repeated
+/// key (its first row's columns are revealed) and a key the receiver lacks.
+const SENDER: &str = "email,segment,score,secret\n\
+ada@x.org,\"sports, outdoor\",7,s1\n\
+bob@x.org,\"say \"\"hi\"\"\",,s2\n\
+cy@x.org,ünïcode,12,s3\n\
+ada@x.org,other,99,s4\n\
+dee@x.org,never,1,s5\n";
+
+/// The receiver's file: CRLF line endings, a quoted row, a repeated matched key, a key the
+/// sender lacks, and a last row without a line ending.
+const RECEIVER: &str =
+    "id,email\r\n1,cy@x.org\r\n2,\"ada@x.org\"\r\n3,zed@x.org\r\n4,cy@x.org\r\n5,bob@x.org";
+
+/// The receiver's output: its matched rows as they are, the sender's columns appended.
+const JOINED: &str = "id,email,segment,score\r\n\
+1,cy@x.org,ünïcode,12\r\n\
+2,\"ada@x.org\",\"sports, outdoor\",7\r\n\
+4,cy@x.org,ünïcode,12\r\n\
+5,bob@x.org,\"say \"\"hi\"\"\",\n";
+
+fn files(dir: &Path) -> (String, String, String) {
+    let s = write(dir, "s.csv", SENDER);
+    let r = write(dir, "r.csv", RECEIVER);
+    let out = dir.join("out.csv");
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    (path(&s), path(&r), path(&out))
+}
+
+#[test]
+fn the_receiver_gets_the_senders_columns_for_its_matched_rows() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    for protocol in ["rr22", "rr22-m"] {
+        let (so, ro) = run_pair(
+            &[
+                "--input",
+                &r,
+                "--output",
+                &out,
+                "--column",
+                "email",
+                "--peer-columns",
+                "segment,score",
+                "--protocol",
+                protocol,
+            ],
+            &[
+                "--input",
+                &s,
+                "--reveal-columns",
+                "segment,score:4",
+                "--protocol",
+                protocol,
+            ],
+        );
+        assert_success(&[&so, &ro]);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), JOINED, "{protocol}");
+        assert!(
+            stderr(&so).contains("a repeated key reveals its first row's columns"),
+            "{}",
+            stderr(&so)
+        );
+    }
+}
+
+#[test]
+fn columns_go_over_tls_too() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let (ca, ka, fa) = keygen(dir.path(), "a");
+    let (cb, kb, fb) = keygen(dir.path(), "b");
+    let (so, ro) = run_pair(
+        &[
+            "--input",
+            &r,
+            "--output",
+            &out,
+            "--column",
+            "email",
+            "--peer-columns",
+            "segment,score",
+            "--tls-cert",
+            &cb,
+            "--tls-key",
+            &kb,
+            "--peer-fingerprint",
+            &fa,
+        ],
+        &[
+            "--input",
+            &s,
+            "--reveal-columns",
+            "segment,score",
+            "--tls-cert",
+            &ca,
+            "--tls-key",
+            &ka,
+            "--peer-fingerprint",
+            &fb,
+        ],
+    );
+    assert_success(&[&so, &ro]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), JOINED);
+}
+
+/// Columns revealed that the receiver did not ask for, or asked in another order, or not
+/// revealed at all, are refused by both parties naming both lists; nothing is written.
+#[test]
+fn columns_that_differ_are_refused_by_both_sides() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    for (reveals, asks) in [
+        (Some("segment,score"), Some("score,segment")),
+        (Some("segment"), None),
+        (None, Some("segment")),
+    ] {
+        let mut receiver = vec!["--input", &r, "--output", &out, "--column", "email"];
+        receiver.extend(asks.iter().flat_map(|a| ["--peer-columns", a]));
+        let mut sender = vec!["--input", s.as_str()];
+        sender.extend(reveals.iter().flat_map(|c| ["--reveal-columns", c]));
+        let (so, ro) = run_pair(&receiver, &sender);
+        assert_clean_failure(&ro, "the peer reveals");
+        assert_clean_failure(&so, "we reveal");
+        assert!(
+            stderr(&ro).contains("--reveal-columns on one side must name the columns"),
+            "{}",
+            stderr(&ro)
+        );
+        assert!(
+            !Path::new(&out).exists(),
+            "{reveals:?} {asks:?}: nothing written"
+        );
+    }
+}
+
+/// What cannot carry columns says so before anything runs.
+#[test]
+fn columns_are_refused_where_they_cannot_go() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let refusals: [(&str, Vec<&str>, &str); 5] = [
+        (
+            "send",
+            vec!["--input", &s, "--reveal-columns", "segment:3"],
+            "line 2: the value of the revealed column 'segment' takes 15 bytes, more than its \
+             width of 3",
+        ),
+        (
+            "send",
+            vec![
+                "--input",
+                &s,
+                "--reveal-columns",
+                "segment",
+                "--protocol",
+                "kkrt16",
+            ],
+            "'kkrt16' cannot carry a party's columns",
+        ),
+        (
+            "send",
+            vec!["--input", &s, "--peer-columns", "id"],
+            "drop --peer-columns, or pass --both",
+        ),
+        (
+            "receive",
+            vec!["--input", &r, "--output", &out, "--reveal-columns", "id"],
+            "the receiver's columns (--reveal-columns) cannot go to the sender yet",
+        ),
+        (
+            "send",
+            vec!["--input", &s, "--reveal-columns", "nope"],
+            "no column named 'nope'",
+        ),
+    ];
+    for (command, args, needle) in refusals {
+        let o = venn()
+            .arg(command)
+            .args(&args)
+            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
+            .output()
+            .unwrap();
+        assert_clean_failure(&o, needle);
+    }
+    assert!(!Path::new(&out).exists());
+}
