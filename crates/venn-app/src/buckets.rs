@@ -34,6 +34,7 @@ use crate::input::footprint::Footprint;
 use crate::input::segments::for_each_segment;
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
 use crate::input::KeyOptions;
+use crate::join::{Batches, Shape};
 use crate::temp_dirs::TempDir;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -538,24 +539,30 @@ pub struct SplitRows<'a> {
     pub split: &'a Split,
     /// The rows each bucket's run matched.
     pub matches: &'a Matches,
+    /// Which rows are output (`--join`), and how.
+    pub shape: Shape<'a>,
 }
 
 impl MatchedRows for SplitRows<'_> {
     fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>) -> Result<usize> {
+        let mut batches = Batches::new(each);
         if let Some(h) = &self.split.header {
-            each(RowBatch::Header(h))?;
+            batches.header(|out| self.shape.header(out, h))?;
         }
         let (mut count, mut seen) = (0, 0);
         for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
-                if self.matches.has(s.rows_before + i as u64) {
-                    each(RowBatch::Text(s.input.bytes(&row.bytes)))?;
+                let matched = self.matches.has(s.rows_before + i as u64);
+                if self.shape.kind.keeps(matched) {
+                    let row = s.input.bytes(&row.bytes);
+                    batches.row(|out| self.shape.row(out, row, matched, &[]))?;
                     count += 1;
                 }
             }
             Ok(())
         })?;
+        batches.finish()?;
         // Matches are kept by row number: a file that changed since it was split cannot
         // be written from them.
         if seen != self.split.rows {

@@ -10,8 +10,6 @@
 //! given, the longest value's length to 16 bytes); the values' own lengths stay inside
 //! the padded records.
 
-use crate::input::source::{members, InputSource, MatchedRows, RowBatch};
-use std::io;
 use venn::session::run_plan::Columns;
 use venn::{Error, Result};
 
@@ -159,91 +157,6 @@ pub fn push_field(row: &mut Vec<u8>, value: &[u8], delimiter: u8) {
         row.push(b);
     }
     row.push(b'"');
-}
-
-/// Bytes of joined rows handed to the sink at a time.
-const BATCH_BYTES: usize = 1 << 16;
-
-/// The matched rows of a CSV input, each with the peer's columns for its key appended
-/// (the header with their names): what a receiver of columns writes.
-pub struct JoinedRows<'a> {
-    /// Where the keys and their rows come from.
-    pub source: &'a dyn InputSource,
-    /// The matched keys, as indices into the source's keys.
-    pub intersection: &'a [usize],
-    /// The peer's record for each matched key, in the order of `intersection`.
-    pub records: &'a [u8],
-    /// The peer's columns: their names as asked, their widths as the peer announced.
-    pub layout: &'a Layout,
-    /// The input's delimiter, which the appended fields take.
-    pub delimiter: u8,
-}
-
-impl MatchedRows for JoinedRows<'_> {
-    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
-        let width = self.layout.width();
-        if self.records.len() != self.intersection.len() * width {
-            return Err(Error::protocol(
-                format!("{} records of {width} bytes", self.intersection.len()),
-                format!("{} bytes", self.records.len()),
-            ));
-        }
-        // Every record is read before anything is written: a bad one fails the run whole.
-        let keys = self.source.keys().len();
-        let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); keys];
-        for (&key, record) in self.intersection.iter().zip(self.records.chunks(width)) {
-            values[key] = self.layout.decode(record)?;
-        }
-        let mut out = Vec::with_capacity(BATCH_BYTES + 1024);
-        if let Some(header) = self.source.header() {
-            let names: Vec<&[u8]> = self
-                .layout
-                .columns
-                .iter()
-                .map(|(n, _)| n.as_bytes())
-                .collect();
-            self.append(&mut out, header, &names);
-            each(RowBatch::Header(&out)).map_err(Error::Io)?;
-            out.clear();
-        }
-        let member = members(keys, self.intersection);
-        let count = self
-            .source
-            .each_row(&member, &mut |key, row| {
-                let RowBatch::Text(row) = row else {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "keys given in memory have no rows to add columns to",
-                    ));
-                };
-                self.append(&mut out, row, &values[key]);
-                if out.len() >= BATCH_BYTES {
-                    each(RowBatch::Text(&out))?;
-                    out.clear();
-                }
-                Ok(())
-            })
-            .map_err(Error::Io)?;
-        if !out.is_empty() {
-            each(RowBatch::Text(&out)).map_err(Error::Io)?;
-        }
-        Ok(count)
-    }
-}
-
-impl JoinedRows<'_> {
-    /// Appends `row` (a header or a row, as it is in the file) to `out` with `fields`
-    /// added before its line ending.
-    fn append(&self, out: &mut Vec<u8>, row: &[u8], fields: &[&[u8]]) {
-        let content = row.strip_suffix(b"\n").unwrap_or(row);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        out.extend_from_slice(content);
-        for field in fields {
-            out.push(self.delimiter);
-            push_field(out, field, self.delimiter);
-        }
-        out.extend_from_slice(&row[content.len()..]);
-    }
 }
 
 #[cfg(test)]

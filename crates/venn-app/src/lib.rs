@@ -16,6 +16,7 @@ pub mod buckets;
 pub mod columns;
 pub mod destination;
 pub mod input;
+pub mod join;
 pub mod keygen;
 pub mod lanes;
 pub mod output;

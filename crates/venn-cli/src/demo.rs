@@ -84,6 +84,7 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
         },
         both: false,
         peer_columns: Vec::new(),
+        join: venn_app::join::JoinKind::Inner,
         state: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();

@@ -22,6 +22,7 @@ use venn::protocols::Progress;
 use venn::session::Role;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::{Format, KeyOptions};
+use venn_app::join::JoinKind;
 use venn_app::party::{run_keys, run_party, Link, PartyArgs, PeerAddr};
 use venn_app::run_options::{self, Given, Group, Kind, RunOption, RunSettings};
 use venn_app::transport::Transport;
@@ -314,6 +315,8 @@ pub(crate) enum Source {
         keys: KeyOptions,
         /// `peer_columns=`: the peer's columns added to each matched row.
         peer_columns: Vec<String>,
+        /// `join=`: which rows the output holds.
+        join: JoinKind,
     },
 }
 
@@ -384,6 +387,7 @@ impl Party {
                     output: settings.output,
                     keys: settings.keys,
                     peer_columns: settings.peer_columns,
+                    join: settings.join,
                 }
             }
         };
@@ -445,6 +449,7 @@ impl Party {
                     output,
                     keys,
                     peer_columns,
+                    join,
                 } => {
                     let args = PartyArgs {
                         link,
@@ -453,6 +458,7 @@ impl Party {
                         keys,
                         both,
                         peer_columns,
+                        join,
                         state: None,
                         bucket_rows: None,
                         bucket_dir: None,

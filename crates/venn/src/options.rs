@@ -11,6 +11,10 @@
 use crate::net::{Reader, Writer};
 use crate::{Error, Result};
 
+/// The widest record an item may carry ([`Options::payload`]): a frame of records holds
+/// at least one.
+pub(crate) const MAX_RECORD_WIDTH: usize = 1 << 16;
+
 /// How many bins RR17's hashing uses (§6.6: "m = n/10 minimises communication", used for
 /// the WAN; m = n/4 costs less computation, used on the LAN).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -11,6 +11,7 @@ pub use summary::{precompute_summary, summary};
 use crate::destination::check_output_path;
 use crate::input::source::{InputSource, Matching};
 use crate::input::KeyOptions;
+use crate::join::JoinKind;
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, FileOutput, OutputSink};
@@ -160,6 +161,8 @@ pub struct PartyArgs {
     pub both: bool,
     /// `--peer-columns`: the peer's columns asked for, added to each matched row.
     pub peer_columns: Vec<String>,
+    /// `--join`: which rows the output holds.
+    pub join: JoinKind,
     /// Run only the online phase with this precomputed state.
     pub state: Option<PathBuf>,
     /// Split the input into hash buckets of about this many rows on disk.

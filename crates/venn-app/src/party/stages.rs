@@ -6,10 +6,11 @@
 use super::reading::{self, Reading};
 use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
-use crate::columns::{JoinedRows, Layout};
+use crate::columns::Layout;
 use crate::destination::check_output_path;
 use crate::input::read_input;
-use crate::input::source::{InputSource, Matching};
+use crate::input::source::{InputSource, MatchedRows, Matching};
+use crate::join::{JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, OutputSink};
@@ -56,6 +57,7 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
         ));
     }
     check_columns(args, protocol, role)?;
+    check_join(args, learns_rows)?;
     check_paths(args)?;
     args.link.check_endpoint()?;
     Ok(Checked {
@@ -103,6 +105,35 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
         )),
         _ => Ok(()),
     }
+}
+
+/// A join other than `inner` is for a party that learns the intersection's rows; `left`
+/// adds a column (a CSV file's); `difference` has no peer's columns to add.
+fn check_join(args: &PartyArgs, learns_rows: bool) -> Result<()> {
+    let name = match args.join {
+        JoinKind::Inner => return Ok(()),
+        JoinKind::Left => "left",
+        JoinKind::Difference => "difference",
+    };
+    if !learns_rows {
+        return Err(Error::Usage(format!(
+            "--join {name} is for a party that learns the intersection's rows (the receiver, \
+             or the sender with --both)"
+        )));
+    }
+    if args.join == JoinKind::Left && args.keys.format != crate::input::Format::Csv {
+        return Err(Error::Usage(
+            "--join left adds a column to a CSV file's rows (--format csv)".into(),
+        ));
+    }
+    if args.join == JoinKind::Difference && !args.peer_columns.is_empty() {
+        return Err(Error::Usage(
+            "--join difference outputs the rows the peer lacks: there are no --peer-columns \
+             to add to them"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The output and statistics files may be written: neither is an input (the file or the
@@ -501,23 +532,27 @@ pub(super) fn write(
     let written = match &ran.matched {
         Matched::Keys { input, output } => {
             let intersection = output.indices().unwrap_or_default();
+            let records = match output {
+                Output::Records { records, .. } => records.as_slice(),
+                _ => &[],
+            };
+            let joined = JoinedRows {
+                source: &**input,
+                intersection,
+                records,
+                shape: shape(args, ran),
+            };
             let rows = Matching {
                 source: &**input,
                 intersection,
             };
-            match (output, &ran.peer_columns) {
-                (Output::Records { records, .. }, Some(layout)) => {
-                    let joined = JoinedRows {
-                        source: &**input,
-                        intersection,
-                        records,
-                        layout,
-                        delimiter: args.keys.delimiter,
-                    };
-                    sink.take(Delivered::of(output, &joined))?
-                }
-                _ => sink.take(Delivered::of(output, &rows))?,
-            }
+            // Matched rows as they are go in runs of the file, not a row at a time.
+            let rows: &dyn MatchedRows =
+                match joined.shape.as_they_are() && args.join == JoinKind::Inner {
+                    true => &rows,
+                    false => &joined,
+                };
+            sink.take(Delivered::of(output, rows))?
         }
         Matched::Rows { split, matches } => {
             let rows = SplitRows {
@@ -525,6 +560,7 @@ pub(super) fn write(
                 opts: &args.keys,
                 split,
                 matches,
+                shape: shape(args, ran),
             };
             // A bucketed run reports the matched keys' count.
             match (checked.learns_rows, &ran.report.output) {
@@ -537,6 +573,15 @@ pub(super) fn write(
         written,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// How the output's rows are kept and made: `--join`, and the peer's columns if any.
+fn shape<'a>(args: &PartyArgs, ran: &'a Ran) -> Shape<'a> {
+    Shape {
+        kind: args.join,
+        columns: ran.peer_columns.as_ref(),
+        delimiter: args.keys.delimiter,
+    }
 }
 
 /// Report: a split file's repeated keys warned of, the statistics written

@@ -13,6 +13,7 @@ mod table;
 pub use table::OPTIONS;
 
 use crate::input::KeyOptions;
+use crate::join::JoinKind;
 use crate::party::{DealerAddr, Link, PartyArgs, PeerAddr, RunSpec};
 use crate::transport::TlsArgs;
 use std::path::PathBuf;
@@ -267,6 +268,8 @@ pub struct RunSettings {
     pub both: bool,
     /// `--peer-columns`.
     pub peer_columns: Vec<String>,
+    /// `--join`.
+    pub join: JoinKind,
     /// `--state`.
     pub state: Option<PathBuf>,
     /// `--bucket-rows`.
@@ -357,6 +360,7 @@ impl RunSettings {
             keys: self.keys,
             both: self.both,
             peer_columns: self.peer_columns,
+            join: self.join,
             state: self.state,
             bucket_rows: self.bucket_rows,
             bucket_dir: self.bucket_dir,

@@ -6,6 +6,7 @@
 use super::{Group, Kind, Python, RunOption};
 use crate::columns::parse_revealed;
 use crate::input::{parse_delimiter, Format};
+use crate::join::JoinKind;
 use crate::party::RunSpec;
 use venn::protocols::{Bins, Offline, Stash};
 use venn::session::run_plan::KeyMismatch;
@@ -491,6 +492,29 @@ pub static OPTIONS: &[RunOption] = &[
          the header naming them; quoted where a value needs it): exactly those the peer's \
          `--reveal-columns` names, in order, or both refuse the run. A CSV input's; the \
          sender asks only with `--both`",
+    ),
+    RunOption::new(
+        "join",
+        Kind::Choice(JoinKind::NAMES),
+        Group::Party,
+        |s, v| {
+            s.join = JoinKind::parse(&v.text()?)?;
+            Ok(())
+        },
+    )
+    .value_name("KIND")
+    .default(|| "inner".into())
+    .python(Python::File)
+    .help(
+        "Which of this party's rows --output holds: inner (those whose key the peer has), \
+         left (every row, with a `matched` column true or false; the peer's columns empty \
+         where it did not match) or difference (those whose key the peer lacks).",
+        "which of this party's rows `--output` holds, in input order: `inner` (default: \
+         those whose key the peer has), `left` (every row, with a `matched` column `true` \
+         or `false`, and the `--peer-columns` empty where it is `false`; a CSV input's) or \
+         `difference` (those whose key the peer lacks). Each is a function of the party's \
+         own rows and the intersection it learns: none reveals more than `inner` \
+         ([worked examples](#joins))",
     ),
     RunOption::new("both", Kind::Switch, Group::Party, |s, v| {
         s.both = v.switch()?;

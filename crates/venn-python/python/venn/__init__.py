@@ -148,6 +148,7 @@ def _file_party(
     value_column: Union[str, Sequence[str], None],
     reveal_columns: Union[str, Sequence[str], None],
     peer_columns: Union[str, Sequence[str], None],
+    join: str,
     delimiter: str,
     format: str,
     options: PartyOptions,
@@ -162,6 +163,7 @@ def _file_party(
         value_column=_names(value_column),
         reveal_columns=_names(reveal_columns),
         peer_columns=_names(peer_columns),
+        join=join,
         delimiter=delimiter,
         **_native(options),
     ).run()
@@ -238,6 +240,7 @@ def send_file(
     value_column: Union[str, Sequence[str], None] = None,
     reveal_columns: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
+    join: str = "inner",
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
@@ -254,7 +257,8 @@ def send_file(
     :func:`send` (``values`` is for keys in memory).
     """
     return _file_party(
-        "send", input, output, column, value_column, reveal_columns, peer_columns, delimiter, format, options
+        "send", input, output, column, value_column, reveal_columns, peer_columns, join, delimiter, format,
+        options,
     )
 
 
@@ -264,6 +268,7 @@ def receive_file(
     *,
     column: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
+    join: str = "inner",
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
@@ -272,10 +277,14 @@ def receive_file(
     header and every row whose key the peer also holds are written to ``output`` as they
     are in the file (its delimiter too), in file order (``RunResult.rows_written``), with
     the sender's ``peer_columns`` appended to each (the columns its ``reveal_columns``
-    names, in order); a count, a sum or a threshold's answer as JSON. The file is read as
+    names, in order); ``join="left"`` writes every row with a ``matched`` column,
+    ``join="difference"`` the rows whose key the peer lacks; a count, a sum or a
+    threshold's answer as JSON. The file is read as
     for :func:`send_file`; other options as for :func:`send`.
     """
-    return _file_party("receive", input, output, column, None, None, peer_columns, delimiter, format, options)
+    return _file_party(
+        "receive", input, output, column, None, None, peer_columns, join, delimiter, format, options
+    )
 
 
 def intersect_frame(

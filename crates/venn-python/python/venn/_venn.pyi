@@ -111,6 +111,7 @@ class Party:
         value_column: list[str] = ...,
         reveal_columns: list[str] = ...,
         peer_columns: list[str] = ...,
+        join: Optional[str] = ...,
         delimiter: Optional[str] = ...,
         **options: Unpack[PartyOptions],
     ) -> None: ...

@@ -24,8 +24,8 @@ use rayon::prelude::*;
 
 /// About how many bytes of records go in one frame.
 const FRAME_BYTES: usize = 1 << 20;
-/// The widest record (a frame holds at least one).
-pub(crate) const MAX_WIDTH: usize = 1 << 16;
+/// The widest record.
+pub(crate) const MAX_WIDTH: usize = crate::options::MAX_RECORD_WIDTH;
 
 /// The key the pads are made under (w_p).
 #[derive(Clone, Copy)]

@@ -16,7 +16,7 @@
 //! otherwise let parties that take their keys differently run, unwarned.
 
 use crate::net::{Channel, Reader, Rebound, Writer};
-use crate::oprf::payloads::MAX_WIDTH;
+use crate::options::MAX_RECORD_WIDTH as MAX_WIDTH;
 use crate::parties::Role;
 use crate::{Error, Result};
 

@@ -1,7 +1,8 @@
-//! The partner's columns for matched rows through the binary: a sender reveals columns
-//! (`--reveal-columns`), the receiver asks for them (`--peer-columns`) and gets them on each
-//! matched row of its output, over TLS as over loopback; a mismatch, a value too wide, a
-//! protocol or a party that cannot carry them are each one clear line.
+//! Joins through the binary: a sender reveals columns (`--reveal-columns`), the receiver
+//! asks for them (`--peer-columns`) and gets them on each matched row of its output, over
+//! TLS as over loopback; `--join left` and `difference` on either party, whole or bucket by
+//! bucket; a mismatch, a value too wide, a protocol or a party that cannot carry them are
+//! each one clear line.
 
 use crate::common::*;
 use std::path::Path;
@@ -180,6 +181,148 @@ fn columns_are_refused_where_they_cannot_go() {
             "send",
             vec!["--input", &s, "--reveal-columns", "nope"],
             "no column named 'nope'",
+        ),
+    ];
+    for (command, args, needle) in refusals {
+        let o = venn()
+            .arg(command)
+            .args(&args)
+            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
+            .output()
+            .unwrap();
+        assert_clean_failure(&o, needle);
+    }
+    assert!(!Path::new(&out).exists());
+}
+
+/// `left` keeps every row, flagged, with the peer's columns where it matched; the same
+/// rows whether the file is read whole or bucket by bucket.
+#[test]
+fn a_left_join_keeps_every_row_with_the_peers_columns_where_matched() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let (so, ro) = run_pair(
+        &[
+            "--input",
+            &r,
+            "--output",
+            &out,
+            "--column",
+            "email",
+            "--peer-columns",
+            "segment",
+            "--join",
+            "left",
+        ],
+        &["--input", &s, "--reveal-columns", "segment"],
+    );
+    assert_success(&[&so, &ro]);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "id,email,matched,segment\r\n\
+         1,cy@x.org,true,ünïcode\r\n\
+         2,\"ada@x.org\",true,\"sports, outdoor\"\r\n\
+         3,zed@x.org,false,\r\n\
+         4,cy@x.org,true,ünïcode\r\n\
+         5,bob@x.org,true,\"say \"\"hi\"\"\"\n"
+    );
+    for bucket_rows in [None, Some("2")] {
+        let mut receiver = vec![
+            "--input", &r, "--output", &out, "--column", "email", "--join", "left",
+        ];
+        receiver.extend(bucket_rows.iter().flat_map(|n| ["--bucket-rows", n]));
+        let (so, ro) = run_pair(&receiver, &["--input", &s]);
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id,email,matched\r\n1,cy@x.org,true\r\n2,\"ada@x.org\",true\r\n\
+             3,zed@x.org,false\r\n4,cy@x.org,true\r\n5,bob@x.org,true\n",
+            "buckets of {bucket_rows:?} rows"
+        );
+    }
+}
+
+/// `difference` gives each party with the intersection its rows the peer lacks: the
+/// receiver's, and with --both the sender's, bucket by bucket too.
+#[test]
+fn a_difference_gives_the_rows_the_peer_lacks() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let sent = dir.path().join("sent.csv");
+    let sent = sent.to_str().unwrap();
+    for bucket_rows in [None, Some("2")] {
+        let mut sender = vec![
+            "--input",
+            &s,
+            "--both",
+            "--output",
+            sent,
+            "--join",
+            "difference",
+        ];
+        sender.extend(bucket_rows.iter().flat_map(|n| ["--bucket-rows", n]));
+        let (so, ro) = run_pair(
+            &[
+                "--input",
+                &r,
+                "--output",
+                &out,
+                "--column",
+                "email",
+                "--both",
+                "--join",
+                "difference",
+            ],
+            &sender,
+        );
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id,email\r\n3,zed@x.org\r\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sent).unwrap(),
+            "email,segment,score,secret\ndee@x.org,never,1,s5\n",
+            "buckets of {bucket_rows:?} rows"
+        );
+    }
+}
+
+/// A join that cannot be made is refused before anything runs.
+#[test]
+fn joins_that_cannot_be_made_are_refused() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let lines = write(dir.path(), "k.txt", "a\nb\n")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let refusals: [(&str, Vec<&str>, &str); 3] = [
+        (
+            "send",
+            vec!["--input", &s, "--join", "left"],
+            "--join left is for a party that learns",
+        ),
+        (
+            "receive",
+            vec![
+                "--input",
+                &r,
+                "--output",
+                &out,
+                "--join",
+                "difference",
+                "--peer-columns",
+                "x",
+            ],
+            "no --peer-columns to add",
+        ),
+        (
+            "receive",
+            vec![
+                "--input", &lines, "--output", &out, "--format", "lines", "--join", "left",
+            ],
+            "--join left adds a column to a CSV file's rows",
         ),
     ];
     for (command, args, needle) in refusals {

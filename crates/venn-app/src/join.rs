@@ -1,0 +1,280 @@
+//! Which of a party's rows its output holds, and what is added to them (`--join`): the
+//! matched rows (`inner`, the default), all rows with a `matched` column (`left`), or the
+//! rows whose key the peer lacks (`difference`); the peer's revealed columns are appended
+//! to each matched row ([`crate::columns`]), left empty on a `left` join's unmatched rows.
+//!
+//! Every kind is a function of the party's own rows and the intersection it learns, so
+//! none reveals more than `inner` does.
+
+use crate::columns::{push_field, Layout};
+use crate::input::source::{InputSource, MatchedRows, RowBatch};
+use std::io;
+use venn::{Error, Result};
+
+/// Bytes of output rows handed to the sink at a time.
+const BATCH_BYTES: usize = 1 << 16;
+
+/// The name of the column a `left` join adds.
+pub const MATCHED_COLUMN: &str = "matched";
+
+/// Which rows an output holds (`--join`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JoinKind {
+    /// The rows whose key the peer has.
+    #[default]
+    Inner,
+    /// Every row, with whether the peer has its key.
+    Left,
+    /// The rows whose key the peer lacks.
+    Difference,
+}
+
+impl JoinKind {
+    /// The kinds, as `--join` names them.
+    pub const NAMES: &'static [&'static str] = &["inner", "left", "difference"];
+
+    /// The kind `--join` names.
+    pub fn parse(name: &str) -> Result<JoinKind> {
+        match name {
+            "inner" => Ok(JoinKind::Inner),
+            "left" => Ok(JoinKind::Left),
+            "difference" => Ok(JoinKind::Difference),
+            _ => Err(Error::Usage(format!(
+                "--join is one of {}, not '{name}'",
+                JoinKind::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// Whether a row the peer has (`matched`), or lacks, is output.
+    pub fn keeps(self, matched: bool) -> bool {
+        match self {
+            JoinKind::Inner => matched,
+            JoinKind::Left => true,
+            JoinKind::Difference => !matched,
+        }
+    }
+}
+
+/// How an output row is made from an input row of a CSV file (or a file of lines, when
+/// nothing is added): the `matched` flag of a `left` join, then the peer's columns.
+pub struct Shape<'a> {
+    /// Which rows are output.
+    pub kind: JoinKind,
+    /// The peer's columns, named as asked, if it revealed any.
+    pub columns: Option<&'a Layout>,
+    /// The input's delimiter, which the added fields take.
+    pub delimiter: u8,
+}
+
+impl Shape<'_> {
+    /// Whether rows are output as they are in the input (nothing added).
+    pub fn as_they_are(&self) -> bool {
+        self.kind != JoinKind::Left && self.columns.is_none()
+    }
+
+    /// Appends the header row with the added columns' names.
+    pub fn header(&self, out: &mut Vec<u8>, header: &[u8]) {
+        let mut names: Vec<&[u8]> = Vec::new();
+        if self.kind == JoinKind::Left {
+            names.push(MATCHED_COLUMN.as_bytes());
+        }
+        if let Some(layout) = self.columns {
+            names.extend(layout.columns.iter().map(|(n, _)| n.as_bytes()));
+        }
+        self.append(out, header, &names);
+    }
+
+    /// Appends `row` (as it is in the file) with the added fields: whether it matched (a
+    /// `left` join) and the peer's `values` (empty where it did not match).
+    pub fn row(&self, out: &mut Vec<u8>, row: &[u8], matched: bool, values: &[&[u8]]) {
+        let mut fields: Vec<&[u8]> = Vec::new();
+        if self.kind == JoinKind::Left {
+            fields.push(if matched { b"true" } else { b"false" });
+        }
+        match (self.columns, matched) {
+            (Some(_), true) => fields.extend_from_slice(values),
+            (Some(layout), false) => fields.extend(layout.columns.iter().map(|_| &b""[..])),
+            (None, _) => {}
+        }
+        self.append(out, row, &fields);
+    }
+
+    /// Appends `row` with `fields` added before its line ending.
+    fn append(&self, out: &mut Vec<u8>, row: &[u8], fields: &[&[u8]]) {
+        let content = row.strip_suffix(b"\n").unwrap_or(row);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        out.extend_from_slice(content);
+        for field in fields {
+            out.push(self.delimiter);
+            push_field(out, field, self.delimiter);
+        }
+        out.extend_from_slice(&row[content.len()..]);
+    }
+}
+
+/// Output rows, made a row at a time into batches of about [`BATCH_BYTES`] and handed on.
+pub struct Batches<'e> {
+    out: Vec<u8>,
+    each: &'e mut dyn FnMut(RowBatch) -> io::Result<()>,
+}
+
+impl<'e> Batches<'e> {
+    /// Batches handed to `each`.
+    pub fn new(each: &'e mut dyn FnMut(RowBatch) -> io::Result<()>) -> Self {
+        Batches {
+            out: Vec::with_capacity(BATCH_BYTES + 1024),
+            each,
+        }
+    }
+
+    /// Hands on the header `make` writes.
+    pub fn header(&mut self, make: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+        make(&mut self.out);
+        (self.each)(RowBatch::Header(&self.out))?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// Adds the row `make` writes, handing on a full batch.
+    pub fn row(&mut self, make: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+        make(&mut self.out);
+        if self.out.len() >= BATCH_BYTES {
+            (self.each)(RowBatch::Text(&self.out))?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Hands on what is left.
+    pub fn finish(mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            (self.each)(RowBatch::Text(&self.out))?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+}
+
+/// The output rows of a source held whole: its rows as the join [`Shape`] keeps and
+/// makes them, with the peer's record for each matched key.
+pub struct JoinedRows<'a> {
+    /// Where the keys and their rows come from.
+    pub source: &'a dyn InputSource,
+    /// The matched keys, as indices into the source's keys.
+    pub intersection: &'a [usize],
+    /// The peer's record for each matched key, in the order of `intersection` (none
+    /// without columns).
+    pub records: &'a [u8],
+    /// What is output, and how.
+    pub shape: Shape<'a>,
+}
+
+impl MatchedRows for JoinedRows<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
+        let keys = self.source.keys().len();
+        // Every record is read before anything is written: a bad one fails the run whole.
+        let mut values: Vec<Option<Vec<&[u8]>>> = vec![None; keys];
+        match self.shape.columns {
+            Some(layout) => {
+                let width = layout.width();
+                if self.records.len() != self.intersection.len() * width {
+                    return Err(Error::protocol(
+                        format!("{} records of {width} bytes", self.intersection.len()),
+                        format!("{} bytes", self.records.len()),
+                    ));
+                }
+                for (&key, record) in self.intersection.iter().zip(self.records.chunks(width)) {
+                    values[key] = Some(layout.decode(record)?);
+                }
+            }
+            None => {
+                for &key in self.intersection {
+                    values[key] = Some(Vec::new());
+                }
+            }
+        }
+        let mut batches = Batches::new(each);
+        if let Some(header) = self.source.header() {
+            (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
+        }
+        let member: Vec<bool> = values
+            .iter()
+            .map(|v| self.shape.kind.keeps(v.is_some()))
+            .collect();
+        let count = (self.source)
+            .each_row(&member, &mut |key, row| {
+                let RowBatch::Text(row) = row else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "keys given in memory have no rows to add columns to",
+                    ));
+                };
+                let found = values[key].as_deref();
+                batches.row(|out| {
+                    self.shape
+                        .row(out, row, found.is_some(), found.unwrap_or_default())
+                })
+            })
+            .map_err(Error::Io)?;
+        batches.finish().map_err(Error::Io)?;
+        Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{read_input, KeyOptions};
+
+    /// Each kind over the same rows and intersection: `inner` the matched rows, `left`
+    /// every row flagged (the peer's columns empty where unmatched), `difference` the
+    /// rest; the header names what is added; CRLF endings and a last row without one kept.
+    #[test]
+    fn each_kind_keeps_and_shapes_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("in.csv");
+        std::fs::write(&csv, "k,n\r\na,1\r\nb,2\r\na,3\r\nc,4").unwrap();
+        let input = read_input(&csv, &KeyOptions::default()).unwrap();
+        let layout = Layout::new(vec![("seg".into(), 4)]).unwrap();
+        let mut record = vec![0u8; layout.width()];
+        layout.encode(&[b"x,y"], &mut record);
+        let cases = [
+            (JoinKind::Inner, None, "k,n\r\na,1\r\na,3\r\n"),
+            (JoinKind::Inner, Some(&layout), "k,n,seg\r\na,1,\"x,y\"\r\na,3,\"x,y\"\r\n"),
+            (
+                JoinKind::Left,
+                None,
+                "k,n,matched\r\na,1,true\r\nb,2,false\r\na,3,true\r\nc,4,false\n",
+            ),
+            (
+                JoinKind::Left,
+                Some(&layout),
+                "k,n,matched,seg\r\na,1,true,\"x,y\"\r\nb,2,false,\r\na,3,true,\"x,y\"\r\nc,4,false,\n",
+            ),
+            (JoinKind::Difference, None, "k,n\r\nb,2\r\nc,4\n"),
+        ];
+        for (kind, columns, expected) in cases {
+            let rows = JoinedRows {
+                source: &input,
+                intersection: &[0],
+                records: if columns.is_some() { &record } else { &[] },
+                shape: Shape {
+                    kind,
+                    columns,
+                    delimiter: b',',
+                },
+            };
+            let out = dir.path().join("out.csv");
+            crate::sink::write_rows(&out, &rows).unwrap();
+            assert_eq!(std::fs::read_to_string(&out).unwrap(), expected, "{kind:?}");
+        }
+        for kind in JoinKind::NAMES {
+            assert_eq!(
+                JoinKind::parse(kind).unwrap().keeps(true),
+                *kind != "difference"
+            );
+        }
+        assert!(JoinKind::parse("outer").is_err());
+    }
+}
