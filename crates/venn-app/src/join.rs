@@ -5,10 +5,21 @@
 //!
 //! Every kind is a function of the party's own rows and the intersection it learns, so
 //! none reveals more than `inner` does.
+//!
+//! With `--both`, `--align` has both parties write their matched rows in one order
+//! ([`AlignedRows`]): by a keyed hash of each matched key under the digest of both run
+//! plans. Both hold exactly the matched keys (normalised alike: the plans check it) and
+//! the digest, so they derive the same order, and it tells neither anything beyond the
+//! intersection (it is not either party's input order). `--align outer` then adds the
+//! sender's unmatched rows and the receiver's, each side writing placeholders where the
+//! other has rows: the peer's count of unmatched rows is its announced size less the
+//! intersection, which both know already.
 
 use crate::columns::{push_field, Layout};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
 use std::io;
+use venn::session::run_plan::Align;
+use venn::session::Role;
 use venn::{Error, Result};
 
 /// Bytes of output rows handed to the sink at a time.
@@ -174,26 +185,7 @@ impl MatchedRows for JoinedRows<'_> {
     fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
         let keys = self.source.keys().len();
         // Every record is read before anything is written: a bad one fails the run whole.
-        let mut values: Vec<Option<Vec<&[u8]>>> = vec![None; keys];
-        match self.shape.columns {
-            Some(layout) => {
-                let width = layout.width();
-                if self.records.len() != self.intersection.len() * width {
-                    return Err(Error::protocol(
-                        format!("{} records of {width} bytes", self.intersection.len()),
-                        format!("{} bytes", self.records.len()),
-                    ));
-                }
-                for (&key, record) in self.intersection.iter().zip(self.records.chunks(width)) {
-                    values[key] = Some(layout.decode(record)?);
-                }
-            }
-            None => {
-                for &key in self.intersection {
-                    values[key] = Some(Vec::new());
-                }
-            }
-        }
+        let values = values_by_key(keys, self.intersection, self.records, self.shape.columns)?;
         let mut batches = Batches::new(each);
         if let Some(header) = self.source.header() {
             (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
@@ -219,6 +211,169 @@ impl MatchedRows for JoinedRows<'_> {
             .map_err(Error::Io)?;
         batches.finish().map_err(Error::Io)?;
         Ok(count)
+    }
+}
+
+/// The peer's values for each key of `source` it matched: `None` for a key it did not,
+/// checked against `records` (one per key of `intersection`, in its order) where the peer
+/// revealed columns.
+fn values_by_key<'r>(
+    keys: usize,
+    intersection: &[usize],
+    records: &'r [u8],
+    columns: Option<&Layout>,
+) -> Result<Vec<Option<Vec<&'r [u8]>>>> {
+    let mut values = vec![None; keys];
+    match columns {
+        Some(layout) => {
+            let width = layout.width();
+            if records.len() != intersection.len() * width {
+                return Err(Error::protocol(
+                    format!("{} records of {width} bytes", intersection.len()),
+                    format!("{} bytes", records.len()),
+                ));
+            }
+            for (&key, record) in intersection.iter().zip(records.chunks(width)) {
+                values[key] = Some(layout.decode(record)?);
+            }
+        }
+        None => {
+            for &key in intersection {
+                values[key] = Some(Vec::new());
+            }
+        }
+    }
+    Ok(values)
+}
+
+/// The rows of a source held whole in the order both parties derive (`--align`): the
+/// matched rows by the keyed hash of their keys, then, for `outer`, the sender's
+/// unmatched rows and the receiver's (ours as they are, in input order; the peer's as
+/// placeholders: a quoted empty first field and empty others). One row a key (the party
+/// refuses repeated keys before it runs).
+pub struct AlignedRows<'a> {
+    /// Where the keys and their rows come from.
+    pub source: &'a dyn InputSource,
+    /// The matched keys, as indices into the source's keys.
+    pub intersection: &'a [usize],
+    /// The peer's record for each matched key, as [`JoinedRows::records`].
+    pub records: &'a [u8],
+    /// How rows are made (an `inner` join, the peer's columns if any).
+    pub shape: Shape<'a>,
+    /// Inner or outer.
+    pub align: Align,
+    /// The key of the hash that orders the matched keys: the run plans' digest.
+    pub key: [u8; 32],
+    /// Our role: which unmatched rows come first (the sender's).
+    pub role: Role,
+    /// The peer's distinct keys, as it announced them.
+    pub peer_keys: u64,
+}
+
+impl MatchedRows for AlignedRows<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
+        let keys = self.source.keys();
+        let values = values_by_key(
+            keys.len(),
+            self.intersection,
+            self.records,
+            self.shape.columns,
+        )?;
+        let mut order: Vec<([u8; 32], usize)> = (self.intersection.iter())
+            .map(|&k| (*blake3::keyed_hash(&self.key, keys.get(k)).as_bytes(), k))
+            .collect();
+        order.sort_unstable();
+        // Each matched key's row, copied out of the source (one a key).
+        let (mut held, mut at) = (Vec::new(), vec![0..0; keys.len()]);
+        let matched: Vec<bool> = values.iter().map(Option::is_some).collect();
+        (self.source)
+            .each_row(&matched, &mut |key, row| match row {
+                RowBatch::Text(row) => {
+                    at[key] = held.len()..held.len() + row.len();
+                    held.extend_from_slice(row);
+                    Ok(())
+                }
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "keys given in memory have no rows to align",
+                )),
+            })
+            .map_err(Error::Io)?;
+        let mut batches = Batches::new(each);
+        let header = self.source.header();
+        if let Some(header) = header {
+            (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
+        }
+        let mut count = 0;
+        for (_, key) in &order {
+            let row = &held[at[*key].clone()];
+            let found = values[*key].as_deref().unwrap_or_default();
+            (batches.row(|out| {
+                self.shape
+                    .row(out, ensure_line_end(row).as_ref(), true, found)
+            }))
+            .map_err(Error::Io)?;
+            count += 1;
+        }
+        if self.align == Align::Outer {
+            let placeholders = self
+                .peer_keys
+                .saturating_sub(self.intersection.len() as u64);
+            let placeholder = self.placeholder(header.unwrap_or_default());
+            let ours = |batches: &mut Batches| -> Result<usize> {
+                let unmatched: Vec<bool> = matched.iter().map(|m| !m).collect();
+                (self.source)
+                    .each_row(&unmatched, &mut |_, row| match row {
+                        RowBatch::Text(row) => batches.row(|out| {
+                            self.shape
+                                .row(out, ensure_line_end(row).as_ref(), false, &[])
+                        }),
+                        _ => Ok(()),
+                    })
+                    .map_err(Error::Io)
+            };
+            let theirs = |batches: &mut Batches| -> Result<usize> {
+                for _ in 0..placeholders {
+                    (batches.row(|out| out.extend_from_slice(&placeholder))).map_err(Error::Io)?;
+                }
+                Ok(placeholders as usize)
+            };
+            count += match self.role {
+                Role::Sender => ours(&mut batches)? + theirs(&mut batches)?,
+                Role::Receiver => theirs(&mut batches)? + ours(&mut batches)?,
+            };
+        }
+        batches.finish().map_err(Error::Io)?;
+        Ok(count)
+    }
+}
+
+impl AlignedRows<'_> {
+    /// A placeholder row as wide as our output's: a quoted empty first field (so that
+    /// a CSV reader does not skip it as a blank line), the others empty.
+    fn placeholder(&self, header: &[u8]) -> Vec<u8> {
+        let fields = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .delimiter(self.shape.delimiter)
+            .from_reader(header)
+            .byte_records()
+            .next()
+            .and_then(|r| r.ok())
+            .map_or(1, |r| r.len())
+            + self.shape.columns.map_or(0, |l| l.columns.len());
+        let mut row = b"\"\"".to_vec();
+        row.extend(std::iter::repeat_n(self.shape.delimiter, fields - 1));
+        row.push(b'\n');
+        row
+    }
+}
+
+/// `row` with a line break at its end (the file's last row may have none, and in an
+/// aligned output it need not stay last).
+fn ensure_line_end(row: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match row.ends_with(b"\n") || row.ends_with(b"\r") {
+        true => row.into(),
+        false => [row, b"\n"].concat().into(),
     }
 }
 

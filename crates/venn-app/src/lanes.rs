@@ -21,7 +21,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 use venn::net::{Channel, Reader, Writer};
 use venn::protocols::{find, Offline, Options, Output, Protocol};
-use venn::session::run_plan::{Agreed, Columns, Plan};
+use venn::session::run_plan::{Agreed, Align, Columns, Plan};
 use venn::session::{looks_like_hello, Role, HELLO_PREFIX};
 use venn::{Error, Items, Result, RunOptions};
 
@@ -117,6 +117,7 @@ impl Coordinator {
                 .min(justified),
             form: input.form(),
             columns: Columns::default(),
+            align: Align::None,
         };
         let agreed = link.exchange(&mut *chan, plan, role)?;
         chan.send(&(lanes as u64).to_le_bytes())?;

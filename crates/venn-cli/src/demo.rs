@@ -85,6 +85,7 @@ pub(crate) fn demo(keep: Option<&Path>) -> Result<()> {
         both: false,
         peer_columns: Vec::new(),
         join: venn_app::join::JoinKind::Inner,
+        align: venn::session::run_plan::Align::None,
         state: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();

@@ -69,7 +69,7 @@ enum Script {
 /// A real sender's run plan and handshake over `stream`, as the library runs them.
 fn honest_handshake(stream: &TcpStream, n: u64) {
     use venn::net::StreamChannel;
-    use venn::session::run_plan::{exchange, Columns, KeyForm, KeyMismatch, Plan};
+    use venn::session::run_plan::{exchange, Align, Columns, KeyForm, KeyMismatch, Plan};
     use venn::session::{handshake, Hello, Mode, Role, WireParams};
     let mut chan = StreamChannel::new(
         stream.try_clone().unwrap(),
@@ -85,6 +85,7 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
             columns: 1,
         },
         columns: Columns::default(),
+        align: Align::None,
     };
     let agreed = exchange(&mut chan, plan, Role::Sender, n, KeyMismatch::Refuse).unwrap();
     let mut chan = agreed.bind(&mut chan);

@@ -336,3 +336,104 @@ fn joins_that_cannot_be_made_are_refused() {
     }
     assert!(!Path::new(&out).exists());
 }
+
+/// With `--both --align`, both outputs list the matched rows in the same order, neither
+/// input's; `outer` adds the sender's unmatched rows, then the receiver's, each side
+/// writing placeholders for the other's, so that the two files line up row for row.
+#[test]
+fn aligned_outputs_line_up_row_for_row() {
+    let dir = tmp();
+    let keys = |range: std::ops::Range<u32>| -> Vec<String> {
+        range.map(|i| format!("k{i}@x.org")).collect()
+    };
+    let shared = keys(0..40);
+    let mut s_keys = [shared.clone(), keys(100..105)].concat();
+    let mut r_keys = [keys(200..203), shared.clone()].concat();
+    r_keys.reverse();
+    s_keys.swap(0, 7);
+    let file = |name: &str, ks: &[String], tag: &str| {
+        let mut text = format!("email,{tag}\n");
+        for (i, k) in ks.iter().enumerate() {
+            text += &format!("{k},{tag}{i}\n");
+        }
+        write(dir.path(), name, &text).to_str().unwrap().to_string()
+    };
+    let (s, r) = (file("s.csv", &s_keys, "s"), file("r.csv", &r_keys, "r"));
+    let (s_out, r_out) = (dir.path().join("so.csv"), dir.path().join("ro.csv"));
+    let (s_out, r_out) = (s_out.to_str().unwrap(), r_out.to_str().unwrap());
+    for align in ["inner", "outer"] {
+        let (so, ro) = run_pair(
+            &["--input", &r, "--output", r_out, "--both", "--align", align],
+            &["--input", &s, "--output", s_out, "--both", "--align", align],
+        );
+        assert_success(&[&so, &ro]);
+        let rows = |path: &str| -> Vec<Vec<String>> {
+            let mut rdr = csv::Reader::from_path(path).unwrap();
+            rdr.records()
+                .map(|r| r.unwrap().iter().map(String::from).collect())
+                .collect()
+        };
+        let (sent, received) = (rows(s_out), rows(r_out));
+        let expected = match align {
+            "inner" => 40,
+            _ => 40 + 5 + 3,
+        };
+        assert_eq!(
+            (sent.len(), received.len()),
+            (expected, expected),
+            "{align}"
+        );
+        for (i, (a, b)) in sent.iter().zip(&received).enumerate() {
+            match i {
+                _ if i < 40 => assert_eq!(a[0], b[0], "{align}: row {i} lines up"),
+                _ if i < 45 => assert!(b[0].is_empty() && !a[0].is_empty(), "{align}: {i}"),
+                _ => assert!(a[0].is_empty() && !b[0].is_empty(), "{align}: {i}"),
+            }
+        }
+        let first: Vec<&String> = sent.iter().take(40).map(|r| &r[0]).collect();
+        assert_ne!(
+            first,
+            shared.iter().collect::<Vec<_>>(),
+            "not the sender's order"
+        );
+    }
+    // Both must align alike, with --both, one row a key.
+    let (so, ro) = run_pair(
+        &[
+            "--input", &r, "--output", r_out, "--both", "--align", "inner",
+        ],
+        &["--input", &s, "--output", s_out, "--both"],
+    );
+    assert_clean_failure(
+        &ro,
+        "we align our output as --align inner and the peer as --align none",
+    );
+    assert_clean_failure(&so, "--align none and the peer as --align inner");
+    let repeated = write(dir.path(), "rep.csv", "email\na\na\n");
+    for (args, needle) in [
+        (
+            vec!["--input", &r, "--output", r_out, "--align", "inner"],
+            "both pass --both",
+        ),
+        (
+            vec![
+                "--input",
+                repeated.to_str().unwrap(),
+                "--output",
+                r_out,
+                "--both",
+                "--align",
+                "inner",
+            ],
+            "repeats keys in 1 rows",
+        ),
+    ] {
+        let o = venn()
+            .arg("receive")
+            .args(&args)
+            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
+            .output()
+            .unwrap();
+        assert_clean_failure(&o, needle);
+    }
+}

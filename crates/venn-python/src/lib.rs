@@ -19,6 +19,7 @@ use result::{Learning, RunResult};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use venn::protocols::Progress;
+use venn::session::run_plan::Align;
 use venn::session::Role;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::{Format, KeyOptions};
@@ -317,6 +318,8 @@ pub(crate) enum Source {
         peer_columns: Vec<String>,
         /// `join=`: which rows the output holds.
         join: JoinKind,
+        /// `align=`: how both parties order their outputs.
+        align: Align,
     },
 }
 
@@ -388,6 +391,7 @@ impl Party {
                     keys: settings.keys,
                     peer_columns: settings.peer_columns,
                     join: settings.join,
+                    align: settings.align,
                 }
             }
         };
@@ -450,6 +454,7 @@ impl Party {
                     keys,
                     peer_columns,
                     join,
+                    align,
                 } => {
                     let args = PartyArgs {
                         link,
@@ -459,6 +464,7 @@ impl Party {
                         both,
                         peer_columns,
                         join,
+                        align,
                         state: None,
                         bucket_rows: None,
                         bucket_dir: None,

@@ -201,6 +201,23 @@ def test_a_file_receiver_gets_the_senders_revealed_columns(tmp_path: Path):
     assert child.result()[0] == "result"
 
 
+def test_file_parties_align_their_outputs_and_join_left(tmp_path: Path):
+    """With both=True and align="inner" the two outputs list the matched rows in one
+    order; join="left" flags every row."""
+    (tmp_path / "s.csv").write_text("k,v\n" + "".join(f"k{i},s{i}\n" for i in range(30)))
+    (tmp_path / "r.csv").write_text("k,w\n" + "".join(f"k{i},r{i}\n" for i in range(45, 10, -1)))
+    so, ro = tmp_path / "so.csv", tmp_path / "ro.csv"
+    child = Child("send_file", str(tmp_path / "s.csv"), output=str(so), both=True, align="inner")
+    venn.receive_file(tmp_path / "r.csv", ro, both=True, align="inner", connect=child.addr)
+    assert child.result()[0] == "result"
+    keys = lambda p: [line.split(",")[0] for line in p.read_text().splitlines()[1:]]
+    assert keys(so) == keys(ro) and sorted(keys(ro)) == sorted(f"k{i}" for i in range(11, 30))
+    child = Child("send_file", str(tmp_path / "s.csv"))
+    r = venn.receive_file(tmp_path / "r.csv", ro, join="left", connect=child.addr)
+    assert child.result()[0] == "result"
+    assert r.rows_written == 35 and ro.read_text().splitlines()[:2] == ["k,w,matched", "k45,r45,false"]
+
+
 def test_keygen_writes_what_venn_keygen_writes(tmp_path: Path):
     fingerprint = venn.keygen(tmp_path / "k", days=30)
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0

@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use venn::protocols::{DealerLink, Offline, Options, OutputKind, Progress, Protocol};
-use venn::session::run_plan::{Columns, KeyMismatch, Plan};
+use venn::session::run_plan::{Align, Columns, KeyMismatch, Plan};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
@@ -163,6 +163,8 @@ pub struct PartyArgs {
     pub peer_columns: Vec<String>,
     /// `--join`: which rows the output holds.
     pub join: JoinKind,
+    /// `--align`: how both parties order their outputs.
+    pub align: Align,
     /// Run only the online phase with this precomputed state.
     pub state: Option<PathBuf>,
     /// Split the input into hash buckets of about this many rows on disk.
@@ -274,6 +276,7 @@ pub fn run_keys(
         log2_buckets: 0,
         form: input.form(),
         columns: Columns::default(),
+        align: Align::None,
     };
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;

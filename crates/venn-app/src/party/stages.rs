@@ -10,7 +10,7 @@ use crate::columns::Layout;
 use crate::destination::check_output_path;
 use crate::input::read_input;
 use crate::input::source::{InputSource, MatchedRows, Matching};
-use crate::join::{JoinKind, JoinedRows, Shape};
+use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, OutputSink};
@@ -21,7 +21,7 @@ use std::time::Instant;
 use venn::net::Channel;
 use venn::protocols::Progress as _;
 use venn::protocols::{Output, OutputKind, Protocol};
-use venn::session::run_plan::{Agreed, Columns, Plan};
+use venn::session::run_plan::{Agreed, Align, Columns, Plan};
 use venn::session::Role;
 use venn::{Error, LoadedState, Report, Result, RunOptions};
 
@@ -58,6 +58,7 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
     }
     check_columns(args, protocol, role)?;
     check_join(args, learns_rows)?;
+    check_align(args)?;
     check_paths(args)?;
     args.link.check_endpoint()?;
     Ok(Checked {
@@ -131,6 +132,32 @@ fn check_join(args: &PartyArgs, learns_rows: bool) -> Result<()> {
             "--join difference outputs the rows the peer lacks: there are no --peer-columns \
              to add to them"
                 .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--align` lines up what both parties learn: with `--both`, the rows of an `inner` join
+/// (`outer` adds the unmatched ones itself), placeholders being CSV rows.
+fn check_align(args: &PartyArgs) -> Result<()> {
+    if args.align == Align::None {
+        return Ok(());
+    }
+    if !args.both {
+        return Err(Error::Usage(
+            "--align lines up the rows both parties learn: both pass --both".into(),
+        ));
+    }
+    if args.join != JoinKind::Inner {
+        return Err(Error::Usage(
+            "--align orders the matched rows (--join inner); --align outer adds the \
+             unmatched ones"
+                .into(),
+        ));
+    }
+    if args.align == Align::Outer && args.keys.format != crate::input::Format::Csv {
+        return Err(Error::Usage(
+            "--align outer writes placeholder rows among a CSV file's (--format csv)".into(),
         ));
     }
     Ok(())
@@ -228,6 +255,13 @@ pub(super) fn read(
     let (rows, skipped) = match &read {
         Read::Whole(source) => {
             let counts = source.counts();
+            if args.align != Align::None && counts.duplicates > 0 {
+                return Err(Error::Usage(format!(
+                    "--align lines up one row a key, and '{}' repeats keys in {} rows",
+                    args.input.display(),
+                    counts.duplicates
+                )));
+            }
             warn_duplicates(&args.input, counts.duplicates);
             if counts.duplicates > 0 && source.layout().is_some() {
                 eprintln!(
@@ -349,6 +383,7 @@ pub(super) fn connect(
                 log2_buckets: 0,
                 form,
                 columns: Columns::new(reveals, args.peer_columns.clone())?,
+                align: args.align,
             }
         }
         Read::Split { split, bucket_rows } => Plan {
@@ -356,6 +391,7 @@ pub(super) fn connect(
             log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
             form,
             columns: Columns::new(Vec::new(), args.peer_columns.clone())?,
+            align: args.align,
         },
     };
     let splits = matches!(input.read, Read::Split { .. });
@@ -397,6 +433,13 @@ pub(super) fn agree(
         if agreed.record_widths(role) != (None, None) {
             return Err(columns_in_buckets());
         }
+        if agreed.ours.align != Align::None {
+            return Err(Error::Usage(
+                "--align cannot yet go with a run bucket by bucket (--bucket-rows, or an \
+                 input too large to read whole within --max-memory)"
+                    .into(),
+            ));
+        }
     }
     Ok((chan, agreed))
 }
@@ -418,6 +461,8 @@ pub(super) struct Ran {
     pub matched: Matched,
     /// The columns the peer revealed (named as we asked), if it revealed any.
     pub peer_columns: Option<Layout>,
+    /// The digest of both run plans: what orders an aligned output.
+    pub plans: [u8; 32],
 }
 
 /// What a run matched, with the input it ran on.
@@ -474,6 +519,7 @@ pub(super) fn run(
         bucketed,
         matched,
         peer_columns,
+        plans: agreed.digest(),
     })
 }
 
@@ -546,12 +592,23 @@ pub(super) fn write(
                 source: &**input,
                 intersection,
             };
+            let aligned = AlignedRows {
+                source: &**input,
+                intersection,
+                records,
+                shape: shape(args, ran),
+                align: args.align,
+                key: ran.plans,
+                role: checked.role,
+                peer_keys: ran.report.n_peer,
+            };
             // Matched rows as they are go in runs of the file, not a row at a time.
-            let rows: &dyn MatchedRows =
-                match joined.shape.as_they_are() && args.join == JoinKind::Inner {
-                    true => &rows,
-                    false => &joined,
-                };
+            let as_they_are = joined.shape.as_they_are() && args.join == JoinKind::Inner;
+            let rows: &dyn MatchedRows = match (args.align, as_they_are) {
+                (Align::None, true) => &rows,
+                (Align::None, false) => &joined,
+                (Align::Inner | Align::Outer, _) => &aligned,
+            };
             sink.take(Delivered::of(output, rows))?
         }
         Matched::Rows { split, matches } => {

@@ -19,6 +19,7 @@ use crate::transport::TlsArgs;
 use std::path::PathBuf;
 use std::time::Duration;
 use venn::protocols::Accepts;
+use venn::session::run_plan::Align;
 use venn::{Error, Result};
 
 /// The longest `--timeout` or `--upload-deadline` (a year): deadlines are computed as
@@ -270,6 +271,8 @@ pub struct RunSettings {
     pub peer_columns: Vec<String>,
     /// `--join`.
     pub join: JoinKind,
+    /// `--align`.
+    pub align: Align,
     /// `--state`.
     pub state: Option<PathBuf>,
     /// `--bucket-rows`.
@@ -361,6 +364,7 @@ impl RunSettings {
             both: self.both,
             peer_columns: self.peer_columns,
             join: self.join,
+            align: self.align,
             state: self.state,
             bucket_rows: self.bucket_rows,
             bucket_dir: self.bucket_dir,

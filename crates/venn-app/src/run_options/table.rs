@@ -9,6 +9,7 @@ use crate::input::{parse_delimiter, Format};
 use crate::join::JoinKind;
 use crate::party::RunSpec;
 use venn::protocols::{Bins, Offline, Stash};
+use venn::session::run_plan::Align;
 use venn::session::run_plan::KeyMismatch;
 
 /// Every option of a run.
@@ -515,6 +516,28 @@ pub static OPTIONS: &[RunOption] = &[
          `difference` (those whose key the peer lacks). Each is a function of the party's \
          own rows and the intersection it learns: none reveals more than `inner` \
          ([worked examples](#joins))",
+    ),
+    RunOption::new("align", Kind::Choice(Align::NAMES), Group::Party, |s, v| {
+        s.align = Align::parse(&v.text()?)?;
+        Ok(())
+    })
+    .value_name("HOW")
+    .default(|| "none".into())
+    .python(Python::File)
+    .help(
+        "With --both, both parties write their matched rows in the same order (inner), \
+         derived from the keys and the run, not from either input's order; outer adds the \
+         sender's unmatched rows, then the receiver's, each side writing empty placeholder \
+         rows for the other's. Both pass the same; one row a key.",
+        "with `--both` (both pass the same), both parties write their matched rows in one \
+         order, so that the two outputs line up row for row (vertical federated learning's \
+         alignment): `inner` the matched rows alone, ordered by a keyed hash of each key \
+         under the run plans' digest (both derive it; it is neither input's order), `outer` \
+         then the sender's unmatched rows and the receiver's, each side writing a \
+         placeholder row (`\"\"` and empty fields) for each of the other's — the other's \
+         count of unmatched rows, its announced size less the intersection, which both know \
+         anyway. One row a key: a file with repeated keys is refused ([worked \
+         examples](#joins))",
     ),
     RunOption::new("both", Kind::Switch, Group::Party, |s, v| {
         s.both = v.switch()?;

@@ -149,6 +149,7 @@ def _file_party(
     reveal_columns: Union[str, Sequence[str], None],
     peer_columns: Union[str, Sequence[str], None],
     join: str,
+    align: str,
     delimiter: str,
     format: str,
     options: PartyOptions,
@@ -164,6 +165,7 @@ def _file_party(
         reveal_columns=_names(reveal_columns),
         peer_columns=_names(peer_columns),
         join=join,
+        align=align,
         delimiter=delimiter,
         **_native(options),
     ).run()
@@ -241,6 +243,7 @@ def send_file(
     reveal_columns: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
     join: str = "inner",
+    align: str = "none",
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
@@ -257,8 +260,8 @@ def send_file(
     :func:`send` (``values`` is for keys in memory).
     """
     return _file_party(
-        "send", input, output, column, value_column, reveal_columns, peer_columns, join, delimiter, format,
-        options,
+        "send", input, output, column, value_column, reveal_columns, peer_columns, join, align, delimiter,
+        format, options,
     )
 
 
@@ -269,6 +272,7 @@ def receive_file(
     column: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
     join: str = "inner",
+    align: str = "none",
     delimiter: str = ",",
     format: str = "csv",
     **options: Unpack[PartyOptions],
@@ -279,11 +283,12 @@ def receive_file(
     the sender's ``peer_columns`` appended to each (the columns its ``reveal_columns``
     names, in order); ``join="left"`` writes every row with a ``matched`` column,
     ``join="difference"`` the rows whose key the peer lacks; a count, a sum or a
-    threshold's answer as JSON. The file is read as
+    threshold's answer as JSON. With ``both=True``, ``align="inner"`` (or ``"outer"``)
+    writes the rows in the order the sender's aligned output has them. The file is read as
     for :func:`send_file`; other options as for :func:`send`.
     """
     return _file_party(
-        "receive", input, output, column, None, None, peer_columns, join, delimiter, format, options
+        "receive", input, output, column, None, None, peer_columns, join, align, delimiter, format, options
     )
 
 

@@ -112,6 +112,7 @@ class Party:
         reveal_columns: list[str] = ...,
         peer_columns: list[str] = ...,
         join: Optional[str] = ...,
+        align: Optional[str] = ...,
         delimiter: Optional[str] = ...,
         **options: Unpack[PartyOptions],
     ) -> None: ...

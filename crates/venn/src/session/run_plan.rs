@@ -61,6 +61,45 @@ impl std::fmt::Display for KeyForm {
     }
 }
 
+/// How both parties order their outputs (`--align`, with `--both`): as their inputs are
+/// (none), or the matched rows in one order both derive, alone (inner) or followed by
+/// each side's unmatched rows and the placeholders of the other's (outer). Both must ask
+/// for the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Align {
+    /// Each output in its input's order.
+    #[default]
+    None,
+    /// The matched rows, in the same order on both sides.
+    Inner,
+    /// The matched rows in the same order, then the sender's unmatched rows, then the
+    /// receiver's (the other side writing placeholders for them).
+    Outer,
+}
+
+impl Align {
+    /// The names `--align` takes.
+    pub const NAMES: &'static [&'static str] = &["none", "inner", "outer"];
+
+    /// The alignment `--align` names.
+    pub fn parse(name: &str) -> Result<Align> {
+        match name {
+            "none" => Ok(Align::None),
+            "inner" => Ok(Align::Inner),
+            "outer" => Ok(Align::Outer),
+            _ => Err(Error::Usage(format!(
+                "--align is one of {}, not '{name}'",
+                Align::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// Its name, as `--align` takes it.
+    pub fn name(self) -> &'static str {
+        Align::NAMES[self as usize]
+    }
+}
+
 /// The columns of a party's rows that go with its matched keys (PSI with payloads): those
 /// it reveals to the peer, and those it asks the peer for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -153,6 +192,8 @@ pub struct Plan {
     pub form: KeyForm,
     /// The columns it reveals for its matched rows, and those it asks the peer for.
     pub columns: Columns,
+    /// How it orders its output.
+    pub align: Align,
 }
 
 impl Plan {
@@ -164,7 +205,8 @@ impl Plan {
             .u8(self.log2_buckets)
             .u8(self.form.trim as u8)
             .u8(self.form.lowercase as u8)
-            .u16(self.form.columns);
+            .u16(self.form.columns)
+            .u8(self.align as u8);
         self.columns.encode(w).0
     }
 
@@ -190,6 +232,16 @@ impl Plan {
         };
         let (trim, lowercase) = (flag(r.u8()?)?, flag(r.u8()?)?);
         let key_columns = r.u16()?;
+        let align = match r.u8()? {
+            0 => Align::None,
+            1 => Align::Inner,
+            2 => Align::Outer,
+            b => {
+                return Err(Error::Handshake(format!(
+                    "the peer's run plan aligns its output as {b}"
+                )))
+            }
+        };
         let columns = Columns::decode(&mut r)?;
         r.finish()?;
         if key_columns == 0 {
@@ -204,6 +256,7 @@ impl Plan {
                 columns: key_columns,
             },
             columns,
+            align,
         };
         if plan.rows > MAX_ROWS || plan.log2_buckets > MAX_LOG2_BUCKETS {
             return Err(Error::Handshake(format!(
@@ -321,6 +374,13 @@ pub fn exchange(
         )));
     }
     check_columns(&ours.columns, &peer.columns)?;
+    if ours.align != peer.align {
+        return Err(Error::Handshake(format!(
+            "we align our output as --align {} and the peer as --align {}: both pass the same",
+            ours.align.name(),
+            peer.align.name()
+        )));
+    }
     let mut warning = None;
     if peer.form != ours.form {
         let why = format!(
@@ -406,12 +466,13 @@ mod tests {
                 columns: 2,
             },
             columns: Columns::default(),
+            align: Align::Outer,
         };
         assert_eq!(Plan::decode(&plan.encode()).unwrap(), plan);
         // After the magic, the mark and the rows: log2 of the buckets, the two flags,
-        // the columns.
+        // the key's columns, the alignment.
         let at = MAGIC.len() + 2 + 8;
-        for (offset, bad) in [(0, MAX_LOG2_BUCKETS + 1), (1, 2), (2, 7)] {
+        for (offset, bad) in [(0, MAX_LOG2_BUCKETS + 1), (1, 2), (2, 7), (5, 3)] {
             let mut frame = plan.encode();
             frame[at + offset] = bad;
             assert!(Plan::decode(&frame).is_err(), "byte {offset} = {bad}");
@@ -436,9 +497,9 @@ mod tests {
 
     /// Columns go both ways with their widths; a peer's that could not have been sent is
     /// refused, and so is a run where one side reveals other columns than the other asks
-    /// for, on both sides, naming both lists.
+    /// for, on both sides, naming both lists, or where they align their outputs otherwise.
     #[test]
-    fn columns_are_carried_and_must_agree() {
+    fn columns_and_alignment_are_carried_and_must_agree() {
         let form = KeyForm {
             trim: false,
             lowercase: false,
@@ -452,6 +513,7 @@ mod tests {
                 reveals: reveals.iter().map(|(n, w)| (n.to_string(), *w)).collect(),
                 asks: asks.iter().map(|n| n.to_string()).collect(),
             },
+            align: Align::None,
         };
         let sender = plan(&[("segment", 16), ("score", 32)], &[]);
         assert_eq!(Plan::decode(&sender.encode()).unwrap(), sender);
@@ -488,5 +550,14 @@ mod tests {
                 "{peer}"
             );
         }
+        let mut aligned = plan(&[], &[]);
+        aligned.align = Align::Inner;
+        let (ours, peer) = run(plan(&[], &[]), aligned);
+        let ours = ours.unwrap_err().to_string();
+        assert!(
+            ours.contains("--align none and the peer as --align inner"),
+            "{ours}"
+        );
+        assert!(peer.is_err(), "refused on both sides");
     }
 }
