@@ -147,3 +147,156 @@ fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
     out.sort_unstable();
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Evaluated, Rr22Params, Rr22Receiver, Rr22Sender};
+    use super::*;
+    use crate::crypto::{Aes, Prg};
+    use crate::framework::Party;
+    use crate::items::Items;
+    use crate::net::mem_pair;
+    use crate::oprf::Hashes;
+    use crate::options::Options;
+    use crate::session::{Role, Session, Sizes};
+    use crate::vole::Adversary;
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    const SID: [u8; 32] = [9; 32];
+    const WIDTH: usize = 40;
+
+    /// The record the sender gives `item`: its bytes over and over.
+    fn record(item: &[u8]) -> Vec<u8> {
+        item.iter().copied().cycle().take(WIDTH).collect()
+    }
+
+    fn items(tag: &str, range: std::ops::Range<usize>) -> Vec<String> {
+        range.map(|i| format!("{tag}{i}")).collect()
+    }
+
+    /// What a cheating receiver got: the entries of its items whose answers it matched,
+    /// and those whose sender record it read at some position of the stream.
+    #[derive(Debug, PartialEq)]
+    struct Learned {
+        answered: Vec<usize>,
+        read: Vec<usize>,
+    }
+
+    /// The honest rr22-m sender of `sender` against a receiver of `receiver` that applies
+    /// `then` to the values its OKVS encodes, then unpads every record of the stream
+    /// under every one of its keys and OPRF values, not only at its matches.
+    fn cheat(
+        sender: &Items,
+        receiver: &Items,
+        then: impl Fn(&[Block], &mut [Block]) + Send + Sync,
+    ) -> Learned {
+        let (n_s, n_r) = (sender.len(), receiver.len());
+        let session = |role| Session {
+            id: SID,
+            role,
+            n_sender: n_s as u64,
+            n_receiver: n_r as u64,
+            sized: Sizes {
+                sender: n_s as u64,
+                receiver: n_r as u64,
+            },
+            both: false,
+            options: Options {
+                payload: Some(WIDTH as u32),
+                ..Options::default()
+            },
+            key: [0; 32],
+        };
+        // Each party on a pool of its own, as `run` gives it.
+        let pool = || rayon::ThreadPoolBuilder::new().num_threads(1).build();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        std::thread::scope(|s| {
+            let honest = s.spawn(|| {
+                pool().unwrap().install(|| {
+                    let seed = Prg::from_seed(Block::from(1));
+                    let mut ctx = Context::new(&mut a, session(Role::Sender), seed, None);
+                    let party = Rr22Sender(Adversary::Malicious);
+                    let state = Party::offline(&party, &mut ctx)?;
+                    Party::online(&party, &mut ctx, state, sender)
+                })
+            });
+            let learned = pool().unwrap().install(|| -> Result<Learned> {
+                let seed = Prg::from_seed(Block::from(2));
+                let mut ctx = Context::new(&mut b, session(Role::Receiver), seed, None);
+                let party = Rr22Receiver(Adversary::Malicious);
+                let p = Rr22Params::new(ctx.session.sized, Adversary::Malicious)?;
+                let state = Party::offline(&party, &mut ctx)?;
+                let Evaluated {
+                    keys, values, toss, ..
+                } = party.evaluate(&mut ctx, &p, state, receiver, then)?;
+                let w = toss.expect("rr22-m tosses w").receive_opening(ctx.peer)?;
+                let answers = davies_meyer(w[0], &keys, &values);
+                let matches = match_values(&mut ctx, &answers, 128)?;
+                let every: Vec<(u32, u32)> = (0..n_r as u32)
+                    .flat_map(|k| (0..n_s as u32).map(move |p| (k, p)))
+                    .collect();
+                let key = PadKey::of_toss(&SID, w[0]);
+                let stream = payloads::receive(ctx.peer, key, n_s, WIDTH, &every, &keys, &values)?;
+                let read = (0..n_r)
+                    .filter(|&k| {
+                        let mine = &stream[k * n_s * WIDTH..(k + 1) * n_s * WIDTH];
+                        mine.chunks(WIDTH).any(|r| r == record(receiver.get(k)))
+                    })
+                    .collect();
+                let answered = matches.iter().map(|m| m.0 as usize).collect();
+                Ok(Learned { answered, read })
+            });
+            let sent = honest.join().unwrap();
+            assert!(matches!(sent, Ok(Output::Nothing)), "{sent:?}");
+            learned.unwrap()
+        })
+    }
+
+    /// A cheating rr22-m receiver reads a sender's record only where its answer matches,
+    /// whatever its OKVS encodes: each record's pad needs the item's OPRF value, which Δ
+    /// masks wherever the OKVS does not decode to H^B. Its honest set holds 100 of the
+    /// sender's 400 items and 50 others; beside them it encodes 50 more of the sender's
+    /// items as a receiver holding them would (what a larger set, up to m items, gets in
+    /// any case) and, at 100 more of them, values that are not H^B's (another hash of
+    /// the item). Then an OKVS of nothing but such values: no answer, no record.
+    #[test]
+    fn a_cheating_receiver_reads_no_record_beyond_its_answers() {
+        let sender: Items = items("y", 0..400).into_iter().collect();
+        let records = (0..sender.len())
+            .flat_map(|i| record(sender.get(i)))
+            .collect();
+        let sender = sender.with_records(records, WIDTH).unwrap();
+        // Entries 0..100 shared, 100..150 its own, 150..250 garbage, 250..300 extra.
+        let receiver: Items = (items("y", 0..100).into_iter())
+            .chain(items("x", 0..50))
+            .chain(items("y", 100..250))
+            .collect();
+        let garbage: Items = items("y", 100..200).into_iter().collect();
+        let garbage: HashSet<Block> = Hashes::new(&SID, None).keys(&garbage).into_iter().collect();
+        let other = Aes::new(Block::from(0x0bad_c0de));
+        let learned = cheat(&sender, &receiver, |keys, values| {
+            for (k, v) in keys.iter().zip(values) {
+                if garbage.contains(k) {
+                    *v = other.encrypt(*k);
+                }
+            }
+        });
+        let encoded: Vec<usize> = (0..100).chain(250..300).collect();
+        assert_eq!(
+            learned,
+            Learned {
+                answered: encoded.clone(),
+                read: encoded
+            }
+        );
+        let learned = cheat(&sender, &receiver, |keys, values| {
+            Hashes::hash_to(&other, keys, values)
+        });
+        let nothing = Learned {
+            answered: vec![],
+            read: vec![],
+        };
+        assert_eq!(learned, nothing, "a garbage OKVS reads no record at all");
+    }
+}

@@ -34,7 +34,7 @@ use crate::net::Writer;
 use crate::okvs;
 use crate::oprf::payloads::{self, PadKey};
 use crate::oprf::{self, Hashes};
-use crate::session::Role;
+use crate::session::{Role, ShareSent};
 use crate::state::{StateReader, StateWriter};
 use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -425,6 +425,58 @@ impl Party for Rr22Sender {
     }
 }
 
+/// The receiver's OPRF outputs ([`Rr22Receiver::evaluate`]).
+struct Evaluated {
+    /// Its items' blocks.
+    keys: Vec<Block>,
+    /// F(x) = Decode(C, x) at each of them.
+    values: Vec<Block>,
+    hashes: Hashes,
+    /// rr22-m's toss of w, its share sent.
+    toss: Option<ShareSent>,
+}
+
+impl Rr22Receiver {
+    /// The online phase up to F(x) at `items`: the OKVS P of H^B(x), with `then(keys,
+    /// values)` applied to the values before they are encoded (the honest receiver does
+    /// nothing there; tests play cheating receivers with it), sent as A'; in rr22-m after
+    /// S's salt, and with the share of w after A'.
+    fn evaluate(
+        &self,
+        ctx: &mut Context,
+        p: &Rr22Params,
+        state: VoleReceiver,
+        items: &Items,
+        then: impl Fn(&[Block], &mut [Block]) + Sync,
+    ) -> Result<Evaluated> {
+        ctx.phase("encode and send the OKVS", false);
+        // rr22-m: S's salt before anything of the OKVS (overfitting.rs).
+        let (toss, salt) = match self.0 {
+            Adversary::SemiHonest => (None, None),
+            Adversary::Malicious => {
+                let (toss, salt) = malicious::reply(ctx)?;
+                (Some(toss), Some(salt))
+            }
+        };
+        let hashes = Hashes::new(&ctx.session.id, salt);
+        let okvs = oprf::send_seed(ctx, p.okvs, salt)?;
+        let keys = hashes.keys(items);
+        let binned = okvs.bin(&keys);
+        let values = oprf::receive_then(ctx, &hashes.h_b, &binned, state, then)?;
+        drop(binned);
+        // w_r goes with A', after it.
+        let toss = toss
+            .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
+            .transpose()?;
+        Ok(Evaluated {
+            keys,
+            values,
+            hashes,
+            toss,
+        })
+    }
+}
+
 impl Party for Rr22Receiver {
     type State = VoleReceiver;
 
@@ -442,25 +494,12 @@ impl Party for Rr22Receiver {
 
     fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
-        ctx.phase("encode and send the OKVS", false);
-        // rr22-m: S's salt before anything of the OKVS (overfitting.rs).
-        let (toss, salt) = match self.0 {
-            Adversary::SemiHonest => (None, None),
-            Adversary::Malicious => {
-                let (toss, salt) = malicious::reply(ctx)?;
-                (Some(toss), Some(salt))
-            }
-        };
-        let hashes = Hashes::new(&ctx.session.id, salt);
-        let okvs = oprf::send_seed(ctx, p.okvs, salt)?;
-        let keys = hashes.keys(items);
-        let binned = okvs.bin(&keys);
-        let mut values = oprf::receive(ctx, &hashes.h_b, &binned, state)?;
-        drop(binned);
-        // w_r goes with A', after it.
-        let toss = toss
-            .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
-            .transpose()?;
+        let Evaluated {
+            keys,
+            mut values,
+            hashes,
+            toss,
+        } = self.evaluate(ctx, &p, state, items, |_, _| {})?;
         ctx.phase("match values", false);
         let width = ctx.config::<Rr22Config>()?.payload.map(|w| w as usize);
         match toss {
