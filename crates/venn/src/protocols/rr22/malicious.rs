@@ -65,13 +65,13 @@ fn davies_meyer(w: Block, x: &[Block], v: &[Block]) -> Vec<Block> {
 
 /// S's answers H^o(v_y, y) for its item keys `x` and OPRF values `v`, shuffled, and its
 /// `records` (of their width) after them, padded under a key from w; with `--both`, R's
-/// tags checked against its own.
+/// tags checked against its own, and R's records of `theirs` bytes after them if any.
 pub(super) fn send(
     ctx: &mut Context,
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    records: Option<(&[u8], usize)>,
+    (records, theirs): (Option<(&[u8], usize)>, Option<u32>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     ctx.phase("send values", false);
@@ -86,17 +86,19 @@ pub(super) fn send(
     }
     ctx.phase("receive intersection", false);
     let tags = davies_meyer(w[1], x, v);
-    receive_tags(ctx, &tags).map(Output::Indices)
+    let matched = receive_tags(ctx, &tags)?;
+    super::sender_with_records(ctx, matched, theirs)
 }
 
 /// R's output: its items whose H^o(v_x, x) S sent, with their records where S sends records
-/// of `width` bytes; with `--both`, their tags sent back.
+/// of `width` bytes; with `--both`, their tags sent back, and then its `own` records of
+/// them if it has any.
 pub(super) fn receive(
     ctx: &mut Context,
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    width: Option<usize>,
+    (width, own): (Option<usize>, Option<(&[u8], usize)>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     let matches = match_values(ctx, &answers, 128)?;
@@ -105,17 +107,20 @@ pub(super) fn receive(
     let mine: Vec<usize> = matches.iter().map(|m| m.0 as usize).collect();
     if ctx.session.both {
         ctx.phase("send intersection", false);
-        let (xs, vs): (Vec<Block>, Vec<Block>) = mine.iter().map(|&i| (x[i], v[i])).unzip();
-        let mut tags = davies_meyer(w[1], &xs, &vs);
-        ctx.prg.shuffle(&mut tags);
+        // The tags in a random order, and the records after them in the same.
+        let mut order = mine.clone();
+        ctx.prg.shuffle(&mut order);
+        let (xs, vs): (Vec<Block>, Vec<Block>) = order.iter().map(|&i| (x[i], v[i])).unzip();
+        let tags = davies_meyer(w[1], &xs, &vs);
         ctx.peer.send(&Writer::new().u64(tags.len() as u64).0)?;
         ctx.peer.send_blocks(&tags)?;
+        super::send_own_records(ctx, own, &order)?;
     }
     Ok(super::with_records(mine, records))
 }
 
 /// S's side of `--both`: R's tags, each of which must be the tag of a distinct own item
-/// (an honest R sends no other); returns those items, sorted.
+/// (an honest R sends no other); returns those items, in the order of the tags.
 fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
     let msg = ctx.peer.recv_exact(8, "intersection size")?;
     let mut r = Reader::new(&msg, "intersection size");
@@ -144,7 +149,6 @@ fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
             }
         }
     }
-    out.sort_unstable();
     Ok(out)
 }
 

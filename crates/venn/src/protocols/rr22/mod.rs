@@ -23,7 +23,7 @@
 mod malicious;
 pub(super) mod overfitting;
 
-use super::matching::{match_values, receiver_indices, send_permuted, sender_output};
+use super::matching::{match_values, receiver_indices, send_permuted, sender_matches};
 use super::{
     output_bits, Accepts, AnyParty, Config, Context, Options, Output, OutputKind, ParamTable,
     Parameters, Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -143,10 +143,12 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
 };
 
 /// rr22's and rr22-m's configuration: the width of the record each sender item carries to
-/// the receiver, if any ([`oprf::payloads`]).
+/// the receiver, if any, and of the record each receiver item carries to the sender (with
+/// `--both`), if any ([`oprf::payloads`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Rr22Config {
     payload: Option<u32>,
+    receiver_payload: Option<u32>,
 }
 
 impl Config for Rr22Config {
@@ -156,20 +158,28 @@ impl Config for Rr22Config {
     };
 
     fn from_options(options: &Options) -> Result<Self> {
-        match options.payload {
-            Some(w) if !(1..=payloads::MAX_WIDTH as u32).contains(&w) => {
-                Err(Error::Usage(format!(
-                    "a record of the sender's columns takes 1 to {} bytes, not {w}",
-                    payloads::MAX_WIDTH
-                )))
+        for role in [Role::Sender, Role::Receiver] {
+            match options.records(role) {
+                Some(w) if !(1..=payloads::MAX_WIDTH as u32).contains(&w) => {
+                    return Err(Error::Usage(format!(
+                        "a record of the {}'s columns takes 1 to {} bytes, not {w}",
+                        role.name(),
+                        payloads::MAX_WIDTH
+                    )))
+                }
+                _ => {}
             }
-            payload => Ok(Rr22Config { payload }),
         }
+        Ok(Rr22Config {
+            payload: options.payload,
+            receiver_payload: options.receiver_payload,
+        })
     }
 
     fn options(&self) -> Options {
         Options {
             payload: self.payload,
+            receiver_payload: self.receiver_payload,
             ..Options::default()
         }
     }
@@ -277,29 +287,15 @@ impl TypedProtocol for Rr22 {
         Ok(Box::new(Rr22Params::new(sizes, self.adversary)?))
     }
 
-    /// The per-item model, and for a receiver of records its matches' (at most one for
-    /// each of its items).
+    /// The per-item model, and for a party that gets the peer's records its matches'
+    /// (at most one for each of its items), with their indices and places.
     fn memory(&self, role: Role, sizes: Sizes, config: Rr22Config) -> u64 {
-        let records = match (role, config.payload) {
-            (Role::Receiver, Some(w)) => sizes.receiver.saturating_mul(w as u64 + 16),
-            _ => 0,
+        let (width, own) = match role {
+            Role::Receiver => (config.payload, sizes.receiver),
+            Role::Sender => (config.receiver_payload, sizes.sender),
         };
+        let records = width.map_or(0, |w| own.saturating_mul(w as u64 + 16));
         self.info().role(role).memory(sizes).saturating_add(records)
-    }
-
-    /// Records where the configuration has them, of its width, and none otherwise.
-    fn check_items(&self, config: Rr22Config, items: &Items) -> Result<()> {
-        let have = items.records().map(|(_, w)| w as u32);
-        if have.is_some() && have != config.payload {
-            return Err(Error::Usage(format!(
-                "the items carry records of {} bytes, the run {}",
-                have.unwrap_or(0),
-                config
-                    .payload
-                    .map_or("none".into(), |w| format!("{w} bytes"))
-            )));
-        }
-        Ok(())
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -328,6 +324,49 @@ fn receive_records(
     let n_s = ctx.session.n_sender as usize;
     let records = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
     Ok(Some((records, width)))
+}
+
+/// The records this party's `items` carry to the peer, if the run carries any: checked
+/// against the run's options (as [`crate::run`] did before the handshake), so of the
+/// agreed width.
+fn own_records<'a>(ctx: &Context, items: &'a Items) -> Result<Option<(&'a [u8], usize)>> {
+    (ctx.session.options).check_records(ctx.session.role, items)?;
+    Ok(items.records())
+}
+
+/// The receiver's records of its `matched` entries, in that order, if it has records (a
+/// run with them has `--both`): after the positions or tags that name them to the sender.
+fn send_own_records(
+    ctx: &mut Context,
+    records: Option<(&[u8], usize)>,
+    matched: &[usize],
+) -> Result<()> {
+    let Some((records, width)) = records else {
+        return Ok(());
+    };
+    ctx.phase("send records", false);
+    payloads::send_revealed(ctx.peer, matched, records, width)
+}
+
+/// The sender's output with `--both`: its items the receiver `matched` (in the order it
+/// named them), sorted, each with the receiver's record where the run carries records of
+/// `width` bytes that way.
+fn sender_with_records(
+    ctx: &mut Context,
+    matched: Vec<usize>,
+    width: Option<u32>,
+) -> Result<Output> {
+    match width {
+        None => {
+            let mut matched = matched;
+            matched.sort_unstable();
+            Ok(Output::Indices(matched))
+        }
+        Some(width) => {
+            ctx.phase("receive records", false);
+            payloads::receive_revealed(ctx.peer, matched, width as usize)
+        }
+    }
 }
 
 /// The receiver's output: its `indices`, with the records read for them if any.
@@ -387,18 +426,8 @@ impl Party for Rr22Sender {
         drop(b);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
-        let records = match ctx.config::<Rr22Config>()?.payload {
-            None => None,
-            Some(width) => match items.records() {
-                Some((records, _)) => Some((records, width as usize)),
-                None => {
-                    return Err(Error::Usage(format!(
-                        "the run carries records of {width} bytes, and the sender's items \
-                         have none"
-                    )))
-                }
-            },
-        };
+        let records = own_records(ctx, items)?;
+        let theirs = ctx.config::<Rr22Config>()?.receiver_payload;
         match w {
             None => {
                 let oprf_values = records.map(|_| values.clone());
@@ -410,9 +439,13 @@ impl Party for Rr22Sender {
                     let key = PadKey::of_session(&ctx.session.id);
                     payloads::send(ctx.peer, key, &perm, &keys, v, records, width)?;
                 }
-                sender_output(ctx, &perm)
+                if !ctx.session.both {
+                    return Ok(Output::Nothing);
+                }
+                let matched = sender_matches(ctx, &perm)?;
+                sender_with_records(ctx, matched, theirs)
             }
-            Some(w) => malicious::send(ctx, w, &keys, &values, records),
+            Some(w) => malicious::send(ctx, w, &keys, &values, (records, theirs)),
         }
     }
 
@@ -502,6 +535,7 @@ impl Party for Rr22Receiver {
         } = self.evaluate(ctx, &p, state, items, |_, _| {})?;
         ctx.phase("match values", false);
         let width = ctx.config::<Rr22Config>()?.payload.map(|w| w as usize);
+        let own = own_records(ctx, items)?;
         match toss {
             None => {
                 // F(x), for the records' pads, before H^o replaces it.
@@ -515,11 +549,12 @@ impl Party for Rr22Receiver {
                 let key = PadKey::of_session(&ctx.session.id);
                 let records = receive_records(ctx, key, width, &matches, &keys, &oprf)?;
                 let indices = receiver_indices(ctx, &matches)?;
+                send_own_records(ctx, own, &indices)?;
                 Ok(with_records(indices, records))
             }
             Some(toss) => {
                 let w = toss.receive_opening(ctx.peer)?;
-                malicious::receive(ctx, w, &keys, &values, width)
+                malicious::receive(ctx, w, &keys, &values, (width, own))
             }
         }
     }
