@@ -142,6 +142,22 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// What rr22's records reveal ([`TypedProtocol::records_leakage`]).
+const RECORDS_LEAKAGE: &str = "The receiver learns, beside the intersection, the sender's \
+    record of each item it matched and the records' width: every sender record is sent, \
+    padded to that width under its item's OPRF value, so the unmatched ones stay \
+    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
+    records, the sender learns the receiver's record of each matched item.";
+
+/// What rr22-m's records reveal: rr22's, and what a cheating receiver gets.
+const RECORDS_LEAKAGE_M: &str = "The receiver learns, beside the intersection, the \
+    sender's record of each item it matched and the records' width: every sender record is \
+    sent, padded to that width under its item's OPRF value, so the unmatched ones stay \
+    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
+    records, the sender learns the receiver's record of each matched item. A cheating \
+    receiver reads a record only where it gets an answer, so the bound on its extra \
+    answers (cheating_receiver) bounds its extra records.";
+
 /// rr22's and rr22-m's configuration: the width of the record each sender item carries to
 /// the receiver, if any, and of the record each receiver item carries to the sender (with
 /// `--both`), if any ([`oprf::payloads`]).
@@ -281,6 +297,13 @@ impl TypedProtocol for Rr22 {
             upload_deadline: self.adversary == Adversary::Malicious,
             ..Rr22Config::ACCEPTS
         }
+    }
+
+    fn records_leakage(&self) -> Option<&'static str> {
+        Some(match self.adversary {
+            Adversary::SemiHonest => RECORDS_LEAKAGE,
+            Adversary::Malicious => RECORDS_LEAKAGE_M,
+        })
     }
 
     fn params(&self, sizes: Sizes, _: Rr22Config) -> Result<Box<dyn Parameters>> {
