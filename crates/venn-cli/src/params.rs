@@ -55,6 +55,9 @@ pub(crate) fn print_params(
         println!("{} — {}", info.name, info.paper);
         println!("  security: {}", info.security.name());
         println!("  who learns what: {}", info.leakage);
+        if let Some(records) = p.records_leakage() {
+            println!("  with records: {records}");
+        }
         for r in info.roles {
             println!(
                 "  {}: {}, learns {}{}; memory about {} B per peer item and {} B per own item",

@@ -538,6 +538,10 @@ fn demo_and_params_run() {
         text.contains("receiver: semi-honest, learns the intersection;"),
         "roles are listed: {text}"
     );
+    assert!(
+        !text.contains("with records"),
+        "kkrt16 carries none: {text}"
+    );
     // Thunder (through `venn cloud`): its model, who learns what, and its costs per size.
     let o = venn()
         .args(["params", "--protocol", "thunder", "--log2n", "20"])
@@ -894,9 +898,23 @@ fn a_sum_over_the_intersection_from_a_value_column() {
 
 /// `venn params --protocol rr22-m` states what a cheating receiver can get: the default
 /// upload deadline for each size and the union bound it buys (overfitting.rs), not the
-/// OKVS's size alone.
+/// OKVS's size alone; and, as rr22's does, what records reveal, with what the bound
+/// means for them.
 #[test]
 fn rr22_m_params_state_the_bound_on_a_cheating_receiver() {
+    let records = "  with records: The receiver learns, beside the intersection, the sender's \
+                   record of each item it matched and the records' width: every sender \
+                   record is sent, padded to that width under its item's OPRF value, so the \
+                   unmatched ones stay pseudorandom to it; the sender learns nothing more. \
+                   With --both and the receiver's records, the sender learns the receiver's \
+                   record of each matched item.";
+    let o = venn()
+        .args(["params", "--protocol", "rr22", "--log2n", "8"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l == records), "{text}");
     let o = venn()
         .args(["params", "--protocol", "rr22-m", "--log2n", "16,20,24"])
         .output()
@@ -905,6 +923,12 @@ fn rr22_m_params_state_the_bound_on_a_cheating_receiver() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("overfitting") && text.contains("--upload-deadline"),
+        "{text}"
+    );
+    let cheating = " A cheating receiver reads a record only where it gets an answer, so the \
+                    bound on its extra answers (cheating_receiver) bounds its extra records.";
+    assert!(
+        text.lines().any(|l| l == format!("{records}{cheating}")),
         "{text}"
     );
     let header: Vec<&str> = (text.lines().find(|l| l.contains("n_sender")))

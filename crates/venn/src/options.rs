@@ -2,13 +2,16 @@
 //! (RR17's number of bins, §6.6), `--sigma 32|64` (the bit length of the items of a
 //! standard-model protocol, RR17 §7), `--offline ot|dealer|bfv|iknp` (where KBM23's tuples
 //! come from, §IV, or a GMW circuit's triples), `--stash combined|separate` (PSWW18's stash) and `--threshold T` (a
-//! cardinality protocol's answer reduced to "at least T or not"). Both parties must make
+//! cardinality protocol's answer reduced to "at least T or not"), and the widths of the
+//! records each side's items carry to the other (PSI with payloads). Both parties must make
 //! the same choices: they are announced in the handshake, and a peer that made others is
 //! refused by name. Below [`crate::session`], which carries them: this union is what the
 //! front ends fill and the handshake announces; which protocol takes which, and as what
 //! typed configuration, is each protocol's `Config` to say (`crate::framework`).
 
+use crate::items::Items;
 use crate::net::{Reader, Writer};
+use crate::parties::Role;
 use crate::{Error, Result};
 
 /// The widest record an item may carry ([`Options::payload`]): a frame of records holds
@@ -155,6 +158,9 @@ pub struct Options {
     /// The bytes of the record each sender item carries to the receiver, which reads the
     /// records of the items it matched (PSI with payloads); `None`, no records.
     pub payload: Option<u32>,
+    /// The bytes of the record each receiver item carries to the sender, which reads the
+    /// records of the items it matched (with `--both` only); `None`, no records.
+    pub receiver_payload: Option<u32>,
 }
 
 impl Options {
@@ -179,6 +185,35 @@ impl Options {
         args
     }
 
+    /// The width of the records `role`'s items carry to the peer in this run, if any.
+    pub fn records(&self, role: Role) -> Option<u32> {
+        match role {
+            Role::Sender => self.payload,
+            Role::Receiver => self.receiver_payload,
+        }
+    }
+
+    /// Refuses `items` of `role` whose records are not the run's: none where it carries
+    /// none, and each of the agreed width where it does ([`Options::records`]).
+    pub fn check_records(&self, role: Role, items: &Items) -> Result<()> {
+        let want = self.records(role).map(u64::from);
+        let have = items.records().map(|(_, width)| width as u64);
+        if have == want {
+            return Ok(());
+        }
+        let role = role.name();
+        Err(Error::Usage(match (have, want) {
+            (None, Some(w)) => {
+                format!("the run carries records of {w} bytes, and the {role}'s items have none")
+            }
+            (have, want) => format!(
+                "the {role}'s items carry records of {} bytes, the run {}",
+                have.unwrap_or(0),
+                want.map_or("none".into(), |w| format!("{w} bytes"))
+            ),
+        }))
+    }
+
     /// [`Options::args`] as a user would type them (empty for the defaults).
     pub fn flags(&self) -> String {
         self.args().join(" ")
@@ -188,19 +223,22 @@ impl Options {
     pub fn write(&self, w: Writer) -> Writer {
         let sigma = self.sigma.unwrap_or(0);
         assert!(sigma <= u16::MAX as u32, "σ fits 16 bits");
-        // Bit 1 of the stash's byte says a record width follows the threshold, so that
-        // options without records keep the bytes they always had.
+        // Bits 1 and 2 of the stash's byte say the sender's and the receiver's record
+        // widths follow the threshold, in that order, so that options without records
+        // keep the bytes they always had.
+        let flags =
+            (self.payload.is_some() as u8) << 1 | (self.receiver_payload.is_some() as u8) << 2;
         let w = w
             .u8(self.bins.code())
             .u16(sigma as u16)
             .u8(self.offline.code())
-            .u8(self.stash as u8 | (self.payload.is_some() as u8) << 1)
+            .u8(self.stash as u8 | flags)
             .u8(self.threshold.is_some() as u8)
             .u64(self.threshold.unwrap_or(0));
-        match self.payload {
-            Some(width) => w.u32(width),
-            None => w,
-        }
+        [self.payload, self.receiver_payload]
+            .into_iter()
+            .flatten()
+            .fold(w, Writer::u32)
     }
 
     /// Reads what [`Options::write`] wrote.
@@ -226,9 +264,9 @@ impl Options {
             0 => Stash::Combined,
             _ => Stash::Separate,
         };
-        if stash_byte > 3 {
+        if stash_byte > 7 {
             return Err(Error::protocol(
-                "a stash code of 0 or 1 (+2 with records)",
+                "a stash code of 0 or 1 (+2, +4 with records)",
                 stash_byte.to_string(),
             ));
         }
@@ -242,10 +280,12 @@ impl Options {
                 ))
             }
         };
-        let payload = match stash_byte & 2 {
-            0 => None,
-            _ => Some(r.u32()?),
+        let mut width = |flag: u8| match stash_byte & flag {
+            0 => Ok(None),
+            _ => r.u32().map(Some),
         };
+        let payload = width(2)?;
+        let receiver_payload = width(4)?;
         Ok(Options {
             bins,
             sigma,
@@ -253,6 +293,7 @@ impl Options {
             stash,
             threshold,
             payload,
+            receiver_payload,
         })
     }
 }
@@ -266,11 +307,11 @@ mod tests {
         for bins in [Bins::Lan, Bins::Wan] {
             for sigma in [None, Some(32), Some(64)] {
                 for offline in [Offline::Ot, Offline::Dealer, Offline::Bfv, Offline::Iknp] {
-                    let (stash, threshold, payload) = match offline {
-                        Offline::Ot => (Stash::Combined, None, None),
-                        Offline::Dealer => (Stash::Separate, Some(0), Some(1)),
-                        Offline::Bfv => (Stash::Combined, Some(u64::MAX), Some(u32::MAX)),
-                        Offline::Iknp => (Stash::Separate, Some(7), None),
+                    let (stash, threshold, payload, receiver_payload) = match offline {
+                        Offline::Ot => (Stash::Combined, None, None, None),
+                        Offline::Dealer => (Stash::Separate, Some(0), Some(1), Some(300)),
+                        Offline::Bfv => (Stash::Combined, Some(u64::MAX), Some(u32::MAX), None),
+                        Offline::Iknp => (Stash::Separate, Some(7), None, Some(u32::MAX)),
                     };
                     let o = Options {
                         bins,
@@ -279,6 +320,7 @@ mod tests {
                         stash,
                         threshold,
                         payload,
+                        receiver_payload,
                     };
                     let bytes = o.write(Writer::new()).0;
                     let mut r = Reader::new(&bytes, "options");
@@ -290,7 +332,8 @@ mod tests {
     }
 
     /// Options without records are written as they were before records existed (the
-    /// fuzz corpora's and older peers' bytes), and a stash byte above 3 is refused.
+    /// fuzz corpora's and older peers' bytes); the sender's records add bit 1 and a width,
+    /// the receiver's bit 2 and a width after it; a stash byte above 7 is refused.
     #[test]
     fn options_without_records_keep_their_bytes() {
         let o = Options {
@@ -307,8 +350,24 @@ mod tests {
         .write(Writer::new())
         .0;
         assert_eq!((with[4], &with[14..]), (3, &[48, 0, 0, 0][..]));
+        let receivers = Options {
+            receiver_payload: Some(300),
+            ..o
+        };
+        let bytes_of = |o: Options| o.write(Writer::new()).0;
+        let only = bytes_of(receivers);
+        assert_eq!((only[4], &only[..4]), (5, &bytes[..4]));
+        assert_eq!(
+            (&only[5..14], &only[14..]),
+            (&bytes[5..], &[44, 1, 0, 0][..])
+        );
+        let both = bytes_of(Options {
+            payload: Some(48),
+            ..receivers
+        });
+        assert_eq!((both[4], &both[14..]), (7, &[48, 0, 0, 0, 44, 1, 0, 0][..]));
         let mut bad = bytes.clone();
-        bad[4] = 4;
+        bad[4] = 8;
         let err = Options::read(&mut Reader::new(&bad, "options")).unwrap_err();
         assert!(err.to_string().contains("stash code"), "{err}");
     }

@@ -259,10 +259,12 @@ fn barrier(ctx: &mut Context) -> Result<()> {
     Ok(())
 }
 
-/// Refuses items the protocol cannot run on, before the peer is contacted.
+/// Refuses items the protocol cannot run on, or whose records are not the run's, before
+/// the peer is contacted.
 fn check_input(opts: &RunOptions, items: &Items) -> Result<()> {
     let protocol = opts.protocol;
     protocol.check_values(opts.role, items.value_columns())?;
+    opts.options.check_records(opts.role, items)?;
     protocol.check_items(opts.options, items)
 }
 
@@ -285,6 +287,11 @@ where
             "protocol '{}' cannot give the output to both parties (--both)",
             info.name
         )));
+    }
+    if opts.options.receiver_payload.is_some() && !opts.both {
+        return Err(Error::Usage(
+            "the receiver's records go to the sender only with --both".into(),
+        ));
     }
     if opts.upload_deadline.is_some()
         && !(opts.role == Role::Sender && opts.protocol.accepts().upload_deadline)

@@ -5,7 +5,7 @@
 //! stalls here and fails with a timeout, where the in-memory pair (unbounded) and
 //! loopback's default buffers (megabytes) would hide it until a large run hangs.
 
-use crate::common::{assert_output, fit_sender, fit_sigma, options, sets, truth};
+use crate::common::{assert_output, fit_receiver, fit_sender, fit_sigma, options, sets, truth};
 use socket2::{Domain, Socket, Type};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -58,15 +58,17 @@ fn tight_pair() -> (TcpChannel, TcpChannel) {
     (channel(client), channel(server))
 }
 
-/// Runs `p` with `options` over a [`tight_pair`] and checks the receiver's output.
+/// Runs `p` with `options` over a [`tight_pair`] and checks the receiver's output (and,
+/// where the receiver's records go to the sender, with `--both`, the sender's).
 fn run_tight(p: &'static dyn Protocol, options: Options) {
-    let name = format!("{} {}", p.info().name, options.flags());
+    let name = format!("{} {} {options:?}", p.info().name, options.flags());
     let (s, r) = sets(N, N, N / 3, 32);
     let (sender, receiver): (Items, Items) =
-        (fit_sender(p, options, &s), fit_sigma(options.sigma, &r));
+        (fit_sender(p, options, &s), fit_receiver(options, &r));
+    let both = options.receiver_payload.is_some();
     let opts = |role| RunOptions {
         options,
-        ..self::options(p, role, false)
+        ..self::options(p, role, both)
     };
     let (mut a, mut b) = tight_pair();
     let (sr, rr) = std::thread::scope(|scope| {
@@ -74,8 +76,11 @@ fn run_tight(p: &'static dyn Protocol, options: Options) {
         let sr = run(&mut a, &sender, &opts(Role::Sender));
         (sr, t.join().unwrap())
     });
-    sr.unwrap_or_else(|e| panic!("{name}: sender: {e}"));
+    let sr = sr.unwrap_or_else(|e| panic!("{name}: sender: {e}"));
     let rr = rr.unwrap_or_else(|e| panic!("{name}: receiver: {e}"));
+    if both {
+        assert_output(&sr, &s, &truth(&s, &r), &name);
+    }
     let expected = truth(&receiver, &fit_sigma(options.sigma, &s));
     match (&rr.output, options.threshold) {
         (Output::Threshold { reached, .. }, Some(t)) => {
@@ -88,7 +93,9 @@ fn run_tight(p: &'static dyn Protocol, options: Options) {
 /// The variants a test runs `p` with: each [`venn::protocols::Accepts::variants`] but the
 /// dealer's (a third party: the CLI's dealer tests run it over TCP) and the IKNP triples'
 /// but with the default key length and stash (the same circuit with another source of
-/// triples), and for a protocol with a threshold, its default options with one.
+/// triples), for a protocol with records its default options with the sender's and with
+/// the receiver's (with `--both`), and for a protocol with a threshold, its default
+/// options with one.
 fn variants(p: &dyn Protocol) -> Vec<Options> {
     let mut all: Vec<Options> = (p.variants(&[], &[], p.accepts().offline).into_iter())
         .filter(|o| o.offline != Offline::Dealer)
@@ -99,6 +106,10 @@ fn variants(p: &dyn Protocol) -> Vec<Options> {
     if p.accepts().payload {
         all.push(Options {
             payload: Some(48),
+            ..all[0]
+        });
+        all.push(Options {
+            receiver_payload: Some(48),
             ..all[0]
         });
     }

@@ -28,7 +28,9 @@ pub struct Accepts {
     /// Whether its sender holds the receiver's upload to a deadline the user may set
     /// (`--upload-deadline`).
     pub upload_deadline: bool,
-    /// Whether its sender's items can carry records the receiver reads for its matches.
+    /// Whether its items can carry records to the peer: the sender's, which the receiver
+    /// reads for its matches, and with `--both` the receiver's, which the sender gets for
+    /// its matches.
     pub payload: bool,
 }
 
@@ -92,6 +94,7 @@ impl Accepts {
                             stash,
                             threshold: None,
                             payload: None,
+                            receiver_payload: None,
                         })
                     })
                 })
@@ -120,9 +123,16 @@ impl Options {
                 "protocol '{name}' has no stash to choose (--stash)"
             )));
         }
-        if self.payload.is_some() && !accepts.payload {
+        let records = [
+            (self.payload, "the sender's columns to the receiver"),
+            (
+                self.receiver_payload,
+                "the receiver's columns to the sender",
+            ),
+        ];
+        if let Some((_, what)) = records.iter().find(|r| r.0.is_some() && !accepts.payload) {
             return Err(Error::Usage(format!(
-                "protocol '{name}' cannot carry the sender's columns to the receiver"
+                "protocol '{name}' cannot carry {what}"
             )));
         }
         if self.threshold.is_some() && !accepts.threshold {

@@ -292,6 +292,12 @@ pub trait TypedProtocol: Sync {
         <Self::Config as Config>::ACCEPTS
     }
 
+    /// Who learns what beyond [`ProtocolInfo::leakage`] when the items carry records, for
+    /// a protocol whose items can ([`Accepts::payload`]).
+    fn records_leakage(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Refuses `items` it cannot run on with `config`, before anything is sent (for a
     /// protocol on σ-bit integers: anything else).
     fn check_items(&self, _config: Self::Config, _items: &Items) -> Result<()> {
@@ -319,6 +325,10 @@ pub trait Protocol: Sync {
 
     /// The options it takes (`--bins`, `--sigma`, `--offline`, ...).
     fn accepts(&self) -> Accepts;
+
+    /// Who learns what beyond [`ProtocolInfo::leakage`] when the items carry records, for
+    /// a protocol whose items can ([`Accepts::payload`]).
+    fn records_leakage(&self) -> Option<&'static str>;
 
     /// Refuses options it does not take, and `items` it cannot run on with `options`,
     /// before anything is sent (for a protocol on σ-bit integers: anything else).
@@ -386,6 +396,10 @@ impl<P: TypedProtocol> Protocol for P {
 
     fn accepts(&self) -> Accepts {
         TypedProtocol::accepts(self)
+    }
+
+    fn records_leakage(&self) -> Option<&'static str> {
+        TypedProtocol::records_leakage(self)
     }
 
     fn check_items(&self, options: Options, items: &Items) -> Result<()> {

@@ -35,9 +35,18 @@ pub(crate) fn sender_output(ctx: &mut Context, perm: &[u32]) -> Result<Output> {
     if !ctx.session.both {
         return Ok(Output::Nothing);
     }
+    let mut matched = sender_matches(ctx, perm)?;
+    matched.sort_unstable();
+    Ok(Output::Indices(matched))
+}
+
+/// With `--both`, the sender's own items the receiver matched (its positions mapped
+/// through `perm`), in the order the receiver sent them: the order of what it sends of
+/// them next (its records).
+pub(crate) fn sender_matches(ctx: &mut Context, perm: &[u32]) -> Result<Vec<usize>> {
     ctx.phase("receive intersection", false);
     let n_r = ctx.session.n_receiver as usize;
-    receive_positions(ctx.peer, perm, n_r).map(Output::Indices)
+    receive_positions(ctx.peer, perm, n_r)
 }
 
 /// Sends `values` (cut to `bits` bits) in a random order; returns the order (position →
@@ -266,8 +275,9 @@ pub(crate) fn send_positions(chan: &mut dyn Channel, matches: &[(u32, u32)]) -> 
 }
 
 /// Receives the positions [`send_positions`] sends and maps them through `perm` (position
-/// → own item index). Every position must be in range and distinct. Returns sorted indices.
-pub(crate) fn receive_positions(
+/// → own item index). Every position must be in range and distinct. Returns the indices
+/// in the order received.
+fn receive_positions(
     chan: &mut dyn Channel,
     perm: &[u32],
     n_receiver: usize,
@@ -302,7 +312,6 @@ pub(crate) fn receive_positions(
         }
         left -= n;
     }
-    out.sort_unstable();
     Ok(out)
 }
 

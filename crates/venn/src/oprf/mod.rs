@@ -140,9 +140,26 @@ pub(crate) fn receive(
     binned: &BinnedKeys,
     vole: VoleReceiver,
 ) -> Result<Vec<Block>> {
+    receive_then(ctx, h_b, binned, vole, |_, _| {})
+}
+
+/// [`receive`], with `then(keys, values)` applied to the values P is to encode at each
+/// run of keys before it is solved (tests play cheating receivers with it: an OKVS that
+/// encodes something else at some keys, or nothing of H^B at all).
+pub(crate) fn receive_then(
+    ctx: &mut Context,
+    h_b: &Aes,
+    binned: &BinnedKeys,
+    vole: VoleReceiver,
+    then: impl Fn(&[Block], &mut [Block]) + Sync,
+) -> Result<Vec<Block>> {
     let VoleReceiver { pairs } = vole;
     binned.encode_streaming(
-        |range, out| Hashes::hash_to(h_b, &binned.keys()[range], out),
+        |range, out| {
+            let keys = &binned.keys()[range];
+            Hashes::hash_to(h_b, keys, out);
+            then(keys, out);
+        },
         &pairs,
         |pair| pair.1,
         |columns, p| {

@@ -16,8 +16,15 @@
 //! the records follow in frames of about [`FRAME_BYTES`], in the order the answers went.
 //! The receiver reads every frame (their number follows from the agreed sizes) and keeps
 //! only its matches' records: memory of matches × width, not n_S × width.
+//!
+//! **The receiver's records** (with `--both`) go the other way in the clear, after the
+//! positions or tags that tell the sender its matches, in their order and in frames of the
+//! same size: the sender learns those items anyway, and the receiver reveals those rows'
+//! columns by choice. It sends nothing of its other items. The sender reads exactly as
+//! many records as it was told of matches, a number already bounded by the set sizes.
 
 use crate::crypto::{encrypt_under_keys, Block, RandomOracle};
+use crate::framework::Output;
 use crate::net::Channel;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -42,6 +49,17 @@ impl PadKey {
     pub(crate) fn of_toss(sid: &[u8; 32], w: Block) -> PadKey {
         PadKey(RandomOracle::new("venn/rr22/payload pad key", sid).hash_block(&w.to_le_bytes()))
     }
+}
+
+/// Refuses a record width outside 1..=[`MAX_WIDTH`] (a configuration allows none).
+fn check_width(width: usize) -> Result<()> {
+    if !(1..=MAX_WIDTH).contains(&width) {
+        return Err(Error::protocol(
+            format!("records of 1 to {MAX_WIDTH} bytes"),
+            format!("{width} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// Records per frame for records of `width` bytes.
@@ -140,12 +158,7 @@ pub(crate) fn receive(
     x: &[Block],
     v: &[Block],
 ) -> Result<Vec<u8>> {
-    if !(1..=MAX_WIDTH).contains(&width) {
-        return Err(Error::protocol(
-            format!("records of 1 to {MAX_WIDTH} bytes"),
-            format!("{width} bytes"),
-        ));
-    }
+    check_width(width)?;
     // The matches in stream order: (sender position, index among the matches).
     let mut wanted: Vec<(u32, usize)> = matches.iter().enumerate().map(|(k, m)| (m.1, k)).collect();
     wanted.sort_unstable();
@@ -168,6 +181,58 @@ pub(crate) fn receive(
         }
     }
     Ok(out)
+}
+
+/// The receiver's side of its own records: those of its items `entries` (`width` bytes
+/// each, item by item in `records`), in that order, in the clear.
+pub(crate) fn send_revealed(
+    chan: &mut dyn Channel,
+    entries: &[usize],
+    records: &[u8],
+    width: usize,
+) -> Result<()> {
+    for chunk in entries.chunks(per_frame(width)) {
+        let frame: Vec<u8> = (chunk.iter())
+            .flat_map(|&e| &records[e * width..(e + 1) * width])
+            .copied()
+            .collect();
+        chan.send(&frame)?;
+    }
+    Ok(())
+}
+
+/// The sender's side: a record of `width` bytes for each of its `matched` items, in the
+/// order the receiver named them; the output sorted by item, each with its record.
+pub(crate) fn receive_revealed(
+    chan: &mut dyn Channel,
+    mut matched: Vec<usize>,
+    width: usize,
+) -> Result<Output> {
+    check_width(width)?;
+    // Where each record goes: its item's place among the matched items, sorted.
+    let mut order: Vec<u32> = (0..matched.len() as u32).collect();
+    order.sort_unstable_by_key(|&k| matched[k as usize]);
+    let mut place = vec![0u32; matched.len()];
+    for (p, &k) in order.iter().enumerate() {
+        place[k as usize] = p as u32;
+    }
+    drop(order);
+    matched.sort_unstable();
+    let mut records = vec![0u8; matched.len() * width];
+    let (mut frame, per) = (Vec::new(), per_frame(width));
+    for first in (0..matched.len()).step_by(per) {
+        let count = (matched.len() - first).min(per);
+        chan.recv_exact_into(&mut frame, count * width, "the receiver's records")?;
+        for (record, &p) in frame.chunks_exact(width).zip(&place[first..]) {
+            let p = p as usize;
+            records[p * width..(p + 1) * width].copy_from_slice(record);
+        }
+    }
+    Ok(Output::Records {
+        indices: matched,
+        records,
+        width,
+    })
 }
 
 #[cfg(test)]
@@ -256,12 +321,52 @@ mod tests {
         assert!(chi2 < 370.0, "chi-square {chi2}");
     }
 
+    /// The receiver's records reach the sender by item, whatever the order it names them
+    /// in, over several frames.
+    #[test]
+    fn the_sender_gets_the_receivers_records_by_its_own_items() {
+        let mut prg = Prg::from_seed(Block::from(13u64));
+        for width in [1, 48, 5000] {
+            let n = 2 * per_frame(width) + 3;
+            let mut records = vec![0u8; n * width];
+            prg.fill_bytes(&mut records);
+            // The receiver's matched entries, in its order, and the sender's item 3e + 1
+            // for its entry e; one entry unmatched.
+            let entries: Vec<usize> = prg.permutation(n)[1..]
+                .iter()
+                .map(|&e| e as usize)
+                .collect();
+            let matched = entries.iter().map(|&e| 3 * e + 1).collect();
+            let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+            send_revealed(&mut a, &entries, &records, width).unwrap();
+            let Output::Records {
+                indices,
+                records: got,
+                width: w,
+            } = receive_revealed(&mut b, matched, width).unwrap()
+            else {
+                panic!("records")
+            };
+            assert_eq!((indices.len(), w), (n - 1, width));
+            assert!(indices.is_sorted());
+            for (k, &i) in indices.iter().enumerate() {
+                let e = (i - 1) / 3;
+                assert_eq!(
+                    &got[k * width..(k + 1) * width],
+                    &records[e * width..(e + 1) * width]
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_width_out_of_range_is_refused_before_anything_is_read() {
         let (_a, mut b) = mem_pair(Duration::from_secs(1));
         let key = PadKey::of_session(&[3; 32]);
         for width in [0, MAX_WIDTH + 1] {
             let err = receive(&mut b, key, 10, width, &[], &[], &[]).unwrap_err();
+            assert!(err.to_string().contains("records of 1 to"), "{err}");
+            let err = receive_revealed(&mut b, vec![1, 2], width).unwrap_err();
             assert!(err.to_string().contains("records of 1 to"), "{err}");
         }
     }

@@ -15,7 +15,7 @@
 //! false positive — which would let the receiver test a guessed item of the sender's — has
 //! probability at most 2^-40 per item.
 
-use super::matching::{receive_matches, receive_positions, send_positions, send_values};
+use super::matching::{receive_matches, send_positions, send_values, sender_output};
 use super::{
     output_bits, AnyParty, Context, Output, OutputKind, ParamTable, Parameters, Party,
     ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -188,11 +188,7 @@ impl Party for Dcw13Sender {
         send_values(ctx.peer, items.len(), 1, p.out_bits / 8, |first, out| {
             out.copy_from_slice(&k[first..first + out.len()]);
         })?;
-        if !ctx.session.both {
-            return Ok(Output::Nothing);
-        }
-        ctx.phase("receive intersection", false);
-        receive_positions(ctx.peer, &perm, ctx.session.n_receiver as usize).map(Output::Indices)
+        sender_output(ctx, &perm)
     }
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {

@@ -139,4 +139,14 @@ mod tests {
         assert!(e.to_string().contains("--sigma"), "{e}");
         assert!(find("rr17-de").unwrap().params(sizes, wan).is_ok());
     }
+
+    /// A protocol whose items can carry records says what they reveal (`venn params`
+    /// prints it), and no other says anything of records.
+    #[test]
+    fn protocols_with_records_say_what_they_reveal() {
+        for p in registry() {
+            let name = p.info().name;
+            assert_eq!(p.records_leakage().is_some(), p.accepts().payload, "{name}");
+        }
+    }
 }

@@ -169,18 +169,7 @@ pub(crate) fn fit_sender(
     options: Options,
     items: &Items,
 ) -> Items {
-    let fitted = fit_sigma(options.sigma, items);
-    let fitted = match options.payload {
-        Some(width) => {
-            let records = (0..fitted.len())
-                .flat_map(|i| record_of(fitted.get(i), width as usize))
-                .collect();
-            fitted
-                .with_records(records, width as usize)
-                .expect("a record per item")
-        }
-        None => fitted,
-    };
+    let fitted = with_records(fit_sigma(options.sigma, items), options.payload);
     if protocol.accepts().value_columns == 0 {
         return fitted;
     }
@@ -188,7 +177,26 @@ pub(crate) fn fit_sender(
     fitted.with_values(values).expect("a value per item")
 }
 
-/// The record a test's sender gives `item`: `width` bytes that follow from it alone (its
+/// The receiver's `items` as a protocol takes them with `options`: [`fit_sigma`], and
+/// each with its [`record_of`] where the run carries the receiver's records.
+pub(crate) fn fit_receiver(options: Options, items: &Items) -> Items {
+    with_records(fit_sigma(options.sigma, items), options.receiver_payload)
+}
+
+/// `items` with each one's [`record_of`] of `width` bytes, if a width is given.
+fn with_records(items: Items, width: Option<u32>) -> Items {
+    let Some(width) = width.map(|w| w as usize) else {
+        return items;
+    };
+    let records = (0..items.len())
+        .flat_map(|i| record_of(items.get(i), width))
+        .collect();
+    items
+        .with_records(records, width)
+        .expect("a record per item")
+}
+
+/// The record a test's party gives `item`: `width` bytes that follow from it alone (its
 /// bytes, then its [`value_of`] counting up), so a receiver can tell the right one.
 pub(crate) fn record_of(item: &[u8], width: usize) -> Vec<u8> {
     let tail = (0..).map(|k: u64| (value_of(item).wrapping_add(k) % 251) as u8);
@@ -216,7 +224,7 @@ pub(crate) fn run_pair_with(
     let (mut a, mut b) = mem_pair(Duration::from_secs(30));
     let (sender, receiver) = (
         &fit_sender(protocol, options, sender),
-        &fit_sigma(options.sigma, receiver),
+        &fit_receiver(options, receiver),
     );
     let opts = |role| RunOptions {
         options,
@@ -361,7 +369,7 @@ pub(crate) fn tampered_pair_traffic(
     incoming: bool,
     tamper: impl FnMut(usize, &mut Vec<u8>) -> bool + Send,
 ) -> (venn::Result<Report>, venn::Result<Report>, Traffic) {
-    let (s, r) = (&fit_sender(p, o, s), &fit_sigma(o.sigma, r));
+    let (s, r) = (&fit_sender(p, o, s), &fit_receiver(o, r));
     let opts = |role| RunOptions {
         options: o,
         ..options(p, role, both)

@@ -21,7 +21,7 @@ use evaluate::Evaluator;
 pub(super) use kkrt16::Kkrt16;
 pub(super) use pssz15::Pssz15;
 
-use super::matching::{receive_matches, receive_positions, send_positions, send_values_with};
+use super::matching::{receive_matches, send_positions, send_values_with, sender_output};
 use super::{
     AnyParty, Config, Context, Output, ParamTable, Parameters, Party, ProtocolInfo, Sizes,
     TypedProtocol,
@@ -319,11 +319,7 @@ impl<V: Variant> Party for Sender<V> {
                 }
             },
         )?;
-        if !ctx.session.both {
-            return Ok(Output::Nothing);
-        }
-        ctx.phase("receive intersection", false);
-        receive_positions(ctx.peer, &perm, ctx.session.n_receiver as usize).map(Output::Indices)
+        sender_output(ctx, &perm)
     }
 
     fn save(&self, state: &SenderState, out: &mut StateWriter) -> Result<()> {

@@ -65,13 +65,13 @@ fn davies_meyer(w: Block, x: &[Block], v: &[Block]) -> Vec<Block> {
 
 /// S's answers H^o(v_y, y) for its item keys `x` and OPRF values `v`, shuffled, and its
 /// `records` (of their width) after them, padded under a key from w; with `--both`, R's
-/// tags checked against its own.
+/// tags checked against its own, and R's records of `theirs` bytes after them if any.
 pub(super) fn send(
     ctx: &mut Context,
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    records: Option<(&[u8], usize)>,
+    (records, theirs): (Option<(&[u8], usize)>, Option<u32>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     ctx.phase("send values", false);
@@ -86,17 +86,19 @@ pub(super) fn send(
     }
     ctx.phase("receive intersection", false);
     let tags = davies_meyer(w[1], x, v);
-    receive_tags(ctx, &tags).map(Output::Indices)
+    let matched = receive_tags(ctx, &tags)?;
+    super::sender_with_records(ctx, matched, theirs)
 }
 
 /// R's output: its items whose H^o(v_x, x) S sent, with their records where S sends records
-/// of `width` bytes; with `--both`, their tags sent back.
+/// of `width` bytes; with `--both`, their tags sent back, and then its `own` records of
+/// them if it has any.
 pub(super) fn receive(
     ctx: &mut Context,
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    width: Option<usize>,
+    (width, own): (Option<usize>, Option<(&[u8], usize)>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     let matches = match_values(ctx, &answers, 128)?;
@@ -105,17 +107,20 @@ pub(super) fn receive(
     let mine: Vec<usize> = matches.iter().map(|m| m.0 as usize).collect();
     if ctx.session.both {
         ctx.phase("send intersection", false);
-        let (xs, vs): (Vec<Block>, Vec<Block>) = mine.iter().map(|&i| (x[i], v[i])).unzip();
-        let mut tags = davies_meyer(w[1], &xs, &vs);
-        ctx.prg.shuffle(&mut tags);
+        // The tags in a random order, and the records after them in the same.
+        let mut order = mine.clone();
+        ctx.prg.shuffle(&mut order);
+        let (xs, vs): (Vec<Block>, Vec<Block>) = order.iter().map(|&i| (x[i], v[i])).unzip();
+        let tags = davies_meyer(w[1], &xs, &vs);
         ctx.peer.send(&Writer::new().u64(tags.len() as u64).0)?;
         ctx.peer.send_blocks(&tags)?;
+        super::send_own_records(ctx, own, &order)?;
     }
     Ok(super::with_records(mine, records))
 }
 
 /// S's side of `--both`: R's tags, each of which must be the tag of a distinct own item
-/// (an honest R sends no other); returns those items, sorted.
+/// (an honest R sends no other); returns those items, in the order of the tags.
 fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
     let msg = ctx.peer.recv_exact(8, "intersection size")?;
     let mut r = Reader::new(&msg, "intersection size");
@@ -144,6 +149,158 @@ fn receive_tags(ctx: &mut Context, own: &[Block]) -> Result<Vec<usize>> {
             }
         }
     }
-    out.sort_unstable();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Evaluated, Rr22Params, Rr22Receiver, Rr22Sender};
+    use super::*;
+    use crate::crypto::{Aes, Prg};
+    use crate::framework::Party;
+    use crate::items::Items;
+    use crate::net::mem_pair;
+    use crate::oprf::Hashes;
+    use crate::options::Options;
+    use crate::session::{Role, Session, Sizes};
+    use crate::vole::Adversary;
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    const SID: [u8; 32] = [9; 32];
+    const WIDTH: usize = 40;
+
+    /// The record the sender gives `item`: its bytes over and over.
+    fn record(item: &[u8]) -> Vec<u8> {
+        item.iter().copied().cycle().take(WIDTH).collect()
+    }
+
+    fn items(tag: &str, range: std::ops::Range<usize>) -> Vec<String> {
+        range.map(|i| format!("{tag}{i}")).collect()
+    }
+
+    /// What a cheating receiver got: the entries of its items whose answers it matched,
+    /// and those whose sender record it read at some position of the stream.
+    #[derive(Debug, PartialEq)]
+    struct Learned {
+        answered: Vec<usize>,
+        read: Vec<usize>,
+    }
+
+    /// The honest rr22-m sender of `sender` against a receiver of `receiver` that applies
+    /// `then` to the values its OKVS encodes, then unpads every record of the stream
+    /// under every one of its keys and OPRF values, not only at its matches.
+    fn cheat(
+        sender: &Items,
+        receiver: &Items,
+        then: impl Fn(&[Block], &mut [Block]) + Send + Sync,
+    ) -> Learned {
+        let (n_s, n_r) = (sender.len(), receiver.len());
+        let session = |role| Session {
+            id: SID,
+            role,
+            n_sender: n_s as u64,
+            n_receiver: n_r as u64,
+            sized: Sizes {
+                sender: n_s as u64,
+                receiver: n_r as u64,
+            },
+            both: false,
+            options: Options {
+                payload: Some(WIDTH as u32),
+                ..Options::default()
+            },
+            key: [0; 32],
+        };
+        // Each party on a pool of its own, as `run` gives it.
+        let pool = || rayon::ThreadPoolBuilder::new().num_threads(1).build();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(30));
+        std::thread::scope(|s| {
+            let honest = s.spawn(|| {
+                pool().unwrap().install(|| {
+                    let seed = Prg::from_seed(Block::from(1));
+                    let mut ctx = Context::new(&mut a, session(Role::Sender), seed, None);
+                    let party = Rr22Sender(Adversary::Malicious);
+                    let state = Party::offline(&party, &mut ctx)?;
+                    Party::online(&party, &mut ctx, state, sender)
+                })
+            });
+            let learned = pool().unwrap().install(|| -> Result<Learned> {
+                let seed = Prg::from_seed(Block::from(2));
+                let mut ctx = Context::new(&mut b, session(Role::Receiver), seed, None);
+                let party = Rr22Receiver(Adversary::Malicious);
+                let p = Rr22Params::new(ctx.session.sized, Adversary::Malicious)?;
+                let state = Party::offline(&party, &mut ctx)?;
+                let Evaluated {
+                    keys, values, toss, ..
+                } = party.evaluate(&mut ctx, &p, state, receiver, then)?;
+                let w = toss.expect("rr22-m tosses w").receive_opening(ctx.peer)?;
+                let answers = davies_meyer(w[0], &keys, &values);
+                let matches = match_values(&mut ctx, &answers, 128)?;
+                let every: Vec<(u32, u32)> = (0..n_r as u32)
+                    .flat_map(|k| (0..n_s as u32).map(move |p| (k, p)))
+                    .collect();
+                let key = PadKey::of_toss(&SID, w[0]);
+                let stream = payloads::receive(ctx.peer, key, n_s, WIDTH, &every, &keys, &values)?;
+                let read = (0..n_r)
+                    .filter(|&k| {
+                        let mine = &stream[k * n_s * WIDTH..(k + 1) * n_s * WIDTH];
+                        mine.chunks(WIDTH).any(|r| r == record(receiver.get(k)))
+                    })
+                    .collect();
+                let answered = matches.iter().map(|m| m.0 as usize).collect();
+                Ok(Learned { answered, read })
+            });
+            let sent = honest.join().unwrap();
+            assert!(matches!(sent, Ok(Output::Nothing)), "{sent:?}");
+            learned.unwrap()
+        })
+    }
+
+    /// A cheating rr22-m receiver reads a sender's record only where its answer matches,
+    /// whatever its OKVS encodes: each record's pad needs the item's OPRF value, which Δ
+    /// masks wherever the OKVS does not decode to H^B. Its honest set holds 100 of the
+    /// sender's 400 items and 50 others; beside them it encodes 50 more of the sender's
+    /// items as a receiver holding them would (what a larger set, up to m items, gets in
+    /// any case) and, at 100 more of them, values that are not H^B's (another hash of
+    /// the item). Then an OKVS of nothing but such values: no answer, no record.
+    #[test]
+    fn a_cheating_receiver_reads_no_record_beyond_its_answers() {
+        let sender: Items = items("y", 0..400).into_iter().collect();
+        let records = (0..sender.len())
+            .flat_map(|i| record(sender.get(i)))
+            .collect();
+        let sender = sender.with_records(records, WIDTH).unwrap();
+        // Entries 0..100 shared, 100..150 its own, 150..250 garbage, 250..300 extra.
+        let receiver: Items = (items("y", 0..100).into_iter())
+            .chain(items("x", 0..50))
+            .chain(items("y", 100..250))
+            .collect();
+        let garbage: Items = items("y", 100..200).into_iter().collect();
+        let garbage: HashSet<Block> = Hashes::new(&SID, None).keys(&garbage).into_iter().collect();
+        let other = Aes::new(Block::from(0x0bad_c0de));
+        let learned = cheat(&sender, &receiver, |keys, values| {
+            for (k, v) in keys.iter().zip(values) {
+                if garbage.contains(k) {
+                    *v = other.encrypt(*k);
+                }
+            }
+        });
+        let encoded: Vec<usize> = (0..100).chain(250..300).collect();
+        assert_eq!(
+            learned,
+            Learned {
+                answered: encoded.clone(),
+                read: encoded
+            }
+        );
+        let learned = cheat(&sender, &receiver, |keys, values| {
+            Hashes::hash_to(&other, keys, values)
+        });
+        let nothing = Learned {
+            answered: vec![],
+            read: vec![],
+        };
+        assert_eq!(learned, nothing, "a garbage OKVS reads no record at all");
+    }
 }

@@ -23,7 +23,7 @@
 mod malicious;
 pub(super) mod overfitting;
 
-use super::matching::{match_values, receiver_indices, send_permuted, sender_output};
+use super::matching::{match_values, receiver_indices, send_permuted, sender_matches};
 use super::{
     output_bits, Accepts, AnyParty, Config, Context, Options, Output, OutputKind, ParamTable,
     Parameters, Party, ProtocolInfo, RoleInfo, Security, Sizes, TypedProtocol,
@@ -34,7 +34,7 @@ use crate::net::Writer;
 use crate::okvs;
 use crate::oprf::payloads::{self, PadKey};
 use crate::oprf::{self, Hashes};
-use crate::session::Role;
+use crate::session::{Role, ShareSent};
 use crate::state::{StateReader, StateWriter};
 use crate::vole::{self, Adversary, Shape, VoleReceiver, VoleSender};
 use crate::{Error, Result, STATISTICAL_SECURITY};
@@ -142,11 +142,29 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// What rr22's records reveal ([`TypedProtocol::records_leakage`]).
+const RECORDS_LEAKAGE: &str = "The receiver learns, beside the intersection, the sender's \
+    record of each item it matched and the records' width: every sender record is sent, \
+    padded to that width under its item's OPRF value, so the unmatched ones stay \
+    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
+    records, the sender learns the receiver's record of each matched item.";
+
+/// What rr22-m's records reveal: rr22's, and what a cheating receiver gets.
+const RECORDS_LEAKAGE_M: &str = "The receiver learns, beside the intersection, the \
+    sender's record of each item it matched and the records' width: every sender record is \
+    sent, padded to that width under its item's OPRF value, so the unmatched ones stay \
+    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
+    records, the sender learns the receiver's record of each matched item. A cheating \
+    receiver reads a record only where it gets an answer, so the bound on its extra \
+    answers (cheating_receiver) bounds its extra records.";
+
 /// rr22's and rr22-m's configuration: the width of the record each sender item carries to
-/// the receiver, if any ([`oprf::payloads`]).
+/// the receiver, if any, and of the record each receiver item carries to the sender (with
+/// `--both`), if any ([`oprf::payloads`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Rr22Config {
     payload: Option<u32>,
+    receiver_payload: Option<u32>,
 }
 
 impl Config for Rr22Config {
@@ -156,20 +174,28 @@ impl Config for Rr22Config {
     };
 
     fn from_options(options: &Options) -> Result<Self> {
-        match options.payload {
-            Some(w) if !(1..=payloads::MAX_WIDTH as u32).contains(&w) => {
-                Err(Error::Usage(format!(
-                    "a record of the sender's columns takes 1 to {} bytes, not {w}",
-                    payloads::MAX_WIDTH
-                )))
+        for role in [Role::Sender, Role::Receiver] {
+            match options.records(role) {
+                Some(w) if !(1..=payloads::MAX_WIDTH as u32).contains(&w) => {
+                    return Err(Error::Usage(format!(
+                        "a record of the {}'s columns takes 1 to {} bytes, not {w}",
+                        role.name(),
+                        payloads::MAX_WIDTH
+                    )))
+                }
+                _ => {}
             }
-            payload => Ok(Rr22Config { payload }),
         }
+        Ok(Rr22Config {
+            payload: options.payload,
+            receiver_payload: options.receiver_payload,
+        })
     }
 
     fn options(&self) -> Options {
         Options {
             payload: self.payload,
+            receiver_payload: self.receiver_payload,
             ..Options::default()
         }
     }
@@ -273,33 +299,26 @@ impl TypedProtocol for Rr22 {
         }
     }
 
+    fn records_leakage(&self) -> Option<&'static str> {
+        Some(match self.adversary {
+            Adversary::SemiHonest => RECORDS_LEAKAGE,
+            Adversary::Malicious => RECORDS_LEAKAGE_M,
+        })
+    }
+
     fn params(&self, sizes: Sizes, _: Rr22Config) -> Result<Box<dyn Parameters>> {
         Ok(Box::new(Rr22Params::new(sizes, self.adversary)?))
     }
 
-    /// The per-item model, and for a receiver of records its matches' (at most one for
-    /// each of its items).
+    /// The per-item model, and for a party that gets the peer's records its matches'
+    /// (at most one for each of its items), with their indices and places.
     fn memory(&self, role: Role, sizes: Sizes, config: Rr22Config) -> u64 {
-        let records = match (role, config.payload) {
-            (Role::Receiver, Some(w)) => sizes.receiver.saturating_mul(w as u64 + 16),
-            _ => 0,
+        let (width, own) = match role {
+            Role::Receiver => (config.payload, sizes.receiver),
+            Role::Sender => (config.receiver_payload, sizes.sender),
         };
+        let records = width.map_or(0, |w| own.saturating_mul(w as u64 + 16));
         self.info().role(role).memory(sizes).saturating_add(records)
-    }
-
-    /// Records where the configuration has them, of its width, and none otherwise.
-    fn check_items(&self, config: Rr22Config, items: &Items) -> Result<()> {
-        let have = items.records().map(|(_, w)| w as u32);
-        if have.is_some() && have != config.payload {
-            return Err(Error::Usage(format!(
-                "the items carry records of {} bytes, the run {}",
-                have.unwrap_or(0),
-                config
-                    .payload
-                    .map_or("none".into(), |w| format!("{w} bytes"))
-            )));
-        }
-        Ok(())
     }
 
     fn party(&self, role: Role) -> &'static dyn AnyParty {
@@ -328,6 +347,49 @@ fn receive_records(
     let n_s = ctx.session.n_sender as usize;
     let records = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
     Ok(Some((records, width)))
+}
+
+/// The records this party's `items` carry to the peer, if the run carries any: checked
+/// against the run's options (as [`crate::run`] did before the handshake), so of the
+/// agreed width.
+fn own_records<'a>(ctx: &Context, items: &'a Items) -> Result<Option<(&'a [u8], usize)>> {
+    (ctx.session.options).check_records(ctx.session.role, items)?;
+    Ok(items.records())
+}
+
+/// The receiver's records of its `matched` entries, in that order, if it has records (a
+/// run with them has `--both`): after the positions or tags that name them to the sender.
+fn send_own_records(
+    ctx: &mut Context,
+    records: Option<(&[u8], usize)>,
+    matched: &[usize],
+) -> Result<()> {
+    let Some((records, width)) = records else {
+        return Ok(());
+    };
+    ctx.phase("send records", false);
+    payloads::send_revealed(ctx.peer, matched, records, width)
+}
+
+/// The sender's output with `--both`: its items the receiver `matched` (in the order it
+/// named them), sorted, each with the receiver's record where the run carries records of
+/// `width` bytes that way.
+fn sender_with_records(
+    ctx: &mut Context,
+    matched: Vec<usize>,
+    width: Option<u32>,
+) -> Result<Output> {
+    match width {
+        None => {
+            let mut matched = matched;
+            matched.sort_unstable();
+            Ok(Output::Indices(matched))
+        }
+        Some(width) => {
+            ctx.phase("receive records", false);
+            payloads::receive_revealed(ctx.peer, matched, width as usize)
+        }
+    }
 }
 
 /// The receiver's output: its `indices`, with the records read for them if any.
@@ -387,18 +449,8 @@ impl Party for Rr22Sender {
         drop(b);
         // Opened only now that A' (so P) is fixed (rr22.md §1.2 item 2).
         let w = toss.map(|t| t.open(ctx.peer)).transpose()?;
-        let records = match ctx.config::<Rr22Config>()?.payload {
-            None => None,
-            Some(width) => match items.records() {
-                Some((records, _)) => Some((records, width as usize)),
-                None => {
-                    return Err(Error::Usage(format!(
-                        "the run carries records of {width} bytes, and the sender's items \
-                         have none"
-                    )))
-                }
-            },
-        };
+        let records = own_records(ctx, items)?;
+        let theirs = ctx.config::<Rr22Config>()?.receiver_payload;
         match w {
             None => {
                 let oprf_values = records.map(|_| values.clone());
@@ -410,9 +462,13 @@ impl Party for Rr22Sender {
                     let key = PadKey::of_session(&ctx.session.id);
                     payloads::send(ctx.peer, key, &perm, &keys, v, records, width)?;
                 }
-                sender_output(ctx, &perm)
+                if !ctx.session.both {
+                    return Ok(Output::Nothing);
+                }
+                let matched = sender_matches(ctx, &perm)?;
+                sender_with_records(ctx, matched, theirs)
             }
-            Some(w) => malicious::send(ctx, w, &keys, &values, records),
+            Some(w) => malicious::send(ctx, w, &keys, &values, (records, theirs)),
         }
     }
 
@@ -422,6 +478,58 @@ impl Party for Rr22Sender {
 
     fn load(&self, sizes: Sizes, input: &mut StateReader) -> Result<VoleSender> {
         VoleSender::load(input, Rr22Params::new(sizes, self.0)?.okvs.len())
+    }
+}
+
+/// The receiver's OPRF outputs ([`Rr22Receiver::evaluate`]).
+struct Evaluated {
+    /// Its items' blocks.
+    keys: Vec<Block>,
+    /// F(x) = Decode(C, x) at each of them.
+    values: Vec<Block>,
+    hashes: Hashes,
+    /// rr22-m's toss of w, its share sent.
+    toss: Option<ShareSent>,
+}
+
+impl Rr22Receiver {
+    /// The online phase up to F(x) at `items`: the OKVS P of H^B(x), with `then(keys,
+    /// values)` applied to the values before they are encoded (the honest receiver does
+    /// nothing there; tests play cheating receivers with it), sent as A'; in rr22-m after
+    /// S's salt, and with the share of w after A'.
+    fn evaluate(
+        &self,
+        ctx: &mut Context,
+        p: &Rr22Params,
+        state: VoleReceiver,
+        items: &Items,
+        then: impl Fn(&[Block], &mut [Block]) + Sync,
+    ) -> Result<Evaluated> {
+        ctx.phase("encode and send the OKVS", false);
+        // rr22-m: S's salt before anything of the OKVS (overfitting.rs).
+        let (toss, salt) = match self.0 {
+            Adversary::SemiHonest => (None, None),
+            Adversary::Malicious => {
+                let (toss, salt) = malicious::reply(ctx)?;
+                (Some(toss), Some(salt))
+            }
+        };
+        let hashes = Hashes::new(&ctx.session.id, salt);
+        let okvs = oprf::send_seed(ctx, p.okvs, salt)?;
+        let keys = hashes.keys(items);
+        let binned = okvs.bin(&keys);
+        let values = oprf::receive_then(ctx, &hashes.h_b, &binned, state, then)?;
+        drop(binned);
+        // w_r goes with A', after it.
+        let toss = toss
+            .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
+            .transpose()?;
+        Ok(Evaluated {
+            keys,
+            values,
+            hashes,
+            toss,
+        })
     }
 }
 
@@ -442,27 +550,15 @@ impl Party for Rr22Receiver {
 
     fn online(&self, ctx: &mut Context, state: VoleReceiver, items: &Items) -> Result<Output> {
         let p = Rr22Params::new(ctx.session.sized, self.0)?;
-        ctx.phase("encode and send the OKVS", false);
-        // rr22-m: S's salt before anything of the OKVS (overfitting.rs).
-        let (toss, salt) = match self.0 {
-            Adversary::SemiHonest => (None, None),
-            Adversary::Malicious => {
-                let (toss, salt) = malicious::reply(ctx)?;
-                (Some(toss), Some(salt))
-            }
-        };
-        let hashes = Hashes::new(&ctx.session.id, salt);
-        let okvs = oprf::send_seed(ctx, p.okvs, salt)?;
-        let keys = hashes.keys(items);
-        let binned = okvs.bin(&keys);
-        let mut values = oprf::receive(ctx, &hashes.h_b, &binned, state)?;
-        drop(binned);
-        // w_r goes with A', after it.
-        let toss = toss
-            .map(|t| t.send_share(ctx.peer, &mut ctx.prg))
-            .transpose()?;
+        let Evaluated {
+            keys,
+            mut values,
+            hashes,
+            toss,
+        } = self.evaluate(ctx, &p, state, items, |_, _| {})?;
         ctx.phase("match values", false);
         let width = ctx.config::<Rr22Config>()?.payload.map(|w| w as usize);
+        let own = own_records(ctx, items)?;
         match toss {
             None => {
                 // F(x), for the records' pads, before H^o replaces it.
@@ -476,11 +572,12 @@ impl Party for Rr22Receiver {
                 let key = PadKey::of_session(&ctx.session.id);
                 let records = receive_records(ctx, key, width, &matches, &keys, &oprf)?;
                 let indices = receiver_indices(ctx, &matches)?;
+                send_own_records(ctx, own, &indices)?;
                 Ok(with_records(indices, records))
             }
             Some(toss) => {
                 let w = toss.receive_opening(ctx.peer)?;
-                malicious::receive(ctx, w, &keys, &values, width)
+                malicious::receive(ctx, w, &keys, &values, (width, own))
             }
         }
     }
