@@ -73,6 +73,63 @@ fn the_receiver_gets_the_senders_columns_for_its_matched_rows() {
     }
 }
 
+/// With --both each side may reveal columns to the other: the sender's output gets the
+/// receiver's for its matched rows, in the same run as the receiver gets the sender's.
+#[test]
+fn with_both_each_side_gets_the_others_columns() {
+    let dir = tmp();
+    let (s, r, out) = files(dir.path());
+    let sent = dir.path().join("sent.csv");
+    let sent = sent.to_str().unwrap();
+    for protocol in ["rr22", "rr22-m"] {
+        let (so, ro) = run_pair(
+            &[
+                "--input",
+                &r,
+                "--output",
+                &out,
+                "--column",
+                "email",
+                "--peer-columns",
+                "segment",
+                "--reveal-columns",
+                "id",
+                "--both",
+                "--protocol",
+                protocol,
+            ],
+            &[
+                "--input",
+                &s,
+                "--output",
+                sent,
+                "--reveal-columns",
+                "segment",
+                "--peer-columns",
+                "id",
+                "--both",
+                "--protocol",
+                protocol,
+            ],
+        );
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(sent).unwrap(),
+            "email,segment,score,secret,id\n\
+             ada@x.org,\"sports, outdoor\",7,s1,2\n\
+             bob@x.org,\"say \"\"hi\"\"\",,s2,5\n\
+             cy@x.org,ünïcode,12,s3,1\n\
+             ada@x.org,other,99,s4,2\n",
+            "{protocol}: each matched row, with the receiver's id of its key's first row"
+        );
+        let received = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            received.starts_with("id,email,segment\r\n1,cy@x.org,ünïcode\r\n"),
+            "{received}"
+        );
+    }
+}
+
 #[test]
 fn columns_go_over_tls_too() {
     let dir = tmp();
@@ -175,7 +232,7 @@ fn columns_are_refused_where_they_cannot_go() {
         (
             "receive",
             vec!["--input", &r, "--output", &out, "--reveal-columns", "id"],
-            "the receiver's columns (--reveal-columns) cannot go to the sender yet",
+            "the receiver's columns (--reveal-columns) go to the sender only with --both",
         ),
         (
             "send",

@@ -242,7 +242,6 @@ pub fn run_party(
         on_bound,
         spinner.as_ref(),
     )?;
-    opts.options.payload = connected.agreed.record_widths(role).0;
     let ran = stages::run(connected, input.read, &opts, spinner.as_ref())?;
     drop(spinner);
     let wrote = stages::write(args, &checked, &ran, sink)?;

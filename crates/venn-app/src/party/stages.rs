@@ -99,9 +99,9 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
              --peer-columns, or pass --both"
                 .into(),
         )),
-        Role::Receiver if reveals => Err(Error::Usage(
-            "the receiver's columns (--reveal-columns) cannot go to the sender yet; the \
-             sender reveals its columns to the receiver"
+        Role::Receiver if reveals && !args.both => Err(Error::Usage(
+            "the receiver's columns (--reveal-columns) go to the sender only with --both, \
+             which both parties pass"
                 .into(),
         )),
         _ => Ok(()),
@@ -373,10 +373,13 @@ pub(super) fn connect(
                 state.check_items(whole.keys().len()).map_err(refused)?;
             }
             let reveals = whole.layout().map_or_else(Vec::new, |l| l.columns.clone());
-            if checked.role == Role::Sender {
-                opts.options.payload = Columns::record_width(&reveals);
+            let width = Columns::record_width(&reveals);
+            match checked.role {
+                Role::Sender => opts.options.payload = width,
+                Role::Receiver => opts.options.receiver_payload = width,
             }
             (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
+            (opts.options.check_records(checked.role, whole.keys())).map_err(refused)?;
             let rows = whole.keys().len() as u64;
             Plan {
                 rows,
@@ -407,6 +410,7 @@ pub(super) fn connect(
         on_bound,
         spinner,
     )?;
+    (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(checked.role);
     Ok(Connected {
         chan,
         agreed,

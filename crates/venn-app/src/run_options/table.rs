@@ -466,10 +466,11 @@ pub static OPTIONS: &[RunOption] = &[
     .python(Python::File)
     .help(
         "CSV columns whose values go to the peer with each matched key, for the peer's \
-         --peer-columns (rr22, rr22-m; the sender's). Values are padded \
+         --peer-columns (rr22, rr22-m; the receiver's only with --both). Values are padded \
          to WIDTH bytes (`segment:32`), or to the longest rounded up to 16.",
         "`rr22` and `rr22-m`: CSV columns whose values the peer gets for each matched key \
-         (PSI with payloads; the sender's): the peer must ask for the same \
+         (PSI with payloads; the receiver's go to the sender only with `--both`): the peer \
+         must ask for the same \
          columns in the same order (`--peer-columns`), or both refuse the run. Each value is \
          padded to its column's width — `segment:32` for 32 bytes (a longer value is an \
          error naming its line), or the column's longest value rounded up to 16 — and the \
