@@ -124,7 +124,7 @@ impl Shape<'_> {
     }
 }
 
-/// Output rows, made a row at a time into batches of about [`BATCH_BYTES`] and handed on.
+/// Output rows, made a row at a time into batches of about 64 KiB and handed on.
 pub struct Batches<'e> {
     out: Vec<u8>,
     each: &'e mut dyn FnMut(RowBatch) -> io::Result<()>,

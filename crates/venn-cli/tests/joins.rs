@@ -28,6 +28,16 @@ const JOINED: &str = "id,email,segment,score\r\n\
 4,cy@x.org,ünïcode,12\r\n\
 5,bob@x.org,\"say \"\"hi\"\"\",\n";
 
+/// A party with `args` run against no peer: what it refuses before reaching one.
+fn refused(command: &str, args: &[&str]) -> std::process::Output {
+    venn()
+        .arg(command)
+        .args(args)
+        .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
+        .output()
+        .unwrap()
+}
+
 fn files(dir: &Path) -> (String, String, String) {
     let s = write(dir, "s.csv", SENDER);
     let r = write(dir, "r.csv", RECEIVER);
@@ -241,13 +251,7 @@ fn columns_are_refused_where_they_cannot_go() {
         ),
     ];
     for (command, args, needle) in refusals {
-        let o = venn()
-            .arg(command)
-            .args(&args)
-            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
-            .output()
-            .unwrap();
-        assert_clean_failure(&o, needle);
+        assert_clean_failure(&refused(command, &args), needle);
     }
     assert!(!Path::new(&out).exists());
 }
@@ -383,13 +387,7 @@ fn joins_that_cannot_be_made_are_refused() {
         ),
     ];
     for (command, args, needle) in refusals {
-        let o = venn()
-            .arg(command)
-            .args(&args)
-            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
-            .output()
-            .unwrap();
-        assert_clean_failure(&o, needle);
+        assert_clean_failure(&refused(command, &args), needle);
     }
     assert!(!Path::new(&out).exists());
 }
@@ -485,12 +483,6 @@ fn aligned_outputs_line_up_row_for_row() {
             "repeats keys in 1 rows",
         ),
     ] {
-        let o = venn()
-            .arg("receive")
-            .args(&args)
-            .args(["--connect", "127.0.0.1:9", "--timeout", "2"])
-            .output()
-            .unwrap();
-        assert_clean_failure(&o, needle);
+        assert_clean_failure(&refused("receive", &args), needle);
     }
 }
