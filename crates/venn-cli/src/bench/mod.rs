@@ -306,7 +306,9 @@ impl Setup {
 }
 
 /// Measure: each protocol at `sizes` with `threads` per party, over each link, `repeat`
-/// times (the links interleaved) on fresh items each time; the median run of each.
+/// times on fresh items each time, interleaved — every protocol over every link once, then
+/// all again — so that the ratios between rows are of runs side by side; the median run
+/// of each, in the order of the protocols, each link's after the other.
 fn measure_at(
     o: &BenchOptions,
     setup: &Setup,
@@ -314,25 +316,24 @@ fn measure_at(
     sizes: Sizes,
     threads: usize,
 ) -> Result<Vec<Row>> {
-    let mut at = Vec::new();
-    for &variant in variants {
-        let runs = interleaved(o.repeat, &setup.links, |tls| {
-            let spawn = Spawn {
-                variant,
-                sizes,
-                seed: venn::crypto::Prg::from_entropy().block(),
-                threads,
-                timeout: o.timeout,
-                net: o.net,
-            };
-            bench_one(&spawn, setup.attached(), tls.as_deref())
-        })?;
-        at.extend(
-            runs.into_iter()
-                .map(|r| median(r, |r| r.verified, |r| r.total_s)),
-        );
-    }
-    Ok(at)
+    let each: Vec<(Variant, Option<&Path>)> = (variants.iter())
+        .flat_map(|&v| setup.links.iter().map(move |tls| (v, tls.as_deref())))
+        .collect();
+    let runs = interleaved(o.repeat, &each, |&(variant, tls)| {
+        let spawn = Spawn {
+            variant,
+            sizes,
+            seed: venn::crypto::Prg::from_entropy().block(),
+            threads,
+            timeout: o.timeout,
+            net: o.net,
+        };
+        bench_one(&spawn, setup.attached(), tls)
+    })?;
+    Ok(runs
+        .into_iter()
+        .map(|r| median(r, |r| r.verified, |r| r.total_s))
+        .collect())
 }
 
 /// Compare: each plaintext row's total over naive's and kkrt16's at the same n and
