@@ -19,6 +19,7 @@
 
 use crate::crypto::{encrypt_under_keys, Block, RandomOracle};
 use crate::net::Channel;
+use crate::util::memory::{prefetch, prefetch_range};
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -93,6 +94,11 @@ fn xor_pads(key: PadKey, items: &[(Block, Block)], records: &mut [u8], width: us
 /// Records padded by one task of the sender's (on the rayon pool).
 const TASK_RECORDS: usize = 1024;
 
+/// How many records ahead of the one copied an item's memory is loaded: the items are
+/// read in an order of their own (the sender's in the shuffle's, the receiver's in the
+/// stream's), most far from the cache.
+const PREFETCH_AHEAD: usize = 16;
+
 /// The sender's side: the record of each own item (`width` bytes each, item by item in
 /// `records`), padded under its block `x[i]` and OPRF value `v[i]`, sent in the order
 /// `perm` (position → own item) the answers went in.
@@ -112,10 +118,15 @@ pub(crate) fn send(
             .par_chunks_mut(TASK_RECORDS * width)
             .zip(positions.par_chunks(TASK_RECORDS))
             .for_each(|(out, positions)| {
-                let items: Vec<(Block, Block)> = positions
-                    .iter()
+                let items: Vec<(Block, Block)> = (positions.iter().enumerate())
                     .zip(out.chunks_mut(width))
-                    .map(|(&i, out)| {
+                    .map(|((j, &i), out)| {
+                        if let Some(&a) = positions.get(j + PREFETCH_AHEAD) {
+                            let a = a as usize;
+                            prefetch_range(&records[a * width..(a + 1) * width]);
+                            prefetch(&x[a]);
+                            prefetch(&v[a]);
+                        }
                         let i = i as usize;
                         out.copy_from_slice(&records[i * width..(i + 1) * width]);
                         (x[i], v[i])
@@ -150,30 +161,49 @@ pub(crate) fn receive(
             format!("{width} bytes"),
         ));
     }
-    // The matches in stream order: (sender position, index among the matches).
-    let mut wanted: Vec<(u32, usize)> = matches.iter().enumerate().map(|(k, m)| (m.1, k)).collect();
+    // The matches in stream order: each its sender position over its index among the
+    // matches (both below 2^32), so that sorting the words sorts by position.
+    let mut wanted: Vec<u64> = (matches.iter().enumerate())
+        .map(|(k, m)| (m.1 as u64) << 32 | k as u64)
+        .collect();
     wanted.sort_unstable();
+    let position = |w: u64| (w >> 32) as usize;
+    let index = |w: u64| w as u32 as usize;
     let mut out = vec![0u8; matches.len() * width];
     let (mut next, per) = (0, per_frame(width));
     let (mut frame, mut gathered, mut items) = (Vec::new(), Vec::new(), Vec::new());
     for start in (0..n_sender).step_by(per) {
         let count = (n_sender - start).min(per);
         chan.recv_exact_into(&mut frame, count * width, "payload records")?;
-        let end = next + wanted[next..].partition_point(|&(pos, _)| (pos as usize) < start + count);
+        let end = next + wanted[next..].partition_point(|&w| position(w) < start + count);
         let here = &wanted[next..end];
         gathered.clear();
         items.clear();
-        for &(pos, k) in here {
-            let at = (pos as usize - start) * width;
+        // The own items are in the matches' order, not the stream's: each match's entry
+        // is loaded two steps ahead, then its item one step ahead.
+        for (j, &w) in here.iter().enumerate() {
+            if let Some(&a) = here.get(j + 2 * PREFETCH_AHEAD) {
+                prefetch(&matches[index(a)]);
+            }
+            if let Some(&a) = here.get(j + PREFETCH_AHEAD) {
+                let entry = matches[index(a)].0 as usize;
+                prefetch(&x[entry]);
+                prefetch(&v[entry]);
+            }
+            let at = (position(w) - start) * width;
             gathered.extend_from_slice(&frame[at..at + width]);
-            let entry = matches[k].0 as usize;
+            let entry = matches[index(w)].0 as usize;
             items.push((x[entry], v[entry]));
         }
         gathered
             .par_chunks_mut(TASK_RECORDS * width)
             .zip(items.par_chunks(TASK_RECORDS))
             .for_each(|(records, items)| xor_pads(key, items, records, width));
-        for (&(_, k), record) in here.iter().zip(gathered.chunks(width)) {
+        for (j, (&w, record)) in here.iter().zip(gathered.chunks(width)).enumerate() {
+            if let Some(&a) = here.get(j + PREFETCH_AHEAD) {
+                prefetch_range(&out[index(a) * width..(index(a) + 1) * width]);
+            }
+            let k = index(w);
             out[k * width..(k + 1) * width].copy_from_slice(record);
         }
         next = end;
