@@ -276,6 +276,11 @@ struct BenchCli {
     /// GMW circuits' triples from IKNP rather than silent OT).
     #[arg(long, value_delimiter = ',', value_parser = Offline::parse)]
     offline: Vec<Offline>,
+    /// Records of this many bytes on each of the sender's items, which the receiver reads
+    /// for its matches and checks (comma-separated: a row for each; `none`: without), for
+    /// the protocols that carry them (rr22, rr22-m): `--payload none,36`.
+    #[arg(long, value_delimiter = ',', value_name = "BYTES", value_parser = bench::PayloadRow::parse)]
+    payload: Vec<bench::PayloadRow>,
     /// Emulate a network: lan, wan (40 Mbit/s, 80 ms round trip), kkrt16-wan, rr17-wan,
     /// or RATE,RTT such as 100mbit,80ms. Each party's sending is shaped.
     #[arg(long, value_name = "NET", value_parser = bench::parse_net_arg, conflicts_with = "solo")]
@@ -316,6 +321,9 @@ struct BenchPartyCli {
     protocol: String,
     #[command(flatten)]
     options: Flags<ForProtocol>,
+    /// The width of the sender's records, if the run carries them.
+    #[arg(long)]
+    payload: Option<u32>,
     #[arg(long, value_parser = parse_size_pair)]
     sizes: (u64, u64),
     #[arg(long)]
@@ -531,7 +539,10 @@ fn run(command: Command) -> failure::Result<()> {
                         role,
                         link: b.link()?,
                         protocol: b.protocol,
-                        options: b.options.settings.spec.options,
+                        options: venn::protocols::Options {
+                            payload: b.payload,
+                            ..b.options.settings.spec.options
+                        },
                         sizes: venn::session::Sizes {
                             sender: b.sizes.0,
                             receiver: b.sizes.1,
@@ -570,6 +581,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
             tls: b.tls,
             net: b.net.as_deref(),
             offlines: &b.offline,
+            payloads: &b.payload,
             files: b.files,
             json: b.json,
             timeout: b.timeout,

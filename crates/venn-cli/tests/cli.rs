@@ -711,6 +711,60 @@ fn bench_runs_unequal_sets_and_refuses_sets_too_large() {
     );
 }
 
+/// `venn bench --payload none,36`: rr22 with 36-byte records on the sender's items is a
+/// row of its own beside plain rr22 (and naive, which carries none), the receiver having
+/// checked the record of each match; the records cost their bytes and little more on the
+/// wire, and a width the protocol cannot carry is refused before any run.
+#[test]
+fn bench_runs_a_payload_row_beside_the_plain_one() {
+    let o = venn()
+        .args(["bench", "--protocol", "rr22,naive", "--payload", "none,36"])
+        .args(["--log2n", "10", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r["protocol"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["rr22", "rr22/p36", "naive"]);
+    for r in rows {
+        assert_eq!(
+            (&r["verified"], &r["intersection"]),
+            (&true.into(), &512.into()),
+            "{r}"
+        );
+    }
+    let (plain, with) = (&rows[0], &rows[1]);
+    assert_eq!(with["without_records"], "rr22");
+    let ratio = with["ratio_to_without_records"].as_f64().unwrap();
+    let totals = with["total_s"].as_f64().unwrap() / plain["total_s"].as_f64().unwrap();
+    assert!((ratio - totals).abs() < 1e-9, "{ratio} against {totals}");
+    let sent = |r: &serde_json::Value| r["mib_sender_to_receiver"].as_f64().unwrap() * 1048576.0;
+    let extra = (sent(with) - sent(plain)).round() as u64;
+    assert!(
+        (36 * 1024..=48 * 1024).contains(&extra),
+        "{extra} bytes for 1024 records"
+    );
+
+    let o = venn()
+        .args([
+            "bench",
+            "--protocol",
+            "rr22",
+            "--payload",
+            "70000",
+            "--log2n",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, "takes 1 to 65536 bytes, not 70000");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "", "no table begun");
+}
+
 /// `venn bench --files` and `--thunder` refuse a size they do not run before running the
 /// smaller ones: no table is printed (not even its head), and the refusal is the one the
 /// size would meet.

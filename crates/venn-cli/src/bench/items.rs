@@ -1,7 +1,8 @@
-//! A benchmark party's synthetic set: random keys (or σ-bit integers, and a sum's values)
-//! drawn from the run's seed, half of them shared with the peer's, so that the
-//! intersection is known without the peer's set.
+//! A benchmark party's synthetic set: random keys (or σ-bit integers, and a sum's values
+//! or the sender's records) drawn from the run's seed, half of them shared with the
+//! peer's, so that the intersection is known without the peer's set.
 
+use super::records::{bench_records, records_right};
 use venn::crypto::{Aes, Block};
 use venn::protocols::{Options, Output, Protocol, Sizes};
 use venn::session::Role;
@@ -14,8 +15,9 @@ const INTEGER_BYTES: usize = 20;
 
 /// What a benchmark party's input holds ([`Items::memory`]) with `n` items of its own,
 /// known before they are made: the room [`bench_items`] or [`bench_integers`] take for
-/// them, and the values of a sum's sender ([`bench_values`]). `venn plan` counts it beside
-/// the protocol's memory model, as `venn bench` does.
+/// them, the values of a sum's sender ([`bench_values`]) and the sender's records
+/// ([`bench_records`]). `venn plan` counts it beside the protocol's memory model, as
+/// `venn bench` does.
 pub(crate) fn bench_input_memory(
     protocol: &dyn Protocol,
     options: Options,
@@ -30,7 +32,11 @@ pub(crate) fn bench_input_memory(
         Role::Sender if protocol.accepts().value_columns > 0 => std::mem::size_of::<u64>(),
         _ => 0,
     };
-    n * (key + std::mem::size_of::<usize>() + values) as u64
+    let records = match role {
+        Role::Sender => options.payload.unwrap_or(0) as usize,
+        Role::Receiver => 0,
+    };
+    n * (key + std::mem::size_of::<usize>() + values + records) as u64
 }
 
 /// Item `i` of a party's benchmark set: receiver items at even, sender items at odd
@@ -127,7 +133,8 @@ fn bench_intersection(sizes: Sizes) -> usize {
 const VALUE_KEY: Block = Block::from_u128(0x5641_4c55_4553);
 
 /// A party's benchmark input: its items (keys, or σ-bit integers with `options.sigma`),
-/// with values if it is the sender of a protocol that sums them.
+/// with values if it is the sender of a protocol that sums them, and records of
+/// `options.payload` bytes if it is the sender of a run that carries them.
 pub(super) fn bench_input(
     protocol: &dyn Protocol,
     options: Options,
@@ -139,9 +146,16 @@ pub(super) fn bench_input(
         Some(sigma) => bench_integers(seed, role, n, sigma),
         None => bench_items(seed, role, n),
     };
-    match role {
+    let items = match role {
         Role::Sender if protocol.accepts().value_columns > 0 => {
-            items.with_values(bench_values(seed, n))
+            items.with_values(bench_values(seed, n))?
+        }
+        _ => items,
+    };
+    match (role, options.payload) {
+        (Role::Sender, Some(width)) => {
+            let width = width as usize;
+            items.with_records(bench_records(seed, n, width), width)
         }
         _ => Ok(items),
     }
@@ -156,13 +170,24 @@ pub(super) struct Verdict {
 }
 
 /// Verify: the receiver's first even items are the intersection — its indices or their
-/// number, and for a sum the sender's values over them.
-pub(super) fn verify(output: &Output, sizes: Sizes, seed: Block) -> Verdict {
+/// number, for a sum the sender's values over them, and for a run with records of
+/// `payload` bytes the sender's record of each, byte for byte.
+pub(super) fn verify(output: &Output, sizes: Sizes, seed: Block, payload: Option<u32>) -> Verdict {
     let shared = bench_intersection(sizes);
+    let indices_right =
+        |ix: &[usize]| ix.len() == shared && ix.iter().enumerate().all(|(k, &i)| i == 2 * k);
     let (intersection, verified) = match output {
-        Output::Indices(ix) => (
-            Some(ix.len()),
-            Some(ix.len() == shared && ix.iter().enumerate().all(|(k, &i)| i == 2 * k)),
+        Output::Indices(ix) => (Some(ix.len()), Some(payload.is_none() && indices_right(ix))),
+        Output::Records {
+            indices,
+            records,
+            width,
+        } => (
+            Some(indices.len()),
+            Some(
+                indices_right(indices)
+                    && payload.is_some_and(|p| records_right(seed, shared, p, records, *width)),
+            ),
         ),
         Output::Count(c) => (Some(*c as usize), Some(*c as usize == shared)),
         Output::Sum { count, sums } => (
@@ -183,15 +208,21 @@ mod tests {
     use venn::protocols::find;
 
     /// What `venn plan` counts for a benchmark party's input is what its items hold: keys,
-    /// σ-bit integers, and a sum's sender's values.
+    /// σ-bit integers, a sum's sender's values and the sender's records.
     #[test]
     fn the_input_memory_is_known_before_the_items_are_made() {
         let seed = Block::from(7);
         let n = 1000;
-        for (name, sigma) in [("rr22", None), ("kbm23", Some(32)), ("rr22-sum", None)] {
+        for (name, sigma, payload) in [
+            ("rr22", None, None),
+            ("kbm23", Some(32), None),
+            ("rr22-sum", None, None),
+            ("rr22", None, Some(36)),
+        ] {
             let p = find(name).unwrap();
             let options = Options {
                 sigma,
+                payload,
                 ..Options::default()
             };
             for role in [Role::Sender, Role::Receiver] {
@@ -200,5 +231,43 @@ mod tests {
                 assert_eq!(known, items.memory(), "{name} {role:?}");
             }
         }
+    }
+
+    /// A receiver's output with records verifies only with the sender's record of each
+    /// match, where the run carries records: one byte changed, or records where none were
+    /// asked for (or none where they were), fail the run.
+    #[test]
+    fn the_receiver_checks_the_record_of_each_match() {
+        let (seed, width) = (Block::from(3), 36);
+        let sizes = Sizes {
+            sender: 100,
+            receiver: 64,
+        };
+        let options = Options {
+            payload: Some(width as u32),
+            ..Options::default()
+        };
+        let sender = bench_input(find("rr22").unwrap(), options, seed, Role::Sender, 100).unwrap();
+        let (all, _) = sender.records().unwrap();
+        let shared = bench_intersection(sizes);
+        let indices: Vec<usize> = (0..shared).map(|k| 2 * k).collect();
+        let records: Vec<u8> = (0..shared)
+            .flat_map(|k| &all[(2 * k + 1) * width..(2 * k + 2) * width])
+            .copied()
+            .collect();
+        let output = |records: Vec<u8>| Output::Records {
+            indices: indices.clone(),
+            records,
+            width,
+        };
+        let verified = |output: &Output, payload| verify(output, sizes, seed, payload).verified;
+        assert_eq!(verified(&output(records.clone()), Some(36)), Some(true));
+        let mut wrong = records.clone();
+        wrong[width * 5 + 7] ^= 0x80;
+        assert_eq!(verified(&output(wrong), Some(36)), Some(false));
+        assert_eq!(verified(&output(records), None), Some(false));
+        let bare = Output::Indices(indices.clone());
+        assert_eq!(verified(&bare, Some(36)), Some(false));
+        assert_eq!(verified(&bare, None), Some(true));
     }
 }

@@ -1,13 +1,15 @@
 //! `venn bench`: each protocol at each n, both parties as separate OS processes (so peak
 //! RSS is per party) over loopback TCP, one thread each unless told otherwise. Items are
-//! random 16-byte strings with half of them shared; the receiver checks its output against
-//! the known intersection, and a run that does not verify is reported as failed.
+//! random 16-byte strings with half of them shared (the sender's with records, for a
+//! `--payload` row); the receiver checks its output against the known intersection (and
+//! the records of its matches), and a run that does not verify is reported as failed.
 
 mod files;
 mod items;
 mod network;
 mod party;
 mod process;
+mod records;
 mod row;
 mod run;
 mod solo;
@@ -18,14 +20,15 @@ use crate::failure::{Failure, Result};
 pub(crate) use items::bench_input_memory;
 pub(crate) use network::{parse_net, parse_net_arg};
 pub(crate) use party::{BenchLink, BenchParty};
+pub(crate) use records::PayloadRow;
 pub(crate) use row::Row;
 use run::{bench_one, Attached, Spawn};
 use std::path::{Path, PathBuf};
 use table::{interleaved, median};
 pub(crate) use thunder::{bench_thunder, ThunderOptions};
-use venn::protocols::{find, Bins, Offline, Options, Stash};
+use venn::protocols::{find, Bins, Offline, Options, Protocol, Stash};
 use venn::session::{Role, Sizes};
-use venn::Error;
+use venn::{Error, Items};
 
 /// A protocol with the options of its rows.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +38,8 @@ pub(crate) struct Variant<'a> {
 }
 
 impl Variant<'_> {
-    /// The protocol column: its name, `/wan` for WAN bins and `/sσ` for σ-bit items.
+    /// The protocol column: its name, `/wan` for WAN bins, `/sσ` for σ-bit items, and
+    /// `/pW` for records of W bytes on the sender's items.
     pub(crate) fn label(&self) -> String {
         let mut label = self.name.to_string();
         if self.options.bins == Bins::Wan {
@@ -50,7 +54,22 @@ impl Variant<'_> {
         if self.options.stash != Stash::Combined {
             label += &format!("/{}", self.options.stash.name());
         }
+        if let Some(width) = self.options.payload {
+            label += &format!("/p{width}");
+        }
         label
+    }
+
+    /// For a variant with records: the label of the same without them, the row a
+    /// `--payload` row is compared with.
+    fn without_records(&self) -> Option<String> {
+        self.options.payload.map(|_| {
+            let options = Options {
+                payload: None,
+                ..self.options
+            };
+            Variant { options, ..*self }.label()
+        })
     }
 }
 
@@ -112,6 +131,9 @@ pub(crate) struct BenchOptions<'a> {
     pub net: Option<&'a str>,
     /// Where kbm23's tuples come from, a row for each (for protocols that choose).
     pub offlines: &'a [Offline],
+    /// The width of the sender's records, a row for each (`none`: without; for protocols
+    /// that carry them, others running without).
+    pub payloads: &'a [PayloadRow],
     /// Run `venn send` and `venn receive` end to end on CSV files instead.
     pub files: bool,
     pub json: bool,
@@ -159,9 +181,10 @@ struct Resolved<'a> {
     sizes: Vec<Sizes>,
 }
 
-/// Resolve: the protocols × their option combinations (a protocol that takes none of
-/// them, or an option it refuses, is an error), and the sets of `--log2n` then
-/// `--sizes`, each at most what a party takes (checked before any is made).
+/// Resolve: the protocols × their option combinations × their record widths (a protocol
+/// that takes none of them, or an option it refuses — a record width it cannot carry
+/// too — is an error), and the sets of `--log2n` then `--sizes`, each at most what a
+/// party takes (checked before any is made).
 fn resolve<'a>(o: &BenchOptions<'a>) -> Result<Resolved<'a>> {
     let mut variants = Vec::new();
     for name in o.protocols {
@@ -174,8 +197,12 @@ fn resolve<'a>(o: &BenchOptions<'a>) -> Result<Resolved<'a>> {
             .into());
         }
         for options in options {
-            options.check(p.info(), p.accepts())?;
-            variants.push(Variant { name, options });
+            for payload in payloads(p, o.payloads) {
+                let options = Options { payload, ..options };
+                // As the parties' configuration takes them: no items yet to refuse.
+                p.check_items(options, &Items::default())?;
+                variants.push(Variant { name, options });
+            }
         }
     }
     let equal = (o.log2ns.iter()).map(|&k| {
@@ -194,6 +221,22 @@ fn resolve<'a>(o: &BenchOptions<'a>) -> Result<Resolved<'a>> {
         )
         .collect::<venn::Result<_>>()?;
     Ok(Resolved { variants, sizes })
+}
+
+/// The record widths `p`'s rows run with: each of `asked` (`none`: without records) if it
+/// carries records, else only without; each once.
+fn payloads(p: &dyn Protocol, asked: &[PayloadRow]) -> Vec<Option<u32>> {
+    let mut widths = Vec::new();
+    for &PayloadRow(width) in asked {
+        let width = width.filter(|_| p.accepts().payload);
+        if !widths.contains(&width) {
+            widths.push(width);
+        }
+    }
+    if widths.is_empty() {
+        widths.push(None);
+    }
+    widths
 }
 
 /// `--files`, which runs each protocol with its default options only.
@@ -263,7 +306,9 @@ impl Setup {
 }
 
 /// Measure: each protocol at `sizes` with `threads` per party, over each link, `repeat`
-/// times (the links interleaved) on fresh items each time; the median run of each.
+/// times on fresh items each time, interleaved — every protocol over every link once, then
+/// all again — so that the ratios between rows are of runs side by side; the median run
+/// of each, in the order of the protocols, each link's after the other.
 fn measure_at(
     o: &BenchOptions,
     setup: &Setup,
@@ -271,29 +316,29 @@ fn measure_at(
     sizes: Sizes,
     threads: usize,
 ) -> Result<Vec<Row>> {
-    let mut at = Vec::new();
-    for &variant in variants {
-        let runs = interleaved(o.repeat, &setup.links, |tls| {
-            let spawn = Spawn {
-                variant,
-                sizes,
-                seed: venn::crypto::Prg::from_entropy().block(),
-                threads,
-                timeout: o.timeout,
-                net: o.net,
-            };
-            bench_one(&spawn, setup.attached(), tls.as_deref())
-        })?;
-        at.extend(
-            runs.into_iter()
-                .map(|r| median(r, |r| r.verified, |r| r.total_s)),
-        );
-    }
-    Ok(at)
+    let each: Vec<(Variant, Option<&Path>)> = (variants.iter())
+        .flat_map(|&v| setup.links.iter().map(move |tls| (v, tls.as_deref())))
+        .collect();
+    let runs = interleaved(o.repeat, &each, |&(variant, tls)| {
+        let spawn = Spawn {
+            variant,
+            sizes,
+            seed: venn::crypto::Prg::from_entropy().block(),
+            threads,
+            timeout: o.timeout,
+            net: o.net,
+        };
+        bench_one(&spawn, setup.attached(), tls)
+    })?;
+    Ok(runs
+        .into_iter()
+        .map(|r| median(r, |r| r.verified, |r| r.total_s))
+        .collect())
 }
 
 /// Compare: each plaintext row's total over naive's and kkrt16's at the same n and
-/// threads, each TLS row's over its protocol's plaintext one.
+/// threads, each TLS row's over its protocol's plaintext one, and each row with records
+/// over its protocol's without them on the same link.
 fn compare(mut at: Vec<Row>) -> Vec<Row> {
     let total_of = |at: &[Row], name: &str, tls: bool| {
         at.iter()
@@ -308,7 +353,11 @@ fn compare(mut at: Vec<Row>) -> Vec<Row> {
         .iter()
         .map(|r| total_of(&at, &r.protocol, false))
         .collect();
-    for (row, plain) in at.iter_mut().zip(plain) {
+    let without: Vec<Option<f64>> = (at.iter())
+        .map(|r| total_of(&at, r.without_records.as_deref()?, r.tls))
+        .collect();
+    for ((row, plain), without) in at.iter_mut().zip(plain).zip(without) {
+        row.ratio_to_without_records = without.map(|t| row.total_s / t);
         if !row.tls {
             row.ratio_to_naive = naive.map(|t| row.total_s / t);
             row.ratio_to_kkrt16 = kkrt16.map(|t| row.total_s / t);

@@ -134,7 +134,12 @@ impl BenchParty {
             upload_deadline: None,
         };
         let ran = self.run_on_link(&items, &opts)?;
-        let verdict = verify(&ran.report.output, self.sizes, self.seed);
+        let verdict = verify(
+            &ran.report.output,
+            self.sizes,
+            self.seed,
+            self.options.payload,
+        );
         let result = PartyResult::new(&ran, verdict, venn::memory_needed(&opts, self.sizes));
         out!("{}", serde_json::to_string(&result).expect("serialisable"));
         Ok(())

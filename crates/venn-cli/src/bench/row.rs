@@ -32,6 +32,12 @@ pub(crate) struct Row {
     pub ratio_to_kkrt16: Option<f64>,
     /// For a TLS row: its total over the same protocol's plaintext row.
     pub ratio_to_plaintext: Option<f64>,
+    /// For a row with records (`--payload`): the label of its protocol's row without them,
+    /// and its total over that row's (on the same link), where the run has it.
+    #[serde(default)]
+    pub without_records: Option<String>,
+    #[serde(default)]
+    pub ratio_to_without_records: Option<f64>,
     pub intersection: usize,
     pub verified: bool,
     /// Whether the online phase ran from a precomputed state (`--precompute`).
@@ -86,6 +92,9 @@ impl TableRow for Row {
         };
         if let Some(x) = self.ratio_to_plaintext {
             extra += &format!("  x plain {x:.3}");
+        }
+        if let (Some(name), Some(x)) = (&self.without_records, self.ratio_to_without_records) {
+            extra += &format!("  x {name} {x:.3}");
         }
         let name = if self.tls {
             format!("{}+tls", self.protocol)

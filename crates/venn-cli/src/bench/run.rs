@@ -59,6 +59,15 @@ pub(super) fn spawn_party(role: Role, s: &Spawn, link: &[String]) -> Result<Chil
             variant.name,
         ])
         .args(variant.options.args())
+        // Not among the options' arguments: a run of `venn send` takes its records' width
+        // from its columns.
+        .args(
+            variant
+                .options
+                .payload
+                .iter()
+                .flat_map(|w| ["--payload".into(), w.to_string()]),
+        )
         .args([
             "--sizes",
             &format!("{}:{}", sizes.sender, sizes.receiver),
@@ -211,6 +220,8 @@ fn row(spawn: &Spawn, attached: Attached, tls: Option<&Path>, parties: &Parties)
         ratio_to_naive: None,
         ratio_to_kkrt16: None,
         ratio_to_plaintext: None,
+        without_records: spawn.variant.without_records(),
+        ratio_to_without_records: None,
         intersection: r.intersection.unwrap_or(0),
         verified: r.verified == Some(true),
         precomputed: matches!(attached, Attached::Precompute(_)),

@@ -104,3 +104,31 @@ pub(super) fn print_json<const N: usize>(tables: [(&str, serde_json::Value); N])
         serde_json::to_string_pretty(&out).expect("serialisable")
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Repeated runs alternate between the rows (all once, then all again), each row's
+    /// runs handed back in the order of the rows; a failed run ends them all.
+    #[test]
+    fn repeated_runs_alternate_between_the_rows() {
+        let mut order = Vec::new();
+        let runs = interleaved(3, &["a", "b"], |&one| {
+            order.push(one);
+            Ok(order.len())
+        })
+        .unwrap();
+        assert_eq!(order, ["a", "b", "a", "b", "a", "b"]);
+        assert_eq!(runs, [vec![1, 3, 5], vec![2, 4, 6]]);
+        let mut count = 0;
+        let failed = interleaved(3, &["a", "b"], |_| {
+            count += 1;
+            match count {
+                3 => Err(Failure::Bench("down".into())),
+                _ => Ok(()),
+            }
+        });
+        assert!(failed.is_err() && count == 3);
+    }
+}

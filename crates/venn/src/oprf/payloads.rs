@@ -26,6 +26,7 @@
 use crate::crypto::{encrypt_under_keys, Block, RandomOracle};
 use crate::framework::Output;
 use crate::net::Channel;
+use crate::util::memory::{prefetch, prefetch_range};
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -111,6 +112,11 @@ fn xor_pads(key: PadKey, items: &[(Block, Block)], records: &mut [u8], width: us
 /// Records padded by one task of the sender's (on the rayon pool).
 const TASK_RECORDS: usize = 1024;
 
+/// How many records ahead of the one copied an item's memory is loaded: the items are
+/// read in an order of their own (the sender's in the shuffle's, the receiver's in the
+/// stream's), most far from the cache.
+const PREFETCH_AHEAD: usize = 16;
+
 /// The sender's side: the record of each own item (`width` bytes each, item by item in
 /// `records`), padded under its block `x[i]` and OPRF value `v[i]`, sent in the order
 /// `perm` (position → own item) the answers went in.
@@ -130,10 +136,15 @@ pub(crate) fn send(
             .par_chunks_mut(TASK_RECORDS * width)
             .zip(positions.par_chunks(TASK_RECORDS))
             .for_each(|(out, positions)| {
-                let items: Vec<(Block, Block)> = positions
-                    .iter()
+                let items: Vec<(Block, Block)> = (positions.iter().enumerate())
                     .zip(out.chunks_mut(width))
-                    .map(|(&i, out)| {
+                    .map(|((j, &i), out)| {
+                        if let Some(&a) = positions.get(j + PREFETCH_AHEAD) {
+                            let a = a as usize;
+                            prefetch_range(&records[a * width..(a + 1) * width]);
+                            prefetch(&x[a]);
+                            prefetch(&v[a]);
+                        }
                         let i = i as usize;
                         out.copy_from_slice(&records[i * width..(i + 1) * width]);
                         (x[i], v[i])
@@ -149,6 +160,10 @@ pub(crate) fn send(
 /// The receiver's side: the records of its `matches` — (own entry, sender position), as
 /// the answers' lookup returns them — read from the stream of `n_sender` records of
 /// `width` bytes and unpadded under its own `x` and `v`; returned match by match.
+///
+/// A frame's matched records are gathered in stream order and unpadded together, as the
+/// sender pads them ([`TASK_RECORDS`] a task, [`PAD_BLOCKS`] blocks a call), then put in
+/// their places: one record a call would leave the AES's wide lanes idle.
 pub(crate) fn receive(
     chan: &mut dyn Channel,
     key: PadKey,
@@ -159,26 +174,52 @@ pub(crate) fn receive(
     v: &[Block],
 ) -> Result<Vec<u8>> {
     check_width(width)?;
-    // The matches in stream order: (sender position, index among the matches).
-    let mut wanted: Vec<(u32, usize)> = matches.iter().enumerate().map(|(k, m)| (m.1, k)).collect();
+    // The matches in stream order: each its sender position over its index among the
+    // matches (both below 2^32), so that sorting the words sorts by position.
+    let mut wanted: Vec<u64> = (matches.iter().enumerate())
+        .map(|(k, m)| (m.1 as u64) << 32 | k as u64)
+        .collect();
     wanted.sort_unstable();
+    let position = |w: u64| (w >> 32) as usize;
+    let index = |w: u64| w as u32 as usize;
     let mut out = vec![0u8; matches.len() * width];
     let (mut next, per) = (0, per_frame(width));
-    let mut frame = Vec::new();
+    let (mut frame, mut gathered, mut items) = (Vec::new(), Vec::new(), Vec::new());
     for start in (0..n_sender).step_by(per) {
         let count = (n_sender - start).min(per);
         chan.recv_exact_into(&mut frame, count * width, "payload records")?;
-        while let Some(&(pos, k)) = wanted.get(next) {
-            let pos = pos as usize;
-            if pos >= start + count {
-                break;
+        let end = next + wanted[next..].partition_point(|&w| position(w) < start + count);
+        let here = &wanted[next..end];
+        gathered.clear();
+        items.clear();
+        // The own items are in the matches' order, not the stream's: each match's entry
+        // is loaded two steps ahead, then its item one step ahead.
+        for (j, &w) in here.iter().enumerate() {
+            if let Some(&a) = here.get(j + 2 * PREFETCH_AHEAD) {
+                prefetch(&matches[index(a)]);
             }
-            let record = &mut out[k * width..(k + 1) * width];
-            record.copy_from_slice(&frame[(pos - start) * width..(pos - start + 1) * width]);
-            let entry = matches[k].0 as usize;
-            xor_pads(key, &[(x[entry], v[entry])], record, width);
-            next += 1;
+            if let Some(&a) = here.get(j + PREFETCH_AHEAD) {
+                let entry = matches[index(a)].0 as usize;
+                prefetch(&x[entry]);
+                prefetch(&v[entry]);
+            }
+            let at = (position(w) - start) * width;
+            gathered.extend_from_slice(&frame[at..at + width]);
+            let entry = matches[index(w)].0 as usize;
+            items.push((x[entry], v[entry]));
         }
+        gathered
+            .par_chunks_mut(TASK_RECORDS * width)
+            .zip(items.par_chunks(TASK_RECORDS))
+            .for_each(|(records, items)| xor_pads(key, items, records, width));
+        for (j, (&w, record)) in here.iter().zip(gathered.chunks(width)).enumerate() {
+            if let Some(&a) = here.get(j + PREFETCH_AHEAD) {
+                prefetch_range(&out[index(a) * width..(index(a) + 1) * width]);
+            }
+            let k = index(w);
+            out[k * width..(k + 1) * width].copy_from_slice(record);
+        }
+        next = end;
     }
     Ok(out)
 }
@@ -283,6 +324,44 @@ mod tests {
                 &got[3 * width..],
                 &records[width..2 * width],
                 "a wrong F(y) reads nothing"
+            );
+        }
+    }
+
+    /// Many matches, several frames' worth and more than a task's in each frame, in an
+    /// order of their own (the receiver's entries, not the stream's): each match gets its
+    /// own record, unpadded in the batches the receiver gathers.
+    #[test]
+    fn the_receiver_reads_many_matches_across_frames_and_tasks() {
+        let mut prg = Prg::from_seed(Block::from(13u64));
+        let width = 36;
+        let n = 2 * per_frame(width) + 3 * TASK_RECORDS + 7;
+        let (x, v, records) = sender(n, width, &mut prg);
+        let perm = prg.permutation(n);
+        let mut position = vec![0u32; n];
+        for (p, &i) in perm.iter().enumerate() {
+            position[i as usize] = p as u32;
+        }
+        // The receiver's entry e holds the sender's item shared[e]: every third item, in
+        // an order unrelated to the stream's, and one item twice.
+        let mut shared: Vec<usize> = (0..n).step_by(3).collect();
+        let order = prg.permutation(shared.len());
+        shared = order.iter().map(|&o| shared[o as usize]).collect();
+        shared.push(shared[5]);
+        let (rx, rv): (Vec<Block>, Vec<Block>) = shared.iter().map(|&i| (x[i], v[i])).unzip();
+        let matches: Vec<(u32, u32)> = (shared.iter().enumerate())
+            .map(|(e, &i)| (e as u32, position[i]))
+            .collect();
+        let (mut a, mut b) = mem_pair(Duration::from_secs(10));
+        let key = PadKey::of_session(&[4; 32]);
+        send(&mut a, key, &perm, &x, &v, &records, width).unwrap();
+        let got = receive(&mut b, key, n, width, &matches, &rx, &rv).unwrap();
+        assert_eq!(got.len(), shared.len() * width);
+        for (e, &i) in shared.iter().enumerate() {
+            assert_eq!(
+                &got[e * width..(e + 1) * width],
+                &records[i * width..(i + 1) * width],
+                "entry {e}, item {i}"
             );
         }
     }
