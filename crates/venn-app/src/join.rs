@@ -86,33 +86,29 @@ impl Shape<'_> {
 
     /// Appends the header row with the added columns' names.
     pub fn header(&self, out: &mut Vec<u8>, header: &[u8]) {
-        let mut names: Vec<&[u8]> = Vec::new();
-        if self.kind == JoinKind::Left {
-            names.push(MATCHED_COLUMN.as_bytes());
-        }
-        if let Some(layout) = self.columns {
-            names.extend(layout.columns.iter().map(|(n, _)| n.as_bytes()));
-        }
-        self.append(out, header, &names);
+        let flag = (self.kind == JoinKind::Left).then_some(MATCHED_COLUMN.as_bytes());
+        let names =
+            (self.columns.into_iter()).flat_map(|l| l.columns.iter().map(|(n, _)| n.as_bytes()));
+        self.append(out, header, flag.into_iter().chain(names));
     }
 
     /// Appends `row` (as it is in the file) with the added fields: whether it matched (a
     /// `left` join) and the peer's `values` (empty where it did not match).
     pub fn row(&self, out: &mut Vec<u8>, row: &[u8], matched: bool, values: &[&[u8]]) {
-        let mut fields: Vec<&[u8]> = Vec::new();
-        if self.kind == JoinKind::Left {
-            fields.push(if matched { b"true" } else { b"false" });
-        }
-        match (self.columns, matched) {
-            (Some(_), true) => fields.extend_from_slice(values),
-            (Some(layout), false) => fields.extend(layout.columns.iter().map(|_| &b""[..])),
-            (None, _) => {}
-        }
-        self.append(out, row, &fields);
+        let flag: Option<&[u8]> = (self.kind == JoinKind::Left).then_some(match matched {
+            true => b"true",
+            false => b"false",
+        });
+        let empty = self.columns.map_or(0, |l| l.columns.len()) * usize::from(!matched);
+        let fields = values
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(&b""[..], empty));
+        self.append(out, row, flag.into_iter().chain(fields));
     }
 
     /// Appends `row` with `fields` added before its line ending.
-    fn append(&self, out: &mut Vec<u8>, row: &[u8], fields: &[&[u8]]) {
+    fn append<'f>(&self, out: &mut Vec<u8>, row: &[u8], fields: impl Iterator<Item = &'f [u8]>) {
         let content = row.strip_suffix(b"\n").unwrap_or(row);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         out.extend_from_slice(content);
