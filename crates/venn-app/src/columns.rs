@@ -118,10 +118,10 @@ impl Layout {
     }
 
     /// The values of a record the peer sent: each column's, its length checked against the
-    /// column's width.
-    pub fn decode<'a>(&self, record: &'a [u8]) -> Result<Vec<&'a [u8]>> {
+    /// column's width, in place of what `values` held.
+    pub fn decode<'a>(&self, record: &'a [u8], values: &mut Vec<&'a [u8]>) -> Result<()> {
         let mut at = 0;
-        let mut values = Vec::with_capacity(self.columns.len());
+        values.clear();
         for (name, width) in &self.columns {
             let width = *width as usize;
             let field = &record[at..at + 2 + width];
@@ -135,7 +135,7 @@ impl Layout {
             values.push(&field[2..2 + len]);
             at += 2 + width;
         }
-        Ok(values)
+        Ok(())
     }
 }
 
@@ -192,9 +192,12 @@ mod tests {
         assert_eq!(layout.width(), 23);
         let mut record = vec![0xAA; 23];
         layout.encode(&[b"xy", b""], &mut record);
-        assert_eq!(layout.decode(&record).unwrap(), [&b"xy"[..], b""]);
+        let mut values = vec![&b"left over"[..]];
+        layout.decode(&record, &mut values).unwrap();
+        assert_eq!(values, [&b"xy"[..], b""]);
         record[0] = 4;
-        assert!(layout.decode(&record).is_err(), "a length past the width");
+        let err = layout.decode(&record, &mut Vec::new());
+        assert!(err.is_err(), "a length past the width");
         assert!(Layout::new(vec![("a".into(), u16::MAX), ("b".into(), 2)]).is_err());
     }
 

@@ -18,6 +18,7 @@
 use crate::columns::{push_field, Layout};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
 use std::io;
+use std::ops::Range;
 use venn::session::run_plan::Align;
 use venn::session::Role;
 use venn::{Error, Result};
@@ -164,15 +165,18 @@ impl<'e> Batches<'e> {
 }
 
 /// The output rows of a source held whole: its rows as the join [`Shape`] keeps and
-/// makes them, with the peer's record for each matched key.
+/// makes them, a matched row once for each of the peer's rows of its key when the peer
+/// revealed columns (the relational join: many rows a key on both sides give every pair).
 pub struct JoinedRows<'a> {
     /// Where the keys and their rows come from.
     pub source: &'a dyn InputSource,
     /// The matched keys, as indices into the source's keys.
     pub intersection: &'a [usize],
-    /// The peer's record for each matched key, in the order of `intersection` (none
-    /// without columns).
+    /// The peer's records, key by key in the order of `intersection` (none without
+    /// columns).
     pub records: &'a [u8],
+    /// How many of the peer's rows (records) each matched key has, in the same order.
+    pub rows: &'a [u32],
     /// What is output, and how.
     pub shape: Shape<'a>,
 }
@@ -181,16 +185,21 @@ impl MatchedRows for JoinedRows<'_> {
     fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
         let keys = self.source.keys().len();
         // Every record is read before anything is written: a bad one fails the run whole.
-        let values = values_by_key(keys, self.intersection, self.records, self.shape.columns)?;
+        let peer = PeerRecords::new(
+            keys,
+            self.intersection,
+            (self.records, self.rows),
+            self.shape.columns,
+        )?;
         let mut batches = Batches::new(each);
         if let Some(header) = self.source.header() {
             (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
         }
-        let member: Vec<bool> = values
-            .iter()
-            .map(|v| self.shape.kind.keeps(v.is_some()))
+        let member: Vec<bool> = (0..keys)
+            .map(|k| self.shape.kind.keeps(peer.has(k)))
             .collect();
-        let count = (self.source)
+        let (mut count, mut values) = (0, Vec::new());
+        (self.source)
             .each_row(&member, &mut |key, row| {
                 let RowBatch::Text(row) = row else {
                     return Err(io::Error::new(
@@ -198,11 +207,16 @@ impl MatchedRows for JoinedRows<'_> {
                         "keys given in memory have no rows to add columns to",
                     ));
                 };
-                let found = values[key].as_deref();
-                batches.row(|out| {
-                    self.shape
-                        .row(out, row, found.is_some(), found.unwrap_or_default())
-                })
+                for r in peer.rows_of(key) {
+                    peer.values(r, &mut values);
+                    batches.row(|out| self.shape.row(out, row, true, &values))?;
+                    count += 1;
+                }
+                if !peer.has(key) {
+                    batches.row(|out| self.shape.row(out, row, false, &[]))?;
+                    count += 1;
+                }
+                Ok(())
             })
             .map_err(Error::Io)?;
         batches.finish().map_err(Error::Io)?;
@@ -210,36 +224,85 @@ impl MatchedRows for JoinedRows<'_> {
     }
 }
 
-/// The peer's values for each key of `source` it matched: `None` for a key it did not,
-/// checked against `records` (one per key of `intersection`, in its order) where the peer
-/// revealed columns.
-fn values_by_key<'r>(
-    keys: usize,
-    intersection: &[usize],
+/// The peer's rows of each key of a source, as the records it revealed carry them: for a
+/// matched key, which records are its (one where the peer revealed no columns: the row
+/// is output once, nothing added).
+struct PeerRecords<'r> {
+    /// For each key, its records' range (by record); empty where the peer lacks the key.
+    at: Vec<Range<u32>>,
     records: &'r [u8],
-    columns: Option<&Layout>,
-) -> Result<Vec<Option<Vec<&'r [u8]>>>> {
-    let mut values = vec![None; keys];
-    match columns {
-        Some(layout) => {
-            let width = layout.width();
-            if records.len() != intersection.len() * width {
-                return Err(Error::protocol(
-                    format!("{} records of {width} bytes", intersection.len()),
-                    format!("{} bytes", records.len()),
-                ));
-            }
-            for (&key, record) in intersection.iter().zip(records.chunks(width)) {
-                values[key] = Some(layout.decode(record)?);
-            }
-        }
-        None => {
+    layout: Option<&'r Layout>,
+}
+
+impl<'r> PeerRecords<'r> {
+    /// Each of `keys` keys' records, from the `records` and the numbers of `rows` for each
+    /// key of the `intersection` in order (where the peer revealed columns in `layout`):
+    /// every record checked against the layout, and their number against the rows.
+    fn new(
+        keys: usize,
+        intersection: &[usize],
+        (records, rows): (&'r [u8], &[u32]),
+        layout: Option<&'r Layout>,
+    ) -> Result<Self> {
+        let mut at = vec![0..0; keys];
+        let Some(layout) = layout else {
             for &key in intersection {
-                values[key] = Some(Vec::new());
+                at[key] = 0..1;
             }
+            return Ok(PeerRecords {
+                at,
+                records,
+                layout,
+            });
+        };
+        let width = layout.width();
+        let all: u64 = rows.iter().map(|&r| r as u64).sum();
+        if rows.len() != intersection.len() || records.len() as u64 != all * width as u64 {
+            return Err(Error::protocol(
+                format!(
+                    "{all} records of {width} bytes for {} keys",
+                    intersection.len()
+                ),
+                format!("{} bytes for {} keys", records.len(), rows.len()),
+            ));
+        }
+        let mut first = 0u32;
+        for (&key, &n) in intersection.iter().zip(rows) {
+            at[key] = first..first + n;
+            first += n;
+        }
+        let mut values = Vec::new();
+        for record in records.chunks_exact(width) {
+            layout.decode(record, &mut values)?;
+        }
+        Ok(PeerRecords {
+            at,
+            records,
+            layout: Some(layout),
+        })
+    }
+
+    /// Whether the peer has `key`.
+    fn has(&self, key: usize) -> bool {
+        !self.at[key].is_empty()
+    }
+
+    /// The peer's rows of `key`: its records' numbers.
+    fn rows_of(&self, key: usize) -> Range<u32> {
+        self.at[key].clone()
+    }
+
+    /// The values of record `r` in place of what `values` held (none without columns).
+    fn values(&self, r: u32, values: &mut Vec<&'r [u8]>) {
+        values.clear();
+        if let Some(layout) = self.layout {
+            let width = layout.width();
+            let record = &self.records[r as usize * width..(r as usize + 1) * width];
+            layout
+                .decode(record, values)
+                .expect("each record was checked");
         }
     }
-    Ok(values)
 }
 
 /// The rows of a source held whole in the order both parties derive (`--align`): the
@@ -254,6 +317,9 @@ pub struct AlignedRows<'a> {
     pub intersection: &'a [usize],
     /// The peer's record for each matched key, as [`JoinedRows::records`].
     pub records: &'a [u8],
+    /// How many of the peer's rows each matched key has, as [`JoinedRows::rows`]: one
+    /// each (the peer refuses repeated keys with `--align` too).
+    pub rows: &'a [u32],
     /// How rows are made (an `inner` join, the peer's columns if any).
     pub shape: Shape<'a>,
     /// Inner or outer.
@@ -269,10 +335,16 @@ pub struct AlignedRows<'a> {
 impl MatchedRows for AlignedRows<'_> {
     fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> io::Result<()>) -> Result<usize> {
         let keys = self.source.keys();
-        let values = values_by_key(
+        if self.shape.columns.is_some() && self.rows.iter().any(|&r| r != 1) {
+            return Err(Error::protocol(
+                "one row of the peer's for each matched key with --align",
+                "several",
+            ));
+        }
+        let peer = PeerRecords::new(
             keys.len(),
             self.intersection,
-            self.records,
+            (self.records, self.rows),
             self.shape.columns,
         )?;
         let mut order: Vec<([u8; 32], usize)> = (self.intersection.iter())
@@ -281,7 +353,7 @@ impl MatchedRows for AlignedRows<'_> {
         order.sort_unstable();
         // Each matched key's row, copied out of the source (one a key).
         let (mut held, mut at) = (Vec::new(), vec![0..0; keys.len()]);
-        let matched: Vec<bool> = values.iter().map(Option::is_some).collect();
+        let matched: Vec<bool> = (0..keys.len()).map(|k| peer.has(k)).collect();
         (self.source)
             .each_row(&matched, &mut |key, row| match row {
                 RowBatch::Text(row) => {
@@ -300,13 +372,13 @@ impl MatchedRows for AlignedRows<'_> {
         if let Some(header) = header {
             (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
         }
-        let mut count = 0;
-        for (_, key) in &order {
-            let row = &held[at[*key].clone()];
-            let found = values[*key].as_deref().unwrap_or_default();
+        let (mut count, mut values) = (0, Vec::new());
+        for &(_, key) in &order {
+            let row = &held[at[key].clone()];
+            peer.values(peer.rows_of(key).start, &mut values);
             (batches.row(|out| {
                 self.shape
-                    .row(out, ensure_line_end(row).as_ref(), true, found)
+                    .row(out, ensure_line_end(row).as_ref(), true, &values)
             }))
             .map_err(Error::Io)?;
             count += 1;
@@ -410,6 +482,7 @@ mod tests {
                 source: &input,
                 intersection: &[0],
                 records: if columns.is_some() { &record } else { &[] },
+                rows: &[1],
                 shape: Shape {
                     kind,
                     columns,
@@ -427,5 +500,52 @@ mod tests {
             );
         }
         assert!(JoinKind::parse("outer").is_err());
+    }
+
+    /// The peer's several rows of a key give a matched row once for each of them, in the
+    /// peer's order (pandas' merge of duplicates on both sides); a `left` join's unmatched
+    /// row still once; records that do not add up to the rows counted are refused.
+    #[test]
+    fn a_key_with_several_peer_rows_gives_a_row_for_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("in.csv");
+        std::fs::write(&csv, "k,n\na,1\nb,2\na,3\n").unwrap();
+        let input = read_input(&csv, &KeyOptions::default()).unwrap();
+        let layout = Layout::new(vec![("seg".into(), 4)]).unwrap();
+        let mut records = vec![0u8; 3 * layout.width()];
+        for (value, record) in [&b"p"[..], b"q", b"r"].iter().zip(records.chunks_mut(6)) {
+            layout.encode(&[value], record);
+        }
+        let joined = |kind, rows: &[u32]| {
+            let rows = JoinedRows {
+                source: &input,
+                intersection: &[0, 1],
+                records: &records,
+                rows,
+                shape: Shape {
+                    kind,
+                    columns: Some(&layout),
+                    delimiter: b',',
+                },
+            };
+            let out = dir.path().join("out.csv");
+            crate::sink::write_rows(&out, &rows).map(|_| std::fs::read_to_string(&out).unwrap())
+        };
+        assert_eq!(
+            joined(JoinKind::Inner, &[2, 1]).unwrap(),
+            "k,n,seg\na,1,p\na,1,q\nb,2,r\na,3,p\na,3,q\n"
+        );
+        assert_eq!(
+            joined(JoinKind::Left, &[1, 2]).unwrap(),
+            "k,n,matched,seg\na,1,true,p\nb,2,true,q\nb,2,true,r\na,3,true,p\n"
+        );
+        assert!(
+            joined(JoinKind::Inner, &[1, 1]).is_err(),
+            "a record left over"
+        );
+        assert!(
+            joined(JoinKind::Inner, &[2, 2]).is_err(),
+            "a record missing"
+        );
     }
 }

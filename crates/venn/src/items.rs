@@ -18,6 +18,18 @@ pub struct Items {
     /// The items' records, if they carry any: `record_width` bytes an item, item by item.
     records: Option<Vec<u8>>,
     record_width: usize,
+    /// The records of repeated items' later rows, which deduplication sets aside.
+    repeats: Repeats,
+}
+
+/// The records a repeated item's later rows carry (PSI with payloads where a key has
+/// several rows): each with the item it belongs to, in input order.
+#[derive(Clone, Default, Debug)]
+struct Repeats {
+    /// The (deduplicated) item each record belongs to.
+    of: Vec<u32>,
+    /// `record_width` bytes each.
+    records: Vec<u8>,
 }
 
 impl Items {
@@ -37,6 +49,7 @@ impl Items {
             value_columns: 0,
             records: None,
             record_width: 0,
+            repeats: Repeats::default(),
         }
     }
 
@@ -94,6 +107,13 @@ impl Items {
         self.records.as_deref().map(|r| (r, self.record_width))
     }
 
+    /// The records of repeated items' later rows, which [`Items::deduplicate`] set aside:
+    /// the item each belongs to, and the records ([`Items::records`]' width each), in the
+    /// order the rows came. Empty where no item with a record was repeated.
+    pub fn repeated_records(&self) -> (&[u32], &[u8]) {
+        (&self.repeats.of, &self.repeats.records)
+    }
+
     /// The items' values, if they carry any: [`Items::value_columns`] an item, item by
     /// item.
     pub fn values(&self) -> Option<&[u64]> {
@@ -110,10 +130,12 @@ impl Items {
     pub fn memory(&self) -> u64 {
         let values = self.values.as_ref().map_or(0, Vec::capacity);
         let records = self.records.as_ref().map_or(0, Vec::capacity);
+        let repeats = self.repeats.of.capacity() * 4 + self.repeats.records.capacity();
         (self.data.capacity()
             + self.ends.capacity() * std::mem::size_of::<usize>()
             + values * std::mem::size_of::<u64>()
-            + records) as u64
+            + records
+            + repeats) as u64
     }
 
     /// The number of items.
@@ -186,7 +208,7 @@ impl Items {
     /// Removes every item equal to an earlier one, keeping first appearances in order, and
     /// returns, for each item as it was, the index of its value afterwards. Values of
     /// equal items are added (modulo 2^64) into the one kept; of records, the first's is
-    /// kept.
+    /// the item's and the later ones are set aside ([`Items::repeated_records`]).
     ///
     /// One pass of an open-addressing table of item hashes (linear probing, half full)
     /// under a hash keyed afresh on each call, so that no input can be crafted to collide;
@@ -233,7 +255,15 @@ impl Items {
                 pos = (pos + 1) & mask;
             };
             let k = match found {
-                Some(k) => k as usize,
+                Some(k) => {
+                    if let Some(records) = &self.records {
+                        // Row `i`'s record is intact: records move down only to `kept` <= `i`.
+                        let w = self.record_width;
+                        self.repeats.of.push(k);
+                        (self.repeats.records).extend_from_slice(&records[i * w..(i + 1) * w]);
+                    }
+                    k as usize
+                }
                 None => {
                     self.data.copy_within(start..end, kept_bytes);
                     kept_bytes += end - start;
@@ -549,6 +579,39 @@ mod tests {
                 })
                 .collect();
             proptest::prop_assert_eq!(store.values().unwrap(), &sums[..]);
+        }
+
+        /// Of records, each kept item has its first row's, and every later row's is set
+        /// aside with its item, in row order: together, each row's record exactly once.
+        #[test]
+        fn deduplicate_sets_aside_the_records_of_later_rows(
+            keys in proptest::collection::vec(0u8..5, 0..80),
+            width in 1usize..20,
+        ) {
+            let items: Items = keys.iter().map(|k| [*k]).collect();
+            // Row r's record: its number, then filler.
+            let record = |r: usize| -> Vec<u8> {
+                (0..width).map(|b| if b == 0 { r as u8 } else { 0xA5 }).collect()
+            };
+            let records: Vec<u8> = (0..keys.len()).flat_map(record).collect();
+            let mut store = items.with_records(records, width).unwrap();
+            let index = store.deduplicate();
+            let (all, w) = store.records().unwrap();
+            let (of, repeats) = store.repeated_records();
+            proptest::prop_assert_eq!(w, width);
+            proptest::prop_assert_eq!(of.len() * width, repeats.len());
+            let mut later = of.iter().zip(repeats.chunks(width));
+            let mut seen = std::collections::HashSet::new();
+            for (r, k) in index.iter().enumerate() {
+                let k = *k as usize;
+                if seen.insert(k) {
+                    proptest::prop_assert_eq!(&all[k * width..(k + 1) * width], &record(r)[..]);
+                } else {
+                    let (&item, rec) = later.next().unwrap();
+                    proptest::prop_assert_eq!((item as usize, rec), (k, &record(r)[..]));
+                }
+            }
+            proptest::prop_assert!(later.next().is_none());
         }
     }
 }

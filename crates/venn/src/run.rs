@@ -35,7 +35,9 @@ pub struct RunOptions<'a> {
     pub both: bool,
     /// The protocol's options (`--bins`, `--sigma`).
     pub options: Options,
-    /// The largest set size we accept from the peer (never more than [`MAX_ITEMS`]).
+    /// The largest set size we accept from the peer (never more than [`MAX_ITEMS`]); where
+    /// the peer's keys carry records, its rows (its keys and the repeated rows whose
+    /// records it sends as well).
     pub max_peer_items: u64,
     /// The most memory this party may need, in bytes; a peer whose set would need more is
     /// refused in the handshake, before anything is allocated for it.
@@ -369,7 +371,8 @@ fn session_in_pool<T>(
     chan.key(&key);
     let mut ctx = Context::new(chan, session, prg, opts.progress)
         .with_dealer(opts.dealer)
-        .with_upload_deadline(opts.upload_deadline);
+        .with_upload_deadline(opts.upload_deadline)
+        .with_max_peer_rows(max_peer);
     let value = body(&mut ctx)?;
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());

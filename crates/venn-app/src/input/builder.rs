@@ -1,6 +1,7 @@
 //! Rows and their keys collected as a file (or memory) gives them: keys normalised, empty
 //! ones refused or skipped, values checked, the values of revealed columns kept; the keys
-//! deduplicated once all are in, each with the record of its first row's revealed values.
+//! deduplicated once all are in, each with the record of its first row's revealed values
+//! and its later rows' set aside beside them (all go to the peer: [`venn::Items::repeated_records`]).
 
 use super::{Input, KeyOptions, Row, MAX_VALUE};
 use crate::columns::{padded_width, Layout};
@@ -163,7 +164,8 @@ impl<'a> Builder<'a> {
     }
 
     /// The input, with each distinct key once (in order of first appearance), the values
-    /// of its rows added and the record of its first row's revealed columns; refused if
+    /// of its rows added and the records of its rows' revealed columns (the first's, and
+    /// the later rows' set aside: [`Items::repeated_records`]); refused if
     /// the revealed columns' records are wider than a run carries.
     pub(super) fn finish(mut self, data: Vec<u8>, header: Option<Range<usize>>) -> Result<Input> {
         if let Some(values) = self.values.take() {

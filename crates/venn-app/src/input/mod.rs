@@ -63,7 +63,7 @@ pub struct KeyOptions {
     /// output as they are, so the output keeps it.
     pub delimiter: u8,
     /// `--reveal-columns`: the CSV columns whose values go to the peer with each matched
-    /// key (a repeated key's first row's).
+    /// key (each row's, where a key has several).
     pub reveal_columns: Vec<Revealed>,
 }
 
@@ -151,7 +151,8 @@ pub struct Input {
     pub skipped_empty: usize,
     /// How the keys were taken: what the run plan tells the peer.
     pub form: KeyForm,
-    /// The records of the revealed columns, if any: each key carries its first row's.
+    /// The records of the revealed columns, if any: each key carries its first row's, its
+    /// later rows' are set aside beside them ([`Items::repeated_records`]).
     pub layout: Option<Layout>,
 }
 

@@ -263,12 +263,6 @@ pub(super) fn read(
                 )));
             }
             warn_duplicates(&args.input, counts.duplicates);
-            if counts.duplicates > 0 && source.layout().is_some() {
-                eprintln!(
-                    "venn: warning: a repeated key reveals its first row's columns \
-                     (--reveal-columns) only"
-                );
-            }
             (counts.kept, counts.skipped_empty)
         }
         Read::Split { split, .. } => (split.rows, split.skipped_empty),
@@ -347,7 +341,8 @@ pub(super) struct Connected {
 /// Connect and agree the plan: a precomputed state is read and checked, and keys the
 /// protocol cannot run on (not σ-bit integers) are refused, before the peer is contacted
 /// (a split input's were checked as it was split); then the link, and the run plans. A
-/// file read whole announces its distinct keys (as the session hello does); a split one
+/// file read whole announces its distinct keys (as the session hello does) and the rows
+/// repeating one whose records it reveals (they go to the peer as well); a split one
 /// its rows (its distinct keys are known only bucket by bucket). The state is used up only
 /// once the peer has confirmed the online session.
 ///
@@ -380,7 +375,9 @@ pub(super) fn connect(
             }
             (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
             (opts.options.check_records(checked.role, whole.keys())).map_err(refused)?;
-            let rows = whole.keys().len() as u64;
+            // Its keys, and the repeated rows whose records go to the peer too.
+            let repeated = whole.keys().repeated_records().0.len() as u64;
+            let rows = whole.keys().len() as u64 + repeated;
             Plan {
                 rows,
                 log2_buckets: 0,
@@ -411,6 +408,14 @@ pub(super) fn connect(
         spinner,
     )?;
     (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(checked.role);
+    // The peer's records: their number, its keys' and its repeated rows', is bounded by
+    // the rows it announced, and what they may take here (tags and records, at most one
+    // of each a row) is counted beside the input against --max-memory.
+    if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
+        opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
+        let most = agreed.peer.rows.saturating_mul(width as u64 + 32);
+        opts.input_memory = opts.input_memory.saturating_add(most);
+    }
     Ok(Connected {
         chan,
         agreed,
@@ -582,14 +587,15 @@ pub(super) fn write(
     let written = match &ran.matched {
         Matched::Keys { input, output } => {
             let intersection = output.indices().unwrap_or_default();
-            let records = match output {
-                Output::Records { records, .. } => records.as_slice(),
-                _ => &[],
+            let (records, peer_rows) = match output {
+                Output::Records { records, rows, .. } => (records.as_slice(), rows.as_slice()),
+                _ => (&[][..], &[][..]),
             };
             let joined = JoinedRows {
                 source: &**input,
                 intersection,
                 records,
+                rows: peer_rows,
                 shape: shape(args, ran),
             };
             let rows = Matching {
@@ -600,6 +606,7 @@ pub(super) fn write(
                 source: &**input,
                 intersection,
                 records,
+                rows: peer_rows,
                 shape: shape(args, ran),
                 align: args.align,
                 key: ran.plans,

@@ -475,8 +475,8 @@ pub static OPTIONS: &[RunOption] = &[
          padded to its column's width — `segment:32` for 32 bytes (a longer value is an \
          error naming its line), or the column's longest value rounded up to 16 — and the \
          peer learns the widths, nothing of unmatched rows \
-         ([protocols.md](protocols.md#psi-with-payloads)). A repeated key reveals its first \
-         row's values",
+         ([protocols.md](protocols.md#psi-with-payloads)). A key in several rows reveals each \
+         row's values, and so its number of rows where the peer has it",
     ),
     RunOption::new("peer-columns", Kind::List, Group::Party, |s, v| {
         s.peer_columns = v.list()?;

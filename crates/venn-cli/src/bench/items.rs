@@ -182,10 +182,12 @@ pub(super) fn verify(output: &Output, sizes: Sizes, seed: Block, payload: Option
             indices,
             records,
             width,
+            rows,
         } => (
             Some(indices.len()),
             Some(
                 indices_right(indices)
+                    && rows.iter().all(|&r| r == 1)
                     && payload.is_some_and(|p| records_right(seed, shared, p, records, *width)),
             ),
         ),
@@ -256,6 +258,7 @@ mod tests {
             .copied()
             .collect();
         let output = |records: Vec<u8>| Output::Records {
+            rows: vec![1; indices.len()],
             indices: indices.clone(),
             records,
             width,

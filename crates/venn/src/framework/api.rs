@@ -74,15 +74,19 @@ impl OutputKind {
 pub enum Output {
     /// Sorted indices of this party's items in the intersection.
     Indices(Vec<usize>),
-    /// Sorted indices of this party's items in the intersection, each with the record the
-    /// peer's item of the same key carries (PSI with payloads).
+    /// Sorted indices of this party's items in the intersection, each with the records of
+    /// the peer's rows of the same key (PSI with payloads): one, or more where the peer's
+    /// key has several rows.
     Records {
         /// Sorted indices of this party's items in the intersection.
         indices: Vec<usize>,
-        /// The peer's record for each of them, in the same order: `width` bytes each.
+        /// The peer's records, index by index in the same order, each index's in the
+        /// peer's row order: `width` bytes each.
         records: Vec<u8>,
         /// Bytes a record.
         width: usize,
+        /// For each index, how many of the peer's rows (records) it has: at least one.
+        rows: Vec<u32>,
     },
     /// The size of the intersection.
     Count(u64),

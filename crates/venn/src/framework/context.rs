@@ -42,6 +42,9 @@ pub struct Context<'a> {
     /// The user's deadline for a peer's whole upload, where the protocol has one (rr22-m's
     /// sender); `None`, the protocol's default for the sizes.
     pub upload_deadline: Option<Duration>,
+    /// The most rows the peer may bring, its items and their repeated rows together
+    /// (`--max-peer-items`): bounds what it may announce of repeated rows' records.
+    pub max_peer_rows: u64,
     phases: Vec<Phase>,
     current: Option<(&'static str, bool, Instant)>,
 }
@@ -61,6 +64,7 @@ impl<'a> Context<'a> {
             progress,
             dealer: None,
             upload_deadline: None,
+            max_peer_rows: crate::MAX_ITEMS,
             phases: Vec::new(),
             current: None,
         }
@@ -75,6 +79,14 @@ impl<'a> Context<'a> {
     pub fn with_upload_deadline(self, upload_deadline: Option<Duration>) -> Self {
         Context {
             upload_deadline,
+            ..self
+        }
+    }
+
+    /// The context with the most rows the peer may bring ([`Context::max_peer_rows`]).
+    pub fn with_max_peer_rows(self, max_peer_rows: u64) -> Self {
+        Context {
+            max_peer_rows,
             ..self
         }
     }

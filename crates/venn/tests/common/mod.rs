@@ -285,8 +285,10 @@ pub(crate) fn assert_output(r: &Report, mine: &Items, truth: &[usize], what: &st
             indices,
             records,
             width,
+            rows,
         } => {
             assert_eq!(indices, truth, "{what}");
+            assert!(rows.iter().all(|&r| r == 1), "{what}: one row a key");
             for (k, &i) in indices.iter().enumerate() {
                 let record = &records[k * width..(k + 1) * width];
                 assert_eq!(record, record_of(mine.get(i), *width), "{what}: record {k}");

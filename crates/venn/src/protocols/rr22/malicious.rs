@@ -20,7 +20,7 @@ use super::super::matching::{match_values, send_permuted};
 use super::super::{Context, Output};
 use crate::crypto::{encrypt_under_keys, Block};
 use crate::net::{Reader, Writer};
-use crate::oprf::payloads::{self, PadKey};
+use crate::oprf::payloads::PadKey;
 use crate::session::{CoinToss, CoinTossReply};
 use crate::tables::MatchTable;
 use crate::{Error, Result};
@@ -71,15 +71,14 @@ pub(super) fn send(
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    (records, theirs): (Option<(&[u8], usize)>, Option<u32>),
+    (records, theirs): (Option<super::Own>, Option<u32>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     ctx.phase("send values", false);
     let perm = send_permuted(ctx, &answers, 128)?;
-    if let Some((records, width)) = records {
-        ctx.phase("send records", false);
+    if let Some(own) = records {
         let key = PadKey::of_toss(&ctx.session.id, w[0]);
-        payloads::send(ctx.peer, key, &perm, x, v, records, width)?;
+        super::send_records(ctx, key, &perm, (x, v), own)?;
     }
     if !ctx.session.both {
         return Ok(Output::Nothing);
@@ -98,12 +97,12 @@ pub(super) fn receive(
     w: [Block; 2],
     x: &[Block],
     v: &[Block],
-    (width, own): (Option<usize>, Option<(&[u8], usize)>),
+    (width, own): (Option<usize>, Option<super::Own>),
 ) -> Result<Output> {
     let answers = davies_meyer(w[0], x, v);
     let matches = match_values(ctx, &answers, 128)?;
     let key = PadKey::of_toss(&ctx.session.id, w[0]);
-    let records = super::receive_records(ctx, key, width, &matches, x, v)?;
+    let records = super::receive_records(ctx, key, width, &matches, (x, v))?;
     let mine: Vec<usize> = matches.iter().map(|m| m.0 as usize).collect();
     if ctx.session.both {
         ctx.phase("send intersection", false);
@@ -160,7 +159,7 @@ mod tests {
     use crate::framework::Party;
     use crate::items::Items;
     use crate::net::mem_pair;
-    use crate::oprf::Hashes;
+    use crate::oprf::{payloads, Hashes};
     use crate::options::Options;
     use crate::session::{Role, Session, Sizes};
     use crate::vole::Adversary;
@@ -175,16 +174,23 @@ mod tests {
         item.iter().copied().cycle().take(WIDTH).collect()
     }
 
+    /// The record of `item`'s second row: its bytes reversed, over and over.
+    fn second_record(item: &[u8]) -> Vec<u8> {
+        item.iter().rev().copied().cycle().take(WIDTH).collect()
+    }
+
     fn items(tag: &str, range: std::ops::Range<usize>) -> Vec<String> {
         range.map(|i| format!("{tag}{i}")).collect()
     }
 
     /// What a cheating receiver got: the entries of its items whose answers it matched,
-    /// and those whose sender record it read at some position of the stream.
+    /// those whose sender record it read at some position of the stream, and those whose
+    /// second row's record it found among the repeated rows.
     #[derive(Debug, PartialEq)]
     struct Learned {
         answered: Vec<usize>,
         read: Vec<usize>,
+        second: Vec<usize>,
     }
 
     /// The honest rr22-m sender of `sender` against a receiver of `receiver` that applies
@@ -248,8 +254,25 @@ mod tests {
                         mine.chunks(WIDTH).any(|r| r == record(receiver.get(k)))
                     })
                     .collect();
+                // Every own item's rows looked for, matched or not.
+                let all: Vec<(u32, u32)> = (0..n_r as u32).map(|k| (k, 0)).collect();
+                let (most, n) = (u64::MAX, n_r as u64);
+                let rows = (keys.as_slice(), values.as_slice());
+                let later = payloads::receive_repeats(ctx.peer, key, most, n, WIDTH, &all, rows)?;
+                let mut at = later.records.chunks(WIDTH);
+                let second = (0..n_r)
+                    .filter(|&k| {
+                        let found: Vec<&[u8]> =
+                            at.by_ref().take(later.counts[k] as usize).collect();
+                        found.contains(&&second_record(receiver.get(k))[..])
+                    })
+                    .collect();
                 let answered = matches.iter().map(|m| m.0 as usize).collect();
-                Ok(Learned { answered, read })
+                Ok(Learned {
+                    answered,
+                    read,
+                    second,
+                })
             });
             let sent = honest.join().unwrap();
             assert!(matches!(sent, Ok(Output::Nothing)), "{sent:?}");
@@ -263,14 +286,22 @@ mod tests {
     /// sender's 400 items and 50 others; beside them it encodes 50 more of the sender's
     /// items as a receiver holding them would (what a larger set, up to m items, gets in
     /// any case) and, at 100 more of them, values that are not H^B's (another hash of
-    /// the item). Then an OKVS of nothing but such values: no answer, no record.
+    /// the item). Every other sender item has a second row, whose record it finds exactly
+    /// for the even items among its answers. Then an OKVS of nothing but such values: no
+    /// answer, no record, no second row.
     #[test]
     fn a_cheating_receiver_reads_no_record_beyond_its_answers() {
-        let sender: Items = items("y", 0..400).into_iter().collect();
-        let records = (0..sender.len())
-            .flat_map(|i| record(sender.get(i)))
+        let sender: Items = (items("y", 0..400).into_iter())
+            .chain((0..400).step_by(2).map(|i| format!("y{i}")))
             .collect();
-        let sender = sender.with_records(records, WIDTH).unwrap();
+        let records = (0..sender.len())
+            .flat_map(|i| match i < 400 {
+                true => record(sender.get(i)),
+                false => second_record(sender.get(i)),
+            })
+            .collect();
+        let mut sender = sender.with_records(records, WIDTH).unwrap();
+        sender.deduplicate();
         // Entries 0..100 shared, 100..150 its own, 150..250 garbage, 250..300 extra.
         let receiver: Items = (items("y", 0..100).into_iter())
             .chain(items("x", 0..50))
@@ -287,11 +318,14 @@ mod tests {
             }
         });
         let encoded: Vec<usize> = (0..100).chain(250..300).collect();
+        // Entry e holds y_e (e < 100) or y_(e - 50) (e >= 150): even items have two rows.
+        let second = encoded.iter().copied().filter(|e| e % 2 == 0).collect();
         assert_eq!(
             learned,
             Learned {
                 answered: encoded.clone(),
-                read: encoded
+                read: encoded,
+                second,
             }
         );
         let learned = cheat(&sender, &receiver, |keys, values| {
@@ -300,6 +334,7 @@ mod tests {
         let nothing = Learned {
             answered: vec![],
             read: vec![],
+            second: vec![],
         };
         assert_eq!(learned, nothing, "a garbage OKVS reads no record at all");
     }

@@ -32,7 +32,7 @@ use crate::crypto::Block;
 use crate::items::Items;
 use crate::net::Writer;
 use crate::okvs;
-use crate::oprf::payloads::{self, PadKey};
+use crate::oprf::payloads::{self, PadKey, Repeated};
 use crate::oprf::{self, Hashes};
 use crate::session::{Role, ShareSent};
 use crate::state::{StateReader, StateWriter};
@@ -146,15 +146,19 @@ static INFO_M: ProtocolInfo = ProtocolInfo {
 const RECORDS_LEAKAGE: &str = "The receiver learns, beside the intersection, the sender's \
     record of each item it matched and the records' width: every sender record is sent, \
     padded to that width under its item's OPRF value, so the unmatched ones stay \
-    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
-    records, the sender learns the receiver's record of each matched item.";
+    pseudorandom to it; the sender learns nothing more. Where the sender's keys have \
+    several rows, each row's record goes, so the receiver learns too the number of rows of \
+    each matched key and the sender's rows in all. With --both and the receiver's records, \
+    the sender learns the receiver's records (one a row) of each matched item.";
 
 /// What rr22-m's records reveal: rr22's, and what a cheating receiver gets.
 const RECORDS_LEAKAGE_M: &str = "The receiver learns, beside the intersection, the \
     sender's record of each item it matched and the records' width: every sender record is \
     sent, padded to that width under its item's OPRF value, so the unmatched ones stay \
-    pseudorandom to it; the sender learns nothing more. With --both and the receiver's \
-    records, the sender learns the receiver's record of each matched item. A cheating \
+    pseudorandom to it; the sender learns nothing more. Where the sender's keys have \
+    several rows, each row's record goes, so the receiver learns too the number of rows of \
+    each matched key and the sender's rows in all. With --both and the receiver's records, \
+    the sender learns the receiver's records (one a row) of each matched item. A cheating \
     receiver reads a record only where it gets an answer, so the bound on its extra \
     answers (cheating_receiver) bounds its extra records.";
 
@@ -331,49 +335,82 @@ impl TypedProtocol for Rr22 {
     }
 }
 
+/// The records this party's `items` carry to the peer, if the run carries any: checked
+/// against the run's options (as [`crate::run`] did before the handshake), so of the
+/// agreed width.
+fn own_records<'a>(ctx: &Context, items: &'a Items) -> Result<Option<Own<'a>>> {
+    (ctx.session.options).check_records(ctx.session.role, items)?;
+    Ok(items.records().map(|first| Own {
+        first,
+        repeats: items.repeated_records(),
+    }))
+}
+
+/// A party's own records: each item's first row's, of their width, and its repeated
+/// rows' ([`Items::repeated_records`]).
+#[derive(Clone, Copy)]
+struct Own<'a> {
+    first: (&'a [u8], usize),
+    repeats: (&'a [u32], &'a [u8]),
+}
+
+/// The most repeated rows the peer may send: the rows it may bring less its items.
+fn most_repeats(ctx: &Context) -> u64 {
+    let peer = match ctx.session.role {
+        Role::Sender => ctx.session.n_receiver,
+        Role::Receiver => ctx.session.n_sender,
+    };
+    ctx.max_peer_rows.saturating_sub(peer)
+}
+
+/// The sender's records after its answers, in their order `perm`, under `key`: each
+/// item's first row's, then its repeated rows' ([`payloads::send_repeats`]).
+fn send_records(
+    ctx: &mut Context,
+    key: PadKey,
+    perm: &[u32],
+    (x, v): (&[Block], &[Block]),
+    own: Own,
+) -> Result<()> {
+    ctx.phase("send records", false);
+    let (records, width) = own.first;
+    payloads::send(ctx.peer, key, perm, x, v, records, width)?;
+    let n_r = ctx.session.n_receiver;
+    payloads::send_repeats(ctx.peer, key, &mut ctx.prg, (x, v), own.repeats, width, n_r)
+}
+
 /// The receiver's records for its `matches` (own entry, sender position) under `key`,
 /// where the run carries records of `width` bytes: made with its item blocks `x` and
-/// OPRF values `v` ([`payloads::receive`]).
+/// OPRF values `v` ([`payloads::receive`], [`payloads::receive_repeats`]).
 fn receive_records(
     ctx: &mut Context,
     key: PadKey,
     width: Option<usize>,
     matches: &[(u32, u32)],
-    x: &[Block],
-    v: &[Block],
-) -> Result<Option<(Vec<u8>, usize)>> {
+    (x, v): (&[Block], &[Block]),
+) -> Result<Option<(Vec<u8>, Repeated, usize)>> {
     let Some(width) = width else { return Ok(None) };
     ctx.phase("receive records", false);
     let n_s = ctx.session.n_sender as usize;
-    let records = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
-    Ok(Some((records, width)))
-}
-
-/// The records this party's `items` carry to the peer, if the run carries any: checked
-/// against the run's options (as [`crate::run`] did before the handshake), so of the
-/// agreed width.
-fn own_records<'a>(ctx: &Context, items: &'a Items) -> Result<Option<(&'a [u8], usize)>> {
-    (ctx.session.options).check_records(ctx.session.role, items)?;
-    Ok(items.records())
+    let first = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
+    let (most, n_r) = (most_repeats(ctx), ctx.session.n_receiver);
+    let repeats = payloads::receive_repeats(ctx.peer, key, most, n_r, width, matches, (x, v))?;
+    Ok(Some((first, repeats, width)))
 }
 
 /// The receiver's records of its `matched` entries, in that order, if it has records (a
 /// run with them has `--both`): after the positions or tags that name them to the sender.
-fn send_own_records(
-    ctx: &mut Context,
-    records: Option<(&[u8], usize)>,
-    matched: &[usize],
-) -> Result<()> {
-    let Some((records, width)) = records else {
+fn send_own_records(ctx: &mut Context, own: Option<Own>, matched: &[usize]) -> Result<()> {
+    let Some(own) = own else {
         return Ok(());
     };
     ctx.phase("send records", false);
-    payloads::send_revealed(ctx.peer, matched, records, width)
+    payloads::send_revealed(ctx.peer, matched, own.first, own.repeats)
 }
 
 /// The sender's output with `--both`: its items the receiver `matched` (in the order it
-/// named them), sorted, each with the receiver's record where the run carries records of
-/// `width` bytes that way.
+/// named them), sorted, each with the receiver's records where the run carries records
+/// of `width` bytes that way.
 fn sender_with_records(
     ctx: &mut Context,
     matched: Vec<usize>,
@@ -387,20 +424,17 @@ fn sender_with_records(
         }
         Some(width) => {
             ctx.phase("receive records", false);
-            payloads::receive_revealed(ctx.peer, matched, width as usize)
+            let most = most_repeats(ctx);
+            payloads::receive_revealed(ctx.peer, matched, width as usize, most)
         }
     }
 }
 
 /// The receiver's output: its `indices`, with the records read for them if any.
-fn with_records(indices: Vec<usize>, records: Option<(Vec<u8>, usize)>) -> Output {
+fn with_records(indices: Vec<usize>, records: Option<(Vec<u8>, Repeated, usize)>) -> Output {
     match records {
         None => Output::Indices(indices),
-        Some((records, width)) => Output::Records {
-            indices,
-            records,
-            width,
-        },
+        Some((first, repeats, width)) => payloads::with_repeats(indices, first, repeats, width),
     }
 }
 
@@ -457,10 +491,9 @@ impl Party for Rr22Sender {
                 Hashes::hash(&hashes.h_o, &mut values);
                 ctx.phase("send values", false);
                 let perm = send_permuted(ctx, &values, p.out_bits)?;
-                if let (Some((records, width)), Some(v)) = (records, &oprf_values) {
-                    ctx.phase("send records", false);
+                if let (Some(own), Some(v)) = (records, &oprf_values) {
                     let key = PadKey::of_session(&ctx.session.id);
-                    payloads::send(ctx.peer, key, &perm, &keys, v, records, width)?;
+                    send_records(ctx, key, &perm, (&keys, v), own)?;
                 }
                 if !ctx.session.both {
                     return Ok(Output::Nothing);
@@ -570,7 +603,7 @@ impl Party for Rr22Receiver {
                 let matches = match_values(ctx, &values, p.out_bits)?;
                 drop(values);
                 let key = PadKey::of_session(&ctx.session.id);
-                let records = receive_records(ctx, key, width, &matches, &keys, &oprf)?;
+                let records = receive_records(ctx, key, width, &matches, (&keys, &oprf))?;
                 let indices = receiver_indices(ctx, &matches)?;
                 send_own_records(ctx, own, &indices)?;
                 Ok(with_records(indices, records))
