@@ -351,16 +351,7 @@ pub(crate) fn receive_repeats(
     (x, v): (&[Block], &[Block]),
 ) -> Result<Repeated> {
     check_width(width)?;
-    let msg = chan.recv_exact(8, "the number of repeated rows")?;
-    let mut r = Reader::new(&msg, "the number of repeated rows");
-    let repeats = r.u64()?;
-    r.finish()?;
-    if repeats > most {
-        return Err(Error::protocol(
-            format!("at most {most} repeated rows (the peer's rows less its items)"),
-            format!("{repeats} rows"),
-        ));
-    }
+    let repeats = recv_repeats_count(chan, most)?;
     let mut out = Repeated {
         counts: vec![0; matches.len()],
         records: Vec::new(),
@@ -445,6 +436,22 @@ pub(crate) fn receive_repeats(
             .extend_from_slice(&got[f * width..(f + 1) * width]);
     }
     Ok(out)
+}
+
+/// The peer's number of repeated rows, refused past `most` (the rows it may bring less
+/// its items).
+fn recv_repeats_count(chan: &mut dyn Channel, most: u64) -> Result<u64> {
+    let msg = chan.recv_exact(8, "the number of repeated rows")?;
+    let mut r = Reader::new(&msg, "the number of repeated rows");
+    let count = r.u64()?;
+    r.finish()?;
+    if count > most {
+        return Err(Error::protocol(
+            format!("at most {most} repeated rows (the peer's rows less its items)"),
+            format!("{count} rows"),
+        ));
+    }
+    Ok(count)
 }
 
 /// A tag's first (up to) 8 bytes as a number, for sorting and searching.
@@ -536,16 +543,7 @@ pub(crate) fn receive_revealed(
             records[p * width..(p + 1) * width].copy_from_slice(record);
         }
     }
-    let msg = chan.recv_exact(8, "the number of repeated rows")?;
-    let mut r = Reader::new(&msg, "the number of repeated rows");
-    let total = r.u64()?;
-    r.finish()?;
-    if total > most {
-        return Err(Error::protocol(
-            format!("at most {most} repeated rows (the peer's rows less its items)"),
-            format!("{total} rows"),
-        ));
-    }
+    let total = recv_repeats_count(chan, most)?;
     let mut repeated = Repeated {
         counts: vec![0; matched.len()],
         records: Vec::new(),
