@@ -290,6 +290,11 @@ struct BenchCli {
     /// each party's read time, the protocol's own total, and the wall time of both.
     #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net"])]
     files: bool,
+    /// With --files, what the receiver writes (comma-separated: a row for each): none (its
+    /// shared rows as they are), inner (with the sender's two columns revealed and
+    /// appended), left (every row, with `matched` and the sender's columns).
+    #[arg(long, value_delimiter = ',', default_value = "none", value_parser = bench::FilesJoin::parse, requires = "files")]
+    join: Vec<bench::FilesJoin>,
     /// Instead, run Thunder through `venn cloud` (a service, two clients uploading the
     /// `--files` CSV files, a run per `--workers` count with worker processes of
     /// `--threads` threads each): upload, run and CPU times, pairings per second per core.
@@ -583,6 +588,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
             offlines: &b.offline,
             payloads: &b.payload,
             files: b.files,
+            joins: &b.join,
             json: b.json,
             timeout: b.timeout,
         });

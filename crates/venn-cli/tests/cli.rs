@@ -765,6 +765,26 @@ fn bench_runs_a_payload_row_beside_the_plain_one() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "", "no table begun");
 }
 
+/// `venn bench --files` runs both tools end to end and checks each output byte for byte:
+/// the shared rows as they are, and with `--join inner` and `left` the sender's columns
+/// revealed and appended (every row verified).
+#[test]
+fn bench_files_verifies_each_join_kind() {
+    let tmp = tmp();
+    let o = venn()
+        .env("TMPDIR", tmp.path())
+        .args(["bench", "--files", "--protocol", "rr22", "--log2n", "6"])
+        .args(["--join", "none,inner,left"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for label in ["rr22 ", "rr22/inner", "rr22/left"] {
+        let line = out.lines().find(|l| l.starts_with(label));
+        assert!(line.is_some_and(|l| l.ends_with("yes")), "{label}: {out}");
+    }
+}
+
 /// `venn bench --files` and `--thunder` refuse a size they do not run before running the
 /// smaller ones: no table is printed (not even its head), and the refusal is the one the
 /// size would meet.

@@ -5,7 +5,9 @@
 //! processes of this binary over loopback, the receiver writing its output. Reported: each
 //! party's time to read its file (parse, deduplicate), the protocol's own total as the
 //! receiver reports it, the wall time of the two processes, and their ratio. The output
-//! file must be exactly the receiver's shared rows, in input order, byte for byte.
+//! file must be exactly the receiver's shared rows, in input order, byte for byte — or,
+//! with `--join inner` or `left`, what that join gives with the sender's two columns
+//! revealed ([`FilesJoin`]).
 
 use super::process::{finish, this_binary};
 use super::table::{self, TableRow};
@@ -21,10 +23,84 @@ use std::time::Instant;
 /// `scripts/gen-rows.py`.
 const MUL: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
 
+/// What the receiver's output holds in a `--files` run (`--join`, a row for each).
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum FilesJoin {
+    /// Its shared rows as they are: no columns revealed.
+    None,
+    /// Its shared rows, the sender's `amount` and `region` appended.
+    Inner,
+    /// Every row, with `matched` and the sender's columns where it is true.
+    Left,
+}
+
+impl FilesJoin {
+    /// The kind `--join` names.
+    pub(crate) fn parse(name: &str) -> std::result::Result<FilesJoin, String> {
+        match name {
+            "none" => Ok(FilesJoin::None),
+            "inner" => Ok(FilesJoin::Inner),
+            "left" => Ok(FilesJoin::Left),
+            _ => Err(format!("a join is none, inner or left, not '{name}'")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FilesJoin::None => "none",
+            FilesJoin::Inner => "inner",
+            FilesJoin::Left => "left",
+        }
+    }
+
+    /// The file of the receiver's expected output.
+    fn expected(self) -> String {
+        format!("expected-{}.csv", self.name())
+    }
+
+    /// The arguments of `role`'s party for this join.
+    fn args(self, role: &str) -> &'static [&'static str] {
+        match (self, role) {
+            (FilesJoin::None, _) => &[],
+            (_, "send") => &["--reveal-columns", "amount,region"],
+            (FilesJoin::Inner, _) => &["--peer-columns", "amount,region"],
+            (FilesJoin::Left, _) => &["--peer-columns", "amount,region", "--join", "left"],
+        }
+    }
+
+    /// The receiver's output row of number `k`'s row, shared (`k < n`) or not.
+    fn write_output(self, out: &mut impl Write, k: u64, n: u64) -> std::io::Result<()> {
+        let key = (k as u128).wrapping_mul(MUL);
+        let (amount, region) = (k % 100_000, k % 97);
+        match (self, k < n) {
+            (FilesJoin::None, true) => writeln!(out, "{key:032x},{amount},r{region}"),
+            (FilesJoin::Inner, true) => {
+                writeln!(out, "{key:032x},{amount},r{region},{amount},r{region}")
+            }
+            (FilesJoin::Left, true) => {
+                writeln!(out, "{key:032x},{amount},r{region},true,{amount},r{region}")
+            }
+            (FilesJoin::Left, false) => writeln!(out, "{key:032x},{amount},r{region},false,,"),
+            (_, false) => Ok(()),
+        }
+    }
+
+    /// The receiver's output header.
+    fn header(self) -> &'static [u8] {
+        match self {
+            FilesJoin::None => b"key,amount,region\n",
+            FilesJoin::Inner => b"key,amount,region,amount,region\n",
+            FilesJoin::Left => b"key,amount,region,matched,amount,region\n",
+        }
+    }
+}
+
 /// One row of `--files`.
 #[derive(Serialize, Clone, Debug)]
 pub(super) struct FilesRow {
     pub protocol: String,
+    pub join: FilesJoin,
     pub log2n: u32,
     pub read_sender_s: f64,
     pub read_receiver_s: f64,
@@ -49,8 +125,9 @@ fn write_row(out: &mut impl Write, k: u64) -> std::io::Result<()> {
     writeln!(out, "{key:032x},{},r{}", k % 100_000, k % 97)
 }
 
-/// Writes both parties' files for n = 2^log2n, and the receiver's expected output.
-pub(super) fn make_files(dir: &Path, log2n: u32) -> Result<()> {
+/// Writes both parties' files for n = 2^log2n, and the receiver's expected output for
+/// each of `joins`.
+pub(super) fn make_files(dir: &Path, log2n: u32, joins: &[FilesJoin]) -> Result<()> {
     let n = 1u64 << log2n;
     let file = |name: &str| -> Result<std::io::BufWriter<std::fs::File>> {
         Ok(std::io::BufWriter::with_capacity(
@@ -58,9 +135,15 @@ pub(super) fn make_files(dir: &Path, log2n: u32) -> Result<()> {
             std::fs::File::create(dir.join(name))?,
         ))
     };
-    let (mut s, mut r, mut expected) = (file("s.csv")?, file("r.csv")?, file("expected.csv")?);
-    for w in [&mut s, &mut r, &mut expected] {
+    let (mut s, mut r) = (file("s.csv")?, file("r.csv")?);
+    let mut expected: Vec<_> = (joins.iter())
+        .map(|j| file(&j.expected()))
+        .collect::<Result<_>>()?;
+    for w in [&mut s, &mut r] {
         w.write_all(b"key,amount,region\n")?;
+    }
+    for (w, join) in expected.iter_mut().zip(joins) {
+        w.write_all(join.header())?;
     }
     for k in 0..n {
         write_row(&mut s, k)?;
@@ -68,18 +151,23 @@ pub(super) fn make_files(dir: &Path, log2n: u32) -> Result<()> {
     for j in 0..n {
         let k = receiver_number(j, n);
         write_row(&mut r, k)?;
-        if k < n {
-            write_row(&mut expected, k)?;
+        for (w, join) in expected.iter_mut().zip(joins) {
+            join.write_output(w, k, n)?;
         }
     }
-    for w in [s, r, expected] {
+    for w in [s, r].into_iter().chain(expected) {
         w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     }
     Ok(())
 }
 
-/// Starts `venn ROLE` on the files in `dir`.
-fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<Child> {
+/// Starts `venn ROLE` on the files in `dir`, for the output of `join`.
+fn start(
+    dir: &Path,
+    role: &str,
+    (protocol, join): (&str, FilesJoin),
+    endpoint: [&str; 2],
+) -> Result<Child> {
     let (input, stats) = match role {
         "send" => ("s.csv", "s.json"),
         _ => ("r.csv", "r.json"),
@@ -89,6 +177,7 @@ fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<
         .args([role, "--protocol", protocol, "--input", input])
         .args(["--stats-json", stats])
         .args(endpoint)
+        .args(join.args(role))
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if role == "receive" {
@@ -106,8 +195,9 @@ fn stats(path: &Path) -> Result<serde_json::Value> {
     serde_json::from_str(&text).map_err(|e| Failure::Bench(format!("{}: {e}", path.display())))
 }
 
-/// One end-to-end run in `dir` (which holds the files).
-fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
+/// One end-to-end run of `protocol` for the output of `join` in `dir` (which holds the
+/// files).
+fn run_once(dir: &Path, (protocol, join): (&str, FilesJoin), log2n: u32) -> Result<FilesRow> {
     let _ = std::fs::remove_file(dir.join("out.csv"));
     // Both start at once, as two organisations would: the port is chosen beforehand (a
     // free one the system hands out, released just before the receiver takes it).
@@ -115,8 +205,8 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
         .local_addr()?
         .to_string();
     let began = Instant::now();
-    let receiver = start(dir, "receive", protocol, ["--listen", &addr])?;
-    let sender = start(dir, "send", protocol, ["--connect", &addr])?;
+    let receiver = start(dir, "receive", (protocol, join), ["--listen", &addr])?;
+    let sender = start(dir, "send", (protocol, join), ["--connect", &addr])?;
     let sent = finish(sender, "venn send");
     let received = finish(receiver, "venn receive");
     let end_to_end_s = began.elapsed().as_secs_f64();
@@ -125,9 +215,10 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
     let seconds = |v: &serde_json::Value, field: &str| v[field].as_f64().unwrap_or(f64::NAN);
     let protocol_s = seconds(&r, "total_seconds");
     let out = std::fs::read(dir.join("out.csv"))?;
-    let verified = out == std::fs::read(dir.join("expected.csv"))?;
+    let verified = out == std::fs::read(dir.join(join.expected()))?;
     Ok(FilesRow {
         protocol: protocol.to_string(),
+        join,
         log2n,
         read_sender_s: seconds(&s, "input_seconds"),
         read_receiver_s: seconds(&r, "input_seconds"),
@@ -140,10 +231,11 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
     })
 }
 
-/// `venn bench --files`: each row the run with the median ratio of `repeat` (protocols
-/// interleaved within each repetition), once every n is one it runs.
+/// `venn bench --files`: for each protocol and join, a row the run with the median ratio
+/// of `repeat` (rows interleaved within each repetition), once every n is one it runs.
 pub(super) fn bench_files(
     protocols: &[String],
+    joins: &[FilesJoin],
     log2ns: &[u32],
     repeat: usize,
     json: bool,
@@ -155,7 +247,7 @@ pub(super) fn bench_files(
     }
     let mut rows = Vec::new();
     for &log2n in log2ns {
-        let at = measure_at(scratch.path(), protocols, log2n, repeat)?;
+        let at = measure_at(scratch.path(), protocols, joins, log2n, repeat)?;
         table::keep(at, json, &mut rows)?;
     }
     if json {
@@ -168,7 +260,7 @@ pub(super) fn bench_files(
 fn print_header() {
     out!(
         "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
-         {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+         {:<12} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
         table::cpu_line(),
         "protocol",
         "log2n",
@@ -182,16 +274,20 @@ fn print_header() {
     );
 }
 
-/// Each protocol on the files of n = 2^log2n in `dir` (made first), `repeat` times
-/// interleaved: the median run of each.
+/// Each protocol and join on the files of n = 2^log2n in `dir` (made first), `repeat`
+/// times interleaved: the median run of each.
 fn measure_at(
     dir: &Path,
     protocols: &[String],
+    joins: &[FilesJoin],
     log2n: u32,
     repeat: usize,
 ) -> Result<Vec<FilesRow>> {
-    make_files(dir, log2n)?;
-    let runs = table::interleaved(repeat, protocols, |p| run_once(dir, p, log2n))?;
+    make_files(dir, log2n, joins)?;
+    let rows: Vec<(&str, FilesJoin)> = (protocols.iter())
+        .flat_map(|p| joins.iter().map(move |&j| (p.as_str(), j)))
+        .collect();
+    let runs = table::interleaved(repeat, &rows, |&row| run_once(dir, row, log2n))?;
     Ok((runs.into_iter())
         .map(|r| table::median(r, |r| r.verified, |r| r.ratio))
         .collect())
@@ -204,15 +300,20 @@ impl TableRow for FilesRow {
 
     fn wrong(&self) -> String {
         format!(
-            "{} at n = 2^{}: the output file is not the shared rows",
-            self.protocol, self.log2n
+            "{} at n = 2^{}: the output file is not the shared rows ({} join)",
+            self.protocol,
+            self.log2n,
+            self.join.name()
         )
     }
 
     fn print(&self) {
         out!(
-            "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
-            self.protocol,
+            "{:<12} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
+            match self.join {
+                FilesJoin::None => self.protocol.clone(),
+                join => format!("{}/{}", self.protocol, join.name()),
+            },
             self.log2n,
             self.read_sender_s,
             self.read_receiver_s,

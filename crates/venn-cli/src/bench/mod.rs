@@ -17,6 +17,7 @@ mod table;
 mod thunder;
 
 use crate::failure::{Failure, Result};
+pub(crate) use files::FilesJoin;
 pub(crate) use items::bench_input_memory;
 pub(crate) use network::{parse_net, parse_net_arg};
 pub(crate) use party::{BenchLink, BenchParty};
@@ -136,6 +137,8 @@ pub(crate) struct BenchOptions<'a> {
     pub payloads: &'a [PayloadRow],
     /// Run `venn send` and `venn receive` end to end on CSV files instead.
     pub files: bool,
+    /// With `files`: what the receiver's output holds, a row for each.
+    pub joins: &'a [FilesJoin],
     pub json: bool,
     pub timeout: u64,
 }
@@ -248,7 +251,7 @@ fn bench_files(o: &BenchOptions, variants: &[Variant]) -> Result<()> {
         ))
         .into());
     }
-    files::bench_files(o.protocols, o.log2ns, o.repeat, o.json)
+    files::bench_files(o.protocols, o.joins, o.log2ns, o.repeat, o.json)
 }
 
 /// The thread counts of the rows: each bounded to the cores; one that becomes another's

@@ -23,7 +23,7 @@
 mod clients;
 mod service;
 
-use super::files::make_files;
+use super::files::{make_files, FilesJoin};
 use super::table::{self, TableRow};
 use super::ScratchDir;
 use crate::failure::{Failure, Result};
@@ -163,7 +163,7 @@ fn measure_at(
     threads: usize,
 ) -> Result<Vec<ThunderRow>> {
     clear(dir)?;
-    make_files(dir, log2n)?;
+    make_files(dir, log2n, &[FilesJoin::None])?;
     let service = Service::start(dir)?;
     // The third client of a three-party run uploads the first one's file again (its own
     // key): the expected rows stay the second client's shared ones.
