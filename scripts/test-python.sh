@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python package's suite: crates/venn-python/tests in a fresh virtual environment with
-# pytest, pandas and Ray from PyPI, against the package and the `venn` command line (VENN_BIN,
+# pytest, pandas, pyarrow and Ray from PyPI, against the package and the `venn` command line (VENN_BIN,
 # or a release build of it): a Python party facing a CLI party, the Thunder service, and a
 # local Ray cluster the tests start.
 #
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 venv=target/python-venv
 rm -rf "$venv" target/wheels
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check pytest pandas "ray>=2.40,<3"
+"$venv/bin/pip" install --quiet --disable-pip-version-check pytest pandas pyarrow "ray>=2.40,<3"
 if [ -n "${VENN_MODULE:-}" ]; then
     site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     cp -r crates/venn-python/python/venn "$site/venn"

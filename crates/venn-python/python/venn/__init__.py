@@ -15,7 +15,9 @@ Intersection(matched=[1], count=1)
 
 :func:`send_file` and :func:`receive_file` run a party on a file instead, as the command
 line does (CSV separated by commas, semicolons, tabs or bars, or lines; the matched rows
-written as they are); :func:`keygen` makes the key and certificate of ``venn keygen``.
+written as they are, with the peer's revealed columns); :func:`intersect_frame` joins a
+pandas DataFrame (or a pyarrow Table) with the peer's rows as ``pandas.merge`` would;
+:func:`keygen` makes the key and certificate of ``venn keygen``.
 
 The GIL is released while a party runs, so other Python threads go on. For PSI through
 a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`.
@@ -271,6 +273,7 @@ def receive_file(
     *,
     column: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
+    reveal_columns: Union[str, Sequence[str], None] = None,
     join: str = "inner",
     align: str = "none",
     delimiter: str = ",",
@@ -281,45 +284,18 @@ def receive_file(
     header and every row whose key the peer also holds are written to ``output`` as they
     are in the file (its delimiter too), in file order (``RunResult.rows_written``), with
     the sender's ``peer_columns`` appended to each (the columns its ``reveal_columns``
-    names, in order); ``join="left"`` writes every row with a ``matched`` column,
-    ``join="difference"`` the rows whose key the peer lacks; a count, a sum or a
-    threshold's answer as JSON. With ``both=True``, ``align="inner"`` (or ``"outer"``)
-    writes the rows in the order the sender's aligned output has them. The file is read as
-    for :func:`send_file`; other options as for :func:`send`.
+    names, in order; a row once for each of the sender's rows of its key);
+    ``join="left"`` writes every row with a ``matched`` column, ``join="difference"`` the
+    rows whose key the peer lacks; a count, a sum or a threshold's answer as JSON. With
+    ``both=True``, the receiver's ``reveal_columns`` go to the sender as the sender's go
+    to it, and ``align="inner"`` (or ``"outer"``) writes the rows in the order the
+    sender's aligned output has them. The file is read as for
+    :func:`send_file`; other options as for :func:`send`.
     """
     return _file_party(
-        "receive", input, output, column, None, None, peer_columns, join, align, delimiter, format, options
+        "receive", input, output, column, None, reveal_columns, peer_columns, join, align, delimiter,
+        format, options,
     )
-
-
-def intersect_frame(
-    frame: pandas.DataFrame,
-    column: str,
-    *,
-    role: str = "receive",
-    **options: Unpack[PartyOptions],
-) -> pandas.DataFrame:
-    """The rows of ``frame`` whose ``column`` value the peer also holds, in frame order
-    (for a party that learns the intersection; otherwise an error). ``role`` is
-    ``"receive"`` or ``"send"`` (with ``both=True``); ``options`` as for :func:`receive`.
-    Values are keys as they are: strings, bytes, missing values (empty keys, see
-    ``skip_empty``), or anything else by ``str()``.
-    """
-    if role not in ("send", "receive"):
-        raise UsageError("role is 'send' or 'receive'")
-    import pandas  # the frame's own library, so present
-
-    keys = [
-        v if isinstance(v, (str, bytes)) else None if pandas.isna(v) else str(v)
-        for v in _column(frame, column).tolist()
-    ]
-    party = send if role == "send" else receive
-    result = party(keys, **options)
-    if result.matched is None:
-        raise UsageError(
-            f"this party learns no rows in protocol {result.protocol!r} as the {role} side"
-        )
-    return frame.iloc[result.matched]
 
 
 def _column(frame: pandas.DataFrame, column: str) -> pandas.Series:
@@ -331,3 +307,4 @@ def _column(frame: pandas.DataFrame, column: str) -> pandas.Series:
 
 
 from . import cloud  # noqa: E402  (it uses the names above)
+from .frames import intersect_frame  # noqa: E402  (it uses the names above)
