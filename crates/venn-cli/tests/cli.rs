@@ -980,8 +980,11 @@ fn rr22_m_params_state_the_bound_on_a_cheating_receiver() {
                    record of each item it matched and the records' width: every sender \
                    record is sent, padded to that width under its item's OPRF value, so the \
                    unmatched ones stay pseudorandom to it; the sender learns nothing more. \
-                   With --both and the receiver's records, the sender learns the receiver's \
-                   record of each matched item.";
+                   Where the sender's keys have several rows, each row's record goes, so the \
+                   receiver learns too the number of rows of each matched key and the \
+                   sender's rows in all. With --both and the receiver's records, the sender \
+                   learns the receiver's records of each matched item, one for each of its \
+                   rows.";
     let o = venn()
         .args(["params", "--protocol", "rr22", "--log2n", "8"])
         .output()

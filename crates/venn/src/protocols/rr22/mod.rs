@@ -149,7 +149,8 @@ const RECORDS_LEAKAGE: &str = "The receiver learns, beside the intersection, the
     pseudorandom to it; the sender learns nothing more. Where the sender's keys have \
     several rows, each row's record goes, so the receiver learns too the number of rows of \
     each matched key and the sender's rows in all. With --both and the receiver's records, \
-    the sender learns the receiver's records (one a row) of each matched item.";
+    the sender learns the receiver's records of each matched item, one for each of its \
+    rows.";
 
 /// What rr22-m's records reveal: rr22's, and what a cheating receiver gets.
 const RECORDS_LEAKAGE_M: &str = "The receiver learns, beside the intersection, the \
@@ -158,7 +159,8 @@ const RECORDS_LEAKAGE_M: &str = "The receiver learns, beside the intersection, t
     pseudorandom to it; the sender learns nothing more. Where the sender's keys have \
     several rows, each row's record goes, so the receiver learns too the number of rows of \
     each matched key and the sender's rows in all. With --both and the receiver's records, \
-    the sender learns the receiver's records (one a row) of each matched item. A cheating \
+    the sender learns the receiver's records of each matched item, one for each of its \
+    rows. A cheating \
     receiver reads a record only where it gets an answer, so the bound on its extra \
     answers (cheating_receiver) bounds its extra records.";
 
