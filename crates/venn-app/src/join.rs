@@ -153,6 +153,15 @@ impl<'e> Batches<'e> {
         Ok(())
     }
 
+    /// Hands on `batch` as it is, after the rows made so far.
+    pub fn pass(&mut self, batch: RowBatch) -> io::Result<()> {
+        if !self.out.is_empty() {
+            (self.each)(RowBatch::Text(&self.out))?;
+            self.out.clear();
+        }
+        (self.each)(batch)
+    }
+
     /// Hands on what is left.
     pub fn finish(mut self) -> io::Result<()> {
         if !self.out.is_empty() {
@@ -186,23 +195,40 @@ impl MatchedRows for JoinedRows<'_> {
         if let Some(header) = self.source.header() {
             (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
         }
+        // A Parquet file's rows go by position, each with what is added to it.
+        let table = self.source.table();
+        if let Some(file) = table {
+            (batches.pass(RowBatch::Table {
+                file,
+                matched: self.shape.kind == JoinKind::Left,
+                columns: self.shape.columns.map_or(&[][..], |l| l.columns.as_slice()),
+            }))
+            .map_err(Error::Io)?;
+        }
         let member: Vec<bool> = values
             .iter()
             .map(|v| self.shape.kind.keeps(v.is_some()))
             .collect();
         let count = (self.source)
             .each_row(&member, &mut |key, row| {
-                let RowBatch::Text(row) = row else {
-                    return Err(io::Error::new(
+                let found = values[key].as_deref();
+                match row {
+                    RowBatch::Text(row) => batches.row(|out| {
+                        self.shape
+                            .row(out, row, found.is_some(), found.unwrap_or_default())
+                    }),
+                    RowBatch::Positions(&[position]) if table.is_some() => {
+                        batches.pass(RowBatch::Joined {
+                            position,
+                            matched: found.is_some(),
+                            values: found.unwrap_or_default(),
+                        })
+                    }
+                    _ => Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
                         "keys given in memory have no rows to add columns to",
-                    ));
-                };
-                let found = values[key].as_deref();
-                batches.row(|out| {
-                    self.shape
-                        .row(out, row, found.is_some(), found.unwrap_or_default())
-                })
+                    )),
+                }
             })
             .map_err(Error::Io)?;
         batches.finish().map_err(Error::Io)?;
