@@ -290,6 +290,10 @@ struct BenchCli {
     /// each party's read time, the protocol's own total, and the wall time of both.
     #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net"])]
     files: bool,
+    /// With --files, the files' formats (comma-separated: a row for each): csv, or
+    /// parquet (the same rows).
+    #[arg(long, value_delimiter = ',', default_value = "csv", requires = "files")]
+    file_format: Vec<bench::FileFormat>,
     /// Instead, run Thunder through `venn cloud` (a service, two clients uploading the
     /// `--files` CSV files, a run per `--workers` count with worker processes of
     /// `--threads` threads each): upload, run and CPU times, pairings per second per core.
@@ -583,6 +587,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
             offlines: &b.offline,
             payloads: &b.payload,
             files: b.files,
+            file_formats: &b.file_format,
             json: b.json,
             timeout: b.timeout,
         });

@@ -1,12 +1,16 @@
-//! `venn bench --files`: the whole product on CSV files, as two organisations run it. For
-//! each n, a sender and a receiver file of n rows each (a 32-hex-digit key and two payload
-//! columns, as `scripts/gen-rows.py` writes them; half of the keys shared, the shared rows
-//! scattered through the receiver's file), then `venn send` and `venn receive` as two
+//! `venn bench --files`: the whole product on CSV files (or Parquet files, `--file-format
+//! parquet`), as two organisations run it. For each n, a sender and a receiver file of n
+//! rows each (a 32-hex-digit key and two payload columns, as `scripts/gen-rows.py` writes
+//! them; half of the keys shared, the shared rows scattered through the receiver's file;
+//! as Parquet, the same rows: the key and the region as strings, the amount an INT64, in
+//! row groups of 2^20 rows, Snappy-compressed), then `venn send` and `venn receive` as two
 //! processes of this binary over loopback, the receiver writing its output. Reported: each
 //! party's time to read its file (parse, deduplicate), the protocol's own total as the
 //! receiver reports it, the wall time of the two processes, and their ratio. The output
-//! file must be exactly the receiver's shared rows, in input order, byte for byte.
+//! file must be exactly the receiver's shared rows, in input order: byte for byte (CSV),
+//! or read back as those rows (Parquet).
 
+use super::parquet_rows;
 use super::process::{finish, this_binary};
 use super::table::{self, TableRow};
 use super::ScratchDir;
@@ -21,10 +25,31 @@ use std::time::Instant;
 /// `scripts/gen-rows.py`.
 const MUL: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
 
+/// The files' format (`--file-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum FileFormat {
+    /// CSV with a header row.
+    Csv,
+    /// Parquet.
+    Parquet,
+}
+
+impl FileFormat {
+    /// Its name, as `--file-format` takes it and the files' extension.
+    fn name(self) -> &'static str {
+        match self {
+            FileFormat::Csv => "csv",
+            FileFormat::Parquet => "parquet",
+        }
+    }
+}
+
 /// One row of `--files`.
 #[derive(Serialize, Clone, Debug)]
 pub(super) struct FilesRow {
     pub protocol: String,
+    /// The files' format.
+    pub format: &'static str,
     pub log2n: u32,
     pub read_sender_s: f64,
     pub read_receiver_s: f64,
@@ -78,21 +103,28 @@ pub(super) fn make_files(dir: &Path, log2n: u32) -> Result<()> {
     Ok(())
 }
 
-/// Starts `venn ROLE` on the files in `dir`.
-fn start(dir: &Path, role: &str, protocol: &str, endpoint: [&str; 2]) -> Result<Child> {
+/// Starts `venn ROLE` on the files of `format` in `dir`.
+fn start(
+    dir: &Path,
+    role: &str,
+    protocol: &str,
+    format: FileFormat,
+    endpoint: [&str; 2],
+) -> Result<Child> {
     let (input, stats) = match role {
-        "send" => ("s.csv", "s.json"),
-        _ => ("r.csv", "r.json"),
+        "send" => ("s", "s.json"),
+        _ => ("r", "r.json"),
     };
+    let input = format!("{input}.{}", format.name());
     let mut cmd = this_binary()?;
     cmd.current_dir(dir)
-        .args([role, "--protocol", protocol, "--input", input])
+        .args([role, "--protocol", protocol, "--input", &input])
         .args(["--stats-json", stats])
         .args(endpoint)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if role == "receive" {
-        cmd.args(["--output", "out.csv"]);
+        cmd.args(["--output", &format!("out.{}", format.name())]);
     }
     if protocol == "naive" {
         cmd.arg("--insecure");
@@ -106,17 +138,18 @@ fn stats(path: &Path) -> Result<serde_json::Value> {
     serde_json::from_str(&text).map_err(|e| Failure::Bench(format!("{}: {e}", path.display())))
 }
 
-/// One end-to-end run in `dir` (which holds the files).
-fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
-    let _ = std::fs::remove_file(dir.join("out.csv"));
+/// One end-to-end run in `dir` (which holds the files) on the files of `format`.
+fn run_once(dir: &Path, protocol: &str, format: FileFormat, log2n: u32) -> Result<FilesRow> {
+    let out = dir.join(format!("out.{}", format.name()));
+    let _ = std::fs::remove_file(&out);
     // Both start at once, as two organisations would: the port is chosen beforehand (a
     // free one the system hands out, released just before the receiver takes it).
     let addr = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .to_string();
     let began = Instant::now();
-    let receiver = start(dir, "receive", protocol, ["--listen", &addr])?;
-    let sender = start(dir, "send", protocol, ["--connect", &addr])?;
+    let receiver = start(dir, "receive", protocol, format, ["--listen", &addr])?;
+    let sender = start(dir, "send", protocol, format, ["--connect", &addr])?;
     let sent = finish(sender, "venn send");
     let received = finish(receiver, "venn receive");
     let end_to_end_s = began.elapsed().as_secs_f64();
@@ -124,10 +157,14 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
     let (s, r) = (stats(&dir.join("s.json"))?, stats(&dir.join("r.json"))?);
     let seconds = |v: &serde_json::Value, field: &str| v[field].as_f64().unwrap_or(f64::NAN);
     let protocol_s = seconds(&r, "total_seconds");
-    let out = std::fs::read(dir.join("out.csv"))?;
+    let out = match format {
+        FileFormat::Csv => std::fs::read(&out)?,
+        FileFormat::Parquet => parquet_rows::as_csv(&out)?,
+    };
     let verified = out == std::fs::read(dir.join("expected.csv"))?;
     Ok(FilesRow {
         protocol: protocol.to_string(),
+        format: format.name(),
         log2n,
         read_sender_s: seconds(&s, "input_seconds"),
         read_receiver_s: seconds(&r, "input_seconds"),
@@ -141,9 +178,10 @@ fn run_once(dir: &Path, protocol: &str, log2n: u32) -> Result<FilesRow> {
 }
 
 /// `venn bench --files`: each row the run with the median ratio of `repeat` (protocols
-/// interleaved within each repetition), once every n is one it runs.
+/// and formats interleaved within each repetition), once every n is one it runs.
 pub(super) fn bench_files(
     protocols: &[String],
+    formats: &[FileFormat],
     log2ns: &[u32],
     repeat: usize,
     json: bool,
@@ -155,7 +193,7 @@ pub(super) fn bench_files(
     }
     let mut rows = Vec::new();
     for &log2n in log2ns {
-        let at = measure_at(scratch.path(), protocols, log2n, repeat)?;
+        let at = measure_at(scratch.path(), protocols, formats, log2n, repeat)?;
         table::keep(at, json, &mut rows)?;
     }
     if json {
@@ -167,10 +205,11 @@ pub(super) fn bench_files(
 /// Prints the table's head: the CPU line and the columns of [`FilesRow`]'s lines.
 fn print_header() {
     out!(
-        "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
-         {:<10} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+        "{}\nend to end on files (`venn send` + `venn receive`, output written)\n\
+         {:<10} {:<8} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
         table::cpu_line(),
         "protocol",
+        "format",
         "log2n",
         "read s",
         "read r",
@@ -182,16 +221,26 @@ fn print_header() {
     );
 }
 
-/// Each protocol on the files of n = 2^log2n in `dir` (made first), `repeat` times
-/// interleaved: the median run of each.
+/// Each protocol on the files of each format of n = 2^log2n in `dir` (made first),
+/// `repeat` times interleaved: the median run of each.
 fn measure_at(
     dir: &Path,
     protocols: &[String],
+    formats: &[FileFormat],
     log2n: u32,
     repeat: usize,
 ) -> Result<Vec<FilesRow>> {
     make_files(dir, log2n)?;
-    let runs = table::interleaved(repeat, protocols, |p| run_once(dir, p, log2n))?;
+    if formats.contains(&FileFormat::Parquet) {
+        for name in ["s", "r"] {
+            let csv = dir.join(format!("{name}.csv"));
+            parquet_rows::from_csv(&csv, &dir.join(format!("{name}.parquet")))?;
+        }
+    }
+    let each: Vec<(&String, FileFormat)> = (protocols.iter())
+        .flat_map(|p| formats.iter().map(move |&f| (p, f)))
+        .collect();
+    let runs = table::interleaved(repeat, &each, |&(p, f)| run_once(dir, p, f, log2n))?;
     Ok((runs.into_iter())
         .map(|r| table::median(r, |r| r.verified, |r| r.ratio))
         .collect())
@@ -204,15 +253,16 @@ impl TableRow for FilesRow {
 
     fn wrong(&self) -> String {
         format!(
-            "{} at n = 2^{}: the output file is not the shared rows",
-            self.protocol, self.log2n
+            "{} on {} at n = 2^{}: the output file is not the shared rows",
+            self.protocol, self.format, self.log2n
         )
     }
 
     fn print(&self) {
         out!(
-            "{:<10} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
+            "{:<10} {:<8} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
             self.protocol,
+            self.format,
             self.log2n,
             self.read_sender_s,
             self.read_receiver_s,
