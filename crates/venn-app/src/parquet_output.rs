@@ -67,7 +67,8 @@ fn refused(why: String) -> io::Error {
 
 impl ParquetOutput {
     /// An output of `input`'s rows, with a `matched` column if `flagged` and the peer's
-    /// `columns`; refused if an added column's name is taken.
+    /// `columns`; refused if an added column's name is taken
+    /// ([`ParquetFile::check_added`]).
     pub(crate) fn new(
         input: &ParquetFile,
         flagged: bool,
@@ -87,16 +88,10 @@ impl ParquetOutput {
                 .with_logical_type(Some(LogicalType::String))
                 .build()
         });
+        (input.check_added(flagged, columns.iter().map(|(name, _)| name.as_str())))
+            .map_err(|e| refused(e.to_string()))?;
         for added in flag.into_iter().chain(peer) {
-            let added = added.map_err(failed)?;
-            if fields.iter().any(|f| f.name() == added.name()) {
-                return Err(refused(format!(
-                    "'{}' already has a column named '{}', which the output adds",
-                    input.path().display(),
-                    added.name()
-                )));
-            }
-            fields.push(Arc::new(added));
+            fields.push(Arc::new(added.map_err(failed)?));
         }
         let schema = Type::group_type_builder(root.name())
             .with_fields(fields)

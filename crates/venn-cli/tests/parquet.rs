@@ -382,8 +382,8 @@ fn a_parquet_input_runs_bucket_by_bucket() {
 }
 
 /// A file that is not Parquet (garbage, a truncated file, CSV named as Parquet), a key
-/// column without one text form, and a column that is not there are each refused in one
-/// line, before the peer is reached.
+/// column without one text form, a column that is not there, and an output that would
+/// add a column the input has are each refused in one line, before the peer is reached.
 #[test]
 fn what_cannot_be_read_as_parquet_is_refused_cleanly() {
     let t = Tables::new();
@@ -420,4 +420,11 @@ fn what_cannot_be_read_as_parquet_is_refused_cleanly() {
     for (input, extra, refusal) in cases {
         assert_clean_failure(&send(&input, extra), refusal);
     }
+    let out = t.arg("out.parquet");
+    let taken = venn()
+        .args(["receive", "--input", &t.arg("r.parquet"), "--output", &out])
+        .args(["--peer-columns", "segment,id", "--connect", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&taken, "would have two columns named 'id'");
 }

@@ -74,6 +74,32 @@ impl ParquetFile {
             .join(", ")
     }
 
+    /// Refuses an output of this file's rows that adds columns named as one it has, or
+    /// as each other: a `matched` column (if `matched`, a `left` join's) and the peer's
+    /// `columns`.
+    pub fn check_added<'a>(
+        &self,
+        matched: bool,
+        columns: impl IntoIterator<Item = &'a str>,
+    ) -> Result<()> {
+        let root = self.reader.metadata().file_metadata().schema_descr();
+        let mut names: Vec<&str> = (root.root_schema().get_fields().iter())
+            .map(|f| f.name())
+            .collect();
+        let flag = matched.then_some(crate::join::MATCHED_COLUMN);
+        for name in flag.into_iter().chain(columns) {
+            if names.contains(&name) {
+                return Err(Error::Usage(format!(
+                    "the output of '{}' would have two columns named '{name}' (the input's \
+                     columns, `matched` for --join left, and --peer-columns)",
+                    self.path.display()
+                )));
+            }
+            names.push(name);
+        }
+        Ok(())
+    }
+
     /// The leaf index and text form of the top-level column `name`, which must hold one
     /// value a row (not a list, map or struct) of a type with one text form.
     fn column(&self, name: &str) -> Result<(usize, TextForm)> {

@@ -8,7 +8,7 @@ use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
 use crate::columns::Layout;
 use crate::destination::check_output_path;
-use crate::input::parquet_file::ParquetInput;
+use crate::input::parquet_file::{ParquetFile, ParquetInput};
 use crate::input::source::{InputSource, MatchedRows, Matching};
 use crate::input::{read_input, Format};
 use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
@@ -38,8 +38,8 @@ pub(super) struct Checked {
 }
 
 /// Check: the protocol and its options, what the party's output needs, the output and
-/// statistics paths and the peer's address — all before the input is read, so that a
-/// refusal comes first.
+/// statistics paths (and the columns a Parquet output adds, against its input's footer)
+/// and the peer's address — all before the input is read, so that a refusal comes first.
 pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
     let protocol = args.link.protocol()?;
     let threads = threads::bounded(args.link.spec.threads)?;
@@ -61,6 +61,10 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
     check_join(args, learns_rows)?;
     check_align(args)?;
     check_paths(args)?;
+    if args.keys.format == Format::Parquet && learns_rows && args.output.is_some() {
+        let peer = args.peer_columns.iter().map(String::as_str);
+        ParquetFile::open(&args.input)?.check_added(args.join == JoinKind::Left, peer)?;
+    }
     args.link.check_endpoint()?;
     Ok(Checked {
         protocol,
