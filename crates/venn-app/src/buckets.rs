@@ -31,9 +31,11 @@
 //! ([`Agreed::bind`]).
 
 use crate::input::footprint::Footprint;
-use crate::input::segments::for_each_segment;
+use crate::input::parquet_file::{self, ParquetFile};
+use crate::input::segments::{self, Segment};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
-use crate::input::KeyOptions;
+use crate::input::{Format, KeyOptions};
+use crate::join::JoinKind;
 use crate::join::{Batches, Shape};
 use crate::temp_dirs::TempDir;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -53,7 +55,7 @@ const WRITER_BYTES: usize = 1 << 14;
 
 /// The largest segment (a power of two, from 64 KiB to `MAX_SEGMENT_BYTES`) whose
 /// splitting fits in `room`: the buffer it is read into and the rest past its last row
-/// ([`for_each_segment`]), what parsing it takes ([`Footprint::of`], with a row every two
+/// ([`segments::for_each_segment`]), what parsing it takes ([`Footprint::of`], with a row every two
 /// bytes, the most there can be: a copy behind the header row included) and the bucket
 /// files' writers.
 pub fn segment_bytes(room: u64, opts: &KeyOptions) -> usize {
@@ -186,6 +188,21 @@ pub struct Split {
 
 fn file_of(dir: &Path, f: u64) -> PathBuf {
     dir.join(format!("{f:06}.bucket"))
+}
+
+/// Reads the input at `path` in segments of about `size` bytes and calls `f` on each, in
+/// file order, as its format is read ([`segments::for_each_segment`] for text,
+/// [`parquet_file::for_each_segment`] for Parquet); returns a CSV file's header row.
+fn for_each_segment(
+    path: &Path,
+    opts: &KeyOptions,
+    size: usize,
+    f: impl FnMut(Segment) -> Result<()>,
+) -> Result<Option<Vec<u8>>> {
+    match opts.format {
+        Format::Parquet => parquet_file::for_each_segment(path, opts, size, f).map(|()| None),
+        Format::Csv | Format::Lines => segments::for_each_segment(path, opts, size, f),
+    }
 }
 
 /// Splits the keys of `path` into `2^log2_files` bucket files in a new directory inside
@@ -549,16 +566,38 @@ impl MatchedRows for SplitRows<'_> {
         if let Some(h) = &self.split.header {
             batches.header(|out| self.shape.header(out, h))?;
         }
+        // A Parquet file's rows go by position, copied from the file.
+        let table = match self.opts.format {
+            Format::Parquet => Some(ParquetFile::open(self.input)?),
+            Format::Csv | Format::Lines => None,
+        };
+        if let Some(file) = &table {
+            batches.pass(RowBatch::Table {
+                file,
+                matched: self.shape.kind == JoinKind::Left,
+                columns: &[],
+            })?;
+        }
         let (mut count, mut seen) = (0, 0);
         for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             for (i, row) in s.input.rows.iter().enumerate() {
                 let matched = self.matches.has(s.rows_before + i as u64);
-                if self.shape.kind.keeps(matched) {
-                    let row = s.input.bytes(&row.bytes);
-                    batches.row(|out| self.shape.row(out, row, matched, &[]))?;
-                    count += 1;
+                if !self.shape.kind.keeps(matched) {
+                    continue;
                 }
+                match &table {
+                    Some(_) => batches.pass(RowBatch::Joined {
+                        position: row.bytes.start,
+                        matched,
+                        values: &[],
+                    })?,
+                    None => {
+                        let row = s.input.bytes(&row.bytes);
+                        batches.row(|out| self.shape.row(out, row, matched, &[]))?;
+                    }
+                }
+                count += 1;
             }
             Ok(())
         })?;

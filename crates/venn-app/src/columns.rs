@@ -13,6 +13,9 @@
 use venn::session::run_plan::Columns;
 use venn::{Error, Result};
 
+/// The name of the column a `left` join adds (whether the peer has the row's key).
+pub const MATCHED_COLUMN: &str = "matched";
+
 /// Values are padded to a multiple of this many bytes where no width is given.
 const PAD_TO: usize = 16;
 

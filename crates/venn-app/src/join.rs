@@ -15,7 +15,7 @@
 //! other has rows: the peer's count of unmatched rows is its announced size less the
 //! intersection, which both know already.
 
-use crate::columns::{push_field, Layout};
+use crate::columns::{push_field, Layout, MATCHED_COLUMN};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
 use std::io;
 use std::ops::Range;
@@ -25,9 +25,6 @@ use venn::{Error, Result};
 
 /// Bytes of output rows handed to the sink at a time.
 const BATCH_BYTES: usize = 1 << 16;
-
-/// The name of the column a `left` join adds.
-pub const MATCHED_COLUMN: &str = "matched";
 
 /// Which rows an output holds (`--join`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -154,6 +151,15 @@ impl<'e> Batches<'e> {
         Ok(())
     }
 
+    /// Hands on `batch` as it is, after the rows made so far.
+    pub fn pass(&mut self, batch: RowBatch) -> io::Result<()> {
+        if !self.out.is_empty() {
+            (self.each)(RowBatch::Text(&self.out))?;
+            self.out.clear();
+        }
+        (self.each)(batch)
+    }
+
     /// Hands on what is left.
     pub fn finish(mut self) -> io::Result<()> {
         if !self.out.is_empty() {
@@ -195,25 +201,46 @@ impl MatchedRows for JoinedRows<'_> {
         if let Some(header) = self.source.header() {
             (batches.header(|out| self.shape.header(out, header))).map_err(Error::Io)?;
         }
+        // A Parquet file's rows go by position, each with what is added to it.
+        let table = self.source.table();
+        if let Some(file) = table {
+            (batches.pass(RowBatch::Table {
+                file,
+                matched: self.shape.kind == JoinKind::Left,
+                columns: self.shape.columns.map_or(&[][..], |l| l.columns.as_slice()),
+            }))
+            .map_err(Error::Io)?;
+        }
         let member: Vec<bool> = (0..keys)
             .map(|k| self.shape.kind.keeps(peer.has(k)))
             .collect();
         let (mut count, mut values) = (0, Vec::new());
         (self.source)
             .each_row(&member, &mut |key, row| {
-                let RowBatch::Text(row) = row else {
-                    return Err(io::Error::new(
+                // The row once for each of the peer's rows of its key, or once unmatched.
+                let mut emit = |matched: bool, values: &[&[u8]]| match row {
+                    RowBatch::Text(row) => {
+                        batches.row(|out| self.shape.row(out, row, matched, values))
+                    }
+                    RowBatch::Positions(&[position]) if table.is_some() => {
+                        batches.pass(RowBatch::Joined {
+                            position,
+                            matched,
+                            values,
+                        })
+                    }
+                    _ => Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
                         "keys given in memory have no rows to add columns to",
-                    ));
+                    )),
                 };
                 for r in peer.rows_of(key) {
                     peer.values(r, &mut values);
-                    batches.row(|out| self.shape.row(out, row, true, &values))?;
+                    emit(true, &values)?;
                     count += 1;
                 }
                 if !peer.has(key) {
-                    batches.row(|out| self.shape.row(out, row, false, &[]))?;
+                    emit(false, &[])?;
                     count += 1;
                 }
                 Ok(())

@@ -4,7 +4,7 @@
 //! bucket when the input is larger than memory ([`buckets`], in [`temp_dirs`]), link to the
 //! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
 //! lanes: [`lanes`]; on as many [`threads`] as the cores allow), hand its output to a sink
-//! ([`sink`]: rows, JSON, where the [`destination`] allows; [`output`]: the statistics), show progress ([`progress`]) — a
+//! ([`sink`]: rows, a Parquet input's as Parquet, JSON, where the [`destination`] allows; [`output`]: the statistics), show progress ([`progress`]) — a
 //! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
 //! ([`keygen`]). How a party reads its input within `--max-memory` (whole, in buckets, or
 //! not at all) is decided before any of it is read (the party's `reading`).
@@ -20,6 +20,7 @@ pub mod join;
 pub mod keygen;
 pub mod lanes;
 pub mod output;
+mod parquet_output;
 pub mod party;
 pub mod progress;
 pub mod run_options;

@@ -1,12 +1,14 @@
 //! Where a run's output goes ([`OutputSink`]): a sink receives the output's kind — the
 //! intersection's rows (fetched from their source as it takes them), a count, a sum, a
 //! threshold's answer, or nothing — and does with it what it is for. The `venn` tool's
-//! [`FileOutput`] writes rows as they are in the input file and the rest as JSON; the
-//! Python package's result is another impl, in its crate. A new output is one impl.
+//! [`FileOutput`] writes rows as they are in the input file (a Parquet input's as a
+//! Parquet file of its schema) and the rest as JSON; the Python package's result is
+//! another impl, in its crate. A new output is one impl.
 
 use crate::destination::Destination;
 use crate::input::source::{MatchedRows, RowBatch};
 use crate::output::Written;
+use crate::parquet_output::ParquetOutput;
 use std::io::Write;
 use std::path::Path;
 use venn::protocols::Output;
@@ -71,8 +73,9 @@ impl<'a> Delivered<'a> {
 }
 
 /// The `venn` tool's `--output`: the matched rows as they are in the input file, header
-/// first, written whole ([`Destination`]); a count, a sum or a threshold's answer as a
-/// JSON object (on stdout without a file). Rows without a file are not written.
+/// first (a Parquet input's in a Parquet file of its schema), written whole
+/// ([`Destination`]); a count, a sum or a threshold's answer as a JSON object (on stdout
+/// without a file). Rows without a file are not written.
 pub struct FileOutput<'a> {
     /// `--output`, if given.
     pub path: Option<&'a Path>,
@@ -117,23 +120,41 @@ impl OutputSink for FileOutput<'_> {
     }
 }
 
-/// Writes `rows` to `path` (header first, each row as it is in the input file) whole or
-/// not at all; returns how many rows. A failure to fetch them (a split file that changed
-/// since it was split) is returned as it is, and nothing is written.
+/// Writes `rows` to `path` (header first, each row as it is in the input file; a Parquet
+/// input's as a Parquet file) whole or not at all; returns how many rows. A failure to
+/// fetch them (a split file that changed since it was split) is returned as it is, and
+/// nothing is written.
 pub fn write_rows(path: &Path, rows: &dyn MatchedRows) -> Result<usize> {
     let (mut count, mut fetching) = (0, None);
     let written = Destination::of(path, "--output")?.write(|w| {
-        match rows.each_batch(&mut |batch| write_batch(w, batch)) {
-            Ok(n) => {
-                count = n;
-                Ok(())
+        let mut table: Option<ParquetOutput> = None;
+        let fetched = rows.each_batch(&mut |batch| {
+            if let (
+                RowBatch::Table {
+                    file,
+                    matched,
+                    columns,
+                },
+                None,
+            ) = (batch, &table)
+            {
+                table = Some(ParquetOutput::new(file, matched, columns)?);
+                return Ok(());
             }
-            Err(Error::Io(e)) => Err(e),
+            match &mut table {
+                Some(table) => table.add(w, batch),
+                None => write_batch(w, batch),
+            }
+        });
+        match fetched {
+            Ok(n) => count = n,
+            Err(Error::Io(e)) => return Err(e),
             Err(e) => {
                 fetching = Some(e);
-                Err(std::io::Error::other("stopped"))
+                return Err(std::io::Error::other("stopped"));
             }
         }
+        table.map_or(Ok(()), |table| table.finish(w))
     });
     written.map_err(|e| fetching.take().unwrap_or(e))?;
     Ok(count)
@@ -151,10 +172,12 @@ fn write_batch(w: &mut dyn Write, batch: RowBatch) -> std::io::Result<()> {
             }
             w.write_all(b"\n")
         }
-        RowBatch::Positions(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "keys given in memory have no rows to write to a file",
-        )),
+        RowBatch::Positions(_) | RowBatch::Joined { .. } | RowBatch::Table { .. } => {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "keys given in memory have no rows to write to a file",
+            ))
+        }
     }
 }
 

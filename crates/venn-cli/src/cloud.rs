@@ -592,7 +592,7 @@ fn upload(u: UploadCli) -> Result<()> {
         )));
     }
     let start = Instant::now();
-    let input = read_input(u.keys.settings.input()?, &u.keys.settings.keys)?;
+    let input = read_input(u.keys.settings.input()?, &u.keys.settings.key_options()?)?;
     let spinner = Spinner::if_terminal("upload");
     let key = client.upload(
         &u.dataset,
@@ -686,7 +686,7 @@ fn result(r: ResultCli) -> Result<()> {
     let client = client(&r.client)?;
     let key = DatasetKey::load(&r.key_file)?;
     check_output_path(&r.output, "--output", &[r.keys.settings.input()?])?;
-    let input = read_input(r.keys.settings.input()?, &r.keys.settings.keys)?;
+    let input = read_input(r.keys.settings.input()?, &r.keys.settings.key_options()?)?;
     let run = wait_for(&client, &r)?;
     let matched = client.result(&key, &r.run, &input.keys, &input.form.to_string())?;
     let rows = write_rows(

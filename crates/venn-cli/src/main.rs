@@ -295,6 +295,10 @@ struct BenchCli {
     /// appended), left (every row, with `matched` and the sender's columns).
     #[arg(long, value_delimiter = ',', default_value = "none", value_parser = bench::FilesJoin::parse, requires = "files")]
     join: Vec<bench::FilesJoin>,
+    /// With --files, the files' formats (comma-separated: a row for each): csv, or
+    /// parquet (the same rows).
+    #[arg(long, value_delimiter = ',', default_value = "csv", requires = "files")]
+    file_format: Vec<bench::FileFormat>,
     /// Instead, run Thunder through `venn cloud` (a service, two clients uploading the
     /// `--files` CSV files, a run per `--workers` count with worker processes of
     /// `--threads` threads each): upload, run and CPU times, pairings per second per core.
@@ -589,6 +593,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
             payloads: &b.payload,
             files: b.files,
             joins: &b.join,
+            file_formats: &b.file_format,
             json: b.json,
             timeout: b.timeout,
         });

@@ -382,7 +382,7 @@ fn joins_that_cannot_be_made_are_refused() {
             vec![
                 "--input", &lines, "--output", &out, "--format", "lines", "--join", "left",
             ],
-            "--join left adds a column to a CSV file's rows",
+            "--join left adds a column to a CSV or Parquet file's rows",
         ),
     ];
     for (command, args, needle) in refusals {

@@ -14,5 +14,6 @@ mod faults;
 mod joins;
 mod memory;
 mod outputs;
+mod parquet;
 mod precompute;
 mod tls;

@@ -383,12 +383,13 @@ impl Party {
                         "a file's values are read from its value_column=, not given as values=",
                     ));
                 }
-                let input = (settings.input)
+                let input = (settings.input.clone())
                     .ok_or_else(|| UsageError::new_err("give the keys, or a file (input=)"))?;
+                let keys = settings.key_options().map_err(to_py)?;
                 Source::File {
                     input,
                     output: settings.output,
-                    keys: settings.keys,
+                    keys,
                     peer_columns: settings.peer_columns,
                     join: settings.join,
                     align: settings.align,

@@ -20,10 +20,13 @@ use venn::util::memory::advise_huge_pages;
 use venn::{Error, Items, Result};
 
 mod builder;
+mod cells;
 mod csv_file;
 pub mod footprint;
 pub mod fuzz;
 pub mod memory;
+pub mod parquet_file;
+pub mod parquet_input;
 mod scan;
 pub mod segments;
 pub mod source;
@@ -40,6 +43,19 @@ pub enum Format {
     Csv,
     /// One key per line.
     Lines,
+    /// A Parquet file: its columns by name ([`parquet_file`]).
+    Parquet,
+}
+
+impl Format {
+    /// The format of an input `--format` does not name: Parquet for a file named
+    /// `*.parquet` (in any case), CSV otherwise.
+    pub fn of_path(path: &Path) -> Format {
+        match path.extension() {
+            Some(e) if e.eq_ignore_ascii_case("parquet") => Format::Parquet,
+            _ => Format::Csv,
+        }
+    }
 }
 
 /// How keys are taken from the input.
@@ -249,8 +265,21 @@ fn content<'a>(data: &'a [u8], line: &Range<usize>) -> &'a [u8] {
     l.strip_suffix(b"\r").unwrap_or(l)
 }
 
-/// Reads and parses `path`.
+/// Why a Parquet file is not read as text: `venn send` and `venn receive` read it
+/// ([`parquet_file`]), other commands do not.
+pub(super) fn parquet_elsewhere() -> Error {
+    Error::Usage(
+        "a Parquet input is read by `venn send` and `venn receive`; here, give a CSV file or \
+         one of lines"
+            .into(),
+    )
+}
+
+/// Reads and parses `path` (a text file: CSV or lines).
 pub fn read_input(path: &Path, opts: &KeyOptions) -> Result<Input> {
+    if opts.format == Format::Parquet {
+        return Err(parquet_elsewhere());
+    }
     let mut file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
     let len = file
         .metadata()
@@ -285,6 +314,7 @@ fn parse_bytes(mut data: Vec<u8>, opts: &KeyOptions, file_start: bool) -> Result
     let key_bytes = data.len() + footprint::length_prefixes(opts, expected_rows as u64) as usize;
     let mut b = Builder::new(opts, expected_rows, key_bytes);
     match opts.format {
+        Format::Parquet => Err(parquet_elsewhere()),
         Format::Lines => {
             if !opts.value_columns.is_empty() {
                 return Err(Error::Usage(

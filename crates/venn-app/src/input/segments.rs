@@ -18,7 +18,8 @@ use venn::{Error, Result};
 /// and a lone `"` closes it; anywhere else a quote is an ordinary character.
 fn last_row_end(buf: &[u8], format: Format, delimiter: u8) -> Option<usize> {
     match format {
-        Format::Lines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
+        // A Parquet file is never read as text ([`for_each_segment`] refuses it).
+        Format::Lines | Format::Parquet => memchr::memrchr(b'\n', buf).map(|i| i + 1),
         Format::Csv => {
             let (mut quoted, mut field_start, mut end) = (false, true, None);
             let mut i = 0;
@@ -66,6 +67,9 @@ pub fn for_each_segment(
     size: usize,
     mut f: impl FnMut(Segment) -> Result<()>,
 ) -> Result<Option<Vec<u8>>> {
+    if opts.format == Format::Parquet {
+        return Err(super::parquet_elsewhere());
+    }
     let mut file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
     // No larger a buffer than the file needs.
     let len = file

@@ -4,10 +4,11 @@
 //! The protocol reads the distinct keys in one store ([`Items`]), never a key at a time
 //! through the trait; the matched rows come back in batches: a text file's consecutive rows
 //! as one slice of its buffer (as they are in the file, nothing copied), keys given in
-//! memory as their positions. A new source (Parquet, a database cursor, a dataset shard)
-//! is one impl; a new form of rows one [`RowBatch`] variant, which each sink takes or
+//! memory as their positions, a Parquet file's as its positions after the file itself. A
+//! new source (a database cursor, a dataset shard) is one impl; a new form of rows one [`RowBatch`] variant, which each sink takes or
 //! refuses.
 
+use super::parquet_file::ParquetFile;
 use crate::columns::Layout;
 use std::io;
 use venn::session::run_plan::KeyForm;
@@ -35,6 +36,11 @@ pub trait InputSource {
     fn layout(&self) -> Option<&Layout>;
     /// A text file's header row, as it is in the file.
     fn header(&self) -> Option<&[u8]>;
+    /// A Parquet file, whose rows are handed back by position: an output copies them from
+    /// it (none for other sources).
+    fn table(&self) -> Option<&ParquetFile> {
+        None
+    }
     /// Hands each row of the keys `member` flags to `each` alone, with the index of its
     /// key, in input order; returns how many rows. Fails only where `each` does.
     fn each_row(
@@ -56,15 +62,37 @@ pub struct RowCounts {
 }
 
 /// Matched rows, in input order, as their source holds them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum RowBatch<'a> {
     /// A text file's header row, as it is in the file (before any row).
     Header(&'a [u8]),
     /// Rows of a text file that follow each other in it, as they are there: each ends
     /// with its line break but perhaps the file's last.
     Text(&'a [u8]),
-    /// Positions (0-based, ascending) of rows given in memory.
+    /// Positions (0-based, ascending) of rows given in memory, or of the rows of the
+    /// [`Table`](Self::Table) handed on before them.
     Positions(&'a [usize]),
+    /// A Parquet file, before any of its rows (which follow by position, as
+    /// [`Positions`](Self::Positions) or [`Joined`](Self::Joined)), and the columns a
+    /// join adds to each of them.
+    Table {
+        /// The file the rows are copied from.
+        file: &'a ParquetFile,
+        /// Whether a `matched` column is added (a `left` join).
+        matched: bool,
+        /// The peer's columns added, as named, with their widths.
+        columns: &'a [(String, u16)],
+    },
+    /// A row of the [`Table`](Self::Table) handed on before it, by position (ascending,
+    /// repeated for a row output more than once), with what a join adds to it.
+    Joined {
+        /// The row's position in the file (0-based).
+        position: usize,
+        /// Whether the peer has its key.
+        matched: bool,
+        /// The peer's values for its key (none where it does not have it).
+        values: &'a [&'a [u8]],
+    },
 }
 
 /// The matched rows of a finished run, fetched as a sink takes them.

@@ -1,5 +1,6 @@
 //! How a party of `venn send`/`venn receive` reads its input within `--max-memory`, decided
-//! before any of it is read (from the file's size and line breaks: [`Footprint`]):
+//! before any of it is read (from the file's size and line breaks, or a Parquet file's
+//! footer: [`Footprint`]):
 //! - whole, when reading it, and then holding it beside the protocol's part for its own
 //!   keys, fit;
 //! - otherwise split into hash buckets on disk ([`crate::buckets`]), in segments and
@@ -14,6 +15,7 @@
 use super::PartyArgs;
 use crate::buckets;
 use crate::input::footprint::Footprint;
+use crate::input::{parquet_file, Format};
 use venn::protocols::{OutputKind, Protocol, Sizes};
 use venn::session::Role;
 use venn::util::memory::gib;
@@ -47,7 +49,10 @@ pub(super) fn choose(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> R
     if !regular {
         return Ok(Reading::Whole);
     }
-    let f = Footprint::of_file(&args.input, &args.keys)?;
+    let f = match args.keys.format {
+        Format::Parquet => parquet_file::footprint(&args.input, &args.keys)?,
+        Format::Csv | Format::Lines => Footprint::of_file(&args.input, &args.keys)?,
+    };
     // The protocol's part for our keys alone (the peer's set is not known yet).
     let (sender, receiver) = match role {
         Role::Sender => (f.rows, 1),

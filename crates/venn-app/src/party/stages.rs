@@ -8,8 +8,10 @@ use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
 use crate::columns::Layout;
 use crate::destination::check_output_path;
-use crate::input::read_input;
+use crate::input::parquet_file::ParquetFile;
+use crate::input::parquet_input::ParquetInput;
 use crate::input::source::{InputSource, MatchedRows, Matching};
+use crate::input::{read_input, Format};
 use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
@@ -37,8 +39,8 @@ pub(super) struct Checked {
 }
 
 /// Check: the protocol and its options, what the party's output needs, the output and
-/// statistics paths and the peer's address — all before the input is read, so that a
-/// refusal comes first.
+/// statistics paths (and the columns a Parquet output adds, against its input's footer)
+/// and the peer's address — all before the input is read, so that a refusal comes first.
 pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
     let protocol = args.link.protocol()?;
     let threads = threads::bounded(args.link.spec.threads)?;
@@ -60,6 +62,10 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
     check_join(args, learns_rows)?;
     check_align(args)?;
     check_paths(args)?;
+    if args.keys.format == Format::Parquet && learns_rows && args.output.is_some() {
+        let peer = args.peer_columns.iter().map(String::as_str);
+        ParquetFile::open(&args.input)?.check_added(args.join == JoinKind::Left, peer)?;
+    }
     args.link.check_endpoint()?;
     Ok(Checked {
         protocol,
@@ -70,7 +76,8 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
 }
 
 /// Columns revealed or asked for (`--reveal-columns`, `--peer-columns`) go with a protocol
-/// that carries them, between a CSV file's rows, to a party that learns the intersection.
+/// that carries them, between a CSV or Parquet file's rows, to a party that learns the
+/// intersection.
 fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Result<()> {
     let (reveals, asks) = (
         !args.keys.reveal_columns.is_empty(),
@@ -86,10 +93,10 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
             protocol.info().name
         )));
     }
-    if args.keys.format != crate::input::Format::Csv {
+    if args.keys.format == Format::Lines {
         return Err(Error::Usage(
-            "columns (--reveal-columns, --peer-columns) are those of a CSV file's rows \
-             (--format csv)"
+            "columns (--reveal-columns, --peer-columns) are those of a CSV or Parquet file's \
+             rows (--format csv or parquet)"
                 .into(),
         ));
     }
@@ -109,7 +116,8 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
 }
 
 /// A join other than `inner` is for a party that learns the intersection's rows; `left`
-/// adds a column (a CSV file's); `difference` has no peer's columns to add.
+/// adds a column (to a CSV or Parquet file's rows); `difference` has no peer's columns to
+/// add.
 fn check_join(args: &PartyArgs, learns_rows: bool) -> Result<()> {
     let name = match args.join {
         JoinKind::Inner => return Ok(()),
@@ -122,9 +130,11 @@ fn check_join(args: &PartyArgs, learns_rows: bool) -> Result<()> {
              or the sender with --both)"
         )));
     }
-    if args.join == JoinKind::Left && args.keys.format != crate::input::Format::Csv {
+    if args.join == JoinKind::Left && args.keys.format == Format::Lines {
         return Err(Error::Usage(
-            "--join left adds a column to a CSV file's rows (--format csv)".into(),
+            "--join left adds a column to a CSV or Parquet file's rows (--format csv or \
+             parquet)"
+                .into(),
         ));
     }
     if args.join == JoinKind::Difference && !args.peer_columns.is_empty() {
@@ -138,7 +148,7 @@ fn check_join(args: &PartyArgs, learns_rows: bool) -> Result<()> {
 }
 
 /// `--align` lines up what both parties learn: with `--both`, the rows of an `inner` join
-/// (`outer` adds the unmatched ones itself), placeholders being CSV rows.
+/// (`outer` adds the unmatched ones itself), placeholders being CSV rows, of text files.
 fn check_align(args: &PartyArgs) -> Result<()> {
     if args.align == Align::None {
         return Ok(());
@@ -155,7 +165,12 @@ fn check_align(args: &PartyArgs) -> Result<()> {
                 .into(),
         ));
     }
-    if args.align == Align::Outer && args.keys.format != crate::input::Format::Csv {
+    if args.keys.format == Format::Parquet {
+        return Err(Error::Usage(
+            "--align writes the rows of a text file (CSV or lines), not a Parquet file's".into(),
+        ));
+    }
+    if args.align == Align::Outer && args.keys.format != Format::Csv {
         return Err(Error::Usage(
             "--align outer writes placeholder rows among a CSV file's (--format csv)".into(),
         ));
@@ -237,7 +252,10 @@ pub(super) fn read(
 ) -> Result<ReadInput> {
     let started = Instant::now();
     let read = match reading::choose(args, checked.protocol, checked.role)? {
-        Reading::Whole => Read::Whole(Box::new(read_input(&args.input, &args.keys)?)),
+        Reading::Whole => Read::Whole(match args.keys.format {
+            Format::Parquet => Box::new(ParquetInput::read(&args.input, &args.keys)?),
+            Format::Csv | Format::Lines => Box::new(read_input(&args.input, &args.keys)?),
+        }),
         Reading::Split {
             bucket_rows,
             segment_bytes,

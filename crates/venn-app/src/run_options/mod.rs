@@ -12,7 +12,7 @@ mod table;
 
 pub use table::OPTIONS;
 
-use crate::input::KeyOptions;
+use crate::input::{Format, KeyOptions};
 use crate::join::JoinKind;
 use crate::party::{DealerAddr, Link, PartyArgs, PeerAddr, RunSpec};
 use crate::transport::TlsArgs;
@@ -259,8 +259,10 @@ pub struct RunSettings {
     pub dealer_fingerprint: Option<String>,
     /// `--stats-json`.
     pub stats_json: Option<PathBuf>,
-    /// How keys are taken from the input.
+    /// How keys are taken from the input, but for its format ([`Self::key_options`]).
     pub keys: KeyOptions,
+    /// `--format`, if given (otherwise the input's name tells: [`Format::of_path`]).
+    pub format: Option<Format>,
     /// `--input`.
     pub input: Option<PathBuf>,
     /// `--output`.
@@ -352,15 +354,29 @@ impl RunSettings {
             .ok_or_else(|| Error::Usage("the keys' file is missing: --input FILE".into()))
     }
 
+    /// How keys are taken from `--input`: [`Self::keys`] in the format `--format` names,
+    /// or the input's name tells.
+    pub fn key_options(&self) -> Result<KeyOptions> {
+        let format = match self.format {
+            Some(format) => format,
+            None => Format::of_path(self.input()?),
+        };
+        Ok(KeyOptions {
+            format,
+            ..self.keys.clone()
+        })
+    }
+
     /// A party of `venn send` or `venn receive` on the file `--input`.
     pub fn party_args(self) -> Result<PartyArgs> {
         let link = self.link()?;
         let input = self.input()?.to_path_buf();
+        let keys = self.key_options()?;
         Ok(PartyArgs {
             link,
             input,
             output: self.output,
-            keys: self.keys,
+            keys,
             both: self.both,
             peer_columns: self.peer_columns,
             join: self.join,
@@ -482,7 +498,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::Format;
 
     #[test]
     fn every_option_is_named_once_documented_and_related_to_options() {
@@ -521,12 +536,15 @@ mod tests {
         assert!(err.to_string().contains("from 1 to"), "{err}");
         let format = find("format").unwrap();
         let err = settings.set(format, Given::Text("xml".into())).unwrap_err();
-        assert!(err.to_string().contains("one of csv, lines"), "{err}");
+        assert!(
+            err.to_string().contains("one of csv, lines, parquet"),
+            "{err}"
+        );
         settings.set(threads, Given::Number(3)).unwrap();
         settings.set(format, Given::Text("lines".into())).unwrap();
         assert_eq!(
-            (settings.spec.threads, settings.keys.format),
-            (3, Format::Lines)
+            (settings.spec.threads, settings.format),
+            (3, Some(Format::Lines))
         );
     }
 

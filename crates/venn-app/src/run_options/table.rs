@@ -332,27 +332,30 @@ pub static OPTIONS: &[RunOption] = &[
     .python(Python::File)
     .help(
         "Input file.",
-        "the set: CSV with a header row (default) or, with `--format lines`, one key a line \
-         (a file holding a NUL byte — binary, or UTF-16 text — is refused, naming the line)",
+        "the set: CSV with a header row (default), Parquet (a `*.parquet` file, or \
+         `--format parquet`) or, with `--format lines`, one key a line (a text file holding a \
+         NUL byte — binary, or UTF-16 text — is refused, naming the line)",
     ),
     RunOption::new(
         "format",
-        Kind::Choice(&["csv", "lines"]),
+        Kind::Choice(&["csv", "lines", "parquet"]),
         Group::Keys,
         |s, v| {
-            s.keys.format = match v.text()?.as_str() {
+            s.format = Some(match v.text()?.as_str() {
                 "lines" => Format::Lines,
+                "parquet" => Format::Parquet,
                 _ => Format::Csv,
-            };
+            });
             Ok(())
         },
     )
     .value_name("FORMAT")
-    .default(|| "csv".into())
+    .default(|| "csv, or parquet for a *.parquet input".into())
     .python(Python::File)
     .help(
-        "Input format: csv (with a header row) or lines.",
-        "the input's format (default `csv`)",
+        "Input format: csv (with a header row), lines or parquet.",
+        "the input's format (default `csv`, or `parquet` for a file named `*.parquet`); a \
+         Parquet input's output is a Parquet file",
     ),
     RunOption::new("column", Kind::List, Group::Keys, |s, v| {
         s.keys.columns = v.list()?;
@@ -361,9 +364,9 @@ pub static OPTIONS: &[RunOption] = &[
     .value_name("NAME")
     .python(Python::File)
     .help(
-        "CSV column holding the key (default: the first column); several, comma-separated \
+        "Column holding the key (default: the first column); several, comma-separated \
          (`--column email,dob`), make one key of their values together.",
-        "CSV column holding the key (default: the first); several (`--column email,dob`) \
+        "column holding the key, by name (default: the first); several (`--column email,dob`) \
          make one key of their values together (each length-prefixed, so `x`+`yz` and \
          `xy`+`z` differ; both parties must name the same number of columns)",
     ),
@@ -432,7 +435,8 @@ pub static OPTIONS: &[RunOption] = &[
          output. A regular file is replaced whole, owner-only; a device or a pipe is written \
          into.",
         "receiver: header plus every input row whose key is shared, in input order and byte \
-         for byte as in the input, written atomically (a failed run leaves no file); for a \
+         for byte as in the input (a Parquet input's in a Parquet file: [Parquet](#parquet)), \
+         written atomically (a failed run leaves no file); for a \
          protocol that outputs a count or a sum, a JSON object (printed on stdout without \
          `--output`). `-` is standard output; see [below](#where-outputs-go) for links, \
          devices and pipes",
@@ -445,12 +449,12 @@ pub static OPTIONS: &[RunOption] = &[
     .takes(|a| a.value_columns > 0)
     .python(Python::File)
     .help(
-        "CSV column holding each row's value (integers from 0 to 2^32 − 1), for the sender \
+        "Column holding each row's value (integers from 0 to 2^32 − 1), for the sender \
          of a protocol that sums them over the intersection (rr22-sum, psww18-sum); a \
          repeated key's rows' values are added. rr22-sum sums several columns in one run, \
          each apart (`--value-column revenue,units`, up to 16): the receiver learns one sum \
          a column.",
-        "sender of `rr22-sum` or `psww18-sum` (required there, refused elsewhere): the CSV \
+        "sender of `rr22-sum` or `psww18-sum` (required there, refused elsewhere): the \
          column holding each row's value, an integer from 0 to 2^32 − 1 (white space around \
          it ignored; anything else is an error naming the line); a key's rows' values are \
          added, so the sum is over rows, exact below 2^32 rows. `rr22-sum` sums up to 16 \
@@ -465,10 +469,11 @@ pub static OPTIONS: &[RunOption] = &[
     .takes(|a| a.payload)
     .python(Python::File)
     .help(
-        "CSV columns whose values go to the peer with each matched key, for the peer's \
+        "Columns whose values go to the peer with each matched key, for the peer's \
          --peer-columns (rr22, rr22-m; the receiver's only with --both). Values are padded \
          to WIDTH bytes (`segment:32`), or to the longest rounded up to 16.",
-        "`rr22` and `rr22-m`: CSV columns whose values the peer gets for each matched key \
+        "`rr22` and `rr22-m`: columns (of a CSV or Parquet input) whose values the peer gets \
+         for each matched key \
          (PSI with payloads; the receiver's go to the sender only with `--both`): the peer \
          must ask for the same \
          columns in the same order (`--peer-columns`), or both refuse the run. Each value is \
@@ -487,12 +492,13 @@ pub static OPTIONS: &[RunOption] = &[
     .python(Python::File)
     .help(
         "The peer's revealed columns to add to each matched row of the output, as the \
-         peer's --reveal-columns names them, in order (a CSV input's rows; the sender's \
+         peer's --reveal-columns names them, in order (a CSV or Parquet input's rows; the sender's \
          only with --both).",
         "`rr22` and `rr22-m`: the peer's columns to add to each matched row of `--output` \
          (after the row's own, \
          the header naming them; quoted where a value needs it): exactly those the peer's \
-         `--reveal-columns` names, in order, or both refuse the run. A CSV input's; the \
+         `--reveal-columns` names, in order, or both refuse the run. A CSV or Parquet \
+         input's; the \
          sender asks only with `--both`",
     ),
     RunOption::new(
@@ -513,7 +519,8 @@ pub static OPTIONS: &[RunOption] = &[
          where it did not match) or difference (those whose key the peer lacks).",
         "which of this party's rows `--output` holds, in input order: `inner` (default: \
          those whose key the peer has), `left` (every row, with a `matched` column `true` \
-         or `false`, and the `--peer-columns` empty where it is `false`; a CSV input's) or \
+         or `false`, and the `--peer-columns` empty where it is `false`; a CSV or Parquet \
+         input's) or \
          `difference` (those whose key the peer lacks). Each is a function of the party's \
          own rows and the intersection it learns: none reveals more than `inner` \
          ([worked examples](#joins))",

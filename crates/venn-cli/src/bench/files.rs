@@ -1,14 +1,17 @@
-//! `venn bench --files`: the whole product on CSV files, as two organisations run it. For
-//! each n, a sender and a receiver file of n rows each (a 32-hex-digit key and two payload
-//! columns, as `scripts/gen-rows.py` writes them; half of the keys shared, the shared rows
-//! scattered through the receiver's file), then `venn send` and `venn receive` as two
+//! `venn bench --files`: the whole product on CSV files (or Parquet files, `--file-format
+//! parquet`), as two organisations run it. For each n, a sender and a receiver file of n
+//! rows each (a 32-hex-digit key and two payload columns, as `scripts/gen-rows.py` writes
+//! them; half of the keys shared, the shared rows scattered through the receiver's file;
+//! as Parquet, the same rows: the key and the region as strings, the amount an INT64, in
+//! row groups of 2^20 rows, Snappy-compressed), then `venn send` and `venn receive` as two
 //! processes of this binary over loopback, the receiver writing its output. Reported: each
 //! party's time to read its file (parse, deduplicate), the protocol's own total as the
 //! receiver reports it, the wall time of the two processes, and their ratio. The output
-//! file must be exactly the receiver's shared rows, in input order, byte for byte — or,
-//! with `--join inner` or `left`, what that join gives with the sender's two columns
-//! revealed ([`FilesJoin`]).
+//! file must be exactly the receiver's shared rows, in input order: byte for byte (CSV),
+//! or read back as those rows (Parquet) — or, with `--join inner` or `left`, what that
+//! join gives with the sender's two columns revealed ([`FilesJoin`]).
 
+use super::parquet_rows;
 use super::process::{finish, this_binary};
 use super::table::{self, TableRow};
 use super::ScratchDir;
@@ -22,6 +25,25 @@ use std::time::Instant;
 /// Keys are a bijection of the row's number k (k · MUL mod 2^128, MUL odd), as in
 /// `scripts/gen-rows.py`.
 const MUL: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
+
+/// The files' format (`--file-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum FileFormat {
+    /// CSV with a header row.
+    Csv,
+    /// Parquet.
+    Parquet,
+}
+
+impl FileFormat {
+    /// Its name, as `--file-format` takes it and the files' extension.
+    fn name(self) -> &'static str {
+        match self {
+            FileFormat::Csv => "csv",
+            FileFormat::Parquet => "parquet",
+        }
+    }
+}
 
 /// What the receiver's output holds in a `--files` run (`--join`, a row for each).
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +123,8 @@ impl FilesJoin {
 pub(super) struct FilesRow {
     pub protocol: String,
     pub join: FilesJoin,
+    /// The files' format.
+    pub format: &'static str,
     pub log2n: u32,
     pub read_sender_s: f64,
     pub read_receiver_s: f64,
@@ -161,27 +185,29 @@ pub(super) fn make_files(dir: &Path, log2n: u32, joins: &[FilesJoin]) -> Result<
     Ok(())
 }
 
-/// Starts `venn ROLE` on the files in `dir`, for the output of `join`.
+/// Starts `venn ROLE` on the files of `format` in `dir`, for the output of `join`.
 fn start(
     dir: &Path,
     role: &str,
     (protocol, join): (&str, FilesJoin),
+    format: FileFormat,
     endpoint: [&str; 2],
 ) -> Result<Child> {
     let (input, stats) = match role {
-        "send" => ("s.csv", "s.json"),
-        _ => ("r.csv", "r.json"),
+        "send" => ("s", "s.json"),
+        _ => ("r", "r.json"),
     };
+    let input = format!("{input}.{}", format.name());
     let mut cmd = this_binary()?;
     cmd.current_dir(dir)
-        .args([role, "--protocol", protocol, "--input", input])
+        .args([role, "--protocol", protocol, "--input", &input])
         .args(["--stats-json", stats])
         .args(endpoint)
         .args(join.args(role))
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if role == "receive" {
-        cmd.args(["--output", "out.csv"]);
+        cmd.args(["--output", &format!("out.{}", format.name())]);
     }
     if protocol == "naive" {
         cmd.arg("--insecure");
@@ -196,17 +222,29 @@ fn stats(path: &Path) -> Result<serde_json::Value> {
 }
 
 /// One end-to-end run of `protocol` for the output of `join` in `dir` (which holds the
-/// files).
-fn run_once(dir: &Path, (protocol, join): (&str, FilesJoin), log2n: u32) -> Result<FilesRow> {
-    let _ = std::fs::remove_file(dir.join("out.csv"));
+/// files) on the files of `format`.
+fn run_once(
+    dir: &Path,
+    (protocol, join): (&str, FilesJoin),
+    format: FileFormat,
+    log2n: u32,
+) -> Result<FilesRow> {
+    let out = dir.join(format!("out.{}", format.name()));
+    let _ = std::fs::remove_file(&out);
     // Both start at once, as two organisations would: the port is chosen beforehand (a
     // free one the system hands out, released just before the receiver takes it).
     let addr = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .to_string();
     let began = Instant::now();
-    let receiver = start(dir, "receive", (protocol, join), ["--listen", &addr])?;
-    let sender = start(dir, "send", (protocol, join), ["--connect", &addr])?;
+    let receiver = start(
+        dir,
+        "receive",
+        (protocol, join),
+        format,
+        ["--listen", &addr],
+    )?;
+    let sender = start(dir, "send", (protocol, join), format, ["--connect", &addr])?;
     let sent = finish(sender, "venn send");
     let received = finish(receiver, "venn receive");
     let end_to_end_s = began.elapsed().as_secs_f64();
@@ -214,11 +252,15 @@ fn run_once(dir: &Path, (protocol, join): (&str, FilesJoin), log2n: u32) -> Resu
     let (s, r) = (stats(&dir.join("s.json"))?, stats(&dir.join("r.json"))?);
     let seconds = |v: &serde_json::Value, field: &str| v[field].as_f64().unwrap_or(f64::NAN);
     let protocol_s = seconds(&r, "total_seconds");
-    let out = std::fs::read(dir.join("out.csv"))?;
+    let out = match format {
+        FileFormat::Csv => std::fs::read(&out)?,
+        FileFormat::Parquet => parquet_rows::as_csv(&out)?,
+    };
     let verified = out == std::fs::read(dir.join(join.expected()))?;
     Ok(FilesRow {
         protocol: protocol.to_string(),
         join,
+        format: format.name(),
         log2n,
         read_sender_s: seconds(&s, "input_seconds"),
         read_receiver_s: seconds(&r, "input_seconds"),
@@ -231,23 +273,31 @@ fn run_once(dir: &Path, (protocol, join): (&str, FilesJoin), log2n: u32) -> Resu
     })
 }
 
-/// `venn bench --files`: for each protocol and join, a row the run with the median ratio
-/// of `repeat` (rows interleaved within each repetition), once every n is one it runs.
+/// `venn bench --files`: for each protocol, join and format, a row the run with the
+/// median ratio of `repeat` (rows interleaved within each repetition), once every n is
+/// one it runs.
 pub(super) fn bench_files(
     protocols: &[String],
-    joins: &[FilesJoin],
+    (joins, formats): (&[FilesJoin], &[FileFormat]),
     log2ns: &[u32],
     repeat: usize,
     json: bool,
 ) -> Result<()> {
     table::check_log2ns("--files", 2..=30, "rows", log2ns)?;
+    if formats.contains(&FileFormat::Parquet) && joins.iter().any(|&j| j != FilesJoin::None) {
+        return Err(Failure::Bench(
+            "--join inner and left run on CSV files only: the Parquet files' columns have \
+             the names the join adds, and a Parquet output refuses two columns of one name"
+                .into(),
+        ));
+    }
     let scratch = ScratchDir::new()?;
     if !json {
         print_header();
     }
     let mut rows = Vec::new();
     for &log2n in log2ns {
-        let at = measure_at(scratch.path(), protocols, joins, log2n, repeat)?;
+        let at = measure_at(scratch.path(), protocols, (joins, formats), log2n, repeat)?;
         table::keep(at, json, &mut rows)?;
     }
     if json {
@@ -259,10 +309,11 @@ pub(super) fn bench_files(
 /// Prints the table's head: the CPU line and the columns of [`FilesRow`]'s lines.
 fn print_header() {
     out!(
-        "{}\nend to end on CSV files (`venn send` + `venn receive`, output written)\n\
-         {:<12} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
+        "{}\nend to end on files (`venn send` + `venn receive`, output written)\n\
+         {:<12} {:<8} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}",
         table::cpu_line(),
         "protocol",
+        "format",
         "log2n",
         "read s",
         "read r",
@@ -274,20 +325,27 @@ fn print_header() {
     );
 }
 
-/// Each protocol and join on the files of n = 2^log2n in `dir` (made first), `repeat`
-/// times interleaved: the median run of each.
+/// Each protocol and join on the files of each format of n = 2^log2n in `dir` (made
+/// first), `repeat` times interleaved: the median run of each.
 fn measure_at(
     dir: &Path,
     protocols: &[String],
-    joins: &[FilesJoin],
+    (joins, formats): (&[FilesJoin], &[FileFormat]),
     log2n: u32,
     repeat: usize,
 ) -> Result<Vec<FilesRow>> {
     make_files(dir, log2n, joins)?;
-    let rows: Vec<(&str, FilesJoin)> = (protocols.iter())
+    if formats.contains(&FileFormat::Parquet) {
+        for name in ["s", "r"] {
+            let csv = dir.join(format!("{name}.csv"));
+            parquet_rows::from_csv(&csv, &dir.join(format!("{name}.parquet")))?;
+        }
+    }
+    let each: Vec<((&str, FilesJoin), FileFormat)> = (protocols.iter())
         .flat_map(|p| joins.iter().map(move |&j| (p.as_str(), j)))
+        .flat_map(|row| formats.iter().map(move |&f| (row, f)))
         .collect();
-    let runs = table::interleaved(repeat, &rows, |&row| run_once(dir, row, log2n))?;
+    let runs = table::interleaved(repeat, &each, |&(row, f)| run_once(dir, row, f, log2n))?;
     Ok((runs.into_iter())
         .map(|r| table::median(r, |r| r.verified, |r| r.ratio))
         .collect())
@@ -300,8 +358,9 @@ impl TableRow for FilesRow {
 
     fn wrong(&self) -> String {
         format!(
-            "{} at n = 2^{}: the output file is not the shared rows ({} join)",
+            "{} on {} at n = 2^{}: the output file is not the {} join's rows",
             self.protocol,
+            self.format,
             self.log2n,
             self.join.name()
         )
@@ -309,11 +368,12 @@ impl TableRow for FilesRow {
 
     fn print(&self) {
         out!(
-            "{:<12} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
+            "{:<12} {:<8} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>8}",
             match self.join {
                 FilesJoin::None => self.protocol.clone(),
                 join => format!("{}/{}", self.protocol, join.name()),
             },
+            self.format,
             self.log2n,
             self.read_sender_s,
             self.read_receiver_s,

@@ -7,6 +7,7 @@
 mod files;
 mod items;
 mod network;
+mod parquet_rows;
 mod party;
 mod process;
 mod records;
@@ -17,7 +18,7 @@ mod table;
 mod thunder;
 
 use crate::failure::{Failure, Result};
-pub(crate) use files::FilesJoin;
+pub(crate) use files::{FileFormat, FilesJoin};
 pub(crate) use items::bench_input_memory;
 pub(crate) use network::{parse_net, parse_net_arg};
 pub(crate) use party::{BenchLink, BenchParty};
@@ -135,10 +136,12 @@ pub(crate) struct BenchOptions<'a> {
     /// The width of the sender's records, a row for each (`none`: without; for protocols
     /// that carry them, others running without).
     pub payloads: &'a [PayloadRow],
-    /// Run `venn send` and `venn receive` end to end on CSV files instead.
+    /// Run `venn send` and `venn receive` end to end on files instead.
     pub files: bool,
     /// With `files`: what the receiver's output holds, a row for each.
     pub joins: &'a [FilesJoin],
+    /// The files' formats, a row for each.
+    pub file_formats: &'a [FileFormat],
     pub json: bool,
     pub timeout: u64,
 }
@@ -251,7 +254,13 @@ fn bench_files(o: &BenchOptions, variants: &[Variant]) -> Result<()> {
         ))
         .into());
     }
-    files::bench_files(o.protocols, o.joins, o.log2ns, o.repeat, o.json)
+    files::bench_files(
+        o.protocols,
+        (o.joins, o.file_formats),
+        o.log2ns,
+        o.repeat,
+        o.json,
+    )
 }
 
 /// The thread counts of the rows: each bounded to the cores; one that becomes another's

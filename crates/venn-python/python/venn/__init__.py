@@ -153,7 +153,7 @@ def _file_party(
     join: str,
     align: str,
     delimiter: str,
-    format: str,
+    format: Optional[str],
     options: PartyOptions,
 ) -> RunResult:
     return _Party(
@@ -247,13 +247,15 @@ def send_file(
     join: str = "inner",
     align: str = "none",
     delimiter: str = ",",
-    format: str = "csv",
+    format: Optional[str] = None,
     **options: Unpack[PartyOptions],
 ) -> RunResult:
     """Run the sending party on a file, as ``venn send --input`` does: ``format`` "csv"
     (a header row; fields separated by ``delimiter``: ``","``, ``";"``, ``"\\t"`` or
-    ``"|"``) or "lines" (a key a line); the key from ``column`` (a name, or several that
-    make one key; default the first column), the values of a sum from ``value_column``.
+    ``"|"``), "lines" (a key a line) or "parquet" (columns by name; the output a Parquet
+    file); by default "parquet" for a file named ``*.parquet`` and "csv" otherwise. The key
+    from ``column`` (a name, or several that make one key; default the first column), the
+    values of a sum from ``value_column``.
     ``reveal_columns`` (names, each ``"name:WIDTH"`` to pad its values to WIDTH bytes)
     go to the receiver with each matched key, for its ``peer_columns`` (``rr22``,
     ``rr22-m``). With ``both=True`` the matched rows are written to ``output`` as they
@@ -277,7 +279,7 @@ def receive_file(
     join: str = "inner",
     align: str = "none",
     delimiter: str = ",",
-    format: str = "csv",
+    format: Optional[str] = None,
     **options: Unpack[PartyOptions],
 ) -> RunResult:
     """Run the receiving party on a file, as ``venn receive --input --output`` does: the
