@@ -76,14 +76,7 @@ impl KeysInMemory {
     /// into the keys), ascending (skipped empty keys are never named).
     pub fn matched_positions(&self, intersection: &[usize]) -> Vec<usize> {
         let member = members(self.input.keys.len(), intersection);
-        self.positions(&member).collect()
-    }
-
-    /// The positions of the rows whose keys `member` flags, ascending.
-    fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
-        (self.input.rows.iter())
-            .filter(|r| member[r.key as usize])
-            .map(|r| r.bytes.start)
+        self.input.positions(&member).collect()
     }
 }
 
@@ -110,7 +103,7 @@ impl InputSource for KeysInMemory {
         each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
         let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
-        for position in self.positions(member) {
+        for position in self.input.positions(member) {
             batch.push(position);
             if batch.len() == BATCH {
                 each(RowBatch::Positions(&batch))?;
@@ -137,12 +130,7 @@ impl InputSource for KeysInMemory {
         member: &[bool],
         each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
-        let mut count = 0;
-        for row in self.input.rows.iter().filter(|r| member[r.key as usize]) {
-            each(row.key as usize, RowBatch::Positions(&[row.bytes.start]))?;
-            count += 1;
-        }
-        Ok(count)
+        self.input.each_position(member, each)
     }
 }
 

@@ -178,6 +178,29 @@ impl Input {
         &self.data[range.clone()]
     }
 
+    /// The positions of the rows whose keys `member` flags, ascending, where each row's
+    /// span is the empty range at its position (keys in memory, a Parquet file's rows).
+    pub(crate) fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
+        (self.rows.iter())
+            .filter(|r| member[r.key as usize])
+            .map(|r| r.bytes.start)
+    }
+
+    /// Hands each row of the keys `member` flags to `each` alone by its position (as
+    /// [`Input::positions`]), with the index of its key; returns how many.
+    pub(crate) fn each_position(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        let mut count = 0;
+        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
+            each(row.key as usize, RowBatch::Positions(&[row.bytes.start]))?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
     /// The memory the input holds, in bytes: the room its file's bytes, rows and keys take
     /// (at least what they use), as `--max-memory` counts it while the protocol runs.
     pub fn memory(&self) -> u64 {

@@ -30,13 +30,6 @@ impl ParquetInput {
         let input = whole.expect("one segment holds every row");
         Ok(ParquetInput { file, input })
     }
-
-    /// The positions of the rows whose keys `member` flags, ascending.
-    fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
-        (self.input.rows.iter())
-            .filter(|r| member[r.key as usize])
-            .map(|r| r.bytes.start)
-    }
 }
 
 /// The file first ([`RowBatch::Table`], nothing added), then its matched rows by
@@ -69,7 +62,7 @@ impl InputSource for ParquetInput {
             columns: &[],
         })?;
         let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
-        for position in self.positions(member) {
+        for position in self.input.positions(member) {
             batch.push(position);
             if batch.len() == BATCH {
                 each(RowBatch::Positions(&batch))?;
@@ -100,11 +93,6 @@ impl InputSource for ParquetInput {
         member: &[bool],
         each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
-        let mut count = 0;
-        for row in self.input.rows.iter().filter(|r| member[r.key as usize]) {
-            each(row.key as usize, RowBatch::Positions(&[row.bytes.start]))?;
-            count += 1;
-        }
-        Ok(count)
+        self.input.each_position(member, each)
     }
 }
