@@ -40,6 +40,15 @@ fn refused(command: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Each `(command, args, refusal)` refused with one clean line naming `refusal`, before a
+/// peer is reached; nothing written to `out`.
+fn each_refused(refusals: &[(&str, Vec<&str>, &str)], out: &str) {
+    for (command, args, needle) in refusals {
+        assert_clean_failure(&refused(command, args), needle);
+    }
+    assert!(!Path::new(out).exists());
+}
+
 fn files(dir: &Path) -> (String, String, String) {
     let s = write(dir, "s.csv", SENDER);
     let r = write(dir, "r.csv", RECEIVER);
@@ -248,10 +257,7 @@ fn columns_are_refused_where_they_cannot_go() {
             "no column named 'nope'",
         ),
     ];
-    for (command, args, needle) in refusals {
-        assert_clean_failure(&refused(command, &args), needle);
-    }
-    assert!(!Path::new(&out).exists());
+    each_refused(&refusals, &out);
 }
 
 /// `left` keeps every row, flagged, with the peer's columns where it matched; the same
@@ -385,10 +391,7 @@ fn joins_that_cannot_be_made_are_refused() {
             "--join left adds a column to a CSV or Parquet file's rows",
         ),
     ];
-    for (command, args, needle) in refusals {
-        assert_clean_failure(&refused(command, &args), needle);
-    }
-    assert!(!Path::new(&out).exists());
+    each_refused(&refusals, &out);
 }
 
 /// With `--both --align`, both outputs list the matched rows in the same order, neither
