@@ -34,7 +34,7 @@ use crate::input::footprint::Footprint;
 use crate::input::parquet_file::{self, ParquetFile};
 use crate::input::segments::{self, Segment};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
-use crate::input::{Format, KeyOptions};
+use crate::input::{records, Format, KeyOptions};
 use crate::join::JoinKind;
 use crate::join::{Batches, Shape};
 use crate::temp_dirs::TempDir;
@@ -179,8 +179,11 @@ pub struct Split {
     log2_files: u8,
     /// The segments it was read in (and its rows will be written in).
     segment_bytes: usize,
-    /// Rows in the file (kept: not skipped as empty).
+    /// Rows in the file (kept: not skipped as empty), one for each key of a record (with
+    /// `--match-any`, for each of its non-empty identifiers): the rows run, by number.
     pub rows: u64,
+    /// Records in the file (kept): its rows, or the records they belong to.
+    pub records: u64,
     /// Rows skipped for an empty key (`--skip-empty`).
     pub skipped_empty: u64,
     header: Option<Vec<u8>>,
@@ -234,7 +237,7 @@ pub fn split(
                 .map_err(Error::file("create", &p))
         })
         .collect::<Result<_>>()?;
-    let (mut rows, mut skipped) = (0, 0);
+    let (mut rows, mut kept, mut skipped) = (0, 0, 0);
     let header = for_each_segment(path, opts, segment_bytes, |s| {
         check(&s.input.keys).map_err(|e| match e {
             Error::Usage(why) => Error::Usage(format!("after row {}: {why}", s.rows_before)),
@@ -251,6 +254,7 @@ pub fn split(
                 .map_err(Error::file("write", &file_of(dir.path(), f)))?;
         }
         rows = s.rows_before + s.input.rows.len() as u64;
+        kept += records(&s.input.rows).count() as u64;
         progress(rows);
         skipped += s.input.skipped_empty as u64;
         Ok(())
@@ -264,6 +268,7 @@ pub fn split(
         log2_files,
         segment_bytes,
         rows,
+        records: kept,
         skipped_empty: skipped,
         header,
     })
@@ -567,6 +572,7 @@ impl MatchedRows for SplitRows<'_> {
             batches.header(|out| self.shape.header(out, h))?;
         }
         // A Parquet file's rows go by position, copied from the file.
+        let added = self.shape.added();
         let table = match self.opts.format {
             Format::Parquet => Some(ParquetFile::open(self.input)?),
             Format::Csv | Format::Lines => None,
@@ -575,26 +581,38 @@ impl MatchedRows for SplitRows<'_> {
             batches.pass(RowBatch::Table {
                 file,
                 matched: self.shape.kind == JoinKind::Left,
-                columns: &[],
+                columns: &added,
             })?;
         }
-        let (mut count, mut seen) = (0, 0);
+        let (mut count, mut seen, mut on) = (0, 0, Vec::new());
         for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
-            for (i, row) in s.input.rows.iter().enumerate() {
-                let matched = self.matches.has(s.rows_before + i as u64);
+            let mut number = s.rows_before;
+            // A record at a time (with --match-any, its identifiers' rows): matched if
+            // any of its rows is.
+            for rows in records(&s.input.rows) {
+                let has = |j: usize| self.matches.has(number + j as u64);
+                let matched = (0..rows.len()).any(has);
+                let identifiers = (rows.iter().enumerate()).filter(|&(j, _)| has(j));
+                self.shape
+                    .matched_on(identifiers.map(|(_, r)| r.identifier), &mut on);
+                number += rows.len() as u64;
                 if !self.shape.kind.keeps(matched) {
                     continue;
                 }
+                let values: &[&[u8]] = match (matched, self.shape.identifiers) {
+                    (true, Some(_)) => &[&on],
+                    _ => &[],
+                };
                 match &table {
                     Some(_) => batches.pass(RowBatch::Joined {
-                        position: row.bytes.start,
+                        position: rows[0].bytes.start,
                         matched,
-                        values: &[],
+                        values,
                     })?,
                     None => {
-                        let row = s.input.bytes(&row.bytes);
-                        batches.row(|out| self.shape.row(out, row, matched, &[]))?;
+                        let row = s.input.bytes(&rows[0].bytes);
+                        batches.row(|out| self.shape.row(out, row, matched, values))?;
                     }
                 }
                 count += 1;

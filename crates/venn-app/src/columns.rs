@@ -16,6 +16,10 @@ use venn::{Error, Result};
 /// The name of the column a `left` join adds (whether the peer has the row's key).
 pub const MATCHED_COLUMN: &str = "matched";
 
+/// The name of the column `--match-any` adds to a matched record: which of its
+/// identifiers the peer has, as `--match-any` names them, joined by `|`.
+pub const MATCHED_ON_COLUMN: &str = "matched_on";
+
 /// Values are padded to a multiple of this many bytes where no width is given.
 const PAD_TO: usize = 16;
 

@@ -6,6 +6,11 @@
 //! Every kind is a function of the party's own rows and the intersection it learns, so
 //! none reveals more than `inner` does.
 //!
+//! With `--match-any` a record has a key for each of its non-empty identifiers: it is
+//! matched when the peer has any of them, output once (with a `matched_on` column naming
+//! those the peer has), and the peer's columns are those of the peer's rows of the first
+//! identifier, in the order `--match-any` names them, that matched.
+//!
 //! With `--both`, `--align` has both parties write their matched rows in one order
 //! ([`AlignedRows`]): by a keyed hash of each matched key under the digest of both run
 //! plans. Both hold exactly the matched keys (normalised alike: the plans check it) and
@@ -15,7 +20,7 @@
 //! other has rows: the peer's count of unmatched rows is its announced size less the
 //! intersection, which both know already.
 
-use crate::columns::{push_field, Layout, MATCHED_COLUMN};
+use crate::columns::{push_field, Layout, MATCHED_COLUMN, MATCHED_ON_COLUMN};
 use crate::input::source::{InputSource, MatchedRows, RowBatch};
 use std::io;
 use std::ops::Range;
@@ -25,6 +30,41 @@ use venn::{Error, Result};
 
 /// Bytes of output rows handed to the sink at a time.
 const BATCH_BYTES: usize = 1 << 16;
+
+/// What each way of writing a party's output reveals beside the intersection, a line
+/// each (`venn params`, for a protocol whose output is the intersection, and
+/// docs/protocols.md).
+pub const OUTPUT_LEAKAGE: &[(&str, &str)] = &[
+    (
+        "--join inner",
+        "the rows whose key the peer has: the intersection, nothing more",
+    ),
+    (
+        "--join left",
+        "every row, with whether the peer has its key: the intersection, nothing more",
+    ),
+    (
+        "--join difference",
+        "the rows whose key the peer lacks: the intersection's complement, nothing more",
+    ),
+    (
+        "--align inner",
+        "both write the matched rows in one order, a keyed hash of each key under the \
+         digest of both run plans: nothing more (it is neither party's input order)",
+    ),
+    (
+        "--align outer",
+        "then each side's unmatched rows and placeholders for the peer's: the peer's count \
+         of unmatched rows, its announced size less the intersection, which each knew",
+    ),
+    (
+        "--match-any",
+        "for each of a party's identifier values, whether the peer has it under the same \
+         identifier (as one PSI per identifier tells), and the peer's number of identifier \
+         values in all (not each identifier's); nothing of which of the peer's identifiers \
+         make one record",
+    ),
+];
 
 /// Which rows an output holds (`--join`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,7 +106,8 @@ impl JoinKind {
 }
 
 /// How an output row is made from an input row of a CSV file (or a file of lines, when
-/// nothing is added): the `matched` flag of a `left` join, then the peer's columns.
+/// nothing is added): the `matched` flag of a `left` join, the `matched_on` column of
+/// `--match-any`, then the peer's columns.
 pub struct Shape<'a> {
     /// Which rows are output.
     pub kind: JoinKind,
@@ -74,30 +115,65 @@ pub struct Shape<'a> {
     pub columns: Option<&'a Layout>,
     /// The input's delimiter, which the added fields take.
     pub delimiter: u8,
+    /// With `--match-any` (and a join that outputs matched records), the identifiers'
+    /// names, for the `matched_on` column.
+    pub identifiers: Option<&'a [String]>,
 }
 
 impl Shape<'_> {
     /// Whether rows are output as they are in the input (nothing added).
     pub fn as_they_are(&self) -> bool {
-        self.kind != JoinKind::Left && self.columns.is_none()
+        self.kind != JoinKind::Left && self.columns.is_none() && self.identifiers.is_none()
+    }
+
+    /// The columns added after a `left` join's `matched` flag, as a Parquet output adds
+    /// them (named, with their widths): `matched_on`, then the peer's.
+    pub fn added(&self) -> Vec<(String, u16)> {
+        let on = (self.identifiers.iter()).map(|names| {
+            let width = names.iter().map(|n| n.len() + 1).sum::<usize>();
+            (
+                MATCHED_ON_COLUMN.to_string(),
+                width.min(u16::MAX as usize) as u16,
+            )
+        });
+        let peer = self.columns.iter().flat_map(|l| l.columns.iter().cloned());
+        on.chain(peer).collect()
+    }
+
+    /// The `matched_on` field of a record the peer has the `identifiers` of (their numbers,
+    /// in order): their names, joined by `|`, in `out` (nothing without `--match-any`).
+    pub fn matched_on(&self, identifiers: impl Iterator<Item = u16>, out: &mut Vec<u8>) {
+        out.clear();
+        let Some(names) = self.identifiers else {
+            return;
+        };
+        for i in identifiers {
+            if !out.is_empty() {
+                out.push(b'|');
+            }
+            out.extend_from_slice(names[i as usize].as_bytes());
+        }
     }
 
     /// Appends the header row with the added columns' names.
     pub fn header(&self, out: &mut Vec<u8>, header: &[u8]) {
         let flag = (self.kind == JoinKind::Left).then_some(MATCHED_COLUMN.as_bytes());
+        let on = self.identifiers.map(|_| MATCHED_ON_COLUMN.as_bytes());
         let names =
             (self.columns.into_iter()).flat_map(|l| l.columns.iter().map(|(n, _)| n.as_bytes()));
-        self.append(out, header, flag.into_iter().chain(names));
+        self.append(out, header, flag.into_iter().chain(on).chain(names));
     }
 
     /// Appends `row` (as it is in the file) with the added fields: whether it matched (a
-    /// `left` join) and the peer's `values` (empty where it did not match).
+    /// `left` join), then `values`: `matched_on`'s and the peer's (all empty where it did
+    /// not match).
     pub fn row(&self, out: &mut Vec<u8>, row: &[u8], matched: bool, values: &[&[u8]]) {
         let flag: Option<&[u8]> = (self.kind == JoinKind::Left).then_some(match matched {
             true => b"true",
             false => b"false",
         });
-        let empty = self.columns.map_or(0, |l| l.columns.len()) * usize::from(!matched);
+        let added = self.columns.map_or(0, |l| l.columns.len()) + self.identifiers.map_or(0, |_| 1);
+        let empty = added * usize::from(!matched);
         let fields = values
             .iter()
             .copied()
@@ -203,21 +279,24 @@ impl MatchedRows for JoinedRows<'_> {
         }
         // A Parquet file's rows go by position, each with what is added to it.
         let table = self.source.table();
+        let added = self.shape.added();
         if let Some(file) = table {
             (batches.pass(RowBatch::Table {
                 file,
                 matched: self.shape.kind == JoinKind::Left,
-                columns: self.shape.columns.map_or(&[][..], |l| l.columns.as_slice()),
+                columns: &added,
             }))
             .map_err(Error::Io)?;
         }
-        let member: Vec<bool> = (0..keys)
-            .map(|k| self.shape.kind.keeps(peer.has(k)))
-            .collect();
-        let (mut count, mut values) = (0, Vec::new());
+        let (mut count, mut values, mut on) = (0, Vec::new(), Vec::new());
         (self.source)
-            .each_row(&member, &mut |key, row| {
-                // The row once for each of the peer's rows of its key, or once unmatched.
+            .each_record(&mut |rows, row| {
+                // The first of its keys the peer has (its identifiers in order).
+                let first = rows.iter().find(|r| peer.has(r.key as usize));
+                if !self.shape.kind.keeps(first.is_some()) {
+                    return Ok(());
+                }
+                // The row once for each of the peer's rows of that key, or once unmatched.
                 let mut emit = |matched: bool, values: &[&[u8]]| match row {
                     RowBatch::Text(row) => {
                         batches.row(|out| self.shape.row(out, row, matched, values))
@@ -234,13 +313,23 @@ impl MatchedRows for JoinedRows<'_> {
                         "keys given in memory have no rows to add columns to",
                     )),
                 };
-                for r in peer.rows_of(key) {
-                    peer.values(r, &mut values);
-                    emit(true, &values)?;
+                let Some(first) = first else {
                     count += 1;
-                }
-                if !peer.has(key) {
-                    emit(false, &[])?;
+                    return emit(false, &[]);
+                };
+                let has = rows.iter().filter(|r| peer.has(r.key as usize));
+                self.shape.matched_on(has.map(|r| r.identifier), &mut on);
+                for r in peer.rows_of(first.key as usize) {
+                    peer.values(r, &mut values);
+                    match self.shape.identifiers {
+                        Some(_) => {
+                            let fields: Vec<&[u8]> = std::iter::once(&on[..])
+                                .chain(values.iter().copied())
+                                .collect();
+                            emit(true, &fields)?
+                        }
+                        None => emit(true, &values)?,
+                    }
                     count += 1;
                 }
                 Ok(())
@@ -382,8 +471,10 @@ impl MatchedRows for AlignedRows<'_> {
         let (mut held, mut at) = (Vec::new(), vec![0..0; keys.len()]);
         let matched: Vec<bool> = (0..keys.len()).map(|k| peer.has(k)).collect();
         (self.source)
-            .each_row(&matched, &mut |key, row| match row {
+            .each_record(&mut |rows, row| match row {
+                _ if !matched[rows[0].key as usize] => Ok(()),
                 RowBatch::Text(row) => {
+                    let key = rows[0].key as usize;
                     at[key] = held.len()..held.len() + row.len();
                     held.extend_from_slice(row);
                     Ok(())
@@ -416,16 +507,21 @@ impl MatchedRows for AlignedRows<'_> {
                 .saturating_sub(self.intersection.len() as u64);
             let placeholder = self.placeholder(header.unwrap_or_default());
             let ours = |batches: &mut Batches| -> Result<usize> {
-                let unmatched: Vec<bool> = matched.iter().map(|m| !m).collect();
+                let mut count = 0;
                 (self.source)
-                    .each_row(&unmatched, &mut |_, row| match row {
-                        RowBatch::Text(row) => batches.row(|out| {
-                            self.shape
-                                .row(out, ensure_line_end(row).as_ref(), false, &[])
-                        }),
+                    .each_record(&mut |rows, row| match row {
+                        _ if matched[rows[0].key as usize] => Ok(()),
+                        RowBatch::Text(row) => {
+                            count += 1;
+                            batches.row(|out| {
+                                self.shape
+                                    .row(out, ensure_line_end(row).as_ref(), false, &[])
+                            })
+                        }
                         _ => Ok(()),
                     })
-                    .map_err(Error::Io)
+                    .map_err(Error::Io)?;
+                Ok(count)
             };
             let theirs = |batches: &mut Batches| -> Result<usize> {
                 for _ in 0..placeholders {
@@ -514,6 +610,7 @@ mod tests {
                     kind,
                     columns,
                     delimiter: b',',
+                    identifiers: None,
                 },
             };
             let out = dir.path().join("out.csv");
@@ -553,6 +650,7 @@ mod tests {
                     kind,
                     columns: Some(&layout),
                     delimiter: b',',
+                    identifiers: None,
                 },
             };
             let out = dir.path().join("out.csv");
@@ -574,5 +672,71 @@ mod tests {
             joined(JoinKind::Inner, &[2, 2]).is_err(),
             "a record missing"
         );
+    }
+
+    /// With `--match-any` a record is output once whichever of its identifiers matched,
+    /// `matched_on` naming them in order, the peer's columns from its rows of the first
+    /// that matched; a `left` join's unmatched record once with both empty; a
+    /// `difference` the records none of whose identifiers matched.
+    #[test]
+    fn a_record_matched_on_any_identifier_is_output_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("in.csv");
+        std::fs::write(&csv, "e,p\na,1\nb,2\n,3\nc,\na,4\n").unwrap();
+        let opts = KeyOptions {
+            columns: vec!["e".into(), "p".into()],
+            match_any: true,
+            ..KeyOptions::default()
+        };
+        let input = read_input(&csv, &opts).unwrap();
+        let key = |k: &[u8]| {
+            (0..input.keys.len())
+                .find(|&i| input.keys.get(i) == k)
+                .unwrap()
+        };
+        // The peer has e=a (two rows: x, y), p=2 (z), p=3 (w) and p=1 (v); not b, c or 4.
+        let intersection = [key(b"\x00a"), key(b"\x012"), key(b"\x013"), key(b"\x011")];
+        let layout = Layout::new(vec![("seg".into(), 4)]).unwrap();
+        let mut records = vec![0u8; 5 * layout.width()];
+        let values = [&b"x"[..], b"y", b"z", b"w", b"v"];
+        for (value, record) in values.iter().zip(records.chunks_mut(6)) {
+            layout.encode(&[value], record);
+        }
+        let names = ["e".to_string(), "p".to_string()];
+        let joined = |kind, columns: Option<&Layout>| {
+            let rows = JoinedRows {
+                source: &input,
+                intersection: &intersection,
+                records: if columns.is_some() { &records } else { &[] },
+                rows: if columns.is_some() {
+                    &[2, 1, 1, 1]
+                } else {
+                    &[1; 4]
+                },
+                shape: Shape {
+                    kind,
+                    columns,
+                    delimiter: b',',
+                    identifiers: (kind != JoinKind::Difference).then_some(&names[..]),
+                },
+            };
+            let out = dir.path().join("out.csv");
+            crate::sink::write_rows(&out, &rows).unwrap();
+            std::fs::read_to_string(&out).unwrap()
+        };
+        assert_eq!(
+            joined(JoinKind::Inner, None),
+            "e,p,matched_on\na,1,e|p\nb,2,p\n,3,p\na,4,e\n"
+        );
+        assert_eq!(
+            joined(JoinKind::Inner, Some(&layout)),
+            "e,p,matched_on,seg\na,1,e|p,x\na,1,e|p,y\nb,2,p,z\n,3,p,w\na,4,e,x\na,4,e,y\n"
+        );
+        assert_eq!(
+            joined(JoinKind::Left, Some(&layout)),
+            "e,p,matched,matched_on,seg\na,1,true,e|p,x\na,1,true,e|p,y\nb,2,true,p,z\n\
+             ,3,true,p,w\nc,,false,,\na,4,true,e,x\na,4,true,e,y\n"
+        );
+        assert_eq!(joined(JoinKind::Difference, None), "e,p\nc,\n");
     }
 }

@@ -1,8 +1,9 @@
 //! `venn params`: each protocol's security model and its parameters for given set sizes.
 
-use venn::protocols::{find, registry, Bins, Offline, Options, Protocol, Sizes};
+use venn::protocols::{find, registry, Bins, Offline, Options, OutputKind, Protocol, Sizes};
 use venn::session::Role;
 use venn::{Error, Result};
+use venn_app::join::OUTPUT_LEAKAGE;
 
 /// A `--sigma` row of `venn bench` and `venn params`: σ-bit integers, or `any` for keys of
 /// any length (hashed by the protocol).
@@ -57,6 +58,12 @@ pub(crate) fn print_params(
         println!("  who learns what: {}", info.leakage);
         if let Some(records) = p.records_leakage() {
             println!("  with records: {records}");
+        }
+        if info.role(Role::Receiver).output == OutputKind::Indices {
+            println!("  outputs, beside the intersection:");
+            for (way, leaks) in OUTPUT_LEAKAGE {
+                println!("    {way}: {leaks}");
+            }
         }
         for r in info.roles {
             println!(

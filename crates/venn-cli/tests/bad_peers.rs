@@ -85,6 +85,7 @@ fn honest_handshake(stream: &TcpStream, n: u64) {
             trim: false,
             lowercase: false,
             columns: 1,
+            any: false,
         },
         columns: Columns::default(),
         align: Align::None,

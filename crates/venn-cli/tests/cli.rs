@@ -542,6 +542,22 @@ fn demo_and_params_run() {
         !text.contains("with records"),
         "kkrt16 carries none: {text}"
     );
+    // Each way of writing the output, a line each, for a protocol that outputs rows.
+    for way in [
+        "--join inner:",
+        "--join left:",
+        "--join difference:",
+        "--align inner:",
+        "--align outer: then each side's unmatched rows",
+        "--match-any: for each of a party's identifier values",
+    ] {
+        assert!(text.contains(&format!("    {way}")), "{way} in: {text}");
+    }
+    let o = venn()
+        .args(["params", "--protocol", "rr22-ca", "--log2n", "8"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("--join"));
     // Thunder (through `venn cloud`): its model, who learns what, and its costs per size.
     let o = venn()
         .args(["params", "--protocol", "thunder", "--log2n", "20"])

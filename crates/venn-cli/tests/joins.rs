@@ -546,3 +546,178 @@ fn keys_repeated_on_both_sides_give_every_pair_of_rows() {
         );
     }
 }
+
+/// The sender's records for `--match-any email,phone`: a repeated e-mail, empty
+/// identifiers, a record the receiver has nothing of.
+const ANY_SENDER: &str = "name,email,phone,segment\n\
+S1,ada@x.org,111,gold\n\
+S2,bob@x.org,,silver\n\
+S3,,333,bronze\n\
+S4,ada@x.org,444,tin\n\
+S5,eve@x.org,555,lead\n\
+S6,dee@x.org,666,iron\n";
+
+/// The receiver's: matched on the e-mail (in another case), on the phone, on both, on the
+/// phone with no e-mail, on neither, and an e-mail in the phone column (which matches no
+/// e-mail: identifiers match only their own kind).
+const ANY_RECEIVER: &str = "id,email,phone\n\
+1,ADA@x.org,999\n\
+2,zed@x.org,333\n\
+3,bob@x.org,555\n\
+4,,111\n\
+5,cy@x.org,\n\
+6,555@x.org,bob@x.org\n";
+
+/// `--match-any`: a record matched on any of its identifiers is output once (once for
+/// each of the sender's rows of the first identifier that matched, with its columns),
+/// `matched_on` naming the identifiers matched; over TLS, with a `left` join bucket by
+/// bucket too, and a sender's `difference` with --both.
+#[test]
+fn records_match_on_any_identifier() {
+    let dir = tmp();
+    let s = write(dir.path(), "s.csv", ANY_SENDER);
+    let r = write(dir.path(), "r.csv", ANY_RECEIVER);
+    let (s, r) = (s.to_str().unwrap(), r.to_str().unwrap());
+    let out = dir.path().join("out.csv");
+    let out = out.to_str().unwrap();
+    let any = ["--match-any", "email,phone", "--lowercase"];
+    let (ca, ka, fa) = keygen(dir.path(), "a");
+    let (cb, kb, fb) = keygen(dir.path(), "b");
+    let receiver = [
+        &["--input", r, "--output", out, "--peer-columns", "segment"][..],
+        &any,
+        &[
+            "--tls-cert",
+            &cb,
+            "--tls-key",
+            &kb,
+            "--peer-fingerprint",
+            &fa,
+        ],
+    ]
+    .concat();
+    let sender = [
+        &["--input", s, "--reveal-columns", "segment"][..],
+        &any,
+        &[
+            "--tls-cert",
+            &ca,
+            "--tls-key",
+            &ka,
+            "--peer-fingerprint",
+            &fb,
+        ],
+    ]
+    .concat();
+    let (so, ro) = run_pair(&receiver, &sender);
+    assert_success(&[&so, &ro]);
+    assert_eq!(
+        std::fs::read_to_string(out).unwrap(),
+        "id,email,phone,matched_on,segment\n\
+         1,ADA@x.org,999,email,gold\n\
+         1,ADA@x.org,999,email,tin\n\
+         2,zed@x.org,333,phone,bronze\n\
+         3,bob@x.org,555,email|phone,silver\n\
+         4,,111,phone,gold\n"
+    );
+    let sent = dir.path().join("sent.csv");
+    let sent = sent.to_str().unwrap();
+    for bucket_rows in [None, Some("2")] {
+        let mut receiver = [&["--input", r, "--output", out, "--join", "left"][..], &any].concat();
+        receiver.extend(bucket_rows.iter().flat_map(|n| ["--bucket-rows", n]));
+        receiver.push("--both");
+        let sender = [
+            &[
+                "--input",
+                s,
+                "--both",
+                "--output",
+                sent,
+                "--join",
+                "difference",
+            ][..],
+            &any,
+        ]
+        .concat();
+        let (so, ro) = run_pair(&receiver, &sender);
+        assert_success(&[&so, &ro]);
+        assert_eq!(
+            std::fs::read_to_string(out).unwrap(),
+            "id,email,phone,matched,matched_on\n\
+             1,ADA@x.org,999,true,email\n\
+             2,zed@x.org,333,true,phone\n\
+             3,bob@x.org,555,true,email|phone\n\
+             4,,111,true,phone\n\
+             5,cy@x.org,,false,\n\
+             6,555@x.org,bob@x.org,false,\n",
+            "buckets of {bucket_rows:?} rows"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sent).unwrap(),
+            "name,email,phone,segment\nS6,dee@x.org,666,iron\n",
+            "buckets of {bucket_rows:?} rows"
+        );
+    }
+    // Both must match on any of the same number of identifiers.
+    let (so, ro) = run_pair(
+        &[&["--input", r, "--output", out][..], &any].concat(),
+        &[
+            "--input",
+            s,
+            "--column",
+            "email",
+            "--lowercase",
+            "--skip-empty",
+        ],
+    );
+    assert_clean_failure(&ro, "ours with no trim, lowercase, any of 2 key columns");
+    assert_clean_failure(
+        &so,
+        "the peer's with no trim, lowercase, any of 2 key columns",
+    );
+    std::fs::remove_file(out).unwrap();
+    // The command line's parser says so as it says any value refused.
+    let both = refused(
+        "receive",
+        &[
+            "--input",
+            r,
+            "--output",
+            out,
+            "--match-any",
+            "a,b",
+            "--column",
+            "id",
+        ],
+    );
+    assert!(!both.status.success());
+    assert!(stderr(&both).contains("give --column (one key of several columns) or --match-any"));
+    let receive = |extra: &[&'static str]| -> Vec<&str> {
+        [&["--input", r, "--output", out][..], extra].concat()
+    };
+    each_refused(
+        &[
+            (
+                "receive",
+                receive(&["--match-any", "email"]),
+                "names 2 to 16",
+            ),
+            (
+                "receive",
+                receive(&["--match-any", "a,b", "--format", "lines"]),
+                "CSV or Parquet",
+            ),
+            (
+                "receive",
+                receive(&["--match-any", "email,phone", "--protocol", "rr22-ca"]),
+                "'rr22-ca' outputs no records",
+            ),
+            (
+                "receive",
+                receive(&["--match-any", "email,phone", "--both", "--align", "inner"]),
+                "cannot go with --align",
+            ),
+        ],
+        out,
+    );
+}

@@ -428,3 +428,72 @@ fn what_cannot_be_read_as_parquet_is_refused_cleanly() {
         .unwrap();
     assert_clean_failure(&taken, "would have two columns named 'id'");
 }
+
+/// `--match-any` on a Parquet input: a record matched on any of its identifiers once, the
+/// output's `matched_on` (and a `left` join's `matched`) added as columns, null where the
+/// record did not match; the partner's columns from the first identifier that matched.
+#[test]
+fn a_parquet_input_matches_on_any_identifier() {
+    let dir = tmp();
+    let schema = "message r { required int64 id; optional binary email (STRING); \
+                  optional binary phone (STRING); }";
+    let columns = vec![
+        Cells::Long(vec![Some(1), Some(2), Some(3)]),
+        Cells::Text(vec![Some("ada@x.org"), None, Some("cy@x.org")]),
+        Cells::Text(vec![Some("555-0100"), Some("555-0199"), None]),
+    ];
+    let input = dir.path().join("r.parquet");
+    write_parquet(&input, schema, &columns, 2);
+    let sender = write(
+        dir.path(),
+        "s.csv",
+        "email,phone,ward\nada@x.org,555-0100,B\nx@y.org,555-0199,C\n",
+    );
+    let out = dir.path().join("out.parquet");
+    let any = ["--match-any", "email,phone"];
+    let (so, ro) = run_pair(
+        &[
+            &["--input", input.to_str().unwrap(), "--output"][..],
+            &[
+                out.to_str().unwrap(),
+                "--peer-columns",
+                "ward",
+                "--join",
+                "left",
+            ],
+            &any,
+        ]
+        .concat(),
+        &[
+            &[
+                "--input",
+                sender.to_str().unwrap(),
+                "--reveal-columns",
+                "ward",
+            ][..],
+            &any,
+        ]
+        .concat(),
+    );
+    assert_success(&[&so, &ro]);
+    let (schema, rows) = read_parquet(&out);
+    assert_eq!(
+        schema[3..],
+        [
+            "REQUIRED BOOLEAN matched",
+            "OPTIONAL BYTE_ARRAY String matched_on",
+            "OPTIONAL BYTE_ARRAY String ward"
+        ]
+    );
+    assert_eq!(
+        rows,
+        [
+            "{id: 1, email: \"ada@x.org\", phone: \"555-0100\", matched: true, matched_on: \
+             \"email|phone\", ward: \"B\"}",
+            "{id: 2, email: null, phone: \"555-0199\", matched: true, matched_on: \"phone\", \
+             ward: \"C\"}",
+            "{id: 3, email: \"cy@x.org\", phone: null, matched: false, matched_on: null, \
+             ward: null}",
+        ]
+    );
+}

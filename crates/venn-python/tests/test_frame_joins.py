@@ -241,6 +241,76 @@ def test_frame_refusals():
         venn.intersect_frame({"email": ["a"]}, "email", **nobody)  # type: ignore[type-var]
 
 
+#: Phone numbers for ``match_any``'s second identifier, drawn from overlapping pools;
+#: "café" is one of the e-mails too, and must match no e-mail.
+PHONES = ["+1 555 0100", "555-0101", "0102", " 0103 ", "0104", "0105", "0106", "0107", "café"]
+
+
+def any_oracle(mine, theirs, identifiers: list[str], how: str, peer_columns: list[str],
+               trim=True, lowercase=True) -> pandas.DataFrame:  # fmt: skip
+    """``match_any`` row by row: a row of mine matches when the peer has one of its
+    identifiers under the same column (as normalised; empty ones left out, a row with none
+    skipped); it is output once for each of the peer's rows of the first that matched
+    (``pandas.merge`` on that column), with ``matched_on`` naming all that matched."""
+    norm = {c: [_normalised(v, trim, lowercase) for v in theirs[c]] for c in identifiers}
+    present = {c: {v for v in norm[c] if v} for c in identifiers}
+    rows, on, peer = [], [], {c: [] for c in peer_columns}
+    for position in range(len(mine)):
+        values = [_normalised(mine[c].iloc[position], trim, lowercase) for c in identifiers]
+        if not any(values):
+            continue
+        hits = [c for c, v in zip(identifiers, values) if v and v in present[c]]
+        if (how == "difference" and hits) or (how == "inner" and not hits):
+            continue
+        first = hits[0] if hits else None
+        value = values[identifiers.index(first)] if hits else None
+        theirs_rows = [j for j, v in enumerate(norm[first]) if v == value] if hits else [None]
+        for j in theirs_rows if peer_columns else theirs_rows[:1]:
+            rows.append(position)
+            on.append("|".join(hits) if hits else math.nan)
+            for c in peer_columns:
+                peer[c].append(math.nan if j is None else theirs[c].iloc[j])
+    out = mine.iloc[rows]
+    if how == "difference":
+        return out
+    text = pandas.Series([""]).dtype
+    out = out.reset_index(drop=True)
+    for name, values in {"matched_on": on, **peer}.items():
+        out[name] = pandas.Series(values, dtype=text)
+    return out
+
+
+@pytest.mark.parametrize("how, columns", [("inner", False), ("inner", True), ("left", True),
+                                          ("difference", False)])  # fmt: skip
+def test_match_any_joins_a_row_on_its_first_matched_identifier(tmp_path: Path, how: str, columns: bool):
+    """``match_any=["email", "phone"]`` against a sender's file matched on the same two
+    columns (revealing a column where the join takes it), as the row-by-row oracle above
+    joins them: each row once whichever identifiers matched, an e-mail never matching a
+    phone number, missing identifiers left out."""
+    rng = random.Random(f"any {how} {columns}")
+    mine, theirs = tables(rng, 80, empties=True)
+    mine = mine.assign(phone=[rng.choice([*PHONES[2:], None, ""]) for _ in range(len(mine))])
+    theirs = theirs.assign(phone=[rng.choice([*PHONES[:-2], None]) for _ in range(len(theirs))])
+    theirs.to_csv(tmp_path / "theirs.csv", index=False, quoting=csv.QUOTE_ALL)
+    identifiers = ["email", "phone"]
+    addr, sent = in_thread(
+        lambda **link: venn.send_file(tmp_path / "theirs.csv", match_any=identifiers,
+                                      reveal_columns="seg" if columns else None,
+                                      **NORMALISED, **link)
+    )  # fmt: skip
+    peer = ["seg"] if columns else []
+    got = venn.intersect_frame(mine, match_any=identifiers, how=how, peer_columns=peer,
+                               connect=addr, **NORMALISED)  # fmt: skip
+    sent()
+    want = any_oracle(mine, theirs, identifiers, how, peer)
+    assert_frame_equal(got, want)
+    if how != "difference":
+        on = set(want["matched_on"].dropna())
+        assert {"email", "phone", "email|phone"} <= on, f"every way of matching: {on}"
+    with pytest.raises(venn.UsageError, match="give column= .* or match_any="):
+        venn.intersect_frame(mine, "email", match_any=identifiers, connect="127.0.0.1:1")
+
+
 @pytest.mark.skipif(VENN_BIN is None, reason="no venn binary (set VENN_BIN)")
 @pytest.mark.parametrize("how", ["inner", "left"])
 def test_the_command_lines_join_over_tls_is_pandas_merge(tmp_path: Path, how: str):

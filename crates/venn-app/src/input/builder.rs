@@ -47,9 +47,11 @@ pub(super) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    /// Room for `expected_rows` rows whose keys take about `key_bytes` bytes in all (more
-    /// is taken as needed: lower-cased text that lengthens).
+    /// Room for `expected_rows` rows (with `--match-any`, their identifiers' rows) whose
+    /// keys take about `key_bytes` bytes in all (more is taken as needed: lower-cased text
+    /// that lengthens).
     pub(super) fn new(opts: &'a KeyOptions, expected_rows: usize, key_bytes: usize) -> Self {
+        let expected_rows = super::footprint::keyed_rows(opts, expected_rows as u64) as usize;
         Builder {
             opts,
             keys: Items::with_capacity(expected_rows, key_bytes),
@@ -67,13 +69,13 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised), whose
-    /// values are `values`, if the rows carry values, and whose revealed columns hold
-    /// `revealed`.
+    /// Adds the row `bytes` (line `line`) whose key is `key` (already normalised) for
+    /// identifier `identifier` (0 but with `--match-any`), whose values are `values`, if
+    /// the rows carry values, and whose revealed columns hold `revealed`.
     fn add_key(
         &mut self,
         line: u64,
-        key: &[u8],
+        (key, identifier): (&[u8], u16),
         values: Values,
         revealed: &[&[u8]],
         bytes: Range<usize>,
@@ -83,10 +85,15 @@ impl<'a> Builder<'a> {
                 self.skipped_empty += 1;
                 return Ok(());
             }
+            let what = match self.opts.match_any {
+                true => "every identifier (--match-any) empty",
+                false => "empty key",
+            };
             return Err(Error::Input {
                 line,
-                reason: "empty key (--skip-empty, in Python skip_empty=True, skips such rows)"
-                    .into(),
+                reason: format!(
+                    "{what} (--skip-empty, in Python skip_empty=True, skips such rows)"
+                ),
             });
         }
         let index = match u32::try_from(self.rows.len()) {
@@ -123,12 +130,19 @@ impl<'a> Builder<'a> {
             cells.push(line, revealed, self.opts)?;
         }
         self.keys.push(key);
-        self.rows.push(Row { key: index, bytes });
+        self.rows.push(Row {
+            key: index,
+            identifier,
+            bytes,
+        });
         Ok(())
     }
 
     /// Adds a row whose key is made of `fields` (raw), normalising each, whose values are
-    /// `values` and whose revealed columns hold `revealed` (as they are).
+    /// `values` and whose revealed columns hold `revealed` (as they are). With
+    /// `--match-any` the fields are its identifiers: a row for each non-empty one, its
+    /// key the identifier's number (a byte) and its value, each with the record's
+    /// revealed values.
     pub(super) fn add_fields(
         &mut self,
         line: u64,
@@ -142,9 +156,13 @@ impl<'a> Builder<'a> {
             std::mem::take(&mut self.field_scratch),
         );
         let result = match fields {
+            _ if self.opts.match_any => {
+                let buffers = (&mut key_buf, &mut field_buf);
+                self.add_identifiers(line, fields, revealed, bytes, buffers)
+            }
             [one] => {
                 let key = normalise(one, self.opts, &mut key_buf);
-                self.add_key(line, key, values, revealed, bytes)
+                self.add_key(line, (key, 0), values, revealed, bytes)
             }
             _ => {
                 key_buf.clear();
@@ -156,11 +174,41 @@ impl<'a> Builder<'a> {
                     key_buf.extend_from_slice(v);
                 }
                 let key = if all_empty { &[][..] } else { &key_buf[..] };
-                self.add_key(line, key, values, revealed, bytes)
+                self.add_key(line, (key, 0), values, revealed, bytes)
             }
         };
         (self.scratch, self.field_scratch) = (key_buf, field_buf);
         result
+    }
+
+    /// Adds a record's rows for `--match-any`: one for each of its non-empty
+    /// `identifiers`, or one with an empty key if it has none (keys made in `key`, values
+    /// normalised in `value`).
+    fn add_identifiers(
+        &mut self,
+        line: u64,
+        identifiers: &[&[u8]],
+        revealed: &[&[u8]],
+        bytes: Range<usize>,
+        (key, value): (&mut Vec<u8>, &mut Vec<u8>),
+    ) -> Result<()> {
+        let mut added = false;
+        for (i, raw) in identifiers.iter().enumerate() {
+            let v = normalise(raw, self.opts, value);
+            if v.is_empty() {
+                continue;
+            }
+            key.clear();
+            key.push(i as u8);
+            key.extend_from_slice(v);
+            let id = (&key[..], i as u16);
+            self.add_key(line, id, Values::Numbers(&[]), revealed, bytes.clone())?;
+            added = true;
+        }
+        match added {
+            true => Ok(()),
+            false => self.add_key(line, (&[], 0), Values::Numbers(&[]), revealed, bytes),
+        }
     }
 
     /// The input, with each distinct key once (in order of first appearance), the values

@@ -31,11 +31,22 @@ pub struct Footprint {
     pub held: u64,
 }
 
-/// The bytes several key columns add: a 4-byte length for each value of each row.
+/// The bytes several key columns add: a 4-byte length for each value of each row (with
+/// `--match-any`, the identifier's number: a byte).
 pub(crate) fn length_prefixes(opts: &KeyOptions, rows: u64) -> u64 {
     match opts.columns.len() {
         0 | 1 => 0,
+        columns if opts.match_any => columns as u64 * rows,
         columns => 4 * columns as u64 * rows,
+    }
+}
+
+/// The most rows run for `lines` rows of a file: one each, or with `--match-any` one for
+/// each identifier.
+pub(crate) fn keyed_rows(opts: &KeyOptions, lines: u64) -> u64 {
+    match opts.match_any {
+        true => lines.saturating_mul(opts.columns.len().max(1) as u64),
+        false => lines,
     }
 }
 
@@ -53,9 +64,10 @@ impl Footprint {
         let per_row = std::mem::size_of::<Row>() as u64 // the row
             + WORD // its key's end
             + WORD * opts.value_columns.len() as u64; // its values
-        let kept = (size + 1) + rows * per_row;
-        let table = WORD * (2 * rows).next_power_of_two().max(16);
-        let deduplicating = rows * (WORD + 4) + table;
+        let keyed = keyed_rows(opts, rows);
+        let kept = (size + 1) + keyed * per_row;
+        let table = WORD * (2 * keyed).next_power_of_two().max(16);
+        let deduplicating = keyed * (WORD + 4) + table;
         Footprint {
             size,
             rows,

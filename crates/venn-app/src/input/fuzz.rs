@@ -33,6 +33,7 @@ fn options(pick: u8) -> KeyOptions {
             _ => b',',
         },
         reveal_columns: Vec::new(),
+        match_any: false,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::builder::{Builder, Values};
 use super::source::{members, InputSource, RowBatch, RowCounts};
-use super::{Input, KeyOptions};
+use super::{Input, KeyOptions, Row};
 use crate::columns::Layout;
 use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
@@ -34,6 +34,13 @@ impl KeysInMemory {
                 "at most {} value columns, not {columns}",
                 venn::protocols::MAX_VALUE_COLUMNS
             )));
+        }
+        if opts.match_any {
+            return Err(Error::Usage(
+                "--match-any matches a file's records on their identifier columns; keys given \
+                 in memory are one a record"
+                    .into(),
+            ));
         }
         if !opts.reveal_columns.is_empty() {
             return Err(Error::Usage(
@@ -125,12 +132,11 @@ impl InputSource for KeysInMemory {
         None
     }
 
-    fn each_row(
+    fn each_record(
         &self,
-        member: &[bool],
-        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
-        self.input.each_position(member, each)
+        self.input.each_of_records(false, each)
     }
 }
 

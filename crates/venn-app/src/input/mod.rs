@@ -64,8 +64,14 @@ pub struct KeyOptions {
     /// `--format`: CSV or a key a line.
     pub format: Format,
     /// CSV columns making up the key (default: the first column). With several, the key
-    /// is their values together, each prefixed by its length.
+    /// is their values together, each prefixed by its length; with `match_any`, they are
+    /// the identifiers a record matches on, any one of them.
     pub columns: Vec<String>,
+    /// `--match-any`: a record matches when any one of its `columns` (its identifiers)
+    /// equals the same identifier of a peer's record. Each non-empty identifier is an item
+    /// of its own, prefixed by its number in `columns` (so that an e-mail never matches a
+    /// phone number); a record whose identifiers are all empty has an empty key.
+    pub match_any: bool,
     /// `--trim`: white space around a key is dropped.
     pub trim: bool,
     /// `--lowercase`: keys are lower-cased before they are compared.
@@ -121,6 +127,7 @@ impl Default for KeyOptions {
             value_columns: Vec::new(),
             delimiter: b',',
             reveal_columns: Vec::new(),
+            match_any: false,
         }
     }
 }
@@ -133,22 +140,43 @@ impl KeyOptions {
             trim: self.trim,
             lowercase: self.lowercase,
             columns: self.columns.len().clamp(1, u16::MAX as usize) as u16,
+            any: self.match_any,
         }
     }
 }
+
+/// The most identifiers `--match-any` names: each makes an item of every record that has
+/// it, so the sets grow with them.
+pub const MAX_IDENTIFIERS: usize = 16;
 
 /// The largest value a row may carry: with fewer than 2^32 rows their sum stays below
 /// 2^64, where a sum over the intersection is taken.
 pub const MAX_VALUE: u64 = u32::MAX as u64;
 
 /// A kept row: the index of its key among `Input::keys`, and its bytes in the file (line
-/// ending included, if it had one).
+/// ending included, if it had one). With `--match-any`, a record has a row for each of
+/// its non-empty identifiers, one after the other, with the same bytes ([`records`]).
 #[derive(Clone, Debug)]
 pub struct Row {
     /// The index of its key in `Input::keys`.
     pub key: u32,
-    /// Its bytes in the file, the line ending included.
+    /// Which identifier of `--match-any` its key is (its number in the columns named; 0
+    /// without `--match-any`).
+    pub identifier: u16,
+    /// Its bytes in the file, the line ending included (the empty range at its position
+    /// for keys in memory and a Parquet file's rows).
     pub bytes: Range<usize>,
+}
+
+/// `rows` record by record: each record's rows (one, or with `--match-any` one for each
+/// of its non-empty identifiers), which share their bytes.
+pub fn records(rows: &[Row]) -> impl Iterator<Item = &[Row]> {
+    rows.chunk_by(|a, b| a.bytes.start == b.bytes.start)
+}
+
+/// Whether any of a record's `rows` has a key `member` flags.
+pub fn any_member(rows: &[Row], member: &[bool]) -> bool {
+    rows.iter().any(|r| member[r.key as usize])
 }
 
 /// A parsed input file.
@@ -178,24 +206,30 @@ impl Input {
         &self.data[range.clone()]
     }
 
-    /// The positions of the rows whose keys `member` flags, ascending, where each row's
-    /// span is the empty range at its position (keys in memory, a Parquet file's rows).
+    /// The positions of the records with a key `member` flags, ascending, where each
+    /// row's span is the empty range at its position (keys in memory, a Parquet file's
+    /// rows).
     pub(crate) fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
-        (self.rows.iter())
-            .filter(|r| member[r.key as usize])
-            .map(|r| r.bytes.start)
+        records(&self.rows)
+            .filter(|r| any_member(r, member))
+            .map(|r| r[0].bytes.start)
     }
 
-    /// Hands each row of the keys `member` flags to `each` alone by its position (as
-    /// [`Input::positions`]), with the index of its key; returns how many.
-    pub(crate) fn each_position(
+    /// Hands each record to `each` by its rows and its content: its bytes
+    /// ([`RowBatch::Text`], `text`) or its position ([`RowBatch::Positions`]); returns
+    /// how many.
+    pub(crate) fn each_of_records(
         &self,
-        member: &[bool],
-        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+        text: bool,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
         let mut count = 0;
-        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
-            each(row.key as usize, RowBatch::Positions(&[row.bytes.start]))?;
+        for rows in records(&self.rows) {
+            let span = &rows[0].bytes;
+            match text {
+                true => each(rows, RowBatch::Text(self.bytes(span)))?,
+                false => each(rows, RowBatch::Positions(&[span.start]))?,
+            }
             count += 1;
         }
         Ok(count)
@@ -222,7 +256,10 @@ impl InputSource for Input {
 
     fn counts(&self) -> RowCounts {
         RowCounts {
-            kept: self.rows.len() as u64,
+            kept: match self.form.any {
+                true => records(&self.rows).count() as u64,
+                false => self.rows.len() as u64,
+            },
             duplicates: self.duplicates as u64,
             skipped_empty: self.skipped_empty as u64,
         }
@@ -242,7 +279,8 @@ impl InputSource for Input {
         }
         let mut count = 0;
         let mut run = 0..0;
-        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
+        for row in records(&self.rows).filter(|r| any_member(r, member)) {
+            let row = &row[0];
             count += 1;
             if row.bytes.start == run.end && self.bytes(&run).ends_with(b"\n") {
                 run.end = row.bytes.end;
@@ -267,17 +305,11 @@ impl InputSource for Input {
         self.header.as_ref().map(|h| self.bytes(h))
     }
 
-    fn each_row(
+    fn each_record(
         &self,
-        member: &[bool],
-        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
-        let mut count = 0;
-        for row in self.rows.iter().filter(|r| member[r.key as usize]) {
-            each(row.key as usize, RowBatch::Text(self.bytes(&row.bytes)))?;
-            count += 1;
-        }
-        Ok(count)
+        self.each_of_records(true, each)
     }
 }
 
@@ -561,5 +593,46 @@ mod tests {
     fn old_mac_line_endings_split_rows() {
         let input = read("k,v\ra,1\rb,2\r", &opts(Format::Csv, &[]));
         assert_eq!(input.keys.len(), 2, "two rows, not one");
+    }
+
+    /// With `--match-any` each non-empty identifier of a record is a row of its own (its
+    /// key prefixed by the identifier's number, so equal values of two identifiers stay
+    /// apart), the record's rows one after the other with its bytes; a record whose
+    /// identifiers are all empty is refused, or skipped; the counts are of records.
+    #[test]
+    fn match_any_makes_a_row_for_each_identifier() {
+        let o = KeyOptions {
+            match_any: true,
+            ..opts(Format::Csv, &["e", "p"])
+        };
+        let input = read("e,p,n\nA ,x,1\n,X,2\nx,,3\na,y,4\n", &o);
+        let keys: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+        assert_eq!(keys, [&b"\x00a"[..], b"\x01x", b"\x00x", b"\x01y"]);
+        let rows: Vec<(u32, u16)> = input.rows.iter().map(|r| (r.key, r.identifier)).collect();
+        assert_eq!(rows, [(0, 0), (1, 1), (1, 1), (2, 0), (0, 0), (3, 1)]);
+        let records: Vec<String> = records(&input.rows)
+            .map(|r| String::from_utf8_lossy(input.bytes(&r[0].bytes)).into_owned())
+            .collect();
+        assert_eq!(records, ["A ,x,1\n", ",X,2\n", "x,,3\n", "a,y,4\n"]);
+        let counts = input.counts();
+        assert_eq!((counts.kept, counts.duplicates), (4, 2));
+        assert_eq!(
+            input.form.to_string(),
+            "trim, lowercase, any of 2 key columns"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in");
+        std::fs::write(&p, "e,p\na,b\n , \n").unwrap();
+        let e = read_input(&p, &o).err().unwrap().to_string();
+        assert!(
+            e.contains("line 3") && e.contains("every identifier"),
+            "{e}"
+        );
+        let skip = KeyOptions {
+            skip_empty: true,
+            ..o.clone()
+        };
+        let input = read_input(&p, &skip).unwrap();
+        assert_eq!((input.counts().kept, input.skipped_empty), (1, 1));
     }
 }

@@ -4,7 +4,7 @@
 
 use super::parquet_file::{read_segments, ParquetFile, BATCH};
 use super::source::{InputSource, RowBatch, RowCounts};
-use super::{Input, KeyOptions};
+use super::{Input, KeyOptions, Row};
 use crate::columns::Layout;
 use std::path::Path;
 use venn::session::run_plan::KeyForm;
@@ -88,11 +88,10 @@ impl InputSource for ParquetInput {
         Some(&self.file)
     }
 
-    fn each_row(
+    fn each_record(
         &self,
-        member: &[bool],
-        each: &mut dyn FnMut(usize, RowBatch) -> std::io::Result<()>,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> std::io::Result<()>,
     ) -> std::io::Result<usize> {
-        self.input.each_position(member, each)
+        self.input.each_of_records(false, each)
     }
 }

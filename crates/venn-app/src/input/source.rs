@@ -9,6 +9,7 @@
 //! refuses.
 
 use super::parquet_file::ParquetFile;
+use super::Row;
 use crate::columns::Layout;
 use std::io;
 use venn::session::run_plan::KeyForm;
@@ -41,23 +42,25 @@ pub trait InputSource {
     fn table(&self) -> Option<&ParquetFile> {
         None
     }
-    /// Hands each row of the keys `member` flags to `each` alone, with the index of its
-    /// key, in input order; returns how many rows. Fails only where `each` does.
-    fn each_row(
+    /// Hands each record to `each` alone, with its rows (one a key it has: one, or with
+    /// `--match-any` one for each of its non-empty identifiers), in input order; returns
+    /// how many records. Fails only where `each` does.
+    fn each_record(
         &self,
-        member: &[bool],
-        each: &mut dyn FnMut(usize, RowBatch) -> io::Result<()>,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> io::Result<()>,
     ) -> io::Result<usize>;
 }
 
 /// A source's rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowCounts {
-    /// Rows kept (not skipped), repeats included.
+    /// Rows kept (not skipped), repeats included (with `--match-any`, records).
     pub kept: u64,
-    /// Kept rows whose key had already appeared (run once, output with the others).
+    /// Kept rows whose key had already appeared (run once, output with the others; with
+    /// `--match-any`, identifiers whose value an earlier record had).
     pub duplicates: u64,
-    /// Rows skipped for an empty key.
+    /// Rows skipped for an empty key (with `--match-any`, records whose identifiers are
+    /// all empty).
     pub skipped_empty: u64,
 }
 

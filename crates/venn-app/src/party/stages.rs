@@ -6,12 +6,12 @@
 use super::reading::{self, Reading};
 use super::{Link, Outcome, PartyArgs};
 use crate::buckets::{self, Matches, Split, SplitRows};
-use crate::columns::Layout;
+use crate::columns::{Layout, MATCHED_ON_COLUMN};
 use crate::destination::check_output_path;
 use crate::input::parquet_file::ParquetFile;
 use crate::input::parquet_input::ParquetInput;
 use crate::input::source::{InputSource, MatchedRows, Matching};
-use crate::input::{read_input, Format};
+use crate::input::{read_input, Format, MAX_IDENTIFIERS};
 use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
@@ -59,12 +59,16 @@ pub(super) fn check(args: &PartyArgs, role: Role) -> Result<Checked> {
         ));
     }
     check_columns(args, protocol, role)?;
+    check_match_any(args, protocol)?;
     check_join(args, learns_rows)?;
     check_align(args)?;
     check_paths(args)?;
     if args.keys.format == Format::Parquet && learns_rows && args.output.is_some() {
-        let peer = args.peer_columns.iter().map(String::as_str);
-        ParquetFile::open(&args.input)?.check_added(args.join == JoinKind::Left, peer)?;
+        let on = matched_on(args).then_some(MATCHED_ON_COLUMN);
+        let added = on
+            .into_iter()
+            .chain(args.peer_columns.iter().map(String::as_str));
+        ParquetFile::open(&args.input)?.check_added(args.join == JoinKind::Left, added)?;
     }
     args.link.check_endpoint()?;
     Ok(Checked {
@@ -113,6 +117,41 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
         )),
         _ => Ok(()),
     }
+}
+
+/// `--match-any` matches the records of a CSV or Parquet file on 2 to
+/// [`MAX_IDENTIFIERS`] of their columns, for a protocol whose output is the intersection
+/// (a count or a sum would count identifiers, not records), without values (a record's
+/// would be added once an identifier) and without `--align` (whose order is a key's).
+pub(super) fn check_match_any(args: &PartyArgs, protocol: &dyn Protocol) -> Result<()> {
+    if !args.keys.match_any {
+        return Ok(());
+    }
+    let refused = |why: &str| Err(Error::Usage(format!("--match-any {why}")));
+    let named = args.keys.columns.len();
+    if !(2..=MAX_IDENTIFIERS).contains(&named) {
+        return refused(&format!(
+            "names 2 to {MAX_IDENTIFIERS} identifier columns, not {named} (one key column is \
+             --column)"
+        ));
+    }
+    if args.keys.format == Format::Lines {
+        return refused("matches the columns of a CSV or Parquet file (--format csv or parquet)");
+    }
+    if protocol.info().role(Role::Receiver).output != OutputKind::Indices {
+        return refused(&format!(
+            "matches records, and '{}' outputs no records (a count or a sum would count \
+             identifiers); rr22 and rr22-m match records",
+            protocol.info().name
+        ));
+    }
+    if !args.keys.value_columns.is_empty() {
+        return refused("cannot go with --value-column (a record would count once an identifier)");
+    }
+    if args.align != Align::None {
+        return refused("cannot go with --align (which orders keys, not records)");
+    }
+    Ok(())
 }
 
 /// A join other than `inner` is for a party that learns the intersection's rows; `left`
@@ -235,8 +274,12 @@ pub(super) struct ReadInput {
 /// What the report says of the input's reading.
 #[derive(Clone, Copy)]
 pub(super) struct Tally {
-    /// Rows kept (not skipped for an empty key), repeats included.
+    /// Rows kept (not skipped for an empty key), repeats included (with `--match-any`,
+    /// records).
     pub rows: u64,
+    /// The rows run: one for each key of a row (with `--match-any`, for each of a
+    /// record's non-empty identifiers).
+    pub keyed: u64,
     /// Seconds spent reading it (parsing, normalising, deduplicating or splitting).
     pub seconds: f64,
 }
@@ -270,7 +313,7 @@ pub(super) fn read(
         }
     };
     let seconds = started.elapsed().as_secs_f64();
-    let (rows, skipped) = match &read {
+    let (rows, keyed, skipped) = match &read {
         Read::Whole(source) => {
             let counts = source.counts();
             if args.align != Align::None && counts.duplicates > 0 {
@@ -280,17 +323,22 @@ pub(super) fn read(
                     counts.duplicates
                 )));
             }
-            warn_duplicates(&args.input, counts.duplicates);
-            (counts.kept, counts.skipped_empty)
+            warn_duplicates(args, counts.duplicates);
+            let keyed = source.keys().len() as u64 + counts.duplicates;
+            (counts.kept, keyed, counts.skipped_empty)
         }
-        Read::Split { split, .. } => (split.rows, split.skipped_empty),
+        Read::Split { split, .. } => (split.records, split.rows, split.skipped_empty),
     };
     if skipped > 0 {
         eprintln!("venn: warning: skipped {skipped} rows with an empty key");
     }
     Ok(ReadInput {
         read,
-        tally: Tally { rows, seconds },
+        tally: Tally {
+            rows,
+            keyed,
+            seconds,
+        },
     })
 }
 
@@ -337,14 +385,20 @@ fn split(
     )
 }
 
-/// Warns of rows that repeat an earlier key of `input`.
-fn warn_duplicates(input: &Path, duplicates: u64) {
-    if duplicates > 0 {
-        eprintln!(
-            "venn: warning: {duplicates} rows repeat an earlier key in '{}'; each key is run \
-             once and all its rows are output",
-            input.display()
-        );
+/// Warns of rows that repeat an earlier key of `input` (with `--match-any`, of
+/// identifiers an earlier record has too).
+fn warn_duplicates(args: &PartyArgs, duplicates: u64) {
+    let input = args.input.display();
+    match (duplicates, args.keys.match_any) {
+        (0, _) => {}
+        (_, false) => eprintln!(
+            "venn: warning: {duplicates} rows repeat an earlier key in '{input}'; each key is \
+             run once and all its rows are output"
+        ),
+        (_, true) => eprintln!(
+            "venn: warning: {duplicates} identifiers (--match-any) repeat an earlier record's \
+             in '{input}'; each is run once and all its records are output"
+        ),
     }
 }
 
@@ -661,13 +715,21 @@ pub(super) fn write(
     })
 }
 
-/// How the output's rows are kept and made: `--join`, and the peer's columns if any.
-fn shape<'a>(args: &PartyArgs, ran: &'a Ran) -> Shape<'a> {
+/// How the output's rows are kept and made: `--join`, the identifiers matched on (with
+/// `--match-any`, for the records a join outputs matched), and the peer's columns if any.
+fn shape<'a>(args: &'a PartyArgs, ran: &'a Ran) -> Shape<'a> {
     Shape {
         kind: args.join,
         columns: ran.peer_columns.as_ref(),
         delimiter: args.keys.delimiter,
+        identifiers: matched_on(args).then_some(args.keys.columns.as_slice()),
     }
+}
+
+/// Whether the output has a `matched_on` column: with `--match-any`, where matched
+/// records are output.
+fn matched_on(args: &PartyArgs) -> bool {
+    args.keys.match_any && args.join != JoinKind::Difference
 }
 
 /// Report: a split file's repeated keys warned of, the statistics written
@@ -682,11 +744,11 @@ pub(super) fn report(
     let Ran {
         report, bucketed, ..
     } = ran;
-    let rows = tally.rows;
-    // Every row is a distinct key or repeats one (n_self: our distinct keys).
-    let duplicates = rows - report.n_self.min(rows);
+    let (rows, keyed) = (tally.rows, tally.keyed);
+    // Every row run is a distinct key or repeats one (n_self: our distinct keys).
+    let duplicates = keyed - report.n_self.min(keyed);
     if matches!(ran.matched, Matched::Rows { .. }) {
-        warn_duplicates(&args.input, duplicates);
+        warn_duplicates(args, duplicates);
     }
     let mut stats = Stats::new(&report, wrote.written.as_ref(), checked.threads);
     (stats.rows, stats.duplicate_rows) = (Some(rows as usize), Some(duplicates as usize));

@@ -358,7 +358,11 @@ pub static OPTIONS: &[RunOption] = &[
          Parquet input's output is a Parquet file",
     ),
     RunOption::new("column", Kind::List, Group::Keys, |s, v| {
-        s.keys.columns = v.list()?;
+        let columns = v.list()?;
+        if s.keys.match_any && !columns.is_empty() {
+            return Err(key_columns_twice());
+        }
+        s.keys.columns = columns;
         Ok(())
     })
     .value_name("NAME")
@@ -369,6 +373,32 @@ pub static OPTIONS: &[RunOption] = &[
         "column holding the key, by name (default: the first); several (`--column email,dob`) \
          make one key of their values together (each length-prefixed, so `x`+`yz` and \
          `xy`+`z` differ; both parties must name the same number of columns)",
+    ),
+    RunOption::new("match-any", Kind::List, Group::Keys, |s, v| {
+        if !s.keys.columns.is_empty() {
+            return Err(key_columns_twice());
+        }
+        s.keys.columns = v.list()?;
+        s.keys.match_any = true;
+        Ok(())
+    })
+    .value_name("NAME")
+    .python(Python::File)
+    .help(
+        "Match a record on any one of these columns (`--match-any email,phone`): two records \
+         match when an identifier of one equals the same identifier of the other. Each \
+         record is output once, with a `matched_on` column.",
+        "match a record on any one of 2 to 16 identifier columns (`--match-any \
+         email,phone`, both parties naming as many, in the same order): two records match \
+         when one of their identifiers is equal (an e-mail only to an e-mail), each \
+         normalised as `--trim`/`--lowercase` say; empty ones are left out. One run for all \
+         of them. A matched record is output once, with a `matched_on` column naming the \
+         identifiers the peer has (`email|phone`), and the peer's `--peer-columns` from its \
+         rows of the first of them that matched. Both learn which of their identifiers \
+         the peer has, as one run per identifier would tell, and the count of all their \
+         identifiers rather than each one's: [OR-matching](protocols.md#or-matching-on-several-identifiers). \
+         `rr22`, `rr22-m` and the other protocols that output the intersection, on CSV or \
+         Parquet; not with `--value-column` or `--align`",
     ),
     RunOption::new("delimiter", Kind::Text, Group::Keys, |s, v| {
         s.keys.delimiter = parse_delimiter(&v.text()?)?;
@@ -606,3 +636,12 @@ pub static OPTIONS: &[RunOption] = &[
          temporary directory, `$TMPDIR`, which may be in memory)",
     ),
 ];
+
+/// Why `--column` and `--match-any` do not go together.
+fn key_columns_twice() -> venn::Error {
+    venn::Error::Usage(
+        "give --column (one key of several columns) or --match-any (any one of several \
+         identifiers), not both (Python: column=, match_any=)"
+            .into(),
+    )
+}

@@ -147,6 +147,7 @@ def _file_party(
     input: Path,
     output: Optional[Path],
     column: Union[str, Sequence[str], None],
+    match_any: Union[str, Sequence[str], None],
     value_column: Union[str, Sequence[str], None],
     reveal_columns: Union[str, Sequence[str], None],
     peer_columns: Union[str, Sequence[str], None],
@@ -156,6 +157,8 @@ def _file_party(
     format: Optional[str],
     options: PartyOptions,
 ) -> RunResult:
+    # match_any is passed only when given: the native party refuses it beside column=.
+    identifiers = {"match_any": _names(match_any)} if match_any is not None else {}
     return _Party(
         role,
         None,
@@ -163,6 +166,7 @@ def _file_party(
         output=output,
         format=format,
         column=_names(column),
+        **identifiers,
         value_column=_names(value_column),
         reveal_columns=_names(reveal_columns),
         peer_columns=_names(peer_columns),
@@ -241,6 +245,7 @@ def send_file(
     *,
     output: Optional[Path] = None,
     column: Union[str, Sequence[str], None] = None,
+    match_any: Union[str, Sequence[str], None] = None,
     value_column: Union[str, Sequence[str], None] = None,
     reveal_columns: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
@@ -255,7 +260,10 @@ def send_file(
     ``"|"``), "lines" (a key a line) or "parquet" (columns by name; the output a Parquet
     file); by default "parquet" for a file named ``*.parquet`` and "csv" otherwise. The key
     from ``column`` (a name, or several that make one key; default the first column), the
-    values of a sum from ``value_column``.
+    values of a sum from ``value_column``. ``match_any`` (2 to 16 names, instead of
+    ``column``) matches a row on any one of those columns, each against the peer's same
+    column; a matched row is written once, with a ``matched_on`` column naming those
+    that matched (``"email|phone"``).
     ``reveal_columns`` (names, each ``"name:WIDTH"`` to pad its values to WIDTH bytes)
     go to the receiver with each matched key, for its ``peer_columns`` (``rr22``,
     ``rr22-m``). With ``both=True`` the matched rows are written to ``output`` as they
@@ -264,7 +272,7 @@ def send_file(
     :func:`send` (``values`` is for keys in memory).
     """
     return _file_party(
-        "send", input, output, column, value_column, reveal_columns, peer_columns, join, align, delimiter,
+        "send", input, output, column, match_any, value_column, reveal_columns, peer_columns, join, align, delimiter,
         format, options,
     )
 
@@ -274,6 +282,7 @@ def receive_file(
     output: Path,
     *,
     column: Union[str, Sequence[str], None] = None,
+    match_any: Union[str, Sequence[str], None] = None,
     peer_columns: Union[str, Sequence[str], None] = None,
     reveal_columns: Union[str, Sequence[str], None] = None,
     join: str = "inner",
@@ -295,7 +304,7 @@ def receive_file(
     :func:`send_file`; other options as for :func:`send`.
     """
     return _file_party(
-        "receive", input, output, column, None, reveal_columns, peer_columns, join, align, delimiter,
+        "receive", input, output, column, match_any, None, reveal_columns, peer_columns, join, align, delimiter,
         format, options,
     )
 

@@ -108,6 +108,7 @@ class Party:
         output: Optional[Union[str, PathLike[str]]] = ...,
         format: Optional[str] = ...,
         column: list[str] = ...,
+        match_any: list[str] = ...,
         value_column: list[str] = ...,
         reveal_columns: list[str] = ...,
         peer_columns: list[str] = ...,

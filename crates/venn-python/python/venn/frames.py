@@ -39,14 +39,18 @@ __all__ = ["intersect_frame"]
 #: The kinds of join, as ``how`` names them (the command line's ``--join``).
 HOW = ("inner", "left", "difference")
 
+#: The column ``match_any`` adds: the names of the identifiers that matched.
+MATCHED_ON = "matched_on"
+
 #: An error about a line of the file a party read, as the native party words it.
 _LINE_ERROR = re.compile(r"input line (\d+): (.*)", re.S)
 
 
 def intersect_frame(
     frame: Frame,
-    column: str,
+    column: Optional[str] = None,
     *,
+    match_any: Union[str, Sequence[str], None] = None,
     role: str = "receive",
     how: str = "inner",
     peer_columns: Union[str, Sequence[str], None] = None,
@@ -84,6 +88,15 @@ def intersect_frame(
     send those columns' values, as text (missing values empty), to the peer with each
     matched key, for its ``peer_columns`` (protocols ``rr22`` and ``rr22-m``).
 
+    ``match_any=["email", "phone"]`` (2 to 16 columns, instead of ``column``) matches a
+    row when any one of those columns equals the same column of a peer's row (an e-mail
+    only to an e-mail; missing values are left out, and a row missing all of them is an
+    empty key). Each row is then output once (for each of the peer's rows of the first of
+    its columns, in ``match_any`` order, that matched, where ``peer_columns`` are asked),
+    with a ``matched_on`` column (text: the names of the columns that matched, joined by
+    ``|``; missing on a ``left`` join's unmatched rows; none for a ``difference``): what
+    ``pandas.merge`` on that first column gives, row by row.
+
     ``role="receive"`` (default) runs the receiver: it reveals columns only with
     ``both=True``. ``role="send"`` runs the sender, which learns the intersection only with
     ``both=True`` (on both sides), so it is refused without it before the peer is reached:
@@ -102,20 +115,28 @@ def intersect_frame(
             "run venn.send on the keys (venn.send_file on a file to reveal columns)"
         )
     table = _table(frame)
-    keys = table.column(column)
+    identifiers = _names(match_any)
+    if (column is None) == (match_any is None):
+        raise UsageError("give column= (the key) or match_any= (several identifiers), one of them")
+    key_names = identifiers or [column]
+    keys = [table.column(name) for name in key_names]
     revealed = [_revealed_name(c) for c in _names(reveal_columns)]
-    revealed_values = [table.column(name) for name in revealed]
+    extra = [name for name in revealed if name not in identifiers]
+    extra_values = [table.column(name) for name in extra]
     asked = _names(peer_columns)
-    for name in asked:
+    matched_on = bool(identifiers) and how != "difference"
+    added = ([MATCHED_ON] if matched_on else []) + asked
+    for name in added:
         if name in table.names():
-            raise UsageError(f"the peer's column {name!r} has the name of a column of the frame")
+            whose = "the peer's column" if name in asked else "the column match_any adds,"
+            raise UsageError(f"{whose} {name!r} has the name of a column of the frame")
     with tempfile.TemporaryDirectory(prefix="venn-frame-") as folder:
         rows_in, rows_out = Path(folder) / "rows.csv", Path(folder) / "joined.csv"
-        row, key = _fresh_names(revealed)
-        lines = _write_rows(rows_in, [row, key, *revealed], [keys, *revealed_values])
-        file_options = dict(
-            column=key, reveal_columns=reveal_columns, peer_columns=asked, join=how, **options
-        )
+        row, key = _fresh_names(revealed + identifiers)
+        file_keys = identifiers or [key]
+        lines = _write_rows(rows_in, [row, *file_keys, *extra], [*keys, *extra_values])
+        keyed = dict(match_any=identifiers) if identifiers else dict(column=key)
+        file_options = dict(reveal_columns=reveal_columns, peer_columns=asked, join=how, **keyed, **options)
         try:
             if role == "send":
                 result = send_file(rows_in, output=rows_out, **file_options)
@@ -127,8 +148,9 @@ def intersect_frame(
             raise UsageError(
                 f"this party learns no rows in protocol {result.protocol!r} as the {role} side"
             )
-        positions, peer = _read_joined(rows_out, 2 + len(revealed), how, len(asked))
-    return table.joined(positions, dict(zip(asked, peer)), how)
+        own = 1 + len(file_keys) + len(extra)
+        positions, peer = _read_joined(rows_out, own, how, len(added))
+    return table.joined(positions, dict(zip(added, peer)), how)
 
 
 def _revealed_name(text: str) -> str:

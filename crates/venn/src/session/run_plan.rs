@@ -2,7 +2,8 @@
 //! one each way, before any session. It says how many rows a party brings, how many hash
 //! buckets it needs for its memory (runs on inputs larger than memory go bucket by bucket
 //! over one connection, each bucket its own session) and how it takes its keys
-//! ([`KeyForm`]: trimmed, lower-cased, of how many columns). Both take the larger bucket
+//! ([`KeyForm`]: trimmed, lower-cased, of how many columns, matched together or any one
+//! of them). Both take the larger bucket
 //! count, a power of two. Parties that take their keys differently are refused unless the
 //! user allows it (then warned): equal keys would not match, and nothing would say so.
 //! It also names the columns a party reveals for its matched rows and those it asks of the
@@ -22,8 +23,9 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Where a session hello has its wire version, a plan has this mark (0xFFFE before plans
-/// carried the key form, 0xFFFD before they carried the columns).
-const PLAN_MARK: u16 = 0xFFFC;
+/// carried the key form, 0xFFFD before they carried the columns, 0xFFFC before the key
+/// form said whether any one column matches).
+const PLAN_MARK: u16 = 0xFFFB;
 /// The most columns a party may reveal, or ask for.
 pub const MAX_COLUMNS: usize = 64;
 /// The most bytes of a column's name.
@@ -43,8 +45,12 @@ pub struct KeyForm {
     pub trim: bool,
     /// Whether a key is lower-cased (by Unicode's rules, where it is UTF-8).
     pub lowercase: bool,
-    /// Columns a key is made of (their values length-prefixed when more than one).
+    /// Columns a key is made of (their values length-prefixed when more than one), or,
+    /// with `any`, the identifiers a record is matched on.
     pub columns: u16,
+    /// Whether a record matches on any one of its `columns` (`--match-any`): each of its
+    /// non-empty identifiers is an item of its own, prefixed by the identifier's number.
+    pub any: bool,
 }
 
 impl std::fmt::Display for KeyForm {
@@ -52,9 +58,10 @@ impl std::fmt::Display for KeyForm {
         let no = |on: bool| if on { "" } else { "no " };
         write!(
             f,
-            "{}trim, {}lowercase, {} key column{}",
+            "{}trim, {}lowercase, {}{} key column{}",
             no(self.trim),
             no(self.lowercase),
+            if self.any { "any of " } else { "" },
             self.columns,
             if self.columns == 1 { "" } else { "s" }
         )
@@ -206,6 +213,7 @@ impl Plan {
             .u8(self.form.trim as u8)
             .u8(self.form.lowercase as u8)
             .u16(self.form.columns)
+            .u8(self.form.any as u8)
             .u8(self.align as u8);
         self.columns.encode(w).0
     }
@@ -231,7 +239,7 @@ impl Plan {
             ))),
         };
         let (trim, lowercase) = (flag(r.u8()?)?, flag(r.u8()?)?);
-        let key_columns = r.u16()?;
+        let (key_columns, any) = (r.u16()?, flag(r.u8()?)?);
         let align = match r.u8()? {
             0 => Align::None,
             1 => Align::Inner,
@@ -254,6 +262,7 @@ impl Plan {
                 trim,
                 lowercase,
                 columns: key_columns,
+                any,
             },
             columns,
             align,
@@ -385,8 +394,8 @@ pub fn exchange(
     if peer.form != ours.form {
         let why = format!(
             "the parties take their keys differently, so equal keys may not match: ours \
-             with {}, the peer's with {} (--trim, --lowercase and the number of --column \
-             must agree; Python: trim=, lowercase=)",
+             with {}, the peer's with {} (--trim, --lowercase, the number of --column and \
+             --match-any must agree; Python: trim=, lowercase=, match_any=)",
             ours.form, peer.form
         );
         match mismatch {
@@ -464,15 +473,16 @@ mod tests {
                 trim: true,
                 lowercase: false,
                 columns: 2,
+                any: true,
             },
             columns: Columns::default(),
             align: Align::Outer,
         };
         assert_eq!(Plan::decode(&plan.encode()).unwrap(), plan);
         // After the magic, the mark and the rows: log2 of the buckets, the two flags,
-        // the key's columns, the alignment.
+        // the key's columns, whether any one matches, the alignment.
         let at = MAGIC.len() + 2 + 8;
-        for (offset, bad) in [(0, MAX_LOG2_BUCKETS + 1), (1, 2), (2, 7), (5, 3)] {
+        for (offset, bad) in [(0, MAX_LOG2_BUCKETS + 1), (1, 2), (2, 7), (5, 2), (6, 3)] {
             let mut frame = plan.encode();
             frame[at + offset] = bad;
             assert!(Plan::decode(&frame).is_err(), "byte {offset} = {bad}");
@@ -504,6 +514,7 @@ mod tests {
             trim: false,
             lowercase: false,
             columns: 1,
+            any: false,
         };
         let plan = |reveals: &[(&str, u16)], asks: &[&str]| Plan {
             rows: 3,
