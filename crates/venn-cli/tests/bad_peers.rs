@@ -14,15 +14,16 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 }
 
 /// A run plan (venn's session/run_plan.rs) for `rows` rows in one bucket, keys taken as
-/// they are from one column, no columns, not aligned: what every CLI party sends before
-/// its session hello.
+/// they are from one column (matched as a whole), no columns, not aligned: what every CLI
+/// party sends before its session hello.
 fn plan(rows: u64) -> Vec<u8> {
     let mut p = b"VENN/PSI".to_vec();
-    p.extend_from_slice(&0xFFFCu16.to_le_bytes());
+    p.extend_from_slice(&0xFFFBu16.to_le_bytes());
     p.extend_from_slice(&rows.to_le_bytes());
     p.extend_from_slice(&[0, 0, 0]); // one bucket; no trim, no lowercase
     p.extend_from_slice(&1u16.to_le_bytes());
-    p.extend_from_slice(&[0, 0, 0]); // not aligned; no columns revealed or asked for
+    // Not any one column; not aligned; no columns revealed or asked for.
+    p.extend_from_slice(&[0, 0, 0, 0]);
     frame(&p)
 }
 
