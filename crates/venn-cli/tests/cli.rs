@@ -790,14 +790,19 @@ fn bench_files_verifies_each_join_kind() {
     let o = venn()
         .env("TMPDIR", tmp.path())
         .args(["bench", "--files", "--protocol", "rr22", "--log2n", "6"])
-        .args(["--join", "none,inner,left"])
+        .args(["--join", "none,inner,left", "--file-format", "csv,parquet"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     for label in ["rr22 ", "rr22/inner", "rr22/left"] {
-        let line = out.lines().find(|l| l.starts_with(label));
-        assert!(line.is_some_and(|l| l.ends_with("yes")), "{label}: {out}");
+        for format in ["csv", "parquet"] {
+            let line = (out.lines()).find(|l| l.starts_with(label) && l.contains(format));
+            assert!(
+                line.is_some_and(|l| l.ends_with("yes")),
+                "{label} {format}: {out}"
+            );
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! `--files`' Parquet files: the CSV files' rows as Parquet (the key and the region as
-//! strings, the amount an INT64, in row groups of 2^20 rows, Snappy-compressed), and a
-//! Parquet output read back as the text of the CSV rows it holds, to be checked against
-//! the expected CSV output byte for byte.
+//! strings, the amount an INT64, in row groups of 2^20 rows, Snappy-compressed; the
+//! columns named as the CSV file's header names them), and a Parquet output read back as
+//! the text of the CSV rows it holds (with the columns a join adds: `matched` as
+//! `true`/`false`, a null empty), to be checked against the expected CSV output byte for
+//! byte.
 
 use crate::failure::{Failure, Result};
-use parquet::basic::{Compression, Type as PhysicalType};
-use parquet::column::reader::get_typed_column_reader;
-use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int64Type};
+use parquet::basic::Compression;
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
@@ -15,12 +16,21 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-/// The files' schema: the CSV files' columns.
-const SCHEMA: &str = "message rows { required binary key (STRING); required int64 amount; \
-                      required binary region (STRING); }";
-
-/// The CSV files' header row.
-const HEADER: &str = "key,amount,region";
+/// The files' schema: the CSV file's three columns (a key, an amount, a region) under the
+/// names of its `header`, which must be plain names.
+fn schema(header: &str) -> Option<String> {
+    let names: Vec<&str> = header.split(',').collect();
+    let plain = |n: &&str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric());
+    let [key, amount, region] = names[..] else {
+        return None;
+    };
+    names.iter().all(plain).then(|| {
+        format!(
+            "message rows {{ required binary {key} (STRING); required int64 {amount}; \
+             required binary {region} (STRING); }}"
+        )
+    })
+}
 
 /// Rows a row group.
 const GROUP: usize = 1 << 20;
@@ -41,7 +51,15 @@ struct Columns {
 /// Writes the rows of the CSV file `csv` (as [`super::files::make_files`] writes them) to
 /// the Parquet file `parquet`.
 pub(super) fn from_csv(csv: &Path, parquet: &Path) -> Result<()> {
-    let schema = Arc::new(parse_message_type(SCHEMA).map_err(|e| failed(parquet, e))?);
+    let mut lines = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(csv)?).lines();
+    let header = lines.next().transpose()?.unwrap_or_default();
+    let Some(schema) = schema(&header) else {
+        return Err(Failure::Bench(format!(
+            "{}: not the bench's rows",
+            csv.display()
+        )));
+    };
+    let schema = Arc::new(parse_message_type(&schema).map_err(|e| failed(parquet, e))?);
     let properties = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(GROUP))
@@ -49,13 +67,6 @@ pub(super) fn from_csv(csv: &Path, parquet: &Path) -> Result<()> {
     let file = std::fs::File::create(parquet)?;
     let mut writer = SerializedFileWriter::new(file, schema, Arc::new(properties))
         .map_err(|e| failed(parquet, e))?;
-    let mut lines = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(csv)?).lines();
-    if lines.next().transpose()?.as_deref() != Some(HEADER) {
-        return Err(Failure::Bench(format!(
-            "{}: not the bench's rows",
-            csv.display()
-        )));
-    }
     let mut group = Columns::default();
     loop {
         let line = lines.next().transpose()?;
@@ -102,61 +113,38 @@ pub(super) fn from_csv(csv: &Path, parquet: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The rows of the Parquet file at `path` (of the bench's schema) as a CSV file of them
-/// holds them, header first.
+/// The rows of the Parquet file at `path` as a CSV file of them holds them, header first:
+/// text and integers as they are, booleans `true`/`false`, a null empty (the bench's
+/// values need no quoting).
 pub(super) fn as_csv(path: &Path) -> Result<Vec<u8>> {
+    use parquet::record::Field;
     let reader =
         SerializedFileReader::new(std::fs::File::open(path)?).map_err(|e| failed(path, e))?;
-    let types: Vec<PhysicalType> = (reader.metadata().file_metadata().schema_descr().columns())
-        .iter()
-        .map(|c| c.physical_type())
+    let schema = reader.metadata().file_metadata().schema_descr();
+    let names: Vec<&str> = (schema.root_schema().get_fields().iter())
+        .map(|f| f.name())
         .collect();
-    if types
-        != [
-            PhysicalType::BYTE_ARRAY,
-            PhysicalType::INT64,
-            PhysicalType::BYTE_ARRAY,
-        ]
-    {
-        return Err(Failure::Bench(format!(
-            "{}: columns of types {types:?}, not the bench's",
-            path.display()
-        )));
-    }
-    let mut out = format!("{HEADER}\n").into_bytes();
-    for g in 0..reader.num_row_groups() {
-        let group = reader.get_row_group(g).map_err(|e| failed(path, e))?;
-        let rows = group.metadata().num_rows() as usize;
-        let column = |c: usize| group.get_column_reader(c).map_err(|e| failed(path, e));
-        let read =
-            |c| -> Result<Vec<ByteArray>> { read_all::<ByteArrayType>(path, column(c)?, rows) };
-        let (keys, regions) = (read(0)?, read(2)?);
-        let amounts = read_all::<Int64Type>(path, column(1)?, rows)?;
-        for ((key, amount), region) in keys.iter().zip(&amounts).zip(&regions) {
-            out.extend_from_slice(key.data());
-            write!(out, ",{amount},")?;
-            out.extend_from_slice(region.data());
-            out.push(b'\n');
+    let mut out = format!("{}\n", names.join(",")).into_bytes();
+    for row in reader.get_row_iter(None).map_err(|e| failed(path, e))? {
+        let row = row.map_err(|e| failed(path, e))?;
+        for (i, (_, field)) in row.get_column_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match field {
+                Field::Str(s) => out.extend_from_slice(s.as_bytes()),
+                Field::Long(n) => write!(out, "{n}")?,
+                Field::Bool(b) => write!(out, "{b}")?,
+                Field::Null => {}
+                other => {
+                    return Err(Failure::Bench(format!(
+                        "{}: a value {other} of a type the bench does not write",
+                        path.display()
+                    )))
+                }
+            }
         }
+        out.push(b'\n');
     }
     Ok(out)
-}
-
-/// The `rows` values of a required column of type `T`.
-fn read_all<T: DataType>(
-    path: &Path,
-    column: parquet::column::reader::ColumnReader,
-    rows: usize,
-) -> Result<Vec<T::T>> {
-    let mut values = Vec::with_capacity(rows);
-    let mut reader = get_typed_column_reader::<T>(column);
-    let (read, _, _) =
-        (reader.read_records(rows, None, None, &mut values)).map_err(|e| failed(path, e))?;
-    if read != rows {
-        return Err(Failure::Bench(format!(
-            "{}: {read} values of a column of {rows} rows",
-            path.display()
-        )));
-    }
-    Ok(values)
 }
