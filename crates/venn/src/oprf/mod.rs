@@ -70,6 +70,17 @@ impl Hashes {
         });
     }
 
+    /// AES_k(x) + x for each of `x`, as a new vector (`x` kept: a run with records pads
+    /// them under the OPRF values themselves), on the rayon pool: one pass where a copy
+    /// and [`Hashes::hash`] in place take two.
+    pub(crate) fn hashed(aes: &Aes, x: &[Block]) -> Vec<Block> {
+        let mut out: Vec<Block> = huge_zeroed(x.len());
+        (out.par_chunks_mut(CHUNK).with_min_len(16))
+            .zip(x.par_chunks(CHUNK).with_min_len(16))
+            .for_each(|(out, x)| Hashes::hash_to(aes, x, out));
+        out
+    }
+
     /// AES_k(x) + x for each of `x`, into `out`.
     pub(crate) fn hash_to(aes: &Aes, x: &[Block], out: &mut [Block]) {
         aes.encrypt_blocks_to(x, out);

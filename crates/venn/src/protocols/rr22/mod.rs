@@ -489,10 +489,17 @@ impl Party for Rr22Sender {
         let theirs = ctx.config::<Rr22Config>()?.receiver_payload;
         match w {
             None => {
-                let oprf_values = records.map(|_| values.clone());
-                Hashes::hash(&hashes.h_o, &mut values);
+                // F(y), for the records' pads, kept beside H^o(F(y)).
+                let (answers, oprf_values) = match records {
+                    Some(_) => (Hashes::hashed(&hashes.h_o, &values), Some(values)),
+                    None => {
+                        Hashes::hash(&hashes.h_o, &mut values);
+                        (values, None)
+                    }
+                };
                 ctx.phase("send values", false);
-                let perm = send_permuted(ctx, &values, p.out_bits)?;
+                let perm = send_permuted(ctx, &answers, p.out_bits)?;
+                drop(answers);
                 if let (Some(own), Some(v)) = (records, &oprf_values) {
                     let key = PadKey::of_session(&ctx.session.id);
                     send_records(ctx, key, &perm, (&keys, v), own)?;
@@ -596,14 +603,16 @@ impl Party for Rr22Receiver {
         let own = own_records(ctx, items)?;
         match toss {
             None => {
-                // F(x), for the records' pads, before H^o replaces it.
-                let oprf = match width {
-                    Some(_) => values.clone(),
-                    None => Vec::new(),
+                // F(x), for the records' pads, kept beside H^o(F(x)).
+                let (answers, oprf) = match width {
+                    Some(_) => (Hashes::hashed(&hashes.h_o, &values), values),
+                    None => {
+                        Hashes::hash(&hashes.h_o, &mut values);
+                        (values, Vec::new())
+                    }
                 };
-                Hashes::hash(&hashes.h_o, &mut values);
-                let matches = match_values(ctx, &values, p.out_bits)?;
-                drop(values);
+                let matches = match_values(ctx, &answers, p.out_bits)?;
+                drop(answers);
                 let key = PadKey::of_session(&ctx.session.id);
                 let records = receive_records(ctx, key, width, &matches, (&keys, &oprf))?;
                 let indices = receiver_indices(ctx, &matches)?;
