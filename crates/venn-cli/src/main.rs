@@ -288,7 +288,7 @@ struct BenchCli {
     /// Instead, run `venn send` and `venn receive` end to end on generated CSV files (a
     /// 32-hex-digit key and two payload columns, half shared) with the output written:
     /// each party's read time, the protocol's own total, and the wall time of both.
-    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net"])]
+    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net", "payload"])]
     files: bool,
     /// With --files, what the receiver writes (comma-separated: a row for each): none (its
     /// shared rows as they are), inner (with the sender's two columns revealed and
@@ -302,7 +302,7 @@ struct BenchCli {
     /// Instead, run Thunder through `venn cloud` (a service, two clients uploading the
     /// `--files` CSV files, a run per `--workers` count with worker processes of
     /// `--threads` threads each): upload, run and CPU times, pairings per second per core.
-    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net", "files"])]
+    #[arg(long, conflicts_with_all = ["solo", "precompute", "tls", "net", "files", "payload"])]
     thunder: bool,
     /// Worker processes for --thunder (comma-separated: a run for each count).
     #[arg(long, value_delimiter = ',', default_value = "2", requires = "thunder")]

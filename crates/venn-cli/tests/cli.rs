@@ -806,6 +806,24 @@ fn bench_files_verifies_each_join_kind() {
     }
 }
 
+/// `--payload` rows are the protocol benchmark's: `--files` (whose columns are `--join`'s)
+/// and `--thunder` refuse it rather than run without it.
+#[test]
+fn bench_files_and_thunder_refuse_payload_rows() {
+    for mode in ["--files", "--thunder"] {
+        let o = venn()
+            .args(["bench", mode, "--payload", "36", "--log2n", "6"])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{mode}");
+        assert!(
+            stderr(&o).contains("cannot be used with"),
+            "{mode}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 /// `venn bench --files` and `--thunder` refuse a size they do not run before running the
 /// smaller ones: no table is printed (not even its head), and the refusal is the one the
 /// size would meet.

@@ -219,6 +219,25 @@ impl Options {
         self.args().join(" ")
     }
 
+    /// The options as a message names them: [`Options::flags`], then the widths of the
+    /// records each side's items carry (which the tool's run plans agree from the
+    /// columns revealed, and no flag gives).
+    pub fn describe(&self) -> String {
+        let widths = [
+            ("sender", self.payload),
+            ("receiver", self.receiver_payload),
+        ];
+        let records = (widths.into_iter())
+            .filter_map(|(role, w)| w.map(|w| format!("{role}'s records of {w} bytes")));
+        let flags = self.flags();
+        (!flags.is_empty())
+            .then_some(flags)
+            .into_iter()
+            .chain(records)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Appends the options to a handshake message.
     pub fn write(&self, w: Writer) -> Writer {
         let sigma = self.sigma.unwrap_or(0);
@@ -329,6 +348,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A message names the records' widths beside the flags, which give none.
+    #[test]
+    fn described_options_name_the_records() {
+        let o = Options {
+            threshold: Some(5),
+            payload: Some(36),
+            ..Options::default()
+        };
+        assert_eq!(o.describe(), "--threshold 5, sender's records of 36 bytes");
+        let receivers = Options {
+            receiver_payload: Some(8),
+            ..Options::default()
+        };
+        assert_eq!(receivers.describe(), "receiver's records of 8 bytes");
+        assert_eq!(Options::default().describe(), "");
     }
 
     /// Options without records are written as they were before records existed (the

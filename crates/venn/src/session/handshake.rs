@@ -333,8 +333,8 @@ fn check_peer_hello(msg: &[u8], ours: &Hello, max_peer_items: u64) -> Result<u64
         return Err(Error::Handshake(format!(
             "the peer runs {} with [{}], we with [{}]: both must pass the same options",
             ours.protocol,
-            options.flags(),
-            ours.options.flags()
+            options.describe(),
+            ours.options.describe()
         )));
     }
     let peer_size = r.u64()?;
