@@ -60,19 +60,7 @@ pub(super) fn csv_header(data: &[u8], opts: &KeyOptions) -> Result<Header> {
         .iter()
         .map(column)
         .collect::<Result<_>>()?;
-    for (i, &v) in values.iter().enumerate() {
-        let name = String::from_utf8_lossy(&header[v]);
-        if columns.contains(&v) {
-            return Err(Error::Usage(format!(
-                "the value column '{name}' is also a key column"
-            )));
-        }
-        if values[..i].contains(&v) {
-            return Err(Error::Usage(format!(
-                "the value column '{name}' is named twice"
-            )));
-        }
-    }
+    super::check_value_columns(&columns, &values, &opts.value_columns)?;
     let reveals = (opts.reveal_columns.iter())
         .map(|c| column(&c.name))
         .collect::<Result<_>>()?;

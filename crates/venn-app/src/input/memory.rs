@@ -3,14 +3,10 @@
 //! matched rows are handed back as their positions in the list given.
 
 use super::builder::{Builder, Values};
-use super::source::{members, InputSource, RowBatch, RowCounts};
-use super::{Input, KeyOptions, Row};
-use crate::columns::Layout;
-use venn::session::run_plan::KeyForm;
-use venn::{Error, Items, Result};
-
-/// How many positions a batch of matched rows holds.
-const BATCH: usize = 1 << 12;
+use super::parquet_file::ParquetFile;
+use super::source::{members, Positioned};
+use super::{Input, KeyOptions};
+use venn::{Error, Result};
 
 /// Keys given in memory, read: an [`Input`] without a file, each row's span the empty
 /// range at its position in the list given.
@@ -87,62 +83,20 @@ impl KeysInMemory {
     }
 }
 
-impl InputSource for KeysInMemory {
-    fn keys(&self) -> &Items {
-        &self.input.keys
+impl Positioned for KeysInMemory {
+    fn input(&self) -> &Input {
+        &self.input
     }
 
-    fn form(&self) -> KeyForm {
-        self.input.form
-    }
-
-    fn counts(&self) -> RowCounts {
-        self.input.counts()
-    }
-
-    fn memory(&self) -> u64 {
-        self.input.memory()
-    }
-
-    fn matched_rows(
-        &self,
-        member: &[bool],
-        each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>,
-    ) -> std::io::Result<usize> {
-        let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
-        for position in self.input.positions(member) {
-            batch.push(position);
-            if batch.len() == BATCH {
-                each(RowBatch::Positions(&batch))?;
-                count += BATCH;
-                batch.clear();
-            }
-        }
-        if !batch.is_empty() {
-            each(RowBatch::Positions(&batch))?;
-        }
-        Ok(count + batch.len())
-    }
-
-    fn layout(&self) -> Option<&Layout> {
+    fn file(&self) -> Option<&ParquetFile> {
         None
-    }
-
-    fn header(&self) -> Option<&[u8]> {
-        None
-    }
-
-    fn each_record(
-        &self,
-        each: &mut dyn FnMut(&[Row], RowBatch) -> std::io::Result<()>,
-    ) -> std::io::Result<usize> {
-        self.input.each_of_records(false, each)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::source::{InputSource, RowBatch, POSITIONS};
     use crate::input::tests::{opts, read};
     use crate::input::Format;
 
@@ -193,11 +147,11 @@ mod tests {
         );
     }
 
-    /// The matched rows come back as positions, in batches of at most [`BATCH`], all of
+    /// The matched rows come back as positions, in batches of at most [`POSITIONS`], all of
     /// them counted.
     #[test]
     fn matched_positions_come_in_batches() {
-        let keys: Vec<String> = (0..2 * BATCH + 5).map(|k| k.to_string()).collect();
+        let keys: Vec<String> = (0..2 * POSITIONS + 5).map(|k| k.to_string()).collect();
         let input = KeysInMemory::new(&keys, None, &opts(Format::Lines, &[])).unwrap();
         let member = vec![true; keys.len()];
         let (mut sizes, mut all) = (Vec::new(), Vec::new());
@@ -212,7 +166,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(count, keys.len());
-        assert_eq!(sizes, [BATCH, BATCH, 5]);
+        assert_eq!(sizes, [POSITIONS, POSITIONS, 5]);
         assert!(all.iter().copied().eq(0..keys.len()));
     }
 }

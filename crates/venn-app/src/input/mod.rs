@@ -313,6 +313,24 @@ impl InputSource for Input {
     }
 }
 
+/// Refuses value columns (`values`, where the columns `names` name were found) that are
+/// also key columns (`keys`), or named twice: a CSV header's and a Parquet file's alike.
+fn check_value_columns(keys: &[usize], values: &[usize], names: &[String]) -> Result<()> {
+    for (i, (&v, name)) in values.iter().zip(names).enumerate() {
+        if keys.contains(&v) {
+            return Err(Error::Usage(format!(
+                "the value column '{name}' is also a key column"
+            )));
+        }
+        if values[..i].contains(&v) {
+            return Err(Error::Usage(format!(
+                "the value column '{name}' is named twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A line's content without its line ending.
 fn content<'a>(data: &'a [u8], line: &Range<usize>) -> &'a [u8] {
     let l = &data[line.clone()];

@@ -209,18 +209,7 @@ impl Named {
         let values: Vec<usize> = (opts.value_columns.iter())
             .map(|c| find(c))
             .collect::<Result<_>>()?;
-        for (i, (&v, name)) in values.iter().zip(&opts.value_columns).enumerate() {
-            if keys.contains(&v) {
-                return Err(Error::Usage(format!(
-                    "the value column '{name}' is also a key column"
-                )));
-            }
-            if values[..i].contains(&v) {
-                return Err(Error::Usage(format!(
-                    "the value column '{name}' is named twice"
-                )));
-            }
-        }
+        super::check_value_columns(&keys, &values, &opts.value_columns)?;
         let reveals = (opts.reveal_columns.iter())
             .map(|c| find(&c.name))
             .collect::<Result<_>>()?;

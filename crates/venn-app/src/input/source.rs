@@ -9,7 +9,7 @@
 //! refuses.
 
 use super::parquet_file::ParquetFile;
-use super::Row;
+use super::{Input, Row};
 use crate::columns::Layout;
 use std::io;
 use venn::session::run_plan::KeyForm;
@@ -49,6 +49,83 @@ pub trait InputSource {
         &self,
         each: &mut dyn FnMut(&[Row], RowBatch) -> io::Result<()>,
     ) -> io::Result<usize>;
+}
+
+/// A source whose rows are handed back by position, not as text: keys given in memory,
+/// or a Parquet file's rows (after the file itself, for an output that copies them). Its
+/// [`InputSource`] is the [`Input`] it holds, its matched rows' positions in batches.
+pub trait Positioned {
+    /// The keys and rows, each row's span the empty range at its position.
+    fn input(&self) -> &Input;
+    /// The Parquet file the rows are copied from, if they are a file's.
+    fn file(&self) -> Option<&ParquetFile>;
+}
+
+/// Positions a batch of matched rows holds, at most.
+pub(crate) const POSITIONS: usize = 1 << 12;
+
+impl<T: Positioned> InputSource for T {
+    fn keys(&self) -> &Items {
+        &self.input().keys
+    }
+
+    fn form(&self) -> KeyForm {
+        self.input().form
+    }
+
+    fn counts(&self) -> RowCounts {
+        self.input().counts()
+    }
+
+    fn memory(&self) -> u64 {
+        self.input().memory()
+    }
+
+    fn matched_rows(
+        &self,
+        member: &[bool],
+        each: &mut dyn FnMut(RowBatch) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        if let Some(file) = self.file() {
+            each(RowBatch::Table {
+                file,
+                matched: false,
+                columns: &[],
+            })?;
+        }
+        let (mut batch, mut count) = (Vec::with_capacity(POSITIONS), 0);
+        for position in self.input().positions(member) {
+            batch.push(position);
+            if batch.len() == POSITIONS {
+                each(RowBatch::Positions(&batch))?;
+                count += POSITIONS;
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            each(RowBatch::Positions(&batch))?;
+        }
+        Ok(count + batch.len())
+    }
+
+    fn layout(&self) -> Option<&Layout> {
+        self.input().layout.as_ref()
+    }
+
+    fn header(&self) -> Option<&[u8]> {
+        None
+    }
+
+    fn table(&self) -> Option<&ParquetFile> {
+        self.file()
+    }
+
+    fn each_record(
+        &self,
+        each: &mut dyn FnMut(&[Row], RowBatch) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        self.input().each_of_records(false, each)
+    }
 }
 
 /// A source's rows.
