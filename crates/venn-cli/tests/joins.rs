@@ -708,6 +708,11 @@ fn records_match_on_any_identifier() {
             ),
             (
                 "receive",
+                receive(&["--match-any", "email,phone,email"]),
+                "names the column 'email' twice",
+            ),
+            (
+                "receive",
                 receive(&["--match-any", "a,b", "--format", "lines"]),
                 "CSV or Parquet",
             ),

@@ -138,6 +138,10 @@ pub(super) fn check_match_any(args: &PartyArgs, protocol: &dyn Protocol) -> Resu
     if args.keys.format == Format::Lines {
         return refused("matches the columns of a CSV or Parquet file (--format csv or parquet)");
     }
+    let names = &args.keys.columns;
+    if let Some(twice) = (names.iter().enumerate()).find(|&(i, n)| names[..i].contains(n)) {
+        return refused(&format!("names the column '{}' twice", twice.1));
+    }
     if protocol.info().role(Role::Receiver).output != OutputKind::Indices {
         return refused(&format!(
             "matches records, and '{}' outputs no records (a count or a sum would count \
