@@ -30,6 +30,7 @@
 //! transit or sessions reordered fail the handshake; one bucket's, to the plans alone
 //! ([`Agreed::bind`]).
 
+use crate::columns::{padded_width, Layout};
 use crate::input::footprint::Footprint;
 use crate::input::parquet_file::{self, ParquetFile};
 use crate::input::segments::{self, Segment};
@@ -139,18 +140,25 @@ impl Source<'_> {
         match self {
             Source::Memory(input) => {
                 let group = &groups[c as usize];
+                let keys = input.keys();
+                let records = keys.records().map(|(records, width)| {
+                    let record = |k: u32| &records[k as usize * width..(k as usize + 1) * width];
+                    (
+                        group.iter().flat_map(|&k| record(k)).copied().collect(),
+                        width,
+                    )
+                });
                 Ok(Bucket {
-                    items: group
-                        .iter()
-                        .map(|&k| input.keys().get(k as usize))
-                        .collect(),
+                    items: group.iter().map(|&k| keys.get(k as usize)).collect(),
+                    records,
                     marks: group.iter().map(|&k| k as u64).collect(),
                     starts: (0..=group.len()).collect(),
                 })
             }
             Source::Disk(split) => {
-                let (keys, rows) = split.bucket(c, log2)?;
-                Ok(dedup(keys, &rows))
+                let (keys, rows, records) = split.bucket(c, log2)?;
+                let width = split.layout.as_ref().map_or(0, Layout::width);
+                Ok(dedup(keys, &rows, records.map(|r| (r, width))))
             }
         }
     }
@@ -187,6 +195,9 @@ pub struct Split {
     /// Rows skipped for an empty key (`--skip-empty`).
     pub skipped_empty: u64,
     header: Option<Vec<u8>>,
+    /// The revealed columns' layout (each given width, or the longest value's over the
+    /// whole file, padded), if the rows reveal any: their values are in the bucket files.
+    pub layout: Option<Layout>,
 }
 
 fn file_of(dir: &Path, f: u64) -> PathBuf {
@@ -238,20 +249,45 @@ pub fn split(
         })
         .collect::<Result<_>>()?;
     let (mut rows, mut kept, mut skipped) = (0, 0, 0);
+    let mut longest = vec![0usize; opts.reveal_columns.len()];
     let header = for_each_segment(path, opts, segment_bytes, |s| {
+        let mut values = Vec::new();
         check(&s.input.keys).map_err(|e| match e {
             Error::Usage(why) => Error::Usage(format!("after row {}: {why}", s.rows_before)),
             e => e,
         })?;
+        // Each row's revealed values, as its key's record holds them (a key with several
+        // rows, whose later rows' records would go apart, is refused in buckets).
+        let revealed = match (&s.input.layout, s.input.keys.records()) {
+            (Some(layout), Some((records, width))) => {
+                if !s.input.keys.repeated_records().0.is_empty() {
+                    return Err(repeats_in_buckets());
+                }
+                Some((layout, records, width))
+            }
+            _ => None,
+        };
         for (i, row) in s.input.rows.iter().enumerate() {
             let key = s.input.keys.get(row.key as usize);
             let f = key_hash(key) & (files - 1);
             let w = &mut out[f as usize];
-            let row = s.rows_before + i as u64;
-            w.write_all(&row.to_le_bytes())
+            let number = s.rows_before + i as u64;
+            let written = w
+                .write_all(&number.to_le_bytes())
                 .and_then(|()| w.write_all(&(key.len() as u64).to_le_bytes()))
-                .and_then(|()| w.write_all(key))
-                .map_err(Error::file("write", &file_of(dir.path(), f)))?;
+                .and_then(|()| w.write_all(key));
+            written.map_err(Error::file("write", &file_of(dir.path(), f)))?;
+            if let Some((layout, records, width)) = revealed {
+                let k = row.key as usize;
+                layout.decode(&records[k * width..(k + 1) * width], &mut values)?;
+                for (value, longest) in values.iter().zip(&mut longest) {
+                    *longest = (*longest).max(value.len());
+                    let written = w
+                        .write_all(&(value.len() as u16).to_le_bytes())
+                        .and_then(|()| w.write_all(value));
+                    written.map_err(Error::file("write", &file_of(dir.path(), f)))?;
+                }
+            }
         }
         rows = s.rows_before + s.input.rows.len() as u64;
         kept += records(&s.input.rows).count() as u64;
@@ -263,7 +299,18 @@ pub fn split(
         w.flush()
             .map_err(Error::file("write", &file_of(dir.path(), f as u64)))?;
     }
-    Ok(Split {
+    let layout = match opts.reveal_columns.is_empty() {
+        true => None,
+        false => Some(Layout::new(
+            (opts.reveal_columns.iter().zip(longest))
+                .map(|(c, longest)| {
+                    let width = c.width.map_or(padded_width(longest), usize::from);
+                    (c.name.clone(), width.min(u16::MAX as usize) as u16)
+                })
+                .collect(),
+        )?),
+    };
+    let split = Split {
         dir,
         log2_files,
         segment_bytes,
@@ -271,14 +318,30 @@ pub fn split(
         records: kept,
         skipped_empty: skipped,
         header,
-    })
+        layout,
+    };
+    if split.layout.is_some() {
+        split.check_distinct()?;
+    }
+    Ok(split)
+}
+
+/// Why a key with several rows refuses revealed columns bucket by bucket.
+pub(crate) fn repeats_in_buckets() -> Error {
+    Error::Usage(
+        "revealed columns (--reveal-columns) of keys with several rows cannot yet go bucket \
+         by bucket (--bucket-rows, or an input too large to read whole within \
+         --max-memory): each bucket would tell the peer how many repeated rows hash into it"
+            .into(),
+    )
 }
 
 impl Split {
-    /// The records of bucket `c` of `2^log2`: their keys (in one store) and rows. The
+    /// The records of bucket `c` of `2^log2`: their keys (in one store), rows and, where
+    /// the rows reveal columns, the records of their values (in [`Split::layout`]). The
     /// files are read a record at a time, so that a file holding several buckets (more
     /// buckets than files) costs no more memory than the bucket's own records.
-    fn bucket(&self, c: u64, log2: u8) -> Result<(Items, Vec<u64>)> {
+    fn bucket(&self, c: u64, log2: u8) -> Result<(Items, Vec<u64>, Option<Vec<u8>>)> {
         let files = 1u64 << self.log2_files;
         let buckets = 1u64 << log2;
         let wanted: Vec<u64> = if buckets <= files {
@@ -287,58 +350,135 @@ impl Split {
             vec![c & (files - 1)]
         };
         let (mut keys, mut rows) = (Items::new(), Vec::new());
-        let mut key = Vec::new();
+        let mut records = self.layout.as_ref().map(|_| Vec::new());
+        let (mut key, mut values) = (Vec::new(), Vec::new());
         for f in wanted {
-            let p = file_of(self.dir.path(), f);
-            let file = std::fs::File::open(&p).map_err(Error::file("read", &p))?;
-            let mut left = file.metadata().map_err(Error::file("read", &p))?.len();
-            let mut r = BufReader::with_capacity(1 << 16, file);
-            while let Some(row) =
-                next_record(&mut r, &mut left, &mut key).map_err(Error::file("read", &p))?
-            {
-                if buckets <= files || key_hash(&key) & (buckets - 1) == c {
-                    keys.push(&key);
+            self.each_record(f, &mut key, &mut values, |row, key, values| {
+                if buckets <= files || key_hash(key) & (buckets - 1) == c {
+                    keys.push(key);
                     rows.push(row);
+                    if let (Some(records), Some(layout)) = (&mut records, &self.layout) {
+                        let at = records.len();
+                        records.resize(at + layout.width(), 0);
+                        layout.encode(values, &mut records[at..]);
+                    }
                 }
+            })?;
+        }
+        Ok((keys, rows, records))
+    }
+
+    /// Hands each record of bucket file `f` to `each`: its row, its key and its revealed
+    /// values (read into `key` and `values`).
+    fn each_record(
+        &self,
+        f: u64,
+        key: &mut Vec<u8>,
+        values: &mut Vec<u8>,
+        mut each: impl FnMut(u64, &[u8], &[&[u8]]),
+    ) -> Result<()> {
+        let p = file_of(self.dir.path(), f);
+        let file = std::fs::File::open(&p).map_err(Error::file("read", &p))?;
+        let mut left = file.metadata().map_err(Error::file("read", &p))?.len();
+        let mut r = BufReader::with_capacity(1 << 16, file);
+        let columns = self.layout.as_ref().map_or(0, |l| l.columns.len());
+        let mut ends = Vec::with_capacity(columns);
+        while let Some(row) = next_record(&mut r, &mut left, key, (columns, values, &mut ends))
+            .map_err(Error::file("read", &p))?
+        {
+            let mut start = 0;
+            let fields: Vec<&[u8]> = (ends.iter())
+                .map(|&end| {
+                    let field = &values[start..end];
+                    start = end;
+                    field
+                })
+                .collect();
+            each(row, key, &fields);
+        }
+        Ok(())
+    }
+
+    /// Refuses a split whose revealed columns belong to a key with several rows: checked
+    /// file by file (a key's rows are all in one file) before the peer is reached, so
+    /// that no bucket's run stops on it.
+    fn check_distinct(&self) -> Result<()> {
+        let (mut key, mut values) = (Vec::new(), Vec::new());
+        for f in 0..1u64 << self.log2_files {
+            let mut keys = Items::new();
+            self.each_record(f, &mut key, &mut values, |_, key, _| keys.push(key))?;
+            let rows = keys.len();
+            keys.deduplicate();
+            if keys.len() != rows {
+                return Err(repeats_in_buckets());
             }
         }
-        Ok((keys, rows))
+        Ok(())
     }
 }
 
 /// The next record of a bucket file with `left` bytes still to read: its row, with its
-/// key in `key` (`None` at the end). A record past the file's end is an error, not an
-/// allocation of the length it claims.
+/// key in `key` and, for a file of rows revealing `columns` columns, their values one
+/// after the other in `values`, each ending where `ends` says (`None` at the end). A
+/// record past the file's end is an error, not an allocation of the length it claims.
 fn next_record(
     r: &mut impl Read,
     left: &mut u64,
     key: &mut Vec<u8>,
+    (columns, values, ends): (usize, &mut Vec<u8>, &mut Vec<usize>),
 ) -> std::io::Result<Option<u64>> {
     if *left == 0 {
         return Ok(None);
     }
+    let past_end = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a record runs past the end of the bucket file",
+        )
+    };
     let mut head = [0u8; 16];
     r.read_exact(&mut head)?;
     let row = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
     let len = u64::from_le_bytes(head[8..].try_into().expect("8 bytes"));
-    let rest = left.saturating_sub(16);
+    let mut rest = left.checked_sub(16).ok_or_else(past_end)?;
     if len > rest {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "a record runs past the end of the bucket file",
-        ));
+        return Err(past_end());
     }
     key.resize(len as usize, 0);
     r.read_exact(key)?;
-    *left = rest - len;
+    rest -= len;
+    values.clear();
+    ends.clear();
+    for _ in 0..columns {
+        let mut len = [0u8; 2];
+        r.read_exact(&mut len)?;
+        let len = u16::from_le_bytes(len) as u64;
+        rest = rest.checked_sub(2 + len).ok_or_else(past_end)?;
+        let at = values.len();
+        values.resize(at + len as usize, 0);
+        r.read_exact(&mut values[at..])?;
+        ends.push(values.len());
+    }
+    *left = rest;
     Ok(Some(row))
 }
 
-/// What a bucketed run learned: which rows (by number) are in the intersection.
+/// What a bucketed run learned: which rows (by number) are in the intersection and, for
+/// an input read whole, the peer's records of each matched key.
 pub struct Matches {
     bits: Vec<u64>,
     /// How many distinct keys of ours are in the intersection.
     pub keys: u64,
+    peer: Gathered,
+}
+
+/// The peer's records of the matched keys of an input read whole, bucket by bucket: for
+/// each key, where its records start and how many (one a peer row) there are.
+#[derive(Default)]
+struct Gathered {
+    width: usize,
+    of: Vec<(u32, u32, usize)>,
+    records: Vec<u8>,
 }
 
 impl Matches {
@@ -346,6 +486,55 @@ impl Matches {
         Matches {
             bits: vec![0; rows.div_ceil(64) as usize],
             keys: 0,
+            peer: Gathered::default(),
+        }
+    }
+
+    /// Keeps the peer's records of a bucket's matched keys (`output`'s, where it has
+    /// records): its entry i (below `real`: the rest are padding) is key
+    /// `marks[starts[i]]` of an input read whole.
+    fn gather(&mut self, output: &Output, real: usize, (marks, starts): (&[u64], &[usize])) {
+        let Output::Records {
+            indices,
+            records,
+            width,
+            rows,
+        } = output
+        else {
+            return;
+        };
+        self.peer.width = *width;
+        let mut at = 0;
+        for (&i, &n) in indices.iter().zip(rows) {
+            let bytes = n as usize * width;
+            if i < real {
+                let key = marks[starts[i]] as u32;
+                let start = self.peer.records.len();
+                self.peer.of.push((key, n, start));
+                (self.peer.records).extend_from_slice(&records[at..at + bytes]);
+            }
+            at += bytes;
+        }
+    }
+
+    /// The output over an input read whole of `keys` keys: the matched keys' indices,
+    /// with the peer's records of each where it revealed columns.
+    pub fn output_of_keys(mut self, keys: usize) -> Output {
+        let indices: Vec<usize> = (0..keys).filter(|&k| self.has(k as u64)).collect();
+        if self.peer.width == 0 {
+            return Output::Indices(indices);
+        }
+        let Gathered { width, of, records } = &mut self.peer;
+        of.sort_unstable();
+        let mut ordered = Vec::with_capacity(records.len());
+        for &(_, n, start) in of.iter() {
+            ordered.extend_from_slice(&records[start..start + n as usize * *width]);
+        }
+        Output::Records {
+            indices,
+            records: ordered,
+            width: *width,
+            rows: of.iter().map(|&(_, n, _)| n).collect(),
         }
     }
     /// The memory the bits hold, in bytes.
@@ -405,19 +594,21 @@ pub fn run_buckets(
     for c in 0..buckets {
         let Bucket {
             items,
+            records,
             marks,
             starts,
         } = source.bucket(c, log2, &groups)?;
         distinct += items.len() as u64;
         let real = items.len();
         let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
-        let report = run_nth(&mut *chan, agreed, c, items, held, &opts)?;
-        if let Output::Indices(ix) = &report.output {
+        let report = run_nth(&mut *chan, agreed, c, (items, records), held, &opts)?;
+        if let Some(ix) = report.output.indices() {
             // The bucket's real keys (the rest are its padding), with what each stands for.
             for &i in ix.iter().filter(|&&i| i < real) {
                 matches.add(&marks[starts[i]..starts[i + 1]]);
             }
         }
+        matches.gather(&report.output, real, (&marks, &starts));
         total = Some(match total {
             None => report,
             Some(t) => add(t, report),
@@ -440,12 +631,13 @@ fn run_nth(
     chan: &mut dyn Channel,
     agreed: &Agreed,
     c: u64,
-    items: Items,
+    (items, records): (Items, Option<(Vec<u8>, usize)>),
     held: u64,
     opts: &RunOptions,
 ) -> Result<Report> {
     let log2 = agreed.log2_buckets();
     if log2 == 0 {
+        let items = with_records(items, records)?;
         let opts = RunOptions {
             input_memory: held + items.memory(),
             ..*opts
@@ -453,11 +645,21 @@ fn run_nth(
         return venn::run(&mut agreed.bind(chan), &items, &opts);
     }
     let pad = padded_size(agreed.ours.rows, log2);
-    run_bucket(chan, &agreed.digest(), c, items, pad, held, opts)
+    run_bucket(chan, &agreed.digest(), c, (items, records), pad, held, opts)
 }
 
-/// Runs bucket `c` of a bucketed run on its distinct keys `items`, padded with random
-/// dummy keys to `pad`, in a session bound to the channel's own binding, the plans both
+/// `items` with their `records` of the revealed columns, if any (a dummy item's, past
+/// the real items' records, zeros).
+fn with_records(items: Items, records: Option<(Vec<u8>, usize)>) -> Result<Items> {
+    let Some((mut records, width)) = records else {
+        return Ok(items);
+    };
+    records.resize(items.len() * width, 0);
+    items.with_records(records, width)
+}
+
+/// Runs bucket `c` of a bucketed run on its distinct keys `items` (with the records of
+/// their revealed columns, if any), padded with random dummy keys (zero records) to `pad`, in a session bound to the channel's own binding, the plans both
 /// sent (`plans`: their digest) and `c`. A bucket whose keys exceed `pad` is refused
 /// before the session. `held`: the memory the run holds beside the bucket's keys, which
 /// `--max-memory` counts with them.
@@ -465,7 +667,7 @@ pub fn run_bucket(
     chan: &mut dyn Channel,
     plans: &[u8; 32],
     c: u64,
-    mut items: Items,
+    (mut items, records): (Items, Option<(Vec<u8>, usize)>),
     pad: u64,
     held: u64,
     opts: &RunOptions,
@@ -484,6 +686,7 @@ pub fn run_bucket(
         prg.fill_bytes(&mut dummy);
         items.push(&dummy);
     }
+    let items = with_records(items, records)?;
     let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
     h.update(&chan.binding().unwrap_or_default());
     h.update(plans);
@@ -503,14 +706,22 @@ pub fn run_bucket(
 /// are the rows (of a split file) or the key index (of a file read whole) of key `i`.
 struct Bucket {
     items: Items,
+    /// The records of the items' revealed columns, item by item, and their width, if
+    /// they reveal any.
+    records: Option<(Vec<u8>, usize)>,
     marks: Vec<u64>,
     starts: Vec<usize>,
 }
 
-/// A split bucket's records (key `i` on row `rows[i]`) as distinct keys, each with its
-/// rows (grouped by a counting sort, in record order).
-fn dedup(mut keys: Items, rows: &[u64]) -> Bucket {
+/// A split bucket's records (key `i` on row `rows[i]`, with `records`' i-th of the
+/// revealed columns, if any: then the keys are distinct, [`Split::check_distinct`]) as
+/// distinct keys, each with its rows (grouped by a counting sort, in record order).
+fn dedup(mut keys: Items, rows: &[u64], records: Option<(Vec<u8>, usize)>) -> Bucket {
     let index = keys.deduplicate();
+    debug_assert!(
+        records.is_none() || keys.len() == rows.len(),
+        "distinct keys"
+    );
     let mut starts = vec![0; keys.len() + 1];
     for &k in &index {
         starts[k as usize + 1] += 1;
@@ -526,6 +737,7 @@ fn dedup(mut keys: Items, rows: &[u64]) -> Bucket {
     }
     Bucket {
         items: keys,
+        records,
         marks,
         starts,
     }

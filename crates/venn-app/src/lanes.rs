@@ -421,7 +421,7 @@ impl LaneJob {
         for (c, keys, marks) in self.buckets {
             let real = keys.len();
             held -= keys.memory();
-            let report = run_bucket(chan, &self.binding, c, keys, self.pad, held, &opts)?;
+            let report = run_bucket(chan, &self.binding, c, (keys, None), self.pad, held, &opts)?;
             held -= 8 * marks.capacity() as u64;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();

@@ -730,3 +730,114 @@ fn records_match_on_any_identifier() {
         out,
     );
 }
+
+/// Revealed columns go bucket by bucket from an input split into buckets to a party whose
+/// input is read whole (the receiver's and, with --both, the sender's); a split input
+/// asking for the peer's columns, and a split input revealing columns of a key with
+/// several rows, are refused before the peer is reached, nothing written.
+#[test]
+fn columns_go_from_a_split_input_to_one_read_whole() {
+    let dir = tmp();
+    let (repeated, r, _) = files(dir.path());
+    let distinct = SENDER.replace("ada@x.org,other,99,s4\n", "");
+    let s = write(dir.path(), "distinct.csv", &distinct);
+    let s = s.to_str().unwrap();
+    let out = dir.path().join("out.csv");
+    let out = out.to_str().unwrap();
+    let sent = dir.path().join("sent.csv");
+    let sent = sent.to_str().unwrap();
+    let receiver = [
+        "--input",
+        &r,
+        "--output",
+        out,
+        "--column",
+        "email",
+        "--peer-columns",
+        "segment,score",
+    ];
+    let sender = [
+        "--input",
+        s,
+        "--reveal-columns",
+        "segment,score",
+        "--bucket-rows",
+        "2",
+    ];
+    assert_eq!(
+        output_of(&receiver, &sender, out),
+        JOINED.replace("2,\"ada@x.org\",other,99\r\n", "")
+    );
+    // With --both the receiver's split input (its keys distinct) reveals its ids to the
+    // sender, read whole.
+    let ids = write(
+        dir.path(),
+        "ids.csv",
+        "id,email\n1,cy@x.org\n2,ada@x.org\n5,bob@x.org\n",
+    );
+    let receiver = [
+        "--input",
+        ids.to_str().unwrap(),
+        "--output",
+        out,
+        "--both",
+        "--reveal-columns",
+        "id",
+        "--column",
+        "email",
+        "--bucket-rows",
+        "2",
+    ];
+    let sender = [
+        "--input",
+        s,
+        "--both",
+        "--output",
+        sent,
+        "--peer-columns",
+        "id",
+    ];
+    let (so, ro) = run_pair(&receiver, &sender);
+    assert_success(&[&so, &ro]);
+    assert_eq!(
+        std::fs::read_to_string(sent).unwrap(),
+        "email,segment,score,secret,id\n\
+         ada@x.org,\"sports, outdoor\",7,s1,2\n\
+         bob@x.org,\"say \"\"hi\"\"\",,s2,5\n\
+         cy@x.org,ünïcode,12,s3,1\n"
+    );
+    std::fs::remove_file(out).unwrap();
+    each_refused(
+        &[
+            (
+                "receive",
+                vec![
+                    "--input",
+                    &r,
+                    "--output",
+                    out,
+                    "--column",
+                    "email",
+                    "--peer-columns",
+                    "segment",
+                    "--bucket-rows",
+                    "2",
+                ],
+                "the peer's columns (--peer-columns) cannot yet go to an input split",
+            ),
+            (
+                "send",
+                vec![
+                    "--input",
+                    &repeated,
+                    "--reveal-columns",
+                    "segment",
+                    "--bucket-rows",
+                    "2",
+                ],
+                "keys with several rows cannot yet go bucket by bucket",
+            ),
+        ],
+        out,
+    );
+}

@@ -30,8 +30,8 @@ impl ParquetInput {
     }
 }
 
-/// The file first ([`RowBatch::Table`], nothing added), then its matched rows by
-/// position.
+/// The file first ([`super::source::RowBatch::Table`], nothing added), then its matched
+/// rows by position.
 impl Positioned for ParquetInput {
     fn input(&self) -> &Input {
         &self.input

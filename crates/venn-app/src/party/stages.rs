@@ -462,18 +462,30 @@ pub(super) fn connect(
                 align: args.align,
             }
         }
-        Read::Split { split, bucket_rows } => Plan {
-            rows: split.rows,
-            log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
-            form,
-            columns: Columns::new(Vec::new(), args.peer_columns.clone())?,
-            align: args.align,
-        },
+        Read::Split { split, bucket_rows } => {
+            // The peer's records for our rows would need finding by row: not yet.
+            if !args.peer_columns.is_empty() {
+                return Err(columns_in_buckets());
+            }
+            let reveals = split
+                .layout
+                .as_ref()
+                .map_or_else(Vec::new, |l| l.columns.clone());
+            let width = Columns::record_width(&reveals);
+            match checked.role {
+                Role::Sender => opts.options.payload = width,
+                Role::Receiver => opts.options.receiver_payload = width,
+            }
+            Plan {
+                rows: split.rows,
+                log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
+                form,
+                columns: Columns::new(reveals, Vec::new())?,
+                align: args.align,
+            }
+        }
     };
     let splits = matches!(input.read, Read::Split { .. });
-    if splits && !args.keys.reveal_columns.is_empty() {
-        return Err(columns_in_buckets());
-    }
     let (chan, agreed) = agree(
         &args.link,
         checked.protocol,
@@ -484,6 +496,13 @@ pub(super) fn connect(
         spinner,
     )?;
     (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(checked.role);
+    // A key's later rows would go bucket by bucket, each bucket saying how many it holds.
+    if let Read::Whole(whole) = &input.read {
+        let repeated = !whole.keys().repeated_records().0.is_empty();
+        if repeated && agreed.log2_buckets() > 0 {
+            return Err(buckets::repeats_in_buckets());
+        }
+    }
     // The peer's records: their number, its keys' and its repeated rows', is bounded by
     // the rows it announced, and what they may take here (tags and records, at most one
     // of each a row) is counted beside the input against --max-memory.
@@ -515,9 +534,6 @@ pub(super) fn agree(
     let agreed = link.exchange(&mut *chan, plan, role)?;
     if splits || agreed.log2_buckets() > 0 {
         super::refuse_whole_outputs_in_buckets(protocol)?;
-        if agreed.record_widths(role) != (None, None) {
-            return Err(columns_in_buckets());
-        }
         if agreed.ours.align != Align::None {
             return Err(Error::Usage(
                 "--align cannot yet go with a run bucket by bucket (--bucket-rows, or an \
@@ -529,11 +545,12 @@ pub(super) fn agree(
     Ok((chan, agreed))
 }
 
-/// Why columns do not go with a run bucket by bucket.
+/// Why the peer's columns do not yet go to a party whose input is split into buckets.
 fn columns_in_buckets() -> Error {
     Error::Usage(
-        "columns (--reveal-columns, --peer-columns) cannot yet go with a run bucket by bucket \
-         (--bucket-rows, or an input too large to read whole within --max-memory)"
+        "the peer's columns (--peer-columns) cannot yet go to an input split into buckets \
+         (--bucket-rows, or an input too large to read whole within --max-memory); a \
+         party whose input is read whole may ask for them while the peer's is split"
             .into(),
     )
 }
@@ -636,10 +653,7 @@ pub(super) fn run_whole(
     let (report, matches) = buckets::run_buckets(chan, agreed, &source, opts, progress)?;
     let output = match report.output {
         Output::Nothing => Output::Nothing,
-        _ => {
-            let keys = (0..input.keys().len() as u64).filter(|&k| matches.has(k));
-            Output::Indices(keys.map(|k| k as usize).collect())
-        }
+        _ => matches.output_of_keys(input.keys().len()),
     };
     Ok((report, output))
 }
