@@ -470,6 +470,19 @@ pub struct Matches {
     /// How many distinct keys of ours are in the intersection.
     pub keys: u64,
     peer: Gathered,
+    by_row: Option<ByRow>,
+}
+
+/// The peer's records of a split input's matched rows: written to a file in the split's
+/// directory as the buckets bring them (one a key: keys with several rows do not go in
+/// buckets), each row's offset in it kept (`u64::MAX`: none), to be read back in file
+/// order when the output is written.
+struct ByRow {
+    file: std::fs::File,
+    path: PathBuf,
+    offsets: Vec<u64>,
+    written: u64,
+    width: usize,
 }
 
 /// The peer's records of the matched keys of an input read whole, bucket by bucket: for
@@ -487,6 +500,7 @@ impl Matches {
             bits: vec![0; rows.div_ceil(64) as usize],
             keys: 0,
             peer: Gathered::default(),
+            by_row: None,
         }
     }
 
@@ -537,9 +551,86 @@ impl Matches {
             rows: of.iter().map(|&(_, n, _)| n).collect(),
         }
     }
-    /// The memory the bits hold, in bytes.
+    /// The memory the bits (and the rows' record offsets) hold, in bytes.
     fn memory(&self) -> u64 {
-        8 * self.bits.capacity() as u64
+        let offsets = self.by_row.as_ref().map_or(0, |b| b.offsets.capacity());
+        8 * (self.bits.capacity() + offsets) as u64
+    }
+
+    /// Keeps the peer's records of a split bucket's matched keys (`output`'s, where it has
+    /// records) for their rows: entry i (below `real`) stands for the rows
+    /// `marks[starts[i]..starts[i + 1]]`; the records go to a file in `split`'s directory.
+    fn keep_by_row(
+        &mut self,
+        output: &Output,
+        real: usize,
+        (marks, starts): (&[u64], &[usize]),
+        split: &Split,
+    ) -> Result<()> {
+        let Output::Records {
+            indices,
+            records,
+            width,
+            rows,
+        } = output
+        else {
+            return Ok(());
+        };
+        if rows.iter().any(|&n| n != 1) {
+            return Err(Error::protocol(
+                "one record of the peer's for each matched key in a bucket",
+                "several",
+            ));
+        }
+        if self.by_row.is_none() {
+            let path = split.dir.path().join("peer-records");
+            let file = (std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true))
+            .open(&path)
+            .map_err(Error::file("create", &path))?;
+            let offsets = vec![u64::MAX; self.bits.len() * 64];
+            self.by_row = Some(ByRow {
+                file,
+                path,
+                offsets,
+                written: 0,
+                width: *width,
+            });
+        }
+        let by_row = self.by_row.as_mut().expect("made above");
+        let mut kept = Vec::new();
+        for (j, &i) in indices.iter().enumerate().filter(|&(_, &i)| i < real) {
+            let at = by_row.written + kept.len() as u64;
+            kept.extend_from_slice(&records[j * width..(j + 1) * width]);
+            for &row in &marks[starts[i]..starts[i + 1]] {
+                by_row.offsets[row as usize] = at;
+            }
+        }
+        (by_row.file.write_all(&kept)).map_err(Error::file("write", &by_row.path))?;
+        by_row.written += kept.len() as u64;
+        Ok(())
+    }
+
+    /// The peer's record of row `row` (its values' record, `width` bytes), read into
+    /// `record`, if the peer revealed columns and the row matched.
+    pub fn record_of(&self, row: u64, record: &mut Vec<u8>) -> Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let Some(by_row) = &self.by_row else {
+            return Ok(false);
+        };
+        let at = by_row
+            .offsets
+            .get(row as usize)
+            .copied()
+            .unwrap_or(u64::MAX);
+        if at == u64::MAX {
+            return Ok(false);
+        }
+        record.resize(by_row.width, 0);
+        (by_row.file.read_exact_at(record, at)).map_err(Error::file("read", &by_row.path))?;
+        Ok(true)
     }
     /// Marks one matched key's rows (or its key index, for an input read whole).
     fn add(&mut self, rows: &[u64]) {
@@ -608,7 +699,12 @@ pub fn run_buckets(
                 matches.add(&marks[starts[i]..starts[i + 1]]);
             }
         }
-        matches.gather(&report.output, real, (&marks, &starts));
+        match source {
+            Source::Memory(_) => matches.gather(&report.output, real, (&marks, &starts)),
+            Source::Disk(split) => {
+                matches.keep_by_row(&report.output, real, (&marks, &starts), split)?
+            }
+        }
         total = Some(match total {
             None => report,
             Some(t) => add(t, report),
@@ -796,7 +892,7 @@ impl MatchedRows for SplitRows<'_> {
                 columns: &added,
             })?;
         }
-        let (mut count, mut seen, mut on) = (0, 0, Vec::new());
+        let (mut count, mut seen, mut on, mut record) = (0, 0, Vec::new(), Vec::new());
         for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             let mut number = s.rows_before;
@@ -804,27 +900,41 @@ impl MatchedRows for SplitRows<'_> {
             // any of its rows is.
             for rows in records(&s.input.rows) {
                 let has = |j: usize| self.matches.has(number + j as u64);
-                let matched = (0..rows.len()).any(has);
+                let first = (0..rows.len()).find(|&j| has(j));
                 let identifiers = (rows.iter().enumerate()).filter(|&(j, _)| has(j));
                 self.shape
                     .matched_on(identifiers.map(|(_, r)| r.identifier), &mut on);
+                let (matched, at) = (first.is_some(), number);
                 number += rows.len() as u64;
                 if !self.shape.kind.keeps(matched) {
                     continue;
                 }
-                let values: &[&[u8]] = match (matched, self.shape.identifiers) {
-                    (true, Some(_)) => &[&on],
-                    _ => &[],
-                };
+                // `matched_on`, then the peer's values of the first identifier's row that
+                // matched (the record the buckets kept for it).
+                let mut values: Vec<&[u8]> = Vec::new();
+                if matched && self.shape.identifiers.is_some() {
+                    values.push(&on);
+                }
+                if let (Some(j), Some(layout)) = (first, self.shape.columns) {
+                    if !self.matches.record_of(at + j as u64, &mut record)? {
+                        return Err(Error::protocol(
+                            "the peer's record of each matched row",
+                            "none",
+                        ));
+                    }
+                    let mut peer = Vec::new();
+                    layout.decode(&record, &mut peer)?;
+                    values.extend(peer);
+                }
                 match &table {
                     Some(_) => batches.pass(RowBatch::Joined {
                         position: rows[0].bytes.start,
                         matched,
-                        values,
+                        values: &values,
                     })?,
                     None => {
                         let row = s.input.bytes(&rows[0].bytes);
-                        batches.row(|out| self.shape.row(out, row, matched, values))?;
+                        batches.row(|out| self.shape.row(out, row, matched, &values))?;
                     }
                 }
                 count += 1;

@@ -463,10 +463,6 @@ pub(super) fn connect(
             }
         }
         Read::Split { split, bucket_rows } => {
-            // The peer's records for our rows would need finding by row: not yet.
-            if !args.peer_columns.is_empty() {
-                return Err(columns_in_buckets());
-            }
             let reveals = split
                 .layout
                 .as_ref()
@@ -480,7 +476,7 @@ pub(super) fn connect(
                 rows: split.rows,
                 log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
                 form,
-                columns: Columns::new(reveals, Vec::new())?,
+                columns: Columns::new(reveals, args.peer_columns.clone())?,
                 align: args.align,
             }
         }
@@ -543,16 +539,6 @@ pub(super) fn agree(
         }
     }
     Ok((chan, agreed))
-}
-
-/// Why the peer's columns do not yet go to a party whose input is split into buckets.
-fn columns_in_buckets() -> Error {
-    Error::Usage(
-        "the peer's columns (--peer-columns) cannot yet go to an input split into buckets \
-         (--bucket-rows, or an input too large to read whole within --max-memory); a \
-         party whose input is read whole may ask for them while the peer's is split"
-            .into(),
-    )
 }
 
 /// The run stage's result.
