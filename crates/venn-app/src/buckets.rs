@@ -473,6 +473,35 @@ pub struct Matches {
     by_row: Option<ByRow>,
 }
 
+/// A bucket's output's records of the peer's: the matched entries, their records (of
+/// `width` bytes) and each entry's number of records.
+struct BucketRecords<'a> {
+    indices: &'a [usize],
+    records: &'a [u8],
+    width: usize,
+    rows: &'a [u32],
+}
+
+impl<'a> BucketRecords<'a> {
+    /// `output`'s, if it has records.
+    fn of(output: &'a Output) -> Option<Self> {
+        match output {
+            Output::Records {
+                indices,
+                records,
+                width,
+                rows,
+            } => Some(BucketRecords {
+                indices,
+                records,
+                width: *width,
+                rows,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The peer's records of a split input's matched rows: written to a file in the split's
 /// directory as the buckets bring them (one a key: keys with several rows do not go in
 /// buckets), each row's offset in it kept (`u64::MAX`: none), to be read back in file
@@ -508,24 +537,18 @@ impl Matches {
     /// records): its entry i (below `real`: the rest are padding) is key
     /// `marks[starts[i]]` of an input read whole.
     fn gather(&mut self, output: &Output, real: usize, (marks, starts): (&[u64], &[usize])) {
-        let Output::Records {
-            indices,
-            records,
-            width,
-            rows,
-        } = output
-        else {
+        let Some(got) = BucketRecords::of(output) else {
             return;
         };
-        self.peer.width = *width;
+        self.peer.width = got.width;
         let mut at = 0;
-        for (&i, &n) in indices.iter().zip(rows) {
-            let bytes = n as usize * width;
+        for (&i, &n) in got.indices.iter().zip(got.rows) {
+            let bytes = n as usize * got.width;
             if i < real {
                 let key = marks[starts[i]] as u32;
                 let start = self.peer.records.len();
                 self.peer.of.push((key, n, start));
-                (self.peer.records).extend_from_slice(&records[at..at + bytes]);
+                (self.peer.records).extend_from_slice(&got.records[at..at + bytes]);
             }
             at += bytes;
         }
@@ -567,16 +590,11 @@ impl Matches {
         (marks, starts): (&[u64], &[usize]),
         split: &Split,
     ) -> Result<()> {
-        let Output::Records {
-            indices,
-            records,
-            width,
-            rows,
-        } = output
-        else {
+        let Some(got) = BucketRecords::of(output) else {
             return Ok(());
         };
-        if rows.iter().any(|&n| n != 1) {
+        let width = got.width;
+        if got.rows.iter().any(|&n| n != 1) {
             return Err(Error::protocol(
                 "one record of the peer's for each matched key in a bucket",
                 "several",
@@ -596,14 +614,14 @@ impl Matches {
                 path,
                 offsets,
                 written: 0,
-                width: *width,
+                width,
             });
         }
         let by_row = self.by_row.as_mut().expect("made above");
         let mut kept = Vec::new();
-        for (j, &i) in indices.iter().enumerate().filter(|&(_, &i)| i < real) {
+        for (j, &i) in got.indices.iter().enumerate().filter(|&(_, &i)| i < real) {
             let at = by_row.written + kept.len() as u64;
-            kept.extend_from_slice(&records[j * width..(j + 1) * width]);
+            kept.extend_from_slice(&got.records[j * width..(j + 1) * width]);
             for &row in &marks[starts[i]..starts[i + 1]] {
                 by_row.offsets[row as usize] = at;
             }
