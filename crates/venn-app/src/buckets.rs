@@ -930,9 +930,6 @@ impl MatchedRows for SplitRows<'_> {
                 // `matched_on`, then the peer's values of the first identifier's row that
                 // matched (the record the buckets kept for it).
                 let mut values: Vec<&[u8]> = Vec::new();
-                if matched && self.shape.identifiers.is_some() {
-                    values.push(&on);
-                }
                 if let (Some(j), Some(layout)) = (first, self.shape.columns) {
                     if !self.matches.record_of(at + j as u64, &mut record)? {
                         return Err(Error::protocol(
@@ -940,9 +937,10 @@ impl MatchedRows for SplitRows<'_> {
                             "none",
                         ));
                     }
-                    let mut peer = Vec::new();
-                    layout.decode(&record, &mut peer)?;
-                    values.extend(peer);
+                    layout.decode(&record, &mut values)?;
+                }
+                if matched && self.shape.identifiers.is_some() {
+                    values.insert(0, &on);
                 }
                 match &table {
                     Some(_) => batches.pass(RowBatch::Joined {
