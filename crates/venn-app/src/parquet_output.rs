@@ -51,8 +51,30 @@ pub(crate) struct ParquetOutput {
     /// the peer's values (each column's non-null values, and a definition level a row).
     selected: Vec<usize>,
     flags: Vec<bool>,
-    values: Vec<Vec<ByteArray>>,
+    values: Vec<PeerValues>,
     present: Vec<Vec<i16>>,
+}
+
+/// A column's values from the peer for a row group, in one buffer (an allocation a value
+/// would cost more than the writing): their bytes one after another, and where each ends.
+#[derive(Clone, Default)]
+struct PeerValues {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl PeerValues {
+    /// The values as the writer takes them, each a slice of one shared buffer; empties
+    /// `self`.
+    fn take(&mut self) -> Vec<ByteArray> {
+        let bytes = bytes::Bytes::from(std::mem::take(&mut self.bytes));
+        let mut start = 0;
+        let values = (self.ends.iter())
+            .map(|&end| ByteArray::from(bytes.slice(std::mem::replace(&mut start, end)..end)))
+            .collect();
+        self.ends.clear();
+        values
+    }
 }
 
 /// A Parquet error as an I/O error of the output.
@@ -117,7 +139,7 @@ impl ParquetOutput {
             group_rows: 0..first.map_or(0, |g| g.num_rows().max(0) as usize),
             selected: Vec::new(),
             flags: Vec::new(),
-            values: vec![Vec::new(); columns.len()],
+            values: vec![PeerValues::default(); columns.len()],
             present: vec![Vec::new(); columns.len()],
         })
     }
@@ -186,7 +208,8 @@ impl ParquetOutput {
                             self.columns[c]
                         ))
                     })?;
-                    kept.push(ByteArray::from(value.to_vec()));
+                    kept.bytes.extend_from_slice(value);
+                    kept.ends.push(kept.bytes.len());
                     present.push(1);
                 }
                 None => present.push(0),
@@ -224,10 +247,9 @@ impl ParquetOutput {
         for (values, present) in self.values.iter_mut().zip(&mut self.present) {
             let mut column = added_column(&mut rows)?;
             (column.typed::<ByteArrayType>())
-                .write_batch(values, Some(&present[..]), None)
+                .write_batch(&values.take(), Some(&present[..]), None)
                 .map_err(failed)?;
             column.close().map_err(failed)?;
-            values.clear();
             present.clear();
         }
         rows.close().map_err(failed)?;
@@ -327,9 +349,18 @@ fn copy_records<T: DataType>(
                     break;
                 }
             }
-            while wanted.peek() == Some(&record) {
-                wanted.next();
-                out_values.extend_from_slice(&values[first_value..value]);
+            let mut times = 0;
+            while wanted.next_if_eq(&record).is_some() {
+                times += 1;
+            }
+            for time in 1..=times {
+                // The record's values moved out the last time (a byte array's are
+                // shared buffers, whose clone and drop cost more than the copy).
+                let record_values = &mut values[first_value..value];
+                match time == times {
+                    true => out_values.extend(record_values.iter_mut().map(std::mem::take)),
+                    false => out_values.extend_from_slice(record_values),
+                }
                 if max_def > 0 {
                     out_defs.extend_from_slice(&defs[first_level..level]);
                 }
