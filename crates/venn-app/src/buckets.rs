@@ -330,8 +330,8 @@ pub fn split(
 pub(crate) fn repeats_in_buckets() -> Error {
     Error::Usage(
         "revealed columns (--reveal-columns) of keys with several rows cannot yet go bucket \
-         by bucket (--bucket-rows, or an input too large to read whole within \
-         --max-memory): each bucket would tell the peer how many repeated rows hash into it"
+         by bucket (--bucket-rows, an input too large to read whole within --max-memory, \
+         or a run in lanes): each bucket would tell the peer how many repeated rows hash into it"
             .into(),
     )
 }

@@ -301,16 +301,15 @@ impl MatchedRows for JoinedRows<'_> {
                     RowBatch::Text(row) => {
                         batches.row(|out| self.shape.row(out, row, matched, values))
                     }
-                    RowBatch::Positions(&[position]) if table.is_some() => {
-                        batches.pass(RowBatch::Joined {
-                            position,
-                            matched,
-                            values,
-                        })
-                    }
+                    // A Parquet file's row, or a key given in memory, by position.
+                    RowBatch::Positions(&[position]) => batches.pass(RowBatch::Joined {
+                        position,
+                        matched,
+                        values,
+                    }),
                     _ => Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
-                        "keys given in memory have no rows to add columns to",
+                        "a row by position comes one at a time",
                     )),
                 };
                 let Some(first) = first else {

@@ -12,9 +12,14 @@
 //! lane ran every bucket.
 
 use crate::buckets::{self, group_keys, padded_size, run_bucket};
+use crate::columns::Layout;
 use crate::input::memory::KeysInMemory;
 use crate::input::source::InputSource;
-use crate::party::{refuse_whole_outputs_in_buckets, Link};
+use crate::output::Written;
+use crate::party::{
+    carries_columns, column_roles, deliver_keys, peer_layout, refuse_whole_outputs_in_buckets, Link,
+};
+use crate::sink::OutputSink;
 use crate::threads;
 use crate::transport::Transport;
 use std::net::{SocketAddr, TcpListener};
@@ -44,6 +49,8 @@ pub struct Coordinator {
     /// The input's key indices in each bucket.
     groups: Vec<Vec<u32>>,
     agreed: Agreed,
+    /// The columns the peer reveals (named as we asked), if it reveals any.
+    peer: Option<Layout>,
     lanes: usize,
     /// What every bucket's session is bound to besides its lane's link and number.
     binding: [u8; 32],
@@ -75,14 +82,19 @@ pub struct Summary {
 impl Coordinator {
     /// Reaches the peer's coordinator as `link` says and agrees on the run: buckets (at
     /// least `lanes`, at most about `bucket_rows` keys each) and lanes (the fewer of the
-    /// two parties'). Refused before the peer is contacted: protocols whose receiver
+    /// two parties'), with the columns the input reveals and those asked of the peer
+    /// (`peer_columns`). Refused before the peer is contacted: protocols whose receiver
     /// learns only a function of the whole intersection (a count per bucket would tell
-    /// more), and keys the protocol cannot take.
+    /// more), keys the protocol cannot take, columns it cannot carry or a party that
+    /// learns nothing asks for, and revealed columns of a key given more than once (its
+    /// later records would go bucket by bucket, each bucket saying how many it holds).
+    #[allow(clippy::too_many_arguments)] // The party, its input and the lanes' shape.
     pub fn open(
         link: &Link,
         role: Role,
         both: bool,
         input: KeysInMemory,
+        peer_columns: Vec<String>,
         lanes: usize,
         bucket_rows: Option<u64>,
         on_bound: impl FnOnce(SocketAddr),
@@ -102,7 +114,23 @@ impl Coordinator {
             ));
         }
         protocol.check_values(role, input.keys().value_columns())?;
-        protocol.check_items(link.spec.options, input.keys())?;
+        let reveals = input.layout().map_or_else(Vec::new, |l| l.columns.clone());
+        let asks = !peer_columns.is_empty();
+        if !reveals.is_empty() || asks {
+            carries_columns(protocol)?;
+            column_roles(role, both, !reveals.is_empty(), asks)?;
+        }
+        if !input.keys().repeated_records().0.is_empty() {
+            return Err(buckets::repeats_in_buckets());
+        }
+        let mut options = link.spec.options;
+        let width = Columns::record_width(&reveals);
+        match role {
+            Role::Sender => options.payload = width,
+            Role::Receiver => options.receiver_payload = width,
+        }
+        protocol.check_items(options, input.keys())?;
+        options.check_records(role, input.keys())?;
         link.check_endpoint()?;
         let rows = input.keys().len() as u64;
         let mut chan = link.connect(on_bound, None)?;
@@ -116,10 +144,12 @@ impl Coordinator {
                 .max(for_lanes)
                 .min(justified),
             form: input.form(),
-            columns: Columns::default(),
+            columns: Columns::new(reveals, peer_columns)?,
             align: Align::None,
         };
         let agreed = link.exchange(&mut *chan, plan, role)?;
+        (options.payload, options.receiver_payload) = agreed.record_widths(role);
+        let peer = peer_layout(&agreed)?;
         chan.send(&(lanes as u64).to_le_bytes())?;
         let peer_lanes = u64::from_le_bytes(
             (chan.recv(8)?.try_into())
@@ -143,11 +173,12 @@ impl Coordinator {
             both,
             listens: matches!(link.peer, crate::party::PeerAddr::Listen(_)),
             protocol,
-            options: link.spec.options,
+            options,
             input,
             groups,
             binding: *h.finalize().as_bytes(),
             agreed,
+            peer,
             lanes,
             max_peer_items: link.spec.max_peer_items,
             max_memory: link.spec.max_memory,
@@ -200,8 +231,10 @@ impl Coordinator {
             .u64(mine().count() as u64);
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
-        // then the keys' bytes — laid out to be read back in bulk.
+        // then the keys' bytes, then their records if they carry any (each of the width
+        // the options give) — laid out to be read back in bulk.
         let keys = self.input.keys();
+        let records = keys.records();
         let blobs: Vec<usize> = mine()
             .map(|(_, group)| group.iter().map(|&k| keys.get(k as usize).len()).sum())
             .collect();
@@ -217,6 +250,12 @@ impl Coordinator {
             }
             for &k in group {
                 w.0.extend_from_slice(keys.get(k as usize));
+            }
+            if let Some((records, width)) = records {
+                for &k in group {
+                    let at = k as usize * width;
+                    w.0.extend_from_slice(&records[at..at + width]);
+                }
             }
         }
         w.0
@@ -249,19 +288,28 @@ impl Coordinator {
     }
 
     /// Merges the lanes' results (any order, each lane once), confirms with the peer's
-    /// coordinator that both sides' lanes ran every bucket, and returns what the run did
-    /// and, for a party that learns the intersection, the matched positions of the input.
-    pub fn finish(mut self, results: &[Vec<u8>]) -> Result<(Summary, Option<Vec<usize>>)> {
+    /// coordinator that both sides' lanes ran every bucket, and hands `sink` what the run
+    /// output, as one run over the input would ([`deliver_keys`]: for a party that learns
+    /// the intersection, the matched positions of the input, joined to the peer's rows of
+    /// their keys where it reveals columns). Returns what the run did.
+    pub fn finish(
+        mut self,
+        results: &[Vec<u8>],
+        sink: &mut dyn OutputSink,
+    ) -> Result<(Summary, Option<Written>)> {
         let mut seen = vec![false; self.lanes];
-        let mut matched = Vec::new();
         let mut summary = Summary {
             n_self: self.input.keys().len() as u64,
             n_peer: self.agreed.peer.rows,
             ..Summary::default()
         };
         let mut learned = None;
-        for bytes in results {
-            let r = LaneResult::decode(bytes)?;
+        let lanes = results
+            .iter()
+            .map(|bytes| LaneResult::decode(bytes))
+            .collect::<Result<Vec<_>>>()?;
+        let peer_width = (self.peer.as_ref()).map_or(0, |l| l.width());
+        for r in &lanes {
             if r.lane >= self.lanes || std::mem::replace(&mut seen[r.lane], true) {
                 return Err(Error::Usage(format!(
                     "a result of lane {} twice or of none",
@@ -277,7 +325,13 @@ impl Coordinator {
                     "lanes that disagree on what was learned".into(),
                 ));
             }
-            matched.extend(r.matched.iter().map(|&k| k as usize));
+            // Every matched key comes with the peer's records, where it reveals columns.
+            if !r.matched.is_empty() && r.width != peer_width {
+                return Err(Error::Usage(format!(
+                    "a lane's result holds records of {} bytes, the peer's are {peer_width}",
+                    r.width
+                )));
+            }
         }
         let buckets = 1u64 << self.agreed.log2_buckets();
         if seen.contains(&false) || summary.buckets != buckets {
@@ -295,16 +349,47 @@ impl Coordinator {
         if self.chan.recv(8)? != buckets.to_le_bytes() {
             return Err(Error::Handshake("the peer did not run every bucket".into()));
         }
-        if matched.iter().any(|&k| k >= self.input.keys().len()) {
+        let output = match learned.unwrap_or(false) {
+            true => self.merge(&lanes)?,
+            false => Output::Nothing,
+        };
+        summary.matched_keys = output.indices().map(|ix| ix.len() as u64);
+        let written = deliver_keys(&self.input, &output, self.peer.as_ref(), sink)?;
+        Ok((summary, written))
+    }
+
+    /// The output over the input of the `lanes`' results: the matched keys ascending,
+    /// with the peer's records of each where it reveals columns.
+    fn merge(&self, lanes: &[LaneResult]) -> Result<Output> {
+        let keys = self.input.keys().len();
+        // Each matched key: its index, and its records' count and bytes.
+        let mut matched: Vec<(usize, u32, &[u8])> = Vec::new();
+        for r in lanes {
+            let mut at = 0;
+            for (i, &key) in r.matched.iter().enumerate() {
+                let n = r.rows.get(i).copied().unwrap_or(0);
+                let bytes = n as usize * r.width;
+                matched.push((key as usize, n, &r.records[at..at + bytes]));
+                at += bytes;
+            }
+        }
+        matched.sort_unstable_by_key(|&(key, ..)| key);
+        let repeated = matched.windows(2).any(|w| w[0].0 == w[1].0);
+        if repeated || matched.last().is_some_and(|&(key, ..)| key >= keys) {
             return Err(Error::Usage(
-                "a lane's result names a key past the input".into(),
+                "the lanes' results name a key twice, or one past the input".into(),
             ));
         }
-        let positions = learned
-            .unwrap_or(false)
-            .then(|| self.input.matched_positions(&matched));
-        summary.matched_keys = learned.unwrap_or(false).then_some(matched.len() as u64);
-        Ok((summary, positions))
+        let indices = matched.iter().map(|&(key, ..)| key).collect();
+        let Some(layout) = &self.peer else {
+            return Ok(Output::Indices(indices));
+        };
+        Ok(Output::Records {
+            indices,
+            records: matched.iter().flat_map(|&(.., r)| r).copied().collect(),
+            width: layout.width(),
+            rows: matched.iter().map(|&(_, n, _)| n).collect(),
+        })
     }
 }
 
@@ -323,8 +408,27 @@ pub struct LaneJob {
     pad: u64,
     upload_deadline: Option<Duration>,
     binding: [u8; 32],
-    /// Each bucket: its number, its distinct keys and their indices in the input.
-    buckets: Vec<(u64, Items, Vec<u64>)>,
+    buckets: Vec<LaneBucket>,
+}
+
+/// A bucket of a lane's job.
+struct LaneBucket {
+    /// Its number.
+    c: u64,
+    /// Its distinct keys.
+    keys: Items,
+    /// Their indices in the input.
+    marks: Vec<u64>,
+    /// Their records (the options' width each), if ours carry any.
+    records: Option<Vec<u8>>,
+}
+
+impl LaneBucket {
+    /// The memory it holds while it waits for its turn.
+    fn memory(&self) -> u64 {
+        let records = self.records.as_ref().map_or(0, Vec::capacity);
+        self.keys.memory() + 8 * self.marks.capacity() as u64 + records as u64
+    }
 }
 
 impl LaneJob {
@@ -349,6 +453,7 @@ impl LaneJob {
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis);
         let count = r.u64()?;
+        let width = options.records(role).map_or(0, |w| w as usize);
         let mut buckets = Vec::new();
         let too_long = || Error::Usage("a lane job's bucket is longer than the job".into());
         for _ in 0..count {
@@ -374,7 +479,19 @@ impl LaneJob {
             if !data.is_empty() {
                 return Err(too_long());
             }
-            buckets.push((c, keys, marks));
+            let records = match width {
+                0 => None,
+                width => {
+                    let bytes = n.checked_mul(width).ok_or_else(too_long)?;
+                    Some(r.bytes(bytes)?.to_vec())
+                }
+            };
+            buckets.push(LaneBucket {
+                c,
+                keys,
+                marks,
+                records,
+            });
         }
         r.finish()?;
         Ok(LaneJob {
@@ -414,22 +531,19 @@ impl LaneJob {
             lane,
             ..LaneResult::default()
         };
-        // What the lane holds beside a bucket's keys: the keys of the buckets still to
-        // run, and the marks of those not yet done.
-        let bucket = |keys: &Items, marks: &Vec<u64>| keys.memory() + 8 * marks.capacity() as u64;
-        let mut held: u64 = (self.buckets.iter()).map(|(_, k, m)| bucket(k, m)).sum();
-        for (c, keys, marks) in self.buckets {
-            let real = keys.len();
-            held -= keys.memory();
-            let report = run_bucket(chan, &self.binding, c, (keys, None), self.pad, held, &opts)?;
-            held -= 8 * marks.capacity() as u64;
+        // What the lane holds beside a bucket: the buckets still to run, and what it
+        // learned.
+        let mut waiting: u64 = self.buckets.iter().map(LaneBucket::memory).sum();
+        let width = self.options.records(self.role).map(|w| w as usize);
+        for bucket in self.buckets {
+            waiting -= bucket.memory();
+            let held = waiting + 8 * bucket.marks.capacity() as u64 + result.memory();
+            let real = bucket.keys.len();
+            let items = (bucket.keys, bucket.records.zip(width));
+            let report = run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
-            if let Output::Indices(ix) = &report.output {
-                result.learned = true;
-                let real = ix.iter().filter(|&&i| i < real);
-                result.matched.extend(real.map(|&i| marks[i]));
-            }
+            result.learn(&report.output, real, &bucket.marks);
         }
         let traffic = chan.traffic();
         (result.bytes_sent, result.bytes_received) = (traffic.sent, traffic.received);
@@ -449,9 +563,50 @@ struct LaneResult {
     learned: bool,
     /// The input indices of the matched keys.
     matched: Vec<u64>,
+    /// Where the peer reveals columns: the width of its records (else 0), and for each
+    /// matched key how many records it has (one a peer row of the key) and then them all.
+    width: usize,
+    rows: Vec<u32>,
+    records: Vec<u8>,
 }
 
 impl LaneResult {
+    /// Keeps what a bucket's `output` says of its first `real` entries (the rest are its
+    /// padding): entry i is the input's key `marks[i]`.
+    fn learn(&mut self, output: &Output, real: usize, marks: &[u64]) {
+        let Some(ix) = output.indices() else {
+            return;
+        };
+        self.learned = true;
+        let Output::Records {
+            records,
+            width,
+            rows,
+            ..
+        } = output
+        else {
+            let real = ix.iter().filter(|&&i| i < real);
+            self.matched.extend(real.map(|&i| marks[i]));
+            return;
+        };
+        self.width = *width;
+        let mut at = 0;
+        for (&i, &n) in ix.iter().zip(rows) {
+            let bytes = n as usize * width;
+            if i < real {
+                self.matched.push(marks[i]);
+                self.rows.push(n);
+                self.records.extend_from_slice(&records[at..at + bytes]);
+            }
+            at += bytes;
+        }
+    }
+
+    /// The memory what it learned holds.
+    fn memory(&self) -> u64 {
+        (8 * self.matched.capacity() + 4 * self.rows.capacity() + self.records.capacity()) as u64
+    }
+
     fn encode(&self) -> Vec<u8> {
         let w = Writer::new()
             .u64(self.lane as u64)
@@ -461,9 +616,15 @@ impl LaneResult {
             .u64(self.bytes_received)
             .u8(self.learned as u8)
             .u64(self.matched.len() as u64);
-        self.matched.iter().fold(w, |w, &k| w.u64(k)).0
+        let w = self.matched.iter().fold(w, |w, &k| w.u64(k));
+        let w = self
+            .rows
+            .iter()
+            .fold(w.u64(self.width as u64), |w, &n| w.u32(n));
+        w.bytes(&self.records).0
     }
 
+    /// A result [`encode`](Self::encode) made, each length checked against the bytes.
     fn decode(bytes: &[u8]) -> Result<LaneResult> {
         let mut r = Reader::new(bytes, "lane result");
         let mut out = LaneResult {
@@ -473,13 +634,24 @@ impl LaneResult {
             bytes_sent: r.u64()?,
             bytes_received: r.u64()?,
             learned: r.u8()? == 1,
-            matched: Vec::new(),
+            ..LaneResult::default()
         };
+        let too_long = || Error::Usage("a lane result's length".into());
         let n = r.u64()?;
         if n > bytes.len() as u64 / 8 {
-            return Err(Error::Usage("a lane result's length".into()));
+            return Err(too_long());
         }
         out.matched = (0..n).map(|_| r.u64()).collect::<Result<_>>()?;
+        out.width = usize::try_from(r.u64()?).map_err(|_| too_long())?;
+        if out.width > 0 {
+            out.rows = (0..n).map(|_| r.u32()).collect::<Result<_>>()?;
+            let records = (out.rows.iter())
+                .try_fold(0usize, |sum, &k| {
+                    (k as usize).checked_mul(out.width)?.checked_add(sum)
+                })
+                .ok_or_else(too_long)?;
+            out.records = r.bytes(records)?.to_vec();
+        }
         r.finish()?;
         Ok(out)
     }
@@ -506,13 +678,16 @@ impl LaneEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::Revealed;
+    use crate::input::source::RowBatch;
     use crate::input::{Format, KeyOptions};
     use crate::party::{PeerAddr, RunSpec};
+    use crate::sink::Delivered;
 
-    fn link(peer: PeerAddr) -> Link {
+    fn link(protocol: &str, peer: PeerAddr) -> Link {
         Link {
             spec: RunSpec {
-                protocol: "kkrt16".into(),
+                protocol: protocol.into(),
                 timeout: Duration::from_secs(20),
                 max_peer_items: venn::MAX_ITEMS,
                 max_memory: 1 << 32,
@@ -525,26 +700,68 @@ mod tests {
         }
     }
 
-    fn input(keys: &[String]) -> KeysInMemory {
+    /// Keys in memory, revealing a column `v` of `values` if given.
+    fn input(keys: &[String], values: Option<&[String]>) -> Result<KeysInMemory> {
         let opts = KeyOptions {
             format: Format::Lines,
+            reveal_columns: (values.iter())
+                .map(|_| Revealed::parse("v").unwrap())
+                .collect(),
             ..KeyOptions::default()
         };
-        KeysInMemory::new(keys, None, &opts).unwrap()
+        let revealed: Vec<&[String]> = values.into_iter().collect();
+        KeysInMemory::revealing(keys, None, &revealed, &opts)
+    }
+
+    /// What a party learned: the matched positions, and the peer's values for each.
+    #[derive(Debug, Default, PartialEq)]
+    struct Collected {
+        positions: Vec<usize>,
+        joined: Vec<(usize, Vec<Vec<u8>>)>,
+    }
+
+    impl OutputSink for Option<Collected> {
+        fn take(&mut self, output: Delivered) -> Result<Option<Written>> {
+            let Delivered::Rows { rows, .. } = output else {
+                return Ok(None);
+            };
+            let got = self.insert(Collected::default());
+            rows.each_batch(&mut |batch| {
+                match batch {
+                    RowBatch::Positions(p) => got.positions.extend_from_slice(p),
+                    RowBatch::Joined {
+                        position, values, ..
+                    } => {
+                        got.positions.push(position);
+                        let values = values.iter().map(|v| v.to_vec()).collect();
+                        got.joined.push((position, values));
+                    }
+                    _ => unreachable!("keys in memory have positions"),
+                }
+                Ok(())
+            })?;
+            Ok(None)
+        }
+    }
+
+    /// One party's keys: the protocol, role, keys, values revealed, columns asked for.
+    struct Side<'a> {
+        protocol: &'a str,
+        role: Role,
+        keys: Vec<String>,
+        reveals: Option<Vec<String>>,
+        asks: Vec<String>,
+        lanes: usize,
+        tamper: bool,
     }
 
     /// One party: its coordinator, and each lane's worker in a thread of its own.
-    fn party(
-        role: Role,
-        peer: PeerAddr,
-        keys: Vec<String>,
-        lanes: usize,
-        addresses: std::sync::mpsc::Sender<Vec<String>>,
-        peers: std::sync::mpsc::Receiver<Vec<String>>,
-        tamper: bool,
-    ) -> Result<(Summary, Option<Vec<usize>>)> {
-        let link = link(peer);
-        let mut coord = Coordinator::open(&link, role, false, input(&keys), lanes, None, |_| {})?;
+    fn party(side: Side, peer: PeerAddr) -> Result<(Summary, Option<Collected>)> {
+        let link = link(side.protocol, peer);
+        let input = input(&side.keys, side.reveals.as_deref())?;
+        let (role, lanes) = (side.role, side.lanes);
+        let mut coord =
+            Coordinator::open(&link, role, false, input, side.asks, lanes, None, |_| {})?;
         let ends: Vec<LaneEnd> = if coord.listens() {
             let listeners: Vec<TcpListener> = (0..coord.lanes())
                 .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
@@ -561,15 +778,14 @@ mod tests {
                 .map(LaneEnd::Connect)
                 .collect()
         };
-        drop((addresses, peers));
         let jobs: Vec<Vec<u8>> = (0..coord.lanes()).map(|l| coord.job(l)).collect();
         let results = std::thread::scope(|s| {
             let handles: Vec<_> = (ends.into_iter().zip(jobs).enumerate())
                 .map(|(lane, (end, mut job))| {
-                    if tamper && lane == 0 {
+                    if side.tamper && lane == 0 {
                         // Another run's binding: the session must refuse it.
                         let options = Options::default().write(Writer::new()).0.len();
-                        let at = JOB_MAGIC.len() + 2 + 1 + "kkrt16".len() + options + 32;
+                        let at = JOB_MAGIC.len() + 2 + 1 + side.protocol.len() + options + 32;
                         job[at] ^= 1;
                     }
                     s.spawn(move || {
@@ -583,8 +799,9 @@ mod tests {
                 .map(|h| h.join().unwrap())
                 .collect::<Result<Vec<_>>>()
         });
+        let mut sink = None;
         match results {
-            Ok(results) => coord.finish(&results),
+            Ok(results) => Ok((coord.finish(&results, &mut sink)?.0, sink)),
             Err(e) => {
                 coord.abort(&e.to_string());
                 Err(e)
@@ -592,31 +809,48 @@ mod tests {
         }
     }
 
-    fn run(lanes: (usize, usize), tamper: bool) -> [Result<(Summary, Option<Vec<usize>>)>; 2] {
-        let ours: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
-        let theirs: Vec<String> = (0..5000).step_by(3).map(|i| format!("k{i}")).collect();
+    /// The receiver's `ours` and the sender's `theirs` over a link of their own.
+    fn run(ours: Side, theirs: Side) -> [Result<(Summary, Option<Collected>)>; 2] {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         drop(listener);
-        let (a_tx, a_rx) = std::sync::mpsc::channel();
-        let (b_tx, b_rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             let listen = PeerAddr::Listen(addr.clone());
-            let r = s.spawn(|| party(Role::Receiver, listen, ours, lanes.0, a_tx, b_rx, false));
+            let r = s.spawn(|| party(ours, listen));
             let connect = PeerAddr::Connect(addr.clone());
-            let t = s.spawn(|| party(Role::Sender, connect, theirs, lanes.1, b_tx, a_rx, tamper));
+            let t = s.spawn(|| party(theirs, connect));
             [r.join().unwrap(), t.join().unwrap()]
         })
+    }
+
+    /// Keys k0..k2999 of the receiver and every third of k0..k4999 of the sender.
+    fn sides(lanes: (usize, usize), tamper: bool) -> (Side<'static>, Side<'static>) {
+        let side = |role, keys, lanes, tamper| Side {
+            protocol: "kkrt16",
+            role,
+            keys,
+            reveals: None,
+            asks: Vec::new(),
+            lanes,
+            tamper,
+        };
+        let ours: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
+        let theirs: Vec<String> = (0..5000).step_by(3).map(|i| format!("k{i}")).collect();
+        (
+            side(Role::Receiver, ours, lanes.0, false),
+            side(Role::Sender, theirs, lanes.1, tamper),
+        )
     }
 
     /// The matches are the one run's, in input order, whatever the lanes; every bucket ran.
     #[test]
     fn lanes_give_the_one_runs_output() {
         for lanes in [(1, 1), (2, 3), (4, 4)] {
-            let [r, s] = run(lanes, false);
-            let (summary, positions) = r.unwrap();
+            let (ours, theirs) = sides(lanes, false);
+            let [r, s] = run(ours, theirs);
+            let (summary, got) = r.unwrap();
             let expected: Vec<usize> = (0..3000).step_by(3).collect();
-            assert_eq!(positions.unwrap(), expected, "lanes {lanes:?}");
+            assert_eq!(got.unwrap().positions, expected, "lanes {lanes:?}");
             assert_eq!(summary.matched_keys, Some(1000));
             assert!(summary.buckets >= lanes.0.min(lanes.1) as u64);
             let (sent, nothing) = s.unwrap();
@@ -627,10 +861,48 @@ mod tests {
         }
     }
 
+    /// The sender's revealed column reaches the receiver's matched positions, each with
+    /// its own key's value, whatever lane ran its bucket; a key given twice with its
+    /// column is refused before the peer is reached, as are columns asked of a protocol
+    /// that cannot carry them.
+    #[test]
+    fn lanes_carry_the_peers_columns() {
+        let (mut ours, mut theirs) = sides((2, 3), false);
+        (ours.protocol, theirs.protocol) = ("rr22", "rr22");
+        ours.asks = vec!["v".into()];
+        let values = theirs
+            .keys
+            .iter()
+            .map(|k| format!("value of {k}"))
+            .collect();
+        theirs.reveals = Some(values);
+        let [r, s] = run(ours, theirs);
+        let got = r.unwrap().1.unwrap();
+        let expected: Vec<(usize, Vec<Vec<u8>>)> = (0..3000)
+            .step_by(3)
+            .map(|p| (p, vec![format!("value of k{p}").into_bytes()]))
+            .collect();
+        assert_eq!(got.joined, expected);
+        assert_eq!(s.unwrap().1, None, "the sender learns nothing");
+
+        let link = link("rr22", PeerAddr::Connect("127.0.0.1:1".into()));
+        let twice = ["a".to_string(), "a".into()];
+        let values = ["x".to_string(), "y".into()];
+        let input = input(&twice, Some(&values)).unwrap();
+        let e = Coordinator::open(&link, Role::Sender, false, input, vec![], 2, None, |_| {});
+        assert!(e.err().unwrap().to_string().contains("several rows"));
+        let link = self::link("kkrt16", PeerAddr::Connect("127.0.0.1:1".into()));
+        let input = self::input(&values, None).unwrap();
+        let asks = vec!["v".to_string()];
+        let e = Coordinator::open(&link, Role::Receiver, false, input, asks, 2, None, |_| {});
+        assert!(e.err().unwrap().to_string().contains("cannot carry"));
+    }
+
     /// A lane whose session is bound to anything but this run fails both parties.
     #[test]
     fn a_lane_of_another_run_is_refused() {
-        let [r, s] = run((2, 2), true);
+        let (ours, theirs) = sides((2, 2), true);
+        let [r, s] = run(ours, theirs);
         let (r, s) = (r.err().unwrap().to_string(), s.err().unwrap().to_string());
         assert!(
             r.contains("session integrity") || s.contains("session integrity"),

@@ -3,7 +3,7 @@
 //! each driven by `python/venn/ray.py` — the coordinator in the driver, a worker in each
 //! Ray actor of the party's cluster.
 
-use crate::result::{Learned, RunResult};
+use crate::result::{Learning, RunResult};
 use crate::{to_py, Party, Setup, Source, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -21,6 +21,8 @@ pub struct LanedRun {
     coordinator: Mutex<Option<Coordinator>>,
     role: Role,
     protocol: String,
+    /// Whether the party asks for the peer's columns.
+    asks: bool,
 }
 
 impl LanedRun {
@@ -56,20 +58,34 @@ impl LanedRun {
         if progress.is_some() {
             return Err(UsageError::new_err("a run in lanes reports no progress"));
         }
-        let Source::Keys(input) = source else {
+        let Source::Keys {
+            input,
+            peer_columns,
+        } = source
+        else {
             return Err(UsageError::new_err("a run in lanes takes keys in memory"));
         };
+        let asks = !peer_columns.is_empty();
         let coordinator = py
             .detach(|| {
-                Coordinator::open(&link, role, both, input, lanes, bucket_rows, |addr| {
-                    crate::tell(&on_listening, addr)
-                })
+                let on_bound = |addr| crate::tell(&on_listening, addr);
+                Coordinator::open(
+                    &link,
+                    role,
+                    both,
+                    input,
+                    peer_columns,
+                    lanes,
+                    bucket_rows,
+                    on_bound,
+                )
             })
             .map_err(to_py)?;
         Ok(LanedRun {
             coordinator: Mutex::new(Some(coordinator)),
             role,
             protocol: link.spec.protocol,
+            asks,
         })
     }
 
@@ -131,12 +147,12 @@ impl LanedRun {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         let c = taken.ok_or_else(|| UsageError::new_err("this run has finished"))?;
-        let (summary, matched) = py.detach(|| c.finish(&results)).map_err(to_py)?;
-        let learned = Learned::lanes(matched, summary.matched_keys);
+        let mut sink = Learning::keys(self.asks);
+        let (summary, _) = py.detach(|| c.finish(&results, &mut sink)).map_err(to_py)?;
         Ok(RunResult::of_lanes(
             self.protocol.clone(),
             self.role.name(),
-            learned,
+            sink.learned,
             &summary,
         ))
     }

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 use venn::protocols::Progress;
 use venn::session::run_plan::Align;
 use venn::session::Role;
+use venn_app::columns::parse_revealed;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::{Format, KeyOptions};
 use venn_app::join::JoinKind;
@@ -306,8 +307,11 @@ pub(crate) struct Setup {
 
 /// Where a party's keys are.
 pub(crate) enum Source {
-    /// Given in memory, read.
-    Keys(KeysInMemory),
+    /// Given in memory, read, with the peer's columns asked for (`peer_columns=`).
+    Keys {
+        input: KeysInMemory,
+        peer_columns: Vec<String>,
+    },
     /// In a file, read when the party runs, as `venn send --input` reads it (`output`:
     /// where the matched rows go, with the file's delimiter).
     File {
@@ -338,8 +342,8 @@ impl Party {
     /// named as its flag, with `_` for `-` ([`run_settings`]).
     #[new]
     #[pyo3(signature = (
-        role, items, *, values=None, value_columns=1, on_listening=None, progress=None,
-        **options,
+        role, items, *, values=None, value_columns=1, reveal=None, on_listening=None,
+        progress=None, **options,
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
     fn new(
@@ -348,6 +352,7 @@ impl Party {
         items: Option<Vec<Key>>,
         values: Option<Vec<u64>>,
         value_columns: usize,
+        reveal: Option<&Bound<'_, PyDict>>,
         on_listening: Option<Py<PyAny>>,
         progress: Option<Py<PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
@@ -366,18 +371,30 @@ impl Party {
                         "{name}= is for a party on a file (venn.send_file, venn.receive_file)"
                     )));
                 }
-                let opts = key_options(
+                let mut opts = key_options(
                     settings.keys.trim,
                     settings.keys.lowercase,
                     settings.keys.skip_empty,
                 );
+                let (names, revealed) = revealed_columns(reveal)?;
+                opts.reveal_columns = parse_revealed(&names).map_err(to_py)?;
                 let read = py.detach(|| {
                     let values = values.as_deref().map(|v| (v, value_columns));
-                    KeysInMemory::new(&items, values, &opts)
+                    let revealed: Vec<&[Key]> = revealed.iter().map(Vec::as_slice).collect();
+                    KeysInMemory::revealing(&items, values, &revealed, &opts)
                 });
-                Source::Keys(read.map_err(to_py)?)
+                Source::Keys {
+                    input: read.map_err(to_py)?,
+                    peer_columns: settings.peer_columns,
+                }
             }
             None => {
+                if reveal.is_some() {
+                    return Err(UsageError::new_err(
+                        "a file's revealed columns are named by reveal_columns=, not given as \
+                         reveal=",
+                    ));
+                }
                 if values.is_some() {
                     return Err(UsageError::new_err(
                         "a file's values are read from its value_column=, not given as values=",
@@ -443,10 +460,21 @@ impl Party {
             let on_bound = |addr| tell(&on_listening, addr);
             let progress = progress.as_ref().map(|p| p as &dyn Progress);
             match source {
-                Source::Keys(input) => {
-                    let mut sink = Learning::keys();
-                    let report =
-                        run_keys(&link, role, both, &input, &mut sink, progress, on_bound)?;
+                Source::Keys {
+                    input,
+                    peer_columns,
+                } => {
+                    let mut sink = Learning::keys(!peer_columns.is_empty());
+                    let report = run_keys(
+                        &link,
+                        role,
+                        both,
+                        &input,
+                        &peer_columns,
+                        &mut sink,
+                        progress,
+                        on_bound,
+                    )?;
                     Ok(RunResult::of(&report, sink.learned, None))
                 }
                 Source::File {
@@ -482,6 +510,17 @@ impl Party {
         })
         .map_err(to_py)
     }
+}
+
+/// `reveal=`'s columns of keys given in memory: each name (`"name"` or
+/// `"name:WIDTH"`, as `reveal_columns=` takes it) and its values, in the dict's order.
+fn revealed_columns(reveal: Option<&Bound<'_, PyDict>>) -> PyResult<(Vec<String>, Vec<Vec<Key>>)> {
+    let mut columns = (Vec::new(), Vec::new());
+    for (name, values) in reveal.into_iter().flat_map(|d| d.iter()) {
+        columns.0.push(name.extract::<String>()?);
+        columns.1.push(values.extract::<Vec<Key>>()?);
+    }
+    Ok(columns)
 }
 
 /// Writes `out/venn.key` (owner-only) and `out/venn.crt`, as `venn keygen --out` does;

@@ -5,6 +5,7 @@
 //! `reached`) remain, read from the output.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::path::Path;
 use venn::Report;
 use venn_app::input::source::{MatchedRows, RowBatch};
@@ -13,19 +14,40 @@ use venn_app::output::Written;
 use venn_app::sink::{Delivered, FileOutput, OutputSink};
 
 /// The intersection, for a party that learns it.
-#[pyclass(frozen, get_all, module = "venn")]
+#[pyclass(frozen, module = "venn")]
 #[derive(Clone)]
 pub struct Intersection {
     /// Positions (0-based, ascending) of the items whose keys are in it, for keys given in
     /// memory (every position of a repeated key); None for a file party, whose rows are
     /// written to its `output`.
+    #[pyo3(get)]
     matched: Option<Vec<usize>>,
     /// How many distinct keys of ours are in it.
+    #[pyo3(get)]
     count: u64,
+    /// With `peer_columns=` for keys given in memory: a matched position and the values of
+    /// the peer's columns, for each matched item and each of the peer's items of its key.
+    peer_rows: Option<Vec<(usize, Vec<Vec<u8>>)>>,
 }
 
 #[pymethods]
 impl Intersection {
+    /// With `peer_columns=` (keys given in memory): `(position, values)` for each matched
+    /// item and each of the peer's items of its key — as ``pandas.merge`` pairs rows —
+    /// ascending by position, `values` the peer's columns in the order asked, each the
+    /// bytes the peer gave (a `str` as UTF-8); else None.
+    #[getter]
+    fn peer_rows<'py>(&self, py: Python<'py>) -> Option<Vec<(usize, Vec<Bound<'py, PyBytes>>)>> {
+        let rows = self.peer_rows.as_ref()?;
+        let row = |(position, values): &(usize, Vec<Vec<u8>>)| {
+            (
+                *position,
+                values.iter().map(|v| PyBytes::new(py, v)).collect(),
+            )
+        };
+        Some(rows.iter().map(row).collect())
+    }
+
     fn __repr__(&self) -> String {
         let matched = match &self.matched {
             None => "None".to_string(),
@@ -117,15 +139,6 @@ pub enum Learned {
 }
 
 impl Learned {
-    /// The matched keys of a run in lanes (None: it learned nothing), with their
-    /// positions.
-    pub fn lanes(matched: Option<Vec<usize>>, keys: Option<u64>) -> Learned {
-        match keys {
-            Some(count) => Learned::Intersection(Intersection { matched, count }),
-            None => Learned::Nothing,
-        }
-    }
-
     fn count(&self) -> Option<u64> {
         match self {
             Learned::Intersection(Intersection { count, .. })
@@ -140,14 +153,18 @@ impl Learned {
 /// (and JSON) go on to its `output` ([`FileOutput`]).
 pub(crate) struct Learning<'a> {
     file: Option<FileOutput<'a>>,
+    /// Whether keys given in memory ask for the peer's columns.
+    asks: bool,
     pub learned: Learned,
 }
 
 impl<'a> Learning<'a> {
-    /// For keys given in memory: the matched rows' positions are kept.
-    pub(crate) fn keys() -> Self {
+    /// For keys given in memory: the matched rows' positions are kept, with the peer's
+    /// rows of their keys if the party `asks` for the peer's columns.
+    pub(crate) fn keys(asks: bool) -> Self {
         Learning {
             file: None,
+            asks,
             learned: Learned::Nothing,
         }
     }
@@ -156,6 +173,7 @@ impl<'a> Learning<'a> {
     pub(crate) fn file(output: Option<&'a Path>) -> Self {
         Learning {
             file: Some(FileOutput { path: output }),
+            asks: false,
             learned: Learned::Nothing,
         }
     }
@@ -165,13 +183,17 @@ impl OutputSink for Learning<'_> {
     fn take(&mut self, output: Delivered) -> venn::Result<Option<Written>> {
         self.learned = match &output {
             &Delivered::Rows { rows, keys } => {
-                let matched = match self.file {
-                    Some(_) => None,
-                    None => Some(positions(rows)?),
+                let (matched, peer_rows) = match self.file {
+                    Some(_) => (None, None),
+                    None => {
+                        let (matched, peer_rows) = positions(rows, self.asks)?;
+                        (Some(matched), peer_rows)
+                    }
                 };
                 Learned::Intersection(Intersection {
                     matched,
                     count: keys,
+                    peer_rows,
                 })
             }
             &Delivered::Count(count) => Learned::Size(IntersectionSize { count }),
@@ -191,19 +213,37 @@ impl OutputSink for Learning<'_> {
     }
 }
 
-/// The positions of matched keys given in memory.
-fn positions(rows: &dyn MatchedRows) -> venn::Result<Vec<usize>> {
-    let mut matched = Vec::new();
+/// The positions of matched keys given in memory, and with the peer's columns each
+/// matched position with the values of each of the peer's rows of its key.
+type Positions = (Vec<usize>, Option<Vec<(usize, Vec<Vec<u8>>)>>);
+
+/// The [`Positions`] of the matched `rows` of keys given in memory (the peer's rows if
+/// the party `asks` for its columns).
+fn positions(rows: &dyn MatchedRows, asks: bool) -> venn::Result<Positions> {
+    let (mut matched, mut peer_rows) = (Vec::new(), asks.then(Vec::new));
     rows.each_batch(&mut |batch| match batch {
         RowBatch::Positions(p) => {
             matched.extend_from_slice(p);
+            Ok(())
+        }
+        RowBatch::Joined {
+            position, values, ..
+        } => {
+            // A position once, though the peer has several rows of its key.
+            if matched.last() != Some(&position) {
+                matched.push(position);
+            }
+            let values = values.iter().map(|v| v.to_vec()).collect();
+            peer_rows
+                .get_or_insert_with(Vec::new)
+                .push((position, values));
             Ok(())
         }
         _ => Err(std::io::Error::other(
             "keys in memory have no rows of a file",
         )),
     })?;
-    Ok(matched)
+    Ok((matched, peer_rows))
 }
 
 /// What a party learned and measured.

@@ -178,6 +178,43 @@ def test_two_clusters_give_the_one_machine_result(cluster: None, tmp_path: Path)
         assert (r.n_self, r.n_peer) == (20000, 10000), "distinct keys, after trimming"
 
 
+REVEALING_SENDER = r"""
+import sys, ray, venn, venn.ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+keys = [f"k{i}" for i in range(0, 30000, 3)]
+reveal = {"v": [f"value of {k}" for k in keys], "w:4": ["w"] * len(keys)}
+try:
+    r = venn.ray.send(keys, connect=sys.argv[1], lanes=2, reveal=reveal)
+    print("result", r.n_self, r.n_peer, r.matched, flush=True)
+except venn.VennError as e:
+    print("error", type(e).__name__, e, flush=True)
+"""
+
+
+def test_lanes_carry_the_peers_columns(cluster: None):
+    """A sender's revealed columns reach the receiver's matched positions through the
+    lanes, each its own key's; a key given twice with columns is refused."""
+    import socket
+
+    import venn.ray
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{s.getsockname()[1]}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", REVEALING_SENDER, addr], stdout=subprocess.PIPE, text=True
+    )
+    ours = [f"k{i}" for i in range(20000)]
+    r = venn.ray.receive(ours, listen=addr, lanes=2, peer_columns=["v", "w"])
+    out = child.communicate(timeout=120)[0]
+    assert out == "result 10000 20000 None\n", out
+    expected = [(i, [f"value of k{i}".encode(), b"w"]) for i in range(0, 20000, 3)]
+    assert r.output.peer_rows == expected
+    assert r.matched == [i for i, _ in expected]
+    with pytest.raises(venn.UsageError, match="several rows"):
+        venn.ray.send(["a", "a"], reveal={"v": ["x", "y"]}, connect=addr, lanes=2)
+
+
 def test_a_lane_takes_the_partys_tls_and_deadline_and_nothing_else(tmp_path: Path):
     from venn import _venn
 

@@ -33,8 +33,10 @@ class Child:
             try:
                 r = venn.{role}({items!r}, listen="127.0.0.1:0", on_listening=bound,
                                 **{options!r})
+                rows = getattr(r.output, "peer_rows", None)
                 print("result", repr(dict(matched=r.matched, count=r.count,
-                                         n_self=r.n_self, n_peer=r.n_peer)), flush=True)
+                                         n_self=r.n_self, n_peer=r.n_peer,
+                                         peer_rows=rows)), flush=True)
             except venn.VennError as e:
                 print("error", type(e).__name__, e, flush=True)
             """
@@ -358,6 +360,49 @@ def test_sums_of_several_value_columns():
         venn.send(["a", "b"], values=[(1, 2), (3,)], connect="127.0.0.1:1", protocol="rr22-sum")
     with pytest.raises(venn.UsageError, match="one value column"):
         venn.send(["a"], values=[(1, 2)], connect="127.0.0.1:1", protocol="psww18-sum")
+
+
+def test_keys_in_memory_reveal_columns_and_get_the_peers():
+    """Each side's revealed columns reach the other's matched items (with ``both``), a
+    pair for each of the peer's items of the key, as pandas.merge pairs rows."""
+    theirs = ["A@x ", "b", "a@x", "c"]
+    reveal = {"segment": ["s1", "sb", "s2", "sc"], "score:8": [b"\x00\xff", "7", "8", "é"]}
+    ours = ["x", "b", " a@X", "b", "zz"]
+    tags = {"tag": [f"t{i}" for i in range(5)]}
+    norm = dict(trim=True, lowercase=True, both=True)
+    child = Child("send", theirs, reveal=reveal, peer_columns=["tag"], **norm)
+    r = venn.receive(ours, connect=child.addr, reveal=tags, peer_columns=["segment", "score"], **norm)
+
+    def merged(mine, peer, columns):
+        key = [k.strip().lower() for k in mine], [k.strip().lower() for k in peer]
+        as_bytes = lambda v: v if isinstance(v, bytes) else v.encode()  # noqa: E731
+        return [
+            (i, [as_bytes(column[j]) for column in columns])
+            for i, k in enumerate(key[0])
+            for j, p in enumerate(key[1])
+            if k == p
+        ]
+
+    assert r.matched == [1, 2, 3]
+    assert r.output.peer_rows == merged(ours, theirs, list(reveal.values()))
+    assert r.output.peer_rows[1] == (2, [b"s1", b"\x00\xff"])
+    kind, got = child.result()
+    assert kind == "result", got
+    assert got["peer_rows"] == merged(theirs, ours, list(tags.values()))
+    plain = Child("send", ["q"])
+    assert venn.receive(["q"], connect=plain.addr).output.peer_rows is None
+    assert plain.result()[0] == "result"
+
+    def refused(match: str, **options):
+        with pytest.raises(venn.UsageError, match=match):
+            venn.send(["a", "b"], connect="127.0.0.1:1", timeout=1, **options)
+
+    refused("a value for every key", reveal={"s": ["x"]})
+    refused("cannot carry", reveal={"s": ["x", "y"]}, protocol="kkrt16")
+    refused("without --both", peer_columns=["s"])
+    refused("width of the column 's'", reveal={"s:0": ["x", "y"]})
+    with pytest.raises(venn.UsageError, match="only with --both"):
+        venn.receive(["a"], reveal={"s": ["x"]}, connect="127.0.0.1:1", timeout=1)
 
 
 def test_malicious_vole_psi_gives_the_sender_the_intersection_by_tags():

@@ -24,6 +24,17 @@ impl KeysInMemory {
         values: Option<(&[u64], usize)>,
         opts: &KeyOptions,
     ) -> Result<KeysInMemory> {
+        KeysInMemory::revealing(keys, values, &[] as &[&[K]], opts)
+    }
+
+    /// [`new`](Self::new) with columns to reveal: those `opts` names (`reveal_columns`)
+    /// hold `revealed`, a value a key for each, in that order.
+    pub fn revealing<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        keys: &[K],
+        values: Option<(&[u64], usize)>,
+        revealed: &[&[V]],
+        opts: &KeyOptions,
+    ) -> Result<KeysInMemory> {
         let columns = values.map_or(0, |(_, c)| c);
         if columns > venn::protocols::MAX_VALUE_COLUMNS {
             return Err(Error::Usage(format!(
@@ -38,9 +49,11 @@ impl KeysInMemory {
                     .into(),
             ));
         }
-        if !opts.reveal_columns.is_empty() {
+        if revealed.len() != opts.reveal_columns.len()
+            || revealed.iter().any(|column| column.len() != keys.len())
+        {
             return Err(Error::Usage(
-                "columns are revealed from a file's rows (--reveal-columns)".into(),
+                "a value for every key in each revealed column".into(),
             ));
         }
         if values.is_some_and(|(v, c)| c == 0 || v.len() != keys.len() * c) {
@@ -54,13 +67,16 @@ impl KeysInMemory {
         };
         let bytes = keys.iter().map(|k| k.as_ref().len()).sum();
         let mut b = Builder::new(&opts, keys.len(), bytes);
+        let mut cells = Vec::with_capacity(revealed.len());
         for (i, key) in keys.iter().enumerate() {
             let row = values.map_or(&[][..], |(v, c)| &v[i * c..(i + 1) * c]);
+            cells.clear();
+            cells.extend(revealed.iter().map(|column| column[i].as_ref()));
             b.add_fields(
                 i as u64 + 1,
                 &[key.as_ref()],
                 Values::Numbers(row),
-                &[],
+                &cells,
                 i..i,
             )
             .map_err(|e| match e {

@@ -6,12 +6,14 @@ mod reading;
 mod stages;
 mod summary;
 
+pub(crate) use stages::{carries_columns, column_roles, peer_layout};
 pub use summary::{precompute_summary, summary};
 
+use crate::columns::Layout;
 use crate::destination::check_output_path;
 use crate::input::source::{InputSource, Matching};
 use crate::input::KeyOptions;
-use crate::join::JoinKind;
+use crate::join::{JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, FileOutput, OutputSink};
@@ -20,8 +22,8 @@ use crate::transport::{TlsArgs, Transport};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use venn::protocols::{DealerLink, Offline, Options, OutputKind, Progress, Protocol};
-use venn::session::run_plan::{Align, Columns, KeyMismatch, Plan};
+use venn::protocols::{DealerLink, Offline, Options, Output, OutputKind, Progress, Protocol};
+use venn::session::run_plan::{Align, KeyMismatch};
 use venn::session::Role;
 use venn::{Error, Report, Result, RunOptions};
 
@@ -249,14 +251,21 @@ pub fn run_party(
 }
 
 /// One party on an input held whole that no file names (keys in memory:
-/// [`KeysInMemory`](crate::input::memory::KeysInMemory)), as `venn send` or `venn receive`
-/// runs on a file read whole: the same checks, transport, bucket agreement (it never
-/// splits its own input; the peer may) and protocol. What the run output goes to `sink`.
+/// [`KeysInMemory`](crate::input::memory::KeysInMemory), with the columns they reveal),
+/// as `venn send` or `venn receive` runs on a file read whole: the same checks, transport,
+/// bucket agreement (it never splits its own input; the peer may), protocol and columns
+/// (`peer_columns`: those asked of the peer). What the run output goes to `sink`: the
+/// matched keys' positions, or with the peer's columns each matched position once for
+/// each of the peer's rows of its key, with their values ([`RowBatch::Joined`]).
+///
+/// [`RowBatch::Joined`]: crate::input::source::RowBatch::Joined
+#[allow(clippy::too_many_arguments)] // The party, its input and what takes its output.
 pub fn run_keys(
     link: &Link,
     role: Role,
     both: bool,
     input: &dyn InputSource,
+    peer_columns: &[String],
     sink: &mut dyn OutputSink,
     progress: Option<&dyn Progress>,
     on_bound: impl FnOnce(SocketAddr),
@@ -264,27 +273,72 @@ pub fn run_keys(
     let protocol = link.protocol()?;
     let threads = threads::bounded(link.spec.threads)?;
     protocol.check_values(role, input.keys().value_columns())?;
+    let (reveals, asks) = (input.layout().is_some(), !peer_columns.is_empty());
+    if reveals || asks {
+        carries_columns(protocol)?;
+        column_roles(role, both, reveals, asks)?;
+    }
     link.check_endpoint()?;
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         input_memory: input.memory(),
         ..link.options(protocol, role, both, threads, progress, None)
     };
-    protocol.check_items(opts.options, input.keys())?;
-    let plan = Plan {
-        rows: input.keys().len() as u64,
-        log2_buckets: 0,
-        form: input.form(),
-        columns: Columns::default(),
-        align: Align::None,
+    let output = protocol.info().role(role).output;
+    let checked = stages::Checked {
+        protocol,
+        role,
+        threads,
+        learns_rows: output == OutputKind::Indices || (role == Role::Sender && both),
     };
+    let plan = stages::whole_plan(
+        input,
+        &checked,
+        peer_columns.to_vec(),
+        Align::None,
+        &mut opts,
+    )?;
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
+    stages::take_records(&agreed, role, Some(input), &mut opts)?;
+    let peer = peer_layout(&agreed)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
-    let rows = Matching {
-        source: input,
-        intersection: output.indices().unwrap_or_default(),
-    };
-    sink.take(Delivered::of(&output, &rows))?;
+    deliver_keys(input, &output, peer.as_ref(), sink)?;
     Ok(report)
+}
+
+/// Hands `sink` what a run over keys held whole (`input`) output: the matched keys'
+/// rows, joined to the peer's records where it revealed columns (laid out as `peer`),
+/// or a count, a sum, a threshold's answer.
+pub(crate) fn deliver_keys(
+    input: &dyn InputSource,
+    output: &Output,
+    peer: Option<&Layout>,
+    sink: &mut dyn OutputSink,
+) -> Result<Option<Written>> {
+    let intersection = output.indices().unwrap_or_default();
+    match (output, peer) {
+        (Output::Records { records, rows, .. }, Some(layout)) => {
+            let joined = JoinedRows {
+                source: input,
+                intersection,
+                records,
+                rows,
+                shape: Shape {
+                    kind: JoinKind::Inner,
+                    columns: Some(layout),
+                    delimiter: b',',
+                    identifiers: None,
+                },
+            };
+            sink.take(Delivered::of(output, &joined))
+        }
+        _ => {
+            let rows = Matching {
+                source: input,
+                intersection,
+            };
+            sink.take(Delivered::of(output, &rows))
+        }
+    }
 }
 
 /// Refuses to run bucket by bucket a protocol whose receiver learns a function of the

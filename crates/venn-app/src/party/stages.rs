@@ -90,13 +90,7 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
     if !reveals && !asks {
         return Ok(());
     }
-    if !protocol.accepts().payload {
-        return Err(Error::Usage(format!(
-            "'{}' cannot carry a party's columns (--reveal-columns, --peer-columns); rr22 and \
-             rr22-m can",
-            protocol.info().name
-        )));
-    }
+    carries_columns(protocol)?;
     if args.keys.format == Format::Lines {
         return Err(Error::Usage(
             "columns (--reveal-columns, --peer-columns) are those of a CSV or Parquet file's \
@@ -104,13 +98,31 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
                 .into(),
         ));
     }
+    column_roles(role, args.both, reveals, asks)
+}
+
+/// Refuses columns (revealed or asked for) with a protocol that cannot carry them.
+pub(crate) fn carries_columns(protocol: &dyn Protocol) -> Result<()> {
+    match protocol.accepts().payload {
+        true => Ok(()),
+        false => Err(Error::Usage(format!(
+            "'{}' cannot carry a party's columns (--reveal-columns, --peer-columns); rr22 and \
+             rr22-m can",
+            protocol.info().name
+        ))),
+    }
+}
+
+/// The columns a party `reveals` go to a party that learns the intersection, and those it
+/// `asks` for come to one: the receiver, or either party with `both`.
+pub(crate) fn column_roles(role: Role, both: bool, reveals: bool, asks: bool) -> Result<()> {
     match role {
-        Role::Sender if asks && !args.both => Err(Error::Usage(
+        Role::Sender if asks && !both => Err(Error::Usage(
             "the sender learns nothing without --both (which both parties pass): drop \
              --peer-columns, or pass --both"
                 .into(),
         )),
-        Role::Receiver if reveals && !args.both => Err(Error::Usage(
+        Role::Receiver if reveals && !both => Err(Error::Usage(
             "the receiver's columns (--reveal-columns) go to the sender only with --both, \
              which both parties pass"
                 .into(),
@@ -436,31 +448,14 @@ pub(super) fn connect(
     let loaded = (args.state.as_ref())
         .map(|path| venn::load_state(path, opts))
         .transpose()?;
-    let form = args.keys.form();
     let plan = match &input.read {
         Read::Whole(whole) => {
             let refused = |e: Error| Error::Usage(format!("'{}': {e}", args.input.display()));
             if let Some(state) = &loaded {
                 state.check_items(whole.keys().len()).map_err(refused)?;
             }
-            let reveals = whole.layout().map_or_else(Vec::new, |l| l.columns.clone());
-            let width = Columns::record_width(&reveals);
-            match checked.role {
-                Role::Sender => opts.options.payload = width,
-                Role::Receiver => opts.options.receiver_payload = width,
-            }
-            (checked.protocol.check_items(opts.options, whole.keys())).map_err(refused)?;
-            (opts.options.check_records(checked.role, whole.keys())).map_err(refused)?;
-            // Its keys, and the repeated rows whose records go to the peer too.
-            let repeated = whole.keys().repeated_records().0.len() as u64;
-            let rows = whole.keys().len() as u64 + repeated;
-            Plan {
-                rows,
-                log2_buckets: 0,
-                form,
-                columns: Columns::new(reveals, args.peer_columns.clone())?,
-                align: args.align,
-            }
+            let asks = args.peer_columns.clone();
+            whole_plan(&**whole, checked, asks, args.align, opts).map_err(refused)?
         }
         Read::Split { split, bucket_rows } => {
             let reveals = split
@@ -475,7 +470,7 @@ pub(super) fn connect(
             Plan {
                 rows: split.rows,
                 log2_buckets: buckets::log2_buckets(split.rows, Some(*bucket_rows)),
-                form,
+                form: args.keys.form(),
                 columns: Columns::new(reveals, args.peer_columns.clone())?,
                 align: args.align,
             }
@@ -491,27 +486,79 @@ pub(super) fn connect(
         on_bound,
         spinner,
     )?;
-    (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(checked.role);
-    // A key's later rows would go bucket by bucket, each bucket saying how many it holds.
-    if let Read::Whole(whole) = &input.read {
-        let repeated = !whole.keys().repeated_records().0.is_empty();
-        if repeated && agreed.log2_buckets() > 0 {
-            return Err(buckets::repeats_in_buckets());
-        }
-    }
-    // The peer's records: their number, its keys' and its repeated rows', is bounded by
-    // the rows it announced, and what they may take here (tags and records, at most one
-    // of each a row) is counted beside the input against --max-memory.
-    if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
-        opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
-        let most = agreed.peer.rows.saturating_mul(width as u64 + 32);
-        opts.input_memory = opts.input_memory.saturating_add(most);
-    }
+    let whole = match &input.read {
+        Read::Whole(whole) => Some(&**whole),
+        Read::Split { .. } => None,
+    };
+    take_records(&agreed, checked.role, whole, opts)?;
     Ok(Connected {
         chan,
         agreed,
         loaded,
     })
+}
+
+/// The run plan of an input held `whole` (its distinct keys and the rows repeating one
+/// whose records it reveals, which go to the peer as well; its revealed columns, and the
+/// peer's it `asks` for). `opts` takes the width of our records, with which the keys are
+/// checked.
+pub(super) fn whole_plan(
+    whole: &dyn InputSource,
+    checked: &Checked,
+    asks: Vec<String>,
+    align: Align,
+    opts: &mut RunOptions,
+) -> Result<Plan> {
+    let reveals = whole.layout().map_or_else(Vec::new, |l| l.columns.clone());
+    let width = Columns::record_width(&reveals);
+    match checked.role {
+        Role::Sender => opts.options.payload = width,
+        Role::Receiver => opts.options.receiver_payload = width,
+    }
+    checked.protocol.check_items(opts.options, whole.keys())?;
+    opts.options.check_records(checked.role, whole.keys())?;
+    let repeated = whole.keys().repeated_records().0.len() as u64;
+    Ok(Plan {
+        rows: whole.keys().len() as u64 + repeated,
+        log2_buckets: 0,
+        form: whole.form(),
+        columns: Columns::new(reveals, asks)?,
+        align,
+    })
+}
+
+/// Once the plans are `agreed`: `opts` takes both parties' record widths; an input held
+/// `whole` whose keys repeat with records is refused bucket by bucket (each bucket would
+/// say how many later rows it holds); the peer's records — their number, its keys' and
+/// its repeated rows', bounded by the rows it announced — are counted beside the input
+/// against --max-memory (tags and records, at most one of each a row).
+pub(super) fn take_records(
+    agreed: &Agreed,
+    role: Role,
+    whole: Option<&dyn InputSource>,
+    opts: &mut RunOptions,
+) -> Result<()> {
+    (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(role);
+    if let Some(whole) = whole {
+        let repeated = !whole.keys().repeated_records().0.is_empty();
+        if repeated && agreed.log2_buckets() > 0 {
+            return Err(buckets::repeats_in_buckets());
+        }
+    }
+    if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
+        opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
+        let most = agreed.peer.rows.saturating_mul(width as u64 + 32);
+        opts.input_memory = opts.input_memory.saturating_add(most);
+    }
+    Ok(())
+}
+
+/// The columns the peer reveals (named as we asked), if it reveals any.
+pub(crate) fn peer_layout(agreed: &Agreed) -> Result<Option<Layout>> {
+    match &agreed.peer.columns.reveals {
+        reveals if reveals.is_empty() => Ok(None),
+        reveals => Ok(Some(Layout::new(reveals.clone())?)),
+    }
 }
 
 /// Reaches the peer and exchanges the run plans. A protocol whose output is a function of
@@ -579,10 +626,7 @@ pub(super) fn run(
         agreed,
         loaded,
     } = connected;
-    let peer_columns = match &agreed.peer.columns.reveals {
-        reveals if reveals.is_empty() => None,
-        reveals => Some(Layout::new(reveals.clone())?),
-    };
+    let peer_columns = peer_layout(&agreed)?;
     let progress = |done: u64, all: u64| {
         if let Some(s) = spinner {
             s.context(&format!("bucket {} of {all}: ", (done + 1).min(all)));

@@ -519,7 +519,6 @@ pub static OPTIONS: &[RunOption] = &[
     })
     .value_name("NAME")
     .takes(|a| a.payload)
-    .python(Python::File)
     .help(
         "The peer's revealed columns to add to each matched row of the output, as the \
          peer's --reveal-columns names them, in order (a CSV or Parquet input's rows; the sender's \
@@ -528,7 +527,7 @@ pub static OPTIONS: &[RunOption] = &[
          (after the row's own, \
          the header naming them; quoted where a value needs it): exactly those the peer's \
          `--reveal-columns` names, in order, or both refuse the run. A CSV or Parquet \
-         input's; the \
+         input's (in Python, keys given in memory too: `Intersection.peer_rows`); the \
          sender asks only with `--both`",
     ),
     RunOption::new(

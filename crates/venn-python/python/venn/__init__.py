@@ -25,7 +25,7 @@ a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
@@ -116,10 +116,12 @@ class PartyOptions(TypedDict, total=False):
     lowercase: bool
     skip_empty: bool
     allow_key_mismatch: bool
+    peer_columns: Union[str, Sequence[str]]
     both: bool
     # End of the table's options.
     on_listening: Callable[[str], None]
     values: Union[Sequence[int], Sequence[Sequence[int]]]
+    reveal: Mapping[str, Sequence[Key]]
     progress: Callable[[str], None]
 
 
@@ -132,10 +134,18 @@ def _native(options: PartyOptions) -> dict[str, Any]:
 def _party(role: str, items: Sequence[Key], options: PartyOptions) -> RunResult:
     if isinstance(items, (str, bytes)):
         raise TypeError("items is a list of keys, not one key")
+    return _Party(role, list(items), **_in_memory(options, len(items))).run()
+
+
+def _in_memory(options: PartyOptions, items: int) -> dict[str, Any]:
+    """The options of a party on keys in memory as the native party takes them: ``values``
+    row by row, and each ``reveal`` column's values as a list."""
     given = _native(options)
     if given.get("values") is not None:
-        given["values"], given["value_columns"] = _value_rows(given["values"], len(items))
-    return _Party(role, list(items), **given).run()
+        given["values"], given["value_columns"] = _value_rows(given["values"], items)
+    if given.get("reveal") is not None:
+        given["reveal"] = {name: list(values) for name, values in given["reveal"].items()}
+    return given
 
 
 def _names(names: Union[str, Sequence[str], None]) -> list[str]:
@@ -206,6 +216,17 @@ def send(items: Sequence[Key], **options: Unpack[PartyOptions]) -> RunResult:
     - ``values``: one integer per item, for the sum protocols — or, for ``rr22-sum``, a
       tuple of integers per item (one for each value column, up to 16), whose sums come
       back in an :class:`IntersectionSum` (``sums``; ``sum`` is the first's);
+    - ``reveal``: columns of values that go to the peer with each matched item, for its
+      ``peer_columns`` (``rr22``, ``rr22-m``; the receiver's only with ``both=True``): a
+      dict of each column's name and one value (``str`` or ``bytes``) per item, as
+      ``reveal_columns`` reveals a file's — each padded to the column's longest value
+      rounded up to 16 bytes, or to WIDTH for a name ``"segment:WIDTH"``; the peer learns
+      the widths and nothing of unmatched items. A key given twice reveals both items'
+      values (and so, where the peer has it, that it is given twice);
+    - ``peer_columns``: the names of the peer's revealed columns to get (exactly those it
+      reveals, in order, or both refuse the run): each matched item with the peer's values,
+      in :class:`Intersection`'s ``peer_rows`` — ``(position, values)`` for each pair of a
+      matched item and a peer item of its key, as ``pandas.merge`` pairs rows;
     - ``trim`` / ``lowercase`` / ``skip_empty``: key normalisation (a missing key —
       ``None``, ``NaN``, pandas' ``NA`` — is empty: skipped with ``skip_empty=True``, an
       error otherwise); both parties must trim and lower-case alike, or the run is refused

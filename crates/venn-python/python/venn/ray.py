@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import Key, NetworkError, Path, RunResult, VennError, _venn
+from . import Key, NetworkError, Path, RunResult, VennError, _in_memory, _venn
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -148,7 +148,7 @@ def _laned(
 
     if isinstance(items, (str, bytes)):
         raise TypeError("items is a list of keys, not one key")
-    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    given = _in_memory(options, len(items))
     fingerprint = given.get("peer_fingerprint")
     if isinstance(fingerprint, str):
         given["peer_fingerprint"] = [fingerprint]
@@ -193,9 +193,10 @@ def send(
     ``lanes`` Ray actors of one CPU each (default: the cluster's CPUs; the run uses the
     fewer of the two parties'), the keys in buckets of about ``bucket_rows`` (default:
     as many buckets as lanes). ``options`` are :func:`venn.send`'s (not ``progress`` or
-    ``values``); ``threads`` (default 1) is per lane. TLS files must be readable at the
-    same paths on every node; the peer's lanes reach this side's on the host of
-    ``listen`` (``0.0.0.0``: each node's address).
+    ``values``; ``reveal`` and ``peer_columns`` carry columns as there, for keys given
+    once each where they reveal columns); ``threads`` (default 1) is per lane. TLS files
+    must be readable at the same paths on every node; the peer's lanes reach this side's
+    on the host of ``listen`` (``0.0.0.0``: each node's address).
     """
     return _laned("send", items, lanes, bucket_rows, options)
 
@@ -208,7 +209,8 @@ def receive(
     **options: Unpack[PartyOptions],
 ) -> RunResult:
     """The receiving party of a run spread over this process's Ray cluster: the matched
-    positions of ``items`` (``RunResult.matched``), as :func:`venn.receive` gives them.
+    positions of ``items`` (``RunResult.matched``), with the peer's columns for
+    ``peer_columns`` (``RunResult.output.peer_rows``), as :func:`venn.receive` gives them.
     Options as for :func:`send`.
     """
     return _laned("receive", items, lanes, bucket_rows, options)

@@ -442,7 +442,7 @@ fn check_columns(ours: &Columns, peer: &Columns) -> Result<()> {
         format!("columns {}", quoted.join(", "))
     };
     let hint = "--reveal-columns on one side must name the columns --peer-columns names on the \
-                other, in the same order (Python: reveal_columns=, peer_columns=)";
+                other, in the same order (Python: reveal_columns= or reveal=, peer_columns=)";
     if names(peer) != ours.asks {
         return Err(Error::Handshake(format!(
             "the peer reveals {} and we ask for {}: {hint}",
