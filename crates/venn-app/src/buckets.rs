@@ -320,8 +320,8 @@ pub fn split(
         header,
         layout,
     };
-    if split.layout.is_some() {
-        split.check_distinct()?;
+    if split.layout.is_some() && split.repeats_keys()? {
+        return Err(repeats_in_buckets());
     }
     Ok(split)
 }
@@ -399,10 +399,9 @@ impl Split {
         Ok(())
     }
 
-    /// Refuses a split whose revealed columns belong to a key with several rows: checked
-    /// file by file (a key's rows are all in one file) before the peer is reached, so
-    /// that no bucket's run stops on it.
-    fn check_distinct(&self) -> Result<()> {
+    /// Whether a key has several rows: checked file by file (a key's rows are all in one
+    /// file), before the peer is reached, so that no bucket's run stops on it.
+    pub(crate) fn repeats_keys(&self) -> Result<bool> {
         let (mut key, mut values) = (Vec::new(), Vec::new());
         for f in 0..1u64 << self.log2_files {
             let mut keys = Items::new();
@@ -410,10 +409,50 @@ impl Split {
             let rows = keys.len();
             keys.deduplicate();
             if keys.len() != rows {
-                return Err(repeats_in_buckets());
+                return Ok(true);
             }
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// The file's header row, if it has one.
+    pub(crate) fn header(&self) -> Option<&[u8]> {
+        self.header.as_deref()
+    }
+
+    /// The split's own directory, for files of its own (removed with it).
+    pub(crate) fn scratch(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The bytes of text a segment of the file holds: what memory holds at once.
+    pub(crate) fn segment_bytes(&self) -> usize {
+        self.segment_bytes
+    }
+
+    /// Reads the file that was split, `input` (read with `opts`), again in the segments
+    /// it was split in, calling `f` on each in file order.
+    pub(crate) fn each_segment(
+        &self,
+        input: &Path,
+        opts: &KeyOptions,
+        f: impl FnMut(Segment) -> Result<()>,
+    ) -> Result<()> {
+        for_each_segment(input, opts, self.segment_bytes, f).map(|_| ())
+    }
+
+    /// Refuses to write `input`'s rows where `seen` of them were read again, not the
+    /// rows it was split into: matches are kept by row number, and a file that changed
+    /// since cannot be written from them.
+    pub(crate) fn check_rows(&self, input: &Path, seen: u64) -> Result<()> {
+        match seen == self.rows {
+            true => Ok(()),
+            false => Err(Error::Usage(format!(
+                "'{}' changed while venn ran ({} rows when split, {seen} now); nothing written",
+                input.display(),
+                self.rows
+            ))),
+        }
     }
 }
 
@@ -911,7 +950,7 @@ impl MatchedRows for SplitRows<'_> {
             })?;
         }
         let (mut count, mut seen, mut on, mut record) = (0, 0, Vec::new(), Vec::new());
-        for_each_segment(self.input, self.opts, self.split.segment_bytes, |s| {
+        self.split.each_segment(self.input, self.opts, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
             let mut number = s.rows_before;
             // A record at a time (with --match-any, its identifiers' rows): matched if
@@ -958,15 +997,7 @@ impl MatchedRows for SplitRows<'_> {
             Ok(())
         })?;
         batches.finish()?;
-        // Matches are kept by row number: a file that changed since it was split cannot
-        // be written from them.
-        if seen != self.split.rows {
-            return Err(Error::Usage(format!(
-                "'{}' changed while venn ran ({} rows when split, {seen} now); nothing written",
-                self.input.display(),
-                self.split.rows
-            )));
-        }
+        self.split.check_rows(self.input, seen)?;
         Ok(count)
     }
 }

@@ -463,7 +463,7 @@ impl MatchedRows for AlignedRows<'_> {
             self.shape.columns,
         )?;
         let mut order: Vec<([u8; 32], usize)> = (self.intersection.iter())
-            .map(|&k| (*blake3::keyed_hash(&self.key, keys.get(k)).as_bytes(), k))
+            .map(|&k| (align_hash(&self.key, keys.get(k)), k))
             .collect();
         order.sort_unstable();
         // Each matched key's row, copied out of the source (one a key).
@@ -504,7 +504,7 @@ impl MatchedRows for AlignedRows<'_> {
             let placeholders = self
                 .peer_keys
                 .saturating_sub(self.intersection.len() as u64);
-            let placeholder = self.placeholder(header.unwrap_or_default());
+            let placeholder = placeholder(&self.shape, header.unwrap_or_default());
             let ours = |batches: &mut Batches| -> Result<usize> {
                 let mut count = 0;
                 (self.source)
@@ -522,45 +522,61 @@ impl MatchedRows for AlignedRows<'_> {
                     .map_err(Error::Io)?;
                 Ok(count)
             };
-            let theirs = |batches: &mut Batches| -> Result<usize> {
-                for _ in 0..placeholders {
-                    (batches.row(|out| out.extend_from_slice(&placeholder))).map_err(Error::Io)?;
-                }
-                Ok(placeholders as usize)
-            };
-            count += match self.role {
-                Role::Sender => ours(&mut batches)? + theirs(&mut batches)?,
-                Role::Receiver => theirs(&mut batches)? + ours(&mut batches)?,
-            };
+            count += unmatched(&mut batches, self.role, (placeholders, &placeholder), ours)?;
         }
         batches.finish().map_err(Error::Io)?;
         Ok(count)
     }
 }
 
-impl AlignedRows<'_> {
-    /// A placeholder row as wide as our output's: a quoted empty first field (so that
-    /// a CSV reader does not skip it as a blank line), the others empty.
-    fn placeholder(&self, header: &[u8]) -> Vec<u8> {
-        let fields = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .delimiter(self.shape.delimiter)
-            .from_reader(header)
-            .byte_records()
-            .next()
-            .and_then(|r| r.ok())
-            .map_or(1, |r| r.len())
-            + self.shape.columns.map_or(0, |l| l.columns.len());
-        let mut row = b"\"\"".to_vec();
-        row.extend(std::iter::repeat_n(self.shape.delimiter, fields - 1));
-        row.push(b'\n');
-        row
-    }
+/// The hash that orders aligned rows: each matched key's, keyed by the run plans' digest
+/// `plans` (both parties derive it; it is neither input's order).
+pub(crate) fn align_hash(plans: &[u8; 32], key: &[u8]) -> [u8; 32] {
+    *blake3::keyed_hash(plans, key).as_bytes()
+}
+
+/// `--align outer`'s rows after the matched ones: the sender's unmatched rows, then the
+/// receiver's — ours as `ours` writes them (returning how many), the peer's as its
+/// `placeholders` placeholder rows. Returns how many rows were written.
+pub(crate) fn unmatched(
+    batches: &mut Batches,
+    role: Role,
+    (placeholders, placeholder): (u64, &[u8]),
+    ours: impl FnOnce(&mut Batches) -> Result<usize>,
+) -> Result<usize> {
+    let theirs = |batches: &mut Batches| -> Result<usize> {
+        for _ in 0..placeholders {
+            (batches.row(|out| out.extend_from_slice(placeholder))).map_err(Error::Io)?;
+        }
+        Ok(placeholders as usize)
+    };
+    Ok(match role {
+        Role::Sender => ours(batches)? + theirs(batches)?,
+        Role::Receiver => theirs(batches)? + ours(batches)?,
+    })
+}
+
+/// A placeholder row as wide as an output of `shape` under `header`: a quoted empty
+/// first field (so that a CSV reader does not skip it as a blank line), the others empty.
+pub(crate) fn placeholder(shape: &Shape, header: &[u8]) -> Vec<u8> {
+    let fields = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .delimiter(shape.delimiter)
+        .from_reader(header)
+        .byte_records()
+        .next()
+        .and_then(|r| r.ok())
+        .map_or(1, |r| r.len())
+        + shape.columns.map_or(0, |l| l.columns.len());
+    let mut row = b"\"\"".to_vec();
+    row.extend(std::iter::repeat_n(shape.delimiter, fields - 1));
+    row.push(b'\n');
+    row
 }
 
 /// `row` with a line break at its end (the file's last row may have none, and in an
 /// aligned output it need not stay last).
-fn ensure_line_end(row: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub(crate) fn ensure_line_end(row: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     match row.ends_with(b"\n") || row.ends_with(b"\r") {
         true => row.into(),
         false => [row, b"\n"].concat().into(),

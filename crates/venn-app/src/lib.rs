@@ -25,6 +25,7 @@ pub mod party;
 pub mod progress;
 pub mod run_options;
 pub mod sink;
+pub mod split_alignment;
 pub mod temp_dirs;
 pub mod threads;
 pub mod thunder;

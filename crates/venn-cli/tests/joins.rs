@@ -426,10 +426,29 @@ fn aligned_outputs_line_up_row_for_row() {
     let (s, r) = (file("s.csv", &s_keys, "s"), file("r.csv", &r_keys, "r"));
     let (s_out, r_out) = (dir.path().join("so.csv"), dir.path().join("ro.csv"));
     let (s_out, r_out) = (s_out.to_str().unwrap(), r_out.to_str().unwrap());
-    for align in ["inner", "outer"] {
+    // Read whole, then either side or both split into buckets (the receiver getting the
+    // sender's column `s` through them), each pair lining up alike.
+    let whole: &[&str] = &[];
+    let buckets: &[&str] = &["--bucket-rows", "8"];
+    let columns = (&["--peer-columns", "s"][..], &["--reveal-columns", "s"][..]);
+    let runs = [
+        (whole, whole, false),
+        (buckets, whole, true),
+        (whole, buckets, false),
+        (buckets, buckets, true),
+    ];
+    for ((r_extra, s_extra, with_columns), align) in
+        (runs.iter()).flat_map(|run| ["inner", "outer"].map(|align| (run, align)))
+    {
+        let (asks, reveals) = match with_columns {
+            true => columns,
+            false => (whole, whole),
+        };
+        let r_args = ["--input", &r, "--output", r_out, "--both", "--align", align];
+        let s_args = ["--input", &s, "--output", s_out, "--both", "--align", align];
         let (so, ro) = run_pair(
-            &["--input", &r, "--output", r_out, "--both", "--align", align],
-            &["--input", &s, "--output", s_out, "--both", "--align", align],
+            &[&r_args[..], r_extra, asks].concat(),
+            &[&s_args[..], s_extra, reveals].concat(),
         );
         assert_success(&[&so, &ro]);
         let rows = |path: &str| -> Vec<Vec<String>> {
@@ -448,11 +467,18 @@ fn aligned_outputs_line_up_row_for_row() {
             (expected, expected),
             "{align}"
         );
+        let run = format!("{align} {r_extra:?} {s_extra:?}");
         for (i, (a, b)) in sent.iter().zip(&received).enumerate() {
             match i {
-                _ if i < 40 => assert_eq!(a[0], b[0], "{align}: row {i} lines up"),
-                _ if i < 45 => assert!(b[0].is_empty() && !a[0].is_empty(), "{align}: {i}"),
-                _ => assert!(a[0].is_empty() && !b[0].is_empty(), "{align}: {i}"),
+                _ if i < 40 => assert_eq!(a[0], b[0], "{run}: row {i} lines up"),
+                _ if i < 45 => assert!(b[0].is_empty() && !a[0].is_empty(), "{run}: {i}"),
+                _ => assert!(a[0].is_empty() && !b[0].is_empty(), "{run}: {i}"),
+            }
+            if *with_columns && i < 40 {
+                assert_eq!(
+                    b[2], a[1],
+                    "{run}: row {i} has the sender's value of its key"
+                );
             }
         }
         let first: Vec<&String> = sent.iter().take(40).map(|r| &r[0]).collect();
@@ -491,6 +517,20 @@ fn aligned_outputs_line_up_row_for_row() {
                 "inner",
             ],
             "repeats keys in 1 rows",
+        ),
+        (
+            vec![
+                "--input",
+                repeated.to_str().unwrap(),
+                "--output",
+                r_out,
+                "--both",
+                "--align",
+                "inner",
+                "--bucket-rows",
+                "8",
+            ],
+            "--align lines up one row a key, and",
         ),
     ] {
         assert_clean_failure(&refused("receive", &args), needle);

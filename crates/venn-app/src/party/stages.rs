@@ -16,6 +16,7 @@ use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, OutputSink};
+use crate::split_alignment::AlignedSplitRows;
 use crate::threads;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -325,6 +326,12 @@ pub(super) fn read(
                 ));
             }
             let split = split(args, checked, bucket_rows, segment_bytes, spinner, started)?;
+            if args.align != Align::None && split.repeats_keys()? {
+                return Err(Error::Usage(format!(
+                    "--align lines up one row a key, and '{}' repeats keys",
+                    args.input.display()
+                )));
+            }
             Read::Split { split, bucket_rows }
         }
     };
@@ -577,13 +584,6 @@ pub(super) fn agree(
     let agreed = link.exchange(&mut *chan, plan, role)?;
     if splits || agreed.log2_buckets() > 0 {
         super::refuse_whole_outputs_in_buckets(protocol)?;
-        if agreed.ours.align != Align::None {
-            return Err(Error::Usage(
-                "--align cannot yet go with a run bucket by bucket (--bucket-rows, or an \
-                 input too large to read whole within --max-memory)"
-                    .into(),
-            ));
-        }
     }
     Ok((chan, agreed))
 }
@@ -750,10 +750,25 @@ pub(super) fn write(
                 matches,
                 shape: shape(args, ran),
             };
+            let aligned = AlignedSplitRows {
+                input: &args.input,
+                opts: &args.keys,
+                split,
+                matches,
+                shape: shape(args, ran),
+                align: args.align,
+                key: ran.plans,
+                role: checked.role,
+                peer_keys: ran.report.n_peer,
+            };
+            let rows: &dyn MatchedRows = match args.align {
+                Align::None => &rows,
+                Align::Inner | Align::Outer => &aligned,
+            };
             // A bucketed run reports the matched keys' count.
             match (checked.learns_rows, &ran.report.output) {
-                (true, &Output::Count(keys)) => sink.take(Delivered::Rows { rows: &rows, keys })?,
-                (_, output) => sink.take(Delivered::of(output, &rows))?,
+                (true, &Output::Count(keys)) => sink.take(Delivered::Rows { rows, keys })?,
+                (_, output) => sink.take(Delivered::of(output, rows))?,
             }
         }
     };

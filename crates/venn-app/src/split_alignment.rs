@@ -1,0 +1,200 @@
+//! `--align` on a file split into buckets: the matched rows in the order both parties
+//! derive ([`align_hash`], the order of a run on inputs read whole, so that a party read
+//! whole and one split line up), then for `outer` the unmatched rows as a whole run writes
+//! them ([`unmatched`]).
+//!
+//! A file too large for memory is sorted by distribution: one pass over the file makes
+//! each matched row's output (its line, the peer's values) and appends it, after its
+//! hash, to one of a power of two of part files in the split's directory, chosen by the
+//! hash's top bits; each part, a uniform share of the rows, is then read whole, sorted by
+//! hash and written, in part order. A part holds about a segment's worth of rows (the
+//! memory the split was made for), so memory holds one part at a time.
+
+use crate::buckets::{Matches, Split};
+use crate::input::source::{MatchedRows, RowBatch};
+use crate::input::KeyOptions;
+use crate::join::{align_hash, ensure_line_end, placeholder, unmatched, Batches, Shape};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use venn::session::run_plan::Align;
+use venn::session::Role;
+use venn::{Error, Result};
+
+/// The most part files: each has a write buffer while the rows are distributed.
+const MAX_PARTS: u64 = 1 << 10;
+
+/// The aligned output rows of a split file (CSV or lines: one row a key, checked when it
+/// was split).
+pub struct AlignedSplitRows<'a> {
+    /// The file that was split.
+    pub input: &'a Path,
+    /// How its keys were taken.
+    pub opts: &'a KeyOptions,
+    /// Its buckets, as they were written.
+    pub split: &'a Split,
+    /// The rows each bucket's run matched.
+    pub matches: &'a Matches,
+    /// How rows are made (an `inner` join, the peer's columns if any).
+    pub shape: Shape<'a>,
+    /// Inner or outer.
+    pub align: Align,
+    /// The key of the hash that orders the matched rows: the run plans' digest.
+    pub key: [u8; 32],
+    /// Our role: which unmatched rows come first (the sender's).
+    pub role: Role,
+    /// The peer's distinct keys, as it announced them.
+    pub peer_keys: u64,
+}
+
+impl MatchedRows for AlignedSplitRows<'_> {
+    fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>) -> Result<usize> {
+        let mut batches = Batches::new(each);
+        let header = self.split.header();
+        if let Some(h) = header {
+            batches.header(|out| self.shape.header(out, h))?;
+        }
+        let mut parts = Parts::new(self.split.scratch(), self.parts())?;
+        let (mut record, mut text, mut seen) = (Vec::new(), Vec::new(), 0);
+        self.split.each_segment(self.input, self.opts, |s| {
+            seen = s.rows_before + s.input.rows.len() as u64;
+            for (number, row) in (s.rows_before..).zip(&s.input.rows) {
+                if !self.matches.has(number) {
+                    continue;
+                }
+                let mut values = Vec::new();
+                if let Some(layout) = self.shape.columns {
+                    if !self.matches.record_of(number, &mut record)? {
+                        return Err(Error::protocol(
+                            "the peer's record of each matched row",
+                            "none",
+                        ));
+                    }
+                    layout.decode(&record, &mut values)?;
+                }
+                text.clear();
+                let line = ensure_line_end(s.input.bytes(&row.bytes));
+                self.shape.row(&mut text, &line, true, &values);
+                parts.push(
+                    &align_hash(&self.key, s.input.keys.get(row.key as usize)),
+                    &text,
+                )?;
+            }
+            Ok(())
+        })?;
+        self.split.check_rows(self.input, seen)?;
+        let mut count = parts.write_sorted(&mut batches)?;
+        if self.align == Align::Outer {
+            let placeholders = self.peer_keys.saturating_sub(count as u64);
+            let placeholder = placeholder(&self.shape, header.unwrap_or_default());
+            let ours = |batches: &mut Batches| -> Result<usize> {
+                let mut count = 0;
+                self.split.each_segment(self.input, self.opts, |s| {
+                    for (number, row) in (s.rows_before..).zip(&s.input.rows) {
+                        if !self.matches.has(number) {
+                            let line = ensure_line_end(s.input.bytes(&row.bytes));
+                            batches.row(|out| self.shape.row(out, &line, false, &[]))?;
+                            count += 1;
+                        }
+                    }
+                    Ok(())
+                })?;
+                Ok(count)
+            };
+            count += unmatched(&mut batches, self.role, (placeholders, &placeholder), ours)?;
+        }
+        batches.finish()?;
+        Ok(count)
+    }
+}
+
+impl AlignedSplitRows<'_> {
+    /// How many parts the matched rows go to: about one a segment of the file's bytes
+    /// and the peer's values, a power of two, at most [`MAX_PARTS`].
+    fn parts(&self) -> u64 {
+        let size = std::fs::metadata(self.input).map_or(0, |m| m.len());
+        let values = self.shape.columns.map_or(0, |l| l.width() as u64);
+        let bytes = size.saturating_add(self.split.rows.saturating_mul(values));
+        let segment = self.split.segment_bytes().max(1) as u64;
+        bytes
+            .div_ceil(segment)
+            .next_power_of_two()
+            .clamp(1, MAX_PARTS)
+    }
+}
+
+/// The part files the matched rows are distributed to: each entry a row's hash, its
+/// output's length (four bytes) and its output.
+struct Parts {
+    paths: Vec<PathBuf>,
+    files: Vec<BufWriter<std::fs::File>>,
+    /// The hash's top bits that choose a part.
+    log2: u32,
+}
+
+impl Parts {
+    /// `count` (a power of two) new part files in `dir`.
+    fn new(dir: &Path, count: u64) -> Result<Parts> {
+        let paths: Vec<PathBuf> = (0..count)
+            .map(|p| dir.join(format!("{p:04}.aligned")))
+            .collect();
+        let files = (paths.iter())
+            .map(|p| {
+                let file = std::fs::File::create(p).map_err(Error::file("write", p))?;
+                Ok(BufWriter::with_capacity(1 << 14, file))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Parts {
+            paths,
+            files,
+            log2: count.trailing_zeros(),
+        })
+    }
+
+    /// Appends the output `text` of a row whose hash is `hash` to its part.
+    fn push(&mut self, hash: &[u8; 32], text: &[u8]) -> Result<()> {
+        let top = u64::from_be_bytes(hash[..8].try_into().expect("8 bytes"));
+        let part = top.checked_shr(64 - self.log2).unwrap_or(0) as usize;
+        let len = u32::try_from(text.len())
+            .map_err(|_| Error::Usage("an output row longer than 4 GiB".into()))?;
+        let file = &mut self.files[part];
+        let write = |file: &mut BufWriter<_>| -> std::io::Result<()> {
+            file.write_all(hash)?;
+            file.write_all(&len.to_le_bytes())?;
+            file.write_all(text)
+        };
+        write(file).map_err(Error::file("write", &self.paths[part]))
+    }
+
+    /// Writes every part's rows to `batches`, part by part, each sorted by hash; removes
+    /// the parts. Returns how many rows.
+    fn write_sorted(self, batches: &mut Batches) -> Result<usize> {
+        let mut count = 0;
+        for (file, path) in self.files.into_iter().zip(&self.paths) {
+            (file.into_inner().map_err(|e| e.into_error())).map_err(Error::file("write", path))?;
+            let mut bytes = Vec::new();
+            let read = |bytes: &mut Vec<u8>| -> std::io::Result<usize> {
+                BufReader::new(std::fs::File::open(path)?).read_to_end(bytes)
+            };
+            read(&mut bytes).map_err(Error::file("read", path))?;
+            std::fs::remove_file(path).map_err(Error::file("remove", path))?;
+            // Each entry: its hash, and where its output is.
+            let mut entries: Vec<(&[u8], std::ops::Range<usize>)> = Vec::new();
+            let mut at = 0;
+            while at < bytes.len() {
+                let torn = || Error::Usage(format!("'{}' is torn", path.display()));
+                let head = bytes.get(at..at + 36).ok_or_else(torn)?;
+                let len = u32::from_le_bytes(head[32..].try_into().expect("4 bytes")) as usize;
+                let end = (at + 36).checked_add(len).filter(|&e| e <= bytes.len());
+                let end = end.ok_or_else(torn)?;
+                entries.push((&head[..32], at + 36..end));
+                at = end;
+            }
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (_, text) in &entries {
+                batches.row(|out| out.extend_from_slice(&bytes[text.clone()]))?;
+            }
+            count += entries.len();
+        }
+        Ok(count)
+    }
+}
