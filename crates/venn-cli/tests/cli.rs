@@ -1212,6 +1212,49 @@ fn threads_are_bounded_by_the_cores() {
     }
 }
 
+/// A Thunder dataset is one key a row: `--match-any` is refused by upload and result
+/// before the service is reached.
+#[test]
+fn thunder_datasets_refuse_match_any() {
+    let dir = tmp();
+    let input = write(dir.path(), "d.csv", "email,phone\na,1\n");
+    let (input, file) = (input.to_str().unwrap(), dir.path().join("d.key"));
+    let file = file.to_str().unwrap();
+    let client = [
+        "--server",
+        "http://127.0.0.1:9",
+        "--identity",
+        "/nonexistent",
+    ];
+    let keys = [
+        "--input",
+        input,
+        "--match-any",
+        "email,phone",
+        "--key-file",
+        file,
+    ];
+    for command in [
+        &["cloud", "upload", "--dataset", "d"][..],
+        &[
+            "cloud",
+            "result",
+            "--run",
+            "r",
+            "--output",
+            "/nonexistent/out.csv",
+        ],
+    ] {
+        let o = venn()
+            .args(command)
+            .args(client)
+            .args(keys)
+            .output()
+            .unwrap();
+        assert_clean_failure(&o, "a Thunder dataset takes one key a row");
+    }
+}
+
 /// A sender learns nothing without --both: its --output, which would be silently
 /// ignored, is refused in one line.
 #[test]
