@@ -867,7 +867,7 @@ struct Bucket {
 }
 
 /// A split bucket's records (key `i` on row `rows[i]`, with `records`' i-th of the
-/// revealed columns, if any: then the keys are distinct, [`Split::check_distinct`]) as
+/// revealed columns, if any: then the keys are distinct, [`Split::repeats_keys`]) as
 /// distinct keys, each with its rows (grouped by a counting sort, in record order).
 fn dedup(mut keys: Items, rows: &[u64], records: Option<(Vec<u8>, usize)>) -> Bucket {
     let index = keys.deduplicate();

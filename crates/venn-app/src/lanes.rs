@@ -133,7 +133,6 @@ impl Coordinator {
         options.check_records(role, input.keys())?;
         link.check_endpoint()?;
         let rows = input.keys().len() as u64;
-        let mut chan = link.connect(on_bound, None)?;
         // Enough buckets for every lane, but no more than the rows justify (the peer
         // refuses more).
         let justified = rows.max(1).next_power_of_two().trailing_zeros() as u8;
@@ -147,6 +146,7 @@ impl Coordinator {
             columns: Columns::new(reveals, peer_columns)?,
             align: Align::None,
         };
+        let mut chan = link.connect(on_bound, None)?;
         let agreed = link.exchange(&mut *chan, plan, role)?;
         (options.payload, options.receiver_payload) = agreed.record_widths(role);
         let peer = peer_layout(&agreed)?;
@@ -543,7 +543,7 @@ impl LaneJob {
             let report = run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
-            result.learn(&report.output, real, &bucket.marks);
+            result.learn(&report.output, real, &bucket.marks)?;
         }
         let traffic = chan.traffic();
         (result.bytes_sent, result.bytes_received) = (traffic.sent, traffic.received);
@@ -572,24 +572,34 @@ struct LaneResult {
 
 impl LaneResult {
     /// Keeps what a bucket's `output` says of its first `real` entries (the rest are its
-    /// padding): entry i is the input's key `marks[i]`.
-    fn learn(&mut self, output: &Output, real: usize, marks: &[u64]) {
+    /// padding): entry i is the input's key `marks[i]`. Every bucket of a run outputs
+    /// records, or none does.
+    fn learn(&mut self, output: &Output, real: usize, marks: &[u64]) -> Result<()> {
         let Some(ix) = output.indices() else {
-            return;
+            return Ok(());
         };
+        let (records, width, rows) = match output {
+            Output::Records {
+                records,
+                width,
+                rows,
+                ..
+            } => (&records[..], *width, &rows[..]),
+            _ => (&[][..], 0, &[][..]),
+        };
+        if self.learned && width != self.width {
+            return Err(Error::protocol(
+                "the same records in every bucket",
+                "others",
+            ));
+        }
         self.learned = true;
-        let Output::Records {
-            records,
-            width,
-            rows,
-            ..
-        } = output
-        else {
+        if width == 0 {
             let real = ix.iter().filter(|&&i| i < real);
             self.matched.extend(real.map(|&i| marks[i]));
-            return;
-        };
-        self.width = *width;
+            return Ok(());
+        }
+        self.width = width;
         let mut at = 0;
         for (&i, &n) in ix.iter().zip(rows) {
             let bytes = n as usize * width;
@@ -600,6 +610,7 @@ impl LaneResult {
             }
             at += bytes;
         }
+        Ok(())
     }
 
     /// The memory what it learned holds.

@@ -14,14 +14,19 @@ use crate::buckets::{Matches, Split};
 use crate::input::source::{MatchedRows, RowBatch};
 use crate::input::KeyOptions;
 use crate::join::{align_hash, ensure_line_end, placeholder, unmatched, Batches, Shape};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use venn::session::run_plan::Align;
 use venn::session::Role;
 use venn::{Error, Result};
 
-/// The most part files: each has a write buffer while the rows are distributed.
-const MAX_PARTS: u64 = 1 << 10;
+/// The most part files (each has a write buffer while the rows are distributed): as many
+/// as the split's bucket files, whose writers its memory counts.
+const MAX_PARTS: u64 = 1 << 8;
+
+/// What a row takes beside its output: its hash and length in a part file, and its
+/// entry (hash and place) while its part is sorted.
+const ROW_OVERHEAD: u64 = 36 + 32;
 
 /// The aligned output rows of a split file (CSV or lines: one row a key, checked when it
 /// was split).
@@ -53,7 +58,7 @@ impl MatchedRows for AlignedSplitRows<'_> {
         if let Some(h) = header {
             batches.header(|out| self.shape.header(out, h))?;
         }
-        let mut parts = Parts::new(self.split.scratch(), self.parts())?;
+        let mut parts = Parts::new(self.split.scratch(), self.parts()?)?;
         let (mut record, mut text, mut seen) = (Vec::new(), Vec::new(), 0);
         self.split.each_segment(self.input, self.opts, |s| {
             seen = s.rows_before + s.input.rows.len() as u64;
@@ -87,8 +92,9 @@ impl MatchedRows for AlignedSplitRows<'_> {
             let placeholders = self.peer_keys.saturating_sub(count as u64);
             let placeholder = placeholder(&self.shape, header.unwrap_or_default());
             let ours = |batches: &mut Batches| -> Result<usize> {
-                let mut count = 0;
+                let (mut count, mut seen) = (0, 0);
                 self.split.each_segment(self.input, self.opts, |s| {
+                    seen = s.rows_before + s.input.rows.len() as u64;
                     for (number, row) in (s.rows_before..).zip(&s.input.rows) {
                         if !self.matches.has(number) {
                             let line = ensure_line_end(s.input.bytes(&row.bytes));
@@ -98,6 +104,7 @@ impl MatchedRows for AlignedSplitRows<'_> {
                     }
                     Ok(())
                 })?;
+                self.split.check_rows(self.input, seen)?;
                 Ok(count)
             };
             count += unmatched(&mut batches, self.role, (placeholders, &placeholder), ours)?;
@@ -108,17 +115,27 @@ impl MatchedRows for AlignedSplitRows<'_> {
 }
 
 impl AlignedSplitRows<'_> {
-    /// How many parts the matched rows go to: about one a segment of the file's bytes
-    /// and the peer's values, a power of two, at most [`MAX_PARTS`].
-    fn parts(&self) -> u64 {
+    /// How many parts the matched rows go to: a power of two, each part about a
+    /// segment's worth (the memory the file was split in) of the file's bytes, the peer's
+    /// values and [`ROW_OVERHEAD`] a row — were every row matched. Refused if that takes
+    /// more than [`MAX_PARTS`].
+    fn parts(&self) -> Result<u64> {
         let size = std::fs::metadata(self.input).map_or(0, |m| m.len());
         let values = self.shape.columns.map_or(0, |l| l.width() as u64);
-        let bytes = size.saturating_add(self.split.rows.saturating_mul(values));
+        let per_row = values.saturating_add(ROW_OVERHEAD);
+        let bytes = size.saturating_add(self.split.rows.saturating_mul(per_row));
         let segment = self.split.segment_bytes().max(1) as u64;
-        bytes
-            .div_ceil(segment)
-            .next_power_of_two()
-            .clamp(1, MAX_PARTS)
+        let parts = bytes.div_ceil(segment).next_power_of_two().max(1);
+        match parts <= MAX_PARTS {
+            true => Ok(parts),
+            false => Err(Error::Usage(format!(
+                "--align sorts a split file's matched rows in at most {MAX_PARTS} parts of {} \
+                 MB (a segment, from --max-memory), and '{}' would need {parts}: raise \
+                 --max-memory",
+                segment >> 20,
+                self.input.display()
+            ))),
+        }
     }
 }
 
@@ -171,11 +188,13 @@ impl Parts {
         let mut count = 0;
         for (file, path) in self.files.into_iter().zip(&self.paths) {
             (file.into_inner().map_err(|e| e.into_error())).map_err(Error::file("write", path))?;
-            let mut bytes = Vec::new();
-            let read = |bytes: &mut Vec<u8>| -> std::io::Result<usize> {
-                BufReader::new(std::fs::File::open(path)?).read_to_end(bytes)
+            let read = || -> std::io::Result<Vec<u8>> {
+                let mut file = std::fs::File::open(path)?;
+                let mut bytes = Vec::with_capacity(file.metadata()?.len() as usize);
+                file.read_to_end(&mut bytes)?;
+                Ok(bytes)
             };
-            read(&mut bytes).map_err(Error::file("read", path))?;
+            let bytes = read().map_err(Error::file("read", path))?;
             std::fs::remove_file(path).map_err(Error::file("remove", path))?;
             // Each entry: its hash, and where its output is.
             let mut entries: Vec<(&[u8], std::ops::Range<usize>)> = Vec::new();

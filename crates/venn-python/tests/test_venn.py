@@ -398,6 +398,8 @@ def test_keys_in_memory_reveal_columns_and_get_the_peers():
             venn.send(["a", "b"], connect="127.0.0.1:1", timeout=1, **options)
 
     refused("a value for every key", reveal={"s": ["x"]})
+    with pytest.raises(TypeError, match="one per item, not one value"):
+        venn.send(["a", "b"], reveal={"s": "xy"}, connect="127.0.0.1:1", timeout=1)
     refused("cannot carry", reveal={"s": ["x", "y"]}, protocol="kkrt16")
     refused("without --both", peer_columns=["s"])
     refused("width of the column 's'", reveal={"s:0": ["x", "y"]})

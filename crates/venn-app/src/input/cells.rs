@@ -164,8 +164,8 @@ impl Cell for FixedLenByteArray {
 }
 
 /// Appends an integer in decimal.
-fn integer(value: impl std::fmt::Display, out: &mut Vec<u8>) {
-    write!(out, "{value}").expect("a Vec takes every write");
+fn integer(value: impl itoa::Integer, out: &mut Vec<u8>) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
 /// Appends days since 1970-01-01 as `YYYY-MM-DD`.

@@ -144,6 +144,9 @@ def _in_memory(options: PartyOptions, items: int) -> dict[str, Any]:
     if given.get("values") is not None:
         given["values"], given["value_columns"] = _value_rows(given["values"], items)
     if given.get("reveal") is not None:
+        for name, values in given["reveal"].items():
+            if isinstance(values, (str, bytes)):
+                raise TypeError(f"reveal[{name!r}] is a sequence of values, one per item, not one value")
         given["reveal"] = {name: list(values) for name, values in given["reveal"].items()}
     return given
 
