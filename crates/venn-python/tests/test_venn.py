@@ -4,6 +4,7 @@ child, one the test), or a Python party and the ``venn`` command line."""
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -365,6 +366,7 @@ def test_sums_of_several_value_columns():
 def test_keys_in_memory_reveal_columns_and_get_the_peers():
     """Each side's revealed columns reach the other's matched items (with ``both``), a
     pair for each of the peer's items of the key, as pandas.merge pairs rows."""
+    pandas = pytest.importorskip("pandas")
     theirs = ["A@x ", "b", "a@x", "c"]
     reveal = {"segment": ["s1", "sb", "s2", "sc"], "score:8": [b"\x00\xff", "7", "8", "é"]}
     ours = ["x", "b", " a@X", "b", "zz"]
@@ -396,6 +398,21 @@ def test_keys_in_memory_reveal_columns_and_get_the_peers():
     def refused(match: str, **options):
         with pytest.raises(venn.UsageError, match=match):
             venn.send(["a", "b"], connect="127.0.0.1:1", timeout=1, **options)
+
+    # A key longer than the csv module's default field limit joins as any other.
+    # (The sender in a thread: a child's command line would not hold the key.)
+    long = "k" * 140_000
+    frame = pandas.DataFrame({"email": [long, "b"], "n": [1, 2]})
+    bound: queue.Queue[str] = queue.Queue()
+    sender = threading.Thread(
+        target=venn.send,
+        args=([long, "z"],),
+        kwargs=dict(reveal={"seg": ["s1", "s2"]}, listen="127.0.0.1:0", on_listening=bound.put),
+    )
+    sender.start()
+    matched = venn.intersect_frame(frame, "email", connect=bound.get(timeout=30), peer_columns="seg")
+    sender.join()
+    assert (matched["n"].tolist(), matched["seg"].tolist()) == ([1], ["s1"])
 
     refused("a value for every key", reveal={"s": ["x"]})
     with pytest.raises(TypeError, match="one per item, not one value"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import csv
 import math
+import os
 import re
 import sys
 import tempfile
@@ -237,6 +238,9 @@ def _read_joined(
     in place of the bytes that are not."""
     positions: list[int] = []
     values: list[list[Optional[str]]] = [[] for _ in range(peer)]
+    # A field (a long key) may be longer than the csv module's default limit: none is
+    # longer than the file.
+    csv.field_size_limit(max(csv.field_size_limit(), os.path.getsize(path)))
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         records = csv.reader(f)
         next(records)  # the header
