@@ -289,7 +289,7 @@ impl Coordinator {
 
     /// Merges the lanes' results (any order, each lane once), confirms with the peer's
     /// coordinator that both sides' lanes ran every bucket, and hands `sink` what the run
-    /// output, as one run over the input would ([`deliver_keys`]: for a party that learns
+    /// output, as one run over the input would (as [`run_keys`](crate::party::run_keys) does: for a party that learns
     /// the intersection, the matched positions of the input, joined to the peer's rows of
     /// their keys where it reveals columns). Returns what the run did.
     pub fn finish(

@@ -1,7 +1,9 @@
 //! `--align` on a file split into buckets: the matched rows in the order both parties
-//! derive ([`align_hash`], the order of a run on inputs read whole, so that a party read
-//! whole and one split line up), then for `outer` the unmatched rows as a whole run writes
-//! them ([`unmatched`]).
+//! derive (each key's keyed hash, the order [`AlignedRows`] gives an input read whole, so
+//! that a party read whole and one split line up), then for `outer` the unmatched rows as
+//! [`AlignedRows`] writes them.
+//!
+//! [`AlignedRows`]: crate::join::AlignedRows
 //!
 //! A file too large for memory is sorted by distribution: one pass over the file makes
 //! each matched row's output (its line, the peer's values) and appends it, after its
