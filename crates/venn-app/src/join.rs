@@ -437,6 +437,13 @@ pub struct AlignedRows<'a> {
     pub rows: &'a [u32],
     /// How rows are made (an `inner` join, the peer's columns if any).
     pub shape: Shape<'a>,
+    /// How both parties order them.
+    pub alignment: Alignment,
+}
+
+/// How both parties order an aligned output (`--align`).
+#[derive(Clone, Copy, Debug)]
+pub struct Alignment {
     /// Inner or outer.
     pub align: Align,
     /// The key of the hash that orders the matched keys: the run plans' digest.
@@ -463,7 +470,7 @@ impl MatchedRows for AlignedRows<'_> {
             self.shape.columns,
         )?;
         let mut order: Vec<([u8; 32], usize)> = (self.intersection.iter())
-            .map(|&k| (align_hash(&self.key, keys.get(k)), k))
+            .map(|&k| (self.alignment.hash(keys.get(k)), k))
             .collect();
         order.sort_unstable();
         // Each matched key's row, copied out of the source (one a key).
@@ -500,10 +507,7 @@ impl MatchedRows for AlignedRows<'_> {
             .map_err(Error::Io)?;
             count += 1;
         }
-        if self.align == Align::Outer {
-            let placeholders = self
-                .peer_keys
-                .saturating_sub(self.intersection.len() as u64);
+        if self.alignment.align == Align::Outer {
             let placeholder = placeholder(&self.shape, header.unwrap_or_default());
             let ours = |batches: &mut Batches| -> Result<usize> {
                 let mut count = 0;
@@ -522,38 +526,44 @@ impl MatchedRows for AlignedRows<'_> {
                     .map_err(Error::Io)?;
                 Ok(count)
             };
-            count += unmatched(&mut batches, self.role, (placeholders, &placeholder), ours)?;
+            let matched = self.intersection.len() as u64;
+            count += (self.alignment).unmatched(&mut batches, matched, &placeholder, ours)?;
         }
         batches.finish().map_err(Error::Io)?;
         Ok(count)
     }
 }
 
-/// The hash that orders aligned rows: each matched key's, keyed by the run plans' digest
-/// `plans` (both parties derive it; it is neither input's order).
-pub(crate) fn align_hash(plans: &[u8; 32], key: &[u8]) -> [u8; 32] {
-    *blake3::keyed_hash(plans, key).as_bytes()
-}
+impl Alignment {
+    /// The hash that orders aligned rows: each matched key's, keyed by the run plans'
+    /// digest (both parties derive it; it is neither input's order).
+    pub(crate) fn hash(&self, key: &[u8]) -> [u8; 32] {
+        *blake3::keyed_hash(&self.key, key).as_bytes()
+    }
 
-/// `--align outer`'s rows after the matched ones: the sender's unmatched rows, then the
-/// receiver's — ours as `ours` writes them (returning how many), the peer's as its
-/// `placeholders` placeholder rows. Returns how many rows were written.
-pub(crate) fn unmatched(
-    batches: &mut Batches,
-    role: Role,
-    (placeholders, placeholder): (u64, &[u8]),
-    ours: impl FnOnce(&mut Batches) -> Result<usize>,
-) -> Result<usize> {
-    let theirs = |batches: &mut Batches| -> Result<usize> {
-        for _ in 0..placeholders {
-            (batches.row(|out| out.extend_from_slice(placeholder))).map_err(Error::Io)?;
-        }
-        Ok(placeholders as usize)
-    };
-    Ok(match role {
-        Role::Sender => ours(batches)? + theirs(batches)?,
-        Role::Receiver => theirs(batches)? + ours(batches)?,
-    })
+    /// `--align outer`'s rows after the `matched` ones: the sender's unmatched rows, then
+    /// the receiver's — ours as `ours` writes them (returning how many), the peer's as
+    /// `placeholder` rows, one for each of its keys not matched. Returns how many rows
+    /// were written.
+    pub(crate) fn unmatched(
+        &self,
+        batches: &mut Batches,
+        matched: u64,
+        placeholder: &[u8],
+        ours: impl FnOnce(&mut Batches) -> Result<usize>,
+    ) -> Result<usize> {
+        let placeholders = self.peer_keys.saturating_sub(matched);
+        let theirs = |batches: &mut Batches| -> Result<usize> {
+            for _ in 0..placeholders {
+                (batches.row(|out| out.extend_from_slice(placeholder))).map_err(Error::Io)?;
+            }
+            Ok(placeholders as usize)
+        };
+        Ok(match self.role {
+            Role::Sender => ours(batches)? + theirs(batches)?,
+            Role::Receiver => theirs(batches)? + ours(batches)?,
+        })
+    }
 }
 
 /// A placeholder row as wide as an output of `shape` under `header`: a quoted empty

@@ -12,14 +12,12 @@
 //! hash and written, in part order. A part holds about a segment's worth of rows (the
 //! memory the split was made for), so memory holds one part at a time.
 
-use crate::buckets::{Matches, Split};
+use crate::buckets::SplitRows;
 use crate::input::source::{MatchedRows, RowBatch};
-use crate::input::KeyOptions;
-use crate::join::{align_hash, ensure_line_end, placeholder, unmatched, Batches, Shape};
+use crate::join::{ensure_line_end, placeholder, Alignment, Batches};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use venn::session::run_plan::Align;
-use venn::session::Role;
 use venn::{Error, Result};
 
 /// The most part files (each has a write buffer while the rows are distributed): as many
@@ -31,85 +29,58 @@ const MAX_PARTS: u64 = 1 << 8;
 const ROW_OVERHEAD: u64 = 36 + 32;
 
 /// The aligned output rows of a split file (CSV or lines: one row a key, checked when it
-/// was split).
+/// was split): its matched rows as [`SplitRows`] makes them, in the order of `alignment`.
 pub struct AlignedSplitRows<'a> {
-    /// The file that was split.
-    pub input: &'a Path,
-    /// How its keys were taken.
-    pub opts: &'a KeyOptions,
-    /// Its buckets, as they were written.
-    pub split: &'a Split,
-    /// The rows each bucket's run matched.
-    pub matches: &'a Matches,
-    /// How rows are made (an `inner` join, the peer's columns if any).
-    pub shape: Shape<'a>,
-    /// Inner or outer.
-    pub align: Align,
-    /// The key of the hash that orders the matched rows: the run plans' digest.
-    pub key: [u8; 32],
-    /// Our role: which unmatched rows come first (the sender's).
-    pub role: Role,
-    /// The peer's distinct keys, as it announced them.
-    pub peer_keys: u64,
+    /// The split file's rows and how they are made.
+    pub rows: &'a SplitRows<'a>,
+    /// How both parties order them.
+    pub alignment: Alignment,
 }
 
 impl MatchedRows for AlignedSplitRows<'_> {
     fn each_batch(&self, each: &mut dyn FnMut(RowBatch) -> std::io::Result<()>) -> Result<usize> {
         let mut batches = Batches::new(each);
-        let header = self.split.header();
+        let header = self.rows.split.header();
         if let Some(h) = header {
-            batches.header(|out| self.shape.header(out, h))?;
+            batches.header(|out| self.rows.shape.header(out, h))?;
         }
-        let mut parts = Parts::new(self.split.scratch(), self.parts()?)?;
-        let (mut record, mut text, mut seen) = (Vec::new(), Vec::new(), 0);
-        self.split.each_segment(self.input, self.opts, |s| {
-            seen = s.rows_before + s.input.rows.len() as u64;
-            for (number, row) in (s.rows_before..).zip(&s.input.rows) {
-                if !self.matches.has(number) {
-                    continue;
-                }
-                let mut values = Vec::new();
-                if let Some(layout) = self.shape.columns {
-                    if !self.matches.record_of(number, &mut record)? {
-                        return Err(Error::protocol(
-                            "the peer's record of each matched row",
-                            "none",
-                        ));
-                    }
-                    layout.decode(&record, &mut values)?;
-                }
-                text.clear();
-                let line = ensure_line_end(s.input.bytes(&row.bytes));
-                self.shape.row(&mut text, &line, true, &values);
-                parts.push(
-                    &align_hash(&self.key, s.input.keys.get(row.key as usize)),
-                    &text,
-                )?;
+        let mut parts = Parts::new(self.rows.split.scratch(), self.parts()?)?;
+        let (mut record, mut text) = (Vec::new(), Vec::new());
+        self.each_row(|number, line, key| {
+            if !self.rows.matches.has(number) {
+                return Ok(());
             }
-            Ok(())
+            let mut values = Vec::new();
+            if let Some(layout) = self.rows.shape.columns {
+                if !self.rows.matches.record_of(number, &mut record)? {
+                    return Err(Error::protocol(
+                        "the peer's record of each matched row",
+                        "none",
+                    ));
+                }
+                layout.decode(&record, &mut values)?;
+            }
+            text.clear();
+            (self.rows.shape).row(&mut text, &ensure_line_end(line), true, &values);
+            parts.push(&self.alignment.hash(key), &text)
         })?;
-        self.split.check_rows(self.input, seen)?;
         let mut count = parts.write_sorted(&mut batches)?;
-        if self.align == Align::Outer {
-            let placeholders = self.peer_keys.saturating_sub(count as u64);
-            let placeholder = placeholder(&self.shape, header.unwrap_or_default());
+        if self.alignment.align == Align::Outer {
+            let placeholder = placeholder(&self.rows.shape, header.unwrap_or_default());
             let ours = |batches: &mut Batches| -> Result<usize> {
-                let (mut count, mut seen) = (0, 0);
-                self.split.each_segment(self.input, self.opts, |s| {
-                    seen = s.rows_before + s.input.rows.len() as u64;
-                    for (number, row) in (s.rows_before..).zip(&s.input.rows) {
-                        if !self.matches.has(number) {
-                            let line = ensure_line_end(s.input.bytes(&row.bytes));
-                            batches.row(|out| self.shape.row(out, &line, false, &[]))?;
-                            count += 1;
-                        }
+                let mut count = 0;
+                self.each_row(|number, line, _| {
+                    if !self.rows.matches.has(number) {
+                        let line = ensure_line_end(line);
+                        batches.row(|out| self.rows.shape.row(out, &line, false, &[]))?;
+                        count += 1;
                     }
                     Ok(())
                 })?;
-                self.split.check_rows(self.input, seen)?;
                 Ok(count)
             };
-            count += unmatched(&mut batches, self.role, (placeholders, &placeholder), ours)?;
+            let matched = count as u64;
+            count += (self.alignment).unmatched(&mut batches, matched, &placeholder, ours)?;
         }
         batches.finish()?;
         Ok(count)
@@ -117,16 +88,34 @@ impl MatchedRows for AlignedSplitRows<'_> {
 }
 
 impl AlignedSplitRows<'_> {
+    /// Calls `f` on each row of the split file, read again — its number, its line and
+    /// its key — then refuses a file that changed since it was split.
+    fn each_row(&self, mut f: impl FnMut(u64, &[u8], &[u8]) -> Result<()>) -> Result<()> {
+        let (split, mut seen) = (self.rows.split, 0);
+        split.each_segment(self.rows.input, self.rows.opts, |s| {
+            seen = s.rows_before + s.input.rows.len() as u64;
+            for (number, row) in (s.rows_before..).zip(&s.input.rows) {
+                f(
+                    number,
+                    s.input.bytes(&row.bytes),
+                    s.input.keys.get(row.key as usize),
+                )?;
+            }
+            Ok(())
+        })?;
+        split.check_rows(self.rows.input, seen)
+    }
+
     /// How many parts the matched rows go to: a power of two, each part about a
     /// segment's worth (the memory the file was split in) of the file's bytes, the peer's
     /// values and [`ROW_OVERHEAD`] a row — were every row matched. Refused if that takes
     /// more than [`MAX_PARTS`].
     fn parts(&self) -> Result<u64> {
-        let size = std::fs::metadata(self.input).map_or(0, |m| m.len());
-        let values = self.shape.columns.map_or(0, |l| l.width() as u64);
+        let size = std::fs::metadata(self.rows.input).map_or(0, |m| m.len());
+        let values = self.rows.shape.columns.map_or(0, |l| l.width() as u64);
         let per_row = values.saturating_add(ROW_OVERHEAD);
-        let bytes = size.saturating_add(self.split.rows.saturating_mul(per_row));
-        let segment = self.split.segment_bytes().max(1) as u64;
+        let bytes = size.saturating_add(self.rows.split.rows.saturating_mul(per_row));
+        let segment = self.rows.split.segment_bytes().max(1) as u64;
         let parts = bytes.div_ceil(segment).next_power_of_two().max(1);
         match parts <= MAX_PARTS {
             true => Ok(parts),
@@ -135,7 +124,7 @@ impl AlignedSplitRows<'_> {
                  MB (a segment, from --max-memory), and '{}' would need {parts}: raise \
                  --max-memory",
                 segment >> 20,
-                self.input.display()
+                self.rows.input.display()
             ))),
         }
     }

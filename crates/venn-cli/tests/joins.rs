@@ -501,35 +501,23 @@ fn aligned_outputs_line_up_row_for_row() {
     );
     assert_clean_failure(&so, "--align none and the peer as --align inner");
     let repeated = write(dir.path(), "rep.csv", "email\na\na\n");
+    let repeated = [
+        "--input",
+        repeated.to_str().unwrap(),
+        "--output",
+        r_out,
+        "--both",
+        "--align",
+        "inner",
+    ];
     for (args, needle) in [
         (
             vec!["--input", &r, "--output", r_out, "--align", "inner"],
             "both pass --both",
         ),
+        (repeated.to_vec(), "repeats keys in 1 rows"),
         (
-            vec![
-                "--input",
-                repeated.to_str().unwrap(),
-                "--output",
-                r_out,
-                "--both",
-                "--align",
-                "inner",
-            ],
-            "repeats keys in 1 rows",
-        ),
-        (
-            vec![
-                "--input",
-                repeated.to_str().unwrap(),
-                "--output",
-                r_out,
-                "--both",
-                "--align",
-                "inner",
-                "--bucket-rows",
-                "8",
-            ],
+            [&repeated[..], buckets].concat(),
             "--align lines up one row a key, and",
         ),
     ] {

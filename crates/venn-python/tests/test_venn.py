@@ -34,10 +34,11 @@ class Child:
             try:
                 r = venn.{role}({items!r}, listen="127.0.0.1:0", on_listening=bound,
                                 **{options!r})
+                got = dict(matched=r.matched, count=r.count, n_self=r.n_self, n_peer=r.n_peer)
                 rows = getattr(r.output, "peer_rows", None)
-                print("result", repr(dict(matched=r.matched, count=r.count,
-                                         n_self=r.n_self, n_peer=r.n_peer,
-                                         peer_rows=rows)), flush=True)
+                if rows is not None:
+                    got["peer_rows"] = rows
+                print("result", repr(got), flush=True)
             except venn.VennError as e:
                 print("error", type(e).__name__, e, flush=True)
             """

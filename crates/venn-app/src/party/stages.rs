@@ -12,7 +12,7 @@ use crate::input::parquet_file::ParquetFile;
 use crate::input::parquet_input::ParquetInput;
 use crate::input::source::{InputSource, MatchedRows, Matching};
 use crate::input::{read_input, Format, MAX_IDENTIFIERS};
-use crate::join::{AlignedRows, JoinKind, JoinedRows, Shape};
+use crate::join::{AlignedRows, Alignment, JoinKind, JoinedRows, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, OutputSink};
@@ -706,6 +706,12 @@ pub(super) fn write(
     sink: &mut dyn OutputSink,
 ) -> Result<Wrote> {
     let started = Instant::now();
+    let alignment = Alignment {
+        align: args.align,
+        key: ran.plans,
+        role: checked.role,
+        peer_keys: ran.report.n_peer,
+    };
     let written = match &ran.matched {
         Matched::Keys { input, output } => {
             let intersection = output.indices().unwrap_or_default();
@@ -730,10 +736,7 @@ pub(super) fn write(
                 records,
                 rows: peer_rows,
                 shape: shape(args, ran),
-                align: args.align,
-                key: ran.plans,
-                role: checked.role,
-                peer_keys: ran.report.n_peer,
+                alignment,
             };
             // Matched rows as they are go in runs of the file, not a row at a time.
             let as_they_are = joined.shape.as_they_are() && args.join == JoinKind::Inner;
@@ -753,15 +756,8 @@ pub(super) fn write(
                 shape: shape(args, ran),
             };
             let aligned = AlignedSplitRows {
-                input: &args.input,
-                opts: &args.keys,
-                split,
-                matches,
-                shape: shape(args, ran),
-                align: args.align,
-                key: ran.plans,
-                role: checked.role,
-                peer_keys: ran.report.n_peer,
+                rows: &rows,
+                alignment,
             };
             let rows: &dyn MatchedRows = match args.align {
                 Align::None => &rows,
