@@ -132,17 +132,18 @@ impl ParquetFile {
         Ok((leaf, form))
     }
 
-    /// An upper bound on the bytes the text of `leaves`' cells takes, from the footer:
-    /// a bounded type's widest text for each row, a byte array's unencoded size where the
-    /// writer recorded it (its pages' uncompressed size where not).
+    /// The bytes the text of `leaves`' cells takes, from the footer: a bounded type's
+    /// widest text for each row, a byte array's unencoded size where the writer recorded
+    /// it (its pages' uncompressed size where not: a plain value is its bytes and a length
+    /// there, a dictionary-encoded one a few bits, which [`Self::dictionary_text`] adds
+    /// for).
     fn text_bytes(&self, leaves: &[(usize, TextForm)]) -> u64 {
         let meta = self.reader.metadata();
         let schema = meta.file_metadata().schema_descr();
         let rows = self.rows();
         let mut total = 0u64;
         for &(leaf, form) in leaves {
-            let column = schema.column(leaf);
-            total = total.saturating_add(match form.widest(&column) {
+            total = total.saturating_add(match form.widest(&schema.column(leaf)) {
                 Some(width) => width.saturating_mul(rows),
                 None => (meta.row_groups().iter())
                     .map(|g| {
@@ -155,6 +156,75 @@ impl ParquetFile {
             });
         }
         total
+    }
+
+    /// What the text of `leaves`' dictionary-encoded byte arrays may take beyond
+    /// [`Self::text_bytes`]: for each column chunk with a dictionary and no unencoded
+    /// size recorded, its rows times the dictionary's longest value (the dictionary page
+    /// is read for it). With `text_bytes`, an upper bound on the text, however the
+    /// writer encoded it but for DELTA_BYTE_ARRAY's shared prefixes. A file whose
+    /// dictionary does not read is refused.
+    fn dictionary_text(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
+        let meta = self.reader.metadata();
+        let schema = meta.file_metadata().schema_descr();
+        let mut total = 0u64;
+        for &(leaf, form) in leaves {
+            if form.widest(&schema.column(leaf)).is_some() {
+                continue;
+            }
+            for (g, group) in meta.row_groups().iter().enumerate() {
+                let chunk = group.column(leaf);
+                if chunk.unencoded_byte_array_data_bytes().is_some()
+                    || chunk.dictionary_page_offset().is_none()
+                {
+                    continue;
+                }
+                let longest = self.longest_in_dictionary(g, leaf)?;
+                let rows = group.num_rows().max(0) as u64;
+                total = total.saturating_add(rows.saturating_mul(longest));
+            }
+        }
+        Ok(total)
+    }
+
+    /// An upper bound on the bytes the text of `leaves`' cells takes: what decides
+    /// whether a file is read whole, and how many rows a segment holds.
+    fn text_bound(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
+        Ok(self
+            .text_bytes(leaves)
+            .saturating_add(self.dictionary_text(leaves)?))
+    }
+
+    /// The longest value in the dictionary of row group `g`'s column chunk of `leaf` (a
+    /// byte array column): its dictionary page, read, holds each value after its 4-byte
+    /// length.
+    fn longest_in_dictionary(&self, g: usize, leaf: usize) -> Result<u64> {
+        use parquet::column::page::Page;
+        let path = &self.path;
+        let group = self
+            .reader
+            .get_row_group(g)
+            .map_err(|e| malformed(path, e))?;
+        let mut pages = (group.get_column_page_reader(leaf)).map_err(|e| malformed(path, e))?;
+        let Some(Page::DictionaryPage {
+            buf, num_values, ..
+        }) = pages.get_next_page().map_err(|e| malformed(path, e))?
+        else {
+            return Err(unreadable(
+                path,
+                "a column's dictionary page is missing".into(),
+            ));
+        };
+        let (mut at, mut longest) = (0usize, 0u64);
+        for _ in 0..num_values {
+            let len = (buf.get(at..at + 4))
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+                .filter(|&len| len <= buf.len() - at - 4)
+                .ok_or_else(|| unreadable(path, "a dictionary value past its page".into()))?;
+            longest = longest.max(len as u64);
+            at += 4 + len;
+        }
+        Ok(longest)
     }
 }
 
@@ -239,7 +309,7 @@ pub fn footprint(path: &Path, opts: &KeyOptions) -> Result<Footprint> {
         .len();
     Ok(Footprint {
         size,
-        ..Footprint::of(file.text_bytes(&named.read), file.rows(), opts)
+        ..Footprint::of(file.text_bound(&named.read)?, file.rows(), opts)
     })
 }
 
@@ -345,7 +415,7 @@ pub fn for_each_segment(
 ) -> Result<()> {
     let file = ParquetFile::open(path)?;
     let named = Named::find(&file, opts)?;
-    let per_row = (file.text_bytes(&named.read) / file.rows().max(1)).max(2);
+    let per_row = (file.text_bound(&named.read)? / file.rows().max(1)).max(2);
     let per = (size as u64 / per_row).max(1);
     read_segments(&file, opts, per, |input, rows_before| {
         f(Segment {
@@ -353,4 +423,54 @@ pub fn for_each_segment(
             rows_before,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Format;
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+
+    /// A column of two long values repeated, dictionary-encoded (a few bits a row in its
+    /// pages), is counted at its text's size: its footprint holds every row's value.
+    #[test]
+    fn dictionary_encoded_text_is_counted_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.parquet");
+        let schema = parse_message_type("message t { required binary s (STRING); }").unwrap();
+        let file = std::fs::File::create(&path).unwrap();
+        // Without statistics: no unencoded size recorded, as pyarrow writes files.
+        let properties = WriterProperties::builder()
+            .set_statistics_enabled(EnabledStatistics::None)
+            .build();
+        let mut writer =
+            SerializedFileWriter::new(file, Arc::new(schema), Arc::new(properties)).unwrap();
+        let long = |c: char| ByteArray::from(c.to_string().repeat(200).as_str());
+        let values: Vec<ByteArray> = (0..20_000).map(|i| long(['a', 'b'][i % 2])).collect();
+        let mut rows = writer.next_row_group().unwrap();
+        let mut column = rows.next_column().unwrap().unwrap();
+        (column
+            .typed::<ByteArrayType>()
+            .write_batch(&values, None, None))
+        .unwrap();
+        column.close().unwrap();
+        rows.close().unwrap();
+        writer.close().unwrap();
+        let opts = KeyOptions {
+            format: Format::Parquet,
+            columns: vec!["s".into()],
+            ..KeyOptions::default()
+        };
+        let text = 20_000 * 200;
+        let read = ParquetFile::open(&path).unwrap();
+        let leaves = Named::find(&read, &opts).unwrap().read;
+        assert!(
+            read.text_bytes(&leaves) < text / 10,
+            "the pages hold a few bits a row"
+        );
+        assert!(footprint(&path, &opts).unwrap().key_bytes >= text);
+    }
 }
