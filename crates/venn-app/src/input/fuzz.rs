@@ -8,23 +8,24 @@ use super::csv_file::{csv_header, csv_plain_body, csv_quoted_body, uses_fast_pat
 use super::{parse_input, Format, Input, KeyOptions};
 
 /// Options from one byte: format, normalisation, which columns make the key, whether
-/// column c holds values, and (CSV) whether fields are separated by semicolons.
+/// column c holds values — or, where two columns are named, whether a record matches on
+/// any of them (`--match-any`, which takes no values) — and (CSV) whether fields are
+/// separated by semicolons.
 fn options(pick: u8) -> KeyOptions {
     const COLUMNS: [&[&str]; 4] = [&[], &["b"], &["a", "b"], &["b", "a"]];
+    let columns = COLUMNS[(pick >> 4) as usize % COLUMNS.len()];
+    let any = pick & 64 != 0 && columns.len() == 2;
     KeyOptions {
         format: if pick & 1 == 0 {
             Format::Csv
         } else {
             Format::Lines
         },
-        columns: COLUMNS[(pick >> 4) as usize % COLUMNS.len()]
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
         trim: pick & 2 != 0,
         lowercase: pick & 4 != 0,
         skip_empty: pick & 8 != 0,
-        value_columns: match pick & 64 != 0 {
+        value_columns: match pick & 64 != 0 && !any {
             true => vec!["c".to_string()],
             false => Vec::new(),
         },
@@ -33,7 +34,7 @@ fn options(pick: u8) -> KeyOptions {
             _ => b',',
         },
         reveal_columns: Vec::new(),
-        match_any: false,
+        match_any: any,
     }
 }
 
@@ -45,10 +46,15 @@ fn check(input: &Input, len: usize, values: bool) {
         values.then_some(input.keys.len())
     );
     let mut end = input.header.as_ref().map_or(0, |h| h.end);
-    for row in &input.rows {
-        assert!(row.bytes.start >= end && row.bytes.end <= len, "rows apart");
-        assert!((row.key as usize) < input.keys.len());
-        end = row.bytes.end;
+    // A record's rows (with --match-any, one an identifier) share its bytes.
+    for record in super::records(&input.rows) {
+        let bytes = &record[0].bytes;
+        assert!(bytes.start >= end && bytes.end <= len, "records apart");
+        for row in record {
+            assert_eq!(&row.bytes, bytes, "a record's rows are its bytes");
+            assert!((row.key as usize) < input.keys.len());
+        }
+        end = bytes.end;
     }
     assert_eq!(input.rows.len() - input.duplicates, input.keys.len());
 }
