@@ -11,7 +11,7 @@ use super::cells::{CellReader, TextForm, Texts};
 use super::footprint::Footprint;
 use super::segments::Segment;
 use super::{Input, KeyOptions};
-use parquet::basic::Repetition;
+use parquet::basic::{Encoding, Repetition};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -135,8 +135,8 @@ impl ParquetFile {
     /// The bytes the text of `leaves`' cells takes, from the footer: a bounded type's
     /// widest text for each row, a byte array's unencoded size where the writer recorded
     /// it (its pages' uncompressed size where not: a plain value is its bytes and a length
-    /// there, a dictionary-encoded one a few bits, which [`Self::dictionary_text`] adds
-    /// for).
+    /// there, a dictionary-encoded one a few bits, a shared prefix its length, which
+    /// [`Self::hidden_text`] adds for).
     fn text_bytes(&self, leaves: &[(usize, TextForm)]) -> u64 {
         let meta = self.reader.metadata();
         let schema = meta.file_metadata().schema_descr();
@@ -158,13 +158,14 @@ impl ParquetFile {
         total
     }
 
-    /// What the text of `leaves`' dictionary-encoded byte arrays may take beyond
-    /// [`Self::text_bytes`]: for each column chunk with a dictionary and no unencoded
-    /// size recorded, its rows times the dictionary's longest value (the dictionary page
-    /// is read for it). With `text_bytes`, an upper bound on the text, however the
-    /// writer encoded it but for DELTA_BYTE_ARRAY's shared prefixes. A file whose
-    /// dictionary does not read is refused.
-    fn dictionary_text(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
+    /// What the text of `leaves`' byte arrays may take beyond [`Self::text_bytes`], for
+    /// each column chunk with no unencoded size recorded: with a dictionary, its rows
+    /// times the dictionary's longest value (the dictionary page is read for it); encoded
+    /// as DELTA_BYTE_ARRAY (each value a suffix of the one before, a shared prefix
+    /// stored as its length), its values' bytes, read and counted. With `text_bytes`, an
+    /// upper bound on the text however the writer encoded it. A file whose pages do not
+    /// read is refused.
+    fn hidden_text(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
         let meta = self.reader.metadata();
         let schema = meta.file_metadata().schema_descr();
         let mut total = 0u64;
@@ -174,17 +175,55 @@ impl ParquetFile {
             }
             for (g, group) in meta.row_groups().iter().enumerate() {
                 let chunk = group.column(leaf);
-                if chunk.unencoded_byte_array_data_bytes().is_some()
-                    || chunk.dictionary_page_offset().is_none()
-                {
+                if chunk.unencoded_byte_array_data_bytes().is_some() {
                     continue;
                 }
-                let longest = self.longest_in_dictionary(g, leaf)?;
-                let rows = group.num_rows().max(0) as u64;
-                total = total.saturating_add(rows.saturating_mul(longest));
+                if chunk.dictionary_page_offset().is_some() {
+                    let longest = self.longest_in_dictionary(g, leaf)?;
+                    let rows = group.num_rows().max(0) as u64;
+                    total = total.saturating_add(rows.saturating_mul(longest));
+                }
+                if chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
+                    total = total.saturating_add(self.value_bytes(g, leaf)?);
+                }
             }
         }
         Ok(total)
+    }
+
+    /// The bytes of the values of row group `g`'s column chunk of `leaf` (a byte array
+    /// column), read.
+    fn value_bytes(&self, g: usize, leaf: usize) -> Result<u64> {
+        use parquet::column::reader::ColumnReader;
+        let path = &self.path;
+        let group = self
+            .reader
+            .get_row_group(g)
+            .map_err(|e| malformed(path, e))?;
+        let optional = (group.metadata().schema_descr().column(leaf)).max_def_level() > 0;
+        let ColumnReader::ByteArrayColumnReader(mut reader) = group
+            .get_column_reader(leaf)
+            .map_err(|e| malformed(path, e))?
+        else {
+            return Err(unreadable(
+                path,
+                "a byte array column of another type".into(),
+            ));
+        };
+        let (mut values, mut levels, mut total) = (Vec::new(), Vec::new(), 0u64);
+        loop {
+            values.clear();
+            levels.clear();
+            let levels = optional.then_some(&mut levels);
+            let (rows, _, _) = (reader.read_records(BATCH, levels, None, &mut values))
+                .map_err(|e| malformed(path, e))?;
+            if rows == 0 {
+                return Ok(total);
+            }
+            total = values
+                .iter()
+                .fold(total, |t, v| t.saturating_add(v.len() as u64));
+        }
     }
 
     /// An upper bound on the bytes the text of `leaves`' cells takes: what decides
@@ -192,7 +231,7 @@ impl ParquetFile {
     fn text_bound(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
         Ok(self
             .text_bytes(leaves)
-            .saturating_add(self.dictionary_text(leaves)?))
+            .saturating_add(self.hidden_text(leaves)?))
     }
 
     /// The longest value in the dictionary of row group `g`'s column chunk of `leaf` (a
@@ -434,43 +473,60 @@ mod tests {
     use parquet::file::writer::SerializedFileWriter;
     use parquet::schema::parser::parse_message_type;
 
-    /// A column of two long values repeated, dictionary-encoded (a few bits a row in its
-    /// pages), is counted at its text's size: its footprint holds every row's value.
+    /// A column of 20,000 values of 200 bytes and more whose pages hold far fewer bytes —
+    /// two values repeated, dictionary-encoded (a few bits a row), or values sharing a
+    /// long prefix, DELTA_BYTE_ARRAY-encoded (its length a row) — is counted at its
+    /// text's size: its footprint holds every row's value. Written without statistics,
+    /// so with no unencoded size recorded, as pyarrow writes files.
     #[test]
-    fn dictionary_encoded_text_is_counted_in_full() {
+    fn text_hidden_by_its_encoding_is_counted_in_full() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.parquet");
-        let schema = parse_message_type("message t { required binary s (STRING); }").unwrap();
-        let file = std::fs::File::create(&path).unwrap();
-        // Without statistics: no unencoded size recorded, as pyarrow writes files.
-        let properties = WriterProperties::builder()
-            .set_statistics_enabled(EnabledStatistics::None)
-            .build();
-        let mut writer =
-            SerializedFileWriter::new(file, Arc::new(schema), Arc::new(properties)).unwrap();
-        let long = |c: char| ByteArray::from(c.to_string().repeat(200).as_str());
-        let values: Vec<ByteArray> = (0..20_000).map(|i| long(['a', 'b'][i % 2])).collect();
-        let mut rows = writer.next_row_group().unwrap();
-        let mut column = rows.next_column().unwrap().unwrap();
-        (column
-            .typed::<ByteArrayType>()
-            .write_batch(&values, None, None))
-        .unwrap();
-        column.close().unwrap();
-        rows.close().unwrap();
-        writer.close().unwrap();
-        let opts = KeyOptions {
-            format: Format::Parquet,
-            columns: vec!["s".into()],
-            ..KeyOptions::default()
+        let prefix = "p".repeat(200);
+        // Two values repeated (dictionary-encoded), or values sharing a long prefix.
+        let value = |encoding: Option<Encoding>, i: usize| match encoding {
+            None => ["a", "b"][i % 2].repeat(200),
+            Some(_) => format!("{prefix}{i}"),
         };
-        let text = 20_000 * 200;
-        let read = ParquetFile::open(&path).unwrap();
-        let leaves = Named::find(&read, &opts).unwrap().read;
-        assert!(
-            read.text_bytes(&leaves) < text / 10,
-            "the pages hold a few bits a row"
-        );
-        assert!(footprint(&path, &opts).unwrap().key_bytes >= text);
+        for encoding in [None, Some(Encoding::DELTA_BYTE_ARRAY)] {
+            let schema = "message t { required binary s (STRING); }";
+            let schema = Arc::new(parse_message_type(schema).unwrap());
+            let mut properties =
+                WriterProperties::builder().set_statistics_enabled(EnabledStatistics::None);
+            if let Some(encoding) = encoding {
+                properties = (properties.set_dictionary_enabled(false)).set_encoding(encoding);
+            }
+            let file = std::fs::File::create(&path).unwrap();
+            let properties = Arc::new(properties.build());
+            let mut writer = SerializedFileWriter::new(file, schema, properties).unwrap();
+            let values: Vec<ByteArray> = (0..20_000)
+                .map(|i| ByteArray::from(value(encoding, i).as_str()))
+                .collect();
+            let mut rows = writer.next_row_group().unwrap();
+            let mut column = rows.next_column().unwrap().unwrap();
+            (column
+                .typed::<ByteArrayType>()
+                .write_batch(&values, None, None))
+            .unwrap();
+            column.close().unwrap();
+            rows.close().unwrap();
+            writer.close().unwrap();
+            let opts = KeyOptions {
+                format: Format::Parquet,
+                columns: vec!["s".into()],
+                ..KeyOptions::default()
+            };
+            let text = 20_000 * 200;
+            let read = ParquetFile::open(&path).unwrap();
+            let leaves = Named::find(&read, &opts).unwrap().read;
+            assert!(
+                read.text_bytes(&leaves) < text / 4,
+                "{encoding:?}: the pages hide it"
+            );
+            assert!(
+                footprint(&path, &opts).unwrap().key_bytes >= text,
+                "{encoding:?}"
+            );
+        }
     }
 }
