@@ -364,7 +364,8 @@ def test_sums_of_several_value_columns():
         venn.send(["a"], values=[(1, 2)], connect="127.0.0.1:1", protocol="psww18-sum")
 
 
-def test_keys_in_memory_reveal_columns_and_get_the_peers():
+@pytest.mark.parametrize("protocol", ["rr22", "rr22-m"])
+def test_keys_in_memory_reveal_columns_and_get_the_peers(protocol):
     """Each side's revealed columns reach the other's matched items (with ``both``), a
     pair for each of the peer's items of the key, as pandas.merge pairs rows."""
     pandas = pytest.importorskip("pandas")
@@ -372,7 +373,7 @@ def test_keys_in_memory_reveal_columns_and_get_the_peers():
     reveal = {"segment": ["s1", "sb", "s2", "sc"], "score:8": [b"\x00\xff", "7", "8", "é"]}
     ours = ["x", "b", " a@X", "b", "zz"]
     tags = {"tag": [f"t{i}" for i in range(5)]}
-    norm = dict(trim=True, lowercase=True, both=True)
+    norm = dict(trim=True, lowercase=True, both=True, protocol=protocol)
     child = Child("send", theirs, reveal=reveal, peer_columns=["tag"], **norm)
     r = venn.receive(ours, connect=child.addr, reveal=tags, peer_columns=["segment", "score"], **norm)
 
