@@ -195,11 +195,7 @@ impl ParquetFile {
     /// column), read.
     fn value_bytes(&self, g: usize, leaf: usize) -> Result<u64> {
         use parquet::column::reader::ColumnReader;
-        let path = &self.path;
-        let group = self
-            .reader
-            .get_row_group(g)
-            .map_err(|e| malformed(path, e))?;
+        let (path, group) = (&self.path, self.row_group(g)?);
         let optional = (group.metadata().schema_descr().column(leaf)).max_def_level() > 0;
         let ColumnReader::ByteArrayColumnReader(mut reader) = group
             .get_column_reader(leaf)
@@ -234,16 +230,17 @@ impl ParquetFile {
             .saturating_add(self.hidden_text(leaves)?))
     }
 
+    /// Its row group `g`'s reader.
+    fn row_group(&self, g: usize) -> Result<Box<dyn parquet::file::reader::RowGroupReader + '_>> {
+        (self.reader.get_row_group(g)).map_err(|e| malformed(&self.path, e))
+    }
+
     /// The longest value in the dictionary of row group `g`'s column chunk of `leaf` (a
     /// byte array column): its dictionary page, read, holds each value after its 4-byte
     /// length.
     fn longest_in_dictionary(&self, g: usize, leaf: usize) -> Result<u64> {
         use parquet::column::page::Page;
-        let path = &self.path;
-        let group = self
-            .reader
-            .get_row_group(g)
-            .map_err(|e| malformed(path, e))?;
+        let (path, group) = (&self.path, self.row_group(g)?);
         let mut pages = (group.get_column_page_reader(leaf)).map_err(|e| malformed(path, e))?;
         let Some(Page::DictionaryPage {
             buf, num_values, ..
@@ -377,10 +374,7 @@ pub(super) fn read_segments(
     let mut position = 0usize;
     let schema = file.reader.metadata().file_metadata().schema_descr();
     for g in 0..file.reader.num_row_groups() {
-        let group = file
-            .reader
-            .get_row_group(g)
-            .map_err(|e| malformed(path, e))?;
+        let group = file.row_group(g)?;
         let mut readers = (named.read.iter())
             .map(|&(leaf, form)| {
                 let optional = schema.column(leaf).max_def_level() > 0;
