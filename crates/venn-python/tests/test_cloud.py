@@ -83,6 +83,15 @@ def test_two_owners_find_their_matches(service: str, tmp_path: Path):
     rows = alice.result_frame(run, tmp_path / "a.key", frame, "email")
     assert rows["n"].tolist() == expected + [120]
 
+    # A frame's missing key is the empty key the upload skipped, not the text "None".
+    carol = cloud.register(service, identity=tmp_path / "carol.id", name="carol")
+    sparse = ["user4@x.org", None, "user8@x.org", float("nan")]
+    carol.upload(sparse, dataset="sparse", key_file=tmp_path / "c.key", skip_empty=True)
+    sparse_run = pair_both(carol, tmp_path / "c.key", bob, tmp_path / "b.key")
+    frame = pandas.DataFrame({"email": sparse, "n": range(4)})
+    rows = carol.result_frame(sparse_run, tmp_path / "c.key", frame, "email", skip_empty=True, wait=120)
+    assert rows["n"].tolist() == [0, 2]
+
     # Refusals, each of its kind.
     with pytest.raises(venn.ServiceError, match="not the ones uploaded"):
         alice.result(run, tmp_path / "a.key", ours[:-2])

@@ -197,9 +197,13 @@ class Client:
         self, run: str, key_file: Path, frame: pandas.DataFrame, column: str, **options: Any
     ) -> pandas.DataFrame:
         """The rows of ``frame`` whose ``column`` matched in the run (``frame`` holds the
-        keys uploaded; values other than ``str``/``bytes`` as ``str()``), in frame order;
-        ``options`` as for :meth:`result`."""
-        keys = [v if isinstance(v, (str, bytes)) else str(v) for v in _column(frame, column).tolist()]
+        keys uploaded; values other than ``str``/``bytes`` as ``str()``, a missing one —
+        ``None``, ``NaN``, pandas' ``NA`` — an empty key, as :meth:`upload` takes it), in
+        frame order; ``options`` as for :meth:`result`."""
+        from .frames import _missing
+
+        values = _column(frame, column).tolist()
+        keys = [v if isinstance(v, (str, bytes)) or _missing(v) else str(v) for v in values]
         return frame.iloc[self.result(run, key_file, keys, **options)]
 
     def datasets(self) -> list[dict[str, Any]]:
