@@ -353,14 +353,14 @@ impl Split {
         let mut records = self.layout.as_ref().map(|_| Vec::new());
         let (mut key, mut values) = (Vec::new(), Vec::new());
         for f in wanted {
-            self.each_record(f, &mut key, &mut values, |row, key, values| {
+            self.each_record(f, &mut key, &mut values, |row, key, (values, ends)| {
                 if buckets <= files || key_hash(key) & (buckets - 1) == c {
                     keys.push(key);
                     rows.push(row);
                     if let (Some(records), Some(layout)) = (&mut records, &self.layout) {
                         let at = records.len();
                         records.resize(at + layout.width(), 0);
-                        layout.encode(values, &mut records[at..]);
+                        layout.encode_each(fields(values, ends), &mut records[at..]);
                     }
                 }
             })?;
@@ -369,13 +369,14 @@ impl Split {
     }
 
     /// Hands each record of bucket file `f` to `each`: its row, its key and its revealed
-    /// values (read into `key` and `values`).
+    /// values (read into `key` and `values`), one after another, with where each ends
+    /// ([`fields`]).
     fn each_record(
         &self,
         f: u64,
         key: &mut Vec<u8>,
         values: &mut Vec<u8>,
-        mut each: impl FnMut(u64, &[u8], &[&[u8]]),
+        mut each: impl FnMut(u64, &[u8], (&[u8], &[usize])),
     ) -> Result<()> {
         let p = file_of(self.dir.path(), f);
         let file = std::fs::File::open(&p).map_err(Error::file("read", &p))?;
@@ -386,15 +387,7 @@ impl Split {
         while let Some(row) = next_record(&mut r, &mut left, key, (columns, values, &mut ends))
             .map_err(Error::file("read", &p))?
         {
-            let mut start = 0;
-            let fields: Vec<&[u8]> = (ends.iter())
-                .map(|&end| {
-                    let field = &values[start..end];
-                    start = end;
-                    field
-                })
-                .collect();
-            each(row, key, &fields);
+            each(row, key, (values, &ends));
         }
         Ok(())
     }
@@ -454,6 +447,15 @@ impl Split {
             ))),
         }
     }
+}
+
+/// The values laid one after another in `values`, each ending where `ends` says.
+fn fields<'v>(values: &'v [u8], ends: &'v [usize]) -> impl Iterator<Item = &'v [u8]> {
+    ends.iter().scan(0, move |start, &end| {
+        let field = &values[*start..end];
+        *start = end;
+        Some(field)
+    })
 }
 
 /// The next record of a bucket file with `left` bytes still to read: its row, with its

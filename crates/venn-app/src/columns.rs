@@ -113,6 +113,11 @@ impl Layout {
     /// Writes `values` (one per column, each within its column's width) as a record
     /// into `out` ([`width`](Self::width) bytes).
     pub fn encode(&self, values: &[&[u8]], out: &mut [u8]) {
+        self.encode_each(values.iter().copied(), out)
+    }
+
+    /// [`encode`](Self::encode) of `values` given one after another.
+    pub fn encode_each<'v>(&self, values: impl IntoIterator<Item = &'v [u8]>, out: &mut [u8]) {
         let mut at = 0;
         for ((_, width), value) in self.columns.iter().zip(values) {
             let width = *width as usize;
