@@ -41,9 +41,10 @@ use crate::join::{Batches, Shape};
 use crate::temp_dirs::TempDir;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use venn::later_rows::{InBuckets, PadSeeds};
 use venn::net::{Channel, Rebound};
 use venn::protocols::{Output, Phase, Protocol};
-use venn::session::run_plan::{Agreed, MAX_LOG2_BUCKETS};
+use venn::session::run_plan::{Agreed, Columns, MAX_LOG2_BUCKETS};
 use venn::session::Role;
 use venn::{Error, Items, Report, Result, RunOptions};
 
@@ -134,12 +135,12 @@ pub enum Source<'a> {
 }
 
 impl Source<'_> {
-    /// Bucket `c` of `2^log2`: its distinct keys and the rows (or key indices) each stands
-    /// for; `groups`, an input read whole's keys by bucket ([`group_keys`]).
-    fn bucket(&self, c: u64, log2: u8, groups: &[Vec<u32>]) -> Result<Bucket> {
+    /// Bucket `c` of `2^log2`: its distinct keys, what they carry, and the rows (or key
+    /// indices) each stands for; `whole`, an input read whole's keys by bucket.
+    fn bucket(&self, c: u64, log2: u8, whole: &Grouped) -> Result<Bucket> {
         match self {
             Source::Memory(input) => {
-                let group = &groups[c as usize];
+                let group = &whole.groups[c as usize];
                 let keys = input.keys();
                 let records = keys.records().map(|(records, width)| {
                     let record = |k: u32| &records[k as usize * width..(k as usize + 1) * width];
@@ -149,8 +150,11 @@ impl Source<'_> {
                     )
                 });
                 Ok(Bucket {
-                    items: group.iter().map(|&k| keys.get(k as usize)).collect(),
-                    records,
+                    keys: BucketKeys {
+                        items: group.iter().map(|&k| keys.get(k as usize)).collect(),
+                        records,
+                        repeats: whole.repeats_of(keys, group),
+                    },
                     marks: group.iter().map(|&k| k as u64).collect(),
                     starts: (0..=group.len()).collect(),
                 })
@@ -161,6 +165,67 @@ impl Source<'_> {
                 Ok(dedup(keys, &rows, records.map(|r| (r, width))))
             }
         }
+    }
+}
+
+/// The keys of an input read whole, grouped by bucket once ([`group_keys`]), and where
+/// they repeat with records, each key's later rows.
+#[derive(Default)]
+struct Grouped {
+    groups: Vec<Vec<u32>>,
+    /// Key k's later rows are the input's repeated records
+    /// `later[starts[k]..starts[k + 1]]` ([`Items::repeated_records`]), in row order.
+    starts: Vec<u32>,
+    later: Vec<u32>,
+}
+
+impl Grouped {
+    /// `keys` (read whole) grouped into `2^log2` buckets.
+    fn new(keys: &Items, log2: u8) -> Self {
+        let (of, _) = keys.repeated_records();
+        let (mut starts, mut later) = (Vec::new(), Vec::new());
+        if !of.is_empty() {
+            starts = vec![0u32; keys.len() + 1];
+            of.iter().for_each(|&k| starts[k as usize + 1] += 1);
+            (1..starts.len()).for_each(|k| starts[k] += starts[k - 1]);
+            let mut next = starts.clone();
+            later = vec![0u32; of.len()];
+            for (r, &k) in of.iter().enumerate() {
+                later[next[k as usize] as usize] = r as u32;
+                next[k as usize] += 1;
+            }
+        }
+        Grouped {
+            groups: group_keys(keys, log2),
+            starts,
+            later,
+        }
+    }
+
+    /// The later rows of the keys of `group` (of `keys`), each with its place in the
+    /// group.
+    fn repeats_of(&self, keys: &Items, group: &[u32]) -> Repeats {
+        let mut out = Repeats::default();
+        if self.later.is_empty() {
+            return out;
+        }
+        let (_, width) = keys.records().expect("repeated rows carry records");
+        let (_, records) = keys.repeated_records();
+        for (i, &k) in group.iter().enumerate() {
+            let k = k as usize;
+            for &r in &self.later[self.starts[k] as usize..self.starts[k + 1] as usize] {
+                out.of.push(i as u32);
+                let r = r as usize;
+                out.records
+                    .extend_from_slice(&records[r * width..(r + 1) * width]);
+            }
+        }
+        out
+    }
+
+    /// The memory the groups and the later rows' index hold, in bytes.
+    fn memory(&self) -> u64 {
+        groups_memory(&self.groups) + 4 * (self.starts.capacity() + self.later.capacity()) as u64
     }
 }
 
@@ -256,17 +321,15 @@ pub fn split(
             Error::Usage(why) => Error::Usage(format!("after row {}: {why}", s.rows_before)),
             e => e,
         })?;
-        // Each row's revealed values, as its key's record holds them (a key with several
-        // rows, whose later rows' records would go apart, is refused in buckets).
+        // Each row's revealed values, as its record holds them: a key's first row's is
+        // the key's, its later rows' are set aside in their order.
         let revealed = match (&s.input.layout, s.input.keys.records()) {
-            (Some(layout), Some((records, width))) => {
-                if !s.input.keys.repeated_records().0.is_empty() {
-                    return Err(repeats_in_buckets());
-                }
-                Some((layout, records, width))
-            }
+            (Some(layout), Some((records, width))) => Some((layout, records, width)),
             _ => None,
         };
+        let (of, repeated) = s.input.keys.repeated_records();
+        let mut seen = vec![false; if of.is_empty() { 0 } else { s.input.keys.len() }];
+        let mut later = 0;
         for (i, row) in s.input.rows.iter().enumerate() {
             let key = s.input.keys.get(row.key as usize);
             let f = key_hash(key) & (files - 1);
@@ -279,7 +342,19 @@ pub fn split(
             written.map_err(Error::file("write", &file_of(dir.path(), f)))?;
             if let Some((layout, records, width)) = revealed {
                 let k = row.key as usize;
-                layout.decode(&records[k * width..(k + 1) * width], &mut values)?;
+                let record = match seen.get_mut(k) {
+                    Some(seen) if *seen => {
+                        later += 1;
+                        &repeated[(later - 1) * width..later * width]
+                    }
+                    seen => {
+                        if let Some(seen) = seen {
+                            *seen = true;
+                        }
+                        &records[k * width..(k + 1) * width]
+                    }
+                };
+                layout.decode(record, &mut values)?;
                 for (value, longest) in values.iter().zip(&mut longest) {
                     *longest = (*longest).max(value.len());
                     let written = w
@@ -320,20 +395,7 @@ pub fn split(
         header,
         layout,
     };
-    if split.layout.is_some() && split.repeats_keys()? {
-        return Err(repeats_in_buckets());
-    }
     Ok(split)
-}
-
-/// Why a key with several rows refuses revealed columns bucket by bucket.
-pub(crate) fn repeats_in_buckets() -> Error {
-    Error::Usage(
-        "revealed columns (--reveal-columns) of keys with several rows cannot yet go bucket \
-         by bucket (--bucket-rows, an input too large to read whole within --max-memory, \
-         or a run in lanes): each bucket would tell the peer how many repeated rows hash into it"
-            .into(),
-    )
 }
 
 impl Split {
@@ -504,14 +566,18 @@ fn next_record(
     Ok(Some(row))
 }
 
-/// What a bucketed run learned: which rows (by number) are in the intersection and, for
-/// an input read whole, the peer's records of each matched key.
+/// What a bucketed run learned: which rows (by number) are in the intersection and the
+/// peer's records of each matched key.
 pub struct Matches {
     bits: Vec<u64>,
     /// How many distinct keys of ours are in the intersection.
     pub keys: u64,
     peer: Gathered,
     by_row: Option<ByRow>,
+    /// The pad seeds of the matched keys and where each key's records are kept (its key
+    /// index, or its records' offset in [`ByRow`]'s file), for the peer's later rows
+    /// that come after the last bucket ([`venn::later_rows`]).
+    later: Option<Box<(PadSeeds, Vec<u64>)>>,
 }
 
 /// A bucket's output's records of the peer's: the matched entries, their records (of
@@ -541,11 +607,23 @@ impl<'a> BucketRecords<'a> {
             _ => None,
         }
     }
+
+    /// The real entries (below `real`: the rest are padding), each with its records.
+    fn real(&self, real: usize) -> impl Iterator<Item = (usize, u32, &'a [u8])> + '_ {
+        let starts = self.rows.iter().scan(0, |at, &n| {
+            let start = *at;
+            *at += n as usize * self.width;
+            Some(start)
+        });
+        (self.indices.iter().zip(self.rows).zip(starts))
+            .filter(move |((&i, _), _)| i < real)
+            .map(|((&i, &n), at)| (i, n, &self.records[at..at + n as usize * self.width]))
+    }
 }
 
 /// The peer's records of a split input's matched rows: written to a file in the split's
-/// directory as the buckets bring them (one a key: keys with several rows do not go in
-/// buckets), each row's offset in it kept (`u64::MAX`: none), to be read back in file
+/// directory as the buckets bring them, a key's together (their number, 4 bytes, then
+/// the records), each row's offset in it kept (`u64::MAX`: none), to be read back in file
 /// order when the output is written.
 struct ByRow {
     file: std::fs::File,
@@ -555,8 +633,33 @@ struct ByRow {
     width: usize,
 }
 
+impl ByRow {
+    /// Appends one key's `n` records, returning where they start.
+    fn append(&mut self, n: u32, records: &[u8]) -> Result<u64> {
+        let at = self.written;
+        let written =
+            (self.file.write_all(&n.to_le_bytes())).and_then(|()| self.file.write_all(records));
+        written.map_err(Error::file("write", &self.path))?;
+        self.written += 4 + records.len() as u64;
+        Ok(at)
+    }
+
+    /// The records kept at `at`, read into `records`; how many.
+    fn read(&self, at: u64, records: &mut Vec<u8>) -> Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let mut n = [0u8; 4];
+        let read = self.file.read_exact_at(&mut n, at);
+        read.map_err(Error::file("read", &self.path))?;
+        let n = u32::from_le_bytes(n) as usize;
+        records.resize(n * self.width, 0);
+        let read = self.file.read_exact_at(records, at + 4);
+        read.map_err(Error::file("read", &self.path))?;
+        Ok(n)
+    }
+}
+
 /// The peer's records of the matched keys of an input read whole, bucket by bucket: for
-/// each key, where its records start and how many (one a peer row) there are.
+/// each key, where some of its records start and how many (one a peer row) there are.
 #[derive(Default)]
 struct Gathered {
     width: usize,
@@ -565,34 +668,53 @@ struct Gathered {
 }
 
 impl Matches {
-    fn new(rows: u64) -> Self {
+    /// No rows matched yet of `rows`; `later`, whether the peer's later rows will come
+    /// after the last bucket.
+    fn new(rows: u64, later: bool) -> Self {
         Matches {
             bits: vec![0; rows.div_ceil(64) as usize],
             keys: 0,
             peer: Gathered::default(),
             by_row: None,
+            later: later.then(Default::default),
         }
+    }
+
+    /// Keeps a matched key's pad seed (entry `i` of the bucket's `seeds`) and where its
+    /// records are (`at`), where the peer's later rows come after the last bucket.
+    fn keep_seed(&mut self, seeds: Option<&PadSeeds>, i: usize, at: u64) -> Result<()> {
+        if let Some((kept, places)) = self.later.as_deref_mut() {
+            let seeds = seeds.ok_or_else(|| {
+                Error::protocol("a bucket's pad seeds, for the later rows", "none kept")
+            })?;
+            kept.push_from(seeds, i);
+            places.push(at);
+        }
+        Ok(())
     }
 
     /// Keeps the peer's records of a bucket's matched keys (`output`'s, where it has
     /// records): its entry i (below `real`: the rest are padding) is key
     /// `marks[starts[i]]` of an input read whole.
-    fn gather(&mut self, output: &Output, real: usize, (marks, starts): (&[u64], &[usize])) {
+    fn gather(
+        &mut self,
+        output: &Output,
+        seeds: Option<&PadSeeds>,
+        real: usize,
+        (marks, starts): (&[u64], &[usize]),
+    ) -> Result<()> {
         let Some(got) = BucketRecords::of(output) else {
-            return;
+            return Ok(());
         };
         self.peer.width = got.width;
-        let mut at = 0;
-        for (&i, &n) in got.indices.iter().zip(got.rows) {
-            let bytes = n as usize * got.width;
-            if i < real {
-                let key = marks[starts[i]] as u32;
-                let start = self.peer.records.len();
-                self.peer.of.push((key, n, start));
-                (self.peer.records).extend_from_slice(&got.records[at..at + bytes]);
-            }
-            at += bytes;
+        for (i, n, records) in got.real(real) {
+            let key = marks[starts[i]];
+            let start = self.peer.records.len();
+            self.peer.of.push((key as u32, n, start));
+            self.peer.records.extend_from_slice(records);
+            self.keep_seed(seeds, i, key)?;
         }
+        Ok(())
     }
 
     /// The output over an input read whole of `keys` keys: the matched keys' indices,
@@ -603,22 +725,32 @@ impl Matches {
             return Output::Indices(indices);
         }
         let Gathered { width, of, records } = &mut self.peer;
-        of.sort_unstable();
+        // A key's records in the order they came: its bucket's, then its later rows'.
+        of.sort_unstable_by_key(|&(key, _, start)| (key, start));
         let mut ordered = Vec::with_capacity(records.len());
-        for &(_, n, start) in of.iter() {
+        let mut rows: Vec<u32> = Vec::with_capacity(indices.len());
+        for (j, &(key, n, start)) in of.iter().enumerate() {
             ordered.extend_from_slice(&records[start..start + n as usize * *width]);
+            match j > 0 && of[j - 1].0 == key {
+                true => *rows.last_mut().expect("the key's first entry") += n,
+                false => rows.push(n),
+            }
         }
         Output::Records {
             indices,
             records: ordered,
             width: *width,
-            rows: of.iter().map(|&(_, n, _)| n).collect(),
+            rows,
         }
     }
-    /// The memory the bits (and the rows' record offsets) hold, in bytes.
+
+    /// The memory the bits, the rows' record offsets and the later rows' seeds hold, in
+    /// bytes.
     fn memory(&self) -> u64 {
         let offsets = self.by_row.as_ref().map_or(0, |b| b.offsets.capacity());
-        8 * (self.bits.capacity() + offsets) as u64
+        let later =
+            (self.later.as_deref()).map_or(0, |(s, p)| s.memory() + 8 * p.capacity() as u64);
+        8 * (self.bits.capacity() + offsets) as u64 + later
     }
 
     /// Keeps the peer's records of a split bucket's matched keys (`output`'s, where it has
@@ -627,6 +759,7 @@ impl Matches {
     fn keep_by_row(
         &mut self,
         output: &Output,
+        seeds: Option<&PadSeeds>,
         real: usize,
         (marks, starts): (&[u64], &[usize]),
         split: &Split,
@@ -634,13 +767,6 @@ impl Matches {
         let Some(got) = BucketRecords::of(output) else {
             return Ok(());
         };
-        let width = got.width;
-        if got.rows.iter().any(|&n| n != 1) {
-            return Err(Error::protocol(
-                "one record of the peer's for each matched key in a bucket",
-                "several",
-            ));
-        }
         if self.by_row.is_none() {
             let path = split.dir.path().join("peer-records");
             let file = (std::fs::OpenOptions::new()
@@ -655,42 +781,78 @@ impl Matches {
                 path,
                 offsets,
                 written: 0,
-                width,
+                width: got.width,
             });
         }
-        let by_row = self.by_row.as_mut().expect("made above");
-        let mut kept = Vec::new();
-        for (j, &i) in got.indices.iter().enumerate().filter(|&(_, &i)| i < real) {
-            let at = by_row.written + kept.len() as u64;
-            kept.extend_from_slice(&got.records[j * width..(j + 1) * width]);
+        for (i, n, records) in got.real(real) {
+            let by_row = self.by_row.as_mut().expect("made above");
+            let at = by_row.append(n, records)?;
             for &row in &marks[starts[i]..starts[i + 1]] {
                 by_row.offsets[row as usize] = at;
             }
+            self.keep_seed(seeds, i, at)?;
         }
-        (by_row.file.write_all(&kept)).map_err(Error::file("write", &by_row.path))?;
-        by_row.written += kept.len() as u64;
         Ok(())
     }
 
-    /// The peer's record of row `row` (its values' record, `width` bytes), read into
-    /// `record`, if the peer revealed columns and the row matched.
-    pub fn record_of(&self, row: u64, record: &mut Vec<u8>) -> Result<bool> {
-        use std::os::unix::fs::FileExt;
-        let Some(by_row) = &self.by_row else {
-            return Ok(false);
+    /// After the last bucket: the peer's later rows of the matched keys
+    /// ([`venn::later_rows::receive`]: at most `most`, of `width` bytes; `rows`, ours),
+    /// each key's put after its bucket's records.
+    fn receive_later(
+        &mut self,
+        chan: &mut dyn Channel,
+        most: u64,
+        rows: u64,
+        width: usize,
+    ) -> Result<()> {
+        let Some((seeds, places)) = self.later.take().map(|b| *b) else {
+            return Ok(());
         };
-        let at = by_row
-            .offsets
-            .get(row as usize)
-            .copied()
-            .unwrap_or(u64::MAX);
-        if at == u64::MAX {
-            return Ok(false);
+        let got = venn::later_rows::receive(chan, &seeds, most, rows, width)?;
+        drop(seeds);
+        let mut later = got.records.chunks_exact(width);
+        let mut moved = std::collections::HashMap::new();
+        let mut records = Vec::new();
+        for (&n, &at) in got.counts.iter().zip(&places).filter(|(&n, _)| n > 0) {
+            let theirs: Vec<&[u8]> = later.by_ref().take(n as usize).collect();
+            match &mut self.by_row {
+                None => {
+                    let start = self.peer.records.len();
+                    self.peer.of.push((at as u32, n, start));
+                    theirs
+                        .iter()
+                        .for_each(|r| self.peer.records.extend_from_slice(r));
+                }
+                Some(by_row) => {
+                    let first = by_row.read(at, &mut records)? as u32;
+                    theirs.iter().for_each(|r| records.extend_from_slice(r));
+                    moved.insert(at, by_row.append(first + n, &records)?);
+                }
+            }
         }
-        record.resize(by_row.width, 0);
-        (by_row.file.read_exact_at(record, at)).map_err(Error::file("read", &by_row.path))?;
-        Ok(true)
+        if let Some(by_row) = &mut self.by_row {
+            for at in by_row.offsets.iter_mut() {
+                if let Some(&to) = moved.get(at) {
+                    *at = to;
+                }
+            }
+        }
+        Ok(())
     }
+
+    /// The peer's records of row `row` (its values' records, of their width, one after
+    /// another), read into `records`: how many (0 if the row did not match, or the peer
+    /// revealed no columns).
+    pub fn records_of(&self, row: u64, records: &mut Vec<u8>) -> Result<usize> {
+        let Some(by_row) = &self.by_row else {
+            return Ok(0);
+        };
+        match by_row.offsets.get(row as usize).copied() {
+            None | Some(u64::MAX) => Ok(0),
+            Some(at) => by_row.read(at, records),
+        }
+    }
+
     /// Marks one matched key's rows (or its key index, for an input read whole).
     fn add(&mut self, rows: &[u64]) {
         self.keys += 1;
@@ -707,9 +869,49 @@ impl Matches {
     }
 }
 
+/// The sender's later rows of its keys with several rows, bucket by bucket, to go after
+/// the last bucket ([`venn::later_rows::send`]): the pad seeds of the keys that have
+/// them, and the rows (`of` indexing the seeds).
+#[derive(Default)]
+struct LaterRows {
+    seeds: PadSeeds,
+    rows: Repeats,
+}
+
+impl LaterRows {
+    /// Keeps a bucket's `repeats` (of its items, whose pad seeds are `seeds`).
+    fn keep(&mut self, repeats: Repeats, seeds: Option<&PadSeeds>) -> Result<()> {
+        if repeats.of.is_empty() {
+            return Ok(());
+        }
+        let seeds = seeds.ok_or_else(|| {
+            Error::protocol("a bucket's pad seeds, for the later rows", "none kept")
+        })?;
+        let mut index = std::collections::HashMap::new();
+        for &i in &repeats.of {
+            let next = self.seeds.len() as u32;
+            let at = *index.entry(i).or_insert_with(|| {
+                self.seeds.push_from(seeds, i as usize);
+                next
+            });
+            self.rows.of.push(at);
+        }
+        self.rows.records.extend_from_slice(&repeats.records);
+        Ok(())
+    }
+
+    fn memory(&self) -> u64 {
+        let rows = 4 * self.rows.of.capacity() + self.rows.records.capacity();
+        self.seeds.memory() + rows as u64
+    }
+}
+
 /// Runs the protocol bucket by bucket, telling `on_bucket` how many are done of how many
 /// (before the first and after each). Returns a report summing the buckets' and, for a
 /// party that learns indices, the matching rows.
+///
+/// Where the sender reveals columns and keys repeat, its keys' later rows go after the
+/// last bucket in one stream ([`venn::later_rows`]), not bucket by bucket.
 pub fn run_buckets(
     chan: &mut dyn Channel,
     agreed: &Agreed,
@@ -720,48 +922,66 @@ pub fn run_buckets(
     let log2 = agreed.log2_buckets();
     let buckets = 1u64 << log2;
     let rows = agreed.ours.rows;
-    let mut matches = Matches::new(rows);
+    // The sender's records' width, if it reveals columns: then its later rows go after
+    // the last bucket (one bucket is an ordinary run).
+    let senders = match opts.role {
+        Role::Sender => &agreed.ours.columns.reveals,
+        Role::Receiver => &agreed.peer.columns.reveals,
+    };
+    let later = Columns::record_width(senders).filter(|_| log2 > 0);
+    let mut matches = Matches::new(rows, later.is_some() && opts.role == Role::Receiver);
+    let mut sending = LaterRows::default();
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
-    // Each bucket's session accepts from the peer no more than its padded share.
+    // Each bucket's session accepts from the peer no more than its padded share; repeated
+    // rows it sends in one (the receiver's, with --both) no more than its rows in all.
     let opts = RunOptions {
         max_peer_items: opts.max_peer_items.min(padded_size(agreed.peer.rows, log2)),
+        in_buckets: (log2 > 0).then(|| InBuckets {
+            peer_rows: opts.max_peer_items.min(agreed.peer.rows),
+        }),
         ..*opts
     };
     // Keys read whole, grouped by bucket once.
-    let groups = match source {
-        Source::Memory(input) => group_keys(input.keys(), log2),
-        Source::Disk(_) => Vec::new(),
+    let whole = match source {
+        Source::Memory(input) => Grouped::new(input.keys(), log2),
+        Source::Disk(_) => Grouped::default(),
     };
     // What the run holds beside each bucket: the input read whole and its groups, or
     // nothing of a split file but the rows' match bits.
-    let outside = matches.memory()
-        + match source {
-            Source::Memory(input) => input.memory() + groups_memory(&groups),
-            Source::Disk(_) => 0,
-        };
+    let outside = match source {
+        Source::Memory(input) => input.memory() + whole.memory(),
+        Source::Disk(_) => 0,
+    };
     on_bucket(0, buckets);
     for c in 0..buckets {
         let Bucket {
-            items,
-            records,
+            mut keys,
             marks,
             starts,
-        } = source.bucket(c, log2, &groups)?;
-        distinct += items.len() as u64;
-        let real = items.len();
-        let held = outside + 8 * (marks.capacity() + starts.capacity()) as u64;
-        let report = run_nth(&mut *chan, agreed, c, (items, records), held, &opts)?;
+        } = source.bucket(c, log2, &whole)?;
+        distinct += keys.items.len() as u64;
+        let real = keys.items.len();
+        let repeats = match (later, opts.role) {
+            (Some(_), Role::Sender) => std::mem::take(&mut keys.repeats),
+            _ => Repeats::default(),
+        };
+        let marked = 8 * (marks.capacity() + starts.capacity()) as u64;
+        let held = outside + matches.memory() + sending.memory() + marked;
+        let mut report = run_nth(&mut *chan, agreed, c, keys, held, &opts)?;
+        let seeds = report.pad_seeds.take();
+        sending.keep(repeats, seeds.as_ref())?;
         if let Some(ix) = report.output.indices() {
             // The bucket's real keys (the rest are its padding), with what each stands for.
             for &i in ix.iter().filter(|&&i| i < real) {
                 matches.add(&marks[starts[i]..starts[i + 1]]);
             }
         }
+        let marks = (&marks[..], &starts[..]);
         match source {
-            Source::Memory(_) => matches.gather(&report.output, real, (&marks, &starts)),
+            Source::Memory(_) => matches.gather(&report.output, seeds.as_ref(), real, marks)?,
             Source::Disk(split) => {
-                matches.keep_by_row(&report.output, real, (&marks, &starts), split)?
+                matches.keep_by_row(&report.output, seeds.as_ref(), real, marks, split)?
             }
         }
         total = Some(match total {
@@ -771,6 +991,26 @@ pub fn run_buckets(
         on_bucket(c + 1, buckets);
     }
     let mut report = total.expect("at least one bucket");
+    if let Some(width) = later {
+        let start = std::time::Instant::now();
+        let width = width as usize;
+        match opts.role {
+            Role::Sender => {
+                let rows = (&sending.rows.of[..], &sending.rows.records[..]);
+                venn::later_rows::send(chan, &sending.seeds, rows, width, agreed.peer.rows)?
+            }
+            Role::Receiver => {
+                let most = opts.in_buckets.map_or(0, |b| b.peer_rows);
+                matches.receive_later(chan, most, agreed.ours.rows, width)?
+            }
+        }
+        report.phases.push(Phase {
+            name: "later rows",
+            offline: false,
+            duration: start.elapsed(),
+        });
+        report.traffic = chan.traffic();
+    }
     report.n_self = distinct;
     report.n_peer = agreed.peer.rows;
     if report.output.indices().is_some() {
@@ -779,20 +1019,20 @@ pub fn run_buckets(
     Ok((report, matches))
 }
 
-/// Runs bucket `c` of the `agreed` buckets on its distinct keys `items`: one bucket is an
+/// Runs bucket `c` of the `agreed` buckets on its distinct `keys`: one bucket is an
 /// ordinary run (as the peer may make it from a file read whole), more are padded sessions
 /// ([`run_bucket`]). `held`: the memory the run holds beside the bucket's keys.
 fn run_nth(
     chan: &mut dyn Channel,
     agreed: &Agreed,
     c: u64,
-    (items, records): (Items, Option<(Vec<u8>, usize)>),
+    keys: BucketKeys,
     held: u64,
     opts: &RunOptions,
 ) -> Result<Report> {
     let log2 = agreed.log2_buckets();
     if log2 == 0 {
-        let items = with_records(items, records)?;
+        let items = with_records(keys)?;
         let opts = RunOptions {
             input_memory: held + items.memory(),
             ..*opts
@@ -800,33 +1040,44 @@ fn run_nth(
         return venn::run(&mut agreed.bind(chan), &items, &opts);
     }
     let pad = padded_size(agreed.ours.rows, log2);
-    run_bucket(chan, &agreed.digest(), c, (items, records), pad, held, opts)
+    run_bucket(chan, &agreed.digest(), c, keys, pad, held, opts)
 }
 
-/// `items` with their `records` of the revealed columns, if any (a dummy item's, past
-/// the real items' records, zeros).
-fn with_records(items: Items, records: Option<(Vec<u8>, usize)>) -> Result<Items> {
+/// The bucket's items with their `records` of the revealed columns and their later rows',
+/// if any (a dummy item's, past the real items' records, zeros).
+fn with_records(keys: BucketKeys) -> Result<Items> {
+    let BucketKeys {
+        items,
+        records,
+        repeats,
+    } = keys;
     let Some((mut records, width)) = records else {
         return Ok(items);
     };
     records.resize(items.len() * width, 0);
-    items.with_records(records, width)
+    let items = items.with_records(records, width)?;
+    match repeats.of.is_empty() {
+        true => Ok(items),
+        false => items.with_repeated_records(repeats.of, repeats.records),
+    }
 }
 
-/// Runs bucket `c` of a bucketed run on its distinct keys `items` (with the records of
-/// their revealed columns, if any), padded with random dummy keys (zero records) to `pad`, in a session bound to the channel's own binding, the plans both
-/// sent (`plans`: their digest) and `c`. A bucket whose keys exceed `pad` is refused
-/// before the session. `held`: the memory the run holds beside the bucket's keys, which
-/// `--max-memory` counts with them.
+/// Runs bucket `c` of a bucketed run on its distinct `keys` (with the records of their
+/// revealed columns, if any), padded with random dummy keys (zero records) to `pad`, in a
+/// session bound to the channel's own binding, the plans both sent (`plans`: their
+/// digest) and `c`. A bucket whose keys exceed `pad` is refused before the session.
+/// `held`: the memory the run holds beside the bucket's keys, which `--max-memory` counts
+/// with them.
 pub fn run_bucket(
     chan: &mut dyn Channel,
     plans: &[u8; 32],
     c: u64,
-    (mut items, records): (Items, Option<(Vec<u8>, usize)>),
+    mut keys: BucketKeys,
     pad: u64,
     held: u64,
     opts: &RunOptions,
 ) -> Result<Report> {
+    let items = &mut keys.items;
     if items.len() as u64 > pad {
         return Err(Error::Unlucky(format!(
             "bucket {c} holds {} distinct keys, more than the {pad} every bucket is padded to \
@@ -841,7 +1092,7 @@ pub fn run_bucket(
         prg.fill_bytes(&mut dummy);
         items.push(&dummy);
     }
-    let items = with_records(items, records)?;
+    let items = with_records(keys)?;
     let mut h = blake3::Hasher::new_derive_key("venn 2026-11 bucket session");
     h.update(&chan.binding().unwrap_or_default());
     h.update(plans);
@@ -860,23 +1111,38 @@ pub fn run_bucket(
 /// A bucket's distinct keys, and what each stands for: `marks[starts[i]..starts[i + 1]]`
 /// are the rows (of a split file) or the key index (of a file read whole) of key `i`.
 struct Bucket {
-    items: Items,
-    /// The records of the items' revealed columns, item by item, and their width, if
-    /// they reveal any.
-    records: Option<(Vec<u8>, usize)>,
+    keys: BucketKeys,
     marks: Vec<u64>,
     starts: Vec<usize>,
 }
 
+/// A bucket's distinct keys and what they carry to the peer.
+pub struct BucketKeys {
+    /// The keys.
+    pub items: Items,
+    /// The records of the items' revealed columns, item by item, and their width, if
+    /// they reveal any.
+    pub records: Option<(Vec<u8>, usize)>,
+    /// The later rows of its keys with several rows, where records go with them.
+    pub repeats: Repeats,
+}
+
+/// Later rows of keys with several rows: `of[e]`, the item row `e` repeats, and its
+/// record (of the items' records' width) in `records`, each item's in the order they
+/// came.
+#[derive(Default)]
+pub struct Repeats {
+    /// For each later row, its item.
+    pub of: Vec<u32>,
+    /// The later rows' records.
+    pub records: Vec<u8>,
+}
+
 /// A split bucket's records (key `i` on row `rows[i]`, with `records`' i-th of the
-/// revealed columns, if any: then the keys are distinct, [`Split::repeats_keys`]) as
-/// distinct keys, each with its rows (grouped by a counting sort, in record order).
+/// revealed columns, if any) as distinct keys, each with its rows (grouped by a counting
+/// sort, in record order) and the first row's record, the later rows' set aside.
 fn dedup(mut keys: Items, rows: &[u64], records: Option<(Vec<u8>, usize)>) -> Bucket {
     let index = keys.deduplicate();
-    debug_assert!(
-        records.is_none() || keys.len() == rows.len(),
-        "distinct keys"
-    );
     let mut starts = vec![0; keys.len() + 1];
     for &k in &index {
         starts[k as usize + 1] += 1;
@@ -890,9 +1156,30 @@ fn dedup(mut keys: Items, rows: &[u64], records: Option<(Vec<u8>, usize)>) -> Bu
         marks[next[k as usize]] = row;
         next[k as usize] += 1;
     }
+    let mut repeats = Repeats::default();
+    let records = records.map(|(all, width)| {
+        if keys.len() == rows.len() {
+            return (all, width);
+        }
+        let mut first = vec![0u8; keys.len() * width];
+        let mut seen = vec![false; keys.len()];
+        for (j, &k) in index.iter().enumerate() {
+            let (k, record) = (k as usize, &all[j * width..(j + 1) * width]);
+            if std::mem::replace(&mut seen[k], true) {
+                repeats.of.push(k as u32);
+                repeats.records.extend_from_slice(record);
+            } else {
+                first[k * width..(k + 1) * width].copy_from_slice(record);
+            }
+        }
+        (first, width)
+    });
     Bucket {
-        items: keys,
-        records,
+        keys: BucketKeys {
+            items: keys,
+            records,
+            repeats,
+        },
         marks,
         starts,
     }
@@ -969,32 +1256,43 @@ impl MatchedRows for SplitRows<'_> {
                     continue;
                 }
                 // `matched_on`, then the peer's values of the first identifier's row that
-                // matched (the record the buckets kept for it).
-                let mut values: Vec<&[u8]> = Vec::new();
-                if let (Some(j), Some(layout)) = (first, self.shape.columns) {
-                    if !self.matches.record_of(at + j as u64, &mut record)? {
-                        return Err(Error::protocol(
-                            "the peer's record of each matched row",
-                            "none",
-                        ));
+                // matched (the records the buckets kept for it): a row each.
+                let (layout, n) = match (first, self.shape.columns) {
+                    (Some(j), Some(layout)) => {
+                        match self.matches.records_of(at + j as u64, &mut record)? {
+                            0 => {
+                                return Err(Error::protocol(
+                                    "the peer's record of each matched row",
+                                    "none",
+                                ))
+                            }
+                            n => (Some(layout), n),
+                        }
                     }
-                    layout.decode(&record, &mut values)?;
-                }
-                if matched && self.shape.identifiers.is_some() {
-                    values.insert(0, &on);
-                }
-                match &table {
-                    Some(_) => batches.pass(RowBatch::Joined {
-                        position: rows[0].bytes.start,
-                        matched,
-                        values: &values,
-                    })?,
-                    None => {
-                        let row = s.input.bytes(&rows[0].bytes);
-                        batches.row(|out| self.shape.row(out, row, matched, &values))?;
+                    _ => (None, 1),
+                };
+                let width = layout.map_or(0, |_| record.len() / n);
+                for theirs in (0..n).map(|j| &record[j * width..(j + 1) * width]) {
+                    let mut values: Vec<&[u8]> = Vec::new();
+                    if let Some(layout) = layout {
+                        layout.decode(theirs, &mut values)?;
                     }
+                    if matched && self.shape.identifiers.is_some() {
+                        values.insert(0, &on);
+                    }
+                    match &table {
+                        Some(_) => batches.pass(RowBatch::Joined {
+                            position: rows[0].bytes.start,
+                            matched,
+                            values: &values,
+                        })?,
+                        None => {
+                            let row = s.input.bytes(&rows[0].bytes);
+                            batches.row(|out| self.shape.row(out, row, matched, &values))?;
+                        }
+                    }
+                    count += 1;
                 }
-                count += 1;
             }
             Ok(())
         })?;

@@ -11,7 +11,7 @@
 //! or bucket — and a run succeeds only once both coordinators have confirmed that every
 //! lane ran every bucket.
 
-use crate::buckets::{self, group_keys, padded_size, run_bucket};
+use crate::buckets::{self, group_keys, padded_size, run_bucket, BucketKeys, Repeats};
 use crate::columns::Layout;
 use crate::input::memory::KeysInMemory;
 use crate::input::source::InputSource;
@@ -121,7 +121,11 @@ impl Coordinator {
             column_roles(role, both, !reveals.is_empty(), asks)?;
         }
         if !input.keys().repeated_records().0.is_empty() {
-            return Err(buckets::repeats_in_buckets());
+            return Err(Error::Usage(
+                "revealed columns (--reveal-columns) of keys with several rows cannot yet go \
+                 in lanes: each lane would tell the peer how many repeated rows hash into it"
+                    .into(),
+            ));
         }
         let mut options = link.spec.options;
         let width = Columns::record_width(&reveals);
@@ -525,6 +529,7 @@ impl LaneJob {
             seed: None,
             progress: None,
             dealer: None,
+            in_buckets: None,
             upload_deadline: self.upload_deadline,
         };
         let mut result = LaneResult {
@@ -539,7 +544,11 @@ impl LaneJob {
             waiting -= bucket.memory();
             let held = waiting + 8 * bucket.marks.capacity() as u64 + result.memory();
             let real = bucket.keys.len();
-            let items = (bucket.keys, bucket.records.zip(width));
+            let items = BucketKeys {
+                items: bucket.keys,
+                records: bucket.records.zip(width),
+                repeats: Repeats::default(),
+            };
             let report = run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();

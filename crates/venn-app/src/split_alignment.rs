@@ -52,10 +52,12 @@ impl MatchedRows for AlignedSplitRows<'_> {
             }
             let mut values = Vec::new();
             if let Some(layout) = self.rows.shape.columns {
-                if !self.rows.matches.record_of(number, &mut record)? {
+                // Aligned rows' keys are distinct (a split input's repeats are refused).
+                let n = self.rows.matches.records_of(number, &mut record)?;
+                if n != 1 {
                     return Err(Error::protocol(
-                        "the peer's record of each matched row",
-                        "none",
+                        "one record of the peer's for each matched row",
+                        format!("{n}"),
                     ));
                 }
                 layout.decode(&record, &mut values)?;

@@ -759,17 +759,99 @@ fn records_match_on_any_identifier() {
     );
 }
 
+/// Generated files with many repeated keys on both sides (a third of each side's keys
+/// shared, up to four rows a key): bucket by bucket, either side split or both, `inner`
+/// and `left`, each party's output is the one the same run gives without buckets.
+#[test]
+fn repeated_keys_columns_in_buckets_match_one_run() {
+    let dir = tmp();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let mut file = |name: &str, header: &str, keys: std::ops::Range<u64>| {
+        let mut text = format!("{header}\n");
+        for (row, key) in keys.enumerate() {
+            for copy in 0..1 + next() % 4 {
+                text += &format!(
+                    "k{key}@x.org,v{row}-{copy}-{},{}\n",
+                    next() % 1000,
+                    next() % 7
+                );
+            }
+        }
+        write(dir.path(), name, &text).to_str().unwrap().to_string()
+    };
+    let s = file("s.csv", "email,segment,score", 0..120);
+    let r = file("r.csv", "email,id,flag", 80..200);
+    let (out, sent) = (dir.path().join("out.csv"), dir.path().join("sent.csv"));
+    let (out, sent) = (out.to_str().unwrap(), sent.to_str().unwrap());
+    let split = ["--bucket-rows", "40"];
+    for join in ["inner", "left"] {
+        let receiver = [
+            "--input",
+            &r,
+            "--output",
+            out,
+            "--column",
+            "email",
+            "--join",
+            join,
+            "--both",
+            "--peer-columns",
+            "segment,score",
+            "--reveal-columns",
+            "id",
+        ];
+        let sender = [
+            "--input",
+            &s,
+            "--output",
+            sent,
+            "--column",
+            "email",
+            "--join",
+            join,
+            "--both",
+            "--peer-columns",
+            "id",
+            "--reveal-columns",
+            "segment,score",
+        ];
+        let both = |receiver: &[&str], sender: &[&str]| {
+            let (so, ro) = run_pair(receiver, sender);
+            assert_success(&[&so, &ro]);
+            let read = |p: &str| std::fs::read_to_string(p).unwrap();
+            (read(out), read(sent))
+        };
+        let whole = both(&receiver, &sender);
+        assert!(whole.0.lines().count() > 100, "{}", whole.0);
+        let (receiver_split, sender_split) = (
+            [&receiver[..], &split].concat(),
+            [&sender[..], &split].concat(),
+        );
+        for (r, s) in [
+            (&receiver_split[..], &sender[..]),
+            (&receiver[..], &sender_split[..]),
+            (&receiver_split[..], &sender_split[..]),
+        ] {
+            assert_eq!(both(r, s), whole, "{join}: {r:?} {s:?}");
+        }
+    }
+}
+
 /// Revealed columns go bucket by bucket from an input split into buckets to a party whose
-/// input is read whole or split too (the receiver and, with --both, the sender); a split
-/// input revealing columns of a key with several rows is refused before the peer is
-/// reached, nothing written.
+/// input is read whole or split too (the receiver and, with --both, the sender), keys
+/// with several rows on either side included: the sender's later rows after the last
+/// bucket, the receiver's in their buckets. Each output is the one the same run gives
+/// without buckets.
 #[test]
 fn columns_go_bucket_by_bucket() {
     let dir = tmp();
-    let (repeated, r, _) = files(dir.path());
-    let distinct = SENDER.replace("ada@x.org,other,99,s4\n", "");
-    let s = write(dir.path(), "distinct.csv", &distinct);
-    let s = s.to_str().unwrap();
+    let (s, r, _) = files(dir.path());
     let out = dir.path().join("out.csv");
     let out = out.to_str().unwrap();
     let sent = dir.path().join("sent.csv");
@@ -784,36 +866,42 @@ fn columns_go_bucket_by_bucket() {
         "--peer-columns",
         "segment,score",
     ];
-    let sender = [
-        "--input",
-        s,
-        "--reveal-columns",
-        "segment,score",
-        "--bucket-rows",
-        "2",
-    ];
-    let joined = JOINED.replace("2,\"ada@x.org\",other,99\r\n", "");
-    assert_eq!(output_of(&receiver, &sender, out), joined);
-    // Both split: the receiver's rows find their records by row number (its repeated
-    // key's rows each), a `left` join's unmatched rows none.
-    let split_receiver = [&receiver[..], &["--bucket-rows", "2"]].concat();
-    assert_eq!(output_of(&split_receiver, &sender, out), joined);
-    let left = [&split_receiver[..], &["--join", "left"]].concat();
-    assert_eq!(
-        output_of(&left, &sender, out),
-        "id,email,matched,segment,score\r\n\
-         1,cy@x.org,true,ünïcode,12\r\n\
-         2,\"ada@x.org\",true,\"sports, outdoor\",7\r\n\
-         3,zed@x.org,false,,\r\n\
-         4,cy@x.org,true,ünïcode,12\r\n\
-         5,bob@x.org,true,\"say \"\"hi\"\"\",\n"
-    );
-    // With --both the receiver's split input (its keys distinct) reveals its ids to the
-    // sender, read whole.
+    let sender = ["--input", &s, "--reveal-columns", "segment,score"];
+    let split = ["--bucket-rows", "2"];
+    let sender_split = [&sender[..], &split].concat();
+    for protocol in ["rr22", "rr22-m"] {
+        let p = ["--protocol", protocol];
+        let (receiver, sender_split) = (
+            [&receiver[..], &p].concat(),
+            [&sender_split[..], &p].concat(),
+        );
+        assert_eq!(
+            output_of(&receiver, &sender_split, out),
+            JOINED,
+            "{protocol}"
+        );
+        // Both split: the receiver's rows find their records by row number (its repeated
+        // key's rows each), a `left` join's unmatched rows none.
+        let split_receiver = [&receiver[..], &split].concat();
+        assert_eq!(output_of(&split_receiver, &sender_split, out), JOINED);
+        let left = [&split_receiver[..], &["--join", "left"]].concat();
+        assert_eq!(
+            output_of(&left, &sender_split, out),
+            "id,email,matched,segment,score\r\n\
+             1,cy@x.org,true,ünïcode,12\r\n\
+             2,\"ada@x.org\",true,\"sports, outdoor\",7\r\n\
+             2,\"ada@x.org\",true,other,99\r\n\
+             3,zed@x.org,false,,\r\n\
+             4,cy@x.org,true,ünïcode,12\r\n\
+             5,bob@x.org,true,\"say \"\"hi\"\"\",\n"
+        );
+    }
+    // With --both the receiver (a repeated key of its own) reveals its ids to the sender
+    // (whose key ada@x.org has two rows): each side split or not, the same outputs.
     let ids = write(
         dir.path(),
         "ids.csv",
-        "id,email\n1,cy@x.org\n2,ada@x.org\n5,bob@x.org\n",
+        "id,email\n1,cy@x.org\n2,ada@x.org\n5,bob@x.org\n6,cy@x.org\n7,nobody@x.org\n",
     );
     let receiver = [
         "--input",
@@ -825,41 +913,45 @@ fn columns_go_bucket_by_bucket() {
         "id",
         "--column",
         "email",
-        "--bucket-rows",
-        "2",
+        "--peer-columns",
+        "segment",
     ];
     let sender = [
         "--input",
-        s,
+        &s,
         "--both",
         "--output",
         sent,
         "--peer-columns",
         "id",
+        "--reveal-columns",
+        "segment",
     ];
-    let (so, ro) = run_pair(&receiver, &sender);
-    assert_success(&[&so, &ro]);
+    let both = |receiver: &[&str], sender: &[&str]| {
+        let (so, ro) = run_pair(receiver, sender);
+        assert_success(&[&so, &ro]);
+        let read = |p: &str| std::fs::read_to_string(p).unwrap();
+        (read(out), read(sent))
+    };
+    let whole = both(&receiver, &sender);
     assert_eq!(
-        std::fs::read_to_string(sent).unwrap(),
+        whole.1,
         "email,segment,score,secret,id\n\
          ada@x.org,\"sports, outdoor\",7,s1,2\n\
          bob@x.org,\"say \"\"hi\"\"\",,s2,5\n\
-         cy@x.org,ünïcode,12,s3,1\n"
+         cy@x.org,ünïcode,12,s3,1\n\
+         cy@x.org,ünïcode,12,s3,6\n\
+         ada@x.org,other,99,s4,2\n"
     );
-    std::fs::remove_file(out).unwrap();
-    each_refused(
-        &[(
-            "send",
-            vec![
-                "--input",
-                &repeated,
-                "--reveal-columns",
-                "segment",
-                "--bucket-rows",
-                "2",
-            ],
-            "keys with several rows cannot yet go bucket by bucket",
-        )],
-        out,
+    let (receiver_split, sender_split) = (
+        [&receiver[..], &split].concat(),
+        [&sender[..], &split].concat(),
     );
+    for (r, s) in [
+        (&receiver_split[..], &sender[..]),
+        (&receiver[..], &sender_split[..]),
+        (&receiver_split[..], &sender_split[..]),
+    ] {
+        assert_eq!(both(r, s), whole, "{r:?} {s:?}");
+    }
 }

@@ -118,6 +118,7 @@ fn options(protocol: &str, role: Role) -> RunOptions<'static> {
         progress: None,
         dealer: None,
         upload_deadline: None,
+        in_buckets: None,
     }
 }
 

@@ -102,6 +102,28 @@ impl Items {
         Ok(self)
     }
 
+    /// The items with the records of their keys' later rows set aside as
+    /// [`Items::deduplicate`] sets them ([`Items::repeated_records`]): `of[e]`, the item
+    /// row `e` repeats, and its record in `records`, of the items' records' width, each
+    /// item's rows in the order they came. For items made distinct another way.
+    pub fn with_repeated_records(mut self, of: Vec<u32>, records: Vec<u8>) -> Result<Self> {
+        let fits = self.records.is_some()
+            && records.len() == of.len() * self.record_width
+            && of.iter().all(|&i| (i as usize) < self.len());
+        if !fits {
+            return Err(Error::Usage(format!(
+                "{} bytes of repeated rows' records for {} rows of {} items with records of \
+                 {} bytes",
+                records.len(),
+                of.len(),
+                self.len(),
+                self.record_width
+            )));
+        }
+        self.repeats = Repeats { of, records };
+        Ok(self)
+    }
+
     /// The items' records and their width, if they carry any.
     pub fn records(&self) -> Option<(&[u8], usize)> {
         self.records.as_deref().map(|r| (r, self.record_width))

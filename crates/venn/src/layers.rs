@@ -22,6 +22,7 @@ const RANKS: &[(&str, u8)] = &[
     ("circuit_psi", 9),
     ("protocols", 10),
     ("run", 11),
+    ("later_rows", 11),
     ("fuzz", 12),
 ];
 

@@ -18,6 +18,7 @@ mod framework;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 mod items;
+pub mod later_rows;
 #[cfg(test)]
 mod layers;
 pub mod net;

@@ -7,6 +7,7 @@
 //!   bound to the one that produced it.
 
 use crate::crypto::{Block, Prg};
+use crate::framework::{InBuckets, PadSeeds};
 use crate::items::Items;
 use crate::net::{Channel, Traffic};
 use crate::protocols::{
@@ -59,6 +60,10 @@ pub struct RunOptions<'a> {
     /// of its OKVS; `None`, the default for the sizes
     /// (`rr22::overfitting::upload_deadline`).
     pub upload_deadline: Option<Duration>,
+    /// Whether this session is one bucket of a run in buckets (the report then keeps the
+    /// items' pad seeds for the later rows sent after the last bucket:
+    /// [`crate::later_rows`]).
+    pub in_buckets: Option<InBuckets>,
 }
 
 /// What one party measured and learned.
@@ -78,6 +83,9 @@ pub struct Report {
     pub phases: Vec<Phase>,
     /// Bytes moved.
     pub traffic: Traffic,
+    /// In a bucket of a run in buckets where records went to the receiver, the items' pad
+    /// seeds, item by item ([`crate::later_rows`]).
+    pub pad_seeds: Option<PadSeeds>,
 }
 
 impl Report {
@@ -372,8 +380,10 @@ fn session_in_pool<T>(
     let mut ctx = Context::new(chan, session, prg, opts.progress)
         .with_dealer(opts.dealer)
         .with_upload_deadline(opts.upload_deadline)
-        .with_max_peer_rows(max_peer);
+        .with_max_peer_rows(max_peer)
+        .with_buckets(opts.in_buckets);
     let value = body(&mut ctx)?;
+    let pad_seeds = ctx.take_pad_seeds();
     let mut phases = vec![handshake_phase];
     phases.extend(ctx.finish());
     // Nothing is returned before both parties agree on everything that was sent.
@@ -392,6 +402,7 @@ fn session_in_pool<T>(
         output: Output::Nothing,
         phases,
         traffic: chan.traffic(),
+        pad_seeds,
     };
     Ok((value, report))
 }

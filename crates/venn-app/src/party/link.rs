@@ -54,6 +54,7 @@ impl Link {
             progress,
             dealer,
             upload_deadline: self.spec.upload_deadline,
+            in_buckets: None,
         }
     }
 

@@ -495,11 +495,7 @@ pub(super) fn connect(
         on_bound,
         spinner,
     )?;
-    let whole = match &input.read {
-        Read::Whole(whole) => Some(&**whole),
-        Read::Split { .. } => None,
-    };
-    take_records(&agreed, checked.role, whole, opts)?;
+    take_records(&agreed, checked.role, opts)?;
     Ok(Connected {
         chan,
         agreed,
@@ -536,24 +532,12 @@ pub(super) fn whole_plan(
     })
 }
 
-/// Once the plans are `agreed`: `opts` takes both parties' record widths; an input held
-/// `whole` whose keys repeat with records is refused bucket by bucket (each bucket would
-/// say how many later rows it holds); the peer's records — their number, its keys' and
-/// its repeated rows', bounded by the rows it announced — are counted beside the input
-/// against --max-memory (tags and records, at most one of each a row).
-pub(super) fn take_records(
-    agreed: &Agreed,
-    role: Role,
-    whole: Option<&dyn InputSource>,
-    opts: &mut RunOptions,
-) -> Result<()> {
+/// Once the plans are `agreed`: `opts` takes both parties' record widths; the peer's
+/// records — their number, its keys' and its repeated rows', bounded by the rows it
+/// announced — are counted beside the input against --max-memory (tags and records, at
+/// most one of each a row).
+pub(super) fn take_records(agreed: &Agreed, role: Role, opts: &mut RunOptions) -> Result<()> {
     (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(role);
-    if let Some(whole) = whole {
-        let repeated = !whole.keys().repeated_records().0.is_empty();
-        if repeated && agreed.log2_buckets() > 0 {
-            return Err(buckets::repeats_in_buckets());
-        }
-    }
     if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
         opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
         let most = agreed.peer.rows.saturating_mul(width as u64 + 32);

@@ -132,6 +132,7 @@ impl BenchParty {
             progress: None,
             dealer: dealer.as_ref().map(|d| d as &DealerLink),
             upload_deadline: None,
+            in_buckets: None,
         };
         let ran = self.run_on_link(&items, &opts)?;
         let verdict = verify(

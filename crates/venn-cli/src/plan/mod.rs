@@ -211,6 +211,7 @@ fn run_options(
         progress: None,
         dealer: None,
         upload_deadline: None,
+        in_buckets: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! an offline phase that takes its randomness from one), the agreed session, its
 //! randomness and a log of timed phases.
 
+use super::pad_seeds::{InBuckets, PadSeeds};
 use super::Config;
 use crate::crypto::Prg;
 use crate::net::Channel;
@@ -45,6 +46,10 @@ pub struct Context<'a> {
     /// The most rows the peer may bring, its items and their repeated rows together
     /// (`--max-peer-items`): bounds what it may announce of repeated rows' records.
     pub max_peer_rows: u64,
+    /// Whether this session is a bucket of a run in buckets ([`InBuckets`]).
+    pub in_buckets: bool,
+    /// The items' pad seeds, kept in a bucket of a run in buckets.
+    pad_seeds: Option<PadSeeds>,
     phases: Vec<Phase>,
     current: Option<(&'static str, bool, Instant)>,
 }
@@ -65,6 +70,8 @@ impl<'a> Context<'a> {
             dealer: None,
             upload_deadline: None,
             max_peer_rows: crate::MAX_ITEMS,
+            in_buckets: false,
+            pad_seeds: None,
             phases: Vec::new(),
             current: None,
         }
@@ -89,6 +96,36 @@ impl<'a> Context<'a> {
             max_peer_rows,
             ..self
         }
+    }
+
+    /// The context of a bucket of a run in buckets, if `in_buckets` says so: the peer's
+    /// repeated rows in the bucket are bounded by its rows over the whole run (beside its
+    /// items in the bucket, padding included).
+    pub fn with_buckets(self, in_buckets: Option<InBuckets>) -> Self {
+        let peer = match self.session.role {
+            crate::session::Role::Sender => self.session.n_receiver,
+            crate::session::Role::Receiver => self.session.n_sender,
+        };
+        match in_buckets {
+            None => self,
+            Some(b) => Context {
+                in_buckets: true,
+                max_peer_rows: b.peer_rows.saturating_add(peer),
+                ..self
+            },
+        }
+    }
+
+    /// Keeps the items' pad seeds `seeds()` in a bucket of a run in buckets.
+    pub(crate) fn keep_pad_seeds(&mut self, seeds: impl FnOnce() -> PadSeeds) {
+        if self.in_buckets {
+            self.pad_seeds = Some(seeds());
+        }
+    }
+
+    /// The pad seeds kept, if any.
+    pub(crate) fn take_pad_seeds(&mut self) -> Option<PadSeeds> {
+        self.pad_seeds.take()
     }
 
     /// The protocol's configuration, from the options the handshake agreed (which the

@@ -20,6 +20,7 @@ mod config;
 mod context;
 pub(crate) mod matching;
 mod output_bits;
+mod pad_seeds;
 
 pub use accepts::{Accepts, Bins, Offline, Options, Stash};
 pub(crate) use api::no_offline_state;
@@ -30,3 +31,4 @@ pub use api::{
 pub use config::Config;
 pub use context::{Context, DealerLink, Phase, Progress};
 pub(crate) use output_bits::{output_bits, round_up_to_byte, OutputBits};
+pub use pad_seeds::{InBuckets, PadSeeds};

@@ -36,7 +36,7 @@
 //! many records as it was told of matches, a number already bounded by the set sizes.
 
 use crate::crypto::{encrypt_under_keys, Block, Prg, RandomOracle};
-use crate::framework::Output;
+use crate::framework::{Output, PadSeeds};
 use crate::net::{Channel, Reader, Writer};
 use crate::util::memory::{prefetch, prefetch_range};
 use crate::{Error, Result};
@@ -61,6 +61,15 @@ impl PadKey {
     /// is fixed.
     pub(crate) fn of_toss(sid: &[u8; 32], w: Block) -> PadKey {
         PadKey(RandomOracle::new("venn/rr22/payload pad key", sid).hash_block(&w.to_le_bytes()))
+    }
+
+    /// The key of pads made from [`PadSeeds`], whose OPRF values have their run's key
+    /// folded in (the pads XOR the key into the value, so the two make the same pads).
+    pub(crate) const FOLDED: PadKey = PadKey(Block::ZERO);
+
+    /// The pad seeds of the items with blocks `x` and OPRF values `v` under this key.
+    pub(crate) fn seeds(self, x: &[Block], v: &[Block]) -> PadSeeds {
+        PadSeeds::new(self.0, x, v)
     }
 }
 
@@ -330,7 +339,7 @@ pub(crate) fn send_repeats(
 /// The later rows' records the receiver read: for each of its matches, how many, and the
 /// records match by match, each match's in the sender's row order.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Repeated {
+pub struct Repeated {
     /// For each match, its later rows' number.
     pub counts: Vec<u32>,
     /// Their records, `width` bytes each.

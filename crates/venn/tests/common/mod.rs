@@ -49,6 +49,7 @@ pub(crate) fn options(
         progress: None,
         dealer: None,
         upload_deadline: None,
+        in_buckets: None,
     }
 }
 

@@ -374,11 +374,20 @@ fn send_records(
     (x, v): (&[Block], &[Block]),
     own: Own,
 ) -> Result<()> {
+    if ctx.in_buckets && !own.repeats.0.is_empty() {
+        return Err(Error::Usage(
+            "a sender's repeated rows go after the last bucket of a run in buckets \
+             (venn::later_rows), not in a bucket's session"
+                .into(),
+        ));
+    }
     ctx.phase("send records", false);
     let (records, width) = own.first;
     payloads::send(ctx.peer, key, perm, x, v, records, width)?;
     let n_r = ctx.session.n_receiver;
-    payloads::send_repeats(ctx.peer, key, &mut ctx.prg, (x, v), own.repeats, width, n_r)
+    payloads::send_repeats(ctx.peer, key, &mut ctx.prg, (x, v), own.repeats, width, n_r)?;
+    ctx.keep_pad_seeds(|| key.seeds(x, v));
+    Ok(())
 }
 
 /// The receiver's records for its `matches` (own entry, sender position) under `key`,
@@ -397,6 +406,7 @@ fn receive_records(
     let first = payloads::receive(ctx.peer, key, n_s, width, matches, x, v)?;
     let (most, n_r) = (most_repeats(ctx), ctx.session.n_receiver);
     let repeats = payloads::receive_repeats(ctx.peer, key, most, n_r, width, matches, (x, v))?;
+    ctx.keep_pad_seeds(|| key.seeds(x, v));
     Ok(Some((first, repeats, width)))
 }
 
