@@ -626,7 +626,7 @@ impl<'a> BucketRecords<'a> {
 /// the records), each row's offset in it kept (`u64::MAX`: none), to be read back in file
 /// order when the output is written.
 struct ByRow {
-    file: std::fs::File,
+    file: BufWriter<std::fs::File>,
     path: PathBuf,
     offsets: Vec<u64>,
     written: u64,
@@ -634,7 +634,8 @@ struct ByRow {
 }
 
 impl ByRow {
-    /// Appends one key's `n` records, returning where they start.
+    /// Appends one key's `n` records, returning where they start (read back only after
+    /// [`ByRow::flush`]).
     fn append(&mut self, n: u32, records: &[u8]) -> Result<u64> {
         let at = self.written;
         let written =
@@ -644,15 +645,20 @@ impl ByRow {
         Ok(at)
     }
 
-    /// The records kept at `at`, read into `records`; how many.
+    /// Writes out what was appended.
+    fn flush(&mut self) -> Result<()> {
+        self.file.flush().map_err(Error::file("write", &self.path))
+    }
+
+    /// The records kept at `at` (flushed), read into `records`; how many.
     fn read(&self, at: u64, records: &mut Vec<u8>) -> Result<usize> {
         use std::os::unix::fs::FileExt;
         let mut n = [0u8; 4];
-        let read = self.file.read_exact_at(&mut n, at);
+        let read = self.file.get_ref().read_exact_at(&mut n, at);
         read.map_err(Error::file("read", &self.path))?;
         let n = u32::from_le_bytes(n) as usize;
         records.resize(n * self.width, 0);
-        let read = self.file.read_exact_at(records, at + 4);
+        let read = self.file.get_ref().read_exact_at(records, at + 4);
         read.map_err(Error::file("read", &self.path))?;
         Ok(n)
     }
@@ -777,7 +783,7 @@ impl Matches {
             .map_err(Error::file("create", &path))?;
             let offsets = vec![u64::MAX; self.bits.len() * 64];
             self.by_row = Some(ByRow {
-                file,
+                file: BufWriter::with_capacity(1 << 20, file),
                 path,
                 offsets,
                 written: 0,
@@ -792,7 +798,7 @@ impl Matches {
             }
             self.keep_seed(seeds, i, at)?;
         }
-        Ok(())
+        self.by_row.as_mut().expect("made above").flush()
     }
 
     /// After the last bucket: the peer's later rows of the matched keys
@@ -831,6 +837,7 @@ impl Matches {
             }
         }
         if let Some(by_row) = &mut self.by_row {
+            by_row.flush()?;
             for at in by_row.offsets.iter_mut() {
                 if let Some(&to) = moved.get(at) {
                     *at = to;
