@@ -379,11 +379,14 @@ pub(crate) fn receive_repeats(
     }
     sorted.extend((all.chunks_exact(t).enumerate()).map(|(p, tag)| (prefix(tag), p as u32)));
     sorted.sort_unstable();
+    let directory = Directory::new(&sorted, t);
     let find = |tag: &Block| -> Option<u32> {
         let tag = &tag.to_le_bytes()[..t];
-        let from = sorted.partition_point(|&(k, _)| k < prefix(tag));
-        (sorted[from..].iter())
-            .take_while(|&&(k, _)| k == prefix(tag))
+        let k = prefix(tag);
+        let range = &sorted[directory.range(k)];
+        let from = range.partition_point(|&(j, _)| j < k);
+        (range[from..].iter())
+            .take_while(|&&(j, _)| j == k)
             .find(|&&(_, p)| &all[p as usize * t..(p as usize + 1) * t] == tag)
             .map(|&(_, p)| p)
     };
@@ -399,7 +402,7 @@ pub(crate) fn receive_repeats(
                 (row_block(x[e], rank), v[e])
             })
             .collect();
-        let hits: Vec<Option<u32>> = tags(key, &rows).iter().map(find).collect();
+        let hits: Vec<Option<u32>> = tags(key, &rows).par_iter().map(find).collect();
         pending = (pending.iter().zip(hits))
             .filter_map(|(&k, hit)| {
                 let p = hit?;
@@ -461,6 +464,36 @@ fn recv_repeats_count(chan: &mut dyn Channel, most: u64) -> Result<u64> {
         ));
     }
     Ok(count)
+}
+
+/// Where in the sorted tag prefixes each run of leading bits starts: a lookup searches
+/// only its run (one or two entries for pseudorandom tags, against a search of the whole
+/// array's cache lines), and never more than the whole array's binary search, however a
+/// cheating sender chose its tags.
+struct Directory {
+    starts: Vec<u32>,
+    shift: u32,
+}
+
+impl Directory {
+    /// The directory of `sorted` prefixes of `t`-byte tags: about one run per tag.
+    fn new(sorted: &[(u64, u32)], t: usize) -> Self {
+        let width = 8 * t.min(8) as u32;
+        let bits = (sorted.len().max(2).ilog2()).min(width).min(30);
+        let shift = width - bits;
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        sorted
+            .iter()
+            .for_each(|&(k, _)| starts[(k >> shift) as usize + 1] += 1);
+        (1..starts.len()).for_each(|b| starts[b] += starts[b - 1]);
+        Directory { starts, shift }
+    }
+
+    /// The indices of the sorted prefixes whose leading bits are `k`'s.
+    fn range(&self, k: u64) -> std::ops::Range<usize> {
+        let b = (k >> self.shift) as usize;
+        self.starts[b] as usize..self.starts[b + 1] as usize
+    }
 }
 
 /// A tag's first (up to) 8 bytes as a number, for sorting and searching.
@@ -913,6 +946,28 @@ mod tests {
                 records: vec![]
             }
         );
+    }
+
+    /// The directory's run of a prefix holds every entry with that prefix, for tags of
+    /// every length, pseudorandom or all crowded into one run as a cheating sender could
+    /// send them.
+    #[test]
+    fn the_directory_finds_every_prefix_in_its_run() {
+        let mut prg = Prg::from_seed(Block::from(29u64));
+        for (t, n, crowded) in [(6, 1000, false), (8, 5000, false), (11, 3000, true)] {
+            let mask = if t >= 8 { u64::MAX } else { (1 << (8 * t)) - 1 };
+            let mut sorted: Vec<(u64, u32)> = (0..n)
+                .map(|p| {
+                    let k = prg.block().low_u64() & mask;
+                    (if crowded && p % 2 == 0 { k & 0xffff } else { k }, p)
+                })
+                .collect();
+            sorted.sort_unstable();
+            let directory = Directory::new(&sorted, t);
+            for &(k, p) in &sorted {
+                assert!(sorted[directory.range(k)].contains(&(k, p)), "t {t}, {k:x}");
+            }
+        }
     }
 
     /// Tags are long enough for λ = 40 over every lookup, and at most a block.
