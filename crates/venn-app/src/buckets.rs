@@ -171,8 +171,8 @@ impl Source<'_> {
 /// The keys of an input read whole, grouped by bucket once ([`group_keys`]), and where
 /// they repeat with records, each key's later rows.
 #[derive(Default)]
-struct Grouped {
-    groups: Vec<Vec<u32>>,
+pub(crate) struct Grouped {
+    pub(crate) groups: Vec<Vec<u32>>,
     /// Key k's later rows are the input's repeated records
     /// `later[starts[k]..starts[k + 1]]` ([`Items::repeated_records`]), in row order.
     starts: Vec<u32>,
@@ -181,7 +181,7 @@ struct Grouped {
 
 impl Grouped {
     /// `keys` (read whole) grouped into `2^log2` buckets.
-    fn new(keys: &Items, log2: u8) -> Self {
+    pub(crate) fn new(keys: &Items, log2: u8) -> Self {
         let (of, _) = keys.repeated_records();
         let (mut starts, mut later) = (Vec::new(), Vec::new());
         if !of.is_empty() {
@@ -204,7 +204,7 @@ impl Grouped {
 
     /// The later rows of the keys of `group` (of `keys`), each with its place in the
     /// group.
-    fn repeats_of(&self, keys: &Items, group: &[u32]) -> Repeats {
+    pub(crate) fn repeats_of(&self, keys: &Items, group: &[u32]) -> Repeats {
         let mut out = Repeats::default();
         if self.later.is_empty() {
             return out;
@@ -224,20 +224,20 @@ impl Grouped {
     }
 
     /// The memory the groups and the later rows' index hold, in bytes.
-    fn memory(&self) -> u64 {
+    pub(crate) fn memory(&self) -> u64 {
         groups_memory(&self.groups) + 4 * (self.starts.capacity() + self.later.capacity()) as u64
     }
 }
 
 /// The memory [`group_keys`]'s groups hold, in bytes.
-pub(crate) fn groups_memory(groups: &[Vec<u32>]) -> u64 {
+fn groups_memory(groups: &[Vec<u32>]) -> u64 {
     let group = |g: &Vec<u32>| std::mem::size_of::<Vec<u32>>() + 4 * g.capacity();
     groups.iter().map(group).sum::<usize>() as u64
 }
 
 /// The indices of `keys` in each of `2^log2` buckets, in key order: `groups[c]` for
 /// bucket c.
-pub(crate) fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
+fn group_keys(keys: &Items, log2: u8) -> Vec<Vec<u32>> {
     let mask = (1u64 << log2) - 1;
     let mut groups = vec![Vec::new(); 1 << log2];
     for k in 0..keys.len() {
@@ -573,7 +573,7 @@ pub struct Matches {
     /// How many distinct keys of ours are in the intersection.
     pub keys: u64,
     peer: Gathered,
-    by_row: Option<ByRow>,
+    by_row: Option<Box<ByRow>>,
     /// The pad seeds of the matched keys and where each key's records are kept (its key
     /// index, or its records' offset in [`ByRow`]'s file), for the peer's later rows
     /// that come after the last bucket ([`venn::later_rows`]).
@@ -782,13 +782,13 @@ impl Matches {
             .open(&path)
             .map_err(Error::file("create", &path))?;
             let offsets = vec![u64::MAX; self.bits.len() * 64];
-            self.by_row = Some(ByRow {
+            self.by_row = Some(Box::new(ByRow {
                 file: BufWriter::with_capacity(1 << 20, file),
                 path,
                 offsets,
                 written: 0,
                 width: got.width,
-            });
+            }));
         }
         for (i, n, records) in got.real(real) {
             let by_row = self.by_row.as_mut().expect("made above");

@@ -11,7 +11,7 @@
 //! or bucket — and a run succeeds only once both coordinators have confirmed that every
 //! lane ran every bucket.
 
-use crate::buckets::{self, group_keys, padded_size, run_bucket, BucketKeys, Repeats};
+use crate::buckets::{self, padded_size, run_bucket, BucketKeys, Grouped, Repeats};
 use crate::columns::Layout;
 use crate::input::memory::KeysInMemory;
 use crate::input::source::InputSource;
@@ -24,6 +24,7 @@ use crate::threads;
 use crate::transport::Transport;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
+use venn::later_rows::{InBuckets, PadSeeds, Repeated};
 use venn::net::{Channel, Reader, Writer};
 use venn::protocols::{find, Offline, Options, Output, Protocol};
 use venn::session::run_plan::{Agreed, Align, Columns, Plan};
@@ -46,8 +47,8 @@ pub struct Coordinator {
     protocol: &'static dyn Protocol,
     options: Options,
     input: KeysInMemory,
-    /// The input's key indices in each bucket.
-    groups: Vec<Vec<u32>>,
+    /// The input's key indices in each bucket, and their later rows.
+    grouped: Grouped,
     agreed: Agreed,
     /// The columns the peer reveals (named as we asked), if it reveals any.
     peer: Option<Layout>,
@@ -85,9 +86,8 @@ impl Coordinator {
     /// two parties'), with the columns the input reveals and those asked of the peer
     /// (`peer_columns`). Refused before the peer is contacted: protocols whose receiver
     /// learns only a function of the whole intersection (a count per bucket would tell
-    /// more), keys the protocol cannot take, columns it cannot carry or a party that
-    /// learns nothing asks for, and revealed columns of a key given more than once (its
-    /// later records would go bucket by bucket, each bucket saying how many it holds).
+    /// more), keys the protocol cannot take, and columns it cannot carry or a party that
+    /// learns nothing asks for.
     #[allow(clippy::too_many_arguments)] // The party, its input and the lanes' shape.
     pub fn open(
         link: &Link,
@@ -119,13 +119,6 @@ impl Coordinator {
         if !reveals.is_empty() || asks {
             carries_columns(protocol)?;
             column_roles(role, both, !reveals.is_empty(), asks)?;
-        }
-        if !input.keys().repeated_records().0.is_empty() {
-            return Err(Error::Usage(
-                "revealed columns (--reveal-columns) of keys with several rows cannot yet go \
-                 in lanes: each lane would tell the peer how many repeated rows hash into it"
-                    .into(),
-            ));
         }
         let mut options = link.spec.options;
         let width = Columns::record_width(&reveals);
@@ -170,7 +163,7 @@ impl Coordinator {
         h.update(&agreed.digest());
         h.update(&chan.binding().unwrap_or_default());
         h.update(&(lanes as u64).to_le_bytes());
-        let groups = group_keys(input.keys(), agreed.log2_buckets());
+        let grouped = Grouped::new(input.keys(), agreed.log2_buckets());
         Ok(Coordinator {
             chan,
             role,
@@ -179,7 +172,7 @@ impl Coordinator {
             protocol,
             options,
             input,
-            groups,
+            grouped,
             binding: *h.finalize().as_bytes(),
             agreed,
             peer,
@@ -206,7 +199,7 @@ impl Coordinator {
         let log2 = self.agreed.log2_buckets();
         // Bucket c goes to lane c mod L.
         let mine = || {
-            (self.groups.iter().enumerate())
+            (self.grouped.groups.iter().enumerate())
                 .skip(lane)
                 .step_by(self.lanes)
         };
@@ -227,6 +220,7 @@ impl Coordinator {
             )
             .u64(padded_size(self.agreed.ours.rows, log2))
             .bytes(&self.binding)
+            .u64(self.agreed.peer.rows)
             // Milliseconds; 0, none set.
             .u64(
                 self.upload_deadline
@@ -236,9 +230,11 @@ impl Coordinator {
         // Each bucket: its number, its key count and bytes, then its keys' indices in the
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
         // then the keys' bytes, then their records if they carry any (each of the width
-        // the options give) — laid out to be read back in bulk.
+        // the options give) — laid out to be read back in bulk — and then their later
+        // rows ([`Coordinator::later_rows`]).
         let keys = self.input.keys();
         let records = keys.records();
+
         let blobs: Vec<usize> = mine()
             .map(|(_, group)| group.iter().map(|&k| keys.get(k as usize).len()).sum())
             .collect();
@@ -259,6 +255,21 @@ impl Coordinator {
                 for &k in group {
                     let at = k as usize * width;
                     w.0.extend_from_slice(&records[at..at + width]);
+                }
+                // A receiver's later rows go in their buckets; a sender's stay here, for
+                // the one stream after every lane ran, and its lanes are told only which
+                // keys have them, to keep their pad seeds.
+                let later = self.grouped.repeats_of(keys, group);
+                let mut positions = later.of;
+                if self.role == Role::Sender {
+                    positions.dedup();
+                }
+                w = w.u64(positions.len() as u64);
+                positions
+                    .iter()
+                    .for_each(|p| w.0.extend_from_slice(&p.to_le_bytes()));
+                if self.role == Role::Receiver {
+                    w.0.extend_from_slice(&later.records);
                 }
             }
         }
@@ -353,8 +364,9 @@ impl Coordinator {
         if self.chan.recv(8)? != buckets.to_le_bytes() {
             return Err(Error::Handshake("the peer did not run every bucket".into()));
         }
+        let later = self.later_rows(&lanes)?;
         let output = match learned.unwrap_or(false) {
-            true => self.merge(&lanes)?,
+            true => self.merge(&lanes, later)?,
             false => Output::Nothing,
         };
         summary.matched_keys = output.indices().map(|ix| ix.len() as u64);
@@ -362,9 +374,59 @@ impl Coordinator {
         Ok((summary, written))
     }
 
+    /// After every lane ran, where the sender reveals columns, its keys' later rows in one
+    /// stream ([`venn::later_rows`]), from the pad seeds its lanes kept: the sender sends
+    /// its own; the receiver returns its matched keys' (ascending) with what it read.
+    fn later_rows(&mut self, lanes: &[LaneResult]) -> Result<Option<(Vec<u64>, Repeated)>> {
+        let senders = match self.role {
+            Role::Sender => &self.agreed.ours.columns.reveals,
+            Role::Receiver => &self.agreed.peer.columns.reveals,
+        };
+        let Some(width) = Columns::record_width(senders) else {
+            return Ok(None);
+        };
+        let width = width as usize;
+        // The seeds by key.
+        let mut by_key: Vec<(u64, usize, usize)> = (lanes.iter().enumerate())
+            .flat_map(|(l, r)| (r.keys_seeded.iter().enumerate()).map(move |(j, &k)| (k, l, j)))
+            .collect();
+        by_key.sort_unstable();
+        if by_key.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(Error::Usage(
+                "the lanes' results keep a key's pad seed twice".into(),
+            ));
+        }
+        let mut seeds = PadSeeds::default();
+        for &(_, l, j) in &by_key {
+            seeds.push_from(&lanes[l].seeds, j);
+        }
+        let keys: Vec<u64> = by_key.iter().map(|&(k, ..)| k).collect();
+        let chan = &mut *self.chan;
+        match self.role {
+            Role::Sender => {
+                let (of, records) = self.input.keys().repeated_records();
+                let seed_of = |&k: &u32| {
+                    let at = keys.binary_search(&(k as u64)).map(|s| s as u32);
+                    at.map_err(|_| Error::Usage("a lane kept no pad seed of a key".into()))
+                };
+                let of = of.iter().map(seed_of).collect::<Result<Vec<u32>>>()?;
+                let receiver_rows = self.agreed.peer.rows;
+                venn::later_rows::send(chan, &seeds, (&of, records), width, receiver_rows)?;
+                Ok(None)
+            }
+            Role::Receiver => {
+                let most = self.agreed.peer.rows.min(self.max_peer_items);
+                let rows = self.agreed.ours.rows;
+                let got = venn::later_rows::receive(chan, &seeds, most, rows, width)?;
+                Ok(Some((keys, got)))
+            }
+        }
+    }
+
     /// The output over the input of the `lanes`' results: the matched keys ascending,
-    /// with the peer's records of each where it reveals columns.
-    fn merge(&self, lanes: &[LaneResult]) -> Result<Output> {
+    /// with the peer's records of each where it reveals columns, and then their `later`
+    /// rows' (each key that has any, ascending, with its rows).
+    fn merge(&self, lanes: &[LaneResult], later: Option<(Vec<u64>, Repeated)>) -> Result<Output> {
         let keys = self.input.keys().len();
         // Each matched key: its index, and its records' count and bytes.
         let mut matched: Vec<(usize, u32, &[u8])> = Vec::new();
@@ -388,11 +450,31 @@ impl Coordinator {
         let Some(layout) = &self.peer else {
             return Ok(Output::Indices(indices));
         };
+        let width = layout.width();
+        let (keys, got) = later.unwrap_or_default();
+        let (mut records, mut rows) = (Vec::new(), Vec::with_capacity(matched.len()));
+        let (mut next, mut theirs) = (0, got.records.chunks_exact(width));
+        for &(key, n, first) in &matched {
+            records.extend_from_slice(first);
+            let mut n = n;
+            if keys.get(next) == Some(&(key as u64)) {
+                let count = got.counts[next];
+                (theirs.by_ref().take(count as usize)).for_each(|r| records.extend_from_slice(r));
+                n += count;
+                next += 1;
+            }
+            rows.push(n);
+        }
+        if next != keys.len() {
+            return Err(Error::Usage(
+                "a lane kept the pad seed of a key that did not match".into(),
+            ));
+        }
         Ok(Output::Records {
             indices,
-            records: matched.iter().flat_map(|&(.., r)| r).copied().collect(),
-            width: layout.width(),
-            rows: matched.iter().map(|&(_, n, _)| n).collect(),
+            records,
+            width,
+            rows,
         })
     }
 }
@@ -412,6 +494,8 @@ pub struct LaneJob {
     pad: u64,
     upload_deadline: Option<Duration>,
     binding: [u8; 32],
+    /// The peer's rows over the whole run.
+    peer_rows: u64,
     buckets: Vec<LaneBucket>,
 }
 
@@ -425,13 +509,18 @@ struct LaneBucket {
     marks: Vec<u64>,
     /// Their records (the options' width each), if ours carry any.
     records: Option<Vec<u8>>,
+    /// Where they do, a receiver's later rows of its keys with several rows (to go in the
+    /// bucket), or a sender's keys that have later rows (`of` only: the rows go after every
+    /// lane ran, and the lane keeps those keys' pad seeds).
+    later: Repeats,
 }
 
 impl LaneBucket {
     /// The memory it holds while it waits for its turn.
     fn memory(&self) -> u64 {
         let records = self.records.as_ref().map_or(0, Vec::capacity);
-        self.keys.memory() + 8 * self.marks.capacity() as u64 + records as u64
+        let later = 4 * self.later.of.capacity() + self.later.records.capacity();
+        self.keys.memory() + 8 * self.marks.capacity() as u64 + (records + later) as u64
     }
 }
 
@@ -453,6 +542,7 @@ impl LaneJob {
         let threads = r.u64()? as usize;
         let (max_memory, max_peer_items, pad) = (r.u64()?, r.u64()?, r.u64()?);
         let binding = r.array::<32>()?;
+        let peer_rows = r.u64()?;
         let upload_deadline = Some(r.u64()?)
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis);
@@ -483,18 +573,32 @@ impl LaneJob {
             if !data.is_empty() {
                 return Err(too_long());
             }
-            let records = match width {
-                0 => None,
-                width => {
-                    let bytes = n.checked_mul(width).ok_or_else(too_long)?;
-                    Some(r.bytes(bytes)?.to_vec())
+            let (mut records, mut later) = (None, Repeats::default());
+            if width > 0 {
+                let first = n.checked_mul(width).ok_or_else(too_long)?;
+                records = Some(r.bytes(first)?.to_vec());
+                let rows = usize::try_from(r.u64()?)
+                    .ok()
+                    .filter(|&m| m <= bytes.len() / 4);
+                let rows = rows.ok_or_else(too_long)?;
+                let raw = r.bytes(rows * 4)?;
+                later.of = (raw.chunks_exact(4))
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                    .collect();
+                if later.of.iter().any(|&p| p as usize >= n) {
+                    return Err(Error::Usage("a lane job's later row of no key".into()));
                 }
-            };
+                if role == Role::Receiver {
+                    let later_bytes = rows.checked_mul(width).ok_or_else(too_long)?;
+                    later.records = r.bytes(later_bytes)?.to_vec();
+                }
+            }
             buckets.push(LaneBucket {
                 c,
                 keys,
                 marks,
                 records,
+                later,
             });
         }
         r.finish()?;
@@ -509,6 +613,7 @@ impl LaneJob {
             pad,
             upload_deadline,
             binding,
+            peer_rows,
             buckets,
         })
     }
@@ -529,7 +634,9 @@ impl LaneJob {
             seed: None,
             progress: None,
             dealer: None,
-            in_buckets: None,
+            in_buckets: Some(InBuckets {
+                peer_rows: self.peer_rows,
+            }),
             upload_deadline: self.upload_deadline,
         };
         let mut result = LaneResult {
@@ -544,15 +651,38 @@ impl LaneJob {
             waiting -= bucket.memory();
             let held = waiting + 8 * bucket.marks.capacity() as u64 + result.memory();
             let real = bucket.keys.len();
+            // A sender's later rows stay with its coordinator: the lane keeps the pad
+            // seeds of the keys that have them.
+            let (repeats, keep) = match self.role {
+                Role::Receiver => (bucket.later, Vec::new()),
+                Role::Sender => (Repeats::default(), bucket.later.of),
+            };
             let items = BucketKeys {
                 items: bucket.keys,
                 records: bucket.records.zip(width),
-                repeats: Repeats::default(),
+                repeats,
             };
-            let report = run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
+            let mut report =
+                run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
+            let seeds = report.pad_seeds.take();
             result.learn(&report.output, real, &bucket.marks)?;
+            // The pad seeds of a sender's keys with later rows, or of a receiver's matches
+            // where the sender's records came.
+            if let Some(seeds) = &seeds {
+                let kept: Vec<usize> = match self.role {
+                    Role::Sender => keep.iter().map(|&p| p as usize).collect(),
+                    Role::Receiver => (report.output.indices().unwrap_or_default().iter())
+                        .copied()
+                        .filter(|&i| i < real)
+                        .collect(),
+                };
+                for p in kept {
+                    result.keys_seeded.push(bucket.marks[p]);
+                    result.seeds.push_from(seeds, p);
+                }
+            }
         }
         let traffic = chan.traffic();
         (result.bytes_sent, result.bytes_received) = (traffic.sent, traffic.received);
@@ -577,6 +707,10 @@ struct LaneResult {
     width: usize,
     rows: Vec<u32>,
     records: Vec<u8>,
+    /// The input's keys whose pad seeds the lane kept (a sender's with later rows, a
+    /// receiver's matched ones where the sender's records came), and the seeds.
+    keys_seeded: Vec<u64>,
+    seeds: PadSeeds,
 }
 
 impl LaneResult {
@@ -624,7 +758,9 @@ impl LaneResult {
 
     /// The memory what it learned holds.
     fn memory(&self) -> u64 {
-        (8 * self.matched.capacity() + 4 * self.rows.capacity() + self.records.capacity()) as u64
+        let learned = 8 * self.matched.capacity() + 4 * self.rows.capacity();
+        let seeded = 8 * self.keys_seeded.capacity() as u64 + self.seeds.memory();
+        (learned + self.records.capacity()) as u64 + seeded
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -641,7 +777,9 @@ impl LaneResult {
             .rows
             .iter()
             .fold(w.u64(self.width as u64), |w, &n| w.u32(n));
-        w.bytes(&self.records).0
+        let w = w.bytes(&self.records).u64(self.keys_seeded.len() as u64);
+        let w = self.keys_seeded.iter().fold(w, |w, &k| w.u64(k));
+        w.bytes(&self.seeds.to_bytes()).0
     }
 
     /// A result [`encode`](Self::encode) made, each length checked against the bytes.
@@ -672,6 +810,13 @@ impl LaneResult {
                 .ok_or_else(too_long)?;
             out.records = r.bytes(records)?.to_vec();
         }
+        let seeded = r.u64()?;
+        if seeded > bytes.len() as u64 / 40 {
+            return Err(too_long());
+        }
+        out.keys_seeded = (0..seeded).map(|_| r.u64()).collect::<Result<_>>()?;
+        let seeds = r.bytes(seeded as usize * 32)?;
+        out.seeds = PadSeeds::from_bytes(seeds).ok_or_else(too_long)?;
         r.finish()?;
         Ok(out)
     }
@@ -773,6 +918,7 @@ mod tests {
         asks: Vec<String>,
         lanes: usize,
         tamper: bool,
+        both: bool,
     }
 
     /// One party: its coordinator, and each lane's worker in a thread of its own.
@@ -780,8 +926,16 @@ mod tests {
         let link = link(side.protocol, peer);
         let input = input(&side.keys, side.reveals.as_deref())?;
         let (role, lanes) = (side.role, side.lanes);
-        let mut coord =
-            Coordinator::open(&link, role, false, input, side.asks, lanes, None, |_| {})?;
+        let mut coord = Coordinator::open(
+            &link,
+            role,
+            side.both,
+            input,
+            side.asks,
+            lanes,
+            None,
+            |_| {},
+        )?;
         let ends: Vec<LaneEnd> = if coord.listens() {
             let listeners: Vec<TcpListener> = (0..coord.lanes())
                 .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
@@ -853,6 +1007,7 @@ mod tests {
             asks: Vec::new(),
             lanes,
             tamper,
+            both: false,
         };
         let ours: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
         let theirs: Vec<String> = (0..5000).step_by(3).map(|i| format!("k{i}")).collect();
@@ -882,37 +1037,67 @@ mod tests {
     }
 
     /// The sender's revealed column reaches the receiver's matched positions, each with
-    /// its own key's value, whatever lane ran its bucket; a key given twice with its
-    /// column is refused before the peer is reached, as are columns asked of a protocol
-    /// that cannot carry them.
+    /// its own key's value, whatever lane ran its bucket — a key given three times, all
+    /// three rows' in order; columns asked of a protocol that cannot carry them are
+    /// refused before the peer is reached.
     #[test]
     fn lanes_carry_the_peers_columns() {
         let (mut ours, mut theirs) = sides((2, 3), false);
         (ours.protocol, theirs.protocol) = ("rr22", "rr22");
         ours.asks = vec!["v".into()];
-        let values = theirs
-            .keys
-            .iter()
+        // Every fifth of the sender's keys twice more, each row its own value: the later
+        // rows go after every lane ran.
+        let mut values: Vec<String> = (theirs.keys.iter())
             .map(|k| format!("value of {k}"))
             .collect();
+        let again: Vec<String> = (0..5000).step_by(15).map(|i| format!("k{i}")).collect();
+        for round in 1..3 {
+            values.extend(again.iter().map(|k| format!("row {round} of {k}")));
+            theirs.keys.extend(again.iter().cloned());
+        }
         theirs.reveals = Some(values);
         let [r, s] = run(ours, theirs);
         let got = r.unwrap().1.unwrap();
         let expected: Vec<(usize, Vec<Vec<u8>>)> = (0..3000)
             .step_by(3)
-            .map(|p| (p, vec![format!("value of k{p}").into_bytes()]))
+            .flat_map(|p| {
+                let rows = if p % 15 == 0 { 0..3 } else { 0..1 };
+                rows.map(move |r| match r {
+                    0 => (p, vec![format!("value of k{p}").into_bytes()]),
+                    r => (p, vec![format!("row {r} of k{p}").into_bytes()]),
+                })
+            })
             .collect();
         assert_eq!(got.joined, expected);
         assert_eq!(s.unwrap().1, None, "the sender learns nothing");
 
-        let link = link("rr22", PeerAddr::Connect("127.0.0.1:1".into()));
-        let twice = ["a".to_string(), "a".into()];
-        let values = ["x".to_string(), "y".into()];
-        let input = input(&twice, Some(&values)).unwrap();
-        let e = Coordinator::open(&link, Role::Sender, false, input, vec![], 2, None, |_| {});
-        assert!(e.err().unwrap().to_string().contains("several rows"));
+        // With `both`, the receiver's repeated keys' rows reach the sender in their
+        // buckets: the receiver's k0, k3, … (every 30th twice), matched by the sender's
+        // positions 0, 1, ….
+        let (mut ours, mut theirs) = sides((3, 2), false);
+        (ours.protocol, theirs.protocol) = ("rr22", "rr22");
+        (ours.both, theirs.both) = (true, true);
+        theirs.asks = vec!["v".into()];
+        let mut values: Vec<String> = ours.keys.iter().map(|k| format!("id {k}")).collect();
+        let again: Vec<String> = (0..3000).step_by(30).map(|i| format!("k{i}")).collect();
+        values.extend(again.iter().map(|k| format!("again {k}")));
+        ours.keys.extend(again);
+        ours.reveals = Some(values);
+        let [r, s] = run(ours, theirs);
+        assert!(r.unwrap().1.is_some());
+        let got = s.unwrap().1.unwrap();
+        let expected: Vec<(usize, Vec<Vec<u8>>)> = (0..1000)
+            .flat_map(|j| {
+                let k = 3 * j;
+                let first = (j, vec![format!("id k{k}").into_bytes()]);
+                let again = (k % 30 == 0).then(|| (j, vec![format!("again k{k}").into_bytes()]));
+                std::iter::once(first).chain(again)
+            })
+            .collect();
+        assert_eq!(got.joined, expected);
+
         let link = self::link("kkrt16", PeerAddr::Connect("127.0.0.1:1".into()));
-        let input = self::input(&values, None).unwrap();
+        let input = self::input(&["x".to_string(), "y".into()], None).unwrap();
         let asks = vec!["v".to_string()];
         let e = Coordinator::open(&link, Role::Receiver, false, input, asks, 2, None, |_| {});
         assert!(e.err().unwrap().to_string().contains("cannot carry"));

@@ -50,6 +50,27 @@ impl PadSeeds {
         self.v.push(other.v[i]);
     }
 
+    /// The seeds as bytes (32 an item), to hand to another process of the same party
+    /// (a run's lanes to its coordinator): they are as secret as the OPRF values.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        (self.x.iter().zip(&self.v))
+            .flat_map(|(x, v)| [x.to_le_bytes(), v.to_le_bytes()])
+            .flatten()
+            .collect()
+    }
+
+    /// Seeds [`PadSeeds::to_bytes`] made; `None` for a length not of whole seeds.
+    pub fn from_bytes(bytes: &[u8]) -> Option<PadSeeds> {
+        if !bytes.len().is_multiple_of(32) {
+            return None;
+        }
+        let block = |b: &[u8]| Block::from_le_bytes(b.try_into().expect("16 bytes"));
+        let (x, v) = (bytes.chunks_exact(32))
+            .map(|s| (block(&s[..16]), block(&s[16..])))
+            .unzip();
+        Some(PadSeeds { x, v })
+    }
+
     /// The memory the seeds hold, in bytes.
     pub fn memory(&self) -> u64 {
         16 * (self.x.capacity() + self.v.capacity()) as u64
