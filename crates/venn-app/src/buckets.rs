@@ -223,6 +223,18 @@ impl Grouped {
         out
     }
 
+    /// The places in `group` of the keys that have later rows.
+    pub(crate) fn repeated_in(&self, group: &[u32]) -> Vec<u32> {
+        if self.later.is_empty() {
+            return Vec::new();
+        }
+        let has = |k: u32| self.starts[k as usize + 1] > self.starts[k as usize];
+        (group.iter().enumerate())
+            .filter(|&(_, &k)| has(k))
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+
     /// The memory the groups and the later rows' index hold, in bytes.
     pub(crate) fn memory(&self) -> u64 {
         groups_memory(&self.groups) + 4 * (self.starts.capacity() + self.later.capacity()) as u64
@@ -876,6 +888,14 @@ impl Matches {
     }
 }
 
+/// How many of the peer's repeated rows an output holds: its records past one an entry.
+pub(crate) fn repeated_rows(output: &Output) -> u64 {
+    BucketRecords::of(output).map_or(0, |got| {
+        let rows: u64 = got.rows.iter().map(|&n| n as u64).sum();
+        rows.saturating_sub(got.indices.len() as u64)
+    })
+}
+
 /// The sender's later rows of its keys with several rows, bucket by bucket, to go after
 /// the last bucket ([`venn::later_rows::send`]): the pad seeds of the keys that have
 /// them, and the rows (`of` indexing the seeds).
@@ -941,12 +961,11 @@ pub fn run_buckets(
     let mut total: Option<Report> = None;
     let mut distinct = 0u64;
     // Each bucket's session accepts from the peer no more than its padded share; repeated
-    // rows it sends in one (the receiver's, with --both) no more than its rows in all.
-    let opts = RunOptions {
+    // rows it sends (the receiver's, with --both) no more than its rows in all, less
+    // those of the buckets before.
+    let mut repeats_left = opts.max_peer_items.min(agreed.peer.rows);
+    let mut opts = RunOptions {
         max_peer_items: opts.max_peer_items.min(padded_size(agreed.peer.rows, log2)),
-        in_buckets: (log2 > 0).then(|| InBuckets {
-            peer_rows: opts.max_peer_items.min(agreed.peer.rows),
-        }),
         ..*opts
     };
     // Keys read whole, grouped by bucket once.
@@ -975,7 +994,11 @@ pub fn run_buckets(
         };
         let marked = 8 * (marks.capacity() + starts.capacity()) as u64;
         let held = outside + matches.memory() + sending.memory() + marked;
+        opts.in_buckets = (log2 > 0).then_some(InBuckets {
+            peer_rows: repeats_left,
+        });
         let mut report = run_nth(&mut *chan, agreed, c, keys, held, &opts)?;
+        repeats_left = repeats_left.saturating_sub(repeated_rows(&report.output));
         let seeds = report.pad_seeds.take();
         sending.keep(repeats, seeds.as_ref())?;
         if let Some(ix) = report.output.indices() {

@@ -231,10 +231,9 @@ impl Coordinator {
         // input and lengths (u32 each: an input has fewer than 2^32 keys, each shorter),
         // then the keys' bytes, then their records if they carry any (each of the width
         // the options give) — laid out to be read back in bulk — and then their later
-        // rows ([`Coordinator::later_rows`]).
+        // rows (a receiver's) or which of them have later rows (a sender's).
         let keys = self.input.keys();
         let records = keys.records();
-
         let blobs: Vec<usize> = mine()
             .map(|(_, group)| group.iter().map(|&k| keys.get(k as usize).len()).sum())
             .collect();
@@ -259,18 +258,16 @@ impl Coordinator {
                 // A receiver's later rows go in their buckets; a sender's stay here, for
                 // the one stream after every lane ran, and its lanes are told only which
                 // keys have them, to keep their pad seeds.
-                let later = self.grouped.repeats_of(keys, group);
-                let mut positions = later.of;
-                if self.role == Role::Sender {
-                    positions.dedup();
-                }
-                w = w.u64(positions.len() as u64);
-                positions
-                    .iter()
-                    .for_each(|p| w.0.extend_from_slice(&p.to_le_bytes()));
-                if self.role == Role::Receiver {
-                    w.0.extend_from_slice(&later.records);
-                }
+                let later = match self.role {
+                    Role::Receiver => self.grouped.repeats_of(keys, group),
+                    Role::Sender => Repeats {
+                        of: self.grouped.repeated_in(group),
+                        records: Vec::new(),
+                    },
+                };
+                w = w.u64(later.of.len() as u64);
+                (later.of.iter()).for_each(|p| w.0.extend_from_slice(&p.to_le_bytes()));
+                w.0.extend_from_slice(&later.records);
             }
         }
         w.0
@@ -444,6 +441,20 @@ impl Coordinator {
         if repeated || matched.last().is_some_and(|&(key, ..)| key >= keys) {
             return Err(Error::Usage(
                 "the lanes' results name a key twice, or one past the input".into(),
+            ));
+        }
+        // The peer's repeated rows the lanes got in their buckets (each lane bounded them
+        // by the peer's rows alone): no more than the peer's rows in all.
+        let repeated: u64 = (matched.iter())
+            .map(|&(_, n, _)| n.saturating_sub(1) as u64)
+            .sum();
+        if repeated > self.agreed.peer.rows {
+            return Err(Error::protocol(
+                format!(
+                    "at most {} repeated rows of the peer's",
+                    self.agreed.peer.rows
+                ),
+                format!("{repeated} over the lanes"),
             ));
         }
         let indices = matched.iter().map(|&(key, ..)| key).collect();
@@ -622,7 +633,7 @@ impl LaneJob {
     /// worker of lane `lane`); returns the lane's result as bytes.
     pub fn run(self, lane: usize, chan: &mut dyn Channel) -> Result<Vec<u8>> {
         let threads = threads::bounded(self.threads)?;
-        let opts = RunOptions {
+        let mut opts = RunOptions {
             protocol: self.protocol,
             role: self.role,
             both: self.both,
@@ -664,6 +675,11 @@ impl LaneJob {
             };
             let mut report =
                 run_bucket(chan, &self.binding, bucket.c, items, self.pad, held, &opts)?;
+            // What is left of the peer's repeated rows for the lane's later buckets.
+            let sent = buckets::repeated_rows(&report.output);
+            if let Some(b) = &mut opts.in_buckets {
+                b.peer_rows = b.peer_rows.saturating_sub(sent);
+            }
             result.buckets += 1;
             result.seconds += (report.offline() + report.online()).as_secs_f64();
             let seeds = report.pad_seeds.take();

@@ -500,7 +500,7 @@ fn aligned_outputs_line_up_row_for_row() {
         "we align our output as --align inner and the peer as --align none",
     );
     assert_clean_failure(&so, "--align none and the peer as --align inner");
-    let repeated = write(dir.path(), "rep.csv", "email\na\na\n");
+    let repeated = write(dir.path(), "rep.csv", "email,id\na,1\na,2\n");
     let repeated = [
         "--input",
         repeated.to_str().unwrap(),
@@ -518,6 +518,15 @@ fn aligned_outputs_line_up_row_for_row() {
         (repeated.to_vec(), "repeats keys in 1 rows"),
         (
             [&repeated[..], buckets].concat(),
+            "--align lines up one row a key, and",
+        ),
+        (
+            [
+                &repeated[..],
+                buckets,
+                &["--column", "email", "--reveal-columns", "id"],
+            ]
+            .concat(),
             "--align lines up one row a key, and",
         ),
     ] {

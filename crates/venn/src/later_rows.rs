@@ -23,7 +23,7 @@
 
 use crate::net::Channel;
 use crate::oprf::payloads::{self, PadKey};
-use crate::Result;
+use crate::{Error, Result, MAX_ITEMS};
 
 pub use crate::framework::{InBuckets, PadSeeds};
 pub use crate::oprf::payloads::Repeated;
@@ -31,7 +31,9 @@ pub use crate::oprf::payloads::Repeated;
 /// The sender's side: the later rows of the items whose pad `seeds` it kept over the
 /// buckets — `of[e]`, the seed row `e` belongs to, and its record (`width` bytes each,
 /// in `records`), each item's in the order its rows came — to a receiver that brought
-/// `receiver_rows` rows to the run (which sizes the tags: [`receive`]).
+/// `receiver_rows` rows to the run (which sizes the tags: [`receive`]). Returns once the
+/// receiver said it read them all (the buckets' sessions confirmed theirs), so that both
+/// parties end the run alike.
 pub fn send(
     chan: &mut dyn Channel,
     seeds: &PadSeeds,
@@ -39,25 +41,26 @@ pub fn send(
     width: usize,
     receiver_rows: u64,
 ) -> Result<()> {
+    if of.len() as u64 > MAX_ITEMS {
+        return Err(Error::Usage(format!(
+            "{} later rows of repeated keys, more than the {MAX_ITEMS} a run carries",
+            of.len()
+        )));
+    }
     let mut prg = crate::crypto::Prg::from_entropy();
     let items = (&seeds.x[..], &seeds.v[..]);
     let key = PadKey::FOLDED;
-    payloads::send_repeats(
-        chan,
-        key,
-        &mut prg,
-        items,
-        (of, records),
-        width,
-        receiver_rows,
-    )
+    let rows = (of, records);
+    payloads::send_repeats(chan, key, &mut prg, items, rows, width, receiver_rows)?;
+    chan.recv_exact(0, "the receiver's word that it read the later rows")?;
+    Ok(())
 }
 
 /// The receiver's side: the later rows of the matched items whose pad `seeds` it kept
 /// over the buckets, in their order, each item's in the sender's row order. The sender's
 /// number of later rows is refused past `most` (its rows over the run) before anything
 /// is allocated for them; `receiver_rows`, the rows it brought to the run, sizes the tags
-/// as the sender does.
+/// as the sender does. The sender is told once all are read.
 pub fn receive(
     chan: &mut dyn Channel,
     seeds: &PadSeeds,
@@ -67,8 +70,10 @@ pub fn receive(
 ) -> Result<Repeated> {
     let matches: Vec<(u32, u32)> = (0..seeds.len() as u32).map(|k| (k, 0)).collect();
     let items = (&seeds.x[..], &seeds.v[..]);
-    let key = PadKey::FOLDED;
-    payloads::receive_repeats(chan, key, most, receiver_rows, width, &matches, items)
+    let (key, most) = (PadKey::FOLDED, most.min(MAX_ITEMS));
+    let got = payloads::receive_repeats(chan, key, most, receiver_rows, width, &matches, items)?;
+    chan.send(&[])?;
+    Ok(got)
 }
 
 #[cfg(test)]
@@ -126,8 +131,10 @@ mod tests {
         expected.push(Vec::new());
         let (mut a, mut b) = mem_pair(Duration::from_secs(10));
         let receiver_rows = kept.len() as u64;
-        send(&mut a, &sent, (&of, &records), width, receiver_rows).unwrap();
-        let got = receive(&mut b, &kept, of.len() as u64, receiver_rows, width).unwrap();
+        let got = std::thread::scope(|scope| {
+            scope.spawn(|| send(&mut a, &sent, (&of, &records), width, receiver_rows).unwrap());
+            receive(&mut b, &kept, of.len() as u64, receiver_rows, width).unwrap()
+        });
         let mut later = got.records.chunks(width);
         for (k, rows) in expected.iter().enumerate() {
             assert_eq!(got.counts[k] as usize, rows.len(), "match {k}");

@@ -236,3 +236,47 @@ fn only_an_rr22_m_sender_takes_an_upload_deadline() {
         }
     }
 }
+
+/// In a bucket of a run in buckets a sender sends each item's first record only (its
+/// later rows go after the last bucket, where each bucket's count of them cannot tell the
+/// receiver how they fall into the buckets): one that sends later rows in the bucket's
+/// session is refused by the receiver, before any is read, and a sender told it is in
+/// a bucket refuses to carry them there.
+#[test]
+fn later_rows_inside_a_bucket_are_refused() {
+    use venn::later_rows::InBuckets;
+    for name in ["rr22", "rr22-m"] {
+        let p = find(name).unwrap();
+        let (s, r) = sets(64, 64, 32, 5);
+        let width = 8;
+        let s = s.with_records(vec![7; 64 * width], width).unwrap();
+        let s = s
+            .with_repeated_records(vec![0, 3], vec![9; 2 * width])
+            .unwrap();
+        let chosen = venn::protocols::Options {
+            payload: Some(width as u32),
+            ..test_options(p)
+        };
+        let in_buckets = Some(InBuckets { peer_rows: 1000 });
+        for sender_in_buckets in [None, in_buckets] {
+            let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+            let opts = |role, in_buckets| RunOptions {
+                options: chosen,
+                in_buckets,
+                ..options(p, role, false)
+            };
+            let (sr, rr) = std::thread::scope(|scope| {
+                let sender =
+                    scope.spawn(|| venn::run(&mut a, &s, &opts(Role::Sender, sender_in_buckets)));
+                let receiver = venn::run(&mut b, &r, &opts(Role::Receiver, in_buckets));
+                (sender.join().unwrap(), receiver)
+            });
+            let why = match sender_in_buckets {
+                None => rr.err().map(|e| e.to_string()),
+                Some(_) => sr.err().map(|e| e.to_string()),
+            };
+            let why = why.unwrap_or_else(|| panic!("{name}: later rows in a bucket ran"));
+            assert!(why.contains("repeated rows"), "{name}: {why}");
+        }
+    }
+}

@@ -326,9 +326,7 @@ pub(super) fn read(
                 ));
             }
             let split = split(args, checked, bucket_rows, segment_bytes, spinner, started)?;
-            // Revealed columns have had the split refuse repeated keys already.
-            let checked = split.layout.is_some();
-            if args.align != Align::None && !checked && split.repeats_keys()? {
+            if args.align != Align::None && split.repeats_keys()? {
                 return Err(Error::Usage(format!(
                     "--align lines up one row a key, and '{}' repeats keys",
                     args.input.display()

@@ -98,21 +98,23 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// The context of a bucket of a run in buckets, if `in_buckets` says so: the peer's
-    /// repeated rows in the bucket are bounded by its rows over the whole run (beside its
-    /// items in the bucket, padding included).
+    /// The context of a bucket of a run in buckets, if `in_buckets` says so: a sender
+    /// accepts the receiver's repeated rows in the bucket up to what is left of the run's
+    /// ([`InBuckets::peer_rows`]) beside its items in the bucket, padding included; a
+    /// receiver none (the sender's go after the last bucket).
     pub fn with_buckets(self, in_buckets: Option<InBuckets>) -> Self {
-        let peer = match self.session.role {
-            crate::session::Role::Sender => self.session.n_receiver,
-            crate::session::Role::Receiver => self.session.n_sender,
+        use crate::session::Role;
+        let Some(b) = in_buckets else {
+            return self;
         };
-        match in_buckets {
-            None => self,
-            Some(b) => Context {
-                in_buckets: true,
-                max_peer_rows: b.peer_rows.saturating_add(peer),
-                ..self
-            },
+        let max_peer_rows = match self.session.role {
+            Role::Sender => b.peer_rows.saturating_add(self.session.n_receiver),
+            Role::Receiver => self.session.n_sender,
+        };
+        Context {
+            in_buckets: true,
+            max_peer_rows,
+            ..self
         }
     }
 

@@ -10,9 +10,10 @@ use crate::crypto::Block;
 /// items carry none of their own (they would tell the peer how many hash into the bucket).
 #[derive(Clone, Copy, Debug)]
 pub struct InBuckets {
-    /// The peer's rows over the whole run: what bounds the repeated rows it sends in a
-    /// bucket (the receiver's own, revealed to the sender with `--both`, go bucket by
-    /// bucket: their number is of matched items, whose rows the sender gets anyway).
+    /// The peer's rows over the whole run less the repeated rows it sent in earlier
+    /// buckets: what bounds the repeated rows it sends in this one (the receiver's own,
+    /// revealed to the sender with `--both`, go bucket by bucket: their number is of
+    /// matched items, whose rows the sender gets anyway).
     pub peer_rows: u64,
 }
 

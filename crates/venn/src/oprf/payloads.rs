@@ -402,7 +402,8 @@ pub(crate) fn receive_repeats(
                 (row_block(x[e], rank), v[e])
             })
             .collect();
-        let hits: Vec<Option<u32>> = tags(key, &rows).par_iter().map(find).collect();
+        let row_tags = tags(key, &rows);
+        let hits: Vec<Option<u32>> = row_tags.par_iter().with_min_len(1024).map(find).collect();
         pending = (pending.iter().zip(hits))
             .filter_map(|(&k, hit)| {
                 let p = hit?;

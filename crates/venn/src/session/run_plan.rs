@@ -24,8 +24,9 @@ use crate::{Error, Result};
 const MAGIC: &[u8; 8] = b"VENN/PSI";
 /// Where a session hello has its wire version, a plan has this mark (0xFFFE before plans
 /// carried the key form, 0xFFFD before they carried the columns, 0xFFFC before the key
-/// form said whether any one column matches).
-const PLAN_MARK: u16 = 0xFFFB;
+/// form said whether any one column matches, 0xFFFB before a bucketed run's later rows
+/// went after its last bucket).
+const PLAN_MARK: u16 = 0xFFFA;
 /// The most columns a party may reveal, or ask for.
 pub const MAX_COLUMNS: usize = 64;
 /// The most bytes of a column's name.
