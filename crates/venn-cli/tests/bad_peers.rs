@@ -18,7 +18,7 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 /// party sends before its session hello.
 fn plan(rows: u64) -> Vec<u8> {
     let mut p = b"VENN/PSI".to_vec();
-    p.extend_from_slice(&0xFFFBu16.to_le_bytes());
+    p.extend_from_slice(&0xFFFAu16.to_le_bytes());
     p.extend_from_slice(&rows.to_le_bytes());
     p.extend_from_slice(&[0, 0, 0]); // one bucket; no trim, no lowercase
     p.extend_from_slice(&1u16.to_le_bytes());

@@ -768,6 +768,33 @@ fn records_match_on_any_identifier() {
     );
 }
 
+/// Both parties' outputs of a run with `--both` (the receiver's at `out`, the sender's at
+/// `sent`).
+fn both_outputs(receiver: &[&str], sender: &[&str], (out, sent): (&str, &str)) -> (String, String) {
+    let (so, ro) = run_pair(receiver, sender);
+    assert_success(&[&so, &ro]);
+    let read = |p: &str| std::fs::read_to_string(p).unwrap();
+    (read(out), read(sent))
+}
+
+/// With `split` added to either party's arguments or both, the outputs are `whole`.
+fn split_gives_the_same(
+    receiver: &[&str],
+    sender: &[&str],
+    split: &[&str],
+    whole: &(String, String),
+    files: (&str, &str),
+) {
+    let (receiver_split, sender_split) = ([receiver, split].concat(), [sender, split].concat());
+    for (r, s) in [
+        (&receiver_split[..], sender),
+        (receiver, &sender_split[..]),
+        (&receiver_split[..], &sender_split[..]),
+    ] {
+        assert_eq!(&both_outputs(r, s, files), whole, "{r:?} {s:?}");
+    }
+}
+
 /// Generated files with many repeated keys on both sides (a third of each side's keys
 /// shared, up to four rows a key): bucket by bucket, either side split or both, `inner`
 /// and `left`, each party's output is the one the same run gives without buckets.
@@ -830,25 +857,9 @@ fn repeated_keys_columns_in_buckets_match_one_run() {
             "--reveal-columns",
             "segment,score",
         ];
-        let both = |receiver: &[&str], sender: &[&str]| {
-            let (so, ro) = run_pair(receiver, sender);
-            assert_success(&[&so, &ro]);
-            let read = |p: &str| std::fs::read_to_string(p).unwrap();
-            (read(out), read(sent))
-        };
-        let whole = both(&receiver, &sender);
+        let whole = both_outputs(&receiver, &sender, (out, sent));
         assert!(whole.0.lines().count() > 100, "{}", whole.0);
-        let (receiver_split, sender_split) = (
-            [&receiver[..], &split].concat(),
-            [&sender[..], &split].concat(),
-        );
-        for (r, s) in [
-            (&receiver_split[..], &sender[..]),
-            (&receiver[..], &sender_split[..]),
-            (&receiver_split[..], &sender_split[..]),
-        ] {
-            assert_eq!(both(r, s), whole, "{join}: {r:?} {s:?}");
-        }
+        split_gives_the_same(&receiver, &sender, &split, &whole, (out, sent));
     }
 }
 
@@ -936,13 +947,7 @@ fn columns_go_bucket_by_bucket() {
         "--reveal-columns",
         "segment",
     ];
-    let both = |receiver: &[&str], sender: &[&str]| {
-        let (so, ro) = run_pair(receiver, sender);
-        assert_success(&[&so, &ro]);
-        let read = |p: &str| std::fs::read_to_string(p).unwrap();
-        (read(out), read(sent))
-    };
-    let whole = both(&receiver, &sender);
+    let whole = both_outputs(&receiver, &sender, (out, sent));
     assert_eq!(
         whole.1,
         "email,segment,score,secret,id\n\
@@ -952,15 +957,5 @@ fn columns_go_bucket_by_bucket() {
          cy@x.org,ünïcode,12,s3,6\n\
          ada@x.org,other,99,s4,2\n"
     );
-    let (receiver_split, sender_split) = (
-        [&receiver[..], &split].concat(),
-        [&sender[..], &split].concat(),
-    );
-    for (r, s) in [
-        (&receiver_split[..], &sender[..]),
-        (&receiver[..], &sender_split[..]),
-        (&receiver_split[..], &sender_split[..]),
-    ] {
-        assert_eq!(both(r, s), whole, "{r:?} {s:?}");
-    }
+    split_gives_the_same(&receiver, &sender, &split, &whole, (out, sent));
 }
