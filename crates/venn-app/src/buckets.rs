@@ -46,6 +46,7 @@ use venn::net::{Channel, Rebound};
 use venn::protocols::{Output, Phase, Protocol};
 use venn::session::run_plan::{Agreed, Columns, MAX_LOG2_BUCKETS};
 use venn::session::Role;
+use venn::util::groups::Groups;
 use venn::{Error, Items, Report, Result, RunOptions};
 
 /// The most bytes of input read and parsed at a time when splitting a file.
@@ -173,32 +174,18 @@ impl Source<'_> {
 #[derive(Default)]
 pub(crate) struct Grouped {
     pub(crate) groups: Vec<Vec<u32>>,
-    /// Key k's later rows are the input's repeated records
-    /// `later[starts[k]..starts[k + 1]]` ([`Items::repeated_records`]), in row order.
-    starts: Vec<u32>,
-    later: Vec<u32>,
+    /// Key k's later rows: the input's repeated records `later.of(k)`
+    /// ([`Items::repeated_records`]), in row order.
+    later: Option<Groups>,
 }
 
 impl Grouped {
     /// `keys` (read whole) grouped into `2^log2` buckets.
     pub(crate) fn new(keys: &Items, log2: u8) -> Self {
         let (of, _) = keys.repeated_records();
-        let (mut starts, mut later) = (Vec::new(), Vec::new());
-        if !of.is_empty() {
-            starts = vec![0u32; keys.len() + 1];
-            of.iter().for_each(|&k| starts[k as usize + 1] += 1);
-            (1..starts.len()).for_each(|k| starts[k] += starts[k - 1]);
-            let mut next = starts.clone();
-            later = vec![0u32; of.len()];
-            for (r, &k) in of.iter().enumerate() {
-                later[next[k as usize] as usize] = r as u32;
-                next[k as usize] += 1;
-            }
-        }
         Grouped {
             groups: group_keys(keys, log2),
-            starts,
-            later,
+            later: (!of.is_empty()).then(|| Groups::new(of, keys.len())),
         }
     }
 
@@ -206,14 +193,12 @@ impl Grouped {
     /// group.
     pub(crate) fn repeats_of(&self, keys: &Items, group: &[u32]) -> Repeats {
         let mut out = Repeats::default();
-        if self.later.is_empty() {
+        let (Some(later), Some((_, width))) = (&self.later, keys.records()) else {
             return out;
-        }
-        let (_, width) = keys.records().expect("repeated rows carry records");
+        };
         let (_, records) = keys.repeated_records();
         for (i, &k) in group.iter().enumerate() {
-            let k = k as usize;
-            for &r in &self.later[self.starts[k] as usize..self.starts[k + 1] as usize] {
+            for &r in later.of(k as usize) {
                 out.of.push(i as u32);
                 let r = r as usize;
                 out.records
@@ -225,19 +210,18 @@ impl Grouped {
 
     /// The places in `group` of the keys that have later rows.
     pub(crate) fn repeated_in(&self, group: &[u32]) -> Vec<u32> {
-        if self.later.is_empty() {
+        let Some(later) = &self.later else {
             return Vec::new();
-        }
-        let has = |k: u32| self.starts[k as usize + 1] > self.starts[k as usize];
+        };
         (group.iter().enumerate())
-            .filter(|&(_, &k)| has(k))
+            .filter(|&(_, &k)| !later.of(k as usize).is_empty())
             .map(|(i, _)| i as u32)
             .collect()
     }
 
     /// The memory the groups and the later rows' index hold, in bytes.
     pub(crate) fn memory(&self) -> u64 {
-        groups_memory(&self.groups) + 4 * (self.starts.capacity() + self.later.capacity()) as u64
+        groups_memory(&self.groups) + self.later.as_ref().map_or(0, Groups::memory)
     }
 }
 
@@ -1173,19 +1157,9 @@ pub struct Repeats {
 /// sort, in record order) and the first row's record, the later rows' set aside.
 fn dedup(mut keys: Items, rows: &[u64], records: Option<(Vec<u8>, usize)>) -> Bucket {
     let index = keys.deduplicate();
-    let mut starts = vec![0; keys.len() + 1];
-    for &k in &index {
-        starts[k as usize + 1] += 1;
-    }
-    for k in 0..keys.len() {
-        starts[k + 1] += starts[k];
-    }
-    let mut next = starts.clone();
-    let mut marks = vec![0; rows.len()];
-    for (&k, &row) in index.iter().zip(rows) {
-        marks[next[k as usize]] = row;
-        next[k as usize] += 1;
-    }
+    let by_key = Groups::new(&index, keys.len());
+    let marks = (by_key.order().iter()).map(|&j| rows[j as usize]).collect();
+    let starts = (by_key.starts().iter()).map(|&s| s as usize).collect();
     let mut repeats = Repeats::default();
     let records = records.map(|(all, width)| {
         if keys.len() == rows.len() {

@@ -298,7 +298,7 @@ pub fn run_keys(
         &mut opts,
     )?;
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
-    stages::take_records(&agreed, role, &mut opts)?;
+    stages::take_records(&agreed, role, &mut opts);
     let peer = peer_layout(&agreed)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
     deliver_keys(input, &output, peer.as_ref(), sink)?;

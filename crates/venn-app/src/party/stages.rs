@@ -493,7 +493,7 @@ pub(super) fn connect(
         on_bound,
         spinner,
     )?;
-    take_records(&agreed, checked.role, opts)?;
+    take_records(&agreed, checked.role, opts);
     Ok(Connected {
         chan,
         agreed,
@@ -534,14 +534,13 @@ pub(super) fn whole_plan(
 /// records — their number, its keys' and its repeated rows', bounded by the rows it
 /// announced — are counted beside the input against --max-memory (tags and records, at
 /// most one of each a row).
-pub(super) fn take_records(agreed: &Agreed, role: Role, opts: &mut RunOptions) -> Result<()> {
+pub(super) fn take_records(agreed: &Agreed, role: Role, opts: &mut RunOptions) {
     (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(role);
     if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
         opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
         let most = agreed.peer.rows.saturating_mul(width as u64 + 32);
         opts.input_memory = opts.input_memory.saturating_add(most);
     }
-    Ok(())
 }
 
 /// The columns the peer reveals (named as we asked), if it reveals any.

@@ -38,6 +38,7 @@
 use crate::crypto::{encrypt_under_keys, Block, Prg, RandomOracle};
 use crate::framework::{Output, PadSeeds};
 use crate::net::{Channel, Reader, Writer};
+use crate::util::groups::Groups;
 use crate::util::memory::{prefetch, prefetch_range};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -523,18 +524,9 @@ pub(crate) fn send_revealed(
             .collect();
         chan.send(&frame)?;
     }
-    // Each item's later rows: where they start in `order` (indices into `of`, by item).
-    let items = records.len() / width;
-    let mut starts = vec![0u32; items + 1];
-    of.iter().for_each(|&i| starts[i as usize + 1] += 1);
-    (1..=items).for_each(|i| starts[i] += starts[i - 1]);
-    let mut order = vec![0u32; of.len()];
-    let mut next = starts.clone();
-    for (r, &i) in of.iter().enumerate() {
-        order[next[i as usize] as usize] = r as u32;
-        next[i as usize] += 1;
-    }
-    let rows = |e: usize| &order[starts[e] as usize..starts[e + 1] as usize];
+    // Each item's later rows (indices into `of`).
+    let by_item = Groups::new(of, records.len() / width);
+    let rows = |e: usize| by_item.of(e);
     let total: u64 = entries.iter().map(|&e| rows(e).len() as u64).sum();
     chan.send(&Writer::new().u64(total).0)?;
     if total == 0 {
