@@ -20,6 +20,9 @@ use venn::{Error, Result};
 /// Rows read from each column at a time, and positions handed on in a batch.
 pub(super) const BATCH: usize = 1 << 13;
 
+/// DELTA_BYTE_ARRAY values counted a call ([`ParquetFile::value_bytes`]).
+const DELTA_VALUES: usize = 64;
+
 /// An open Parquet file: its footer read (schema, row groups), its pages read as asked.
 /// A clone reads the same open file.
 #[derive(Clone)]
@@ -159,11 +162,12 @@ impl ParquetFile {
     }
 
     /// What the text of `leaves`' byte arrays may take beyond [`Self::text_bytes`], for
-    /// each column chunk with no unencoded size recorded: with a dictionary, its rows
-    /// times the dictionary's longest value (the dictionary page is read for it); encoded
-    /// as DELTA_BYTE_ARRAY (each value a suffix of the one before, a shared prefix
-    /// stored as its length), its values' bytes, read and counted. With `text_bytes`, an
-    /// upper bound on the text however the writer encoded it. A file whose pages do not
+    /// each column chunk with no unencoded size recorded: encoded as DELTA_BYTE_ARRAY
+    /// (each value a suffix of the one before, a shared prefix stored as its length), its
+    /// values' bytes, read and counted; else, if its first page is a dictionary (whatever
+    /// the footer says of one), its rows times the dictionary's longest value. With
+    /// `text_bytes`, an upper bound on the text however the writer encoded it, as long as
+    /// the footer names DELTA_BYTE_ARRAY where the pages use it. A file whose pages do not
     /// read is refused.
     fn hidden_text(&self, leaves: &[(usize, TextForm)]) -> Result<u64> {
         let meta = self.reader.metadata();
@@ -178,21 +182,23 @@ impl ParquetFile {
                 if chunk.unencoded_byte_array_data_bytes().is_some() {
                     continue;
                 }
-                if chunk.dictionary_page_offset().is_some() {
-                    let longest = self.longest_in_dictionary(g, leaf)?;
-                    let rows = group.num_rows().max(0) as u64;
-                    total = total.saturating_add(rows.saturating_mul(longest));
-                }
-                if chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
-                    total = total.saturating_add(self.value_bytes(g, leaf)?);
-                }
+                let hidden = match chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
+                    true => self.value_bytes(g, leaf)?,
+                    false => {
+                        let longest = self.longest_in_dictionary(g, leaf)?.unwrap_or(0);
+                        longest.saturating_mul(group.num_rows().max(0) as u64)
+                    }
+                };
+                total = total.saturating_add(hidden);
             }
         }
         Ok(total)
     }
 
     /// The bytes of the values of row group `g`'s column chunk of `leaf` (a byte array
-    /// column), read.
+    /// column), read [`DELTA_VALUES`] at a time: the parquet crate makes each
+    /// DELTA_BYTE_ARRAY value whole, up to a page's bytes from a prefix length each, so
+    /// a call's values are bounded by that many pages, not by a batch of rows.
     fn value_bytes(&self, g: usize, leaf: usize) -> Result<u64> {
         use parquet::column::reader::ColumnReader;
         let (path, group) = (&self.path, self.row_group(g)?);
@@ -211,7 +217,7 @@ impl ParquetFile {
             values.clear();
             levels.clear();
             let levels = optional.then_some(&mut levels);
-            let (rows, _, _) = (reader.read_records(BATCH, levels, None, &mut values))
+            let (rows, _, _) = (reader.read_records(DELTA_VALUES, levels, None, &mut values))
                 .map_err(|e| malformed(path, e))?;
             if rows == 0 {
                 return Ok(total);
@@ -236,9 +242,9 @@ impl ParquetFile {
     }
 
     /// The longest value in the dictionary of row group `g`'s column chunk of `leaf` (a
-    /// byte array column): its dictionary page, read, holds each value after its 4-byte
-    /// length.
-    fn longest_in_dictionary(&self, g: usize, leaf: usize) -> Result<u64> {
+    /// byte array column), if its first page is a dictionary: read, it holds each value
+    /// after its 4-byte length.
+    fn longest_in_dictionary(&self, g: usize, leaf: usize) -> Result<Option<u64>> {
         use parquet::column::page::Page;
         let (path, group) = (&self.path, self.row_group(g)?);
         let mut pages = (group.get_column_page_reader(leaf)).map_err(|e| malformed(path, e))?;
@@ -246,10 +252,7 @@ impl ParquetFile {
             buf, num_values, ..
         }) = pages.get_next_page().map_err(|e| malformed(path, e))?
         else {
-            return Err(unreadable(
-                path,
-                "a column's dictionary page is missing".into(),
-            ));
+            return Ok(None);
         };
         let (mut at, mut longest) = (0usize, 0u64);
         for _ in 0..num_values {
@@ -260,7 +263,7 @@ impl ParquetFile {
             longest = longest.max(len as u64);
             at += 4 + len;
         }
-        Ok(longest)
+        Ok(Some(longest))
     }
 }
 
