@@ -17,7 +17,7 @@ use crate::input::memory::KeysInMemory;
 use crate::input::source::InputSource;
 use crate::output::Written;
 use crate::party::{
-    carries_columns, column_roles, deliver_keys, peer_layout, refuse_whole_outputs_in_buckets, Link,
+    check_key_columns, deliver_keys, peer_layout, refuse_whole_outputs_in_buckets, Link,
 };
 use crate::sink::OutputSink;
 use crate::threads;
@@ -116,10 +116,7 @@ impl Coordinator {
         protocol.check_values(role, input.keys().value_columns())?;
         let reveals = input.layout().map_or_else(Vec::new, |l| l.columns.clone());
         let asks = !peer_columns.is_empty();
-        if !reveals.is_empty() || asks {
-            carries_columns(protocol)?;
-            column_roles(role, both, !reveals.is_empty(), asks)?;
-        }
+        check_key_columns(protocol, (role, both), !reveals.is_empty(), asks)?;
         let mut options = link.spec.options;
         let width = Columns::record_width(&reveals);
         match role {

@@ -233,10 +233,9 @@ fn positions(rows: &dyn MatchedRows, asks: bool) -> venn::Result<Positions> {
             if matched.last() != Some(&position) {
                 matched.push(position);
             }
-            let values = values.iter().map(|v| v.to_vec()).collect();
-            peer_rows
-                .get_or_insert_with(Vec::new)
-                .push((position, values));
+            if let Some(rows) = &mut peer_rows {
+                rows.push((position, values.iter().map(|v| v.to_vec()).collect()));
+            }
             Ok(())
         }
         _ => Err(std::io::Error::other(

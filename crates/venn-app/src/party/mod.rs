@@ -6,7 +6,7 @@ mod reading;
 mod stages;
 mod summary;
 
-pub(crate) use stages::{carries_columns, column_roles, peer_layout};
+pub(crate) use stages::{check_key_columns, peer_layout};
 pub use summary::{precompute_summary, summary};
 
 use crate::columns::Layout;
@@ -273,30 +273,15 @@ pub fn run_keys(
     let protocol = link.protocol()?;
     let threads = threads::bounded(link.spec.threads)?;
     protocol.check_values(role, input.keys().value_columns())?;
-    let (reveals, asks) = (input.layout().is_some(), !peer_columns.is_empty());
-    if reveals || asks {
-        carries_columns(protocol)?;
-        column_roles(role, both, reveals, asks)?;
-    }
+    let asks = !peer_columns.is_empty();
+    check_key_columns(protocol, (role, both), input.layout().is_some(), asks)?;
     link.check_endpoint()?;
     let mut opts = RunOptions {
         input_memory: input.memory(),
         ..link.options(protocol, role, both, threads, progress, None)
     };
-    let output = protocol.info().role(role).output;
-    let checked = stages::Checked {
-        protocol,
-        role,
-        threads,
-        learns_rows: output == OutputKind::Indices || (role == Role::Sender && both),
-    };
-    let plan = stages::whole_plan(
-        input,
-        &checked,
-        peer_columns.to_vec(),
-        Align::None,
-        &mut opts,
-    )?;
+    let asks = peer_columns.to_vec();
+    let plan = stages::whole_plan(input, (protocol, role), asks, Align::None, &mut opts)?;
     let (mut chan, agreed) = stages::agree(link, protocol, role, plan, false, on_bound, None)?;
     stages::take_records(&agreed, role, &mut opts);
     let peer = peer_layout(&agreed)?;

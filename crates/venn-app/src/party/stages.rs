@@ -102,8 +102,24 @@ fn check_columns(args: &PartyArgs, protocol: &dyn Protocol, role: Role) -> Resul
     column_roles(role, args.both, reveals, asks)
 }
 
+/// Columns of keys given in memory that a party `reveals` or `asks` for go with a
+/// protocol that carries them, to and from parties that learn the intersection
+/// ([`carries_columns`], [`column_roles`]).
+pub(crate) fn check_key_columns(
+    protocol: &dyn Protocol,
+    (role, both): (Role, bool),
+    reveals: bool,
+    asks: bool,
+) -> Result<()> {
+    if reveals || asks {
+        carries_columns(protocol)?;
+        column_roles(role, both, reveals, asks)?;
+    }
+    Ok(())
+}
+
 /// Refuses columns (revealed or asked for) with a protocol that cannot carry them.
-pub(crate) fn carries_columns(protocol: &dyn Protocol) -> Result<()> {
+fn carries_columns(protocol: &dyn Protocol) -> Result<()> {
     match protocol.accepts().payload {
         true => Ok(()),
         false => Err(Error::Usage(format!(
@@ -116,7 +132,7 @@ pub(crate) fn carries_columns(protocol: &dyn Protocol) -> Result<()> {
 
 /// The columns a party `reveals` go to a party that learns the intersection, and those it
 /// `asks` for come to one: the receiver, or either party with `both`.
-pub(crate) fn column_roles(role: Role, both: bool, reveals: bool, asks: bool) -> Result<()> {
+fn column_roles(role: Role, both: bool, reveals: bool, asks: bool) -> Result<()> {
     match role {
         Role::Sender if asks && !both => Err(Error::Usage(
             "the sender learns nothing without --both (which both parties pass): drop \
@@ -462,7 +478,8 @@ pub(super) fn connect(
                 state.check_items(whole.keys().len()).map_err(refused)?;
             }
             let asks = args.peer_columns.clone();
-            whole_plan(&**whole, checked, asks, args.align, opts).map_err(refused)?
+            let parties = (checked.protocol, checked.role);
+            whole_plan(&**whole, parties, asks, args.align, opts).map_err(refused)?
         }
         Read::Split { split, bucket_rows } => {
             let reveals = split
@@ -507,19 +524,19 @@ pub(super) fn connect(
 /// checked.
 pub(super) fn whole_plan(
     whole: &dyn InputSource,
-    checked: &Checked,
+    (protocol, role): (&dyn Protocol, Role),
     asks: Vec<String>,
     align: Align,
     opts: &mut RunOptions,
 ) -> Result<Plan> {
     let reveals = whole.layout().map_or_else(Vec::new, |l| l.columns.clone());
     let width = Columns::record_width(&reveals);
-    match checked.role {
+    match role {
         Role::Sender => opts.options.payload = width,
         Role::Receiver => opts.options.receiver_payload = width,
     }
-    checked.protocol.check_items(opts.options, whole.keys())?;
-    opts.options.check_records(checked.role, whole.keys())?;
+    protocol.check_items(opts.options, whole.keys())?;
+    opts.options.check_records(role, whole.keys())?;
     let repeated = whole.keys().repeated_records().0.len() as u64;
     Ok(Plan {
         rows: whole.keys().len() as u64 + repeated,

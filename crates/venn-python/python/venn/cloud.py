@@ -203,7 +203,9 @@ class Client:
         from .frames import _missing
 
         values = _column(frame, column).tolist()
-        keys = [v if isinstance(v, (str, bytes)) or _missing(v) else str(v) for v in values]
+        keys = [
+            None if _missing(v) else v if isinstance(v, (str, bytes)) else str(v) for v in values
+        ]
         return frame.iloc[self.result(run, key_file, keys, **options)]
 
     def datasets(self) -> list[dict[str, Any]]:
