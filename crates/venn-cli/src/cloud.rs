@@ -10,8 +10,8 @@ use venn::net::tls::{api_server_config, CertifiedKey};
 use venn::protocols::Progress;
 use venn::{Error, Result};
 use venn_app::destination::check_output_path;
+use venn_app::input::read_input;
 use venn_app::input::source::Matching;
-use venn_app::input::{read_input, KeyOptions};
 use venn_app::party::PeerAddr;
 use venn_app::progress::Spinner;
 use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
@@ -583,22 +583,8 @@ fn check_connection_caps(s: &ServeCli) -> Result<()> {
     Ok(())
 }
 
-/// How a dataset's file gives its keys: refused with `--match-any`, whose records a
-/// Thunder run would match without saying on which identifier (`matched_on`).
-fn dataset_keys(keys: &Flags<ForKeys>) -> Result<KeyOptions> {
-    let opts = keys.settings.key_options()?;
-    match opts.match_any {
-        false => Ok(opts),
-        true => Err(Error::Usage(
-            "--match-any matches records between two parties (venn send, venn receive); a \
-             Thunder dataset takes one key a row (--column)"
-                .into(),
-        )),
-    }
-}
-
 fn upload(u: UploadCli) -> Result<()> {
-    let opts = dataset_keys(&u.keys)?;
+    let opts = u.keys.settings.key_options()?;
     let client = client(&u.client)?;
     if u.key_file.exists() {
         return Err(Error::Usage(format!(
@@ -698,7 +684,7 @@ fn pretoken(p: PretokenCli) -> Result<()> {
 }
 
 fn result(r: ResultCli) -> Result<()> {
-    let opts = dataset_keys(&r.keys)?;
+    let opts = r.keys.settings.key_options()?;
     let client = client(&r.client)?;
     let key = DatasetKey::load(&r.key_file)?;
     check_output_path(&r.output, "--output", &[r.keys.settings.input()?])?;

@@ -36,9 +36,11 @@ pub enum Group {
     Tls,
     /// Where the peer is, what the run is and its limits.
     Link,
-    /// The input file and how its keys are taken.
+    /// The input file and how its keys are taken: a party's, and a Thunder dataset's
+    /// (one key a row).
     Keys,
-    /// The rest of a party of `venn send` or `venn receive`: its output and files.
+    /// The rest of a party of `venn send` or `venn receive`: what only a run between two
+    /// parties has (OR-matching, revealed columns, joins), its output and files.
     Party,
 }
 

@@ -374,7 +374,7 @@ pub static OPTIONS: &[RunOption] = &[
          make one key of their values together (each length-prefixed, so `x`+`yz` and \
          `xy`+`z` differ; both parties must name the same number of columns)",
     ),
-    RunOption::new("match-any", Kind::List, Group::Keys, |s, v| {
+    RunOption::new("match-any", Kind::List, Group::Party, |s, v| {
         if !s.keys.columns.is_empty() {
             return Err(key_columns_twice());
         }
@@ -491,7 +491,7 @@ pub static OPTIONS: &[RunOption] = &[
          columns in one run, each apart (`--value-column revenue,units`; the receiver \
          learns how many there are); `psww18-sum` one",
     ),
-    RunOption::new("reveal-columns", Kind::List, Group::Keys, |s, v| {
+    RunOption::new("reveal-columns", Kind::List, Group::Party, |s, v| {
         s.keys.reveal_columns = parse_revealed(&v.list()?)?;
         Ok(())
     })
