@@ -952,6 +952,8 @@ pub fn run_buckets(
         max_peer_items: opts.max_peer_items.min(padded_size(agreed.peer.rows, log2)),
         ..*opts
     };
+    // The peer's records a bucket's session may receive, beside its keys.
+    let peer_records = agreed.peer_records_memory(opts.max_peer_items);
     // Keys read whole, grouped by bucket once.
     let whole = match source {
         Source::Memory(input) => Grouped::new(input.keys(), log2),
@@ -977,7 +979,7 @@ pub fn run_buckets(
             _ => Repeats::default(),
         };
         let marked = 8 * (marks.capacity() + starts.capacity()) as u64;
-        let held = outside + matches.memory() + sending.memory() + marked;
+        let held = outside + matches.memory() + sending.memory() + marked + peer_records;
         opts.in_buckets = (log2 > 0).then_some(InBuckets {
             peer_rows: repeats_left,
         });

@@ -553,11 +553,11 @@ pub(super) fn whole_plan(
 /// most one of each a row).
 pub(super) fn take_records(agreed: &Agreed, role: Role, opts: &mut RunOptions) {
     (opts.options.payload, opts.options.receiver_payload) = agreed.record_widths(role);
-    if let Some(width) = Columns::record_width(&agreed.peer.columns.reveals) {
+    if Columns::record_width(&agreed.peer.columns.reveals).is_some() {
         opts.max_peer_items = opts.max_peer_items.min(agreed.peer.rows);
-        let most = agreed.peer.rows.saturating_mul(width as u64 + 32);
-        opts.input_memory = opts.input_memory.saturating_add(most);
     }
+    let most = agreed.peer_records_memory(agreed.peer.rows);
+    opts.input_memory = opts.input_memory.saturating_add(most);
 }
 
 /// The columns the peer reveals (named as we asked), if it reveals any.

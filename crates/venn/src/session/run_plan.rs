@@ -315,6 +315,14 @@ impl Agreed {
         }
     }
 
+    /// The most the peer's records of `rows` of its rows take in memory (a tag and a
+    /// record a row; nothing if it reveals no columns): what a run, or a bucket's session
+    /// for its share, counts against --max-memory beside its input.
+    pub fn peer_records_memory(&self, rows: u64) -> u64 {
+        Columns::record_width(&self.peer.columns.reveals)
+            .map_or(0, |width| rows.saturating_mul(width as u64 + 32))
+    }
+
     /// `chan` with both plans joined to its binding, for a run in one bucket: its session
     /// id then differs between parties that saw different plans, and the handshake fails.
     pub fn bind<'a>(&self, chan: &'a mut dyn Channel) -> Rebound<&'a mut dyn Channel> {
