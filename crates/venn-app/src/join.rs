@@ -639,7 +639,7 @@ mod tests {
                 },
             };
             let out = dir.path().join("out.csv");
-            crate::sink::write_rows(&out, &rows).unwrap();
+            crate::sink::write_rows(&out, &rows, 1).unwrap();
             assert_eq!(std::fs::read_to_string(&out).unwrap(), expected, "{kind:?}");
         }
         for kind in JoinKind::NAMES {
@@ -679,7 +679,7 @@ mod tests {
                 },
             };
             let out = dir.path().join("out.csv");
-            crate::sink::write_rows(&out, &rows).map(|_| std::fs::read_to_string(&out).unwrap())
+            crate::sink::write_rows(&out, &rows, 1).map(|_| std::fs::read_to_string(&out).unwrap())
         };
         assert_eq!(
             joined(JoinKind::Inner, &[2, 1]).unwrap(),
@@ -746,7 +746,7 @@ mod tests {
                 },
             };
             let out = dir.path().join("out.csv");
-            crate::sink::write_rows(&out, &rows).unwrap();
+            crate::sink::write_rows(&out, &rows, 1).unwrap();
             std::fs::read_to_string(&out).unwrap()
         };
         assert_eq!(

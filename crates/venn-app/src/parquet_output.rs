@@ -15,16 +15,18 @@ use crate::input::parquet_file::ParquetFile;
 use crate::input::source::RowBatch;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as PhysicalType};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
-use parquet::column::writer::{ColumnWriter, ColumnWriterImpl};
+use parquet::column::writer::{
+    get_column_writer, get_typed_column_writer_mut, ColumnCloseResult, ColumnWriter,
+    ColumnWriterImpl,
+};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::reader::FileReader;
-use parquet::file::writer::{
-    SerializedColumnWriter, SerializedFileWriter, SerializedRowGroupWriter,
-};
-use parquet::schema::types::Type;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::{ColumnDescPtr, Type};
+use rayon::prelude::*;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -40,6 +42,10 @@ pub(crate) struct ParquetOutput {
     input: ParquetFile,
     /// The file's bytes not yet handed to the destination (a row group's at most).
     writer: SerializedFileWriter<Vec<u8>>,
+    /// How its columns are encoded (Snappy, the input's metadata).
+    properties: WriterPropertiesPtr,
+    /// The threads a row group's columns are encoded on, if more than one.
+    pool: Option<rayon::ThreadPool>,
     /// Whether a `matched` column is added.
     flagged: bool,
     /// The peer's columns added, by name.
@@ -87,14 +93,30 @@ fn refused(why: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, why)
 }
 
+/// A column of a row group of the output.
+#[derive(Clone, Copy)]
+enum Column {
+    /// The input's leaf column of this index, its rows copied.
+    Copied(usize),
+    /// `matched`.
+    Matched,
+    /// The peer's column of this index among those added.
+    Peer(usize),
+}
+
+/// A column chunk encoded apart, to be appended to its row group: its bytes and what
+/// closing its writer recorded of them (offsets from the bytes' start).
+type Encoded = (bytes::Bytes, ColumnCloseResult);
+
 impl ParquetOutput {
     /// An output of `input`'s rows, with a `matched` column if `flagged` and the peer's
-    /// `columns`; refused if an added column's name is taken
-    /// ([`ParquetFile::check_added`]).
+    /// `columns`, each row group's columns encoded on up to `threads` threads; refused if
+    /// an added column's name is taken ([`ParquetFile::check_added`]).
     pub(crate) fn new(
         input: &ParquetFile,
         flagged: bool,
         columns: &[(String, u16)],
+        threads: usize,
     ) -> io::Result<ParquetOutput> {
         let meta = input.reader().metadata().file_metadata();
         let root = meta.schema();
@@ -127,12 +149,23 @@ impl ParquetOutput {
             .set_compression(Compression::SNAPPY)
             .set_key_value_metadata((!kept.is_empty()).then_some(kept))
             .build();
-        let writer = SerializedFileWriter::new(Vec::new(), Arc::new(schema), Arc::new(properties))
+        let properties = Arc::new(properties);
+        let writer = SerializedFileWriter::new(Vec::new(), Arc::new(schema), properties.clone())
             .map_err(failed)?;
+        let pool = match threads > 1 {
+            true => Some(
+                (rayon::ThreadPoolBuilder::new().num_threads(threads).build()).map_err(|e| {
+                    io::Error::other(format!("cannot start {threads} threads: {e}"))
+                })?,
+            ),
+            false => None,
+        };
         let first = input.reader().metadata().row_groups().first();
         Ok(ParquetOutput {
             input: input.clone(),
             writer,
+            properties,
+            pool,
             flagged,
             columns: columns.iter().map(|(n, _)| n.clone()).collect(),
             group: 0,
@@ -219,40 +252,63 @@ impl ParquetOutput {
     }
 
     /// Writes the gathered rows of the current row group as a row group of the output
-    /// (none if no row of it is output), and hands the file's bytes so far to `out`.
+    /// (none if no row of it is output), and hands the file's bytes so far to `out`. Its
+    /// columns are independent: with a pool, each is encoded apart on its threads, then
+    /// appended in order.
     fn write_group(&mut self, out: &mut dyn Write) -> io::Result<()> {
         if self.selected.is_empty() {
             return Ok(());
         }
-        let reader = self.input.reader();
-        let group = reader.get_row_group(self.group).map_err(failed)?;
-        let mut rows = self.writer.next_row_group().map_err(failed)?;
-        let schema = reader.metadata().file_metadata().schema_descr();
-        for (leaf, descr) in schema.columns().iter().enumerate() {
-            let from = group.get_column_reader(leaf).map_err(failed)?;
-            let mut column = (rows.next_column().map_err(failed)?)
-                .ok_or_else(|| failed(ParquetError::General("a column is missing".into())))?;
-            let levels = (descr.max_def_level(), descr.max_rep_level());
-            copy_column(from, column.untyped(), &self.selected, levels).map_err(failed)?;
-            column.close().map_err(failed)?;
+        let peer: Vec<(Vec<ByteArray>, Vec<i16>)> = (self.values.iter_mut())
+            .zip(&mut self.present)
+            .map(|(values, present)| (values.take(), std::mem::take(present)))
+            .collect();
+        let schema = self
+            .input
+            .reader()
+            .metadata()
+            .file_metadata()
+            .schema_descr();
+        let columns: Vec<Column> = (0..schema.num_columns())
+            .map(Column::Copied)
+            .chain(self.flagged.then_some(Column::Matched))
+            .chain((0..peer.len()).map(Column::Peer))
+            .collect();
+        let output = self.writer.schema_descr();
+        let descrs: Vec<ColumnDescPtr> = (0..output.num_columns())
+            .map(|i| output.column(i))
+            .collect();
+        let rows = Rows {
+            input: &self.input,
+            group: self.group,
+            selected: &self.selected,
+            flags: &self.flags,
+            peer: &peer,
+        };
+        let mut group = self.writer.next_row_group().map_err(failed)?;
+        match &self.pool {
+            // On one thread, each column straight into the row group.
+            None => {
+                for &column in &columns {
+                    let mut to = (group.next_column().map_err(failed)?).ok_or_else(|| {
+                        failed(ParquetError::General("a column is missing".into()))
+                    })?;
+                    rows.write(column, to.untyped()).map_err(failed)?;
+                    to.close().map_err(failed)?;
+                }
+            }
+            Some(pool) => {
+                let encode = |(&column, descr): (&Column, &ColumnDescPtr)| {
+                    encoded(descr.clone(), &self.properties, |w| rows.write(column, w))
+                };
+                let encoded: Result<Vec<Encoded>, ParquetError> =
+                    pool.install(|| columns.par_iter().zip(&descrs).map(encode).collect());
+                for (bytes, close) in encoded.map_err(failed)? {
+                    group.append_column(&bytes, close).map_err(failed)?;
+                }
+            }
         }
-        if self.flagged {
-            let mut column = added_column(&mut rows)?;
-            (column
-                .typed::<BoolType>()
-                .write_batch(&self.flags, None, None))
-            .map_err(failed)?;
-            column.close().map_err(failed)?;
-        }
-        for (values, present) in self.values.iter_mut().zip(&mut self.present) {
-            let mut column = added_column(&mut rows)?;
-            (column.typed::<ByteArrayType>())
-                .write_batch(&values.take(), Some(&present[..]), None)
-                .map_err(failed)?;
-            column.close().map_err(failed)?;
-            present.clear();
-        }
-        rows.close().map_err(failed)?;
+        group.close().map_err(failed)?;
         self.selected.clear();
         self.flags.clear();
         self.writer.flush()?;
@@ -270,12 +326,60 @@ impl ParquetOutput {
     }
 }
 
-/// The writer of the next column a join adds to the row group `rows`.
-fn added_column<'a>(
-    rows: &'a mut SerializedRowGroupWriter<'_, Vec<u8>>,
-) -> io::Result<SerializedColumnWriter<'a>> {
-    (rows.next_column().map_err(failed)?)
-        .ok_or_else(|| failed(ParquetError::General("an added column is missing".into())))
+/// A row group's gathered rows, as its columns' writers take them.
+struct Rows<'a> {
+    input: &'a ParquetFile,
+    /// The input's row group they are of.
+    group: usize,
+    /// Their positions in it, `matched` flags, and the peer's values and definition
+    /// levels of each added column.
+    selected: &'a [usize],
+    flags: &'a [bool],
+    peer: &'a [(Vec<ByteArray>, Vec<i16>)],
+}
+
+impl Rows<'_> {
+    /// Writes their values of `column` to `to`.
+    fn write(&self, column: Column, to: &mut ColumnWriter<'_>) -> Result<(), ParquetError> {
+        match column {
+            Column::Copied(leaf) => {
+                let reader = self.input.reader();
+                let from = reader.get_row_group(self.group)?.get_column_reader(leaf)?;
+                let descr = reader
+                    .metadata()
+                    .file_metadata()
+                    .schema_descr()
+                    .column(leaf);
+                let levels = (descr.max_def_level(), descr.max_rep_level());
+                copy_column(from, to, self.selected, levels)
+            }
+            Column::Matched => {
+                let to = get_typed_column_writer_mut::<BoolType>(to);
+                to.write_batch(self.flags, None, None).map(|_| ())
+            }
+            Column::Peer(c) => {
+                let (values, present) = &self.peer[c];
+                let to = get_typed_column_writer_mut::<ByteArrayType>(to);
+                to.write_batch(values, Some(present), None).map(|_| ())
+            }
+        }
+    }
+}
+
+/// The column chunk that `fill` writes to a writer of `descr`, encoded apart.
+fn encoded(
+    descr: ColumnDescPtr,
+    properties: &WriterPropertiesPtr,
+    fill: impl FnOnce(&mut ColumnWriter<'_>) -> Result<(), ParquetError>,
+) -> Result<Encoded, ParquetError> {
+    let mut sink = TrackedWrite::new(Vec::new());
+    let close = {
+        let pages = Box::new(SerializedPageWriter::new(&mut sink));
+        let mut writer = get_column_writer(descr, properties.clone(), pages);
+        fill(&mut writer)?;
+        writer.close()?
+    };
+    Ok((bytes::Bytes::from(sink.into_inner()?), close))
 }
 
 /// Copies the records `selected` (positions in the row group, ascending, a record
@@ -443,9 +547,16 @@ mod tests {
 
     /// Rows selected across row groups, one twice, are copied with their nesting and
     /// nulls; `matched` and the peer's column are added (null where unmatched); a row
-    /// before one already taken is refused.
+    /// before one already taken is refused. Alike with the columns encoded on one thread
+    /// and on two.
     #[test]
     fn rows_are_copied_with_their_nesting_and_repeats() {
+        for threads in [1, 2] {
+            copied_on(threads);
+        }
+    }
+
+    fn copied_on(threads: usize) {
         let dir = tempfile::tempdir().unwrap();
         let (input, output) = (
             dir.path().join("in.parquet"),
@@ -454,7 +565,7 @@ mod tests {
         nested_file(&input);
         let file = ParquetFile::open(&input).unwrap();
         let columns = [("p".to_string(), 16)];
-        let mut table = ParquetOutput::new(&file, true, &columns).unwrap();
+        let mut table = ParquetOutput::new(&file, true, &columns, threads).unwrap();
         let mut out = Vec::new();
         for (position, matched, values) in [
             (0, true, &[&b"x"[..]][..]),
@@ -493,7 +604,7 @@ mod tests {
                 "{id: 4, tags: [\"d\"], n: 5, matched: false, p: null}",
             ]
         );
-        let taken = ParquetOutput::new(&file, false, &[("n".into(), 16)]);
+        let taken = ParquetOutput::new(&file, false, &[("n".into(), 16)], 1);
         assert!(taken.is_err(), "an added column's name is taken");
     }
 }

@@ -79,6 +79,8 @@ impl<'a> Delivered<'a> {
 pub struct FileOutput<'a> {
     /// `--output`, if given.
     pub path: Option<&'a Path>,
+    /// The threads a Parquet output's columns are encoded on (`--threads`).
+    pub threads: usize,
 }
 
 impl OutputSink for FileOutput<'_> {
@@ -87,7 +89,7 @@ impl OutputSink for FileOutput<'_> {
             Delivered::Nothing => return Ok(None),
             Delivered::Rows { rows, .. } => {
                 return match self.path {
-                    Some(p) => Ok(Some(Written::Rows(write_rows(p, rows)?))),
+                    Some(p) => Ok(Some(Written::Rows(write_rows(p, rows, self.threads)?))),
                     None => Ok(None),
                 }
             }
@@ -123,8 +125,8 @@ impl OutputSink for FileOutput<'_> {
 /// Writes `rows` to `path` (header first, each row as it is in the input file; a Parquet
 /// input's as a Parquet file) whole or not at all; returns how many rows. A failure to
 /// fetch them (a split file that changed since it was split) is returned as it is, and
-/// nothing is written.
-pub fn write_rows(path: &Path, rows: &dyn MatchedRows) -> Result<usize> {
+/// nothing is written. A Parquet output's columns are encoded on up to `threads` threads.
+pub fn write_rows(path: &Path, rows: &dyn MatchedRows, threads: usize) -> Result<usize> {
     let (mut count, mut fetching) = (0, None);
     let written = Destination::of(path, "--output")?.write(|w| {
         let mut table: Option<ParquetOutput> = None;
@@ -138,7 +140,7 @@ pub fn write_rows(path: &Path, rows: &dyn MatchedRows) -> Result<usize> {
                 None,
             ) = (batch, &table)
             {
-                table = Some(ParquetOutput::new(file, matched, columns)?);
+                table = Some(ParquetOutput::new(file, matched, columns, threads)?);
                 return Ok(());
             }
             match &mut table {
@@ -195,7 +197,10 @@ mod tests {
         let keys = KeyOptions::default();
         let input = read_input(&csv, &keys).unwrap();
         let path = dir.path().join("out.json");
-        let mut sink = FileOutput { path: Some(&path) };
+        let mut sink = FileOutput {
+            path: Some(&path),
+            threads: 1,
+        };
         let json = |path: &Path| -> serde_json::Value {
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
         };

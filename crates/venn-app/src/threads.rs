@@ -23,6 +23,12 @@ pub fn bounded(asked: usize) -> Result<usize> {
     Ok(threads)
 }
 
+/// `asked` bounded to the cores this process may use, without a warning: for a stage
+/// after the run, whose bound [`bounded`] warned of already.
+pub fn within_cores(asked: usize) -> usize {
+    std::thread::available_parallelism().map_or(asked, |cores| bound(asked, cores.get()).0)
+}
+
 /// Refuses a count of no threads.
 pub fn check(asked: usize) -> Result<()> {
     match asked {

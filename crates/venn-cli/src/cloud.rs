@@ -697,6 +697,7 @@ fn result(r: ResultCli) -> Result<()> {
             source: &input,
             intersection: &matched,
         },
+        1,
     )?;
     eprintln!(
         "venn cloud: run {}: {} of your {} keys matched ({} rows written to '{}'); \

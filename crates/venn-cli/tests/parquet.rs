@@ -285,7 +285,8 @@ fn parquet_and_csv_parties_match_the_same_keys() {
 
 /// Columns revealed from Parquet cells reach a CSV receiver as the CSV sender's do; a
 /// Parquet receiver's `left` join keeps every row (its two row groups and a repeated key
-/// copied), adds `matched` and the sender's columns as strings, null where unmatched.
+/// copied), adds `matched` and the sender's columns as strings, null where unmatched
+/// (its columns encoded on two threads).
 #[test]
 fn revealed_parquet_columns_join_csv_and_parquet_outputs() {
     let t = Tables::new();
@@ -320,7 +321,7 @@ fn revealed_parquet_columns_join_csv_and_parquet_outputs() {
             &["--input", &r, "--output", &out, "--join", "left"][..],
             &["--peer-columns", "segment,score,vip"],
             &KEYS,
-            &["--protocol", "rr22-m"],
+            &["--protocol", "rr22-m", "--threads", "2"],
         ]
         .concat(),
         &[

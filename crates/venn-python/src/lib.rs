@@ -498,7 +498,8 @@ impl Party {
                         bucket_rows: None,
                         bucket_dir: None,
                     };
-                    let mut sink = Learning::file(args.output.as_deref());
+                    let threads = venn_app::threads::within_cores(args.link.spec.threads);
+                    let mut sink = Learning::file(args.output.as_deref(), threads);
                     let outcome = run_party(&args, role, &mut sink, progress, on_bound)?;
                     Ok(RunResult::of(
                         &outcome.report,

@@ -169,10 +169,14 @@ impl<'a> Learning<'a> {
         }
     }
 
-    /// For a file party: the matched rows (or JSON) go on to `output`.
-    pub(crate) fn file(output: Option<&'a Path>) -> Self {
+    /// For a file party: the matched rows (or JSON) go on to `output` (a Parquet
+    /// output's columns encoded on `threads` threads).
+    pub(crate) fn file(output: Option<&'a Path>, threads: usize) -> Self {
         Learning {
-            file: Some(FileOutput { path: output }),
+            file: Some(FileOutput {
+                path: output,
+                threads,
+            }),
             asks: false,
             learned: Learned::Nothing,
         }

@@ -24,11 +24,68 @@ pub(super) const BATCH: usize = 1 << 13;
 const DELTA_VALUES: usize = 64;
 
 /// An open Parquet file: its footer read (schema, row groups), its pages read as asked.
-/// A clone reads the same open file.
+/// A clone reads the same open file, and so may a reader on another thread.
 #[derive(Clone)]
 pub struct ParquetFile {
     path: PathBuf,
-    reader: Arc<SerializedFileReader<std::fs::File>>,
+    reader: Arc<SerializedFileReader<AtOffsets>>,
+}
+
+/// A file read at offsets (`pread`), never moving a shared position: the `parquet`
+/// crate reads a `File` through clones that share one, so two threads reading column
+/// chunks at once (a Parquet output's columns, copied on the run's threads) would each
+/// seek the other's reads away.
+pub struct AtOffsets {
+    file: Arc<std::fs::File>,
+    len: u64,
+}
+
+/// An [`AtOffsets`] file read on from `at`.
+pub struct FromOffset {
+    file: Arc<std::fs::File>,
+    at: u64,
+}
+
+impl std::io::Read for FromOffset {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let read = self.file.read_at(buf, self.at)?;
+        self.at += read as u64;
+        Ok(read)
+    }
+}
+
+impl parquet::file::reader::Length for AtOffsets {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for AtOffsets {
+    type T = std::io::BufReader<FromOffset>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::BufReader::new(FromOffset {
+            file: self.file.clone(),
+            at: start,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        use std::os::unix::fs::FileExt;
+        let past = start
+            .checked_add(length as u64)
+            .filter(|&end| end <= self.len);
+        if past.is_none() {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "{length} bytes at {start} are past the file's {} bytes",
+                self.len
+            )));
+        }
+        let mut buffer = vec![0u8; length];
+        self.file.read_exact_at(&mut buffer, start)?;
+        Ok(buffer.into())
+    }
 }
 
 impl std::fmt::Debug for ParquetFile {
@@ -44,6 +101,11 @@ impl ParquetFile {
     /// does not parse, is refused.
     pub fn open(path: &Path) -> Result<ParquetFile> {
         let file = std::fs::File::open(path).map_err(Error::file("open input", path))?;
+        let len = (file.metadata().map_err(Error::file("open input", path))?).len();
+        let file = AtOffsets {
+            file: Arc::new(file),
+            len,
+        };
         let reader = SerializedFileReader::new(file).map_err(|e| malformed(path, e))?;
         Ok(ParquetFile {
             path: path.to_path_buf(),
@@ -57,7 +119,7 @@ impl ParquetFile {
     }
 
     /// Its reader: the footer, and the row groups' pages.
-    pub fn reader(&self) -> &SerializedFileReader<std::fs::File> {
+    pub fn reader(&self) -> &SerializedFileReader<AtOffsets> {
         &self.reader
     }
 

@@ -181,6 +181,7 @@ impl PartyArgs {
     pub fn file_output(&self) -> FileOutput<'_> {
         FileOutput {
             path: self.output.as_deref(),
+            threads: threads::within_cores(self.link.spec.threads),
         }
     }
 }
