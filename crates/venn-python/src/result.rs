@@ -5,7 +5,8 @@
 //! `reached`) remain, read from the output.
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyList};
 use std::path::Path;
 use venn::Report;
 use venn_app::input::source::{MatchedRows, RowBatch};
@@ -15,7 +16,6 @@ use venn_app::sink::{Delivered, FileOutput, OutputSink};
 
 /// The intersection, for a party that learns it.
 #[pyclass(frozen, module = "venn")]
-#[derive(Clone)]
 pub struct Intersection {
     /// Positions (0-based, ascending) of the items whose keys are in it, for keys given in
     /// memory (every position of a repeated key); None for a file party, whose rows are
@@ -27,7 +27,58 @@ pub struct Intersection {
     count: u64,
     /// With `peer_columns=` for keys given in memory: a matched position and the values of
     /// the peer's columns, for each matched item and each of the peer's items of its key.
-    peer_rows: Option<Vec<(usize, Vec<Vec<u8>>)>>,
+    peer_rows: Option<PeerRows>,
+    /// `peer_rows` as Python has it, made on its first reading.
+    peer_list: PyOnceLock<Py<PyList>>,
+}
+
+impl Clone for Intersection {
+    fn clone(&self) -> Self {
+        Intersection {
+            matched: self.matched.clone(),
+            count: self.count,
+            peer_rows: self.peer_rows.clone(),
+            peer_list: PyOnceLock::new(),
+        }
+    }
+}
+
+/// Matched positions, each with a value of each of the peer's columns, in one buffer
+/// (a `Vec` a value would cost more than the values).
+#[derive(Clone, Default)]
+struct PeerRows {
+    /// The peer's columns.
+    columns: usize,
+    /// A matched position a row.
+    positions: Vec<usize>,
+    /// The values, row by row, one after another, and where each ends in `bytes`.
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl PeerRows {
+    /// Adds a row of the peer's `values` for the matched `position`.
+    fn push(&mut self, position: usize, values: &[&[u8]]) {
+        self.columns = values.len();
+        self.positions.push(position);
+        for value in values {
+            self.bytes.extend_from_slice(value);
+            self.ends.push(self.bytes.len());
+        }
+    }
+
+    /// As Python has them: a `(position, [bytes, …])` pair a row.
+    fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut start = 0;
+        let mut ends = self.ends.iter();
+        let rows = self.positions.iter().map(|&position| {
+            let values: Vec<_> = (ends.by_ref().take(self.columns))
+                .map(|&end| PyBytes::new(py, &self.bytes[std::mem::replace(&mut start, end)..end]))
+                .collect();
+            (position, values)
+        });
+        PyList::new(py, rows)
+    }
 }
 
 #[pymethods]
@@ -35,17 +86,15 @@ impl Intersection {
     /// With `peer_columns=` (keys given in memory): `(position, values)` for each matched
     /// item and each of the peer's items of its key — as ``pandas.merge`` pairs rows —
     /// ascending by position, `values` the peer's columns in the order asked, each the
-    /// bytes the peer gave (a `str` as UTF-8); else None.
+    /// bytes the peer gave (a `str` as UTF-8); else None. Made on the first reading; the
+    /// same list after.
     #[getter]
-    fn peer_rows<'py>(&self, py: Python<'py>) -> Option<Vec<(usize, Vec<Bound<'py, PyBytes>>)>> {
-        let rows = self.peer_rows.as_ref()?;
-        let row = |(position, values): &(usize, Vec<Vec<u8>>)| {
-            (
-                *position,
-                values.iter().map(|v| PyBytes::new(py, v)).collect(),
-            )
+    fn peer_rows<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(rows) = &self.peer_rows else {
+            return Ok(None);
         };
-        Some(rows.iter().map(row).collect())
+        let list = (self.peer_list).get_or_try_init(py, || rows.to_list(py).map(Bound::unbind))?;
+        Ok(Some(list.bind(py).clone()))
     }
 
     fn __repr__(&self) -> String {
@@ -198,6 +247,7 @@ impl OutputSink for Learning<'_> {
                     matched,
                     count: keys,
                     peer_rows,
+                    peer_list: PyOnceLock::new(),
                 })
             }
             &Delivered::Count(count) => Learned::Size(IntersectionSize { count }),
@@ -219,12 +269,12 @@ impl OutputSink for Learning<'_> {
 
 /// The positions of matched keys given in memory, and with the peer's columns each
 /// matched position with the values of each of the peer's rows of its key.
-type Positions = (Vec<usize>, Option<Vec<(usize, Vec<Vec<u8>>)>>);
+type Positions = (Vec<usize>, Option<PeerRows>);
 
 /// The [`Positions`] of the matched `rows` of keys given in memory (the peer's rows if
 /// the party `asks` for its columns).
 fn positions(rows: &dyn MatchedRows, asks: bool) -> venn::Result<Positions> {
-    let (mut matched, mut peer_rows) = (Vec::new(), asks.then(Vec::new));
+    let (mut matched, mut peer_rows) = (Vec::new(), asks.then(PeerRows::default));
     rows.each_batch(&mut |batch| match batch {
         RowBatch::Positions(p) => {
             matched.extend_from_slice(p);
@@ -238,7 +288,7 @@ fn positions(rows: &dyn MatchedRows, asks: bool) -> venn::Result<Positions> {
                 matched.push(position);
             }
             if let Some(rows) = &mut peer_rows {
-                rows.push((position, values.iter().map(|v| v.to_vec()).collect()));
+                rows.push(position, values);
             }
             Ok(())
         }
@@ -255,6 +305,8 @@ pub struct RunResult {
     protocol: String,
     role: String,
     learned: Learned,
+    /// `output`, made on its first reading (the same object after).
+    output: PyOnceLock<Py<PyAny>>,
     n_self: u64,
     n_peer: u64,
     seconds: f64,
@@ -270,6 +322,7 @@ impl RunResult {
             protocol: report.protocol.to_owned(),
             role: report.role.name().to_owned(),
             learned,
+            output: PyOnceLock::new(),
             n_self: report.n_self,
             n_peer: report.n_peer,
             seconds: (report.offline() + report.online()).as_secs_f64(),
@@ -288,6 +341,7 @@ impl RunResult {
             protocol,
             role: role.to_owned(),
             learned,
+            output: PyOnceLock::new(),
             n_self: lanes.n_self,
             n_peer: lanes.n_peer,
             seconds: lanes.seconds,
@@ -313,16 +367,19 @@ impl RunResult {
     }
 
     /// What the party learned: an `Intersection`, `IntersectionSize`, `IntersectionSum`,
-    /// `Threshold` or `NoOutput`.
+    /// `Threshold` or `NoOutput` (the same object at every reading).
     #[getter]
     fn output(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match &self.learned {
-            Learned::Intersection(x) => Py::new(py, x.clone())?.into_any(),
-            Learned::Size(x) => Py::new(py, x.clone())?.into_any(),
-            Learned::Sum(x) => Py::new(py, x.clone())?.into_any(),
-            Learned::Threshold(x) => Py::new(py, x.clone())?.into_any(),
-            Learned::Nothing => Py::new(py, NoOutput {})?.into_any(),
-        })
+        let output = self.output.get_or_try_init(py, || -> PyResult<_> {
+            Ok(match &self.learned {
+                Learned::Intersection(x) => Py::new(py, x.clone())?.into_any(),
+                Learned::Size(x) => Py::new(py, x.clone())?.into_any(),
+                Learned::Sum(x) => Py::new(py, x.clone())?.into_any(),
+                Learned::Threshold(x) => Py::new(py, x.clone())?.into_any(),
+                Learned::Nothing => Py::new(py, NoOutput {})?.into_any(),
+            })
+        })?;
+        Ok(output.clone_ref(py))
     }
 
     /// `output.matched` of an `Intersection`; else None.

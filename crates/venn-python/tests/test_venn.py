@@ -390,6 +390,8 @@ def test_keys_in_memory_reveal_columns_and_get_the_peers(protocol):
     assert r.matched == [1, 2, 3]
     assert r.output.peer_rows == merged(ours, theirs, list(reveal.values()))
     assert r.output.peer_rows[1] == (2, [b"s1", b"\x00\xff"])
+    # Made once: the same objects at every reading.
+    assert r.output is r.output and r.output.peer_rows is r.output.peer_rows
     kind, got = child.result()
     assert kind == "result", got
     assert got["peer_rows"] == merged(theirs, ours, list(tags.values()))
