@@ -120,7 +120,18 @@ pub struct Shape<'a> {
     pub identifiers: Option<&'a [String]>,
 }
 
-impl Shape<'_> {
+impl<'a> Shape<'a> {
+    /// Keys given in memory: an inner join, with the peer's columns (laid out as
+    /// `columns`) if it revealed any.
+    pub fn of_keys(columns: Option<&'a Layout>) -> Shape<'a> {
+        Shape {
+            kind: JoinKind::Inner,
+            columns,
+            delimiter: b',',
+            identifiers: None,
+        }
+    }
+
     /// Whether rows are output as they are in the input (nothing added).
     pub fn as_they_are(&self) -> bool {
         self.kind != JoinKind::Left && self.columns.is_none() && self.identifiers.is_none()

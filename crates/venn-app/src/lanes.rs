@@ -15,6 +15,7 @@ use crate::buckets::{self, padded_size, run_bucket, BucketKeys, Grouped, Repeats
 use crate::columns::Layout;
 use crate::input::memory::KeysInMemory;
 use crate::input::source::InputSource;
+use crate::join::Shape;
 use crate::output::Written;
 use crate::party::{
     check_key_columns, deliver_keys, peer_layout, refuse_whole_outputs_in_buckets, Link,
@@ -364,7 +365,8 @@ impl Coordinator {
             false => Output::Nothing,
         };
         summary.matched_keys = output.indices().map(|ix| ix.len() as u64);
-        let written = deliver_keys(&self.input, &output, self.peer.as_ref(), sink)?;
+        let shape = Shape::of_keys(self.peer.as_ref());
+        let written = deliver_keys(&self.input, &output, shape, sink)?;
         Ok((summary, written))
     }
 

@@ -9,7 +9,6 @@ mod summary;
 pub(crate) use stages::{check_key_columns, peer_layout};
 pub use summary::{precompute_summary, summary};
 
-use crate::columns::Layout;
 use crate::destination::check_output_path;
 use crate::input::source::{InputSource, Matching};
 use crate::input::KeyOptions;
@@ -287,44 +286,40 @@ pub fn run_keys(
     stages::take_records(&agreed, role, &mut opts);
     let peer = peer_layout(&agreed)?;
     let (report, output) = stages::run_whole(&mut *chan, input, &agreed, None, &opts, |_, _| {})?;
-    deliver_keys(input, &output, peer.as_ref(), sink)?;
+    deliver_keys(input, &output, Shape::of_keys(peer.as_ref()), sink)?;
     Ok(report)
 }
 
 /// Hands `sink` what a run over keys held whole (`input`) output: the matched keys'
-/// rows, joined to the peer's records where it revealed columns (laid out as `peer`),
-/// or a count, a sum, a threshold's answer.
+/// rows in the input's order, made as `shape` says (runs of the file where it adds
+/// nothing to an inner join's rows; else row by row, joined to the peer's records where
+/// it revealed columns), or a count, a sum, a threshold's answer.
 pub(crate) fn deliver_keys(
     input: &dyn InputSource,
     output: &Output,
-    peer: Option<&Layout>,
+    shape: Shape<'_>,
     sink: &mut dyn OutputSink,
 ) -> Result<Option<Written>> {
     let intersection = output.indices().unwrap_or_default();
-    match (output, peer) {
-        (Output::Records { records, rows, .. }, Some(layout)) => {
-            let joined = JoinedRows {
-                source: input,
-                intersection,
-                records,
-                rows,
-                shape: Shape {
-                    kind: JoinKind::Inner,
-                    columns: Some(layout),
-                    delimiter: b',',
-                    identifiers: None,
-                },
-            };
-            sink.take(Delivered::of(output, &joined))
-        }
-        _ => {
-            let rows = Matching {
-                source: input,
-                intersection,
-            };
-            sink.take(Delivered::of(output, &rows))
-        }
+    if shape.as_they_are() && shape.kind == JoinKind::Inner {
+        let rows = Matching {
+            source: input,
+            intersection,
+        };
+        return sink.take(Delivered::of(output, &rows));
     }
+    let (records, rows) = match output {
+        Output::Records { records, rows, .. } => (records.as_slice(), rows.as_slice()),
+        _ => (&[][..], &[][..]),
+    };
+    let joined = JoinedRows {
+        source: input,
+        intersection,
+        records,
+        rows,
+        shape,
+    };
+    sink.take(Delivered::of(output, &joined))
 }
 
 /// Refuses to run bucket by bucket a protocol whose receiver learns a function of the

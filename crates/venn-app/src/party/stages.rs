@@ -10,9 +10,9 @@ use crate::columns::{Layout, MATCHED_ON_COLUMN};
 use crate::destination::check_output_path;
 use crate::input::parquet_file::ParquetFile;
 use crate::input::parquet_input::ParquetInput;
-use crate::input::source::{InputSource, MatchedRows, Matching};
+use crate::input::source::{InputSource, MatchedRows};
 use crate::input::{read_input, Format, MAX_IDENTIFIERS};
-use crate::join::{AlignedRows, Alignment, JoinKind, JoinedRows, Shape};
+use crate::join::{AlignedRows, Alignment, JoinKind, Shape};
 use crate::output::{Stats, Written};
 use crate::progress::Spinner;
 use crate::sink::{Delivered, OutputSink};
@@ -711,40 +711,24 @@ pub(super) fn write(
         peer_keys: ran.report.n_peer,
     };
     let written = match &ran.matched {
-        Matched::Keys { input, output } => {
-            let intersection = output.indices().unwrap_or_default();
-            let (records, peer_rows) = match output {
-                Output::Records { records, rows, .. } => (records.as_slice(), rows.as_slice()),
-                _ => (&[][..], &[][..]),
-            };
-            let joined = JoinedRows {
-                source: &**input,
-                intersection,
-                records,
-                rows: peer_rows,
-                shape: shape(args, ran),
-            };
-            let rows = Matching {
-                source: &**input,
-                intersection,
-            };
-            let aligned = AlignedRows {
-                source: &**input,
-                intersection,
-                records,
-                rows: peer_rows,
-                shape: shape(args, ran),
-                alignment,
-            };
-            // Matched rows as they are go in runs of the file, not a row at a time.
-            let as_they_are = joined.shape.as_they_are() && args.join == JoinKind::Inner;
-            let rows: &dyn MatchedRows = match (args.align, as_they_are) {
-                (Align::None, true) => &rows,
-                (Align::None, false) => &joined,
-                (Align::Inner | Align::Outer, _) => &aligned,
-            };
-            sink.take(Delivered::of(output, rows))?
-        }
+        Matched::Keys { input, output } => match args.align {
+            Align::None => super::deliver_keys(&**input, output, shape(args, ran), sink)?,
+            Align::Inner | Align::Outer => {
+                let (records, peer_rows) = match output {
+                    Output::Records { records, rows, .. } => (records.as_slice(), rows.as_slice()),
+                    _ => (&[][..], &[][..]),
+                };
+                let aligned = AlignedRows {
+                    source: &**input,
+                    intersection: output.indices().unwrap_or_default(),
+                    records,
+                    rows: peer_rows,
+                    shape: shape(args, ran),
+                    alignment,
+                };
+                sink.take(Delivered::of(output, &aligned))?
+            }
+        },
         Matched::Rows { split, matches } => {
             let rows = SplitRows {
                 input: &args.input,
