@@ -1,6 +1,6 @@
 //! Cryptographic building blocks: 128-bit blocks, fixed-key AES, the AES-CTR PRG,
-//! correlation-robust hashing, the random oracle, a polynomial universal hash and bit-matrix
-//! transposition.
+//! correlation-robust hashing, the random oracle, a polynomial universal hash, bit-matrix
+//! transposition, and Ristretto255 with RFC 9497's oblivious PRF.
 
 mod aes;
 mod aes_many_keys;
@@ -11,6 +11,7 @@ pub mod gf128;
 pub mod group;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes;
+pub mod oprf;
 mod poly_hash;
 mod prg;
 mod random_oracle;
