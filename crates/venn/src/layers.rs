@@ -19,6 +19,7 @@ const RANKS: &[(&str, u8)] = &[
     ("framework", 7),
     ("gmw", 8),
     ("oprf", 8),
+    ("unbalanced", 8),
     ("circuit_psi", 9),
     ("protocols", 10),
     ("run", 11),

@@ -29,6 +29,7 @@ pub mod protocols;
 mod run;
 pub mod session;
 pub mod state;
+pub mod unbalanced;
 pub mod util;
 
 pub mod internals;

@@ -216,6 +216,11 @@ impl ServerKey {
         }
     }
 
+    /// Its mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
     /// The secret scalar's bytes (`skSm`), for the owner's key file.
     pub fn secret_bytes(&self) -> [u8; 32] {
         self.secret.to_bytes()
@@ -374,6 +379,11 @@ impl Blinded {
             blinds,
             elements,
         })
+    }
+
+    /// Its mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The elements to send, serialised one after another.

@@ -1,0 +1,9 @@
+//! Unbalanced PSI: a server's large set, updated over time, queried by many clients with
+//! small sets. Every query starts with one round of RFC 9497's OPRF under the dataset's
+//! long-lived key ([`crate::crypto::oprf`]): the round's messages and the server's answer
+//! ([`oprf_round`]), and the limit on how many evaluations a client gets
+//! ([`rate`]) — the OPRF is what stops a client from testing guesses offline, so its
+//! evaluations are what is limited.
+
+pub mod oprf_round;
+pub mod rate;
