@@ -3,9 +3,10 @@
 //! long-lived key ([`crate::crypto::oprf`]): the round's messages and the server's answer
 //! ([`oprf_round`]), and the limit on how many evaluations a client gets
 //! ([`rate`]) — the OPRF is what stops a client from testing guesses offline, so its
-//! evaluations are what is limited. In `ub-cache` the client holds the server's tags, a
-//! compact sorted set ([`tag_set`]), and looks its answers up there.
+//! evaluations are what is limited. In `ub-cache` ([`cache`]) the client holds the
+//! server's tags, a compact sorted set ([`tag_set`]), and looks its answers up there.
 
+pub mod cache;
 pub mod oprf_round;
 pub mod rate;
 pub mod tag_set;
