@@ -9,7 +9,7 @@
 //! sorted tags (the first from 0) are coded with Rice parameter r = max(0, τ − ⌈log₂ n⌉):
 //! the quotient in unary (ones, then a zero), the r low bits as they are — about
 //! τ − log₂ n + 1.5 bits a tag whatever n. A block index (the last tag of each block of
-//! 4,096 and the bit offset after it) lets a lookup decode one block.
+//! 256 and the bit offset after it, rebuilt by the client) lets a lookup decode one block.
 //!
 //! The digest is BLAKE3 of τ, the count and the coded bits: the set's content, since the
 //! coding is a function of the sorted tags. (The spec's reading proposed an additive sum
@@ -19,7 +19,7 @@
 use crate::{Error, Result};
 
 /// Tags a block of the index covers.
-const BLOCK: usize = 4096;
+const BLOCK: usize = 256;
 
 /// The statistical parameter of a query's false positives: at most 2^-40 a query.
 const FALSE_POSITIVE_BITS: u32 = 40;
@@ -56,29 +56,61 @@ fn rice(tau: u8, len: u64) -> u8 {
     u32::from(tau).saturating_sub(log).min(127) as u8
 }
 
-/// Bits written most significant first.
+/// Bits written most significant first, into 64-bit words.
 #[derive(Default)]
 struct Writer {
-    bytes: Vec<u8>,
+    words: Vec<u64>,
     len: u64,
 }
 
 impl Writer {
-    fn bit(&mut self, one: bool) {
-        if self.len.is_multiple_of(8) {
-            self.bytes.push(0);
+    /// The low `count` bits of `value` (at most 64), high first.
+    fn put(&mut self, value: u64, count: u32) {
+        if count == 0 {
+            return;
         }
-        if one {
-            *self.bytes.last_mut().expect("a byte") |= 0x80 >> (self.len % 8);
+        let offset = (self.len % 64) as u32;
+        if offset == 0 {
+            self.words.push(0);
         }
-        self.len += 1;
+        let value = value & (u64::MAX >> (64 - count));
+        let (free, last) = (64 - offset, self.words.len() - 1);
+        if count <= free {
+            self.words[last] |= value << (free - count);
+        } else {
+            self.words[last] |= value >> (count - free);
+            self.words.push(value << (64 - (count - free)));
+        }
+        self.len += u64::from(count);
     }
 
-    /// The low `count` bits of `value`, high first.
-    fn bits(&mut self, value: u128, count: u8) {
-        for i in (0..count).rev() {
-            self.bit(value >> i & 1 == 1);
+    /// `quotient` ones, then a zero.
+    fn unary(&mut self, quotient: u128) {
+        let mut left = quotient;
+        while left >= 64 {
+            self.put(u64::MAX, 64);
+            left -= 64;
         }
+        self.put(u64::MAX, left as u32);
+        self.put(0, 1);
+    }
+
+    /// The low `count` bits of `value` (at most 127), high first.
+    fn bits(&mut self, value: u128, count: u8) {
+        let count = u32::from(count);
+        if count > 64 {
+            self.put((value >> 64) as u64, count - 64);
+            self.put(value as u64, 64);
+        } else {
+            self.put(value as u64, count);
+        }
+    }
+
+    /// The bytes written, the last one's unused bits zero.
+    fn into_bytes(self) -> Vec<u8> {
+        let mut bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        bytes.truncate(self.len.div_ceil(8) as usize);
+        bytes
     }
 }
 
@@ -90,31 +122,58 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn bit(&mut self) -> Option<bool> {
-        if self.at >= self.len {
-            return None;
+    /// The 64 bits from `at` on (zeros past the bytes).
+    fn window(&self) -> u64 {
+        let byte = (self.at / 8) as usize;
+        let mut buf = [0u8; 16];
+        let end = (byte + 9).min(self.bytes.len());
+        if byte < end {
+            buf[..end - byte].copy_from_slice(&self.bytes[byte..end]);
         }
-        let byte = self.bytes[(self.at / 8) as usize];
-        let one = byte & (0x80 >> (self.at % 8)) != 0;
-        self.at += 1;
-        Some(one)
+        ((u128::from_be_bytes(buf) << (self.at % 8)) >> 64) as u64
     }
 
-    /// A gap coded with Rice parameter `rice`, if it is below `limit`.
+    /// The next `count` bits (at most 127), if there are as many before `len`.
+    fn take(&mut self, count: u8) -> Option<u128> {
+        if self.len - self.at < u64::from(count) {
+            return None;
+        }
+        let (mut value, mut left) = (0u128, u32::from(count));
+        while left > 0 {
+            let k = left.min(64);
+            value = value << k | u128::from(self.window() >> (64 - k));
+            self.at += u64::from(k);
+            left -= k;
+        }
+        Some(value)
+    }
+
+    /// A gap coded with Rice parameter `rice`, if it is below `limit`: the unary
+    /// quotient read a window at a time.
     fn gap(&mut self, rice: u8, limit: u128) -> Option<u128> {
         let most = limit >> rice;
         let mut quotient = 0u128;
-        while self.bit()? {
-            quotient += 1;
+        loop {
+            let available = (self.len - self.at).min(64);
+            if available == 0 {
+                return None;
+            }
+            let ones = u64::from((!self.window()).leading_zeros());
+            if ones < available {
+                quotient += u128::from(ones);
+                self.at += ones + 1;
+                break;
+            }
+            quotient += u128::from(available);
+            self.at += available;
             if quotient > most {
                 return None;
             }
         }
-        let mut rest = 0u128;
-        for _ in 0..rice {
-            rest = rest << 1 | u128::from(self.bit()?);
+        if quotient > most {
+            return None;
         }
-        Some(quotient << rice | rest)
+        Some(quotient << rice | self.take(rice)?)
     }
 }
 
@@ -138,22 +197,20 @@ impl TagSet {
         let (mut w, mut index, mut previous) = (Writer::default(), Vec::new(), 0u128);
         for (i, &tag) in tags.iter().enumerate() {
             let gap = tag - previous;
-            for _ in 0..gap >> rice {
-                w.bit(true);
-            }
-            w.bit(false);
+            w.unary(gap >> rice);
             w.bits(gap, rice);
             previous = tag;
             if (i + 1).is_multiple_of(BLOCK) {
                 index.push((tag, w.len));
             }
         }
+        let bit_len = w.len;
         Ok(TagSet {
             tau,
             rice,
             len,
-            bits: w.bytes,
-            bit_len: w.len,
+            bits: w.into_bytes(),
+            bit_len,
             index,
         })
     }
@@ -325,7 +382,9 @@ mod tests {
             (0, 40),
             (1, 40),
             (5, 128),
-            (4095, 52),
+            (255, 40),
+            (256, 40),
+            (257, 127),
             (4096, 52),
             (20_000, 60),
             (9000, 16),
