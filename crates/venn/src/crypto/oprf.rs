@@ -19,7 +19,8 @@ use crate::{Error, Result};
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::{Identity, IsIdentity};
+use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
+use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 
 /// The bytes of a serialised element (a compressed ristretto255 point) or scalar.
@@ -238,14 +239,14 @@ impl ServerKey {
     }
 
     /// `BlindEvaluate` of each of a request's `blinded` elements (read with
-    /// [`read_elements`]); in the verifiable mode with the batch's proof
-    /// (`GenerateProof`, §2.2.1), its random scalar from `prg`.
+    /// [`read_elements`]), on the current rayon pool's threads; in the verifiable mode
+    /// with the batch's proof (`GenerateProof`, §2.2.1), its random scalar from `prg`.
     pub fn blind_evaluate(
         &self,
         blinded: &[RistrettoPoint],
         prg: &mut Prg,
     ) -> (Vec<RistrettoPoint>, Option<[u8; PROOF_BYTES]>) {
-        let evaluated: Vec<RistrettoPoint> = blinded.iter().map(|b| self.secret * b).collect();
+        let evaluated: Vec<RistrettoPoint> = blinded.par_iter().map(|b| self.secret * b).collect();
         let proof = match self.mode {
             Mode::Oprf => None,
             Mode::Voprf => Some(self.prove(blinded, &evaluated, random_scalar(prg))),
@@ -298,30 +299,31 @@ fn composites(
         .finalize()
         .into();
     let scalar_dst = mode.dst(b"HashToScalar-");
-    let (mut m, mut z) = (RistrettoPoint::identity(), RistrettoPoint::identity());
-    for (i, (ci, di)) in c.iter().zip(d).enumerate() {
-        let (ci_bytes, di_bytes) = (ci.compress().to_bytes(), di.compress().to_bytes());
-        let weight = hash_to_scalar(
-            &[
-                &two_bytes(seed.len()),
-                &seed,
-                &two_bytes(i),
-                &two_bytes(ELEMENT_BYTES),
-                &ci_bytes,
-                &two_bytes(ELEMENT_BYTES),
-                &di_bytes,
-                b"Composite",
-            ],
-            &scalar_dst,
-        );
-        m += weight * ci;
-        if secret.is_none() {
-            z += weight * di;
-        }
-    }
-    if let Some(k) = secret {
-        z = k * m;
-    }
+    let weights: Vec<Scalar> = (c.par_iter().zip(d).enumerate())
+        .map(|(i, (ci, di))| {
+            let (ci_bytes, di_bytes) = (ci.compress().to_bytes(), di.compress().to_bytes());
+            hash_to_scalar(
+                &[
+                    &two_bytes(seed.len()),
+                    &seed,
+                    &two_bytes(i),
+                    &two_bytes(ELEMENT_BYTES),
+                    &ci_bytes,
+                    &two_bytes(ELEMENT_BYTES),
+                    &di_bytes,
+                    b"Composite",
+                ],
+                &scalar_dst,
+            )
+        })
+        .collect();
+    // The elements and weights are public: one variable-time multiscalar
+    // multiplication each (the secret k only ever in a constant-time product).
+    let m = RistrettoPoint::vartime_multiscalar_mul(&weights, c);
+    let z = match secret {
+        Some(k) => k * m,
+        None => RistrettoPoint::vartime_multiscalar_mul(&weights, d),
+    };
     (m, z)
 }
 
