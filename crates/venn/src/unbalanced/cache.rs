@@ -22,6 +22,8 @@ use rayon::prelude::*;
 pub struct Descriptor {
     /// The key's epoch, named in every OPRF round.
     pub epoch: u32,
+    /// The tag set's version: one more with each published update.
+    pub version: u64,
     /// The key's public half: every answer is proven under it.
     pub public: [u8; 32],
     /// How many tags the set holds.
@@ -38,13 +40,70 @@ pub struct Descriptor {
 pub struct CacheServer {
     key: ServerKey,
     epoch: u32,
+    version: u64,
     tags: TagSet,
     max_query: u32,
 }
 
+/// What changed between two versions of a tag set: the tags added and those removed,
+/// each a sorted, Rice-coded set (about τ − log₂(changes) + 1.5 bits a change).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delta {
+    /// The version it applies to.
+    pub from: u64,
+    /// The version it makes.
+    pub to: u64,
+    adds: TagSet,
+    removes: TagSet,
+}
+
+impl Delta {
+    /// Its wire form: `from`, `to` (u64 each), the adds' and the removes' wire forms each
+    /// after its length (u64).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (adds, removes) = (self.adds.to_bytes(), self.removes.to_bytes());
+        let mut out = Vec::with_capacity(32 + adds.len() + removes.len());
+        out.extend_from_slice(&self.from.to_le_bytes());
+        out.extend_from_slice(&self.to.to_le_bytes());
+        for part in [adds, removes] {
+            out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            out.extend_from_slice(&part);
+        }
+        out
+    }
+
+    /// Reads a delta of at most `max_len` changes each way: refused unless its parts read
+    /// exactly.
+    pub fn from_bytes(bytes: &[u8], max_len: u64) -> Result<Delta> {
+        let malformed = |why: &str| Error::protocol("a tag set's delta", why.to_string());
+        let word = |at: usize| -> Result<u64> {
+            (bytes.get(at..at + 8))
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .ok_or_else(|| malformed("shorter than its lengths say"))
+        };
+        let (from, to) = (word(0)?, word(8)?);
+        let adds_len = usize::try_from(word(16)?).map_err(|_| malformed("a part too long"))?;
+        let adds_end = 24usize
+            .checked_add(adds_len)
+            .filter(|&end| end <= bytes.len());
+        let adds_end = adds_end.ok_or_else(|| malformed("shorter than its lengths say"))?;
+        let removes_len = word(adds_end)?;
+        if (bytes.len() - adds_end - 8) as u64 != removes_len {
+            return Err(malformed("its removes' length is not the rest"));
+        }
+        Ok(Delta {
+            from,
+            to,
+            adds: TagSet::from_bytes(&bytes[24..adds_end], max_len)?,
+            removes: TagSet::from_bytes(&bytes[adds_end + 8..], max_len)?,
+        })
+    }
+}
+
 impl CacheServer {
     /// The server of `items` under `key` (the verifiable mode's) of `epoch`, answering
-    /// queries of up to `max_query` items; its tags sized for a set of up to `max_items`.
+    /// queries of up to `max_query` items (a padded size: [`padded_count`]); its tags
+    /// sized for a set of up to `max_items`.
     /// The items are evaluated on the current rayon pool's threads.
     pub fn new(
         key: ServerKey,
@@ -58,6 +117,12 @@ impl CacheServer {
                 "ub-cache answers in the verifiable mode: its key is a VOPRF key".into(),
             ));
         }
+        if padded_count(max_query) != max_query {
+            return Err(Error::Usage(format!(
+                "a query cap of {max_query}: queries are padded to 1, 16, 256 or 4,096 items \
+                 (or multiples of 4,096), so the cap is one of those"
+            )));
+        }
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));
         let tags = items
             .par_iter()
@@ -66,8 +131,32 @@ impl CacheServer {
         Ok(CacheServer {
             key,
             epoch,
+            version: 0,
             tags: TagSet::new(tau, tags)?,
             max_query,
+        })
+    }
+
+    /// Inserts and deletes items, publishing the next version, and returns the delta
+    /// from the last. `inserts` must be new to the set and `deletes` in it — the store of
+    /// items decides which operations change membership; a delete whose tag the set
+    /// lacks is refused, and nothing changes.
+    pub fn update(&mut self, inserts: &[&[u8]], deletes: &[&[u8]]) -> Result<Delta> {
+        let tau = self.tags.tau();
+        let tags_of = |items: &[&[u8]]| -> Result<TagSet> {
+            let tags = (items.par_iter())
+                .map(|item| Ok(tag_of(&self.key.evaluate(item)?, tau)))
+                .collect::<Result<Vec<u128>>>()?;
+            TagSet::new(tau, tags)
+        };
+        let (adds, removes) = (tags_of(inserts)?, tags_of(deletes)?);
+        self.tags = self.tags.changed(&adds, &removes)?;
+        self.version += 1;
+        Ok(Delta {
+            from: self.version - 1,
+            to: self.version,
+            adds,
+            removes,
         })
     }
 
@@ -75,6 +164,7 @@ impl CacheServer {
     pub fn describe(&self) -> Descriptor {
         Descriptor {
             epoch: self.epoch,
+            version: self.version,
             public: self.key.public(),
             len: self.tags.len(),
             tau: self.tags.tau(),
@@ -118,6 +208,36 @@ impl CacheClient {
             descriptor,
             tags: set,
         })
+    }
+
+    /// Applies a `delta` the server published, which must take this client's version to
+    /// that of the server's new `descriptor` and give the set it describes (its digest):
+    /// refused otherwise, and the client keeps the set it had.
+    pub fn apply(&mut self, descriptor: Descriptor, delta: &[u8]) -> Result<()> {
+        let delta = Delta::from_bytes(delta, descriptor.len.max(self.tags.len()))?;
+        let same_key = descriptor.epoch == self.descriptor.epoch
+            && descriptor.public == self.descriptor.public;
+        if !same_key || delta.from != self.descriptor.version || delta.to != descriptor.version {
+            return Err(Error::protocol(
+                format!(
+                    "a delta from version {} of the key of epoch {}",
+                    self.descriptor.version, self.descriptor.epoch
+                ),
+                format!(
+                    "versions {} to {} of epoch {}",
+                    delta.from, delta.to, descriptor.epoch
+                ),
+            ));
+        }
+        let tags = self.tags.changed(&delta.adds, &delta.removes)?;
+        if tags.len() != descriptor.len || tags.digest() != descriptor.digest {
+            return Err(Error::protocol(
+                "a delta giving the set the dataset published",
+                "another set (its count or digest differs)",
+            ));
+        }
+        (self.descriptor, self.tags) = (descriptor, tags);
+        Ok(())
     }
 
     /// Starts a lookup of `items`: padded with random items to [`padded_count`], blinded.
@@ -238,6 +358,10 @@ mod tests {
         let client = CacheClient::new(server.describe(), &server.tags()).unwrap();
         let many: Vec<&[u8]> = vec![b"x"; 17];
         assert!(client.lookup(&many, &mut prg).is_err());
+        assert!(
+            CacheServer::new(key(2), 1, &items, 16, 64).is_err(),
+            "not a padded size"
+        );
         // Answers from another key (the same tags, another VOPRF key) fail their proof.
         let lookup = client.lookup(&[b"a"], &mut prg).unwrap();
         let impostor = CacheServer::new(key(4), 1, &items, 16, 16).unwrap();
@@ -248,5 +372,86 @@ mod tests {
         ));
         let base = ServerKey::random(Mode::Oprf, &mut prg);
         assert!(CacheServer::new(base, 1, &items, 16, 16).is_err());
+    }
+
+    /// Updates interleaved with lookups: after each version the client, applying the
+    /// server's delta, looks up as a model set says; a delta skipped, altered or for
+    /// another key is refused and leaves the client as it was; a delete of an item the
+    /// set lacks is refused and changes nothing.
+    #[test]
+    fn deltas_keep_a_client_equal_to_the_server() {
+        let mut prg = Prg::from_seed(Block::from(23));
+        let name = |i: u32| format!("item {i}").into_bytes();
+        let first: Vec<Vec<u8>> = (0..500).map(name).collect();
+        let refs: Vec<&[u8]> = first.iter().map(Vec::as_slice).collect();
+        let mut server = CacheServer::new(key(5), 1, &refs, 1 << 12, 256).unwrap();
+        let mut client = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let mut model: HashSet<u32> = (0..500).collect();
+        let mut next = 500u32;
+        for round in 0..6u32 {
+            // Delete every seventh of the model's items (shifted by the round), insert 40.
+            let deletes: Vec<u32> = (model.iter().copied())
+                .filter(|i| (i + round) % 7 == 0)
+                .collect();
+            let inserts: Vec<u32> = (next..next + 40).collect();
+            next += 40;
+            let (ins, del): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (
+                inserts.iter().map(|&i| name(i)).collect(),
+                deletes.iter().map(|&i| name(i)).collect(),
+            );
+            let ins: Vec<&[u8]> = ins.iter().map(Vec::as_slice).collect();
+            let del: Vec<&[u8]> = del.iter().map(Vec::as_slice).collect();
+            let delta = server.update(&ins, &del).unwrap().to_bytes();
+            model.extend(&inserts);
+            deletes.iter().for_each(|i| {
+                model.remove(i);
+            });
+            let described = server.describe();
+            if round == 2 {
+                let mut altered = delta.clone();
+                let last = altered.len() - 1;
+                altered[last] ^= 0x40;
+                assert!(
+                    client.apply(described.clone(), &altered).is_err(),
+                    "altered"
+                );
+            }
+            client.apply(described.clone(), &delta).unwrap();
+            assert!(
+                client.apply(described, &delta).is_err(),
+                "the same delta twice: from an old version"
+            );
+            let probes: Vec<Vec<u8>> = (0..next + 20).step_by(3).map(name).collect();
+            for chunk in probes.chunks(64) {
+                let items: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+                let lookup = client.lookup(&items, &mut prg).unwrap();
+                let response = server.oprf(&lookup.request(), &mut prg).unwrap();
+                let found = client.finish(&lookup, &response).unwrap();
+                let expected: Vec<bool> = (chunk.iter())
+                    .map(|item| {
+                        let i: u32 = String::from_utf8_lossy(&item[5..]).parse().unwrap();
+                        model.contains(&i)
+                    })
+                    .collect();
+                assert_eq!(found, expected, "round {round}");
+            }
+        }
+        let before = server.describe();
+        let absent = name(next + 1000);
+        assert!(server.update(&[], &[&absent]).is_err());
+        assert_eq!(
+            server.describe(),
+            before,
+            "a refused update changes nothing"
+        );
+        // A client of an older version cannot take a later delta.
+        let mut behind = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        server.update(&[b"one more"], &[]).unwrap();
+        let skipped = server.update(&[b"and another"], &[]).unwrap().to_bytes();
+        assert!(
+            behind.apply(server.describe(), &skipped).is_err(),
+            "a version skipped"
+        );
+        assert!(Delta::from_bytes(&skipped[..skipped.len() - 1], 1 << 12).is_err());
     }
 }
