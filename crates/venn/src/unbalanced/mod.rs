@@ -5,8 +5,11 @@
 //! ([`rate`]) — the OPRF is what stops a client from testing guesses offline, so its
 //! evaluations are what is limited. In `ub-cache` ([`cache`]) the client holds the
 //! server's tags, a compact sorted set ([`tag_set`]), and looks its answers up there.
+//! Labels, a server item's data a client learns with a match, are encrypted under a key
+//! from the item's OPRF value ([`labels`]).
 
 pub mod cache;
+pub mod labels;
 pub mod oprf_round;
 pub mod rate;
 pub mod tag_set;
