@@ -15,6 +15,7 @@ use crate::crypto::oprf::{Mode, ServerKey};
 use crate::crypto::Prg;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 /// What a server publishes of a dataset, for its clients to check what they download and
 /// the answers they get.
@@ -42,7 +43,11 @@ pub struct CacheServer {
     epoch: u32,
     version: u64,
     tags: TagSet,
+    max_items: u64,
     max_query: u32,
+    /// The key before the last rotation, and until when requests of its epoch are still
+    /// answered (queries in flight when the key changed).
+    previous: Option<(ServerKey, u32, Instant)>,
 }
 
 /// What changed between two versions of a tag set: the tags added and those removed,
@@ -133,8 +138,26 @@ impl CacheServer {
             epoch,
             version: 0,
             tags: TagSet::new(tau, tags)?,
+            max_items,
             max_query,
+            previous: None,
         })
+    }
+
+    /// Rotates to `key` (the next epoch) over `items`, the set as it stands: a new tag
+    /// set every client downloads whole. The old key answers requests of its epoch for
+    /// `grace` more; after that they are refused as [`Refusal::EpochChanged`]. On a
+    /// suspected leak of the key or the set, and on a schedule: a client learns the
+    /// membership changes of every item it ever evaluated until the key changes.
+    pub fn rotate(&mut self, key: ServerKey, items: &[&[u8]], grace: Duration) -> Result<()> {
+        let epoch = self
+            .epoch
+            .checked_add(1)
+            .ok_or_else(|| Error::Usage("the key's epochs are used up (2^32 rotations)".into()))?;
+        let next = CacheServer::new(key, epoch, items, self.max_items, self.max_query)?;
+        let old = std::mem::replace(self, next);
+        self.previous = Some((old.key, old.epoch, Instant::now() + grace));
+        Ok(())
     }
 
     /// Inserts and deletes items, publishing the next version, and returns the delta
@@ -178,8 +201,15 @@ impl CacheServer {
         self.tags.to_bytes()
     }
 
-    /// Its answer to an OPRF `request`, or why not.
+    /// Its answer to an OPRF `request`, or why not: under the current key, or under the
+    /// previous one for a request of its epoch within the grace period of a rotation.
     pub fn oprf(&self, request: &[u8], prg: &mut Prg) -> std::result::Result<Vec<u8>, Refusal> {
+        if let Some((key, epoch, until)) = &self.previous {
+            let asked = (request.get(..4)).map(|e| u32::from_le_bytes(e.try_into().expect("4")));
+            if asked == Some(*epoch) && Instant::now() < *until {
+                return answer(key, *epoch, request, self.max_query, prg);
+            }
+        }
         answer(&self.key, self.epoch, request, self.max_query, prg)
     }
 }
@@ -453,5 +483,40 @@ mod tests {
             "a version skipped"
         );
         assert!(Delta::from_bytes(&skipped[..skipped.len() - 1], 1 << 12).is_err());
+    }
+
+    /// After a rotation a client of the old key is still answered within the grace
+    /// period, then told the epoch changed; synced again, it looks up as before, and the
+    /// old key's outputs no longer match.
+    #[test]
+    fn a_rotated_key_moves_clients_to_the_new_epoch() {
+        let mut prg = Prg::from_seed(Block::from(24));
+        let items: Vec<&[u8]> = vec![b"a", b"b", b"c"];
+        let mut server = CacheServer::new(key(6), 1, &items, 16, 16).unwrap();
+        let old = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let old_tags = server.tags();
+        server
+            .rotate(key(7), &items, Duration::from_secs(600))
+            .unwrap();
+        assert_eq!(server.describe().epoch, 2);
+        assert_ne!(server.tags(), old_tags, "the tags are the new key's");
+        let lookup = old.lookup(&[b"a", b"z"], &mut prg).unwrap();
+        let response = server.oprf(&lookup.request(), &mut prg).unwrap();
+        assert_eq!(
+            old.finish(&lookup, &response).unwrap(),
+            [true, false],
+            "in grace"
+        );
+        server.rotate(key(8), &items, Duration::ZERO).unwrap();
+        let refused = server.oprf(&lookup.request(), &mut prg).unwrap_err();
+        assert_eq!(refused, Refusal::EpochChanged { current: 3 });
+        let synced = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let lookup = synced.lookup(&[b"a", b"z"], &mut prg).unwrap();
+        let response = server.oprf(&lookup.request(), &mut prg).unwrap();
+        assert_eq!(synced.finish(&lookup, &response).unwrap(), [true, false]);
+        assert!(
+            CacheClient::new(server.describe(), &old_tags).is_err(),
+            "the old set"
+        );
     }
 }
