@@ -136,9 +136,51 @@ pub fn read_element(bytes: &[u8]) -> Result<RistrettoPoint> {
     Ok(point)
 }
 
+/// Elements with their encodings: those read from a peer keep the bytes they came in,
+/// new ones are compressed once, so that a proof's transcript hashes the same bytes
+/// without compressing every element again (a compression costs a field inversion).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Elements {
+    points: Vec<RistrettoPoint>,
+    encoded: Vec<[u8; ELEMENT_BYTES]>,
+}
+
+impl Elements {
+    /// `points`, compressed (on the current rayon pool's threads).
+    pub fn of(points: Vec<RistrettoPoint>) -> Elements {
+        let encoded = points.par_iter().map(|p| p.compress().to_bytes()).collect();
+        Elements { points, encoded }
+    }
+
+    /// The points.
+    pub fn points(&self) -> &[RistrettoPoint] {
+        &self.points
+    }
+
+    /// Their encodings.
+    pub fn encoded(&self) -> &[[u8; ELEMENT_BYTES]] {
+        &self.encoded
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// Their encodings one after another, as sent.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.encoded.concat()
+    }
+}
+
 /// Reads `count` elements, one after another, from a body of exactly that many
 /// (checked before anything is allocated).
-pub fn read_elements(bytes: &[u8], count: usize) -> Result<Vec<RistrettoPoint>> {
+pub fn read_elements(bytes: &[u8], count: usize) -> Result<Elements> {
     match count.checked_mul(ELEMENT_BYTES) {
         Some(expected) if expected == bytes.len() => {}
         _ => {
@@ -148,10 +190,14 @@ pub fn read_elements(bytes: &[u8], count: usize) -> Result<Vec<RistrettoPoint>> 
             ))
         }
     }
-    bytes
+    let points = bytes
         .chunks_exact(ELEMENT_BYTES)
         .map(read_element)
-        .collect()
+        .collect::<Result<_>>()?;
+    let encoded = (bytes.chunks_exact(ELEMENT_BYTES))
+        .map(|e| e.try_into().expect("32 bytes"))
+        .collect();
+    Ok(Elements { points, encoded })
 }
 
 /// A server's key: the scalar k and its public half pkS = k·G (the verifiable mode's).
@@ -243,10 +289,11 @@ impl ServerKey {
     /// with the batch's proof (`GenerateProof`, §2.2.1), its random scalar from `prg`.
     pub fn blind_evaluate(
         &self,
-        blinded: &[RistrettoPoint],
+        blinded: &Elements,
         prg: &mut Prg,
-    ) -> (Vec<RistrettoPoint>, Option<[u8; PROOF_BYTES]>) {
-        let evaluated: Vec<RistrettoPoint> = blinded.par_iter().map(|b| self.secret * b).collect();
+    ) -> (Elements, Option<[u8; PROOF_BYTES]>) {
+        let points = blinded.points.par_iter().map(|b| self.secret * b).collect();
+        let evaluated = Elements::of(points);
         let proof = match self.mode {
             Mode::Oprf => None,
             Mode::Voprf => Some(self.prove(blinded, &evaluated, random_scalar(prg))),
@@ -256,12 +303,7 @@ impl ServerKey {
 
     /// `GenerateProof` (§2.2.1) that `evaluated` = k·`blinded` and pkS = k·G, with the
     /// proof's random scalar `r`.
-    fn prove(
-        &self,
-        blinded: &[RistrettoPoint],
-        evaluated: &[RistrettoPoint],
-        r: Scalar,
-    ) -> [u8; PROOF_BYTES] {
+    fn prove(&self, blinded: &Elements, evaluated: &Elements, r: Scalar) -> [u8; PROOF_BYTES] {
         let (m, z) = composites(
             self.mode,
             &self.public,
@@ -285,8 +327,8 @@ impl ServerKey {
 fn composites(
     mode: Mode,
     public: &RistrettoPoint,
-    c: &[RistrettoPoint],
-    d: &[RistrettoPoint],
+    c: &Elements,
+    d: &Elements,
     secret: Option<&Scalar>,
 ) -> (RistrettoPoint, RistrettoPoint) {
     let bm = public.compress().to_bytes();
@@ -299,18 +341,17 @@ fn composites(
         .finalize()
         .into();
     let scalar_dst = mode.dst(b"HashToScalar-");
-    let weights: Vec<Scalar> = (c.par_iter().zip(d).enumerate())
-        .map(|(i, (ci, di))| {
-            let (ci_bytes, di_bytes) = (ci.compress().to_bytes(), di.compress().to_bytes());
+    let weights: Vec<Scalar> = (c.encoded.par_iter().zip(&d.encoded).enumerate())
+        .map(|(i, (ci_bytes, di_bytes))| {
             hash_to_scalar(
                 &[
                     &two_bytes(seed.len()),
                     &seed,
                     &two_bytes(i),
                     &two_bytes(ELEMENT_BYTES),
-                    &ci_bytes,
+                    ci_bytes,
                     &two_bytes(ELEMENT_BYTES),
-                    &di_bytes,
+                    di_bytes,
                     b"Composite",
                 ],
                 &scalar_dst,
@@ -319,10 +360,10 @@ fn composites(
         .collect();
     // The elements and weights are public: one variable-time multiscalar
     // multiplication each (the secret k only ever in a constant-time product).
-    let m = RistrettoPoint::vartime_multiscalar_mul(&weights, c);
+    let m = RistrettoPoint::vartime_multiscalar_mul(&weights, &c.points);
     let z = match secret {
         Some(k) => k * m,
-        None => RistrettoPoint::vartime_multiscalar_mul(&weights, d),
+        None => RistrettoPoint::vartime_multiscalar_mul(&weights, &d.points),
     };
     (m, z)
 }
@@ -361,7 +402,7 @@ pub struct Blinded {
     mode: Mode,
     blinds: Vec<Scalar>,
     /// The blinded elements, to send.
-    pub elements: Vec<RistrettoPoint>,
+    pub elements: Elements,
 }
 
 impl Blinded {
@@ -373,13 +414,13 @@ impl Blinded {
 
     /// `Blind` with the given blinds (the RFC's test vectors fix them).
     pub fn with_blinds(mode: Mode, inputs: &[&[u8]], blinds: Vec<Scalar>) -> Result<Blinded> {
-        let elements = (inputs.iter().zip(&blinds))
+        let points = (inputs.iter().zip(&blinds))
             .map(|(input, blind)| Ok(blind * input_element(mode, input)?))
             .collect::<Result<_>>()?;
         Ok(Blinded {
             mode,
             blinds,
-            elements,
+            elements: Elements::of(points),
         })
     }
 
@@ -390,9 +431,7 @@ impl Blinded {
 
     /// The elements to send, serialised one after another.
     pub fn to_bytes(&self) -> Vec<u8> {
-        (self.elements.iter())
-            .flat_map(|e| e.compress().to_bytes())
-            .collect()
+        self.elements.to_bytes()
     }
 
     /// `Finalize` (§3.3.1) of the server's answers to the same `inputs` (read with
@@ -402,7 +441,7 @@ impl Blinded {
     pub fn finalize(
         &self,
         inputs: &[&[u8]],
-        evaluated: &[RistrettoPoint],
+        evaluated: &Elements,
         proof: Option<(&[u8; PROOF_BYTES], &[u8; 32])>,
     ) -> Result<Vec<[u8; OUTPUT_BYTES]>> {
         if inputs.len() != self.blinds.len() || evaluated.len() != self.blinds.len() {
@@ -425,7 +464,7 @@ impl Blinded {
         }
         let mut inverses = self.blinds.clone();
         Scalar::batch_invert(&mut inverses);
-        Ok((inputs.iter().zip(inverses).zip(evaluated))
+        Ok((inputs.iter().zip(inverses).zip(&evaluated.points))
             .map(|((input, inverse), element)| finalize_one(input, &(inverse * element)))
             .collect())
     }
@@ -445,8 +484,8 @@ fn nonzero_scalar(prg: &mut Prg) -> Scalar {
 fn verify(
     mode: Mode,
     public: &RistrettoPoint,
-    blinded: &[RistrettoPoint],
-    evaluated: &[RistrettoPoint],
+    blinded: &Elements,
+    evaluated: &Elements,
     proof: &[u8; PROOF_BYTES],
 ) -> Result<()> {
     let scalar = |bytes: &[u8]| -> Result<Scalar> {
@@ -523,10 +562,10 @@ mod tests {
             let input = hex(input);
             let inputs = [input.as_slice()];
             let client = Blinded::with_blinds(Mode::Oprf, &inputs, vec![scalar(BLIND_1)]).unwrap();
-            assert_eq!(bytes(&client.elements[0]), hex(blinded));
+            assert_eq!(client.elements.encoded()[0].to_vec(), hex(blinded));
             let (answers, proof) = key.blind_evaluate(&client.elements, &mut prg);
             assert!(proof.is_none());
-            assert_eq!(bytes(&answers[0]), hex(evaluated));
+            assert_eq!(answers.encoded()[0].to_vec(), hex(evaluated));
             let outputs = client.finalize(&inputs, &answers, None).unwrap();
             assert_eq!(outputs[0].to_vec(), hex(output));
             assert_eq!(key.evaluate(&input).unwrap().to_vec(), hex(output));
@@ -598,11 +637,17 @@ mod tests {
             let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
             let blinds = blinds.iter().map(|b| scalar(b)).collect();
             let client = Blinded::with_blinds(Mode::Voprf, &inputs, blinds).unwrap();
-            let sent: Vec<Vec<u8>> = client.elements.iter().map(bytes).collect();
+            let sent: Vec<Vec<u8>> = client.elements.points().iter().map(bytes).collect();
             assert_eq!(sent, blinded.iter().map(|b| hex(b)).collect::<Vec<_>>());
-            let answers: Vec<RistrettoPoint> =
-                client.elements.iter().map(|e| key.secret * e).collect();
-            let got: Vec<Vec<u8>> = answers.iter().map(bytes).collect();
+            let answers = Elements::of(
+                client
+                    .elements
+                    .points()
+                    .iter()
+                    .map(|e| key.secret * e)
+                    .collect(),
+            );
+            let got: Vec<Vec<u8>> = answers.points().iter().map(bytes).collect();
             assert_eq!(got, evaluated.iter().map(|e| hex(e)).collect::<Vec<_>>());
             let made = key.prove(&client.elements, &answers, scalar(r));
             assert_eq!(made.to_vec(), hex(proof));
@@ -645,8 +690,9 @@ mod tests {
                 matches!(cheated, Err(Error::CheatingDetected(_))),
                 "another key"
             );
-            let mut changed = answers.clone();
-            changed[3] = RISTRETTO_BASEPOINT_POINT + changed[3];
+            let mut changed = answers.points().to_vec();
+            changed[3] += RISTRETTO_BASEPOINT_POINT;
+            let changed = Elements::of(changed);
             let cheated = client.finalize(&inputs, &changed, Some((&proof, &public)));
             assert!(
                 matches!(cheated, Err(Error::CheatingDetected(_))),

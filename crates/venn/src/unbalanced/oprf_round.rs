@@ -14,11 +14,10 @@
 //! the padding counts against the client's limit like any item.
 
 use crate::crypto::oprf::{
-    read_element, read_elements, Blinded, Mode, ServerKey, ELEMENT_BYTES, OUTPUT_BYTES, PROOF_BYTES,
+    read_elements, Blinded, Elements, Mode, ServerKey, ELEMENT_BYTES, OUTPUT_BYTES, PROOF_BYTES,
 };
 use crate::crypto::Prg;
 use crate::{Error, Result};
-use curve25519_dalek::ristretto::RistrettoPoint;
 
 /// The bytes before a message's elements: the epoch and the count.
 const HEAD: usize = 8;
@@ -108,12 +107,12 @@ fn head(bytes: &[u8], max: u32, extra: usize) -> std::result::Result<(u32, u32),
 }
 
 /// A message: the head, then the elements, then `tail`.
-fn message(epoch: u32, elements: &[RistrettoPoint], tail: &[u8]) -> Vec<u8> {
+fn message(epoch: u32, elements: &Elements, tail: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEAD + elements.len() * ELEMENT_BYTES + tail.len());
     out.extend_from_slice(&epoch.to_le_bytes());
     out.extend_from_slice(&(elements.len() as u32).to_le_bytes());
-    for e in elements {
-        out.extend_from_slice(&e.compress().to_bytes());
+    for e in elements.encoded() {
+        out.extend_from_slice(e);
     }
     out.extend_from_slice(tail);
     out
@@ -202,11 +201,8 @@ pub fn answer(
     if asked != epoch {
         return Err(Refusal::EpochChanged { current: epoch });
     }
-    let blinded = (request[HEAD..].chunks_exact(ELEMENT_BYTES))
-        .map(read_element)
-        .collect::<Result<Vec<_>>>()
+    let blinded = read_elements(&request[HEAD..], count as usize)
         .map_err(|e| Refusal::Malformed(e.to_string()))?;
-    debug_assert_eq!(blinded.len(), count as usize);
     let (evaluated, proof) = key.blind_evaluate(&blinded, prg);
     Ok(message(
         epoch,
