@@ -72,7 +72,7 @@ impl parquet::file::reader::ChunkReader for AtOffsets {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        use std::os::unix::fs::FileExt;
+        use std::io::Read;
         let past = start
             .checked_add(length as u64)
             .filter(|&end| end <= self.len);
@@ -82,8 +82,19 @@ impl parquet::file::reader::ChunkReader for AtOffsets {
                 self.len
             )));
         }
-        let mut buffer = vec![0u8; length];
-        self.file.read_exact_at(&mut buffer, start)?;
+        // Read into spare capacity rather than over zeros first: every page goes by here.
+        let mut buffer = Vec::with_capacity(length);
+        let mut from = FromOffset {
+            file: self.file.clone(),
+            at: start,
+        };
+        (&mut from).take(length as u64).read_to_end(&mut buffer)?;
+        if buffer.len() != length {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "{length} bytes at {start}, {} read",
+                buffer.len()
+            )));
+        }
         Ok(buffer.into())
     }
 }

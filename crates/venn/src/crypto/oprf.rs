@@ -220,12 +220,7 @@ impl std::fmt::Debug for ServerKey {
 impl ServerKey {
     /// A fresh random key.
     pub fn random(mode: Mode, prg: &mut Prg) -> ServerKey {
-        loop {
-            let secret = random_scalar(prg);
-            if secret != Scalar::ZERO {
-                return ServerKey::of(mode, secret);
-            }
-        }
+        ServerKey::of(mode, nonzero_scalar(prg))
     }
 
     /// `DeriveKeyPair(seed, info)` (§3.2.1): the key a 32-byte `seed` and an `info`

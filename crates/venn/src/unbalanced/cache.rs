@@ -129,15 +129,12 @@ impl CacheServer {
             )));
         }
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));
-        let tags = items
-            .par_iter()
-            .map(|item| Ok(tag_of(&key.evaluate(item)?, tau)))
-            .collect::<Result<Vec<u128>>>()?;
+        let tags = tag_set(&key, items, tau)?;
         Ok(CacheServer {
             key,
             epoch,
             version: 0,
-            tags: TagSet::new(tau, tags)?,
+            tags,
             max_items,
             max_query,
             previous: None,
@@ -166,13 +163,8 @@ impl CacheServer {
     /// lacks is refused, and nothing changes.
     pub fn update(&mut self, inserts: &[&[u8]], deletes: &[&[u8]]) -> Result<Delta> {
         let tau = self.tags.tau();
-        let tags_of = |items: &[&[u8]]| -> Result<TagSet> {
-            let tags = (items.par_iter())
-                .map(|item| Ok(tag_of(&self.key.evaluate(item)?, tau)))
-                .collect::<Result<Vec<u128>>>()?;
-            TagSet::new(tau, tags)
-        };
-        let (adds, removes) = (tags_of(inserts)?, tags_of(deletes)?);
+        let adds = tag_set(&self.key, inserts, tau)?;
+        let removes = tag_set(&self.key, deletes, tau)?;
         self.tags = self.tags.changed(&adds, &removes)?;
         self.version += 1;
         Ok(Delta {
@@ -212,6 +204,14 @@ impl CacheServer {
         }
         answer(&self.key, self.epoch, request, self.max_query, prg)
     }
+}
+
+/// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool.
+fn tag_set(key: &ServerKey, items: &[&[u8]], tau: u8) -> Result<TagSet> {
+    let tags = (items.par_iter())
+        .map(|item| Ok(tag_of(&key.evaluate(item)?, tau)))
+        .collect::<Result<Vec<u128>>>()?;
+    TagSet::new(tau, tags)
 }
 
 /// A client holding a dataset's tags, checked against what the server published.

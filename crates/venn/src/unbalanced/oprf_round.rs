@@ -85,23 +85,22 @@ impl From<Refusal> for Error {
     }
 }
 
-/// The epoch and count at the head of a message whose elements take `body` bytes,
-/// checked: the count at most `max`, the body exactly `extra` bytes beyond the elements.
-fn head(bytes: &[u8], max: u32, extra: usize) -> std::result::Result<(u32, u32), String> {
+/// The epoch and count at the head of a message, checked: the count at most `max`
+/// (else [`Refusal::TooManyItems`]), the body exactly its elements and `extra` bytes.
+fn head(bytes: &[u8], max: u32, extra: usize) -> std::result::Result<(u32, u32), Refusal> {
     let (Some(epoch), Some(count)) = (bytes.get(..4), bytes.get(4..HEAD)) else {
-        return Err(format!("{} bytes, shorter than its head", bytes.len()));
+        let short = format!("{} bytes, shorter than its head", bytes.len());
+        return Err(Refusal::Malformed(short));
     };
     let epoch = u32::from_le_bytes(epoch.try_into().expect("4 bytes"));
     let count = u32::from_le_bytes(count.try_into().expect("4 bytes"));
     if count > max {
-        return Err(format!("{count} elements, more than {max}"));
+        return Err(Refusal::TooManyItems { max });
     }
     let body = count as usize * ELEMENT_BYTES + extra;
     if bytes.len() - HEAD != body {
-        return Err(format!(
-            "{count} elements announced in {} bytes",
-            bytes.len() - HEAD
-        ));
+        let unlike = format!("{count} elements announced in {} bytes", bytes.len() - HEAD);
+        return Err(Refusal::Malformed(unlike));
     }
     Ok((epoch, count))
 }
@@ -156,8 +155,8 @@ impl Query {
             Mode::Oprf => 0,
             Mode::Voprf => PROOF_BYTES,
         };
-        let (epoch, got) =
-            head(response, count, extra).map_err(|why| Error::protocol("an OPRF response", why))?;
+        let (epoch, got) = head(response, count, extra)
+            .map_err(|why| Error::protocol("an OPRF response", why.to_string()))?;
         if epoch != self.epoch || got != count {
             return Err(Error::protocol(
                 format!("{count} answers under epoch {}", self.epoch),
@@ -193,11 +192,7 @@ pub fn answer(
     max: u32,
     prg: &mut Prg,
 ) -> std::result::Result<Vec<u8>, Refusal> {
-    let (asked, count) = match head(request, max, 0) {
-        Ok(head) => head,
-        Err(_) if too_many(request, max) => return Err(Refusal::TooManyItems { max }),
-        Err(why) => return Err(Refusal::Malformed(why)),
-    };
+    let (asked, count) = head(request, max, 0)?;
     if asked != epoch {
         return Err(Refusal::EpochChanged { current: epoch });
     }
@@ -209,11 +204,6 @@ pub fn answer(
         &evaluated,
         proof.as_ref().map_or(&[][..], |p| &p[..]),
     ))
-}
-
-/// Whether `request`'s head announces more than `max` elements.
-fn too_many(request: &[u8], max: u32) -> bool {
-    (request.get(4..HEAD)).is_some_and(|c| u32::from_le_bytes(c.try_into().expect("4")) > max)
 }
 
 #[cfg(test)]
