@@ -38,6 +38,7 @@ pub struct Descriptor {
 }
 
 /// A dataset's server: its key, its tags, how large a query it answers.
+#[derive(Clone)]
 pub struct CacheServer {
     key: ServerKey,
     epoch: u32,
@@ -141,6 +142,44 @@ impl CacheServer {
         })
     }
 
+    /// The server of a tag set published before, as `tags` holds it (its wire form, kept
+    /// by the server's store): version `version` of the key `key` of `epoch`. Refused
+    /// unless it reads, with τ as [`CacheServer::new`] would choose for these sizes.
+    pub fn restore(
+        key: ServerKey,
+        epoch: u32,
+        version: u64,
+        tags: &[u8],
+        max_items: u64,
+        max_query: u32,
+    ) -> Result<CacheServer> {
+        let tags = TagSet::from_bytes(tags, u64::MAX)?;
+        let tau = tag_bits(max_items.max(tags.len()), u64::from(max_query));
+        if key.mode() != Mode::Voprf || tags.tau() != tau {
+            return Err(Error::State(format!(
+                "a stored tag set of {}-bit tags where this dataset's are {tau} bits, or a \
+                 key of another mode",
+                tags.tau()
+            )));
+        }
+        Ok(CacheServer {
+            key,
+            epoch,
+            version,
+            tags,
+            max_items,
+            max_query,
+            previous: None,
+        })
+    }
+
+    /// This server, after `old` (the key of the epoch before): `old`'s key still answers
+    /// requests of its epoch for `grace`, the queries in flight when the key changed.
+    pub fn succeeding(mut self, old: CacheServer, grace: Duration) -> CacheServer {
+        self.previous = Some((old.key, old.epoch, Instant::now() + grace));
+        self
+    }
+
     /// Rotates to `key` (the next epoch) over `items`, the set as it stands: a new tag
     /// set every client downloads whole. The old key answers requests of its epoch for
     /// `grace` more; after that they are refused as [`Refusal::EpochChanged`]. On a
@@ -240,30 +279,54 @@ impl CacheClient {
         })
     }
 
-    /// Applies a `delta` the server published, which must take this client's version to
-    /// that of the server's new `descriptor` and give the set it describes (its digest):
-    /// refused otherwise, and the client keeps the set it had.
-    pub fn apply(&mut self, descriptor: Descriptor, delta: &[u8]) -> Result<()> {
-        let delta = Delta::from_bytes(delta, descriptor.len.max(self.tags.len()))?;
+    /// What the server published of the set this client holds.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// The tag set's wire form, as downloaded (for a client to keep between runs).
+    pub fn tags(&self) -> Vec<u8> {
+        self.tags.to_bytes()
+    }
+
+    /// Applies the `deltas` the server published since this client's version, in order
+    /// (each read as the iterator yields it), which must take it to the version of the
+    /// server's new `descriptor` and give the set it describes (its digest): refused
+    /// otherwise, and the client keeps the set it had.
+    pub fn apply(
+        &mut self,
+        descriptor: Descriptor,
+        deltas: impl IntoIterator<Item = Result<Vec<u8>>>,
+    ) -> Result<()> {
         let same_key = descriptor.epoch == self.descriptor.epoch
             && descriptor.public == self.descriptor.public;
-        if !same_key || delta.from != self.descriptor.version || delta.to != descriptor.version {
-            return Err(Error::protocol(
-                format!(
-                    "a delta from version {} of the key of epoch {}",
-                    self.descriptor.version, self.descriptor.epoch
-                ),
-                format!(
-                    "versions {} to {} of epoch {}",
-                    delta.from, delta.to, descriptor.epoch
-                ),
-            ));
+        let (mut version, mut tags) = (self.descriptor.version, None::<TagSet>);
+        for delta in deltas {
+            let held = tags.as_ref().unwrap_or(&self.tags);
+            let delta = Delta::from_bytes(&delta?, descriptor.len.max(held.len()))?;
+            if !same_key || delta.from != version || delta.to != version + 1 {
+                return Err(Error::protocol(
+                    format!(
+                        "a delta from version {version} of the key of epoch {}",
+                        self.descriptor.epoch
+                    ),
+                    format!(
+                        "versions {} to {} of epoch {}",
+                        delta.from, delta.to, descriptor.epoch
+                    ),
+                ));
+            }
+            tags = Some(held.changed(&delta.adds, &delta.removes)?);
+            version = delta.to;
         }
-        let tags = self.tags.changed(&delta.adds, &delta.removes)?;
-        if tags.len() != descriptor.len || tags.digest() != descriptor.digest {
+        let tags = tags.unwrap_or_else(|| self.tags.clone());
+        if version != descriptor.version
+            || tags.len() != descriptor.len
+            || tags.digest() != descriptor.digest
+        {
             return Err(Error::protocol(
-                "a delta giving the set the dataset published",
-                "another set (its count or digest differs)",
+                "deltas giving the set the dataset published",
+                "another set (its version, count or digest differs)",
             ));
         }
         (self.descriptor, self.tags) = (descriptor, tags);
@@ -374,7 +437,8 @@ mod tests {
     }
 
     /// A client refuses a tag set other than the one described, a query above the
-    /// dataset's cap, and answers under another key; a server refuses a base-mode key.
+    /// dataset's cap, and answers under another key; a server refuses a base-mode key,
+    /// and a stored set restores only with the sizes it was made for.
     #[test]
     fn what_does_not_match_the_description_is_refused() {
         let mut prg = Prg::from_seed(Block::from(22));
@@ -401,7 +465,12 @@ mod tests {
             Err(Error::CheatingDetected(_))
         ));
         let base = ServerKey::random(Mode::Oprf, &mut prg);
-        assert!(CacheServer::new(base, 1, &items, 16, 16).is_err());
+        assert!(CacheServer::new(base.clone(), 1, &items, 16, 16).is_err());
+        // A stored set restores to the server it was, under its key and sizes only.
+        let restored = CacheServer::restore(key(2), 1, 0, &server.tags(), 16, 16).unwrap();
+        assert_eq!(restored.describe(), server.describe());
+        assert!(CacheServer::restore(key(2), 1, 0, &server.tags(), 1 << 20, 16).is_err());
+        assert!(CacheServer::restore(base, 1, 0, &server.tags(), 16, 16).is_err());
     }
 
     /// Updates interleaved with lookups: after each version the client, applying the
@@ -442,13 +511,17 @@ mod tests {
                 let last = altered.len() - 1;
                 altered[last] ^= 0x40;
                 assert!(
-                    client.apply(described.clone(), &altered).is_err(),
+                    client
+                        .apply(described.clone(), [Ok(altered.clone())])
+                        .is_err(),
                     "altered"
                 );
             }
-            client.apply(described.clone(), &delta).unwrap();
+            client
+                .apply(described.clone(), [Ok(delta.clone())])
+                .unwrap();
             assert!(
-                client.apply(described, &delta).is_err(),
+                client.apply(described, [Ok(delta.clone())]).is_err(),
                 "the same delta twice: from an old version"
             );
             let probes: Vec<Vec<u8>> = (0..next + 20).step_by(3).map(name).collect();
@@ -479,7 +552,9 @@ mod tests {
         server.update(&[b"one more"], &[]).unwrap();
         let skipped = server.update(&[b"and another"], &[]).unwrap().to_bytes();
         assert!(
-            behind.apply(server.describe(), &skipped).is_err(),
+            behind
+                .apply(server.describe(), [Ok(skipped.clone())])
+                .is_err(),
             "a version skipped"
         );
         assert!(Delta::from_bytes(&skipped[..skipped.len() - 1], 1 << 12).is_err());

@@ -183,6 +183,13 @@ impl Query {
     }
 }
 
+/// How many elements `request` asks to be evaluated (its padding included), checked as
+/// [`answer`] checks it: what a server counts against the client's evaluations before it
+/// answers.
+pub fn requested(request: &[u8], max: u32) -> std::result::Result<u32, Refusal> {
+    head(request, max, 0).map(|(_, count)| count)
+}
+
 /// The server's answer to a `request` under `key` of epoch `epoch`, at most `max` elements
 /// at once, or why it is refused (before any element is evaluated).
 pub fn answer(

@@ -30,6 +30,16 @@ pub fn tag_bits(n_max: u64, m_max: u64) -> u8 {
     (FALSE_POSITIVE_BITS + log(n_max) + log(m_max)).min(128) as u8
 }
 
+/// The most bytes the wire form of a set of `len` tags of τ bits takes: the head, and
+/// at most r + 1 bits a tag for the Rice remainders and the quotients' stops, plus the
+/// quotients' ones, which sum to at most 2^τ >> r ≤ 2·len + 2 (r = τ − ⌈log₂ len⌉; a
+/// smaller r only where len > 2^τ, when that sum is at most len). What a client bounds a
+/// download by before it allocates.
+pub fn max_wire_len(len: u64, tau: u8) -> u64 {
+    let bits = len.saturating_mul(u64::from(tau) + 3).saturating_add(2);
+    17u64.saturating_add(bits.div_ceil(8))
+}
+
 /// The τ-bit tag of an OPRF output: the top τ bits of its bytes 48..64 (the part kept
 /// for `ub-cache`; the rest of the output keys other things).
 pub fn tag_of(output: &[u8; 64], tau: u8) -> u128 {
@@ -408,8 +418,8 @@ mod tests {
     }
 
     /// Sets of many sizes and widths (duplicates, 0 and 2^τ − 1 included) hold exactly
-    /// their tags, look up as a `HashSet` does, survive their wire form byte for byte,
-    /// and take about τ − log₂ n + 1.5 bits a tag.
+    /// their tags, look up as a `HashSet` does, survive their wire form byte for byte
+    /// (within [`max_wire_len`]), and take about τ − log₂ n + 1.5 bits a tag.
     #[test]
     fn a_set_holds_exactly_its_tags() {
         let mut prg = Prg::from_seed(Block::from(11));
@@ -445,7 +455,12 @@ mod tests {
                     "n {n} τ {tau}"
                 );
             }
-            let read = TagSet::from_bytes(&set.to_bytes(), n as u64).unwrap();
+            let wire = set.to_bytes();
+            assert!(
+                wire.len() as u64 <= max_wire_len(n as u64, tau),
+                "n {n} τ {tau}"
+            );
+            let read = TagSet::from_bytes(&wire, n as u64).unwrap();
             assert_eq!(read, set);
             assert_eq!(read.digest(), set.digest());
             if n >= 4096 {

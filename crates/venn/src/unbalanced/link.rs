@@ -1,0 +1,726 @@
+//! `ub-cache` over a link: what a client and a dataset's server say to each other, in the
+//! order they say it, independent of how the link is made (TCP, TLS, in memory).
+//!
+//! 1. The client opens with [`HELLO`]; the server answers with the dataset's
+//!    [`Description`]: the published [`Descriptor`] and how the dataset's keys were taken
+//!    ([`KeyForm`], which the client's must match for equal keys to match).
+//! 2. Then any of, one at a time: a sync (`S`, the epoch and version the client holds, if
+//!    any), answered with the versions' deltas (`D`) when the server still has them all for
+//!    the client's epoch, else the whole tag set (`F`); an OPRF request (`O`, as
+//!    [`super::oprf_round`] writes it), answered (`A`) or refused (`R`, a [`Refusal`]);
+//!    the end (`E`).
+//!
+//! Large parts (a tag set, a delta) go as their length (u64) and then frames of at most
+//! [`CHUNK`] bytes; the client bounds each length by what the description announced
+//! ([`max_wire_len`]) and by what its user allows before it allocates anything. A session
+//! answers from one published state throughout: an update published meanwhile is seen by
+//! the next session.
+
+use super::cache::{CacheClient, CacheServer, Descriptor};
+use super::oprf_round::{padded_count, requested, Refusal};
+use super::tag_set::max_wire_len;
+use crate::crypto::Prg;
+use crate::net::{Channel, Reader, Writer};
+use crate::session::run_plan::KeyForm;
+use crate::{Error, Result};
+
+/// A client's first frame.
+pub const HELLO: [u8; 8] = *b"venn-ub1";
+
+/// How many opening bytes [`looks_like_hello`] needs: the frame's length and [`HELLO`].
+pub const HELLO_PREFIX: usize = 4 + HELLO.len();
+
+/// The most bytes of a large part in one frame.
+pub const CHUNK: usize = 1 << 20;
+
+/// The most deltas a sync answers with; a client further behind gets the whole set.
+pub const MAX_DELTAS: usize = 64;
+
+/// The most requests one session answers: a client with more opens another.
+pub const MAX_REQUESTS: usize = 1024;
+
+/// The bytes of a description's frame.
+const DESCRIPTION_BYTES: usize = 1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5;
+
+/// The bytes of a sync request's frame.
+const SYNC_BYTES: usize = 1 + 1 + 4 + 8;
+
+/// The bytes of a refusal's frame, at most: kind, code, a number, a reason.
+const MAX_REFUSAL_BYTES: usize = 1 + 1 + 8 + 2 + 1024;
+
+/// Whether a connection's opening bytes can be a client's hello: what a server checks
+/// before it takes a connection without TLS.
+pub fn looks_like_hello(first: &[u8]) -> bool {
+    first.len() >= HELLO_PREFIX
+        && u32::from_le_bytes(first[..4].try_into().expect("4 bytes")) as usize == HELLO.len()
+        && first[4..HELLO_PREFIX] == HELLO
+}
+
+/// What a server tells a client of its dataset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Description {
+    /// The published tag set and key.
+    pub cache: Descriptor,
+    /// How the dataset's keys were taken from its rows.
+    pub form: KeyForm,
+}
+
+impl Description {
+    /// Its frame.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let d = &self.cache;
+        Writer::new()
+            .u8(b'D')
+            .u32(d.epoch)
+            .u64(d.version)
+            .bytes(&d.public)
+            .u64(d.len)
+            .u8(d.tau)
+            .bytes(&d.digest)
+            .u32(d.max_query)
+            .u8(self.form.trim as u8)
+            .u8(self.form.lowercase as u8)
+            .u16(self.form.columns)
+            .u8(self.form.any as u8)
+            .0
+    }
+
+    /// Reads a description's frame: refused unless every field is in range.
+    pub fn from_bytes(frame: &[u8]) -> Result<Description> {
+        let mut r = Reader::new(frame, "a dataset's description");
+        let flag = |b: u8| match b {
+            0 | 1 => Ok(b == 1),
+            _ => Err(Error::protocol(
+                "a dataset's description",
+                "a flag not 0 or 1",
+            )),
+        };
+        if r.u8()? != b'D' {
+            return Err(Error::protocol(
+                "a dataset's description",
+                "another message",
+            ));
+        }
+        let cache = Descriptor {
+            epoch: r.u32()?,
+            version: r.u64()?,
+            public: r.array()?,
+            len: r.u64()?,
+            tau: r.u8()?,
+            digest: r.array()?,
+            max_query: r.u32()?,
+        };
+        let form = KeyForm {
+            trim: flag(r.u8()?)?,
+            lowercase: flag(r.u8()?)?,
+            columns: r.u16()?,
+            any: flag(r.u8()?)?,
+        };
+        r.finish()?;
+        if !(1..=128).contains(&cache.tau) || cache.max_query == 0 || form.columns == 0 {
+            return Err(Error::protocol(
+                "a dataset's description",
+                format!(
+                    "{}-bit tags, queries of {} items, keys of {} columns",
+                    cache.tau, cache.max_query, form.columns
+                ),
+            ));
+        }
+        Ok(Description { cache, form })
+    }
+}
+
+/// A published state of a dataset, which sessions answer from: the server (key, tags),
+/// the tag set's wire form and the deltas of the versions before it.
+pub struct Published {
+    server: CacheServer,
+    form: KeyForm,
+    tags: Vec<u8>,
+    /// Consecutive deltas (wire forms), the last to the server's version, with the
+    /// version each starts from.
+    deltas: Vec<(u64, Vec<u8>)>,
+}
+
+impl Published {
+    /// The state of `server`, whose keys are taken as `form`, with the `deltas` (wire
+    /// forms, consecutive, the last to the server's version) it keeps for clients behind:
+    /// refused unless they chain so.
+    pub fn new(server: CacheServer, form: KeyForm, deltas: Vec<Vec<u8>>) -> Result<Published> {
+        let version = server.describe().version;
+        let mut chained = Vec::with_capacity(deltas.len());
+        let mut next = version.checked_sub(deltas.len() as u64);
+        for delta in deltas {
+            let (from, to) = (delta_versions(&delta))?;
+            if Some(from) != next || to != from + 1 {
+                return Err(Error::State(format!(
+                    "a kept delta from version {from} to {to} where {next:?} to the next was \
+                     due"
+                )));
+            }
+            next = Some(to);
+            chained.push((from, delta));
+        }
+        let tags = server.tags();
+        Ok(Published {
+            server,
+            form,
+            tags,
+            deltas: chained,
+        })
+    }
+
+    /// What it describes.
+    pub fn description(&self) -> Description {
+        Description {
+            cache: self.server.describe(),
+            form: self.form,
+        }
+    }
+
+    /// The deltas from `version` of `epoch` to the current one, if all are kept.
+    fn deltas_since(&self, epoch: u32, version: u64) -> Option<Vec<&[u8]>> {
+        let now = self.server.describe();
+        if epoch != now.epoch || version > now.version {
+            return None;
+        }
+        let first = self.deltas.iter().position(|(from, _)| *from == version);
+        match first {
+            None if version == now.version => Some(Vec::new()),
+            None => None,
+            Some(i) => Some(self.deltas[i..].iter().map(|(_, d)| &d[..]).collect()),
+        }
+    }
+}
+
+/// A delta's versions (its first 16 bytes).
+fn delta_versions(delta: &[u8]) -> Result<(u64, u64)> {
+    let mut r = Reader::new(delta, "a tag set's delta");
+    Ok((r.u64()?, r.u64()?))
+}
+
+/// What a session served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Served {
+    /// Syncs answered.
+    pub syncs: u64,
+    /// OPRF requests answered.
+    pub answered: u64,
+    /// Elements evaluated, padding included.
+    pub evaluated: u64,
+    /// Requests refused.
+    pub refused: u64,
+}
+
+/// Serves one client's session from `published` on `chan`: `admit` is asked for each
+/// OPRF request's element count before anything is evaluated (the client's rate limit),
+/// and may refuse it. Ends when the client says so or closes the link between requests;
+/// a malformed message ends it with an error (the client is told why).
+pub fn serve_session(
+    chan: &mut dyn Channel,
+    published: &Published,
+    admit: &mut dyn FnMut(u32) -> std::result::Result<(), Refusal>,
+    prg: &mut Prg,
+) -> Result<Served> {
+    let hello = chan.recv(HELLO.len())?;
+    if hello != HELLO {
+        let e = Error::protocol("an unbalanced-PSI client's hello", "another opening");
+        chan.abort(&e.to_string());
+        return Err(e);
+    }
+    let description = published.description();
+    chan.send(&description.to_bytes())?;
+    let max_query = description.cache.max_query as usize;
+    // Room for a request of the padded size above the cap, so that a client that did
+    // not split its items is told so (a refusal) rather than cut off; a larger frame
+    // ends the session.
+    let over_cap = padded_count(description.cache.max_query.saturating_add(1)) as usize;
+    let max_request = 1 + 8 + over_cap.max(max_query) * 32;
+    let mut served = Served::default();
+    for _ in 0..MAX_REQUESTS {
+        // A client may also end by closing the link between requests.
+        let request = match chan.recv(max_request.max(SYNC_BYTES)) {
+            Err(Error::PeerClosed(_)) => return Ok(served),
+            request => request?,
+        };
+        match request.split_first() {
+            Some((b'E', [])) => return Ok(served),
+            Some((b'S', body)) => {
+                send_sync(chan, published, body)?;
+                served.syncs += 1;
+            }
+            Some((b'O', body)) => {
+                let answer = requested(body, description.cache.max_query)
+                    .and_then(|count| admit(count).map(|()| count))
+                    .and_then(|count| Ok((count, published.server.oprf(body, prg)?)));
+                match answer {
+                    Ok((count, answer)) => {
+                        chan.send(&[&[b'A'][..], &answer].concat())?;
+                        served.answered += 1;
+                        served.evaluated += u64::from(count);
+                    }
+                    Err(refusal) => {
+                        chan.send(&refusal_frame(&refusal))?;
+                        served.refused += 1;
+                    }
+                }
+            }
+            _ => {
+                let e = Error::protocol("an unbalanced-PSI request", "another message");
+                chan.abort(&e.to_string());
+                return Err(e);
+            }
+        }
+    }
+    let e = Error::Usage(format!("more than {MAX_REQUESTS} requests in one session"));
+    chan.abort(&e.to_string());
+    Err(e)
+}
+
+/// Answers a sync request's `body` (whether the client holds a set, its epoch and
+/// version): the deltas since, or the whole set.
+fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Result<()> {
+    let mut r = Reader::new(body, "a sync request");
+    let (holds, epoch, version) = (r.u8()?, r.u32()?, r.u64()?);
+    r.finish()?;
+    let deltas = match holds {
+        0 => None,
+        1 => published.deltas_since(epoch, version),
+        _ => return Err(Error::protocol("a sync request", "a flag not 0 or 1")),
+    };
+    match deltas {
+        Some(deltas) if deltas.len() <= MAX_DELTAS => {
+            chan.send(&Writer::new().u8(b'D').u32(deltas.len() as u32).0)?;
+            deltas.into_iter().try_for_each(|d| send_part(chan, d))
+        }
+        _ => {
+            chan.send(b"F")?;
+            send_part(chan, &published.tags)
+        }
+    }
+}
+
+/// A large part: its length, then its bytes in frames of at most [`CHUNK`].
+fn send_part(chan: &mut dyn Channel, part: &[u8]) -> Result<()> {
+    chan.send(&(part.len() as u64).to_le_bytes())?;
+    part.chunks(CHUNK).try_for_each(|c| chan.send(c))
+}
+
+/// Receives a large part of at most `max` bytes (`what` it is, for errors).
+fn recv_part(chan: &mut dyn Channel, max: u64, what: &str) -> Result<Vec<u8>> {
+    let len = u64::from_le_bytes(
+        (chan.recv(8)?.try_into()).map_err(|_| Error::protocol(what, "no length"))?,
+    );
+    if len > max {
+        return Err(Error::protocol(
+            format!("{what} of at most {max} bytes"),
+            format!("{len} bytes"),
+        ));
+    }
+    let mut part = Vec::new();
+    part.try_reserve_exact(len as usize)
+        .map_err(|_| Error::Memory(format!("no room for {what} of {len} bytes")))?;
+    while (part.len() as u64) < len {
+        let want = (len - part.len() as u64).min(CHUNK as u64) as usize;
+        let chunk = chan.recv(want)?;
+        if chunk.len() != want {
+            return Err(Error::protocol(
+                format!("{what} in frames of {want} bytes"),
+                format!("{} bytes", chunk.len()),
+            ));
+        }
+        part.extend_from_slice(&chunk);
+    }
+    Ok(part)
+}
+
+/// A refusal's frame: `R`, its code, its number, its reason.
+fn refusal_frame(refusal: &Refusal) -> Vec<u8> {
+    let (code, number, reason) = match refusal {
+        Refusal::EpochChanged { current } => (1, u64::from(*current), ""),
+        Refusal::TooManyItems { max } => (2, u64::from(*max), ""),
+        Refusal::RateLimited { retry_after } => (3, *retry_after, ""),
+        Refusal::Malformed(why) => (4, 0, why.as_str()),
+    };
+    let reason: String = reason.chars().take(256).collect();
+    (Writer::new().u8(b'R').u8(code).u64(number).str16(&reason)).0
+}
+
+/// Reads a refusal's frame.
+fn read_refusal(frame: &[u8]) -> Result<Refusal> {
+    let mut r = Reader::new(frame, "a refusal");
+    let (_, code, number, reason) = (r.u8()?, r.u8()?, r.u64()?, r.str16()?);
+    r.finish()?;
+    let small = || u32::try_from(number).map_err(|_| Error::protocol("a refusal", "a number"));
+    Ok(match code {
+        1 => Refusal::EpochChanged { current: small()? },
+        2 => Refusal::TooManyItems { max: small()? },
+        3 => Refusal::RateLimited {
+            retry_after: number,
+        },
+        4 => Refusal::Malformed(reason),
+        _ => return Err(Error::protocol("a refusal", format!("the code {code}"))),
+    })
+}
+
+/// A client's session with a dataset's server.
+pub struct Session<'a> {
+    chan: &'a mut dyn Channel,
+    description: Description,
+}
+
+impl<'a> Session<'a> {
+    /// Opens a session on `chan`: the hello, then the server's description.
+    pub fn open(chan: &'a mut dyn Channel) -> Result<Session<'a>> {
+        chan.send(&HELLO)?;
+        let description = Description::from_bytes(&chan.recv(DESCRIPTION_BYTES)?)?;
+        Ok(Session { chan, description })
+    }
+
+    /// What the server described.
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// The dataset's tag set as published now, from `held` (what the client kept, if
+    /// anything) and what the server sends: nothing when `held` is current, else its
+    /// deltas or the whole set, each checked against the description. A set of more than
+    /// `max_tags` tags is refused before it is downloaded.
+    pub fn sync(&mut self, held: Option<CacheClient>, max_tags: u64) -> Result<CacheClient> {
+        let now = self.description.cache.clone();
+        if now.len > max_tags {
+            return Err(Error::Memory(format!(
+                "the dataset holds {} items, more than the {max_tags} this client takes",
+                now.len
+            )));
+        }
+        let held = match held {
+            Some(held) if *held.descriptor() == now => return Ok(held),
+            held => held,
+        };
+        let (holds, epoch, version) = match &held {
+            Some(h) => (1, h.descriptor().epoch, h.descriptor().version),
+            None => (0, 0, 0),
+        };
+        let request = Writer::new().u8(b'S').u8(holds).u32(epoch).u64(version).0;
+        self.chan.send(&request)?;
+        let head = self.chan.recv(5)?;
+        let max_set = max_wire_len(now.len, now.tau);
+        match (head.split_first(), held) {
+            (Some((b'F', [])), _) => {
+                let tags = recv_part(self.chan, max_set, "a tag set")?;
+                CacheClient::new(now, &tags)
+            }
+            (Some((b'D', count)), Some(mut held)) => {
+                let count = u32::from_le_bytes(
+                    (count.try_into()).map_err(|_| Error::protocol("a delta count", "no count"))?,
+                ) as usize;
+                if count > MAX_DELTAS
+                    || now.version.checked_sub(held.descriptor().version) != Some(count as u64)
+                {
+                    return Err(Error::protocol(
+                        format!(
+                            "the deltas from version {} to {}",
+                            held.descriptor().version,
+                            now.version
+                        ),
+                        format!("{count} deltas"),
+                    ));
+                }
+                let max_delta = 24 + 2 * max_wire_len(now.len.max(held.descriptor().len), now.tau);
+                let chan = &mut *self.chan;
+                let deltas = (0..count).map(|_| recv_part(chan, max_delta, "a tag set's delta"));
+                held.apply(now, deltas)?;
+                Ok(held)
+            }
+            _ => Err(Error::protocol(
+                "a tag set or its deltas",
+                "another message",
+            )),
+        }
+    }
+
+    /// Whether each of `items` is in the dataset, by `client`'s tag set (synced in this
+    /// session): one OPRF round per [`Descriptor::max_query`] items. A refusal (rate
+    /// limit, a key changed meanwhile) is an error saying what to do.
+    pub fn query(
+        &mut self,
+        client: &CacheClient,
+        items: &[&[u8]],
+        prg: &mut Prg,
+    ) -> Result<Vec<bool>> {
+        let mut found = Vec::with_capacity(items.len());
+        for part in items.chunks(client.descriptor().max_query as usize) {
+            let lookup = client.lookup(part, prg)?;
+            self.chan.send(&[&[b'O'][..], &lookup.request()].concat())?;
+            let max = (1 + lookup.request().len() + 64).max(MAX_REFUSAL_BYTES);
+            let answer = self.chan.recv(max)?;
+            match answer.split_first() {
+                Some((b'A', response)) => found.extend(client.finish(&lookup, response)?),
+                Some((b'R', _)) => return Err(read_refusal(&answer)?.into()),
+                _ => return Err(Error::protocol("an OPRF answer", "another message")),
+            }
+        }
+        Ok(found)
+    }
+
+    /// Ends the session.
+    pub fn close(self) -> Result<()> {
+        self.chan.send(b"E")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::oprf::{Mode, ServerKey};
+    use crate::crypto::Block;
+    use crate::net::{mem_pair, tcp_channel};
+    use std::time::Duration;
+
+    const FORM: KeyForm = KeyForm {
+        trim: true,
+        lowercase: false,
+        columns: 1,
+        any: false,
+    };
+
+    fn names(range: std::ops::Range<u32>) -> Vec<Vec<u8>> {
+        range.map(|i| format!("item {i}").into_bytes()).collect()
+    }
+
+    fn refs(items: &[Vec<u8>]) -> Vec<&[u8]> {
+        items.iter().map(Vec::as_slice).collect()
+    }
+
+    /// Two ends of a loopback TCP connection.
+    fn tcp_pair() -> (Box<dyn Channel>, Box<dyn Channel>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || std::net::TcpStream::connect(addr).unwrap());
+        let (server, _) = listener.accept().unwrap();
+        let timeout = Duration::from_secs(20);
+        let client = tcp_channel(client.join().unwrap(), timeout).unwrap();
+        (
+            Box::new(client),
+            Box::new(tcp_channel(server, timeout).unwrap()),
+        )
+    }
+
+    /// Runs one session: `published` served on one end of a TCP link, `client` on the
+    /// other; returns the client's result and what the server served.
+    fn session<T: Send>(
+        published: &Published,
+        admit: &mut (dyn FnMut(u32) -> std::result::Result<(), Refusal> + Send),
+        client: impl FnOnce(&mut dyn Channel) -> T + Send,
+    ) -> (T, Result<Served>) {
+        let (mut c, mut s) = tcp_pair();
+        std::thread::scope(|scope| {
+            let server = scope.spawn(move || {
+                let mut prg = Prg::from_seed(Block::from(9));
+                serve_session(&mut *s, published, admit, &mut prg)
+            });
+            let got = client(&mut *c);
+            drop(c);
+            (got, server.join().unwrap())
+        })
+    }
+
+    fn server(items: &[Vec<u8>], max_query: u32) -> CacheServer {
+        let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(1)));
+        CacheServer::new(key, 0, &refs(items), 1 << 16, max_query).unwrap()
+    }
+
+    /// Over TCP: a new client downloads the whole set and its answers are membership
+    /// (more items than a query holds take several rounds); after two updates a client
+    /// behind gets the two deltas, a current one sends no sync at all, and after a key
+    /// rotation the whole new set.
+    #[test]
+    fn clients_sync_and_query_over_tcp() {
+        let held = names(0..3000);
+        let mut cache = server(&held, 256);
+        let probes = names(2900..3300);
+        let expected =
+            |members: &dyn Fn(u32) -> bool| -> Vec<bool> { (2900..3300).map(members).collect() };
+        let mut ok = |_: u32| Ok(());
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let ((client, found), served) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            assert_eq!(s.description().form, FORM);
+            let client = s.sync(None, 1 << 20).unwrap();
+            let found = s.query(&client, &refs(&probes), &mut Prg::from_seed(Block::from(2)));
+            s.close().unwrap();
+            (client, found.unwrap())
+        });
+        assert_eq!(found, expected(&|i| i < 3000));
+        let served = served.unwrap();
+        assert_eq!((served.syncs, served.answered), (1, 2));
+        assert_eq!(served.evaluated, 256 * 2, "400 items padded as 256 + 256");
+
+        let (adds, removes) = (names(3000..3100), names(0..2950));
+        let mut deltas = vec![cache.update(&refs(&adds), &[]).unwrap().to_bytes()];
+        deltas.push(cache.update(&[], &refs(&removes)).unwrap().to_bytes());
+        let published = Published::new(cache.clone(), FORM, deltas).unwrap();
+        let (client, served) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(Some(client), 1 << 20).unwrap();
+            let found = s.query(&client, &refs(&probes), &mut Prg::from_seed(Block::from(3)));
+            assert_eq!(found.unwrap(), expected(&|i| (2950..3100).contains(&i)));
+            s.close().unwrap();
+            client
+        });
+        assert_eq!(served.unwrap().syncs, 1);
+        assert_eq!(client.descriptor(), &cache.describe());
+        let (client, served) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(Some(client), 1 << 20).unwrap();
+            s.close().unwrap();
+            client
+        });
+        assert_eq!(served.unwrap().syncs, 0, "a current client asks nothing");
+
+        let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(4)));
+        cache
+            .rotate(key, &refs(&names(0..10)), Duration::ZERO)
+            .unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let (found, _) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(Some(client), 1 << 20).unwrap();
+            let items = names(5..15);
+            s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(5)))
+        });
+        assert_eq!(found.unwrap(), (5..15).map(|i| i < 10).collect::<Vec<_>>());
+    }
+
+    /// The server's refusals reach the client as errors saying what to do, and cost the
+    /// server nothing: over its rate limit, a query above the cap (a client that does not
+    /// split its items), a request of another epoch.
+    #[test]
+    fn refusals_reach_the_client() {
+        let cache = server(&names(0..100), 16);
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let mut limited = |_: u32| Err(Refusal::RateLimited { retry_after: 42 });
+        let (error, served) = session(&published, &mut limited, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(None, 1 << 20).unwrap();
+            let items = names(0..3);
+            s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(6)))
+                .unwrap_err()
+        });
+        assert!(error.to_string().contains("retry in 42 s"), "{error}");
+        let served = served.unwrap();
+        assert_eq!((served.refused, served.evaluated), (1, 0));
+
+        let mut ok = |_: u32| Ok(());
+        let (errors, _) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(None, 1 << 20).unwrap();
+            let mut prg = Prg::from_seed(Block::from(7));
+            let items = names(0..200);
+            let lookup = CacheClient::new(
+                Descriptor {
+                    max_query: 256,
+                    ..client.descriptor().clone()
+                },
+                &client.tags(),
+            )
+            .unwrap()
+            .lookup(&refs(&items), &mut prg)
+            .unwrap();
+            let mut refusals = Vec::new();
+            for request in [lookup.request(), {
+                let mut stale = client
+                    .lookup(&refs(&items[..3]), &mut prg)
+                    .unwrap()
+                    .request();
+                stale[0] ^= 1;
+                stale
+            }] {
+                s.chan.send(&[&[b'O'][..], &request].concat()).unwrap();
+                let answer = s.chan.recv(MAX_REFUSAL_BYTES).unwrap();
+                refusals.push(read_refusal(&answer).unwrap());
+            }
+            refusals
+        });
+        assert_eq!(
+            errors,
+            [
+                Refusal::TooManyItems { max: 16 },
+                Refusal::EpochChanged { current: 0 }
+            ]
+        );
+    }
+
+    /// A server that lies is caught before its lie costs the client: a set larger than
+    /// the client takes is refused before the download, a length above what the
+    /// description allows before any allocation, a set unlike the one described by its
+    /// digest; a description out of range does not read.
+    #[test]
+    fn a_lying_server_is_caught() {
+        let cache = server(&names(0..500), 16);
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let description = published.description();
+        // Too large for the client: refused without a request.
+        let (error, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let error = s.sync(None, 499).err().unwrap();
+            s.close().unwrap();
+            error
+        });
+        assert!(matches!(error, Error::Memory(_)), "{error}");
+        assert_eq!(served.unwrap().syncs, 0);
+        // A fake server: its description, then answers the sync as told.
+        let fake = |answer: Vec<Vec<u8>>| {
+            let (c, s) = mem_pair(Duration::from_secs(5));
+            let (mut c, mut s): (Box<dyn Channel>, Box<dyn Channel>) = (Box::new(c), Box::new(s));
+            let description = description.to_bytes();
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    let _ = s.recv(64);
+                    s.send(&description).unwrap();
+                    let _ = s.recv(64);
+                    for frame in answer {
+                        if s.send(&frame).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let mut session = Session::open(&mut *c).unwrap();
+                session.sync(None, 1 << 20).err().unwrap()
+            })
+        };
+        let huge = fake(vec![b"F".to_vec(), u64::MAX.to_le_bytes().to_vec()]);
+        assert!(huge.to_string().contains("bytes"), "{huge}");
+        let other = server(&names(1..501), 16).tags();
+        let len = (other.len() as u64).to_le_bytes().to_vec();
+        let swapped = fake(vec![b"F".to_vec(), len, other]);
+        assert!(swapped.to_string().contains("digest"), "{swapped}");
+        let mut bad = description.to_bytes();
+        let tau_at = 1 + 4 + 8 + 32 + 8;
+        bad[tau_at] = 0;
+        assert!(Description::from_bytes(&bad).is_err());
+        assert!(Description::from_bytes(&bad[..bad.len() - 1]).is_err());
+    }
+
+    /// A client that does not open with the hello, or sends what is not a request, ends
+    /// its session with an error; the hello's opening is recognised on its own.
+    #[test]
+    fn a_malformed_client_ends_its_session() {
+        let cache = server(&names(0..10), 16);
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
+            chan.send(b"venn-ub0").unwrap();
+        });
+        assert!(served.is_err());
+        let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let s = Session::open(chan).unwrap();
+            s.chan.send(b"X").unwrap();
+        });
+        assert!(served.is_err());
+        let mut opening = (HELLO.len() as u32).to_le_bytes().to_vec();
+        opening.extend_from_slice(&HELLO);
+        assert!(looks_like_hello(&opening));
+        opening[5] ^= 1;
+        assert!(!looks_like_hello(&opening));
+    }
+}
