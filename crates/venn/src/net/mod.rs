@@ -70,6 +70,13 @@ pub trait Channel: Send {
         None
     }
 
+    /// Who the peer is, as far as the link tells: under TLS its certificate's SHA-256
+    /// fingerprint, over plain TCP its address; `None` in memory. What a server keys a
+    /// client's limits by.
+    fn peer(&self) -> Option<String> {
+        None
+    }
+
     /// Bounds every receive from here on, besides its own timeout, by one instant for the
     /// whole of a phase (`None` lifts it): once `deadline` has passed, a receive fails with
     /// [`Error::Deadline`] even if its frame is already waiting. A per-message timeout
@@ -114,6 +121,10 @@ pub trait Layer: Send {
     fn binding(&self) -> Option<[u8; 32]> {
         self.inner().binding()
     }
+    /// [`Channel::peer`].
+    fn peer(&self) -> Option<String> {
+        self.inner().peer()
+    }
     /// [`Channel::set_deadline`].
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.inner_mut().set_deadline(deadline)
@@ -138,6 +149,9 @@ impl<L: Layer> Channel for L {
     }
     fn binding(&self) -> Option<[u8; 32]> {
         Layer::binding(self)
+    }
+    fn peer(&self) -> Option<String> {
+        Layer::peer(self)
     }
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         Layer::set_deadline(self, deadline)

@@ -61,6 +61,8 @@ pub struct StreamChannel<R: TimedRead> {
     /// The deadline of the current phase, if it has one ([`Channel::set_deadline`]).
     phase_deadline: Option<Instant>,
     binding: Option<[u8; 32]>,
+    /// Who the peer is ([`Channel::peer`]).
+    peer: Option<String>,
 }
 
 impl<R: TimedRead + Send> StreamChannel<R> {
@@ -79,6 +81,7 @@ impl<R: TimedRead + Send> StreamChannel<R> {
             timeout,
             phase_deadline: None,
             binding: None,
+            peer: None,
         }
     }
 
@@ -98,6 +101,12 @@ impl<R: TimedRead + Send> StreamChannel<R> {
     /// Marks the channel as bound to `binding` (see [`Channel::binding`]).
     pub fn with_binding(mut self, binding: [u8; 32]) -> Self {
         self.binding = Some(binding);
+        self
+    }
+
+    /// Names the peer (see [`Channel::peer`]).
+    pub fn with_peer(mut self, peer: String) -> Self {
+        self.peer = Some(peer);
         self
     }
 
@@ -183,6 +192,10 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
 
     fn binding(&self) -> Option<[u8; 32]> {
         self.binding
+    }
+
+    fn peer(&self) -> Option<String> {
+        self.peer.clone()
     }
 
     fn window(&self) -> usize {

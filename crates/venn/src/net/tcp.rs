@@ -36,7 +36,12 @@ pub fn tcp_channel(stream: TcpStream, timeout: Duration) -> Result<TcpChannel> {
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(timeout))?;
     let reader = stream.try_clone()?;
-    Ok(StreamChannel::new(reader, stream, timeout))
+    let peer = stream.peer_addr().map(|a| format!("address {}", a.ip()));
+    let chan = StreamChannel::new(reader, stream, timeout);
+    Ok(match peer {
+        Ok(peer) => chan.with_peer(peer),
+        Err(_) => chan,
+    })
 }
 
 /// The addresses `addr` (`host:port`) resolves to.

@@ -25,6 +25,9 @@ pub(super) fn channel(
     // The peer's first application data may have come with its last handshake message.
     let mut plain = Vec::new();
     let closed = drain(&mut conn, &mut plain).map_err(tls_error)?;
+    let peer = (conn.peer_certificates())
+        .and_then(|chain| chain.first())
+        .map(|cert| super::fingerprint::fingerprint(cert));
     let mut binding = [0u8; 32];
     conn.export_keying_material(&mut binding, BINDING_LABEL, None)
         .map_err(tls_error)?;
@@ -43,7 +46,11 @@ pub(super) fn channel(
         binding,
         ours,
     };
-    Ok(StreamChannel::new(reader, TlsWriter { shared }, timeout).with_binding(binding))
+    let chan = StreamChannel::new(reader, TlsWriter { shared }, timeout).with_binding(binding);
+    Ok(match peer {
+        Some(peer) => chan.with_peer(format!("certificate {peer}")),
+        None => chan,
+    })
 }
 
 /// The connection's record layer and the socket's sending side, shared by the two halves.
