@@ -5,7 +5,7 @@
 //! peer over TCP or TLS ([`transport`]), run ([`party`], on one connection or on parallel
 //! lanes: [`lanes`]; on as many [`threads`] as the cores allow), hand its output to a sink
 //! ([`sink`]: rows, a Parquet input's as Parquet, JSON, where the [`destination`] allows; [`output`]: the statistics), show progress ([`progress`]) — a
-//! Thunder client's pairing glue ([`thunder`]), and the TLS identity both front ends make
+//! Thunder client's pairing glue ([`thunder`]), an unbalanced-PSI client ([`ub_client`]), and the TLS identity both front ends make
 //! ([`keygen`]). How a party reads its input within `--max-memory` (whole, in buckets, or
 //! not at all) is decided before any of it is read (the party's `reading`).
 //!
@@ -30,3 +30,4 @@ pub mod temp_dirs;
 pub mod threads;
 pub mod thunder;
 pub mod transport;
+pub mod ub_client;

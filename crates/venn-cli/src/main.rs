@@ -13,6 +13,7 @@ mod keygen;
 mod params;
 mod plan;
 mod signals;
+mod ub;
 
 use clap::{Args, Parser, Subcommand};
 use failure::Failure;
@@ -67,6 +68,10 @@ enum Command {
     /// Thunder: PSI over encrypted data kept by a service (`venn cloud --help`).
     #[command(subcommand)]
     Cloud(cloud::CloudCommand),
+    /// Unbalanced PSI: one large dataset, updated over time, queried by many small
+    /// clients (`venn ub --help`).
+    #[command(subcommand)]
+    Ub(ub::UbCommand),
     /// One party of a benchmark run (used by `venn bench`).
     #[command(hide = true)]
     BenchParty(BenchPartyCli),
@@ -510,6 +515,7 @@ fn run(command: Command) -> failure::Result<()> {
         Command::Precompute(p) => precompute(p),
         Command::Demo(d) => demo::demo(d.keep.as_deref()),
         Command::Cloud(c) => cloud::cloud(c),
+        Command::Ub(u) => ub::ub(u),
         Command::Keygen(k) => keygen::keygen(&k.out, k.days),
         Command::Dealer(d) => serve_dealer(d),
         Command::Params(p) => {

@@ -17,3 +17,4 @@ mod outputs;
 mod parquet;
 mod precompute;
 mod tls;
+mod ub;

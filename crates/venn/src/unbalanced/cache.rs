@@ -173,10 +173,10 @@ impl CacheServer {
         })
     }
 
-    /// This server, after `old` (the key of the epoch before): `old`'s key still answers
-    /// requests of its epoch for `grace`, the queries in flight when the key changed.
-    pub fn succeeding(mut self, old: CacheServer, grace: Duration) -> CacheServer {
-        self.previous = Some((old.key, old.epoch, Instant::now() + grace));
+    /// This server, after the key `old` of epoch `old_epoch`: it still answers requests
+    /// of its epoch for `grace`, the queries in flight when the key changed.
+    pub fn succeeding(mut self, old: ServerKey, old_epoch: u32, grace: Duration) -> CacheServer {
+        self.previous = Some((old, old_epoch, Instant::now() + grace));
         self
     }
 
@@ -191,8 +191,7 @@ impl CacheServer {
             .checked_add(1)
             .ok_or_else(|| Error::Usage("the key's epochs are used up (2^32 rotations)".into()))?;
         let next = CacheServer::new(key, epoch, items, self.max_items, self.max_query)?;
-        let old = std::mem::replace(self, next);
-        self.previous = Some((old.key, old.epoch, Instant::now() + grace));
+        *self = next.succeeding(self.key.clone(), self.epoch, grace);
         Ok(())
     }
 

@@ -395,7 +395,9 @@ impl<'a> Session<'a> {
         }
         let held = match held {
             Some(held) if *held.descriptor() == now => return Ok(held),
-            held => held,
+            // Deltas only to a set of this key: one of another dataset (or another
+            // epoch's) is replaced whole.
+            held => held.filter(|h| h.descriptor().public == now.public),
         };
         let (holds, epoch, version) = match &held {
             Some(h) => (1, h.descriptor().epoch, h.descriptor().version),

@@ -1,0 +1,201 @@
+//! An unbalanced-PSI client (`venn ub sync`, `venn ub query`): it keeps a dataset's tag
+//! set in a state file between runs, brings it up to date from the server (deltas, or
+//! the whole set), and looks its keys up with one OPRF round per query's worth of them
+//! ([`venn::unbalanced::link`]); its matched rows are written as `venn receive` writes
+//! its own.
+//!
+//! The state file holds the dataset's description and its tag set (`STATE_MAGIC`, the
+//! description's length (u32) and bytes, the tag set's wire form), replaced whole when it
+//! changes; it is read back as strictly as a download, since anything may have touched it.
+
+use crate::input::source::Matching;
+use crate::input::{read_input, KeyOptions};
+use crate::sink::write_rows;
+use crate::transport::Transport;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use venn::crypto::Prg;
+use venn::net::Channel;
+use venn::session::run_plan::KeyMismatch;
+use venn::unbalanced::cache::CacheClient;
+use venn::unbalanced::link::{Description, Session};
+use venn::util::files::write_atomically;
+use venn::{Error, Result};
+
+/// The opening of a state file.
+const STATE_MAGIC: &[u8; 16] = b"venn-ub-state-01";
+
+/// Where a client's server is and what it keeps.
+#[derive(Clone, Debug)]
+pub struct ClientArgs {
+    /// The server's address.
+    pub connect: String,
+    /// How the link is secured.
+    pub transport: Transport,
+    /// How long the server may take for each message.
+    pub timeout: Duration,
+    /// The state file, if the tag set is kept between runs.
+    pub state: Option<PathBuf>,
+    /// The most tags this client downloads.
+    pub max_tags: u64,
+}
+
+/// What a sync did.
+#[derive(Clone, Debug)]
+pub struct Synced {
+    /// What the server published.
+    pub description: Description,
+    /// Whether the tag set held before was current (nothing downloaded).
+    pub current: bool,
+    /// Bytes received.
+    pub received: u64,
+}
+
+/// What a query found.
+#[derive(Clone, Debug)]
+pub struct Queried {
+    /// The sync before it.
+    pub synced: Synced,
+    /// Distinct keys looked up.
+    pub keys: usize,
+    /// Of them, those in the dataset.
+    pub matched: usize,
+    /// Rows written to the output.
+    pub rows: usize,
+    /// A warning for the user (keys taken otherwise than the dataset's).
+    pub warning: Option<String>,
+}
+
+/// The tag set kept in `path`, if there is one.
+fn load_state(path: &Path) -> Result<Option<CacheClient>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::file("read", path)(e)),
+    };
+    let bad = || Error::State(format!("{} is not a `venn ub` state file", path.display()));
+    let rest = bytes.strip_prefix(STATE_MAGIC).ok_or_else(bad)?;
+    let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+    let len = u32::from_le_bytes(*len) as usize;
+    let (description, tags) = (rest.get(..len), rest.get(len..));
+    let (Some(description), Some(tags)) = (description, tags) else {
+        return Err(bad());
+    };
+    let description = Description::from_bytes(description)?;
+    Ok(Some(CacheClient::new(description.cache, tags)?))
+}
+
+/// Keeps `client`'s tag set in `path`, replacing what was there whole.
+fn save_state(path: &Path, description: &Description, client: &CacheClient) -> Result<()> {
+    let description = description.to_bytes();
+    write_atomically(path, |w| {
+        w.write_all(STATE_MAGIC)?;
+        w.write_all(&(description.len() as u32).to_le_bytes())?;
+        w.write_all(&description)?;
+        w.write_all(&client.tags())
+    })
+}
+
+/// Opens a session on `chan` and, once `check` accepts the server's description, brings
+/// the tag set up to date, saving it if it changed.
+fn synced<'a>(
+    args: &ClientArgs,
+    chan: &'a mut dyn Channel,
+    check: impl FnOnce(&Description) -> Result<()>,
+) -> Result<(Session<'a>, CacheClient, Synced)> {
+    let held = match &args.state {
+        Some(path) => load_state(path)?,
+        None => None,
+    };
+    let mut session = Session::open(chan)?;
+    let description = session.description().clone();
+    check(&description)?;
+    let before = held.as_ref().map(|h| h.descriptor().clone());
+    let client = session.sync(held, args.max_tags)?;
+    let current = before.as_ref() == Some(client.descriptor());
+    if let (Some(path), false) = (&args.state, current) {
+        save_state(path, &description, &client)?;
+    }
+    let synced = Synced {
+        description,
+        current,
+        received: 0,
+    };
+    Ok((session, client, synced))
+}
+
+/// The link to the server.
+fn connect(args: &ClientArgs) -> Result<Box<dyn Channel>> {
+    args.transport
+        .connect(&args.connect, args.timeout, &mut |_| {})
+}
+
+/// `venn ub sync`: the tag set up to date in the state file.
+pub fn sync(args: &ClientArgs) -> Result<Synced> {
+    let mut chan = connect(args)?;
+    let (session, _, mut synced) = synced(args, &mut *chan, |_| Ok(()))?;
+    session.close()?;
+    synced.received = chan.traffic().received;
+    Ok(synced)
+}
+
+/// `venn ub query`: which of `input`'s keys (taken as `keys` says; refused, unless
+/// `mismatch` allows it, if the dataset's were taken otherwise) the dataset holds; their
+/// rows written to `output`, if given.
+pub fn query(
+    args: &ClientArgs,
+    input: &Path,
+    keys: &KeyOptions,
+    mismatch: KeyMismatch,
+    output: Option<&Path>,
+) -> Result<Queried> {
+    let input = read_input(input, keys)?;
+    let mut warning = None;
+    let check = |description: &Description| {
+        let theirs = description.form;
+        if theirs == input.form {
+            return Ok(());
+        }
+        let why = format!(
+            "the dataset's keys were taken with {theirs}, ours with {}, so equal keys may \
+             not match (--trim, --lowercase and the number of --column must agree)",
+            input.form
+        );
+        match mismatch {
+            KeyMismatch::Refuse => Err(Error::Handshake(format!(
+                "{why}; --allow-key-mismatch queries anyway"
+            ))),
+            KeyMismatch::Warn => {
+                warning = Some(why);
+                Ok(())
+            }
+        }
+    };
+    let mut chan = connect(args)?;
+    let (mut session, client, mut synced) = synced(args, &mut *chan, check)?;
+    let items: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+    let found = session.query(&client, &items, &mut Prg::from_entropy())?;
+    session.close()?;
+    synced.received = chan.traffic().received;
+    let intersection: Vec<usize> = (found.iter().enumerate())
+        .filter_map(|(i, &hit)| hit.then_some(i))
+        .collect();
+    let rows = match output {
+        Some(path) => write_rows(
+            path,
+            &Matching {
+                source: &input,
+                intersection: &intersection,
+            },
+            1,
+        )?,
+        None => 0,
+    };
+    Ok(Queried {
+        synced,
+        keys: items.len(),
+        matched: intersection.len(),
+        rows,
+        warning,
+    })
+}

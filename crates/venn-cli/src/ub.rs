@@ -1,0 +1,358 @@
+//! `venn ub`: unbalanced PSI — one large dataset, updated over time, queried by many
+//! small clients (docs/unbalanced.md). The operator's commands (`init`, `update`,
+//! `rotate-key`, `serve`) keep a dataset in a directory (`venn_ub`); the client's
+//! (`sync`, `query`) keep its tag set in a state file (`venn_app::ub_client`).
+
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use venn::unbalanced::oprf_round::padded_count;
+use venn::{Error, Result};
+use venn_app::destination::check_output_path;
+use venn_app::input::{parse_delimiter, read_input, Format, KeyOptions};
+use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
+use venn_app::run_options::MAX_SECONDS;
+use venn_app::ub_client::{self, ClientArgs, Synced};
+use venn_ub::publish::Manifest;
+use venn_ub::serve::ServeArgs;
+use venn_ub::store::Settings;
+
+#[derive(Subcommand)]
+pub(crate) enum UbCommand {
+    /// Make a dataset in a new directory from a file of keys: its store, its first OPRF
+    /// key and its first published tag set.
+    Init(Box<InitCli>),
+    /// Add and remove keys, then publish the next version (its delta goes to clients).
+    Update(Box<UpdateCli>),
+    /// Move the dataset to a new OPRF key and publish its whole set under it.
+    RotateKey(DatasetCli),
+    /// Answer clients from the dataset's published state, following each new publish.
+    Serve(Box<ServeCli>),
+    /// Bring a client's copy of the dataset's tag set up to date (in --state).
+    Sync(Box<SyncCli>),
+    /// Learn which of your rows' keys the dataset holds: one OPRF round per query, the
+    /// lookups local.
+    Query(Box<QueryCli>),
+}
+
+#[derive(Args)]
+pub(crate) struct DatasetCli {
+    /// The dataset's directory.
+    #[arg(long, value_name = "DIR")]
+    dataset: PathBuf,
+    /// The dataset's store, if not the SQLite file in its directory: a PostgreSQL URL
+    /// (postgres://…) or sqlite://FILE.
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct InitCli {
+    #[command(flatten)]
+    dataset: DatasetCli,
+    #[command(flatten)]
+    keys: Flags<ForKeys>,
+    /// The most keys the dataset will ever hold (the tags' width grows with its log;
+    /// default: 2^24, or twice the keys given if more).
+    #[arg(long, value_name = "N")]
+    max_items: Option<u64>,
+    /// The most keys one query may hold, padding included: 1, 16, 256, 4096 or a
+    /// multiple of 4096 (a client with more splits them).
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = parse_max_query)]
+    max_query: u32,
+}
+
+#[derive(Args)]
+pub(crate) struct UpdateCli {
+    #[command(flatten)]
+    dataset: DatasetCli,
+    /// Keys to add (a CSV file, or with --format lines one key a line); those held already
+    /// change nothing.
+    #[arg(long, value_name = "FILE")]
+    upsert: Option<PathBuf>,
+    /// Keys to remove; those not held change nothing.
+    #[arg(long, value_name = "FILE")]
+    delete: Option<PathBuf>,
+    /// The files' key columns (default: the first), as at `venn ub init`; keys are trimmed
+    /// and lower-cased as the dataset's were.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    column: Vec<String>,
+    /// The files' format: csv (with a header row) or lines.
+    #[arg(long, value_name = "FORMAT", default_value = "csv", value_parser = ["csv", "lines"])]
+    format: String,
+    /// What separates a CSV file's fields: `,`, `;`, `tab` or `|`.
+    #[arg(long, value_name = "CHAR", default_value = ",", value_parser = parse_delimiter)]
+    delimiter: u8,
+}
+
+#[derive(Args)]
+pub(crate) struct ServeCli {
+    /// The dataset's directory.
+    #[arg(long, value_name = "DIR")]
+    dataset: PathBuf,
+    /// Where to wait for clients (e.g. 0.0.0.0:7770).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// Clients are trusted by --peer-fingerprint (comma-separated) or --tls-ca.
+    #[command(flatten)]
+    tls: Flags<ForTls>,
+    /// Seconds a client may take for each message.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
+    timeout: u64,
+    /// Seconds a session may last (a whole tag set's download included).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
+    session_timeout: u64,
+    /// Sessions at once; the next client is told the server is busy.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_sessions: u64,
+    /// OPRF evaluations a client may use at once (its padding included): at least a
+    /// query's worth.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    rate_burst: u64,
+    /// OPRF evaluations a client's allowance regains a day.
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    rate_per_day: u64,
+    /// Seconds the old key still answers after a key rotation (queries under way).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+    grace: u64,
+    /// Stop after this many sessions (tests).
+    #[arg(long, hide = true)]
+    sessions: Option<u64>,
+}
+
+#[derive(Args)]
+pub(crate) struct ClientCli {
+    /// The server's address.
+    #[arg(long, value_name = "ADDR")]
+    connect: String,
+    /// Where to keep the dataset's tag set between runs (a file written whole); without
+    /// it each run downloads the whole set.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// The server is trusted by --peer-fingerprint or --tls-ca.
+    #[command(flatten)]
+    tls: Flags<ForTls>,
+    /// Seconds the server may take for each message.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
+    timeout: u64,
+    /// The largest dataset this client downloads the tags of, in keys.
+    #[arg(long, value_name = "N", default_value_t = 1 << 28)]
+    max_tags: u64,
+}
+
+#[derive(Args)]
+pub(crate) struct SyncCli {
+    #[command(flatten)]
+    client: ClientCli,
+}
+
+#[derive(Args)]
+pub(crate) struct QueryCli {
+    #[command(flatten)]
+    client: ClientCli,
+    #[command(flatten)]
+    keys: Flags<ForKeys>,
+    /// Where to write the rows whose keys the dataset holds (`-`: standard output);
+    /// without it only their count is told.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// `--max-query`: a padded size.
+fn parse_max_query(s: &str) -> std::result::Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 && padded_count(n) == n => Ok(n),
+        _ => Err(format!(
+            "'{s}': queries are padded to 1, 16, 256, 4096 or a multiple of 4096 keys, so the \
+             cap is one of those"
+        )),
+    }
+}
+
+pub(crate) fn ub(command: UbCommand) -> Result<()> {
+    match command {
+        UbCommand::Init(i) => init(*i),
+        UbCommand::Update(u) => update(*u),
+        UbCommand::RotateKey(d) => {
+            let m = venn_ub::rotate_key(&d.dataset, d.database.as_deref())?;
+            eprintln!(
+                "venn ub: the dataset's key is now of epoch {}: {} keys published under it; \
+                 clients download the whole set again",
+                m.epoch, m.items
+            );
+            Ok(())
+        }
+        UbCommand::Serve(s) => serve(*s),
+        UbCommand::Sync(s) => {
+            let synced = ub_client::sync(&client_args(s.client)?)?;
+            eprintln!("venn ub: {}", describe_sync(&synced));
+            Ok(())
+        }
+        UbCommand::Query(q) => query(*q),
+    }
+}
+
+fn init(i: InitCli) -> Result<()> {
+    let opts = i.keys.settings.key_options()?;
+    if opts.format == Format::Parquet {
+        return Err(Error::Usage(
+            "`venn ub` reads CSV files or files of lines, not Parquet".into(),
+        ));
+    }
+    let input = read_input(i.keys.settings.input()?, &opts)?;
+    let items: Vec<&[u8]> = (0..input.keys.len()).map(|k| input.keys.get(k)).collect();
+    let max_items = (i.max_items)
+        .unwrap_or_else(|| (1u64 << 24).max(2 * items.len() as u64).next_power_of_two());
+    let settings = Settings {
+        max_items,
+        max_query: i.max_query,
+        form: input.form,
+    };
+    let m = venn_ub::init(
+        &i.dataset.dataset,
+        i.dataset.database.as_deref(),
+        &settings,
+        &items,
+    )?;
+    if input.duplicates > 0 {
+        eprintln!(
+            "venn ub: {} rows repeated a key already read; each key is held once",
+            input.duplicates
+        );
+    }
+    eprintln!(
+        "venn ub: made the dataset in {}: {} keys ({}), up to {max_items}, queries of up to \
+         {} keys; {}",
+        i.dataset.dataset.display(),
+        m.items,
+        m.form(),
+        m.max_query,
+        published(&m)
+    );
+    Ok(())
+}
+
+/// What a manifest publishes, for the operator.
+fn published(m: &Manifest) -> String {
+    format!(
+        "published version {} of epoch {}, a tag set of {} bytes",
+        m.version, m.epoch, m.tags.bytes
+    )
+}
+
+fn update(u: UpdateCli) -> Result<()> {
+    let dataset = &u.dataset.dataset;
+    let manifest = Manifest::read(dataset)?;
+    let opts = KeyOptions {
+        format: match u.format.as_str() {
+            "lines" => Format::Lines,
+            _ => Format::Csv,
+        },
+        columns: u.column,
+        delimiter: u.delimiter,
+        trim: manifest.trim,
+        lowercase: manifest.lowercase,
+        ..KeyOptions::default()
+    };
+    let read = |path: &Option<PathBuf>| match path {
+        Some(path) => read_input(path, &opts).map(Some),
+        None => Ok(None),
+    };
+    let (upserts, deletes) = (read(&u.upsert)?, read(&u.delete)?);
+    for input in upserts.iter().chain(&deletes) {
+        if input.form != manifest.form() {
+            return Err(Error::Usage(format!(
+                "the dataset's keys are of {} columns, these of {}: name as many with --column",
+                manifest.columns, input.form.columns
+            )));
+        }
+    }
+    let keys = |input: &Option<venn_app::input::Input>| -> Vec<Vec<u8>> {
+        (input.iter())
+            .flat_map(|i| (0..i.keys.len()).map(|k| i.keys.get(k).to_vec()))
+            .collect()
+    };
+    let (upserts, deletes) = (keys(&upserts), keys(&deletes));
+    let up: Vec<&[u8]> = upserts.iter().map(Vec::as_slice).collect();
+    let del: Vec<&[u8]> = deletes.iter().map(Vec::as_slice).collect();
+    let (applied, m) = venn_ub::update(dataset, u.dataset.database.as_deref(), &up, &del)?;
+    eprintln!(
+        "venn ub: added {} keys ({} held already), removed {} ({} not held); {} keys, {}",
+        applied.inserted,
+        applied.present,
+        applied.deleted,
+        applied.absent,
+        m.items,
+        published(&m)
+    );
+    Ok(())
+}
+
+fn serve(s: ServeCli) -> Result<()> {
+    venn_service::logs::init().map_err(|e| Error::Usage(e.to_string()))?;
+    let args = ServeArgs {
+        dir: s.dataset,
+        listen: s.listen,
+        transport: s.tls.settings.tls.clone().load()?,
+        timeout: Duration::from_secs(s.timeout),
+        session_limit: Duration::from_secs(s.session_timeout),
+        max_sessions: s.max_sessions as usize,
+        burst: s.rate_burst,
+        per_day: s.rate_per_day,
+        grace: Duration::from_secs(s.grace),
+        sessions: s.sessions,
+    };
+    venn_ub::serve::serve(args, |addr| {
+        // Machine-readable first (tests read it).
+        out!("listening {addr}");
+    })
+}
+
+fn client_args(c: ClientCli) -> Result<ClientArgs> {
+    Ok(ClientArgs {
+        connect: c.connect,
+        transport: c.tls.settings.tls.clone().load()?,
+        timeout: Duration::from_secs(c.timeout),
+        state: c.state,
+        max_tags: c.max_tags,
+    })
+}
+
+/// What a sync did, for the user.
+fn describe_sync(s: &Synced) -> String {
+    let d = &s.description.cache;
+    let what = match s.current {
+        true => "was current",
+        false => "brought up to date",
+    };
+    format!(
+        "the dataset's tag set {what}: {} keys, version {} of epoch {}; {} bytes received",
+        d.len, d.version, d.epoch, s.received
+    )
+}
+
+fn query(q: QueryCli) -> Result<()> {
+    let opts = q.keys.settings.key_options()?;
+    let input = q.keys.settings.input()?.to_path_buf();
+    if let Some(output) = &q.output {
+        let mut inputs: Vec<&Path> = vec![&input];
+        inputs.extend(q.client.state.as_deref());
+        check_output_path(output, "--output", &inputs)?;
+    }
+    let mismatch = q.keys.settings.spec.key_mismatch;
+    let args = client_args(q.client)?;
+    let got = ub_client::query(&args, &input, &opts, mismatch, q.output.as_deref())?;
+    if let Some(warning) = &got.warning {
+        eprintln!("venn ub: warning: {warning}");
+    }
+    eprintln!("venn ub: {}", describe_sync(&got.synced));
+    let rows = match &q.output {
+        Some(path) => format!("; {} rows written to {}", got.rows, path.display()),
+        None => String::new(),
+    };
+    eprintln!(
+        "venn ub: {} of {} keys are in the dataset{rows}",
+        got.matched, got.keys
+    );
+    Ok(())
+}

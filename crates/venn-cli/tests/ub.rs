@@ -1,0 +1,364 @@
+//! `venn ub` through the real binary over loopback TCP and TLS: a dataset made, served,
+//! updated and given a new key while clients query it, every answer the plain
+//! intersection; clients pinned by certificate, each with its own allowance of OPRF
+//! evaluations; and the mistakes an operator or a client can make, each a clean error.
+
+use crate::common::*;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `venn ub serve`, killed when dropped; its log goes to `log`.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `venn ub serve` on the dataset `dir` with `extra` options.
+fn serve(dir: &Path, log: &Path, extra: &[&str]) -> Server {
+    let mut child = venn()
+        .args(["ub", "serve", "--listen", "127.0.0.1:0", "--dataset"])
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("spawn venn ub serve");
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a line");
+    let addr = (first.trim().strip_prefix("listening "))
+        .unwrap_or_else(|| panic!("the server printed '{first}': {}", read(log)))
+        .to_string();
+    Server { child, addr }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// `venn ub ARGS…`.
+fn ub(args: &[&str]) -> Output {
+    venn().arg("ub").args(args).output().expect("run venn ub")
+}
+
+/// A CSV file of keys `email` (with a second column), one row a key, as `each` writes
+/// key `i`.
+fn keys_file(
+    dir: &Path,
+    name: &str,
+    keys: impl Iterator<Item = u32>,
+    each: fn(u32) -> String,
+) -> String {
+    let body: String = keys.map(|i| format!("{},{i}\n", each(i))).collect();
+    let path = write(dir, name, &format!("email,n\n{body}"));
+    path.to_str().unwrap().to_string()
+}
+
+fn plain(i: u32) -> String {
+    format!("user{i}@example.com")
+}
+
+/// As a client might have it: other case, spaces around.
+fn messy(i: u32) -> String {
+    format!(" User{i}@Example.COM ")
+}
+
+/// Syncs `state` until the server publishes `version` of `epoch` (it follows the
+/// manifest each second); returns what the last sync said.
+fn wait_for(addr: &str, state: &str, epoch: u32, version: u64) -> String {
+    let want = format!("version {version} of epoch {epoch}");
+    let start = Instant::now();
+    loop {
+        let out = ub(&["sync", "--connect", addr, "--state", state]);
+        assert_success(&[&out]);
+        if stderr(&out).contains(&want) {
+            return stderr(&out);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{}",
+            stderr(&out)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The rows a query should output: the query file's rows whose keys are in `held`.
+fn expected(queried: &[u32], held: &BTreeSet<u32>) -> String {
+    let rows: String = (queried.iter())
+        .filter(|i| held.contains(i))
+        .map(|&i| format!("{},{i}\n", messy(i)))
+        .collect();
+    format!("email,n\n{rows}")
+}
+
+/// A client querying with a state file sees the plain intersection after the dataset is
+/// made, after an update (which reaches it as a delta, far smaller than the set), and
+/// after a new key (the whole set again); a corrupted state file is refused, not trusted.
+#[test]
+fn queries_are_the_intersection_through_updates_and_a_new_key() {
+    let dir = tmp();
+    let d = dir.path();
+    let big = keys_file(d, "big.csv", 0..3000, plain);
+    let queried: Vec<u32> = (2700..3300).collect();
+    let query = keys_file(d, "q.csv", queried.iter().copied(), messy);
+    let dataset = d.join("ds");
+    let ds = dataset.to_str().unwrap();
+    let made = ub(&[
+        "init",
+        "--dataset",
+        ds,
+        "--input",
+        &big,
+        "--column",
+        "email",
+        "--trim",
+        "--lowercase",
+        "--max-query",
+        "256",
+    ]);
+    assert_success(&[&made]);
+    assert!(stderr(&made).contains("3000 keys"), "{}", stderr(&made));
+    let log = d.join("serve.log");
+    let server = serve(&dataset, &log, &[]);
+    let state = d.join("state.bin");
+    let state = state.to_str().unwrap();
+    let out = d.join("matches.csv");
+    let out_s = out.to_str().unwrap();
+    let run_query = || {
+        let o = ub(&[
+            "query",
+            "--connect",
+            &server.addr,
+            "--state",
+            state,
+            "--input",
+            &query,
+            "--column",
+            "email",
+            "--trim",
+            "--lowercase",
+            "--output",
+            out_s,
+        ]);
+        assert_success(&[&o]);
+        stderr(&o)
+    };
+    let mut held: BTreeSet<u32> = (0..3000).collect();
+    let said = run_query();
+    assert_eq!(read(&out), expected(&queried, &held), "{said}");
+    assert!(said.contains("300 of 600 keys"), "{said}");
+    let fresh = d.join("fresh.bin");
+    let whole = received(&wait_for(&server.addr, fresh.to_str().unwrap(), 0, 0));
+
+    let upsert = keys_file(d, "add.csv", 3000..3100, plain);
+    let delete = keys_file(d, "del.csv", 2900..2950, messy);
+    let updated = ub(&[
+        "update",
+        "--dataset",
+        ds,
+        "--upsert",
+        &upsert,
+        "--delete",
+        &delete,
+        "--column",
+        "email",
+    ]);
+    assert_success(&[&updated]);
+    assert!(
+        stderr(&updated).contains("added 100 keys (0 held already), removed 50 (0 not held)"),
+        "{}",
+        stderr(&updated)
+    );
+    held.extend(3000..3100);
+    (2900..2950).for_each(|i| {
+        held.remove(&i);
+    });
+    // A copy of the query's state, brought from version 0 to 1 by the delta alone.
+    let probe = d.join("probe.bin");
+    std::fs::copy(state, &probe).unwrap();
+    let delta = received(&wait_for(&server.addr, probe.to_str().unwrap(), 0, 1));
+    assert!(
+        delta * 4 < whole,
+        "a delta: {delta} bytes, the whole set {whole}"
+    );
+    let said = run_query();
+    assert_eq!(read(&out), expected(&queried, &held), "{said}");
+
+    let rotated = ub(&["rotate-key", "--dataset", ds]);
+    assert_success(&[&rotated]);
+    wait_for(&server.addr, state, 1, 0);
+    let said = run_query();
+    assert_eq!(read(&out), expected(&queried, &held), "{said}");
+    assert!(read(&log).contains("epoch=1"), "{}", read(&log));
+
+    std::fs::write(state, b"venn-ub-state-01 not a state").unwrap();
+    let o = ub(&[
+        "query",
+        "--connect",
+        &server.addr,
+        "--state",
+        state,
+        "--input",
+        &query,
+        "--column",
+        "email",
+        "--trim",
+        "--lowercase",
+    ]);
+    assert_clean_failure(&o, "state file");
+    drop(server);
+}
+
+/// The bytes a run says it received.
+fn received(said: &str) -> u64 {
+    let before = said.split(" bytes received").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Over TLS a server serves only the clients it pins, and keeps an allowance of OPRF
+/// evaluations for each by its certificate: a client over its allowance is told when to
+/// retry while another is still served.
+#[test]
+fn pinned_clients_each_have_their_own_allowance() {
+    let dir = tmp();
+    let d = dir.path();
+    let (sc, sk, sf) = keygen(d, "server");
+    let (ac, ak, af) = keygen(d, "a");
+    let (bc, bk, bf) = keygen(d, "b");
+    let (cc, ck, _) = keygen(d, "c");
+    let big = keys_file(d, "big.csv", 0..500, plain);
+    let query = keys_file(d, "q.csv", 450..550, plain);
+    let dataset = d.join("ds");
+    let ds = dataset.to_str().unwrap();
+    assert_success(&[&ub(&[
+        "init",
+        "--dataset",
+        ds,
+        "--input",
+        &big,
+        "--max-query",
+        "256",
+    ])]);
+    let pins = format!("{af},{bf}");
+    let log = d.join("serve.log");
+    let server = serve(
+        &dataset,
+        &log,
+        &[
+            "--tls-cert",
+            &sc,
+            "--tls-key",
+            &sk,
+            "--peer-fingerprint",
+            &pins,
+            "--rate-burst",
+            "256",
+            "--rate-per-day",
+            "1",
+        ],
+    );
+    let client = |cert: &str, key: &str| {
+        ub(&[
+            "query",
+            "--connect",
+            &server.addr,
+            "--input",
+            &query,
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "--peer-fingerprint",
+            &sf,
+        ])
+    };
+    let first = client(&ac, &ak);
+    assert_success(&[&first]);
+    assert!(
+        stderr(&first).contains("50 of 100 keys"),
+        "{}",
+        stderr(&first)
+    );
+    assert_clean_failure(&client(&ac, &ak), "retry in");
+    assert_success(&[&client(&bc, &bk)]);
+    let stranger = client(&cc, &ck);
+    assert!(!stranger.status.success(), "{}", stderr(&stranger));
+    let logged = read(&log);
+    assert!(logged.contains(&format!("certificate {af}")), "{logged}");
+    assert!(logged.contains("refused=1"), "{logged}");
+    drop(server);
+}
+
+/// An operator's and a client's mistakes are refused before anything is changed or sent:
+/// a dataset made where something is, a query cap that is not a padded size, update files
+/// of another key shape, two operators at once (the second is told), a client taking its
+/// keys otherwise than the dataset (unless it allows it: then a warning).
+#[test]
+fn mistakes_are_refused_cleanly() {
+    let dir = tmp();
+    let d = dir.path();
+    let big = keys_file(d, "big.csv", 0..100, plain);
+    let dataset = d.join("ds");
+    let ds = dataset.to_str().unwrap();
+    assert_success(&[&ub(&["init", "--dataset", ds, "--input", &big, "--trim"])]);
+    assert_clean_failure(
+        &ub(&["init", "--dataset", ds, "--input", &big]),
+        "not empty",
+    );
+    let bad_cap = ub(&[
+        "init",
+        "--dataset",
+        "elsewhere",
+        "--input",
+        &big,
+        "--max-query",
+        "100",
+    ]);
+    assert!(!bad_cap.status.success() && stderr(&bad_cap).contains("padded"));
+    assert_clean_failure(
+        &ub(&[
+            "update",
+            "--dataset",
+            ds,
+            "--upsert",
+            &big,
+            "--column",
+            "email,n",
+        ]),
+        "columns",
+    );
+    let lock = std::fs::File::open(dataset.join("writer.lock")).unwrap();
+    lock.lock().unwrap();
+    assert_clean_failure(
+        &ub(&["update", "--dataset", ds, "--upsert", &big]),
+        "another `venn ub` command",
+    );
+    drop(lock);
+    let log = d.join("serve.log");
+    let server = serve(&dataset, &log, &[]);
+    let query = |extra: &[&str]| {
+        ub(&[
+            &["query", "--connect", &server.addr, "--input", &big][..],
+            extra,
+        ]
+        .concat())
+    };
+    assert_clean_failure(&query(&[]), "--allow-key-mismatch");
+    let warned = query(&["--allow-key-mismatch"]);
+    assert_success(&[&warned]);
+    assert!(stderr(&warned).contains("warning"), "{}", stderr(&warned));
+    assert_success(&[&query(&["--trim"])]);
+    drop(server);
+}

@@ -1,0 +1,294 @@
+//! Unbalanced PSI's server side (`venn ub`): a dataset kept in a directory, changed by its
+//! operator and served to many clients.
+//!
+//! A dataset's directory holds its store (`store.sqlite`, or a PostgreSQL database named
+//! by URL: the authoritative items and every change to them, [`store`]), its OPRF keys
+//! (`keys/`, one owner-only file per epoch, `keys`) and what it publishes
+//! (`published/`: the tag set, its recent deltas and the manifest naming them,
+//! [`publish`]). The operator's commands change it one at a time (a lock on
+//! `writer.lock`): [`init`], [`update`], [`rotate_key`]. A server ([`serve`]) reads only
+//! the manifest, its files and the key of its epoch, and follows each new manifest as
+//! it is published.
+
+mod keys;
+pub mod publish;
+pub mod serve;
+pub mod store;
+
+use publish::{catch_up, publish_whole, Manifest};
+use std::fs::File;
+use std::path::Path;
+use store::{Applied, Settings, Store};
+use venn::{Error, Result};
+
+/// Where a dataset's store is: the SQLite file in its directory unless a URL is given.
+pub fn store_url(dir: &Path, database: Option<&str>) -> String {
+    match database {
+        Some(url) => url.to_owned(),
+        None => format!("sqlite://{}", dir.join("store.sqlite").display()),
+    }
+}
+
+/// The operator's hold on a dataset: while it lives, no other command changes it.
+struct Writer {
+    _lock: File,
+}
+
+impl Writer {
+    /// Takes the dataset in `dir`, or says another command has it.
+    fn take(dir: &Path) -> Result<Writer> {
+        let path = dir.join("writer.lock");
+        let file = (std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true))
+        .open(&path)
+        .map_err(Error::file("open", &path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Writer { _lock: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Usage(format!(
+                "another `venn ub` command is changing the dataset in {}; try again when it \
+                 is done",
+                dir.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::file("lock", &path)(e)),
+        }
+    }
+}
+
+/// Makes a dataset in `dir` (new, or an empty directory) of `items` (distinct): its
+/// store, its first key and its first publish.
+pub fn init(
+    dir: &Path,
+    database: Option<&str>,
+    settings: &Settings,
+    items: &[&[u8]],
+) -> Result<Manifest> {
+    match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => {
+            return Err(Error::Usage(format!(
+                "{} is not empty: a dataset is made in a new or empty directory",
+                dir.display()
+            )))
+        }
+        Ok(false) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(Error::file("make", dir))?
+        }
+        Err(e) => return Err(Error::file("list", dir)(e)),
+    }
+    let _writer = Writer::take(dir)?;
+    let store = Store::open(&store_url(dir, database))?;
+    store.create(settings, items)?;
+    let key = keys::create(dir, 0)?;
+    publish_whole(dir, &store, settings, key, 0)
+}
+
+/// Adds `upserts` and removes `deletes` (see [`Store::apply`]), then publishes the next
+/// version (with whatever an interrupted update left unpublished). With neither, only
+/// that.
+pub fn update(
+    dir: &Path,
+    database: Option<&str>,
+    upserts: &[&[u8]],
+    deletes: &[&[u8]],
+) -> Result<(Applied, Manifest)> {
+    let _writer = Writer::take(dir)?;
+    let store = Store::open(&store_url(dir, database))?;
+    Manifest::read(dir)?;
+    let applied = store.apply(upserts, deletes)?;
+    Ok((applied, catch_up(dir, &store)?))
+}
+
+/// Moves the dataset to a new key (the next epoch) and publishes its whole set under
+/// it: every client downloads the new set, and what clients learnt of items they
+/// evaluated under the old key stops following the set.
+pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
+    let _writer = Writer::take(dir)?;
+    let store = Store::open(&store_url(dir, database))?;
+    let settings = store.settings()?;
+    let epoch = (Manifest::read(dir)?.epoch.checked_add(1))
+        .ok_or_else(|| Error::Usage("the key's epochs are used up".into()))?;
+    let key = keys::next(dir, epoch)?;
+    publish_whole(dir, &store, &settings, key, epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+    use venn::crypto::{Block, Prg};
+    use venn::net::{mem_pair, Channel};
+    use venn::session::run_plan::KeyForm;
+    use venn::unbalanced::cache::CacheClient;
+    use venn::unbalanced::link::{serve_session, Published, Session};
+
+    fn name(i: u32) -> Vec<u8> {
+        format!("item {i}").into_bytes()
+    }
+
+    fn settings(max_items: u64) -> Settings {
+        Settings {
+            max_items,
+            max_query: 256,
+            form: KeyForm {
+                trim: false,
+                lowercase: false,
+                columns: 1,
+                any: false,
+            },
+        }
+    }
+
+    fn refs(items: &[Vec<u8>]) -> Vec<&[u8]> {
+        items.iter().map(Vec::as_slice).collect()
+    }
+
+    /// A client's session against `published` in memory: syncs `held`, looks `probes`
+    /// up; returns the client and what it found.
+    fn look_up(
+        published: &Published,
+        held: Option<CacheClient>,
+        probes: &[Vec<u8>],
+    ) -> (CacheClient, Vec<bool>) {
+        let (c, s) = mem_pair(Duration::from_secs(10));
+        let (mut c, mut s): (Box<dyn Channel>, Box<dyn Channel>) = (Box::new(c), Box::new(s));
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let mut prg = Prg::from_seed(Block::from(1));
+                serve_session(&mut *s, published, &mut |_| Ok(()), &mut prg).unwrap()
+            });
+            let mut session = Session::open(&mut *c).unwrap();
+            let client = session.sync(held, 1 << 20).unwrap();
+            let found = session
+                .query(&client, &refs(probes), &mut Prg::from_seed(Block::from(2)))
+                .unwrap();
+            session.close().unwrap();
+            (client, found)
+        })
+    }
+
+    /// Rounds of inserts and deletes (some of items held, or not) keep the store, the
+    /// published set and a client following by deltas equal to a model set; the counts
+    /// each update reports are the model's.
+    #[test]
+    fn updates_follow_a_model_and_clients_follow_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let first: Vec<Vec<u8>> = (0..300).map(name).collect();
+        let manifest = init(dir.path(), None, &settings(1 << 12), &refs(&first)).unwrap();
+        assert_eq!((manifest.items, manifest.version), (300, 0));
+        let mut model: BTreeSet<u32> = (0..300).collect();
+        let probes: Vec<Vec<u8>> = (0..700).map(name).collect();
+        let published = |m: &Manifest| m.load(dir.path(), None, Duration::ZERO).unwrap();
+        let (mut client, found) = look_up(&published(&manifest), None, &probes);
+        assert_eq!(
+            found,
+            (0..700).map(|i| model.contains(&i)).collect::<Vec<_>>()
+        );
+        for round in 0..5u32 {
+            let upserts: Vec<u32> = (round * 100 + 250..round * 100 + 400).collect();
+            let deletes: Vec<u32> = (0..700)
+                .filter(|i| i % 9 == round && !upserts.contains(i))
+                .collect();
+            let (up, del): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (
+                upserts.iter().map(|&i| name(i)).collect(),
+                deletes.iter().map(|&i| name(i)).collect(),
+            );
+            let (up, del): (Vec<&[u8]>, Vec<&[u8]>) = (refs(&up), refs(&del));
+            let (applied, manifest) = update(dir.path(), None, &up, &del).unwrap();
+            let present = upserts.iter().filter(|i| model.contains(i)).count() as u64;
+            let held = deletes.iter().filter(|i| model.contains(i)).count() as u64;
+            assert_eq!(
+                (applied.present, applied.deleted),
+                (present, held),
+                "round {round}"
+            );
+            deletes.iter().for_each(|i| {
+                model.remove(i);
+            });
+            model.extend(&upserts);
+            assert_eq!(manifest.version, u64::from(round) + 1);
+            assert_eq!(manifest.items, model.len() as u64);
+            let (next, found) = look_up(&published(&manifest), Some(client), &probes);
+            let want: Vec<bool> = (0..700).map(|i| model.contains(&i)).collect();
+            assert_eq!(found, want, "round {round}");
+            client = next;
+        }
+        let store = Store::open(&store_url(dir.path(), None)).unwrap();
+        let (_, items) = store.items().unwrap();
+        let stored: BTreeSet<Vec<u8>> = items.into_iter().collect();
+        assert_eq!(stored, model.iter().map(|&i| name(i)).collect());
+    }
+
+    /// An update whose operations committed but whose publish never ran (the process
+    /// killed between the two) is published by the next command; files a publish left
+    /// behind unnamed are removed by the next one and never read; a published file
+    /// altered on disk is refused when loaded, not served.
+    #[test]
+    fn what_an_interrupted_update_committed_is_published_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let first: Vec<Vec<u8>> = (0..50).map(name).collect();
+        init(dir.path(), None, &settings(1 << 10), &refs(&first)).unwrap();
+        let store = Store::open(&store_url(dir.path(), None)).unwrap();
+        let added = [name(50), name(51)];
+        store.apply(&refs(&added), &[&name(0)]).unwrap();
+        drop(store);
+        let stray = dir
+            .path()
+            .join("published")
+            .join("tags-0-1-000000000000.bin");
+        std::fs::write(&stray, b"half-written").unwrap();
+        let before = Manifest::read(dir.path()).unwrap();
+        assert_eq!((before.version, before.items), (0, 50), "not published yet");
+        let (applied, after) = update(dir.path(), None, &[], &[]).unwrap();
+        assert_eq!(applied, Applied::default());
+        assert_eq!((after.version, after.items), (1, 51));
+        assert!(!stray.exists(), "an unnamed file is removed");
+        let probes: Vec<Vec<u8>> = (0..53).map(name).collect();
+        let (_, found) = look_up(
+            &after.load(dir.path(), None, Duration::ZERO).unwrap(),
+            None,
+            &probes,
+        );
+        let want: Vec<bool> = (0..53).map(|i| (1..52).contains(&i)).collect();
+        assert_eq!(found, want);
+        let tags = dir.path().join("published").join(&after.tags.file);
+        let mut bytes = std::fs::read(&tags).unwrap();
+        bytes[20] ^= 1;
+        std::fs::write(&tags, bytes).unwrap();
+        assert!(matches!(
+            after.load(dir.path(), None, Duration::ZERO),
+            Err(Error::Integrity(_))
+        ));
+    }
+
+    /// One operator at a time; a set kept within its size; no item both added and
+    /// removed; a key rotation's interrupted key file reused, not replaced.
+    #[test]
+    fn the_store_keeps_its_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let first: Vec<Vec<u8>> = (0..10).map(name).collect();
+        init(dir.path(), None, &settings(12), &refs(&first)).unwrap();
+        let held = Writer::take(dir.path()).unwrap();
+        assert!(update(dir.path(), None, &[], &[]).is_err());
+        drop(held);
+        let many: Vec<Vec<u8>> = (10..13).map(name).collect();
+        assert!(update(dir.path(), None, &refs(&many), &[]).is_err());
+        assert_eq!(
+            Manifest::read(dir.path()).unwrap().items,
+            10,
+            "nothing changed"
+        );
+        assert!(update(dir.path(), None, &[&name(20)], &[&name(20)]).is_err());
+        let interrupted = keys::create(dir.path(), 1).unwrap();
+        let m = rotate_key(dir.path(), None).unwrap();
+        assert_eq!(m.epoch, 1);
+        let key = keys::load(dir.path(), 1).unwrap();
+        assert_eq!(key.public(), interrupted.public());
+        assert!(
+            init(dir.path(), None, &settings(12), &[]).is_err(),
+            "not empty"
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! What a dataset publishes, on disk under `published/`: the tag set of its current
+//! version, the deltas of the last [`MAX_DELTAS`] versions before it, and
+//! `manifest.json` naming them (with each file's length and BLAKE3), the key's epoch, the
+//! version, the dataset's settings and the last operation of the store it covers.
+//!
+//! A publish writes its new files under new names and syncs them, then replaces the
+//! manifest whole (a temporary file synced and renamed, the directory synced), then
+//! removes the files no manifest names: a crash at any point leaves the last manifest and
+//! every file it names intact, and a server only ever reads a manifest and its files.
+//! What the store committed after the manifest's `covered_seq` is published by the next
+//! publish (`catch_up`).
+
+use crate::keys;
+use crate::store::{Op, Settings, Store};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use venn::crypto::oprf::ServerKey;
+use venn::session::run_plan::KeyForm;
+use venn::unbalanced::cache::CacheServer;
+use venn::unbalanced::link::{Published, MAX_DELTAS};
+use venn::util::files::write_atomically;
+use venn::{Error, Result};
+
+/// A published file: its name in `published/`, its length and BLAKE3 (hex).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Its name.
+    pub file: String,
+    /// Its bytes.
+    pub bytes: u64,
+    /// Its BLAKE3, in hex.
+    pub blake3: String,
+}
+
+/// The manifest: what is published now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The key's epoch.
+    pub epoch: u32,
+    /// The tag set's version within the epoch.
+    pub version: u64,
+    /// The store's last operation the tag set reflects.
+    pub covered_seq: u64,
+    /// The items in the set.
+    pub items: u64,
+    /// The most items the set may hold.
+    pub max_items: u64,
+    /// The most items a query may hold.
+    pub max_query: u32,
+    /// Whether keys are trimmed.
+    pub trim: bool,
+    /// Whether keys are lower-cased.
+    pub lowercase: bool,
+    /// The columns a key is made of.
+    pub columns: u16,
+    /// Whether a record matches on any one of its columns.
+    pub any: bool,
+    /// The tag set.
+    pub tags: FileEntry,
+    /// The deltas to this version from those before, oldest first.
+    pub deltas: Vec<FileEntry>,
+}
+
+/// The directory of the published files.
+fn published_dir(dir: &Path) -> PathBuf {
+    dir.join("published")
+}
+
+/// The manifest's path.
+pub fn manifest_path(dir: &Path) -> PathBuf {
+    published_dir(dir).join("manifest.json")
+}
+
+impl Manifest {
+    /// The manifest of the dataset in `dir`.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = manifest_path(dir);
+        let text = std::fs::read(&path).map_err(Error::file("read", &path))?;
+        serde_json::from_slice(&text)
+            .map_err(|e| Error::State(format!("{} does not read: {e}", path.display())))
+    }
+
+    /// How the dataset's keys are taken.
+    pub fn form(&self) -> KeyForm {
+        KeyForm {
+            trim: self.trim,
+            lowercase: self.lowercase,
+            columns: self.columns,
+            any: self.any,
+        }
+    }
+
+    /// Replaces the manifest whole, then removes the published files it does not name.
+    fn write(&self, dir: &Path) -> Result<()> {
+        let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
+        write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
+        let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]))
+            .map(|f| f.file.as_str())
+            .collect();
+        let published = published_dir(dir);
+        let entries = std::fs::read_dir(&published).map_err(Error::file("list", &published))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let ours = name.ends_with(".bin") && !named.contains(&name.as_ref());
+            if ours {
+                // Left behind at worst: a later publish removes it.
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+
+    /// The published state it names, read and checked (each file's length and BLAKE3):
+    /// what a server answers from. After `before` (what the server published until now),
+    /// if that was of an earlier epoch, its key still answers requests of its epoch for
+    /// `grace`.
+    pub fn load(
+        &self,
+        dir: &Path,
+        before: Option<&Manifest>,
+        grace: std::time::Duration,
+    ) -> Result<Published> {
+        let mut server = self.server(dir)?;
+        if let Some(before) = before.filter(|b| b.epoch < self.epoch) {
+            server = server.succeeding(keys::load(dir, before.epoch)?, before.epoch, grace);
+        }
+        let deltas = (self.deltas.iter())
+            .map(|d| read_file(dir, d))
+            .collect::<Result<Vec<_>>>()?;
+        Published::new(server, self.form(), deltas)
+    }
+
+    /// The server of the published tag set, under its epoch's key.
+    fn server(&self, dir: &Path) -> Result<CacheServer> {
+        let tags = read_file(dir, &self.tags)?;
+        let key = keys::load(dir, self.epoch)?;
+        CacheServer::restore(
+            key,
+            self.epoch,
+            self.version,
+            &tags,
+            self.max_items,
+            self.max_query,
+        )
+    }
+}
+
+/// A published file, checked against its entry.
+fn read_file(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
+    let path = published_dir(dir).join(&entry.file);
+    let bytes = std::fs::read(&path).map_err(Error::file("read", &path))?;
+    if bytes.len() as u64 != entry.bytes || blake3::hash(&bytes).to_hex().as_str() != entry.blake3 {
+        return Err(Error::Integrity(format!(
+            "{} is not the file the manifest names (its length or BLAKE3 differs)",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Writes `bytes` as the new published file `name` (synced; never over another).
+fn write_file(dir: &Path, name: String, bytes: &[u8]) -> Result<FileEntry> {
+    let published = published_dir(dir);
+    std::fs::create_dir_all(&published).map_err(Error::file("make", &published))?;
+    venn::util::files::write_new(&published.join(&name), bytes, 0o644)?;
+    Ok(FileEntry {
+        file: name,
+        bytes: bytes.len() as u64,
+        blake3: blake3::hash(bytes).to_hex().to_string(),
+    })
+}
+
+/// A name no file of this publish's kind has had: its epoch, version and a random part
+/// (a publish interrupted before its manifest may have left a file of the same version).
+fn fresh_name(kind: &str, epoch: u32, version: u64) -> String {
+    let mut random = [0u8; 6];
+    venn::crypto::Prg::from_entropy().fill_bytes(&mut random);
+    format!("{kind}-{epoch}-{version}-{}.bin", hex::encode(random))
+}
+
+/// Publishes the whole set as the store holds it, under `key` of `epoch` (version 0):
+/// a new dataset's first publish, and each key rotation's.
+pub(crate) fn publish_whole(
+    dir: &Path,
+    store: &Store,
+    settings: &Settings,
+    key: ServerKey,
+    epoch: u32,
+) -> Result<Manifest> {
+    let (covered_seq, items) = store.items()?;
+    let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+    let server = CacheServer::new(key, epoch, &refs, settings.max_items, settings.max_query)?;
+    let tags = write_file(dir, fresh_name("tags", epoch, 0), &server.tags())?;
+    let form = settings.form;
+    let manifest = Manifest {
+        epoch,
+        version: 0,
+        covered_seq,
+        items: items.len() as u64,
+        max_items: settings.max_items,
+        max_query: settings.max_query,
+        trim: form.trim,
+        lowercase: form.lowercase,
+        columns: form.columns,
+        any: form.any,
+        tags,
+        deltas: Vec::new(),
+    };
+    manifest.write(dir)?;
+    Ok(manifest)
+}
+
+/// Publishes what the store committed since the manifest, as one new version and its
+/// delta; nothing if nothing changed. Returns the manifest now.
+pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
+    let manifest = Manifest::read(dir)?;
+    let ops = store.ops_after(manifest.covered_seq)?;
+    let Some(&(last_seq, _, _)) = ops.last() else {
+        return Ok(manifest);
+    };
+    let (inserts, deletes) = net_changes(&ops);
+    let mut server = manifest.server(dir)?;
+    let insert_refs: Vec<&[u8]> = inserts.iter().map(|i| i.as_slice()).collect();
+    let delete_refs: Vec<&[u8]> = deletes.iter().map(|i| i.as_slice()).collect();
+    let delta = server.update(&insert_refs, &delete_refs)?;
+    let version = manifest.version + 1;
+    let delta = write_file(
+        dir,
+        fresh_name("delta", manifest.epoch, version),
+        &delta.to_bytes(),
+    )?;
+    let tags = write_file(
+        dir,
+        fresh_name("tags", manifest.epoch, version),
+        &server.tags(),
+    )?;
+    let mut deltas = manifest.deltas.clone();
+    deltas.push(delta);
+    let keep_from = deltas.len().saturating_sub(MAX_DELTAS);
+    let next = Manifest {
+        version,
+        covered_seq: last_seq,
+        items: server.describe().len,
+        tags,
+        deltas: deltas.split_off(keep_from),
+        ..manifest
+    };
+    next.write(dir)?;
+    Ok(next)
+}
+
+/// What `ops` (in order) changed: the items in the set after them and not before, and
+/// those before and not after. The store records only changes, so an item's first
+/// operation says whether the set held it before (a delete) and its last whether it
+/// holds it after (an insert).
+fn net_changes(ops: &[(u64, Op, Vec<u8>)]) -> (Vec<&Vec<u8>>, Vec<&Vec<u8>>) {
+    let mut first_last: HashMap<&Vec<u8>, (Op, Op)> = HashMap::new();
+    for (_, op, item) in ops {
+        first_last
+            .entry(item)
+            .and_modify(|(_, last)| *last = *op)
+            .or_insert((*op, *op));
+    }
+    let (mut inserts, mut deletes) = (Vec::new(), Vec::new());
+    for (item, (first, last)) in first_last {
+        match (first, last) {
+            (Op::Insert, Op::Insert) => inserts.push(item),
+            (Op::Delete, Op::Delete) => deletes.push(item),
+            // Held before and after, or neither: no change.
+            _ => {}
+        }
+    }
+    (inserts, deletes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An item's operations cancel out or not as its first and last say.
+    #[test]
+    fn changes_net_out() {
+        let (a, b, c, d) = (b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec());
+        let ops = vec![
+            (1, Op::Insert, a.clone()),
+            (2, Op::Delete, a.clone()),
+            (3, Op::Delete, b.clone()),
+            (4, Op::Insert, b.clone()),
+            (5, Op::Insert, c.clone()),
+            (6, Op::Delete, d.clone()),
+            (7, Op::Insert, d.clone()),
+            (8, Op::Delete, d.clone()),
+        ];
+        let (inserts, deletes) = net_changes(&ops);
+        assert_eq!(inserts, vec![&c]);
+        assert_eq!(deletes, vec![&d]);
+    }
+}

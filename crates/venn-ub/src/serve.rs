@@ -1,0 +1,188 @@
+//! `venn ub serve`: answers clients from a dataset's published state, each connection a
+//! session on a thread of its own ([`venn::unbalanced::link::serve_session`]).
+//!
+//! Every client is untrusted. A connection is taken only if it opens as a client does
+//! (a TLS handshake with a trusted certificate, or the plain hello on loopback); at most
+//! `max_sessions` run at once (the next is told the server is busy); each message has
+//! `timeout` and a whole session `session_limit`; each client — its certificate's
+//! fingerprint under TLS, its address otherwise — has a bucket of OPRF evaluations
+//! (`burst`, refilled at `per_day`), taken before anything is evaluated, since the OPRF is
+//! what stops a client testing guesses offline.
+//!
+//! The server checks the manifest every second and follows a new one: sessions that start
+//! after it answer from it, those under way finish on theirs. A new key's epoch leaves the
+//! old key answering requests of its epoch for `grace`.
+
+use crate::publish::Manifest;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use venn::crypto::Prg;
+use venn::unbalanced::link::{looks_like_hello, serve_session, Published, HELLO_PREFIX};
+use venn::unbalanced::rate::RateLimiter;
+use venn::{Error, Result};
+use venn_app::transport::Transport;
+
+/// What `venn ub serve` was asked to do.
+pub struct ServeArgs {
+    /// The dataset's directory.
+    pub dir: PathBuf,
+    /// Where to listen.
+    pub listen: String,
+    /// How links are secured.
+    pub transport: Transport,
+    /// How long a client may take for each message.
+    pub timeout: Duration,
+    /// How long a session may last.
+    pub session_limit: Duration,
+    /// The most sessions at once.
+    pub max_sessions: usize,
+    /// The most evaluations a client gets at once.
+    pub burst: u64,
+    /// The evaluations a client's bucket gains a day.
+    pub per_day: u64,
+    /// How long an old key answers after a rotation.
+    pub grace: Duration,
+    /// Stop after this many sessions (tests); `None`: serve until stopped.
+    pub sessions: Option<u64>,
+}
+
+/// How often the manifest is looked at.
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// What the sessions share.
+struct Shared {
+    published: RwLock<Arc<Published>>,
+    limits: Mutex<RateLimiter<String>>,
+    active: AtomicUsize,
+    finished: AtomicU64,
+}
+
+/// Serves until `args.sessions` are done (or forever); `on_bound` is told the address.
+pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
+    let mut manifest = Manifest::read(&args.dir)?;
+    if args.burst < u64::from(manifest.max_query) {
+        return Err(Error::Usage(format!(
+            "a client's burst of {} evaluations is less than one query of the dataset's \
+             {} items: raise --rate-burst",
+            args.burst, manifest.max_query
+        )));
+    }
+    let published = manifest.load(&args.dir, None, args.grace)?;
+    let listener = args.transport.bind(&args.listen)?;
+    let bound = listener.local_addr()?;
+    tracing::info!(
+        address = %bound,
+        epoch = manifest.epoch,
+        version = manifest.version,
+        items = manifest.items,
+        "serving"
+    );
+    on_bound(bound);
+    let shared = Arc::new(Shared {
+        published: RwLock::new(Arc::new(published)),
+        limits: Mutex::new(RateLimiter::new(args.burst, args.per_day)),
+        active: AtomicUsize::new(0),
+        finished: AtomicU64::new(0),
+    });
+    let (mut workers, mut checked) = (Vec::new(), Instant::now());
+    let opening = (HELLO_PREFIX, looks_like_hello as fn(&[u8]) -> bool);
+    loop {
+        let done = shared.finished.load(Ordering::SeqCst);
+        if args.sessions.is_some_and(|n| done >= n) {
+            break;
+        }
+        if checked.elapsed() >= RELOAD_EVERY {
+            checked = Instant::now();
+            follow(&args, &shared, &mut manifest);
+            workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
+        }
+        let mut chan = match args
+            .transport
+            .accept(&listener, Duration::from_millis(200), opening)
+        {
+            Ok(chan) => chan,
+            Err(Error::Timeout(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        let peer = chan.peer().unwrap_or_else(|| "an unknown peer".into());
+        if shared.active.fetch_add(1, Ordering::SeqCst) >= args.max_sessions {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(%peer, "refused a session: {} under way", args.max_sessions);
+            chan.abort("the server is busy: try again shortly");
+            continue;
+        }
+        let (shared, limit) = (shared.clone(), args.session_limit);
+        workers.push(std::thread::spawn(move || {
+            session(&mut *chan, &shared, &peer, limit);
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            shared.finished.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+    Ok(())
+}
+
+/// Serves one session and logs how it went.
+fn session(chan: &mut dyn venn::net::Channel, shared: &Shared, peer: &str, limit: Duration) {
+    let start = Instant::now();
+    chan.set_deadline(Some(start + limit));
+    let published = shared
+        .published
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let mut admit = |count: u32| {
+        let mut limits = shared.limits.lock().unwrap_or_else(|e| e.into_inner());
+        limits.take(&peer.to_owned(), u64::from(count), Instant::now())
+    };
+    let mut prg = Prg::from_entropy();
+    let seconds = || start.elapsed().as_secs_f64();
+    match serve_session(chan, &published, &mut admit, &mut prg) {
+        Ok(served) => tracing::info!(
+            %peer,
+            syncs = served.syncs,
+            answered = served.answered,
+            evaluated = served.evaluated,
+            refused = served.refused,
+            seconds = seconds(),
+            "session"
+        ),
+        Err(e) => tracing::warn!(%peer, seconds = seconds(), "session ended: {e}"),
+    }
+}
+
+/// Follows a new manifest, if one was published: sessions from now on answer from it. A
+/// manifest that does not load (its files replaced meanwhile by a later publish) is
+/// tried again at the next look.
+fn follow(args: &ServeArgs, shared: &Shared, manifest: &mut Manifest) {
+    {
+        let mut limits = shared.limits.lock().unwrap_or_else(|e| e.into_inner());
+        limits.prune(Instant::now());
+    }
+    let next = match Manifest::read(&args.dir) {
+        Ok(next) if next != *manifest => next,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!("the manifest does not read: {e}");
+            return;
+        }
+    };
+    match next.load(&args.dir, Some(manifest), args.grace) {
+        Ok(published) => {
+            *shared.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(published);
+            tracing::info!(
+                epoch = next.epoch,
+                version = next.version,
+                items = next.items,
+                "published"
+            );
+            *manifest = next;
+        }
+        Err(e) => tracing::warn!("a new manifest does not load yet: {e}"),
+    }
+}
