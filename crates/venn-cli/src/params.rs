@@ -41,13 +41,14 @@ pub(crate) fn print_params(
     sigmas: &[SigmaRow],
     sizes: &[(u64, u64)],
 ) -> Result<()> {
-    let thunder = protocols.is_empty() || protocols.iter().any(|p| p == THUNDER);
+    let asked = |name: &str| protocols.is_empty() || protocols.iter().any(|p| p == name);
+    let (thunder, ub_cache) = (asked(THUNDER), asked(UB_CACHE));
     let list: Vec<&'static dyn Protocol> = if protocols.is_empty() {
         registry().to_vec()
     } else {
         protocols
             .iter()
-            .filter(|p| *p != THUNDER)
+            .filter(|p| *p != THUNDER && *p != UB_CACHE)
             .map(|p| find(p))
             .collect::<Result<_>>()?
     };
@@ -97,7 +98,51 @@ pub(crate) fn print_params(
     if thunder {
         print_thunder(sizes);
     }
+    if ub_cache {
+        print_ub_cache(sizes);
+    }
     Ok(())
+}
+
+/// Unbalanced PSI's OPRF-cache mode's name (it runs through `venn ub`).
+const UB_CACHE: &str = "ub-cache";
+
+/// `ub-cache`'s model and, per server set size (each size pair's sender side) and query
+/// cap, its tags' width, the tag set's download and a query's traffic.
+fn print_ub_cache(sizes: &[(u64, u64)]) {
+    use venn::unbalanced::cache::{LEAKAGE, PAPER, SECURITY};
+    use venn::unbalanced::tag_set::{expected_wire_len, tag_bits};
+    println!("{UB_CACHE} — {PAPER}");
+    println!("  security: {SECURITY}");
+    println!("  who learns what: {LEAKAGE}");
+    println!(
+        "  per query of m keys, padded to m' (1, 16, 256, 4,096 or a multiple): 32·m' + 9 B \
+         up, 32·m' + 73 B down, m' OPRF evaluations at the server (counted against the \
+         client's allowance); the lookups are the client's, local. Updates reach a client \
+         as deltas, about τ − log₂(changes) + 1.5 bits a change"
+    );
+    println!(
+        "  {:>12} {:>8} {:>5} {:>14} {:>10} {:>12}",
+        "n_server", "m_max", "τ", "tag set MiB", "bits/key", "query KiB"
+    );
+    let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
+    servers.dedup();
+    for n in servers {
+        for m in [1u64, 256, 4096] {
+            let tau = tag_bits(n, m);
+            let bytes = expected_wire_len(n, tau);
+            println!(
+                "  {:>12} {:>8} {:>5} {:>14.2} {:>10.1} {:>12.1}",
+                size(n),
+                m,
+                tau,
+                bytes as f64 / (1 << 20) as f64,
+                bytes as f64 * 8.0 / n.max(1) as f64,
+                (64 * m + 82) as f64 / 1024.0
+            );
+        }
+    }
+    println!();
 }
 
 /// Thunder's name in `--protocol` (it runs through `venn cloud`, not `send`/`receive`).

@@ -9,6 +9,26 @@
 //! without k: each candidate costs an OPRF evaluation, which the server limits); the
 //! server learns the padded count of each query and when it comes.
 
+/// Where the mode comes from.
+pub const PAPER: &str = "Kales, Rechberger, Schneider, Senker, Weinert: Mobile Private Contact \
+    Discovery at Scale (USENIX Security 2019), the server's OPRF tags shipped to clients; the \
+    OPRF RFC 9497's ristretto255-SHA512 in its verifiable mode";
+
+/// Its security model.
+pub const SECURITY: &str = "malicious client (it gets only OPRF evaluations, counted and \
+    limited; the tags are useless without the key), semi-honest server for privacy with \
+    every answer proven under the published key (a DLEQ proof) and every download checked \
+    against the published digest; ristretto255 (≈ 126-bit), τ-bit tags with false \
+    positives ≤ 2^-40 a query";
+
+/// Who learns what.
+pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds (a non-member \
+    matches with probability ≤ 2^-40 a query), the dataset's exact size and how many keys \
+    each update adds and removes, and — until the key is rotated — whether any key it ever \
+    queried is added or removed later (its tags follow the set). The server learns when a \
+    client queries and how many keys, padded to 1, 16, 256, 4,096 or a multiple, never which \
+    keys or whether they matched";
+
 use super::oprf_round::{answer, padded_count, Query, Refusal};
 use super::tag_set::{tag_bits, tag_of, TagSet};
 use crate::crypto::oprf::{Mode, ServerKey};

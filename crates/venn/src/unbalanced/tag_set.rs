@@ -40,6 +40,18 @@ pub fn max_wire_len(len: u64, tau: u8) -> u64 {
     17u64.saturating_add(bits.div_ceil(8))
 }
 
+/// About the bytes the wire form of a set of `len` random tags of τ bits takes: the
+/// Rice remainders and stops, r + 1 bits a tag, and the quotients' ones — the gaps sum to
+/// about 2^τ, each quotient drops its gap's remainder (about (2^r − 1)/2), so about
+/// (2^τ − len·(2^r − 1)/2) / 2^r. What `venn params` shows a download as.
+pub fn expected_wire_len(len: u64, tau: u8) -> u64 {
+    let (r, n) = (rice(tau, len), len as f64);
+    let scale = 2f64.powi(-i32::from(r));
+    let ones = (2f64.powi(i32::from(tau) - i32::from(r)) - n * (1.0 - scale) / 2.0).max(0.0);
+    let bits = n * (f64::from(r) + 1.0) + ones.min(n * 2.0 + 2.0);
+    17 + (bits / 8.0).ceil() as u64
+}
+
 /// The τ-bit tag of an OPRF output: the top τ bits of its bytes 48..64 (the part kept
 /// for `ub-cache`; the rest of the output keys other things).
 pub fn tag_of(output: &[u8; 64], tau: u8) -> u128 {
@@ -460,6 +472,11 @@ mod tests {
                 wire.len() as u64 <= max_wire_len(n as u64, tau),
                 "n {n} τ {tau}"
             );
+            if n >= 4096 {
+                let expected = expected_wire_len(n as u64, tau) as f64;
+                let ratio = wire.len() as f64 / expected;
+                assert!((0.97..1.03).contains(&ratio), "n {n} τ {tau}: {ratio}");
+            }
             let read = TagSet::from_bytes(&wire, n as u64).unwrap();
             assert_eq!(read, set);
             assert_eq!(read.digest(), set.digest());
