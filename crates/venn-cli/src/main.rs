@@ -319,6 +319,10 @@ struct BenchCli {
     /// (the service precomputing both datasets' values) timed apart from its online one.
     #[arg(long, requires = "thunder")]
     preprocessed: bool,
+    /// With `--protocol ub-cache` (unbalanced PSI, alone): the clients' query sizes, a row
+    /// for each (comma-separated); the server's sizes are --log2n.
+    #[arg(long, value_delimiter = ',', default_value = "1,256,4096")]
+    client_items: Vec<usize>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -582,6 +586,21 @@ fn run(command: Command) -> failure::Result<()> {
 
 /// `venn bench`: the protocols' benchmark, or Thunder's with `--thunder`.
 fn bench(b: BenchCli) -> failure::Result<()> {
+    if b.protocol.iter().any(|p| p == "ub-cache") {
+        return match (&b.protocol[..], &b.threads[..]) {
+            ([_], &[threads]) => bench::bench_ub(&bench::UbOptions {
+                log2ns: b.log2ns(),
+                client_items: &b.client_items,
+                threads,
+                repeat: b.repeat,
+                json: b.json,
+            }),
+            _ => Err(Error::Usage(
+                "--protocol ub-cache runs alone, with one --threads count (the client's)".into(),
+            )
+            .into()),
+        };
+    }
     if !b.thunder {
         return bench::bench(&bench::BenchOptions {
             protocols: &b.protocol,

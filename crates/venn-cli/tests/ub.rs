@@ -362,3 +362,27 @@ fn mistakes_are_refused_cleanly() {
     assert_success(&[&query(&["--trim"])]);
     drop(server);
 }
+
+/// `venn bench --protocol ub-cache` builds, syncs, queries and updates, every answer
+/// checked, and says what it measured; it refuses to mix with other protocols.
+#[test]
+fn the_benchmark_checks_every_answer() {
+    let out = venn()
+        .args(["bench", "--protocol", "ub-cache", "--log2n", "11"])
+        .args(["--client-items", "1,300", "--json"])
+        .output()
+        .unwrap();
+    assert_success(&[&out]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["ub_cache"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(row["verified"], true, "{row}");
+        assert!(row["query_down_bytes"].as_u64().unwrap() > 32, "{row}");
+    }
+    let mixed = venn()
+        .args(["bench", "--protocol", "ub-cache,rr22", "--log2n", "11"])
+        .output()
+        .unwrap();
+    assert_clean_failure(&mixed, "runs alone");
+}

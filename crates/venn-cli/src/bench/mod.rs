@@ -16,6 +16,7 @@ mod run;
 mod solo;
 mod table;
 mod thunder;
+mod ub;
 
 use crate::failure::{Failure, Result};
 pub(crate) use files::{FileFormat, FilesJoin};
@@ -28,6 +29,7 @@ use run::{bench_one, Attached, Spawn};
 use std::path::{Path, PathBuf};
 use table::{interleaved, median};
 pub(crate) use thunder::{bench_thunder, ThunderOptions};
+pub(crate) use ub::{bench_ub, UbOptions};
 use venn::protocols::{find, Bins, Offline, Options, Protocol, Stash};
 use venn::session::{Role, Sizes};
 use venn::{Error, Items};

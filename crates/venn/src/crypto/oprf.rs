@@ -19,7 +19,7 @@ use crate::{Error, Result};
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
+use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 
@@ -152,6 +152,16 @@ impl Elements {
         Elements { points, encoded }
     }
 
+    /// The doubles of `halves`, compressed in batches (a batch shares one field
+    /// inversion: ristretto255's `double_and_compress_batch`) on the current rayon pool's
+    /// threads. Who computes s·P can compute (s/2)·P as cheaply and save each
+    /// compression's own inversion.
+    pub fn of_halves(halves: Vec<RistrettoPoint>) -> Elements {
+        let points = halves.par_iter().map(|h| h + h).collect();
+        let encoded = compress_doubles(&halves);
+        Elements { points, encoded }
+    }
+
     /// The points.
     pub fn points(&self) -> &[RistrettoPoint] {
         &self.points
@@ -178,6 +188,22 @@ impl Elements {
     }
 }
 
+/// Points compressed in one batch each: a batch shares its field inversion.
+const COMPRESS_BATCH: usize = 256;
+
+/// The encodings of the doubles of `halves`, in batches on the current rayon pool.
+fn compress_doubles(halves: &[RistrettoPoint]) -> Vec<[u8; ELEMENT_BYTES]> {
+    (halves.par_chunks(COMPRESS_BATCH))
+        .flat_map_iter(RistrettoPoint::double_and_compress_batch)
+        .map(|c| c.to_bytes())
+        .collect()
+}
+
+/// A half: the scalar 1/2, for [`Elements::of_halves`].
+fn half() -> Scalar {
+    Scalar::from(2u8).invert()
+}
+
 /// Reads `count` elements, one after another, from a body of exactly that many
 /// (checked before anything is allocated).
 pub fn read_elements(bytes: &[u8], count: usize) -> Result<Elements> {
@@ -191,7 +217,7 @@ pub fn read_elements(bytes: &[u8], count: usize) -> Result<Elements> {
         }
     }
     let points = bytes
-        .chunks_exact(ELEMENT_BYTES)
+        .par_chunks_exact(ELEMENT_BYTES)
         .map(read_element)
         .collect::<Result<_>>()?;
     let encoded = (bytes.chunks_exact(ELEMENT_BYTES))
@@ -276,7 +302,28 @@ impl ServerKey {
     /// F_k(`input`) computed directly (the server's own set, §3.3.1's `Evaluate`).
     pub fn evaluate(&self, input: &[u8]) -> Result<[u8; OUTPUT_BYTES]> {
         let element = input_element(self.mode, input)?;
-        Ok(finalize_one(input, &(self.secret * element)))
+        Ok(finalize_one(
+            input,
+            &(self.secret * element).compress().to_bytes(),
+        ))
+    }
+
+    /// [`ServerKey::evaluate`] of each of `inputs`, on the current rayon pool's threads,
+    /// the elements compressed in batches ([`Elements::of_halves`]), a bounded slice of
+    /// the inputs at a time.
+    pub fn evaluate_all(&self, inputs: &[&[u8]]) -> Result<Vec<[u8; OUTPUT_BYTES]>> {
+        let half_key = self.secret * half();
+        let mut outputs = Vec::with_capacity(inputs.len());
+        for slice in inputs.chunks(1 << 16) {
+            let halves = (slice.par_iter())
+                .map(|input| Ok(half_key * input_element(self.mode, input)?))
+                .collect::<Result<Vec<_>>>()?;
+            let encoded = compress_doubles(&halves);
+            outputs.par_extend(
+                (slice.par_iter().zip(&encoded)).map(|(input, e)| finalize_one(input, e)),
+            );
+        }
+        Ok(outputs)
     }
 
     /// `BlindEvaluate` of each of a request's `blinded` elements (read with
@@ -287,8 +334,9 @@ impl ServerKey {
         blinded: &Elements,
         prg: &mut Prg,
     ) -> (Elements, Option<[u8; PROOF_BYTES]>) {
-        let points = blinded.points.par_iter().map(|b| self.secret * b).collect();
-        let evaluated = Elements::of(points);
+        let half_key = self.secret * half();
+        let halves = blinded.points.par_iter().map(|b| half_key * b).collect();
+        let evaluated = Elements::of_halves(halves);
         let proof = match self.mode {
             Mode::Oprf => None,
             Mode::Voprf => Some(self.prove(blinded, &evaluated, random_scalar(prg))),
@@ -355,12 +403,27 @@ fn composites(
         .collect();
     // The elements and weights are public: one variable-time multiscalar
     // multiplication each (the secret k only ever in a constant-time product).
-    let m = RistrettoPoint::vartime_multiscalar_mul(&weights, &c.points);
-    let z = match secret {
-        Some(k) => k * m,
-        None => RistrettoPoint::vartime_multiscalar_mul(&weights, &d.points),
-    };
-    (m, z)
+    let msm = |points: &[RistrettoPoint]| parallel_msm(&weights, points);
+    match secret {
+        Some(k) => {
+            let m = msm(&c.points);
+            (m, k * m)
+        }
+        // A verifier's two sums, side by side.
+        None => rayon::join(|| msm(&c.points), || msm(&d.points)),
+    }
+}
+
+/// Σ `weights`ᵢ·`points`ᵢ in variable time (public data only), a part of the sum on each
+/// of the current rayon pool's threads.
+fn parallel_msm(weights: &[Scalar], points: &[RistrettoPoint]) -> RistrettoPoint {
+    let part = weights
+        .len()
+        .div_ceil(rayon::current_num_threads())
+        .max(256);
+    (weights.par_chunks(part).zip(points.par_chunks(part)))
+        .map(|(w, p)| RistrettoPoint::vartime_multiscalar_mul(w, p))
+        .reduce(RistrettoPoint::identity, |a, b| a + b)
 }
 
 /// The proof's challenge: `HashToScalar` of pkS and the four elements, each with its
@@ -380,13 +443,13 @@ fn challenge(mode: Mode, public: &RistrettoPoint, points: [&RistrettoPoint; 4]) 
     hash_to_scalar(&parts, &mode.dst(b"HashToScalar-"))
 }
 
-/// `Finalize`'s hash (§3.3.1) of one input and its unblinded element.
-fn finalize_one(input: &[u8], unblinded: &RistrettoPoint) -> [u8; OUTPUT_BYTES] {
+/// `Finalize`'s hash (§3.3.1) of one input and its unblinded element's encoding.
+fn finalize_one(input: &[u8], unblinded: &[u8; ELEMENT_BYTES]) -> [u8; OUTPUT_BYTES] {
     Sha512::new()
         .chain_update(two_bytes(input.len()))
         .chain_update(input)
         .chain_update(two_bytes(ELEMENT_BYTES))
-        .chain_update(unblinded.compress().to_bytes())
+        .chain_update(unblinded)
         .chain_update(b"Finalize")
         .finalize()
         .into()
@@ -407,15 +470,17 @@ impl Blinded {
         Blinded::with_blinds(mode, inputs, blinds)
     }
 
-    /// `Blind` with the given blinds (the RFC's test vectors fix them).
+    /// `Blind` with the given blinds (the RFC's test vectors fix them), on the current
+    /// rayon pool's threads.
     pub fn with_blinds(mode: Mode, inputs: &[&[u8]], blinds: Vec<Scalar>) -> Result<Blinded> {
-        let points = (inputs.iter().zip(&blinds))
-            .map(|(input, blind)| Ok(blind * input_element(mode, input)?))
+        let half = half();
+        let halves = (inputs.par_iter().zip(&blinds))
+            .map(|(input, blind)| Ok((blind * half) * input_element(mode, input)?))
             .collect::<Result<_>>()?;
         Ok(Blinded {
             mode,
             blinds,
-            elements: Elements::of(points),
+            elements: Elements::of_halves(halves),
         })
     }
 
@@ -432,7 +497,8 @@ impl Blinded {
     /// `Finalize` (§3.3.1) of the server's answers to the same `inputs` (read with
     /// [`read_elements`]): each input's F_k(x); in the verifiable mode after the batch's
     /// `proof` has been checked against the server's public key `public` (§2.2.2), a
-    /// failed proof refused as cheating. The blinds are inverted in one batch.
+    /// failed proof refused as cheating. The blinds are inverted in one batch; the rest
+    /// runs on the current rayon pool's threads.
     pub fn finalize(
         &self,
         inputs: &[&[u8]],
@@ -459,8 +525,13 @@ impl Blinded {
         }
         let mut inverses = self.blinds.clone();
         Scalar::batch_invert(&mut inverses);
-        Ok((inputs.iter().zip(inverses).zip(&evaluated.points))
-            .map(|((input, inverse), element)| finalize_one(input, &(inverse * element)))
+        let half = half();
+        let halves: Vec<RistrettoPoint> = (inverses.par_iter().zip(&evaluated.points))
+            .map(|(inverse, element)| (inverse * half) * element)
+            .collect();
+        let unblinded = compress_doubles(&halves);
+        Ok((inputs.par_iter().zip(&unblinded))
+            .map(|(input, element)| finalize_one(input, element))
             .collect())
     }
 }
@@ -654,7 +725,8 @@ mod tests {
         }
     }
 
-    /// A batch with random blinds gives each input the server's own evaluation; the
+    /// A batch with random blinds gives each input the server's own evaluation (one by
+    /// one or all at once; elements compressed in batches are their points'); the
     /// verifiable mode's proof holds for the key that answered and fails, as cheating,
     /// for another key, a changed answer or a changed proof.
     #[test]
@@ -674,6 +746,11 @@ mod tests {
             let outputs = client.finalize(&inputs, &answers, proof_ref).unwrap();
             for (input, output) in inputs.iter().zip(&outputs) {
                 assert_eq!(*output, key.evaluate(input).unwrap());
+            }
+            assert_eq!(key.evaluate_all(&inputs).unwrap(), outputs);
+            let doubled = Elements::of_halves(received.points().to_vec());
+            for (point, encoded) in doubled.points().iter().zip(doubled.encoded()) {
+                assert_eq!(point.compress().to_bytes(), *encoded);
             }
             let Some((proof, public)) = proof else {
                 continue;

@@ -266,10 +266,8 @@ impl CacheServer {
 
 /// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool.
 fn tag_set(key: &ServerKey, items: &[&[u8]], tau: u8) -> Result<TagSet> {
-    let tags = (items.par_iter())
-        .map(|item| Ok(tag_of(&key.evaluate(item)?, tau)))
-        .collect::<Result<Vec<u128>>>()?;
-    TagSet::new(tau, tags)
+    let outputs = key.evaluate_all(items)?;
+    TagSet::new(tau, outputs.iter().map(|out| tag_of(out, tau)).collect())
 }
 
 /// A client holding a dataset's tags, checked against what the server published.
@@ -387,7 +385,7 @@ impl CacheClient {
         let outputs = lookup
             .query
             .finish(&refs, response, Some(&self.descriptor.public))?;
-        Ok((outputs.iter().take(lookup.real))
+        Ok((outputs[..lookup.real].par_iter())
             .map(|out| self.tags.contains(tag_of(out, self.descriptor.tau)))
             .collect())
     }

@@ -59,6 +59,17 @@ pub fn tag_of(output: &[u8; 64], tau: u8) -> u128 {
     part.checked_shr(128 - u32::from(tau)).unwrap_or(0)
 }
 
+/// BLAKE3 of a set's wire form (τ, the count, the coded bits' count, the bits), hashed
+/// in place.
+fn digest_of(tau: u8, len: u64, bit_len: u64, bits: &[u8]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(&[tau]);
+    h.update(&len.to_le_bytes());
+    h.update(&bit_len.to_le_bytes());
+    h.update(bits);
+    *h.finalize().as_bytes()
+}
+
 /// A sorted multiset of τ-bit tags, Rice-coded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TagSet {
@@ -70,6 +81,8 @@ pub struct TagSet {
     bit_len: u64,
     /// The last tag of each whole block of [`BLOCK`] tags, and the bit offset after it.
     index: Vec<(u128, u64)>,
+    /// Its digest, computed once ([`TagSet::digest`]).
+    digest: [u8; 32],
 }
 
 /// The Rice parameter for `len` tags of τ bits (below 128, so that shifts by it hold).
@@ -226,12 +239,13 @@ impl TagSet {
                 index.push((tag, w.len));
             }
         }
-        let bit_len = w.len;
+        let (bit_len, bits) = (w.len, w.into_bytes());
         Ok(TagSet {
             tau,
             rice,
             len,
-            bits: w.into_bytes(),
+            digest: digest_of(tau, len, bit_len, &bits),
+            bits,
             bit_len,
             index,
         })
@@ -326,6 +340,7 @@ impl TagSet {
             bits: body.to_vec(),
             bit_len,
             index: Vec::new(),
+            digest: digest_of(tau, len, bit_len, body),
         };
         let (mut index, mut reader) = (
             Vec::new(),
@@ -360,7 +375,7 @@ impl TagSet {
 
     /// Its digest: BLAKE3 of τ, the count and the coded bits (the wire form).
     pub fn digest(&self) -> [u8; 32] {
-        *blake3::hash(&self.to_bytes()).as_bytes()
+        self.digest
     }
 
     /// The set with `removes` taken out (a tag once for each time it is named, refused if
@@ -480,6 +495,7 @@ mod tests {
             let read = TagSet::from_bytes(&wire, n as u64).unwrap();
             assert_eq!(read, set);
             assert_eq!(read.digest(), set.digest());
+            assert_eq!(set.digest(), *blake3::hash(&wire).as_bytes());
             if n >= 4096 {
                 let per_tag = set.bit_len as f64 / n as f64;
                 let expected = f64::from(tau) - (n as f64).log2() + 1.5;
@@ -546,6 +562,7 @@ mod tests {
             bits: vec![0xff; 4],
             bit_len: 32,
             index: Vec::new(),
+            digest: [0; 32],
         };
         assert!(TagSet::from_bytes(&ones.to_bytes(), 1).is_err());
         assert!(TagSet::new(8, vec![256]).is_err(), "a tag wider than τ");
