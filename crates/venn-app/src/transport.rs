@@ -228,10 +228,23 @@ impl Transport {
 
     /// Takes the next connection on `listener` that opens with a TLS handshake that
     /// succeeds, or (without TLS) with the opening `plain` recognises in its first
-    /// `plain.0` bytes; others are logged on stderr and dropped.
+    /// `plain.0` bytes; others are logged on stderr and dropped. Waits `timeout` for it,
+    /// and gives each of its messages as long.
     pub fn accept(
         &self,
         listener: &TcpListener,
+        timeout: Duration,
+        plain: (usize, fn(&[u8]) -> bool),
+    ) -> Result<Box<dyn Channel>> {
+        self.accept_within(listener, timeout, timeout, plain)
+    }
+
+    /// [`Transport::accept`], waiting `wait` for a connection (a server's short look for
+    /// the next client) and giving each of its messages `timeout`.
+    pub fn accept_within(
+        &self,
+        listener: &TcpListener,
+        wait: Duration,
         timeout: Duration,
         plain: (usize, fn(&[u8]) -> bool),
     ) -> Result<Box<dyn Channel>> {
@@ -274,6 +287,6 @@ impl Transport {
             take: &mut take,
             reject: &mut reject,
         };
-        tcp_accept(listener, timeout, screen)
+        tcp_accept(listener, wait, screen)
     }
 }

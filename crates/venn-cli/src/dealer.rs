@@ -60,10 +60,12 @@ pub(crate) fn serve(args: DealerArgs, on_bound: impl FnOnce(SocketAddr)) -> Resu
         }
         // A short wait, to look at the count and the waiting parties again.
         let plain = (REQUEST_PREFIX, looks_like_request as fn(&[u8]) -> bool);
-        let chan = match args
-            .transport
-            .accept(&listener, Duration::from_millis(200), plain)
-        {
+        let chan = match args.transport.accept_within(
+            &listener,
+            Duration::from_millis(200),
+            args.timeout,
+            plain,
+        ) {
             Ok(chan) => chan,
             Err(Error::Timeout(_)) => {
                 expire(&waiting, args.timeout);

@@ -1,5 +1,6 @@
 -- An unbalanced-PSI dataset's authoritative data. One schema for SQLite and PostgreSQL:
--- TEXT and BIGINT only (items as hex), times in Unix seconds. What is published from it
+-- BIGINT, TEXT and BYTEA (PostgreSQL's bytes; SQLite keeps a blob in it as it is), times
+-- in Unix seconds. What is published from it
 -- (the tag sets, their deltas, the manifest naming them) lives in files.
 
 -- The dataset's settings, fixed when it is made: one row.
@@ -16,7 +17,7 @@ CREATE TABLE ub_settings (
 
 -- The items in the set now.
 CREATE TABLE ub_items (
-    item TEXT PRIMARY KEY
+    item BYTEA PRIMARY KEY
 );
 
 -- Every change to the set, in order: an insert of an item the set lacked or a delete of
@@ -26,6 +27,6 @@ CREATE TABLE ub_items (
 CREATE TABLE ub_ops (
     seq BIGINT PRIMARY KEY,
     op TEXT NOT NULL,
-    item TEXT NOT NULL,
+    item BYTEA NOT NULL,
     created BIGINT NOT NULL
 );

@@ -81,7 +81,7 @@ pub fn init(
     let store = Store::open(&store_url(dir, database))?;
     store.create(settings, items)?;
     let key = keys::create(dir, 0)?;
-    publish_whole(dir, &store, settings, key, 0)
+    publish_whole(dir, items, 0, settings, key, 0)
 }
 
 /// Adds `upserts` and removes `deletes` (see [`Store::apply`]), then publishes the next
@@ -110,7 +110,9 @@ pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
     let epoch = (Manifest::read(dir)?.epoch.checked_add(1))
         .ok_or_else(|| Error::Usage("the key's epochs are used up".into()))?;
     let key = keys::next(dir, epoch)?;
-    publish_whole(dir, &store, &settings, key, epoch)
+    let (covered_seq, items) = store.items()?;
+    let refs: Vec<&[u8]> = (0..items.len()).map(|i| items.get(i)).collect();
+    publish_whole(dir, &refs, covered_seq, &settings, key, epoch)
 }
 
 #[cfg(test)]
@@ -217,7 +219,7 @@ mod tests {
         }
         let store = Store::open(&store_url(dir.path(), None)).unwrap();
         let (_, items) = store.items().unwrap();
-        let stored: BTreeSet<Vec<u8>> = items.into_iter().collect();
+        let stored: BTreeSet<Vec<u8>> = (0..items.len()).map(|i| items.get(i).to_vec()).collect();
         assert_eq!(stored, model.iter().map(|&i| name(i)).collect());
     }
 
@@ -290,5 +292,66 @@ mod tests {
             init(dir.path(), None, &settings(12), &[]).is_err(),
             "not empty"
         );
+    }
+}
+
+#[cfg(test)]
+mod serving {
+    use super::*;
+    use serve::{serve, ServeArgs};
+    use std::time::Duration;
+    use venn::crypto::{Block, Prg};
+    use venn::net::tcp_channel;
+    use venn::session::run_plan::KeyForm;
+    use venn::unbalanced::link::Session;
+    use venn_app::transport::Transport;
+
+    /// The server gives each client message its `--timeout`, not the short wait it
+    /// looks for the next connection with: a client slow between its requests is served.
+    #[test]
+    fn a_client_slow_between_requests_is_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let items: Vec<Vec<u8>> = (0..100u32).map(|i| i.to_string().into_bytes()).collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let form = KeyForm {
+            trim: false,
+            lowercase: false,
+            columns: 1,
+            any: false,
+        };
+        let settings = store::Settings {
+            max_items: 1 << 10,
+            max_query: 16,
+            form,
+        };
+        init(dir.path(), None, &settings, &refs).unwrap();
+        let args = ServeArgs {
+            dir: dir.path().to_path_buf(),
+            listen: "127.0.0.1:0".into(),
+            transport: Transport::loopback(),
+            timeout: Duration::from_secs(10),
+            session_limit: Duration::from_secs(60),
+            max_sessions: 4,
+            burst: 64,
+            per_day: 64,
+            grace: Duration::ZERO,
+            sessions: Some(1),
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let server = std::thread::spawn(move || serve(args, |addr| tx.send(addr).unwrap()));
+        let addr = rx.recv().unwrap();
+        let socket = std::net::TcpStream::connect(addr).unwrap();
+        let mut chan = tcp_channel(socket, Duration::from_secs(10)).unwrap();
+        let mut session = Session::open(&mut chan).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        let client = session.sync(None, 1 << 10).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        let probes: [&[u8]; 2] = [b"7", b"700"];
+        let found = session
+            .query(&client, &probes, &mut Prg::from_seed(Block::from(3)))
+            .unwrap();
+        assert_eq!(found, [true, false]);
+        session.close().unwrap();
+        server.join().unwrap().unwrap();
     }
 }

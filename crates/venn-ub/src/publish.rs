@@ -180,18 +180,18 @@ fn fresh_name(kind: &str, epoch: u32, version: u64) -> String {
     format!("{kind}-{epoch}-{version}-{}.bin", hex::encode(random))
 }
 
-/// Publishes the whole set as the store holds it, under `key` of `epoch` (version 0):
-/// a new dataset's first publish, and each key rotation's.
+/// Publishes the whole set, `items` as the store holds them after its operation
+/// `covered_seq`, under `key` of `epoch` (version 0): a new dataset's first publish, and
+/// each key rotation's.
 pub(crate) fn publish_whole(
     dir: &Path,
-    store: &Store,
+    items: &[&[u8]],
+    covered_seq: u64,
     settings: &Settings,
     key: ServerKey,
     epoch: u32,
 ) -> Result<Manifest> {
-    let (covered_seq, items) = store.items()?;
-    let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
-    let server = CacheServer::new(key, epoch, &refs, settings.max_items, settings.max_query)?;
+    let server = CacheServer::new(key, epoch, items, settings.max_items, settings.max_query)?;
     let tags = write_file(dir, fresh_name("tags", epoch, 0), &server.tags())?;
     let form = settings.form;
     let manifest = Manifest {

@@ -99,9 +99,8 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
             follow(&args, &shared, &mut manifest);
             workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
         }
-        let mut chan = match args
-            .transport
-            .accept(&listener, Duration::from_millis(200), opening)
+        let wait = Duration::from_millis(200);
+        let mut chan = match (args.transport).accept_within(&listener, wait, args.timeout, opening)
         {
             Ok(chan) => chan,
             Err(Error::Timeout(_)) => continue,

@@ -11,7 +11,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Executor, Row};
 use std::collections::HashSet;
 use venn::session::run_plan::KeyForm;
-use venn::{Error, Result};
+use venn::{Error, Items, Result};
 
 /// The schema's migrations, compiled in (as the Thunder service's store has them).
 const MIGRATIONS: [(i64, &str, &str); 1] =
@@ -68,14 +68,6 @@ fn failed(what: &str) -> impl Fn(sqlx::Error) -> Error + '_ {
 fn now() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0, |d| d.as_secs() as i64)
-}
-
-fn hex_item(item: &[u8]) -> String {
-    hex::encode(item)
-}
-
-fn item_of(text: &str) -> Result<Vec<u8>> {
-    hex::decode(text).map_err(|_| Error::State(format!("a stored item not in hex: {text:?}")))
 }
 
 impl Store {
@@ -156,7 +148,7 @@ impl Store {
                 let sql = format!("INSERT INTO ub_items (item) VALUES {}", places.join(", "));
                 let mut query = sqlx::query(&sql);
                 for item in rows {
-                    query = query.bind(hex_item(item));
+                    query = query.bind(*item);
                 }
                 query
                     .execute(&mut *tx)
@@ -218,13 +210,12 @@ impl Store {
             let changes = (deletes.iter().map(|i| (Op::Delete, i)))
                 .chain(upserts.iter().map(|i| (Op::Insert, i)));
             for (op, item) in changes {
-                let item = hex_item(item);
                 let sql = match op {
                     Op::Insert => "INSERT INTO ub_items (item) VALUES ($1) ON CONFLICT DO NOTHING",
                     Op::Delete => "DELETE FROM ub_items WHERE item = $1",
                 };
                 let done = sqlx::query(sql)
-                    .bind(&item)
+                    .bind(*item)
                     .execute(&mut *tx)
                     .await
                     .map_err(failed("change its items"))?;
@@ -238,7 +229,7 @@ impl Store {
                         )
                         .bind(seq)
                         .bind(op.name())
-                        .bind(&item)
+                        .bind(*item)
                         .bind(created)
                         .execute(&mut *tx)
                         .await
@@ -281,16 +272,16 @@ impl Store {
                         "delete" => Op::Delete,
                         other => return Err(Error::State(format!("a stored operation '{other}'"))),
                     };
-                    let item = item_of(&row.get::<String, _>(2))?;
-                    Ok((row.get::<i64, _>(0) as u64, op, item))
+                    Ok((row.get::<i64, _>(0) as u64, op, row.get::<Vec<u8>, _>(2)))
                 })
                 .collect()
         })
     }
 
     /// Every item in the set, with the sequence number of the last operation they
-    /// reflect: read in one transaction.
-    pub fn items(&self) -> Result<(u64, Vec<Vec<u8>>)> {
+    /// reflect: read in one transaction, streamed into one buffer.
+    pub fn items(&self) -> Result<(u64, Items)> {
+        use futures_util::TryStreamExt;
         self.runtime.block_on(async {
             let mut tx = self.pool.begin().await.map_err(failed("begin"))?;
             let last = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM ub_ops")
@@ -298,13 +289,13 @@ impl Store {
                 .await
                 .map_err(failed("read its operations"))?
                 .get::<i64, _>(0);
-            let rows = sqlx::query("SELECT item FROM ub_items")
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(failed("read its items"))?;
-            let items = (rows.iter())
-                .map(|row| item_of(&row.get::<String, _>(0)))
-                .collect::<Result<Vec<_>>>()?;
+            let mut items = Items::new();
+            {
+                let mut rows = sqlx::query("SELECT item FROM ub_items").fetch(&mut *tx);
+                while let Some(row) = rows.try_next().await.map_err(failed("read its items"))? {
+                    items.push(&row.get::<Vec<u8>, _>(0));
+                }
+            }
             tx.commit().await.map_err(failed("commit"))?;
             Ok((last as u64, items))
         })

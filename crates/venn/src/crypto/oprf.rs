@@ -309,21 +309,17 @@ impl ServerKey {
     }
 
     /// [`ServerKey::evaluate`] of each of `inputs`, on the current rayon pool's threads,
-    /// the elements compressed in batches ([`Elements::of_halves`]), a bounded slice of
-    /// the inputs at a time.
+    /// the elements compressed in batches ([`Elements::of_halves`]). Its memory is about
+    /// 230 bytes an input: callers with many pass a slice at a time.
     pub fn evaluate_all(&self, inputs: &[&[u8]]) -> Result<Vec<[u8; OUTPUT_BYTES]>> {
         let half_key = self.secret * half();
-        let mut outputs = Vec::with_capacity(inputs.len());
-        for slice in inputs.chunks(1 << 16) {
-            let halves = (slice.par_iter())
-                .map(|input| Ok(half_key * input_element(self.mode, input)?))
-                .collect::<Result<Vec<_>>>()?;
-            let encoded = compress_doubles(&halves);
-            outputs.par_extend(
-                (slice.par_iter().zip(&encoded)).map(|(input, e)| finalize_one(input, e)),
-            );
-        }
-        Ok(outputs)
+        let halves = (inputs.par_iter())
+            .map(|input| Ok(half_key * input_element(self.mode, input)?))
+            .collect::<Result<Vec<_>>>()?;
+        let encoded = compress_doubles(&halves);
+        Ok((inputs.par_iter().zip(&encoded))
+            .map(|(input, e)| finalize_one(input, e))
+            .collect())
     }
 
     /// `BlindEvaluate` of each of a request's `blinded` elements (read with

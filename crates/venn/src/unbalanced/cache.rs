@@ -266,8 +266,13 @@ impl CacheServer {
 
 /// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool.
 fn tag_set(key: &ServerKey, items: &[&[u8]], tau: u8) -> Result<TagSet> {
-    let outputs = key.evaluate_all(items)?;
-    TagSet::new(tau, outputs.iter().map(|out| tag_of(out, tau)).collect())
+    let mut tags = Vec::with_capacity(items.len());
+    // A bounded slice at a time: only the tags of all are kept.
+    for slice in items.chunks(1 << 16) {
+        let outputs = key.evaluate_all(slice)?;
+        tags.extend(outputs.iter().map(|out| tag_of(out, tau)));
+    }
+    TagSet::new(tau, tags)
 }
 
 /// A client holding a dataset's tags, checked against what the server published.

@@ -227,28 +227,9 @@ impl TagSet {
             )));
         }
         tags.sort_unstable();
-        let len = tags.len() as u64;
-        let rice = rice(tau, len);
-        let (mut w, mut index, mut previous) = (Writer::default(), Vec::new(), 0u128);
-        for (i, &tag) in tags.iter().enumerate() {
-            let gap = tag - previous;
-            w.unary(gap >> rice);
-            w.bits(gap, rice);
-            previous = tag;
-            if (i + 1).is_multiple_of(BLOCK) {
-                index.push((tag, w.len));
-            }
-        }
-        let (bit_len, bits) = (w.len, w.into_bytes());
-        Ok(TagSet {
-            tau,
-            rice,
-            len,
-            digest: digest_of(tau, len, bit_len, &bits),
-            bits,
-            bit_len,
-            index,
-        })
+        let mut encoder = Encoder::new(tau, tags.len() as u64);
+        tags.into_iter().for_each(|tag| encoder.push(tag));
+        Ok(encoder.finish())
     }
 
     /// How many tags it holds.
@@ -380,7 +361,7 @@ impl TagSet {
 
     /// The set with `removes` taken out (a tag once for each time it is named, refused if
     /// it holds it fewer times) and `adds` put in: an update's delta applied, in one pass
-    /// over the three sorted sets.
+    /// over the three sorted sets, coded as it goes.
     pub fn changed(&self, adds: &TagSet, removes: &TagSet) -> Result<TagSet> {
         if adds.tau != self.tau || removes.tau != self.tau {
             return Err(Error::protocol(
@@ -388,29 +369,83 @@ impl TagSet {
                 format!("{} and {} bits", adds.tau, removes.tau),
             ));
         }
-        let room = (self.len + adds.len).saturating_sub(removes.len) as usize;
-        let mut removes = removes.tags().peekable();
-        let mut kept = Vec::with_capacity(room);
+        let lacking = || Error::protocol("a delta removing tags the set holds", "a tag it lacks");
+        let len = (self.len.checked_sub(removes.len))
+            .and_then(|kept| kept.checked_add(adds.len))
+            .ok_or_else(lacking)?;
+        let mut encoder = Encoder::new(self.tau, len);
+        let (mut removes, mut adds) = (removes.tags().peekable(), adds.tags().peekable());
         for tag in self.tags() {
-            match removes.next_if_eq(&tag) {
-                Some(_) => {}
-                None if removes.peek().is_some_and(|&r| r < tag) => {
-                    return Err(Error::protocol(
-                        "a delta removing tags the set holds",
-                        "a tag it lacks",
-                    ))
-                }
-                None => kept.push(tag),
+            if removes.next_if_eq(&tag).is_some() {
+                continue;
             }
+            if removes.peek().is_some_and(|&r| r < tag) {
+                return Err(lacking());
+            }
+            while let Some(add) = adds.next_if(|&a| a <= tag) {
+                encoder.push(add);
+            }
+            encoder.push(tag);
         }
         if removes.next().is_some() {
-            return Err(Error::protocol(
-                "a delta removing tags the set holds",
-                "a tag it lacks",
-            ));
+            return Err(lacking());
         }
-        kept.extend(adds.tags());
-        TagSet::new(self.tau, kept)
+        adds.for_each(|add| encoder.push(add));
+        Ok(encoder.finish())
+    }
+}
+
+/// A set coded as its tags come, in ascending order: the gaps, the block index.
+struct Encoder {
+    tau: u8,
+    rice: u8,
+    len: u64,
+    writer: Writer,
+    index: Vec<(u128, u64)>,
+    previous: u128,
+    count: u64,
+}
+
+impl Encoder {
+    /// The coder of a set of `len` tags of τ bits.
+    fn new(tau: u8, len: u64) -> Encoder {
+        Encoder {
+            tau,
+            rice: rice(tau, len),
+            len,
+            writer: Writer::default(),
+            index: Vec::new(),
+            previous: 0,
+            count: 0,
+        }
+    }
+
+    /// The next tag, at least the last one.
+    fn push(&mut self, tag: u128) {
+        debug_assert!(tag >= self.previous && self.count < self.len);
+        let gap = tag - self.previous;
+        self.writer.unary(gap >> self.rice);
+        self.writer.bits(gap, self.rice);
+        self.previous = tag;
+        self.count += 1;
+        if self.count.is_multiple_of(BLOCK as u64) {
+            self.index.push((tag, self.writer.len));
+        }
+    }
+
+    /// The set, its `len` tags pushed.
+    fn finish(self) -> TagSet {
+        debug_assert_eq!(self.count, self.len);
+        let (bit_len, bits) = (self.writer.len, self.writer.into_bytes());
+        TagSet {
+            tau: self.tau,
+            rice: self.rice,
+            len: self.len,
+            digest: digest_of(self.tau, self.len, bit_len, &bits),
+            bits,
+            bit_len,
+            index: self.index,
+        }
     }
 }
 
