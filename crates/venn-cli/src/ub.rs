@@ -6,6 +6,7 @@
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use venn::unbalanced::cache::MAX_QUERY;
 use venn::unbalanced::oprf_round::padded_count;
 use venn::{Error, Result};
 use venn_app::destination::check_output_path;
@@ -161,10 +162,10 @@ pub(crate) struct QueryCli {
 /// `--max-query`: a padded size.
 fn parse_max_query(s: &str) -> std::result::Result<u32, String> {
     match s.parse::<u32>() {
-        Ok(n) if n > 0 && padded_count(n) == n => Ok(n),
+        Ok(n) if n > 0 && n <= MAX_QUERY && padded_count(n) == n => Ok(n),
         _ => Err(format!(
             "'{s}': queries are padded to 1, 16, 256, 4096 or a multiple of 4096 keys, so the \
-             cap is one of those"
+             cap is one of those, at most {MAX_QUERY}"
         )),
     }
 }
@@ -208,12 +209,19 @@ fn init(i: InitCli) -> Result<()> {
         max_query: i.max_query,
         form: input.form,
     };
-    let m = venn_ub::init(
+    let (m, how) = venn_ub::init(
         &i.dataset.dataset,
         i.dataset.database.as_deref(),
         &settings,
         &items,
     )?;
+    if how == venn_ub::Init::Resumed {
+        eprintln!(
+            "venn ub: took up an init interrupted before its first publish: published the \
+             keys its store held ({}), not those of --input",
+            m.items
+        );
+    }
     if input.duplicates > 0 {
         eprintln!(
             "venn ub: {} rows repeated a key already read; each key is held once",

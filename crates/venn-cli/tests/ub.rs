@@ -302,7 +302,7 @@ fn pinned_clients_each_have_their_own_allowance() {
 }
 
 /// An operator's and a client's mistakes are refused before anything is changed or sent:
-/// a dataset made where something is, a query cap that is not a padded size, update files
+/// a dataset made where one is or something else is, a query cap that is not a padded size, update files
 /// of another key shape, two operators at once (the second is told), a client taking its
 /// keys otherwise than the dataset (unless it allows it: then a warning).
 #[test]
@@ -315,6 +315,12 @@ fn mistakes_are_refused_cleanly() {
     assert_success(&[&ub(&["init", "--dataset", ds, "--input", &big, "--trim"])]);
     assert_clean_failure(
         &ub(&["init", "--dataset", ds, "--input", &big]),
+        "holds a dataset already",
+    );
+    std::fs::create_dir(d.join("full")).unwrap();
+    std::fs::write(d.join("full").join("x"), "x").unwrap();
+    assert_clean_failure(
+        &ub(&["init", "--dataset", d.join("full").to_str().unwrap(), "--input", &big]),
         "not empty",
     );
     let bad_cap = ub(&[

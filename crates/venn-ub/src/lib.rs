@@ -37,7 +37,7 @@ struct Writer {
 impl Writer {
     /// Takes the dataset in `dir`, or says another command has it.
     fn take(dir: &Path) -> Result<Writer> {
-        let path = dir.join("writer.lock");
+        let path = dir.join(LOCK);
         let file = (std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -57,21 +57,31 @@ impl Writer {
 }
 
 /// Makes a dataset in `dir` (new, or an empty directory) of `items` (distinct): its
-/// store, its first key and its first publish.
+/// store, its first key and its first publish. A directory where an init was interrupted
+/// before its first publish (its lock file there, no manifest) is taken up again: if its
+/// store holds the dataset already, what it holds is published (and `items` are not
+/// read: [`Init::Resumed`]).
 pub fn init(
     dir: &Path,
     database: Option<&str>,
     settings: &Settings,
     items: &[&[u8]],
-) -> Result<Manifest> {
+) -> Result<(Manifest, Init)> {
+    if publish::manifest_path(dir).exists() {
+        return Err(Error::Usage(format!(
+            "{} holds a dataset already",
+            dir.display()
+        )));
+    }
+    let begun = dir.join(LOCK).exists();
     match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
-        Ok(true) => {
+        Ok(true) if !begun => {
             return Err(Error::Usage(format!(
                 "{} is not empty: a dataset is made in a new or empty directory",
                 dir.display()
             )))
         }
-        Ok(false) => {}
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(dir).map_err(Error::file("make", dir))?
         }
@@ -79,10 +89,33 @@ pub fn init(
     }
     let _writer = Writer::take(dir)?;
     let store = Store::open(&store_url(dir, database))?;
-    store.create(settings, items)?;
-    let key = keys::create(dir, 0)?;
-    publish_whole(dir, items, 0, settings, key, 0)
+    let key = keys::next(dir, 0)?;
+    match store.settings() {
+        Ok(stored) if begun => {
+            let (covered_seq, held) = store.items()?;
+            let refs: Vec<&[u8]> = (0..held.len()).map(|i| held.get(i)).collect();
+            let manifest = publish_whole(dir, &refs, covered_seq, &stored, key, 0)?;
+            Ok((manifest, Init::Resumed))
+        }
+        _ => {
+            store.create(settings, items)?;
+            let manifest = publish_whole(dir, items, 0, settings, key, 0)?;
+            Ok((manifest, Init::Made))
+        }
+    }
 }
+
+/// What [`init`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// Made the dataset of the items given.
+    Made,
+    /// Published what an interrupted init had stored.
+    Resumed,
+}
+
+/// The operators' lock file in a dataset's directory.
+const LOCK: &str = "writer.lock";
 
 /// Adds `upserts` and removes `deletes` (see [`Store::apply`]), then publishes the next
 /// version (with whatever an interrupted update left unpublished). With neither, only
@@ -93,9 +126,9 @@ pub fn update(
     upserts: &[&[u8]],
     deletes: &[&[u8]],
 ) -> Result<(Applied, Manifest)> {
+    Manifest::read(dir)?;
     let _writer = Writer::take(dir)?;
     let store = Store::open(&store_url(dir, database))?;
-    Manifest::read(dir)?;
     let applied = store.apply(upserts, deletes)?;
     Ok((applied, catch_up(dir, &store)?))
 }
@@ -104,6 +137,7 @@ pub fn update(
 /// it: every client downloads the new set, and what clients learnt of items they
 /// evaluated under the old key stops following the set.
 pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
+    Manifest::read(dir)?;
     let _writer = Writer::take(dir)?;
     let store = Store::open(&store_url(dir, database))?;
     let settings = store.settings()?;
@@ -178,11 +212,11 @@ mod tests {
     fn updates_follow_a_model_and_clients_follow_them() {
         let dir = tempfile::tempdir().unwrap();
         let first: Vec<Vec<u8>> = (0..300).map(name).collect();
-        let manifest = init(dir.path(), None, &settings(1 << 12), &refs(&first)).unwrap();
+        let (manifest, _) = init(dir.path(), None, &settings(1 << 12), &refs(&first)).unwrap();
         assert_eq!((manifest.items, manifest.version), (300, 0));
         let mut model: BTreeSet<u32> = (0..300).collect();
         let probes: Vec<Vec<u8>> = (0..700).map(name).collect();
-        let published = |m: &Manifest| m.load(dir.path(), None, Duration::ZERO).unwrap();
+        let published = |m: &Manifest| m.load(dir.path(), None).unwrap();
         let (mut client, found) = look_up(&published(&manifest), None, &probes);
         assert_eq!(
             found,
@@ -248,11 +282,7 @@ mod tests {
         assert_eq!((after.version, after.items), (1, 51));
         assert!(!stray.exists(), "an unnamed file is removed");
         let probes: Vec<Vec<u8>> = (0..53).map(name).collect();
-        let (_, found) = look_up(
-            &after.load(dir.path(), None, Duration::ZERO).unwrap(),
-            None,
-            &probes,
-        );
+        let (_, found) = look_up(&after.load(dir.path(), None).unwrap(), None, &probes);
         let want: Vec<bool> = (0..53).map(|i| (1..52).contains(&i)).collect();
         assert_eq!(found, want);
         let tags = dir.path().join("published").join(&after.tags.file);
@@ -260,7 +290,7 @@ mod tests {
         bytes[20] ^= 1;
         std::fs::write(&tags, bytes).unwrap();
         assert!(matches!(
-            after.load(dir.path(), None, Duration::ZERO),
+            after.load(dir.path(), None),
             Err(Error::Integrity(_))
         ));
     }
@@ -288,9 +318,20 @@ mod tests {
         assert_eq!(m.epoch, 1);
         let key = keys::load(dir.path(), 1).unwrap();
         assert_eq!(key.public(), interrupted.public());
+        assert!(init(dir.path(), None, &settings(12), &[]).is_err(), "made");
+        // An init interrupted after its store committed, before its first publish: taken
+        // up again, publishing what the store holds.
+        let begun = tempfile::tempdir().unwrap();
+        let store = Store::open(&store_url(begun.path(), None)).unwrap();
+        store.create(&settings(12), &refs(&first)).unwrap();
+        std::fs::write(begun.path().join(LOCK), b"").unwrap();
+        let (m, how) = init(begun.path(), None, &settings(12), &[b"other"]).unwrap();
+        assert_eq!((how, m.items), (Init::Resumed, 10));
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert!(update(elsewhere.path(), None, &[], &[]).is_err());
         assert!(
-            init(dir.path(), None, &settings(12), &[]).is_err(),
-            "not empty"
+            !elsewhere.path().join(LOCK).exists(),
+            "nothing made where no dataset is"
         );
     }
 }

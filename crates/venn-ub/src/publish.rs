@@ -15,6 +15,7 @@ use crate::store::{Op, Settings, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 use venn::crypto::oprf::ServerKey;
 use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::CacheServer;
@@ -113,18 +114,14 @@ impl Manifest {
     }
 
     /// The published state it names, read and checked (each file's length and BLAKE3):
-    /// what a server answers from. After `before` (what the server published until now),
-    /// if that was of an earlier epoch, its key still answers requests of its epoch for
-    /// `grace`.
-    pub fn load(
-        &self,
-        dir: &Path,
-        before: Option<&Manifest>,
-        grace: std::time::Duration,
-    ) -> Result<Published> {
+    /// what a server answers from. With `retired` (a key's epoch before this one, and
+    /// until when it still answers), that key still answers requests of its epoch until
+    /// then.
+    pub fn load(&self, dir: &Path, retired: Option<(u32, Instant)>) -> Result<Published> {
         let mut server = self.server(dir)?;
-        if let Some(before) = before.filter(|b| b.epoch < self.epoch) {
-            server = server.succeeding(keys::load(dir, before.epoch)?, before.epoch, grace);
+        let now = Instant::now();
+        if let Some((epoch, until)) = retired.filter(|&(e, until)| e < self.epoch && now < until) {
+            server = server.succeeding(keys::load(dir, epoch)?, epoch, until - now);
         }
         let deltas = (self.deltas.iter())
             .map(|d| read_file(dir, d))

@@ -11,16 +11,19 @@
 //!
 //! The server checks the manifest every second and follows a new one: sessions that start
 //! after it answer from it, those under way finish on theirs. A new key's epoch leaves the
-//! old key answering requests of its epoch for `grace`.
+//! old key answering requests of its epoch for `grace` (in sessions under way and in new
+//! ones, through later updates of the new epoch); after that a request under it is refused
+//! as `EpochChanged`, in every session.
 
 use crate::publish::Manifest;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use venn::crypto::Prg;
 use venn::unbalanced::link::{looks_like_hello, serve_session, Published, HELLO_PREFIX};
+use venn::unbalanced::oprf_round::Refusal;
 use venn::unbalanced::rate::RateLimiter;
 use venn::{Error, Result};
 use venn_app::transport::Transport;
@@ -58,6 +61,25 @@ struct Shared {
     limits: Mutex<RateLimiter<String>>,
     active: AtomicUsize,
     finished: AtomicU64,
+    /// The key's epoch now published.
+    epoch: AtomicU32,
+    /// The epoch before it, and until when its key still answers.
+    retired: Mutex<Option<(u32, Instant)>>,
+}
+
+impl Shared {
+    /// Refuses a request in a session answering from epoch `mine` once that key is
+    /// neither the current one nor within its grace: sessions under way when the key
+    /// changed stop answering under the old key when new ones do.
+    fn check_epoch(&self, mine: u32) -> std::result::Result<(), Refusal> {
+        let current = self.epoch.load(Ordering::SeqCst);
+        let retired = *self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        let within = retired.is_some_and(|(e, until)| e == mine && Instant::now() < until);
+        match mine == current || within {
+            true => Ok(()),
+            false => Err(Refusal::EpochChanged { current }),
+        }
+    }
 }
 
 /// Serves until `args.sessions` are done (or forever); `on_bound` is told the address.
@@ -70,7 +92,7 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
             args.burst, manifest.max_query
         )));
     }
-    let published = manifest.load(&args.dir, None, args.grace)?;
+    let published = manifest.load(&args.dir, None)?;
     let listener = args.transport.bind(&args.listen)?;
     let bound = listener.local_addr()?;
     tracing::info!(
@@ -86,6 +108,8 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         limits: Mutex::new(RateLimiter::new(args.burst, args.per_day)),
         active: AtomicUsize::new(0),
         finished: AtomicU64::new(0),
+        epoch: AtomicU32::new(manifest.epoch),
+        retired: Mutex::new(None),
     });
     let (mut workers, mut checked) = (Vec::new(), Instant::now());
     let opening = (HELLO_PREFIX, looks_like_hello as fn(&[u8]) -> bool);
@@ -135,7 +159,9 @@ fn session(chan: &mut dyn venn::net::Channel, shared: &Shared, peer: &str, limit
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    let mine = published.description().cache.epoch;
     let mut admit = |count: u32| {
+        shared.check_epoch(mine)?;
         let mut limits = shared.limits.lock().unwrap_or_else(|e| e.into_inner());
         limits.take(&peer.to_owned(), u64::from(count), Instant::now())
     };
@@ -171,8 +197,14 @@ fn follow(args: &ServeArgs, shared: &Shared, manifest: &mut Manifest) {
             return;
         }
     };
-    match next.load(&args.dir, Some(manifest), args.grace) {
+    let mut retired = *shared.retired.lock().unwrap_or_else(|e| e.into_inner());
+    if next.epoch > manifest.epoch {
+        retired = Some((manifest.epoch, Instant::now() + args.grace));
+    }
+    match next.load(&args.dir, retired) {
         Ok(published) => {
+            *shared.retired.lock().unwrap_or_else(|e| e.into_inner()) = retired;
+            shared.epoch.store(next.epoch, Ordering::SeqCst);
             *shared.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(published);
             tracing::info!(
                 epoch = next.epoch,

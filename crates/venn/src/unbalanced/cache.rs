@@ -30,6 +30,10 @@ pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds
     keys or whether they matched";
 
 use super::oprf_round::{answer, padded_count, Query, Refusal};
+
+/// The largest query cap a dataset may have: 256 rounds' worth of 4,096 items (a request
+/// of 32 MiB).
+pub const MAX_QUERY: u32 = 1 << 20;
 use super::tag_set::{tag_bits, tag_of, TagSet};
 use crate::crypto::oprf::{Mode, ServerKey};
 use crate::crypto::Prg;
@@ -143,10 +147,10 @@ impl CacheServer {
                 "ub-cache answers in the verifiable mode: its key is a VOPRF key".into(),
             ));
         }
-        if padded_count(max_query) != max_query {
+        if padded_count(max_query) != max_query || max_query > MAX_QUERY {
             return Err(Error::Usage(format!(
                 "a query cap of {max_query}: queries are padded to 1, 16, 256 or 4,096 items \
-                 (or multiples of 4,096), so the cap is one of those"
+                 (or multiples of 4,096), so the cap is one of those, at most {MAX_QUERY}"
             )));
         }
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));

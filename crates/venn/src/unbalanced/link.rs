@@ -16,9 +16,9 @@
 //! answers from one published state throughout: an update published meanwhile is seen by
 //! the next session.
 
-use super::cache::{CacheClient, CacheServer, Descriptor};
+use super::cache::{CacheClient, CacheServer, Descriptor, MAX_QUERY};
 use super::oprf_round::{padded_count, requested, Refusal};
-use super::tag_set::max_wire_len;
+use super::tag_set::{max_wire_len, tag_bits};
 use crate::crypto::Prg;
 use crate::net::{Channel, Reader, Writer};
 use crate::session::run_plan::KeyForm;
@@ -36,7 +36,8 @@ pub const CHUNK: usize = 1 << 20;
 /// The most deltas a sync answers with; a client further behind gets the whole set.
 pub const MAX_DELTAS: usize = 64;
 
-/// The most requests one session answers: a client with more opens another.
+/// The most requests one session answers: a client with more opens another. Of them at
+/// most two syncs: one, and one for the whole set where deltas did not apply.
 pub const MAX_REQUESTS: usize = 1024;
 
 /// The bytes of a description's frame.
@@ -117,7 +118,12 @@ impl Description {
             any: flag(r.u8()?)?,
         };
         r.finish()?;
-        if !(1..=128).contains(&cache.tau) || cache.max_query == 0 || form.columns == 0 {
+        let narrow = cache.tau < tag_bits(cache.len, u64::from(cache.max_query));
+        if !(1..=128).contains(&cache.tau)
+            || narrow
+            || !(1..=MAX_QUERY).contains(&cache.max_query)
+            || form.columns == 0
+        {
             return Err(Error::protocol(
                 "a dataset's description",
                 format!(
@@ -184,11 +190,14 @@ impl Published {
             return None;
         }
         let first = self.deltas.iter().position(|(from, _)| *from == version);
-        match first {
-            None if version == now.version => Some(Vec::new()),
-            None => None,
-            Some(i) => Some(self.deltas[i..].iter().map(|(_, d)| &d[..]).collect()),
-        }
+        let deltas: Vec<&[u8]> = match first {
+            None if version == now.version => Vec::new(),
+            None => return None,
+            Some(i) => self.deltas[i..].iter().map(|(_, d)| &d[..]).collect(),
+        };
+        // Only where they take fewer bytes than the set: what a client bounds them by.
+        let bytes: usize = deltas.iter().map(|d| d.len()).sum();
+        (deltas.len() <= MAX_DELTAS && bytes <= self.tags.len()).then_some(deltas)
     }
 }
 
@@ -244,6 +253,12 @@ pub fn serve_session(
         };
         match request.split_first() {
             Some((b'E', [])) => return Ok(served),
+            // A sync, and a second for the whole set where deltas failed.
+            Some((b'S', _)) if served.syncs >= 2 => {
+                let e = Error::Usage("a third sync in one session".into());
+                chan.abort(&e.to_string());
+                return Err(e);
+            }
             Some((b'S', body)) => {
                 send_sync(chan, published, body)?;
                 served.syncs += 1;
@@ -288,7 +303,7 @@ fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Resu
         _ => return Err(Error::protocol("a sync request", "a flag not 0 or 1")),
     };
     match deltas {
-        Some(deltas) if deltas.len() <= MAX_DELTAS => {
+        Some(deltas) => {
             chan.send(&Writer::new().u8(b'D').u32(deltas.len() as u32).0)?;
             deltas.into_iter().try_for_each(|d| send_part(chan, d))
         }
@@ -408,10 +423,7 @@ impl<'a> Session<'a> {
         let head = self.chan.recv(5)?;
         let max_set = max_wire_len(now.len, now.tau);
         match (head.split_first(), held) {
-            (Some((b'F', [])), _) => {
-                let tags = recv_part(self.chan, max_set, "a tag set")?;
-                CacheClient::new(now, &tags)
-            }
+            (Some((b'F', [])), _) => self.receive_set(max_set),
             (Some((b'D', count)), Some(mut held)) => {
                 let count = u32::from_le_bytes(
                     (count.try_into()).map_err(|_| Error::protocol("a delta count", "no count"))?,
@@ -428,17 +440,42 @@ impl<'a> Session<'a> {
                         format!("{count} deltas"),
                     ));
                 }
-                let max_delta = 24 + 2 * max_wire_len(now.len.max(held.descriptor().len), now.tau);
-                let chan = &mut *self.chan;
-                let deltas = (0..count).map(|_| recv_part(chan, max_delta, "a tag set's delta"));
-                held.apply(now, deltas)?;
-                Ok(held)
+                // A server sends deltas only where they take fewer bytes than the set.
+                let mut left = max_set;
+                let mut deltas = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let delta = recv_part(self.chan, left, "a tag set's deltas")?;
+                    left -= delta.len() as u64;
+                    deltas.push(delta);
+                }
+                match held.apply(now, deltas.into_iter().map(Ok)) {
+                    Ok(()) => Ok(held),
+                    // Deltas that do not give the published set: the whole set instead
+                    // (a client is never left holding a set it cannot bring up to date).
+                    Err(_) => self.download(max_set),
+                }
             }
             _ => Err(Error::protocol(
                 "a tag set or its deltas",
                 "another message",
             )),
         }
+    }
+
+    /// The whole set, asked for anew.
+    fn download(&mut self, max_set: u64) -> Result<CacheClient> {
+        self.chan
+            .send(&Writer::new().u8(b'S').u8(0).u32(0).u64(0).0)?;
+        match self.chan.recv(5)?.as_slice() {
+            b"F" => self.receive_set(max_set),
+            _ => Err(Error::protocol("a tag set", "another message")),
+        }
+    }
+
+    /// The whole set as the server sends it, checked against the description.
+    fn receive_set(&mut self, max_set: u64) -> Result<CacheClient> {
+        let tags = recv_part(self.chan, max_set, "a tag set")?;
+        CacheClient::new(self.description.cache.clone(), &tags)
     }
 
     /// Whether each of `items` is in the dataset, by `client`'s tag set (synced in this
@@ -592,6 +629,38 @@ mod tests {
             s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(5)))
         });
         assert_eq!(found.unwrap(), (5..15).map(|i| i < 10).collect::<Vec<_>>());
+    }
+
+    /// Deltas go only where they take fewer bytes than the set, so a client bounds them
+    /// by the set: a one-key set whose key was replaced, and a set that grew and shrank
+    /// back, reach a client behind as the whole set, and its copy is the server's.
+    #[test]
+    fn deltas_larger_than_the_set_give_way_to_it() {
+        let mut cache = server(&names(0..1), 16);
+        let mut ok = |_: u32| Ok(());
+        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let (client, _) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            s.sync(None, 1 << 20).unwrap()
+        });
+        let mut deltas = vec![cache.update(&refs(&names(1..2)), &refs(&names(0..1)))];
+        deltas.push(cache.update(&refs(&names(2..2002)), &[]));
+        deltas.push(cache.update(&[], &refs(&names(2..2002))));
+        let deltas = deltas.into_iter().map(|d| d.unwrap().to_bytes()).collect();
+        let published = Published::new(cache.clone(), FORM, deltas).unwrap();
+        let (found, served) = session(&published, &mut ok, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let client = s.sync(Some(client), 1 << 20).unwrap();
+            assert_eq!(client.descriptor(), &cache.describe());
+            let items = names(0..3);
+            s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(8)))
+        });
+        assert_eq!(found.unwrap(), [false, true, false]);
+        assert_eq!(served.unwrap().syncs, 1);
+        // A description whose tags are too narrow for its false-positive bound.
+        let mut narrow = published.description();
+        narrow.cache.tau = 20;
+        assert!(Description::from_bytes(&narrow.to_bytes()).is_err());
     }
 
     /// The server's refusals reach the client as errors saying what to do, and cost the

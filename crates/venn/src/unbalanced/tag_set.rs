@@ -229,7 +229,7 @@ impl TagSet {
         tags.sort_unstable();
         let mut encoder = Encoder::new(tau, tags.len() as u64);
         tags.into_iter().for_each(|tag| encoder.push(tag));
-        Ok(encoder.finish())
+        encoder.finish()
     }
 
     /// How many tags it holds.
@@ -391,7 +391,7 @@ impl TagSet {
             return Err(lacking());
         }
         adds.for_each(|add| encoder.push(add));
-        Ok(encoder.finish())
+        encoder.finish()
     }
 }
 
@@ -420,9 +420,14 @@ impl Encoder {
         }
     }
 
-    /// The next tag, at least the last one.
+    /// The next tag, at least the last one; one beyond `len` is counted, not coded (and
+    /// [`Encoder::finish`] refuses the set).
     fn push(&mut self, tag: u128) {
-        debug_assert!(tag >= self.previous && self.count < self.len);
+        debug_assert!(tag >= self.previous);
+        if self.count == self.len {
+            self.count += 1;
+            return;
+        }
         let gap = tag - self.previous;
         self.writer.unary(gap >> self.rice);
         self.writer.bits(gap, self.rice);
@@ -433,11 +438,16 @@ impl Encoder {
         }
     }
 
-    /// The set, its `len` tags pushed.
-    fn finish(self) -> TagSet {
-        debug_assert_eq!(self.count, self.len);
+    /// The set, if exactly its `len` tags were pushed.
+    fn finish(self) -> Result<TagSet> {
+        if self.count != self.len {
+            return Err(Error::protocol(
+                format!("a set of {} tags", self.len),
+                format!("{} tags", self.count),
+            ));
+        }
         let (bit_len, bits) = (self.writer.len, self.writer.into_bytes());
-        TagSet {
+        Ok(TagSet {
             tau: self.tau,
             rice: self.rice,
             len: self.len,
@@ -445,7 +455,7 @@ impl Encoder {
             bits,
             bit_len,
             index: self.index,
-        }
+        })
     }
 }
 
@@ -603,5 +613,16 @@ mod tests {
         assert!(TagSet::new(8, vec![256]).is_err(), "a tag wider than τ");
         let other = TagSet::new(40, random_tags(&mut prg, 5000, 40)).unwrap();
         assert_ne!(other.digest(), set.digest());
+        // A delta removing a tag the set lacks is refused, at any length.
+        let five = TagSet::new(8, vec![5]).unwrap();
+        let none = TagSet::new(8, vec![]).unwrap();
+        for (adds, removes) in [(vec![], vec![7]), (vec![9], vec![7]), (vec![], vec![5, 5])] {
+            let (adds, removes) = (
+                TagSet::new(8, adds).unwrap(),
+                TagSet::new(8, removes).unwrap(),
+            );
+            assert!(five.changed(&adds, &removes).is_err());
+        }
+        assert_eq!(five.changed(&none, &five).unwrap(), none);
     }
 }
