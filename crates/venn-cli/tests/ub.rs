@@ -136,22 +136,21 @@ fn queries_are_the_intersection_through_updates_and_a_new_key() {
     let state = state.to_str().unwrap();
     let out = d.join("matches.csv");
     let out_s = out.to_str().unwrap();
+    let query_args = [
+        "query",
+        "--connect",
+        &server.addr,
+        "--state",
+        state,
+        "--input",
+        &query,
+        "--column",
+        "email",
+        "--trim",
+        "--lowercase",
+    ];
     let run_query = || {
-        let o = ub(&[
-            "query",
-            "--connect",
-            &server.addr,
-            "--state",
-            state,
-            "--input",
-            &query,
-            "--column",
-            "email",
-            "--trim",
-            "--lowercase",
-            "--output",
-            out_s,
-        ]);
+        let o = ub(&[&query_args[..], &["--output", out_s]].concat());
         assert_success(&[&o]);
         stderr(&o)
     };
@@ -204,19 +203,7 @@ fn queries_are_the_intersection_through_updates_and_a_new_key() {
     assert!(read(&log).contains("epoch=1"), "{}", read(&log));
 
     std::fs::write(state, b"venn-ub-state-01 not a state").unwrap();
-    let o = ub(&[
-        "query",
-        "--connect",
-        &server.addr,
-        "--state",
-        state,
-        "--input",
-        &query,
-        "--column",
-        "email",
-        "--trim",
-        "--lowercase",
-    ]);
+    let o = ub(&query_args);
     assert_clean_failure(&o, "state file");
     drop(server);
 }
@@ -320,7 +307,13 @@ fn mistakes_are_refused_cleanly() {
     std::fs::create_dir(d.join("full")).unwrap();
     std::fs::write(d.join("full").join("x"), "x").unwrap();
     assert_clean_failure(
-        &ub(&["init", "--dataset", d.join("full").to_str().unwrap(), "--input", &big]),
+        &ub(&[
+            "init",
+            "--dataset",
+            d.join("full").to_str().unwrap(),
+            "--input",
+            &big,
+        ]),
         "not empty",
     );
     let bad_cap = ub(&[
