@@ -347,10 +347,17 @@ mod serving {
     use venn::unbalanced::link::Session;
     use venn_app::transport::Transport;
 
-    /// The server gives each client message its `--timeout`, not the short wait it
-    /// looks for the next connection with: a client slow between its requests is served.
-    #[test]
-    fn a_client_slow_between_requests_is_served() {
+    /// A dataset of the keys "0" to "99" in a new directory, and a server of it (grace
+    /// `grace`, stopping after `sessions` sessions) on a thread: the directory, the
+    /// server's address and its thread.
+    fn serving(
+        grace: Duration,
+        sessions: u64,
+    ) -> (
+        tempfile::TempDir,
+        std::net::SocketAddr,
+        std::thread::JoinHandle<Result<()>>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let items: Vec<Vec<u8>> = (0..100u32).map(|i| i.to_string().into_bytes()).collect();
         let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
@@ -375,24 +382,62 @@ mod serving {
             max_sessions: 4,
             burst: 64,
             per_day: 64,
-            grace: Duration::ZERO,
-            sessions: Some(1),
+            grace,
+            sessions: Some(sessions),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let server = std::thread::spawn(move || serve(args, |addr| tx.send(addr).unwrap()));
-        let addr = rx.recv().unwrap();
+        (dir, rx.recv().unwrap(), server)
+    }
+
+    fn connect(addr: std::net::SocketAddr) -> impl venn::net::Channel {
         let socket = std::net::TcpStream::connect(addr).unwrap();
-        let mut chan = tcp_channel(socket, Duration::from_secs(10)).unwrap();
+        tcp_channel(socket, Duration::from_secs(10)).unwrap()
+    }
+
+    const PROBES: [&[u8]; 2] = [b"7", b"700"];
+
+    /// The server gives each client message its `--timeout`, not the short wait it
+    /// looks for the next connection with: a client slow between its requests is served.
+    #[test]
+    fn a_client_slow_between_requests_is_served() {
+        let (_dir, addr, server) = serving(Duration::ZERO, 1);
+        let mut chan = connect(addr);
         let mut session = Session::open(&mut chan).unwrap();
         std::thread::sleep(Duration::from_millis(600));
         let client = session.sync(None, 1 << 10).unwrap();
         std::thread::sleep(Duration::from_millis(600));
-        let probes: [&[u8]; 2] = [b"7", b"700"];
         let found = session
-            .query(&client, &probes, &mut Prg::from_seed(Block::from(3)))
+            .query(&client, &PROBES, &mut Prg::from_seed(Block::from(3)))
             .unwrap();
         assert_eq!(found, [true, false]);
         session.close().unwrap();
         server.join().unwrap().unwrap();
+    }
+
+    /// After a key rotation a session begun under the old key is answered within the
+    /// grace and refused after it (as `EpochChanged`), as a new session under the old
+    /// epoch would be.
+    #[test]
+    fn the_old_key_answers_within_its_grace_only() {
+        for (grace, answered) in [(Duration::from_secs(60), true), (Duration::ZERO, false)] {
+            let (dir, addr, server) = serving(grace, 1);
+            let mut chan = connect(addr);
+            let mut session = Session::open(&mut chan).unwrap();
+            let client = session.sync(None, 1 << 10).unwrap();
+            rotate_key(dir.path(), None).unwrap();
+            // The server looks at the manifest each second.
+            std::thread::sleep(Duration::from_millis(2500));
+            let found = session.query(&client, &PROBES, &mut Prg::from_seed(Block::from(4)));
+            match answered {
+                true => assert_eq!(found.unwrap(), [true, false]),
+                false => {
+                    let refused = found.unwrap_err().to_string();
+                    assert!(refused.contains("key changed"), "{refused}");
+                }
+            }
+            session.close().unwrap();
+            server.join().unwrap().unwrap();
+        }
     }
 }
