@@ -259,7 +259,7 @@ mod tests {
 
     /// An update whose operations committed but whose publish never ran (the process
     /// killed between the two) is published by the next command; files a publish left
-    /// behind unnamed are removed by the next one and never read; a published file
+    /// behind unnamed (and temporary ones) are removed by the next one and never read; a published file
     /// altered on disk is refused when loaded, not served.
     #[test]
     fn what_an_interrupted_update_committed_is_published_next() {
@@ -275,12 +275,15 @@ mod tests {
             .join("published")
             .join("tags-0-1-000000000000.bin");
         std::fs::write(&stray, b"half-written").unwrap();
+        let temporary = dir.path().join("published").join(".tmpAbCdEf");
+        std::fs::write(&temporary, b"cut short").unwrap();
         let before = Manifest::read(dir.path()).unwrap();
         assert_eq!((before.version, before.items), (0, 50), "not published yet");
         let (applied, after) = update(dir.path(), None, &[], &[]).unwrap();
         assert_eq!(applied, Applied::default());
         assert_eq!((after.version, after.items), (1, 51));
         assert!(!stray.exists(), "an unnamed file is removed");
+        assert!(!temporary.exists(), "a temporary file is removed");
         let probes: Vec<Vec<u8>> = (0..53).map(name).collect();
         let (_, found) = look_up(&after.load(dir.path(), None).unwrap(), None, &probes);
         let want: Vec<bool> = (0..53).map(|i| (1..52).contains(&i)).collect();

@@ -92,7 +92,8 @@ impl Manifest {
         }
     }
 
-    /// Replaces the manifest whole, then removes the published files it does not name.
+    /// Replaces the manifest whole, then removes the published files it does not name
+    /// and any temporary file left there.
     fn write(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
         write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
@@ -104,7 +105,10 @@ impl Manifest {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            let ours = name.ends_with(".bin") && !named.contains(&name.as_ref());
+            // And the temporary files of a write a crash cut short (the operators' lock
+            // is held: no write is under way).
+            let ours = (name.ends_with(".bin") && !named.contains(&name.as_ref()))
+                || name.starts_with(".tmp");
             if ours {
                 // Left behind at worst: a later publish removes it.
                 let _ = std::fs::remove_file(entry.path());
