@@ -259,8 +259,8 @@ mod tests {
 
     /// An update whose operations committed but whose publish never ran (the process
     /// killed between the two) is published by the next command; files a publish left
-    /// behind unnamed (and temporary ones) are removed by the next one and never read; a published file
-    /// altered on disk is refused when loaded, not served.
+    /// behind unnamed (and temporary ones) are removed by the next one and never read; a
+    /// published file altered on disk is refused when loaded, not served.
     #[test]
     fn what_an_interrupted_update_committed_is_published_next() {
         let dir = tempfile::tempdir().unwrap();
