@@ -3,7 +3,7 @@
 //! (it connects to, or listens on, an address that is not loopback) refuses to run
 //! without TLS unless `--plaintext` is given, and then warns.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +11,8 @@ use venn::net::tls::{
     looks_like_tls, parse_fingerprint, tls_channel, CertifiedKey, Side, Tls, Trust, TLS_PREFIX,
 };
 use venn::net::{
-    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Channel, Retry, Screen, Shaping,
-    StreamChannel, TimedRead, PROBE,
+    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, tcp_screen, Channel, Retry, Screen,
+    Shaping, StreamChannel, TimedRead, PROBE,
 };
 use venn::session::{looks_like_hello, HELLO_PREFIX};
 use venn::{Error, Result};
@@ -252,41 +252,61 @@ impl Transport {
         let mut reject = |from: SocketAddr, why: &str| {
             eprintln!("venn: warning: rejected a connection from {from}: {why}");
         };
-        let tls = self.tls.clone();
-        let this = self.clone();
-        let mut take = move |socket, first: &[u8]| -> std::result::Result<Box<dyn Channel>, _> {
-            match &tls {
-                // The handshake has PROBE however late in `timeout` the peer came (as
-                // its opening had: `tcp_accept`).
-                Some(tls) if looks_like_tls(first) => {
-                    match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
-                        Ok(chan) => Ok(this.finish(chan)),
-                        Err(e) => Err(e.to_string()),
-                    }
-                }
-                Some(_) if opens_right(first) => {
-                    // Tell the peer why, so its error says what to fix.
-                    let why = "this peer requires TLS (--tls-cert)";
-                    if let Ok(mut plain) = tcp_channel(socket, PROBE) {
-                        plain.abort(why);
-                    }
-                    Err("a venn peer without TLS, and this side requires it".into())
-                }
-                None if opens_right(first) => match tcp_channel(socket, timeout) {
-                    Ok(chan) => Ok(this.finish(chan)),
-                    Err(e) => Err(e.to_string()),
-                },
-                None if looks_like_tls(first) => {
-                    Err("a TLS client, and this side runs without TLS (no --tls-cert)".into())
-                }
-                _ => Err("not a venn peer".into()),
-            }
-        };
+        let mut take = self.taker(timeout, opens_right);
         let screen = Screen {
             len: TLS_PREFIX.max(opening_len),
             take: &mut take,
             reject: &mut reject,
         };
         tcp_accept(listener, wait, screen)
+    }
+
+    /// Makes a channel of a connection a listener accepted, screened as
+    /// [`Transport::accept`] screens them, each of its messages with `timeout`; or why not.
+    /// A server calls it on a thread of the connection's own, so that a peer slow to
+    /// speak (it has [`PROBE`] for its opening and its handshake) holds up nobody else.
+    pub fn screen(
+        &self,
+        socket: TcpStream,
+        timeout: Duration,
+        plain: (usize, fn(&[u8]) -> bool),
+    ) -> std::result::Result<Box<dyn Channel>, String> {
+        let mut take = self.taker(timeout, plain.1);
+        tcp_screen(socket, TLS_PREFIX.max(plain.0), &mut take)
+    }
+
+    /// What takes a connection given its opening bytes: the TLS handshake, or (without
+    /// TLS) the opening `opens_right` recognises; each message then has `timeout`.
+    fn taker(
+        &self,
+        timeout: Duration,
+        opens_right: fn(&[u8]) -> bool,
+    ) -> impl FnMut(TcpStream, &[u8]) -> std::result::Result<Box<dyn Channel>, String> + '_ {
+        move |socket, first: &[u8]| match &self.tls {
+            // The handshake has PROBE however late in `timeout` the peer came (as
+            // its opening had: `tcp_accept`).
+            Some(tls) if looks_like_tls(first) => {
+                match tls_channel(socket, Side::Server, tls, PROBE, timeout) {
+                    Ok(chan) => Ok(self.finish(chan)),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Some(_) if opens_right(first) => {
+                // Tell the peer why, so its error says what to fix.
+                let why = "this peer requires TLS (--tls-cert)";
+                if let Ok(mut plain) = tcp_channel(socket, PROBE) {
+                    plain.abort(why);
+                }
+                Err("a venn peer without TLS, and this side requires it".into())
+            }
+            None if opens_right(first) => match tcp_channel(socket, timeout) {
+                Ok(chan) => Ok(self.finish(chan)),
+                Err(e) => Err(e.to_string()),
+            },
+            None if looks_like_tls(first) => {
+                Err("a TLS client, and this side runs without TLS (no --tls-cert)".into())
+            }
+            _ => Err("not a venn peer".into()),
+        }
     }
 }

@@ -103,7 +103,7 @@ pub(crate) struct ServeCli {
     /// Seconds a session may last (a whole tag set's download included).
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     session_timeout: u64,
-    /// Sessions at once; the next client is told the server is busy.
+    /// Connections screened or served at once; the next is closed (and logged).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     max_sessions: u64,
     /// OPRF evaluations a client may use at once (its padding included): at least a

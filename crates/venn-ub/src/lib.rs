@@ -418,6 +418,29 @@ mod serving {
         server.join().unwrap().unwrap();
     }
 
+    /// A connection that says nothing holds up no other client: each is screened on a
+    /// thread of its own.
+    #[test]
+    fn a_silent_connection_holds_up_nobody() {
+        let (_dir, addr, server) = serving(Duration::ZERO, 1);
+        let silent = std::net::TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let start = std::time::Instant::now();
+        let mut chan = connect(addr);
+        let mut session = Session::open(&mut chan).unwrap();
+        let client = session.sync(None, 1 << 10).unwrap();
+        let found = session.query(&client, &PROBES, &mut Prg::from_seed(Block::from(5)));
+        assert_eq!(found.unwrap(), [true, false]);
+        session.close().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        drop(silent);
+        server.join().unwrap().unwrap();
+    }
+
     /// After a key rotation a session begun under the old key is answered within the
     /// grace and refused after it (as `EpochChanged`), as a new session under the old
     /// epoch would be.

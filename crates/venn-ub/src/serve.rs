@@ -2,8 +2,9 @@
 //! session on a thread of its own ([`venn::unbalanced::link::serve_session`]).
 //!
 //! Every client is untrusted. A connection is taken only if it opens as a client does
-//! (a TLS handshake with a trusted certificate, or the plain hello on loopback); at most
-//! `max_sessions` run at once (the next is told the server is busy); each message has
+//! (a TLS handshake with a trusted certificate, or the plain hello on loopback), screened
+//! on a thread of its own so that one slow to speak holds up nobody; at most
+//! `max_sessions` are screened or served at once (the next is closed and logged); each message has
 //! `timeout` and a whole session `session_limit`; each client — its certificate's
 //! fingerprint under TLS, its address otherwise — has a bucket of OPRF evaluations
 //! (`burst`, refilled at `per_day`), taken before anything is evaluated, since the OPRF is
@@ -111,6 +112,7 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         epoch: AtomicU32::new(manifest.epoch),
         retired: Mutex::new(None),
     });
+    listener.set_nonblocking(true)?;
     let (mut workers, mut checked) = (Vec::new(), Instant::now());
     let opening = (HELLO_PREFIX, looks_like_hello as fn(&[u8]) -> bool);
     loop {
@@ -123,25 +125,38 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
             follow(&args, &shared, &mut manifest);
             workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
         }
-        let wait = Duration::from_millis(200);
-        let mut chan = match (args.transport).accept_within(&listener, wait, args.timeout, opening)
-        {
-            Ok(chan) => chan,
-            Err(Error::Timeout(_)) => continue,
-            Err(e) => return Err(e),
+        let (socket, from) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            // Out of descriptors, a connection reset before it was taken: look again.
+            Err(e) => {
+                tracing::warn!("accepting a connection: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
         };
-        let peer = chan.peer().unwrap_or_else(|| "an unknown peer".into());
+        // Connections being screened count with the sessions: a flood of silent ones
+        // fills the slots for their PROBE at most, and never holds up the loop.
         if shared.active.fetch_add(1, Ordering::SeqCst) >= args.max_sessions {
             shared.active.fetch_sub(1, Ordering::SeqCst);
-            tracing::warn!(%peer, "refused a session: {} under way", args.max_sessions);
-            chan.abort("the server is busy: try again shortly");
+            tracing::warn!(from = %from.ip(), "refused a connection: {} under way", args.max_sessions);
             continue;
         }
-        let (shared, limit) = (shared.clone(), args.session_limit);
+        let (shared, transport) = (shared.clone(), args.transport.clone());
+        let (timeout, limit) = (args.timeout, args.session_limit);
         workers.push(std::thread::spawn(move || {
-            session(&mut *chan, &shared, &peer, limit);
+            match transport.screen(socket, timeout, opening) {
+                Ok(mut chan) => {
+                    let peer = chan.peer().unwrap_or_else(|| "an unknown peer".into());
+                    session(&mut *chan, &shared, &peer, limit);
+                    shared.finished.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(why) => tracing::warn!(from = %from.ip(), "rejected a connection: {why}"),
+            }
             shared.active.fetch_sub(1, Ordering::SeqCst);
-            shared.finished.fetch_add(1, Ordering::SeqCst);
         }));
     }
     for w in workers {

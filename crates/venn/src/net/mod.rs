@@ -18,7 +18,8 @@ pub use async_writer::{Shaping, TimedWrite, QUEUE_LIMIT};
 pub use mem::{mem_pair, MemChannel};
 pub use stream::{StreamChannel, TimedRead};
 pub use tcp::{
-    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, Retry, Screen, TcpChannel, PROBE,
+    resolve, tcp_accept, tcp_bind, tcp_channel, tcp_connect, tcp_screen, Retry, Screen, Take,
+    TcpChannel, PROBE,
 };
 pub use transcript::{Recording, Replay};
 pub use wire::{Reader, Writer};

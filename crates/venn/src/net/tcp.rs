@@ -17,7 +17,7 @@ pub type TcpChannel = StreamChannel<TcpStream>;
 pub const PROBE: Duration = Duration::from_secs(5);
 
 /// Makes a channel of an accepted connection given its opening bytes, or says why not.
-pub(super) type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
+pub type Take<'a, C> = dyn FnMut(TcpStream, &[u8]) -> std::result::Result<C, String> + 'a;
 
 /// What a listener takes: each connection's first `len` bytes are peeked (not consumed)
 /// and `take` either makes the connection a channel or says why not; refused connections
@@ -157,22 +157,10 @@ pub fn tcp_accept<C>(listener: &TcpListener, timeout: Duration, screen: Screen<C
             return Err(Error::Timeout(timeout));
         }
         match listener.accept() {
-            Ok((stream, from)) => {
-                stream.set_nonblocking(false)?;
-                stream.set_nodelay(true)?;
-                let refused = match opening(&stream, screen.len) {
-                    Ok(first) if first.is_empty() => "closed or sent nothing".to_string(),
-                    Ok(first) if first.len() < screen.len => {
-                        "sent too little before going quiet".to_string()
-                    }
-                    Ok(first) => match (screen.take)(stream, &first) {
-                        Ok(chan) => return Ok(chan),
-                        Err(why) => why,
-                    },
-                    Err(e) => e.to_string(),
-                };
-                (screen.reject)(from, &refused);
-            }
+            Ok((stream, from)) => match tcp_screen(stream, screen.len, screen.take) {
+                Ok(chan) => return Ok(chan),
+                Err(refused) => (screen.reject)(from, &refused),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
                     return Err(Error::Timeout(timeout));
@@ -181,6 +169,26 @@ pub fn tcp_accept<C>(listener: &TcpListener, timeout: Duration, screen: Screen<C
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// Makes a channel of one accepted connection, as [`tcp_accept`] does: its first `len`
+/// bytes peeked within [`PROBE`], then `take`; or why not. A server that screens each
+/// connection on a thread of its own calls it there, so that a peer slow to speak holds
+/// up nobody else.
+pub fn tcp_screen<C>(
+    stream: TcpStream,
+    len: usize,
+    take: &mut Take<'_, C>,
+) -> std::result::Result<C, String> {
+    let first = (stream.set_nonblocking(false))
+        .and_then(|()| stream.set_nodelay(true))
+        .and_then(|()| opening(&stream, len))
+        .map_err(|e| e.to_string())?;
+    match first.len() {
+        0 => Err("closed or sent nothing".into()),
+        n if n < len => Err("sent too little before going quiet".into()),
+        _ => take(stream, &first),
     }
 }
 
