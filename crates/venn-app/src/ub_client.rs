@@ -173,7 +173,7 @@ pub fn query(
     };
     let mut chan = connect(args)?;
     let (mut session, client, mut synced) = synced(args, &mut *chan, check)?;
-    let items: Vec<&[u8]> = (0..input.keys.len()).map(|i| input.keys.get(i)).collect();
+    let items: Vec<&[u8]> = input.keys.iter().collect();
     let found = session.query(&client, &items, &mut Prg::from_entropy())?;
     session.close()?;
     synced.received = chan.traffic().received;

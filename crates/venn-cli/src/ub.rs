@@ -201,7 +201,7 @@ fn init(i: InitCli) -> Result<()> {
         ));
     }
     let input = read_input(i.keys.settings.input()?, &opts)?;
-    let items: Vec<&[u8]> = (0..input.keys.len()).map(|k| input.keys.get(k)).collect();
+    let items: Vec<&[u8]> = input.keys.iter().collect();
     let max_items = (i.max_items)
         .unwrap_or_else(|| (1u64 << 24).max(2 * items.len() as u64).next_power_of_two());
     let settings = Settings {
@@ -275,14 +275,10 @@ fn update(u: UpdateCli) -> Result<()> {
             )));
         }
     }
-    let keys = |input: &Option<venn_app::input::Input>| -> Vec<Vec<u8>> {
-        (input.iter())
-            .flat_map(|i| (0..i.keys.len()).map(|k| i.keys.get(k).to_vec()))
-            .collect()
-    };
-    let (upserts, deletes) = (keys(&upserts), keys(&deletes));
-    let up: Vec<&[u8]> = upserts.iter().map(Vec::as_slice).collect();
-    let del: Vec<&[u8]> = deletes.iter().map(Vec::as_slice).collect();
+    fn keys(input: &Option<venn_app::input::Input>) -> Vec<&[u8]> {
+        input.iter().flat_map(|i| i.keys.iter()).collect()
+    }
+    let (up, del) = (keys(&upserts), keys(&deletes));
     let (applied, m) = venn_ub::update(dataset, u.dataset.database.as_deref(), &up, &del)?;
     eprintln!(
         "venn ub: added {} keys ({} held already), removed {} ({} not held); {} keys, {}",

@@ -93,7 +93,7 @@ pub fn init(
     match store.settings() {
         Ok(stored) if begun => {
             let (covered_seq, held) = store.items()?;
-            let refs: Vec<&[u8]> = (0..held.len()).map(|i| held.get(i)).collect();
+            let refs: Vec<&[u8]> = held.iter().collect();
             let manifest = publish_whole(dir, &refs, covered_seq, &stored, key, 0)?;
             Ok((manifest, Init::Resumed))
         }
@@ -145,7 +145,7 @@ pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
         .ok_or_else(|| Error::Usage("the key's epochs are used up".into()))?;
     let key = keys::next(dir, epoch)?;
     let (covered_seq, items) = store.items()?;
-    let refs: Vec<&[u8]> = (0..items.len()).map(|i| items.get(i)).collect();
+    let refs: Vec<&[u8]> = items.iter().collect();
     publish_whole(dir, &refs, covered_seq, &settings, key, epoch)
 }
 
@@ -253,7 +253,7 @@ mod tests {
         }
         let store = Store::open(&store_url(dir.path(), None)).unwrap();
         let (_, items) = store.items().unwrap();
-        let stored: BTreeSet<Vec<u8>> = (0..items.len()).map(|i| items.get(i).to_vec()).collect();
+        let stored: BTreeSet<Vec<u8>> = items.iter().map(<[u8]>::to_vec).collect();
         assert_eq!(stored, model.iter().map(|&i| name(i)).collect());
     }
 

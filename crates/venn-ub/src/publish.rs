@@ -128,49 +128,75 @@ impl Manifest {
             server = server.succeeding(keys::load(dir, epoch)?, epoch, until - now);
         }
         let deltas = (self.deltas.iter())
-            .map(|d| read_file(dir, d))
+            .map(|entry| {
+                let delta = read_file(dir, entry)?;
+                entry.check(dir, blake3::hash(&delta).as_bytes())?;
+                Ok(delta)
+            })
             .collect::<Result<Vec<_>>>()?;
         Published::new(server, self.form(), deltas)
     }
 
-    /// The server of the published tag set, under its epoch's key.
+    /// The server of the published tag set, under its epoch's key. The set's digest is
+    /// BLAKE3 of its wire form, the file's bytes: read, it is the file's hash.
     fn server(&self, dir: &Path) -> Result<CacheServer> {
         let tags = read_file(dir, &self.tags)?;
         let key = keys::load(dir, self.epoch)?;
-        CacheServer::restore(
-            key,
-            self.epoch,
-            self.version,
-            &tags,
-            self.max_items,
-            self.max_query,
-        )
+        let (epoch, version) = (self.epoch, self.version);
+        let server =
+            CacheServer::restore(key, epoch, version, &tags, self.max_items, self.max_query)
+                .map_err(|e| self.tags.not_named(dir, &e.to_string()))?;
+        self.tags.check(dir, &server.describe().digest)?;
+        Ok(server)
     }
 }
 
-/// A published file, checked against its entry.
+impl FileEntry {
+    /// Refuses the file unless `blake3` is the hash its entry names.
+    fn check(&self, dir: &Path, blake3: &[u8; 32]) -> Result<()> {
+        match hex::encode(blake3) == self.blake3 {
+            true => Ok(()),
+            false => Err(self.not_named(dir, "its BLAKE3 differs")),
+        }
+    }
+
+    /// The error for a file that is not the one the manifest names, and why.
+    fn not_named(&self, dir: &Path, why: &str) -> Error {
+        Error::Integrity(format!(
+            "{} is not the file the manifest names: {why}",
+            published_dir(dir).join(&self.file).display()
+        ))
+    }
+}
+
+/// A published file, of the length its entry names (its hash is the caller's to check:
+/// [`FileEntry::check`]).
 fn read_file(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
     let path = published_dir(dir).join(&entry.file);
     let bytes = std::fs::read(&path).map_err(Error::file("read", &path))?;
-    if bytes.len() as u64 != entry.bytes || blake3::hash(&bytes).to_hex().as_str() != entry.blake3 {
-        return Err(Error::Integrity(format!(
-            "{} is not the file the manifest names (its length or BLAKE3 differs)",
-            path.display()
-        )));
+    match bytes.len() as u64 == entry.bytes {
+        true => Ok(bytes),
+        false => Err(entry.not_named(dir, "its length differs")),
     }
-    Ok(bytes)
 }
 
-/// Writes `bytes` as the new published file `name` (synced; never over another).
-fn write_file(dir: &Path, name: String, bytes: &[u8]) -> Result<FileEntry> {
+/// Writes `bytes`, whose BLAKE3 is `blake3`, as the new published file `name` (synced;
+/// never over another).
+fn write_file(dir: &Path, name: String, bytes: &[u8], blake3: &[u8; 32]) -> Result<FileEntry> {
     let published = published_dir(dir);
     std::fs::create_dir_all(&published).map_err(Error::file("make", &published))?;
     venn::util::files::write_new(&published.join(&name), bytes, 0o644)?;
     Ok(FileEntry {
         file: name,
         bytes: bytes.len() as u64,
-        blake3: blake3::hash(bytes).to_hex().to_string(),
+        blake3: hex::encode(blake3),
     })
+}
+
+/// Writes `server`'s tag set as the new published file `name`: its hash is the set's
+/// digest.
+fn write_tags(dir: &Path, name: String, server: &CacheServer) -> Result<FileEntry> {
+    write_file(dir, name, &server.tags(), &server.describe().digest)
 }
 
 /// A name no file of this publish's kind has had: its epoch, version and a random part
@@ -193,7 +219,7 @@ pub(crate) fn publish_whole(
     epoch: u32,
 ) -> Result<Manifest> {
     let server = CacheServer::new(key, epoch, items, settings.max_items, settings.max_query)?;
-    let tags = write_file(dir, fresh_name("tags", epoch, 0), &server.tags())?;
+    let tags = write_tags(dir, fresh_name("tags", epoch, 0), &server)?;
     let form = settings.form;
     let manifest = Manifest {
         epoch,
@@ -223,20 +249,11 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
     };
     let (inserts, deletes) = net_changes(&ops);
     let mut server = manifest.server(dir)?;
-    let insert_refs: Vec<&[u8]> = inserts.iter().map(|i| i.as_slice()).collect();
-    let delete_refs: Vec<&[u8]> = deletes.iter().map(|i| i.as_slice()).collect();
-    let delta = server.update(&insert_refs, &delete_refs)?;
+    let delta = server.update(&inserts, &deletes)?.to_bytes();
     let version = manifest.version + 1;
-    let delta = write_file(
-        dir,
-        fresh_name("delta", manifest.epoch, version),
-        &delta.to_bytes(),
-    )?;
-    let tags = write_file(
-        dir,
-        fresh_name("tags", manifest.epoch, version),
-        &server.tags(),
-    )?;
+    let name = fresh_name("delta", manifest.epoch, version);
+    let delta = write_file(dir, name, &delta, blake3::hash(&delta).as_bytes())?;
+    let tags = write_tags(dir, fresh_name("tags", manifest.epoch, version), &server)?;
     let mut deltas = manifest.deltas.clone();
     deltas.push(delta);
     let keep_from = deltas.len().saturating_sub(MAX_DELTAS);
@@ -256,11 +273,11 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
 /// those before and not after. The store records only changes, so an item's first
 /// operation says whether the set held it before (a delete) and its last whether it
 /// holds it after (an insert).
-fn net_changes(ops: &[(u64, Op, Vec<u8>)]) -> (Vec<&Vec<u8>>, Vec<&Vec<u8>>) {
-    let mut first_last: HashMap<&Vec<u8>, (Op, Op)> = HashMap::new();
+fn net_changes(ops: &[(u64, Op, Vec<u8>)]) -> (Vec<&[u8]>, Vec<&[u8]>) {
+    let mut first_last: HashMap<&[u8], (Op, Op)> = HashMap::new();
     for (_, op, item) in ops {
         first_last
-            .entry(item)
+            .entry(item.as_slice())
             .and_modify(|(_, last)| *last = *op)
             .or_insert((*op, *op));
     }
@@ -295,7 +312,7 @@ mod tests {
             (8, Op::Delete, d.clone()),
         ];
         let (inserts, deletes) = net_changes(&ops);
-        assert_eq!(inserts, vec![&c]);
-        assert_eq!(deletes, vec![&d]);
+        assert_eq!(inserts, vec![&c[..]]);
+        assert_eq!(deletes, vec![&d[..]]);
     }
 }

@@ -200,11 +200,7 @@ impl Store {
         let max_items = self.settings()?.max_items;
         self.runtime.block_on(async {
             let mut tx = self.pool.begin().await.map_err(failed("begin"))?;
-            let last = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM ub_ops")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(failed("read its operations"))?;
-            let mut seq = last.get::<i64, _>(0);
+            let mut seq = last_seq(&mut tx).await?;
             let mut applied = Applied::default();
             let created = now();
             let changes = (deletes.iter().map(|i| (Op::Delete, i)))
@@ -284,22 +280,27 @@ impl Store {
         use futures_util::TryStreamExt;
         self.runtime.block_on(async {
             let mut tx = self.pool.begin().await.map_err(failed("begin"))?;
-            let last = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM ub_ops")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(failed("read its operations"))?
-                .get::<i64, _>(0);
+            let last = last_seq(&mut tx).await?;
             let mut items = Items::new();
             {
                 let mut rows = sqlx::query("SELECT item FROM ub_items").fetch(&mut *tx);
                 while let Some(row) = rows.try_next().await.map_err(failed("read its items"))? {
-                    items.push(&row.get::<Vec<u8>, _>(0));
+                    items.push(row.get::<&[u8], _>(0));
                 }
             }
             tx.commit().await.map_err(failed("commit"))?;
             Ok((last as u64, items))
         })
     }
+}
+
+/// The sequence number of the store's last operation (0 before any), in `tx`.
+async fn last_seq(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<i64> {
+    let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM ub_ops")
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(failed("read its operations"))?;
+    Ok(row.get::<i64, _>(0))
 }
 
 impl Op {

@@ -221,6 +221,11 @@ impl Items {
         self.ends.is_empty()
     }
 
+    /// The items, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
     /// Item `i`.
     pub fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };

@@ -146,12 +146,6 @@ pub struct Elements {
 }
 
 impl Elements {
-    /// `points`, compressed (on the current rayon pool's threads).
-    pub fn of(points: Vec<RistrettoPoint>) -> Elements {
-        let encoded = points.par_iter().map(|p| p.compress().to_bytes()).collect();
-        Elements { points, encoded }
-    }
-
     /// The doubles of `halves`, compressed in batches (a batch shares one field
     /// inversion: ristretto255's `double_and_compress_batch`) on the current rayon pool's
     /// threads. Who computes s·P can compute (s/2)·P as cheaply and save each
@@ -301,11 +295,7 @@ impl ServerKey {
 
     /// F_k(`input`) computed directly (the server's own set, §3.3.1's `Evaluate`).
     pub fn evaluate(&self, input: &[u8]) -> Result<[u8; OUTPUT_BYTES]> {
-        let element = input_element(self.mode, input)?;
-        Ok(finalize_one(
-            input,
-            &(self.secret * element).compress().to_bytes(),
-        ))
+        Ok(self.evaluate_all(&[input])?[0])
     }
 
     /// [`ServerKey::evaluate`] of each of `inputs`, on the current rayon pool's threads,
@@ -701,12 +691,13 @@ mod tests {
             let client = Blinded::with_blinds(Mode::Voprf, &inputs, blinds).unwrap();
             let sent: Vec<Vec<u8>> = client.elements.points().iter().map(bytes).collect();
             assert_eq!(sent, blinded.iter().map(|b| hex(b)).collect::<Vec<_>>());
-            let answers = Elements::of(
+            let half_key = key.secret * half();
+            let answers = Elements::of_halves(
                 client
                     .elements
                     .points()
                     .iter()
-                    .map(|e| key.secret * e)
+                    .map(|e| half_key * e)
                     .collect(),
             );
             let got: Vec<Vec<u8>> = answers.points().iter().map(bytes).collect();
@@ -760,7 +751,7 @@ mod tests {
             );
             let mut changed = answers.points().to_vec();
             changed[3] += RISTRETTO_BASEPOINT_POINT;
-            let changed = Elements::of(changed);
+            let changed = Elements::of_halves(changed.iter().map(|p| half() * p).collect());
             let cheated = client.finalize(&inputs, &changed, Some((&proof, &public)));
             assert!(
                 matches!(cheated, Err(Error::CheatingDetected(_))),

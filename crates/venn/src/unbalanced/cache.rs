@@ -30,16 +30,17 @@ pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds
     keys or whether they matched";
 
 use super::oprf_round::{answer, padded_count, Query, Refusal};
+use super::tag_set::{tag_bits, tag_of, TagSet, WIRE_HEAD};
+use crate::crypto::oprf::{Mode, ServerKey};
+use crate::crypto::Prg;
+use crate::net::{Reader, Writer};
+use crate::{Error, Result};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
 
 /// The largest query cap a dataset may have: 256 rounds' worth of 4,096 items (a request
 /// of 32 MiB).
 pub const MAX_QUERY: u32 = 1 << 20;
-use super::tag_set::{tag_bits, tag_of, TagSet};
-use crate::crypto::oprf::{Mode, ServerKey};
-use crate::crypto::Prg;
-use crate::{Error, Result};
-use rayon::prelude::*;
-use std::time::{Duration, Instant};
 
 /// What a server publishes of a dataset, for its clients to check what they download and
 /// the answers they get.
@@ -92,40 +93,30 @@ impl Delta {
     /// after its length (u64).
     pub fn to_bytes(&self) -> Vec<u8> {
         let (adds, removes) = (self.adds.to_bytes(), self.removes.to_bytes());
-        let mut out = Vec::with_capacity(32 + adds.len() + removes.len());
-        out.extend_from_slice(&self.from.to_le_bytes());
-        out.extend_from_slice(&self.to.to_le_bytes());
-        for part in [adds, removes] {
-            out.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            out.extend_from_slice(&part);
-        }
-        out
+        (Writer::new().u64(self.from).u64(self.to))
+            .u64(adds.len() as u64)
+            .bytes(&adds)
+            .u64(removes.len() as u64)
+            .bytes(&removes)
+            .0
     }
 
     /// Reads a delta of at most `max_len` changes each way: refused unless its parts read
     /// exactly.
     pub fn from_bytes(bytes: &[u8], max_len: u64) -> Result<Delta> {
-        let malformed = |why: &str| Error::protocol("a tag set's delta", why.to_string());
-        let word = |at: usize| -> Result<u64> {
-            (bytes.get(at..at + 8))
-                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-                .ok_or_else(|| malformed("shorter than its lengths say"))
+        let mut r = Reader::new(bytes, "a tag set's delta");
+        let (from, to) = (r.u64()?, r.u64()?);
+        let part = |r: &mut Reader| {
+            let len = usize::try_from(r.u64()?).unwrap_or(usize::MAX);
+            TagSet::from_bytes(r.bytes(len)?, max_len)
         };
-        let (from, to) = (word(0)?, word(8)?);
-        let adds_len = usize::try_from(word(16)?).map_err(|_| malformed("a part too long"))?;
-        let adds_end = 24usize
-            .checked_add(adds_len)
-            .filter(|&end| end <= bytes.len());
-        let adds_end = adds_end.ok_or_else(|| malformed("shorter than its lengths say"))?;
-        let removes_len = word(adds_end)?;
-        if (bytes.len() - adds_end - 8) as u64 != removes_len {
-            return Err(malformed("its removes' length is not the rest"));
-        }
+        let (adds, removes) = (part(&mut r)?, part(&mut r)?);
+        r.finish()?;
         Ok(Delta {
             from,
             to,
-            adds: TagSet::from_bytes(&bytes[24..adds_end], max_len)?,
-            removes: TagSet::from_bytes(&bytes[adds_end + 8..], max_len)?,
+            adds,
+            removes,
         })
     }
 }
@@ -142,23 +133,35 @@ impl CacheServer {
         max_items: u64,
         max_query: u32,
     ) -> Result<CacheServer> {
-        if key.mode() != Mode::Voprf {
-            return Err(Error::Usage(
-                "ub-cache answers in the verifiable mode: its key is a VOPRF key".into(),
-            ));
-        }
-        if padded_count(max_query) != max_query || max_query > MAX_QUERY {
-            return Err(Error::Usage(format!(
-                "a query cap of {max_query}: queries are padded to 1, 16, 256 or 4,096 items \
-                 (or multiples of 4,096), so the cap is one of those, at most {MAX_QUERY}"
-            )));
-        }
+        // Before any key is evaluated: the set may take minutes.
+        check_settings(&key, max_query)?;
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));
         let tags = tag_set(&key, items, tau)?;
+        CacheServer::of(key, epoch, 0, tags, max_items, max_query)
+    }
+
+    /// The server of `tags`, refused unless its key is a VOPRF key, its cap a padded
+    /// size, and τ what these sizes call for.
+    fn of(
+        key: ServerKey,
+        epoch: u32,
+        version: u64,
+        tags: TagSet,
+        max_items: u64,
+        max_query: u32,
+    ) -> Result<CacheServer> {
+        check_settings(&key, max_query)?;
+        let tau = tag_bits(max_items.max(tags.len()), u64::from(max_query));
+        if tags.tau() != tau {
+            return Err(Error::State(format!(
+                "a stored tag set of {}-bit tags where this dataset's are {tau} bits",
+                tags.tau()
+            )));
+        }
         Ok(CacheServer {
             key,
             epoch,
-            version: 0,
+            version,
             tags,
             max_items,
             max_query,
@@ -178,23 +181,7 @@ impl CacheServer {
         max_query: u32,
     ) -> Result<CacheServer> {
         let tags = TagSet::from_bytes(tags, u64::MAX)?;
-        let tau = tag_bits(max_items.max(tags.len()), u64::from(max_query));
-        if key.mode() != Mode::Voprf || tags.tau() != tau {
-            return Err(Error::State(format!(
-                "a stored tag set of {}-bit tags where this dataset's are {tau} bits, or a \
-                 key of another mode",
-                tags.tau()
-            )));
-        }
-        Ok(CacheServer {
-            key,
-            epoch,
-            version,
-            tags,
-            max_items,
-            max_query,
-            previous: None,
-        })
+        CacheServer::of(key, epoch, version, tags, max_items, max_query)
     }
 
     /// This server, after the key `old` of epoch `old_epoch`: it still answers requests
@@ -255,6 +242,11 @@ impl CacheServer {
         self.tags.to_bytes()
     }
 
+    /// The tag set's wire form in two parts ([`TagSet::wire`]), without a copy.
+    pub fn tags_wire(&self) -> ([u8; WIRE_HEAD], &[u8]) {
+        self.tags.wire()
+    }
+
     /// Its answer to an OPRF `request`, or why not: under the current key, or under the
     /// previous one for a request of its epoch within the grace period of a rotation.
     pub fn oprf(&self, request: &[u8], prg: &mut Prg) -> std::result::Result<Vec<u8>, Refusal> {
@@ -266,6 +258,22 @@ impl CacheServer {
         }
         answer(&self.key, self.epoch, request, self.max_query, prg)
     }
+}
+
+/// Refuses a key not of the verifiable mode, and a query cap that is not a padded size.
+fn check_settings(key: &ServerKey, max_query: u32) -> Result<()> {
+    if key.mode() != Mode::Voprf {
+        return Err(Error::Usage(
+            "ub-cache answers in the verifiable mode: its key is a VOPRF key".into(),
+        ));
+    }
+    if padded_count(max_query) != max_query || max_query > MAX_QUERY {
+        return Err(Error::Usage(format!(
+            "a query cap of {max_query}: queries are padded to 1, 16, 256 or 4,096 items \
+             (or multiples of 4,096), so the cap is one of those, at most {MAX_QUERY}"
+        )));
+    }
+    Ok(())
 }
 
 /// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool.
@@ -315,21 +323,17 @@ impl CacheClient {
         self.tags.to_bytes()
     }
 
-    /// Applies the `deltas` the server published since this client's version, in order
-    /// (each read as the iterator yields it), which must take it to the version of the
-    /// server's new `descriptor` and give the set it describes (its digest): refused
-    /// otherwise, and the client keeps the set it had.
-    pub fn apply(
-        &mut self,
-        descriptor: Descriptor,
-        deltas: impl IntoIterator<Item = Result<Vec<u8>>>,
-    ) -> Result<()> {
+    /// Applies the `deltas` the server published since this client's version, in order,
+    /// which must take it to the version of the server's new `descriptor` and give the
+    /// set it describes (its digest): refused otherwise, and the client keeps the set it
+    /// had.
+    pub fn apply(&mut self, descriptor: Descriptor, deltas: &[Vec<u8>]) -> Result<()> {
         let same_key = descriptor.epoch == self.descriptor.epoch
             && descriptor.public == self.descriptor.public;
         let (mut version, mut tags) = (self.descriptor.version, None::<TagSet>);
         for delta in deltas {
             let held = tags.as_ref().unwrap_or(&self.tags);
-            let delta = Delta::from_bytes(&delta?, descriptor.len.max(held.len()))?;
+            let delta = Delta::from_bytes(delta, descriptor.len.max(held.len()))?;
             if !same_key || delta.from != version || delta.to != version + 1 {
                 return Err(Error::protocol(
                     format!(
@@ -538,16 +542,18 @@ mod tests {
                 altered[last] ^= 0x40;
                 assert!(
                     client
-                        .apply(described.clone(), [Ok(altered.clone())])
+                        .apply(described.clone(), std::slice::from_ref(&altered))
                         .is_err(),
                     "altered"
                 );
             }
             client
-                .apply(described.clone(), [Ok(delta.clone())])
+                .apply(described.clone(), std::slice::from_ref(&delta))
                 .unwrap();
             assert!(
-                client.apply(described, [Ok(delta.clone())]).is_err(),
+                client
+                    .apply(described, std::slice::from_ref(&delta))
+                    .is_err(),
                 "the same delta twice: from an old version"
             );
             let probes: Vec<Vec<u8>> = (0..next + 20).step_by(3).map(name).collect();
@@ -579,7 +585,7 @@ mod tests {
         let skipped = server.update(&[b"and another"], &[]).unwrap().to_bytes();
         assert!(
             behind
-                .apply(server.describe(), [Ok(skipped.clone())])
+                .apply(server.describe(), std::slice::from_ref(&skipped))
                 .is_err(),
             "a version skipped"
         );

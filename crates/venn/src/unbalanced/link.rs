@@ -43,9 +43,6 @@ pub const MAX_REQUESTS: usize = 1024;
 /// The bytes of a description's frame.
 const DESCRIPTION_BYTES: usize = 1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5;
 
-/// The bytes of a sync request's frame.
-const SYNC_BYTES: usize = 1 + 1 + 4 + 8;
-
 /// The bytes of a refusal's frame, at most: kind, code, a number, a reason.
 const MAX_REFUSAL_BYTES: usize = 1 + 1 + 8 + 2 + 1024;
 
@@ -136,12 +133,11 @@ impl Description {
     }
 }
 
-/// A published state of a dataset, which sessions answer from: the server (key, tags),
-/// the tag set's wire form and the deltas of the versions before it.
+/// A published state of a dataset, which sessions answer from: the server (key, tags)
+/// and the deltas of the versions before it.
 pub struct Published {
     server: CacheServer,
     form: KeyForm,
-    tags: Vec<u8>,
     /// Consecutive deltas (wire forms), the last to the server's version, with the
     /// version each starts from.
     deltas: Vec<(u64, Vec<u8>)>,
@@ -166,11 +162,9 @@ impl Published {
             next = Some(to);
             chained.push((from, delta));
         }
-        let tags = server.tags();
         Ok(Published {
             server,
             form,
-            tags,
             deltas: chained,
         })
     }
@@ -197,7 +191,8 @@ impl Published {
         };
         // Only where they take fewer bytes than the set: what a client bounds them by.
         let bytes: usize = deltas.iter().map(|d| d.len()).sum();
-        (deltas.len() <= MAX_DELTAS && bytes <= self.tags.len()).then_some(deltas)
+        let (head, bits) = self.server.tags_wire();
+        (deltas.len() <= MAX_DELTAS && bytes <= head.len() + bits.len()).then_some(deltas)
     }
 }
 
@@ -238,16 +233,15 @@ pub fn serve_session(
     }
     let description = published.description();
     chan.send(&description.to_bytes())?;
-    let max_query = description.cache.max_query as usize;
     // Room for a request of the padded size above the cap, so that a client that did
     // not split its items is told so (a refusal) rather than cut off; a larger frame
     // ends the session.
     let over_cap = padded_count(description.cache.max_query.saturating_add(1)) as usize;
-    let max_request = 1 + 8 + over_cap.max(max_query) * 32;
+    let max_request = 1 + 8 + over_cap * 32;
     let mut served = Served::default();
     for _ in 0..MAX_REQUESTS {
         // A client may also end by closing the link between requests.
-        let request = match chan.recv(max_request.max(SYNC_BYTES)) {
+        let request = match chan.recv(max_request) {
             Err(Error::PeerClosed(_)) => return Ok(served),
             request => request?,
         };
@@ -305,19 +299,37 @@ fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Resu
     match deltas {
         Some(deltas) => {
             chan.send(&Writer::new().u8(b'D').u32(deltas.len() as u32).0)?;
-            deltas.into_iter().try_for_each(|d| send_part(chan, d))
+            deltas.into_iter().try_for_each(|d| send_part(chan, &[d]))
         }
         _ => {
             chan.send(b"F")?;
-            send_part(chan, &published.tags)
+            let (head, bits) = published.server.tags_wire();
+            send_part(chan, &[&head, bits])
         }
     }
 }
 
-/// A large part: its length, then its bytes in frames of at most [`CHUNK`].
-fn send_part(chan: &mut dyn Channel, part: &[u8]) -> Result<()> {
-    chan.send(&(part.len() as u64).to_le_bytes())?;
-    part.chunks(CHUNK).try_for_each(|c| chan.send(c))
+/// A large part, given in pieces: its length, then its bytes in frames of exactly
+/// [`CHUNK`] (the last one shorter), as [`recv_part`] reads them.
+fn send_part(chan: &mut dyn Channel, pieces: &[&[u8]]) -> Result<()> {
+    let len: usize = pieces.iter().map(|p| p.len()).sum();
+    chan.send(&(len as u64).to_le_bytes())?;
+    let mut frame = Vec::with_capacity(CHUNK.min(len));
+    for mut piece in pieces.iter().copied() {
+        while !piece.is_empty() {
+            let take = (CHUNK - frame.len()).min(piece.len());
+            frame.extend_from_slice(&piece[..take]);
+            piece = &piece[take..];
+            if frame.len() == CHUNK {
+                chan.send(&frame)?;
+                frame.clear();
+            }
+        }
+    }
+    match frame.is_empty() {
+        true => Ok(()),
+        false => chan.send(&frame),
+    }
 }
 
 /// Receives a large part of at most `max` bytes (`what` it is, for errors).
@@ -331,18 +343,12 @@ fn recv_part(chan: &mut dyn Channel, max: u64, what: &str) -> Result<Vec<u8>> {
             format!("{len} bytes"),
         ));
     }
-    let mut part = Vec::new();
+    let (mut part, mut chunk) = (Vec::new(), Vec::new());
     part.try_reserve_exact(len as usize)
         .map_err(|_| Error::Memory(format!("no room for {what} of {len} bytes")))?;
     while (part.len() as u64) < len {
         let want = (len - part.len() as u64).min(CHUNK as u64) as usize;
-        let chunk = chan.recv(want)?;
-        if chunk.len() != want {
-            return Err(Error::protocol(
-                format!("{what} in frames of {want} bytes"),
-                format!("{} bytes", chunk.len()),
-            ));
-        }
+        chan.recv_exact_into(&mut chunk, want, what)?;
         part.extend_from_slice(&chunk);
     }
     Ok(part)
@@ -414,13 +420,7 @@ impl<'a> Session<'a> {
             // epoch's) is replaced whole.
             held => held.filter(|h| h.descriptor().public == now.public),
         };
-        let (holds, epoch, version) = match &held {
-            Some(h) => (1, h.descriptor().epoch, h.descriptor().version),
-            None => (0, 0, 0),
-        };
-        let request = Writer::new().u8(b'S').u8(holds).u32(epoch).u64(version).0;
-        self.chan.send(&request)?;
-        let head = self.chan.recv(5)?;
+        let head = self.ask_sync(held.as_ref())?;
         let max_set = max_wire_len(now.len, now.tau);
         match (head.split_first(), held) {
             (Some((b'F', [])), _) => self.receive_set(max_set),
@@ -448,7 +448,7 @@ impl<'a> Session<'a> {
                     left -= delta.len() as u64;
                     deltas.push(delta);
                 }
-                match held.apply(now, deltas.into_iter().map(Ok)) {
+                match held.apply(now, &deltas) {
                     Ok(()) => Ok(held),
                     // Deltas that do not give the published set: the whole set instead
                     // (a client is never left holding a set it cannot bring up to date).
@@ -462,11 +462,21 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Asks for the set from `held`'s version (or whole, without one); returns the
+    /// answer's head.
+    fn ask_sync(&mut self, held: Option<&CacheClient>) -> Result<Vec<u8>> {
+        let (holds, epoch, version) = match held {
+            Some(h) => (1, h.descriptor().epoch, h.descriptor().version),
+            None => (0, 0, 0),
+        };
+        let request = Writer::new().u8(b'S').u8(holds).u32(epoch).u64(version).0;
+        self.chan.send(&request)?;
+        self.chan.recv(5)
+    }
+
     /// The whole set, asked for anew.
     fn download(&mut self, max_set: u64) -> Result<CacheClient> {
-        self.chan
-            .send(&Writer::new().u8(b'S').u8(0).u32(0).u64(0).0)?;
-        match self.chan.recv(5)?.as_slice() {
+        match self.ask_sync(None)?.as_slice() {
             b"F" => self.receive_set(max_set),
             _ => Err(Error::protocol("a tag set", "another message")),
         }
@@ -490,8 +500,9 @@ impl<'a> Session<'a> {
         let mut found = Vec::with_capacity(items.len());
         for part in items.chunks(client.descriptor().max_query as usize) {
             let lookup = client.lookup(part, prg)?;
-            self.chan.send(&[&[b'O'][..], &lookup.request()].concat())?;
-            let max = (1 + lookup.request().len() + 64).max(MAX_REFUSAL_BYTES);
+            let request = [&[b'O'][..], &lookup.request()].concat();
+            self.chan.send(&request)?;
+            let max = (request.len() + 64).max(MAX_REFUSAL_BYTES);
             let answer = self.chan.recv(max)?;
             match answer.split_first() {
                 Some((b'A', response)) => found.extend(client.finish(&lookup, response)?),

@@ -37,7 +37,7 @@ pub fn tag_bits(n_max: u64, m_max: u64) -> u8 {
 /// download by before it allocates.
 pub fn max_wire_len(len: u64, tau: u8) -> u64 {
     let bits = len.saturating_mul(u64::from(tau) + 3).saturating_add(2);
-    17u64.saturating_add(bits.div_ceil(8))
+    (WIRE_HEAD as u64).saturating_add(bits.div_ceil(8))
 }
 
 /// About the bytes the wire form of a set of `len` random tags of τ bits takes: the
@@ -49,7 +49,7 @@ pub fn expected_wire_len(len: u64, tau: u8) -> u64 {
     let scale = 2f64.powi(-i32::from(r));
     let ones = (2f64.powi(i32::from(tau) - i32::from(r)) - n * (1.0 - scale) / 2.0).max(0.0);
     let bits = n * (f64::from(r) + 1.0) + ones.min(n * 2.0 + 2.0);
-    17 + (bits / 8.0).ceil() as u64
+    WIRE_HEAD as u64 + (bits / 8.0).ceil() as u64
 }
 
 /// The τ-bit tag of an OPRF output: the top τ bits of its bytes 48..64 (the part kept
@@ -59,15 +59,25 @@ pub fn tag_of(output: &[u8; 64], tau: u8) -> u128 {
     part.checked_shr(128 - u32::from(tau)).unwrap_or(0)
 }
 
-/// BLAKE3 of a set's wire form (τ, the count, the coded bits' count, the bits), hashed
-/// in place.
-fn digest_of(tau: u8, len: u64, bit_len: u64, bits: &[u8]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(&[tau]);
-    h.update(&len.to_le_bytes());
-    h.update(&bit_len.to_le_bytes());
-    h.update(bits);
-    *h.finalize().as_bytes()
+/// The bytes of a set's wire form before its bits.
+pub const WIRE_HEAD: usize = 17;
+
+/// A set's wire form before its bits: τ, the count (u64), the coded bits' count (u64).
+fn wire_head(tau: u8, len: u64, bit_len: u64) -> [u8; WIRE_HEAD] {
+    let mut head = [0u8; WIRE_HEAD];
+    head[0] = tau;
+    head[1..9].copy_from_slice(&len.to_le_bytes());
+    head[9..].copy_from_slice(&bit_len.to_le_bytes());
+    head
+}
+
+/// BLAKE3 of a set's wire form (its head, then `bits`), hashed in place.
+fn digest_of(head: &[u8; WIRE_HEAD], bits: &[u8]) -> [u8; 32] {
+    *blake3::Hasher::new()
+        .update(head)
+        .update(bits)
+        .finalize()
+        .as_bytes()
 }
 
 /// A sorted multiset of τ-bit tags, Rice-coded.
@@ -283,12 +293,14 @@ impl TagSet {
 
     /// Its wire form: τ, the count (u64), the coded bits' count (u64), the bits.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(17 + self.bits.len());
-        out.push(self.tau);
-        out.extend_from_slice(&self.len.to_le_bytes());
-        out.extend_from_slice(&self.bit_len.to_le_bytes());
-        out.extend_from_slice(&self.bits);
-        out
+        let (head, bits) = self.wire();
+        [&head[..], bits].concat()
+    }
+
+    /// Its wire form in two parts, the head and the bits as held: what a server sends
+    /// without a copy of the set.
+    pub fn wire(&self) -> ([u8; WIRE_HEAD], &[u8]) {
+        (wire_head(self.tau, self.len, self.bit_len), &self.bits)
     }
 
     /// Reads a tag set received from a server, of at most `max_len` tags: refused unless
@@ -296,13 +308,13 @@ impl TagSet {
     /// the last tag does (one coding of a set only). The index is rebuilt.
     pub fn from_bytes(bytes: &[u8], max_len: u64) -> Result<TagSet> {
         let malformed = |why: String| Error::protocol("a tag set", why);
-        if bytes.len() < 17 {
+        if bytes.len() < WIRE_HEAD {
             return Err(malformed(format!("{} bytes", bytes.len())));
         }
         let tau = bytes[0];
         let len = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
-        let bit_len = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
-        let body = &bytes[17..];
+        let bit_len = u64::from_le_bytes(bytes[9..WIRE_HEAD].try_into().expect("8 bytes"));
+        let body = &bytes[WIRE_HEAD..];
         if !(1..=128).contains(&tau) || len > max_len {
             return Err(malformed(format!("{len} tags of {tau} bits")));
         }
@@ -321,7 +333,7 @@ impl TagSet {
             bits: body.to_vec(),
             bit_len,
             index: Vec::new(),
-            digest: digest_of(tau, len, bit_len, body),
+            digest: digest_of(&wire_head(tau, len, bit_len), body),
         };
         let (mut index, mut reader) = (
             Vec::new(),
@@ -451,7 +463,7 @@ impl Encoder {
             tau: self.tau,
             rice: self.rice,
             len: self.len,
-            digest: digest_of(self.tau, self.len, bit_len, &bits),
+            digest: digest_of(&wire_head(self.tau, self.len, bit_len), &bits),
             bits,
             bit_len,
             index: self.index,
