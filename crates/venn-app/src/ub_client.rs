@@ -9,7 +9,7 @@
 //! changes; it is read back as strictly as a download, since anything may have touched it.
 
 use crate::input::source::Matching;
-use crate::input::{read_input, KeyOptions};
+use crate::input::{read_input, Input, KeyOptions};
 use crate::sink::write_rows;
 use crate::transport::Transport;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,10 @@ use venn::{Error, Result};
 
 /// The opening of a state file.
 const STATE_MAGIC: &[u8; 16] = b"venn-ub-state-01";
+
+/// The largest dataset a client downloads the tags of unless told otherwise, in keys
+/// (2^28: about 1.7 GiB of tags).
+pub const DEFAULT_MAX_TAGS: u64 = 1 << 28;
 
 /// Where a client's server is and what it keeps.
 #[derive(Clone, Debug)]
@@ -150,6 +154,25 @@ pub fn query(
     output: Option<&Path>,
 ) -> Result<Queried> {
     let input = read_input(input, keys)?;
+    let (mut queried, intersection) = query_input(args, &input, mismatch)?;
+    if let Some(path) = output {
+        let matching = Matching {
+            source: &input,
+            intersection: &intersection,
+        };
+        queried.rows = write_rows(path, &matching, 1)?;
+    }
+    Ok(queried)
+}
+
+/// Which of `input`'s distinct keys the dataset holds (refused, unless `mismatch` allows
+/// it, if the dataset's keys were taken otherwise): what was done, and the indices of
+/// the keys held, ascending. No rows are written (`rows` is 0).
+pub fn query_input(
+    args: &ClientArgs,
+    input: &Input,
+    mismatch: KeyMismatch,
+) -> Result<(Queried, Vec<usize>)> {
     let mut warning = None;
     let check = |description: &Description| {
         let theirs = description.form;
@@ -180,22 +203,12 @@ pub fn query(
     let intersection: Vec<usize> = (found.iter().enumerate())
         .filter_map(|(i, &hit)| hit.then_some(i))
         .collect();
-    let rows = match output {
-        Some(path) => write_rows(
-            path,
-            &Matching {
-                source: &input,
-                intersection: &intersection,
-            },
-            1,
-        )?,
-        None => 0,
-    };
-    Ok(Queried {
+    let queried = Queried {
         synced,
         keys: items.len(),
         matched: intersection.len(),
-        rows,
+        rows: 0,
         warning,
-    })
+    };
+    Ok((queried, intersection))
 }

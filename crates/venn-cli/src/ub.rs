@@ -137,7 +137,7 @@ pub(crate) struct ClientCli {
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
     /// The largest dataset this client downloads the tags of, in keys.
-    #[arg(long, value_name = "N", default_value_t = 1 << 28)]
+    #[arg(long, value_name = "N", default_value_t = ub_client::DEFAULT_MAX_TAGS)]
     max_tags: u64,
 }
 

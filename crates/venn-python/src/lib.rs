@@ -10,6 +10,7 @@
 mod cloud;
 mod lanes;
 mod result;
+mod ub;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
@@ -559,6 +560,8 @@ mod _venn {
     use super::result::{
         Intersection, IntersectionSize, IntersectionSum, NoOutput, RunResult, Threshold,
     };
+    #[pymodule_export]
+    use super::ub::{ub_query, ub_sync};
     #[pymodule_export]
     use super::{
         keygen, protocols, CheatingDetected, NetworkError, Party, PeerError, ServiceError,

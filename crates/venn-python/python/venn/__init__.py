@@ -20,7 +20,8 @@ pandas DataFrame (or a pyarrow Table) with the peer's rows as ``pandas.merge`` w
 :func:`keygen` makes the key and certificate of ``venn keygen``.
 
 The GIL is released while a party runs, so other Python threads go on. For PSI through
-a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`.
+a service that holds the datasets encrypted (Thunder), see :mod:`venn.cloud`; for small
+queries against one large dataset a server keeps and updates, :mod:`venn.ub`.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ __all__ = [
     "receive_file",
     "send",
     "send_file",
+    "ub",
 ]
 
 Key = Union[str, bytes]
@@ -341,5 +343,5 @@ def _column(frame: pandas.DataFrame, column: str) -> pandas.Series:
     return frame[column]
 
 
-from . import cloud  # noqa: E402  (it uses the names above)
+from . import cloud, ub  # noqa: E402  (they use the names above)
 from .frames import intersect_frame  # noqa: E402  (it uses the names above)

@@ -410,7 +410,7 @@ impl<'a> Session<'a> {
         let now = self.description.cache.clone();
         if now.len > max_tags {
             return Err(Error::Memory(format!(
-                "the dataset holds {} items, more than the {max_tags} this client takes",
+                "the dataset holds {} items, more than the {max_tags} this client takes (raise --max-tags)",
                 now.len
             )));
         }

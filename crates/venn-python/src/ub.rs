@@ -1,0 +1,103 @@
+//! `venn.ub`'s native half: a client of an unbalanced-PSI dataset (`venn ub serve`), as
+//! `venn ub sync` and `venn ub query` are, on keys held in memory. Documented and typed
+//! in `python/venn/ub.py`, which wraps it.
+
+use crate::{key_options, link_settings, to_py, Key};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use venn_app::input::memory::KeysInMemory;
+use venn_app::input::source::Positioned;
+use venn_app::run_options::RunSettings;
+use venn_app::ub_client::{self, ClientArgs, Synced, DEFAULT_MAX_TAGS};
+
+/// What a sync takes of the run options besides the TLS group's.
+const SYNC_OPTIONS: &[&str] = &["timeout"];
+/// What a query takes of them besides the TLS group's.
+const QUERY_OPTIONS: &[&str] = &[
+    "timeout",
+    "trim",
+    "lowercase",
+    "skip-empty",
+    "allow-key-mismatch",
+];
+
+/// The client's settings from Python's arguments, with the options `also` names.
+fn client_args(
+    connect: String,
+    state: Option<PathBuf>,
+    max_tags: u64,
+    options: Option<&Bound<'_, PyDict>>,
+    also: &[&str],
+) -> PyResult<(ClientArgs, RunSettings)> {
+    let (settings, transport) = link_settings(options, also)?;
+    let args = ClientArgs {
+        connect,
+        transport,
+        timeout: settings.spec.timeout,
+        state,
+        max_tags,
+    };
+    Ok((args, settings))
+}
+
+/// What a sync found, as the keywords of `venn.ub.Dataset`.
+fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let c = &s.description.cache;
+    d.set_item("size", c.len)?;
+    d.set_item("epoch", c.epoch)?;
+    d.set_item("version", c.version)?;
+    d.set_item("max_query", c.max_query)?;
+    d.set_item("current", s.current)?;
+    d.set_item("received", s.received)?;
+    Ok(d)
+}
+
+/// `venn.ub.sync`: the dataset's tag set brought up to date in `state`.
+#[pyfunction]
+#[pyo3(signature = (connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, **options))]
+pub(crate) fn ub_sync<'py>(
+    py: Python<'py>,
+    connect: String,
+    state: Option<PathBuf>,
+    max_tags: u64,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (args, _) = client_args(connect, state, max_tags, options, SYNC_OPTIONS)?;
+    let synced = py.detach(|| ub_client::sync(&args)).map_err(to_py)?;
+    dataset(py, &synced)
+}
+
+/// `venn.ub.query`: which of `keys` the dataset holds, as positions in `keys`, with the
+/// sync before (`dataset`), the distinct keys asked and matched, and a warning if the
+/// keys were taken otherwise than the dataset's (allowed by `allow_key_mismatch`).
+#[pyfunction]
+#[pyo3(signature = (keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, **options))]
+pub(crate) fn ub_query<'py>(
+    py: Python<'py>,
+    keys: Vec<Key>,
+    connect: String,
+    state: Option<PathBuf>,
+    max_tags: u64,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (args, settings) = client_args(connect, state, max_tags, options, QUERY_OPTIONS)?;
+    let k = &settings.keys;
+    let opts = key_options(k.trim, k.lowercase, k.skip_empty);
+    let mismatch = settings.spec.key_mismatch;
+    let (queried, matched) = py
+        .detach(|| {
+            let input = KeysInMemory::new(&keys, None, &opts)?;
+            let (queried, held) = ub_client::query_input(&args, input.input(), mismatch)?;
+            venn::Result::Ok((queried, input.matched_positions(&held)))
+        })
+        .map_err(to_py)?;
+    let d = PyDict::new(py);
+    d.set_item("dataset", dataset(py, &queried.synced)?)?;
+    d.set_item("matched", matched)?;
+    d.set_item("count", queried.matched)?;
+    d.set_item("keys", queried.keys)?;
+    d.set_item("warning", queried.warning)?;
+    Ok(d)
+}
