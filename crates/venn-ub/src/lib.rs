@@ -149,6 +149,11 @@ pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
     publish_whole(dir, &refs, covered_seq, &settings, key, epoch)
 }
 
+/// The Thunder service's test cluster, for the store's PostgreSQL scenario.
+#[cfg(test)]
+#[path = "../../venn-service/tests/common/postgres.rs"]
+mod postgres;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,9 +215,27 @@ mod tests {
     /// each update reports are the model's.
     #[test]
     fn updates_follow_a_model_and_clients_follow_them() {
+        follow_a_model(None);
+    }
+
+    /// The same in a PostgreSQL store (skipped where PostgreSQL cannot start, unless CI
+    /// sets VENN_REQUIRE_POSTGRES).
+    #[test]
+    fn a_postgres_store_follows_the_model_too() {
+        match crate::postgres::Postgres::start() {
+            Ok(pg) => follow_a_model(Some(&format!("{}/postgres", pg.url))),
+            Err(why) if std::env::var_os("VENN_REQUIRE_POSTGRES").is_some() => {
+                panic!("the PostgreSQL store's scenario cannot run: {why}")
+            }
+            Err(why) => eprintln!("SKIPPED: the PostgreSQL store's scenario: {why}"),
+        }
+    }
+
+    fn follow_a_model(database: Option<&str>) {
         let dir = tempfile::tempdir().unwrap();
         let first: Vec<Vec<u8>> = (0..300).map(name).collect();
-        let (manifest, _) = init(dir.path(), None, &settings(1 << 12), &refs(&first)).unwrap();
+        let made = init(dir.path(), database, &settings(1 << 12), &refs(&first));
+        let (manifest, _) = made.unwrap();
         assert_eq!((manifest.items, manifest.version), (300, 0));
         let mut model: BTreeSet<u32> = (0..300).collect();
         let probes: Vec<Vec<u8>> = (0..700).map(name).collect();
@@ -232,7 +255,7 @@ mod tests {
                 deletes.iter().map(|&i| name(i)).collect(),
             );
             let (up, del): (Vec<&[u8]>, Vec<&[u8]>) = (refs(&up), refs(&del));
-            let (applied, manifest) = update(dir.path(), None, &up, &del).unwrap();
+            let (applied, manifest) = update(dir.path(), database, &up, &del).unwrap();
             let present = upserts.iter().filter(|i| model.contains(i)).count() as u64;
             let held = deletes.iter().filter(|i| model.contains(i)).count() as u64;
             assert_eq!(
@@ -251,10 +274,19 @@ mod tests {
             assert_eq!(found, want, "round {round}");
             client = next;
         }
-        let store = Store::open(&store_url(dir.path(), None)).unwrap();
+        let store = Store::open(&store_url(dir.path(), database)).unwrap();
         let (_, items) = store.items().unwrap();
         let stored: BTreeSet<Vec<u8>> = items.iter().map(<[u8]>::to_vec).collect();
         assert_eq!(stored, model.iter().map(|&i| name(i)).collect());
+        // The count an update checks the bound by is the set's: one more item than the
+        // bound is refused, as many in and out are not.
+        let room = (1 << 12) - model.len() as u32;
+        let fill: Vec<Vec<u8>> = (10_000..10_000 + room).map(name).collect();
+        update(dir.path(), database, &refs(&fill), &[]).unwrap();
+        let over = update(dir.path(), database, &[&name(20_000)], &[]);
+        assert!(matches!(over, Err(Error::Usage(_))), "{over:?}");
+        let swap = update(dir.path(), database, &[&name(20_000)], &[&name(10_000)]);
+        assert_eq!(swap.unwrap().1.items, 1 << 12);
     }
 
     /// An update whose operations committed but whose publish never ran (the process

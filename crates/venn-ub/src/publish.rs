@@ -20,6 +20,7 @@ use venn::crypto::oprf::ServerKey;
 use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::CacheServer;
 use venn::unbalanced::link::{Published, MAX_DELTAS};
+use venn::unbalanced::tag_set::TagSet;
 use venn::util::files::write_atomically;
 use venn::{Error, Result};
 
@@ -59,6 +60,10 @@ pub struct Manifest {
     pub any: bool,
     /// The tag set.
     pub tags: FileEntry,
+    /// The tag set's block index, read with it so that the set is not decoded (absent in
+    /// a manifest written before indexes were kept: the set is then decoded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<FileEntry>,
     /// The deltas to this version from those before, oldest first.
     pub deltas: Vec<FileEntry>,
 }
@@ -97,7 +102,7 @@ impl Manifest {
     fn write(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
         write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
-        let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]))
+        let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]).chain(&self.index))
             .map(|f| f.file.as_str())
             .collect();
         let published = published_dir(dir);
@@ -138,16 +143,25 @@ impl Manifest {
     }
 
     /// The server of the published tag set, under its epoch's key. The set's digest is
-    /// BLAKE3 of its wire form, the file's bytes: read, it is the file's hash.
+    /// BLAKE3 of its wire form, the file's bytes: read, it is the file's hash. With the
+    /// set's index (its hash checked too) the set is taken as it is, not decoded.
     fn server(&self, dir: &Path) -> Result<CacheServer> {
-        let tags = read_file(dir, &self.tags)?;
+        let wire = read_file(dir, &self.tags)?;
+        let not_named = |e: Error| self.tags.not_named(dir, &e.to_string());
+        let tags = match &self.index {
+            Some(entry) => {
+                let index = read_file(dir, entry)?;
+                entry.check(dir, blake3::hash(&index).as_bytes())?;
+                TagSet::from_trusted(wire, &index)
+            }
+            None => TagSet::from_bytes(&wire, u64::MAX),
+        }
+        .map_err(not_named)?;
+        self.tags.check(dir, &tags.digest())?;
         let key = keys::load(dir, self.epoch)?;
         let (epoch, version) = (self.epoch, self.version);
-        let server =
-            CacheServer::restore(key, epoch, version, &tags, self.max_items, self.max_query)
-                .map_err(|e| self.tags.not_named(dir, &e.to_string()))?;
-        self.tags.check(dir, &server.describe().digest)?;
-        Ok(server)
+        CacheServer::restore(key, epoch, version, tags, self.max_items, self.max_query)
+            .map_err(not_named)
     }
 }
 
@@ -193,10 +207,16 @@ fn write_file(dir: &Path, name: String, bytes: &[u8], blake3: &[u8; 32]) -> Resu
     })
 }
 
-/// Writes `server`'s tag set as the new published file `name`: its hash is the set's
-/// digest.
-fn write_tags(dir: &Path, name: String, server: &CacheServer) -> Result<FileEntry> {
-    write_file(dir, name, &server.tags(), &server.describe().digest)
+/// Writes `server`'s tag set and its index as new published files of `version`: the
+/// set's hash is its digest.
+fn write_tags(dir: &Path, version: u64, server: &CacheServer) -> Result<(FileEntry, FileEntry)> {
+    let epoch = server.describe().epoch;
+    let name = fresh_name("tags", epoch, version);
+    let tags = write_file(dir, name, server.tags_wire(), &server.describe().digest)?;
+    let index = server.tags_index();
+    let name = fresh_name("index", epoch, version);
+    let index = write_file(dir, name, &index, blake3::hash(&index).as_bytes())?;
+    Ok((tags, index))
 }
 
 /// A name no file of this publish's kind has had: its epoch, version and a random part
@@ -219,7 +239,7 @@ pub(crate) fn publish_whole(
     epoch: u32,
 ) -> Result<Manifest> {
     let server = CacheServer::new(key, epoch, items, settings.max_items, settings.max_query)?;
-    let tags = write_tags(dir, fresh_name("tags", epoch, 0), &server)?;
+    let (tags, index) = write_tags(dir, 0, &server)?;
     let form = settings.form;
     let manifest = Manifest {
         epoch,
@@ -233,6 +253,7 @@ pub(crate) fn publish_whole(
         columns: form.columns,
         any: form.any,
         tags,
+        index: Some(index),
         deltas: Vec::new(),
     };
     manifest.write(dir)?;
@@ -253,7 +274,7 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
     let version = manifest.version + 1;
     let name = fresh_name("delta", manifest.epoch, version);
     let delta = write_file(dir, name, &delta, blake3::hash(&delta).as_bytes())?;
-    let tags = write_tags(dir, fresh_name("tags", manifest.epoch, version), &server)?;
+    let (tags, index) = write_tags(dir, version, &server)?;
     let mut deltas = manifest.deltas.clone();
     deltas.push(delta);
     let keep_from = deltas.len().saturating_sub(MAX_DELTAS);
@@ -262,6 +283,7 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
         covered_seq: last_seq,
         items: server.describe().len,
         tags,
+        index: Some(index),
         deltas: deltas.split_off(keep_from),
         ..manifest
     };

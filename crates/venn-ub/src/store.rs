@@ -14,10 +14,16 @@ use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
 
 /// The schema's migrations, compiled in (as the Thunder service's store has them).
-const MIGRATIONS: [(i64, &str, &str); 1] =
-    [(1, "schema", include_str!("../migrations/0001_schema.sql"))];
+const MIGRATIONS: [(i64, &str, &str); 2] = [
+    (1, "schema", include_str!("../migrations/0001_schema.sql")),
+    (
+        2,
+        "item count",
+        include_str!("../migrations/0002_item_count.sql"),
+    ),
+];
 
-/// Rows an import writes in one statement.
+/// Rows an import or an update writes in one statement.
 const IMPORT_ROWS: usize = 500;
 
 /// A dataset's settings, fixed when it is made.
@@ -131,7 +137,8 @@ impl Store {
             let form = settings.form;
             sqlx::query(
                 "INSERT INTO ub_settings (id, max_items, max_query, key_trim, key_lowercase, \
-                 key_columns, key_any, created) VALUES (1, $1, $2, $3, $4, $5, $6, $7)",
+                 key_columns, key_any, created, items) VALUES (1, $1, $2, $3, $4, $5, $6, $7, \
+                 $8)",
             )
             .bind(settings.max_items as i64)
             .bind(i64::from(settings.max_query))
@@ -140,6 +147,7 @@ impl Store {
             .bind(i64::from(form.columns))
             .bind(i64::from(form.any))
             .bind(now())
+            .bind(items.len() as i64)
             .execute(&mut *tx)
             .await
             .map_err(failed("write its settings"))?;
@@ -203,45 +211,80 @@ impl Store {
             let mut seq = last_seq(&mut tx).await?;
             let mut applied = Applied::default();
             let created = now();
-            let changes = (deletes.iter().map(|i| (Op::Delete, i)))
-                .chain(upserts.iter().map(|i| (Op::Insert, i)));
-            for (op, item) in changes {
+            // A statement per IMPORT_ROWS items (a statement per item costs a round trip
+            // to the store's thread each: most of an update's time), each returning the
+            // items it changed: those are the operations.
+            let changes = (deletes.chunks(IMPORT_ROWS).map(|c| (Op::Delete, c)))
+                .chain(upserts.chunks(IMPORT_ROWS).map(|c| (Op::Insert, c)));
+            for (op, items) in changes {
+                let places = (1..=items.len()).map(|i| format!("${i}"));
                 let sql = match op {
-                    Op::Insert => "INSERT INTO ub_items (item) VALUES ($1) ON CONFLICT DO NOTHING",
-                    Op::Delete => "DELETE FROM ub_items WHERE item = $1",
+                    Op::Insert => format!(
+                        "INSERT INTO ub_items (item) VALUES {} ON CONFLICT DO NOTHING \
+                         RETURNING item",
+                        places
+                            .map(|p| format!("({p})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Op::Delete => format!(
+                        "DELETE FROM ub_items WHERE item IN ({}) RETURNING item",
+                        places.collect::<Vec<_>>().join(", ")
+                    ),
                 };
-                let done = sqlx::query(sql)
-                    .bind(*item)
-                    .execute(&mut *tx)
+                let mut query = sqlx::query(&sql);
+                for item in items {
+                    query = query.bind(*item);
+                }
+                let changed = query
+                    .fetch_all(&mut *tx)
                     .await
                     .map_err(failed("change its items"))?;
-                match (op, done.rows_affected()) {
-                    (Op::Insert, 0) => applied.present += 1,
-                    (Op::Delete, 0) => applied.absent += 1,
-                    (op, _) => {
-                        seq += 1;
-                        sqlx::query(
-                            "INSERT INTO ub_ops (seq, op, item, created) VALUES ($1, $2, $3, $4)",
-                        )
-                        .bind(seq)
-                        .bind(op.name())
-                        .bind(*item)
-                        .bind(created)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(failed("record an operation"))?;
-                        match op {
-                            Op::Insert => applied.inserted += 1,
-                            Op::Delete => applied.deleted += 1,
-                        }
-                    }
+                let (done, not) = match op {
+                    Op::Insert => (&mut applied.inserted, &mut applied.present),
+                    Op::Delete => (&mut applied.deleted, &mut applied.absent),
+                };
+                *done += changed.len() as u64;
+                *not += (items.len() - changed.len()) as u64;
+                if changed.is_empty() {
+                    continue;
                 }
+                let places: Vec<String> = (0..changed.len())
+                    .map(|i| {
+                        format!(
+                            "(${}, ${}, ${}, ${})",
+                            4 * i + 1,
+                            4 * i + 2,
+                            4 * i + 3,
+                            4 * i + 4
+                        )
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO ub_ops (seq, op, item, created) VALUES {}",
+                    places.join(", ")
+                );
+                let mut record = sqlx::query(&sql);
+                for row in &changed {
+                    seq += 1;
+                    record = (record.bind(seq).bind(op.name()))
+                        .bind(row.get::<Vec<u8>, _>(0))
+                        .bind(created);
+                }
+                record
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed("record an operation"))?;
             }
-            let count = sqlx::query("SELECT COUNT(*) FROM ub_items")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(failed("count its items"))?
-                .get::<i64, _>(0);
+            let count = sqlx::query(
+                "UPDATE ub_settings SET items = items + $1 - $2 WHERE id = 1 RETURNING items",
+            )
+            .bind(applied.inserted as i64)
+            .bind(applied.deleted as i64)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(failed("count its items"))?
+            .get::<i64, _>(0);
             if count as u64 > max_items {
                 return Err(Error::Usage(format!(
                     "the set would hold {count} items, more than the dataset's {max_items} \

@@ -30,7 +30,7 @@ pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds
     keys or whether they matched";
 
 use super::oprf_round::{answer, padded_count, Query, Refusal};
-use super::tag_set::{tag_bits, tag_of, TagSet, WIRE_HEAD};
+use super::tag_set::{tag_bits, tag_of, TagSet};
 use crate::crypto::oprf::{Mode, ServerKey};
 use crate::crypto::Prg;
 use crate::net::{Reader, Writer};
@@ -137,12 +137,14 @@ impl CacheServer {
         check_settings(&key, max_query)?;
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));
         let tags = tag_set(&key, items, tau)?;
-        CacheServer::of(key, epoch, 0, tags, max_items, max_query)
+        CacheServer::restore(key, epoch, 0, tags, max_items, max_query)
     }
 
-    /// The server of `tags`, refused unless its key is a VOPRF key, its cap a padded
-    /// size, and τ what these sizes call for.
-    fn of(
+    /// The server of a tag set published before (read back by [`TagSet::from_bytes`],
+    /// or [`TagSet::from_trusted`] from the server's own files): version `version` of
+    /// the key `key` of `epoch`. Refused unless its key is a VOPRF key, its cap a padded
+    /// size, and τ what [`CacheServer::new`] would choose for these sizes.
+    pub fn restore(
         key: ServerKey,
         epoch: u32,
         version: u64,
@@ -167,21 +169,6 @@ impl CacheServer {
             max_query,
             previous: None,
         })
-    }
-
-    /// The server of a tag set published before, as `tags` holds it (its wire form, kept
-    /// by the server's store): version `version` of the key `key` of `epoch`. Refused
-    /// unless it reads, with τ as [`CacheServer::new`] would choose for these sizes.
-    pub fn restore(
-        key: ServerKey,
-        epoch: u32,
-        version: u64,
-        tags: &[u8],
-        max_items: u64,
-        max_query: u32,
-    ) -> Result<CacheServer> {
-        let tags = TagSet::from_bytes(tags, u64::MAX)?;
-        CacheServer::of(key, epoch, version, tags, max_items, max_query)
     }
 
     /// This server, after the key `old` of epoch `old_epoch`: it still answers requests
@@ -242,8 +229,14 @@ impl CacheServer {
         self.tags.to_bytes()
     }
 
-    /// The tag set's wire form in two parts ([`TagSet::wire`]), without a copy.
-    pub fn tags_wire(&self) -> ([u8; WIRE_HEAD], &[u8]) {
+    /// The tag set's index ([`TagSet::index_bytes`]), kept beside its wire form so that
+    /// the set is read back without decoding ([`TagSet::from_trusted`]).
+    pub fn tags_index(&self) -> Vec<u8> {
+        self.tags.index_bytes()
+    }
+
+    /// The tag set's wire form as held ([`TagSet::wire`]), without a copy.
+    pub fn tags_wire(&self) -> &[u8] {
         self.tags.wire()
     }
 
@@ -497,10 +490,11 @@ mod tests {
         let base = ServerKey::random(Mode::Oprf, &mut prg);
         assert!(CacheServer::new(base.clone(), 1, &items, 16, 16).is_err());
         // A stored set restores to the server it was, under its key and sizes only.
-        let restored = CacheServer::restore(key(2), 1, 0, &server.tags(), 16, 16).unwrap();
+        let stored = || TagSet::from_bytes(&server.tags(), u64::MAX).unwrap();
+        let restored = CacheServer::restore(key(2), 1, 0, stored(), 16, 16).unwrap();
         assert_eq!(restored.describe(), server.describe());
-        assert!(CacheServer::restore(key(2), 1, 0, &server.tags(), 1 << 20, 16).is_err());
-        assert!(CacheServer::restore(base, 1, 0, &server.tags(), 16, 16).is_err());
+        assert!(CacheServer::restore(key(2), 1, 0, stored(), 1 << 20, 16).is_err());
+        assert!(CacheServer::restore(base, 1, 0, stored(), 16, 16).is_err());
     }
 
     /// Updates interleaved with lookups: after each version the client, applying the

@@ -191,8 +191,8 @@ impl Published {
         };
         // Only where they take fewer bytes than the set: what a client bounds them by.
         let bytes: usize = deltas.iter().map(|d| d.len()).sum();
-        let (head, bits) = self.server.tags_wire();
-        (deltas.len() <= MAX_DELTAS && bytes <= head.len() + bits.len()).then_some(deltas)
+        let whole = self.server.tags_wire().len();
+        (deltas.len() <= MAX_DELTAS && bytes <= whole).then_some(deltas)
     }
 }
 
@@ -299,37 +299,20 @@ fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Resu
     match deltas {
         Some(deltas) => {
             chan.send(&Writer::new().u8(b'D').u32(deltas.len() as u32).0)?;
-            deltas.into_iter().try_for_each(|d| send_part(chan, &[d]))
+            deltas.into_iter().try_for_each(|d| send_part(chan, d))
         }
         _ => {
             chan.send(b"F")?;
-            let (head, bits) = published.server.tags_wire();
-            send_part(chan, &[&head, bits])
+            send_part(chan, published.server.tags_wire())
         }
     }
 }
 
-/// A large part, given in pieces: its length, then its bytes in frames of exactly
-/// [`CHUNK`] (the last one shorter), as [`recv_part`] reads them.
-fn send_part(chan: &mut dyn Channel, pieces: &[&[u8]]) -> Result<()> {
-    let len: usize = pieces.iter().map(|p| p.len()).sum();
-    chan.send(&(len as u64).to_le_bytes())?;
-    let mut frame = Vec::with_capacity(CHUNK.min(len));
-    for mut piece in pieces.iter().copied() {
-        while !piece.is_empty() {
-            let take = (CHUNK - frame.len()).min(piece.len());
-            frame.extend_from_slice(&piece[..take]);
-            piece = &piece[take..];
-            if frame.len() == CHUNK {
-                chan.send(&frame)?;
-                frame.clear();
-            }
-        }
-    }
-    match frame.is_empty() {
-        true => Ok(()),
-        false => chan.send(&frame),
-    }
+/// A large part: its length, then its bytes in frames of exactly [`CHUNK`] (the last
+/// one shorter), as [`recv_part`] reads them.
+fn send_part(chan: &mut dyn Channel, part: &[u8]) -> Result<()> {
+    chan.send(&(part.len() as u64).to_le_bytes())?;
+    part.chunks(CHUNK).try_for_each(|frame| chan.send(frame))
 }
 
 /// Receives a large part of at most `max` bytes (`what` it is, for errors).
