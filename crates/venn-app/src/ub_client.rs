@@ -7,6 +7,9 @@
 //! The state file holds the dataset's description and its tag set (`STATE_MAGIC`, the
 //! description's length (u32) and bytes, the tag set's wire form), replaced whole when it
 //! changes; it is read back as strictly as a download, since anything may have touched it.
+//! A file that does not open with the magic is not ours: refused, never replaced. One that
+//! does but does not read (cut short, altered) is replaced by a download of the whole set,
+//! with a warning.
 
 use crate::input::source::Matching;
 use crate::input::{read_input, Input, KeyOptions};
@@ -53,6 +56,8 @@ pub struct Synced {
     pub current: bool,
     /// Bytes received.
     pub received: u64,
+    /// A warning for the user (a damaged state file replaced).
+    pub warning: Option<String>,
 }
 
 /// What a query found.
@@ -70,23 +75,46 @@ pub struct Queried {
     pub warning: Option<String>,
 }
 
-/// The tag set kept in `path`, if there is one.
-fn load_state(path: &Path) -> Result<Option<CacheClient>> {
+/// What a state file held.
+enum Held {
+    /// No file.
+    Nothing,
+    /// A tag set.
+    Set(CacheClient),
+    /// Ours, but it does not read: why.
+    Damaged(String),
+}
+
+/// The tag set kept in `path`, if there is one; a file that is not a state file is
+/// refused.
+fn load_state(path: &Path) -> Result<Held> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Held::Nothing),
         Err(e) => return Err(Error::file("read", path)(e)),
     };
-    let bad = || Error::State(format!("{} is not a `venn ub` state file", path.display()));
-    let rest = bytes.strip_prefix(STATE_MAGIC).ok_or_else(bad)?;
-    let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
-    let len = u32::from_le_bytes(*len) as usize;
-    let (description, tags) = (rest.get(..len), rest.get(len..));
-    let (Some(description), Some(tags)) = (description, tags) else {
-        return Err(bad());
+    let Some(rest) = bytes.strip_prefix(STATE_MAGIC) else {
+        return Err(Error::State(format!(
+            "{} is not a `venn ub` state file (left as it is): give a new file or one a \
+             `venn ub` client wrote",
+            path.display()
+        )));
     };
-    let description = Description::from_bytes(description)?;
-    Ok(Some(CacheClient::new(description.cache, tags)?))
+    let read = || {
+        let short = || Error::State("cut short".into());
+        let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(short)?;
+        let len = u32::from_le_bytes(*len) as usize;
+        let (description, tags) = (rest.get(..len).ok_or_else(short)?, &rest[len..]);
+        let description = Description::from_bytes(description)?;
+        CacheClient::new(description.cache, tags)
+    };
+    Ok(match read() {
+        Ok(set) => Held::Set(set),
+        Err(e) => Held::Damaged(format!(
+            "the state file {} does not read ({e}): replaced by the whole set",
+            path.display()
+        )),
+    })
 }
 
 /// Keeps `client`'s tag set in `path`, replacing what was there whole.
@@ -107,9 +135,10 @@ fn synced<'a>(
     chan: &'a mut dyn Channel,
     check: impl FnOnce(&Description) -> Result<()>,
 ) -> Result<(Session<'a>, CacheClient, Synced)> {
-    let held = match &args.state {
-        Some(path) => load_state(path)?,
-        None => None,
+    let (held, warning) = match args.state.as_deref().map(load_state).transpose()? {
+        Some(Held::Set(set)) => (Some(set), None),
+        Some(Held::Damaged(why)) => (None, Some(why)),
+        Some(Held::Nothing) | None => (None, None),
     };
     let mut session = Session::open(chan)?;
     let description = session.description().clone();
@@ -124,6 +153,7 @@ fn synced<'a>(
         description,
         current,
         received: 0,
+        warning,
     };
     Ok((session, client, synced))
 }

@@ -186,7 +186,7 @@ pub(crate) fn ub(command: UbCommand) -> Result<()> {
         UbCommand::Serve(s) => serve(*s),
         UbCommand::Sync(s) => {
             let synced = ub_client::sync(&client_args(s.client)?)?;
-            eprintln!("venn ub: {}", describe_sync(&synced));
+            tell_sync(&synced);
             Ok(())
         }
         UbCommand::Query(q) => query(*q),
@@ -322,6 +322,14 @@ fn client_args(c: ClientCli) -> Result<ClientArgs> {
     })
 }
 
+/// Tells the user what a sync did, after its warning if any.
+fn tell_sync(s: &Synced) {
+    if let Some(warning) = &s.warning {
+        eprintln!("venn ub: warning: {warning}");
+    }
+    eprintln!("venn ub: {}", describe_sync(s));
+}
+
 /// What a sync did, for the user.
 fn describe_sync(s: &Synced) -> String {
     let d = &s.description.cache;
@@ -349,7 +357,7 @@ fn query(q: QueryCli) -> Result<()> {
     if let Some(warning) = &got.warning {
         eprintln!("venn ub: warning: {warning}");
     }
-    eprintln!("venn ub: {}", describe_sync(&got.synced));
+    tell_sync(&got.synced);
     let rows = match &q.output {
         Some(path) => format!("; {} rows written to {}", got.rows, path.display()),
         None => String::new(),

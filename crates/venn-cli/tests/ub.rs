@@ -105,7 +105,8 @@ fn expected(queried: &[u32], held: &BTreeSet<u32>) -> String {
 
 /// A client querying with a state file sees the plain intersection after the dataset is
 /// made, after an update (which reaches it as a delta, far smaller than the set), and
-/// after a new key (the whole set again); a corrupted state file is refused, not trusted.
+/// after a new key (the whole set again); a damaged state file is replaced, not trusted,
+/// and a file that is not one is left alone.
 #[test]
 fn queries_are_the_intersection_through_updates_and_a_new_key() {
     let dir = tmp();
@@ -202,9 +203,20 @@ fn queries_are_the_intersection_through_updates_and_a_new_key() {
     assert_eq!(read(&out), expected(&queried, &held), "{said}");
     assert!(read(&log).contains("epoch=1"), "{}", read(&log));
 
-    std::fs::write(state, b"venn-ub-state-01 not a state").unwrap();
-    let o = ub(&query_args);
-    assert_clean_failure(&o, "state file");
+    // A damaged state file is replaced by the whole set, with a warning; a file that
+    // is not a state file is refused and left as it was.
+    std::fs::write(state, b"venn-ub-state-01 cut short").unwrap();
+    let said = run_query();
+    assert!(said.contains("warning: the state file"), "{said}");
+    assert_eq!(read(&out), expected(&queried, &held), "{said}");
+    let said = run_query();
+    assert!(
+        !said.contains("warning") && said.contains("was current"),
+        "{said}"
+    );
+    std::fs::write(state, b"email\nsomeone@example.com\n").unwrap();
+    assert_clean_failure(&ub(&query_args), "not a `venn ub` state file");
+    assert_eq!(read(Path::new(state)), "email\nsomeone@example.com\n");
     drop(server);
 }
 

@@ -51,6 +51,7 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("max_query", c.max_query)?;
     d.set_item("current", s.current)?;
     d.set_item("received", s.received)?;
+    d.set_item("warning", s.warning.as_deref())?;
     Ok(d)
 }
 

@@ -96,6 +96,16 @@ def test_queries_are_the_intersection_through_an_update(tmp_path: Path):
         assert q.matched == want and q.dataset.current and len(want) == 151
         # Without a state file the whole set comes each time, with the same answer.
         assert ub.query(keys, server.addr, trim=True, lowercase=True).matched == want
+        # A damaged state file is replaced (with a warning); another file is left alone.
+        state.write_bytes(b"venn-ub-state-01 cut short")
+        with pytest.warns(UserWarning, match="does not read"):
+            assert not ub.sync(server.addr, state=state).current
+        assert ub.sync(server.addr, state=state).current
+        other = tmp_path / "notes.txt"
+        other.write_text("mine")
+        with pytest.raises(venn.VennError, match="not a `venn ub` state file"):
+            ub.sync(server.addr, state=other)
+        assert other.read_text() == "mine"
 
 
 def test_keys_taken_otherwise_are_refused_or_warned_of(tmp_path: Path):

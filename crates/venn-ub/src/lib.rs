@@ -330,6 +330,25 @@ mod tests {
         ));
     }
 
+    /// A server that read the manifest just before a publish replaced it (and removed the
+    /// files it named) loads the new one instead of failing; a manifest whose own files
+    /// are missing is an error.
+    #[test]
+    fn a_server_starting_during_a_publish_loads_the_new_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let first: Vec<Vec<u8>> = (0..50).map(name).collect();
+        let (stale, _) = init(dir.path(), None, &settings(1 << 10), &refs(&first)).unwrap();
+        update(dir.path(), None, &[&name(50)], &[]).unwrap();
+        assert!(stale.load(dir.path(), None).is_err(), "its files are gone");
+        let (manifest, published) = serve::load_current(dir.path(), stale).unwrap();
+        assert_eq!((manifest.version, manifest.items), (1, 51));
+        let (_, found) = look_up(&published, None, &[name(50)]);
+        assert_eq!(found, [true]);
+        let tags = dir.path().join("published").join(&manifest.tags.file);
+        std::fs::remove_file(tags).unwrap();
+        assert!(serve::load_current(dir.path(), manifest).is_err());
+    }
+
     /// One operator at a time; a set kept within its size; no item both added and
     /// removed; a key rotation's interrupted key file reused, not replaced.
     #[test]

@@ -18,7 +18,7 @@
 
 use crate::publish::Manifest;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -83,17 +83,34 @@ impl Shared {
     }
 }
 
+/// What `read` names, loaded; read again where a publish replaced it meanwhile (a
+/// publish removes the files of the manifest before once the new one is in place).
+pub(crate) fn load_current(dir: &Path, mut read: Manifest) -> Result<(Manifest, Published)> {
+    for _ in 0..10 {
+        match read.load(dir, None) {
+            Ok(published) => return Ok((read, published)),
+            Err(e) => match Manifest::read(dir)? {
+                now if now == read => return Err(e),
+                now => read = now,
+            },
+        }
+    }
+    Err(Error::State(
+        "the dataset was published anew ten times while the server started".into(),
+    ))
+}
+
 /// Serves until `args.sessions` are done (or forever); `on_bound` is told the address.
 pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
-    let mut manifest = Manifest::read(&args.dir)?;
-    if args.burst < u64::from(manifest.max_query) {
+    let read = Manifest::read(&args.dir)?;
+    if args.burst < u64::from(read.max_query) {
         return Err(Error::Usage(format!(
             "a client's burst of {} evaluations is less than one query of the dataset's \
              {} items: raise --rate-burst",
-            args.burst, manifest.max_query
+            args.burst, read.max_query
         )));
     }
-    let published = manifest.load(&args.dir, None)?;
+    let (mut manifest, published) = load_current(&args.dir, read)?;
     let listener = args.transport.bind(&args.listen)?;
     let bound = listener.local_addr()?;
     tracing::info!(

@@ -98,10 +98,12 @@ def sync(
     ``connect`` is reached over TLS 1.3 (``tls_cert``, ``tls_key``, and
     ``peer_fingerprint`` or ``tls_ca``) unless it is on this machine or
     ``plaintext=True``; ``timeout`` bounds each message (seconds). A dataset larger than
-    ``max_tags`` keys (default 2^28) is refused before its download.
+    ``max_tags`` keys (default 2^28) is refused before its download. A state file that
+    is not one is refused (:class:`venn.VennError`) and left as it is;
+    one that is damaged is replaced by the whole set, with a ``UserWarning``.
     """
     extra = {} if max_tags is None else {"max_tags": max_tags}
-    return Dataset(**_sync(connect, state=state, **extra, **options))
+    return _dataset(_sync(connect, state=state, **extra, **options))
 
 
 def query(
@@ -144,5 +146,14 @@ def query(
         matched=got["matched"],
         count=got["count"],
         keys=got["keys"],
-        dataset=Dataset(**got["dataset"]),
+        dataset=_dataset(got["dataset"], stacklevel=3),
     )
+
+
+def _dataset(native: dict, stacklevel: int = 3) -> Dataset:
+    """The native sync's dictionary as a :class:`Dataset`, its warning (a damaged state
+    file replaced) given to Python's warnings."""
+    warning = native.pop("warning")
+    if warning is not None:
+        warnings.warn(warning, stacklevel=stacklevel)
+    return Dataset(**native)
