@@ -97,6 +97,8 @@ struct Queue {
     closed: bool,
     /// Once closed: when whatever is still queued must have been written.
     drain_by: Option<Instant>,
+    /// When every write must be done by, whatever its own timeout (a phase's deadline).
+    phase_by: Option<Instant>,
     error: Option<io::Error>,
 }
 
@@ -109,6 +111,7 @@ impl Default for Queue {
             limit: QUEUE_LIMIT,
             closed: false,
             drain_by: None,
+            phase_by: None,
             error: None,
         }
     }
@@ -163,6 +166,12 @@ impl AsyncWriter {
         Ok(())
     }
 
+    /// Bounds every write from now on by `deadline` as well as by its own timeout
+    /// (`None` lifts it): a peer that reads too slowly fails the phase.
+    pub(super) fn set_deadline(&self, deadline: Option<Instant>) {
+        lock(&self.shared).phase_by = deadline;
+    }
+
     /// Plays `shaping` from now on (before anything is queued).
     pub(super) fn shape(&self, shaping: Shaping) {
         lock(&self.shared).shaping = Some(shaping);
@@ -190,15 +199,18 @@ fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration,
                     q.bytes -= f.len();
                     // Room for a waiting push.
                     shared.1.notify_all();
-                    break Some((f, queued, q.shaping, q.drain_by));
+                    let by = [q.drain_by, q.phase_by].into_iter().flatten().min();
+                    break Some((f, queued, q.shaping, by));
                 }
                 shared.1.notify_all();
                 if q.closed {
                     break None;
                 }
+                let phase_by = q.phase_by;
                 drop(q);
                 // Nothing queued: push out what is buffered before sleeping.
-                w.get_mut().deadline = Instant::now() + timeout;
+                let due = Instant::now() + timeout;
+                w.get_mut().deadline = phase_by.map_or(due, |d| d.min(due));
                 let flushed = w.flush();
                 q = lock(shared);
                 if let Err(e) = flushed {
@@ -211,11 +223,11 @@ fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration,
                 }
             }
         };
-        let Some((frame, queued, shaping, drain_by)) = frame else {
+        let Some((frame, queued, shaping, due_by)) = frame else {
             let _ = w.flush();
             return;
         };
-        let by = |t: Instant| drain_by.map_or(t, |d| d.min(t));
+        let by = |t: Instant| due_by.map_or(t, |d| d.min(t));
         w.get_mut().deadline = by(Instant::now() + timeout);
         let written = match shaping {
             None => w.write_all(&frame),

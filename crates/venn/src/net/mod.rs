@@ -80,9 +80,11 @@ pub trait Channel: Send {
 
     /// Bounds every receive from here on, besides its own timeout, by one instant for the
     /// whole of a phase (`None` lifts it): once `deadline` has passed, a receive fails with
-    /// [`Error::Deadline`] even if its frame is already waiting. A per-message timeout
+    /// [`Error::Deadline`] even if its frame is already waiting. Over a stream it bounds
+    /// the writing of what is sent too (a peer reading slowly). A per-message timeout
     /// bounds how long a peer may take for each message, not how long it may spend on
-    /// many (rr22-m's receiver, who must not get unbounded time to fit its OKVS).
+    /// many (rr22-m's receiver, who must not get unbounded time to fit its OKVS; a
+    /// dataset's client downloading a trickle at a time).
     fn set_deadline(&mut self, deadline: Option<Instant>);
 }
 

@@ -204,6 +204,7 @@ impl<R: TimedRead + Send> Channel for StreamChannel<R> {
 
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.phase_deadline = deadline;
+        self.writer.set_deadline(deadline);
     }
 }
 
@@ -282,5 +283,35 @@ mod tests {
         assert_eq!(chan.recv(16).unwrap(), b"late");
         chan.send(&[]).unwrap();
         peer.join().unwrap();
+    }
+
+    /// A phase's deadline bounds sends too: a peer reading a trickle (each write makes
+    /// progress well within its timeout) cannot hold a session past its deadline.
+    #[test]
+    fn a_phase_deadline_bounds_sends_to_a_slow_reader() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            let mut some = [0u8; 64 << 10];
+            for _ in 0..200 {
+                if peer.read(&mut some).unwrap_or(0) == 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let timeout = Duration::from_secs(20);
+        let chan = tcp_channel(TcpStream::connect(addr).unwrap(), timeout).unwrap();
+        let mut chan = chan.with_queue_limit(1 << 20);
+        let started = Instant::now();
+        (&mut chan as &mut dyn Channel).set_deadline(Some(started + Duration::from_millis(500)));
+        let frame = vec![0u8; 1 << 20];
+        let result = (0..64).try_for_each(|_| chan.send(&frame));
+        assert!(matches!(result, Err(Error::Deadline(_))), "{result:?}");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        drop(chan);
+        reader.join().unwrap();
     }
 }
