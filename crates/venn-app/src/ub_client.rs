@@ -32,6 +32,10 @@ const STATE_MAGIC: &[u8; 16] = b"venn-ub-state-01";
 /// (2^28: about 1.7 GiB of tags).
 pub const DEFAULT_MAX_TAGS: u64 = 1 << 28;
 
+/// How long a client's session may take unless told otherwise, in seconds: a whole tag
+/// set's download included.
+pub const SESSION_SECONDS: u64 = 3600;
+
 /// Where a client's server is and what it keeps.
 #[derive(Clone, Debug)]
 pub struct ClientArgs {
@@ -41,6 +45,9 @@ pub struct ClientArgs {
     pub transport: Transport,
     /// How long the server may take for each message.
     pub timeout: Duration,
+    /// How long the whole session may take (a download of the whole set included), however
+    /// the server paces its messages.
+    pub session_timeout: Duration,
     /// The state file, if the tag set is kept between runs.
     pub state: Option<PathBuf>,
     /// The most tags this client downloads.
@@ -158,10 +165,12 @@ fn synced<'a>(
     Ok((session, client, synced))
 }
 
-/// The link to the server.
+/// The link to the server, its session bounded from now.
 fn connect(args: &ClientArgs) -> Result<Box<dyn Channel>> {
-    args.transport
-        .connect(&args.connect, args.timeout, &mut |_| {})
+    let deadline = std::time::Instant::now() + args.session_timeout;
+    let mut chan = (args.transport).connect(&args.connect, args.timeout, &mut |_| {})?;
+    chan.set_deadline(Some(deadline));
+    Ok(chan)
 }
 
 /// `venn ub sync`: the tag set up to date in the state file.

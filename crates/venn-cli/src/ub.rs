@@ -136,6 +136,9 @@ pub(crate) struct ClientCli {
     /// Seconds the server may take for each message.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     timeout: u64,
+    /// Seconds the whole session may take (a whole tag set's download included).
+    #[arg(long, default_value_t = ub_client::SESSION_SECONDS, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
+    session_timeout: u64,
     /// The largest dataset this client downloads the tags of, in keys.
     #[arg(long, value_name = "N", default_value_t = ub_client::DEFAULT_MAX_TAGS)]
     max_tags: u64,
@@ -317,6 +320,7 @@ fn client_args(c: ClientCli) -> Result<ClientArgs> {
         connect: c.connect,
         transport: c.tls.settings.tls.clone().load()?,
         timeout: Duration::from_secs(c.timeout),
+        session_timeout: Duration::from_secs(c.session_timeout),
         state: c.state,
         max_tags: c.max_tags,
     })

@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -298,6 +298,42 @@ fn pinned_clients_each_have_their_own_allowance() {
     assert!(logged.contains(&format!("certificate {af}")), "{logged}");
     assert!(logged.contains("refused=1"), "{logged}");
     drop(server);
+}
+
+/// A server that answers a trickle at a time cannot hold a client past its
+/// `--session-timeout`, though each message comes within `--timeout`.
+#[test]
+fn a_trickling_server_is_cut_at_the_session_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        // A description frame's length, then a byte every 200 ms.
+        let _ = socket.write_all(&90u32.to_le_bytes());
+        for _ in 0..100 {
+            if socket.write_all(&[0]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    let started = Instant::now();
+    let out = ub(&[
+        "sync",
+        "--connect",
+        &addr,
+        "--timeout",
+        "30",
+        "--session-timeout",
+        "2",
+    ]);
+    assert_clean_failure(&out, "time set for it");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    server.join().unwrap();
 }
 
 /// An operator's and a client's mistakes are refused before anything is changed or sent:

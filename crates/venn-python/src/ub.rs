@@ -2,14 +2,14 @@
 //! `venn ub sync` and `venn ub query` are, on keys held in memory. Documented and typed
 //! in `python/venn/ub.py`, which wraps it.
 
-use crate::{key_options, link_settings, to_py, Key};
+use crate::{key_options, link_settings, to_py, Key, UsageError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::source::Positioned;
 use venn_app::run_options::RunSettings;
-use venn_app::ub_client::{self, ClientArgs, Synced, DEFAULT_MAX_TAGS};
+use venn_app::ub_client::{self, ClientArgs, Synced, DEFAULT_MAX_TAGS, SESSION_SECONDS};
 
 /// What a sync takes of the run options besides the TLS group's.
 const SYNC_OPTIONS: &[&str] = &["timeout"];
@@ -22,23 +22,34 @@ const QUERY_OPTIONS: &[&str] = &[
     "allow-key-mismatch",
 ];
 
-/// The client's settings from Python's arguments, with the options `also` names.
-fn client_args(
+/// Where a client goes and what it keeps, as Python gave them.
+struct Client {
     connect: String,
     state: Option<PathBuf>,
     max_tags: u64,
-    options: Option<&Bound<'_, PyDict>>,
-    also: &[&str],
-) -> PyResult<(ClientArgs, RunSettings)> {
-    let (settings, transport) = link_settings(options, also)?;
-    let args = ClientArgs {
-        connect,
-        transport,
-        timeout: settings.spec.timeout,
-        state,
-        max_tags,
-    };
-    Ok((args, settings))
+    session_timeout: f64,
+}
+
+impl Client {
+    /// The client's settings, with the run options `also` names.
+    fn args(
+        self,
+        options: Option<&Bound<'_, PyDict>>,
+        also: &[&str],
+    ) -> PyResult<(ClientArgs, RunSettings)> {
+        let (settings, transport) = link_settings(options, also)?;
+        let session_timeout = std::time::Duration::try_from_secs_f64(self.session_timeout)
+            .map_err(|_| UsageError::new_err("session_timeout is a number of seconds ≥ 0"))?;
+        let args = ClientArgs {
+            connect: self.connect,
+            transport,
+            timeout: settings.spec.timeout,
+            session_timeout,
+            state: self.state,
+            max_tags: self.max_tags,
+        };
+        Ok((args, settings))
+    }
 }
 
 /// What a sync found, as the keywords of `venn.ub.Dataset`.
@@ -57,15 +68,25 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
 
 /// `venn.ub.sync`: the dataset's tag set brought up to date in `state`.
 #[pyfunction]
-#[pyo3(signature = (connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, **options))]
+#[pyo3(signature = (
+    connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, session_timeout=SESSION_SECONDS as f64,
+    **options,
+))]
 pub(crate) fn ub_sync<'py>(
     py: Python<'py>,
     connect: String,
     state: Option<PathBuf>,
     max_tags: u64,
+    session_timeout: f64,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (args, _) = client_args(connect, state, max_tags, options, SYNC_OPTIONS)?;
+    let client = Client {
+        connect,
+        state,
+        max_tags,
+        session_timeout,
+    };
+    let (args, _) = client.args(options, SYNC_OPTIONS)?;
     let synced = py.detach(|| ub_client::sync(&args)).map_err(to_py)?;
     dataset(py, &synced)
 }
@@ -74,16 +95,27 @@ pub(crate) fn ub_sync<'py>(
 /// sync before (`dataset`), the distinct keys asked and matched, and a warning if the
 /// keys were taken otherwise than the dataset's (allowed by `allow_key_mismatch`).
 #[pyfunction]
-#[pyo3(signature = (keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, **options))]
+#[pyo3(signature = (
+    keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS,
+    session_timeout=SESSION_SECONDS as f64, **options,
+))]
+#[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
 pub(crate) fn ub_query<'py>(
     py: Python<'py>,
     keys: Vec<Key>,
     connect: String,
     state: Option<PathBuf>,
     max_tags: u64,
+    session_timeout: f64,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (args, settings) = client_args(connect, state, max_tags, options, QUERY_OPTIONS)?;
+    let client = Client {
+        connect,
+        state,
+        max_tags,
+        session_timeout,
+    };
+    let (args, settings) = client.args(options, QUERY_OPTIONS)?;
     let k = &settings.keys;
     let opts = key_options(k.trim, k.lowercase, k.skip_empty);
     let mismatch = settings.spec.key_mismatch;

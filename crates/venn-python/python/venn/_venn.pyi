@@ -226,7 +226,12 @@ class Lane:
     def run(self, lane: int, connect: Optional[str] = ...) -> bytes: ...
 
 def ub_sync(
-    connect: str, *, state: Optional[_Path] = ..., max_tags: int = ..., **options: Any
+    connect: str,
+    *,
+    state: Optional[_Path] = ...,
+    max_tags: int = ...,
+    session_timeout: float = ...,
+    **options: Any,
 ) -> dict[str, Any]: ...
 def ub_query(
     keys: list[Union[str, bytes]],
@@ -234,5 +239,6 @@ def ub_query(
     *,
     state: Optional[_Path] = ...,
     max_tags: int = ...,
+    session_timeout: float = ...,
     **options: Any,
 ) -> dict[str, Any]: ...

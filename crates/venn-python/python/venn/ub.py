@@ -91,19 +91,23 @@ def sync(
     *,
     state: Optional[Path] = None,
     max_tags: Optional[int] = None,
+    session_timeout: float = 3600,
     **options: Unpack[LinkOptions],
 ) -> Dataset:
     """Bring the dataset's tag set in the file ``state`` up to date (the changes since
     the version held, or the whole set), as ``venn ub sync`` does. The server at
     ``connect`` is reached over TLS 1.3 (``tls_cert``, ``tls_key``, and
     ``peer_fingerprint`` or ``tls_ca``) unless it is on this machine or
-    ``plaintext=True``; ``timeout`` bounds each message (seconds). A dataset larger than
+    ``plaintext=True``; ``timeout`` bounds each message and ``session_timeout`` the whole
+    session, a download of the whole set included (seconds). A dataset larger than
     ``max_tags`` keys (default 2^28) is refused before its download. A state file that
     is not one is refused (:class:`venn.VennError`) and left as it is;
     one that is damaged is replaced by the whole set, with a ``UserWarning``.
     """
     extra = {} if max_tags is None else {"max_tags": max_tags}
-    return _dataset(_sync(connect, state=state, **extra, **options))
+    return _dataset(
+        _sync(connect, state=state, session_timeout=session_timeout, **extra, **options)
+    )
 
 
 def query(
@@ -112,6 +116,7 @@ def query(
     *,
     state: Optional[Path] = None,
     max_tags: Optional[int] = None,
+    session_timeout: float = 3600,
     trim: bool = False,
     lowercase: bool = False,
     skip_empty: bool = False,
@@ -133,6 +138,7 @@ def query(
         list(keys),
         connect,
         state=state,
+        session_timeout=session_timeout,
         trim=trim,
         lowercase=lowercase,
         skip_empty=skip_empty,

@@ -353,7 +353,7 @@ impl TagSet {
     /// it holds it fewer times) and `adds` put in: an update's delta applied. Only the
     /// blocks a change falls in (and, where the last tag before it changed or it shrank
     /// below half a block, the block after) are decoded and coded again, as blocks of
-    /// [`BLOCK`]/2 to 2·[`BLOCK`] tags; the bits of the others are carried over as they
+    /// 128 to 512 tags; the bits of the others are carried over as they
     /// are, so a change costs a copy of the bits plus what it touched (unless the count
     /// crosses a power of two: the Rice parameter changes and every gap is coded
     /// again).
