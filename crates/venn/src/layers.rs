@@ -7,6 +7,7 @@ const RANKS: &[(&str, u8)] = &[
     ("util", 1),
     ("parties", 1),
     ("crypto", 2),
+    ("he", 2),
     ("net", 3),
     ("items", 3),
     ("options", 4),

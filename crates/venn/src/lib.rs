@@ -17,6 +17,8 @@ mod error;
 mod framework;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+#[cfg(feature = "bfv")]
+mod he;
 mod items;
 pub mod later_rows;
 #[cfg(test)]

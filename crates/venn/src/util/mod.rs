@@ -8,5 +8,6 @@ pub mod cpu;
 pub mod files;
 pub mod groups;
 pub mod memory;
+pub mod primes;
 pub(crate) mod slices;
 pub(crate) mod wide_cpu;

@@ -28,7 +28,7 @@
 //!
 //! **Security level.** N = 8192 with 186 bits of ciphertext modulus (three 62-bit primes):
 //! the HE standard allows up to 218 bits for 128-bit security at N = 8192 (ternary secret),
-//! which [`check_security`] asserts.
+//! which [`crate::he::params::Bfv::check`] asserts.
 
 use super::field::{Packed, PackedWriter};
 use super::params::Kbm23Params;
@@ -36,9 +36,7 @@ use super::tuples::{ReceiversTuples, SendersTuples};
 use crate::crypto::Prg;
 use crate::net::Channel;
 use crate::{Error, Result};
-use fhe::bfv::{
-    BfvParameters, BfvParametersBuilder, Ciphertext, Encoding, Plaintext, PublicKey, SecretKey,
-};
+use fhe::bfv::{BfvParameters, Ciphertext, Encoding, Plaintext, PublicKey, SecretKey};
 use fhe_math::rq::{traits::TryConvertFrom, Poly, Representation};
 use fhe_traits::{
     DeserializeParametrized, FheDecoder, FheDecrypter, FheEncoder, FheEncrypter, Serialize,
@@ -50,8 +48,6 @@ use std::sync::Arc;
 pub(super) use super::params::BFV_DEGREE as DEGREE;
 /// The ciphertext moduli, in bits.
 const MODULI: [usize; 3] = [62, 62, 62];
-/// The most ciphertext-modulus bits for 128-bit security at N = 8192 (HE standard, Table 1).
-const MAX_MODULUS_BITS: usize = 218;
 /// The level results are returned at: the first two moduli.
 const RESULT_LEVEL: usize = 1;
 /// λ.
@@ -61,25 +57,14 @@ const NOISE_BITS: u32 = 16;
 /// The most bytes accepted for a public key or a ciphertext from the peer.
 const MAX_MESSAGE: usize = 1 << 21;
 
-/// Refuses parameters below 128-bit security.
-fn check_security() -> Result<()> {
-    let bits: usize = MODULI.iter().sum();
-    if bits > MAX_MODULUS_BITS {
-        return Err(Error::Usage(format!(
-            "BFV with N = {DEGREE} and a {bits}-bit modulus is below 128-bit security"
-        )));
-    }
-    Ok(())
-}
-
+/// The BFV parameters of a run: 128-bit secure ([`crate::he::params`]).
 fn parameters(p: &Kbm23Params) -> Result<Arc<BfvParameters>> {
-    check_security()?;
-    BfvParametersBuilder::new()
-        .set_degree(DEGREE)
-        .set_plaintext_modulus(p.field.modulus())
-        .set_moduli_sizes(&MODULI)
-        .build_arc()
-        .map_err(|e| Error::Usage(format!("BFV parameters for Q = {}: {e}", p.field.modulus())))
+    let bfv = crate::he::params::Bfv {
+        degree: DEGREE,
+        plain: p.field.modulus(),
+        moduli: MODULI.to_vec(),
+    };
+    bfv.build()
 }
 
 /// An RNG for `fhe` from ours.
@@ -277,15 +262,15 @@ mod tests {
 
     #[test]
     fn the_field_is_an_ntt_friendly_prime_above_the_values() {
-        assert!(check_security().is_ok());
         let p = params(1 << 20, 1 << 20);
+        assert!(parameters(&p).is_ok(), "128-bit secure");
         assert_eq!(p.field.modulus(), 65537, "spec §5.3: 65537 at 2^20");
         for n in [256, 1 << 12, 1 << 16, 1 << 24] {
             let p = params(n, n);
             let t = p.field.modulus();
             assert_eq!(t % (2 * DEGREE as u64), 1);
             assert!(
-                super::super::field::is_prime(t) && t >= p.receivers_dummy() + 2,
+                crate::util::primes::is_prime(t) && t >= p.receivers_dummy() + 2,
                 "2^{n}"
             );
         }

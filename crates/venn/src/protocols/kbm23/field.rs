@@ -23,7 +23,7 @@ const NARROW_BITS: u32 = 21;
 
 impl Field {
     /// The field of the prime `q` (2 < q < 2^63; primality is the caller's:
-    /// [`next_prime`] makes it).
+    /// [`crate::util::primes::next_prime`] makes it).
     pub fn new(q: u64) -> Self {
         assert!(q > 2 && q < 1 << 63, "Q = {q} out of range");
         let bits = 64 - (q - 1).leading_zeros();
@@ -169,51 +169,6 @@ impl Narrow {
         let r = x - quotient * self.q;
         r.min(r.wrapping_sub(self.q))
     }
-}
-
-/// Whether `n` is prime: Miller–Rabin with the first twelve primes as bases, which is
-/// exact for every n < 3.3·10^24 (Sorenson–Webster), so for every u64.
-pub(super) fn is_prime(n: u64) -> bool {
-    const BASES: [u64; 12] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
-    if n < 2 {
-        return false;
-    }
-    if let Some(&p) = BASES.iter().find(|&&p| n.is_multiple_of(p)) {
-        return n == p;
-    }
-    let mul = |a: u64, b: u64| (a as u128 * b as u128 % n as u128) as u64;
-    let pow = |mut a: u64, mut e: u64| {
-        let mut r = 1;
-        while e > 0 {
-            if e & 1 == 1 {
-                r = mul(r, a);
-            }
-            a = mul(a, a);
-            e >>= 1;
-        }
-        r
-    };
-    let (s, d) = (
-        (n - 1).trailing_zeros(),
-        (n - 1) >> (n - 1).trailing_zeros(),
-    );
-    BASES.iter().all(|&a| {
-        let mut x = pow(a, d);
-        if x == 1 || x == n - 1 {
-            return true;
-        }
-        (1..s).any(|_| {
-            x = mul(x, x);
-            x == n - 1
-        })
-    })
-}
-
-/// The smallest prime `≥ n`.
-pub(super) fn next_prime(n: u64) -> u64 {
-    (n.max(2)..)
-        .find(|&p| is_prime(p))
-        .expect("a prime below 2^64")
 }
 
 /// Elements of a field packed at `bits` bits each, little-endian: element `i` is bits
@@ -473,25 +428,7 @@ mod tests {
     use super::*;
     use crate::crypto::Block;
     use crate::util::cpu::{with_level, Level};
-
-    #[test]
-    fn primes_and_the_papers_moduli() {
-        let small: Vec<u64> = (0..50).filter(|&n| is_prime(n)).collect();
-        assert_eq!(
-            small,
-            [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47]
-        );
-        // The authors' MODULUS constants: nextprime(3·2^σ₂ + 2) (spec §4).
-        for (sigma2, q) in [(12, 12301), (10, 3079), (8, 773), (6, 197)] {
-            assert_eq!(next_prime(3 * (1 << sigma2) + 2), q);
-        }
-        assert!(is_prime(65537) && is_prime((1 << 61) - 1));
-        assert!(
-            !is_prime(3_215_031_751),
-            "a strong pseudoprime to bases 2, 3, 5, 7"
-        );
-        assert!(!is_prime(((1u64 << 32) - 5) * ((1 << 31) - 1)));
-    }
+    use crate::util::primes::{is_prime, next_prime};
 
     #[test]
     fn arithmetic_agrees_with_wide_integers() {

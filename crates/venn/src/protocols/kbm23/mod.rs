@@ -504,7 +504,7 @@ mod tests {
     use super::*;
     use crate::crypto::Prg;
     use crate::util::cpu::{with_level, Level};
-    use field::next_prime;
+    use crate::util::primes::next_prime;
 
     /// The sender's answers and the receiver's matches at each level (their AVX-512 clones,
     /// or not) against their definitions in wide integers, in a narrow and a wide field,

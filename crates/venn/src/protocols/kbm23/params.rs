@@ -30,11 +30,12 @@
 //! bits (spec §2.8), so a false match between two distinct keys has probability at most
 //! n_A·n_B / 2^σ ≤ 2^-40; the field then grows to about σ − log₂ α + log₂ 3 bits.
 
-use super::field::{is_prime, next_prime, Field};
+use super::field::Field;
 use crate::net::Writer;
 use crate::protocols::{Accepts, Config, Offline, Options, ParamTable, Parameters, Sizes};
 use crate::tables::simple_hash::bin_size;
 use crate::tables::{stashless_expansion, SMALLEST_STASHLESS};
+use crate::util::primes::next_prime;
 use crate::{Error, Result, STATISTICAL_SECURITY};
 
 /// Where this build can take the tuples from: BFV only with the `bfv` feature (on by
@@ -117,12 +118,7 @@ pub(super) const BFV_DEGREE: usize = 8192;
 /// The least prime `t ≡ 1 (mod 2N)` with `t ≥ least`: the plaintext (and comparison)
 /// modulus under `--offline bfv`, so that BFV packs N slots ([`super::bfv`]).
 pub(super) fn plaintext_modulus(least: u64) -> u64 {
-    let step = 2 * BFV_DEGREE as u64;
-    let first = least.max(2).div_ceil(step) * step + 1;
-    (first..)
-        .step_by(step as usize)
-        .find(|&t| is_prime(t))
-        .expect("a prime in the progression")
+    crate::util::primes::batching_prime(BFV_DEGREE, least)
 }
 
 impl Kbm23Params {

@@ -1,0 +1,156 @@
+//! BFV parameters, checked before `fhe` sees them: the ring degree N, the plaintext
+//! modulus t and the ciphertext moduli's sizes.
+//!
+//! **Security.** The ciphertext modulus may take at most the bits the Homomorphic
+//! Encryption Standard allows for 128-bit classical security at each N (Albrecht et al.,
+//! 2018, Table 1, for a ternary secret: 27, 54, 109, 218, 438 and 881 bits at N = 2^10 …
+//! 2^15). `fhe` samples its secret like its errors (a centred binomial of variance 10),
+//! not ternary; the standard's bounds for secrets of the error distribution are a bit or
+//! two larger, so the ternary ones hold with room.
+//!
+//! **Batching** (N slots a plaintext) needs t prime and t ≡ 1 (mod 2N). `fhe` takes
+//! moduli sizes of 10 to 62 bits and picks primes of those sizes, and it panics where one
+//! is t itself: a modulus of t's own size is refused.
+
+use crate::util::primes::is_prime;
+use crate::{Error, Result};
+
+/// The largest ciphertext modulus, in bits, for 128-bit security at each ring degree (the
+/// HE standard's table for ternary secrets).
+const MAX_MODULUS_BITS: [(usize, usize); 6] = [
+    (1 << 10, 27),
+    (1 << 11, 54),
+    (1 << 12, 109),
+    (1 << 13, 218),
+    (1 << 14, 438),
+    (1 << 15, 881),
+];
+
+/// The sizes of a ciphertext modulus `fhe` can make.
+const MODULUS_SIZES: std::ops::RangeInclusive<usize> = 10..=62;
+
+/// The most ciphertext-modulus bits 128-bit security allows at ring degree `degree`, if
+/// the standard covers it.
+pub(crate) fn max_modulus_bits(degree: usize) -> Option<usize> {
+    (MAX_MODULUS_BITS.iter())
+        .find(|&&(n, _)| n == degree)
+        .map(|&(_, bits)| bits)
+}
+
+/// A BFV parameter set: what `fhe` builds from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Bfv {
+    /// The ring degree N: slots a plaintext.
+    pub(crate) degree: usize,
+    /// The plaintext modulus t.
+    pub(crate) plain: u64,
+    /// The ciphertext moduli's sizes, in bits, largest first as `fhe` orders its levels.
+    pub(crate) moduli: Vec<usize>,
+}
+
+impl Bfv {
+    /// Refuses the set unless it is 128-bit secure, batches N slots and `fhe` can make it.
+    pub(crate) fn check(&self) -> Result<()> {
+        let (n, t) = (self.degree, self.plain);
+        let bits: usize = self.moduli.iter().sum();
+        let most = max_modulus_bits(n).ok_or_else(|| {
+            Error::Params(format!(
+                "BFV with N = {n}: a power of two from 2^10 to 2^15"
+            ))
+        })?;
+        if bits > most {
+            return Err(Error::Params(format!(
+                "BFV with N = {n} and a {bits}-bit modulus is below 128-bit security (at most \
+                 {most} bits)"
+            )));
+        }
+        if !is_prime(t) || t % (2 * n as u64) != 1 {
+            return Err(Error::Params(format!(
+                "BFV's plaintext modulus {t} is not a prime ≡ 1 mod 2N = {}: no batching",
+                2 * n
+            )));
+        }
+        let t_bits = (u64::BITS - t.leading_zeros()) as usize;
+        if let Some(&q) =
+            (self.moduli.iter()).find(|&&q| !MODULUS_SIZES.contains(&q) || q == t_bits)
+        {
+            return Err(Error::Params(format!(
+                "BFV's ciphertext moduli are of 10 to 62 bits, none of t's {t_bits}: not {q}"
+            )));
+        }
+        if self.moduli.is_empty() {
+            return Err(Error::Params("BFV without a ciphertext modulus".into()));
+        }
+        Ok(())
+    }
+
+    /// The set for `fhe`, checked.
+    pub(crate) fn build(&self) -> Result<std::sync::Arc<fhe::bfv::BfvParameters>> {
+        self.check()?;
+        fhe::bfv::BfvParametersBuilder::new()
+            .set_degree(self.degree)
+            .set_plaintext_modulus(self.plain)
+            .set_moduli_sizes(&self.moduli)
+            .build_arc()
+            .map_err(|e| Error::Params(format!("BFV parameters {self:?}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::primes::batching_prime;
+
+    fn bfv(degree: usize, plain: u64, moduli: &[usize]) -> Bfv {
+        Bfv {
+            degree,
+            plain,
+            moduli: moduli.to_vec(),
+        }
+    }
+
+    /// The sets the unbalanced-PSI spec found to work with `fhe` pass (t of 17, 20 and 24
+    /// bits, 218 bits of modulus at N = 8192), and kbm23's; each fault is refused.
+    #[test]
+    fn sets_are_secure_batching_and_buildable() {
+        let t20 = batching_prime(8192, (1 << 20) - (1 << 16));
+        let t24 = batching_prime(8192, (1 << 24) - (1 << 18));
+        assert!(t20 < 1 << 20 && t24 < 1 << 24, "{t20} {t24}");
+        assert_eq!(batching_prime(8192, 2), 65537);
+        for good in [
+            bfv(8192, 65537, &[56, 56, 56, 50]),
+            bfv(8192, t20, &[56, 56, 56, 50]),
+            bfv(8192, t24, &[50, 50, 50, 38, 30]),
+            bfv(8192, 65537, &[62, 62, 62]),
+            bfv(4096, batching_prime(4096, 40000), &[60]),
+        ] {
+            good.check().unwrap();
+        }
+        for (bad, why) in [
+            (bfv(8192, 65537, &[62, 62, 62, 60]), "security"),
+            (bfv(4096, 40961, &[40, 32, 32, 10]), "security"),
+            (bfv(8192, 65539, &[56]), "batching"),
+            (bfv(8192, 40961, &[56]), "batching"),
+            (bfv(8192, 65537, &[17, 56]), "t's"),
+            (bfv(8192, 65537, &[9]), "10 to 62"),
+            (bfv(8192, 65537, &[63]), "10 to 62"),
+            (bfv(8192, 65537, &[]), "without"),
+            (bfv(3000, 65537, &[56]), "power of two"),
+            (bfv(1 << 16, 65537, &[56]), "power of two"),
+        ] {
+            let e = bad.check().unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        assert_eq!(max_modulus_bits(8192), Some(218));
+        assert_eq!(max_modulus_bits(1 << 15), Some(881));
+    }
+
+    /// What passes the checks, `fhe` builds.
+    #[test]
+    fn checked_sets_build() {
+        let built = bfv(8192, 65537, &[56, 56, 56, 50]).build().unwrap();
+        assert_eq!(built.degree(), 8192);
+        assert_eq!(built.plaintext(), 65537);
+        assert!(bfv(8192, 65537, &[62, 62, 62, 62]).build().is_err());
+    }
+}
