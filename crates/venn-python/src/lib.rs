@@ -561,7 +561,7 @@ mod _venn {
         Intersection, IntersectionSize, IntersectionSum, NoOutput, RunResult, Threshold,
     };
     #[pymodule_export]
-    use super::ub::{ub_query, ub_sync};
+    use super::ub::ub_run;
     #[pymodule_export]
     use super::{
         keygen, protocols, CheatingDetected, NetworkError, Party, PeerError, ServiceError,

@@ -66,14 +66,19 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
-/// `venn.ub.sync`: the dataset's tag set brought up to date in `state`.
+/// `venn.ub.sync` (no `keys`): the dataset's tag set brought up to date in `state`, and
+/// `venn.ub.query`: which of `keys` the dataset holds, as positions in `keys`, with the
+/// sync before (`dataset`), the distinct keys asked and matched, and a warning if the
+/// keys were taken otherwise than the dataset's (allowed by `allow_key_mismatch`).
 #[pyfunction]
 #[pyo3(signature = (
-    connect, *, state=None, max_tags=DEFAULT_MAX_TAGS, session_timeout=SESSION_SECONDS as f64,
-    **options,
+    keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS,
+    session_timeout=SESSION_SECONDS as f64, **options,
 ))]
-pub(crate) fn ub_sync<'py>(
+#[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
+pub(crate) fn ub_run<'py>(
     py: Python<'py>,
+    keys: Option<Vec<Key>>,
     connect: String,
     state: Option<PathBuf>,
     max_tags: u64,
@@ -86,34 +91,10 @@ pub(crate) fn ub_sync<'py>(
         max_tags,
         session_timeout,
     };
-    let (args, _) = client.args(options, SYNC_OPTIONS)?;
-    let synced = py.detach(|| ub_client::sync(&args)).map_err(to_py)?;
-    dataset(py, &synced)
-}
-
-/// `venn.ub.query`: which of `keys` the dataset holds, as positions in `keys`, with the
-/// sync before (`dataset`), the distinct keys asked and matched, and a warning if the
-/// keys were taken otherwise than the dataset's (allowed by `allow_key_mismatch`).
-#[pyfunction]
-#[pyo3(signature = (
-    keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS,
-    session_timeout=SESSION_SECONDS as f64, **options,
-))]
-#[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
-pub(crate) fn ub_query<'py>(
-    py: Python<'py>,
-    keys: Vec<Key>,
-    connect: String,
-    state: Option<PathBuf>,
-    max_tags: u64,
-    session_timeout: f64,
-    options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let client = Client {
-        connect,
-        state,
-        max_tags,
-        session_timeout,
+    let Some(keys) = keys else {
+        let (args, _) = client.args(options, SYNC_OPTIONS)?;
+        let synced = py.detach(|| ub_client::sync(&args)).map_err(to_py)?;
+        return dataset(py, &synced);
     };
     let (args, settings) = client.args(options, QUERY_OPTIONS)?;
     let k = &settings.keys;

@@ -225,16 +225,8 @@ class Lane:
     def bind(self, host: str) -> str: ...
     def run(self, lane: int, connect: Optional[str] = ...) -> bytes: ...
 
-def ub_sync(
-    connect: str,
-    *,
-    state: Optional[_Path] = ...,
-    max_tags: int = ...,
-    session_timeout: float = ...,
-    **options: Any,
-) -> dict[str, Any]: ...
-def ub_query(
-    keys: list[Union[str, bytes]],
+def ub_run(
+    keys: Optional[list[Union[str, bytes]]],
     connect: str,
     *,
     state: Optional[_Path] = ...,

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
 from . import Key, Path
-from ._venn import ub_query as _query
-from ._venn import ub_sync as _sync
+from ._venn import ub_run as _client
 
 if TYPE_CHECKING:
     import sys
@@ -106,7 +105,7 @@ def sync(
     """
     extra = {} if max_tags is None else {"max_tags": max_tags}
     return _dataset(
-        _sync(connect, state=state, session_timeout=session_timeout, **extra, **options)
+        _client(None, connect, state=state, session_timeout=session_timeout, **extra, **options)
     )
 
 
@@ -134,7 +133,7 @@ def query(
     if isinstance(keys, (str, bytes)):
         raise TypeError("keys is a list of keys, not one key")
     extra = {} if max_tags is None else {"max_tags": max_tags}
-    got = _query(
+    got = _client(
         list(keys),
         connect,
         state=state,
