@@ -7,7 +7,8 @@
 //! The state file holds the dataset's description and its tag set (`STATE_MAGIC`, the
 //! description's length (u32) and bytes, the tag set's wire form), replaced whole when it
 //! changes; it is read back as strictly as a download, since anything may have touched it.
-//! A file that does not open with the magic is not ours: refused, never replaced. One that
+//! A file that does not open with the magic is not ours: refused, never replaced (an
+//! empty one is taken as no state yet). One that
 //! does but does not read (cut short, altered) is replaced by a download of the whole set,
 //! with a warning.
 
@@ -96,6 +97,8 @@ enum Held {
 /// refused.
 fn load_state(path: &Path) -> Result<Held> {
     let bytes = match std::fs::read(path) {
+        // An empty file (one made for us, `mktemp`) holds nothing yet.
+        Ok(bytes) if bytes.is_empty() => return Ok(Held::Nothing),
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Held::Nothing),
         Err(e) => return Err(Error::file("read", path)(e)),

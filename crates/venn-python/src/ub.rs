@@ -38,8 +38,8 @@ impl Client {
         also: &[&str],
     ) -> PyResult<(ClientArgs, RunSettings)> {
         let (settings, transport) = link_settings(options, also)?;
-        let session_timeout = std::time::Duration::try_from_secs_f64(self.session_timeout)
-            .map_err(|_| UsageError::new_err("session_timeout is a number of seconds ≥ 0"))?;
+        let session_timeout = venn_app::run_options::seconds(self.session_timeout)
+            .map_err(|e| UsageError::new_err(format!("session_timeout is {e}")))?;
         let args = ClientArgs {
             connect: self.connect,
             transport,

@@ -106,6 +106,13 @@ def test_queries_are_the_intersection_through_an_update(tmp_path: Path):
         with pytest.raises(venn.VennError, match="not a `venn ub` state file"):
             ub.sync(server.addr, state=other)
         assert other.read_text() == "mine"
+        # An empty file (made for us) holds no state yet.
+        empty = tmp_path / "empty.state"
+        empty.write_bytes(b"")
+        assert not ub.sync(server.addr, state=empty).current
+        assert ub.sync(server.addr, state=empty).current
+        with pytest.raises(venn.UsageError, match="session_timeout"):
+            ub.sync(server.addr, session_timeout=0)
 
 
 def test_keys_taken_otherwise_are_refused_or_warned_of(tmp_path: Path):

@@ -153,10 +153,10 @@ impl Manifest {
                 let index = read_file(dir, entry)?;
                 entry.check(dir, blake3::hash(&index).as_bytes())?;
                 TagSet::from_trusted(wire, &index)
+                    .map_err(|e| entry.not_named(dir, &e.to_string()))?
             }
-            None => TagSet::from_bytes(&wire, u64::MAX),
-        }
-        .map_err(not_named)?;
+            None => TagSet::from_bytes(&wire, u64::MAX).map_err(not_named)?,
+        };
         self.tags.check(dir, &tags.digest())?;
         let key = keys::load(dir, self.epoch)?;
         let (epoch, version) = (self.epoch, self.version);

@@ -9,8 +9,9 @@
 //! two larger, so the ternary ones hold with room.
 //!
 //! **Batching** (N slots a plaintext) needs t prime and t ≡ 1 (mod 2N). `fhe` takes
-//! moduli sizes of 10 to 62 bits and picks primes of those sizes, and it panics where one
-//! is t itself: a modulus of t's own size is refused.
+//! moduli sizes of 10 to 62 bits and picks primes of those sizes; it assumes every modulus
+//! exceeds t (it negates t modulo each: a panic, or wrapped arithmetic in a release build),
+//! so each modulus must be wider than t.
 
 use crate::util::primes::is_prime;
 use crate::{Error, Result};
@@ -72,10 +73,11 @@ impl Bfv {
         }
         let t_bits = (u64::BITS - t.leading_zeros()) as usize;
         if let Some(&q) =
-            (self.moduli.iter()).find(|&&q| !MODULUS_SIZES.contains(&q) || q == t_bits)
+            (self.moduli.iter()).find(|&&q| !MODULUS_SIZES.contains(&q) || q <= t_bits)
         {
             return Err(Error::Params(format!(
-                "BFV's ciphertext moduli are of 10 to 62 bits, none of t's {t_bits}: not {q}"
+                "BFV's ciphertext moduli are of 10 to 62 bits, each wider than t's {t_bits}: \
+                 not {q}"
             )));
         }
         if self.moduli.is_empty() {
@@ -132,6 +134,7 @@ mod tests {
             (bfv(8192, 65539, &[56]), "batching"),
             (bfv(8192, 40961, &[56]), "batching"),
             (bfv(8192, 65537, &[17, 56]), "t's"),
+            (bfv(8192, t24, &[62, 20]), "wider than t's 24"),
             (bfv(8192, 65537, &[9]), "10 to 62"),
             (bfv(8192, 65537, &[63]), "10 to 62"),
             (bfv(8192, 65537, &[]), "without"),

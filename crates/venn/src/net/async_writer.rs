@@ -167,7 +167,9 @@ impl AsyncWriter {
     }
 
     /// Bounds every write from now on by `deadline` as well as by its own timeout
-    /// (`None` lifts it): a peer that reads too slowly fails the phase.
+    /// (`None` lifts it): a peer that reads too slowly fails the phase. Unlike a receive,
+    /// a write that fails ends the channel's sending for good; once closed, what is still
+    /// queued gets its own timeout, not the phase's.
     pub(super) fn set_deadline(&self, deadline: Option<Instant>) {
         lock(&self.shared).phase_by = deadline;
     }
@@ -199,7 +201,8 @@ fn writer_loop<W: TimedWrite>(mut w: BufWriter<Deadlined<W>>, timeout: Duration,
                     q.bytes -= f.len();
                     // Room for a waiting push.
                     shared.1.notify_all();
-                    let by = [q.drain_by, q.phase_by].into_iter().flatten().min();
+                    // Closed, what is queued (an abort notice too) gets its own time.
+                    let by = if q.closed { q.drain_by } else { q.phase_by };
                     break Some((f, queued, q.shaping, by));
                 }
                 shared.1.notify_all();

@@ -46,8 +46,10 @@ pub fn next_prime(n: u64) -> u64 {
         .expect("a prime below 2^64")
 }
 
-/// The least prime `t ≡ 1 (mod 2·degree)` with `t ≥ least`: a plaintext modulus that
-/// packs `degree` slots.
+/// A prime `t ≡ 1 (mod 2·degree)` with `t ≥ least`, a plaintext modulus that packs
+/// `degree` slots: the first of the progression from ⌈least/2N⌉·2N + 1, which passes over
+/// `least` itself where `least ≡ 1 (mod 2N)` (kbm23's field is this, for both parties
+/// alike, so it stays).
 pub fn batching_prime(degree: usize, least: u64) -> u64 {
     let step = 2 * degree as u64;
     let first = least.max(2).div_ceil(step) * step + 1;

@@ -207,7 +207,7 @@ impl TagSet {
         };
         let (limit, mut previous) = (limit(self.tau), start.last);
         (0..count).map_while(move |_| {
-            previous += reader.gap(self.rice, limit)?;
+            previous = previous.checked_add(reader.gap(self.rice, limit)?)?;
             Some(previous)
         })
     }
@@ -688,6 +688,26 @@ mod tests {
         assert_eq!(five.changed(&none, &five).unwrap(), none);
     }
 
+    /// Each mark of `set`'s index is where its block's tags end: their last tag, the bit
+    /// after it, their count; the last mark is the set's end.
+    fn assert_index_is_exact(set: &TagSet) {
+        let mut start = Mark::default();
+        for &mark in &set.index {
+            let mut reader = Reader {
+                bytes: set.bits(),
+                len: set.bit_len,
+                at: start.bit,
+            };
+            let mut tag = start.last;
+            for _ in start.count..mark.count {
+                tag += reader.gap(set.rice, limit(set.tau)).unwrap();
+            }
+            assert_eq!((tag, reader.at), (mark.last, mark.bit), "{mark:?}");
+            start = mark;
+        }
+        assert_eq!((start.count, start.bit), (set.len, set.bit_len));
+    }
+
     /// Changes spliced into a set give the set coded whole from its tags, through many
     /// rounds of scattered and clustered inserts and deletes (duplicates, the ends of the
     /// range, a count crossing a power of two), with every lookup right and every block
@@ -742,6 +762,7 @@ mod tests {
             let whole = TagSet::new(tau, tags.clone()).unwrap();
             assert_eq!(changed, whole, "round {round}");
             assert_eq!(changed.digest(), whole.digest());
+            assert_index_is_exact(&changed);
             for probe in tags
                 .iter()
                 .take(300)
