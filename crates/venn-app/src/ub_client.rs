@@ -134,7 +134,7 @@ fn save_state(path: &Path, description: &Description, client: &CacheClient) -> R
         w.write_all(STATE_MAGIC)?;
         w.write_all(&(description.len() as u32).to_le_bytes())?;
         w.write_all(&description)?;
-        w.write_all(&client.tags())
+        w.write_all(client.tags())
     })
 }
 

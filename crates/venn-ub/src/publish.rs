@@ -212,7 +212,7 @@ fn write_file(dir: &Path, name: String, bytes: &[u8], blake3: &[u8; 32]) -> Resu
 fn write_tags(dir: &Path, version: u64, server: &CacheServer) -> Result<(FileEntry, FileEntry)> {
     let epoch = server.describe().epoch;
     let name = fresh_name("tags", epoch, version);
-    let tags = write_file(dir, name, server.tags_wire(), &server.describe().digest)?;
+    let tags = write_file(dir, name, server.tags(), &server.describe().digest)?;
     let index = server.tags_index();
     let name = fresh_name("index", epoch, version);
     let index = write_file(dir, name, &index, blake3::hash(&index).as_bytes())?;

@@ -216,7 +216,7 @@ fn measure(
     let first_sync_s = start.elapsed().as_secs_f64();
     let kept = client.tags();
     let start = Instant::now();
-    let client = CacheClient::new(client.descriptor().clone(), &kept)?;
+    let client = CacheClient::new(client.descriptor().clone(), kept)?;
     let load_kept_s = start.elapsed().as_secs_f64();
 
     // The update, and the client's delta.

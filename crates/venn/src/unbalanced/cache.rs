@@ -92,12 +92,12 @@ impl Delta {
     /// Its wire form: `from`, `to` (u64 each), the adds' and the removes' wire forms each
     /// after its length (u64).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let (adds, removes) = (self.adds.to_bytes(), self.removes.to_bytes());
+        let (adds, removes) = (self.adds.wire(), self.removes.wire());
         (Writer::new().u64(self.from).u64(self.to))
             .u64(adds.len() as u64)
-            .bytes(&adds)
+            .bytes(adds)
             .u64(removes.len() as u64)
-            .bytes(&removes)
+            .bytes(removes)
             .0
     }
 
@@ -224,20 +224,15 @@ impl CacheServer {
         }
     }
 
-    /// The tag set's wire form, for a client to download.
-    pub fn tags(&self) -> Vec<u8> {
-        self.tags.to_bytes()
+    /// The tag set's wire form as held, for a client to download (no copy).
+    pub fn tags(&self) -> &[u8] {
+        self.tags.wire()
     }
 
     /// The tag set's index ([`TagSet::index_bytes`]), kept beside its wire form so that
     /// the set is read back without decoding ([`TagSet::from_trusted`]).
     pub fn tags_index(&self) -> Vec<u8> {
         self.tags.index_bytes()
-    }
-
-    /// The tag set's wire form as held ([`TagSet::wire`]), without a copy.
-    pub fn tags_wire(&self) -> &[u8] {
-        self.tags.wire()
     }
 
     /// Its answer to an OPRF `request`, or why not: under the current key, or under the
@@ -311,9 +306,10 @@ impl CacheClient {
         &self.descriptor
     }
 
-    /// The tag set's wire form, as downloaded (for a client to keep between runs).
-    pub fn tags(&self) -> Vec<u8> {
-        self.tags.to_bytes()
+    /// The tag set's wire form, as downloaded (for a client to keep between runs; no
+    /// copy).
+    pub fn tags(&self) -> &[u8] {
+        self.tags.wire()
     }
 
     /// Applies the `deltas` the server published since this client's version, in order,
@@ -432,7 +428,7 @@ mod tests {
             .collect();
         let refs: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
         let server = CacheServer::new(key(1), 7, &refs, 1 << 12, 4096).unwrap();
-        let client = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let client = CacheClient::new(server.describe(), server.tags()).unwrap();
         let members: HashSet<&[u8]> = refs.iter().copied().collect();
         for m in [1usize, 256, 4096] {
             // The largest query once (a 4,096-item round takes a second or two here).
@@ -469,10 +465,10 @@ mod tests {
         let server = CacheServer::new(key(2), 1, &items, 16, 16).unwrap();
         let mut described = server.describe();
         described.digest[0] ^= 1;
-        assert!(CacheClient::new(described, &server.tags()).is_err());
+        assert!(CacheClient::new(described, server.tags()).is_err());
         let other = CacheServer::new(key(3), 1, &[b"a"], 16, 16).unwrap();
-        assert!(CacheClient::new(server.describe(), &other.tags()).is_err());
-        let client = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        assert!(CacheClient::new(server.describe(), other.tags()).is_err());
+        let client = CacheClient::new(server.describe(), server.tags()).unwrap();
         let many: Vec<&[u8]> = vec![b"x"; 17];
         assert!(client.lookup(&many, &mut prg).is_err());
         assert!(
@@ -490,7 +486,7 @@ mod tests {
         let base = ServerKey::random(Mode::Oprf, &mut prg);
         assert!(CacheServer::new(base.clone(), 1, &items, 16, 16).is_err());
         // A stored set restores to the server it was, under its key and sizes only.
-        let stored = || TagSet::from_bytes(&server.tags(), u64::MAX).unwrap();
+        let stored = || TagSet::from_bytes(server.tags(), u64::MAX).unwrap();
         let restored = CacheServer::restore(key(2), 1, 0, stored(), 16, 16).unwrap();
         assert_eq!(restored.describe(), server.describe());
         assert!(CacheServer::restore(key(2), 1, 0, stored(), 1 << 20, 16).is_err());
@@ -508,7 +504,7 @@ mod tests {
         let first: Vec<Vec<u8>> = (0..500).map(name).collect();
         let refs: Vec<&[u8]> = first.iter().map(Vec::as_slice).collect();
         let mut server = CacheServer::new(key(5), 1, &refs, 1 << 12, 256).unwrap();
-        let mut client = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let mut client = CacheClient::new(server.describe(), server.tags()).unwrap();
         let mut model: HashSet<u32> = (0..500).collect();
         let mut next = 500u32;
         for round in 0..6u32 {
@@ -574,7 +570,7 @@ mod tests {
             "a refused update changes nothing"
         );
         // A client of an older version cannot take a later delta.
-        let mut behind = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let mut behind = CacheClient::new(server.describe(), server.tags()).unwrap();
         server.update(&[b"one more"], &[]).unwrap();
         let skipped = server.update(&[b"and another"], &[]).unwrap().to_bytes();
         assert!(
@@ -594,8 +590,8 @@ mod tests {
         let mut prg = Prg::from_seed(Block::from(24));
         let items: Vec<&[u8]> = vec![b"a", b"b", b"c"];
         let mut server = CacheServer::new(key(6), 1, &items, 16, 16).unwrap();
-        let old = CacheClient::new(server.describe(), &server.tags()).unwrap();
-        let old_tags = server.tags();
+        let old = CacheClient::new(server.describe(), server.tags()).unwrap();
+        let old_tags = server.tags().to_vec();
         server
             .rotate(key(7), &items, Duration::from_secs(600))
             .unwrap();
@@ -611,7 +607,7 @@ mod tests {
         server.rotate(key(8), &items, Duration::ZERO).unwrap();
         let refused = server.oprf(&lookup.request(), &mut prg).unwrap_err();
         assert_eq!(refused, Refusal::EpochChanged { current: 3 });
-        let synced = CacheClient::new(server.describe(), &server.tags()).unwrap();
+        let synced = CacheClient::new(server.describe(), server.tags()).unwrap();
         let lookup = synced.lookup(&[b"a", b"z"], &mut prg).unwrap();
         let response = server.oprf(&lookup.request(), &mut prg).unwrap();
         assert_eq!(synced.finish(&lookup, &response).unwrap(), [true, false]);

@@ -191,7 +191,7 @@ impl Published {
         };
         // Only where they take fewer bytes than the set: what a client bounds them by.
         let bytes: usize = deltas.iter().map(|d| d.len()).sum();
-        let whole = self.server.tags_wire().len();
+        let whole = self.server.tags().len();
         (deltas.len() <= MAX_DELTAS && bytes <= whole).then_some(deltas)
     }
 }
@@ -303,7 +303,7 @@ fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Resu
         }
         _ => {
             chan.send(b"F")?;
-            send_part(chan, published.server.tags_wire())
+            send_part(chan, published.server.tags())
         }
     }
 }
@@ -687,7 +687,7 @@ mod tests {
                     max_query: 256,
                     ..client.descriptor().clone()
                 },
-                &client.tags(),
+                client.tags(),
             )
             .unwrap()
             .lookup(&refs(&items), &mut prg)
@@ -756,7 +756,7 @@ mod tests {
         };
         let huge = fake(vec![b"F".to_vec(), u64::MAX.to_le_bytes().to_vec()]);
         assert!(huge.to_string().contains("bytes"), "{huge}");
-        let other = server(&names(1..501), 16).tags();
+        let other = server(&names(1..501), 16).tags().to_vec();
         let len = (other.len() as u64).to_le_bytes().to_vec();
         let swapped = fake(vec![b"F".to_vec(), len, other]);
         assert!(swapped.to_string().contains("digest"), "{swapped}");

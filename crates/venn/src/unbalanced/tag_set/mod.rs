@@ -238,12 +238,8 @@ impl TagSet {
             .any(|t| t == tag)
     }
 
-    /// Its wire form: τ, the count (u64), the coded bits' count (u64), the bits.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.wire.clone()
-    }
-
-    /// Its wire form as held: what a server sends or writes without a copy.
+    /// Its wire form as held — τ, the count (u64), the coded bits' count (u64), the
+    /// bits: what a server sends or writes without a copy.
     pub fn wire(&self) -> &[u8] {
         &self.wire
     }
@@ -589,7 +585,7 @@ mod tests {
                     "n {n} τ {tau}"
                 );
             }
-            let wire = set.to_bytes();
+            let wire = set.wire();
             assert!(
                 wire.len() as u64 <= max_wire_len(n as u64, tau),
                 "n {n} τ {tau}"
@@ -599,10 +595,10 @@ mod tests {
                 let ratio = wire.len() as f64 / expected;
                 assert!((0.97..1.03).contains(&ratio), "n {n} τ {tau}: {ratio}");
             }
-            let read = TagSet::from_bytes(&wire, n as u64).unwrap();
+            let read = TagSet::from_bytes(wire, n as u64).unwrap();
             assert_eq!(read, set);
             assert_eq!(read.digest(), set.digest());
-            assert_eq!(set.digest(), *blake3::hash(&wire).as_bytes());
+            assert_eq!(set.digest(), *blake3::hash(wire).as_bytes());
             if n >= 4096 {
                 let per_tag = set.bit_len as f64 / n as f64;
                 let expected = f64::from(tau) - (n as f64).log2() + 1.5;
@@ -639,7 +635,7 @@ mod tests {
     fn malformed_sets_are_refused() {
         let mut prg = Prg::from_seed(Block::from(13));
         let set = TagSet::new(40, random_tags(&mut prg, 5000, 40)).unwrap();
-        let bytes = set.to_bytes();
+        let bytes = set.wire().to_vec();
         assert!(TagSet::from_bytes(&bytes, 4999).is_err(), "over the cap");
         assert!(TagSet::from_bytes(&bytes[..bytes.len() - 1], 5000).is_err());
         assert!(TagSet::from_bytes(&[bytes.as_slice(), &[0]].concat(), 5000).is_err());
@@ -671,7 +667,7 @@ mod tests {
             index: Vec::new(),
             digest: [0; 32],
         };
-        assert!(TagSet::from_bytes(&ones.to_bytes(), 1).is_err());
+        assert!(TagSet::from_bytes(ones.wire(), 1).is_err());
         assert!(TagSet::new(8, vec![256]).is_err(), "a tag wider than τ");
         let other = TagSet::new(40, random_tags(&mut prg, 5000, 40)).unwrap();
         assert_ne!(other.digest(), set.digest());
@@ -786,7 +782,8 @@ mod tests {
                     .all(|&s| s >= BLOCK as u64 / 2 && s <= 2 * BLOCK as u64),
                 "round {round}: blocks of {sizes:?}"
             );
-            let trusted = TagSet::from_trusted(changed.to_bytes(), &changed.index_bytes()).unwrap();
+            let trusted =
+                TagSet::from_trusted(changed.wire().to_vec(), &changed.index_bytes()).unwrap();
             assert_eq!(trusted.index, changed.index);
             assert_eq!(trusted, changed);
             set = changed;
@@ -798,7 +795,7 @@ mod tests {
     fn an_index_that_does_not_fit_is_refused() {
         let mut prg = Prg::from_seed(Block::from(15));
         let set = TagSet::new(40, random_tags(&mut prg, 1000, 40)).unwrap();
-        let (wire, index) = (set.to_bytes(), set.index_bytes());
+        let (wire, index) = (set.wire().to_vec(), set.index_bytes());
         assert!(TagSet::from_trusted(wire.clone(), &index).is_ok());
         assert!(TagSet::from_trusted(wire.clone(), &index[..index.len() - 1]).is_err());
         assert!(TagSet::from_trusted(wire.clone(), &index[..index.len() - MARK_BYTES]).is_err());
@@ -807,7 +804,7 @@ mod tests {
         assert!(TagSet::from_trusted(wire.clone(), &swapped).is_err());
         assert!(TagSet::from_trusted(wire[..wire.len() - 1].to_vec(), &index).is_err());
         let empty = TagSet::new(40, Vec::new()).unwrap();
-        let read = TagSet::from_trusted(empty.to_bytes(), &empty.index_bytes()).unwrap();
+        let read = TagSet::from_trusted(empty.wire().to_vec(), &empty.index_bytes()).unwrap();
         assert_eq!(read, empty);
         assert!(!read.contains(0));
     }
