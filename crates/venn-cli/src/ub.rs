@@ -211,6 +211,7 @@ fn init(i: InitCli) -> Result<()> {
         max_items,
         max_query: i.max_query,
         form: input.form,
+        label_len: None,
     };
     let (m, how) = venn_ub::init(
         &i.dataset.dataset,

@@ -92,13 +92,13 @@ pub fn init(
     let key = keys::next(dir, 0)?;
     match store.settings() {
         Ok(stored) if begun => {
-            let (covered_seq, held) = store.items()?;
+            let (covered_seq, held, _) = store.items()?;
             let refs: Vec<&[u8]> = held.iter().collect();
             let manifest = publish_whole(dir, &refs, covered_seq, &stored, key, 0)?;
             Ok((manifest, Init::Resumed))
         }
         _ => {
-            store.create(settings, items)?;
+            store.create(settings, items, None)?;
             let manifest = publish_whole(dir, items, 0, settings, key, 0)?;
             Ok((manifest, Init::Made))
         }
@@ -129,7 +129,7 @@ pub fn update(
     Manifest::read(dir)?;
     let _writer = Writer::take(dir)?;
     let store = Store::open(&store_url(dir, database))?;
-    let applied = store.apply(upserts, deletes)?;
+    let applied = store.apply(upserts, None, deletes)?;
     Ok((applied, catch_up(dir, &store)?))
 }
 
@@ -144,7 +144,7 @@ pub fn rotate_key(dir: &Path, database: Option<&str>) -> Result<Manifest> {
     let epoch = (Manifest::read(dir)?.epoch.checked_add(1))
         .ok_or_else(|| Error::Usage("the key's epochs are used up".into()))?;
     let key = keys::next(dir, epoch)?;
-    let (covered_seq, items) = store.items()?;
+    let (covered_seq, items, _) = store.items()?;
     let refs: Vec<&[u8]> = items.iter().collect();
     publish_whole(dir, &refs, covered_seq, &settings, key, epoch)
 }
@@ -179,6 +179,7 @@ mod tests {
                 columns: 1,
                 any: false,
             },
+            label_len: None,
         }
     }
 
@@ -275,7 +276,7 @@ mod tests {
             client = next;
         }
         let store = Store::open(&store_url(dir.path(), database)).unwrap();
-        let (_, items) = store.items().unwrap();
+        let (_, items, _) = store.items().unwrap();
         let stored: BTreeSet<Vec<u8>> = items.iter().map(<[u8]>::to_vec).collect();
         assert_eq!(stored, model.iter().map(|&i| name(i)).collect());
         // The count an update checks the bound by is the set's: one more item than the
@@ -300,7 +301,7 @@ mod tests {
         init(dir.path(), None, &settings(1 << 10), &refs(&first)).unwrap();
         let store = Store::open(&store_url(dir.path(), None)).unwrap();
         let added = [name(50), name(51)];
-        store.apply(&refs(&added), &[&name(0)]).unwrap();
+        store.apply(&refs(&added), None, &[&name(0)]).unwrap();
         drop(store);
         let stray = dir
             .path()
@@ -377,7 +378,7 @@ mod tests {
         // up again, publishing what the store holds.
         let begun = tempfile::tempdir().unwrap();
         let store = Store::open(&store_url(begun.path(), None)).unwrap();
-        store.create(&settings(12), &refs(&first)).unwrap();
+        store.create(&settings(12), &refs(&first), None).unwrap();
         std::fs::write(begun.path().join(LOCK), b"").unwrap();
         let (m, how) = init(begun.path(), None, &settings(12), &[b"other"]).unwrap();
         assert_eq!((how, m.items), (Init::Resumed, 10));
@@ -425,6 +426,7 @@ mod serving {
             max_items: 1 << 10,
             max_query: 16,
             form,
+            label_len: None,
         };
         init(dir.path(), None, &settings, &refs).unwrap();
         let args = ServeArgs {

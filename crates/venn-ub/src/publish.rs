@@ -11,7 +11,7 @@
 //! publish (`catch_up`).
 
 use crate::keys;
-use crate::store::{Op, Settings, Store};
+use crate::store::{Op, Settings, Store, StoredOp};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -265,7 +265,7 @@ pub(crate) fn publish_whole(
 pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
     let manifest = Manifest::read(dir)?;
     let ops = store.ops_after(manifest.covered_seq)?;
-    let Some(&(last_seq, _, _)) = ops.last() else {
+    let Some(last_seq) = ops.last().map(|op| op.seq) else {
         return Ok(manifest);
     };
     let (inserts, deletes) = net_changes(&ops);
@@ -294,10 +294,10 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
 /// What `ops` (in order) changed: the items in the set after them and not before, and
 /// those before and not after. The store records only changes, so an item's first
 /// operation says whether the set held it before (a delete) and its last whether it
-/// holds it after (an insert).
-fn net_changes(ops: &[(u64, Op, Vec<u8>)]) -> (Vec<&[u8]>, Vec<&[u8]>) {
+/// holds it after (an insert). A relabel changes no tag.
+fn net_changes(ops: &[StoredOp]) -> (Vec<&[u8]>, Vec<&[u8]>) {
     let mut first_last: HashMap<&[u8], (Op, Op)> = HashMap::new();
-    for (_, op, item) in ops {
+    for StoredOp { op, item, .. } in ops.iter().filter(|o| o.op != Op::Relabel) {
         first_last
             .entry(item.as_slice())
             .and_modify(|(_, last)| *last = *op)
@@ -332,7 +332,16 @@ mod tests {
             (6, Op::Delete, d.clone()),
             (7, Op::Insert, d.clone()),
             (8, Op::Delete, d.clone()),
+            (9, Op::Relabel, c.clone()),
         ];
+        let ops: Vec<StoredOp> = (ops.into_iter())
+            .map(|(seq, op, item)| StoredOp {
+                seq,
+                op,
+                item,
+                label: None,
+            })
+            .collect();
         let (inserts, deletes) = net_changes(&ops);
         assert_eq!(inserts, vec![&c[..]]);
         assert_eq!(deletes, vec![&d[..]]);
