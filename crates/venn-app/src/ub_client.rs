@@ -1,19 +1,22 @@
 //! An unbalanced-PSI client (`venn ub sync`, `venn ub query`): it keeps a dataset's tag
-//! set in a state file between runs, brings it up to date from the server (deltas, or
-//! the whole set), and looks its keys up with one OPRF round per query's worth of them
-//! ([`venn::unbalanced::link`]); its matched rows are written as `venn receive` writes
-//! its own.
+//! set (and label table, where its items carry labels) in a state file between runs,
+//! brings it up to date from the server (deltas, or the whole set), and looks its keys up
+//! with one OPRF round per query's worth of them ([`venn::unbalanced::link`]); its
+//! matched rows are written as `venn receive` writes its own, with a `label` column
+//! where the dataset's items carry labels (as a join adds a peer's column).
 //!
-//! The state file holds the dataset's description and its tag set (`STATE_MAGIC`, the
-//! description's length (u32) and bytes, the tag set's wire form), replaced whole when it
-//! changes; it is read back as strictly as a download, since anything may have touched it.
+//! The state file holds the dataset's description, its tag set and its label table
+//! (`STATE_MAGIC`, the description's length (u32) and bytes, the tag set's length (u64)
+//! and wire form, the table's wire form to the end), replaced whole when it changes; it is read back as strictly as a download, since anything may have touched it.
 //! A file that does not open with the magic is not ours: refused, never replaced (an
 //! empty one is taken as no state yet). One that
 //! does but does not read (cut short, altered) is replaced by a download of the whole set,
 //! with a warning.
 
+use crate::columns::Layout;
 use crate::input::source::Matching;
 use crate::input::{read_input, Input, KeyOptions};
+use crate::join::{JoinedRows, Shape};
 use crate::sink::write_rows;
 use crate::transport::Transport;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ use venn::crypto::Prg;
 use venn::net::Channel;
 use venn::session::run_plan::KeyMismatch;
 use venn::unbalanced::cache::CacheClient;
+use venn::unbalanced::label_table::LabelTable;
 use venn::unbalanced::link::{Description, Session};
 use venn::util::files::write_atomically;
 use venn::{Error, Result};
@@ -88,7 +92,7 @@ enum Held {
     /// No file.
     Nothing,
     /// A tag set.
-    Set(CacheClient),
+    Set(Box<CacheClient>),
     /// Ours, but it does not read: why.
     Damaged(String),
 }
@@ -114,12 +118,19 @@ fn load_state(path: &Path) -> Result<Held> {
         let short = || Error::State("cut short".into());
         let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(short)?;
         let len = u32::from_le_bytes(*len) as usize;
-        let (description, tags) = (rest.get(..len).ok_or_else(short)?, &rest[len..]);
+        let (description, rest) = (rest.get(..len).ok_or_else(short)?, &rest[len..]);
         let description = Description::from_bytes(description)?;
-        CacheClient::new(description.cache, tags)
+        let (tags_len, rest) = rest.split_first_chunk::<8>().ok_or_else(short)?;
+        let tags_len = usize::try_from(u64::from_le_bytes(*tags_len)).map_err(|_| short())?;
+        let (tags, labels) = (rest.get(..tags_len).ok_or_else(short)?, &rest[tags_len..]);
+        let labels = match description.cache.labels {
+            Some(_) => Some(LabelTable::from_bytes(labels.to_vec(), u64::MAX)?),
+            None => None,
+        };
+        CacheClient::new(description.cache, tags, labels)
     };
     Ok(match read() {
-        Ok(set) => Held::Set(set),
+        Ok(set) => Held::Set(Box::new(set)),
         Err(e) => Held::Damaged(format!(
             "the state file {} does not read ({e}): replaced by the whole set",
             path.display()
@@ -127,14 +138,16 @@ fn load_state(path: &Path) -> Result<Held> {
     })
 }
 
-/// Keeps `client`'s tag set in `path`, replacing what was there whole.
+/// Keeps `client`'s tag set and label table in `path`, replacing what was there whole.
 fn save_state(path: &Path, description: &Description, client: &CacheClient) -> Result<()> {
     let description = description.to_bytes();
     write_atomically(path, |w| {
         w.write_all(STATE_MAGIC)?;
         w.write_all(&(description.len() as u32).to_le_bytes())?;
         w.write_all(&description)?;
-        w.write_all(client.tags())
+        w.write_all(&(client.tags().len() as u64).to_le_bytes())?;
+        w.write_all(client.tags())?;
+        w.write_all(client.labels().map_or(&[][..], LabelTable::wire))
     })
 }
 
@@ -146,7 +159,7 @@ fn synced<'a>(
     check: impl FnOnce(&Description) -> Result<()>,
 ) -> Result<(Session<'a>, CacheClient, Synced)> {
     let (held, warning) = match args.state.as_deref().map(load_state).transpose()? {
-        Some(Held::Set(set)) => (Some(set), None),
+        Some(Held::Set(set)) => (Some(*set), None),
         Some(Held::Damaged(why)) => (None, Some(why)),
         Some(Held::Nothing) | None => (None, None),
     };
@@ -187,7 +200,8 @@ pub fn sync(args: &ClientArgs) -> Result<Synced> {
 
 /// `venn ub query`: which of `input`'s keys (taken as `keys` says; refused, unless
 /// `mismatch` allows it, if the dataset's were taken otherwise) the dataset holds; their
-/// rows written to `output`, if given.
+/// rows written to `output`, if given, each with its key's label where the dataset's
+/// items carry labels.
 pub fn query(
     args: &ClientArgs,
     input: &Path,
@@ -196,25 +210,61 @@ pub fn query(
     output: Option<&Path>,
 ) -> Result<Queried> {
     let input = read_input(input, keys)?;
-    let (mut queried, intersection) = query_input(args, &input, mismatch)?;
-    if let Some(path) = output {
-        let matching = Matching {
-            source: &input,
-            intersection: &intersection,
-        };
-        queried.rows = write_rows(path, &matching, 1)?;
-    }
+    let (mut queried, found) = query_input(args, &input, mismatch)?;
+    let Some(path) = output else {
+        return Ok(queried);
+    };
+    queried.rows = match &found.labels {
+        None => {
+            let matching = Matching {
+                source: &input,
+                intersection: &found.indices,
+            };
+            write_rows(path, &matching, 1)?
+        }
+        Some(labels) => {
+            let len = queried.synced.description.cache.labels.unwrap_or(0);
+            let layout = Layout::new(vec![(LABEL_COLUMN.into(), u16::from(len))])?;
+            let mut records = vec![0u8; layout.width() * labels.len()];
+            for (label, out) in labels.iter().zip(records.chunks_mut(layout.width())) {
+                layout.encode(&[label], out);
+            }
+            let joined = JoinedRows {
+                source: &input,
+                intersection: &found.indices,
+                records: &records,
+                rows: &vec![1; labels.len()],
+                shape: Shape {
+                    delimiter: keys.delimiter,
+                    ..Shape::of_keys(Some(&layout))
+                },
+            };
+            write_rows(path, &joined, 1)?
+        }
+    };
     Ok(queried)
 }
 
+/// The column a matched row's label is written in.
+pub const LABEL_COLUMN: &str = "label";
+
+/// The keys a query found.
+#[derive(Clone, Debug, Default)]
+pub struct Found {
+    /// The indices of the keys the dataset holds, ascending.
+    pub indices: Vec<usize>,
+    /// Their labels, in the same order, where the dataset's items carry labels.
+    pub labels: Option<Vec<Vec<u8>>>,
+}
+
 /// Which of `input`'s distinct keys the dataset holds (refused, unless `mismatch` allows
-/// it, if the dataset's keys were taken otherwise): what was done, and the indices of
-/// the keys held, ascending. No rows are written (`rows` is 0).
+/// it, if the dataset's keys were taken otherwise): what was done, and the keys found
+/// with their labels. No rows are written (`rows` is 0).
 pub fn query_input(
     args: &ClientArgs,
     input: &Input,
     mismatch: KeyMismatch,
-) -> Result<(Queried, Vec<usize>)> {
+) -> Result<(Queried, Found)> {
     let mut warning = None;
     let check = |description: &Description| {
         let theirs = description.form;
@@ -242,15 +292,25 @@ pub fn query_input(
     let found = session.query(&client, &items, &mut Prg::from_entropy())?;
     session.close()?;
     synced.received = chan.traffic().received;
-    let intersection: Vec<usize> = (found.iter().enumerate())
-        .filter_map(|(i, &hit)| hit.then_some(i))
-        .collect();
+    let labeled = client.labels().is_some();
+    let mut result = Found {
+        labels: labeled.then(Vec::new),
+        ..Found::default()
+    };
+    for (i, label) in found.into_iter().enumerate() {
+        if let Some(label) = label {
+            result.indices.push(i);
+            if let Some(labels) = &mut result.labels {
+                labels.push(label);
+            }
+        }
+    }
     let queried = Queried {
         synced,
         keys: items.len(),
-        matched: intersection.len(),
+        matched: result.indices.len(),
         rows: 0,
         warning,
     };
-    Ok((queried, intersection))
+    Ok((queried, result))
 }

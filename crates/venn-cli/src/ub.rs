@@ -7,10 +7,12 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::unbalanced::cache::MAX_QUERY;
+use venn::unbalanced::labels::MAX_LABEL;
 use venn::unbalanced::oprf_round::padded_count;
 use venn::{Error, Result};
+use venn_app::columns::{Layout, Revealed};
 use venn_app::destination::check_output_path;
-use venn_app::input::{parse_delimiter, read_input, Format, KeyOptions};
+use venn_app::input::{parse_delimiter, read_input, Format, Input, KeyOptions};
 use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
 use venn_app::run_options::MAX_SECONDS;
 use venn_app::ub_client::{self, ClientArgs, Synced};
@@ -61,6 +63,20 @@ pub(crate) struct InitCli {
     /// multiple of 4096 (a client with more splits them).
     #[arg(long, value_name = "N", default_value_t = 4096, value_parser = parse_max_query)]
     max_query: u32,
+    #[command(flatten)]
+    labels: LabelCli,
+    /// The most bytes a key's label may ever take, at most 64 (default: the longest label
+    /// given, rounded up to 16). Clients download every label's room, sealed.
+    #[arg(long, value_name = "BYTES", requires = "label_column", value_parser = clap::value_parser!(u8).range(1..=64))]
+    label_len: Option<u8>,
+}
+
+#[derive(Args)]
+pub(crate) struct LabelCli {
+    /// The CSV column holding each key's label: data a client learns with a match, and
+    /// only then (sealed under the key's OPRF value). A key's rows must agree on it.
+    #[arg(long, value_name = "NAME")]
+    label_column: Option<String>,
 }
 
 #[derive(Args)]
@@ -84,6 +100,10 @@ pub(crate) struct UpdateCli {
     /// What separates a CSV file's fields: `,`, `;`, `tab` or `|`.
     #[arg(long, value_name = "CHAR", default_value = ",", value_parser = parse_delimiter)]
     delimiter: u8,
+    /// In a labeled dataset, --upsert's keys' labels: a key held with another label is
+    /// relabelled.
+    #[command(flatten)]
+    labels: LabelCli,
 }
 
 #[derive(Args)]
@@ -203,21 +223,34 @@ fn init(i: InitCli) -> Result<()> {
             "`venn ub` reads CSV files or files of lines, not Parquet".into(),
         ));
     }
+    let opts = with_labels(opts, &i.labels, i.label_len);
     let input = read_input(i.keys.settings.input()?, &opts)?;
     let items: Vec<&[u8]> = input.keys.iter().collect();
     let max_items = (i.max_items)
         .unwrap_or_else(|| (1u64 << 24).max(2 * items.len() as u64).next_power_of_two());
+    let labels = i
+        .labels
+        .label_column
+        .as_ref()
+        .map(|_| labels_of(&input))
+        .transpose()?;
+    let label_len = match (&input.layout, i.label_len) {
+        (_, Some(len)) => Some(len),
+        (Some(layout), None) => Some(label_room(layout)?),
+        (None, None) => None,
+    };
     let settings = Settings {
         max_items,
         max_query: i.max_query,
         form: input.form,
-        label_len: None,
+        label_len,
     };
     let (m, how) = venn_ub::init(
         &i.dataset.dataset,
         i.dataset.database.as_deref(),
         &settings,
         &items,
+        labels.as_deref(),
     )?;
     if how == venn_ub::Init::Resumed {
         eprintln!(
@@ -246,15 +279,84 @@ fn init(i: InitCli) -> Result<()> {
 
 /// What a manifest publishes, for the operator.
 fn published(m: &Manifest) -> String {
+    let labels = match &m.labels {
+        Some(l) => format!(
+            ", labels of up to {} bytes in a table of {} bytes and {} deltas",
+            l.len,
+            l.table.bytes,
+            l.deltas.len()
+        ),
+        None => String::new(),
+    };
     format!(
-        "published version {} of epoch {}, a tag set of {} bytes",
+        "published version {} of epoch {}, a tag set of {} bytes{labels}",
         m.version, m.epoch, m.tags.bytes
     )
+}
+
+/// Key options that also read `labels`' column, its values of up to `len` bytes (or
+/// any length, `len` chosen from the longest).
+fn with_labels(opts: KeyOptions, labels: &LabelCli, len: Option<u8>) -> KeyOptions {
+    let reveal_columns = (labels.label_column.iter())
+        .map(|name| Revealed {
+            name: name.clone(),
+            width: len.map(u16::from),
+        })
+        .collect();
+    KeyOptions {
+        reveal_columns,
+        ..opts
+    }
+}
+
+/// The room a dataset's labels get where `--label-len` is not given: the width the
+/// longest label read was rounded to, at most 64.
+fn label_room(layout: &Layout) -> Result<u8> {
+    let width = layout.columns.first().map_or(0, |(_, w)| *w);
+    match u8::try_from(width.max(1)) {
+        Ok(len) if usize::from(len) <= MAX_LABEL => Ok(len),
+        _ => Err(Error::Usage(format!(
+            "labels of up to {MAX_LABEL} bytes: --label-column holds a longer one"
+        ))),
+    }
+}
+
+/// Each of `input`'s keys' label, from the column its options revealed: refused where a
+/// key's rows give it two.
+fn labels_of(input: &Input) -> Result<Vec<&[u8]>> {
+    let (Some(layout), Some((records, width))) = (&input.layout, input.keys.records()) else {
+        return Ok(vec![&[][..]; input.keys.len()]);
+    };
+    let mut labels = Vec::with_capacity(input.keys.len());
+    let mut values = Vec::new();
+    for record in records.chunks(width) {
+        layout.decode(record, &mut values)?;
+        labels.push(values[0]);
+    }
+    let (of, repeated) = input.keys.repeated_records();
+    for (&key, record) in of.iter().zip(repeated.chunks(width)) {
+        if record != &records[key as usize * width..][..width] {
+            return Err(Error::Usage(format!(
+                "the key {:?} has rows of two labels: a key's rows must agree on its label",
+                String::from_utf8_lossy(input.keys.get(key as usize))
+            )));
+        }
+    }
+    Ok(labels)
 }
 
 fn update(u: UpdateCli) -> Result<()> {
     let dataset = &u.dataset.dataset;
     let manifest = Manifest::read(dataset)?;
+    let label_len = manifest.labels.as_ref().map(|l| l.len);
+    if label_len.is_some() != u.labels.label_column.is_some() && u.upsert.is_some() {
+        return Err(Error::Usage(match label_len {
+            Some(_) => {
+                "the dataset's keys carry labels: name --upsert's with --label-column".into()
+            }
+            None => "the dataset's keys carry no labels (--label-column at `venn ub init`)".into(),
+        }));
+    }
     let opts = KeyOptions {
         format: match u.format.as_str() {
             "lines" => Format::Lines,
@@ -266,11 +368,17 @@ fn update(u: UpdateCli) -> Result<()> {
         lowercase: manifest.lowercase,
         ..KeyOptions::default()
     };
-    let read = |path: &Option<PathBuf>| match path {
-        Some(path) => read_input(path, &opts).map(Some),
+    let read = |path: &Option<PathBuf>, opts: &KeyOptions| match path {
+        Some(path) => read_input(path, opts).map(Some),
         None => Ok(None),
     };
-    let (upserts, deletes) = (read(&u.upsert)?, read(&u.delete)?);
+    let upsert_opts = with_labels(opts.clone(), &u.labels, label_len);
+    let (upserts, deletes) = (read(&u.upsert, &upsert_opts)?, read(&u.delete, &opts)?);
+    let labels = match (&upserts, label_len) {
+        (Some(input), Some(_)) => Some(labels_of(input)?),
+        (None, Some(_)) => Some(Vec::new()),
+        _ => None,
+    };
     for input in upserts.iter().chain(&deletes) {
         if input.form != manifest.form() {
             return Err(Error::Usage(format!(
@@ -283,9 +391,14 @@ fn update(u: UpdateCli) -> Result<()> {
         input.iter().flat_map(|i| i.keys.iter()).collect()
     }
     let (up, del) = (keys(&upserts), keys(&deletes));
-    let (applied, m) = venn_ub::update(dataset, u.dataset.database.as_deref(), &up, &del)?;
+    let database = u.dataset.database.as_deref();
+    let (applied, m) = venn_ub::update(dataset, database, &up, labels.as_deref(), &del)?;
+    let relabeled = match label_len {
+        Some(_) => format!(", relabelled {}", applied.relabeled),
+        None => String::new(),
+    };
     eprintln!(
-        "venn ub: added {} keys ({} held already), removed {} ({} not held); {} keys, {}",
+        "venn ub: added {} keys ({} held already{relabeled}), removed {} ({} not held); {}          keys, {}",
         applied.inserted,
         applied.present,
         applied.deleted,

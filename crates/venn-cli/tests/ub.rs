@@ -220,6 +220,126 @@ fn queries_are_the_intersection_through_updates_and_a_new_key() {
     drop(server);
 }
 
+/// A labeled dataset through the real binary: each matched row comes with its key's
+/// label, through an update that adds, relabels and removes keys and a new key; an update
+/// without the labels' column, and a key given two labels, are refused.
+#[test]
+fn matched_rows_carry_their_labels() {
+    let dir = tmp();
+    let d = dir.path();
+    let labeled = |d: &Path, name: &str, keys: &[(u32, String)]| {
+        let body: String = keys
+            .iter()
+            .map(|(i, l)| format!("{},{l}\n", plain(*i)))
+            .collect();
+        let path = write(d, name, &format!("email,case\n{body}"));
+        path.to_str().unwrap().to_string()
+    };
+    let mut model: std::collections::BTreeMap<u32, String> = (0..400)
+        .map(|i| (i, format!("case {i}; \"listed\"")))
+        .collect();
+    let all: Vec<(u32, String)> = model.clone().into_iter().collect();
+    let big = labeled(d, "big.csv", &all);
+    let dataset = d.join("ds");
+    let ds = dataset.to_str().unwrap();
+    let init = [
+        "init",
+        "--dataset",
+        ds,
+        "--input",
+        &big,
+        "--column",
+        "email",
+    ];
+    let made = ub(&[&init[..], &["--label-column", "case", "--max-query", "256"]].concat());
+    assert_success(&[&made]);
+    assert!(
+        stderr(&made).contains("labels of up to 32 bytes"),
+        "{}",
+        stderr(&made)
+    );
+    let twice = labeled(d, "twice.csv", &[(1, "a".into()), (1, "b".into())]);
+    let other = d.join("other");
+    let twice = ub(&[
+        "init",
+        "--dataset",
+        other.to_str().unwrap(),
+        "--input",
+        &twice,
+        "--label-column",
+        "case",
+    ]);
+    assert_clean_failure(&twice, "has rows of two labels");
+
+    let log = d.join("serve.log");
+    let server = serve(&dataset, &log, &[]);
+    let state = d.join("state.bin");
+    let query = keys_file(d, "q.csv", 350..460, plain);
+    let out = d.join("hits.csv");
+    let args = [
+        "query",
+        "--connect",
+        &server.addr,
+        "--state",
+        state.to_str().unwrap(),
+        "--input",
+        &query,
+        "--column",
+        "email",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let expected = |model: &std::collections::BTreeMap<u32, String>| {
+        let rows: String = (350..460)
+            .filter_map(|i| model.get(&i).map(|l| (i, l)))
+            .map(|(i, l)| match l.contains('"') {
+                true => format!("{},{i},\"{}\"\n", plain(i), l.replace('"', "\"\"")),
+                false => format!("{},{i},{l}\n", plain(i)),
+            })
+            .collect();
+        format!("email,n,label\n{rows}")
+    };
+    let said = stderr(&ub(&args));
+    assert_eq!(read(&out), expected(&model), "{said}");
+
+    let changes: Vec<(u32, String)> = (400..420)
+        .map(|i| (i, format!("new {i}")))
+        .chain((360..380).map(|i| (i, format!("moved {i}"))))
+        .collect();
+    let upsert = labeled(d, "up.csv", &changes);
+    let delete = keys_file(d, "del.csv", 380..390, plain);
+    let update = [
+        "update",
+        "--dataset",
+        ds,
+        "--upsert",
+        &upsert,
+        "--delete",
+        &delete,
+        "--column",
+        "email",
+    ];
+    assert_clean_failure(&ub(&update), "name --upsert's with --label-column");
+    let updated = ub(&[&update[..], &["--label-column", "case"]].concat());
+    assert_success(&[&updated]);
+    assert!(
+        stderr(&updated).contains("added 20 keys (0 held already, relabelled 20), removed 10"),
+        "{}",
+        stderr(&updated)
+    );
+    model.extend(changes);
+    (380..390).for_each(|i| _ = model.remove(&i));
+    wait_for(&server.addr, d.join("probe.bin").to_str().unwrap(), 0, 1);
+    let said = stderr(&ub(&args));
+    assert_eq!(read(&out), expected(&model), "{said}");
+
+    assert_success(&[&ub(&["rotate-key", "--dataset", ds])]);
+    wait_for(&server.addr, state.to_str().unwrap(), 1, 0);
+    let said = stderr(&ub(&args));
+    assert_eq!(read(&out), expected(&model), "{said}");
+    drop(server);
+}
+
 /// The bytes a run says it received.
 fn received(said: &str) -> u64 {
     let before = said.split(" bytes received").next().unwrap();

@@ -4,7 +4,7 @@
 
 use crate::{key_options, link_settings, to_py, Key, UsageError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::source::Positioned;
@@ -60,6 +60,7 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("epoch", c.epoch)?;
     d.set_item("version", c.version)?;
     d.set_item("max_query", c.max_query)?;
+    d.set_item("label_len", c.labels)?;
     d.set_item("current", s.current)?;
     d.set_item("received", s.received)?;
     d.set_item("warning", s.warning.as_deref())?;
@@ -67,8 +68,8 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
 }
 
 /// `venn.ub.sync` (no `keys`): the dataset's tag set brought up to date in `state`, and
-/// `venn.ub.query`: which of `keys` the dataset holds, as positions in `keys`, with the
-/// sync before (`dataset`), the distinct keys asked and matched, and a warning if the
+/// `venn.ub.query`: which of `keys` the dataset holds, as positions in `keys` (with
+/// each one's label where the dataset's items carry labels), with the sync before (`dataset`), the distinct keys asked and matched, and a warning if the
 /// keys were taken otherwise than the dataset's (allowed by `allow_key_mismatch`).
 #[pyfunction]
 #[pyo3(signature = (
@@ -100,16 +101,29 @@ pub(crate) fn ub_run<'py>(
     let k = &settings.keys;
     let opts = key_options(k.trim, k.lowercase, k.skip_empty);
     let mismatch = settings.spec.key_mismatch;
-    let (queried, matched) = py
+    let (queried, matched, labels) = py
         .detach(|| {
             let input = KeysInMemory::new(&keys, None, &opts)?;
-            let (queried, held) = ub_client::query_input(&args, input.input(), mismatch)?;
-            venn::Result::Ok((queried, input.matched_positions(&held)))
+            let (queried, found) = ub_client::query_input(&args, input.input(), mismatch)?;
+            let keyed = input.matched_keys(&found.indices);
+            // Each matched position's label: its key's, found among the keys held.
+            let labels = found.labels.map(|labels| {
+                let label = |key| &labels[found.indices.binary_search(&key).expect("held")];
+                let labels = keyed.iter().map(|&(_, key)| label(key).clone());
+                labels.collect::<Vec<Vec<u8>>>()
+            });
+            let matched: Vec<usize> = keyed.into_iter().map(|(position, _)| position).collect();
+            venn::Result::Ok((queried, matched, labels))
         })
         .map_err(to_py)?;
+    let labels = labels.map(|labels| {
+        let labels = labels.iter().map(|l| PyBytes::new(py, l));
+        labels.collect::<Vec<_>>()
+    });
     let d = PyDict::new(py);
     d.set_item("dataset", dataset(py, &queried.synced)?)?;
     d.set_item("matched", matched)?;
+    d.set_item("labels", labels)?;
     d.set_item("count", queried.matched)?;
     d.set_item("keys", queried.keys)?;
     d.set_item("warning", queried.warning)?;

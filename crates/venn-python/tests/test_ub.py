@@ -58,6 +58,33 @@ def user(i: int) -> str:
     return f"user{i}@example.com"
 
 
+def test_matches_carry_their_labels(tmp_path: Path):
+    dataset = tmp_path / "ds"
+    big = tmp_path / "big.csv"
+    big.write_text("email,case\n" + "".join(f"{user(i)},case {i}\n" for i in range(300)))
+    venn_ub("init", "--dataset", str(dataset), "--input", str(big), "--column", "email",
+            "--label-column", "case", "--label-len", "12")  # fmt: skip
+    asked = [user(i) for i in (5, 500, 7, 5)]
+    with Server(dataset) as server:
+        q = ub.query(asked, server.addr, state=tmp_path / "state.bin")
+        assert q.matched == [0, 2, 3]
+        assert q.labels == [b"case 5", b"case 7", b"case 5"]
+        assert q.dataset.label_len == 12
+        up = tmp_path / "up.csv"
+        up.write_text(f"email,case\n{user(7)},moved\n{user(500)},new\n")
+        venn_ub("update", "--dataset", str(dataset), "--upsert", str(up),
+                "--label-column", "case")  # fmt: skip
+        deadline = time.monotonic() + 20
+        while ub.sync(server.addr, state=tmp_path / "probe.bin").version < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        q = ub.query(asked, server.addr, state=tmp_path / "state.bin")
+        assert q.matched == [0, 1, 2, 3]
+        assert q.labels == [b"case 5", b"new", b"moved", b"case 5"]
+        plain = ub.query([user(1)], server.addr)
+        assert plain.labels == [b"case 1"]
+
+
 def test_queries_are_the_intersection_through_an_update(tmp_path: Path):
     dataset = tmp_path / "ds"
     venn_ub("init", "--dataset", str(dataset), "--input",

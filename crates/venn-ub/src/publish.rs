@@ -1,7 +1,14 @@
 //! What a dataset publishes, on disk under `published/`: the tag set of its current
-//! version, the deltas of the last [`MAX_DELTAS`] versions before it, and
-//! `manifest.json` naming them (with each file's length and BLAKE3), the key's epoch, the
-//! version, the dataset's settings and the last operation of the store it covers.
+//! version, the deltas of the last [`MAX_DELTAS`] versions before it, where its items
+//! carry labels their label table at some version and the label deltas since
+//! ([`LabelFiles`]), and `manifest.json` naming them (with each file's length and
+//! BLAKE3), the key's epoch, the version, the dataset's settings and the last operation
+//! of the store it covers.
+//!
+//! The tag set is written whole with each version (its bytes are a few per item); the
+//! label table, tens of bytes an item, only when its deltas since outgrow half of it (or
+//! [`MAX_LABEL_DELTAS`], or it holds more than twice the set's items plus 16): an update
+//! writes what it changed, and the table's rewrites cost O(1) an operation amortised.
 //!
 //! A publish writes its new files under new names and syncs them, then replaces the
 //! manifest whole (a temporary file synced and renamed, the directory synced), then
@@ -18,8 +25,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use venn::crypto::oprf::ServerKey;
 use venn::session::run_plan::KeyForm;
-use venn::unbalanced::cache::CacheServer;
-use venn::unbalanced::link::{Published, MAX_DELTAS};
+use venn::unbalanced::cache::{CacheServer, UpdateLabels};
+use venn::unbalanced::label_table::LabelTable;
+use venn::unbalanced::link::{Published, PublishedLabels, MAX_DELTAS, MAX_LABEL_DELTAS};
 use venn::unbalanced::tag_set::TagSet;
 use venn::util::files::write_atomically;
 use venn::{Error, Result};
@@ -66,6 +74,25 @@ pub struct Manifest {
     pub index: Option<FileEntry>,
     /// The deltas to this version from those before, oldest first.
     pub deltas: Vec<FileEntry>,
+    /// The label table and its deltas, where the dataset's items carry labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<LabelFiles>,
+}
+
+/// A labeled dataset's published labels: its label table whole at some version, and the
+/// label deltas from there to the manifest's version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabelFiles {
+    /// ℓ, the most bytes a label takes.
+    pub len: u8,
+    /// The version the table is of.
+    pub version: u64,
+    /// The table's entries.
+    pub entries: u64,
+    /// The table.
+    pub table: FileEntry,
+    /// The label deltas from its version to the manifest's, oldest first.
+    pub deltas: Vec<FileEntry>,
 }
 
 /// The directory of the published files.
@@ -102,7 +129,9 @@ impl Manifest {
     fn write(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
         write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
+        let labels = (self.labels.iter()).flat_map(|l| l.deltas.iter().chain([&l.table]));
         let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]).chain(&self.index))
+            .chain(labels)
             .map(|f| f.file.as_str())
             .collect();
         let published = published_dir(dir);
@@ -132,14 +161,16 @@ impl Manifest {
         if let Some((epoch, until)) = retired.filter(|&(e, until)| e < self.epoch && now < until) {
             server = server.succeeding(keys::load(dir, epoch)?, epoch, until - now);
         }
-        let deltas = (self.deltas.iter())
-            .map(|entry| {
-                let delta = read_file(dir, entry)?;
-                entry.check(dir, blake3::hash(&delta).as_bytes())?;
-                Ok(delta)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Published::new(server, self.form(), deltas)
+        let deltas = read_all(dir, &self.deltas)?;
+        let labels = match &self.labels {
+            Some(files) => Some(PublishedLabels {
+                version: files.version,
+                table: read_checked(dir, &files.table)?,
+                deltas: read_all(dir, &files.deltas)?,
+            }),
+            None => None,
+        };
+        Published::new(server, self.form(), deltas, labels)
     }
 
     /// The server of the published tag set, under its epoch's key. The set's digest is
@@ -160,8 +191,17 @@ impl Manifest {
         self.tags.check(dir, &tags.digest())?;
         let key = keys::load(dir, self.epoch)?;
         let (epoch, version) = (self.epoch, self.version);
-        CacheServer::restore(key, epoch, version, tags, self.max_items, self.max_query)
-            .map_err(not_named)
+        let labels = self.labels.as_ref().map(|l| l.len);
+        CacheServer::restore(
+            key,
+            epoch,
+            version,
+            tags,
+            labels,
+            self.max_items,
+            self.max_query,
+        )
+        .map_err(not_named)
     }
 }
 
@@ -181,6 +221,21 @@ impl FileEntry {
             published_dir(dir).join(&self.file).display()
         ))
     }
+}
+
+/// A published file, read and checked (its length and hash).
+fn read_checked(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
+    let bytes = read_file(dir, entry)?;
+    entry.check(dir, blake3::hash(&bytes).as_bytes())?;
+    Ok(bytes)
+}
+
+/// Published files, in order, each read and checked.
+fn read_all(dir: &Path, entries: &[FileEntry]) -> Result<Vec<Vec<u8>>> {
+    entries
+        .iter()
+        .map(|entry| read_checked(dir, entry))
+        .collect()
 }
 
 /// A published file, of the length its entry names (its hash is the caller's to check:
@@ -227,27 +282,43 @@ fn fresh_name(kind: &str, epoch: u32, version: u64) -> String {
     format!("{kind}-{epoch}-{version}-{}.bin", hex::encode(random))
 }
 
-/// Publishes the whole set, `items` as the store holds them after its operation
-/// `covered_seq`, under `key` of `epoch` (version 0): a new dataset's first publish, and
-/// each key rotation's.
+/// Publishes the whole set, `items` (with their `labels`, where the dataset's items carry
+/// them) as the store holds them after its operation `covered_seq`, under `key` of
+/// `epoch` (version 0): a new dataset's first publish, and each key rotation's.
 pub(crate) fn publish_whole(
     dir: &Path,
     items: &[&[u8]],
+    labels: Option<&[&[u8]]>,
     covered_seq: u64,
     settings: &Settings,
     key: ServerKey,
     epoch: u32,
 ) -> Result<Manifest> {
-    let server = CacheServer::new(key, epoch, items, settings.max_items, settings.max_query)?;
+    let (max_items, max_query) = (settings.max_items, settings.max_query);
+    let (server, table) = match (labels, settings.label_len) {
+        (None, None) => (
+            CacheServer::new(key, epoch, items, max_items, max_query)?,
+            None,
+        ),
+        (Some(labels), Some(len)) => {
+            let (server, table) =
+                CacheServer::labeled(key, epoch, items, labels, len, max_items, max_query)?;
+            (server, Some(table))
+        }
+        _ => return Err(Error::State("labels for a labeled dataset only".into())),
+    };
     let (tags, index) = write_tags(dir, 0, &server)?;
+    let labels = table
+        .map(|table| write_table(dir, epoch, 0, &table))
+        .transpose()?;
     let form = settings.form;
     let manifest = Manifest {
         epoch,
         version: 0,
         covered_seq,
         items: items.len() as u64,
-        max_items: settings.max_items,
-        max_query: settings.max_query,
+        max_items,
+        max_query,
         trim: form.trim,
         lowercase: form.lowercase,
         columns: form.columns,
@@ -255,95 +326,185 @@ pub(crate) fn publish_whole(
         tags,
         index: Some(index),
         deltas: Vec::new(),
+        labels,
     };
     manifest.write(dir)?;
     Ok(manifest)
 }
 
+/// Writes `table`, the label table of `version`, as a new published file.
+fn write_table(dir: &Path, epoch: u32, version: u64, table: &LabelTable) -> Result<LabelFiles> {
+    let wire = table.wire();
+    let name = fresh_name("labels", epoch, version);
+    Ok(LabelFiles {
+        len: table.label_len(),
+        version,
+        entries: table.len(),
+        table: write_file(dir, name, wire, blake3::hash(wire).as_bytes())?,
+        deltas: Vec::new(),
+    })
+}
+
 /// Publishes what the store committed since the manifest, as one new version and its
-/// delta; nothing if nothing changed. Returns the manifest now.
+/// delta (and label delta); nothing if nothing changed. Returns the manifest now.
 pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
     let manifest = Manifest::read(dir)?;
     let ops = store.ops_after(manifest.covered_seq)?;
     let Some(last_seq) = ops.last().map(|op| op.seq) else {
         return Ok(manifest);
     };
-    let (inserts, deletes) = net_changes(&ops);
+    let changes = Changes::of(&ops);
     let mut server = manifest.server(dir)?;
-    let delta = server.update(&inserts, &deletes)?.to_bytes();
-    let version = manifest.version + 1;
-    let name = fresh_name("delta", manifest.epoch, version);
-    let delta = write_file(dir, name, &delta, blake3::hash(&delta).as_bytes())?;
+    let (inserts, insert_labels): (Vec<&[u8]>, Vec<&[u8]>) =
+        changes.inserts.iter().copied().unzip();
+    let labels = manifest.labels.as_ref().map(|_| UpdateLabels {
+        inserts: &insert_labels,
+        relabels: &changes.relabels,
+    });
+    let (delta, label_delta) = server.update(&inserts, &changes.deletes, labels)?;
+    let (epoch, version) = (manifest.epoch, manifest.version + 1);
+    let delta = delta.to_bytes();
+    let delta = write_file(
+        dir,
+        fresh_name("delta", epoch, version),
+        &delta,
+        blake3::hash(&delta).as_bytes(),
+    )?;
     let (tags, index) = write_tags(dir, version, &server)?;
+    let items = server.describe().len;
+    let labels = match (&manifest.labels, label_delta) {
+        (Some(files), Some(label_delta)) => {
+            let bytes = label_delta.to_bytes();
+            let name = fresh_name("label-delta", epoch, version);
+            let entry = write_file(dir, name, &bytes, blake3::hash(&bytes).as_bytes())?;
+            let mut files = files.clone();
+            files.deltas.push(entry);
+            Some(compacted(dir, files, epoch, version, items)?)
+        }
+        _ => None,
+    };
     let mut deltas = manifest.deltas.clone();
     deltas.push(delta);
     let keep_from = deltas.len().saturating_sub(MAX_DELTAS);
     let next = Manifest {
         version,
         covered_seq: last_seq,
-        items: server.describe().len,
+        items,
         tags,
         index: Some(index),
         deltas: deltas.split_off(keep_from),
+        labels,
         ..manifest
     };
     next.write(dir)?;
     Ok(next)
 }
 
-/// What `ops` (in order) changed: the items in the set after them and not before, and
-/// those before and not after. The store records only changes, so an item's first
-/// operation says whether the set held it before (a delete) and its last whether it
-/// holds it after (an insert). A relabel changes no tag.
-fn net_changes(ops: &[StoredOp]) -> (Vec<&[u8]>, Vec<&[u8]>) {
-    let mut first_last: HashMap<&[u8], (Op, Op)> = HashMap::new();
-    for StoredOp { op, item, .. } in ops.iter().filter(|o| o.op != Op::Relabel) {
-        first_last
-            .entry(item.as_slice())
-            .and_modify(|(_, last)| *last = *op)
-            .or_insert((*op, *op));
+/// `files` as published at `version` (of `epoch`, a set of `items`): as they are, or the
+/// table written again with its deltas applied where the deltas outgrow half its bytes
+/// or [`MAX_LABEL_DELTAS`], or it holds more than 2 × `items` + 16 entries — the bounds
+/// a client reads a sync's labels within ([`PublishedLabels`]).
+fn compacted(
+    dir: &Path,
+    files: LabelFiles,
+    epoch: u32,
+    version: u64,
+    items: u64,
+) -> Result<LabelFiles> {
+    let delta_bytes: u64 = files.deltas.iter().map(|d| d.bytes).sum();
+    let within = delta_bytes <= files.table.bytes / 2
+        && files.deltas.len() <= MAX_LABEL_DELTAS
+        && files.entries <= items.saturating_mul(2).saturating_add(16);
+    if within {
+        return Ok(files);
     }
-    let (mut inserts, mut deletes) = (Vec::new(), Vec::new());
-    for (item, (first, last)) in first_last {
-        match (first, last) {
-            (Op::Insert, Op::Insert) => inserts.push(item),
-            (Op::Delete, Op::Delete) => deletes.push(item),
-            // Held before and after, or neither: no change.
-            _ => {}
+    let table = LabelTable::from_bytes(read_checked(dir, &files.table)?, u64::MAX)
+        .map_err(|e| files.table.not_named(dir, &e.to_string()))?;
+    let deltas = read_all(dir, &files.deltas)?;
+    let table = table.after(files.version, &deltas, version, u64::MAX)?;
+    write_table(dir, epoch, version, &table)
+}
+
+/// What a run of operations changed, item by item: the items in the set after them and
+/// not before (with their labels), those before and not after, and — in a labeled
+/// dataset — those before and after whose label an operation set (with the last one).
+/// The store records only changes, so an item's first operation says whether the set
+/// held it before (a delete or a relabel) and its last whether it holds it after (an
+/// insert or a relabel, whose label it keeps).
+struct Changes<'a> {
+    inserts: Vec<(&'a [u8], &'a [u8])>,
+    deletes: Vec<&'a [u8]>,
+    relabels: Vec<(&'a [u8], &'a [u8])>,
+}
+
+impl<'a> Changes<'a> {
+    /// The net changes of `ops`, in order.
+    fn of(ops: &'a [StoredOp]) -> Changes<'a> {
+        let mut first_last: HashMap<&[u8], (&StoredOp, &StoredOp)> = HashMap::new();
+        for op in ops {
+            first_last
+                .entry(op.item.as_slice())
+                .and_modify(|(_, last)| *last = op)
+                .or_insert((op, op));
         }
+        let mut changes = Changes {
+            inserts: Vec::new(),
+            deletes: Vec::new(),
+            relabels: Vec::new(),
+        };
+        for (item, (first, last)) in first_last {
+            let before = first.op != Op::Insert;
+            let after = last.op != Op::Delete;
+            let label = last.label.as_deref();
+            match (before, after) {
+                (false, true) => changes.inserts.push((item, label.unwrap_or_default())),
+                (true, false) => changes.deletes.push(item),
+                // Held throughout: its label may have changed (an unlabeled item's never).
+                (true, true) => changes.relabels.extend(label.map(|l| (item, l))),
+                (false, false) => {}
+            }
+        }
+        changes
     }
-    (inserts, deletes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// An item's operations cancel out or not as its first and last say.
+    /// An item's operations cancel out or not as its first and last say; an item held
+    /// throughout keeps the last label set.
     #[test]
     fn changes_net_out() {
-        let (a, b, c, d) = (b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec());
+        let op = |seq, op, item: &str, label: Option<&str>| StoredOp {
+            seq,
+            op,
+            item: item.as_bytes().to_vec(),
+            label: label.map(|l| l.as_bytes().to_vec()),
+        };
         let ops = vec![
-            (1, Op::Insert, a.clone()),
-            (2, Op::Delete, a.clone()),
-            (3, Op::Delete, b.clone()),
-            (4, Op::Insert, b.clone()),
-            (5, Op::Insert, c.clone()),
-            (6, Op::Delete, d.clone()),
-            (7, Op::Insert, d.clone()),
-            (8, Op::Delete, d.clone()),
-            (9, Op::Relabel, c.clone()),
+            op(1, Op::Insert, "a", Some("1")),
+            op(2, Op::Delete, "a", None),
+            op(3, Op::Delete, "b", None),
+            op(4, Op::Insert, "b", Some("2")),
+            op(5, Op::Insert, "c", Some("3")),
+            op(6, Op::Relabel, "c", Some("4")),
+            op(7, Op::Delete, "d", None),
+            op(8, Op::Insert, "d", Some("5")),
+            op(9, Op::Delete, "d", None),
+            op(10, Op::Relabel, "e", Some("6")),
+            op(11, Op::Relabel, "e", Some("7")),
+            op(12, Op::Relabel, "f", Some("8")),
+            op(13, Op::Delete, "f", None),
         ];
-        let ops: Vec<StoredOp> = (ops.into_iter())
-            .map(|(seq, op, item)| StoredOp {
-                seq,
-                op,
-                item,
-                label: None,
-            })
-            .collect();
-        let (inserts, deletes) = net_changes(&ops);
-        assert_eq!(inserts, vec![&c[..]]);
-        assert_eq!(deletes, vec![&d[..]]);
+        let mut changes = Changes::of(&ops);
+        changes.relabels.sort();
+        changes.deletes.sort();
+        assert_eq!(changes.inserts, vec![(&b"c"[..], &b"4"[..])]);
+        assert_eq!(changes.deletes, vec![&b"d"[..], &b"f"[..]]);
+        assert_eq!(
+            changes.relabels,
+            vec![(&b"b"[..], &b"2"[..]), (&b"e"[..], &b"7"[..])]
+        );
     }
 }

@@ -94,6 +94,13 @@ impl KeysInMemory {
     /// The positions in the list given of the keys that `intersection` names (indices
     /// into the keys), ascending (skipped empty keys are never named).
     pub fn matched_positions(&self, intersection: &[usize]) -> Vec<usize> {
+        let keyed = self.matched_keys(intersection);
+        keyed.into_iter().map(|(position, _)| position).collect()
+    }
+
+    /// The positions in the list given of the keys that `intersection` names, ascending,
+    /// each with its key's index.
+    pub fn matched_keys(&self, intersection: &[usize]) -> Vec<(usize, usize)> {
         let member = members(self.input.keys.len(), intersection);
         self.input.positions(&member).collect()
     }

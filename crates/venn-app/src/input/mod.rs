@@ -206,13 +206,16 @@ impl Input {
         &self.data[range.clone()]
     }
 
-    /// The positions of the records with a key `member` flags, ascending, where each
-    /// row's span is the empty range at its position (keys in memory, a Parquet file's
-    /// rows).
-    pub(crate) fn positions<'a>(&'a self, member: &'a [bool]) -> impl Iterator<Item = usize> + 'a {
+    /// The positions of the records with a key `member` flags, ascending, each with its
+    /// first row's key (an index into the keys), where each row's span is the empty
+    /// range at its position (keys in memory, a Parquet file's rows).
+    pub(crate) fn positions<'a>(
+        &'a self,
+        member: &'a [bool],
+    ) -> impl Iterator<Item = (usize, usize)> + 'a {
         records(&self.rows)
             .filter(|r| any_member(r, member))
-            .map(|r| r[0].bytes.start)
+            .map(|r| (r[0].bytes.start, r[0].key as usize))
     }
 
     /// Hands each record to `each` by its rows and its content: its bytes

@@ -94,7 +94,7 @@ impl<T: Positioned> InputSource for T {
             })?;
         }
         let (mut batch, mut count) = (Vec::with_capacity(POSITIONS), 0);
-        for position in self.input().positions(member) {
+        for (position, _) in self.input().positions(member) {
             batch.push(position);
             if batch.len() == POSITIONS {
                 each(RowBatch::Positions(&batch))?;

@@ -205,7 +205,10 @@ fn measure(
         any: false,
     };
     let server_pool = Arc::new(pool(server_pool.current_num_threads())?);
-    let server = Server::start(Published::new(cache.clone(), form, vec![])?, server_pool)?;
+    let server = Server::start(
+        Published::new(cache.clone(), form, vec![], None)?,
+        server_pool,
+    )?;
 
     // The first sync: the whole set.
     let start = Instant::now();
@@ -216,7 +219,7 @@ fn measure(
     let first_sync_s = start.elapsed().as_secs_f64();
     let kept = client.tags();
     let start = Instant::now();
-    let client = CacheClient::new(client.descriptor().clone(), kept)?;
+    let client = CacheClient::new(client.descriptor().clone(), kept, None)?;
     let load_kept_s = start.elapsed().as_secs_f64();
 
     // The update, and the client's delta.
@@ -227,10 +230,11 @@ fn measure(
         deletes.iter().map(Vec::as_slice).collect(),
     );
     let start = Instant::now();
-    let delta = cache.update(&ins, &del)?.to_bytes();
+    let delta = cache.update(&ins, &del, None)?.0.to_bytes();
     let update_us_per_op = start.elapsed().as_secs_f64() * 1e6 / f64::from(2 * UPDATE_OPS);
     let delta_bytes_per_op = delta.len() as f64 / f64::from(2 * UPDATE_OPS);
-    *server.published.write().expect("lock") = Arc::new(Published::new(cache, form, vec![delta])?);
+    *server.published.write().expect("lock") =
+        Arc::new(Published::new(cache, form, vec![delta], None)?);
     let mut chan = server.connect()?;
     let mut session = Session::open(&mut *chan)?;
     let client = client_pool.install(|| session.sync(Some(client), u64::MAX))?;
@@ -257,7 +261,10 @@ fn measure(
             let found = client_pool.install(|| session.query(&client, &keys, &mut prg))?;
             session.close()?;
             let seconds = start.elapsed().as_secs_f64();
-            verified &= found == expected;
+            verified &= found
+                .iter()
+                .map(Option::is_some)
+                .eq(expected.iter().copied());
             let traffic = chan.traffic();
             runs.push((seconds, traffic.sent, traffic.received));
         }

@@ -14,6 +14,8 @@ dataset's exact size and how it changes, which balanced PSI does not tell.
 [1]
 >>> q.dataset.size, q.dataset.version
 (1048576, 12)
+>>> q.labels           # where the dataset's keys carry labels: each match's
+[b'listed 2024-03: ref 7731']
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Dataset:
     """Whether the state file's tag set was current (nothing downloaded)."""
     received: int
     """Bytes received from the server."""
+    label_len: Optional[int] = None
+    """The most bytes a key's label takes, where the dataset's keys carry labels."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,9 @@ class Query:
     """How many distinct keys were asked."""
     dataset: Dataset
     """The dataset queried, and the sync before the query."""
+    labels: Optional[list[bytes]] = None
+    """Where the dataset's keys carry labels, each matched position's label, in the order
+    of ``matched`` (else ``None``)."""
 
 
 if TYPE_CHECKING:
@@ -152,6 +159,7 @@ def query(
         count=got["count"],
         keys=got["keys"],
         dataset=_dataset(got["dataset"], stacklevel=3),
+        labels=got["labels"],
     )
 
 

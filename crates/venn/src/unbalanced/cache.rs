@@ -2,7 +2,10 @@
 //! publishes the τ-bit tags of F_k(y) for its whole set once ([`TagSet`]), a client
 //! downloads them and checks their digest, and each query is one OPRF round in the
 //! verifiable mode ([`super::oprf_round`]) after which the client looks its items' tags up
-//! locally — the server learns the query's padded size, nothing of its result.
+//! locally — the server learns the query's padded size, nothing of its result. A
+//! labeled dataset ships its items' labels too, each sealed under its item's OPRF value
+//! ([`super::labels`]), in a table beside the tags ([`LabelTable`]) kept up to date by
+//! label deltas as the tags are by theirs.
 //!
 //! Who learns what: the client learns X ∩ Y (and, at most 2^-40 a query, a false
 //! positive), the server's set size exactly, and the tags of every server item (useless
@@ -25,10 +28,15 @@ pub const SECURITY: &str = "malicious client (it gets only OPRF evaluations, cou
 pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds (a non-member \
     matches with probability ≤ 2^-40 a query), the dataset's exact size and how many keys \
     each update adds and removes, and — until the key is rotated — whether any key it ever \
-    queried is added or removed later (its tags follow the set). The server learns when a \
-    client queries and how many keys, padded to 1, 16, 256, 4,096 or a multiple, never which \
+    queried is added or removed later (its tags follow the set). In a labeled dataset it \
+    learns its matched keys' labels, the label room ℓ, how many keys each update relabels \
+    and — until the key is rotated — the current label of any key it ever queried (a \
+    label opens only under its key's OPRF value: a non-member's opens none). The server \
+    learns when a client queries and how many keys, padded to 1, 16, 256, 4,096 or a multiple, never which \
     keys or whether they matched";
 
+use super::label_table::{LabelDelta, LabelTable};
+use super::labels::{label_key, open, seal, MAX_LABEL};
 use super::oprf_round::{answer, padded_count, Query, Refusal};
 use super::tag_set::{tag_bits, tag_of, TagSet};
 use crate::crypto::oprf::{Mode, ServerKey};
@@ -60,6 +68,9 @@ pub struct Descriptor {
     pub digest: [u8; 32],
     /// The most items a query may hold, padding included.
     pub max_query: u32,
+    /// ℓ, the most bytes an item's label takes, if the dataset's items carry labels
+    /// ([`LabelTable`]).
+    pub labels: Option<u8>,
 }
 
 /// A dataset's server: its key, its tags, how large a query it answers.
@@ -71,6 +82,7 @@ pub struct CacheServer {
     tags: TagSet,
     max_items: u64,
     max_query: u32,
+    labels: Option<u8>,
     /// The key before the last rotation, and until when requests of its epoch are still
     /// answered (queries in flight when the key changed).
     previous: Option<(ServerKey, u32, Instant)>,
@@ -133,26 +145,67 @@ impl CacheServer {
         max_items: u64,
         max_query: u32,
     ) -> Result<CacheServer> {
+        let made = CacheServer::made(key, epoch, items, None, max_items, max_query)?;
+        Ok(made.0)
+    }
+
+    /// The server of `items` carrying `labels` (one each, in their order, of at most ℓ =
+    /// `label_len` bytes), as [`CacheServer::new`], and the table of their labels, each
+    /// sealed under its item's OPRF value ([`super::labels`]).
+    pub fn labeled(
+        key: ServerKey,
+        epoch: u32,
+        items: &[&[u8]],
+        labels: &[&[u8]],
+        label_len: u8,
+        max_items: u64,
+        max_query: u32,
+    ) -> Result<(CacheServer, LabelTable)> {
+        if labels.len() != items.len() {
+            return Err(Error::Usage(format!(
+                "{} labels for {} items",
+                labels.len(),
+                items.len()
+            )));
+        }
+        let labels = Some((labels, label_len));
+        let (server, table) = CacheServer::made(key, epoch, items, labels, max_items, max_query)?;
+        Ok((server, table.expect("a labeled server's table")))
+    }
+
+    /// The server of `items` (with their labels, if `labels`), and their label table.
+    fn made(
+        key: ServerKey,
+        epoch: u32,
+        items: &[&[u8]],
+        labels: Option<(&[&[u8]], u8)>,
+        max_items: u64,
+        max_query: u32,
+    ) -> Result<(CacheServer, Option<LabelTable>)> {
         // Before any key is evaluated: the set may take minutes.
-        check_settings(&key, max_query)?;
+        let label_len = labels.map(|(_, len)| len);
+        check_settings(&key, max_query, label_len)?;
         let tau = tag_bits(max_items.max(items.len() as u64), u64::from(max_query));
-        let tags = tag_set(&key, items, tau)?;
-        CacheServer::restore(key, epoch, 0, tags, max_items, max_query)
+        let (tags, table) = evaluated(&key, items, labels, tau)?;
+        let server = CacheServer::restore(key, epoch, 0, tags, label_len, max_items, max_query)?;
+        Ok((server, table))
     }
 
     /// The server of a tag set published before (read back by [`TagSet::from_bytes`],
     /// or [`TagSet::from_trusted`] from the server's own files): version `version` of
-    /// the key `key` of `epoch`. Refused unless its key is a VOPRF key, its cap a padded
-    /// size, and τ what [`CacheServer::new`] would choose for these sizes.
+    /// the key `key` of `epoch`, its items' labels `labels` bytes long at most if they
+    /// carry labels. Refused unless its key is a VOPRF key, its cap a padded size, ℓ at
+    /// most [`MAX_LABEL`], and τ what [`CacheServer::new`] would choose for these sizes.
     pub fn restore(
         key: ServerKey,
         epoch: u32,
         version: u64,
         tags: TagSet,
+        labels: Option<u8>,
         max_items: u64,
         max_query: u32,
     ) -> Result<CacheServer> {
-        check_settings(&key, max_query)?;
+        check_settings(&key, max_query, labels)?;
         let tau = tag_bits(max_items.max(tags.len()), u64::from(max_query));
         if tags.tau() != tau {
             return Err(Error::State(format!(
@@ -167,6 +220,7 @@ impl CacheServer {
             tags,
             max_items,
             max_query,
+            labels,
             previous: None,
         })
     }
@@ -182,8 +236,15 @@ impl CacheServer {
     /// set every client downloads whole. The old key answers requests of its epoch for
     /// `grace` more; after that they are refused as [`Refusal::EpochChanged`]. On a
     /// suspected leak of the key or the set, and on a schedule: a client learns the
-    /// membership changes of every item it ever evaluated until the key changes.
+    /// membership changes of every item it ever evaluated until the key changes. A
+    /// labeled dataset's labels are sealed again with its set ([`CacheServer::labeled`]):
+    /// refused here.
     pub fn rotate(&mut self, key: ServerKey, items: &[&[u8]], grace: Duration) -> Result<()> {
+        if self.labels.is_some() {
+            return Err(Error::Usage(
+                "a labeled dataset rotates its key with its labels".into(),
+            ));
+        }
         let epoch = self
             .epoch
             .checked_add(1)
@@ -194,21 +255,52 @@ impl CacheServer {
     }
 
     /// Inserts and deletes items, publishing the next version, and returns the delta
-    /// from the last. `inserts` must be new to the set and `deletes` in it — the store of
-    /// items decides which operations change membership; a delete whose tag the set
-    /// lacks is refused, and nothing changes.
-    pub fn update(&mut self, inserts: &[&[u8]], deletes: &[&[u8]]) -> Result<Delta> {
+    /// from the last (and, for a labeled dataset, its labels' delta). `inserts` must be
+    /// new to the set and `deletes` in it — the store of items decides which operations
+    /// change membership; a delete whose tag the set lacks is refused, and nothing
+    /// changes. A labeled dataset's update comes with `labels` (the inserts' and the
+    /// relabelled items'), an unlabeled one's without.
+    pub fn update(
+        &mut self,
+        inserts: &[&[u8]],
+        deletes: &[&[u8]],
+        labels: Option<UpdateLabels<'_>>,
+    ) -> Result<(Delta, Option<LabelDelta>)> {
         let tau = self.tags.tau();
-        let adds = tag_set(&self.key, inserts, tau)?;
-        let removes = tag_set(&self.key, deletes, tau)?;
+        let (adds, table) = match (labels, self.labels) {
+            (None, None) => (evaluated(&self.key, inserts, None, tau)?.0, None),
+            (Some(labels), Some(len)) if labels.inserts.len() == inserts.len() => {
+                let (adds, added) =
+                    evaluated(&self.key, inserts, Some((labels.inserts, len)), tau)?;
+                let (items, new): (Vec<&[u8]>, Vec<&[u8]>) =
+                    labels.relabels.iter().copied().unzip();
+                let (held, relabelled) = evaluated(&self.key, &items, Some((&new, len)), tau)?;
+                if held.tags().any(|tag| !self.tags.contains(tag)) {
+                    return Err(Error::Usage("a relabel of an item the set lacks".into()));
+                }
+                let (added, relabelled) = (added.expect("labels"), relabelled.expect("labels"));
+                let set = (added.entries().chain(relabelled.entries()))
+                    .map(|(tag, sealed)| (tag, sealed.to_vec()));
+                (adds, Some(LabelTable::new(tau, len, set.collect())?))
+            }
+            _ => {
+                return Err(Error::Usage(
+                    "labels with an update of a labeled dataset only, one an insert".into(),
+                ))
+            }
+        };
+        let removes = evaluated(&self.key, deletes, None, tau)?.0;
         self.tags = self.tags.changed(&adds, &removes)?;
         self.version += 1;
-        Ok(Delta {
-            from: self.version - 1,
-            to: self.version,
+        let (from, to) = (self.version - 1, self.version);
+        let labels = table.map(|set| LabelDelta::new(from, to, set, removes.clone()));
+        let delta = Delta {
+            from,
+            to,
             adds,
             removes,
-        })
+        };
+        Ok((delta, labels))
     }
 
     /// What it publishes.
@@ -221,6 +313,7 @@ impl CacheServer {
             tau: self.tags.tau(),
             digest: self.tags.digest(),
             max_query: self.max_query,
+            labels: self.labels,
         }
     }
 
@@ -248,8 +341,24 @@ impl CacheServer {
     }
 }
 
-/// Refuses a key not of the verifiable mode, and a query cap that is not a padded size.
-fn check_settings(key: &ServerKey, max_query: u32) -> Result<()> {
+/// Labels with an update of a labeled dataset.
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateLabels<'a> {
+    /// The inserts' labels, in their order.
+    pub inserts: &'a [&'a [u8]],
+    /// Items the set holds, each with its new label.
+    pub relabels: &'a [(&'a [u8], &'a [u8])],
+}
+
+/// Refuses a key not of the verifiable mode, a query cap that is not a padded size, and
+/// labels longer than [`MAX_LABEL`].
+fn check_settings(key: &ServerKey, max_query: u32, labels: Option<u8>) -> Result<()> {
+    if labels.is_some_and(|len| usize::from(len) > MAX_LABEL) {
+        return Err(Error::Usage(format!(
+            "labels of up to {MAX_LABEL} bytes, not {}",
+            labels.unwrap_or_default()
+        )));
+    }
     if key.mode() != Mode::Voprf {
         return Err(Error::Usage(
             "ub-cache answers in the verifiable mode: its key is a VOPRF key".into(),
@@ -264,40 +373,92 @@ fn check_settings(key: &ServerKey, max_query: u32) -> Result<()> {
     Ok(())
 }
 
-/// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool.
-fn tag_set(key: &ServerKey, items: &[&[u8]], tau: u8) -> Result<TagSet> {
+/// The set of `items`' τ-bit tags under `key`, evaluated on the current rayon pool, and
+/// with `labels` (one an item, of at most ℓ bytes) their table: each label sealed under
+/// its item's OPRF value, with a fresh nonce.
+fn evaluated(
+    key: &ServerKey,
+    items: &[&[u8]],
+    labels: Option<(&[&[u8]], u8)>,
+    tau: u8,
+) -> Result<(TagSet, Option<LabelTable>)> {
+    const SLICE: usize = 1 << 16;
     let mut tags = Vec::with_capacity(items.len());
-    // A bounded slice at a time: only the tags of all are kept.
-    for slice in items.chunks(1 << 16) {
+    let mut entries = Vec::with_capacity(labels.map_or(0, |_| items.len()));
+    let mut prg = Prg::from_entropy();
+    // A bounded slice at a time: only the tags (and sealed labels) of all are kept.
+    for (s, slice) in items.chunks(SLICE).enumerate() {
         let outputs = key.evaluate_all(slice)?;
         tags.extend(outputs.iter().map(|out| tag_of(out, tau)));
+        if let Some((labels, len)) = labels {
+            for (out, label) in outputs.iter().zip(&labels[s * SLICE..]) {
+                let sealed = seal(&label_key(out), label, usize::from(len), &mut prg)?;
+                entries.push((tag_of(out, tau), sealed));
+            }
+        }
     }
-    TagSet::new(tau, tags)
+    let table = labels
+        .map(|(_, len)| LabelTable::new(tau, len, entries))
+        .transpose()?;
+    Ok((TagSet::new(tau, tags)?, table))
 }
 
-/// A client holding a dataset's tags, checked against what the server published.
+/// A client holding a dataset's tags (and its labels, if its items carry them), checked
+/// against what the server published.
 pub struct CacheClient {
     descriptor: Descriptor,
     tags: TagSet,
+    labels: Option<LabelTable>,
 }
 
 impl CacheClient {
-    /// The client of the dataset `descriptor` describes, from the tag set `tags`
-    /// downloaded: refused unless it reads and is the set described (count, τ, digest).
-    pub fn new(descriptor: Descriptor, tags: &[u8]) -> Result<CacheClient> {
-        let set = TagSet::from_bytes(tags, descriptor.len)?;
-        if set.len() != descriptor.len
-            || set.tau() != descriptor.tau
-            || set.digest() != descriptor.digest
+    /// The client of the dataset `descriptor` describes, from the tag set `tags` and
+    /// label table `labels` downloaded: refused unless the set reads and is the set
+    /// described (count, τ, digest), and the table is there exactly where the dataset's
+    /// items carry labels, of their length and holding the set's tags.
+    pub fn new(
+        descriptor: Descriptor,
+        tags: &[u8],
+        labels: Option<LabelTable>,
+    ) -> Result<CacheClient> {
+        let tags = TagSet::from_bytes(tags, descriptor.len)?;
+        CacheClient::held(descriptor, tags, labels)
+    }
+
+    /// The client of `tags` and `labels`, refused unless they are what `descriptor`
+    /// describes.
+    fn held(
+        descriptor: Descriptor,
+        tags: TagSet,
+        labels: Option<LabelTable>,
+    ) -> Result<CacheClient> {
+        if tags.len() != descriptor.len
+            || tags.tau() != descriptor.tau
+            || tags.digest() != descriptor.digest
         {
             return Err(Error::protocol(
-                "the tag set the dataset published",
+                format!(
+                    "the tag set of version {} the dataset published",
+                    descriptor.version
+                ),
                 "another set (its count, width or digest differs)",
+            ));
+        }
+        let labels_agree = match (&labels, descriptor.labels) {
+            (None, None) => true,
+            (Some(table), Some(len)) => table.label_len() == len && table.has_tags_of(&tags),
+            _ => false,
+        };
+        if !labels_agree {
+            return Err(Error::protocol(
+                "the labels of the set the dataset published",
+                "a table of other tags or widths, or labels where none are published",
             ));
         }
         Ok(CacheClient {
             descriptor,
-            tags: set,
+            tags,
+            labels,
         })
     }
 
@@ -312,11 +473,21 @@ impl CacheClient {
         self.tags.wire()
     }
 
+    /// The label table, where the dataset's items carry labels.
+    pub fn labels(&self) -> Option<&LabelTable> {
+        self.labels.as_ref()
+    }
+
     /// Applies the `deltas` the server published since this client's version, in order,
     /// which must take it to the version of the server's new `descriptor` and give the
-    /// set it describes (its digest): refused otherwise, and the client keeps the set it
-    /// had.
-    pub fn apply(&mut self, descriptor: Descriptor, deltas: &[Vec<u8>]) -> Result<()> {
+    /// set it describes (its digest), with `labels` the dataset's label table at that
+    /// version ([`LabelTable::after`]): refused otherwise, and the client keeps what it had.
+    pub fn apply(
+        &mut self,
+        descriptor: Descriptor,
+        deltas: &[Vec<u8>],
+        labels: Option<LabelTable>,
+    ) -> Result<()> {
         let same_key = descriptor.epoch == self.descriptor.epoch
             && descriptor.public == self.descriptor.public;
         let (mut version, mut tags) = (self.descriptor.version, None::<TagSet>);
@@ -339,16 +510,13 @@ impl CacheClient {
             version = delta.to;
         }
         let tags = tags.unwrap_or_else(|| self.tags.clone());
-        if version != descriptor.version
-            || tags.len() != descriptor.len
-            || tags.digest() != descriptor.digest
-        {
+        if version != descriptor.version {
             return Err(Error::protocol(
-                "deltas giving the set the dataset published",
-                "another set (its version, count or digest differs)",
+                format!("deltas to version {}", descriptor.version),
+                format!("deltas to version {version}"),
             ));
         }
-        (self.descriptor, self.tags) = (descriptor, tags);
+        *self = CacheClient::held(descriptor, tags, labels)?;
         Ok(())
     }
 
@@ -380,16 +548,30 @@ impl CacheClient {
         })
     }
 
-    /// Whether each item of `lookup` is in the server's set, from the server's
-    /// `response` (its proof checked against the published key).
-    pub fn finish(&self, lookup: &Lookup, response: &[u8]) -> Result<Vec<bool>> {
+    /// Which items of `lookup` the server's set holds, each with its label (empty for a
+    /// dataset without labels), from the server's `response` (its proof checked against
+    /// the published key). A matched tag whose label does not open under the item's key
+    /// is a false positive ([`open`]'s check value): no match.
+    pub fn finish(&self, lookup: &Lookup, response: &[u8]) -> Result<Vec<Option<Vec<u8>>>> {
         let refs: Vec<&[u8]> = lookup.padded.iter().map(Vec::as_slice).collect();
         let outputs = lookup
             .query
             .finish(&refs, response, Some(&self.descriptor.public))?;
-        Ok((outputs[..lookup.real].par_iter())
-            .map(|out| self.tags.contains(tag_of(out, self.descriptor.tau)))
-            .collect())
+        (outputs[..lookup.real].par_iter())
+            .map(|out| {
+                let tag = tag_of(out, self.descriptor.tau);
+                if !self.tags.contains(tag) {
+                    return Ok(None);
+                }
+                let Some(table) = &self.labels else {
+                    return Ok(Some(Vec::new()));
+                };
+                let sealed = table.get(tag).ok_or_else(|| {
+                    Error::State("a held tag without its label (a table checked)".into())
+                })?;
+                open(&label_key(out), sealed, usize::from(table.label_len()))
+            })
+            .collect()
     }
 }
 
@@ -417,6 +599,11 @@ mod tests {
         ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(seed)))
     }
 
+    /// Which lookups matched.
+    fn matches(found: Vec<Option<Vec<u8>>>) -> Vec<bool> {
+        found.iter().map(Option::is_some).collect()
+    }
+
     /// Lookups equal the plain intersection: 4,096 server items, queries of 1 and 256
     /// items (with repeats) sharing none, one, half or all of theirs, and one of 4,096
     /// sharing half; every request's size is its padded count's, whatever the items.
@@ -428,7 +615,7 @@ mod tests {
             .collect();
         let refs: Vec<&[u8]> = server_items.iter().map(Vec::as_slice).collect();
         let server = CacheServer::new(key(1), 7, &refs, 1 << 12, 4096).unwrap();
-        let client = CacheClient::new(server.describe(), server.tags()).unwrap();
+        let client = CacheClient::new(server.describe(), server.tags(), None).unwrap();
         let members: HashSet<&[u8]> = refs.iter().copied().collect();
         for m in [1usize, 256, 4096] {
             // The largest query once (a 4,096-item round takes a second or two here).
@@ -448,7 +635,7 @@ mod tests {
                 let request = lookup.request();
                 assert_eq!(request.len(), 8 + 32 * padded_count(m as u32) as usize);
                 let response = server.oprf(&request, &mut prg).unwrap();
-                let found = client.finish(&lookup, &response).unwrap();
+                let found = matches(client.finish(&lookup, &response).unwrap());
                 let expected: Vec<bool> = items.iter().map(|i| members.contains(i)).collect();
                 assert_eq!(found, expected, "m {m}, shared {shared}");
             }
@@ -465,10 +652,10 @@ mod tests {
         let server = CacheServer::new(key(2), 1, &items, 16, 16).unwrap();
         let mut described = server.describe();
         described.digest[0] ^= 1;
-        assert!(CacheClient::new(described, server.tags()).is_err());
+        assert!(CacheClient::new(described, server.tags(), None).is_err());
         let other = CacheServer::new(key(3), 1, &[b"a"], 16, 16).unwrap();
-        assert!(CacheClient::new(server.describe(), other.tags()).is_err());
-        let client = CacheClient::new(server.describe(), server.tags()).unwrap();
+        assert!(CacheClient::new(server.describe(), other.tags(), None).is_err());
+        let client = CacheClient::new(server.describe(), server.tags(), None).unwrap();
         let many: Vec<&[u8]> = vec![b"x"; 17];
         assert!(client.lookup(&many, &mut prg).is_err());
         assert!(
@@ -487,10 +674,10 @@ mod tests {
         assert!(CacheServer::new(base.clone(), 1, &items, 16, 16).is_err());
         // A stored set restores to the server it was, under its key and sizes only.
         let stored = || TagSet::from_bytes(server.tags(), u64::MAX).unwrap();
-        let restored = CacheServer::restore(key(2), 1, 0, stored(), 16, 16).unwrap();
+        let restored = CacheServer::restore(key(2), 1, 0, stored(), None, 16, 16).unwrap();
         assert_eq!(restored.describe(), server.describe());
-        assert!(CacheServer::restore(key(2), 1, 0, stored(), 1 << 20, 16).is_err());
-        assert!(CacheServer::restore(base, 1, 0, stored(), 16, 16).is_err());
+        assert!(CacheServer::restore(key(2), 1, 0, stored(), None, 1 << 20, 16).is_err());
+        assert!(CacheServer::restore(base, 1, 0, stored(), None, 16, 16).is_err());
     }
 
     /// Updates interleaved with lookups: after each version the client, applying the
@@ -504,7 +691,7 @@ mod tests {
         let first: Vec<Vec<u8>> = (0..500).map(name).collect();
         let refs: Vec<&[u8]> = first.iter().map(Vec::as_slice).collect();
         let mut server = CacheServer::new(key(5), 1, &refs, 1 << 12, 256).unwrap();
-        let mut client = CacheClient::new(server.describe(), server.tags()).unwrap();
+        let mut client = CacheClient::new(server.describe(), server.tags(), None).unwrap();
         let mut model: HashSet<u32> = (0..500).collect();
         let mut next = 500u32;
         for round in 0..6u32 {
@@ -520,7 +707,7 @@ mod tests {
             );
             let ins: Vec<&[u8]> = ins.iter().map(Vec::as_slice).collect();
             let del: Vec<&[u8]> = del.iter().map(Vec::as_slice).collect();
-            let delta = server.update(&ins, &del).unwrap().to_bytes();
+            let delta = server.update(&ins, &del, None).unwrap().0.to_bytes();
             model.extend(&inserts);
             deletes.iter().for_each(|i| {
                 model.remove(i);
@@ -532,17 +719,17 @@ mod tests {
                 altered[last] ^= 0x40;
                 assert!(
                     client
-                        .apply(described.clone(), std::slice::from_ref(&altered))
+                        .apply(described.clone(), std::slice::from_ref(&altered), None)
                         .is_err(),
                     "altered"
                 );
             }
             client
-                .apply(described.clone(), std::slice::from_ref(&delta))
+                .apply(described.clone(), std::slice::from_ref(&delta), None)
                 .unwrap();
             assert!(
                 client
-                    .apply(described, std::slice::from_ref(&delta))
+                    .apply(described, std::slice::from_ref(&delta), None)
                     .is_err(),
                 "the same delta twice: from an old version"
             );
@@ -551,7 +738,7 @@ mod tests {
                 let items: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
                 let lookup = client.lookup(&items, &mut prg).unwrap();
                 let response = server.oprf(&lookup.request(), &mut prg).unwrap();
-                let found = client.finish(&lookup, &response).unwrap();
+                let found = matches(client.finish(&lookup, &response).unwrap());
                 let expected: Vec<bool> = (chunk.iter())
                     .map(|item| {
                         let i: u32 = String::from_utf8_lossy(&item[5..]).parse().unwrap();
@@ -563,19 +750,23 @@ mod tests {
         }
         let before = server.describe();
         let absent = name(next + 1000);
-        assert!(server.update(&[], &[&absent]).is_err());
+        assert!(server.update(&[], &[&absent], None).is_err());
         assert_eq!(
             server.describe(),
             before,
             "a refused update changes nothing"
         );
         // A client of an older version cannot take a later delta.
-        let mut behind = CacheClient::new(server.describe(), server.tags()).unwrap();
-        server.update(&[b"one more"], &[]).unwrap();
-        let skipped = server.update(&[b"and another"], &[]).unwrap().to_bytes();
+        let mut behind = CacheClient::new(server.describe(), server.tags(), None).unwrap();
+        server.update(&[b"one more"], &[], None).unwrap();
+        let skipped = server
+            .update(&[b"and another"], &[], None)
+            .unwrap()
+            .0
+            .to_bytes();
         assert!(
             behind
-                .apply(server.describe(), std::slice::from_ref(&skipped))
+                .apply(server.describe(), std::slice::from_ref(&skipped), None)
                 .is_err(),
             "a version skipped"
         );
@@ -590,7 +781,7 @@ mod tests {
         let mut prg = Prg::from_seed(Block::from(24));
         let items: Vec<&[u8]> = vec![b"a", b"b", b"c"];
         let mut server = CacheServer::new(key(6), 1, &items, 16, 16).unwrap();
-        let old = CacheClient::new(server.describe(), server.tags()).unwrap();
+        let old = CacheClient::new(server.describe(), server.tags(), None).unwrap();
         let old_tags = server.tags().to_vec();
         server
             .rotate(key(7), &items, Duration::from_secs(600))
@@ -600,20 +791,146 @@ mod tests {
         let lookup = old.lookup(&[b"a", b"z"], &mut prg).unwrap();
         let response = server.oprf(&lookup.request(), &mut prg).unwrap();
         assert_eq!(
-            old.finish(&lookup, &response).unwrap(),
+            matches(old.finish(&lookup, &response).unwrap()),
             [true, false],
             "in grace"
         );
         server.rotate(key(8), &items, Duration::ZERO).unwrap();
         let refused = server.oprf(&lookup.request(), &mut prg).unwrap_err();
         assert_eq!(refused, Refusal::EpochChanged { current: 3 });
-        let synced = CacheClient::new(server.describe(), server.tags()).unwrap();
+        let synced = CacheClient::new(server.describe(), server.tags(), None).unwrap();
         let lookup = synced.lookup(&[b"a", b"z"], &mut prg).unwrap();
         let response = server.oprf(&lookup.request(), &mut prg).unwrap();
-        assert_eq!(synced.finish(&lookup, &response).unwrap(), [true, false]);
+        assert_eq!(
+            matches(synced.finish(&lookup, &response).unwrap()),
+            [true, false]
+        );
         assert!(
-            CacheClient::new(server.describe(), &old_tags).is_err(),
+            CacheClient::new(server.describe(), &old_tags, None).is_err(),
             "the old set"
         );
+    }
+
+    /// A labeled dataset through inserts, relabels and deletes: each lookup finds the
+    /// model's label for a member and nothing for a non-member, and no sealed label of
+    /// the table opens under a non-member's key; a client whose table is not the set's,
+    /// or lacks labels, is refused.
+    #[test]
+    fn labels_follow_the_set_and_open_for_members_only() {
+        use std::collections::BTreeMap;
+        let mut prg = Prg::from_seed(Block::from(25));
+        let name = |i: u32| format!("item {i}").into_bytes();
+        let label = |i: u32, round: u32| -> Vec<u8> {
+            let text = format!("label {i}.{round} ");
+            text.bytes().cycle().take(i as usize % 17).collect()
+        };
+        let mut model: BTreeMap<u32, Vec<u8>> = (0..300).map(|i| (i, label(i, 0))).collect();
+        let items: Vec<Vec<u8>> = model.keys().map(|&i| name(i)).collect();
+        let labels: Vec<&[u8]> = model.values().map(Vec::as_slice).collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let (mut server, table) =
+            CacheServer::labeled(key(9), 1, &refs, &labels, 16, 1 << 12, 256).unwrap();
+        assert_eq!(server.describe().labels, Some(16));
+        assert!(
+            CacheClient::new(server.describe(), server.tags(), None).is_err(),
+            "no table"
+        );
+        let mut client =
+            CacheClient::new(server.describe(), server.tags(), Some(table.clone())).unwrap();
+        let mut next = 300u32;
+        for round in 1..5u32 {
+            let check = |client: &CacheClient, model: &BTreeMap<u32, Vec<u8>>, prg: &mut Prg| {
+                let probes: Vec<Vec<u8>> = (0..next + 10).map(name).collect();
+                let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+                for (chunk, at) in refs.chunks(256).zip((0..).step_by(256)) {
+                    let lookup = client.lookup(chunk, prg).unwrap();
+                    let response = server.oprf(&lookup.request(), prg).unwrap();
+                    let found = client.finish(&lookup, &response).unwrap();
+                    let expected: Vec<Option<Vec<u8>>> = (at..at + chunk.len() as u32)
+                        .map(|i| model.get(&i).cloned())
+                        .collect();
+                    assert_eq!(found, expected, "round {round}");
+                }
+            };
+            check(&client, &model, &mut prg);
+            let (ins, del, rel): (Vec<u32>, Vec<u32>, Vec<u32>) = (
+                (next..next + 30).collect(),
+                model
+                    .keys()
+                    .copied()
+                    .filter(|i| (i + round) % 9 == 0)
+                    .collect(),
+                model
+                    .keys()
+                    .copied()
+                    .filter(|i| (i + round) % 9 == 4)
+                    .collect(),
+            );
+            next += 30;
+            let names = |v: &[u32]| v.iter().map(|&i| name(i)).collect::<Vec<_>>();
+            let (ins_n, del_n, rel_n) = (names(&ins), names(&del), names(&rel));
+            let ins_l: Vec<Vec<u8>> = ins.iter().map(|&i| label(i, round)).collect();
+            let rel_l: Vec<Vec<u8>> = rel.iter().map(|&i| label(i + 1, round)).collect();
+            fn refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
+                v.iter().map(Vec::as_slice).collect()
+            }
+            let (ins_r, ins_lr, del_r) = (refs(&ins_n), refs(&ins_l), refs(&del_n));
+            let relabels: Vec<(&[u8], &[u8])> = rel_n
+                .iter()
+                .zip(&rel_l)
+                .map(|(i, l)| (&i[..], &l[..]))
+                .collect();
+            let labels = UpdateLabels {
+                inserts: &ins_lr,
+                relabels: &relabels,
+            };
+            assert!(
+                server.update(&ins_r, &del_r, None).is_err(),
+                "labels missing"
+            );
+            let (delta, labels) = server.update(&ins_r, &del_r, Some(labels)).unwrap();
+            let labels = labels.unwrap().to_bytes();
+            let held = client.labels().unwrap();
+            let from = client.descriptor().version;
+            let table = held.after(from, &[labels], from + 1, 1 << 12).unwrap();
+            // A table short of one tag.
+            let tau = table.tau();
+            let first = table.tags().next().unwrap();
+            let none = LabelTable::new(tau, 16, vec![]).unwrap();
+            let dropped = LabelDelta::new(0, 1, none, TagSet::new(tau, vec![first]).unwrap());
+            let wrong = table.changed(&dropped).unwrap();
+            let (described, tags) = (client.descriptor().clone(), client.tags());
+            let mut refused = CacheClient::new(described, tags, client.labels().cloned()).unwrap();
+            let deltas = [delta.to_bytes()];
+            assert!(refused
+                .apply(server.describe(), &deltas, Some(wrong))
+                .is_err());
+            client
+                .apply(server.describe(), &[delta.to_bytes()], Some(table))
+                .unwrap();
+            ins.iter()
+                .zip(ins_l)
+                .for_each(|(&i, l)| _ = model.insert(i, l));
+            rel.iter()
+                .zip(rel_l)
+                .for_each(|(&i, l)| _ = model.insert(i, l));
+            del.iter().for_each(|i| _ = model.remove(i));
+        }
+        // A non-member's OPRF value opens no label of the table.
+        let strangers: Vec<Vec<u8>> = (0..16)
+            .map(|i| format!("stranger {i}").into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = strangers.iter().map(Vec::as_slice).collect();
+        let lookup = client.lookup(&refs, &mut prg).unwrap();
+        let response = server.oprf(&lookup.request(), &mut prg).unwrap();
+        let outputs = (lookup.query)
+            .finish(&refs, &response, Some(&client.descriptor().public))
+            .unwrap();
+        let table = client.labels().unwrap();
+        for out in &outputs {
+            for (_, sealed) in table.entries() {
+                assert_eq!(open(&label_key(out), sealed, 16).unwrap(), None);
+            }
+        }
     }
 }

@@ -17,6 +17,8 @@
 //! the next session.
 
 use super::cache::{CacheClient, CacheServer, Descriptor, MAX_QUERY};
+use super::label_table::{table_wire_len, LabelDelta, LabelTable};
+use super::labels::MAX_LABEL;
 use super::oprf_round::{padded_count, requested, Refusal};
 use super::tag_set::{max_wire_len, tag_bits};
 use crate::crypto::Prg;
@@ -40,8 +42,16 @@ pub const MAX_DELTAS: usize = 64;
 /// most two syncs: one, and one for the whole set where deltas did not apply.
 pub const MAX_REQUESTS: usize = 1024;
 
+/// The most label deltas a server keeps after its whole table: past them it writes the
+/// table again.
+pub const MAX_LABEL_DELTAS: usize = 1024;
+
 /// The bytes of a description's frame.
-const DESCRIPTION_BYTES: usize = 1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5;
+const DESCRIPTION_BYTES: usize = 1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5 + 2;
+
+/// The bytes of the head of a sync answer's label part: whole (`L`) or from the client's
+/// table (`l`), the deltas' count (u32), the version they start from (u64).
+const LABEL_HEAD: usize = 1 + 4 + 8;
 
 /// The bytes of a refusal's frame, at most: kind, code, a number, a reason.
 const MAX_REFUSAL_BYTES: usize = 1 + 1 + 8 + 2 + 1024;
@@ -80,6 +90,8 @@ impl Description {
             .u8(self.form.lowercase as u8)
             .u16(self.form.columns)
             .u8(self.form.any as u8)
+            .u8(d.labels.is_some() as u8)
+            .u8(d.labels.unwrap_or(0))
             .0
     }
 
@@ -99,7 +111,7 @@ impl Description {
                 "another message",
             ));
         }
-        let cache = Descriptor {
+        let mut cache = Descriptor {
             epoch: r.u32()?,
             version: r.u64()?,
             public: r.array()?,
@@ -107,6 +119,7 @@ impl Description {
             tau: r.u8()?,
             digest: r.array()?,
             max_query: r.u32()?,
+            labels: None,
         };
         let form = KeyForm {
             trim: flag(r.u8()?)?,
@@ -114,7 +127,15 @@ impl Description {
             columns: r.u16()?,
             any: flag(r.u8()?)?,
         };
+        let (labeled, label_len) = (flag(r.u8()?)?, r.u8()?);
         r.finish()?;
+        if usize::from(label_len) > MAX_LABEL || (!labeled && label_len != 0) {
+            return Err(Error::protocol(
+                "a dataset's description",
+                format!("labels of {label_len} bytes"),
+            ));
+        }
+        cache.labels = labeled.then_some(label_len);
         let narrow = cache.tau < tag_bits(cache.len, u64::from(cache.max_query));
         if !(1..=128).contains(&cache.tau)
             || narrow
@@ -133,22 +154,45 @@ impl Description {
     }
 }
 
-/// A published state of a dataset, which sessions answer from: the server (key, tags)
-/// and the deltas of the versions before it.
+/// A published state of a dataset, which sessions answer from: the server (key, tags),
+/// the deltas of the versions before it and, where its items carry labels, their table.
 pub struct Published {
     server: CacheServer,
     form: KeyForm,
     /// Consecutive deltas (wire forms), the last to the server's version, with the
     /// version each starts from.
     deltas: Vec<(u64, Vec<u8>)>,
+    labels: Option<PublishedLabels>,
+}
+
+/// A labeled dataset's published labels: its label table whole at some version, and the
+/// deltas from there to the current one — kept to at most half the table's bytes and
+/// [`MAX_LABEL_DELTAS`], and the table to at most 2n + 16 entries (n the set's count),
+/// by writing it again: what a client bounds its download by.
+pub struct PublishedLabels {
+    /// The version of the whole table.
+    pub version: u64,
+    /// The whole table's wire form.
+    pub table: Vec<u8>,
+    /// The label deltas (wire forms) from its version to the current one, in order.
+    pub deltas: Vec<Vec<u8>>,
 }
 
 impl Published {
     /// The state of `server`, whose keys are taken as `form`, with the `deltas` (wire
-    /// forms, consecutive, the last to the server's version) it keeps for clients behind:
-    /// refused unless they chain so.
-    pub fn new(server: CacheServer, form: KeyForm, deltas: Vec<Vec<u8>>) -> Result<Published> {
-        let version = server.describe().version;
+    /// forms, consecutive, the last to the server's version) it keeps for clients behind
+    /// and its `labels` (where its items carry them): refused unless the deltas chain
+    /// so, and the labels are there exactly where the items carry them, of their widths,
+    /// with deltas from their table's version to the server's.
+    pub fn new(
+        server: CacheServer,
+        form: KeyForm,
+        deltas: Vec<Vec<u8>>,
+        labels: Option<PublishedLabels>,
+    ) -> Result<Published> {
+        let described = server.describe();
+        check_labels(&described, labels.as_ref())?;
+        let version = described.version;
         let mut chained = Vec::with_capacity(deltas.len());
         let mut next = version.checked_sub(deltas.len() as u64);
         for delta in deltas {
@@ -166,6 +210,7 @@ impl Published {
             server,
             form,
             deltas: chained,
+            labels,
         })
     }
 
@@ -193,6 +238,45 @@ impl Published {
         let bytes: usize = deltas.iter().map(|d| d.len()).sum();
         let whole = self.server.tags().len();
         (deltas.len() <= MAX_DELTAS && bytes <= whole).then_some(deltas)
+    }
+}
+
+/// Refuses `labels` unless they are there exactly where `described`'s items carry them,
+/// their table of its widths, and their deltas chain from the table's version to its.
+fn check_labels(described: &Descriptor, labels: Option<&PublishedLabels>) -> Result<()> {
+    let Some(labels) = labels else {
+        return match described.labels {
+            None => Ok(()),
+            Some(_) => Err(Error::State(
+                "a labeled dataset published without its labels".into(),
+            )),
+        };
+    };
+    let head = labels.table.get(..2);
+    if described.labels.is_none()
+        || head != Some(&[described.tau, described.labels.unwrap_or(0)][..])
+    {
+        return Err(Error::State(
+            "a label table of other widths than its dataset's, or of a dataset without labels"
+                .into(),
+        ));
+    }
+    let mut next = labels.version;
+    for delta in &labels.deltas {
+        let (from, to) = LabelDelta::versions(delta)?;
+        if from != next || to != from + 1 {
+            return Err(Error::State(format!(
+                "a kept label delta from version {from} to {to} where {next} to the next was due"
+            )));
+        }
+        next = to;
+    }
+    match next == described.version && labels.deltas.len() <= MAX_LABEL_DELTAS {
+        true => Ok(()),
+        false => Err(Error::State(format!(
+            "label deltas to version {next} where the set's is {}, or more than {MAX_LABEL_DELTAS}",
+            described.version
+        ))),
     }
 }
 
@@ -299,13 +383,31 @@ fn send_sync(chan: &mut dyn Channel, published: &Published, body: &[u8]) -> Resu
     match deltas {
         Some(deltas) => {
             chan.send(&Writer::new().u8(b'D').u32(deltas.len() as u32).0)?;
-            deltas.into_iter().try_for_each(|d| send_part(chan, d))
+            deltas.into_iter().try_for_each(|d| send_part(chan, d))?;
         }
         _ => {
             chan.send(b"F")?;
-            send_part(chan, published.server.tags())
+            send_part(chan, published.server.tags())?;
         }
     }
+    let Some(labels) = &published.labels else {
+        return Ok(());
+    };
+    // From the client's table where it is of this epoch and no older than the whole
+    // table's version (the deltas since are all kept), else the whole table.
+    let now = published.server.describe();
+    let from_held =
+        holds == 1 && epoch == now.epoch && (labels.version..=now.version).contains(&version);
+    let (kind, from) = match from_held {
+        true => (b'l', version),
+        false => (b'L', labels.version),
+    };
+    let deltas = &labels.deltas[(from - labels.version) as usize..];
+    chan.send(&Writer::new().u8(kind).u32(deltas.len() as u32).u64(from).0)?;
+    if kind == b'L' {
+        send_part(chan, &labels.table)?;
+    }
+    deltas.iter().try_for_each(|d| send_part(chan, d))
 }
 
 /// A large part: its length, then its bytes in frames of exactly [`CHUNK`] (the last
@@ -366,6 +468,14 @@ fn read_refusal(frame: &[u8]) -> Result<Refusal> {
     })
 }
 
+/// The tag part of a sync's answer.
+enum TagPart {
+    /// The whole set's wire form.
+    Whole(Vec<u8>),
+    /// The deltas from the client's version, in order.
+    Deltas(Vec<Vec<u8>>),
+}
+
 /// A client's session with a dataset's server.
 pub struct Session<'a> {
     chan: &'a mut dyn Channel,
@@ -403,45 +513,20 @@ impl<'a> Session<'a> {
             // epoch's) is replaced whole.
             held => held.filter(|h| h.descriptor().public == now.public),
         };
-        let head = self.ask_sync(held.as_ref())?;
-        let max_set = max_wire_len(now.len, now.tau);
-        match (head.split_first(), held) {
-            (Some((b'F', [])), _) => self.receive_set(max_set),
-            (Some((b'D', count)), Some(mut held)) => {
-                let count = u32::from_le_bytes(
-                    (count.try_into()).map_err(|_| Error::protocol("a delta count", "no count"))?,
-                ) as usize;
-                if count > MAX_DELTAS
-                    || now.version.checked_sub(held.descriptor().version) != Some(count as u64)
-                {
-                    return Err(Error::protocol(
-                        format!(
-                            "the deltas from version {} to {}",
-                            held.descriptor().version,
-                            now.version
-                        ),
-                        format!("{count} deltas"),
-                    ));
-                }
-                // A server sends deltas only where they take fewer bytes than the set.
-                let mut left = max_set;
-                let mut deltas = Vec::with_capacity(count);
-                for _ in 0..count {
-                    let delta = recv_part(self.chan, left, "a tag set's deltas")?;
-                    left -= delta.len() as u64;
-                    deltas.push(delta);
-                }
-                match held.apply(now, &deltas) {
-                    Ok(()) => Ok(held),
-                    // Deltas that do not give the published set: the whole set instead
-                    // (a client is never left holding a set it cannot bring up to date).
-                    Err(_) => self.download(max_set),
-                }
+        let asked_from = held.is_some();
+        let (tags, labels) = self.receive(held.as_ref())?;
+        let synced = match (tags, held) {
+            (TagPart::Deltas(deltas), Some(mut held)) => {
+                held.apply(now, &deltas, labels).map(|()| held)
             }
-            _ => Err(Error::protocol(
-                "a tag set or its deltas",
-                "another message",
-            )),
+            (TagPart::Whole(tags), _) => CacheClient::new(now, &tags, labels),
+            (TagPart::Deltas(_), None) => unreachable!("deltas are read only to a set held"),
+        };
+        match synced {
+            // Deltas that do not give the published set: the whole set instead (a client
+            // is never left holding a set it cannot bring up to date).
+            Err(_) if asked_from => self.download(),
+            synced => synced,
         }
     }
 
@@ -457,29 +542,117 @@ impl<'a> Session<'a> {
         self.chan.recv(5)
     }
 
-    /// The whole set, asked for anew.
-    fn download(&mut self, max_set: u64) -> Result<CacheClient> {
-        match self.ask_sync(None)?.as_slice() {
-            b"F" => self.receive_set(max_set),
-            _ => Err(Error::protocol("a tag set", "another message")),
+    /// The answer to a sync from `held`'s version (or whole, without one): the tag set
+    /// whole or the deltas to it, and the label table at the published version where
+    /// the dataset's items carry labels.
+    fn receive(&mut self, held: Option<&CacheClient>) -> Result<(TagPart, Option<LabelTable>)> {
+        let head = self.ask_sync(held)?;
+        let now = self.description.cache.clone();
+        let max_set = max_wire_len(now.len, now.tau);
+        let tags = match (head.split_first(), held) {
+            (Some((b'F', [])), _) => TagPart::Whole(recv_part(self.chan, max_set, "a tag set")?),
+            (Some((b'D', count)), Some(held)) => {
+                let count = u32::from_le_bytes(
+                    (count.try_into()).map_err(|_| Error::protocol("a delta count", "no count"))?,
+                ) as usize;
+                let from = held.descriptor().version;
+                if count > MAX_DELTAS || now.version.checked_sub(from) != Some(count as u64) {
+                    return Err(Error::protocol(
+                        format!("the deltas from version {from} to {}", now.version),
+                        format!("{count} deltas"),
+                    ));
+                }
+                // A server sends deltas only where they take fewer bytes than the set.
+                TagPart::Deltas(self.receive_parts(count, max_set, "a tag set's deltas")?)
+            }
+            _ => {
+                return Err(Error::protocol(
+                    "a tag set or its deltas",
+                    "another message",
+                ))
+            }
+        };
+        let labels = match now.labels {
+            Some(len) => Some(self.receive_labels(held, &now, len)?),
+            None => None,
+        };
+        Ok((tags, labels))
+    }
+
+    /// `count` large parts of at most `max` bytes together.
+    fn receive_parts(&mut self, count: usize, max: u64, what: &str) -> Result<Vec<Vec<u8>>> {
+        let mut left = max;
+        let mut parts = Vec::with_capacity(count);
+        for _ in 0..count {
+            let part = recv_part(self.chan, left, what)?;
+            left -= part.len() as u64;
+            parts.push(part);
+        }
+        Ok(parts)
+    }
+
+    /// The label part of a sync's answer (after its tags): a whole table of some version
+    /// or none (the client's `held` one), and the deltas from it to the version `now`
+    /// describes, applied. A server keeps a table of at most 2n + 16 entries (n the set's
+    /// count) and deltas after it of at most half its bytes: what bounds what is read.
+    fn receive_labels(
+        &mut self,
+        held: Option<&CacheClient>,
+        now: &Descriptor,
+        len: u8,
+    ) -> Result<LabelTable> {
+        let head = self.chan.recv(LABEL_HEAD)?;
+        let mut r = Reader::new(&head, "the labels' part of a sync");
+        let (kind, count, from) = (r.u8()?, r.u32()? as usize, r.u64()?);
+        r.finish()?;
+        let max_count = now.len.saturating_mul(2).saturating_add(16);
+        let mut max = table_wire_len(max_count, now.tau, len).saturating_mul(2);
+        let whole;
+        let base = match (kind, held.and_then(|h| h.labels().map(|l| (h, l)))) {
+            (b'L', _) => {
+                let table = recv_part(self.chan, max, "a label table")?;
+                max -= table.len() as u64;
+                whole = LabelTable::from_bytes(table, max_count)?;
+                &whole
+            }
+            (b'l', Some((held, table))) if held.descriptor().version == from => table,
+            _ => {
+                return Err(Error::protocol(
+                    "a label table or the deltas to the client's",
+                    "another message",
+                ))
+            }
+        };
+        if count > MAX_LABEL_DELTAS {
+            return Err(Error::protocol(
+                format!("at most {MAX_LABEL_DELTAS} label deltas"),
+                format!("{count}"),
+            ));
+        }
+        let deltas = self.receive_parts(count, max, "label deltas")?;
+        base.after(from, &deltas, now.version, max_count)
+    }
+
+    /// The whole set (and label table), asked for anew.
+    fn download(&mut self) -> Result<CacheClient> {
+        match self.receive(None)? {
+            (TagPart::Whole(tags), labels) => {
+                CacheClient::new(self.description.cache.clone(), &tags, labels)
+            }
+            (TagPart::Deltas(_), _) => unreachable!("deltas are read only to a set held"),
         }
     }
 
-    /// The whole set as the server sends it, checked against the description.
-    fn receive_set(&mut self, max_set: u64) -> Result<CacheClient> {
-        let tags = recv_part(self.chan, max_set, "a tag set")?;
-        CacheClient::new(self.description.cache.clone(), &tags)
-    }
-
-    /// Whether each of `items` is in the dataset, by `client`'s tag set (synced in this
-    /// session): one OPRF round per [`Descriptor::max_query`] items. A refusal (rate
-    /// limit, a key changed meanwhile) is an error saying what to do.
+    /// Which of `items` the dataset holds, each with its label (empty where the
+    /// dataset's items carry none), by `client`'s tag set (synced in this session): one
+    /// OPRF round per [`Descriptor::max_query`] items. A refusal (rate limit, a key
+    /// changed meanwhile) is an error saying what to do.
     pub fn query(
         &mut self,
         client: &CacheClient,
         items: &[&[u8]],
         prg: &mut Prg,
-    ) -> Result<Vec<bool>> {
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         let mut found = Vec::with_capacity(items.len());
         for part in items.chunks(client.descriptor().max_query as usize) {
             let lookup = client.lookup(part, prg)?;
@@ -523,6 +696,11 @@ mod tests {
 
     fn refs(items: &[Vec<u8>]) -> Vec<&[u8]> {
         items.iter().map(Vec::as_slice).collect()
+    }
+
+    /// Which lookups matched.
+    fn hits(found: &[Option<Vec<u8>>]) -> Vec<bool> {
+        found.iter().map(Option::is_some).collect()
     }
 
     /// Two ends of a loopback TCP connection.
@@ -575,7 +753,7 @@ mod tests {
         let expected =
             |members: &dyn Fn(u32) -> bool| -> Vec<bool> { (2900..3300).map(members).collect() };
         let mut ok = |_: u32| Ok(());
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let ((client, found), served) = session(&published, &mut ok, |chan| {
             let mut s = Session::open(chan).unwrap();
             assert_eq!(s.description().form, FORM);
@@ -584,20 +762,29 @@ mod tests {
             s.close().unwrap();
             (client, found.unwrap())
         });
-        assert_eq!(found, expected(&|i| i < 3000));
+        assert_eq!(hits(&found), expected(&|i| i < 3000));
         let served = served.unwrap();
         assert_eq!((served.syncs, served.answered), (1, 2));
         assert_eq!(served.evaluated, 256 * 2, "400 items padded as 256 + 256");
 
         let (adds, removes) = (names(3000..3100), names(0..2950));
-        let mut deltas = vec![cache.update(&refs(&adds), &[]).unwrap().to_bytes()];
-        deltas.push(cache.update(&[], &refs(&removes)).unwrap().to_bytes());
-        let published = Published::new(cache.clone(), FORM, deltas).unwrap();
+        let mut deltas = vec![cache.update(&refs(&adds), &[], None).unwrap().0.to_bytes()];
+        deltas.push(
+            cache
+                .update(&[], &refs(&removes), None)
+                .unwrap()
+                .0
+                .to_bytes(),
+        );
+        let published = Published::new(cache.clone(), FORM, deltas, None).unwrap();
         let (client, served) = session(&published, &mut ok, |chan| {
             let mut s = Session::open(chan).unwrap();
             let client = s.sync(Some(client), 1 << 20).unwrap();
             let found = s.query(&client, &refs(&probes), &mut Prg::from_seed(Block::from(3)));
-            assert_eq!(found.unwrap(), expected(&|i| (2950..3100).contains(&i)));
+            assert_eq!(
+                hits(&found.unwrap()),
+                expected(&|i| (2950..3100).contains(&i))
+            );
             s.close().unwrap();
             client
         });
@@ -615,14 +802,17 @@ mod tests {
         cache
             .rotate(key, &refs(&names(0..10)), Duration::ZERO)
             .unwrap();
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let (found, _) = session(&published, &mut ok, |chan| {
             let mut s = Session::open(chan).unwrap();
             let client = s.sync(Some(client), 1 << 20).unwrap();
             let items = names(5..15);
             s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(5)))
         });
-        assert_eq!(found.unwrap(), (5..15).map(|i| i < 10).collect::<Vec<_>>());
+        assert_eq!(
+            hits(&found.unwrap()),
+            (5..15).map(|i| i < 10).collect::<Vec<_>>()
+        );
     }
 
     /// Deltas go only where they take fewer bytes than the set, so a client bounds them
@@ -632,16 +822,19 @@ mod tests {
     fn deltas_larger_than_the_set_give_way_to_it() {
         let mut cache = server(&names(0..1), 16);
         let mut ok = |_: u32| Ok(());
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let (client, _) = session(&published, &mut ok, |chan| {
             let mut s = Session::open(chan).unwrap();
             s.sync(None, 1 << 20).unwrap()
         });
-        let mut deltas = vec![cache.update(&refs(&names(1..2)), &refs(&names(0..1)))];
-        deltas.push(cache.update(&refs(&names(2..2002)), &[]));
-        deltas.push(cache.update(&[], &refs(&names(2..2002))));
-        let deltas = deltas.into_iter().map(|d| d.unwrap().to_bytes()).collect();
-        let published = Published::new(cache.clone(), FORM, deltas).unwrap();
+        let mut deltas = vec![cache.update(&refs(&names(1..2)), &refs(&names(0..1)), None)];
+        deltas.push(cache.update(&refs(&names(2..2002)), &[], None));
+        deltas.push(cache.update(&[], &refs(&names(2..2002)), None));
+        let deltas = deltas
+            .into_iter()
+            .map(|d| d.unwrap().0.to_bytes())
+            .collect();
+        let published = Published::new(cache.clone(), FORM, deltas, None).unwrap();
         let (found, served) = session(&published, &mut ok, |chan| {
             let mut s = Session::open(chan).unwrap();
             let client = s.sync(Some(client), 1 << 20).unwrap();
@@ -649,7 +842,7 @@ mod tests {
             let items = names(0..3);
             s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(8)))
         });
-        assert_eq!(found.unwrap(), [false, true, false]);
+        assert_eq!(hits(&found.unwrap()), [false, true, false]);
         assert_eq!(served.unwrap().syncs, 1);
         // A description whose tags are too narrow for its false-positive bound.
         let mut narrow = published.description();
@@ -663,7 +856,7 @@ mod tests {
     #[test]
     fn refusals_reach_the_client() {
         let cache = server(&names(0..100), 16);
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let mut limited = |_: u32| Err(Refusal::RateLimited { retry_after: 42 });
         let (error, served) = session(&published, &mut limited, |chan| {
             let mut s = Session::open(chan).unwrap();
@@ -688,6 +881,7 @@ mod tests {
                     ..client.descriptor().clone()
                 },
                 client.tags(),
+                None,
             )
             .unwrap()
             .lookup(&refs(&items), &mut prg)
@@ -723,7 +917,7 @@ mod tests {
     #[test]
     fn a_lying_server_is_caught() {
         let cache = server(&names(0..500), 16);
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let description = published.description();
         // Too large for the client: refused without a request.
         let (error, served) = session(&published, &mut |_| Ok(()), |chan| {
@@ -772,7 +966,7 @@ mod tests {
     #[test]
     fn a_malformed_client_ends_its_session() {
         let cache = server(&names(0..10), 16);
-        let published = Published::new(cache.clone(), FORM, vec![]).unwrap();
+        let published = Published::new(cache.clone(), FORM, vec![], None).unwrap();
         let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
             chan.send(b"venn-ub0").unwrap();
         });
@@ -787,5 +981,107 @@ mod tests {
         assert!(looks_like_hello(&opening));
         opening[5] ^= 1;
         assert!(!looks_like_hello(&opening));
+    }
+
+    /// A labeled dataset's clients get each member's label: whole at first, then by
+    /// label deltas from their table, and whole again where their version is older than
+    /// the server's table; a label table of other widths is refused when published.
+    #[test]
+    fn labels_reach_clients_by_table_and_deltas() {
+        use super::super::cache::UpdateLabels;
+        let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(1)));
+        let held = names(0..500);
+        let labels: Vec<Vec<u8>> = (0..500u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let (mut cache, table) =
+            CacheServer::labeled(key, 0, &refs(&held), &refs(&labels), 4, 1 << 16, 16).unwrap();
+        let probe = |published: &Published,
+                     client: Option<CacheClient>,
+                     want: &[(u32, Option<u32>)]| {
+            let mut ok = |_: u32| Ok(());
+            let (client, served) = session(published, &mut ok, |chan| {
+                let mut s = Session::open(chan).unwrap();
+                let client = s.sync(client, 1 << 20).unwrap();
+                let items: Vec<Vec<u8>> = want
+                    .iter()
+                    .map(|(i, _)| names(*i..*i + 1).remove(0))
+                    .collect();
+                let found = s.query(&client, &refs(&items), &mut Prg::from_seed(Block::from(3)));
+                let expected: Vec<Option<Vec<u8>>> = want
+                    .iter()
+                    .map(|(_, l)| l.map(|l| l.to_le_bytes().to_vec()))
+                    .collect();
+                assert_eq!(found.unwrap(), expected);
+                client
+            });
+            assert!(served.is_ok());
+            client
+        };
+        let labels_of = |version, table: &LabelTable, deltas: &[Vec<u8>]| PublishedLabels {
+            version,
+            table: table.wire().to_vec(),
+            deltas: deltas.to_vec(),
+        };
+        let published =
+            Published::new(cache.clone(), FORM, vec![], Some(labels_of(0, &table, &[]))).unwrap();
+        let client = probe(&published, None, &[(3, Some(3)), (600, None)]);
+        let behind = probe(&published, None, &[(4, Some(4))]);
+
+        // Version 1: 600 in, 3 relabelled 7, 4 out; version 2: 601 in.
+        let (mut tag_deltas, mut label_deltas) = (Vec::new(), Vec::new());
+        for (insert, relabel, delete) in [(600u32, Some(3u32), Some(4u32)), (601, None, None)] {
+            let label = insert.to_le_bytes();
+            let seven = 7u32.to_le_bytes();
+            let item = names(insert..insert + 1);
+            let relabelled = relabel.map(|i| names(i..i + 1)).unwrap_or_default();
+            let deleted = delete.map(|i| names(i..i + 1)).unwrap_or_default();
+            let relabels: Vec<(&[u8], &[u8])> =
+                relabelled.iter().map(|i| (&i[..], &seven[..])).collect();
+            let update = UpdateLabels {
+                inserts: &[&label],
+                relabels: &relabels,
+            };
+            let (delta, labels) = cache
+                .update(&refs(&item), &refs(&deleted), Some(update))
+                .unwrap();
+            tag_deltas.push(delta.to_bytes());
+            label_deltas.push(labels.unwrap().to_bytes());
+        }
+        let published = Published::new(
+            cache.clone(),
+            FORM,
+            tag_deltas.clone(),
+            Some(labels_of(0, &table, &label_deltas)),
+        )
+        .unwrap();
+        let want = [
+            (3, Some(7)),
+            (4, None),
+            (600, Some(600)),
+            (601, Some(601)),
+            (5, Some(5)),
+        ];
+        let client = probe(&published, Some(client), &want);
+        // The table written again at version 1: a client of version 0 gets it whole.
+        let at_one = table.after(0, &label_deltas[..1], 1, 1 << 16).unwrap();
+        let published = Published::new(
+            cache.clone(),
+            FORM,
+            tag_deltas,
+            Some(labels_of(1, &at_one, &label_deltas[1..])),
+        )
+        .unwrap();
+        probe(&published, Some(behind), &want);
+        probe(&published, Some(client), &want);
+        probe(&published, None, &want);
+        // Published labels must be the dataset's: of its widths, to its version.
+        let narrow = LabelTable::new(cache.describe().tau, 3, vec![]).unwrap();
+        let cases = [
+            None,
+            Some(labels_of(0, &narrow, &label_deltas)),
+            Some(labels_of(0, &table, &label_deltas[..1])),
+        ];
+        for labels in cases {
+            assert!(Published::new(cache.clone(), FORM, vec![], labels).is_err());
+        }
     }
 }

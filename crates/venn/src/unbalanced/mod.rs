@@ -6,10 +6,12 @@
 //! evaluations are what is limited. In `ub-cache` ([`cache`]) the client holds the
 //! server's tags, a compact sorted set ([`tag_set`]), and looks its answers up there.
 //! Labels, a server item's data a client learns with a match, are encrypted under a key
-//! from the item's OPRF value ([`labels`]). What a client and a server say to each other,
+//! from the item's OPRF value ([`labels`]); a `ub-cache` client holds them in a table
+//! beside its tags ([`label_table`]). What a client and a server say to each other,
 //! whatever the link, is [`link`].
 
 pub mod cache;
+pub mod label_table;
 pub mod labels;
 pub mod link;
 pub mod oprf_round;
