@@ -18,7 +18,7 @@ mod framework;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 #[cfg(feature = "bfv")]
-mod he;
+pub mod he;
 mod items;
 pub mod later_rows;
 #[cfg(test)]
