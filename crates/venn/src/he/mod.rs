@@ -4,4 +4,6 @@
 //! use (`params`), and on some ciphertexts a peer can send ([`wire`]).
 
 pub(crate) mod params;
+pub mod polynomial;
+pub mod powers;
 pub mod wire;
