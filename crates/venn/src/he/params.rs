@@ -32,7 +32,7 @@ const MODULUS_SIZES: std::ops::RangeInclusive<usize> = 10..=62;
 
 /// The most ciphertext-modulus bits 128-bit security allows at ring degree `degree`, if
 /// the standard covers it.
-pub(crate) fn max_modulus_bits(degree: usize) -> Option<usize> {
+pub fn max_modulus_bits(degree: usize) -> Option<usize> {
     (MAX_MODULUS_BITS.iter())
         .find(|&&(n, _)| n == degree)
         .map(|&(_, bits)| bits)
@@ -40,18 +40,18 @@ pub(crate) fn max_modulus_bits(degree: usize) -> Option<usize> {
 
 /// A BFV parameter set: what `fhe` builds from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Bfv {
+pub struct Bfv {
     /// The ring degree N: slots a plaintext.
-    pub(crate) degree: usize,
+    pub degree: usize,
     /// The plaintext modulus t.
-    pub(crate) plain: u64,
+    pub plain: u64,
     /// The ciphertext moduli's sizes, in bits, largest first as `fhe` orders its levels.
-    pub(crate) moduli: Vec<usize>,
+    pub moduli: Vec<usize>,
 }
 
 impl Bfv {
     /// Refuses the set unless it is 128-bit secure, batches N slots and `fhe` can make it.
-    pub(crate) fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         let (n, t) = (self.degree, self.plain);
         let bits: usize = self.moduli.iter().sum();
         let most = max_modulus_bits(n).ok_or_else(|| {
@@ -87,7 +87,7 @@ impl Bfv {
     }
 
     /// The set for `fhe`, checked.
-    pub(crate) fn build(&self) -> Result<std::sync::Arc<fhe::bfv::BfvParameters>> {
+    pub fn build(&self) -> Result<std::sync::Arc<fhe::bfv::BfvParameters>> {
         self.check()?;
         fhe::bfv::BfvParametersBuilder::new()
             .set_degree(self.degree)

@@ -11,6 +11,8 @@
 //! whatever the link, is [`link`].
 
 pub mod cache;
+#[cfg(feature = "bfv")]
+pub mod fhe;
 pub mod label_table;
 pub mod labels;
 pub mod link;

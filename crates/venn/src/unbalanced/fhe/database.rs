@@ -1,0 +1,251 @@
+//! `ub-fhe`'s server database: each item's felts at each of its H locations, in bundles,
+//! with every bin's matching polynomial M(x) = Π (x − a) over the felts it holds kept up
+//! to date per insert and delete in O(d) (M·(x − a), and synthetic division by (x − a)),
+//! where APSI rebuilds a touched bundle's every polynomial from its roots (O(d²) a bin;
+//! the spec's §2.1–2.2).
+//!
+//! A location L is bundle index ⌊L/S⌋ and column L mod S; an item goes, at each distinct
+//! location, into the first bundle of that index whose column has room (fewer than d
+//! items), else a new one (CHLR18 §4.1, APSI's first fit). Column c's f bins are slots
+//! f·c … f·c + f − 1 of the bundle's plaintexts; plaintext j holds every bin's
+//! coefficient j (CLR17 §4).
+
+use super::params::FheSet;
+use crate::crypto::Block;
+#[cfg(test)]
+use crate::crypto::Prg;
+use crate::he::polynomial;
+use crate::tables::CuckooHash;
+use crate::{Error, Result};
+use fhe::bfv::{BfvParameters, Encoding, Plaintext};
+use fhe_traits::FheEncoder;
+
+/// A column of a bundle: the items at its location, and its f bins' matching polynomials
+/// (coefficients, lowest first; monic, of degree the item count).
+#[derive(Clone, Debug)]
+struct Column {
+    items: Vec<u128>,
+    polys: Vec<Vec<u32>>,
+}
+
+/// A bundle: S columns.
+#[derive(Clone, Debug)]
+struct Bundle {
+    columns: Vec<Column>,
+}
+
+/// The server's items as bundles of matching polynomials.
+pub struct Database {
+    set: FheSet,
+    hash: CuckooHash,
+    /// Per bundle index, its bundles.
+    indices: Vec<Vec<Bundle>>,
+    items: u64,
+}
+
+/// `a · b mod t`.
+fn mul_mod(a: u32, b: u32, t: u32) -> u32 {
+    (u64::from(a) * u64::from(b) % u64::from(t)) as u32
+}
+
+/// `poly · (x − root)` mod t.
+fn with_root(poly: &mut Vec<u32>, root: u32, t: u32) {
+    poly.push(0);
+    for k in (0..poly.len()).rev() {
+        let below = if k > 0 { poly[k - 1] } else { 0 };
+        poly[k] = ((u64::from(below) + u64::from(t) - u64::from(mul_mod(root, poly[k], t)))
+            % u64::from(t)) as u32;
+    }
+}
+
+/// `poly / (x − root)` mod t, `root` one of its roots (synthetic division).
+fn without_root(poly: &mut Vec<u32>, root: u32, t: u32) {
+    let degree = poly.len() - 1;
+    let mut carry = poly[degree];
+    for k in (0..degree).rev() {
+        let next =
+            ((u64::from(poly[k]) + u64::from(mul_mod(root, carry, t))) % u64::from(t)) as u32;
+        poly[k] = carry;
+        carry = next;
+    }
+    debug_assert_eq!(carry, 0, "the remainder of a root's division");
+    poly.pop();
+}
+
+impl Database {
+    /// An empty database of `set`, its items' locations chosen by `seed` (public: a
+    /// client places its items alike).
+    pub fn new(set: FheSet, seed: Block) -> Database {
+        let hash = CuckooHash::new(seed, set.locations() as usize);
+        let indices = vec![Vec::new(); set.indices as usize];
+        Database {
+            set,
+            hash,
+            indices,
+            items: 0,
+        }
+    }
+
+    /// The set it is of.
+    pub fn set(&self) -> &FheSet {
+        &self.set
+    }
+
+    /// How many items it holds.
+    pub fn len(&self) -> u64 {
+        self.items
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// The bundles of index `index`.
+    pub fn bundles(&self, index: u32) -> usize {
+        self.indices.get(index as usize).map_or(0, Vec::len)
+    }
+
+    /// The distinct locations of an item's hash.
+    fn locations(&self, hash: u128) -> Vec<u32> {
+        locations(&self.hash, &self.set, hash)
+    }
+
+    /// Adds the item of 128-bit hash `hash` (its OPRF value's; not held already).
+    pub fn insert(&mut self, hash: u128) {
+        let t = self.set.bfv.plain as u32;
+        let felts: Vec<u32> = self.set.felts_of(hash).collect();
+        let (columns, degree) = (self.set.columns(), self.set.degree as usize);
+        for location in self.locations(hash) {
+            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
+            let bundles = &mut self.indices[index];
+            let fits = bundles
+                .iter()
+                .position(|b| b.columns[column].items.len() < degree);
+            let bundle = match fits {
+                Some(b) => &mut bundles[b],
+                None => {
+                    let empty = Column {
+                        items: Vec::new(),
+                        polys: vec![vec![1]; felts.len()],
+                    };
+                    bundles.push(Bundle {
+                        columns: vec![empty; columns as usize],
+                    });
+                    bundles.last_mut().expect("pushed")
+                }
+            };
+            let column = &mut bundle.columns[column];
+            column.items.push(hash);
+            for (poly, &felt) in column.polys.iter_mut().zip(&felts) {
+                with_root(poly, felt, t);
+            }
+        }
+        self.items += 1;
+    }
+
+    /// Removes the item of hash `hash`; whether it was held.
+    pub fn remove(&mut self, hash: u128) -> bool {
+        let t = self.set.bfv.plain as u32;
+        let felts: Vec<u32> = self.set.felts_of(hash).collect();
+        let columns = self.set.columns();
+        let mut found = false;
+        for location in self.locations(hash) {
+            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
+            for bundle in &mut self.indices[index] {
+                let column = &mut bundle.columns[column];
+                if let Some(at) = column.items.iter().position(|&h| h == hash) {
+                    column.items.swap_remove(at);
+                    for (poly, &felt) in column.polys.iter_mut().zip(&felts) {
+                        without_root(poly, felt, t);
+                    }
+                    found = true;
+                    break;
+                }
+            }
+        }
+        self.items -= u64::from(found);
+        found
+    }
+
+    /// The d + 1 plaintexts of bundle `bundle` of index `index`: plaintext j holds every
+    /// bin's coefficient j (0 past its degree; slots past the columns hold the constant
+    /// polynomial 1, which no x makes 0).
+    pub fn plaintexts(
+        &self,
+        index: u32,
+        bundle: usize,
+        par: &std::sync::Arc<BfvParameters>,
+    ) -> Result<Vec<Plaintext>> {
+        let bundle = (self.indices.get(index as usize))
+            .and_then(|b| b.get(bundle))
+            .ok_or_else(|| Error::Usage(format!("no bundle {bundle} of index {index}")))?;
+        let (n, f) = (par.degree(), usize::from(self.set.felts));
+        (0..=self.set.degree as usize)
+            .map(|j| {
+                let mut slots = vec![u64::from(j == 0); n];
+                for (c, column) in bundle.columns.iter().enumerate() {
+                    for (k, poly) in column.polys.iter().enumerate() {
+                        slots[f * c + k] = poly.get(j).map_or(0, |&v| u64::from(v));
+                    }
+                }
+                Plaintext::try_encode(&slots, Encoding::simd(), par)
+                    .map_err(|e| Error::Params(format!("BFV: {e}")))
+            })
+            .collect()
+    }
+
+    /// The polynomials' low degree and the powers evaluating them needs.
+    pub fn targets(&self) -> Vec<u32> {
+        polynomial::targets(self.set.degree, self.set.low)
+    }
+}
+
+/// The distinct locations, among `set`'s, of an item's hash under `hash`'s functions:
+/// the first H of its cuckoo bins.
+pub(crate) fn locations(hash: &CuckooHash, set: &FheSet, item: u128) -> Vec<u32> {
+    let mut bins = Vec::with_capacity(1);
+    hash.bins_of(&[Block::from_u128(item)], &mut bins);
+    let mut out: Vec<u32> = bins[0][..usize::from(set.hashes)].to_vec();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Random hashes, for tests.
+#[cfg(test)]
+pub(crate) fn random_hashes(count: usize, prg: &mut Prg) -> Vec<u128> {
+    (0..count).map(|_| prg.block().as_u128()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Polynomials grown root by root and shrunk by synthetic division are those of
+    /// their roots: zero exactly there.
+    #[test]
+    fn roots_come_and_go() {
+        let t = 65537u32;
+        let mut prg = Prg::from_seed(Block::from(5));
+        let roots: Vec<u32> = (0..40).map(|_| prg.below(u64::from(t)) as u32).collect();
+        let mut poly = vec![1u32];
+        roots.iter().for_each(|&r| with_root(&mut poly, r, t));
+        let eval = |poly: &[u32], x: u32| {
+            poly.iter().rev().fold(0u32, |acc, &c| {
+                ((u64::from(mul_mod(acc, x, t)) + u64::from(c)) % u64::from(t)) as u32
+            })
+        };
+        assert!(roots.iter().all(|&r| eval(&poly, r) == 0));
+        for &r in &roots[..30] {
+            without_root(&mut poly, r, t);
+        }
+        assert_eq!(poly.len(), 11);
+        assert!(roots[30..].iter().all(|&r| eval(&poly, r) == 0));
+        let mut fresh = vec![1u32];
+        roots[30..]
+            .iter()
+            .for_each(|&r| with_root(&mut fresh, r, t));
+        assert_eq!(poly, fresh);
+    }
+}
