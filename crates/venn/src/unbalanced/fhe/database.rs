@@ -9,6 +9,15 @@
 //! items), else a new one (CHLR18 §4.1, APSI's first fit). Column c's f bins are slots
 //! f·c … f·c + f − 1 of the bundle's plaintexts; plaintext j holds every bin's
 //! coefficient j (CLR17 §4).
+//!
+//! Labels (CLR17 §4.5's labeled PSI, CMdG+21 §5): an item's sealed label is cut into P·f
+//! felts, and part p's bin k holds the interpolation polynomial L_{p,k} with
+//! L_{p,k}(felt_k) = label felt (p, k) for each item of the column. A bin of a labeled
+//! database never holds one felt twice (an x cannot map to two labels): an item goes to
+//! the first bundle where none of its felts is already a root of its bins. Each change is
+//! O(d) a bin too (the spec's §2.2): an insert adds (v − L(a))·M(x)/M(a) with the old M;
+//! a delete subtracts the top coefficient times the new M (which vanishes at every root
+//! left, and drops the degree); a relabel adds (v′ − L(a))·M_a(x)/M_a(a), M_a = M/(x − a).
 
 use super::params::FheSet;
 use crate::crypto::Block;
@@ -20,12 +29,14 @@ use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Encoding, Plaintext};
 use fhe_traits::FheEncoder;
 
-/// A column of a bundle: the items at its location, and its f bins' matching polynomials
-/// (coefficients, lowest first; monic, of degree the item count).
+/// A column of a bundle: the items at its location, its f bins' matching polynomials
+/// (coefficients, lowest first; monic, of degree the item count) and, labeled, each
+/// part's f interpolation polynomials (as many coefficients as items).
 #[derive(Clone, Debug)]
 struct Column {
     items: Vec<u128>,
     polys: Vec<Vec<u32>>,
+    labels: Vec<Vec<Vec<u32>>>,
 }
 
 /// A bundle: S columns.
@@ -37,6 +48,9 @@ struct Bundle {
 /// The server's items as bundles of matching polynomials.
 pub struct Database {
     set: FheSet,
+    /// P: the label parts of an item (0 unlabeled), and the bytes of a sealed label.
+    parts: usize,
+    label_bytes: usize,
     hash: CuckooHash,
     /// Per bundle index, its bundles.
     indices: Vec<Vec<Bundle>>,
@@ -46,6 +60,42 @@ pub struct Database {
 /// `a · b mod t`.
 fn mul_mod(a: u32, b: u32, t: u32) -> u32 {
     (u64::from(a) * u64::from(b) % u64::from(t)) as u32
+}
+
+/// `a^e mod t`.
+fn pow_mod(a: u32, mut e: u32, t: u32) -> u32 {
+    let (mut result, mut a) = (1u32, a);
+    while e > 0 {
+        if e & 1 == 1 {
+            result = mul_mod(result, a, t);
+        }
+        a = mul_mod(a, a, t);
+        e >>= 1;
+    }
+    result
+}
+
+/// `poly(x)` mod t.
+fn eval(poly: &[u32], x: u32, t: u32) -> u32 {
+    (poly.iter().rev()).fold(0, |acc, &c| {
+        ((u64::from(mul_mod(acc, x, t)) + u64::from(c)) % u64::from(t)) as u32
+    })
+}
+
+/// `poly + c·other` mod t, `poly` grown to `other`'s length.
+fn add_multiple(poly: &mut Vec<u32>, c: u32, other: &[u32], t: u32) {
+    poly.resize(poly.len().max(other.len()), 0);
+    for (p, &o) in poly.iter_mut().zip(other) {
+        *p = ((u64::from(*p) + u64::from(mul_mod(c, o, t))) % u64::from(t)) as u32;
+    }
+}
+
+/// `(v − label(a)) / m(a)` mod t: the multiple of `m` that makes `label` take `v` at `a`
+/// (m(a) ≠ 0: `a` is not a root of `m`).
+fn correction(label: &[u32], m: &[u32], a: u32, v: u32, t: u32) -> u32 {
+    let delta =
+        ((u64::from(v) + u64::from(t) - u64::from(eval(label, a, t))) % u64::from(t)) as u32;
+    mul_mod(delta, pow_mod(eval(m, a, t), t - 2, t), t)
 }
 
 /// `poly · (x − root)` mod t.
@@ -74,16 +124,25 @@ fn without_root(poly: &mut Vec<u32>, root: u32, t: u32) {
 
 impl Database {
     /// An empty database of `set`, its items' locations chosen by `seed` (public: a
-    /// client places its items alike).
-    pub fn new(set: FheSet, seed: Block) -> Database {
+    /// client places its items alike), with sealed labels of `label_bytes` bytes if its
+    /// items carry labels.
+    pub fn new(set: FheSet, seed: Block, label_bytes: Option<usize>) -> Database {
         let hash = CuckooHash::new(seed, set.locations() as usize);
         let indices = vec![Vec::new(); set.indices as usize];
+        let label_bytes = label_bytes.unwrap_or(0);
         Database {
+            parts: set.label_parts(label_bytes),
+            label_bytes,
             set,
             hash,
             indices,
             items: 0,
         }
+    }
+
+    /// P: the label parts of an item (0 unlabeled).
+    pub fn label_parts(&self) -> usize {
+        self.parts
     }
 
     /// The set it is of.
@@ -111,23 +170,42 @@ impl Database {
         locations(&self.hash, &self.set, hash)
     }
 
-    /// Adds the item of 128-bit hash `hash` (its OPRF value's; not held already).
-    pub fn insert(&mut self, hash: u128) {
+    /// The label felts of `label` (a sealed label of the database's size), part by part.
+    fn label_felts(&self, label: Option<&[u8]>) -> Result<Vec<Vec<u32>>> {
+        match (label, self.parts) {
+            (None, 0) => Ok(Vec::new()),
+            (Some(label), _) if self.parts > 0 && label.len() == self.label_bytes => {
+                Ok(self.set.label_felts(label, self.parts))
+            }
+            _ => Err(Error::Usage(format!(
+                "a label of {} bytes where the database's are {}",
+                label.map_or(0, <[u8]>::len),
+                self.label_bytes
+            ))),
+        }
+    }
+
+    /// Adds the item of 128-bit hash `hash` (its OPRF value's; not held already), with its
+    /// sealed label where the database's items carry labels.
+    pub fn insert(&mut self, hash: u128, label: Option<&[u8]>) -> Result<()> {
         let t = self.set.bfv.plain as u32;
         let felts: Vec<u32> = self.set.felts_of(hash).collect();
-        let (columns, degree) = (self.set.columns(), self.set.degree as usize);
+        let values = self.label_felts(label)?;
+        let (columns, degree, parts) = (self.set.columns(), self.set.degree as usize, self.parts);
         for location in self.locations(hash) {
             let (index, column) = ((location / columns) as usize, (location % columns) as usize);
             let bundles = &mut self.indices[index];
-            let fits = bundles
-                .iter()
-                .position(|b| b.columns[column].items.len() < degree);
-            let bundle = match fits {
+            let fits = |c: &Column| {
+                c.items.len() < degree
+                    && (parts == 0 || felts.iter().zip(&c.polys).all(|(&a, m)| eval(m, a, t) != 0))
+            };
+            let bundle = match bundles.iter().position(|b| fits(&b.columns[column])) {
                 Some(b) => &mut bundles[b],
                 None => {
                     let empty = Column {
                         items: Vec::new(),
                         polys: vec![vec![1]; felts.len()],
+                        labels: vec![vec![Vec::new(); felts.len()]; parts],
                     };
                     bundles.push(Bundle {
                         columns: vec![empty; columns as usize],
@@ -137,11 +215,16 @@ impl Database {
             };
             let column = &mut bundle.columns[column];
             column.items.push(hash);
-            for (poly, &felt) in column.polys.iter_mut().zip(&felts) {
-                with_root(poly, felt, t);
+            for (k, &a) in felts.iter().enumerate() {
+                for (p, part) in column.labels.iter_mut().enumerate() {
+                    let c = correction(&part[k], &column.polys[k], a, values[p][k], t);
+                    add_multiple(&mut part[k], c, &column.polys[k], t);
+                }
+                with_root(&mut column.polys[k], a, t);
             }
         }
         self.items += 1;
+        Ok(())
     }
 
     /// Removes the item of hash `hash`; whether it was held.
@@ -156,8 +239,13 @@ impl Database {
                 let column = &mut bundle.columns[column];
                 if let Some(at) = column.items.iter().position(|&h| h == hash) {
                     column.items.swap_remove(at);
-                    for (poly, &felt) in column.polys.iter_mut().zip(&felts) {
-                        without_root(poly, felt, t);
+                    for (k, &a) in felts.iter().enumerate() {
+                        without_root(&mut column.polys[k], a, t);
+                        for part in &mut column.labels {
+                            let top = part[k].last().copied().unwrap_or(0);
+                            add_multiple(&mut part[k], t - top, &column.polys[k], t);
+                            part[k].pop();
+                        }
                     }
                     found = true;
                     break;
@@ -168,31 +256,71 @@ impl Database {
         found
     }
 
-    /// The d + 1 plaintexts of bundle `bundle` of index `index`: plaintext j holds every
-    /// bin's coefficient j (0 past its degree; slots past the columns hold the constant
-    /// polynomial 1, which no x makes 0).
+    /// Gives the held item of hash `hash` the sealed label `label`; whether it was held.
+    pub fn relabel(&mut self, hash: u128, label: &[u8]) -> Result<bool> {
+        let t = self.set.bfv.plain as u32;
+        let felts: Vec<u32> = self.set.felts_of(hash).collect();
+        let values = self.label_felts(Some(label))?;
+        let columns = self.set.columns();
+        let mut found = false;
+        for location in self.locations(hash) {
+            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
+            for bundle in &mut self.indices[index] {
+                let column = &mut bundle.columns[column];
+                if !column.items.contains(&hash) {
+                    continue;
+                }
+                for (k, &a) in felts.iter().enumerate() {
+                    let mut others = column.polys[k].clone();
+                    without_root(&mut others, a, t);
+                    for (p, part) in column.labels.iter_mut().enumerate() {
+                        let c = correction(&part[k], &others, a, values[p][k], t);
+                        add_multiple(&mut part[k], c, &others, t);
+                    }
+                }
+                found = true;
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// The plaintexts of bundle `bundle` of index `index`: its matching polynomials' d + 1
+    /// (plaintext j holds every bin's coefficient j, 0 past its degree; slots past the
+    /// columns hold the constant 1, which no x makes 0), then each label part's d.
     pub fn plaintexts(
         &self,
         index: u32,
         bundle: usize,
         par: &std::sync::Arc<BfvParameters>,
-    ) -> Result<Vec<Plaintext>> {
+    ) -> Result<Vec<Vec<Plaintext>>> {
         let bundle = (self.indices.get(index as usize))
             .and_then(|b| b.get(bundle))
             .ok_or_else(|| Error::Usage(format!("no bundle {bundle} of index {index}")))?;
-        let (n, f) = (par.degree(), usize::from(self.set.felts));
-        (0..=self.set.degree as usize)
-            .map(|j| {
-                let mut slots = vec![u64::from(j == 0); n];
-                for (c, column) in bundle.columns.iter().enumerate() {
-                    for (k, poly) in column.polys.iter().enumerate() {
-                        slots[f * c + k] = poly.get(j).map_or(0, |&v| u64::from(v));
+        let (n, f, d) = (
+            par.degree(),
+            usize::from(self.set.felts),
+            self.set.degree as usize,
+        );
+        let encode = |count: usize, constant: u64, bin: &dyn Fn(&Column, usize) -> &[u32]| {
+            (0..count)
+                .map(|j| {
+                    let mut slots = vec![u64::from(j == 0) * constant; n];
+                    for (c, column) in bundle.columns.iter().enumerate() {
+                        for k in 0..f {
+                            slots[f * c + k] = bin(column, k).get(j).map_or(0, |&v| u64::from(v));
+                        }
                     }
-                }
-                Plaintext::try_encode(&slots, Encoding::simd(), par)
-                    .map_err(|e| Error::Params(format!("BFV: {e}")))
-            })
-            .collect()
+                    Plaintext::try_encode(&slots, Encoding::simd(), par)
+                        .map_err(|e| Error::Params(format!("BFV: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        let mut all = vec![encode(d + 1, 1, &|c, k| &c.polys[k])?];
+        for p in 0..self.parts {
+            all.push(encode(d, 0, &|c, k| &c.labels[p][k])?);
+        }
+        Ok(all)
     }
 
     /// The polynomials' low degree and the powers evaluating them needs.

@@ -73,6 +73,52 @@ impl FheSet {
         (0..u32::from(self.felts)).map(move |k| ((hash >> (k * bits)) & mask) as u32)
     }
 
+    /// P: the label parts a sealed label of `bytes` bytes takes (0 for none), f felts of
+    /// [`FheSet::felt_bits`] each.
+    pub fn label_parts(&self, bytes: usize) -> usize {
+        (8 * bytes).div_ceil(self.item_bits() as usize)
+    }
+
+    /// The felts of a sealed label, `parts` parts of f: its bits in order, little-endian,
+    /// zeros past its end.
+    pub fn label_felts(&self, label: &[u8], parts: usize) -> Vec<Vec<u32>> {
+        let bits = self.felt_bits() as usize;
+        let bit = |i: usize| label.get(i / 8).map_or(0, |&b| u32::from(b >> (i % 8)) & 1);
+        (0..parts)
+            .map(|p| {
+                (0..usize::from(self.felts))
+                    .map(|k| {
+                        let first = (p * usize::from(self.felts) + k) * bits;
+                        (0..bits).fold(0, |v, i| v | (bit(first + i) << i))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The sealed label of `bytes` bytes whose felts are `felts` (part by part): refused
+    /// where a felt has more bits than a felt carries, or bits set past the label's end
+    /// (a non-member's slots, random).
+    pub fn label_of(&self, felts: &[Vec<u32>], bytes: usize) -> Option<Vec<u8>> {
+        let bits = self.felt_bits() as usize;
+        let mut label = vec![0u8; bytes];
+        for (j, &felt) in felts.iter().flatten().enumerate() {
+            if felt >> bits != 0 {
+                return None;
+            }
+            for i in 0..bits {
+                let at = j * bits + i;
+                let set = (felt >> i) & 1 == 1;
+                match label.get_mut(at / 8) {
+                    Some(byte) => *byte |= u8::from(set) << (at % 8),
+                    None if set => return None,
+                    None => {}
+                }
+            }
+        }
+        Some(label)
+    }
+
     /// log₂ of the chance that a non-member matches, per query item and bundle.
     pub fn log2_false_positive(&self) -> f64 {
         f64::from(self.felts) * (f64::from(self.degree).log2() - f64::from(self.felt_bits()))

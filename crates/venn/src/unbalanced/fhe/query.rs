@@ -3,8 +3,9 @@
 //! sends x^s slot-wise for each source power s, encrypted under a fresh key with its
 //! relinearisation key; the server derives the powers it needs ([`powers`]), evaluates
 //! every bundle's matching polynomials at them ([`evaluate`]) and answers each bundle's
-//! result switched to its last modulus; the client decrypts, and an item matches where a
-//! bundle's f slots of its column are all 0.
+//! result switched to its last modulus (and each label part's, in a labeled database);
+//! the client decrypts, and an item matches where a bundle's f slots of its column are
+//! all 0, its sealed label then in the same slots of that bundle's label parts.
 
 use super::database::{locations, Database};
 use super::params::FheSet;
@@ -112,13 +113,12 @@ pub fn query(
     Ok((pending, Request { indices, rk }))
 }
 
-/// The server's answer to `request` from `db`: per bundle index, each bundle's result at
-/// the last modulus. The indices run on the current rayon pool.
-pub fn answer(
-    db: &Database,
-    par: &Arc<BfvParameters>,
-    request: &Request,
-) -> Result<Vec<Vec<Ciphertext>>> {
+/// What a server answers: per bundle index, per bundle, the matching result then each
+/// label part's, at the last modulus.
+pub type Answer = Vec<Vec<Vec<Ciphertext>>>;
+
+/// The server's answer to `request` from `db`. The indices run on the current rayon pool.
+pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Result<Answer> {
     let set = db.set();
     if request.indices.len() != set.indices as usize {
         return Err(Error::protocol(
@@ -132,10 +132,14 @@ pub fn answer(
             let xs = powers(&dag, sources.clone(), &request.rk)?;
             (0..db.bundles(index as u32))
                 .map(|bundle| {
-                    let coefficients = db.plaintexts(index as u32, bundle, par)?;
-                    let mut result = evaluate(&coefficients, set.low, &xs, &request.rk)?;
-                    result.switch_to_level(par.max_level()).map_err(bfv)?;
-                    Ok(result)
+                    let polynomials = db.plaintexts(index as u32, bundle, par)?;
+                    (polynomials.iter())
+                        .map(|coefficients| {
+                            let mut result = evaluate(coefficients, set.low, &xs, &request.rk)?;
+                            result.switch_to_level(par.max_level()).map_err(bfv)?;
+                            Ok(result)
+                        })
+                        .collect::<Result<Vec<_>>>()
                 })
                 .collect::<Result<Vec<_>>>()
         })
@@ -143,17 +147,45 @@ pub fn answer(
 }
 
 impl Pending {
-    /// Which of the query's items the database holds, from the server's `answer`.
-    pub fn matches(&self, set: &FheSet, answer: &[Vec<Ciphertext>]) -> Result<Vec<bool>> {
+    /// Which of the query's items the database holds, from the server's `answer`, each
+    /// with its sealed label of `label_bytes` bytes (empty where the database's items
+    /// carry none: `label_bytes` 0).
+    pub fn matches(
+        &self,
+        set: &FheSet,
+        answer: &Answer,
+        label_bytes: usize,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         let (f, columns) = (usize::from(set.felts), set.columns() as usize);
-        let mut found = vec![false; self.items];
+        let parts = set.label_parts(label_bytes);
+        let mut found = vec![None; self.items];
         for (index, bundles) in answer.iter().enumerate() {
-            for result in bundles {
-                let pt = self.sk.try_decrypt(result).map_err(bfv)?;
-                let slots = Vec::<u64>::try_decode(&pt, Encoding::simd()).map_err(bfv)?;
+            for results in bundles {
+                if results.len() != 1 + parts {
+                    return Err(Error::protocol(
+                        format!("a bundle's result and {parts} label parts"),
+                        format!("{} results", results.len()),
+                    ));
+                }
+                let slots = (results.iter())
+                    .map(|result| {
+                        let pt = self.sk.try_decrypt(result).map_err(bfv)?;
+                        Vec::<u64>::try_decode(&pt, Encoding::simd()).map_err(bfv)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 for c in 0..columns {
-                    if let Some(item) = self.placed[index * columns + c] {
-                        found[item] |= slots[f * c..f * c + f].iter().all(|&v| v == 0);
+                    let Some(item) = self.placed[index * columns + c] else {
+                        continue;
+                    };
+                    if slots[0][f * c..f * c + f].iter().any(|&v| v != 0) {
+                        continue;
+                    }
+                    let felts: Vec<Vec<u32>> = (slots[1..].iter())
+                        .map(|part| part[f * c..f * c + f].iter().map(|&v| v as u32).collect())
+                        .collect();
+                    // A felt too wide is a false positive's: no label, no match.
+                    if let Some(label) = set.label_of(&felts, label_bytes) {
+                        found[item] = Some(label);
                     }
                 }
             }
@@ -173,12 +205,9 @@ mod tests {
     use crate::he::params::Bfv;
     use crate::unbalanced::fhe::database::random_hashes;
 
-    /// V1M-4096's shape with one bundle index: a query of members and non-members finds
-    /// exactly the members, through inserts and deletes, over several bundles; a query
-    /// over the cap is refused.
-    #[test]
-    fn queries_find_the_members() {
-        let set = FheSet {
+    /// V1M-4096's shape with one bundle index.
+    fn small_set() -> FheSet {
+        FheSet {
             name: "test",
             bfv: Bfv {
                 degree: 8192,
@@ -192,15 +221,22 @@ mod tests {
             low: 8,
             sources: vec![1, 3, 4, 9, 27],
             max_query: 256,
-        };
+        }
+    }
+
+    /// A query of members and non-members finds exactly the members, through inserts and
+    /// deletes, over several bundles; a query over the cap is refused.
+    #[test]
+    fn queries_find_the_members() {
+        let set = small_set();
         set.check(1 << 16).unwrap();
         let par = set.bfv.build().unwrap();
         let mut prg = Prg::from_seed(Block::from(12));
         let seed = Block::from(77);
-        let mut db = Database::new(set.clone(), seed);
+        let mut db = Database::new(set.clone(), seed, None);
         // About 110 items a column: two bundles or three.
         let held = random_hashes(50_000, &mut prg);
-        held.iter().for_each(|&h| db.insert(h));
+        held.iter().for_each(|&h| db.insert(h, None).unwrap());
         assert!((2..=set.bundles_for(50_000) as usize).contains(&db.bundles(0)));
         let removed = &held[..40];
         removed.iter().for_each(|&h| assert!(db.remove(h)));
@@ -209,10 +245,64 @@ mod tests {
         let asked: Vec<u128> = (held[..120].iter()).chain(&strangers).copied().collect();
         let (pending, request) = query(&set, &par, seed, &asked, &mut prg).unwrap();
         let answer = answer(&db, &par, &request).unwrap();
-        let found = pending.matches(&set, &answer).unwrap();
+        let found: Vec<bool> = (pending.matches(&set, &answer, 0).unwrap().iter())
+            .map(Option::is_some)
+            .collect();
         let expected: Vec<bool> = (0..asked.len()).map(|i| (40..120).contains(&i)).collect();
         assert_eq!(found, expected);
         let many = random_hashes(257, &mut prg);
         assert!(query(&set, &par, seed, &many, &mut prg).is_err());
+    }
+
+    /// A labeled database through inserts, relabels and deletes: each member gets its
+    /// label as last sealed (opening under its key), a non-member none; a label of
+    /// another size is refused.
+    #[test]
+    fn members_get_their_labels() {
+        use crate::unbalanced::labels::{open, seal, sealed_len};
+        let set = small_set();
+        let par = set.bfv.build().unwrap();
+        let mut prg = Prg::from_seed(Block::from(13));
+        let seed = Block::from(78);
+        let bytes = sealed_len(16);
+        let mut db = Database::new(set.clone(), seed, Some(bytes));
+        assert_eq!(db.label_parts(), 4, "296 bits in 96-bit parts");
+        let key = |h: u128| [h as u8; 32];
+        let label = |h: u128, round: u8, prg: &mut Prg| {
+            let text = [round; 16];
+            seal(&key(h), &text[..(h % 17) as usize], 16, prg).unwrap()
+        };
+        let held = random_hashes(3000, &mut prg);
+        let mut model = std::collections::HashMap::new();
+        for &h in &held {
+            let sealed = label(h, 0, &mut prg);
+            db.insert(h, Some(&sealed)).unwrap();
+            model.insert(h, sealed);
+        }
+        for &h in &held[..30] {
+            let sealed = label(h, 1, &mut prg);
+            assert!(db.relabel(h, &sealed).unwrap());
+            model.insert(h, sealed);
+        }
+        for &h in &held[30..60] {
+            assert!(db.remove(h));
+            model.remove(&h);
+        }
+        assert!(
+            db.insert(7, Some(&[0; 3])).is_err(),
+            "a label of another size"
+        );
+        let strangers = random_hashes(60, &mut prg);
+        let asked: Vec<u128> = held[..120].iter().chain(&strangers).copied().collect();
+        let (pending, request) = query(&set, &par, seed, &asked, &mut prg).unwrap();
+        let answer = answer(&db, &par, &request).unwrap();
+        let found = pending.matches(&set, &answer, bytes).unwrap();
+        for (h, got) in asked.iter().zip(&found) {
+            assert_eq!(got.as_ref(), model.get(h), "{h:#x}");
+            if let Some(sealed) = got {
+                let opened = open(&key(*h), sealed, 16).unwrap().unwrap();
+                assert_eq!(opened.len(), (h % 17) as usize);
+            }
+        }
     }
 }
