@@ -127,23 +127,30 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
         ));
     }
     let dag = PowersDag::new(&set.sources, &db.targets())?;
-    (request.indices.par_iter().enumerate())
-        .map(|(index, sources)| {
-            let xs = powers(&dag, sources.clone(), &request.rk)?;
-            (0..db.bundles(index as u32))
-                .map(|bundle| {
-                    let polynomials = db.plaintexts(index as u32, bundle, par)?;
-                    (polynomials.iter())
-                        .map(|coefficients| {
-                            let mut result = evaluate(coefficients, set.low, &xs, &request.rk)?;
-                            result.switch_to_level(par.max_level()).map_err(bfv)?;
-                            Ok(result)
-                        })
-                        .collect::<Result<Vec<_>>>()
+    let powers = (request.indices.par_iter())
+        .map(|sources| powers(&dag, sources.clone(), &request.rk))
+        .collect::<Result<Vec<_>>>()?;
+    // Every bundle of every index, on the pool together (an index may hold most of them).
+    let bundles: Vec<(usize, usize)> = (0..powers.len())
+        .flat_map(|index| (0..db.bundles(index as u32)).map(move |bundle| (index, bundle)))
+        .collect();
+    let results = (bundles.par_iter())
+        .map(|&(index, bundle)| {
+            let polynomials = db.plaintexts(index as u32, bundle, par)?;
+            (polynomials.iter())
+                .map(|coefficients| {
+                    let mut result = evaluate(coefficients, set.low, &powers[index], &request.rk)?;
+                    result.switch_to_level(par.max_level()).map_err(bfv)?;
+                    Ok(result)
                 })
                 .collect::<Result<Vec<_>>>()
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let mut answer: Answer = vec![Vec::new(); powers.len()];
+    for (&(index, _), result) in bundles.iter().zip(results) {
+        answer[index].push(result);
+    }
+    Ok(answer)
 }
 
 impl Pending {
