@@ -13,7 +13,15 @@
 //! False positives: a client item's f felts all roots of one bin's matching polynomial
 //! by chance, for each of the B bundles at its index: at most B·(d/2^felt_bits)^f an item,
 //! so m·B·(d/2^felt_bits)^f a query (CHLR18 §5's bound with the bundle count, which
-//! APSI's `log2_fpp` leaves out).
+//! APSI's `log2_fpp` leaves out: counted, the spec's V16M-4096 (d = 1,304) and
+//! V256M-4096 (d = 4,000, f = 5) shapes allow 2^-35 and 2^-37 a query, so Venn's 16M set
+//! for large queries has d = 782 and f = 6, and the 256M shape serves single keys only).
+//!
+//! [`sets`] are Venn's: each passes [`FheSet::check`] for its sizes, and a test evaluates
+//! each one's worst case (random coefficients of full degree) and keeps at least 6 bits
+//! of noise budget at the last modulus (the spec's rule: `fhe` samples its secret like
+//! its errors, so several of APSI's sets fail to decrypt with it). [`for_sizes`] picks the
+//! first that serves a server set and a query size.
 
 use crate::he::params::Bfv;
 use crate::he::powers::PowersDag;
@@ -43,6 +51,89 @@ pub struct FheSet {
     pub sources: Vec<u32>,
     /// The most items a query may hold.
     pub max_query: u32,
+    /// The most items the server's set may hold.
+    pub max_items: u64,
+}
+
+/// The bits of noise budget a set must keep, evaluated at its worst.
+pub const MIN_MARGIN_BITS: i64 = 6;
+
+/// Venn's sets, cheapest first.
+pub fn sets() -> Vec<FheSet> {
+    use crate::util::primes::batching_prime;
+    let (t16, t20, t24) = (
+        65537,
+        batching_prime(8192, (1 << 20) - (1 << 16)),
+        batching_prime(8192, (1 << 24) - (1 << 18)),
+    );
+    let bfv = |plain, moduli: &[usize]| Bfv {
+        degree: 8192,
+        plain,
+        moduli: moduli.to_vec(),
+    };
+    vec![
+        FheSet {
+            name: "V1M-4096",
+            bfv: bfv(t16, &[56, 56, 56, 50]),
+            hashes: 3,
+            felts: 6,
+            indices: 5,
+            degree: 98,
+            low: 8,
+            sources: vec![1, 3, 4, 9, 27],
+            max_query: 4096,
+            max_items: 1 << 21,
+        },
+        FheSet {
+            name: "V16M-1",
+            bfv: bfv(t20, &[56, 56, 56, 50]),
+            hashes: 1,
+            felts: 5,
+            indices: 1,
+            degree: 782,
+            low: 26,
+            sources: vec![1, 5, 8, 27, 135],
+            max_query: 1,
+            max_items: 1 << 25,
+        },
+        FheSet {
+            name: "V16M-4096",
+            bfv: bfv(t20, &[56, 56, 56, 50]),
+            hashes: 3,
+            felts: 6,
+            indices: 5,
+            degree: 782,
+            low: 26,
+            sources: vec![1, 5, 8, 27, 135],
+            max_query: 4096,
+            max_items: 1 << 24,
+        },
+        FheSet {
+            name: "V256M-1",
+            bfv: bfv(t24, &[50, 50, 50, 38, 30]),
+            hashes: 1,
+            felts: 5,
+            indices: 1,
+            degree: 4000,
+            low: 310,
+            sources: vec![1, 4, 10, 11, 28, 33, 78, 118, 143, 311, 1555],
+            max_query: 1,
+            max_items: 1 << 29,
+        },
+    ]
+}
+
+/// The first of Venn's sets serving a server set of up to `items` items and queries of
+/// up to `query` items.
+pub fn for_sizes(items: u64, query: u32) -> Result<FheSet> {
+    (sets().into_iter())
+        .find(|s| s.max_items >= items && s.max_query >= query)
+        .ok_or_else(|| {
+            Error::Params(format!(
+                "no ub-fhe set serves {items} server items with queries of {query}: up to 2^24 \
+                 items for queries of up to 4,096, 2^29 for single keys"
+            ))
+        })
 }
 
 impl FheSet {
@@ -134,10 +225,11 @@ impl FheSet {
     }
 
     /// Refuses the set unless its BFV set is secure and usable, items carry 80 to 128
-    /// bits, a query's false positives stay below 2^-40 against `max_items` server
-    /// items, the query's cuckoo table is at most 3/4 full, and the sources reach every
-    /// power Paterson–Stockmeyer needs.
-    pub fn check(&self, max_items: u64) -> Result<()> {
+    /// bits, a query's false positives stay below 2^-40 against its most server items,
+    /// the query's cuckoo table is at most 3/4 full, and the sources reach every power
+    /// Paterson–Stockmeyer needs.
+    pub fn check(&self) -> Result<()> {
+        let max_items = self.max_items;
         self.bfv.check()?;
         let bad = |why: String| {
             Err(Error::Params(format!(
@@ -177,5 +269,106 @@ impl FheSet {
             &crate::he::polynomial::targets(self.degree, self.low),
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::he::polynomial::{evaluate, powers, targets};
+    use fhe::bfv::{Ciphertext, Encoding, Plaintext, RelinearizationKey, SecretKey};
+    use fhe_traits::{FheDecoder, FheDecrypter, FheEncoder, FheEncrypter};
+    use rand::{Rng, SeedableRng};
+
+    /// `a · b mod t`.
+    fn mul(a: u64, b: u64, t: u64) -> u64 {
+        ((u128::from(a) * u128::from(b)) % u128::from(t)) as u64
+    }
+
+    /// Every set passes its checks; the selection picks the cheapest that serves; sizes
+    /// past every set are refused; a set whose bundles make false positives too likely is
+    /// refused.
+    #[test]
+    fn sets_are_checked_and_chosen_by_size() {
+        for set in sets() {
+            set.check().unwrap();
+        }
+        assert_eq!(for_sizes(1 << 20, 4096).unwrap().name, "V1M-4096");
+        assert_eq!(for_sizes(1 << 24, 1).unwrap().name, "V16M-1");
+        assert_eq!(for_sizes(1 << 24, 256).unwrap().name, "V16M-4096");
+        assert_eq!(for_sizes(1 << 28, 1).unwrap().name, "V256M-1");
+        assert!(for_sizes(1 << 28, 2).is_err());
+        assert!(for_sizes(1 << 30, 1).is_err());
+        let apsi_16m_4096 = FheSet {
+            degree: 1304,
+            low: 44,
+            sources: vec![1, 3, 11, 18, 45, 225],
+            ..for_sizes(1 << 24, 4096).unwrap()
+        };
+        assert!(apsi_16m_4096.check().is_err(), "2^-35 a query");
+    }
+
+    /// Each of Venn's evaluation shapes (BFV set, degree, low degree, sources), at its
+    /// worst — every coefficient random, x random in every slot — decrypts to the plain
+    /// values at the last modulus with at least [`MIN_MARGIN_BITS`] of noise budget left.
+    #[test]
+    fn sets_keep_their_noise_margin() {
+        let mut shapes: Vec<FheSet> = Vec::new();
+        for set in sets() {
+            let same = |s: &FheSet| {
+                (s.bfv == set.bfv && s.degree == set.degree)
+                    && (s.low == set.low && s.sources == set.sources)
+            };
+            if !shapes.iter().any(same) {
+                shapes.push(set);
+            }
+        }
+        for set in shapes {
+            let par = set.bfv.build().unwrap();
+            let (n, t) = (par.degree(), par.plaintext());
+            let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(set.degree));
+            let sk = SecretKey::random(&par, &mut rng);
+            let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+            let x: Vec<u64> = (0..n).map(|_| rng.random_range(0..t)).collect();
+            let sent: Vec<(u32, Ciphertext)> = (set.sources.iter())
+                .map(|&s| {
+                    let xs: Vec<u64> = x
+                        .iter()
+                        .map(|&v| (0..s).fold(1, |a, _| mul(a, v, t)))
+                        .collect();
+                    let pt = Plaintext::try_encode(&xs, Encoding::simd(), &par).unwrap();
+                    (s, sk.try_encrypt(&pt, &mut rng).unwrap())
+                })
+                .collect();
+            let dag = PowersDag::new(&set.sources, &targets(set.degree, set.low)).unwrap();
+            let xs = powers(&dag, sent, &rk).unwrap();
+            let coefficients: Vec<Vec<u64>> = (0..=set.degree)
+                .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
+                .collect();
+            let plaintexts: Vec<Plaintext> = (coefficients.iter())
+                .map(|c| Plaintext::try_encode(c, Encoding::simd(), &par).unwrap())
+                .collect();
+            let mut result = evaluate(&plaintexts, set.low, &xs, &rk).unwrap();
+            result.switch_to_level(par.max_level()).unwrap();
+            let decrypted = sk.try_decrypt(&result).unwrap();
+            let got = Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap();
+            let expected: Vec<u64> = (0..n)
+                .map(|s| {
+                    (coefficients.iter().rev()).fold(0, |acc, c| (mul(acc, x[s], t) + c[s]) % t)
+                })
+                .collect();
+            assert_eq!(got, expected, "{}", set.name);
+            // SAFETY: variable time in the noise, which a test may learn.
+            let noise = unsafe { sk.measure_noise(&result) }.unwrap() as i64;
+            // The last level keeps the first modulus.
+            let last = par.moduli_sizes()[0] as i64;
+            let margin = last - i64::from(u64::BITS - t.leading_zeros()) - noise - 1;
+            eprintln!("{}: {margin} bits of noise budget left", set.name);
+            assert!(
+                margin >= MIN_MARGIN_BITS,
+                "{}: {margin} bits left",
+                set.name
+            );
+        }
     }
 }

@@ -228,6 +228,7 @@ mod tests {
             low: 8,
             sources: vec![1, 3, 4, 9, 27],
             max_query: 256,
+            max_items: 1 << 16,
         }
     }
 
@@ -236,7 +237,7 @@ mod tests {
     #[test]
     fn queries_find_the_members() {
         let set = small_set();
-        set.check(1 << 16).unwrap();
+        set.check().unwrap();
         let par = set.bfv.build().unwrap();
         let mut prg = Prg::from_seed(Block::from(12));
         let seed = Block::from(77);
