@@ -384,10 +384,9 @@ mod tests {
             decode(&keep, &par, 0).is_err(),
             "more bits kept than its modulus has"
         );
-        let mut prg = crate::crypto::Prg::from_seed(crate::crypto::Block::from(3));
         for _ in 0..8 {
             let mut noise = vec![0u8; wire.len()];
-            prg.fill_bytes(&mut noise);
+            rand::RngCore::fill_bytes(&mut rng, &mut noise);
             noise[..HEAD].copy_from_slice(&wire[..HEAD]);
             // Refused where a coefficient is at or above its modulus, else a ciphertext of
             // two parts at level 0: never a panic.
