@@ -288,14 +288,7 @@ impl Store {
                     "DELETE FROM ub_items WHERE item IN {} RETURNING item",
                     places(1, items.len())
                 );
-                let mut query = sqlx::query(&sql);
-                for item in items {
-                    query = query.bind(*item);
-                }
-                let changed = query
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(failed("change its items"))?;
+                let changed = changed_rows(&mut tx, &sql, items).await?;
                 applied.deleted += changed.len() as u64;
                 applied.absent += (items.len() - changed.len()) as u64;
                 let ops: Vec<_> = (changed.iter())
@@ -311,14 +304,7 @@ impl Store {
                              RETURNING item",
                             places(items.len(), 1)
                         );
-                        let mut query = sqlx::query(&sql);
-                        for item in items {
-                            query = query.bind(*item);
-                        }
-                        let changed = query
-                            .fetch_all(&mut *tx)
-                            .await
-                            .map_err(failed("change its items"))?;
+                        let changed = changed_rows(&mut tx, &sql, items).await?;
                         applied.inserted += changed.len() as u64;
                         applied.present += (items.len() - changed.len()) as u64;
                         let ops: Vec<_> = (changed.iter())
@@ -545,6 +531,20 @@ async fn upsert_labeled<'a>(
         (query.execute(&mut **tx).await).map_err(failed("relabel its items"))?;
     }
     Ok(ops)
+}
+
+/// The rows `sql` returns with `items` bound in order, in `tx`: the items a statement
+/// changed.
+async fn changed_rows(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    sql: &str,
+    items: &[&[u8]],
+) -> Result<Vec<sqlx::any::AnyRow>> {
+    let mut query = sqlx::query(sql);
+    for item in items {
+        query = query.bind(*item);
+    }
+    (query.fetch_all(&mut **tx).await).map_err(failed("change its items"))
 }
 
 /// Records `ops` (each a change, its item and the label it set) as the operations after

@@ -227,31 +227,40 @@ impl Database {
         Ok(())
     }
 
-    /// Removes the item of hash `hash`; whether it was held.
-    pub fn remove(&mut self, hash: u128) -> bool {
-        let t = self.set.bfv.plain as u32;
+    /// Calls `each` with the column holding the item of hash `hash` at each of its
+    /// locations (and the item's felts); whether it is held.
+    fn holding(&mut self, hash: u128, mut each: impl FnMut(&mut Column, &[u32])) -> bool {
         let felts: Vec<u32> = self.set.felts_of(hash).collect();
         let columns = self.set.columns();
         let mut found = false;
         for location in self.locations(hash) {
             let (index, column) = ((location / columns) as usize, (location % columns) as usize);
-            for bundle in &mut self.indices[index] {
-                let column = &mut bundle.columns[column];
-                if let Some(at) = column.items.iter().position(|&h| h == hash) {
-                    column.items.swap_remove(at);
-                    for (k, &a) in felts.iter().enumerate() {
-                        without_root(&mut column.polys[k], a, t);
-                        for part in &mut column.labels {
-                            let top = part[k].last().copied().unwrap_or(0);
-                            add_multiple(&mut part[k], t - top, &column.polys[k], t);
-                            part[k].pop();
-                        }
-                    }
-                    found = true;
-                    break;
-                }
+            let bundles = self.indices[index].iter_mut();
+            let held = bundles
+                .map(|b| &mut b.columns[column])
+                .find(|c| c.items.contains(&hash));
+            if let Some(column) = held {
+                each(column, &felts);
+                found = true;
             }
         }
+        found
+    }
+
+    /// Removes the item of hash `hash`; whether it was held.
+    pub fn remove(&mut self, hash: u128) -> bool {
+        let t = self.set.bfv.plain as u32;
+        let found = self.holding(hash, |column, felts| {
+            column.items.retain(|&h| h != hash);
+            for (k, &a) in felts.iter().enumerate() {
+                without_root(&mut column.polys[k], a, t);
+                for part in &mut column.labels {
+                    let top = part[k].last().copied().unwrap_or(0);
+                    add_multiple(&mut part[k], t - top, &column.polys[k], t);
+                    part[k].pop();
+                }
+            }
+        });
         self.items -= u64::from(found);
         found
     }
@@ -259,30 +268,17 @@ impl Database {
     /// Gives the held item of hash `hash` the sealed label `label`; whether it was held.
     pub fn relabel(&mut self, hash: u128, label: &[u8]) -> Result<bool> {
         let t = self.set.bfv.plain as u32;
-        let felts: Vec<u32> = self.set.felts_of(hash).collect();
         let values = self.label_felts(Some(label))?;
-        let columns = self.set.columns();
-        let mut found = false;
-        for location in self.locations(hash) {
-            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
-            for bundle in &mut self.indices[index] {
-                let column = &mut bundle.columns[column];
-                if !column.items.contains(&hash) {
-                    continue;
+        Ok(self.holding(hash, |column, felts| {
+            for (k, &a) in felts.iter().enumerate() {
+                let mut others = column.polys[k].clone();
+                without_root(&mut others, a, t);
+                for (p, part) in column.labels.iter_mut().enumerate() {
+                    let c = correction(&part[k], &others, a, values[p][k], t);
+                    add_multiple(&mut part[k], c, &others, t);
                 }
-                for (k, &a) in felts.iter().enumerate() {
-                    let mut others = column.polys[k].clone();
-                    without_root(&mut others, a, t);
-                    for (p, part) in column.labels.iter_mut().enumerate() {
-                        let c = correction(&part[k], &others, a, values[p][k], t);
-                        add_multiple(&mut part[k], c, &others, t);
-                    }
-                }
-                found = true;
-                break;
             }
-        }
-        Ok(found)
+        }))
     }
 
     /// The plaintexts of bundle `bundle` of index `index`: its matching polynomials' d + 1
