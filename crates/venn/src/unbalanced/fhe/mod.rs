@@ -6,5 +6,6 @@
 //! queries. The sets of parameters are checked as [`params`] says.
 
 pub mod database;
+pub mod messages;
 pub mod params;
 pub mod query;

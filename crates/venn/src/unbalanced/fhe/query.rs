@@ -207,13 +207,13 @@ fn bfv(e: fhe::Error) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::he::params::Bfv;
     use crate::unbalanced::fhe::database::random_hashes;
 
     /// V1M-4096's shape with one bundle index.
-    fn small_set() -> FheSet {
+    pub(crate) fn small_set() -> FheSet {
         FheSet {
             name: "test",
             bfv: Bfv {

@@ -1,0 +1,248 @@
+//! `ub-fhe`'s query and answer as bytes, read strictly before any of them reaches `fhe`
+//! (the hostile-client list: malformed ciphertexts, wrong parameters).
+//!
+//! A request is the count of bundle indices (u32) and of sources (u8), which must be the
+//! set's, then for each index and each source in the set's order a ciphertext at level 0
+//! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
+//! own form (its length (u32) first), taken only where its encoding is the one `fhe`
+//! writes for it (no stray fields, nothing variable-time). An answer is, per index, the
+//! count of bundles (u32) and for each bundle 1 + P compact ciphertexts at the last level
+//! ([`answer_bits`] kept of each coefficient), each after its length (u32).
+
+use super::params::FheSet;
+use super::query::{Answer, Request};
+use crate::he::wire::{decode, encode, wire_len, Kind};
+use crate::net::{Reader, Writer};
+use crate::{Error, Result};
+use fhe::bfv::{BfvParameters, RelinearizationKey};
+use fhe_traits::{DeserializeParametrized, Serialize};
+use std::sync::Arc;
+
+/// The most bytes of a relinearisation key: 2 polynomials per modulus, per modulus, at 8
+/// bytes a coefficient, with room for `fhe`'s framing.
+fn max_key_bytes(par: &BfvParameters) -> usize {
+    let moduli = par.moduli().len();
+    2 * moduli * moduli * par.degree() * 8 + 4096
+}
+
+/// The bits an answer keeps of each coefficient at the last modulus: t's, log₂ N and 4.
+/// Dropping the low s bits adds at most 2^(s−1)·(1 + ‖s_key‖₁) to the noise; `fhe`'s
+/// secret is a centred binomial of variance 10, so ‖s_key‖₁ is a sum of N terms of mean
+/// E|s| ≈ 2.5, within a few percent of 2^(log₂ N + 1.33). With s = log₂ q − log₂ t −
+/// log₂ N − 4 the added noise stays below 2^(log₂ q − log₂ t − 3.6): under a sixth of the
+/// budget q/(2t), at worst.
+pub fn answer_bits(par: &BfvParameters) -> u8 {
+    let t_bits = u64::BITS - par.plaintext().leading_zeros();
+    let log_n = par.degree().trailing_zeros();
+    (t_bits + log_n + 4) as u8
+}
+
+/// A request's wire form.
+pub fn request_to_bytes(request: &Request, par: &BfvParameters) -> Result<Vec<u8>> {
+    let sources = request.indices.first().map_or(0, Vec::len);
+    let mut w = Writer::new()
+        .u32(request.indices.len() as u32)
+        .u8(sources as u8);
+    for (_, ct) in request.indices.iter().flatten() {
+        let bytes = encode(ct, par, Kind::Full)?;
+        w = w.u32(bytes.len() as u32).bytes(&bytes);
+    }
+    let rk = request.rk.to_bytes();
+    Ok(w.u32(rk.len() as u32).bytes(&rk).0)
+}
+
+/// Reads a request for `set` (whose BFV parameters are `par`): refused unless it has the
+/// set's indices and sources, every ciphertext reads at level 0, the key reads and is
+/// encoded as `fhe` encodes it, and nothing follows.
+pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) -> Result<Request> {
+    let mut r = Reader::new(bytes, "a ub-fhe query");
+    let (indices, sources) = (r.u32()?, r.u8()?);
+    if indices != set.indices || usize::from(sources) != set.sources.len() {
+        return Err(Error::protocol(
+            format!(
+                "a query of {} indices and {} sources (the set {})",
+                set.indices,
+                set.sources.len(),
+                set.name
+            ),
+            format!("{indices} indices and {sources} sources"),
+        ));
+    }
+    let ct_len = wire_len(par, 0, Kind::Full)?;
+    let mut all = Vec::with_capacity(indices as usize);
+    for _ in 0..indices {
+        let mut index = Vec::with_capacity(set.sources.len());
+        for &power in &set.sources {
+            let len = r.u32()? as usize;
+            if len != ct_len {
+                return Err(Error::protocol(
+                    format!("a query ciphertext of {ct_len} bytes"),
+                    format!("{len} bytes"),
+                ));
+            }
+            let ct = decode(r.bytes(len)?, par, 0)?;
+            if par.level_of_context(ct[0].ctx()).ok() != Some(0) {
+                return Err(Error::protocol(
+                    "a query ciphertext at level 0",
+                    "a deeper one",
+                ));
+            }
+            index.push((power, ct));
+        }
+        all.push(index);
+    }
+    let len = r.u32()? as usize;
+    if len > max_key_bytes(par) {
+        return Err(Error::protocol(
+            format!(
+                "a relinearisation key of at most {} bytes",
+                max_key_bytes(par)
+            ),
+            format!("{len} bytes"),
+        ));
+    }
+    let key = r.bytes(len)?;
+    r.finish()?;
+    let rk = RelinearizationKey::from_bytes(key, par)
+        .map_err(|e| Error::protocol("a relinearisation key", e.to_string()))?;
+    if rk.to_bytes() != key {
+        return Err(Error::protocol(
+            "a relinearisation key as `fhe` encodes it",
+            "another encoding",
+        ));
+    }
+    Ok(Request { indices: all, rk })
+}
+
+/// An answer's wire form: compact ciphertexts at the last level.
+pub fn answer_to_bytes(answer: &Answer, par: &BfvParameters) -> Result<Vec<u8>> {
+    let keep = answer_bits(par);
+    let mut w = Writer::new();
+    for bundles in answer {
+        w = w.u32(bundles.len() as u32);
+        for ct in bundles.iter().flatten() {
+            let bytes = encode(ct, par, Kind::Compact { keep })?;
+            w = w.u32(bytes.len() as u32).bytes(&bytes);
+        }
+    }
+    Ok(w.0)
+}
+
+/// Reads an answer for `set` with `parts` label parts a bundle and at most `max_bundles`
+/// bundles an index: refused unless each ciphertext reads, compact at the last level with
+/// [`answer_bits`] kept, and nothing follows.
+pub fn answer_from_bytes(
+    bytes: &[u8],
+    set: &FheSet,
+    par: &Arc<BfvParameters>,
+    parts: usize,
+    max_bundles: u32,
+) -> Result<Answer> {
+    let keep = answer_bits(par);
+    let kind = Kind::Compact { keep };
+    let ct_len = wire_len(par, par.max_level(), kind)?;
+    let mut r = Reader::new(bytes, "a ub-fhe answer");
+    let mut answer = Vec::with_capacity(set.indices as usize);
+    for _ in 0..set.indices {
+        let bundles = r.u32()?;
+        if bundles > max_bundles {
+            return Err(Error::protocol(
+                format!("at most {max_bundles} bundles an index"),
+                format!("{bundles}"),
+            ));
+        }
+        let mut index = Vec::with_capacity(bundles as usize);
+        for _ in 0..bundles {
+            let mut results = Vec::with_capacity(1 + parts);
+            for _ in 0..1 + parts {
+                let len = r.u32()? as usize;
+                if len != ct_len {
+                    return Err(Error::protocol(
+                        format!("an answer ciphertext of {ct_len} bytes"),
+                        format!("{len} bytes"),
+                    ));
+                }
+                // Of the compact kind and its kept bits: no other has this length.
+                results.push(decode(r.bytes(len)?, par, par.max_level())?);
+            }
+            index.push(results);
+        }
+        answer.push(index);
+    }
+    r.finish()?;
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::{Block, Prg};
+    use crate::unbalanced::fhe::database::{random_hashes, Database};
+    use crate::unbalanced::fhe::query::{answer, query};
+    use crate::unbalanced::labels::sealed_len;
+
+    /// A labeled query through bytes both ways finds the members with their labels; each
+    /// malformed request or answer is refused: other counts, a ciphertext cut or deeper, a
+    /// key that does not read or is too long, bytes left over or missing.
+    #[test]
+    fn queries_and_answers_cross_as_bytes() {
+        let set = crate::unbalanced::fhe::query::tests::small_set();
+        let par = set.bfv.build().unwrap();
+        let mut prg = Prg::from_seed(Block::from(14));
+        let seed = Block::from(79);
+        let bytes = sealed_len(8);
+        let mut db = Database::new(set.clone(), seed, Some(bytes));
+        let held = random_hashes(500, &mut prg);
+        for (i, &h) in held.iter().enumerate() {
+            db.insert(h, Some(&vec![i as u8; bytes])).unwrap();
+        }
+        let asked: Vec<u128> = held[..20]
+            .iter()
+            .copied()
+            .chain(random_hashes(20, &mut prg))
+            .collect();
+        let (pending, request) = query(&set, &par, seed, &asked, &mut prg).unwrap();
+        let wire = request_to_bytes(&request, &par).unwrap();
+        let read = request_from_bytes(&wire, &set, &par).unwrap();
+        let answered = answer(&db, &par, &read).unwrap();
+        let parts = db.label_parts();
+        let back = answer_to_bytes(&answered, &par).unwrap();
+        let answered = answer_from_bytes(&back, &set, &par, parts, 4).unwrap();
+        let found = pending.matches(&set, &answered, bytes).unwrap();
+        for (i, got) in found.iter().enumerate() {
+            assert_eq!(
+                got.clone(),
+                (i < 20).then(|| vec![i as u8; bytes]),
+                "item {i}"
+            );
+        }
+
+        let refused = |bytes: &[u8]| request_from_bytes(bytes, &set, &par).is_err();
+        assert!(refused(&wire[..wire.len() - 1]), "cut short");
+        assert!(refused(&[&wire[..], &[0]].concat()), "a byte more");
+        let mut indices = wire.clone();
+        indices[0] = 2;
+        assert!(refused(&indices), "two indices");
+        let mut sources = wire.clone();
+        sources[4] = 4;
+        assert!(refused(&sources), "four sources");
+        // The first ciphertext's level byte (after the counts, its length and its kind).
+        let mut deeper = wire.clone();
+        deeper[5 + 4 + 1] = 1;
+        assert!(refused(&deeper), "a deeper ciphertext");
+        // A key that is not one (its length before it).
+        let key_at = wire.len() - request.rk.to_bytes().len() - 4;
+        let garbage = [&wire[..key_at], &64u32.to_le_bytes(), &[0xff; 64]].concat();
+        assert!(refused(&garbage), "not a key");
+        let huge = [&wire[..key_at], &u32::MAX.to_le_bytes()].concat();
+        assert!(refused(&huge), "a key longer than any");
+        let answer_refused = |b: &[u8], max| answer_from_bytes(b, &set, &par, parts, max).is_err();
+        assert!(answer_refused(&back[..back.len() - 1], 4));
+        assert!(answer_refused(&[&back[..], &[0]].concat(), 4));
+        assert!(answer_refused(&back, 0), "more bundles than allowed");
+        assert!(
+            answer_from_bytes(&back, &set, &par, parts + 1, 4).is_err(),
+            "a part more"
+        );
+    }
+}
