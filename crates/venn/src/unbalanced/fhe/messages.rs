@@ -1,15 +1,17 @@
 //! `ub-fhe`'s query and answer as bytes, read strictly before any of them reaches `fhe`
-//! (the hostile-client list: malformed ciphertexts, wrong parameters).
+//! (a hostile client's malformed ciphertexts and wrong parameters are refused here).
 //!
 //! A request is the count of bundle indices (u32) and of sources (u8), which must be the
 //! set's, then for each index and each source in the set's order a ciphertext at level 0
 //! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
 //! own form (its length (u32) first), taken only where its encoding is the one `fhe`
-//! writes for it (no stray fields; `fhe`'s form carries a flag allowing variable-time
-//! arithmetic on the key's polynomials, which Venn cannot clear from outside `fhe`: the
-//! relinearisations of a query may then run in time depending on the values). An answer is, per index, the
-//! count of bundles (u32) and for each bundle 1 + P compact ciphertexts at the last level
-//! ([`answer_bits`] kept of each coefficient), each after its length (u32).
+//! writes for it (no stray fields). `fhe`'s form carries a flag allowing variable-time
+//! arithmetic on the key's polynomials, which Venn cannot clear from outside `fhe`: a
+//! query's relinearisations may then take time depending on the values.
+//!
+//! An answer is, per index, the count of bundles (u32) and for each bundle 1 + P compact
+//! ciphertexts at the last level ([`answer_bits`] kept of each coefficient), each after
+//! its length (u32).
 
 use super::params::FheSet;
 use super::query::{Answer, Request};
