@@ -6,7 +6,9 @@
 //!
 //! A location L is bundle index ⌊L/S⌋ and column L mod S; an item goes, at each distinct
 //! location, into the first bundle of that index whose column has room (fewer than d
-//! items), else a new one (CHLR18 §4.1, APSI's first fit). Column c's f bins are slots
+//! items), else a new one (CHLR18 §4.1, APSI's first fit). Each location keeps its own
+//! stack of columns, one a bundle: locations change independently, and an index has as
+//! many bundles as its fullest location (the others' missing columns hold nothing). Column c's f bins are slots
 //! f·c … f·c + f − 1 of the bundle's plaintexts; plaintext j holds every bin's
 //! coefficient j (CLR17 §4).
 //!
@@ -28,21 +30,16 @@ use crate::tables::CuckooHash;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Encoding, Plaintext};
 use fhe_traits::FheEncoder;
+use rayon::prelude::*;
 
 /// A column of a bundle: the items at its location, its f bins' matching polynomials
 /// (coefficients, lowest first; monic, of degree the item count) and, labeled, each
 /// part's f interpolation polynomials (as many coefficients as items).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Column {
     items: Vec<u128>,
     polys: Vec<Vec<u32>>,
     labels: Vec<Vec<Vec<u32>>>,
-}
-
-/// A bundle: S columns.
-#[derive(Clone, Debug)]
-struct Bundle {
-    columns: Vec<Column>,
 }
 
 /// The server's items as bundles of matching polynomials.
@@ -52,8 +49,9 @@ pub struct Database {
     parts: usize,
     label_bytes: usize,
     hash: CuckooHash,
-    /// Per bundle index, its bundles.
-    indices: Vec<Vec<Bundle>>,
+    /// Per location, its column in each bundle that has one (bundle b's is entry b): the
+    /// locations change independently, so a build runs them in parallel.
+    stacks: Vec<Vec<Column>>,
     items: u64,
 }
 
@@ -128,14 +126,14 @@ impl Database {
     /// items carry labels.
     pub fn new(set: FheSet, seed: Block, label_bytes: Option<usize>) -> Database {
         let hash = CuckooHash::new(seed, set.locations() as usize);
-        let indices = vec![Vec::new(); set.indices as usize];
+        let stacks = vec![Vec::new(); set.locations() as usize];
         let label_bytes = label_bytes.unwrap_or(0);
         Database {
             parts: set.label_parts(label_bytes),
             label_bytes,
             set,
             hash,
-            indices,
+            stacks,
             items: 0,
         }
     }
@@ -160,9 +158,46 @@ impl Database {
         self.items == 0
     }
 
-    /// The bundles of index `index`.
+    /// The bundles of index `index`: its fullest location's.
     pub fn bundles(&self, index: u32) -> usize {
-        self.indices.get(index as usize).map_or(0, Vec::len)
+        let columns = self.set.columns() as usize;
+        let stacks = self.stacks.chunks(columns).nth(index as usize);
+        stacks.map_or(0, |s| s.iter().map(Vec::len).max().unwrap_or(0))
+    }
+
+    /// The database of `set` (locations by `seed`) holding `hashes` (distinct), with their
+    /// sealed `labels` where its items carry labels (`label_bytes` each): the items as
+    /// [`Database::insert`] would add them one by one, the locations filled in parallel on
+    /// the current rayon pool.
+    pub fn build(
+        set: FheSet,
+        seed: Block,
+        hashes: &[u128],
+        labels: Option<(&[&[u8]], usize)>,
+    ) -> Result<Database> {
+        let mut db = Database::new(set, seed, labels.map(|(_, bytes)| bytes));
+        if labels.is_some_and(|(l, _)| l.len() != hashes.len()) {
+            return Err(Error::Usage("a label for every item".into()));
+        }
+        let located: Vec<Vec<u32>> = hashes.par_iter().map(|&h| db.locations(h)).collect();
+        let mut at: Vec<Vec<u32>> = vec![Vec::new(); db.stacks.len()];
+        for (item, locations) in located.iter().enumerate() {
+            locations
+                .iter()
+                .for_each(|&l| at[l as usize].push(item as u32));
+        }
+        let (set, parts) = (&db.set, db.parts);
+        (db.stacks.par_iter_mut().zip(at)).try_for_each(|(stack, items)| {
+            for item in items {
+                let hash = hashes[item as usize];
+                let label = labels.map(|(l, _)| l[item as usize]);
+                let values = label_felts(set, parts, db.label_bytes, label)?;
+                add_to(stack, set, hash, &values);
+            }
+            Ok::<_, Error>(())
+        })?;
+        db.items = hashes.len() as u64;
+        Ok(db)
     }
 
     /// The distinct locations of an item's hash.
@@ -170,58 +205,17 @@ impl Database {
         locations(&self.hash, &self.set, hash)
     }
 
-    /// The label felts of `label` (a sealed label of the database's size), part by part.
-    fn label_felts(&self, label: Option<&[u8]>) -> Result<Vec<Vec<u32>>> {
-        match (label, self.parts) {
-            (None, 0) => Ok(Vec::new()),
-            (Some(label), _) if self.parts > 0 && label.len() == self.label_bytes => {
-                Ok(self.set.label_felts(label, self.parts))
-            }
-            _ => Err(Error::Usage(format!(
-                "a label of {} bytes where the database's are {}",
-                label.map_or(0, <[u8]>::len),
-                self.label_bytes
-            ))),
-        }
-    }
-
     /// Adds the item of 128-bit hash `hash` (its OPRF value's; not held already), with its
     /// sealed label where the database's items carry labels.
     pub fn insert(&mut self, hash: u128, label: Option<&[u8]>) -> Result<()> {
-        let t = self.set.bfv.plain as u32;
-        let felts: Vec<u32> = self.set.felts_of(hash).collect();
-        let values = self.label_felts(label)?;
-        let (columns, degree, parts) = (self.set.columns(), self.set.degree as usize, self.parts);
+        let values = label_felts(&self.set, self.parts, self.label_bytes, label)?;
         for location in self.locations(hash) {
-            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
-            let bundles = &mut self.indices[index];
-            let fits = |c: &Column| {
-                c.items.len() < degree
-                    && (parts == 0 || felts.iter().zip(&c.polys).all(|(&a, m)| eval(m, a, t) != 0))
-            };
-            let bundle = match bundles.iter().position(|b| fits(&b.columns[column])) {
-                Some(b) => &mut bundles[b],
-                None => {
-                    let empty = Column {
-                        items: Vec::new(),
-                        polys: vec![vec![1]; felts.len()],
-                        labels: vec![vec![Vec::new(); felts.len()]; parts],
-                    };
-                    bundles.push(Bundle {
-                        columns: vec![empty; columns as usize],
-                    });
-                    bundles.last_mut().expect("pushed")
-                }
-            };
-            let column = &mut bundle.columns[column];
-            column.items.push(hash);
-            for (k, &a) in felts.iter().enumerate() {
-                for (p, part) in column.labels.iter_mut().enumerate() {
-                    let c = correction(&part[k], &column.polys[k], a, values[p][k], t);
-                    add_multiple(&mut part[k], c, &column.polys[k], t);
-                }
-                with_root(&mut column.polys[k], a, t);
-            }
+            add_to(
+                &mut self.stacks[location as usize],
+                &self.set,
+                hash,
+                &values,
+            );
         }
         self.items += 1;
         Ok(())
@@ -231,15 +225,10 @@ impl Database {
     /// locations (and the item's felts); whether it is held.
     fn holding(&mut self, hash: u128, mut each: impl FnMut(&mut Column, &[u32])) -> bool {
         let felts: Vec<u32> = self.set.felts_of(hash).collect();
-        let columns = self.set.columns();
         let mut found = false;
         for location in self.locations(hash) {
-            let (index, column) = ((location / columns) as usize, (location % columns) as usize);
-            let bundles = self.indices[index].iter_mut();
-            let held = bundles
-                .map(|b| &mut b.columns[column])
-                .find(|c| c.items.contains(&hash));
-            if let Some(column) = held {
+            let stack = self.stacks[location as usize].iter_mut();
+            if let Some(column) = stack.into_iter().find(|c| c.items.contains(&hash)) {
                 each(column, &felts);
                 found = true;
             }
@@ -268,7 +257,7 @@ impl Database {
     /// Gives the held item of hash `hash` the sealed label `label`; whether it was held.
     pub fn relabel(&mut self, hash: u128, label: &[u8]) -> Result<bool> {
         let t = self.set.bfv.plain as u32;
-        let values = self.label_felts(Some(label))?;
+        let values = label_felts(&self.set, self.parts, self.label_bytes, Some(label))?;
         Ok(self.holding(hash, |column, felts| {
             for (k, &a) in felts.iter().enumerate() {
                 let mut others = column.polys[k].clone();
@@ -290,9 +279,15 @@ impl Database {
         bundle: usize,
         par: &std::sync::Arc<BfvParameters>,
     ) -> Result<Vec<Vec<Plaintext>>> {
-        let bundle = (self.indices.get(index as usize))
-            .and_then(|b| b.get(bundle))
-            .ok_or_else(|| Error::Usage(format!("no bundle {bundle} of index {index}")))?;
+        if bundle >= self.bundles(index) {
+            return Err(Error::Usage(format!("no bundle {bundle} of index {index}")));
+        }
+        let columns = self.set.columns() as usize;
+        let empty = empty_column(&self.set, self.parts);
+        let stacks = &self.stacks[index as usize * columns..][..columns];
+        let bundle: Vec<&Column> = (stacks.iter())
+            .map(|stack| stack.get(bundle).unwrap_or(&empty))
+            .collect();
         let (n, f, d) = (
             par.degree(),
             usize::from(self.set.felts),
@@ -302,7 +297,7 @@ impl Database {
             (0..count)
                 .map(|j| {
                     let mut slots = vec![u64::from(j == 0) * constant; n];
-                    for (c, column) in bundle.columns.iter().enumerate() {
+                    for (c, column) in bundle.iter().enumerate() {
                         for k in 0..f {
                             slots[f * c + k] = bin(column, k).get(j).map_or(0, |&v| u64::from(v));
                         }
@@ -322,6 +317,63 @@ impl Database {
     /// The polynomials' low degree and the powers evaluating them needs.
     pub fn targets(&self) -> Vec<u32> {
         polynomial::targets(self.set.degree, self.set.low)
+    }
+}
+
+/// A column holding nothing: f matching polynomials 1, and P empty label polynomials each.
+fn empty_column(set: &FheSet, parts: usize) -> Column {
+    let f = usize::from(set.felts);
+    Column {
+        items: Vec::new(),
+        polys: vec![vec![1]; f],
+        labels: vec![vec![Vec::new(); f]; parts],
+    }
+}
+
+/// The label felts of `label` (a sealed label of `bytes` bytes, in a database of `parts`
+/// label parts; none where it has none), part by part.
+fn label_felts(
+    set: &FheSet,
+    parts: usize,
+    bytes: usize,
+    label: Option<&[u8]>,
+) -> Result<Vec<Vec<u32>>> {
+    match (label, parts) {
+        (None, 0) => Ok(Vec::new()),
+        (Some(label), _) if parts > 0 && label.len() == bytes => Ok(set.label_felts(label, parts)),
+        _ => Err(Error::Usage(format!(
+            "a label of {} bytes where the database's are {bytes}",
+            label.map_or(0, <[u8]>::len),
+        ))),
+    }
+}
+
+/// Adds the item of `hash` (label felts `values`) to the first column of `stack` (a
+/// location's, bundle by bundle) with room — fewer than d items and, labeled, none of its
+/// felts a root already — or to a new one.
+fn add_to(stack: &mut Vec<Column>, set: &FheSet, hash: u128, values: &[Vec<u32>]) {
+    let t = set.bfv.plain as u32;
+    let felts: Vec<u32> = set.felts_of(hash).collect();
+    let (degree, parts) = (set.degree as usize, values.len());
+    let fits = |c: &Column| {
+        c.items.len() < degree
+            && (parts == 0 || felts.iter().zip(&c.polys).all(|(&a, m)| eval(m, a, t) != 0))
+    };
+    let at = match stack.iter().position(fits) {
+        Some(at) => at,
+        None => {
+            stack.push(empty_column(set, parts));
+            stack.len() - 1
+        }
+    };
+    let column = &mut stack[at];
+    column.items.push(hash);
+    for (k, &a) in felts.iter().enumerate() {
+        for (p, part) in column.labels.iter_mut().enumerate() {
+            let c = correction(&part[k], &column.polys[k], a, values[p][k], t);
+            add_multiple(&mut part[k], c, &column.polys[k], t);
+        }
+        with_root(&mut column.polys[k], a, t);
     }
 }
 
@@ -371,5 +423,26 @@ mod tests {
             .iter()
             .for_each(|&r| with_root(&mut fresh, r, t));
         assert_eq!(poly, fresh);
+    }
+
+    /// A database built in parallel holds what inserting the items one by one makes,
+    /// labels included; a label count other than the items' is refused.
+    #[test]
+    fn a_build_is_its_inserts() {
+        let set = crate::unbalanced::fhe::query::tests::small_set();
+        let mut prg = Prg::from_seed(Block::from(6));
+        let hashes = random_hashes(20_000, &mut prg);
+        let labels: Vec<Vec<u8>> = (0..hashes.len()).map(|i| vec![i as u8; 9]).collect();
+        let refs: Vec<&[u8]> = labels.iter().map(Vec::as_slice).collect();
+        let built = Database::build(set.clone(), Block::from(8), &hashes, Some((&refs, 9)));
+        let built = built.unwrap();
+        let mut one_by_one = Database::new(set.clone(), Block::from(8), Some(9));
+        for (&h, label) in hashes.iter().zip(&refs) {
+            one_by_one.insert(h, Some(label)).unwrap();
+        }
+        assert!(built.stacks == one_by_one.stacks && built.len() == one_by_one.len());
+        assert!(built.bundles(0) >= 2, "{} bundles", built.bundles(0));
+        let short = Database::build(set, Block::from(8), &hashes, Some((&refs[1..], 9)));
+        assert!(short.is_err());
     }
 }
