@@ -125,7 +125,8 @@ fn load_state(path: &Path) -> Result<Held> {
         let (tags, labels) = (rest.get(..tags_len).ok_or_else(short)?, &rest[tags_len..]);
         let labels = match description.cache.labels {
             Some(_) => Some(LabelTable::from_bytes(labels.to_vec(), u64::MAX)?),
-            None => None,
+            None if labels.is_empty() => None,
+            None => return Err(Error::State("bytes after the tag set".into())),
         };
         CacheClient::new(description.cache, tags, labels)
     };

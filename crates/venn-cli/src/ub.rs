@@ -398,7 +398,8 @@ fn update(u: UpdateCli) -> Result<()> {
         None => String::new(),
     };
     eprintln!(
-        "venn ub: added {} keys ({} held already{relabeled}), removed {} ({} not held); {}          keys, {}",
+        "venn ub: added {} keys ({} held already{relabeled}), removed {} ({} not held); {} \
+         keys, {}",
         applied.inserted,
         applied.present,
         applied.deleted,

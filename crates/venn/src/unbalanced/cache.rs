@@ -274,6 +274,18 @@ impl CacheServer {
                     evaluated(&self.key, inserts, Some((labels.inserts, len)), tau)?;
                 let (items, new): (Vec<&[u8]>, Vec<&[u8]>) =
                     labels.relabels.iter().copied().unzip();
+                // An item relabelled twice, or relabelled and deleted, would make a delta
+                // no client (nor the publisher's own table) can apply.
+                let mut relabelled = std::collections::HashSet::with_capacity(items.len());
+                let deleted: std::collections::HashSet<&[u8]> = deletes.iter().copied().collect();
+                if let Some(item) =
+                    (items.iter()).find(|i| deleted.contains(*i) || !relabelled.insert(**i))
+                {
+                    return Err(Error::Usage(format!(
+                        "the item {:?} is relabelled twice, or relabelled and deleted",
+                        String::from_utf8_lossy(item)
+                    )));
+                }
                 let (held, relabelled) = evaluated(&self.key, &items, Some((&new, len)), tau)?;
                 if held.tags().any(|tag| !self.tags.contains(tag)) {
                     return Err(Error::Usage("a relabel of an item the set lacks".into()));
@@ -494,7 +506,7 @@ impl CacheClient {
         for delta in deltas {
             let held = tags.as_ref().unwrap_or(&self.tags);
             let delta = Delta::from_bytes(delta, descriptor.len.max(held.len()))?;
-            if !same_key || delta.from != version || delta.to != version + 1 {
+            if !same_key || delta.from != version || version.checked_add(1) != Some(delta.to) {
                 return Err(Error::protocol(
                     format!(
                         "a delta from version {version} of the key of epoch {}",
@@ -892,7 +904,7 @@ mod tests {
             let labels = labels.unwrap().to_bytes();
             let held = client.labels().unwrap();
             let from = client.descriptor().version;
-            let table = held.after(from, &[labels], from + 1, 1 << 12).unwrap();
+            let table = held.after(from, &[labels], from + 1).unwrap();
             // A table short of one tag.
             let tau = table.tau();
             let first = table.tags().next().unwrap();

@@ -16,6 +16,7 @@ use super::labels::{sealed_len, MAX_LABEL};
 use super::tag_set::TagSet;
 use crate::net::{Reader, Writer};
 use crate::{Error, Result};
+use std::collections::BTreeMap;
 
 /// The bytes of a table's wire form before its entries: τ, ℓ, the count.
 const HEAD: usize = 1 + 1 + 8;
@@ -263,35 +264,68 @@ impl LabelTable {
 }
 
 impl LabelTable {
-    /// This table, of version `from`, after `deltas` (wire forms, each of at most
-    /// `max_count` changes), which must go on from version to version and end at `to`.
-    pub fn after(
-        &self,
-        from: u64,
-        deltas: &[Vec<u8>],
-        to: u64,
-        max_count: u64,
-    ) -> Result<LabelTable> {
+    /// This table, of version `from`, after `deltas` (wire forms), which must go on from
+    /// version to version and end at `to`. The deltas are composed into one net change
+    /// first (a tag's last word wins; a removal must find the tag held by the table or
+    /// an earlier delta), then applied in one pass: one copy of the table however many
+    /// deltas there are.
+    pub fn after(&self, from: u64, deltas: &[Vec<u8>], to: u64) -> Result<LabelTable> {
+        let bad = || Error::protocol("label deltas removing held tags only", "another tag");
         let mut version = from;
-        let mut table = None::<LabelTable>;
+        let mut net: BTreeMap<u128, Option<Vec<u8>>> = BTreeMap::new();
         for delta in deltas {
-            let delta = LabelDelta::from_bytes(delta, max_count)?;
-            if delta.from != version || delta.to != version + 1 {
+            // A delta's parts are bounded by its bytes (each count is checked against
+            // its length).
+            let delta = LabelDelta::from_bytes(delta, u64::MAX)?;
+            if delta.from != version || version.checked_add(1) != Some(delta.to) {
                 return Err(Error::protocol(
                     format!("a label delta from version {version}"),
                     format!("versions {} to {}", delta.from, delta.to),
                 ));
             }
-            table = Some(table.as_ref().unwrap_or(self).changed(&delta)?);
+            let (set, removes) = (&delta.set, &delta.removes);
+            if set.tau != self.tau || set.len != self.len || removes.tau() != self.tau {
+                return Err(Error::protocol(
+                    format!(
+                        "a label delta of {}-bit tags, {}-byte labels",
+                        self.tau, self.len
+                    ),
+                    format!("{}-bit tags, {}-byte labels", set.tau, set.len),
+                ));
+            }
+            for tag in removes.tags() {
+                let held = match net.get(&tag) {
+                    Some(label) => label.is_some(),
+                    None => self.get(tag).is_some(),
+                };
+                if !held || set.get(tag).is_some() {
+                    return Err(bad());
+                }
+                net.insert(tag, None);
+            }
+            for (tag, sealed) in set.entries() {
+                net.insert(tag, Some(sealed.to_vec()));
+            }
             version = delta.to;
         }
-        match version == to {
-            true => Ok(table.unwrap_or_else(|| self.clone())),
-            false => Err(Error::protocol(
+        if version != to {
+            return Err(Error::protocol(
                 format!("label deltas to version {to}"),
                 format!("deltas to version {version}"),
-            )),
+            ));
         }
+        let mut set = Vec::new();
+        let mut removes = Vec::new();
+        for (tag, label) in net {
+            match label {
+                Some(sealed) => set.push((tag, sealed)),
+                None if self.get(tag).is_some() => removes.push(tag),
+                None => {}
+            }
+        }
+        let set = LabelTable::new(self.tau, self.len, set)?;
+        let net = LabelDelta::new(from, to, set, TagSet::new(self.tau, removes)?);
+        self.changed(&net)
     }
 }
 

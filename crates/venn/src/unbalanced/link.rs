@@ -27,7 +27,7 @@ use crate::session::run_plan::KeyForm;
 use crate::{Error, Result};
 
 /// A client's first frame.
-pub const HELLO: [u8; 8] = *b"venn-ub1";
+pub const HELLO: [u8; 8] = *b"venn-ub2";
 
 /// How many opening bytes [`looks_like_hello`] needs: the frame's length and [`HELLO`].
 pub const HELLO_PREFIX: usize = 4 + HELLO.len();
@@ -197,7 +197,7 @@ impl Published {
         let mut next = version.checked_sub(deltas.len() as u64);
         for delta in deltas {
             let (from, to) = (delta_versions(&delta))?;
-            if Some(from) != next || to != from + 1 {
+            if Some(from) != next || from.checked_add(1) != Some(to) {
                 return Err(Error::State(format!(
                     "a kept delta from version {from} to {to} where {next:?} to the next was \
                      due"
@@ -264,7 +264,7 @@ fn check_labels(described: &Descriptor, labels: Option<&PublishedLabels>) -> Res
     let mut next = labels.version;
     for delta in &labels.deltas {
         let (from, to) = LabelDelta::versions(delta)?;
-        if from != next || to != from + 1 {
+        if from != next || from.checked_add(1) != Some(to) {
             return Err(Error::State(format!(
                 "a kept label delta from version {from} to {to} where {next} to the next was due"
             )));
@@ -468,6 +468,40 @@ fn read_refusal(frame: &[u8]) -> Result<Refusal> {
     })
 }
 
+/// The label part of a sync's answer, as read.
+struct LabelPart {
+    /// The whole table (of version `from`), or none: the client's is meant.
+    whole: Option<Vec<u8>>,
+    /// The version the deltas start from.
+    from: u64,
+    /// The label deltas, in order.
+    deltas: Vec<Vec<u8>>,
+    /// The most entries the table may hold.
+    max_count: u64,
+}
+
+impl LabelPart {
+    /// The label table at the version `now` describes: the whole one received or the
+    /// client's (`held`, of version `from`), with the deltas applied.
+    fn table(self, held: Option<&CacheClient>, now: &Descriptor) -> Result<LabelTable> {
+        let whole;
+        let base = match (self.whole, held.and_then(|h| h.labels().map(|l| (h, l)))) {
+            (Some(table), _) => {
+                whole = LabelTable::from_bytes(table, self.max_count)?;
+                &whole
+            }
+            (None, Some((held, table))) if held.descriptor().version == self.from => table,
+            _ => {
+                return Err(Error::protocol(
+                    "label deltas from the client's table",
+                    format!("deltas from version {}", self.from),
+                ))
+            }
+        };
+        base.after(self.from, &self.deltas, now.version)
+    }
+}
+
 /// The tag part of a sync's answer.
 enum TagPart {
     /// The whole set's wire form.
@@ -515,12 +549,17 @@ impl<'a> Session<'a> {
         };
         let asked_from = held.is_some();
         let (tags, labels) = self.receive(held.as_ref())?;
-        let synced = match (tags, held) {
-            (TagPart::Deltas(deltas), Some(mut held)) => {
+        // Every part is read: a failure from here on can fall back to the whole set.
+        let labels = labels
+            .map(|part| part.table(held.as_ref(), &now))
+            .transpose();
+        let synced = match (tags, held, labels) {
+            (_, _, Err(e)) => Err(e),
+            (TagPart::Deltas(deltas), Some(mut held), Ok(labels)) => {
                 held.apply(now, &deltas, labels).map(|()| held)
             }
-            (TagPart::Whole(tags), _) => CacheClient::new(now, &tags, labels),
-            (TagPart::Deltas(_), None) => unreachable!("deltas are read only to a set held"),
+            (TagPart::Whole(tags), _, Ok(labels)) => CacheClient::new(now, &tags, labels),
+            (TagPart::Deltas(_), None, _) => unreachable!("deltas are read only to a set held"),
         };
         match synced {
             // Deltas that do not give the published set: the whole set instead (a client
@@ -542,10 +581,10 @@ impl<'a> Session<'a> {
         self.chan.recv(5)
     }
 
-    /// The answer to a sync from `held`'s version (or whole, without one): the tag set
-    /// whole or the deltas to it, and the label table at the published version where
-    /// the dataset's items carry labels.
-    fn receive(&mut self, held: Option<&CacheClient>) -> Result<(TagPart, Option<LabelTable>)> {
+    /// The answer to a sync from `held`'s version (or whole, without one), read: the tag
+    /// set whole or the deltas to it, and the label part where the dataset's items carry
+    /// labels.
+    fn receive(&mut self, held: Option<&CacheClient>) -> Result<(TagPart, Option<LabelPart>)> {
         let head = self.ask_sync(held)?;
         let now = self.description.cache.clone();
         let max_set = max_wire_len(now.len, now.tau);
@@ -573,7 +612,7 @@ impl<'a> Session<'a> {
             }
         };
         let labels = match now.labels {
-            Some(len) => Some(self.receive_labels(held, &now, len)?),
+            Some(len) => Some(self.receive_labels(&now, len)?),
             None => None,
         };
         Ok((tags, labels))
@@ -591,53 +630,47 @@ impl<'a> Session<'a> {
         Ok(parts)
     }
 
-    /// The label part of a sync's answer (after its tags): a whole table of some version
-    /// or none (the client's `held` one), and the deltas from it to the version `now`
-    /// describes, applied. A server keeps a table of at most 2n + 16 entries (n the set's
-    /// count) and deltas after it of at most half its bytes: what bounds what is read.
-    fn receive_labels(
-        &mut self,
-        held: Option<&CacheClient>,
-        now: &Descriptor,
-        len: u8,
-    ) -> Result<LabelTable> {
+    /// The label part of a sync's answer (after its tags), read: a whole table of some
+    /// version or none (the client's is meant), and the deltas from it. A server keeps a
+    /// table of at most 2n + 16 entries (n the set's count) and deltas after it of at most
+    /// half its bytes: what bounds what is read.
+    fn receive_labels(&mut self, now: &Descriptor, len: u8) -> Result<LabelPart> {
         let head = self.chan.recv(LABEL_HEAD)?;
         let mut r = Reader::new(&head, "the labels' part of a sync");
         let (kind, count, from) = (r.u8()?, r.u32()? as usize, r.u64()?);
         r.finish()?;
         let max_count = now.len.saturating_mul(2).saturating_add(16);
         let mut max = table_wire_len(max_count, now.tau, len).saturating_mul(2);
-        let whole;
-        let base = match (kind, held.and_then(|h| h.labels().map(|l| (h, l)))) {
-            (b'L', _) => {
-                let table = recv_part(self.chan, max, "a label table")?;
-                max -= table.len() as u64;
-                whole = LabelTable::from_bytes(table, max_count)?;
-                &whole
-            }
-            (b'l', Some((held, table))) if held.descriptor().version == from => table,
-            _ => {
-                return Err(Error::protocol(
-                    "a label table or the deltas to the client's",
-                    "another message",
-                ))
-            }
-        };
-        if count > MAX_LABEL_DELTAS {
+        if !matches!(kind, b'L' | b'l') || count > MAX_LABEL_DELTAS {
             return Err(Error::protocol(
-                format!("at most {MAX_LABEL_DELTAS} label deltas"),
-                format!("{count}"),
+                format!("a label table or at most {MAX_LABEL_DELTAS} deltas to the client's"),
+                format!("the kind {kind}, {count} deltas"),
             ));
         }
+        let whole = match kind {
+            b'L' => {
+                let table = recv_part(self.chan, max, "a label table")?;
+                max -= table.len() as u64;
+                Some(table)
+            }
+            _ => None,
+        };
         let deltas = self.receive_parts(count, max, "label deltas")?;
-        base.after(from, &deltas, now.version, max_count)
+        Ok(LabelPart {
+            whole,
+            from,
+            deltas,
+            max_count,
+        })
     }
 
     /// The whole set (and label table), asked for anew.
     fn download(&mut self) -> Result<CacheClient> {
+        let now = self.description.cache.clone();
         match self.receive(None)? {
             (TagPart::Whole(tags), labels) => {
-                CacheClient::new(self.description.cache.clone(), &tags, labels)
+                let labels = labels.map(|part| part.table(None, &now)).transpose()?;
+                CacheClient::new(now, &tags, labels)
             }
             (TagPart::Deltas(_), _) => unreachable!("deltas are read only to a set held"),
         }
@@ -1062,7 +1095,7 @@ mod tests {
         ];
         let client = probe(&published, Some(client), &want);
         // The table written again at version 1: a client of version 0 gets it whole.
-        let at_one = table.after(0, &label_deltas[..1], 1, 1 << 16).unwrap();
+        let at_one = table.after(0, &label_deltas[..1], 1).unwrap();
         let published = Published::new(
             cache.clone(),
             FORM,

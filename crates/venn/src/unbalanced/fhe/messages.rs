@@ -5,9 +5,12 @@
 //! set's, then for each index and each source in the set's order a ciphertext at level 0
 //! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
 //! own form (its length (u32) first), taken only where its encoding is the one `fhe`
-//! writes for it (no stray fields). `fhe`'s form carries a flag allowing variable-time
-//! arithmetic on the key's polynomials, which Venn cannot clear from outside `fhe`: a
-//! query's relinearisations may then take time depending on the values.
+//! writes for it (no stray fields). **Not yet safe against a hostile key**: `fhe`'s form
+//! keeps each polynomial's representation, its levels and its power-basis values, which
+//! are not checked here — a key whose polynomials are not in NTT-Shoup form, or not
+//! reduced, reaches `fhe`'s assertions when the server relinearises (a panic the client
+//! chooses) — and it carries a flag allowing variable-time arithmetic. The key must be
+//! decoded and checked field by field (`fhe::proto`) before this mode is served.
 //!
 //! An answer is, per index, the count of bundles (u32) and for each bundle 1 + P compact
 //! ciphertexts at the last level ([`answer_bits`] kept of each coefficient), each after

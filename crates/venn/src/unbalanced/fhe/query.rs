@@ -190,9 +190,11 @@ impl Pending {
                     let felts: Vec<Vec<u32>> = (slots[1..].iter())
                         .map(|part| part[f * c..f * c + f].iter().map(|&v| v as u32).collect())
                         .collect();
-                    // A felt too wide is a false positive's: no label, no match.
-                    if let Some(label) = set.label_of(&felts, label_bytes) {
-                        found[item] = Some(label);
+                    // A felt too wide is a false positive's: no label, no match. The first
+                    // bundle to match stands (a later one matching too is a false
+                    // positive's, whose label would not open).
+                    if found[item].is_none() {
+                        found[item] = set.label_of(&felts, label_bytes);
                     }
                 }
             }
