@@ -5,12 +5,12 @@
 //! set's, then for each index and each source in the set's order a ciphertext at level 0
 //! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
 //! own form (its length (u32) first), taken only where its encoding is the one `fhe`
-//! writes for it (no stray fields). **Not yet safe against a hostile key**: `fhe`'s form
-//! keeps each polynomial's representation, its levels and its power-basis values, which
-//! are not checked here — a key whose polynomials are not in NTT-Shoup form, or not
-//! reduced, reaches `fhe`'s assertions when the server relinearises (a panic the client
-//! chooses) — and it carries a flag allowing variable-time arithmetic. The key must be
-//! decoded and checked field by field (`fhe::proto`) before this mode is served.
+//! writes for it (no stray fields) and whose fields are checked first ([`check_key`]):
+//! `fhe` keeps each polynomial's representation and power-basis values as sent, and a
+//! key of another level, a polynomial not in NTT-Shoup form or a value not below its
+//! modulus reaches `fhe`'s assertions when the server relinearises (a panic the client
+//! would choose). (Its polynomials allow variable-time arithmetic, as `fhe`'s own keys'
+//! do: they are public.)
 //!
 //! An answer is, per index, the count of bundles (u32) and for each bundle 1 + P compact
 //! ciphertexts at the last level ([`answer_bits`] kept of each coefficient), each after
@@ -110,6 +110,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
     }
     let key = r.bytes(len)?;
     r.finish()?;
+    check_key(key, par)?;
     let rk = RelinearizationKey::from_bytes(key, par)
         .map_err(|e| Error::protocol("a relinearisation key", e.to_string()))?;
     if rk.to_bytes() != key {
@@ -119,6 +120,87 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
         ));
     }
     Ok(Request { indices: all, rk })
+}
+
+/// A polynomial in `fhe`'s form (`fhe_math`'s `Rq` message, which it keeps private).
+#[derive(Clone, PartialEq, prost::Message)]
+struct PolyForm {
+    /// 1 power basis, 2 NTT, 3 NTT-Shoup.
+    #[prost(int32, tag = "1")]
+    representation: i32,
+    #[prost(uint32, tag = "2")]
+    degree: u32,
+    /// Per modulus, its N power-basis values in ⌈log₂ q_i⌉ bits each, LSB first.
+    #[prost(bytes = "vec", tag = "3")]
+    coefficients: Vec<u8>,
+    /// Whether arithmetic on it may take variable time (so for `fhe`'s keys: they are
+    /// public).
+    #[prost(bool, tag = "4")]
+    allow_variable_time: bool,
+}
+
+/// NTT-Shoup, the form of a genuine key's polynomials.
+const NTT_SHOUP: i32 = 3;
+
+/// Refuses a relinearisation key (`fhe`'s form) unless it is for level-0 ciphertexts at
+/// level 0 without decomposition, with one c0 per modulus and one c1 each or a 32-byte
+/// seed, every polynomial in NTT-Shoup form of degree N, its values below their moduli.
+fn check_key(key: &[u8], par: &BfvParameters) -> Result<()> {
+    use prost::Message;
+    let bad = |why: String| Error::protocol("a level-0 relinearisation key of this set", why);
+    let rk = fhe::proto::bfv::RelinearizationKey::decode(key).map_err(|e| bad(e.to_string()))?;
+    let ksk = rk.ksk.ok_or_else(|| bad("no key".into()))?;
+    let moduli = par.moduli();
+    let c1_ok = (ksk.seed.is_empty() && ksk.c1.len() == moduli.len())
+        || (ksk.seed.len() == 32 && ksk.c1.is_empty());
+    if (ksk.ciphertext_level, ksk.ksk_level, ksk.log_base) != (0, 0, 0)
+        || ksk.c0.len() != moduli.len()
+        || !c1_ok
+    {
+        return Err(bad(format!(
+            "levels {} and {}, base 2^{}, {} and {} polynomials",
+            ksk.ciphertext_level,
+            ksk.ksk_level,
+            ksk.log_base,
+            ksk.c0.len(),
+            ksk.c1.len()
+        )));
+    }
+    let n = par.degree();
+    for bytes in ksk.c0.iter().chain(&ksk.c1) {
+        let poly = PolyForm::decode(&bytes[..]).map_err(|e| bad(e.to_string()))?;
+        if poly.representation != NTT_SHOUP || poly.degree as usize != n {
+            return Err(bad("a polynomial of another form or degree".into()));
+        }
+        let widths: Vec<u32> = moduli
+            .iter()
+            .map(|&q| u64::BITS - (q - 1).leading_zeros())
+            .collect();
+        let expected: usize = widths.iter().map(|&w| w as usize * n / 8).sum();
+        if poly.coefficients.len() != expected {
+            return Err(bad("a polynomial of another length".into()));
+        }
+        let mut at = 0;
+        for (&q, &w) in moduli.iter().zip(&widths) {
+            let block = &poly.coefficients[at..at + w as usize * n / 8];
+            at += block.len();
+            let (mut acc, mut filled, mut read) = (0u128, 0u32, 0usize);
+            for &byte in block {
+                acc |= u128::from(byte) << filled;
+                filled += 8;
+                while filled >= w && read < n {
+                    let value = (acc & ((1u128 << w) - 1)) as u64;
+                    if value >= q {
+                        return Err(bad(format!("a value not below its modulus {q}")));
+                    }
+                    acc >>= w;
+                    filled -= w;
+                    read += 1;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An answer's wire form: compact ciphertexts at the last level.
@@ -190,7 +272,8 @@ mod tests {
 
     /// A labeled query through bytes both ways finds the members with their labels; each
     /// malformed request or answer is refused: other counts, a ciphertext cut or deeper, a
-    /// key that does not read or is too long, bytes left over or missing.
+    /// key that does not read, is too long, of another level, not in NTT-Shoup form or not
+    /// reduced, bytes left over or missing.
     #[test]
     fn queries_and_answers_cross_as_bytes() {
         let set = crate::unbalanced::fhe::query::tests::small_set();
@@ -243,6 +326,33 @@ mod tests {
         assert!(refused(&garbage), "not a key");
         let huge = [&wire[..key_at], &u32::MAX.to_le_bytes()].concat();
         assert!(refused(&huge), "a key longer than any");
+        // Keys that read but are not a level-0 key in NTT-Shoup form, reduced.
+        use prost::Message;
+        let genuine = fhe::proto::bfv::RelinearizationKey::decode(&request.rk.to_bytes()[..]);
+        let genuine = genuine.unwrap();
+        let with_key = |rk: &fhe::proto::bfv::RelinearizationKey| {
+            let rk = rk.encode_to_vec();
+            [&wire[..key_at], &(rk.len() as u32).to_le_bytes(), &rk].concat()
+        };
+        assert!(!refused(&with_key(&genuine)), "the genuine key, re-encoded");
+        let mut levels = genuine.clone();
+        levels.ksk.as_mut().unwrap().ciphertext_level = 1;
+        assert!(refused(&with_key(&levels)), "another level");
+        let mut form = genuine.clone();
+        let c0 = &mut form.ksk.as_mut().unwrap().c0[0];
+        let mut poly = PolyForm::decode(&c0[..]).unwrap();
+        poly.representation = 1;
+        *c0 = poly.encode_to_vec();
+        assert!(refused(&with_key(&form)), "a power-basis polynomial");
+        let mut unreduced = genuine.clone();
+        let c0 = &mut unreduced.ksk.as_mut().unwrap().c0[0];
+        let mut poly = PolyForm::decode(&c0[..]).unwrap();
+        poly.coefficients[..7].fill(0xff);
+        *c0 = poly.encode_to_vec();
+        assert!(
+            refused(&with_key(&unreduced)),
+            "a value not below its modulus"
+        );
         let answer_refused = |b: &[u8], max| answer_from_bytes(b, &set, &par, parts, max).is_err();
         assert!(answer_refused(&back[..back.len() - 1], 4));
         assert!(answer_refused(&[&back[..], &[0]].concat(), 4));
