@@ -5,7 +5,7 @@
 //! set's, then for each index and each source in the set's order a ciphertext at level 0
 //! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
 //! own form (its length (u32) first), taken only where its encoding is the one `fhe`
-//! writes for it (no stray fields) and whose fields are checked first ([`check_key`]):
+//! writes for it (no stray fields) and whose fields are checked first (`check_key`):
 //! `fhe` keeps each polynomial's representation and power-basis values as sent, and a
 //! key of another level, a polynomial not in NTT-Shoup form or a value not below its
 //! modulus reaches `fhe`'s assertions when the server relinearises (a panic the client
