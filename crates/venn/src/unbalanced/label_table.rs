@@ -204,20 +204,27 @@ impl LabelTable {
         set.tau() == self.tau && set.len() == self.count && set.tags().eq(self.tags())
     }
 
-    /// The table with `delta` applied: its removed tags taken out (each must be held),
-    /// then its labels set (a held tag's replaced, a new one's added). Refused, changing
-    /// nothing, where the widths differ, a removed tag is not held or is also set.
-    pub fn changed(&self, delta: &LabelDelta) -> Result<LabelTable> {
-        let (set, removes) = (&delta.set, &delta.removes);
-        if set.tau != self.tau || set.len != self.len || removes.tau() != self.tau {
-            return Err(Error::protocol(
+    /// Refuses `delta` unless its tags and labels are of this table's widths.
+    fn check_widths_of(&self, delta: &LabelDelta) -> Result<()> {
+        let set = &delta.set;
+        match set.tau == self.tau && set.len == self.len && delta.removes.tau() == self.tau {
+            true => Ok(()),
+            false => Err(Error::protocol(
                 format!(
                     "a label delta of {}-bit tags, {}-byte labels",
                     self.tau, self.len
                 ),
                 format!("{}-bit tags, {}-byte labels", set.tau, set.len),
-            ));
+            )),
         }
+    }
+
+    /// The table with `delta` applied: its removed tags taken out (each must be held),
+    /// then its labels set (a held tag's replaced, a new one's added). Refused, changing
+    /// nothing, where the widths differ, a removed tag is not held or is also set.
+    pub fn changed(&self, delta: &LabelDelta) -> Result<LabelTable> {
+        self.check_widths_of(delta)?;
+        let (set, removes) = (&delta.set, &delta.removes);
         let bad = || Error::protocol("a label delta removing held tags only", "another tag");
         let (mut removes, mut sets) = (
             removes.tags().peekable(),
@@ -283,16 +290,8 @@ impl LabelTable {
                     format!("versions {} to {}", delta.from, delta.to),
                 ));
             }
+            self.check_widths_of(&delta)?;
             let (set, removes) = (&delta.set, &delta.removes);
-            if set.tau != self.tau || set.len != self.len || removes.tau() != self.tau {
-                return Err(Error::protocol(
-                    format!(
-                        "a label delta of {}-bit tags, {}-byte labels",
-                        self.tau, self.len
-                    ),
-                    format!("{}-bit tags, {}-byte labels", set.tau, set.len),
-                ));
-            }
             for tag in removes.tags() {
                 let held = match net.get(&tag) {
                     Some(label) => label.is_some(),
