@@ -532,32 +532,9 @@ impl CacheClient {
         Ok(())
     }
 
-    /// Starts a lookup of `items`: padded with random items to [`padded_count`], blinded.
+    /// Starts a lookup of `items` ([`Lookup::new`]).
     pub fn lookup(&self, items: &[&[u8]], prg: &mut Prg) -> Result<Lookup> {
-        let real = items.len();
-        let count = u32::try_from(real)
-            .map(padded_count)
-            .ok()
-            .filter(|&c| c <= self.descriptor.max_query)
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "a query of {real} items: the dataset answers at most {} at once",
-                    self.descriptor.max_query
-                ))
-            })?;
-        let mut padded: Vec<Vec<u8>> = items.iter().map(|i| i.to_vec()).collect();
-        padded.resize_with(count as usize, || {
-            let mut dummy = vec![0u8; 32];
-            prg.fill_bytes(&mut dummy);
-            dummy
-        });
-        let refs: Vec<&[u8]> = padded.iter().map(Vec::as_slice).collect();
-        let query = Query::new(Mode::Voprf, self.descriptor.epoch, &refs, prg)?;
-        Ok(Lookup {
-            query,
-            padded,
-            real,
-        })
+        Lookup::new(&self.descriptor, items, prg)
     }
 
     /// Which items of `lookup` the server's set holds, each with its label (empty for a
@@ -565,11 +542,13 @@ impl CacheClient {
     /// the published key). A matched tag whose label does not open under the item's key
     /// is a false positive ([`open`]'s check value): no match.
     pub fn finish(&self, lookup: &Lookup, response: &[u8]) -> Result<Vec<Option<Vec<u8>>>> {
-        let refs: Vec<&[u8]> = lookup.padded.iter().map(Vec::as_slice).collect();
-        let outputs = lookup
-            .query
-            .finish(&refs, response, Some(&self.descriptor.public))?;
-        (outputs[..lookup.real].par_iter())
+        self.matches(&lookup.outputs(&self.descriptor, response)?)
+    }
+
+    /// Which of the items whose OPRF values are `outputs` the server's set holds, each
+    /// with its label, as [`CacheClient::finish`] says.
+    pub fn matches(&self, outputs: &[[u8; 64]]) -> Result<Vec<Option<Vec<u8>>>> {
+        (outputs.par_iter())
             .map(|out| {
                 let tag = tag_of(out, self.descriptor.tau);
                 if !self.tags.contains(tag) {
@@ -595,9 +574,47 @@ pub struct Lookup {
 }
 
 impl Lookup {
+    /// Starts a lookup of `items` in the dataset `descriptor` describes: padded with
+    /// random items to [`padded_count`], blinded.
+    pub fn new(descriptor: &Descriptor, items: &[&[u8]], prg: &mut Prg) -> Result<Lookup> {
+        let real = items.len();
+        let count = u32::try_from(real)
+            .map(padded_count)
+            .ok()
+            .filter(|&c| c <= descriptor.max_query)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "a query of {real} items: the dataset answers at most {} at once",
+                    descriptor.max_query
+                ))
+            })?;
+        let mut padded: Vec<Vec<u8>> = items.iter().map(|i| i.to_vec()).collect();
+        padded.resize_with(count as usize, || {
+            let mut dummy = vec![0u8; 32];
+            prg.fill_bytes(&mut dummy);
+            dummy
+        });
+        let refs: Vec<&[u8]> = padded.iter().map(Vec::as_slice).collect();
+        let query = Query::new(Mode::Voprf, descriptor.epoch, &refs, prg)?;
+        Ok(Lookup {
+            query,
+            padded,
+            real,
+        })
+    }
+
     /// The OPRF request to send.
     pub fn request(&self) -> Vec<u8> {
         self.query.request()
+    }
+
+    /// The real items' OPRF values (the padding's dropped) from the server's `response`,
+    /// its proof checked against the key `descriptor` published.
+    pub fn outputs(&self, descriptor: &Descriptor, response: &[u8]) -> Result<Vec<[u8; 64]>> {
+        let refs: Vec<&[u8]> = self.padded.iter().map(Vec::as_slice).collect();
+        let mut outputs = (self.query).finish(&refs, response, Some(&descriptor.public))?;
+        outputs.truncate(self.real);
+        Ok(outputs)
     }
 }
 

@@ -2,13 +2,19 @@
 //! order they say it, independent of how the link is made (TCP, TLS, in memory).
 //!
 //! 1. The client opens with [`HELLO`]; the server answers with the dataset's
-//!    [`Description`]: the published [`Descriptor`] and how the dataset's keys were taken
-//!    ([`KeyForm`], which the client's must match for equal keys to match).
+//!    [`Description`]: the published [`Descriptor`], how the dataset's keys were taken
+//!    ([`KeyForm`], which the client's must match for equal keys to match), and which
+//!    query modes it serves — `ub-cache` (its tags published) and `ub-fhe` (a
+//!    [`FheOffer`]).
 //! 2. Then any of, one at a time: a sync (`S`, the epoch and version the client holds, if
 //!    any), answered with the versions' deltas (`D`) when the server still has them all for
 //!    the client's epoch, else the whole tag set (`F`); an OPRF request (`O`, as
 //!    [`super::oprf_round`] writes it), answered (`A`) or refused (`R`, a [`Refusal`]);
-//!    the end (`E`).
+//!    a `ub-fhe` query (`Q`, then the request as a large part: [`super::fhe::session`]),
+//!    answered (`A`, then the answer as a large part) or refused (`R`) — each OPRF
+//!    round answered allows one `ub-fhe` query for each of the set's query caps its
+//!    padded count holds, so the server's work is bounded by the evaluations it
+//!    limits; the end (`E`).
 //!
 //! Large parts (a tag set, a delta) go as their length (u64) and then frames of at most
 //! [`CHUNK`] bytes; the client bounds each length by what the description announced
@@ -16,7 +22,9 @@
 //! answers from one published state throughout: an update published meanwhile is seen by
 //! the next session.
 
-use super::cache::{CacheClient, CacheServer, Descriptor, MAX_QUERY};
+use super::cache::{CacheClient, CacheServer, Descriptor, Lookup, MAX_QUERY};
+#[cfg(feature = "bfv")]
+use super::fhe::session::{set_named, FheDataset, FheQuery};
 use super::label_table::{table_wire_len, LabelDelta, LabelTable};
 use super::labels::MAX_LABEL;
 use super::oprf_round::{padded_count, requested, Refusal};
@@ -25,6 +33,8 @@ use crate::crypto::Prg;
 use crate::net::{Channel, Reader, Writer};
 use crate::session::run_plan::KeyForm;
 use crate::{Error, Result};
+#[cfg(feature = "bfv")]
+use std::sync::Arc;
 
 /// A client's first frame.
 pub const HELLO: [u8; 8] = *b"venn-ub2";
@@ -46,8 +56,13 @@ pub const MAX_REQUESTS: usize = 1024;
 /// table again.
 pub const MAX_LABEL_DELTAS: usize = 1024;
 
-/// The bytes of a description's frame.
-const DESCRIPTION_BYTES: usize = 1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5 + 2;
+/// The most bytes of a description's frame: its fixed fields, then the modes (the
+/// `ub-fhe` set's name of at most [`MAX_SET_NAME`] bytes).
+const MAX_DESCRIPTION_BYTES: usize =
+    1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5 + 2 + 1 + 1 + 1 + MAX_SET_NAME + 16 + 4;
+
+/// The most bytes of a `ub-fhe` set's name.
+const MAX_SET_NAME: usize = 32;
 
 /// The bytes of the head of a sync answer's label part: whole (`L`) or from the client's
 /// table (`l`), the deltas' count (u32), the version they start from (u64).
@@ -71,13 +86,28 @@ pub struct Description {
     pub cache: Descriptor,
     /// How the dataset's keys were taken from its rows.
     pub form: KeyForm,
+    /// Whether its tags are published: it serves `ub-cache`.
+    pub tags: bool,
+    /// Its `ub-fhe` database, where it serves `ub-fhe`.
+    pub fhe: Option<FheOffer>,
+}
+
+/// What a server tells a client of its `ub-fhe` database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FheOffer {
+    /// The parameter set's name: a client takes only one of Venn's checked sets.
+    pub set: String,
+    /// The seed choosing the items' locations.
+    pub seed: [u8; 16],
+    /// The most bundles an index holds: what bounds an answer.
+    pub bundles: u32,
 }
 
 impl Description {
     /// Its frame.
     pub fn to_bytes(&self) -> Vec<u8> {
         let d = &self.cache;
-        Writer::new()
+        let w = Writer::new()
             .u8(b'D')
             .u32(d.epoch)
             .u64(d.version)
@@ -92,7 +122,16 @@ impl Description {
             .u8(self.form.any as u8)
             .u8(d.labels.is_some() as u8)
             .u8(d.labels.unwrap_or(0))
-            .0
+            .u8(self.tags as u8);
+        match &self.fhe {
+            None => w.u8(0).0,
+            Some(offer) => {
+                (w.u8(1).str8(&offer.set))
+                    .bytes(&offer.seed)
+                    .u32(offer.bundles)
+                    .0
+            }
+        }
     }
 
     /// Reads a description's frame: refused unless every field is in range.
@@ -128,7 +167,22 @@ impl Description {
             any: flag(r.u8()?)?,
         };
         let (labeled, label_len) = (flag(r.u8()?)?, r.u8()?);
+        let tags = flag(r.u8()?)?;
+        let fhe = match flag(r.u8()?)? {
+            false => None,
+            true => Some(FheOffer {
+                set: r.str8()?,
+                seed: r.array()?,
+                bundles: r.u32()?,
+            }),
+        };
         r.finish()?;
+        if fhe.as_ref().is_some_and(|o| o.set.len() > MAX_SET_NAME) || (!tags && fhe.is_none()) {
+            return Err(Error::protocol(
+                "a dataset's description",
+                "a set's name too long, or no query mode",
+            ));
+        }
         if usize::from(label_len) > MAX_LABEL || (!labeled && label_len != 0) {
             return Err(Error::protocol(
                 "a dataset's description",
@@ -150,7 +204,12 @@ impl Description {
                 ),
             ));
         }
-        Ok(Description { cache, form })
+        Ok(Description {
+            cache,
+            form,
+            tags,
+            fhe,
+        })
     }
 }
 
@@ -163,6 +222,11 @@ pub struct Published {
     /// version each starts from.
     deltas: Vec<(u64, Vec<u8>)>,
     labels: Option<PublishedLabels>,
+    /// Whether clients may download the tags (`ub-cache`).
+    tags: bool,
+    /// The `ub-fhe` database, where it is served.
+    #[cfg(feature = "bfv")]
+    fhe: Option<Arc<FheDataset>>,
 }
 
 /// A labeled dataset's published labels: its label table whole at some version, and the
@@ -211,15 +275,55 @@ impl Published {
             form,
             deltas: chained,
             labels,
+            tags: true,
+            #[cfg(feature = "bfv")]
+            fhe: None,
         })
+    }
+
+    /// This state serving `ub-fhe` too from `dataset` (the same items' database under the
+    /// same key), and `ub-cache` only if `tags`: refused unless the dataset holds as many
+    /// items as the set, with labels of the same room.
+    #[cfg(feature = "bfv")]
+    pub fn with_fhe(mut self, dataset: Arc<FheDataset>, tags: bool) -> Result<Published> {
+        let described = self.server.describe();
+        if dataset.len() != described.len || dataset.label_len() != described.labels {
+            return Err(Error::State(format!(
+                "a ub-fhe database of {} items (labels {:?}) for a set of {} (labels {:?})",
+                dataset.len(),
+                dataset.label_len(),
+                described.len,
+                described.labels
+            )));
+        }
+        self.fhe = Some(dataset);
+        self.tags = tags;
+        Ok(self)
     }
 
     /// What it describes.
     pub fn description(&self) -> Description {
+        #[cfg(feature = "bfv")]
+        let fhe = self.fhe.as_ref().map(|d| d.offer());
+        #[cfg(not(feature = "bfv"))]
+        let fhe = None;
         Description {
             cache: self.server.describe(),
             form: self.form,
+            tags: self.tags,
+            fhe,
         }
+    }
+
+    /// How many `ub-fhe` queries an OPRF round of `count` elements allows: one for each
+    /// of the set's query caps it holds (none without `ub-fhe`).
+    fn fhe_queries_for(&self, count: u32) -> u64 {
+        #[cfg(feature = "bfv")]
+        if let Some(dataset) = &self.fhe {
+            return u64::from(count.div_ceil(dataset.max_query()));
+        }
+        let _ = count;
+        0
     }
 
     /// The deltas from `version` of `epoch` to the current one, if all are kept.
@@ -297,6 +401,8 @@ pub struct Served {
     pub evaluated: u64,
     /// Requests refused.
     pub refused: u64,
+    /// `ub-fhe` queries answered.
+    pub fhe: u64,
 }
 
 /// Serves one client's session from `published` on `chan`: `admit` is asked for each
@@ -323,6 +429,8 @@ pub fn serve_session(
     let over_cap = padded_count(description.cache.max_query.saturating_add(1)) as usize;
     let max_request = 1 + 8 + over_cap * 32;
     let mut served = Served::default();
+    // The `ub-fhe` queries the OPRF rounds answered so far allow.
+    let mut fhe_allowed = 0u64;
     for _ in 0..MAX_REQUESTS {
         // A client may also end by closing the link between requests.
         let request = match chan.recv(max_request) {
@@ -334,6 +442,11 @@ pub fn serve_session(
             // A sync, and a second for the whole set where deltas failed.
             Some((b'S', _)) if served.syncs >= 2 => {
                 let e = Error::Usage("a third sync in one session".into());
+                chan.abort(&e.to_string());
+                return Err(e);
+            }
+            Some((b'S', _)) if !published.tags => {
+                let e = Error::Usage("this dataset is served in ub-fhe only: no tags".into());
                 chan.abort(&e.to_string());
                 return Err(e);
             }
@@ -350,6 +463,7 @@ pub fn serve_session(
                         chan.send(&[&[b'A'][..], &answer].concat())?;
                         served.answered += 1;
                         served.evaluated += u64::from(count);
+                        fhe_allowed += published.fhe_queries_for(count);
                     }
                     Err(refusal) => {
                         chan.send(&refusal_frame(&refusal))?;
@@ -357,6 +471,7 @@ pub fn serve_session(
                     }
                 }
             }
+            Some((b'Q', [])) => serve_fhe(chan, published, &mut fhe_allowed, &mut served)?,
             _ => {
                 let e = Error::protocol("an unbalanced-PSI request", "another message");
                 chan.abort(&e.to_string());
@@ -365,6 +480,41 @@ pub fn serve_session(
         }
     }
     let e = Error::Usage(format!("more than {MAX_REQUESTS} requests in one session"));
+    chan.abort(&e.to_string());
+    Err(e)
+}
+
+/// Answers a `ub-fhe` query (its request the next large part), if the dataset is served
+/// in `ub-fhe` and an OPRF round in the session allowed one (`allowed` more): refused
+/// otherwise; a request that does not read ends the session.
+fn serve_fhe(
+    chan: &mut dyn Channel,
+    published: &Published,
+    allowed: &mut u64,
+    served: &mut Served,
+) -> Result<()> {
+    #[cfg(feature = "bfv")]
+    if let Some(dataset) = &published.fhe {
+        let request = recv_part(chan, dataset.max_request()?, "a ub-fhe query")?;
+        if *allowed == 0 {
+            let refusal = Refusal::Malformed(
+                "a ub-fhe query asks of items an OPRF round in this session evaluated".into(),
+            );
+            served.refused += 1;
+            return chan.send(&refusal_frame(&refusal));
+        }
+        *allowed -= 1;
+        let answer = (dataset.answer(&request)).inspect_err(|e| chan.abort(&e.to_string()))?;
+        chan.send(b"A")?;
+        send_part(chan, &answer)?;
+        served.fhe += 1;
+        return Ok(());
+    }
+    let _ = (published, allowed, served);
+    let e = Error::protocol(
+        "an unbalanced-PSI request",
+        "a ub-fhe query, not served here",
+    );
     chan.abort(&e.to_string());
     Err(e)
 }
@@ -520,7 +670,7 @@ impl<'a> Session<'a> {
     /// Opens a session on `chan`: the hello, then the server's description.
     pub fn open(chan: &'a mut dyn Channel) -> Result<Session<'a>> {
         chan.send(&HELLO)?;
-        let description = Description::from_bytes(&chan.recv(DESCRIPTION_BYTES)?)?;
+        let description = Description::from_bytes(&chan.recv(MAX_DESCRIPTION_BYTES)?)?;
         Ok(Session { chan, description })
     }
 
@@ -534,6 +684,13 @@ impl<'a> Session<'a> {
     /// deltas or the whole set, each checked against the description. A set of more than
     /// `max_tags` tags is refused before it is downloaded.
     pub fn sync(&mut self, held: Option<CacheClient>, max_tags: u64) -> Result<CacheClient> {
+        if !self.description.tags {
+            return Err(Error::Usage(
+                "the dataset is served in ub-fhe only: its tags are not published (query in \
+                 ub-fhe)"
+                    .into(),
+            ));
+        }
         let now = self.description.cache.clone();
         if now.len > max_tags {
             return Err(Error::Memory(format!(
@@ -688,15 +845,57 @@ impl<'a> Session<'a> {
     ) -> Result<Vec<Option<Vec<u8>>>> {
         let mut found = Vec::with_capacity(items.len());
         for part in items.chunks(client.descriptor().max_query as usize) {
-            let lookup = client.lookup(part, prg)?;
-            let request = [&[b'O'][..], &lookup.request()].concat();
-            self.chan.send(&request)?;
-            let max = (request.len() + 64).max(MAX_REFUSAL_BYTES);
-            let answer = self.chan.recv(max)?;
-            match answer.split_first() {
-                Some((b'A', response)) => found.extend(client.finish(&lookup, response)?),
-                Some((b'R', _)) => return Err(read_refusal(&answer)?.into()),
-                _ => return Err(Error::protocol("an OPRF answer", "another message")),
+            found.extend(client.matches(&self.evaluate(client.descriptor(), part, prg)?)?);
+        }
+        Ok(found)
+    }
+
+    /// The OPRF values of `items` (at most a query's cap) under the key `descriptor`
+    /// published, in one round, each proven: a refusal is an error saying what to do.
+    fn evaluate(
+        &mut self,
+        descriptor: &Descriptor,
+        items: &[&[u8]],
+        prg: &mut Prg,
+    ) -> Result<Vec<[u8; 64]>> {
+        let lookup = Lookup::new(descriptor, items, prg)?;
+        let request = [&[b'O'][..], &lookup.request()].concat();
+        self.chan.send(&request)?;
+        let max = (request.len() + 64).max(MAX_REFUSAL_BYTES);
+        let answer = self.chan.recv(max)?;
+        match answer.split_first() {
+            Some((b'A', response)) => lookup.outputs(descriptor, response),
+            Some((b'R', _)) => Err(read_refusal(&answer)?.into()),
+            _ => Err(Error::protocol("an OPRF answer", "another message")),
+        }
+    }
+
+    /// Which of `items` the dataset holds, each with its label (empty where its items
+    /// carry none), in `ub-fhe`: per OPRF round of at most the dataset's query cap, one
+    /// `ub-fhe` query per cap of its set, whose answer the client reads alone — it keeps
+    /// nothing of the dataset between sessions. A refusal is an error saying what to do.
+    #[cfg(feature = "bfv")]
+    pub fn query_fhe(&mut self, items: &[&[u8]], prg: &mut Prg) -> Result<Vec<Option<Vec<u8>>>> {
+        let offer = self.description.fhe.clone().ok_or_else(|| {
+            Error::Usage("the dataset is not served in ub-fhe (query in ub-cache)".into())
+        })?;
+        let cap = set_named(&offer.set)?.max_query as usize;
+        let now = self.description.cache.clone();
+        let mut found = Vec::with_capacity(items.len());
+        for part in items.chunks(now.max_query as usize) {
+            let outputs = self.evaluate(&now, part, prg)?;
+            for outputs in outputs.chunks(cap) {
+                let (query, request) = FheQuery::new(&offer, now.labels, outputs, prg)?;
+                self.chan.send(b"Q")?;
+                send_part(self.chan, &request)?;
+                let head = self.chan.recv(MAX_REFUSAL_BYTES)?;
+                match head.split_first() {
+                    Some((b'A', [])) => {}
+                    Some((b'R', _)) => return Err(read_refusal(&head)?.into()),
+                    _ => return Err(Error::protocol("a ub-fhe answer", "another message")),
+                }
+                let answer = recv_part(self.chan, query.max_answer()?, "a ub-fhe answer")?;
+                found.extend(query.finish(&answer)?);
             }
         }
         Ok(found)
@@ -1116,5 +1315,118 @@ mod tests {
         for labels in cases {
             assert!(Published::new(cache.clone(), FORM, vec![], labels).is_err());
         }
+    }
+
+    /// A labeled dataset of 600 items under one key, in both modes: its `ub-fhe`
+    /// database (V1M-4096, 5 indices), and the state serving it — with its tags where
+    /// `tags`.
+    #[cfg(feature = "bfv")]
+    fn fhe_published(tags: bool) -> Published {
+        use super::super::fhe::{params::for_sizes, session::FheDataset};
+        let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(1)));
+        let held = names(0..600);
+        let labels: Vec<Vec<u8>> = (0..600u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let outputs = key.evaluate_all(&refs(&held)).unwrap();
+        let (cache, table) =
+            CacheServer::labeled(key, 0, &refs(&held), &refs(&labels), 4, 1 << 16, 256).unwrap();
+        let set = for_sizes(600, 256).unwrap();
+        let dataset =
+            FheDataset::build(set, Block::from(77), &outputs, Some((&refs(&labels), 4))).unwrap();
+        let labels = PublishedLabels {
+            version: 0,
+            table: table.wire().to_vec(),
+            deltas: vec![],
+        };
+        let published = Published::new(cache, FORM, vec![], Some(labels)).unwrap();
+        published.with_fhe(Arc::new(dataset), tags).unwrap()
+    }
+
+    /// Over TCP, in `ub-fhe`: a client that downloads nothing learns exactly which of its
+    /// items (members, non-members, one asked twice) the dataset holds, with their
+    /// labels; one OPRF round allows one query of the set's cap. A dataset served in
+    /// `ub-fhe` only refuses a sync, at the client and, asked anyway, at the server.
+    #[cfg(feature = "bfv")]
+    #[test]
+    fn fhe_queries_find_members_and_labels_over_tcp() {
+        let published = fhe_published(false);
+        let description = published.description();
+        assert!(!description.tags);
+        assert_eq!(description.fhe.as_ref().unwrap().set, "V1M-4096");
+        assert_eq!(
+            Description::from_bytes(&description.to_bytes()).unwrap(),
+            description
+        );
+        let mut asked = names(550..700);
+        asked.push(names(560..561).remove(0));
+        let (found, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let refused = s.sync(None, 1 << 20).err().unwrap();
+            assert!(refused.to_string().contains("ub-fhe only"), "{refused}");
+            let found = s.query_fhe(&refs(&asked), &mut Prg::from_seed(Block::from(2)));
+            s.close().unwrap();
+            found.unwrap()
+        });
+        let expected: Vec<Option<Vec<u8>>> = (550..700u32)
+            .chain([560])
+            .map(|i| (i < 600).then(|| i.to_le_bytes().to_vec()))
+            .collect();
+        assert_eq!(found, expected);
+        let served = served.unwrap();
+        assert_eq!((served.answered, served.fhe, served.syncs), (1, 1, 0));
+        assert_eq!(served.evaluated, 256, "151 items padded to 256");
+
+        let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let s = Session::open(chan).unwrap();
+            s.chan
+                .send(&Writer::new().u8(b'S').u8(0).u32(0).u64(0).0)
+                .unwrap();
+        });
+        assert!(served.unwrap_err().to_string().contains("ub-fhe only"));
+    }
+
+    /// A `ub-fhe` query without an OPRF round of its own is refused (and costs the server
+    /// no evaluation); one that does not read ends the session; a client takes a set only
+    /// from Venn's own, and an answer of more bundles than described is refused.
+    #[cfg(feature = "bfv")]
+    #[test]
+    fn fhe_queries_without_evaluations_or_malformed_are_refused() {
+        use super::super::fhe::session::FheQuery;
+        let published = fhe_published(true);
+        let offer = published.description().fhe.unwrap();
+        let outputs = [[7u8; 64]];
+        let (error, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let s = Session::open(chan).unwrap();
+            let mut prg = Prg::from_seed(Block::from(3));
+            let (_, request) = FheQuery::new(&offer, Some(4), &outputs, &mut prg).unwrap();
+            s.chan.send(b"Q").unwrap();
+            send_part(s.chan, &request).unwrap();
+            read_refusal(&s.chan.recv(MAX_REFUSAL_BYTES).unwrap()).unwrap()
+        });
+        assert!(error.to_string().contains("OPRF round"), "{error}");
+        assert_eq!(served.unwrap().refused, 1);
+
+        let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let now = s.description().cache.clone();
+            let items = names(0..1);
+            s.evaluate(&now, &refs(&items), &mut Prg::from_seed(Block::from(4)))
+                .unwrap();
+            s.chan.send(b"Q").unwrap();
+            send_part(s.chan, &[1, 0, 0, 0, 5]).unwrap();
+        });
+        assert!(served.is_err(), "a request that does not read");
+
+        let mut other = offer.clone();
+        other.set = "APSI-16M".into();
+        let mut prg = Prg::from_seed(Block::from(5));
+        assert!(FheQuery::new(&other, None, &outputs, &mut prg).is_err());
+        let mut fewer = offer.clone();
+        fewer.bundles = 0;
+        let (query, _) = FheQuery::new(&fewer, Some(4), &outputs, &mut prg).unwrap();
+        let (full, _) = FheQuery::new(&offer, Some(4), &outputs, &mut prg).unwrap();
+        assert!(query.max_answer().unwrap() < full.max_answer().unwrap());
+        // An answer with one bundle at the first index where none was described.
+        let answer = [1u32.to_le_bytes(), 0u32.to_le_bytes()].concat();
+        assert!(query.finish(&answer).is_err());
     }
 }

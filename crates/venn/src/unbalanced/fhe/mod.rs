@@ -9,3 +9,4 @@ pub mod database;
 pub mod messages;
 pub mod params;
 pub mod query;
+pub mod session;

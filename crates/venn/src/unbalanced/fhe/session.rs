@@ -1,0 +1,250 @@
+//! `ub-fhe` in a session: the server's side — a dataset's database under its OPRF key,
+//! answering request bytes — and the client's — a query of its items' OPRF values, and
+//! what it reads from the answer.
+//!
+//! A query follows an OPRF round in the same session ([`super::super::link`]): the
+//! database holds each item as its OPRF value's [`item_hash`] (with its label sealed under
+//! the value's [`label_key`]), so a client can ask only of items whose values it was given
+//! — evaluations the server counts and limits — and a label opens only under its own
+//! item's value (a false positive's opens none). The set is named by the server and
+//! taken by the client only from Venn's own checked [`sets`].
+
+use super::database::Database;
+use super::messages::{answer_from_bytes, answer_to_bytes, request_from_bytes, request_to_bytes};
+use super::params::{sets, FheSet};
+use super::query::{answer, query, Pending};
+use crate::crypto::{Block, Prg};
+use crate::he::wire::{wire_len, Kind};
+use crate::unbalanced::labels::{label_key, open, seal, sealed_len, MAX_LABEL};
+use crate::unbalanced::link::FheOffer as Offer;
+use crate::{Error, Result};
+use fhe::bfv::BfvParameters;
+use std::sync::Arc;
+
+/// An item's 128-bit hash in the database: bytes 0..16 of its OPRF value, apart from its
+/// label key's (16..48) and its tag's (48..64).
+pub fn item_hash(output: &[u8; 64]) -> u128 {
+    u128::from_le_bytes(output[..16].try_into().expect("16 bytes"))
+}
+
+/// The set named `name`, of Venn's.
+pub fn set_named(name: &str) -> Result<FheSet> {
+    (sets().into_iter().find(|s| s.name == name)).ok_or_else(|| {
+        Error::protocol(
+            "one of Venn's ub-fhe parameter sets",
+            format!("the set {name:?}"),
+        )
+    })
+}
+
+/// A dataset's `ub-fhe` database, as a server answers from it.
+pub struct FheDataset {
+    db: Database,
+    par: Arc<BfvParameters>,
+    seed: Block,
+    label_len: Option<u8>,
+}
+
+impl FheDataset {
+    /// The database of `set` (locations by `seed`) of the items whose OPRF values are
+    /// `outputs`, with their `labels` (one each, in order, of at most ℓ bytes) where the
+    /// dataset's items carry labels — each sealed under its item's value with a fresh
+    /// nonce. Built on the current rayon pool.
+    pub fn build(
+        set: FheSet,
+        seed: Block,
+        outputs: &[[u8; 64]],
+        labels: Option<(&[&[u8]], u8)>,
+    ) -> Result<FheDataset> {
+        set.check()?;
+        if outputs.len() as u64 > set.max_items {
+            return Err(Error::Usage(format!(
+                "{} items: the ub-fhe set {} holds at most {}",
+                outputs.len(),
+                set.name,
+                set.max_items
+            )));
+        }
+        let par = set.bfv.build()?;
+        let hashes: Vec<u128> = outputs.iter().map(item_hash).collect();
+        let label_len = labels.map(|(_, len)| len);
+        let sealed = match labels {
+            Some((labels, len)) => {
+                if labels.len() != outputs.len() {
+                    return Err(Error::Usage(format!(
+                        "{} labels for {} items",
+                        labels.len(),
+                        outputs.len()
+                    )));
+                }
+                let mut prg = Prg::from_entropy();
+                let sealed = (outputs.iter().zip(labels))
+                    .map(|(out, label)| seal(&label_key(out), label, usize::from(len), &mut prg))
+                    .collect::<Result<Vec<_>>>()?;
+                Some(sealed)
+            }
+            None => None,
+        };
+        let refs: Option<Vec<&[u8]>> =
+            (sealed.as_ref()).map(|s| s.iter().map(Vec::as_slice).collect());
+        let labels = (refs.as_deref()).zip(label_len.map(|len| sealed_len(usize::from(len))));
+        let db = Database::build(set, seed, &hashes, labels)?;
+        Ok(FheDataset {
+            db,
+            par,
+            seed,
+            label_len,
+        })
+    }
+
+    /// How many items it holds.
+    pub fn len(&self) -> u64 {
+        self.db.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.db.is_empty()
+    }
+
+    /// ℓ, where its items carry labels.
+    pub fn label_len(&self) -> Option<u8> {
+        self.label_len
+    }
+
+    /// What a client is told of it.
+    pub fn offer(&self) -> Offer {
+        let set = self.db.set();
+        Offer {
+            set: set.name.to_owned(),
+            seed: self.seed.to_le_bytes(),
+            bundles: (0..set.indices)
+                .map(|i| self.db.bundles(i) as u32)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// The most items a query may hold: its set's cap.
+    pub fn max_query(&self) -> u32 {
+        self.db.set().max_query
+    }
+
+    /// The most bytes of a request it reads.
+    pub fn max_request(&self) -> Result<u64> {
+        max_request(self.db.set(), &self.par)
+    }
+
+    /// Its answer's bytes to the request `bytes`, evaluated on the current rayon pool:
+    /// refused unless the request reads ([`request_from_bytes`]).
+    pub fn answer(&self, bytes: &[u8]) -> Result<Vec<u8>> {
+        let request = request_from_bytes(bytes, self.db.set(), &self.par)?;
+        answer_to_bytes(&answer(&self.db, &self.par, &request)?, &self.par)
+    }
+}
+
+/// The most bytes of a request of `set`: its ciphertexts and a relinearisation key,
+/// each after its length.
+fn max_request(set: &FheSet, par: &BfvParameters) -> Result<u64> {
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Full)?);
+    let moduli = par.moduli().len();
+    Ok((5 + cts + 4 + 2 * moduli * moduli * par.degree() * 8 + 4096) as u64)
+}
+
+/// A client's query under way: what reading its answer takes.
+pub struct FheQuery {
+    set: FheSet,
+    par: Arc<BfvParameters>,
+    pending: Pending,
+    outputs: Vec<[u8; 64]>,
+    bundles: u32,
+    label_len: Option<u8>,
+}
+
+impl FheQuery {
+    /// The query of the items whose OPRF values are `outputs` (at most the set's cap) of
+    /// the database `offer` describes, whose items carry labels of ℓ = `label_len` bytes
+    /// if any; and its request's bytes.
+    pub fn new(
+        offer: &Offer,
+        label_len: Option<u8>,
+        outputs: &[[u8; 64]],
+        prg: &mut Prg,
+    ) -> Result<(FheQuery, Vec<u8>)> {
+        let set = set_named(&offer.set)?;
+        if label_len.is_some_and(|len| usize::from(len) > MAX_LABEL) {
+            return Err(Error::protocol(
+                format!("labels of at most {MAX_LABEL} bytes"),
+                format!("{label_len:?}"),
+            ));
+        }
+        let par = set.bfv.build()?;
+        let mut hashes: Vec<u128> = outputs.iter().map(item_hash).collect();
+        // An item asked twice is placed once.
+        hashes.sort_unstable();
+        hashes.dedup();
+        let seed = Block::from_le_bytes(offer.seed);
+        let (pending, request) = query(&set, &par, seed, &hashes, prg)?;
+        let bytes = request_to_bytes(&request, &par)?;
+        let query = FheQuery {
+            pending,
+            outputs: outputs.to_vec(),
+            bundles: offer.bundles,
+            label_len,
+            set,
+            par,
+        };
+        Ok((query, bytes))
+    }
+
+    /// The most bytes of an answer: every index's bundles, each its result and label
+    /// parts, each after its length.
+    pub fn max_answer(&self) -> Result<u64> {
+        let ct = 4 + wire_len(&self.par, self.par.max_level(), self.kind())?;
+        let parts = 1 + self.parts();
+        let per_index = 4 + self.bundles as usize * parts * ct;
+        Ok((self.set.indices as usize * per_index) as u64)
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Compact {
+            keep: super::messages::answer_bits(&self.par),
+        }
+    }
+
+    /// The label parts of a bundle.
+    fn parts(&self) -> usize {
+        self.set.label_parts(self.sealed_len())
+    }
+
+    /// The bytes of a sealed label (0 unlabeled).
+    fn sealed_len(&self) -> usize {
+        self.label_len.map_or(0, |len| sealed_len(usize::from(len)))
+    }
+
+    /// Which of the query's items the database holds, each with its label (empty where
+    /// its items carry none), from the answer's `bytes`: refused unless they read. A
+    /// match whose label does not open under its item's value is a false positive's: no
+    /// match.
+    pub fn finish(&self, bytes: &[u8]) -> Result<Vec<Option<Vec<u8>>>> {
+        let answer = answer_from_bytes(bytes, &self.set, &self.par, self.parts(), self.bundles)?;
+        let mut hashes: Vec<u128> = self.outputs.iter().map(item_hash).collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        let found = self
+            .pending
+            .matches(&self.set, &answer, self.sealed_len())?;
+        (self.outputs.iter())
+            .map(|out| {
+                let at = hashes
+                    .binary_search(&item_hash(out))
+                    .expect("each item asked");
+                match (&found[at], self.label_len) {
+                    (None, _) => Ok(None),
+                    (Some(_), None) => Ok(Some(Vec::new())),
+                    (Some(sealed), Some(len)) => open(&label_key(out), sealed, usize::from(len)),
+                }
+            })
+            .collect()
+    }
+}
