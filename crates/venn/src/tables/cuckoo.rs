@@ -52,6 +52,7 @@ pub fn stashless_bins(n: u64) -> u64 {
 /// The public hash functions `h_1, h_2, h_3 : {0,1}^128 → [bins]`: one fixed-key AES call
 /// under a shared seed, split into three 42-bit values, each mapped to `[bins]` by
 /// multiply-shift (bias ≤ bins / 2^42).
+#[derive(Clone)]
 pub struct CuckooHash {
     aes: Aes,
     bins: u64,

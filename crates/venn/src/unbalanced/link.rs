@@ -24,7 +24,9 @@
 
 use super::cache::{CacheClient, CacheServer, Descriptor, Lookup, MAX_QUERY};
 #[cfg(feature = "bfv")]
-use super::fhe::session::{set_named, FheDataset, FheQuery};
+use super::fhe::dataset::FheDataset;
+#[cfg(feature = "bfv")]
+use super::fhe::session::{set_named, FheQuery};
 use super::label_table::{table_wire_len, LabelDelta, LabelTable};
 use super::labels::MAX_LABEL;
 use super::oprf_round::{padded_count, requested, Refusal};
@@ -1322,7 +1324,8 @@ mod tests {
     /// `tags`.
     #[cfg(feature = "bfv")]
     fn fhe_published(tags: bool) -> Published {
-        use super::super::fhe::{params::for_sizes, session::FheDataset};
+        use super::super::fhe::dataset::{entries, FheDataset};
+        use super::super::fhe::params::for_sizes;
         let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(1)));
         let held = names(0..600);
         let labels: Vec<Vec<u8>> = (0..600u32).map(|i| i.to_le_bytes().to_vec()).collect();
@@ -1330,8 +1333,9 @@ mod tests {
         let (cache, table) =
             CacheServer::labeled(key, 0, &refs(&held), &refs(&labels), 4, 1 << 16, 256).unwrap();
         let set = for_sizes(600, 256).unwrap();
-        let dataset =
-            FheDataset::build(set, Block::from(77), &outputs, Some((&refs(&labels), 4))).unwrap();
+        let mut prg = Prg::from_seed(Block::from(6));
+        let entries = entries(&outputs, Some((&refs(&labels), 4)), &mut prg).unwrap();
+        let dataset = FheDataset::build(set, Block::from(77), &entries, Some(4)).unwrap();
         let labels = PublishedLabels {
             version: 0,
             table: table.wire().to_vec(),

@@ -26,6 +26,7 @@ use crate::crypto::Block;
 #[cfg(test)]
 use crate::crypto::Prg;
 use crate::he::polynomial;
+use crate::net::{Reader, Writer};
 use crate::tables::CuckooHash;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Encoding, Plaintext};
@@ -43,6 +44,7 @@ struct Column {
 }
 
 /// The server's items as bundles of matching polynomials.
+#[derive(Clone)]
 pub struct Database {
     set: FheSet,
     /// P: the label parts of an item (0 unlabeled), and the bytes of a sealed label.
@@ -318,7 +320,127 @@ impl Database {
     pub fn targets(&self) -> Vec<u32> {
         polynomial::targets(self.set.degree, self.set.low)
     }
+
+    /// Its bytes, for a server to keep (read back by [`Database::from_bytes`]): the
+    /// item and location counts and the sealed label's bytes, then per location its
+    /// columns, each its items (u128) and every polynomial after its length.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new()
+            .bytes(DATABASE_MAGIC)
+            .u64(self.items)
+            .u32(self.label_bytes as u32)
+            .u32(self.stacks.len() as u32);
+        for stack in &self.stacks {
+            w = w.u32(stack.len() as u32);
+            for column in stack {
+                w = w.u32(column.items.len() as u32);
+                for &item in &column.items {
+                    w = w.bytes(&item.to_le_bytes());
+                }
+                for poly in column.polys.iter().chain(column.labels.iter().flatten()) {
+                    w = w.u32(poly.len() as u32);
+                    for &c in poly {
+                        w = w.u32(c);
+                    }
+                }
+            }
+        }
+        w.0
+    }
+
+    /// The database of `set` (locations by `seed`) whose bytes are `bytes`, its sealed
+    /// labels of `label_bytes` if its items carry labels: refused unless they read as
+    /// [`Database::to_bytes`] writes them, every shape in the set's bounds and every
+    /// coefficient below t (a server's own file, hash-checked by its caller: this keeps
+    /// a damaged one from answering wrongly).
+    pub fn from_bytes(
+        set: FheSet,
+        seed: Block,
+        label_bytes: Option<usize>,
+        bytes: &[u8],
+    ) -> Result<Database> {
+        let mut db = Database::new(set, seed, label_bytes);
+        let mut r = Reader::new(bytes, "a ub-fhe database");
+        let bad = |why: String| Error::protocol("a ub-fhe database of this dataset", why);
+        if r.bytes(DATABASE_MAGIC.len())? != DATABASE_MAGIC {
+            return Err(bad("another file".into()));
+        }
+        let (items, label_bytes, locations) = (r.u64()?, r.u32()? as usize, r.u32()? as usize);
+        if label_bytes != db.label_bytes || locations != db.stacks.len() {
+            return Err(bad(format!(
+                "labels of {label_bytes} bytes, {locations} locations"
+            )));
+        }
+        let (t, f, d) = (
+            db.set.bfv.plain as u32,
+            usize::from(db.set.felts),
+            db.set.degree as usize,
+        );
+        let (mut held, parts) = (0u64, db.parts);
+        for stack in &mut db.stacks {
+            let columns = r.u32()? as usize;
+            if columns > MAX_BUNDLES {
+                return Err(bad(format!("{columns} bundles at a location")));
+            }
+            for _ in 0..columns {
+                let k = r.u32()? as usize;
+                if k > d {
+                    return Err(bad(format!("a column of {k} items")));
+                }
+                let items = (0..k)
+                    .map(|_| Ok(u128::from_le_bytes(r.array()?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut poly = |want: usize| -> Result<Vec<u32>> {
+                    let len = r.u32()? as usize;
+                    if len != want {
+                        return Err(bad(format!("a polynomial of {len} coefficients")));
+                    }
+                    let coefficients = (0..len).map(|_| r.u32()).collect::<Result<Vec<_>>>()?;
+                    match coefficients.iter().all(|&c| c < t) {
+                        true => Ok(coefficients),
+                        false => Err(bad("a coefficient not below t".into())),
+                    }
+                };
+                let polys = (0..f).map(|_| poly(k + 1)).collect::<Result<Vec<_>>>()?;
+                let labels = (0..parts)
+                    .map(|_| (0..f).map(|_| poly(k)).collect::<Result<Vec<_>>>())
+                    .collect::<Result<Vec<_>>>()?;
+                held += k as u64;
+                stack.push(Column {
+                    items,
+                    polys,
+                    labels,
+                });
+            }
+        }
+        r.finish()?;
+        // Each item sits at each of its distinct locations.
+        let counted = (db.stacks.iter().enumerate()).try_fold(0u64, |sum, (l, stack)| {
+            let mut sum = sum;
+            for item in stack.iter().flat_map(|c| &c.items) {
+                let at = db.locations(*item);
+                if at.binary_search(&(l as u32)).is_err() {
+                    return Err(bad("an item away from its locations".into()));
+                }
+                sum += (at.first() == Some(&(l as u32))) as u64;
+            }
+            Ok(sum)
+        })?;
+        if counted != items || held < items {
+            return Err(bad(format!("{items} items where {counted} are held")));
+        }
+        db.items = items;
+        Ok(db)
+    }
 }
+
+/// A database's bytes begin so.
+const DATABASE_MAGIC: &[u8] = b"venn ub-fhe db 1";
+
+/// The most bundles a location's stack may hold in a database read back: a set's most
+/// items, each at one location, fill at most this many at d a column for any of Venn's
+/// sets (2^29 items / d = 4,000: 134,218).
+const MAX_BUNDLES: usize = 1 << 18;
 
 /// A column holding nothing: f matching polynomials 1, and P empty label polynomials each.
 fn empty_column(set: &FheSet, parts: usize) -> Column {

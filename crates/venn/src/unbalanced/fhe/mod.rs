@@ -6,6 +6,7 @@
 //! queries. The sets of parameters are checked as [`params`] says.
 
 pub mod database;
+pub mod dataset;
 pub mod messages;
 pub mod params;
 pub mod query;

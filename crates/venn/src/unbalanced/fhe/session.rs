@@ -1,6 +1,5 @@
-//! `ub-fhe` in a session: the server's side — a dataset's database under its OPRF key,
-//! answering request bytes — and the client's — a query of its items' OPRF values, and
-//! what it reads from the answer.
+//! `ub-fhe` in a session, the client's side: a query of its items' OPRF values, and what
+//! it reads from the answer (the server's is [`super::dataset`]).
 //!
 //! A query follows an OPRF round in the same session ([`super::super::link`]): the
 //! database holds each item as its OPRF value's [`item_hash`] (with its label sealed under
@@ -9,13 +8,12 @@
 //! item's value (a false positive's opens none). The set is named by the server and
 //! taken by the client only from Venn's own checked [`sets`].
 
-use super::database::Database;
-use super::messages::{answer_from_bytes, answer_to_bytes, request_from_bytes, request_to_bytes};
+use super::messages::{answer_from_bytes, request_to_bytes};
 use super::params::{sets, FheSet};
-use super::query::{answer, query, Pending};
+use super::query::{query, Pending};
 use crate::crypto::{Block, Prg};
 use crate::he::wire::{wire_len, Kind};
-use crate::unbalanced::labels::{label_key, open, seal, sealed_len, MAX_LABEL};
+use crate::unbalanced::labels::{label_key, open, sealed_len, MAX_LABEL};
 use crate::unbalanced::link::FheOffer as Offer;
 use crate::{Error, Result};
 use fhe::bfv::BfvParameters;
@@ -35,120 +33,6 @@ pub fn set_named(name: &str) -> Result<FheSet> {
             format!("the set {name:?}"),
         )
     })
-}
-
-/// A dataset's `ub-fhe` database, as a server answers from it.
-pub struct FheDataset {
-    db: Database,
-    par: Arc<BfvParameters>,
-    seed: Block,
-    label_len: Option<u8>,
-}
-
-impl FheDataset {
-    /// The database of `set` (locations by `seed`) of the items whose OPRF values are
-    /// `outputs`, with their `labels` (one each, in order, of at most ℓ bytes) where the
-    /// dataset's items carry labels — each sealed under its item's value with a fresh
-    /// nonce. Built on the current rayon pool.
-    pub fn build(
-        set: FheSet,
-        seed: Block,
-        outputs: &[[u8; 64]],
-        labels: Option<(&[&[u8]], u8)>,
-    ) -> Result<FheDataset> {
-        set.check()?;
-        if outputs.len() as u64 > set.max_items {
-            return Err(Error::Usage(format!(
-                "{} items: the ub-fhe set {} holds at most {}",
-                outputs.len(),
-                set.name,
-                set.max_items
-            )));
-        }
-        let par = set.bfv.build()?;
-        let hashes: Vec<u128> = outputs.iter().map(item_hash).collect();
-        let label_len = labels.map(|(_, len)| len);
-        let sealed = match labels {
-            Some((labels, len)) => {
-                if labels.len() != outputs.len() {
-                    return Err(Error::Usage(format!(
-                        "{} labels for {} items",
-                        labels.len(),
-                        outputs.len()
-                    )));
-                }
-                let mut prg = Prg::from_entropy();
-                let sealed = (outputs.iter().zip(labels))
-                    .map(|(out, label)| seal(&label_key(out), label, usize::from(len), &mut prg))
-                    .collect::<Result<Vec<_>>>()?;
-                Some(sealed)
-            }
-            None => None,
-        };
-        let refs: Option<Vec<&[u8]>> =
-            (sealed.as_ref()).map(|s| s.iter().map(Vec::as_slice).collect());
-        let labels = (refs.as_deref()).zip(label_len.map(|len| sealed_len(usize::from(len))));
-        let db = Database::build(set, seed, &hashes, labels)?;
-        Ok(FheDataset {
-            db,
-            par,
-            seed,
-            label_len,
-        })
-    }
-
-    /// How many items it holds.
-    pub fn len(&self) -> u64 {
-        self.db.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.db.is_empty()
-    }
-
-    /// ℓ, where its items carry labels.
-    pub fn label_len(&self) -> Option<u8> {
-        self.label_len
-    }
-
-    /// What a client is told of it.
-    pub fn offer(&self) -> Offer {
-        let set = self.db.set();
-        Offer {
-            set: set.name.to_owned(),
-            seed: self.seed.to_le_bytes(),
-            bundles: (0..set.indices)
-                .map(|i| self.db.bundles(i) as u32)
-                .max()
-                .unwrap_or(0),
-        }
-    }
-
-    /// The most items a query may hold: its set's cap.
-    pub fn max_query(&self) -> u32 {
-        self.db.set().max_query
-    }
-
-    /// The most bytes of a request it reads.
-    pub fn max_request(&self) -> Result<u64> {
-        max_request(self.db.set(), &self.par)
-    }
-
-    /// Its answer's bytes to the request `bytes`, evaluated on the current rayon pool:
-    /// refused unless the request reads ([`request_from_bytes`]).
-    pub fn answer(&self, bytes: &[u8]) -> Result<Vec<u8>> {
-        let request = request_from_bytes(bytes, self.db.set(), &self.par)?;
-        answer_to_bytes(&answer(&self.db, &self.par, &request)?, &self.par)
-    }
-}
-
-/// The most bytes of a request of `set`: its ciphertexts and a relinearisation key,
-/// each after its length.
-fn max_request(set: &FheSet, par: &BfvParameters) -> Result<u64> {
-    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Full)?);
-    let moduli = par.moduli().len();
-    Ok((5 + cts + 4 + 2 * moduli * moduli * par.degree() * 8 + 4096) as u64)
 }
 
 /// A client's query under way: what reading its answer takes.
