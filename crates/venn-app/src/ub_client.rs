@@ -57,6 +57,40 @@ pub struct ClientArgs {
     pub state: Option<PathBuf>,
     /// The most tags this client downloads.
     pub max_tags: u64,
+    /// How it queries.
+    pub mode: QueryMode,
+}
+
+/// How a client queries a dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryMode {
+    /// `ub-cache` where the dataset publishes its tags and either this client keeps them
+    /// (a state file) or the dataset does not serve `ub-fhe`; `ub-fhe` otherwise.
+    Auto,
+    /// `ub-cache`: the tags downloaded (or brought up to date), looked up locally.
+    Cache,
+    /// `ub-fhe`: nothing downloaded; the keys' OPRF values sent encrypted.
+    Fhe,
+}
+
+impl QueryMode {
+    /// The mode a query of the dataset `description` describes takes, by a client that
+    /// keeps its tags between runs if `keeps`: refused where the dataset does not serve
+    /// the mode asked for.
+    fn of(self, description: &Description, keeps: bool) -> Result<QueryMode> {
+        let (tags, fhe) = (description.tags, description.fhe.is_some());
+        match self {
+            QueryMode::Auto if tags && (keeps || !fhe) => Ok(QueryMode::Cache),
+            QueryMode::Auto => Ok(QueryMode::Fhe),
+            QueryMode::Cache if !tags => Err(Error::Usage(
+                "the dataset does not publish its tags: query it in ub-fhe (--mode fhe)".into(),
+            )),
+            QueryMode::Fhe if !fhe => Err(Error::Usage(
+                "the dataset is not served in ub-fhe: query it in ub-cache (--mode cache)".into(),
+            )),
+            mode => Ok(mode),
+        }
+    }
 }
 
 /// What a sync did.
@@ -75,8 +109,11 @@ pub struct Synced {
 /// What a query found.
 #[derive(Clone, Debug)]
 pub struct Queried {
-    /// The sync before it.
+    /// The sync before it (in `ub-fhe`, none: nothing current, nothing downloaded but the
+    /// answers, counted in `received`).
     pub synced: Synced,
+    /// The mode it took: `ub-cache` or `ub-fhe`.
+    pub mode: QueryMode,
     /// Distinct keys looked up.
     pub keys: usize,
     /// Of them, those in the dataset.
@@ -152,21 +189,15 @@ fn save_state(path: &Path, description: &Description, client: &CacheClient) -> R
     })
 }
 
-/// Opens a session on `chan` and, once `check` accepts the server's description, brings
-/// the tag set up to date, saving it if it changed.
-fn synced<'a>(
-    args: &ClientArgs,
-    chan: &'a mut dyn Channel,
-    check: impl FnOnce(&Description) -> Result<()>,
-) -> Result<(Session<'a>, CacheClient, Synced)> {
+/// In `session` (whose description `check` accepted), the tag set brought up to date,
+/// and saved if it changed.
+fn synced(args: &ClientArgs, session: &mut Session<'_>) -> Result<(CacheClient, Synced)> {
     let (held, warning) = match args.state.as_deref().map(load_state).transpose()? {
         Some(Held::Set(set)) => (Some(*set), None),
         Some(Held::Damaged(why)) => (None, Some(why)),
         Some(Held::Nothing) | None => (None, None),
     };
-    let mut session = Session::open(chan)?;
     let description = session.description().clone();
-    check(&description)?;
     let before = held.as_ref().map(|h| h.descriptor().clone());
     let client = session.sync(held, args.max_tags)?;
     let current = before.as_ref() == Some(client.descriptor());
@@ -179,7 +210,7 @@ fn synced<'a>(
         received: 0,
         warning,
     };
-    Ok((session, client, synced))
+    Ok((client, synced))
 }
 
 /// The link to the server, its session bounded from now.
@@ -193,7 +224,8 @@ fn connect(args: &ClientArgs) -> Result<Box<dyn Channel>> {
 /// `venn ub sync`: the tag set up to date in the state file.
 pub fn sync(args: &ClientArgs) -> Result<Synced> {
     let mut chan = connect(args)?;
-    let (session, _, mut synced) = synced(args, &mut *chan, |_| Ok(()))?;
+    let mut session = Session::open(&mut *chan)?;
+    let (_, mut synced) = synced(args, &mut session)?;
     session.close()?;
     synced.received = chan.traffic().received;
     Ok(synced)
@@ -267,7 +299,7 @@ pub fn query_input(
     mismatch: KeyMismatch,
 ) -> Result<(Queried, Found)> {
     let mut warning = None;
-    let check = |description: &Description| {
+    let mut check = |description: &Description| {
         let theirs = description.form;
         if theirs == input.form {
             return Ok(());
@@ -288,12 +320,31 @@ pub fn query_input(
         }
     };
     let mut chan = connect(args)?;
-    let (mut session, client, mut synced) = synced(args, &mut *chan, check)?;
+    let mut session = Session::open(&mut *chan)?;
+    let description = session.description().clone();
+    check(&description)?;
+    let mode = args.mode.of(&description, args.state.is_some())?;
     let items: Vec<&[u8]> = input.keys.iter().collect();
-    let found = session.query(&client, &items, &mut Prg::from_entropy())?;
+    let mut prg = Prg::from_entropy();
+    let (found, mut synced) = match mode {
+        QueryMode::Fhe => {
+            let found = session.query_fhe(&items, &mut prg)?;
+            let synced = Synced {
+                description,
+                current: false,
+                received: 0,
+                warning: None,
+            };
+            (found, synced)
+        }
+        _ => {
+            let (client, synced) = synced(args, &mut session)?;
+            (session.query(&client, &items, &mut prg)?, synced)
+        }
+    };
     session.close()?;
     synced.received = chan.traffic().received;
-    let labeled = client.labels().is_some();
+    let labeled = synced.description.cache.labels.is_some();
     let mut result = Found {
         labels: labeled.then(Vec::new),
         ..Found::default()
@@ -308,6 +359,7 @@ pub fn query_input(
     }
     let queried = Queried {
         synced,
+        mode,
         keys: items.len(),
         matched: result.indices.len(),
         rows: 0,

@@ -15,10 +15,10 @@ use venn_app::destination::check_output_path;
 use venn_app::input::{parse_delimiter, read_input, Format, Input, KeyOptions};
 use venn_app::run_options::cli::{Flags, ForKeys, ForTls};
 use venn_app::run_options::MAX_SECONDS;
-use venn_app::ub_client::{self, ClientArgs, Synced};
+use venn_app::ub_client::{self, ClientArgs, QueryMode, Synced};
 use venn_ub::publish::Manifest;
 use venn_ub::serve::ServeArgs;
-use venn_ub::store::Settings;
+use venn_ub::store::{Modes, Settings};
 
 #[derive(Subcommand)]
 pub(crate) enum UbCommand {
@@ -69,6 +69,12 @@ pub(crate) struct InitCli {
     /// given, rounded up to 16). Clients download every label's room, sealed.
     #[arg(long, value_name = "BYTES", requires = "label_column", value_parser = clap::value_parser!(u8).range(1..=64))]
     label_len: Option<u8>,
+    /// How clients query: cache (they download the tags and look up locally after one
+    /// OPRF round), fhe (they send their keys' OPRF values encrypted under BFV and
+    /// download nothing; up to 2^24 keys, or 2^29 for queries of one key, chosen by
+    /// --max-items and --max-query) or both (each client chooses).
+    #[arg(long, default_value = "cache", value_parser = ["cache", "fhe", "both"])]
+    mode: String,
 }
 
 #[derive(Args)]
@@ -162,6 +168,11 @@ pub(crate) struct ClientCli {
     /// The largest dataset this client downloads the tags of, in keys.
     #[arg(long, value_name = "N", default_value_t = ub_client::DEFAULT_MAX_TAGS)]
     max_tags: u64,
+    /// How to query: cache (download the tags, or bring them up to date, and look up
+    /// locally), fhe (send the keys' OPRF values encrypted; download nothing) or auto
+    /// (cache with a --state file or where the dataset serves nothing else, else fhe).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "cache", "fhe"])]
+    mode: String,
 }
 
 #[derive(Args)]
@@ -244,6 +255,11 @@ fn init(i: InitCli) -> Result<()> {
         max_query: i.max_query,
         form: input.form,
         label_len,
+        modes: match i.mode.as_str() {
+            "fhe" => Modes::Fhe,
+            "both" => Modes::Both,
+            _ => Modes::Cache,
+        },
     };
     let (m, how) = venn_ub::init(
         &i.dataset.dataset,
@@ -288,8 +304,18 @@ fn published(m: &Manifest) -> String {
         ),
         None => String::new(),
     };
+    let fhe = match &m.fhe {
+        Some(f) => format!(
+            ", a ub-fhe database ({}) of {} bytes and {} deltas{}",
+            f.set,
+            f.database.bytes,
+            f.deltas.len(),
+            if f.tags { "" } else { " (tags not served)" }
+        ),
+        None => String::new(),
+    };
     format!(
-        "published version {} of epoch {}, a tag set of {} bytes{labels}",
+        "published version {} of epoch {}, a tag set of {} bytes{labels}{fhe}",
         m.version, m.epoch, m.tags.bytes
     )
 }
@@ -438,6 +464,11 @@ fn client_args(c: ClientCli) -> Result<ClientArgs> {
         session_timeout: Duration::from_secs(c.session_timeout),
         state: c.state,
         max_tags: c.max_tags,
+        mode: match c.mode.as_str() {
+            "cache" => QueryMode::Cache,
+            "fhe" => QueryMode::Fhe,
+            _ => QueryMode::Auto,
+        },
     })
 }
 
@@ -476,7 +507,17 @@ fn query(q: QueryCli) -> Result<()> {
     if let Some(warning) = &got.warning {
         eprintln!("venn ub: warning: {warning}");
     }
-    tell_sync(&got.synced);
+    match got.mode {
+        QueryMode::Fhe => {
+            let d = &got.synced.description.cache;
+            eprintln!(
+                "venn ub: queried in ub-fhe: the dataset holds {} keys, version {} of epoch \
+                 {}; {} bytes received",
+                d.len, d.version, d.epoch, got.synced.received
+            );
+        }
+        _ => tell_sync(&got.synced),
+    }
     let rows = match &q.output {
         Some(path) => format!("; {} rows written to {}", got.rows, path.display()),
         None => String::new(),

@@ -553,3 +553,113 @@ fn the_benchmark_checks_every_answer() {
         .unwrap();
     assert_clean_failure(&mixed, "runs alone");
 }
+
+/// A labeled dataset served in ub-fhe only, through the real binary: a client without
+/// a state file queries it (auto: ub-fhe) and gets the plain intersection with labels,
+/// downloading no tags; asking for ub-cache, or a sync, is refused cleanly; after an
+/// update and a new key (the database made again under it) the answers follow.
+#[test]
+fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
+    let dir = tmp();
+    let d = dir.path();
+    let body: String = (0..300)
+        .map(|i| format!("{},case {i}\n", plain(i)))
+        .collect();
+    let big = write(d, "big.csv", &format!("email,case\n{body}"));
+    let dataset = d.join("ds");
+    let ds = dataset.to_str().unwrap();
+    let made = ub(&[
+        "init",
+        "--dataset",
+        ds,
+        "--input",
+        big.to_str().unwrap(),
+        "--column",
+        "email",
+        "--label-column",
+        "case",
+        "--max-query",
+        "256",
+        "--max-items",
+        "4096",
+        "--mode",
+        "fhe",
+    ]);
+    assert_success(&[&made]);
+    assert!(
+        stderr(&made).contains("ub-fhe database (V1M-4096)"),
+        "{}",
+        stderr(&made)
+    );
+    let log = d.join("serve.log");
+    let server = serve(&dataset, &log, &[]);
+    let query = keys_file(d, "q.csv", 280..320, plain);
+    let out = d.join("hits.csv");
+    let args = [
+        "query",
+        "--connect",
+        &server.addr,
+        "--input",
+        &query,
+        "--column",
+        "email",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let expected = |held: &dyn Fn(u32) -> Option<String>| {
+        let rows: String = (280..320)
+            .filter_map(|i| held(i).map(|l| format!("{},{i},{l}\n", plain(i))))
+            .collect();
+        format!("email,n,label\n{rows}")
+    };
+    let said = stderr(&ub(&args));
+    assert!(said.contains("queried in ub-fhe"), "{said}");
+    assert_eq!(
+        read(&out),
+        expected(&|i| (i < 300).then(|| format!("case {i}"))),
+        "{said}"
+    );
+    assert!(received(&said) < 4 << 20, "{said}");
+    let cache = ub(&[&args[..], &["--mode", "cache"]].concat());
+    assert_clean_failure(&cache, "does not publish its tags");
+    let sync = ub(&["sync", "--connect", &server.addr]);
+    assert_clean_failure(&sync, "ub-fhe only");
+
+    let up = write(
+        d,
+        "up.csv",
+        "email,case\nuser310@example.com,new 310\nuser285@example.com,moved\n",
+    );
+    let del = keys_file(d, "del.csv", 290..295, plain);
+    let updated = ub(&[
+        "update",
+        "--dataset",
+        ds,
+        "--upsert",
+        up.to_str().unwrap(),
+        "--delete",
+        &del,
+        "--column",
+        "email",
+        "--label-column",
+        "case",
+    ]);
+    assert_success(&[&updated]);
+    assert_success(&[&ub(&["rotate-key", "--dataset", ds])]);
+    let start = Instant::now();
+    let said = loop {
+        let said = stderr(&ub(&args));
+        if said.contains("version 0 of epoch 1") {
+            break said;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{said}");
+    };
+    let held = |i: u32| match i {
+        285 => Some("moved".to_string()),
+        310 => Some("new 310".to_string()),
+        290..295 => None,
+        i => (i < 300).then(|| format!("case {i}")),
+    };
+    assert_eq!(read(&out), expected(&held), "{said}");
+    drop(server);
+}

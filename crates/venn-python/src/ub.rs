@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use venn_app::input::memory::KeysInMemory;
 use venn_app::input::source::Positioned;
 use venn_app::run_options::RunSettings;
-use venn_app::ub_client::{self, ClientArgs, Synced, DEFAULT_MAX_TAGS, SESSION_SECONDS};
+use venn_app::ub_client::{self, ClientArgs, QueryMode, Synced, DEFAULT_MAX_TAGS, SESSION_SECONDS};
 
 /// What a sync takes of the run options besides the TLS group's.
 const SYNC_OPTIONS: &[&str] = &["timeout"];
@@ -28,6 +28,7 @@ struct Client {
     state: Option<PathBuf>,
     max_tags: u64,
     session_timeout: f64,
+    mode: String,
 }
 
 impl Client {
@@ -40,6 +41,16 @@ impl Client {
         let (settings, transport) = link_settings(options, also)?;
         let session_timeout = venn_app::run_options::seconds(self.session_timeout)
             .map_err(|e| UsageError::new_err(format!("session_timeout is {e}")))?;
+        let mode = match self.mode.as_str() {
+            "auto" => QueryMode::Auto,
+            "cache" => QueryMode::Cache,
+            "fhe" => QueryMode::Fhe,
+            other => {
+                return Err(UsageError::new_err(format!(
+                    "mode is 'auto', 'cache' or 'fhe', not {other:?}"
+                )))
+            }
+        };
         let args = ClientArgs {
             connect: self.connect,
             transport,
@@ -47,6 +58,7 @@ impl Client {
             session_timeout,
             state: self.state,
             max_tags: self.max_tags,
+            mode,
         };
         Ok((args, settings))
     }
@@ -74,7 +86,7 @@ fn dataset<'py>(py: Python<'py>, s: &Synced) -> PyResult<Bound<'py, PyDict>> {
 #[pyfunction]
 #[pyo3(signature = (
     keys, connect, *, state=None, max_tags=DEFAULT_MAX_TAGS,
-    session_timeout=SESSION_SECONDS as f64, **options,
+    session_timeout=SESSION_SECONDS as f64, mode="auto".to_owned(), **options,
 ))]
 #[allow(clippy::too_many_arguments)] // Python's keywords beside the run options.
 pub(crate) fn ub_run<'py>(
@@ -84,6 +96,7 @@ pub(crate) fn ub_run<'py>(
     state: Option<PathBuf>,
     max_tags: u64,
     session_timeout: f64,
+    mode: String,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let client = Client {
@@ -91,6 +104,7 @@ pub(crate) fn ub_run<'py>(
         state,
         max_tags,
         session_timeout,
+        mode,
     };
     let Some(keys) = keys else {
         let (args, _) = client.args(options, SYNC_OPTIONS)?;
@@ -127,5 +141,10 @@ pub(crate) fn ub_run<'py>(
     d.set_item("count", queried.matched)?;
     d.set_item("keys", queried.keys)?;
     d.set_item("warning", queried.warning)?;
+    let mode = match queried.mode {
+        QueryMode::Fhe => "fhe",
+        _ => "cache",
+    };
+    d.set_item("mode", mode)?;
     Ok(d)
 }

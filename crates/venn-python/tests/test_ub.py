@@ -58,6 +58,26 @@ def user(i: int) -> str:
     return f"user{i}@example.com"
 
 
+def test_queries_in_ub_fhe_download_nothing(tmp_path: Path):
+    dataset = tmp_path / "ds"
+    big = tmp_path / "big.csv"
+    big.write_text("email,case\n" + "".join(f"{user(i)},case {i}\n" for i in range(200)))
+    venn_ub("init", "--dataset", str(dataset), "--input", str(big), "--column", "email",
+            "--label-column", "case", "--max-items", "4096", "--max-query", "16",
+            "--mode", "both")  # fmt: skip
+    asked = [user(i) for i in (5, 500, 7, 5)]
+    with Server(dataset) as server:
+        # No state file: auto takes ub-fhe, the same answers as ub-cache's.
+        q = ub.query(asked, server.addr)
+        assert q.mode == "fhe"
+        assert q.matched == [0, 2, 3]
+        assert q.labels == [b"case 5", b"case 7", b"case 5"]
+        c = ub.query(asked, server.addr, mode="cache")
+        assert (c.mode, c.matched, c.labels) == ("cache", q.matched, q.labels)
+        with pytest.raises(venn.UsageError):
+            ub.query(asked, server.addr, mode="tags")
+
+
 def test_matches_carry_their_labels(tmp_path: Path):
     dataset = tmp_path / "ds"
     big = tmp_path / "big.csv"

@@ -75,6 +75,10 @@ pub fn init(
             dir.display()
         )));
     }
+    if settings.modes.fhe() {
+        // Before anything is made: no set may serve these sizes.
+        publish::fhe_set(settings)?;
+    }
     let begun = dir.join(LOCK).exists();
     match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
         Ok(true) if !begun => {
@@ -176,6 +180,7 @@ mod postgres;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Modes;
     use std::collections::{BTreeMap, BTreeSet};
     use std::time::Duration;
     use venn::crypto::{Block, Prg};
@@ -199,6 +204,7 @@ mod tests {
                 any: false,
             },
             label_len: None,
+            modes: Modes::Cache,
         }
     }
 
@@ -212,13 +218,15 @@ mod tests {
     }
 
     /// A client's session against `published` in memory: syncs `held`, looks `probes`
-    /// up; returns the client and what it found.
+    /// up (and, with `fhe`, every third in ub-fhe too: found alike); returns the client
+    /// and what it found.
     fn look_up(
         published: &Published,
         held: Option<CacheClient>,
         probes: &[Vec<u8>],
+        fhe: bool,
     ) -> (CacheClient, Vec<Option<Vec<u8>>>) {
-        let (c, s) = mem_pair(Duration::from_secs(10));
+        let (c, s) = mem_pair(Duration::from_secs(120));
         let (mut c, mut s): (Box<dyn Channel>, Box<dyn Channel>) = (Box::new(c), Box::new(s));
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -227,9 +235,14 @@ mod tests {
             });
             let mut session = Session::open(&mut *c).unwrap();
             let client = session.sync(held, 1 << 20).unwrap();
-            let found = session
-                .query(&client, &refs(probes), &mut Prg::from_seed(Block::from(2)))
-                .unwrap();
+            let mut prg = Prg::from_seed(Block::from(2));
+            let found = session.query(&client, &refs(probes), &mut prg).unwrap();
+            if fhe {
+                let some: Vec<Vec<u8>> = probes.iter().step_by(3).cloned().collect();
+                let fhe = session.query_fhe(&refs(&some), &mut prg).unwrap();
+                let cache: Vec<Option<Vec<u8>>> = found.iter().step_by(3).cloned().collect();
+                assert_eq!(fhe, cache, "ub-fhe's answers are ub-cache's");
+            }
             session.close().unwrap();
             (client, found)
         })
@@ -240,14 +253,21 @@ mod tests {
     /// each update reports are the model's.
     #[test]
     fn updates_follow_a_model_and_clients_follow_them() {
-        follow_a_model(None, false);
+        follow_a_model(None, false, Modes::Cache);
+    }
+
+    /// The same served in both modes, labeled: the ub-fhe database follows by its deltas
+    /// (and is written again past its bound), its answers equal to ub-cache's.
+    #[test]
+    fn the_fhe_database_follows_the_model_too() {
+        follow_a_model(None, true, Modes::Both);
     }
 
     /// The same with labels, each upsert of a held item a relabel: a client's lookups
     /// give the model's labels, through label deltas and the label table written again.
     #[test]
     fn labels_follow_the_model_too() {
-        follow_a_model(None, true);
+        follow_a_model(None, true, Modes::Cache);
     }
 
     /// The same in a PostgreSQL store (skipped where PostgreSQL cannot start, unless CI
@@ -255,7 +275,7 @@ mod tests {
     #[test]
     fn a_postgres_store_follows_the_model_too() {
         match crate::postgres::Postgres::start() {
-            Ok(pg) => follow_a_model(Some(&format!("{}/postgres", pg.url)), true),
+            Ok(pg) => follow_a_model(Some(&format!("{}/postgres", pg.url)), true, Modes::Cache),
             Err(why) if std::env::var_os("VENN_REQUIRE_POSTGRES").is_some() => {
                 panic!("the PostgreSQL store's scenario cannot run: {why}")
             }
@@ -263,7 +283,7 @@ mod tests {
         }
     }
 
-    fn follow_a_model(database: Option<&str>, labeled: bool) {
+    fn follow_a_model(database: Option<&str>, labeled: bool, modes: Modes) {
         let dir = tempfile::tempdir().unwrap();
         let label = |i: u32, round: u32| match labeled {
             true => format!("{i}.{round}").into_bytes(),
@@ -271,6 +291,7 @@ mod tests {
         };
         let settings = Settings {
             label_len: labeled.then_some(8),
+            modes,
             ..settings(1 << 12)
         };
         let first: Vec<Vec<u8>> = (0..300).map(name).collect();
@@ -291,7 +312,8 @@ mod tests {
         let expected = |model: &BTreeMap<u32, Vec<u8>>| -> Vec<Option<Vec<u8>>> {
             (0..700).map(|i| model.get(&i).cloned()).collect()
         };
-        let (mut client, found) = look_up(&published(&manifest), None, &probes);
+        let fhe = modes.fhe();
+        let (mut client, found) = look_up(&published(&manifest), None, &probes, fhe);
         assert_eq!(found, expected(&model));
         let mut tables = BTreeSet::new();
         for round in 0..5u32 {
@@ -326,13 +348,22 @@ mod tests {
             assert_eq!(manifest.version, u64::from(round) + 1);
             assert_eq!(manifest.items, model.len() as u64);
             tables.extend(manifest.labels.as_ref().map(|l| l.version));
-            let (next, found) = look_up(&published(&manifest), Some(client), &probes);
+            let (next, found) = look_up(
+                &published(&manifest),
+                Some(client),
+                &probes,
+                fhe && round == 4,
+            );
             assert_eq!(found, expected(&model), "round {round}");
             client = next;
         }
         if labeled {
             assert!(tables.len() > 1, "the table written again: {tables:?}");
         }
+        let offer = published(&Manifest::read(dir.path()).unwrap())
+            .description()
+            .fhe;
+        assert_eq!(offer.is_some(), modes.fhe());
         let store = Store::open(&store_url(dir.path(), database)).unwrap();
         let (_, items, labels) = store.items().unwrap();
         assert_eq!(labels.is_some(), labeled);
@@ -356,7 +387,14 @@ mod tests {
             one,
             &[&name(10_000)],
         );
-        assert_eq!(swap.unwrap().1.items, 1 << 12);
+        let swapped = swap.unwrap().1;
+        assert_eq!(swapped.items, 1 << 12);
+        // The fill outgrew the ub-fhe deltas' bound: the database written again.
+        if let Some(files) = &swapped.fhe {
+            assert!(files.version > 0, "the ub-fhe database written again");
+        }
+        let (_, found) = look_up(&published(&swapped), Some(client), &probes, fhe);
+        assert_eq!(found, expected(&model), "after the fill");
     }
 
     /// An update whose operations committed but whose publish never ran (the process
@@ -387,7 +425,7 @@ mod tests {
         assert!(!stray.exists(), "an unnamed file is removed");
         assert!(!temporary.exists(), "a temporary file is removed");
         let probes: Vec<Vec<u8>> = (0..53).map(name).collect();
-        let (_, found) = look_up(&after.load(dir.path(), None).unwrap(), None, &probes);
+        let (_, found) = look_up(&after.load(dir.path(), None).unwrap(), None, &probes, false);
         let want: Vec<bool> = (0..53).map(|i| (1..52).contains(&i)).collect();
         assert_eq!(hits(&found), want);
         let tags = dir.path().join("published").join(&after.tags.file);
@@ -412,7 +450,7 @@ mod tests {
         assert!(stale.load(dir.path(), None).is_err(), "its files are gone");
         let (manifest, published) = serve::load_current(dir.path(), stale).unwrap();
         assert_eq!((manifest.version, manifest.items), (1, 51));
-        let (_, found) = look_up(&published, None, &[name(50)]);
+        let (_, found) = look_up(&published, None, &[name(50)], false);
         assert_eq!(hits(&found), [true]);
         let tags = dir.path().join("published").join(&manifest.tags.file);
         std::fs::remove_file(tags).unwrap();
@@ -500,6 +538,7 @@ mod serving {
             max_query: 16,
             form,
             label_len: None,
+            modes: store::Modes::Cache,
         };
         init(dir.path(), None, &settings, &refs, None).unwrap();
         let args = ServeArgs {

@@ -23,11 +23,17 @@ use crate::store::{Op, Settings, Store, StoredOp};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use venn::crypto::oprf::ServerKey;
+use venn::crypto::{Block, Prg};
 use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::{CacheServer, UpdateLabels};
+use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
+use venn::unbalanced::fhe::params::{for_sizes, FheSet};
+use venn::unbalanced::fhe::session::{item_hash, set_named};
 use venn::unbalanced::label_table::LabelTable;
+use venn::unbalanced::labels::sealed_len;
 use venn::unbalanced::link::{Published, PublishedLabels, MAX_DELTAS, MAX_LABEL_DELTAS};
 use venn::unbalanced::tag_set::TagSet;
 use venn::util::files::write_atomically;
@@ -78,7 +84,33 @@ pub struct Manifest {
     /// The label table and its deltas, where the dataset's items carry labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<LabelFiles>,
+    /// The `ub-fhe` database and its deltas, where the dataset serves `ub-fhe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fhe: Option<FheFiles>,
 }
+
+/// A dataset's published `ub-fhe` database: whole at some version, and the deltas from
+/// there to the manifest's version (each the hashed, sealed entries an update changed:
+/// a server brings the database up to date without the key or the items).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FheFiles {
+    /// The parameter set's name (one of Venn's).
+    pub set: String,
+    /// The seed choosing the items' locations, in hex.
+    pub seed: String,
+    /// Whether the tags are served too (`ub-cache`).
+    pub tags: bool,
+    /// The version the database is of.
+    pub version: u64,
+    /// The database.
+    pub database: FileEntry,
+    /// The deltas from its version to the manifest's, oldest first.
+    pub deltas: Vec<FileEntry>,
+}
+
+/// The most `ub-fhe` deltas kept after the database: past them (or past a quarter of
+/// its bytes) it is written again.
+const MAX_FHE_DELTAS: usize = 64;
 
 /// A labeled dataset's published labels: its label table whole at some version, and the
 /// label deltas from there to the manifest's version.
@@ -131,8 +163,10 @@ impl Manifest {
         let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
         write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
         let labels = (self.labels.iter()).flat_map(|l| l.deltas.iter().chain([&l.table]));
+        let fhe = (self.fhe.iter()).flat_map(|f| f.deltas.iter().chain([&f.database]));
         let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]).chain(&self.index))
             .chain(labels)
+            .chain(fhe)
             .map(|f| f.file.as_str())
             .collect();
         let published = published_dir(dir);
@@ -171,7 +205,15 @@ impl Manifest {
             }),
             None => None,
         };
-        Published::new(server, self.form(), deltas, labels)
+        let published = Published::new(server, self.form(), deltas, labels)?;
+        match &self.fhe {
+            None => Ok(published),
+            Some(files) => {
+                let label_len = self.labels.as_ref().map(|l| l.len);
+                let dataset = files.dataset(dir, label_len, &files.deltas)?;
+                published.with_fhe(Arc::new(dataset), files.tags)
+            }
+        }
     }
 
     /// The server of the published tag set, under its epoch's key. The set's digest is
@@ -204,6 +246,145 @@ impl Manifest {
         )
         .map_err(not_named)
     }
+}
+
+impl FheFiles {
+    /// The database as published, with `deltas` (its own, or the first of them) applied:
+    /// each file checked, the database of a dataset of labels of ℓ = `label_len` bytes.
+    fn dataset(
+        &self,
+        dir: &Path,
+        label_len: Option<u8>,
+        deltas: &[FileEntry],
+    ) -> Result<FheDataset> {
+        let set = set_named(&self.set)?;
+        let seed = (hex::decode(&self.seed).ok())
+            .and_then(|s| <[u8; 16]>::try_from(s).ok())
+            .ok_or_else(|| {
+                Error::State(format!("a ub-fhe seed {:?} not of 16 bytes", self.seed))
+            })?;
+        let bytes = read_checked(dir, &self.database)?;
+        let seed = Block::from_le_bytes(seed);
+        let dataset = FheDataset::from_bytes(set, seed, label_len, self.version, &bytes)
+            .map_err(|e| self.database.not_named(dir, &e.to_string()))?;
+        let sealed = label_len.map_or(0, |len| sealed_len(usize::from(len)));
+        let deltas = (read_all(dir, deltas)?.iter())
+            .map(|bytes| FheDelta::from_bytes(bytes, sealed))
+            .collect::<Result<Vec<_>>>()?;
+        dataset.apply(&deltas)
+    }
+}
+
+/// The `ub-fhe` parameter set of a dataset of `settings`: the first of Venn's serving
+/// its most items and (up to 4,096 of) its query cap.
+pub(crate) fn fhe_set(settings: &Settings) -> Result<FheSet> {
+    for_sizes(settings.max_items, settings.max_query.min(4096))
+}
+
+/// The OPRF values of `items` under `key`, a slice at a time (each evaluation's
+/// working memory is bounded by the slice).
+fn outputs(key: &ServerKey, items: &[&[u8]]) -> Result<Vec<[u8; 64]>> {
+    let mut all = Vec::with_capacity(items.len());
+    for slice in items.chunks(1 << 16) {
+        all.extend(key.evaluate_all(slice)?);
+    }
+    Ok(all)
+}
+
+/// Writes the `ub-fhe` database of `items` (with their `labels` where the dataset's
+/// items carry them) under `key` of `epoch`, version 0, with a fresh location seed.
+fn write_fhe_whole(
+    dir: &Path,
+    key: &ServerKey,
+    epoch: u32,
+    items: &[&[u8]],
+    labels: Option<&[&[u8]]>,
+    settings: &Settings,
+) -> Result<FheFiles> {
+    let set = fhe_set(settings)?;
+    let mut prg = Prg::from_entropy();
+    let labels = labels.zip(settings.label_len);
+    let entries = entries(&outputs(key, items)?, labels, &mut prg)?;
+    let seed = prg.block();
+    let name = set.name.to_owned();
+    let dataset = FheDataset::build(set, seed, &entries, settings.label_len)?;
+    Ok(FheFiles {
+        set: name,
+        seed: hex::encode(seed.to_le_bytes()),
+        tags: settings.modes.cache(),
+        version: 0,
+        database: write_fhe_database(dir, epoch, 0, &dataset)?,
+        deltas: Vec::new(),
+    })
+}
+
+/// Writes `dataset`, the `ub-fhe` database of `version`, as a new published file.
+fn write_fhe_database(
+    dir: &Path,
+    epoch: u32,
+    version: u64,
+    dataset: &FheDataset,
+) -> Result<FileEntry> {
+    let bytes = dataset.to_bytes();
+    let name = fresh_name("fhe", epoch, version);
+    write_file(dir, name, &bytes, blake3::hash(&bytes).as_bytes())
+}
+
+/// `files` after the `ub-fhe` delta of `changes` to `version` (of `epoch`) under
+/// `key`: the removed items' hashes, the relabelled and inserted items' entries (labels
+/// sealed afresh), written as a delta file — and the database written again with its
+/// deltas applied where they outgrow [`MAX_FHE_DELTAS`] or a quarter of its bytes.
+fn fhe_published(
+    dir: &Path,
+    files: &FheFiles,
+    key: &ServerKey,
+    changes: &Changes<'_>,
+    (epoch, version): (u32, u64),
+    label_len: Option<u8>,
+) -> Result<FheFiles> {
+    let mut prg = Prg::from_entropy();
+    let hashes = |items: &[&[u8]]| -> Result<Vec<u128>> {
+        Ok(outputs(key, items)?.iter().map(item_hash).collect())
+    };
+    let (inserts, insert_labels): (Vec<&[u8]>, Vec<&[u8]>) =
+        changes.inserts.iter().copied().unzip();
+    let (relabelled, new_labels): (Vec<&[u8]>, Vec<&[u8]>) =
+        changes.relabels.iter().copied().unzip();
+    let sealed = |items: &[&[u8]], labels: &[&[u8]], prg: &mut Prg| {
+        entries(
+            &outputs(key, items)?,
+            label_len.map(|len| (labels, len)),
+            prg,
+        )
+    };
+    let relabels = (sealed(&relabelled, &new_labels, &mut prg)?.into_iter())
+        .filter_map(|(hash, label)| label.map(|l| (hash, l)))
+        .collect();
+    let delta = FheDelta {
+        from: version - 1,
+        to: version,
+        removes: hashes(&changes.deletes)?,
+        relabels,
+        inserts: sealed(&inserts, &insert_labels, &mut prg)?,
+    };
+    let bytes = delta.to_bytes();
+    let name = fresh_name("fhe-delta", epoch, version);
+    let mut files = files.clone();
+    files.deltas.push(write_file(
+        dir,
+        name,
+        &bytes,
+        blake3::hash(&bytes).as_bytes(),
+    )?);
+    let delta_bytes: u64 = files.deltas.iter().map(|d| d.bytes).sum();
+    if files.deltas.len() <= MAX_FHE_DELTAS && delta_bytes <= files.database.bytes / 4 {
+        return Ok(files);
+    }
+    let dataset = files.dataset(dir, label_len, &files.deltas)?;
+    files.database = write_fhe_database(dir, epoch, version, &dataset)?;
+    files.version = version;
+    files.deltas.clear();
+    Ok(files)
 }
 
 impl FileEntry {
@@ -296,6 +477,7 @@ pub(crate) fn publish_whole(
     epoch: u32,
 ) -> Result<Manifest> {
     let (max_items, max_query) = (settings.max_items, settings.max_query);
+    let (fhe_key, labels_given) = (key.clone(), labels);
     let (server, table) = match (labels, settings.label_len) {
         (None, None) => (
             CacheServer::new(key, epoch, items, max_items, max_query)?,
@@ -311,6 +493,9 @@ pub(crate) fn publish_whole(
     let (tags, index) = write_tags(dir, 0, &server)?;
     let labels = table
         .map(|table| write_table(dir, epoch, 0, &table))
+        .transpose()?;
+    let fhe = (settings.modes.fhe())
+        .then(|| write_fhe_whole(dir, &fhe_key, epoch, items, labels_given, settings))
         .transpose()?;
     let form = settings.form;
     let manifest = Manifest {
@@ -328,6 +513,7 @@ pub(crate) fn publish_whole(
         index: Some(index),
         deltas: Vec::new(),
         labels,
+        fhe,
     };
     manifest.write(dir)?;
     Ok(manifest)
@@ -389,6 +575,15 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
             ))
         }
     };
+    let fhe = match &manifest.fhe {
+        Some(files) => {
+            let key = keys::load(dir, epoch)?;
+            let label_len = manifest.labels.as_ref().map(|l| l.len);
+            let at = (epoch, version);
+            Some(fhe_published(dir, files, &key, &changes, at, label_len)?)
+        }
+        None => None,
+    };
     let mut deltas = manifest.deltas.clone();
     deltas.push(delta);
     let keep_from = deltas.len().saturating_sub(MAX_DELTAS);
@@ -400,6 +595,7 @@ pub(crate) fn catch_up(dir: &Path, store: &Store) -> Result<Manifest> {
         index: Some(index),
         deltas: deltas.split_off(keep_from),
         labels,
+        fhe,
         ..manifest
     };
     next.write(dir)?;

@@ -15,7 +15,7 @@ use venn::session::run_plan::KeyForm;
 use venn::{Error, Items, Result};
 
 /// The schema's migrations, compiled in (as the Thunder service's store has them).
-const MIGRATIONS: [(i64, &str, &str); 3] = [
+const MIGRATIONS: [(i64, &str, &str); 4] = [
     (1, "schema", include_str!("../migrations/0001_schema.sql")),
     (
         2,
@@ -23,6 +23,7 @@ const MIGRATIONS: [(i64, &str, &str); 3] = [
         include_str!("../migrations/0002_item_count.sql"),
     ),
     (3, "labels", include_str!("../migrations/0003_labels.sql")),
+    (4, "modes", include_str!("../migrations/0004_modes.sql")),
 ];
 
 /// Rows an import or an update writes in one statement.
@@ -42,6 +43,46 @@ pub struct Settings {
     pub form: KeyForm,
     /// The most bytes an item's label takes (1..=64), if the dataset's items carry labels.
     pub label_len: Option<u8>,
+    /// The query modes it serves.
+    pub modes: Modes,
+}
+
+/// The query modes a dataset serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Modes {
+    /// `ub-cache`: its tags published, downloaded by clients.
+    Cache,
+    /// `ub-fhe`: a BFV database its clients query without downloading anything.
+    Fhe,
+    /// Both: each client chooses.
+    Both,
+}
+
+impl Modes {
+    /// Whether its tags are published.
+    pub fn cache(self) -> bool {
+        self != Modes::Fhe
+    }
+
+    /// Whether it keeps a `ub-fhe` database.
+    pub fn fhe(self) -> bool {
+        self != Modes::Cache
+    }
+
+    /// Its stored form: a bit a mode.
+    fn bits(self) -> i64 {
+        i64::from(self.cache()) | i64::from(self.fhe()) << 1
+    }
+
+    /// The modes of a stored form.
+    fn of_bits(bits: i64) -> Option<Modes> {
+        match bits {
+            1 => Some(Modes::Cache),
+            2 => Some(Modes::Fhe),
+            3 => Some(Modes::Both),
+            _ => None,
+        }
+    }
 }
 
 /// A change to the set.
@@ -177,8 +218,8 @@ impl Store {
             let form = settings.form;
             sqlx::query(
                 "INSERT INTO ub_settings (id, max_items, max_query, key_trim, key_lowercase, \
-                 key_columns, key_any, created, items, label_len) VALUES (1, $1, $2, $3, $4, \
-                 $5, $6, $7, $8, $9)",
+                 key_columns, key_any, created, items, label_len, modes) VALUES (1, $1, $2, \
+                 $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(settings.max_items as i64)
             .bind(i64::from(settings.max_query))
@@ -189,6 +230,7 @@ impl Store {
             .bind(now())
             .bind(items.len() as i64)
             .bind(settings.label_len.map(i64::from))
+            .bind(settings.modes.bits())
             .execute(&mut *tx)
             .await
             .map_err(failed("write its settings"))?;
@@ -214,7 +256,7 @@ impl Store {
         self.runtime.block_on(async {
             let row = sqlx::query(
                 "SELECT max_items, max_query, key_trim, key_lowercase, key_columns, key_any, \
-                 label_len FROM ub_settings WHERE id = 1",
+                 label_len, modes FROM ub_settings WHERE id = 1",
             )
             .fetch_optional(&self.pool)
             .await
@@ -239,6 +281,7 @@ impl Store {
                     any: number(5) != 0,
                 },
                 label_len,
+                modes: Modes::of_bits(number(7)).ok_or_else(bad)?,
             })
         })
     }
@@ -686,6 +729,7 @@ mod tests {
                 any: false,
             },
             label_len,
+            modes: Modes::Cache,
         }
     }
 

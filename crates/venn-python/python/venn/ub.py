@@ -77,6 +77,9 @@ class Query:
     labels: Optional[list[bytes]] = None
     """Where the dataset's keys carry labels, each matched position's label, in the order
     of ``matched`` (else ``None``)."""
+    mode: str = "cache"
+    """The mode the query took: ``"cache"`` (the tag set synced, looked up locally) or
+    ``"fhe"`` (the keys' OPRF values sent encrypted; nothing downloaded)."""
 
 
 if TYPE_CHECKING:
@@ -127,6 +130,7 @@ def query(
     lowercase: bool = False,
     skip_empty: bool = False,
     allow_key_mismatch: bool = False,
+    mode: str = "auto",
     **options: Unpack[LinkOptions],
 ) -> Query:
     """Which of ``keys`` (``str``, encoded as UTF-8, or ``bytes``) the dataset at
@@ -136,6 +140,11 @@ def query(
     ``skip_empty``) and deduplicated as a party's are; a normalisation other than the
     dataset's is refused before any download (:class:`venn.PeerError`) unless
     ``allow_key_mismatch``, which warns instead. The link's options are :func:`sync`'s.
+
+    ``mode`` chooses how: ``"cache"`` as above, ``"fhe"`` (a dataset served in ub-fhe:
+    the keys' OPRF values sent encrypted under BFV, nothing downloaded, no state kept) or
+    ``"auto"``: cache with a ``state`` file or where the dataset serves nothing else, else
+    fhe.
     """
     if isinstance(keys, (str, bytes)):
         raise TypeError("keys is a list of keys, not one key")
@@ -149,6 +158,7 @@ def query(
         lowercase=lowercase,
         skip_empty=skip_empty,
         allow_key_mismatch=allow_key_mismatch,
+        mode=mode,
         **extra,
         **options,
     )
@@ -160,6 +170,7 @@ def query(
         keys=got["keys"],
         dataset=_dataset(got["dataset"], stacklevel=3),
         labels=got["labels"],
+        mode=got["mode"],
     )
 
 
