@@ -42,13 +42,13 @@ pub(crate) fn print_params(
     sizes: &[(u64, u64)],
 ) -> Result<()> {
     let asked = |name: &str| protocols.is_empty() || protocols.iter().any(|p| p == name);
-    let (thunder, ub_cache) = (asked(THUNDER), asked(UB_CACHE));
+    let (thunder, ub_cache, ub_fhe) = (asked(THUNDER), asked(UB_CACHE), asked(UB_FHE));
     let list: Vec<&'static dyn Protocol> = if protocols.is_empty() {
         registry().to_vec()
     } else {
         protocols
             .iter()
-            .filter(|p| *p != THUNDER && *p != UB_CACHE)
+            .filter(|p| ![THUNDER, UB_CACHE, UB_FHE].contains(&p.as_str()))
             .map(|p| find(p))
             .collect::<Result<_>>()?
     };
@@ -101,6 +101,98 @@ pub(crate) fn print_params(
     if ub_cache {
         print_ub_cache(sizes);
     }
+    if ub_fhe {
+        print_ub_fhe(sizes)?;
+    }
+    Ok(())
+}
+
+/// Unbalanced PSI's FHE mode's name (it runs through `venn ub`).
+const UB_FHE: &str = "ub-fhe";
+
+/// `ub-fhe`'s model, its parameter sets and, per server set size (each size pair's sender
+/// side), the set a dataset of that size takes for each query cap, its bundles and a
+/// query's traffic.
+fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
+    use venn::unbalanced::fhe::messages::{request_len, result_len};
+    use venn::unbalanced::fhe::params::{for_sizes, sets};
+    use venn::unbalanced::fhe::{LEAKAGE, PAPER, SECURITY};
+    println!("{UB_FHE} — {PAPER}");
+    println!("  security: {SECURITY}");
+    println!("  who learns what: {LEAKAGE}");
+    println!(
+        "  per query: an OPRF round (as ub-cache's), then the request (each bundle index's \
+         source powers encrypted, and a relinearisation key) up and, per bundle, one result \
+         and one more per label part down (a part holds f·⌊log₂ t⌋ bits of the sealed label, \
+         ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested)"
+    );
+    println!(
+        "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10} {:>10}",
+        "set",
+        "felt bits",
+        "H",
+        "f",
+        "I",
+        "d",
+        "ℓ",
+        "sources",
+        "max items",
+        "max query",
+        "up MiB",
+        "KiB/result"
+    );
+    let mut sizes_of = Vec::new();
+    for set in sets() {
+        let par = set.bfv.build()?;
+        let (up, result) = (request_len(&set, &par)?, result_len(&par)?);
+        println!(
+            "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10.2} {:>10.1}",
+            set.name,
+            set.felt_bits(),
+            set.hashes,
+            set.felts,
+            set.indices,
+            set.degree,
+            set.low,
+            set.sources.len(),
+            size(set.max_items),
+            set.max_query,
+            up as f64 / (1 << 20) as f64,
+            result as f64 / 1024.0
+        );
+        sizes_of.push((set.name, result));
+    }
+    println!(
+        "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12}",
+        "n_server", "m_max", "set", "bundles", "false pos.", "down KiB"
+    );
+    let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
+    servers.dedup();
+    for n in servers {
+        for m in [1u32, 4096] {
+            let Ok(set) = for_sizes(n, m) else {
+                println!("  {:>12} {:>8} {:>10}", size(n), m, "(no set)");
+                continue;
+            };
+            let bundles = set.bundles_for(n) * u64::from(set.indices);
+            let fpp = set.log2_false_positive()
+                + (set.bundles_for(n) as f64).log2()
+                + f64::from(set.max_query).log2();
+            let result = (sizes_of.iter())
+                .find(|(name, _)| *name == set.name)
+                .map_or(0, |s| s.1);
+            println!(
+                "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12.1}",
+                size(n),
+                m,
+                set.name,
+                bundles,
+                format!("2^{fpp:.1}"),
+                (bundles as usize * result) as f64 / 1024.0
+            );
+        }
+    }
+    println!();
     Ok(())
 }
 

@@ -511,9 +511,9 @@ fn query(q: QueryCli) -> Result<()> {
         QueryMode::Fhe => {
             let d = &got.synced.description.cache;
             eprintln!(
-                "venn ub: queried in ub-fhe: the dataset holds {} keys, version {} of epoch \
-                 {}; {} bytes received",
-                d.len, d.version, d.epoch, got.synced.received
+                "venn ub: queried in ub-fhe: version {} of epoch {} of the dataset; {} bytes \
+                 received",
+                d.version, d.epoch, got.synced.received
             );
         }
         _ => tell_sync(&got.synced),

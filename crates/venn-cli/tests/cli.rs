@@ -577,6 +577,31 @@ fn demo_and_params_run() {
         }),
         "the 2^20 row: {text}"
     );
+    // ub-fhe (through `venn ub`): its model, its sets and the set a dataset takes.
+    let o = venn()
+        .args(["params", "--protocol", "ub-fhe", "--sizes", "16777216:1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("semi-honest server for the client's privacy"),
+        "{text}"
+    );
+    assert!(text.contains("does not tell its size"), "{text}");
+    let row = |want: &[&str]| {
+        (text.lines()).any(|l| {
+            l.split_whitespace()
+                .take(want.len())
+                .eq(want.iter().copied())
+        })
+    };
+    assert!(
+        row(&["V16M-4096", "19", "3", "6", "5", "782", "26"]),
+        "{text}"
+    );
+    assert!(row(&["2^24", "1", "V16M-1", "14"]), "{text}");
+    assert!(row(&["2^24", "4096", "V16M-4096", "50"]), "{text}");
 }
 
 /// `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ

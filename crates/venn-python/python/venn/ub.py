@@ -46,7 +46,7 @@ class Dataset:
     """The dataset as the server published it, and what this sync did."""
 
     size: int
-    """How many keys the dataset holds."""
+    """How many keys the dataset holds (0 where it serves ub-fhe only: not told)."""
     epoch: int
     """The server key's epoch (one more with each key rotation)."""
     version: int

@@ -309,8 +309,14 @@ impl Published {
         let fhe = self.fhe.as_ref().map(|d| d.offer());
         #[cfg(not(feature = "bfv"))]
         let fhe = None;
+        let mut cache = self.server.describe();
+        if !self.tags {
+            // Served in ub-fhe only: its size and digest are not told (a client learns
+            // only the size class the bundle count gives).
+            (cache.len, cache.digest) = (0, [0; 32]);
+        }
         Description {
-            cache: self.server.describe(),
+            cache,
             form: self.form,
             tags: self.tags,
             fhe,
@@ -1355,6 +1361,7 @@ mod tests {
         let published = fhe_published(false);
         let description = published.description();
         assert!(!description.tags);
+        assert_eq!(description.cache.len, 0, "its size not told");
         assert_eq!(description.fhe.as_ref().unwrap().set, "V1M-4096");
         assert_eq!(
             Description::from_bytes(&description.to_bytes()).unwrap(),

@@ -44,6 +44,26 @@ pub fn answer_bits(par: &BfvParameters) -> u8 {
     (t_bits + log_n + 4) as u8
 }
 
+/// The bytes of a request of `set` (whose BFV parameters are `par`): its counts, its
+/// ciphertexts and a relinearisation key (one made and measured: `fhe`'s coding of a
+/// key's coefficients takes their moduli's bits, the same for every key).
+pub fn request_len(set: &FheSet, par: &Arc<BfvParameters>) -> Result<usize> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let sk = fhe::bfv::SecretKey::random(par, &mut rng);
+    let rk =
+        RelinearizationKey::new(&sk, &mut rng).map_err(|e| Error::Params(format!("BFV: {e}")))?;
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Full)?);
+    Ok(5 + cts + 4 + rk.to_bytes().len())
+}
+
+/// The bytes of one result in an answer (a bundle's, or one label part's), its length
+/// included.
+pub fn result_len(par: &BfvParameters) -> Result<usize> {
+    let keep = answer_bits(par);
+    Ok(4 + wire_len(par, par.max_level(), Kind::Compact { keep })?)
+}
+
 /// A request's wire form.
 pub fn request_to_bytes(request: &Request, par: &BfvParameters) -> Result<Vec<u8>> {
     let sources = request.indices.first().map_or(0, Vec::len);
