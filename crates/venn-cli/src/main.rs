@@ -319,7 +319,7 @@ struct BenchCli {
     /// (the service precomputing both datasets' values) timed apart from its online one.
     #[arg(long, requires = "thunder")]
     preprocessed: bool,
-    /// With `--protocol ub-cache` (unbalanced PSI, alone): the clients' query sizes, a row
+    /// With `--protocol ub-cache` or `ub-fhe` (unbalanced PSI, alone): the clients' query sizes, a row
     /// for each (comma-separated); the server's sizes are --log2n.
     #[arg(long, value_delimiter = ',', default_value = "1,256,4096")]
     client_items: Vec<usize>,
@@ -586,19 +586,25 @@ fn run(command: Command) -> failure::Result<()> {
 
 /// `venn bench`: the protocols' benchmark, or Thunder's with `--thunder`.
 fn bench(b: BenchCli) -> failure::Result<()> {
-    if b.protocol.iter().any(|p| p == "ub-cache") {
-        return match (&b.protocol[..], &b.threads[..]) {
-            ([_], &[threads]) => bench::bench_ub(&bench::UbOptions {
+    if let Some(ub) = (b.protocol.iter()).find(|p| *p == "ub-cache" || *p == "ub-fhe") {
+        let options = match (&b.protocol[..], &b.threads[..]) {
+            ([_], &[threads]) => bench::UbOptions {
                 log2ns: b.log2ns(),
                 client_items: &b.client_items,
                 threads,
                 repeat: b.repeat,
                 json: b.json,
-            }),
-            _ => Err(Error::Usage(
-                "--protocol ub-cache runs alone, with one --threads count (the client's)".into(),
-            )
-            .into()),
+            },
+            _ => {
+                return Err(Error::Usage(format!(
+                    "--protocol {ub} runs alone, with one --threads count (the client's)"
+                ))
+                .into())
+            }
+        };
+        return match ub.as_str() {
+            "ub-fhe" => bench::bench_ub_fhe(&options),
+            _ => bench::bench_ub(&options),
         };
     }
     if !b.thunder {

@@ -531,7 +531,8 @@ fn mistakes_are_refused_cleanly() {
 }
 
 /// `venn bench --protocol ub-cache` builds, syncs, queries and updates, every answer
-/// checked, and says what it measured; it refuses to mix with other protocols.
+/// checked, and says what it measured; it refuses to mix with other protocols. So does
+/// `--protocol ub-fhe`, its database built, read back, updated and queried.
 #[test]
 fn the_benchmark_checks_every_answer() {
     let out = venn()
@@ -552,6 +553,19 @@ fn the_benchmark_checks_every_answer() {
         .output()
         .unwrap();
     assert_clean_failure(&mixed, "runs alone");
+    let out = venn()
+        .args(["bench", "--protocol", "ub-fhe", "--log2n", "11"])
+        .args(["--client-items", "16", "--repeat", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_success(&[&out]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &json["ub_fhe"][0];
+    assert_eq!(row["verified"], true, "{row}");
+    assert_eq!(
+        (row["set"].as_str(), row["bundles"].as_u64()),
+        (Some("V1M-4096"), Some(5))
+    );
 }
 
 /// A labeled dataset served in ub-fhe only, through the real binary: a client without

@@ -17,6 +17,7 @@ mod solo;
 mod table;
 mod thunder;
 mod ub;
+mod ub_fhe;
 
 use crate::failure::{Failure, Result};
 pub(crate) use files::{FileFormat, FilesJoin};
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use table::{interleaved, median};
 pub(crate) use thunder::{bench_thunder, ThunderOptions};
 pub(crate) use ub::{bench_ub, UbOptions};
+pub(crate) use ub_fhe::bench_ub_fhe;
 use venn::protocols::{find, Bins, Offline, Options, Protocol, Stash};
 use venn::session::{Role, Sizes};
 use venn::{Error, Items};

@@ -26,7 +26,7 @@ use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::{CacheClient, CacheServer};
 use venn::unbalanced::link::{serve_session, Published, Session};
 
-/// What `--protocol ub-cache` runs.
+/// What `--protocol ub-cache` (or `ub-fhe`) runs.
 pub(crate) struct UbOptions<'a> {
     pub log2ns: &'a [u32],
     pub client_items: &'a [usize],
@@ -90,10 +90,10 @@ impl TableRow for UbRow {
 const MAX_QUERY: u32 = 4096;
 
 /// Operations each way in the update.
-const UPDATE_OPS: u32 = 1000;
+pub(super) const UPDATE_OPS: u32 = 1000;
 
 /// The `i`th key of the benchmark's set (those from `1 << 40` on are not in it).
-fn key(i: u64) -> Vec<u8> {
+pub(super) fn key(i: u64) -> Vec<u8> {
     format!("{i:032x}").into_bytes()
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn bench_ub(o: &UbOptions) -> Result<()> {
     Ok(())
 }
 
-fn pool(threads: usize) -> Result<rayon::ThreadPool> {
+pub(super) fn pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
@@ -147,13 +147,13 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool> {
 
 /// The server, listening: each connection a session on `pool`, answering from the
 /// state `published` holds when it comes.
-struct Server {
+pub(super) struct Server {
     addr: std::net::SocketAddr,
     published: Arc<std::sync::RwLock<Arc<Published>>>,
 }
 
 impl Server {
-    fn start(published: Published, pool: Arc<rayon::ThreadPool>) -> Result<Server> {
+    pub(super) fn start(published: Published, pool: Arc<rayon::ThreadPool>) -> Result<Server> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(venn::Error::from)?;
         let addr = listener.local_addr().map_err(venn::Error::from)?;
         let published = Arc::new(std::sync::RwLock::new(Arc::new(published)));
@@ -174,7 +174,7 @@ impl Server {
         Ok(Server { addr, published })
     }
 
-    fn connect(&self) -> Result<Box<dyn Channel>> {
+    pub(super) fn connect(&self) -> Result<Box<dyn Channel>> {
         let socket = std::net::TcpStream::connect(self.addr).map_err(venn::Error::from)?;
         Ok(Box::new(tcp_channel(socket, Duration::from_secs(600))?))
     }
