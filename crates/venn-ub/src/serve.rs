@@ -205,6 +205,7 @@ fn session(chan: &mut dyn venn::net::Channel, shared: &Shared, peer: &str, limit
             syncs = served.syncs,
             answered = served.answered,
             evaluated = served.evaluated,
+            fhe = served.fhe,
             refused = served.refused,
             seconds = seconds(),
             "session"

@@ -10,11 +10,12 @@
 //!    any), answered with the versions' deltas (`D`) when the server still has them all for
 //!    the client's epoch, else the whole tag set (`F`); an OPRF request (`O`, as
 //!    [`super::oprf_round`] writes it), answered (`A`) or refused (`R`, a [`Refusal`]);
-//!    a `ub-fhe` query (`Q`, then the request as a large part: [`super::fhe::session`]),
-//!    answered (`A`, then the answer as a large part) or refused (`R`) — each OPRF
-//!    round answered allows one `ub-fhe` query for each of the set's query caps its
-//!    padded count holds, so the server's work is bounded by the evaluations it
-//!    limits; the end (`E`).
+//!    a `ub-fhe` query (`Q`), refused (`R`) or let go ahead (`G`), then the request as a
+//!    large part ([`super::fhe::session`]) and its answer (`A`, then the answer as a
+//!    large part) — a query needs an OPRF round answered in its session (each allows
+//!    one for each of the set's query caps its padded count holds) and costs the
+//!    client's allowance [`FHE_QUERY_EVALUATIONS`], so the server's work is bounded by
+//!    what it limits; the end (`E`).
 //!
 //! Large parts (a tag set, a delta) go as their length (u64) and then frames of at most
 //! [`CHUNK`] bytes; the client bounds each length by what the description announced
@@ -39,7 +40,7 @@ use crate::{Error, Result};
 use std::sync::Arc;
 
 /// A client's first frame.
-pub const HELLO: [u8; 8] = *b"venn-ub2";
+pub const HELLO: [u8; 8] = *b"venn-ub3";
 
 /// How many opening bytes [`looks_like_hello`] needs: the frame's length and [`HELLO`].
 pub const HELLO_PREFIX: usize = 4 + HELLO.len();
@@ -479,7 +480,7 @@ pub fn serve_session(
                     }
                 }
             }
-            Some((b'Q', [])) => serve_fhe(chan, published, &mut fhe_allowed, &mut served)?,
+            Some((b'Q', [])) => serve_fhe(chan, published, admit, &mut fhe_allowed, &mut served)?,
             _ => {
                 let e = Error::protocol("an unbalanced-PSI request", "another message");
                 chan.abort(&e.to_string());
@@ -492,33 +493,44 @@ pub fn serve_session(
     Err(e)
 }
 
-/// Answers a `ub-fhe` query (its request the next large part), if the dataset is served
-/// in `ub-fhe` and an OPRF round in the session allowed one (`allowed` more): refused
-/// otherwise; a request that does not read ends the session.
+/// What a `ub-fhe` query costs a client's allowance, in OPRF evaluations, whatever its
+/// keys: the server's work does not shrink with them.
+pub const FHE_QUERY_EVALUATIONS: u32 = 4096;
+
+/// Answers a `ub-fhe` query, if the dataset is served in `ub-fhe`, an OPRF round in the
+/// session allowed one (`allowed` more) and `admit` takes [`FHE_QUERY_EVALUATIONS`]
+/// from the client's allowance: the client is told to go on (`G`) and sends its request
+/// as a large part; else refused (`R`) before it sends anything. A request that does
+/// not read ends the session.
 fn serve_fhe(
     chan: &mut dyn Channel,
     published: &Published,
+    admit: &mut dyn FnMut(u32) -> std::result::Result<(), Refusal>,
     allowed: &mut u64,
     served: &mut Served,
 ) -> Result<()> {
     #[cfg(feature = "bfv")]
     if let Some(dataset) = &published.fhe {
-        let request = recv_part(chan, dataset.max_request()?, "a ub-fhe query")?;
-        if *allowed == 0 {
-            let refusal = Refusal::Malformed(
-                "a ub-fhe query asks of items an OPRF round in this session evaluated".into(),
-            );
+        let granted = match *allowed {
+            0 => Err(Refusal::Malformed(
+                "a ub-fhe query needs an OPRF round in its session first".into(),
+            )),
+            _ => admit(FHE_QUERY_EVALUATIONS),
+        };
+        if let Err(refusal) = granted {
             served.refused += 1;
             return chan.send(&refusal_frame(&refusal));
         }
         *allowed -= 1;
+        chan.send(b"G")?;
+        let request = recv_part(chan, dataset.max_request()?, "a ub-fhe query")?;
         let answer = (dataset.answer(&request)).inspect_err(|e| chan.abort(&e.to_string()))?;
         chan.send(b"A")?;
         send_part(chan, &answer)?;
         served.fhe += 1;
         return Ok(());
     }
-    let _ = (published, allowed, served);
+    let _ = (published, admit, allowed, served);
     let e = Error::protocol(
         "an unbalanced-PSI request",
         "a ub-fhe query, not served here",
@@ -895,12 +907,15 @@ impl<'a> Session<'a> {
             for outputs in outputs.chunks(cap) {
                 let (query, request) = FheQuery::new(&offer, now.labels, outputs, prg)?;
                 self.chan.send(b"Q")?;
+                let go = self.chan.recv(MAX_REFUSAL_BYTES)?;
+                match go.split_first() {
+                    Some((b'G', [])) => {}
+                    Some((b'R', _)) => return Err(read_refusal(&go)?.into()),
+                    _ => return Err(Error::protocol("a ub-fhe go-ahead", "another message")),
+                }
                 send_part(self.chan, &request)?;
-                let head = self.chan.recv(MAX_REFUSAL_BYTES)?;
-                match head.split_first() {
-                    Some((b'A', [])) => {}
-                    Some((b'R', _)) => return Err(read_refusal(&head)?.into()),
-                    _ => return Err(Error::protocol("a ub-fhe answer", "another message")),
+                if self.chan.recv(1)? != b"A" {
+                    return Err(Error::protocol("a ub-fhe answer", "another message"));
                 }
                 let answer = recv_part(self.chan, query.max_answer()?, "a ub-fhe answer")?;
                 found.extend(query.finish(&answer)?);
@@ -1369,7 +1384,12 @@ mod tests {
         );
         let mut asked = names(550..700);
         asked.push(names(560..561).remove(0));
-        let (found, served) = session(&published, &mut |_| Ok(()), |chan| {
+        let mut taken = Vec::new();
+        let mut count = |n: u32| {
+            taken.push(n);
+            Ok(())
+        };
+        let (found, served) = session(&published, &mut count, |chan| {
             let mut s = Session::open(chan).unwrap();
             let refused = s.sync(None, 1 << 20).err().unwrap();
             assert!(refused.to_string().contains("ub-fhe only"), "{refused}");
@@ -1385,6 +1405,11 @@ mod tests {
         let served = served.unwrap();
         assert_eq!((served.answered, served.fhe, served.syncs), (1, 1, 0));
         assert_eq!(served.evaluated, 256, "151 items padded to 256");
+        assert_eq!(
+            taken,
+            [256, FHE_QUERY_EVALUATIONS],
+            "the OPRF round, then the query"
+        );
 
         let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
             let s = Session::open(chan).unwrap();
@@ -1395,9 +1420,11 @@ mod tests {
         assert!(served.unwrap_err().to_string().contains("ub-fhe only"));
     }
 
-    /// A `ub-fhe` query without an OPRF round of its own is refused (and costs the server
-    /// no evaluation); one that does not read ends the session; a client takes a set only
-    /// from Venn's own, and an answer of more bundles than described is refused.
+    /// A `ub-fhe` query without an OPRF round of its own, or over the client's allowance,
+    /// is refused before the client sends it (and costs the server nothing); one that does
+    /// not read ends the session; a client takes a set only from Venn's own, an offer of
+    /// more bundles than the set can hold is refused, and so is an answer of more bundles
+    /// than offered.
     #[cfg(feature = "bfv")]
     #[test]
     fn fhe_queries_without_evaluations_or_malformed_are_refused() {
@@ -1407,14 +1434,24 @@ mod tests {
         let outputs = [[7u8; 64]];
         let (error, served) = session(&published, &mut |_| Ok(()), |chan| {
             let s = Session::open(chan).unwrap();
-            let mut prg = Prg::from_seed(Block::from(3));
-            let (_, request) = FheQuery::new(&offer, Some(4), &outputs, &mut prg).unwrap();
             s.chan.send(b"Q").unwrap();
-            send_part(s.chan, &request).unwrap();
             read_refusal(&s.chan.recv(MAX_REFUSAL_BYTES).unwrap()).unwrap()
         });
         assert!(error.to_string().contains("OPRF round"), "{error}");
         assert_eq!(served.unwrap().refused, 1);
+        // Over the allowance: the OPRF round fits, the query's evaluations do not.
+        let mut small = |n: u32| match n <= 16 {
+            true => Ok(()),
+            false => Err(Refusal::RateLimited { retry_after: 60 }),
+        };
+        let (error, served) = session(&published, &mut small, |chan| {
+            let mut s = Session::open(chan).unwrap();
+            let items = names(0..1);
+            s.query_fhe(&refs(&items), &mut Prg::from_seed(Block::from(3)))
+                .unwrap_err()
+        });
+        assert!(error.to_string().contains("60"), "{error}");
+        assert_eq!(served.unwrap().fhe, 0);
 
         let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
             let mut s = Session::open(chan).unwrap();
@@ -1423,6 +1460,7 @@ mod tests {
             s.evaluate(&now, &refs(&items), &mut Prg::from_seed(Block::from(4)))
                 .unwrap();
             s.chan.send(b"Q").unwrap();
+            assert_eq!(s.chan.recv(1).unwrap(), b"G");
             send_part(s.chan, &[1, 0, 0, 0, 5]).unwrap();
         });
         assert!(served.is_err(), "a request that does not read");
@@ -1431,6 +1469,9 @@ mod tests {
         other.set = "APSI-16M".into();
         let mut prg = Prg::from_seed(Block::from(5));
         assert!(FheQuery::new(&other, None, &outputs, &mut prg).is_err());
+        let mut many = offer.clone();
+        many.bundles = u32::MAX;
+        assert!(FheQuery::new(&many, None, &outputs, &mut prg).is_err());
         let mut fewer = offer.clone();
         fewer.bundles = 0;
         let (query, _) = FheQuery::new(&fewer, Some(4), &outputs, &mut prg).unwrap();

@@ -260,7 +260,8 @@ pub fn answer_from_bytes(
                 format!("{bundles}"),
             ));
         }
-        let mut index = Vec::with_capacity(bundles as usize);
+        // Grown as the bundles read: the count is the peer's.
+        let mut index = Vec::new();
         for _ in 0..bundles {
             let mut results = Vec::with_capacity(1 + parts);
             for _ in 0..1 + parts {

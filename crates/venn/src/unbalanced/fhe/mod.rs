@@ -13,8 +13,9 @@ pub const PAPER: &str = "Chen, Laine, Rindal: Fast Private Set Intersection from
     fhe.rs";
 
 /// Its security model.
-pub const SECURITY: &str = "malicious client (it asks only of keys whose OPRF values it was \
-    given: each query needs an OPRF round, counted and limited; a malformed request is refused \
+pub const SECURITY: &str = "malicious client (it can ask only of keys whose OPRF values it was \
+    given, each counted and limited; each query needs an OPRF round in its session and costs \
+    the client's allowance 4,096 evaluations, whatever its keys; a malformed request is refused \
     before BFV), semi-honest server for the client's privacy (its OPRF answers proven, its BFV \
     answers not); BFV N = 8,192 with moduli of at most 218 bits (128-bit), false positives \
     ≤ 2^-40 a query counting every bundle";

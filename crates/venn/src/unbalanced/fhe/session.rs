@@ -56,6 +56,15 @@ impl FheQuery {
         prg: &mut Prg,
     ) -> Result<(FheQuery, Vec<u8>)> {
         let set = set_named(&offer.set)?;
+        // A database of the set's most items holds at most this many bundles an index
+        // (with overwhelming probability; twice for room): what bounds the answer read.
+        let most = set.bundles_for(set.max_items).saturating_mul(2);
+        if u64::from(offer.bundles) > most {
+            return Err(Error::protocol(
+                format!("at most {most} bundles an index in the set {}", set.name),
+                format!("{} bundles", offer.bundles),
+            ));
+        }
         if label_len.is_some_and(|len| usize::from(len) > MAX_LABEL) {
             return Err(Error::protocol(
                 format!("labels of at most {MAX_LABEL} bytes"),
@@ -84,10 +93,10 @@ impl FheQuery {
     /// The most bytes of an answer: every index's bundles, each its result and label
     /// parts, each after its length.
     pub fn max_answer(&self) -> Result<u64> {
-        let ct = 4 + wire_len(&self.par, self.par.max_level(), self.kind())?;
-        let parts = 1 + self.parts();
-        let per_index = 4 + self.bundles as usize * parts * ct;
-        Ok((self.set.indices as usize * per_index) as u64)
+        let ct = 4 + wire_len(&self.par, self.par.max_level(), self.kind())? as u64;
+        let parts = 1 + self.parts() as u64;
+        let per_index = 4 + u64::from(self.bundles) * parts * ct;
+        Ok(u64::from(self.set.indices) * per_index)
     }
 
     fn kind(&self) -> Kind {
