@@ -178,7 +178,7 @@ fn measure(
     let start = Instant::now();
     let dataset = dataset.apply(&[delta])?;
     let update_us_per_op = start.elapsed().as_secs_f64() * 1e6 / f64::from(2 * UPDATE_OPS);
-    let bundles = (dataset.offer().bundles as u64) * u64::from(set.indices);
+    let bundles = u64::from(dataset.most_bundles()) * u64::from(set.indices);
 
     // The tags are the OPRF server's: built once more, not served.
     let cache = server_pool.install(|| CacheServer::new(secret, 0, &items, 2 * n, 4096))?;

@@ -307,7 +307,11 @@ impl Published {
     /// What it describes.
     pub fn description(&self) -> Description {
         #[cfg(feature = "bfv")]
-        let fhe = self.fhe.as_ref().map(|d| d.offer());
+        let fhe = self.fhe.as_ref().map(|d| FheOffer {
+            set: d.set().name.to_owned(),
+            seed: d.seed(),
+            bundles: d.most_bundles(),
+        });
         #[cfg(not(feature = "bfv"))]
         let fhe = None;
         let mut cache = self.server.describe();
@@ -905,7 +909,8 @@ impl<'a> Session<'a> {
         for part in items.chunks(now.max_query as usize) {
             let outputs = self.evaluate(&now, part, prg)?;
             for outputs in outputs.chunks(cap) {
-                let (query, request) = FheQuery::new(&offer, now.labels, outputs, prg)?;
+                let described = (offer.set.as_str(), offer.seed, offer.bundles);
+                let (query, request) = FheQuery::new(described, now.labels, outputs, prg)?;
                 self.chan.send(b"Q")?;
                 let go = self.chan.recv(MAX_REFUSAL_BYTES)?;
                 match go.split_first() {
@@ -1429,6 +1434,9 @@ mod tests {
     #[test]
     fn fhe_queries_without_evaluations_or_malformed_are_refused() {
         use super::super::fhe::session::FheQuery;
+        fn of(o: &FheOffer) -> (&str, [u8; 16], u32) {
+            (o.set.as_str(), o.seed, o.bundles)
+        }
         let published = fhe_published(true);
         let offer = published.description().fhe.unwrap();
         let outputs = [[7u8; 64]];
@@ -1468,14 +1476,14 @@ mod tests {
         let mut other = offer.clone();
         other.set = "APSI-16M".into();
         let mut prg = Prg::from_seed(Block::from(5));
-        assert!(FheQuery::new(&other, None, &outputs, &mut prg).is_err());
+        assert!(FheQuery::new(of(&other), None, &outputs, &mut prg).is_err());
         let mut many = offer.clone();
         many.bundles = u32::MAX;
-        assert!(FheQuery::new(&many, None, &outputs, &mut prg).is_err());
+        assert!(FheQuery::new(of(&many), None, &outputs, &mut prg).is_err());
         let mut fewer = offer.clone();
         fewer.bundles = 0;
-        let (query, _) = FheQuery::new(&fewer, Some(4), &outputs, &mut prg).unwrap();
-        let (full, _) = FheQuery::new(&offer, Some(4), &outputs, &mut prg).unwrap();
+        let (query, _) = FheQuery::new(of(&fewer), Some(4), &outputs, &mut prg).unwrap();
+        let (full, _) = FheQuery::new(of(&offer), Some(4), &outputs, &mut prg).unwrap();
         assert!(query.max_answer().unwrap() < full.max_answer().unwrap());
         // An answer with one bundle at the first index where none was described.
         let answer = [1u32.to_le_bytes(), 0u32.to_le_bytes()].concat();

@@ -14,7 +14,6 @@ use crate::crypto::{Block, Prg};
 use crate::he::wire::{wire_len, Kind};
 use crate::net::{Reader, Writer};
 use crate::unbalanced::labels::{label_key, seal, sealed_len};
-use crate::unbalanced::link::FheOffer as Offer;
 use crate::{Error, Result};
 use fhe::bfv::BfvParameters;
 use std::sync::Arc;
@@ -169,17 +168,23 @@ impl FheDataset {
         self.label_len
     }
 
-    /// What a client is told of it.
-    pub fn offer(&self) -> Offer {
-        let set = self.db.set();
-        Offer {
-            set: set.name.to_owned(),
-            seed: self.seed.to_le_bytes(),
-            bundles: (0..set.indices)
-                .map(|i| self.db.bundles(i) as u32)
-                .max()
-                .unwrap_or(0),
-        }
+    /// Its parameter set.
+    pub fn set(&self) -> &FheSet {
+        self.db.set()
+    }
+
+    /// The seed choosing its items' locations.
+    pub fn seed(&self) -> [u8; 16] {
+        self.seed.to_le_bytes()
+    }
+
+    /// The most bundles an index holds: what bounds an answer.
+    pub fn most_bundles(&self) -> u32 {
+        let indices = 0..self.db.set().indices;
+        indices
+            .map(|i| self.db.bundles(i) as u32)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The most items a query may hold: its set's cap.

@@ -14,7 +14,6 @@ use super::query::{query, Pending};
 use crate::crypto::{Block, Prg};
 use crate::he::wire::{wire_len, Kind};
 use crate::unbalanced::labels::{label_key, open, sealed_len, MAX_LABEL};
-use crate::unbalanced::link::FheOffer as Offer;
 use crate::{Error, Result};
 use fhe::bfv::BfvParameters;
 use std::sync::Arc;
@@ -47,22 +46,23 @@ pub struct FheQuery {
 
 impl FheQuery {
     /// The query of the items whose OPRF values are `outputs` (at most the set's cap) of
-    /// the database `offer` describes, whose items carry labels of ℓ = `label_len` bytes
-    /// if any; and its request's bytes.
+    /// the database a server described — its set's name `set`, its location seed `seed`,
+    /// at most `bundles` bundles an index, labels of ℓ = `label_len` bytes if its items
+    /// carry any — and its request's bytes.
     pub fn new(
-        offer: &Offer,
+        (set, seed, bundles): (&str, [u8; 16], u32),
         label_len: Option<u8>,
         outputs: &[[u8; 64]],
         prg: &mut Prg,
     ) -> Result<(FheQuery, Vec<u8>)> {
-        let set = set_named(&offer.set)?;
+        let set = set_named(set)?;
         // A database of the set's most items holds at most this many bundles an index
         // (with overwhelming probability; twice for room): what bounds the answer read.
         let most = set.bundles_for(set.max_items).saturating_mul(2);
-        if u64::from(offer.bundles) > most {
+        if u64::from(bundles) > most {
             return Err(Error::protocol(
                 format!("at most {most} bundles an index in the set {}", set.name),
-                format!("{} bundles", offer.bundles),
+                format!("{bundles} bundles"),
             ));
         }
         if label_len.is_some_and(|len| usize::from(len) > MAX_LABEL) {
@@ -76,13 +76,13 @@ impl FheQuery {
         // An item asked twice is placed once.
         hashes.sort_unstable();
         hashes.dedup();
-        let seed = Block::from_le_bytes(offer.seed);
+        let seed = Block::from_le_bytes(seed);
         let (pending, request) = query(&set, &par, seed, &hashes, prg)?;
         let bytes = request_to_bytes(&request, &par)?;
         let query = FheQuery {
             pending,
             outputs: outputs.to_vec(),
-            bundles: offer.bundles,
+            bundles,
             label_len,
             set,
             par,
