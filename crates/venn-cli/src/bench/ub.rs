@@ -180,6 +180,49 @@ impl Server {
     }
 }
 
+/// A query of `m` keys against the benchmark's set of 2^k keys `n` after its update:
+/// half in the set (keys [`UPDATE_OPS`].. and the inserted ones), half not; the keys,
+/// and which are in it.
+pub(super) fn probes(n: u64, m: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
+    let ids: Vec<u64> = (0..m as u64)
+        .map(|i| match i % 2 {
+            0 => u64::from(UPDATE_OPS) + (i / 2) % (n - u64::from(UPDATE_OPS)),
+            _ => (1 << 40) + i,
+        })
+        .collect();
+    let keys = ids.iter().map(|&i| key(i)).collect();
+    (keys, ids.iter().map(|&i| i < 1 << 40).collect())
+}
+
+/// What a query found: each key's label if the dataset holds it.
+type Found = venn::Result<Vec<Option<Vec<u8>>>>;
+
+/// `repeat` sessions with `server`, each asking `query`: the median's seconds and bytes
+/// sent and received, and whether every answer's matches were `expected`.
+pub(super) fn timed_queries(
+    server: &Server,
+    repeat: usize,
+    expected: &[bool],
+    query: &mut dyn FnMut(&mut Session<'_>) -> Found,
+) -> Result<(f64, u64, u64, bool)> {
+    let mut runs = Vec::new();
+    let mut verified = true;
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        let mut chan = server.connect()?;
+        let mut session = Session::open(&mut *chan)?;
+        let found = query(&mut session)?;
+        session.close()?;
+        let seconds = start.elapsed().as_secs_f64();
+        verified &= (found.iter().map(Option::is_some)).eq(expected.iter().copied());
+        let traffic = chan.traffic();
+        runs.push((seconds, traffic.sent, traffic.received));
+    }
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (seconds, up, down) = runs[runs.len() / 2];
+    Ok((seconds, up, down, verified))
+}
+
 /// The rows of server size 2^`log2n`.
 fn measure(
     o: &UbOptions,
@@ -242,34 +285,12 @@ fn measure(
 
     let mut rows = Vec::new();
     for &m in o.client_items {
-        // Half in the set (after the update: keys UPDATE_OPS.. and the inserted ones).
-        let ids: Vec<u64> = (0..m as u64)
-            .map(|i| match i % 2 {
-                0 => u64::from(UPDATE_OPS) + (i / 2) % (n - u64::from(UPDATE_OPS)),
-                _ => (1 << 40) + i,
-            })
-            .collect();
-        let owned: Vec<Vec<u8>> = ids.iter().map(|&i| key(i)).collect();
+        let (owned, expected) = probes(n, m);
         let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-        let expected: Vec<bool> = ids.iter().map(|&i| i < 1 << 40).collect();
-        let mut runs = Vec::new();
-        let mut verified = true;
-        for _ in 0..o.repeat.max(1) {
-            let start = Instant::now();
-            let mut chan = server.connect()?;
-            let mut session = Session::open(&mut *chan)?;
-            let found = client_pool.install(|| session.query(&client, &keys, &mut prg))?;
-            session.close()?;
-            let seconds = start.elapsed().as_secs_f64();
-            verified &= found
-                .iter()
-                .map(Option::is_some)
-                .eq(expected.iter().copied());
-            let traffic = chan.traffic();
-            runs.push((seconds, traffic.sent, traffic.received));
-        }
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (query_s, up, down) = runs[runs.len() / 2];
+        let (query_s, up, down, verified) =
+            timed_queries(&server, o.repeat, &expected, &mut |session| {
+                client_pool.install(|| session.query(&client, &keys, &mut prg))
+            })?;
         rows.push(UbRow {
             log2n,
             client_items: m,

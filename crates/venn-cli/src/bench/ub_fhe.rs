@@ -13,7 +13,7 @@
 //! time an operation (the server's, applying it) and bytes an operation.
 
 use super::table::{self, TableRow};
-use super::ub::{key, pool, Server, UbOptions, UPDATE_OPS};
+use super::ub::{key, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};
 use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::sync::Arc;
@@ -200,34 +200,12 @@ fn measure(
         Arc::new(pool(server_pool.current_num_threads())?),
     )?;
 
-    // Half in the set (after the update: keys UPDATE_OPS.. and the inserted ones).
-    let ids: Vec<u64> = (0..m as u64)
-        .map(|i| match i % 2 {
-            0 => u64::from(UPDATE_OPS) + (i / 2) % (n - u64::from(UPDATE_OPS)),
-            _ => (1 << 40) + i,
-        })
-        .collect();
-    let owned: Vec<Vec<u8>> = ids.iter().map(|&i| key(i)).collect();
+    let (owned, expected) = probes(n, m);
     let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-    let expected: Vec<bool> = ids.iter().map(|&i| i < 1 << 40).collect();
-    let mut runs = Vec::new();
-    let mut verified = true;
-    for _ in 0..o.repeat.max(1) {
-        let start = Instant::now();
-        let mut chan = server.connect()?;
-        let mut session = venn::unbalanced::link::Session::open(&mut *chan)?;
-        let found = client_pool.install(|| session.query_fhe(&keys, &mut prg))?;
-        session.close()?;
-        let seconds = start.elapsed().as_secs_f64();
-        verified &= found
-            .iter()
-            .map(Option::is_some)
-            .eq(expected.iter().copied());
-        let traffic = chan.traffic();
-        runs.push((seconds, traffic.sent, traffic.received));
-    }
-    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (query_s, up, down) = runs[runs.len() / 2];
+    let (query_s, up, down, verified) =
+        timed_queries(&server, o.repeat, &expected, &mut |session| {
+            client_pool.install(|| session.query_fhe(&keys, &mut prg))
+        })?;
     Ok(FheRow {
         log2n,
         client_items: m,
