@@ -39,6 +39,8 @@ pub struct FheQuery {
     set: FheSet,
     par: Arc<BfvParameters>,
     pending: Pending,
+    /// The items' hashes as asked: sorted, each once (the pending query's order).
+    hashes: Vec<u128>,
     outputs: Vec<[u8; 64]>,
     bundles: u32,
     label_len: Option<u8>,
@@ -81,6 +83,7 @@ impl FheQuery {
         let bytes = request_to_bytes(&request, &par)?;
         let query = FheQuery {
             pending,
+            hashes,
             outputs: outputs.to_vec(),
             bundles,
             label_len,
@@ -121,15 +124,12 @@ impl FheQuery {
     /// match.
     pub fn finish(&self, bytes: &[u8]) -> Result<Vec<Option<Vec<u8>>>> {
         let answer = answer_from_bytes(bytes, &self.set, &self.par, self.parts(), self.bundles)?;
-        let mut hashes: Vec<u128> = self.outputs.iter().map(item_hash).collect();
-        hashes.sort_unstable();
-        hashes.dedup();
         let found = self
             .pending
             .matches(&self.set, &answer, self.sealed_len())?;
         (self.outputs.iter())
             .map(|out| {
-                let at = hashes
+                let at = (self.hashes)
                     .binary_search(&item_hash(out))
                     .expect("each item asked");
                 match (&found[at], self.label_len) {
