@@ -78,7 +78,7 @@ impl QueryMode {
     /// keeps its tags between runs if `keeps`: refused where the dataset does not serve
     /// the mode asked for.
     fn of(self, description: &Description, keeps: bool) -> Result<QueryMode> {
-        let (tags, fhe) = (description.tags, description.fhe.is_some());
+        let (tags, fhe) = (description.tags, !description.fhe.is_empty());
         match self {
             QueryMode::Auto if tags && (keeps || !fhe) => Ok(QueryMode::Cache),
             QueryMode::Auto => Ok(QueryMode::Fhe),

@@ -111,8 +111,8 @@ pub(crate) fn print_params(
 const UB_FHE: &str = "ub-fhe";
 
 /// `ub-fhe`'s model, its parameter sets and, per server set size (each size pair's sender
-/// side), the set a dataset of that size takes for each query cap, its bundles and a
-/// query's traffic.
+/// side), the set a query of a single key and one of up to 4,096 take (a dataset serves
+/// one set a query cap up to its own), its bundles and a query's traffic.
 fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     use venn::unbalanced::fhe::messages::{request_len, result_len};
     use venn::unbalanced::fhe::params::{for_sizes, sets};
@@ -124,7 +124,9 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
         "  per query: an OPRF round (as ub-cache's), then the request (each bundle index's \
          source powers encrypted, and a relinearisation key) up and, per bundle, one result \
          and one more per label part down (a part holds f·⌊log₂ t⌋ bits of the sealed label, \
-         ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested)"
+         ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested). \
+         A dataset keeps a database for each query cap up to its own; a query takes the \
+         smallest cap its keys fit"
     );
     println!(
         "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10} {:>10}",
@@ -164,7 +166,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     }
     println!(
         "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12}",
-        "n_server", "m_max", "set", "bundles", "false pos.", "down KiB"
+        "n_server", "m", "set", "bundles", "false pos.", "down KiB"
     );
     let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
     servers.dedup();

@@ -305,13 +305,17 @@ fn published(m: &Manifest) -> String {
         None => String::new(),
     };
     let fhe = match &m.fhe {
-        Some(f) => format!(
-            ", a ub-fhe database ({}) of {} bytes and {} deltas{}",
-            f.set,
-            f.database.bytes,
-            f.deltas.len(),
-            if f.tags { "" } else { " (tags not served)" }
-        ),
+        Some(f) => {
+            let databases: Vec<String> = (f.databases.iter())
+                .map(|d| format!("{} of {} bytes", d.set, d.file.bytes))
+                .collect();
+            format!(
+                ", ub-fhe databases ({}) and {} deltas{}",
+                databases.join(", "),
+                f.deltas.len(),
+                if f.tags { "" } else { " (tags not served)" }
+            )
+        }
         None => String::new(),
     };
     format!(

@@ -555,23 +555,31 @@ fn the_benchmark_checks_every_answer() {
     assert_clean_failure(&mixed, "runs alone");
     let out = venn()
         .args(["bench", "--protocol", "ub-fhe", "--log2n", "11"])
-        .args(["--client-items", "16", "--repeat", "1", "--json"])
+        .args(["--client-items", "1,16", "--repeat", "1", "--json"])
         .output()
         .unwrap();
     assert_success(&[&out]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let row = &json["ub_fhe"][0];
-    assert_eq!(row["verified"], true, "{row}");
+    let rows = json["ub_fhe"].as_array().unwrap();
+    let taken: Vec<_> = (rows.iter())
+        .map(|row| {
+            assert_eq!(row["verified"], true, "{row}");
+            (row["set"].as_str(), row["bundles"].as_u64())
+        })
+        .collect();
     assert_eq!(
-        (row["set"].as_str(), row["bundles"].as_u64()),
-        (Some("V1M-4096"), Some(5))
+        taken,
+        [(Some("V16M-1"), Some(1)), (Some("V1M-4096"), Some(5))],
+        "a single key takes the single keys' set"
     );
 }
 
 /// A labeled dataset served in ub-fhe only, through the real binary: a client without
 /// a state file queries it (auto: ub-fhe) and gets the plain intersection with labels,
 /// downloading no tags; asking for ub-cache, or a sync, is refused cleanly; after an
-/// update and a new key (the database made again under it) the answers follow.
+/// update (its delta applied to the databases) a single key's query (the single keys'
+/// database) follows it, and after a new key (the databases made again under it) every
+/// answer does.
 #[test]
 fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
     let dir = tmp();
@@ -601,7 +609,7 @@ fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
     ]);
     assert_success(&[&made]);
     assert!(
-        stderr(&made).contains("ub-fhe database (V1M-4096)"),
+        stderr(&made).contains("ub-fhe databases (V16M-1 of"),
         "{}",
         stderr(&made)
     );
@@ -659,6 +667,29 @@ fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
         "case",
     ]);
     assert_success(&[&updated]);
+    let one = keys_file(d, "one.csv", 310..311, plain);
+    let single = d.join("single.csv");
+    let asked = [
+        "query",
+        "--connect",
+        &server.addr,
+        "--input",
+        &one,
+        "--column",
+        "email",
+        "--output",
+        single.to_str().unwrap(),
+    ];
+    let start = Instant::now();
+    let said = loop {
+        let said = stderr(&ub(&asked));
+        if said.contains("version 1 of epoch 0") {
+            break said;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{said}");
+    };
+    let row = format!("email,n,label\n{},310,new 310\n", plain(310));
+    assert_eq!(read(&single), row, "{said}");
     assert_success(&[&ub(&["rotate-key", "--dataset", ds])]);
     let start = Instant::now();
     let said = loop {

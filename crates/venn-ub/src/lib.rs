@@ -77,7 +77,7 @@ pub fn init(
     }
     if settings.modes.fhe() {
         // Before anything is made: no set may serve these sizes.
-        publish::fhe_set(settings)?;
+        publish::fhe_sets(settings)?;
     }
     let begun = dir.join(LOCK).exists();
     match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
@@ -360,10 +360,10 @@ mod tests {
         if labeled {
             assert!(tables.len() > 1, "the table written again: {tables:?}");
         }
-        let offer = published(&Manifest::read(dir.path()).unwrap())
+        let offers = published(&Manifest::read(dir.path()).unwrap())
             .description()
             .fhe;
-        assert_eq!(offer.is_some(), modes.fhe());
+        assert_eq!(offers.is_empty(), !modes.fhe());
         let store = Store::open(&store_url(dir.path(), database)).unwrap();
         let (_, items, labels) = store.items().unwrap();
         assert_eq!(labels.is_some(), labeled);

@@ -30,7 +30,7 @@ use venn::crypto::{Block, Prg};
 use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::{CacheServer, UpdateLabels};
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
-use venn::unbalanced::fhe::params::{for_sizes, FheSet};
+use venn::unbalanced::fhe::params::{classes, FheSet};
 use venn::unbalanced::fhe::session::{item_hash, set_named};
 use venn::unbalanced::label_table::LabelTable;
 use venn::unbalanced::labels::sealed_len;
@@ -84,32 +84,40 @@ pub struct Manifest {
     /// The label table and its deltas, where the dataset's items carry labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<LabelFiles>,
-    /// The `ub-fhe` database and its deltas, where the dataset serves `ub-fhe`.
+    /// The `ub-fhe` databases and their deltas, where the dataset serves `ub-fhe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fhe: Option<FheFiles>,
 }
 
-/// A dataset's published `ub-fhe` database: whole at some version, and the deltas from
-/// there to the manifest's version (each the hashed, sealed entries an update changed:
-/// a server brings the database up to date without the key or the items).
+/// A dataset's published `ub-fhe` databases, one a query cap ([`classes`]): whole at
+/// some version, and the deltas from there to the manifest's version (each the hashed,
+/// sealed entries an update changed, the same for every database: a server brings them
+/// up to date without the key or the items).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FheFiles {
-    /// The parameter set's name (one of Venn's).
-    pub set: String,
-    /// The seed choosing the items' locations, in hex.
+    /// The seed choosing the items' locations (in every database), in hex.
     pub seed: String,
     /// Whether the tags are served too (`ub-cache`).
     pub tags: bool,
-    /// The version the database is of.
+    /// The version the databases are of.
     pub version: u64,
-    /// The database.
-    pub database: FileEntry,
-    /// The deltas from its version to the manifest's, oldest first.
+    /// The databases, the smallest query cap first.
+    pub databases: Vec<FheDatabaseFile>,
+    /// The deltas from their version to the manifest's, oldest first.
     pub deltas: Vec<FileEntry>,
 }
 
-/// The most `ub-fhe` deltas kept after the database: past them (or past a quarter of
-/// its bytes) it is written again.
+/// One `ub-fhe` database: its parameter set (one of Venn's) and its file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FheDatabaseFile {
+    /// The parameter set's name.
+    pub set: String,
+    /// The database.
+    pub file: FileEntry,
+}
+
+/// The most `ub-fhe` deltas kept after the databases: past them (or past a quarter of
+/// the smallest database's bytes) they are written again.
 const MAX_FHE_DELTAS: usize = 64;
 
 /// A labeled dataset's published labels: its label table whole at some version, and the
@@ -163,7 +171,8 @@ impl Manifest {
         let text = serde_json::to_vec_pretty(self).expect("a manifest serialises");
         write_atomically(&manifest_path(dir), |w| w.write_all(&text))?;
         let labels = (self.labels.iter()).flat_map(|l| l.deltas.iter().chain([&l.table]));
-        let fhe = (self.fhe.iter()).flat_map(|f| f.deltas.iter().chain([&f.database]));
+        let fhe = (self.fhe.iter())
+            .flat_map(|f| f.deltas.iter().chain(f.databases.iter().map(|d| &d.file)));
         let named: Vec<&str> = (self.deltas.iter().chain([&self.tags]).chain(&self.index))
             .chain(labels)
             .chain(fhe)
@@ -210,8 +219,8 @@ impl Manifest {
             None => Ok(published),
             Some(files) => {
                 let label_len = self.labels.as_ref().map(|l| l.len);
-                let dataset = files.dataset(dir, label_len, &files.deltas)?;
-                published.with_fhe(Arc::new(dataset), files.tags)
+                let datasets = files.datasets(dir, label_len)?;
+                published.with_fhe(datasets.into_iter().map(Arc::new).collect(), files.tags)
             }
         }
     }
@@ -249,36 +258,35 @@ impl Manifest {
 }
 
 impl FheFiles {
-    /// The database as published, with `deltas` (its own, or the first of them) applied:
-    /// each file checked, the database of a dataset of labels of ℓ = `label_len` bytes.
-    fn dataset(
-        &self,
-        dir: &Path,
-        label_len: Option<u8>,
-        deltas: &[FileEntry],
-    ) -> Result<FheDataset> {
-        let set = set_named(&self.set)?;
+    /// The databases as published, with their deltas applied: each file checked, the
+    /// databases of a dataset of labels of ℓ = `label_len` bytes.
+    fn datasets(&self, dir: &Path, label_len: Option<u8>) -> Result<Vec<FheDataset>> {
         let seed = (hex::decode(&self.seed).ok())
             .and_then(|s| <[u8; 16]>::try_from(s).ok())
             .ok_or_else(|| {
                 Error::State(format!("a ub-fhe seed {:?} not of 16 bytes", self.seed))
             })?;
-        let bytes = read_checked(dir, &self.database)?;
         let seed = Block::from_le_bytes(seed);
-        let dataset = FheDataset::from_bytes(set, seed, label_len, self.version, &bytes)
-            .map_err(|e| self.database.not_named(dir, &e.to_string()))?;
         let sealed = label_len.map_or(0, |len| sealed_len(usize::from(len)));
-        let deltas = (read_all(dir, deltas)?.iter())
+        let deltas = (read_all(dir, &self.deltas)?.iter())
             .map(|bytes| FheDelta::from_bytes(bytes, sealed))
             .collect::<Result<Vec<_>>>()?;
-        dataset.apply(&deltas)
+        (self.databases.iter())
+            .map(|database| {
+                let set = set_named(&database.set)?;
+                let bytes = read_checked(dir, &database.file)?;
+                let dataset = FheDataset::from_bytes(set, seed, label_len, self.version, &bytes)
+                    .map_err(|e| database.file.not_named(dir, &e.to_string()))?;
+                dataset.apply(&deltas)
+            })
+            .collect()
     }
 }
 
-/// The `ub-fhe` parameter set of a dataset of `settings`: the first of Venn's serving
-/// its most items and (up to 4,096 of) its query cap.
-pub(crate) fn fhe_set(settings: &Settings) -> Result<FheSet> {
-    for_sizes(settings.max_items, settings.max_query.min(4096))
+/// The `ub-fhe` parameter sets of a dataset of `settings`, one a query cap: those of
+/// Venn's serving its most items, up to (4,096 of) its query cap.
+pub(crate) fn fhe_sets(settings: &Settings) -> Result<Vec<FheSet>> {
+    classes(settings.max_items, settings.max_query.min(4096))
 }
 
 /// The OPRF values of `items` under `key`, a slice at a time (each evaluation's
@@ -291,7 +299,7 @@ fn outputs(key: &ServerKey, items: &[&[u8]]) -> Result<Vec<[u8; 64]>> {
     Ok(all)
 }
 
-/// Writes the `ub-fhe` database of `items` (with their `labels` where the dataset's
+/// Writes the `ub-fhe` databases of `items` (with their `labels` where the dataset's
 /// items carry them) under `key` of `epoch`, version 0, with a fresh location seed.
 fn write_fhe_whole(
     dir: &Path,
@@ -301,39 +309,46 @@ fn write_fhe_whole(
     labels: Option<&[&[u8]]>,
     settings: &Settings,
 ) -> Result<FheFiles> {
-    let set = fhe_set(settings)?;
+    let sets = fhe_sets(settings)?;
     let mut prg = Prg::from_entropy();
     let labels = labels.zip(settings.label_len);
     let entries = entries(&outputs(key, items)?, labels, &mut prg)?;
     let seed = prg.block();
-    let name = set.name.to_owned();
-    let dataset = FheDataset::build(set, seed, &entries, settings.label_len)?;
+    let databases = (sets.into_iter())
+        .map(|set| {
+            let dataset = FheDataset::build(set, seed, &entries, settings.label_len)?;
+            write_fhe_database(dir, epoch, 0, &dataset)
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(FheFiles {
-        set: name,
         seed: hex::encode(seed.to_le_bytes()),
         tags: settings.modes.cache(),
         version: 0,
-        database: write_fhe_database(dir, epoch, 0, &dataset)?,
+        databases,
         deltas: Vec::new(),
     })
 }
 
-/// Writes `dataset`, the `ub-fhe` database of `version`, as a new published file.
+/// Writes `dataset`, a `ub-fhe` database of `version`, as a new published file.
 fn write_fhe_database(
     dir: &Path,
     epoch: u32,
     version: u64,
     dataset: &FheDataset,
-) -> Result<FileEntry> {
+) -> Result<FheDatabaseFile> {
     let bytes = dataset.to_bytes();
     let name = fresh_name("fhe", epoch, version);
-    write_file(dir, name, &bytes, blake3::hash(&bytes).as_bytes())
+    Ok(FheDatabaseFile {
+        set: dataset.set().name.to_owned(),
+        file: write_file(dir, name, &bytes, blake3::hash(&bytes).as_bytes())?,
+    })
 }
 
 /// `files` after the `ub-fhe` delta of `changes` to `version` (of `epoch`) under
 /// `key`: the removed items' hashes, the relabelled and inserted items' entries (labels
-/// sealed afresh), written as a delta file — and the database written again with its
-/// deltas applied where they outgrow [`MAX_FHE_DELTAS`] or a quarter of its bytes.
+/// sealed afresh), written as a delta file — and the databases written again with their
+/// deltas applied where these outgrow [`MAX_FHE_DELTAS`] or a quarter of the smallest
+/// database's bytes.
 fn fhe_published(
     dir: &Path,
     files: &FheFiles,
@@ -377,11 +392,13 @@ fn fhe_published(
         blake3::hash(&bytes).as_bytes(),
     )?);
     let delta_bytes: u64 = files.deltas.iter().map(|d| d.bytes).sum();
-    if files.deltas.len() <= MAX_FHE_DELTAS && delta_bytes <= files.database.bytes / 4 {
+    let smallest = (files.databases.iter().map(|d| d.file.bytes)).min();
+    if files.deltas.len() <= MAX_FHE_DELTAS && delta_bytes <= smallest.unwrap_or(0) / 4 {
         return Ok(files);
     }
-    let dataset = files.dataset(dir, label_len, &files.deltas)?;
-    files.database = write_fhe_database(dir, epoch, version, &dataset)?;
+    files.databases = (files.datasets(dir, label_len)?.iter())
+        .map(|dataset| write_fhe_database(dir, epoch, version, dataset))
+        .collect::<Result<Vec<_>>>()?;
     files.version = version;
     files.deltas.clear();
     Ok(files)

@@ -1,16 +1,18 @@
 //! `venn bench --protocol ub-fhe`: unbalanced PSI's FHE mode as a client meets a server,
-//! over loopback TCP, in this process. For each server size 2^k and each client size m:
-//! the dataset's `ub-fhe` database built for the set a dataset of that size and query cap
-//! takes (every key's OPRF value, then the bins' polynomials, on all the cores), written
-//! as bytes and read back (what a server's restart pays); `--repeat` queries (each a
-//! session of its own: connect, describe, the OPRF round, the encrypted query, its
-//! answer), half of the keys in the set, every answer checked against the known one; and
-//! an update of 1,000 inserts and 1,000 deletes applied to the database as a delta.
+//! over loopback TCP, in this process. For each server size 2^k: the dataset's `ub-fhe`
+//! databases, one for each set a dataset of that size and a query cap of 4,096 serves
+//! (every key's OPRF value, then the bins' polynomials, on all the cores), written as
+//! bytes and read back (what a server's restart pays), and an update of 1,000 inserts
+//! and 1,000 deletes applied to them as a delta; then for each client size m,
+//! `--repeat` queries (each a session of its own: connect, describe, the OPRF round, the
+//! encrypted query of the set its keys take, its answer), half of the keys in the set,
+//! every answer checked against the known one.
 //!
 //! The server answers on a pool of all the cores; the client runs on `--threads`
-//! threads. Reported per (n, m): the set and its bundles, the database's build time and
-//! bytes, reading it back, the median query's time and bytes each way, and the delta's
-//! time an operation (the server's, applying it) and bytes an operation.
+//! threads. Reported per (n, m): the set taken and its bundles, the median query's time
+//! and bytes each way; and per n (repeated in its rows) the databases' build time and
+//! bytes, reading them back, and the delta's time an operation (the server's, applying
+//! it to every database) and bytes an operation.
 
 use super::table::{self, TableRow};
 use super::ub::{key, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};
@@ -23,9 +25,9 @@ use venn::crypto::Prg;
 use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::CacheServer;
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
-use venn::unbalanced::fhe::params::for_sizes;
-use venn::unbalanced::link::Published;
-use venn::unbalanced::oprf_round::padded_count;
+use venn::unbalanced::fhe::params::classes;
+use venn::unbalanced::fhe::session::set_named;
+use venn::unbalanced::link::{fhe_offer_for, Published};
 
 /// One row.
 #[derive(Serialize, Clone, Debug)]
@@ -112,8 +114,9 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     }
     let mut rows = Vec::new();
     for &log2n in o.log2ns {
+        let built = build(log2n, &server_pool)?;
         for &m in o.client_items {
-            let row = measure(o, log2n, m, &server_pool, &client_pool)?;
+            let row = measure(o, (log2n, &built), m, &client_pool)?;
             table::keep(vec![row], o.json, &mut rows)?;
         }
     }
@@ -123,17 +126,26 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     Ok(())
 }
 
-/// The row of server size 2^`log2n` and client size `m`.
-fn measure(
-    o: &UbOptions,
-    log2n: u32,
-    m: usize,
-    server_pool: &rayon::ThreadPool,
-    client_pool: &rayon::ThreadPool,
-) -> Result<FheRow> {
+/// A dataset of 2^`log2n` keys served in `ub-fhe` (every set it serves, one a query cap
+/// up to 4,096), and what making it cost.
+struct Built {
+    server: Server,
+    /// Seconds to build its databases (the keys' OPRF values not counted).
+    build_s: f64,
+    /// The databases' bytes, all sets.
+    database_bytes: u64,
+    /// Seconds to read them back from their bytes.
+    load_s: f64,
+    /// The update's time an operation, applied to every database.
+    update_us_per_op: f64,
+    /// The update's delta's bytes an operation.
+    delta_bytes_per_op: f64,
+}
+
+/// The dataset of 2^`log2n` keys.
+fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
     let n = 1u64 << log2n;
-    let set = for_sizes(n, padded_count(m as u32))?;
-    let name = set.name.to_owned();
+    let sets = classes(n, 4096)?;
     let owned: Vec<Vec<u8>> = (0..n).map(key).collect();
     let items: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
     let mut prg = Prg::from_entropy();
@@ -148,18 +160,22 @@ fn measure(
     let held = entries(&outputs, None, &mut prg)?;
     drop(outputs);
     let seed = prg.block();
-    let start = Instant::now();
-    let dataset = server_pool.install(|| FheDataset::build(set.clone(), seed, &held, None))?;
-    let build_s = start.elapsed().as_secs_f64();
+    let (mut build_s, mut load_s, mut database_bytes) = (0.0, 0.0, 0);
+    let mut datasets = Vec::new();
+    for set in sets {
+        let start = Instant::now();
+        let dataset = server_pool.install(|| FheDataset::build(set.clone(), seed, &held, None))?;
+        build_s += start.elapsed().as_secs_f64();
+        let bytes = dataset.to_bytes();
+        drop(dataset);
+        let start = Instant::now();
+        datasets.push(FheDataset::from_bytes(set, seed, None, 0, &bytes)?);
+        load_s += start.elapsed().as_secs_f64();
+        database_bytes += bytes.len() as u64;
+    }
     drop(held);
-    let bytes = dataset.to_bytes();
-    let start = Instant::now();
-    let dataset = FheDataset::from_bytes(set.clone(), seed, None, 0, &bytes)?;
-    let load_s = start.elapsed().as_secs_f64();
-    let database_bytes = bytes.len() as u64;
-    drop(bytes);
 
-    // The update, applied by the server to its database.
+    // The update, applied by the server to each database.
     let changed: Vec<Vec<u8>> = (0..u64::from(UPDATE_OPS))
         .map(|i| key(n + i))
         .chain((0..u64::from(UPDATE_OPS)).map(key))
@@ -176,9 +192,10 @@ fn measure(
     };
     let delta_bytes_per_op = delta.to_bytes().len() as f64 / f64::from(2 * UPDATE_OPS);
     let start = Instant::now();
-    let dataset = dataset.apply(&[delta])?;
+    let datasets = (datasets.into_iter())
+        .map(|dataset| Ok(Arc::new(dataset.apply(std::slice::from_ref(&delta))?)))
+        .collect::<Result<Vec<_>>>()?;
     let update_us_per_op = start.elapsed().as_secs_f64() * 1e6 / f64::from(2 * UPDATE_OPS);
-    let bundles = u64::from(dataset.most_bundles()) * u64::from(set.indices);
 
     // The tags are the OPRF server's: built once more, not served.
     let cache = server_pool.install(|| CacheServer::new(secret, 0, &items, 2 * n, 4096))?;
@@ -193,33 +210,57 @@ fn measure(
         columns: 1,
         any: false,
     };
-    let published =
-        Published::new(cache, form, vec![], None)?.with_fhe(Arc::new(dataset), false)?;
+    let published = Published::new(cache, form, vec![], None)?.with_fhe(datasets, false)?;
     let server = Server::start(
         published,
         Arc::new(pool(server_pool.current_num_threads())?),
     )?;
+    Ok(Built {
+        server,
+        build_s,
+        database_bytes,
+        load_s,
+        update_us_per_op,
+        delta_bytes_per_op,
+    })
+}
 
+/// The row of `built`, a dataset of 2^`log2n` keys, queried by a client of `m` keys
+/// (taking the set of the smallest cap its keys fit).
+fn measure(
+    o: &UbOptions,
+    (log2n, built): (u32, &Built),
+    m: usize,
+    client_pool: &rayon::ThreadPool,
+) -> Result<FheRow> {
+    let n = 1u64 << log2n;
     let (owned, expected) = probes(n, m);
     let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    let mut prg = Prg::from_entropy();
+    let mut taken = None;
     let (query_s, up, down, verified) =
-        timed_queries(&server, o.repeat, &expected, &mut |session| {
+        timed_queries(&built.server, o.repeat, &expected, &mut |session| {
+            let offers = &session.description().fhe;
+            let offer = &offers[fhe_offer_for(offers, m)?.0];
+            taken = Some((offer.set.clone(), offer.bundles));
             client_pool.install(|| session.query_fhe(&keys, &mut prg))
         })?;
+    let (set, bundles) = taken.expect("a query was made");
+    let indices = set_named(&set)?.indices;
     Ok(FheRow {
         log2n,
         client_items: m,
         client_threads: o.threads,
-        set: name,
-        bundles,
-        build_s,
-        database_bytes,
-        load_s,
+        set,
+        bundles: u64::from(bundles) * u64::from(indices),
+        build_s: built.build_s,
+        database_bytes: built.database_bytes,
+        load_s: built.load_s,
         query_ms: query_s * 1e3,
         query_up_bytes: up,
         query_down_bytes: down,
-        update_us_per_op,
-        delta_bytes_per_op,
+        update_us_per_op: built.update_us_per_op,
+        delta_bytes_per_op: built.delta_bytes_per_op,
         verified,
     })
 }

@@ -4,16 +4,17 @@
 //! 1. The client opens with [`HELLO`]; the server answers with the dataset's
 //!    [`Description`]: the published [`Descriptor`], how the dataset's keys were taken
 //!    ([`KeyForm`], which the client's must match for equal keys to match), and which
-//!    query modes it serves — `ub-cache` (its tags published) and `ub-fhe` (a
-//!    [`FheOffer`]).
+//!    query modes it serves — `ub-cache` (its tags published) and `ub-fhe` (an
+//!    [`FheOffer`] for each of its databases, one a query cap).
 //! 2. Then any of, one at a time: a sync (`S`, the epoch and version the client holds, if
 //!    any), answered with the versions' deltas (`D`) when the server still has them all for
 //!    the client's epoch, else the whole tag set (`F`); an OPRF request (`O`, as
 //!    [`super::oprf_round`] writes it), answered (`A`) or refused (`R`, a [`Refusal`]);
-//!    a `ub-fhe` query (`Q`), refused (`R`) or let go ahead (`G`), then the request as a
-//!    large part ([`super::fhe::session`]) and its answer (`A`, then the answer as a
-//!    large part) — a query needs an OPRF round answered in its session (each allows
-//!    one for each of the set's query caps its padded count holds) and costs the
+//!    a `ub-fhe` query (`Q` and the offer it takes), refused (`R`) or let go ahead (`G`),
+//!    then the request as a large part ([`super::fhe::session`]) and its answer (`A`,
+//!    then the answer as a large part) — a query needs an OPRF round answered in its
+//!    session (each allows one for each of the smallest offer's caps its padded count
+//!    holds) and costs the
 //!    client's allowance [`FHE_QUERY_EVALUATIONS`], so the server's work is bounded by
 //!    what it limits; the end (`E`).
 //!
@@ -40,7 +41,7 @@ use crate::{Error, Result};
 use std::sync::Arc;
 
 /// A client's first frame.
-pub const HELLO: [u8; 8] = *b"venn-ub3";
+pub const HELLO: [u8; 8] = *b"venn-ub4";
 
 /// How many opening bytes [`looks_like_hello`] needs: the frame's length and [`HELLO`].
 pub const HELLO_PREFIX: usize = 4 + HELLO.len();
@@ -59,10 +60,14 @@ pub const MAX_REQUESTS: usize = 1024;
 /// table again.
 pub const MAX_LABEL_DELTAS: usize = 1024;
 
-/// The most bytes of a description's frame: its fixed fields, then the modes (the
-/// `ub-fhe` set's name of at most [`MAX_SET_NAME`] bytes).
+/// The most bytes of a description's frame: its fixed fields, then the modes (at most
+/// [`MAX_FHE_OFFERS`] `ub-fhe` offers, each a set's name of at most [`MAX_SET_NAME`]
+/// bytes, a seed and a bundle count).
 const MAX_DESCRIPTION_BYTES: usize =
-    1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5 + 2 + 1 + 1 + 1 + MAX_SET_NAME + 16 + 4;
+    1 + 4 + 8 + 32 + 8 + 1 + 32 + 4 + 5 + 2 + 1 + 1 + MAX_FHE_OFFERS * (1 + MAX_SET_NAME + 16 + 4);
+
+/// The most `ub-fhe` databases a dataset offers (one a query cap).
+pub const MAX_FHE_OFFERS: usize = 4;
 
 /// The most bytes of a `ub-fhe` set's name.
 const MAX_SET_NAME: usize = 32;
@@ -91,11 +96,12 @@ pub struct Description {
     pub form: KeyForm,
     /// Whether its tags are published: it serves `ub-cache`.
     pub tags: bool,
-    /// Its `ub-fhe` database, where it serves `ub-fhe`.
-    pub fhe: Option<FheOffer>,
+    /// Its `ub-fhe` databases, one a query cap, the smallest cap first (none where it
+    /// does not serve `ub-fhe`).
+    pub fhe: Vec<FheOffer>,
 }
 
-/// What a server tells a client of its `ub-fhe` database.
+/// What a server tells a client of one of its `ub-fhe` databases.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FheOffer {
     /// The parameter set's name: a client takes only one of Venn's checked sets.
@@ -126,15 +132,12 @@ impl Description {
             .u8(d.labels.is_some() as u8)
             .u8(d.labels.unwrap_or(0))
             .u8(self.tags as u8);
-        match &self.fhe {
-            None => w.u8(0).0,
-            Some(offer) => {
-                (w.u8(1).str8(&offer.set))
-                    .bytes(&offer.seed)
-                    .u32(offer.bundles)
-                    .0
-            }
-        }
+        let w = w.u8(self.fhe.len() as u8);
+        (self.fhe.iter())
+            .fold(w, |w, offer| {
+                (w.str8(&offer.set)).bytes(&offer.seed).u32(offer.bundles)
+            })
+            .0
     }
 
     /// Reads a description's frame: refused unless every field is in range.
@@ -171,16 +174,24 @@ impl Description {
         };
         let (labeled, label_len) = (flag(r.u8()?)?, r.u8()?);
         let tags = flag(r.u8()?)?;
-        let fhe = match flag(r.u8()?)? {
-            false => None,
-            true => Some(FheOffer {
-                set: r.str8()?,
-                seed: r.array()?,
-                bundles: r.u32()?,
-            }),
-        };
+        let offers = usize::from(r.u8()?);
+        if offers > MAX_FHE_OFFERS {
+            return Err(Error::protocol(
+                format!("a dataset's description of at most {MAX_FHE_OFFERS} ub-fhe offers"),
+                format!("{offers}"),
+            ));
+        }
+        let fhe = (0..offers)
+            .map(|_| {
+                Ok(FheOffer {
+                    set: r.str8()?,
+                    seed: r.array()?,
+                    bundles: r.u32()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         r.finish()?;
-        if fhe.as_ref().is_some_and(|o| o.set.len() > MAX_SET_NAME) || (!tags && fhe.is_none()) {
+        if fhe.iter().any(|o| o.set.len() > MAX_SET_NAME) || (!tags && fhe.is_empty()) {
             return Err(Error::protocol(
                 "a dataset's description",
                 "a set's name too long, or no query mode",
@@ -227,9 +238,10 @@ pub struct Published {
     labels: Option<PublishedLabels>,
     /// Whether clients may download the tags (`ub-cache`).
     tags: bool,
-    /// The `ub-fhe` database, where it is served.
+    /// The `ub-fhe` databases, one a query cap, the smallest first (none where it does
+    /// not serve `ub-fhe`).
     #[cfg(feature = "bfv")]
-    fhe: Option<Arc<FheDataset>>,
+    fhe: Vec<Arc<FheDataset>>,
 }
 
 /// A labeled dataset's published labels: its label table whole at some version, and the
@@ -280,26 +292,38 @@ impl Published {
             labels,
             tags: true,
             #[cfg(feature = "bfv")]
-            fhe: None,
+            fhe: Vec::new(),
         })
     }
 
-    /// This state serving `ub-fhe` too from `dataset` (the same items' database under the
-    /// same key), and `ub-cache` only if `tags`: refused unless the dataset holds as many
+    /// This state serving `ub-fhe` too from `datasets` (the same items' databases under
+    /// the same key, one a query cap), and `ub-cache` only if `tags`: refused unless
+    /// there are 1 to [`MAX_FHE_OFFERS`] of them, their caps rising, each holding as many
     /// items as the set, with labels of the same room.
     #[cfg(feature = "bfv")]
-    pub fn with_fhe(mut self, dataset: Arc<FheDataset>, tags: bool) -> Result<Published> {
+    pub fn with_fhe(mut self, datasets: Vec<Arc<FheDataset>>, tags: bool) -> Result<Published> {
         let described = self.server.describe();
-        if dataset.len() != described.len || dataset.label_len() != described.labels {
+        let rising = datasets
+            .windows(2)
+            .all(|w| w[0].max_query() < w[1].max_query());
+        if datasets.is_empty() || datasets.len() > MAX_FHE_OFFERS || !rising {
             return Err(Error::State(format!(
-                "a ub-fhe database of {} items (labels {:?}) for a set of {} (labels {:?})",
-                dataset.len(),
-                dataset.label_len(),
-                described.len,
-                described.labels
+                "{} ub-fhe databases: 1 to {MAX_FHE_OFFERS}, their query caps rising",
+                datasets.len()
             )));
         }
-        self.fhe = Some(dataset);
+        for dataset in &datasets {
+            if dataset.len() != described.len || dataset.label_len() != described.labels {
+                return Err(Error::State(format!(
+                    "a ub-fhe database of {} items (labels {:?}) for a set of {} (labels {:?})",
+                    dataset.len(),
+                    dataset.label_len(),
+                    described.len,
+                    described.labels
+                )));
+            }
+        }
+        self.fhe = datasets;
         self.tags = tags;
         Ok(self)
     }
@@ -307,13 +331,15 @@ impl Published {
     /// What it describes.
     pub fn description(&self) -> Description {
         #[cfg(feature = "bfv")]
-        let fhe = self.fhe.as_ref().map(|d| FheOffer {
-            set: d.set().name.to_owned(),
-            seed: d.seed(),
-            bundles: d.most_bundles(),
-        });
+        let fhe = (self.fhe.iter())
+            .map(|d| FheOffer {
+                set: d.set().name.to_owned(),
+                seed: d.seed(),
+                bundles: d.most_bundles(),
+            })
+            .collect();
         #[cfg(not(feature = "bfv"))]
-        let fhe = None;
+        let fhe = Vec::new();
         let mut cache = self.server.describe();
         if !self.tags {
             // Served in ub-fhe only: its size and digest are not told (a client learns
@@ -329,10 +355,10 @@ impl Published {
     }
 
     /// How many `ub-fhe` queries an OPRF round of `count` elements allows: one for each
-    /// of the set's query caps it holds (none without `ub-fhe`).
+    /// of the smallest query cap it holds (none without `ub-fhe`).
     fn fhe_queries_for(&self, count: u32) -> u64 {
         #[cfg(feature = "bfv")]
-        if let Some(dataset) = &self.fhe {
+        if let Some(dataset) = self.fhe.first() {
             return u64::from(count.div_ceil(dataset.max_query()));
         }
         let _ = count;
@@ -484,7 +510,10 @@ pub fn serve_session(
                     }
                 }
             }
-            Some((b'Q', [])) => serve_fhe(chan, published, admit, &mut fhe_allowed, &mut served)?,
+            Some((b'Q', &[offer])) => {
+                let offer = usize::from(offer);
+                serve_fhe(chan, published, offer, admit, &mut fhe_allowed, &mut served)?
+            }
             _ => {
                 let e = Error::protocol("an unbalanced-PSI request", "another message");
                 chan.abort(&e.to_string());
@@ -497,24 +526,42 @@ pub fn serve_session(
     Err(e)
 }
 
+/// Which of a dataset's `ub-fhe` `offers` a query of `items` keys takes, and its set's
+/// cap: the first (the smallest cap) that holds them all, else the last, in queries of
+/// its cap. Refused where the dataset serves no `ub-fhe` or names a set not Venn's.
+#[cfg(feature = "bfv")]
+pub fn fhe_offer_for(offers: &[FheOffer], items: usize) -> Result<(usize, usize)> {
+    if offers.is_empty() {
+        return Err(Error::Usage(
+            "the dataset is not served in ub-fhe (query in ub-cache)".into(),
+        ));
+    }
+    let caps = (offers.iter())
+        .map(|o| Ok(set_named(&o.set)?.max_query as usize))
+        .collect::<Result<Vec<_>>>()?;
+    let number = (caps.iter().position(|&cap| cap >= items)).unwrap_or(caps.len() - 1);
+    Ok((number, caps[number]))
+}
+
 /// What a `ub-fhe` query costs a client's allowance, in OPRF evaluations, whatever its
 /// keys: the server's work does not shrink with them.
 pub const FHE_QUERY_EVALUATIONS: u32 = 4096;
 
-/// Answers a `ub-fhe` query, if the dataset is served in `ub-fhe`, an OPRF round in the
-/// session allowed one (`allowed` more) and `admit` takes [`FHE_QUERY_EVALUATIONS`]
-/// from the client's allowance: the client is told to go on (`G`) and sends its request
-/// as a large part; else refused (`R`) before it sends anything. A request that does
-/// not read ends the session.
+/// Answers a `ub-fhe` query of the dataset's database `offer`, if it serves one so
+/// numbered, an OPRF round in the session allowed a query (`allowed` more) and `admit`
+/// takes [`FHE_QUERY_EVALUATIONS`] from the client's allowance: the client is told to
+/// go on (`G`) and sends its request as a large part; else refused (`R`) before it sends
+/// anything. A request that does not read ends the session.
 fn serve_fhe(
     chan: &mut dyn Channel,
     published: &Published,
+    offer: usize,
     admit: &mut dyn FnMut(u32) -> std::result::Result<(), Refusal>,
     allowed: &mut u64,
     served: &mut Served,
 ) -> Result<()> {
     #[cfg(feature = "bfv")]
-    if let Some(dataset) = &published.fhe {
+    if let Some(dataset) = published.fhe.get(offer) {
         let granted = match *allowed {
             0 => Err(Refusal::Malformed(
                 "a ub-fhe query needs an OPRF round in its session first".into(),
@@ -537,7 +584,7 @@ fn serve_fhe(
     let _ = (published, admit, allowed, served);
     let e = Error::protocol(
         "an unbalanced-PSI request",
-        "a ub-fhe query, not served here",
+        format!("a ub-fhe query of database {offer}, not served here"),
     );
     chan.abort(&e.to_string());
     Err(e)
@@ -895,23 +942,23 @@ impl<'a> Session<'a> {
     }
 
     /// Which of `items` the dataset holds, each with its label (empty where its items
-    /// carry none), in `ub-fhe`: per OPRF round of at most the dataset's query cap, one
-    /// `ub-fhe` query per cap of its set, whose answer the client reads alone — it keeps
-    /// nothing of the dataset between sessions. A refusal is an error saying what to do.
+    /// carry none), in `ub-fhe`: per OPRF round of at most the dataset's query cap,
+    /// `ub-fhe` queries of the database [`fhe_offer_for`] takes, whose answers the client
+    /// reads alone — it keeps nothing of the dataset between sessions. A refusal is an
+    /// error saying what to do.
     #[cfg(feature = "bfv")]
     pub fn query_fhe(&mut self, items: &[&[u8]], prg: &mut Prg) -> Result<Vec<Option<Vec<u8>>>> {
-        let offer = self.description.fhe.clone().ok_or_else(|| {
-            Error::Usage("the dataset is not served in ub-fhe (query in ub-cache)".into())
-        })?;
-        let cap = set_named(&offer.set)?.max_query as usize;
+        let offers = self.description.fhe.clone();
         let now = self.description.cache.clone();
         let mut found = Vec::with_capacity(items.len());
         for part in items.chunks(now.max_query as usize) {
+            let (number, cap) = fhe_offer_for(&offers, part.len())?;
+            let offer = &offers[number];
             let outputs = self.evaluate(&now, part, prg)?;
             for outputs in outputs.chunks(cap) {
                 let described = (offer.set.as_str(), offer.seed, offer.bundles);
                 let (query, request) = FheQuery::new(described, now.labels, outputs, prg)?;
-                self.chan.send(b"Q")?;
+                self.chan.send(&[b'Q', number as u8])?;
                 let go = self.chan.recv(MAX_REFUSAL_BYTES)?;
                 match go.split_first() {
                     Some((b'G', [])) => {}
@@ -1346,35 +1393,39 @@ mod tests {
     }
 
     /// A labeled dataset of 600 items under one key, in both modes: its `ub-fhe`
-    /// database (V1M-4096, 5 indices), and the state serving it — with its tags where
-    /// `tags`.
+    /// databases (V16M-1 for single keys, V1M-4096 of 5 indices for up to 256), and the
+    /// state serving them — with its tags where `tags`.
     #[cfg(feature = "bfv")]
     fn fhe_published(tags: bool) -> Published {
         use super::super::fhe::dataset::{entries, FheDataset};
-        use super::super::fhe::params::for_sizes;
+        use super::super::fhe::params::classes;
         let key = ServerKey::random(Mode::Voprf, &mut Prg::from_seed(Block::from(1)));
         let held = names(0..600);
         let labels: Vec<Vec<u8>> = (0..600u32).map(|i| i.to_le_bytes().to_vec()).collect();
         let outputs = key.evaluate_all(&refs(&held)).unwrap();
         let (cache, table) =
             CacheServer::labeled(key, 0, &refs(&held), &refs(&labels), 4, 1 << 16, 256).unwrap();
-        let set = for_sizes(600, 256).unwrap();
         let mut prg = Prg::from_seed(Block::from(6));
         let entries = entries(&outputs, Some((&refs(&labels), 4)), &mut prg).unwrap();
-        let dataset = FheDataset::build(set, Block::from(77), &entries, Some(4)).unwrap();
+        let datasets = (classes(600, 256).unwrap().into_iter())
+            .map(|set| {
+                Arc::new(FheDataset::build(set, Block::from(77), &entries, Some(4)).unwrap())
+            })
+            .collect();
         let labels = PublishedLabels {
             version: 0,
             table: table.wire().to_vec(),
             deltas: vec![],
         };
         let published = Published::new(cache, FORM, vec![], Some(labels)).unwrap();
-        published.with_fhe(Arc::new(dataset), tags).unwrap()
+        published.with_fhe(datasets, tags).unwrap()
     }
 
     /// Over TCP, in `ub-fhe`: a client that downloads nothing learns exactly which of its
     /// items (members, non-members, one asked twice) the dataset holds, with their
-    /// labels; one OPRF round allows one query of the set's cap. A dataset served in
-    /// `ub-fhe` only refuses a sync, at the client and, asked anyway, at the server.
+    /// labels, from the database of the smallest cap its query fits (151 keys: the
+    /// 4,096-item set; a single key: the single keys' set). A dataset served in `ub-fhe`
+    /// only refuses a sync, at the client and, asked anyway, at the server.
     #[cfg(feature = "bfv")]
     #[test]
     fn fhe_queries_find_members_and_labels_over_tcp() {
@@ -1382,7 +1433,12 @@ mod tests {
         let description = published.description();
         assert!(!description.tags);
         assert_eq!(description.cache.len, 0, "its size not told");
-        assert_eq!(description.fhe.as_ref().unwrap().set, "V1M-4096");
+        let sets: Vec<&str> = description.fhe.iter().map(|o| o.set.as_str()).collect();
+        assert_eq!(sets, ["V16M-1", "V1M-4096"]);
+        assert_eq!(fhe_offer_for(&description.fhe, 1).unwrap(), (0, 1));
+        assert_eq!(fhe_offer_for(&description.fhe, 2).unwrap(), (1, 4096));
+        assert_eq!(fhe_offer_for(&description.fhe, 5000).unwrap(), (1, 4096));
+        assert!(fhe_offer_for(&[], 1).is_err());
         assert_eq!(
             Description::from_bytes(&description.to_bytes()).unwrap(),
             description
@@ -1398,22 +1454,26 @@ mod tests {
             let mut s = Session::open(chan).unwrap();
             let refused = s.sync(None, 1 << 20).err().unwrap();
             assert!(refused.to_string().contains("ub-fhe only"), "{refused}");
-            let found = s.query_fhe(&refs(&asked), &mut Prg::from_seed(Block::from(2)));
+            let mut prg = Prg::from_seed(Block::from(2));
+            let found = s.query_fhe(&refs(&asked), &mut prg).unwrap();
+            let single = s.query_fhe(&refs(&names(7..8)), &mut prg).unwrap();
+            let absent = s.query_fhe(&refs(&names(600..601)), &mut prg).unwrap();
             s.close().unwrap();
-            found.unwrap()
+            [found, single, absent].concat()
         });
         let expected: Vec<Option<Vec<u8>>> = (550..700u32)
-            .chain([560])
+            .chain([560, 7, 600])
             .map(|i| (i < 600).then(|| i.to_le_bytes().to_vec()))
             .collect();
         assert_eq!(found, expected);
         let served = served.unwrap();
-        assert_eq!((served.answered, served.fhe, served.syncs), (1, 1, 0));
-        assert_eq!(served.evaluated, 256, "151 items padded to 256");
+        assert_eq!((served.answered, served.fhe, served.syncs), (3, 3, 0));
+        let q = FHE_QUERY_EVALUATIONS;
+        let one = padded_count(1);
         assert_eq!(
             taken,
-            [256, FHE_QUERY_EVALUATIONS],
-            "the OPRF round, then the query"
+            [256, q, one, q, one, q],
+            "each OPRF round (151 items padded to 256), then its query"
         );
 
         let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
@@ -1438,15 +1498,24 @@ mod tests {
             (o.set.as_str(), o.seed, o.bundles)
         }
         let published = fhe_published(true);
-        let offer = published.description().fhe.unwrap();
+        let offer = published.description().fhe[1].clone();
         let outputs = [[7u8; 64]];
         let (error, served) = session(&published, &mut |_| Ok(()), |chan| {
             let s = Session::open(chan).unwrap();
-            s.chan.send(b"Q").unwrap();
+            s.chan.send(b"Q\x01").unwrap();
             read_refusal(&s.chan.recv(MAX_REFUSAL_BYTES).unwrap()).unwrap()
         });
         assert!(error.to_string().contains("OPRF round"), "{error}");
         assert_eq!(served.unwrap().refused, 1);
+        // A database not offered, or none named: the session ends.
+        for query in [&b"Q\x02"[..], b"Q"] {
+            let (_, served) = session(&published, &mut |_| Ok(()), |chan| {
+                let s = Session::open(chan).unwrap();
+                s.chan.send(query).unwrap();
+                let _ = s.chan.recv(MAX_REFUSAL_BYTES);
+            });
+            assert!(served.is_err(), "{query:?}");
+        }
         // Over the allowance: the OPRF round fits, the query's evaluations do not.
         let mut small = |n: u32| match n <= 16 {
             true => Ok(()),
@@ -1467,7 +1536,7 @@ mod tests {
             let items = names(0..1);
             s.evaluate(&now, &refs(&items), &mut Prg::from_seed(Block::from(4)))
                 .unwrap();
-            s.chan.send(b"Q").unwrap();
+            s.chan.send(b"Q\x00").unwrap();
             assert_eq!(s.chan.recv(1).unwrap(), b"G");
             send_part(s.chan, &[1, 0, 0, 0, 5]).unwrap();
         });

@@ -20,8 +20,11 @@
 //! [`sets`] are Venn's: each passes [`FheSet::check`] for its sizes, and a test evaluates
 //! each one's worst case (random coefficients of full degree) and keeps at least 6 bits
 //! of noise budget at the last modulus (the spec's rule: `fhe` samples its secret like
-//! its errors, so several of APSI's sets fail to decrypt with it). [`for_sizes`] picks the
-//! first that serves a server set and a query size.
+//! its errors, so several of APSI's sets fail to decrypt with it). [`classes`] are the
+//! sets a dataset serves, one for each query cap up to its own, so that a client asking
+//! of a single key takes a set made for it (at 2^20 items one bundle and a quarter of
+//! the upload, where the 4,096-item set's takes 30 bundles); [`for_sizes`] is the one a
+//! query of a given size takes.
 
 use crate::he::params::Bfv;
 use crate::he::powers::PowersDag;
@@ -58,7 +61,7 @@ pub struct FheSet {
 /// The bits of noise budget a set must keep, evaluated at its worst.
 pub const MIN_MARGIN_BITS: i64 = 6;
 
-/// Venn's sets, cheapest first.
+/// Venn's sets: of each query cap, the cheapest first.
 pub fn sets() -> Vec<FheSet> {
     use crate::util::primes::batching_prime;
     let (t16, t20, t24) = (
@@ -123,17 +126,38 @@ pub fn sets() -> Vec<FheSet> {
     ]
 }
 
-/// The first of Venn's sets serving a server set of up to `items` items and queries of
-/// up to `query` items.
+/// The set a query of up to `query` items takes against a server set of up to `items`:
+/// the last of [`classes`].
 pub fn for_sizes(items: u64, query: u32) -> Result<FheSet> {
-    (sets().into_iter())
-        .find(|s| s.max_items >= items && s.max_query >= query)
-        .ok_or_else(|| {
-            Error::Params(format!(
-                "no ub-fhe set serves {items} server items with queries of {query}: up to 2^24 \
-                 items for queries of up to 4,096, 2^29 for single keys"
-            ))
-        })
+    let classes = classes(items, query)?;
+    Ok(classes.into_iter().last().expect("classes are never empty"))
+}
+
+/// The sets a dataset of up to `items` items and queries of up to `query` items serves,
+/// one for each of Venn's query caps, smallest first, up to the first cap of at least
+/// `query`: for each, the first set of that cap serving `items`. A client takes the first
+/// whose cap its query fits.
+pub fn classes(items: u64, query: u32) -> Result<Vec<FheSet>> {
+    let all = sets();
+    let mut caps: Vec<u32> = all.iter().map(|s| s.max_query).collect();
+    caps.sort_unstable();
+    caps.dedup();
+    let mut classes: Vec<FheSet> = Vec::new();
+    for cap in caps {
+        if let Some(set) = (all.iter()).find(|s| s.max_query == cap && s.max_items >= items) {
+            classes.push(set.clone());
+        }
+        if cap >= query {
+            break;
+        }
+    }
+    match classes.last() {
+        Some(set) if set.max_query >= query => Ok(classes),
+        _ => Err(Error::Params(format!(
+            "no ub-fhe set serves {items} server items with queries of {query}: up to 2^24 \
+             items for queries of up to 4,096, 2^29 for single keys"
+        ))),
+    }
 }
 
 impl FheSet {
@@ -285,8 +309,9 @@ mod tests {
         ((u128::from(a) * u128::from(b)) % u128::from(t)) as u64
     }
 
-    /// Every set passes its checks; the selection picks the cheapest that serves; sizes
-    /// past every set are refused; a set whose bundles make false positives too likely is
+    /// Every set passes its checks; a dataset serves a set for each query cap up to its
+    /// own, and a query takes the cheapest that serves it; sizes past every set are
+    /// refused; a set whose bundles make false positives too likely is
     /// refused.
     #[test]
     fn sets_are_checked_and_chosen_by_size() {
@@ -299,6 +324,16 @@ mod tests {
         assert_eq!(for_sizes(1 << 28, 1).unwrap().name, "V256M-1");
         assert!(for_sizes(1 << 28, 2).is_err());
         assert!(for_sizes(1 << 30, 1).is_err());
+        let names = |items, query| -> Vec<&str> {
+            (classes(items, query).unwrap().iter())
+                .map(|s| s.name)
+                .collect()
+        };
+        assert_eq!(names(1 << 20, 4096), ["V16M-1", "V1M-4096"]);
+        assert_eq!(names(1 << 20, 1), ["V16M-1"]);
+        assert_eq!(names(1 << 24, 300), ["V16M-1", "V16M-4096"]);
+        assert_eq!(names(1 << 28, 1), ["V256M-1"]);
+        assert!(classes(1 << 28, 2).is_err());
         let apsi_16m_4096 = FheSet {
             degree: 1304,
             low: 44,
