@@ -111,8 +111,9 @@ pub(crate) fn print_params(
 const UB_FHE: &str = "ub-fhe";
 
 /// `ub-fhe`'s model, its parameter sets and, per server set size (each size pair's sender
-/// side), the set a query of a single key and one of up to 4,096 take (a dataset serves
-/// one set a query cap up to its own), its bundles and a query's traffic.
+/// side), the set a query of a single key, of up to 256 and of up to 4,096 take (a
+/// dataset serves one set a query cap up to its own), its bundles and a query's
+/// traffic.
 fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     use venn::unbalanced::fhe::messages::{request_len, result_len};
     use venn::unbalanced::fhe::params::{for_sizes, sets};
@@ -171,7 +172,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
     servers.dedup();
     for n in servers {
-        for m in [1u32, 4096] {
+        for m in [1u32, 256, 4096] {
             let Ok(set) = for_sizes(n, m) else {
                 println!("  {:>12} {:>8} {:>10}", size(n), m, "(no set)");
                 continue;

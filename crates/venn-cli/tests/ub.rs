@@ -555,7 +555,7 @@ fn the_benchmark_checks_every_answer() {
     assert_clean_failure(&mixed, "runs alone");
     let out = venn()
         .args(["bench", "--protocol", "ub-fhe", "--log2n", "11"])
-        .args(["--client-items", "1,16", "--repeat", "1", "--json"])
+        .args(["--client-items", "1,16,300", "--repeat", "1", "--json"])
         .output()
         .unwrap();
     assert_success(&[&out]);
@@ -569,8 +569,12 @@ fn the_benchmark_checks_every_answer() {
         .collect();
     assert_eq!(
         taken,
-        [(Some("V16M-1"), Some(1)), (Some("V1M-4096"), Some(5))],
-        "a single key takes the single keys' set"
+        [
+            (Some("V16M-1"), Some(1)),
+            (Some("V16M-256"), Some(1)),
+            (Some("V1M-4096"), Some(5))
+        ],
+        "each query takes the set of the smallest cap it fits"
     );
 }
 

@@ -242,6 +242,11 @@ mod tests {
                 let fhe = session.query_fhe(&refs(&some), &mut prg).unwrap();
                 let cache: Vec<Option<Vec<u8>>> = found.iter().step_by(3).cloned().collect();
                 assert_eq!(fhe, cache, "ub-fhe's answers are ub-cache's");
+                // A single key takes the single keys' database.
+                for at in [3, 4] {
+                    let one = session.query_fhe(&refs(&probes[at..=at]), &mut prg);
+                    assert_eq!(one.unwrap(), found[at..=at], "the single key {at}");
+                }
             }
             session.close().unwrap();
             (client, found)
@@ -315,6 +320,8 @@ mod tests {
         let fhe = modes.fhe();
         let (mut client, found) = look_up(&published(&manifest), None, &probes, fhe);
         assert_eq!(found, expected(&model));
+        // A server following the publishes: each round's databases from the last's.
+        let mut loaded = manifest.load_following(dir.path(), None, None).unwrap().1;
         let mut tables = BTreeSet::new();
         for round in 0..5u32 {
             let upserts: Vec<u32> = (round * 100 + 250..round * 100 + 400).collect();
@@ -348,12 +355,10 @@ mod tests {
             assert_eq!(manifest.version, u64::from(round) + 1);
             assert_eq!(manifest.items, model.len() as u64);
             tables.extend(manifest.labels.as_ref().map(|l| l.version));
-            let (next, found) = look_up(
-                &published(&manifest),
-                Some(client),
-                &probes,
-                fhe && round == 4,
-            );
+            let following = manifest.load_following(dir.path(), None, loaded.as_ref());
+            let (following, fhe_loaded) = following.unwrap();
+            loaded = fhe_loaded;
+            let (next, found) = look_up(&following, Some(client), &probes, fhe && round == 4);
             assert_eq!(found, expected(&model), "round {round}");
             client = next;
         }
@@ -448,7 +453,8 @@ mod tests {
         let (stale, _) = init(dir.path(), None, &settings(1 << 10), &refs(&first), None).unwrap();
         update(dir.path(), None, &[&name(50)], None, &[]).unwrap();
         assert!(stale.load(dir.path(), None).is_err(), "its files are gone");
-        let (manifest, published) = serve::load_current(dir.path(), stale).unwrap();
+        let (current, published) = serve::load_current(dir.path(), stale).unwrap();
+        let manifest = current.manifest;
         assert_eq!((manifest.version, manifest.items), (1, 51));
         let (_, found) = look_up(&published, None, &[name(50)], false);
         assert_eq!(hits(&found), [true]);

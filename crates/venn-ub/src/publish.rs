@@ -200,6 +200,20 @@ impl Manifest {
     /// until when it still answers), that key still answers requests of its epoch until
     /// then.
     pub fn load(&self, dir: &Path, retired: Option<(u32, Instant)>) -> Result<Published> {
+        Ok(self.load_following(dir, retired, None)?.0)
+    }
+
+    /// As [`Manifest::load`], and its `ub-fhe` databases as loaded: where `before` (an
+    /// earlier manifest's, as loaded) holds the same databases and a first part of its
+    /// deltas, only the deltas since are read and applied, to clones of `before`'s
+    /// databases (sharing the columns the deltas do not touch) — a publish reaches a
+    /// server in the time its delta takes, not a read of every database.
+    pub fn load_following(
+        &self,
+        dir: &Path,
+        retired: Option<(u32, Instant)>,
+        before: Option<&FheLoaded>,
+    ) -> Result<(Published, Option<FheLoaded>)> {
         let mut server = self.server(dir)?;
         let now = Instant::now();
         if let Some((epoch, until)) = retired.filter(|&(e, until)| e < self.epoch && now < until) {
@@ -216,11 +230,12 @@ impl Manifest {
         };
         let published = Published::new(server, self.form(), deltas, labels)?;
         match &self.fhe {
-            None => Ok(published),
+            None => Ok((published, None)),
             Some(files) => {
                 let label_len = self.labels.as_ref().map(|l| l.len);
-                let datasets = files.datasets(dir, label_len)?;
-                published.with_fhe(datasets.into_iter().map(Arc::new).collect(), files.tags)
+                let loaded = files.loaded(dir, label_len, before)?;
+                let published = published.with_fhe(loaded.datasets.clone(), files.tags)?;
+                Ok((published, Some(loaded)))
             }
         }
     }
@@ -257,7 +272,47 @@ impl Manifest {
     }
 }
 
+/// A manifest's `ub-fhe` databases as a server loaded them, with the files they are of:
+/// what a later manifest's follow from ([`Manifest::load_following`]).
+#[derive(Clone)]
+pub struct FheLoaded {
+    files: FheFiles,
+    datasets: Vec<Arc<FheDataset>>,
+}
+
 impl FheFiles {
+    /// The databases as published, as [`FheFiles::datasets`]; from `before`'s by the
+    /// deltas since where these files follow them (the same databases, `before`'s deltas
+    /// a first part of these).
+    fn loaded(
+        &self,
+        dir: &Path,
+        label_len: Option<u8>,
+        before: Option<&FheLoaded>,
+    ) -> Result<FheLoaded> {
+        let follows = before.filter(|b| {
+            (b.files.seed == self.seed && b.files.version == self.version)
+                && b.files.databases == self.databases
+                && self.deltas.starts_with(&b.files.deltas)
+        });
+        let datasets = match follows {
+            Some(before) => {
+                let since = &self.deltas[before.files.deltas.len()..];
+                let deltas = read_deltas(dir, label_len, since)?;
+                (before.datasets.iter())
+                    .map(|d| Ok(Arc::new(FheDataset::clone(d).apply(&deltas)?)))
+                    .collect::<Result<Vec<_>>>()?
+            }
+            None => (self.datasets(dir, label_len)?.into_iter())
+                .map(Arc::new)
+                .collect(),
+        };
+        Ok(FheLoaded {
+            files: self.clone(),
+            datasets,
+        })
+    }
+
     /// The databases as published, with their deltas applied: each file checked, the
     /// databases of a dataset of labels of ℓ = `label_len` bytes.
     fn datasets(&self, dir: &Path, label_len: Option<u8>) -> Result<Vec<FheDataset>> {
@@ -267,10 +322,7 @@ impl FheFiles {
                 Error::State(format!("a ub-fhe seed {:?} not of 16 bytes", self.seed))
             })?;
         let seed = Block::from_le_bytes(seed);
-        let sealed = label_len.map_or(0, |len| sealed_len(usize::from(len)));
-        let deltas = (read_all(dir, &self.deltas)?.iter())
-            .map(|bytes| FheDelta::from_bytes(bytes, sealed))
-            .collect::<Result<Vec<_>>>()?;
+        let deltas = read_deltas(dir, label_len, &self.deltas)?;
         (self.databases.iter())
             .map(|database| {
                 let set = set_named(&database.set)?;
@@ -281,6 +333,15 @@ impl FheFiles {
             })
             .collect()
     }
+}
+
+/// The `ub-fhe` deltas `entries` names, each read, checked and decoded (labels sealed
+/// for ℓ = `label_len` bytes).
+fn read_deltas(dir: &Path, label_len: Option<u8>, entries: &[FileEntry]) -> Result<Vec<FheDelta>> {
+    let sealed = label_len.map_or(0, |len| sealed_len(usize::from(len)));
+    (read_all(dir, entries)?.iter())
+        .map(|bytes| FheDelta::from_bytes(bytes, sealed))
+        .collect()
 }
 
 /// The `ub-fhe` parameter sets of a dataset of `settings`, one a query cap: those of

@@ -16,7 +16,7 @@
 //! ones, through later updates of the new epoch); after that a request under it is refused
 //! as `EpochChanged`, in every session.
 
-use crate::publish::Manifest;
+use crate::publish::{FheLoaded, Manifest};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -83,12 +83,25 @@ impl Shared {
     }
 }
 
+/// The manifest a server answers from, and its `ub-fhe` databases as loaded (what the
+/// next publish's deltas apply to).
+pub(crate) struct Current {
+    pub(crate) manifest: Manifest,
+    fhe: Option<FheLoaded>,
+}
+
 /// What `read` names, loaded; read again where a publish replaced it meanwhile (a
 /// publish removes the files of the manifest before once the new one is in place).
-pub(crate) fn load_current(dir: &Path, mut read: Manifest) -> Result<(Manifest, Published)> {
+pub(crate) fn load_current(dir: &Path, mut read: Manifest) -> Result<(Current, Published)> {
     for _ in 0..10 {
-        match read.load(dir, None) {
-            Ok(published) => return Ok((read, published)),
+        match read.load_following(dir, None, None) {
+            Ok((published, fhe)) => {
+                let current = Current {
+                    manifest: read,
+                    fhe,
+                };
+                return Ok((current, published));
+            }
             Err(e) => match Manifest::read(dir)? {
                 now if now == read => return Err(e),
                 now => read = now,
@@ -110,14 +123,17 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
             args.burst, read.max_query
         )));
     }
-    let (mut manifest, published) = load_current(&args.dir, read)?;
+    let start = Instant::now();
+    let (mut current, published) = load_current(&args.dir, read)?;
     let listener = args.transport.bind(&args.listen)?;
     let bound = listener.local_addr()?;
+    let manifest = &current.manifest;
     tracing::info!(
         address = %bound,
         epoch = manifest.epoch,
         version = manifest.version,
         items = manifest.items,
+        seconds = start.elapsed().as_secs_f64(),
         "serving"
     );
     on_bound(bound);
@@ -139,7 +155,7 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         }
         if checked.elapsed() >= RELOAD_EVERY {
             checked = Instant::now();
-            follow(&args, &shared, &mut manifest);
+            follow(&args, &shared, &mut current);
             workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
         }
         let (socket, from) = match listener.accept() {
@@ -214,10 +230,13 @@ fn session(chan: &mut dyn venn::net::Channel, shared: &Shared, peer: &str, limit
     }
 }
 
-/// Follows a new manifest, if one was published: sessions from now on answer from it. A
-/// manifest that does not load (its files replaced meanwhile by a later publish) is
-/// tried again at the next look.
-fn follow(args: &ServeArgs, shared: &Shared, manifest: &mut Manifest) {
+/// Follows a new manifest, if one was published: sessions from now on answer from it
+/// (its `ub-fhe` databases from the current ones by the deltas since, where they
+/// follow). A manifest that does not load (its files replaced meanwhile by a later
+/// publish) is tried again at the next look.
+fn follow(args: &ServeArgs, shared: &Shared, current: &mut Current) {
+    let start = Instant::now();
+    let manifest = &current.manifest;
     {
         let mut limits = shared.limits.lock().unwrap_or_else(|e| e.into_inner());
         limits.prune(Instant::now());
@@ -234,8 +253,8 @@ fn follow(args: &ServeArgs, shared: &Shared, manifest: &mut Manifest) {
     if next.epoch > manifest.epoch {
         retired = Some((manifest.epoch, Instant::now() + args.grace));
     }
-    match next.load(&args.dir, retired) {
-        Ok(published) => {
+    match next.load_following(&args.dir, retired, current.fhe.as_ref()) {
+        Ok((published, fhe)) => {
             *shared.retired.lock().unwrap_or_else(|e| e.into_inner()) = retired;
             shared.epoch.store(next.epoch, Ordering::SeqCst);
             *shared.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(published);
@@ -243,9 +262,13 @@ fn follow(args: &ServeArgs, shared: &Shared, manifest: &mut Manifest) {
                 epoch = next.epoch,
                 version = next.version,
                 items = next.items,
+                seconds = start.elapsed().as_secs_f64(),
                 "published"
             );
-            *manifest = next;
+            *current = Current {
+                manifest: next,
+                fhe,
+            };
         }
         Err(e) => tracing::warn!("a new manifest does not load yet: {e}"),
     }

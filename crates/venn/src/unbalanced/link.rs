@@ -1393,8 +1393,8 @@ mod tests {
     }
 
     /// A labeled dataset of 600 items under one key, in both modes: its `ub-fhe`
-    /// databases (V16M-1 for single keys, V1M-4096 of 5 indices for up to 256), and the
-    /// state serving them — with its tags where `tags`.
+    /// databases (V16M-1 for single keys, V16M-256 for up to 256), and the state serving
+    /// them — with its tags where `tags`.
     #[cfg(feature = "bfv")]
     fn fhe_published(tags: bool) -> Published {
         use super::super::fhe::dataset::{entries, FheDataset};
@@ -1424,7 +1424,7 @@ mod tests {
     /// Over TCP, in `ub-fhe`: a client that downloads nothing learns exactly which of its
     /// items (members, non-members, one asked twice) the dataset holds, with their
     /// labels, from the database of the smallest cap its query fits (151 keys: the
-    /// 4,096-item set; a single key: the single keys' set). A dataset served in `ub-fhe`
+    /// 256-key set; a single key: the single keys' set). A dataset served in `ub-fhe`
     /// only refuses a sync, at the client and, asked anyway, at the server.
     #[cfg(feature = "bfv")]
     #[test]
@@ -1434,10 +1434,10 @@ mod tests {
         assert!(!description.tags);
         assert_eq!(description.cache.len, 0, "its size not told");
         let sets: Vec<&str> = description.fhe.iter().map(|o| o.set.as_str()).collect();
-        assert_eq!(sets, ["V16M-1", "V1M-4096"]);
+        assert_eq!(sets, ["V16M-1", "V16M-256"]);
         assert_eq!(fhe_offer_for(&description.fhe, 1).unwrap(), (0, 1));
-        assert_eq!(fhe_offer_for(&description.fhe, 2).unwrap(), (1, 4096));
-        assert_eq!(fhe_offer_for(&description.fhe, 5000).unwrap(), (1, 4096));
+        assert_eq!(fhe_offer_for(&description.fhe, 2).unwrap(), (1, 256));
+        assert_eq!(fhe_offer_for(&description.fhe, 5000).unwrap(), (1, 256));
         assert!(fhe_offer_for(&[], 1).is_err());
         assert_eq!(
             Description::from_bytes(&description.to_bytes()).unwrap(),

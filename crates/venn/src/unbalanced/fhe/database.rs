@@ -8,7 +8,10 @@
 //! location, into the first bundle of that index whose column has room (fewer than d
 //! items), else a new one (CHLR18 §4.1, APSI's first fit). Each location keeps its own
 //! stack of columns, one a bundle: locations change independently, and an index has as
-//! many bundles as its fullest location (the others' missing columns hold nothing). Column c's f bins are slots
+//! many bundles as its fullest location (the others' missing columns hold nothing). A
+//! column is shared between a database and its clones until one changes it (copy on
+//! write): a server applies an update to a clone of the database its sessions answer
+//! from, copying only the columns the update touches. Column c's f bins are slots
 //! f·c … f·c + f − 1 of the bundle's plaintexts; plaintext j holds every bin's
 //! coefficient j (CLR17 §4).
 //!
@@ -32,6 +35,7 @@ use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Encoding, Plaintext};
 use fhe_traits::FheEncoder;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// A column of a bundle: the items at its location, its f bins' matching polynomials
 /// (coefficients, lowest first; monic, of degree the item count) and, labeled, each
@@ -53,7 +57,7 @@ pub struct Database {
     hash: CuckooHash,
     /// Per location, its column in each bundle that has one (bundle b's is entry b): the
     /// locations change independently, so a build runs them in parallel.
-    stacks: Vec<Vec<Column>>,
+    stacks: Vec<Vec<Arc<Column>>>,
     items: u64,
 }
 
@@ -231,11 +235,20 @@ impl Database {
         for location in self.locations(hash) {
             let stack = self.stacks[location as usize].iter_mut();
             if let Some(column) = stack.into_iter().find(|c| c.items.contains(&hash)) {
-                each(column, &felts);
+                each(Arc::make_mut(column), &felts);
                 found = true;
             }
         }
         found
+    }
+
+    /// Whether it holds the item of hash `hash`.
+    pub fn contains(&self, hash: u128) -> bool {
+        (self.locations(hash).into_iter()).any(|l| {
+            self.stacks[l as usize]
+                .iter()
+                .any(|c| c.items.contains(&hash))
+        })
     }
 
     /// Removes the item of hash `hash`; whether it was held.
@@ -288,7 +301,7 @@ impl Database {
         let empty = empty_column(&self.set, self.parts);
         let stacks = &self.stacks[index as usize * columns..][..columns];
         let bundle: Vec<&Column> = (stacks.iter())
-            .map(|stack| stack.get(bundle).unwrap_or(&empty))
+            .map(|stack| stack.get(bundle).map_or(&empty, |c| &**c))
             .collect();
         let (n, f, d) = (
             par.degree(),
@@ -406,11 +419,11 @@ impl Database {
                     .map(|_| (0..f).map(|_| poly(k)).collect::<Result<Vec<_>>>())
                     .collect::<Result<Vec<_>>>()?;
                 held += k as u64;
-                stack.push(Column {
+                stack.push(Arc::new(Column {
                     items,
                     polys,
                     labels,
-                });
+                }));
             }
         }
         r.finish()?;
@@ -473,7 +486,7 @@ fn label_felts(
 /// Adds the item of `hash` (label felts `values`) to the first column of `stack` (a
 /// location's, bundle by bundle) with room — fewer than d items and, labeled, none of its
 /// felts a root already — or to a new one.
-fn add_to(stack: &mut Vec<Column>, set: &FheSet, hash: u128, values: &[Vec<u32>]) {
+fn add_to(stack: &mut Vec<Arc<Column>>, set: &FheSet, hash: u128, values: &[Vec<u32>]) {
     let t = set.bfv.plain as u32;
     let felts: Vec<u32> = set.felts_of(hash).collect();
     let (degree, parts) = (set.degree as usize, values.len());
@@ -481,14 +494,14 @@ fn add_to(stack: &mut Vec<Column>, set: &FheSet, hash: u128, values: &[Vec<u32>]
         c.items.len() < degree
             && (parts == 0 || felts.iter().zip(&c.polys).all(|(&a, m)| eval(m, a, t) != 0))
     };
-    let at = match stack.iter().position(fits) {
+    let at = match stack.iter().position(|c| fits(c)) {
         Some(at) => at,
         None => {
-            stack.push(empty_column(set, parts));
+            stack.push(Arc::new(empty_column(set, parts)));
             stack.len() - 1
         }
     };
-    let column = &mut stack[at];
+    let column = Arc::make_mut(&mut stack[at]);
     column.items.push(hash);
     for (k, &a) in felts.iter().enumerate() {
         for (p, part) in column.labels.iter_mut().enumerate() {
@@ -548,7 +561,8 @@ mod tests {
     }
 
     /// A database built in parallel holds what inserting the items one by one makes,
-    /// labels included; a label count other than the items' is refused.
+    /// labels included; a label count other than the items' is refused. A clone changed
+    /// leaves the database it came from as it was, sharing the columns it did not touch.
     #[test]
     fn a_build_is_its_inserts() {
         let set = crate::unbalanced::fhe::query::tests::small_set();
@@ -564,6 +578,16 @@ mod tests {
         }
         assert!(built.stacks == one_by_one.stacks && built.len() == one_by_one.len());
         assert!(built.bundles(0) >= 2, "{} bundles", built.bundles(0));
+        let mut changed = built.clone();
+        assert!(changed.remove(hashes[0]) && changed.contains(hashes[1]));
+        assert!(!changed.contains(hashes[0]) && built.contains(hashes[0]));
+        assert!(built.stacks == one_by_one.stacks && changed.stacks != built.stacks);
+        let columns = |db: &Database| -> Vec<Arc<Column>> { db.stacks.concat() };
+        let shared = (columns(&built).iter().zip(columns(&changed)))
+            .filter(|(a, b)| Arc::ptr_eq(a, b))
+            .count();
+        let touched = changed.locations(hashes[0]).len();
+        assert_eq!(shared, columns(&built).len() - touched);
         let short = Database::build(set, Block::from(8), &hashes, Some((&refs[1..], 9)));
         assert!(short.is_err());
     }

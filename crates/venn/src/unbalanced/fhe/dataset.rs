@@ -122,8 +122,9 @@ impl FheDataset {
     }
 
     /// The dataset after `deltas`, in order: each from the version before. Refused where
-    /// a delta does not follow or changes an item it does not hold as it says (the
-    /// dataset it was is then gone: apply to a copy to keep it).
+    /// a delta does not follow, changes an item it does not hold as it says, or inserts
+    /// one it holds (the dataset it was is then gone: apply to a clone to keep it — a
+    /// clone shares the database's columns until a delta changes them).
     pub fn apply(mut self, deltas: &[FheDelta]) -> Result<FheDataset> {
         let sealed = self.label_len.map(|len| sealed_len(usize::from(len)));
         for delta in deltas {
@@ -145,6 +146,9 @@ impl FheDataset {
                 }
             }
             for (hash, label) in &delta.inserts {
+                if self.db.contains(*hash) {
+                    return Err(wrong("inserts an item held"));
+                }
                 self.db.insert(*hash, label.as_deref())?;
             }
             self.version = delta.to;
@@ -352,6 +356,15 @@ mod tests {
                 to: 2,
                 ..delta.clone()
             };
+            let inserts_again = FheDelta {
+                from: 1,
+                to: 2,
+                removes: vec![],
+                relabels: vec![],
+                inserts: vec![entry(200, labeled)],
+            };
+            let refused = after.clone().apply(&[inserts_again]);
+            assert!(refused.is_err(), "inserts what is held");
             assert!(after.apply(&[again]).is_err(), "removes what is gone");
             assert!(FheDataset::from_bytes(small_set(), seed, len, 0, &bytes[1..]).is_err());
             let other = (!labeled).then_some(4);
