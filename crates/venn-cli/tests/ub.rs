@@ -578,6 +578,19 @@ fn the_benchmark_checks_every_answer() {
     );
 }
 
+/// What `venn ub` with `args` says once its answer is from `version` (the server
+/// follows a publish within a second or so): asked again until then, for up to a minute.
+fn once_served(args: &[&str], version: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let said = stderr(&ub(args));
+        if said.contains(version) {
+            return said;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{said}");
+    }
+}
+
 /// A labeled dataset served in ub-fhe only, through the real binary: a client without
 /// a state file queries it (auto: ub-fhe) and gets the plain intersection with labels,
 /// downloading no tags; asking for ub-cache, or a sync, is refused cleanly; after an
@@ -684,25 +697,11 @@ fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
         "--output",
         single.to_str().unwrap(),
     ];
-    let start = Instant::now();
-    let said = loop {
-        let said = stderr(&ub(&asked));
-        if said.contains("version 1 of epoch 0") {
-            break said;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "{said}");
-    };
+    let said = once_served(&asked, "version 1 of epoch 0");
     let row = format!("email,n,label\n{},310,new 310\n", plain(310));
     assert_eq!(read(&single), row, "{said}");
     assert_success(&[&ub(&["rotate-key", "--dataset", ds])]);
-    let start = Instant::now();
-    let said = loop {
-        let said = stderr(&ub(&args));
-        if said.contains("version 0 of epoch 1") {
-            break said;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "{said}");
-    };
+    let said = once_served(&args, "version 0 of epoch 1");
     let held = |i: u32| match i {
         285 => Some("moved".to_string()),
         310 => Some("new 310".to_string()),
