@@ -27,7 +27,7 @@ use venn::unbalanced::cache::CacheServer;
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
 use venn::unbalanced::fhe::params::classes;
 use venn::unbalanced::fhe::session::set_named;
-use venn::unbalanced::link::{fhe_offer_for, Published};
+use venn::unbalanced::link::{fhe_offer_for, FheOffer, Published};
 
 /// One row.
 #[derive(Serialize, Clone, Debug)]
@@ -130,6 +130,8 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
 /// up to 4,096), and what making it cost.
 struct Built {
     server: Server,
+    /// Its databases as the server offers them.
+    offers: Vec<FheOffer>,
     /// Seconds to build its databases (the keys' OPRF values not counted).
     build_s: f64,
     /// The databases' bytes, all sets.
@@ -211,12 +213,14 @@ fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
         any: false,
     };
     let published = Published::new(cache, form, vec![], None)?.with_fhe(datasets, false)?;
+    let offers = published.description().fhe;
     let server = Server::start(
         published,
         Arc::new(pool(server_pool.current_num_threads())?),
     )?;
     Ok(Built {
         server,
+        offers,
         build_s,
         database_bytes,
         load_s,
@@ -237,15 +241,13 @@ fn measure(
     let (owned, expected) = probes(n, m);
     let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
     let mut prg = Prg::from_entropy();
-    let mut taken = None;
     let (query_s, up, down, verified) =
         timed_queries(&built.server, o.repeat, &expected, &mut |session| {
-            let offers = &session.description().fhe;
-            let offer = &offers[fhe_offer_for(offers, m)?.0];
-            taken = Some((offer.set.clone(), offer.bundles));
             client_pool.install(|| session.query_fhe(&keys, &mut prg))
         })?;
-    let (set, bundles) = taken.expect("a query was made");
+    // The set the client took, as it chose it.
+    let offer = &built.offers[fhe_offer_for(&built.offers, m)?.0];
+    let (set, bundles) = (offer.set.clone(), offer.bundles);
     let indices = set_named(&set)?.indices;
     Ok(FheRow {
         log2n,

@@ -211,11 +211,15 @@ impl Database {
         locations(&self.hash, &self.set, hash)
     }
 
-    /// Adds the item of 128-bit hash `hash` (its OPRF value's; not held already), with its
-    /// sealed label where the database's items carry labels.
+    /// Adds the item of 128-bit hash `hash` (its OPRF value's), with its sealed label
+    /// where the database's items carry labels: refused where it is held already.
     pub fn insert(&mut self, hash: u128, label: Option<&[u8]>) -> Result<()> {
         let values = label_felts(&self.set, self.parts, self.label_bytes, label)?;
-        for location in self.locations(hash) {
+        let locations = self.locations(hash);
+        if (locations.iter()).any(|&l| self.holds_at(l, hash)) {
+            return Err(Error::State("a ub-fhe insert of an item held".into()));
+        }
+        for location in locations {
             add_to(
                 &mut self.stacks[location as usize],
                 &self.set,
@@ -242,13 +246,15 @@ impl Database {
         found
     }
 
+    /// Whether location `location` holds the item of hash `hash`.
+    fn holds_at(&self, location: u32, hash: u128) -> bool {
+        (self.stacks[location as usize].iter()).any(|c| c.items.contains(&hash))
+    }
+
     /// Whether it holds the item of hash `hash`.
-    pub fn contains(&self, hash: u128) -> bool {
-        (self.locations(hash).into_iter()).any(|l| {
-            self.stacks[l as usize]
-                .iter()
-                .any(|c| c.items.contains(&hash))
-        })
+    #[cfg(test)]
+    fn contains(&self, hash: u128) -> bool {
+        (self.locations(hash).into_iter()).any(|l| self.holds_at(l, hash))
     }
 
     /// Removes the item of hash `hash`; whether it was held.
