@@ -1,5 +1,5 @@
 //! BFV homomorphic encryption for Venn's protocols (kbm23's `--offline bfv`; unbalanced
-//! PSI's FHE mode to come), over the `fhe` crate 0.1.1 behind the checks it lacks: it
+//! PSI's FHE mode, `ub-fhe`), over the `fhe` crate 0.1.1 behind the checks it lacks: it
 //! builds parameters below 128-bit security without a word, and panics on some it cannot
 //! use ([`params`]), and on some ciphertexts a peer can send ([`wire`]).
 

@@ -15,6 +15,9 @@
 
 use crate::util::primes::is_prime;
 use crate::{Error, Result};
+use fhe::bfv::{BfvParameters, Multiplicator, RelinearizationKey, SecretKey};
+use rand::SeedableRng;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The largest ciphertext modulus, in bits, for 128-bit security at each ring degree (the
 /// HE standard's table for ternary secrets).
@@ -86,16 +89,70 @@ impl Bfv {
         Ok(())
     }
 
-    /// The set for `fhe`, checked.
-    pub fn build(&self) -> Result<std::sync::Arc<fhe::bfv::BfvParameters>> {
+    /// The set for `fhe`, checked: made once a process and shared (making one takes
+    /// about 80 ms: every modulus's NTT plans and the RNS converters), up to 16 sets;
+    /// past them, made anew each time.
+    pub fn build(&self) -> Result<Arc<BfvParameters>> {
         self.check()?;
-        fhe::bfv::BfvParametersBuilder::new()
+        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(set) = kept.iter().find(|k| k.bfv == *self) {
+            return Ok(set.par.clone());
+        }
+        let par = fhe::bfv::BfvParametersBuilder::new()
             .set_degree(self.degree)
             .set_plaintext_modulus(self.plain)
             .set_moduli_sizes(&self.moduli)
             .build_arc()
-            .map_err(|e| Error::Params(format!("BFV parameters {self:?}: {e}")))
+            .map_err(|e| Error::Params(format!("BFV parameters {self:?}: {e}")))?;
+        if kept.len() < MAX_KEPT {
+            kept.push(Kept {
+                bfv: self.clone(),
+                par: par.clone(),
+                multiplicator: Arc::new(OnceLock::new()),
+            });
+        }
+        Ok(par)
     }
+}
+
+/// The most BFV sets a process keeps made ([`Bfv::build`]): Venn's ub-fhe sets and
+/// kbm23's, with room.
+const MAX_KEPT: usize = 16;
+
+/// A BFV set made, and its multiplication strategy once made.
+struct Kept {
+    bfv: Bfv,
+    par: Arc<BfvParameters>,
+    multiplicator: Arc<OnceLock<Multiplicator>>,
+}
+
+/// The sets made so far.
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+/// `fhe`'s default multiplication of ciphertexts of `par` at level 0 (its extended basis
+/// and RNS scalers, 30 ms to make), relinearising with `rk`: made once for a set
+/// [`Bfv::build`] keeps, and copied. `fhe` makes it only from a relinearisation key: the
+/// kept one is made from a key of a throwaway secret, which `rk` replaces.
+pub fn multiplicator(par: &Arc<BfvParameters>, rk: &RelinearizationKey) -> Result<Multiplicator> {
+    let bfv = |e: fhe::Error| Error::Params(format!("BFV: {e}"));
+    let kept = (KEPT.lock().unwrap_or_else(PoisonError::into_inner).iter())
+        .find(|k| Arc::ptr_eq(&k.par, par))
+        .map(|k| k.multiplicator.clone());
+    let Some(kept) = kept else {
+        return Multiplicator::default(rk).map_err(bfv);
+    };
+    if kept.get().is_none() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+        let throwaway = SecretKey::random(par, &mut rng);
+        let made =
+            Multiplicator::default(&RelinearizationKey::new(&throwaway, &mut rng).map_err(bfv)?)
+                .map_err(bfv)?;
+        // Another thread may have made it meanwhile: the same either way.
+        let _ = kept.set(made);
+    }
+    let mut multiplicator = kept.get().expect("made above").clone();
+    multiplicator.enable_relinearization(rk).map_err(bfv)?;
+    Ok(multiplicator)
 }
 
 #[cfg(test)]

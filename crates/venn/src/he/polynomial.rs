@@ -11,11 +11,13 @@
 //! computes from a query's sources by a [`PowersDag`]. Every ciphertext is at level 0;
 //! the caller switches the result down before sending it.
 
+use super::params::multiplicator;
 use super::powers::PowersDag;
 use crate::{Error, Result};
-use fhe::bfv::{dot_product_scalar, Ciphertext, Multiplicator, Plaintext, RelinearizationKey};
+use fhe::bfv::{dot_product_scalar, BfvParameters, Ciphertext, Plaintext, RelinearizationKey};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The powers of x an evaluation of degree `degree` with low degree ℓ = `low` needs:
 /// 1…ℓ and the multiples of ℓ + 1 up to the degree.
@@ -27,12 +29,13 @@ pub fn targets(degree: u32, low: u32) -> Vec<u32> {
 }
 
 /// The powers of x that `dag` computes, from the ciphertexts of its sources (`sources`:
-/// each source power's ciphertext, at level 0), by products relinearised with `rk`: the
-/// products of each depth run on the current rayon pool.
+/// each source power's ciphertext of `par`, at level 0), by products relinearised with
+/// `rk`: the products of each depth run on the current rayon pool.
 pub fn powers(
     dag: &PowersDag,
     sources: Vec<(u32, Ciphertext)>,
     rk: &RelinearizationKey,
+    par: &Arc<BfvParameters>,
 ) -> Result<HashMap<u32, Ciphertext>> {
     let mut have: HashMap<u32, Ciphertext> = sources.into_iter().collect();
     if let Some(missing) = dag.sources().iter().find(|s| !have.contains_key(s)) {
@@ -40,7 +43,7 @@ pub fn powers(
             "no ciphertext of the source power {missing}"
         )));
     }
-    let multiplicator = Multiplicator::default(rk).map_err(bfv)?;
+    let multiplicator = multiplicator(par, rk)?;
     let steps = dag.steps();
     let mut at = 0;
     while at < steps.len() {
@@ -208,7 +211,7 @@ mod tests {
                 (s, encrypt(&xs, &mut rng))
             })
             .collect();
-        let xs = powers(&dag, sent, &rk).unwrap();
+        let xs = powers(&dag, sent, &rk, &par).unwrap();
         let encode = |coefficients: &[Vec<u64>]| -> Vec<Plaintext> {
             (coefficients.iter())
                 .map(|c| Plaintext::try_encode(c, Encoding::simd(), &par).unwrap())

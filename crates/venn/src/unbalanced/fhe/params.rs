@@ -25,7 +25,10 @@
 //! a client asking of a few keys takes a set made for them (at 2^20 items a single key
 //! takes one bundle and up to 256 keys four, each a quarter of the upload, where the
 //! 4,096-item set takes 30 bundles); [`for_sizes`] is the one a query of a given size
-//! takes.
+//! takes. A dataset declared for fewer keys takes sets of lower degree: a query's work is
+//! about the powers it needs plus a Paterson–Stockmeyer block product a bundle (about
+//! 2√d + B·√d products), so up to 2^19 keys a single key is cheaper at d = 98 in several
+//! bundles (at 2^16, 23 products where d = 782 takes 77), and up to 2^17 so are 256.
 
 use crate::he::params::Bfv;
 use crate::he::powers::PowersDag;
@@ -75,7 +78,24 @@ pub fn sets() -> Vec<FheSet> {
         plain,
         moduli: moduli.to_vec(),
     };
+    // V1M-4096's evaluation shape (BFV set, d, ℓ, sources) in one bundle index, for
+    // datasets declared small: single keys up to 2^19 (five bundles: 63 products where
+    // V16M-1 takes 77), up to 256 keys up to 2^17 (four bundles: 53).
+    let small = |name, hashes, max_query, max_items| FheSet {
+        name,
+        bfv: bfv(t16, &[56, 56, 56, 50]),
+        hashes,
+        felts: 6,
+        indices: 1,
+        degree: 98,
+        low: 8,
+        sources: vec![1, 3, 4, 9, 27],
+        max_query,
+        max_items,
+    };
     vec![
+        small("V512K-1", 1, 1, 1 << 19),
+        small("V128K-256", 3, 256, 1 << 17),
         FheSet {
             name: "V1M-4096",
             bfv: bfv(t16, &[56, 56, 56, 50]),
@@ -349,6 +369,9 @@ mod tests {
                 .collect()
         };
         assert_eq!(names(1 << 20, 4096), ["V16M-1", "V16M-256", "V1M-4096"]);
+        assert_eq!(names(1 << 17, 4096), ["V512K-1", "V128K-256", "V1M-4096"]);
+        assert_eq!(names(1 << 18, 256), ["V512K-1", "V16M-256"]);
+        assert_eq!(names(1 << 19, 1), ["V512K-1"]);
         assert_eq!(names(1 << 20, 1), ["V16M-1"]);
         assert_eq!(names(1 << 20, 200), ["V16M-1", "V16M-256"]);
         assert_eq!(names(1 << 24, 300), ["V16M-1", "V16M-256", "V16M-4096"]);
@@ -396,7 +419,7 @@ mod tests {
                 })
                 .collect();
             let dag = PowersDag::new(&set.sources, &targets(set.degree, set.low)).unwrap();
-            let xs = powers(&dag, sent, &rk).unwrap();
+            let xs = powers(&dag, sent, &rk, &par).unwrap();
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();

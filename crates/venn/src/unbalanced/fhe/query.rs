@@ -128,7 +128,7 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
     }
     let dag = PowersDag::new(&set.sources, &db.targets())?;
     let powers = (request.indices.par_iter())
-        .map(|sources| powers(&dag, sources.clone(), &request.rk))
+        .map(|sources| powers(&dag, sources.clone(), &request.rk, par))
         .collect::<Result<Vec<_>>>()?;
     // Every bundle of every index, on the pool together (an index may hold most of them).
     let bundles: Vec<(usize, usize)> = (0..powers.len())
@@ -211,27 +211,12 @@ fn bfv(e: fhe::Error) -> Error {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::he::params::Bfv;
     use crate::unbalanced::fhe::database::random_hashes;
 
-    /// V1M-4096's shape with one bundle index.
+    /// V128K-256: V1M-4096's shape with one bundle index.
     pub(crate) fn small_set() -> FheSet {
-        FheSet {
-            name: "test",
-            bfv: Bfv {
-                degree: 8192,
-                plain: 65537,
-                moduli: vec![56, 56, 56, 50],
-            },
-            hashes: 3,
-            felts: 6,
-            indices: 1,
-            degree: 98,
-            low: 8,
-            sources: vec![1, 3, 4, 9, 27],
-            max_query: 256,
-            max_items: 1 << 16,
-        }
+        let mut sets = crate::unbalanced::fhe::params::sets().into_iter();
+        sets.find(|s| s.name == "V128K-256").unwrap()
     }
 
     /// A query of members and non-members finds exactly the members, through inserts and
