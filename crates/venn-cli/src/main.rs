@@ -323,6 +323,10 @@ struct BenchCli {
     /// for each (comma-separated); the server's sizes are --log2n.
     #[arg(long, value_delimiter = ',', default_value = "1,256,4096")]
     client_items: Vec<usize>,
+    /// With `--protocol ub-fhe`: each server key carries a label of this many bytes (1 to
+    /// 64), and every match's label is checked.
+    #[arg(long)]
+    label_bytes: Option<u8>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -594,6 +598,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
                 threads,
                 repeat: b.repeat,
                 json: b.json,
+                label_bytes: b.label_bytes,
             },
             _ => {
                 return Err(Error::Usage(format!(

@@ -532,7 +532,8 @@ fn mistakes_are_refused_cleanly() {
 
 /// `venn bench --protocol ub-cache` builds, syncs, queries and updates, every answer
 /// checked, and says what it measured; it refuses to mix with other protocols. So does
-/// `--protocol ub-fhe`, its database built, read back, updated and queried.
+/// `--protocol ub-fhe`, its database built, read back, updated and queried, with labels
+/// too (`--label-bytes`, ub-fhe's alone).
 #[test]
 fn the_benchmark_checks_every_answer() {
     let out = venn()
@@ -576,6 +577,41 @@ fn the_benchmark_checks_every_answer() {
         ],
         "each query takes the set of the smallest cap it fits"
     );
+    // Labeled: every match's label checked, and its parts come down.
+    let out = venn()
+        .args(["bench", "--protocol", "ub-fhe", "--log2n", "11"])
+        .args([
+            "--client-items",
+            "1",
+            "--repeat",
+            "1",
+            "--label-bytes",
+            "64",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_success(&[&out]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &json["ub_fhe"][0];
+    assert_eq!(
+        (&row["verified"], &row["label_bytes"]),
+        (&true.into(), &64.into())
+    );
+    assert!(row["query_down_bytes"].as_u64() > rows[0]["query_down_bytes"].as_u64());
+    let cache = venn()
+        .args([
+            "bench",
+            "--protocol",
+            "ub-cache",
+            "--log2n",
+            "11",
+            "--label-bytes",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert_clean_failure(&cache, "ub-fhe's");
 }
 
 /// What `venn ub` with `args` says once its answer is from `version` (the server

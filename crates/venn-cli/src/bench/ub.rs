@@ -33,6 +33,8 @@ pub(crate) struct UbOptions<'a> {
     pub threads: usize,
     pub repeat: usize,
     pub json: bool,
+    /// ℓ: the bytes of each server key's label (`ub-fhe` only), if they carry labels.
+    pub label_bytes: Option<u8>,
 }
 
 /// One row.
@@ -98,6 +100,11 @@ pub(super) fn key(i: u64) -> Vec<u8> {
 }
 
 pub(crate) fn bench_ub(o: &UbOptions) -> Result<()> {
+    if o.label_bytes.is_some() {
+        return Err(Failure::Bench(
+            "--label-bytes is ub-fhe's (ub-cache's benchmark is unlabeled)".into(),
+        ));
+    }
     if o.client_items.contains(&0) {
         return Err(Failure::Bench("--client-items are at least 1".into()));
     }
@@ -180,10 +187,26 @@ impl Server {
     }
 }
 
+/// The label of key `i`, of `bytes` bytes: its key's characters backwards, repeated.
+pub(super) fn label(i: u64, bytes: u8) -> Vec<u8> {
+    let key = key(i);
+    key.iter()
+        .rev()
+        .cycle()
+        .take(usize::from(bytes))
+        .copied()
+        .collect()
+}
+
 /// A query of `m` keys against the benchmark's set of 2^k keys `n` after its update:
 /// half in the set (keys [`UPDATE_OPS`].. and the inserted ones), half not; the keys,
-/// and which are in it.
-pub(super) fn probes(n: u64, m: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
+/// and what a query finds of each: its label (of `label_bytes`; empty unlabeled) where
+/// the set holds it.
+pub(super) fn probes(
+    n: u64,
+    m: usize,
+    label_bytes: Option<u8>,
+) -> (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>) {
     let ids: Vec<u64> = (0..m as u64)
         .map(|i| match i % 2 {
             0 => u64::from(UPDATE_OPS) + (i / 2) % (n - u64::from(UPDATE_OPS)),
@@ -191,18 +214,21 @@ pub(super) fn probes(n: u64, m: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
         })
         .collect();
     let keys = ids.iter().map(|&i| key(i)).collect();
-    (keys, ids.iter().map(|&i| i < 1 << 40).collect())
+    let found = (ids.iter())
+        .map(|&i| (i < 1 << 40).then(|| label_bytes.map_or(Vec::new(), |b| label(i, b))))
+        .collect();
+    (keys, found)
 }
 
 /// What a query found: each key's label if the dataset holds it.
 type Found = venn::Result<Vec<Option<Vec<u8>>>>;
 
 /// `repeat` sessions with `server`, each asking `query`: the median's seconds and bytes
-/// sent and received, and whether every answer's matches were `expected`.
+/// sent and received, and whether every answer was `expected` (matches and labels).
 pub(super) fn timed_queries(
     server: &Server,
     repeat: usize,
-    expected: &[bool],
+    expected: &[Option<Vec<u8>>],
     query: &mut dyn FnMut(&mut Session<'_>) -> Found,
 ) -> Result<(f64, u64, u64, bool)> {
     let mut runs = Vec::new();
@@ -214,7 +240,7 @@ pub(super) fn timed_queries(
         let found = query(&mut session)?;
         session.close()?;
         let seconds = start.elapsed().as_secs_f64();
-        verified &= (found.iter().map(Option::is_some)).eq(expected.iter().copied());
+        verified &= found == expected;
         let traffic = chan.traffic();
         runs.push((seconds, traffic.sent, traffic.received));
     }
@@ -285,7 +311,7 @@ fn measure(
 
     let mut rows = Vec::new();
     for &m in o.client_items {
-        let (owned, expected) = probes(n, m);
+        let (owned, expected) = probes(n, m, None);
         let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let (query_s, up, down, verified) =
             timed_queries(&server, o.repeat, &expected, &mut |session| {

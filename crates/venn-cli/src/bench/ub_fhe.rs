@@ -6,7 +6,8 @@
 //! and 1,000 deletes applied to them as a delta; then for each client size m,
 //! `--repeat` queries (each a session of its own: connect, describe, the OPRF round, the
 //! encrypted query of the set its keys take, its answer), half of the keys in the set,
-//! every answer checked against the known one.
+//! every answer checked against the known one (with `--label-bytes`, each server key
+//! carries a label of that many bytes, and every match's label is checked too).
 //!
 //! The server answers on a pool of all the cores; the client runs on `--threads`
 //! threads. Reported per (n, m): the set taken and its bundles, the median query's time
@@ -15,7 +16,7 @@
 //! it to every database) and bytes an operation.
 
 use super::table::{self, TableRow};
-use super::ub::{key, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};
+use super::ub::{key, label, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};
 use crate::failure::{Failure, Result};
 use serde::Serialize;
 use std::sync::Arc;
@@ -23,11 +24,12 @@ use std::time::Instant;
 use venn::crypto::oprf::{Mode, ServerKey};
 use venn::crypto::Prg;
 use venn::session::run_plan::KeyForm;
-use venn::unbalanced::cache::CacheServer;
+use venn::unbalanced::cache::{CacheServer, UpdateLabels};
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
 use venn::unbalanced::fhe::params::classes;
 use venn::unbalanced::fhe::session::set_named;
-use venn::unbalanced::link::{fhe_offer_for, FheOffer, Published};
+use venn::unbalanced::labels::MAX_LABEL;
+use venn::unbalanced::link::{fhe_offer_for, FheOffer, Published, PublishedLabels};
 
 /// One row.
 #[derive(Serialize, Clone, Debug)]
@@ -35,6 +37,7 @@ pub(super) struct FheRow {
     pub log2n: u32,
     pub client_items: usize,
     pub client_threads: usize,
+    pub label_bytes: u8,
     pub set: String,
     pub bundles: u64,
     pub build_s: f64,
@@ -86,6 +89,13 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
             "--client-items of ub-fhe are 1 to 4,096 (a set's query cap)".into(),
         ));
     }
+    if o.label_bytes
+        .is_some_and(|b| b == 0 || usize::from(b) > MAX_LABEL)
+    {
+        return Err(Failure::Bench(format!(
+            "--label-bytes of ub-fhe are 1 to {MAX_LABEL}"
+        )));
+    }
     if let Some(k) = o.log2ns.iter().find(|&&k| !(11..=29).contains(&k)) {
         return Err(Failure::Bench(format!(
             "--log2n {k}: ub-fhe's benchmark takes sets of 2^11 to 2^29 keys (its update \
@@ -114,7 +124,7 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     }
     let mut rows = Vec::new();
     for &log2n in o.log2ns {
-        let built = build(log2n, &server_pool)?;
+        let built = build(log2n, o.label_bytes, &server_pool)?;
         for &m in o.client_items {
             let row = measure(o, (log2n, &built), m, &client_pool)?;
             table::keep(vec![row], o.json, &mut rows)?;
@@ -144,12 +154,18 @@ struct Built {
     delta_bytes_per_op: f64,
 }
 
-/// The dataset of 2^`log2n` keys.
-fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
+/// The dataset of 2^`log2n` keys, each with a label of `label_bytes` if given.
+fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -> Result<Built> {
     let n = 1u64 << log2n;
     let sets = classes(n, 4096)?;
     let owned: Vec<Vec<u8>> = (0..n).map(key).collect();
     let items: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    let labels: Vec<Vec<u8>> = match label_bytes {
+        Some(bytes) => (0..n).map(|i| label(i, bytes)).collect(),
+        None => Vec::new(),
+    };
+    let label_refs: Vec<&[u8]> = labels.iter().map(Vec::as_slice).collect();
+    let labeled = |refs| label_bytes.map(|bytes| (refs, bytes));
     let mut prg = Prg::from_entropy();
     let secret = ServerKey::random(Mode::Voprf, &mut prg);
     let outputs = server_pool.install(|| {
@@ -159,19 +175,20 @@ fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
         }
         Ok::<_, venn::Error>(all)
     })?;
-    let held = entries(&outputs, None, &mut prg)?;
+    let held = entries(&outputs, labeled(&label_refs[..]), &mut prg)?;
     drop(outputs);
     let seed = prg.block();
     let (mut build_s, mut load_s, mut database_bytes) = (0.0, 0.0, 0);
     let mut datasets = Vec::new();
     for set in sets {
         let start = Instant::now();
-        let dataset = server_pool.install(|| FheDataset::build(set.clone(), seed, &held, None))?;
+        let dataset =
+            server_pool.install(|| FheDataset::build(set.clone(), seed, &held, label_bytes))?;
         build_s += start.elapsed().as_secs_f64();
         let bytes = dataset.to_bytes();
         drop(dataset);
         let start = Instant::now();
-        datasets.push(FheDataset::from_bytes(set, seed, None, 0, &bytes)?);
+        datasets.push(FheDataset::from_bytes(set, seed, label_bytes, 0, &bytes)?);
         load_s += start.elapsed().as_secs_f64();
         database_bytes += bytes.len() as u64;
     }
@@ -183,7 +200,16 @@ fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
         .chain((0..u64::from(UPDATE_OPS)).map(key))
         .collect();
     let refs: Vec<&[u8]> = changed.iter().map(Vec::as_slice).collect();
-    let changed = entries(&secret.evaluate_all(&refs)?, None, &mut prg)?;
+    let inserted_labels: Vec<Vec<u8>> = (0..u64::from(UPDATE_OPS))
+        .map(|i| label_bytes.map_or(Vec::new(), |bytes| label(n + i, bytes)))
+        .chain((0..UPDATE_OPS).map(|_| label_bytes.map_or(Vec::new(), |b| vec![0; b.into()])))
+        .collect();
+    let inserted_refs: Vec<&[u8]> = inserted_labels.iter().map(Vec::as_slice).collect();
+    let changed = entries(
+        &secret.evaluate_all(&refs)?,
+        labeled(&inserted_refs[..]),
+        &mut prg,
+    )?;
     let (inserts, deletes) = changed.split_at(UPDATE_OPS as usize);
     let delta = FheDelta {
         from: 0,
@@ -199,11 +225,28 @@ fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
         .collect::<Result<Vec<_>>>()?;
     let update_us_per_op = start.elapsed().as_secs_f64() * 1e6 / f64::from(2 * UPDATE_OPS);
 
-    // The tags are the OPRF server's: built once more, not served.
-    let cache = server_pool.install(|| CacheServer::new(secret, 0, &items, 2 * n, 4096))?;
-    let mut cache = cache;
+    // The tags are the OPRF server's: built once more, not served; a labeled dataset's
+    // label table tells its label length.
+    let (mut cache, table) = server_pool.install(|| match label_bytes {
+        Some(bytes) => CacheServer::labeled(secret, 0, &items, &label_refs, bytes, 2 * n, 4096)
+            .map(|(cache, table)| (cache, Some(table))),
+        None => CacheServer::new(secret, 0, &items, 2 * n, 4096).map(|cache| (cache, None)),
+    })?;
+    drop(label_refs);
+    drop(labels);
     let (ins, del) = refs.split_at(UPDATE_OPS as usize);
-    cache.update(ins, del, None)?;
+    let update_labels = UpdateLabels {
+        inserts: &inserted_refs[..UPDATE_OPS as usize],
+        relabels: &[],
+    };
+    let label_delta = cache
+        .update(ins, del, label_bytes.map(|_| update_labels))?
+        .1;
+    let published_labels = table.map(|table| PublishedLabels {
+        version: 0,
+        table: table.wire().to_vec(),
+        deltas: label_delta.iter().map(|d| d.to_bytes()).collect(),
+    });
     drop(items);
     drop(owned);
     let form = KeyForm {
@@ -212,7 +255,8 @@ fn build(log2n: u32, server_pool: &rayon::ThreadPool) -> Result<Built> {
         columns: 1,
         any: false,
     };
-    let published = Published::new(cache, form, vec![], None)?.with_fhe(datasets, false)?;
+    let published = Published::new(cache, form, vec![], published_labels)?;
+    let published = published.with_fhe(datasets, false)?;
     let offers = published.description().fhe;
     let server = Server::start(
         published,
@@ -238,7 +282,7 @@ fn measure(
     client_pool: &rayon::ThreadPool,
 ) -> Result<FheRow> {
     let n = 1u64 << log2n;
-    let (owned, expected) = probes(n, m);
+    let (owned, expected) = probes(n, m, o.label_bytes);
     let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
     let mut prg = Prg::from_entropy();
     let (query_s, up, down, verified) =
@@ -253,6 +297,7 @@ fn measure(
         log2n,
         client_items: m,
         client_threads: o.threads,
+        label_bytes: o.label_bytes.unwrap_or(0),
         set,
         bundles: u64::from(bundles) * u64::from(indices),
         build_s: built.build_s,
