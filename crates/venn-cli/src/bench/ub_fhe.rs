@@ -202,21 +202,18 @@ fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -
     let refs: Vec<&[u8]> = changed.iter().map(Vec::as_slice).collect();
     let inserted_labels: Vec<Vec<u8>> = (0..u64::from(UPDATE_OPS))
         .map(|i| label_bytes.map_or(Vec::new(), |bytes| label(n + i, bytes)))
-        .chain((0..UPDATE_OPS).map(|_| label_bytes.map_or(Vec::new(), |b| vec![0; b.into()])))
         .collect();
     let inserted_refs: Vec<&[u8]> = inserted_labels.iter().map(Vec::as_slice).collect();
-    let changed = entries(
-        &secret.evaluate_all(&refs)?,
-        labeled(&inserted_refs[..]),
-        &mut prg,
-    )?;
-    let (inserts, deletes) = changed.split_at(UPDATE_OPS as usize);
+    let outputs = secret.evaluate_all(&refs)?;
+    let (inserted, deleted) = outputs.split_at(UPDATE_OPS as usize);
+    let inserts = entries(inserted, labeled(&inserted_refs[..]), &mut prg)?;
+    let deletes = entries(deleted, None, &mut prg)?;
     let delta = FheDelta {
         from: 0,
         to: 1,
         removes: deletes.iter().map(|(hash, _)| *hash).collect(),
         relabels: Vec::new(),
-        inserts: inserts.to_vec(),
+        inserts,
     };
     let delta_bytes_per_op = delta.to_bytes().len() as f64 / f64::from(2 * UPDATE_OPS);
     let start = Instant::now();
@@ -236,7 +233,7 @@ fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -
     drop(labels);
     let (ins, del) = refs.split_at(UPDATE_OPS as usize);
     let update_labels = UpdateLabels {
-        inserts: &inserted_refs[..UPDATE_OPS as usize],
+        inserts: &inserted_refs,
         relabels: &[],
     };
     let label_delta = cache
