@@ -65,9 +65,13 @@ impl TableRow for FheRow {
 
     fn print(&self) {
         out!(
-            "{:>5} {:>6} {:>10} {:>7} {:>8.2} {:>9.1} {:>7.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>4}",
+            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8.2} {:>9.1} {:>7.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>4}",
             format!("2^{}", self.log2n),
             self.client_items,
+            match self.label_bytes {
+                0 => "-".to_owned(),
+                bytes => bytes.to_string(),
+            },
             self.set,
             self.bundles,
             self.build_s,
@@ -106,9 +110,10 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     let client_pool = pool(o.threads)?;
     if !o.json {
         out!(
-            "{:>5} {:>6} {:>10} {:>7} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>4}",
+            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>4}",
             "n",
             "m",
+            "label B",
             "set",
             "bundles",
             "build s",
