@@ -223,6 +223,22 @@ fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).unwrap().count()
 }
 
+/// `venn` with SIGINT's default action, whatever this process's is: a shell without job
+/// control starts a background command with SIGINT ignored, and venn keeps a signal
+/// ignored when it started so (as `nohup` users expect), where Ctrl-C would reach it.
+fn interruptible() -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = venn();
+    // SAFETY: signal(2) is async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    command
+}
+
 /// Sends SIGINT (Ctrl-C) to a child of ours.
 fn interrupt(child: &std::process::Child) {
     // SAFETY: kill(2) on the id of a child we started and have not waited for.
@@ -270,7 +286,8 @@ fn a_stopped_bucketed_run_leaves_no_bucket_folder() {
             &party(&r, &r_buckets),
         ]
         .concat();
-        spawn_listening(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_listening_from(interruptible(), &args)
     };
 
     let (waiting, _) = receiver();
@@ -281,7 +298,7 @@ fn a_stopped_bucketed_run_leaves_no_bucket_folder() {
     assert_eq!(entries(&r_buckets), 0, "removed while waiting for the peer");
 
     let (running, addr) = receiver();
-    let sender = venn()
+    let sender = interruptible()
         .arg("send")
         .args(party(&s, &s_buckets))
         .args(["--connect", &addr])
