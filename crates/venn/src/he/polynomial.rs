@@ -66,17 +66,19 @@ pub fn powers(
     Ok(have)
 }
 
-/// The polynomial whose coefficient j is `coefficients[j]` (plaintexts at level 0, the
-/// degree their count less one, at least 1), evaluated at x by Paterson–Stockmeyer with
-/// low degree `low`, from x's `powers` (every one of [`targets`]); relinearised with `rk`.
-/// Its blocks run on the current rayon pool.
+/// The polynomial of degree `degree` (at least 1) whose coefficient j is the plaintext
+/// `coefficient(j)` (at level 0), evaluated at x by Paterson–Stockmeyer with low degree
+/// `low`, from x's `powers` (every one of [`targets`]); relinearised with `rk`. Its blocks
+/// run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it runs:
+/// a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
+/// gigabytes: about 0.3 MB each at N = 8,192 in NTT form).
 pub fn evaluate(
-    coefficients: &[Plaintext],
+    degree: u32,
+    coefficient: &(dyn Fn(usize) -> Result<Plaintext> + Sync),
     low: u32,
     powers: &HashMap<u32, Ciphertext>,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext> {
-    let degree = coefficients.len().saturating_sub(1) as u32;
     if degree == 0 || low == 0 {
         return Err(Error::Usage(format!(
             "a polynomial of degree {degree} with low degree {low}: both at least 1"
@@ -97,17 +99,17 @@ pub fn evaluate(
             let first = (i * step) as usize;
             let last = (first + low as usize).min(degree as usize);
             let terms = first + 1..=last;
-            let constant = &coefficients[first];
+            let constant = coefficient(first)?;
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
-                return Ok((power(i * step)? * constant, false));
+                return Ok((power(i * step)? * &constant, false));
             }
             let lows = (1..=terms.clone().count() as u32)
                 .map(power)
                 .collect::<Result<Vec<_>>>()?;
-            let mut inner =
-                dot_product_scalar(lows.into_iter(), coefficients[terms].iter()).map_err(bfv)?;
-            inner += constant;
+            let terms = terms.map(coefficient).collect::<Result<Vec<_>>>()?;
+            let mut inner = dot_product_scalar(lows.into_iter(), terms.iter()).map_err(bfv)?;
+            inner += &constant;
             match i {
                 0 => Ok((inner, false)),
                 i => Ok((&inner * power(i * step)?, true)),
@@ -212,10 +214,13 @@ mod tests {
             })
             .collect();
         let xs = powers(&dag, sent, &rk, &par).unwrap();
-        let encode = |coefficients: &[Vec<u64>]| -> Vec<Plaintext> {
-            (coefficients.iter())
-                .map(|c| Plaintext::try_encode(c, Encoding::simd(), &par).unwrap())
-                .collect()
+        // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
+        let eval = |coefficients: &[Vec<u64>], xs: &HashMap<u32, Ciphertext>| {
+            let encode = |j: usize| {
+                Plaintext::try_encode(&coefficients[j], Encoding::simd(), &par).map_err(bfv)
+            };
+            let degree = coefficients.len().saturating_sub(1) as u32;
+            evaluate(degree, &encode, low, xs, &rk)
         };
         let decrypt = |ct: &Ciphertext| -> Vec<u64> {
             let pt = sk.try_decrypt(ct).unwrap();
@@ -241,7 +246,7 @@ mod tests {
             }
             (0..=degree as usize).for_each(|k| coefficients[k][s] = poly[k]);
         }
-        let mut result = evaluate(&encode(&coefficients), low, &xs, &rk).unwrap();
+        let mut result = eval(&coefficients, &xs).unwrap();
         let expected = plain_eval(&coefficients, &x, t);
         result.switch_to_level(par.max_level()).unwrap();
         let got = decrypt(&result);
@@ -254,17 +259,11 @@ mod tests {
         let short: Vec<Vec<u64>> = (0..=40)
             .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
             .collect();
-        let result = evaluate(&encode(&short), low, &xs, &rk).unwrap();
+        let result = eval(&short, &xs).unwrap();
         assert_eq!(decrypt(&result), plain_eval(&short, &x, t));
-        assert!(
-            evaluate(&encode(&short[..1]), low, &xs, &rk).is_err(),
-            "degree 0"
-        );
+        assert!(eval(&short[..1], &xs).is_err(), "degree 0");
         let mut fewer = xs.clone();
         fewer.remove(&18);
-        assert!(
-            evaluate(&encode(&short), low, &fewer, &rk).is_err(),
-            "x^18 missing"
-        );
+        assert!(eval(&short, &fewer).is_err(), "x^18 missing");
     }
 }

@@ -79,36 +79,85 @@ fn pow_mod(a: u32, mut e: u32, t: u32) -> u32 {
     result
 }
 
+/// `a + b mod t` for a, b < t (t < 2^31, as every set's is: below 2^24).
+fn add_mod(a: u32, b: u32, t: u32) -> u32 {
+    let sum = a + b;
+    if sum >= t {
+        sum - t
+    } else {
+        sum
+    }
+}
+
+/// `a − b mod t` for a, b < t.
+fn sub_mod(a: u32, b: u32, t: u32) -> u32 {
+    add_mod(a, t - b, t)
+}
+
+/// Multiplication mod t by a fixed w < t, Shoup's way (the NTT libraries' `MulShoup`):
+/// with w′ = ⌊w · 2^32 / t⌋ made once, w·x mod t for x < t is w·x − ⌊w′·x / 2^32⌋·t,
+/// which is below 2t, less t if need be — a multiply-high instead of a division in the
+/// O(d) loops of every insert, delete and relabel (8 label parts' polynomials each).
+#[derive(Clone, Copy)]
+struct Times {
+    w: u32,
+    shoup: u32,
+    t: u32,
+}
+
+impl Times {
+    fn new(w: u32, t: u32) -> Times {
+        debug_assert!(w < t && t < 1 << 31);
+        let shoup = ((u64::from(w) << 32) / u64::from(t)) as u32;
+        Times { w, shoup, t }
+    }
+
+    /// `w · x mod t` for x < t.
+    fn of(self, x: u32) -> u32 {
+        let q = (u64::from(self.shoup) * u64::from(x)) >> 32;
+        let r = (u64::from(self.w) * u64::from(x)).wrapping_sub(q * u64::from(self.t)) as u32;
+        if r >= self.t {
+            r - self.t
+        } else {
+            r
+        }
+    }
+}
+
 /// `poly(x)` mod t.
 fn eval(poly: &[u32], x: u32, t: u32) -> u32 {
-    (poly.iter().rev()).fold(0, |acc, &c| {
-        ((u64::from(mul_mod(acc, x, t)) + u64::from(c)) % u64::from(t)) as u32
-    })
+    let x = Times::new(x, t);
+    (poly.iter().rev()).fold(0, |acc, &c| add_mod(x.of(acc), c, t))
 }
 
 /// `poly + c·other` mod t, `poly` grown to `other`'s length.
 fn add_multiple(poly: &mut Vec<u32>, c: u32, other: &[u32], t: u32) {
     poly.resize(poly.len().max(other.len()), 0);
+    let c = Times::new(c, t);
     for (p, &o) in poly.iter_mut().zip(other) {
-        *p = ((u64::from(*p) + u64::from(mul_mod(c, o, t))) % u64::from(t)) as u32;
+        *p = add_mod(*p, c.of(o), t);
     }
 }
 
-/// `(v − label(a)) / m(a)` mod t: the multiple of `m` that makes `label` take `v` at `a`
-/// (m(a) ≠ 0: `a` is not a root of `m`).
-fn correction(label: &[u32], m: &[u32], a: u32, v: u32, t: u32) -> u32 {
-    let delta =
-        ((u64::from(v) + u64::from(t) - u64::from(eval(label, a, t))) % u64::from(t)) as u32;
-    mul_mod(delta, pow_mod(eval(m, a, t), t - 2, t), t)
+/// `1 / m(a)` mod t, by Fermat (m(a) ≠ 0: `a` is not a root of `m`): one a felt, shared
+/// by its label parts' [`correction`]s.
+fn inverse_at(m: &[u32], a: u32, t: u32) -> u32 {
+    pow_mod(eval(m, a, t), t - 2, t)
+}
+
+/// `(v − label(a)) · inverse` mod t, `inverse` = 1 / m(a) ([`inverse_at`]): the multiple of
+/// `m` that makes `label` take `v` at `a`.
+fn correction(label: &[u32], inverse: u32, a: u32, v: u32, t: u32) -> u32 {
+    mul_mod(sub_mod(v, eval(label, a, t), t), inverse, t)
 }
 
 /// `poly · (x − root)` mod t.
 fn with_root(poly: &mut Vec<u32>, root: u32, t: u32) {
     poly.push(0);
+    let root = Times::new(root, t);
     for k in (0..poly.len()).rev() {
         let below = if k > 0 { poly[k - 1] } else { 0 };
-        poly[k] = ((u64::from(below) + u64::from(t) - u64::from(mul_mod(root, poly[k], t)))
-            % u64::from(t)) as u32;
+        poly[k] = sub_mod(below, root.of(poly[k]), t);
     }
 }
 
@@ -116,9 +165,9 @@ fn with_root(poly: &mut Vec<u32>, root: u32, t: u32) {
 fn without_root(poly: &mut Vec<u32>, root: u32, t: u32) {
     let degree = poly.len() - 1;
     let mut carry = poly[degree];
+    let root = Times::new(root, t);
     for k in (0..degree).rev() {
-        let next =
-            ((u64::from(poly[k]) + u64::from(mul_mod(root, carry, t))) % u64::from(t)) as u32;
+        let next = add_mod(poly[k], root.of(carry), t);
         poly[k] = carry;
         carry = next;
     }
@@ -266,7 +315,7 @@ impl Database {
                 without_root(&mut column.polys[k], a, t);
                 for part in &mut column.labels {
                     let top = part[k].last().copied().unwrap_or(0);
-                    add_multiple(&mut part[k], t - top, &column.polys[k], t);
+                    add_multiple(&mut part[k], sub_mod(0, top, t), &column.polys[k], t);
                     part[k].pop();
                 }
             }
@@ -283,56 +332,29 @@ impl Database {
             for (k, &a) in felts.iter().enumerate() {
                 let mut others = column.polys[k].clone();
                 without_root(&mut others, a, t);
+                let inverse = inverse_at(&others, a, t);
                 for (p, part) in column.labels.iter_mut().enumerate() {
-                    let c = correction(&part[k], &others, a, values[p][k], t);
+                    let c = correction(&part[k], inverse, a, values[p][k], t);
                     add_multiple(&mut part[k], c, &others, t);
                 }
             }
         }))
     }
 
-    /// The plaintexts of bundle `bundle` of index `index`: its matching polynomials' d + 1
-    /// (plaintext j holds every bin's coefficient j, 0 past its degree; slots past the
-    /// columns hold the constant 1, which no x makes 0), then each label part's d.
-    pub fn plaintexts(
-        &self,
-        index: u32,
-        bundle: usize,
-        par: &std::sync::Arc<BfvParameters>,
-    ) -> Result<Vec<Vec<Plaintext>>> {
+    /// Bundle `bundle` of index `index`, whose polynomials' plaintexts a query's
+    /// evaluation encodes as it goes ([`Bundle::plaintext`]).
+    pub fn bundle(&self, index: u32, bundle: usize) -> Result<Bundle<'_>> {
         if bundle >= self.bundles(index) {
             return Err(Error::Usage(format!("no bundle {bundle} of index {index}")));
         }
         let columns = self.set.columns() as usize;
-        let empty = empty_column(&self.set, self.parts);
         let stacks = &self.stacks[index as usize * columns..][..columns];
-        let bundle: Vec<&Column> = (stacks.iter())
-            .map(|stack| stack.get(bundle).map_or(&empty, |c| &**c))
-            .collect();
-        let (n, f, d) = (
-            par.degree(),
-            usize::from(self.set.felts),
-            self.set.degree as usize,
-        );
-        let encode = |count: usize, constant: u64, bin: &dyn Fn(&Column, usize) -> &[u32]| {
-            (0..count)
-                .map(|j| {
-                    let mut slots = vec![u64::from(j == 0) * constant; n];
-                    for (c, column) in bundle.iter().enumerate() {
-                        for k in 0..f {
-                            slots[f * c + k] = bin(column, k).get(j).map_or(0, |&v| u64::from(v));
-                        }
-                    }
-                    Plaintext::try_encode(&slots, Encoding::simd(), par)
-                        .map_err(|e| Error::Params(format!("BFV: {e}")))
-                })
-                .collect::<Result<Vec<_>>>()
-        };
-        let mut all = vec![encode(d + 1, 1, &|c, k| &c.polys[k])?];
-        for p in 0..self.parts {
-            all.push(encode(d, 0, &|c, k| &c.labels[p][k])?);
-        }
-        Ok(all)
+        Ok(Bundle {
+            db: self,
+            columns: (stacks.iter())
+                .map(|s| s.get(bundle).map(|c| &**c))
+                .collect(),
+        })
     }
 
     /// The polynomials' low degree and the powers evaluating them needs.
@@ -461,6 +483,47 @@ const DATABASE_MAGIC: &[u8] = b"venn ub-fhe db 1";
 /// sets (2^29 items / d = 4,000: 134,218).
 const MAX_BUNDLES: usize = 1 << 18;
 
+/// A bundle of a [`Database`]: its columns (none where a location has fewer bundles),
+/// whose bins' polynomials are the plaintexts' slots (CLR17 §4).
+pub struct Bundle<'a> {
+    db: &'a Database,
+    columns: Vec<Option<&'a Column>>,
+}
+
+impl Bundle<'_> {
+    /// Its polynomials: the matching polynomial, then each label part's (1 + P).
+    pub fn polynomials(&self) -> usize {
+        1 + self.db.parts
+    }
+
+    /// The degree of polynomial `p`: d for the matching one (monic, d + 1 coefficients),
+    /// d − 1 for a label part's.
+    pub fn degree(&self, p: usize) -> u32 {
+        self.db.set.degree - u32::from(p > 0)
+    }
+
+    /// Plaintext `j` of polynomial `p` (of [`Bundle::polynomials`]): every bin's
+    /// coefficient j, 0 past its degree. A slot of no column — past the columns, or a
+    /// column this bundle lacks — holds the matching polynomial 1, which no x makes 0, and
+    /// label polynomials 0.
+    pub fn plaintext(&self, p: usize, j: usize, par: &Arc<BfvParameters>) -> Result<Plaintext> {
+        let f = usize::from(self.db.set.felts);
+        let mut slots = vec![u64::from(p == 0 && j == 0); par.degree()];
+        for (c, column) in self.columns.iter().enumerate() {
+            let Some(column) = column else { continue };
+            for k in 0..f {
+                let bin = match p {
+                    0 => &column.polys[k],
+                    p => &column.labels[p - 1][k],
+                };
+                slots[f * c + k] = bin.get(j).map_or(0, |&v| u64::from(v));
+            }
+        }
+        Plaintext::try_encode(&slots, Encoding::simd(), par)
+            .map_err(|e| Error::Params(format!("BFV: {e}")))
+    }
+}
+
 /// A column holding nothing: f matching polynomials 1, and P empty label polynomials each.
 fn empty_column(set: &FheSet, parts: usize) -> Column {
     let f = usize::from(set.felts);
@@ -510,9 +573,12 @@ fn add_to(stack: &mut Vec<Arc<Column>>, set: &FheSet, hash: u128, values: &[Vec<
     let column = Arc::make_mut(&mut stack[at]);
     column.items.push(hash);
     for (k, &a) in felts.iter().enumerate() {
-        for (p, part) in column.labels.iter_mut().enumerate() {
-            let c = correction(&part[k], &column.polys[k], a, values[p][k], t);
-            add_multiple(&mut part[k], c, &column.polys[k], t);
+        if parts > 0 {
+            let inverse = inverse_at(&column.polys[k], a, t);
+            for (p, part) in column.labels.iter_mut().enumerate() {
+                let c = correction(&part[k], inverse, a, values[p][k], t);
+                add_multiple(&mut part[k], c, &column.polys[k], t);
+            }
         }
         with_root(&mut column.polys[k], a, t);
     }
@@ -564,6 +630,31 @@ mod tests {
             .iter()
             .for_each(|&r| with_root(&mut fresh, r, t));
         assert_eq!(poly, fresh);
+    }
+
+    /// Shoup's multiplication and the additions agree with the division's, for the sets'
+    /// moduli (16, 20 and 24 bits) and the edges (0, 1, t − 1).
+    #[test]
+    fn shoup_products_are_the_divisions() {
+        let mut prg = Prg::from_seed(Block::from(4));
+        for t in [65537u32, 1_032_193, 16_515_073, (1 << 31) - 1] {
+            let mut values: Vec<u32> = vec![0, 1, t - 1, t - 2];
+            values.extend((0..200).map(|_| prg.below(u64::from(t)) as u32));
+            for &w in &values {
+                let times = Times::new(w, t);
+                for &x in &values {
+                    assert_eq!(times.of(x), mul_mod(w, x, t), "{w} · {x} mod {t}");
+                    assert_eq!(
+                        add_mod(w, x, t),
+                        ((u64::from(w) + u64::from(x)) % u64::from(t)) as u32
+                    );
+                    assert_eq!(
+                        sub_mod(w, x, t),
+                        ((u64::from(w) + u64::from(t - x)) % u64::from(t)) as u32
+                    );
+                }
+            }
+        }
     }
 
     /// A database built in parallel holds what inserting the items one by one makes,

@@ -423,10 +423,10 @@ mod tests {
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();
-            let plaintexts: Vec<Plaintext> = (coefficients.iter())
-                .map(|c| Plaintext::try_encode(c, Encoding::simd(), &par).unwrap())
-                .collect();
-            let mut result = evaluate(&plaintexts, set.low, &xs, &rk).unwrap();
+            let encode = |j: usize| {
+                Ok(Plaintext::try_encode(&coefficients[j], Encoding::simd(), &par).unwrap())
+            };
+            let mut result = evaluate(set.degree, &encode, set.low, &xs, &rk).unwrap();
             result.switch_to_level(par.max_level()).unwrap();
             let decrypted = sk.try_decrypt(&result).unwrap();
             let got = Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap();

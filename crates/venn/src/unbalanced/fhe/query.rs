@@ -136,10 +136,12 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
         .collect();
     let results = (bundles.par_iter())
         .map(|&(index, bundle)| {
-            let polynomials = db.plaintexts(index as u32, bundle, par)?;
-            (polynomials.iter())
-                .map(|coefficients| {
-                    let mut result = evaluate(coefficients, set.low, &powers[index], &request.rk)?;
+            let bundle = db.bundle(index as u32, bundle)?;
+            (0..bundle.polynomials())
+                .map(|p| {
+                    let coefficient = |j| bundle.plaintext(p, j, par);
+                    let (degree, powers) = (bundle.degree(p), &powers[index]);
+                    let mut result = evaluate(degree, &coefficient, set.low, powers, &request.rk)?;
                     result.switch_to_level(par.max_level()).map_err(bfv)?;
                     Ok(result)
                 })
