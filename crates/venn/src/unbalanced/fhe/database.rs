@@ -106,8 +106,10 @@ struct Times {
 }
 
 impl Times {
+    /// Checked, not only in debug builds: a w of t or more would give wrong products
+    /// silently (once a loop of d, not a coefficient).
     fn new(w: u32, t: u32) -> Times {
-        debug_assert!(w < t && t < 1 << 31);
+        assert!(w < t && t < 1 << 31, "a Shoup multiplier {w} mod {t}");
         let shoup = ((u64::from(w) << 32) / u64::from(t)) as u32;
         Times { w, shoup, t }
     }
