@@ -634,12 +634,17 @@ mod tests {
         assert_eq!(poly, fresh);
     }
 
-    /// Shoup's multiplication and the additions agree with the division's, for the sets'
-    /// moduli (16, 20 and 24 bits) and the edges (0, 1, t − 1).
+    /// Shoup's multiplication and the additions agree with the division's, for every
+    /// set's modulus t and the largest t they allow (2^31 − 1), at the edges (0, 1, t − 1)
+    /// and between.
     #[test]
     fn shoup_products_are_the_divisions() {
         let mut prg = Prg::from_seed(Block::from(4));
-        for t in [65537u32, 1_032_193, 16_515_073, (1 << 31) - 1] {
+        let mut moduli: Vec<u32> = (crate::unbalanced::fhe::params::sets().iter())
+            .map(|set| set.bfv.plain as u32)
+            .collect();
+        moduli.dedup();
+        for t in moduli.into_iter().chain([(1 << 31) - 1]) {
             let mut values: Vec<u32> = vec![0, 1, t - 1, t - 2];
             values.extend((0..200).map(|_| prg.below(u64::from(t)) as u32));
             for &w in &values {
