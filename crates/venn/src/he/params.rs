@@ -13,10 +13,10 @@
 //! exceeds t (it negates t modulo each: a panic, or wrapped arithmetic in a release build),
 //! so each modulus must be wider than t.
 
+use super::product::Tensor;
 use crate::util::primes::is_prime;
 use crate::{Error, Result};
-use fhe::bfv::{BfvParameters, Multiplicator, RelinearizationKey, SecretKey};
-use rand::SeedableRng;
+use fhe::bfv::BfvParameters;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The largest ciphertext modulus, in bits, for 128-bit security at each ring degree (the
@@ -108,7 +108,7 @@ impl Bfv {
             kept.push(Kept {
                 bfv: self.clone(),
                 par: par.clone(),
-                multiplicator: Arc::new(OnceLock::new()),
+                tensor: Arc::new(OnceLock::new()),
             });
         }
         Ok(par)
@@ -119,40 +119,31 @@ impl Bfv {
 /// kbm23's, with room.
 const MAX_KEPT: usize = 16;
 
-/// A BFV set made, and its multiplication strategy once made.
+/// A BFV set made, and its products once made.
 struct Kept {
     bfv: Bfv,
     par: Arc<BfvParameters>,
-    multiplicator: Arc<OnceLock<Multiplicator>>,
+    tensor: Arc<OnceLock<Arc<Tensor>>>,
 }
 
 /// The sets made so far.
 static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
-/// `fhe`'s default multiplication of ciphertexts of `par` at level 0 (its extended basis
-/// and RNS scalers, 30 ms to make), relinearising with `rk`: made once for a set
-/// [`Bfv::build`] keeps, and copied. `fhe` makes it only from a relinearisation key: the
-/// kept one is made from a key of a throwaway secret, which `rk` replaces.
-pub fn multiplicator(par: &Arc<BfvParameters>, rk: &RelinearizationKey) -> Result<Multiplicator> {
-    let bfv = |e: fhe::Error| Error::Params(format!("BFV: {e}"));
+/// Products of `par`'s ciphertexts at level 0 ([`Tensor`]: NTT plans and RNS constants
+/// over Q ∪ P, about 10 ms to make): made once for a set [`Bfv::build`] keeps.
+pub fn tensor(par: &Arc<BfvParameters>) -> Result<Arc<Tensor>> {
     let kept = (KEPT.lock().unwrap_or_else(PoisonError::into_inner).iter())
         .find(|k| Arc::ptr_eq(&k.par, par))
-        .map(|k| k.multiplicator.clone());
+        .map(|k| k.tensor.clone());
     let Some(kept) = kept else {
-        return Multiplicator::default(rk).map_err(bfv);
+        return Ok(Arc::new(Tensor::new(par, 0)?));
     };
-    if kept.get().is_none() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
-        let throwaway = SecretKey::random(par, &mut rng);
-        let made =
-            Multiplicator::default(&RelinearizationKey::new(&throwaway, &mut rng).map_err(bfv)?)
-                .map_err(bfv)?;
-        // Another thread may have made it meanwhile: the same either way.
-        let _ = kept.set(made);
+    if let Some(made) = kept.get() {
+        return Ok(made.clone());
     }
-    let mut multiplicator = kept.get().expect("made above").clone();
-    multiplicator.enable_relinearization(rk).map_err(bfv)?;
-    Ok(multiplicator)
+    // Another thread may make it meanwhile: the same either way.
+    let _ = kept.set(Arc::new(Tensor::new(par, 0)?));
+    Ok(kept.get().expect("set above").clone())
 }
 
 #[cfg(test)]

@@ -5,46 +5,95 @@
 //! The evaluation is Paterson–Stockmeyer's (CMdG+21 §4.3; APSI's `eval_patstock`): with
 //! low degree ℓ, P(x) = Σᵢ x^{i(ℓ+1)} · Qᵢ(x), each Qᵢ of degree ℓ taken as fused
 //! ciphertext × plaintext terms over the low powers x¹…x^ℓ (`fhe`'s `dot_product_scalar`,
-//! one reduction per slot), then multiplied by the high power x^{i(ℓ+1)} without
-//! relinearisation, the products summed and relinearised once. It needs the powers
+//! one reduction per slot), then multiplied by the high power x^{i(ℓ+1)}: the products
+//! are summed before they are scaled ([`super::product`]) and relinearised once. It needs the powers
 //! 1…ℓ and the multiples of ℓ + 1 up to the degree ([`targets`]), which [`powers`]
 //! computes from a query's sources by a [`PowersDag`]. Every ciphertext is at level 0;
 //! the caller switches the result down before sending it.
 
-use super::params::multiplicator;
+use super::params::tensor;
 use super::powers::PowersDag;
+use super::product::{Extended, Tensor};
 use crate::{Error, Result};
 use fhe::bfv::{dot_product_scalar, BfvParameters, Ciphertext, Plaintext, RelinearizationKey};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The powers of x an evaluation of degree `degree` with low degree ℓ = `low` needs:
-/// 1…ℓ and the multiples of ℓ + 1 up to the degree.
-pub fn targets(degree: u32, low: u32) -> Vec<u32> {
+/// The multiples of ℓ + 1 up to `degree`, for low degree ℓ = `low`: the powers of x that
+/// Paterson–Stockmeyer's blocks after the first are multiplied by.
+pub fn high_powers(degree: u32, low: u32) -> Vec<u32> {
     let step = low + 1;
+    (1..=degree / step).map(|i| i * step).collect()
+}
+
+/// The powers of x an evaluation of degree `degree` with low degree ℓ = `low` needs:
+/// 1…ℓ and the [`high_powers`].
+pub fn targets(degree: u32, low: u32) -> Vec<u32> {
     (1..=low.min(degree))
-        .chain((1..=degree / step).map(|i| i * step))
+        .chain(high_powers(degree, low))
         .collect()
+}
+
+/// Powers of an encrypted x: their ciphertexts, and the lifts to Q ∪ P of those that
+/// multiply Paterson–Stockmeyer's blocks (made once, used by every evaluation).
+pub struct Powers {
+    ciphertexts: HashMap<u32, Ciphertext>,
+    lifted: HashMap<u32, Extended>,
+    tensor: Arc<Tensor>,
+}
+
+impl Powers {
+    /// x^`power`'s ciphertext.
+    fn ciphertext(&self, power: u32) -> Result<&Ciphertext> {
+        (self.ciphertexts.get(&power))
+            .ok_or_else(|| Error::Usage(format!("no ciphertext of x^{power}")))
+    }
+
+    /// x^`power` lifted for products.
+    fn lifted(&self, power: u32) -> Result<&Extended> {
+        (self.lifted.get(&power))
+            .ok_or_else(|| Error::Usage(format!("no lift of x^{power} for products")))
+    }
 }
 
 /// The powers of x that `dag` computes, from the ciphertexts of its sources (`sources`:
 /// each source power's ciphertext of `par`, at level 0), by products relinearised with
-/// `rk`: the products of each depth run on the current rayon pool.
+/// `rk`, keeping the lifts of the powers in `lift` (the [`high_powers`] of the
+/// evaluations to come). Each power's lift is made once, when a product first needs it,
+/// and dropped after its last; the lifts and products of each depth run on the current
+/// rayon pool.
 pub fn powers(
     dag: &PowersDag,
     sources: Vec<(u32, Ciphertext)>,
+    lift: &[u32],
     rk: &RelinearizationKey,
     par: &Arc<BfvParameters>,
-) -> Result<HashMap<u32, Ciphertext>> {
+) -> Result<Powers> {
     let mut have: HashMap<u32, Ciphertext> = sources.into_iter().collect();
     if let Some(missing) = dag.sources().iter().find(|s| !have.contains_key(s)) {
         return Err(Error::Usage(format!(
             "no ciphertext of the source power {missing}"
         )));
     }
-    let multiplicator = multiplicator(par, rk)?;
+    let tensor = tensor(par)?;
     let steps = dag.steps();
+    // The step after which each power's lift is not needed by a product.
+    let mut last_use: HashMap<u32, usize> = HashMap::new();
+    for (at, &(_, a, b)) in steps.iter().enumerate() {
+        last_use.insert(a, at);
+        last_use.insert(b, at);
+    }
+    let lift_all = |powers: Vec<u32>, have: &HashMap<u32, Ciphertext>| {
+        (powers.par_iter())
+            .map(|&p| {
+                let ct = (have.get(&p))
+                    .ok_or_else(|| Error::Usage(format!("no ciphertext of x^{p} to lift")))?;
+                Ok((p, tensor.extend(ct)?))
+            })
+            .collect::<Result<Vec<_>>>()
+    };
+    let mut lifted: HashMap<u32, Extended> = HashMap::new();
     let mut at = 0;
     while at < steps.len() {
         let depth = dag.depth_of(steps[at].0);
@@ -52,31 +101,63 @@ pub fn powers(
             .iter()
             .take_while(|s| dag.depth_of(s.0) == depth)
             .count();
-        let made = (steps[at..at + level].par_iter())
+        let batch = &steps[at..at + level];
+        let mut halves: Vec<u32> = (batch.iter())
+            .flat_map(|&(_, a, b)| [a, b])
+            .filter(|h| !lifted.contains_key(h))
+            .collect();
+        halves.sort_unstable();
+        halves.dedup();
+        lifted.extend(lift_all(halves, &have)?);
+        let made = (batch.par_iter())
             .map(|&(p, a, b)| {
-                Ok((
-                    p,
-                    multiplicator.multiply(&have[&a], &have[&b]).map_err(bfv)?,
-                ))
+                let (a, b) = (lifted_of(&lifted, a)?, lifted_of(&lifted, b)?);
+                let mut product = tensor.multiply(a, b)?;
+                rk.relinearizes(&mut product).map_err(bfv)?;
+                Ok((p, product))
             })
             .collect::<Result<Vec<_>>>()?;
         have.extend(made);
         at += level;
+        lifted.retain(|p, _| last_use.get(p).is_some_and(|&last| last >= at) || lift.contains(p));
     }
-    Ok(have)
+    let rest: Vec<u32> = (lift.iter())
+        .filter(|p| !lifted.contains_key(p))
+        .copied()
+        .collect();
+    lifted.extend(lift_all(rest, &have)?);
+    lifted.retain(|p, _| lift.contains(p));
+    Ok(Powers {
+        ciphertexts: have,
+        lifted,
+        tensor,
+    })
+}
+
+/// x^`power`'s lift among `lifted`.
+fn lifted_of(lifted: &HashMap<u32, Extended>, power: u32) -> Result<&Extended> {
+    (lifted.get(&power)).ok_or_else(|| Error::Usage(format!("no lift of x^{power}")))
+}
+
+/// A Paterson–Stockmeyer block's share of an evaluation: a ciphertext to add, or Qᵢ(x)
+/// lifted, to be multiplied by x^{i(ℓ+1)}.
+enum Block {
+    Ready(Ciphertext),
+    Lifted(u32, Extended),
 }
 
 /// The polynomial of degree `degree` (at least 1) whose coefficient j is the plaintext
 /// `coefficient(j)` (at level 0), evaluated at x by Paterson–Stockmeyer with low degree
-/// `low`, from x's `powers` (every one of [`targets`]); relinearised with `rk`. Its blocks
-/// run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it runs:
-/// a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
-/// gigabytes: about 0.3 MB each at N = 8,192 in NTT form).
+/// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted). Its
+/// blocks run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it
+/// runs: a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
+/// gigabytes: about 0.3 MB each at N = 8,192 in NTT form). The blocks' products are summed
+/// before they are scaled, then relinearised with `rk` once.
 pub fn evaluate(
     degree: u32,
     coefficient: &(dyn Fn(usize) -> Result<Plaintext> + Sync),
     low: u32,
-    powers: &HashMap<u32, Ciphertext>,
+    powers: &Powers,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext> {
     if degree == 0 || low == 0 {
@@ -84,16 +165,12 @@ pub fn evaluate(
             "a polynomial of degree {degree} with low degree {low}: both at least 1"
         )));
     }
-    let power = |p: u32| {
-        powers
-            .get(&p)
-            .ok_or_else(|| Error::Usage(format!("no ciphertext of x^{p}")))
-    };
+    let tensor = &powers.tensor;
     let step = low + 1;
     let blocks = degree / step + 1;
-    // Each block: Qᵢ (degree ≤ ℓ) times x^{i(ℓ+1)}, as a 2-part ciphertext where no product
-    // of ciphertexts is needed (Q₀, and a block of a constant alone), else 3 parts.
-    let parts = (0..blocks)
+    // Each block: Qᵢ (degree ≤ ℓ) times x^{i(ℓ+1)}: ready where no product of ciphertexts
+    // is needed (Q₀, and a block of a constant alone), else Qᵢ lifted for one.
+    let blocks = (0..blocks)
         .into_par_iter()
         .map(|i| {
             let first = (i * step) as usize;
@@ -102,33 +179,36 @@ pub fn evaluate(
             let constant = coefficient(first)?;
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
-                return Ok((power(i * step)? * &constant, false));
+                return Ok(Block::Ready(powers.ciphertext(i * step)? * &constant));
             }
             let lows = (1..=terms.clone().count() as u32)
-                .map(power)
+                .map(|p| powers.ciphertext(p))
                 .collect::<Result<Vec<_>>>()?;
             let terms = terms.map(coefficient).collect::<Result<Vec<_>>>()?;
             let mut inner = dot_product_scalar(lows.into_iter(), terms.iter()).map_err(bfv)?;
             inner += &constant;
             match i {
-                0 => Ok((inner, false)),
-                i => Ok((&inner * power(i * step)?, true)),
+                0 => Ok(Block::Ready(inner)),
+                i => Ok(Block::Lifted(i * step, tensor.extend(&inner)?)),
             }
         })
-        .collect::<Result<Vec<(Ciphertext, bool)>>>()?;
-    let (mut products, mut rest) = (None::<Ciphertext>, None::<Ciphertext>);
-    for (part, is_product) in parts {
-        let sum = match is_product {
-            true => &mut products,
-            false => &mut rest,
-        };
-        match sum {
-            Some(sum) => *sum += &part,
-            None => *sum = Some(part),
+        .collect::<Result<Vec<Block>>>()?;
+    let (mut result, mut products) = (None::<Ciphertext>, None);
+    for block in blocks {
+        match block {
+            Block::Ready(part) => match &mut result {
+                Some(sum) => *sum += &part,
+                None => result = Some(part),
+            },
+            Block::Lifted(power, inner) => {
+                let sum = products.get_or_insert_with(|| tensor.sum());
+                tensor.add_product(sum, &inner, powers.lifted(power)?)?;
+            }
         }
     }
-    let mut result = rest.expect("block 0 is not a product");
-    if let Some(mut products) = products {
+    let mut result = result.expect("block 0 is not a product");
+    if let Some(products) = products {
+        let mut products = tensor.finish(products)?;
         rk.relinearizes(&mut products).map_err(bfv)?;
         result += &products;
     }
@@ -213,9 +293,9 @@ mod tests {
                 (s, encrypt(&xs, &mut rng))
             })
             .collect();
-        let xs = powers(&dag, sent, &rk, &par).unwrap();
+        let xs = powers(&dag, sent, &high_powers(degree, low), &rk, &par).unwrap();
         // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
-        let eval = |coefficients: &[Vec<u64>], xs: &HashMap<u32, Ciphertext>| {
+        let eval = |coefficients: &[Vec<u64>], xs: &Powers| {
             let encode = |j: usize| {
                 Plaintext::try_encode(&coefficients[j], Encoding::simd(), &par).map_err(bfv)
             };
@@ -262,8 +342,10 @@ mod tests {
         let result = eval(&short, &xs).unwrap();
         assert_eq!(decrypt(&result), plain_eval(&short, &x, t));
         assert!(eval(&short[..1], &xs).is_err(), "degree 0");
-        let mut fewer = xs.clone();
-        fewer.remove(&18);
-        assert!(eval(&short, &fewer).is_err(), "x^18 missing");
+        let mut fewer = xs;
+        fewer.lifted.remove(&18);
+        assert!(eval(&short, &fewer).is_err(), "x^18's lift missing");
+        fewer.ciphertexts.remove(&5);
+        assert!(eval(&short, &fewer).is_err(), "x^5 missing");
     }
 }

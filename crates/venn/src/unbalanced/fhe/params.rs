@@ -337,7 +337,7 @@ impl FheSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::he::polynomial::{evaluate, powers, targets};
+    use crate::he::polynomial::{evaluate, high_powers, powers, targets};
     use fhe::bfv::{Ciphertext, Encoding, Plaintext, RelinearizationKey, SecretKey};
     use fhe_traits::{FheDecoder, FheDecrypter, FheEncoder, FheEncrypter};
     use rand::{Rng, SeedableRng};
@@ -419,7 +419,8 @@ mod tests {
                 })
                 .collect();
             let dag = PowersDag::new(&set.sources, &targets(set.degree, set.low)).unwrap();
-            let xs = powers(&dag, sent, &rk, &par).unwrap();
+            let high = high_powers(set.degree, set.low);
+            let xs = powers(&dag, sent, &high, &rk, &par).unwrap();
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();

@@ -10,7 +10,7 @@
 use super::database::{locations, Database};
 use super::params::FheSet;
 use crate::crypto::{Block, Prg};
-use crate::he::polynomial::{evaluate, powers};
+use crate::he::polynomial::{evaluate, high_powers, powers};
 use crate::he::powers::PowersDag;
 use crate::tables::{cuckoo_insert, CuckooHash};
 use crate::{Error, Result};
@@ -127,8 +127,9 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
         ));
     }
     let dag = PowersDag::new(&set.sources, &db.targets())?;
+    let high = high_powers(set.degree, set.low);
     let powers = (request.indices.par_iter())
-        .map(|sources| powers(&dag, sources.clone(), &request.rk, par))
+        .map(|sources| powers(&dag, sources.clone(), &high, &request.rk, par))
         .collect::<Result<Vec<_>>>()?;
     // Every bundle of every index, on the pool together (an index may hold most of them).
     let bundles: Vec<(usize, usize)> = (0..powers.len())
