@@ -13,9 +13,9 @@
 
 use super::params::tensor;
 use super::powers::PowersDag;
-use super::product::{Extended, Tensor};
+use super::product::{Encoded, Extended, Tensor};
 use crate::{Error, Result};
-use fhe::bfv::{dot_product_scalar, BfvParameters, Ciphertext, Plaintext, RelinearizationKey};
+use fhe::bfv::{BfvParameters, Ciphertext, RelinearizationKey};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -146,16 +146,16 @@ enum Block {
     Lifted(u32, Extended),
 }
 
-/// The polynomial of degree `degree` (at least 1) whose coefficient j is the plaintext
-/// `coefficient(j)` (at level 0), evaluated at x by Paterson–Stockmeyer with low degree
+/// The polynomial of degree `degree` (at least 1) whose coefficient j has the slots
+/// `coefficient(j)` (each below t), evaluated at x by Paterson–Stockmeyer with low degree
 /// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted). Its
 /// blocks run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it
 /// runs: a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
-/// gigabytes: about 0.3 MB each at N = 8,192 in NTT form). The blocks' products are summed
-/// before they are scaled, then relinearised with `rk` once.
+/// gigabytes: 0.25 MiB each at N = 8,192 and four moduli in NTT form). The blocks'
+/// products are summed before they are scaled, then relinearised with `rk` once.
 pub fn evaluate(
     degree: u32,
-    coefficient: &(dyn Fn(usize) -> Result<Plaintext> + Sync),
+    coefficient: &(dyn Fn(usize) -> Result<Vec<u64>> + Sync),
     low: u32,
     powers: &Powers,
     rk: &RelinearizationKey,
@@ -176,17 +176,19 @@ pub fn evaluate(
             let first = (i * step) as usize;
             let last = (first + low as usize).min(degree as usize);
             let terms = first + 1..=last;
-            let constant = coefficient(first)?;
+            let encode = |j: usize| tensor.encode(&coefficient(j)?);
+            let constant = encode(first)?;
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
-                return Ok(Block::Ready(powers.ciphertext(i * step)? * &constant));
+                let power = powers.ciphertext(i * step)?;
+                return Ok(Block::Ready(tensor.dot(&[(power, &constant)], None)?));
             }
             let lows = (1..=terms.clone().count() as u32)
                 .map(|p| powers.ciphertext(p))
                 .collect::<Result<Vec<_>>>()?;
-            let terms = terms.map(coefficient).collect::<Result<Vec<_>>>()?;
-            let mut inner = dot_product_scalar(lows.into_iter(), terms.iter()).map_err(bfv)?;
-            inner += &constant;
+            let terms = terms.map(encode).collect::<Result<Vec<Encoded>>>()?;
+            let pairs: Vec<(&Ciphertext, &Encoded)> = lows.into_iter().zip(&terms).collect();
+            let inner = tensor.dot(&pairs, Some(&constant))?;
             match i {
                 0 => Ok(Block::Ready(inner)),
                 i => Ok(Block::Lifted(i * step, tensor.extend(&inner)?)),
@@ -224,7 +226,7 @@ fn bfv(e: fhe::Error) -> Error {
 mod tests {
     use super::*;
     use crate::he::params::Bfv;
-    use fhe::bfv::{BfvParameters, Encoding, SecretKey};
+    use fhe::bfv::{BfvParameters, Encoding, Plaintext, SecretKey};
     use fhe_traits::{FheDecoder, FheDecrypter, FheEncoder, FheEncrypter};
     use rand::{Rng, SeedableRng};
     use std::sync::Arc;
@@ -296,9 +298,7 @@ mod tests {
         let xs = powers(&dag, sent, &high_powers(degree, low), &rk, &par).unwrap();
         // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
         let eval = |coefficients: &[Vec<u64>], xs: &Powers| {
-            let encode = |j: usize| {
-                Plaintext::try_encode(&coefficients[j], Encoding::simd(), &par).map_err(bfv)
-            };
+            let encode = |j: usize| Ok(coefficients[j].clone());
             let degree = coefficients.len().saturating_sub(1) as u32;
             evaluate(degree, &encode, low, xs, &rk)
         };

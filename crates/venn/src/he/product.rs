@@ -19,9 +19,10 @@
 //! while P > S·N·Q; the scaled y = ⌊t·x/Q⌉ is at most S·t·N·Q/2 + 1, held in P — with the
 //! room that makes its α exact — while P ≥ 4·S·t·N·Q. P's primes are chosen for
 //! S = [`MAX_TERMS`]. The fixed-point fraction is short of the exact one by less than
-//! Σ qᵢ/2^64 (below 2^-6 for moduli of up to 60 bits): a result is ⌊t·x/Q⌉ or, on a
-//! near tie, one from it — as small an error as the rounding itself, where the noise
-//! after a product is t·N times the inputs'.
+//! Σ qᵢ/2^64 (below 2^-6 for four moduli of up to 56 bits; below 1 for any Q here, whose
+//! moduli sum below 2^64): a result is ⌊t·x/Q⌉ or, near a tie, one from it — as small an
+//! error as the rounding itself, where the noise after a product is t·N times the
+//! inputs'.
 
 use crate::util::primes::is_prime;
 use crate::{Error, Result};
@@ -137,6 +138,14 @@ pub struct Extended {
     ctx: Arc<Context>,
 }
 
+/// A plaintext for products with ciphertexts: its polynomial (the slots' values through
+/// the inverse NTT modulo t) in NTT form over Q.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    values: Vec<u64>,
+    ctx: Arc<Context>,
+}
+
 /// A sum of tensors of [`Extended`] ciphertexts, before scaling: three parts over Q ∪ P in
 /// NTT form, each value a 128-bit sum reduced every seven tensors.
 #[derive(Clone, Debug)]
@@ -179,6 +188,13 @@ pub struct Tensor {
     fraction: Vec<u64>,
     integer_mod_p: Vec<Vec<u64>>,
     t_over_q_mod_p: Vec<u64>,
+    /// Plaintexts: the NTT modulo t, where each slot's value goes before it (`fhe`'s
+    /// batching order), and Δ = ⌊Q/t⌋ mod qᵢ.
+    plain_ntt: NttOperator,
+    slot_index: Vec<usize>,
+    delta: Vec<(u64, u64)>,
+    /// Ciphertext × plaintext products a 128-bit sum holds before it is reduced.
+    dot_lazy: usize,
     /// Back from P: (P/pⱼ)⁻¹ mod pⱼ (Shoup form), 1/pⱼ, [i][j] P/pⱼ mod qᵢ and [i][α]
     /// −α·P mod qᵢ.
     p_hat_inverse: Vec<(u64, u64)>,
@@ -196,10 +212,10 @@ impl Tensor {
         let k = q_moduli.len();
         let q_bits: u32 = q_moduli.iter().map(|q| u64::BITS - q.leading_zeros()).sum();
         let q_sum: u128 = q_moduli.iter().map(|&q| u128::from(q)).sum();
-        if k == 0 || k > MAX_MODULI || q_sum >= 1 << 63 || q_moduli.iter().any(|&q| q >= 1 << 62) {
+        if k == 0 || k > MAX_MODULI || q_sum >= 1 << 64 || q_moduli.iter().any(|&q| q >= 1 << 62) {
             return Err(Error::Params(format!(
                 "products of ciphertexts over {k} moduli of {q_bits} bits: 1 to {MAX_MODULI} \
-                 moduli below 2^62 summing below 2^63"
+                 moduli below 2^62 summing below 2^64"
             )));
         }
         // P ≥ 4·S·t·N·Q, in primes above 2^61: one bit of room each.
@@ -228,28 +244,12 @@ impl Tensor {
                     .ok_or_else(|| Error::Params(format!("no NTT of size {n} modulo {modulus}")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let others = |moduli: &[u64], i: usize| {
-            let moduli = moduli.to_vec();
-            (0..moduli.len())
-                .filter(move |&l| l != i)
-                .map(move |l| moduli[l])
-        };
         // Q/qᵢ mod qᵢ, and its inverse.
         let q_hat_inverse_plain: Vec<u64> = (0..k)
             .map(|i| q[i].inverse(q[i].product(others(&q_moduli, i))))
             .collect();
         let q_hat_inverse = (0..k).map(|i| q[i].shoup(q_hat_inverse_plain[i])).collect();
-        let q_hat_mod_p = (p.iter())
-            .map(|pj| (0..k).map(|i| pj.product(others(&q_moduli, i))).collect())
-            .collect();
-        let minus_q_mod_p = (p.iter())
-            .map(|pj| {
-                let q_mod = pj.product(q_moduli.iter().copied());
-                (0..=k as u64)
-                    .map(|a| (pj.p - pj.mul(a, q_mod)) % pj.p)
-                    .collect()
-            })
-            .collect();
+        let (q_hat_mod_p, minus_q_mod_p) = conversion(&q_moduli, &p);
         // t·P·[(QP/qᵢ)⁻¹]_qᵢ ≡ t·[(Q/qᵢ)⁻¹]_qᵢ (mod qᵢ): the fraction's numerator rᵢ. The
         // integer part Iᵢ = (t·P·[…] − rᵢ)/qᵢ ≡ −rᵢ/qᵢ (mod pⱼ), pⱼ dividing P.
         let numerator: Vec<u64> = (0..k)
@@ -271,20 +271,21 @@ impl Tensor {
         let t_over_q_mod_p = (p.iter())
             .map(|pj| pj.mul(t % pj.p, pj.inverse(pj.product(q_moduli.iter().copied()))))
             .collect();
+        let plain_ntt = (Modulus::new(t).ok())
+            .and_then(|m| NttOperator::new(&m, n))
+            .ok_or_else(|| Error::Params(format!("no NTT of size {n} modulo t = {t}")))?;
+        // Δ ≡ (Q − (Q mod t))/t ≡ −(Q mod t)/t (mod qᵢ).
+        let q_mod_t =
+            (q_moduli.iter()).fold(1u128, |acc, &q| acc * u128::from(q % t) % u128::from(t));
+        let delta = (q.iter())
+            .map(|qi| qi.shoup(qi.mul((qi.p - q_mod_t as u64 % qi.p) % qi.p, qi.inverse(t))))
+            .collect();
+        let q_max = u128::from(*q_moduli.iter().max().expect("a modulus"));
+        let dot_lazy = (u128::MAX / (q_max * q_max) - 1).min(1 << 20) as usize;
         let p_hat_inverse = (0..m)
             .map(|j| p[j].shoup(p[j].inverse(p[j].product(others(&p_moduli, j)))))
             .collect();
-        let p_hat_mod_q = (q.iter())
-            .map(|qi| (0..m).map(|j| qi.product(others(&p_moduli, j))).collect())
-            .collect();
-        let minus_p_mod_q = (q.iter())
-            .map(|qi| {
-                let p_mod = qi.product(p_moduli.iter().copied());
-                (0..=m as u64)
-                    .map(|a| (qi.p - qi.mul(a, p_mod)) % qi.p)
-                    .collect()
-            })
-            .collect();
+        let (p_hat_mod_q, minus_p_mod_q) = conversion(&p_moduli, &q);
         Ok(Tensor {
             par: par.clone(),
             ctx,
@@ -300,11 +301,114 @@ impl Tensor {
             fraction,
             integer_mod_p,
             t_over_q_mod_p,
+            plain_ntt,
+            slot_index: slot_index(n),
+            delta,
+            dot_lazy,
             p_hat_inverse,
             p_reciprocal: p_moduli.iter().map(|&p| 1.0 / p as f64).collect(),
             p_hat_mod_q,
             minus_p_mod_q,
         })
+    }
+
+    /// `slots` (at most N values, each below t; the rest 0) as a plaintext for products:
+    /// placed in `fhe`'s batching order, through the inverse NTT modulo t, and each
+    /// modulus's NTT (what `fhe`'s encoding makes, without its copies and zeroing).
+    pub fn encode(&self, slots: &[u64]) -> Result<Encoded> {
+        let (n, k, t) = (self.degree, self.k, self.par.plaintext());
+        if slots.len() > n || slots.iter().any(|&v| v >= t) {
+            return Err(Error::Usage(format!(
+                "a plaintext of {} slots: at most {n}, each below {t}",
+                slots.len()
+            )));
+        }
+        let mut m = vec![0u64; n];
+        (slots.iter().zip(&self.slot_index)).for_each(|(&v, &at)| m[at] = v);
+        self.plain_ntt.backward(&mut m);
+        let mut values = vec![0u64; k * n];
+        for (row, ntt) in values.chunks_exact_mut(n).zip(&self.ntt) {
+            row.copy_from_slice(&m);
+            ntt.forward(row);
+        }
+        Ok(Encoded {
+            values,
+            ctx: self.ctx.clone(),
+        })
+    }
+
+    /// Σⱼ ctⱼ · ptⱼ over `terms` (two-part ciphertexts of this set and level), plus the
+    /// plaintext `constant` (Δ·m added to the first part), as one ciphertext: products
+    /// summed in 128 bits and reduced once every many terms (CLR17 §4's inner products,
+    /// `fhe`'s `dot_product_scalar`).
+    pub fn dot(
+        &self,
+        terms: &[(&Ciphertext, &Encoded)],
+        constant: Option<&Encoded>,
+    ) -> Result<Ciphertext> {
+        let (n, k) = (self.degree, self.k);
+        let ours = |ctx: &Arc<Context>| Arc::ptr_eq(ctx, &self.ctx);
+        if terms.is_empty()
+            || !(terms.iter()).all(|(ct, pt)| {
+                ct.len() == 2 && ct.iter().all(|part| ours(part.ctx())) && ours(&pt.ctx)
+            })
+            || constant.is_some_and(|c| !ours(&c.ctx))
+        {
+            return Err(Error::Usage(
+                "an inner product of no terms, or of another set's, level's or shape's \
+                 ciphertexts and plaintexts"
+                    .into(),
+            ));
+        }
+        let mut sums = [vec![0u128; k * n], vec![0u128; k * n]];
+        let reduce = |sums: &mut [Vec<u128>; 2]| {
+            for part in sums.iter_mut() {
+                for (row, prime) in part.chunks_exact_mut(n).zip(&self.primes) {
+                    row.iter_mut()
+                        .for_each(|v| *v = u128::from(prime.reduce(*v)));
+                }
+            }
+        };
+        for (done, (ct, pt)) in terms.iter().enumerate() {
+            if done > 0 && done % self.dot_lazy == 0 {
+                reduce(&mut sums);
+            }
+            for (sum, part) in sums.iter_mut().zip(ct.iter()) {
+                let part = part.coefficients();
+                let part = part
+                    .as_slice()
+                    .ok_or_else(|| Error::Usage("a ciphertext's layout".into()))?;
+                (sum.iter_mut().zip(part).zip(&pt.values))
+                    .for_each(|((s, &c), &m)| *s += u128::from(c) * u128::from(m));
+            }
+        }
+        reduce(&mut sums);
+        let [mut c0, c1] =
+            sums.map(|part| part.into_iter().map(|v| v as u64).collect::<Vec<u64>>());
+        if let Some(constant) = constant {
+            for (i, (row, m)) in
+                (c0.chunks_exact_mut(n).zip(constant.values.chunks_exact(n))).enumerate()
+            {
+                let (prime, delta) = (&self.primes[i], self.delta[i]);
+                (row.iter_mut().zip(m)).for_each(|(c, &m)| {
+                    let sum = *c + prime.mul_shoup(m, delta);
+                    *c = if sum >= prime.p { sum - prime.p } else { sum };
+                });
+            }
+        }
+        let parts = [c0, c1]
+            .into_iter()
+            .map(|values| self.poly(values))
+            .collect::<Result<Vec<Poly>>>()?;
+        Ciphertext::new(parts, &self.par).map_err(bfv)
+    }
+
+    /// Values over Q in NTT form as `fhe`'s polynomial.
+    fn poly(&self, values: Vec<u64>) -> Result<Poly> {
+        let values = Array2::from_shape_vec((self.k, self.degree), values)
+            .map_err(|e| Error::Params(format!("a polynomial's shape: {e}")))?;
+        Poly::try_convert_from(values, &self.ctx, false, Representation::Ntt)
+            .map_err(|e| Error::Params(format!("BFV: {e}")))
     }
 
     /// The moduli of Q ∪ P.
@@ -489,11 +593,37 @@ impl Tensor {
         for (i, row) in out.chunks_exact_mut(n).enumerate() {
             self.ntt[i].forward(row);
         }
-        let out = Array2::from_shape_vec((k, n), out)
-            .map_err(|e| Error::Params(format!("a product's shape: {e}")))?;
-        Poly::try_convert_from(out, &self.ctx, false, Representation::Ntt)
-            .map_err(|e| Error::Params(format!("BFV: {e}")))
+        self.poly(out)
     }
+}
+
+/// `moduli` but the `i`-th.
+fn others(moduli: &[u64], i: usize) -> impl Iterator<Item = u64> + '_ {
+    (moduli.iter().enumerate())
+        .filter(move |&(l, _)| l != i)
+        .map(|(_, &m)| m)
+}
+
+/// A base conversion's constants from the moduli `from` to each prime of `to` (HPS19
+/// §4.1): [to][i] the product of `from` but its i-th, and [to][α] −α times the product of
+/// all of them, for α up to their number.
+fn conversion(from: &[u64], to: &[Prime]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+    let hats = (to.iter())
+        .map(|prime| {
+            (0..from.len())
+                .map(|i| prime.product(others(from, i)))
+                .collect()
+        })
+        .collect();
+    let minus = (to.iter())
+        .map(|prime| {
+            let all = prime.product(from.iter().copied());
+            (0..=from.len() as u64)
+                .map(|a| (prime.p - prime.mul(a, all)) % prime.p)
+                .collect()
+        })
+        .collect();
+    (hats, minus)
 }
 
 /// Each coefficient's α = ⌊Σᵢ vᵢ/qᵢ⌉ (at most the number of moduli) from the rows `v`
@@ -506,6 +636,22 @@ fn corrections(v: &[u64], reciprocal: &[f64], n: usize) -> Vec<u8> {
     }
     let most = reciprocal.len() as u8;
     s.into_iter().map(|s| (s as u8).min(most)).collect()
+}
+
+/// Where `fhe` puts slot i of a batched plaintext before its inverse NTT modulo t: the
+/// bit-reversed position of (3^i mod 2N − 1)/2 for the first row's N/2 slots, of
+/// (2N − 3^i mod 2N − 1)/2 for the second's (its `matrix_reps_index_map`, SEAL's order).
+fn slot_index(n: usize) -> Vec<usize> {
+    let (half, m, bits) = (n / 2, 2 * n, n.trailing_zeros());
+    let reversed = |i: usize| i.reverse_bits() >> (usize::BITS - bits);
+    let mut index = vec![0; n];
+    let mut power = 1;
+    for i in 0..half {
+        index[i] = reversed((power - 1) / 2);
+        index[half + i] = reversed((m - power - 1) / 2);
+        power = power * 3 % m;
+    }
+    index
 }
 
 /// `fhe`'s error as Venn's.
@@ -630,6 +776,68 @@ mod tests {
             let mut sum = tensor.finish(sum).unwrap();
             rk.relinearizes(&mut sum).unwrap();
             assert_eq!(decrypt(&sum), expected, "{moduli:?}");
+        }
+    }
+
+    /// Plaintexts encoded here multiply ciphertexts as `fhe`'s do: an inner product of
+    /// encryptions and encodings, plus a constant, decrypts to the slots' inner product
+    /// plus the constant's slots — past the lazy reduction where the moduli are 62 bits;
+    /// slots of t or more, or past N, are refused.
+    #[test]
+    fn inner_products_with_encoded_plaintexts() {
+        for (plain, moduli) in [(65537, vec![62, 62, 62]), (65537, vec![56, 56, 56, 50])] {
+            let par = (Bfv {
+                degree: 8192,
+                plain,
+                moduli: moduli.clone(),
+            })
+            .build()
+            .unwrap();
+            let n = par.degree();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+            let sk = SecretKey::random(&par, &mut rng);
+            let tensor = Tensor::new(&par, 0).unwrap();
+            let mut random =
+                || -> Vec<u64> { (0..n).map(|_| rng.random_range(0..plain)).collect() };
+            let terms = 20;
+            assert!(
+                tensor.dot_lazy < terms || moduli[0] < 62,
+                "{}",
+                tensor.dot_lazy
+            );
+            let xs: Vec<Vec<u64>> = (0..terms).map(|_| random()).collect();
+            let cs: Vec<Vec<u64>> = (0..=terms).map(|_| random()).collect();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+            let cts: Vec<Ciphertext> = (xs.iter())
+                .map(|x| {
+                    let pt = Plaintext::try_encode(x, Encoding::simd(), &par).unwrap();
+                    sk.try_encrypt(&pt, &mut rng).unwrap()
+                })
+                .collect();
+            let encoded: Vec<Encoded> = cs.iter().map(|c| tensor.encode(c).unwrap()).collect();
+            let pairs: Vec<(&Ciphertext, &Encoded)> = cts.iter().zip(&encoded[1..]).collect();
+            let result = tensor.dot(&pairs, Some(&encoded[0])).unwrap();
+            let got = Vec::<u64>::try_decode(&sk.try_decrypt(&result).unwrap(), Encoding::simd())
+                .unwrap();
+            let expected: Vec<u64> = (0..n)
+                .map(|s| {
+                    (0..terms).fold(cs[0][s], |acc, j| {
+                        ((u128::from(acc) + u128::from(xs[j][s]) * u128::from(cs[j + 1][s]))
+                            % u128::from(plain)) as u64
+                    })
+                })
+                .collect();
+            assert_eq!(got, expected, "{moduli:?}");
+            let alone = tensor.dot(&pairs[..1], None).unwrap();
+            let got =
+                Vec::<u64>::try_decode(&sk.try_decrypt(&alone).unwrap(), Encoding::simd()).unwrap();
+            let product: Vec<u64> = (0..n)
+                .map(|s| ((u128::from(xs[0][s]) * u128::from(cs[1][s])) % u128::from(plain)) as u64)
+                .collect();
+            assert_eq!(got, product, "{moduli:?}");
+            assert!(tensor.encode(&[plain]).is_err(), "a slot of t");
+            assert!(tensor.encode(&vec![0; n + 1]).is_err(), "N + 1 slots");
+            assert!(tensor.dot(&[], None).is_err(), "no terms");
         }
     }
 

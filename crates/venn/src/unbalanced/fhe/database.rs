@@ -32,8 +32,6 @@ use crate::he::polynomial;
 use crate::net::{Reader, Writer};
 use crate::tables::CuckooHash;
 use crate::{Error, Result};
-use fhe::bfv::{BfvParameters, Encoding, Plaintext};
-use fhe_traits::FheEncoder;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -344,7 +342,7 @@ impl Database {
     }
 
     /// Bundle `bundle` of index `index`, whose polynomials' plaintexts a query's
-    /// evaluation encodes as it goes ([`Bundle::plaintext`]).
+    /// evaluation encodes as it goes ([`Bundle::slots`]).
     pub fn bundle(&self, index: u32, bundle: usize) -> Result<Bundle<'_>> {
         if bundle >= self.bundles(index) {
             return Err(Error::Usage(format!("no bundle {bundle} of index {index}")));
@@ -504,13 +502,13 @@ impl Bundle<'_> {
         self.db.set.degree - u32::from(p > 0)
     }
 
-    /// Plaintext `j` of polynomial `p` (of [`Bundle::polynomials`]): every bin's
-    /// coefficient j, 0 past its degree. A slot of no column — past the columns, or a
+    /// The slots of plaintext `j` of polynomial `p` (of [`Bundle::polynomials`]): every
+    /// bin's coefficient j, 0 past its degree. A slot of no column — past the columns, or a
     /// column this bundle lacks — holds the matching polynomial 1, which no x makes 0, and
     /// label polynomials 0.
-    pub fn plaintext(&self, p: usize, j: usize, par: &Arc<BfvParameters>) -> Result<Plaintext> {
+    pub fn slots(&self, p: usize, j: usize) -> Vec<u64> {
         let f = usize::from(self.db.set.felts);
-        let mut slots = vec![u64::from(p == 0 && j == 0); par.degree()];
+        let mut slots = vec![u64::from(p == 0 && j == 0); self.db.set.bfv.degree];
         for (c, column) in self.columns.iter().enumerate() {
             let Some(column) = column else { continue };
             for k in 0..f {
@@ -521,8 +519,7 @@ impl Bundle<'_> {
                 slots[f * c + k] = bin.get(j).map_or(0, |&v| u64::from(v));
             }
         }
-        Plaintext::try_encode(&slots, Encoding::simd(), par)
-            .map_err(|e| Error::Params(format!("BFV: {e}")))
+        slots
     }
 }
 

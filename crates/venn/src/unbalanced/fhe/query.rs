@@ -140,7 +140,7 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
             let bundle = db.bundle(index as u32, bundle)?;
             (0..bundle.polynomials())
                 .map(|p| {
-                    let coefficient = |j| bundle.plaintext(p, j, par);
+                    let coefficient = |j| Ok(bundle.slots(p, j));
                     let (degree, powers) = (bundle.degree(p), &powers[index]);
                     let mut result = evaluate(degree, &coefficient, set.low, powers, &request.rk)?;
                     result.switch_to_level(par.max_level()).map_err(bfv)?;
