@@ -452,20 +452,8 @@ impl Tensor {
         }
         let alpha = corrections(&v, &self.q_reciprocal, n);
         let (_, upper) = out.split_at_mut(k * n);
-        for (j, row) in upper.chunks_exact_mut(n).enumerate() {
-            let (pj, w, minus) = (
-                &self.primes[k + j],
-                &self.q_hat_mod_p[j],
-                &self.minus_q_mod_p[j],
-            );
-            for (c, (out, &alpha)) in row.iter_mut().zip(&alpha).enumerate() {
-                let mut acc = u128::from(minus[usize::from(alpha)]);
-                for (i, &w) in w.iter().enumerate() {
-                    acc += u128::from(v[i * n + c]) * u128::from(w);
-                }
-                *out = pj.reduce(acc);
-            }
-        }
+        let (hats, minus) = (&self.q_hat_mod_p, &self.minus_q_mod_p);
+        convert(&v, &alpha, (hats, minus), &self.primes[k..], upper, n);
         for (j, row) in upper.chunks_exact_mut(n).enumerate() {
             self.ntt[k + j].forward(row);
         }
@@ -553,47 +541,61 @@ impl Tensor {
     /// One part of a sum (NTT form over Q ∪ P) as ⌊t·x/Q⌉ over Q, in NTT form.
     fn scale(&self, mut x: Vec<u64>) -> Result<Poly> {
         let (n, k) = (self.degree, self.k);
-        let m = self.rows() - k;
-        for (r, row) in x.chunks_exact_mut(n).enumerate() {
-            self.ntt[r].backward(row);
+        for (row, ntt) in x.chunks_exact_mut(n).zip(&self.ntt) {
+            ntt.backward(row);
         }
-        // yⱼ = Σᵢ xᵢ·(Iᵢ mod pⱼ) + ⌊Σᵢ xᵢ·fᵢ⌉ + x'ⱼ·(t/Q mod pⱼ), then uⱼ = yⱼ·(P/pⱼ)⁻¹ and
-        // y = Σⱼ uⱼ·P/pⱼ − α·P over Q.
+        let (qs, ps) = x.split_at_mut(k * n);
+        // ⌊Σᵢ xᵢ·fᵢ⌉ a coefficient, in 64-bit fixed point.
+        let mut rounded = vec![1u128 << 63; n];
+        for (row, &f) in qs.chunks_exact(n).zip(&self.fraction) {
+            (rounded.iter_mut().zip(row)).for_each(|(r, &x)| *r += u128::from(x) * u128::from(f));
+        }
+        // yⱼ = Σᵢ xᵢ·(Iᵢ mod pⱼ) + ⌊Σᵢ xᵢ·fᵢ⌉ + x'ⱼ·(t/Q mod pⱼ), then uⱼ = yⱼ·(P/pⱼ)⁻¹, in
+        // P's rows; then y = Σⱼ uⱼ·P/pⱼ − α·P over Q.
+        let q_rows: Vec<&[u64]> = qs.chunks_exact(n).collect();
+        for (j, row) in ps.chunks_exact_mut(n).enumerate() {
+            let (prime, w) = (&self.primes[k + j], &self.integer_mod_p[j]);
+            let (t_over_q, hat_inverse) = (self.t_over_q_mod_p[j], self.p_hat_inverse[j]);
+            for (c, y) in row.iter_mut().enumerate() {
+                let mut acc = (rounded[c] >> 64) + u128::from(*y) * u128::from(t_over_q);
+                for (x, &w) in q_rows.iter().zip(w) {
+                    acc += u128::from(x[c]) * u128::from(w);
+                }
+                *y = prime.mul_shoup(prime.reduce(acc), hat_inverse);
+            }
+        }
+        let alpha = corrections(ps, &self.p_reciprocal, n);
         let mut out = vec![0u64; k * n];
-        let (mut xs, mut us) = ([0u64; MAX_MODULI], [0u64; MAX_MODULI + 1]);
-        for c in 0..n {
-            let mut fixed: u128 = 1 << 63;
-            for i in 0..k {
-                xs[i] = x[i * n + c];
-                fixed += u128::from(xs[i]) * u128::from(self.fraction[i]);
-            }
-            let rounded = fixed >> 64;
-            let mut s = 0.0f64;
-            for j in 0..m {
-                let pj = &self.primes[k + j];
-                let w = &self.integer_mod_p[j];
-                let mut acc =
-                    rounded + u128::from(x[(k + j) * n + c]) * u128::from(self.t_over_q_mod_p[j]);
-                for i in 0..k {
-                    acc += u128::from(xs[i]) * u128::from(w[i]);
-                }
-                us[j] = pj.mul_shoup(pj.reduce(acc), self.p_hat_inverse[j]);
-                s += us[j] as f64 * self.p_reciprocal[j];
-            }
-            let alpha = ((s + 0.5) as usize).min(m);
-            for i in 0..k {
-                let w = &self.p_hat_mod_q[i];
-                let mut acc = u128::from(self.minus_p_mod_q[i][alpha]);
-                for j in 0..m {
-                    acc += u128::from(us[j]) * u128::from(w[j]);
-                }
-                out[i * n + c] = self.primes[i].reduce(acc);
-            }
-        }
-        for (i, row) in out.chunks_exact_mut(n).enumerate() {
-            self.ntt[i].forward(row);
+        let (hats, minus) = (&self.p_hat_mod_q, &self.minus_p_mod_q);
+        convert(ps, &alpha, (hats, minus), &self.primes[..k], &mut out, n);
+        for (row, ntt) in out.chunks_exact_mut(n).zip(&self.ntt) {
+            ntt.forward(row);
         }
         self.poly(out)
+    }
+}
+
+/// A fast base conversion's sums (HPS19 §4.1): into each row of `out` (N values modulo
+/// its prime of `to`), Σᵢ vᵢ·(Π/mᵢ mod p) − α·(Π mod p) from the rows `v` (each vᵢ already
+/// aᵢ·(Π/mᵢ)⁻¹ modulo its own mᵢ, Π the product of the mᵢ), each coefficient's `alpha`,
+/// and the constants of [`conversion`].
+fn convert(
+    v: &[u64],
+    alpha: &[u8],
+    (hats, minus): (&[Vec<u64>], &[Vec<u64>]),
+    to: &[Prime],
+    out: &mut [u64],
+    n: usize,
+) {
+    let rows: Vec<&[u64]> = v.chunks_exact(n).collect();
+    for (((out, prime), hat), minus) in out.chunks_exact_mut(n).zip(to).zip(hats).zip(minus) {
+        for (c, (out, &alpha)) in out.iter_mut().zip(alpha).enumerate() {
+            let mut acc = u128::from(minus[usize::from(alpha)]);
+            for (row, &h) in rows.iter().zip(hat) {
+                acc += u128::from(row[c]) * u128::from(h);
+            }
+            *out = prime.reduce(acc);
+        }
     }
 }
 
