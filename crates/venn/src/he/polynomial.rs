@@ -4,12 +4,12 @@
 //!
 //! The evaluation is Paterson–Stockmeyer's (CMdG+21 §4.3; APSI's `eval_patstock`): with
 //! low degree ℓ, P(x) = Σᵢ x^{i(ℓ+1)} · Qᵢ(x), each Qᵢ of degree ℓ taken as fused
-//! ciphertext × plaintext terms over the low powers x¹…x^ℓ (`fhe`'s `dot_product_scalar`,
-//! one reduction per slot), then multiplied by the high power x^{i(ℓ+1)}: the products
-//! are summed before they are scaled ([`super::product`]) and relinearised once. It needs the powers
-//! 1…ℓ and the multiples of ℓ + 1 up to the degree ([`targets`]), which [`powers`]
-//! computes from a query's sources by a [`PowersDag`]. Every ciphertext is at level 0;
-//! the caller switches the result down before sending it.
+//! ciphertext × plaintext terms over the low powers x¹…x^ℓ (one reduction a slot every
+//! many terms), then multiplied by the high power x^{i(ℓ+1)}: the products are summed
+//! before they are scaled and relinearised once (all of it [`super::product`]'s). It
+//! needs the powers 1…ℓ and the multiples of ℓ + 1 up to the degree ([`targets`]), which
+//! [`powers`] computes from a query's sources by a [`PowersDag`]. Every ciphertext is at
+//! level 0; the caller switches the result down before sending it.
 
 use super::params::tensor;
 use super::powers::PowersDag;
@@ -52,8 +52,7 @@ impl Powers {
 
     /// x^`power` lifted for products.
     fn lifted(&self, power: u32) -> Result<&Extended> {
-        (self.lifted.get(&power))
-            .ok_or_else(|| Error::Usage(format!("no lift of x^{power} for products")))
+        lifted_of(&self.lifted, power)
     }
 }
 
