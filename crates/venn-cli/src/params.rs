@@ -123,7 +123,8 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     println!("  who learns what: {LEAKAGE}");
     println!(
         "  per query: an OPRF round (as ub-cache's), then the request (each bundle index's \
-         source powers encrypted, and a relinearisation key) up and, per bundle, one result \
+         source powers encrypted, and a relinearisation key where the set takes products: \
+         not where ℓ = d and every power is sent) up and, per bundle, one result \
          and one more per label part down (a part holds f·⌊log₂ t⌋ bits of the sealed label, \
          ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested). \
          A dataset keeps a database for each query cap up to its own; a query takes the \

@@ -571,9 +571,9 @@ fn the_benchmark_checks_every_answer() {
     assert_eq!(
         taken,
         [
-            (Some("V512K-1"), Some(1)),
+            (Some("V2M-1"), Some(1)),
             (Some("V128K-256"), Some(1)),
-            (Some("V1M-4096"), Some(5))
+            (Some("V1M-4096"), Some(4))
         ],
         "each query takes the set of the smallest cap it fits"
     );
@@ -662,7 +662,7 @@ fn a_dataset_served_in_ub_fhe_only_answers_without_tags() {
     ]);
     assert_success(&[&made]);
     assert!(
-        stderr(&made).contains("ub-fhe databases (V512K-1 of"),
+        stderr(&made).contains("ub-fhe databases (V2M-1 of"),
         "{}",
         stderr(&made)
     );

@@ -58,15 +58,15 @@ impl Powers {
 
 /// The powers of x that `dag` computes, from the ciphertexts of its sources (`sources`:
 /// each source power's ciphertext of `par`, at level 0), by products relinearised with
-/// `rk`, keeping the lifts of the powers in `lift` (the [`high_powers`] of the
-/// evaluations to come). Each power's lift is made once, when a product first needs it,
+/// `rk` (none where `dag` computes nothing), keeping the lifts of the powers in `lift`
+/// (the [`high_powers`] of the evaluations to come). Each power's lift is made once, when a product first needs it,
 /// and dropped after its last; the lifts and products of each depth run on the current
 /// rayon pool.
 pub fn powers(
     dag: &PowersDag,
     sources: Vec<(u32, Ciphertext)>,
     lift: &[u32],
-    rk: &RelinearizationKey,
+    rk: Option<&RelinearizationKey>,
     par: &Arc<BfvParameters>,
 ) -> Result<Powers> {
     let mut have: HashMap<u32, Ciphertext> = sources.into_iter().collect();
@@ -112,7 +112,7 @@ pub fn powers(
             .map(|&(p, a, b)| {
                 let (a, b) = (lifted_of(&lifted, a)?, lifted_of(&lifted, b)?);
                 let mut product = tensor.multiply(a, b)?;
-                rk.relinearizes(&mut product).map_err(bfv)?;
+                relinearise(rk, &mut product)?;
                 Ok((p, product))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -147,7 +147,8 @@ enum Block {
 
 /// The polynomial of degree `degree` (at least 1) whose coefficient j has the slots
 /// `coefficient(j)` (each below t), evaluated at x by Paterson–Stockmeyer with low degree
-/// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted). Its
+/// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted), with
+/// no product of ciphertexts where ℓ = d (then no key: `rk` is none). Its
 /// blocks run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it
 /// runs: a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
 /// gigabytes: 0.25 MiB each at N = 8,192 and four moduli in NTT form). The blocks'
@@ -157,7 +158,7 @@ pub fn evaluate(
     coefficient: &(dyn Fn(usize) -> Result<Vec<u64>> + Sync),
     low: u32,
     powers: &Powers,
-    rk: &RelinearizationKey,
+    rk: Option<&RelinearizationKey>,
 ) -> Result<Ciphertext> {
     if degree == 0 || low == 0 {
         return Err(Error::Usage(format!(
@@ -210,10 +211,17 @@ pub fn evaluate(
     let mut result = result.expect("block 0 is not a product");
     if let Some(products) = products {
         let mut products = tensor.finish(products)?;
-        rk.relinearizes(&mut products).map_err(bfv)?;
+        relinearise(rk, &mut products)?;
         result += &products;
     }
     Ok(result)
+}
+
+/// Relinearises `product` with `rk`: refused where there is no key (a set whose queries
+/// send none needs no product).
+fn relinearise(rk: Option<&RelinearizationKey>, product: &mut Ciphertext) -> Result<()> {
+    let rk = rk.ok_or_else(|| Error::Usage("a product without a relinearisation key".into()))?;
+    rk.relinearizes(product).map_err(bfv)
 }
 
 /// `fhe`'s error as Venn's.
@@ -294,12 +302,12 @@ mod tests {
                 (s, encrypt(&xs, &mut rng))
             })
             .collect();
-        let xs = powers(&dag, sent, &high_powers(degree, low), &rk, &par).unwrap();
+        let xs = powers(&dag, sent, &high_powers(degree, low), Some(&rk), &par).unwrap();
         // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
         let eval = |coefficients: &[Vec<u64>], xs: &Powers| {
             let encode = |j: usize| Ok(coefficients[j].clone());
             let degree = coefficients.len().saturating_sub(1) as u32;
-            evaluate(degree, &encode, low, xs, &rk)
+            evaluate(degree, &encode, low, xs, Some(&rk))
         };
         let decrypt = |ct: &Ciphertext| -> Vec<u64> {
             let pt = sk.try_decrypt(ct).unwrap();

@@ -3,15 +3,19 @@
 //! of an unexpected level or part count reaches `assert!`s in its operations (a panic the
 //! peer chooses).
 //!
-//! A ciphertext is its kind, its level, and its two parts' coefficients modulo each of its
+//! A ciphertext is its kind, its level, the bits kept of each part's coefficients (0 for
+//! every bit), and its two parts' coefficients modulo each of its
 //! level's moduli q_i, N of them per modulus, each in ⌈log₂ q_i⌉ bits (little-endian bit
 //! order); a reader refuses any other length, level, part count, or a coefficient not
 //! below its modulus. [`Kind::Full`] carries the coefficients as held (NTT form);
-//! [`Kind::Compact`], for results at the last level, only the top bits of each power-basis
-//! coefficient: dropping the low s bits adds an error of at most 2^(s−1) to each
-//! coefficient of c₀ and c₁, so about 2^(s−1)·(1 + |s_key|·√N) to the decrypted noise —
-//! what a caller's choice of s must leave room for (APSI's responses drop bits so too,
-//! `try_clear_irrelevant_bits`; CMdG+21 §5).
+//! [`Kind::Seeded`], for a fresh encryption under a secret key, c₀ so and, in place of c₁,
+//! the 32 bytes it was expanded from (`fhe` draws c₁ = a uniform from a seed, CLR17
+//! §6.2's "half the ciphertext"), so half the bytes; [`Kind::Compact`], for results at
+//! the last level, only the top bits of each power-basis coefficient, as many of c₀'s
+//! and of c₁'s as the caller says: dropping the low s₀ bits of c₀'s and s₁ of c₁'s adds
+//! at most 2^(s₀−1) + 2^(s₁−1)·‖s_key‖₁ to the decrypted noise — what the caller's choice
+//! must leave room for (APSI's responses drop bits so too, `try_clear_irrelevant_bits`;
+//! CMdG+21 §5).
 
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext};
@@ -24,33 +28,50 @@ use std::sync::Arc;
 pub enum Kind {
     /// Every bit, in NTT form, at any level.
     Full,
-    /// The top `keep` bits of each power-basis coefficient, at the last level only.
+    /// c₀ as [`Kind::Full`] carries it, then the seed c₁ is expanded from: a fresh
+    /// encryption under a secret key only (`fhe` forgets the seed of a ciphertext once it
+    /// changes it).
+    Seeded,
+    /// The top bits of each power-basis coefficient, at the last level only.
     Compact {
-        /// The bits kept of each coefficient.
-        keep: u8,
+        /// The bits kept of each coefficient of c₀ and of c₁.
+        keep: [u8; PARTS],
     },
 }
 
-/// The bytes before the coefficients: kind, level, the bits kept (compact; else 0).
-const HEAD: usize = 3;
+/// The bytes before the coefficients: kind, level, the bits kept of c₀'s and c₁'s
+/// coefficients (compact; else 0).
+const HEAD: usize = 2 + PARTS;
 
-/// A ciphertext's parts on the wire.
+/// A ciphertext's parts.
 const PARTS: usize = 2;
+
+/// The bytes of the seed a [`Kind::Seeded`] ciphertext's c₁ is expanded from.
+const SEED: usize = 32;
+
+/// The parts whose coefficients a ciphertext of `kind` carries.
+fn carried(kind: Kind) -> usize {
+    match kind {
+        Kind::Seeded => 1,
+        Kind::Full | Kind::Compact { .. } => PARTS,
+    }
+}
 
 /// The bits of a modulus' residues.
 fn width(q: u64) -> u32 {
     u64::BITS - q.leading_zeros()
 }
 
-/// The bits each coefficient of modulus `q` takes in a ciphertext of `kind`, and how
-/// many low bits are dropped.
-fn bits_of(q: u64, kind: Kind) -> Result<(u32, u32)> {
-    match kind {
-        Kind::Full => Ok((width(q), 0)),
-        Kind::Compact { keep } if (1..=width(q)).contains(&u32::from(keep)) => {
-            Ok((u32::from(keep), width(q) - u32::from(keep)))
-        }
-        Kind::Compact { keep } => Err(Error::protocol(
+/// The bits each coefficient of modulus `q` takes in part `part` of a ciphertext of
+/// `kind`, and how many low bits are dropped.
+fn bits_of(q: u64, kind: Kind, part: usize) -> Result<(u32, u32)> {
+    let Kind::Compact { keep } = kind else {
+        return Ok((width(q), 0));
+    };
+    let keep = u32::from(keep[part]);
+    match (1..=width(q)).contains(&keep) {
+        true => Ok((keep, width(q) - keep)),
+        false => Err(Error::protocol(
             format!("a compact ciphertext keeping 1 to {} bits", width(q)),
             format!("{keep} bits"),
         )),
@@ -61,10 +82,13 @@ fn bits_of(q: u64, kind: Kind) -> Result<(u32, u32)> {
 pub fn wire_len(par: &BfvParameters, level: usize, kind: Kind) -> Result<usize> {
     let moduli = moduli_at(par, level)?;
     let mut bits = 0u64;
-    for &q in moduli {
-        bits += u64::from(bits_of(q, kind)?.0) * par.degree() as u64;
+    for part in 0..carried(kind) {
+        for &q in moduli {
+            bits += u64::from(bits_of(q, kind, part)?.0) * par.degree() as u64;
+        }
     }
-    Ok(HEAD + (PARTS as u64 * bits).div_ceil(8) as usize)
+    let seed = if kind == Kind::Seeded { SEED } else { 0 };
+    Ok(HEAD + bits.div_ceil(8) as usize + seed)
 }
 
 /// The moduli of `level`, refused past the last.
@@ -79,8 +103,8 @@ fn moduli_at(par: &BfvParameters, level: usize) -> Result<&[u64]> {
     }
 }
 
-/// `ct` in its wire form of `kind` (a compact one only at the last level): refused for a
-/// ciphertext of another part count (one not relinearised).
+/// `ct` in its wire form of `kind` (a compact one only at the last level, a seeded one
+/// only fresh): refused for a ciphertext of another part count (one not relinearised).
 pub fn encode(ct: &Ciphertext, par: &BfvParameters, kind: Kind) -> Result<Vec<u8>> {
     let Some(first) = ct.first() else {
         return Err(Error::Usage("a ciphertext without parts".into()));
@@ -95,31 +119,48 @@ pub fn encode(ct: &Ciphertext, par: &BfvParameters, kind: Kind) -> Result<Vec<u8
     let moduli = moduli_at(par, level)?;
     let keep = match kind {
         Kind::Compact { keep } => keep,
-        Kind::Full => 0,
+        Kind::Full | Kind::Seeded => [0; PARTS],
+    };
+    let seed = match kind {
+        Kind::Seeded => Some(seed_of(ct)?),
+        Kind::Full | Kind::Compact { .. } => None,
     };
     let mut out = Vec::with_capacity(wire_len(par, level, kind)?);
-    out.extend_from_slice(&[kind_byte(kind), level as u8, keep]);
+    out.extend_from_slice(&[kind_byte(kind), level as u8]);
+    out.extend_from_slice(&keep);
     let mut bits = BitWriter::new(out);
-    for part in ct.iter() {
+    for (at, part) in ct.iter().take(carried(kind)).enumerate() {
         let mut part = part.clone();
-        if kind != Kind::Full {
+        if let Kind::Compact { .. } = kind {
             part.change_representation(Representation::PowerBasis);
         }
         for (row, &q) in part.coefficients().outer_iter().zip(moduli) {
-            let (kept, dropped) = bits_of(q, kind)?;
+            let (kept, dropped) = bits_of(q, kind, at)?;
             for &c in row {
                 // The top bits; the reader puts back the middle of what was dropped.
                 bits.push(c >> dropped, kept);
             }
         }
     }
-    Ok(bits.finish())
+    let mut out = bits.finish();
+    out.extend(seed.iter().flatten());
+    Ok(out)
+}
+
+/// The seed a fresh ciphertext's c₁ was expanded from (`fhe` tells it only in its own
+/// wire form): refused for a ciphertext that has none.
+fn seed_of(ct: &Ciphertext) -> Result<[u8; SEED]> {
+    let proto = fhe::proto::bfv::Ciphertext::from(ct);
+    (proto.seed[..]).try_into().map_err(|_| {
+        Error::Usage("a ciphertext sent seeded is not a fresh secret-key encryption".into())
+    })
 }
 
 /// The kind's byte on the wire.
 fn kind_byte(kind: Kind) -> u8 {
     match kind {
         Kind::Full => b'F',
+        Kind::Seeded => b'S',
         Kind::Compact { .. } => b'C',
     }
 }
@@ -130,17 +171,18 @@ fn kind_byte(kind: Kind) -> u8 {
 /// it reaches `fhe`.
 pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Result<Ciphertext> {
     let bad = |why: String| Error::protocol("a BFV ciphertext", why);
-    let [kind, level, keep] = *bytes
+    let [kind, level, keep @ ..] = *bytes
         .first_chunk::<HEAD>()
         .ok_or_else(|| bad("no head".into()))?;
     let kind = match kind {
         b'F' => Kind::Full,
+        b'S' => Kind::Seeded,
         b'C' => Kind::Compact { keep },
         other => return Err(bad(format!("the kind {other}"))),
     };
     let level = usize::from(level);
     let compact = matches!(kind, Kind::Compact { .. });
-    if level < min_level || (compact && level != par.max_level()) || (!compact && keep != 0) {
+    if level < min_level || (compact && level != par.max_level()) || (!compact && keep != [0; 2]) {
         return Err(bad(format!(
             "{kind:?} at level {level}, not {min_level} or deeper"
         )));
@@ -155,12 +197,16 @@ pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Resul
     }
     let ctx = par.context_at_level(level).map_err(bfv)?;
     let n = par.degree();
-    let mut reader = BitReader::new(&bytes[HEAD..]);
+    let (coefficients, seed) = match kind {
+        Kind::Seeded => bytes[HEAD..].split_at(bytes.len() - HEAD - SEED),
+        Kind::Full | Kind::Compact { .. } => (&bytes[HEAD..], &[][..]),
+    };
+    let mut reader = BitReader::new(coefficients);
     let mut parts = Vec::with_capacity(PARTS);
-    for _ in 0..PARTS {
+    for part in 0..carried(kind) {
         let mut coefficients = Vec::with_capacity(moduli.len() * n);
         for &q in moduli {
-            let (kept, dropped) = bits_of(q, kind)?;
+            let (kept, dropped) = bits_of(q, kind, part)?;
             let half = (1u64 << dropped) >> 1;
             for _ in 0..n {
                 let c = (reader.take(kept) << dropped) | half;
@@ -172,7 +218,7 @@ pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Resul
             }
         }
         let representation = match kind {
-            Kind::Full => Representation::Ntt,
+            Kind::Full | Kind::Seeded => Representation::Ntt,
             Kind::Compact { .. } => Representation::PowerBasis,
         };
         let mut poly = Poly::try_convert_from(coefficients, ctx, false, representation)
@@ -182,6 +228,10 @@ pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Resul
     }
     if reader.left_over() {
         return Err(bad("bits set past its last coefficient".into()));
+    }
+    if let Ok(seed) = <[u8; SEED]>::try_from(seed) {
+        // As `fhe` expands it when it encrypts (any seed gives a uniform c₁).
+        parts.push(Poly::random_from_seed(ctx, Representation::Ntt, seed));
     }
     Ciphertext::new(parts, par).map_err(|e| bad(e.to_string()))
 }
@@ -327,13 +377,31 @@ mod tests {
                 "shallower than asked"
             );
         }
+        // Fresh: c₀ and the seed, decrypting as before in half the bytes and a seed's.
+        let seeded = encode(&fresh, &par, Kind::Seeded).unwrap();
+        let full = encode(&fresh, &par, Kind::Full).unwrap();
+        assert_eq!(seeded.len(), wire_len(&par, 0, Kind::Seeded).unwrap());
+        assert_eq!(seeded.len(), HEAD + (full.len() - HEAD) / 2 + SEED);
+        let read = decode(&seeded, &par, 0).unwrap();
+        let c = |ct: &Ciphertext, i: usize| ct[i].coefficients().to_owned();
+        let decrypted = sk.try_decrypt(&read).unwrap();
+        assert_eq!(
+            Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap(),
+            values
+        );
+        assert!((0..PARTS).all(|i| c(&read, i) == c(&fresh, i)));
+        let mut changed = fresh.clone();
+        changed += &fresh;
+        assert!(encode(&changed, &par, Kind::Seeded).is_err(), "not fresh");
         let mut last = fresh.clone();
         last.switch_to_level(par.max_level()).unwrap();
+        assert!(encode(&last, &par, Kind::Seeded).is_err(), "switched");
         let full = encode(&last, &par, Kind::Full).unwrap();
-        let keep = (u64::BITS - t.leading_zeros()) as u8 + 12;
+        let t_bits = (u64::BITS - t.leading_zeros()) as u8;
+        let keep = [t_bits + 4, t_bits + 12 + 4];
         let compact = encode(&last, &par, Kind::Compact { keep }).unwrap();
-        // 32 of the last modulus' 40 bits.
-        assert_eq!(compact.len(), HEAD + 2 * 4096 * usize::from(keep) / 8);
+        // 24 and 36 of the last modulus' 40 bits.
+        assert_eq!(compact.len(), HEAD + 4096 * (24 + 36) / 8);
         assert!(compact.len() < full.len());
         let read = decode(&compact, &par, par.max_level()).unwrap();
         let decrypted = sk.try_decrypt(&read).unwrap();
@@ -354,10 +422,21 @@ mod tests {
         let pt = Plaintext::try_encode(&[1u64, 2, 3], Encoding::simd(), &par).unwrap();
         let ct: Ciphertext = sk.try_encrypt(&pt, &mut rng).unwrap();
         let wire = encode(&ct, &par, Kind::Full).unwrap();
+        let seeded = encode(&ct, &par, Kind::Seeded).unwrap();
+        for bad in [&seeded[..seeded.len() - 1], &[&seeded[..], &[0]].concat()] {
+            assert!(decode(bad, &par, 0).is_err(), "a seeded one cut or long");
+        }
+        let mut other_seed = seeded.clone();
+        *other_seed.last_mut().unwrap() ^= 1;
+        let read = decode(&other_seed, &par, 0).unwrap();
+        assert!(
+            sk.try_decrypt(&read).unwrap() != pt,
+            "another seed, another c₁"
+        );
         assert!(decode(&wire[..wire.len() - 1], &par, 0).is_err());
         assert!(decode(&[&wire[..], &[0]].concat(), &par, 0).is_err());
         assert!(decode(&[], &par, 0).is_err());
-        for (at, value) in [(0, b'X'), (1, 9), (2, 5)] {
+        for (at, value) in [(0, b'X'), (1, 9), (2, 5), (3, 1)] {
             let mut bad = wire.clone();
             bad[at] = value;
             assert!(decode(&bad, &par, 0).is_err(), "byte {at} = {value}");
@@ -368,22 +447,24 @@ mod tests {
         assert!(decode(&over, &par, 0).is_err());
         let mut last = ct.clone();
         last.switch_to_level(par.max_level()).unwrap();
-        let compact = encode(&last, &par, Kind::Compact { keep: 30 }).unwrap();
+        let compact = encode(&last, &par, Kind::Compact { keep: [30, 30] }).unwrap();
         let mut tail = compact.clone();
         *tail.last_mut().unwrap() |= 0x80;
         // 2 × 4096 × 30 bits fill their bytes: the top bit is the last coefficient's.
         assert!(decode(&tail, &par, 0).is_ok());
-        let mut padded = encode(&last, &par, Kind::Compact { keep: 29 }).unwrap();
+        let mut padded = encode(&last, &par, Kind::Compact { keep: [29, 29] }).unwrap();
         assert!(decode(&padded, &par, 0).is_ok());
         *padded.last_mut().unwrap() |= 0x80;
         // 2 × 4096 × 29 bits leave no byte part-used either; a wrong length is refused.
         assert!(decode(&padded[..padded.len() - 1], &par, 0).is_err());
-        let mut keep = compact.clone();
-        keep[2] = 60;
-        assert!(
-            decode(&keep, &par, 0).is_err(),
-            "more bits kept than its modulus has"
-        );
+        for at in [2, 3] {
+            let mut keep = compact.clone();
+            keep[at] = 60;
+            assert!(
+                decode(&keep, &par, 0).is_err(),
+                "more bits kept than its modulus has"
+            );
+        }
         for _ in 0..8 {
             let mut noise = vec![0u8; wire.len()];
             rand::RngCore::fill_bytes(&mut rng, &mut noise);

@@ -1393,7 +1393,7 @@ mod tests {
     }
 
     /// A labeled dataset of 600 items under one key, in both modes: its `ub-fhe`
-    /// databases (V512K-1 for single keys, V128K-256 for up to 256), and the state serving
+    /// databases (V2M-1 for single keys, V128K-256 for up to 256), and the state serving
     /// them — with its tags where `tags`.
     #[cfg(feature = "bfv")]
     fn fhe_published(tags: bool) -> Published {
@@ -1434,7 +1434,7 @@ mod tests {
         assert!(!description.tags);
         assert_eq!(description.cache.len, 0, "its size not told");
         let sets: Vec<&str> = description.fhe.iter().map(|o| o.set.as_str()).collect();
-        assert_eq!(sets, ["V512K-1", "V128K-256"]);
+        assert_eq!(sets, ["V2M-1", "V128K-256"]);
         assert_eq!(fhe_offer_for(&description.fhe, 1).unwrap(), (0, 1));
         assert_eq!(fhe_offer_for(&description.fhe, 2).unwrap(), (1, 256));
         assert_eq!(fhe_offer_for(&description.fhe, 5000).unwrap(), (1, 256));

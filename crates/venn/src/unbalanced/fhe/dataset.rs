@@ -6,7 +6,7 @@
 //! bring a database up to date.
 
 use super::database::Database;
-use super::messages::{answer_to_bytes, request_from_bytes};
+use super::messages::{answer_to_bytes, max_key_bytes, request_from_bytes};
 use super::params::FheSet;
 use super::query::answer;
 use super::session::item_hash;
@@ -206,12 +206,15 @@ impl FheDataset {
     }
 }
 
-/// The most bytes of a request of `set`: its ciphertexts and a relinearisation key,
-/// each after its length.
+/// The most bytes of a request of `set`: its ciphertexts and a relinearisation key where
+/// the set needs one, each after its length.
 fn max_request(set: &FheSet, par: &BfvParameters) -> Result<u64> {
-    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Full)?);
-    let moduli = par.moduli().len();
-    Ok((5 + cts + 4 + 2 * moduli * moduli * par.degree() * 8 + 4096) as u64)
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Seeded)?);
+    let key = match set.relinearises() {
+        true => max_key_bytes(par),
+        false => 0,
+    };
+    Ok((5 + cts + 4 + key) as u64)
 }
 
 /// `set`'s BFV parameters, refused unless the set checks and holds `items`.

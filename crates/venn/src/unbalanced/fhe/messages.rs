@@ -2,9 +2,11 @@
 //! (a hostile client's malformed ciphertexts and wrong parameters are refused here).
 //!
 //! A request is the count of bundle indices (u32) and of sources (u8), which must be the
-//! set's, then for each index and each source in the set's order a ciphertext at level 0
-//! ([`crate::he::wire`], its length (u32) first), then the relinearisation key in `fhe`'s
-//! own form (its length (u32) first), taken only where its encoding is the one `fhe`
+//! set's, then for each index and each source in the set's order a fresh ciphertext at
+//! level 0, seeded ([`crate::he::wire`]'s `Kind::Seeded`: c₀ and c₁'s seed, its length
+//! (u32) first), then the relinearisation key in `fhe`'s
+//! own form (its length (u32) first; length 0 and no key where the set needs no product,
+//! [`FheSet::relinearises`], and only there), taken only where its encoding is the one `fhe`
 //! writes for it (no stray fields) and whose fields are checked first (`check_key`):
 //! `fhe` keeps each polynomial's representation and power-basis values as sent, and a
 //! key of another level, a polynomial not in NTT-Shoup form or a value not below its
@@ -13,7 +15,7 @@
 //! do: they are public.)
 //!
 //! An answer is, per index, the count of bundles (u32) and for each bundle 1 + P compact
-//! ciphertexts at the last level ([`answer_bits`] kept of each coefficient), each after
+//! ciphertexts at the last level ([`answer_bits`] kept of each part's coefficients), each after
 //! its length (u32).
 
 use super::params::FheSet;
@@ -27,34 +29,41 @@ use std::sync::Arc;
 
 /// The most bytes of a relinearisation key: 2 polynomials per modulus, per modulus, at 8
 /// bytes a coefficient, with room for `fhe`'s framing.
-fn max_key_bytes(par: &BfvParameters) -> usize {
+pub(super) fn max_key_bytes(par: &BfvParameters) -> usize {
     let moduli = par.moduli().len();
     2 * moduli * moduli * par.degree() * 8 + 4096
 }
 
-/// The bits an answer keeps of each coefficient at the last modulus: t's, log₂ N and 4.
-/// Dropping the low s bits adds at most 2^(s−1)·(1 + ‖s_key‖₁) to the noise; `fhe`'s
-/// secret is a centred binomial of variance 10, so ‖s_key‖₁ is a sum of N terms of mean
-/// E|s| ≈ 2.5, within a few percent of 2^(log₂ N + 1.33). With s = log₂ q − log₂ t −
-/// log₂ N − 4 the added noise stays below 2^(log₂ q − log₂ t − 3.6): under a sixth of the
-/// budget q/(2t), at worst.
-pub fn answer_bits(par: &BfvParameters) -> u8 {
-    let t_bits = u64::BITS - par.plaintext().leading_zeros();
-    let log_n = par.degree().trailing_zeros();
-    (t_bits + log_n + 4) as u8
+/// The bits an answer keeps of each coefficient of c₀ and of c₁ at the last modulus q:
+/// t's and 4, and t's, log₂ N and 4. Dropping the low s₀ bits of c₀'s and s₁ of c₁'s adds
+/// at most 2^(s₀−1) + 2^(s₁−1)·‖s_key‖₁ to the noise; `fhe`'s secret is a centred
+/// binomial of variance 10, so ‖s_key‖₁ is a sum of N terms of mean E|s| ≈ 2.5, within a
+/// few percent of 2^(log₂ N + 1.33). With s₀ = log₂ q − log₂ t − 4 and s₁ = s₀ − log₂ N
+/// the added noise stays below 2^(log₂ q − log₂ t − 5) + 2^(log₂ q − log₂ t − 3.6): under
+/// a quarter of the budget q/(2t), at worst (the sets keep the rest 64 times over).
+pub fn answer_bits(par: &BfvParameters) -> [u8; 2] {
+    let t_bits = (u64::BITS - par.plaintext().leading_zeros()) as u8;
+    let log_n = par.degree().trailing_zeros() as u8;
+    [t_bits + 4, t_bits + log_n + 4]
 }
 
 /// The bytes of a request of `set` (whose BFV parameters are `par`): its counts, its
-/// ciphertexts and a relinearisation key (one made and measured: `fhe`'s coding of a
-/// key's coefficients takes their moduli's bits, the same for every key).
+/// ciphertexts and a relinearisation key where the set needs one (one made and measured:
+/// `fhe`'s coding of a key's coefficients takes their moduli's bits, the same for every
+/// key).
 pub fn request_len(set: &FheSet, par: &Arc<BfvParameters>) -> Result<usize> {
     use rand::SeedableRng;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
-    let sk = fhe::bfv::SecretKey::random(par, &mut rng);
-    let rk =
-        RelinearizationKey::new(&sk, &mut rng).map_err(|e| Error::Params(format!("BFV: {e}")))?;
-    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Full)?);
-    Ok(5 + cts + 4 + rk.to_bytes().len())
+    let key = if set.relinearises() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+        let sk = fhe::bfv::SecretKey::random(par, &mut rng);
+        let rk = RelinearizationKey::new(&sk, &mut rng)
+            .map_err(|e| Error::Params(format!("BFV: {e}")))?;
+        rk.to_bytes().len()
+    } else {
+        0
+    };
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Seeded)?);
+    Ok(5 + cts + 4 + key)
 }
 
 /// The bytes of one result in an answer (a bundle's, or one label part's), its length
@@ -71,16 +80,20 @@ pub fn request_to_bytes(request: &Request, par: &BfvParameters) -> Result<Vec<u8
         .u32(request.indices.len() as u32)
         .u8(sources as u8);
     for (_, ct) in request.indices.iter().flatten() {
-        let bytes = encode(ct, par, Kind::Full)?;
+        let bytes = encode(ct, par, Kind::Seeded)?;
         w = w.u32(bytes.len() as u32).bytes(&bytes);
     }
-    let rk = request.rk.to_bytes();
+    let rk = request
+        .rk
+        .as_ref()
+        .map(|rk| rk.to_bytes())
+        .unwrap_or_default();
     Ok(w.u32(rk.len() as u32).bytes(&rk).0)
 }
 
 /// Reads a request for `set` (whose BFV parameters are `par`): refused unless it has the
-/// set's indices and sources, every ciphertext reads at level 0, the key reads and is
-/// encoded as `fhe` encodes it, and nothing follows.
+/// set's indices and sources, every ciphertext reads at level 0, a key is there exactly
+/// where the set needs one and reads as `fhe` encodes it, and nothing follows.
 pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) -> Result<Request> {
     let mut r = Reader::new(bytes, "a ub-fhe query");
     let (indices, sources) = (r.u32()?, r.u8()?);
@@ -95,7 +108,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
             format!("{indices} indices and {sources} sources"),
         ));
     }
-    let ct_len = wire_len(par, 0, Kind::Full)?;
+    let ct_len = wire_len(par, 0, Kind::Seeded)?;
     let mut all = Vec::with_capacity(indices as usize);
     for _ in 0..indices {
         let mut index = Vec::with_capacity(set.sources.len());
@@ -119,17 +132,22 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
         all.push(index);
     }
     let len = r.u32()? as usize;
-    if len > max_key_bytes(par) {
-        return Err(Error::protocol(
-            format!(
-                "a relinearisation key of at most {} bytes",
-                max_key_bytes(par)
-            ),
-            format!("{len} bytes"),
-        ));
+    if (len == 0) == set.relinearises() || len > max_key_bytes(par) {
+        let expected = match set.relinearises() {
+            true => format!("a relinearisation key of 1 to {} bytes", max_key_bytes(par)),
+            false => format!("no relinearisation key (the set {} needs none)", set.name),
+        };
+        return Err(Error::protocol(expected, format!("{len} bytes")));
     }
     let key = r.bytes(len)?;
     r.finish()?;
+    let rk = (len > 0).then(|| read_key(key, par)).transpose()?;
+    Ok(Request { indices: all, rk })
+}
+
+/// A relinearisation key of `par` from `key`: refused unless its fields check
+/// ([`check_key`]) and `fhe` encodes what it reads as `key`.
+fn read_key(key: &[u8], par: &Arc<BfvParameters>) -> Result<RelinearizationKey> {
     check_key(key, par)?;
     let rk = RelinearizationKey::from_bytes(key, par)
         .map_err(|e| Error::protocol("a relinearisation key", e.to_string()))?;
@@ -139,7 +157,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
             "another encoding",
         ));
     }
-    Ok(Request { indices: all, rk })
+    Ok(rk)
 }
 
 /// A polynomial in `fhe`'s form (`fhe_math`'s `Rq` message, which it keeps private).
@@ -342,14 +360,17 @@ mod tests {
         deeper[5 + 4 + 1] = 1;
         assert!(refused(&deeper), "a deeper ciphertext");
         // A key that is not one (its length before it).
-        let key_at = wire.len() - request.rk.to_bytes().len() - 4;
+        let key = request.rk.as_ref().unwrap().to_bytes();
+        let key_at = wire.len() - key.len() - 4;
+        let keyless = [&wire[..key_at], &0u32.to_le_bytes()].concat();
+        assert!(refused(&keyless), "no key where products need one");
         let garbage = [&wire[..key_at], &64u32.to_le_bytes(), &[0xff; 64]].concat();
         assert!(refused(&garbage), "not a key");
         let huge = [&wire[..key_at], &u32::MAX.to_le_bytes()].concat();
         assert!(refused(&huge), "a key longer than any");
         // Keys that read but are not a level-0 key in NTT-Shoup form, reduced.
         use prost::Message;
-        let genuine = fhe::proto::bfv::RelinearizationKey::decode(&request.rk.to_bytes()[..]);
+        let genuine = fhe::proto::bfv::RelinearizationKey::decode(&key[..]);
         let genuine = genuine.unwrap();
         let with_key = |rk: &fhe::proto::bfv::RelinearizationKey| {
             let rk = rk.encode_to_vec();
@@ -382,5 +403,36 @@ mod tests {
             answer_from_bytes(&back, &set, &par, parts + 1, 4).is_err(),
             "a part more"
         );
+    }
+
+    /// A set without products (ℓ = d, every power sent): a query through bytes carries no
+    /// key and finds its member, not a non-member; a request with a key is refused.
+    #[test]
+    fn keyless_queries_cross_as_bytes() {
+        let set = (crate::unbalanced::fhe::params::sets().into_iter())
+            .find(|s| !s.relinearises())
+            .unwrap();
+        let par = set.bfv.build().unwrap();
+        let mut prg = Prg::from_seed(Block::from(15));
+        let seed = Block::from(80);
+        let mut db = Database::new(set.clone(), seed, None);
+        // About 61 items a column: one bundle full, a second begun.
+        let held = random_hashes(50_000, &mut prg);
+        held.iter().for_each(|&h| db.insert(h, None).unwrap());
+        assert!(db.bundles(0) >= 2, "{} bundles", db.bundles(0));
+        for (asked, member) in [(held[7], true), (random_hashes(1, &mut prg)[0], false)] {
+            let (pending, request) = query(&set, &par, seed, &[asked], &mut prg).unwrap();
+            assert!(request.rk.is_none());
+            let wire = request_to_bytes(&request, &par).unwrap();
+            assert_eq!(wire.len(), request_len(&set, &par).unwrap());
+            let read = request_from_bytes(&wire, &set, &par).unwrap();
+            let back = answer_to_bytes(&answer(&db, &par, &read).unwrap(), &par).unwrap();
+            let answered = answer_from_bytes(&back, &set, &par, 0, 64).unwrap();
+            let found = pending.matches(&set, &answered, 0).unwrap();
+            assert_eq!(found[0].is_some(), member);
+            let keyed = [&wire[..wire.len() - 4], &64u32.to_le_bytes(), &[1; 64]].concat();
+            let e = request_from_bytes(&keyed, &set, &par).err().unwrap();
+            assert!(e.to_string().contains("no relinearisation key"), "{e}");
+        }
     }
 }

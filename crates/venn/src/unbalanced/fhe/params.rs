@@ -22,16 +22,19 @@
 //! of noise budget at the last modulus (the spec's rule: `fhe` samples its secret like
 //! its errors, so several of APSI's sets fail to decrypt with it). [`classes`] are the
 //! sets a dataset serves, one for each query cap up to its own (1, 256, 4,096), so that
-//! a client asking of a few keys takes a set made for them (at 2^20 items a single key
-//! takes one bundle and up to 256 keys four, each a quarter of the upload, where the
-//! 4,096-item set takes 30 bundles); [`for_sizes`] is the one a query of a given size
+//! a client asking of a few keys takes a set made for them (at 2^20 items up to 256 keys
+//! take four bundles and a third of the upload, where the 4,096-item set takes 32
+//! bundles); [`for_sizes`] is the one a query of a given size
 //! takes. A dataset declared for fewer keys takes sets of lower degree: a query's work is
 //! about the powers it needs plus a Paterson–Stockmeyer block product a bundle (about
-//! 2√d + B·√d products), so up to 2^19 keys a single key is cheaper at d = 98 in several
-//! bundles (at 2^16, 23 products where d = 782 takes 77), and up to 2^17 so are 256.
+//! 2√d + B·√d products), so up to 2^17 keys 256 keys are cheaper at d = 98 in several
+//! bundles (at 2^16, 23 products where d = 782 takes 77); and up to 2^21 keys a single
+//! key takes no product at all (V2M-1: d = 60 at N = 4,096, every power sent, no
+//! relinearisation key — [`FheSet::relinearises`]).
 
 use crate::he::params::Bfv;
 use crate::he::powers::PowersDag;
+use crate::tables::stashless_bins;
 use crate::{Error, Result};
 
 /// The statistical parameter: false positives at most 2^-40 a query.
@@ -78,30 +81,48 @@ pub fn sets() -> Vec<FheSet> {
         plain,
         moduli: moduli.to_vec(),
     };
-    // V1M-4096's evaluation shape (BFV set, d, ℓ, sources) in one bundle index, for
-    // datasets declared small: single keys up to 2^19 (five bundles: 63 products where
-    // V16M-1 takes 77), up to 256 keys up to 2^17 (four bundles: 53).
-    let small = |name, hashes, max_query, max_items| FheSet {
-        name,
-        bfv: bfv(t16, &[56, 56, 56, 50]),
-        hashes,
-        felts: 6,
-        indices: 1,
-        degree: 98,
-        low: 8,
-        sources: vec![1, 3, 4, 9, 27],
-        max_query,
-        max_items,
-    };
     vec![
-        small("V512K-1", 1, 1, 1 << 19),
-        small("V128K-256", 3, 256, 1 << 17),
+        // No product of ciphertexts, so no relinearisation key (the spec's "VA", APSI's
+        // 1M-1 shape): the client sends every power to d, the server sums d + 1
+        // ciphertext × plaintext terms a bundle at N = 4,096 over one 60-bit prime.
+        // 1.8 MiB up, 27 KiB a bundle down (24 bundles at 2^20 keys, 47 at 2^21).
+        FheSet {
+            name: "V2M-1",
+            bfv: Bfv {
+                degree: 4096,
+                plain: t16,
+                moduli: vec![60],
+            },
+            hashes: 1,
+            felts: 5,
+            indices: 1,
+            degree: 60,
+            low: 60,
+            sources: (1..=60).collect(),
+            max_query: 1,
+            max_items: 1 << 21,
+        },
+        // V1M-4096's evaluation shape (BFV set, d, ℓ, sources) in one bundle index, for
+        // datasets declared small: up to 256 keys up to 2^17 (four bundles: 53 products
+        // where V16M-256 takes 77).
+        FheSet {
+            name: "V128K-256",
+            bfv: bfv(t16, &[56, 56, 56, 50]),
+            hashes: 3,
+            felts: 6,
+            indices: 1,
+            degree: 98,
+            low: 8,
+            sources: vec![1, 3, 4, 9, 27],
+            max_query: 256,
+            max_items: 1 << 17,
+        },
         FheSet {
             name: "V1M-4096",
             bfv: bfv(t16, &[56, 56, 56, 50]),
             hashes: 3,
             felts: 6,
-            indices: 5,
+            indices: 4,
             degree: 98,
             low: 8,
             sources: vec![1, 3, 4, 9, 27],
@@ -121,9 +142,9 @@ pub fn sets() -> Vec<FheSet> {
             max_items: 1 << 25,
         },
         // V16M-4096's evaluation shape in one bundle index, for queries of up to 256
-        // keys: the powers computed once and 3.0 MiB up; at 2^24 server keys as many
-        // bundles as V16M-4096 (the same work less four indices' powers), at 2^20 four
-        // where V1M-4096 takes 30. (f = 5 would fit more columns, but its false
+        // keys: the powers computed once and 1.9 MiB up; at 2^24 server keys as many
+        // bundles as V16M-4096 (the same work less three indices' powers), at 2^20 four
+        // where V1M-4096 takes 32. (f = 5 would fit more columns, but its false
         // positives, 2^-36 a query at 2^21 keys, do not pass.)
         FheSet {
             name: "V16M-256",
@@ -142,7 +163,7 @@ pub fn sets() -> Vec<FheSet> {
             bfv: bfv(t20, &[56, 56, 56, 50]),
             hashes: 3,
             felts: 6,
-            indices: 5,
+            indices: 4,
             degree: 782,
             low: 26,
             sources: vec![1, 5, 8, 27, 135],
@@ -272,6 +293,13 @@ impl FheSet {
         Some(label)
     }
 
+    /// Whether its queries need products of ciphertexts, so a relinearisation key: not
+    /// where ℓ = d (one Paterson–Stockmeyer block) and the sources are every power to d
+    /// (nothing to derive).
+    pub fn relinearises(&self) -> bool {
+        self.low < self.degree || !(1..=self.degree).all(|p| self.sources.contains(&p))
+    }
+
     /// log₂ of the chance that a non-member matches, per query item and bundle.
     pub fn log2_false_positive(&self) -> f64 {
         f64::from(self.felts) * (f64::from(self.degree).log2() - f64::from(self.felt_bits()))
@@ -288,7 +316,8 @@ impl FheSet {
 
     /// Refuses the set unless its BFV set is secure and usable, items carry 80 to 128
     /// bits, a query's false positives stay below 2^-40 against its most server items,
-    /// the query's cuckoo table is at most 3/4 full, and the sources reach every power
+    /// the query's cuckoo table is as large as a stash-free one must be to fail at most
+    /// once in 2^40 ([`stashless_bins`]), and the sources reach every power
     /// Paterson–Stockmeyer needs.
     pub fn check(&self) -> Result<()> {
         let max_items = self.max_items;
@@ -313,14 +342,14 @@ impl FheSet {
         if fpp > -FALSE_POSITIVE_BITS {
             return bad(format!("false positives of 2^{fpp:.1} a query"));
         }
-        if u64::from(self.max_query) * 4 > u64::from(self.locations()) * 3 {
+        if stashless_bins(u64::from(self.max_query)) > u64::from(self.locations()) {
             return bad(format!(
                 "queries of {} items in {} locations",
                 self.max_query,
                 self.locations()
             ));
         }
-        if self.low == 0 || self.low >= self.degree {
+        if self.low == 0 || self.low > self.degree {
             return bad(format!(
                 "low degree {} for degree {}",
                 self.low, self.degree
@@ -358,6 +387,7 @@ mod tests {
         }
         assert_eq!(for_sizes(1 << 20, 4096).unwrap().name, "V1M-4096");
         assert_eq!(for_sizes(1 << 24, 1).unwrap().name, "V16M-1");
+        assert_eq!(for_sizes(1 << 20, 1).unwrap().name, "V2M-1");
         assert_eq!(for_sizes(1 << 24, 256).unwrap().name, "V16M-256");
         assert_eq!(for_sizes(1 << 24, 257).unwrap().name, "V16M-4096");
         assert_eq!(for_sizes(1 << 28, 1).unwrap().name, "V256M-1");
@@ -368,12 +398,12 @@ mod tests {
                 .map(|s| s.name)
                 .collect()
         };
-        assert_eq!(names(1 << 20, 4096), ["V16M-1", "V16M-256", "V1M-4096"]);
-        assert_eq!(names(1 << 17, 4096), ["V512K-1", "V128K-256", "V1M-4096"]);
-        assert_eq!(names(1 << 18, 256), ["V512K-1", "V16M-256"]);
-        assert_eq!(names(1 << 19, 1), ["V512K-1"]);
-        assert_eq!(names(1 << 20, 1), ["V16M-1"]);
-        assert_eq!(names(1 << 20, 200), ["V16M-1", "V16M-256"]);
+        assert_eq!(names(1 << 20, 4096), ["V2M-1", "V16M-256", "V1M-4096"]);
+        assert_eq!(names(1 << 17, 4096), ["V2M-1", "V128K-256", "V1M-4096"]);
+        assert_eq!(names(1 << 18, 256), ["V2M-1", "V16M-256"]);
+        assert_eq!(names(1 << 21, 1), ["V2M-1"]);
+        assert_eq!(names(1 << 22, 1), ["V16M-1"]);
+        assert_eq!(names(1 << 20, 200), ["V2M-1", "V16M-256"]);
         assert_eq!(names(1 << 24, 300), ["V16M-1", "V16M-256", "V16M-4096"]);
         assert_eq!(names(1 << 28, 1), ["V256M-1"]);
         assert!(classes(1 << 28, 2).is_err());
@@ -406,7 +436,7 @@ mod tests {
             let (n, t) = (par.degree(), par.plaintext());
             let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(set.degree));
             let sk = SecretKey::random(&par, &mut rng);
-            let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+            let rk = (set.relinearises()).then(|| RelinearizationKey::new(&sk, &mut rng).unwrap());
             let x: Vec<u64> = (0..n).map(|_| rng.random_range(0..t)).collect();
             let sent: Vec<(u32, Ciphertext)> = (set.sources.iter())
                 .map(|&s| {
@@ -420,12 +450,12 @@ mod tests {
                 .collect();
             let dag = PowersDag::new(&set.sources, &targets(set.degree, set.low)).unwrap();
             let high = high_powers(set.degree, set.low);
-            let xs = powers(&dag, sent, &high, &rk, &par).unwrap();
+            let xs = powers(&dag, sent, &high, rk.as_ref(), &par).unwrap();
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();
             let encode = |j: usize| Ok(coefficients[j].clone());
-            let mut result = evaluate(set.degree, &encode, set.low, &xs, &rk).unwrap();
+            let mut result = evaluate(set.degree, &encode, set.low, &xs, rk.as_ref()).unwrap();
             result.switch_to_level(par.max_level()).unwrap();
             let decrypted = sk.try_decrypt(&result).unwrap();
             let got = Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap();

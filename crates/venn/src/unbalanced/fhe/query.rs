@@ -1,7 +1,7 @@
 //! A `ub-fhe` query (CHLR18 Fig. 1; CMdG+21 §4): the client cuckoo-hashes its items'
 //! OPRF hashes into the table's locations (one each, no stash), and for each bundle index
-//! sends x^s slot-wise for each source power s, encrypted under a fresh key with its
-//! relinearisation key; the server derives the powers it needs ([`powers`]), evaluates
+//! sends x^s slot-wise for each source power s, encrypted under a fresh key, with its
+//! relinearisation key where the set needs products; the server derives the powers it needs ([`powers`]), evaluates
 //! every bundle's matching polynomials at them ([`evaluate`]) and answers each bundle's
 //! result switched to its last modulus (and each label part's, in a labeled database);
 //! the client decrypts, and an item matches where a bundle's f slots of its column are
@@ -21,12 +21,12 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 /// What a client sends: per bundle index, each source power's ciphertext, and the key
-/// the server relinearises with.
+/// the server relinearises with where the set needs products ([`FheSet::relinearises`]).
 pub struct Request {
     /// Per index, (source power, its ciphertext), in the set's source order.
     pub indices: Vec<Vec<(u32, Ciphertext)>>,
-    /// The relinearisation key (level 0).
-    pub rk: RelinearizationKey,
+    /// The relinearisation key (level 0), if the set needs one.
+    pub rk: Option<RelinearizationKey>,
 }
 
 /// What a client keeps of its query: the key, and which of its items sits at each
@@ -84,7 +84,9 @@ pub fn query(
     let mut rng =
         rand::rngs::StdRng::from_seed(prg.block().to_le_bytes().repeat(2).try_into().expect("32"));
     let sk = SecretKey::random(par, &mut rng);
-    let rk = RelinearizationKey::new(&sk, &mut rng).map_err(bfv)?;
+    let rk = (set.relinearises())
+        .then(|| RelinearizationKey::new(&sk, &mut rng).map_err(bfv))
+        .transpose()?;
     let (n, f, t) = (par.degree(), usize::from(set.felts), par.plaintext());
     let columns = set.columns() as usize;
     let mut indices = Vec::with_capacity(set.indices as usize);
@@ -129,7 +131,7 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
     let dag = PowersDag::new(&set.sources, &db.targets())?;
     let high = high_powers(set.degree, set.low);
     let powers = (request.indices.par_iter())
-        .map(|sources| powers(&dag, sources.clone(), &high, &request.rk, par))
+        .map(|sources| powers(&dag, sources.clone(), &high, request.rk.as_ref(), par))
         .collect::<Result<Vec<_>>>()?;
     // Every bundle of every index, on the pool together (an index may hold most of them).
     let bundles: Vec<(usize, usize)> = (0..powers.len())
@@ -142,7 +144,8 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
                 .map(|p| {
                     let coefficient = |j| Ok(bundle.slots(p, j));
                     let (degree, powers) = (bundle.degree(p), &powers[index]);
-                    let mut result = evaluate(degree, &coefficient, set.low, powers, &request.rk)?;
+                    let rk = request.rk.as_ref();
+                    let mut result = evaluate(degree, &coefficient, set.low, powers, rk)?;
                     result.switch_to_level(par.max_level()).map_err(bfv)?;
                     Ok(result)
                 })
