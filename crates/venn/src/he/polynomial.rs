@@ -18,6 +18,7 @@ use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext, RelinearizationKey};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// The multiples of ℓ + 1 up to `degree`, for low degree ℓ = `low`: the powers of x that
@@ -145,8 +146,9 @@ enum Block {
     Lifted(u32, Extended),
 }
 
-/// The polynomial of degree `degree` (at least 1) whose coefficient j has the slots
-/// `coefficient(j)` (each below t), evaluated at x by Paterson–Stockmeyer with low degree
+/// The polynomial of degree `degree` (at least 1) whose coefficients j ∈ `js` have the
+/// slots `coefficients(js)` (each below t), evaluated at x by Paterson–Stockmeyer with low
+/// degree
 /// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted), with
 /// no product of ciphertexts where ℓ = d (then no key: `rk` is none). Its
 /// blocks run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it
@@ -155,7 +157,7 @@ enum Block {
 /// products are summed before they are scaled, then relinearised with `rk` once.
 pub fn evaluate(
     degree: u32,
-    coefficient: &(dyn Fn(usize) -> Result<Vec<u64>> + Sync),
+    coefficients: &(dyn Fn(Range<usize>) -> Result<Vec<Vec<u64>>> + Sync),
     low: u32,
     powers: &Powers,
     rk: Option<&RelinearizationKey>,
@@ -175,18 +177,26 @@ pub fn evaluate(
         .map(|i| {
             let first = (i * step) as usize;
             let last = (first + low as usize).min(degree as usize);
-            let terms = first + 1..=last;
-            let encode = |j: usize| tensor.encode(&coefficient(j)?);
-            let constant = encode(first)?;
+            let slots = coefficients(first..last + 1)?;
+            if slots.len() != last + 1 - first {
+                return Err(Error::Usage(format!(
+                    "{} plaintexts for coefficients {first} to {last}",
+                    slots.len()
+                )));
+            }
+            let mut terms = (slots.iter())
+                .map(|s| tensor.encode(s))
+                .collect::<Result<Vec<Encoded>>>()?;
+            drop(slots);
+            let constant = terms.remove(0);
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
                 let power = powers.ciphertext(i * step)?;
                 return Ok(Block::Ready(tensor.dot(&[(power, &constant)], None)?));
             }
-            let lows = (1..=terms.clone().count() as u32)
+            let lows = (1..=terms.len() as u32)
                 .map(|p| powers.ciphertext(p))
                 .collect::<Result<Vec<_>>>()?;
-            let terms = terms.map(encode).collect::<Result<Vec<Encoded>>>()?;
             let pairs: Vec<(&Ciphertext, &Encoded)> = lows.into_iter().zip(&terms).collect();
             let inner = tensor.dot(&pairs, Some(&constant))?;
             match i {
@@ -305,9 +315,9 @@ mod tests {
         let xs = powers(&dag, sent, &high_powers(degree, low), Some(&rk), &par).unwrap();
         // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
         let eval = |coefficients: &[Vec<u64>], xs: &Powers| {
-            let encode = |j: usize| Ok(coefficients[j].clone());
+            let slots = |js: Range<usize>| Ok(coefficients[js].to_vec());
             let degree = coefficients.len().saturating_sub(1) as u32;
-            evaluate(degree, &encode, low, xs, Some(&rk))
+            evaluate(degree, &slots, low, xs, Some(&rk))
         };
         let decrypt = |ct: &Ciphertext| -> Vec<u64> {
             let pt = sk.try_decrypt(ct).unwrap();

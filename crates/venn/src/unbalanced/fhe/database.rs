@@ -33,6 +33,7 @@ use crate::net::{Reader, Writer};
 use crate::tables::CuckooHash;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// A column of a bundle: the items at its location, its f bins' matching polynomials
@@ -502,13 +503,16 @@ impl Bundle<'_> {
         self.db.set.degree - u32::from(p > 0)
     }
 
-    /// The slots of plaintext `j` of polynomial `p` (of [`Bundle::polynomials`]): every
-    /// bin's coefficient j, 0 past its degree. A slot of no column — past the columns, or a
-    /// column this bundle lacks — holds the matching polynomial 1, which no x makes 0, and
-    /// label polynomials 0.
-    pub fn slots(&self, p: usize, j: usize) -> Vec<u64> {
+    /// The slots of plaintexts `js` of polynomial `p` (of [`Bundle::polynomials`]): every
+    /// bin's coefficients j ∈ `js`, 0 past its degree. A slot of no column — past the
+    /// columns, or a column this bundle lacks — holds the matching polynomial 1, which no
+    /// x makes 0, and label polynomials 0. Each bin is read once, its coefficients in
+    /// order.
+    pub fn slots(&self, p: usize, js: Range<usize>) -> Vec<Vec<u64>> {
         let f = usize::from(self.db.set.felts);
-        let mut slots = vec![u64::from(p == 0 && j == 0); self.db.set.bfv.degree];
+        let mut slots: Vec<Vec<u64>> = (js.clone())
+            .map(|j| vec![u64::from(p == 0 && j == 0); self.db.set.bfv.degree])
+            .collect();
         for (c, column) in self.columns.iter().enumerate() {
             let Some(column) = column else { continue };
             for k in 0..f {
@@ -516,7 +520,13 @@ impl Bundle<'_> {
                     0 => &column.polys[k],
                     p => &column.labels[p - 1][k],
                 };
-                slots[f * c + k] = bin.get(j).map_or(0, |&v| u64::from(v));
+                let held = bin.get(js.start..js.end.min(bin.len())).unwrap_or_default();
+                for (plaintext, &v) in slots.iter_mut().zip(held) {
+                    plaintext[f * c + k] = u64::from(v);
+                }
+                for plaintext in slots.iter_mut().skip(held.len()) {
+                    plaintext[f * c + k] = 0;
+                }
             }
         }
         slots

@@ -454,7 +454,7 @@ mod tests {
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();
-            let encode = |j: usize| Ok(coefficients[j].clone());
+            let encode = |js: std::ops::Range<usize>| Ok(coefficients[js].to_vec());
             let mut result = evaluate(set.degree, &encode, set.low, &xs, rk.as_ref()).unwrap();
             result.switch_to_level(par.max_level()).unwrap();
             let decrypted = sk.try_decrypt(&result).unwrap();

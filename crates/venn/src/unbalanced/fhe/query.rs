@@ -142,10 +142,10 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
             let bundle = db.bundle(index as u32, bundle)?;
             (0..bundle.polynomials())
                 .map(|p| {
-                    let coefficient = |j| Ok(bundle.slots(p, j));
+                    let coefficients = |js| Ok(bundle.slots(p, js));
                     let (degree, powers) = (bundle.degree(p), &powers[index]);
                     let rk = request.rk.as_ref();
-                    let mut result = evaluate(degree, &coefficient, set.low, powers, rk)?;
+                    let mut result = evaluate(degree, &coefficients, set.low, powers, rk)?;
                     result.switch_to_level(par.max_level()).map_err(bfv)?;
                     Ok(result)
                 })
