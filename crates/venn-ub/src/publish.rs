@@ -20,6 +20,7 @@
 
 use crate::keys;
 use crate::store::{Op, Settings, Store, StoredOp};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -299,7 +300,8 @@ impl FheFiles {
             Some(before) => {
                 let since = &self.deltas[before.files.deltas.len()..];
                 let deltas = read_deltas(dir, label_len, since)?;
-                (before.datasets.iter())
+                // Each database on its own thread of the current pool.
+                (before.datasets.par_iter())
                     .map(|d| Ok(Arc::new(FheDataset::clone(d).apply(&deltas)?)))
                     .collect::<Result<Vec<_>>>()?
             }
@@ -323,7 +325,7 @@ impl FheFiles {
             })?;
         let seed = Block::from_le_bytes(seed);
         let deltas = read_deltas(dir, label_len, &self.deltas)?;
-        (self.databases.iter())
+        (self.databases.par_iter())
             .map(|database| {
                 let set = set_named(&database.set)?;
                 let bytes = read_checked(dir, &database.file)?;

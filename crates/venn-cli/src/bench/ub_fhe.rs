@@ -13,11 +13,12 @@
 //! threads. Reported per (n, m): the set taken and its bundles, the median query's time
 //! and bytes each way; and per n (repeated in its rows) the databases' build time and
 //! bytes, reading them back, and the delta's time an operation (the server's, applying
-//! it to every database) and bytes an operation.
+//! it to every database, the databases in parallel on its pool) and bytes an operation.
 
 use super::table::{self, TableRow};
 use super::ub::{key, label, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};
 use crate::failure::{Failure, Result};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
@@ -222,9 +223,11 @@ fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -
     };
     let delta_bytes_per_op = delta.to_bytes().len() as f64 / f64::from(2 * UPDATE_OPS);
     let start = Instant::now();
-    let datasets = (datasets.into_iter())
-        .map(|dataset| Ok(Arc::new(dataset.apply(std::slice::from_ref(&delta))?)))
-        .collect::<Result<Vec<_>>>()?;
+    let datasets = server_pool.install(|| {
+        (datasets.into_par_iter())
+            .map(|dataset| Ok(Arc::new(dataset.apply(std::slice::from_ref(&delta))?)))
+            .collect::<Result<Vec<_>>>()
+    })?;
     let update_us_per_op = start.elapsed().as_secs_f64() * 1e6 / f64::from(2 * UPDATE_OPS);
 
     // The tags are the OPRF server's: built once more, not served; a labeled dataset's
