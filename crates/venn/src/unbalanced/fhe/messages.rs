@@ -415,10 +415,8 @@ mod tests {
         let par = set.bfv.build().unwrap();
         let mut prg = Prg::from_seed(Block::from(15));
         let seed = Block::from(80);
-        let mut db = Database::new(set.clone(), seed, None);
         // About 61 items a column: one bundle full, a second begun.
-        let held = random_hashes(50_000, &mut prg);
-        held.iter().for_each(|&h| db.insert(h, None).unwrap());
+        let (db, held) = crate::unbalanced::fhe::query::tests::filled(&set, seed, 50_000, &mut prg);
         assert!(db.bundles(0) >= 2, "{} bundles", db.bundles(0));
         for (asked, member) in [(held[7], true), (random_hashes(1, &mut prg)[0], false)] {
             let (pending, request) = query(&set, &par, seed, &[asked], &mut prg).unwrap();

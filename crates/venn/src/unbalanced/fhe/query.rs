@@ -225,6 +225,20 @@ pub(crate) mod tests {
         sets.find(|s| s.name == "V128K-256").unwrap()
     }
 
+    /// An unlabeled database of `set` under `seed` holding `count` random items, and the
+    /// items.
+    pub(crate) fn filled(
+        set: &FheSet,
+        seed: Block,
+        count: usize,
+        prg: &mut Prg,
+    ) -> (Database, Vec<u128>) {
+        let mut db = Database::new(set.clone(), seed, None);
+        let held = random_hashes(count, prg);
+        held.iter().for_each(|&h| db.insert(h, None).unwrap());
+        (db, held)
+    }
+
     /// A query of members and non-members finds exactly the members, through inserts and
     /// deletes, over several bundles; a query over the cap is refused.
     #[test]
@@ -234,10 +248,8 @@ pub(crate) mod tests {
         let par = set.bfv.build().unwrap();
         let mut prg = Prg::from_seed(Block::from(12));
         let seed = Block::from(77);
-        let mut db = Database::new(set.clone(), seed, None);
         // About 110 items a column: two bundles or three.
-        let held = random_hashes(50_000, &mut prg);
-        held.iter().for_each(|&h| db.insert(h, None).unwrap());
+        let (mut db, held) = filled(&set, seed, 50_000, &mut prg);
         assert!((2..=set.bundles_for(50_000) as usize).contains(&db.bundles(0)));
         let removed = &held[..40];
         removed.iter().for_each(|&h| assert!(db.remove(h)));
