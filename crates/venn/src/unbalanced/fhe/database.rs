@@ -270,30 +270,11 @@ impl Database {
             return Err(Error::State("a ub-fhe insert of an item held".into()));
         }
         for location in locations {
-            add_to(
-                &mut self.stacks[location as usize],
-                &self.set,
-                hash,
-                &values,
-            );
+            let stack = &mut self.stacks[location as usize];
+            change_at(stack, &self.set, Change::Insert(hash, label), &values);
         }
         self.items += 1;
         Ok(())
-    }
-
-    /// Calls `each` with the column holding the item of hash `hash` at each of its
-    /// locations (and the item's felts); whether it is held.
-    fn holding(&mut self, hash: u128, mut each: impl FnMut(&mut Column, &[u32])) -> bool {
-        let felts: Vec<u32> = self.set.felts_of(hash).collect();
-        let mut found = false;
-        for location in self.locations(hash) {
-            let stack = self.stacks[location as usize].iter_mut();
-            if let Some(column) = stack.into_iter().find(|c| c.items.contains(&hash)) {
-                each(Arc::make_mut(column), &felts);
-                found = true;
-            }
-        }
-        found
     }
 
     /// Whether location `location` holds the item of hash `hash`.
@@ -309,37 +290,76 @@ impl Database {
 
     /// Removes the item of hash `hash`; whether it was held.
     pub fn remove(&mut self, hash: u128) -> bool {
-        let t = self.set.bfv.plain as u32;
-        let found = self.holding(hash, |column, felts| {
-            column.items.retain(|&h| h != hash);
-            for (k, &a) in felts.iter().enumerate() {
-                without_root(&mut column.polys[k], a, t);
-                for part in &mut column.labels {
-                    let top = part[k].last().copied().unwrap_or(0);
-                    add_multiple(&mut part[k], sub_mod(0, top, t), &column.polys[k], t);
-                    part[k].pop();
-                }
-            }
-        });
+        let found = self.at_each(Change::Remove(hash), &[]);
         self.items -= u64::from(found);
         found
     }
 
     /// Gives the held item of hash `hash` the sealed label `label`; whether it was held.
     pub fn relabel(&mut self, hash: u128, label: &[u8]) -> Result<bool> {
-        let t = self.set.bfv.plain as u32;
         let values = label_felts(&self.set, self.parts, self.label_bytes, Some(label))?;
-        Ok(self.holding(hash, |column, felts| {
-            for (k, &a) in felts.iter().enumerate() {
-                let mut others = column.polys[k].clone();
-                without_root(&mut others, a, t);
-                let inverse = inverse_at(&others, a, t);
-                for (p, part) in column.labels.iter_mut().enumerate() {
-                    let c = correction(&part[k], inverse, a, values[p][k], t);
-                    add_multiple(&mut part[k], c, &others, t);
-                }
+        Ok(self.at_each(Change::Relabel(hash, label), &values))
+    }
+
+    /// Makes `change` (of label felts `values`) at each of its item's locations; whether
+    /// any held the item.
+    fn at_each(&mut self, change: Change, values: &[Vec<u32>]) -> bool {
+        let mut found = false;
+        for location in self.locations(change.hash()) {
+            let stack = &mut self.stacks[location as usize];
+            found |= change_at(stack, &self.set, change, values);
+        }
+        found
+    }
+
+    /// Makes `changes` in order, each location's share on the current rayon pool (the
+    /// locations change independently, as in [`Database::build`]): the database the
+    /// changes one by one make. Refused where a label is of another size (before any
+    /// change), or a remove or relabel finds its item not held, or an insert finds it held
+    /// (the database then part-changed: a caller drops it).
+    pub fn apply(&mut self, changes: &[Change]) -> Result<()> {
+        let (set, parts, bytes) = (&self.set, self.parts, self.label_bytes);
+        let values = (changes.par_iter())
+            .map(|change| match *change {
+                Change::Remove(_) => Ok(Vec::new()),
+                Change::Relabel(_, label) => label_felts(set, parts, bytes, Some(label)),
+                Change::Insert(_, label) => label_felts(set, parts, bytes, label),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let located: Vec<Vec<u32>> = (changes.par_iter())
+            .map(|c| locations(&self.hash, set, c.hash()))
+            .collect();
+        let mut at: Vec<Vec<u32>> = vec![Vec::new(); self.stacks.len()];
+        for (change, locations) in located.iter().enumerate() {
+            (locations.iter()).for_each(|&l| at[l as usize].push(change as u32));
+        }
+        // An item is at all of its locations or none: a change that fails at one fails
+        // at every one.
+        let failed = (self.stacks.par_iter_mut().zip(at))
+            .map(|(stack, mine)| {
+                (mine.into_iter()).find(|&c| {
+                    let c = c as usize;
+                    !change_at(stack, set, changes[c], &values[c])
+                })
+            })
+            .flatten()
+            .min();
+        if let Some(c) = failed {
+            let what = match changes[c as usize] {
+                Change::Remove(_) => "removes an item not held",
+                Change::Relabel(..) => "relabels an item not held",
+                Change::Insert(..) => "inserts an item held",
+            };
+            return Err(Error::State(format!("a ub-fhe update {what}")));
+        }
+        for change in changes {
+            match change {
+                Change::Remove(_) => self.items -= 1,
+                Change::Insert(..) => self.items += 1,
+                Change::Relabel(..) => {}
             }
-        }))
+        }
+        Ok(())
     }
 
     /// Bundle `bundle` of index `index`, whose polynomials' plaintexts a query's
@@ -593,6 +613,72 @@ fn add_to(stack: &mut Vec<Arc<Column>>, set: &FheSet, hash: u128, values: &[Vec<
     }
 }
 
+/// One change of a database ([`Database::apply`]): an item by its hash, with its sealed
+/// label where the database's items carry labels.
+#[derive(Clone, Copy, Debug)]
+pub enum Change<'a> {
+    /// The item removed.
+    Remove(u128),
+    /// The item given a new label.
+    Relabel(u128, &'a [u8]),
+    /// The item added.
+    Insert(u128, Option<&'a [u8]>),
+}
+
+impl Change<'_> {
+    /// The hash of its item.
+    fn hash(&self) -> u128 {
+        match *self {
+            Change::Remove(hash) | Change::Relabel(hash, _) | Change::Insert(hash, _) => hash,
+        }
+    }
+}
+
+/// Makes `change` (its label felts `values`) at one of its item's locations, `stack`:
+/// whether it could — a remove or relabel finding the item there, an insert not.
+fn change_at(
+    stack: &mut Vec<Arc<Column>>,
+    set: &FheSet,
+    change: Change,
+    values: &[Vec<u32>],
+) -> bool {
+    let t = set.bfv.plain as u32;
+    let hash = change.hash();
+    let held = stack.iter().position(|c| c.items.contains(&hash));
+    let column = match (change, held) {
+        (Change::Insert(..), None) => {
+            add_to(stack, set, hash, values);
+            return true;
+        }
+        (Change::Insert(..), Some(_)) | (_, None) => return false,
+        (_, Some(at)) => Arc::make_mut(&mut stack[at]),
+    };
+    let felts: Vec<u32> = set.felts_of(hash).collect();
+    for (k, &a) in felts.iter().enumerate() {
+        if let Change::Remove(_) = change {
+            without_root(&mut column.polys[k], a, t);
+            for part in &mut column.labels {
+                let top = part[k].last().copied().unwrap_or(0);
+                add_multiple(&mut part[k], sub_mod(0, top, t), &column.polys[k], t);
+                part[k].pop();
+            }
+            continue;
+        }
+        // A relabel: (v′ − L(a))·M_a(x)/M_a(a), M_a = M/(x − a).
+        let mut others = column.polys[k].clone();
+        without_root(&mut others, a, t);
+        let inverse = inverse_at(&others, a, t);
+        for (p, part) in column.labels.iter_mut().enumerate() {
+            let c = correction(&part[k], inverse, a, values[p][k], t);
+            add_multiple(&mut part[k], c, &others, t);
+        }
+    }
+    if let Change::Remove(_) = change {
+        column.items.retain(|&h| h != hash);
+    }
+    true
+}
+
 /// The distinct locations, among `set`'s, of an item's hash under `hash`'s functions:
 /// the first H of its cuckoo bins.
 pub(crate) fn locations(hash: &CuckooHash, set: &FheSet, item: u128) -> Vec<u32> {
@@ -701,5 +787,56 @@ mod tests {
         assert_eq!(shared, columns(&built).len() - touched);
         let short = Database::build(set, Block::from(8), &hashes, Some((&refs[1..], 9)));
         assert!(short.is_err());
+    }
+
+    /// A batch of changes — removes, relabels, inserts, one item removed and inserted
+    /// again with another label — makes the database the same changes one by one make;
+    /// a batch removing an item not held, relabelling one not held, inserting one held
+    /// or with a label of another size is refused.
+    #[test]
+    fn a_batch_is_its_changes_one_by_one() {
+        let set = crate::unbalanced::fhe::query::tests::small_set();
+        let mut prg = Prg::from_seed(Block::from(9));
+        let hashes = random_hashes(6_000, &mut prg);
+        let label = |i: usize, round: u8| vec![i as u8 ^ round; 9];
+        let labels: Vec<Vec<u8>> = (0..hashes.len()).map(|i| label(i, 0)).collect();
+        let refs: Vec<&[u8]> = labels.iter().map(Vec::as_slice).collect();
+        let base = Database::build(set.clone(), Block::from(8), &hashes, Some((&refs, 9)));
+        let base = base.unwrap();
+        let fresh = random_hashes(300, &mut prg);
+        let (new, again) = (label(1, 7), label(2, 9));
+        let changes: Vec<Change> = (hashes[..200].iter().map(|&h| Change::Remove(h)))
+            .chain(hashes[200..400].iter().map(|&h| Change::Relabel(h, &new)))
+            .chain(fresh.iter().map(|&h| Change::Insert(h, Some(&new))))
+            .chain([Change::Insert(hashes[0], Some(&again))])
+            .collect();
+        let mut batched = base.clone();
+        batched.apply(&changes).unwrap();
+        let mut one_by_one = base.clone();
+        for change in &changes {
+            match *change {
+                Change::Remove(h) => assert!(one_by_one.remove(h)),
+                Change::Relabel(h, l) => assert!(one_by_one.relabel(h, l).unwrap()),
+                Change::Insert(h, l) => one_by_one.insert(h, l).unwrap(),
+            }
+        }
+        assert!(batched.stacks == one_by_one.stacks);
+        assert_eq!(batched.len(), 6_000 - 200 + 300 + 1);
+        assert!(batched.contains(hashes[0]) && !batched.contains(hashes[1]));
+        for refused in [
+            vec![
+                Change::Remove(fresh[0]),
+                Change::Remove(random_hashes(1, &mut prg)[0]),
+            ],
+            vec![Change::Relabel(hashes[1], &new)],
+            vec![Change::Insert(hashes[500], Some(&new))],
+            vec![Change::Insert(
+                random_hashes(1, &mut prg)[0],
+                Some(&new[..8]),
+            )],
+        ] {
+            let mut db = batched.clone();
+            assert!(db.apply(&refused).is_err(), "{refused:?}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! server applies to the database it loaded: neither the key nor the items are needed to
 //! bring a database up to date.
 
-use super::database::Database;
+use super::database::{Change, Database};
 use super::messages::{answer_to_bytes, max_key_bytes, request_from_bytes};
 use super::params::FheSet;
 use super::query::answer;
@@ -134,20 +134,19 @@ impl FheDataset {
                     delta.from, delta.to, self.version
                 )));
             }
-            let wrong = |what: &str| Error::State(format!("a ub-fhe delta {what}"));
-            for &hash in &delta.removes {
-                if !self.db.remove(hash) {
-                    return Err(wrong("removes an item not held"));
-                }
+            if (delta.relabels.iter()).any(|(_, label)| sealed != Some(label.len())) {
+                return Err(Error::State(
+                    "a ub-fhe delta relabels an unlabeled item, or with a label of another size"
+                        .into(),
+                ));
             }
-            for (hash, label) in &delta.relabels {
-                if sealed != Some(label.len()) || !self.db.relabel(*hash, label)? {
-                    return Err(wrong("relabels an item not held, or unlabeled"));
-                }
-            }
-            for (hash, label) in &delta.inserts {
-                self.db.insert(*hash, label.as_deref())?;
-            }
+            let changes: Vec<Change> = (delta.removes.iter().map(|&h| Change::Remove(h)))
+                .chain((delta.relabels.iter()).map(|(h, label)| Change::Relabel(*h, label)))
+                .chain(
+                    (delta.inserts.iter()).map(|(h, label)| Change::Insert(*h, label.as_deref())),
+                )
+                .collect();
+            self.db.apply(&changes)?;
             self.version = delta.to;
         }
         checked(self.db.set(), self.db.len())?;
