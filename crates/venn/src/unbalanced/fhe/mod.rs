@@ -17,8 +17,9 @@ pub const SECURITY: &str = "malicious client (it can ask only of keys whose OPRF
     given, each counted and limited; each query needs an OPRF round in its session and costs \
     the client's allowance 4,096 evaluations, whatever its keys; a malformed request is refused \
     before BFV), semi-honest server for the client's privacy (its OPRF answers proven, its BFV \
-    answers not); BFV N = 8,192 with moduli of at most 218 bits (128-bit), false positives \
-    ≤ 2^-40 a query counting every bundle";
+    answers not); BFV N = 4,096 with one 60-bit modulus (at most 109 bits) or N = 8,192 \
+    with moduli of at most 218 bits (128-bit), false positives ≤ 2^-40 a query counting \
+    every bundle";
 
 /// Who learns what.
 pub const LEAKAGE: &str = "The client learns which of its keys the dataset holds (a non-member \
