@@ -597,11 +597,11 @@ fn demo_and_params_run() {
         })
     };
     assert!(
-        row(&["V16M-4096", "19", "3", "6", "5", "782", "26"]),
+        row(&["V16M-4096", "19", "3", "6", "4", "782", "26"]),
         "{text}"
     );
     assert!(row(&["2^24", "1", "V16M-1", "14"]), "{text}");
-    assert!(row(&["2^24", "4096", "V16M-4096", "50"]), "{text}");
+    assert!(row(&["2^24", "4096", "V16M-4096", "52"]), "{text}");
 }
 
 /// `venn params` prints RR17's hashing for log2n 8..24 with m = n/4 bins and μ
