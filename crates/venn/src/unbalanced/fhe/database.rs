@@ -235,13 +235,7 @@ impl Database {
         if labels.is_some_and(|(l, _)| l.len() != hashes.len()) {
             return Err(Error::Usage("a label for every item".into()));
         }
-        let located: Vec<Vec<u32>> = hashes.par_iter().map(|&h| db.locations(h)).collect();
-        let mut at: Vec<Vec<u32>> = vec![Vec::new(); db.stacks.len()];
-        for (item, locations) in located.iter().enumerate() {
-            locations
-                .iter()
-                .for_each(|&l| at[l as usize].push(item as u32));
-        }
+        let at = db.by_location(hashes);
         let (set, parts) = (&db.set, db.parts);
         (db.stacks.par_iter_mut().zip(at)).try_for_each(|(stack, items)| {
             for item in items {
@@ -259,6 +253,17 @@ impl Database {
     /// The distinct locations of an item's hash.
     fn locations(&self, hash: u128) -> Vec<u32> {
         locations(&self.hash, &self.set, hash)
+    }
+
+    /// For each location, the positions among `hashes` of the items it takes, in order
+    /// (the locations found in parallel on the current rayon pool).
+    fn by_location(&self, hashes: &[u128]) -> Vec<Vec<u32>> {
+        let located: Vec<Vec<u32>> = hashes.par_iter().map(|&h| self.locations(h)).collect();
+        let mut at: Vec<Vec<u32>> = vec![Vec::new(); self.stacks.len()];
+        for (item, locations) in located.iter().enumerate() {
+            (locations.iter()).for_each(|&l| at[l as usize].push(item as u32));
+        }
+        at
     }
 
     /// Adds the item of 128-bit hash `hash` (its OPRF value's), with its sealed label
@@ -326,13 +331,7 @@ impl Database {
                 Change::Insert(_, label) => label_felts(set, parts, bytes, label),
             })
             .collect::<Result<Vec<_>>>()?;
-        let located: Vec<Vec<u32>> = (changes.par_iter())
-            .map(|c| locations(&self.hash, set, c.hash()))
-            .collect();
-        let mut at: Vec<Vec<u32>> = vec![Vec::new(); self.stacks.len()];
-        for (change, locations) in located.iter().enumerate() {
-            (locations.iter()).for_each(|&l| at[l as usize].push(change as u32));
-        }
+        let at = self.by_location(&changes.iter().map(Change::hash).collect::<Vec<_>>());
         // An item is at all of its locations or none: a change that fails at one fails
         // at every one.
         let failed = (self.stacks.par_iter_mut().zip(at))

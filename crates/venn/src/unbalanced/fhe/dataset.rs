@@ -126,19 +126,12 @@ impl FheDataset {
     /// one it holds (the dataset it was is then gone: apply to a clone to keep it — a
     /// clone shares the database's columns until a delta changes them).
     pub fn apply(mut self, deltas: &[FheDelta]) -> Result<FheDataset> {
-        let sealed = self.label_len.map(|len| sealed_len(usize::from(len)));
         for delta in deltas {
             if delta.from != self.version || delta.from.checked_add(1) != Some(delta.to) {
                 return Err(Error::State(format!(
                     "a ub-fhe delta from version {} to {} applied at version {}",
                     delta.from, delta.to, self.version
                 )));
-            }
-            if (delta.relabels.iter()).any(|(_, label)| sealed != Some(label.len())) {
-                return Err(Error::State(
-                    "a ub-fhe delta relabels an unlabeled item, or with a label of another size"
-                        .into(),
-                ));
             }
             let changes: Vec<Change> = (delta.removes.iter().map(|&h| Change::Remove(h)))
                 .chain((delta.relabels.iter()).map(|(h, label)| Change::Relabel(*h, label)))
