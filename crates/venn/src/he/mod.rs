@@ -9,3 +9,8 @@ pub mod polynomial;
 pub mod powers;
 pub mod product;
 pub mod wire;
+
+/// `fhe`'s error as Venn's.
+pub(crate) fn bfv(e: fhe::Error) -> crate::Error {
+    crate::Error::Params(format!("BFV: {e}"))
+}

@@ -11,6 +11,7 @@
 //! [`powers`] computes from a query's sources by a [`PowersDag`]. Every ciphertext is at
 //! level 0; the caller switches the result down before sending it.
 
+use super::bfv;
 use super::params::tensor;
 use super::powers::PowersDag;
 use super::product::{Encoded, Extended, Tensor};
@@ -232,11 +233,6 @@ pub fn evaluate(
 fn relinearise(rk: Option<&RelinearizationKey>, product: &mut Ciphertext) -> Result<()> {
     let rk = rk.ok_or_else(|| Error::Usage("a product without a relinearisation key".into()))?;
     rk.relinearizes(product).map_err(bfv)
-}
-
-/// `fhe`'s error as Venn's.
-fn bfv(e: fhe::Error) -> Error {
-    Error::Params(format!("BFV: {e}"))
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! error as the rounding itself, where the noise after a product is t·N times the
 //! inputs'.
 
+use super::bfv;
 use crate::util::primes::is_prime;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext};
@@ -654,11 +655,6 @@ fn slot_index(n: usize) -> Vec<usize> {
         power = power * 3 % m;
     }
     index
-}
-
-/// `fhe`'s error as Venn's.
-fn bfv(e: fhe::Error) -> Error {
-    Error::Params(format!("BFV: {e}"))
 }
 
 #[cfg(test)]

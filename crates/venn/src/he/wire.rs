@@ -17,6 +17,7 @@
 //! must leave room for (APSI's responses drop bits so too, `try_clear_irrelevant_bits`;
 //! CMdG+21 §5).
 
+use super::bfv;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext};
 use fhe_math::rq::traits::TryConvertFrom;
@@ -165,13 +166,18 @@ fn kind_byte(kind: Kind) -> u8 {
     }
 }
 
-/// Reads a ciphertext under `par` whose level is at least `min_level` (the level the
-/// protocol expects it at, or deeper): refused unless its length is its level's and
-/// kind's, it has two parts and every coefficient is below its modulus — before any of
-/// it reaches `fhe`.
-pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Result<Ciphertext> {
+/// Reads a ciphertext under `par` of the kind (and bits kept) `expected` at `level`, as
+/// the protocol has it: refused unless its head says so, its length is that level's and
+/// kind's, it has two parts and every coefficient is below its modulus — before any of it
+/// reaches `fhe`.
+pub fn decode(
+    bytes: &[u8],
+    par: &Arc<BfvParameters>,
+    expected: Kind,
+    level: usize,
+) -> Result<Ciphertext> {
     let bad = |why: String| Error::protocol("a BFV ciphertext", why);
-    let [kind, level, keep @ ..] = *bytes
+    let [kind, at, keep @ ..] = *bytes
         .first_chunk::<HEAD>()
         .ok_or_else(|| bad("no head".into()))?;
     let kind = match kind {
@@ -180,11 +186,13 @@ pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Resul
         b'C' => Kind::Compact { keep },
         other => return Err(bad(format!("the kind {other}"))),
     };
-    let level = usize::from(level);
     let compact = matches!(kind, Kind::Compact { .. });
-    if level < min_level || (compact && level != par.max_level()) || (!compact && keep != [0; 2]) {
+    if (kind, usize::from(at)) != (expected, level)
+        || (!compact && keep != [0; 2])
+        || (compact && level != par.max_level())
+    {
         return Err(bad(format!(
-            "{kind:?} at level {level}, not {min_level} or deeper"
+            "{kind:?} at level {at}, not {expected:?} at level {level}"
         )));
     }
     let moduli = moduli_at(par, level)?;
@@ -234,11 +242,6 @@ pub fn decode(bytes: &[u8], par: &Arc<BfvParameters>, min_level: usize) -> Resul
         parts.push(Poly::random_from_seed(ctx, Representation::Ntt, seed));
     }
     Ciphertext::new(parts, par).map_err(|e| bad(e.to_string()))
-}
-
-/// `fhe`'s error as Venn's.
-fn bfv(e: fhe::Error) -> Error {
-    Error::Params(format!("BFV: {e}"))
 }
 
 /// Packs values of up to 64 bits, little-endian bit order, after a head.
@@ -364,7 +367,7 @@ mod tests {
             ct.switch_to_level(level).unwrap();
             let wire = encode(&ct, &par, Kind::Full).unwrap();
             assert_eq!(wire.len(), wire_len(&par, level, Kind::Full).unwrap());
-            let read = decode(&wire, &par, 0).unwrap();
+            let read = decode(&wire, &par, Kind::Full, level).unwrap();
             // The same parts (`fhe`'s own fields, the seed and the timing flag, aside).
             let same = read.len() == ct.len()
                 && read
@@ -373,7 +376,7 @@ mod tests {
                     .all(|(a, b)| a.ctx() == b.ctx() && a.coefficients() == b.coefficients());
             assert!(same, "level {level}");
             assert!(
-                decode(&wire, &par, level + 1).is_err(),
+                decode(&wire, &par, Kind::Full, level + 1).is_err(),
                 "shallower than asked"
             );
         }
@@ -382,7 +385,7 @@ mod tests {
         let full = encode(&fresh, &par, Kind::Full).unwrap();
         assert_eq!(seeded.len(), wire_len(&par, 0, Kind::Seeded).unwrap());
         assert_eq!(seeded.len(), HEAD + (full.len() - HEAD) / 2 + SEED);
-        let read = decode(&seeded, &par, 0).unwrap();
+        let read = decode(&seeded, &par, Kind::Seeded, 0).unwrap();
         let c = |ct: &Ciphertext, i: usize| ct[i].coefficients().to_owned();
         let decrypted = sk.try_decrypt(&read).unwrap();
         assert_eq!(
@@ -403,7 +406,7 @@ mod tests {
         // 24 and 36 of the last modulus' 40 bits.
         assert_eq!(compact.len(), HEAD + 4096 * (24 + 36) / 8);
         assert!(compact.len() < full.len());
-        let read = decode(&compact, &par, par.max_level()).unwrap();
+        let read = decode(&compact, &par, Kind::Compact { keep }, par.max_level()).unwrap();
         let decrypted = sk.try_decrypt(&read).unwrap();
         let slots = Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap();
         assert_eq!(slots, values);
@@ -424,44 +427,69 @@ mod tests {
         let wire = encode(&ct, &par, Kind::Full).unwrap();
         let seeded = encode(&ct, &par, Kind::Seeded).unwrap();
         for bad in [&seeded[..seeded.len() - 1], &[&seeded[..], &[0]].concat()] {
-            assert!(decode(bad, &par, 0).is_err(), "a seeded one cut or long");
+            assert!(
+                decode(bad, &par, Kind::Seeded, 0).is_err(),
+                "a seeded one cut or long"
+            );
         }
         let mut other_seed = seeded.clone();
         *other_seed.last_mut().unwrap() ^= 1;
-        let read = decode(&other_seed, &par, 0).unwrap();
+        let read = decode(&other_seed, &par, Kind::Seeded, 0).unwrap();
         assert!(
             sk.try_decrypt(&read).unwrap() != pt,
             "another seed, another c₁"
         );
-        assert!(decode(&wire[..wire.len() - 1], &par, 0).is_err());
-        assert!(decode(&[&wire[..], &[0]].concat(), &par, 0).is_err());
-        assert!(decode(&[], &par, 0).is_err());
+        assert!(decode(&wire[..wire.len() - 1], &par, Kind::Full, 0).is_err());
+        assert!(decode(&[&wire[..], &[0]].concat(), &par, Kind::Full, 0).is_err());
+        assert!(decode(&[], &par, Kind::Full, 0).is_err());
         for (at, value) in [(0, b'X'), (1, 9), (2, 5), (3, 1)] {
             let mut bad = wire.clone();
             bad[at] = value;
-            assert!(decode(&bad, &par, 0).is_err(), "byte {at} = {value}");
+            assert!(
+                decode(&bad, &par, Kind::Full, 0).is_err(),
+                "byte {at} = {value}"
+            );
         }
         // The first coefficient all ones: at least its modulus.
         let mut over = wire.clone();
         over[HEAD..HEAD + 5].fill(0xff);
-        assert!(decode(&over, &par, 0).is_err());
+        assert!(decode(&over, &par, Kind::Full, 0).is_err());
         let mut last = ct.clone();
         last.switch_to_level(par.max_level()).unwrap();
         let compact = encode(&last, &par, Kind::Compact { keep: [30, 30] }).unwrap();
+        let last_level = par.max_level();
+        // Another split of the same bits: the same length, refused.
+        let split = encode(&last, &par, Kind::Compact { keep: [29, 31] }).unwrap();
+        assert_eq!(split.len(), compact.len());
+        let thirty = Kind::Compact { keep: [30, 30] };
+        assert!(
+            decode(&split, &par, thirty, last_level).is_err(),
+            "another split"
+        );
+        assert!(
+            decode(&compact, &par, Kind::Full, last_level).is_err(),
+            "another kind"
+        );
         let mut tail = compact.clone();
         *tail.last_mut().unwrap() |= 0x80;
         // 2 × 4096 × 30 bits fill their bytes: the top bit is the last coefficient's.
-        assert!(decode(&tail, &par, 0).is_ok());
+        assert!(decode(&tail, &par, Kind::Compact { keep: [30, 30] }, last_level).is_ok());
         let mut padded = encode(&last, &par, Kind::Compact { keep: [29, 29] }).unwrap();
-        assert!(decode(&padded, &par, 0).is_ok());
+        assert!(decode(&padded, &par, Kind::Compact { keep: [29, 29] }, last_level).is_ok());
         *padded.last_mut().unwrap() |= 0x80;
         // 2 × 4096 × 29 bits leave no byte part-used either; a wrong length is refused.
-        assert!(decode(&padded[..padded.len() - 1], &par, 0).is_err());
+        assert!(decode(
+            &padded[..padded.len() - 1],
+            &par,
+            Kind::Compact { keep: [29, 29] },
+            last_level
+        )
+        .is_err());
         for at in [2, 3] {
             let mut keep = compact.clone();
             keep[at] = 60;
             assert!(
-                decode(&keep, &par, 0).is_err(),
+                decode(&keep, &par, Kind::Compact { keep: [30, 30] }, last_level).is_err(),
                 "more bits kept than its modulus has"
             );
         }
@@ -471,7 +499,7 @@ mod tests {
             noise[..HEAD].copy_from_slice(&wire[..HEAD]);
             // Refused where a coefficient is at or above its modulus, else a ciphertext of
             // two parts at level 0: never a panic.
-            if let Ok(read) = decode(&noise, &par, 0) {
+            if let Ok(read) = decode(&noise, &par, Kind::Full, 0) {
                 assert_eq!(read.len(), PARTS);
             }
         }

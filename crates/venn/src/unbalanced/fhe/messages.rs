@@ -20,6 +20,7 @@
 
 use super::params::FheSet;
 use super::query::{Answer, Request};
+use crate::he::bfv;
 use crate::he::wire::{decode, encode, wire_len, Kind};
 use crate::net::{Reader, Writer};
 use crate::{Error, Result};
@@ -56,8 +57,7 @@ pub fn request_len(set: &FheSet, par: &Arc<BfvParameters>) -> Result<usize> {
     let key = if set.relinearises() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0);
         let sk = fhe::bfv::SecretKey::random(par, &mut rng);
-        let rk = RelinearizationKey::new(&sk, &mut rng)
-            .map_err(|e| Error::Params(format!("BFV: {e}")))?;
+        let rk = RelinearizationKey::new(&sk, &mut rng).map_err(bfv)?;
         rk.to_bytes().len()
     } else {
         0
@@ -120,14 +120,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
                     format!("{len} bytes"),
                 ));
             }
-            let ct = decode(r.bytes(len)?, par, 0)?;
-            if par.level_of_context(ct[0].ctx()).ok() != Some(0) {
-                return Err(Error::protocol(
-                    "a query ciphertext at level 0",
-                    "a deeper one",
-                ));
-            }
-            index.push((power, ct));
+            index.push((power, decode(r.bytes(len)?, par, Kind::Seeded, 0)?));
         }
         all.push(index);
     }
@@ -290,8 +283,7 @@ pub fn answer_from_bytes(
                         format!("{len} bytes"),
                     ));
                 }
-                // Of the compact kind and its kept bits: no other has this length.
-                results.push(decode(r.bytes(len)?, par, par.max_level())?);
+                results.push(decode(r.bytes(len)?, par, kind, par.max_level())?);
             }
             index.push(results);
         }

@@ -10,6 +10,7 @@
 use super::database::{locations, Database};
 use super::params::FheSet;
 use crate::crypto::{Block, Prg};
+use crate::he::bfv;
 use crate::he::polynomial::{evaluate, high_powers, powers};
 use crate::he::powers::PowersDag;
 use crate::tables::{cuckoo_insert, CuckooHash};
@@ -207,11 +208,6 @@ impl Pending {
         }
         Ok(found)
     }
-}
-
-/// `fhe`'s error as Venn's.
-fn bfv(e: fhe::Error) -> Error {
-    Error::Params(format!("BFV: {e}"))
 }
 
 #[cfg(test)]
