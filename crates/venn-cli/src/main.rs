@@ -327,6 +327,10 @@ struct BenchCli {
     /// 64), and every match's label is checked.
     #[arg(long)]
     label_bytes: Option<u8>,
+    /// With `--protocol ub-fhe`: the MiB of plaintexts the server's databases keep
+    /// between queries (0: none; the first query fills them).
+    #[arg(long, value_name = "MIB", default_value_t = venn::unbalanced::fhe::plaintexts::DEFAULT_BUDGET_MIB)]
+    plaintext_cache_mib: u64,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -599,6 +603,7 @@ fn bench(b: BenchCli) -> failure::Result<()> {
                 repeat: b.repeat,
                 json: b.json,
                 label_bytes: b.label_bytes,
+                plaintext_bytes: b.plaintext_cache_mib.saturating_mul(1 << 20),
             },
             _ => {
                 return Err(Error::Usage(format!(

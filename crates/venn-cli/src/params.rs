@@ -131,7 +131,14 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
          smallest cap its keys fit"
     );
     println!(
-        "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10} {:>10}",
+        "  server memory: the databases (4 bytes a coefficient: about N·(d + 1)·4 bytes a \
+         bundle, (1 + P) times that labeled), the plaintexts kept between queries (`venn ub \
+         serve --plaintext-cache-mib`, all databases together, taken first come: a kept \
+         bundle's query skips encoding it; \"kept MiB\" a bundle's matching polynomial, (1 + \
+         P) times that labeled) and each query's ciphertexts"
+    );
+    println!(
+        "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10} {:>10} {:>8}",
         "set",
         "felt bits",
         "H",
@@ -143,14 +150,15 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
         "max items",
         "max query",
         "up MiB",
-        "KiB/result"
+        "KiB/result",
+        "kept MiB"
     );
     let mut sizes_of = Vec::new();
     for set in sets() {
         let par = set.bfv.build()?;
         let (up, result) = (request_len(&set, &par)?, result_len(&par)?);
         println!(
-            "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10.2} {:>10.1}",
+            "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10.2} {:>10.1} {:>8.1}",
             set.name,
             set.felt_bits(),
             set.hashes,
@@ -161,14 +169,15 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
             set.sources.len(),
             size(set.max_items),
             set.max_query,
-            up as f64 / (1 << 20) as f64,
-            result as f64 / 1024.0
+            mib(up as u64),
+            result as f64 / 1024.0,
+            mib(set.plaintext_bytes())
         );
         sizes_of.push((set.name, result));
     }
     println!(
-        "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12}",
-        "n_server", "m", "set", "bundles", "false pos.", "down KiB"
+        "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12} {:>9}",
+        "n_server", "m", "set", "bundles", "false pos.", "down KiB", "kept MiB"
     );
     let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
     servers.dedup();
@@ -186,18 +195,24 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
                 .find(|(name, _)| *name == set.name)
                 .map_or(0, |s| s.1);
             println!(
-                "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12.1}",
+                "  {:>12} {:>8} {:>10} {:>8} {:>14} {:>12.1} {:>9.0}",
                 size(n),
                 m,
                 set.name,
                 bundles,
                 format!("2^{fpp:.1}"),
-                (bundles as usize * result) as f64 / 1024.0
+                (bundles as usize * result) as f64 / 1024.0,
+                mib(bundles * set.plaintext_bytes())
             );
         }
     }
     println!();
     Ok(())
+}
+
+/// `bytes` in MiB.
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
 }
 
 /// Unbalanced PSI's OPRF-cache mode's name (it runs through `venn ub`).
@@ -232,7 +247,7 @@ fn print_ub_cache(sizes: &[(u64, u64)]) {
                 size(n),
                 m,
                 tau,
-                bytes as f64 / (1 << 20) as f64,
+                mib(bytes as u64),
                 bytes as f64 * 8.0 / n.max(1) as f64,
                 (64 * m + 82) as f64 / 1024.0
             );

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use venn::unbalanced::cache::MAX_QUERY;
+use venn::unbalanced::fhe::plaintexts;
 use venn::unbalanced::labels::MAX_LABEL;
 use venn::unbalanced::oprf_round::padded_count;
 use venn::{Error, Result};
@@ -142,6 +143,11 @@ pub(crate) struct ServeCli {
     /// Seconds the old key still answers after a key rotation (queries under way).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     grace: u64,
+    /// MiB of plaintexts the `ub-fhe` databases keep between queries, all of them together
+    /// (0: none; `venn params --protocol ub-fhe` gives a set's bytes a bundle): a kept
+    /// bundle's query skips encoding it, most of a large set's time.
+    #[arg(long, value_name = "MIB", default_value_t = plaintexts::DEFAULT_BUDGET_MIB)]
+    plaintext_cache_mib: u64,
     /// Stop after this many sessions (tests).
     #[arg(long, hide = true)]
     sessions: Option<u64>,
@@ -453,6 +459,7 @@ fn serve(s: ServeCli) -> Result<()> {
         per_day: s.rate_per_day,
         grace: Duration::from_secs(s.grace),
         sessions: s.sessions,
+        plaintext_bytes: s.plaintext_cache_mib.saturating_mul(1 << 20),
     };
     venn_ub::serve::serve(args, |addr| {
         // Machine-readable first (tests read it).

@@ -187,6 +187,7 @@ mod tests {
     use venn::net::{mem_pair, Channel};
     use venn::session::run_plan::KeyForm;
     use venn::unbalanced::cache::CacheClient;
+    use venn::unbalanced::fhe::plaintexts::PlaintextBudget;
     use venn::unbalanced::link::{serve_session, Published, Session};
 
     fn name(i: u32) -> Vec<u8> {
@@ -321,7 +322,10 @@ mod tests {
         let (mut client, found) = look_up(&published(&manifest), None, &probes, fhe);
         assert_eq!(found, expected(&model));
         // A server following the publishes: each round's databases from the last's.
-        let mut loaded = manifest.load_following(dir.path(), None, None).unwrap().1;
+        let mut loaded = manifest
+            .load_following(dir.path(), None, None, None)
+            .unwrap()
+            .1;
         let mut tables = BTreeSet::new();
         for round in 0..5u32 {
             let upserts: Vec<u32> = (round * 100 + 250..round * 100 + 400).collect();
@@ -355,7 +359,7 @@ mod tests {
             assert_eq!(manifest.version, u64::from(round) + 1);
             assert_eq!(manifest.items, model.len() as u64);
             tables.extend(manifest.labels.as_ref().map(|l| l.version));
-            let following = manifest.load_following(dir.path(), None, loaded.as_ref());
+            let following = manifest.load_following(dir.path(), None, loaded.as_ref(), None);
             let (following, fhe_loaded) = following.unwrap();
             loaded = fhe_loaded;
             let (next, found) = look_up(&following, Some(client), &probes, fhe && round == 4);
@@ -453,14 +457,15 @@ mod tests {
         let (stale, _) = init(dir.path(), None, &settings(1 << 10), &refs(&first), None).unwrap();
         update(dir.path(), None, &[&name(50)], None, &[]).unwrap();
         assert!(stale.load(dir.path(), None).is_err(), "its files are gone");
-        let (current, published) = serve::load_current(dir.path(), stale).unwrap();
+        let (current, published) =
+            serve::load_current(dir.path(), stale, &PlaintextBudget::new(0)).unwrap();
         let manifest = current.manifest;
         assert_eq!((manifest.version, manifest.items), (1, 51));
         let (_, found) = look_up(&published, None, &[name(50)], false);
         assert_eq!(hits(&found), [true]);
         let tags = dir.path().join("published").join(&manifest.tags.file);
         std::fs::remove_file(tags).unwrap();
-        assert!(serve::load_current(dir.path(), manifest).is_err());
+        assert!(serve::load_current(dir.path(), manifest, &PlaintextBudget::new(0)).is_err());
     }
 
     /// One operator at a time; a set kept within its size; no item both added and
@@ -558,6 +563,7 @@ mod serving {
             per_day: 64,
             grace,
             sessions: Some(sessions),
+            plaintext_bytes: 1 << 30,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let server = std::thread::spawn(move || serve(args, |addr| tx.send(addr).unwrap()));

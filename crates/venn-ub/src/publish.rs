@@ -32,6 +32,7 @@ use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::{CacheServer, UpdateLabels};
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
 use venn::unbalanced::fhe::params::{classes, FheSet};
+use venn::unbalanced::fhe::plaintexts::PlaintextBudget;
 use venn::unbalanced::fhe::session::{item_hash, set_named};
 use venn::unbalanced::label_table::LabelTable;
 use venn::unbalanced::labels::sealed_len;
@@ -201,19 +202,21 @@ impl Manifest {
     /// until when it still answers), that key still answers requests of its epoch until
     /// then.
     pub fn load(&self, dir: &Path, retired: Option<(u32, Instant)>) -> Result<Published> {
-        Ok(self.load_following(dir, retired, None)?.0)
+        Ok(self.load_following(dir, retired, None, None)?.0)
     }
 
     /// As [`Manifest::load`], and its `ub-fhe` databases as loaded: where `before` (an
     /// earlier manifest's, as loaded) holds the same databases and a first part of its
     /// deltas, only the deltas since are read and applied, to clones of `before`'s
-    /// databases (sharing the columns the deltas do not touch) — a publish reaches a
-    /// server in the time its delta takes, not a read of every database.
+    /// databases (sharing the columns the deltas do not touch, and the plaintexts kept
+    /// of them) — a publish reaches a server in the time its delta takes, not a read of
+    /// every database. Databases read anew keep plaintexts within `budget`, if given.
     pub fn load_following(
         &self,
         dir: &Path,
         retired: Option<(u32, Instant)>,
         before: Option<&FheLoaded>,
+        budget: Option<&Arc<PlaintextBudget>>,
     ) -> Result<(Published, Option<FheLoaded>)> {
         let mut server = self.server(dir)?;
         let now = Instant::now();
@@ -234,7 +237,7 @@ impl Manifest {
             None => Ok((published, None)),
             Some(files) => {
                 let label_len = self.labels.as_ref().map(|l| l.len);
-                let loaded = files.loaded(dir, label_len, before)?;
+                let loaded = files.loaded(dir, label_len, before, budget)?;
                 let published = published.with_fhe(loaded.datasets.clone(), files.tags)?;
                 Ok((published, Some(loaded)))
             }
@@ -282,14 +285,15 @@ pub struct FheLoaded {
 }
 
 impl FheFiles {
-    /// The databases as published, as [`FheFiles::datasets`]; from `before`'s by the
-    /// deltas since where these files follow them (the same databases, `before`'s deltas
-    /// a first part of these).
+    /// The databases as published, as [`FheFiles::datasets`] keeping plaintexts within
+    /// `budget`; from `before`'s by the deltas since where these files follow them (the
+    /// same databases, `before`'s deltas a first part of these).
     fn loaded(
         &self,
         dir: &Path,
         label_len: Option<u8>,
         before: Option<&FheLoaded>,
+        budget: Option<&Arc<PlaintextBudget>>,
     ) -> Result<FheLoaded> {
         let follows = before.filter(|b| {
             (b.files.seed == self.seed && b.files.version == self.version)
@@ -306,7 +310,7 @@ impl FheFiles {
                     .collect::<Result<Vec<_>>>()?
             }
             None => (self.datasets(dir, label_len)?.into_iter())
-                .map(Arc::new)
+                .map(|d| Arc::new(d.keeping_plaintexts(budget.cloned())))
                 .collect(),
         };
         Ok(FheLoaded {

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use venn::crypto::Prg;
+use venn::unbalanced::fhe::plaintexts::PlaintextBudget;
 use venn::unbalanced::link::{looks_like_hello, serve_session, Published, HELLO_PREFIX};
 use venn::unbalanced::oprf_round::Refusal;
 use venn::unbalanced::rate::RateLimiter;
@@ -51,6 +52,8 @@ pub struct ServeArgs {
     pub grace: Duration,
     /// Stop after this many sessions (tests); `None`: serve until stopped.
     pub sessions: Option<u64>,
+    /// The bytes of plaintexts the `ub-fhe` databases keep between queries.
+    pub plaintext_bytes: u64,
 }
 
 /// How often the manifest is looked at.
@@ -66,6 +69,8 @@ struct Shared {
     epoch: AtomicU32,
     /// The epoch before it, and until when its key still answers.
     retired: Mutex<Option<(u32, Instant)>>,
+    /// What the `ub-fhe` databases keep between queries.
+    plaintexts: Arc<PlaintextBudget>,
 }
 
 impl Shared {
@@ -92,9 +97,14 @@ pub(crate) struct Current {
 
 /// What `read` names, loaded; read again where a publish replaced it meanwhile (a
 /// publish removes the files of the manifest before once the new one is in place).
-pub(crate) fn load_current(dir: &Path, mut read: Manifest) -> Result<(Current, Published)> {
+/// Its `ub-fhe` databases keep plaintexts within `budget`.
+pub(crate) fn load_current(
+    dir: &Path,
+    mut read: Manifest,
+    budget: &Arc<PlaintextBudget>,
+) -> Result<(Current, Published)> {
     for _ in 0..10 {
-        match read.load_following(dir, None, None) {
+        match read.load_following(dir, None, None, Some(budget)) {
             Ok((published, fhe)) => {
                 let current = Current {
                     manifest: read,
@@ -124,7 +134,8 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         )));
     }
     let start = Instant::now();
-    let (mut current, published) = load_current(&args.dir, read)?;
+    let budget = PlaintextBudget::new(args.plaintext_bytes);
+    let (mut current, published) = load_current(&args.dir, read, &budget)?;
     let listener = args.transport.bind(&args.listen)?;
     let bound = listener.local_addr()?;
     let manifest = &current.manifest;
@@ -144,6 +155,7 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         finished: AtomicU64::new(0),
         epoch: AtomicU32::new(manifest.epoch),
         retired: Mutex::new(None),
+        plaintexts: budget,
     });
     listener.set_nonblocking(true)?;
     let (mut workers, mut checked) = (Vec::new(), Instant::now());
@@ -253,7 +265,13 @@ fn follow(args: &ServeArgs, shared: &Shared, current: &mut Current) {
     if next.epoch > manifest.epoch {
         retired = Some((manifest.epoch, Instant::now() + args.grace));
     }
-    match next.load_following(&args.dir, retired, current.fhe.as_ref()) {
+    let loaded = next.load_following(
+        &args.dir,
+        retired,
+        current.fhe.as_ref(),
+        Some(&shared.plaintexts),
+    );
+    match loaded {
         Ok((published, fhe)) => {
             *shared.retired.lock().unwrap_or_else(|e| e.into_inner()) = retired;
             shared.epoch.store(next.epoch, Ordering::SeqCst);

@@ -35,6 +35,8 @@ pub(crate) struct UbOptions<'a> {
     pub json: bool,
     /// ℓ: the bytes of each server key's label (`ub-fhe` only), if they carry labels.
     pub label_bytes: Option<u8>,
+    /// The bytes of plaintexts the `ub-fhe` databases keep between queries.
+    pub plaintext_bytes: u64,
 }
 
 /// One row.
@@ -230,7 +232,7 @@ pub(super) fn timed_queries(
     repeat: usize,
     expected: &[Option<Vec<u8>>],
     query: &mut dyn FnMut(&mut Session<'_>) -> Found,
-) -> Result<(f64, u64, u64, bool)> {
+) -> Result<Timed> {
     let mut runs = Vec::new();
     let mut verified = true;
     for _ in 0..repeat.max(1) {
@@ -244,9 +246,28 @@ pub(super) fn timed_queries(
         let traffic = chan.traffic();
         runs.push((seconds, traffic.sent, traffic.received));
     }
+    let first_s = runs[0].0;
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (seconds, up, down) = runs[runs.len() / 2];
-    Ok((seconds, up, down, verified))
+    let (median_s, up, down) = runs[runs.len() / 2];
+    Ok(Timed {
+        median_s,
+        first_s,
+        up,
+        down,
+        verified,
+    })
+}
+
+/// Repeated queries' times and traffic.
+pub(super) struct Timed {
+    /// The median query's seconds, and the first's.
+    pub median_s: f64,
+    pub first_s: f64,
+    /// The median query's bytes up and down.
+    pub up: u64,
+    pub down: u64,
+    /// Whether every answer was the one expected.
+    pub verified: bool,
 }
 
 /// The rows of server size 2^`log2n`.
@@ -313,10 +334,9 @@ fn measure(
     for &m in o.client_items {
         let (owned, expected) = probes(n, m, None);
         let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-        let (query_s, up, down, verified) =
-            timed_queries(&server, o.repeat, &expected, &mut |session| {
-                client_pool.install(|| session.query(&client, &keys, &mut prg))
-            })?;
+        let timed = timed_queries(&server, o.repeat, &expected, &mut |session| {
+            client_pool.install(|| session.query(&client, &keys, &mut prg))
+        })?;
         rows.push(UbRow {
             log2n,
             client_items: m,
@@ -326,12 +346,12 @@ fn measure(
             tag_set_bytes: kept.len() as u64,
             first_sync_s,
             load_kept_s,
-            query_ms: query_s * 1e3,
-            query_up_bytes: up,
-            query_down_bytes: down,
+            query_ms: timed.median_s * 1e3,
+            query_up_bytes: timed.up,
+            query_down_bytes: timed.down,
             update_us_per_op,
             delta_bytes_per_op,
-            verified,
+            verified: timed.verified,
         });
     }
     Ok(rows)

@@ -9,9 +9,11 @@
 //! every answer checked against the known one (with `--label-bytes`, each server key
 //! carries a label of that many bytes, and every match's label is checked too).
 //!
-//! The server answers on a pool of all the cores; the client runs on `--threads`
-//! threads. Reported per (n, m): the set taken and its bundles, the median query's time
-//! and bytes each way; and per n (repeated in its rows) the databases' build time and
+//! The server answers on a pool of all the cores, its databases keeping up to
+//! `--plaintext-cache-mib` of plaintexts between queries (the first query of a set makes
+//! them); the client runs on `--threads` threads. Reported per (n, m): the set taken and
+//! its bundles, the median query's time and the first's, the plaintexts kept by then (by
+//! every set queried so far) and the median query's bytes each way; and per n (repeated in its rows) the databases' build time and
 //! bytes, reading them back, and the delta's time an operation (the server's, applying
 //! it to every database, the databases in parallel on its pool) and bytes an operation.
 
@@ -28,6 +30,7 @@ use venn::session::run_plan::KeyForm;
 use venn::unbalanced::cache::{CacheServer, UpdateLabels};
 use venn::unbalanced::fhe::dataset::{entries, FheDataset, FheDelta};
 use venn::unbalanced::fhe::params::classes;
+use venn::unbalanced::fhe::plaintexts::PlaintextBudget;
 use venn::unbalanced::fhe::session::set_named;
 use venn::unbalanced::labels::MAX_LABEL;
 use venn::unbalanced::link::{fhe_offer_for, FheOffer, Published, PublishedLabels};
@@ -45,6 +48,8 @@ pub(super) struct FheRow {
     pub database_bytes: u64,
     pub load_s: f64,
     pub query_ms: f64,
+    pub first_query_ms: f64,
+    pub kept_bytes: u64,
     pub query_up_bytes: u64,
     pub query_down_bytes: u64,
     pub update_us_per_op: f64,
@@ -66,7 +71,7 @@ impl TableRow for FheRow {
 
     fn print(&self) {
         out!(
-            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8.2} {:>9.1} {:>7.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>4}",
+            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8.2} {:>9.1} {:>7.2} {:>9.1} {:>9.1} {:>8.0} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>4}",
             format!("2^{}", self.log2n),
             self.client_items,
             match self.label_bytes {
@@ -79,6 +84,8 @@ impl TableRow for FheRow {
             self.database_bytes as f64 / (1 << 20) as f64,
             self.load_s,
             self.query_ms,
+            self.first_query_ms,
+            self.kept_bytes as f64 / (1 << 20) as f64,
             self.query_up_bytes as f64 / 1024.0,
             self.query_down_bytes as f64 / 1024.0,
             self.update_us_per_op,
@@ -111,7 +118,7 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     let client_pool = pool(o.threads)?;
     if !o.json {
         out!(
-            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>4}",
+            "{:>5} {:>6} {:>7} {:>10} {:>7} {:>8} {:>9} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>4}",
             "n",
             "m",
             "label B",
@@ -121,6 +128,8 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
             "db MiB",
             "load s",
             "query ms",
+            "1st ms",
+            "kept MiB",
             "up KiB",
             "down KiB",
             "upd µs/op",
@@ -130,7 +139,7 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
     }
     let mut rows = Vec::new();
     for &log2n in o.log2ns {
-        let built = build(log2n, o.label_bytes, &server_pool)?;
+        let built = build(log2n, o, &server_pool)?;
         for &m in o.client_items {
             let row = measure(o, (log2n, &built), m, &client_pool)?;
             table::keep(vec![row], o.json, &mut rows)?;
@@ -146,6 +155,8 @@ pub(crate) fn bench_ub_fhe(o: &UbOptions) -> Result<()> {
 /// up to 4,096), and what making it cost.
 struct Built {
     server: Server,
+    /// What its databases keep between queries.
+    budget: Arc<PlaintextBudget>,
     /// Its databases as the server offers them.
     offers: Vec<FheOffer>,
     /// Seconds to build its databases (the keys' OPRF values not counted).
@@ -160,9 +171,11 @@ struct Built {
     delta_bytes_per_op: f64,
 }
 
-/// The dataset of 2^`log2n` keys, each with a label of `label_bytes` if given.
-fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -> Result<Built> {
-    let n = 1u64 << log2n;
+/// The dataset of 2^`log2n` keys, each with a label of `o.label_bytes` if given, its
+/// databases keeping `o.plaintext_bytes` of plaintexts.
+fn build(log2n: u32, o: &UbOptions, server_pool: &rayon::ThreadPool) -> Result<Built> {
+    let (n, label_bytes) = (1u64 << log2n, o.label_bytes);
+    let budget = PlaintextBudget::new(o.plaintext_bytes);
     let sets = classes(n, 4096)?;
     let owned: Vec<Vec<u8>> = (0..n).map(key).collect();
     let items: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
@@ -194,7 +207,8 @@ fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -
         let bytes = dataset.to_bytes();
         drop(dataset);
         let start = Instant::now();
-        datasets.push(FheDataset::from_bytes(set, seed, label_bytes, 0, &bytes)?);
+        let dataset = FheDataset::from_bytes(set, seed, label_bytes, 0, &bytes)?;
+        datasets.push(dataset.keeping_plaintexts(Some(budget.clone())));
         load_s += start.elapsed().as_secs_f64();
         database_bytes += bytes.len() as u64;
     }
@@ -269,6 +283,7 @@ fn build(log2n: u32, label_bytes: Option<u8>, server_pool: &rayon::ThreadPool) -
     )?;
     Ok(Built {
         server,
+        budget,
         offers,
         build_s,
         database_bytes,
@@ -290,10 +305,9 @@ fn measure(
     let (owned, expected) = probes(n, m, o.label_bytes);
     let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
     let mut prg = Prg::from_entropy();
-    let (query_s, up, down, verified) =
-        timed_queries(&built.server, o.repeat, &expected, &mut |session| {
-            client_pool.install(|| session.query_fhe(&keys, &mut prg))
-        })?;
+    let timed = timed_queries(&built.server, o.repeat, &expected, &mut |session| {
+        client_pool.install(|| session.query_fhe(&keys, &mut prg))
+    })?;
     // The set the client took, as it chose it.
     let offer = &built.offers[fhe_offer_for(&built.offers, m)?.0];
     let (set, bundles) = (offer.set.clone(), offer.bundles);
@@ -308,11 +322,13 @@ fn measure(
         build_s: built.build_s,
         database_bytes: built.database_bytes,
         load_s: built.load_s,
-        query_ms: query_s * 1e3,
-        query_up_bytes: up,
-        query_down_bytes: down,
+        query_ms: timed.median_s * 1e3,
+        first_query_ms: timed.first_s * 1e3,
+        kept_bytes: built.budget.used(),
+        query_up_bytes: timed.up,
+        query_down_bytes: timed.down,
         update_us_per_op: built.update_us_per_op,
         delta_bytes_per_op: built.delta_bytes_per_op,
-        verified,
+        verified: timed.verified,
     })
 }

@@ -147,18 +147,17 @@ enum Block {
     Lifted(u32, Extended),
 }
 
-/// The polynomial of degree `degree` (at least 1) whose coefficients j ∈ `js` have the
-/// slots `coefficients(js)` (each below t), evaluated at x by Paterson–Stockmeyer with low
-/// degree
-/// `low`, from x's `powers` (every one of [`targets`], the [`high_powers`] lifted), with
-/// no product of ciphertexts where ℓ = d (then no key: `rk` is none). Its
-/// blocks run on the current rayon pool, each encoding its own ℓ + 1 coefficients when it
-/// runs: a polynomial is never held whole (the d + 1 plaintexts of a large set's bin are
-/// gigabytes: 0.25 MiB each at N = 8,192 and four moduli in NTT form). The blocks'
-/// products are summed before they are scaled, then relinearised with `rk` once.
+/// The polynomial of degree `degree` (at least 1) whose coefficients j ∈ `js` are the
+/// plaintexts `plaintexts(js)` (of the powers' [`Tensor`]), evaluated at x by
+/// Paterson–Stockmeyer with low degree `low`, from x's `powers` (every one of [`targets`],
+/// the [`high_powers`] lifted), with no product of ciphertexts where ℓ = d (then no key:
+/// `rk` is none). Its blocks run on the current rayon pool, each asking for its own ℓ + 1
+/// coefficients when it runs: a polynomial need not be held whole (the d + 1 plaintexts of
+/// a large set's bin are 0.25 MiB each at N = 8,192 and four moduli). The blocks' products
+/// are summed before they are scaled, then relinearised with `rk` once.
 pub fn evaluate(
     degree: u32,
-    coefficients: &(dyn Fn(Range<usize>) -> Result<Vec<Vec<u64>>> + Sync),
+    plaintexts: &(dyn Fn(Range<usize>) -> Result<Arc<Vec<Encoded>>> + Sync),
     low: u32,
     powers: &Powers,
     rk: Option<&RelinearizationKey>,
@@ -178,28 +177,24 @@ pub fn evaluate(
         .map(|i| {
             let first = (i * step) as usize;
             let last = (first + low as usize).min(degree as usize);
-            let slots = coefficients(first..last + 1)?;
-            if slots.len() != last + 1 - first {
+            let block = plaintexts(first..last + 1)?;
+            if block.len() != last + 1 - first {
                 return Err(Error::Usage(format!(
                     "{} plaintexts for coefficients {first} to {last}",
-                    slots.len()
+                    block.len()
                 )));
             }
-            let mut terms = (slots.iter())
-                .map(|s| tensor.encode(s))
-                .collect::<Result<Vec<Encoded>>>()?;
-            drop(slots);
-            let constant = terms.remove(0);
+            let (constant, terms) = block.split_first().expect("at least one");
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
                 let power = powers.ciphertext(i * step)?;
-                return Ok(Block::Ready(tensor.dot(&[(power, &constant)], None)?));
+                return Ok(Block::Ready(tensor.dot(&[(power, constant)], None)?));
             }
             let lows = (1..=terms.len() as u32)
                 .map(|p| powers.ciphertext(p))
                 .collect::<Result<Vec<_>>>()?;
-            let pairs: Vec<(&Ciphertext, &Encoded)> = lows.into_iter().zip(&terms).collect();
-            let inner = tensor.dot(&pairs, Some(&constant))?;
+            let pairs: Vec<(&Ciphertext, &Encoded)> = lows.into_iter().zip(terms).collect();
+            let inner = tensor.dot(&pairs, Some(constant))?;
             match i {
                 0 => Ok(Block::Ready(inner)),
                 i => Ok(Block::Lifted(i * step, tensor.extend(&inner)?)),
@@ -226,6 +221,18 @@ pub fn evaluate(
         result += &products;
     }
     Ok(result)
+}
+
+/// Plaintexts `js` of the polynomial of `coefficients` (each plaintext's slots), encoded
+/// by `tensor`: what a test's evaluation asks for.
+#[cfg(test)]
+pub(crate) fn encoded(
+    tensor: &Tensor,
+    coefficients: &[Vec<u64>],
+    js: Range<usize>,
+) -> Result<Arc<Vec<Encoded>>> {
+    let encoded = coefficients[js].iter().map(|s| tensor.encode(s));
+    Ok(Arc::new(encoded.collect::<Result<Vec<_>>>()?))
 }
 
 /// Relinearises `product` with `rk`: refused where there is no key (a set whose queries
@@ -310,10 +317,11 @@ mod tests {
             .collect();
         let xs = powers(&dag, sent, &high_powers(degree, low), Some(&rk), &par).unwrap();
         // The polynomial of `coefficients`, each encoded when the evaluation asks for it.
+        let tensor = tensor(&par).unwrap();
         let eval = |coefficients: &[Vec<u64>], xs: &Powers| {
-            let slots = |js: Range<usize>| Ok(coefficients[js].to_vec());
+            let plaintexts = |js| encoded(&tensor, coefficients, js);
             let degree = coefficients.len().saturating_sub(1) as u32;
-            evaluate(degree, &slots, low, xs, Some(&rk))
+            evaluate(degree, &plaintexts, low, xs, Some(&rk))
         };
         let decrypt = |ct: &Ciphertext| -> Vec<u64> {
             let pt = sk.try_decrypt(ct).unwrap();

@@ -147,6 +147,18 @@ pub struct Encoded {
     ctx: Arc<Context>,
 }
 
+impl Encoded {
+    /// The bytes its values take.
+    pub fn bytes(&self) -> usize {
+        self.values.len() * size_of::<u64>()
+    }
+
+    /// Its values' buffer, for another plaintext ([`Tensor::encode_reusing`]).
+    pub fn into_buffer(self) -> Vec<u64> {
+        self.values
+    }
+}
+
 /// A sum of tensors of [`Extended`] ciphertexts, before scaling: three parts over Q ∪ P in
 /// NTT form, each value a 128-bit sum reduced every seven tensors.
 #[derive(Clone, Debug)]
@@ -317,6 +329,12 @@ impl Tensor {
     /// placed in `fhe`'s batching order, through the inverse NTT modulo t, and each
     /// modulus's NTT (what `fhe`'s encoding makes, without its copies and zeroing).
     pub fn encode(&self, slots: &[u64]) -> Result<Encoded> {
+        self.encode_reusing(slots, Vec::new())
+    }
+
+    /// As [`Tensor::encode`], its values in `buffer` (another plaintext's, whose memory
+    /// is touched already: fresh pages cost a fault each).
+    pub fn encode_reusing(&self, slots: &[u64], buffer: Vec<u64>) -> Result<Encoded> {
         let (n, k, t) = (self.degree, self.k, self.par.plaintext());
         if slots.len() > n || slots.iter().any(|&v| v >= t) {
             return Err(Error::Usage(format!(
@@ -327,7 +345,8 @@ impl Tensor {
         let mut m = vec![0u64; n];
         (slots.iter().zip(&self.slot_index)).for_each(|(&v, &at)| m[at] = v);
         self.plain_ntt.backward(&mut m);
-        let mut values = vec![0u64; k * n];
+        let mut values = buffer;
+        values.resize(k * n, 0);
         for (row, ntt) in values.chunks_exact_mut(n).zip(&self.ntt) {
             row.copy_from_slice(&m);
             ntt.forward(row);

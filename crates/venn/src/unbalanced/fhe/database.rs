@@ -25,25 +25,52 @@
 //! left, and drops the degree); a relabel adds (v′ − L(a))·M_a(x)/M_a(a), M_a = M/(x − a).
 
 use super::params::FheSet;
+use super::plaintexts::{Kept, PlaintextBudget};
 use crate::crypto::Block;
 #[cfg(test)]
 use crate::crypto::Prg;
 use crate::he::polynomial;
+use crate::he::product::{Encoded, Tensor};
 use crate::net::{Reader, Writer};
 use crate::tables::CuckooHash;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A column of a bundle: the items at its location, its f bins' matching polynomials
 /// (coefficients, lowest first; monic, of degree the item count) and, labeled, each
-/// part's f interpolation polynomials (as many coefficients as items).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// part's f interpolation polynomials (as many coefficients as items), at a version of
+/// its own (what plaintexts kept between queries are checked against).
+#[derive(Clone, Debug)]
 struct Column {
     items: Vec<u128>,
     polys: Vec<Vec<u32>>,
     labels: Vec<Vec<Vec<u32>>>,
+    version: u64,
+}
+
+/// Columns are equal where their contents are, whatever their versions.
+impl PartialEq for Column {
+    fn eq(&self, other: &Column) -> bool {
+        (&self.items, &self.polys, &self.labels) == (&other.items, &other.polys, &other.labels)
+    }
+}
+
+impl Eq for Column {}
+
+/// A version no column of this process has had (from 1: 0 is a missing column's).
+fn fresh_version() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `column` to change: its own copy where a clone shares it, at a fresh version.
+fn edit(column: &mut Arc<Column>) -> &mut Column {
+    let column = Arc::make_mut(column);
+    column.version = fresh_version();
+    column
 }
 
 /// The server's items as bundles of matching polynomials.
@@ -58,6 +85,8 @@ pub struct Database {
     /// locations change independently, so a build runs them in parallel.
     stacks: Vec<Vec<Arc<Column>>>,
     items: u64,
+    /// The plaintexts it and its clones keep between queries.
+    kept: Arc<Kept>,
 }
 
 /// `a · b mod t`.
@@ -191,7 +220,14 @@ impl Database {
             hash,
             stacks,
             items: 0,
+            kept: Arc::default(),
         }
+    }
+
+    /// It and its clones to come keeping plaintexts between queries within `budget`
+    /// (`None`: keeping none), what it kept dropped.
+    pub fn keep_plaintexts(&mut self, budget: Option<Arc<PlaintextBudget>>) {
+        self.kept = Arc::new(Kept::new(budget));
     }
 
     /// P: the label parts of an item (0 unlabeled).
@@ -362,18 +398,23 @@ impl Database {
     }
 
     /// Bundle `bundle` of index `index`, whose polynomials' plaintexts a query's
-    /// evaluation encodes as it goes ([`Bundle::slots`]).
+    /// evaluation takes as it goes ([`Bundle::plaintexts`]).
     pub fn bundle(&self, index: u32, bundle: usize) -> Result<Bundle<'_>> {
         if bundle >= self.bundles(index) {
             return Err(Error::Usage(format!("no bundle {bundle} of index {index}")));
         }
         let columns = self.set.columns() as usize;
         let stacks = &self.stacks[index as usize * columns..][..columns];
+        let columns: Vec<Option<&Column>> = (stacks.iter())
+            .map(|s| s.get(bundle).map(|c| &**c))
+            .collect();
         Ok(Bundle {
             db: self,
-            columns: (stacks.iter())
-                .map(|s| s.get(bundle).map(|c| &**c))
+            at: (index, bundle),
+            versions: (columns.iter())
+                .map(|c| c.map_or(0, |c| c.version))
                 .collect(),
+            columns,
         })
     }
 
@@ -471,6 +512,7 @@ impl Database {
                     items,
                     polys,
                     labels,
+                    version: fresh_version(),
                 }));
             }
         }
@@ -507,7 +549,11 @@ const MAX_BUNDLES: usize = 1 << 18;
 /// whose bins' polynomials are the plaintexts' slots (CLR17 §4).
 pub struct Bundle<'a> {
     db: &'a Database,
+    /// Its index and number.
+    at: (u32, usize),
     columns: Vec<Option<&'a Column>>,
+    /// Its columns' versions (0 where it has none).
+    versions: Vec<u64>,
 }
 
 impl Bundle<'_> {
@@ -522,12 +568,32 @@ impl Bundle<'_> {
         self.db.set.degree - u32::from(p > 0)
     }
 
+    /// Plaintexts `js` of polynomial `p` (of [`Bundle::polynomials`]) for products by
+    /// `tensor`: those its database's lineage keeps where they are current, else the
+    /// bundle's slots encoded (and kept where the budget has room).
+    pub fn plaintexts(
+        &self,
+        p: usize,
+        js: Range<usize>,
+        tensor: &Tensor,
+    ) -> Result<Arc<Vec<Encoded>>> {
+        let make = |spare: Vec<Encoded>| {
+            let mut buffers = spare.into_iter().map(Encoded::into_buffer);
+            (self.slots(p, js.clone()).iter())
+                .map(|s| tensor.encode_reusing(s, buffers.next().unwrap_or_default()))
+                .collect()
+        };
+        self.db
+            .kept
+            .block(self.at, &self.versions, (p, js.clone()), make)
+    }
+
     /// The slots of plaintexts `js` of polynomial `p` (of [`Bundle::polynomials`]): every
     /// bin's coefficients j ∈ `js`, 0 past its degree. A slot of no column — past the
     /// columns, or a column this bundle lacks — holds the matching polynomial 1, which no
     /// x makes 0, and label polynomials 0. Each bin is read once, its coefficients in
     /// order.
-    pub fn slots(&self, p: usize, js: Range<usize>) -> Vec<Vec<u64>> {
+    fn slots(&self, p: usize, js: Range<usize>) -> Vec<Vec<u64>> {
         let f = usize::from(self.db.set.felts);
         let mut slots: Vec<Vec<u64>> = (js.clone())
             .map(|j| vec![u64::from(p == 0 && j == 0); self.db.set.bfv.degree])
@@ -559,6 +625,7 @@ fn empty_column(set: &FheSet, parts: usize) -> Column {
         items: Vec::new(),
         polys: vec![vec![1]; f],
         labels: vec![vec![Vec::new(); f]; parts],
+        version: fresh_version(),
     }
 }
 
@@ -598,7 +665,7 @@ fn add_to(stack: &mut Vec<Arc<Column>>, set: &FheSet, hash: u128, values: &[Vec<
             stack.len() - 1
         }
     };
-    let column = Arc::make_mut(&mut stack[at]);
+    let column = edit(&mut stack[at]);
     column.items.push(hash);
     for (k, &a) in felts.iter().enumerate() {
         if parts > 0 {
@@ -650,7 +717,7 @@ fn change_at(
             return true;
         }
         (Change::Insert(..), Some(_)) | (_, None) => return false,
-        (_, Some(at)) => Arc::make_mut(&mut stack[at]),
+        (_, Some(at)) => edit(&mut stack[at]),
     };
     let felts: Vec<u32> = set.felts_of(hash).collect();
     for (k, &a) in felts.iter().enumerate() {

@@ -8,6 +8,7 @@
 use super::database::{Change, Database};
 use super::messages::{answer_to_bytes, max_key_bytes, request_from_bytes};
 use super::params::FheSet;
+use super::plaintexts::PlaintextBudget;
 use super::query::answer;
 use super::session::item_hash;
 use crate::crypto::{Block, Prg};
@@ -109,6 +110,13 @@ impl FheDataset {
             label_len,
             version,
         })
+    }
+
+    /// It and its clones to come keeping plaintexts between queries within `budget`
+    /// (`None`: keeping none; a dataset built or read keeps none).
+    pub fn keeping_plaintexts(mut self, budget: Option<Arc<PlaintextBudget>>) -> FheDataset {
+        self.db.keep_plaintexts(budget);
+        self
     }
 
     /// Its database's bytes (its version is the caller's to keep).

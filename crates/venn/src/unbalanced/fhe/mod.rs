@@ -33,5 +33,6 @@ pub mod database;
 pub mod dataset;
 pub mod messages;
 pub mod params;
+pub mod plaintexts;
 pub mod query;
 pub mod session;

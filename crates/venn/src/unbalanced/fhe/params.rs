@@ -300,6 +300,14 @@ impl FheSet {
         self.low < self.degree || !(1..=self.degree).all(|p| self.sources.contains(&p))
     }
 
+    /// The bytes of a bundle's polynomial as plaintexts kept for products (its d + 1
+    /// coefficients' plaintexts, each N values a modulus in NTT form; a labeled bundle
+    /// has 1 + P polynomials, one degree lower each label part's).
+    pub fn plaintext_bytes(&self) -> u64 {
+        let (n, k) = (self.bfv.degree as u64, self.bfv.moduli.len() as u64);
+        (u64::from(self.degree) + 1) * n * k * 8
+    }
+
     /// log₂ of the chance that a non-member matches, per query item and bundle.
     pub fn log2_false_positive(&self) -> f64 {
         f64::from(self.felts) * (f64::from(self.degree).log2() - f64::from(self.felt_bits()))
@@ -366,7 +374,8 @@ impl FheSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::he::polynomial::{evaluate, high_powers, powers, targets};
+    use crate::he::params::tensor;
+    use crate::he::polynomial::{encoded, evaluate, high_powers, powers, targets};
     use fhe::bfv::{Ciphertext, Encoding, Plaintext, RelinearizationKey, SecretKey};
     use fhe_traits::{FheDecoder, FheDecrypter, FheEncoder, FheEncrypter};
     use rand::{Rng, SeedableRng};
@@ -454,7 +463,8 @@ mod tests {
             let coefficients: Vec<Vec<u64>> = (0..=set.degree)
                 .map(|_| (0..n).map(|_| rng.random_range(0..t)).collect())
                 .collect();
-            let encode = |js: std::ops::Range<usize>| Ok(coefficients[js].to_vec());
+            let tensor = tensor(&par).unwrap();
+            let encode = |js| encoded(&tensor, &coefficients, js);
             let mut result = evaluate(set.degree, &encode, set.low, &xs, rk.as_ref()).unwrap();
             result.switch_to_level(par.max_level()).unwrap();
             let decrypted = sk.try_decrypt(&result).unwrap();

@@ -11,6 +11,7 @@ use super::database::{locations, Database};
 use super::params::FheSet;
 use crate::crypto::{Block, Prg};
 use crate::he::bfv;
+use crate::he::params::tensor;
 use crate::he::polynomial::{evaluate, high_powers, powers};
 use crate::he::powers::PowersDag;
 use crate::tables::{cuckoo_insert, CuckooHash};
@@ -130,6 +131,7 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
         ));
     }
     let dag = PowersDag::new(&set.sources, &db.targets())?;
+    let tensor = tensor(par)?;
     let high = high_powers(set.degree, set.low);
     let powers = (request.indices.par_iter())
         .map(|sources| powers(&dag, sources.clone(), &high, request.rk.as_ref(), par))
@@ -143,10 +145,10 @@ pub fn answer(db: &Database, par: &Arc<BfvParameters>, request: &Request) -> Res
             let bundle = db.bundle(index as u32, bundle)?;
             (0..bundle.polynomials())
                 .map(|p| {
-                    let coefficients = |js| Ok(bundle.slots(p, js));
+                    let plaintexts = |js| bundle.plaintexts(p, js, &tensor);
                     let (degree, powers) = (bundle.degree(p), &powers[index]);
                     let rk = request.rk.as_ref();
-                    let mut result = evaluate(degree, &coefficients, set.low, powers, rk)?;
+                    let mut result = evaluate(degree, &plaintexts, set.low, powers, rk)?;
                     result.switch_to_level(par.max_level()).map_err(bfv)?;
                     Ok(result)
                 })
@@ -261,6 +263,55 @@ pub(crate) mod tests {
         assert_eq!(found, expected);
         let many = random_hashes(257, &mut prg);
         assert!(query(&set, &par, seed, &many, &mut prg).is_err());
+    }
+
+    /// A database keeping its plaintexts answers as one that keeps none, and so do its
+    /// clones as they and it change, in turns: no clone takes another's plaintexts.
+    #[test]
+    fn kept_plaintexts_answer_as_made_ones() {
+        use crate::unbalanced::fhe::database::Change;
+        use crate::unbalanced::fhe::plaintexts::PlaintextBudget;
+        let set = small_set();
+        let par = set.bfv.build().unwrap();
+        let mut prg = Prg::from_seed(Block::from(14));
+        let seed = Block::from(79);
+        let (mut db, held) = filled(&set, seed, 20_000, &mut prg);
+        let budget = PlaintextBudget::new(1 << 30);
+        db.keep_plaintexts(Some(budget.clone()));
+        let strangers = random_hashes(100, &mut prg);
+        let asked: Vec<u128> = held[..100].iter().chain(&strangers).copied().collect();
+        let found = |db: &Database, prg: &mut Prg| -> Vec<bool> {
+            let (pending, request) = query(&set, &par, seed, &asked, prg).unwrap();
+            let answer = answer(db, &par, &request).unwrap();
+            (pending.matches(&set, &answer, 0).unwrap().iter())
+                .map(Option::is_some)
+                .collect()
+        };
+        let mut expected: Vec<bool> = (0..asked.len()).map(|i| i < 100).collect();
+        assert_eq!(found(&db, &mut prg), expected);
+        let used = budget.used();
+        assert!(used > 0);
+        assert_eq!(found(&db, &mut prg), expected);
+        assert_eq!(budget.used(), used, "kept once");
+        // A clone changed: half the members out, half the strangers in.
+        let mut changed = db.clone();
+        let changes: Vec<Change> = (held[..50].iter().map(|&h| Change::Remove(h)))
+            .chain(strangers[..50].iter().map(|&h| Change::Insert(h, None)))
+            .collect();
+        changed.apply(&changes).unwrap();
+        let mut after = expected.clone();
+        (0..50).for_each(|i| after[i] = false);
+        (100..150).for_each(|i| after[i] = true);
+        for _ in 0..2 {
+            assert_eq!(found(&changed, &mut prg), after);
+            assert_eq!(found(&db, &mut prg), expected);
+        }
+        // The first changed in place: its changed bundles' plaintexts made again.
+        expected[0] = false;
+        db.apply(&[Change::Remove(held[0])]).unwrap();
+        assert_eq!(found(&db, &mut prg), expected);
+        drop((db, changed));
+        assert_eq!(budget.used(), 0, "all given back");
     }
 
     /// A labeled database through inserts, relabels and deletes: each member gets its
