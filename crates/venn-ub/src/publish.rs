@@ -284,6 +284,13 @@ pub struct FheLoaded {
     datasets: Vec<Arc<FheDataset>>,
 }
 
+impl FheLoaded {
+    /// The databases, the smallest query cap first.
+    pub(crate) fn datasets(&self) -> &[Arc<FheDataset>] {
+        &self.datasets
+    }
+}
+
 impl FheFiles {
     /// The databases as published, as [`FheFiles::datasets`] keeping plaintexts within
     /// `budget`; from `before`'s by the deltas since where these files follow them (the

@@ -20,9 +20,10 @@ use crate::publish::{FheLoaded, Manifest};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 use venn::crypto::Prg;
+use venn::unbalanced::fhe::dataset::FheDataset;
 use venn::unbalanced::fhe::plaintexts::PlaintextBudget;
 use venn::unbalanced::link::{looks_like_hello, serve_session, Published, HELLO_PREFIX};
 use venn::unbalanced::oprf_round::Refusal;
@@ -148,6 +149,9 @@ pub fn serve(args: ServeArgs, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
         "serving"
     );
     on_bound(bound);
+    if let Some(fhe) = &current.fhe {
+        warm(fhe, &budget);
+    }
     let shared = Arc::new(Shared {
         published: RwLock::new(Arc::new(published)),
         limits: Mutex::new(RateLimiter::new(args.burst, args.per_day)),
@@ -242,6 +246,44 @@ fn session(chan: &mut dyn venn::net::Channel, shared: &Shared, peer: &str, limit
     }
 }
 
+/// Makes the plaintexts `loaded`'s databases keep within `budget` on a thread of its own,
+/// the smallest query cap first, so that no client's query pays for them (a first fill
+/// costs several queries' time); it stops once a database is no longer published (a
+/// later publish's are warmed anew, what they share with these kept).
+fn warm(loaded: &FheLoaded, budget: &Arc<PlaintextBudget>) {
+    if budget.limit() == 0 {
+        return;
+    }
+    let datasets: Vec<Weak<FheDataset>> = loaded.datasets().iter().map(Arc::downgrade).collect();
+    let budget = budget.clone();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        for dataset in &datasets {
+            let Some(dataset) = dataset.upgrade() else {
+                return;
+            };
+            // Only this thread holds it: no longer published.
+            let stop = || Arc::strong_count(&dataset) == 1;
+            if let Err(e) = dataset.warm(&stop) {
+                tracing::warn!(
+                    "the ub-fhe plaintexts of {} were not made: {e}",
+                    dataset.set().name
+                );
+                return;
+            }
+            if stop() {
+                return;
+            }
+            tracing::info!(
+                set = dataset.set().name,
+                kept_mib = budget.used() >> 20,
+                seconds = start.elapsed().as_secs_f64(),
+                "plaintexts made"
+            );
+        }
+    });
+}
+
 /// Follows a new manifest, if one was published: sessions from now on answer from it
 /// (its `ub-fhe` databases from the current ones by the deltas since, where they
 /// follow). A manifest that does not load (its files replaced meanwhile by a later
@@ -283,6 +325,9 @@ fn follow(args: &ServeArgs, shared: &Shared, current: &mut Current) {
                 seconds = start.elapsed().as_secs_f64(),
                 "published"
             );
+            if let Some(fhe) = &fhe {
+                warm(fhe, &shared.plaintexts);
+            }
             *current = Current {
                 manifest: next,
                 fhe,

@@ -29,6 +29,14 @@ pub fn high_powers(degree: u32, low: u32) -> Vec<u32> {
     (1..=degree / step).map(|i| i * step).collect()
 }
 
+/// The coefficients of each of Paterson–Stockmeyer's blocks of a polynomial of degree
+/// `degree` with low degree ℓ = `low` (at least 1): block i takes coefficients i(ℓ + 1)
+/// to i(ℓ + 1) + ℓ, the last fewer where the degree ends.
+pub fn blocks(degree: u32, low: u32) -> impl Iterator<Item = Range<usize>> {
+    let step = low as usize + 1;
+    (0..=degree as usize / step).map(move |i| i * step..(i * step + step).min(degree as usize + 1))
+}
+
 /// The powers of x an evaluation of degree `degree` with low degree ℓ = `low` needs:
 /// 1…ℓ and the [`high_powers`].
 pub fn targets(degree: u32, low: u32) -> Vec<u32> {
@@ -169,18 +177,16 @@ pub fn evaluate(
     }
     let tensor = &powers.tensor;
     let step = low + 1;
-    let blocks = degree / step + 1;
     // Each block: Qᵢ (degree ≤ ℓ) times x^{i(ℓ+1)}: ready where no product of ciphertexts
     // is needed (Q₀, and a block of a constant alone), else Qᵢ lifted for one.
-    let blocks = (0..blocks)
+    let blocks = (blocks(degree, low).enumerate().collect::<Vec<_>>())
         .into_par_iter()
-        .map(|i| {
-            let first = (i * step) as usize;
-            let last = (first + low as usize).min(degree as usize);
-            let block = plaintexts(first..last + 1)?;
-            if block.len() != last + 1 - first {
+        .map(|(i, js)| {
+            let i = i as u32;
+            let block = plaintexts(js.clone())?;
+            if block.len() != js.len() {
                 return Err(Error::Usage(format!(
-                    "{} plaintexts for coefficients {first} to {last}",
+                    "{} plaintexts for coefficients {js:?}",
                     block.len()
                 )));
             }

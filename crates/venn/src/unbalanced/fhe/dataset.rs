@@ -12,6 +12,7 @@ use super::plaintexts::PlaintextBudget;
 use super::query::answer;
 use super::session::item_hash;
 use crate::crypto::{Block, Prg};
+use crate::he::params::tensor;
 use crate::he::wire::{wire_len, Kind};
 use crate::net::{Reader, Writer};
 use crate::unbalanced::labels::{label_key, seal, sealed_len};
@@ -117,6 +118,12 @@ impl FheDataset {
     pub fn keeping_plaintexts(mut self, budget: Option<Arc<PlaintextBudget>>) -> FheDataset {
         self.db.keep_plaintexts(budget);
         self
+    }
+
+    /// Makes the plaintexts its queries take, while its budget has room and `stop` says
+    /// not to stop ([`Database::warm`]).
+    pub fn warm(&self, stop: &dyn Fn() -> bool) -> Result<()> {
+        self.db.warm(&*tensor(&self.par)?, stop)
     }
 
     /// Its database's bytes (its version is the caller's to keep).

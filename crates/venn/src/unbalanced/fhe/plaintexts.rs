@@ -208,6 +208,11 @@ impl Kept {
         Ok(block)
     }
 
+    /// The bytes its budget has left (none without one).
+    pub(crate) fn room(&self) -> u64 {
+        (self.budget.as_ref()).map_or(0, |b| b.limit.saturating_sub(b.used()))
+    }
+
     /// The bytes it keeps.
     #[cfg(test)]
     fn bytes(&self) -> u64 {

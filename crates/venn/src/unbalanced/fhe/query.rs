@@ -287,12 +287,26 @@ pub(crate) mod tests {
                 .map(Option::is_some)
                 .collect()
         };
+        let tensor = crate::he::params::tensor(&par).unwrap();
+        db.warm(&tensor, &|| true).unwrap();
+        assert_eq!(budget.used(), 0, "stopped at once");
+        db.warm(&tensor, &|| false).unwrap();
+        let all = db.bundles(0) as u64 * set.plaintext_bytes();
+        assert_eq!(budget.used(), all, "every bundle's plaintexts");
         let mut expected: Vec<bool> = (0..asked.len()).map(|i| i < 100).collect();
         assert_eq!(found(&db, &mut prg), expected);
-        let used = budget.used();
-        assert!(used > 0);
         assert_eq!(found(&db, &mut prg), expected);
-        assert_eq!(budget.used(), used, "kept once");
+        assert_eq!(budget.used(), all, "kept once");
+        let small = PlaintextBudget::new(all / 2);
+        let mut half = db.clone();
+        half.keep_plaintexts(Some(small.clone()));
+        half.warm(&tensor, &|| false).unwrap();
+        assert!(
+            small.used() <= all / 2 && small.used() > all / 4,
+            "{}",
+            small.used()
+        );
+        drop(half);
         // A clone changed: half the members out, half the strangers in.
         let mut changed = db.clone();
         let changes: Vec<Change> = (held[..50].iter().map(|&h| Change::Remove(h)))
