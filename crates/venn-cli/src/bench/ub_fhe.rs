@@ -13,9 +13,10 @@
 //! `--plaintext-cache-mib` of plaintexts between queries (the first query of a set makes
 //! them); the client runs on `--threads` threads. Reported per (n, m): the set taken and
 //! its bundles, the median query's time and the first's, the plaintexts kept by then (by
-//! every set queried so far) and the median query's bytes each way; and per n (repeated in its rows) the databases' build time and
-//! bytes, reading them back, and the delta's time an operation (the server's, applying
-//! it to every database, the databases in parallel on its pool) and bytes an operation.
+//! every set queried so far) and the median query's bytes each way; and per n (repeated
+//! in its rows) the databases' build time and bytes, reading them back, and the delta's
+//! time an operation (the server's, applying it to every database, the databases in
+//! parallel on its pool) and bytes an operation.
 
 use super::table::{self, TableRow};
 use super::ub::{key, label, pool, probes, timed_queries, Server, UbOptions, UPDATE_OPS};

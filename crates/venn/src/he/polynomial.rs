@@ -176,13 +176,13 @@ pub fn evaluate(
         )));
     }
     let tensor = &powers.tensor;
-    let step = low + 1;
     // Each block: Qᵢ (degree ≤ ℓ) times x^{i(ℓ+1)}: ready where no product of ciphertexts
     // is needed (Q₀, and a block of a constant alone), else Qᵢ lifted for one.
-    let blocks = (blocks(degree, low).enumerate().collect::<Vec<_>>())
+    let blocks = (blocks(degree, low).collect::<Vec<_>>())
         .into_par_iter()
-        .map(|(i, js)| {
-            let i = i as u32;
+        .map(|js| {
+            // x^{i(ℓ+1)}: block i's first coefficient.
+            let power = js.start as u32;
             let block = plaintexts(js.clone())?;
             if block.len() != js.len() {
                 return Err(Error::Usage(format!(
@@ -193,7 +193,7 @@ pub fn evaluate(
             let (constant, terms) = block.split_first().expect("at least one");
             if terms.is_empty() {
                 // A constant alone: cᵢ · x^{i(ℓ+1)} (i ≥ 1: degree ≥ 1).
-                let power = powers.ciphertext(i * step)?;
+                let power = powers.ciphertext(power)?;
                 return Ok(Block::Ready(tensor.dot(&[(power, constant)], None)?));
             }
             let lows = (1..=terms.len() as u32)
@@ -201,9 +201,9 @@ pub fn evaluate(
                 .collect::<Result<Vec<_>>>()?;
             let pairs: Vec<(&Ciphertext, &Encoded)> = lows.into_iter().zip(terms).collect();
             let inner = tensor.dot(&pairs, Some(constant))?;
-            match i {
+            match power {
                 0 => Ok(Block::Ready(inner)),
-                i => Ok(Block::Lifted(i * step, tensor.extend(&inner)?)),
+                power => Ok(Block::Lifted(power, tensor.extend(&inner)?)),
             }
         })
         .collect::<Result<Vec<Block>>>()?;

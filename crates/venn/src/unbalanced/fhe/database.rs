@@ -419,10 +419,11 @@ impl Database {
     }
 
     /// Makes the plaintexts its queries take, bundle by bundle in index order, each
-    /// polynomial's blocks as an evaluation asks for them, while its budget has room for
-    /// the next block and `stop` says not to stop: what a server does after a load or a
-    /// publish, so that no client's query pays for them (the first fill of fresh memory
-    /// costs more than the encoding).
+    /// polynomial's blocks as an evaluation asks for them, while the next block would be
+    /// kept (it is, or its old version's buffers are, or the budget has room) and `stop`
+    /// says not to stop: what a server does after a load or a publish, so that no
+    /// client's query pays for them (the first fill of fresh memory costs more than the
+    /// encoding).
     pub fn warm(&self, tensor: &Tensor, stop: &dyn Fn() -> bool) -> Result<()> {
         let set = &self.set;
         let per_plaintext = set.plaintext_bytes() / (u64::from(set.degree) + 1);
@@ -431,7 +432,8 @@ impl Database {
                 let bundle = self.bundle(index, b)?;
                 for p in 0..bundle.polynomials() {
                     for js in polynomial::blocks(bundle.degree(p), set.low) {
-                        if stop() || self.kept.room() < js.len() as u64 * per_plaintext {
+                        let bytes = js.len() as u64 * per_plaintext;
+                        if stop() || !self.kept.fits(bundle.at, (p, js.start), bytes) {
                             return Ok(());
                         }
                         bundle.plaintexts(p, js, tensor)?;

@@ -208,9 +208,17 @@ impl Kept {
         Ok(block)
     }
 
-    /// The bytes its budget has left (none without one).
-    pub(crate) fn room(&self) -> u64 {
-        (self.budget.as_ref()).map_or(0, |b| b.limit.saturating_sub(b.used()))
+    /// Whether a block of `bytes` of polynomial `p` from coefficient `first` of the
+    /// bundle `at` would be kept: it is kept already, or has a spare (at whatever
+    /// versions: a block of other versions becomes one), or the budget has room.
+    pub(crate) fn fits(&self, at: BundleAt, (p, first): BlockAt, bytes: u64) -> bool {
+        let Some(budget) = &self.budget else {
+            return false;
+        };
+        let held = (self.lock().get(&at)).is_some_and(|k| {
+            k.blocks.contains_key(&(p, first)) || k.spare.contains_key(&(p, first))
+        });
+        held || budget.limit.saturating_sub(budget.used()) >= bytes
     }
 
     /// The bytes it keeps.
@@ -292,6 +300,10 @@ mod tests {
             (made.get(), budget.used(), kept.bytes()),
             (6, 3 * size, 3 * size)
         );
+        // The budget spent: a block held (or its spare, at any versions) would still be
+        // kept, another not.
+        assert!(kept.fits((0, 0), (0, 2), size) && kept.fits((0, 0), (0, 0), 2 * size));
+        assert!(!kept.fits((0, 1), (0, 0), size) && !kept.fits((0, 0), (0, 4), size));
         // A shorter block in a longer one's buffers gives the rest back.
         block((0, 0), &[5, 2], 0..1);
         assert_eq!(
