@@ -123,8 +123,9 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     println!("  who learns what: {LEAKAGE}");
     println!(
         "  per query: an OPRF round (as ub-cache's), then the request (each bundle index's \
-         source powers encrypted, and a relinearisation key where the set takes products: \
-         not where ℓ = d and every power is sent) up and, per bundle, one result \
+         source powers encrypted, each c₀ less the low bits \"c₀ drop\" its evaluation's noise \
+         leaves room for, and a relinearisation key where the set takes products: not \
+         where ℓ = d and every power is sent) up and, per bundle, one result \
          and one more per label part down (a part holds f·⌊log₂ t⌋ bits of the sealed label, \
          ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested). \
          A dataset keeps a database for each query cap up to its own; a query takes the \
@@ -138,7 +139,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
          P) times that labeled) and each query's ciphertexts"
     );
     println!(
-        "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10} {:>10} {:>8}",
+        "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>8} {:>10} {:>9} {:>10} {:>10} {:>8}",
         "set",
         "felt bits",
         "H",
@@ -147,6 +148,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
         "d",
         "ℓ",
         "sources",
+        "c₀ drop",
         "max items",
         "max query",
         "up MiB",
@@ -158,7 +160,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
         let par = set.bfv.build()?;
         let (up, result) = (request_len(&set, &par)?, result_len(&par)?);
         println!(
-            "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>10} {:>9} {:>10.2} {:>10.1} {:>8.1}",
+            "  {:>10} {:>9} {:>4} {:>2} {:>2} {:>5} {:>4} {:>8} {:>8} {:>10} {:>9} {:>10.2} {:>10.1} {:>8.1}",
             set.name,
             set.felt_bits(),
             set.hashes,
@@ -167,6 +169,7 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
             set.degree,
             set.low,
             set.sources.len(),
+            set.query_drop,
             size(set.max_items),
             set.max_query,
             mib(up as u64),

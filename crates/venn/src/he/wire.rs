@@ -3,21 +3,26 @@
 //! of an unexpected level or part count reaches `assert!`s in its operations (a panic the
 //! peer chooses).
 //!
-//! A ciphertext is its kind, its level, the bits kept of each part's coefficients (0 for
-//! every bit), and its two parts' coefficients modulo each of its
+//! A ciphertext is its kind, its level, two bytes of bits (compact: kept of c₀'s and c₁'s
+//! coefficients; seeded: dropped of c₀'s, and 0; else 0 and 0), and its two parts'
+//! coefficients modulo each of its
 //! level's moduli q_i, N of them per modulus, each in ⌈log₂ q_i⌉ bits (little-endian bit
 //! order); a reader refuses any other length, level, part count, or a coefficient not
 //! below its modulus. [`Kind::Full`] carries the coefficients as held (NTT form);
-//! [`Kind::Seeded`], for a fresh encryption under a secret key, c₀ so and, in place of c₁,
+//! [`Kind::Seeded`], for a fresh encryption under a secret key, c₀ and, in place of c₁,
 //! the 32 bytes it was expanded from (`fhe` draws c₁ = a uniform from a seed, CLR17
-//! §6.2's "half the ciphertext"), so half the bytes; [`Kind::Compact`], for results at
-//! the last level, only the top bits of each power-basis coefficient, as many of c₀'s
+//! §6.2's "half the ciphertext"), so half the bytes — c₀ in power basis and mixed radix
+//! (`to_mixed`), less the low bits the caller drops of each coefficient: a fresh
+//! ciphertext's noise grows by at most their half-range, which the caller's evaluation
+//! must leave room for; [`Kind::Compact`], for results at the last level, only the top
+//! bits of each power-basis coefficient, as many of c₀'s
 //! and of c₁'s as the caller says: dropping the low s₀ bits of c₀'s and s₁ of c₁'s adds
 //! at most 2^(s₀−1) + 2^(s₁−1)·‖s_key‖₁ to the decrypted noise — what the caller's choice
 //! must leave room for (APSI's responses drop bits so too, `try_clear_irrelevant_bits`;
 //! CMdG+21 §5).
 
 use super::bfv;
+use crate::util::primes::{mul_mod, pow_mod};
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext};
 use fhe_math::rq::traits::TryConvertFrom;
@@ -29,10 +34,14 @@ use std::sync::Arc;
 pub enum Kind {
     /// Every bit, in NTT form, at any level.
     Full,
-    /// c₀ as [`Kind::Full`] carries it, then the seed c₁ is expanded from: a fresh
-    /// encryption under a secret key only (`fhe` forgets the seed of a ciphertext once it
-    /// changes it).
-    Seeded,
+    /// c₀ in mixed radix less its low `drop` bits, then the seed c₁ is expanded from: a
+    /// fresh encryption under a secret key only (`fhe` forgets the seed of a ciphertext
+    /// once it changes it).
+    Seeded {
+        /// The low bits dropped of each coefficient of c₀ (of its mixed-radix digit
+        /// below the first modulus).
+        drop: u8,
+    },
     /// The top bits of each power-basis coefficient, at the last level only.
     Compact {
         /// The bits kept of each coefficient of c₀ and of c₁.
@@ -41,7 +50,7 @@ pub enum Kind {
 }
 
 /// The bytes before the coefficients: kind, level, the bits kept of c₀'s and c₁'s
-/// coefficients (compact; else 0).
+/// coefficients (compact), or dropped of c₀'s and 0 (seeded), else 0 and 0.
 const HEAD: usize = 2 + PARTS;
 
 /// A ciphertext's parts.
@@ -53,7 +62,7 @@ const SEED: usize = 32;
 /// The parts whose coefficients a ciphertext of `kind` carries.
 fn carried(kind: Kind) -> usize {
     match kind {
-        Kind::Seeded => 1,
+        Kind::Seeded { .. } => 1,
         Kind::Full | Kind::Compact { .. } => PARTS,
     }
 }
@@ -63,18 +72,23 @@ fn width(q: u64) -> u32 {
     u64::BITS - q.leading_zeros()
 }
 
-/// The bits each coefficient of modulus `q` takes in part `part` of a ciphertext of
-/// `kind`, and how many low bits are dropped.
-fn bits_of(q: u64, kind: Kind, part: usize) -> Result<(u32, u32)> {
-    let Kind::Compact { keep } = kind else {
-        return Ok((width(q), 0));
+/// The bits each coefficient of the `row`th modulus `q` takes in part `part` of a
+/// ciphertext of `kind`, and how many low bits are dropped.
+fn bits_of(q: u64, row: usize, kind: Kind, part: usize) -> Result<(u32, u32)> {
+    let keep = match kind {
+        Kind::Full => width(q),
+        Kind::Seeded { drop } if row == 0 => width(q).saturating_sub(u32::from(drop)),
+        Kind::Seeded { .. } => width(q),
+        Kind::Compact { keep } => u32::from(keep[part]),
     };
-    let keep = u32::from(keep[part]);
     match (1..=width(q)).contains(&keep) {
         true => Ok((keep, width(q) - keep)),
         false => Err(Error::protocol(
-            format!("a compact ciphertext keeping 1 to {} bits", width(q)),
-            format!("{keep} bits"),
+            format!(
+                "a ciphertext keeping 1 to {} bits of a coefficient",
+                width(q)
+            ),
+            format!("{keep} bits ({kind:?})"),
         )),
     }
 }
@@ -84,11 +98,14 @@ pub fn wire_len(par: &BfvParameters, level: usize, kind: Kind) -> Result<usize> 
     let moduli = moduli_at(par, level)?;
     let mut bits = 0u64;
     for part in 0..carried(kind) {
-        for &q in moduli {
-            bits += u64::from(bits_of(q, kind, part)?.0) * par.degree() as u64;
+        for (row, &q) in moduli.iter().enumerate() {
+            bits += u64::from(bits_of(q, row, kind, part)?.0) * par.degree() as u64;
         }
     }
-    let seed = if kind == Kind::Seeded { SEED } else { 0 };
+    let seed = match kind {
+        Kind::Seeded { .. } => SEED,
+        Kind::Full | Kind::Compact { .. } => 0,
+    };
     Ok(HEAD + bits.div_ceil(8) as usize + seed)
 }
 
@@ -118,12 +135,9 @@ pub fn encode(ct: &Ciphertext, par: &BfvParameters, kind: Kind) -> Result<Vec<u8
         )));
     }
     let moduli = moduli_at(par, level)?;
-    let keep = match kind {
-        Kind::Compact { keep } => keep,
-        Kind::Full | Kind::Seeded => [0; PARTS],
-    };
+    let keep = head_bits(kind);
     let seed = match kind {
-        Kind::Seeded => Some(seed_of(ct)?),
+        Kind::Seeded { .. } => Some(seed_of(ct)?),
         Kind::Full | Kind::Compact { .. } => None,
     };
     let mut out = Vec::with_capacity(wire_len(par, level, kind)?);
@@ -132,12 +146,20 @@ pub fn encode(ct: &Ciphertext, par: &BfvParameters, kind: Kind) -> Result<Vec<u8
     let mut bits = BitWriter::new(out);
     for (at, part) in ct.iter().take(carried(kind)).enumerate() {
         let mut part = part.clone();
-        if let Kind::Compact { .. } = kind {
+        if kind != Kind::Full {
             part.change_representation(Representation::PowerBasis);
         }
-        for (row, &q) in part.coefficients().outer_iter().zip(moduli) {
-            let (kept, dropped) = bits_of(q, kind, at)?;
-            for &c in row {
+        let mut rows = part.coefficients().to_owned();
+        if let Kind::Seeded { .. } = kind {
+            to_mixed(
+                rows.as_slice_mut()
+                    .expect("a polynomial's rows are contiguous"),
+                moduli,
+            );
+        }
+        for (row, (values, &q)) in rows.outer_iter().zip(moduli).enumerate() {
+            let (kept, dropped) = bits_of(q, row, kind, at)?;
+            for &c in values {
                 // The top bits; the reader puts back the middle of what was dropped.
                 bits.push(c >> dropped, kept);
             }
@@ -161,8 +183,47 @@ fn seed_of(ct: &Ciphertext) -> Result<[u8; SEED]> {
 fn kind_byte(kind: Kind) -> u8 {
     match kind {
         Kind::Full => b'F',
-        Kind::Seeded => b'S',
+        Kind::Seeded { .. } => b'S',
         Kind::Compact { .. } => b'C',
+    }
+}
+
+/// The head's two bytes of bits: kept of c₀'s and c₁'s (compact), dropped of c₀'s
+/// (seeded), else none.
+fn head_bits(kind: Kind) -> [u8; PARTS] {
+    match kind {
+        Kind::Compact { keep } => keep,
+        Kind::Seeded { drop } => [drop, 0],
+        Kind::Full => [0; PARTS],
+    }
+}
+
+/// Power-basis coefficients mod q₀, q₁, … (`rows`: a row of N per modulus) into mixed
+/// radix: each c becomes its digit a₀ = c mod q₀ (row 0) and the residues of
+/// R = (c − a₀)/q₀ mod q₁, q₂, … (the other rows), so that c = a₀ + q₀·R with R below
+/// q₁q₂⋯. A change to a₀ moves c by as much and no more — which dropping low bits of
+/// a residue in RNS form would not (CRT spreads it over all of Q).
+fn to_mixed(rows: &mut [u64], moduli: &[u64]) {
+    let n = rows.len() / moduli.len();
+    let (first, rest) = rows.split_at_mut(n);
+    let q0 = moduli[0];
+    for (row, &q) in rest.chunks_exact_mut(n).zip(&moduli[1..]) {
+        let inverse = pow_mod(q0 % q, q - 2, q);
+        for (r, &a0) in row.iter_mut().zip(&*first) {
+            *r = mul_mod((*r + q - a0 % q) % q, inverse, q);
+        }
+    }
+}
+
+/// [`to_mixed`] undone: c mod qᵢ = a₀ + q₀·R mod qᵢ.
+fn from_mixed(rows: &mut [u64], moduli: &[u64]) {
+    let n = rows.len() / moduli.len();
+    let (first, rest) = rows.split_at_mut(n);
+    let q0 = moduli[0];
+    for (row, &q) in rest.chunks_exact_mut(n).zip(&moduli[1..]) {
+        for (r, &a0) in row.iter_mut().zip(&*first) {
+            *r = (a0 % q + mul_mod(q0 % q, *r, q)) % q;
+        }
     }
 }
 
@@ -182,13 +243,13 @@ pub fn decode(
         .ok_or_else(|| bad("no head".into()))?;
     let kind = match kind {
         b'F' => Kind::Full,
-        b'S' => Kind::Seeded,
+        b'S' => Kind::Seeded { drop: keep[0] },
         b'C' => Kind::Compact { keep },
         other => return Err(bad(format!("the kind {other}"))),
     };
     let compact = matches!(kind, Kind::Compact { .. });
     if (kind, usize::from(at)) != (expected, level)
-        || (!compact && keep != [0; 2])
+        || keep != head_bits(kind)
         || (compact && level != par.max_level())
     {
         return Err(bad(format!(
@@ -206,28 +267,34 @@ pub fn decode(
     let ctx = par.context_at_level(level).map_err(bfv)?;
     let n = par.degree();
     let (coefficients, seed) = match kind {
-        Kind::Seeded => bytes[HEAD..].split_at(bytes.len() - HEAD - SEED),
+        Kind::Seeded { .. } => bytes[HEAD..].split_at(bytes.len() - HEAD - SEED),
         Kind::Full | Kind::Compact { .. } => (&bytes[HEAD..], &[][..]),
     };
     let mut reader = BitReader::new(coefficients);
     let mut parts = Vec::with_capacity(PARTS);
     for part in 0..carried(kind) {
         let mut coefficients = Vec::with_capacity(moduli.len() * n);
-        for &q in moduli {
-            let (kept, dropped) = bits_of(q, kind, part)?;
+        for (row, &q) in moduli.iter().enumerate() {
+            let (kept, dropped) = bits_of(q, row, kind, part)?;
             let half = (1u64 << dropped) >> 1;
             for _ in 0..n {
-                let c = (reader.take(kept) << dropped) | half;
-                if c >= q && dropped == 0 {
-                    return Err(bad(format!("a coefficient {c} not below its modulus {q}")));
+                let top = reader.take(kept) << dropped;
+                // One coding: what was dropped of a value below q leaves one below q.
+                if top >= q {
+                    return Err(bad(format!(
+                        "a coefficient {top} not below its modulus {q}"
+                    )));
                 }
                 // A dropped tail put back past q: the largest residue is as near.
-                coefficients.push(c.min(q - 1));
+                coefficients.push((top | half).min(q - 1));
             }
         }
+        if let Kind::Seeded { .. } = kind {
+            from_mixed(&mut coefficients, moduli);
+        }
         let representation = match kind {
-            Kind::Full | Kind::Seeded => Representation::Ntt,
-            Kind::Compact { .. } => Representation::PowerBasis,
+            Kind::Full => Representation::Ntt,
+            Kind::Seeded { .. } | Kind::Compact { .. } => Representation::PowerBasis,
         };
         let mut poly = Poly::try_convert_from(coefficients, ctx, false, representation)
             .map_err(|e| bad(e.to_string()))?;
@@ -381,11 +448,14 @@ mod tests {
             );
         }
         // Fresh: c₀ and the seed, decrypting as before in half the bytes and a seed's.
-        let seeded = encode(&fresh, &par, Kind::Seeded).unwrap();
+        let seeded = encode(&fresh, &par, Kind::Seeded { drop: 0 }).unwrap();
         let full = encode(&fresh, &par, Kind::Full).unwrap();
-        assert_eq!(seeded.len(), wire_len(&par, 0, Kind::Seeded).unwrap());
+        assert_eq!(
+            seeded.len(),
+            wire_len(&par, 0, Kind::Seeded { drop: 0 }).unwrap()
+        );
         assert_eq!(seeded.len(), HEAD + (full.len() - HEAD) / 2 + SEED);
-        let read = decode(&seeded, &par, Kind::Seeded, 0).unwrap();
+        let read = decode(&seeded, &par, Kind::Seeded { drop: 0 }, 0).unwrap();
         let c = |ct: &Ciphertext, i: usize| ct[i].coefficients().to_owned();
         let decrypted = sk.try_decrypt(&read).unwrap();
         assert_eq!(
@@ -393,12 +463,33 @@ mod tests {
             values
         );
         assert!((0..PARTS).all(|i| c(&read, i) == c(&fresh, i)));
+        // Dropping 20 bits of c₀: 20 bits fewer a coefficient, about 2^19 more noise (not
+        // the 2^80 a residue's bits dropped would spread), the same slots.
+        let drop = Kind::Seeded { drop: 20 };
+        let lean = encode(&fresh, &par, drop).unwrap();
+        assert_eq!(lean.len(), wire_len(&par, 0, drop).unwrap());
+        assert_eq!(lean.len(), seeded.len() - 4096 * 20 / 8);
+        let read = decode(&lean, &par, drop, 0).unwrap();
+        let decrypted = sk.try_decrypt(&read).unwrap();
+        let slots = Vec::<u64>::try_decode(&decrypted, Encoding::simd()).unwrap();
+        assert_eq!(slots, values);
+        // SAFETY: variable time in the noise, which a test may learn.
+        let noise = unsafe { sk.measure_noise(&read) }.unwrap();
+        assert!((17..=21).contains(&noise), "{noise} bits of noise");
+        assert!(decode(&lean, &par, Kind::Seeded { drop: 19 }, 0).is_err());
+        assert!(decode(&seeded, &par, drop, 0).is_err());
         let mut changed = fresh.clone();
         changed += &fresh;
-        assert!(encode(&changed, &par, Kind::Seeded).is_err(), "not fresh");
+        assert!(
+            encode(&changed, &par, Kind::Seeded { drop: 0 }).is_err(),
+            "not fresh"
+        );
         let mut last = fresh.clone();
         last.switch_to_level(par.max_level()).unwrap();
-        assert!(encode(&last, &par, Kind::Seeded).is_err(), "switched");
+        assert!(
+            encode(&last, &par, Kind::Seeded { drop: 0 }).is_err(),
+            "switched"
+        );
         let full = encode(&last, &par, Kind::Full).unwrap();
         let t_bits = (u64::BITS - t.leading_zeros()) as u8;
         let keep = [t_bits + 4, t_bits + 12 + 4];
@@ -425,16 +516,16 @@ mod tests {
         let pt = Plaintext::try_encode(&[1u64, 2, 3], Encoding::simd(), &par).unwrap();
         let ct: Ciphertext = sk.try_encrypt(&pt, &mut rng).unwrap();
         let wire = encode(&ct, &par, Kind::Full).unwrap();
-        let seeded = encode(&ct, &par, Kind::Seeded).unwrap();
+        let seeded = encode(&ct, &par, Kind::Seeded { drop: 0 }).unwrap();
         for bad in [&seeded[..seeded.len() - 1], &[&seeded[..], &[0]].concat()] {
             assert!(
-                decode(bad, &par, Kind::Seeded, 0).is_err(),
+                decode(bad, &par, Kind::Seeded { drop: 0 }, 0).is_err(),
                 "a seeded one cut or long"
             );
         }
         let mut other_seed = seeded.clone();
         *other_seed.last_mut().unwrap() ^= 1;
-        let read = decode(&other_seed, &par, Kind::Seeded, 0).unwrap();
+        let read = decode(&other_seed, &par, Kind::Seeded { drop: 0 }, 0).unwrap();
         assert!(
             sk.try_decrypt(&read).unwrap() != pt,
             "another seed, another c₁"

@@ -11,18 +11,7 @@ pub fn is_prime(n: u64) -> bool {
     if let Some(&p) = BASES.iter().find(|&&p| n.is_multiple_of(p)) {
         return n == p;
     }
-    let mul = |a: u64, b: u64| (a as u128 * b as u128 % n as u128) as u64;
-    let pow = |mut a: u64, mut e: u64| {
-        let mut r = 1;
-        while e > 0 {
-            if e & 1 == 1 {
-                r = mul(r, a);
-            }
-            a = mul(a, a);
-            e >>= 1;
-        }
-        r
-    };
+    let (mul, pow) = (|a, b| mul_mod(a, b, n), |a, e| pow_mod(a, e, n));
     let (s, d) = (
         (n - 1).trailing_zeros(),
         (n - 1) >> (n - 1).trailing_zeros(),
@@ -37,6 +26,24 @@ pub fn is_prime(n: u64) -> bool {
             x == n - 1
         })
     })
+}
+
+/// `a·b mod n`.
+pub fn mul_mod(a: u64, b: u64, n: u64) -> u64 {
+    (u128::from(a) * u128::from(b) % u128::from(n)) as u64
+}
+
+/// `a^e mod n`, by squaring and multiplying (variable time: for public values).
+pub fn pow_mod(mut a: u64, mut e: u64, n: u64) -> u64 {
+    let mut r = 1 % n;
+    while e > 0 {
+        if e & 1 == 1 {
+            r = mul_mod(r, a, n);
+        }
+        a = mul_mod(a, a, n);
+        e >>= 1;
+    }
+    r
 }
 
 /// The smallest prime `≥ n`.

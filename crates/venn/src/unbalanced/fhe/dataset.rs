@@ -13,7 +13,7 @@ use super::query::answer;
 use super::session::item_hash;
 use crate::crypto::{Block, Prg};
 use crate::he::params::tensor;
-use crate::he::wire::{wire_len, Kind};
+use crate::he::wire::wire_len;
 use crate::net::{Reader, Writer};
 use crate::unbalanced::labels::{label_key, seal, sealed_len};
 use crate::{Error, Result};
@@ -216,7 +216,7 @@ impl FheDataset {
 /// The most bytes of a request of `set`: its ciphertexts and a relinearisation key where
 /// the set needs one, each after its length.
 fn max_request(set: &FheSet, par: &BfvParameters) -> Result<u64> {
-    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Seeded)?);
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, set.query_kind())?);
     let key = match set.relinearises() {
         true => max_key_bytes(par),
         false => 0,

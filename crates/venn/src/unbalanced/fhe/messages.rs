@@ -3,7 +3,8 @@
 //!
 //! A request is the count of bundle indices (u32) and of sources (u8), which must be the
 //! set's, then for each index and each source in the set's order a fresh ciphertext at
-//! level 0, seeded ([`crate::he::wire`]'s `Kind::Seeded`: c₀ and c₁'s seed, its length
+//! level 0, seeded ([`crate::he::wire`]'s `Kind::Seeded`: c₀ less the set's
+//! [`FheSet::query_drop`] low bits and c₁'s seed, its length
 //! (u32) first), then the relinearisation key in `fhe`'s
 //! own form (its length (u32) first; length 0 and no key where the set needs no product,
 //! [`FheSet::relinearises`], and only there), taken only where its encoding is the one `fhe`
@@ -62,7 +63,7 @@ pub fn request_len(set: &FheSet, par: &Arc<BfvParameters>) -> Result<usize> {
     } else {
         0
     };
-    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, Kind::Seeded)?);
+    let cts = set.indices as usize * set.sources.len() * (4 + wire_len(par, 0, set.query_kind())?);
     Ok(5 + cts + 4 + key)
 }
 
@@ -74,13 +75,13 @@ pub fn result_len(par: &BfvParameters) -> Result<usize> {
 }
 
 /// A request's wire form.
-pub fn request_to_bytes(request: &Request, par: &BfvParameters) -> Result<Vec<u8>> {
+pub fn request_to_bytes(request: &Request, set: &FheSet, par: &BfvParameters) -> Result<Vec<u8>> {
     let sources = request.indices.first().map_or(0, Vec::len);
     let mut w = Writer::new()
         .u32(request.indices.len() as u32)
         .u8(sources as u8);
     for (_, ct) in request.indices.iter().flatten() {
-        let bytes = encode(ct, par, Kind::Seeded)?;
+        let bytes = encode(ct, par, set.query_kind())?;
         w = w.u32(bytes.len() as u32).bytes(&bytes);
     }
     let rk = request
@@ -108,7 +109,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
             format!("{indices} indices and {sources} sources"),
         ));
     }
-    let ct_len = wire_len(par, 0, Kind::Seeded)?;
+    let ct_len = wire_len(par, 0, set.query_kind())?;
     let mut all = Vec::with_capacity(indices as usize);
     for _ in 0..indices {
         let mut index = Vec::with_capacity(set.sources.len());
@@ -120,7 +121,7 @@ pub fn request_from_bytes(bytes: &[u8], set: &FheSet, par: &Arc<BfvParameters>) 
                     format!("{len} bytes"),
                 ));
             }
-            index.push((power, decode(r.bytes(len)?, par, Kind::Seeded, 0)?));
+            index.push((power, decode(r.bytes(len)?, par, set.query_kind(), 0)?));
         }
         all.push(index);
     }
@@ -323,7 +324,7 @@ mod tests {
             .chain(random_hashes(20, &mut prg))
             .collect();
         let (pending, request) = query(&set, &par, seed, &asked, &mut prg).unwrap();
-        let wire = request_to_bytes(&request, &par).unwrap();
+        let wire = request_to_bytes(&request, &set, &par).unwrap();
         let read = request_from_bytes(&wire, &set, &par).unwrap();
         let answered = answer(&db, &par, &read).unwrap();
         let parts = db.label_parts();
@@ -413,7 +414,7 @@ mod tests {
         for (asked, member) in [(held[7], true), (random_hashes(1, &mut prg)[0], false)] {
             let (pending, request) = query(&set, &par, seed, &[asked], &mut prg).unwrap();
             assert!(request.rk.is_none());
-            let wire = request_to_bytes(&request, &par).unwrap();
+            let wire = request_to_bytes(&request, &set, &par).unwrap();
             assert_eq!(wire.len(), request_len(&set, &par).unwrap());
             let read = request_from_bytes(&wire, &set, &par).unwrap();
             let back = answer_to_bytes(&answer(&db, &par, &read).unwrap(), &par).unwrap();

@@ -15,6 +15,7 @@ use crate::he::params::tensor;
 use crate::he::polynomial::{evaluate, high_powers, powers};
 use crate::he::powers::PowersDag;
 use crate::tables::{cuckoo_insert, CuckooHash};
+use crate::util::primes::pow_mod;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext, Encoding, Plaintext, RelinearizationKey, SecretKey};
 use fhe_traits::{FheDecoder, FheDecrypter, FheEncoder, FheEncrypter};
@@ -38,19 +39,6 @@ pub struct Pending {
     /// Per location, the index of the item placed there.
     placed: Vec<Option<usize>>,
     items: usize,
-}
-
-/// `base^exponent mod t`.
-fn pow_mod(base: u64, exponent: u32, t: u64) -> u64 {
-    let (mut result, mut base, mut e) = (1u128, u128::from(base), exponent);
-    while e > 0 {
-        if e & 1 == 1 {
-            result = result * base % u128::from(t);
-        }
-        base = base * base % u128::from(t);
-        e >>= 1;
-    }
-    result as u64
 }
 
 /// The client's query of `items` (their 128-bit OPRF hashes, distinct, at most the set's
@@ -103,7 +91,7 @@ pub fn query(
         }
         let mut sources = Vec::with_capacity(set.sources.len());
         for &s in &set.sources {
-            let xs: Vec<u64> = x.iter().map(|&v| pow_mod(v, s, t)).collect();
+            let xs: Vec<u64> = x.iter().map(|&v| pow_mod(v, u64::from(s), t)).collect();
             let pt = Plaintext::try_encode(&xs, Encoding::simd(), par).map_err(bfv)?;
             sources.push((s, sk.try_encrypt(&pt, &mut rng).map_err(bfv)?));
         }

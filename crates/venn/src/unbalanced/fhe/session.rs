@@ -80,7 +80,7 @@ impl FheQuery {
         hashes.dedup();
         let seed = Block::from_le_bytes(seed);
         let (pending, request) = query(&set, &par, seed, &hashes, prg)?;
-        let bytes = request_to_bytes(&request, &par)?;
+        let bytes = request_to_bytes(&request, &set, &par)?;
         let query = FheQuery {
             pending,
             hashes,
