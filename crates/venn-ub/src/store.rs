@@ -133,6 +133,16 @@ pub struct Store {
     pool: AnyPool,
 }
 
+/// A store closes its connection when dropped, a transaction it abandoned rolled back:
+/// left to the pool's drop, the connection (and an abandoned transaction's write lock)
+/// outlives the store by however long its thread waits to run, and the next command's
+/// write finds the database locked.
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.runtime.block_on(self.pool.close());
+    }
+}
+
 /// A store's failure, for the operator.
 fn failed(what: &str) -> impl Fn(sqlx::Error) -> Error + '_ {
     move |e| Error::State(format!("the dataset's store: {what}: {e}"))
@@ -374,6 +384,7 @@ impl Store {
             .map_err(failed("count its items"))?
             .get::<i64, _>(0);
             if count as u64 > max_items {
+                tx.rollback().await.map_err(failed("roll back"))?;
                 return Err(Error::Usage(format!(
                     "the set would hold {count} items, more than the dataset's {max_items} \
                      (--max-items when it was made): nothing changed"
