@@ -116,7 +116,7 @@ const UB_FHE: &str = "ub-fhe";
 /// traffic.
 fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     use venn::unbalanced::fhe::messages::{request_len, result_len};
-    use venn::unbalanced::fhe::params::{for_sizes, sets};
+    use venn::unbalanced::fhe::params::{classes, sets};
     use venn::unbalanced::fhe::{LEAKAGE, PAPER, SECURITY};
     println!("{UB_FHE} — {PAPER}");
     println!("  security: {SECURITY}");
@@ -128,8 +128,9 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
          where ℓ = d and every power is sent) up and, per bundle, one result \
          and one more per label part down (a part holds f·⌊log₂ t⌋ bits of the sealed label, \
          ℓ + 21 bytes); each set keeps at least 6 bits of noise budget at its worst (tested). \
-         A dataset keeps a database for each query cap up to its own; a query takes the \
-         smallest cap its keys fit"
+         A dataset keeps a database for each query cap up to its own, less one whose set \
+         would evaluate nearly the next cap's bundles (the table below: 256 keys at 2^24 \
+         take V16M-4096); a query takes the smallest cap its keys fit"
     );
     println!(
         "  server memory: the databases (4 bytes a coefficient: about N·(d + 1)·4 bytes a \
@@ -185,8 +186,12 @@ fn print_ub_fhe(sizes: &[(u64, u64)]) -> Result<()> {
     let mut servers: Vec<u64> = sizes.iter().map(|&(n, _)| n).collect();
     servers.dedup();
     for n in servers {
+        // As a dataset declared for queries of up to 4,096 keys (or of one, past what
+        // larger queries are served to) offers them, and a client of m keys takes one.
+        let offered = classes(n, 4096).or_else(|_| classes(n, 1));
         for m in [1u32, 256, 4096] {
-            let Ok(set) = for_sizes(n, m) else {
+            let chosen = (offered.iter().flatten()).find(|s| s.max_query >= m);
+            let Some(set) = chosen else {
                 println!("  {:>12} {:>8} {:>10}", size(n), m, "(no set)");
                 continue;
             };
