@@ -210,11 +210,11 @@ const NEARLY: f64 = 1.1;
 /// The sets a dataset of up to `items` items and queries of up to `query` items serves,
 /// one for each of Venn's query caps, smallest first, up to the first cap of at least
 /// `query`: for each, the first set of that cap serving `items` — less a cap whose set
-/// evaluates as the next cap's does and nearly as many bundles ([`NEARLY`]): its queries take the
-/// next cap's set (more upload and more indices' powers, the same bundles), and the
-/// server keeps a database and its plaintexts fewer (at 2^24 items V16M-256's 49
-/// bundles against V16M-4096's 52: 1.4 GiB and 9.2 GiB). A client takes the first
-/// whose cap its query fits.
+/// evaluates as the next cap's does and nearly as many bundles (`NEARLY`): its queries
+/// take the next cap's set (more upload and more indices' powers, the same bundles), and
+/// the server keeps a database and its plaintexts fewer (at 2^24 items V16M-256's 49
+/// bundles against V16M-4096's 52: 1.4 GiB and 9.2 GiB). A client takes the first whose
+/// cap its query fits.
 pub fn classes(items: u64, query: u32) -> Result<Vec<FheSet>> {
     let all = sets();
     let mut caps: Vec<u32> = all.iter().map(|s| s.max_query).collect();
