@@ -47,14 +47,14 @@ const MAX_MODULI: usize = 6;
 
 /// A prime below 2^62 and what reducing by it takes.
 #[derive(Clone, Copy, Debug)]
-struct Prime {
+pub(super) struct Prime {
     p: u64,
     /// ⌊2^128 / p⌋, high and low words.
     barrett: (u64, u64),
 }
 
 impl Prime {
-    fn new(p: u64) -> Prime {
+    pub(super) fn new(p: u64) -> Prime {
         debug_assert!(p > 2 && p < 1 << 62 && p % 2 == 1);
         // For odd p, ⌊(2^128 − 1)/p⌋ = ⌊2^128/p⌋.
         let mu = u128::MAX / u128::from(p);
@@ -103,7 +103,7 @@ impl Prime {
     }
 
     /// 1/`a` mod p (a not a multiple of p).
-    fn inverse(&self, a: u64) -> u64 {
+    pub(super) fn inverse(&self, a: u64) -> u64 {
         self.pow(a % self.p, self.p - 2)
     }
 
@@ -113,13 +113,13 @@ impl Prime {
     }
 
     /// `w` (< p) with its Shoup quotient ⌊w·2^64/p⌋.
-    fn shoup(&self, w: u64) -> (u64, u64) {
+    pub(super) fn shoup(&self, w: u64) -> (u64, u64) {
         (w, ((u128::from(w) << 64) / u128::from(self.p)) as u64)
     }
 
     /// `a`·w mod p for any 64-bit a, by Shoup's precomputed quotient.
     #[inline(always)]
-    fn mul_shoup(&self, a: u64, (w, w_shoup): (u64, u64)) -> u64 {
+    pub(super) fn mul_shoup(&self, a: u64, (w, w_shoup): (u64, u64)) -> u64 {
         let q = ((u128::from(a) * u128::from(w_shoup)) >> 64) as u64;
         let r = a.wrapping_mul(w).wrapping_sub(q.wrapping_mul(self.p));
         if r >= self.p {

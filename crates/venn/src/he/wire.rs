@@ -22,7 +22,7 @@
 //! CMdG+21 §5).
 
 use super::bfv;
-use crate::util::primes::{mul_mod, pow_mod};
+use super::product::Prime;
 use crate::{Error, Result};
 use fhe::bfv::{BfvParameters, Ciphertext};
 use fhe_math::rq::traits::TryConvertFrom;
@@ -149,14 +149,18 @@ pub fn encode(ct: &Ciphertext, par: &BfvParameters, kind: Kind) -> Result<Vec<u8
         if kind != Kind::Full {
             part.change_representation(Representation::PowerBasis);
         }
-        let mut rows = part.coefficients().to_owned();
-        if let Kind::Seeded { .. } = kind {
-            to_mixed(
-                rows.as_slice_mut()
-                    .expect("a polynomial's rows are contiguous"),
-                moduli,
-            );
-        }
+        // A seeded c₀'s rows in mixed radix; any other part's as held.
+        let mixed = matches!(kind, Kind::Seeded { .. }).then(|| {
+            let mut rows = part.coefficients().to_owned();
+            let flat = rows
+                .as_slice_mut()
+                .expect("a polynomial's rows are contiguous");
+            to_mixed(flat, moduli);
+            rows
+        });
+        let rows = mixed
+            .as_ref()
+            .map_or(part.coefficients(), |rows| rows.view());
         for (row, (values, &q)) in rows.outer_iter().zip(moduli).enumerate() {
             let (kept, dropped) = bits_of(q, row, kind, at)?;
             for &c in values {
@@ -208,9 +212,10 @@ fn to_mixed(rows: &mut [u64], moduli: &[u64]) {
     let (first, rest) = rows.split_at_mut(n);
     let q0 = moduli[0];
     for (row, &q) in rest.chunks_exact_mut(n).zip(&moduli[1..]) {
-        let inverse = pow_mod(q0 % q, q - 2, q);
+        let prime = Prime::new(q);
+        let inverse = prime.shoup(prime.inverse(q0));
         for (r, &a0) in row.iter_mut().zip(&*first) {
-            *r = mul_mod((*r + q - a0 % q) % q, inverse, q);
+            *r = prime.mul_shoup(below(*r + q - a0 % q, q), inverse);
         }
     }
 }
@@ -221,9 +226,20 @@ fn from_mixed(rows: &mut [u64], moduli: &[u64]) {
     let (first, rest) = rows.split_at_mut(n);
     let q0 = moduli[0];
     for (row, &q) in rest.chunks_exact_mut(n).zip(&moduli[1..]) {
+        let prime = Prime::new(q);
+        let q0 = prime.shoup(q0 % q);
         for (r, &a0) in row.iter_mut().zip(&*first) {
-            *r = (a0 % q + mul_mod(q0 % q, *r, q)) % q;
+            *r = below(a0 % q + prime.mul_shoup(*r, q0), q);
         }
+    }
+}
+
+/// `x` mod q for x below 2q.
+fn below(x: u64, q: u64) -> u64 {
+    if x >= q {
+        x - q
+    } else {
+        x
     }
 }
 

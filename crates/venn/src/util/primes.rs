@@ -29,7 +29,7 @@ pub fn is_prime(n: u64) -> bool {
 }
 
 /// `a·b mod n`.
-pub fn mul_mod(a: u64, b: u64, n: u64) -> u64 {
+fn mul_mod(a: u64, b: u64, n: u64) -> u64 {
     (u128::from(a) * u128::from(b) % u128::from(n)) as u64
 }
 
